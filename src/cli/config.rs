@@ -1,0 +1,274 @@
+//! `agents config set|get|list` (spec section 06, `agents config`).
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::{CliError, Context, env_var};
+use crate::engine::config::{self, KeyPath, Resolution, Source};
+use crate::output::{Cell, Column, Element, Level, Report, Tone};
+
+/// `agents config ...`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Set a key in config.toml (comments and layout are kept)
+    Set {
+        /// Key: automation-profile, format, invariant-actor, log-level, or providers.NAME.FIELD
+        key: String,
+        /// New value
+        value: String,
+    },
+    /// Show a key's value and where it comes from (flag, env, file, default)
+    Get {
+        /// Key to read
+        key: String,
+    },
+    /// List every key with its value and source
+    List {
+        /// Show only keys matching this regular expression
+        regex: Option<String>,
+    },
+}
+
+impl ConfigCommand {
+    /// `set`, `get` or `list`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ConfigCommand::Set { .. } => "set",
+            ConfigCommand::Get { .. } => "get",
+            ConfigCommand::List { .. } => "list",
+        }
+    }
+}
+
+/// Runs a config subcommand.
+///
+/// # Errors
+/// Unknown keys (`NOT_FOUND`, with the nearest key), invalid values (`INVALID_INPUT`), an
+/// invalid config file (`CONFIG_INVALID`), I/O failures.
+pub fn run(command: ConfigCommand, ctx: &Context) -> Result<crate::output::Report, CliError> {
+    // Touch the database so that every command creates it on first use.
+    ctx.store()?;
+    match command {
+        ConfigCommand::Set { key, value } => set(ctx, &key, &value),
+        ConfigCommand::Get { key } => get(ctx, &key),
+        ConfigCommand::List { regex } => list(ctx, regex.as_deref()),
+    }
+}
+
+fn not_set(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "(not set)".to_string())
+}
+
+fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
+    let outcome = config::set_value(&ctx.paths.config_path, key, value)?;
+    let path = KeyPath::parse(key)?;
+    let mut report = Report::ok(
+        "config set",
+        &outcome,
+        format!("Set {} = {}", outcome.key, outcome.value),
+    )
+    .with(Element::panel(
+        "Config Updated",
+        [
+            ("Key", Cell::new(outcome.key.clone(), Tone::Id)),
+            ("Value", outcome.value.clone().into()),
+            ("Previous", not_set(&outcome.previous).into()),
+            ("File", outcome.path.display().to_string().into()),
+            (
+                "Line",
+                outcome
+                    .line
+                    .map(|l| l.to_string())
+                    .unwrap_or_default()
+                    .into(),
+            ),
+        ],
+    ));
+    // Warn when a higher level hides the value just written.
+    let config = crate::engine::Config::load(&ctx.paths.config_path)?;
+    let resolved = config::resolve(&config, None, &path, &ctx.flags, &env_var);
+    if let Some(src @ (Source::Flag | Source::Env)) = resolved.source {
+        let origin = resolved
+            .chain
+            .iter()
+            .find(|c| c.source == src)
+            .map(|c| c.origin.clone())
+            .unwrap_or_default();
+        report = report.message(
+            Level::Warn,
+            format!("{origin} is set and overrides this value for now"),
+        );
+    }
+    Ok(report)
+}
+
+fn resolution_items(r: &Resolution) -> Vec<String> {
+    let mut items: Vec<String> = r
+        .chain
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            format!(
+                "{}. {} ({}): {}",
+                i + 1,
+                e.source.label(),
+                e.origin,
+                not_set(&e.value)
+            )
+        })
+        .collect();
+    items.push(match r.source {
+        Some(s) => format!("Winner: {} (level {})", s.label(), s.level()),
+        None => "Winner: none (not set at any level)".to_string(),
+    });
+    items
+}
+
+fn get(ctx: &Context, key: &str) -> Result<Report, CliError> {
+    let path = KeyPath::parse(key)?;
+    let config = ctx.config()?;
+    let text = std::fs::read_to_string(&ctx.paths.config_path).ok();
+    let r = config::resolve(config, text.as_deref(), &path, &ctx.flags, &env_var);
+    let data = json!({
+        "key": r.key,
+        "value": r.value,
+        "source": r.source,
+        "file": ctx.paths.config_path,
+        "line": r.file_line,
+        "chain": r.chain,
+    });
+    Ok(Report::ok("config get", data, "Config read")
+        .with(Element::panel(
+            "Config",
+            [
+                ("Key", Cell::new(r.key.clone(), Tone::Id)),
+                ("Value", not_set(&r.value).into()),
+                (
+                    "Source",
+                    r.source
+                        .map(|s| s.label().to_string())
+                        .unwrap_or_else(|| "(none)".into())
+                        .into(),
+                ),
+            ],
+        ))
+        .with(Element::panel(
+            "Origin",
+            [
+                ("File", ctx.paths.config_path.display().to_string()),
+                (
+                    "Line",
+                    r.file_line
+                        .map(|l| l.to_string())
+                        .unwrap_or_else(|| "(not in file)".into()),
+                ),
+            ],
+        ))
+        .with(Element::List {
+            title: "Resolution Chain".into(),
+            items: resolution_items(&r),
+        }))
+}
+
+fn list(ctx: &Context, filter: Option<&str>) -> Result<Report, CliError> {
+    let config = ctx.config()?;
+    let pattern = filter.map(regex::Regex::new).transpose().map_err(|e| {
+        CliError::invalid_input(format!("invalid REGEX: {e}"))
+            .hint("e.g. `agents config list '^providers'`")
+    })?;
+    let text = std::fs::read_to_string(&ctx.paths.config_path).ok();
+    let mut keys: Vec<KeyPath> = config::KEYS.iter().map(KeyPath::Top).collect();
+    for provider in config.providers() {
+        for field in [
+            "kind",
+            "base_url",
+            "api_key_env",
+            "timeout_secs",
+            "max_retries",
+        ] {
+            keys.push(KeyPath::Provider {
+                provider: provider.name.clone(),
+                rest: vec![field.to_string()],
+            });
+        }
+        for header in provider.headers.keys() {
+            keys.push(KeyPath::Provider {
+                provider: provider.name.clone(),
+                rest: vec!["headers".into(), header.clone()],
+            });
+        }
+        for (model, price) in &provider.models {
+            for (field, v) in [
+                ("input_usd_per_mtok", price.input_usd_per_mtok),
+                ("output_usd_per_mtok", price.output_usd_per_mtok),
+            ] {
+                if v.is_some() {
+                    keys.push(KeyPath::Provider {
+                        provider: provider.name.clone(),
+                        rest: vec!["models".into(), model.clone(), field.into()],
+                    });
+                }
+            }
+        }
+    }
+    let settings: Vec<Resolution> = keys
+        .iter()
+        .map(|k| config::resolve(config, text.as_deref(), k, &ctx.flags, &env_var))
+        .filter(|r| pattern.as_ref().is_none_or(|p| p.is_match(&r.key)))
+        .filter(|r| r.value.is_some() || matches!(r.key.as_str(), "invariant-actor"))
+        .collect();
+    let rows = settings
+        .iter()
+        .map(|r| {
+            let modified = !matches!(r.source, Some(Source::Default) | None);
+            vec![
+                Cell::new(r.key.clone(), Tone::Id),
+                not_set(&r.value).into(),
+                r.source
+                    .map(|s| s.label().to_string())
+                    .unwrap_or_else(|| "-".into())
+                    .into(),
+                Cell::new(
+                    if modified { "yes" } else { "no" },
+                    if modified { Tone::Normal } else { Tone::Dim },
+                ),
+            ]
+        })
+        .collect();
+    let n = settings.len();
+    let data = json!({
+        "settings": settings.iter().map(|r| json!({
+            "key": r.key, "value": r.value, "source": r.source, "line": r.file_line,
+        })).collect::<Vec<_>>(),
+        "file": {"path": ctx.paths.config_path, "exists": config.exists},
+    });
+    Ok(
+        Report::ok("config list", data, format!("{n} settings listed"))
+            .with(Element::Table {
+                title: "Config".into(),
+                columns: vec![
+                    Column::left("Key"),
+                    Column::left("Value"),
+                    Column::left("Source"),
+                    Column::left("Modified"),
+                ],
+                rows,
+                empty: "No settings match.".into(),
+            })
+            .with(Element::panel(
+                "Config File",
+                [
+                    ("Path", ctx.paths.config_path.display().to_string()),
+                    (
+                        "Exists",
+                        if config.exists {
+                            "yes"
+                        } else {
+                            "no (defaults apply)"
+                        }
+                        .to_string(),
+                    ),
+                ],
+            )),
+    )
+}

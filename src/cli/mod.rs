@@ -1,0 +1,391 @@
+//! The command line (spec sections 05 and 06): clap definitions, global options, dispatch.
+//!
+//! Each command group has its own file; each parses its arguments, calls the engine and
+//! returns a [`Report`](crate::output::Report) or a [`CliError`]. [`main`] renders the result
+//! in the resolved format and maps it to an exit code.
+
+pub mod completion;
+pub mod config;
+pub mod confirm;
+pub mod error;
+pub mod system;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+pub use error::CliError;
+
+use crate::engine::config::{Config, FlagValues};
+use crate::engine::paths::Paths;
+use crate::engine::store::Store;
+use crate::output::{self, ErrorBody, Exit, Format, Outcome, Report, Terminal, resolve_format};
+
+/// `agents` / `cleveragents`: supervise AI agents on large, reviewable, correctable work.
+#[derive(Debug, Parser)]
+#[command(name = "agents", version, about, long_about = None, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Data directory (database, logs, sandboxes) [env: AGENTS_DATA_DIR]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "AGENTS_DATA_DIR",
+        hide_env = true
+    )]
+    pub data_dir: Option<PathBuf>,
+
+    /// Configuration file [env: AGENTS_CONFIG]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "AGENTS_CONFIG",
+        hide_env = true
+    )]
+    pub config_path: Option<PathBuf>,
+
+    /// Output format [env: AGENTS_FORMAT; config: format; default: rich on a terminal, plain otherwise]
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+
+    /// More detail in the log file (-v debug, -vv trace)
+    #[arg(short = 'v', long = "verbose", global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Install shell completion for SHELL (default: from $SHELL)
+    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "", exclusive = true)]
+    pub install_completion: Option<String>,
+
+    /// Print the completion script for SHELL (default: from $SHELL)
+    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "", exclusive = true)]
+    pub show_completion: Option<String>,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the version, build and schema information
+    Version,
+    /// Show paths, database and runtime information
+    Info,
+    /// Back up and reset the data directory and the config file
+    Init {
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+    },
+    /// Read and change configuration (config.toml)
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Check configuration, database, data directory, git and providers
+    Diagnostics,
+}
+
+impl Command {
+    /// The command path shown in the envelope's `command`.
+    pub fn path(&self) -> String {
+        match self {
+            Command::Version => "version".into(),
+            Command::Info => "info".into(),
+            Command::Init { .. } => "init".into(),
+            Command::Config(c) => format!("config {}", c.name()),
+            Command::Diagnostics => "diagnostics".into(),
+        }
+    }
+}
+
+/// Everything a command needs from its surroundings.
+#[derive(Debug)]
+pub struct Context {
+    /// Resolved file locations.
+    pub paths: Paths,
+    /// The loaded configuration (defaults when the file is missing), or why it is unusable.
+    pub config: Result<Config, CliError>,
+    /// Values from global flags that take part in config resolution.
+    pub flags: FlagValues,
+    /// The output format in force.
+    pub format: Format,
+    /// The terminal around the process.
+    pub terminal: Terminal,
+}
+
+impl Context {
+    /// The configuration, or the error that made it unusable.
+    ///
+    /// # Errors
+    /// The config file's error, converted for display.
+    pub fn config(&self) -> Result<&Config, CliError> {
+        self.config.as_ref().map_err(CliError::clone)
+    }
+
+    /// Opens (creating if needed) the database.
+    ///
+    /// # Errors
+    /// Store errors, converted for display.
+    pub fn store(&self) -> Result<Store, CliError> {
+        Ok(Store::open(&self.paths.database())?)
+    }
+}
+
+/// Reads an environment variable (empty counts as unset).
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Runs the program with the process's arguments and returns its exit code.
+pub fn main() -> ExitCode {
+    let started = Instant::now();
+    let terminal = Terminal::detect();
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let code = match Cli::try_parse_from(&args) {
+        Ok(cli) => run(cli, terminal, started),
+        Err(e) => usage_error(&e, &args),
+    };
+    ExitCode::from(code)
+}
+
+/// Handles a clap error: help and version print normally (exit 0); anything else exits 2,
+/// as an envelope when json or yaml was asked for.
+fn usage_error(e: &clap::Error, args: &[OsString]) -> u8 {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return 0;
+    }
+    let wanted = requested_format(args);
+    if let Some(format @ (Format::Json | Format::Yaml)) = wanted {
+        let rendered = e.render().to_string();
+        let mut lines = rendered.lines().filter(|l| !l.trim().is_empty());
+        let message = lines
+            .next()
+            .unwrap_or("invalid arguments")
+            .trim_start_matches("error: ")
+            .to_string();
+        let detail: Vec<&str> = lines.collect();
+        let outcome = Outcome::Failed {
+            command: command_path_from_args(args),
+            error: ErrorBody {
+                code: "USAGE",
+                message,
+                detail: (!detail.is_empty()).then(|| detail.join("\n")),
+                suggestions: vec!["agents --help".to_string()],
+                exit: Exit::Usage,
+            },
+            data: serde_json::Value::Null,
+        };
+        let terminal = Terminal::detect();
+        let _ = output::emit(
+            &outcome,
+            format,
+            &terminal,
+            std::time::Duration::ZERO,
+            &mut std::io::stdout(),
+        );
+    } else {
+        let _ = e.print();
+    }
+    Exit::Usage.code()
+}
+
+/// The format asked for on a command line that clap could not parse: `--format X`,
+/// `--format=X`, else `AGENTS_FORMAT`.
+fn requested_format(args: &[OsString]) -> Option<Format> {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let from_flag = args.iter().enumerate().find_map(|(i, a)| {
+        if a == "--format" {
+            args.get(i + 1).cloned()
+        } else {
+            a.strip_prefix("--format=").map(str::to_string)
+        }
+    });
+    from_flag
+        .or_else(|| env_var("AGENTS_FORMAT"))
+        .and_then(|f| f.parse().ok())
+}
+
+/// The subcommand path named in `args`, as far as it matches the command tree.
+fn command_path_from_args(args: &[OsString]) -> String {
+    let mut cmd = Cli::command();
+    let mut path = Vec::new();
+    for arg in args.iter().skip(1).map(|a| a.to_string_lossy()) {
+        if arg.starts_with('-') {
+            continue;
+        }
+        match cmd.find_subcommand(arg.as_ref()) {
+            Some(sub) => {
+                path.push(sub.get_name().to_string());
+                cmd = sub.clone();
+            }
+            None => continue,
+        }
+    }
+    path.join(" ")
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn run(cli: Cli, terminal: Terminal, started: Instant) -> u8 {
+    if let Some(shell) = cli.install_completion.as_deref() {
+        return finish(
+            completion::install(shell),
+            "install-completion",
+            Format::Plain,
+            &terminal,
+            started,
+        );
+    }
+    if let Some(shell) = cli.show_completion.as_deref() {
+        return match completion::show(shell, &mut std::io::stdout()) {
+            Ok(()) => 0,
+            Err(e) => finish(Err(e), "show-completion", Format::Plain, &terminal, started),
+        };
+    }
+    let Some(command) = cli.command else {
+        let _ = Cli::command().print_help();
+        return 0;
+    };
+    let command_path = command.path();
+    let paths = match Paths::resolve(cli.data_dir, cli.config_path) {
+        Ok(p) => p,
+        Err(e) => {
+            return finish(
+                Err(e.into()),
+                &command_path,
+                Format::Plain,
+                &terminal,
+                started,
+            );
+        }
+    };
+    let config = Config::load(&paths.config_path).map_err(CliError::from);
+    let env_format = match env_var("AGENTS_FORMAT").map(|v| v.parse::<Format>()) {
+        Some(Ok(f)) => Some(f),
+        Some(Err(msg)) => {
+            let err = CliError::invalid_input(format!("AGENTS_FORMAT: {msg}"))
+                .hint("unset AGENTS_FORMAT or fix its value");
+            let format = resolve_format(cli.format, None, None, terminal.stdout_tty);
+            return finish(Err(err), &command_path, format, &terminal, started);
+        }
+        None => None,
+    };
+    let config_format = config
+        .as_ref()
+        .ok()
+        .and_then(|c| c.file.format.as_deref())
+        .and_then(|f| f.parse().ok());
+    let format = resolve_format(cli.format, env_format, config_format, terminal.stdout_tty);
+    let ctx = Context {
+        paths,
+        config,
+        flags: FlagValues {
+            format: cli.format.map(|f| f.as_str().to_string()),
+            verbose: cli.verbose,
+        },
+        format,
+        terminal,
+    };
+    // Logging starts for every command but `version` and `init` (which must not touch the data
+    // directory before it is confirmed; it starts logging itself afterwards).
+    let _guard = match command {
+        Command::Version | Command::Init { .. } => None,
+        _ => start_logging(&ctx),
+    };
+    tracing::debug!(command = %command_path, format = %format, "command started");
+    let result = dispatch(command, &ctx);
+    finish(result, &command_path, format, &ctx.terminal, started)
+}
+
+/// Starts file logging for a context.
+pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let level = ctx
+        .config
+        .as_ref()
+        .ok()
+        .and_then(|c| c.file.log_level.clone())
+        .unwrap_or_else(|| "info".into());
+    crate::logging::init(
+        &ctx.paths.logs_dir(),
+        env_var("AGENTS_LOG").as_deref(),
+        &level,
+        ctx.flags.verbose,
+    )
+}
+
+fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
+    match command {
+        Command::Version => system::version(ctx),
+        Command::Info => system::info(ctx),
+        Command::Init { yes } => system::init(ctx, yes),
+        Command::Config(c) => config::run(c, ctx),
+        Command::Diagnostics => system::diagnostics(ctx),
+    }
+}
+
+/// Renders the result and returns the exit code; a closed stdout exits quietly.
+fn finish(
+    result: Result<Report, CliError>,
+    command: &str,
+    format: Format,
+    terminal: &Terminal,
+    started: Instant,
+) -> u8 {
+    let outcome = match result {
+        Ok(report) => Outcome::Done(report),
+        Err(e) => {
+            tracing::warn!(code = e.body.code, message = %e.body.message, "command failed");
+            Outcome::Failed {
+                command: command.to_string(),
+                error: e.body,
+                data: e.data,
+            }
+        }
+    };
+    let exit = outcome.exit().code();
+    let mut stdout = std::io::stdout().lock();
+    match output::emit(&outcome, format, terminal, started.elapsed(), &mut stdout) {
+        Ok(()) => exit,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit,
+        Err(_) => {
+            let _ = writeln!(std::io::stderr(), "error: cannot write to stdout");
+            Exit::Failure.code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn format_is_found_on_unparseable_command_lines() {
+        let args = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            requested_format(&args(&["agents", "--format", "json", "nope"])),
+            Some(Format::Json)
+        );
+        assert_eq!(
+            requested_format(&args(&["agents", "x", "--format=yaml"])),
+            Some(Format::Yaml)
+        );
+        assert_eq!(
+            command_path_from_args(&args(&["agents", "config", "get", "--bogus"])),
+            "config get"
+        );
+    }
+}

@@ -1,0 +1,271 @@
+//! `agents version`, `info`, `init` and `diagnostics` (spec section 06, top-level commands).
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::confirm::confirm;
+use super::{CliError, Context, env_var, start_logging};
+use crate::engine::config::{self, KeyPath};
+use crate::engine::store::latest_schema_version;
+use crate::engine::system::{self as sys, CheckStatus};
+use crate::output::progress::Spinner;
+use crate::output::{Cell, Column, Element, Exit, Level, Message, Report, Tone};
+
+/// `agents version`.
+///
+/// # Errors
+/// None in practice; the signature matches the other commands.
+pub fn version(_ctx: &Context) -> Result<Report, CliError> {
+    let data = json!({
+        "version": sys::VERSION,
+        "schema_version": latest_schema_version(),
+        "platform": sys::platform(),
+    });
+    Ok(Report::ok("version", data, "Version reported")
+        .with(Element::panel(
+            "CLI Version",
+            [("CleverAgents", sys::VERSION.to_string())],
+        ))
+        .with(Element::panel(
+            "Build",
+            [
+                ("Schema", format!("v{}", latest_schema_version())),
+                ("Platform", sys::platform()),
+            ],
+        )))
+}
+
+/// Human size: `812 B`, `4.0 KiB`, `1.2 MiB`.
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+fn resolved(ctx: &Context, key: &str) -> Result<Option<String>, CliError> {
+    let config = ctx.config()?;
+    let path = KeyPath::parse(key)?;
+    Ok(config::resolve(config, None, &path, &ctx.flags, &env_var).value)
+}
+
+/// `agents info`.
+///
+/// # Errors
+/// An unusable config file or database.
+pub fn info(ctx: &Context) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let info = sys::info(&ctx.paths, ctx.config()?, &store)?;
+    let profile = resolved(ctx, "automation-profile")?.unwrap_or_default();
+    let mut data = serde_json::to_value(&info).expect("info serializes");
+    data["automation_profile"] = json!(profile);
+    data["format"] = json!(ctx.format.as_str());
+    let config_label = if info.config_exists {
+        info.config_path.display().to_string()
+    } else {
+        format!("{} (not created yet)", info.config_path.display())
+    };
+    Ok(Report::ok("info", data, "Environment details ready")
+        .with(Element::panel(
+            "Environment",
+            [
+                ("Data Dir", info.data_dir.display().to_string()),
+                ("Config", config_label),
+                ("Database", info.database_path.display().to_string()),
+                ("Logs", info.log_file.display().to_string()),
+                ("Platform", info.platform.clone()),
+            ],
+        ))
+        .with(Element::panel(
+            "Runtime",
+            [
+                ("Version", info.version.clone()),
+                ("Automation Profile", profile),
+                ("Output Format", ctx.format.as_str().to_string()),
+                ("Providers", format!("{} configured", info.providers)),
+            ],
+        ))
+        .with(Element::panel(
+            "Storage",
+            [
+                (
+                    "Schema",
+                    format!(
+                        "v{} (latest v{})",
+                        info.schema_version, info.latest_schema_version
+                    ),
+                ),
+                ("DB Size", size(info.database_size_bytes)),
+                (
+                    "Plans",
+                    format!(
+                        "{} total, {} active, {} processing, {} errored",
+                        info.plans.total,
+                        info.plans.active,
+                        info.plans.processing,
+                        info.plans.errored
+                    ),
+                ),
+            ],
+        )))
+}
+
+/// `agents init [--yes]`.
+///
+/// # Errors
+/// `CONFLICT` while a plan is processing; `NEEDS_APPROVAL` (exit 3) without a terminal and
+/// without `--yes`; `ABORTED` when declined; I/O and database errors.
+pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
+    let processing = sys::processing_plans(&ctx.paths)?;
+    if processing > 0 {
+        return Err(sys::InitError::PlansProcessing(processing).into());
+    }
+    let question = format!(
+        "Reset {} and {}? Both are backed up first",
+        ctx.paths.data_dir.display(),
+        ctx.paths.config_path.display()
+    );
+    let answer_with = "agents init --yes";
+    confirm(&question, yes, &ctx.terminal, answer_with)?;
+    let outcome = sys::reset(&ctx.paths)?;
+    let _guard = start_logging(ctx);
+    tracing::info!(backup = ?outcome.data_backup, "environment reset");
+    let mut data = serde_json::to_value(&outcome).expect("outcome serializes");
+    data["next"] = json!("agents info");
+    let shown = |p: &Option<std::path::PathBuf>| {
+        p.as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "(nothing to back up)".into())
+    };
+    Ok(Report::ok("init", data, "Environment initialized")
+        .with(Element::panel(
+            "Environment Reset",
+            [
+                ("Data Dir", outcome.data_dir.display().to_string()),
+                ("Config", outcome.config_path.display().to_string()),
+                ("Database", outcome.database_path.display().to_string()),
+                ("Schema", format!("v{}", outcome.schema_version)),
+            ],
+        ))
+        .with(Element::panel(
+            "Backups",
+            [
+                ("Data", shown(&outcome.data_backup)),
+                ("Config", shown(&outcome.config_backup)),
+            ],
+        ))
+        .with(Element::List {
+            title: "Next Steps".into(),
+            items: vec!["agents info".into()],
+        }))
+}
+
+/// `agents diagnostics`.
+///
+/// # Errors
+/// None: every problem found is a check result. Exits 1 when any check is an error.
+pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
+    let started = Instant::now();
+    let spinner = Spinner::start(ctx.format, &ctx.terminal, "Running checks");
+    let checks = sys::diagnostics(&ctx.paths, &env_var);
+    drop(spinner);
+    let count = |s: CheckStatus| checks.iter().filter(|c| c.status == s).count();
+    let (warnings, errors) = (count(CheckStatus::Warn), count(CheckStatus::Error));
+    let rows = checks
+        .iter()
+        .map(|c| {
+            let tone = match c.status {
+                CheckStatus::Ok => Tone::Good,
+                CheckStatus::Warn => Tone::Warn,
+                CheckStatus::Error => Tone::Bad,
+            };
+            vec![
+                Cell::from(c.name.as_str()),
+                Cell::new(c.status.label(), tone),
+                Cell::from(c.details.as_str()),
+            ]
+        })
+        .collect();
+    let fixes: Vec<String> = checks
+        .iter()
+        .filter_map(|c| c.fix.as_ref().map(|f| format!("{}: {f}", c.name)))
+        .collect();
+    let elapsed_ms = started.elapsed().as_millis();
+    let data = json!({
+        "checks": checks,
+        "summary": {"total": checks.len(), "warnings": warnings, "errors": errors, "duration_ms": elapsed_ms},
+    });
+    let (level, text, exit) = if errors > 0 {
+        (
+            Level::Error,
+            format!("{errors} errors must be resolved before CleverAgents can operate"),
+            Exit::Failure,
+        )
+    } else if warnings > 0 {
+        (
+            Level::Warn,
+            format!("{warnings} warnings require attention"),
+            Exit::Ok,
+        )
+    } else {
+        (
+            Level::Ok,
+            format!("All {} checks passed", checks.len()),
+            Exit::Ok,
+        )
+    };
+    let mut report = Report::ok("diagnostics", data, "")
+        .with(Element::Table {
+            title: "Checks".into(),
+            columns: vec![
+                Column::left("Check"),
+                Column::left("Status"),
+                Column::left("Details"),
+            ],
+            rows,
+            empty: "No checks ran.".into(),
+        })
+        .with(Element::panel(
+            "Summary",
+            [
+                ("Checks", format!("{} total", checks.len())),
+                ("Warnings", warnings.to_string()),
+                ("Errors", errors.to_string()),
+                ("Duration", format!("{elapsed_ms} ms")),
+            ],
+        ));
+    if !fixes.is_empty() {
+        let title = if errors > 0 {
+            "Errors (must fix)"
+        } else {
+            "Recommendations"
+        };
+        report = report.with(Element::List {
+            title: title.into(),
+            items: fixes,
+        });
+    }
+    report.status = Message { level, text };
+    report.exit = exit;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn sizes_are_human_readable() {
+        assert_eq!(size(812), "812 B");
+        assert_eq!(size(4096), "4.0 KiB");
+        assert_eq!(size(3 * 1024 * 1024 + 200_000), "3.2 MiB");
+    }
+}

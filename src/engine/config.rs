@@ -1,0 +1,1176 @@
+//! The configuration file `config.toml`: its keys, validation, resolution chain and safe edits.
+//!
+//! Configuration lives only in this file (there is no config table in the database). Top-level
+//! keys (spec section 06, `agents config`): `automation-profile`, `log-level`,
+//! `invariant-actor`, `format`. Provider tables `[providers.NAME]` hold `kind`
+//! (`openai` | `anthropic`), `base_url`, `api_key_env` (the *name* of the environment variable
+//! holding the key, never the key itself), optional `headers`, `timeout_secs`, `max_retries`
+//! and per-model prices under `[providers.NAME.models."MODEL"]`.
+//!
+//! Edits ([`set_value`]) preserve comments and formatting (`toml_edit`), hold an exclusive lock
+//! on `config.toml.lock`, validate the whole resulting file, write a temporary file and rename
+//! it over the old one, so a reader never sees a half-written file and concurrent writers never
+//! lose each other's keys.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::domain::name::is_builtin_profile;
+
+/// The output formats accepted by the `format` key and `--format` (spec section 26).
+pub const FORMATS: [&str; 6] = ["rich", "color", "table", "plain", "json", "yaml"];
+/// The log levels accepted by the `log-level` key.
+pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+/// The automation profile used when none is configured (see `docs/decisions.md`).
+pub const DEFAULT_AUTOMATION_PROFILE: &str = "supervised";
+
+/// Where a resolved value came from, in precedence order (lowest level number wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// A command-line flag (level 1).
+    Flag,
+    /// An environment variable (level 2).
+    Env,
+    /// The config file (level 3).
+    File,
+    /// The compiled-in default (level 4).
+    Default,
+}
+
+impl Source {
+    /// The level shown in the resolution chain: 1 (flag) to 4 (default).
+    pub fn level(self) -> u8 {
+        match self {
+            Source::Flag => 1,
+            Source::Env => 2,
+            Source::File => 3,
+            Source::Default => 4,
+        }
+    }
+
+    /// Human label: `CLI flag`, `env var`, `config file`, `default`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Flag => "CLI flag",
+            Source::Env => "env var",
+            Source::File => "config file",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// A provider's wire protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp, vLLM, LM Studio).
+    Openai,
+    /// Anthropic Messages API.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// The lowercase name used in the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// Prices for one model, in US dollars per million tokens.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    /// USD per million input (prompt) tokens.
+    pub input_usd_per_mtok: Option<f64>,
+    /// USD per million output (completion) tokens.
+    pub output_usd_per_mtok: Option<f64>,
+}
+
+/// One `[providers.NAME]` table as written in the file (every field optional so that built-in
+/// providers can be partly overridden).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderTable {
+    /// Wire protocol; required for providers that are not built in.
+    pub kind: Option<ProviderKind>,
+    /// Base URL of the API, e.g. `http://127.0.0.1:11434/v1` for Ollama.
+    pub base_url: Option<String>,
+    /// Name of the environment variable that holds the API key; absent for keyless servers.
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Per-request read timeout in seconds.
+    pub timeout_secs: Option<u64>,
+    /// Maximum number of attempts for transient failures, in total.
+    pub max_retries: Option<u32>,
+    /// Prices per model name.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelPrice>,
+}
+
+/// The whole file, as parsed. Unknown keys are rejected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConfigFile {
+    /// Default automation profile for new plans.
+    pub automation_profile: Option<String>,
+    /// Default log level for the log file.
+    pub log_level: Option<String>,
+    /// Default invariant reconciliation actor.
+    pub invariant_actor: Option<String>,
+    /// Default output format.
+    pub format: Option<String>,
+    /// Provider tables by name.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderTable>,
+}
+
+/// A provider after merging the file over the built-in defaults.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Provider {
+    /// Provider name; also the namespace of its model actors (`ollama/llama3`).
+    pub name: String,
+    /// Wire protocol.
+    pub kind: ProviderKind,
+    /// Base URL of the API.
+    pub base_url: String,
+    /// Environment variable holding the key, if the provider needs one.
+    pub api_key_env: Option<String>,
+    /// Extra headers.
+    pub headers: BTreeMap<String, String>,
+    /// Read timeout in seconds (default 120).
+    pub timeout_secs: u64,
+    /// Maximum attempts for transient failures (default 3).
+    pub max_retries: u32,
+    /// Prices per model.
+    pub models: BTreeMap<String, ModelPrice>,
+    /// Whether the provider is built in (`openai`, `anthropic`).
+    pub builtin: bool,
+}
+
+/// Default read timeout for provider requests, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// Default maximum attempts for transient provider failures.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
+/// The built-in providers: (name, kind, base URL, key variable).
+pub const BUILTIN_PROVIDERS: [(&str, ProviderKind, &str, &str); 2] = [
+    (
+        "openai",
+        ProviderKind::Openai,
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
+    ),
+    (
+        "anthropic",
+        ProviderKind::Anthropic,
+        "https://api.anthropic.com",
+        "ANTHROPIC_API_KEY",
+    ),
+];
+
+/// Errors from reading, validating or editing the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has an unknown key or a wrongly typed value.
+    #[error("config file {path} is invalid: {message}")]
+    Parse {
+        /// The config file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A key's value is well-typed but not acceptable.
+    #[error("config file {path}: `{key}` {message}")]
+    InvalidEntry {
+        /// The config file.
+        path: PathBuf,
+        /// The offending key, dotted.
+        key: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
+    /// The key given on the command line is not a known configuration key.
+    #[error("unknown config key `{key}`")]
+    UnknownKey {
+        /// The key as given.
+        key: String,
+        /// The nearest known key, if one is close.
+        suggestion: Option<String>,
+    },
+    /// The value given on the command line is not acceptable for the key.
+    #[error("invalid value `{value}` for `{key}`: {expected}")]
+    InvalidValue {
+        /// The key.
+        key: String,
+        /// The value as given.
+        value: String,
+        /// What the key accepts.
+        expected: String,
+    },
+    /// Writing the file (or its lock or temporary file) failed; the old file is unchanged.
+    #[error("cannot write config file {path}: {source}")]
+    Write {
+        /// The path being written.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// A loaded configuration: the file's parsed content and where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// The file's content (all `None` when the file does not exist).
+    pub file: ConfigFile,
+    /// The path it was read from.
+    pub path: PathBuf,
+    /// Whether the file exists.
+    pub exists: bool,
+}
+
+impl Config {
+    /// Reads and validates the config file; a missing file yields the defaults.
+    ///
+    /// # Errors
+    /// [`ConfigError::Read`], [`ConfigError::Parse`] (with line and column) or
+    /// [`ConfigError::InvalidEntry`].
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        match fs::read_to_string(path) {
+            Ok(text) => {
+                let file = parse_and_validate(path, &text)?;
+                Ok(Self {
+                    file,
+                    path: path.to_path_buf(),
+                    exists: true,
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self {
+                file: ConfigFile::default(),
+                path: path.to_path_buf(),
+                exists: false,
+            }),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// All providers: the built-ins merged with the file's tables, sorted by name.
+    pub fn providers(&self) -> Vec<Provider> {
+        let mut out: BTreeMap<String, Provider> = BTreeMap::new();
+        for (name, kind, url, env) in BUILTIN_PROVIDERS {
+            out.insert(
+                name.to_string(),
+                Provider {
+                    name: name.to_string(),
+                    kind,
+                    base_url: url.to_string(),
+                    api_key_env: Some(env.to_string()),
+                    headers: BTreeMap::new(),
+                    timeout_secs: DEFAULT_TIMEOUT_SECS,
+                    max_retries: DEFAULT_MAX_RETRIES,
+                    models: BTreeMap::new(),
+                    builtin: true,
+                },
+            );
+        }
+        for (name, table) in &self.file.providers {
+            let entry = out.entry(name.clone()).or_insert_with(|| Provider {
+                name: name.clone(),
+                // Validation guarantees `kind` for non-built-in providers.
+                kind: table.kind.unwrap_or(ProviderKind::Openai),
+                base_url: String::new(),
+                api_key_env: None,
+                headers: BTreeMap::new(),
+                timeout_secs: DEFAULT_TIMEOUT_SECS,
+                max_retries: DEFAULT_MAX_RETRIES,
+                models: BTreeMap::new(),
+                builtin: false,
+            });
+            if let Some(kind) = table.kind {
+                entry.kind = kind;
+            }
+            if let Some(url) = &table.base_url {
+                entry.base_url.clone_from(url);
+            }
+            if let Some(env) = &table.api_key_env {
+                entry.api_key_env = if env.is_empty() {
+                    None
+                } else {
+                    Some(env.clone())
+                };
+            }
+            entry.headers.extend(table.headers.clone());
+            if let Some(t) = table.timeout_secs {
+                entry.timeout_secs = t;
+            }
+            if let Some(r) = table.max_retries {
+                entry.max_retries = r;
+            }
+            entry.models.extend(table.models.clone());
+        }
+        out.into_values().collect()
+    }
+}
+
+/// The top-level keys, with their environment variable, flag and default.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    /// Key name as written in the file.
+    pub name: &'static str,
+    /// One-line description.
+    pub description: &'static str,
+    /// Environment variable that overrides the file, if any.
+    pub env: Option<&'static str>,
+    /// Command-line flag that overrides everything, if any.
+    pub flag: Option<&'static str>,
+    /// Compiled-in default, if any.
+    pub default: Option<&'static str>,
+}
+
+/// Every top-level key, in display order.
+pub const KEYS: [KeySpec; 4] = [
+    KeySpec {
+        name: "automation-profile",
+        description: "automation profile for new plans (built-in name or namespaced custom profile)",
+        env: Some("AGENTS_AUTOMATION_PROFILE"),
+        flag: None,
+        default: Some(DEFAULT_AUTOMATION_PROFILE),
+    },
+    KeySpec {
+        name: "format",
+        description: "default output format: rich, color, table, plain, json or yaml",
+        env: Some("AGENTS_FORMAT"),
+        flag: Some("--format"),
+        default: Some("rich"),
+    },
+    KeySpec {
+        name: "invariant-actor",
+        description: "default actor that reconciles conflicting invariants",
+        env: Some("AGENTS_INVARIANT_ACTOR"),
+        flag: None,
+        default: None,
+    },
+    KeySpec {
+        name: "log-level",
+        description: "log file level: error, warn, info, debug or trace",
+        env: Some("AGENTS_LOG"),
+        flag: Some("-v"),
+        default: Some("info"),
+    },
+];
+
+/// Fields of a `[providers.NAME]` table that `config set` accepts.
+pub const PROVIDER_FIELDS: [&str; 7] = [
+    "kind",
+    "base_url",
+    "api_key_env",
+    "headers",
+    "timeout_secs",
+    "max_retries",
+    "models",
+];
+
+/// A parsed configuration key path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyPath {
+    /// One of [`KEYS`].
+    Top(&'static KeySpec),
+    /// `providers.NAME.FIELD` (with one more segment for `headers.X`, two more for
+    /// `models."M".input_usd_per_mtok`).
+    Provider {
+        /// Provider name.
+        provider: String,
+        /// Remaining segments after the provider name.
+        rest: Vec<String>,
+    },
+}
+
+impl PartialEq for KeySpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for KeySpec {}
+
+impl KeyPath {
+    /// Parses a dotted key (`format`, `providers.ollama.base_url`,
+    /// `providers.openai.models."gpt-4.1".input_usd_per_mtok`).
+    ///
+    /// # Errors
+    /// [`ConfigError::UnknownKey`] with the nearest known key as a suggestion.
+    pub fn parse(key: &str) -> Result<Self, ConfigError> {
+        let unknown = |suggestion: Option<String>| ConfigError::UnknownKey {
+            key: key.to_string(),
+            suggestion,
+        };
+        let parts: Vec<String> = toml_edit::Key::parse(key)
+            .map_err(|_| unknown(None))?
+            .into_iter()
+            .map(|k| k.get().to_string())
+            .collect();
+        match parts.as_slice() {
+            [single] => KEYS
+                .iter()
+                .find(|spec| spec.name == single)
+                .map(KeyPath::Top)
+                .ok_or_else(|| {
+                    unknown(nearest(
+                        single,
+                        KEYS.iter().map(|k| k.name).chain(["providers.NAME.FIELD"]),
+                    ))
+                }),
+            [providers, name, field, rest @ ..] if providers == "providers" => {
+                let ok = match (field.as_str(), rest.len()) {
+                    ("headers", 1) => true,
+                    ("models", 2) => matches!(
+                        rest[1].as_str(),
+                        "input_usd_per_mtok" | "output_usd_per_mtok"
+                    ),
+                    (f, 0) => PROVIDER_FIELDS[..6].contains(&f) && f != "headers",
+                    _ => false,
+                };
+                if ok {
+                    let mut rest_all = vec![field.clone()];
+                    rest_all.extend(rest.iter().cloned());
+                    Ok(KeyPath::Provider {
+                        provider: name.clone(),
+                        rest: rest_all,
+                    })
+                } else {
+                    let suggestion = nearest(field, PROVIDER_FIELDS.iter().copied())
+                        .map(|f| format!("providers.{name}.{f}"));
+                    Err(unknown(suggestion))
+                }
+            }
+            [first, ..] => Err(unknown(nearest(
+                first,
+                KEYS.iter().map(|k| k.name).chain(["providers"]),
+            ))),
+            [] => Err(unknown(None)),
+        }
+    }
+
+    /// The path segments in the TOML document.
+    pub fn segments(&self) -> Vec<String> {
+        match self {
+            KeyPath::Top(spec) => vec![spec.name.to_string()],
+            KeyPath::Provider { provider, rest } => {
+                let mut v = vec!["providers".to_string(), provider.clone()];
+                v.extend(rest.iter().cloned());
+                v
+            }
+        }
+    }
+
+    /// The canonical dotted form, quoting segments that need it.
+    pub fn dotted(&self) -> String {
+        self.segments()
+            .iter()
+            .map(|s| toml_edit::Key::new(s.as_str()).display_repr().into_owned())
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+}
+
+/// The nearest candidate to `input` by edit distance, if it is plausibly a typo.
+pub fn nearest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(input, c), c))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c.to_string())
+}
+
+/// Validates one value for a key and converts it to the TOML value to store.
+///
+/// # Errors
+/// [`ConfigError::InvalidValue`] naming what the key accepts.
+pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, ConfigError> {
+    let invalid = |expected: &str| ConfigError::InvalidValue {
+        key: path.dotted(),
+        value: value.to_string(),
+        expected: expected.to_string(),
+    };
+    match path {
+        KeyPath::Top(spec) => {
+            check_top_value(spec.name, value).map_err(|e| invalid(&e))?;
+            Ok(value.into())
+        }
+        KeyPath::Provider { provider, rest } => {
+            check_provider_name(provider).map_err(|e| invalid(&e))?;
+            match rest[0].as_str() {
+                "kind" => match value {
+                    "openai" | "anthropic" => Ok(value.into()),
+                    _ => Err(invalid("one of: openai, anthropic")),
+                },
+                "base_url" => check_url(value)
+                    .map(|()| value.into())
+                    .map_err(|e| invalid(&e)),
+                "api_key_env" => check_env_name(value)
+                    .map(|()| value.into())
+                    .map_err(|e| invalid(&e)),
+                "headers" => Ok(value.into()),
+                "timeout_secs" => match value.parse::<i64>() {
+                    Ok(n) if (1..=3600).contains(&n) => Ok(n.into()),
+                    _ => Err(invalid("a whole number of seconds from 1 to 3600")),
+                },
+                "max_retries" => match value.parse::<i64>() {
+                    Ok(n) if (0..=20).contains(&n) => Ok(n.into()),
+                    _ => Err(invalid("a whole number from 0 to 20")),
+                },
+                "models" => match value.parse::<f64>() {
+                    Ok(n) if n.is_finite() && n >= 0.0 => Ok(n.into()),
+                    _ => Err(invalid(
+                        "a non-negative number of US dollars per million tokens",
+                    )),
+                },
+                _ => Err(invalid("a known provider field")),
+            }
+        }
+    }
+}
+
+fn check_top_value(key: &str, value: &str) -> Result<(), String> {
+    match key {
+        "format" if FORMATS.contains(&value) => Ok(()),
+        "format" => Err(format!("one of: {}", FORMATS.join(", "))),
+        "log-level" if LOG_LEVELS.contains(&value.to_ascii_lowercase().as_str()) => Ok(()),
+        "log-level" => Err(format!("one of: {}", LOG_LEVELS.join(", "))),
+        "automation-profile" => {
+            if is_builtin_profile(value) {
+                return Ok(());
+            }
+            match crate::engine::domain::name::QualifiedName::parse(value) {
+                Ok(n) if n.namespace.is_some() => Ok(()),
+                _ => Err("a built-in profile (locked-down, manual, supervised, trusted, autonomous, full-auto) \
+                          or a namespaced custom profile such as local/careful"
+                    .to_string()),
+            }
+        }
+        "invariant-actor" => crate::engine::domain::name::QualifiedName::parse(value)
+            .map(|_| ())
+            .map_err(|e| format!("an actor name such as local/reconciler ({e})")),
+        _ => Ok(()),
+    }
+}
+
+fn check_provider_name(name: &str) -> Result<(), String> {
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !valid {
+        return Err("a provider name of lowercase letters, digits, `-` and `_`".to_string());
+    }
+    if matches!(name, "local" | "builtin") {
+        return Err(format!(
+            "a provider name other than the reserved namespace `{name}`"
+        ));
+    }
+    Ok(())
+}
+
+fn check_url(value: &str) -> Result<(), String> {
+    let ok = (value.starts_with("http://") || value.starts_with("https://"))
+        && value.len() > "http://".len()
+        && !value.chars().any(char::is_whitespace);
+    if ok {
+        Ok(())
+    } else {
+        Err("an http:// or https:// URL such as http://127.0.0.1:11434/v1".to_string())
+    }
+}
+
+fn check_env_name(value: &str) -> Result<(), String> {
+    let ok = value
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && value
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(
+            "the NAME of an environment variable (such as OPENAI_API_KEY), never the key itself"
+                .to_string(),
+        )
+    }
+}
+
+/// Parses the file text and checks every value.
+fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+    let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string().trim_end().to_string(),
+    })?;
+    let bad = |key: String, message: String| ConfigError::InvalidEntry {
+        path: path.to_path_buf(),
+        key,
+        message,
+    };
+    for (key, value) in [
+        ("automation-profile", &file.automation_profile),
+        ("format", &file.format),
+        ("log-level", &file.log_level),
+        ("invariant-actor", &file.invariant_actor),
+    ] {
+        if let Some(v) = value {
+            check_top_value(key, v)
+                .map_err(|e| bad(key.to_string(), format!("is `{v}`; expected {e}")))?;
+        }
+    }
+    for (name, table) in &file.providers {
+        let key = |field: &str| format!("providers.{name}.{field}");
+        check_provider_name(name)
+            .map_err(|e| bad(format!("providers.{name}"), format!("needs {e}")))?;
+        let builtin = BUILTIN_PROVIDERS.iter().any(|(n, ..)| n == name);
+        if !builtin && table.kind.is_none() {
+            return Err(bad(
+                key("kind"),
+                "is missing; set it to `openai` or `anthropic`".to_string(),
+            ));
+        }
+        if !builtin && table.base_url.is_none() {
+            return Err(bad(
+                key("base_url"),
+                "is missing; set the provider's API URL".to_string(),
+            ));
+        }
+        if let Some(url) = &table.base_url {
+            check_url(url)
+                .map_err(|e| bad(key("base_url"), format!("is `{url}`; expected {e}")))?;
+        }
+        if let Some(env) = &table.api_key_env
+            && !env.is_empty()
+        {
+            check_env_name(env).map_err(|e| bad(key("api_key_env"), format!("must be {e}")))?;
+        }
+    }
+    Ok(file)
+}
+
+/// The result of resolving one key through flag, environment, file and default.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resolution {
+    /// The dotted key.
+    pub key: String,
+    /// The winning value, if any level has one.
+    pub value: Option<String>,
+    /// The level that won, if any.
+    pub source: Option<Source>,
+    /// Every level, in precedence order, with its value (`None` when not set).
+    pub chain: Vec<ChainEntry>,
+    /// 1-based line in the config file where the key is set, if it is.
+    pub file_line: Option<usize>,
+}
+
+/// One level of a [`Resolution`] chain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChainEntry {
+    /// Which level.
+    pub source: Source,
+    /// Its name: the flag, the variable, the file path or `default`.
+    pub origin: String,
+    /// The value at this level, if set.
+    pub value: Option<String>,
+}
+
+/// Values given on the command line that take part in resolution.
+#[derive(Debug, Clone, Default)]
+pub struct FlagValues {
+    /// `--format`, if given.
+    pub format: Option<String>,
+    /// Number of `-v` flags.
+    pub verbose: u8,
+}
+
+impl FlagValues {
+    fn value_for(&self, key: &str) -> Option<String> {
+        match key {
+            "format" => self.format.clone(),
+            "log-level" => match self.verbose {
+                0 => None,
+                1 => Some("debug".to_string()),
+                _ => Some("trace".to_string()),
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Resolves a key through flag, environment, file and default.
+///
+/// `env` looks up environment variables (injected so tests need not mutate the process
+/// environment). `text` is the config file's text, used to report the line of the key.
+pub fn resolve(
+    config: &Config,
+    text: Option<&str>,
+    path: &KeyPath,
+    flags: &FlagValues,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Resolution {
+    let mut chain = Vec::new();
+    let file_value = file_value(&config.file, path);
+    match path {
+        KeyPath::Top(spec) => {
+            if let Some(flag) = spec.flag {
+                chain.push(ChainEntry {
+                    source: Source::Flag,
+                    origin: flag.to_string(),
+                    value: flags.value_for(spec.name),
+                });
+            }
+            if let Some(var) = spec.env {
+                chain.push(ChainEntry {
+                    source: Source::Env,
+                    origin: var.to_string(),
+                    value: env(var).filter(|v| !v.is_empty()),
+                });
+            }
+            chain.push(ChainEntry {
+                source: Source::File,
+                origin: config.path.display().to_string(),
+                value: file_value,
+            });
+            chain.push(ChainEntry {
+                source: Source::Default,
+                origin: "default".to_string(),
+                value: spec.default.map(str::to_string),
+            });
+        }
+        KeyPath::Provider { provider, rest } => {
+            chain.push(ChainEntry {
+                source: Source::File,
+                origin: config.path.display().to_string(),
+                value: file_value,
+            });
+            chain.push(ChainEntry {
+                source: Source::Default,
+                origin: "default".to_string(),
+                value: provider_default(provider, &rest[0]),
+            });
+        }
+    }
+    let winner = chain.iter().find(|e| e.value.is_some());
+    Resolution {
+        key: path.dotted(),
+        value: winner.and_then(|e| e.value.clone()),
+        source: winner.map(|e| e.source),
+        file_line: text.and_then(|t| line_of(t, &path.segments())),
+        chain,
+    }
+}
+
+fn provider_default(provider: &str, field: &str) -> Option<String> {
+    let builtin = BUILTIN_PROVIDERS.iter().find(|(n, ..)| *n == provider);
+    match (field, builtin) {
+        ("kind", Some((_, kind, _, _))) => Some(kind.as_str().to_string()),
+        ("base_url", Some((_, _, url, _))) => Some((*url).to_string()),
+        ("api_key_env", Some((_, _, _, env))) => Some((*env).to_string()),
+        ("timeout_secs", _) => Some(DEFAULT_TIMEOUT_SECS.to_string()),
+        ("max_retries", _) => Some(DEFAULT_MAX_RETRIES.to_string()),
+        _ => None,
+    }
+}
+
+/// The value of a key in the parsed file, rendered as a string.
+fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
+    match path {
+        KeyPath::Top(spec) => match spec.name {
+            "automation-profile" => file.automation_profile.clone(),
+            "format" => file.format.clone(),
+            "invariant-actor" => file.invariant_actor.clone(),
+            "log-level" => file.log_level.clone(),
+            _ => None,
+        },
+        KeyPath::Provider { provider, rest } => {
+            let table = file.providers.get(provider)?;
+            match (rest[0].as_str(), rest.get(1), rest.get(2)) {
+                ("kind", ..) => table.kind.map(|k| k.as_str().to_string()),
+                ("base_url", ..) => table.base_url.clone(),
+                ("api_key_env", ..) => table.api_key_env.clone(),
+                ("timeout_secs", ..) => table.timeout_secs.map(|v| v.to_string()),
+                ("max_retries", ..) => table.max_retries.map(|v| v.to_string()),
+                ("headers", Some(h), _) => table.headers.get(h).cloned(),
+                ("models", Some(m), Some(field)) => {
+                    let price = table.models.get(m)?;
+                    match field.as_str() {
+                        "input_usd_per_mtok" => price.input_usd_per_mtok.map(|v| v.to_string()),
+                        _ => price.output_usd_per_mtok.map(|v| v.to_string()),
+                    }
+                }
+                _ => None,
+            }
+        }
+    }
+}
+
+/// 1-based line where the key path is defined in `text`, if it is.
+pub fn line_of(text: &str, segments: &[String]) -> Option<usize> {
+    let doc = toml_edit::Document::parse(text.to_string()).ok()?;
+    let mut table: &dyn toml_edit::TableLike = doc.as_table();
+    let (last, parents) = segments.split_last()?;
+    for seg in parents {
+        table = table.get(seg)?.as_table_like()?;
+    }
+    let (key, _) = table.get_key_value(last)?;
+    let start = key.span()?.start;
+    Some(text[..start].matches('\n').count() + 1)
+}
+
+/// What [`set_value`] changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SetOutcome {
+    /// The dotted key.
+    pub key: String,
+    /// The value now stored.
+    pub value: String,
+    /// The value stored before, if any.
+    pub previous: Option<String>,
+    /// The file written.
+    pub path: PathBuf,
+    /// 1-based line of the key in the new file.
+    pub line: Option<usize>,
+    /// Whether the file was created by this call.
+    pub created: bool,
+}
+
+/// Sets one key in the config file, preserving comments and layout.
+///
+/// Holds an exclusive lock on `<config>.lock` for the whole read-modify-write, validates the
+/// resulting file, writes a temporary file in the same directory and renames it into place.
+///
+/// # Errors
+/// [`ConfigError::UnknownKey`] / [`ConfigError::InvalidValue`] for bad input (nothing is
+/// written), [`ConfigError::Parse`] / [`ConfigError::InvalidEntry`] when the edited file would
+/// not be valid, [`ConfigError::Read`] / [`ConfigError::Write`] for I/O failures.
+pub fn set_value(config_path: &Path, key: &str, value: &str) -> Result<SetOutcome, ConfigError> {
+    let path = KeyPath::parse(key)?;
+    let typed = typed_value(&path, value)?;
+    let dir = config_path.parent().unwrap_or_else(|| Path::new("."));
+    let write_err = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| ConfigError::Write { path: p, source }
+    };
+    fs::create_dir_all(dir).map_err(write_err(dir))?;
+    let lock_path = lock_path(config_path);
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(write_err(&lock_path))?;
+    lock.lock().map_err(write_err(&lock_path))?;
+
+    let (old_text, created) = match fs::read_to_string(config_path) {
+        Ok(t) => (t, false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), true),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: config_path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut doc: toml_edit::DocumentMut =
+        old_text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| ConfigError::Parse {
+                path: config_path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+    let segments = path.segments();
+    let previous = get_in(&doc, &segments);
+    set_in(&mut doc, &segments, typed);
+    let new_text = doc.to_string();
+    parse_and_validate(config_path, &new_text)?;
+
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        config_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("config.toml"),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(new_text.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, config_path)
+    };
+    if let Err(source) = write() {
+        let _ = fs::remove_file(&tmp);
+        return Err(ConfigError::Write {
+            path: config_path.to_path_buf(),
+            source,
+        });
+    }
+    drop(lock);
+    Ok(SetOutcome {
+        key: path.dotted(),
+        value: value.to_string(),
+        previous,
+        path: config_path.to_path_buf(),
+        line: line_of(&new_text, &segments),
+        created,
+    })
+}
+
+/// The lock file guarding edits of `config_path`.
+pub fn lock_path(config_path: &Path) -> PathBuf {
+    let mut name = config_path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".lock");
+    config_path.with_file_name(name)
+}
+
+fn get_in(doc: &toml_edit::DocumentMut, segments: &[String]) -> Option<String> {
+    let mut item = doc.as_item();
+    for seg in segments {
+        item = item.get(seg)?;
+    }
+    item.as_value().map(|v| match v.as_str() {
+        Some(s) => s.to_string(),
+        None => v.to_string().trim().to_string(),
+    })
+}
+
+fn set_in(doc: &mut toml_edit::DocumentMut, segments: &[String], value: toml_edit::Value) {
+    let (last, parents) = segments
+        .split_last()
+        .expect("key paths have at least one segment");
+    let mut table = doc.as_table_mut();
+    for (depth, seg) in parents.iter().enumerate() {
+        if !table.contains_key(seg) || !table[seg.as_str()].is_table_like() {
+            let mut t = toml_edit::Table::new();
+            // `[providers]` itself stays implicit so the file reads `[providers.ollama]`.
+            t.set_implicit(depth == 0);
+            table.insert(seg, toml_edit::Item::Table(t));
+        }
+        if let Some(inline) = table[seg.as_str()].as_inline_table().cloned() {
+            // An inline table written by hand becomes a standard table, keeping its entries.
+            table.insert(seg, toml_edit::Item::Table(inline.into_table()));
+        }
+        table = table[seg.as_str()]
+            .as_table_mut()
+            .expect("ensured a standard table above");
+    }
+    match table.get_mut(last).and_then(|i| i.as_value_mut()) {
+        Some(existing) => {
+            // Keep the comment and whitespace decorations of the old value.
+            let decor = existing.decor().clone();
+            *existing = value;
+            *existing.decor_mut() = decor;
+        }
+        None => {
+            table.insert(last, toml_edit::value(value));
+        }
+    }
+}
+
+/// The text of a new config file: every key documented and commented out.
+pub fn default_file_text() -> String {
+    let mut s = String::from(
+        "# CleverAgents configuration.\n\
+         # Edit with `agents config set KEY VALUE` (comments are preserved) or by hand.\n\n",
+    );
+    for spec in KEYS {
+        s.push_str(&format!("# {}\n", spec.description));
+        match spec.default {
+            Some(d) => s.push_str(&format!("# {} = \"{}\"\n\n", spec.name, d)),
+            None => s.push_str(&format!("# {} = \"local/reconciler\"\n\n", spec.name)),
+        }
+    }
+    s.push_str(
+        "# Providers: built in are `openai` (OPENAI_API_KEY) and `anthropic` (ANTHROPIC_API_KEY).\n\
+         # A local OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio) needs no key:\n\
+         # [providers.ollama]\n\
+         # kind = \"openai\"\n\
+         # base_url = \"http://127.0.0.1:11434/v1\"\n",
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn unknown_top_level_key_suggests_the_nearest() {
+        match KeyPath::parse("formt") {
+            Err(ConfigError::UnknownKey { suggestion, .. }) => {
+                assert_eq!(suggestion.as_deref(), Some("format"))
+            }
+            other => panic!("expected UnknownKey, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn provider_keys_parse_with_quoted_model_names() {
+        let p = KeyPath::parse("providers.openai.models.\"gpt-4.1\".input_usd_per_mtok").unwrap();
+        assert_eq!(
+            p.segments(),
+            [
+                "providers",
+                "openai",
+                "models",
+                "gpt-4.1",
+                "input_usd_per_mtok"
+            ]
+        );
+        assert_eq!(
+            p.dotted(),
+            "providers.openai.models.\"gpt-4.1\".input_usd_per_mtok"
+        );
+        assert!(KeyPath::parse("providers.openai.colour").is_err());
+    }
+
+    #[test]
+    fn api_key_env_refuses_something_that_looks_like_a_key() {
+        let p = KeyPath::parse("providers.openai.api_key_env").unwrap();
+        assert!(typed_value(&p, "sk-abc123").is_err());
+        assert!(typed_value(&p, "MY_KEY").is_ok());
+    }
+
+    #[test]
+    fn set_preserves_comments_and_reports_previous_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        fs::write(&path, "# keep me\nformat = \"json\" # trailing\n").unwrap();
+        let out = set_value(&path, "format", "yaml").unwrap();
+        assert_eq!(out.previous.as_deref(), Some("json"));
+        assert_eq!(out.line, Some(2));
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "# keep me\nformat = \"yaml\" # trailing\n");
+    }
+
+    #[test]
+    fn set_provider_key_creates_a_provider_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/config.toml");
+        set_value(&path, "providers.ollama.kind", "openai").unwrap();
+        set_value(
+            &path,
+            "providers.ollama.base_url",
+            "http://127.0.0.1:11434/v1",
+        )
+        .unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("[providers.ollama]"), "{text}");
+        let config = Config::load(&path).unwrap();
+        let ollama = config
+            .providers()
+            .into_iter()
+            .find(|p| p.name == "ollama")
+            .unwrap();
+        assert_eq!(ollama.kind, ProviderKind::Openai);
+        assert_eq!(ollama.api_key_env, None);
+    }
+
+    #[test]
+    fn a_provider_without_kind_is_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let err =
+            set_value(&path, "providers.ollama.base_url", "http://localhost:1/v1").unwrap_err();
+        assert!(
+            matches!(err, ConfigError::InvalidEntry { ref key, .. } if key == "providers.ollama.kind"),
+            "{err}"
+        );
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn invalid_file_reports_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        fs::write(&path, "format = \"json\"\ncolour = 1\n").unwrap();
+        let err = Config::load(&path).unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(err.contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn resolution_chain_prefers_flag_then_env_then_file_then_default() {
+        let config = Config {
+            file: ConfigFile {
+                format: Some("table".into()),
+                ..Default::default()
+            },
+            path: "/c.toml".into(),
+            exists: true,
+        };
+        let key = KeyPath::parse("format").unwrap();
+        let env = |v: &str| (v == "AGENTS_FORMAT").then(|| "json".to_string());
+        let flags = FlagValues {
+            format: Some("yaml".into()),
+            verbose: 0,
+        };
+        assert_eq!(
+            resolve(&config, None, &key, &flags, &env).source,
+            Some(Source::Flag)
+        );
+        let r = resolve(&config, None, &key, &FlagValues::default(), &env);
+        assert_eq!(
+            (r.value.as_deref(), r.source),
+            (Some("json"), Some(Source::Env))
+        );
+        let r = resolve(&config, None, &key, &FlagValues::default(), &no_env);
+        assert_eq!(
+            (r.value.as_deref(), r.source),
+            (Some("table"), Some(Source::File))
+        );
+        let r = resolve(
+            &Config::default(),
+            None,
+            &key,
+            &FlagValues::default(),
+            &no_env,
+        );
+        assert_eq!(
+            (r.value.as_deref(), r.source),
+            (Some("rich"), Some(Source::Default))
+        );
+    }
+
+    #[test]
+    fn default_file_text_is_valid_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        fs::write(&path, default_file_text()).unwrap();
+        assert_eq!(Config::load(&path).unwrap().file, ConfigFile::default());
+    }
+}

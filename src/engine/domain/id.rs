@@ -1,0 +1,168 @@
+//! ULID identifiers and id-prefix resolution.
+//!
+//! Plans, decisions, actions and projects are identified by 26-character ULIDs. Commands also
+//! accept a unique prefix of at least [`MIN_PREFIX`] characters; an ambiguous prefix is an error
+//! that lists the matches.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use ulid::Ulid;
+
+/// Shortest id prefix accepted in place of a full id.
+pub const MIN_PREFIX: usize = 4;
+/// Length of the short id shown in tables.
+pub const SHORT_LEN: usize = 8;
+
+/// A ULID identifier, shown as 26 Crockford base32 characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Id(Ulid);
+
+impl Id {
+    /// A new id for the current time (monotonic within the process).
+    pub fn generate() -> Self {
+        Self(Ulid::generate())
+    }
+
+    /// The first [`SHORT_LEN`] characters, as shown in tables.
+    pub fn short(&self) -> String {
+        self.to_string()[..SHORT_LEN].to_string()
+    }
+
+    /// Milliseconds since the Unix epoch encoded in the id.
+    pub fn timestamp_ms(&self) -> u64 {
+        self.0.timestamp_ms()
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for Id {
+    type Err = ulid::DecodeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ulid::from_string(&s.to_ascii_uppercase()).map(Self)
+    }
+}
+
+/// Why an id or prefix did not resolve to exactly one candidate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdPrefixError {
+    /// The prefix is shorter than [`MIN_PREFIX`].
+    #[error("id prefix `{0}` is too short: give at least 4 characters")]
+    TooShort(String),
+    /// No candidate starts with the prefix.
+    #[error("no {kind} has an id starting with `{prefix}`")]
+    NotFound {
+        /// The kind of entity (`plan`, `decision`, ...).
+        kind: &'static str,
+        /// The prefix as given.
+        prefix: String,
+    },
+    /// Several candidates start with the prefix.
+    #[error("id prefix `{prefix}` matches {} {kind}s: {}", matches.len(), matches.join(", "))]
+    Ambiguous {
+        /// The kind of entity.
+        kind: &'static str,
+        /// The prefix as given.
+        prefix: String,
+        /// The full ids that match, sorted.
+        matches: Vec<String>,
+    },
+}
+
+/// Resolves `input` (a full id or a unique prefix of at least [`MIN_PREFIX`] characters,
+/// case-insensitive) against `candidates` (full ids).
+///
+/// # Errors
+/// [`IdPrefixError`] when the prefix is too short, matches nothing or matches several ids.
+pub fn resolve_prefix<I, S>(
+    kind: &'static str,
+    input: &str,
+    candidates: I,
+) -> Result<String, IdPrefixError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let wanted = input.to_ascii_uppercase();
+    if wanted.len() < MIN_PREFIX {
+        return Err(IdPrefixError::TooShort(input.to_string()));
+    }
+    let mut matches: Vec<String> = candidates
+        .into_iter()
+        .filter(|c| c.as_ref().to_ascii_uppercase().starts_with(&wanted))
+        .map(|c| c.as_ref().to_string())
+        .collect();
+    matches.sort();
+    matches.dedup();
+    if let Some(exact) = matches.iter().find(|m| m.eq_ignore_ascii_case(input)) {
+        return Ok(exact.clone());
+    }
+    match matches.len() {
+        0 => Err(IdPrefixError::NotFound {
+            kind,
+            prefix: input.to_string(),
+        }),
+        1 => Ok(matches.remove(0)),
+        _ => Err(IdPrefixError::Ambiguous {
+            kind,
+            prefix: input.to_string(),
+            matches,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "01HXM7A9AAAAAAAAAAAAAAAAAA";
+    const B: &str = "01HXM7A9BBBBBBBBBBBBBBBBBB";
+    const C: &str = "01HXQ000CCCCCCCCCCCCCCCCCC";
+
+    #[test]
+    fn unique_prefix_resolves_case_insensitively() {
+        assert_eq!(resolve_prefix("plan", "01hxq", [A, B, C]).unwrap(), C);
+    }
+
+    #[test]
+    fn ambiguous_prefix_lists_every_match() {
+        let err = resolve_prefix("plan", "01HXM7", [A, B, C]).unwrap_err();
+        assert_eq!(
+            err,
+            IdPrefixError::Ambiguous {
+                kind: "plan",
+                prefix: "01HXM7".into(),
+                matches: vec![A.into(), B.into()]
+            }
+        );
+        assert!(err.to_string().contains(A) && err.to_string().contains(B));
+    }
+
+    #[test]
+    fn short_or_unknown_prefixes_are_refused() {
+        assert_eq!(
+            resolve_prefix("plan", "01H", [A]),
+            Err(IdPrefixError::TooShort("01H".into()))
+        );
+        assert!(matches!(
+            resolve_prefix("plan", "ZZZZ", [A]),
+            Err(IdPrefixError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn ids_round_trip_and_shorten_to_eight_characters() {
+        let id = Id::generate();
+        let parsed: Id = id.to_string().to_lowercase().parse().unwrap();
+        assert_eq!(parsed, id);
+        assert_eq!(id.short().len(), 8);
+        assert!(id.to_string().starts_with(&id.short()));
+    }
+}

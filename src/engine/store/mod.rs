@@ -1,0 +1,288 @@
+//! The SQLite store: one database file in the data directory.
+//!
+//! Opening ([`Store::open`]) first reads the schema version through a read-only connection;
+//! a database written by a newer CleverAgents is refused and left byte-identical. Otherwise the
+//! connection is set to WAL, a busy timeout and foreign keys, and pending migrations are applied.
+//! Each later issue adds its own migration file; versions are `PRAGMA user_version`.
+
+pub mod plans;
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use rusqlite_migration::{M, Migrations};
+
+/// How long a connection waits for another writer before failing with "database is locked".
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const MIGRATION_SQL: &[&str] = &[include_str!("migrations/001_plans.sql")];
+
+static MIGRATIONS: LazyLock<Migrations<'static>> =
+    LazyLock::new(|| Migrations::new(MIGRATION_SQL.iter().map(|sql| M::up(sql)).collect()));
+
+/// The schema version this binary creates and understands.
+pub fn latest_schema_version() -> u32 {
+    MIGRATION_SQL.len() as u32
+}
+
+/// Errors from opening or using the database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database was written by a newer CleverAgents.
+    #[error(
+        "database {path} has schema version {found}, newer than this CleverAgents understands (up to {supported})"
+    )]
+    TooNew {
+        /// The database file.
+        path: PathBuf,
+        /// Its schema version.
+        found: u32,
+        /// The newest version this binary knows.
+        supported: u32,
+    },
+    /// The file is not a SQLite database or cannot be opened.
+    #[error("cannot open database {path}: {source}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// The data directory cannot be created.
+    #[error("cannot create data directory {path}: {source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A migration failed; the database is left at its previous version.
+    #[error("cannot migrate database {path}: {message}")]
+    Migrate {
+        /// The database file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// A query failed.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored JSON column could not be read back.
+    #[error("stored data in {table}.{column} is not valid: {message}")]
+    Corrupt {
+        /// Table.
+        table: &'static str,
+        /// Column.
+        column: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// An open database connection with the schema migrated to the latest version.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, refusing newer schemas untouched.
+    ///
+    /// # Errors
+    /// [`StoreError::TooNew`] (the file is left byte-identical), [`StoreError::Open`],
+    /// [`StoreError::CreateDir`] or [`StoreError::Migrate`].
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        if path.exists() {
+            let found = read_schema_version(path)?;
+            if found > latest_schema_version() {
+                return Err(StoreError::TooNew {
+                    path: path.to_path_buf(),
+                    found,
+                    supported: latest_schema_version(),
+                });
+            }
+        }
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(open_err)?;
+        MIGRATIONS
+            .to_latest(&mut conn)
+            .map_err(|e| StoreError::Migrate {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens an existing database for reading only (`query_only`); no migration is applied and
+    /// the file is never written.
+    ///
+    /// # Errors
+    /// [`StoreError::TooNew`] or [`StoreError::Open`].
+    pub fn open_read_only(path: &Path) -> Result<Self, StoreError> {
+        let found = read_schema_version(path)?;
+        if found > latest_schema_version() {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: latest_schema_version(),
+            });
+        }
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        conn.pragma_update(None, "query_only", "ON")
+            .map_err(open_err)?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, for repositories in this module tree.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The connection, mutable, for transactions.
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The schema version of the open database.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?)
+    }
+
+    /// Runs SQLite's `quick_check` and returns its findings (`["ok"]` when healthy).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn quick_check(&self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare("PRAGMA quick_check")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+/// Reads `PRAGMA user_version` through a read-only connection that changes nothing on disk.
+fn read_schema_version(path: &Path) -> Result<u32, StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(open_err)?;
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(open_err)?;
+    Ok(u32::try_from(version).unwrap_or(u32::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_database_is_migrated_to_the_latest_version_in_wal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("nested/cleveragents.db")).unwrap();
+        assert_eq!(store.schema_version().unwrap(), latest_schema_version());
+        let mode: String = store
+            .conn()
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let fk: i64 = store
+            .conn()
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1);
+        assert_eq!(store.quick_check().unwrap(), ["ok"]);
+    }
+
+    #[test]
+    fn reopening_keeps_the_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        drop(Store::open(&path).unwrap());
+        assert_eq!(
+            Store::open(&path).unwrap().schema_version().unwrap(),
+            latest_schema_version()
+        );
+    }
+
+    #[test]
+    fn a_newer_database_is_refused_and_left_byte_identical() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE future(x); PRAGMA user_version = 999;")
+                .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::TooNew { found: 999, .. }),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert!(!dir.path().join("db-wal").exists());
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        std::fs::write(
+            &path,
+            b"this is not sqlite, just some text long enough to fill a header...............",
+        )
+        .unwrap();
+        let before = std::fs::read(&path).unwrap();
+        assert!(matches!(
+            Store::open(&path).unwrap_err(),
+            StoreError::Open { .. }
+        ));
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+}

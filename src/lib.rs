@@ -1,0 +1,17 @@
+//! CleverAgents: supervise AI agents on large, reviewable, correctable work.
+//!
+//! The library holds everything testable; the binaries `agents` and `cleveragents` only call
+//! [`cli::main`]. Layout (see `docs/decisions.md` and the architecture notes):
+//!
+//! - [`engine`]: the in-process engine. It knows nothing of terminals: paths, configuration,
+//!   the SQLite store and the domain model (plans, phases, names, ids).
+//! - [`output`]: one structured result per command, rendered in six formats
+//!   (spec section 26, "Output Rendering Framework").
+//! - [`cli`]: clap definitions and one file per command group; parses, calls the engine and
+//!   hands the result to [`output`].
+//! - [`logging`]: tracing to a file in the data directory, never to the terminal.
+
+pub mod cli;
+pub mod engine;
+pub mod logging;
+pub mod output;

@@ -1,0 +1,75 @@
+//! The output framework (spec section 26): one structured result per command, rendered six ways.
+//!
+//! A command produces a [`Report`] (typed `data` for json/yaml, view [`Element`]s for the human
+//! formats, messages and one final status line) or an [`ErrorBody`]. [`emit`] renders it in the
+//! resolved [`Format`]:
+//!
+//! - `plain`: ASCII layout, markers and tree guides; no escape codes.
+//! - `color`: the plain layout with ANSI colour.
+//! - `table`: box-drawing panels and tables, with colour.
+//! - `rich`: `table` plus spinners and progress bars on stderr during long work.
+//! - `json` / `yaml`: the envelope `{command, status, exit_code, data, timing: {duration_ms},
+//!   messages}` and, on failure, `error: {code, message, detail, suggestions}`.
+//!
+//! Data and the final status line go to stdout; progress, prompts and diagnostics go to stderr.
+
+pub mod format;
+pub mod human;
+pub mod progress;
+pub mod report;
+pub mod structured;
+
+pub use format::{Format, Terminal, resolve_format};
+pub use report::{
+    Align, Cell, Column, Element, ErrorBody, Exit, Level, Message, Report, Tone, TreeNode,
+};
+
+use std::io::Write;
+use std::time::Duration;
+
+/// What a command produced: a report, or a failure (which may carry data, e.g. the pending
+/// approval when exiting 3).
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The command ran; its report.
+    Done(Report),
+    /// The command failed or stopped for a human.
+    Failed {
+        /// Command path, e.g. `config get`.
+        command: String,
+        /// The error.
+        error: ErrorBody,
+        /// Data to include in structured output (e.g. `{"approval": ...}` for exit 3).
+        data: serde_json::Value,
+    },
+}
+
+impl Outcome {
+    /// The process exit code for this outcome.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Outcome::Done(r) => r.exit,
+            Outcome::Failed { error, .. } => error.exit,
+        }
+    }
+}
+
+/// Renders `outcome` in `format` to `out`. `elapsed` becomes `timing.duration_ms`.
+///
+/// # Errors
+/// I/O errors from `out` (a closed pipe is the caller's to treat as a quiet exit).
+pub fn emit(
+    outcome: &Outcome,
+    format: Format,
+    terminal: &Terminal,
+    elapsed: Duration,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let text = match format {
+        Format::Json => structured::json(outcome, elapsed),
+        Format::Yaml => structured::yaml(outcome, elapsed),
+        human_format => human::render(outcome, human::Style::for_format(human_format, terminal)),
+    };
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
