@@ -11,8 +11,8 @@ use crate::output::{ErrorBody, Exit};
 /// A command failure as shown to the user.
 #[derive(Debug, Clone)]
 pub struct CliError {
-    /// What is rendered.
-    pub body: ErrorBody,
+    /// What is rendered (boxed: errors travel up many frames and stay small).
+    pub body: Box<ErrorBody>,
     /// Data for structured output (for exit 3: the pending approval).
     pub data: serde_json::Value,
 }
@@ -21,13 +21,13 @@ impl CliError {
     /// A failure with a code and message, exit 1.
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
         Self {
-            body: ErrorBody {
+            body: Box::new(ErrorBody {
                 code,
                 message: message.into(),
                 detail: None,
                 suggestions: Vec::new(),
                 exit: Exit::Failure,
-            },
+            }),
             data: serde_json::Value::Null,
         }
     }

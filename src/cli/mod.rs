@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use error::CliError;
 
@@ -58,11 +58,11 @@ pub struct Cli {
     pub verbose: u8,
 
     /// Install shell completion for SHELL (default: from $SHELL)
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "", exclusive = true)]
+    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "")]
     pub install_completion: Option<String>,
 
     /// Print the completion script for SHELL (default: from $SHELL)
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "", exclusive = true)]
+    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "")]
     pub show_completion: Option<String>,
 
     /// The command to run.
@@ -116,6 +116,9 @@ pub struct Context {
     pub format: Format,
     /// The terminal around the process.
     pub terminal: Terminal,
+    /// Global options given on the command line that a suggested follow-up command must
+    /// repeat to act on the same environment (`--data-dir X`, `--config-path Y`).
+    pub repeat_args: Vec<String>,
 }
 
 impl Context {
@@ -125,6 +128,19 @@ impl Context {
     /// The config file's error, converted for display.
     pub fn config(&self) -> Result<&Config, CliError> {
         self.config.as_ref().map_err(CliError::clone)
+    }
+
+    /// A follow-up command for the user to run, repeating `--data-dir` / `--config-path` when
+    /// they were given, shell-quoted: `agents --data-dir '/my data' init --yes`.
+    pub fn suggest(&self, rest: &str) -> String {
+        let mut words = vec!["agents".to_string()];
+        words.extend(
+            self.repeat_args
+                .iter()
+                .map(|a| shell_words::quote(a).into_owned()),
+        );
+        words.push(rest.to_string());
+        words.join(" ")
     }
 
     /// Opens (creating if needed) the database.
@@ -146,8 +162,22 @@ pub fn main() -> ExitCode {
     let started = Instant::now();
     let terminal = Terminal::detect();
     let args: Vec<OsString> = std::env::args_os().collect();
-    let code = match Cli::try_parse_from(&args) {
-        Ok(cli) => run(cli, terminal, started),
+    let parsed = Cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| {
+            let mut repeat_args = Vec::new();
+            for (id, flag) in [("data_dir", "--data-dir"), ("config_path", "--config-path")] {
+                if matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+                    && let Some(value) = matches.get_one::<PathBuf>(id)
+                {
+                    repeat_args.push(flag.to_string());
+                    repeat_args.push(value.display().to_string());
+                }
+            }
+            Cli::from_arg_matches(&matches).map(|cli| (cli, repeat_args))
+        });
+    let code = match parsed {
+        Ok((cli, repeat_args)) => run(cli, repeat_args, terminal, started),
         Err(e) => usage_error(&e, &args),
     };
     ExitCode::from(code)
@@ -235,7 +265,7 @@ fn command_path_from_args(args: &[OsString]) -> String {
 }
 
 /// Runs a parsed command line; returns the exit code.
-pub fn run(cli: Cli, terminal: Terminal, started: Instant) -> u8 {
+pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Instant) -> u8 {
     if let Some(shell) = cli.install_completion.as_deref() {
         return finish(
             completion::install(shell),
@@ -294,6 +324,7 @@ pub fn run(cli: Cli, terminal: Terminal, started: Instant) -> u8 {
         },
         format,
         terminal,
+        repeat_args,
     };
     // Logging starts for every command but `version` and `init` (which must not touch the data
     // directory before it is confirmed; it starts logging itself afterwards).
@@ -346,7 +377,7 @@ fn finish(
             tracing::warn!(code = e.body.code, message = %e.body.message, "command failed");
             Outcome::Failed {
                 command: command.to_string(),
-                error: e.body,
+                error: *e.body,
                 data: e.data,
             }
         }

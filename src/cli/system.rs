@@ -124,22 +124,26 @@ pub fn info(ctx: &Context) -> Result<Report, CliError> {
 /// `CONFLICT` while a plan is processing; `NEEDS_APPROVAL` (exit 3) without a terminal and
 /// without `--yes`; `ABORTED` when declined; I/O and database errors.
 pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
-    let processing = sys::processing_plans(&ctx.paths)?;
-    if processing > 0 {
-        return Err(sys::InitError::PlansProcessing(processing).into());
+    // With someone at the terminal, refuse before asking a question whose answer cannot be
+    // acted on. Without one, stop at once and read nothing: `reset` checks again anyway.
+    if ctx.terminal.stdin_tty && !yes {
+        let processing = sys::processing_plans(&ctx.paths)?;
+        if processing > 0 {
+            return Err(sys::InitError::PlansProcessing(processing).into());
+        }
     }
     let question = format!(
-        "Reset {} and {}? Both are backed up first",
+        "Reset {} and {} (both are backed up first)?",
         ctx.paths.data_dir.display(),
         ctx.paths.config_path.display()
     );
-    let answer_with = "agents init --yes";
-    confirm(&question, yes, &ctx.terminal, answer_with)?;
+    let answer_with = ctx.suggest("init --yes");
+    confirm(&question, yes, &ctx.terminal, &answer_with)?;
     let outcome = sys::reset(&ctx.paths)?;
     let _guard = start_logging(ctx);
     tracing::info!(backup = ?outcome.data_backup, "environment reset");
     let mut data = serde_json::to_value(&outcome).expect("outcome serializes");
-    data["next"] = json!("agents info");
+    data["next"] = json!(ctx.suggest("info"));
     let shown = |p: &Option<std::path::PathBuf>| {
         p.as_ref()
             .map(|p| p.display().to_string())
@@ -164,7 +168,7 @@ pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
         ))
         .with(Element::List {
             title: "Next Steps".into(),
-            items: vec!["agents info".into()],
+            items: vec![ctx.suggest("info")],
         }))
 }
 

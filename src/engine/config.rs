@@ -294,11 +294,20 @@ impl Config {
             );
         }
         for (name, table) in &self.file.providers {
+            let builtin = out.contains_key(name);
+            let (Some(kind), Some(base_url)) = (table.kind, table.base_url.clone()) else {
+                if !builtin {
+                    // Incomplete: reported by `incomplete_providers`, unusable until fixed.
+                    continue;
+                }
+                let entry = out.get_mut(name).expect("checked above");
+                merge(entry, table);
+                continue;
+            };
             let entry = out.entry(name.clone()).or_insert_with(|| Provider {
                 name: name.clone(),
-                // Validation guarantees `kind` for non-built-in providers.
-                kind: table.kind.unwrap_or(ProviderKind::Openai),
-                base_url: String::new(),
+                kind,
+                base_url,
                 api_key_env: None,
                 headers: BTreeMap::new(),
                 timeout_secs: DEFAULT_TIMEOUT_SECS,
@@ -306,30 +315,62 @@ impl Config {
                 models: BTreeMap::new(),
                 builtin: false,
             });
-            if let Some(kind) = table.kind {
-                entry.kind = kind;
-            }
-            if let Some(url) = &table.base_url {
-                entry.base_url.clone_from(url);
-            }
-            if let Some(env) = &table.api_key_env {
-                entry.api_key_env = if env.is_empty() {
-                    None
-                } else {
-                    Some(env.clone())
-                };
-            }
-            entry.headers.extend(table.headers.clone());
-            if let Some(t) = table.timeout_secs {
-                entry.timeout_secs = t;
-            }
-            if let Some(r) = table.max_retries {
-                entry.max_retries = r;
-            }
-            entry.models.extend(table.models.clone());
+            merge(entry, table);
         }
         out.into_values().collect()
     }
+
+    /// Providers in the file that cannot be used yet, with what is missing and the command
+    /// that fixes it: a provider that is not built in needs `kind` and `base_url`.
+    pub fn incomplete_providers(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, table) in &self.file.providers {
+            if BUILTIN_PROVIDERS.iter().any(|(n, ..)| n == name) {
+                continue;
+            }
+            for (field, missing, example) in [
+                ("kind", table.kind.is_none(), "openai"),
+                (
+                    "base_url",
+                    table.base_url.is_none(),
+                    "http://127.0.0.1:11434/v1",
+                ),
+            ] {
+                if missing {
+                    out.push((
+                        name.clone(),
+                        format!("`{field}` is missing: agents config set providers.{name}.{field} {example}"),
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Applies the fields a table sets over a provider.
+fn merge(entry: &mut Provider, table: &ProviderTable) {
+    if let Some(kind) = table.kind {
+        entry.kind = kind;
+    }
+    if let Some(url) = &table.base_url {
+        entry.base_url.clone_from(url);
+    }
+    if let Some(env) = &table.api_key_env {
+        entry.api_key_env = if env.is_empty() {
+            None
+        } else {
+            Some(env.clone())
+        };
+    }
+    entry.headers.extend(table.headers.clone());
+    if let Some(t) = table.timeout_secs {
+        entry.timeout_secs = t;
+    }
+    if let Some(r) = table.max_retries {
+        entry.max_retries = r;
+    }
+    entry.models.extend(table.models.clone());
 }
 
 /// The top-level keys, with their environment variable, flag and default.
@@ -649,19 +690,6 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
         let key = |field: &str| format!("providers.{name}.{field}");
         check_provider_name(name)
             .map_err(|e| bad(format!("providers.{name}"), format!("needs {e}")))?;
-        let builtin = BUILTIN_PROVIDERS.iter().any(|(n, ..)| n == name);
-        if !builtin && table.kind.is_none() {
-            return Err(bad(
-                key("kind"),
-                "is missing; set it to `openai` or `anthropic`".to_string(),
-            ));
-        }
-        if !builtin && table.base_url.is_none() {
-            return Err(bad(
-                key("base_url"),
-                "is missing; set the provider's API URL".to_string(),
-            ));
-        }
         if let Some(url) = &table.base_url {
             check_url(url)
                 .map_err(|e| bad(key("base_url"), format!("is `{url}`; expected {e}")))?;
@@ -1101,16 +1129,18 @@ mod tests {
     }
 
     #[test]
-    fn a_provider_without_kind_is_refused_and_nothing_is_written() {
+    fn an_incomplete_provider_is_kept_out_of_use_and_reported() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
-        let err =
-            set_value(&path, "providers.ollama.base_url", "http://localhost:1/v1").unwrap_err();
+        set_value(&path, "providers.ollama.base_url", "http://localhost:1/v1").unwrap();
+        let config = Config::load(&path).unwrap();
+        assert!(config.providers().iter().all(|p| p.name != "ollama"));
+        let problems = config.incomplete_providers();
+        assert_eq!(problems.len(), 1);
         assert!(
-            matches!(err, ConfigError::InvalidEntry { ref key, .. } if key == "providers.ollama.kind"),
-            "{err}"
+            problems[0].1.contains("providers.ollama.kind"),
+            "{problems:?}"
         );
-        assert!(!path.exists());
     }
 
     #[test]

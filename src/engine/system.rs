@@ -156,6 +156,15 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
         for provider in config.providers() {
             checks.push(provider_check(&provider, env));
         }
+        for (name, problem) in config.incomplete_providers() {
+            let (what, fix) = problem.split_once(": ").unwrap_or((problem.as_str(), ""));
+            checks.push(Check::new(
+                format!("Provider {name}"),
+                CheckStatus::Error,
+                format!("incomplete: {what}"),
+                Some(fix.to_string()),
+            ));
+        }
     }
     checks
 }

@@ -123,12 +123,7 @@ impl Store {
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
-        MIGRATIONS
-            .to_latest(&mut conn)
-            .map_err(|e| StoreError::Migrate {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+        migrate(&mut conn, path)?;
         Ok(Self {
             conn,
             path: path.to_path_buf(),
@@ -198,6 +193,38 @@ impl Store {
         let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
+}
+
+/// Applies pending migrations. Processes that open a new database at the same moment are
+/// serialized by an exclusive lock on `<db>.migrate-lock`, so exactly one of them migrates.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let failed = |message: String| StoreError::Migrate {
+        path: path.to_path_buf(),
+        message,
+    };
+    let current = MIGRATIONS
+        .current_version(conn)
+        .map_err(|e| failed(e.to_string()))?;
+    if usize::from(&current) == MIGRATION_SQL.len() {
+        return Ok(());
+    }
+    let mut lock_name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    lock_name.push(".migrate-lock");
+    let lock_path = path.with_file_name(lock_name);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| failed(format!("cannot open {}: {e}", lock_path.display())))?;
+    lock.lock()
+        .map_err(|e| failed(format!("cannot lock {}: {e}", lock_path.display())))?;
+    MIGRATIONS
+        .to_latest(conn)
+        .map_err(|e| failed(e.to_string()))
 }
 
 /// Reads `PRAGMA user_version` through a read-only connection that changes nothing on disk.

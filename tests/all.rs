@@ -1,0 +1,5 @@
+//! The one integration-test binary: every module drives the real `agents` binary or the
+//! library against real files in temporary directories.
+
+mod cli;
+mod support;

@@ -1,0 +1,191 @@
+//! `agents config set|get|list`.
+
+use std::fs;
+
+use crate::support::{Env, stdout};
+
+#[test]
+fn yaml_and_json_config_get_are_the_same_document() {
+    let env = Env::new();
+    let (json, _) = env.json(&["config", "get", "format"]);
+    let yaml_out = env.run(&["--format", "yaml", "config", "get", "format"]);
+    assert_eq!(yaml_out.status.code(), Some(0));
+    let mut yaml: serde_json::Value = serde_yaml::from_slice(&yaml_out.stdout).unwrap();
+    let mut json = json;
+    yaml.as_object_mut().unwrap().remove("timing");
+    json.as_object_mut().unwrap().remove("timing");
+    // The flag differs between the two runs (`--format json` vs `--format yaml`): compare the
+    // rest of the chain, then the flag values separately.
+    assert_eq!(yaml["data"]["chain"][0]["value"], "yaml");
+    assert_eq!(json["data"]["chain"][0]["value"], "json");
+    for doc in [&mut yaml, &mut json] {
+        doc["data"]["chain"][0]["value"] = serde_json::Value::Null;
+        doc["data"]["value"] = serde_json::Value::Null;
+    }
+    assert_eq!(yaml, json);
+}
+
+#[test]
+fn yaml_equals_json_for_a_key_no_flag_touches() {
+    let env = Env::new();
+    env.run(&["config", "set", "automation-profile", "trusted"]);
+    let (mut json, _) = env.json(&["config", "get", "automation-profile"]);
+    let out = env.run(&["--format", "yaml", "config", "get", "automation-profile"]);
+    let mut yaml: serde_json::Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    json.as_object_mut().unwrap().remove("timing");
+    yaml.as_object_mut().unwrap().remove("timing");
+    assert_eq!(yaml, json);
+    assert_eq!(json["data"]["value"], "trusted");
+    assert_eq!(json["data"]["source"], "file");
+    assert_eq!(json["data"]["line"], 1);
+}
+
+#[test]
+fn unknown_keys_fail_with_a_code_and_the_nearest_key() {
+    let env = Env::new();
+    let (doc, code) = env.json(&["config", "get", "no-such-key"]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["status"], "error");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND");
+    let (doc, _) = env.json(&["config", "get", "fromat"]);
+    assert_eq!(doc["error"]["suggestions"][0], "did you mean `format`?");
+}
+
+#[test]
+fn invalid_values_are_refused_and_nothing_is_written() {
+    let env = Env::new();
+    let (doc, code) = env.json(&["config", "set", "format", "html"]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT");
+    assert!(doc["error"]["message"].as_str().unwrap().contains("plain"));
+    assert!(!env.config_path.exists());
+}
+
+#[test]
+fn set_keeps_comments_and_get_shows_the_resolution_chain() {
+    let env = Env::new();
+    fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    fs::write(
+        &env.config_path,
+        "# my settings\n\n# output\nformat = \"plain\"  # for logs\n",
+    )
+    .unwrap();
+    let (doc, code) = env.json(&["config", "set", "log-level", "debug"]);
+    assert_eq!(code, 0, "{doc}");
+    let (doc, _) = env.json(&["config", "set", "format", "table"]);
+    assert_eq!(doc["data"]["previous"], "plain");
+    assert_eq!(doc["data"]["line"], 4);
+    let text = fs::read_to_string(&env.config_path).unwrap();
+    assert!(
+        text.starts_with("# my settings\n\n# output\nformat = \"table\"  # for logs\n"),
+        "{text}"
+    );
+    assert!(text.contains("log-level = \"debug\""));
+
+    let out = env
+        .command(&["--format", "plain", "config", "get", "format"])
+        .env("AGENTS_FORMAT", "yaml")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("1. CLI flag (--format): plain"), "{text}");
+    assert!(text.contains("2. env var (AGENTS_FORMAT): yaml"), "{text}");
+    assert!(text.contains("3. config file ("), "{text}");
+    assert!(text.contains("4. default (default): rich"), "{text}");
+    assert!(text.contains("Winner: CLI flag (level 1)"), "{text}");
+}
+
+#[test]
+fn provider_tables_can_be_set_and_listed() {
+    let env = Env::new();
+    for (k, v) in [
+        ("providers.ollama.kind", "openai"),
+        ("providers.ollama.base_url", "http://127.0.0.1:11434/v1"),
+        (
+            "providers.openai.models.\"gpt-4.1\".input_usd_per_mtok",
+            "2",
+        ),
+    ] {
+        let (doc, code) = env.json(&["config", "set", k, v]);
+        assert_eq!(code, 0, "{k}: {doc}");
+    }
+    let (doc, _) = env.json(&["config", "list", "^providers\\.ollama"]);
+    let keys: Vec<&str> = doc["data"]["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "providers.ollama.kind",
+            "providers.ollama.base_url",
+            "providers.ollama.timeout_secs",
+            "providers.ollama.max_retries"
+        ]
+    );
+    let (doc, code) = env.json(&[
+        "config",
+        "set",
+        "providers.ollama.api_key_env",
+        "sk-live-123",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("never the key itself")
+    );
+    assert!(
+        !fs::read_to_string(&env.config_path)
+            .unwrap()
+            .contains("sk-live")
+    );
+}
+
+#[test]
+fn a_broken_config_file_is_reported_with_its_line() {
+    let env = Env::new();
+    fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    fs::write(&env.config_path, "format = \"json\"\nformat-x = 1\n").unwrap();
+    let out = env.run(&["--format", "json", "info"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["code"], "CONFIG_INVALID");
+    assert!(
+        doc["error"]["message"].as_str().unwrap().contains("line 2"),
+        "{doc}"
+    );
+}
+
+#[test]
+fn two_processes_setting_different_keys_fifty_times_lose_nothing() {
+    let env = Env::new();
+    env.run(&["version"]);
+    let spawn = |key: &'static str, values: [&'static str; 2]| {
+        let mut cmds: Vec<_> = (0..50)
+            .map(|i| env.command(&["config", "set", key, values[i % 2]]))
+            .collect();
+        std::thread::spawn(move || {
+            for cmd in &mut cmds {
+                let out = cmd.output().unwrap();
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+            }
+        })
+    };
+    let a = spawn("format", ["json", "table"]);
+    let b = spawn("log-level", ["debug", "warn"]);
+    a.join().unwrap();
+    b.join().unwrap();
+    let text = fs::read_to_string(&env.config_path).unwrap();
+    let parsed: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(parsed["format"].as_str(), Some("table"), "{text}");
+    assert_eq!(parsed["log-level"].as_str(), Some("warn"), "{text}");
+}

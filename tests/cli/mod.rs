@@ -1,0 +1,7 @@
+//! The real binary, driven as a user or a script would.
+
+mod config;
+mod envelope;
+mod init;
+mod snapshots;
+mod store;

@@ -1,0 +1,145 @@
+//! Snapshot tests of what users and scripts see, in `plain` and `json` (files under
+//! `snapshots/cli/`). Paths, durations, sizes and versions are masked.
+
+use crate::support::Env;
+
+fn check(name: &str, env: &Env, args: &[&str]) {
+    check_output(name, env, args, env.run(args));
+}
+
+fn check_output(name: &str, env: &Env, args: &[&str], out: std::process::Output) {
+    let root = env.root().display().to_string();
+    let text = format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../../snapshots/cli");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!("agents {}", args.join(" ")));
+    settings.add_filter(&regex::escape(&root), "[TMP]");
+    settings.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
+    settings.add_filter(r"Duration: \d+ ms", "Duration: [MS] ms");
+    settings.add_filter(
+        r#""database_size_bytes": \d+"#,
+        r#""database_size_bytes": "[SIZE]""#,
+    );
+    settings.add_filter(r"DB Size: [0-9.]+ [KMG]?i?B", "DB Size: [SIZE]");
+    settings.add_filter(&regex::escape(env!("CARGO_PKG_VERSION")), "[VERSION]");
+    settings.add_filter(r"git version [0-9][^\s,\x22]*", "git version [GIT]");
+    settings.add_filter(
+        &regex::escape(&format!(
+            "{}-{}",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        )),
+        "[PLATFORM]",
+    );
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+#[test]
+fn version() {
+    let env = Env::new();
+    check("version_plain", &env, &["--format", "plain", "version"]);
+    check("version_json", &env, &["--format", "json", "version"]);
+}
+
+#[test]
+fn info_on_a_fresh_data_directory() {
+    let env = Env::new();
+    check("info_plain", &env, &["--format", "plain", "info"]);
+    check("info_json", &env, &["--format", "json", "info"]);
+}
+
+#[test]
+fn table_format_without_colour() {
+    let env = Env::new();
+    let args = ["--format", "table", "version"];
+    check_output(
+        "version_table_no_color",
+        &env,
+        &args,
+        env.command(&args).env("NO_COLOR", "1").output().unwrap(),
+    );
+}
+
+#[test]
+fn config_get_set_list() {
+    let env = Env::new();
+    check(
+        "config_set_plain",
+        &env,
+        &[
+            "--format",
+            "plain",
+            "config",
+            "set",
+            "automation-profile",
+            "trusted",
+        ],
+    );
+    check(
+        "config_get_plain",
+        &env,
+        &["--format", "plain", "config", "get", "automation-profile"],
+    );
+    check(
+        "config_get_json",
+        &env,
+        &["--format", "json", "config", "get", "automation-profile"],
+    );
+    check(
+        "config_list_plain",
+        &env,
+        &["--format", "plain", "config", "list"],
+    );
+}
+
+#[test]
+fn errors() {
+    let env = Env::new();
+    check(
+        "config_get_unknown_plain",
+        &env,
+        &["--format", "plain", "config", "get", "formt"],
+    );
+    check(
+        "config_get_unknown_json",
+        &env,
+        &["--format", "json", "config", "get", "formt"],
+    );
+    check(
+        "init_needs_confirmation_plain",
+        &env,
+        &["--format", "plain", "init"],
+    );
+    check(
+        "init_needs_confirmation_json",
+        &env,
+        &["--format", "json", "init"],
+    );
+    check(
+        "usage_error_json",
+        &env,
+        &["--format", "json", "config", "sett"],
+    );
+}
+
+#[test]
+fn diagnostics() {
+    let env = Env::new();
+    check(
+        "diagnostics_plain",
+        &env,
+        &["--format", "plain", "diagnostics"],
+    );
+    check(
+        "diagnostics_json",
+        &env,
+        &["--format", "json", "diagnostics"],
+    );
+}

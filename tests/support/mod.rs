@@ -1,0 +1,94 @@
+//! Shared helpers: an isolated environment (data dir, config file, HOME) per test, and a
+//! runner for the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Environment variables that would leak the developer's settings into a test.
+const SCRUBBED: [&str; 10] = [
+    "AGENTS_DATA_DIR",
+    "AGENTS_CONFIG",
+    "AGENTS_FORMAT",
+    "AGENTS_LOG",
+    "AGENTS_AUTOMATION_PROFILE",
+    "AGENTS_INVARIANT_ACTOR",
+    "NO_COLOR",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "XDG_CONFIG_HOME",
+];
+
+/// An isolated CleverAgents environment in a temporary directory.
+pub struct Env {
+    /// Keeps the directory alive for the test's duration.
+    pub dir: tempfile::TempDir,
+    /// `--data-dir`.
+    pub data_dir: PathBuf,
+    /// `--config-path`.
+    pub config_path: PathBuf,
+}
+
+impl Env {
+    /// A fresh environment; `data_name` is the data directory's name (may be non-ASCII).
+    pub fn with_data_dir(data_name: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data_dir = dir.path().join(data_name);
+        let config_path = dir.path().join("config").join("config.toml");
+        Self {
+            dir,
+            data_dir,
+            config_path,
+        }
+    }
+
+    /// A fresh environment with an ASCII data directory name.
+    pub fn new() -> Self {
+        Self::with_data_dir("data")
+    }
+
+    /// The temp root.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A `Command` for the real binary with this environment's paths and a scrubbed
+    /// environment; stdin is closed (not a terminal).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agents"));
+        for var in SCRUBBED {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", self.root())
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .arg("--config-path")
+            .arg(&self.config_path)
+            .args(args)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs the binary and returns its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("the binary runs")
+    }
+
+    /// Runs with `--format json` and parses stdout.
+    pub fn json(&self, args: &[&str]) -> (serde_json::Value, i32) {
+        let mut all = vec!["--format", "json"];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        (doc, out.status.code().expect("exit code"))
+    }
+}
+
+/// stdout as UTF-8.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}

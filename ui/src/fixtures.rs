@@ -1,0 +1,266 @@
+//! Fixture view models shared by the tests.
+
+use crate::model::{
+    ApprovalItem, ApprovalKind, DecisionNode, DiffFile, DiffHunk, DiffLine, DiffLineKind, DiffView,
+    Phase, PlanRow, ProcessingState,
+};
+use crate::msg::Msg;
+
+pub const PLAN_A: &str = "01JDQ4V6B3G9X2K7M5N8P0R1ST";
+pub const PLAN_B: &str = "01JDQ5A2C8H4Y6Z1W3E5F7G9HJ";
+pub const PLAN_C: &str = "01JDQ6B3D9J5Z7A2X4F6G8H0KM";
+pub const PLAN_D: &str = "01JDQ7C4E0K6A8B3Y5G7H9J1MN";
+
+fn plan(
+    id: &str,
+    action: &str,
+    project: &str,
+    phase: Phase,
+    state: ProcessingState,
+    elapsed_ms: u64,
+    cost_usd: Option<f64>,
+) -> PlanRow {
+    PlanRow {
+        plan_id: id.to_owned(),
+        action: action.to_owned(),
+        project: project.to_owned(),
+        phase,
+        state,
+        elapsed_ms,
+        cost_usd,
+    }
+}
+
+pub fn plans() -> Vec<PlanRow> {
+    vec![
+        plan(
+            PLAN_A,
+            "refactor-auth",
+            "webshop",
+            Phase::Execute,
+            ProcessingState::Processing,
+            754_000,
+            Some(0.4213),
+        ),
+        plan(
+            PLAN_B,
+            "add-search",
+            "docs-site",
+            Phase::Strategize,
+            ProcessingState::Queued,
+            65_000,
+            Some(0.05),
+        ),
+        plan(
+            PLAN_C,
+            "fix-flaky-tests",
+            "webshop",
+            Phase::Apply,
+            ProcessingState::Errored,
+            3_723_000,
+            Some(1.5),
+        ),
+        plan(
+            PLAN_D,
+            "bump-deps",
+            "infra",
+            Phase::Applied,
+            ProcessingState::Complete,
+            42_000,
+            None,
+        ),
+    ]
+}
+
+fn decision(
+    id: &str,
+    kind: &str,
+    summary: &str,
+    chosen: &str,
+    confidence: Option<f32>,
+    children: Vec<DecisionNode>,
+) -> DecisionNode {
+    DecisionNode {
+        decision_id: id.to_owned(),
+        decision_type: kind.to_owned(),
+        summary: summary.to_owned(),
+        chosen: chosen.to_owned(),
+        confidence,
+        superseded: false,
+        children,
+        child_plan_id: None,
+    }
+}
+
+/// D1 [D2, D3 [D5], D4 (superseded)], D6 (spawned PLAN_C).
+pub fn decisions() -> Vec<DecisionNode> {
+    let mut d4 = decision(
+        "D4",
+        "tool_choice",
+        "HTTP client",
+        "reqwest",
+        Some(0.55),
+        vec![],
+    );
+    d4.superseded = true;
+    let mut d6 = decision(
+        "D6",
+        "child_spawn",
+        "Sessions table migration",
+        "spawn a child plan",
+        None,
+        vec![],
+    );
+    d6.child_plan_id = Some(PLAN_C.to_owned());
+    vec![
+        decision(
+            "D1",
+            "approach",
+            "Restructure auth",
+            "extract a session service",
+            Some(0.82),
+            vec![
+                decision(
+                    "D2",
+                    "tool_choice",
+                    "Test runner",
+                    "cargo nextest",
+                    Some(0.9),
+                    vec![],
+                ),
+                decision(
+                    "D3",
+                    "file_plan",
+                    "Files to touch",
+                    "src/auth/*.rs",
+                    None,
+                    vec![decision(
+                        "D5",
+                        "naming",
+                        "New service name",
+                        "SessionStore",
+                        Some(0.64),
+                        vec![],
+                    )],
+                ),
+                d4,
+            ],
+        ),
+        d6,
+    ]
+}
+
+fn lines(spec: &[(&str, &str)]) -> Vec<DiffLine> {
+    spec.iter()
+        .map(|(marker, text)| DiffLine {
+            kind: match *marker {
+                "+" => DiffLineKind::Added,
+                "-" => DiffLineKind::Removed,
+                _ => DiffLineKind::Context,
+            },
+            text: (*text).to_owned(),
+        })
+        .collect()
+}
+
+pub fn diff() -> DiffView {
+    DiffView {
+        files: vec![
+            DiffFile {
+                path: "src/auth/session.rs".to_owned(),
+                added: 5,
+                removed: 2,
+                hunks: vec![
+                    DiffHunk {
+                        old_start: 10,
+                        old_lines: 4,
+                        new_start: 10,
+                        new_lines: 5,
+                        lines: lines(&[
+                            (" ", "use crate::db::Pool;"),
+                            ("-", "pub struct Sessions {"),
+                            ("+", "pub struct SessionStore {"),
+                            ("+", "    ttl: Duration,"),
+                            (" ", "    pool: Pool,"),
+                            (" ", "}"),
+                        ]),
+                        decision_ids: vec!["D1".to_owned(), "D5".to_owned()],
+                    },
+                    DiffHunk {
+                        old_start: 40,
+                        old_lines: 3,
+                        new_start: 41,
+                        new_lines: 4,
+                        lines: lines(&[
+                            (" ", "impl SessionStore {"),
+                            ("-", "    fn get(&self, id: &str) -> Option<Session> {"),
+                            ("+", "    pub fn get(&self, id: &str) -> Option<Session> {"),
+                            ("+", "        self.expire_old();"),
+                            ("+", "\tself.lookup(id)"),
+                        ]),
+                        decision_ids: vec!["D3".to_owned()],
+                    },
+                ],
+            },
+            DiffFile {
+                path: "src/auth/mod.rs".to_owned(),
+                added: 1,
+                removed: 1,
+                hunks: vec![DiffHunk {
+                    old_start: 1,
+                    old_lines: 2,
+                    new_start: 1,
+                    new_lines: 2,
+                    lines: lines(&[
+                        ("-", "mod sessions;"),
+                        ("+", "mod session;"),
+                        (" ", "mod token;"),
+                    ]),
+                    decision_ids: vec![],
+                }],
+            },
+        ],
+    }
+}
+
+pub fn approvals() -> Vec<ApprovalItem> {
+    vec![
+        ApprovalItem {
+            approval_id: "A1".to_owned(),
+            plan_id: PLAN_A.to_owned(),
+            kind: ApprovalKind::PhaseGate,
+            summary: "Move to apply: 2 files changed, checks passed".to_owned(),
+            options: vec![],
+        },
+        ApprovalItem {
+            approval_id: "A2".to_owned(),
+            plan_id: PLAN_B.to_owned(),
+            kind: ApprovalKind::DecisionChoice,
+            summary: "Search backend for the docs".to_owned(),
+            options: vec!["replace the old search".to_owned(), "keep both".to_owned()],
+        },
+        ApprovalItem {
+            approval_id: "A3".to_owned(),
+            plan_id: PLAN_C.to_owned(),
+            kind: ApprovalKind::TransientFailure,
+            summary: "Provider timed out after 3 retries".to_owned(),
+            options: vec!["retry".to_owned(), "cancel".to_owned()],
+        },
+    ]
+}
+
+/// Everything the engine would send at start-up, with PLAN_A selected.
+pub fn load_all() -> Vec<Msg> {
+    vec![
+        Msg::PlansUpdated(plans()),
+        Msg::TreeUpdated {
+            plan_id: PLAN_A.to_owned(),
+            nodes: decisions(),
+        },
+        Msg::DiffUpdated {
+            plan_id: PLAN_A.to_owned(),
+            diff: diff(),
+        },
+        Msg::ApprovalsUpdated(approvals()),
+    ]
+}

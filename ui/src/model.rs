@@ -1,0 +1,344 @@
+//! View models: the only data the UI knows about.
+//!
+//! The engine never reaches this crate; `src/tui_bridge.rs` in the root package maps engine
+//! records onto these types. Ids are plain strings (ULIDs in practice) so that this crate has no
+//! opinion about how the engine generates them.
+
+use serde::{Deserialize, Serialize};
+
+/// The phase a plan is in (spec: strategize, execute, apply, applied).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Deciding what to do; read-only tools only.
+    Strategize,
+    /// Working inside the sandbox.
+    Execute,
+    /// Merging the sandbox into the real resource.
+    Apply,
+    /// Terminal: the changes are in the real resource.
+    Applied,
+}
+
+impl Phase {
+    /// The lower-case name shown in the plans list.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Strategize => "strategize",
+            Self::Execute => "execute",
+            Self::Apply => "apply",
+            Self::Applied => "applied",
+        }
+    }
+}
+
+/// The processing state of a plan within its phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessingState {
+    /// Waiting for a worker.
+    Queued,
+    /// A worker is driving the plan.
+    Processing,
+    /// The phase failed and needs attention.
+    Errored,
+    /// The phase finished.
+    Complete,
+    /// The plan was cancelled.
+    Cancelled,
+}
+
+impl ProcessingState {
+    /// The lower-case name shown in the plans list.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Processing => "processing",
+            Self::Errored => "errored",
+            Self::Complete => "complete",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One row of the plans list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanRow {
+    /// The plan's id.
+    pub plan_id: String,
+    /// The name of the action the plan was made from.
+    pub action: String,
+    /// The name of the project the plan works on.
+    pub project: String,
+    /// The current phase.
+    pub phase: Phase,
+    /// The processing state within the phase.
+    pub state: ProcessingState,
+    /// Wall-clock time spent so far, in milliseconds.
+    pub elapsed_ms: u64,
+    /// Money spent on model calls so far, when known.
+    pub cost_usd: Option<f64>,
+}
+
+/// A recorded decision, with the decisions and child plans that follow from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionNode {
+    /// The decision's id.
+    pub decision_id: String,
+    /// The kind of decision (for example `approach`, `tool_choice`).
+    pub decision_type: String,
+    /// One line saying what was decided about.
+    pub summary: String,
+    /// The option that was chosen.
+    pub chosen: String,
+    /// The actor's confidence in the choice, from 0.0 to 1.0, when it gave one.
+    pub confidence: Option<f32>,
+    /// Whether a correction replaced this decision.
+    pub superseded: bool,
+    /// Decisions taken downstream of this one.
+    pub children: Vec<DecisionNode>,
+    /// The child plan this decision spawned, if any.
+    pub child_plan_id: Option<String>,
+}
+
+/// The changes a plan made in its sandbox.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiffView {
+    /// The changed files, in display order.
+    pub files: Vec<DiffFile>,
+}
+
+impl DiffView {
+    /// Total lines added across all files.
+    pub fn added(&self) -> usize {
+        self.files.iter().map(|f| f.added).sum()
+    }
+
+    /// Total lines removed across all files.
+    pub fn removed(&self) -> usize {
+        self.files.iter().map(|f| f.removed).sum()
+    }
+
+    /// Total number of hunks across all files.
+    pub fn hunk_count(&self) -> usize {
+        self.files.iter().map(|f| f.hunks.len()).sum()
+    }
+}
+
+/// One changed file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiffFile {
+    /// Path relative to the resource root.
+    pub path: String,
+    /// Lines added in this file.
+    pub added: usize,
+    /// Lines removed in this file.
+    pub removed: usize,
+    /// The hunks, in file order.
+    pub hunks: Vec<DiffHunk>,
+}
+
+/// One contiguous change inside a file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiffHunk {
+    /// First line of the hunk in the old file (1-based).
+    pub old_start: u32,
+    /// Number of old lines the hunk covers.
+    pub old_lines: u32,
+    /// First line of the hunk in the new file (1-based).
+    pub new_start: u32,
+    /// Number of new lines the hunk covers.
+    pub new_lines: u32,
+    /// The lines of the hunk, context included.
+    pub lines: Vec<DiffLine>,
+    /// The decisions that produced this hunk.
+    pub decision_ids: Vec<String>,
+}
+
+impl DiffHunk {
+    /// The unified-diff header, `@@ -a,b +c,d @@`.
+    pub fn header(&self) -> String {
+        format!(
+            "@@ -{},{} +{},{} @@",
+            self.old_start, self.old_lines, self.new_start, self.new_lines
+        )
+    }
+}
+
+/// One line of a hunk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiffLine {
+    /// Whether the line was added, removed or is context.
+    pub kind: DiffLineKind,
+    /// The line's text without the leading marker or trailing newline.
+    pub text: String,
+}
+
+/// What a diff line is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiffLineKind {
+    /// Unchanged line shown for context.
+    Context,
+    /// Line present only in the new file.
+    Added,
+    /// Line present only in the old file.
+    Removed,
+}
+
+impl DiffLineKind {
+    /// The unified-diff marker for this kind of line.
+    pub fn marker(self) -> char {
+        match self {
+            Self::Context => ' ',
+            Self::Added => '+',
+            Self::Removed => '-',
+        }
+    }
+}
+
+/// Something waiting for a human.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalItem {
+    /// The approval's id.
+    pub approval_id: String,
+    /// The plan it belongs to.
+    pub plan_id: String,
+    /// What kind of question this is.
+    pub kind: ApprovalKind,
+    /// One line of context for the human.
+    pub summary: String,
+    /// The options to choose from (empty when the answer is a plain yes or no).
+    pub options: Vec<String>,
+}
+
+/// The kinds of questions the engine asks a human.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalKind {
+    /// Moving the plan to its next phase.
+    PhaseGate,
+    /// Picking an option for a decision.
+    DecisionChoice,
+    /// Letting the plan spawn a child plan.
+    ChildSpawn,
+    /// Retrying after a transient failure.
+    TransientFailure,
+    /// Deciding what to do with a plan that errored.
+    ErroredPlan,
+}
+
+impl ApprovalKind {
+    /// A short human label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::PhaseGate => "phase gate",
+            Self::DecisionChoice => "decision",
+            Self::ChildSpawn => "child spawn",
+            Self::TransientFailure => "transient failure",
+            Self::ErroredPlan => "errored plan",
+        }
+    }
+}
+
+/// The first eight characters of an id, as shown in narrow columns.
+pub fn short_id(id: &str) -> &str {
+    match id.char_indices().nth(8) {
+        Some((end, _)) => &id[..end],
+        None => id,
+    }
+}
+
+/// Formats a duration in milliseconds as `HH:MM:SS` (hours keep growing past 99).
+pub fn format_elapsed(elapsed_ms: u64) -> String {
+    let secs = elapsed_ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+/// Formats a cost as `$0.12`, or `-` when unknown.
+pub fn format_cost(cost_usd: Option<f64>) -> String {
+    match cost_usd {
+        Some(cost) if cost.is_finite() => format!("${cost:.2}"),
+        _ => "-".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_id_takes_eight_chars_and_tolerates_short_ids() {
+        assert_eq!(short_id("01JABCDEFGHJKMNPQRSTVWXYZ0"), "01JABCDE");
+        assert_eq!(short_id("abc"), "abc");
+        assert_eq!(short_id("12345678"), "12345678");
+        assert_eq!(short_id("ééééééééé"), "éééééééé");
+    }
+
+    #[test]
+    fn elapsed_is_hours_minutes_seconds() {
+        assert_eq!(format_elapsed(0), "00:00:00");
+        assert_eq!(format_elapsed(999), "00:00:00");
+        assert_eq!(format_elapsed(61_000), "00:01:01");
+        assert_eq!(format_elapsed(3_723_000), "01:02:03");
+        assert_eq!(format_elapsed(360_000_000), "100:00:00");
+    }
+
+    #[test]
+    fn cost_has_two_decimals_or_a_dash() {
+        assert_eq!(format_cost(Some(0.1234)), "$0.12");
+        assert_eq!(format_cost(Some(12.0)), "$12.00");
+        assert_eq!(format_cost(None), "-");
+        assert_eq!(format_cost(Some(f64::NAN)), "-");
+    }
+
+    #[test]
+    fn view_models_round_trip_through_serde() {
+        let item = ApprovalItem {
+            approval_id: "a1".into(),
+            plan_id: "p1".into(),
+            kind: ApprovalKind::TransientFailure,
+            summary: "retry?".into(),
+            options: vec!["retry".into()],
+        };
+        let text = toml::to_string(&item).expect("serializes");
+        assert!(text.contains("kind = \"transient_failure\""), "{text}");
+        let back: ApprovalItem = toml::from_str(&text).expect("deserializes");
+        assert_eq!(back, item);
+    }
+
+    #[test]
+    fn diff_totals_add_up() {
+        let hunk = DiffHunk {
+            old_start: 1,
+            old_lines: 2,
+            new_start: 1,
+            new_lines: 3,
+            lines: vec![],
+            decision_ids: vec![],
+        };
+        let diff = DiffView {
+            files: vec![
+                DiffFile {
+                    path: "a".into(),
+                    added: 3,
+                    removed: 1,
+                    hunks: vec![hunk.clone()],
+                },
+                DiffFile {
+                    path: "b".into(),
+                    added: 2,
+                    removed: 5,
+                    hunks: vec![hunk.clone(), hunk],
+                },
+            ],
+        };
+        assert_eq!((diff.added(), diff.removed(), diff.hunk_count()), (5, 6, 3));
+        assert_eq!(diff.files[0].hunks[0].header(), "@@ -1,2 +1,3 @@");
+    }
+}

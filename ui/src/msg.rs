@@ -1,0 +1,233 @@
+//! The UI's protocol: [`Msg`] goes in, [`Cmd`] comes out.
+//!
+//! Key presses are abstracted as [`Key`] so that tests (and recordings) do not depend on the
+//! terminal library; [`Key::from_crossterm`] converts a real key event.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ApprovalItem, DecisionNode, DiffView, PlanRow};
+
+/// A key press, as the UI understands it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Key {
+    /// A printable character (shifted characters arrive as their shifted form, e.g. `G`).
+    Char(char),
+    /// A character typed with Control held, always lower case (`Ctrl('c')`).
+    Ctrl(char),
+    /// Enter / Return.
+    Enter,
+    /// Escape.
+    Esc,
+    /// Tab.
+    Tab,
+    /// Shift-Tab.
+    BackTab,
+    /// Backspace.
+    Backspace,
+    /// Arrow up.
+    Up,
+    /// Arrow down.
+    Down,
+    /// Arrow left.
+    Left,
+    /// Arrow right.
+    Right,
+    /// Home.
+    Home,
+    /// End.
+    End,
+    /// Page up.
+    PageUp,
+    /// Page down.
+    PageDown,
+}
+
+impl Key {
+    /// Converts a crossterm key event; returns `None` for key releases and keys the UI ignores.
+    pub fn from_crossterm(event: KeyEvent) -> Option<Self> {
+        if event.kind == KeyEventKind::Release {
+            return None;
+        }
+        let ctrl = event.modifiers.contains(KeyModifiers::CONTROL);
+        let key = match event.code {
+            KeyCode::Char(c) if ctrl => Self::Ctrl(c.to_ascii_lowercase()),
+            KeyCode::Char(c) => Self::Char(c),
+            KeyCode::Enter => Self::Enter,
+            KeyCode::Esc => Self::Esc,
+            KeyCode::Tab if event.modifiers.contains(KeyModifiers::SHIFT) => Self::BackTab,
+            KeyCode::Tab => Self::Tab,
+            KeyCode::BackTab => Self::BackTab,
+            KeyCode::Backspace => Self::Backspace,
+            KeyCode::Up => Self::Up,
+            KeyCode::Down => Self::Down,
+            KeyCode::Left => Self::Left,
+            KeyCode::Right => Self::Right,
+            KeyCode::Home => Self::Home,
+            KeyCode::End => Self::End,
+            KeyCode::PageUp => Self::PageUp,
+            KeyCode::PageDown => Self::PageDown,
+            _ => return None,
+        };
+        Some(key)
+    }
+
+    /// How the key is written in help text (`q`, `Tab`, `Ctrl-c`, `↑`).
+    pub fn label(self) -> String {
+        match self {
+            Self::Char(' ') => "Space".to_owned(),
+            Self::Char(c) => c.to_string(),
+            Self::Ctrl(c) => format!("Ctrl-{c}"),
+            Self::Enter => "Enter".to_owned(),
+            Self::Esc => "Esc".to_owned(),
+            Self::Tab => "Tab".to_owned(),
+            Self::BackTab => "Shift-Tab".to_owned(),
+            Self::Backspace => "Backspace".to_owned(),
+            Self::Up => "↑".to_owned(),
+            Self::Down => "↓".to_owned(),
+            Self::Left => "←".to_owned(),
+            Self::Right => "→".to_owned(),
+            Self::Home => "Home".to_owned(),
+            Self::End => "End".to_owned(),
+            Self::PageUp => "PgUp".to_owned(),
+            Self::PageDown => "PgDn".to_owned(),
+        }
+    }
+}
+
+/// Everything that can happen to the UI.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    /// The user pressed a key.
+    Key(Key),
+    /// The full, current list of plans.
+    PlansUpdated(Vec<PlanRow>),
+    /// The decision tree of a plan (dropped unless that plan is selected).
+    TreeUpdated {
+        /// The plan the tree belongs to.
+        plan_id: String,
+        /// The root decisions.
+        nodes: Vec<DecisionNode>,
+    },
+    /// The sandbox diff of a plan (dropped unless that plan is selected).
+    DiffUpdated {
+        /// The plan the diff belongs to.
+        plan_id: String,
+        /// The changes.
+        diff: DiffView,
+    },
+    /// The full, current list of pending approvals across all plans.
+    ApprovalsUpdated(Vec<ApprovalItem>),
+    /// The explanation of a decision, answering [`Cmd::ExplainDecision`].
+    Explanation {
+        /// The decision explained.
+        decision_id: String,
+        /// The explanation, possibly several lines.
+        text: String,
+    },
+    /// The engine refused or failed a command; shown as a popup.
+    Error {
+        /// One-line headline.
+        title: String,
+        /// What happened and what to do next.
+        detail: String,
+    },
+}
+
+/// Everything the UI can ask of the engine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Cmd {
+    /// The user selected a plan: stream its decision tree and diff.
+    SelectPlan(String),
+    /// Approve a pending approval.
+    Approve {
+        /// The approval answered.
+        approval_id: String,
+    },
+    /// Reject a pending approval.
+    Reject {
+        /// The approval answered.
+        approval_id: String,
+        /// Why, in the user's words.
+        reason: String,
+    },
+    /// Answer a pending approval by choosing one of its options.
+    Choose {
+        /// The approval answered.
+        approval_id: String,
+        /// The chosen option, verbatim from [`crate::model::ApprovalItem::options`].
+        option: String,
+    },
+    /// Give the plan guidance in answer to a pending approval.
+    Guidance {
+        /// The approval answered.
+        approval_id: String,
+        /// The plan that receives the guidance.
+        plan_id: String,
+        /// The guidance, in the user's words.
+        text: String,
+    },
+    /// Fetch the explanation of a decision (answered by [`Msg::Explanation`]).
+    ExplainDecision {
+        /// The plan the decision belongs to.
+        plan_id: String,
+        /// The decision to explain.
+        decision_id: String,
+    },
+    /// Leave the TUI.
+    Quit,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn crossterm_keys_convert() {
+        let none = KeyModifiers::NONE;
+        assert_eq!(
+            Key::from_crossterm(event(KeyCode::Char('q'), none)),
+            Some(Key::Char('q'))
+        );
+        assert_eq!(
+            Key::from_crossterm(event(KeyCode::Char('G'), KeyModifiers::SHIFT)),
+            Some(Key::Char('G'))
+        );
+        assert_eq!(
+            Key::from_crossterm(event(KeyCode::Char('C'), KeyModifiers::CONTROL)),
+            Some(Key::Ctrl('c'))
+        );
+        assert_eq!(
+            Key::from_crossterm(event(KeyCode::Tab, KeyModifiers::SHIFT)),
+            Some(Key::BackTab)
+        );
+        assert_eq!(
+            Key::from_crossterm(event(KeyCode::BackTab, none)),
+            Some(Key::BackTab)
+        );
+        assert_eq!(
+            Key::from_crossterm(event(KeyCode::Tab, none)),
+            Some(Key::Tab)
+        );
+        assert_eq!(Key::from_crossterm(event(KeyCode::F(5), none)), None);
+    }
+
+    #[test]
+    fn key_releases_are_ignored() {
+        let mut release = event(KeyCode::Char('q'), KeyModifiers::NONE);
+        release.kind = KeyEventKind::Release;
+        assert_eq!(Key::from_crossterm(release), None);
+    }
+
+    #[test]
+    fn key_labels() {
+        assert_eq!(Key::Char(' ').label(), "Space");
+        assert_eq!(Key::Ctrl('c').label(), "Ctrl-c");
+        assert_eq!(Key::BackTab.label(), "Shift-Tab");
+        assert_eq!(Key::Down.label(), "↓");
+    }
+}

@@ -1,0 +1,148 @@
+//! Everything waiting for a human, across all plans.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, HighlightSpacing, Row, StatefulWidget, Table, TableState, Widget};
+
+use super::{Pane, pane_block, render_message, step};
+use crate::keymap::Action;
+use crate::model::{ApprovalItem, short_id};
+use crate::theme::{Slot, Theme};
+
+/// Shown when nothing is pending.
+pub const EMPTY: &str = "Nothing is waiting for you.";
+/// Shown until the first list of approvals arrives.
+pub const LOADING: &str = "Loading approvals…";
+
+/// State of the approvals pane. The selection follows the approval id.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ApprovalsPane {
+    items: Option<Vec<ApprovalItem>>,
+    selected: Option<String>,
+}
+
+impl ApprovalsPane {
+    /// The pending approvals (empty until loaded).
+    pub fn items(&self) -> &[ApprovalItem] {
+        self.items.as_deref().unwrap_or_default()
+    }
+
+    /// Whether a list of approvals has arrived yet.
+    pub fn is_loaded(&self) -> bool {
+        self.items.is_some()
+    }
+
+    /// The selected approval.
+    pub fn selected(&self) -> Option<&ApprovalItem> {
+        let id = self.selected.as_deref()?;
+        self.items().iter().find(|item| item.approval_id == id)
+    }
+
+    fn selected_index(&self) -> Option<usize> {
+        let id = self.selected.as_deref()?;
+        self.items().iter().position(|item| item.approval_id == id)
+    }
+
+    /// Replaces the list, keeping the selection on the same approval when it is still pending
+    /// and otherwise on the same position.
+    pub(crate) fn set_items(&mut self, items: Vec<ApprovalItem>) {
+        let old_index = self.selected_index();
+        self.items = Some(items);
+        if self.selected_index().is_none() {
+            let items = self.items();
+            let index = old_index.unwrap_or(0).min(items.len().saturating_sub(1));
+            self.selected = items.get(index).map(|item| item.approval_id.clone());
+        }
+    }
+
+    /// Whether an approval is still pending.
+    pub fn contains(&self, approval_id: &str) -> bool {
+        self.items()
+            .iter()
+            .any(|item| item.approval_id == approval_id)
+    }
+
+    /// Moves the selection.
+    pub(crate) fn handle(&mut self, action: Action) {
+        if let Some(index) = step(self.selected_index(), self.items().len(), action) {
+            self.selected = Some(self.items()[index].approval_id.clone());
+        }
+    }
+}
+
+pub(crate) fn render(
+    pane: &ApprovalsPane,
+    theme: &Theme,
+    focused: bool,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let detail = pane
+        .is_loaded()
+        .then(|| format!("{} pending", pane.items().len()));
+    let block = pane_block(Pane::Approvals, detail, theme, focused);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if pane.items().is_empty() {
+        let text = if pane.is_loaded() { EMPTY } else { LOADING };
+        render_message(text, theme, inner, buf);
+        return;
+    }
+
+    let header = Row::new(["kind", "plan", "question"]).style(theme.style(Slot::ListHeader));
+    let rows = pane.items().iter().map(|item| {
+        let mut question = vec![Span::styled(item.summary.clone(), theme.style(Slot::Text))];
+        if !item.options.is_empty() {
+            question.push(Span::styled(
+                format!("  [{}]", item.options.join(" | ")),
+                theme.style(Slot::TextDim),
+            ));
+        }
+        Row::new([
+            Cell::from(Span::styled(
+                item.kind.label(),
+                theme.style(Slot::ApprovalKind),
+            )),
+            Cell::from(short_id(&item.plan_id).to_owned()),
+            Cell::from(Line::from(question)),
+        ])
+        .style(theme.style(Slot::Text))
+    });
+    let widths = [
+        Constraint::Length(17),
+        Constraint::Length(8),
+        Constraint::Fill(1),
+    ];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(1)
+        .row_highlight_style(theme.style(Slot::ListSelected))
+        .highlight_symbol("» ")
+        .highlight_spacing(HighlightSpacing::Always);
+    let mut state = TableState::default().with_selected(pane.selected_index());
+    StatefulWidget::render(table, inner, buf, &mut state);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn selection_follows_the_approval_and_falls_back_to_the_position() {
+        let mut pane = ApprovalsPane::default();
+        let mut items = fixtures::approvals();
+        pane.set_items(items.clone());
+        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A1"));
+        pane.handle(Action::Down);
+        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A2"));
+        items.remove(1);
+        pane.set_items(items);
+        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A3"));
+        assert!(!pane.contains("A2"));
+        pane.set_items(Vec::new());
+        assert_eq!(pane.selected(), None);
+        assert!(pane.is_loaded());
+    }
+}

@@ -1,0 +1,153 @@
+//! The four panes. Each module holds one pane's state, its pure key handling and its rendering.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Paragraph, Widget, Wrap};
+
+use crate::theme::{Slot, Theme};
+
+pub mod approvals;
+pub mod diff;
+pub mod plans;
+pub mod tree;
+
+/// One of the four panes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pane {
+    /// The plans list.
+    Plans,
+    /// The decision tree of the selected plan.
+    Tree,
+    /// The sandbox diff of the selected plan.
+    Diff,
+    /// Everything waiting for a human.
+    Approvals,
+}
+
+impl Pane {
+    /// All panes in focus order (also the order of the `1`-`4` keys).
+    pub const ALL: [Pane; 4] = [Pane::Plans, Pane::Tree, Pane::Diff, Pane::Approvals];
+
+    /// The pane after this one, wrapping around.
+    pub fn next(self) -> Self {
+        Self::ALL[(self.index() + 1) % Self::ALL.len()]
+    }
+
+    /// The pane before this one, wrapping around.
+    pub fn prev(self) -> Self {
+        Self::ALL[(self.index() + Self::ALL.len() - 1) % Self::ALL.len()]
+    }
+
+    /// The pane's title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Plans => "Plans",
+            Self::Tree => "Decisions",
+            Self::Diff => "Diff",
+            Self::Approvals => "Approvals",
+        }
+    }
+
+    /// The digit that focuses the pane.
+    pub fn number(self) -> usize {
+        self.index() + 1
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Self::Plans => 0,
+            Self::Tree => 1,
+            Self::Diff => 2,
+            Self::Approvals => 3,
+        }
+    }
+}
+
+/// The bordered block around a pane: ` 1 Plans · detail `, thick border when focused.
+pub(crate) fn pane_block<'a>(
+    pane: Pane,
+    detail: Option<String>,
+    theme: &Theme,
+    focused: bool,
+) -> Block<'a> {
+    let mut title = vec![
+        Span::raw(" "),
+        Span::styled(
+            format!("{} {}", pane.number(), pane.title()),
+            theme.style(Slot::PaneTitle),
+        ),
+    ];
+    if let Some(detail) = detail {
+        title.push(Span::styled(
+            format!(" · {detail}"),
+            theme.style(Slot::TextDim),
+        ));
+    }
+    title.push(Span::raw(" "));
+    let (border_slot, border_type) = if focused {
+        (Slot::PaneBorderFocused, BorderType::Thick)
+    } else {
+        (Slot::PaneBorder, BorderType::Plain)
+    };
+    Block::bordered()
+        .border_type(border_type)
+        .border_style(theme.style(border_slot))
+        .title(Line::from(title))
+}
+
+/// An honest empty state: one dim, wrapped message inside the pane.
+pub(crate) fn render_message(text: &str, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    Paragraph::new(text.to_owned())
+        .style(theme.style(Slot::TextDim))
+        .wrap(Wrap { trim: true })
+        .render(area, buf);
+}
+
+/// Moves an index within `0..len` by one of the list actions; `None` for other actions.
+pub(crate) fn step(
+    current: Option<usize>,
+    len: usize,
+    action: crate::keymap::Action,
+) -> Option<usize> {
+    use crate::keymap::Action;
+    if len == 0 {
+        return None;
+    }
+    let last = len - 1;
+    let current = current.map(|i| i.min(last));
+    Some(match (action, current) {
+        (Action::First, _) | (Action::Down | Action::Up, None) => 0,
+        (Action::Last, _) => last,
+        (Action::Up, Some(i)) => i.saturating_sub(1),
+        (Action::Down, Some(i)) => (i + 1).min(last),
+        _ => return current,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keymap::Action;
+
+    #[test]
+    fn focus_cycles_both_ways() {
+        assert_eq!(Pane::Plans.next(), Pane::Tree);
+        assert_eq!(Pane::Approvals.next(), Pane::Plans);
+        assert_eq!(Pane::Plans.prev(), Pane::Approvals);
+        assert_eq!(Pane::Diff.prev(), Pane::Tree);
+        assert_eq!(Pane::ALL.map(Pane::number), [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn step_clamps_at_both_ends() {
+        assert_eq!(step(Some(0), 3, Action::Up), Some(0));
+        assert_eq!(step(Some(2), 3, Action::Down), Some(2));
+        assert_eq!(step(Some(1), 3, Action::Down), Some(2));
+        assert_eq!(step(None, 3, Action::Down), Some(0));
+        assert_eq!(step(Some(0), 3, Action::Last), Some(2));
+        assert_eq!(step(Some(2), 3, Action::First), Some(0));
+        assert_eq!(step(Some(7), 3, Action::Up), Some(1));
+        assert_eq!(step(Some(0), 0, Action::Down), None);
+    }
+}

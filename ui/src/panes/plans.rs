@@ -1,0 +1,205 @@
+//! The plans list: id, action, project, phase, state, elapsed, cost.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::Span;
+use ratatui::widgets::{Cell, HighlightSpacing, Row, StatefulWidget, Table, TableState, Widget};
+
+use super::{Pane, pane_block, render_message, step};
+use crate::keymap::Action;
+use crate::model::{Phase, PlanRow, ProcessingState, format_cost, format_elapsed, short_id};
+use crate::theme::{Slot, Theme};
+
+/// Shown when the engine reported no plans at all.
+pub const EMPTY: &str = "No plans yet — run `agents plan use ...`";
+/// Shown until the first list of plans arrives.
+pub const LOADING: &str = "Loading plans…";
+
+/// State of the plans pane. The selection follows the plan id, so it survives live updates.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlansPane {
+    rows: Option<Vec<PlanRow>>,
+    selected: Option<String>,
+}
+
+impl PlansPane {
+    /// The plans, in engine order (empty until loaded).
+    pub fn rows(&self) -> &[PlanRow] {
+        self.rows.as_deref().unwrap_or_default()
+    }
+
+    /// Whether a list of plans has arrived yet.
+    pub fn is_loaded(&self) -> bool {
+        self.rows.is_some()
+    }
+
+    /// The id of the selected plan.
+    pub fn selected_id(&self) -> Option<&str> {
+        self.selected.as_deref()
+    }
+
+    /// The index of the selected plan in [`PlansPane::rows`].
+    pub fn selected_index(&self) -> Option<usize> {
+        let id = self.selected.as_deref()?;
+        self.rows().iter().position(|row| row.plan_id == id)
+    }
+
+    /// Replaces the list. Keeps the selected plan if it is still there; otherwise selects the
+    /// plan now at the old position (or the first). Returns whether the selection changed.
+    pub(crate) fn set_rows(&mut self, rows: Vec<PlanRow>) -> bool {
+        let old_index = self.selected_index();
+        let before = self.selected.clone();
+        self.rows = Some(rows);
+        if self.selected_index().is_none() {
+            let rows = self.rows();
+            let index = old_index.unwrap_or(0).min(rows.len().saturating_sub(1));
+            self.selected = rows.get(index).map(|row| row.plan_id.clone());
+        }
+        self.selected != before
+    }
+
+    /// Moves the selection; returns whether it changed.
+    pub(crate) fn handle(&mut self, action: Action) -> bool {
+        let Some(index) = step(self.selected_index(), self.rows().len(), action) else {
+            return false;
+        };
+        let id = self.rows()[index].plan_id.clone();
+        if self.selected.as_deref() == Some(id.as_str()) {
+            return false;
+        }
+        self.selected = Some(id);
+        true
+    }
+}
+
+/// The theme slot for a phase.
+pub fn phase_slot(phase: Phase) -> Slot {
+    match phase {
+        Phase::Strategize => Slot::PhaseStrategize,
+        Phase::Execute => Slot::PhaseExecute,
+        Phase::Apply => Slot::PhaseApply,
+        Phase::Applied => Slot::PhaseApplied,
+    }
+}
+
+/// The theme slot for a processing state.
+pub fn state_slot(state: ProcessingState) -> Slot {
+    match state {
+        ProcessingState::Queued => Slot::StateQueued,
+        ProcessingState::Processing => Slot::StateProcessing,
+        ProcessingState::Errored => Slot::StateErrored,
+        ProcessingState::Complete => Slot::StateComplete,
+        ProcessingState::Cancelled => Slot::StateCancelled,
+    }
+}
+
+pub(crate) fn render(pane: &PlansPane, theme: &Theme, focused: bool, area: Rect, buf: &mut Buffer) {
+    let detail = pane.is_loaded().then(|| match pane.rows().len() {
+        1 => "1 plan".to_owned(),
+        n => format!("{n} plans"),
+    });
+    let block = pane_block(Pane::Plans, detail, theme, focused);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    if pane.rows().is_empty() {
+        let text = if pane.is_loaded() { EMPTY } else { LOADING };
+        render_message(text, theme, inner, buf);
+        return;
+    }
+
+    let text = theme.style(Slot::Text);
+    let header = Row::new([
+        "id", "action", "project", "phase", "state", "elapsed", "cost",
+    ])
+    .style(theme.style(Slot::ListHeader));
+    let rows = pane.rows().iter().map(|row| {
+        Row::new([
+            Cell::from(short_id(&row.plan_id).to_owned()),
+            Cell::from(row.action.clone()),
+            Cell::from(row.project.clone()),
+            Cell::from(Span::styled(
+                row.phase.label(),
+                theme.style(phase_slot(row.phase)),
+            )),
+            Cell::from(Span::styled(
+                row.state.label(),
+                theme.style(state_slot(row.state)),
+            )),
+            Cell::from(format_elapsed(row.elapsed_ms)),
+            Cell::from(format_cost(row.cost_usd)),
+        ])
+        .style(text)
+    });
+    let widths = [
+        Constraint::Length(8),
+        Constraint::Fill(3),
+        Constraint::Fill(2),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(8),
+        Constraint::Length(7),
+    ];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(1)
+        .row_highlight_style(theme.style(Slot::ListSelected))
+        .highlight_symbol("» ")
+        .highlight_spacing(HighlightSpacing::Always);
+    let mut state = TableState::default().with_selected(pane.selected_index());
+    StatefulWidget::render(table, inner, buf, &mut state);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    fn ids(pane: &PlansPane) -> Vec<&str> {
+        pane.rows().iter().map(|r| r.plan_id.as_str()).collect()
+    }
+
+    #[test]
+    fn first_update_selects_the_first_plan() {
+        let mut pane = PlansPane::default();
+        assert!(!pane.is_loaded());
+        assert!(pane.set_rows(fixtures::plans()));
+        assert_eq!(pane.selected_index(), Some(0));
+        assert_eq!(ids(&pane).len(), 4);
+    }
+
+    #[test]
+    fn selection_follows_the_plan_id_across_reorders() {
+        let mut pane = PlansPane::default();
+        pane.set_rows(fixtures::plans());
+        assert!(pane.handle(Action::Down));
+        let chosen = pane.selected_id().map(str::to_owned);
+        let mut reordered = fixtures::plans();
+        reordered.reverse();
+        assert!(!pane.set_rows(reordered));
+        assert_eq!(pane.selected_id().map(str::to_owned), chosen);
+        assert_eq!(pane.selected_index(), Some(2));
+    }
+
+    #[test]
+    fn a_vanished_selection_moves_to_the_same_position() {
+        let mut pane = PlansPane::default();
+        let mut plans = fixtures::plans();
+        pane.set_rows(plans.clone());
+        pane.handle(Action::Last);
+        plans.pop();
+        assert!(pane.set_rows(plans.clone()));
+        assert_eq!(pane.selected_id(), Some(plans[2].plan_id.as_str()));
+        assert!(pane.set_rows(Vec::new()));
+        assert_eq!(pane.selected_id(), None);
+    }
+
+    #[test]
+    fn moving_past_the_ends_changes_nothing() {
+        let mut pane = PlansPane::default();
+        assert!(!pane.handle(Action::Down), "nothing to move through");
+        pane.set_rows(fixtures::plans());
+        assert!(!pane.handle(Action::Up));
+        assert!(pane.handle(Action::Last));
+        assert!(!pane.handle(Action::Down));
+    }
+}

@@ -1,0 +1,424 @@
+//! Pure rendering: the whole screen from an [`App`] and a [`Theme`].
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Widget};
+
+use crate::app::{App, Level};
+use crate::keymap::{self, Action, Scope};
+use crate::overlay;
+use crate::panes::{self, Pane};
+use crate::theme::{Slot, Theme};
+
+/// Below this size the panes cannot be drawn usefully.
+pub const MIN_WIDTH: u16 = 40;
+/// Below this size the panes cannot be drawn usefully.
+pub const MIN_HEIGHT: u16 = 12;
+
+/// Where each pane goes when all four are shown: plans across the top, decisions and diff side
+/// by side in the middle, approvals across the bottom. The plans and approvals panes take the
+/// rows their lists need (header and borders included), capped so the middle keeps most of the
+/// height.
+pub fn pane_areas(app: &App, area: Rect) -> [(Pane, Rect); 4] {
+    let fit = |items: usize, percent: u32| {
+        let cap = u16::try_from(u32::from(area.height) * percent / 100)
+            .unwrap_or(u16::MAX)
+            .max(4);
+        u16::try_from(items + 3).unwrap_or(u16::MAX).clamp(4, cap)
+    };
+    let [plans, middle, approvals] = Layout::vertical([
+        Constraint::Length(fit(app.plans().rows().len(), 35)),
+        Constraint::Fill(1),
+        Constraint::Length(fit(app.approvals().items().len(), 30)),
+    ])
+    .areas(area);
+    let [tree, diff] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(middle);
+    [
+        (Pane::Plans, plans),
+        (Pane::Tree, tree),
+        (Pane::Diff, diff),
+        (Pane::Approvals, approvals),
+    ]
+}
+
+/// Draws the whole UI into `buf` within `area`. Reads nothing but its arguments.
+pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    // Start from blank cells so the result never depends on what the buffer held before.
+    Clear.render(area, buf);
+    buf.set_style(area, theme.style(Slot::Text));
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let text = format!(
+            "Terminal too small ({}x{}); CleverAgents needs at least {MIN_WIDTH}x{MIN_HEIGHT}.",
+            area.width, area.height
+        );
+        panes::render_message(&text, theme, area, buf);
+        return;
+    }
+    let [main, status] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
+    if app.is_zoomed() {
+        render_pane(app, theme, app.focus(), main, buf);
+    } else {
+        for (pane, rect) in pane_areas(app, main) {
+            render_pane(app, theme, pane, rect, buf);
+        }
+    }
+    render_status(app, theme, status, buf);
+    for overlay in app.overlays() {
+        overlay::render(overlay, theme, main, buf);
+    }
+}
+
+fn render_pane(app: &App, theme: &Theme, pane: Pane, area: Rect, buf: &mut Buffer) {
+    let focused = app.focus() == pane;
+    match pane {
+        Pane::Plans => panes::plans::render(app.plans(), theme, focused, area, buf),
+        Pane::Tree => panes::tree::render(app.tree(), theme, focused, area, buf),
+        Pane::Diff => panes::diff::render(app.diff(), theme, focused, area, buf),
+        Pane::Approvals => panes::approvals::render(app.approvals(), theme, focused, area, buf),
+    }
+}
+
+fn render_status(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let bar = theme.style(Slot::StatusBar);
+    buf.set_style(area, bar);
+    let zoom = app
+        .is_zoomed()
+        .then(|| format!(" zoom: {} ", app.focus().title()));
+    let zoom_width = zoom.as_ref().map_or(0, |z| Line::raw(z.as_str()).width());
+    let [left, right] = Layout::horizontal([
+        Constraint::Fill(1),
+        Constraint::Length(u16::try_from(zoom_width).unwrap_or(u16::MAX)),
+    ])
+    .areas(area);
+    let line = if let Some(notice) = app.notice() {
+        let slot = match notice.level {
+            Level::Ok => Slot::StatusOk,
+            Level::Warn => Slot::StatusWarn,
+            Level::Error => Slot::StatusError,
+        };
+        Line::from(vec![
+            Span::raw(" "),
+            Span::styled(notice.text.clone(), theme.style(slot)),
+        ])
+    } else {
+        let global = |actions: &'static [Action]| {
+            actions
+                .iter()
+                .filter_map(|a| keymap::BINDINGS.iter().find(|b| b.action == *a))
+        };
+        // Help first: when the line is cut, the way to every other key is still visible.
+        let hints = global(&[Action::Help])
+            .chain(keymap::bindings_for(Scope::Pane(app.focus())))
+            .chain(global(&[
+                Action::FocusNext,
+                Action::ToggleZoom,
+                Action::Quit,
+            ]));
+        let mut spans = vec![Span::raw(" ")];
+        for binding in hints {
+            let key = binding.keys.first().map(|k| k.label()).unwrap_or_default();
+            spans.push(Span::styled(key, theme.style(Slot::StatusKey)));
+            spans.push(Span::styled(format!(" {}  ", binding.help), bar));
+        }
+        Line::from(spans)
+    };
+    Paragraph::new(line).style(bar).render(left, buf);
+    if let Some(zoom) = zoom {
+        Paragraph::new(zoom)
+            .style(theme.style(Slot::StatusKey))
+            .render(right, buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use crate::msg::{Key, Msg};
+
+    fn draw(app: &App, theme: &Theme, width: u16, height: u16) -> Buffer {
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        render(app, theme, area, &mut buf);
+        buf
+    }
+
+    /// The buffer's text, one line per row, trailing spaces kept visible with a `│` fence.
+    fn text(buf: &Buffer) -> String {
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            let mut line = String::new();
+            let mut skip = 0;
+            for x in 0..buf.area.width {
+                let cell = &buf[(x, y)];
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                line.push_str(cell.symbol());
+                skip = unicode_width(cell.symbol()).saturating_sub(1);
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn unicode_width(s: &str) -> usize {
+        Line::raw(s.to_owned()).width()
+    }
+
+    fn snapshot(name: &str, app: &App, theme: &Theme, width: u16, height: u16) {
+        let buf = draw(app, theme, width, height);
+        insta::with_settings!({
+            snapshot_path => "../../snapshots/ui",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(format!("{name}_{width}x{height}"), text(&buf));
+        });
+    }
+
+    fn loaded() -> App {
+        let mut app = App::new();
+        for msg in fixtures::load_all() {
+            app.update(msg);
+        }
+        app
+    }
+
+    fn press(app: &mut App, keys: &[Key]) {
+        for key in keys {
+            app.update(Msg::Key(*key));
+        }
+    }
+
+    const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
+
+    #[test]
+    fn snapshot_before_any_data() {
+        for (w, h) in SIZES {
+            snapshot("loading", &App::new(), &Theme::default(), w, h);
+        }
+    }
+
+    #[test]
+    fn snapshot_no_plans() {
+        let mut app = App::new();
+        app.update(Msg::PlansUpdated(Vec::new()));
+        app.update(Msg::ApprovalsUpdated(Vec::new()));
+        for (w, h) in SIZES {
+            snapshot("empty", &app, &Theme::default(), w, h);
+        }
+    }
+
+    #[test]
+    fn snapshot_loaded() {
+        let app = loaded();
+        for (w, h) in SIZES {
+            snapshot("loaded", &app, &Theme::default(), w, h);
+        }
+    }
+
+    #[test]
+    fn snapshot_tree_focused_with_superseded_and_diff_scrolled() {
+        let mut app = loaded();
+        press(
+            &mut app,
+            &[
+                Key::Char('2'),
+                Key::Char('s'),
+                Key::Char('j'),
+                Key::Char('3'),
+                Key::Char('n'),
+                Key::Char('n'),
+            ],
+        );
+        for (w, h) in SIZES {
+            snapshot("tree_and_diff", &app, &Theme::default(), w, h);
+        }
+    }
+
+    #[test]
+    fn snapshot_zoomed_diff() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('3'), Key::Char('z')]);
+        for (w, h) in SIZES {
+            snapshot("zoomed_diff", &app, &Theme::default(), w, h);
+        }
+    }
+
+    #[test]
+    fn snapshot_help_overlay() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('?')]);
+        for (w, h) in SIZES {
+            snapshot("help", &app, &Theme::default(), w, h);
+        }
+    }
+
+    #[test]
+    fn snapshot_approval_popups() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('4'), Key::Char('j'), Key::Char('r')]);
+        for c in "not this way".chars() {
+            press(&mut app, &[Key::Char(c)]);
+        }
+        snapshot("reject_prompt", &app, &Theme::default(), 80, 24);
+        let mut app = loaded();
+        press(
+            &mut app,
+            &[
+                Key::Char('4'),
+                Key::Char('j'),
+                Key::Char('c'),
+                Key::Char('j'),
+            ],
+        );
+        snapshot("choose_popup", &app, &Theme::default(), 80, 24);
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('4'), Key::Char('a')]);
+        snapshot("approve_confirm", &app, &Theme::default(), 80, 24);
+    }
+
+    #[test]
+    fn snapshot_too_small() {
+        snapshot("too_small", &loaded(), &Theme::default(), 30, 8);
+    }
+
+    #[test]
+    fn focused_border_uses_the_focused_slot() {
+        let theme = Theme::default();
+        let mut app = loaded();
+        let areas = pane_areas(&app, Rect::new(0, 0, 80, 23));
+        for pane in Pane::ALL {
+            press(
+                &mut app,
+                &[Key::Char(char::from(b'0' + pane.number() as u8))],
+            );
+            let buf = draw(&app, &theme, 80, 24);
+            for (other, rect) in areas {
+                let corner = &buf[(rect.x, rect.y)];
+                let (slot, symbol) = if other == pane {
+                    (Slot::PaneBorderFocused, "┏")
+                } else {
+                    (Slot::PaneBorder, "┌")
+                };
+                assert_eq!(corner.symbol(), symbol, "{other:?} with {pane:?} focused");
+                let expected = theme.style(slot);
+                assert_eq!(
+                    Some(corner.fg),
+                    expected.fg,
+                    "{other:?} with {pane:?} focused"
+                );
+                assert!(corner.modifier.contains(expected.add_modifier));
+            }
+        }
+    }
+
+    #[test]
+    fn plan_cells_use_phase_and_state_slots() {
+        let theme = Theme::default();
+        let buf = draw(&loaded(), &theme, 120, 40);
+        let plans = fixtures::plans();
+        for (i, plan) in plans.iter().enumerate() {
+            let y = 2 + u16::try_from(i).expect("few rows");
+            let row: String = (0..120).map(|x| buf[(x, y)].symbol()).collect();
+            let phase_x =
+                u16::try_from(row.find(plan.phase.label()).expect("phase shown")).expect("narrow");
+            let state_x = u16::try_from(
+                row.find(&format!(" {} ", plan.state.label()))
+                    .expect("state shown")
+                    + 1,
+            )
+            .expect("narrow");
+            let phase_fg = theme.style(panes::plans::phase_slot(plan.phase)).fg;
+            let state_fg = theme.style(panes::plans::state_slot(plan.state)).fg;
+            assert_eq!(buf[(phase_x, y)].fg, phase_fg.expect("coloured"), "row {i}");
+            assert_eq!(buf[(state_x, y)].fg, state_fg.expect("coloured"), "row {i}");
+        }
+    }
+
+    #[test]
+    fn no_color_renders_without_colours() {
+        let theme = Theme::no_color();
+        let buf = draw(&loaded(), &theme, 120, 40);
+        for cell in buf.content() {
+            assert_eq!(cell.fg, ratatui::style::Color::Reset, "{cell:?}");
+            assert_eq!(cell.bg, ratatui::style::Color::Reset, "{cell:?}");
+        }
+        assert_eq!(
+            text(&buf),
+            text(&draw(&loaded(), &Theme::default(), 120, 40))
+        );
+    }
+
+    #[test]
+    fn snapshot_plans_pane_styles() {
+        // One snapshot with styles, so a theme or slot change shows up in review.
+        let app = loaded();
+        let theme = Theme::default();
+        let area = Rect::new(0, 0, 80, 8);
+        let mut buf = Buffer::empty(area);
+        panes::plans::render(app.plans(), &theme, true, area, &mut buf);
+        insta::with_settings!({
+            snapshot_path => "../../snapshots/ui",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!("plans_styles_80x8", format!("{buf:?}"));
+        });
+    }
+
+    #[test]
+    fn render_overwrites_whatever_the_buffer_held() {
+        let app = loaded();
+        let area = Rect::new(0, 0, 120, 40);
+        let mut dirty = Buffer::filled(
+            area,
+            ratatui::buffer::Cell::new("x")
+                .set_bg(ratatui::style::Color::Red)
+                .clone(),
+        );
+        render(&app, &Theme::default(), area, &mut dirty);
+        assert_eq!(dirty, draw(&app, &Theme::default(), 120, 40));
+    }
+
+    #[test]
+    fn odd_sizes_and_every_overlay_render_without_panicking() {
+        let mut states = vec![App::new(), loaded()];
+        for keys in [
+            &[Key::Char('?')][..],
+            &[Key::Char('4'), Key::Char('a')],
+            &[Key::Char('4'), Key::Char('j'), Key::Char('c')],
+            &[Key::Char('4'), Key::Char('g')],
+            &[Key::Char('3'), Key::Char('z'), Key::End],
+        ] {
+            let mut app = loaded();
+            press(&mut app, keys);
+            states.push(app);
+        }
+        let mut app = loaded();
+        app.update(Msg::Error {
+            title: "Failed".into(),
+            detail: "a\nb\nc".into(),
+        });
+        states.push(app);
+        for app in &states {
+            for (w, h) in [
+                (0, 0),
+                (1, 1),
+                (40, 12),
+                (41, 13),
+                (57, 19),
+                (200, 60),
+                (400, 120),
+            ] {
+                let buf = draw(app, &Theme::default(), w, h);
+                assert_eq!(buf.area, Rect::new(0, 0, w, h));
+            }
+        }
+    }
+}
