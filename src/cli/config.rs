@@ -46,8 +46,6 @@ impl ConfigCommand {
 /// Unknown keys (`NOT_FOUND`, with the nearest key), invalid values (`INVALID_INPUT`), an
 /// invalid config file (`CONFIG_INVALID`), I/O failures.
 pub fn run(command: ConfigCommand, ctx: &Context) -> Result<crate::output::Report, CliError> {
-    // Touch the database so that every command creates it on first use.
-    ctx.store()?;
     match command {
         ConfigCommand::Set { key, value } => set(ctx, &key, &value),
         ConfigCommand::Get { key } => get(ctx, &key),
@@ -86,7 +84,7 @@ fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
     ));
     // Warn when a higher level hides the value just written.
     let config = crate::engine::Config::load(&ctx.paths.config_path)?;
-    let resolved = config::resolve(&config, None, &path, &ctx.flags, &env_var);
+    let resolved = config::resolve(&config, None, &path, &ctx.setting_flags(), &env_var);
     if let Some(src @ (Source::Flag | Source::Env)) = resolved.source {
         let origin = resolved
             .chain
@@ -128,7 +126,13 @@ fn get(ctx: &Context, key: &str) -> Result<Report, CliError> {
     let path = KeyPath::parse(key)?;
     let config = ctx.config()?;
     let text = std::fs::read_to_string(&ctx.paths.config_path).ok();
-    let r = config::resolve(config, text.as_deref(), &path, &ctx.flags, &env_var);
+    let r = config::resolve(
+        config,
+        text.as_deref(),
+        &path,
+        &ctx.setting_flags(),
+        &env_var,
+    );
     let data = json!({
         "key": r.key,
         "value": r.value,
@@ -213,7 +217,7 @@ fn list(ctx: &Context, filter: Option<&str>) -> Result<Report, CliError> {
     }
     let settings: Vec<Resolution> = keys
         .iter()
-        .map(|k| config::resolve(config, text.as_deref(), k, &ctx.flags, &env_var))
+        .map(|k| config::resolve(config, text.as_deref(), k, &ctx.setting_flags(), &env_var))
         .filter(|r| pattern.as_ref().is_none_or(|p| p.is_match(&r.key)))
         .filter(|r| r.value.is_some() || matches!(r.key.as_str(), "invariant-actor"))
         .collect();

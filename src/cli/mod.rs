@@ -130,6 +130,16 @@ impl Context {
         self.config.as_ref().map_err(CliError::clone)
     }
 
+    /// The flag values that take part in resolving settings for `config get|set|list`.
+    /// This invocation's own `--format` only chooses how the answer is rendered, so it is left
+    /// out: `agents --format yaml config get format` and `--format json` give one answer.
+    pub fn setting_flags(&self) -> FlagValues {
+        FlagValues {
+            format: None,
+            verbose: self.flags.verbose,
+        }
+    }
+
     /// A follow-up command for the user to run, repeating `--data-dir` / `--config-path` when
     /// they were given, shell-quoted: `agents --data-dir '/my data' init --yes`.
     pub fn suggest(&self, rest: &str) -> String {
@@ -326,10 +336,10 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         terminal,
         repeat_args,
     };
-    // Logging starts for every command but `version` and `init` (which must not touch the data
-    // directory before it is confirmed; it starts logging itself afterwards).
+    // Logging starts for every command but `init`, which must not touch the data directory
+    // before it is confirmed; it starts logging itself afterwards.
     let _guard = match command {
-        Command::Version | Command::Init { .. } => None,
+        Command::Init { .. } => None,
         _ => start_logging(&ctx),
     };
     tracing::debug!(command = %command_path, format = %format, "command started");
@@ -354,6 +364,11 @@ pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::Wo
 }
 
 fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
+    // Every command creates the data directory and database on first use; `init` does it
+    // only after its confirmation, and `diagnostics` reports a broken database as a finding.
+    if !matches!(command, Command::Init { .. } | Command::Diagnostics) {
+        ctx.store()?;
+    }
     match command {
         Command::Version => system::version(ctx),
         Command::Info => system::info(ctx),

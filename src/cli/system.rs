@@ -54,7 +54,7 @@ fn size(bytes: u64) -> String {
 fn resolved(ctx: &Context, key: &str) -> Result<Option<String>, CliError> {
     let config = ctx.config()?;
     let path = KeyPath::parse(key)?;
-    Ok(config::resolve(config, None, &path, &ctx.flags, &env_var).value)
+    Ok(config::resolve(config, None, &path, &ctx.setting_flags(), &env_var).value)
 }
 
 /// `agents info`.

@@ -7,22 +7,23 @@ use crate::support::{Env, stdout};
 #[test]
 fn yaml_and_json_config_get_are_the_same_document() {
     let env = Env::new();
-    let (json, _) = env.json(&["config", "get", "format"]);
-    let yaml_out = env.run(&["--format", "yaml", "config", "get", "format"]);
-    assert_eq!(yaml_out.status.code(), Some(0));
-    let mut yaml: serde_json::Value = serde_yaml::from_slice(&yaml_out.stdout).unwrap();
-    let mut json = json;
-    yaml.as_object_mut().unwrap().remove("timing");
-    json.as_object_mut().unwrap().remove("timing");
-    // The flag differs between the two runs (`--format json` vs `--format yaml`): compare the
-    // rest of the chain, then the flag values separately.
-    assert_eq!(yaml["data"]["chain"][0]["value"], "yaml");
-    assert_eq!(json["data"]["chain"][0]["value"], "json");
-    for doc in [&mut yaml, &mut json] {
-        doc["data"]["chain"][0]["value"] = serde_json::Value::Null;
-        doc["data"]["value"] = serde_json::Value::Null;
+    for setup in [None, Some("table")] {
+        if let Some(value) = setup {
+            env.run(&["config", "set", "format", value]);
+        }
+        let (mut json, _) = env.json(&["config", "get", "format"]);
+        let yaml_out = env.run(&["--format", "yaml", "config", "get", "format"]);
+        assert_eq!(yaml_out.status.code(), Some(0));
+        let mut yaml: serde_json::Value = serde_yaml::from_slice(&yaml_out.stdout).unwrap();
+        yaml.as_object_mut().unwrap().remove("timing");
+        json.as_object_mut().unwrap().remove("timing");
+        assert_eq!(yaml, json);
+        assert_eq!(
+            json["data"]["value"],
+            setup.unwrap_or("rich"),
+            "the answer is the configured format"
+        );
     }
-    assert_eq!(yaml, json);
 }
 
 #[test]
@@ -88,10 +89,18 @@ fn set_keeps_comments_and_get_shows_the_resolution_chain() {
         .output()
         .unwrap();
     let text = stdout(&out);
-    assert!(text.contains("1. CLI flag (--format): plain"), "{text}");
+    assert!(
+        text.contains("1. CLI flag (--format): (not set)"),
+        "this command's own --format only renders: {text}"
+    );
     assert!(text.contains("2. env var (AGENTS_FORMAT): yaml"), "{text}");
     assert!(text.contains("3. config file ("), "{text}");
     assert!(text.contains("4. default (default): rich"), "{text}");
+    assert!(text.contains("Winner: env var (level 2)"), "{text}");
+
+    let out = env.run(&["--format", "plain", "-vv", "config", "get", "log-level"]);
+    let text = stdout(&out);
+    assert!(text.contains("1. CLI flag (-v): trace"), "{text}");
     assert!(text.contains("Winner: CLI flag (level 1)"), "{text}");
 }
 

@@ -2,7 +2,7 @@
 //!
 //! A plan moves forward through [`Phase`]s `strategize -> execute -> apply -> applied`, one step
 //! at a time and only when its [`ProcessingState`] is `complete`; `applied` is terminal. The only
-//! backward moves are [`PlanStatus::rollback_to_execute`] (to execute/queued, for a checkpoint
+//! backward moves are [`PlanStatus::rollback_to`] (to execute/queued, for a checkpoint
 //! rollback) and [`PlanStatus::begin_attempt`] (attempt + 1, to strategize or execute queued,
 //! for a correction). Both are refused for applied plans.
 
@@ -227,11 +227,12 @@ impl PlanStatus {
         Ok(())
     }
 
-    /// Moves the plan back to execute/queued (a checkpoint rollback). Refused for applied plans.
+    /// Rolls the plan back to a checkpoint: it returns to execute/queued, whatever phase it was
+    /// in. Refused for applied plans.
     ///
     /// # Errors
     /// [`LifecycleError::Terminal`].
-    pub fn rollback_to_execute(&mut self) -> Result<(), LifecycleError> {
+    pub fn rollback_to(&mut self) -> Result<(), LifecycleError> {
         if self.phase == Phase::Applied {
             return Err(LifecycleError::Terminal);
         }
@@ -288,7 +289,7 @@ mod tests {
         );
         assert!(s.is_terminal());
         assert_eq!(s.advance(Phase::Applied), Err(LifecycleError::Terminal));
-        assert_eq!(s.rollback_to_execute(), Err(LifecycleError::Terminal));
+        assert_eq!(s.rollback_to(), Err(LifecycleError::Terminal));
         assert_eq!(
             s.begin_attempt(Phase::Strategize),
             Err(LifecycleError::Terminal)
@@ -376,7 +377,7 @@ mod tests {
                 let result = match step.clone() {
                     Step::Advance(to) => s.advance(to),
                     Step::SetState(to) => s.set_state(to),
-                    Step::Rollback => s.rollback_to_execute(),
+                    Step::Rollback => s.rollback_to(),
                     Step::Attempt(p) => s.begin_attempt(p),
                 };
                 if before.phase == Phase::Applied {
