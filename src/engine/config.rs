@@ -26,7 +26,7 @@ pub const FORMATS: [&str; 6] = ["rich", "color", "table", "plain", "json", "yaml
 /// The log levels accepted by the `log-level` key.
 pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 /// The automation profile used when none is configured (see `docs/decisions.md`).
-pub const DEFAULT_AUTOMATION_PROFILE: &str = "supervised";
+pub const DEFAULT_AUTOMATION_PROFILE: &str = "manual";
 
 /// Where a resolved value came from, in precedence order (lowest level number wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
