@@ -10,8 +10,11 @@
 //! - [`cli`]: clap definitions and one file per command group; parses, calls the engine and
 //!   hands the result to [`output`].
 //! - [`logging`]: tracing to a file in the data directory, never to the terminal.
+//! - [`tui_bridge`]: engine state to TUI messages, TUI commands to engine operations; owns the
+//!   terminal while the TUI (`cleveragents-ui`) runs.
 
 pub mod cli;
 pub mod engine;
 pub mod logging;
 pub mod output;
+pub mod tui_bridge;

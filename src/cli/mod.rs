@@ -9,6 +9,7 @@ pub mod config;
 pub mod confirm;
 pub mod error;
 pub mod system;
+pub mod tui;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -88,6 +89,8 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// Check configuration, database, data directory, git and providers
     Diagnostics,
+    /// Open the full-screen terminal UI (also: `agents` with no command, in a terminal)
+    Tui(tui::TuiArgs),
 }
 
 impl Command {
@@ -99,6 +102,7 @@ impl Command {
             Command::Init { .. } => "init".into(),
             Command::Config(c) => format!("config {}", c.name()),
             Command::Diagnostics => "diagnostics".into(),
+            Command::Tui(_) => "tui".into(),
         }
     }
 }
@@ -291,9 +295,14 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
             Err(e) => finish(Err(e), "show-completion", Format::Plain, &terminal, started),
         };
     }
-    let Some(command) = cli.command else {
-        let _ = Cli::command().print_help();
-        return 0;
+    let command = match cli.command {
+        Some(command) => command,
+        // `agents` alone opens the TUI in a terminal and prints help anywhere else.
+        None if terminal.stdin_tty && terminal.stdout_tty => Command::Tui(tui::TuiArgs::default()),
+        None => {
+            let _ = Cli::command().print_help();
+            return 0;
+        }
     };
     let command_path = command.path();
     let paths = match Paths::resolve(cli.data_dir, cli.config_path) {
@@ -375,6 +384,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Init { yes } => system::init(ctx, yes),
         Command::Config(c) => config::run(c, ctx),
         Command::Diagnostics => system::diagnostics(ctx),
+        Command::Tui(args) => tui::run(args, ctx),
     }
 }
 

@@ -5,3 +5,4 @@ mod envelope;
 mod init;
 mod snapshots;
 mod store;
+mod tui;

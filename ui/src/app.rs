@@ -149,6 +149,11 @@ impl App {
                 });
                 Vec::new()
             }
+            Msg::SelectPlan(id) => {
+                let changed = self.plans.select(&id);
+                self.after_plan_selection(changed)
+            }
+            Msg::Focus(pane) => self.set_focus(pane),
             Msg::Error { title, detail } => {
                 self.overlays.push(Overlay::Message {
                     title,
@@ -658,5 +663,47 @@ mod tests {
         assert_eq!(app.plans().selected_id(), None);
         assert_eq!(app.tree().plan_id(), None);
         assert_eq!(app.update(Msg::Key(Key::Char('j'))), []);
+    }
+}
+
+#[cfg(test)]
+mod launch_tests {
+    use super::*;
+    use crate::model::{Phase, PlanRow, ProcessingState};
+
+    fn row(id: &str) -> PlanRow {
+        PlanRow {
+            plan_id: id.to_owned(),
+            action: "local/a".to_owned(),
+            project: "local/p".to_owned(),
+            phase: Phase::Strategize,
+            state: ProcessingState::Queued,
+            elapsed_ms: 0,
+            cost_usd: None,
+        }
+    }
+
+    #[test]
+    fn a_plan_chosen_before_the_list_arrives_stays_selected() {
+        let mut app = App::new();
+        assert_eq!(app.update(Msg::SelectPlan("B".into())), Vec::<Cmd>::new());
+        let cmds = app.update(Msg::PlansUpdated(vec![row("A"), row("B")]));
+        assert_eq!(cmds, [Cmd::SelectPlan("B".into())]);
+        assert_eq!(app.plans().selected_id(), Some("B"));
+    }
+
+    #[test]
+    fn selecting_an_unknown_plan_changes_nothing() {
+        let mut app = App::new();
+        app.update(Msg::PlansUpdated(vec![row("A")]));
+        assert_eq!(app.update(Msg::SelectPlan("Z".into())), Vec::<Cmd>::new());
+        assert_eq!(app.plans().selected_id(), Some("A"));
+    }
+
+    #[test]
+    fn focus_can_be_set_by_message() {
+        let mut app = App::new();
+        app.update(Msg::Focus(Pane::Approvals));
+        assert_eq!(app.focus(), Pane::Approvals);
     }
 }

@@ -6,6 +6,8 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde::{Deserialize, Serialize};
 
+use crate::panes::Pane;
+
 use crate::model::{ApprovalItem, DecisionNode, DiffView, PlanRow};
 
 /// A key press, as the UI understands it.
@@ -125,6 +127,10 @@ pub enum Msg {
         /// The explanation, possibly several lines.
         text: String,
     },
+    /// Select this plan (for example from `agents tui --plan ID`); ignored if it is unknown.
+    SelectPlan(String),
+    /// Move the focus to a pane (for example from `agents tui --focus diff`).
+    Focus(Pane),
     /// The engine refused or failed a command; shown as a popup.
     Error {
         /// One-line headline.

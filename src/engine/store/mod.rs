@@ -184,6 +184,17 @@ impl Store {
             .pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
 
+    /// SQLite's `data_version`: changes whenever another connection commits, so a reader can
+    /// poll it cheaply to learn that something changed.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "data_version", |r| r.get(0))?)
+    }
+
     /// Runs SQLite's `quick_check` and returns its findings (`["ok"]` when healthy).
     ///
     /// # Errors

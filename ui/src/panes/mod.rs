@@ -13,7 +13,8 @@ pub mod plans;
 pub mod tree;
 
 /// One of the four panes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Pane {
     /// The plans list.
     Plans,

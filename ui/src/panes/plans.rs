@@ -45,17 +45,31 @@ impl PlansPane {
     }
 
     /// Replaces the list. Keeps the selected plan if it is still there; otherwise selects the
-    /// plan now at the old position (or the first). Returns whether the selection changed.
+    /// plan now at the old position (or the first). Returns whether the selection changed (on
+    /// the first list, whether anything is selected).
     pub(crate) fn set_rows(&mut self, rows: Vec<PlanRow>) -> bool {
         let old_index = self.selected_index();
         let before = self.selected.clone();
+        let first_load = !self.is_loaded();
         self.rows = Some(rows);
         if self.selected_index().is_none() {
             let rows = self.rows();
             let index = old_index.unwrap_or(0).min(rows.len().saturating_sub(1));
             self.selected = rows.get(index).map(|row| row.plan_id.clone());
         }
-        self.selected != before
+        // A selection remembered before the first list arrived counts as new once it loads.
+        self.selected != before || (first_load && self.selected.is_some())
+    }
+
+    /// Selects the plan with `id`. Before the first list arrives the id is remembered and kept
+    /// if the list contains it. Returns whether the selection changed.
+    pub(crate) fn select(&mut self, id: &str) -> bool {
+        if self.is_loaded() && !self.rows().iter().any(|row| row.plan_id == id) {
+            return false;
+        }
+        let changed = self.selected.as_deref() != Some(id);
+        self.selected = Some(id.to_owned());
+        changed && self.is_loaded()
     }
 
     /// Moves the selection; returns whether it changed.
