@@ -11,6 +11,7 @@ use cleveragents_ui::model::{self as view, PlanRow};
 use cleveragents_ui::{App, Cmd, Key, Msg, Pane, Theme};
 use ratatui::crossterm::event::{self, Event};
 
+use crate::engine::domain::approval::{Approval, ApprovalKind};
 use crate::engine::domain::lifecycle::{Phase, ProcessingState};
 use crate::engine::domain::plan::Plan;
 use crate::engine::store::{Store, StoreError};
@@ -59,6 +60,23 @@ pub fn plan_row(plan: &Plan, now: jiff::Timestamp) -> PlanRow {
         state: state(plan.state()),
         elapsed_ms: u64::try_from(elapsed_ms).unwrap_or(u64::MAX),
         cost_usd: None,
+    }
+}
+
+/// The approval queue row for a pending approval.
+pub fn approval_item(approval: &Approval) -> view::ApprovalItem {
+    view::ApprovalItem {
+        approval_id: approval.approval_id.clone(),
+        plan_id: approval.plan_id.to_string(),
+        kind: match approval.kind {
+            ApprovalKind::PhaseGate => view::ApprovalKind::PhaseGate,
+            ApprovalKind::Decision => view::ApprovalKind::DecisionChoice,
+            ApprovalKind::ChildSpawn => view::ApprovalKind::ChildSpawn,
+            ApprovalKind::TransientFailure => view::ApprovalKind::TransientFailure,
+            ApprovalKind::Errored => view::ApprovalKind::ErroredPlan,
+        },
+        summary: approval.summary.clone(),
+        options: approval.options.clone(),
     }
 }
 
@@ -247,6 +265,33 @@ mod tests {
         assert!(
             matches!(&again[0], Msg::PlansUpdated(rows) if rows.len() == 1),
             "{again:?}"
+        );
+    }
+
+    #[test]
+    fn pending_approvals_reach_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut store = Store::open(&path).unwrap();
+        let plan = Plan::new("local/a", "a", jiff::Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let apr = Approval::new(
+            plan.plan_id,
+            ApprovalKind::PhaseGate,
+            "Move to apply",
+            "agents plan apply X",
+            jiff::Timestamp::now(),
+        );
+        store.insert_approval(&apr).unwrap();
+        let mut bridge = Bridge::new(Store::open(&path).unwrap());
+        let msgs = bridge.refresh().unwrap();
+        let Msg::ApprovalsUpdated(items) = &msgs[1] else {
+            panic!("{msgs:?}")
+        };
+        assert_eq!(items.len(), 1);
+        assert_eq!(
+            (items[0].kind, items[0].summary.as_str()),
+            (view::ApprovalKind::PhaseGate, "Move to apply")
         );
     }
 

@@ -4,10 +4,14 @@
 //! - [`config`]: `config.toml`, its keys, their resolution chain and safe edits.
 //! - [`store`]: the SQLite database, its migrations and repositories.
 //! - [`domain`]: ids, namespaced names, the plan lifecycle model.
+//! - [`events`]: the event log every state change writes, and followers of it.
+//! - [`lease`]: which process drives a plan; stale owners and cancellation.
 //! - [`system`]: environment-level operations (info, init, diagnostics).
 
 pub mod config;
 pub mod domain;
+pub mod events;
+pub mod lease;
 pub mod paths;
 pub mod store;
 pub mod system;

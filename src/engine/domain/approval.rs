@@ -1,0 +1,111 @@
+//! Approvals: every place a human must act is a persisted row (lifecycle issue, item 7).
+
+use std::fmt;
+use std::str::FromStr;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::id::Id;
+use super::lifecycle::str_enum;
+
+/// Why a plan waits for a human.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalKind {
+    /// The profile stops before the next phase.
+    PhaseGate,
+    /// An actor offered options and the profile wants a human to choose.
+    Decision,
+    /// A child plan is about to be spawned.
+    ChildSpawn,
+    /// A provider failed transiently and the profile does not retry by itself.
+    TransientFailure,
+    /// The plan errored and needs guidance, a retry or cancellation.
+    Errored,
+}
+
+str_enum!(ApprovalKind {
+    PhaseGate => "phase_gate",
+    Decision => "decision",
+    ChildSpawn => "child_spawn",
+    TransientFailure => "transient_failure",
+    Errored => "errored",
+});
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for a human.
+    Pending,
+    /// Approved (gates, spawns, retries).
+    Approved,
+    /// Declined, with a reason.
+    Rejected,
+    /// Answered with an option or guidance.
+    Answered,
+    /// No longer relevant (the plan was cancelled or moved on).
+    Withdrawn,
+}
+
+str_enum!(ApprovalStatus {
+    Pending => "pending",
+    Approved => "approved",
+    Rejected => "rejected",
+    Answered => "answered",
+    Withdrawn => "withdrawn",
+});
+
+/// One approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    /// `apr_` followed by a ULID.
+    pub approval_id: String,
+    /// The plan waiting.
+    pub plan_id: Id,
+    /// Why it waits.
+    pub kind: ApprovalKind,
+    /// Where it stands.
+    pub status: ApprovalStatus,
+    /// One line: what is being asked.
+    pub summary: String,
+    /// What the human needs to decide well (diff stats, the question, the error, ...).
+    pub context: Value,
+    /// The options, when the answer is a choice.
+    pub options: Vec<String>,
+    /// The exact command that answers it headlessly.
+    pub answer_command: String,
+    /// The answer, once given.
+    pub answer: Option<Value>,
+    /// When it was raised.
+    pub created_at: Timestamp,
+    /// When it was answered or withdrawn.
+    pub resolved_at: Option<Timestamp>,
+}
+
+impl Approval {
+    /// A new pending approval.
+    pub fn new(
+        plan_id: Id,
+        kind: ApprovalKind,
+        summary: impl Into<String>,
+        answer_command: impl Into<String>,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            approval_id: format!("apr_{}", Id::generate()),
+            plan_id,
+            kind,
+            status: ApprovalStatus::Pending,
+            summary: summary.into(),
+            context: Value::Object(Default::default()),
+            options: Vec::new(),
+            answer_command: answer_command.into(),
+            answer: None,
+            created_at: now,
+            resolved_at: None,
+        }
+    }
+}
