@@ -114,10 +114,15 @@ impl Bridge {
             .iter()
             .map(|p| plan_row(p, now))
             .collect();
-        // Approvals are rows written by the lifecycle engine; none exist before it runs plans.
+        let approvals = self
+            .store
+            .pending_approvals(None)?
+            .iter()
+            .map(approval_item)
+            .collect();
         Ok(vec![
             Msg::PlansUpdated(rows),
-            Msg::ApprovalsUpdated(Vec::new()),
+            Msg::ApprovalsUpdated(approvals),
         ])
     }
 
