@@ -2,34 +2,32 @@
 //! [SHELL]` writes it where the shell looks for user completions.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use super::{Cli, CliError};
+use super::{Cli, CliError, bin_name};
 use crate::output::{Element, Report};
-
-/// The binary name the user invoked (`agents` or `cleveragents`).
-fn bin_name() -> String {
-    std::env::args_os()
-        .next()
-        .and_then(|a| {
-            PathBuf::from(a)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-        })
-        .filter(|n| n == "cleveragents")
-        .unwrap_or_else(|| "agents".to_string())
-}
 
 /// Parses a shell name, or takes it from `$SHELL` when `name` is empty.
 fn shell(name: &str) -> Result<Shell, CliError> {
     let name = if name.is_empty() {
-        std::env::var("SHELL")
+        let from_env = std::env::var("SHELL")
             .ok()
-            .and_then(|s| s.rsplit('/').next().map(str::to_string))
-            .unwrap_or_default()
+            .and_then(|s| s.rsplit('/').next().map(str::to_string));
+        match from_env.filter(|s| !s.trim().is_empty()) {
+            Some(s) => s,
+            None => {
+                return Err(
+                    CliError::invalid_input("$SHELL is not set, so the shell is unknown").hint(
+                        format!(
+                            "name it: {} --show-completion bash (or zsh, fish, elvish, powershell)",
+                            bin_name()
+                        ),
+                    ),
+                );
+            }
+        }
     } else {
         name.to_string()
     };
@@ -39,22 +37,39 @@ fn shell(name: &str) -> Result<Shell, CliError> {
     })
 }
 
-/// Writes the completion script for `name` to `out`.
-///
-/// # Errors
-/// `INVALID_INPUT` for an unknown shell.
-pub fn show(name: &str, out: &mut dyn Write) -> Result<(), CliError> {
-    let shell = shell(name)?;
-    clap_complete::generate(shell, &mut Cli::command(), bin_name(), out);
-    Ok(())
+/// The completion script for a shell.
+fn script(shell: Shell) -> Vec<u8> {
+    let mut out = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut Cli::command().name(bin_name()),
+        bin_name(),
+        &mut out,
+    );
+    out
 }
 
-/// Installs the completion script in the shell's per-user completion directory.
+/// Prints the script (`install` false; returns `Ok(None)`, also when the reader closed the
+/// pipe early) or installs it (returns the report).
 ///
 /// # Errors
 /// `INVALID_INPUT` for an unknown or unsupported shell; `IO_ERROR` when writing fails.
-pub fn install(name: &str) -> Result<Report, CliError> {
+pub fn show_or_install(install: bool, name: &str) -> Result<Option<Report>, CliError> {
     let shell = shell(name)?;
+    if !install {
+        let mut stdout = std::io::stdout().lock();
+        return match stdout
+            .write_all(&script(shell))
+            .and_then(|()| stdout.flush())
+        {
+            Ok(()) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(None),
+            Err(e) => Err(CliError::new(
+                "IO_ERROR",
+                format!("cannot write the completion script: {e}"),
+            )),
+        };
+    }
     let bin = bin_name();
     let home = directories::BaseDirs::new()
         .ok_or_else(|| CliError::new("ENVIRONMENT", "no home directory"))?;
@@ -62,7 +77,7 @@ pub fn install(name: &str) -> Result<Report, CliError> {
         Shell::Bash => home
             .data_local_dir()
             .join("bash-completion/completions")
-            .join(&bin),
+            .join(bin),
         Shell::Zsh => home.home_dir().join(".zfunc").join(format!("_{bin}")),
         Shell::Fish => home
             .config_dir()
@@ -77,15 +92,13 @@ pub fn install(name: &str) -> Result<Report, CliError> {
             )));
         }
     };
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), &bin, &mut script);
     let io = |e: std::io::Error| {
         CliError::new("IO_ERROR", format!("cannot write {}: {e}", path.display()))
     };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    std::fs::write(&path, script).map_err(io)?;
+    std::fs::write(&path, script(shell)).map_err(io)?;
     let mut report = Report::ok(
         "install-completion",
         serde_json::json!({"shell": shell.to_string(), "path": path}),
@@ -106,5 +119,5 @@ pub fn install(name: &str) -> Result<Report, CliError> {
             ],
         });
     }
-    Ok(report)
+    Ok(Some(report))
 }

@@ -104,11 +104,10 @@ fn resolution_items(r: &Resolution) -> Vec<String> {
     let mut items: Vec<String> = r
         .chain
         .iter()
-        .enumerate()
-        .map(|(i, e)| {
+        .map(|e| {
             format!(
                 "{}. {} ({}): {}",
-                i + 1,
+                e.source.level(),
                 e.source.label(),
                 e.origin,
                 not_set(&e.value)
@@ -182,7 +181,15 @@ fn list(ctx: &Context, filter: Option<&str>) -> Result<Report, CliError> {
     })?;
     let text = std::fs::read_to_string(&ctx.paths.config_path).ok();
     let mut keys: Vec<KeyPath> = config::KEYS.iter().map(KeyPath::Top).collect();
-    for provider in config.providers() {
+    // Built-in providers and every provider table in the file, complete or not.
+    let mut names: std::collections::BTreeSet<String> =
+        config.providers().into_iter().map(|p| p.name).collect();
+    names.extend(config.file.providers.keys().cloned());
+    for name in names {
+        let provider_key = |rest: Vec<String>| KeyPath::Provider {
+            provider: name.clone(),
+            rest,
+        };
         for field in [
             "kind",
             "base_url",
@@ -190,27 +197,25 @@ fn list(ctx: &Context, filter: Option<&str>) -> Result<Report, CliError> {
             "timeout_secs",
             "max_retries",
         ] {
-            keys.push(KeyPath::Provider {
-                provider: provider.name.clone(),
-                rest: vec![field.to_string()],
-            });
+            keys.push(provider_key(vec![field.to_string()]));
         }
-        for header in provider.headers.keys() {
-            keys.push(KeyPath::Provider {
-                provider: provider.name.clone(),
-                rest: vec!["headers".into(), header.clone()],
-            });
+        let Some(table) = config.file.providers.get(&name) else {
+            continue;
+        };
+        for header in table.headers.keys() {
+            keys.push(provider_key(vec!["headers".into(), header.clone()]));
         }
-        for (model, price) in &provider.models {
+        for (model, price) in &table.models {
             for (field, v) in [
                 ("input_usd_per_mtok", price.input_usd_per_mtok),
                 ("output_usd_per_mtok", price.output_usd_per_mtok),
             ] {
                 if v.is_some() {
-                    keys.push(KeyPath::Provider {
-                        provider: provider.name.clone(),
-                        rest: vec!["models".into(), model.clone(), field.into()],
-                    });
+                    keys.push(provider_key(vec![
+                        "models".into(),
+                        model.clone(),
+                        field.into(),
+                    ]));
                 }
             }
         }
@@ -246,33 +251,35 @@ fn list(ctx: &Context, filter: Option<&str>) -> Result<Report, CliError> {
         })).collect::<Vec<_>>(),
         "file": {"path": ctx.paths.config_path, "exists": config.exists},
     });
-    Ok(
-        Report::ok("config list", data, format!("{n} settings listed"))
-            .with(Element::Table {
-                title: "Config".into(),
-                columns: vec![
-                    Column::left("Key"),
-                    Column::left("Value"),
-                    Column::left("Source"),
-                    Column::left("Modified"),
-                ],
-                rows,
-                empty: "No settings match.".into(),
-            })
-            .with(Element::panel(
-                "Config File",
-                [
-                    ("Path", ctx.paths.config_path.display().to_string()),
-                    (
-                        "Exists",
-                        if config.exists {
-                            "yes"
-                        } else {
-                            "no (defaults apply)"
-                        }
-                        .to_string(),
-                    ),
-                ],
-            )),
+    Ok(Report::ok(
+        "config list",
+        data,
+        super::system::plural(n, "setting", "settings") + " listed",
     )
+    .with(Element::Table {
+        title: "Config".into(),
+        columns: vec![
+            Column::left("Key"),
+            Column::left("Value"),
+            Column::left("Source"),
+            Column::left("Modified"),
+        ],
+        rows,
+        empty: "No settings match.".into(),
+    })
+    .with(Element::panel(
+        "Config File",
+        [
+            ("Path", ctx.paths.config_path.display().to_string()),
+            (
+                "Exists",
+                if config.exists {
+                    "yes"
+                } else {
+                    "no (defaults apply)"
+                }
+                .to_string(),
+            ),
+        ],
+    )))
 }

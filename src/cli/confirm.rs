@@ -41,6 +41,10 @@ pub fn confirm(
         .lock()
         .read_line(&mut answer)
         .map_err(|e| CliError::new("IO_ERROR", format!("cannot read the answer: {e}")))?;
+    if answer.is_empty() {
+        // End of input (Ctrl-D): end the prompt line so that what follows starts on its own.
+        let _ = writeln!(stderr);
+    }
     match answer.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Ok(()),
         _ => Err(CliError::new(

@@ -75,14 +75,21 @@ impl From<ConfigError> for CliError {
                 err.hint("agents config list")
             }
             ConfigError::InvalidValue { .. } => CliError::invalid_input(message),
-            ConfigError::Parse { path, .. } | ConfigError::InvalidEntry { path, .. } => {
-                CliError::new("CONFIG_INVALID", message)
+            ConfigError::Parse { path, snippet, .. } => {
+                let err = CliError::new("CONFIG_INVALID", message)
+                    .hint(format!("fix {} by hand at the line shown", path.display()))
                     .hint(format!(
-                        "fix {} by hand, or reset it with `agents config set KEY VALUE`",
+                        "or move it aside (mv {0} {0}.broken): CleverAgents then uses its defaults",
                         path.display()
-                    ))
-                    .hint("agents diagnostics")
+                    ));
+                match snippet {
+                    Some(s) => err.detail(s),
+                    None => err,
+                }
             }
+            ConfigError::InvalidEntry { path, key, .. } => CliError::new("CONFIG_INVALID", message)
+                .hint(format!("agents config set {key} <VALUE>"))
+                .hint(format!("or edit {} by hand", path.display())),
             ConfigError::Read { .. } | ConfigError::Write { .. } => {
                 CliError::new("IO_ERROR", message)
                     .hint("check the file's permissions and free disk space")
@@ -115,6 +122,8 @@ impl From<InitError> for CliError {
                 .hint("agents plan cancel <PLAN>")
                 .hint("agents plan list"),
             InitError::Store(s) => s.into(),
+            InitError::NotADataDir { .. } => CliError::new("INVALID_INPUT", message)
+                .hint("check --data-dir / AGENTS_DATA_DIR: it must name the data directory itself"),
             InitError::Io { .. } => CliError::new("IO_ERROR", message)
                 .detail("nothing was deleted: the old data is either in place or in the backup"),
         }

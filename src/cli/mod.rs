@@ -31,23 +31,11 @@ use crate::output::{self, ErrorBody, Exit, Format, Outcome, Report, Terminal, re
 #[command(name = "agents", version, about, long_about = None, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     /// Data directory (database, logs, sandboxes) [env: AGENTS_DATA_DIR]
-    #[arg(
-        long,
-        global = true,
-        value_name = "PATH",
-        env = "AGENTS_DATA_DIR",
-        hide_env = true
-    )]
+    #[arg(long, global = true, value_name = "PATH")]
     pub data_dir: Option<PathBuf>,
 
     /// Configuration file [env: AGENTS_CONFIG]
-    #[arg(
-        long,
-        global = true,
-        value_name = "PATH",
-        env = "AGENTS_CONFIG",
-        hide_env = true
-    )]
+    #[arg(long, global = true, value_name = "PATH")]
     pub config_path: Option<PathBuf>,
 
     /// Output format [env: AGENTS_FORMAT; config: format; default: rich on a terminal, plain otherwise]
@@ -63,7 +51,7 @@ pub struct Cli {
     pub install_completion: Option<String>,
 
     /// Print the completion script for SHELL (default: from $SHELL)
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "")]
+    #[arg(conflicts_with = "install_completion", long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "")]
     pub show_completion: Option<String>,
 
     /// The command to run.
@@ -147,14 +135,13 @@ impl Context {
     /// A follow-up command for the user to run, repeating `--data-dir` / `--config-path` when
     /// they were given, shell-quoted: `agents --data-dir '/my data' init --yes`.
     pub fn suggest(&self, rest: &str) -> String {
-        let mut words = vec!["agents".to_string()];
-        words.extend(
-            self.repeat_args
-                .iter()
-                .map(|a| shell_words::quote(a).into_owned()),
-        );
-        words.push(rest.to_string());
-        words.join(" ")
+        with_globals(&self.repeat_args, rest)
+    }
+
+    /// Rewrites a suggested `agents ...` command (from the engine or an error) so that it
+    /// repeats `--data-dir` / `--config-path`; other text is returned unchanged.
+    pub fn rewrite(&self, suggestion: &str) -> String {
+        rewrite_suggestion(&self.repeat_args, suggestion)
     }
 
     /// Opens (creating if needed) the database.
@@ -166,9 +153,52 @@ impl Context {
     }
 }
 
+/// `agents [--data-dir X] [--config-path Y] rest`, shell-quoted.
+fn with_globals(repeat_args: &[String], rest: &str) -> String {
+    let mut words = vec![bin_name().to_string()];
+    words.extend(
+        repeat_args
+            .iter()
+            .map(|a| shell_words::quote(a).into_owned()),
+    );
+    words.push(rest.to_string());
+    words.join(" ")
+}
+
+/// Rewrites `agents rest` to [`with_globals`]; anything else unchanged.
+fn rewrite_suggestion(repeat_args: &[String], suggestion: &str) -> String {
+    match suggestion.strip_prefix("agents ") {
+        // Already written for this environment (e.g. by `Context::suggest`).
+        Some(rest) if rest.starts_with("--data-dir ") || rest.starts_with("--config-path ") => {
+            suggestion.to_string()
+        }
+        Some(rest) => with_globals(repeat_args, rest),
+        None => suggestion.to_string(),
+    }
+}
+
 /// Reads an environment variable (empty counts as unset).
 pub fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The name the program was invoked as: `cleveragents` or (by default) `agents`.
+pub fn bin_name() -> &'static str {
+    let invoked = std::env::args_os().next().map(PathBuf::from);
+    match invoked.as_deref().and_then(std::path::Path::file_name) {
+        Some(name) if name == "cleveragents" => "cleveragents",
+        _ => "agents",
+    }
+}
+
+/// A path from an environment variable, with a leading `~/` expanded to the home directory;
+/// empty counts as unset.
+fn env_path(name: &str) -> Option<PathBuf> {
+    let value = env_var(name)?;
+    match value.strip_prefix("~/") {
+        Some(rest) => directories::BaseDirs::new().map(|b| b.home_dir().join(rest)),
+        None => Some(PathBuf::from(value)),
+    }
 }
 
 /// Runs the program with the process's arguments and returns its exit code.
@@ -177,13 +207,12 @@ pub fn main() -> ExitCode {
     let terminal = Terminal::detect();
     let args: Vec<OsString> = std::env::args_os().collect();
     let parsed = Cli::command()
+        .name(bin_name())
         .try_get_matches_from(&args)
         .and_then(|matches| {
             let mut repeat_args = Vec::new();
             for (id, flag) in [("data_dir", "--data-dir"), ("config_path", "--config-path")] {
-                if matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
-                    && let Some(value) = matches.get_one::<PathBuf>(id)
-                {
+                if let Some(value) = matches.get_one::<PathBuf>(id) {
                     repeat_args.push(flag.to_string());
                     repeat_args.push(value.display().to_string());
                 }
@@ -241,22 +270,35 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> u8 {
 }
 
 /// The format asked for on a command line that clap could not parse: `--format X`,
-/// `--format=X`, else `AGENTS_FORMAT`.
+/// `--format=X`, else `AGENTS_FORMAT`, else the config file's `format` (the file named by
+/// `--config-path`, `AGENTS_CONFIG` or the default location).
 fn requested_format(args: &[OsString]) -> Option<Format> {
     let args: Vec<String> = args
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let from_flag = args.iter().enumerate().find_map(|(i, a)| {
-        if a == "--format" {
-            args.get(i + 1).cloned()
-        } else {
-            a.strip_prefix("--format=").map(str::to_string)
-        }
-    });
-    from_flag
-        .or_else(|| env_var("AGENTS_FORMAT"))
-        .and_then(|f| f.parse().ok())
+    let flag = |name: &str| {
+        args.iter().enumerate().find_map(|(i, a)| {
+            if a == name {
+                args.get(i + 1).cloned()
+            } else {
+                a.strip_prefix(&format!("{name}=")).map(str::to_string)
+            }
+        })
+    };
+    if let Some(format) = flag("--format").or_else(|| env_var("AGENTS_FORMAT")) {
+        return format.parse().ok();
+    }
+    let config_path = flag("--config-path")
+        .map(PathBuf::from)
+        .or_else(|| env_path("AGENTS_CONFIG"));
+    let paths = Paths::resolve(Some(PathBuf::from(".")), config_path).ok()?;
+    Config::load(&paths.config_path)
+        .ok()?
+        .file
+        .format?
+        .parse()
+        .ok()
 }
 
 /// The subcommand path named in `args`, as far as it matches the command tree.
@@ -275,24 +317,45 @@ fn command_path_from_args(args: &[OsString]) -> String {
             None => continue,
         }
     }
-    path.join(" ")
+    if path.is_empty() {
+        bin_name().to_string()
+    } else {
+        path.join(" ")
+    }
 }
 
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Instant) -> u8 {
-    if let Some(shell) = cli.install_completion.as_deref() {
-        return finish(
-            completion::install(shell),
-            "install-completion",
-            Format::Plain,
-            &terminal,
-            started,
-        );
-    }
-    if let Some(shell) = cli.show_completion.as_deref() {
-        return match completion::show(shell, &mut std::io::stdout()) {
-            Ok(()) => 0,
-            Err(e) => finish(Err(e), "show-completion", Format::Plain, &terminal, started),
+    let mut out = Finisher {
+        command: String::new(),
+        format: Format::Plain,
+        terminal,
+        started,
+        repeat_args: repeat_args.clone(),
+    };
+    let completion = cli
+        .install_completion
+        .as_deref()
+        .map(|s| (true, s))
+        .or(cli.show_completion.as_deref().map(|s| (false, s)));
+    if let Some((install, shell)) = completion {
+        out.command = if install {
+            "install-completion"
+        } else {
+            "show-completion"
+        }
+        .to_string();
+        if cli.command.is_some() {
+            return out.finish(Err(CliError::invalid_input(
+                "--install-completion and --show-completion cannot be combined with a command",
+            )
+            .hint(format!("{} --show-completion bash", bin_name()))));
+        }
+        return match (install, completion::show_or_install(install, shell)) {
+            (false, Ok(None)) => 0,
+            (_, Ok(Some(report))) => out.finish(Ok(report)),
+            (_, Ok(None)) => 0,
+            (_, Err(e)) => out.finish(Err(e)),
         };
     }
     let command = match cli.command {
@@ -300,31 +363,26 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         // `agents` alone opens the TUI in a terminal and prints help anywhere else.
         None if terminal.stdin_tty && terminal.stdout_tty => Command::Tui(tui::TuiArgs::default()),
         None => {
-            let _ = Cli::command().print_help();
+            let _ = Cli::command().name(bin_name()).print_help();
             return 0;
         }
     };
-    let command_path = command.path();
-    let paths = match Paths::resolve(cli.data_dir, cli.config_path) {
+    out.command = command.path();
+    let data_dir = cli.data_dir.or_else(|| env_path("AGENTS_DATA_DIR"));
+    let config_path = cli.config_path.or_else(|| env_path("AGENTS_CONFIG"));
+    let paths = match Paths::resolve(data_dir, config_path) {
         Ok(p) => p,
-        Err(e) => {
-            return finish(
-                Err(e.into()),
-                &command_path,
-                Format::Plain,
-                &terminal,
-                started,
-            );
-        }
+        Err(e) => return out.finish(Err(e.into())),
     };
     let config = Config::load(&paths.config_path).map_err(CliError::from);
     let env_format = match env_var("AGENTS_FORMAT").map(|v| v.parse::<Format>()) {
         Some(Ok(f)) => Some(f),
         Some(Err(msg)) => {
-            let err = CliError::invalid_input(format!("AGENTS_FORMAT: {msg}"))
-                .hint("unset AGENTS_FORMAT or fix its value");
-            let format = resolve_format(cli.format, None, None, terminal.stdout_tty);
-            return finish(Err(err), &command_path, format, &terminal, started);
+            out.format = resolve_format(cli.format, None, None, terminal.stdout_tty);
+            return out.finish(Err(CliError::invalid_input(format!(
+                "AGENTS_FORMAT: {msg}"
+            ))
+            .hint("unset AGENTS_FORMAT or fix its value")));
         }
         None => None,
     };
@@ -333,7 +391,7 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         .ok()
         .and_then(|c| c.file.format.as_deref())
         .and_then(|f| f.parse().ok());
-    let format = resolve_format(cli.format, env_format, config_format, terminal.stdout_tty);
+    out.format = resolve_format(cli.format, env_format, config_format, terminal.stdout_tty);
     let ctx = Context {
         paths,
         config,
@@ -341,7 +399,7 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
             format: cli.format.map(|f| f.as_str().to_string()),
             verbose: cli.verbose,
         },
-        format,
+        format: out.format,
         terminal,
         repeat_args,
     };
@@ -351,9 +409,8 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         Command::Init { .. } => None,
         _ => start_logging(&ctx),
     };
-    tracing::debug!(command = %command_path, format = %format, "command started");
-    let result = dispatch(command, &ctx);
-    finish(result, &command_path, format, &ctx.terminal, started)
+    tracing::debug!(command = %out.command, format = %out.format, "command started");
+    out.finish(dispatch(command, &ctx))
 }
 
 /// Starts file logging for a context.
@@ -373,10 +430,21 @@ pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::Wo
 }
 
 fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
-    // Every command creates the data directory and database on first use; `init` does it
-    // only after its confirmation, and `diagnostics` reports a broken database as a finding.
-    if !matches!(command, Command::Init { .. } | Command::Diagnostics) {
-        ctx.store()?;
+    match command {
+        // These need the database: it is created on first use.
+        Command::Info | Command::Tui(_) => {
+            ctx.store()?;
+        }
+        // These work without it, but still create it on first use when they can, so that
+        // every command leaves a usable environment behind.
+        Command::Version | Command::Config(_) => {
+            if let Err(e) = ctx.store() {
+                tracing::warn!(error = %e.body.message, "database not available");
+            }
+        }
+        // `init` touches nothing before its confirmation; `diagnostics` reports a broken
+        // database as a finding.
+        Command::Init { .. } | Command::Diagnostics => {}
     }
     match command {
         Command::Version => system::version(ctx),
@@ -388,33 +456,56 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
     }
 }
 
-/// Renders the result and returns the exit code; a closed stdout exits quietly.
-fn finish(
-    result: Result<Report, CliError>,
-    command: &str,
+/// Renders a command's result: knows the command path, format and terminal, and the global
+/// options that suggested commands must repeat.
+struct Finisher {
+    command: String,
     format: Format,
-    terminal: &Terminal,
+    terminal: Terminal,
     started: Instant,
-) -> u8 {
-    let outcome = match result {
-        Ok(report) => Outcome::Done(report),
-        Err(e) => {
-            tracing::warn!(code = e.body.code, message = %e.body.message, "command failed");
-            Outcome::Failed {
-                command: command.to_string(),
-                error: *e.body,
-                data: e.data,
+    repeat_args: Vec<String>,
+}
+
+impl Finisher {
+    fn rewrite(&self, suggestion: &str) -> String {
+        rewrite_suggestion(&self.repeat_args, suggestion)
+    }
+
+    /// Renders the result and returns the exit code; a closed stdout exits quietly.
+    fn finish(&self, result: Result<Report, CliError>) -> u8 {
+        let outcome = match result {
+            Ok(mut report) => {
+                if let Some(error) = &mut report.error {
+                    error.suggestions = error.suggestions.iter().map(|s| self.rewrite(s)).collect();
+                }
+                Outcome::Done(report)
             }
-        }
-    };
-    let exit = outcome.exit().code();
-    let mut stdout = std::io::stdout().lock();
-    match output::emit(&outcome, format, terminal, started.elapsed(), &mut stdout) {
-        Ok(()) => exit,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit,
-        Err(_) => {
-            let _ = writeln!(std::io::stderr(), "error: cannot write to stdout");
-            Exit::Failure.code()
+            Err(e) => {
+                tracing::warn!(code = e.body.code, message = %e.body.message, "command failed");
+                let mut error = *e.body;
+                error.suggestions = error.suggestions.iter().map(|s| self.rewrite(s)).collect();
+                Outcome::Failed {
+                    command: self.command.clone(),
+                    error,
+                    data: e.data,
+                }
+            }
+        };
+        let exit = outcome.exit().code();
+        let mut stdout = std::io::stdout().lock();
+        match output::emit(
+            &outcome,
+            self.format,
+            &self.terminal,
+            self.started.elapsed(),
+            &mut stdout,
+        ) {
+            Ok(()) => exit,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit,
+            Err(_) => {
+                let _ = writeln!(std::io::stderr(), "error: cannot write to stdout");
+                Exit::Failure.code()
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::engine::config::{self, KeyPath};
 use crate::engine::store::latest_schema_version;
 use crate::engine::system::{self as sys, CheckStatus};
 use crate::output::progress::Spinner;
-use crate::output::{Cell, Column, Element, Exit, Level, Message, Report, Tone};
+use crate::output::{Cell, Column, Element, ErrorBody, Exit, Level, Message, Report, Tone};
 
 /// `agents version`.
 ///
@@ -90,7 +90,13 @@ pub fn info(ctx: &Context) -> Result<Report, CliError> {
                 ("Version", info.version.clone()),
                 ("Automation Profile", profile),
                 ("Output Format", ctx.format.as_str().to_string()),
-                ("Providers", format!("{} configured", info.providers)),
+                (
+                    "Providers",
+                    format!(
+                        "{} configured ({} usable now)",
+                        info.providers, info.providers_ready
+                    ),
+                ),
             ],
         ))
         .with(Element::panel(
@@ -198,34 +204,28 @@ pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
             ]
         })
         .collect();
-    let fixes: Vec<String> = checks
-        .iter()
-        .filter_map(|c| c.fix.as_ref().map(|f| format!("{}: {f}", c.name)))
-        .collect();
+    // Fix commands repeat --data-dir / --config-path so that they act on this environment.
+    let fixes_for = |status: CheckStatus| -> Vec<String> {
+        checks
+            .iter()
+            .filter(|c| c.status == status)
+            .filter_map(|c| {
+                c.fix
+                    .as_ref()
+                    .map(|f| format!("{}: {}", c.name, ctx.rewrite(f)))
+            })
+            .collect()
+    };
+    let (must_fix, recommended) = (fixes_for(CheckStatus::Error), fixes_for(CheckStatus::Warn));
     let elapsed_ms = started.elapsed().as_millis();
     let data = json!({
-        "checks": checks,
+        "checks": checks.iter().map(|c| {
+            let mut v = serde_json::to_value(c).expect("checks serialize");
+            v["fix"] = json!(c.fix.as_ref().map(|f| ctx.rewrite(f)));
+            v
+        }).collect::<Vec<_>>(),
         "summary": {"total": checks.len(), "warnings": warnings, "errors": errors, "duration_ms": elapsed_ms},
     });
-    let (level, text, exit) = if errors > 0 {
-        (
-            Level::Error,
-            format!("{errors} errors must be resolved before CleverAgents can operate"),
-            Exit::Failure,
-        )
-    } else if warnings > 0 {
-        (
-            Level::Warn,
-            format!("{warnings} warnings require attention"),
-            Exit::Ok,
-        )
-    } else {
-        (
-            Level::Ok,
-            format!("All {} checks passed", checks.len()),
-            Exit::Ok,
-        )
-    };
     let mut report = Report::ok("diagnostics", data, "")
         .with(Element::Table {
             title: "Checks".into(),
@@ -246,20 +246,55 @@ pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
                 ("Duration", format!("{elapsed_ms} ms")),
             ],
         ));
-    if !fixes.is_empty() {
-        let title = if errors > 0 {
-            "Errors (must fix)"
-        } else {
-            "Recommendations"
-        };
+    if !must_fix.is_empty() {
         report = report.with(Element::List {
-            title: title.into(),
-            items: fixes,
+            title: "Errors (must fix)".into(),
+            items: must_fix.clone(),
         });
     }
-    report.status = Message { level, text };
-    report.exit = exit;
+    if !recommended.is_empty() {
+        report = report.with(Element::List {
+            title: "Recommendations".into(),
+            items: recommended,
+        });
+    }
+    if errors > 0 {
+        let message = format!(
+            "{} must be resolved before CleverAgents can operate",
+            plural(errors, "error", "errors")
+        );
+        return Ok(report.failed(ErrorBody {
+            code: "CHECKS_FAILED",
+            message,
+            detail: None,
+            suggestions: must_fix,
+            exit: Exit::Failure,
+        }));
+    }
+    report.status = if warnings > 0 {
+        Message {
+            level: Level::Warn,
+            text: format!(
+                "{} require attention",
+                plural(warnings, "warning", "warnings")
+            ),
+        }
+    } else {
+        Message {
+            level: Level::Ok,
+            text: format!("All {} checks passed", checks.len()),
+        }
+    };
     Ok(report)
+}
+
+/// `1 error`, `2 errors`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -194,8 +193,10 @@ pub enum ConfigError {
     Parse {
         /// The config file.
         path: PathBuf,
-        /// The parser's message, with line and column.
+        /// The parser's one-line message, with line and column.
         message: String,
+        /// The excerpt of the file the parser points at, if it gave one.
+        snippet: Option<String>,
     },
     /// A key's value is well-typed but not acceptable.
     #[error("config file {path}: `{key}` {message}")]
@@ -481,8 +482,13 @@ impl KeyPath {
                     ))
                 }),
             [providers, name, field, rest @ ..] if providers == "providers" => {
+                check_provider_name(name).map_err(|expected| ConfigError::InvalidValue {
+                    key: format!("providers.{name}"),
+                    value: name.clone(),
+                    expected,
+                })?;
                 let ok = match (field.as_str(), rest.len()) {
-                    ("headers", 1) => true,
+                    ("headers", 1) => is_header_name(&rest[0]),
                     ("models", 2) => matches!(
                         rest[1].as_str(),
                         "input_usd_per_mtok" | "output_usd_per_mtok"
@@ -493,15 +499,42 @@ impl KeyPath {
                 if ok {
                     let mut rest_all = vec![field.clone()];
                     rest_all.extend(rest.iter().cloned());
-                    Ok(KeyPath::Provider {
+                    return Ok(KeyPath::Provider {
                         provider: name.clone(),
                         rest: rest_all,
-                    })
-                } else {
-                    let suggestion = nearest(field, PROVIDER_FIELDS.iter().copied())
-                        .map(|f| format!("providers.{name}.{f}"));
-                    Err(unknown(suggestion))
+                    });
                 }
+                let suggestion = match field.as_str() {
+                    "headers" => format!("providers.{name}.headers.X-Header-Name"),
+                    "models" => {
+                        // `models.gpt-4.1.input_usd_per_mtok` splits the model name at its dots.
+                        let price = rest
+                            .last()
+                            .filter(|p| p.ends_with("_usd_per_mtok"))
+                            .cloned();
+                        let model_parts = if price.is_some() {
+                            &rest[..rest.len() - 1]
+                        } else {
+                            rest
+                        };
+                        let model = if model_parts.is_empty() {
+                            "MODEL".to_string()
+                        } else {
+                            model_parts.join(".")
+                        };
+                        format!(
+                            "providers.{name}.models.\"{model}\".{} (quote model names that contain dots)",
+                            price.unwrap_or_else(|| "input_usd_per_mtok".to_string())
+                        )
+                    }
+                    _ => match nearest(field, PROVIDER_FIELDS.iter().copied()) {
+                        Some(f) => format!("providers.{name}.{f}"),
+                        None => {
+                            format!("one of providers.{name}.{{{}}}", PROVIDER_FIELDS.join(","))
+                        }
+                    },
+                };
+                Err(unknown(Some(suggestion)))
             }
             [first, ..] => Err(unknown(nearest(
                 first,
@@ -535,9 +568,10 @@ impl KeyPath {
 
 /// The nearest candidate to `input` by edit distance, if it is plausibly a typo.
 pub fn nearest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let input = input.to_ascii_lowercase();
     candidates
         .into_iter()
-        .map(|c| (strsim::jaro_winkler(input, c), c))
+        .map(|c| (strsim::jaro_winkler(&input, &c.to_ascii_lowercase()), c))
         .filter(|(score, _)| *score >= 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c.to_string())
@@ -559,10 +593,25 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
             Ok(value.into())
         }
         KeyPath::Provider { provider, rest } => {
-            check_provider_name(provider).map_err(|e| invalid(&e))?;
+            let builtin = BUILTIN_PROVIDERS.iter().find(|(n, ..)| n == provider);
             match rest[0].as_str() {
-                "kind" => match value {
-                    "openai" | "anthropic" => Ok(value.into()),
+                "kind" => match (value, builtin) {
+                    (_, Some((name, kind, ..))) if value != kind.as_str() => {
+                        Err(invalid(&format!(
+                            "`{}`: the built-in provider `{name}` always speaks its own protocol; \
+                         add your server under another name, e.g. providers.my-{name}.kind",
+                            kind.as_str()
+                        )))
+                    }
+                    ("openai" | "anthropic", _) => Ok(value.into()),
+                    (
+                        "ollama" | "llama.cpp" | "llamacpp" | "vllm" | "lmstudio" | "lm-studio"
+                        | "localai",
+                        _,
+                    ) => Err(invalid(
+                        "`openai`: Ollama, llama.cpp, vLLM and LM Studio all speak the OpenAI-compatible \
+                             protocol (kind openai, with base_url pointing at the server)",
+                    )),
                     _ => Err(invalid("one of: openai, anthropic")),
                 },
                 "base_url" => check_url(value)
@@ -571,7 +620,16 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
                 "api_key_env" => check_env_name(value)
                     .map(|()| value.into())
                     .map_err(|e| invalid(&e)),
-                "headers" => Ok(value.into()),
+                "headers"
+                    if value.chars().all(|c| {
+                        c == ' ' || c.is_ascii_graphic() || (!c.is_ascii() && !c.is_control())
+                    }) =>
+                {
+                    Ok(value.into())
+                }
+                "headers" => Err(invalid(
+                    "a header value without control characters (no newlines, tabs or escapes)",
+                )),
                 "timeout_secs" => match value.parse::<i64>() {
                     Ok(n) if (1..=3600).contains(&n) => Ok(n.into()),
                     _ => Err(invalid("a whole number of seconds from 1 to 3600")),
@@ -614,6 +672,14 @@ fn check_top_value(key: &str, value: &str) -> Result<(), String> {
             .map_err(|e| format!("an actor name such as local/reconciler ({e})")),
         _ => Ok(()),
     }
+}
+
+/// Whether `name` is a valid HTTP header name (an RFC 9110 token).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
 }
 
 fn check_provider_name(name: &str) -> Result<(), String> {
@@ -664,11 +730,39 @@ fn check_env_name(value: &str) -> Result<(), String> {
     }
 }
 
+/// Splits a TOML error into its one-line message (`... at line 2, column 18: unclosed table`)
+/// and the excerpt of the file it shows.
+fn split_toml_error(text: &str) -> (String, Option<String>) {
+    let mut lines = text.trim_end().lines();
+    let head = lines.next().unwrap_or("invalid TOML").trim().to_string();
+    let mut excerpt = Vec::new();
+    let mut reason = None;
+    for line in lines {
+        if line.trim_start().starts_with('|')
+            || line.trim().chars().all(|c| c.is_ascii_digit())
+            || line.contains(" | ")
+        {
+            excerpt.push(line.to_string());
+        } else if !line.trim().is_empty() {
+            reason = Some(line.trim().to_string());
+        }
+    }
+    let message = match reason {
+        Some(r) => format!("{head}: {r}"),
+        None => head,
+    };
+    (message, (!excerpt.is_empty()).then(|| excerpt.join("\n")))
+}
+
 /// Parses the file text and checks every value.
 fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
-    let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
-        path: path.to_path_buf(),
-        message: e.to_string().trim_end().to_string(),
+    let file: ConfigFile = toml::from_str(text).map_err(|e| {
+        let (message, snippet) = split_toml_error(&e.to_string());
+        ConfigError::Parse {
+            path: path.to_path_buf(),
+            message,
+            snippet,
+        }
     })?;
     let bad = |key: String, message: String| ConfigError::InvalidEntry {
         path: path.to_path_buf(),
@@ -690,6 +784,20 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
         let key = |field: &str| format!("providers.{name}.{field}");
         check_provider_name(name)
             .map_err(|e| bad(format!("providers.{name}"), format!("needs {e}")))?;
+        for (header, value) in &table.headers {
+            if !is_header_name(header) {
+                return Err(bad(
+                    format!("providers.{name}.headers"),
+                    format!("has an invalid header name `{header}`"),
+                ));
+            }
+            if value.chars().any(char::is_control) {
+                return Err(bad(
+                    key(&format!("headers.{header}")),
+                    "contains control characters (newlines, tabs or escapes)".to_string(),
+                ));
+            }
+        }
         if let Some(url) = &table.base_url {
             check_url(url)
                 .map_err(|e| bad(key("base_url"), format!("is `{url}`; expected {e}")))?;
@@ -906,15 +1014,7 @@ pub fn set_value(config_path: &Path, key: &str, value: &str) -> Result<SetOutcom
         let p = p.to_path_buf();
         move |source| ConfigError::Write { path: p, source }
     };
-    fs::create_dir_all(dir).map_err(write_err(dir))?;
-    let lock_path = lock_path(config_path);
-    let lock = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(write_err(&lock_path))?;
-    lock.lock().map_err(write_err(&lock_path))?;
+    let _lock = crate::engine::safe_write::lock_dir(dir).map_err(write_err(dir))?;
 
     let (old_text, created) = match fs::read_to_string(config_path) {
         Ok(t) => (t, false),
@@ -926,41 +1026,27 @@ pub fn set_value(config_path: &Path, key: &str, value: &str) -> Result<SetOutcom
             });
         }
     };
-    let mut doc: toml_edit::DocumentMut =
-        old_text
-            .parse()
-            .map_err(|e: toml_edit::TomlError| ConfigError::Parse {
-                path: config_path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+    let mut doc: toml_edit::DocumentMut = old_text.parse().map_err(|e: toml_edit::TomlError| {
+        let (message, snippet) = split_toml_error(&e.to_string());
+        ConfigError::Parse {
+            path: config_path.to_path_buf(),
+            message,
+            snippet,
+        }
+    })?;
     let segments = path.segments();
     let previous = get_in(&doc, &segments);
     set_in(&mut doc, &segments, typed);
     let new_text = doc.to_string();
-    parse_and_validate(config_path, &new_text)?;
-
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        config_path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("config.toml"),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(new_text.as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, config_path)
-    };
-    if let Err(source) = write() {
-        let _ = fs::remove_file(&tmp);
-        return Err(ConfigError::Write {
-            path: config_path.to_path_buf(),
-            source,
-        });
+    if let Err(after) = parse_and_validate(config_path, &new_text) {
+        // Report a problem the file already had with its own line numbers; a problem the edit
+        // itself causes is named by its key.
+        return Err(parse_and_validate(config_path, &old_text)
+            .err()
+            .unwrap_or(after));
     }
-    drop(lock);
+    crate::engine::safe_write::replace_file(config_path, new_text.as_bytes())
+        .map_err(write_err(config_path))?;
     Ok(SetOutcome {
         key: path.dotted(),
         value: value.to_string(),
@@ -969,16 +1055,6 @@ pub fn set_value(config_path: &Path, key: &str, value: &str) -> Result<SetOutcom
         line: line_of(&new_text, &segments),
         created,
     })
-}
-
-/// The lock file guarding edits of `config_path`.
-pub fn lock_path(config_path: &Path) -> PathBuf {
-    let mut name = config_path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".lock");
-    config_path.with_file_name(name)
 }
 
 fn get_in(doc: &toml_edit::DocumentMut, segments: &[String]) -> Option<String> {
@@ -993,36 +1069,49 @@ fn get_in(doc: &toml_edit::DocumentMut, segments: &[String]) -> Option<String> {
 }
 
 fn set_in(doc: &mut toml_edit::DocumentMut, segments: &[String], value: toml_edit::Value) {
-    let (last, parents) = segments
-        .split_last()
+    set_in_table(doc.as_table_mut(), segments, value, false);
+}
+
+/// Sets `segments` under `table`, creating missing tables as it goes: standard tables that stay
+/// implicit (no empty `[providers]` header), or inline tables inside a hand-written inline
+/// table, which is kept inline with its comments.
+fn set_in_table(
+    table: &mut dyn toml_edit::TableLike,
+    segments: &[String],
+    value: toml_edit::Value,
+    inline: bool,
+) {
+    let (first, rest) = segments
+        .split_first()
         .expect("key paths have at least one segment");
-    let mut table = doc.as_table_mut();
-    for (depth, seg) in parents.iter().enumerate() {
-        if !table.contains_key(seg) || !table[seg.as_str()].is_table_like() {
+    if rest.is_empty() {
+        match table.get_mut(first).and_then(|i| i.as_value_mut()) {
+            Some(existing) => {
+                // Keep the comment and whitespace decorations of the old value.
+                let decor = existing.decor().clone();
+                *existing = value;
+                *existing.decor_mut() = decor;
+            }
+            None => {
+                table.insert(first, toml_edit::Item::Value(value));
+            }
+        }
+        return;
+    }
+    if !table.get(first).is_some_and(toml_edit::Item::is_table_like) {
+        let child = if inline {
+            toml_edit::Item::Value(toml_edit::Value::InlineTable(toml_edit::InlineTable::new()))
+        } else {
             let mut t = toml_edit::Table::new();
-            // `[providers]` itself stays implicit so the file reads `[providers.ollama]`.
-            t.set_implicit(depth == 0);
-            table.insert(seg, toml_edit::Item::Table(t));
-        }
-        if let Some(inline) = table[seg.as_str()].as_inline_table().cloned() {
-            // An inline table written by hand becomes a standard table, keeping its entries.
-            table.insert(seg, toml_edit::Item::Table(inline.into_table()));
-        }
-        table = table[seg.as_str()]
-            .as_table_mut()
-            .expect("ensured a standard table above");
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        };
+        table.insert(first, child);
     }
-    match table.get_mut(last).and_then(|i| i.as_value_mut()) {
-        Some(existing) => {
-            // Keep the comment and whitespace decorations of the old value.
-            let decor = existing.decor().clone();
-            *existing = value;
-            *existing.decor_mut() = decor;
-        }
-        None => {
-            table.insert(last, toml_edit::value(value));
-        }
-    }
+    let child = table.get_mut(first).expect("inserted above");
+    let child_inline = child.is_inline_table();
+    let child = child.as_table_like_mut().expect("ensured a table above");
+    set_in_table(child, rest, value, child_inline);
 }
 
 /// The text of a new config file: every key documented and commented out.

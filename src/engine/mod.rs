@@ -2,6 +2,7 @@
 //!
 //! - [`paths`]: where the data directory, database, logs and config file live.
 //! - [`config`]: `config.toml`, its keys, their resolution chain and safe edits.
+//! - [`safe_write`]: replacing user files atomically, keeping links and permissions.
 //! - [`store`]: the SQLite database, its migrations and repositories.
 //! - [`domain`]: ids, namespaced names, the plan lifecycle model.
 //! - [`events`]: the event log every state change writes, and followers of it.
@@ -13,6 +14,7 @@ pub mod domain;
 pub mod events;
 pub mod lease;
 pub mod paths;
+pub mod safe_write;
 pub mod store;
 pub mod system;
 

@@ -46,6 +46,8 @@ pub struct Info {
     pub plans: PlanCounts,
     /// Configured providers (built-in and from the config file).
     pub providers: usize,
+    /// Providers that need no key or whose key variable is set.
+    pub providers_ready: usize,
 }
 
 /// Gathers [`Info`] from an open store.
@@ -66,6 +68,15 @@ pub fn info(paths: &Paths, config: &Config, store: &Store) -> Result<Info, Store
         log_file: paths.log_file(),
         plans: store.plan_counts()?,
         providers: config.providers().len(),
+        providers_ready: config
+            .providers()
+            .iter()
+            .filter(|p| {
+                p.api_key_env
+                    .as_ref()
+                    .is_none_or(|var| std::env::var(var).is_ok_and(|v| !v.is_empty()))
+            })
+            .count(),
     })
 }
 
@@ -170,6 +181,14 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
 }
 
 fn database_check(path: &Path) -> Check {
+    if path.exists() && fs::OpenOptions::new().write(true).open(path).is_err() {
+        return Check::new(
+            "Database",
+            CheckStatus::Error,
+            format!("{} is not writable", path.display()),
+            Some("fix its permissions (chmod u+w) or its owner".to_string()),
+        );
+    }
     let opened = if path.exists() {
         Store::open_read_only(path)
     } else {
@@ -285,6 +304,14 @@ pub enum InitError {
     /// The database could not be inspected.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The data directory given does not look like one of ours.
+    #[error("{path} does not look like a CleverAgents data directory ({why}); nothing was moved")]
+    NotADataDir {
+        /// The path given.
+        path: PathBuf,
+        /// Why it was refused.
+        why: String,
+    },
     /// A file operation failed. What was backed up stays backed up.
     #[error("cannot {action} {path}: {source}")]
     Io {
@@ -295,6 +322,34 @@ pub enum InitError {
         /// The I/O error.
         source: std::io::Error,
     },
+}
+
+/// Refuses to move anything that is not a CleverAgents data directory: a file, or a
+/// non-empty directory without `cleveragents.db`. A typo in `--data-dir` must never move a
+/// user's project away.
+///
+/// # Errors
+/// [`InitError::NotADataDir`].
+pub fn check_resettable(data_dir: &Path) -> Result<(), InitError> {
+    let refuse = |why: &str| InitError::NotADataDir {
+        path: data_dir.to_path_buf(),
+        why: why.to_string(),
+    };
+    match fs::symlink_metadata(data_dir) {
+        Err(_) => Ok(()),
+        Ok(meta) if !meta.is_dir() => Err(refuse("it is not a directory")),
+        Ok(_) => {
+            let has_db = data_dir.join(super::paths::DATABASE_FILE).exists();
+            let empty = fs::read_dir(data_dir)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if has_db || empty {
+                Ok(())
+            } else {
+                Err(refuse("it is not empty and holds no cleveragents.db"))
+            }
+        }
+    }
 }
 
 /// What `init` backed up and created.
@@ -338,6 +393,7 @@ pub fn processing_plans(paths: &Paths) -> Result<u64, StoreError> {
 /// # Errors
 /// [`InitError`]; nothing is removed: the old data is either untouched or in the backup.
 pub fn reset(paths: &Paths) -> Result<ResetOutcome, InitError> {
+    check_resettable(&paths.data_dir)?;
     let processing = processing_plans(paths)?;
     if processing > 0 {
         return Err(InitError::PlansProcessing(processing));
@@ -399,20 +455,9 @@ fn free_path(path: &Path, stamp: &str) -> PathBuf {
 
 /// Writes `text` to `path` through a temporary file and a rename, under the config lock.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    fs::create_dir_all(dir)?;
-    let lock = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(config::lock_path(path))?;
-    lock.lock()?;
-    let tmp = dir.join(format!(".config-init.tmp-{}", std::process::id()));
-    let mut f = fs::File::create(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    fs::rename(&tmp, path)
+    let _lock =
+        crate::engine::safe_write::lock_dir(path.parent().unwrap_or_else(|| Path::new(".")))?;
+    crate::engine::safe_write::replace_file(path, text.as_bytes())
 }
 
 #[cfg(test)]

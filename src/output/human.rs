@@ -146,11 +146,11 @@ pub fn render(outcome: &Outcome, style: Style) -> String {
             report.status.clone()
         }
         Outcome::Failed { error, .. } => {
-            let mut entries: Vec<(String, Cell)> = Vec::new();
+            let mut entries: Vec<(String, Cell)> =
+                vec![("Code".into(), Cell::new(error.code, Tone::Dim))];
             if let Some(detail) = &error.detail {
                 entries.push(("Detail".into(), Cell::from(detail.as_str())));
             }
-            entries.push(("Code".into(), Cell::new(error.code, Tone::Dim)));
             blocks.push(render_element(
                 &Element::Panel {
                     title: "Error".into(),

@@ -234,6 +234,9 @@ pub struct Report {
     pub status: Message,
     /// The exit code (normally [`Exit::Ok`]; diagnostics with errors use [`Exit::Failure`]).
     pub exit: Exit,
+    /// For a report that ends in failure (exit code not 0) while still carrying data, the
+    /// envelope's `error` object.
+    pub error: Option<ErrorBody>,
 }
 
 impl Report {
@@ -249,12 +252,24 @@ impl Report {
                 text: status.into(),
             },
             exit: Exit::Ok,
+            error: None,
         }
     }
 
     /// Adds a view element.
     pub fn with(mut self, element: Element) -> Self {
         self.elements.push(element);
+        self
+    }
+
+    /// Ends the report in failure: exit code, a final ERROR line, and the envelope's `error`.
+    pub fn failed(mut self, error: ErrorBody) -> Self {
+        self.exit = error.exit;
+        self.status = Message {
+            level: Level::Error,
+            text: error.message.clone(),
+        };
+        self.error = Some(error);
         self
     }
 

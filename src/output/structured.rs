@@ -47,7 +47,7 @@ fn envelope(outcome: &Outcome, elapsed: Duration) -> Value {
                 .iter()
                 .chain(std::iter::once(&report.status))
                 .collect(),
-            error: None,
+            error: report.error.as_ref(),
         },
         Outcome::Failed {
             command,

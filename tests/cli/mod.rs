@@ -3,6 +3,7 @@
 mod config;
 mod envelope;
 mod init;
+mod regressions;
 mod snapshots;
 mod store;
 mod tui;

@@ -30,7 +30,10 @@ fn check_output(name: &str, env: &Env, args: &[&str], out: std::process::Output)
     settings.add_filter(r"DB Size: [0-9.]+ [KMG]?i?B", "DB Size: [SIZE]");
     settings.add_filter(&regex::escape(env!("CARGO_PKG_VERSION")), "[VERSION]");
     // Schema versions grow with every migration; the tests in store.rs check them exactly.
-    settings.add_filter(r#""(latest_)?schema_version": \d+"#, r#""${1}schema_version": "[SCHEMA]""#);
+    settings.add_filter(
+        r#""(latest_)?schema_version": \d+"#,
+        r#""${1}schema_version": "[SCHEMA]""#,
+    );
     settings.add_filter(r"schema v\d+", "schema v[SCHEMA]");
     settings.add_filter(r"Schema: v\d+( \(latest v\d+\))?", "Schema: v[SCHEMA]$1");
     settings.add_filter(r"\(latest v\d+\)", "(latest v[SCHEMA])");

@@ -56,7 +56,7 @@ pub enum NameError {
     #[error("name `{0}` is longer than 200 characters")]
     TooLong(String),
     /// A part has a character that is not allowed.
-    #[error("invalid {part} `{value}` in name `{input}`: {rule}")]
+    #[error("invalid {part} `{value}`{}: {rule}", if value == input { String::new() } else { format!(" in name `{input}`") })]
     InvalidPart {
         /// `server`, `namespace` or `name`.
         part: &'static str,

@@ -56,7 +56,7 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// The data directory cannot be created.
-    #[error("cannot create data directory {path}: {source}")]
+    #[error("cannot create data directory {path}: {}", if path.is_file() { "it is a file, not a directory".to_string() } else { source.to_string() })]
     CreateDir {
         /// The directory.
         path: PathBuf,
@@ -212,7 +212,7 @@ impl Store {
 }
 
 /// Applies pending migrations. Processes that open a new database at the same moment are
-/// serialized by an exclusive lock on `<db>.migrate-lock`, so exactly one of them migrates.
+/// serialized by an exclusive lock on the data directory, so exactly one of them migrates.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let failed = |message: String| StoreError::Migrate {
         path: path.to_path_buf(),
@@ -224,20 +224,9 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     if usize::from(&current) == MIGRATION_SQL.len() {
         return Ok(());
     }
-    let mut lock_name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    lock_name.push(".migrate-lock");
-    let lock_path = path.with_file_name(lock_name);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| failed(format!("cannot open {}: {e}", lock_path.display())))?;
-    lock.lock()
-        .map_err(|e| failed(format!("cannot lock {}: {e}", lock_path.display())))?;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let _lock = crate::engine::safe_write::lock_dir(dir)
+        .map_err(|e| failed(format!("cannot lock {}: {e}", dir.display())))?;
     MIGRATIONS
         .to_latest(conn)
         .map_err(|e| failed(e.to_string()))
