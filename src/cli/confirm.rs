@@ -36,11 +36,29 @@ pub fn confirm(
     let mut stderr = std::io::stderr();
     let _ = write!(stderr, "{question} [y/N]: ");
     let _ = stderr.flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| CliError::new("IO_ERROR", format!("cannot read the answer: {e}")))?;
+    // Read on a helper thread so that Ctrl-C can end the prompt cleanly (exit 130).
+    let guard = super::interrupt::Guard::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let result = std::io::stdin().lock().read_line(&mut line).map(|_| line);
+        let _ = tx.send(result);
+    });
+    let answer = loop {
+        if guard.interrupted() {
+            let _ = writeln!(stderr);
+            return Err(super::interrupt::cancelled());
+        }
+        match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+            Ok(result) => {
+                break result.map_err(|e| {
+                    CliError::new("IO_ERROR", format!("cannot read the answer: {e}"))
+                })?;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break String::new(),
+        }
+    };
     if answer.is_empty() {
         // End of input (Ctrl-D): end the prompt line so that what follows starts on its own.
         let _ = writeln!(stderr);

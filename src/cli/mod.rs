@@ -8,6 +8,7 @@ pub mod completion;
 pub mod config;
 pub mod confirm;
 pub mod error;
+pub mod interrupt;
 pub mod system;
 pub mod tui;
 

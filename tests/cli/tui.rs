@@ -1,68 +1,11 @@
 //! The real binary in a real terminal (tmux): launch, live updates from another process, quit.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cleveragents::engine::domain::plan::Plan;
 use cleveragents::engine::store::Store;
 
-use crate::support::Env;
-
-/// A tmux server of our own (its own socket), killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn new(tag: &str) -> Self {
-        Self {
-            socket: format!("agents-test-{tag}-{}", std::process::id()),
-        }
-    }
-
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux is installed")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "s"]).stdout).into_owned()
-    }
-
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let screen = self.screen();
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn alive(&self) -> bool {
-        self.cmd(&["has-session", "-t", "s"]).status.success()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
-    }
-}
-
-fn shell_quote(p: &Path) -> String {
-    shell_words::quote(&p.display().to_string()).into_owned()
-}
+use crate::support::{Env, Tmux, shell_quote};
 
 #[test]
 fn the_tui_shows_plans_follows_other_processes_and_quits_on_q() {

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Environment variables that would leak the developer's settings into a test.
 const SCRUBBED: [&str; 10] = [
@@ -91,4 +92,59 @@ impl Env {
 /// stdout as UTF-8.
 pub fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}
+
+/// A tmux server of our own (its own socket), killed on drop.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    pub fn new(tag: &str) -> Self {
+        Self {
+            socket: format!("agents-test-{tag}-{}", std::process::id()),
+        }
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux is installed")
+    }
+
+    pub fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "s"]).stdout).into_owned()
+    }
+
+    pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn alive(&self) -> bool {
+        self.cmd(&["has-session", "-t", "s"]).status.success()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+pub fn shell_quote(p: &Path) -> String {
+    shell_words::quote(&p.display().to_string()).into_owned()
 }
