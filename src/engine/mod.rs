@@ -5,7 +5,9 @@
 //! - [`store`]: the SQLite database, its migrations and repositories.
 //! - [`domain`]: ids, namespaced names, the plan lifecycle model.
 //! - [`system`]: environment-level operations (info, init, diagnostics).
+//! - [`actors`]: model providers, the actor runtime (tool-calling loop), role prompts, usage.
 
+pub mod actors;
 pub mod config;
 pub mod domain;
 pub mod paths;

@@ -5,6 +5,7 @@
 //! connection is set to WAL, a busy timeout and foreign keys, and pending migrations are applied.
 //! Each later issue adds its own migration file; versions are `PRAGMA user_version`.
 
+pub mod model_calls;
 pub mod plans;
 
 use std::path::{Path, PathBuf};
@@ -17,7 +18,10 @@ use rusqlite_migration::{M, Migrations};
 /// How long a connection waits for another writer before failing with "database is locked".
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-const MIGRATION_SQL: &[&str] = &[include_str!("migrations/001_plans.sql")];
+const MIGRATION_SQL: &[&str] = &[
+    include_str!("migrations/001_plans.sql"),
+    include_str!("migrations/004_actors.sql"),
+];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
     LazyLock::new(|| Migrations::new(MIGRATION_SQL.iter().map(|sql| M::up(sql)).collect()));
