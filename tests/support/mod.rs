@@ -92,3 +92,9 @@ impl Env {
 pub fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
 }
+
+// Shared with later lifecycle and TUI tests; not every helper is used by every module yet.
+#[allow(dead_code)]
+pub mod file_tools;
+#[allow(dead_code)]
+pub mod provider_server;

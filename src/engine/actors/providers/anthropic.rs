@@ -298,11 +298,10 @@ impl StreamAssembler {
 
     /// The assembled response, if `message_stop` arrived.
     ///
-    /// # Errors
-    /// `Err(())` when the stream ended before `message_stop`.
-    pub fn finish(self) -> Result<ChatResponse, ()> {
+    /// `None` when the stream ended before `message_stop`.
+    pub fn finish(self) -> Option<ChatResponse> {
         if !self.done {
-            return Err(());
+            return None;
         }
         let tool_calls = self
             .blocks
@@ -317,7 +316,7 @@ impl StreamAssembler {
                 Block::Text | Block::Other => None,
             })
             .collect();
-        Ok(ChatResponse {
+        Some(ChatResponse {
             text: self.text,
             tool_calls,
             usage: self.usage.unwrap_or_default(),
@@ -439,6 +438,6 @@ mod tests {
             )
             .unwrap_err();
         assert!(matches!(err, StreamFailure::Provider(_)));
-        assert!(a.finish().is_err());
+        assert!(a.finish().is_none());
     }
 }

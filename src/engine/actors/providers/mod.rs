@@ -535,7 +535,7 @@ impl ProviderClient {
         } else if e.is_body() || e.is_decode() {
             "the connection broke while the response was being received".to_string()
         } else {
-            "the request failed".to_string()
+            "the connection failed".to_string()
         };
         let mut source = e.source();
         while let Some(s) = source {
@@ -648,7 +648,7 @@ impl ProviderClient {
             ProviderKind::Openai => oa.finish(),
             ProviderKind::Anthropic => an.finish(),
         };
-        finished.map_err(|()| Failure::Transient {
+        finished.ok_or_else(|| Failure::Transient {
             reason: "the stream ended before the reply was complete".into(),
             retry_after: None,
         })

@@ -241,13 +241,12 @@ impl StreamAssembler {
 
     /// The assembled response, if the stream was complete (`[DONE]` or a finish reason).
     ///
-    /// # Errors
-    /// `Err(())` when the stream ended before the reply was complete.
-    pub fn finish(self) -> Result<ChatResponse, ()> {
+    /// `None` when the stream ended before the reply was complete.
+    pub fn finish(self) -> Option<ChatResponse> {
         if !self.done && self.finish_reason.is_none() {
-            return Err(());
+            return None;
         }
-        Ok(ChatResponse {
+        Some(ChatResponse {
             text: self.text,
             tool_calls: self
                 .calls
@@ -354,7 +353,7 @@ mod tests {
         let mut a = StreamAssembler::default();
         a.feed(r#"{"choices":[{"delta":{"content":"par"}}]}"#)
             .unwrap();
-        assert!(a.finish().is_err());
+        assert!(a.finish().is_none());
     }
 
     #[test]
