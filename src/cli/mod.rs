@@ -4,6 +4,7 @@
 //! returns a [`Report`](crate::output::Report) or a [`CliError`]. [`main`] renders the result
 //! in the resolved format and maps it to an exit code.
 
+pub mod actor;
 pub mod completion;
 pub mod config;
 pub mod confirm;
@@ -88,6 +89,9 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// Check configuration, database, data directory, git and providers
     Diagnostics,
+    /// Run actors
+    #[command(subcommand)]
+    Actor(actor::ActorCommand),
 }
 
 impl Command {
@@ -99,6 +103,7 @@ impl Command {
             Command::Init { .. } => "init".into(),
             Command::Config(c) => format!("config {}", c.name()),
             Command::Diagnostics => "diagnostics".into(),
+            Command::Actor(c) => format!("actor {}", c.name()),
         }
     }
 }
@@ -375,6 +380,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Init { yes } => system::init(ctx, yes),
         Command::Config(c) => config::run(c, ctx),
         Command::Diagnostics => system::diagnostics(ctx),
+        Command::Actor(c) => actor::run(c, ctx),
     }
 }
 

@@ -2,6 +2,7 @@
 //! file tools in temp directories.
 
 mod accounting;
+mod cli;
 mod edits;
 mod failures;
 mod tool_outcomes;

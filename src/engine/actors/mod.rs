@@ -8,9 +8,11 @@
 //!   boundary to the tool runner.
 //! - [`prompts`]: system prompt rendering, role prompts, role tool schemas.
 //! - [`accounting`]: token and cost accounting per call.
+//! - [`oneshot`]: one model actor run in isolation (`agents actor run`).
 
 pub mod accounting;
 pub mod messages;
+pub mod oneshot;
 pub mod prompts;
 pub mod providers;
 pub mod runtime;
