@@ -273,3 +273,41 @@ fn actor_run_says_what_is_not_supported_and_what_is_missing() {
     );
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn actor_run_output_snapshots() {
+    let server = ProviderServer::start(vec![
+        Turn::rate_limited("0"),
+        Turn::text("Paris.\nIt has been the capital since 987.", (1200, 34)),
+        Turn::text("Lyon.", (12, 3)),
+    ]);
+    let env = env_for(&server, "anthropic");
+    for (name, format) in [("actor_run_plain", "plain"), ("actor_run_json", "json")] {
+        let args = [
+            "--format",
+            format,
+            "actor",
+            "run",
+            "scripted/m",
+            "Capital of France?",
+        ];
+        let out = run(&env, &args);
+        let text = format!(
+            "exit: {}\n--- stdout\n{}--- stderr\n{}",
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path("../../snapshots/cli");
+        settings.set_prepend_module_to_snapshot(false);
+        settings.set_omit_expression(true);
+        settings.set_description(format!("agents {}", args.join(" ")));
+        settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ULID]");
+        settings.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
+        settings.add_filter(r"Duration: \d+ ms", "Duration: [MS] ms");
+        settings.add_filter(r"(?m)^(\s+\d+\s+\d+\s+\d+\s+\d+)\s+\d+$", "$1  [MS]");
+        settings.add_filter(&regex::escape(env!("CARGO_PKG_VERSION")), "[VERSION]");
+        settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+}
