@@ -4,6 +4,7 @@
 //! returns a [`Report`](crate::output::Report) or a [`CliError`]. [`main`] renders the result
 //! in the resolved format and maps it to an exit code.
 
+pub mod actor;
 pub mod completion;
 pub mod config;
 pub mod confirm;
@@ -80,6 +81,9 @@ pub enum Command {
     Diagnostics,
     /// Open the full-screen terminal UI (also: `agents` with no command, in a terminal)
     Tui(tui::TuiArgs),
+    /// Run actors
+    #[command(subcommand)]
+    Actor(actor::ActorCommand),
 }
 
 impl Command {
@@ -92,6 +96,7 @@ impl Command {
             Command::Config(c) => format!("config {}", c.name()),
             Command::Diagnostics => "diagnostics".into(),
             Command::Tui(_) => "tui".into(),
+            Command::Actor(c) => format!("actor {}", c.name()),
         }
     }
 }
@@ -433,7 +438,7 @@ pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::Wo
 fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
     match command {
         // These need the database: it is created on first use.
-        Command::Info | Command::Tui(_) => {
+        Command::Info | Command::Tui(_) | Command::Actor(_) => {
             ctx.store()?;
         }
         // These work without it, but still create it on first use when they can, so that
@@ -454,6 +459,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Config(c) => config::run(c, ctx),
         Command::Diagnostics => system::diagnostics(ctx),
         Command::Tui(args) => tui::run(args, ctx),
+        Command::Actor(c) => actor::run(c, ctx),
     }
 }
 

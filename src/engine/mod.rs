@@ -8,7 +8,9 @@
 //! - [`events`]: the event log every state change writes, and followers of it.
 //! - [`lease`]: which process drives a plan; stale owners and cancellation.
 //! - [`system`]: environment-level operations (info, init, diagnostics).
+//! - [`actors`]: model providers, the actor runtime (tool-calling loop), role prompts, usage.
 
+pub mod actors;
 pub mod config;
 pub mod domain;
 pub mod events;

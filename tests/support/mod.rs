@@ -148,3 +148,8 @@ impl Drop for Tmux {
 pub fn shell_quote(p: &Path) -> String {
     shell_words::quote(&p.display().to_string()).into_owned()
 }
+// Shared with later lifecycle and TUI tests; not every helper is used by every module yet.
+#[allow(dead_code)]
+pub mod file_tools;
+#[allow(dead_code)]
+pub mod provider_server;

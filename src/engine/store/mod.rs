@@ -7,6 +7,7 @@
 
 pub mod approvals;
 pub mod decisions;
+pub mod model_calls;
 pub mod plans;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/001_plans.sql"),
+    include_str!("migrations/004_actors.sql"),
     include_str!("migrations/005_lifecycle.sql"),
 ];
 

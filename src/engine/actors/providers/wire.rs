@@ -1,0 +1,210 @@
+//! Pieces shared by both wire formats: stream steps, provider error bodies, and the
+//! classification of an HTTP failure as transient or permanent.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+/// What one SSE event contributed to a streamed reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamStep {
+    /// Nothing visible (a tool-call piece, usage, a ping).
+    Nothing,
+    /// A piece of the reply's text.
+    Text(String),
+    /// The stream says the reply is complete.
+    Done,
+}
+
+/// Why a stream could not be assembled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamFailure {
+    /// A payload is not what the wire format allows.
+    Malformed(String),
+    /// The provider sent an error object inside the stream.
+    Provider(Value),
+}
+
+/// A non-negative integer field of `v`, or 0.
+pub fn number(v: &Value, field: &str) -> u64 {
+    v.get(field).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// What a provider's error body says: `(type or code, message)`. Both wire formats put it
+/// under `error` (`{"error": {"message", "type", "code"}}`); anything else is taken as text.
+pub fn error_detail(body: &str) -> (String, String) {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let err = parsed.as_ref().and_then(|v| v.get("error"));
+    match err {
+        Some(Value::String(message)) => (String::new(), message.clone()),
+        Some(e) => (
+            e.get("code")
+                .and_then(Value::as_str)
+                .or_else(|| e.get("type").and_then(Value::as_str))
+                .unwrap_or_default()
+                .to_string(),
+            e.get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        ),
+        None => (String::new(), body.chars().take(300).collect()),
+    }
+}
+
+/// How an HTTP failure status is to be treated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatusClass {
+    /// Try again: 408, 409, 429, 5xx (Anthropic's 529 included).
+    Transient,
+    /// The key was refused: 401, 403.
+    Auth,
+    /// The model does not exist on this provider.
+    UnknownModel,
+    /// The conversation does not fit the model's context window.
+    ContextTooLong,
+    /// The URL does not exist (usually a wrong `base_url`).
+    NotFound,
+    /// Any other refusal.
+    Rejected,
+}
+
+/// Classifies a failure status together with the provider's `(code, message)`.
+pub fn classify(status: u16, code: &str, message: &str) -> StatusClass {
+    let text = format!("{code} {message}").to_ascii_lowercase();
+    let mentions_model = text.contains("model");
+    let too_long = text.contains("context_length")
+        || text.contains("context length")
+        || text.contains("context window")
+        || text.contains("maximum context")
+        || text.contains("prompt is too long")
+        || text.contains("too many tokens");
+    match status {
+        408 | 409 | 429 | 500..=599 => StatusClass::Transient,
+        401 | 403 => StatusClass::Auth,
+        413 => StatusClass::ContextTooLong,
+        _ if too_long => StatusClass::ContextTooLong,
+        404 if mentions_model => StatusClass::UnknownModel,
+        404 => StatusClass::NotFound,
+        400 | 422
+            if mentions_model
+                && (text.contains("not found")
+                    || text.contains("does not exist")
+                    || text.contains("unknown")
+                    || text.contains("invalid model")) =>
+        {
+            StatusClass::UnknownModel
+        }
+        _ => StatusClass::Rejected,
+    }
+}
+
+/// Whether an error object sent inside a stream describes a transient condition
+/// (`overloaded_error`, `api_error`, `rate_limit_error`, `server_error`, ...).
+pub fn stream_error_is_transient(code: &str) -> bool {
+    let code = code.to_ascii_lowercase();
+    [
+        "overloaded",
+        "api_error",
+        "rate_limit",
+        "server_error",
+        "timeout",
+    ]
+    .iter()
+    .any(|k| code.contains(k))
+}
+
+/// The wait a response asks for: `retry-after-ms`, else `retry-after` as seconds or as an
+/// HTTP date.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = get("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
+    let wait = when.duration_since(jiff::Timestamp::now());
+    Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_classified_as_the_issue_lists() {
+        for s in [408, 409, 429, 500, 502, 503, 529] {
+            assert_eq!(classify(s, "", ""), StatusClass::Transient, "{s}");
+        }
+        assert_eq!(classify(401, "", ""), StatusClass::Auth);
+        assert_eq!(
+            classify(404, "model_not_found", "The model `x` does not exist"),
+            StatusClass::UnknownModel
+        );
+        assert_eq!(classify(404, "", "Not Found"), StatusClass::NotFound);
+        assert_eq!(
+            classify(400, "context_length_exceeded", "too long"),
+            StatusClass::ContextTooLong
+        );
+        assert_eq!(
+            classify(
+                400,
+                "invalid_request_error",
+                "prompt is too long: 210000 tokens"
+            ),
+            StatusClass::ContextTooLong
+        );
+        assert_eq!(
+            classify(400, "invalid_request_error", "temperature out of range"),
+            StatusClass::Rejected
+        );
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_milliseconds_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", "250".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        h.insert("retry-after", "soon".parse().unwrap());
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn error_bodies_of_both_formats_are_read() {
+        let (code, msg) = error_detail(
+            r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error","code":"invalid_api_key"}}"#,
+        );
+        assert_eq!(
+            (code.as_str(), msg.as_str()),
+            ("invalid_api_key", "Incorrect API key")
+        );
+        let (code, msg) = error_detail(
+            r#"{"type":"error","error":{"type":"not_found_error","message":"model: x"}}"#,
+        );
+        assert_eq!(
+            (code.as_str(), msg.as_str()),
+            ("not_found_error", "model: x")
+        );
+        assert_eq!(error_detail("Bad Gateway").1, "Bad Gateway");
+    }
+}

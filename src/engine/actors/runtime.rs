@@ -1,0 +1,575 @@
+//! The actor runtime: one model actor's tool-calling loop.
+//!
+//! Spec sections 16 and 18 ("tool execution flow"): the rendered system prompt and the user
+//! prompt go to the model with the actor's tools; each tool call goes through a [`ToolHost`]
+//! (the tool runner at merge, which validates arguments and permissions) and its result goes
+//! back to the model "for continued reasoning", until the model replies without tool calls.
+//!
+//! Behaviour:
+//! - Tool failures never crash the loop: an unknown tool name, arguments that are not a JSON
+//!   object, and errors reported by the tool all go back to the model as error results.
+//! - The loop stops on a reply without tool calls ([`Stop::Answered`]), a tool that ends the
+//!   run ([`ToolOutcome::ends_run`], e.g. `finish_strategy`), the turn limit
+//!   ([`DEFAULT_MAX_TURNS`] model calls), the token budget, cancellation, or a provider
+//!   failure ([`Stop::Failed`], with the transcript so far).
+//! - Cancellation is checked before every model call and every tool call; a model call in
+//!   flight is abandoned at once, a tool call in flight runs to completion so that a sandbox
+//!   never holds half an operation.
+//! - Progress is reported as [`ActorEvent`]s through a callback: text deltas (streamed, never
+//!   stored), retries, tool calls started and finished, usage per call.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::messages::{ChatRequest, Message, StreamEvent, ToolResult, ToolSpec, Usage};
+use super::prompts::{self, PromptError};
+use super::providers::{ProviderClient, ProviderError};
+
+/// Model calls allowed per run (per step, in a plan) unless the actor sets another limit.
+pub const DEFAULT_MAX_TURNS: u32 = 40;
+
+/// What a tool call produced, as the model will see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolOutcome {
+    /// Output text, or the error the model should react to.
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+    /// Whether the run ends after this turn's tool calls (e.g. `finish_strategy`).
+    pub ends_run: bool,
+}
+
+impl ToolOutcome {
+    /// A successful call.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+            ends_run: false,
+        }
+    }
+
+    /// A failed call; the message goes back to the model.
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+            ends_run: false,
+        }
+    }
+
+    /// A successful call that ends the run after this turn.
+    pub fn finish(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+            ends_run: true,
+        }
+    }
+}
+
+/// The boundary between the runtime and tools: the tool runner implements it (resolving
+/// tools, validating arguments against their schema, checking permissions, executing in the
+/// sandbox). Calls are made one at a time, in the order the model made them.
+pub trait ToolHost: Send + Sync {
+    /// The tools offered to the model, with unique names.
+    fn specs(&self) -> Vec<ToolSpec>;
+
+    /// Runs tool `name` with `args` (always a JSON object). Failures are returned as
+    /// [`ToolOutcome::error`], never as panics.
+    fn call(&self, name: &str, args: Value) -> impl Future<Output = ToolOutcome> + Send;
+}
+
+/// A [`ToolHost`] offering no tools (a plain chat).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTools;
+
+impl ToolHost for NoTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    async fn call(&self, name: &str, _args: Value) -> ToolOutcome {
+        ToolOutcome::error(format!("no tools are available; `{name}` cannot be called"))
+    }
+}
+
+/// Limits of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Model calls allowed.
+    pub max_turns: u32,
+    /// Input plus output tokens allowed over the whole run; no new model call starts once
+    /// the run has used this many.
+    pub token_budget: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_turns: DEFAULT_MAX_TURNS,
+            token_budget: None,
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// The system prompt template (minijinja), rendered with `context`.
+    pub system_template: Option<String>,
+    /// Values for the template (`{{ context.task_description }}` reads `context`'s
+    /// `context` key; see [`prompts::render`]).
+    pub context: Value,
+    /// The user prompt.
+    pub prompt: String,
+    /// Completion token cap per call.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Whether to stream replies.
+    pub stream: bool,
+    /// Limits.
+    pub limits: Limits,
+}
+
+/// Progress of a run, in order. Text deltas are for display only and are never stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ActorEvent {
+    /// A model call is starting.
+    TurnStarted {
+        /// 1-based turn.
+        turn: u32,
+    },
+    /// A piece of the model's reply text.
+    TextDelta {
+        /// Turn.
+        turn: u32,
+        /// The text.
+        text: String,
+    },
+    /// The model call failed transiently and is being retried; text deltas of this turn so
+    /// far are void.
+    Retrying {
+        /// Turn.
+        turn: u32,
+        /// The attempt that failed.
+        attempt: u32,
+        /// Wait before the next attempt, in milliseconds.
+        delay_ms: u64,
+        /// What failed.
+        reason: String,
+    },
+    /// A model call finished; its token counts.
+    Usage {
+        /// Turn.
+        turn: u32,
+        /// This call's tokens.
+        usage: Usage,
+        /// The run's tokens so far.
+        total: Usage,
+    },
+    /// A tool call is starting.
+    ToolCallStarted {
+        /// Turn.
+        turn: u32,
+        /// The provider's call id.
+        call_id: String,
+        /// Tool name as the model wrote it.
+        name: String,
+        /// Arguments as the model sent them.
+        arguments: String,
+    },
+    /// A tool call finished.
+    ToolCallFinished {
+        /// Turn.
+        turn: u32,
+        /// The provider's call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// Duration in milliseconds.
+        duration_ms: u64,
+    },
+}
+
+/// One tool call of a run, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCallRecord {
+    /// Turn.
+    pub turn: u32,
+    /// The provider's call id.
+    pub call_id: String,
+    /// Tool name as the model wrote it.
+    pub name: String,
+    /// Arguments as the model sent them.
+    pub arguments: String,
+    /// What the model was told.
+    pub result: String,
+    /// Whether it failed.
+    pub is_error: bool,
+    /// Duration in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// One model call of a run (successful or not), for accounting.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelCallRecord {
+    /// Turn.
+    pub turn: u32,
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// Tokens (zero for a failed call).
+    pub usage: Usage,
+    /// Whether the provider reported usage.
+    pub usage_reported: bool,
+    /// Attempts made.
+    pub attempts: u32,
+    /// When the call started.
+    pub started_at: jiff::Timestamp,
+    /// Wall time including retries, in milliseconds.
+    pub duration_ms: u64,
+    /// For a failed call: the error's kind and message.
+    pub error: Option<(String, String)>,
+}
+
+/// Why a run stopped.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Stop {
+    /// The model replied without tool calls.
+    Answered,
+    /// A tool ended the run.
+    ToolEnded {
+        /// The tool.
+        tool: String,
+    },
+    /// The model was still calling tools after `turns` model calls.
+    TurnLimit {
+        /// The limit.
+        turns: u32,
+    },
+    /// The run used its token budget.
+    TokenBudget {
+        /// Tokens used.
+        used: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// The run was cancelled.
+    Cancelled,
+    /// A model call failed.
+    Failed {
+        /// The error.
+        #[serde(serialize_with = "display")]
+        error: ProviderError,
+    },
+}
+
+fn display<S: serde::Serializer>(e: &ProviderError, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(e)
+}
+
+impl Stop {
+    /// A one-line description for the user.
+    pub fn describe(&self) -> String {
+        match self {
+            Stop::Answered => "the actor answered".into(),
+            Stop::ToolEnded { tool } => format!("the actor finished with `{tool}`"),
+            Stop::TurnLimit { turns } => format!(
+                "the actor was still calling tools after {turns} model calls (the turn limit)"
+            ),
+            Stop::TokenBudget { used, budget } => {
+                format!("the actor used {used} tokens of its budget of {budget}")
+            }
+            Stop::Cancelled => "the run was cancelled".into(),
+            Stop::Failed { error } => error.to_string(),
+        }
+    }
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActorRun {
+    /// Why it stopped.
+    pub stop: Stop,
+    /// The model's last non-empty reply text.
+    pub answer: String,
+    /// The rendered system prompt.
+    pub system: Option<String>,
+    /// The whole conversation.
+    pub transcript: Vec<Message>,
+    /// Every tool call, in order.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Every model call, in order.
+    pub model_calls: Vec<ModelCallRecord>,
+    /// Tokens over all calls.
+    pub usage: Usage,
+    /// Model calls made.
+    pub turns: u32,
+}
+
+/// Failures before any model call.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The system prompt template does not render.
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+}
+
+/// Caps `text` at `max` characters for an error message.
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}...", text.chars().take(max).collect::<String>())
+    }
+}
+
+/// Checks a call against the offered tools and parses its arguments; `Err` is the error
+/// result for the model.
+fn prepare(names: &BTreeSet<String>, name: &str, arguments: &str) -> Result<Value, String> {
+    if !names.contains(name) {
+        let available = if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.iter().cloned().collect::<Vec<_>>().join(", ")
+        };
+        return Err(format!(
+            "unknown tool `{name}`; the available tools are: {available}. Call one of them by its exact name"
+        ));
+    }
+    if arguments.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!(
+            "the arguments of `{name}` must be a JSON object, not {}; call it again with an object matching its schema",
+            clip(&other.to_string(), 200)
+        )),
+        Err(e) => Err(format!(
+            "the arguments of `{name}` are not valid JSON ({e}): {}; call it again with one JSON object matching its schema",
+            clip(arguments, 200)
+        )),
+    }
+}
+
+/// Runs one actor: renders the system prompt, then loops model call → tool calls until a
+/// stop condition (see the module documentation). Provider failures end the run with
+/// [`Stop::Failed`] and keep everything recorded so far.
+///
+/// # Errors
+/// [`RuntimeError::Prompt`] when the system prompt does not render (no model call is made).
+pub async fn run_actor<H: ToolHost>(
+    client: &ProviderClient,
+    request: &RunRequest,
+    tools: &H,
+    cancel: &CancellationToken,
+    on_event: &(dyn Fn(ActorEvent) + Send + Sync),
+) -> Result<ActorRun, RuntimeError> {
+    let system = request
+        .system_template
+        .as_deref()
+        .map(|t| prompts::render(t, &request.context))
+        .transpose()?;
+    let specs = tools.specs();
+    let names: BTreeSet<String> = specs.iter().map(|s| s.name.clone()).collect();
+    let mut run = ActorRun {
+        stop: Stop::Answered,
+        answer: String::new(),
+        system: system.clone(),
+        transcript: vec![Message::User {
+            text: request.prompt.clone(),
+        }],
+        tool_calls: Vec::new(),
+        model_calls: Vec::new(),
+        usage: Usage::default(),
+        turns: 0,
+    };
+    let limits = request.limits;
+    run.stop = loop {
+        if cancel.is_cancelled() {
+            break Stop::Cancelled;
+        }
+        if run.turns >= limits.max_turns {
+            break Stop::TurnLimit {
+                turns: limits.max_turns,
+            };
+        }
+        if let Some(budget) = limits.token_budget
+            && run.usage.total() >= budget
+        {
+            break Stop::TokenBudget {
+                used: run.usage.total(),
+                budget,
+            };
+        }
+        run.turns += 1;
+        let turn = run.turns;
+        on_event(ActorEvent::TurnStarted { turn });
+        let chat = ChatRequest {
+            model: client.model().to_string(),
+            system: system.clone(),
+            messages: run.transcript.clone(),
+            tools: specs.clone(),
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+            stream: request.stream,
+        };
+        let started_at = jiff::Timestamp::now();
+        let clock = Instant::now();
+        let mut forward = |e: StreamEvent| match e {
+            StreamEvent::TextDelta(text) => on_event(ActorEvent::TextDelta { turn, text }),
+            StreamEvent::Retrying {
+                attempt,
+                delay,
+                reason,
+            } => on_event(ActorEvent::Retrying {
+                turn,
+                attempt,
+                delay_ms: delay.as_millis() as u64,
+                reason,
+            }),
+        };
+        let completion = match client.complete(&chat, cancel, &mut forward).await {
+            Ok(c) => c,
+            Err(ProviderError::Cancelled { .. }) => break Stop::Cancelled,
+            Err(error) => {
+                run.model_calls.push(ModelCallRecord {
+                    turn,
+                    provider: client.provider().name.clone(),
+                    model: client.model().to_string(),
+                    usage: Usage::default(),
+                    usage_reported: false,
+                    attempts: match &error {
+                        ProviderError::Transient { attempts, .. } => *attempts,
+                        _ => 1,
+                    },
+                    started_at,
+                    duration_ms: millis(clock.elapsed()),
+                    error: Some((error.kind().to_string(), error.to_string())),
+                });
+                break Stop::Failed { error };
+            }
+        };
+        let response = completion.response;
+        run.usage += response.usage;
+        run.model_calls.push(ModelCallRecord {
+            turn,
+            provider: client.provider().name.clone(),
+            model: client.model().to_string(),
+            usage: response.usage,
+            usage_reported: response.usage_reported,
+            attempts: completion.attempts,
+            started_at,
+            duration_ms: millis(completion.duration),
+            error: None,
+        });
+        on_event(ActorEvent::Usage {
+            turn,
+            usage: response.usage,
+            total: run.usage,
+        });
+        if !response.text.is_empty() {
+            run.answer.clone_from(&response.text);
+        }
+        let calls = response.tool_calls.clone();
+        run.transcript.push(Message::Assistant {
+            text: response.text,
+            tool_calls: response.tool_calls,
+        });
+        if calls.is_empty() {
+            break Stop::Answered;
+        }
+        let mut results = Vec::with_capacity(calls.len());
+        let mut ended_by = None;
+        let mut cancelled = false;
+        for call in calls {
+            if cancel.is_cancelled() {
+                cancelled = true;
+                break;
+            }
+            on_event(ActorEvent::ToolCallStarted {
+                turn,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            let clock = Instant::now();
+            let outcome = match prepare(&names, &call.name, &call.arguments) {
+                Ok(args) => tools.call(&call.name, args).await,
+                Err(message) => ToolOutcome::error(message),
+            };
+            let duration_ms = millis(clock.elapsed());
+            tracing::debug!(turn, tool = %call.name, is_error = outcome.is_error, duration_ms, "tool call finished");
+            on_event(ActorEvent::ToolCallFinished {
+                turn,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                is_error: outcome.is_error,
+                duration_ms,
+            });
+            if outcome.ends_run && ended_by.is_none() {
+                ended_by = Some(call.name.clone());
+            }
+            run.tool_calls.push(ToolCallRecord {
+                turn,
+                call_id: call.id.clone(),
+                name: call.name,
+                arguments: call.arguments,
+                result: outcome.content.clone(),
+                is_error: outcome.is_error,
+                duration_ms,
+            });
+            results.push(ToolResult {
+                call_id: call.id,
+                content: outcome.content,
+                is_error: outcome.is_error,
+            });
+        }
+        run.transcript.push(Message::ToolResults { results });
+        if cancelled {
+            break Stop::Cancelled;
+        }
+        if let Some(tool) = ended_by {
+            break Stop::ToolEnded { tool };
+        }
+    };
+    Ok(run)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_tools_and_bad_arguments_get_messages_that_say_what_to_do() {
+        let names: BTreeSet<String> = ["read_file".to_string(), "write_file".to_string()].into();
+        let e = prepare(&names, "delete_everything", "{}").unwrap_err();
+        assert!(e.contains("unknown tool `delete_everything`"), "{e}");
+        assert!(e.contains("read_file, write_file"), "{e}");
+        let e = prepare(&names, "read_file", "{\"path\": ").unwrap_err();
+        assert!(e.contains("not valid JSON"), "{e}");
+        let e = prepare(&names, "read_file", "[1]").unwrap_err();
+        assert!(e.contains("must be a JSON object"), "{e}");
+        assert_eq!(
+            prepare(&names, "read_file", "").unwrap(),
+            serde_json::json!({})
+        );
+    }
+}
