@@ -4,11 +4,14 @@
 //! - [`config`]: `config.toml`, its keys, their resolution chain and safe edits.
 //! - [`store`]: the SQLite database, its migrations and repositories.
 //! - [`domain`]: ids, namespaced names, the plan lifecycle model.
+//! - [`registry`]: resources, projects, actions, actors, invariants, automation profiles,
+//!   plan creation.
 //! - [`system`]: environment-level operations (info, init, diagnostics).
 
 pub mod config;
 pub mod domain;
 pub mod paths;
+pub mod registry;
 pub mod store;
 pub mod system;
 

@@ -5,7 +5,15 @@
 //! connection is set to WAL, a busy timeout and foreign keys, and pending migrations are applied.
 //! Each later issue adds its own migration file; versions are `PRAGMA user_version`.
 
+pub mod actions;
+pub mod actors;
+pub(crate) mod codec;
+pub mod invariants;
+pub mod plan_links;
 pub mod plans;
+pub mod profiles;
+pub mod projects;
+pub mod resources;
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -17,7 +25,10 @@ use rusqlite_migration::{M, Migrations};
 /// How long a connection waits for another writer before failing with "database is locked".
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-const MIGRATION_SQL: &[&str] = &[include_str!("migrations/001_plans.sql")];
+const MIGRATION_SQL: &[&str] = &[
+    include_str!("migrations/001_plans.sql"),
+    include_str!("migrations/002_registries.sql"),
+];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
     LazyLock::new(|| Migrations::new(MIGRATION_SQL.iter().map(|sql| M::up(sql)).collect()));
