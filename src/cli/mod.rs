@@ -181,8 +181,9 @@ pub fn cli_command() -> clap::Command {
         }
         text.push('\n');
     }
-    cmd.help_template(format!(
-        "{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{}{{all-args}}{{after-help}}",
+    cmd.after_help("Run `agents COMMAND --help` for a command's subcommands and options.")
+        .help_template(format!(
+        "{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{}Options:\n{{options}}{{after-help}}",
         text.replace('{', "{{").replace('}', "}}")
     ))
     .subcommand_help_heading("Commands")
