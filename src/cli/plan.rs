@@ -179,7 +179,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
                         (crate::engine::domain::InvariantScope::Plan, ..) => "CLI".to_string(),
                         (_, Some(pr), _) => pr.clone(),
                         (_, _, Some(a)) => a.clone(),
-                        _ => "config".to_string(),
+                        _ => "global".to_string(),
                     };
                     vec![i.scope.as_str().into(), source.into(), i.text.clone().into()]
                 })

@@ -2,6 +2,10 @@
 
 mod config;
 mod envelope;
+mod bad_inputs;
 mod init;
-mod snapshots;
+mod profiles;
+mod registries;
+mod registry_snapshots;
+pub(crate) mod snapshots;
 mod store;

@@ -38,6 +38,9 @@ pub struct Invariant {
     pub plan_id: Option<Id>,
     /// When it was added.
     pub created_at: jiff::Timestamp,
+    /// Insertion order in the registry (ties within one timestamp keep this order).
+    #[serde(skip)]
+    pub seq: i64,
 }
 
 impl Invariant {
@@ -306,7 +309,7 @@ pub struct EffectiveView {
 pub fn reconcile(candidates: Vec<Invariant>) -> EffectiveView {
     let mut ordered = candidates;
     // Narrowest scope first (InvariantScope orders plan < action < project < global), newest first.
-    ordered.sort_by(|a, b| a.scope.cmp(&b.scope).then(b.created_at.cmp(&a.created_at)).then(b.invariant_id.cmp(&a.invariant_id)));
+    ordered.sort_by(|a, b| a.scope.cmp(&b.scope).then(b.created_at.cmp(&a.created_at)).then(b.seq.cmp(&a.seq)));
     let mut kept: Vec<Invariant> = Vec::new();
     let mut duplicates = Vec::new();
     let mut conflicts = Vec::new();
@@ -324,7 +327,7 @@ pub fn reconcile(candidates: Vec<Invariant>) -> EffectiveView {
         }
         kept.push(inv);
     }
-    kept.sort_by(|a, b| b.scope.cmp(&a.scope).then(a.created_at.cmp(&b.created_at)).then(a.invariant_id.cmp(&b.invariant_id)));
+    kept.sort_by(|a, b| b.scope.cmp(&a.scope).then(a.created_at.cmp(&b.created_at)).then(a.seq.cmp(&b.seq)));
     EffectiveView { effective: kept, duplicates, conflicts }
 }
 
@@ -398,6 +401,7 @@ mod tests {
             action: None,
             plan_id: None,
             created_at: jiff::Timestamp::from_second(t).unwrap(),
+            seq: t,
         }
     }
 

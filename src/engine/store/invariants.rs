@@ -8,18 +8,18 @@ use super::{Store, StoreError};
 use crate::engine::domain::{Id, InvariantScope, PlanInvariant};
 use crate::engine::registry::invariants::{Invariant, NewInvariant};
 
-const SELECT: &str = "SELECT i.invariant_id, i.text, i.key, i.scope, p.name, a.name, i.plan_id, i.created_at
+const SELECT: &str = "SELECT i.invariant_id, i.text, i.key, i.scope, p.name, a.name, i.plan_id, i.created_at, i.rowid
     FROM invariants i
     LEFT JOIN projects p ON p.project_id = i.project_id
     LEFT JOIN actions a ON a.action_id = i.action_id";
 
-type Raw = (String, String, Option<String>, String, Option<String>, Option<String>, Option<String>, String);
+type Raw = (String, String, Option<String>, String, Option<String>, Option<String>, Option<String>, String, i64);
 
 fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
 }
 
-fn convert((invariant_id, text, key, scope, project, action, plan_id, created): Raw) -> Result<Invariant, StoreError> {
+fn convert((invariant_id, text, key, scope, project, action, plan_id, created, seq): Raw) -> Result<Invariant, StoreError> {
     let corrupt = |column, message: String| StoreError::Corrupt { table: "invariants", column, message };
     Ok(Invariant {
         invariant_id,
@@ -30,6 +30,7 @@ fn convert((invariant_id, text, key, scope, project, action, plan_id, created): 
         action,
         plan_id: plan_id.map(|p| p.parse::<Id>().map_err(|e| corrupt("plan_id", e.to_string()))).transpose()?,
         created_at: ts("invariants", "created_at", &created)?,
+        seq,
     })
 }
 
