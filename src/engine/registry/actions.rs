@@ -174,7 +174,7 @@ pub struct SpawnSpec {
 
 /// One step of an action's `script` (run by the built-in offline actors).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(deny_unknown_fields, rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
 pub struct ScriptStep {
     /// Unique step name.
     pub name: String,
@@ -213,7 +213,7 @@ impl ScriptStep {
 
 /// What shell steps may do beyond the default confinement.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(deny_unknown_fields, rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
 pub struct SandboxSpec {
     /// Allow network access (default false).
     #[serde(default)]

@@ -60,7 +60,7 @@ impl ActorType {
 
 /// Model options (`options:` in the actor file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(deny_unknown_fields, rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
 pub struct ActorOptions {
     /// Sampling temperature, 0 to 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,7 +81,7 @@ pub struct ActorOptions {
 
 /// Run limits (`limits:` in the actor file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(deny_unknown_fields, rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
 pub struct ActorLimits {
     /// Maximum model turns per run.
     #[serde(default, alias = "max_turns", skip_serializing_if = "Option::is_none")]
