@@ -11,6 +11,8 @@ use crate::engine::registry::actions::{self, Action, CreateRequest};
 use crate::output::{Column, Element, Report};
 
 /// `agents action ...`
+// Parsed once per process; boxing `Create` would only complicate the clap derive.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum ActionCommand {
     /// Create an action from a YAML file; flags override the file
@@ -144,14 +146,31 @@ pub fn run(command: ActionCommand, ctx: &Context) -> Result<Report, CliError> {
                 description,
                 long_description,
                 automation_profile,
-                reusable: if no_reusable { Some(false) } else if reusable { Some(true) } else { None },
+                reusable: if no_reusable {
+                    Some(false)
+                } else if reusable {
+                    Some(true)
+                } else {
+                    None
+                },
                 read_only: read_only.then_some(true),
                 available,
                 invariants,
                 args,
             },
         ),
-        ActionCommand::List { namespace, state, available, regex } => list(ctx, namespace.as_deref(), state.as_deref(), available, regex.as_deref()),
+        ActionCommand::List {
+            namespace,
+            state,
+            available,
+            regex,
+        } => list(
+            ctx,
+            namespace.as_deref(),
+            state.as_deref(),
+            available,
+            regex.as_deref(),
+        ),
         ActionCommand::Show { action } => show(ctx, &action),
         ActionCommand::Available { action } => make_available(ctx, &action),
         ActionCommand::Archive { action } => archive(ctx, &action),
@@ -210,12 +229,20 @@ fn summary_panel(title: &str, a: &Action, with_config: bool) -> Element {
 fn detail_elements(a: &Action, invariants: &[String]) -> Vec<Element> {
     let mut out = Vec::new();
     if let Some(d) = &a.description {
-        out.push(Element::List { title: "Description".into(), items: vec![d.clone()] });
+        out.push(Element::List {
+            title: "Description".into(),
+            items: vec![d.clone()],
+        });
     }
-    out.push(Element::List { title: "Definition of Done".into(), items: vec![a.definition_of_done.clone()] });
+    out.push(Element::List {
+        title: "Definition of Done".into(),
+        items: vec![a.definition_of_done.clone()],
+    });
     out.push(Element::Table {
         title: "Arguments".into(),
-        columns: ["Name", "Type", "Required", "Default", "Description"].map(Column::left).into(),
+        columns: ["Name", "Type", "Required", "Default", "Description"]
+            .map(Column::left)
+            .into(),
         rows: a
             .arguments
             .iter()
@@ -234,7 +261,9 @@ fn detail_elements(a: &Action, invariants: &[String]) -> Vec<Element> {
     if let Some(script) = &a.script {
         out.push(Element::Table {
             title: "Script".into(),
-            columns: ["Step", "Kind", "Does", "Depends On"].map(Column::left).into(),
+            columns: ["Step", "Kind", "Does", "Depends On"]
+                .map(Column::left)
+                .into(),
             rows: script
                 .iter()
                 .enumerate()
@@ -242,7 +271,14 @@ fn detail_elements(a: &Action, invariants: &[String]) -> Vec<Element> {
                     let does = match (&s.run, &s.tool, &s.spawn) {
                         (Some(r), _, _) => r.clone(),
                         (_, Some(t), _) => t.clone(),
-                        (_, _, Some(sp)) => format!("{}{}", sp.action, s.parallel_group.as_ref().map(|g| format!(" [group {g}]")).unwrap_or_default()),
+                        (_, _, Some(sp)) => format!(
+                            "{}{}",
+                            sp.action,
+                            s.parallel_group
+                                .as_ref()
+                                .map(|g| format!(" [group {g}]"))
+                                .unwrap_or_default()
+                        ),
                         _ => String::new(),
                     };
                     let deps = match &s.depends_on {
@@ -251,28 +287,61 @@ fn detail_elements(a: &Action, invariants: &[String]) -> Vec<Element> {
                         None if i == 0 => "(none)".to_string(),
                         None => format!("{} (previous)", script[i - 1].name),
                     };
-                    vec![view::id(s.name.clone()), s.kind().into(), does.into(), deps.into()]
+                    vec![
+                        view::id(s.name.clone()),
+                        s.kind().into(),
+                        does.into(),
+                        deps.into(),
+                    ]
                 })
                 .collect(),
             empty: "No steps.".into(),
         });
     }
     if !invariants.is_empty() {
-        out.push(Element::List { title: "Invariants".into(), items: invariants.iter().enumerate().map(|(i, t)| format!("{}. {t}", i + 1)).collect() });
+        out.push(Element::List {
+            title: "Invariants".into(),
+            items: invariants
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("{}. {t}", i + 1))
+                .collect(),
+        });
     }
     out.push(Element::panel(
         "Automation",
         [
-            ("Profile", view::or(a.automation_profile.as_deref(), "(inherits project or global)")),
-            ("Source", if a.automation_profile.is_some() { "action".into() } else { view::or(None, "(not set)") }),
+            (
+                "Profile",
+                view::or(
+                    a.automation_profile.as_deref(),
+                    "(inherits project or global)",
+                ),
+            ),
+            (
+                "Source",
+                if a.automation_profile.is_some() {
+                    "action".into()
+                } else {
+                    view::or(None, "(not set)")
+                },
+            ),
         ],
     ));
     out
 }
 
 fn usage(ctx: &Context, a: &Action) -> Element {
-    let args: Vec<String> = a.arguments.iter().filter(|x| x.required).map(|x| format!(" --arg {}=...", x.name)).collect();
-    Element::List { title: "Usage".into(), items: vec![ctx.suggest(&format!("plan use {} PROJECT{}", a.name, args.concat()))] }
+    let args: Vec<String> = a
+        .arguments
+        .iter()
+        .filter(|x| x.required)
+        .map(|x| format!(" --arg {}=...", x.name))
+        .collect();
+    Element::List {
+        title: "Usage".into(),
+        items: vec![ctx.suggest(&format!("plan use {} PROJECT{}", a.name, args.concat()))],
+    }
 }
 
 fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
@@ -295,7 +364,11 @@ fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
     if !created.overrides.is_empty() {
         report = report.with(Element::List {
             title: "Overrides Applied".into(),
-            items: created.overrides.iter().map(|o| format!("{}: {} -> {}", o.field, o.from, o.to)).collect(),
+            items: created
+                .overrides
+                .iter()
+                .map(|o| format!("{}: {} -> {}", o.field, o.from, o.to))
+                .collect(),
         });
     }
     for e in detail_elements(a, &texts) {
@@ -312,7 +385,13 @@ fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
     Ok(report)
 }
 
-fn list(ctx: &Context, ns: Option<&str>, state: Option<&str>, available: bool, regex: Option<&str>) -> Result<Report, CliError> {
+fn list(
+    ctx: &Context,
+    ns: Option<&str>,
+    state: Option<&str>,
+    available: bool,
+    regex: Option<&str>,
+) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let re = view::regex(regex, "agents action list 'coverage'")?;
     let wanted = if available { Some("available") } else { state };
@@ -347,7 +426,12 @@ fn list(ctx: &Context, ns: Option<&str>, state: Option<&str>, available: bool, r
     }
     let count = |s: ActionState| all.iter().filter(|a| a.state == s).count().to_string();
     let n = shown.len();
-    let mut report = Report::ok("action list", json!({"actions": data}), format!("{n} action{} listed", if n == 1 { "" } else { "s" })).with(Element::Table {
+    let mut report = Report::ok(
+        "action list",
+        json!({"actions": data}),
+        format!("{n} action{} listed", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
         title: "Actions".into(),
         columns: vec![
             Column::left("Name"),
@@ -363,7 +447,10 @@ fn list(ctx: &Context, ns: Option<&str>, state: Option<&str>, available: bool, r
     if wanted.is_some() || ns.is_some() {
         report = report.with(Element::panel(
             "Filters",
-            [("State", wanted.unwrap_or("(not archived)").to_string()), ("Namespace", ns.unwrap_or("(any)").to_string())],
+            [
+                ("State", wanted.unwrap_or("(not archived)").to_string()),
+                ("Namespace", ns.unwrap_or("(any)").to_string()),
+            ],
         ));
     }
     Ok(report.with(Element::panel(
@@ -378,11 +465,18 @@ fn list(ctx: &Context, ns: Option<&str>, state: Option<&str>, available: bool, r
     )))
 }
 
-fn action_invariants(store: &crate::engine::store::Store, a: &Action) -> Result<Vec<crate::engine::registry::invariants::Invariant>, CliError> {
+fn action_invariants(
+    store: &crate::engine::store::Store,
+    a: &Action,
+) -> Result<Vec<crate::engine::registry::invariants::Invariant>, CliError> {
     Ok(store
         .invariants()?
         .into_iter()
-        .filter(|i| i.scope == crate::engine::domain::InvariantScope::Action && i.plan_id.is_none() && i.action.as_deref() == Some(a.name.as_str()))
+        .filter(|i| {
+            i.scope == crate::engine::domain::InvariantScope::Action
+                && i.plan_id.is_none()
+                && i.action.as_deref() == Some(a.name.as_str())
+        })
         .collect())
 }
 
@@ -402,7 +496,11 @@ fn show(ctx: &Context, input: &str) -> Result<Report, CliError> {
     }
     report = report.with(Element::panel(
         "History",
-        [("Plans Created", plans.to_string()), ("Plans Applied", applied.to_string()), ("Plans Errored", errored.to_string())],
+        [
+            ("Plans Created", plans.to_string()),
+            ("Plans Applied", applied.to_string()),
+            ("Plans Errored", errored.to_string()),
+        ],
     ));
     if a.state == ActionState::Available {
         report = report.with(usage(ctx, &a));
@@ -414,37 +512,72 @@ fn make_available(ctx: &Context, input: &str) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let providers = ctx.config()?.providers();
     let (a, from, checks) = actions::make_available(&mut store, &providers, input)?;
-    let status = if from == ActionState::Available { "Action already available" } else { "Action marked available" };
-    Ok(Report::ok("action available", json!({"action": action_json(&a), "previous_state": from, "checks": checks}), status)
-        .with(Element::panel(
-            "Action Available",
-            [
-                ("ID", view::id(a.action_id.to_string())),
-                ("State", format!("{from} -> {}", a.state).into()),
-                ("Name", view::id(a.name.clone())),
-            ],
-        ))
-        .with(Element::panel("Validation", checks.iter().map(|c| (c.label.clone(), c.detail.clone()))))
-        .with(usage(ctx, &a)))
+    let status = if from == ActionState::Available {
+        "Action already available"
+    } else {
+        "Action marked available"
+    };
+    Ok(Report::ok(
+        "action available",
+        json!({"action": action_json(&a), "previous_state": from, "checks": checks}),
+        status,
+    )
+    .with(Element::panel(
+        "Action Available",
+        [
+            ("ID", view::id(a.action_id.to_string())),
+            ("State", format!("{from} -> {}", a.state).into()),
+            ("Name", view::id(a.name.clone())),
+        ],
+    ))
+    .with(Element::panel(
+        "Validation",
+        checks.iter().map(|c| (c.label.clone(), c.detail.clone())),
+    ))
+    .with(usage(ctx, &a)))
 }
 
 fn archive(ctx: &Context, input: &str) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let (a, from) = actions::archive(&mut store, input)?;
     let (plans, applied, errored) = store.action_plan_counts(&a.action_id)?;
-    Ok(Report::ok("action archive", json!({"action": action_json(&a), "previous_state": from}), "Action archived")
-        .with(Element::panel(
-            "Action Archived",
-            [
-                ("Name", view::id(a.name.clone())),
-                ("State", format!("{from} -> archived").into()),
-                ("Archived", a.archived_at.as_ref().map(view::time).unwrap_or_default().into()),
-            ],
-        ))
-        .with(Element::panel("Impact", [("Availability", "hidden from list"), ("Existing Plans", "unchanged")]))
-        .with(Element::panel(
-            "History",
-            [("Total Plans", plans.to_string()), ("Applied", applied.to_string()), ("Errored", errored.to_string())],
-        ))
-        .with(Element::List { title: "Restore".into(), items: vec![ctx.suggest(&format!("action available {}", a.name))] }))
+    Ok(Report::ok(
+        "action archive",
+        json!({"action": action_json(&a), "previous_state": from}),
+        "Action archived",
+    )
+    .with(Element::panel(
+        "Action Archived",
+        [
+            ("Name", view::id(a.name.clone())),
+            ("State", format!("{from} -> archived").into()),
+            (
+                "Archived",
+                a.archived_at
+                    .as_ref()
+                    .map(view::time)
+                    .unwrap_or_default()
+                    .into(),
+            ),
+        ],
+    ))
+    .with(Element::panel(
+        "Impact",
+        [
+            ("Availability", "hidden from list"),
+            ("Existing Plans", "unchanged"),
+        ],
+    ))
+    .with(Element::panel(
+        "History",
+        [
+            ("Total Plans", plans.to_string()),
+            ("Applied", applied.to_string()),
+            ("Errored", errored.to_string()),
+        ],
+    ))
+    .with(Element::List {
+        title: "Restore".into(),
+        items: vec![ctx.suggest(&format!("action available {}", a.name))],
+    }))
 }

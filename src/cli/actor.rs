@@ -75,16 +75,32 @@ impl ActorCommand {
 /// `--update`, unknown actors.
 pub fn run(command: ActorCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
-        ActorCommand::Add { config, actor_type, skills, description, unsafe_, options, update, name } => {
+        ActorCommand::Add {
+            config,
+            actor_type,
+            skills,
+            description,
+            unsafe_,
+            options,
+            update,
+            name,
+        } => {
             let mut opts = Vec::new();
             for o in options {
                 let (k, v) = o.split_once('=').ok_or_else(|| {
-                    CliError::invalid_input(format!("--option `{o}` is not KEY=VALUE")).hint("e.g. --option temperature=0.2")
+                    CliError::invalid_input(format!("--option `{o}` is not KEY=VALUE"))
+                        .hint("e.g. --option temperature=0.2")
                 })?;
                 opts.push((k.trim().to_string(), v.trim().to_string()));
             }
             let overrides = Overrides {
-                actor_type: actor_type.map(|t| if t == "graph" { ActorType::Graph } else { ActorType::Llm }),
+                actor_type: actor_type.map(|t| {
+                    if t == "graph" {
+                        ActorType::Graph
+                    } else {
+                        ActorType::Llm
+                    }
+                }),
                 skills,
                 description,
                 unsafe_,
@@ -125,24 +141,51 @@ fn options_items(a: &Actor) -> Vec<String> {
     }
 }
 
-fn add(ctx: &Context, config: &std::path::Path, name: Option<&str>, overrides: &Overrides, update: bool) -> Result<Report, CliError> {
+fn add(
+    ctx: &Context,
+    config: &std::path::Path,
+    name: Option<&str>,
+    overrides: &Overrides,
+    update: bool,
+) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let providers = ctx.config()?.providers();
-    let added = actors::add(&mut store, &providers, config, name, overrides, update).map_err(|e| match e {
-        actors::ActorError::Exists(n) => CliError::new("CONFLICT", "Actor already registered - use --update to replace")
+    let added = actors::add(&mut store, &providers, config, name, overrides, update).map_err(
+        |e| match e {
+            actors::ActorError::Exists(n) => CliError::new(
+                "CONFLICT",
+                "Actor already registered - use --update to replace",
+            )
             .detail(format!("Actor already exists: {n}"))
-            .hint(ctx.suggest(&format!("actor add --update --config {} {n}", shell_words::quote(&config.display().to_string())))),
-        other => other.into(),
-    })?;
+            .hint(ctx.suggest(&format!(
+                "actor add --update --config {} {n}",
+                shell_words::quote(&config.display().to_string())
+            ))),
+            other => other.into(),
+        },
+    )?;
     let a = &added.actor;
-    let (provider, model) = a.definition.model.as_deref().and_then(|m| m.split_once('/')).unwrap_or(("(none)", "(none)"));
+    let (provider, model) = a
+        .definition
+        .model
+        .as_deref()
+        .and_then(|m| m.split_once('/'))
+        .unwrap_or(("(none)", "(none)"));
     let mut report = Report::ok(
         "actor add",
         json!({"actor": actor_json(a), "replaced": added.previous.is_some()}),
-        if added.previous.is_some() { "Actor updated" } else { "Actor added" },
+        if added.previous.is_some() {
+            "Actor updated"
+        } else {
+            "Actor added"
+        },
     )
     .with(Element::panel(
-        if added.previous.is_some() { "Actor Updated" } else { "Actor Added" },
+        if added.previous.is_some() {
+            "Actor Updated"
+        } else {
+            "Actor Added"
+        },
         [
             ("Name", view::id(a.name.clone())),
             ("Type", a.definition.actor_type.as_str().into()),
@@ -155,31 +198,92 @@ fn add(ctx: &Context, config: &std::path::Path, name: Option<&str>, overrides: &
         "Config",
         [
             ("Path", a.config_path.clone().unwrap_or_default()),
-            ("Hash", a.config_hash.as_deref().map(view::short).unwrap_or_default()),
+            (
+                "Hash",
+                a.config_hash
+                    .as_deref()
+                    .map(view::short)
+                    .unwrap_or_default(),
+            ),
             ("Options", options_items(a).len().to_string()),
-            ("Skills", if a.definition.skills.is_empty() { "(none)".into() } else { a.definition.skills.join(", ") }),
+            (
+                "Skills",
+                if a.definition.skills.is_empty() {
+                    "(none)".into()
+                } else {
+                    a.definition.skills.join(", ")
+                },
+            ),
         ],
     ));
     if let Some(prev) = &added.previous {
         let mut changes = Vec::new();
         changes.push(format!(
             "Model: {}",
-            if prev.model == a.definition.model { "unchanged".to_string() } else { format!("{} -> {}", prev.model.as_deref().unwrap_or("(none)"), a.definition.model.as_deref().unwrap_or("(none)")) }
+            if prev.model == a.definition.model {
+                "unchanged".to_string()
+            } else {
+                format!(
+                    "{} -> {}",
+                    prev.model.as_deref().unwrap_or("(none)"),
+                    a.definition.model.as_deref().unwrap_or("(none)")
+                )
+            }
         ));
-        let added_skills: Vec<&String> = a.definition.skills.iter().filter(|s| !prev.skills.contains(s)).collect();
-        let removed_skills: Vec<&String> = prev.skills.iter().filter(|s| !a.definition.skills.contains(s)).collect();
+        let added_skills: Vec<&String> = a
+            .definition
+            .skills
+            .iter()
+            .filter(|s| !prev.skills.contains(s))
+            .collect();
+        let removed_skills: Vec<&String> = prev
+            .skills
+            .iter()
+            .filter(|s| !a.definition.skills.contains(s))
+            .collect();
         changes.push(format!(
             "Skills: +{} -{}{}",
             added_skills.len(),
             removed_skills.len(),
-            if added_skills.is_empty() { String::new() } else { format!(" ({})", added_skills.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")) }
+            if added_skills.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    added_skills
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
         ));
-        changes.push(format!("Options: {}", if prev.options == a.definition.options { "unchanged" } else { "updated" }));
-        changes.push(format!("System Prompt: {}", if prev.system_prompt == a.definition.system_prompt { "unchanged" } else { "updated" }));
-        report = report.with(Element::List { title: "Changes".into(), items: changes });
+        changes.push(format!(
+            "Options: {}",
+            if prev.options == a.definition.options {
+                "unchanged"
+            } else {
+                "updated"
+            }
+        ));
+        changes.push(format!(
+            "System Prompt: {}",
+            if prev.system_prompt == a.definition.system_prompt {
+                "unchanged"
+            } else {
+                "updated"
+            }
+        ));
+        report = report.with(Element::List {
+            title: "Changes".into(),
+            items: changes,
+        });
     }
     if a.definition.actor_type == ActorType::Graph {
-        report = report.message(Level::Warn, "graph actors are stored, but running them is not yet supported");
+        report = report.message(
+            Level::Warn,
+            "graph actors are stored, but running them is not yet supported",
+        );
     }
     Ok(report)
 }
@@ -207,22 +311,28 @@ fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
             ]
         })
         .collect();
-    Ok(Report::ok("actor list", json!({"actors": rows}), format!("{n} actor{} listed", if n == 1 { "" } else { "s" }))
-        .with(Element::Table {
-            title: "Actors".into(),
-            columns: ["Name", "Type", "Provider", "Model", "Built-in", "Unsafe"].map(Column::left).into(),
-            rows: table,
-            empty: "No actors match.".into(),
-        })
-        .with(Element::panel(
-            "Summary",
-            [
-                ("Total", n.to_string()),
-                ("Custom", custom.to_string()),
-                ("Built-in", (n - custom).to_string()),
-                ("Providers", providers.len().to_string()),
-            ],
-        )))
+    Ok(Report::ok(
+        "actor list",
+        json!({"actors": rows}),
+        format!("{n} actor{} listed", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
+        title: "Actors".into(),
+        columns: ["Name", "Type", "Provider", "Model", "Built-in", "Unsafe"]
+            .map(Column::left)
+            .into(),
+        rows: table,
+        empty: "No actors match.".into(),
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Total", n.to_string()),
+            ("Custom", custom.to_string()),
+            ("Built-in", (n - custom).to_string()),
+            ("Providers", providers.len().to_string()),
+        ],
+    )))
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
@@ -232,69 +342,131 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let report = match &r {
         ActorRef::Custom { actor } => {
             let a = actor.as_ref();
-            let (provider, model) = a.definition.model.as_deref().and_then(|m| m.split_once('/')).unwrap_or(("(none)", "(none)"));
+            let (provider, model) = a
+                .definition
+                .model
+                .as_deref()
+                .and_then(|m| m.split_once('/'))
+                .unwrap_or(("(none)", "(none)"));
             let referenced = store.actions_referencing_actor(&a.name)?;
-            let mut rep = Report::ok("actor show", json!({"actor": actor_json(a), "referenced_by_actions": referenced}), "Actor loaded")
-                .with(Element::panel(
-                    "Actor Details",
-                    [
-                        ("Name", view::id(a.name.clone())),
-                        ("Type", a.definition.actor_type.as_str().into()),
-                        ("Provider", provider.into()),
-                        ("Model", model.into()),
-                        ("Built-in", "no".into()),
-                        ("Unsafe", view::yes_no(a.definition.unsafe_).into()),
-                        ("Description", view::or(a.definition.description.as_deref(), "(none)")),
-                        ("Created", view::time(&a.created_at).into()),
-                        ("Updated", view::time(&a.updated_at).into()),
-                        ("Config", view::or(a.config_path.as_deref(), "(none)")),
-                        ("Config Hash", a.config_hash.as_deref().map(view::short).unwrap_or_default().into()),
-                    ],
-                ));
+            let mut rep = Report::ok(
+                "actor show",
+                json!({"actor": actor_json(a), "referenced_by_actions": referenced}),
+                "Actor loaded",
+            )
+            .with(Element::panel(
+                "Actor Details",
+                [
+                    ("Name", view::id(a.name.clone())),
+                    ("Type", a.definition.actor_type.as_str().into()),
+                    ("Provider", provider.into()),
+                    ("Model", model.into()),
+                    ("Built-in", "no".into()),
+                    ("Unsafe", view::yes_no(a.definition.unsafe_).into()),
+                    (
+                        "Description",
+                        view::or(a.definition.description.as_deref(), "(none)"),
+                    ),
+                    ("Created", view::time(&a.created_at).into()),
+                    ("Updated", view::time(&a.updated_at).into()),
+                    ("Config", view::or(a.config_path.as_deref(), "(none)")),
+                    (
+                        "Config Hash",
+                        a.config_hash
+                            .as_deref()
+                            .map(view::short)
+                            .unwrap_or_default()
+                            .into(),
+                    ),
+                ],
+            ));
             let opts = options_items(a);
-            rep = rep.with(Element::List { title: "Options".into(), items: if opts.is_empty() { vec!["(defaults)".into()] } else { opts } });
-            let limits = [("max-turns", a.definition.limits.max_turns.map(u64::from)), ("max-tokens", a.definition.limits.max_tokens)];
+            rep = rep.with(Element::List {
+                title: "Options".into(),
+                items: if opts.is_empty() {
+                    vec!["(defaults)".into()]
+                } else {
+                    opts
+                },
+            });
+            let limits = [
+                ("max-turns", a.definition.limits.max_turns.map(u64::from)),
+                ("max-tokens", a.definition.limits.max_tokens),
+            ];
             rep = rep.with(Element::panel(
                 "Limits",
-                limits.iter().map(|(k, v)| (k.to_string(), v.map(|n| n.to_string()).unwrap_or_else(|| "(none)".into()))),
+                limits.iter().map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        v.map(|n| n.to_string()).unwrap_or_else(|| "(none)".into()),
+                    )
+                }),
             ));
             rep = rep.with(Element::List {
                 title: "Skills".into(),
-                items: if a.definition.skills.is_empty() { vec!["(none)".into()] } else { a.definition.skills.iter().map(|s| format!("- {s}")).collect() },
+                items: if a.definition.skills.is_empty() {
+                    vec!["(none)".into()]
+                } else {
+                    a.definition
+                        .skills
+                        .iter()
+                        .map(|s| format!("- {s}"))
+                        .collect()
+                },
             });
             if let Some(p) = &a.definition.system_prompt {
-                rep = rep.with(Element::List { title: "System Prompt".into(), items: vec![p.clone()] });
+                rep = rep.with(Element::List {
+                    title: "System Prompt".into(),
+                    items: vec![p.clone()],
+                });
             }
             rep.with(Element::panel(
                 "Usage",
-                [("Referenced by Actions", if referenced.is_empty() { "0".to_string() } else { format!("{} ({})", referenced.len(), referenced.join(", ")) })],
+                [(
+                    "Referenced by Actions",
+                    if referenced.is_empty() {
+                        "0".to_string()
+                    } else {
+                        format!("{} ({})", referenced.len(), referenced.join(", "))
+                    },
+                )],
             ))
         }
-        ActorRef::Builtin { name, description } => Report::ok("actor show", json!({"actor": r}), "Actor loaded").with(Element::panel(
-            "Actor Details",
-            [
-                ("Name", view::id(name.clone())),
-                ("Type", "offline".into()),
-                ("Built-in", "yes".into()),
-                ("Unsafe", "no".into()),
-                ("Description", description.clone().into()),
-            ],
-        )),
-        ActorRef::Provider { name, provider, model, kind, base_url, api_key_env } => {
+        ActorRef::Builtin { name, description } => {
             Report::ok("actor show", json!({"actor": r}), "Actor loaded").with(Element::panel(
                 "Actor Details",
                 [
                     ("Name", view::id(name.clone())),
-                    ("Type", "provider".into()),
-                    ("Provider", provider.clone().into()),
-                    ("Model", model.clone().into()),
-                    ("API", kind.clone().into()),
-                    ("Base URL", base_url.clone().into()),
-                    ("Key Variable", view::or(api_key_env.as_deref(), "(none: keyless)")),
+                    ("Type", "offline".into()),
                     ("Built-in", "yes".into()),
+                    ("Unsafe", "no".into()),
+                    ("Description", description.clone().into()),
                 ],
             ))
         }
+        ActorRef::Provider {
+            name,
+            provider,
+            model,
+            kind,
+            base_url,
+            api_key_env,
+        } => Report::ok("actor show", json!({"actor": r}), "Actor loaded").with(Element::panel(
+            "Actor Details",
+            [
+                ("Name", view::id(name.clone())),
+                ("Type", "provider".into()),
+                ("Provider", provider.clone().into()),
+                ("Model", model.clone().into()),
+                ("API", kind.clone().into()),
+                ("Base URL", base_url.clone().into()),
+                (
+                    "Key Variable",
+                    view::or(api_key_env.as_deref(), "(none: keyless)"),
+                ),
+                ("Built-in", "yes".into()),
+            ],
+        )),
     };
     Ok(report)
 }
@@ -303,27 +475,54 @@ fn remove(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let providers = ctx.config()?.providers();
     let (a, impact) = actors::remove(&mut store, &providers, name)?;
-    let mut report = Report::ok("actor remove", json!({"actor": actor_json(&a), "impact": impact}), "Actor removed")
-        .with(Element::panel(
-            "Actor Removed",
-            [("Name", view::id(a.name.clone())), ("Model", view::or(a.definition.model.as_deref(), "(none)"))],
-        ))
-        .with(Element::panel(
-            "Impact",
-            [
-                ("Actions Referencing", impact.actions.len().to_string()),
-                ("Projects Referencing", impact.projects.len().to_string()),
-                ("Active Plans", impact.active_plans.len().to_string()),
-            ],
-        ))
-        .with(Element::panel("Cleanup", [("Config", "kept on disk")]));
-    if !impact.actions.is_empty() || !impact.projects.is_empty() || !impact.active_plans.is_empty() {
-        let mut who: Vec<String> = impact.actions.iter().map(|a| format!("action {a}")).collect();
+    let mut report = Report::ok(
+        "actor remove",
+        json!({"actor": actor_json(&a), "impact": impact}),
+        "Actor removed",
+    )
+    .with(Element::panel(
+        "Actor Removed",
+        [
+            ("Name", view::id(a.name.clone())),
+            ("Model", view::or(a.definition.model.as_deref(), "(none)")),
+        ],
+    ))
+    .with(Element::panel(
+        "Impact",
+        [
+            ("Actions Referencing", impact.actions.len().to_string()),
+            ("Projects Referencing", impact.projects.len().to_string()),
+            ("Active Plans", impact.active_plans.len().to_string()),
+        ],
+    ))
+    .with(Element::panel("Cleanup", [("Config", "kept on disk")]));
+    if !impact.actions.is_empty() || !impact.projects.is_empty() || !impact.active_plans.is_empty()
+    {
+        let mut who: Vec<String> = impact
+            .actions
+            .iter()
+            .map(|a| format!("action {a}"))
+            .collect();
         who.extend(impact.projects.iter().map(|p| format!("project {p}")));
-        who.extend(impact.active_plans.iter().map(|p| format!("plan {}", view::short(p))));
+        who.extend(
+            impact
+                .active_plans
+                .iter()
+                .map(|p| format!("plan {}", view::short(p))),
+        );
         report = report.message(
             Level::Warn,
-            format!("{} no longer resolve{} until {} is registered again: {}", if who.len() == 1 { "this reference" } else { "these references" }, if who.len() == 1 { "s" } else { "" }, a.name, who.join(", ")),
+            format!(
+                "{} no longer resolve{} until {} is registered again: {}",
+                if who.len() == 1 {
+                    "this reference"
+                } else {
+                    "these references"
+                },
+                if who.len() == 1 { "s" } else { "" },
+                a.name,
+                who.join(", ")
+            ),
         );
     }
     Ok(report)

@@ -51,8 +51,16 @@ impl ConfigCommand {
 /// invalid config file (`CONFIG_INVALID`), I/O failures.
 pub fn run(command: ConfigCommand, ctx: &Context) -> Result<crate::output::Report, CliError> {
     match command {
-        ConfigCommand::Set { key, value, project: Some(project) } => set_project(ctx, &key, &value, &project),
-        ConfigCommand::Set { key, value, project: None } => set(ctx, &key, &value),
+        ConfigCommand::Set {
+            key,
+            value,
+            project: Some(project),
+        } => set_project(ctx, &key, &value, &project),
+        ConfigCommand::Set {
+            key,
+            value,
+            project: None,
+        } => set(ctx, &key, &value),
         ConfigCommand::Get { key } => get(ctx, &key),
         ConfigCommand::List { regex } => list(ctx, regex.as_deref()),
     }
@@ -67,13 +75,22 @@ fn not_set(v: &Option<String>) -> String {
 /// config.toml.
 fn set_project(ctx: &Context, key: &str, value: &str, project: &str) -> Result<Report, CliError> {
     if key != "automation-profile" {
-        return Err(CliError::invalid_input(format!("--project applies only to automation-profile, not `{key}`"))
-            .hint(ctx.suggest(&format!("config set {key} {value}"))));
+        return Err(CliError::invalid_input(format!(
+            "--project applies only to automation-profile, not `{key}`"
+        ))
+        .hint(ctx.suggest(&format!("config set {key} {value}"))));
     }
     let mut store = ctx.store()?;
     let clear = value == "inherit";
-    let (p, previous) = crate::engine::registry::projects::set_profile(&mut store, project, (!clear).then_some(value))?;
-    let shown = p.automation_profile.clone().unwrap_or_else(|| "(inherits global)".into());
+    let (p, previous) = crate::engine::registry::projects::set_profile(
+        &mut store,
+        project,
+        (!clear).then_some(value),
+    )?;
+    let shown = p
+        .automation_profile
+        .clone()
+        .unwrap_or_else(|| "(inherits global)".into());
     Ok(Report::ok(
         "config set",
         json!({
@@ -90,13 +107,24 @@ fn set_project(ctx: &Context, key: &str, value: &str, project: &str) -> Result<R
         [
             ("Key", Cell::new("automation-profile", Tone::Id)),
             ("Value", shown.into()),
-            ("Previous", previous.unwrap_or_else(|| "(inherits global)".into()).into()),
+            (
+                "Previous",
+                previous
+                    .unwrap_or_else(|| "(inherits global)".into())
+                    .into(),
+            ),
             ("Scope", format!("project {}", p.name).into()),
         ],
     ))
     .with(Element::panel(
         "Effective",
-        [("Plans", "future plans targeting this project (unless the plan or action sets one)"), ("Existing", "unchanged")],
+        [
+            (
+                "Plans",
+                "future plans targeting this project (unless the plan or action sets one)",
+            ),
+            ("Existing", "unchanged"),
+        ],
     )))
 }
 

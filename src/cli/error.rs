@@ -152,15 +152,24 @@ impl From<YamlError> for CliError {
     fn from(e: YamlError) -> Self {
         let message = e.to_string();
         match &e {
-            YamlError::Read { path, .. } => CliError::new("NOT_FOUND", message)
-                .hint(format!("check that {} exists and is readable", path.display())),
+            YamlError::Read { path, .. } => CliError::new("NOT_FOUND", message).hint(format!(
+                "check that {} exists and is readable",
+                path.display()
+            )),
             YamlError::Invalid { path, field, .. } | YamlError::Rule { path, field, .. } => {
                 let err = CliError::invalid_input(message).detail(format!(
                     "file: {}{}",
                     path.display(),
-                    if field.is_empty() { String::new() } else { format!("; field: {field}") }
+                    if field.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; field: {field}")
+                    }
                 ));
-                err.hint(format!("fix {} and run the command again; nothing was saved", path.display()))
+                err.hint(format!(
+                    "fix {} and run the command again; nothing was saved",
+                    path.display()
+                ))
             }
         }
     }
@@ -172,11 +181,15 @@ impl From<ProfileError> for CliError {
         match e {
             ProfileError::Yaml(y) => y.into(),
             ProfileError::Store(s) => s.into(),
-            ProfileError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents automation-profile list"),
-            ProfileError::Exists(name) => CliError::new("CONFLICT", message)
-                .hint(format!("to replace it: agents automation-profile add --update --config FILE {name}")),
-            ProfileError::BuiltIn(_) => CliError::new("CONFLICT", message)
-                .hint("built-in profiles are fixed; add a custom profile such as local/careful instead"),
+            ProfileError::NotFound(_) => {
+                CliError::new("NOT_FOUND", message).hint("agents automation-profile list")
+            }
+            ProfileError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
+                "to replace it: agents automation-profile add --update --config FILE {name}"
+            )),
+            ProfileError::BuiltIn(_) => CliError::new("CONFLICT", message).hint(
+                "built-in profiles are fixed; add a custom profile such as local/careful instead",
+            ),
             ProfileError::NoName(_) | ProfileError::Name { .. } => CliError::invalid_input(message),
         }
     }
@@ -190,12 +203,16 @@ impl From<ActorError> for CliError {
             ActorError::Store(s) => s.into(),
             ActorError::Exists(name) => CliError::new("CONFLICT", message)
                 .detail(format!("Actor already exists: {name}"))
-                .hint(format!("use --update to replace: agents actor add --update --config FILE {name}")),
+                .hint(format!(
+                    "use --update to replace: agents actor add --update --config FILE {name}"
+                )),
             ActorError::Unresolved { .. } => CliError::new("NOT_FOUND", message)
                 .hint("agents actor list")
                 .hint("register one with `agents actor add --config FILE`"),
             ActorError::BuiltIn(_) => CliError::new("CONFLICT", message).hint("agents actor list"),
-            ActorError::NoName(_) | ActorError::Name { .. } | ActorError::Option(..) => CliError::invalid_input(message),
+            ActorError::NoName(_) | ActorError::Name { .. } | ActorError::Option(..) => {
+                CliError::invalid_input(message)
+            }
         }
     }
 }
@@ -265,30 +282,45 @@ impl From<ProjectError> for CliError {
             ProjectError::Resource(r) => r.into(),
             ProjectError::Actor(a) => a.into(),
             ProjectError::Profile(p) => p.into(),
-            ProjectError::Exists(_) => CliError::new("CONFLICT", message).hint("agents project list"),
-            ProjectError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents project list"),
+            ProjectError::Exists(_) => {
+                CliError::new("CONFLICT", message).hint("agents project list")
+            }
+            ProjectError::NotFound(_) => {
+                CliError::new("NOT_FOUND", message).hint("agents project list")
+            }
             ProjectError::AlreadyLinked { .. } => CliError::new("CONFLICT", message),
             ProjectError::NotLinked { project, .. } => {
                 CliError::new("NOT_FOUND", message).hint(format!("agents project show {project}"))
             }
-            ProjectError::UsedByValidations { project, ids, .. } => CliError::new("CONFLICT", message)
-                .hint(format!("remove them first: agents project validation remove {project} {}", ids.join(" "))),
-            ProjectError::ActivePlans { plans, project } => CliError::new("CONFLICT", "Delete blocked: the project has active plans")
-                .detail(
-                    plans
-                        .iter()
-                        .map(|(id, st, action)| format!("{} - {st} ({action})", &id[..8.min(id.len())]))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                )
-                .hint("cancel or finish the active plans first (agents plan list)")
-                .hint(format!("or cancel them and delete: agents project delete --force --yes {project}")),
+            ProjectError::UsedByValidations { project, ids, .. } => {
+                CliError::new("CONFLICT", message).hint(format!(
+                    "remove them first: agents project validation remove {project} {}",
+                    ids.join(" ")
+                ))
+            }
+            ProjectError::ActivePlans { plans, project } => {
+                CliError::new("CONFLICT", "Delete blocked: the project has active plans")
+                    .detail(
+                        plans
+                            .iter()
+                            .map(|(id, st, action)| {
+                                format!("{} - {st} ({action})", &id[..8.min(id.len())])
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    )
+                    .hint("cancel or finish the active plans first (agents plan list)")
+                    .hint(format!(
+                        "or cancel them and delete: agents project delete --force --yes {project}"
+                    ))
+            }
             ProjectError::ValidationNotFound { project, .. } => CliError::new("NOT_FOUND", message)
                 .hint(format!("agents project validation list {project}")),
             ProjectError::Backup { .. } => CliError::new("IO_ERROR", message),
-            ProjectError::Name { .. } | ProjectError::Alias(_) | ProjectError::DuplicateResource(_) | ProjectError::Invalid { .. } => {
-                CliError::invalid_input(message)
-            }
+            ProjectError::Name { .. }
+            | ProjectError::Alias(_)
+            | ProjectError::DuplicateResource(_)
+            | ProjectError::Invalid { .. } => CliError::invalid_input(message),
         }
     }
 }
@@ -300,11 +332,14 @@ impl From<InvariantError> for CliError {
             InvariantError::Store(s) => s.into(),
             InvariantError::Project(p) => p.into(),
             InvariantError::Action(a) => a.into(),
-            InvariantError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents invariant list"),
-            InvariantError::Plan(_) => CliError::new("NOT_FOUND", message).hint("agents plan list"),
-            InvariantError::NoScope | InvariantError::Empty | InvariantError::InvalidKey(_) | InvariantError::EffectiveNeedsPlan => {
-                CliError::invalid_input(message)
+            InvariantError::NotFound(_) => {
+                CliError::new("NOT_FOUND", message).hint("agents invariant list")
             }
+            InvariantError::Plan(_) => CliError::new("NOT_FOUND", message).hint("agents plan list"),
+            InvariantError::NoScope
+            | InvariantError::Empty
+            | InvariantError::InvalidKey(_)
+            | InvariantError::EffectiveNeedsPlan => CliError::invalid_input(message),
         }
     }
 }
@@ -314,16 +349,21 @@ impl From<PlanUseError> for CliError {
         let message = e.to_string();
         match e {
             PlanUseError::Store(s) => s.into(),
-            PlanUseError::Action(a) => a.into(),
-            PlanUseError::Project(p) => p.into(),
+            PlanUseError::Action(a) => (*a).into(),
+            PlanUseError::Project(p) => (*p).into(),
             PlanUseError::Profile(p) => p.into(),
-            PlanUseError::Argument(a) => CliError::invalid_input(message).detail(a.to_string()).hint("agents action show ACTION (lists its arguments)"),
+            PlanUseError::Argument(a) => CliError::invalid_input(message)
+                .detail(a.to_string())
+                .hint("agents action show ACTION (lists its arguments)"),
             PlanUseError::NotAvailable { name, .. } => CliError::new("INVALID_INPUT", message)
                 .hint(format!("agents action available {name}")),
-            PlanUseError::Actor { .. } => CliError::new("NOT_FOUND", message).hint("agents actor list"),
-            PlanUseError::Template { .. } | PlanUseError::NoProject | PlanUseError::DuplicateProject(_) | PlanUseError::EmptyInvariant => {
-                CliError::invalid_input(message)
+            PlanUseError::Actor { .. } => {
+                CliError::new("NOT_FOUND", message).hint("agents actor list")
             }
+            PlanUseError::Template { .. }
+            | PlanUseError::NoProject
+            | PlanUseError::DuplicateProject(_)
+            | PlanUseError::EmptyInvariant => CliError::invalid_input(message),
         }
     }
 }

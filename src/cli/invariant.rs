@@ -78,13 +78,46 @@ impl InvariantCommand {
 /// No scope, empty text, invalid keys, unknown targets or ids.
 pub fn run(command: InvariantCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
-        InvariantCommand::Add { global, project, plans, actions, key, text } => add(ctx, &Targets { global, project, plans, actions }, &text, key.as_deref()),
-        InvariantCommand::List { global, project, plan, action, effective, regex } => {
+        InvariantCommand::Add {
+            global,
+            project,
+            plans,
+            actions,
+            key,
+            text,
+        } => add(
+            ctx,
+            &Targets {
+                global,
+                project,
+                plans,
+                actions,
+            },
+            &text,
+            key.as_deref(),
+        ),
+        InvariantCommand::List {
+            global,
+            project,
+            plan,
+            action,
+            effective,
+            regex,
+        } => {
             if effective {
                 let plan = plan.ok_or(invariants::InvariantError::EffectiveNeedsPlan)?;
                 effective_view(ctx, &plan)
             } else {
-                list(ctx, &Filter { global, project, plan, action }, regex.as_deref())
+                list(
+                    ctx,
+                    &Filter {
+                        global,
+                        project,
+                        plan,
+                        action,
+                    },
+                    regex.as_deref(),
+                )
             }
         }
         InvariantCommand::Remove { yes, id } => remove(ctx, &id, yes),
@@ -96,17 +129,37 @@ pub fn source_label(i: &Invariant) -> &'static str {
     i.scope.as_str()
 }
 
-fn add(ctx: &Context, targets: &Targets, text: &str, key: Option<&str>) -> Result<Report, CliError> {
+fn add(
+    ctx: &Context,
+    targets: &Targets,
+    text: &str,
+    key: Option<&str>,
+) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let added = invariants::add(&mut store, targets, text, key)?;
     let n = added.len();
-    let mut report = Report::ok("invariant add", json!({"invariants": added}), if n == 1 { "Invariant added".to_string() } else { format!("{n} invariants added") });
+    let mut report = Report::ok(
+        "invariant add",
+        json!({"invariants": added}),
+        if n == 1 {
+            "Invariant added".to_string()
+        } else {
+            format!("{n} invariants added")
+        },
+    );
     for i in &added {
         let mut entries = Vec::new();
         match i.scope {
-            InvariantScope::Project => entries.push(("Project", view::id(i.project.clone().unwrap_or_default()))),
-            InvariantScope::Action => entries.push(("Action", view::id(i.action.clone().unwrap_or_default()))),
-            InvariantScope::Plan => entries.push(("Plan", view::id(i.plan_id.map(|p| p.to_string()).unwrap_or_default()))),
+            InvariantScope::Project => {
+                entries.push(("Project", view::id(i.project.clone().unwrap_or_default())))
+            }
+            InvariantScope::Action => {
+                entries.push(("Action", view::id(i.action.clone().unwrap_or_default())))
+            }
+            InvariantScope::Plan => entries.push((
+                "Plan",
+                view::id(i.plan_id.map(|p| p.to_string()).unwrap_or_default()),
+            )),
             InvariantScope::Global => {}
         }
         entries.push(("Invariant", i.text.clone().into()));
@@ -123,7 +176,10 @@ fn add(ctx: &Context, targets: &Targets, text: &str, key: Option<&str>) -> Resul
 fn list(ctx: &Context, filter: &Filter, regex: Option<&str>) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let re = view::regex(regex, "agents invariant list 'API'")?;
-    let all: Vec<Invariant> = invariants::list(&store, filter)?.into_iter().filter(|i| re.as_ref().is_none_or(|r| r.is_match(&i.text))).collect();
+    let all: Vec<Invariant> = invariants::list(&store, filter)?
+        .into_iter()
+        .filter(|i| re.as_ref().is_none_or(|r| r.is_match(&i.text)))
+        .collect();
     let title = match (filter.global, &filter.project, &filter.plan, &filter.action) {
         (true, None, None, None) => "Global Invariants".to_string(),
         (false, Some(p), None, None) => format!("Project Invariants ({p})"),
@@ -132,10 +188,25 @@ fn list(ctx: &Context, filter: &Filter, regex: Option<&str>) -> Result<Report, C
         _ => "Invariants".to_string(),
     };
     let n = all.len();
-    Ok(Report::ok("invariant list", json!({"invariants": all}), format!("{n} invariant{}", if n == 1 { "" } else { "s" })).with(Element::Table {
+    Ok(Report::ok(
+        "invariant list",
+        json!({"invariants": all}),
+        format!("{n} invariant{}", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
         title,
         columns: ["ID", "Scope", "Key", "Text"].map(Column::left).into(),
-        rows: all.iter().map(|i| vec![view::id(i.invariant_id.clone()), i.scope_label().into(), view::or(i.key.as_deref(), "-"), i.text.clone().into()]).collect(),
+        rows: all
+            .iter()
+            .map(|i| {
+                vec![
+                    view::id(i.invariant_id.clone()),
+                    i.scope_label().into(),
+                    view::or(i.key.as_deref(), "-"),
+                    i.text.clone().into(),
+                ]
+            })
+            .collect(),
         empty: "No invariants found.".into(),
     }))
 }
@@ -144,7 +215,8 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let providers = ctx.config()?.providers();
     let global_actor = super::global_setting(ctx, "invariant-actor");
-    let (plan_id, v, choice) = invariants::effective(&store, &providers, plan, global_actor.as_deref())?;
+    let (plan_id, v, choice) =
+        invariants::effective(&store, &providers, plan, global_actor.as_deref())?;
     let count = |s: InvariantScope| v.effective.iter().filter(|i| i.scope == s).count();
     let conflicts = v.conflicts.len();
     let status = format!(
@@ -190,7 +262,12 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
                     (InvariantScope::Action, _, Some(a)) => format!("action {a}"),
                     (s, ..) => s.as_str().to_string(),
                 };
-                vec![view::id(i.invariant_id.clone()), source.into(), view::or(i.key.as_deref(), "-"), i.text.clone().into()]
+                vec![
+                    view::id(i.invariant_id.clone()),
+                    source.into(),
+                    view::or(i.key.as_deref(), "-"),
+                    i.text.clone().into(),
+                ]
             })
             .collect(),
         empty: "No invariants apply to this plan.".into(),
@@ -201,14 +278,32 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
             items: v
                 .conflicts
                 .iter()
-                .map(|d| format!("{} \"{}\" overridden by {} \"{}\" (key {})", d.dropped.scope, d.dropped.text, d.kept.scope, d.kept.text, d.kept.key.as_deref().unwrap_or("")))
+                .map(|d| {
+                    format!(
+                        "{} \"{}\" overridden by {} \"{}\" (key {})",
+                        d.dropped.scope,
+                        d.dropped.text,
+                        d.kept.scope,
+                        d.kept.text,
+                        d.kept.key.as_deref().unwrap_or("")
+                    )
+                })
                 .collect(),
         });
     }
     if !v.duplicates.is_empty() {
         report = report.with(Element::List {
             title: format!("Duplicates Dropped: {}", v.duplicates.len()),
-            items: v.duplicates.iter().map(|d| format!("{} \"{}\" repeats {} \"{}\"", d.dropped.scope, d.dropped.text, d.kept.scope, d.kept.text)).collect(),
+            items: v
+                .duplicates
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} \"{}\" repeats {} \"{}\"",
+                        d.dropped.scope, d.dropped.text, d.kept.scope, d.kept.text
+                    )
+                })
+                .collect(),
         });
     }
     Ok(report.message(Level::Warn, semantic))
@@ -218,14 +313,28 @@ fn remove(ctx: &Context, id: &str, yes: bool) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let inv = invariants::find(&store, id)?;
     confirm(
-        &format!("Remove invariant {} (\"{}\", scope: {})?", inv.invariant_id, inv.text, inv.scope_label()),
+        &format!(
+            "Remove invariant {} (\"{}\", scope: {})?",
+            inv.invariant_id,
+            inv.text,
+            inv.scope_label()
+        ),
         yes,
         &ctx.terminal,
         &ctx.suggest(&format!("invariant remove --yes {}", inv.invariant_id)),
     )?;
     let inv = invariants::remove(&mut store, &inv.invariant_id)?;
-    Ok(Report::ok("invariant remove", json!({"invariant": inv}), "Invariant removed").with(Element::panel(
+    Ok(Report::ok(
+        "invariant remove",
+        json!({"invariant": inv}),
+        "Invariant removed",
+    )
+    .with(Element::panel(
         "Invariant Removed",
-        [("Removed", inv.text.clone().into()), ("Scope", inv.scope_label().into()), ("ID", view::id(inv.invariant_id.clone()))],
+        [
+            ("Removed", inv.text.clone().into()),
+            ("Scope", inv.scope_label().into()),
+            ("ID", view::id(inv.invariant_id.clone())),
+        ],
     )))
 }

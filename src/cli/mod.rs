@@ -142,15 +142,26 @@ impl Command {
 /// How `agents --help` groups the top-level commands (a command missing here is listed under
 /// "Other commands").
 pub const HELP_GROUPS: [(&str, &[&str]); 3] = [
-    ("Work", &["plan", "action", "project", "resource", "invariant"]),
+    (
+        "Work",
+        &["plan", "action", "project", "resource", "invariant"],
+    ),
     ("Agents and automation", &["actor", "automation-profile"]),
-    ("Setup", &["config", "init", "info", "diagnostics", "version"]),
+    (
+        "Setup",
+        &["config", "init", "info", "diagnostics", "version"],
+    ),
 ];
 
 /// The command-line definition with the grouped command list in `--help`.
 pub fn cli_command() -> clap::Command {
     let cmd = Cli::command();
-    let width = cmd.get_subcommands().map(|s| s.get_name().len()).max().unwrap_or(10) + 2;
+    let width = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().len())
+        .max()
+        .unwrap_or(10)
+        + 2;
     let line = |sub: &clap::Command| {
         format!(
             "  {:width$}{}\n",

@@ -121,21 +121,35 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     data["action_archived"] = json!(c.action_archived);
     data["ran"] = json!(false);
     data["next"] = json!(ctx.suggest(&format!("plan status {id}")));
-    let mut report = Report::ok("plan use", data, "Plan created at strategize/queued; Strategize: not yet supported, so nothing ran")
-        .with(Element::panel(
-            "Plan Created",
-            [
-                ("Plan ID", view::id(id.clone())),
-                ("Phase", p.phase().as_str().into()),
-                ("State", p.state().as_str().into()),
-                ("Action", view::id(p.action_name.clone())),
-                ("Projects", p.project_names().join(", ").into()),
-                ("Automation", c.profile.name.clone().into()),
-                ("Attempt", p.status.attempt.to_string().into()),
-            ],
-        ));
+    let mut report = Report::ok(
+        "plan use",
+        data,
+        "Plan created at strategize/queued; Strategize: not yet supported, so nothing ran",
+    )
+    .with(Element::panel(
+        "Plan Created",
+        [
+            ("Plan ID", view::id(id.clone())),
+            ("Phase", p.phase().as_str().into()),
+            ("State", p.state().as_str().into()),
+            ("Action", view::id(p.action_name.clone())),
+            ("Projects", p.project_names().join(", ").into()),
+            ("Automation", c.profile.name.clone().into()),
+            ("Attempt", p.status.attempt.to_string().into()),
+        ],
+    ));
     if !p.arguments.is_empty() {
-        report = report.with(Element::panel("Arguments", p.arguments.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))));
+        report = report.with(Element::panel(
+            "Arguments",
+            p.arguments.iter().map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string()),
+                )
+            }),
+        ));
     }
     let overridden = |flag: &str| c.actor_overrides.iter().any(|(f, _)| f == flag);
     let actor = |v: &Option<String>, flag: &str| match v {
@@ -164,7 +178,12 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         ))
         .with(Element::List {
             title: "Target Projects".into(),
-            items: c.projects.iter().enumerate().map(|(i, pr)| format!("{}. {}", i + 1, pr.name)).collect(),
+            items: c
+                .projects
+                .iter()
+                .enumerate()
+                .map(|(i, pr)| format!("{}. {}", i + 1, pr.name))
+                .collect(),
         })
         .with(Element::Table {
             title: "Plan Invariants".into(),
@@ -181,17 +200,30 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
                         (_, _, Some(a)) => a.clone(),
                         _ => "global".to_string(),
                     };
-                    vec![i.scope.as_str().into(), source.into(), i.text.clone().into()]
+                    vec![
+                        i.scope.as_str().into(),
+                        source.into(),
+                        i.text.clone().into(),
+                    ]
                 })
                 .collect(),
             empty: "(none)".into(),
         })
         .with(Element::List {
             title: "Next Steps".into(),
-            items: vec![ctx.suggest(&format!("plan status {id}")), ctx.suggest(&format!("invariant list --plan {id} --effective"))],
+            items: vec![
+                ctx.suggest(&format!("plan status {id}")),
+                ctx.suggest(&format!("invariant list --plan {id} --effective")),
+            ],
         });
     if c.action_archived {
-        report = report.message(Level::Info, format!("action {} is not reusable and was archived by this use", c.action.name));
+        report = report.message(
+            Level::Info,
+            format!(
+                "action {} is not reusable and was archived by this use",
+                c.action.name
+            ),
+        );
     }
     report.status.level = Level::Warn;
     Ok(report)
@@ -214,48 +246,69 @@ fn plan_row(p: &Plan) -> serde_json::Value {
 fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let re = view::regex(a.regex.as_deref(), "agents plan list 'coverage'")?;
-    let project = a.project.as_deref().map(|p| crate::engine::registry::projects::find(&store, p)).transpose()?;
-    let action = a
-        .action
+    let project = a
+        .project
         .as_deref()
-        .map(|x| crate::engine::domain::QualifiedName::resolve_user_input(x, &[]).map(|q| q.to_string()).unwrap_or_else(|_| x.to_string()));
+        .map(|p| crate::engine::registry::projects::find(&store, p))
+        .transpose()?;
+    let action = a.action.as_deref().map(|x| {
+        crate::engine::domain::QualifiedName::resolve_user_input(x, &[])
+            .map(|q| q.to_string())
+            .unwrap_or_else(|_| x.to_string())
+    });
     let plans: Vec<Plan> = store
         .plans()?
         .into_iter()
         .filter(|p| a.phase.as_deref().is_none_or(|ph| p.phase().as_str() == ph))
         .filter(|p| a.state.as_deref().is_none_or(|s| p.state().as_str() == s))
-        .filter(|p| project.as_ref().is_none_or(|pr| p.project_names().contains(&pr.name.as_str())))
+        .filter(|p| {
+            project
+                .as_ref()
+                .is_none_or(|pr| p.project_names().contains(&pr.name.as_str()))
+        })
         .filter(|p| action.as_deref().is_none_or(|ac| p.action_name == ac))
-        .filter(|p| re.as_ref().is_none_or(|r| r.is_match(&p.action_name) || r.is_match(&p.name)))
+        .filter(|p| {
+            re.as_ref()
+                .is_none_or(|r| r.is_match(&p.action_name) || r.is_match(&p.name))
+        })
         .collect();
     let n = plans.len();
     let count = |s: ProcessingState| plans.iter().filter(|p| p.state() == s).count().to_string();
-    let mut report = Report::ok("plan list", json!({"plans": plans.iter().map(plan_row).collect::<Vec<_>>()}), format!("{n} plan{} listed", if n == 1 { "" } else { "s" }))
-        .with(Element::Table {
-            title: "Plans".into(),
-            columns: ["ID", "Phase", "State", "Action", "Project", "Created"].map(Column::left).into(),
-            rows: plans
-                .iter()
-                .map(|p| {
-                    vec![
-                        view::id(view::short(&p.plan_id.to_string())),
-                        p.phase().as_str().into(),
-                        p.state().as_str().into(),
-                        p.action_name.clone().into(),
-                        p.project_names().join(", ").into(),
-                        view::time(&p.created_at).into(),
-                    ]
-                })
-                .collect(),
-            empty: "No plans found.".into(),
-        });
+    let mut report = Report::ok(
+        "plan list",
+        json!({"plans": plans.iter().map(plan_row).collect::<Vec<_>>()}),
+        format!("{n} plan{} listed", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
+        title: "Plans".into(),
+        columns: ["ID", "Phase", "State", "Action", "Project", "Created"]
+            .map(Column::left)
+            .into(),
+        rows: plans
+            .iter()
+            .map(|p| {
+                vec![
+                    view::id(view::short(&p.plan_id.to_string())),
+                    p.phase().as_str().into(),
+                    p.state().as_str().into(),
+                    p.action_name.clone().into(),
+                    p.project_names().join(", ").into(),
+                    view::time(&p.created_at).into(),
+                ]
+            })
+            .collect(),
+        empty: "No plans found.".into(),
+    });
     if a.phase.is_some() || a.state.is_some() || a.project.is_some() || a.action.is_some() {
         report = report.with(Element::panel(
             "Filters",
             [
                 ("Phase", a.phase.clone().unwrap_or_else(|| "(any)".into())),
                 ("State", a.state.clone().unwrap_or_else(|| "(any)".into())),
-                ("Project", project.map(|p| p.name).unwrap_or_else(|| "(any)".into())),
+                (
+                    "Project",
+                    project.map(|p| p.name).unwrap_or_else(|| "(any)".into()),
+                ),
                 ("Action", action.unwrap_or_else(|| "(any)".into())),
             ],
         ));
@@ -299,7 +352,9 @@ fn progress(p: &Plan) -> Vec<String> {
 fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let id = store.resolve_plan_id(input)??;
-    let p = store.plan(&id)?.ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;
+    let p = store
+        .plan(&id)?
+        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;
     let origin = store.plan_origin(&id)?;
     let mut data = serde_json::Value::Object(p.as_cli_dict());
     data["profile_source"] = json!(origin.as_ref().map(|o| o.profile_source));
@@ -308,7 +363,10 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         (Phase::Applied, _) => (Level::Ok, "Plan applied".to_string()),
         (_, ProcessingState::Cancelled) => (Level::Ok, "Plan cancelled".to_string()),
         (_, ProcessingState::Errored) => (Level::Warn, format!("Plan errored in {}", p.phase())),
-        (ph, ProcessingState::Queued) => (Level::Warn, format!("Plan queued at {ph}; running plans is not yet supported, so nothing ran")),
+        (ph, ProcessingState::Queued) => (
+            Level::Warn,
+            format!("Plan queued at {ph}; running plans is not yet supported, so nothing ran"),
+        ),
         (ph, st) => (Level::Ok, format!("Plan {ph}/{st}")),
     };
     let mut report = Report::ok("plan status", data, text).with(Element::panel(
@@ -319,32 +377,58 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             ("State", p.state().as_str().into()),
             ("Action", view::id(p.action_name.clone())),
             ("Projects", p.project_names().join(", ").into()),
-            ("Automation", view::or(p.automation_profile.as_deref(), "(none)")),
+            (
+                "Automation",
+                view::or(p.automation_profile.as_deref(), "(none)"),
+            ),
             ("Attempt", p.status.attempt.to_string().into()),
         ],
     ));
     report = report
-        .with(Element::List { title: "Progress".into(), items: progress(&p) })
+        .with(Element::List {
+            title: "Progress".into(),
+            items: progress(&p),
+        })
         .with(Element::panel(
             "Timing",
-            [("Created", view::time(&p.created_at)), ("Updated", view::time(&p.updated_at))],
+            [
+                ("Created", view::time(&p.created_at)),
+                ("Updated", view::time(&p.updated_at)),
+            ],
         ));
     if let Some(dod) = &p.definition_of_done {
-        report = report.with(Element::List { title: "Definition of Done".into(), items: vec![dod.clone()] });
+        report = report.with(Element::List {
+            title: "Definition of Done".into(),
+            items: vec![dod.clone()],
+        });
     }
     if let Some(script) = origin.as_ref().and_then(|o| o.script.as_ref()) {
         report = report.with(Element::List {
             title: "Script".into(),
             items: script
                 .iter()
-                .map(|s| format!("{} ({}): {}", s.name, s.kind(), s.run.clone().or(s.tool.clone()).or(s.spawn.as_ref().map(|sp| sp.action.clone())).unwrap_or_default()))
+                .map(|s| {
+                    format!(
+                        "{} ({}): {}",
+                        s.name,
+                        s.kind(),
+                        s.run
+                            .clone()
+                            .or(s.tool.clone())
+                            .or(s.spawn.as_ref().map(|sp| sp.action.clone()))
+                            .unwrap_or_default()
+                    )
+                })
                 .collect(),
         });
     }
     if p.error_message.is_some() {
         report = report.with(Element::panel(
             "Error Detail",
-            [("Code", p.error_code.clone().unwrap_or_default()), ("Error", p.error_message.clone().unwrap_or_default())],
+            [
+                ("Code", p.error_code.clone().unwrap_or_default()),
+                ("Error", p.error_message.clone().unwrap_or_default()),
+            ],
         ));
     }
     report.status.level = level;

@@ -62,7 +62,11 @@ impl ProfileCommand {
 /// unknown profiles.
 pub fn run(command: ProfileCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
-        ProfileCommand::Add { config, update, name } => add(ctx, &config, update, name.as_deref()),
+        ProfileCommand::Add {
+            config,
+            update,
+            name,
+        } => add(ctx, &config, update, name.as_deref()),
         ProfileCommand::Remove { yes, name } => remove(ctx, &name, yes),
         ProfileCommand::List { regex } => list(ctx, regex.as_deref()),
         ProfileCommand::Show { name } => show(ctx, &name),
@@ -70,7 +74,12 @@ pub fn run(command: ProfileCommand, ctx: &Context) -> Result<Report, CliError> {
 }
 
 fn providers(ctx: &Context) -> Result<Vec<String>, CliError> {
-    Ok(ctx.config()?.providers().into_iter().map(|p| p.name).collect())
+    Ok(ctx
+        .config()?
+        .providers()
+        .into_iter()
+        .map(|p| p.name)
+        .collect())
 }
 
 /// The profile as structured data: name, source, description, flags (all 13).
@@ -92,34 +101,62 @@ fn flag_panels(p: &Profile) -> Vec<Element> {
         .map(|(title, names)| {
             Element::panel(
                 *title,
-                names.iter().map(|n| (n.to_string(), p.flags.get(n).unwrap_or(false).to_string())),
+                names
+                    .iter()
+                    .map(|n| (n.to_string(), p.flags.get(n).unwrap_or(false).to_string())),
             )
         })
         .collect()
 }
 
-fn add(ctx: &Context, config: &std::path::Path, update: bool, name: Option<&str>) -> Result<Report, CliError> {
+fn add(
+    ctx: &Context,
+    config: &std::path::Path,
+    update: bool,
+    name: Option<&str>,
+) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
-    let added = profiles::add(&mut store, config, name, update, &providers(ctx)?).map_err(|e| match e {
-        profiles::ProfileError::Exists(n) => CliError::new("CONFLICT", format!("automation profile {n} already exists"))
-            .hint(ctx.suggest(&format!("automation-profile add --update --config {} {n}", shell_words::quote(&config.display().to_string())))),
-        other => other.into(),
-    })?;
+    let added =
+        profiles::add(&mut store, config, name, update, &providers(ctx)?).map_err(|e| match e {
+            profiles::ProfileError::Exists(n) => {
+                CliError::new("CONFLICT", format!("automation profile {n} already exists")).hint(
+                    ctx.suggest(&format!(
+                        "automation-profile add --update --config {} {n}",
+                        shell_words::quote(&config.display().to_string())
+                    )),
+                )
+            }
+            other => other.into(),
+        })?;
     let p = &added.profile;
     let mut report = Report::ok(
         "automation-profile add",
         json!({"profile": profile_json(p), "replaced": added.replaced}),
-        if added.replaced { "Profile updated" } else { "Profile registered" },
+        if added.replaced {
+            "Profile updated"
+        } else {
+            "Profile registered"
+        },
     )
     .with(Element::panel(
-        if added.replaced { "Profile Updated" } else { "Profile Registered" },
+        if added.replaced {
+            "Profile Updated"
+        } else {
+            "Profile Registered"
+        },
         [
             ("Name", view::id(p.name.clone())),
             ("Description", view::or(p.description.as_deref(), "(none)")),
             ("Config", p.config_path.clone().unwrap_or_default().into()),
         ],
     ));
-    report = report.with(Element::panel("Flags", p.flags.pairs().iter().map(|(n, v)| (n.to_string(), v.to_string()))));
+    report = report.with(Element::panel(
+        "Flags",
+        p.flags
+            .pairs()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string())),
+    ));
     Ok(report)
 }
 
@@ -138,8 +175,15 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
         &ctx.suggest(&format!("automation-profile remove --yes {}", profile.name)),
     )?;
     let removed = profiles::remove(&mut store, name)?;
-    Ok(Report::ok("automation-profile remove", json!({"profile": profile_json(&removed)}), "Profile removed")
-        .with(Element::panel("Profile Removed", [("Name", view::id(removed.name.clone()))])))
+    Ok(Report::ok(
+        "automation-profile remove",
+        json!({"profile": profile_json(&removed)}),
+        "Profile removed",
+    )
+    .with(Element::panel(
+        "Profile Removed",
+        [("Name", view::id(removed.name.clone()))],
+    )))
 }
 
 fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
@@ -149,7 +193,10 @@ fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
         .into_iter()
         .filter(|p| re.as_ref().is_none_or(|r| r.is_match(&p.name)))
         .collect();
-    let builtin = all.iter().filter(|p| p.source == profiles::ProfileSource::BuiltIn).count();
+    let builtin = all
+        .iter()
+        .filter(|p| p.source == profiles::ProfileSource::BuiltIn)
+        .count();
     let n = all.len();
     let rows = all
         .iter()
@@ -170,20 +217,31 @@ fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
     )
     .with(Element::Table {
         title: "Automation Profiles".into(),
-        columns: ["Name", "Source", "Auto-Apply", "Sandbox", "Description"].map(Column::left).into(),
+        columns: ["Name", "Source", "Auto-Apply", "Sandbox", "Description"]
+            .map(Column::left)
+            .into(),
         rows,
         empty: "No profiles match.".into(),
     })
     .with(Element::panel(
         "Summary",
-        [("Built-in", builtin.to_string()), ("Custom", (n - builtin).to_string()), ("Total", n.to_string())],
+        [
+            ("Built-in", builtin.to_string()),
+            ("Custom", (n - builtin).to_string()),
+            ("Total", n.to_string()),
+        ],
     )))
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let p = profiles::find(&store, name)?;
-    let mut report = Report::ok("automation-profile show", json!({"profile": profile_json(&p)}), "Profile loaded").with(Element::panel(
+    let mut report = Report::ok(
+        "automation-profile show",
+        json!({"profile": profile_json(&p)}),
+        "Profile loaded",
+    )
+    .with(Element::panel(
         "Automation Profile",
         [
             ("Name", view::id(p.name.clone())),

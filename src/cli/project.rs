@@ -151,21 +151,67 @@ impl ProjectCommand {
 /// Unknown projects or resources, duplicates, active plans blocking deletion, bad values.
 pub fn run(command: ProjectCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
-        ProjectCommand::Create { description, resources, invariants, invariant_actor, name } => create(
+        ProjectCommand::Create {
+            description,
+            resources,
+            invariants,
+            invariant_actor,
+            name,
+        } => create(
             ctx,
-            projects::CreateRequest { name, description, resources, invariants, invariant_actor },
+            projects::CreateRequest {
+                name,
+                description,
+                resources,
+                invariants,
+                invariant_actor,
+            },
         ),
-        ProjectCommand::LinkResource { read_only, alias, project, resource } => link(ctx, &project, &resource, read_only, alias.as_deref()),
-        ProjectCommand::UnlinkResource { yes, project, resource } => unlink(ctx, &project, &resource, yes),
-        ProjectCommand::List { namespace, regex } => list(ctx, namespace.as_deref(), regex.as_deref()),
+        ProjectCommand::LinkResource {
+            read_only,
+            alias,
+            project,
+            resource,
+        } => link(ctx, &project, &resource, read_only, alias.as_deref()),
+        ProjectCommand::UnlinkResource {
+            yes,
+            project,
+            resource,
+        } => unlink(ctx, &project, &resource, yes),
+        ProjectCommand::List { namespace, regex } => {
+            list(ctx, namespace.as_deref(), regex.as_deref())
+        }
         ProjectCommand::Show { project } => show(ctx, &project),
-        ProjectCommand::Delete { force, yes, project } => delete(ctx, &project, force, yes),
+        ProjectCommand::Delete {
+            force,
+            yes,
+            project,
+        } => delete(ctx, &project, force, yes),
         ProjectCommand::Validation(v) => match v {
-            ValidationCommand::Add { description, required: _, informational, timeout, resource, project, command } => validation_add(
+            ValidationCommand::Add {
+                description,
+                required: _,
+                informational,
+                timeout,
+                resource,
+                project,
+                command,
+            } => validation_add(
                 ctx,
-                projects::ValidationRequest { project, command, description, required: !informational, timeout_secs: timeout, resource },
+                projects::ValidationRequest {
+                    project,
+                    command,
+                    description,
+                    required: !informational,
+                    timeout_secs: timeout,
+                    resource,
+                },
             ),
-            ValidationCommand::Remove { yes, project, validation } => validation_remove(ctx, &project, &validation, yes),
+            ValidationCommand::Remove {
+                yes,
+                project,
+                validation,
+            } => validation_remove(ctx, &project, &validation, yes),
             ValidationCommand::List { project } => validation_list(ctx, &project),
         },
     }
@@ -210,7 +256,9 @@ fn validation_json(v: &Validation) -> serde_json::Value {
 fn links_table(title: &str, links: &[LinkedResource]) -> Element {
     Element::Table {
         title: title.into(),
-        columns: ["Resource", "Type", "Alias", "Sandbox", "Read-Only"].map(Column::left).into(),
+        columns: ["Resource", "Type", "Alias", "Sandbox", "Read-Only"]
+            .map(Column::left)
+            .into(),
         rows: links
             .iter()
             .map(|l| {
@@ -251,15 +299,31 @@ fn create(ctx: &Context, req: projects::CreateRequest) -> Result<Report, CliErro
         ],
     ))
     .with(links_table("Linked Resources", &c.resources));
-    let mut items: Vec<String> = c.invariants.iter().enumerate().map(|(i, inv)| format!("{}. {}", i + 1, inv.text)).collect();
+    let mut items: Vec<String> = c
+        .invariants
+        .iter()
+        .enumerate()
+        .map(|(i, inv)| format!("{}. {}", i + 1, inv.text))
+        .collect();
     if items.is_empty() {
         items.push("(none)".into());
     }
-    items.push(format!("Reconciliation Actor: {}", p.invariant_actor.as_deref().unwrap_or("(inherits global)")));
-    report = report.with(Element::List { title: "Invariants".into(), items }).with(Element::panel(
-        "Defaults",
-        [("Validations", "0"), ("Automation Profile", "(inherits global)")],
+    items.push(format!(
+        "Reconciliation Actor: {}",
+        p.invariant_actor.as_deref().unwrap_or("(inherits global)")
     ));
+    report = report
+        .with(Element::List {
+            title: "Invariants".into(),
+            items,
+        })
+        .with(Element::panel(
+            "Defaults",
+            [
+                ("Validations", "0"),
+                ("Automation Profile", "(inherits global)"),
+            ],
+        ));
     if c.resources.is_empty() {
         report = report.with(Element::List {
             title: "Next Steps".into(),
@@ -269,29 +333,57 @@ fn create(ctx: &Context, req: projects::CreateRequest) -> Result<Report, CliErro
     Ok(report)
 }
 
-fn link(ctx: &Context, project: &str, resource: &str, read_only: bool, alias: Option<&str>) -> Result<Report, CliError> {
+fn link(
+    ctx: &Context,
+    project: &str,
+    resource: &str,
+    read_only: bool,
+    alias: Option<&str>,
+) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let (p, l) = projects::link_resource(&mut store, project, resource, read_only, alias)?;
-    let writable = l.resource.resource_type().is_some_and(|t| t.capabilities.writable) && !l.read_only;
-    Ok(Report::ok("project link-resource", json!({"project": project_json(&p), "link": link_json(&l)}), "Resource linked to project")
-        .with(Element::panel(
-            "Resource Linked",
-            [
-                ("Project", view::id(p.name.clone())),
-                ("Resource", view::id(l.resource.name.clone())),
-                ("Type", l.resource.type_name.clone().into()),
-                ("Alias", view::or(l.alias.as_deref(), "(none)")),
-                ("Read-Only", view::yes_no(l.read_only).into()),
-            ],
-        ))
-        .with(Element::panel(
-            "Permissions",
-            [
-                ("Read", "allowed"),
-                ("Write", if writable { "allowed (in the plan's sandbox)" } else { "denied" }),
-                ("Apply", if writable { "requires approval" } else { "denied" }),
-            ],
-        )))
+    let writable = l
+        .resource
+        .resource_type()
+        .is_some_and(|t| t.capabilities.writable)
+        && !l.read_only;
+    Ok(Report::ok(
+        "project link-resource",
+        json!({"project": project_json(&p), "link": link_json(&l)}),
+        "Resource linked to project",
+    )
+    .with(Element::panel(
+        "Resource Linked",
+        [
+            ("Project", view::id(p.name.clone())),
+            ("Resource", view::id(l.resource.name.clone())),
+            ("Type", l.resource.type_name.clone().into()),
+            ("Alias", view::or(l.alias.as_deref(), "(none)")),
+            ("Read-Only", view::yes_no(l.read_only).into()),
+        ],
+    ))
+    .with(Element::panel(
+        "Permissions",
+        [
+            ("Read", "allowed"),
+            (
+                "Write",
+                if writable {
+                    "allowed (in the plan's sandbox)"
+                } else {
+                    "denied"
+                },
+            ),
+            (
+                "Apply",
+                if writable {
+                    "requires approval"
+                } else {
+                    "denied"
+                },
+            ),
+        ],
+    )))
 }
 
 fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Report, CliError> {
@@ -301,7 +393,10 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
         &format!("Unlink {} from {}?", l.resource.name, p.name),
         yes,
         &ctx.terminal,
-        &ctx.suggest(&format!("project unlink-resource --yes {} {}", p.name, l.resource.name)),
+        &ctx.suggest(&format!(
+            "project unlink-resource --yes {} {}",
+            p.name, l.resource.name
+        )),
     )?;
     let (p, l, active) = projects::unlink_resource(&mut store, project, resource)?;
     let remaining = store.project_resources(&p.project_id)?.len();
@@ -325,7 +420,11 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
                 "active plans of {} still refer to {}: {}",
                 p.name,
                 l.resource.name,
-                active.iter().map(|a| view::short(&a.plan_id.to_string())).collect::<Vec<_>>().join(", ")
+                active
+                    .iter()
+                    .map(|a| view::short(&a.plan_id.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         );
     }
@@ -373,14 +472,25 @@ fn list(ctx: &Context, ns: Option<&str>, regex: Option<&str>) -> Result<Report, 
 fn validations_table(title: String, vs: &[Validation]) -> Element {
     Element::Table {
         title,
-        columns: vec![Column::left("ID"), Column::left("Command"), Column::left("Mode"), Column::right("Timeout"), Column::left("Resource")],
+        columns: vec![
+            Column::left("ID"),
+            Column::left("Command"),
+            Column::left("Mode"),
+            Column::right("Timeout"),
+            Column::left("Resource"),
+        ],
         rows: vs
             .iter()
             .map(|v| {
                 vec![
                     view::id(v.validation_id.clone()),
                     v.command.clone().into(),
-                    (if v.required { "required" } else { "informational" }).into(),
+                    (if v.required {
+                        "required"
+                    } else {
+                        "informational"
+                    })
+                    .into(),
                     format!("{}s", v.timeout_secs).into(),
                     view::or(v.resource.as_deref(), "(all)"),
                 ]
@@ -444,10 +554,28 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
     let question = if active.is_empty() {
         format!("Delete project {}? This cannot be undone.", p.name)
     } else {
-        format!("Cancel {} active plan(s) and delete project {}?", active.len(), p.name)
+        format!(
+            "Cancel {} active plan(s) and delete project {}?",
+            active.len(),
+            p.name
+        )
     };
-    confirm(&question, yes, &ctx.terminal, &ctx.suggest(&format!("project delete {}--yes {}", if force { "--force " } else { "" }, p.name)))?;
-    let d = projects::delete(&mut store, &p.name, force, &ctx.paths.data_dir.join("backups"))?;
+    confirm(
+        &question,
+        yes,
+        &ctx.terminal,
+        &ctx.suggest(&format!(
+            "project delete {}--yes {}",
+            if force { "--force " } else { "" },
+            p.name
+        )),
+    )?;
+    let d = projects::delete(
+        &mut store,
+        &p.name,
+        force,
+        &ctx.paths.data_dir.join("backups"),
+    )?;
     let mut report = Report::ok(
         "project delete",
         json!({
@@ -458,12 +586,20 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
             "plans_cancelled": d.plans_cancelled.iter().map(|(id, was)| json!({"plan_id": id, "was": was})).collect::<Vec<_>>(),
             "backup": d.backup,
         }),
-        if d.plans_cancelled.is_empty() { "Project deleted" } else { "Project force-deleted" },
+        if d.plans_cancelled.is_empty() {
+            "Project deleted"
+        } else {
+            "Project force-deleted"
+        },
     );
     if !d.plans_cancelled.is_empty() {
         report = report.with(Element::List {
             title: "Force Delete".into(),
-            items: d.plans_cancelled.iter().map(|(id, was)| format!("{} - cancelled (was {was})", view::short(id))).collect(),
+            items: d
+                .plans_cancelled
+                .iter()
+                .map(|(id, was)| format!("{} - cancelled (was {was})", view::short(id)))
+                .collect(),
         });
     }
     Ok(report
@@ -478,7 +614,10 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
                 ("Plans Cancelled", d.plans_cancelled.len().to_string()),
             ],
         ))
-        .with(Element::panel("Backup", [("Snapshot", d.backup.display().to_string())])))
+        .with(Element::panel(
+            "Backup",
+            [("Snapshot", d.backup.display().to_string())],
+        )))
 }
 
 fn validation_add(ctx: &Context, req: projects::ValidationRequest) -> Result<Report, CliError> {
@@ -489,28 +628,58 @@ fn validation_add(ctx: &Context, req: projects::ValidationRequest) -> Result<Rep
         ("Project", view::id(v.project.clone())),
         ("Command", v.command.clone().into()),
         ("Description", view::or(v.description.as_deref(), "(none)")),
-        ("Mode", (if v.required { "required" } else { "informational" }).into()),
+        (
+            "Mode",
+            (if v.required {
+                "required"
+            } else {
+                "informational"
+            })
+            .into(),
+        ),
     ];
     if let Some(r) = &v.resource {
         entries.push(("Resource", r.clone().into()));
     }
     entries.push(("Timeout", format!("{}s", v.timeout_secs).into()));
-    Ok(Report::ok("project validation add", json!({"validation": validation_json(&v)}), "Validation added").with(Element::panel("Validation Added", entries)))
+    Ok(Report::ok(
+        "project validation add",
+        json!({"validation": validation_json(&v)}),
+        "Validation added",
+    )
+    .with(Element::panel("Validation Added", entries)))
 }
 
-fn validation_remove(ctx: &Context, project: &str, id: &str, yes: bool) -> Result<Report, CliError> {
+fn validation_remove(
+    ctx: &Context,
+    project: &str,
+    id: &str,
+    yes: bool,
+) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let (p, v) = projects::find_validation(&store, project, id)?;
     confirm(
         &format!("Remove validation {} from {}?", v.validation_id, p.name),
         yes,
         &ctx.terminal,
-        &ctx.suggest(&format!("project validation remove --yes {} {}", p.name, v.validation_id)),
+        &ctx.suggest(&format!(
+            "project validation remove --yes {} {}",
+            p.name, v.validation_id
+        )),
     )?;
     let v = projects::remove_validation(&mut store, project, id)?;
-    Ok(Report::ok("project validation remove", json!({"validation": validation_json(&v)}), "Validation removed").with(Element::panel(
+    Ok(Report::ok(
+        "project validation remove",
+        json!({"validation": validation_json(&v)}),
+        "Validation removed",
+    )
+    .with(Element::panel(
         "Validation Removed",
-        [("ID", view::id(v.validation_id.clone())), ("Command", v.command.clone().into()), ("Description", view::or(v.description.as_deref(), "(none)"))],
+        [
+            ("ID", view::id(v.validation_id.clone())),
+            ("Command", v.command.clone().into()),
+            ("Description", view::or(v.description.as_deref(), "(none)")),
+        ],
     )))
 }
 

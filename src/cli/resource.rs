@@ -153,7 +153,11 @@ pub enum TypeCommand {
     /// Register a custom type (not yet supported)
     Add {
         /// Anything (custom types are not yet supported)
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
         args: Vec<String>,
     },
     /// Remove a custom type (not yet supported; built-ins cannot be removed)
@@ -197,23 +201,55 @@ impl ResourceCommand {
 /// cycles, unknown resources.
 pub fn run(command: ResourceCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
-        ResourceCommand::Add { description, update, kind } => add(ctx, kind, description, update),
-        ResourceCommand::List { namespace, type_name, all, regex } => list(ctx, namespace.as_deref(), type_name.as_deref(), all, regex.as_deref()),
+        ResourceCommand::Add {
+            description,
+            update,
+            kind,
+        } => add(ctx, kind, description, update),
+        ResourceCommand::List {
+            namespace,
+            type_name,
+            all,
+            regex,
+        } => list(
+            ctx,
+            namespace.as_deref(),
+            type_name.as_deref(),
+            all,
+            regex.as_deref(),
+        ),
         ResourceCommand::Show { name } => show(ctx, &name),
-        ResourceCommand::Tree { depth, type_name, name } => tree(ctx, &name, depth, type_name.as_deref()),
+        ResourceCommand::Tree {
+            depth,
+            type_name,
+            name,
+        } => tree(ctx, &name, depth, type_name.as_deref()),
         ResourceCommand::Remove { yes, name } => remove(ctx, &name, yes),
         ResourceCommand::LinkChild(l) => link(ctx, &l),
         ResourceCommand::UnlinkChild { link, yes } => unlink(ctx, &link, yes),
         ResourceCommand::Type(t) => match t {
             TypeCommand::List { regex } => type_list(regex.as_deref()),
             TypeCommand::Show { name } => type_show(&name),
-            TypeCommand::Add { .. } => Err(CliError::new("NOT_SUPPORTED", "custom resource types are not yet supported")
-                .detail("the built-in types cover git checkouts, git repositories, directories and mounts")
-                .hint("agents resource type list")),
+            TypeCommand::Add { .. } => Err(CliError::new(
+                "NOT_SUPPORTED",
+                "custom resource types are not yet supported",
+            )
+            .detail(
+                "the built-in types cover git checkouts, git repositories, directories and mounts",
+            )
+            .hint("agents resource type list")),
             TypeCommand::Remove { name, .. } => Err(if resource_types::builtin(&name).is_some() {
-                CliError::new("CONFLICT", format!("`{name}` is a built-in resource type and cannot be removed"))
+                CliError::new(
+                    "CONFLICT",
+                    format!("`{name}` is a built-in resource type and cannot be removed"),
+                )
             } else {
-                CliError::new("NOT_SUPPORTED", format!("custom resource types are not yet supported, so `{name}` is not registered"))
+                CliError::new(
+                    "NOT_SUPPORTED",
+                    format!(
+                        "custom resource types are not yet supported, so `{name}` is not registered"
+                    ),
+                )
             }
             .hint("agents resource type list")),
         },
@@ -237,7 +273,14 @@ pub fn resource_json(r: &Resource) -> serde_json::Value {
 
 fn location_entries(r: &Resource) -> Vec<(&'static str, Cell)> {
     let mut e = Vec::new();
-    for (key, label) in [("path", "Path"), ("branch", "Branch"), ("url", "URL"), ("mount_path", "Mount Path"), ("remote", "Remote"), ("git_dir", "Git Dir")] {
+    for (key, label) in [
+        ("path", "Path"),
+        ("branch", "Branch"),
+        ("url", "URL"),
+        ("mount_path", "Mount Path"),
+        ("remote", "Remote"),
+        ("git_dir", "Git Dir"),
+    ] {
         if let Some(v) = r.properties.get(key).and_then(|v| v.as_str()) {
             e.push((label, Cell::from(v)));
         }
@@ -249,7 +292,13 @@ fn resource_panel(title: &str, r: &Resource) -> Element {
     let mut entries = vec![
         ("Name", view::id(r.name.clone())),
         ("Type", r.type_name.clone().into()),
-        ("Physical/Virtual", r.resource_type().map(ResourceType::kind).unwrap_or("physical").into()),
+        (
+            "Physical/Virtual",
+            r.resource_type()
+                .map(ResourceType::kind)
+                .unwrap_or("physical")
+                .into(),
+        ),
     ];
     entries.extend(location_entries(r));
     if let Some(d) = &r.description {
@@ -261,7 +310,9 @@ fn resource_panel(title: &str, r: &Resource) -> Element {
 
 fn capabilities_panel(r: &Resource, strategy: &str) -> Element {
     let c = r.resource_type().map(|t| t.capabilities);
-    let b = |f: fn(&resource_types::Capabilities) -> bool| view::yes_no(c.as_ref().is_some_and(f)).to_string();
+    let b = |f: fn(&resource_types::Capabilities) -> bool| {
+        view::yes_no(c.as_ref().is_some_and(f)).to_string()
+    };
     Element::panel(
         "Capabilities",
         [
@@ -278,11 +329,27 @@ fn counted_line(n: u64, ty: &str) -> String {
     format!("+ {n} {ty} (counted, not registered one by one)")
 }
 
-fn add(ctx: &Context, kind: AddKind, description: Option<String>, update: bool) -> Result<Report, CliError> {
-    let mut args = AddArgs { description, update, ..Default::default() };
+fn add(
+    ctx: &Context,
+    kind: AddKind,
+    description: Option<String>,
+    update: bool,
+) -> Result<Report, CliError> {
+    let mut args = AddArgs {
+        description,
+        update,
+        ..Default::default()
+    };
     let (type_name, name, flags): (String, String, String) = match kind {
         AddKind::GitCheckout { path, branch, name } => {
-            let f = format!("--path {}{}", shell_words::quote(&path.display().to_string()), branch.as_ref().map(|b| format!(" --branch {b}")).unwrap_or_default());
+            let f = format!(
+                "--path {}{}",
+                shell_words::quote(&path.display().to_string()),
+                branch
+                    .as_ref()
+                    .map(|b| format!(" --branch {b}"))
+                    .unwrap_or_default()
+            );
             args.path = Some(path);
             args.branch = branch;
             ("git-checkout".into(), name, f)
@@ -298,7 +365,10 @@ fn add(ctx: &Context, kind: AddKind, description: Option<String>, update: bool) 
             ("fs-directory".into(), name, f)
         }
         AddKind::FsMount { mount_path, name } => {
-            let f = format!("--mount-path {}", shell_words::quote(&mount_path.display().to_string()));
+            let f = format!(
+                "--mount-path {}",
+                shell_words::quote(&mount_path.display().to_string())
+            );
             args.mount_path = Some(mount_path);
             ("fs-mount".into(), name, f)
         }
@@ -315,26 +385,47 @@ fn add(ctx: &Context, kind: AddKind, description: Option<String>, update: bool) 
         }
     };
     let mut store = ctx.store()?;
-    let providers: Vec<String> = ctx.config()?.providers().into_iter().map(|p| p.name).collect();
-    let added = resources::add(&mut store, &providers, &type_name, &name, &args).map_err(|e| match e {
-        resources::ResourceError::Exists(n) => CliError::new("CONFLICT", format!("Resource {n} already exists."))
-            .hint(format!("Use --update to replace: {}", ctx.suggest(&format!("resource add --update {type_name} {n} {flags}")))),
-        other => other.into(),
-    })?;
+    let providers: Vec<String> = ctx
+        .config()?
+        .providers()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    let added =
+        resources::add(&mut store, &providers, &type_name, &name, &args).map_err(|e| match e {
+            resources::ResourceError::Exists(n) => {
+                CliError::new("CONFLICT", format!("Resource {n} already exists.")).hint(format!(
+                    "Use --update to replace: {}",
+                    ctx.suggest(&format!("resource add --update {type_name} {n} {flags}"))
+                ))
+            }
+            other => other.into(),
+        })?;
     let r = &added.resource;
     let mut rows: Vec<Vec<Cell>> = Vec::new();
     let mut counted_total = 0u64;
     let mut counted = Vec::new();
     for (c, status) in &added.children {
-        rows.push(vec![view::id(c.name.clone()), c.type_name.clone().into(), Cell::new(*status, Tone::Good)]);
+        rows.push(vec![
+            view::id(c.name.clone()),
+            c.type_name.clone().into(),
+            Cell::new(*status, Tone::Good),
+        ]);
     }
     // Branch commit counts overlap the repository's, so the summary counts per repository and
     // per directory only (`resource tree` shows them per branch).
-    for src in std::iter::once(r).chain(added.children.iter().map(|(c, _)| c)).filter(|s| s.type_name != "git-branch") {
+    for src in std::iter::once(r)
+        .chain(added.children.iter().map(|(c, _)| c))
+        .filter(|s| s.type_name != "git-branch")
+    {
         for (ty, n) in src.counted() {
             counted_total += n;
             counted.push(json!({"under": src.name, "type": ty, "count": n}));
-            rows.push(vec![Cell::new(format!("  + {n} under {}", src.name), Tone::Dim), ty.into(), Cell::new("counted", Tone::Dim)]);
+            rows.push(vec![
+                Cell::new(format!("  + {n} under {}", src.name), Tone::Dim),
+                ty.into(),
+                Cell::new("counted", Tone::Dim),
+            ]);
         }
     }
     let strategy = resource_types::effective_strategy(&r.type_name, &[]);
@@ -364,7 +455,13 @@ fn add(ctx: &Context, kind: AddKind, description: Option<String>, update: bool) 
     .with(capabilities_panel(r, strategy)))
 }
 
-fn list(ctx: &Context, ns: Option<&str>, ty: Option<&str>, all: bool, regex: Option<&str>) -> Result<Report, CliError> {
+fn list(
+    ctx: &Context,
+    ns: Option<&str>,
+    ty: Option<&str>,
+    all: bool,
+    regex: Option<&str>,
+) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let re = view::regex(regex, "agents resource list 'api'")?;
     let resources: Vec<Resource> = store
@@ -381,11 +478,18 @@ fn list(ctx: &Context, ns: Option<&str>, ty: Option<&str>, all: bool, regex: Opt
     for r in &resources {
         let children = store.owned_ids(&r.resource_id)?.len() - 1;
         total_children += children;
-        let projects: Vec<String> = store.project_links_of(&[r.resource_id])?.into_iter().map(|(p, _, _)| p).collect();
+        let projects: Vec<String> = store
+            .project_links_of(&[r.resource_id])?
+            .into_iter()
+            .map(|(p, _, _)| p)
+            .collect();
         rows.push(vec![
             view::id(r.name.clone()),
             r.type_name.clone().into(),
-            r.resource_type().map(ResourceType::kind).unwrap_or("physical").into(),
+            r.resource_type()
+                .map(ResourceType::kind)
+                .unwrap_or("physical")
+                .into(),
             children.to_string().into(),
             view::or(Some(&projects.join(", ")), "-"),
         ]);
@@ -395,23 +499,36 @@ fn list(ctx: &Context, ns: Option<&str>, ty: Option<&str>, all: bool, regex: Opt
         data.push(j);
     }
     let n = resources.len();
-    let physical = resources.iter().filter(|r| r.resource_type().is_none_or(|t| t.physical)).count();
-    Ok(Report::ok("resource list", json!({"resources": data}), format!("{n} resource{} listed", if n == 1 { "" } else { "s" }))
-        .with(Element::Table {
-            title: "Resources".into(),
-            columns: vec![Column::left("Name"), Column::left("Type"), Column::left("Phys/Virt"), Column::right("Children"), Column::left("Projects")],
-            rows,
-            empty: "No resources found.".into(),
-        })
-        .with(Element::panel(
-            "Summary",
-            [
-                ("Total", n.to_string()),
-                ("Physical", physical.to_string()),
-                ("Virtual", (n - physical).to_string()),
-                ("Total Children", total_children.to_string()),
-            ],
-        )))
+    let physical = resources
+        .iter()
+        .filter(|r| r.resource_type().is_none_or(|t| t.physical))
+        .count();
+    Ok(Report::ok(
+        "resource list",
+        json!({"resources": data}),
+        format!("{n} resource{} listed", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
+        title: "Resources".into(),
+        columns: vec![
+            Column::left("Name"),
+            Column::left("Type"),
+            Column::left("Phys/Virt"),
+            Column::right("Children"),
+            Column::left("Projects"),
+        ],
+        rows,
+        empty: "No resources found.".into(),
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Total", n.to_string()),
+            ("Physical", physical.to_string()),
+            ("Virtual", (n - physical).to_string()),
+            ("Total Children", total_children.to_string()),
+        ],
+    )))
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
@@ -444,15 +561,32 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let mut rows: Vec<Vec<Cell>> = d
         .children
         .iter()
-        .map(|(e, n)| vec![view::id(e.resource.name.clone()), e.resource.type_name.clone().into(), view::flag_cell(e.auto), n.to_string().into()])
+        .map(|(e, n)| {
+            vec![
+                view::id(e.resource.name.clone()),
+                e.resource.type_name.clone().into(),
+                view::flag_cell(e.auto),
+                n.to_string().into(),
+            ]
+        })
         .collect();
     for (ty, n) in r.counted() {
-        rows.push(vec![Cell::new(counted_line(n, ty), Tone::Dim), "".into(), "".into(), "".into()]);
+        rows.push(vec![
+            Cell::new(counted_line(n, ty), Tone::Dim),
+            "".into(),
+            "".into(),
+            "".into(),
+        ]);
     }
     report = report
         .with(Element::Table {
             title: "Direct Children".into(),
-            columns: vec![Column::left("Name"), Column::left("Type"), Column::left("Auto"), Column::right("Children")],
+            columns: vec![
+                Column::left("Name"),
+                Column::left("Type"),
+                Column::left("Auto"),
+                Column::right("Children"),
+            ],
             rows,
             empty: "(none)".into(),
         })
@@ -461,30 +595,55 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
             items: if d.projects.is_empty() {
                 vec!["(none)".into()]
             } else {
-                d.projects.iter().map(|(p, ro)| format!("- {p} ({})", if *ro { "read-only" } else { "r/w" })).collect()
+                d.projects
+                    .iter()
+                    .map(|(p, ro)| format!("- {p} ({})", if *ro { "read-only" } else { "r/w" }))
+                    .collect()
             },
         });
     Ok(report)
 }
 
 fn to_view(n: &resources::TreeNode, root: bool) -> TreeNode {
-    let label = if root || n.type_name == "git-checkout" || n.type_name == "git" || n.type_name == "fs-directory" || n.type_name == "fs-mount" {
+    let label = if root
+        || n.type_name == "git-checkout"
+        || n.type_name == "git"
+        || n.type_name == "fs-directory"
+        || n.type_name == "fs-mount"
+    {
         format!("{} ({}, {})", n.name, n.type_name, n.kind)
     } else {
         format!("{} ({})", n.name, n.type_name)
     };
     let mut children: Vec<TreeNode> = n.children.iter().map(|c| to_view(c, false)).collect();
     for (ty, count) in &n.counted {
-        children.push(TreeNode { label: Cell::new(format!("... {count} {ty} (counted)"), Tone::Dim), children: vec![] });
+        children.push(TreeNode {
+            label: Cell::new(format!("... {count} {ty} (counted)"), Tone::Dim),
+            children: vec![],
+        });
     }
     if n.hidden_children > 0 {
-        children.push(TreeNode { label: Cell::new(format!("... {} more (deeper than --depth)", n.hidden_children), Tone::Dim), children: vec![] });
+        children.push(TreeNode {
+            label: Cell::new(
+                format!("... {} more (deeper than --depth)", n.hidden_children),
+                Tone::Dim,
+            ),
+            children: vec![],
+        });
     }
-    TreeNode { label: Cell::new(label, if root { Tone::Id } else { Tone::Normal }), children }
+    TreeNode {
+        label: Cell::new(label, if root { Tone::Id } else { Tone::Normal }),
+        children,
+    }
 }
 
 fn count_nodes(n: &resources::TreeNode) -> (u64, u64) {
-    n.children.iter().map(count_nodes).fold((1, n.counted.values().sum()), |(a, b), (c, d)| (a + c, b + d))
+    n.children
+        .iter()
+        .map(count_nodes)
+        .fold((1, n.counted.values().sum()), |(a, b), (c, d)| {
+            (a + c, b + d)
+        })
 }
 
 fn tree(ctx: &Context, name: &str, depth: u32, ty: Option<&str>) -> Result<Report, CliError> {
@@ -492,44 +651,69 @@ fn tree(ctx: &Context, name: &str, depth: u32, ty: Option<&str>) -> Result<Repor
     if let Some(t) = ty
         && resource_types::builtin(t).is_none()
     {
-        return Err(CliError::invalid_input(format!("--type `{t}` is not a resource type")).hint("agents resource type list"));
+        return Err(
+            CliError::invalid_input(format!("--type `{t}` is not a resource type"))
+                .hint("agents resource type list"),
+        );
     }
     let t = resources::tree(&store, name, depth, ty)?;
     let (shown, counted) = count_nodes(&t);
-    Ok(Report::ok("resource tree", json!({"tree": t, "depth": depth, "type": ty}), "Resource tree displayed")
-        .with(Element::Tree { title: format!("Resource Tree: {}", t.name), roots: vec![to_view(&t, true)] })
-        .with(Element::panel(
-            "Summary",
-            [("Registered Shown", shown.to_string()), ("Counted", counted.to_string()), ("Max Depth", depth.to_string())],
-        )))
+    Ok(Report::ok(
+        "resource tree",
+        json!({"tree": t, "depth": depth, "type": ty}),
+        "Resource tree displayed",
+    )
+    .with(Element::Tree {
+        title: format!("Resource Tree: {}", t.name),
+        roots: vec![to_view(&t, true)],
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Registered Shown", shown.to_string()),
+            ("Counted", counted.to_string()),
+            ("Max Depth", depth.to_string()),
+        ],
+    )))
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let plan = resources::plan_removal(&store, name)?;
     confirm(
-        &format!("Remove resource {} and {} child resources?", plan.resource.name, plan.children),
+        &format!(
+            "Remove resource {} and {} child resources?",
+            plan.resource.name, plan.children
+        ),
         yes,
         &ctx.terminal,
         &ctx.suggest(&format!("resource remove --yes {}", plan.resource.name)),
     )?;
     let removed = resources::remove(&mut store, name)?;
-    Ok(Report::ok("resource remove", json!({"resource": resource_json(&removed.resource), "children_removed": removed.children}), "Resource removed").with(
-        Element::panel(
-            "Resource Removed",
-            [
-                ("Name", view::id(removed.resource.name.clone())),
-                ("Type", removed.resource.type_name.clone().into()),
-                ("Children Removed", removed.children.to_string().into()),
-            ],
-        ),
-    ))
+    Ok(Report::ok(
+        "resource remove",
+        json!({"resource": resource_json(&removed.resource), "children_removed": removed.children}),
+        "Resource removed",
+    )
+    .with(Element::panel(
+        "Resource Removed",
+        [
+            ("Name", view::id(removed.resource.name.clone())),
+            ("Type", removed.resource.type_name.clone().into()),
+            ("Children Removed", removed.children.to_string().into()),
+        ],
+    )))
 }
 
 fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let (p, c) = resources::link_child(&mut store, &l.parent, &l.child)?;
-    Ok(Report::ok("resource link-child", json!({"parent": resource_json(&p), "child": resource_json(&c)}), "Child resource linked").with(Element::panel(
+    Ok(Report::ok(
+        "resource link-child",
+        json!({"parent": resource_json(&p), "child": resource_json(&c)}),
+        "Child resource linked",
+    )
+    .with(Element::panel(
         "Child Linked",
         [
             ("Parent", view::id(p.name.clone())),
@@ -547,12 +731,24 @@ fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
         &format!("Unlink {} from parent {}?", c.name, p.name),
         yes,
         &ctx.terminal,
-        &ctx.suggest(&format!("resource unlink-child --yes --parent {} --child {}", p.name, c.name)),
+        &ctx.suggest(&format!(
+            "resource unlink-child --yes --parent {} --child {}",
+            p.name, c.name
+        )),
     )?;
     let (p, c) = resources::unlink_child(&mut store, &l.parent, &l.child)?;
-    Ok(Report::ok("resource unlink-child", json!({"parent": resource_json(&p), "child": resource_json(&c)}), "Child resource unlinked").with(Element::panel(
+    Ok(Report::ok(
+        "resource unlink-child",
+        json!({"parent": resource_json(&p), "child": resource_json(&c)}),
+        "Child resource unlinked",
+    )
+    .with(Element::panel(
         "Child Unlinked",
-        [("Parent", view::id(p.name.clone())), ("Child", view::id(c.name.clone())), ("Status", "unlinked".into())],
+        [
+            ("Parent", view::id(p.name.clone())),
+            ("Child", view::id(c.name.clone())),
+            ("Status", "unlinked".into()),
+        ],
     )))
 }
 
@@ -575,7 +771,10 @@ fn type_json(t: &ResourceType) -> serde_json::Value {
 
 fn type_list(regex: Option<&str>) -> Result<Report, CliError> {
     let re = view::regex(regex, "agents resource type list '^git'")?;
-    let types: Vec<&ResourceType> = resource_types::BUILTIN_TYPES.iter().filter(|t| re.as_ref().is_none_or(|r| r.is_match(t.name))).collect();
+    let types: Vec<&ResourceType> = resource_types::BUILTIN_TYPES
+        .iter()
+        .filter(|t| re.as_ref().is_none_or(|r| r.is_match(t.name)))
+        .collect();
     let rows = types
         .iter()
         .map(|t| {
@@ -590,28 +789,46 @@ fn type_list(regex: Option<&str>) -> Result<Report, CliError> {
         })
         .collect();
     let n = types.len();
-    Ok(Report::ok("resource type list", json!({"resource_types": types.iter().map(|t| type_json(t)).collect::<Vec<_>>()}), format!("{n} resource types listed"))
-        .with(Element::Table {
-            title: "Resource Types".into(),
-            columns: ["Name", "Source", "Phys/Virt", "Addable", "Auto-children"].map(Column::left).into(),
-            rows,
-            empty: "No types match.".into(),
-        })
-        .with(Element::panel(
-            "Summary",
-            [
-                ("Built-in", resource_types::BUILTIN_TYPES.len().to_string()),
-                ("Custom", "0 (custom types are not yet supported)".to_string()),
-                ("User Addable", resource_types::user_addable().len().to_string()),
-            ],
-        )))
+    Ok(Report::ok(
+        "resource type list",
+        json!({"resource_types": types.iter().map(|t| type_json(t)).collect::<Vec<_>>()}),
+        format!("{n} resource types listed"),
+    )
+    .with(Element::Table {
+        title: "Resource Types".into(),
+        columns: ["Name", "Source", "Phys/Virt", "Addable", "Auto-children"]
+            .map(Column::left)
+            .into(),
+        rows,
+        empty: "No types match.".into(),
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Built-in", resource_types::BUILTIN_TYPES.len().to_string()),
+            (
+                "Custom",
+                "0 (custom types are not yet supported)".to_string(),
+            ),
+            (
+                "User Addable",
+                resource_types::user_addable().len().to_string(),
+            ),
+        ],
+    )))
 }
 
 fn type_show(name: &str) -> Result<Report, CliError> {
     let t = resource_types::builtin(name).ok_or_else(|| {
-        CliError::new("NOT_FOUND", format!("resource type `{name}` not found")).hint("agents resource type list")
+        CliError::new("NOT_FOUND", format!("resource type `{name}` not found"))
+            .hint("agents resource type list")
     })?;
-    let mut report = Report::ok("resource type show", json!({"resource_type": type_json(t)}), "Resource type details loaded").with(Element::panel(
+    let mut report = Report::ok(
+        "resource type show",
+        json!({"resource_type": type_json(t)}),
+        "Resource type details loaded",
+    )
+    .with(Element::panel(
         "Resource Type",
         [
             ("Name", view::id(t.name)),
@@ -624,30 +841,75 @@ fn type_show(name: &str) -> Result<Report, CliError> {
     if t.user_addable {
         report = report.with(Element::Table {
             title: format!("CLI Arguments (agents resource add {})", t.name),
-            columns: ["Argument", "Required", "Type", "Description"].map(Column::left).into(),
-            rows: t.cli_args.iter().map(|a| vec![view::id(a.flag), view::flag_cell(a.required), a.value_type.into(), a.description.into()]).collect(),
+            columns: ["Argument", "Required", "Type", "Description"]
+                .map(Column::left)
+                .into(),
+            rows: t
+                .cli_args
+                .iter()
+                .map(|a| {
+                    vec![
+                        view::id(a.flag),
+                        view::flag_cell(a.required),
+                        a.value_type.into(),
+                        a.description.into(),
+                    ]
+                })
+                .collect(),
             empty: "(none)".into(),
         });
     }
     let parents = if t.parents.is_empty() {
         "(none, top-level only)".to_string()
     } else {
-        let list: Vec<String> = t.parents.iter().map(|p| format!("{} ({})", p.type_name, p.max.map(|m| format!("at most {m}")).unwrap_or_else(|| "any number".into()))).collect();
-        format!("{}{}", list.join(", "), if t.top_level { "; top-level OK" } else { "" })
+        let list: Vec<String> = t
+            .parents
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} ({})",
+                    p.type_name,
+                    p.max
+                        .map(|m| format!("at most {m}"))
+                        .unwrap_or_else(|| "any number".into())
+                )
+            })
+            .collect();
+        format!(
+            "{}{}",
+            list.join(", "),
+            if t.top_level { "; top-level OK" } else { "" }
+        )
     };
     Ok(report
         .with(Element::panel("Parent Types", [("Allowed", parents)]))
         .with(Element::Table {
             title: "Child Types".into(),
-            columns: ["Type", "Auto", "Manual Link", "Description"].map(Column::left).into(),
-            rows: t.children.iter().map(|c| vec![view::id(c.type_name), view::flag_cell(c.auto), view::flag_cell(c.manual), c.description.into()]).collect(),
+            columns: ["Type", "Auto", "Manual Link", "Description"]
+                .map(Column::left)
+                .into(),
+            rows: t
+                .children
+                .iter()
+                .map(|c| {
+                    vec![
+                        view::id(c.type_name),
+                        view::flag_cell(c.auto),
+                        view::flag_cell(c.manual),
+                        c.description.into(),
+                    ]
+                })
+                .collect(),
             empty: "(none)".into(),
         })
         .with(Element::panel(
             "Sandbox",
             [
                 ("Strategy", t.sandbox_strategy.to_string()),
-                ("Checkpointable", view::yes_no(t.capabilities.checkpointable).to_string()),
+                (
+                    "Checkpointable",
+                    view::yes_no(t.capabilities.checkpointable).to_string(),
+                ),
                 ("Handler", t.handler.to_string()),
             ],
         )))

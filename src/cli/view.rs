@@ -5,7 +5,9 @@ use crate::output::{Cell, Tone};
 
 /// A time as `YYYY-MM-DD HH:MM` in the local time zone (spec 06 examples).
 pub fn time(t: &jiff::Timestamp) -> String {
-    t.to_zoned(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M").to_string()
+    t.to_zoned(jiff::tz::TimeZone::system())
+        .strftime("%Y-%m-%d %H:%M")
+        .to_string()
 }
 
 /// `yes` / `no` for panels.
@@ -40,9 +42,12 @@ pub fn id(s: impl Into<String>) -> Cell {
 ///
 /// # Errors
 /// `INVALID_INPUT` naming the argument.
-pub fn regex(pattern: Option<&str>, example: &str) -> Result<Option<regex::Regex>, super::CliError> {
-    pattern
-        .map(regex::Regex::new)
-        .transpose()
-        .map_err(|e| super::CliError::invalid_input(format!("invalid REGEX: {e}")).hint(format!("e.g. `{example}`")))
+pub fn regex(
+    pattern: Option<&str>,
+    example: &str,
+) -> Result<Option<regex::Regex>, super::CliError> {
+    pattern.map(regex::Regex::new).transpose().map_err(|e| {
+        super::CliError::invalid_input(format!("invalid REGEX: {e}"))
+            .hint(format!("e.g. `{example}`"))
+    })
 }

@@ -15,11 +15,19 @@ fn rejected(env: &Env, args: &[&str], needles: &[&str]) -> Value {
     let (doc, code) = env.json(args);
     assert_ne!(code, 0, "{args:?} succeeded: {doc:#}");
     assert_eq!(doc["status"], "error", "{doc:#}");
-    let text = format!("{} | {}", doc["error"]["message"].as_str().unwrap_or(""), doc["error"]["detail"].as_str().unwrap_or(""));
+    let text = format!(
+        "{} | {}",
+        doc["error"]["message"].as_str().unwrap_or(""),
+        doc["error"]["detail"].as_str().unwrap_or("")
+    );
     for n in needles {
         assert!(text.contains(n), "{args:?}: `{n}` not in: {text}");
     }
-    assert_eq!(fs::read(&db).unwrap(), before, "{args:?} changed the database");
+    assert_eq!(
+        fs::read(&db).unwrap(),
+        before,
+        "{args:?} changed the database"
+    );
     doc
 }
 
@@ -39,8 +47,15 @@ fn action_file(env: &Env, text: &str) -> String {
 #[test]
 fn a_yaml_syntax_error_names_the_file_line_and_column() {
     let env = env();
-    let file = action_file(&env, "name: x\ndefinition-of-done: [unclosed\nstrategy-actor: a\n");
-    let doc = rejected(&env, &["action", "create", "--config", &file], &["action.yaml:"]);
+    let file = action_file(
+        &env,
+        "name: x\ndefinition-of-done: [unclosed\nstrategy-actor: a\n",
+    );
+    let doc = rejected(
+        &env,
+        &["action", "create", "--config", &file],
+        &["action.yaml:"],
+    );
     let msg = doc["error"]["message"].as_str().unwrap();
     let re = regex::Regex::new(r"action\.yaml:\d+:\d+: ").unwrap();
     assert!(re.is_match(msg), "line and column: {msg}");
@@ -49,38 +64,88 @@ fn a_yaml_syntax_error_names_the_file_line_and_column() {
 #[test]
 fn an_unknown_field_is_named_with_its_path() {
     let env = env();
-    let file = action_file(&env, &LICENSE_ACTION.replace("    run: \"{{ check }}\"", "    rn: \"{{ check }}\""));
-    let doc = rejected(&env, &["action", "create", "--config", &file], &["unknown field `rn`", "script[1]"]);
-    assert!(doc["error"]["message"].as_str().unwrap().contains("action.yaml:"));
+    let file = action_file(
+        &env,
+        &LICENSE_ACTION.replace("    run: \"{{ check }}\"", "    rn: \"{{ check }}\""),
+    );
+    let doc = rejected(
+        &env,
+        &["action", "create", "--config", &file],
+        &["unknown field `rn`", "script[1]"],
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("action.yaml:")
+    );
 }
 
 #[test]
 fn a_missing_required_field_is_named() {
     let env = env();
-    let file = action_file(&env, &LICENSE_ACTION.replace("definition-of-done:", "# definition-of-done:"));
-    let doc = rejected(&env, &["action", "create", "--config", &file], &["definition-of-done", "action.yaml"]);
-    assert!(doc["error"]["message"].as_str().unwrap().contains("--definition-of-done"), "suggests the flag");
+    let file = action_file(
+        &env,
+        &LICENSE_ACTION.replace("definition-of-done:", "# definition-of-done:"),
+    );
+    let doc = rejected(
+        &env,
+        &["action", "create", "--config", &file],
+        &["definition-of-done", "action.yaml"],
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--definition-of-done"),
+        "suggests the flag"
+    );
 }
 
 #[test]
 fn a_wrongly_typed_value_is_named() {
     let env = env();
-    let file = action_file(&env, &LICENSE_ACTION.replace("reusable: true", "reusable: sometimes"));
-    rejected(&env, &["action", "create", "--config", &file], &["reusable", "action.yaml:6:11:", "expected a boolean"]);
+    let file = action_file(
+        &env,
+        &LICENSE_ACTION.replace("reusable: true", "reusable: sometimes"),
+    );
+    rejected(
+        &env,
+        &["action", "create", "--config", &file],
+        &["reusable", "action.yaml:6:11:", "expected a boolean"],
+    );
 }
 
 #[test]
 fn an_undefined_placeholder_is_named_with_its_field() {
     let env = env();
-    let file = action_file(&env, &LICENSE_ACTION.replace("{{ check }}` passes", "{{ chek }}` passes"));
-    rejected(&env, &["action", "create", "--config", &file], &["{{ chek }}", "definition-of-done", "license, year, check"]);
+    let file = action_file(
+        &env,
+        &LICENSE_ACTION.replace("{{ check }}` passes", "{{ chek }}` passes"),
+    );
+    rejected(
+        &env,
+        &["action", "create", "--config", &file],
+        &["{{ chek }}", "definition-of-done", "license, year, check"],
+    );
 }
 
 #[test]
 fn a_path_that_does_not_exist_is_refused() {
     let env = env();
     let missing = env.root().join("no-such-dir");
-    rejected(&env, &["resource", "add", "git-checkout", "local/x", "--path", missing.to_str().unwrap()], &["--path", "does not exist"]);
+    rejected(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/x",
+            "--path",
+            missing.to_str().unwrap(),
+        ],
+        &["--path", "does not exist"],
+    );
 }
 
 #[test]
@@ -88,19 +153,70 @@ fn a_directory_that_is_not_a_git_work_tree_is_refused() {
     let env = env();
     let plain = env.root().join("plain");
     fs::create_dir_all(&plain).unwrap();
-    rejected(&env, &["resource", "add", "git-checkout", "local/x", "--path", plain.to_str().unwrap()], &["--path", "not a git work tree"]);
+    rejected(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/x",
+            "--path",
+            plain.to_str().unwrap(),
+        ],
+        &["--path", "not a git work tree"],
+    );
     let repo = git_repo(env.root(), "repo");
-    rejected(&env, &["resource", "add", "git-checkout", "local/x", "--path", repo.join("src").to_str().unwrap()], &["not its top"]);
+    rejected(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/x",
+            "--path",
+            repo.join("src").to_str().unwrap(),
+        ],
+        &["not its top"],
+    );
 }
 
 #[test]
 fn a_branch_that_is_not_checked_out_is_refused() {
     let env = env();
     let repo = git_repo(env.root(), "repo");
-    let doc = rejected(&env, &["resource", "add", "git-checkout", "local/x", "--path", repo.to_str().unwrap(), "--branch", "dev"], &["--branch dev", "`main` checked out"]);
-    assert!(doc["error"]["suggestions"][0].as_str().unwrap().contains("omit --branch"));
+    let doc = rejected(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/x",
+            "--path",
+            repo.to_str().unwrap(),
+            "--branch",
+            "dev",
+        ],
+        &["--branch dev", "`main` checked out"],
+    );
+    assert!(
+        doc["error"]["suggestions"][0]
+            .as_str()
+            .unwrap()
+            .contains("omit --branch")
+    );
     git(&repo, &["checkout", "-q", "--detach"]);
-    rejected(&env, &["resource", "add", "git-checkout", "local/x", "--path", repo.to_str().unwrap()], &["detached"]);
+    rejected(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/x",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+        &["detached"],
+    );
 }
 
 #[test]
@@ -108,10 +224,32 @@ fn a_duplicate_name_without_update_is_refused_for_resources_actors_and_profiles(
     let env = env();
     let repo = git_repo(env.root(), "repo");
     let path = repo.to_str().unwrap();
-    assert_eq!(env.json(&["resource", "add", "git-checkout", "local/x", "--path", path]).1, 0);
-    let doc = rejected(&env, &["resource", "add", "git-checkout", "local/x", "--path", path], &["local/x already exists"]);
-    assert!(doc["error"]["suggestions"][0].as_str().unwrap().contains("resource add --update git-checkout local/x"), "{doc:#}");
-    let (doc, code) = env.json(&["resource", "add", "--update", "git-checkout", "local/x", "--path", path]);
+    assert_eq!(
+        env.json(&["resource", "add", "git-checkout", "local/x", "--path", path])
+            .1,
+        0
+    );
+    let doc = rejected(
+        &env,
+        &["resource", "add", "git-checkout", "local/x", "--path", path],
+        &["local/x already exists"],
+    );
+    assert!(
+        doc["error"]["suggestions"][0]
+            .as_str()
+            .unwrap()
+            .contains("resource add --update git-checkout local/x"),
+        "{doc:#}"
+    );
+    let (doc, code) = env.json(&[
+        "resource",
+        "add",
+        "--update",
+        "git-checkout",
+        "local/x",
+        "--path",
+        path,
+    ]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["replaced"], true);
 
@@ -119,8 +257,17 @@ fn a_duplicate_name_without_update_is_refused_for_resources_actors_and_profiles(
     fs::write(&actor, "name: local/reviewer\nmodel: openai/gpt-4o\n").unwrap();
     let actor = actor.to_str().unwrap();
     assert_eq!(env.json(&["actor", "add", "--config", actor]).1, 0);
-    let doc = rejected(&env, &["actor", "add", "--config", actor], &["already registered", "local/reviewer"]);
-    assert!(doc["error"]["suggestions"][0].as_str().unwrap().contains("--update"));
+    let doc = rejected(
+        &env,
+        &["actor", "add", "--config", actor],
+        &["already registered", "local/reviewer"],
+    );
+    assert!(
+        doc["error"]["suggestions"][0]
+            .as_str()
+            .unwrap()
+            .contains("--update")
+    );
 
     let profile = env.root().join("p.yaml");
     fs::write(
@@ -129,8 +276,16 @@ fn a_duplicate_name_without_update_is_refused_for_resources_actors_and_profiles(
     )
     .unwrap();
     let profile = profile.to_str().unwrap();
-    assert_eq!(env.json(&["automation-profile", "add", "--config", profile]).1, 0);
-    rejected(&env, &["automation-profile", "add", "--config", profile], &["local/p already exists"]);
+    assert_eq!(
+        env.json(&["automation-profile", "add", "--config", profile])
+            .1,
+        0
+    );
+    rejected(
+        &env,
+        &["automation-profile", "add", "--config", profile],
+        &["local/p already exists"],
+    );
 }
 
 #[test]
@@ -138,8 +293,22 @@ fn a_name_in_a_reserved_namespace_is_refused() {
     let env = env();
     let actor = env.root().join("actor.yaml");
     fs::write(&actor, "name: openai/my-gpt\nmodel: openai/gpt-4o\n").unwrap();
-    rejected(&env, &["actor", "add", "--config", actor.to_str().unwrap()], &["openai/my-gpt", "reserved"]);
-    rejected(&env, &["actor", "add", "--config", actor.to_str().unwrap(), "builtin/mine"], &["builtin/mine", "reserved"]);
+    rejected(
+        &env,
+        &["actor", "add", "--config", actor.to_str().unwrap()],
+        &["openai/my-gpt", "reserved"],
+    );
+    rejected(
+        &env,
+        &[
+            "actor",
+            "add",
+            "--config",
+            actor.to_str().unwrap(),
+            "builtin/mine",
+        ],
+        &["builtin/mine", "reserved"],
+    );
     rejected(&env, &["project", "create", "anthropic/p"], &["reserved"]);
 }
 
@@ -149,19 +318,46 @@ fn a_link_child_that_would_make_a_cycle_is_refused() {
     for d in ["a", "b"] {
         let dir = env.root().join(d);
         fs::create_dir_all(&dir).unwrap();
-        assert_eq!(env.json(&["resource", "add", "fs-directory", d, "--path", dir.to_str().unwrap()]).1, 0);
+        assert_eq!(
+            env.json(&[
+                "resource",
+                "add",
+                "fs-directory",
+                d,
+                "--path",
+                dir.to_str().unwrap()
+            ])
+            .1,
+            0
+        );
     }
-    assert_eq!(env.json(&["resource", "link-child", "--parent", "a", "--child", "b"]).1, 0);
-    rejected(&env, &["resource", "link-child", "--parent", "b", "--child", "a"], &["cycle", "local/a", "local/b"]);
+    assert_eq!(
+        env.json(&["resource", "link-child", "--parent", "a", "--child", "b"])
+            .1,
+        0
+    );
+    rejected(
+        &env,
+        &["resource", "link-child", "--parent", "b", "--child", "a"],
+        &["cycle", "local/a", "local/b"],
+    );
 }
 
 #[test]
 fn removing_a_builtin_profile_is_refused() {
     let env = env();
-    let doc = rejected(&env, &["automation-profile", "remove", "--yes", "trusted"], &["trusted", "built-in"]);
+    let doc = rejected(
+        &env,
+        &["automation-profile", "remove", "--yes", "trusted"],
+        &["trusted", "built-in"],
+    );
     assert_eq!(doc["error"]["code"], "CONFLICT");
     // Without --yes and without a terminal it is refused the same way, before any prompt.
-    rejected(&env, &["automation-profile", "remove", "manual"], &["built-in"]);
+    rejected(
+        &env,
+        &["automation-profile", "remove", "manual"],
+        &["built-in"],
+    );
 }
 
 fn with_draft_action(env: &Env) {
@@ -174,8 +370,22 @@ fn with_draft_action(env: &Env) {
 fn plan_use_of_a_draft_action_is_refused_with_the_available_hint() {
     let env = env();
     with_draft_action(&env);
-    let doc = rejected(&env, &["plan", "use", "local/add-license", "p", "--arg", "license=MIT"], &["local/add-license is draft"]);
-    assert_eq!(doc["error"]["suggestions"][0], "agents action available local/add-license");
+    let doc = rejected(
+        &env,
+        &[
+            "plan",
+            "use",
+            "local/add-license",
+            "p",
+            "--arg",
+            "license=MIT",
+        ],
+        &["local/add-license is draft"],
+    );
+    assert_eq!(
+        doc["error"]["suggestions"][0],
+        "agents action available local/add-license"
+    );
 }
 
 #[test]
@@ -183,7 +393,35 @@ fn plan_use_without_a_required_arg_is_refused() {
     let env = env();
     with_draft_action(&env);
     assert_eq!(env.json(&["action", "available", "local/add-license"]).1, 0);
-    rejected(&env, &["plan", "use", "local/add-license", "p"], &["missing required argument `license`", "--arg license=VALUE"]);
-    rejected(&env, &["plan", "use", "local/add-license", "p", "--arg", "license=MIT", "--arg", "year=soon"], &["--arg `year`", "whole number"]);
-    rejected(&env, &["plan", "use", "local/add-license", "p", "--arg", "licence=MIT"], &["licence", "license, year, check"]);
+    rejected(
+        &env,
+        &["plan", "use", "local/add-license", "p"],
+        &["missing required argument `license`", "--arg license=VALUE"],
+    );
+    rejected(
+        &env,
+        &[
+            "plan",
+            "use",
+            "local/add-license",
+            "p",
+            "--arg",
+            "license=MIT",
+            "--arg",
+            "year=soon",
+        ],
+        &["--arg `year`", "whole number"],
+    );
+    rejected(
+        &env,
+        &[
+            "plan",
+            "use",
+            "local/add-license",
+            "p",
+            "--arg",
+            "licence=MIT",
+        ],
+        &["licence", "license, year, check"],
+    );
 }

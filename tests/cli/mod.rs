@@ -1,8 +1,8 @@
 //! The real binary, driven as a user or a script would.
 
+mod bad_inputs;
 mod config;
 mod envelope;
-mod bad_inputs;
 mod init;
 mod profiles;
 mod registries;

@@ -44,9 +44,16 @@ fn show_of_each_builtin_matches_the_spec_table_for_all_13_flags() {
         }
         assert_eq!(doc["data"]["profile"]["source"], "built-in");
         // The human formats show the same 13 values.
-        let plain = String::from_utf8(env.run(&["--format", "plain", "automation-profile", "show", name]).stdout).unwrap();
+        let plain = String::from_utf8(
+            env.run(&["--format", "plain", "automation-profile", "show", name])
+                .stdout,
+        )
+        .unwrap();
         for (flag, expected) in FLAGS.iter().zip(row) {
-            assert!(plain.contains(&format!("{flag}: {}", expected == 1)), "{name}.{flag} in\n{plain}");
+            assert!(
+                plain.contains(&format!("{flag}: {}", expected == 1)),
+                "{name}.{flag} in\n{plain}"
+            );
         }
     }
 }
@@ -60,12 +67,39 @@ fn list_has_the_six_builtins_first_and_custom_profiles_after() {
         "name: local/careful-auto\ndescription: Careful\nflags:\n  auto_strategize: true\n  auto_execute: true\n  auto_apply: false\n  auto_decisions_strategize: true\n  auto_decisions_execute: true\n  auto_validation_fix: true\n  auto_strategy_revision: false\n  auto_child_plans: true\n  auto_retry_transient: true\n  auto_checkpoint_restore: true\n  require_sandbox: true\n  require_checkpoints: true\n  allow_unsafe_tools: false\n",
     )
     .unwrap();
-    let (doc, code) = env.json(&["automation-profile", "add", "--config", file.to_str().unwrap()]);
+    let (doc, code) = env.json(&[
+        "automation-profile",
+        "add",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{doc:#}");
     let (doc, _) = env.json(&["automation-profile", "list"]);
-    let names: Vec<&str> = doc["data"]["profiles"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["locked-down", "manual", "supervised", "trusted", "autonomous", "full-auto", "local/careful-auto"]);
-    let (doc, code) = env.json(&["automation-profile", "add", "--update", "--config", file.to_str().unwrap()]);
+    let names: Vec<&str> = doc["data"]["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "locked-down",
+            "manual",
+            "supervised",
+            "trusted",
+            "autonomous",
+            "full-auto",
+            "local/careful-auto"
+        ]
+    );
+    let (doc, code) = env.json(&[
+        "automation-profile",
+        "add",
+        "--update",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
     assert_eq!((code, doc["data"]["replaced"].clone()), (0, json!(true)));
     let (doc, code) = env.json(&["automation-profile", "remove", "--yes", "careful-auto"]);
     assert_eq!(code, 0, "{doc:#}");

@@ -135,7 +135,15 @@ pub fn git_repo(parent: &Path, name: &str) -> PathBuf {
     git(&dir, &["add", "."]);
     git(&dir, &["commit", "-q", "-m", "second"]);
     git(&dir, &["branch", "dev"]);
-    git(&dir, &["remote", "add", "origin", "https://example.invalid/demo.git"]);
+    git(
+        &dir,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://example.invalid/demo.git",
+        ],
+    );
     dir
 }
 

@@ -174,7 +174,10 @@ pub struct SpawnSpec {
 
 /// One step of an action's `script` (run by the built-in offline actors).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
+#[serde(
+    deny_unknown_fields,
+    rename_all(serialize = "snake_case", deserialize = "kebab-case")
+)]
 pub struct ScriptStep {
     /// Unique step name.
     pub name: String,
@@ -194,7 +197,11 @@ pub struct ScriptStep {
     #[serde(default, alias = "depends_on", skip_serializing_if = "Option::is_none")]
     pub depends_on: Option<Vec<String>>,
     /// Spawn steps with the same label run concurrently.
-    #[serde(default, alias = "parallel_group", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "parallel_group",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub parallel_group: Option<String>,
 }
 
@@ -213,7 +220,10 @@ impl ScriptStep {
 
 /// What shell steps may do beyond the default confinement.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
+#[serde(
+    deny_unknown_fields,
+    rename_all(serialize = "snake_case", deserialize = "kebab-case")
+)]
 pub struct SandboxSpec {
     /// Allow network access (default false).
     #[serde(default)]
@@ -451,7 +461,9 @@ pub struct Created {
 }
 
 fn valid_arg_name(n: &str) -> bool {
-    n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    n.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -483,10 +495,16 @@ fn merge(
 /// # Errors
 /// YAML errors (line, column, field); missing required fields; invalid arguments, script or
 /// placeholders; reserved or duplicate names; with `--available`, failed checks.
-pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) -> Result<Created, ActionError> {
+pub fn create(
+    store: &mut Store,
+    providers: &[Provider],
+    req: &CreateRequest,
+) -> Result<Created, ActionError> {
     let path = req.config.as_path();
     let (file, text): (ActionFile, String) = yaml::load(path)?;
-    let rule = |field: &str, key: &str, msg: String| ActionError::Yaml(yaml::rule(path, &text, field, key, msg));
+    let rule = |field: &str, key: &str, msg: String| {
+        ActionError::Yaml(yaml::rule(path, &text, field, key, msg))
+    };
     let mut overrides = Vec::new();
     let raw_name = req
         .name
@@ -503,16 +521,68 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
         .map_err(name_err)?;
     let name = qualified.to_string();
 
-    let dod = merge("definition_of_done", file.definition_of_done.clone(), req.definition_of_done.clone(), &mut overrides);
-    let strategy = merge("strategy_actor", file.strategy_actor.clone(), req.strategy_actor.clone(), &mut overrides);
-    let execution = merge("execution_actor", file.execution_actor.clone(), req.execution_actor.clone(), &mut overrides);
-    let estimation = merge("estimation_actor", file.estimation_actor.clone(), req.estimation_actor.clone(), &mut overrides);
-    let inv_actor = merge("invariant_actor", file.invariant_actor.clone(), req.invariant_actor.clone(), &mut overrides);
-    let description = merge("description", file.description.clone(), req.description.clone(), &mut overrides);
-    let long_description = merge("long_description", file.long_description.clone(), req.long_description.clone(), &mut overrides);
-    let profile = merge("automation_profile", file.automation_profile.clone(), req.automation_profile.clone(), &mut overrides);
-    let reusable = merge_bool("reusable", file.reusable, req.reusable, true, &mut overrides);
-    let read_only = merge_bool("read_only", file.read_only, req.read_only, false, &mut overrides);
+    let dod = merge(
+        "definition_of_done",
+        file.definition_of_done.clone(),
+        req.definition_of_done.clone(),
+        &mut overrides,
+    );
+    let strategy = merge(
+        "strategy_actor",
+        file.strategy_actor.clone(),
+        req.strategy_actor.clone(),
+        &mut overrides,
+    );
+    let execution = merge(
+        "execution_actor",
+        file.execution_actor.clone(),
+        req.execution_actor.clone(),
+        &mut overrides,
+    );
+    let estimation = merge(
+        "estimation_actor",
+        file.estimation_actor.clone(),
+        req.estimation_actor.clone(),
+        &mut overrides,
+    );
+    let inv_actor = merge(
+        "invariant_actor",
+        file.invariant_actor.clone(),
+        req.invariant_actor.clone(),
+        &mut overrides,
+    );
+    let description = merge(
+        "description",
+        file.description.clone(),
+        req.description.clone(),
+        &mut overrides,
+    );
+    let long_description = merge(
+        "long_description",
+        file.long_description.clone(),
+        req.long_description.clone(),
+        &mut overrides,
+    );
+    let profile = merge(
+        "automation_profile",
+        file.automation_profile.clone(),
+        req.automation_profile.clone(),
+        &mut overrides,
+    );
+    let reusable = merge_bool(
+        "reusable",
+        file.reusable,
+        req.reusable,
+        true,
+        &mut overrides,
+    );
+    let read_only = merge_bool(
+        "read_only",
+        file.read_only,
+        req.read_only,
+        false,
+        &mut overrides,
+    );
     if req.available {
         overrides.push(OverrideApplied {
             field: "available".into(),
@@ -524,7 +594,9 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
         rule(
             field,
             field,
-            format!("missing required field `{field}`; add `{field}: ...` to the file or pass {flag}"),
+            format!(
+                "missing required field `{field}`; add `{field}: ...` to the file or pass {flag}"
+            ),
         )
     };
     let dod = dod
@@ -541,18 +613,28 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
         if let Some(v) = value
             && (v.trim().is_empty() || v.chars().any(char::is_whitespace))
         {
-            return Err(rule(field, field, format!("`{v}` is not an actor reference")));
+            return Err(rule(
+                field,
+                field,
+                format!("`{v}` is not an actor reference"),
+            ));
         }
     }
 
     // Arguments: file entries, then --arg specs replacing same-named ones.
     let mut arguments = file.arguments.clone();
     for spec in &req.args {
-        let a = ArgumentSpec::parse_cli(spec).map_err(|message| ActionError::Flag { flag: "--arg", message })?;
+        let a = ArgumentSpec::parse_cli(spec).map_err(|message| ActionError::Flag {
+            flag: "--arg",
+            message,
+        })?;
         if !valid_arg_name(&a.name) {
             return Err(ActionError::Flag {
                 flag: "--arg",
-                message: format!("`{}` is not an argument name; use letters, digits and `_`", a.name),
+                message: format!(
+                    "`{}` is not an argument name; use letters, digits and `_`",
+                    a.name
+                ),
             });
         }
         match arguments.iter_mut().find(|x| x.name == a.name) {
@@ -564,16 +646,38 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
     for (i, a) in arguments.iter_mut().enumerate() {
         let field = format!("arguments[{i}]");
         if !valid_arg_name(&a.name) {
-            return Err(rule(&format!("{field}.name"), "name", format!("`{}` is not an argument name; use letters, digits and `_`, starting with a letter", a.name)));
+            return Err(rule(
+                &format!("{field}.name"),
+                "name",
+                format!(
+                    "`{}` is not an argument name; use letters, digits and `_`, starting with a letter",
+                    a.name
+                ),
+            ));
         }
         if !seen.insert(a.name.clone()) {
-            return Err(rule(&format!("{field}.name"), "name", format!("argument `{}` is declared twice", a.name)));
+            return Err(rule(
+                &format!("{field}.name"),
+                "name",
+                format!("argument `{}` is declared twice", a.name),
+            ));
         }
         if let Some(d) = &a.default {
             if a.required {
-                return Err(rule(&format!("{field}.default"), "default", format!("argument `{}` is required, so a default would never be used; remove `default` or set `required: false`", a.name)));
+                return Err(rule(
+                    &format!("{field}.default"),
+                    "default",
+                    format!(
+                        "argument `{}` is required, so a default would never be used; remove `default` or set `required: false`",
+                        a.name
+                    ),
+                ));
             }
-            a.default = Some(a.arg_type.check_value(d).map_err(|m| rule(&format!("{field}.default"), "default", m))?);
+            a.default = Some(
+                a.arg_type
+                    .check_value(d)
+                    .map_err(|m| rule(&format!("{field}.default"), "default", m))?,
+            );
         }
     }
     let declared: Vec<&str> = arguments.iter().map(|a| a.name.as_str()).collect();
@@ -593,18 +697,26 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
         }
     }
     if let Some(p) = &profile {
-        profiles::find(store, p).map_err(|e| rule("automation-profile", "automation-profile", e.to_string()))?;
+        profiles::find(store, p)
+            .map_err(|e| rule("automation-profile", "automation-profile", e.to_string()))?;
     }
     let mut invariants: Vec<String> = Vec::new();
     for (i, t) in file.invariants.iter().enumerate() {
         if t.trim().is_empty() {
-            return Err(rule(&format!("invariants[{i}]"), "invariants", "an invariant cannot be empty".into()));
+            return Err(rule(
+                &format!("invariants[{i}]"),
+                "invariants",
+                "an invariant cannot be empty".into(),
+            ));
         }
         invariants.push(t.trim().to_string());
     }
     for t in &req.invariants {
         if t.trim().is_empty() {
-            return Err(ActionError::Flag { flag: "--invariant", message: "an invariant cannot be empty".into() });
+            return Err(ActionError::Flag {
+                flag: "--invariant",
+                message: "an invariant cannot be empty".into(),
+            });
         }
         invariants.push(t.trim().to_string());
     }
@@ -637,9 +749,16 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
     let mut checks = Vec::new();
     if req.available {
         checks = availability_checks(store, providers, &action);
-        let failures: Vec<String> = checks.iter().filter(|c| !c.ok).map(|c| format!("{}: {}", c.label, c.detail)).collect();
+        let failures: Vec<String> = checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.label, c.detail))
+            .collect();
         if !failures.is_empty() {
-            return Err(ActionError::NotReady { name: action.name, failures });
+            return Err(ActionError::NotReady {
+                name: action.name,
+                failures,
+            });
         }
         action.state = ActionState::Available;
     }
@@ -652,12 +771,22 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
     })
 }
 
-fn merge_bool(field: &str, file: Option<bool>, flag: Option<bool>, default: bool, overrides: &mut Vec<OverrideApplied>) -> bool {
+fn merge_bool(
+    field: &str,
+    file: Option<bool>,
+    flag: Option<bool>,
+    default: bool,
+    overrides: &mut Vec<OverrideApplied>,
+) -> bool {
     match flag {
         Some(v) => {
             let before = file.unwrap_or(default);
             if before != v {
-                overrides.push(OverrideApplied { field: field.into(), from: before.to_string(), to: v.to_string() });
+                overrides.push(OverrideApplied {
+                    field: field.into(),
+                    from: before.to_string(),
+                    to: v.to_string(),
+                });
             }
             v
         }
@@ -672,49 +801,102 @@ fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptPr
     for (i, s) in script.iter().enumerate() {
         let f = format!("script[{i}]");
         if !valid_step_name(&s.name) {
-            return Err((format!("{f}.name"), "name", format!("`{}` is not a step name; use letters, digits, `-` and `_`", s.name)));
+            return Err((
+                format!("{f}.name"),
+                "name",
+                format!(
+                    "`{}` is not a step name; use letters, digits, `-` and `_`",
+                    s.name
+                ),
+            ));
         }
         if names.insert(&s.name, i).is_some() {
-            return Err((format!("{f}.name"), "name", format!("step name `{}` is used twice", s.name)));
+            return Err((
+                format!("{f}.name"),
+                "name",
+                format!("step name `{}` is used twice", s.name),
+            ));
         }
-        let kinds = [s.run.is_some(), s.tool.is_some(), s.spawn.is_some()].iter().filter(|b| **b).count();
+        let kinds = [s.run.is_some(), s.tool.is_some(), s.spawn.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
         if kinds != 1 {
-            return Err((f.clone(), "name", format!("step `{}` must have exactly one of `run`, `tool` or `spawn` (it has {kinds})", s.name)));
+            return Err((
+                f.clone(),
+                "name",
+                format!(
+                    "step `{}` must have exactly one of `run`, `tool` or `spawn` (it has {kinds})",
+                    s.name
+                ),
+            ));
         }
         if s.args.is_some() && s.tool.is_none() {
-            return Err((format!("{f}.args"), "args", format!("step `{}`: `args` belongs to `tool` steps; a spawn step puts them under `spawn: {{action, args}}`", s.name)));
+            return Err((
+                format!("{f}.args"),
+                "args",
+                format!(
+                    "step `{}`: `args` belongs to `tool` steps; a spawn step puts them under `spawn: {{action, args}}`",
+                    s.name
+                ),
+            ));
         }
         if let Some(run) = &s.run {
             if run.trim().is_empty() {
                 return Err((format!("{f}.run"), "run", "the command is empty".into()));
             }
-            template::check(run, declared).map_err(|e| (format!("{f}.run"), "run", e.to_string()))?;
+            template::check(run, declared)
+                .map_err(|e| (format!("{f}.run"), "run", e.to_string()))?;
         }
         if let Some(tool) = &s.tool
             && (tool.trim().is_empty() || tool.chars().any(char::is_whitespace))
         {
-            return Err((format!("{f}.tool"), "tool", format!("`{tool}` is not a tool name")));
+            return Err((
+                format!("{f}.tool"),
+                "tool",
+                format!("`{tool}` is not a tool name"),
+            ));
         }
         if let Some(args) = &s.args {
             template::check_json(&Value::Object(args.clone()), declared)
                 .map_err(|(p, e)| (format!("{f}.args{p}"), "args", e.to_string()))?;
         }
         if let Some(sp) = &s.spawn {
-            QualifiedName::parse(&sp.action).map_err(|e| (format!("{f}.spawn.action"), "action", e.to_string()))?;
+            QualifiedName::parse(&sp.action)
+                .map_err(|e| (format!("{f}.spawn.action"), "action", e.to_string()))?;
             template::check_json(&Value::Object(sp.args.clone()), declared)
                 .map_err(|(p, e)| (format!("{f}.spawn.args{p}"), "args", e.to_string()))?;
         }
         if s.parallel_group.is_some() && s.spawn.is_none() {
-            return Err((format!("{f}.parallel-group"), "parallel-group", format!("step `{}`: only spawn steps can share a parallel group", s.name)));
+            return Err((
+                format!("{f}.parallel-group"),
+                "parallel-group",
+                format!(
+                    "step `{}`: only spawn steps can share a parallel group",
+                    s.name
+                ),
+            ));
         }
     }
     for (i, s) in script.iter().enumerate() {
         for d in s.depends_on.iter().flatten() {
             if d == &s.name {
-                return Err((format!("script[{i}].depends-on"), "depends-on", format!("step `{}` depends on itself", s.name)));
+                return Err((
+                    format!("script[{i}].depends-on"),
+                    "depends-on",
+                    format!("step `{}` depends on itself", s.name),
+                ));
             }
             if !names.contains_key(d.as_str()) {
-                return Err((format!("script[{i}].depends-on"), "depends-on", format!("step `{}` depends on `{d}`, which is not a step name (steps: {})", s.name, names.keys().copied().collect::<Vec<_>>().join(", "))));
+                return Err((
+                    format!("script[{i}].depends-on"),
+                    "depends-on",
+                    format!(
+                        "step `{}` depends on `{d}`, which is not a step name (steps: {})",
+                        s.name,
+                        names.keys().copied().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
             }
         }
     }
@@ -746,7 +928,11 @@ fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptPr
     }
     for i in 0..script.len() {
         if let Some(c) = visit(i, &deps, &mut state) {
-            return Err((format!("script[{c}].depends-on"), "depends-on", format!("step `{}` is part of a dependency cycle", script[c].name)));
+            return Err((
+                format!("script[{c}].depends-on"),
+                "depends-on",
+                format!("step `{}` is part of a dependency cycle", script[c].name),
+            ));
         }
     }
     Ok(())
@@ -754,7 +940,8 @@ fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptPr
 
 fn valid_step_name(n: &str) -> bool {
     n.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// One availability check (`action available`).
@@ -780,30 +967,62 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
             _ => "Invariant Actor",
         };
         out.push(match actors::resolve(store, providers, reference) {
-            Ok(r) => Check { label: label.into(), ok: true, detail: format!("resolved ({} {})", r.kind_label(), r.name()) },
-            Err(e) => Check { label: label.into(), ok: false, detail: e.to_string() },
+            Ok(r) => Check {
+                label: label.into(),
+                ok: true,
+                detail: format!("resolved ({} {})", r.kind_label(), r.name()),
+            },
+            Err(e) => Check {
+                label: label.into(),
+                ok: false,
+                detail: e.to_string(),
+            },
         });
     }
     out.push(Check {
         label: "Definition of Done".into(),
         ok: !action.definition_of_done.trim().is_empty(),
-        detail: if action.definition_of_done.trim().is_empty() { "missing".into() } else { "present".into() },
+        detail: if action.definition_of_done.trim().is_empty() {
+            "missing".into()
+        } else {
+            "present".into()
+        },
     });
     let declared: Vec<&str> = action.arguments.iter().map(|a| a.name.as_str()).collect();
     let schema = action
         .arguments
         .iter()
-        .find_map(|a| a.default.as_ref().and_then(|d| a.arg_type.check_value(d).err().map(|e| format!("{}: {e}", a.name))))
-        .or_else(|| template::check(&action.definition_of_done, &declared).err().map(|e| e.to_string()));
+        .find_map(|a| {
+            a.default.as_ref().and_then(|d| {
+                a.arg_type
+                    .check_value(d)
+                    .err()
+                    .map(|e| format!("{}: {e}", a.name))
+            })
+        })
+        .or_else(|| {
+            template::check(&action.definition_of_done, &declared)
+                .err()
+                .map(|e| e.to_string())
+        });
     out.push(Check {
         label: "Arguments".into(),
         ok: schema.is_none(),
-        detail: schema.unwrap_or_else(|| format!("valid schema ({} declared)", action.arguments.len())),
+        detail: schema
+            .unwrap_or_else(|| format!("valid schema ({} declared)", action.arguments.len())),
     });
     if let Some(p) = &action.automation_profile {
         out.push(match profiles::find(store, p) {
-            Ok(_) => Check { label: "Automation Profile".into(), ok: true, detail: format!("{p} exists") },
-            Err(e) => Check { label: "Automation Profile".into(), ok: false, detail: e.to_string() },
+            Ok(_) => Check {
+                label: "Automation Profile".into(),
+                ok: true,
+                detail: format!("{p} exists"),
+            },
+            Err(e) => Check {
+                label: "Automation Profile".into(),
+                ok: false,
+                detail: e.to_string(),
+            },
         });
     }
     out
@@ -819,7 +1038,9 @@ pub fn find(store: &Store, input: &str) -> Result<Action, ActionError> {
     {
         return Ok(a);
     }
-    if input.len() >= crate::engine::domain::id::MIN_PREFIX && input.chars().all(|c| c.is_ascii_alphanumeric()) {
+    if input.len() >= crate::engine::domain::id::MIN_PREFIX
+        && input.chars().all(|c| c.is_ascii_alphanumeric())
+    {
         let ids = store.action_ids()?;
         if let Ok(id) = crate::engine::domain::resolve_prefix("action", input, ids)
             && let Some(a) = store.action_by_id(&id)?
@@ -835,13 +1056,24 @@ pub fn find(store: &Store, input: &str) -> Result<Action, ActionError> {
 ///
 /// # Errors
 /// [`ActionError::NotReady`] listing failed checks; [`ActionError::NotFound`].
-pub fn make_available(store: &mut Store, providers: &[Provider], input: &str) -> Result<(Action, ActionState, Vec<Check>), ActionError> {
+pub fn make_available(
+    store: &mut Store,
+    providers: &[Provider],
+    input: &str,
+) -> Result<(Action, ActionState, Vec<Check>), ActionError> {
     let mut action = find(store, input)?;
     let from = action.state;
     let checks = availability_checks(store, providers, &action);
-    let failures: Vec<String> = checks.iter().filter(|c| !c.ok).map(|c| format!("{}: {}", c.label, c.detail)).collect();
+    let failures: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| format!("{}: {}", c.label, c.detail))
+        .collect();
     if !failures.is_empty() {
-        return Err(ActionError::NotReady { name: action.name, failures });
+        return Err(ActionError::NotReady {
+            name: action.name,
+            failures,
+        });
     }
     if from != ActionState::Available {
         action.state = ActionState::Available;
@@ -860,7 +1092,11 @@ pub fn archive(store: &mut Store, input: &str) -> Result<(Action, ActionState), 
     let mut action = find(store, input)?;
     let from = action.state;
     if !from.can_become(ActionState::Archived) {
-        return Err(ActionError::State { name: action.name, from, to: ActionState::Archived });
+        return Err(ActionError::State {
+            name: action.name,
+            from,
+            to: ActionState::Archived,
+        });
     }
     let now = super::now();
     action.state = ActionState::Archived;
@@ -912,10 +1148,15 @@ pub enum ArgumentError {
 ///
 /// # Errors
 /// [`ArgumentError`] for the first problem.
-pub fn bind_arguments(action: &Action, given: &[String]) -> Result<Map<String, Value>, ArgumentError> {
+pub fn bind_arguments(
+    action: &Action,
+    given: &[String],
+) -> Result<Map<String, Value>, ArgumentError> {
     let mut raw: BTreeMap<String, String> = BTreeMap::new();
     for g in given {
-        let (k, v) = g.split_once('=').ok_or_else(|| ArgumentError::Syntax(g.clone()))?;
+        let (k, v) = g
+            .split_once('=')
+            .ok_or_else(|| ArgumentError::Syntax(g.clone()))?;
         let k = k.trim();
         if k.is_empty() {
             return Err(ArgumentError::Syntax(g.clone()));
@@ -929,7 +1170,11 @@ pub fn bind_arguments(action: &Action, given: &[String]) -> Result<Map<String, V
             let declared: Vec<&str> = action.arguments.iter().map(|a| a.name.as_str()).collect();
             return Err(ArgumentError::Unknown {
                 name: k.clone(),
-                declared: if declared.is_empty() { "none".into() } else { declared.join(", ") },
+                declared: if declared.is_empty() {
+                    "none".into()
+                } else {
+                    declared.join(", ")
+                },
             });
         }
     }
@@ -937,14 +1182,24 @@ pub fn bind_arguments(action: &Action, given: &[String]) -> Result<Map<String, V
     for a in &action.arguments {
         match raw.get(&a.name) {
             Some(v) => {
-                let value = a.arg_type.coerce_str(v).map_err(|message| ArgumentError::Type { name: a.name.clone(), message })?;
+                let value = a
+                    .arg_type
+                    .coerce_str(v)
+                    .map_err(|message| ArgumentError::Type {
+                        name: a.name.clone(),
+                        message,
+                    })?;
                 out.insert(a.name.clone(), value);
             }
             None if a.required => {
                 return Err(ArgumentError::Missing {
                     name: a.name.clone(),
                     arg_type: a.arg_type.as_str(),
-                    desc: a.description.as_ref().map(|d| format!(": {d}")).unwrap_or_default(),
+                    desc: a
+                        .description
+                        .as_ref()
+                        .map(|d| format!(": {d}"))
+                        .unwrap_or_default(),
                 });
             }
             None => {
@@ -961,7 +1216,10 @@ pub fn bind_arguments(action: &Action, given: &[String]) -> Result<Map<String, V
 ///
 /// # Errors
 /// [`TemplateError`] with the step path.
-pub fn render_script(script: &[ScriptStep], values: &Map<String, Value>) -> Result<Vec<ScriptStep>, (String, TemplateError)> {
+pub fn render_script(
+    script: &[ScriptStep],
+    values: &Map<String, Value>,
+) -> Result<Vec<ScriptStep>, (String, TemplateError)> {
     // Optional arguments without a value render as empty strings rather than failing.
     script
         .iter()
@@ -969,16 +1227,21 @@ pub fn render_script(script: &[ScriptStep], values: &Map<String, Value>) -> Resu
         .map(|(i, s)| {
             let mut s = s.clone();
             if let Some(r) = &s.run {
-                s.run = Some(template::render(r, values).map_err(|e| (format!("script[{i}].run"), e))?);
+                s.run =
+                    Some(template::render(r, values).map_err(|e| (format!("script[{i}].run"), e))?);
             }
             if let Some(a) = &s.args {
-                match template::render_json(&Value::Object(a.clone()), values).map_err(|e| (format!("script[{i}].args"), e))? {
+                match template::render_json(&Value::Object(a.clone()), values)
+                    .map_err(|e| (format!("script[{i}].args"), e))?
+                {
                     Value::Object(m) => s.args = Some(m),
                     _ => unreachable!("rendering keeps the shape"),
                 }
             }
             if let Some(sp) = &mut s.spawn {
-                match template::render_json(&Value::Object(sp.args.clone()), values).map_err(|e| (format!("script[{i}].spawn.args"), e))? {
+                match template::render_json(&Value::Object(sp.args.clone()), values)
+                    .map_err(|e| (format!("script[{i}].spawn.args"), e))?
+                {
                     Value::Object(m) => sp.args = m,
                     _ => unreachable!("rendering keeps the shape"),
                 }
@@ -994,7 +1257,13 @@ pub fn render_script(script: &[ScriptStep], values: &Map<String, Value>) -> Resu
 pub fn template_values(action: &Action, bound: &Map<String, Value>) -> Map<String, Value> {
     let mut m = Map::new();
     for a in &action.arguments {
-        m.insert(a.name.clone(), bound.get(&a.name).cloned().unwrap_or(Value::String(String::new())));
+        m.insert(
+            a.name.clone(),
+            bound
+                .get(&a.name)
+                .cloned()
+                .unwrap_or(Value::String(String::new())),
+        );
     }
     m
 }
@@ -1031,7 +1300,10 @@ mod tests {
     #[test]
     fn cli_argument_specs_parse_like_the_yaml_form() {
         let a = ArgumentSpec::parse_cli("target:integer:required:Target coverage %").unwrap();
-        assert_eq!((a.name.as_str(), a.arg_type, a.required), ("target", ArgType::Integer, true));
+        assert_eq!(
+            (a.name.as_str(), a.arg_type, a.required),
+            ("target", ArgType::Integer, true)
+        );
         assert_eq!(a.description.as_deref(), Some("Target coverage %"));
         assert!(ArgumentSpec::parse_cli("x:float:optional").is_ok());
         assert!(ArgumentSpec::parse_cli("x:decimal:optional").is_err());
@@ -1043,36 +1315,87 @@ mod tests {
     fn arguments_are_typed_defaulted_and_required() {
         let a = action(vec![
             ArgumentSpec::parse_cli("target:integer:required").unwrap(),
-            ArgumentSpec { default: Some(Value::from("cargo test")), ..ArgumentSpec::parse_cli("cmd:string:optional").unwrap() },
+            ArgumentSpec {
+                default: Some(Value::from("cargo test")),
+                ..ArgumentSpec::parse_cli("cmd:string:optional").unwrap()
+            },
             ArgumentSpec::parse_cli("fast:boolean:optional").unwrap(),
         ]);
         let bound = bind_arguments(&a, &["target=85".into(), "fast=yes".into()]).unwrap();
-        assert_eq!(Value::Object(bound), serde_json::json!({"target": 85, "cmd": "cargo test", "fast": true}));
-        assert!(matches!(bind_arguments(&a, &[]), Err(ArgumentError::Missing { .. })));
-        assert!(matches!(bind_arguments(&a, &["target=high".into()]), Err(ArgumentError::Type { .. })));
-        assert!(matches!(bind_arguments(&a, &["target=1".into(), "nope=1".into()]), Err(ArgumentError::Unknown { .. })));
-        assert!(matches!(bind_arguments(&a, &["target".into()]), Err(ArgumentError::Syntax(_))));
+        assert_eq!(
+            Value::Object(bound),
+            serde_json::json!({"target": 85, "cmd": "cargo test", "fast": true})
+        );
+        assert!(matches!(
+            bind_arguments(&a, &[]),
+            Err(ArgumentError::Missing { .. })
+        ));
+        assert!(matches!(
+            bind_arguments(&a, &["target=high".into()]),
+            Err(ArgumentError::Type { .. })
+        ));
+        assert!(matches!(
+            bind_arguments(&a, &["target=1".into(), "nope=1".into()]),
+            Err(ArgumentError::Unknown { .. })
+        ));
+        assert!(matches!(
+            bind_arguments(&a, &["target".into()]),
+            Err(ArgumentError::Syntax(_))
+        ));
     }
 
     fn step(name: &str, run: &str) -> ScriptStep {
-        ScriptStep { name: name.into(), run: Some(run.into()), tool: None, args: None, spawn: None, depends_on: None, parallel_group: None }
+        ScriptStep {
+            name: name.into(),
+            run: Some(run.into()),
+            tool: None,
+            args: None,
+            spawn: None,
+            depends_on: None,
+            parallel_group: None,
+        }
     }
 
     #[test]
     fn scripts_need_unique_names_one_kind_and_acyclic_dependencies() {
         check_script(&[step("a", "echo {{ x }}"), step("b", "true")], &["x"]).unwrap();
-        assert!(check_script(&[step("a", "x"), step("a", "y")], &[]).unwrap_err().2.contains("twice"));
-        assert!(check_script(&[step("a", "echo {{ y }}")], &["x"]).unwrap_err().2.contains("`{{ y }}`"));
+        assert!(
+            check_script(&[step("a", "x"), step("a", "y")], &[])
+                .unwrap_err()
+                .2
+                .contains("twice")
+        );
+        assert!(
+            check_script(&[step("a", "echo {{ y }}")], &["x"])
+                .unwrap_err()
+                .2
+                .contains("`{{ y }}`")
+        );
         let mut a = step("a", "x");
         a.depends_on = Some(vec!["b".into()]);
         let mut b = step("b", "y");
         b.depends_on = Some(vec!["a".into()]);
-        assert!(check_script(&[a.clone(), b], &[]).unwrap_err().2.contains("cycle"));
+        assert!(
+            check_script(&[a.clone(), b], &[])
+                .unwrap_err()
+                .2
+                .contains("cycle")
+        );
         a.depends_on = Some(vec!["zz".into()]);
-        assert!(check_script(&[a], &[]).unwrap_err().2.contains("not a step name"));
+        assert!(
+            check_script(&[a], &[])
+                .unwrap_err()
+                .2
+                .contains("not a step name")
+        );
         let mut both = step("c", "x");
         both.tool = Some("read_file".into());
-        assert!(check_script(&[both], &[]).unwrap_err().2.contains("exactly one"));
+        assert!(
+            check_script(&[both], &[])
+                .unwrap_err()
+                .2
+                .contains("exactly one")
+        );
         let mut grouped = step("d", "x");
         grouped.parallel_group = Some("g".into());
         assert!(check_script(&[grouped], &[]).is_err());

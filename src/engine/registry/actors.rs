@@ -60,7 +60,10 @@ impl ActorType {
 
 /// Model options (`options:` in the actor file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
+#[serde(
+    deny_unknown_fields,
+    rename_all(serialize = "snake_case", deserialize = "kebab-case")
+)]
 pub struct ActorOptions {
     /// Sampling temperature, 0 to 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,7 +84,10 @@ pub struct ActorOptions {
 
 /// Run limits (`limits:` in the actor file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all(serialize = "snake_case", deserialize = "kebab-case"))]
+#[serde(
+    deny_unknown_fields,
+    rename_all(serialize = "snake_case", deserialize = "kebab-case")
+)]
 pub struct ActorLimits {
     /// Maximum model turns per run.
     #[serde(default, alias = "max_turns", skip_serializing_if = "Option::is_none")]
@@ -301,8 +307,8 @@ pub fn resolve(store: &Store, providers: &[Provider], input: &str) -> Result<Act
             });
         }
     }
-    let qualified = QualifiedName::resolve_user_input(input, &[])
-        .map_err(|e| unresolved(e.to_string()))?;
+    let qualified =
+        QualifiedName::resolve_user_input(input, &[]).map_err(|e| unresolved(e.to_string()))?;
     let name = qualified.to_string();
     match store.actor(&name)? {
         Some(actor) => Ok(ActorRef::Custom {
@@ -361,12 +367,30 @@ pub struct Added {
 fn apply_option(opts: &mut ActorOptions, key: &str, value: &str) -> Result<(), ActorError> {
     let bad = |m: &str| ActorError::Option(format!("{key}={value}"), m.to_string());
     match key.replace('_', "-").as_str() {
-        "temperature" => opts.temperature = Some(value.parse().map_err(|_| bad("expected a number from 0 to 2"))?),
-        "max-tokens" => opts.max_tokens = Some(value.parse().map_err(|_| bad("expected a whole number"))?),
-        "top-p" => opts.top_p = Some(value.parse().map_err(|_| bad("expected a number from 0 to 1"))?),
+        "temperature" => {
+            opts.temperature = Some(
+                value
+                    .parse()
+                    .map_err(|_| bad("expected a number from 0 to 2"))?,
+            )
+        }
+        "max-tokens" => {
+            opts.max_tokens = Some(value.parse().map_err(|_| bad("expected a whole number"))?)
+        }
+        "top-p" => {
+            opts.top_p = Some(
+                value
+                    .parse()
+                    .map_err(|_| bad("expected a number from 0 to 1"))?,
+            )
+        }
         "seed" => opts.seed = Some(value.parse().map_err(|_| bad("expected a whole number"))?),
         "stop" => opts.stop = Some(value.split(',').map(str::to_string).collect()),
-        _ => return Err(bad("known options: temperature, max-tokens, top-p, seed, stop")),
+        _ => {
+            return Err(bad(
+                "known options: temperature, max-tokens, top-p, seed, stop",
+            ));
+        }
     }
     Ok(())
 }
@@ -450,13 +474,16 @@ fn validate(
     providers: &[Provider],
     store: &Store,
 ) -> Result<(), ActorError> {
-    let rule = |field: &str, key: &str, msg: String| ActorError::Yaml(yaml::rule(path, text, field, key, msg));
+    let rule = |field: &str, key: &str, msg: String| {
+        ActorError::Yaml(yaml::rule(path, text, field, key, msg))
+    };
     match (&def.model, def.actor_type) {
         (None, ActorType::Llm) => {
             return Err(rule(
                 "model",
                 "type",
-                "an llm actor needs `model: <provider>/<model>`, e.g. `model: openai/gpt-4o`".into(),
+                "an llm actor needs `model: <provider>/<model>`, e.g. `model: openai/gpt-4o`"
+                    .into(),
             ));
         }
         (Some(m), _) => match resolve(store, providers, m) {
@@ -465,8 +492,10 @@ fn validate(
                 return Err(rule(
                     "model",
                     "model",
-                    format!("`{m}` is not a provider model; use <provider>/<model> with a provider from: {}",
-                        provider_names(providers).join(", ")),
+                    format!(
+                        "`{m}` is not a provider model; use <provider>/<model> with a provider from: {}",
+                        provider_names(providers).join(", ")
+                    ),
                 ));
             }
             Err(_) => {
@@ -486,18 +515,31 @@ fn validate(
     if let Some(t) = def.options.temperature
         && !(0.0..=2.0).contains(&t)
     {
-        return Err(rule("options.temperature", "temperature", format!("{t} is out of range; use 0 to 2")));
+        return Err(rule(
+            "options.temperature",
+            "temperature",
+            format!("{t} is out of range; use 0 to 2"),
+        ));
     }
     if let Some(t) = def.options.top_p
         && !(0.0..=1.0).contains(&t)
     {
-        return Err(rule("options.top-p", "top-p", format!("{t} is out of range; use 0 to 1")));
+        return Err(rule(
+            "options.top-p",
+            "top-p",
+            format!("{t} is out of range; use 0 to 1"),
+        ));
     }
     if def.options.max_tokens == Some(0) {
-        return Err(rule("options.max-tokens", "max-tokens", "must be at least 1".into()));
+        return Err(rule(
+            "options.max-tokens",
+            "max-tokens",
+            "must be at least 1".into(),
+        ));
     }
     for (i, s) in def.skills.iter().enumerate() {
-        QualifiedName::parse(s).map_err(|e| rule(&format!("skills[{i}]"), "skills", format!("`{s}`: {e}")))?;
+        QualifiedName::parse(s)
+            .map_err(|e| rule(&format!("skills[{i}]"), "skills", format!("`{s}`: {e}")))?;
     }
     if let Some(p) = &def.system_prompt
         && let Err(template::TemplateError::Syntax(e)) = template::check(p, &[])
@@ -522,7 +564,11 @@ pub struct Impact {
 ///
 /// # Errors
 /// [`ActorError::BuiltIn`], [`ActorError::Unresolved`] when no such actor, store errors.
-pub fn remove(store: &mut Store, providers: &[Provider], input: &str) -> Result<(Actor, Impact), ActorError> {
+pub fn remove(
+    store: &mut Store,
+    providers: &[Provider],
+    input: &str,
+) -> Result<(Actor, Impact), ActorError> {
     match resolve(store, providers, input)? {
         ActorRef::Custom { actor } => {
             let impact = Impact {
@@ -534,9 +580,14 @@ pub fn remove(store: &mut Store, providers: &[Provider], input: &str) -> Result<
                     .filter(|p| {
                         p.phase() != crate::engine::domain::Phase::Applied
                             && p.state() != crate::engine::domain::ProcessingState::Cancelled
-                            && [&p.strategy_actor, &p.execution_actor, &p.estimation_actor, &p.invariant_actor]
-                                .iter()
-                                .any(|a| a.as_deref() == Some(actor.name.as_str()))
+                            && [
+                                &p.strategy_actor,
+                                &p.execution_actor,
+                                &p.estimation_actor,
+                                &p.invariant_actor,
+                            ]
+                            .iter()
+                            .any(|a| a.as_deref() == Some(actor.name.as_str()))
                     })
                     .map(|p| p.plan_id.to_string())
                     .collect(),
@@ -619,7 +670,12 @@ pub fn list(store: &Store, providers: &[Provider]) -> Result<Vec<ActorRow>, Acto
             model: Some("*".into()),
             builtin: p.builtin,
             unsafe_: false,
-            description: Some(format!("any model served by {} ({} API at {})", p.name, p.kind.as_str(), p.base_url)),
+            description: Some(format!(
+                "any model served by {} ({} API at {})",
+                p.name,
+                p.kind.as_str(),
+                p.base_url
+            )),
         });
     }
     Ok(rows)
@@ -639,17 +695,35 @@ mod tests {
     #[test]
     fn references_resolve_to_builtins_providers_and_custom_actors() {
         let (dir, mut store, providers) = setup();
-        assert!(matches!(resolve(&store, &providers, SCRIPT_EXECUTOR).unwrap(), ActorRef::Builtin { .. }));
+        assert!(matches!(
+            resolve(&store, &providers, SCRIPT_EXECUTOR).unwrap(),
+            ActorRef::Builtin { .. }
+        ));
         assert!(matches!(
             resolve(&store, &providers, "openai/gpt-4o").unwrap(),
             ActorRef::Provider { .. }
         ));
-        assert!(resolve(&store, &providers, "ollama/llama3").is_err(), "unconfigured provider");
+        assert!(
+            resolve(&store, &providers, "ollama/llama3").is_err(),
+            "unconfigured provider"
+        );
         assert!(resolve(&store, &providers, "builtin/nope").is_err());
         assert!(resolve(&store, &providers, "reviewer").is_err());
         let file = dir.path().join("a.yaml");
-        std::fs::write(&file, "name: reviewer\nmodel: anthropic/claude-sonnet-4-5\noptions: {temperature: 0.2}\n").unwrap();
-        add(&mut store, &providers, &file, None, &Overrides::default(), false).unwrap();
+        std::fs::write(
+            &file,
+            "name: reviewer\nmodel: anthropic/claude-sonnet-4-5\noptions: {temperature: 0.2}\n",
+        )
+        .unwrap();
+        add(
+            &mut store,
+            &providers,
+            &file,
+            None,
+            &Overrides::default(),
+            false,
+        )
+        .unwrap();
         let r = resolve(&store, &providers, "reviewer").unwrap();
         assert_eq!(r.name(), "local/reviewer");
     }
@@ -659,17 +733,50 @@ mod tests {
         let (dir, mut store, providers) = setup();
         let file = dir.path().join("a.yaml");
         std::fs::write(&file, "name: local/x\nmodel: openai/gpt-4o\n").unwrap();
-        add(&mut store, &providers, &file, None, &Overrides::default(), false).unwrap();
+        add(
+            &mut store,
+            &providers,
+            &file,
+            None,
+            &Overrides::default(),
+            false,
+        )
+        .unwrap();
         assert!(matches!(
-            add(&mut store, &providers, &file, None, &Overrides::default(), false),
+            add(
+                &mut store,
+                &providers,
+                &file,
+                None,
+                &Overrides::default(),
+                false
+            ),
             Err(ActorError::Exists(_))
         ));
-        let again = add(&mut store, &providers, &file, None, &Overrides { skills: vec!["local/s".into()], ..Default::default() }, true).unwrap();
+        let again = add(
+            &mut store,
+            &providers,
+            &file,
+            None,
+            &Overrides {
+                skills: vec!["local/s".into()],
+                ..Default::default()
+            },
+            true,
+        )
+        .unwrap();
         assert!(again.previous.is_some());
         assert_eq!(again.actor.definition.skills, ["local/s"]);
         for reserved in ["openai/mine", "builtin/mine", "anthropic/x"] {
             assert!(matches!(
-                add(&mut store, &providers, &file, Some(reserved), &Overrides::default(), false),
+                add(
+                    &mut store,
+                    &providers,
+                    &file,
+                    Some(reserved),
+                    &Overrides::default(),
+                    false
+                ),
                 Err(ActorError::Name { .. })
             ));
         }
@@ -680,10 +787,26 @@ mod tests {
         let (dir, mut store, providers) = setup();
         let file = dir.path().join("a.yaml");
         std::fs::write(&file, "name: x\ntype: llm\nmodel: nope/m\n").unwrap();
-        let e = add(&mut store, &providers, &file, None, &Overrides::default(), false).unwrap_err();
+        let e = add(
+            &mut store,
+            &providers,
+            &file,
+            None,
+            &Overrides::default(),
+            false,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("unknown provider `nope`"), "{e}");
         assert!(e.to_string().contains("a.yaml:3"), "{e}");
         std::fs::write(&file, "name: x\ntype: graph\ngraph: {nodes: []}\n").unwrap();
-        add(&mut store, &providers, &file, None, &Overrides::default(), false).unwrap();
+        add(
+            &mut store,
+            &providers,
+            &file,
+            None,
+            &Overrides::default(),
+            false,
+        )
+        .unwrap();
     }
 }

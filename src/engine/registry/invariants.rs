@@ -49,12 +49,21 @@ impl Invariant {
     pub fn scope_label(&self) -> String {
         match (self.scope, &self.plan_id) {
             (InvariantScope::Global, _) => "global".into(),
-            (InvariantScope::Project, _) => format!("project {}", self.project.as_deref().unwrap_or("?")),
-            (InvariantScope::Action, Some(p)) => {
-                format!("plan {p} (from action {})", self.action.as_deref().unwrap_or("?"))
+            (InvariantScope::Project, _) => {
+                format!("project {}", self.project.as_deref().unwrap_or("?"))
             }
-            (InvariantScope::Action, None) => format!("action {}", self.action.as_deref().unwrap_or("?")),
-            (InvariantScope::Plan, p) => format!("plan {}", p.map(|p| p.to_string()).unwrap_or_default()),
+            (InvariantScope::Action, Some(p)) => {
+                format!(
+                    "plan {p} (from action {})",
+                    self.action.as_deref().unwrap_or("?")
+                )
+            }
+            (InvariantScope::Action, None) => {
+                format!("action {}", self.action.as_deref().unwrap_or("?"))
+            }
+            (InvariantScope::Plan, p) => {
+                format!("plan {}", p.map(|p| p.to_string()).unwrap_or_default())
+            }
         }
     }
 
@@ -78,7 +87,11 @@ pub fn new_id() -> String {
 /// The form used to find duplicates: lowercase, whitespace collapsed, final `.`/`!`/`;`
 /// and surrounding whitespace removed.
 pub fn normalize(text: &str) -> String {
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    let collapsed = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
     collapsed.trim_end_matches(['.', '!', ';', ' ']).to_string()
 }
 
@@ -92,7 +105,9 @@ pub enum InvariantError {
     #[error("the invariant text is empty")]
     Empty,
     /// The key breaks the character rules.
-    #[error("--key `{0}`: use lowercase letters, digits, `.`, `-` and `_`, starting with a letter or digit")]
+    #[error(
+        "--key `{0}`: use lowercase letters, digits, `.`, `-` and `_`, starting with a letter or digit"
+    )]
     InvalidKey(String),
     /// No invariant with that id.
     #[error("invariant `{0}` not found")]
@@ -139,9 +154,17 @@ pub struct Targets {
 
 fn check_key(key: Option<&str>) -> Result<Option<String>, InvariantError> {
     let Some(k) = key else { return Ok(None) };
-    let ok = k.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && k.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
-    if ok { Ok(Some(k.to_string())) } else { Err(InvariantError::InvalidKey(k.to_string())) }
+    let ok = k
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && k.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
+    if ok {
+        Ok(Some(k.to_string()))
+    } else {
+        Err(InvariantError::InvalidKey(k.to_string()))
+    }
 }
 
 /// A row to insert.
@@ -182,11 +205,20 @@ impl NewInvariant {
 ///
 /// # Errors
 /// [`InvariantError::NoScope`], [`InvariantError::Empty`], an invalid key, unknown targets.
-pub fn add(store: &mut Store, targets: &Targets, text: &str, key: Option<&str>) -> Result<Vec<Invariant>, InvariantError> {
+pub fn add(
+    store: &mut Store,
+    targets: &Targets,
+    text: &str,
+    key: Option<&str>,
+) -> Result<Vec<Invariant>, InvariantError> {
     if text.trim().is_empty() {
         return Err(InvariantError::Empty);
     }
-    if !targets.global && targets.project.is_none() && targets.plans.is_empty() && targets.actions.is_empty() {
+    if !targets.global
+        && targets.project.is_none()
+        && targets.plans.is_empty()
+        && targets.actions.is_empty()
+    {
         return Err(InvariantError::NoScope);
     }
     let key = check_key(key)?;
@@ -214,7 +246,11 @@ pub fn add(store: &mut Store, targets: &Targets, text: &str, key: Option<&str>) 
     }
     store.insert_invariants(&rows)?;
     rows.iter()
-        .map(|r| store.invariant(&r.invariant_id)?.ok_or_else(|| InvariantError::NotFound(r.invariant_id.clone())))
+        .map(|r| {
+            store
+                .invariant(&r.invariant_id)?
+                .ok_or_else(|| InvariantError::NotFound(r.invariant_id.clone()))
+        })
         .collect()
 }
 
@@ -265,20 +301,42 @@ pub struct Filter {
 /// Unknown targets; store errors.
 pub fn list(store: &Store, filter: &Filter) -> Result<Vec<Invariant>, InvariantError> {
     let all = store.invariants()?;
-    let none = !filter.global && filter.project.is_none() && filter.plan.is_none() && filter.action.is_none();
+    let none = !filter.global
+        && filter.project.is_none()
+        && filter.plan.is_none()
+        && filter.action.is_none();
     if none {
         return Ok(all);
     }
-    let project = filter.project.as_deref().map(|p| projects::find(store, p)).transpose()?;
-    let plan = filter.plan.as_deref().map(|p| resolve_plan(store, p)).transpose()?;
-    let action = filter.action.as_deref().map(|a| actions::find(store, a)).transpose()?;
+    let project = filter
+        .project
+        .as_deref()
+        .map(|p| projects::find(store, p))
+        .transpose()?;
+    let plan = filter
+        .plan
+        .as_deref()
+        .map(|p| resolve_plan(store, p))
+        .transpose()?;
+    let action = filter
+        .action
+        .as_deref()
+        .map(|a| actions::find(store, a))
+        .transpose()?;
     Ok(all
         .into_iter()
         .filter(|i| {
             (filter.global && i.scope == InvariantScope::Global)
-                || project.as_ref().is_some_and(|p| i.scope == InvariantScope::Project && i.project.as_deref() == Some(p.name.as_str()))
+                || project.as_ref().is_some_and(|p| {
+                    i.scope == InvariantScope::Project
+                        && i.project.as_deref() == Some(p.name.as_str())
+                })
                 || plan.is_some_and(|p| i.plan_id == Some(p))
-                || action.as_ref().is_some_and(|a| i.scope == InvariantScope::Action && i.plan_id.is_none() && i.action.as_deref() == Some(a.name.as_str()))
+                || action.as_ref().is_some_and(|a| {
+                    i.scope == InvariantScope::Action
+                        && i.plan_id.is_none()
+                        && i.action.as_deref() == Some(a.name.as_str())
+                })
         })
         .collect())
 }
@@ -309,26 +367,48 @@ pub struct EffectiveView {
 pub fn reconcile(candidates: Vec<Invariant>) -> EffectiveView {
     let mut ordered = candidates;
     // Narrowest scope first (InvariantScope orders plan < action < project < global), newest first.
-    ordered.sort_by(|a, b| a.scope.cmp(&b.scope).then(b.created_at.cmp(&a.created_at)).then(b.seq.cmp(&a.seq)));
+    ordered.sort_by(|a, b| {
+        a.scope
+            .cmp(&b.scope)
+            .then(b.created_at.cmp(&a.created_at))
+            .then(b.seq.cmp(&a.seq))
+    });
     let mut kept: Vec<Invariant> = Vec::new();
     let mut duplicates = Vec::new();
     let mut conflicts = Vec::new();
     for inv in ordered {
         let norm = normalize(&inv.text);
         if let Some(k) = kept.iter().find(|k| normalize(&k.text) == norm) {
-            duplicates.push(Dropped { dropped: inv, kept: k.clone(), reason: "duplicate" });
+            duplicates.push(Dropped {
+                dropped: inv,
+                kept: k.clone(),
+                reason: "duplicate",
+            });
             continue;
         }
         if let Some(key) = &inv.key
             && let Some(k) = kept.iter().find(|k| k.key.as_ref() == Some(key))
         {
-            conflicts.push(Dropped { dropped: inv, kept: k.clone(), reason: "conflict" });
+            conflicts.push(Dropped {
+                dropped: inv,
+                kept: k.clone(),
+                reason: "conflict",
+            });
             continue;
         }
         kept.push(inv);
     }
-    kept.sort_by(|a, b| b.scope.cmp(&a.scope).then(a.created_at.cmp(&b.created_at)).then(a.seq.cmp(&b.seq)));
-    EffectiveView { effective: kept, duplicates, conflicts }
+    kept.sort_by(|a, b| {
+        b.scope
+            .cmp(&a.scope)
+            .then(a.created_at.cmp(&b.created_at))
+            .then(a.seq.cmp(&b.seq))
+    });
+    EffectiveView {
+        effective: kept,
+        duplicates,
+        conflicts,
+    }
 }
 
 /// Which invariant actor would reconcile a plan's invariants, and where it was found.
@@ -353,19 +433,27 @@ pub fn effective(
     global_actor: Option<&str>,
 ) -> Result<(Id, EffectiveView, Option<ReconcilerChoice>), InvariantError> {
     let plan_id = resolve_plan(store, plan_input)?;
-    let plan = store.plan(&plan_id)?.ok_or_else(|| InvariantError::Plan(format!("plan {plan_id} not found")))?;
+    let plan = store
+        .plan(&plan_id)?
+        .ok_or_else(|| InvariantError::Plan(format!("plan {plan_id} not found")))?;
     let project_ids = store.plan_project_ids(&plan_id)?;
     let candidates: Vec<Invariant> = store
         .invariants()?
         .into_iter()
         .filter(|i| match i.scope {
             InvariantScope::Global => true,
-            InvariantScope::Project => i.project.as_ref().is_some_and(|p| plan.project_names().contains(&p.as_str())),
+            InvariantScope::Project => i
+                .project
+                .as_ref()
+                .is_some_and(|p| plan.project_names().contains(&p.as_str())),
             InvariantScope::Action | InvariantScope::Plan => i.plan_id == Some(plan_id),
         })
         .collect();
     let view = reconcile(candidates);
-    let mut choice = plan.invariant_actor.clone().map(|a| (a, "plan".to_string()));
+    let mut choice = plan
+        .invariant_actor
+        .clone()
+        .map(|a| (a, "plan".to_string()));
     if choice.is_none() {
         for pid in &project_ids {
             if let Some(p) = store.project_by_id(pid)?
@@ -419,8 +507,16 @@ mod tests {
             inv("p", "tests must pass.", InvariantScope::Plan, None, 2),
             inv("j", "Use tabs", InvariantScope::Project, None, 3),
         ]);
-        let ids: Vec<&str> = v.effective.iter().map(|i| i.invariant_id.as_str()).collect();
-        assert_eq!(ids, ["j", "p"], "broad scopes first; the global duplicate is dropped");
+        let ids: Vec<&str> = v
+            .effective
+            .iter()
+            .map(|i| i.invariant_id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            ["j", "p"],
+            "broad scopes first; the global duplicate is dropped"
+        );
         assert_eq!(v.duplicates.len(), 1);
         assert_eq!(v.duplicates[0].dropped.invariant_id, "g");
         assert!(v.conflicts.is_empty());
@@ -429,14 +525,40 @@ mod tests {
     #[test]
     fn only_shared_keys_conflict_and_the_narrowest_scope_wins() {
         let v = reconcile(vec![
-            inv("g", "Use the shared DB pool", InvariantScope::Global, Some("db"), 1),
-            inv("a", "Open one connection per test", InvariantScope::Action, Some("db"), 2),
-            inv("j", "Use the shared DB pool for reads", InvariantScope::Project, Some("db"), 3),
+            inv(
+                "g",
+                "Use the shared DB pool",
+                InvariantScope::Global,
+                Some("db"),
+                1,
+            ),
+            inv(
+                "a",
+                "Open one connection per test",
+                InvariantScope::Action,
+                Some("db"),
+                2,
+            ),
+            inv(
+                "j",
+                "Use the shared DB pool for reads",
+                InvariantScope::Project,
+                Some("db"),
+                3,
+            ),
             inv("x", "Something unrelated", InvariantScope::Global, None, 4),
         ]);
-        let ids: Vec<&str> = v.effective.iter().map(|i| i.invariant_id.as_str()).collect();
+        let ids: Vec<&str> = v
+            .effective
+            .iter()
+            .map(|i| i.invariant_id.as_str())
+            .collect();
         assert_eq!(ids, ["x", "a"]);
-        let lost: Vec<&str> = v.conflicts.iter().map(|d| d.dropped.invariant_id.as_str()).collect();
+        let lost: Vec<&str> = v
+            .conflicts
+            .iter()
+            .map(|d| d.dropped.invariant_id.as_str())
+            .collect();
         assert_eq!(lost, ["j", "g"]);
         assert!(v.conflicts.iter().all(|d| d.kept.invariant_id == "a"));
     }

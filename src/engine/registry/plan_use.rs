@@ -73,7 +73,7 @@ pub enum PlanUseError {
         /// `--strategy-actor` or the action field.
         field: String,
         /// Why.
-        source: ActorError,
+        source: Box<ActorError>,
     },
     /// A template failed to render.
     #[error("{field}: {source}")]
@@ -88,16 +88,28 @@ pub enum PlanUseError {
     EmptyInvariant,
     /// The action failed.
     #[error(transparent)]
-    Action(#[from] ActionError),
+    Action(Box<ActionError>),
     /// A project failed.
     #[error(transparent)]
-    Project(#[from] ProjectError),
+    Project(Box<ProjectError>),
     /// The profile failed.
     #[error(transparent)]
     Profile(#[from] ProfileError),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<ActionError> for PlanUseError {
+    fn from(e: ActionError) -> Self {
+        PlanUseError::Action(Box::new(e))
+    }
+}
+
+impl From<ProjectError> for PlanUseError {
+    fn from(e: ProjectError) -> Self {
+        PlanUseError::Project(Box::new(e))
+    }
 }
 
 /// A created plan and what went into it.
@@ -122,20 +134,35 @@ pub struct Created {
     pub action_archived: bool,
 }
 
-fn check_actor(store: &Store, providers: &[Provider], field: &str, reference: &str) -> Result<String, PlanUseError> {
+fn check_actor(
+    store: &Store,
+    providers: &[Provider],
+    field: &str,
+    reference: &str,
+) -> Result<String, PlanUseError> {
     actors::resolve(store, providers, reference)
         .map(|r| r.name().to_string())
-        .map_err(|source| PlanUseError::Actor { field: field.to_string(), source })
+        .map_err(|source| PlanUseError::Actor {
+            field: field.to_string(),
+            source: Box::new(source),
+        })
 }
 
 /// Creates a plan (see the module documentation). Nothing is written when anything is wrong.
 ///
 /// # Errors
 /// [`PlanUseError`] naming the argument, actor, project or template at fault.
-pub fn create(store: &mut Store, providers: &[Provider], req: &Request) -> Result<Created, PlanUseError> {
+pub fn create(
+    store: &mut Store,
+    providers: &[Provider],
+    req: &Request,
+) -> Result<Created, PlanUseError> {
     let action = actions::find(store, &req.action)?;
     if action.state != ActionState::Available {
-        return Err(PlanUseError::NotAvailable { name: action.name.clone(), state: action.state });
+        return Err(PlanUseError::NotAvailable {
+            name: action.name.clone(),
+            state: action.state,
+        });
     }
     if req.projects.is_empty() {
         return Err(PlanUseError::NoProject);
@@ -150,20 +177,50 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &Request) -> Resul
     }
     let bound = actions::bind_arguments(&action, &req.args)?;
     let mut overrides = Vec::new();
-    let mut pick = |flag: &str, field: &str, given: &Option<String>, default: Option<&String>| -> Result<Option<String>, PlanUseError> {
+    let mut pick = |flag: &str,
+                    field: &str,
+                    given: &Option<String>,
+                    default: Option<&String>|
+     -> Result<Option<String>, PlanUseError> {
         match (given, default) {
             (Some(g), _) => {
                 overrides.push((flag.trim_start_matches("--").to_string(), g.clone()));
                 check_actor(store, providers, flag, g).map(Some)
             }
-            (None, Some(d)) => check_actor(store, providers, &format!("action {} {field}", action.name), d).map(Some),
+            (None, Some(d)) => check_actor(
+                store,
+                providers,
+                &format!("action {} {field}", action.name),
+                d,
+            )
+            .map(Some),
             (None, None) => Ok(None),
         }
     };
-    let strategy = pick("--strategy-actor", "strategy-actor", &req.strategy_actor, Some(&action.strategy_actor))?;
-    let execution = pick("--execution-actor", "execution-actor", &req.execution_actor, Some(&action.execution_actor))?;
-    let estimation = pick("--estimation-actor", "estimation-actor", &req.estimation_actor, action.estimation_actor.as_ref())?;
-    let inv_actor = pick("--invariant-actor", "invariant-actor", &req.invariant_actor, action.invariant_actor.as_ref())?;
+    let strategy = pick(
+        "--strategy-actor",
+        "strategy-actor",
+        &req.strategy_actor,
+        Some(&action.strategy_actor),
+    )?;
+    let execution = pick(
+        "--execution-actor",
+        "execution-actor",
+        &req.execution_actor,
+        Some(&action.execution_actor),
+    )?;
+    let estimation = pick(
+        "--estimation-actor",
+        "estimation-actor",
+        &req.estimation_actor,
+        action.estimation_actor.as_ref(),
+    )?;
+    let inv_actor = pick(
+        "--invariant-actor",
+        "invariant-actor",
+        &req.invariant_actor,
+        action.invariant_actor.as_ref(),
+    )?;
     let project_profile = targets.iter().find_map(|p| p.automation_profile.clone());
     let (profile, source) = profiles::resolve(
         store,
@@ -174,9 +231,18 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &Request) -> Resul
     )?;
     let values = actions::template_values(&action, &bound);
     let render = |field: &str, text: &str| {
-        crate::engine::registry::template::render(text, &values).map_err(|source| PlanUseError::Template { field: field.to_string(), source })
+        crate::engine::registry::template::render(text, &values).map_err(|source| {
+            PlanUseError::Template {
+                field: field.to_string(),
+                source,
+            }
+        })
     };
-    let description = action.description.as_deref().map(|d| render("description", d)).transpose()?;
+    let description = action
+        .description
+        .as_deref()
+        .map(|d| render("description", d))
+        .transpose()?;
     let dod = render("definition-of-done", &action.definition_of_done)?;
     let script = action
         .script
@@ -193,12 +259,20 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &Request) -> Resul
     }
 
     let now = super::now();
-    let mut plan = Plan::new(&action.name, action.name.rsplit('/').next().unwrap_or(&action.name), now);
+    let mut plan = Plan::new(
+        &action.name,
+        action.name.rsplit('/').next().unwrap_or(&action.name),
+        now,
+    );
     plan.description = description;
     plan.definition_of_done = Some(dod);
     plan.project_links = targets
         .iter()
-        .map(|p| ProjectLink { project_name: p.name.clone(), alias: None, read_only: action.read_only })
+        .map(|p| ProjectLink {
+            project_name: p.name.clone(),
+            alias: None,
+            read_only: action.read_only,
+        })
         .collect();
     plan.automation_profile = Some(profile.name.clone());
     plan.automation_level = profile.flags.level();
@@ -223,7 +297,9 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &Request) -> Resul
         })
         .collect();
     for inv in store.invariants()?.into_iter().filter(|i| {
-        i.scope == InvariantScope::Action && i.plan_id.is_none() && i.action.as_deref() == Some(action.name.as_str())
+        i.scope == InvariantScope::Action
+            && i.plan_id.is_none()
+            && i.action.as_deref() == Some(action.name.as_str())
     }) {
         let mut r = NewInvariant::new(&inv.text, inv.key.clone(), InvariantScope::Action);
         r.action_id = Some(action.action_id.to_string());
@@ -244,12 +320,23 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &Request) -> Resul
         script,
         sandbox: action.sandbox.clone(),
     };
-    store.create_plan(&plan, &targets.iter().map(|p| p.project_id).collect::<Vec<Id>>(), &origin, &rows, archive.then_some(&archived))?;
+    store.create_plan(
+        &plan,
+        &targets.iter().map(|p| p.project_id).collect::<Vec<Id>>(),
+        &origin,
+        &rows,
+        archive.then_some(&archived),
+    )?;
     let plan = store.plan(&plan.plan_id)?.unwrap_or(plan);
-    let (_, view, _) = invariants::effective(store, providers, &plan_id, None).map_err(|e| match e {
-        invariants::InvariantError::Store(s) => PlanUseError::Store(s),
-        other => PlanUseError::Store(StoreError::Corrupt { table: "plans", column: "invariants", message: other.to_string() }),
-    })?;
+    let (_, view, _) =
+        invariants::effective(store, providers, &plan_id, None).map_err(|e| match e {
+            invariants::InvariantError::Store(s) => PlanUseError::Store(s),
+            other => PlanUseError::Store(StoreError::Corrupt {
+                table: "plans",
+                column: "invariants",
+                message: other.to_string(),
+            }),
+        })?;
     Ok(Created {
         plan,
         action,

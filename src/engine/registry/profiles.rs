@@ -2,9 +2,9 @@
 //! transitions, decisions, retries and child spawns proceed without a human.
 //!
 //! Six built-ins (bare names, not removable) and custom profiles registered from YAML
-//! (`ns/name`). A plan's profile is resolved at `plan use` with the precedence plan > action
-//! > project > global (config key `automation-profile` or `AGENTS_AUTOMATION_PROFILE`) >
-//! default `manual`, and frozen on the plan.
+//! (`ns/name`). A plan's profile is resolved at `plan use` with the precedence plan, then
+//! action, then project, then global (config key `automation-profile` or
+//! `AGENTS_AUTOMATION_PROFILE`), then the default `manual`, and frozen on the plan.
 
 use std::path::Path;
 
@@ -61,7 +61,10 @@ pub struct Flags {
 
 /// The display groups of `automation-profile show` and the flags in each, in order.
 pub const FLAG_GROUPS: [(&str, &[&str]); 4] = [
-    ("Phase Transitions", &["auto_strategize", "auto_execute", "auto_apply"]),
+    (
+        "Phase Transitions",
+        &["auto_strategize", "auto_execute", "auto_apply"],
+    ),
     (
         "Decision Automation",
         &["auto_decisions_strategize", "auto_decisions_execute"],
@@ -108,7 +111,10 @@ impl Flags {
 
     /// The value of a flag by name.
     pub fn get(&self, name: &str) -> Option<bool> {
-        self.pairs().iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+        self.pairs()
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
     }
 
     /// The coarse automation level stored on plans: `full_automation` when apply is automatic,
@@ -480,7 +486,10 @@ mod tests {
     #[test]
     fn levels_follow_the_phase_flags() {
         use crate::engine::domain::AutomationLevel;
-        assert_eq!(builtin("manual").unwrap().flags.level(), AutomationLevel::Manual);
+        assert_eq!(
+            builtin("manual").unwrap().flags.level(),
+            AutomationLevel::Manual
+        );
         assert_eq!(
             builtin("trusted").unwrap().flags.level(),
             AutomationLevel::ReviewBeforeApply

@@ -196,12 +196,23 @@ pub struct Created {
 ///
 /// # Errors
 /// Name errors, an existing project, unknown resources or actor, empty invariants.
-pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) -> Result<Created, ProjectError> {
-    let name_err = |source| ProjectError::Name { name: req.name.clone(), source };
+pub fn create(
+    store: &mut Store,
+    providers: &[Provider],
+    req: &CreateRequest,
+) -> Result<Created, ProjectError> {
+    let name_err = |source| ProjectError::Name {
+        name: req.name.clone(),
+        source,
+    };
     let q = QualifiedName::resolve_user_input(&req.name, &[]).map_err(name_err)?;
-    q.check_user_creatable(&providers.iter().map(|p| p.name.clone()).collect::<Vec<_>>()).map_err(name_err)?;
+    q.check_user_creatable(&providers.iter().map(|p| p.name.clone()).collect::<Vec<_>>())
+        .map_err(name_err)?;
     if q.name.contains(':') {
-        return Err(ProjectError::Invalid { flag: "NAME", message: format!("`{}`: `:` is not allowed in project names", req.name) });
+        return Err(ProjectError::Invalid {
+            flag: "NAME",
+            message: format!("`{}`: `:` is not allowed in project names", req.name),
+        });
     }
     let name = q.to_string();
     if store.project_by_name(&name)?.is_some() {
@@ -210,10 +221,17 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
     let mut resources = Vec::new();
     for r in &req.resources {
         let res = resources::find(store, r)?;
-        if resources.iter().any(|l: &LinkedResource| l.resource.resource_id == res.resource_id) {
+        if resources
+            .iter()
+            .any(|l: &LinkedResource| l.resource.resource_id == res.resource_id)
+        {
             return Err(ProjectError::DuplicateResource(res.name));
         }
-        resources.push(LinkedResource { resource: res, alias: None, read_only: false });
+        resources.push(LinkedResource {
+            resource: res,
+            alias: None,
+            read_only: false,
+        });
     }
     if let Some(a) = &req.invariant_actor {
         actors::resolve(store, providers, a)?;
@@ -231,7 +249,10 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
     let mut rows = Vec::new();
     for t in &req.invariants {
         if t.trim().is_empty() {
-            return Err(ProjectError::Invalid { flag: "--invariant", message: "an invariant cannot be empty".into() });
+            return Err(ProjectError::Invalid {
+                flag: "--invariant",
+                message: "an invariant cannot be empty".into(),
+            });
         }
         let mut r = NewInvariant::new(t, None, InvariantScope::Project);
         r.project_id = Some(project.project_id.to_string());
@@ -242,7 +263,11 @@ pub fn create(store: &mut Store, providers: &[Provider], req: &CreateRequest) ->
         .iter()
         .filter_map(|r| store.invariant(&r.invariant_id).transpose())
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Created { project, resources, invariants })
+    Ok(Created {
+        project,
+        resources,
+        invariants,
+    })
 }
 
 /// Finds a project by name (bare names mean `local/NAME`) or id / unique id prefix.
@@ -255,7 +280,9 @@ pub fn find(store: &Store, input: &str) -> Result<Project, ProjectError> {
     {
         return Ok(p);
     }
-    if input.len() >= crate::engine::domain::id::MIN_PREFIX && input.chars().all(|c| c.is_ascii_alphanumeric()) {
+    if input.len() >= crate::engine::domain::id::MIN_PREFIX
+        && input.chars().all(|c| c.is_ascii_alphanumeric())
+    {
         let ids = store.project_ids()?;
         if let Ok(id) = crate::engine::domain::resolve_prefix("project", input, ids)
             && let Some(p) = store.project_by_id(&id)?
@@ -270,24 +297,45 @@ pub fn find(store: &Store, input: &str) -> Result<Project, ProjectError> {
 ///
 /// # Errors
 /// Unknown project or resource, an existing link, an invalid or duplicate alias.
-pub fn link_resource(store: &mut Store, project: &str, resource: &str, read_only: bool, alias: Option<&str>) -> Result<(Project, LinkedResource), ProjectError> {
+pub fn link_resource(
+    store: &mut Store,
+    project: &str,
+    resource: &str,
+    read_only: bool,
+    alias: Option<&str>,
+) -> Result<(Project, LinkedResource), ProjectError> {
     let p = find(store, project)?;
     let r = resources::find(store, resource)?;
     let links = store.project_resources(&p.project_id)?;
-    if links.iter().any(|l| l.resource.resource_id == r.resource_id) {
-        return Err(ProjectError::AlreadyLinked { project: p.name, resource: r.name });
+    if links
+        .iter()
+        .any(|l| l.resource.resource_id == r.resource_id)
+    {
+        return Err(ProjectError::AlreadyLinked {
+            project: p.name,
+            resource: r.name,
+        });
     }
     let alias = match alias {
         Some(a) => {
-            let checked = ProjectLink::new(&p.name, Some(a), read_only).map_err(|e| ProjectError::Alias(e.to_string()))?.alias;
+            let checked = ProjectLink::new(&p.name, Some(a), read_only)
+                .map_err(|e| ProjectError::Alias(e.to_string()))?
+                .alias;
             if let Some(other) = links.iter().find(|l| l.alias == checked) {
-                return Err(ProjectError::Alias(format!("`{}` is already the alias of {} in {}", a, other.resource.name, p.name)));
+                return Err(ProjectError::Alias(format!(
+                    "`{}` is already the alias of {} in {}",
+                    a, other.resource.name, p.name
+                )));
             }
             checked
         }
         None => None,
     };
-    let link = LinkedResource { resource: r, alias, read_only };
+    let link = LinkedResource {
+        resource: r,
+        alias,
+        read_only,
+    };
     store.insert_project_resource(&p.project_id, &link, links.len())?;
     Ok((p, link))
 }
@@ -297,14 +345,26 @@ pub fn link_resource(store: &mut Store, project: &str, resource: &str, read_only
 ///
 /// # Errors
 /// Unknown project or resource, [`ProjectError::NotLinked`], [`ProjectError::UsedByValidations`].
-pub fn check_unlink(store: &Store, project: &str, resource: &str) -> Result<(Project, LinkedResource, Vec<Plan>), ProjectError> {
+pub fn check_unlink(
+    store: &Store,
+    project: &str,
+    resource: &str,
+) -> Result<(Project, LinkedResource, Vec<Plan>), ProjectError> {
     let p = find(store, project)?;
     let links = store.project_resources(&p.project_id)?;
     let target = resources::find(store, resource).ok();
     let link = links
         .into_iter()
-        .find(|l| target.as_ref().is_some_and(|t| t.resource_id == l.resource.resource_id) || l.alias.as_deref() == Some(resource))
-        .ok_or_else(|| ProjectError::NotLinked { project: p.name.clone(), resource: resource.to_string() })?;
+        .find(|l| {
+            target
+                .as_ref()
+                .is_some_and(|t| t.resource_id == l.resource.resource_id)
+                || l.alias.as_deref() == Some(resource)
+        })
+        .ok_or_else(|| ProjectError::NotLinked {
+            project: p.name.clone(),
+            resource: resource.to_string(),
+        })?;
     let ids: Vec<String> = store
         .validations(&p.project_id)?
         .into_iter()
@@ -312,7 +372,11 @@ pub fn check_unlink(store: &Store, project: &str, resource: &str) -> Result<(Pro
         .map(|v| v.validation_id)
         .collect();
     if !ids.is_empty() {
-        return Err(ProjectError::UsedByValidations { project: p.name, resource: link.resource.name, ids });
+        return Err(ProjectError::UsedByValidations {
+            project: p.name,
+            resource: link.resource.name,
+            ids,
+        });
     }
     let active = active_plans(store, &p)?;
     Ok((p, link, active))
@@ -322,7 +386,11 @@ pub fn check_unlink(store: &Store, project: &str, resource: &str) -> Result<(Pro
 ///
 /// # Errors
 /// As [`check_unlink`].
-pub fn unlink_resource(store: &mut Store, project: &str, resource: &str) -> Result<(Project, LinkedResource, Vec<Plan>), ProjectError> {
+pub fn unlink_resource(
+    store: &mut Store,
+    project: &str,
+    resource: &str,
+) -> Result<(Project, LinkedResource, Vec<Plan>), ProjectError> {
     let (p, link, active) = check_unlink(store, project, resource)?;
     store.delete_project_resource(&p.project_id, &link.resource.resource_id)?;
     Ok((p, link, active))
@@ -355,7 +423,11 @@ pub struct Summary {
 ///
 /// # Errors
 /// Store errors.
-pub fn list(store: &Store, namespace: Option<&str>, pattern: Option<&regex::Regex>) -> Result<Vec<Summary>, ProjectError> {
+pub fn list(
+    store: &Store,
+    namespace: Option<&str>,
+    pattern: Option<&regex::Regex>,
+) -> Result<Vec<Summary>, ProjectError> {
     let mut out = Vec::new();
     for p in store.projects()? {
         if namespace.is_some_and(|ns| !p.name.starts_with(&format!("{ns}/"))) {
@@ -400,7 +472,10 @@ pub fn details(store: &Store, input: &str) -> Result<Details, ProjectError> {
         invariants: store
             .invariants()?
             .into_iter()
-            .filter(|i| i.scope == InvariantScope::Project && i.project.as_deref() == Some(project.name.as_str()))
+            .filter(|i| {
+                i.scope == InvariantScope::Project
+                    && i.project.as_deref() == Some(project.name.as_str())
+            })
             .collect(),
         active_plans: active_plans(store, &project)?,
         project,
@@ -426,18 +501,34 @@ pub struct Deleted {
 
 /// The project's active plans as `(id, phase/state, action)`, for the blocked message.
 fn describe(plans: &[Plan]) -> Vec<(String, String, String)> {
-    plans.iter().map(|p| (p.plan_id.to_string(), format!("{}/{}", p.phase(), p.state()), p.action_name.clone())).collect()
+    plans
+        .iter()
+        .map(|p| {
+            (
+                p.plan_id.to_string(),
+                format!("{}/{}", p.phase(), p.state()),
+                p.action_name.clone(),
+            )
+        })
+        .collect()
 }
 
 /// Checks whether a project can be deleted without `--force`.
 ///
 /// # Errors
 /// [`ProjectError::ActivePlans`] when plans that are not applied or cancelled target it.
-pub fn check_delete(store: &Store, input: &str, force: bool) -> Result<(Project, Vec<Plan>), ProjectError> {
+pub fn check_delete(
+    store: &Store,
+    input: &str,
+    force: bool,
+) -> Result<(Project, Vec<Plan>), ProjectError> {
     let project = find(store, input)?;
     let active = active_plans(store, &project)?;
     if !active.is_empty() && !force {
-        return Err(ProjectError::ActivePlans { project: project.name, plans: describe(&active) });
+        return Err(ProjectError::ActivePlans {
+            project: project.name,
+            plans: describe(&active),
+        });
     }
     Ok((project, active))
 }
@@ -448,12 +539,20 @@ pub fn check_delete(store: &Store, input: &str, force: bool) -> Result<(Project,
 /// # Errors
 /// As [`check_delete`]; [`ProjectError::Backup`] when the backup cannot be written (nothing is
 /// deleted then).
-pub fn delete(store: &mut Store, input: &str, force: bool, backups_dir: &Path) -> Result<Deleted, ProjectError> {
+pub fn delete(
+    store: &mut Store,
+    input: &str,
+    force: bool,
+    backups_dir: &Path,
+) -> Result<Deleted, ProjectError> {
     let (project, active) = check_delete(store, input, force)?;
     let d = details(store, &project.name)?;
     let now = super::now();
     let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
-    let file = backups_dir.join(format!("project-{}-{stamp}.json", project.name.replace('/', "-")));
+    let file = backups_dir.join(format!(
+        "project-{}-{stamp}.json",
+        project.name.replace('/', "-")
+    ));
     let backup = serde_json::json!({
         "kind": "project-backup",
         "deleted_at": now.to_string(),
@@ -466,10 +565,16 @@ pub fn delete(store: &mut Store, input: &str, force: bool, backups_dir: &Path) -
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(backups_dir)?;
         let tmp = file.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&backup).expect("backup serializes"))?;
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(&backup).expect("backup serializes"),
+        )?;
         std::fs::rename(&tmp, &file)
     };
-    write().map_err(|e| ProjectError::Backup { path: file.clone(), message: e.to_string() })?;
+    write().map_err(|e| ProjectError::Backup {
+        path: file.clone(),
+        message: e.to_string(),
+    })?;
     let mut cancelled = Vec::new();
     let mut statuses = Vec::new();
     for p in &active {
@@ -496,9 +601,15 @@ pub fn delete(store: &mut Store, input: &str, force: bool, backups_dir: &Path) -
 ///
 /// # Errors
 /// Unknown project or profile.
-pub fn set_profile(store: &mut Store, project: &str, profile: Option<&str>) -> Result<(Project, Option<String>), ProjectError> {
+pub fn set_profile(
+    store: &mut Store,
+    project: &str,
+    profile: Option<&str>,
+) -> Result<(Project, Option<String>), ProjectError> {
     let mut p = find(store, project)?;
-    let name = profile.map(|n| profiles::find(store, n).map(|p| p.name)).transpose()?;
+    let name = profile
+        .map(|n| profiles::find(store, n).map(|p| p.name))
+        .transpose()?;
     let previous = p.automation_profile.clone();
     p.automation_profile = name;
     p.updated_at = super::now();
@@ -527,13 +638,25 @@ pub struct ValidationRequest {
 ///
 /// # Errors
 /// Unknown project, an empty command, a timeout of 0, a resource that is not linked.
-pub fn add_validation(store: &mut Store, req: &ValidationRequest) -> Result<Validation, ProjectError> {
+pub fn add_validation(
+    store: &mut Store,
+    req: &ValidationRequest,
+) -> Result<Validation, ProjectError> {
     let p = find(store, &req.project)?;
     if req.command.trim().is_empty() {
-        return Err(ProjectError::Invalid { flag: "COMMAND", message: "the command is empty".into() });
+        return Err(ProjectError::Invalid {
+            flag: "COMMAND",
+            message: "the command is empty".into(),
+        });
     }
     if req.timeout_secs == 0 || req.timeout_secs > 86_400 {
-        return Err(ProjectError::Invalid { flag: "--timeout", message: format!("{} is out of range; use 1 to 86400 seconds", req.timeout_secs) });
+        return Err(ProjectError::Invalid {
+            flag: "--timeout",
+            message: format!(
+                "{} is out of range; use 1 to 86400 seconds",
+                req.timeout_secs
+            ),
+        });
     }
     let resource = match &req.resource {
         None => None,
@@ -542,8 +665,16 @@ pub fn add_validation(store: &mut Store, req: &ValidationRequest) -> Result<Vali
             let target = resources::find(store, r).ok();
             let link = links
                 .into_iter()
-                .find(|l| l.alias.as_deref() == Some(r.as_str()) || target.as_ref().is_some_and(|t| t.resource_id == l.resource.resource_id))
-                .ok_or_else(|| ProjectError::NotLinked { project: p.name.clone(), resource: r.clone() })?;
+                .find(|l| {
+                    l.alias.as_deref() == Some(r.as_str())
+                        || target
+                            .as_ref()
+                            .is_some_and(|t| t.resource_id == l.resource.resource_id)
+                })
+                .ok_or_else(|| ProjectError::NotLinked {
+                    project: p.name.clone(),
+                    resource: r.clone(),
+                })?;
             Some(link.resource)
         }
     };
@@ -565,17 +696,29 @@ pub fn add_validation(store: &mut Store, req: &ValidationRequest) -> Result<Vali
 ///
 /// # Errors
 /// [`ProjectError::ValidationNotFound`].
-pub fn find_validation(store: &Store, project: &str, id: &str) -> Result<(Project, Validation), ProjectError> {
+pub fn find_validation(
+    store: &Store,
+    project: &str,
+    id: &str,
+) -> Result<(Project, Validation), ProjectError> {
     let p = find(store, project)?;
-    let bare = id.strip_prefix(VALIDATION_PREFIX).unwrap_or(id).to_ascii_uppercase();
+    let bare = id
+        .strip_prefix(VALIDATION_PREFIX)
+        .unwrap_or(id)
+        .to_ascii_uppercase();
     let all = store.validations(&p.project_id)?;
     let matches: Vec<&Validation> = all
         .iter()
-        .filter(|v| bare.len() >= 4 && v.validation_id[VALIDATION_PREFIX.len()..].starts_with(&bare))
+        .filter(|v| {
+            bare.len() >= 4 && v.validation_id[VALIDATION_PREFIX.len()..].starts_with(&bare)
+        })
         .collect();
     match matches.as_slice() {
         [one] => Ok((p.clone(), (*one).clone())),
-        _ => Err(ProjectError::ValidationNotFound { project: p.name, id: id.to_string() }),
+        _ => Err(ProjectError::ValidationNotFound {
+            project: p.name,
+            id: id.to_string(),
+        }),
     }
 }
 
@@ -583,7 +726,11 @@ pub fn find_validation(store: &Store, project: &str, id: &str) -> Result<(Projec
 ///
 /// # Errors
 /// As [`find_validation`].
-pub fn remove_validation(store: &mut Store, project: &str, id: &str) -> Result<Validation, ProjectError> {
+pub fn remove_validation(
+    store: &mut Store,
+    project: &str,
+    id: &str,
+) -> Result<Validation, ProjectError> {
     let (_, v) = find_validation(store, project, id)?;
     store.delete_validation(&v.validation_id)?;
     Ok(v)

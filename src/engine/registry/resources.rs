@@ -68,7 +68,13 @@ impl Resource {
             ("hardlinks", "fs-hardlink"),
         ];
         keys.iter()
-            .filter_map(|(k, t)| self.properties.get(*k).and_then(Value::as_u64).filter(|n| *n > 0).map(|n| (*t, n)))
+            .filter_map(|(k, t)| {
+                self.properties
+                    .get(*k)
+                    .and_then(Value::as_u64)
+                    .filter(|n| *n > 0)
+                    .map(|n| (*t, n))
+            })
             .collect()
     }
 }
@@ -94,7 +100,9 @@ pub enum ResourceError {
         source: NameError,
     },
     /// Users may not use `:` (reserved for discovered children).
-    #[error("resource name `{0}`: `:` is reserved for discovered children (like local/api:repo); choose a name without it")]
+    #[error(
+        "resource name `{0}`: `:` is reserved for discovered children (like local/api:repo); choose a name without it"
+    )]
     ChildName(String),
     /// A resource of that name exists and `--update` was not given.
     #[error("resource {0} already exists")]
@@ -142,7 +150,9 @@ pub enum ResourceError {
         path: PathBuf,
     },
     /// A repository URL uses a network transport.
-    #[error("--url {0}: only local paths and file:// URLs are supported (this build has no network transports)")]
+    #[error(
+        "--url {0}: only local paths and file:// URLs are supported (this build has no network transports)"
+    )]
     NetworkUrl(String),
     /// Reading the repository failed.
     #[error("cannot read the git repository at {}: {message}", path.display())]
@@ -182,7 +192,9 @@ pub enum ResourceError {
         reason: String,
     },
     /// A manual link would make a cycle.
-    #[error("cannot link {child} under {parent}: {child} is already an ancestor of {parent}, so the link would make a cycle")]
+    #[error(
+        "cannot link {child} under {parent}: {child} is already an ancestor of {parent}, so the link would make a cycle"
+    )]
     Cycle {
         /// Parent name.
         parent: String,
@@ -305,7 +317,10 @@ pub struct Added {
 }
 
 fn check_user_name(input: &str, providers: &[String]) -> Result<String, ResourceError> {
-    let err = |source| ResourceError::Name { name: input.to_string(), source };
+    let err = |source| ResourceError::Name {
+        name: input.to_string(),
+        source,
+    };
     let q = QualifiedName::resolve_user_input(input, &[]).map_err(err)?;
     q.check_user_creatable(providers).map_err(err)?;
     if q.name.contains(':') {
@@ -315,7 +330,11 @@ fn check_user_name(input: &str, providers: &[String]) -> Result<String, Resource
 }
 
 fn existing_dir(flag: &'static str, path: &Path) -> Result<PathBuf, ResourceError> {
-    let bad = |problem: &str| ResourceError::Path { flag, path: path.to_path_buf(), problem: problem.to_string() };
+    let bad = |problem: &str| ResourceError::Path {
+        flag,
+        path: path.to_path_buf(),
+        problem: problem.to_string(),
+    };
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => std::fs::canonicalize(path).map_err(|e| bad(&e.to_string())),
         Ok(_) => Err(bad("is not a directory")),
@@ -325,13 +344,18 @@ fn existing_dir(flag: &'static str, path: &Path) -> Result<PathBuf, ResourceErro
 }
 
 fn git_err(path: &Path, e: &git2::Error) -> ResourceError {
-    ResourceError::Git { path: path.to_path_buf(), message: e.message().to_string() }
+    ResourceError::Git {
+        path: path.to_path_buf(),
+        message: e.message().to_string(),
+    }
 }
 
 /// The checked-out branch of a repository (an unborn branch counts).
 fn checked_out_branch(repo: &git2::Repository, path: &Path) -> Result<String, ResourceError> {
     if repo.head_detached().unwrap_or(false) {
-        return Err(ResourceError::Detached { path: path.to_path_buf() });
+        return Err(ResourceError::Detached {
+            path: path.to_path_buf(),
+        });
     }
     let head = repo.find_reference("HEAD").map_err(|e| git_err(path, &e))?;
     let target = head
@@ -339,14 +363,22 @@ fn checked_out_branch(repo: &git2::Repository, path: &Path) -> Result<String, Re
         .ok()
         .flatten()
         .map(str::to_string)
-        .ok_or_else(|| ResourceError::Detached { path: path.to_path_buf() })?;
-    Ok(target.strip_prefix("refs/heads/").unwrap_or(&target).to_string())
+        .ok_or_else(|| ResourceError::Detached {
+            path: path.to_path_buf(),
+        })?;
+    Ok(target
+        .strip_prefix("refs/heads/")
+        .unwrap_or(&target)
+        .to_string())
 }
 
 /// Opens the work tree at `path` and checks it is the top of a non-bare work tree.
 fn open_work_tree(path: &Path) -> Result<(git2::Repository, PathBuf), ResourceError> {
     let dir = existing_dir("--path", path)?;
-    let not = |problem: String| ResourceError::NotWorkTree { path: path.to_path_buf(), problem };
+    let not = |problem: String| ResourceError::NotWorkTree {
+        path: path.to_path_buf(),
+        problem,
+    };
     match git2::Repository::open(&dir) {
         Ok(repo) => {
             let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
@@ -369,7 +401,13 @@ fn open_work_tree(path: &Path) -> Result<(git2::Repository, PathBuf), ResourceEr
 fn segment(raw: &str) -> String {
     let mut s: String = raw
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     if !s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric()) {
         s.insert(0, 'x');
@@ -381,7 +419,10 @@ fn unique(name: String, taken: &mut HashSet<String>) -> String {
     if taken.insert(name.clone()) {
         return name;
     }
-    (2..).map(|i| format!("{name}-{i}")).find(|n| taken.insert(n.clone())).expect("some suffix is free")
+    (2..)
+        .map(|i| format!("{name}-{i}"))
+        .find(|n| taken.insert(n.clone()))
+        .expect("some suffix is free")
 }
 
 fn props(v: Value) -> Map<String, Value> {
@@ -393,17 +434,37 @@ fn props(v: Value) -> Map<String, Value> {
 
 /// Discovers a repository's remotes and branches (registered) and its commits, tags, stashes
 /// and submodules (counted), under `parent` named `base`.
-fn discover_repo(repo: &mut git2::Repository, path: &Path, base: &str, git_props: Map<String, Value>, d: &mut Discovery, parent: Option<usize>) -> Result<(), ResourceError> {
+fn discover_repo(
+    repo: &mut git2::Repository,
+    path: &Path,
+    base: &str,
+    git_props: Map<String, Value>,
+    d: &mut Discovery,
+    parent: Option<usize>,
+) -> Result<(), ResourceError> {
     let mut taken = HashSet::new();
     let mut remotes = Vec::new();
-    for name in repo.remotes().map_err(|e| git_err(path, &e))?.iter().filter_map(|n| n.ok().flatten()) {
-        let url = repo.find_remote(name).ok().and_then(|r| r.url().ok().map(str::to_string));
+    for name in repo
+        .remotes()
+        .map_err(|e| git_err(path, &e))?
+        .iter()
+        .filter_map(|n| n.ok().flatten())
+    {
+        let url = repo
+            .find_remote(name)
+            .ok()
+            .and_then(|r| r.url().ok().map(str::to_string));
         remotes.push((name.to_string(), url));
     }
     let mut branches = Vec::new();
-    for b in repo.branches(Some(git2::BranchType::Local)).map_err(|e| git_err(path, &e))? {
+    for b in repo
+        .branches(Some(git2::BranchType::Local))
+        .map_err(|e| git_err(path, &e))?
+    {
         let (b, _) = b.map_err(|e| git_err(path, &e))?;
-        let Some(name) = b.name().ok().flatten().map(str::to_string) else { continue };
+        let Some(name) = b.name().ok().flatten().map(str::to_string) else {
+            continue;
+        };
         let head = b.get().target();
         let commits = match head {
             Some(oid) => {
@@ -428,11 +489,25 @@ fn discover_repo(repo: &mut git2::Repository, path: &Path, base: &str, git_props
         true
     });
     let mut git_props = git_props;
-    for (k, v) in [("commits", commits), ("tags", tags), ("stashes", stashes), ("submodules", submodules), ("remotes", remotes.len() as u64), ("branches", branches.len() as u64)] {
+    for (k, v) in [
+        ("commits", commits),
+        ("tags", tags),
+        ("stashes", stashes),
+        ("submodules", submodules),
+        ("remotes", remotes.len() as u64),
+        ("branches", branches.len() as u64),
+    ] {
         git_props.insert(k.into(), json!(v));
     }
     let git_index = match parent {
-        Some(p) => d.push(Some(p), Node::New(NewResource { name: base.to_string(), type_name: "git", properties: git_props })),
+        Some(p) => d.push(
+            Some(p),
+            Node::New(NewResource {
+                name: base.to_string(),
+                type_name: "git",
+                properties: git_props,
+            }),
+        ),
         None => {
             if let Some(Node::New(root)) = d.nodes.get_mut(0) {
                 root.properties.extend(git_props);
@@ -442,7 +517,14 @@ fn discover_repo(repo: &mut git2::Repository, path: &Path, base: &str, git_props
     };
     for (name, url) in remotes {
         let full = unique(format!("{base}:{}", segment(&name)), &mut taken);
-        d.push(Some(git_index), Node::New(NewResource { name: full, type_name: "git-remote", properties: props(json!({"remote": name, "url": url})) }));
+        d.push(
+            Some(git_index),
+            Node::New(NewResource {
+                name: full,
+                type_name: "git-remote",
+                properties: props(json!({"remote": name, "url": url})),
+            }),
+        );
     }
     for (name, head, commits, checked_out) in branches {
         let full = unique(format!("{base}:{}", segment(&name)), &mut taken);
@@ -460,12 +542,16 @@ fn count_dir(dir: &Path) -> Map<String, Value> {
     let (mut files, mut dirs, mut links, mut hard, mut bytes) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             if d == dir && e.file_name() == ".git" {
                 continue;
             }
-            let Ok(m) = e.path().symlink_metadata() else { continue };
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
             if m.file_type().is_symlink() {
                 links += 1;
             } else if m.is_dir() {
@@ -480,19 +566,27 @@ fn count_dir(dir: &Path) -> Map<String, Value> {
             }
         }
     }
-    props(json!({"files": files, "directories": dirs, "symlinks": links, "hardlinks": hard, "bytes": bytes}))
+    props(
+        json!({"files": files, "directories": dirs, "symlinks": links, "hardlinks": hard, "bytes": bytes}),
+    )
 }
 
 fn dir_node(store: &Store, name: String, path: &Path) -> Result<Node, ResourceError> {
     let path_str = path.display().to_string();
     if let Some(existing) = store.resources()?.into_iter().find(|r| {
-        r.type_name == "fs-directory" && !r.is_discovered() && r.prop("path") == Some(path_str.as_str())
+        r.type_name == "fs-directory"
+            && !r.is_discovered()
+            && r.prop("path") == Some(path_str.as_str())
     }) {
         return Ok(Node::Existing(existing));
     }
     let mut p = props(json!({"path": path_str}));
     p.extend(count_dir(path));
-    Ok(Node::New(NewResource { name, type_name: "fs-directory", properties: p }))
+    Ok(Node::New(NewResource {
+        name,
+        type_name: "fs-directory",
+        properties: p,
+    }))
 }
 
 /// Parses a `--url` for the `git` type: a local path or `file://` URL.
@@ -512,28 +606,69 @@ fn local_repo_path(url: &str) -> Result<PathBuf, ResourceError> {
 /// # Errors
 /// Unknown or non-addable types, missing or wrong flags, paths that do not exist, directories
 /// that are not git work trees, a branch that is not checked out, network URLs.
-pub fn discover(store: &Store, type_name: &str, name: &str, args: &AddArgs) -> Result<Discovery, ResourceError> {
+pub fn discover(
+    store: &Store,
+    type_name: &str,
+    name: &str,
+    args: &AddArgs,
+) -> Result<Discovery, ResourceError> {
     let mut d = Discovery::default();
-    let root = |props: Map<String, Value>, ty: &'static str| Node::New(NewResource { name: name.to_string(), type_name: ty, properties: props });
+    let root = |props: Map<String, Value>, ty: &'static str| {
+        Node::New(NewResource {
+            name: name.to_string(),
+            type_name: ty,
+            properties: props,
+        })
+    };
     match type_name {
         "git-checkout" => {
-            let path = args.path.clone().ok_or_else(|| missing_flag("--path", "git-checkout"))?;
+            let path = args
+                .path
+                .clone()
+                .ok_or_else(|| missing_flag("--path", "git-checkout"))?;
             let (mut repo, dir) = open_work_tree(&path)?;
             let branch = checked_out_branch(&repo, &path)?;
             if let Some(given) = &args.branch
                 && given != &branch
             {
-                return Err(ResourceError::BranchMismatch { given: given.clone(), checked_out: branch, path });
+                return Err(ResourceError::BranchMismatch {
+                    given: given.clone(),
+                    checked_out: branch,
+                    path,
+                });
             }
-            let head = repo.head().ok().and_then(|h| h.target()).map(|o| o.to_string());
-            let git_dir = std::fs::canonicalize(repo.path()).unwrap_or_else(|_| repo.path().to_path_buf());
-            d.push(None, root(props(json!({"path": dir.display().to_string(), "branch": branch, "head": head})), "git-checkout"));
-            discover_repo(&mut repo, &path, &format!("{name}:repo"), props(json!({"git_dir": git_dir.display().to_string()})), &mut d, Some(0))?;
+            let head = repo
+                .head()
+                .ok()
+                .and_then(|h| h.target())
+                .map(|o| o.to_string());
+            let git_dir =
+                std::fs::canonicalize(repo.path()).unwrap_or_else(|_| repo.path().to_path_buf());
+            d.push(
+                None,
+                root(
+                    props(
+                        json!({"path": dir.display().to_string(), "branch": branch, "head": head}),
+                    ),
+                    "git-checkout",
+                ),
+            );
+            discover_repo(
+                &mut repo,
+                &path,
+                &format!("{name}:repo"),
+                props(json!({"git_dir": git_dir.display().to_string()})),
+                &mut d,
+                Some(0),
+            )?;
             let node = dir_node(store, format!("{name}:worktree"), &dir)?;
             d.push(Some(0), node);
         }
         "git" => {
-            let url = args.url.clone().ok_or_else(|| missing_flag("--url", "git"))?;
+            let url = args
+                .url
+                .clone()
+                .ok_or_else(|| missing_flag("--url", "git"))?;
             let path = local_repo_path(&url)?;
             let _ = existing_dir("--url", &path)?;
             let mut repo = git2::Repository::open(&path).map_err(|_| ResourceError::Path {
@@ -541,21 +676,40 @@ pub fn discover(store: &Store, type_name: &str, name: &str, args: &AddArgs) -> R
                 path: path.clone(),
                 problem: "is not a git repository".into(),
             })?;
-            let git_dir = std::fs::canonicalize(repo.path()).unwrap_or_else(|_| repo.path().to_path_buf());
-            d.push(None, root(props(json!({"url": url, "git_dir": git_dir.display().to_string()})), "git"));
+            let git_dir =
+                std::fs::canonicalize(repo.path()).unwrap_or_else(|_| repo.path().to_path_buf());
+            d.push(
+                None,
+                root(
+                    props(json!({"url": url, "git_dir": git_dir.display().to_string()})),
+                    "git",
+                ),
+            );
             discover_repo(&mut repo, &path, name, Map::new(), &mut d, None)?;
         }
         "fs-directory" => {
-            let path = args.path.clone().ok_or_else(|| missing_flag("--path", "fs-directory"))?;
+            let path = args
+                .path
+                .clone()
+                .ok_or_else(|| missing_flag("--path", "fs-directory"))?;
             let dir = existing_dir("--path", &path)?;
             let mut p = props(json!({"path": dir.display().to_string()}));
             p.extend(count_dir(&dir));
             d.push(None, root(p, "fs-directory"));
         }
         "fs-mount" => {
-            let path = args.mount_path.clone().ok_or_else(|| missing_flag("--mount-path", "fs-mount"))?;
+            let path = args
+                .mount_path
+                .clone()
+                .ok_or_else(|| missing_flag("--mount-path", "fs-mount"))?;
             let dir = existing_dir("--mount-path", &path)?;
-            d.push(None, root(props(json!({"mount_path": dir.display().to_string()})), "fs-mount"));
+            d.push(
+                None,
+                root(
+                    props(json!({"mount_path": dir.display().to_string()})),
+                    "fs-mount",
+                ),
+            );
             let node = dir_node(store, format!("{name}:root"), &dir)?;
             d.push(Some(0), node);
         }
@@ -563,11 +717,17 @@ pub fn discover(store: &Store, type_name: &str, name: &str, args: &AddArgs) -> R
             return Err(match resource_types::builtin(other) {
                 Some(_) => ResourceError::NotAddable {
                     name: other.to_string(),
-                    why: format!("is discovered from its parent, not added by hand (addable types: {})", resource_types::user_addable().join(", ")),
+                    why: format!(
+                        "is discovered from its parent, not added by hand (addable types: {})",
+                        resource_types::user_addable().join(", ")
+                    ),
                 },
                 None => ResourceError::NotAddable {
                     name: other.to_string(),
-                    why: format!("is not a known type (addable types: {}; custom types are not yet supported)", resource_types::user_addable().join(", ")),
+                    why: format!(
+                        "is not a known type (addable types: {}; custom types are not yet supported)",
+                        resource_types::user_addable().join(", ")
+                    ),
                 },
             });
         }
@@ -576,7 +736,11 @@ pub fn discover(store: &Store, type_name: &str, name: &str, args: &AddArgs) -> R
 }
 
 fn missing_flag(flag: &'static str, ty: &str) -> ResourceError {
-    ResourceError::Path { flag, path: PathBuf::new(), problem: format!("is required for {ty}") }
+    ResourceError::Path {
+        flag,
+        path: PathBuf::new(),
+        problem: format!("is required for {ty}"),
+    }
 }
 
 /// Registers a resource and its discovered children in one transaction.
@@ -585,7 +749,13 @@ fn missing_flag(flag: &'static str, ty: &str) -> ResourceError {
 /// Name errors, [`ResourceError::Exists`] without `--update`, the errors of [`discover`], and
 /// with `--update`, [`ResourceError::Linked`] when a discovered child that would be replaced
 /// is linked to a project.
-pub fn add(store: &mut Store, providers: &[String], type_name: &str, name_input: &str, args: &AddArgs) -> Result<Added, ResourceError> {
+pub fn add(
+    store: &mut Store,
+    providers: &[String],
+    type_name: &str,
+    name_input: &str,
+    args: &AddArgs,
+) -> Result<Added, ResourceError> {
     let name = check_user_name(name_input, providers)?;
     let existing = store.resource_by_name(&name)?;
     if let Some(e) = &existing {
@@ -593,7 +763,10 @@ pub fn add(store: &mut Store, providers: &[String], type_name: &str, name_input:
             return Err(ResourceError::Exists(name));
         }
         if let Some(owner) = e.owner_id {
-            let owner = store.resource_by_id(&owner)?.map(|o| o.name).unwrap_or_default();
+            let owner = store
+                .resource_by_id(&owner)?
+                .map(|o| o.name)
+                .unwrap_or_default();
             return Err(ResourceError::Discovered { name, owner });
         }
         let linked: Vec<String> = store
@@ -602,12 +775,18 @@ pub fn add(store: &mut Store, providers: &[String], type_name: &str, name_input:
             .map(|(project, resource, _)| format!("{project} (via {resource})"))
             .collect();
         if !linked.is_empty() {
-            return Err(ResourceError::Linked { name, projects: linked });
+            return Err(ResourceError::Linked {
+                name,
+                projects: linked,
+            });
         }
     }
     let discovery = discover(store, type_name, &name, args)?;
     let now = super::now();
-    let root_id = existing.as_ref().map(|e| e.resource_id).unwrap_or_else(Id::generate);
+    let root_id = existing
+        .as_ref()
+        .map(|e| e.resource_id)
+        .unwrap_or_else(Id::generate);
     let created_at = existing.as_ref().map(|e| e.created_at).unwrap_or(now);
     let mut resources = Vec::new();
     let mut ids = Vec::new();
@@ -620,7 +799,11 @@ pub fn add(store: &mut Store, providers: &[String], type_name: &str, name_input:
                     resource_id: id,
                     name: n.name.clone(),
                     type_name: n.type_name.to_string(),
-                    description: if i == 0 { args.description.clone() } else { None },
+                    description: if i == 0 {
+                        args.description.clone()
+                    } else {
+                        None
+                    },
                     properties: n.properties.clone(),
                     owner_id: if i == 0 { None } else { Some(root_id) },
                     created_at: if i == 0 { created_at } else { now },
@@ -630,7 +813,11 @@ pub fn add(store: &mut Store, providers: &[String], type_name: &str, name_input:
             Node::Existing(r) => ids.push(r.resource_id),
         }
     }
-    let edges: Vec<(Id, Id)> = discovery.edges.iter().map(|(p, c)| (ids[*p], ids[*c])).collect();
+    let edges: Vec<(Id, Id)> = discovery
+        .edges
+        .iter()
+        .map(|(p, c)| (ids[*p], ids[*c]))
+        .collect();
     store.save_discovery(&resources, &edges, existing.is_some())?;
     let root = resources[0].clone();
     let mut children = Vec::new();
@@ -644,7 +831,11 @@ pub fn add(store: &mut Store, providers: &[String], type_name: &str, name_input:
             Node::Existing(r) => children.push((r.clone(), "reused")),
         }
     }
-    Ok(Added { resource: root, children, replaced: existing.is_some() })
+    Ok(Added {
+        resource: root,
+        children,
+        replaced: existing.is_some(),
+    })
 }
 
 /// Finds a resource by name (bare names mean `local/NAME`).
@@ -652,8 +843,14 @@ pub fn add(store: &mut Store, providers: &[String], type_name: &str, name_input:
 /// # Errors
 /// [`ResourceError::NotFound`].
 pub fn find(store: &Store, input: &str) -> Result<Resource, ResourceError> {
-    let q = QualifiedName::resolve_user_input(input, &[]).map_err(|source| ResourceError::Name { name: input.to_string(), source })?;
-    store.resource_by_name(&q.to_string())?.ok_or_else(|| ResourceError::NotFound(input.to_string()))
+    let q =
+        QualifiedName::resolve_user_input(input, &[]).map_err(|source| ResourceError::Name {
+            name: input.to_string(),
+            source,
+        })?;
+    store
+        .resource_by_name(&q.to_string())?
+        .ok_or_else(|| ResourceError::NotFound(input.to_string()))
 }
 
 /// What removing a resource would remove.
@@ -673,19 +870,37 @@ pub struct RemovalPlan {
 pub fn plan_removal(store: &Store, input: &str) -> Result<RemovalPlan, ResourceError> {
     let r = find(store, input)?;
     if let Some(owner) = r.owner_id {
-        let owner = store.resource_by_id(&owner)?.map(|o| o.name).unwrap_or_default();
-        return Err(ResourceError::Discovered { name: r.name, owner });
+        let owner = store
+            .resource_by_id(&owner)?
+            .map(|o| o.name)
+            .unwrap_or_default();
+        return Err(ResourceError::Discovered {
+            name: r.name,
+            owner,
+        });
     }
     let owned = store.owned_ids(&r.resource_id)?;
     let linked: Vec<String> = store
         .project_links_of(&owned)?
         .into_iter()
-        .map(|(project, resource, _)| if resource == r.name { project } else { format!("{project} (via {resource})") })
+        .map(|(project, resource, _)| {
+            if resource == r.name {
+                project
+            } else {
+                format!("{project} (via {resource})")
+            }
+        })
         .collect();
     if !linked.is_empty() {
-        return Err(ResourceError::Linked { name: r.name, projects: linked });
+        return Err(ResourceError::Linked {
+            name: r.name,
+            projects: linked,
+        });
     }
-    Ok(RemovalPlan { children: owned.len().saturating_sub(1) as u64, resource: r })
+    Ok(RemovalPlan {
+        children: owned.len().saturating_sub(1) as u64,
+        resource: r,
+    })
 }
 
 /// Removes a resource and its discovered children (after [`plan_removal`] passed).
@@ -702,23 +917,53 @@ pub fn remove(store: &mut Store, input: &str) -> Result<RemovalPlan, ResourceErr
 ///
 /// # Errors
 /// [`ResourceError::LinkRule`], [`ResourceError::Cycle`], [`ResourceError::AlreadyLinked`].
-pub fn link_child(store: &mut Store, parent: &str, child: &str) -> Result<(Resource, Resource), ResourceError> {
+pub fn link_child(
+    store: &mut Store,
+    parent: &str,
+    child: &str,
+) -> Result<(Resource, Resource), ResourceError> {
     let p = find(store, parent)?;
     let c = find(store, child)?;
-    let rule = |reason: String| ResourceError::LinkRule { parent: p.name.clone(), child: c.name.clone(), reason };
+    let rule = |reason: String| ResourceError::LinkRule {
+        parent: p.name.clone(),
+        child: c.name.clone(),
+        reason,
+    };
     if p.resource_id == c.resource_id {
         return Err(rule("a resource cannot be its own child".into()));
     }
     let children = store.children(&p.resource_id)?;
-    if children.iter().any(|e| e.resource.resource_id == c.resource_id) {
-        return Err(ResourceError::AlreadyLinked { parent: p.name, child: c.name });
+    if children
+        .iter()
+        .any(|e| e.resource.resource_id == c.resource_id)
+    {
+        return Err(ResourceError::AlreadyLinked {
+            parent: p.name,
+            child: c.name,
+        });
     }
     if store.is_descendant(&c.resource_id, &p.resource_id)? {
-        return Err(ResourceError::Cycle { parent: p.name, child: c.name });
+        return Err(ResourceError::Cycle {
+            parent: p.name,
+            child: c.name,
+        });
     }
-    let same_type_children = children.iter().filter(|e| e.resource.type_name == c.type_name).count() as u32;
-    let same_type_parents = store.parents(&c.resource_id)?.iter().filter(|e| e.resource.type_name == p.type_name).count() as u32;
-    resource_types::check_manual_link(&p.type_name, &c.type_name, same_type_children, same_type_parents).map_err(rule)?;
+    let same_type_children = children
+        .iter()
+        .filter(|e| e.resource.type_name == c.type_name)
+        .count() as u32;
+    let same_type_parents = store
+        .parents(&c.resource_id)?
+        .iter()
+        .filter(|e| e.resource.type_name == p.type_name)
+        .count() as u32;
+    resource_types::check_manual_link(
+        &p.type_name,
+        &c.type_name,
+        same_type_children,
+        same_type_parents,
+    )
+    .map_err(rule)?;
     store.insert_link(&p.resource_id, &c.resource_id)?;
     Ok((p, c))
 }
@@ -727,12 +972,26 @@ pub fn link_child(store: &mut Store, parent: &str, child: &str) -> Result<(Resou
 ///
 /// # Errors
 /// [`ResourceError::NotLinked`], [`ResourceError::AutoLink`].
-pub fn check_unlink(store: &Store, parent: &str, child: &str) -> Result<(Resource, Resource), ResourceError> {
+pub fn check_unlink(
+    store: &Store,
+    parent: &str,
+    child: &str,
+) -> Result<(Resource, Resource), ResourceError> {
     let p = find(store, parent)?;
     let c = find(store, child)?;
-    match store.children(&p.resource_id)?.into_iter().find(|e| e.resource.resource_id == c.resource_id) {
-        None => Err(ResourceError::NotLinked { parent: p.name, child: c.name }),
-        Some(e) if e.auto => Err(ResourceError::AutoLink { parent: p.name, child: c.name }),
+    match store
+        .children(&p.resource_id)?
+        .into_iter()
+        .find(|e| e.resource.resource_id == c.resource_id)
+    {
+        None => Err(ResourceError::NotLinked {
+            parent: p.name,
+            child: c.name,
+        }),
+        Some(e) if e.auto => Err(ResourceError::AutoLink {
+            parent: p.name,
+            child: c.name,
+        }),
         Some(_) => Ok((p, c)),
     }
 }
@@ -741,7 +1000,11 @@ pub fn check_unlink(store: &Store, parent: &str, child: &str) -> Result<(Resourc
 ///
 /// # Errors
 /// As [`check_unlink`].
-pub fn unlink_child(store: &mut Store, parent: &str, child: &str) -> Result<(Resource, Resource), ResourceError> {
+pub fn unlink_child(
+    store: &mut Store,
+    parent: &str,
+    child: &str,
+) -> Result<(Resource, Resource), ResourceError> {
     let (p, c) = check_unlink(store, parent, child)?;
     store.delete_link(&p.resource_id, &c.resource_id)?;
     Ok((p, c))
@@ -771,21 +1034,35 @@ pub struct TreeNode {
 ///
 /// # Errors
 /// [`ResourceError::NotFound`], store errors.
-pub fn tree(store: &Store, input: &str, depth: u32, type_filter: Option<&str>) -> Result<TreeNode, ResourceError> {
+pub fn tree(
+    store: &Store,
+    input: &str,
+    depth: u32,
+    type_filter: Option<&str>,
+) -> Result<TreeNode, ResourceError> {
     let root = find(store, input)?;
     let mut seen = HashSet::new();
-    Ok(build(store, &root, false, depth, type_filter, &mut seen)?.unwrap_or(TreeNode {
-        name: root.name.clone(),
-        type_name: root.type_name.clone(),
-        kind: root.resource_type().map(|t| t.kind()).unwrap_or("physical"),
-        auto: false,
-        children: vec![],
-        counted: BTreeMap::new(),
-        hidden_children: 0,
-    }))
+    Ok(
+        build(store, &root, false, depth, type_filter, &mut seen)?.unwrap_or(TreeNode {
+            name: root.name.clone(),
+            type_name: root.type_name.clone(),
+            kind: root.resource_type().map(|t| t.kind()).unwrap_or("physical"),
+            auto: false,
+            children: vec![],
+            counted: BTreeMap::new(),
+            hidden_children: 0,
+        }),
+    )
 }
 
-fn build(store: &Store, r: &Resource, auto: bool, depth: u32, filter: Option<&str>, seen: &mut HashSet<Id>) -> Result<Option<TreeNode>, ResourceError> {
+fn build(
+    store: &Store,
+    r: &Resource,
+    auto: bool,
+    depth: u32,
+    filter: Option<&str>,
+    seen: &mut HashSet<Id>,
+) -> Result<Option<TreeNode>, ResourceError> {
     seen.insert(r.resource_id);
     let edges = store.children(&r.resource_id)?;
     let mut children = Vec::new();
@@ -847,7 +1124,8 @@ pub fn details(store: &Store, input: &str) -> Result<Details, ResourceError> {
     let parents = store.parents(&resource.resource_id)?;
     let mut children = Vec::new();
     for e in store.children(&resource.resource_id)? {
-        let n = store.children(&e.resource.resource_id)?.len() as u64 + e.resource.counted().iter().map(|(_, n)| n).sum::<u64>();
+        let n = store.children(&e.resource.resource_id)?.len() as u64
+            + e.resource.counted().iter().map(|(_, n)| n).sum::<u64>();
         children.push((e, n));
     }
     let projects = store
@@ -861,7 +1139,10 @@ pub fn details(store: &Store, input: &str) -> Result<Details, ResourceError> {
     let mut guard = 0;
     while let Some(a) = cur {
         ancestors.push(a.type_name.clone());
-        cur = store.parents(&a.resource_id)?.first().map(|e| e.resource.clone());
+        cur = store
+            .parents(&a.resource_id)?
+            .first()
+            .map(|e| e.resource.clone());
         guard += 1;
         if guard > 64 {
             break;
@@ -884,7 +1165,14 @@ mod tests {
 
     fn git(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")
-            .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=T",
+                "-c",
+                "user.email=t@example.invalid",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .current_dir(dir)
             .output()
@@ -903,7 +1191,10 @@ mod tests {
         git(dir.path(), &["add", "."]);
         git(dir.path(), &["commit", "-q", "-m", "one"]);
         git(dir.path(), &["branch", "feature/x"]);
-        git(dir.path(), &["remote", "add", "origin", "https://example.invalid/x.git"]);
+        git(
+            dir.path(),
+            &["remote", "add", "origin", "https://example.invalid/x.git"],
+        );
         dir
     }
 
@@ -917,11 +1208,34 @@ mod tests {
     fn a_checkout_discovers_repo_remotes_branches_and_worktree() {
         let r = repo();
         let (_d, mut s) = store();
-        let added = add(&mut s, &[], "git-checkout", "api", &AddArgs { path: Some(r.path().into()), ..Default::default() }).unwrap();
+        let added = add(
+            &mut s,
+            &[],
+            "git-checkout",
+            "api",
+            &AddArgs {
+                path: Some(r.path().into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(added.resource.name, "local/api");
         assert_eq!(added.resource.prop("branch"), Some("main"));
-        let names: Vec<&str> = added.children.iter().map(|(c, _)| c.name.as_str()).collect();
-        assert_eq!(names, ["local/api:repo", "local/api:repo:origin", "local/api:repo:feature-x", "local/api:repo:main", "local/api:worktree"]);
+        let names: Vec<&str> = added
+            .children
+            .iter()
+            .map(|(c, _)| c.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "local/api:repo",
+                "local/api:repo:origin",
+                "local/api:repo:feature-x",
+                "local/api:repo:main",
+                "local/api:worktree"
+            ]
+        );
         let wt = &added.children[4].0;
         assert_eq!(wt.properties["files"], json!(2));
         assert_eq!(wt.properties["directories"], json!(1));
@@ -935,14 +1249,46 @@ mod tests {
         let r = repo();
         let (_d, mut s) = store();
         let add = |s: &mut Store, args: AddArgs| add(s, &[], "git-checkout", "x", &args);
-        let e = add(&mut s, AddArgs { path: Some(r.path().join("nope")), ..Default::default() }).unwrap_err();
-        assert!(e.to_string().contains("--path") && e.to_string().contains("does not exist"), "{e}");
-        let e = add(&mut s, AddArgs { path: Some(r.path().join("src")), ..Default::default() }).unwrap_err();
+        let e = add(
+            &mut s,
+            AddArgs {
+                path: Some(r.path().join("nope")),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("--path") && e.to_string().contains("does not exist"),
+            "{e}"
+        );
+        let e = add(
+            &mut s,
+            AddArgs {
+                path: Some(r.path().join("src")),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("not its top"), "{e}");
         let plain = tempfile::tempdir().unwrap();
-        let e = add(&mut s, AddArgs { path: Some(plain.path().into()), ..Default::default() }).unwrap_err();
+        let e = add(
+            &mut s,
+            AddArgs {
+                path: Some(plain.path().into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("not a git work tree"), "{e}");
-        let e = add(&mut s, AddArgs { path: Some(r.path().into()), branch: Some("feature/x".into()), ..Default::default() }).unwrap_err();
+        let e = add(
+            &mut s,
+            AddArgs {
+                path: Some(r.path().into()),
+                branch: Some("feature/x".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(matches!(e, ResourceError::BranchMismatch { .. }), "{e}");
         assert!(s.resources().unwrap().is_empty(), "nothing was written");
     }
@@ -952,14 +1298,53 @@ mod tests {
         let (_d, mut s) = store();
         let a = tempfile::tempdir().unwrap();
         let b = tempfile::tempdir().unwrap();
-        add(&mut s, &[], "fs-directory", "a", &AddArgs { path: Some(a.path().into()), ..Default::default() }).unwrap();
-        add(&mut s, &[], "fs-directory", "b", &AddArgs { path: Some(b.path().into()), ..Default::default() }).unwrap();
+        add(
+            &mut s,
+            &[],
+            "fs-directory",
+            "a",
+            &AddArgs {
+                path: Some(a.path().into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        add(
+            &mut s,
+            &[],
+            "fs-directory",
+            "b",
+            &AddArgs {
+                path: Some(b.path().into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         link_child(&mut s, "a", "b").unwrap();
-        assert!(matches!(link_child(&mut s, "b", "a"), Err(ResourceError::Cycle { .. })));
+        assert!(matches!(
+            link_child(&mut s, "b", "a"),
+            Err(ResourceError::Cycle { .. })
+        ));
         let r = repo();
-        add(&mut s, &[], "git-checkout", "c", &AddArgs { path: Some(r.path().into()), ..Default::default() }).unwrap();
-        assert!(matches!(link_child(&mut s, "c", "a"), Err(ResourceError::LinkRule { .. })));
-        assert!(matches!(unlink_child(&mut s, "c", "c:repo"), Err(ResourceError::AutoLink { .. })));
+        add(
+            &mut s,
+            &[],
+            "git-checkout",
+            "c",
+            &AddArgs {
+                path: Some(r.path().into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            link_child(&mut s, "c", "a"),
+            Err(ResourceError::LinkRule { .. })
+        ));
+        assert!(matches!(
+            unlink_child(&mut s, "c", "c:repo"),
+            Err(ResourceError::AutoLink { .. })
+        ));
         unlink_child(&mut s, "a", "b").unwrap();
         let removed = remove(&mut s, "c").unwrap();
         assert_eq!(removed.children, 5);

@@ -74,7 +74,10 @@ pub fn check(text: &str, declared: &[&str]) -> Result<(), TemplateError> {
 ///
 /// # Errors
 /// [`TemplateError`].
-pub fn render(text: &str, values: &serde_json::Map<String, serde_json::Value>) -> Result<String, TemplateError> {
+pub fn render(
+    text: &str,
+    values: &serde_json::Map<String, serde_json::Value>,
+) -> Result<String, TemplateError> {
     if !text.contains("{{") && !text.contains("{%") && !text.contains("{#") {
         return Ok(text.to_string());
     }
@@ -147,7 +150,10 @@ pub fn render_json(
 ///
 /// # Errors
 /// `(path suffix, error)`.
-pub fn check_json(value: &serde_json::Value, declared: &[&str]) -> Result<(), (String, TemplateError)> {
+pub fn check_json(
+    value: &serde_json::Value,
+    declared: &[&str],
+) -> Result<(), (String, TemplateError)> {
     match value {
         serde_json::Value::String(s) => check(s, declared).map_err(|e| (String::new(), e)),
         serde_json::Value::Array(a) => {
@@ -190,12 +196,17 @@ mod tests {
     fn rendering_fills_values_and_refuses_undefined_names() {
         let values = json!({"target": 85, "name": "api"});
         let values = values.as_object().unwrap();
-        assert_eq!(render("{{ name }}: {{ target }}%", values).unwrap(), "api: 85%");
+        assert_eq!(
+            render("{{ name }}: {{ target }}%", values).unwrap(),
+            "api: 85%"
+        );
         assert!(render("{{ other }}", values).is_err());
         let rendered = render_json(&json!({"cmd": ["echo {{ name }}"]}), values).unwrap();
         assert_eq!(rendered, json!({"cmd": ["echo api"]}));
         assert_eq!(
-            check_json(&json!({"a": ["ok", "{{ nope }}"]}), &[]).unwrap_err().0,
+            check_json(&json!({"a": ["ok", "{{ nope }}"]}), &[])
+                .unwrap_err()
+                .0,
             ".a[1]"
         );
     }

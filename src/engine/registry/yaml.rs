@@ -137,7 +137,11 @@ fn strip_location(message: &str) -> String {
     // "script[0]: unknown field ..." -> "unknown field ..."
     if let Some((head, rest)) = m.split_once(": ")
         && !head.contains(' ')
-        && (head.contains('.') || head.contains('[') || head.chars().all(|c| c.is_alphanumeric() || c == '-' || c == '_'))
+        && (head.contains('.')
+            || head.contains('[')
+            || head
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '-' || c == '_'))
         && !rest.is_empty()
         && head != "invalid"
     {
@@ -151,15 +155,22 @@ fn strip_location(message: &str) -> String {
 /// `key:` or `- key:`).
 pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
     let wanted = format!("{key}:");
-    text.lines().position(|l| {
-        let t = l.trim_start().trim_start_matches("- ");
-        t.starts_with(&wanted)
-    })
-    .map(|i| i + 1)
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start().trim_start_matches("- ");
+            t.starts_with(&wanted)
+        })
+        .map(|i| i + 1)
 }
 
 /// A rule error for `field` in `path`, pointing at the line of `key` in `text` when found.
-pub fn rule(path: &Path, text: &str, field: &str, key: &str, message: impl Into<String>) -> YamlError {
+pub fn rule(
+    path: &Path,
+    text: &str,
+    field: &str,
+    key: &str,
+    message: impl Into<String>,
+) -> YamlError {
     YamlError::Rule {
         path: path.to_path_buf(),
         line: line_of_key(text, key),
@@ -197,7 +208,9 @@ mod tests {
     #[test]
     fn syntax_errors_have_line_and_column() {
         let e = err("name: x\nsteps: [\n  - run: a\n");
-        let YamlError::Invalid { line, column, .. } = &e else { panic!("{e:?}") };
+        let YamlError::Invalid { line, column, .. } = &e else {
+            panic!("{e:?}")
+        };
         assert!(line.is_some() && column.is_some(), "{e}");
         assert!(e.to_string().starts_with("a.yaml:"), "{e}");
     }

@@ -27,21 +27,41 @@ fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
             s.push(r.get::<_, Option<String>>(i)?);
         }
     }
-    Ok(Raw { s, reusable: r.get(11)?, read_only: r.get(12)? })
+    Ok(Raw {
+        s,
+        reusable: r.get(11)?,
+        read_only: r.get(12)?,
+    })
 }
 
 fn convert(raw: Raw) -> Result<Action, StoreError> {
     const T: &str = "actions";
-    let Raw { mut s, reusable, read_only } = raw;
+    let Raw {
+        mut s,
+        reusable,
+        read_only,
+    } = raw;
     let mut take = |i: usize| s[i].take();
     let req = |v: Option<String>, column: &'static str| {
-        v.ok_or(StoreError::Corrupt { table: T, column, message: "unexpected NULL".into() })
+        v.ok_or(StoreError::Corrupt {
+            table: T,
+            column,
+            message: "unexpected NULL".into(),
+        })
     };
-    let corrupt = |column, message: String| StoreError::Corrupt { table: T, column, message };
+    let corrupt = |column, message: String| StoreError::Corrupt {
+        table: T,
+        column,
+        message,
+    };
     Ok(Action {
-        action_id: req(take(0), "action_id")?.parse().map_err(|e: ulid::DecodeError| corrupt("action_id", e.to_string()))?,
+        action_id: req(take(0), "action_id")?
+            .parse()
+            .map_err(|e: ulid::DecodeError| corrupt("action_id", e.to_string()))?,
         name: req(take(1), "name")?,
-        state: req(take(2), "state")?.parse::<ActionState>().map_err(|e| corrupt("state", e))?,
+        state: req(take(2), "state")?
+            .parse::<ActionState>()
+            .map_err(|e| corrupt("state", e))?,
         description: take(3),
         long_description: take(4),
         definition_of_done: req(take(5), "definition_of_done")?,
@@ -66,7 +86,12 @@ fn convert(raw: Raw) -> Result<Action, StoreError> {
 pub(crate) fn set_state(conn: &Connection, a: &Action) -> Result<(), StoreError> {
     conn.execute(
         "UPDATE actions SET state = ?2, updated_at = ?3, archived_at = ?4 WHERE action_id = ?1",
-        params![a.action_id.to_string(), a.state.as_str(), a.updated_at.to_string(), a.archived_at.map(|t| t.to_string())],
+        params![
+            a.action_id.to_string(),
+            a.state.as_str(),
+            a.updated_at.to_string(),
+            a.archived_at.map(|t| t.to_string())
+        ],
     )?;
     Ok(())
 }
@@ -77,7 +102,11 @@ impl Store {
     ///
     /// # Errors
     /// Store errors (for example a duplicate name).
-    pub fn insert_action(&mut self, a: &Action, invariants: &[String]) -> Result<Vec<(String, String)>, StoreError> {
+    pub fn insert_action(
+        &mut self,
+        a: &Action,
+        invariants: &[String],
+    ) -> Result<Vec<(String, String)>, StoreError> {
         let tx = self.conn_mut().transaction()?;
         tx.execute(
             &format!("INSERT INTO actions ({COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"),
@@ -123,7 +152,11 @@ impl Store {
     /// Store errors.
     pub fn action_by_name(&self, name: &str) -> Result<Option<Action>, StoreError> {
         self.conn()
-            .query_row(&format!("SELECT {COLS} FROM actions WHERE name = ?1"), [name], raw)
+            .query_row(
+                &format!("SELECT {COLS} FROM actions WHERE name = ?1"),
+                [name],
+                raw,
+            )
             .optional()?
             .map(convert)
             .transpose()
@@ -135,7 +168,11 @@ impl Store {
     /// Store errors.
     pub fn action_by_id(&self, id: &str) -> Result<Option<Action>, StoreError> {
         self.conn()
-            .query_row(&format!("SELECT {COLS} FROM actions WHERE action_id = ?1"), [id.to_ascii_uppercase()], raw)
+            .query_row(
+                &format!("SELECT {COLS} FROM actions WHERE action_id = ?1"),
+                [id.to_ascii_uppercase()],
+                raw,
+            )
             .optional()?
             .map(convert)
             .transpose()
@@ -147,7 +184,9 @@ impl Store {
     /// Store errors.
     pub fn action_ids(&self) -> Result<Vec<String>, StoreError> {
         let mut stmt = self.conn().prepare("SELECT action_id FROM actions")?;
-        Ok(stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?)
+        Ok(stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?)
     }
 
     /// Every action, by name.
@@ -155,7 +194,9 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn actions(&self) -> Result<Vec<Action>, StoreError> {
-        let mut stmt = self.conn().prepare(&format!("SELECT {COLS} FROM actions ORDER BY name"))?;
+        let mut stmt = self
+            .conn()
+            .prepare(&format!("SELECT {COLS} FROM actions ORDER BY name"))?;
         let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(convert).collect()
     }
@@ -179,7 +220,9 @@ impl Store {
         let mut stmt = self.conn().prepare(
             "SELECT name FROM actions WHERE ?1 IN (strategy_actor, execution_actor, estimation_actor, invariant_actor) ORDER BY name",
         )?;
-        Ok(stmt.query_map([actor], |r| r.get(0))?.collect::<Result<_, _>>()?)
+        Ok(stmt
+            .query_map([actor], |r| r.get(0))?
+            .collect::<Result<_, _>>()?)
     }
 
     /// How many plans were created from an action: (total, applied, errored).

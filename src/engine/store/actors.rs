@@ -7,13 +7,31 @@ use super::{Store, StoreError};
 use crate::engine::registry::actors::Actor;
 
 const COLS: &str = "actor_id, name, definition, config_path, config_hash, created_at, updated_at";
-type Raw = (String, String, String, Option<String>, Option<String>, String, String);
+type Raw = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+);
 
 fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
 }
 
-fn convert((actor_id, name, def, config_path, config_hash, created, updated): Raw) -> Result<Actor, StoreError> {
+fn convert(
+    (actor_id, name, def, config_path, config_hash, created, updated): Raw,
+) -> Result<Actor, StoreError> {
     Ok(Actor {
         actor_id,
         name,
@@ -32,7 +50,11 @@ impl Store {
     /// Store errors.
     pub fn actor(&self, name: &str) -> Result<Option<Actor>, StoreError> {
         self.conn()
-            .query_row(&format!("SELECT {COLS} FROM actors WHERE name = ?1"), [name], raw)
+            .query_row(
+                &format!("SELECT {COLS} FROM actors WHERE name = ?1"),
+                [name],
+                raw,
+            )
             .optional()?
             .map(convert)
             .transpose()
@@ -43,7 +65,9 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn actors(&self) -> Result<Vec<Actor>, StoreError> {
-        let mut stmt = self.conn().prepare(&format!("SELECT {COLS} FROM actors ORDER BY name"))?;
+        let mut stmt = self
+            .conn()
+            .prepare(&format!("SELECT {COLS} FROM actors ORDER BY name"))?;
         let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(convert).collect()
     }

@@ -13,29 +13,66 @@ const SELECT: &str = "SELECT i.invariant_id, i.text, i.key, i.scope, p.name, a.n
     LEFT JOIN projects p ON p.project_id = i.project_id
     LEFT JOIN actions a ON a.action_id = i.action_id";
 
-type Raw = (String, String, Option<String>, String, Option<String>, Option<String>, Option<String>, String, i64);
+type Raw = (
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    i64,
+);
 
 fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+        r.get(8)?,
+    ))
 }
 
-fn convert((invariant_id, text, key, scope, project, action, plan_id, created, seq): Raw) -> Result<Invariant, StoreError> {
-    let corrupt = |column, message: String| StoreError::Corrupt { table: "invariants", column, message };
+fn convert(
+    (invariant_id, text, key, scope, project, action, plan_id, created, seq): Raw,
+) -> Result<Invariant, StoreError> {
+    let corrupt = |column, message: String| StoreError::Corrupt {
+        table: "invariants",
+        column,
+        message,
+    };
     Ok(Invariant {
         invariant_id,
         text,
         key,
-        scope: scope.parse::<InvariantScope>().map_err(|e| corrupt("scope", e))?,
+        scope: scope
+            .parse::<InvariantScope>()
+            .map_err(|e| corrupt("scope", e))?,
         project,
         action,
-        plan_id: plan_id.map(|p| p.parse::<Id>().map_err(|e| corrupt("plan_id", e.to_string()))).transpose()?,
+        plan_id: plan_id
+            .map(|p| {
+                p.parse::<Id>()
+                    .map_err(|e| corrupt("plan_id", e.to_string()))
+            })
+            .transpose()?,
         created_at: ts("invariants", "created_at", &created)?,
         seq,
     })
 }
 
 /// Inserts rows on an open connection or transaction (the caller commits).
-pub(crate) fn insert_rows(conn: &Connection, rows: &[NewInvariant], now: &str) -> Result<(), StoreError> {
+pub(crate) fn insert_rows(
+    conn: &Connection,
+    rows: &[NewInvariant],
+    now: &str,
+) -> Result<(), StoreError> {
     let mut plans = Vec::new();
     for r in rows {
         conn.execute(
@@ -68,7 +105,9 @@ pub(crate) fn insert_rows(conn: &Connection, rows: &[NewInvariant], now: &str) -
 /// Rewrites a plan's `invariants` JSON from its plan-scoped rows, in insertion order.
 pub(crate) fn sync_plan(conn: &Connection, plan_id: &str, now: &str) -> Result<(), StoreError> {
     let mut stmt = conn.prepare(&format!("{SELECT} WHERE i.plan_id = ?1 ORDER BY i.rowid"))?;
-    let rows = stmt.query_map([plan_id], raw)?.collect::<Result<Vec<_>, _>>()?;
+    let rows = stmt
+        .query_map([plan_id], raw)?
+        .collect::<Result<Vec<_>, _>>()?;
     let list: Vec<PlanInvariant> = rows
         .into_iter()
         .map(convert)
@@ -114,7 +153,9 @@ impl Store {
     /// Store errors.
     pub fn invariant_ids(&self) -> Result<Vec<String>, StoreError> {
         let mut stmt = self.conn().prepare("SELECT invariant_id FROM invariants")?;
-        Ok(stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?)
+        Ok(stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?)
     }
 
     /// Every invariant, in insertion order.
@@ -135,7 +176,11 @@ impl Store {
         let now = jiff::Timestamp::now().to_string();
         let tx = self.conn_mut().transaction()?;
         let plan: Option<Option<String>> = tx
-            .query_row("SELECT plan_id FROM invariants WHERE invariant_id = ?1", [id], |r| r.get(0))
+            .query_row(
+                "SELECT plan_id FROM invariants WHERE invariant_id = ?1",
+                [id],
+                |r| r.get(0),
+            )
             .optional()?;
         let n = tx.execute("DELETE FROM invariants WHERE invariant_id = ?1", [id])?;
         if let Some(Some(p)) = plan {

@@ -32,7 +32,14 @@ impl Store {
     ///
     /// # Errors
     /// Store errors; nothing is written then.
-    pub fn create_plan(&mut self, plan: &Plan, projects: &[Id], origin: &Origin, invariants: &[NewInvariant], archive: Option<&Action>) -> Result<(), StoreError> {
+    pub fn create_plan(
+        &mut self,
+        plan: &Plan,
+        projects: &[Id],
+        origin: &Origin,
+        invariants: &[NewInvariant],
+        archive: Option<&Action>,
+    ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         super::plans::insert_plan_row(&tx, plan)?;
         for (i, p) in projects.iter().enumerate() {
@@ -65,8 +72,12 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn plan_project_ids(&self, plan: &Id) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self.conn().prepare("SELECT project_id FROM plan_projects WHERE plan_id = ?1 ORDER BY position")?;
-        Ok(stmt.query_map([plan.to_string()], |r| r.get(0))?.collect::<Result<_, _>>()?)
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT project_id FROM plan_projects WHERE plan_id = ?1 ORDER BY position")?;
+        Ok(stmt
+            .query_map([plan.to_string()], |r| r.get(0))?
+            .collect::<Result<_, _>>()?)
     }
 
     /// A plan's origin, if it was created by `plan use`.
@@ -74,7 +85,8 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn plan_origin(&self, plan: &Id) -> Result<Option<Origin>, StoreError> {
-        let row: Option<(String, String, bool, Option<String>, Option<String>)> = self
+        type Row = (String, String, bool, Option<String>, Option<String>);
+        let row: Option<Row> = self
             .conn()
             .query_row(
                 "SELECT action_id, profile_source, read_only, script, sandbox FROM plan_origins WHERE plan_id = ?1",
@@ -85,7 +97,13 @@ impl Store {
         const T: &str = "plan_origins";
         row.map(|(action_id, source, read_only, script, sandbox)| {
             Ok(Origin {
-                action_id: action_id.parse().map_err(|e: ulid::DecodeError| StoreError::Corrupt { table: T, column: "action_id", message: e.to_string() })?,
+                action_id: action_id.parse().map_err(|e: ulid::DecodeError| {
+                    StoreError::Corrupt {
+                        table: T,
+                        column: "action_id",
+                        message: e.to_string(),
+                    }
+                })?,
                 profile_source: from_json(T, "profile_source", &format!("\"{source}\""))?,
                 read_only,
                 script: script.map(|s| from_json(T, "script", &s)).transpose()?,

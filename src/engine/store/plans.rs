@@ -187,7 +187,6 @@ impl Store {
         Ok(())
     }
 
-
     /// Loads a plan by full id.
     ///
     /// # Errors

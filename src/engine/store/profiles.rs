@@ -7,13 +7,29 @@ use super::codec::{from_json, to_json, ts};
 use super::{Store, StoreError};
 use crate::engine::registry::profiles::{Profile, ProfileSource};
 
-type Raw = (String, Option<String>, String, Option<String>, String, String);
+type Raw = (
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    String,
+    String,
+);
 
 fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
 }
 
-fn convert((name, description, flags, config_path, created, updated): Raw) -> Result<Profile, StoreError> {
+fn convert(
+    (name, description, flags, config_path, created, updated): Raw,
+) -> Result<Profile, StoreError> {
     const T: &str = "automation_profiles";
     Ok(Profile {
         name,
@@ -50,9 +66,9 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn custom_profiles(&self) -> Result<Vec<Profile>, StoreError> {
-        let mut stmt = self
-            .conn()
-            .prepare(&format!("SELECT {COLS} FROM automation_profiles ORDER BY name"))?;
+        let mut stmt = self.conn().prepare(&format!(
+            "SELECT {COLS} FROM automation_profiles ORDER BY name"
+        ))?;
         let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(convert).collect()
     }

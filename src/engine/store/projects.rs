@@ -9,17 +9,42 @@ use crate::engine::domain::{Id, Plan, PlanStatus};
 use crate::engine::registry::invariants::NewInvariant;
 use crate::engine::registry::projects::{LinkedResource, Project, Validation};
 
-const COLS: &str = "project_id, name, description, invariant_actor, automation_profile, created_at, updated_at";
-type Raw = (String, String, Option<String>, Option<String>, Option<String>, String, String);
+const COLS: &str =
+    "project_id, name, description, invariant_actor, automation_profile, created_at, updated_at";
+type Raw = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+);
 
 fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
 }
 
-fn convert((pid, name, description, invariant_actor, automation_profile, created, updated): Raw) -> Result<Project, StoreError> {
+fn convert(
+    (pid, name, description, invariant_actor, automation_profile, created, updated): Raw,
+) -> Result<Project, StoreError> {
     const T: &str = "projects";
     Ok(Project {
-        project_id: pid.parse().map_err(|e: ulid::DecodeError| StoreError::Corrupt { table: T, column: "project_id", message: e.to_string() })?,
+        project_id: pid
+            .parse()
+            .map_err(|e: ulid::DecodeError| StoreError::Corrupt {
+                table: T,
+                column: "project_id",
+                message: e.to_string(),
+            })?,
         name,
         description,
         invariant_actor,
@@ -34,7 +59,12 @@ impl Store {
     ///
     /// # Errors
     /// Store errors (a duplicate name, for example); nothing is written then.
-    pub fn insert_project(&mut self, p: &Project, links: &[LinkedResource], invariants: &[NewInvariant]) -> Result<(), StoreError> {
+    pub fn insert_project(
+        &mut self,
+        p: &Project,
+        links: &[LinkedResource],
+        invariants: &[NewInvariant],
+    ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         tx.execute(
             &format!("INSERT INTO projects ({COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
@@ -65,7 +95,11 @@ impl Store {
     /// Store errors.
     pub fn project_by_name(&self, name: &str) -> Result<Option<Project>, StoreError> {
         self.conn()
-            .query_row(&format!("SELECT {COLS} FROM projects WHERE name = ?1"), [name], raw)
+            .query_row(
+                &format!("SELECT {COLS} FROM projects WHERE name = ?1"),
+                [name],
+                raw,
+            )
             .optional()?
             .map(convert)
             .transpose()
@@ -77,7 +111,11 @@ impl Store {
     /// Store errors.
     pub fn project_by_id(&self, id: &str) -> Result<Option<Project>, StoreError> {
         self.conn()
-            .query_row(&format!("SELECT {COLS} FROM projects WHERE project_id = ?1"), [id.to_ascii_uppercase()], raw)
+            .query_row(
+                &format!("SELECT {COLS} FROM projects WHERE project_id = ?1"),
+                [id.to_ascii_uppercase()],
+                raw,
+            )
             .optional()?
             .map(convert)
             .transpose()
@@ -89,7 +127,9 @@ impl Store {
     /// Store errors.
     pub fn project_ids(&self) -> Result<Vec<String>, StoreError> {
         let mut stmt = self.conn().prepare("SELECT project_id FROM projects")?;
-        Ok(stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?)
+        Ok(stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?)
     }
 
     /// Every project, by name.
@@ -97,7 +137,9 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn projects(&self) -> Result<Vec<Project>, StoreError> {
-        let mut stmt = self.conn().prepare(&format!("SELECT {COLS} FROM projects ORDER BY name"))?;
+        let mut stmt = self
+            .conn()
+            .prepare(&format!("SELECT {COLS} FROM projects ORDER BY name"))?;
         let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(convert).collect()
     }
@@ -107,8 +149,12 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn projects_with_invariant_actor(&self, actor: &str) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self.conn().prepare("SELECT name FROM projects WHERE invariant_actor = ?1 ORDER BY name")?;
-        Ok(stmt.query_map([actor], |r| r.get(0))?.collect::<Result<_, _>>()?)
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT name FROM projects WHERE invariant_actor = ?1 ORDER BY name")?;
+        Ok(stmt
+            .query_map([actor], |r| r.get(0))?
+            .collect::<Result<_, _>>()?)
     }
 
     /// A project's linked resources, in link order.
@@ -120,13 +166,25 @@ impl Store {
             "SELECT resource_id, alias, read_only FROM project_resources WHERE project_id = ?1 ORDER BY position, created_at",
         )?;
         let rows: Vec<(String, Option<String>, bool)> = stmt
-            .query_map([project.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .query_map([project.to_string()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
             .collect::<Result<_, _>>()?;
         let mut out = Vec::new();
         for (rid, alias, read_only) in rows {
-            let rid: Id = rid.parse().map_err(|e: ulid::DecodeError| StoreError::Corrupt { table: "project_resources", column: "resource_id", message: e.to_string() })?;
+            let rid: Id = rid
+                .parse()
+                .map_err(|e: ulid::DecodeError| StoreError::Corrupt {
+                    table: "project_resources",
+                    column: "resource_id",
+                    message: e.to_string(),
+                })?;
             if let Some(resource) = self.resource_by_id(&rid)? {
-                out.push(LinkedResource { resource, alias, read_only });
+                out.push(LinkedResource {
+                    resource,
+                    alias,
+                    read_only,
+                });
             }
         }
         Ok(out)
@@ -136,14 +194,22 @@ impl Store {
     ///
     /// # Errors
     /// Store errors.
-    pub fn insert_project_resource(&mut self, project: &Id, link: &LinkedResource, position: usize) -> Result<(), StoreError> {
+    pub fn insert_project_resource(
+        &mut self,
+        project: &Id,
+        link: &LinkedResource,
+        position: usize,
+    ) -> Result<(), StoreError> {
         let now = jiff::Timestamp::now().to_string();
         let tx = self.conn_mut().transaction()?;
         tx.execute(
             "INSERT INTO project_resources (project_id, resource_id, alias, read_only, position, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![project.to_string(), link.resource.resource_id.to_string(), link.alias, link.read_only, position as i64, now],
         )?;
-        tx.execute("UPDATE projects SET updated_at = ?2 WHERE project_id = ?1", params![project.to_string(), now])?;
+        tx.execute(
+            "UPDATE projects SET updated_at = ?2 WHERE project_id = ?1",
+            params![project.to_string(), now],
+        )?;
         tx.commit()?;
         Ok(())
     }
@@ -152,14 +218,21 @@ impl Store {
     ///
     /// # Errors
     /// Store errors.
-    pub fn delete_project_resource(&mut self, project: &Id, resource: &Id) -> Result<(), StoreError> {
+    pub fn delete_project_resource(
+        &mut self,
+        project: &Id,
+        resource: &Id,
+    ) -> Result<(), StoreError> {
         let now = jiff::Timestamp::now().to_string();
         let tx = self.conn_mut().transaction()?;
         tx.execute(
             "DELETE FROM project_resources WHERE project_id = ?1 AND resource_id = ?2",
             params![project.to_string(), resource.to_string()],
         )?;
-        tx.execute("UPDATE projects SET updated_at = ?2 WHERE project_id = ?1", params![project.to_string(), now])?;
+        tx.execute(
+            "UPDATE projects SET updated_at = ?2 WHERE project_id = ?1",
+            params![project.to_string(), now],
+        )?;
         tx.commit()?;
         Ok(())
     }
@@ -172,7 +245,11 @@ impl Store {
         let tx = self.conn_mut().transaction()?;
         tx.execute(
             "UPDATE projects SET automation_profile = ?2, updated_at = ?3 WHERE project_id = ?1",
-            params![p.project_id.to_string(), p.automation_profile, p.updated_at.to_string()],
+            params![
+                p.project_id.to_string(),
+                p.automation_profile,
+                p.updated_at.to_string()
+            ],
         )?;
         tx.commit()?;
         Ok(())
@@ -189,22 +266,54 @@ impl Store {
              LEFT JOIN resources r ON r.resource_id = v.resource_id
              WHERE v.project_id = ?1 ORDER BY v.rowid",
         )?;
-        let rows: Vec<(String, String, String, Option<String>, bool, i64, Option<String>, String)> = stmt
-            .query_map([project.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?)))?
+        type Row = (
+            String,
+            String,
+            String,
+            Option<String>,
+            bool,
+            i64,
+            Option<String>,
+            String,
+        );
+        let rows: Vec<Row> = stmt
+            .query_map([project.to_string()], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                ))
+            })?
             .collect::<Result<_, _>>()?;
         rows.into_iter()
-            .map(|(validation_id, project, command, description, required, timeout, resource, created)| {
-                Ok(Validation {
+            .map(
+                |(
                     validation_id,
                     project,
                     command,
                     description,
                     required,
-                    timeout_secs: u64::try_from(timeout).unwrap_or(0),
+                    timeout,
                     resource,
-                    created_at: ts("project_validations", "created_at", &created)?,
-                })
-            })
+                    created,
+                )| {
+                    Ok(Validation {
+                        validation_id,
+                        project,
+                        command,
+                        description,
+                        required,
+                        timeout_secs: u64::try_from(timeout).unwrap_or(0),
+                        resource,
+                        created_at: ts("project_validations", "created_at", &created)?,
+                    })
+                },
+            )
             .collect()
     }
 
@@ -212,7 +321,12 @@ impl Store {
     ///
     /// # Errors
     /// Store errors.
-    pub fn insert_validation(&mut self, project: &Id, v: &Validation, resource: Option<&Id>) -> Result<(), StoreError> {
+    pub fn insert_validation(
+        &mut self,
+        project: &Id,
+        v: &Validation,
+        resource: Option<&Id>,
+    ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         tx.execute(
             "INSERT INTO project_validations (validation_id, project_id, command, description, required, timeout_secs, resource_id, created_at)
@@ -238,7 +352,10 @@ impl Store {
     /// Store errors.
     pub fn delete_validation(&mut self, id: &str) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
-        tx.execute("DELETE FROM project_validations WHERE validation_id = ?1", [id])?;
+        tx.execute(
+            "DELETE FROM project_validations WHERE validation_id = ?1",
+            [id],
+        )?;
         tx.commit()?;
         Ok(())
     }
@@ -248,11 +365,21 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn plans_for_project(&self, project: &Id) -> Result<Vec<Plan>, StoreError> {
-        let mut stmt = self.conn().prepare("SELECT plan_id FROM plan_projects WHERE project_id = ?1 ORDER BY plan_id DESC")?;
-        let ids: Vec<String> = stmt.query_map([project.to_string()], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        let mut stmt = self.conn().prepare(
+            "SELECT plan_id FROM plan_projects WHERE project_id = ?1 ORDER BY plan_id DESC",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map([project.to_string()], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
         let mut out = Vec::new();
         for id in ids {
-            let id: Id = id.parse().map_err(|e: ulid::DecodeError| StoreError::Corrupt { table: "plan_projects", column: "plan_id", message: e.to_string() })?;
+            let id: Id = id
+                .parse()
+                .map_err(|e: ulid::DecodeError| StoreError::Corrupt {
+                    table: "plan_projects",
+                    column: "plan_id",
+                    message: e.to_string(),
+                })?;
             if let Some(p) = self.plan(&id)? {
                 out.push(p);
             }
@@ -265,7 +392,12 @@ impl Store {
     ///
     /// # Errors
     /// Store errors; nothing is written then.
-    pub fn delete_project(&mut self, project: &Id, statuses: &[(Id, PlanStatus)], now: jiff::Timestamp) -> Result<(), StoreError> {
+    pub fn delete_project(
+        &mut self,
+        project: &Id,
+        statuses: &[(Id, PlanStatus)],
+        now: jiff::Timestamp,
+    ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         for (id, s) in statuses {
             tx.execute(
@@ -273,7 +405,10 @@ impl Store {
                 params![id.to_string(), s.phase.as_str(), s.state.as_str(), s.attempt, now.to_string()],
             )?;
         }
-        tx.execute("DELETE FROM projects WHERE project_id = ?1", [project.to_string()])?;
+        tx.execute(
+            "DELETE FROM projects WHERE project_id = ?1",
+            [project.to_string()],
+        )?;
         tx.commit()?;
         Ok(())
     }

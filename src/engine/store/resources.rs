@@ -8,17 +8,42 @@ use crate::engine::domain::Id;
 use crate::engine::registry::resources::{Edge, Resource};
 
 const COLS: &str = "r.resource_id, r.name, r.type_name, r.description, r.properties, r.owner_id, r.created_at, r.updated_at";
-type Raw = (String, String, String, Option<String>, String, Option<String>, String, String);
+type Raw = (
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    String,
+    String,
+);
 
 fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+    ))
 }
 
 fn id(column: &'static str, s: &str) -> Result<Id, StoreError> {
-    s.parse().map_err(|e: ulid::DecodeError| StoreError::Corrupt { table: "resources", column, message: e.to_string() })
+    s.parse()
+        .map_err(|e: ulid::DecodeError| StoreError::Corrupt {
+            table: "resources",
+            column,
+            message: e.to_string(),
+        })
 }
 
-fn convert((rid, name, type_name, description, properties, owner, created, updated): Raw) -> Result<Resource, StoreError> {
+fn convert(
+    (rid, name, type_name, description, properties, owner, created, updated): Raw,
+) -> Result<Resource, StoreError> {
     const T: &str = "resources";
     Ok(Resource {
         resource_id: id("resource_id", &rid)?,
@@ -39,7 +64,11 @@ impl Store {
     /// Store errors.
     pub fn resource_by_name(&self, name: &str) -> Result<Option<Resource>, StoreError> {
         self.conn()
-            .query_row(&format!("SELECT {COLS} FROM resources r WHERE r.name = ?1"), [name], raw)
+            .query_row(
+                &format!("SELECT {COLS} FROM resources r WHERE r.name = ?1"),
+                [name],
+                raw,
+            )
             .optional()?
             .map(convert)
             .transpose()
@@ -51,7 +80,11 @@ impl Store {
     /// Store errors.
     pub fn resource_by_id(&self, rid: &Id) -> Result<Option<Resource>, StoreError> {
         self.conn()
-            .query_row(&format!("SELECT {COLS} FROM resources r WHERE r.resource_id = ?1"), [rid.to_string()], raw)
+            .query_row(
+                &format!("SELECT {COLS} FROM resources r WHERE r.resource_id = ?1"),
+                [rid.to_string()],
+                raw,
+            )
             .optional()?
             .map(convert)
             .transpose()
@@ -62,7 +95,9 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn resources(&self) -> Result<Vec<Resource>, StoreError> {
-        let mut stmt = self.conn().prepare(&format!("SELECT {COLS} FROM resources r ORDER BY r.name"))?;
+        let mut stmt = self
+            .conn()
+            .prepare(&format!("SELECT {COLS} FROM resources r ORDER BY r.name"))?;
         let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(convert).collect()
     }
@@ -72,7 +107,9 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn owned_ids(&self, root: &Id) -> Result<Vec<Id>, StoreError> {
-        let mut stmt = self.conn().prepare("SELECT resource_id FROM resources WHERE owner_id = ?1 ORDER BY rowid")?;
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT resource_id FROM resources WHERE owner_id = ?1 ORDER BY rowid")?;
         let mut out = vec![*root];
         for s in stmt.query_map([root.to_string()], |r| r.get::<_, String>(0))? {
             out.push(id("resource_id", &s?)?);
@@ -84,7 +121,10 @@ impl Store {
     ///
     /// # Errors
     /// Store errors.
-    pub fn project_links_of(&self, resources: &[Id]) -> Result<Vec<(String, String, bool)>, StoreError> {
+    pub fn project_links_of(
+        &self,
+        resources: &[Id],
+    ) -> Result<Vec<(String, String, bool)>, StoreError> {
         let mut out = Vec::new();
         let mut stmt = self.conn().prepare(
             "SELECT p.name, r.name, l.read_only FROM project_resources l
@@ -92,7 +132,9 @@ impl Store {
              WHERE l.resource_id = ?1 ORDER BY p.name",
         )?;
         for rid in resources {
-            for row in stmt.query_map([rid.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))? {
+            for row in
+                stmt.query_map([rid.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            {
                 out.push(row?);
             }
         }
@@ -105,12 +147,23 @@ impl Store {
     ///
     /// # Errors
     /// Store errors; nothing is written then.
-    pub fn save_discovery(&mut self, resources: &[Resource], edges: &[(Id, Id)], replace: bool) -> Result<(), StoreError> {
+    pub fn save_discovery(
+        &mut self,
+        resources: &[Resource],
+        edges: &[(Id, Id)],
+        replace: bool,
+    ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         let root = &resources[0];
         if replace {
-            tx.execute("DELETE FROM resources WHERE owner_id = ?1", [root.resource_id.to_string()])?;
-            tx.execute("DELETE FROM resource_links WHERE parent_id = ?1 AND auto = 1", [root.resource_id.to_string()])?;
+            tx.execute(
+                "DELETE FROM resources WHERE owner_id = ?1",
+                [root.resource_id.to_string()],
+            )?;
+            tx.execute(
+                "DELETE FROM resource_links WHERE parent_id = ?1 AND auto = 1",
+                [root.resource_id.to_string()],
+            )?;
         }
         for r in resources {
             tx.execute(
@@ -147,7 +200,10 @@ impl Store {
     /// Store errors (a project link left on a discovered child makes it fail, unchanged).
     pub fn delete_resource(&mut self, rid: &Id) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
-        tx.execute("DELETE FROM resources WHERE resource_id = ?1", [rid.to_string()])?;
+        tx.execute(
+            "DELETE FROM resources WHERE resource_id = ?1",
+            [rid.to_string()],
+        )?;
         tx.commit()?;
         Ok(())
     }
@@ -157,7 +213,14 @@ impl Store {
         let rows = stmt
             .query_map([rid.to_string()], |r| Ok((raw(r)?, r.get::<_, bool>(8)?)))?
             .collect::<Result<Vec<_>, _>>()?;
-        rows.into_iter().map(|(raw, auto)| Ok(Edge { resource: convert(raw)?, auto })).collect()
+        rows.into_iter()
+            .map(|(raw, auto)| {
+                Ok(Edge {
+                    resource: convert(raw)?,
+                    auto,
+                })
+            })
+            .collect()
     }
 
     /// Direct children, in discovery order then by name.
