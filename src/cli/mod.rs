@@ -440,8 +440,26 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         _ => start_logging(&ctx),
     };
     tracing::debug!(command = %command_path, format = %format, "command started");
-    let result = dispatch(command, &ctx);
+    let result = dispatch(command, &ctx).map_err(|e| repeat_in_suggestions(e, &ctx));
     finish(result, &command_path, format, &ctx.terminal, started)
+}
+
+/// Makes suggested `agents ...` commands repeat `--data-dir` / `--config-path` when they were
+/// given, so that running a suggestion acts on the same environment. Engine errors convert to
+/// [`CliError`] without a [`Context`], so their suggestions are completed here.
+fn repeat_in_suggestions(mut e: CliError, ctx: &Context) -> CliError {
+    if ctx.repeat_args.is_empty() {
+        return e;
+    }
+    let prefix = ctx.suggest("").trim_end().to_string();
+    for s in &mut e.body.suggestions {
+        if let Some(rest) = s.strip_prefix("agents ")
+            && !s.starts_with(&prefix)
+        {
+            *s = ctx.suggest(rest);
+        }
+    }
+    e
 }
 
 /// Starts file logging for a context.
