@@ -6,6 +6,7 @@ mod envelope;
 mod init;
 mod profiles;
 mod registries;
+mod registry_commands;
 mod registry_snapshots;
 pub(crate) mod snapshots;
 mod store;

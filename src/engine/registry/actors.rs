@@ -330,6 +330,18 @@ fn example_model(provider: &str) -> &'static str {
     }
 }
 
+/// The canonical form of an actor reference as stored: a bare name means `local/NAME`; other
+/// references are kept as written.
+pub fn canonical(input: &str) -> String {
+    if input.contains('/') {
+        input.to_string()
+    } else {
+        QualifiedName::resolve_user_input(input, &[])
+            .map(|q| q.to_string())
+            .unwrap_or_else(|_| input.to_string())
+    }
+}
+
 /// FNV-1a 64-bit hash of bytes, as 16 hex digits (a stable fingerprint of a config file).
 pub fn fingerprint(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -241,7 +241,7 @@ pub fn create(
         project_id: Id::generate(),
         name,
         description: req.description.clone(),
-        invariant_actor: req.invariant_actor.clone(),
+        invariant_actor: req.invariant_actor.as_deref().map(actors::canonical),
         automation_profile: None,
         created_at: now,
         updated_at: now,
