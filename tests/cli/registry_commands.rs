@@ -407,3 +407,57 @@ fn removals_without_a_terminal_ask_for_yes_and_change_nothing() {
     );
     ok(&env, &["resource", "show", "docs"]);
 }
+
+#[test]
+fn plan_use_actor_overrides_must_resolve_and_are_recorded() {
+    let env = Env::new();
+    let action = env.root().join("a.yaml");
+    std::fs::write(&action, "name: x\ndefinition-of-done: d\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n").unwrap();
+    ok(&env, &["project", "create", "p"]);
+    ok(
+        &env,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            action.to_str().unwrap(),
+        ],
+    );
+    let doc = fails(
+        &env,
+        &["plan", "use", "x", "p", "--strategy-actor", "nobody"],
+        "NOT_FOUND",
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("--strategy-actor: actor `nobody` does not resolve"),
+        "{doc:#}"
+    );
+    let plan = ok(
+        &env,
+        &[
+            "plan",
+            "use",
+            "x",
+            "p",
+            "--execution-actor",
+            "openai/gpt-4o",
+            "--estimation-actor",
+            "anthropic/claude-haiku-4-5",
+        ],
+    );
+    assert_eq!(plan["data"]["execution_actor"], "openai/gpt-4o");
+    assert_eq!(
+        plan["data"]["strategy_actor"],
+        "builtin/checklist-strategist"
+    );
+    assert_eq!(
+        plan["data"]["estimation_actor"],
+        "anthropic/claude-haiku-4-5"
+    );
+    fails(&env, &["plan", "use", "x", "p", "p"], "INVALID_INPUT");
+    fails(&env, &["plan", "use", "x", "nowhere"], "NOT_FOUND");
+}
