@@ -1,42 +1,60 @@
-//! `agents actor run` (spec section 06): runs one model actor in isolation and prints the
-//! answer, the tool calls and the usage.
-//!
-//! This build runs model actors (`PROVIDER/MODEL`) as a plain conversation: no tools are
-//! offered, so no sandbox is made. `--skill` and `--resource` say "not yet supported" (they
-//! arrive with the tool runner and sandboxes), as do custom actors (the actor registry).
+//! `agents actor add|list|show|remove|run` (spec sections 06 and 16); `run` lives in
+//! `actor_run.rs`.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use serde_json::json;
 
-use super::{CliError, Context, env_var};
-use crate::engine::actors::oneshot::{OneShot, OneShotError, run_model_actor};
-use crate::engine::actors::providers::{ClientOptions, ProviderError};
-use crate::engine::actors::runtime::Stop;
-use crate::output::{Cell, Column, Element, Report, Tone};
+use super::{CliError, Context, view};
+use crate::engine::registry::actors::{self, Actor, ActorRef, ActorType, Overrides};
+use crate::output::{Column, Element, Level, Report};
 
 /// `agents actor ...`
 #[derive(Debug, Subcommand)]
 pub enum ActorCommand {
     /// Run one model actor (PROVIDER/MODEL) on a prompt and print its answer and usage
-    Run {
-        /// Sampling temperature
-        #[arg(short = 't', long, value_name = "TEMP")]
-        temperature: Option<f32>,
-        /// Attach a skill for this run (not yet supported)
+    Run(super::actor_run::ActorRunArgs),
+    /// Register a custom actor from a YAML file (flags override the file)
+    Add {
+        /// Actor YAML file
+        #[arg(short, long, value_name = "FILE")]
+        config: PathBuf,
+        /// Actor type: llm or graph
+        #[arg(long = "type", value_name = "TYPE", value_parser = ["llm", "graph"])]
+        actor_type: Option<String>,
+        /// Skill to attach (repeatable)
         #[arg(long = "skill", value_name = "SKILL")]
         skills: Vec<String>,
-        /// Run against a sandbox of this resource (not yet supported)
-        #[arg(long, value_name = "RESOURCE")]
-        resource: Option<String>,
-        /// Also write the answer to this file
-        #[arg(short = 'o', long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// The actor: PROVIDER/MODEL, e.g. openai/gpt-4.1 or ollama/llama3
+        /// Description
+        #[arg(short, long)]
+        description: Option<String>,
+        /// Allow the actor to use tools marked unsafe
+        #[arg(long = "unsafe")]
+        unsafe_: bool,
+        /// Model option override KEY=VALUE (temperature, max-tokens, top-p, seed, stop; repeatable)
+        #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
+        options: Vec<String>,
+        /// Replace an existing actor of the same name
+        #[arg(long)]
+        update: bool,
+        /// Actor name (default: `name` in the file)
+        name: Option<String>,
+    },
+    /// List custom actors, the built-in actors and one row per provider
+    List {
+        /// Show only actors whose name matches this regular expression
+        regex: Option<String>,
+    },
+    /// Show one actor (custom, built-in or PROVIDER/MODEL)
+    Show {
+        /// Actor name
         name: String,
-        /// The prompt
-        prompt: String,
+    },
+    /// Remove a custom actor
+    Remove {
+        /// Actor name
+        name: String,
     },
 }
 
@@ -44,7 +62,11 @@ impl ActorCommand {
     /// The subcommand name.
     pub fn name(&self) -> &'static str {
         match self {
-            ActorCommand::Run { .. } => "run",
+            ActorCommand::Run(_) => "run",
+            ActorCommand::Add { .. } => "add",
+            ActorCommand::List { .. } => "list",
+            ActorCommand::Show { .. } => "show",
+            ActorCommand::Remove { .. } => "remove",
         }
     }
 }
@@ -52,207 +74,460 @@ impl ActorCommand {
 /// Runs an actor subcommand.
 ///
 /// # Errors
-/// `NOT_SUPPORTED` for skills, resources and custom actors; `INVALID_INPUT` for a malformed
-/// name; `NOT_FOUND` for an unknown provider; `PROVIDER_AUTH` (missing or rejected key),
-/// `PROVIDER_UNAVAILABLE` (transient failure after retries), `PROVIDER_ERROR` (other
-/// provider failures); `IO_ERROR` when `--output` cannot be written.
+/// YAML errors with line and column, reserved names, unknown models, duplicates without
+/// `--update`, unknown actors.
 pub fn run(command: ActorCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
-        ActorCommand::Run {
-            temperature,
+        ActorCommand::Run(args) => super::actor_run::run(args, ctx),
+        ActorCommand::Add {
+            config,
+            actor_type,
             skills,
-            resource,
-            output,
+            description,
+            unsafe_,
+            options,
+            update,
             name,
-            prompt,
-        } => run_actor(
-            ctx,
-            temperature,
-            &skills,
-            resource.as_deref(),
-            output,
-            name,
-            prompt,
-        ),
+        } => {
+            let mut opts = Vec::new();
+            for o in options {
+                let (k, v) = o.split_once('=').ok_or_else(|| {
+                    CliError::invalid_input(format!("--option `{o}` is not KEY=VALUE"))
+                        .hint("e.g. --option temperature=0.2")
+                })?;
+                opts.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            let overrides = Overrides {
+                actor_type: actor_type.map(|t| {
+                    if t == "graph" {
+                        ActorType::Graph
+                    } else {
+                        ActorType::Llm
+                    }
+                }),
+                skills,
+                description,
+                unsafe_,
+                options: opts,
+            };
+            add(ctx, &config, name.as_deref(), &overrides, update)
+        }
+        ActorCommand::List { regex } => list(ctx, regex.as_deref()),
+        ActorCommand::Show { name } => show(ctx, &name),
+        ActorCommand::Remove { name } => remove(ctx, &name),
     }
 }
 
-fn run_actor(
-    ctx: &Context,
-    temperature: Option<f32>,
-    skills: &[String],
-    resource: Option<&str>,
-    output: Option<PathBuf>,
-    name: String,
-    prompt: String,
-) -> Result<Report, CliError> {
-    if !skills.is_empty() {
-        return Err(CliError::new(
-            "NOT_SUPPORTED",
-            "`--skill` is not yet supported: actor run offers no tools until the tool runner is built",
-        )
-        .hint(ctx.suggest(&format!("actor run {name} PROMPT"))));
-    }
-    if resource.is_some() {
-        return Err(CliError::new(
-            "NOT_SUPPORTED",
-            "`--resource` is not yet supported: actor run uses no sandbox until sandboxes are built",
-        ));
-    }
-    let config = ctx.config()?;
-    let mut store = ctx.store()?;
-    let request = OneShot {
-        actor: name.clone(),
-        prompt,
-        temperature,
-        options: ClientOptions::default(),
-    };
-    let result = run_model_actor(config, &mut store, &request, env_var)
-        .map_err(|e| start_error(e, &name, ctx))?;
-    let run = &result.run;
-    let cost = match result.cost_usd {
-        Some(c) => format!("${c:.6}"),
-        None => "unknown".to_string(),
-    };
-    let data = json!({
-        "run_id": result.run_id,
-        "actor": result.actor,
-        "provider": result.provider,
-        "model": result.model,
-        "answer": run.answer,
-        "stop": run.stop,
-        "turns": run.turns,
-        "tools": [],
-        "tool_calls": run.tool_calls,
-        "usage": result.usage,
-        "cost_usd": result.cost_usd,
-        "model_calls": run.model_calls.iter().map(|c| json!({
-            "turn": c.turn,
-            "attempts": c.attempts,
-            "input_tokens": c.usage.input_tokens,
-            "output_tokens": c.usage.output_tokens,
-            "usage_reported": c.usage_reported,
-            "duration_ms": c.duration_ms,
-            "error": c.error.as_ref().map(|e| json!({"kind": e.0, "message": e.1})),
-        })).collect::<Vec<_>>(),
-        "sandbox": null,
-    });
-    if let Stop::Failed { error } = &run.stop {
-        return Err(provider_error(error, ctx).data(data));
-    }
-    if let Some(path) = &output {
-        std::fs::write(path, &run.answer).map_err(|e| {
-            CliError::new(
-                "IO_ERROR",
-                format!("cannot write the answer to {}: {e}", path.display()),
-            )
-            .data(data.clone())
-        })?;
-    }
-    let mut report = Report::ok(
-        "actor run",
-        &data,
-        format!(
-            "{} answered in {} turn(s): {} tokens in, {} out, cost {cost}",
-            result.actor, run.turns, result.usage.input_tokens, result.usage.output_tokens
-        ),
-    )
-    .with(Element::List {
-        title: "Answer".into(),
-        items: run.answer.lines().map(str::to_string).collect(),
+fn actor_json(a: &Actor) -> serde_json::Value {
+    json!({
+        "actor_id": a.actor_id,
+        "name": a.name,
+        "type": a.definition.actor_type.as_str(),
+        "model": a.definition.model,
+        "description": a.definition.description,
+        "system_prompt": a.definition.system_prompt,
+        "skills": a.definition.skills,
+        "options": a.definition.options,
+        "limits": a.definition.limits,
+        "unsafe": a.definition.unsafe_,
+        "graph": a.definition.graph,
+        "config_path": a.config_path,
+        "config_hash": a.config_hash,
+        "created_at": a.created_at.to_string(),
+        "updated_at": a.updated_at.to_string(),
     })
+}
+
+fn options_items(a: &Actor) -> Vec<String> {
+    match serde_json::to_value(&a.definition.options) {
+        Ok(serde_json::Value::Object(m)) => m.iter().map(|(k, v)| format!("- {k}: {v}")).collect(),
+        _ => vec![],
+    }
+}
+
+fn add(
+    ctx: &Context,
+    config: &std::path::Path,
+    name: Option<&str>,
+    overrides: &Overrides,
+    update: bool,
+) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let providers = ctx.config()?.providers();
+    let added = actors::add(&mut store, &providers, config, name, overrides, update).map_err(
+        |e| match e {
+            actors::ActorError::Exists(n) => CliError::new(
+                "CONFLICT",
+                "Actor already registered - use --update to replace",
+            )
+            .detail(format!("Actor already exists: {n}"))
+            .hint(ctx.suggest(&format!(
+                "actor add --update --config {} {n}",
+                shell_words::quote(&config.display().to_string())
+            ))),
+            other => other.into(),
+        },
+    )?;
+    let a = &added.actor;
+    let (provider, model) = a
+        .definition
+        .model
+        .as_deref()
+        .and_then(|m| m.split_once('/'))
+        .unwrap_or(("(none)", "(none)"));
+    let mut report = Report::ok(
+        "actor add",
+        json!({"actor": actor_json(a), "replaced": added.previous.is_some()}),
+        if added.previous.is_some() {
+            "Actor updated"
+        } else {
+            "Actor added"
+        },
+    )
     .with(Element::panel(
-        "Actor Run",
+        if added.previous.is_some() {
+            "Actor Updated"
+        } else {
+            "Actor Added"
+        },
         [
-            ("Actor", Cell::new(result.actor.clone(), Tone::Id)),
-            ("Run ID", Cell::new(result.run_id.to_string(), Tone::Id)),
-            ("Stop", run.stop.describe().into()),
-            ("Turns", run.turns.to_string().into()),
-            (
-                "Tools",
-                Cell::new("none (no tools are offered yet)", Tone::Dim),
-            ),
-            (
-                "Sandbox",
-                Cell::new("none (no tools, so no sandbox)", Tone::Dim),
-            ),
+            ("Name", view::id(a.name.clone())),
+            ("Type", a.definition.actor_type.as_str().into()),
+            ("Provider", provider.into()),
+            ("Model", model.into()),
+            ("Unsafe", view::yes_no(a.definition.unsafe_).into()),
         ],
     ))
-    .with(Element::Table {
-        title: "Usage".into(),
-        columns: vec![
-            Column::right("Turn"),
-            Column::right("Attempts"),
-            Column::right("Input Tokens"),
-            Column::right("Output Tokens"),
-            Column::right("Duration (ms)"),
+    .with(Element::panel(
+        "Config",
+        [
+            ("Path", a.config_path.clone().unwrap_or_default()),
+            (
+                "Hash",
+                a.config_hash
+                    .as_deref()
+                    .map(view::short)
+                    .unwrap_or_default(),
+            ),
+            ("Options", options_items(a).len().to_string()),
+            (
+                "Skills",
+                if a.definition.skills.is_empty() {
+                    "(none)".into()
+                } else {
+                    a.definition.skills.join(", ")
+                },
+            ),
         ],
-        rows: run
-            .model_calls
+    ));
+    if let Some(prev) = &added.previous {
+        let mut changes = Vec::new();
+        changes.push(format!(
+            "Model: {}",
+            if prev.model == a.definition.model {
+                "unchanged".to_string()
+            } else {
+                format!(
+                    "{} -> {}",
+                    prev.model.as_deref().unwrap_or("(none)"),
+                    a.definition.model.as_deref().unwrap_or("(none)")
+                )
+            }
+        ));
+        let added_skills: Vec<&String> = a
+            .definition
+            .skills
             .iter()
-            .map(|c| {
-                vec![
-                    c.turn.to_string().into(),
-                    c.attempts.to_string().into(),
-                    c.usage.input_tokens.to_string().into(),
-                    c.usage.output_tokens.to_string().into(),
-                    c.duration_ms.to_string().into(),
-                ]
-            })
-            .collect(),
-        empty: "No model calls.".into(),
-    });
-    if let Some(path) = &output {
+            .filter(|s| !prev.skills.contains(s))
+            .collect();
+        let removed_skills: Vec<&String> = prev
+            .skills
+            .iter()
+            .filter(|s| !a.definition.skills.contains(s))
+            .collect();
+        changes.push(format!(
+            "Skills: +{} -{}{}",
+            added_skills.len(),
+            removed_skills.len(),
+            if added_skills.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    added_skills
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        ));
+        changes.push(format!(
+            "Options: {}",
+            if prev.options == a.definition.options {
+                "unchanged"
+            } else {
+                "updated"
+            }
+        ));
+        changes.push(format!(
+            "System Prompt: {}",
+            if prev.system_prompt == a.definition.system_prompt {
+                "unchanged"
+            } else {
+                "updated"
+            }
+        ));
+        report = report.with(Element::List {
+            title: "Changes".into(),
+            items: changes,
+        });
+    }
+    if a.definition.actor_type == ActorType::Graph {
         report = report.message(
-            crate::output::Level::Info,
-            format!("Answer written to {}", path.display()),
+            Level::Warn,
+            "graph actors are stored, but running them is not yet supported",
         );
     }
     Ok(report)
 }
 
-/// Errors before the first model call.
-fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
-    match e {
-        OneShotError::Provider(ProviderError::UnknownProvider { .. }) if !name.contains('/') => {
-            provider_error(&ProviderError::BadModelName { name: name.into() }, ctx)
-        }
-        OneShotError::Provider(ProviderError::UnknownProvider { name: ns, known }) => {
-            CliError::new(
-                "NOT_SUPPORTED",
-                format!(
-                    "`{name}` is not a model actor (no provider `{ns}`; configured providers: {known}); running custom actors is not yet supported"
-                ),
-            )
-            .hint(format!("run a model actor: {}", ctx.suggest("actor run openai/gpt-4.1 PROMPT")))
-            .hint(format!(
-                "or configure a provider named `{ns}`: {}",
-                ctx.suggest(&format!("config set providers.{ns}.kind openai"))
-            ))
-        }
-        OneShotError::Provider(p) => provider_error(&p, ctx),
-        OneShotError::Runtime(r) => CliError::invalid_input(r.to_string()),
-        OneShotError::Store(s) => s.into(),
-        OneShotError::Io(io) => CliError::new("IO_ERROR", io.to_string()),
-    }
+fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let providers = ctx.config()?.providers();
+    let re = view::regex(regex, "agents actor list '^local/'")?;
+    let rows: Vec<actors::ActorRow> = actors::list(&store, &providers)?
+        .into_iter()
+        .filter(|r| re.as_ref().is_none_or(|re| re.is_match(&r.name)))
+        .collect();
+    let custom = rows.iter().filter(|r| r.kind == "custom").count();
+    let n = rows.len();
+    let table = rows
+        .iter()
+        .map(|r| {
+            vec![
+                view::id(r.name.clone()),
+                r.actor_type.clone().into(),
+                view::or(r.provider.as_deref(), "-"),
+                view::or(r.model.as_deref(), "-"),
+                view::flag_cell(r.builtin),
+                view::flag_cell(r.unsafe_),
+            ]
+        })
+        .collect();
+    Ok(Report::ok(
+        "actor list",
+        json!({"actors": rows}),
+        format!("{n} actor{} listed", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
+        title: "Actors".into(),
+        columns: ["Name", "Type", "Provider", "Model", "Built-in", "Unsafe"]
+            .map(Column::left)
+            .into(),
+        rows: table,
+        empty: "No actors match.".into(),
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Total", n.to_string()),
+            ("Custom", custom.to_string()),
+            ("Built-in", (n - custom).to_string()),
+            ("Providers", providers.len().to_string()),
+        ],
+    )))
 }
 
-/// A provider failure, with what to do about it.
-fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
-    let message = e.to_string();
-    match e {
-        ProviderError::BadModelName { .. } => CliError::invalid_input(message),
-        ProviderError::MissingKey { env, .. } => {
-            CliError::new("PROVIDER_AUTH", message).hint(format!("export {env}=<your key>"))
+fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let providers = ctx.config()?.providers();
+    let r = actors::resolve(&store, &providers, name)?;
+    let report = match &r {
+        ActorRef::Custom { actor } => {
+            let a = actor.as_ref();
+            let (provider, model) = a
+                .definition
+                .model
+                .as_deref()
+                .and_then(|m| m.split_once('/'))
+                .unwrap_or(("(none)", "(none)"));
+            let referenced = store.actions_referencing_actor(&a.name)?;
+            let mut rep = Report::ok(
+                "actor show",
+                json!({"actor": actor_json(a), "referenced_by_actions": referenced}),
+                "Actor loaded",
+            )
+            .with(Element::panel(
+                "Actor Details",
+                [
+                    ("Name", view::id(a.name.clone())),
+                    ("Type", a.definition.actor_type.as_str().into()),
+                    ("Provider", provider.into()),
+                    ("Model", model.into()),
+                    ("Built-in", "no".into()),
+                    ("Unsafe", view::yes_no(a.definition.unsafe_).into()),
+                    (
+                        "Description",
+                        view::or(a.definition.description.as_deref(), "(none)"),
+                    ),
+                    ("Created", view::time(&a.created_at).into()),
+                    ("Updated", view::time(&a.updated_at).into()),
+                    ("Config", view::or(a.config_path.as_deref(), "(none)")),
+                    (
+                        "Config Hash",
+                        a.config_hash
+                            .as_deref()
+                            .map(view::short)
+                            .unwrap_or_default()
+                            .into(),
+                    ),
+                ],
+            ));
+            let opts = options_items(a);
+            rep = rep.with(Element::List {
+                title: "Options".into(),
+                items: if opts.is_empty() {
+                    vec!["(defaults)".into()]
+                } else {
+                    opts
+                },
+            });
+            let limits = [
+                ("max-turns", a.definition.limits.max_turns.map(u64::from)),
+                ("max-tokens", a.definition.limits.max_tokens),
+            ];
+            rep = rep.with(Element::panel(
+                "Limits",
+                limits.iter().map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        v.map(|n| n.to_string()).unwrap_or_else(|| "(none)".into()),
+                    )
+                }),
+            ));
+            rep = rep.with(Element::List {
+                title: "Skills".into(),
+                items: if a.definition.skills.is_empty() {
+                    vec!["(none)".into()]
+                } else {
+                    a.definition
+                        .skills
+                        .iter()
+                        .map(|s| format!("- {s}"))
+                        .collect()
+                },
+            });
+            if let Some(p) = &a.definition.system_prompt {
+                rep = rep.with(Element::List {
+                    title: "System Prompt".into(),
+                    items: vec![p.clone()],
+                });
+            }
+            rep.with(Element::panel(
+                "Usage",
+                [(
+                    "Referenced by Actions",
+                    if referenced.is_empty() {
+                        "0".to_string()
+                    } else {
+                        format!("{} ({})", referenced.len(), referenced.join(", "))
+                    },
+                )],
+            ))
         }
-        ProviderError::Auth { .. } => CliError::new("PROVIDER_AUTH", message),
-        ProviderError::Transient { .. } => CliError::new("PROVIDER_UNAVAILABLE", message)
-            .hint("try again later; the provider may be overloaded or unreachable"),
-        ProviderError::UnknownProvider { .. } => CliError::new("NOT_FOUND", message),
-        ProviderError::Config { provider, .. } | ProviderError::NotFound { provider, .. } => {
-            CliError::new("PROVIDER_ERROR", message)
-                .hint(ctx.suggest(&format!("config list providers.{provider}")))
+        ActorRef::Builtin { name, description } => {
+            Report::ok("actor show", json!({"actor": r}), "Actor loaded").with(Element::panel(
+                "Actor Details",
+                [
+                    ("Name", view::id(name.clone())),
+                    ("Type", "offline".into()),
+                    ("Built-in", "yes".into()),
+                    ("Unsafe", "no".into()),
+                    ("Description", description.clone().into()),
+                ],
+            ))
         }
-        _ => CliError::new("PROVIDER_ERROR", message),
+        ActorRef::Provider {
+            name,
+            provider,
+            model,
+            kind,
+            base_url,
+            api_key_env,
+        } => Report::ok("actor show", json!({"actor": r}), "Actor loaded").with(Element::panel(
+            "Actor Details",
+            [
+                ("Name", view::id(name.clone())),
+                ("Type", "provider".into()),
+                ("Provider", provider.clone().into()),
+                ("Model", model.clone().into()),
+                ("API", kind.clone().into()),
+                ("Base URL", base_url.clone().into()),
+                (
+                    "Key Variable",
+                    view::or(api_key_env.as_deref(), "(none: keyless)"),
+                ),
+                ("Built-in", "yes".into()),
+            ],
+        )),
+    };
+    Ok(report)
+}
+
+fn remove(ctx: &Context, name: &str) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let providers = ctx.config()?.providers();
+    let (a, impact) = actors::remove(&mut store, &providers, name)?;
+    let mut report = Report::ok(
+        "actor remove",
+        json!({"actor": actor_json(&a), "impact": impact}),
+        "Actor removed",
+    )
+    .with(Element::panel(
+        "Actor Removed",
+        [
+            ("Name", view::id(a.name.clone())),
+            ("Model", view::or(a.definition.model.as_deref(), "(none)")),
+        ],
+    ))
+    .with(Element::panel(
+        "Impact",
+        [
+            ("Actions Referencing", impact.actions.len().to_string()),
+            ("Projects Referencing", impact.projects.len().to_string()),
+            ("Active Plans", impact.active_plans.len().to_string()),
+        ],
+    ))
+    .with(Element::panel("Cleanup", [("Config", "kept on disk")]));
+    if !impact.actions.is_empty() || !impact.projects.is_empty() || !impact.active_plans.is_empty()
+    {
+        let mut who: Vec<String> = impact
+            .actions
+            .iter()
+            .map(|a| format!("action {a}"))
+            .collect();
+        who.extend(impact.projects.iter().map(|p| format!("project {p}")));
+        who.extend(
+            impact
+                .active_plans
+                .iter()
+                .map(|p| format!("plan {}", view::short(p))),
+        );
+        report = report.message(
+            Level::Warn,
+            format!(
+                "{} no longer resolve{} until {} is registered again: {}",
+                if who.len() == 1 {
+                    "this reference"
+                } else {
+                    "these references"
+                },
+                if who.len() == 1 { "s" } else { "" },
+                a.name,
+                who.join(", ")
+            ),
+        );
     }
+    Ok(report)
 }

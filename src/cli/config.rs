@@ -16,6 +16,10 @@ pub enum ConfigCommand {
         key: String,
         /// New value
         value: String,
+        /// Set the automation profile of this project instead of the global one (only with
+        /// `automation-profile`; the value `inherit` clears it)
+        #[arg(long, value_name = "PROJECT")]
+        project: Option<String>,
     },
     /// Show a key's value and where it comes from (flag, env, file, default)
     Get {
@@ -47,7 +51,16 @@ impl ConfigCommand {
 /// invalid config file (`CONFIG_INVALID`), I/O failures.
 pub fn run(command: ConfigCommand, ctx: &Context) -> Result<crate::output::Report, CliError> {
     match command {
-        ConfigCommand::Set { key, value } => set(ctx, &key, &value),
+        ConfigCommand::Set {
+            key,
+            value,
+            project: Some(project),
+        } => set_project(ctx, &key, &value, &project),
+        ConfigCommand::Set {
+            key,
+            value,
+            project: None,
+        } => set(ctx, &key, &value),
         ConfigCommand::Get { key } => get(ctx, &key),
         ConfigCommand::List { regex } => list(ctx, regex.as_deref()),
     }
@@ -57,7 +70,70 @@ fn not_set(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "(not set)".to_string())
 }
 
+/// `config set automation-profile --project P NAME`: the project-level profile (spec 27 names
+/// this flag; spec 06 omits it; see docs/decisions.md). It is stored on the project, not in
+/// config.toml.
+fn set_project(ctx: &Context, key: &str, value: &str, project: &str) -> Result<Report, CliError> {
+    if key != "automation-profile" {
+        return Err(CliError::invalid_input(format!(
+            "--project applies only to automation-profile, not `{key}`"
+        ))
+        .hint(ctx.suggest(&format!("config set {key} {value}"))));
+    }
+    let mut store = ctx.store()?;
+    let clear = value == "inherit";
+    let (p, previous) = crate::engine::registry::projects::set_profile(
+        &mut store,
+        project,
+        (!clear).then_some(value),
+    )?;
+    let shown = p
+        .automation_profile
+        .clone()
+        .unwrap_or_else(|| "(inherits global)".into());
+    Ok(Report::ok(
+        "config set",
+        json!({
+            "key": "automation-profile",
+            "scope": "project",
+            "project": p.name,
+            "value": p.automation_profile,
+            "previous": previous,
+        }),
+        format!("Set automation-profile = {shown} for {}", p.name),
+    )
+    .with(Element::panel(
+        "Config Updated",
+        [
+            ("Key", Cell::new("automation-profile", Tone::Id)),
+            ("Value", shown.into()),
+            (
+                "Previous",
+                previous
+                    .unwrap_or_else(|| "(inherits global)".into())
+                    .into(),
+            ),
+            ("Scope", format!("project {}", p.name).into()),
+        ],
+    ))
+    .with(Element::panel(
+        "Effective",
+        [
+            (
+                "Plans",
+                "future plans targeting this project (unless the plan or action sets one)",
+            ),
+            ("Existing", "unchanged"),
+        ],
+    )))
+}
+
 fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
+    if key == "automation-profile" && !crate::engine::domain::name::is_builtin_profile(value) {
+        // A custom profile must be registered before it can be the default.
+        let store = ctx.store()?;
+        crate::engine::registry::profiles::find(&store, value)?;
+    }
     let outcome = config::set_value(&ctx.paths.config_path, key, value)?;
     let path = KeyPath::parse(key)?;
     let mut report = Report::ok(

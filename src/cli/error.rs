@@ -147,3 +147,232 @@ impl From<IdPrefixError> for CliError {
         CliError::new(code, e.to_string())
     }
 }
+
+use crate::engine::registry::actions::{ActionError, ArgumentError};
+use crate::engine::registry::actors::ActorError;
+use crate::engine::registry::invariants::InvariantError;
+use crate::engine::registry::plan_use::PlanUseError;
+use crate::engine::registry::profiles::ProfileError;
+use crate::engine::registry::projects::ProjectError;
+use crate::engine::registry::resources::ResourceError;
+use crate::engine::registry::yaml::YamlError;
+
+impl From<YamlError> for CliError {
+    fn from(e: YamlError) -> Self {
+        let message = e.to_string();
+        match &e {
+            YamlError::Read { path, .. } => CliError::new("NOT_FOUND", message).hint(format!(
+                "check that {} exists and is readable",
+                path.display()
+            )),
+            YamlError::Invalid { path, field, .. } | YamlError::Rule { path, field, .. } => {
+                let err = CliError::invalid_input(message).detail(format!(
+                    "file: {}{}",
+                    path.display(),
+                    if field.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; field: {field}")
+                    }
+                ));
+                err.hint(format!(
+                    "fix {} and run the command again; nothing was saved",
+                    path.display()
+                ))
+            }
+        }
+    }
+}
+
+impl From<ProfileError> for CliError {
+    fn from(e: ProfileError) -> Self {
+        let message = e.to_string();
+        match e {
+            ProfileError::Yaml(y) => y.into(),
+            ProfileError::Store(s) => s.into(),
+            ProfileError::NotFound(_) => {
+                CliError::new("NOT_FOUND", message).hint("agents automation-profile list")
+            }
+            ProfileError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
+                "to replace it: agents automation-profile add --update --config FILE {name}"
+            )),
+            ProfileError::BuiltIn(_) => CliError::new("CONFLICT", message).hint(
+                "built-in profiles are fixed; add a custom profile such as local/careful instead",
+            ),
+            ProfileError::NoName(_) | ProfileError::Name { .. } => CliError::invalid_input(message),
+        }
+    }
+}
+
+impl From<ActorError> for CliError {
+    fn from(e: ActorError) -> Self {
+        let message = e.to_string();
+        match e {
+            ActorError::Yaml(y) => y.into(),
+            ActorError::Store(s) => s.into(),
+            ActorError::Exists(name) => CliError::new("CONFLICT", message)
+                .detail(format!("Actor already exists: {name}"))
+                .hint(format!(
+                    "use --update to replace: agents actor add --update --config FILE {name}"
+                )),
+            ActorError::Unresolved { .. } => CliError::new("NOT_FOUND", message)
+                .hint("agents actor list")
+                .hint("register one with `agents actor add --config FILE`"),
+            ActorError::BuiltIn(_) => CliError::new("CONFLICT", message).hint("agents actor list"),
+            ActorError::NoName(_) | ActorError::Name { .. } | ActorError::Option(..) => {
+                CliError::invalid_input(message)
+            }
+        }
+    }
+}
+
+impl From<ArgumentError> for CliError {
+    fn from(e: ArgumentError) -> Self {
+        CliError::invalid_input(e.to_string())
+    }
+}
+
+impl From<ActionError> for CliError {
+    fn from(e: ActionError) -> Self {
+        let message = e.to_string();
+        match e {
+            ActionError::Yaml(y) => y.into(),
+            ActionError::Store(s) => s.into(),
+            ActionError::Actor(a) => a.into(),
+            ActionError::Profile(p) => p.into(),
+            ActionError::Exists(_) => CliError::new("CONFLICT", message)
+                .hint("choose another name (actions cannot be replaced; archive the old one with `agents action archive NAME`)"),
+            ActionError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents action list --state all"),
+            ActionError::NotReady { failures, .. } => CliError::new("INVALID_INPUT", message)
+                .detail(failures.join("\n"))
+                .hint("fix the references (see `agents actor list`, `agents automation-profile list`) and run `agents action available NAME` again"),
+            ActionError::State { .. } => CliError::new("CONFLICT", message),
+            ActionError::Flag { .. } | ActionError::NoName(_) | ActionError::Name { .. } => CliError::invalid_input(message),
+        }
+    }
+}
+
+impl From<ResourceError> for CliError {
+    fn from(e: ResourceError) -> Self {
+        let message = e.to_string();
+        match e {
+            ResourceError::Store(s) => s.into(),
+            ResourceError::Exists(_) => CliError::new("CONFLICT", message),
+            ResourceError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents resource list --all"),
+            ResourceError::Linked { name, .. } => CliError::new("CONFLICT", message)
+                .hint(format!("unlink it first: agents project unlink-resource PROJECT {name}")),
+            ResourceError::Discovered { .. } | ResourceError::AutoLink { .. } | ResourceError::AlreadyLinked { .. } => {
+                CliError::new("CONFLICT", message)
+            }
+            ResourceError::Cycle { .. } => CliError::new("CONFLICT", message)
+                .hint("the resource graph must stay acyclic; link the other way round or not at all"),
+            ResourceError::LinkRule { .. } => CliError::invalid_input(message).hint("agents resource type show TYPE"),
+            ResourceError::NotLinked { .. } => CliError::new("NOT_FOUND", message),
+            ResourceError::NotAddable { .. } => CliError::invalid_input(message).hint("agents resource type list"),
+            ResourceError::NotWorkTree { .. } => CliError::invalid_input(message)
+                .hint("a git-checkout is the top directory of a work tree; for a plain directory use `agents resource add fs-directory NAME --path DIR`"),
+            ResourceError::BranchMismatch { checked_out, .. } => CliError::invalid_input(message)
+                .hint(format!("omit --branch to use `{checked_out}`, or check out the branch first (git switch BRANCH)")),
+            ResourceError::Detached { .. } => CliError::invalid_input(message).hint("check out a branch first (git switch BRANCH)"),
+            ResourceError::NetworkUrl(_) => CliError::invalid_input(message)
+                .hint("clone the repository locally and register the clone's path"),
+            ResourceError::Path { .. } | ResourceError::Name { .. } | ResourceError::ChildName(_) | ResourceError::Git { .. } => {
+                CliError::invalid_input(message)
+            }
+        }
+    }
+}
+
+impl From<ProjectError> for CliError {
+    fn from(e: ProjectError) -> Self {
+        let message = e.to_string();
+        match e {
+            ProjectError::Store(s) => s.into(),
+            ProjectError::Resource(r) => r.into(),
+            ProjectError::Actor(a) => a.into(),
+            ProjectError::Profile(p) => p.into(),
+            ProjectError::Exists(_) => {
+                CliError::new("CONFLICT", message).hint("agents project list")
+            }
+            ProjectError::NotFound(_) => {
+                CliError::new("NOT_FOUND", message).hint("agents project list")
+            }
+            ProjectError::AlreadyLinked { .. } => CliError::new("CONFLICT", message),
+            ProjectError::NotLinked { project, .. } => {
+                CliError::new("NOT_FOUND", message).hint(format!("agents project show {project}"))
+            }
+            ProjectError::UsedByValidations { project, ids, .. } => {
+                CliError::new("CONFLICT", message).hint(format!(
+                    "remove them first: agents project validation remove {project} {}",
+                    ids.join(" ")
+                ))
+            }
+            ProjectError::ActivePlans { plans, project } => {
+                CliError::new("CONFLICT", "Delete blocked: the project has active plans")
+                    .detail(
+                        plans
+                            .iter()
+                            .map(|(id, st, action)| {
+                                format!("{} - {st} ({action})", &id[..8.min(id.len())])
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    )
+                    .hint("cancel or finish the active plans first (agents plan list)")
+                    .hint(format!(
+                        "or cancel them and delete: agents project delete --force --yes {project}"
+                    ))
+            }
+            ProjectError::ValidationNotFound { project, .. } => CliError::new("NOT_FOUND", message)
+                .hint(format!("agents project validation list {project}")),
+            ProjectError::Backup { .. } => CliError::new("IO_ERROR", message),
+            ProjectError::Name { .. }
+            | ProjectError::Alias(_)
+            | ProjectError::DuplicateResource(_)
+            | ProjectError::Invalid { .. } => CliError::invalid_input(message),
+        }
+    }
+}
+
+impl From<InvariantError> for CliError {
+    fn from(e: InvariantError) -> Self {
+        let message = e.to_string();
+        match e {
+            InvariantError::Store(s) => s.into(),
+            InvariantError::Project(p) => p.into(),
+            InvariantError::Action(a) => a.into(),
+            InvariantError::NotFound(_) => {
+                CliError::new("NOT_FOUND", message).hint("agents invariant list")
+            }
+            InvariantError::Plan(_) => CliError::new("NOT_FOUND", message).hint("agents plan list"),
+            InvariantError::NoScope
+            | InvariantError::Empty
+            | InvariantError::InvalidKey(_)
+            | InvariantError::EffectiveNeedsPlan => CliError::invalid_input(message),
+        }
+    }
+}
+
+impl From<PlanUseError> for CliError {
+    fn from(e: PlanUseError) -> Self {
+        let message = e.to_string();
+        match e {
+            PlanUseError::Store(s) => s.into(),
+            PlanUseError::Action(a) => (*a).into(),
+            PlanUseError::Project(p) => (*p).into(),
+            PlanUseError::Profile(p) => p.into(),
+            PlanUseError::Argument(a) => CliError::invalid_input(message)
+                .detail(a.to_string())
+                .hint("agents action show ACTION (lists its arguments)"),
+            PlanUseError::NotAvailable { name, .. } => CliError::new("INVALID_INPUT", message)
+                .hint(format!("agents action available {name}")),
+            PlanUseError::Actor { .. } => {
+                CliError::new("NOT_FOUND", message).hint("agents actor list")
+            }
+            PlanUseError::Template { .. }
+            | PlanUseError::NoProject
+            | PlanUseError::DuplicateProject(_)
+            | PlanUseError::EmptyInvariant => CliError::invalid_input(message),
+        }
+    }
+}

@@ -4,14 +4,22 @@
 //! returns a [`Report`](crate::output::Report) or a [`CliError`]. [`main`] renders the result
 //! in the resolved format and maps it to an exit code.
 
+pub mod action;
 pub mod actor;
+pub mod actor_run;
 pub mod completion;
 pub mod config;
 pub mod confirm;
 pub mod error;
 pub mod interrupt;
+pub mod invariant;
+pub mod plan;
+pub mod profile;
+pub mod project;
+pub mod resource;
 pub mod system;
 pub mod tui;
+pub mod view;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -61,9 +69,30 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// Top-level commands.
+/// Top-level commands. `agents --help` lists them in the groups of [`HELP_GROUPS`].
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Create plans from actions and follow them
+    #[command(subcommand)]
+    Plan(plan::PlanCommand),
+    /// Reusable definitions of work (YAML)
+    #[command(subcommand)]
+    Action(action::ActionCommand),
+    /// Projects: linked resources, validations, invariants
+    #[command(subcommand)]
+    Project(project::ProjectCommand),
+    /// Resources agents may touch (git checkouts, directories) and their DAG
+    #[command(subcommand)]
+    Resource(resource::ResourceCommand),
+    /// Constraints at global, project, action and plan scope
+    #[command(subcommand)]
+    Invariant(invariant::InvariantCommand),
+    /// Custom actors (YAML), built-in actors and provider models; run one on a prompt
+    #[command(subcommand)]
+    Actor(actor::ActorCommand),
+    /// How much runs without a human (6 built-ins, custom YAML)
+    #[command(subcommand)]
+    AutomationProfile(profile::ProfileCommand),
     /// Print the version, build and schema information
     Version,
     /// Show paths, database and runtime information
@@ -81,9 +110,6 @@ pub enum Command {
     Diagnostics,
     /// Open the full-screen terminal UI (also: `agents` with no command, in a terminal)
     Tui(tui::TuiArgs),
-    /// Run actors
-    #[command(subcommand)]
-    Actor(actor::ActorCommand),
 }
 
 impl Command {
@@ -97,8 +123,75 @@ impl Command {
             Command::Diagnostics => "diagnostics".into(),
             Command::Tui(_) => "tui".into(),
             Command::Actor(c) => format!("actor {}", c.name()),
+            Command::Plan(c) => format!("plan {}", c.name()),
+            Command::Action(c) => format!("action {}", c.name()),
+            Command::Project(c) => format!("project {}", c.name()),
+            Command::Resource(c) => format!("resource {}", c.name()),
+            Command::Invariant(c) => format!("invariant {}", c.name()),
+            Command::AutomationProfile(c) => format!("automation-profile {}", c.name()),
         }
     }
+}
+
+/// How `agents --help` groups the top-level commands (a command missing here is listed under
+/// "Other commands").
+pub const HELP_GROUPS: [(&str, &[&str]); 3] = [
+    (
+        "Work",
+        &["tui", "plan", "action", "project", "resource", "invariant"],
+    ),
+    ("Agents and automation", &["actor", "automation-profile"]),
+    (
+        "Setup",
+        &["config", "init", "info", "diagnostics", "version"],
+    ),
+];
+
+/// The command-line definition with the grouped command list in `--help`.
+pub fn cli_command() -> clap::Command {
+    let cmd = Cli::command().name(bin_name());
+    let width = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().len())
+        .max()
+        .unwrap_or(10)
+        + 2;
+    let line = |sub: &clap::Command| {
+        format!(
+            "  {:width$}{}\n",
+            sub.get_name(),
+            sub.get_about().map(|a| a.to_string()).unwrap_or_default()
+        )
+    };
+    let mut text = String::new();
+    let mut listed = Vec::new();
+    for (title, names) in HELP_GROUPS {
+        text.push_str(&format!("{title}:\n"));
+        for name in names {
+            if let Some(sub) = cmd.find_subcommand(name) {
+                text.push_str(&line(sub));
+                listed.push(*name);
+            }
+        }
+        text.push('\n');
+    }
+    let others: Vec<&clap::Command> = cmd
+        .get_subcommands()
+        .filter(|s| !listed.contains(&s.get_name()) && s.get_name() != "help" && !s.is_hide_set())
+        .collect();
+    if !others.is_empty() {
+        text.push_str("Other commands:\n");
+        for sub in others {
+            text.push_str(&line(sub));
+        }
+        text.push('\n');
+    }
+    cmd.after_help("Run `agents COMMAND --help` for a command's subcommands and options.")
+        .help_template(format!(
+        "{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{}Options:\n{{options}}{{after-help}}",
+        text.replace('{', "{{").replace('}', "}}")
+    ))
+    .subcommand_help_heading("Commands")
 }
 
 /// Everything a command needs from its surroundings.
@@ -212,8 +305,7 @@ pub fn main() -> ExitCode {
     let started = Instant::now();
     let terminal = Terminal::detect();
     let args: Vec<OsString> = std::env::args_os().collect();
-    let parsed = Cli::command()
-        .name(bin_name())
+    let parsed = cli_command()
         .try_get_matches_from(&args)
         .and_then(|matches| {
             let mut repeat_args = Vec::new();
@@ -369,7 +461,7 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         // `agents` alone opens the TUI in a terminal and prints help anywhere else.
         None if terminal.stdin_tty && terminal.stdout_tty => Command::Tui(tui::TuiArgs::default()),
         None => {
-            let _ = Cli::command().name(bin_name()).print_help();
+            let _ = cli_command().print_help();
             return 0;
         }
     };
@@ -438,7 +530,15 @@ pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::Wo
 fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
     match command {
         // These need the database: it is created on first use.
-        Command::Info | Command::Tui(_) | Command::Actor(_) => {
+        Command::Info
+        | Command::Tui(_)
+        | Command::Actor(_)
+        | Command::Plan(_)
+        | Command::Action(_)
+        | Command::Project(_)
+        | Command::Resource(_)
+        | Command::Invariant(_)
+        | Command::AutomationProfile(_) => {
             ctx.store()?;
         }
         // These work without it, but still create it on first use when they can, so that
@@ -460,7 +560,25 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Diagnostics => system::diagnostics(ctx),
         Command::Tui(args) => tui::run(args, ctx),
         Command::Actor(c) => actor::run(c, ctx),
+        Command::Plan(c) => plan::run(c, ctx),
+        Command::Action(c) => action::run(c, ctx),
+        Command::Project(c) => project::run(c, ctx),
+        Command::Resource(c) => resource::run(c, ctx),
+        Command::Invariant(c) => invariant::run(c, ctx),
+        Command::AutomationProfile(c) => profile::run(c, ctx),
     }
+}
+
+/// A top-level setting (`automation-profile`, `invariant-actor`) resolved through environment,
+/// config file and default; `None` when unset or when the config file is unusable.
+pub fn global_setting(ctx: &Context, key: &str) -> Option<String> {
+    let config = ctx.config.as_ref().ok()?;
+    let path = crate::engine::config::KeyPath::parse(key).ok()?;
+    crate::engine::config::resolve(config, None, &path, &ctx.setting_flags(), &env_var)
+        .chain
+        .into_iter()
+        .filter(|c| c.source != crate::engine::config::Source::Default)
+        .find_map(|c| c.value)
 }
 
 /// Renders a command's result: knows the command path, format and terminal, and the global
@@ -524,6 +642,7 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+        cli_command().debug_assert();
     }
 
     #[test]

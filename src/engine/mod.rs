@@ -7,6 +7,8 @@
 //! - [`domain`]: ids, namespaced names, the plan lifecycle model.
 //! - [`events`]: the event log every state change writes, and followers of it.
 //! - [`lease`]: which process drives a plan; stale owners and cancellation.
+//! - [`registry`]: resources, projects, actions, actors, invariants, automation profiles,
+//!   plan creation.
 //! - [`system`]: environment-level operations (info, init, diagnostics).
 //! - [`actors`]: model providers, the actor runtime (tool-calling loop), role prompts, usage.
 
@@ -16,6 +18,7 @@ pub mod domain;
 pub mod events;
 pub mod lease;
 pub mod paths;
+pub mod registry;
 pub mod safe_write;
 pub mod store;
 pub mod system;

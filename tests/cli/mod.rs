@@ -1,9 +1,14 @@
 //! The real binary, driven as a user or a script would.
 
+mod bad_inputs;
 mod config;
 mod envelope;
 mod init;
+mod profiles;
+mod registries;
+mod registry_commands;
+mod registry_snapshots;
 mod regressions;
-mod snapshots;
+pub(crate) mod snapshots;
 mod store;
 mod tui;

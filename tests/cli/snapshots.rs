@@ -8,18 +8,30 @@ fn check(name: &str, env: &Env, args: &[&str]) {
 }
 
 fn check_output(name: &str, env: &Env, args: &[&str], out: std::process::Output) {
-    let root = env.root().display().to_string();
-    let text = format!(
+    let text = output_text(&out);
+    settings(env, args).bind(|| insta::assert_snapshot!(name, text));
+}
+
+/// Exit code, stdout and stderr as one text.
+pub(crate) fn output_text(out: &std::process::Output) -> String {
+    format!(
         "exit: {}\n--- stdout\n{}--- stderr\n{}",
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
-    );
+    )
+}
+
+/// Snapshot settings: files under `snapshots/cli/`, the temp root, durations, sizes, versions
+/// and the platform masked.
+pub(crate) fn settings(env: &Env, args: &[&str]) -> insta::Settings {
+    let root = env.root().display().to_string();
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path("../../snapshots/cli");
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
-    settings.set_description(format!("agents {}", args.join(" ")));
+    // Filters apply to the snapshot body only, so the description masks the temp root itself.
+    settings.set_description(format!("agents {}", args.join(" ")).replace(&root, "[TMP]"));
     settings.add_filter(&regex::escape(&root), "[TMP]");
     settings.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
     settings.add_filter(r"Duration: \d+ ms", "Duration: [MS] ms");
@@ -46,7 +58,7 @@ fn check_output(name: &str, env: &Env, args: &[&str], out: std::process::Output)
         )),
         "[PLATFORM]",
     );
-    settings.bind(|| insta::assert_snapshot!(name, text));
+    settings
 }
 
 #[test]

@@ -153,3 +153,97 @@ pub fn shell_quote(p: &Path) -> String {
 pub mod file_tools;
 #[allow(dead_code)]
 pub mod provider_server;
+/// Runs git in `dir` with a fixed identity and fixed dates (so commits are reproducible).
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.invalid",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .env_remove("GIT_DIR")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A real git repository under `parent/name`: two commits on `main` (README, src/lib.rs,
+/// docs/guide.md), a branch `dev`, a remote `origin`. Returns its path.
+pub fn git_repo(parent: &Path, name: &str) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    git(&dir, &["init", "-q"]);
+    std::fs::write(dir.join("README"), "demo\n").unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    git(&dir, &["add", "."]);
+    git(&dir, &["commit", "-q", "-m", "first"]);
+    std::fs::write(dir.join("docs/guide.md"), "# Guide\n").unwrap();
+    git(&dir, &["add", "."]);
+    git(&dir, &["commit", "-q", "-m", "second"]);
+    git(&dir, &["branch", "dev"]);
+    git(
+        &dir,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://example.invalid/demo.git",
+        ],
+    );
+    dir
+}
+
+/// The database file of an environment.
+pub fn db_file(env: &Env) -> PathBuf {
+    env.data_dir.join("cleveragents.db")
+}
+
+/// An action file with a script, arguments and an action invariant (the acceptance scenario).
+pub const LICENSE_ACTION: &str = r#"name: local/add-license
+description: Add a {{ license }} license file
+definition-of-done: A LICENSE file with the {{ license }} text exists and `{{ check }}` passes
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+reusable: true
+invariants:
+  - Never rewrite git history
+arguments:
+  - name: license
+    type: string
+    required: true
+    description: SPDX identifier
+  - name: year
+    type: integer
+    default: 2026
+  - name: check
+    type: string
+    default: test -f LICENSE
+script:
+  - name: write
+    run: "echo '{{ license }} {{ year }}' > LICENSE"
+  - name: verify
+    run: "{{ check }}"
+  - name: docs
+    spawn:
+      action: local/update-docs
+      args: {topic: "{{ license }}"}
+    parallel-group: docs
+    depends-on: [write]
+sandbox:
+  network: false
+  writable-paths: []
+"#;

@@ -54,6 +54,12 @@ pub struct PlanInvariant {
     pub scope: InvariantScope,
     /// The entity it came from (project or action name), if any.
     pub source_name: Option<String>,
+    /// The invariant's id (`inv_...`) in the invariant registry, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invariant_id: Option<String>,
+    /// Explicit conflict key (`invariant add --key`): invariants sharing a key conflict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// A plan's link to one target project.

@@ -5,10 +5,18 @@
 //! connection is set to WAL, a busy timeout and foreign keys, and pending migrations are applied.
 //! Each later issue adds its own migration file; versions are `PRAGMA user_version`.
 
+pub mod actions;
+pub mod actors;
 pub mod approvals;
+pub(crate) mod codec;
 pub mod decisions;
+pub mod invariants;
 pub mod model_calls;
+pub mod plan_links;
 pub mod plans;
+pub mod profiles;
+pub mod projects;
+pub mod resources;
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -22,6 +30,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/001_plans.sql"),
+    include_str!("migrations/002_registries.sql"),
     include_str!("migrations/004_actors.sql"),
     include_str!("migrations/005_lifecycle.sql"),
 ];

@@ -133,14 +133,9 @@ impl RawPlan {
     }
 }
 
-impl Store {
-    /// Inserts a new plan in one transaction.
-    ///
-    /// # Errors
-    /// [`StoreError::Sqlite`] (for example a duplicate id or a missing parent plan).
-    pub fn insert_plan(&mut self, plan: &Plan) -> Result<(), StoreError> {
-        let tx = self.conn_mut().transaction()?;
-        tx.execute(
+/// Inserts a plan row on an open connection or transaction (the caller commits).
+pub(crate) fn insert_plan_row(conn: &rusqlite::Connection, plan: &Plan) -> Result<(), StoreError> {
+    conn.execute(
             &format!("INSERT INTO plans ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
                 ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)"),
             params![
@@ -177,6 +172,17 @@ impl Store {
                 plan.root_plan_id.map(|i| i.to_string()),
             ],
         )?;
+    Ok(())
+}
+
+impl Store {
+    /// Inserts a new plan in one transaction.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] (for example a duplicate id or a missing parent plan).
+    pub fn insert_plan(&mut self, plan: &Plan) -> Result<(), StoreError> {
+        let tx = self.conn_mut().transaction()?;
+        insert_plan_row(&tx, plan)?;
         tx.commit()?;
         Ok(())
     }
@@ -292,6 +298,8 @@ mod tests {
             text: "no new deps".into(),
             scope: InvariantScope::Plan,
             source_name: None,
+            invariant_id: None,
+            key: None,
         });
         plan.arguments.insert("b".into(), serde_json::json!(2));
         plan.arguments.insert("a".into(), serde_json::json!("x"));

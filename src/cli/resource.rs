@@ -1,0 +1,916 @@
+//! `agents resource add|list|show|tree|remove|link-child|unlink-child` and
+//! `agents resource type list|show|add|remove` (spec sections 06 and 23).
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::{CliError, Context, confirm::confirm, view};
+use crate::engine::registry::resource_types::{self, ResourceType};
+use crate::engine::registry::resources::{self, AddArgs, Resource};
+use crate::output::{Cell, Column, Element, Report, Tone, TreeNode};
+
+/// `agents resource ...`
+#[derive(Debug, Subcommand)]
+pub enum ResourceCommand {
+    /// Register a resource; its children are discovered (one subcommand per type)
+    Add {
+        /// Description
+        #[arg(short, long, global = true, value_name = "TEXT")]
+        description: Option<String>,
+        /// Replace an existing resource of the same name (re-runs discovery)
+        #[arg(long, global = true)]
+        update: bool,
+        /// The resource type
+        #[command(subcommand)]
+        kind: AddKind,
+    },
+    /// List registered resources (discovered children with --all or --type)
+    List {
+        /// Only this namespace
+        #[arg(short, long, value_name = "NS")]
+        namespace: Option<String>,
+        /// Only this type (includes discovered resources)
+        #[arg(short = 't', long = "type", value_name = "TYPE")]
+        type_name: Option<String>,
+        /// Include discovered children
+        #[arg(long)]
+        all: bool,
+        /// Show only resources whose name matches this regular expression
+        regex: Option<String>,
+    },
+    /// Show a resource: capabilities, parents, children, linked projects
+    Show {
+        /// Resource name
+        name: String,
+    },
+    /// Show the resource DAG under a resource
+    Tree {
+        /// Levels to show (default 3)
+        #[arg(short, long, default_value_t = 3, value_name = "N")]
+        depth: u32,
+        /// Only show resources of this type (and the path to them)
+        #[arg(short = 't', long = "type", value_name = "TYPE")]
+        type_name: Option<String>,
+        /// Root resource name
+        name: String,
+    },
+    /// Remove a resource and its discovered children (refused while a project links it)
+    Remove {
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+        /// Resource name
+        name: String,
+    },
+    /// Link a registered resource under another by hand (type rules apply; no cycles)
+    LinkChild(LinkArgs),
+    /// Remove a manual parent/child link (discovered links stay)
+    UnlinkChild {
+        /// The link
+        #[command(flatten)]
+        link: LinkArgs,
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+    },
+    /// Resource types: built-in metadata (custom types are not yet supported)
+    #[command(subcommand)]
+    Type(TypeCommand),
+}
+
+/// `--parent` / `--child` of link-child and unlink-child.
+#[derive(Debug, Args)]
+pub struct LinkArgs {
+    /// Parent resource
+    #[arg(short, long, value_name = "RESOURCE")]
+    pub parent: String,
+    /// Child resource
+    #[arg(short, long, value_name = "RESOURCE")]
+    pub child: String,
+}
+
+/// `agents resource add <TYPE> ...`
+#[derive(Debug, Subcommand)]
+pub enum AddKind {
+    /// A checked-out git repository: discovers the repository, remotes, branches and work tree
+    #[command(name = "git-checkout")]
+    GitCheckout {
+        /// Top directory of the work tree
+        #[arg(long, value_name = "PATH")]
+        path: PathBuf,
+        /// Branch (default: the checked-out branch; must match it)
+        #[arg(long, value_name = "BRANCH")]
+        branch: Option<String>,
+        /// Resource name (e.g. local/api-repo)
+        name: String,
+    },
+    /// A git repository (local path or file:// URL): discovers remotes and branches
+    Git {
+        /// Repository path or file:// URL
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// Resource name
+        name: String,
+    },
+    /// A directory (files and subdirectories are counted)
+    #[command(name = "fs-directory")]
+    FsDirectory {
+        /// The directory
+        #[arg(long, value_name = "PATH")]
+        path: PathBuf,
+        /// Resource name
+        name: String,
+    },
+    /// A mounted filesystem: discovers its root directory
+    #[command(name = "fs-mount")]
+    FsMount {
+        /// Mount point
+        #[arg(long, value_name = "PATH")]
+        mount_path: PathBuf,
+        /// Resource name
+        name: String,
+    },
+    /// Any other type (refused with the list of addable types)
+    #[command(external_subcommand)]
+    Other(Vec<String>),
+}
+
+/// `agents resource type ...`
+#[derive(Debug, Subcommand)]
+pub enum TypeCommand {
+    /// List built-in resource types
+    List {
+        /// Show only types whose name matches this regular expression
+        regex: Option<String>,
+    },
+    /// Show a type: arguments, parents, children, sandbox
+    Show {
+        /// Type name
+        name: String,
+    },
+    /// Register a custom type (not yet supported)
+    Add {
+        /// Anything (custom types are not yet supported)
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<String>,
+    },
+    /// Remove a custom type (not yet supported; built-ins cannot be removed)
+    Remove {
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+        /// Type name
+        name: String,
+    },
+}
+
+impl ResourceCommand {
+    /// The subcommand path below `resource`.
+    pub fn name(&self) -> String {
+        match self {
+            ResourceCommand::Add { .. } => "add".into(),
+            ResourceCommand::List { .. } => "list".into(),
+            ResourceCommand::Show { .. } => "show".into(),
+            ResourceCommand::Tree { .. } => "tree".into(),
+            ResourceCommand::Remove { .. } => "remove".into(),
+            ResourceCommand::LinkChild(_) => "link-child".into(),
+            ResourceCommand::UnlinkChild { .. } => "unlink-child".into(),
+            ResourceCommand::Type(t) => format!(
+                "type {}",
+                match t {
+                    TypeCommand::List { .. } => "list",
+                    TypeCommand::Show { .. } => "show",
+                    TypeCommand::Add { .. } => "add",
+                    TypeCommand::Remove { .. } => "remove",
+                }
+            ),
+        }
+    }
+}
+
+/// Runs a resource subcommand.
+///
+/// # Errors
+/// Bad targets (named by flag), duplicates without `--update`, links from projects, type rules,
+/// cycles, unknown resources.
+pub fn run(command: ResourceCommand, ctx: &Context) -> Result<Report, CliError> {
+    match command {
+        ResourceCommand::Add {
+            description,
+            update,
+            kind,
+        } => add(ctx, kind, description, update),
+        ResourceCommand::List {
+            namespace,
+            type_name,
+            all,
+            regex,
+        } => list(
+            ctx,
+            namespace.as_deref(),
+            type_name.as_deref(),
+            all,
+            regex.as_deref(),
+        ),
+        ResourceCommand::Show { name } => show(ctx, &name),
+        ResourceCommand::Tree {
+            depth,
+            type_name,
+            name,
+        } => tree(ctx, &name, depth, type_name.as_deref()),
+        ResourceCommand::Remove { yes, name } => remove(ctx, &name, yes),
+        ResourceCommand::LinkChild(l) => link(ctx, &l),
+        ResourceCommand::UnlinkChild { link, yes } => unlink(ctx, &link, yes),
+        ResourceCommand::Type(t) => match t {
+            TypeCommand::List { regex } => type_list(regex.as_deref()),
+            TypeCommand::Show { name } => type_show(&name),
+            TypeCommand::Add { .. } => Err(CliError::new(
+                "NOT_SUPPORTED",
+                "custom resource types are not yet supported",
+            )
+            .detail(
+                "the built-in types cover git checkouts, git repositories, directories and mounts",
+            )
+            .hint("agents resource type list")),
+            TypeCommand::Remove { name, .. } => Err(if resource_types::builtin(&name).is_some() {
+                CliError::new(
+                    "CONFLICT",
+                    format!("`{name}` is a built-in resource type and cannot be removed"),
+                )
+            } else {
+                CliError::new(
+                    "NOT_SUPPORTED",
+                    format!(
+                        "custom resource types are not yet supported, so `{name}` is not registered"
+                    ),
+                )
+            }
+            .hint("agents resource type list")),
+        },
+    }
+}
+
+/// The resource as structured data.
+pub fn resource_json(r: &Resource) -> serde_json::Value {
+    json!({
+        "resource_id": r.resource_id.to_string(),
+        "name": r.name,
+        "type": r.type_name,
+        "kind": r.resource_type().map(ResourceType::kind).unwrap_or("physical"),
+        "description": r.description,
+        "properties": r.properties,
+        "discovered": r.is_discovered(),
+        "created_at": r.created_at.to_string(),
+        "updated_at": r.updated_at.to_string(),
+    })
+}
+
+fn location_entries(r: &Resource) -> Vec<(&'static str, Cell)> {
+    let mut e = Vec::new();
+    for (key, label) in [
+        ("path", "Path"),
+        ("branch", "Branch"),
+        ("url", "URL"),
+        ("mount_path", "Mount Path"),
+        ("remote", "Remote"),
+        ("git_dir", "Git Dir"),
+    ] {
+        if let Some(v) = r.properties.get(key).and_then(|v| v.as_str()) {
+            e.push((label, Cell::from(v)));
+        }
+    }
+    e
+}
+
+fn resource_panel(title: &str, r: &Resource) -> Element {
+    let mut entries = vec![
+        ("Name", view::id(r.name.clone())),
+        ("Type", r.type_name.clone().into()),
+        (
+            "Physical/Virtual",
+            r.resource_type()
+                .map(ResourceType::kind)
+                .unwrap_or("physical")
+                .into(),
+        ),
+    ];
+    entries.extend(location_entries(r));
+    if let Some(d) = &r.description {
+        entries.push(("Description", d.clone().into()));
+    }
+    entries.push(("Created", view::time(&r.created_at).into()));
+    Element::panel(title, entries)
+}
+
+fn capabilities_panel(r: &Resource, strategy: &str) -> Element {
+    let c = r.resource_type().map(|t| t.capabilities);
+    let b = |f: fn(&resource_types::Capabilities) -> bool| {
+        view::yes_no(c.as_ref().is_some_and(f)).to_string()
+    };
+    Element::panel(
+        "Capabilities",
+        [
+            ("Readable", b(|c| c.readable)),
+            ("Writable", b(|c| c.writable)),
+            ("Sandboxable", b(|c| c.sandboxable)),
+            ("Checkpointable", b(|c| c.checkpointable)),
+            ("Sandbox Strategy", strategy.to_string()),
+        ],
+    )
+}
+
+fn counted_line(n: u64, ty: &str) -> String {
+    format!("+ {n} {ty} (counted, not registered one by one)")
+}
+
+fn add(
+    ctx: &Context,
+    kind: AddKind,
+    description: Option<String>,
+    update: bool,
+) -> Result<Report, CliError> {
+    let mut args = AddArgs {
+        description,
+        update,
+        ..Default::default()
+    };
+    let (type_name, name, flags): (String, String, String) = match kind {
+        AddKind::GitCheckout { path, branch, name } => {
+            let f = format!(
+                "--path {}{}",
+                shell_words::quote(&path.display().to_string()),
+                branch
+                    .as_ref()
+                    .map(|b| format!(" --branch {b}"))
+                    .unwrap_or_default()
+            );
+            args.path = Some(path);
+            args.branch = branch;
+            ("git-checkout".into(), name, f)
+        }
+        AddKind::Git { url, name } => {
+            let f = format!("--url {}", shell_words::quote(&url));
+            args.url = Some(url);
+            ("git".into(), name, f)
+        }
+        AddKind::FsDirectory { path, name } => {
+            let f = format!("--path {}", shell_words::quote(&path.display().to_string()));
+            args.path = Some(path);
+            ("fs-directory".into(), name, f)
+        }
+        AddKind::FsMount { mount_path, name } => {
+            let f = format!(
+                "--mount-path {}",
+                shell_words::quote(&mount_path.display().to_string())
+            );
+            args.mount_path = Some(mount_path);
+            ("fs-mount".into(), name, f)
+        }
+        AddKind::Other(words) => {
+            let ty = words.first().cloned().unwrap_or_default();
+            return Err(resources::ResourceError::NotAddable {
+                name: ty.clone(),
+                why: match resource_types::builtin(&ty) {
+                    Some(_) => format!("is discovered from its parent, not added by hand (addable types: {})", resource_types::user_addable().join(", ")),
+                    None => format!("is not a known type (addable types: {}; custom types are not yet supported)", resource_types::user_addable().join(", ")),
+                },
+            }
+            .into());
+        }
+    };
+    let mut store = ctx.store()?;
+    let providers: Vec<String> = ctx
+        .config()?
+        .providers()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    let added =
+        resources::add(&mut store, &providers, &type_name, &name, &args).map_err(|e| match e {
+            resources::ResourceError::Exists(n) => {
+                CliError::new("CONFLICT", format!("Resource {n} already exists.")).hint(format!(
+                    "Use --update to replace: {}",
+                    ctx.suggest(&format!("resource add --update {type_name} {n} {flags}"))
+                ))
+            }
+            other => other.into(),
+        })?;
+    let r = &added.resource;
+    let mut rows: Vec<Vec<Cell>> = Vec::new();
+    let mut counted_total = 0u64;
+    let mut counted = Vec::new();
+    for (c, status) in &added.children {
+        rows.push(vec![
+            view::id(c.name.clone()),
+            c.type_name.clone().into(),
+            Cell::new(*status, Tone::Good),
+        ]);
+    }
+    // Branch commit counts overlap the repository's, so the summary counts per repository and
+    // per directory only (`resource tree` shows them per branch).
+    for src in std::iter::once(r)
+        .chain(added.children.iter().map(|(c, _)| c))
+        .filter(|s| s.type_name != "git-branch")
+    {
+        for (ty, n) in src.counted() {
+            counted_total += n;
+            counted.push(json!({"under": src.name, "type": ty, "count": n}));
+            rows.push(vec![
+                Cell::new(format!("  + {n} under {}", src.name), Tone::Dim),
+                ty.into(),
+                Cell::new("counted", Tone::Dim),
+            ]);
+        }
+    }
+    let strategy = resource_types::effective_strategy(&r.type_name, &[]);
+    let n = added.children.len();
+    Ok(Report::ok(
+        "resource add",
+        json!({
+            "resource": resource_json(r),
+            "replaced": added.replaced,
+            "children": added.children.iter().map(|(c, s)| { let mut j = resource_json(c); j["status"] = json!(s); j }).collect::<Vec<_>>(),
+            "counted": counted,
+        }),
+        format!(
+            "Resource {} ({n} child resource{} discovered{})",
+            if added.replaced { "updated" } else { "registered" },
+            if n == 1 { "" } else { "s" },
+            if counted_total > 0 { format!(", {counted_total} more counted") } else { String::new() }
+        ),
+    )
+    .with(resource_panel("Resource", r))
+    .with(Element::Table {
+        title: "Auto-discovered Children".into(),
+        columns: ["Name", "Type", "Status"].map(Column::left).into(),
+        rows,
+        empty: "(none)".into(),
+    })
+    .with(capabilities_panel(r, strategy)))
+}
+
+fn list(
+    ctx: &Context,
+    ns: Option<&str>,
+    ty: Option<&str>,
+    all: bool,
+    regex: Option<&str>,
+) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let re = view::regex(regex, "agents resource list 'api'")?;
+    let resources: Vec<Resource> = store
+        .resources()?
+        .into_iter()
+        .filter(|r| all || ty.is_some() || !r.is_discovered())
+        .filter(|r| ty.is_none_or(|t| r.type_name == t))
+        .filter(|r| ns.is_none_or(|n| r.name.starts_with(&format!("{n}/"))))
+        .filter(|r| re.as_ref().is_none_or(|re| re.is_match(&r.name)))
+        .collect();
+    let mut rows = Vec::new();
+    let mut data = Vec::new();
+    let mut total_children = 0;
+    for r in &resources {
+        let children = store.owned_ids(&r.resource_id)?.len() - 1;
+        total_children += children;
+        let projects: Vec<String> = store
+            .project_links_of(&[r.resource_id])?
+            .into_iter()
+            .map(|(p, _, _)| p)
+            .collect();
+        rows.push(vec![
+            view::id(r.name.clone()),
+            r.type_name.clone().into(),
+            r.resource_type()
+                .map(ResourceType::kind)
+                .unwrap_or("physical")
+                .into(),
+            children.to_string().into(),
+            view::or(Some(&projects.join(", ")), "-"),
+        ]);
+        let mut j = resource_json(r);
+        j["children"] = json!(children);
+        j["projects"] = json!(projects);
+        data.push(j);
+    }
+    let n = resources.len();
+    let physical = resources
+        .iter()
+        .filter(|r| r.resource_type().is_none_or(|t| t.physical))
+        .count();
+    Ok(Report::ok(
+        "resource list",
+        json!({"resources": data}),
+        format!("{n} resource{} listed", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
+        title: "Resources".into(),
+        columns: vec![
+            Column::left("Name"),
+            Column::left("Type"),
+            Column::left("Phys/Virt"),
+            Column::right("Children"),
+            Column::left("Projects"),
+        ],
+        rows,
+        empty: "No resources found.".into(),
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Total", n.to_string()),
+            ("Physical", physical.to_string()),
+            ("Virtual", (n - physical).to_string()),
+            ("Total Children", total_children.to_string()),
+        ],
+    )))
+}
+
+fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let d = resources::details(&store, name)?;
+    let r = &d.resource;
+    let mut report = Report::ok(
+        "resource show",
+        json!({
+            "resource": resource_json(r),
+            "sandbox_strategy": d.sandbox_strategy,
+            "capabilities": r.resource_type().map(|t| t.capabilities),
+            "parents": d.parents.iter().map(|e| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto})).collect::<Vec<_>>(),
+            "children": d.children.iter().map(|(e, n)| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto, "children": n})).collect::<Vec<_>>(),
+            "counted": r.counted().into_iter().map(|(t, n)| json!({"type": t, "count": n})).collect::<Vec<_>>(),
+            "projects": d.projects.iter().map(|(p, ro)| json!({"project": p, "read_only": ro})).collect::<Vec<_>>(),
+        }),
+        "Resource details loaded",
+    )
+    .with(resource_panel("Resource", r))
+    .with(capabilities_panel(r, d.sandbox_strategy))
+    .with(Element::List {
+        title: "Parents".into(),
+        items: if d.parents.is_empty() {
+            vec!["(top-level)".into()]
+        } else {
+            d.parents.iter().map(|e| format!("- {} ({}{})", e.resource.name, e.resource.type_name, if e.auto { ", discovered" } else { ", manual" })).collect()
+        },
+    });
+    let mut rows: Vec<Vec<Cell>> = d
+        .children
+        .iter()
+        .map(|(e, n)| {
+            vec![
+                view::id(e.resource.name.clone()),
+                e.resource.type_name.clone().into(),
+                view::flag_cell(e.auto),
+                n.to_string().into(),
+            ]
+        })
+        .collect();
+    for (ty, n) in r.counted() {
+        rows.push(vec![
+            Cell::new(counted_line(n, ty), Tone::Dim),
+            "".into(),
+            "".into(),
+            "".into(),
+        ]);
+    }
+    report = report
+        .with(Element::Table {
+            title: "Direct Children".into(),
+            columns: vec![
+                Column::left("Name"),
+                Column::left("Type"),
+                Column::left("Auto"),
+                Column::right("Children"),
+            ],
+            rows,
+            empty: "(none)".into(),
+        })
+        .with(Element::List {
+            title: "Linked Projects".into(),
+            items: if d.projects.is_empty() {
+                vec!["(none)".into()]
+            } else {
+                d.projects
+                    .iter()
+                    .map(|(p, ro)| format!("- {p} ({})", if *ro { "read-only" } else { "r/w" }))
+                    .collect()
+            },
+        });
+    Ok(report)
+}
+
+fn to_view(n: &resources::TreeNode, root: bool) -> TreeNode {
+    let label = if root
+        || n.type_name == "git-checkout"
+        || n.type_name == "git"
+        || n.type_name == "fs-directory"
+        || n.type_name == "fs-mount"
+    {
+        format!("{} ({}, {})", n.name, n.type_name, n.kind)
+    } else {
+        format!("{} ({})", n.name, n.type_name)
+    };
+    let mut children: Vec<TreeNode> = n.children.iter().map(|c| to_view(c, false)).collect();
+    for (ty, count) in &n.counted {
+        children.push(TreeNode {
+            label: Cell::new(format!("... {count} {ty} (counted)"), Tone::Dim),
+            children: vec![],
+        });
+    }
+    if n.hidden_children > 0 {
+        children.push(TreeNode {
+            label: Cell::new(
+                format!("... {} more (deeper than --depth)", n.hidden_children),
+                Tone::Dim,
+            ),
+            children: vec![],
+        });
+    }
+    TreeNode {
+        label: Cell::new(label, if root { Tone::Id } else { Tone::Normal }),
+        children,
+    }
+}
+
+fn count_nodes(n: &resources::TreeNode) -> (u64, u64) {
+    n.children
+        .iter()
+        .map(count_nodes)
+        .fold((1, n.counted.values().sum()), |(a, b), (c, d)| {
+            (a + c, b + d)
+        })
+}
+
+fn tree(ctx: &Context, name: &str, depth: u32, ty: Option<&str>) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    if let Some(t) = ty
+        && resource_types::builtin(t).is_none()
+    {
+        return Err(
+            CliError::invalid_input(format!("--type `{t}` is not a resource type"))
+                .hint("agents resource type list"),
+        );
+    }
+    let t = resources::tree(&store, name, depth, ty)?;
+    let (shown, counted) = count_nodes(&t);
+    Ok(Report::ok(
+        "resource tree",
+        json!({"tree": t, "depth": depth, "type": ty}),
+        "Resource tree displayed",
+    )
+    .with(Element::Tree {
+        title: format!("Resource Tree: {}", t.name),
+        roots: vec![to_view(&t, true)],
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Registered Shown", shown.to_string()),
+            ("Counted", counted.to_string()),
+            ("Max Depth", depth.to_string()),
+        ],
+    )))
+}
+
+fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let plan = resources::plan_removal(&store, name)?;
+    confirm(
+        &format!(
+            "Remove resource {} and {} child resources?",
+            plan.resource.name, plan.children
+        ),
+        yes,
+        &ctx.terminal,
+        &ctx.suggest(&format!("resource remove --yes {}", plan.resource.name)),
+    )?;
+    let removed = resources::remove(&mut store, name)?;
+    Ok(Report::ok(
+        "resource remove",
+        json!({"resource": resource_json(&removed.resource), "children_removed": removed.children}),
+        "Resource removed",
+    )
+    .with(Element::panel(
+        "Resource Removed",
+        [
+            ("Name", view::id(removed.resource.name.clone())),
+            ("Type", removed.resource.type_name.clone().into()),
+            ("Children Removed", removed.children.to_string().into()),
+        ],
+    )))
+}
+
+fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let (p, c) = resources::link_child(&mut store, &l.parent, &l.child)?;
+    Ok(Report::ok(
+        "resource link-child",
+        json!({"parent": resource_json(&p), "child": resource_json(&c)}),
+        "Child resource linked",
+    )
+    .with(Element::panel(
+        "Child Linked",
+        [
+            ("Parent", view::id(p.name.clone())),
+            ("Child", view::id(c.name.clone())),
+            ("Child Type", c.type_name.clone().into()),
+            ("Status", "linked".into()),
+        ],
+    )))
+}
+
+fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let (p, c) = resources::check_unlink(&store, &l.parent, &l.child)?;
+    confirm(
+        &format!("Unlink {} from parent {}?", c.name, p.name),
+        yes,
+        &ctx.terminal,
+        &ctx.suggest(&format!(
+            "resource unlink-child --yes --parent {} --child {}",
+            p.name, c.name
+        )),
+    )?;
+    let (p, c) = resources::unlink_child(&mut store, &l.parent, &l.child)?;
+    Ok(Report::ok(
+        "resource unlink-child",
+        json!({"parent": resource_json(&p), "child": resource_json(&c)}),
+        "Child resource unlinked",
+    )
+    .with(Element::panel(
+        "Child Unlinked",
+        [
+            ("Parent", view::id(p.name.clone())),
+            ("Child", view::id(c.name.clone())),
+            ("Status", "unlinked".into()),
+        ],
+    )))
+}
+
+fn type_json(t: &ResourceType) -> serde_json::Value {
+    json!({
+        "name": t.name,
+        "source": "built-in",
+        "description": t.description,
+        "kind": t.kind(),
+        "user_addable": t.user_addable,
+        "sandbox_strategy": t.sandbox_strategy,
+        "handler": t.handler,
+        "top_level": t.top_level,
+        "parents": t.parents,
+        "children": t.children,
+        "cli_args": t.cli_args,
+        "capabilities": t.capabilities,
+    })
+}
+
+fn type_list(regex: Option<&str>) -> Result<Report, CliError> {
+    let re = view::regex(regex, "agents resource type list '^git'")?;
+    let types: Vec<&ResourceType> = resource_types::BUILTIN_TYPES
+        .iter()
+        .filter(|t| re.as_ref().is_none_or(|r| r.is_match(t.name)))
+        .collect();
+    let rows = types
+        .iter()
+        .map(|t| {
+            let auto = t.auto_children();
+            vec![
+                view::id(t.name),
+                "built-in".into(),
+                t.kind().into(),
+                view::flag_cell(t.user_addable),
+                view::or(Some(&auto.join(", ")), "(none)"),
+            ]
+        })
+        .collect();
+    let n = types.len();
+    Ok(Report::ok(
+        "resource type list",
+        json!({"resource_types": types.iter().map(|t| type_json(t)).collect::<Vec<_>>()}),
+        format!("{n} resource types listed"),
+    )
+    .with(Element::Table {
+        title: "Resource Types".into(),
+        columns: ["Name", "Source", "Phys/Virt", "Addable", "Auto-children"]
+            .map(Column::left)
+            .into(),
+        rows,
+        empty: "No types match.".into(),
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Built-in", resource_types::BUILTIN_TYPES.len().to_string()),
+            (
+                "Custom",
+                "0 (custom types are not yet supported)".to_string(),
+            ),
+            (
+                "User Addable",
+                resource_types::user_addable().len().to_string(),
+            ),
+        ],
+    )))
+}
+
+fn type_show(name: &str) -> Result<Report, CliError> {
+    let t = resource_types::builtin(name).ok_or_else(|| {
+        CliError::new("NOT_FOUND", format!("resource type `{name}` not found"))
+            .hint("agents resource type list")
+    })?;
+    let mut report = Report::ok(
+        "resource type show",
+        json!({"resource_type": type_json(t)}),
+        "Resource type details loaded",
+    )
+    .with(Element::panel(
+        "Resource Type",
+        [
+            ("Name", view::id(t.name)),
+            ("Source", "built-in".into()),
+            ("Description", t.description.into()),
+            ("Physical/Virtual", t.kind().into()),
+            ("User Addable", view::yes_no(t.user_addable).into()),
+        ],
+    ));
+    if t.user_addable {
+        report = report.with(Element::Table {
+            title: format!("CLI Arguments (agents resource add {})", t.name),
+            columns: ["Argument", "Required", "Type", "Description"]
+                .map(Column::left)
+                .into(),
+            rows: t
+                .cli_args
+                .iter()
+                .map(|a| {
+                    vec![
+                        view::id(a.flag),
+                        view::flag_cell(a.required),
+                        a.value_type.into(),
+                        a.description.into(),
+                    ]
+                })
+                .collect(),
+            empty: "(none)".into(),
+        });
+    }
+    let parents = if t.parents.is_empty() {
+        "(none, top-level only)".to_string()
+    } else {
+        let list: Vec<String> = t
+            .parents
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} ({})",
+                    p.type_name,
+                    p.max
+                        .map(|m| format!("at most {m}"))
+                        .unwrap_or_else(|| "any number".into())
+                )
+            })
+            .collect();
+        format!(
+            "{}{}",
+            list.join(", "),
+            if t.top_level { "; top-level OK" } else { "" }
+        )
+    };
+    Ok(report
+        .with(Element::panel("Parent Types", [("Allowed", parents)]))
+        .with(Element::Table {
+            title: "Child Types".into(),
+            columns: ["Type", "Auto", "Manual Link", "Description"]
+                .map(Column::left)
+                .into(),
+            rows: t
+                .children
+                .iter()
+                .map(|c| {
+                    vec![
+                        view::id(c.type_name),
+                        view::flag_cell(c.auto),
+                        view::flag_cell(c.manual),
+                        c.description.into(),
+                    ]
+                })
+                .collect(),
+            empty: "(none)".into(),
+        })
+        .with(Element::panel(
+            "Sandbox",
+            [
+                ("Strategy", t.sandbox_strategy.to_string()),
+                (
+                    "Checkpointable",
+                    view::yes_no(t.capabilities.checkpointable).to_string(),
+                ),
+                ("Handler", t.handler.to_string()),
+            ],
+        )))
+}

@@ -1,0 +1,53 @@
+//! Small formatting helpers shared by the registry command groups (times, booleans, empty
+//! markers, short ids).
+
+use crate::output::{Cell, Tone};
+
+/// A time as `YYYY-MM-DD HH:MM` in the local time zone (spec 06 examples).
+pub fn time(t: &jiff::Timestamp) -> String {
+    t.to_zoned(jiff::tz::TimeZone::system())
+        .strftime("%Y-%m-%d %H:%M")
+        .to_string()
+}
+
+/// `yes` / `no` for panels.
+pub fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+/// A table cell for a boolean: `yes` (normal) or `no` (dim).
+pub fn flag_cell(b: bool) -> Cell {
+    Cell::new(yes_no(b), if b { Tone::Normal } else { Tone::Dim })
+}
+
+/// The value, or a dim marker such as `(none)` when absent.
+pub fn or(v: Option<&str>, marker: &str) -> Cell {
+    match v {
+        Some(s) if !s.is_empty() => Cell::from(s),
+        _ => Cell::new(marker, Tone::Dim),
+    }
+}
+
+/// The first 8 characters of an id (tables).
+pub fn short(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+/// An identifier cell.
+pub fn id(s: impl Into<String>) -> Cell {
+    Cell::new(s, Tone::Id)
+}
+
+/// Compiles an optional REGEX argument.
+///
+/// # Errors
+/// `INVALID_INPUT` naming the argument.
+pub fn regex(
+    pattern: Option<&str>,
+    example: &str,
+) -> Result<Option<regex::Regex>, super::CliError> {
+    pattern.map(regex::Regex::new).transpose().map_err(|e| {
+        super::CliError::invalid_input(format!("invalid REGEX: {e}"))
+            .hint(format!("e.g. `{example}`"))
+    })
+}
