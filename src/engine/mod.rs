@@ -5,12 +5,16 @@
 //! - [`store`]: the SQLite database, its migrations and repositories.
 //! - [`domain`]: ids, namespaced names, the plan lifecycle model.
 //! - [`system`]: environment-level operations (info, init, diagnostics).
+//! - [`sandbox`]: per-plan sandboxes, checkpoints, diffs, confinement.
+//! - [`tools`]: built-in tools and the tool runner.
 
 pub mod config;
 pub mod domain;
 pub mod paths;
+pub mod sandbox;
 pub mod store;
 pub mod system;
+pub mod tools;
 
 pub use config::{Config, ConfigError};
 pub use paths::Paths;

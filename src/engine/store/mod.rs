@@ -6,6 +6,7 @@
 //! Each later issue adds its own migration file; versions are `PRAGMA user_version`.
 
 pub mod plans;
+pub mod sandboxes;
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -17,7 +18,10 @@ use rusqlite_migration::{M, Migrations};
 /// How long a connection waits for another writer before failing with "database is locked".
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-const MIGRATION_SQL: &[&str] = &[include_str!("migrations/001_plans.sql")];
+const MIGRATION_SQL: &[&str] = &[
+    include_str!("migrations/001_plans.sql"),
+    include_str!("migrations/003_sandboxes.sql"),
+];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
     LazyLock::new(|| Migrations::new(MIGRATION_SQL.iter().map(|sql| M::up(sql)).collect()));

@@ -1,0 +1,333 @@
+//! Checkpoints and exact rollback (spec section 11 "Checkpointing in Execute"; issue 4).
+//!
+//! A snapshot updates the sandbox's private index from the work tree in one pass (modified,
+//! new and deleted files, including whatever shell commands did; ignored files are neither
+//! captured nor restored; submodules stay gitlinks) and writes it as a tree. A checkpoint
+//! commits that tree on the plan branch of every active sandbox of the plan and keeps a ref per
+//! checkpoint, so later rollbacks never lose an earlier state. Rolling back checks the
+//! checkpoint's tree out with `force` and `remove_untracked`, moves the plan branch there and
+//! then verifies that a new snapshot has exactly the checkpoint's tree hash.
+//!
+//! Empty directories are not part of a snapshot (as in git); see `docs/decisions.md`.
+
+use git2::{Delta, DiffOptions, Oid, Repository, ResetType, build::CheckoutBuilder};
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::{
+    CHECKPOINT_REF_PREFIX, CheckpointId, PLAN_REF, Sandbox, SandboxError, Sandboxes, signature,
+};
+use crate::engine::domain::id::Id;
+use crate::engine::domain::lifecycle::PlanStatus;
+use crate::engine::store::Store;
+
+/// Updates the private index from the work tree and writes it as a tree; returns the tree id.
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
+    let mut index = repo.index().map_err(SandboxError::git("opening the index"))?;
+    let mut opts = DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true)
+        .ignore_submodules(true);
+    let diff = repo
+        .diff_index_to_workdir(Some(&index), Some(&mut opts))
+        .map_err(SandboxError::git("comparing the work tree with the index"))?;
+    let mut removed = Vec::new();
+    let mut added = Vec::new();
+    for delta in diff.deltas() {
+        match delta.status() {
+            Delta::Deleted => removed.extend(delta.old_file().path().map(|p| p.to_path_buf())),
+            Delta::Added
+            | Delta::Untracked
+            | Delta::Modified
+            | Delta::Typechange
+            | Delta::Renamed
+            | Delta::Copied => added.extend(delta.new_file().path().map(|p| p.to_path_buf())),
+            _ => {}
+        }
+    }
+    drop(diff);
+    for path in &removed {
+        index
+            .remove_path(path)
+            .map_err(SandboxError::git(format!("removing {} from the index", path.display())))?;
+    }
+    for path in &added {
+        index
+            .add_path(path)
+            .map_err(SandboxError::git(format!("adding {} to the index", path.display())))?;
+    }
+    if !removed.is_empty() || !added.is_empty() {
+        index
+            .write()
+            .map_err(SandboxError::git("writing the index"))?;
+    }
+    index
+        .write_tree()
+        .map_err(SandboxError::git("writing the snapshot tree"))
+}
+
+/// The number of files that differ between two trees.
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn count_changed(repo: &Repository, old: Oid, new: Oid) -> Result<u64, SandboxError> {
+    if old == new {
+        return Ok(0);
+    }
+    let old = repo.find_tree(old).map_err(SandboxError::git("reading a tree"))?;
+    let new = repo.find_tree(new).map_err(SandboxError::git("reading a tree"))?;
+    let diff = repo
+        .diff_tree_to_tree(Some(&old), Some(&new), None)
+        .map_err(SandboxError::git("comparing trees"))?;
+    Ok(diff.deltas().len() as u64)
+}
+
+/// The tree of the commit the plan branch points to.
+fn head_commit(repo: &Repository) -> Result<git2::Commit<'_>, SandboxError> {
+    repo.find_reference(PLAN_REF)
+        .and_then(|r| r.peel_to_commit())
+        .map_err(SandboxError::git("reading the plan branch"))
+}
+
+/// One sandbox's state at a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckpointState {
+    /// The sandbox.
+    pub sandbox_id: Id,
+    /// The checkpoint commit in the sandbox's private repository (hex).
+    pub commit_oid: String,
+    /// Its tree (hex): equal tree ids mean byte-identical captured content.
+    pub tree_oid: String,
+}
+
+/// A plan-wide checkpoint as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckpointRecord {
+    /// `cp_...`.
+    pub checkpoint_id: CheckpointId,
+    /// The plan.
+    pub plan_id: Id,
+    /// 1, 2, ... within the plan.
+    pub seq: u32,
+    /// The step it belongs to (`start of step 3`, `tool run: write_file`).
+    pub step: Option<String>,
+    /// The decision being executed, if any.
+    pub decision_id: Option<String>,
+    /// A short label (`start`, `end`).
+    pub label: String,
+    /// Files that differ from the previous checkpoint (over all sandboxes).
+    pub files_changed: u64,
+    /// The highest tool-call sequence number logged when it was taken.
+    pub tool_call_seq: u64,
+    /// When it was taken.
+    pub created_at: Timestamp,
+    /// When a rollback to an earlier checkpoint discarded it.
+    pub discarded_at: Option<Timestamp>,
+    /// One state per sandbox that existed then.
+    pub states: Vec<CheckpointState>,
+}
+
+/// What a checkpoint is for.
+#[derive(Debug, Clone, Default)]
+pub struct CheckpointRequest {
+    /// Step description.
+    pub step: Option<String>,
+    /// Decision id.
+    pub decision_id: Option<String>,
+    /// Label (`start`, `end`).
+    pub label: String,
+    /// When true and nothing changed since the latest checkpoint, that checkpoint is returned
+    /// instead of a new one (used for the start of a step that follows another step's end).
+    pub reuse_if_unchanged: bool,
+}
+
+/// Takes a checkpoint of every active sandbox of the plan. Returns `None` when the plan has no
+/// sandbox yet (there is nothing to capture).
+///
+/// # Errors
+/// Git, I/O and store errors.
+pub fn create(
+    store: &mut Store,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    request: &CheckpointRequest,
+) -> Result<Option<CheckpointRecord>, SandboxError> {
+    let active = sandboxes.active(store, plan_id)?;
+    if active.is_empty() {
+        return Ok(None);
+    }
+    let latest = store.latest_checkpoint(plan_id)?;
+    let mut locks = Vec::new();
+    let mut snaps = Vec::new();
+    let mut files_changed = 0;
+    let mut unchanged = true;
+    for sb in &active {
+        locks.push(sb.lock()?);
+        let repo = sb.repo()?;
+        let tree = snapshot(&repo)?;
+        let (parent_id, parent_tree) = {
+            let parent = head_commit(&repo)?;
+            (parent.id(), parent.tree_id())
+        };
+        files_changed += count_changed(&repo, parent_tree, tree)?;
+        let recorded = latest.as_ref().and_then(|cp| {
+            cp.states
+                .iter()
+                .find(|s| s.sandbox_id == sb.record.sandbox_id)
+                .map(|s| s.commit_oid == parent_id.to_string())
+        });
+        if parent_tree != tree || recorded != Some(true) {
+            unchanged = false;
+        }
+        snaps.push((sb, repo, tree));
+    }
+    if request.reuse_if_unchanged && unchanged && let Some(latest) = latest {
+        return Ok(Some(latest));
+    }
+    let id = CheckpointId::generate();
+    let sig = signature()?;
+    let mut states = Vec::new();
+    for (sb, repo, tree) in &snaps {
+        let parent = head_commit(repo)?;
+        let tree_obj = repo
+            .find_tree(*tree)
+            .map_err(SandboxError::git("reading the snapshot tree"))?;
+        let message = format!(
+            "Checkpoint {id}: {}\n\nPlan: {plan_id}\nResource: {}\nStep: {}\n",
+            request.label,
+            sb.record.resource_name,
+            request.step.as_deref().unwrap_or("-")
+        );
+        let commit = repo
+            .commit(Some(PLAN_REF), &sig, &sig, &message, &tree_obj, &[&parent])
+            .map_err(SandboxError::git("committing the checkpoint"))?;
+        repo.reference(&format!("{CHECKPOINT_REF_PREFIX}{id}"), commit, true, "checkpoint")
+            .map_err(SandboxError::git("creating the checkpoint ref"))?;
+        states.push(CheckpointState {
+            sandbox_id: sb.record.sandbox_id,
+            commit_oid: commit.to_string(),
+            tree_oid: tree.to_string(),
+        });
+    }
+    let record = CheckpointRecord {
+        checkpoint_id: id,
+        plan_id: *plan_id,
+        seq: 0,
+        step: request.step.clone(),
+        decision_id: request.decision_id.clone(),
+        label: request.label.clone(),
+        files_changed,
+        tool_call_seq: store.max_tool_call_seq(plan_id)?,
+        created_at: Timestamp::now(),
+        discarded_at: None,
+        states,
+    };
+    let record = store.insert_checkpoint(&record)?;
+    drop(locks);
+    Ok(Some(record))
+}
+
+/// Restores one sandbox's work tree and index to `commit` exactly (ignored files are left
+/// alone) and moves the plan branch there.
+///
+/// # Errors
+/// [`SandboxError::Git`]; [`SandboxError::Checkpoint`] when the restored state does not have
+/// the commit's tree hash.
+pub fn restore(sandbox: &Sandbox, commit: Oid) -> Result<(), SandboxError> {
+    let repo = sandbox.repo()?;
+    let commit = repo
+        .find_commit(commit)
+        .map_err(SandboxError::git("finding the checkpoint commit"))?;
+    let mut checkout = CheckoutBuilder::new();
+    checkout.force().remove_untracked(true);
+    repo.reset(commit.as_object(), ResetType::Hard, Some(&mut checkout))
+        .map_err(SandboxError::git("restoring the checkpoint"))?;
+    let tree = snapshot(&repo)?;
+    if tree != commit.tree_id() {
+        return Err(SandboxError::Checkpoint(format!(
+            "restoring {} left tree {tree}, expected {}",
+            sandbox.record.resource_name,
+            commit.tree_id()
+        )));
+    }
+    Ok(())
+}
+
+/// What a rollback did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RollbackOutcome {
+    /// The checkpoint restored.
+    pub checkpoint: CheckpointRecord,
+    /// Sandboxes restored (resource names).
+    pub resources: Vec<String>,
+    /// Later checkpoints marked discarded.
+    pub discarded_checkpoints: u64,
+    /// Later tool calls marked discarded.
+    pub discarded_tool_calls: u64,
+    /// The plan's status afterwards (execute / queued).
+    pub status: PlanStatus,
+}
+
+/// Rolls every sandbox of the plan back to a checkpoint (sandboxes created after it go back to
+/// their base), marks later checkpoints, tool calls and changes discarded and leaves the plan
+/// at execute / queued. Files are restored first and the records second, in one transaction;
+/// repeating an interrupted rollback finishes it.
+///
+/// # Errors
+/// [`SandboxError::Checkpoint`] for a checkpoint of another plan or one already discarded,
+/// [`SandboxError::PlanNotFound`], lifecycle refusal for applied plans (as
+/// [`SandboxError::Checkpoint`]), git and store errors.
+pub fn rollback(
+    store: &mut Store,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    checkpoint: &CheckpointId,
+) -> Result<RollbackOutcome, SandboxError> {
+    let plan = store
+        .plan(plan_id)?
+        .ok_or(SandboxError::PlanNotFound(*plan_id))?;
+    let mut status = plan.status;
+    status
+        .rollback_to()
+        .map_err(|e| SandboxError::Checkpoint(e.to_string()))?;
+    let cp = store
+        .checkpoint(checkpoint)?
+        .filter(|c| c.plan_id == *plan_id)
+        .ok_or_else(|| {
+            SandboxError::Checkpoint(format!("plan {plan_id} has no checkpoint {checkpoint}"))
+        })?;
+    if cp.discarded_at.is_some() {
+        return Err(SandboxError::Checkpoint(format!(
+            "checkpoint {checkpoint} was discarded by an earlier rollback"
+        )));
+    }
+    let active = sandboxes.active(store, plan_id)?;
+    let mut resources = Vec::new();
+    for sb in &active {
+        let _lock = sb.lock()?;
+        let target = match cp
+            .states
+            .iter()
+            .find(|s| s.sandbox_id == sb.record.sandbox_id)
+        {
+            Some(state) => Oid::from_str(&state.commit_oid)
+                .map_err(SandboxError::git("reading a checkpoint commit id"))?,
+            None => sb.base_commit()?,
+        };
+        restore(sb, target)?;
+        resources.push(sb.record.resource_name.clone());
+    }
+    let (discarded_checkpoints, discarded_tool_calls) =
+        store.record_rollback(&cp, status, Timestamp::now())?;
+    Ok(RollbackOutcome {
+        checkpoint: cp,
+        resources,
+        discarded_checkpoints,
+        discarded_tool_calls,
+        status,
+    })
+}
