@@ -431,7 +431,7 @@ impl SandboxFs {
             });
         }
         let mut bytes = Vec::with_capacity(size as usize);
-        file.take(limit + 1)
+        file.take(limit.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(io_err(path.display()))?;
         if bytes.len() as u64 > limit {
@@ -504,7 +504,15 @@ impl SandboxFs {
                 WRITE_RESOLVE,
             )
             .map_err(|e| match e {
-                Errno::NOTDIR | Errno::LOOP => FsError::NotADirectory(so_far.display().to_string()),
+                Errno::NOTDIR | Errno::LOOP => {
+                    let link = rustix::fs::statat(&cur, part, AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|st| EntryKind::of(st.st_mode) == EntryKind::Symlink);
+                    if link {
+                        self.map_errno(&so_far, Errno::LOOP, true)
+                    } else {
+                        FsError::NotADirectory(so_far.display().to_string())
+                    }
+                }
                 e => self.map_errno(&so_far, e, true),
             })?;
         }
@@ -623,7 +631,18 @@ impl SandboxFs {
             WRITE_RESOLVE,
         )
         .map_err(|e| match e {
-            Errno::NOTDIR => FsError::NotADirectory(path.display().to_string()),
+            Errno::NOTDIR | Errno::LOOP => {
+                if matches!(self.meta(path), Ok(Some(m)) if m.kind == EntryKind::Symlink) {
+                    FsError::Denied(format!(
+                        "`{}` is a symbolic link; delete the link with delete_file",
+                        path.display()
+                    ))
+                } else if e == Errno::LOOP {
+                    self.map_errno(path, e, true)
+                } else {
+                    FsError::NotADirectory(path.display().to_string())
+                }
+            }
             e => self.map_errno(path, e, true),
         })
     }

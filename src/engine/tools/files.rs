@@ -13,6 +13,8 @@ use crate::engine::sandbox::confined::{Content, EntryKind, FsError, RelPath, sha
 
 /// Largest file `read_file` and `edit_file` load, in bytes.
 pub const READ_LIMIT: u64 = 4 * 1024 * 1024;
+/// Largest file `copy_file` copies, in bytes.
+pub const COPY_LIMIT: u64 = 1024 * 1024 * 1024;
 /// Largest text `read_file` returns, in bytes (longer content is cut at a line boundary).
 pub const RETURN_LIMIT: usize = 256 * 1024;
 
@@ -264,7 +266,7 @@ fn move_file(ctx: &mut ToolContext<'_>, a: TwoPaths) -> Result<Value, ToolError>
 fn copy_file(ctx: &mut ToolContext<'_>, a: TwoPaths) -> Result<Value, ToolError> {
     let from = check(ctx, &a.source)?;
     let to = check(ctx, &a.destination)?;
-    let bytes = ctx.fs.read(&from, u64::MAX)?;
+    let bytes = ctx.fs.read(&from, COPY_LIMIT)?;
     let old = ctx.fs.content(&to)?;
     if old.is_some() && !a.overwrite {
         return Err(ToolError::AlreadyExists(format!(

@@ -587,3 +587,216 @@ impl fmt::Display for ToolCallRecord {
         write!(f, "#{} {} ({})", self.seq, self.tool, self.outcome)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::domain::plan::Plan;
+    use crate::engine::sandbox::testing::repo_with_files;
+    use serde_json::json;
+    use std::fs;
+    use std::path::{Path, PathBuf};
+
+    struct Fixture {
+        dir: tempfile::TempDir,
+        store: Store,
+        sandboxes: Sandboxes,
+        plan: Plan,
+        repo: PathBuf,
+    }
+
+    fn fixture(phase: Phase) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("user");
+        let head = repo_with_files(&repo, &[("a.txt", "one\ntwo\n"), ("src/lib.rs", "fn x() {}\n")]);
+        let mut store = Store::open(&dir.path().join("data/db")).unwrap();
+        let mut plan = Plan::new("local/act", "p", Timestamp::now());
+        plan.status.phase = phase;
+        store.insert_plan(&plan).unwrap();
+        let sandboxes = Sandboxes::at(dir.path().join("data/sandboxes"));
+        sandboxes
+            .register_target(
+                &mut store,
+                &SandboxTarget {
+                    plan_id: plan.plan_id,
+                    resource_name: "local/user".into(),
+                    alias: Some("app".into()),
+                    kind: TargetKind::GitCheckout { repo: repo.clone(), base_commit: head },
+                    read_only: false,
+                },
+            )
+            .unwrap();
+        Fixture { dir, store, sandboxes, plan, repo }
+    }
+
+    fn call(f: &mut Fixture, policy: &Policy, tool: &str, args: Value) -> CallResult {
+        let plan_id = f.plan.plan_id;
+        ToolRunner::new(&mut f.store, &f.sandboxes)
+            .call(
+                &plan_id,
+                policy,
+                CallRequest { tool: tool.into(), arguments: args, parent_skill: None, resource: None },
+            )
+            .unwrap()
+    }
+
+    fn outside_files(root: &Path) -> Vec<String> {
+        let mut out: Vec<String> = fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        out.sort();
+        out
+    }
+
+    const WRITERS: [(&str, &str); 8] = [
+        ("write_file", r#"{"path": "n.txt", "content": "x"}"#),
+        ("edit_file", r#"{"path": "a.txt", "edits": [{"old_text": "one", "new_text": "1"}]}"#),
+        ("delete_file", r#"{"path": "a.txt"}"#),
+        ("move_file", r#"{"source": "a.txt", "destination": "b.txt"}"#),
+        ("copy_file", r#"{"source": "a.txt", "destination": "b.txt"}"#),
+        ("create_directory", r#"{"path": "d"}"#),
+        ("delete_directory", r#"{"path": "src", "recursive": true}"#),
+        ("shell_execute", r#"{"command": "touch z"}"#),
+    ];
+
+    #[test]
+    fn strategize_and_read_only_actions_refuse_every_writing_tool_before_it_runs() {
+        let mut f = fixture(Phase::Strategize);
+        let strategize = Policy::for_plan(&f.plan);
+        let mut read_only_action = strategize.clone();
+        read_only_action.phase = Phase::Execute;
+        read_only_action.read_only_action = true;
+        read_only_action.allow_unsafe_tools = true;
+        for policy in [&strategize, &read_only_action] {
+            for (tool, args) in WRITERS {
+                let r = call(&mut f, policy, tool, serde_json::from_str(args).unwrap());
+                assert_eq!(r.record.outcome, CallOutcome::Denied, "{tool}: {:?}", r.result);
+                assert!(matches!(r.result, Err(ToolError::PermissionDenied(_))));
+                assert!(r.changes.is_empty());
+            }
+            let offered: Vec<String> = policy.offered().iter().map(|t| t.name().to_string()).collect();
+            assert!(offered.iter().all(|n| !WRITERS.iter().any(|(w, _)| w == n)), "{offered:?}");
+            assert!(offered.contains(&"read_file".to_string()));
+        }
+        // Refused calls create no sandbox; a read does.
+        assert!(f.store.sandboxes_of_plan(&f.plan.plan_id).unwrap().is_empty());
+        let r = call(&mut f, &strategize, "read_file", json!({"path": "a.txt"}));
+        assert_eq!(r.result.unwrap()["content"], "one\ntwo\n");
+        assert_eq!(f.store.tool_calls(&f.plan.plan_id).unwrap().len(), 17, "every call is logged");
+    }
+
+    #[test]
+    fn read_only_links_refuse_writes() {
+        let mut f = fixture(Phase::Execute);
+        f.store.conn().execute("UPDATE sandbox_targets SET read_only = 1", []).unwrap();
+        let policy = Policy::for_plan(&f.plan);
+        let r = call(&mut f, &policy, "write_file", json!({"path": "n.txt", "content": "x"}));
+        assert!(matches!(&r.result, Err(ToolError::PermissionDenied(m)) if m.contains("read-only")), "{:?}", r.result);
+        let r = call(&mut f, &policy, "read_file", json!({"path": "a.txt"}));
+        assert!(r.result.is_ok());
+    }
+
+    #[test]
+    fn escape_attempts_through_file_tools_are_refused_and_leave_nothing_outside() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        // Create the sandbox, then plant links inside it.
+        call(&mut f, &policy, "read_file", json!({"path": "a.txt"}));
+        let sb = f.sandboxes.existing(&f.store, &f.plan.plan_id, "local/user").unwrap().unwrap();
+        let secret = f.dir.path().join("secret.txt");
+        fs::write(&secret, "secret\n").unwrap();
+        std::os::unix::fs::symlink(&secret, sb.work_dir().join("link")).unwrap();
+        std::os::unix::fs::symlink(f.dir.path(), sb.work_dir().join("linkdir")).unwrap();
+        let before = outside_files(f.dir.path());
+        let long = "d/".repeat(3000) + "f";
+        let attempts = [
+            ("read_file", json!({"path": "../secret.txt"})),
+            ("write_file", json!({"path": "../escape.txt", "content": "x"})),
+            ("read_file", json!({"path": secret.to_string_lossy()})),
+            ("write_file", json!({"path": f.dir.path().join("escape.txt").to_string_lossy(), "content": "x"})),
+            ("read_file", json!({"path": "link"})),
+            ("write_file", json!({"path": "link", "content": "pwned"})),
+            ("edit_file", json!({"path": "link", "edits": [{"old_text": "secret", "new_text": "x"}]})),
+            ("write_file", json!({"path": "linkdir/escape.txt", "content": "x"})),
+            ("read_file", json!({"path": "linkdir/secret.txt"})),
+            ("copy_file", json!({"source": "a.txt", "destination": "linkdir/escape.txt"})),
+            ("move_file", json!({"source": "a.txt", "destination": "linkdir/escape.txt"})),
+            ("create_directory", json!({"path": "linkdir/newdir"})),
+            ("delete_directory", json!({"path": "linkdir", "recursive": true})),
+            ("write_file", json!({"path": ".git/config", "content": "x"})),
+            ("write_file", json!({"path": "src/.git/config", "content": "x"})),
+            ("write_file", json!({"path": "a\u{0}b", "content": "x"})),
+            ("write_file", json!({"path": long, "content": "x"})),
+            ("list_directory", json!({"path": "linkdir"})),
+            ("list_directory", json!({"path": ".."})),
+            ("search_files", json!({"content_pattern": "secret", "path": ".."})),
+            ("get_file_info", json!({"path": "linkdir/secret.txt"})),
+        ];
+        for (tool, args) in attempts {
+            let r = call(&mut f, &policy, tool, args.clone());
+            assert!(
+                matches!(r.result, Err(ToolError::PermissionDenied(_))),
+                "{tool} {args}: {:?}",
+                r.result
+            );
+            assert_eq!(r.record.outcome, CallOutcome::Denied);
+        }
+        assert_eq!(fs::read_to_string(&secret).unwrap(), "secret\n");
+        assert_eq!(outside_files(f.dir.path()), before);
+        // A search of the whole sandbox does not follow the link out.
+        let r = call(&mut f, &policy, "search_files", json!({"content_pattern": "secret"}));
+        assert_eq!(r.result.unwrap()["count"], 0);
+        // Deleting the link removes the link only.
+        let r = call(&mut f, &policy, "delete_file", json!({"path": "linkdir"}));
+        assert!(r.result.is_ok(), "{:?}", r.result);
+        assert!(secret.exists());
+    }
+
+    #[test]
+    fn invalid_arguments_name_the_field_and_the_plan_continues() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        let r = call(&mut f, &policy, "write_file", json!({"path": "a.txt", "contents": "x"}));
+        match &r.result {
+            Err(ToolError::InvalidArguments { field, .. }) => assert_eq!(field, "content"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.record.outcome, CallOutcome::Invalid);
+        let r = call(&mut f, &policy, "write_file", json!({"path": "a.txt", "content": "x"}));
+        assert!(r.result.is_ok());
+        assert_eq!(f.store.plan(&f.plan.plan_id).unwrap().unwrap().status, f.plan.status);
+        let r = call(&mut f, &policy, "writ_file", json!({}));
+        assert!(matches!(&r.result, Err(ToolError::NotFound(m)) if m.contains("did you mean write_file")));
+    }
+
+    #[test]
+    fn edits_fail_clearly_when_absent_or_ambiguous_and_change_nothing() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        let r = call(&mut f, &policy, "write_file", json!({"path": "e.txt", "content": "x\ny\nx\n"}));
+        assert!(r.result.is_ok());
+        let r = call(&mut f, &policy, "edit_file", json!({"path": "e.txt", "edits": [{"old_text": "y", "new_text": "Y"}, {"old_text": "x", "new_text": "X"}]}));
+        assert!(matches!(&r.result, Err(ToolError::Failed(m)) if m.contains("edit 2") && m.contains("2 times") && m.contains("lines 1, 3")), "{:?}", r.result);
+        let r = call(&mut f, &policy, "edit_file", json!({"path": "e.txt", "edits": [{"old_text": "zz", "new_text": "Y"}]}));
+        assert!(matches!(&r.result, Err(ToolError::Failed(m)) if m.contains("not found")));
+        let r = call(&mut f, &policy, "read_file", json!({"path": "e.txt"}));
+        assert_eq!(r.result.unwrap()["content"], "x\ny\nx\n");
+        let r = call(&mut f, &policy, "edit_file", json!({"path": "e.txt", "edits": [{"old_text": "x", "new_text": "X", "replace_all": true}]}));
+        assert_eq!(r.result.unwrap()["replacements"], 2);
+        assert_eq!(r.changes.len(), 1);
+        assert_eq!(r.changes[0].operation, super::super::change::ChangeOp::Modify);
+        assert_ne!(r.changes[0].old_hash, r.changes[0].new_hash);
+    }
+
+    #[test]
+    fn the_user_repository_is_never_written() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        let index = fs::read(f.repo.join(".git/index")).unwrap();
+        call(&mut f, &policy, "write_file", json!({"path": "a.txt", "content": "changed"}));
+        assert_eq!(fs::read(f.repo.join(".git/index")).unwrap(), index);
+        assert_eq!(fs::read_to_string(f.repo.join("a.txt")).unwrap(), "one\ntwo\n");
+        assert!(!f.repo.join(".git/worktrees").exists());
+    }
+}
