@@ -8,7 +8,9 @@ pub mod completion;
 pub mod config;
 pub mod confirm;
 pub mod error;
+pub mod plan_sandbox;
 pub mod system;
+pub mod tool;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -88,6 +90,12 @@ pub enum Command {
     Config(config::ConfigCommand),
     /// Check configuration, database, data directory, git and providers
     Diagnostics,
+    /// Work with plans: diffs, artifacts, checkpoints, rollback, export, cleanup
+    #[command(subcommand)]
+    Plan(plan_sandbox::PlanSandboxCommand),
+    /// Run built-in tools against a plan's sandbox
+    #[command(subcommand)]
+    Tool(tool::ToolCommand),
 }
 
 impl Command {
@@ -99,6 +107,8 @@ impl Command {
             Command::Init { .. } => "init".into(),
             Command::Config(c) => format!("config {}", c.name()),
             Command::Diagnostics => "diagnostics".into(),
+            Command::Plan(c) => format!("plan {}", c.name()),
+            Command::Tool(c) => format!("tool {}", c.name()),
         }
     }
 }
@@ -375,6 +385,8 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Init { yes } => system::init(ctx, yes),
         Command::Config(c) => config::run(c, ctx),
         Command::Diagnostics => system::diagnostics(ctx),
+        Command::Plan(c) => plan_sandbox::run(c, ctx),
+        Command::Tool(c) => tool::run(c, ctx),
     }
 }
 

@@ -23,12 +23,14 @@
 //! - [`diff`]: per-file diffs against the base with stats, binary and rename detection.
 //! - [`confined`]: file operations that the kernel keeps beneath the work tree.
 //! - [`landlock`]: kernel confinement of shell commands.
+//! - [`export`]: `plan export` to a branch or a patch.
 //! - [`lifetime`]: release after apply, retention, cleanup and orphan removal.
 
 pub mod checkpoint;
 pub mod confined;
 pub mod diff;
 pub mod dir_sandbox;
+pub mod export;
 pub mod git_sandbox;
 pub mod landlock;
 pub mod lifetime;
