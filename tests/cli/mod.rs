@@ -3,5 +3,6 @@
 mod config;
 mod envelope;
 mod init;
+mod sandbox;
 mod snapshots;
 mod store;

@@ -10,7 +10,7 @@
 //!
 //! Empty directories are not part of a snapshot (as in git); see `docs/decisions.md`.
 
-use git2::{Delta, DiffOptions, Oid, Repository, ResetType, build::CheckoutBuilder};
+use git2::{Delta, DiffOptions, Oid, Repository, build::CheckoutBuilder};
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -242,10 +242,15 @@ pub fn restore(sandbox: &Sandbox, commit: Oid) -> Result<(), SandboxError> {
     let commit = repo
         .find_commit(commit)
         .map_err(SandboxError::git("finding the checkpoint commit"))?;
+    // Capture the current state first, so that everything not in the checkpoint is tracked
+    // in the index and the checkout removes it; ignored files stay out of the index and stay.
+    snapshot(&repo)?;
     let mut checkout = CheckoutBuilder::new();
     checkout.force().remove_untracked(true);
-    repo.reset(commit.as_object(), ResetType::Hard, Some(&mut checkout))
+    repo.checkout_tree(commit.as_object(), Some(&mut checkout))
         .map_err(SandboxError::git("restoring the checkpoint"))?;
+    repo.reference(PLAN_REF, commit.id(), true, "rollback")
+        .map_err(SandboxError::git("moving the plan branch"))?;
     let tree = snapshot(&repo)?;
     if tree != commit.tree_id() {
         return Err(SandboxError::Checkpoint(format!(
@@ -330,4 +335,93 @@ pub fn rollback(
         discarded_tool_calls,
         status,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::domain::plan::Plan;
+    use crate::engine::sandbox::testing::repo_with_files;
+    use crate::engine::sandbox::{SandboxTarget, TargetKind};
+    use std::fs;
+
+    fn setup() -> (tempfile::TempDir, Store, Sandboxes, Id, Sandbox) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("user");
+        let head = repo_with_files(&repo, &[("a.txt", "a\n"), ("d/b.txt", "b\n"), (".gitignore", "*.log\n")]);
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/x", "x", Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let sandboxes = Sandboxes::at(dir.path().join("sandboxes"));
+        sandboxes
+            .register_target(
+                &mut store,
+                &SandboxTarget {
+                    plan_id: plan.plan_id,
+                    resource_name: "local/user".into(),
+                    alias: None,
+                    kind: TargetKind::GitCheckout { repo, base_commit: head },
+                    read_only: false,
+                },
+            )
+            .unwrap();
+        let sb = sandboxes.ensure(&mut store, &plan.plan_id, "local/user").unwrap();
+        (dir, store, sandboxes, plan.plan_id, sb)
+    }
+
+    fn cp(store: &mut Store, sandboxes: &Sandboxes, plan: &Id, label: &str) -> CheckpointRecord {
+        create(store, sandboxes, plan, &CheckpointRequest { label: label.into(), ..Default::default() })
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn rollback_restores_content_modes_deletions_and_removes_new_files_but_not_ignored_ones() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, mut store, sandboxes, plan, sb) = setup();
+        let w = sb.work_dir().to_path_buf();
+        let first = cp(&mut store, &sandboxes, &plan, "start");
+        fs::write(w.join("a.txt"), "changed\n").unwrap();
+        fs::remove_file(w.join("d/b.txt")).unwrap();
+        fs::create_dir_all(w.join("e/f")).unwrap();
+        fs::write(w.join("e/f/new.txt"), "new\n").unwrap();
+        fs::write(w.join("run.sh"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(w.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("a.txt", w.join("link")).unwrap();
+        fs::write(w.join("keep.log"), "ignored\n").unwrap();
+        let second = cp(&mut store, &sandboxes, &plan, "end");
+        assert_eq!(second.files_changed, 5);
+        assert_ne!(first.states[0].tree_oid, second.states[0].tree_oid);
+        fs::write(w.join("stray.txt"), "after\n").unwrap();
+        fs::write(w.join("a.txt"), "changed again\n").unwrap();
+
+        let out = rollback(&mut store, &sandboxes, &plan, &second.checkpoint_id).unwrap();
+        assert_eq!(out.discarded_checkpoints, 0);
+        assert!(!w.join("stray.txt").exists());
+        assert_eq!(fs::read_to_string(w.join("a.txt")).unwrap(), "changed\n");
+        assert_eq!(fs::metadata(w.join("run.sh")).unwrap().permissions().mode() & 0o777, 0o755);
+
+        rollback(&mut store, &sandboxes, &plan, &first.checkpoint_id).unwrap();
+        assert_eq!(fs::read_to_string(w.join("a.txt")).unwrap(), "a\n");
+        assert_eq!(fs::read_to_string(w.join("d/b.txt")).unwrap(), "b\n");
+        assert!(!w.join("e").exists(), "new directories go with their files");
+        assert!(!w.join("run.sh").exists() && fs::symlink_metadata(w.join("link")).is_err());
+        assert_eq!(fs::read_to_string(w.join("keep.log")).unwrap(), "ignored\n", "ignored files are left alone");
+        let repo = sb.repo().unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), first.states[0].tree_oid);
+        let err = rollback(&mut store, &sandboxes, &plan, &second.checkpoint_id).unwrap_err();
+        assert!(err.to_string().contains("discarded"), "{err}");
+        let p = store.plan(&plan).unwrap().unwrap();
+        assert_eq!((p.phase(), p.state()), (crate::engine::domain::lifecycle::Phase::Execute, crate::engine::domain::lifecycle::ProcessingState::Queued));
+    }
+
+    #[test]
+    fn an_unchanged_sandbox_reuses_the_latest_checkpoint_when_asked() {
+        let (_dir, mut store, sandboxes, plan, _sb) = setup();
+        let a = cp(&mut store, &sandboxes, &plan, "end");
+        let request = CheckpointRequest { label: "start".into(), reuse_if_unchanged: true, ..Default::default() };
+        let b = create(&mut store, &sandboxes, &plan, &request).unwrap().unwrap();
+        assert_eq!(a.checkpoint_id, b.checkpoint_id);
+        assert_eq!(store.checkpoints(&plan).unwrap().len(), 1);
+    }
 }
