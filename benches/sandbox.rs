@@ -191,5 +191,31 @@ fn main() {
         theirs.push(t);
     }
     all_pass &= report("plan diff (100 files vs base)", median(ours), median(theirs), "git diff <base>");
+
+    // Where the time goes (library calls, no process start-up).
+    let repo2 = sb.repo().unwrap();
+    let (t_snap, tree) = time(|| checkpoint::snapshot(&repo2).unwrap());
+    let base_tree = repo2.find_commit(sb.base_commit().unwrap()).unwrap().tree_id();
+    let (t_diff, files) = time(|| {
+        cleveragents::engine::sandbox::diff::trees(
+            &repo2,
+            Some(base_tree),
+            Some(tree),
+            &cleveragents::engine::sandbox::diff::DiffRequest { path: None, hunks: true },
+        )
+        .unwrap()
+    });
+    let (t_json, _) = time(|| serde_json::to_string(&files).unwrap().len());
+    println!(
+        "breakdown: snapshot {:.1} ms, tree diff + hunks {:.1} ms ({} files), json {:.1} ms",
+        t_snap.as_secs_f64() * 1000.0,
+        t_diff.as_secs_f64() * 1000.0,
+        files.len(),
+        t_json.as_secs_f64() * 1000.0
+    );
+    let layout = cleveragents::engine::sandbox::Layout::at(&tmp.path().join("probe"));
+    fs::create_dir_all(&layout.work_dir).unwrap();
+    let (t_create, _) = time(|| cleveragents::engine::sandbox::git_sandbox::create(&layout, &repo, &head).unwrap());
+    println!("breakdown: git_sandbox::create {:.1} ms", t_create.as_secs_f64() * 1000.0);
     println!("{}", if all_pass { "all PASS" } else { "some MISS (see the closing note for why)" });
 }

@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use git2::{Oid, Repository, RepositoryInitOptions, Status, StatusOptions, build::CheckoutBuilder};
+use git2::{Oid, Repository, RepositoryInitOptions, Status, StatusOptions};
 use serde::Serialize;
 
 use super::{Layout, PLAN_REF, SandboxError, open_repo};
@@ -175,12 +175,165 @@ pub fn create(layout: &Layout, repo: &Path, base_commit: &str) -> Result<Oid, Sa
     sandbox
         .set_head(PLAN_REF)
         .map_err(SandboxError::git("pointing HEAD at the plan branch"))?;
-    let mut checkout = CheckoutBuilder::new();
-    checkout.force();
-    sandbox
-        .checkout_tree(commit.as_object(), Some(&mut checkout))
-        .map_err(SandboxError::git("checking out the base commit"))?;
+    let tree = commit
+        .tree()
+        .map_err(SandboxError::git("reading the base tree"))?;
+    checkout(layout, &sandbox, &tree)?;
     Ok(oid)
+}
+
+/// One entry to write: path (validated), blob or commit id, git file mode.
+struct Item {
+    path: String,
+    id: Oid,
+    mode: i32,
+}
+
+/// Refuses tree entry names that could escape or touch git metadata (`..`, `.`, `.git`,
+/// separators, NUL); git's own fsck refuses them too, but a crafted object could hold them.
+fn safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.eq_ignore_ascii_case(".git")
+        && !name.contains(['/', '\0'])
+}
+
+/// Writes `tree` into the (empty) work tree exactly as stored (no filters, no line-ending
+/// conversion), in parallel, then builds the index with each file's stat data so the first
+/// snapshot does not rehash anything. Files are created with `O_EXCL`, so nothing is written
+/// through a symbolic link.
+fn checkout(layout: &Layout, repo: &Repository, tree: &git2::Tree<'_>) -> Result<(), SandboxError> {
+    let mut items = Vec::new();
+    let mut dirs = Vec::new();
+    let mut bad = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+        let Some(name) = entry.name().ok().filter(|n| safe_name(n)) else {
+            bad = Some(format!("{root}{}", String::from_utf8_lossy(entry.name_bytes())));
+            return git2::TreeWalkResult::Abort;
+        };
+        let path = format!("{root}{name}");
+        match entry.kind() {
+            Some(git2::ObjectType::Tree) => dirs.push(path),
+            Some(git2::ObjectType::Blob) | Some(git2::ObjectType::Commit) => items.push(Item {
+                path,
+                id: entry.id(),
+                mode: entry.filemode(),
+            }),
+            _ => {}
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .map_err(SandboxError::git("listing the base tree"))?;
+    if let Some(path) = bad {
+        return Err(SandboxError::InvalidTarget(format!(
+            "the base commit holds an unsafe path `{path}`; it cannot be sandboxed"
+        )));
+    }
+    for dir in &dirs {
+        let p = layout.work_dir.join(dir);
+        fs::create_dir(&p).map_err(SandboxError::io("create", &p))?;
+    }
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = items.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || write_items(layout, part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(SandboxError::Checkpoint("a checkout thread panicked".into()))))
+            .collect::<Result<Vec<()>, SandboxError>>()
+    })?;
+    let mut index = repo.index().map_err(SandboxError::git("opening the index"))?;
+    index.clear().map_err(SandboxError::git("clearing the index"))?;
+    for item in &items {
+        let full = layout.work_dir.join(&item.path);
+        let meta = if item.mode == 0o160000 {
+            None
+        } else {
+            Some(fs::symlink_metadata(&full).map_err(SandboxError::io("read", &full))?)
+        };
+        index
+            .add(&index_entry(item, meta.as_ref()))
+            .map_err(SandboxError::git(format!("indexing {}", item.path)))?;
+    }
+    index.write().map_err(SandboxError::git("writing the index"))?;
+    Ok(())
+}
+
+fn write_items(layout: &Layout, items: &[Item]) -> Result<(), SandboxError> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let repo = open_repo(layout)?;
+    let odb = repo.odb().map_err(SandboxError::git("opening the objects"))?;
+    for item in items {
+        let path = layout.work_dir.join(&item.path);
+        if item.mode == 0o160000 {
+            // A submodule stays a gitlink: an empty directory, as git leaves it.
+            fs::create_dir(&path).map_err(SandboxError::io("create", &path))?;
+            continue;
+        }
+        let object = odb
+            .read(item.id)
+            .map_err(SandboxError::git(format!("reading {}", item.path)))?;
+        if item.mode == 0o120000 {
+            use std::os::unix::ffi::OsStrExt;
+            let target = std::ffi::OsStr::from_bytes(object.data());
+            std::os::unix::fs::symlink(target, &path).map_err(SandboxError::io("create link", &path))?;
+            continue;
+        }
+        let mode = if item.mode == 0o100755 { 0o755 } else { 0o644 };
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path)
+            .map_err(SandboxError::io("create", &path))?;
+        file.write_all(object.data())
+            .map_err(SandboxError::io("write", &path))?;
+        if item.mode == 0o100755 {
+            // The umask may have cleared execute bits.
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
+                .map_err(SandboxError::io("set permissions of", &path))?;
+        }
+    }
+    Ok(())
+}
+
+fn index_entry(item: &Item, meta: Option<&fs::Metadata>) -> git2::IndexEntry {
+    use std::os::unix::fs::MetadataExt;
+    let time = |s: i64, ns: i64| git2::IndexTime::new(s as i32, ns as u32);
+    let (ctime, mtime, dev, ino, uid, gid, size) = match meta {
+        Some(m) => (
+            time(m.ctime(), m.ctime_nsec()),
+            time(m.mtime(), m.mtime_nsec()),
+            m.dev() as u32,
+            m.ino() as u32,
+            m.uid(),
+            m.gid(),
+            m.len() as u32,
+        ),
+        None => (time(0, 0), time(0, 0), 0, 0, 0, 0, 0),
+    };
+    git2::IndexEntry {
+        ctime,
+        mtime,
+        dev,
+        ino,
+        mode: item.mode as u32,
+        uid,
+        gid,
+        file_size: size,
+        id: item.id,
+        flags: item.path.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: item.path.as_bytes().to_vec(),
+    }
 }
 
 /// Initializes an empty bare repository with settings that make the work tree byte-exact:
@@ -270,6 +423,44 @@ mod tests {
             .collect();
         assert!(sandbox_objects.is_empty(), "objects are borrowed, not copied");
         assert_eq!(git(&user, &["branch", "--list"]), "* main");
+        let repo = open_repo(&layout).unwrap();
+        let base_tree = repo.find_commit(base).unwrap().tree_id();
+        assert_eq!(
+            crate::engine::sandbox::checkpoint::snapshot(&repo).unwrap(),
+            base_tree,
+            "the checked-out work tree is exactly the base tree"
+        );
+    }
+
+    #[test]
+    fn modes_links_and_submodule_gitlinks_are_checked_out_as_stored() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user");
+        // Git stores a.txt normalized to LF; its own checkout would write CRLF back.
+        repo_with_files(
+            &user,
+            &[(".gitattributes", "*.txt text eol=crlf\n"), ("a.txt", "a\r\n"), ("run.sh", "#!/bin/sh\n")],
+        );
+        fs::set_permissions(user.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("a.txt", user.join("link")).unwrap();
+        git(&user, &["add", "-A"]);
+        // A gitlink entry, as a submodule leaves in the tree.
+        let sub = "1234567890123456789012345678901234567890";
+        git(&user, &["update-index", "--add", "--cacheinfo", &format!("160000,{sub},vendor/lib")]);
+        git(&user, &["commit", "-q", "-m", "more"]);
+        let head = git(&user, &["rev-parse", "HEAD"]);
+        let layout = Layout::at(&dir.path().join("sb"));
+        fs::create_dir_all(&layout.work_dir).unwrap();
+        let base = create(&layout, &user, &head).unwrap();
+        let w = &layout.work_dir;
+        assert_eq!(fs::read(w.join("a.txt")).unwrap(), b"a\n", "files are written as stored, without filters");
+        assert_eq!(fs::metadata(w.join("run.sh")).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(fs::read_link(w.join("link")).unwrap(), Path::new("a.txt"));
+        assert!(w.join("vendor/lib").is_dir());
+        let repo = open_repo(&layout).unwrap();
+        let base_tree = repo.find_commit(base).unwrap().tree_id();
+        assert_eq!(crate::engine::sandbox::checkpoint::snapshot(&repo).unwrap(), base_tree);
     }
 
     #[test]
