@@ -24,6 +24,7 @@ const RUNS: usize = 5;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
+        .args(["-c", "gc.auto=0", "-c", "maintenance.auto=false"])
         .args(args)
         .current_dir(dir)
         .env("GIT_AUTHOR_NAME", "bench")

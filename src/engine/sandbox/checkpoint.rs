@@ -22,10 +22,20 @@ use crate::engine::domain::lifecycle::PlanStatus;
 use crate::engine::store::Store;
 
 /// Updates the private index from the work tree and writes it as a tree; returns the tree id.
+/// The index file is rewritten only when something changed.
 ///
 /// # Errors
 /// [`SandboxError::Git`].
 pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
+    snapshot_with(repo, false)
+}
+
+/// As [`snapshot`], always rewriting the index file (checkpoints and rollbacks do, so the
+/// stored tree cache stays valid and later snapshots rebuild only changed directories).
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxError> {
     let mut index = repo.index().map_err(SandboxError::git("opening the index"))?;
     let mut opts = DiffOptions::new();
     opts.include_untracked(true)
@@ -60,14 +70,17 @@ pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
             .add_path(path)
             .map_err(SandboxError::git(format!("adding {} to the index", path.display())))?;
     }
-    if !removed.is_empty() || !added.is_empty() {
+    let tree = index
+        .write_tree()
+        .map_err(SandboxError::git("writing the snapshot tree"))?;
+    // Written after the tree, so the index keeps a valid tree cache and the next snapshot
+    // only rebuilds the trees of directories that change.
+    if persist || !removed.is_empty() || !added.is_empty() {
         index
             .write()
             .map_err(SandboxError::git("writing the index"))?;
     }
-    index
-        .write_tree()
-        .map_err(SandboxError::git("writing the snapshot tree"))
+    Ok(tree)
 }
 
 /// The number of files that differ between two trees.
@@ -168,7 +181,7 @@ pub fn create(
     for sb in &active {
         locks.push(sb.lock()?);
         let repo = sb.repo()?;
-        let tree = snapshot(&repo)?;
+        let tree = snapshot_with(&repo, true)?;
         let (parent_id, parent_tree) = {
             let parent = head_commit(&repo)?;
             (parent.id(), parent.tree_id())
@@ -251,7 +264,7 @@ pub fn restore(sandbox: &Sandbox, commit: Oid) -> Result<(), SandboxError> {
         .map_err(SandboxError::git("restoring the checkpoint"))?;
     repo.reference(PLAN_REF, commit.id(), true, "rollback")
         .map_err(SandboxError::git("moving the plan branch"))?;
-    let tree = snapshot(&repo)?;
+    let tree = snapshot_with(&repo, true)?;
     if tree != commit.tree_id() {
         return Err(SandboxError::Checkpoint(format!(
             "restoring {} left tree {tree}, expected {}",

@@ -262,6 +262,16 @@ fn checkout(layout: &Layout, repo: &Repository, tree: &git2::Tree<'_>) -> Result
             .add(&index_entry(item, meta.as_ref()))
             .map_err(SandboxError::git(format!("indexing {}", item.path)))?;
     }
+    // Writing the tree fills the index's tree cache, which the file then keeps.
+    let written = index
+        .write_tree()
+        .map_err(SandboxError::git("checking the index against the base tree"))?;
+    if written != tree.id() {
+        return Err(SandboxError::Checkpoint(format!(
+            "the checked-out index has tree {written}, expected {}",
+            tree.id()
+        )));
+    }
     index.write().map_err(SandboxError::git("writing the index"))?;
     Ok(())
 }
