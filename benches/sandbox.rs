@@ -214,6 +214,22 @@ fn main() {
         files.len(),
         t_json.as_secs_f64() * 1000.0
     );
+    if std::env::var("BENCH_DETAIL").is_ok() {
+        let mut o = git2::DiffOptions::new();
+        o.ignore_submodules(true);
+        let idx = repo2.index().unwrap();
+        let (t1, _) = time(|| repo2.diff_index_to_workdir(Some(&idx), Some(&mut o)).unwrap().deltas().len());
+        let mut o = git2::DiffOptions::new();
+        o.ignore_submodules(true).include_untracked(true).recurse_untracked_dirs(true);
+        let (t2, _) = time(|| repo2.diff_index_to_workdir(Some(&idx), Some(&mut o)).unwrap().deltas().len());
+        let mut idx2 = repo2.index().unwrap();
+        let (t3, _) = time(|| idx2.write_tree().unwrap());
+        let (t4, _) = time(|| repo2.index().unwrap().len());
+        println!(
+            "detail: index->workdir {:.1} ms, with untracked {:.1} ms, write_tree {:.1} ms, index load {:.1} ms",
+            t1.as_secs_f64() * 1000.0, t2.as_secs_f64() * 1000.0, t3.as_secs_f64() * 1000.0, t4.as_secs_f64() * 1000.0
+        );
+    }
     let layout = cleveragents::engine::sandbox::Layout::at(&tmp.path().join("probe"));
     fs::create_dir_all(&layout.work_dir).unwrap();
     let (t_create, _) = time(|| cleveragents::engine::sandbox::git_sandbox::create(&layout, &repo, &head).unwrap());

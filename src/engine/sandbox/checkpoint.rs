@@ -10,7 +10,9 @@
 //!
 //! Empty directories are not part of a snapshot (as in git); see `docs/decisions.md`.
 
-use git2::{Delta, DiffOptions, Oid, Repository, build::CheckoutBuilder};
+use std::path::PathBuf;
+
+use git2::{Oid, Repository, build::CheckoutBuilder};
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -37,29 +39,7 @@ pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
 /// [`SandboxError::Git`].
 pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxError> {
     let mut index = repo.index().map_err(SandboxError::git("opening the index"))?;
-    let mut opts = DiffOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_typechange(true)
-        .ignore_submodules(true);
-    let diff = repo
-        .diff_index_to_workdir(Some(&index), Some(&mut opts))
-        .map_err(SandboxError::git("comparing the work tree with the index"))?;
-    let mut removed = Vec::new();
-    let mut added = Vec::new();
-    for delta in diff.deltas() {
-        match delta.status() {
-            Delta::Deleted => removed.extend(delta.old_file().path().map(|p| p.to_path_buf())),
-            Delta::Added
-            | Delta::Untracked
-            | Delta::Modified
-            | Delta::Typechange
-            | Delta::Renamed
-            | Delta::Copied => added.extend(delta.new_file().path().map(|p| p.to_path_buf())),
-            _ => {}
-        }
-    }
-    drop(diff);
+    let (removed, added) = workdir_changes(repo, &index)?;
     for path in &removed {
         index
             .remove_path(path)
@@ -81,6 +61,161 @@ pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxErr
             .map_err(SandboxError::git("writing the index"))?;
     }
     Ok(tree)
+}
+
+/// One index entry's stat data, as compared with the work tree.
+struct Tracked {
+    path: PathBuf,
+    mode: u32,
+    size: u32,
+    mtime: (i32, u32),
+    ctime: (i32, u32),
+    ino: u32,
+}
+
+/// What differs between the index and the work tree: paths to remove from the index (tracked
+/// and gone, or replaced by a directory) and paths to (re)add (new and not ignored, or
+/// possibly modified). Tracked entries are compared by `lstat` in parallel (size, times, inode,
+/// kind, executable bit; entries written in the same clock tick as the index are always
+/// rehashed); new files come from a parallel walk that honours `.gitignore` files and skips
+/// `.git` directories. Submodule gitlinks are left as they are. Being eager is safe: a path
+/// re-added with unchanged content keeps its blob id.
+fn workdir_changes(
+    repo: &Repository,
+    index: &git2::Index,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), SandboxError> {
+    use std::collections::HashSet;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Mutex;
+
+    let work = repo
+        .workdir()
+        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
+        .to_path_buf();
+    let index_time = std::fs::metadata(repo.path().join("index"))
+        .ok()
+        .map(|m| (m.mtime(), m.mtime_nsec()));
+    let tracked: Vec<Tracked> = index
+        .iter()
+        .filter(|e| e.mode != 0o160000)
+        .map(|e| Tracked {
+            path: PathBuf::from(std::ffi::OsStr::from_bytes(&e.path)),
+            mode: e.mode,
+            size: e.file_size,
+            mtime: (e.mtime.seconds(), e.mtime.nanoseconds()),
+            ctime: (e.ctime.seconds(), e.ctime.nanoseconds()),
+            ino: e.ino,
+        })
+        .collect();
+    let known: HashSet<&[u8]> = tracked.iter().map(|t| t.path.as_os_str().as_bytes()).collect();
+    let gitlinks: HashSet<Vec<u8>> = index
+        .iter()
+        .filter(|e| e.mode == 0o160000)
+        .map(|e| e.path)
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = tracked.len().div_ceil(threads).max(1);
+    let compared: Vec<(Vec<PathBuf>, Vec<PathBuf>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = tracked
+            .chunks(chunk)
+            .map(|part| {
+                let work = &work;
+                scope.spawn(move || {
+                    let mut removed = Vec::new();
+                    let mut changed = Vec::new();
+                    for t in part {
+                        let meta = match std::fs::symlink_metadata(work.join(&t.path)) {
+                            Ok(m) => m,
+                            Err(_) => {
+                                removed.push(t.path.clone());
+                                continue;
+                            }
+                        };
+                        let kind = meta.mode() & 0o170000;
+                        let was_link = t.mode == 0o120000;
+                        if kind == 0o040000 {
+                            removed.push(t.path.clone());
+                            continue;
+                        }
+                        let exec_now = kind == 0o100000 && meta.mode() & 0o100 != 0;
+                        let racy = index_time
+                            .is_none_or(|it| (meta.mtime(), meta.mtime_nsec()) >= it);
+                        let differs = (kind == 0o120000) != was_link
+                            || (t.mode == 0o100755) != exec_now
+                            || meta.len() as u32 != t.size
+                            || (meta.mtime() as i32, meta.mtime_nsec() as u32) != t.mtime
+                            || (meta.ctime() as i32, meta.ctime_nsec() as u32) != t.ctime
+                            || meta.ino() as u32 != t.ino;
+                        if differs || racy {
+                            changed.push(t.path.clone());
+                        }
+                    }
+                    (removed, changed)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut removed = Vec::new();
+    let mut added = Vec::new();
+    for (r, c) in compared {
+        removed.extend(r);
+        added.extend(c);
+    }
+    let untracked = Mutex::new(Vec::new());
+    ignore::WalkBuilder::new(&work)
+        .hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .follow_links(false)
+        .threads(threads)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build_parallel()
+        .run(|| {
+            let work = &work;
+            let known = &known;
+            let gitlinks = &gitlinks;
+            let untracked = &untracked;
+            Box::new(move |entry| {
+                let Ok(entry) = entry else {
+                    return ignore::WalkState::Continue;
+                };
+                let Ok(rel) = entry.path().strip_prefix(work) else {
+                    return ignore::WalkState::Continue;
+                };
+                let bytes = rel.as_os_str().as_bytes();
+                if entry.file_type().is_some_and(|t| t.is_dir()) {
+                    if gitlinks.contains(bytes) {
+                        return ignore::WalkState::Skip;
+                    }
+                    return ignore::WalkState::Continue;
+                }
+                if !bytes.is_empty() && !known.contains(bytes) {
+                    untracked
+                        .lock()
+                        .expect("the list is never poisoned")
+                        .push(rel.to_path_buf());
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    let mut untracked = untracked.into_inner().expect("the list is never poisoned");
+    untracked.sort();
+    removed.sort();
+    added.sort();
+    added.extend(untracked);
+    Ok((removed, added))
 }
 
 /// The number of files that differ between two trees.
@@ -426,6 +561,68 @@ mod tests {
         assert!(err.to_string().contains("discarded"), "{err}");
         let p = store.plan(&plan).unwrap().unwrap();
         assert_eq!((p.phase(), p.state()), (crate::engine::domain::lifecycle::Phase::Execute, crate::engine::domain::lifecycle::ProcessingState::Queued));
+    }
+
+    /// The tree git itself computes for a directory (`git add -A && git write-tree` in a
+    /// throwaway repository without global excludes).
+    fn git_tree(dir: &std::path::Path) -> String {
+        let tmp = tempfile::tempdir().unwrap();
+        let g = tmp.path().join("g");
+        let run = |args: &[&str], with_work: bool| {
+            let mut c = std::process::Command::new("git");
+            c.arg("-c").arg("core.excludesFile=/dev/null").arg("--git-dir").arg(&g);
+            if with_work {
+                c.arg("--work-tree").arg(dir);
+            }
+            let out = c.args(args).env("GIT_CONFIG_NOSYSTEM", "1").env("HOME", tmp.path()).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        run(&["init", "-q", "--bare"], false);
+        run(&["add", "-A"], true);
+        run(&["write-tree"], true)
+    }
+
+    #[test]
+    fn snapshots_see_every_kind_of_change_exactly_as_git_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, _store, _sandboxes, _plan, sb) = setup();
+        let w = sb.work_dir().to_path_buf();
+        let repo = sb.repo().unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
+        // Same-size rewrites right after a snapshot (racy timestamps) are seen.
+        fs::write(w.join("a.txt"), "z\n").unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
+        fs::write(w.join("a.txt"), "y\n").unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
+        fs::set_permissions(w.join("a.txt"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::remove_file(w.join("d/b.txt")).unwrap();
+        fs::create_dir_all(w.join("d/b.txt")).unwrap();
+        fs::write(w.join("d/b.txt/inner"), "now a directory\n").unwrap();
+        fs::create_dir_all(w.join("new/deep")).unwrap();
+        fs::write(w.join("new/deep/x.rs"), "x").unwrap();
+        fs::write(w.join("new/.gitignore"), "*.tmp\n!keep.tmp\n").unwrap();
+        fs::write(w.join("new/drop.tmp"), "ignored").unwrap();
+        fs::write(w.join("new/keep.tmp"), "kept").unwrap();
+        fs::write(w.join("trace.log"), "ignored by the root .gitignore").unwrap();
+        fs::create_dir_all(w.join("nested/.git")).unwrap();
+        fs::write(w.join("nested/.git/config"), "never captured").unwrap();
+        fs::write(w.join("nested/file"), "captured").unwrap();
+        std::os::unix::fs::symlink("a.txt", w.join("alias")).unwrap();
+        let ours = snapshot(&repo).unwrap().to_string();
+        let tree = repo.find_tree(git2::Oid::from_str(&ours).unwrap()).unwrap();
+        assert!(tree.get_path(std::path::Path::new("nested/.git/config")).is_err());
+        assert!(tree.get_path(std::path::Path::new("new/drop.tmp")).is_err());
+        assert!(tree.get_path(std::path::Path::new("new/keep.tmp")).is_ok());
+        // git would treat nested/ as a repository; without its .git it sees what we see.
+        fs::remove_dir_all(w.join("nested/.git")).unwrap();
+        assert_eq!(ours, git_tree(&w));
+        // A link replaced by a file, and a file by a link.
+        fs::remove_file(w.join("alias")).unwrap();
+        fs::write(w.join("alias"), "a file now").unwrap();
+        fs::remove_file(w.join("new/deep/x.rs")).unwrap();
+        std::os::unix::fs::symlink("../../a.txt", w.join("new/deep/x.rs")).unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
     }
 
     #[test]

@@ -365,6 +365,8 @@ pub(crate) fn init_private(git_dir: &Path) -> Result<Repository, SandboxError> {
             ("core.symlinks", "true"),
             ("core.safecrlf", "false"),
             ("gc.auto", "0"),
+            // The user's global excludes do not decide what a plan captures.
+            ("core.excludesFile", "/dev/null"),
         ] {
             config
                 .set_str(key, value)
