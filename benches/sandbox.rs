@@ -6,6 +6,9 @@
 //! and prints each ratio (ours / git, median of several runs) with PASS when it is at most
 //! 1.0x. Run with `scripts/bench-sandbox.sh` (release build); CI never runs it.
 
+// A benchmark program reports on stdout; that is its whole output.
+#![allow(clippy::print_stdout)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,7 +38,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("HOME", dir)
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -85,7 +92,10 @@ fn main() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    println!("generating a repository of {FILES} files in {} ...", repo.display());
+    println!(
+        "generating a repository of {FILES} files in {} ...",
+        repo.display()
+    );
     for i in 0..FILES {
         let p = file_path(&repo, i);
         if i % PER_DIR == 0 {
@@ -110,7 +120,19 @@ fn main() {
     let mut plan_id = None;
     for run in 0..RUNS {
         let wt = tmp.path().join(format!("wt{run}"));
-        let (t, _) = time(|| git(&repo, &["worktree", "add", "-q", "--detach", wt.to_str().unwrap(), &head]));
+        let (t, _) = time(|| {
+            git(
+                &repo,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "--detach",
+                    wt.to_str().unwrap(),
+                    &head,
+                ],
+            )
+        });
         theirs.push(t);
         let plan = Plan::new("local/bench", "bench", jiff::Timestamp::now());
         store.insert_plan(&plan).unwrap();
@@ -121,23 +143,47 @@ fn main() {
                     plan_id: plan.plan_id,
                     resource_name: "local/repo".into(),
                     alias: None,
-                    kind: TargetKind::GitCheckout { repo: repo.clone(), base_commit: head.clone() },
+                    kind: TargetKind::GitCheckout {
+                        repo: repo.clone(),
+                        base_commit: head.clone(),
+                    },
                     read_only: false,
                 },
             )
             .unwrap();
-        let (t, sb) = time(|| sandboxes.ensure(&mut store, &plan.plan_id, "local/repo").unwrap());
+        let (t, sb) = time(|| {
+            sandboxes
+                .ensure(&mut store, &plan.plan_id, "local/repo")
+                .unwrap()
+        });
         ours.push(t);
         assert!(file_path(&sb.layout.work_dir, FILES - 1).exists());
         plan_id = Some(plan.plan_id);
     }
-    let mut all_pass = report("sandbox creation", median(ours), median(theirs), "git worktree add");
+    let mut all_pass = report(
+        "sandbox creation",
+        median(ours),
+        median(theirs),
+        "git worktree add",
+    );
 
     // 2. Checkpoint after a 100-file change (each run changes the same 100 files again).
     let plan_id = plan_id.unwrap();
-    let sb = sandboxes.existing(&store, &plan_id, "local/repo").unwrap().unwrap();
+    let sb = sandboxes
+        .existing(&store, &plan_id, "local/repo")
+        .unwrap()
+        .unwrap();
     let wt = tmp.path().join(format!("wt{}", RUNS - 1));
-    checkpoint::create(&mut store, &sandboxes, &plan_id, &CheckpointRequest { label: "warm".into(), ..Default::default() }).unwrap();
+    checkpoint::create(
+        &mut store,
+        &sandboxes,
+        &plan_id,
+        &CheckpointRequest {
+            label: "warm".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     git(&wt, &["status", "-s"]);
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
@@ -148,7 +194,16 @@ fn main() {
         change(&wt, run as u32 + 1);
         std::thread::sleep(Duration::from_millis(1100));
         let (t, cp) = time(|| {
-            checkpoint::create(&mut store, &sandboxes, &plan_id, &CheckpointRequest { label: "bench".into(), ..Default::default() }).unwrap()
+            checkpoint::create(
+                &mut store,
+                &sandboxes,
+                &plan_id,
+                &CheckpointRequest {
+                    label: "bench".into(),
+                    ..Default::default()
+                },
+            )
+            .unwrap()
         });
         assert_eq!(cp.unwrap().files_changed, CHANGED as u64);
         ours.push(t);
@@ -158,7 +213,12 @@ fn main() {
         });
         theirs.push(t);
     }
-    all_pass &= report("checkpoint after 100-file change", median(ours), median(theirs), "git add -A && git commit");
+    all_pass &= report(
+        "checkpoint after 100-file change",
+        median(ours),
+        median(theirs),
+        "git add -A && git commit",
+    );
 
     // 3. `plan diff` against `git diff` of the same change from the same base.
     std::thread::sleep(Duration::from_millis(1100));
@@ -178,7 +238,11 @@ fn main() {
                 .output()
                 .unwrap()
         });
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         ours.push(t);
         let (t, out) = time(|| {
             Command::new("git")
@@ -191,18 +255,29 @@ fn main() {
         assert!(out.status.success());
         theirs.push(t);
     }
-    all_pass &= report("plan diff (100 files vs base)", median(ours), median(theirs), "git diff <base>");
+    all_pass &= report(
+        "plan diff (100 files vs base)",
+        median(ours),
+        median(theirs),
+        "git diff <base>",
+    );
 
     // Where the time goes (library calls, no process start-up).
     let repo2 = sb.repo().unwrap();
     let (t_snap, tree) = time(|| checkpoint::snapshot(&repo2).unwrap());
-    let base_tree = repo2.find_commit(sb.base_commit().unwrap()).unwrap().tree_id();
+    let base_tree = repo2
+        .find_commit(sb.base_commit().unwrap())
+        .unwrap()
+        .tree_id();
     let (t_diff, files) = time(|| {
         cleveragents::engine::sandbox::diff::trees(
             &repo2,
             Some(base_tree),
             Some(tree),
-            &cleveragents::engine::sandbox::diff::DiffRequest { path: None, hunks: true },
+            &cleveragents::engine::sandbox::diff::DiffRequest {
+                path: None,
+                hunks: true,
+            },
         )
         .unwrap()
     });
@@ -218,21 +293,49 @@ fn main() {
         let mut o = git2::DiffOptions::new();
         o.ignore_submodules(true);
         let idx = repo2.index().unwrap();
-        let (t1, _) = time(|| repo2.diff_index_to_workdir(Some(&idx), Some(&mut o)).unwrap().deltas().len());
+        let (t1, _) = time(|| {
+            repo2
+                .diff_index_to_workdir(Some(&idx), Some(&mut o))
+                .unwrap()
+                .deltas()
+                .len()
+        });
         let mut o = git2::DiffOptions::new();
-        o.ignore_submodules(true).include_untracked(true).recurse_untracked_dirs(true);
-        let (t2, _) = time(|| repo2.diff_index_to_workdir(Some(&idx), Some(&mut o)).unwrap().deltas().len());
+        o.ignore_submodules(true)
+            .include_untracked(true)
+            .recurse_untracked_dirs(true);
+        let (t2, _) = time(|| {
+            repo2
+                .diff_index_to_workdir(Some(&idx), Some(&mut o))
+                .unwrap()
+                .deltas()
+                .len()
+        });
         let mut idx2 = repo2.index().unwrap();
         let (t3, _) = time(|| idx2.write_tree().unwrap());
         let (t4, _) = time(|| repo2.index().unwrap().len());
         println!(
             "detail: index->workdir {:.1} ms, with untracked {:.1} ms, write_tree {:.1} ms, index load {:.1} ms",
-            t1.as_secs_f64() * 1000.0, t2.as_secs_f64() * 1000.0, t3.as_secs_f64() * 1000.0, t4.as_secs_f64() * 1000.0
+            t1.as_secs_f64() * 1000.0,
+            t2.as_secs_f64() * 1000.0,
+            t3.as_secs_f64() * 1000.0,
+            t4.as_secs_f64() * 1000.0
         );
     }
     let layout = cleveragents::engine::sandbox::Layout::at(&tmp.path().join("probe"));
     fs::create_dir_all(&layout.work_dir).unwrap();
-    let (t_create, _) = time(|| cleveragents::engine::sandbox::git_sandbox::create(&layout, &repo, &head).unwrap());
-    println!("breakdown: git_sandbox::create {:.1} ms", t_create.as_secs_f64() * 1000.0);
-    println!("{}", if all_pass { "all PASS" } else { "some MISS (see the closing note for why)" });
+    let (t_create, _) =
+        time(|| cleveragents::engine::sandbox::git_sandbox::create(&layout, &repo, &head).unwrap());
+    println!(
+        "breakdown: git_sandbox::create {:.1} ms",
+        t_create.as_secs_f64() * 1000.0
+    );
+    println!(
+        "{}",
+        if all_pass {
+            "all PASS"
+        } else {
+            "some MISS (see the closing note for why)"
+        }
+    );
 }

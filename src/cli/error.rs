@@ -166,7 +166,9 @@ impl From<crate::engine::tools::runner::RunnerError> for CliError {
         match e {
             E::Store(s) => s.into(),
             E::Sandbox(s) => s.into(),
-            E::PlanNotFound(_) => CliError::new("NOT_FOUND", e.to_string()).hint("agents plan list"),
+            E::PlanNotFound(_) => {
+                CliError::new("NOT_FOUND", e.to_string()).hint("agents plan list")
+            }
         }
     }
 }

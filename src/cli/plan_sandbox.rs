@@ -64,7 +64,12 @@ pub enum PlanSandboxCommand {
         /// Plan id or unique prefix
         plan: String,
         /// Create this branch in the resource's repository
-        #[arg(long, value_name = "NAME", conflicts_with = "patch", required_unless_present = "patch")]
+        #[arg(
+            long,
+            value_name = "NAME",
+            conflicts_with = "patch",
+            required_unless_present = "patch"
+        )]
         branch: Option<String>,
         /// Write a git patch to this file
         #[arg(long, value_name = "FILE")]
@@ -135,7 +140,12 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
 pub(crate) fn open(ctx: &Context, plan: &str) -> Result<(Store, Sandboxes, Plan), CliError> {
     let mut store = ctx.store()?;
     let sandboxes = Sandboxes::new(&ctx.paths);
-    if let Err(e) = lifetime::sweep(&mut store, &sandboxes, Timestamp::now(), DEFAULT_RETENTION_DAYS) {
+    if let Err(e) = lifetime::sweep(
+        &mut store,
+        &sandboxes,
+        Timestamp::now(),
+        DEFAULT_RETENTION_DAYS,
+    ) {
         tracing::warn!(error = %e, "sandbox sweep failed");
     }
     let id = store.resolve_plan_id(plan)??;
@@ -157,19 +167,18 @@ pub(crate) fn register_dev_target(
     plan: &Plan,
     path: &Path,
 ) -> Result<Vec<String>, CliError> {
-    let path = std::fs::canonicalize(path).map_err(|e| {
-        CliError::invalid_input(format!("--target-path {}: {e}", path.display()))
-    })?;
+    let path = std::fs::canonicalize(path)
+        .map_err(|e| CliError::invalid_input(format!("--target-path {}: {e}", path.display())))?;
     let name = format!(
         "local/{}",
         path.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into())
     );
-    if let Some(existing) = store.sandbox_target(&plan.plan_id, &name)? {
-        if existing.kind.source_path() == path {
-            return Ok(Vec::new());
-        }
+    if let Some(existing) = store.sandbox_target(&plan.plan_id, &name)?
+        && existing.kind.source_path() == path
+    {
+        return Ok(Vec::new());
     }
     let is_git_root = git2::Repository::open(&path)
         .ok()
@@ -200,17 +209,29 @@ pub(crate) fn register_dev_target(
     Ok(warnings)
 }
 
-fn select<'a>(sandboxes: &'a [Sandbox], resource: Option<&str>) -> Result<Vec<&'a Sandbox>, CliError> {
+fn select<'a>(
+    sandboxes: &'a [Sandbox],
+    resource: Option<&str>,
+) -> Result<Vec<&'a Sandbox>, CliError> {
     match resource {
         None => Ok(sandboxes.iter().collect()),
         Some(name) => {
-            let found: Vec<&Sandbox> = sandboxes.iter().filter(|s| s.target.answers_to(name)).collect();
+            let found: Vec<&Sandbox> = sandboxes
+                .iter()
+                .filter(|s| s.target.answers_to(name))
+                .collect();
             if found.is_empty() {
-                Err(CliError::new("NOT_FOUND", format!("the plan has no sandbox for `{name}`"))
-                    .hint(format!(
-                        "sandboxes: {}",
-                        sandboxes.iter().map(|s| s.target.resource_name.as_str()).collect::<Vec<_>>().join(", ")
-                    )))
+                Err(
+                    CliError::new("NOT_FOUND", format!("the plan has no sandbox for `{name}`"))
+                        .hint(format!(
+                            "sandboxes: {}",
+                            sandboxes
+                                .iter()
+                                .map(|s| s.target.resource_name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
+                )
             } else {
                 Ok(found)
             }
@@ -225,7 +246,9 @@ fn resource_diff(sb: &Sandbox, request: &DiffRequest) -> Result<Vec<FileDiff>, C
     let base_tree = repo
         .find_commit(base)
         .and_then(|c| c.tree())
-        .map_err(crate::engine::sandbox::SandboxError::git("reading the base tree"))?
+        .map_err(crate::engine::sandbox::SandboxError::git(
+            "reading the base tree",
+        ))?
         .id();
     let now = checkpoint::snapshot(&repo)?;
     Ok(diff::trees(&repo, Some(base_tree), Some(now), request)?)
@@ -259,8 +282,16 @@ fn plan_diff(
             rows.push(vec![
                 Cell::new(f.status.letter(), tone),
                 Cell::from(path),
-                Cell::from(if f.binary { "bin".to_string() } else { format!("+{}", f.additions) }),
-                Cell::from(if f.binary { String::new() } else { format!("-{}", f.deletions) }),
+                Cell::from(if f.binary {
+                    "bin".to_string()
+                } else {
+                    format!("+{}", f.additions)
+                }),
+                Cell::from(if f.binary {
+                    String::new()
+                } else {
+                    format!("-{}", f.deletions)
+                }),
                 Cell::new(sb.target.resource_name.clone(), Tone::Dim),
             ]);
         }
@@ -319,7 +350,8 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
                     changes.iter().any(|ch| {
                         ch.call_id == c.call_id
                             && ch.resource_name == sb.target.resource_name
-                            && (ch.change.path == f.path || ch.change.path.starts_with(&format!("{}/", f.path)))
+                            && (ch.change.path == f.path
+                                || ch.change.path.starts_with(&format!("{}/", f.path)))
                     })
                 })
                 .map(|c| c.seq)
@@ -327,8 +359,18 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
             rows.push(vec![
                 Cell::new(f.status.letter(), Tone::Normal),
                 Cell::from(f.path.clone()),
-                Cell::from(f.new_size.map(|s| s.to_string()).unwrap_or_else(|| "-".into())),
-                Cell::from(made_by.iter().map(|s| format!("#{s}")).collect::<Vec<_>>().join(" ")),
+                Cell::from(
+                    f.new_size
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                ),
+                Cell::from(
+                    made_by
+                        .iter()
+                        .map(|s| format!("#{s}"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
                 Cell::new(sb.target.resource_name.clone(), Tone::Dim),
             ]);
             files.push(json!({
@@ -345,18 +387,20 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
         "changes": changes,
         "tool_calls": calls,
     });
-    Ok(Report::ok("plan artifacts", data, format!("{n} changed file(s)")).with(Element::Table {
-        title: "Artifacts".into(),
-        columns: vec![
-            Column::left("St"),
-            Column::left("Path"),
-            Column::right("Size"),
-            Column::left("Tool Calls"),
-            Column::left("Resource"),
-        ],
-        rows,
-        empty: "No files changed.".into(),
-    }))
+    Ok(
+        Report::ok("plan artifacts", data, format!("{n} changed file(s)")).with(Element::Table {
+            title: "Artifacts".into(),
+            columns: vec![
+                Column::left("St"),
+                Column::left("Path"),
+                Column::right("Size"),
+                Column::left("Tool Calls"),
+                Column::left("Resource"),
+            ],
+            rows,
+            empty: "No files changed.".into(),
+        }),
+    )
 }
 
 fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError> {
@@ -378,7 +422,11 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
                 Cell::from(c.created_at.strftime("%Y-%m-%d %H:%M:%S").to_string()),
                 Cell::from(c.files_changed.to_string()),
                 Cell::new(
-                    if c.discarded_at.is_some() { "discarded" } else { "" },
+                    if c.discarded_at.is_some() {
+                        "discarded"
+                    } else {
+                        ""
+                    },
                     Tone::Dim,
                 ),
             ]
@@ -386,21 +434,23 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
         .collect();
     let n = list.len();
     let data = json!({"plan_id": plan.plan_id.to_string(), "checkpoints": list});
-    Ok(Report::ok("plan checkpoints", data, format!("{n} checkpoint(s)")).with(Element::Table {
-        title: "Checkpoints".into(),
-        columns: vec![
-            Column::left("ID"),
-            Column::right("#"),
-            Column::left("Step"),
-            Column::left("Label"),
-            Column::left("Decision"),
-            Column::left("Time"),
-            Column::right("Files"),
-            Column::left(""),
-        ],
-        rows,
-        empty: "No checkpoints yet.".into(),
-    }))
+    Ok(
+        Report::ok("plan checkpoints", data, format!("{n} checkpoint(s)")).with(Element::Table {
+            title: "Checkpoints".into(),
+            columns: vec![
+                Column::left("ID"),
+                Column::right("#"),
+                Column::left("Step"),
+                Column::left("Label"),
+                Column::left("Decision"),
+                Column::left("Time"),
+                Column::right("Files"),
+                Column::left(""),
+            ],
+            rows,
+            empty: "No checkpoints yet.".into(),
+        }),
+    )
 }
 
 fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, CliError> {
@@ -422,20 +472,28 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
         "phase": outcome.status.phase,
         "state": outcome.status.state,
     });
-    Ok(Report::ok("plan rollback", data, format!("Rolled back to {cp_id}")).with(Element::panel(
-        "Rollback",
-        [
-            ("Plan", Cell::new(plan.plan_id.to_string(), Tone::Id)),
-            ("Checkpoint", Cell::new(cp_id.to_string(), Tone::Id)),
-            ("Resources", outcome.resources.join(", ").into()),
-            ("Discarded Checkpoints", outcome.discarded_checkpoints.to_string().into()),
-            ("Discarded Tool Calls", outcome.discarded_tool_calls.to_string().into()),
-            (
-                "Plan Status",
-                format!("{} / {}", outcome.status.phase, outcome.status.state).into(),
-            ),
-        ],
-    )))
+    Ok(
+        Report::ok("plan rollback", data, format!("Rolled back to {cp_id}")).with(Element::panel(
+            "Rollback",
+            [
+                ("Plan", Cell::new(plan.plan_id.to_string(), Tone::Id)),
+                ("Checkpoint", Cell::new(cp_id.to_string(), Tone::Id)),
+                ("Resources", outcome.resources.join(", ").into()),
+                (
+                    "Discarded Checkpoints",
+                    outcome.discarded_checkpoints.to_string().into(),
+                ),
+                (
+                    "Discarded Tool Calls",
+                    outcome.discarded_tool_calls.to_string().into(),
+                ),
+                (
+                    "Plan Status",
+                    format!("{} / {}", outcome.status.phase, outcome.status.state).into(),
+                ),
+            ],
+        )),
+    )
 }
 
 fn export_cmd(
@@ -451,11 +509,16 @@ fn export_cmd(
     let chosen = select(&active, resource)?;
     let sb = match chosen.as_slice() {
         [] => {
-            return Err(CliError::new("NOT_FOUND", "the plan has no sandbox yet: there is nothing to export"));
+            return Err(CliError::new(
+                "NOT_FOUND",
+                "the plan has no sandbox yet: there is nothing to export",
+            ));
         }
         [one] => *one,
         _ => {
-            return Err(CliError::invalid_input("the plan has several sandboxes; choose one with --resource NAME"));
+            return Err(CliError::invalid_input(
+                "the plan has several sandboxes; choose one with --resource NAME",
+            ));
         }
     };
     let _lock = sb.lock()?;
@@ -463,11 +526,22 @@ fn export_cmd(
         (Some(b), _) => export::to_branch(
             sb,
             b,
-            &format!("{}\n\nExported from CleverAgents plan {}", plan.name, plan.plan_id),
+            &format!(
+                "{}\n\nExported from CleverAgents plan {}",
+                plan.name, plan.plan_id
+            ),
             force,
         )?,
-        (None, Some(file)) => export::to_patch(sb, &std::path::absolute(file).unwrap_or(file.clone()), force)?,
-        (None, None) => return Err(CliError::invalid_input("give --branch NAME or --patch FILE")),
+        (None, Some(file)) => export::to_patch(
+            sb,
+            &std::path::absolute(file).unwrap_or(file.clone()),
+            force,
+        )?,
+        (None, None) => {
+            return Err(CliError::invalid_input(
+                "give --branch NAME or --patch FILE",
+            ));
+        }
     };
     let target = outcome
         .branch
@@ -504,7 +578,12 @@ fn cleanup(ctx: &Context, yes: bool) -> Result<Report, CliError> {
         &ctx.terminal,
         &ctx.suggest("plan cleanup --yes"),
     )?;
-    let report = lifetime::cleanup(&mut store, &sandboxes, Timestamp::now(), DEFAULT_RETENTION_DAYS)?;
+    let report = lifetime::cleanup(
+        &mut store,
+        &sandboxes,
+        Timestamp::now(),
+        DEFAULT_RETENTION_DAYS,
+    )?;
     let rows = report
         .sandboxes
         .iter()
@@ -518,7 +597,12 @@ fn cleanup(ctx: &Context, yes: bool) -> Result<Report, CliError> {
         })
         .collect();
     let n = report.sandboxes.len() + report.orphans.len();
-    let mut out = Report::ok("plan cleanup", &report, format!("{n} sandbox(es) cleaned up")).with(Element::Table {
+    let mut out = Report::ok(
+        "plan cleanup",
+        &report,
+        format!("{n} sandbox(es) cleaned up"),
+    )
+    .with(Element::Table {
         title: "Sandboxes".into(),
         columns: vec![
             Column::left("Plan"),

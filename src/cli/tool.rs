@@ -142,7 +142,11 @@ fn tool_run(
     if !call.changes.is_empty() {
         report = report.with(Element::Table {
             title: "Changes".into(),
-            columns: vec![Column::left("Operation"), Column::left("Path"), Column::right("Size")],
+            columns: vec![
+                Column::left("Operation"),
+                Column::left("Path"),
+                Column::right("Size"),
+            ],
             rows: call
                 .changes
                 .iter()

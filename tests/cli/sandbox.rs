@@ -26,7 +26,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("HOME", dir)
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -39,7 +43,11 @@ fn user_repo(root: &Path) -> PathBuf {
     fs::write(repo.join("a.txt"), "alpha\n").unwrap();
     fs::write(repo.join("b.txt"), "bravo\n").unwrap();
     fs::write(repo.join("tracked.txt"), "tracked\n").unwrap();
-    fs::write(repo.join("src/lib.rs"), "pub fn answer() -> u32 {\n    41\n}\n").unwrap();
+    fs::write(
+        repo.join("src/lib.rs"),
+        "pub fn answer() -> u32 {\n    41\n}\n",
+    )
+    .unwrap();
     fs::write(repo.join("docs/readme.md"), "# Docs\n\nSome text.\n").unwrap();
     fs::write(repo.join(".gitignore"), "*.log\n").unwrap();
     git(&repo, &["add", "-A"]);
@@ -73,7 +81,14 @@ fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                     stack.push(p);
                 }
             } else if t.is_symlink() {
-                out.insert(rel, fs::read_link(&p).unwrap().to_string_lossy().as_bytes().to_vec());
+                out.insert(
+                    rel,
+                    fs::read_link(&p)
+                        .unwrap()
+                        .to_string_lossy()
+                        .as_bytes()
+                        .to_vec(),
+                );
             } else {
                 out.insert(rel, fs::read(&p).unwrap());
             }
@@ -101,7 +116,16 @@ fn repo_state(repo: &Path) -> RepoState {
     let index = fs::read(repo.join(".git/index")).unwrap();
     RepoState {
         index,
-        status: git(repo, &["--no-optional-locks", "status", "--porcelain=v2", "--branch", "--untracked-files=all"]),
+        status: git(
+            repo,
+            &[
+                "--no-optional-locks",
+                "status",
+                "--porcelain=v2",
+                "--branch",
+                "--untracked-files=all",
+            ],
+        ),
         refs: git(repo, &["for-each-ref", "--format=%(refname) %(objectname)"]),
         head: fs::read(repo.join(".git/HEAD")).unwrap(),
         packed_refs: fs::read(repo.join(".git/packed-refs")).ok(),
@@ -154,10 +178,18 @@ fn tree_hash(dir: &Path) -> String {
             .env("HOME", tmp.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
-    let init = Command::new("git").args(["init", "-q", "--bare"]).arg(&git_dir).output().unwrap();
+    let init = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&git_dir)
+        .output()
+        .unwrap();
     assert!(init.status.success());
     run(&["add", "-A"]);
     run(&["write-tree"])
@@ -170,20 +202,44 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
     let before = repo_state(&repo);
     let plan = plan_in(&env, Phase::Execute);
 
-    let first = tool(&env, &plan, &repo, "write_file", json!({"path": "new/file.txt", "content": "brand new\n"}));
+    let first = tool(
+        &env,
+        &plan,
+        &repo,
+        "write_file",
+        json!({"path": "new/file.txt", "content": "brand new\n"}),
+    );
     assert_eq!(first.1, 0, "{:#}", first.0);
     assert!(
-        first.0["messages"].to_string().contains("2 uncommitted files are not visible to this plan"),
+        first.0["messages"]
+            .to_string()
+            .contains("2 uncommitted files are not visible to this plan"),
         "{:#}",
         first.0["messages"]
     );
     let work = work_dir(&env, &plan);
-    assert_eq!(fs::read_to_string(work.join("a.txt")).unwrap(), "alpha\n", "uncommitted edits are not carried in");
+    assert_eq!(
+        fs::read_to_string(work.join("a.txt")).unwrap(),
+        "alpha\n",
+        "uncommitted edits are not carried in"
+    );
     assert!(!work.join("untracked.txt").exists());
     let mut states = vec![files_of(&work)];
-    ok_tool(&env, &plan, &repo, "edit_file", json!({"path": "src/lib.rs", "edits": [{"old_text": "41", "new_text": "42"}]}));
+    ok_tool(
+        &env,
+        &plan,
+        &repo,
+        "edit_file",
+        json!({"path": "src/lib.rs", "edits": [{"old_text": "41", "new_text": "42"}]}),
+    );
     states.push(files_of(&work));
-    ok_tool(&env, &plan, &repo, "move_file", json!({"source": "docs/readme.md", "destination": "docs/README.md"}));
+    ok_tool(
+        &env,
+        &plan,
+        &repo,
+        "move_file",
+        json!({"source": "docs/readme.md", "destination": "docs/README.md"}),
+    );
     states.push(files_of(&work));
     ok_tool(&env, &plan, &repo, "delete_file", json!({"path": "b.txt"}));
     states.push(files_of(&work));
@@ -200,11 +256,19 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["operation"].as_str().unwrap().into(), c["path"].as_str().unwrap().into()))
+        .map(|c| {
+            (
+                c["operation"].as_str().unwrap().into(),
+                c["path"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     assert_eq!(
         shell_changes,
-        [("create".to_string(), "made-by-shell.txt".to_string()), ("delete".into(), "tracked.txt".into())],
+        [
+            ("create".to_string(), "made-by-shell.txt".to_string()),
+            ("delete".into(), "tracked.txt".into())
+        ],
         "shell changes come from comparing snapshots; ignored files are not captured"
     );
 
@@ -221,7 +285,10 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
         .map(|f| {
             (
                 f["path"].as_str().unwrap().to_string(),
-                (f["status"].as_str().unwrap().to_string(), f["old_path"].as_str().map(str::to_string)),
+                (
+                    f["status"].as_str().unwrap().to_string(),
+                    f["old_path"].as_str().map(str::to_string),
+                ),
             )
         })
         .collect();
@@ -248,9 +315,20 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
         .unwrap()
         .iter()
         .filter(|l| l["kind"] != "context")
-        .map(|l| (l["kind"].as_str().unwrap().into(), l["text"].as_str().unwrap().into()))
+        .map(|l| {
+            (
+                l["kind"].as_str().unwrap().into(),
+                l["text"].as_str().unwrap().into(),
+            )
+        })
         .collect();
-    assert_eq!(lines, [("removed".to_string(), "    41".to_string()), ("added".into(), "    42".into())]);
+    assert_eq!(
+        lines,
+        [
+            ("removed".to_string(), "    41".to_string()),
+            ("added".into(), "    42".into())
+        ]
+    );
     assert_eq!(diff["data"]["stats"]["files_changed"], 6);
 
     // Checkpoints: one at the start (the base) and one after each call.
@@ -260,7 +338,10 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
     assert_eq!(cps.len(), 6, "{cps:#?}");
     assert_eq!(cps[0]["files_changed"], 0);
     assert_eq!(cps[1]["files_changed"], 1);
-    assert!(cps.iter().all(|c| c["checkpoint_id"].as_str().unwrap().starts_with("cp_")));
+    assert!(
+        cps.iter()
+            .all(|c| c["checkpoint_id"].as_str().unwrap().starts_with("cp_"))
+    );
 
     // Roll back to each checkpoint, newest first: the work tree matches byte for byte and its
     // independently computed tree hash is the checkpoint's.
@@ -290,14 +371,27 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
         now.remove("build.log"); // ignored files are neither captured nor restored
         assert_eq!(now, expected_states[i], "checkpoint {i} ({id})");
         let tree = cp["states"][0]["tree_oid"].as_str().unwrap();
-        assert_eq!(tree_hash(&work), tree, "tree hash after rolling back to {id}");
+        assert_eq!(
+            tree_hash(&work),
+            tree,
+            "tree hash after rolling back to {id}"
+        );
     }
     let (all, _) = env.json(&["plan", "checkpoints", "--all", &plan]);
-    let discarded = all["data"]["checkpoints"].as_array().unwrap().iter().filter(|c| !c["discarded_at"].is_null()).count();
+    let discarded = all["data"]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["discarded_at"].is_null())
+        .count();
     assert_eq!(discarded, 5);
     let (after, _) = env.json(&["plan", "diff", &plan]);
     assert_eq!(after["data"]["stats"]["files_changed"], 0);
-    assert_eq!(repo_state(&repo), before, "rollbacks do not touch the user's repository either");
+    assert_eq!(
+        repo_state(&repo),
+        before,
+        "rollbacks do not touch the user's repository either"
+    );
 }
 
 #[test]
@@ -305,17 +399,32 @@ fn invalid_arguments_name_the_field_and_the_plan_continues() {
     let env = Env::new();
     let repo = user_repo(env.root());
     let plan = plan_in(&env, Phase::Execute);
-    let (doc, code) = tool(&env, &plan, &repo, "edit_file", json!({"path": "a.txt", "edits": [{"old_txt": "a", "new_text": "b"}]}));
+    let (doc, code) = tool(
+        &env,
+        &plan,
+        &repo,
+        "edit_file",
+        json!({"path": "a.txt", "edits": [{"old_txt": "a", "new_text": "b"}]}),
+    );
     assert_eq!(code, 1);
     assert_eq!(doc["error"]["code"], "INVALID_INPUT");
     let message = doc["error"]["message"].as_str().unwrap();
     assert!(message.contains("edits[0]"), "{message}");
     assert_eq!(doc["data"]["call"]["outcome"], "invalid");
-    let ok = ok_tool(&env, &plan, &repo, "write_file", json!({"path": "a.txt", "content": "fine\n"}));
+    let ok = ok_tool(
+        &env,
+        &plan,
+        &repo,
+        "write_file",
+        json!({"path": "a.txt", "content": "fine\n"}),
+    );
     assert_eq!(ok["call"]["seq"], 2);
     let store = Store::open(&env.data_dir.join("cleveragents.db")).unwrap();
     let p = store.plan(&plan.parse().unwrap()).unwrap().unwrap();
-    assert_eq!((p.phase(), p.state()), (Phase::Execute, ProcessingState::Queued));
+    assert_eq!(
+        (p.phase(), p.state()),
+        (Phase::Execute, ProcessingState::Queued)
+    );
 }
 
 #[test]
@@ -330,7 +439,12 @@ fn strategize_plans_refuse_writing_tools_with_permission_denied() {
         let (doc, code) = tool(&env, &plan, &repo, name, args);
         assert_eq!(code, 1);
         assert_eq!(doc["error"]["code"], "PERMISSION_DENIED", "{doc:#}");
-        assert!(doc["error"]["message"].as_str().unwrap().contains("strategize"));
+        assert!(
+            doc["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("strategize")
+        );
     }
     let read = ok_tool(&env, &plan, &repo, "read_file", json!({"path": "a.txt"}));
     assert_eq!(read["result"]["content"], "alpha\n");
@@ -352,11 +466,20 @@ fn landlock_is_enforced_under_ci_and_diagnostics_says_so() {
         .cloned()
         .unwrap();
     if std::env::var("CI").as_deref() == Ok("true") {
-        assert!(landlock_enforced(), "CI must run where Landlock confines shell commands");
+        assert!(
+            landlock_enforced(),
+            "CI must run where Landlock confines shell commands"
+        );
         assert_eq!(check["status"], "ok");
     }
     if landlock_enforced() {
-        assert!(check["details"].as_str().unwrap().starts_with("landlock: enforced (ABI "), "{check}");
+        assert!(
+            check["details"]
+                .as_str()
+                .unwrap()
+                .starts_with("landlock: enforced (ABI "),
+            "{check}"
+        );
     } else {
         assert_eq!(check["status"], "warn");
     }
@@ -365,8 +488,11 @@ fn landlock_is_enforced_under_ci_and_diagnostics_says_so() {
 #[test]
 fn shell_commands_cannot_write_outside_the_sandbox_or_open_tcp_connections() {
     if !landlock_enforced() {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Landlock must be enforced under CI");
-        eprintln!("skipped: Landlock is not available on this kernel");
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "Landlock must be enforced under CI"
+        );
         return;
     }
     let env = Env::new();
@@ -377,19 +503,31 @@ fn shell_commands_cannot_write_outside_the_sandbox_or_open_tcp_connections() {
     let work = work_dir(&env, &plan);
     let outside_root = work.parent().unwrap().to_path_buf();
     let listing = |p: &Path| -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(p).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         v.sort();
         v
     };
     let sandbox_dir_before = listing(&outside_root);
 
     let run = |command: String| -> Value {
-        let data = ok_tool(&env, &plan, &repo, "shell_execute", json!({"command": command}));
+        let data = ok_tool(
+            &env,
+            &plan,
+            &repo,
+            "shell_execute",
+            json!({"command": command}),
+        );
         data["result"].clone()
     };
     let r = run("touch ../outside".into());
     assert_ne!(r["exit_code"], 0, "{r}");
-    assert!(r["stderr"].as_str().unwrap().contains("ermission denied"), "{r}");
+    assert!(
+        r["stderr"].as_str().unwrap().contains("ermission denied"),
+        "{r}"
+    );
     let target = repo.join("pwned.txt");
     let r = run(format!("echo x > {}", target.display()));
     assert_ne!(r["exit_code"], 0, "{r}");
@@ -401,7 +539,10 @@ fn shell_commands_cannot_write_outside_the_sandbox_or_open_tcp_connections() {
     let port = listener.local_addr().unwrap().port();
     let r = run(format!("bash -c 'echo hello > /dev/tcp/127.0.0.1/{port}'"));
     assert_ne!(r["exit_code"], 0, "{r}");
-    assert!(listener.accept().is_err(), "no connection reached the listener");
+    assert!(
+        listener.accept().is_err(),
+        "no connection reached the listener"
+    );
 
     // Positive controls: the sandbox and the per-plan home are writable.
     let r = run("touch inside.txt && echo cached > \"$XDG_CACHE_HOME/c\" && echo t > \"$TMPDIR/t\" && echo h > \"$HOME/h\"".into());
@@ -421,8 +562,11 @@ fn shell_environment_is_scrubbed_and_timeouts_kill_the_whole_process_group() {
     let repo = user_repo(env.root());
     let plan = plan_in(&env, Phase::Execute);
     if !landlock_enforced() {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Landlock must be enforced under CI");
-        eprintln!("skipped: without Landlock shell_execute is unsafe and refused by default");
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "Landlock must be enforced under CI"
+        );
         return;
     }
     let mut cmd = env.command(&[
@@ -438,20 +582,44 @@ fn shell_environment_is_scrubbed_and_timeouts_kill_the_whole_process_group() {
         "--args",
         &json!({"command": "env | sort"}).to_string(),
     ]);
-    cmd.env("OPENAI_API_KEY", "sk-should-not-leak").env("MY_SECRET", "hunter2");
+    cmd.env("OPENAI_API_KEY", "sk-should-not-leak")
+        .env("MY_SECRET", "hunter2");
     let out = cmd.output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let stdout = doc["data"]["result"]["stdout"].as_str().unwrap_or_else(|| panic!("{doc:#}"));
-    assert!(!stdout.contains("sk-should-not-leak") && !stdout.contains("hunter2"), "{stdout}");
-    let names: Vec<&str> = stdout.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
+    let stdout = doc["data"]["result"]["stdout"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(
+        !stdout.contains("sk-should-not-leak") && !stdout.contains("hunter2"),
+        "{stdout}"
+    );
+    let names: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
     for name in &names {
         assert!(
-            ["PATH", "LANG", "TERM", "HOME", "XDG_CACHE_HOME", "TMPDIR", "PWD", "SHLVL", "_", "OLDPWD"].contains(name),
+            [
+                "PATH",
+                "LANG",
+                "TERM",
+                "HOME",
+                "XDG_CACHE_HOME",
+                "TMPDIR",
+                "PWD",
+                "SHLVL",
+                "_",
+                "OLDPWD"
+            ]
+            .contains(name),
             "unexpected variable {name} in {stdout}"
         );
     }
     let home_line = stdout.lines().find(|l| l.starts_with("HOME=")).unwrap();
-    assert!(home_line.contains(&env.data_dir.join("sandboxes").display().to_string()), "{home_line}");
+    assert!(
+        home_line.contains(&env.data_dir.join("sandboxes").display().to_string()),
+        "{home_line}"
+    );
 
     let started = std::time::Instant::now();
     let data = ok_tool(
@@ -474,7 +642,10 @@ fn shell_environment_is_scrubbed_and_timeouts_kill_the_whole_process_group() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let state = fs::read_to_string(proc_path.join("stat")).unwrap_or_default();
-    assert!(state.is_empty() || state.contains(") Z "), "the background process survived: {state}");
+    assert!(
+        state.is_empty() || state.contains(") Z "),
+        "the background process survived: {state}"
+    );
 }
 
 #[test]
@@ -482,7 +653,13 @@ fn export_creates_a_branch_or_a_patch_only_on_request() {
     let env = Env::new();
     let repo = user_repo(env.root());
     let plan = plan_in(&env, Phase::Execute);
-    ok_tool(&env, &plan, &repo, "write_file", json!({"path": "src/new.rs", "content": "pub fn new() {}\n"}));
+    ok_tool(
+        &env,
+        &plan,
+        &repo,
+        "write_file",
+        json!({"path": "src/new.rs", "content": "pub fn new() {}\n"}),
+    );
     ok_tool(&env, &plan, &repo, "delete_file", json!({"path": "b.txt"}));
     let refs_before = git(&repo, &["for-each-ref", "--format=%(refname)"]);
     assert!(!refs_before.contains("exported"));
@@ -492,7 +669,15 @@ fn export_creates_a_branch_or_a_patch_only_on_request() {
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["files_changed"], 2);
     let clone = env.root().join("clone");
-    git(env.root(), &["clone", "-q", repo.to_str().unwrap(), clone.to_str().unwrap()]);
+    git(
+        env.root(),
+        &[
+            "clone",
+            "-q",
+            repo.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
     git(&clone, &["apply", "--check", patch.to_str().unwrap()]);
     let (doc, code) = env.json(&["plan", "export", &plan, "--patch", patch.to_str().unwrap()]);
     assert_eq!(code, 1, "an existing file is not replaced: {doc:#}");
@@ -501,12 +686,24 @@ fn export_creates_a_branch_or_a_patch_only_on_request() {
     assert_eq!(code, 0, "{doc:#}");
     let commit = doc["data"]["commit"].as_str().unwrap().to_string();
     assert_eq!(git(&repo, &["rev-parse", "exported"]).trim(), commit);
-    assert_eq!(git(&repo, &["show", "exported:src/new.rs"]), "pub fn new() {}\n");
+    assert_eq!(
+        git(&repo, &["show", "exported:src/new.rs"]),
+        "pub fn new() {}\n"
+    );
     git(&repo, &["fsck", "--connectivity-only"]);
-    assert_eq!(git(&repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main", "the user's checkout is not switched");
+    assert_eq!(
+        git(&repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "main",
+        "the user's checkout is not switched"
+    );
     let (doc, code) = env.json(&["plan", "export", &plan, "--branch", "exported"]);
     assert_eq!(code, 1, "{doc:#}");
-    assert!(doc["error"]["message"].as_str().unwrap().contains("already exists"));
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already exists")
+    );
 }
 
 #[test]
@@ -520,18 +717,38 @@ fn directory_resources_are_copied_with_a_private_git_dir_and_diffed_the_same_way
     fs::write(dir.join("cache/blob"), "big").unwrap();
     let plan = plan_in(&env, Phase::Execute);
     let before = files_of(&dir);
-    ok_tool(&env, &plan, &dir, "edit_file", json!({"path": "notes/todo.md", "edits": [{"old_text": "- one", "new_text": "- one\n- two"}]}));
+    ok_tool(
+        &env,
+        &plan,
+        &dir,
+        "edit_file",
+        json!({"path": "notes/todo.md", "edits": [{"old_text": "- one", "new_text": "- one\n- two"}]}),
+    );
     let work = work_dir(&env, &plan);
-    assert!(!work.join("cache").exists(), "ignored directories are not copied");
-    assert!(!work.join(".git").exists(), "the private git directory is outside the copy");
+    assert!(
+        !work.join("cache").exists(),
+        "ignored directories are not copied"
+    );
+    assert!(
+        !work.join(".git").exists(),
+        "the private git directory is outside the copy"
+    );
     assert_eq!(files_of(&dir), before, "the directory itself is untouched");
     let (diff, _) = env.json(&["plan", "diff", &plan]);
     assert_eq!(diff["data"]["resources"][0]["strategy"], "copy_on_write");
-    assert_eq!(diff["data"]["resources"][0]["files"][0]["path"], "notes/todo.md");
+    assert_eq!(
+        diff["data"]["resources"][0]["files"][0]["path"],
+        "notes/todo.md"
+    );
     assert_eq!(diff["data"]["resources"][0]["files"][0]["additions"], 1);
     let (doc, code) = env.json(&["plan", "export", &plan, "--branch", "x"]);
     assert_eq!(code, 1);
-    assert!(doc["error"]["message"].as_str().unwrap().contains("--patch"));
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--patch")
+    );
     let (doc, code) = tool(&env, &plan, &dir, "git_status", json!({}));
     assert_eq!(code, 1);
     assert_eq!(doc["error"]["code"], "PERMISSION_DENIED");
@@ -542,9 +759,18 @@ fn cleanup_removes_sandboxes_of_cancelled_plans_and_orphaned_directories() {
     let env = Env::new();
     let repo = user_repo(env.root());
     let plan = plan_in(&env, Phase::Execute);
-    ok_tool(&env, &plan, &repo, "write_file", json!({"path": "x.txt", "content": "x"}));
+    ok_tool(
+        &env,
+        &plan,
+        &repo,
+        "write_file",
+        json!({"path": "x.txt", "content": "x"}),
+    );
     let work = work_dir(&env, &plan);
-    let orphan = env.data_dir.join("sandboxes").join("01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    let orphan = env
+        .data_dir
+        .join("sandboxes")
+        .join("01ARZ3NDEKTSV4RRFFQ69G5FAV");
     fs::create_dir_all(orphan.join("01ARZ3NDEKTSV4RRFFQ69G5FAW/work")).unwrap();
     let unrelated = env.data_dir.join("sandboxes").join("not-ours");
     fs::create_dir_all(&unrelated).unwrap();
@@ -555,14 +781,19 @@ fn cleanup_removes_sandboxes_of_cancelled_plans_and_orphaned_directories() {
     assert_eq!(code, 0, "{doc:#}");
     assert!(work.exists(), "an active plan's sandbox stays");
     assert!(!orphan.exists(), "a directory with no plan is removed");
-    assert!(unrelated.exists(), "directories not named by an id are never removed");
+    assert!(
+        unrelated.exists(),
+        "directories not named by an id are never removed"
+    );
 
     {
         let mut store = Store::open(&env.data_dir.join("cleveragents.db")).unwrap();
         let id = plan.parse().unwrap();
         let mut p = store.plan(&id).unwrap().unwrap();
         p.status.set_state(ProcessingState::Cancelled).unwrap();
-        store.update_plan_status(&id, p.status, jiff::Timestamp::now()).unwrap();
+        store
+            .update_plan_status(&id, p.status, jiff::Timestamp::now())
+            .unwrap();
     }
     let (doc, code) = env.json(&["plan", "cleanup", "--yes"]);
     assert_eq!(code, 0, "{doc:#}");

@@ -38,17 +38,21 @@ pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
 /// # Errors
 /// [`SandboxError::Git`].
 pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxError> {
-    let mut index = repo.index().map_err(SandboxError::git("opening the index"))?;
+    let mut index = repo
+        .index()
+        .map_err(SandboxError::git("opening the index"))?;
     let (removed, added) = workdir_changes(repo, &index)?;
     for path in &removed {
-        index
-            .remove_path(path)
-            .map_err(SandboxError::git(format!("removing {} from the index", path.display())))?;
+        index.remove_path(path).map_err(SandboxError::git(format!(
+            "removing {} from the index",
+            path.display()
+        )))?;
     }
     for path in &added {
-        index
-            .add_path(path)
-            .map_err(SandboxError::git(format!("adding {} to the index", path.display())))?;
+        index.add_path(path).map_err(SandboxError::git(format!(
+            "adding {} to the index",
+            path.display()
+        )))?;
     }
     let tree = index
         .write_tree()
@@ -96,23 +100,25 @@ fn workdir_changes(
     let index_time = std::fs::metadata(repo.path().join("index"))
         .ok()
         .map(|m| (m.mtime(), m.mtime_nsec()));
-    let tracked: Vec<Tracked> = index
-        .iter()
-        .filter(|e| e.mode != 0o160000)
-        .map(|e| Tracked {
+    let mut tracked = Vec::with_capacity(index.len());
+    let mut gitlinks: HashSet<Vec<u8>> = HashSet::new();
+    for e in index.iter() {
+        if e.mode == 0o160000 {
+            gitlinks.insert(e.path);
+            continue;
+        }
+        tracked.push(Tracked {
             path: PathBuf::from(std::ffi::OsStr::from_bytes(&e.path)),
             mode: e.mode,
             size: e.file_size,
             mtime: (e.mtime.seconds(), e.mtime.nanoseconds()),
             ctime: (e.ctime.seconds(), e.ctime.nanoseconds()),
             ino: e.ino,
-        })
-        .collect();
-    let known: HashSet<&[u8]> = tracked.iter().map(|t| t.path.as_os_str().as_bytes()).collect();
-    let gitlinks: HashSet<Vec<u8>> = index
+        });
+    }
+    let known: HashSet<&[u8]> = tracked
         .iter()
-        .filter(|e| e.mode == 0o160000)
-        .map(|e| e.path)
+        .map(|t| t.path.as_os_str().as_bytes())
         .collect();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -142,8 +148,8 @@ fn workdir_changes(
                             continue;
                         }
                         let exec_now = kind == 0o100000 && meta.mode() & 0o100 != 0;
-                        let racy = index_time
-                            .is_none_or(|it| (meta.mtime(), meta.mtime_nsec()) >= it);
+                        let racy =
+                            index_time.is_none_or(|it| (meta.mtime(), meta.mtime_nsec()) >= it);
                         let differs = (kind == 0o120000) != was_link
                             || (t.mode == 0o100755) != exec_now
                             || meta.len() as u32 != t.size
@@ -226,8 +232,12 @@ pub fn count_changed(repo: &Repository, old: Oid, new: Oid) -> Result<u64, Sandb
     if old == new {
         return Ok(0);
     }
-    let old = repo.find_tree(old).map_err(SandboxError::git("reading a tree"))?;
-    let new = repo.find_tree(new).map_err(SandboxError::git("reading a tree"))?;
+    let old = repo
+        .find_tree(old)
+        .map_err(SandboxError::git("reading a tree"))?;
+    let new = repo
+        .find_tree(new)
+        .map_err(SandboxError::git("reading a tree"))?;
     let diff = repo
         .diff_tree_to_tree(Some(&old), Some(&new), None)
         .map_err(SandboxError::git("comparing trees"))?;
@@ -333,7 +343,10 @@ pub fn create(
         }
         snaps.push((sb, repo, tree));
     }
-    if request.reuse_if_unchanged && unchanged && let Some(latest) = latest {
+    if request.reuse_if_unchanged
+        && unchanged
+        && let Some(latest) = latest
+    {
         return Ok(Some(latest));
     }
     let id = CheckpointId::generate();
@@ -353,8 +366,13 @@ pub fn create(
         let commit = repo
             .commit(Some(PLAN_REF), &sig, &sig, &message, &tree_obj, &[&parent])
             .map_err(SandboxError::git("committing the checkpoint"))?;
-        repo.reference(&format!("{CHECKPOINT_REF_PREFIX}{id}"), commit, true, "checkpoint")
-            .map_err(SandboxError::git("creating the checkpoint ref"))?;
+        repo.reference(
+            &format!("{CHECKPOINT_REF_PREFIX}{id}"),
+            commit,
+            true,
+            "checkpoint",
+        )
+        .map_err(SandboxError::git("creating the checkpoint ref"))?;
         states.push(CheckpointState {
             sandbox_id: sb.record.sandbox_id,
             commit_oid: commit.to_string(),
@@ -496,7 +514,14 @@ mod tests {
     fn setup() -> (tempfile::TempDir, Store, Sandboxes, Id, Sandbox) {
         let dir = tempfile::tempdir().unwrap();
         let repo = dir.path().join("user");
-        let head = repo_with_files(&repo, &[("a.txt", "a\n"), ("d/b.txt", "b\n"), (".gitignore", "*.log\n")]);
+        let head = repo_with_files(
+            &repo,
+            &[
+                ("a.txt", "a\n"),
+                ("d/b.txt", "b\n"),
+                (".gitignore", "*.log\n"),
+            ],
+        );
         let mut store = Store::open(&dir.path().join("db")).unwrap();
         let plan = Plan::new("local/x", "x", Timestamp::now());
         store.insert_plan(&plan).unwrap();
@@ -508,19 +533,32 @@ mod tests {
                     plan_id: plan.plan_id,
                     resource_name: "local/user".into(),
                     alias: None,
-                    kind: TargetKind::GitCheckout { repo, base_commit: head },
+                    kind: TargetKind::GitCheckout {
+                        repo,
+                        base_commit: head,
+                    },
                     read_only: false,
                 },
             )
             .unwrap();
-        let sb = sandboxes.ensure(&mut store, &plan.plan_id, "local/user").unwrap();
+        let sb = sandboxes
+            .ensure(&mut store, &plan.plan_id, "local/user")
+            .unwrap();
         (dir, store, sandboxes, plan.plan_id, sb)
     }
 
     fn cp(store: &mut Store, sandboxes: &Sandboxes, plan: &Id, label: &str) -> CheckpointRecord {
-        create(store, sandboxes, plan, &CheckpointRequest { label: label.into(), ..Default::default() })
-            .unwrap()
-            .unwrap()
+        create(
+            store,
+            sandboxes,
+            plan,
+            &CheckpointRequest {
+                label: label.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .unwrap()
     }
 
     #[test]
@@ -547,20 +585,36 @@ mod tests {
         assert_eq!(out.discarded_checkpoints, 0);
         assert!(!w.join("stray.txt").exists());
         assert_eq!(fs::read_to_string(w.join("a.txt")).unwrap(), "changed\n");
-        assert_eq!(fs::metadata(w.join("run.sh")).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            fs::metadata(w.join("run.sh")).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
 
         rollback(&mut store, &sandboxes, &plan, &first.checkpoint_id).unwrap();
         assert_eq!(fs::read_to_string(w.join("a.txt")).unwrap(), "a\n");
         assert_eq!(fs::read_to_string(w.join("d/b.txt")).unwrap(), "b\n");
         assert!(!w.join("e").exists(), "new directories go with their files");
         assert!(!w.join("run.sh").exists() && fs::symlink_metadata(w.join("link")).is_err());
-        assert_eq!(fs::read_to_string(w.join("keep.log")).unwrap(), "ignored\n", "ignored files are left alone");
+        assert_eq!(
+            fs::read_to_string(w.join("keep.log")).unwrap(),
+            "ignored\n",
+            "ignored files are left alone"
+        );
         let repo = sb.repo().unwrap();
-        assert_eq!(snapshot(&repo).unwrap().to_string(), first.states[0].tree_oid);
+        assert_eq!(
+            snapshot(&repo).unwrap().to_string(),
+            first.states[0].tree_oid
+        );
         let err = rollback(&mut store, &sandboxes, &plan, &second.checkpoint_id).unwrap_err();
         assert!(err.to_string().contains("discarded"), "{err}");
         let p = store.plan(&plan).unwrap().unwrap();
-        assert_eq!((p.phase(), p.state()), (crate::engine::domain::lifecycle::Phase::Execute, crate::engine::domain::lifecycle::ProcessingState::Queued));
+        assert_eq!(
+            (p.phase(), p.state()),
+            (
+                crate::engine::domain::lifecycle::Phase::Execute,
+                crate::engine::domain::lifecycle::ProcessingState::Queued
+            )
+        );
     }
 
     /// The tree git itself computes for a directory (`git add -A && git write-tree` in a
@@ -570,12 +624,24 @@ mod tests {
         let g = tmp.path().join("g");
         let run = |args: &[&str], with_work: bool| {
             let mut c = std::process::Command::new("git");
-            c.arg("-c").arg("core.excludesFile=/dev/null").arg("--git-dir").arg(&g);
+            c.arg("-c")
+                .arg("core.excludesFile=/dev/null")
+                .arg("--git-dir")
+                .arg(&g);
             if with_work {
                 c.arg("--work-tree").arg(dir);
             }
-            let out = c.args(args).env("GIT_CONFIG_NOSYSTEM", "1").env("HOME", tmp.path()).output().unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let out = c
+                .args(args)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("HOME", tmp.path())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             String::from_utf8(out.stdout).unwrap().trim().to_string()
         };
         run(&["init", "-q", "--bare"], false);
@@ -611,7 +677,10 @@ mod tests {
         std::os::unix::fs::symlink("a.txt", w.join("alias")).unwrap();
         let ours = snapshot(&repo).unwrap().to_string();
         let tree = repo.find_tree(git2::Oid::from_str(&ours).unwrap()).unwrap();
-        assert!(tree.get_path(std::path::Path::new("nested/.git/config")).is_err());
+        assert!(
+            tree.get_path(std::path::Path::new("nested/.git/config"))
+                .is_err()
+        );
         assert!(tree.get_path(std::path::Path::new("new/drop.tmp")).is_err());
         assert!(tree.get_path(std::path::Path::new("new/keep.tmp")).is_ok());
         // git would treat nested/ as a repository; without its .git it sees what we see.
@@ -629,8 +698,14 @@ mod tests {
     fn an_unchanged_sandbox_reuses_the_latest_checkpoint_when_asked() {
         let (_dir, mut store, sandboxes, plan, _sb) = setup();
         let a = cp(&mut store, &sandboxes, &plan, "end");
-        let request = CheckpointRequest { label: "start".into(), reuse_if_unchanged: true, ..Default::default() };
-        let b = create(&mut store, &sandboxes, &plan, &request).unwrap().unwrap();
+        let request = CheckpointRequest {
+            label: "start".into(),
+            reuse_if_unchanged: true,
+            ..Default::default()
+        };
+        let b = create(&mut store, &sandboxes, &plan, &request)
+            .unwrap()
+            .unwrap();
         assert_eq!(a.checkpoint_id, b.checkpoint_id);
         assert_eq!(store.checkpoints(&plan).unwrap().len(), 1);
     }

@@ -236,7 +236,9 @@ impl SandboxFs {
             })?;
             builder.add(glob);
         }
-        let deny = builder.build().map_err(|e| FsError::Denied(e.to_string()))?;
+        let deny = builder
+            .build()
+            .map_err(|e| FsError::Denied(e.to_string()))?;
         Ok(Self {
             root: fd,
             root_path: root.to_path_buf(),
@@ -287,7 +289,9 @@ impl SandboxFs {
                     ));
                 }
                 p if p.eq_ignore_ascii_case(".git") => {
-                    return denied(format!("`{input}` is inside `.git`, which tools may not touch"));
+                    return denied(format!(
+                        "`{input}` is inside `.git`, which tools may not touch"
+                    ));
                 }
                 p => parts.push(p),
             }
@@ -303,7 +307,10 @@ impl SandboxFs {
                 .first()
                 .map(|i| self.deny_patterns[*i].clone())
                 .unwrap_or_default();
-            return denied(format!("`{}` matches the deny-list pattern `{rule}`", rel.0));
+            return denied(format!(
+                "`{}` matches the deny-list pattern `{rule}`",
+                rel.0
+            ));
         }
         Ok(rel)
     }
@@ -419,10 +426,7 @@ impl SandboxFs {
     /// As [`Self::open_file`], plus [`FsError::TooLarge`].
     pub fn read(&self, path: &RelPath, limit: u64) -> Result<Vec<u8>, FsError> {
         let file = self.open_file(path)?;
-        let size = file
-            .metadata()
-            .map_err(io_err(path.display()))?
-            .len();
+        let size = file.metadata().map_err(io_err(path.display()))?.len();
         if size > limit {
             return Err(FsError::TooLarge {
                 path: path.display().to_string(),
@@ -486,7 +490,12 @@ impl SandboxFs {
     pub fn create_dir_all(&self, path: &RelPath) -> Result<Vec<RelPath>, FsError> {
         let mut created = Vec::new();
         let mut cur = self
-            .open_beneath("", OFlags::PATH | OFlags::DIRECTORY, Mode::empty(), WRITE_RESOLVE)
+            .open_beneath(
+                "",
+                OFlags::PATH | OFlags::DIRECTORY,
+                Mode::empty(),
+                WRITE_RESOLVE,
+            )
             .map_err(|e| self.map_errno(path, e, true))?;
         let mut so_far = RelPath(String::new());
         for part in path.as_str().split('/').filter(|p| !p.is_empty()) {
@@ -781,16 +790,21 @@ impl SandboxFs {
         } else {
             RenameFlags::NOREPLACE
         };
-        rustix::fs::renameat_with(&from_dir, from_name.as_str(), &to_dir, to_name.as_str(), flags)
-            .map_err(|e| match e {
-                Errno::NOENT => FsError::NotFound(from.display().to_string()),
-                Errno::EXIST => FsError::AlreadyExists(to.display().to_string()),
-                Errno::INVAL => FsError::Denied(format!(
-                    "cannot move `{}` into itself",
-                    from.display()
-                )),
-                e => self.map_errno(to, e, true),
-            })
+        rustix::fs::renameat_with(
+            &from_dir,
+            from_name.as_str(),
+            &to_dir,
+            to_name.as_str(),
+            flags,
+        )
+        .map_err(|e| match e {
+            Errno::NOENT => FsError::NotFound(from.display().to_string()),
+            Errno::EXIST => FsError::AlreadyExists(to.display().to_string()),
+            Errno::INVAL => {
+                FsError::Denied(format!("cannot move `{}` into itself", from.display()))
+            }
+            e => self.map_errno(to, e, true),
+        })
     }
 
     /// Lists a directory (symbolic links inside the tree are followed to reach it; entries
@@ -892,7 +906,10 @@ mod tests {
         assert!(sfs.check(&long, false).unwrap_err().is_denied());
         let long_name = "x".repeat(300);
         assert!(sfs.check(&long_name, false).unwrap_err().is_denied());
-        assert_eq!(sfs.check("./src//a.txt", false).unwrap().as_str(), "src/a.txt");
+        assert_eq!(
+            sfs.check("./src//a.txt", false).unwrap().as_str(),
+            "src/a.txt"
+        );
         assert!(sfs.check(".", true).unwrap().is_root());
     }
 
@@ -906,14 +923,33 @@ mod tests {
         let p = |s: &str| sfs.check(s, false).unwrap();
         assert!(sfs.read(&p("out"), 1024).unwrap_err().is_denied());
         assert!(sfs.read(&p("rel-out"), 1024).unwrap_err().is_denied());
-        assert!(sfs.read(&p("outdir/outside.txt"), 1024).unwrap_err().is_denied());
+        assert!(
+            sfs.read(&p("outdir/outside.txt"), 1024)
+                .unwrap_err()
+                .is_denied()
+        );
         assert!(sfs.write(&p("out"), b"x", false).unwrap_err().is_denied());
-        assert!(sfs.write(&p("outdir/new.txt"), b"x", false).unwrap_err().is_denied());
-        assert!(sfs.write(&p("outdir/sub/new.txt"), b"x", true).unwrap_err().is_denied());
+        assert!(
+            sfs.write(&p("outdir/new.txt"), b"x", false)
+                .unwrap_err()
+                .is_denied()
+        );
+        assert!(
+            sfs.write(&p("outdir/sub/new.txt"), b"x", true)
+                .unwrap_err()
+                .is_denied()
+        );
         assert!(sfs.list(&p("outdir")).unwrap_err().is_denied());
-        assert_eq!(sfs.read(&p("in"), 1024).unwrap(), b"a\n", "links inside are read");
+        assert_eq!(
+            sfs.read(&p("in"), 1024).unwrap(),
+            b"a\n",
+            "links inside are read"
+        );
         assert!(sfs.write(&p("in"), b"x", false).unwrap_err().is_denied());
-        assert_eq!(fs::read_to_string(dir.path().join("outside.txt")).unwrap(), "secret\n");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("outside.txt")).unwrap(),
+            "secret\n"
+        );
         assert!(!dir.path().join("new.txt").exists());
         assert!(!dir.path().join("sub").exists());
         // Deleting the link removes the link, never its target.
@@ -930,13 +966,20 @@ mod tests {
         sfs.write(&path, b"new\n", false).unwrap();
         assert_eq!(fs::read(work.join("src/a.txt")).unwrap(), b"new\n");
         assert_eq!(
-            fs::metadata(work.join("src/a.txt")).unwrap().permissions().mode() & 0o777,
+            fs::metadata(work.join("src/a.txt"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
             0o755
         );
         let created = sfs
             .write(&sfs.check("x/y/z.txt", false).unwrap(), b"z", true)
             .unwrap();
-        assert_eq!(created.iter().map(|p| p.as_str()).collect::<Vec<_>>(), ["x", "x/y"]);
+        assert_eq!(
+            created.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+            ["x", "x/y"]
+        );
         let leftovers: Vec<_> = fs::read_dir(work.join("src"))
             .unwrap()
             .filter_map(|e| e.ok())
@@ -957,7 +1000,10 @@ mod tests {
             files.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
             ["d/e/f", "d/link"]
         );
-        assert!(matches!(sfs.remove_dir(&d, false), Err(FsError::NotEmpty(_))));
+        assert!(matches!(
+            sfs.remove_dir(&d, false),
+            Err(FsError::NotEmpty(_))
+        ));
         sfs.remove_dir(&d, true).unwrap();
         assert!(!work.join("d").exists());
         assert!(dir.path().join("outside.txt").exists());

@@ -319,7 +319,11 @@ pub fn unified(files: &[FileDiff]) -> String {
         let _ = writeln!(s, "diff --git a/{old} b/{}", f.path);
         match f.status {
             FileStatus::Added => {
-                let _ = writeln!(s, "new file mode {}", f.new_mode.as_deref().unwrap_or("100644"));
+                let _ = writeln!(
+                    s,
+                    "new file mode {}",
+                    f.new_mode.as_deref().unwrap_or("100644")
+                );
             }
             FileStatus::Deleted => {
                 let _ = writeln!(
@@ -396,7 +400,10 @@ mod tests {
         let hunks = text_hunks(old, new);
         assert_eq!(hunks.len(), 1);
         let h = &hunks[0];
-        assert_eq!((h.old_start, h.old_lines, h.new_start, h.new_lines), (1, 8, 1, 9));
+        assert_eq!(
+            (h.old_start, h.old_lines, h.new_start, h.new_lines),
+            (1, 8, 1, 9)
+        );
         let removed: Vec<_> = h
             .lines
             .iter()
@@ -405,14 +412,22 @@ mod tests {
             .collect();
         assert_eq!(removed, [(Some(4), "d")]);
         let last = h.lines.last().unwrap();
-        assert_eq!((last.kind, last.new_line, last.no_newline), (LineKind::Added, Some(9), true));
+        assert_eq!(
+            (last.kind, last.new_line, last.no_newline),
+            (LineKind::Added, Some(9), true)
+        );
     }
 
     #[test]
     fn an_added_file_starts_at_zero_in_the_old_range() {
         let hunks = text_hunks("", "x\ny\n");
         assert_eq!(
-            (hunks[0].old_start, hunks[0].old_lines, hunks[0].new_start, hunks[0].new_lines),
+            (
+                hunks[0].old_start,
+                hunks[0].old_lines,
+                hunks[0].new_start,
+                hunks[0].new_lines
+            ),
             (0, 0, 1, 2)
         );
     }

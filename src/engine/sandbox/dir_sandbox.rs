@@ -71,12 +71,10 @@ fn copy_tree(source: &Path, dest: &Path) -> Result<(), SandboxError> {
         .build();
     let mut count = 0usize;
     for entry in walker {
-        let entry = entry.map_err(|e| {
-            SandboxError::Io {
-                action: "read",
-                path: source.to_path_buf(),
-                source: std::io::Error::other(e.to_string()),
-            }
+        let entry = entry.map_err(|e| SandboxError::Io {
+            action: "read",
+            path: source.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
         })?;
         let rel = match entry.path().strip_prefix(source) {
             Ok(r) if !r.as_os_str().is_empty() => r,
@@ -96,7 +94,8 @@ fn copy_tree(source: &Path, dest: &Path) -> Result<(), SandboxError> {
         if kind.is_dir() {
             fs::create_dir_all(&target).map_err(SandboxError::io("create", &target))?;
         } else if kind.is_symlink() {
-            let link = fs::read_link(entry.path()).map_err(SandboxError::io("read link", entry.path()))?;
+            let link =
+                fs::read_link(entry.path()).map_err(SandboxError::io("read link", entry.path()))?;
             std::os::unix::fs::symlink(&link, &target)
                 .map_err(SandboxError::io("create link", &target))?;
         } else if kind.is_file() {

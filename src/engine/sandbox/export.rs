@@ -54,7 +54,10 @@ pub fn to_branch(
     message: &str,
     force: bool,
 ) -> Result<ExportOutcome, SandboxError> {
-    let TargetKind::GitCheckout { repo: user_path, .. } = &sandbox.target.kind else {
+    let TargetKind::GitCheckout {
+        repo: user_path, ..
+    } = &sandbox.target.kind
+    else {
         return Err(SandboxError::InvalidTarget(format!(
             "{} is a directory, not a git checkout; export it with --patch",
             sandbox.target.resource_name
@@ -110,8 +113,12 @@ pub fn to_branch(
 /// Copies `commit` and every object it reaches that `to` does not have (a tree already present
 /// is taken to be complete).
 fn copy_missing(from: &Repository, to: &Repository, commit: Oid) -> Result<(), SandboxError> {
-    let src = from.odb().map_err(SandboxError::git("opening the sandbox objects"))?;
-    let dst = to.odb().map_err(SandboxError::git("opening the repository objects"))?;
+    let src = from
+        .odb()
+        .map_err(SandboxError::git("opening the sandbox objects"))?;
+    let dst = to
+        .odb()
+        .map_err(SandboxError::git("opening the repository objects"))?;
     let mut stack = vec![commit];
     while let Some(oid) = stack.pop() {
         if dst.exists(oid) {
@@ -122,13 +129,20 @@ fn copy_missing(from: &Repository, to: &Repository, commit: Oid) -> Result<(), S
             .map_err(SandboxError::git(format!("reading object {oid}")))?;
         match object.kind() {
             git2::ObjectType::Commit => {
-                let c = from.find_commit(oid).map_err(SandboxError::git("reading a commit"))?;
+                let c = from
+                    .find_commit(oid)
+                    .map_err(SandboxError::git("reading a commit"))?;
                 stack.push(c.tree_id());
             }
             git2::ObjectType::Tree => {
-                let t = from.find_tree(oid).map_err(SandboxError::git("reading a tree"))?;
+                let t = from
+                    .find_tree(oid)
+                    .map_err(SandboxError::git("reading a tree"))?;
                 for entry in t.iter() {
-                    if matches!(entry.kind(), Some(git2::ObjectType::Tree | git2::ObjectType::Blob)) {
+                    if matches!(
+                        entry.kind(),
+                        Some(git2::ObjectType::Tree | git2::ObjectType::Blob)
+                    ) {
                         stack.push(entry.id());
                     }
                 }
@@ -147,8 +161,12 @@ fn copy_missing(from: &Repository, to: &Repository, commit: Oid) -> Result<(), S
 /// Git errors.
 pub fn patch_text(sandbox: &Sandbox) -> Result<(Vec<u8>, u64, String), SandboxError> {
     let (repo, base, base_tree, tree) = state(sandbox)?;
-    let old = repo.find_tree(base_tree).map_err(SandboxError::git("reading a tree"))?;
-    let new = repo.find_tree(tree).map_err(SandboxError::git("reading a tree"))?;
+    let old = repo
+        .find_tree(base_tree)
+        .map_err(SandboxError::git("reading a tree"))?;
+    let new = repo
+        .find_tree(tree)
+        .map_err(SandboxError::git("reading a tree"))?;
     let mut opts = DiffOptions::new();
     opts.show_binary(true);
     let mut diff = repo
@@ -173,7 +191,11 @@ pub fn patch_text(sandbox: &Sandbox) -> Result<(Vec<u8>, u64, String), SandboxEr
 /// # Errors
 /// [`SandboxError::InvalidTarget`] for an existing file or nothing to export; I/O and git
 /// errors.
-pub fn to_patch(sandbox: &Sandbox, file: &Path, force: bool) -> Result<ExportOutcome, SandboxError> {
+pub fn to_patch(
+    sandbox: &Sandbox,
+    file: &Path,
+    force: bool,
+) -> Result<ExportOutcome, SandboxError> {
     if file.exists() && !force {
         return Err(SandboxError::InvalidTarget(format!(
             "{} already exists; choose another file or pass --force",
@@ -187,7 +209,10 @@ pub fn to_patch(sandbox: &Sandbox, file: &Path, force: bool) -> Result<ExportOut
             sandbox.target.resource_name
         )));
     }
-    let dir = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let tmp = dir.join(format!(".cleveragents-patch-{}", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut f = fs::File::create(&tmp)?;

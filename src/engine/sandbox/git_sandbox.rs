@@ -43,7 +43,10 @@ impl Preflight {
             ));
         }
         if self.has_submodules {
-            out.push("submodules stay as gitlinks in the sandbox; their contents are not checked out".into());
+            out.push(
+                "submodules stay as gitlinks in the sandbox; their contents are not checked out"
+                    .into(),
+            );
         }
         if !self.filter_drivers.is_empty() {
             out.push(format!(
@@ -88,7 +91,9 @@ pub fn preflight(repo: &Path) -> Result<Preflight, SandboxError> {
         .iter()
         .filter(|s| s.status() != Status::CURRENT && !s.status().contains(Status::IGNORED))
         .count();
-    let tree = commit.tree().map_err(SandboxError::git("reading HEAD's tree"))?;
+    let tree = commit
+        .tree()
+        .map_err(SandboxError::git("reading HEAD's tree"))?;
     let has_submodules = tree.get_name(".gitmodules").is_some();
     let mut filter_drivers = Vec::new();
     if let Some(entry) = tree.get_name(".gitattributes")
@@ -209,7 +214,10 @@ fn checkout(layout: &Layout, repo: &Repository, tree: &git2::Tree<'_>) -> Result
     let mut bad = None;
     tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
         let Some(name) = entry.name().ok().filter(|n| safe_name(n)) else {
-            bad = Some(format!("{root}{}", String::from_utf8_lossy(entry.name_bytes())));
+            bad = Some(format!(
+                "{root}{}",
+                String::from_utf8_lossy(entry.name_bytes())
+            ));
             return git2::TreeWalkResult::Abort;
         };
         let path = format!("{root}{name}");
@@ -246,11 +254,21 @@ fn checkout(layout: &Layout, repo: &Repository, tree: &git2::Tree<'_>) -> Result
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(SandboxError::Checkpoint("a checkout thread panicked".into()))))
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(SandboxError::Checkpoint(
+                        "a checkout thread panicked".into(),
+                    ))
+                })
+            })
             .collect::<Result<Vec<()>, SandboxError>>()
     })?;
-    let mut index = repo.index().map_err(SandboxError::git("opening the index"))?;
-    index.clear().map_err(SandboxError::git("clearing the index"))?;
+    let mut index = repo
+        .index()
+        .map_err(SandboxError::git("opening the index"))?;
+    index
+        .clear()
+        .map_err(SandboxError::git("clearing the index"))?;
     for item in &items {
         let full = layout.work_dir.join(&item.path);
         let meta = if item.mode == 0o160000 {
@@ -263,16 +281,18 @@ fn checkout(layout: &Layout, repo: &Repository, tree: &git2::Tree<'_>) -> Result
             .map_err(SandboxError::git(format!("indexing {}", item.path)))?;
     }
     // Writing the tree fills the index's tree cache, which the file then keeps.
-    let written = index
-        .write_tree()
-        .map_err(SandboxError::git("checking the index against the base tree"))?;
+    let written = index.write_tree().map_err(SandboxError::git(
+        "checking the index against the base tree",
+    ))?;
     if written != tree.id() {
         return Err(SandboxError::Checkpoint(format!(
             "the checked-out index has tree {written}, expected {}",
             tree.id()
         )));
     }
-    index.write().map_err(SandboxError::git("writing the index"))?;
+    index
+        .write()
+        .map_err(SandboxError::git("writing the index"))?;
     Ok(())
 }
 
@@ -280,7 +300,9 @@ fn write_items(layout: &Layout, items: &[Item]) -> Result<(), SandboxError> {
     use std::io::Write;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let repo = open_repo(layout)?;
-    let odb = repo.odb().map_err(SandboxError::git("opening the objects"))?;
+    let odb = repo
+        .odb()
+        .map_err(SandboxError::git("opening the objects"))?;
     for item in items {
         let path = layout.work_dir.join(&item.path);
         if item.mode == 0o160000 {
@@ -294,7 +316,8 @@ fn write_items(layout: &Layout, items: &[Item]) -> Result<(), SandboxError> {
         if item.mode == 0o120000 {
             use std::os::unix::ffi::OsStrExt;
             let target = std::ffi::OsStr::from_bytes(object.data());
-            std::os::unix::fs::symlink(target, &path).map_err(SandboxError::io("create link", &path))?;
+            std::os::unix::fs::symlink(target, &path)
+                .map_err(SandboxError::io("create link", &path))?;
             continue;
         }
         let mode = if item.mode == 0o100755 { 0o755 } else { 0o644 };
@@ -351,10 +374,8 @@ fn index_entry(item: &Item, meta: Option<&fs::Metadata>) -> git2::IndexEntry {
 pub(crate) fn init_private(git_dir: &Path) -> Result<Repository, SandboxError> {
     let mut opts = RepositoryInitOptions::new();
     opts.bare(true).mkpath(true).initial_head(PLAN_REF);
-    let repo = Repository::init_opts(git_dir, &opts).map_err(SandboxError::git(format!(
-        "creating {}",
-        git_dir.display()
-    )))?;
+    let repo = Repository::init_opts(git_dir, &opts)
+        .map_err(SandboxError::git(format!("creating {}", git_dir.display())))?;
     {
         let mut config = repo
             .config()
@@ -433,7 +454,10 @@ mod tests {
             .filter_map(|e| e.ok())
             .filter(|e| e.file_name().len() == 2)
             .collect();
-        assert!(sandbox_objects.is_empty(), "objects are borrowed, not copied");
+        assert!(
+            sandbox_objects.is_empty(),
+            "objects are borrowed, not copied"
+        );
         assert_eq!(git(&user, &["branch", "--list"]), "* main");
         let repo = open_repo(&layout).unwrap();
         let base_tree = repo.find_commit(base).unwrap().tree_id();
@@ -452,27 +476,49 @@ mod tests {
         // Git stores a.txt normalized to LF; its own checkout would write CRLF back.
         repo_with_files(
             &user,
-            &[(".gitattributes", "*.txt text eol=crlf\n"), ("a.txt", "a\r\n"), ("run.sh", "#!/bin/sh\n")],
+            &[
+                (".gitattributes", "*.txt text eol=crlf\n"),
+                ("a.txt", "a\r\n"),
+                ("run.sh", "#!/bin/sh\n"),
+            ],
         );
         fs::set_permissions(user.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
         std::os::unix::fs::symlink("a.txt", user.join("link")).unwrap();
         git(&user, &["add", "-A"]);
         // A gitlink entry, as a submodule leaves in the tree.
         let sub = "1234567890123456789012345678901234567890";
-        git(&user, &["update-index", "--add", "--cacheinfo", &format!("160000,{sub},vendor/lib")]);
+        git(
+            &user,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{sub},vendor/lib"),
+            ],
+        );
         git(&user, &["commit", "-q", "-m", "more"]);
         let head = git(&user, &["rev-parse", "HEAD"]);
         let layout = Layout::at(&dir.path().join("sb"));
         fs::create_dir_all(&layout.work_dir).unwrap();
         let base = create(&layout, &user, &head).unwrap();
         let w = &layout.work_dir;
-        assert_eq!(fs::read(w.join("a.txt")).unwrap(), b"a\n", "files are written as stored, without filters");
-        assert_eq!(fs::metadata(w.join("run.sh")).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            fs::read(w.join("a.txt")).unwrap(),
+            b"a\n",
+            "files are written as stored, without filters"
+        );
+        assert_eq!(
+            fs::metadata(w.join("run.sh")).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
         assert_eq!(fs::read_link(w.join("link")).unwrap(), Path::new("a.txt"));
         assert!(w.join("vendor/lib").is_dir());
         let repo = open_repo(&layout).unwrap();
         let base_tree = repo.find_commit(base).unwrap().tree_id();
-        assert_eq!(crate::engine::sandbox::checkpoint::snapshot(&repo).unwrap(), base_tree);
+        assert_eq!(
+            crate::engine::sandbox::checkpoint::snapshot(&repo).unwrap(),
+            base_tree
+        );
     }
 
     #[test]

@@ -120,7 +120,9 @@ pub fn probe() -> &'static Probe {
                 tcp: false,
                 scopes: false,
                 reason: Some(match status {
-                    LandlockStatus::NotEnabled => "Landlock is built in but not enabled at boot".into(),
+                    LandlockStatus::NotEnabled => {
+                        "Landlock is built in but not enabled at boot".into()
+                    }
                     LandlockStatus::NotImplemented => "the kernel has no Landlock support".into(),
                     LandlockStatus::Available { .. } => "the ruleset was not enforced".into(),
                 }),
@@ -200,7 +202,10 @@ pub fn spawn(mut command: Command, confinement: &Confinement) -> Result<Child, C
             .map_err(err)?
             .add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_file(abi)))
             .map_err(err)?
-            .add_rules(path_beneath_rules(&confinement.writable, AccessFs::from_all(abi)))
+            .add_rules(path_beneath_rules(
+                &confinement.writable,
+                AccessFs::from_all(abi),
+            ))
             .map_err(err)?
             .restrict_self()
             .map_err(err)?;

@@ -136,7 +136,10 @@ fn run(
             continue;
         };
         let finished = plan.phase() == Phase::Applied
-            || matches!(plan.state(), ProcessingState::Cancelled | ProcessingState::Errored);
+            || matches!(
+                plan.state(),
+                ProcessingState::Cancelled | ProcessingState::Errored
+            );
         if !finished {
             continue;
         }
@@ -155,7 +158,9 @@ fn run(
         } else if explicit {
             if plan.phase() == Phase::Applied {
                 if record.state == SandboxState::Active {
-                    report.sandboxes.push(release(store, &record, "plan applied")?);
+                    report
+                        .sandboxes
+                        .push(release(store, &record, "plan applied")?);
                 }
             } else {
                 report

@@ -342,9 +342,10 @@ impl Sandbox {
     /// # Errors
     /// [`SandboxError::Checkpoint`] when the record has no base (never for active sandboxes).
     pub fn base_commit(&self) -> Result<git2::Oid, SandboxError> {
-        let text = self.record.base_commit.as_deref().ok_or_else(|| {
-            SandboxError::Checkpoint("the sandbox has no base commit yet".into())
-        })?;
+        let text =
+            self.record.base_commit.as_deref().ok_or_else(|| {
+                SandboxError::Checkpoint("the sandbox has no base commit yet".into())
+            })?;
         git2::Oid::from_str(text).map_err(SandboxError::git("reading the base commit id"))
     }
 

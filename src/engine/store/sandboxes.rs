@@ -349,7 +349,10 @@ impl Store {
              WHERE plan_id = (SELECT plan_id FROM sandboxes WHERE sandbox_id = ?1)",
             [id.to_string()],
         )?;
-        tx.execute("DELETE FROM sandboxes WHERE sandbox_id = ?1", [id.to_string()])?;
+        tx.execute(
+            "DELETE FROM sandboxes WHERE sandbox_id = ?1",
+            [id.to_string()],
+        )?;
         tx.commit()?;
         Ok(())
     }
@@ -358,7 +361,11 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::Sqlite`] or [`StoreError::Corrupt`].
-    pub fn sandbox(&self, plan_id: &Id, resource: &str) -> Result<Option<SandboxRecord>, StoreError> {
+    pub fn sandbox(
+        &self,
+        plan_id: &Id,
+        resource: &str,
+    ) -> Result<Option<SandboxRecord>, StoreError> {
         self.conn()
             .query_row(
                 &format!("SELECT {SANDBOX_COLUMNS} FROM sandboxes WHERE plan_id = ?1 AND resource_name = ?2"),
@@ -404,7 +411,11 @@ impl Store {
         )?;
         let rows = stmt
             .query_map([id], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
         rows.into_iter()
@@ -418,7 +429,7 @@ impl Store {
             .collect()
     }
 
-    fn into_checkpoint(&self, raw: RawCheckpoint) -> Result<CheckpointRecord, StoreError> {
+    fn load_checkpoint(&self, raw: RawCheckpoint) -> Result<CheckpointRecord, StoreError> {
         let t = "checkpoints";
         let RawCheckpoint(c, [seq, files, calls]) = raw;
         let mut c = c.into_iter();
@@ -498,7 +509,7 @@ impl Store {
         let rows = stmt
             .query_map([plan_id.to_string()], checkpoint_row)?
             .collect::<Result<Vec<_>, _>>()?;
-        rows.into_iter().map(|r| self.into_checkpoint(r)).collect()
+        rows.into_iter().map(|r| self.load_checkpoint(r)).collect()
     }
 
     /// The newest checkpoint of a plan that was not discarded.
@@ -513,7 +524,7 @@ impl Store {
                 checkpoint_row,
             )
             .optional()?
-            .map(|r| self.into_checkpoint(r))
+            .map(|r| self.load_checkpoint(r))
             .transpose()
     }
 
@@ -529,7 +540,7 @@ impl Store {
                 checkpoint_row,
             )
             .optional()?
-            .map(|r| self.into_checkpoint(r))
+            .map(|r| self.load_checkpoint(r))
             .transpose()
     }
 
@@ -716,7 +727,11 @@ impl Store {
         tx.execute(
             "UPDATE changes SET discarded_at = ?3 WHERE discarded_at IS NULL AND call_id IN \
              (SELECT call_id FROM tool_calls WHERE plan_id = ?1 AND seq > ?2)",
-            params![plan, i64::try_from(cp.tool_call_seq).unwrap_or(i64::MAX), now_s],
+            params![
+                plan,
+                i64::try_from(cp.tool_call_seq).unwrap_or(i64::MAX),
+                now_s
+            ],
         )?;
         let calls = tx.execute(
             "UPDATE tool_calls SET discarded_at = ?3 WHERE plan_id = ?1 AND seq > ?2 AND discarded_at IS NULL",

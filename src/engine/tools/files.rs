@@ -143,11 +143,18 @@ fn edit_file(ctx: &mut ToolContext<'_>, a: EditFile) -> Result<Value, ToolError>
     let path = check(ctx, &a.path)?;
     let bytes = ctx.fs.read(&path, READ_LIMIT)?;
     let old = content_of(&bytes);
-    let mut text = String::from_utf8(bytes)
-        .map_err(|_| ToolError::Failed(format!("{} is not UTF-8 text; edit_file works on text", path.as_str())))?;
+    let mut text = String::from_utf8(bytes).map_err(|_| {
+        ToolError::Failed(format!(
+            "{} is not UTF-8 text; edit_file works on text",
+            path.as_str()
+        ))
+    })?;
     let mut replaced = 0;
     for (i, edit) in a.edits.iter().enumerate() {
-        let found: Vec<usize> = text.match_indices(&edit.old_text).map(|(at, _)| at).collect();
+        let found: Vec<usize> = text
+            .match_indices(&edit.old_text)
+            .map(|(at, _)| at)
+            .collect();
         match found.len() {
             0 => {
                 return Err(ToolError::Failed(format!(
@@ -157,7 +164,11 @@ fn edit_file(ctx: &mut ToolContext<'_>, a: EditFile) -> Result<Value, ToolError>
                 )));
             }
             n if n > 1 && !edit.replace_all => {
-                let lines: Vec<String> = found.iter().take(10).map(|&b| line_of(&text, b).to_string()).collect();
+                let lines: Vec<String> = found
+                    .iter()
+                    .take(10)
+                    .map(|&b| line_of(&text, b).to_string())
+                    .collect();
                 return Err(ToolError::Failed(format!(
                     "edit {}: old_text occurs {n} times in {} (lines {}); add surrounding text to make it unique, or set replace_all; nothing was changed",
                     i + 1,
@@ -189,9 +200,10 @@ pub struct PathArg {
 
 fn delete_file(ctx: &mut ToolContext<'_>, a: PathArg) -> Result<Value, ToolError> {
     let path = check(ctx, &a.path)?;
-    let old = ctx.fs.content(&path)?.ok_or_else(|| {
-        ToolError::NotFound(format!("{} does not exist", path.as_str()))
-    })?;
+    let old = ctx
+        .fs
+        .content(&path)?
+        .ok_or_else(|| ToolError::NotFound(format!("{} does not exist", path.as_str())))?;
     ctx.fs.remove_file(&path)?;
     if let Some(change) = Change::between(&path, Some(old), None) {
         ctx.record(change);
@@ -215,10 +227,15 @@ pub struct TwoPaths {
 fn move_file(ctx: &mut ToolContext<'_>, a: TwoPaths) -> Result<Value, ToolError> {
     let from = check(ctx, &a.source)?;
     let to = check(ctx, &a.destination)?;
-    let meta = ctx.fs.meta(&from)?.ok_or_else(|| {
-        ToolError::NotFound(format!("{} does not exist", from.as_str()))
-    })?;
-    let replaced = if a.overwrite { ctx.fs.content(&to).ok().flatten() } else { None };
+    let meta = ctx
+        .fs
+        .meta(&from)?
+        .ok_or_else(|| ToolError::NotFound(format!("{} does not exist", from.as_str())))?;
+    let replaced = if a.overwrite {
+        ctx.fs.content(&to).ok().flatten()
+    } else {
+        None
+    };
     if meta.kind == EntryKind::Directory {
         let files = ctx.fs.files_under(&from)?;
         ctx.fs.rename(&from, &to, false)?;
@@ -235,9 +252,10 @@ fn move_file(ctx: &mut ToolContext<'_>, a: TwoPaths) -> Result<Value, ToolError>
             });
         }
     } else {
-        let content = ctx.fs.content(&from)?.ok_or_else(|| {
-            ToolError::NotFound(format!("{} does not exist", from.as_str()))
-        })?;
+        let content = ctx
+            .fs
+            .content(&from)?
+            .ok_or_else(|| ToolError::NotFound(format!("{} does not exist", from.as_str())))?;
         if let Some(existing) = ctx.fs.meta(&to)?
             && existing.kind == EntryKind::Directory
         {
@@ -281,7 +299,9 @@ fn copy_file(ctx: &mut ToolContext<'_>, a: TwoPaths) -> Result<Value, ToolError>
     if let Some(change) = Change::between(&to, old, Some(content_of(&bytes))) {
         ctx.record(change);
     }
-    Ok(json!({"source": from.as_str(), "destination": to.as_str(), "status": "copied", "size": bytes.len()}))
+    Ok(
+        json!({"source": from.as_str(), "destination": to.as_str(), "status": "copied", "size": bytes.len()}),
+    )
 }
 
 fn create_directory(ctx: &mut ToolContext<'_>, a: PathArg) -> Result<Value, ToolError> {
@@ -290,7 +310,11 @@ fn create_directory(ctx: &mut ToolContext<'_>, a: PathArg) -> Result<Value, Tool
     for dir in &created {
         ctx.record(Change::dir(ChangeOp::CreateDir, dir));
     }
-    let status = if created.is_empty() { "exists" } else { "created" };
+    let status = if created.is_empty() {
+        "exists"
+    } else {
+        "created"
+    };
     Ok(json!({"path": path.as_str(), "status": status}))
 }
 
@@ -357,9 +381,10 @@ fn list_directory(ctx: &mut ToolContext<'_>, a: ListDirectory) -> Result<Value, 
 
 fn get_file_info(ctx: &mut ToolContext<'_>, a: PathArg) -> Result<Value, ToolError> {
     let path = ctx.fs.check(&a.path, true)?;
-    let meta = ctx.fs.meta(&path)?.ok_or_else(|| {
-        ToolError::NotFound(format!("{} does not exist", path.display()))
-    })?;
+    let meta = ctx
+        .fs
+        .meta(&path)?
+        .ok_or_else(|| ToolError::NotFound(format!("{} does not exist", path.display())))?;
     let modified = jiff::Timestamp::from_second(meta.modified)
         .map(|t| t.to_string())
         .unwrap_or_default();
@@ -401,15 +426,85 @@ fn get_file_info(ctx: &mut ToolContext<'_>, a: PathArg) -> Result<Value, ToolErr
 pub fn tools() -> Vec<Box<dyn Tool>> {
     use ToolGroup::{DirectoryOperations as Dir, FileOperations as File};
     vec![
-        Box::new(Builtin::<ReadFile>::new("read_file", "Read a text file (or a range of its lines)", File, Capability::read_only, &["path"], read_file)),
-        Box::new(Builtin::<WriteFile>::new("write_file", "Create or overwrite a file with the given content", File, || Capability::writes_files(true), &["path"], write_file)),
-        Box::new(Builtin::<EditFile>::new("edit_file", "Apply exact search/replace edits to a file; fails if a search text is absent or ambiguous", File, || Capability::writes_files(false), &["path"], edit_file)),
-        Box::new(Builtin::<PathArg>::new("delete_file", "Delete a file", File, || Capability::writes_files(true), &["path"], delete_file)),
-        Box::new(Builtin::<TwoPaths>::new("move_file", "Move or rename a file or directory", File, || Capability::writes_files(false), &["source", "destination"], move_file)),
-        Box::new(Builtin::<TwoPaths>::new("copy_file", "Copy a file", File, || Capability::writes_files(true), &["source", "destination"], copy_file)),
-        Box::new(Builtin::<PathArg>::new("create_directory", "Create a directory and its missing parents", Dir, || Capability::writes_files(true), &["path"], create_directory)),
-        Box::new(Builtin::<DeleteDirectory>::new("delete_directory", "Delete a directory (recursive: true to delete its contents)", Dir, || Capability::writes_files(true), &["path"], delete_directory)),
-        Box::new(Builtin::<ListDirectory>::new("list_directory", "List a directory's entries, optionally filtered by a glob", Dir, Capability::read_only, &["path"], list_directory)),
-        Box::new(Builtin::<PathArg>::new("get_file_info", "Size, kind, mode, time, line count and binary detection for a path", File, Capability::read_only, &["path"], get_file_info)),
+        Box::new(Builtin::<ReadFile>::new(
+            "read_file",
+            "Read a text file (or a range of its lines)",
+            File,
+            Capability::read_only,
+            &["path"],
+            read_file,
+        )),
+        Box::new(Builtin::<WriteFile>::new(
+            "write_file",
+            "Create or overwrite a file with the given content",
+            File,
+            || Capability::writes_files(true),
+            &["path"],
+            write_file,
+        )),
+        Box::new(Builtin::<EditFile>::new(
+            "edit_file",
+            "Apply exact search/replace edits to a file; fails if a search text is absent or ambiguous",
+            File,
+            || Capability::writes_files(false),
+            &["path"],
+            edit_file,
+        )),
+        Box::new(Builtin::<PathArg>::new(
+            "delete_file",
+            "Delete a file",
+            File,
+            || Capability::writes_files(true),
+            &["path"],
+            delete_file,
+        )),
+        Box::new(Builtin::<TwoPaths>::new(
+            "move_file",
+            "Move or rename a file or directory",
+            File,
+            || Capability::writes_files(false),
+            &["source", "destination"],
+            move_file,
+        )),
+        Box::new(Builtin::<TwoPaths>::new(
+            "copy_file",
+            "Copy a file",
+            File,
+            || Capability::writes_files(true),
+            &["source", "destination"],
+            copy_file,
+        )),
+        Box::new(Builtin::<PathArg>::new(
+            "create_directory",
+            "Create a directory and its missing parents",
+            Dir,
+            || Capability::writes_files(true),
+            &["path"],
+            create_directory,
+        )),
+        Box::new(Builtin::<DeleteDirectory>::new(
+            "delete_directory",
+            "Delete a directory (recursive: true to delete its contents)",
+            Dir,
+            || Capability::writes_files(true),
+            &["path"],
+            delete_directory,
+        )),
+        Box::new(Builtin::<ListDirectory>::new(
+            "list_directory",
+            "List a directory's entries, optionally filtered by a glob",
+            Dir,
+            Capability::read_only,
+            &["path"],
+            list_directory,
+        )),
+        Box::new(Builtin::<PathArg>::new(
+            "get_file_info",
+            "Size, kind, mode, time, line count and binary detection for a path",
+            File,
+            Capability::read_only,
+            &["path"],
+            get_file_info,
+        )),
     ]
 }

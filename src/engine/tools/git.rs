@@ -15,12 +15,26 @@ fn failed(e: impl std::fmt::Display) -> ToolError {
     ToolError::Failed(e.to_string())
 }
 
-fn changes(ctx: &ToolContext<'_>, path: Option<String>, hunks: bool) -> Result<(String, Vec<diff::FileDiff>), ToolError> {
+fn changes(
+    ctx: &ToolContext<'_>,
+    path: Option<String>,
+    hunks: bool,
+) -> Result<(String, Vec<diff::FileDiff>), ToolError> {
     let repo = ctx.sandbox.repo().map_err(failed)?;
     let base = ctx.sandbox.base_commit().map_err(failed)?;
-    let base_tree = repo.find_commit(base).and_then(|c| c.tree()).map_err(failed)?.id();
+    let base_tree = repo
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(failed)?
+        .id();
     let now = snapshot(&repo).map_err(failed)?;
-    let files = diff::trees(&repo, Some(base_tree), Some(now), &DiffRequest { path, hunks }).map_err(failed)?;
+    let files = diff::trees(
+        &repo,
+        Some(base_tree),
+        Some(now),
+        &DiffRequest { path, hunks },
+    )
+    .map_err(failed)?;
     Ok((base.to_string(), files))
 }
 
@@ -79,12 +93,15 @@ fn git_log(ctx: &mut ToolContext<'_>, a: GitLog) -> Result<Value, ToolError> {
     let base = ctx.sandbox.base_commit().map_err(failed)?;
     let mut walk = repo.revwalk().map_err(failed)?;
     walk.push(base).map_err(failed)?;
-    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME).map_err(failed)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)
+        .map_err(failed)?;
     let mut commits = Vec::new();
     for oid in walk.take(a.count) {
         let Ok(oid) = oid else { break };
         let Ok(c) = repo.find_commit(oid) else { break };
-        let when = jiff::Timestamp::from_second(c.time().seconds()).map(|t| t.to_string()).unwrap_or_default();
+        let when = jiff::Timestamp::from_second(c.time().seconds())
+            .map(|t| t.to_string())
+            .unwrap_or_default();
         commits.push(json!({
             "id": oid.to_string(),
             "short_id": oid.to_string()[..10].to_string(),
@@ -101,8 +118,29 @@ fn git_log(ctx: &mut ToolContext<'_>, a: GitLog) -> Result<Value, ToolError> {
 pub fn tools() -> Vec<Box<dyn Tool>> {
     use ToolGroup::GitOperations as G;
     vec![
-        Box::new(Builtin::<NoArgs>::new("git_status", "Files the plan has added, modified, deleted or renamed since its base commit", G, Capability::read_only, &[], git_status)),
-        Box::new(Builtin::<GitDiff>::new("git_diff", "Unified diff of the plan's changes since its base commit", G, Capability::read_only, &["path"], git_diff)),
-        Box::new(Builtin::<GitLog>::new("git_log", "History of the plan's base commit", G, Capability::read_only, &[], git_log)),
+        Box::new(Builtin::<NoArgs>::new(
+            "git_status",
+            "Files the plan has added, modified, deleted or renamed since its base commit",
+            G,
+            Capability::read_only,
+            &[],
+            git_status,
+        )),
+        Box::new(Builtin::<GitDiff>::new(
+            "git_diff",
+            "Unified diff of the plan's changes since its base commit",
+            G,
+            Capability::read_only,
+            &["path"],
+            git_diff,
+        )),
+        Box::new(Builtin::<GitLog>::new(
+            "git_log",
+            "History of the plan's base commit",
+            G,
+            Capability::read_only,
+            &[],
+            git_log,
+        )),
     ]
 }

@@ -310,9 +310,8 @@ pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
 /// [`ToolError::InvalidArguments`].
 pub fn validate(tool: &dyn Tool, args: &Value) -> Result<(), ToolError> {
     let schema = tool.input_schema();
-    let validator = jsonschema::validator_for(&schema).map_err(|e| {
-        ToolError::Failed(format!("the schema of {} is invalid: {e}", tool.name()))
-    })?;
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|e| ToolError::Failed(format!("the schema of {} is invalid: {e}", tool.name())))?;
     let Some(error) = validator.iter_errors(args).next() else {
         return Ok(());
     };
@@ -332,7 +331,10 @@ pub fn validate(tool: &dyn Tool, args: &Value) -> Result<(), ToolError> {
                 .unwrap_or_default();
             return Err(ToolError::invalid(
                 join_field(&field, &name),
-                format!("is not an argument of {} (arguments: {allowed})", tool.name()),
+                format!(
+                    "is not an argument of {} (arguments: {allowed})",
+                    tool.name()
+                ),
             ));
         }
         _ => {}
@@ -416,9 +418,19 @@ mod tests {
         let err = validate(write.as_ref(), &json!({"path": "a"})).unwrap_err();
         assert_eq!(err, ToolError::invalid("content", "is required"));
         let err = validate(write.as_ref(), &json!({"path": 3, "content": "x"})).unwrap_err();
-        assert!(matches!(&err, ToolError::InvalidArguments { field, .. } if field == "path"), "{err}");
-        let err = validate(write.as_ref(), &json!({"path": "a", "content": "x", "mode": 1})).unwrap_err();
-        assert!(matches!(&err, ToolError::InvalidArguments { field, .. } if field == "mode"), "{err}");
+        assert!(
+            matches!(&err, ToolError::InvalidArguments { field, .. } if field == "path"),
+            "{err}"
+        );
+        let err = validate(
+            write.as_ref(),
+            &json!({"path": "a", "content": "x", "mode": 1}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::InvalidArguments { field, .. } if field == "mode"),
+            "{err}"
+        );
         let edit = builtin("edit_file").unwrap();
         let err = validate(
             edit.as_ref(),

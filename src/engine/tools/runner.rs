@@ -160,7 +160,10 @@ impl Policy {
                 }
                 Phase::Execute => {}
             }
-            if matches!(self.state, ProcessingState::Cancelled | ProcessingState::Complete) {
+            if matches!(
+                self.state,
+                ProcessingState::Cancelled | ProcessingState::Complete
+            ) {
                 return Some(format!(
                     "{name} writes, and the plan's execute phase is {}",
                     self.state
@@ -313,11 +316,15 @@ impl<'a> ToolRunner<'a> {
                 if let Some(prev) = &named
                     && prev != name
                     && targets.iter().any(|t| t.answers_to(prev))
-                    && !targets.iter().any(|t| t.answers_to(prev) && t.answers_to(name))
+                    && !targets
+                        .iter()
+                        .any(|t| t.answers_to(prev) && t.answers_to(name))
                 {
                     return Err(ToolError::invalid(
                         *field,
-                        format!("names resource `{name}` but the call is bound to `{prev}`; one call works on one resource"),
+                        format!(
+                            "names resource `{name}` but the call is bound to `{prev}`; one call works on one resource"
+                        ),
                     ));
                 }
                 named = Some(name.to_string());
@@ -396,10 +403,11 @@ impl<'a> ToolRunner<'a> {
         }
         let mut resource = None;
         let mut changes = Vec::new();
-        let (outcome, result) = match self.run(plan_id, policy, &request, &mut resource, &mut changes) {
-            Ok(v) => (CallOutcome::Ok, Ok(v)),
-            Err((outcome, e)) => (outcome, Err(e)),
-        };
+        let (outcome, result) =
+            match self.run(plan_id, policy, &request, &mut resource, &mut changes) {
+                Ok(v) => (CallOutcome::Ok, Ok(v)),
+                Err((outcome, e)) => (outcome, Err(e)),
+            };
         let record = ToolCallRecord {
             call_id: Id::generate(),
             plan_id: *plan_id,
@@ -608,7 +616,10 @@ mod tests {
     fn fixture(phase: Phase) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let repo = dir.path().join("user");
-        let head = repo_with_files(&repo, &[("a.txt", "one\ntwo\n"), ("src/lib.rs", "fn x() {}\n")]);
+        let head = repo_with_files(
+            &repo,
+            &[("a.txt", "one\ntwo\n"), ("src/lib.rs", "fn x() {}\n")],
+        );
         let mut store = Store::open(&dir.path().join("data/db")).unwrap();
         let mut plan = Plan::new("local/act", "p", Timestamp::now());
         plan.status.phase = phase;
@@ -621,12 +632,21 @@ mod tests {
                     plan_id: plan.plan_id,
                     resource_name: "local/user".into(),
                     alias: Some("app".into()),
-                    kind: TargetKind::GitCheckout { repo: repo.clone(), base_commit: head },
+                    kind: TargetKind::GitCheckout {
+                        repo: repo.clone(),
+                        base_commit: head,
+                    },
                     read_only: false,
                 },
             )
             .unwrap();
-        Fixture { dir, store, sandboxes, plan, repo }
+        Fixture {
+            dir,
+            store,
+            sandboxes,
+            plan,
+            repo,
+        }
     }
 
     fn call(f: &mut Fixture, policy: &Policy, tool: &str, args: Value) -> CallResult {
@@ -635,7 +655,12 @@ mod tests {
             .call(
                 &plan_id,
                 policy,
-                CallRequest { tool: tool.into(), arguments: args, parent_skill: None, resource: None },
+                CallRequest {
+                    tool: tool.into(),
+                    arguments: args,
+                    parent_skill: None,
+                    resource: None,
+                },
             )
             .unwrap()
     }
@@ -651,10 +676,19 @@ mod tests {
 
     const WRITERS: [(&str, &str); 8] = [
         ("write_file", r#"{"path": "n.txt", "content": "x"}"#),
-        ("edit_file", r#"{"path": "a.txt", "edits": [{"old_text": "one", "new_text": "1"}]}"#),
+        (
+            "edit_file",
+            r#"{"path": "a.txt", "edits": [{"old_text": "one", "new_text": "1"}]}"#,
+        ),
         ("delete_file", r#"{"path": "a.txt"}"#),
-        ("move_file", r#"{"source": "a.txt", "destination": "b.txt"}"#),
-        ("copy_file", r#"{"source": "a.txt", "destination": "b.txt"}"#),
+        (
+            "move_file",
+            r#"{"source": "a.txt", "destination": "b.txt"}"#,
+        ),
+        (
+            "copy_file",
+            r#"{"source": "a.txt", "destination": "b.txt"}"#,
+        ),
         ("create_directory", r#"{"path": "d"}"#),
         ("delete_directory", r#"{"path": "src", "recursive": true}"#),
         ("shell_execute", r#"{"command": "touch z"}"#),
@@ -671,28 +705,61 @@ mod tests {
         for policy in [&strategize, &read_only_action] {
             for (tool, args) in WRITERS {
                 let r = call(&mut f, policy, tool, serde_json::from_str(args).unwrap());
-                assert_eq!(r.record.outcome, CallOutcome::Denied, "{tool}: {:?}", r.result);
+                assert_eq!(
+                    r.record.outcome,
+                    CallOutcome::Denied,
+                    "{tool}: {:?}",
+                    r.result
+                );
                 assert!(matches!(r.result, Err(ToolError::PermissionDenied(_))));
                 assert!(r.changes.is_empty());
             }
-            let offered: Vec<String> = policy.offered().iter().map(|t| t.name().to_string()).collect();
-            assert!(offered.iter().all(|n| !WRITERS.iter().any(|(w, _)| w == n)), "{offered:?}");
+            let offered: Vec<String> = policy
+                .offered()
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect();
+            assert!(
+                offered.iter().all(|n| !WRITERS.iter().any(|(w, _)| w == n)),
+                "{offered:?}"
+            );
             assert!(offered.contains(&"read_file".to_string()));
         }
         // Refused calls create no sandbox; a read does.
-        assert!(f.store.sandboxes_of_plan(&f.plan.plan_id).unwrap().is_empty());
+        assert!(
+            f.store
+                .sandboxes_of_plan(&f.plan.plan_id)
+                .unwrap()
+                .is_empty()
+        );
         let r = call(&mut f, &strategize, "read_file", json!({"path": "a.txt"}));
         assert_eq!(r.result.unwrap()["content"], "one\ntwo\n");
-        assert_eq!(f.store.tool_calls(&f.plan.plan_id).unwrap().len(), 17, "every call is logged");
+        assert_eq!(
+            f.store.tool_calls(&f.plan.plan_id).unwrap().len(),
+            17,
+            "every call is logged"
+        );
     }
 
     #[test]
     fn read_only_links_refuse_writes() {
         let mut f = fixture(Phase::Execute);
-        f.store.conn().execute("UPDATE sandbox_targets SET read_only = 1", []).unwrap();
+        f.store
+            .conn()
+            .execute("UPDATE sandbox_targets SET read_only = 1", [])
+            .unwrap();
         let policy = Policy::for_plan(&f.plan);
-        let r = call(&mut f, &policy, "write_file", json!({"path": "n.txt", "content": "x"}));
-        assert!(matches!(&r.result, Err(ToolError::PermissionDenied(m)) if m.contains("read-only")), "{:?}", r.result);
+        let r = call(
+            &mut f,
+            &policy,
+            "write_file",
+            json!({"path": "n.txt", "content": "x"}),
+        );
+        assert!(
+            matches!(&r.result, Err(ToolError::PermissionDenied(m)) if m.contains("read-only")),
+            "{:?}",
+            r.result
+        );
         let r = call(&mut f, &policy, "read_file", json!({"path": "a.txt"}));
         assert!(r.result.is_ok());
     }
@@ -703,7 +770,11 @@ mod tests {
         let policy = Policy::for_plan(&f.plan);
         // Create the sandbox, then plant links inside it.
         call(&mut f, &policy, "read_file", json!({"path": "a.txt"}));
-        let sb = f.sandboxes.existing(&f.store, &f.plan.plan_id, "local/user").unwrap().unwrap();
+        let sb = f
+            .sandboxes
+            .existing(&f.store, &f.plan.plan_id, "local/user")
+            .unwrap()
+            .unwrap();
         let secret = f.dir.path().join("secret.txt");
         fs::write(&secret, "secret\n").unwrap();
         std::os::unix::fs::symlink(&secret, sb.work_dir().join("link")).unwrap();
@@ -712,25 +783,52 @@ mod tests {
         let long = "d/".repeat(3000) + "f";
         let attempts = [
             ("read_file", json!({"path": "../secret.txt"})),
-            ("write_file", json!({"path": "../escape.txt", "content": "x"})),
+            (
+                "write_file",
+                json!({"path": "../escape.txt", "content": "x"}),
+            ),
             ("read_file", json!({"path": secret.to_string_lossy()})),
-            ("write_file", json!({"path": f.dir.path().join("escape.txt").to_string_lossy(), "content": "x"})),
+            (
+                "write_file",
+                json!({"path": f.dir.path().join("escape.txt").to_string_lossy(), "content": "x"}),
+            ),
             ("read_file", json!({"path": "link"})),
             ("write_file", json!({"path": "link", "content": "pwned"})),
-            ("edit_file", json!({"path": "link", "edits": [{"old_text": "secret", "new_text": "x"}]})),
-            ("write_file", json!({"path": "linkdir/escape.txt", "content": "x"})),
+            (
+                "edit_file",
+                json!({"path": "link", "edits": [{"old_text": "secret", "new_text": "x"}]}),
+            ),
+            (
+                "write_file",
+                json!({"path": "linkdir/escape.txt", "content": "x"}),
+            ),
             ("read_file", json!({"path": "linkdir/secret.txt"})),
-            ("copy_file", json!({"source": "a.txt", "destination": "linkdir/escape.txt"})),
-            ("move_file", json!({"source": "a.txt", "destination": "linkdir/escape.txt"})),
+            (
+                "copy_file",
+                json!({"source": "a.txt", "destination": "linkdir/escape.txt"}),
+            ),
+            (
+                "move_file",
+                json!({"source": "a.txt", "destination": "linkdir/escape.txt"}),
+            ),
             ("create_directory", json!({"path": "linkdir/newdir"})),
-            ("delete_directory", json!({"path": "linkdir", "recursive": true})),
+            (
+                "delete_directory",
+                json!({"path": "linkdir", "recursive": true}),
+            ),
             ("write_file", json!({"path": ".git/config", "content": "x"})),
-            ("write_file", json!({"path": "src/.git/config", "content": "x"})),
+            (
+                "write_file",
+                json!({"path": "src/.git/config", "content": "x"}),
+            ),
             ("write_file", json!({"path": "a\u{0}b", "content": "x"})),
             ("write_file", json!({"path": long, "content": "x"})),
             ("list_directory", json!({"path": "linkdir"})),
             ("list_directory", json!({"path": ".."})),
-            ("search_files", json!({"content_pattern": "secret", "path": ".."})),
+            (
+                "search_files",
+                json!({"content_pattern": "secret", "path": ".."}),
+            ),
             ("get_file_info", json!({"path": "linkdir/secret.txt"})),
         ];
         for (tool, args) in attempts {
@@ -745,7 +843,12 @@ mod tests {
         assert_eq!(fs::read_to_string(&secret).unwrap(), "secret\n");
         assert_eq!(outside_files(f.dir.path()), before);
         // A search of the whole sandbox does not follow the link out.
-        let r = call(&mut f, &policy, "search_files", json!({"content_pattern": "secret"}));
+        let r = call(
+            &mut f,
+            &policy,
+            "search_files",
+            json!({"content_pattern": "secret"}),
+        );
         assert_eq!(r.result.unwrap()["count"], 0);
         // Deleting the link removes the link only.
         let r = call(&mut f, &policy, "delete_file", json!({"path": "linkdir"}));
@@ -757,35 +860,77 @@ mod tests {
     fn invalid_arguments_name_the_field_and_the_plan_continues() {
         let mut f = fixture(Phase::Execute);
         let policy = Policy::for_plan(&f.plan);
-        let r = call(&mut f, &policy, "write_file", json!({"path": "a.txt", "contents": "x"}));
+        let r = call(
+            &mut f,
+            &policy,
+            "write_file",
+            json!({"path": "a.txt", "contents": "x"}),
+        );
         match &r.result {
             Err(ToolError::InvalidArguments { field, .. }) => assert_eq!(field, "content"),
             other => panic!("{other:?}"),
         }
         assert_eq!(r.record.outcome, CallOutcome::Invalid);
-        let r = call(&mut f, &policy, "write_file", json!({"path": "a.txt", "content": "x"}));
+        let r = call(
+            &mut f,
+            &policy,
+            "write_file",
+            json!({"path": "a.txt", "content": "x"}),
+        );
         assert!(r.result.is_ok());
-        assert_eq!(f.store.plan(&f.plan.plan_id).unwrap().unwrap().status, f.plan.status);
+        assert_eq!(
+            f.store.plan(&f.plan.plan_id).unwrap().unwrap().status,
+            f.plan.status
+        );
         let r = call(&mut f, &policy, "writ_file", json!({}));
-        assert!(matches!(&r.result, Err(ToolError::NotFound(m)) if m.contains("did you mean write_file")));
+        assert!(
+            matches!(&r.result, Err(ToolError::NotFound(m)) if m.contains("did you mean write_file"))
+        );
     }
 
     #[test]
     fn edits_fail_clearly_when_absent_or_ambiguous_and_change_nothing() {
         let mut f = fixture(Phase::Execute);
         let policy = Policy::for_plan(&f.plan);
-        let r = call(&mut f, &policy, "write_file", json!({"path": "e.txt", "content": "x\ny\nx\n"}));
+        let r = call(
+            &mut f,
+            &policy,
+            "write_file",
+            json!({"path": "e.txt", "content": "x\ny\nx\n"}),
+        );
         assert!(r.result.is_ok());
-        let r = call(&mut f, &policy, "edit_file", json!({"path": "e.txt", "edits": [{"old_text": "y", "new_text": "Y"}, {"old_text": "x", "new_text": "X"}]}));
-        assert!(matches!(&r.result, Err(ToolError::Failed(m)) if m.contains("edit 2") && m.contains("2 times") && m.contains("lines 1, 3")), "{:?}", r.result);
-        let r = call(&mut f, &policy, "edit_file", json!({"path": "e.txt", "edits": [{"old_text": "zz", "new_text": "Y"}]}));
+        let r = call(
+            &mut f,
+            &policy,
+            "edit_file",
+            json!({"path": "e.txt", "edits": [{"old_text": "y", "new_text": "Y"}, {"old_text": "x", "new_text": "X"}]}),
+        );
+        assert!(
+            matches!(&r.result, Err(ToolError::Failed(m)) if m.contains("edit 2") && m.contains("2 times") && m.contains("lines 1, 3")),
+            "{:?}",
+            r.result
+        );
+        let r = call(
+            &mut f,
+            &policy,
+            "edit_file",
+            json!({"path": "e.txt", "edits": [{"old_text": "zz", "new_text": "Y"}]}),
+        );
         assert!(matches!(&r.result, Err(ToolError::Failed(m)) if m.contains("not found")));
         let r = call(&mut f, &policy, "read_file", json!({"path": "e.txt"}));
         assert_eq!(r.result.unwrap()["content"], "x\ny\nx\n");
-        let r = call(&mut f, &policy, "edit_file", json!({"path": "e.txt", "edits": [{"old_text": "x", "new_text": "X", "replace_all": true}]}));
+        let r = call(
+            &mut f,
+            &policy,
+            "edit_file",
+            json!({"path": "e.txt", "edits": [{"old_text": "x", "new_text": "X", "replace_all": true}]}),
+        );
         assert_eq!(r.result.unwrap()["replacements"], 2);
         assert_eq!(r.changes.len(), 1);
-        assert_eq!(r.changes[0].operation, super::super::change::ChangeOp::Modify);
+        assert_eq!(
+            r.changes[0].operation,
+            super::super::change::ChangeOp::Modify
+        );
         assert_ne!(r.changes[0].old_hash, r.changes[0].new_hash);
     }
 
@@ -794,9 +939,17 @@ mod tests {
         let mut f = fixture(Phase::Execute);
         let policy = Policy::for_plan(&f.plan);
         let index = fs::read(f.repo.join(".git/index")).unwrap();
-        call(&mut f, &policy, "write_file", json!({"path": "a.txt", "content": "changed"}));
+        call(
+            &mut f,
+            &policy,
+            "write_file",
+            json!({"path": "a.txt", "content": "changed"}),
+        );
         assert_eq!(fs::read(f.repo.join(".git/index")).unwrap(), index);
-        assert_eq!(fs::read_to_string(f.repo.join("a.txt")).unwrap(), "one\ntwo\n");
+        assert_eq!(
+            fs::read_to_string(f.repo.join("a.txt")).unwrap(),
+            "one\ntwo\n"
+        );
         assert!(!f.repo.join(".git/worktrees").exists());
     }
 }

@@ -20,11 +20,25 @@ pub const MAX_LINE_CHARS: usize = 500;
 
 /// Files under `start` (relative), respecting ignore files unless `include_ignored`, as
 /// checked relative paths in walk order (sorted by name).
-fn walk(ctx: &ToolContext<'_>, start: &RelPath, include_ignored: bool) -> Result<Vec<RelPath>, ToolError> {
+fn walk(
+    ctx: &ToolContext<'_>,
+    start: &RelPath,
+    include_ignored: bool,
+) -> Result<Vec<RelPath>, ToolError> {
     match ctx.fs.meta(start)? {
         Some(m) if m.kind == EntryKind::Directory => {}
-        Some(_) => return Err(ToolError::Failed(format!("{} is not a directory", start.display()))),
-        None => return Err(ToolError::NotFound(format!("{} does not exist", start.display()))),
+        Some(_) => {
+            return Err(ToolError::Failed(format!(
+                "{} is not a directory",
+                start.display()
+            )));
+        }
+        None => {
+            return Err(ToolError::NotFound(format!(
+                "{} does not exist",
+                start.display()
+            )));
+        }
     }
     let root = ctx.fs.root_path().to_path_buf();
     let walker = ignore::WalkBuilder::new(root.join(start.as_str()))
@@ -44,7 +58,9 @@ fn walk(ctx: &ToolContext<'_>, start: &RelPath, include_ignored: bool) -> Result
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let Ok(rel) = entry.path().strip_prefix(&root) else { continue };
+        let Ok(rel) = entry.path().strip_prefix(&root) else {
+            continue;
+        };
         let Some(rel) = rel.to_str() else { continue };
         if let Ok(checked) = ctx.fs.check(rel, false) {
             out.push(checked);
@@ -132,7 +148,11 @@ fn search_files(ctx: &mut ToolContext<'_>, a: SearchFiles) -> Result<Value, Tool
         .case_insensitive(a.case_insensitive)
         .build(&a.content_pattern)
         .map_err(|e| ToolError::invalid("content_pattern", e.to_string()))?;
-    let filter = a.pattern.as_deref().map(|p| glob("pattern", p)).transpose()?;
+    let filter = a
+        .pattern
+        .as_deref()
+        .map(|p| glob("pattern", p))
+        .transpose()?;
     let start = ctx.fs.check(&a.path, true)?;
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(0))
@@ -148,7 +168,9 @@ fn search_files(ctx: &mut ToolContext<'_>, a: SearchFiles) -> Result<Value, Tool
             continue;
         }
         // Opened through the confined layer: a file swapped for a link meanwhile is refused.
-        let Ok(file) = ctx.fs.open_file(&rel) else { continue };
+        let Ok(file) = ctx.fs.open_file(&rel) else {
+            continue;
+        };
         files_searched += 1;
         let mut found = Vec::new();
         let limit = a.max_results - matches.len();
@@ -156,7 +178,11 @@ fn search_files(ctx: &mut ToolContext<'_>, a: SearchFiles) -> Result<Value, Tool
             &matcher,
             &file,
             Lossy(|line_number, line| {
-                let text: String = line.trim_end_matches(['\n', '\r']).chars().take(MAX_LINE_CHARS).collect();
+                let text: String = line
+                    .trim_end_matches(['\n', '\r'])
+                    .chars()
+                    .take(MAX_LINE_CHARS)
+                    .collect();
                 found.push(json!({"path": rel.as_str(), "line_number": line_number, "line": text}));
                 Ok(found.len() < limit + 1)
             }),
@@ -179,7 +205,21 @@ fn search_files(ctx: &mut ToolContext<'_>, a: SearchFiles) -> Result<Value, Tool
 pub fn tools() -> Vec<Box<dyn Tool>> {
     use ToolGroup::SearchOperations as S;
     vec![
-        Box::new(Builtin::<ListFiles>::new("list_files", "List files whose paths match a glob (respects .gitignore)", S, Capability::read_only, &["path"], list_files)),
-        Box::new(Builtin::<SearchFiles>::new("search_files", "Search file contents with a regular expression (respects .gitignore)", S, Capability::read_only, &["path"], search_files)),
+        Box::new(Builtin::<ListFiles>::new(
+            "list_files",
+            "List files whose paths match a glob (respects .gitignore)",
+            S,
+            Capability::read_only,
+            &["path"],
+            list_files,
+        )),
+        Box::new(Builtin::<SearchFiles>::new(
+            "search_files",
+            "Search file contents with a regular expression (respects .gitignore)",
+            S,
+            Capability::read_only,
+            &["path"],
+            search_files,
+        )),
     ]
 }

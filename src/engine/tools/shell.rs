@@ -110,19 +110,34 @@ fn drain(mut stream: impl Read + Send + 'static, tx: mpsc::Sender<(Vec<u8>, bool
 }
 
 fn kill_group(pid: u32) {
-    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
 }
 
 fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, ToolError> {
-    let timeout = Duration::from_secs(a.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS).min(MAX_TIMEOUT_SECS));
+    let timeout = Duration::from_secs(
+        a.timeout_secs
+            .unwrap_or(DEFAULT_TIMEOUT_SECS)
+            .min(MAX_TIMEOUT_SECS),
+    );
     let cwd = ctx.fs.check(a.cwd.as_deref().unwrap_or("."), true)?;
     match ctx.fs.meta(&cwd)? {
         Some(m) if m.kind == EntryKind::Directory => {}
-        _ => return Err(ToolError::invalid("cwd", format!("{} is not a directory in the sandbox", cwd.display()))),
+        _ => {
+            return Err(ToolError::invalid(
+                "cwd",
+                format!("{} is not a directory in the sandbox", cwd.display()),
+            ));
+        }
     }
-    let repo = ctx.sandbox.repo().map_err(|e| ToolError::Failed(e.to_string()))?;
+    let repo = ctx
+        .sandbox
+        .repo()
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
     let before = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
 
     let settings = ctx.shell;
@@ -132,8 +147,14 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
         .arg(&a.command)
         .current_dir(ctx.sandbox.work_dir().join(cwd.as_str()))
         .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into()))
-        .env("LANG", std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()))
+        .env(
+            "PATH",
+            std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into()),
+        )
+        .env(
+            "LANG",
+            std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
+        )
         .env("HOME", &settings.home)
         .env("XDG_CACHE_HOME", &settings.cache)
         .env("TMPDIR", &settings.tmp)
@@ -154,11 +175,19 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
     let mut child = if confined {
         let mut writable = vec![ctx.sandbox.work_dir().to_path_buf(), settings.home.clone()];
         writable.extend(settings.policy.writable_paths.iter().cloned());
-        landlock::spawn(command, &Confinement { writable, allow_network: settings.policy.network })
-            .map_err(|e| ToolError::Failed(e.to_string()))?
+        landlock::spawn(
+            command,
+            &Confinement {
+                writable,
+                allow_network: settings.policy.network,
+            },
+        )
+        .map_err(|e| ToolError::Failed(e.to_string()))?
     } else {
         // Reached only when the runner allowed unsafe tools.
-        command.spawn().map_err(|e| ToolError::Failed(format!("cannot start /bin/sh: {e}")))?
+        command
+            .spawn()
+            .map_err(|e| ToolError::Failed(format!("cannot start /bin/sh: {e}")))?
     };
     let pid = child.id();
     let (out_tx, out_rx) = mpsc::channel();
@@ -191,10 +220,21 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
     let after = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
     let files = diff::trees(&repo, Some(before), Some(after), &DiffRequest::default())
         .map_err(|e| ToolError::Failed(e.to_string()))?;
-    let blob = |oid: Option<git2::Oid>| oid.and_then(|o| repo.find_blob(o).ok()).map(|b| b.content().to_vec());
-    let old_tree = repo.find_tree(before).map_err(|e| ToolError::Failed(e.to_string()))?;
-    let new_tree = repo.find_tree(after).map_err(|e| ToolError::Failed(e.to_string()))?;
-    let entry = |tree: &git2::Tree<'_>, path: &str| tree.get_path(std::path::Path::new(path)).ok().map(|e| e.id());
+    let blob = |oid: Option<git2::Oid>| {
+        oid.and_then(|o| repo.find_blob(o).ok())
+            .map(|b| b.content().to_vec())
+    };
+    let old_tree = repo
+        .find_tree(before)
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
+    let new_tree = repo
+        .find_tree(after)
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
+    let entry = |tree: &git2::Tree<'_>, path: &str| {
+        tree.get_path(std::path::Path::new(path))
+            .ok()
+            .map(|e| e.id())
+    };
     for f in &files {
         let old_path = f.old_path.as_deref().unwrap_or(&f.path);
         let old = blob(entry(&old_tree, old_path));
