@@ -801,3 +801,93 @@ fn cleanup_removes_sandboxes_of_cancelled_plans_and_orphaned_directories() {
     assert!(!work.parent().unwrap().exists());
     assert!(repo.join("a.txt").exists());
 }
+
+/// Snapshots of the sandbox commands as users and scripts see them; ids, hashes, times,
+/// durations and temp paths are masked.
+fn snap(name: &str, env: &Env, args: &[&str]) {
+    let out = env.run(args);
+    let text = format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../../snapshots/cli");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    let root = env.root().display().to_string();
+    let ulid = regex::Regex::new(r"[0-9A-HJKMNP-TV-Z]{26}").unwrap();
+    let description = ulid
+        .replace_all(&format!("agents {}", args.join(" ")), "[ID]")
+        .replace(&root, "[TMP]");
+    settings.set_description(description);
+    settings.add_filter(&regex::escape(&root), "[TMP]");
+    settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ID]");
+    settings.add_filter(r"\b[0-9a-f]{64}\b", "[SHA256]");
+    settings.add_filter(r"\b[0-9a-f]{40}\b", "[OID]");
+    settings.add_filter(
+        r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?Z?",
+        "[TIME]",
+    );
+    settings.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
+    settings.add_filter(r"\b\d+ ms\b", "[MS] ms");
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+#[test]
+fn sandbox_commands_as_users_see_them() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    let target = repo.to_str().unwrap();
+    let write = json!({"path": "src/lib.rs", "content": "pub fn answer() -> u32 {\n    42\n}\n"})
+        .to_string();
+    snap(
+        "tool_run_write_plain",
+        &env,
+        &[
+            "--format",
+            "plain",
+            "tool",
+            "run",
+            "write_file",
+            "--plan",
+            &plan,
+            "--target-path",
+            target,
+            "--args",
+            &write,
+        ],
+    );
+    snap(
+        "tool_run_escape_plain",
+        &env,
+        &[
+            "--format",
+            "plain",
+            "tool",
+            "run",
+            "read_file",
+            "--plan",
+            &plan,
+            "--args",
+            r#"{"path": "../secret"}"#,
+        ],
+    );
+    snap(
+        "plan_diff_plain",
+        &env,
+        &["--format", "plain", "plan", "diff", &plan],
+    );
+    snap(
+        "plan_diff_json",
+        &env,
+        &["--format", "json", "plan", "diff", &plan],
+    );
+    snap(
+        "plan_checkpoints_plain",
+        &env,
+        &["--format", "plain", "plan", "checkpoints", &plan],
+    );
+}

@@ -31,6 +31,10 @@ fn check_output(name: &str, env: &Env, args: &[&str], out: std::process::Output)
     settings.add_filter(&regex::escape(env!("CARGO_PKG_VERSION")), "[VERSION]");
     settings.add_filter(r"git version [0-9][^\s,\x22]*", "git version [GIT]");
     settings.add_filter(
+        r"landlock: enforced \(ABI \d+;",
+        "landlock: enforced (ABI [N];",
+    );
+    settings.add_filter(
         &regex::escape(&format!(
             "{}-{}",
             std::env::consts::OS,
