@@ -133,6 +133,13 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
     }
 }
 
+/// `sandbox-retention-days` from the config (the default when the file is unusable).
+fn retention(ctx: &Context) -> u32 {
+    ctx.config()
+        .map(|c| c.sandbox_retention_days())
+        .unwrap_or(DEFAULT_RETENTION_DAYS)
+}
+
 /// Opens the store, sweeps orphaned and expired sandboxes, and loads a plan by id or prefix.
 ///
 /// # Errors
@@ -140,12 +147,7 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
 pub(crate) fn open(ctx: &Context, plan: &str) -> Result<(Store, Sandboxes, Plan), CliError> {
     let mut store = ctx.store()?;
     let sandboxes = Sandboxes::new(&ctx.paths);
-    if let Err(e) = lifetime::sweep(
-        &mut store,
-        &sandboxes,
-        Timestamp::now(),
-        DEFAULT_RETENTION_DAYS,
-    ) {
+    if let Err(e) = lifetime::sweep(&mut store, &sandboxes, Timestamp::now(), retention(ctx)) {
         tracing::warn!(error = %e, "sandbox sweep failed");
     }
     let id = store.resolve_plan_id(plan)??;
@@ -578,12 +580,7 @@ fn cleanup(ctx: &Context, yes: bool) -> Result<Report, CliError> {
         &ctx.terminal,
         &ctx.suggest("plan cleanup --yes"),
     )?;
-    let report = lifetime::cleanup(
-        &mut store,
-        &sandboxes,
-        Timestamp::now(),
-        DEFAULT_RETENTION_DAYS,
-    )?;
+    let report = lifetime::cleanup(&mut store, &sandboxes, Timestamp::now(), retention(ctx))?;
     let rows = report
         .sandboxes
         .iter()

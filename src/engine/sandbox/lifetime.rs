@@ -214,3 +214,92 @@ fn orphans(store: &Store, sandboxes: &Sandboxes) -> Result<Vec<String>, SandboxE
     }
     Ok(removed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::domain::lifecycle::PlanStatus;
+    use crate::engine::domain::plan::Plan;
+    use crate::engine::sandbox::testing::repo_with_files;
+    use crate::engine::sandbox::{SandboxTarget, TargetKind};
+
+    fn sandboxed_plan(
+        dir: &std::path::Path,
+        store: &mut Store,
+        sandboxes: &Sandboxes,
+    ) -> (Id, SandboxRecord) {
+        let repo = dir.join(format!("user-{}", Id::generate()));
+        let head = repo_with_files(&repo, &[("a.txt", "a\n")]);
+        let plan = Plan::new("local/x", "x", Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        sandboxes
+            .register_target(
+                store,
+                &SandboxTarget {
+                    plan_id: plan.plan_id,
+                    resource_name: "local/user".into(),
+                    alias: None,
+                    kind: TargetKind::GitCheckout {
+                        repo,
+                        base_commit: head,
+                    },
+                    read_only: false,
+                },
+            )
+            .unwrap();
+        let sb = sandboxes
+            .ensure(store, &plan.plan_id, "local/user")
+            .unwrap();
+        (plan.plan_id, sb.record)
+    }
+
+    #[test]
+    fn finished_plans_keep_their_sandboxes_until_retention_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let sandboxes = Sandboxes::at(dir.path().join("sandboxes"));
+        let (cancelled, cancelled_sb) = sandboxed_plan(dir.path(), &mut store, &sandboxes);
+        let (active, active_sb) = sandboxed_plan(dir.path(), &mut store, &sandboxes);
+        let mut status = PlanStatus::new();
+        status.set_state(ProcessingState::Cancelled).unwrap();
+        let now = Timestamp::now();
+        let days_ago = |d: i64| now.checked_sub((d * 24).hours()).unwrap();
+        store
+            .update_plan_status(&cancelled, status, days_ago(3))
+            .unwrap();
+
+        let report = sweep(&mut store, &sandboxes, now, 7).unwrap();
+        assert!(
+            report.sandboxes.is_empty(),
+            "within retention nothing is removed automatically"
+        );
+        store
+            .update_plan_status(&cancelled, status, days_ago(8))
+            .unwrap();
+        let report = sweep(&mut store, &sandboxes, now, 7).unwrap();
+        assert_eq!(report.sandboxes.len(), 1);
+        assert_eq!(report.sandboxes[0].plan_id, cancelled);
+        assert!(!cancelled_sb.root_dir.exists());
+        assert!(
+            active_sb.root_dir.exists(),
+            "active plans are never touched"
+        );
+        let _ = active;
+    }
+
+    #[test]
+    fn after_apply_the_work_tree_goes_and_the_checkpoint_refs_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let sandboxes = Sandboxes::at(dir.path().join("sandboxes"));
+        let (plan, sb) = sandboxed_plan(dir.path(), &mut store, &sandboxes);
+        let released = release_after_apply(&mut store, &sandboxes, &plan).unwrap();
+        assert_eq!(released[0].action, SandboxState::Released);
+        assert!(!sb.layout().work_dir.exists());
+        assert!(sb.layout().git_dir.join("HEAD").exists());
+        let err = sandboxes
+            .ensure(&mut store, &plan, "local/user")
+            .unwrap_err();
+        assert!(matches!(err, SandboxError::Gone { .. }), "{err}");
+    }
+}
