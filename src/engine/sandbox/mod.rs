@@ -662,6 +662,98 @@ impl FromStr for CheckpointId {
 }
 
 #[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::domain::plan::Plan;
+
+    #[test]
+    fn a_sandbox_left_half_created_by_a_crash_is_rebuilt_and_an_existing_one_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("user");
+        let head = testing::repo_with_files(&repo, &[("a.txt", "a\n")]);
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/x", "x", Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let sandboxes = Sandboxes::at(dir.path().join("sandboxes"));
+        let target = SandboxTarget {
+            plan_id: plan.plan_id,
+            resource_name: "local/user".into(),
+            alias: None,
+            kind: TargetKind::GitCheckout {
+                repo: repo.clone(),
+                base_commit: head.clone(),
+            },
+            read_only: false,
+        };
+        sandboxes.register_target(&mut store, &target).unwrap();
+        sandboxes.register_target(&mut store, &target).unwrap();
+        let mut other = target.clone();
+        other.read_only = true;
+        assert!(matches!(
+            sandboxes.register_target(&mut store, &other),
+            Err(SandboxError::TargetConflict { .. })
+        ));
+        // A crash after the row was written and half the files were copied.
+        let crashed = SandboxRecord {
+            sandbox_id: Id::generate(),
+            plan_id: plan.plan_id,
+            resource_name: "local/user".into(),
+            strategy: Strategy::GitWorktree,
+            state: SandboxState::Creating,
+            root_dir: sandboxes
+                .plan_dir(&plan.plan_id)
+                .join("01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+            base_commit: None,
+            created_at: Timestamp::now(),
+            released_at: None,
+            removed_at: None,
+        };
+        store.insert_sandbox(&crashed).unwrap();
+        fs::create_dir_all(crashed.root_dir.join("work")).unwrap();
+        fs::write(crashed.root_dir.join("work/partial"), "x").unwrap();
+        let sb = sandboxes
+            .ensure(&mut store, &plan.plan_id, "local/user")
+            .unwrap();
+        assert_ne!(sb.record.sandbox_id, crashed.sandbox_id);
+        assert!(
+            !crashed.root_dir.exists(),
+            "the partial directory is removed"
+        );
+        assert_eq!(
+            fs::read_to_string(sb.work_dir().join("a.txt")).unwrap(),
+            "a\n"
+        );
+        assert_eq!(
+            store.plan(&plan.plan_id).unwrap().unwrap().sandbox_refs,
+            [sb.record.sandbox_id.to_string()]
+        );
+        // After a restart the same sandbox is found again.
+        drop(store);
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let again = sandboxes
+            .ensure(&mut store, &plan.plan_id, "local/user")
+            .unwrap();
+        assert_eq!(again.record.sandbox_id, sb.record.sandbox_id);
+        assert!(matches!(
+            sandboxes.ensure(&mut store, &plan.plan_id, "local/nope"),
+            Err(SandboxError::NoTarget { .. })
+        ));
+    }
+
+    #[test]
+    fn checkpoint_ids_parse_only_with_their_prefix() {
+        let id = CheckpointId::generate();
+        assert_eq!(id.as_str().parse::<CheckpointId>().unwrap(), id);
+        assert!(
+            "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+                .parse::<CheckpointId>()
+                .is_err()
+        );
+        assert!("cp_nope".parse::<CheckpointId>().is_err());
+    }
+}
+
+#[cfg(test)]
 pub(crate) mod testing {
     //! Temp git repositories and plans for sandbox tests.
 

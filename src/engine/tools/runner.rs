@@ -351,27 +351,44 @@ impl<'a> ToolRunner<'a> {
                         format!("the plan has no resource `{name}` (resources: {})", names()),
                     )
                 })?,
-            None => match targets.as_slice() {
-                [] => {
-                    return Err(ToolError::Failed(
-                        "the plan has no resources to work on".into(),
-                    ));
-                }
-                [only] => only.clone(),
-                several => several
+            None => {
+                // Contextual binding: only resources of the slot's type qualify.
+                let fits: Vec<&SandboxTarget> = targets
                     .iter()
-                    .find(|t| t.alias.as_deref() == Some(tool.group().slot()))
-                    .cloned()
-                    .ok_or_else(|| {
-                        ToolError::invalid(
-                            "resource",
-                            format!(
-                                "the plan has several resources ({}); name one with path://NAME/... or a resource",
-                                names()
-                            ),
-                        )
-                    })?,
-            },
+                    .filter(|t| {
+                        tool.group() != ToolGroup::GitOperations
+                            || matches!(t.kind, TargetKind::GitCheckout { .. })
+                    })
+                    .collect();
+                match fits.as_slice() {
+                    [] if targets.is_empty() => {
+                        return Err(ToolError::Failed(
+                            "the plan has no resources to work on".into(),
+                        ));
+                    }
+                    [] => {
+                        return Err(ToolError::PermissionDenied(format!(
+                            "{} needs a git-checkout resource; the plan has none ({})",
+                            tool.name(),
+                            names()
+                        )));
+                    }
+                    [only] => (*only).clone(),
+                    several => several
+                        .iter()
+                        .find(|t| t.alias.as_deref() == Some(tool.group().slot()))
+                        .map(|t| (*t).clone())
+                        .ok_or_else(|| {
+                            ToolError::invalid(
+                                "resource",
+                                format!(
+                                    "the plan has several resources ({}); name one with path://NAME/... or a resource",
+                                    names()
+                                ),
+                            )
+                        })?,
+                }
+            }
         };
         if tool.group() == ToolGroup::GitOperations
             && !matches!(target.kind, TargetKind::GitCheckout { .. })
@@ -951,5 +968,249 @@ mod tests {
             "one\ntwo\n"
         );
         assert!(!f.repo.join(".git/worktrees").exists());
+    }
+
+    #[test]
+    fn read_and_git_tools_report_the_sandbox_not_the_user_checkout() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        fs::write(f.repo.join("a.txt"), "uncommitted\n").unwrap();
+        let ok = |r: CallResult| r.result.unwrap_or_else(|e| panic!("{e}"));
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "write_file",
+            json!({"path": "src/new.rs", "content": "fn new() {}\n"}),
+        ));
+        assert_eq!(v["status"], "created");
+        ok(call(
+            &mut f,
+            &policy,
+            "copy_file",
+            json!({"source": "a.txt", "destination": "docs/a-copy.txt"}),
+        ));
+        ok(call(
+            &mut f,
+            &policy,
+            "create_directory",
+            json!({"path": "empty/dir"}),
+        ));
+        ok(call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": "printf 'a\\000b' > blob.bin"}),
+        ));
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "list_files",
+            json!({"pattern": "**/*.rs"}),
+        ));
+        assert_eq!(v["files"], json!(["src/lib.rs", "src/new.rs"]));
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "search_files",
+            json!({"content_pattern": "fn (x|new)"}),
+        ));
+        let hits: Vec<String> = v["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| format!("{}:{}", m["path"].as_str().unwrap(), m["line_number"]))
+            .collect();
+        assert_eq!(hits, ["src/lib.rs:1", "src/new.rs:1"]);
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "list_directory",
+            json!({"path": "src", "pattern": "*.rs"}),
+        ));
+        assert_eq!(v["entries"].as_array().unwrap().len(), 2);
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "get_file_info",
+            json!({"path": "blob.bin"}),
+        ));
+        assert_eq!(
+            (v["binary"].clone(), v["size"].clone()),
+            (json!(true), json!(3))
+        );
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "get_file_info",
+            json!({"path": "a.txt"}),
+        ));
+        assert_eq!(
+            (v["binary"].clone(), v["line_count"].clone()),
+            (json!(false), json!(2))
+        );
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "read_file",
+            json!({"path": "a.txt", "start_line": 2}),
+        ));
+        assert_eq!(v["content"], "two\n");
+        let v = ok(call(&mut f, &policy, "git_status", json!({})));
+        let codes: Vec<String> = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["code"].as_str().unwrap(),
+                    e["path"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(codes, ["A blob.bin", "A docs/a-copy.txt", "A src/new.rs"]);
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "git_diff",
+            json!({"path": "blob.bin"}),
+        ));
+        assert!(
+            v["diff"].as_str().unwrap().contains("Binary files differ"),
+            "{v}"
+        );
+        let v = ok(call(&mut f, &policy, "git_log", json!({"count": 5})));
+        assert_eq!(v["commits"][0]["summary"], "initial");
+        let v = ok(call(
+            &mut f,
+            &policy,
+            "delete_directory",
+            json!({"path": "docs", "recursive": true}),
+        ));
+        assert_eq!(v["files_deleted"], 1);
+        let r = call(&mut f, &policy, "delete_directory", json!({"path": "src"}));
+        assert!(
+            matches!(&r.result, Err(ToolError::Failed(m)) if m.contains("not empty")),
+            "{:?}",
+            r.result
+        );
+        assert_eq!(
+            fs::read_to_string(f.repo.join("a.txt")).unwrap(),
+            "uncommitted\n"
+        );
+    }
+
+    #[test]
+    fn bindings_follow_path_prefixes_aliases_and_explicit_resources() {
+        let mut f = fixture(Phase::Execute);
+        let other = f.dir.path().join("other");
+        fs::create_dir_all(&other).unwrap();
+        fs::write(other.join("o.txt"), "other\n").unwrap();
+        f.sandboxes
+            .register_target(
+                &mut f.store,
+                &SandboxTarget {
+                    plan_id: f.plan.plan_id,
+                    resource_name: "local/other".into(),
+                    alias: Some("directory".into()),
+                    kind: TargetKind::Directory { root: other },
+                    read_only: false,
+                },
+            )
+            .unwrap();
+        let policy = Policy::for_plan(&f.plan);
+        let r = call(&mut f, &policy, "read_file", json!({"path": "o.txt"}));
+        assert_eq!(
+            r.result.unwrap()["content"],
+            "other\n",
+            "the slot name `directory` is the alias"
+        );
+        let r = call(
+            &mut f,
+            &policy,
+            "read_file",
+            json!({"path": "path://app/a.txt"}),
+        );
+        assert_eq!(r.record.resource_name.as_deref(), Some("local/user"));
+        assert_eq!(r.result.unwrap()["content"], "one\ntwo\n");
+        let r = call(&mut f, &policy, "git_log", json!({}));
+        assert_eq!(
+            r.record.resource_name.as_deref(),
+            Some("local/user"),
+            "git tools bind the git checkout? {:?}",
+            r.result
+        );
+        let r = call(
+            &mut f,
+            &policy,
+            "read_file",
+            json!({"path": "path://nope/a.txt"}),
+        );
+        assert!(
+            matches!(&r.result, Err(ToolError::InvalidArguments { field, .. }) if field == "path")
+        );
+        let r = call(
+            &mut f,
+            &policy,
+            "move_file",
+            json!({"source": "path://app/a.txt", "destination": "path://other/a.txt"}),
+        );
+        assert!(
+            matches!(&r.result, Err(ToolError::InvalidArguments { .. })),
+            "{:?}",
+            r.result
+        );
+    }
+
+    #[test]
+    fn the_actions_sandbox_key_widens_network_and_writable_paths() {
+        if !crate::engine::sandbox::landlock::probe().enforced(false) {
+            assert_ne!(std::env::var("CI").as_deref(), Ok("true"));
+            return;
+        }
+        let mut f = fixture(Phase::Execute);
+        let extra = f.dir.path().join("extra");
+        fs::create_dir_all(&extra).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let command = format!(
+            "echo ok > {}/w && bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'",
+            extra.display()
+        );
+        let mut policy = Policy::for_plan(&f.plan);
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": command}),
+        );
+        assert_ne!(r.result.unwrap()["exit_code"], 0);
+        assert!(!extra.join("w").exists());
+        policy.shell = ShellPolicy {
+            env: Vec::new(),
+            network: true,
+            writable_paths: vec![extra.clone()],
+        };
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": command}),
+        );
+        assert_eq!(r.result.unwrap()["exit_code"], 0);
+        assert!(extra.join("w").exists());
+        assert!(listener.accept().is_ok());
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": "head -c 400000 /dev/zero | tr '\\0' x"}),
+        );
+        let v = r.result.unwrap();
+        assert_eq!(v["stdout_truncated"], true);
+        assert_eq!(
+            v["stdout"].as_str().unwrap().len(),
+            super::super::shell::OUTPUT_CAP
+        );
     }
 }
