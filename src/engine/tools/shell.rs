@@ -194,24 +194,37 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
     let (err_tx, err_rx) = mpsc::channel();
     drain(child.stdout.take().expect("stdout is piped"), out_tx);
     drain(child.stderr.take().expect("stderr is piped"), err_tx);
+    // Wait without reaping (WNOWAIT): while the leader is an unreaped zombie its process
+    // group id cannot be reused, so killing the group can never hit an unrelated process.
+    let leader = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
     let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() >= timeout => {
-                timed_out = true;
-                kill_group(pid);
-                break child.wait().ok();
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(_) => {
-                kill_group(pid);
-                break child.wait().ok();
-            }
+    loop {
+        let exited = match leader {
+            Some(p) => rustix::process::waitid(
+                rustix::process::WaitId::Pid(p),
+                rustix::process::WaitIdOptions::EXITED
+                    | rustix::process::WaitIdOptions::NOWAIT
+                    | rustix::process::WaitIdOptions::NOHANG,
+            )
+            .map(|s| s.is_some())
+            .unwrap_or(true),
+            None => true,
+        };
+        if exited {
+            break;
         }
-    };
-    // Background processes of the command die with it.
+        if started.elapsed() >= timeout {
+            timed_out = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The whole group dies: on timeout, and after a normal exit so that background
+    // processes do not outlive the call. Only then is the leader reaped.
     kill_group(pid);
+    let status = child.wait().ok();
     let grace = Duration::from_secs(2);
     let (stdout, stdout_truncated) = out_rx.recv_timeout(grace).unwrap_or_default();
     let (stderr, stderr_truncated) = err_rx.recv_timeout(grace).unwrap_or_default();
