@@ -91,7 +91,6 @@ fn workdir_changes(
     use std::collections::HashSet;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::MetadataExt;
-    use std::sync::Mutex;
 
     let work = repo
         .workdir()
@@ -175,53 +174,113 @@ fn workdir_changes(
         removed.extend(r);
         added.extend(c);
     }
-    let untracked = Mutex::new(Vec::new());
-    ignore::WalkBuilder::new(&work)
-        .hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(false)
-        .require_git(false)
-        .follow_links(false)
-        .threads(threads)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build_parallel()
-        .run(|| {
-            let work = &work;
-            let known = &known;
-            let gitlinks = &gitlinks;
-            let untracked = &untracked;
-            Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    return ignore::WalkState::Continue;
-                };
-                let Ok(rel) = entry.path().strip_prefix(work) else {
-                    return ignore::WalkState::Continue;
-                };
-                let bytes = rel.as_os_str().as_bytes();
-                if entry.file_type().is_some_and(|t| t.is_dir()) {
-                    if gitlinks.contains(bytes) {
-                        return ignore::WalkState::Skip;
-                    }
-                    return ignore::WalkState::Continue;
-                }
-                if !bytes.is_empty() && !known.contains(bytes) {
-                    untracked
-                        .lock()
-                        .expect("the list is never poisoned")
-                        .push(rel.to_path_buf());
-                }
-                ignore::WalkState::Continue
-            })
-        });
-    let mut untracked = untracked.into_inner().expect("the list is never poisoned");
+    let mut untracked = untracked_files(&work, &known, &gitlinks);
     untracked.sort();
     removed.sort();
     added.sort();
     added.extend(untracked);
     Ok((removed, added))
+}
+
+/// Files in the work tree that the index does not track and `.gitignore` files do not
+/// exclude. One pass over the directories with `getdents` (no `stat` unless the file system
+/// does not report entry types); ignore rules are consulted only for names the index does not
+/// know, deepest `.gitignore` first, as git does. Ignored directories, `.git` entries and
+/// submodule gitlinks are not entered; symbolic links are never followed.
+fn untracked_files(
+    work: &std::path::Path,
+    known: &std::collections::HashSet<&[u8]>,
+    gitlinks: &std::collections::HashSet<Vec<u8>>,
+) -> Vec<PathBuf> {
+    use ignore::Match;
+    use ignore::gitignore::{Gitignore, GitignoreBuilder};
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::rc::Rc;
+
+    fn ignored(chain: &[Rc<Gitignore>], path: &std::path::Path, is_dir: bool) -> bool {
+        for gi in chain.iter().rev() {
+            match gi.matched(path, is_dir) {
+                Match::Ignore(_) => return true,
+                Match::Whitelist(_) => return false,
+                Match::None => {}
+            }
+        }
+        false
+    }
+
+    let mut out = Vec::new();
+    let mut stack: Vec<(Vec<u8>, Vec<Rc<Gitignore>>)> = vec![(Vec::new(), Vec::new())];
+    while let Some((rel, mut chain)) = stack.pop() {
+        let abs = work.join(OsStr::from_bytes(&rel));
+        let Ok(fd) = rustix::fs::open(
+            &abs,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        let Ok(mut dir) = rustix::fs::Dir::read_from(&fd) else {
+            continue;
+        };
+        let mut entries = Vec::new();
+        while let Some(Ok(entry)) = dir.read() {
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let mut kind = entry.file_type();
+            if kind == FileType::Unknown {
+                kind = rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| FileType::from_raw_mode(st.st_mode))
+                    .unwrap_or(FileType::Unknown);
+            }
+            entries.push((name.to_vec(), kind));
+        }
+        if entries
+            .iter()
+            .any(|(n, k)| n == b".gitignore" && *k == FileType::RegularFile)
+        {
+            let mut builder = GitignoreBuilder::new(&abs);
+            builder.add(abs.join(".gitignore"));
+            if let Ok(gi) = builder.build() {
+                chain.push(Rc::new(gi));
+            }
+        }
+        for (name, kind) in entries {
+            if name.eq_ignore_ascii_case(b".git") {
+                continue;
+            }
+            let mut child = rel.clone();
+            if !child.is_empty() {
+                child.push(b'/');
+            }
+            child.extend_from_slice(&name);
+            let is_dir = kind == FileType::Directory;
+            if is_dir && gitlinks.contains(&child) {
+                continue;
+            }
+            if !is_dir && known.contains(child.as_slice()) {
+                continue;
+            }
+            if !matches!(
+                kind,
+                FileType::Directory | FileType::RegularFile | FileType::Symlink
+            ) {
+                continue;
+            }
+            if ignored(&chain, &work.join(OsStr::from_bytes(&child)), is_dir) {
+                continue;
+            }
+            if is_dir {
+                stack.push((child, chain.clone()));
+            } else {
+                out.push(PathBuf::from(OsStr::from_bytes(&child)));
+            }
+        }
+    }
+    out
 }
 
 /// The number of files that differ between two trees.
