@@ -22,6 +22,9 @@ pub enum PlanCommand {
         /// Plan id or unique prefix
         plan: String,
     },
+    /// Sandbox commands: diff, artifacts, checkpoints, rollback, export, cleanup
+    #[command(flatten)]
+    Sandbox(super::plan_sandbox::PlanSandboxCommand),
 }
 
 /// `agents plan use` arguments.
@@ -81,6 +84,7 @@ impl PlanCommand {
             PlanCommand::Use(_) => "use",
             PlanCommand::List(_) => "list",
             PlanCommand::Status { .. } => "status",
+            PlanCommand::Sandbox(c) => c.name(),
         }
     }
 }
@@ -94,6 +98,7 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
         PlanCommand::Use(a) => use_action(ctx, a),
         PlanCommand::List(a) => list(ctx, &a),
         PlanCommand::Status { plan } => status(ctx, &plan),
+        PlanCommand::Sandbox(c) => super::plan_sandbox::run(c, ctx),
     }
 }
 
