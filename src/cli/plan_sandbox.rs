@@ -460,7 +460,7 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
     let cp_id = store.resolve_checkpoint(&plan.plan_id, cp)??;
     let question = format!(
         "Roll plan {} back to {cp_id}, discarding later work?",
-        plan.plan_id.short()
+        plan.plan_id
     );
     let answer_with = ctx.suggest(&format!("plan rollback --yes {} {cp_id}", plan.plan_id));
     confirm(&question, yes, &ctx.terminal, &answer_with)?;
