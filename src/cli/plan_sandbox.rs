@@ -308,7 +308,9 @@ fn plan_diff(
     }
     let stats = diff::stats(&all_files);
     let data = json!({"plan_id": plan.plan_id.to_string(), "stats": stats, "resources": resources});
-    let status = if active.is_empty() {
+    let status = if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
+        "The plan's sandboxes were released or removed; their work trees are gone".to_string()
+    } else if active.is_empty() {
         "The plan has no sandbox yet: nothing has changed".to_string()
     } else {
         format!(
