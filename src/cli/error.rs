@@ -196,6 +196,7 @@ impl From<ProfileError> for CliError {
             ProfileError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
                 "to replace it: agents automation-profile add --update --config FILE {name}"
             )),
+            ProfileError::InUse { .. } => CliError::new("CONFLICT", message),
             ProfileError::BuiltIn(_) => CliError::new("CONFLICT", message).hint(
                 "built-in profiles are fixed; add a custom profile such as local/careful instead",
             ),
@@ -218,7 +219,9 @@ impl From<ActorError> for CliError {
             ActorError::Unresolved { .. } => CliError::new("NOT_FOUND", message)
                 .hint("agents actor list")
                 .hint("register one with `agents actor add --config FILE`"),
-            ActorError::BuiltIn(_) => CliError::new("CONFLICT", message).hint("agents actor list"),
+            ActorError::BuiltIn(_) | ActorError::ProviderModel(_) => {
+                CliError::new("CONFLICT", message).hint("agents actor list")
+            }
             ActorError::NoName(_) | ActorError::Name { .. } | ActorError::Option(..) => {
                 CliError::invalid_input(message)
             }

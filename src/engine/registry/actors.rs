@@ -253,9 +253,14 @@ pub enum ActorError {
         /// Why (`no custom actor local/x is registered`, `unknown provider foo`).
         reason: String,
     },
-    /// A built-in or provider actor cannot be removed.
+    /// A built-in actor cannot be removed.
     #[error("`{0}` is a built-in actor and cannot be removed")]
     BuiltIn(String),
+    /// A provider model is not a registered actor, so there is nothing to remove.
+    #[error(
+        "`{0}` names a model of a configured provider, not a registered actor; there is nothing to remove"
+    )]
+    ProviderModel(String),
     /// A `--option key=value` override is not acceptable.
     #[error("--option `{0}`: {1}")]
     Option(String, String),
@@ -291,6 +296,12 @@ pub fn resolve(store: &Store, providers: &[Provider], input: &str) -> Result<Act
             )));
         }
         if let Some(p) = providers.iter().find(|p| p.name == ns) {
+            // A custom actor registered before the provider was configured keeps its name.
+            if let Some(actor) = store.actor(input)? {
+                return Ok(ActorRef::Custom {
+                    actor: Box::new(actor),
+                });
+            }
             if model.is_empty() || model.chars().any(char::is_whitespace) || model == "*" {
                 return Err(unresolved(format!(
                     "`{model}` is not a model name; use {ns}/MODEL, e.g. {ns}/{}",
@@ -607,6 +618,7 @@ pub fn remove(
             store.delete_actor(&actor.name)?;
             Ok((*actor, impact))
         }
+        ActorRef::Provider { name, .. } => Err(ActorError::ProviderModel(name)),
         other => Err(ActorError::BuiltIn(other.name().to_string())),
     }
 }

@@ -1,0 +1,242 @@
+//! Regressions from the first new-user trial of the registries, each named after what broke.
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+fn ok(env: &Env, args: &[&str]) -> Value {
+    let (doc, code) = env.json(args);
+    assert_eq!(code, 0, "{args:?}: {doc:#}");
+    doc
+}
+
+fn fails(env: &Env, args: &[&str], code: &str) -> Value {
+    let (doc, exit) = env.json(args);
+    assert_ne!(exit, 0, "{args:?}: {doc:#}");
+    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc:#}");
+    doc
+}
+
+/// The hints of an error envelope, joined with newlines.
+fn hints(doc: &Value) -> String {
+    doc["error"]["suggestions"]
+        .as_array()
+        .map(|h| {
+            h.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+const CAREFUL: &str = "name: local/careful\nflags:\n  auto_strategize: true\n  auto_execute: false\n  auto_apply: false\n  auto_decisions_strategize: true\n  auto_decisions_execute: false\n  auto_validation_fix: false\n  auto_strategy_revision: false\n  auto_child_plans: false\n  auto_retry_transient: true\n  auto_checkpoint_restore: false\n  require_sandbox: true\n  require_checkpoints: true\n  allow_unsafe_tools: false\n";
+
+const MINIMAL_ACTION: &str = "definition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n";
+
+/// Writes `text` to `<root>/<file>` and returns its path.
+fn file(env: &Env, name: &str, text: &str) -> String {
+    let path = env.root().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn add_careful(env: &Env) {
+    let path = file(env, "careful.yaml", CAREFUL);
+    ok(env, &["automation-profile", "add", "--config", &path]);
+}
+
+#[test]
+fn removing_a_profile_still_used_globally_by_a_project_or_an_action_is_refused() {
+    let env = Env::new();
+    add_careful(&env);
+    ok(
+        &env,
+        &["config", "set", "automation-profile", "local/careful"],
+    );
+    ok(&env, &["project", "create", "p"]);
+    ok(
+        &env,
+        &[
+            "config",
+            "set",
+            "automation-profile",
+            "--project",
+            "p",
+            "local/careful",
+        ],
+    );
+    let action = file(
+        &env,
+        "a.yaml",
+        &format!("name: a\nautomation-profile: careful\n{MINIMAL_ACTION}"),
+    );
+    ok(&env, &["action", "create", "--config", &action]);
+
+    let doc = fails(
+        &env,
+        &["automation-profile", "remove", "--yes", "careful"],
+        "CONFLICT",
+    );
+    let message = doc["error"]["message"].as_str().unwrap();
+    for who in ["global default", "project local/p", "action local/a"] {
+        assert!(message.contains(who), "{who} in {message}");
+    }
+    let hints = hints(&doc);
+    assert!(hints.contains("config unset automation-profile"), "{hints}");
+    assert!(
+        hints.contains("config set automation-profile --project local/p inherit"),
+        "{hints}"
+    );
+    assert!(hints.contains("action archive local/a"), "{hints}");
+    // Nothing was removed.
+    ok(&env, &["automation-profile", "show", "careful"]);
+
+    // Once nobody uses it, it goes.
+    ok(&env, &["config", "unset", "automation-profile"]);
+    ok(
+        &env,
+        &[
+            "config",
+            "set",
+            "automation-profile",
+            "--project",
+            "p",
+            "inherit",
+        ],
+    );
+    ok(&env, &["action", "archive", "a"]);
+    ok(&env, &["automation-profile", "remove", "--yes", "careful"]);
+}
+
+#[test]
+fn diagnostics_report_a_global_profile_that_is_not_registered() {
+    let env = Env::new();
+    add_careful(&env);
+    ok(
+        &env,
+        &["config", "set", "automation-profile", "local/careful"],
+    );
+    // The database row disappears behind the CLI's back (an older version allowed this).
+    let db = crate::support::db_file(&env);
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute("DELETE FROM automation_profiles", []).unwrap();
+    drop(conn);
+    let (doc, code) = env.json(&["diagnostics"]);
+    assert_eq!(code, 1, "{doc:#}");
+    let check = doc["data"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "Automation profile")
+        .expect("an automation profile check");
+    assert_eq!(check["status"], "error");
+    assert!(
+        check["fix"]
+            .as_str()
+            .unwrap()
+            .contains("config unset automation-profile"),
+        "{check:#}"
+    );
+}
+
+#[test]
+fn config_unset_removes_a_key_and_a_whole_provider() {
+    let env = Env::new();
+    ok(&env, &["config", "set", "format", "json"]);
+    ok(&env, &["config", "set", "providers.corp.kind", "openai"]);
+    ok(
+        &env,
+        &[
+            "config",
+            "set",
+            "providers.corp.base_url",
+            "http://127.0.0.1:9/v1",
+        ],
+    );
+    let doc = ok(&env, &["config", "unset", "format"]);
+    assert_eq!(doc["data"]["previous"], "json");
+    assert_eq!(
+        ok(&env, &["config", "get", "format"])["data"]["source"],
+        "default"
+    );
+    // Unsetting again changes nothing and says so.
+    let doc = ok(&env, &["config", "unset", "format"]);
+    assert_eq!(doc["data"]["previous"], Value::Null);
+    ok(&env, &["config", "unset", "providers.corp.base_url"]);
+    let text = std::fs::read_to_string(&env.config_path).unwrap();
+    assert!(
+        text.contains("[providers.corp]") && !text.contains("base_url"),
+        "{text}"
+    );
+    ok(&env, &["config", "unset", "providers.corp"]);
+    let text = std::fs::read_to_string(&env.config_path).unwrap();
+    assert!(!text.contains("corp"), "{text}");
+    // Unknown keys are named, as for `config set`.
+    fails(&env, &["config", "unset", "formt"], "NOT_FOUND");
+}
+
+#[test]
+fn config_set_global_profile_inherit_points_to_config_unset() {
+    let env = Env::new();
+    let doc = fails(
+        &env,
+        &["config", "set", "automation-profile", "inherit"],
+        "INVALID_INPUT",
+    );
+    assert!(
+        hints(&doc).contains("config unset automation-profile"),
+        "{doc:#}"
+    );
+}
+
+const REVIEWER: &str =
+    "name: corp/rev\nmodel: anthropic/claude-sonnet-4-5\nsystem-prompt: You review.\n";
+
+#[test]
+fn configuring_a_provider_named_like_a_custom_namespace_is_refused() {
+    let env = Env::new();
+    let actor = file(&env, "rev.yaml", REVIEWER);
+    ok(&env, &["actor", "add", "--config", &actor]);
+    ok(&env, &["project", "create", "acme/p"]);
+    for (key, who) in [
+        ("providers.corp.kind", "actor corp/rev"),
+        ("providers.acme.kind", "project acme/p"),
+    ] {
+        let doc = fails(&env, &["config", "set", key, "openai"], "CONFLICT");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains(who), "{who} in {message}");
+        assert!(hints(&doc).contains("-llm."), "{doc:#}");
+    }
+    assert!(
+        !env.config_path.exists()
+            || !std::fs::read_to_string(&env.config_path)
+                .unwrap()
+                .contains("corp"),
+        "nothing written"
+    );
+    // Unrelated providers are fine.
+    ok(&env, &["config", "set", "providers.ollama.kind", "openai"]);
+}
+
+#[test]
+fn a_custom_actor_stays_custom_and_removable_when_a_provider_takes_its_namespace() {
+    let env = Env::new();
+    let actor = file(&env, "rev.yaml", REVIEWER);
+    ok(&env, &["actor", "add", "--config", &actor]);
+    // The provider appears by hand-editing config.toml, past the `config set` check.
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env.config_path,
+        "[providers.corp]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
+    let shown = ok(&env, &["actor", "show", "corp/rev"]);
+    assert_eq!(shown["data"]["actor"]["name"], "corp/rev", "{shown:#}");
+    // A provider model is not an actor; the message does not call it built-in.
+    let doc = fails(&env, &["actor", "remove", "corp/other"], "CONFLICT");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(!message.contains("built-in"), "{message}");
+    assert!(message.contains("not a registered actor"), "{message}");
+    ok(&env, &["actor", "remove", "corp/rev"]);
+}
