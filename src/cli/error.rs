@@ -260,7 +260,9 @@ impl From<ResourceError> for CliError {
         let message = e.to_string();
         match e {
             ResourceError::Store(s) => s.into(),
-            ResourceError::Exists(_) => CliError::new("CONFLICT", message),
+            ResourceError::Exists(_) | ResourceError::SameTarget { .. } => {
+                CliError::new("CONFLICT", message)
+            }
             ResourceError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents resource list --all"),
             ResourceError::Linked { name, .. } => CliError::new("CONFLICT", message)
                 .hint(format!("unlink it first: agents project unlink-resource PROJECT {name}")),

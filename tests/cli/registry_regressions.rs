@@ -240,3 +240,186 @@ fn a_custom_actor_stays_custom_and_removable_when_a_provider_takes_its_namespace
     assert!(message.contains("not a registered actor"), "{message}");
     ok(&env, &["actor", "remove", "corp/rev"]);
 }
+
+/// `(parent, child)` names of `resource show NAME`'s children.
+fn child_names(env: &Env, name: &str) -> Vec<String> {
+    ok(env, &["resource", "show", name])["data"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn resource_add_update_keeps_manual_links_to_discovered_children() {
+    let env = Env::new();
+    let repo = crate::support::git_repo(env.root(), "api");
+    let repo = repo.to_str().unwrap();
+    let d1 = env.root().join("d1");
+    std::fs::create_dir(&d1).unwrap();
+    ok(
+        &env,
+        &["resource", "add", "git-checkout", "api", "--path", repo],
+    );
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "fs-directory",
+            "d1",
+            "--path",
+            d1.to_str().unwrap(),
+        ],
+    );
+    ok(
+        &env,
+        &[
+            "resource",
+            "link-child",
+            "-p",
+            "local/api:worktree",
+            "-c",
+            "d1",
+        ],
+    );
+    let before = ok(&env, &["resource", "show", "local/api:worktree"]);
+    let doc = ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "--update",
+            "git-checkout",
+            "api",
+            "--path",
+            repo,
+        ],
+    );
+    assert_eq!(doc["data"]["dropped_links"], serde_json::json!([]));
+    assert!(
+        child_names(&env, "local/api:worktree").contains(&"local/d1".to_string()),
+        "manual link kept"
+    );
+    // The child kept its identity.
+    let after = ok(&env, &["resource", "show", "local/api:worktree"]);
+    assert!(before["data"]["resource"]["resource_id"].is_string());
+    assert_eq!(
+        before["data"]["resource"]["resource_id"],
+        after["data"]["resource"]["resource_id"]
+    );
+}
+
+#[test]
+fn resource_add_update_reports_manual_links_to_children_that_are_gone() {
+    let env = Env::new();
+    let repo = crate::support::git_repo(env.root(), "api");
+    let d1 = env.root().join("d1");
+    std::fs::create_dir(&d1).unwrap();
+    let repo_s = repo.to_str().unwrap();
+    ok(
+        &env,
+        &["resource", "add", "git-checkout", "api", "--path", repo_s],
+    );
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "fs-directory",
+            "d1",
+            "--path",
+            d1.to_str().unwrap(),
+        ],
+    );
+    ok(
+        &env,
+        &[
+            "resource",
+            "link-child",
+            "-p",
+            "local/api:worktree",
+            "-c",
+            "d1",
+        ],
+    );
+    // The work tree is now a registered directory, so the update links that one instead and
+    // the discovered local/api:worktree (with its manual link) is gone.
+    ok(
+        &env,
+        &["resource", "add", "fs-directory", "wt", "--path", repo_s],
+    );
+    let doc = ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "--update",
+            "git-checkout",
+            "api",
+            "--path",
+            repo_s,
+        ],
+    );
+    assert_eq!(
+        doc["data"]["dropped_links"],
+        serde_json::json!([{"parent": "local/api:worktree", "child": "local/d1"}])
+    );
+    assert!(
+        doc["messages"]
+            .to_string()
+            .contains("local/api:worktree -> local/d1"),
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn the_same_checkout_or_directory_cannot_be_registered_twice() {
+    let env = Env::new();
+    let repo = crate::support::git_repo(env.root(), "api");
+    let repo = repo.to_str().unwrap();
+    ok(
+        &env,
+        &["resource", "add", "git-checkout", "api", "--path", repo],
+    );
+    let doc = fails(
+        &env,
+        &["resource", "add", "git-checkout", "api2", "--path", repo],
+        "CONFLICT",
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("local/api"),
+        "{doc:#}"
+    );
+    assert!(
+        hints(&doc).contains("resource add --update git-checkout local/api"),
+        "{doc:#}"
+    );
+    fails(&env, &["resource", "show", "api2"], "NOT_FOUND");
+    // Updating the original under its own name still works.
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "--update",
+            "git-checkout",
+            "api",
+            "--path",
+            repo,
+        ],
+    );
+    let d = env.root().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let d = d.to_str().unwrap();
+    ok(&env, &["resource", "add", "fs-directory", "d", "--path", d]);
+    fails(
+        &env,
+        &["resource", "add", "fs-directory", "d2", "--path", d],
+        "CONFLICT",
+    );
+}

@@ -107,6 +107,18 @@ pub enum ResourceError {
     /// A resource of that name exists and `--update` was not given.
     #[error("resource {0} already exists")]
     Exists(String),
+    /// The same target (path, mount path or repository) is registered under another name.
+    #[error("{what} {target} is already registered as {existing}")]
+    SameTarget {
+        /// The name the user wanted.
+        name: String,
+        /// The registered resource with that target.
+        existing: String,
+        /// `checkout`, `directory`, `mount` or `repository`.
+        what: &'static str,
+        /// The path.
+        target: String,
+    },
     /// The type cannot be added by users.
     #[error("resource type `{name}` {why}")]
     NotAddable {
@@ -314,6 +326,9 @@ pub struct Added {
     pub children: Vec<(Resource, &'static str)>,
     /// Whether an existing resource was replaced.
     pub replaced: bool,
+    /// Manual links (parent, child) that were lost because a discovered child they touched is
+    /// no longer discovered (with `--update`; links to children found again are kept).
+    pub dropped_links: Vec<(String, String)>,
 }
 
 fn check_user_name(input: &str, providers: &[String]) -> Result<String, ResourceError> {
@@ -782,18 +797,72 @@ pub fn add(
         }
     }
     let discovery = discover(store, type_name, &name, args)?;
+    if let Some(Node::New(root)) = discovery.nodes.first() {
+        let key = match root.type_name {
+            "git-checkout" => Some(("path", "checkout")),
+            "fs-directory" => Some(("path", "directory")),
+            "fs-mount" => Some(("mount_path", "mount")),
+            "git" => Some(("git_dir", "repository")),
+            _ => None,
+        };
+        if let Some((key, what)) = key
+            && let Some(target) = root.properties.get(key).and_then(Value::as_str)
+            && let Some(other) = store.resources()?.into_iter().find(|r| {
+                r.name != name
+                    && !r.is_discovered()
+                    && r.type_name == root.type_name
+                    && r.prop(key) == Some(target)
+            })
+        {
+            return Err(ResourceError::SameTarget {
+                name,
+                existing: other.name,
+                what,
+                target: target.to_string(),
+            });
+        }
+    }
     let now = super::now();
     let root_id = existing
         .as_ref()
         .map(|e| e.resource_id)
         .unwrap_or_else(Id::generate);
     let created_at = existing.as_ref().map(|e| e.created_at).unwrap_or(now);
+    // With --update, children discovered again keep their ids, so manual links to them stay.
+    let previous: Vec<Resource> = match &existing {
+        Some(e) => store
+            .resources()?
+            .into_iter()
+            .filter(|r| r.owner_id == Some(e.resource_id))
+            .collect(),
+        None => Vec::new(),
+    };
+    let again = |n: &NewResource| {
+        previous
+            .iter()
+            .find(|p| p.name == n.name && p.type_name == n.type_name)
+    };
+    let gone: Vec<Id> = previous
+        .iter()
+        .filter(|p| {
+            !discovery.nodes.iter().any(
+                |n| matches!(n, Node::New(n) if n.name == p.name && n.type_name == p.type_name),
+            )
+        })
+        .map(|p| p.resource_id)
+        .collect();
+    let dropped_links = store.manual_links_touching(&gone)?;
     let mut resources = Vec::new();
     let mut ids = Vec::new();
     for (i, node) in discovery.nodes.iter().enumerate() {
         match node {
             Node::New(n) => {
-                let id = if i == 0 { root_id } else { Id::generate() };
+                let kept = if i == 0 { None } else { again(n) };
+                let id = if i == 0 {
+                    root_id
+                } else {
+                    kept.map_or_else(Id::generate, |k| k.resource_id)
+                };
                 ids.push(id);
                 resources.push(Resource {
                     resource_id: id,
@@ -806,7 +875,11 @@ pub fn add(
                     },
                     properties: n.properties.clone(),
                     owner_id: if i == 0 { None } else { Some(root_id) },
-                    created_at: if i == 0 { created_at } else { now },
+                    created_at: if i == 0 {
+                        created_at
+                    } else {
+                        kept.map_or(now, |k| k.created_at)
+                    },
                     updated_at: now,
                 });
             }
@@ -835,6 +908,7 @@ pub fn add(
         resource: root,
         children,
         replaced: existing.is_some(),
+        dropped_links,
     })
 }
 
