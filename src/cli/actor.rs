@@ -509,10 +509,9 @@ fn remove(ctx: &Context, name: &str) -> Result<Report, CliError> {
             .collect();
         who.extend(impact.projects.iter().map(|p| format!("project {p}")));
         who.extend(
-            impact
-                .active_plans
-                .iter()
-                .map(|p| format!("plan {}", view::short(p))),
+            view::short_ids(&impact.active_plans)
+                .into_iter()
+                .map(|p| format!("plan {p}")),
         );
         report = report.message(
             Level::Warn,

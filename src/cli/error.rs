@@ -190,9 +190,7 @@ impl From<ProfileError> for CliError {
         match e {
             ProfileError::Yaml(y) => y.into(),
             ProfileError::Store(s) => s.into(),
-            ProfileError::NotFound(_) => {
-                CliError::new("NOT_FOUND", message).hint("agents automation-profile list")
-            }
+            ProfileError::NotFound(m) => not_found(message, &m, "agents automation-profile list"),
             ProfileError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
                 "to replace it: agents automation-profile add --update --config FILE {name}"
             )),
@@ -235,6 +233,21 @@ impl From<ArgumentError> for CliError {
     }
 }
 
+/// `NOT_FOUND` with "did you mean `NAME`?" when a registered name is close, then the list
+/// command.
+fn not_found(
+    message: String,
+    missing: &crate::engine::registry::lookup::Missing,
+    list: &str,
+) -> CliError {
+    let err = CliError::new("NOT_FOUND", message);
+    match &missing.suggestion {
+        Some(s) => err.hint(format!("did you mean `{s}`?")),
+        None => err,
+    }
+    .hint(list)
+}
+
 impl From<ActionError> for CliError {
     fn from(e: ActionError) -> Self {
         let message = e.to_string();
@@ -245,7 +258,8 @@ impl From<ActionError> for CliError {
             ActionError::Profile(p) => p.into(),
             ActionError::Exists(_) => CliError::new("CONFLICT", message)
                 .hint("choose another name (actions cannot be replaced; archive the old one with `agents action archive NAME`)"),
-            ActionError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents action list --state all"),
+            ActionError::NotFound(m) => not_found(message, &m, "agents action list --state all"),
+            ActionError::Ambiguous(a) => a.into(),
             ActionError::NotReady { failures, .. } => CliError::new("INVALID_INPUT", message)
                 .detail(failures.join("\n"))
                 .hint("fix the references (see `agents actor list`, `agents automation-profile list`) and run `agents action available NAME` again"),
@@ -263,7 +277,8 @@ impl From<ResourceError> for CliError {
             ResourceError::Exists(_) | ResourceError::SameTarget { .. } => {
                 CliError::new("CONFLICT", message)
             }
-            ResourceError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents resource list --all"),
+            ResourceError::NotFound(m) => not_found(message, &m, "agents resource list --all"),
+            ResourceError::Ambiguous(a) => a.into(),
             ResourceError::Linked { name, .. } => CliError::new("CONFLICT", message)
                 .hint(format!("unlink it first: agents project unlink-resource PROJECT {name}")),
             ResourceError::Discovered { .. } | ResourceError::AutoLink { .. } | ResourceError::AlreadyLinked { .. } => {
@@ -299,9 +314,8 @@ impl From<ProjectError> for CliError {
             ProjectError::Exists(_) => {
                 CliError::new("CONFLICT", message).hint("agents project list")
             }
-            ProjectError::NotFound(_) => {
-                CliError::new("NOT_FOUND", message).hint("agents project list")
-            }
+            ProjectError::NotFound(m) => not_found(message, &m, "agents project list"),
+            ProjectError::Ambiguous(a) => a.into(),
             ProjectError::AlreadyLinked { .. } => CliError::new("CONFLICT", message),
             ProjectError::NotLinked { project, .. } => {
                 CliError::new("NOT_FOUND", message).hint(format!("agents project show {project}"))
@@ -346,9 +360,8 @@ impl From<InvariantError> for CliError {
             InvariantError::Store(s) => s.into(),
             InvariantError::Project(p) => p.into(),
             InvariantError::Action(a) => a.into(),
-            InvariantError::NotFound(_) => {
-                CliError::new("NOT_FOUND", message).hint("agents invariant list")
-            }
+            InvariantError::NotFound(m) => not_found(message, &m, "agents invariant list"),
+            InvariantError::Ambiguous(a) => a.into(),
             InvariantError::Plan(_) => CliError::new("NOT_FOUND", message).hint("agents plan list"),
             InvariantError::NoScope
             | InvariantError::Empty

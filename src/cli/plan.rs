@@ -286,9 +286,15 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
             .into(),
         rows: plans
             .iter()
-            .map(|p| {
+            .zip(view::short_ids(
+                &plans
+                    .iter()
+                    .map(|p| p.plan_id.to_string())
+                    .collect::<Vec<_>>(),
+            ))
+            .map(|(p, short)| {
                 vec![
-                    view::id(view::short(&p.plan_id.to_string())),
+                    view::id(short),
                     p.phase().as_str().into(),
                     p.state().as_str().into(),
                     p.action_name.clone().into(),

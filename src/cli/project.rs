@@ -420,11 +420,13 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
                 "active plans of {} still refer to {}: {}",
                 p.name,
                 l.resource.name,
-                active
-                    .iter()
-                    .map(|a| view::short(&a.plan_id.to_string()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                view::short_ids(
+                    &active
+                        .iter()
+                        .map(|a| a.plan_id.to_string())
+                        .collect::<Vec<_>>()
+                )
+                .join(", ")
             ),
         );
     }
@@ -436,11 +438,17 @@ fn list(ctx: &Context, ns: Option<&str>, regex: Option<&str>) -> Result<Report, 
     let re = view::regex(regex, "agents project list 'api'")?;
     let all = projects::list(&store, ns, re.as_ref())?;
     let n = all.len();
+    let shorts = view::short_ids(
+        &all.iter()
+            .map(|s| s.project.project_id.to_string())
+            .collect::<Vec<_>>(),
+    );
     let rows = all
         .iter()
-        .map(|s| {
+        .zip(shorts)
+        .map(|(s, short)| {
             vec![
-                view::id(view::short(&s.project.project_id.to_string())),
+                view::id(short),
                 view::id(s.project.name.clone()),
                 s.resources.to_string().into(),
                 s.active_plans.to_string().into(),
@@ -541,7 +549,8 @@ fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
         rows: d
             .active_plans
             .iter()
-            .map(|a| vec![view::id(view::short(&a.plan_id.to_string())), a.action_name.clone().into(), a.phase().as_str().into(), a.state().as_str().into()])
+            .zip(view::short_ids(&d.active_plans.iter().map(|a| a.plan_id.to_string()).collect::<Vec<_>>()))
+            .map(|(a, short)| vec![view::id(short), a.action_name.clone().into(), a.phase().as_str().into(), a.state().as_str().into()])
             .collect(),
         empty: "No active plans.".into(),
     }))
@@ -598,7 +607,13 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
             items: d
                 .plans_cancelled
                 .iter()
-                .map(|(id, was)| format!("{} - cancelled (was {was})", view::short(id)))
+                .zip(view::short_ids(
+                    &d.plans_cancelled
+                        .iter()
+                        .map(|(id, _)| id.to_string())
+                        .collect::<Vec<_>>(),
+                ))
+                .map(|((_, was), short)| format!("{short} - cancelled (was {was})"))
                 .collect(),
         });
     }

@@ -33,6 +33,12 @@ pub fn short(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
+/// The ids of a list's rows as shown: each the shortest prefix (at least 8 characters) that
+/// is unique among `ids`, so that every row can be named by what is printed.
+pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
+    crate::engine::domain::id::unique_prefixes(ids)
+}
+
 /// An identifier cell.
 pub fn id(s: impl Into<String>) -> Cell {
     Cell::new(s, Tone::Id)

@@ -423,3 +423,183 @@ fn the_same_checkout_or_directory_cannot_be_registered_twice() {
         "CONFLICT",
     );
 }
+
+/// Gives two rows of `table` ids that share their first 10 characters (as rows created in the
+/// same millisecond-range do), so lists and prefixes can be checked deterministically.
+fn collide_ids(env: &Env, table: &str, column: &str, prefix: &str) -> [String; 2] {
+    let conn = rusqlite::Connection::open(crate::support::db_file(env)).unwrap();
+    let ids: Vec<String> = conn
+        .prepare(&format!("SELECT {column} FROM {table} ORDER BY {column}"))
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let new = [
+        format!("{prefix}01M8MK9C00AAAAAAAAAAAAAAAA"),
+        format!("{prefix}01M8MK9C00BBBBBBBBBBBBBBBB"),
+    ];
+    for (old, new) in ids.iter().zip(&new) {
+        conn.execute(
+            &format!("UPDATE {table} SET {column} = ?2 WHERE {column} = ?1"),
+            [old, new],
+        )
+        .unwrap();
+    }
+    new
+}
+
+#[test]
+fn list_ids_of_items_created_in_the_same_second_are_unique_and_resolve() {
+    let env = Env::new();
+    ok(&env, &["project", "create", "p1"]);
+    ok(&env, &["project", "create", "p2"]);
+    let [a, b] = collide_ids(&env, "projects", "project_id", "");
+    let plain = crate::support::stdout(&env.run(&["--format", "plain", "project", "list"]));
+    assert!(
+        plain.contains("01M8MK9C00A ") && plain.contains("01M8MK9C00B "),
+        "{plain}"
+    );
+    assert_eq!(
+        ok(&env, &["project", "show", "01M8MK9C00A"])["data"]["project"]["project_id"],
+        a.as_str()
+    );
+    assert_eq!(
+        ok(&env, &["project", "show", "01m8mk9c00b"])["data"]["project"]["project_id"],
+        b.as_str()
+    );
+}
+
+#[test]
+fn an_ambiguous_id_prefix_is_ambiguous_for_every_registry() {
+    let env = Env::new();
+    ok(&env, &["project", "create", "p1"]);
+    ok(&env, &["project", "create", "p2"]);
+    collide_ids(&env, "projects", "project_id", "");
+    let doc = fails(&env, &["project", "show", "01M8MK9C"], "AMBIGUOUS");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.contains("01M8MK9C00AAAAAAAAAAAAAAAA"), "{message}");
+
+    for name in ["a1", "a2"] {
+        let path = file(
+            &env,
+            &format!("{name}.yaml"),
+            &format!("name: {name}\n{MINIMAL_ACTION}"),
+        );
+        ok(&env, &["action", "create", "--config", &path]);
+    }
+    collide_ids(&env, "actions", "action_id", "");
+    fails(&env, &["action", "show", "01M8MK9C"], "AMBIGUOUS");
+    ok(&env, &["action", "show", "01M8MK9C00A"]);
+
+    ok(&env, &["invariant", "add", "--global", "one"]);
+    ok(&env, &["invariant", "add", "--global", "two"]);
+    collide_ids(&env, "invariants", "invariant_id", "inv_");
+    fails(
+        &env,
+        &["invariant", "remove", "--yes", "inv_01M8MK9C"],
+        "AMBIGUOUS",
+    );
+}
+
+#[test]
+fn a_resource_is_found_by_its_full_id_and_by_a_unique_prefix() {
+    let env = Env::new();
+    let d = env.root().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let added = ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "fs-directory",
+            "d",
+            "--path",
+            d.to_str().unwrap(),
+        ],
+    );
+    let id = added["data"]["resource"]["resource_id"].as_str().unwrap();
+    for given in [id, &id[..12]] {
+        assert_eq!(
+            ok(&env, &["resource", "show", given])["data"]["resource"]["name"],
+            "local/d"
+        );
+    }
+}
+
+#[test]
+fn a_misspelt_name_gets_a_did_you_mean_for_every_registry() {
+    let env = Env::new();
+    ok(&env, &["project", "create", "api-service"]);
+    let d = env.root().join("d");
+    std::fs::create_dir(&d).unwrap();
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "fs-directory",
+            "api",
+            "--path",
+            d.to_str().unwrap(),
+        ],
+    );
+    let action = file(
+        &env,
+        "a.yaml",
+        &format!("name: add-license\n{MINIMAL_ACTION}"),
+    );
+    ok(
+        &env,
+        &["action", "create", "--available", "--config", &action],
+    );
+    let actor = file(
+        &env,
+        "r.yaml",
+        "name: reviewer\nmodel: anthropic/claude-sonnet-4-5\n",
+    );
+    ok(&env, &["actor", "add", "--config", &actor]);
+    for (args, code, wanted) in [
+        (
+            vec!["project", "show", "local/api-servic"],
+            "NOT_FOUND",
+            "local/api-service",
+        ),
+        (
+            vec!["resource", "show", "local/apii"],
+            "NOT_FOUND",
+            "local/api",
+        ),
+        (
+            vec!["action", "show", "local/add-licence"],
+            "NOT_FOUND",
+            "local/add-license",
+        ),
+        (
+            vec!["plan", "use", "local/add-licence", "api-service"],
+            "NOT_FOUND",
+            "local/add-license",
+        ),
+        (
+            vec!["automation-profile", "show", "supervized"],
+            "NOT_FOUND",
+            "supervised",
+        ),
+    ] {
+        let doc = fails(&env, &args, code);
+        assert!(
+            hints(&doc).contains(&format!("did you mean `{wanted}`?")),
+            "{args:?}: {doc:#}"
+        );
+    }
+    let (doc, code) = env.json(&["actor", "show", "local/reviewr"]);
+    assert_ne!(code, 0);
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `local/reviewer`?"),
+        "{doc:#}"
+    );
+}

@@ -371,7 +371,10 @@ pub enum ActionError {
     Exists(String),
     /// No action of that name or id.
     #[error("action `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
+    /// An id prefix matches several items.
+    #[error(transparent)]
+    Ambiguous(crate::engine::domain::IdPrefixError),
     /// The action failed its availability checks.
     #[error("action {name} cannot be made available: {}", failures.join("; "))]
     NotReady {
@@ -399,6 +402,15 @@ pub enum ActionError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<crate::engine::registry::lookup::LookupError> for ActionError {
+    fn from(e: crate::engine::registry::lookup::LookupError) -> Self {
+        match e {
+            crate::engine::registry::lookup::LookupError::NotFound(m) => ActionError::NotFound(m),
+            crate::engine::registry::lookup::LookupError::Ambiguous(a) => ActionError::Ambiguous(a),
+        }
+    }
 }
 
 /// What `action create` was given on the command line.
@@ -1033,22 +1045,14 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
 /// # Errors
 /// [`ActionError::NotFound`], store errors.
 pub fn find(store: &Store, input: &str) -> Result<Action, ActionError> {
-    if let Ok(q) = QualifiedName::resolve_user_input(input, &[])
-        && let Some(a) = store.action_by_name(&q.to_string())?
-    {
-        return Ok(a);
+    Ok(crate::engine::registry::lookup::Lookup {
+        kind: "action",
+        by_name: &|n| store.action_by_name(n),
+        by_id: &|i| store.action_by_id(i),
+        ids: &|| store.action_ids(),
+        names: &|| Ok(store.actions()?.into_iter().map(|a| a.name).collect()),
     }
-    if input.len() >= crate::engine::domain::id::MIN_PREFIX
-        && input.chars().all(|c| c.is_ascii_alphanumeric())
-    {
-        let ids = store.action_ids()?;
-        if let Ok(id) = crate::engine::domain::resolve_prefix("action", input, ids)
-            && let Some(a) = store.action_by_id(&id)?
-        {
-            return Ok(a);
-        }
-    }
-    Err(ActionError::NotFound(input.to_string()))
+    .find(input)??)
 }
 
 /// Marks an action available after its checks pass (draft or archived -> available).

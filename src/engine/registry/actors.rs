@@ -325,11 +325,22 @@ pub fn resolve(store: &Store, providers: &[Provider], input: &str) -> Result<Act
         Some(actor) => Ok(ActorRef::Custom {
             actor: Box::new(actor),
         }),
-        None => Err(unresolved(format!(
-            "no custom actor {name} is registered, and `{}` is not a provider (providers: {})",
-            qualified.namespace.as_deref().unwrap_or(""),
-            provider_names(providers).join(", ")
-        ))),
+        None => {
+            let mut names: Vec<String> = store.actors()?.into_iter().map(|a| a.name).collect();
+            names.extend(BUILTIN_ACTORS.iter().map(|(n, ..)| (*n).to_string()));
+            let near = crate::engine::registry::lookup::Missing::near(
+                input,
+                names.iter().map(String::as_str),
+            );
+            Err(unresolved(format!(
+                "no custom actor {name} is registered, and `{}` is not a provider (providers: {}){}",
+                qualified.namespace.as_deref().unwrap_or(""),
+                provider_names(providers).join(", "),
+                near.suggestion
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default()
+            )))
+        }
     }
 }
 

@@ -111,7 +111,10 @@ pub enum InvariantError {
     InvalidKey(String),
     /// No invariant with that id.
     #[error("invariant `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
+    /// An id prefix matches several items.
+    #[error(transparent)]
+    Ambiguous(crate::engine::domain::IdPrefixError),
     /// `--effective` without `--plan`.
     #[error("--effective needs --plan ID (it shows one plan's reconciled view)")]
     EffectiveNeedsPlan,
@@ -249,7 +252,7 @@ pub fn add(
         .map(|r| {
             store
                 .invariant(&r.invariant_id)?
-                .ok_or_else(|| InvariantError::NotFound(r.invariant_id.clone()))
+                .ok_or_else(|| InvariantError::NotFound(r.invariant_id.clone().into()))
         })
         .collect()
 }
@@ -265,11 +268,16 @@ pub fn find(store: &Store, input: &str) -> Result<Invariant, InvariantError> {
         .into_iter()
         .map(|i| i.trim_start_matches(ID_PREFIX).to_string())
         .collect();
-    let id = crate::engine::domain::resolve_prefix("invariant", bare, ids)
-        .map_err(|_| InvariantError::NotFound(input.to_string()))?;
+    let id =
+        crate::engine::domain::resolve_prefix("invariant", bare, ids).map_err(|e| match e {
+            e @ crate::engine::domain::IdPrefixError::Ambiguous { .. } => {
+                InvariantError::Ambiguous(e)
+            }
+            _ => InvariantError::NotFound(input.into()),
+        })?;
     store
         .invariant(&format!("{ID_PREFIX}{id}"))?
-        .ok_or_else(|| InvariantError::NotFound(input.to_string()))
+        .ok_or_else(|| InvariantError::NotFound(input.into()))
 }
 
 /// Removes an invariant (from whichever scope holds it).

@@ -278,7 +278,7 @@ pub enum ProfileError {
     Exists(String),
     /// No profile of that name.
     #[error("automation profile `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
     /// The profile is still the default of the global config, a project or an action.
     #[error("automation profile {name} is still used by {}", usage.describe())]
     InUse {
@@ -314,9 +314,18 @@ pub fn find(store: &Store, input: &str) -> Result<Profile, ProfileError> {
     if let Some(p) = builtin(&name) {
         return Ok(p);
     }
-    store
-        .custom_profile(&name)?
-        .ok_or(ProfileError::NotFound(name))
+    match store.custom_profile(&name)? {
+        Some(p) => Ok(p),
+        None => {
+            let names: Vec<String> = list(store)?.into_iter().map(|p| p.name).collect();
+            let mut missing = crate::engine::registry::lookup::Missing::near(
+                input,
+                names.iter().map(String::as_str),
+            );
+            missing.input = name;
+            Err(ProfileError::NotFound(missing))
+        }
+    }
 }
 
 /// Every profile: the six built-ins in spec order, then custom profiles by name.
@@ -470,7 +479,7 @@ pub fn remove(
     }
     let profile = store
         .custom_profile(&name)?
-        .ok_or_else(|| ProfileError::NotFound(name.clone()))?;
+        .ok_or_else(|| ProfileError::NotFound(name.clone().into()))?;
     let usage = usage(store, &name, globals)?;
     if !usage.is_empty() {
         return Err(ProfileError::InUse { name, usage });

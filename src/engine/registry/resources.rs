@@ -176,7 +176,10 @@ pub enum ResourceError {
     },
     /// No resource of that name.
     #[error("resource `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
+    /// An id prefix matches several items.
+    #[error(transparent)]
+    Ambiguous(crate::engine::domain::IdPrefixError),
     /// The resource (or a discovered child) is linked to projects.
     #[error("resource {name} is linked to {}", projects.join(", "))]
     Linked {
@@ -240,6 +243,17 @@ pub enum ResourceError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<crate::engine::registry::lookup::LookupError> for ResourceError {
+    fn from(e: crate::engine::registry::lookup::LookupError) -> Self {
+        match e {
+            crate::engine::registry::lookup::LookupError::NotFound(m) => ResourceError::NotFound(m),
+            crate::engine::registry::lookup::LookupError::Ambiguous(a) => {
+                ResourceError::Ambiguous(a)
+            }
+        }
+    }
 }
 
 /// Type-specific flags of `resource add`.
@@ -917,14 +931,26 @@ pub fn add(
 /// # Errors
 /// [`ResourceError::NotFound`].
 pub fn find(store: &Store, input: &str) -> Result<Resource, ResourceError> {
-    let q =
-        QualifiedName::resolve_user_input(input, &[]).map_err(|source| ResourceError::Name {
-            name: input.to_string(),
-            source,
-        })?;
-    store
-        .resource_by_name(&q.to_string())?
-        .ok_or_else(|| ResourceError::NotFound(input.to_string()))
+    let by_id = |i: &str| -> Result<Option<Resource>, crate::engine::store::StoreError> {
+        match i.parse::<Id>() {
+            Ok(id) => store.resource_by_id(&id),
+            Err(_) => Ok(None),
+        }
+    };
+    Ok(crate::engine::registry::lookup::Lookup {
+        kind: "resource",
+        by_name: &|n| store.resource_by_name(n),
+        by_id: &by_id,
+        ids: &|| {
+            Ok(store
+                .resources()?
+                .into_iter()
+                .map(|r| r.resource_id.to_string())
+                .collect())
+        },
+        names: &|| Ok(store.resources()?.into_iter().map(|r| r.name).collect()),
+    }
+    .find(input)??)
 }
 
 /// What removing a resource would remove.
