@@ -603,3 +603,86 @@ fn a_misspelt_name_gets_a_did_you_mean_for_every_registry() {
         "{doc:#}"
     );
 }
+
+#[test]
+fn action_available_refuses_unknown_spawn_targets_tools_and_undeclared_spawn_args() {
+    let env = Env::new();
+    let action = file(
+        &env,
+        "a.yaml",
+        &format!(
+            "name: a\n{MINIMAL_ACTION}script:\n  - name: t\n    tool: read_fil\n  - name: s\n    spawn: {{action: local/does-not-exist}}\n"
+        ),
+    );
+    ok(&env, &["action", "create", "--config", &action]);
+    let doc = fails(&env, &["action", "available", "a"], "INVALID_INPUT");
+    let detail = doc["error"]["detail"].as_str().unwrap();
+    assert!(detail.contains("unknown tool `read_fil`"), "{detail}");
+    assert!(detail.contains("did you mean `read_file`?"), "{detail}");
+    assert!(
+        detail.contains("no action `local/does-not-exist`"),
+        "{detail}"
+    );
+
+    crate::support::register_update_docs(&env);
+    let action = file(
+        &env,
+        "b.yaml",
+        &format!(
+            "name: b\n{MINIMAL_ACTION}script:\n  - name: s\n    spawn: {{action: local/update-docs, args: {{topik: x}}}}\n"
+        ),
+    );
+    let doc = fails(
+        &env,
+        &["action", "create", "--available", "--config", &action],
+        "INVALID_INPUT",
+    );
+    let detail = doc["error"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("local/update-docs declares no argument `topik` (declared: topic)"),
+        "{detail}"
+    );
+    assert!(detail.contains("requires argument `topic`"), "{detail}");
+
+    // Known tools, an existing target with its declared arguments, and self-spawn pass.
+    let action = file(
+        &env,
+        "c.yaml",
+        &format!(
+            "name: c\n{MINIMAL_ACTION}script:\n  - name: t\n    tool: read_file\n    args: {{path: README}}\n  - name: s\n    spawn: {{action: local/update-docs, args: {{topic: x}}}}\n  - name: again\n    spawn: {{action: c}}\n"
+        ),
+    );
+    ok(
+        &env,
+        &["action", "create", "--available", "--config", &action],
+    );
+}
+
+#[test]
+fn a_template_that_can_never_render_is_refused_at_create_with_a_clean_message() {
+    let env = Env::new();
+    for (name, text, needle) in [
+        ("attr", "{{ check.attr }}", "`check.attr`"),
+        ("filter", "{{ check | nosuchfilter }}", "nosuchfilter"),
+    ] {
+        let action = file(
+            &env,
+            &format!("{name}.yaml"),
+            &format!(
+                "name: {name}\ndefinition-of-done: \"run {text}\"\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: check\n    type: string\n    default: make test\n"
+            ),
+        );
+        let doc = fails(
+            &env,
+            &["action", "create", "--available", "--config", &action],
+            "INVALID_INPUT",
+        );
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains("definition-of-done"), "{message}");
+        assert!(message.contains(needle), "{message}");
+        assert!(
+            !message.contains("undefined value") && !message.contains("<string>"),
+            "{message}"
+        );
+    }
+}

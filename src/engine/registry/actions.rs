@@ -692,11 +692,11 @@ pub fn create(
             );
         }
     }
-    let declared: Vec<&str> = arguments.iter().map(|a| a.name.as_str()).collect();
+    let samples = sample_values(&arguments);
 
     // Script.
     if let Some(script) = &file.script {
-        check_script(script, &declared).map_err(|(field, key, msg)| rule(&field, key, msg))?;
+        check_script(script, &samples).map_err(|(field, key, msg)| rule(&field, key, msg))?;
     }
     // Placeholders in text fields.
     for (field, value) in [
@@ -705,7 +705,7 @@ pub fn create(
         ("definition-of-done", Some(dod.as_str())),
     ] {
         if let Some(v) = value {
-            template::check(v, &declared).map_err(|e| rule(field, field, e.to_string()))?;
+            template::render(v, &samples).map_err(|e| rule(field, field, e.to_string()))?;
         }
     }
     if let Some(p) = &profile {
@@ -808,7 +808,23 @@ fn merge_bool(
 
 type ScriptProblem = (String, &'static str, String);
 
-fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptProblem> {
+/// A value of each argument's type (its default when it has one), to try templates with.
+fn sample_values(arguments: &[ArgumentSpec]) -> Map<String, Value> {
+    arguments
+        .iter()
+        .map(|a| {
+            let v = a.default.clone().unwrap_or_else(|| match a.arg_type {
+                ArgType::String | ArgType::Path => Value::from("sample"),
+                ArgType::Integer => Value::from(1),
+                ArgType::Number => Value::from(1.5),
+                ArgType::Boolean => Value::from(true),
+            });
+            (a.name.clone(), v)
+        })
+        .collect()
+}
+
+fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(), ScriptProblem> {
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, s) in script.iter().enumerate() {
         let f = format!("script[{i}]");
@@ -857,7 +873,7 @@ fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptPr
             if run.trim().is_empty() {
                 return Err((format!("{f}.run"), "run", "the command is empty".into()));
             }
-            template::check(run, declared)
+            template::render(run, samples)
                 .map_err(|e| (format!("{f}.run"), "run", e.to_string()))?;
         }
         if let Some(tool) = &s.tool
@@ -870,13 +886,13 @@ fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptPr
             ));
         }
         if let Some(args) = &s.args {
-            template::check_json(&Value::Object(args.clone()), declared)
+            template::check_json_renders(&Value::Object(args.clone()), samples)
                 .map_err(|(p, e)| (format!("{f}.args{p}"), "args", e.to_string()))?;
         }
         if let Some(sp) = &s.spawn {
             QualifiedName::parse(&sp.action)
                 .map_err(|e| (format!("{f}.spawn.action"), "action", e.to_string()))?;
-            template::check_json(&Value::Object(sp.args.clone()), declared)
+            template::check_json_renders(&Value::Object(sp.args.clone()), samples)
                 .map_err(|(p, e)| (format!("{f}.spawn.args{p}"), "args", e.to_string()))?;
         }
         if s.parallel_group.is_some() && s.spawn.is_none() {
@@ -956,6 +972,102 @@ fn valid_step_name(n: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+/// The built-in tool names a `tool:` step may use, until the tools registry exists (the
+/// sandbox work adds it): file, directory, search and git tools, and `shell_execute`.
+pub const BUILTIN_TOOLS: [&str; 16] = [
+    "read_file",
+    "write_file",
+    "edit_file",
+    "delete_file",
+    "move_file",
+    "copy_file",
+    "create_directory",
+    "delete_directory",
+    "list_directory",
+    "list_files",
+    "search_files",
+    "get_file_info",
+    "git_status",
+    "git_diff",
+    "git_log",
+    "shell_execute",
+];
+
+/// Problems with what a script refers to: unknown tool names, spawned actions that are not
+/// registered (or archived), and spawn `args` the spawned action does not declare or required
+/// arguments it would miss. Empty when everything resolves.
+fn script_reference_problems(store: &Store, action: &Action) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, step) in action.script.iter().flatten().enumerate() {
+        if let Some(tool) = &step.tool
+            && !BUILTIN_TOOLS.contains(&tool.as_str())
+        {
+            let near = crate::engine::config::nearest(tool, BUILTIN_TOOLS)
+                .map(|n| format!("did you mean `{n}`? "))
+                .unwrap_or_default();
+            problems.push(format!(
+                "script[{i}].tool: unknown tool `{tool}`; {near}built-in tools: {}",
+                BUILTIN_TOOLS.join(", ")
+            ));
+        }
+        let Some(spawn) = &step.spawn else { continue };
+        let field = format!("script[{i}].spawn");
+        let same = QualifiedName::resolve_user_input(&spawn.action, &[])
+            .is_ok_and(|q| q.to_string() == action.name);
+        let target = if same {
+            action.clone()
+        } else {
+            match find(store, &spawn.action) {
+                Ok(t) if t.state == ActionState::Archived => {
+                    problems.push(format!(
+                        "{field}.action: {} is archived; restore it with `agents action available {}`",
+                        t.name, t.name
+                    ));
+                    continue;
+                }
+                Ok(t) => t,
+                Err(ActionError::NotFound(m)) => {
+                    problems.push(format!(
+                        "{field}.action: no action `{}` is registered{}; create it before making this one available",
+                        spawn.action,
+                        m.suggestion
+                            .map(|s| format!(" (did you mean `{s}`?)"))
+                            .unwrap_or_default()
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    problems.push(format!("{field}.action: {e}"));
+                    continue;
+                }
+            }
+        };
+        let declared: Vec<&str> = target.arguments.iter().map(|a| a.name.as_str()).collect();
+        for key in spawn.args.keys() {
+            if !declared.contains(&key.as_str()) {
+                problems.push(format!(
+                    "{field}.args.{key}: {} declares no argument `{key}` (declared: {})",
+                    target.name,
+                    if declared.is_empty() {
+                        "none".to_string()
+                    } else {
+                        declared.join(", ")
+                    }
+                ));
+            }
+        }
+        for a in target.arguments.iter().filter(|a| a.required) {
+            if !spawn.args.contains_key(&a.name) {
+                problems.push(format!(
+                    "{field}.args: {} requires argument `{}`",
+                    target.name, a.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
 /// One availability check (`action available`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
@@ -1000,7 +1112,6 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
             "present".into()
         },
     });
-    let declared: Vec<&str> = action.arguments.iter().map(|a| a.name.as_str()).collect();
     let schema = action
         .arguments
         .iter()
@@ -1013,9 +1124,12 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
             })
         })
         .or_else(|| {
-            template::check(&action.definition_of_done, &declared)
-                .err()
-                .map(|e| e.to_string())
+            template::render(
+                &action.definition_of_done,
+                &sample_values(&action.arguments),
+            )
+            .err()
+            .map(|e| e.to_string())
         });
     out.push(Check {
         label: "Arguments".into(),
@@ -1023,6 +1137,22 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
         detail: schema
             .unwrap_or_else(|| format!("valid schema ({} declared)", action.arguments.len())),
     });
+    if let Some(script) = &action.script {
+        let problems = script_reference_problems(store, action);
+        out.push(Check {
+            label: "Script".into(),
+            ok: problems.is_empty(),
+            detail: if problems.is_empty() {
+                format!(
+                    "{} step{}; tools and spawned actions resolve",
+                    script.len(),
+                    if script.len() == 1 { "" } else { "s" }
+                )
+            } else {
+                problems.join("; ")
+            },
+        });
+    }
     if let Some(p) = &action.automation_profile {
         out.push(match profiles::find(store, p) {
             Ok(_) => Check {
@@ -1362,15 +1492,17 @@ mod tests {
 
     #[test]
     fn scripts_need_unique_names_one_kind_and_acyclic_dependencies() {
-        check_script(&[step("a", "echo {{ x }}"), step("b", "true")], &["x"]).unwrap();
+        let x: Map<String, Value> = [("x".to_string(), Value::from("v"))].into_iter().collect();
+        let none = Map::new();
+        check_script(&[step("a", "echo {{ x }}"), step("b", "true")], &x).unwrap();
         assert!(
-            check_script(&[step("a", "x"), step("a", "y")], &[])
+            check_script(&[step("a", "x"), step("a", "y")], &none)
                 .unwrap_err()
                 .2
                 .contains("twice")
         );
         assert!(
-            check_script(&[step("a", "echo {{ y }}")], &["x"])
+            check_script(&[step("a", "echo {{ y }}")], &x)
                 .unwrap_err()
                 .2
                 .contains("`{{ y }}`")
@@ -1380,14 +1512,14 @@ mod tests {
         let mut b = step("b", "y");
         b.depends_on = Some(vec!["a".into()]);
         assert!(
-            check_script(&[a.clone(), b], &[])
+            check_script(&[a.clone(), b], &none)
                 .unwrap_err()
                 .2
                 .contains("cycle")
         );
         a.depends_on = Some(vec!["zz".into()]);
         assert!(
-            check_script(&[a], &[])
+            check_script(&[a], &none)
                 .unwrap_err()
                 .2
                 .contains("not a step name")
@@ -1395,13 +1527,13 @@ mod tests {
         let mut both = step("c", "x");
         both.tool = Some("read_file".into());
         assert!(
-            check_script(&[both], &[])
+            check_script(&[both], &none)
                 .unwrap_err()
                 .2
                 .contains("exactly one")
         );
         let mut grouped = step("d", "x");
         grouped.parallel_group = Some("g".into());
-        assert!(check_script(&[grouped], &[]).is_err());
+        assert!(check_script(&[grouped], &none).is_err());
     }
 }
