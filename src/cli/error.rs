@@ -256,15 +256,26 @@ impl From<ActionError> for CliError {
             ActionError::Store(s) => s.into(),
             ActionError::Actor(a) => a.into(),
             ActionError::Profile(p) => p.into(),
-            ActionError::Exists(_) => CliError::new("CONFLICT", message)
-                .hint("choose another name (actions cannot be replaced; archive the old one with `agents action archive NAME`)"),
+            ActionError::Exists(name) => CliError::new("CONFLICT", message)
+                .detail("action names are never reused, also after archiving; choose a new name")
+                .hint(format!("agents action show {name}")),
             ActionError::NotFound(m) => not_found(message, &m, "agents action list --state all"),
             ActionError::Ambiguous(a) => a.into(),
-            ActionError::NotReady { failures, .. } => CliError::new("INVALID_INPUT", message)
-                .detail(failures.join("\n"))
-                .hint("fix the references (see `agents actor list`, `agents automation-profile list`) and run `agents action available NAME` again"),
+            ActionError::NotReady { failures, name } => CliError::new("INVALID_INPUT", message)
+                .detail(format!(
+                    "{}\nfix the references, then make the action available again",
+                    failures.join("\n")
+                ))
+                .hint("agents actor list")
+                .hint("agents automation-profile list")
+                .hint(format!(
+                    "agents action available {}",
+                    shell_words::quote(&name)
+                )),
             ActionError::State { .. } => CliError::new("CONFLICT", message),
-            ActionError::Flag { .. } | ActionError::NoName(_) | ActionError::Name { .. } => CliError::invalid_input(message),
+            ActionError::Flag { .. } | ActionError::NoName(_) | ActionError::Name { .. } => {
+                CliError::invalid_input(message)
+            }
         }
     }
 }
@@ -279,8 +290,19 @@ impl From<ResourceError> for CliError {
             }
             ResourceError::NotFound(m) => not_found(message, &m, "agents resource list --all"),
             ResourceError::Ambiguous(a) => a.into(),
-            ResourceError::Linked { name, .. } => CliError::new("CONFLICT", message)
-                .hint(format!("unlink it first: agents project unlink-resource PROJECT {name}")),
+            ResourceError::Linked { links, .. } => {
+                // One command per link, with the real names: unlink first, then retry.
+                links.iter().fold(
+                    CliError::new("CONFLICT", message).detail("unlink it from each project first"),
+                    |err, (project, resource)| {
+                        err.hint(format!(
+                            "agents project unlink-resource {} {}",
+                            shell_words::quote(project),
+                            shell_words::quote(resource)
+                        ))
+                    },
+                )
+            }
             ResourceError::Discovered { .. } | ResourceError::AutoLink { .. } | ResourceError::AlreadyLinked { .. } => {
                 CliError::new("CONFLICT", message)
             }
@@ -331,15 +353,17 @@ impl From<ProjectError> for CliError {
                     .detail(
                         plans
                             .iter()
-                            .map(|(id, st, action)| {
-                                format!("{} - {st} ({action})", &id[..8.min(id.len())])
-                            })
+                            .zip(crate::engine::domain::id::unique_prefixes(
+                                &plans.iter().map(|(id, ..)| id.as_str()).collect::<Vec<_>>(),
+                            ))
+                            .map(|((_, st, action), short)| format!("{short} - {st} ({action})"))
                             .collect::<Vec<_>>()
                             .join("\n"),
                     )
-                    .hint("cancel or finish the active plans first (agents plan list)")
+                    .hint("agents plan list")
                     .hint(format!(
-                        "or cancel them and delete: agents project delete --force --yes {project}"
+                        "agents project delete --force --yes {}",
+                        shell_words::quote(&project)
                     ))
             }
             ProjectError::ValidationNotFound { project, .. } => CliError::new("NOT_FOUND", message)

@@ -686,3 +686,125 @@ fn a_template_that_can_never_render_is_refused_at_create_with_a_clean_message() 
         );
     }
 }
+
+#[test]
+fn hints_are_runnable_commands_with_real_names_and_the_environment_flags() {
+    let env = Env::new();
+    let d = env.root().join("d");
+    std::fs::create_dir(&d).unwrap();
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "fs-directory",
+            "api",
+            "--path",
+            d.to_str().unwrap(),
+        ],
+    );
+    ok(&env, &["project", "create", "--resource", "api", "p"]);
+    let data_dir = env.data_dir.to_str().unwrap().to_string();
+    let every_hint_is_a_command = |doc: &Value| {
+        for h in doc["error"]["suggestions"].as_array().unwrap() {
+            let h = h.as_str().unwrap();
+            assert!(h.starts_with("agents "), "{h} in {doc:#}");
+            assert!(h.contains(&data_dir), "{h} repeats --data-dir");
+            assert!(!h.contains("PROJECT") && !h.contains("NAME"), "{h}");
+        }
+    };
+    let doc = fails(&env, &["resource", "remove", "--yes", "api"], "CONFLICT");
+    every_hint_is_a_command(&doc);
+    assert!(
+        hints(&doc).contains("project unlink-resource local/p local/api"),
+        "{doc:#}"
+    );
+
+    let action = file(&env, "a.yaml", &format!("name: a\n{MINIMAL_ACTION}"));
+    ok(
+        &env,
+        &["action", "create", "--available", "--config", &action],
+    );
+    ok(&env, &["plan", "use", "a", "p"]);
+    let doc = fails(&env, &["project", "delete", "--yes", "p"], "CONFLICT");
+    every_hint_is_a_command(&doc);
+    assert!(
+        hints(&doc).contains("project delete --force --yes local/p"),
+        "{doc:#}"
+    );
+
+    let bad = file(
+        &env,
+        "b.yaml",
+        "name: b\ndefinition-of-done: d\nstrategy-actor: local/nobody\nexecution-actor: builtin/script-executor\n",
+    );
+    ok(&env, &["action", "create", "--config", &bad]);
+    let doc = fails(&env, &["action", "available", "b"], "INVALID_INPUT");
+    every_hint_is_a_command(&doc);
+    assert!(hints(&doc).contains("action available local/b"), "{doc:#}");
+}
+
+#[test]
+fn the_duplicate_action_hint_suggests_a_new_name_that_works_after_archiving() {
+    let env = Env::new();
+    let action = file(&env, "a.yaml", &format!("name: a\n{MINIMAL_ACTION}"));
+    ok(&env, &["action", "create", "--config", &action]);
+    ok(&env, &["action", "archive", "a"]);
+    let doc = fails(&env, &["action", "create", "--config", &action], "CONFLICT");
+    let hints = hints(&doc);
+    assert!(!hints.contains("archive"), "{hints}");
+    let suggested = hints
+        .lines()
+        .find(|h| h.contains("action create"))
+        .expect("a create suggestion");
+    let words = shell_words::split(suggested).unwrap();
+    // Run the suggestion as given (it already carries --data-dir and --config-path).
+    let (doc, code) = env.json(&words[5..].iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{suggested}: {doc:#}");
+    assert_eq!(doc["data"]["action"]["name"], "local/a-v2");
+}
+
+#[test]
+fn reusable_and_no_reusable_together_are_refused_and_overrides_list_name_and_invariants() {
+    let env = Env::new();
+    let action = file(&env, "a.yaml", &format!("name: a\n{MINIMAL_ACTION}"));
+    let out = env.run(&[
+        "action",
+        "create",
+        "--reusable",
+        "--no-reusable",
+        "--config",
+        &action,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot be used with"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = ok(
+        &env,
+        &[
+            "action",
+            "create",
+            "--invariant",
+            "Keep it small",
+            "--definition-of-done",
+            "other",
+            "--config",
+            &action,
+            "renamed",
+        ],
+    );
+    let fields: Vec<&str> = doc["data"]["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["name", "invariants", "definition-of-done"],
+        "{doc:#}"
+    );
+}

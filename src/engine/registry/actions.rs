@@ -532,33 +532,60 @@ pub fn create(
         .check_user_creatable(&providers.iter().map(|p| p.name.clone()).collect::<Vec<_>>())
         .map_err(name_err)?;
     let name = qualified.to_string();
+    if let (Some(from), Some(to)) = (&file.name, &req.name)
+        && from != to
+    {
+        overrides.push(OverrideApplied {
+            field: "name".into(),
+            from: from.clone(),
+            to: name.clone(),
+        });
+    }
+    if !req.invariants.is_empty() {
+        overrides.push(OverrideApplied {
+            field: "invariants".into(),
+            from: format!("{} from the file", file.invariants.len()),
+            to: format!(
+                "{} (+{} from --invariant)",
+                file.invariants.len() + req.invariants.len(),
+                req.invariants.len()
+            ),
+        });
+    }
+    if !req.args.is_empty() {
+        overrides.push(OverrideApplied {
+            field: "arguments".into(),
+            from: format!("{} from the file", file.arguments.len()),
+            to: format!("{} --arg given (same names replace)", req.args.len()),
+        });
+    }
 
     let dod = merge(
-        "definition_of_done",
+        "definition-of-done",
         file.definition_of_done.clone(),
         req.definition_of_done.clone(),
         &mut overrides,
     );
     let strategy = merge(
-        "strategy_actor",
+        "strategy-actor",
         file.strategy_actor.clone(),
         req.strategy_actor.clone(),
         &mut overrides,
     );
     let execution = merge(
-        "execution_actor",
+        "execution-actor",
         file.execution_actor.clone(),
         req.execution_actor.clone(),
         &mut overrides,
     );
     let estimation = merge(
-        "estimation_actor",
+        "estimation-actor",
         file.estimation_actor.clone(),
         req.estimation_actor.clone(),
         &mut overrides,
     );
     let inv_actor = merge(
-        "invariant_actor",
+        "invariant-actor",
         file.invariant_actor.clone(),
         req.invariant_actor.clone(),
         &mut overrides,
@@ -570,13 +597,13 @@ pub fn create(
         &mut overrides,
     );
     let long_description = merge(
-        "long_description",
+        "long-description",
         file.long_description.clone(),
         req.long_description.clone(),
         &mut overrides,
     );
     let profile = merge(
-        "automation_profile",
+        "automation-profile",
         file.automation_profile.clone(),
         req.automation_profile.clone(),
         &mut overrides,
@@ -589,7 +616,7 @@ pub fn create(
         &mut overrides,
     );
     let read_only = merge_bool(
-        "read_only",
+        "read-only",
         file.read_only,
         req.read_only,
         false,

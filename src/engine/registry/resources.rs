@@ -187,6 +187,8 @@ pub enum ResourceError {
         name: String,
         /// `project (via resource)` entries.
         projects: Vec<String>,
+        /// The links as (project, linked resource) pairs.
+        links: Vec<(String, String)>,
     },
     /// A discovered resource cannot be removed or replaced on its own.
     #[error("resource {name} was discovered from {owner}; remove or update {owner} instead")]
@@ -798,15 +800,19 @@ pub fn add(
                 .unwrap_or_default();
             return Err(ResourceError::Discovered { name, owner });
         }
-        let linked: Vec<String> = store
+        let links: Vec<(String, String)> = store
             .project_links_of(&store.owned_ids(&e.resource_id)?)?
             .into_iter()
-            .map(|(project, resource, _)| format!("{project} (via {resource})"))
+            .map(|(project, resource, _)| (project, resource))
             .collect();
-        if !linked.is_empty() {
+        if !links.is_empty() {
             return Err(ResourceError::Linked {
                 name,
-                projects: linked,
+                projects: links
+                    .iter()
+                    .map(|(project, resource)| format!("{project} (via {resource})"))
+                    .collect(),
+                links,
             });
         }
     }
@@ -980,10 +986,15 @@ pub fn plan_removal(store: &Store, input: &str) -> Result<RemovalPlan, ResourceE
         });
     }
     let owned = store.owned_ids(&r.resource_id)?;
-    let linked: Vec<String> = store
+    let links: Vec<(String, String)> = store
         .project_links_of(&owned)?
         .into_iter()
-        .map(|(project, resource, _)| {
+        .map(|(project, resource, _)| (project, resource))
+        .collect();
+    let linked: Vec<String> = links
+        .iter()
+        .cloned()
+        .map(|(project, resource)| {
             if resource == r.name {
                 project
             } else {
@@ -995,6 +1006,7 @@ pub fn plan_removal(store: &Store, input: &str) -> Result<RemovalPlan, ResourceE
         return Err(ResourceError::Linked {
             name: r.name,
             projects: linked,
+            links,
         });
     }
     Ok(RemovalPlan {
