@@ -112,7 +112,7 @@ fn a_wrongly_typed_value_is_named() {
     rejected(
         &env,
         &["action", "create", "--config", &file],
-        &["reusable", "action.yaml:6:11:", "expected a boolean"],
+        &["reusable", "action.yaml:6:11:", "expected true or false"],
     );
 }
 

@@ -808,3 +808,84 @@ fn reusable_and_no_reusable_together_are_refused_and_overrides_list_name_and_inv
         "{doc:#}"
     );
 }
+
+#[test]
+fn action_rule_errors_report_the_line_of_the_field_and_flag_values_name_the_flag() {
+    let env = Env::new();
+    let path = file(
+        &env,
+        "e3.yaml",
+        &format!(
+            "name: e3\n{MINIMAL_ACTION}arguments:\n  - name: ok\n    type: string\n  - name: 9bad\n    type: string\n"
+        ),
+    );
+    let doc = fails(
+        &env,
+        &["action", "create", "--config", &path],
+        "INVALID_INPUT",
+    );
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("e3.yaml:8: field `arguments[1].name`"),
+        "{message}"
+    );
+    let path = file(&env, "ok.yaml", &format!("name: ok\n{MINIMAL_ACTION}"));
+    let doc = fails(
+        &env,
+        &[
+            "action",
+            "create",
+            "--definition-of-done",
+            "{{ nope }}",
+            "--config",
+            &path,
+        ],
+        "INVALID_INPUT",
+    );
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("--definition-of-done:"), "{message}");
+    assert!(!message.contains("ok.yaml"), "{message}");
+}
+
+#[test]
+fn yaml_syntax_errors_are_plain_and_name_no_internal_types() {
+    let env = Env::new();
+    for (text, wanted, unwanted) in [
+        (
+            "name: a\ndefinition-of-done: d\n  strategy-actor: x\n",
+            "YAML syntax error",
+            "field `?`",
+        ),
+        (
+            "- name: a\n",
+            "expected a mapping of action fields",
+            "ActionFile",
+        ),
+        (
+            "name: a\ndescription: [unclosed\n",
+            "YAML syntax error",
+            "expected a string",
+        ),
+    ] {
+        let path = file(&env, "s.yaml", text);
+        let doc = fails(
+            &env,
+            &["action", "create", "--config", &path],
+            "INVALID_INPUT",
+        );
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains(wanted), "{text:?}: {message}");
+        assert!(!message.contains(unwanted), "{text:?}: {message}");
+    }
+    let path = file(
+        &env,
+        "actor.yaml",
+        "name: r\nmodel: anthropic/claude-sonnet-4-5\nlimits: {max-turns: -1}\n",
+    );
+    let doc = fails(&env, &["actor", "add", "--config", &path], "INVALID_INPUT");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("expected a whole number >= 0"),
+        "{message}"
+    );
+}

@@ -643,20 +643,41 @@ pub fn create(
         .ok_or_else(|| missing("definition-of-done", "--definition-of-done"))?;
     let strategy = strategy.ok_or_else(|| missing("strategy-actor", "--strategy-actor"))?;
     let execution = execution.ok_or_else(|| missing("execution-actor", "--execution-actor"))?;
-    for (field, value) in [
-        ("strategy-actor", Some(&strategy)),
-        ("execution-actor", Some(&execution)),
-        ("estimation-actor", estimation.as_ref()),
-        ("invariant-actor", inv_actor.as_ref()),
+    for (field, value, flag, from_flag) in [
+        (
+            "strategy-actor",
+            Some(&strategy),
+            "--strategy-actor",
+            req.strategy_actor.is_some(),
+        ),
+        (
+            "execution-actor",
+            Some(&execution),
+            "--execution-actor",
+            req.execution_actor.is_some(),
+        ),
+        (
+            "estimation-actor",
+            estimation.as_ref(),
+            "--estimation-actor",
+            req.estimation_actor.is_some(),
+        ),
+        (
+            "invariant-actor",
+            inv_actor.as_ref(),
+            "--invariant-actor",
+            req.invariant_actor.is_some(),
+        ),
     ] {
         if let Some(v) = value
             && (v.trim().is_empty() || v.chars().any(char::is_whitespace))
         {
-            return Err(rule(
-                field,
-                field,
-                format!("`{v}` is not an actor reference"),
-            ));
+            let message = format!("`{v}` is not an actor reference");
+            return Err(if from_flag {
+                ActionError::Flag { flag, message }
+            } else {
+                rule(field, field, message)
+            });
         }
     }
 
@@ -726,13 +747,37 @@ pub fn create(
         check_script(script, &samples).map_err(|(field, key, msg)| rule(&field, key, msg))?;
     }
     // Placeholders in text fields.
-    for (field, value) in [
-        ("description", description.as_deref()),
-        ("long-description", long_description.as_deref()),
-        ("definition-of-done", Some(dod.as_str())),
+    for (field, value, flag, from_flag) in [
+        (
+            "description",
+            description.as_deref(),
+            "--description",
+            req.description.is_some(),
+        ),
+        (
+            "long-description",
+            long_description.as_deref(),
+            "--long-description",
+            req.long_description.is_some(),
+        ),
+        (
+            "definition-of-done",
+            Some(dod.as_str()),
+            "--definition-of-done",
+            req.definition_of_done.is_some(),
+        ),
     ] {
         if let Some(v) = value {
-            template::render(v, &samples).map_err(|e| rule(field, field, e.to_string()))?;
+            template::render(v, &samples).map_err(|e| {
+                if from_flag {
+                    ActionError::Flag {
+                        flag,
+                        message: e.to_string(),
+                    }
+                } else {
+                    rule(field, field, e.to_string())
+                }
+            })?;
         }
     }
     if let Some(p) = &profile {

@@ -532,16 +532,22 @@ fn validate(
                     ),
                 ));
             }
-            Err(_) => {
-                let (ns, _) = m.split_once('/').unwrap_or((m.as_str(), ""));
-                return Err(rule(
-                    "model",
-                    "model",
-                    format!(
+            Err(e) => {
+                let message = match m.split_once('/') {
+                    None => format!(
+                        "`{m}` is missing the provider/ part; use <provider>/<model>, e.g. anthropic/claude-sonnet-4-5 or openai/gpt-4o (providers: {})",
+                        provider_names(providers).join(", ")
+                    ),
+                    Some((ns, _)) if providers.iter().any(|p| p.name == ns) => match e {
+                        ActorError::Unresolved { reason, .. } => format!("`{m}`: {reason}"),
+                        other => other.to_string(),
+                    },
+                    Some((ns, _)) => format!(
                         "`{m}`: unknown provider `{ns}`; use one of: {} (configure more with `agents config set providers.{ns}.kind openai`)",
                         provider_names(providers).join(", ")
                     ),
-                ));
+                };
+                return Err(rule("model", "model", message));
             }
         },
         (None, ActorType::Graph) => {}
@@ -832,6 +838,25 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("unknown provider `nope`"), "{e}");
+        // A known provider without a model, and a model without a provider, say so.
+        for (model, wanted) in [
+            ("anthropic/", "is not a model name"),
+            ("claude", "missing the provider/ part"),
+        ] {
+            std::fs::write(&file, format!("name: x\ntype: llm\nmodel: \"{model}\"\n")).unwrap();
+            let e = add(
+                &mut store,
+                &providers,
+                &file,
+                None,
+                &Overrides::default(),
+                false,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(wanted), "{model}: {e}");
+            assert!(!e.contains("unknown provider"), "{model}: {e}");
+        }
         assert!(e.to_string().contains("a.yaml:3"), "{e}");
         std::fs::write(&file, "name: x\ntype: graph\ngraph: {nodes: []}\n").unwrap();
         add(
