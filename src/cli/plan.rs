@@ -172,7 +172,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
             [
                 ("Profile", c.profile.name.clone()),
                 ("Source", c.profile_source.label().to_string()),
-                ("Level", p.automation_level.as_str().to_string()),
+                ("Automatic Phases", automatic_phases(&c.profile.flags)),
                 ("Read-Only", view::yes_no(c.action.read_only).to_string()),
             ],
         ))
@@ -439,4 +439,22 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     }
     report.status.level = level;
     Ok(report)
+}
+
+/// The phases the profile runs without asking (`strategize, execute`), or that none do.
+fn automatic_phases(f: &crate::engine::registry::profiles::Flags) -> String {
+    let auto: Vec<&str> = [
+        (f.auto_strategize, "strategize"),
+        (f.auto_execute, "execute"),
+        (f.auto_apply, "apply"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| *name)
+    .collect();
+    if auto.is_empty() {
+        "none (each phase waits for you)".to_string()
+    } else {
+        auto.join(", ")
+    }
 }

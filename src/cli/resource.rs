@@ -318,7 +318,16 @@ fn capabilities_panel(r: &Resource, strategy: &str) -> Element {
         [
             ("Readable", b(|c| c.readable)),
             ("Writable", b(|c| c.writable)),
-            ("Sandboxable", b(|c| c.sandboxable)),
+            (
+                "Sandboxable",
+                // A type that could be sandboxed is not, when nothing above it provides a
+                // strategy (a branch of a bare repository, for example).
+                if c.as_ref().is_some_and(|c| c.sandboxable) && strategy == "none" {
+                    "no (no sandbox strategy applies)".to_string()
+                } else {
+                    b(|c| c.sandboxable)
+                },
+            ),
             ("Checkpointable", b(|c| c.checkpointable)),
             ("Sandbox Strategy", strategy.to_string()),
         ],
@@ -504,7 +513,8 @@ fn list(
     let mut data = Vec::new();
     let mut total_children = 0;
     for r in &resources {
-        let children = store.owned_ids(&r.resource_id)?.len() - 1;
+        // Direct children (discovered and manual), as `resource show` lists them.
+        let children = store.children(&r.resource_id)?.len();
         total_children += children;
         let projects: Vec<String> = store
             .project_links_of(&[r.resource_id])?
@@ -568,6 +578,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
         json!({
             "resource": resource_json(r),
             "sandbox_strategy": d.sandbox_strategy,
+            "sandboxable": r.resource_type().is_some_and(|t| t.capabilities.sandboxable) && d.sandbox_strategy != "none",
             "capabilities": r.resource_type().map(|t| t.capabilities),
             "parents": d.parents.iter().map(|e| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto})).collect::<Vec<_>>(),
             "children": d.children.iter().map(|(e, n)| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto, "children": n})).collect::<Vec<_>>(),

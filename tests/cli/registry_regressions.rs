@@ -889,3 +889,99 @@ fn yaml_syntax_errors_are_plain_and_name_no_internal_types() {
         "{message}"
     );
 }
+
+#[test]
+fn plan_use_shows_the_automatic_phases_instead_of_a_contradicting_level() {
+    let env = Env::new();
+    ok(&env, &["project", "create", "p"]);
+    let action = file(&env, "a.yaml", &format!("name: a\n{MINIMAL_ACTION}"));
+    ok(
+        &env,
+        &["action", "create", "--available", "--config", &action],
+    );
+    let plain = crate::support::stdout(&env.run(&[
+        "--format",
+        "plain",
+        "plan",
+        "use",
+        "--automation-profile",
+        "supervised",
+        "a",
+        "p",
+    ]));
+    assert!(plain.contains("Profile: supervised"), "{plain}");
+    assert!(plain.contains("Automatic Phases: strategize"), "{plain}");
+    assert!(!plain.contains("Level: manual"), "{plain}");
+}
+
+#[test]
+fn children_counts_agree_between_list_and_show_and_a_branch_is_not_sandboxable_without_strategy() {
+    let env = Env::new();
+    let repo = crate::support::git_repo(env.root(), "api");
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "api",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+    );
+    let d1 = env.root().join("d1");
+    let d2 = env.root().join("d2");
+    std::fs::create_dir(&d1).unwrap();
+    std::fs::create_dir(&d2).unwrap();
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "fs-directory",
+            "d1",
+            "--path",
+            d1.to_str().unwrap(),
+        ],
+    );
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "fs-directory",
+            "d2",
+            "--path",
+            d2.to_str().unwrap(),
+        ],
+    );
+    ok(&env, &["resource", "link-child", "-p", "d1", "-c", "d2"]);
+    let list = ok(&env, &["resource", "list", "--all"]);
+    for r in list["data"]["resources"].as_array().unwrap() {
+        let name = r["name"].as_str().unwrap();
+        let shown = child_names(&env, name).len();
+        assert_eq!(r["children"], shown, "{name}");
+    }
+    let count = |name: &str| {
+        list["data"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap()["children"]
+            .clone()
+    };
+    assert_eq!(count("local/d1"), 1);
+    assert_eq!(count("local/api"), 2, "repository and work tree");
+    let branch = ok(&env, &["resource", "show", "local/api:repo:dev"]);
+    assert_eq!(branch["data"]["sandbox_strategy"], "none");
+    assert_eq!(branch["data"]["sandboxable"], false);
+    let plain = crate::support::stdout(&env.run(&[
+        "--format",
+        "plain",
+        "resource",
+        "show",
+        "local/api:repo:dev",
+    ]));
+    assert!(plain.contains("Sandboxable: no"), "{plain}");
+}

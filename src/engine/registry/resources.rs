@@ -1236,8 +1236,9 @@ pub fn details(store: &Store, input: &str) -> Result<Details, ResourceError> {
     let parents = store.parents(&resource.resource_id)?;
     let mut children = Vec::new();
     for e in store.children(&resource.resource_id)? {
-        let n = store.children(&e.resource.resource_id)?.len() as u64
-            + e.resource.counted().iter().map(|(_, n)| n).sum::<u64>();
+        // Direct children that are rows, as `resource list` counts them (counted items such
+        // as commits are shown separately).
+        let n = store.children(&e.resource.resource_id)?.len() as u64;
         children.push((e, n));
     }
     let projects = store
