@@ -298,6 +298,22 @@ fn detail_elements(a: &Action, invariants: &[String]) -> Vec<Element> {
             empty: "No steps.".into(),
         });
     }
+    if let Some(sb) = &a.sandbox {
+        out.push(Element::panel(
+            "Sandbox",
+            [
+                ("Network", view::yes_no(sb.network).to_string()),
+                (
+                    "Writable Paths",
+                    if sb.writable_paths.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        sb.writable_paths.join(", ")
+                    },
+                ),
+            ],
+        ));
+    }
     if !invariants.is_empty() {
         out.push(Element::List {
             title: "Invariants".into(),

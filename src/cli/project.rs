@@ -267,7 +267,13 @@ fn links_table(title: &str, links: &[LinkedResource]) -> Element {
                     l.resource.type_name.clone().into(),
                     view::or(l.alias.as_deref(), "-"),
                     resource_types::effective_strategy(&l.resource.type_name, &[]).into(),
-                    view::flag_cell(l.read_only),
+                    view::flag_cell(
+                        l.read_only
+                            || !l
+                                .resource
+                                .resource_type()
+                                .is_some_and(|t| t.capabilities.writable),
+                    ),
                 ]
             })
             .collect(),
@@ -349,7 +355,7 @@ fn link(
         && !l.read_only;
     Ok(Report::ok(
         "project link-resource",
-        json!({"project": project_json(&p), "link": link_json(&l)}),
+        json!({"project": project_json(&p), "link": link_json(&l), "writable": writable}),
         "Resource linked to project",
     )
     .with(Element::panel(
@@ -359,7 +365,14 @@ fn link(
             ("Resource", view::id(l.resource.name.clone())),
             ("Type", l.resource.type_name.clone().into()),
             ("Alias", view::or(l.alias.as_deref(), "(none)")),
-            ("Read-Only", view::yes_no(l.read_only).into()),
+            (
+                "Read-Only",
+                if writable || l.read_only {
+                    view::yes_no(l.read_only).into()
+                } else {
+                    format!("yes ({} resources cannot be written)", l.resource.type_name).into()
+                },
+            ),
         ],
     ))
     .with(Element::panel(

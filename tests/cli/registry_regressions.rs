@@ -985,3 +985,69 @@ fn children_counts_agree_between_list_and_show_and_a_branch_is_not_sandboxable_w
     ]));
     assert!(plain.contains("Sandboxable: no"), "{plain}");
 }
+
+#[test]
+fn action_show_displays_sandbox_settings_and_create_refuses_root_or_escaping_writable_paths() {
+    let env = Env::new();
+    for (name, path, wanted) in [
+        ("root", "/", "whole filesystem"),
+        ("escape", "../../etc", "`..`"),
+    ] {
+        let action = file(
+            &env,
+            &format!("{name}.yaml"),
+            &format!(
+                "name: {name}\n{MINIMAL_ACTION}sandbox:\n  network: true\n  writable-paths: [\"/tmp/ok\", \"{path}\"]\n"
+            ),
+        );
+        let doc = fails(
+            &env,
+            &["action", "create", "--config", &action],
+            "INVALID_INPUT",
+        );
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains("sandbox.writable-paths[1]"), "{message}");
+        assert!(message.contains(wanted), "{message}");
+    }
+    let action = file(
+        &env,
+        "ok.yaml",
+        &format!(
+            "name: ok\n{MINIMAL_ACTION}sandbox:\n  network: true\n  writable-paths: [/tmp/cache]\n"
+        ),
+    );
+    ok(&env, &["action", "create", "--config", &action]);
+    let plain = crate::support::stdout(&env.run(&["--format", "plain", "action", "show", "ok"]));
+    assert!(plain.contains("Sandbox"), "{plain}");
+    assert!(plain.contains("Network: yes"), "{plain}");
+    assert!(plain.contains("Writable Paths: /tmp/cache"), "{plain}");
+}
+
+#[test]
+fn linking_a_read_only_resource_type_never_shows_read_only_no() {
+    let env = Env::new();
+    let repo = crate::support::git_repo(env.root(), "api");
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "api",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+    );
+    ok(&env, &["project", "create", "p"]);
+    let plain = crate::support::stdout(&env.run(&[
+        "--format",
+        "plain",
+        "project",
+        "link-resource",
+        "p",
+        "local/api:repo:origin",
+    ]));
+    assert!(plain.contains("Write: denied"), "{plain}");
+    assert!(!plain.contains("Read-Only: no"), "{plain}");
+    assert!(plain.contains("Read-Only: yes"), "{plain}");
+}

@@ -742,6 +742,43 @@ pub fn create(
     }
     let samples = sample_values(&arguments);
 
+    // Sandbox: writable paths widen what shell steps may change outside the sandbox, so the
+    // whole filesystem and paths that climb out with `..` are refused.
+    for (i, p) in file
+        .sandbox
+        .iter()
+        .flat_map(|s| s.writable_paths.iter())
+        .enumerate()
+    {
+        let field = format!("sandbox.writable-paths[{i}]");
+        let problem = if p.trim().is_empty() {
+            Some("an empty path".to_string())
+        } else if std::path::Path::new(p)
+            .components()
+            .all(|c| matches!(c, std::path::Component::RootDir))
+        {
+            Some(format!("`{p}` would make the whole filesystem writable"))
+        } else if std::path::Path::new(p)
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            Some(format!(
+                "`{p}` contains `..`, which can climb out of the intended directory"
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(rule(
+                &field,
+                "writable-paths",
+                format!(
+                    "{problem}; give a specific directory without `..`, e.g. `/tmp/build-cache`"
+                ),
+            ));
+        }
+    }
+
     // Script.
     if let Some(script) = &file.script {
         check_script(script, &samples).map_err(|(field, key, msg)| rule(&field, key, msg))?;
