@@ -483,7 +483,8 @@ fn list(
     Ok(report.with(Element::panel(
         "Summary",
         [
-            ("Total", all.len().to_string()),
+            ("Listed", n.to_string()),
+            ("Registered", all.len().to_string()),
             ("Available", count(ActionState::Available)),
             ("Draft", count(ActionState::Draft)),
             ("Archived", count(ActionState::Archived)),

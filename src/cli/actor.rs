@@ -140,7 +140,11 @@ fn actor_json(a: &Actor) -> serde_json::Value {
 
 fn options_items(a: &Actor) -> Vec<String> {
     match serde_json::to_value(&a.definition.options) {
-        Ok(serde_json::Value::Object(m)) => m.iter().map(|(k, v)| format!("- {k}: {v}")).collect(),
+        // The YAML spelling (`max-tokens`), as in the file and in `limits`.
+        Ok(serde_json::Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| format!("- {}: {v}", k.replace('_', "-")))
+            .collect(),
         _ => vec![],
     }
 }

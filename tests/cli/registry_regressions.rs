@@ -1051,3 +1051,101 @@ fn linking_a_read_only_resource_type_never_shows_read_only_no() {
     assert!(!plain.contains("Read-Only: no"), "{plain}");
     assert!(plain.contains("Read-Only: yes"), "{plain}");
 }
+
+#[test]
+fn a_wrong_integer_default_says_an_integer() {
+    let env = Env::new();
+    let action = file(
+        &env,
+        "a.yaml",
+        &format!(
+            "name: a\n{MINIMAL_ACTION}arguments:\n  - name: n\n    type: integer\n    default: many\n"
+        ),
+    );
+    let doc = fails(
+        &env,
+        &["action", "create", "--config", &action],
+        "INVALID_INPUT",
+    );
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.contains("is not an integer"), "{message}");
+}
+
+#[test]
+fn action_list_summary_does_not_count_hidden_archived_actions_as_listed() {
+    let env = Env::new();
+    for name in ["a", "b"] {
+        let action = file(
+            &env,
+            &format!("{name}.yaml"),
+            &format!("name: {name}\n{MINIMAL_ACTION}"),
+        );
+        ok(&env, &["action", "create", "--config", &action]);
+    }
+    ok(&env, &["action", "archive", "b"]);
+    let plain = crate::support::stdout(&env.run(&["--format", "plain", "action", "list"]));
+    assert!(plain.contains("Listed: 1"), "{plain}");
+    assert!(plain.contains("Registered: 2"), "{plain}");
+    assert!(!plain.contains("Total: 2"), "{plain}");
+}
+
+#[test]
+fn a_regex_error_keeps_its_reason_in_the_message_and_the_diagram_in_the_detail() {
+    let env = Env::new();
+    let doc = fails(&env, &["project", "list", "("], "INVALID_INPUT");
+    assert_eq!(doc["error"]["message"], "invalid REGEX: unclosed group");
+    assert!(
+        doc["error"]["detail"].as_str().unwrap().contains('\n'),
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn a_relative_config_path_is_stored_absolute() {
+    let env = Env::new();
+    std::fs::write(
+        env.root().join("add-license.yaml"),
+        format!("name: a\n{MINIMAL_ACTION}"),
+    )
+    .unwrap();
+    let out = env
+        .command(&[
+            "--format",
+            "json",
+            "action",
+            "create",
+            "--config",
+            "add-license.yaml",
+        ])
+        .current_dir(env.root())
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stored = doc["data"]["action"]["config_path"].as_str().unwrap();
+    assert!(std::path::Path::new(stored).is_absolute(), "{stored}");
+    assert!(stored.ends_with("add-license.yaml"), "{stored}");
+}
+
+#[test]
+fn the_project_backup_ends_with_a_newline() {
+    let env = Env::new();
+    ok(&env, &["project", "create", "p"]);
+    let doc = ok(&env, &["project", "delete", "--yes", "p"]);
+    let backup = doc["data"]["backup"].as_str().unwrap();
+    let text = std::fs::read_to_string(backup).unwrap();
+    assert!(text.ends_with("}\n"), "{text}");
+}
+
+#[test]
+fn actor_show_spells_options_as_in_yaml() {
+    let env = Env::new();
+    let actor = file(
+        &env,
+        "r.yaml",
+        "name: r\nmodel: anthropic/claude-sonnet-4-5\noptions: {max-tokens: 100}\nlimits: {max-turns: 5}\n",
+    );
+    ok(&env, &["actor", "add", "--config", &actor]);
+    let plain = crate::support::stdout(&env.run(&["--format", "plain", "actor", "show", "r"]));
+    assert!(plain.contains("max-tokens: 100"), "{plain}");
+    assert!(!plain.contains("max_tokens"), "{plain}");
+}

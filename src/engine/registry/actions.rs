@@ -102,7 +102,11 @@ impl ArgType {
             (ArgType::Integer, Value::Number(n)) if n.is_i64() => Ok(v.clone()),
             (ArgType::Number, Value::Number(_)) => Ok(v.clone()),
             (ArgType::Boolean, Value::Bool(_)) => Ok(v.clone()),
-            _ => Err(format!("`{v}` is not a {}", self.as_str())),
+            _ => Err(format!(
+                "`{v}` is not {} {}",
+                if self == ArgType::Integer { "an" } else { "a" },
+                self.as_str()
+            )),
         }
     }
 }
@@ -862,7 +866,7 @@ pub fn create(
         arguments,
         script: file.script.clone(),
         sandbox: file.sandbox.clone(),
-        config_path: Some(path.display().to_string()),
+        config_path: Some(yaml::stored_path(path)),
         created_at: now,
         updated_at: now,
         archived_at: None,

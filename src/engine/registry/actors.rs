@@ -489,7 +489,7 @@ pub fn add(
             .unwrap_or_else(|| crate::engine::domain::Id::generate().to_string()),
         name,
         definition: def,
-        config_path: Some(path.display().to_string()),
+        config_path: Some(yaml::stored_path(path)),
         config_hash: Some(fingerprint(text.as_bytes())),
         created_at: existing.as_ref().map(|a| a.created_at).unwrap_or(now),
         updated_at: now,

@@ -390,7 +390,7 @@ pub fn add(
         description: file.description,
         source: ProfileSource::Custom,
         flags: file.flags,
-        config_path: Some(path.display().to_string()),
+        config_path: Some(yaml::stored_path(path)),
         created_at: Some(existing.as_ref().and_then(|e| e.created_at).unwrap_or(now)),
         updated_at: Some(now),
     };

@@ -571,10 +571,9 @@ pub fn delete(
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(backups_dir)?;
         let tmp = file.with_extension("json.tmp");
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(&backup).expect("backup serializes"),
-        )?;
+        let mut bytes = serde_json::to_vec_pretty(&backup).expect("backup serializes");
+        bytes.push(b'\n');
+        std::fs::write(&tmp, bytes)?;
         std::fs::rename(&tmp, &file)
     };
     write().map_err(|e| ProjectError::Backup {

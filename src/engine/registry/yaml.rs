@@ -84,6 +84,15 @@ impl YamlError {
     }
 }
 
+/// `path` as stored in the registry: absolute (relative to the working directory at
+/// registration), symlinks kept, so that a later `show` names the file from anywhere.
+pub fn stored_path(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// Reads `path` and deserializes it into `T`.
 ///
 /// # Errors
