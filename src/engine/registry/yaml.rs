@@ -286,9 +286,14 @@ pub fn line_of_path(text: &str, field: &str) -> Option<usize> {
                 };
                 let (line, key_indent, _) = block[pos].clone();
                 found = Some(line);
+                // The value's lines: deeper ones, or a sequence written at the key's own
+                // indentation (`key:\n- item`).
                 block = block[pos + 1..]
                     .iter()
-                    .take_while(|(_, ind, _)| *ind > key_indent)
+                    .take_while(|(_, ind, c)| {
+                        *ind > key_indent
+                            || (*ind == key_indent && (c == "-" || c.starts_with("- ")))
+                    })
                     .cloned()
                     .collect();
             }
@@ -415,6 +420,11 @@ mod tests {
         assert_eq!(line_of_path(text, "options.max-tokens"), Some(10));
         assert_eq!(line_of_path(text, "script[0].spawn.action"), Some(13));
         assert_eq!(line_of_path(text, "name"), Some(1));
+        // A sequence at its key's own indentation.
+        let flat =
+            "name: x\narguments:\n- name: a\n  type: string\n- name: b\n  type: int\nother: 1\n";
+        assert_eq!(line_of_path(flat, "arguments[1].type"), Some(6));
+        assert_eq!(line_of_path(flat, "other"), Some(7));
         let e = rule(
             Path::new("a.yaml"),
             text,
