@@ -177,7 +177,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
             [
                 ("Profile", c.profile.name.clone()),
                 ("Source", c.profile_source.label().to_string()),
-                ("Level", p.automation_level.as_str().to_string()),
+                ("Automatic Phases", automatic_phases(&c.profile.flags)),
                 ("Read-Only", view::yes_no(c.action.read_only).to_string()),
             ],
         ))
@@ -291,9 +291,15 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
             .into(),
         rows: plans
             .iter()
-            .map(|p| {
+            .zip(view::short_ids(
+                &plans
+                    .iter()
+                    .map(|p| p.plan_id.to_string())
+                    .collect::<Vec<_>>(),
+            ))
+            .map(|(p, short)| {
                 vec![
-                    view::id(view::short(&p.plan_id.to_string())),
+                    view::id(short),
                     p.phase().as_str().into(),
                     p.state().as_str().into(),
                     p.action_name.clone().into(),
@@ -438,4 +444,22 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     }
     report.status.level = level;
     Ok(report)
+}
+
+/// The phases the profile runs without asking (`strategize, execute`), or that none do.
+fn automatic_phases(f: &crate::engine::registry::profiles::Flags) -> String {
+    let auto: Vec<&str> = [
+        (f.auto_strategize, "strategize"),
+        (f.auto_execute, "execute"),
+        (f.auto_apply, "apply"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| *name)
+    .collect();
+    if auto.is_empty() {
+        "none (each phase waits for you)".to_string()
+    } else {
+        auto.join(", ")
+    }
 }

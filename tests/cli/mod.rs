@@ -7,6 +7,7 @@ mod init;
 mod profiles;
 mod registries;
 mod registry_commands;
+mod registry_regressions;
 mod registry_snapshots;
 mod regressions;
 mod sandbox;
