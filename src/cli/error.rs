@@ -223,6 +223,9 @@ impl From<ActorError> for CliError {
             ActorError::NoName(_) | ActorError::Name { .. } | ActorError::Option(..) => {
                 CliError::invalid_input(message)
             }
+            ActorError::Skill(_) => CliError::invalid_input(message)
+                .detail("nothing was saved")
+                .hint("agents skill list"),
         }
     }
 }
