@@ -230,6 +230,23 @@ impl From<ActorError> for CliError {
     }
 }
 
+impl From<crate::engine::skills::SkillError> for CliError {
+    fn from(e: crate::engine::skills::SkillError) -> Self {
+        use crate::engine::skills::SkillError;
+        let message = e.to_string();
+        match e {
+            SkillError::Name { .. } => CliError::invalid_input(message).hint("agents skill list"),
+            SkillError::Unknown { suggestion, .. } => {
+                let err = CliError::new("NOT_FOUND", message);
+                match suggestion {
+                    Some(s) => err.hint(format!("agents skill show {s}")),
+                    None => err.hint("agents skill list"),
+                }
+            }
+        }
+    }
+}
+
 impl From<ArgumentError> for CliError {
     fn from(e: ArgumentError) -> Self {
         CliError::invalid_input(e.to_string())
