@@ -232,7 +232,7 @@ fn summary_counts(tools: &[SkillTool]) -> [(&'static str, String); 4] {
     [
         ("Read-Only", count(&|c| c.read_only)),
         ("Writes", count(&|c| c.writes)),
-        ("Checkpointable", count(&|c| c.writes && c.checkpointable)),
+        ("Checkpointable", count(&|c| c.checkpointable)),
         ("Unsafe", count(&|c| c.is_unsafe)),
     ]
 }
