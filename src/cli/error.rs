@@ -223,6 +223,26 @@ impl From<ActorError> for CliError {
             ActorError::NoName(_) | ActorError::Name { .. } | ActorError::Option(..) => {
                 CliError::invalid_input(message)
             }
+            ActorError::Skill(_) => CliError::invalid_input(message)
+                .detail("nothing was saved")
+                .hint("agents skill list"),
+        }
+    }
+}
+
+impl From<crate::engine::skills::SkillError> for CliError {
+    fn from(e: crate::engine::skills::SkillError) -> Self {
+        use crate::engine::skills::SkillError;
+        let message = e.to_string();
+        match e {
+            SkillError::Name { .. } => CliError::invalid_input(message).hint("agents skill list"),
+            SkillError::Unknown { suggestion, .. } => {
+                let err = CliError::new("NOT_FOUND", message);
+                match suggestion {
+                    Some(s) => err.hint(format!("agents skill show {s}")),
+                    None => err.hint("agents skill list"),
+                }
+            }
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod plan_sandbox;
 pub mod profile;
 pub mod project;
 pub mod resource;
+pub mod skill;
 pub mod system;
 pub mod tool;
 pub mod tui;
@@ -112,9 +113,12 @@ pub enum Command {
     Diagnostics,
     /// Open the full-screen terminal UI (also: `agents` with no command, in a terminal)
     Tui(tui::TuiArgs),
-    /// Run built-in tools against a plan's sandbox
+    /// Built-in tools: list, show (schema, capability), run against a plan's sandbox
     #[command(subcommand)]
     Tool(tool::ToolCommand),
+    /// Skills: named collections of tools that actors reference
+    #[command(subcommand)]
+    Skill(skill::SkillCommand),
 }
 
 impl Command {
@@ -135,6 +139,7 @@ impl Command {
             Command::Invariant(c) => format!("invariant {}", c.name()),
             Command::AutomationProfile(c) => format!("automation-profile {}", c.name()),
             Command::Tool(c) => format!("tool {}", c.name()),
+            Command::Skill(c) => format!("skill {}", c.name()),
         }
     }
 }
@@ -146,7 +151,10 @@ pub const HELP_GROUPS: [(&str, &[&str]); 3] = [
         "Work",
         &["tui", "plan", "action", "project", "resource", "invariant"],
     ),
-    ("Agents and automation", &["actor", "automation-profile"]),
+    (
+        "Agents and automation",
+        &["actor", "skill", "tool", "automation-profile"],
+    ),
     (
         "Setup",
         &["config", "init", "info", "diagnostics", "version"],
@@ -545,7 +553,8 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         | Command::Resource(_)
         | Command::Invariant(_)
         | Command::AutomationProfile(_)
-        | Command::Tool(_) => {
+        | Command::Tool(_)
+        | Command::Skill(_) => {
             ctx.store()?;
         }
         // These work without it, but still create it on first use when they can, so that
@@ -574,6 +583,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Invariant(c) => invariant::run(c, ctx),
         Command::AutomationProfile(c) => profile::run(c, ctx),
         Command::Tool(c) => tool::run(c, ctx),
+        Command::Skill(c) => skill::run(c, ctx),
     }
 }
 

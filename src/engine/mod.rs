@@ -13,6 +13,7 @@
 //! - [`actors`]: model providers, the actor runtime (tool-calling loop), role prompts, usage.
 //! - [`sandbox`]: per-plan sandboxes, checkpoints, diffs, confinement.
 //! - [`tools`]: built-in tools and the tool runner.
+//! - [`skills`]: the built-in skills (collections of tools actors name) and their resolution.
 
 pub mod actors;
 pub mod config;
@@ -23,6 +24,7 @@ pub mod paths;
 pub mod registry;
 pub mod safe_write;
 pub mod sandbox;
+pub mod skills;
 pub mod store;
 pub mod system;
 pub mod tools;

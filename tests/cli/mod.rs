@@ -11,6 +11,7 @@ mod registry_regressions;
 mod registry_snapshots;
 mod regressions;
 mod sandbox;
+mod skills;
 pub(crate) mod snapshots;
 mod store;
 mod tui;

@@ -124,7 +124,7 @@ fn actors_register_show_and_remove_with_their_impact() {
     let file = env.root().join("reviewer.yaml");
     std::fs::write(
         &file,
-        "name: reviewer\nmodel: anthropic/claude-sonnet-4-5\nsystem-prompt: You review.\nskills: [local/git-ops]\noptions: {temperature: 0.2, max-tokens: 2048}\nlimits: {max-turns: 5}\n",
+        "name: reviewer\nmodel: anthropic/claude-sonnet-4-5\nsystem-prompt: You review.\nskills: [git_operations]\noptions: {temperature: 0.2, max-tokens: 2048}\nlimits: {max-turns: 5}\n",
     )
     .unwrap();
     let added = ok(

@@ -261,6 +261,10 @@ pub enum ActorError {
         "`{0}` names a model of a configured provider, not a registered actor; there is nothing to remove"
     )]
     ProviderModel(String),
+    /// A skill given with `--skill` does not resolve (skills from the file are reported as
+    /// YAML rule errors at their line).
+    #[error("--skill {0}")]
+    Skill(crate::engine::skills::SkillError),
     /// A `--option key=value` override is not acceptable.
     #[error("--option `{0}`: {1}")]
     Option(String, String),
@@ -457,6 +461,7 @@ pub fn add(
         .check_user_creatable(&provider_names(providers))
         .map_err(name_err)?;
     let name = qualified.to_string();
+    let file_skills = file.skills.len();
     let mut def = ActorDefinition {
         actor_type: overrides.actor_type.or(file.actor_type).unwrap_or_default(),
         model: file.model,
@@ -476,7 +481,7 @@ pub fn add(
     for (k, v) in &overrides.options {
         apply_option(&mut def.options, k, v)?;
     }
-    validate(&def, path, &text, providers, store)?;
+    validate(&def, path, &text, providers, store, file_skills)?;
     let existing = store.actor(&name)?;
     if existing.is_some() && !update {
         return Err(ActorError::Exists(name));
@@ -507,6 +512,7 @@ fn validate(
     text: &str,
     providers: &[Provider],
     store: &Store,
+    file_skills: usize,
 ) -> Result<(), ActorError> {
     let rule = |field: &str, key: &str, msg: String| {
         ActorError::Yaml(yaml::rule(path, text, field, key, msg))
@@ -577,9 +583,15 @@ fn validate(
             "must be at least 1".into(),
         ));
     }
+    // Skills from the file are reported at their line; those added with `--skill` by flag.
     for (i, s) in def.skills.iter().enumerate() {
-        QualifiedName::parse(s)
-            .map_err(|e| rule(&format!("skills[{i}]"), "skills", format!("`{s}`: {e}")))?;
+        if let Err(e) = crate::engine::skills::lookup(s) {
+            return Err(if i < file_skills {
+                rule(&format!("skills[{i}]"), "skills", e.to_string())
+            } else {
+                ActorError::Skill(e)
+            });
+        }
     }
     if let Some(p) = &def.system_prompt
         && let Err(template::TemplateError::Syntax(e)) = template::check(p, &[])
@@ -800,14 +812,14 @@ mod tests {
             &file,
             None,
             &Overrides {
-                skills: vec!["local/s".into()],
+                skills: vec!["git_operations".into()],
                 ..Default::default()
             },
             true,
         )
         .unwrap();
         assert!(again.previous.is_some());
-        assert_eq!(again.actor.definition.skills, ["local/s"]);
+        assert_eq!(again.actor.definition.skills, ["git_operations"]);
         for reserved in ["openai/mine", "builtin/mine", "anthropic/x"] {
             assert!(matches!(
                 add(
@@ -868,5 +880,54 @@ mod tests {
             false,
         )
         .unwrap();
+    }
+    #[test]
+    fn unknown_skills_are_refused_naming_the_field_or_flag_and_nothing_is_saved() {
+        let (dir, mut store, providers) = setup();
+        let file = dir.path().join("a.yaml");
+        std::fs::write(
+            &file,
+            "name: local/x\nmodel: openai/gpt-4o\nskills:\n  - file_operations\n  - git-ops\n",
+        )
+        .unwrap();
+        let err = add(
+            &mut store,
+            &providers,
+            &file,
+            None,
+            &Overrides::default(),
+            false,
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("skills[1]"), "{text}");
+        assert!(text.contains(":5"), "{text}");
+        assert!(text.contains("did you mean `git_operations`?"), "{text}");
+        assert!(store.actor("local/x").unwrap().is_none());
+
+        std::fs::write(
+            &file,
+            "name: local/x\nmodel: openai/gpt-4o\nskills: [shell]\n",
+        )
+        .unwrap();
+        let err = add(
+            &mut store,
+            &providers,
+            &file,
+            None,
+            &Overrides {
+                skills: vec!["local/searching".into()],
+                ..Default::default()
+            },
+            false,
+        )
+        .unwrap_err();
+        assert!(matches!(err, ActorError::Skill(_)), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("--skill unknown skill `local/searching`"),
+            "{text}"
+        );
+        assert!(store.actor("local/x").unwrap().is_none());
     }
 }
