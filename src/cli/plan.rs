@@ -187,7 +187,23 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     {
         // Anything but "created, waiting for `plan execute`" is reported as driving reports it:
         // exit 3 at a gate or decision, errors, applied.
-        return super::plan_run::driven_report(ctx, "plan use", d);
+        let extra = |data: &mut serde_json::Value| {
+            if data.is_object() {
+                data["profile_source"] = json!(c.profile_source);
+                data["effective_invariants"] = json!(c.invariants.effective);
+                data["action_archived"] = json!(c.action_archived);
+                data["ran"] = json!(true);
+            }
+        };
+        return super::plan_run::driven_report(ctx, "plan use", d)
+            .map(|mut r| {
+                extra(&mut r.data);
+                r
+            })
+            .map_err(|mut e| {
+                extra(&mut e.data);
+                e
+            });
     }
     let p = &engine.plan(&plan_id)?;
     let id = p.plan_id.to_string();

@@ -198,11 +198,9 @@ pub(crate) fn driven_report(
 ) -> Result<Report, CliError> {
     let p = &driven.plan;
     let id = p.plan_id.to_string();
-    let mut data = json!({
-        "plan": Value::Object(p.as_cli_dict()),
-        "stopped": driven.stopped,
-        "events": driven.events.len(),
-    });
+    let mut data = Value::Object(p.as_cli_dict());
+    data["stopped"] = json!(driven.stopped);
+    data["events"] = json!(driven.events.len());
     let needs = |approvals: &[Approval], what: String| {
         let first = &approvals[0];
         let mut err = CliError::new("NEEDS_APPROVAL", what)

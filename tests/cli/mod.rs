@@ -4,6 +4,7 @@ mod bad_inputs;
 mod config;
 mod envelope;
 mod init;
+mod lifecycle;
 mod profiles;
 mod registries;
 mod registry_commands;

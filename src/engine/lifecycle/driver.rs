@@ -48,7 +48,7 @@ pub enum Stopped {
     /// A phase gate waits for a human.
     Gate {
         /// The gate's approval.
-        approval: Approval,
+        approval: Box<Approval>,
     },
     /// Decisions wait for a human.
     Decisions {
@@ -280,7 +280,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 }
                 if !redecide && !explicit && !gates.auto_strategize() {
                     let approval = approvals::raise_gate(engine, &plan, Gate::Strategize)?;
-                    break Stopped::Gate { approval };
+                    break Stopped::Gate {
+                        approval: Box::new(approval),
+                    };
                 }
                 explicit = false;
                 let guidance = if redecide || plan.state() == ProcessingState::Errored {
@@ -309,7 +311,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                     ));
                 }
                 let approval = approvals::raise_gate(engine, &plan, Gate::Execute)?;
-                break Stopped::Gate { approval };
+                break Stopped::Gate {
+                    approval: Box::new(approval),
+                };
             }
             (Phase::Execute, ProcessingState::Complete) => {
                 if op == Op::Execute && explicit {
@@ -323,7 +327,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                     ));
                 }
                 let approval = approvals::raise_gate(engine, &plan, Gate::Apply)?;
-                break Stopped::Gate { approval };
+                break Stopped::Gate {
+                    approval: Box::new(approval),
+                };
             }
             (Phase::Execute | Phase::Apply, ProcessingState::Queued | ProcessingState::Errored) => {
                 return Err(RunError::NotYetSupported(format!(

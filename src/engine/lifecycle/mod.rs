@@ -110,13 +110,16 @@ impl From<rusqlite::Error> for RunError {
     }
 }
 
+/// Reads an environment variable (API keys); `None` when unset.
+pub type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// The engine service: a store, where files live, the configured providers and an observer.
 /// The CLI and the TUI each hold one per command or session.
 pub struct Engine {
     store: Store,
     paths: Paths,
     providers: Vec<Provider>,
-    env: Box<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    env: EnvLookup,
     client_options: crate::engine::actors::providers::ClientOptions,
     observer: Box<dyn Observer>,
     streamed: i64,
