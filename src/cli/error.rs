@@ -411,8 +411,42 @@ impl From<crate::engine::lifecycle::RunError> for CliError {
     }
 }
 
+impl From<crate::engine::sandbox::SandboxError> for CliError {
+    fn from(e: crate::engine::sandbox::SandboxError) -> Self {
+        use crate::engine::sandbox::SandboxError as E;
+        let message = e.to_string();
+        match e {
+            E::Store(s) => s.into(),
+            E::PlanNotFound(_) | E::NoTarget { .. } => {
+                CliError::new("NOT_FOUND", message).hint("agents plan list")
+            }
+            E::InvalidTarget(_) => CliError::invalid_input(message),
+            E::TargetConflict { .. } => CliError::new("CONFLICT", message),
+            E::Gone { .. } => CliError::new("CONFLICT", message)
+                .hint("a released or removed sandbox cannot be used; start a new plan"),
+            E::Checkpoint(_) => CliError::new("CONFLICT", message),
+            E::Git { .. } => CliError::new("GIT_ERROR", message).hint("agents diagnostics"),
+            E::Io { .. } => CliError::new("IO_ERROR", message)
+                .hint("check permissions and free disk space in the data directory"),
+        }
+    }
+}
+
 impl From<crate::engine::lease::LeaseError> for CliError {
     fn from(e: crate::engine::lease::LeaseError) -> Self {
         crate::engine::lifecycle::RunError::from(e).into()
+    }
+}
+
+impl From<crate::engine::tools::runner::RunnerError> for CliError {
+    fn from(e: crate::engine::tools::runner::RunnerError) -> Self {
+        use crate::engine::tools::runner::RunnerError as E;
+        match e {
+            E::Store(s) => s.into(),
+            E::Sandbox(s) => s.into(),
+            E::PlanNotFound(_) => {
+                CliError::new("NOT_FOUND", e.to_string()).hint("agents plan list")
+            }
+        }
     }
 }

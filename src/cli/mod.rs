@@ -15,10 +15,12 @@ pub mod interrupt;
 pub mod invariant;
 pub mod plan;
 pub mod plan_run;
+pub mod plan_sandbox;
 pub mod profile;
 pub mod project;
 pub mod resource;
 pub mod system;
+pub mod tool;
 pub mod tui;
 pub mod view;
 
@@ -111,6 +113,9 @@ pub enum Command {
     Diagnostics,
     /// Open the full-screen terminal UI (also: `agents` with no command, in a terminal)
     Tui(tui::TuiArgs),
+    /// Run built-in tools against a plan's sandbox
+    #[command(subcommand)]
+    Tool(tool::ToolCommand),
 }
 
 impl Command {
@@ -138,6 +143,7 @@ impl Command {
             Command::Resource(c) => format!("resource {}", c.name()),
             Command::Invariant(c) => format!("invariant {}", c.name()),
             Command::AutomationProfile(c) => format!("automation-profile {}", c.name()),
+            Command::Tool(c) => format!("tool {}", c.name()),
         }
     }
 }
@@ -549,7 +555,8 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         | Command::Project(_)
         | Command::Resource(_)
         | Command::Invariant(_)
-        | Command::AutomationProfile(_) => {
+        | Command::AutomationProfile(_)
+        | Command::Tool(_) => {
             ctx.store()?;
         }
         // These work without it, but still create it on first use when they can, so that
@@ -577,6 +584,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Resource(c) => resource::run(c, ctx),
         Command::Invariant(c) => invariant::run(c, ctx),
         Command::AutomationProfile(c) => profile::run(c, ctx),
+        Command::Tool(c) => tool::run(c, ctx),
     }
 }
 

@@ -44,6 +44,9 @@ pub enum PlanCommand {
         /// Plan id or unique prefix
         plan: String,
     },
+    /// Sandbox commands: diff, artifacts, checkpoints, rollback, export, cleanup
+    #[command(flatten)]
+    Sandbox(super::plan_sandbox::PlanSandboxCommand),
 }
 
 /// `agents plan use` arguments.
@@ -114,6 +117,7 @@ impl PlanCommand {
             PlanCommand::Reject(_) => "reject",
             PlanCommand::Prompt(_) => "prompt",
             PlanCommand::Errors { .. } => "errors",
+            PlanCommand::Sandbox(c) => c.name(),
         }
     }
 
@@ -147,6 +151,7 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
         PlanCommand::Reject(a) => super::plan_run::reject(ctx, &a),
         PlanCommand::Prompt(a) => super::plan_run::prompt(ctx, &a),
         PlanCommand::Errors { plan } => super::plan_run::errors(ctx, &plan),
+        PlanCommand::Sandbox(c) => super::plan_sandbox::run(c, ctx),
     }
 }
 

@@ -128,6 +128,8 @@ pub struct ConfigFile {
     pub invariant_actor: Option<String>,
     /// Default output format.
     pub format: Option<String>,
+    /// Days that checkpoint refs and the sandboxes of finished plans are kept.
+    pub sandbox_retention_days: Option<u32>,
     /// Provider tables by name.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
@@ -275,6 +277,14 @@ impl Config {
         }
     }
 
+    /// Days that checkpoint refs and the sandboxes of finished plans are kept
+    /// (`sandbox-retention-days`, default 7).
+    pub fn sandbox_retention_days(&self) -> u32 {
+        self.file
+            .sandbox_retention_days
+            .unwrap_or(crate::engine::sandbox::DEFAULT_RETENTION_DAYS)
+    }
+
     /// All providers: the built-ins merged with the file's tables, sorted by name.
     pub fn providers(&self) -> Vec<Provider> {
         let mut out: BTreeMap<String, Provider> = BTreeMap::new();
@@ -390,7 +400,7 @@ pub struct KeySpec {
 }
 
 /// Every top-level key, in display order.
-pub const KEYS: [KeySpec; 4] = [
+pub const KEYS: [KeySpec; 5] = [
     KeySpec {
         name: "automation-profile",
         description: "automation profile for new plans (built-in name or namespaced custom profile)",
@@ -418,6 +428,13 @@ pub const KEYS: [KeySpec; 4] = [
         env: Some("AGENTS_LOG"),
         flag: Some("-v"),
         default: Some("info"),
+    },
+    KeySpec {
+        name: "sandbox-retention-days",
+        description: "days checkpoint refs and the sandboxes of finished plans are kept",
+        env: None,
+        flag: None,
+        default: Some("7"),
     },
 ];
 
@@ -588,6 +605,10 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
         expected: expected.to_string(),
     };
     match path {
+        KeyPath::Top(spec) if spec.name == "sandbox-retention-days" => match value.parse::<i64>() {
+            Ok(n) if (0..=3650).contains(&n) => Ok(n.into()),
+            _ => Err(invalid("a whole number of days from 0 to 3650")),
+        },
         KeyPath::Top(spec) => {
             check_top_value(spec.name, value).map_err(|e| invalid(&e))?;
             Ok(value.into())
@@ -780,6 +801,14 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
                 .map_err(|e| bad(key.to_string(), format!("is `{v}`; expected {e}")))?;
         }
     }
+    if let Some(days) = file.sandbox_retention_days
+        && days > 3650
+    {
+        return Err(bad(
+            "sandbox-retention-days".to_string(),
+            format!("is `{days}`; expected a whole number of days from 0 to 3650"),
+        ));
+    }
     for (name, table) in &file.providers {
         let key = |field: &str| format!("providers.{name}.{field}");
         check_provider_name(name)
@@ -943,6 +972,7 @@ fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
             "format" => file.format.clone(),
             "invariant-actor" => file.invariant_actor.clone(),
             "log-level" => file.log_level.clone(),
+            "sandbox-retention-days" => file.sandbox_retention_days.map(|d| d.to_string()),
             _ => None,
         },
         KeyPath::Provider { provider, rest } => {
@@ -1123,6 +1153,9 @@ pub fn default_file_text() -> String {
     for spec in KEYS {
         s.push_str(&format!("# {}\n", spec.description));
         match spec.default {
+            Some(d) if d.parse::<u32>().is_ok() => {
+                s.push_str(&format!("# {} = {}\n\n", spec.name, d));
+            }
             Some(d) => s.push_str(&format!("# {} = \"{}\"\n\n", spec.name, d)),
             None => s.push_str(&format!("# {} = \"local/reconciler\"\n\n", spec.name)),
         }

@@ -12,6 +12,8 @@
 //!   plan creation.
 //! - [`system`]: environment-level operations (info, init, diagnostics).
 //! - [`actors`]: model providers, the actor runtime (tool-calling loop), role prompts, usage.
+//! - [`sandbox`]: per-plan sandboxes, checkpoints, diffs, confinement.
+//! - [`tools`]: built-in tools and the tool runner.
 
 pub mod actors;
 pub mod config;
@@ -22,8 +24,10 @@ pub mod lifecycle;
 pub mod paths;
 pub mod registry;
 pub mod safe_write;
+pub mod sandbox;
 pub mod store;
 pub mod system;
+pub mod tools;
 
 pub use config::{Config, ConfigError};
 pub use paths::Paths;

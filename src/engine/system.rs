@@ -163,6 +163,7 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
     checks.push(database_check(&paths.database()));
     checks.push(writable_check(&paths.data_dir));
     checks.push(git_check());
+    checks.push(shell_sandbox_check());
     if let Some(config) = config {
         for provider in config.providers() {
             checks.push(provider_check(&provider, env));
@@ -264,6 +265,26 @@ fn git_check() -> Check {
                     .to_string(),
             ),
         ),
+    }
+}
+
+/// How shell commands are confined here: `landlock: enforced (ABI 7; TCP only)`, or a warning
+/// that `shell_execute` is classified unsafe.
+fn shell_sandbox_check() -> Check {
+    let probe = crate::engine::sandbox::landlock::probe();
+    if probe.enforced(false) {
+        Check::new("Shell sandbox", CheckStatus::Ok, probe.describe(), None)
+    } else {
+        Check::new(
+            "Shell sandbox",
+            CheckStatus::Warn,
+            probe.describe(),
+            Some(
+                "run on Linux 6.7 or newer with Landlock enabled (lsm=landlock) to confine shell commands; \
+                 until then plans that block unsafe tools cannot use shell_execute"
+                    .to_string(),
+            ),
+        )
     }
 }
 

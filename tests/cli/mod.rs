@@ -10,6 +10,7 @@ mod registries;
 mod registry_commands;
 mod registry_snapshots;
 mod regressions;
+mod sandbox;
 pub(crate) mod snapshots;
 mod store;
 mod tui;

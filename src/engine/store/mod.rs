@@ -18,6 +18,7 @@ pub mod plans;
 pub mod profiles;
 pub mod projects;
 pub mod resources;
+pub mod sandboxes;
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -32,6 +33,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/001_plans.sql"),
     include_str!("migrations/002_registries.sql"),
+    include_str!("migrations/003_sandboxes.sql"),
     include_str!("migrations/004_actors.sql"),
     include_str!("migrations/005_lifecycle.sql"),
     include_str!("migrations/006_lifecycle_run.sql"),

@@ -1,0 +1,620 @@
+//! `agents plan diff|artifacts|checkpoints|rollback|export|cleanup` (spec sections 06 and 11;
+//! issue 4): the sandbox side of plans. `plan use|list|status` live in `plan.rs`.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use jiff::Timestamp;
+use serde_json::json;
+
+use super::confirm::confirm;
+use super::{CliError, Context};
+use crate::engine::domain::plan::Plan;
+use crate::engine::sandbox::checkpoint;
+use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
+use crate::engine::sandbox::git_sandbox::preflight;
+use crate::engine::sandbox::{
+    DEFAULT_RETENTION_DAYS, Sandbox, SandboxTarget, Sandboxes, TargetKind, export, lifetime,
+};
+use crate::engine::store::Store;
+use crate::output::{Cell, Column, Element, Level, Report, Tone};
+
+/// `agents plan ...` (sandbox commands).
+#[derive(Debug, Subcommand)]
+pub enum PlanSandboxCommand {
+    /// Show a plan's changes against its base, per file with hunks
+    Diff {
+        /// Plan id or unique prefix
+        plan: String,
+        /// Only this resource
+        #[arg(long, value_name = "NAME")]
+        resource: Option<String>,
+        /// Only files at or under this path
+        #[arg(long, value_name = "PATH")]
+        path: Option<String>,
+        /// Files and line counts only, no hunks
+        #[arg(long)]
+        stat: bool,
+    },
+    /// List what a plan produced: changed files and the tool calls that changed them
+    Artifacts {
+        /// Plan id or unique prefix
+        plan: String,
+    },
+    /// List a plan's checkpoints
+    Checkpoints {
+        /// Plan id or unique prefix
+        plan: String,
+        /// Include checkpoints discarded by a rollback
+        #[arg(long)]
+        all: bool,
+    },
+    /// Restore a plan's sandboxes to a checkpoint; later work is marked discarded
+    Rollback {
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+        /// Plan id or unique prefix
+        plan: String,
+        /// Checkpoint id (cp_...), unique prefix, or sequence number
+        checkpoint: String,
+    },
+    /// Take a plan's work into your repository as a branch, or into a patch file
+    Export {
+        /// Plan id or unique prefix
+        plan: String,
+        /// Create this branch in the resource's repository
+        #[arg(
+            long,
+            value_name = "NAME",
+            conflicts_with = "patch",
+            required_unless_present = "patch"
+        )]
+        branch: Option<String>,
+        /// Write a git patch to this file
+        #[arg(long, value_name = "FILE")]
+        patch: Option<PathBuf>,
+        /// Only this resource (required when the plan has several)
+        #[arg(long, value_name = "NAME")]
+        resource: Option<String>,
+        /// Replace an existing branch or file
+        #[arg(long)]
+        force: bool,
+    },
+    /// Remove sandboxes of cancelled and errored plans, release those of applied plans
+    Cleanup {
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+    },
+}
+
+impl PlanSandboxCommand {
+    /// The subcommand name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PlanSandboxCommand::Diff { .. } => "diff",
+            PlanSandboxCommand::Artifacts { .. } => "artifacts",
+            PlanSandboxCommand::Checkpoints { .. } => "checkpoints",
+            PlanSandboxCommand::Rollback { .. } => "rollback",
+            PlanSandboxCommand::Export { .. } => "export",
+            PlanSandboxCommand::Cleanup { .. } => "cleanup",
+        }
+    }
+}
+
+/// Runs a sandbox plan subcommand.
+///
+/// # Errors
+/// `NOT_FOUND`, `AMBIGUOUS`, `INVALID_INPUT`, `CONFLICT`, `NEEDS_APPROVAL`, git and I/O errors.
+pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliError> {
+    match command {
+        PlanSandboxCommand::Diff {
+            plan,
+            resource,
+            path,
+            stat,
+        } => plan_diff(ctx, &plan, resource.as_deref(), path, stat),
+        PlanSandboxCommand::Artifacts { plan } => artifacts(ctx, &plan),
+        PlanSandboxCommand::Checkpoints { plan, all } => checkpoints(ctx, &plan, all),
+        PlanSandboxCommand::Rollback {
+            yes,
+            plan,
+            checkpoint,
+        } => rollback(ctx, &plan, &checkpoint, yes),
+        PlanSandboxCommand::Export {
+            plan,
+            branch,
+            patch,
+            resource,
+            force,
+        } => export_cmd(ctx, &plan, branch, patch, resource.as_deref(), force),
+        PlanSandboxCommand::Cleanup { yes } => cleanup(ctx, yes),
+    }
+}
+
+/// `sandbox-retention-days` from the config (the default when the file is unusable).
+fn retention(ctx: &Context) -> u32 {
+    ctx.config()
+        .map(|c| c.sandbox_retention_days())
+        .unwrap_or(DEFAULT_RETENTION_DAYS)
+}
+
+/// Opens the store, sweeps orphaned and expired sandboxes, and loads a plan by id or prefix.
+///
+/// # Errors
+/// Store errors, `NOT_FOUND` / `AMBIGUOUS` for the plan.
+pub(crate) fn open(ctx: &Context, plan: &str) -> Result<(Store, Sandboxes, Plan), CliError> {
+    let mut store = ctx.store()?;
+    let sandboxes = Sandboxes::new(&ctx.paths);
+    if let Err(e) = lifetime::sweep(&mut store, &sandboxes, Timestamp::now(), retention(ctx)) {
+        tracing::warn!(error = %e, "sandbox sweep failed");
+    }
+    let id = store.resolve_plan_id(plan)??;
+    let plan = store
+        .plan(&id)?
+        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} does not exist")))?;
+    Ok((store, sandboxes, plan))
+}
+
+/// Registers `path` as a sandbox target of `plan` (the hidden `--target-path` developer flag):
+/// a git work tree root is sandboxed at its HEAD commit, anything else as a directory. Returns
+/// warnings for the user.
+///
+/// # Errors
+/// `INVALID_INPUT` for a missing path, `CONFLICT` for a different target under the same name.
+pub(crate) fn register_dev_target(
+    store: &mut Store,
+    sandboxes: &Sandboxes,
+    plan: &Plan,
+    path: &Path,
+) -> Result<Vec<String>, CliError> {
+    let path = std::fs::canonicalize(path)
+        .map_err(|e| CliError::invalid_input(format!("--target-path {}: {e}", path.display())))?;
+    let name = format!(
+        "local/{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "root".into())
+    );
+    if let Some(existing) = store.sandbox_target(&plan.plan_id, &name)?
+        && existing.kind.source_path() == path
+    {
+        return Ok(Vec::new());
+    }
+    let is_git_root = git2::Repository::open(&path)
+        .ok()
+        .and_then(|r| r.workdir().and_then(|w| std::fs::canonicalize(w).ok()))
+        .is_some_and(|w| w == path);
+    let (kind, warnings) = if is_git_root {
+        let pre = preflight(&path)?;
+        (
+            TargetKind::GitCheckout {
+                repo: path.clone(),
+                base_commit: pre.head_commit.clone(),
+            },
+            pre.warnings(),
+        )
+    } else {
+        (TargetKind::Directory { root: path.clone() }, Vec::new())
+    };
+    sandboxes.register_target(
+        store,
+        &SandboxTarget {
+            plan_id: plan.plan_id,
+            resource_name: name,
+            alias: None,
+            kind,
+            read_only: false,
+        },
+    )?;
+    Ok(warnings)
+}
+
+fn select<'a>(
+    sandboxes: &'a [Sandbox],
+    resource: Option<&str>,
+) -> Result<Vec<&'a Sandbox>, CliError> {
+    match resource {
+        None => Ok(sandboxes.iter().collect()),
+        Some(name) => {
+            let found: Vec<&Sandbox> = sandboxes
+                .iter()
+                .filter(|s| s.target.answers_to(name))
+                .collect();
+            if found.is_empty() {
+                Err(
+                    CliError::new("NOT_FOUND", format!("the plan has no sandbox for `{name}`"))
+                        .hint(format!(
+                            "sandboxes: {}",
+                            sandboxes
+                                .iter()
+                                .map(|s| s.target.resource_name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
+                )
+            } else {
+                Ok(found)
+            }
+        }
+    }
+}
+
+fn resource_diff(sb: &Sandbox, request: &DiffRequest) -> Result<Vec<FileDiff>, CliError> {
+    let _lock = sb.lock()?;
+    let repo = sb.repo()?;
+    let base = sb.base_commit()?;
+    let base_tree = repo
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(crate::engine::sandbox::SandboxError::git(
+            "reading the base tree",
+        ))?
+        .id();
+    let now = checkpoint::snapshot(&repo)?;
+    Ok(diff::trees(&repo, Some(base_tree), Some(now), request)?)
+}
+
+fn plan_diff(
+    ctx: &Context,
+    plan: &str,
+    resource: Option<&str>,
+    path: Option<String>,
+    stat: bool,
+) -> Result<Report, CliError> {
+    let (store, sandboxes, plan) = open(ctx, plan)?;
+    let active = sandboxes.active(&store, &plan.plan_id)?;
+    let request = DiffRequest { path, hunks: !stat };
+    let mut resources = Vec::new();
+    let mut all_files = Vec::new();
+    let mut rows = Vec::new();
+    for sb in select(&active, resource)? {
+        let files = resource_diff(sb, &request)?;
+        for f in &files {
+            let path = match &f.old_path {
+                Some(old) => format!("{old} -> {}", f.path),
+                None => f.path.clone(),
+            };
+            let tone = match f.status {
+                diff::FileStatus::Added => Tone::Good,
+                diff::FileStatus::Deleted => Tone::Bad,
+                _ => Tone::Warn,
+            };
+            rows.push(vec![
+                Cell::new(f.status.letter(), tone),
+                Cell::from(path),
+                Cell::from(if f.binary {
+                    "bin".to_string()
+                } else {
+                    format!("+{}", f.additions)
+                }),
+                Cell::from(if f.binary {
+                    String::new()
+                } else {
+                    format!("-{}", f.deletions)
+                }),
+                Cell::new(sb.target.resource_name.clone(), Tone::Dim),
+            ]);
+        }
+        resources.push(json!({
+            "resource_name": sb.target.resource_name,
+            "strategy": sb.record.strategy,
+            "base_commit": sb.record.base_commit,
+            "stats": diff::stats(&files),
+            "files": files,
+        }));
+        all_files.extend(files);
+    }
+    let stats = diff::stats(&all_files);
+    let data = json!({"plan_id": plan.plan_id.to_string(), "stats": stats, "resources": resources});
+    let status = if active.is_empty() {
+        "The plan has no sandbox yet: nothing has changed".to_string()
+    } else {
+        format!(
+            "{} file(s) changed, +{} -{}",
+            stats.files_changed, stats.additions, stats.deletions
+        )
+    };
+    let mut report = Report::ok("plan diff", data, status).with(Element::Table {
+        title: "Changed Files".into(),
+        columns: vec![
+            Column::left("St"),
+            Column::left("Path"),
+            Column::right("Added"),
+            Column::right("Removed"),
+            Column::left("Resource"),
+        ],
+        rows,
+        empty: "No changes.".into(),
+    });
+    if !stat && !all_files.is_empty() {
+        report = report.with(Element::List {
+            title: "Diff".into(),
+            items: vec![diff::unified(&all_files)],
+        });
+    }
+    Ok(report)
+}
+
+fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
+    let (store, sandboxes, plan) = open(ctx, plan)?;
+    let changes = store.changes(&plan.plan_id, false)?;
+    let calls = store.tool_calls(&plan.plan_id)?;
+    let mut files: Vec<serde_json::Value> = Vec::new();
+    let mut rows = Vec::new();
+    for sb in sandboxes.active(&store, &plan.plan_id)? {
+        for f in resource_diff(&sb, &DiffRequest::default())? {
+            let made_by: Vec<u64> = calls
+                .iter()
+                .filter(|c| c.discarded_at.is_none())
+                .filter(|c| {
+                    changes.iter().any(|ch| {
+                        ch.call_id == c.call_id
+                            && ch.resource_name == sb.target.resource_name
+                            && (ch.change.path == f.path
+                                || ch.change.path.starts_with(&format!("{}/", f.path)))
+                    })
+                })
+                .map(|c| c.seq)
+                .collect();
+            rows.push(vec![
+                Cell::new(f.status.letter(), Tone::Normal),
+                Cell::from(f.path.clone()),
+                Cell::from(
+                    f.new_size
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                ),
+                Cell::from(
+                    made_by
+                        .iter()
+                        .map(|s| format!("#{s}"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                Cell::new(sb.target.resource_name.clone(), Tone::Dim),
+            ]);
+            files.push(json!({
+                "resource_name": sb.target.resource_name,
+                "path": f.path, "old_path": f.old_path, "status": f.status,
+                "binary": f.binary, "size": f.new_size, "tool_calls": made_by,
+            }));
+        }
+    }
+    let n = files.len();
+    let data = json!({
+        "plan_id": plan.plan_id.to_string(),
+        "files": files,
+        "changes": changes,
+        "tool_calls": calls,
+    });
+    Ok(
+        Report::ok("plan artifacts", data, format!("{n} changed file(s)")).with(Element::Table {
+            title: "Artifacts".into(),
+            columns: vec![
+                Column::left("St"),
+                Column::left("Path"),
+                Column::right("Size"),
+                Column::left("Tool Calls"),
+                Column::left("Resource"),
+            ],
+            rows,
+            empty: "No files changed.".into(),
+        }),
+    )
+}
+
+fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError> {
+    let (store, _sandboxes, plan) = open(ctx, plan)?;
+    let list: Vec<_> = store
+        .checkpoints(&plan.plan_id)?
+        .into_iter()
+        .filter(|c| all || c.discarded_at.is_none())
+        .collect();
+    let rows = list
+        .iter()
+        .map(|c| {
+            vec![
+                Cell::new(c.checkpoint_id.to_string(), Tone::Id),
+                Cell::from(c.seq.to_string()),
+                Cell::from(c.step.clone().unwrap_or_else(|| "-".into())),
+                Cell::from(c.label.clone()),
+                Cell::from(c.decision_id.clone().unwrap_or_else(|| "-".into())),
+                Cell::from(c.created_at.strftime("%Y-%m-%d %H:%M:%S").to_string()),
+                Cell::from(c.files_changed.to_string()),
+                Cell::new(
+                    if c.discarded_at.is_some() {
+                        "discarded"
+                    } else {
+                        ""
+                    },
+                    Tone::Dim,
+                ),
+            ]
+        })
+        .collect();
+    let n = list.len();
+    let data = json!({"plan_id": plan.plan_id.to_string(), "checkpoints": list});
+    Ok(
+        Report::ok("plan checkpoints", data, format!("{n} checkpoint(s)")).with(Element::Table {
+            title: "Checkpoints".into(),
+            columns: vec![
+                Column::left("ID"),
+                Column::right("#"),
+                Column::left("Step"),
+                Column::left("Label"),
+                Column::left("Decision"),
+                Column::left("Time"),
+                Column::right("Files"),
+                Column::left(""),
+            ],
+            rows,
+            empty: "No checkpoints yet.".into(),
+        }),
+    )
+}
+
+fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, CliError> {
+    let (mut store, sandboxes, plan) = open(ctx, plan)?;
+    let cp_id = store.resolve_checkpoint(&plan.plan_id, cp)??;
+    let question = format!(
+        "Roll plan {} back to {cp_id}, discarding later work?",
+        plan.plan_id.short()
+    );
+    let answer_with = ctx.suggest(&format!("plan rollback --yes {} {cp_id}", plan.plan_id));
+    confirm(&question, yes, &ctx.terminal, &answer_with)?;
+    let outcome = checkpoint::rollback(&mut store, &sandboxes, &plan.plan_id, &cp_id)?;
+    let data = json!({
+        "plan_id": plan.plan_id.to_string(),
+        "checkpoint_id": outcome.checkpoint.checkpoint_id,
+        "resources": outcome.resources,
+        "discarded_checkpoints": outcome.discarded_checkpoints,
+        "discarded_tool_calls": outcome.discarded_tool_calls,
+        "phase": outcome.status.phase,
+        "state": outcome.status.state,
+    });
+    Ok(
+        Report::ok("plan rollback", data, format!("Rolled back to {cp_id}")).with(Element::panel(
+            "Rollback",
+            [
+                ("Plan", Cell::new(plan.plan_id.to_string(), Tone::Id)),
+                ("Checkpoint", Cell::new(cp_id.to_string(), Tone::Id)),
+                ("Resources", outcome.resources.join(", ").into()),
+                (
+                    "Discarded Checkpoints",
+                    outcome.discarded_checkpoints.to_string().into(),
+                ),
+                (
+                    "Discarded Tool Calls",
+                    outcome.discarded_tool_calls.to_string().into(),
+                ),
+                (
+                    "Plan Status",
+                    format!("{} / {}", outcome.status.phase, outcome.status.state).into(),
+                ),
+            ],
+        )),
+    )
+}
+
+fn export_cmd(
+    ctx: &Context,
+    plan: &str,
+    branch: Option<String>,
+    patch: Option<PathBuf>,
+    resource: Option<&str>,
+    force: bool,
+) -> Result<Report, CliError> {
+    let (store, sandboxes, plan) = open(ctx, plan)?;
+    let active = sandboxes.active(&store, &plan.plan_id)?;
+    let chosen = select(&active, resource)?;
+    let sb = match chosen.as_slice() {
+        [] => {
+            return Err(CliError::new(
+                "NOT_FOUND",
+                "the plan has no sandbox yet: there is nothing to export",
+            ));
+        }
+        [one] => *one,
+        _ => {
+            return Err(CliError::invalid_input(
+                "the plan has several sandboxes; choose one with --resource NAME",
+            ));
+        }
+    };
+    let _lock = sb.lock()?;
+    let outcome = match (&branch, &patch) {
+        (Some(b), _) => export::to_branch(
+            sb,
+            b,
+            &format!(
+                "{}\n\nExported from CleverAgents plan {}",
+                plan.name, plan.plan_id
+            ),
+            force,
+        )?,
+        (None, Some(file)) => export::to_patch(
+            sb,
+            &std::path::absolute(file).unwrap_or(file.clone()),
+            force,
+        )?,
+        (None, None) => {
+            return Err(CliError::invalid_input(
+                "give --branch NAME or --patch FILE",
+            ));
+        }
+    };
+    let target = outcome
+        .branch
+        .clone()
+        .map(|b| format!("branch {b}"))
+        .or_else(|| outcome.patch.as_ref().map(|p| p.display().to_string()))
+        .unwrap_or_default();
+    let mut report = Report::ok(
+        "plan export",
+        &outcome,
+        format!("Exported {} file(s) to {target}", outcome.files_changed),
+    )
+    .with(Element::panel(
+        "Export",
+        [
+            ("Resource", outcome.resource_name.clone()),
+            ("Target", target.clone()),
+            ("Base", outcome.base_commit.clone()),
+            ("Files", outcome.files_changed.to_string()),
+        ],
+    ));
+    if let Some(b) = &outcome.branch {
+        report = report.message(Level::Info, format!("review it with: git log -p {b}"));
+    }
+    Ok(report)
+}
+
+fn cleanup(ctx: &Context, yes: bool) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let sandboxes = Sandboxes::new(&ctx.paths);
+    confirm(
+        "Remove the sandboxes of cancelled and errored plans and release those of applied plans?",
+        yes,
+        &ctx.terminal,
+        &ctx.suggest("plan cleanup --yes"),
+    )?;
+    let report = lifetime::cleanup(&mut store, &sandboxes, Timestamp::now(), retention(ctx))?;
+    let rows = report
+        .sandboxes
+        .iter()
+        .map(|c| {
+            vec![
+                Cell::new(c.plan_id.short(), Tone::Id),
+                Cell::from(c.resource_name.clone()),
+                Cell::from(c.action.as_str()),
+                Cell::from(c.reason.clone()),
+            ]
+        })
+        .collect();
+    let n = report.sandboxes.len() + report.orphans.len();
+    let mut out = Report::ok(
+        "plan cleanup",
+        &report,
+        format!("{n} sandbox(es) cleaned up"),
+    )
+    .with(Element::Table {
+        title: "Sandboxes".into(),
+        columns: vec![
+            Column::left("Plan"),
+            Column::left("Resource"),
+            Column::left("Action"),
+            Column::left("Reason"),
+        ],
+        rows,
+        empty: "Nothing to clean up.".into(),
+    });
+    if !report.orphans.is_empty() {
+        out = out.with(Element::List {
+            title: "Orphaned Directories Removed".into(),
+            items: report.orphans.clone(),
+        });
+    }
+    Ok(out)
+}

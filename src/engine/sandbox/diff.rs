@@ -1,0 +1,441 @@
+//! Diffs of a sandbox against its base (spec section 11 "reviewable diff"; issue 4).
+//!
+//! libgit2 finds which files differ between two trees (with rename detection); `similar`
+//! computes the text hunks. A file is binary when either side has a NUL byte in its first
+//! 8000 bytes (git's rule), is not UTF-8, or is larger than [`MAX_TEXT_BYTES`]; binary files
+//! get sizes but no hunks. The structured form serializes as json/yaml for scripts and the TUI;
+//! [`unified`] renders git-style text for the human formats.
+
+use std::fmt::Write as _;
+
+use git2::{Delta, DiffFindOptions, DiffOptions, Oid, Repository};
+use serde::Serialize;
+use similar::{ChangeTag, TextDiff};
+
+use super::SandboxError;
+
+/// Largest side (in bytes) that is diffed as text.
+pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
+/// Context lines around each hunk.
+pub const CONTEXT_LINES: usize = 3;
+
+/// How a file changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileStatus {
+    /// New file.
+    Added,
+    /// Content or mode changed.
+    Modified,
+    /// Removed.
+    Deleted,
+    /// Moved (possibly with edits).
+    Renamed,
+    /// Kind changed (file, symlink, submodule).
+    TypeChanged,
+}
+
+impl FileStatus {
+    /// One letter as in `git status --short`: A, M, D, R, T.
+    pub fn letter(self) -> &'static str {
+        match self {
+            FileStatus::Added => "A",
+            FileStatus::Modified => "M",
+            FileStatus::Deleted => "D",
+            FileStatus::Renamed => "R",
+            FileStatus::TypeChanged => "T",
+        }
+    }
+}
+
+/// Kind of a hunk line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineKind {
+    /// Unchanged.
+    Context,
+    /// Added in the new version.
+    Added,
+    /// Removed from the old version.
+    Removed,
+}
+
+/// One line of a hunk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HunkLine {
+    /// Context, added or removed.
+    pub kind: LineKind,
+    /// 1-based line number in the old file (none for added lines).
+    pub old_line: Option<u32>,
+    /// 1-based line number in the new file (none for removed lines).
+    pub new_line: Option<u32>,
+    /// The text without its line ending.
+    pub text: String,
+    /// Whether the line has no newline at the end of the file.
+    pub no_newline: bool,
+}
+
+/// A hunk with git's ranges: `start` is 1-based, or the line before an empty range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hunk {
+    /// First old line.
+    pub old_start: u32,
+    /// Old line count.
+    pub old_lines: u32,
+    /// First new line.
+    pub new_start: u32,
+    /// New line count.
+    pub new_lines: u32,
+    /// The lines.
+    pub lines: Vec<HunkLine>,
+}
+
+/// One changed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileDiff {
+    /// Path in the new tree (the old path for deletions), `/`-separated.
+    pub path: String,
+    /// Path before a rename.
+    pub old_path: Option<String>,
+    /// How it changed.
+    pub status: FileStatus,
+    /// Whether it is diffed as binary (no hunks).
+    pub binary: bool,
+    /// Old size in bytes.
+    pub old_size: Option<u64>,
+    /// New size in bytes.
+    pub new_size: Option<u64>,
+    /// Old mode, octal (`100644`).
+    pub old_mode: Option<String>,
+    /// New mode, octal.
+    pub new_mode: Option<String>,
+    /// Added lines.
+    pub additions: u64,
+    /// Removed lines.
+    pub deletions: u64,
+    /// The hunks (empty for binary files, pure renames and mode changes).
+    pub hunks: Vec<Hunk>,
+}
+
+/// Totals over a diff.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DiffStats {
+    /// Files changed.
+    pub files_changed: u64,
+    /// Lines added.
+    pub additions: u64,
+    /// Lines removed.
+    pub deletions: u64,
+}
+
+/// Sums the stats of files.
+pub fn stats(files: &[FileDiff]) -> DiffStats {
+    DiffStats {
+        files_changed: files.len() as u64,
+        additions: files.iter().map(|f| f.additions).sum(),
+        deletions: files.iter().map(|f| f.deletions).sum(),
+    }
+}
+
+/// Options for [`trees`].
+#[derive(Debug, Clone, Default)]
+pub struct DiffRequest {
+    /// Only files at or under this path.
+    pub path: Option<String>,
+    /// Compute hunks (otherwise only the file list and sizes).
+    pub hunks: bool,
+}
+
+fn mode(m: git2::FileMode) -> Option<String> {
+    let raw = u32::from(m);
+    (raw != 0).then(|| format!("{raw:o}"))
+}
+
+fn is_binary(bytes: &[u8]) -> bool {
+    bytes.len() > MAX_TEXT_BYTES
+        || bytes[..bytes.len().min(8000)].contains(&0)
+        || std::str::from_utf8(bytes).is_err()
+}
+
+/// Diffs two trees of `repo` (either may be absent: an empty tree).
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn trees(
+    repo: &Repository,
+    old: Option<Oid>,
+    new: Option<Oid>,
+    request: &DiffRequest,
+) -> Result<Vec<FileDiff>, SandboxError> {
+    let find = |oid: Option<Oid>| {
+        oid.map(|o| repo.find_tree(o))
+            .transpose()
+            .map_err(SandboxError::git("reading a tree"))
+    };
+    let (old_tree, new_tree) = (find(old)?, find(new)?);
+    let mut opts = DiffOptions::new();
+    opts.ignore_submodules(false).include_typechange(true);
+    if let Some(p) = &request.path {
+        opts.pathspec(p.trim_end_matches('/'));
+    }
+    let mut diff = repo
+        .diff_tree_to_tree(old_tree.as_ref(), new_tree.as_ref(), Some(&mut opts))
+        .map_err(SandboxError::git("comparing trees"))?;
+    let mut find_opts = DiffFindOptions::new();
+    find_opts.renames(true);
+    diff.find_similar(Some(&mut find_opts))
+        .map_err(SandboxError::git("detecting renames"))?;
+    let blob = |oid: Oid| -> Result<Option<Vec<u8>>, SandboxError> {
+        if oid.is_zero() {
+            return Ok(None);
+        }
+        match repo.find_blob(oid) {
+            Ok(b) => Ok(Some(b.content().to_vec())),
+            // Submodule commits are not blobs.
+            Err(_) => Ok(None),
+        }
+    };
+    let mut out = Vec::new();
+    for delta in diff.deltas() {
+        let status = match delta.status() {
+            Delta::Added => FileStatus::Added,
+            Delta::Deleted => FileStatus::Deleted,
+            Delta::Modified => FileStatus::Modified,
+            Delta::Renamed => FileStatus::Renamed,
+            Delta::Typechange => FileStatus::TypeChanged,
+            _ => continue,
+        };
+        let path_of = |f: git2::DiffFile<'_>| {
+            f.path()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let old_path = path_of(delta.old_file());
+        let new_path = path_of(delta.new_file());
+        let old_bytes = blob(delta.old_file().id())?;
+        let new_bytes = blob(delta.new_file().id())?;
+        let binary = old_bytes.as_deref().is_some_and(is_binary)
+            || new_bytes.as_deref().is_some_and(is_binary);
+        let mut file = FileDiff {
+            path: if status == FileStatus::Deleted {
+                old_path.clone()
+            } else {
+                new_path.clone()
+            },
+            old_path: (status == FileStatus::Renamed).then_some(old_path),
+            status,
+            binary,
+            old_size: old_bytes.as_ref().map(|b| b.len() as u64),
+            new_size: new_bytes.as_ref().map(|b| b.len() as u64),
+            old_mode: mode(delta.old_file().mode()),
+            new_mode: mode(delta.new_file().mode()),
+            additions: 0,
+            deletions: 0,
+            hunks: Vec::new(),
+        };
+        if !binary {
+            let old_text = old_bytes
+                .as_deref()
+                .map(|b| std::str::from_utf8(b).unwrap_or_default())
+                .unwrap_or_default();
+            let new_text = new_bytes
+                .as_deref()
+                .map(|b| std::str::from_utf8(b).unwrap_or_default())
+                .unwrap_or_default();
+            let hunks = text_hunks(old_text, new_text);
+            for h in &hunks {
+                for l in &h.lines {
+                    match l.kind {
+                        LineKind::Added => file.additions += 1,
+                        LineKind::Removed => file.deletions += 1,
+                        LineKind::Context => {}
+                    }
+                }
+            }
+            if request.hunks {
+                file.hunks = hunks;
+            }
+        }
+        out.push(file);
+    }
+    Ok(out)
+}
+
+/// Line hunks between two texts with [`CONTEXT_LINES`] of context.
+pub fn text_hunks(old: &str, new: &str) -> Vec<Hunk> {
+    if old == new {
+        return Vec::new();
+    }
+    let diff = TextDiff::from_lines(old, new);
+    let mut hunks = Vec::new();
+    for group in diff.grouped_ops(CONTEXT_LINES) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let old_range = first.old_range().start..last.old_range().end;
+        let new_range = first.new_range().start..last.new_range().end;
+        let start = |r: &std::ops::Range<usize>| {
+            if r.is_empty() {
+                r.start as u32
+            } else {
+                r.start as u32 + 1
+            }
+        };
+        let mut lines = Vec::new();
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let kind = match change.tag() {
+                    ChangeTag::Equal => LineKind::Context,
+                    ChangeTag::Insert => LineKind::Added,
+                    ChangeTag::Delete => LineKind::Removed,
+                };
+                let value = change.value();
+                let text = value.strip_suffix('\n').unwrap_or(value);
+                lines.push(HunkLine {
+                    kind,
+                    old_line: change.old_index().map(|i| i as u32 + 1),
+                    new_line: change.new_index().map(|i| i as u32 + 1),
+                    text: text.to_string(),
+                    no_newline: !value.ends_with('\n'),
+                });
+            }
+        }
+        hunks.push(Hunk {
+            old_start: start(&old_range),
+            old_lines: old_range.len() as u32,
+            new_start: start(&new_range),
+            new_lines: new_range.len() as u32,
+            lines,
+        });
+    }
+    hunks
+}
+
+/// Renders files as a git-style unified diff (headers, hunks, binary notes).
+pub fn unified(files: &[FileDiff]) -> String {
+    let mut s = String::new();
+    for f in files {
+        let old = f.old_path.as_deref().unwrap_or(&f.path);
+        let _ = writeln!(s, "diff --git a/{old} b/{}", f.path);
+        match f.status {
+            FileStatus::Added => {
+                let _ = writeln!(
+                    s,
+                    "new file mode {}",
+                    f.new_mode.as_deref().unwrap_or("100644")
+                );
+            }
+            FileStatus::Deleted => {
+                let _ = writeln!(
+                    s,
+                    "deleted file mode {}",
+                    f.old_mode.as_deref().unwrap_or("100644")
+                );
+            }
+            FileStatus::Renamed => {
+                let _ = writeln!(s, "rename from {old}\nrename to {}", f.path);
+            }
+            _ => {}
+        }
+        if f.status != FileStatus::Added
+            && f.status != FileStatus::Deleted
+            && f.old_mode != f.new_mode
+            && let (Some(o), Some(n)) = (&f.old_mode, &f.new_mode)
+        {
+            let _ = writeln!(s, "old mode {o}\nnew mode {n}");
+        }
+        if f.binary {
+            let _ = writeln!(
+                s,
+                "Binary files differ ({} -> {} bytes)",
+                f.old_size.unwrap_or(0),
+                f.new_size.unwrap_or(0)
+            );
+            continue;
+        }
+        if f.hunks.is_empty() {
+            continue;
+        }
+        let a = if f.status == FileStatus::Added {
+            "/dev/null".to_string()
+        } else {
+            format!("a/{old}")
+        };
+        let b = if f.status == FileStatus::Deleted {
+            "/dev/null".to_string()
+        } else {
+            format!("b/{}", f.path)
+        };
+        let _ = writeln!(s, "--- {a}\n+++ {b}");
+        for h in &f.hunks {
+            let _ = writeln!(
+                s,
+                "@@ -{},{} +{},{} @@",
+                h.old_start, h.old_lines, h.new_start, h.new_lines
+            );
+            for l in &h.lines {
+                let sign = match l.kind {
+                    LineKind::Context => ' ',
+                    LineKind::Added => '+',
+                    LineKind::Removed => '-',
+                };
+                let _ = writeln!(s, "{sign}{}", l.text);
+                if l.no_newline {
+                    let _ = writeln!(s, "\\ No newline at end of file");
+                }
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hunks_carry_git_ranges_and_line_numbers() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nb\nc\nD\ne\nf\ng\nh\ni";
+        let hunks = text_hunks(old, new);
+        assert_eq!(hunks.len(), 1);
+        let h = &hunks[0];
+        assert_eq!(
+            (h.old_start, h.old_lines, h.new_start, h.new_lines),
+            (1, 8, 1, 9)
+        );
+        let removed: Vec<_> = h
+            .lines
+            .iter()
+            .filter(|l| l.kind == LineKind::Removed)
+            .map(|l| (l.old_line, l.text.as_str()))
+            .collect();
+        assert_eq!(removed, [(Some(4), "d")]);
+        let last = h.lines.last().unwrap();
+        assert_eq!(
+            (last.kind, last.new_line, last.no_newline),
+            (LineKind::Added, Some(9), true)
+        );
+    }
+
+    #[test]
+    fn an_added_file_starts_at_zero_in_the_old_range() {
+        let hunks = text_hunks("", "x\ny\n");
+        assert_eq!(
+            (
+                hunks[0].old_start,
+                hunks[0].old_lines,
+                hunks[0].new_start,
+                hunks[0].new_lines
+            ),
+            (0, 0, 1, 2)
+        );
+    }
+
+    #[test]
+    fn binary_means_nul_bytes_or_not_utf8() {
+        assert!(is_binary(b"a\0b"));
+        assert!(is_binary(&[0xff, 0xfe, b'a']));
+        assert!(!is_binary("héllo\n".as_bytes()));
+    }
+}
