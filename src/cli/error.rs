@@ -406,6 +406,7 @@ impl From<crate::engine::lifecycle::RunError> for CliError {
                 CliError::new("NOT_FOUND", message).hint("agents plan approvals")
             }
             RunError::NotYetSupported(_) => CliError::new("NOT_SUPPORTED", message),
+            RunError::Sandbox(_) => CliError::new("SANDBOX_ERROR", message).hint("agents diagnostics"),
             RunError::Store(s) => s.into(),
         }
     }

@@ -22,7 +22,7 @@ use serde_json::json;
 use super::approvals::{self, Gate};
 use super::gates::Gates;
 use super::state::{self, commit};
-use super::{Engine, RunError, strategize};
+use super::{Engine, RunError, execute, strategize};
 use crate::engine::domain::approval::{Approval, ApprovalKind};
 use crate::engine::domain::decision::DecisionType;
 use crate::engine::domain::{Id, Phase, Plan, ProcessingState};
@@ -305,10 +305,14 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
             }
             (Phase::Strategize, ProcessingState::Complete) => {
                 if explicit || gates.auto_after(Phase::Strategize) {
-                    return Err(RunError::NotYetSupported(
-                        "Execute (running steps in sandboxes arrives with the sandbox merge)"
-                            .into(),
-                    ));
+                    explicit = false;
+                    resolve_gate(engine, &mut plan, Gate::Execute)?;
+                    match execute::run(engine, &mut plan)? {
+                        execute::Ended::Complete | execute::Ended::Stopped => continue,
+                        execute::Ended::Errored { code, message } => {
+                            break Stopped::Errored { code, message };
+                        }
+                    }
                 }
                 let approval = approvals::raise_gate(engine, &plan, Gate::Execute)?;
                 break Stopped::Gate {
@@ -331,11 +335,25 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                     approval: Box::new(approval),
                 };
             }
-            (Phase::Execute | Phase::Apply, ProcessingState::Queued | ProcessingState::Errored) => {
-                return Err(RunError::NotYetSupported(format!(
-                    "{} (arrives with the sandbox merge)",
-                    plan.phase()
-                )));
+            (Phase::Execute, ProcessingState::Queued | ProcessingState::Errored) => {
+                if plan.state() == ProcessingState::Errored && !explicit {
+                    break Stopped::Errored {
+                        code: plan.error_code.clone().unwrap_or_default(),
+                        message: plan.error_message.clone().unwrap_or_default(),
+                    };
+                }
+                explicit = false;
+                match execute::run(engine, &mut plan)? {
+                    execute::Ended::Complete | execute::Ended::Stopped => continue,
+                    execute::Ended::Errored { code, message } => {
+                        break Stopped::Errored { code, message };
+                    }
+                }
+            }
+            (Phase::Apply, ProcessingState::Queued | ProcessingState::Errored) => {
+                return Err(RunError::NotYetSupported(
+                    "Apply (merging sandboxes into the project)".into(),
+                ));
             }
             (phase, state) => {
                 return Err(wrong_state(

@@ -9,6 +9,9 @@
 //! - [`bases`]: what each target resource looked like at `plan use`.
 //! - [`checklist`]: the offline strategist `builtin/checklist-strategist`.
 //! - [`strategize`]: the Strategize phase (root decision, invariants, strategy actor).
+//! - [`execute`]: the Execute phase (sandboxes, steps, checkpoints, resume).
+//! - [`script_executor`]: the offline executor `builtin/script-executor`.
+//! - [`validations`]: the projects' validation commands.
 //! - [`driver`]: runs a plan until a gate, a pause or a terminal state; owns the lease.
 //! - [`report`]: what `plan status` and `plan errors` show.
 //!
@@ -19,11 +22,14 @@ pub mod approvals;
 pub mod bases;
 pub mod checklist;
 pub mod driver;
+pub mod execute;
 pub mod gates;
 mod model;
 pub mod report;
+pub mod script_executor;
 pub mod state;
 pub mod strategize;
+pub mod validations;
 
 use crate::engine::config::Provider;
 use crate::engine::domain::{Id, Phase, Plan, ProcessingState};
@@ -87,6 +93,9 @@ pub enum RunError {
     /// An approval with that id does not exist.
     #[error("approval {0} not found")]
     ApprovalNotFound(String),
+    /// A sandbox operation failed.
+    #[error("sandbox: {0}")]
+    Sandbox(String),
     /// A feature this milestone does not have yet.
     #[error("{0}: not yet supported")]
     NotYetSupported(String),
@@ -121,7 +130,7 @@ pub struct Engine {
     providers: Vec<Provider>,
     env: EnvLookup,
     client_options: crate::engine::actors::providers::ClientOptions,
-    observer: Box<dyn Observer>,
+    observer: std::sync::Arc<dyn Observer>,
     streamed: i64,
     log: Vec<EngineEvent>,
 }
@@ -154,7 +163,7 @@ impl Engine {
             providers,
             env: Box::new(|name| std::env::var(name).ok().filter(|v| !v.is_empty())),
             client_options: Default::default(),
-            observer,
+            observer: std::sync::Arc::from(observer),
             streamed,
             log: Vec::new(),
         })
@@ -208,6 +217,10 @@ impl Engine {
 
     pub(crate) fn observer(&self) -> &dyn Observer {
         self.observer.as_ref()
+    }
+
+    pub(crate) fn observer_arc(&self) -> std::sync::Arc<dyn Observer> {
+        std::sync::Arc::clone(&self.observer)
     }
 
     /// Loads a plan.
