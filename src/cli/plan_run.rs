@@ -298,7 +298,44 @@ pub(crate) fn driven_report(
             }))
         }
         Stopped::Applied => {
-            Ok(Report::ok(command, data, format!("Plan {id} applied")).with(plan_panel(p)))
+            let summary = p
+                .validation_summary
+                .as_ref()
+                .and_then(|v| v.get("apply_summary"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            data["apply_summary"] = summary.clone();
+            let mut report =
+                Report::ok(command, data, format!("Plan {id} applied")).with(plan_panel(p));
+            if let Some(resources) = summary["resources"].as_array() {
+                report = report.with(Element::Table {
+                    title: "Applied".into(),
+                    columns: ["Resource", "Files", "Lines", "Commit"]
+                        .map(Column::left)
+                        .into(),
+                    rows: resources
+                        .iter()
+                        .map(|r| {
+                            vec![
+                                r["resource"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_string()
+                                    .into(),
+                                r["files"].as_array().map_or(0, Vec::len).to_string().into(),
+                                format!("+{} -{}", r["additions"], r["deletions"]).into(),
+                                r["commit"]
+                                    .as_str()
+                                    .map(|c| c[..12.min(c.len())].to_string())
+                                    .unwrap_or_else(|| "(not committed)".into())
+                                    .into(),
+                            ]
+                        })
+                        .collect(),
+                    empty: "Nothing to apply: the plan changed no file.".into(),
+                });
+            }
+            Ok(report.message(Level::Info, "git hooks were not run"))
         }
     }
 }
@@ -339,17 +376,69 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
     let id = resolve_plan(&engine, &a.plan)?;
     engine.recover(&id)?;
     let plan = engine.plan(&id)?;
-    if a.no_commit {
-        return Err(RunError::NotYetSupported("plan apply --no-commit".into()).into());
+    if !matches!(
+        (plan.phase(), plan.state()),
+        (
+            crate::engine::domain::Phase::Execute,
+            crate::engine::domain::ProcessingState::Complete
+        ) | (
+            crate::engine::domain::Phase::Apply,
+            crate::engine::domain::ProcessingState::Queued
+                | crate::engine::domain::ProcessingState::Errored
+        )
+    ) {
+        // Let the driver name what is wrong (CONFLICT with hints).
+        let driven = driver::drive(
+            &mut engine,
+            &id,
+            Op::Apply {
+                no_commit: a.no_commit,
+            },
+        )?;
+        return driven_report(ctx, "plan apply", driven);
     }
-    let _ = plan;
+    let preview = crate::engine::lifecycle::apply::preview(&engine, &plan)?;
+    let files: usize = preview.iter().map(|p| p.files.len()).sum();
+    let added: u64 = preview
+        .iter()
+        .flat_map(|p| p.files.iter().map(|f| f.2))
+        .sum();
+    let removed: u64 = preview
+        .iter()
+        .flat_map(|p| p.files.iter().map(|f| f.3))
+        .sum();
+    if !a.yes && ctx.terminal.stdin_tty {
+        let mut text = format!("Changes of plan {id}: {files} file(s), +{added} -{removed}\n");
+        for p in &preview {
+            for (status, path, plus, minus) in &p.files {
+                text.push_str(&format!(
+                    "  {status} {path} (+{plus} -{minus}) [{}]\n",
+                    p.resource
+                ));
+            }
+        }
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    }
     super::confirm::confirm(
         &format!("Apply changes for plan {id}?"),
         a.yes,
         &ctx.terminal,
         &ctx.suggest(&format!("plan apply --yes {id}")),
+    )
+    .map_err(|mut e| {
+        if e.data.is_object() {
+            e.data["changes"] = json!(preview);
+            e.data["files"] = json!(files);
+        }
+        e
+    })?;
+    let driven = driver::drive(
+        &mut engine,
+        &id,
+        Op::Apply {
+            no_commit: a.no_commit,
+        },
     )?;
-    let driven = driver::drive(&mut engine, &id, Op::Apply)?;
     driven_report(ctx, "plan apply", driven)
 }
 

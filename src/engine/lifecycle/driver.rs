@@ -22,7 +22,7 @@ use serde_json::json;
 use super::approvals::{self, Gate};
 use super::gates::Gates;
 use super::state::{self, commit};
-use super::{Engine, RunError, execute, strategize};
+use super::{Engine, RunError, apply, execute, strategize};
 use crate::engine::domain::approval::{Approval, ApprovalKind};
 use crate::engine::domain::decision::DecisionType;
 use crate::engine::domain::{Id, Phase, Plan, ProcessingState};
@@ -38,7 +38,10 @@ pub enum Op {
     /// `plan execute`: answers the gate at the plan's current state, then continues.
     Execute,
     /// `plan apply` (the user confirmed): answers the apply gate, then applies.
-    Apply,
+    Apply {
+        /// Leave the changes in the working tree instead of committing them.
+        no_commit: bool,
+    },
 }
 
 /// Why driving stopped.
@@ -146,19 +149,21 @@ fn check_op(plan: &Plan, op: Op) -> Result<(), RunError> {
             ),
             vec![format!("agents plan status {id}")],
         )),
-        (Op::Apply, Phase::Strategize) | (Op::Apply, Phase::Applied) => Err(wrong_state(
-            plan,
-            format!(
-                "plan {id} is at {}/{}; only a plan whose Execute is complete can be applied",
-                plan.phase(),
-                plan.state()
-            ),
-            vec![
-                format!("agents plan execute {id}"),
-                format!("agents plan status {id}"),
-            ],
-        )),
-        (Op::Apply, Phase::Execute) if plan.state() != ProcessingState::Complete => {
+        (Op::Apply { .. }, Phase::Strategize) | (Op::Apply { .. }, Phase::Applied) => {
+            Err(wrong_state(
+                plan,
+                format!(
+                    "plan {id} is at {}/{}; only a plan whose Execute is complete can be applied",
+                    plan.phase(),
+                    plan.state()
+                ),
+                vec![
+                    format!("agents plan execute {id}"),
+                    format!("agents plan status {id}"),
+                ],
+            ))
+        }
+        (Op::Apply { .. }, Phase::Execute) if plan.state() != ProcessingState::Complete => {
             Err(wrong_state(
                 plan,
                 format!(
@@ -233,6 +238,7 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
     engine.take_log();
     engine.flush(plan_id)?;
     let mut explicit = op != Op::Continue;
+    let no_commit = matches!(op, Op::Apply { no_commit: true });
     let stopped = loop {
         if guard.is_lost() {
             break Stopped::LeaseLost;
@@ -325,10 +331,14 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                         next: format!("agents plan apply {plan_id}"),
                     };
                 }
-                if op == Op::Apply || gates.auto_after(Phase::Execute) {
-                    return Err(RunError::NotYetSupported(
-                        "Apply (merging sandboxes arrives with the sandbox merge)".into(),
-                    ));
+                if matches!(op, Op::Apply { .. }) || gates.auto_after(Phase::Execute) {
+                    explicit = false;
+                    match apply::run(engine, &mut plan, no_commit)? {
+                        apply::Ended::Applied(_) => continue,
+                        apply::Ended::Errored { code, message } => {
+                            break Stopped::Errored { code, message };
+                        }
+                    }
                 }
                 let approval = approvals::raise_gate(engine, &plan, Gate::Apply)?;
                 break Stopped::Gate {
@@ -351,9 +361,22 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 }
             }
             (Phase::Apply, ProcessingState::Queued | ProcessingState::Errored) => {
-                return Err(RunError::NotYetSupported(
-                    "Apply (merging sandboxes into the project)".into(),
-                ));
+                if !explicit {
+                    break Stopped::Errored {
+                        code: plan.error_code.clone().unwrap_or_default(),
+                        message: plan
+                            .error_message
+                            .clone()
+                            .unwrap_or_else(|| "apply did not finish".into()),
+                    };
+                }
+                explicit = false;
+                match apply::run(engine, &mut plan, no_commit)? {
+                    apply::Ended::Applied(_) => continue,
+                    apply::Ended::Errored { code, message } => {
+                        break Stopped::Errored { code, message };
+                    }
+                }
             }
             (phase, state) => {
                 return Err(wrong_state(

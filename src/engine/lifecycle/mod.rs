@@ -5,6 +5,7 @@
 //! One module per job:
 //! - [`gates`]: what the plan's frozen profile lets happen without a human.
 //! - [`state`]: every state change with its event, in one transaction.
+//! - [`apply`]: the Apply phase (checks, merged-tree validations, journal, commit).
 //! - [`approvals`]: raising and answering the places a human must act.
 //! - [`bases`]: what each target resource looked like at `plan use`.
 //! - [`checklist`]: the offline strategist `builtin/checklist-strategist`.
@@ -18,6 +19,7 @@
 //! The engine knows no terminal: progress leaves it as [`EngineEvent`]s through an
 //! [`Observer`], which also tells it when the user pressed Ctrl-C.
 
+pub mod apply;
 pub mod approvals;
 pub mod bases;
 pub mod checklist;

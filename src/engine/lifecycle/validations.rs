@@ -92,6 +92,14 @@ fn planned(engine: &Engine, plan: &Plan) -> Result<Vec<(Validation, String)>, Ru
     Ok(out)
 }
 
+/// Whether any validation runs on `resource`.
+///
+/// # Errors
+/// Store errors.
+pub fn any_for(engine: &Engine, plan: &Plan, resource: &str) -> Result<bool, RunError> {
+    Ok(planned(engine, plan)?.iter().any(|(_, r)| r == resource))
+}
+
 fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> Outcome {
     let exit = result["exit_code"].as_i64();
     let timed_out = result["timed_out"] == json!(true);
