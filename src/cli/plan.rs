@@ -221,6 +221,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         Some(Stopped::Gate { approval }) => json!({
             "approval_id": approval.approval_id,
             "kind": approval.kind,
+            "context": approval.context,
             "answer_command": ctx.rewrite(&approval.answer_command),
         }),
         _ => serde_json::Value::Null,
@@ -482,8 +483,10 @@ fn data_hints(p: &Plan, id: &crate::engine::domain::Id, ctx: &Context) -> Option
 }
 
 fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
+    let mut store = ctx.store()?;
     let id = store.resolve_plan_id(input)??;
+    // A plan whose driver vanished is shown (and left) as interrupted: (phase, queued).
+    crate::engine::lease::recover_if_stale(&mut store, &id)?;
     let p = store
         .plan(&id)?
         .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;

@@ -5,6 +5,7 @@ mod config;
 mod envelope;
 mod init;
 mod lifecycle;
+mod lifecycle_e2e;
 mod profiles;
 mod registries;
 mod registry_commands;

@@ -200,7 +200,7 @@ pub fn preview(engine: &Engine, plan: &Plan) -> Result<Vec<Preview>, RunError> {
 
 /// Checks a git checkout and computes the merged tree (nothing is written to the work tree,
 /// the index or any ref; new blobs and trees go to the object database).
-fn prepare_git(base: &PlanBase, changes: Vec<FileChange>) -> Result<Prepared, RunError> {
+fn prepare_git(base: &PlanBase, sb: &Sandbox, final_tree: Oid) -> Result<Prepared, RunError> {
     let path = Path::new(&base.path);
     let repo = Repository::open(path).map_err(|e| {
         refused(format!(
@@ -238,35 +238,24 @@ fn prepare_git(base: &PlanBase, changes: Vec<FileChange>) -> Result<Prepared, Ru
         )));
     }
     let tip = head.peel_to_commit().map_err(git)?;
+    // Everything below writes objects only to the sandbox's private repository, which reads
+    // the user's objects through its alternates: a refusal leaves the user's repository
+    // byte-identical.
+    let sr = sb.repo()?;
     let base_oid = Oid::from_str(base.base_commit.as_deref().unwrap_or_default()).map_err(git)?;
-    let base_tree = repo
+    let base_tree = sr
         .find_commit(base_oid)
         .and_then(|c| c.tree())
         .map_err(git)?;
-    let mut builder = git2::build::TreeUpdateBuilder::new();
-    for c in &changes {
-        match &c.new {
-            Some((bytes, mode)) => {
-                let blob = repo.blob(bytes).map_err(git)?;
-                let mode = match *mode {
-                    m if m == i32::from(FileMode::BlobExecutable) => FileMode::BlobExecutable,
-                    m if m == i32::from(FileMode::Link) => FileMode::Link,
-                    _ => FileMode::Blob,
-                };
-                builder.upsert(c.path.as_str(), blob, mode);
-            }
-            None => {
-                builder.remove(c.path.as_str());
-            }
-        }
-    }
-    let theirs = builder.create_updated(&repo, &base_tree).map_err(git)?;
-    let theirs = repo.find_tree(theirs).map_err(git)?;
-    let tip_tree = tip.tree().map_err(git)?;
+    let theirs = sr.find_tree(final_tree).map_err(git)?;
+    let tip_tree = sr
+        .find_commit(tip.id())
+        .and_then(|c| c.tree())
+        .map_err(git)?;
     let merged = if tip.id() == base_oid {
         theirs.id()
     } else {
-        let mut index = repo
+        let mut index = sr
             .merge_trees(&base_tree, &tip_tree, &theirs, None)
             .map_err(git)?;
         if index.has_conflicts() {
@@ -285,12 +274,12 @@ fn prepare_git(base: &PlanBase, changes: Vec<FileChange>) -> Result<Prepared, Ru
                 paths.join(", ")
             )));
         }
-        index.write_tree_to(&repo).map_err(git)?
+        index.write_tree_to(&sr).map_err(git)?
     };
     // Files the result changes relative to the tip: the user must have no uncommitted edits
     // there (staged or not).
-    let merged_tree = repo.find_tree(merged).map_err(git)?;
-    let delta = repo
+    let merged_tree = sr.find_tree(merged).map_err(git)?;
+    let delta = sr
         .diff_tree_to_tree(Some(&tip_tree), Some(&merged_tree), None)
         .map_err(git)?;
     let index = repo.index().map_err(git)?;
@@ -331,20 +320,19 @@ fn prepare_git(base: &PlanBase, changes: Vec<FileChange>) -> Result<Prepared, Ru
         let new_entry = merged_tree.get_path(Path::new(&p)).ok();
         let new = match new_entry {
             Some(e) => {
-                let blob = repo.find_blob(e.id()).map_err(git)?;
+                let blob = sr.find_blob(e.id()).map_err(git)?;
                 Some((blob.content().to_vec(), e.filemode()))
             }
             None => None,
         };
         let old = tip_id
-            .and_then(|id| repo.find_blob(id).ok())
+            .and_then(|id| sr.find_blob(id).ok())
             .map(|b| b.content().to_vec());
         let (a, dl) = line_counts(old.as_deref(), new.as_ref().map(|n| n.0.as_slice()));
         additions += a;
         deletions += dl;
         to_write.push(FileChange { path: p, new });
     }
-    drop(changes);
     Ok(Prepared {
         base: base.clone(),
         changes: to_write,
@@ -744,12 +732,12 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
             let Some(sb) = sbs.existing(engine.store(), &plan_id, &base.resource_name)? else {
                 continue;
             };
-            let (changes, base_tree, _) = sandbox_changes(&sb)?;
+            let (changes, base_tree, final_tree) = sandbox_changes(&sb)?;
             if changes.is_empty() {
                 continue;
             }
             let p = match base.kind {
-                BaseKind::GitCheckout => prepare_git(base, changes),
+                BaseKind::GitCheckout => prepare_git(base, &sb, final_tree),
                 BaseKind::Directory => prepare_dir(base, &sb, changes, base_tree),
             };
             match p {
@@ -782,9 +770,11 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
                 .find(|p| p.base.resource_name == base.resource_name);
             match (base.kind, merged.and_then(|p| p.git.as_ref())) {
                 (BaseKind::GitCheckout, Some((tree, _, _))) => {
-                    let repo = Repository::open(&base.path)
-                        .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-                    materialize(&repo, *tree, &dir)?;
+                    let Some(sb) = sbs.existing(engine.store(), &plan_id, &base.resource_name)?
+                    else {
+                        continue;
+                    };
+                    materialize(&sb.repo()?, *tree, &dir)?;
                 }
                 _ => {
                     let Some(sb) = sbs.existing(engine.store(), &plan_id, &base.resource_name)?
@@ -831,8 +821,35 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
                     let repo = Repository::open(root)
                         .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
                     let git = |e: git2::Error| RunError::Sandbox(e.message().to_string());
-                    let tree = repo.find_tree(*tree).map_err(git)?;
+                    // The merged tree, rebuilt in the user's repository from the tip's tree and
+                    // the files that change (same content, so the same tree id).
                     let parent = repo.find_commit(*tip).map_err(git)?;
+                    let mut builder = git2::build::TreeUpdateBuilder::new();
+                    for c in &p.changes {
+                        match &c.new {
+                            Some((bytes, mode)) => {
+                                let blob = repo.blob(bytes).map_err(git)?;
+                                let mode = match *mode {
+                                    m if m == i32::from(FileMode::BlobExecutable) => {
+                                        FileMode::BlobExecutable
+                                    }
+                                    m if m == i32::from(FileMode::Link) => FileMode::Link,
+                                    _ => FileMode::Blob,
+                                };
+                                builder.upsert(c.path.as_str(), blob, mode);
+                            }
+                            None => {
+                                builder.remove(c.path.as_str());
+                            }
+                        }
+                    }
+                    let built = builder
+                        .create_updated(&repo, &parent.tree().map_err(git)?)
+                        .map_err(git)?;
+                    if built != *tree {
+                        tracing::warn!(%built, merged = %tree, "the rebuilt tree differs from the checked merge");
+                    }
+                    let tree = repo.find_tree(built).map_err(git)?;
                     let sig = signature(&repo);
                     let subject = plan
                         .description
