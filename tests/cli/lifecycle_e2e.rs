@@ -511,10 +511,12 @@ fn a_second_process_gets_conflict_and_plan_cancel_stops_the_driver_within_2_seco
     let last = events.last().unwrap();
     assert_eq!(last.kind.as_str(), "plan_cancelled");
     assert_eq!(last.data["reason"], "too slow");
-    // No `sleep 30` is left behind.
-    let sleeping = Command::new("pgrep")
-        .args(["-f", "^sleep 30$"])
-        .output()
-        .unwrap();
-    let _ = sleeping;
+    // The command's process group was killed and reaped: no running-<pid> marker is left.
+    let plan_dir = s.env.data_dir.join("sandboxes").join(&id);
+    let markers: Vec<_> = std::fs::read_dir(&plan_dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("running-"))
+        .collect();
+    assert!(markers.is_empty(), "{markers:?}");
 }
