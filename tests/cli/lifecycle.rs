@@ -522,3 +522,126 @@ fn a_model_strategist_cannot_write_and_its_open_choices_wait_for_a_human() {
         assert_eq!(usage.calls, 3);
     }
 }
+
+#[test]
+fn a_model_execution_actor_writes_through_the_tool_runner_and_the_plan_applies() {
+    for kind in ["openai", "anthropic"] {
+        let server = ProviderServer::start(vec![
+            Turn::tools(
+                "",
+                &[(
+                    "write_file",
+                    r#"{"path":"NOTES.md","content":"Release 1.2\n"}"#,
+                )],
+                (20, 10),
+            ),
+            Turn::text("Wrote NOTES.md.", (30, 5)),
+        ]);
+        let s = setup_with(
+            "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n",
+        );
+        scripted_env(&s, &server, kind);
+        let (doc, code) = run_keyed(
+            &s.env,
+            &[
+                "plan",
+                "use",
+                "--execution-actor",
+                "scripted/m",
+                "--automation-profile",
+                "trusted",
+                "local/notes",
+                "app",
+                "--arg",
+                "version=1.2",
+            ],
+        );
+        assert_eq!(code, 3, "{kind}: {doc:#}");
+        assert_eq!(
+            doc["data"]["approval"]["context"]["gate"], "apply",
+            "{doc:#}"
+        );
+        let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+        let st = store(&s.env);
+        let plan_id = id.parse().unwrap();
+        let calls = st.tool_calls(&plan_id).unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            (calls[0].tool.as_str(), calls[0].outcome.as_str()),
+            ("write_file", "ok")
+        );
+        let usage = st.usage_for_plan(&plan_id).unwrap();
+        assert_eq!((usage.calls, usage.input_tokens), (2, 50));
+        assert!(!s.repo.join("NOTES.md").exists(), "nothing before Apply");
+        let (doc, code) = run_keyed(&s.env, &["plan", "apply", "--yes", &id]);
+        assert_eq!(code, 0, "{doc:#}");
+        assert_eq!(
+            std::fs::read_to_string(s.repo.join("NOTES.md")).unwrap(),
+            "Release 1.2\n"
+        );
+    }
+}
+
+#[test]
+fn a_failing_required_validation_goes_back_to_the_model_executor_under_auto_validation_fix() {
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[("write_file", r#"{"path":"NOTES.md","content":"Release\n"}"#)],
+            (10, 5),
+        ),
+        Turn::text("done", (10, 5)),
+        Turn::tools(
+            "",
+            &[(
+                "write_file",
+                r#"{"path":"NOTES.md","content":"Release FIXED\n"}"#,
+            )],
+            (10, 5),
+        ),
+        Turn::text("fixed", (10, 5)),
+    ]);
+    let s = setup_with(
+        "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md says FIXED\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n",
+    );
+    scripted_env(&s, &server, "openai");
+    let (doc, code) = s.env.json(&[
+        "project",
+        "validation",
+        "add",
+        "app",
+        "grep -q FIXED NOTES.md",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "trusted",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
+    assert_eq!(server.remaining(), 0, "the fix round ran");
+    let results = &doc["data"]["validation_summary"]["execute"];
+    assert_eq!(results[0]["passed"], true, "{doc:#}");
+    let st = store(&s.env);
+    let fixes = st
+        .decisions(&doc["data"]["plan_id"].as_str().unwrap().parse().unwrap())
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.decision_type.as_str() == "validation_response")
+        .count();
+    assert_eq!(fixes, 1);
+}

@@ -10,6 +10,8 @@
 //! - The project's required validations run as the last step, in the sandbox; what they write
 //!   is rolled back, so they never change the result. `auto_validation_fix` hands a failure
 //!   back to a model execution actor at most twice (the offline script executor cannot fix).
+//! - The execution actor is `builtin/script-executor` or a model
+//!   ([`super::model_executor`]).
 //! - A step left `running` by a driver that vanished (or a failed step being retried) is rolled
 //!   back to its start checkpoint before anything else runs; commands it left running are
 //!   killed first.
@@ -124,6 +126,20 @@ impl Drop for Watcher {
             let _ = h.join();
         }
     }
+}
+
+/// The user's guidance in force (current `user_intervention` decisions).
+fn guidance_for(store: &Store, plan_id: &Id) -> Result<Vec<String>, RunError> {
+    Ok(store
+        .decisions(plan_id)?
+        .into_iter()
+        .filter(|d| {
+            d.is_current()
+                && d.decision_type
+                    == crate::engine::domain::decision::DecisionType::UserIntervention
+        })
+        .map(|d| d.chosen_option)
+        .collect())
 }
 
 /// The sandboxes of the engine's data directory.
@@ -373,26 +389,6 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
     )?;
     engine.flush(&plan_id)?;
     register_targets(engine, &sandboxes, plan)?;
-    if actor != SCRIPT_EXECUTOR {
-        let message = format!(
-            "execution actor {actor}: model execution actors are not yet supported by this build; use {SCRIPT_EXECUTOR}"
-        );
-        let answer = format!("agents plan execute {plan_id}");
-        state::errored(
-            engine.store_mut(),
-            plan,
-            "ACTOR_UNAVAILABLE",
-            &message,
-            json!({"actor": actor}),
-            &answer,
-        )?;
-        engine.flush(&plan_id)?;
-        return Ok(Ended::Errored {
-            code: "ACTOR_UNAVAILABLE".into(),
-            message,
-        });
-    }
-
     let watcher = Watcher::start(engine, plan_id);
     let decisions: BTreeMap<Id, Decision> = engine
         .store()
@@ -450,7 +446,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
             let policy = policy(engine, plan)?;
             let flag = Arc::clone(&watcher.flag);
             let stop_flag = Arc::clone(&watcher.flag);
-            let ended = {
+            let ended = if actor == SCRIPT_EXECUTOR {
                 let mut runner = ToolRunner::new(engine.store_mut(), &sandboxes).with_cancel(flag);
                 script_executor::run_step(
                     &mut runner,
@@ -462,6 +458,12 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                         .filter(|v| !v.is_null()),
                     &move || stop_flag.load(Ordering::SeqCst),
                 )?
+            } else {
+                let guidance = guidance_for(engine.store(), &plan_id)?;
+                let snapshot = plan.clone();
+                super::model_executor::run_step(
+                    engine, &snapshot, decision, policy, flag, &guidance,
+                )
             };
             match ended {
                 StepEnd::Stopped => return Ok(Ended::Stopped),
@@ -549,7 +551,84 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
     engine
         .observer()
         .progress("Execute: running the project's validations");
-    let results = super::validations::run_in_sandboxes(engine, &sandboxes, plan)?;
+    let mut results = super::validations::run_in_sandboxes(engine, &sandboxes, plan)?;
+    // auto_validation_fix: a model executor gets the failure output and another try, at most
+    // twice; each try is a `validation_response` decision with its own checkpoints.
+    let mut rounds = if actor == SCRIPT_EXECUTOR {
+        0
+    } else {
+        gates.validation_fix_rounds()
+    };
+    while rounds > 0 {
+        let Some(failed) = results.iter().find(|r| r.required && !r.passed).cloned() else {
+            break;
+        };
+        rounds -= 1;
+        if super::driver::stop_cause(engine, &plan_id)?.is_some() {
+            return Ok(Ended::Stopped);
+        }
+        let mut fix = Decision::new(
+            plan_id,
+            crate::engine::domain::decision::DecisionType::ValidationResponse,
+            format!("fix the failing validation `{}`", failed.command),
+            Timestamp::now(),
+        );
+        fix.attempt = plan.status.attempt;
+        fix.parent_decision_id = plan.decision_root_id;
+        fix.question = Some(format!("How to make `{}` pass?", failed.command));
+        fix.rationale = Some("auto_validation_fix: the required validation failed".into());
+        fix.step = Some(crate::engine::domain::decision::Step {
+            instructions: format!(
+                "The required validation `{}` failed ({}).\nstdout:\n{}\nstderr:\n{}\nChange the project so that it passes, within the plan's strategy.",
+                failed.command, failed.result, failed.stdout, failed.stderr
+            ),
+            expected_outputs: Vec::new(),
+        });
+        let label = format!("validation fix: {}", failed.command);
+        let start = take_checkpoint(
+            engine,
+            &sandboxes,
+            &plan_id,
+            "start",
+            &label,
+            &fix.decision_id,
+        )?;
+        let recorded = fix.clone();
+        commit(
+            engine.store_mut(),
+            plan,
+            EventKind::ExecuteStep,
+            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": "started", "checkpoint": start, "why": "auto_validation_fix"}),
+            |tx| crate::engine::store::decisions::insert_in(tx, &recorded).map(|_| ()),
+        )?;
+        engine.flush(&plan_id)?;
+        let policy = policy(engine, plan)?;
+        let guidance = guidance_for(engine.store(), &plan_id)?;
+        let snapshot = plan.clone();
+        let flag = Arc::new(AtomicBool::new(false));
+        let ended =
+            super::model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance);
+        let end = take_checkpoint(
+            engine,
+            &sandboxes,
+            &plan_id,
+            "end",
+            &label,
+            &fix.decision_id,
+        )?;
+        commit(
+            engine.store_mut(),
+            plan,
+            EventKind::ExecuteStep,
+            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": match ended { StepEnd::Done { .. } => "done", StepEnd::Stopped => "stopped", StepEnd::Failed { .. } => "failed" }, "checkpoint": end}),
+            |_| Ok(()),
+        )?;
+        engine.flush(&plan_id)?;
+        if ended == StepEnd::Stopped {
+            return Ok(Ended::Stopped);
+        }
+        results = super::validations::run_in_sandboxes(engine, &sandboxes, plan)?;
+    }
     let failed_required: Vec<&super::validations::Outcome> =
         results.iter().filter(|r| r.required && !r.passed).collect();
     let summary = json!({"execute": results});
@@ -566,8 +645,10 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
             "required validation `{}` failed ({}){}",
             first.command,
             first.result,
-            if gates.validation_fix_rounds() > 0 {
+            if gates.validation_fix_rounds() > 0 && actor == SCRIPT_EXECUTOR {
                 "; builtin/script-executor cannot fix a failing validation, so auto_validation_fix does not apply"
+            } else if gates.validation_fix_rounds() > 0 {
+                "; the execution actor's two fix attempts (auto_validation_fix) did not make it pass"
             } else {
                 ""
             }

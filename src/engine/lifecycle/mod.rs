@@ -27,6 +27,7 @@ pub mod driver;
 pub mod execute;
 pub mod gates;
 mod model;
+mod model_executor;
 pub mod report;
 pub mod script_executor;
 pub mod state;
