@@ -45,7 +45,7 @@ pub enum ActionCommand {
         #[arg(long, value_name = "PROFILE")]
         automation_profile: Option<String>,
         /// Keep the action after use (default)
-        #[arg(long, overrides_with = "no_reusable")]
+        #[arg(long, conflicts_with = "no_reusable")]
         reusable: bool,
         /// Archive the action after its first use
         #[arg(long)]
@@ -298,6 +298,22 @@ fn detail_elements(a: &Action, invariants: &[String]) -> Vec<Element> {
             empty: "No steps.".into(),
         });
     }
+    if let Some(sb) = &a.sandbox {
+        out.push(Element::panel(
+            "Sandbox",
+            [
+                ("Network", view::yes_no(sb.network).to_string()),
+                (
+                    "Writable Paths",
+                    if sb.writable_paths.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        sb.writable_paths.join(", ")
+                    },
+                ),
+            ],
+        ));
+    }
     if !invariants.is_empty() {
         out.push(Element::List {
             title: "Invariants".into(),
@@ -347,7 +363,18 @@ fn usage(ctx: &Context, a: &Action) -> Element {
 fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let providers = ctx.config()?.providers();
-    let created = actions::create(&mut store, &providers, &req)?;
+    let created = actions::create(&mut store, &providers, &req).map_err(|e| match e {
+        actions::ActionError::Exists(name) => {
+            let file = shell_words::quote(&req.config.display().to_string()).into_owned();
+            CliError::new("CONFLICT", format!("action {name} already exists"))
+                .detail(
+                    "action names are never reused, also after archiving (plans keep referring to the old action); choose a new name",
+                )
+                .hint(ctx.suggest(&format!("action create --config {file} {name}-v2")))
+                .hint(ctx.suggest(&format!("action show {name}")))
+        }
+        other => other.into(),
+    })?;
     let a = &created.action;
     let texts: Vec<String> = created.invariants.iter().map(|(_, t)| t.clone()).collect();
     let mut report = Report::ok(
@@ -456,7 +483,8 @@ fn list(
     Ok(report.with(Element::panel(
         "Summary",
         [
-            ("Total", all.len().to_string()),
+            ("Listed", n.to_string()),
+            ("Registered", all.len().to_string()),
             ("Available", count(ActionState::Available)),
             ("Draft", count(ActionState::Draft)),
             ("Archived", count(ActionState::Archived)),

@@ -140,7 +140,11 @@ fn actor_json(a: &Actor) -> serde_json::Value {
 
 fn options_items(a: &Actor) -> Vec<String> {
     match serde_json::to_value(&a.definition.options) {
-        Ok(serde_json::Value::Object(m)) => m.iter().map(|(k, v)| format!("- {k}: {v}")).collect(),
+        // The YAML spelling (`max-tokens`), as in the file and in `limits`.
+        Ok(serde_json::Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| format!("- {}: {v}", k.replace('_', "-")))
+            .collect(),
         _ => vec![],
     }
 }
@@ -509,10 +513,9 @@ fn remove(ctx: &Context, name: &str) -> Result<Report, CliError> {
             .collect();
         who.extend(impact.projects.iter().map(|p| format!("project {p}")));
         who.extend(
-            impact
-                .active_plans
-                .iter()
-                .map(|p| format!("plan {}", view::short(p))),
+            view::short_ids(&impact.active_plans)
+                .into_iter()
+                .map(|p| format!("plan {p}")),
         );
         report = report.message(
             Level::Warn,

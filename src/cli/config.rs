@@ -21,6 +21,13 @@ pub enum ConfigCommand {
         #[arg(long, value_name = "PROJECT")]
         project: Option<String>,
     },
+    /// Remove a key from config.toml (or a whole provider with `providers.NAME`), so that
+    /// the default applies again
+    Unset {
+        /// Key: automation-profile, format, invariant-actor, log-level, providers.NAME.FIELD
+        /// or providers.NAME
+        key: String,
+    },
     /// Show a key's value and where it comes from (flag, env, file, default)
     Get {
         /// Key to read
@@ -38,6 +45,7 @@ impl ConfigCommand {
     pub fn name(&self) -> &'static str {
         match self {
             ConfigCommand::Set { .. } => "set",
+            ConfigCommand::Unset { .. } => "unset",
             ConfigCommand::Get { .. } => "get",
             ConfigCommand::List { .. } => "list",
         }
@@ -61,6 +69,7 @@ pub fn run(command: ConfigCommand, ctx: &Context) -> Result<crate::output::Repor
             value,
             project: None,
         } => set(ctx, &key, &value),
+        ConfigCommand::Unset { key } => unset(ctx, &key),
         ConfigCommand::Get { key } => get(ctx, &key),
         ConfigCommand::List { regex } => list(ctx, regex.as_deref()),
     }
@@ -128,11 +137,84 @@ fn set_project(ctx: &Context, key: &str, value: &str, project: &str) -> Result<R
     )))
 }
 
+/// A new provider `NAME` would turn every `NAME/...` reference into a provider model, hiding
+/// custom actors, projects and the rest registered in that namespace: refused, naming them.
+/// A provider that is already configured (or built in) is not new.
+fn refuse_shadowing_provider(ctx: &Context, key: &str, provider: &str) -> Result<(), CliError> {
+    let known = ctx
+        .config
+        .as_ref()
+        .is_ok_and(|c| c.providers().iter().any(|p| p.name == provider))
+        || ctx
+            .config
+            .as_ref()
+            .is_ok_and(|c| c.file.providers.contains_key(provider));
+    if known {
+        return Ok(());
+    }
+    // Without a database nothing can be shadowed.
+    let Ok(store) = ctx.store() else {
+        return Ok(());
+    };
+    let users = store.names_in_namespace(provider)?;
+    if users.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = users.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    Err(CliError::new(
+        "CONFLICT",
+        format!(
+            "a provider named `{provider}` would hide what is registered in the namespace {provider}/: {}",
+            listed.join(", ")
+        ),
+    )
+    .detail(format!(
+        "references such as {provider}/NAME would name provider models instead"
+    ))
+    .hint(format!(
+        "choose another provider name, e.g. {}",
+        key.replacen(
+            &format!("providers.{provider}."),
+            &format!("providers.{provider}-llm."),
+            1
+        )
+    ))
+    .data(json!({"provider": provider, "registered": users.iter().map(|(k, n)| json!({"kind": k, "name": n})).collect::<Vec<_>>()})))
+}
+
+fn unset(ctx: &Context, key: &str) -> Result<Report, CliError> {
+    let outcome = config::unset_value(&ctx.paths.config_path, key)?;
+    let status = match &outcome.previous {
+        Some(_) => format!("Unset {}", outcome.key),
+        None => format!("{} was not set; nothing changed", outcome.key),
+    };
+    Ok(
+        Report::ok("config unset", &outcome, status).with(Element::panel(
+            "Config Updated",
+            [
+                ("Key", Cell::new(outcome.key.clone(), Tone::Id)),
+                ("Previous", not_set(&outcome.previous).into()),
+                ("File", outcome.path.display().to_string().into()),
+            ],
+        )),
+    )
+}
+
 fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
+    if key == "automation-profile" && value == "inherit" {
+        return Err(CliError::invalid_input(
+            "`inherit` is only a value for a project's profile (--project PROJECT)",
+        )
+        .hint(ctx.suggest("config unset automation-profile"))
+        .hint("that clears the global default, so `manual` applies"));
+    }
     if key == "automation-profile" && !crate::engine::domain::name::is_builtin_profile(value) {
         // A custom profile must be registered before it can be the default.
         let store = ctx.store()?;
         crate::engine::registry::profiles::find(&store, value)?;
+    }
+    if let Ok(KeyPath::Provider { provider, .. }) = KeyPath::parse(key) {
+        refuse_shadowing_provider(ctx, key, &provider)?;
     }
     let outcome = config::set_value(&ctx.paths.config_path, key, value)?;
     let path = KeyPath::parse(key)?;

@@ -190,12 +190,11 @@ impl From<ProfileError> for CliError {
         match e {
             ProfileError::Yaml(y) => y.into(),
             ProfileError::Store(s) => s.into(),
-            ProfileError::NotFound(_) => {
-                CliError::new("NOT_FOUND", message).hint("agents automation-profile list")
-            }
+            ProfileError::NotFound(m) => not_found(message, &m, "agents automation-profile list"),
             ProfileError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
                 "to replace it: agents automation-profile add --update --config FILE {name}"
             )),
+            ProfileError::InUse { .. } => CliError::new("CONFLICT", message),
             ProfileError::BuiltIn(_) => CliError::new("CONFLICT", message).hint(
                 "built-in profiles are fixed; add a custom profile such as local/careful instead",
             ),
@@ -218,7 +217,9 @@ impl From<ActorError> for CliError {
             ActorError::Unresolved { .. } => CliError::new("NOT_FOUND", message)
                 .hint("agents actor list")
                 .hint("register one with `agents actor add --config FILE`"),
-            ActorError::BuiltIn(_) => CliError::new("CONFLICT", message).hint("agents actor list"),
+            ActorError::BuiltIn(_) | ActorError::ProviderModel(_) => {
+                CliError::new("CONFLICT", message).hint("agents actor list")
+            }
             ActorError::NoName(_) | ActorError::Name { .. } | ActorError::Option(..) => {
                 CliError::invalid_input(message)
             }
@@ -232,6 +233,21 @@ impl From<ArgumentError> for CliError {
     }
 }
 
+/// `NOT_FOUND` with "did you mean `NAME`?" when a registered name is close, then the list
+/// command.
+fn not_found(
+    message: String,
+    missing: &crate::engine::registry::lookup::Missing,
+    list: &str,
+) -> CliError {
+    let err = CliError::new("NOT_FOUND", message);
+    match &missing.suggestion {
+        Some(s) => err.hint(format!("did you mean `{s}`?")),
+        None => err,
+    }
+    .hint(list)
+}
+
 impl From<ActionError> for CliError {
     fn from(e: ActionError) -> Self {
         let message = e.to_string();
@@ -240,14 +256,26 @@ impl From<ActionError> for CliError {
             ActionError::Store(s) => s.into(),
             ActionError::Actor(a) => a.into(),
             ActionError::Profile(p) => p.into(),
-            ActionError::Exists(_) => CliError::new("CONFLICT", message)
-                .hint("choose another name (actions cannot be replaced; archive the old one with `agents action archive NAME`)"),
-            ActionError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents action list --state all"),
-            ActionError::NotReady { failures, .. } => CliError::new("INVALID_INPUT", message)
-                .detail(failures.join("\n"))
-                .hint("fix the references (see `agents actor list`, `agents automation-profile list`) and run `agents action available NAME` again"),
+            ActionError::Exists(name) => CliError::new("CONFLICT", message)
+                .detail("action names are never reused, also after archiving; choose a new name")
+                .hint(format!("agents action show {name}")),
+            ActionError::NotFound(m) => not_found(message, &m, "agents action list --state all"),
+            ActionError::Ambiguous(a) => a.into(),
+            ActionError::NotReady { failures, name } => CliError::new("INVALID_INPUT", message)
+                .detail(format!(
+                    "{}\nfix the references, then make the action available again",
+                    failures.join("\n")
+                ))
+                .hint("agents actor list")
+                .hint("agents automation-profile list")
+                .hint(format!(
+                    "agents action available {}",
+                    shell_words::quote(&name)
+                )),
             ActionError::State { .. } => CliError::new("CONFLICT", message),
-            ActionError::Flag { .. } | ActionError::NoName(_) | ActionError::Name { .. } => CliError::invalid_input(message),
+            ActionError::Flag { .. } | ActionError::NoName(_) | ActionError::Name { .. } => {
+                CliError::invalid_input(message)
+            }
         }
     }
 }
@@ -257,10 +285,24 @@ impl From<ResourceError> for CliError {
         let message = e.to_string();
         match e {
             ResourceError::Store(s) => s.into(),
-            ResourceError::Exists(_) => CliError::new("CONFLICT", message),
-            ResourceError::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents resource list --all"),
-            ResourceError::Linked { name, .. } => CliError::new("CONFLICT", message)
-                .hint(format!("unlink it first: agents project unlink-resource PROJECT {name}")),
+            ResourceError::Exists(_) | ResourceError::SameTarget { .. } => {
+                CliError::new("CONFLICT", message)
+            }
+            ResourceError::NotFound(m) => not_found(message, &m, "agents resource list --all"),
+            ResourceError::Ambiguous(a) => a.into(),
+            ResourceError::Linked { links, .. } => {
+                // One command per link, with the real names: unlink first, then retry.
+                links.iter().fold(
+                    CliError::new("CONFLICT", message).detail("unlink it from each project first"),
+                    |err, (project, resource)| {
+                        err.hint(format!(
+                            "agents project unlink-resource {} {}",
+                            shell_words::quote(project),
+                            shell_words::quote(resource)
+                        ))
+                    },
+                )
+            }
             ResourceError::Discovered { .. } | ResourceError::AutoLink { .. } | ResourceError::AlreadyLinked { .. } => {
                 CliError::new("CONFLICT", message)
             }
@@ -294,9 +336,8 @@ impl From<ProjectError> for CliError {
             ProjectError::Exists(_) => {
                 CliError::new("CONFLICT", message).hint("agents project list")
             }
-            ProjectError::NotFound(_) => {
-                CliError::new("NOT_FOUND", message).hint("agents project list")
-            }
+            ProjectError::NotFound(m) => not_found(message, &m, "agents project list"),
+            ProjectError::Ambiguous(a) => a.into(),
             ProjectError::AlreadyLinked { .. } => CliError::new("CONFLICT", message),
             ProjectError::NotLinked { project, .. } => {
                 CliError::new("NOT_FOUND", message).hint(format!("agents project show {project}"))
@@ -312,15 +353,17 @@ impl From<ProjectError> for CliError {
                     .detail(
                         plans
                             .iter()
-                            .map(|(id, st, action)| {
-                                format!("{} - {st} ({action})", &id[..8.min(id.len())])
-                            })
+                            .zip(crate::engine::domain::id::unique_prefixes(
+                                &plans.iter().map(|(id, ..)| id.as_str()).collect::<Vec<_>>(),
+                            ))
+                            .map(|((_, st, action), short)| format!("{short} - {st} ({action})"))
                             .collect::<Vec<_>>()
                             .join("\n"),
                     )
-                    .hint("cancel or finish the active plans first (agents plan list)")
+                    .hint("agents plan list")
                     .hint(format!(
-                        "or cancel them and delete: agents project delete --force --yes {project}"
+                        "agents project delete --force --yes {}",
+                        shell_words::quote(&project)
                     ))
             }
             ProjectError::ValidationNotFound { project, .. } => CliError::new("NOT_FOUND", message)
@@ -341,9 +384,8 @@ impl From<InvariantError> for CliError {
             InvariantError::Store(s) => s.into(),
             InvariantError::Project(p) => p.into(),
             InvariantError::Action(a) => a.into(),
-            InvariantError::NotFound(_) => {
-                CliError::new("NOT_FOUND", message).hint("agents invariant list")
-            }
+            InvariantError::NotFound(m) => not_found(message, &m, "agents invariant list"),
+            InvariantError::Ambiguous(a) => a.into(),
             InvariantError::Plan(_) => CliError::new("NOT_FOUND", message).hint("agents plan list"),
             InvariantError::NoScope
             | InvariantError::Empty

@@ -600,6 +600,23 @@ pub fn global_setting(ctx: &Context, key: &str) -> Option<String> {
         .find_map(|c| c.value)
 }
 
+/// Every level that sets `key` outside the compiled-in default, as (value, origin) pairs in
+/// precedence order: the environment variable first, then `config.toml`.
+pub fn global_setting_levels(ctx: &Context, key: &str) -> Vec<(String, String)> {
+    let (Ok(config), Ok(path)) = (
+        ctx.config.as_ref(),
+        crate::engine::config::KeyPath::parse(key),
+    ) else {
+        return Vec::new();
+    };
+    crate::engine::config::resolve(config, None, &path, &ctx.setting_flags(), &env_var)
+        .chain
+        .into_iter()
+        .filter(|c| c.source != crate::engine::config::Source::Default)
+        .filter_map(|c| c.value.map(|v| (v, c.origin)))
+        .collect()
+}
+
 /// Renders a command's result: knows the command path, format and terminal, and the global
 /// options that suggested commands must repeat.
 struct Finisher {

@@ -187,11 +187,12 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         driven.as_ref().map(|d| &d.stopped),
         Some(Stopped::Gate { approval }) if approval.context["gate"] == "strategize"
     );
+    let mut waiting: Option<CliError> = None;
     if let Some(d) = driven.clone()
         && !waits_to_start
     {
-        // Anything but "created, waiting for `plan execute`" is reported as driving reports it:
-        // exit 3 at a gate or decision, errors, applied.
+        // Driving reports errors, cancellation and applied plans itself; a gate or a pending
+        // decision (exit 3) keeps the plan-use report with the approval added.
         let extra = |data: &mut serde_json::Value| {
             if data.is_object() {
                 data["profile_source"] = json!(c.profile_source);
@@ -200,15 +201,20 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
                 data["ran"] = json!(true);
             }
         };
-        return super::plan_run::driven_report(ctx, "plan use", d)
-            .map(|mut r| {
-                extra(&mut r.data);
-                r
-            })
-            .map_err(|mut e| {
-                extra(&mut e.data);
-                e
-            });
+        match super::plan_run::driven_report(ctx, "plan use", d) {
+            Err(e) if e.body.exit == crate::output::Exit::NeedsHuman => waiting = Some(e),
+            other => {
+                return other
+                    .map(|mut r| {
+                        extra(&mut r.data);
+                        r
+                    })
+                    .map_err(|mut e| {
+                        extra(&mut e.data);
+                        e
+                    });
+            }
+        }
     }
     let p = &engine.plan(&plan_id)?;
     let id = p.plan_id.to_string();
@@ -217,7 +223,13 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     data["effective_invariants"] = json!(c.invariants.effective);
     data["action_archived"] = json!(c.action_archived);
     data["ran"] = json!(p.phase() != Phase::Strategize || p.state() != ProcessingState::Queued);
+    if let Some(w) = &waiting {
+        for key in ["stopped", "approval", "approvals"] {
+            data[key] = w.data[key].clone();
+        }
+    }
     data["approval"] = match driven.as_ref().map(|d| &d.stopped) {
+        _ if waiting.is_some() => data["approval"].clone(),
         Some(Stopped::Gate { approval }) => json!({
             "approval_id": approval.approval_id,
             "kind": approval.kind,
@@ -226,7 +238,9 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         }),
         _ => serde_json::Value::Null,
     };
-    let next = if waits_to_start {
+    let next = if let Some(w) = &waiting {
+        w.body.suggestions.first().cloned().unwrap_or_default()
+    } else if waits_to_start {
         ctx.suggest(&format!("plan execute {id}"))
     } else {
         ctx.suggest(&format!("plan status {id}"))
@@ -291,7 +305,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
             [
                 ("Profile", c.profile.name.clone()),
                 ("Source", c.profile_source.label().to_string()),
-                ("Level", p.automation_level.as_str().to_string()),
+                ("Automatic Phases", automatic_phases(&c.profile.flags)),
                 ("Read-Only", view::yes_no(c.action.read_only).to_string()),
             ],
         ))
@@ -346,6 +360,14 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     }
     if not_yet.is_some() {
         report.status.level = Level::Warn;
+    }
+    if let Some(w) = waiting {
+        report.status = crate::output::Message {
+            level: Level::Warn,
+            text: w.body.message.clone(),
+        };
+        report.exit = crate::output::Exit::NeedsHuman;
+        report.error = Some(*w.body);
     }
     Ok(report)
 }
@@ -407,9 +429,15 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
             .into(),
         rows: plans
             .iter()
-            .map(|p| {
+            .zip(view::short_ids(
+                &plans
+                    .iter()
+                    .map(|p| p.plan_id.to_string())
+                    .collect::<Vec<_>>(),
+            ))
+            .map(|(p, short)| {
                 vec![
-                    view::id(view::short(&p.plan_id.to_string())),
+                    view::id(short),
                     p.phase().as_str().into(),
                     p.state().as_str().into(),
                     p.action_name.clone().into(),
@@ -707,4 +735,22 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     });
     report.status.level = level;
     Ok(report)
+}
+
+/// The phases the profile runs without asking (`strategize, execute`), or that none do.
+fn automatic_phases(f: &crate::engine::registry::profiles::Flags) -> String {
+    let auto: Vec<&str> = [
+        (f.auto_strategize, "strategize"),
+        (f.auto_execute, "execute"),
+        (f.auto_apply, "apply"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| *name)
+    .collect();
+    if auto.is_empty() {
+        "none (each phase waits for you)".to_string()
+    } else {
+        auto.join(", ")
+    }
 }

@@ -308,7 +308,9 @@ fn plan_diff(
     }
     let stats = diff::stats(&all_files);
     let data = json!({"plan_id": plan.plan_id.to_string(), "stats": stats, "resources": resources});
-    let status = if active.is_empty() {
+    let status = if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
+        "The plan's sandboxes were released or removed; their work trees are gone".to_string()
+    } else if active.is_empty() {
         "The plan has no sandbox yet: nothing has changed".to_string()
     } else {
         format!(
@@ -460,7 +462,7 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
     let cp_id = store.resolve_checkpoint(&plan.plan_id, cp)??;
     let question = format!(
         "Roll plan {} back to {cp_id}, discarding later work?",
-        plan.plan_id.short()
+        plan.plan_id
     );
     let answer_with = ctx.suggest(&format!("plan rollback --yes {} {cp_id}", plan.plan_id));
     confirm(&question, yes, &ctx.terminal, &answer_with)?;

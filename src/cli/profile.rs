@@ -168,13 +168,22 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
         return Err(profiles::ProfileError::BuiltIn(full).into());
     }
     let profile = profiles::find(&store, name)?;
+    let levels = super::global_setting_levels(ctx, "automation-profile");
+    let globals: Vec<profiles::GlobalDefault<'_>> = levels
+        .iter()
+        .map(|(value, origin)| profiles::GlobalDefault { value, origin })
+        .collect();
+    let usage = profiles::usage(&store, &profile.name, &globals)?;
+    if !usage.is_empty() {
+        return Err(in_use(ctx, &profile.name, usage));
+    }
     confirm(
         &format!("Remove automation profile {}?", profile.name),
         yes,
         &ctx.terminal,
         &ctx.suggest(&format!("automation-profile remove --yes {}", profile.name)),
     )?;
-    let removed = profiles::remove(&mut store, name)?;
+    let removed = profiles::remove(&mut store, name, &globals)?;
     Ok(Report::ok(
         "automation-profile remove",
         json!({"profile": profile_json(&removed)}),
@@ -184,6 +193,36 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
         "Profile Removed",
         [("Name", view::id(removed.name.clone()))],
     )))
+}
+
+/// The refusal of `remove` for a profile still in use: who uses it, and one command per user
+/// that moves it to another profile.
+fn in_use(ctx: &Context, name: &str, usage: profiles::Usage) -> CliError {
+    let mut err = CliError::new(
+        "CONFLICT",
+        format!(
+            "automation profile {name} is still used by {}",
+            usage.describe()
+        ),
+    )
+    .detail("plan use would fail with \"automation profile not found\" for each of them");
+    if let Some(origin) = &usage.global {
+        err = if origin.starts_with("AGENTS_") {
+            err.hint(format!("unset {origin} (or set it to another profile)"))
+        } else {
+            err.hint(ctx.suggest("config unset automation-profile"))
+        };
+    }
+    for p in &usage.projects {
+        err = err.hint(ctx.suggest(&format!(
+            "config set automation-profile --project {} inherit",
+            shell_words::quote(p)
+        )));
+    }
+    for a in &usage.actions {
+        err = err.hint(ctx.suggest(&format!("action archive {}", shell_words::quote(a))));
+    }
+    err.data(json!({"profile": name, "usage": usage}))
 }
 
 fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {

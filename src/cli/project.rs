@@ -267,7 +267,13 @@ fn links_table(title: &str, links: &[LinkedResource]) -> Element {
                     l.resource.type_name.clone().into(),
                     view::or(l.alias.as_deref(), "-"),
                     resource_types::effective_strategy(&l.resource.type_name, &[]).into(),
-                    view::flag_cell(l.read_only),
+                    view::flag_cell(
+                        l.read_only
+                            || !l
+                                .resource
+                                .resource_type()
+                                .is_some_and(|t| t.capabilities.writable),
+                    ),
                 ]
             })
             .collect(),
@@ -349,7 +355,7 @@ fn link(
         && !l.read_only;
     Ok(Report::ok(
         "project link-resource",
-        json!({"project": project_json(&p), "link": link_json(&l)}),
+        json!({"project": project_json(&p), "link": link_json(&l), "writable": writable}),
         "Resource linked to project",
     )
     .with(Element::panel(
@@ -359,7 +365,14 @@ fn link(
             ("Resource", view::id(l.resource.name.clone())),
             ("Type", l.resource.type_name.clone().into()),
             ("Alias", view::or(l.alias.as_deref(), "(none)")),
-            ("Read-Only", view::yes_no(l.read_only).into()),
+            (
+                "Read-Only",
+                if writable || l.read_only {
+                    view::yes_no(l.read_only).into()
+                } else {
+                    format!("yes ({} resources cannot be written)", l.resource.type_name).into()
+                },
+            ),
         ],
     ))
     .with(Element::panel(
@@ -420,11 +433,13 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
                 "active plans of {} still refer to {}: {}",
                 p.name,
                 l.resource.name,
-                active
-                    .iter()
-                    .map(|a| view::short(&a.plan_id.to_string()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                view::short_ids(
+                    &active
+                        .iter()
+                        .map(|a| a.plan_id.to_string())
+                        .collect::<Vec<_>>()
+                )
+                .join(", ")
             ),
         );
     }
@@ -436,11 +451,17 @@ fn list(ctx: &Context, ns: Option<&str>, regex: Option<&str>) -> Result<Report, 
     let re = view::regex(regex, "agents project list 'api'")?;
     let all = projects::list(&store, ns, re.as_ref())?;
     let n = all.len();
+    let shorts = view::short_ids(
+        &all.iter()
+            .map(|s| s.project.project_id.to_string())
+            .collect::<Vec<_>>(),
+    );
     let rows = all
         .iter()
-        .map(|s| {
+        .zip(shorts)
+        .map(|(s, short)| {
             vec![
-                view::id(view::short(&s.project.project_id.to_string())),
+                view::id(short),
                 view::id(s.project.name.clone()),
                 s.resources.to_string().into(),
                 s.active_plans.to_string().into(),
@@ -541,7 +562,8 @@ fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
         rows: d
             .active_plans
             .iter()
-            .map(|a| vec![view::id(view::short(&a.plan_id.to_string())), a.action_name.clone().into(), a.phase().as_str().into(), a.state().as_str().into()])
+            .zip(view::short_ids(&d.active_plans.iter().map(|a| a.plan_id.to_string()).collect::<Vec<_>>()))
+            .map(|(a, short)| vec![view::id(short), a.action_name.clone().into(), a.phase().as_str().into(), a.state().as_str().into()])
             .collect(),
         empty: "No active plans.".into(),
     }))
@@ -598,7 +620,13 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
             items: d
                 .plans_cancelled
                 .iter()
-                .map(|(id, was)| format!("{} - cancelled (was {was})", view::short(id)))
+                .zip(view::short_ids(
+                    &d.plans_cancelled
+                        .iter()
+                        .map(|(id, _)| id.to_string())
+                        .collect::<Vec<_>>(),
+                ))
+                .map(|((_, was), short)| format!("{short} - cancelled (was {was})"))
                 .collect(),
         });
     }

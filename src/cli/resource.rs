@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{CliError, Context, confirm::confirm, view};
 use crate::engine::registry::resource_types::{self, ResourceType};
 use crate::engine::registry::resources::{self, AddArgs, Resource};
-use crate::output::{Cell, Column, Element, Report, Tone, TreeNode};
+use crate::output::{Cell, Column, Element, Level, Report, Tone, TreeNode};
 
 /// `agents resource ...`
 #[derive(Debug, Subcommand)]
@@ -318,7 +318,16 @@ fn capabilities_panel(r: &Resource, strategy: &str) -> Element {
         [
             ("Readable", b(|c| c.readable)),
             ("Writable", b(|c| c.writable)),
-            ("Sandboxable", b(|c| c.sandboxable)),
+            (
+                "Sandboxable",
+                // A type that could be sandboxed is not, when nothing above it provides a
+                // strategy (a branch of a bare repository, for example).
+                if c.as_ref().is_some_and(|c| c.sandboxable) && strategy == "none" {
+                    "no (no sandbox strategy applies)".to_string()
+                } else {
+                    b(|c| c.sandboxable)
+                },
+            ),
             ("Checkpointable", b(|c| c.checkpointable)),
             ("Sandbox Strategy", strategy.to_string()),
         ],
@@ -394,10 +403,30 @@ fn add(
     let added =
         resources::add(&mut store, &providers, &type_name, &name, &args).map_err(|e| match e {
             resources::ResourceError::Exists(n) => {
-                CliError::new("CONFLICT", format!("Resource {n} already exists.")).hint(format!(
-                    "Use --update to replace: {}",
-                    ctx.suggest(&format!("resource add --update {type_name} {n} {flags}"))
-                ))
+                CliError::new("CONFLICT", format!("Resource {n} already exists."))
+                    .detail("use --update to replace it")
+                    .hint(ctx.suggest(&format!("resource add --update {type_name} {n} {flags}")))
+            }
+            resources::ResourceError::SameTarget {
+                name,
+                existing,
+                what,
+                target,
+            } => {
+                let message = resources::ResourceError::SameTarget {
+                    name,
+                    existing: existing.clone(),
+                    what,
+                    target,
+                }
+                .to_string();
+                let hint = ctx.suggest(&format!(
+                    "resource add --update {type_name} {existing} {flags}"
+                ));
+                CliError::new("CONFLICT", message)
+                    .detail("one target is registered once; update the existing resource instead")
+                    .hint(hint)
+                    .hint(ctx.suggest(&format!("resource show {existing}")))
             }
             other => other.into(),
         })?;
@@ -430,13 +459,14 @@ fn add(
     }
     let strategy = resource_types::effective_strategy(&r.type_name, &[]);
     let n = added.children.len();
-    Ok(Report::ok(
+    let mut report = Report::ok(
         "resource add",
         json!({
             "resource": resource_json(r),
             "replaced": added.replaced,
             "children": added.children.iter().map(|(c, s)| { let mut j = resource_json(c); j["status"] = json!(s); j }).collect::<Vec<_>>(),
             "counted": counted,
+            "dropped_links": added.dropped_links.iter().map(|(p, c)| json!({"parent": p, "child": c})).collect::<Vec<_>>(),
         }),
         format!(
             "Resource {} ({n} child resource{} discovered{})",
@@ -452,7 +482,14 @@ fn add(
         rows,
         empty: "(none)".into(),
     })
-    .with(capabilities_panel(r, strategy)))
+    .with(capabilities_panel(r, strategy));
+    for (p, c) in &added.dropped_links {
+        report = report.message(
+            Level::Warn,
+            format!("manual link {p} -> {c} was removed: {c} is no longer discovered"),
+        );
+    }
+    Ok(report)
 }
 
 fn list(
@@ -476,7 +513,8 @@ fn list(
     let mut data = Vec::new();
     let mut total_children = 0;
     for r in &resources {
-        let children = store.owned_ids(&r.resource_id)?.len() - 1;
+        // Direct children (discovered and manual), as `resource show` lists them.
+        let children = store.children(&r.resource_id)?.len();
         total_children += children;
         let projects: Vec<String> = store
             .project_links_of(&[r.resource_id])?
@@ -540,6 +578,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
         json!({
             "resource": resource_json(r),
             "sandbox_strategy": d.sandbox_strategy,
+            "sandboxable": r.resource_type().is_some_and(|t| t.capabilities.sandboxable) && d.sandbox_strategy != "none",
             "capabilities": r.resource_type().map(|t| t.capabilities),
             "parents": d.parents.iter().map(|e| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto})).collect::<Vec<_>>(),
             "children": d.children.iter().map(|(e, n)| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto, "children": n})).collect::<Vec<_>>(),

@@ -33,6 +33,12 @@ pub fn short(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
+/// The ids of a list's rows as shown: each the shortest prefix (at least 8 characters) that
+/// is unique among `ids`, so that every row can be named by what is printed.
+pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
+    crate::engine::domain::id::unique_prefixes(ids)
+}
+
 /// An identifier cell.
 pub fn id(s: impl Into<String>) -> Cell {
     Cell::new(s, Tone::Id)
@@ -47,7 +53,22 @@ pub fn regex(
     example: &str,
 ) -> Result<Option<regex::Regex>, super::CliError> {
     pattern.map(regex::Regex::new).transpose().map_err(|e| {
-        super::CliError::invalid_input(format!("invalid REGEX: {e}"))
+        // The regex crate's message is a multi-line diagram (pattern, caret, reason): the first
+        // line that says what is wrong goes in the message, the diagram in the detail.
+        let text = e.to_string();
+        let reason = text
+            .lines()
+            .rev()
+            .find(|l| l.trim_start().starts_with("error:"))
+            .map(|l| {
+                l.trim_start()
+                    .trim_start_matches("error:")
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_else(|| text.lines().next().unwrap_or_default().to_string());
+        super::CliError::invalid_input(format!("invalid REGEX: {reason}"))
+            .detail(text)
             .hint(format!("e.g. `{example}`"))
     })
 }

@@ -1039,6 +1039,108 @@ pub struct SetOutcome {
 pub fn set_value(config_path: &Path, key: &str, value: &str) -> Result<SetOutcome, ConfigError> {
     let path = KeyPath::parse(key)?;
     let typed = typed_value(&path, value)?;
+    let segments = path.segments();
+    let (previous, new_text, created) = edit_file(config_path, |doc| {
+        let previous = get_in(doc, &segments);
+        set_in(doc, &segments, typed);
+        previous
+    })?;
+    Ok(SetOutcome {
+        key: path.dotted(),
+        value: value.to_string(),
+        previous,
+        path: config_path.to_path_buf(),
+        line: line_of(&new_text, &segments),
+        created,
+    })
+}
+
+/// What [`unset_value`] changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnsetOutcome {
+    /// The dotted key (`format`, `providers.corp.base_url`, or `providers.corp` for a whole
+    /// provider table).
+    pub key: String,
+    /// The value removed (a whole table is shown as `{...}` TOML), or `None` when the key was
+    /// not set (nothing is written then).
+    pub previous: Option<String>,
+    /// The config file.
+    pub path: PathBuf,
+}
+
+/// Removes one key from the config file (or a whole `[providers.NAME]` table when `key` is
+/// `providers.NAME`) with the same lock, validation and atomic replace as [`set_value`].
+/// Removing the last key of a provider table removes the table. A key that is not set is not
+/// an error: nothing is written and `previous` is `None`.
+///
+/// # Errors
+/// [`ConfigError::UnknownKey`] for a key that is not a config key, [`ConfigError::Parse`] /
+/// [`ConfigError::InvalidEntry`] when the file is invalid, I/O errors.
+pub fn unset_value(config_path: &Path, key: &str) -> Result<UnsetOutcome, ConfigError> {
+    let parts: Vec<String> = toml_edit::Key::parse(key)
+        .map(|ks| ks.into_iter().map(|k| k.get().to_string()).collect())
+        .unwrap_or_default();
+    let (dotted, segments) = match parts.as_slice() {
+        [providers, name] if providers == "providers" => {
+            check_provider_name(name).map_err(|expected| ConfigError::InvalidValue {
+                key: key.to_string(),
+                value: name.clone(),
+                expected,
+            })?;
+            (key.to_string(), parts.clone())
+        }
+        _ => {
+            let path = KeyPath::parse(key)?;
+            (path.dotted(), path.segments())
+        }
+    };
+    if !config_path.exists() {
+        return Ok(UnsetOutcome {
+            key: dotted,
+            previous: None,
+            path: config_path.to_path_buf(),
+        });
+    }
+    let mut removed = None;
+    edit_file(config_path, |doc| {
+        removed = remove_in(doc.as_table_mut(), &segments);
+    })?;
+    Ok(UnsetOutcome {
+        key: dotted,
+        previous: removed,
+        path: config_path.to_path_buf(),
+    })
+}
+
+/// Removes `segments` under `table`; returns the removed item as text. Tables left empty on
+/// the way (an emptied `[providers.NAME]` or `models."m"`) are removed too.
+fn remove_in(table: &mut dyn toml_edit::TableLike, segments: &[String]) -> Option<String> {
+    let (first, rest) = segments.split_first()?;
+    if rest.is_empty() {
+        let item = table.remove(first)?;
+        return Some(match item.as_value() {
+            Some(v) => v
+                .as_str()
+                .map_or_else(|| v.to_string().trim().to_string(), str::to_string),
+            None => item.to_string().trim().to_string(),
+        });
+    }
+    let child = table.get_mut(first)?.as_table_like_mut()?;
+    let removed = remove_in(child, rest)?;
+    if child.is_empty() && first != "providers" {
+        table.remove(first);
+    }
+    Some(removed)
+}
+
+/// Read-modify-write of the config file under the directory lock: applies `edit` to the parsed
+/// document, validates the result and replaces the file atomically. Returns what `edit`
+/// returned, the new text, and whether the file was created. Nothing is written when the
+/// document did not change.
+fn edit_file<R>(
+    config_path: &Path,
+    edit: impl FnOnce(&mut toml_edit::DocumentMut) -> R,
+) -> Result<(R, String, bool), ConfigError> {
     let dir = config_path.parent().unwrap_or_else(|| Path::new("."));
     let write_err = |p: &Path| {
         let p = p.to_path_buf();
@@ -1064,10 +1166,11 @@ pub fn set_value(config_path: &Path, key: &str, value: &str) -> Result<SetOutcom
             snippet,
         }
     })?;
-    let segments = path.segments();
-    let previous = get_in(&doc, &segments);
-    set_in(&mut doc, &segments, typed);
+    let result = edit(&mut doc);
     let new_text = doc.to_string();
+    if new_text == old_text && !created {
+        return Ok((result, new_text, created));
+    }
     if let Err(after) = parse_and_validate(config_path, &new_text) {
         // Report a problem the file already had with its own line numbers; a problem the edit
         // itself causes is named by its key.
@@ -1077,14 +1180,7 @@ pub fn set_value(config_path: &Path, key: &str, value: &str) -> Result<SetOutcom
     }
     crate::engine::safe_write::replace_file(config_path, new_text.as_bytes())
         .map_err(write_err(config_path))?;
-    Ok(SetOutcome {
-        key: path.dotted(),
-        value: value.to_string(),
-        previous,
-        path: config_path.to_path_buf(),
-        line: line_of(&new_text, &segments),
-        created,
-    })
+    Ok((result, new_text, created))
 }
 
 fn get_in(doc: &toml_edit::DocumentMut, segments: &[String]) -> Option<String> {

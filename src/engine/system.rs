@@ -164,6 +164,9 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
     checks.push(writable_check(&paths.data_dir));
     checks.push(git_check());
     checks.push(shell_sandbox_check());
+    if let Some(check) = profile_check(paths, config.as_ref(), env) {
+        checks.push(check);
+    }
     if let Some(config) = config {
         for provider in config.providers() {
             checks.push(provider_check(&provider, env));
@@ -232,6 +235,47 @@ fn database_check(path: &Path) -> Check {
             }),
         ),
     }
+}
+
+/// The global automation profile (`AGENTS_AUTOMATION_PROFILE`, else `config.toml`) must name
+/// a built-in or a registered custom profile, or every `plan use` without a closer profile
+/// fails. `None` when no global profile is set or the database cannot be read.
+fn profile_check(
+    paths: &Paths,
+    config: Option<&Config>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Check> {
+    let (value, origin) = match env("AGENTS_AUTOMATION_PROFILE").filter(|v| !v.is_empty()) {
+        Some(v) => (v, "AGENTS_AUTOMATION_PROFILE"),
+        None => (
+            config?.file.automation_profile.clone()?,
+            "config.toml automation-profile",
+        ),
+    };
+    let store = Store::open_read_only(&paths.database()).ok();
+    let found = match store {
+        Some(store) => crate::engine::registry::profiles::find(&store, &value).is_ok(),
+        None => crate::engine::domain::name::is_builtin_profile(&value),
+    };
+    Some(if found {
+        Check::new(
+            "Automation profile",
+            CheckStatus::Ok,
+            format!("{value} ({origin})"),
+            None,
+        )
+    } else {
+        Check::new(
+            "Automation profile",
+            CheckStatus::Error,
+            format!("{origin} names `{value}`, which is not a registered profile"),
+            Some(if origin.starts_with("AGENTS_") {
+                "unset AGENTS_AUTOMATION_PROFILE or register the profile".to_string()
+            } else {
+                "agents config unset automation-profile".to_string()
+            }),
+        )
+    })
 }
 
 fn writable_check(dir: &Path) -> Check {

@@ -112,7 +112,7 @@ fn a_wrongly_typed_value_is_named() {
     rejected(
         &env,
         &["action", "create", "--config", &file],
-        &["reusable", "action.yaml:6:11:", "expected a boolean"],
+        &["reusable", "action.yaml:6:11:", "expected true or false"],
     );
 }
 
@@ -394,6 +394,7 @@ fn plan_use_of_a_draft_action_is_refused_with_the_available_hint() {
 fn plan_use_without_a_required_arg_is_refused() {
     let env = env();
     with_draft_action(&env);
+    crate::support::register_update_docs(&env);
     assert_eq!(env.json(&["action", "available", "local/add-license"]).1, 0);
     rejected(
         &env,

@@ -382,7 +382,7 @@ script:
   - name: write
     run: printf 'Release {{ version }}\n' > NOTES.md
   - name: slow
-    run: printf 'partial\n' >> NOTES.md; sleep 4; printf 'More\n' >> NOTES.md
+    run: printf 'partial\n' >> NOTES.md; sleep 8; printf 'More\n' >> NOTES.md
   - name: readme
     run: printf 'see NOTES.md\n' >> README
 "#;
@@ -415,7 +415,7 @@ fn kill_9_during_execute_then_resume_gives_the_same_result_as_an_uninterrupted_r
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the slow step to start", Duration::from_secs(20), || {
+    wait_for("the slow step to start", Duration::from_secs(60), || {
         plan_json(&s, &id)["data"]["steps"][1]["status"] == "running"
     });
     std::thread::sleep(Duration::from_millis(300));
@@ -438,7 +438,7 @@ fn kill_9_during_execute_then_resume_gives_the_same_result_as_an_uninterrupted_r
         "the slow step ran again from its start"
     );
     // The command the dead driver left running was killed: nothing appends later.
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(9));
     let (doc, code) = run(&s, &["plan", "apply", "--yes", &id]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(
@@ -472,7 +472,7 @@ fn a_second_process_gets_conflict_and_plan_cancel_stops_the_driver_within_2_seco
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for("the step to start", Duration::from_secs(20), || {
+    wait_for("the step to start", Duration::from_secs(60), || {
         plan_json(&s, &id)["data"]["steps"][0]["status"] == "running"
     });
     let (doc, code) = run(&s, &["plan", "execute", &id]);

@@ -9,6 +9,7 @@ mod lifecycle_e2e;
 mod profiles;
 mod registries;
 mod registry_commands;
+mod registry_regressions;
 mod registry_snapshots;
 mod regressions;
 mod sandbox;

@@ -46,6 +46,8 @@ fn the_registries_acceptance_session() {
     let action_file = env.root().join("add-license.yaml");
     std::fs::write(&action_file, LICENSE_ACTION).unwrap();
     let action_path = action_file.to_str().unwrap();
+    // The action spawned by add-license must exist before add-license becomes available.
+    crate::support::register_update_docs(&env);
 
     // Register the checkout: the repository, its remote, both branches and the work tree are
     // discovered; commits and files are counted.
@@ -588,6 +590,7 @@ fn every_registry_command_renders_in_all_six_formats() {
     let repo = git_repo(env.root(), "api");
     let action = env.root().join("a.yaml");
     std::fs::write(&action, LICENSE_ACTION).unwrap();
+    crate::support::register_update_docs(&env);
     assert_eq!(
         env.json(&[
             "resource",

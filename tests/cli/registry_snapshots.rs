@@ -41,6 +41,7 @@ fn registry_commands() {
     let repo = git_repo(env.root(), "api");
     let action = env.root().join("add-license.yaml");
     std::fs::write(&action, LICENSE_ACTION).unwrap();
+    crate::support::register_update_docs(&env);
     check(
         "resource_add_git_checkout_plain",
         &env,

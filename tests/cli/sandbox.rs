@@ -890,4 +890,19 @@ fn sandbox_commands_as_users_see_them() {
         &env,
         &["--format", "plain", "plan", "checkpoints", &plan],
     );
+    snap(
+        "plan_artifacts_plain",
+        &env,
+        &["--format", "plain", "plan", "artifacts", &plan],
+    );
+    snap(
+        "plan_rollback_needs_confirmation_plain",
+        &env,
+        &["--format", "plain", "plan", "rollback", &plan, "1"],
+    );
+    snap(
+        "plan_rollback_plain",
+        &env,
+        &["--format", "plain", "plan", "rollback", "--yes", &plan, "1"],
+    );
 }

@@ -29,6 +29,18 @@ pub struct Env {
     pub config_path: PathBuf,
 }
 
+/// The action that [`LICENSE_ACTION`] spawns (`local/update-docs`, argument `topic`).
+pub const UPDATE_DOCS_ACTION: &str = "name: local/update-docs\ndefinition-of-done: The docs mention {{ topic }}\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: topic\n    type: string\n    required: true\n";
+
+/// Registers [`UPDATE_DOCS_ACTION`] as a draft, so that [`LICENSE_ACTION`]'s spawn step
+/// resolves when it is made available.
+pub fn register_update_docs(env: &Env) {
+    let path = env.root().join("update-docs.yaml");
+    std::fs::write(&path, UPDATE_DOCS_ACTION).unwrap();
+    let (doc, code) = env.json(&["action", "create", "--config", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{doc:#}");
+}
+
 impl Env {
     /// A fresh environment; `data_name` is the data directory's name (may be non-ASCII).
     pub fn with_data_dir(data_name: &str) -> Self {

@@ -118,9 +118,50 @@ where
     }
 }
 
+/// The shortest prefix of each of `ids` (at least [`SHORT_LEN`] characters, at most the whole
+/// id) that no other id in `ids` shares, in input order: what a list shows so that every row
+/// can be named by what is printed. Duplicated ids get their whole text.
+pub fn unique_prefixes<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
+    let common = |a: &str, b: &str| {
+        a.chars()
+            .zip(b.chars())
+            .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
+            .count()
+    };
+    ids.iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let id = id.as_ref();
+            let longest_shared = ids
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, other)| common(id, other.as_ref()))
+                .max()
+                .unwrap_or(0);
+            let len = (longest_shared + 1).max(SHORT_LEN).min(id.chars().count());
+            id.chars().take(len).collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_created_in_the_same_second_get_longer_unique_prefixes_in_lists() {
+        let a = "01M8MK9C00AAAAAAAAAAAAAAAA";
+        let b = "01M8MK9C00BBBBBBBBBBBBBBBB";
+        let c = "01M8MKZZ00CCCCCCCCCCCCCCCC";
+        let shown = unique_prefixes(&[a, b, c]);
+        assert_eq!(shown, ["01M8MK9C00A", "01M8MK9C00B", "01M8MKZZ"]);
+        // Each shown prefix resolves to its own id.
+        for (prefix, full) in shown.iter().zip([a, b, c]) {
+            assert_eq!(resolve_prefix("plan", prefix, [a, b, c]).unwrap(), full);
+        }
+        assert_eq!(unique_prefixes(&[a]), ["01M8MK9C"]);
+    }
 
     const A: &str = "01HXM7A9AAAAAAAAAAAAAAAAAA";
     const B: &str = "01HXM7A9BBBBBBBBBBBBBBBBBB";

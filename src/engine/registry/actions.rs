@@ -102,7 +102,11 @@ impl ArgType {
             (ArgType::Integer, Value::Number(n)) if n.is_i64() => Ok(v.clone()),
             (ArgType::Number, Value::Number(_)) => Ok(v.clone()),
             (ArgType::Boolean, Value::Bool(_)) => Ok(v.clone()),
-            _ => Err(format!("`{v}` is not a {}", self.as_str())),
+            _ => Err(format!(
+                "`{v}` is not {} {}",
+                if self == ArgType::Integer { "an" } else { "a" },
+                self.as_str()
+            )),
         }
     }
 }
@@ -371,7 +375,10 @@ pub enum ActionError {
     Exists(String),
     /// No action of that name or id.
     #[error("action `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
+    /// An id prefix matches several items.
+    #[error(transparent)]
+    Ambiguous(crate::engine::domain::IdPrefixError),
     /// The action failed its availability checks.
     #[error("action {name} cannot be made available: {}", failures.join("; "))]
     NotReady {
@@ -399,6 +406,15 @@ pub enum ActionError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<crate::engine::registry::lookup::LookupError> for ActionError {
+    fn from(e: crate::engine::registry::lookup::LookupError) -> Self {
+        match e {
+            crate::engine::registry::lookup::LookupError::NotFound(m) => ActionError::NotFound(m),
+            crate::engine::registry::lookup::LookupError::Ambiguous(a) => ActionError::Ambiguous(a),
+        }
+    }
 }
 
 /// What `action create` was given on the command line.
@@ -520,33 +536,60 @@ pub fn create(
         .check_user_creatable(&providers.iter().map(|p| p.name.clone()).collect::<Vec<_>>())
         .map_err(name_err)?;
     let name = qualified.to_string();
+    if let (Some(from), Some(to)) = (&file.name, &req.name)
+        && from != to
+    {
+        overrides.push(OverrideApplied {
+            field: "name".into(),
+            from: from.clone(),
+            to: name.clone(),
+        });
+    }
+    if !req.invariants.is_empty() {
+        overrides.push(OverrideApplied {
+            field: "invariants".into(),
+            from: format!("{} from the file", file.invariants.len()),
+            to: format!(
+                "{} (+{} from --invariant)",
+                file.invariants.len() + req.invariants.len(),
+                req.invariants.len()
+            ),
+        });
+    }
+    if !req.args.is_empty() {
+        overrides.push(OverrideApplied {
+            field: "arguments".into(),
+            from: format!("{} from the file", file.arguments.len()),
+            to: format!("{} --arg given (same names replace)", req.args.len()),
+        });
+    }
 
     let dod = merge(
-        "definition_of_done",
+        "definition-of-done",
         file.definition_of_done.clone(),
         req.definition_of_done.clone(),
         &mut overrides,
     );
     let strategy = merge(
-        "strategy_actor",
+        "strategy-actor",
         file.strategy_actor.clone(),
         req.strategy_actor.clone(),
         &mut overrides,
     );
     let execution = merge(
-        "execution_actor",
+        "execution-actor",
         file.execution_actor.clone(),
         req.execution_actor.clone(),
         &mut overrides,
     );
     let estimation = merge(
-        "estimation_actor",
+        "estimation-actor",
         file.estimation_actor.clone(),
         req.estimation_actor.clone(),
         &mut overrides,
     );
     let inv_actor = merge(
-        "invariant_actor",
+        "invariant-actor",
         file.invariant_actor.clone(),
         req.invariant_actor.clone(),
         &mut overrides,
@@ -558,13 +601,13 @@ pub fn create(
         &mut overrides,
     );
     let long_description = merge(
-        "long_description",
+        "long-description",
         file.long_description.clone(),
         req.long_description.clone(),
         &mut overrides,
     );
     let profile = merge(
-        "automation_profile",
+        "automation-profile",
         file.automation_profile.clone(),
         req.automation_profile.clone(),
         &mut overrides,
@@ -577,7 +620,7 @@ pub fn create(
         &mut overrides,
     );
     let read_only = merge_bool(
-        "read_only",
+        "read-only",
         file.read_only,
         req.read_only,
         false,
@@ -604,20 +647,41 @@ pub fn create(
         .ok_or_else(|| missing("definition-of-done", "--definition-of-done"))?;
     let strategy = strategy.ok_or_else(|| missing("strategy-actor", "--strategy-actor"))?;
     let execution = execution.ok_or_else(|| missing("execution-actor", "--execution-actor"))?;
-    for (field, value) in [
-        ("strategy-actor", Some(&strategy)),
-        ("execution-actor", Some(&execution)),
-        ("estimation-actor", estimation.as_ref()),
-        ("invariant-actor", inv_actor.as_ref()),
+    for (field, value, flag, from_flag) in [
+        (
+            "strategy-actor",
+            Some(&strategy),
+            "--strategy-actor",
+            req.strategy_actor.is_some(),
+        ),
+        (
+            "execution-actor",
+            Some(&execution),
+            "--execution-actor",
+            req.execution_actor.is_some(),
+        ),
+        (
+            "estimation-actor",
+            estimation.as_ref(),
+            "--estimation-actor",
+            req.estimation_actor.is_some(),
+        ),
+        (
+            "invariant-actor",
+            inv_actor.as_ref(),
+            "--invariant-actor",
+            req.invariant_actor.is_some(),
+        ),
     ] {
         if let Some(v) = value
             && (v.trim().is_empty() || v.chars().any(char::is_whitespace))
         {
-            return Err(rule(
-                field,
-                field,
-                format!("`{v}` is not an actor reference"),
-            ));
+            let message = format!("`{v}` is not an actor reference");
+            return Err(if from_flag {
+                ActionError::Flag { flag, message }
+            } else {
+                rule(field, field, message)
+            });
         }
     }
 
@@ -680,20 +744,81 @@ pub fn create(
             );
         }
     }
-    let declared: Vec<&str> = arguments.iter().map(|a| a.name.as_str()).collect();
+    let samples = sample_values(&arguments);
+
+    // Sandbox: writable paths widen what shell steps may change outside the sandbox, so the
+    // whole filesystem and paths that climb out with `..` are refused.
+    for (i, p) in file
+        .sandbox
+        .iter()
+        .flat_map(|s| s.writable_paths.iter())
+        .enumerate()
+    {
+        let field = format!("sandbox.writable-paths[{i}]");
+        let problem = if p.trim().is_empty() {
+            Some("an empty path".to_string())
+        } else if std::path::Path::new(p)
+            .components()
+            .all(|c| matches!(c, std::path::Component::RootDir))
+        {
+            Some(format!("`{p}` would make the whole filesystem writable"))
+        } else if std::path::Path::new(p)
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            Some(format!(
+                "`{p}` contains `..`, which can climb out of the intended directory"
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(rule(
+                &field,
+                "writable-paths",
+                format!(
+                    "{problem}; give a specific directory without `..`, e.g. `/tmp/build-cache`"
+                ),
+            ));
+        }
+    }
 
     // Script.
     if let Some(script) = &file.script {
-        check_script(script, &declared).map_err(|(field, key, msg)| rule(&field, key, msg))?;
+        check_script(script, &samples).map_err(|(field, key, msg)| rule(&field, key, msg))?;
     }
     // Placeholders in text fields.
-    for (field, value) in [
-        ("description", description.as_deref()),
-        ("long-description", long_description.as_deref()),
-        ("definition-of-done", Some(dod.as_str())),
+    for (field, value, flag, from_flag) in [
+        (
+            "description",
+            description.as_deref(),
+            "--description",
+            req.description.is_some(),
+        ),
+        (
+            "long-description",
+            long_description.as_deref(),
+            "--long-description",
+            req.long_description.is_some(),
+        ),
+        (
+            "definition-of-done",
+            Some(dod.as_str()),
+            "--definition-of-done",
+            req.definition_of_done.is_some(),
+        ),
     ] {
         if let Some(v) = value {
-            template::check(v, &declared).map_err(|e| rule(field, field, e.to_string()))?;
+            template::render(v, &samples).map_err(|e| {
+                if from_flag {
+                    ActionError::Flag {
+                        flag,
+                        message: e.to_string(),
+                    }
+                } else {
+                    rule(field, field, e.to_string())
+                }
+            })?;
         }
     }
     if let Some(p) = &profile {
@@ -741,7 +866,7 @@ pub fn create(
         arguments,
         script: file.script.clone(),
         sandbox: file.sandbox.clone(),
-        config_path: Some(path.display().to_string()),
+        config_path: Some(yaml::stored_path(path)),
         created_at: now,
         updated_at: now,
         archived_at: None,
@@ -796,7 +921,23 @@ fn merge_bool(
 
 type ScriptProblem = (String, &'static str, String);
 
-fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptProblem> {
+/// A value of each argument's type (its default when it has one), to try templates with.
+fn sample_values(arguments: &[ArgumentSpec]) -> Map<String, Value> {
+    arguments
+        .iter()
+        .map(|a| {
+            let v = a.default.clone().unwrap_or_else(|| match a.arg_type {
+                ArgType::String | ArgType::Path => Value::from("sample"),
+                ArgType::Integer => Value::from(1),
+                ArgType::Number => Value::from(1.5),
+                ArgType::Boolean => Value::from(true),
+            });
+            (a.name.clone(), v)
+        })
+        .collect()
+}
+
+fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(), ScriptProblem> {
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, s) in script.iter().enumerate() {
         let f = format!("script[{i}]");
@@ -845,7 +986,7 @@ fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptPr
             if run.trim().is_empty() {
                 return Err((format!("{f}.run"), "run", "the command is empty".into()));
             }
-            template::check(run, declared)
+            template::render(run, samples)
                 .map_err(|e| (format!("{f}.run"), "run", e.to_string()))?;
         }
         if let Some(tool) = &s.tool
@@ -858,13 +999,13 @@ fn check_script(script: &[ScriptStep], declared: &[&str]) -> Result<(), ScriptPr
             ));
         }
         if let Some(args) = &s.args {
-            template::check_json(&Value::Object(args.clone()), declared)
+            template::check_json_renders(&Value::Object(args.clone()), samples)
                 .map_err(|(p, e)| (format!("{f}.args{p}"), "args", e.to_string()))?;
         }
         if let Some(sp) = &s.spawn {
             QualifiedName::parse(&sp.action)
                 .map_err(|e| (format!("{f}.spawn.action"), "action", e.to_string()))?;
-            template::check_json(&Value::Object(sp.args.clone()), declared)
+            template::check_json_renders(&Value::Object(sp.args.clone()), samples)
                 .map_err(|(p, e)| (format!("{f}.spawn.args{p}"), "args", e.to_string()))?;
         }
         if s.parallel_group.is_some() && s.spawn.is_none() {
@@ -944,6 +1085,90 @@ fn valid_step_name(n: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+/// The names of the built-in tools a `tool:` step may use (from the tools registry).
+pub fn builtin_tool_names() -> Vec<&'static str> {
+    crate::engine::tools::builtins()
+        .iter()
+        .map(|t| t.name())
+        .collect()
+}
+
+/// Problems with what a script refers to: unknown tool names, spawned actions that are not
+/// registered (or archived), and spawn `args` the spawned action does not declare or required
+/// arguments it would miss. Empty when everything resolves.
+fn script_reference_problems(store: &Store, action: &Action) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, step) in action.script.iter().flatten().enumerate() {
+        if let Some(tool) = &step.tool
+            && crate::engine::tools::builtin(tool).is_none()
+        {
+            let names = builtin_tool_names();
+            let near = crate::engine::config::nearest(tool, names.iter().copied())
+                .map(|n| format!("did you mean `{n}`? "))
+                .unwrap_or_default();
+            problems.push(format!(
+                "script[{i}].tool: unknown tool `{tool}`; {near}built-in tools: {}",
+                names.join(", ")
+            ));
+        }
+        let Some(spawn) = &step.spawn else { continue };
+        let field = format!("script[{i}].spawn");
+        let same = QualifiedName::resolve_user_input(&spawn.action, &[])
+            .is_ok_and(|q| q.to_string() == action.name);
+        let target = if same {
+            action.clone()
+        } else {
+            match find(store, &spawn.action) {
+                Ok(t) if t.state == ActionState::Archived => {
+                    problems.push(format!(
+                        "{field}.action: {} is archived; restore it with `agents action available {}`",
+                        t.name, t.name
+                    ));
+                    continue;
+                }
+                Ok(t) => t,
+                Err(ActionError::NotFound(m)) => {
+                    problems.push(format!(
+                        "{field}.action: no action `{}` is registered{}; create it before making this one available",
+                        spawn.action,
+                        m.suggestion
+                            .map(|s| format!(" (did you mean `{s}`?)"))
+                            .unwrap_or_default()
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    problems.push(format!("{field}.action: {e}"));
+                    continue;
+                }
+            }
+        };
+        let declared: Vec<&str> = target.arguments.iter().map(|a| a.name.as_str()).collect();
+        for key in spawn.args.keys() {
+            if !declared.contains(&key.as_str()) {
+                problems.push(format!(
+                    "{field}.args.{key}: {} declares no argument `{key}` (declared: {})",
+                    target.name,
+                    if declared.is_empty() {
+                        "none".to_string()
+                    } else {
+                        declared.join(", ")
+                    }
+                ));
+            }
+        }
+        for a in target.arguments.iter().filter(|a| a.required) {
+            if !spawn.args.contains_key(&a.name) {
+                problems.push(format!(
+                    "{field}.args: {} requires argument `{}`",
+                    target.name, a.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
 /// One availability check (`action available`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
@@ -988,7 +1213,6 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
             "present".into()
         },
     });
-    let declared: Vec<&str> = action.arguments.iter().map(|a| a.name.as_str()).collect();
     let schema = action
         .arguments
         .iter()
@@ -1001,9 +1225,12 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
             })
         })
         .or_else(|| {
-            template::check(&action.definition_of_done, &declared)
-                .err()
-                .map(|e| e.to_string())
+            template::render(
+                &action.definition_of_done,
+                &sample_values(&action.arguments),
+            )
+            .err()
+            .map(|e| e.to_string())
         });
     out.push(Check {
         label: "Arguments".into(),
@@ -1011,6 +1238,22 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
         detail: schema
             .unwrap_or_else(|| format!("valid schema ({} declared)", action.arguments.len())),
     });
+    if let Some(script) = &action.script {
+        let problems = script_reference_problems(store, action);
+        out.push(Check {
+            label: "Script".into(),
+            ok: problems.is_empty(),
+            detail: if problems.is_empty() {
+                format!(
+                    "{} step{}; tools and spawned actions resolve",
+                    script.len(),
+                    if script.len() == 1 { "" } else { "s" }
+                )
+            } else {
+                problems.join("; ")
+            },
+        });
+    }
     if let Some(p) = &action.automation_profile {
         out.push(match profiles::find(store, p) {
             Ok(_) => Check {
@@ -1033,22 +1276,14 @@ pub fn availability_checks(store: &Store, providers: &[Provider], action: &Actio
 /// # Errors
 /// [`ActionError::NotFound`], store errors.
 pub fn find(store: &Store, input: &str) -> Result<Action, ActionError> {
-    if let Ok(q) = QualifiedName::resolve_user_input(input, &[])
-        && let Some(a) = store.action_by_name(&q.to_string())?
-    {
-        return Ok(a);
+    Ok(crate::engine::registry::lookup::Lookup {
+        kind: "action",
+        by_name: &|n| store.action_by_name(n),
+        by_id: &|i| store.action_by_id(i),
+        ids: &|| store.action_ids(),
+        names: &|| Ok(store.actions()?.into_iter().map(|a| a.name).collect()),
     }
-    if input.len() >= crate::engine::domain::id::MIN_PREFIX
-        && input.chars().all(|c| c.is_ascii_alphanumeric())
-    {
-        let ids = store.action_ids()?;
-        if let Ok(id) = crate::engine::domain::resolve_prefix("action", input, ids)
-            && let Some(a) = store.action_by_id(&id)?
-        {
-            return Ok(a);
-        }
-    }
-    Err(ActionError::NotFound(input.to_string()))
+    .find(input)??)
 }
 
 /// Marks an action available after its checks pass (draft or archived -> available).
@@ -1358,15 +1593,17 @@ mod tests {
 
     #[test]
     fn scripts_need_unique_names_one_kind_and_acyclic_dependencies() {
-        check_script(&[step("a", "echo {{ x }}"), step("b", "true")], &["x"]).unwrap();
+        let x: Map<String, Value> = [("x".to_string(), Value::from("v"))].into_iter().collect();
+        let none = Map::new();
+        check_script(&[step("a", "echo {{ x }}"), step("b", "true")], &x).unwrap();
         assert!(
-            check_script(&[step("a", "x"), step("a", "y")], &[])
+            check_script(&[step("a", "x"), step("a", "y")], &none)
                 .unwrap_err()
                 .2
                 .contains("twice")
         );
         assert!(
-            check_script(&[step("a", "echo {{ y }}")], &["x"])
+            check_script(&[step("a", "echo {{ y }}")], &x)
                 .unwrap_err()
                 .2
                 .contains("`{{ y }}`")
@@ -1376,14 +1613,14 @@ mod tests {
         let mut b = step("b", "y");
         b.depends_on = Some(vec!["a".into()]);
         assert!(
-            check_script(&[a.clone(), b], &[])
+            check_script(&[a.clone(), b], &none)
                 .unwrap_err()
                 .2
                 .contains("cycle")
         );
         a.depends_on = Some(vec!["zz".into()]);
         assert!(
-            check_script(&[a], &[])
+            check_script(&[a], &none)
                 .unwrap_err()
                 .2
                 .contains("not a step name")
@@ -1391,13 +1628,13 @@ mod tests {
         let mut both = step("c", "x");
         both.tool = Some("read_file".into());
         assert!(
-            check_script(&[both], &[])
+            check_script(&[both], &none)
                 .unwrap_err()
                 .2
                 .contains("exactly one")
         );
         let mut grouped = step("d", "x");
         grouped.parallel_group = Some("g".into());
-        assert!(check_script(&[grouped], &[]).is_err());
+        assert!(check_script(&[grouped], &none).is_err());
     }
 }

@@ -253,9 +253,14 @@ pub enum ActorError {
         /// Why (`no custom actor local/x is registered`, `unknown provider foo`).
         reason: String,
     },
-    /// A built-in or provider actor cannot be removed.
+    /// A built-in actor cannot be removed.
     #[error("`{0}` is a built-in actor and cannot be removed")]
     BuiltIn(String),
+    /// A provider model is not a registered actor, so there is nothing to remove.
+    #[error(
+        "`{0}` names a model of a configured provider, not a registered actor; there is nothing to remove"
+    )]
+    ProviderModel(String),
     /// A `--option key=value` override is not acceptable.
     #[error("--option `{0}`: {1}")]
     Option(String, String),
@@ -291,6 +296,12 @@ pub fn resolve(store: &Store, providers: &[Provider], input: &str) -> Result<Act
             )));
         }
         if let Some(p) = providers.iter().find(|p| p.name == ns) {
+            // A custom actor registered before the provider was configured keeps its name.
+            if let Some(actor) = store.actor(input)? {
+                return Ok(ActorRef::Custom {
+                    actor: Box::new(actor),
+                });
+            }
             if model.is_empty() || model.chars().any(char::is_whitespace) || model == "*" {
                 return Err(unresolved(format!(
                     "`{model}` is not a model name; use {ns}/MODEL, e.g. {ns}/{}",
@@ -314,11 +325,22 @@ pub fn resolve(store: &Store, providers: &[Provider], input: &str) -> Result<Act
         Some(actor) => Ok(ActorRef::Custom {
             actor: Box::new(actor),
         }),
-        None => Err(unresolved(format!(
-            "no custom actor {name} is registered, and `{}` is not a provider (providers: {})",
-            qualified.namespace.as_deref().unwrap_or(""),
-            provider_names(providers).join(", ")
-        ))),
+        None => {
+            let mut names: Vec<String> = store.actors()?.into_iter().map(|a| a.name).collect();
+            names.extend(BUILTIN_ACTORS.iter().map(|(n, ..)| (*n).to_string()));
+            let near = crate::engine::registry::lookup::Missing::near(
+                input,
+                names.iter().map(String::as_str),
+            );
+            Err(unresolved(format!(
+                "no custom actor {name} is registered, and `{}` is not a provider (providers: {}){}",
+                qualified.namespace.as_deref().unwrap_or(""),
+                provider_names(providers).join(", "),
+                near.suggestion
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default()
+            )))
+        }
     }
 }
 
@@ -467,7 +489,7 @@ pub fn add(
             .unwrap_or_else(|| crate::engine::domain::Id::generate().to_string()),
         name,
         definition: def,
-        config_path: Some(path.display().to_string()),
+        config_path: Some(yaml::stored_path(path)),
         config_hash: Some(fingerprint(text.as_bytes())),
         created_at: existing.as_ref().map(|a| a.created_at).unwrap_or(now),
         updated_at: now,
@@ -510,16 +532,22 @@ fn validate(
                     ),
                 ));
             }
-            Err(_) => {
-                let (ns, _) = m.split_once('/').unwrap_or((m.as_str(), ""));
-                return Err(rule(
-                    "model",
-                    "model",
-                    format!(
+            Err(e) => {
+                let message = match m.split_once('/') {
+                    None => format!(
+                        "`{m}` is missing the provider/ part; use <provider>/<model>, e.g. anthropic/claude-sonnet-4-5 or openai/gpt-4o (providers: {})",
+                        provider_names(providers).join(", ")
+                    ),
+                    Some((ns, _)) if providers.iter().any(|p| p.name == ns) => match e {
+                        ActorError::Unresolved { reason, .. } => format!("`{m}`: {reason}"),
+                        other => other.to_string(),
+                    },
+                    Some((ns, _)) => format!(
                         "`{m}`: unknown provider `{ns}`; use one of: {} (configure more with `agents config set providers.{ns}.kind openai`)",
                         provider_names(providers).join(", ")
                     ),
-                ));
+                };
+                return Err(rule("model", "model", message));
             }
         },
         (None, ActorType::Graph) => {}
@@ -607,6 +635,7 @@ pub fn remove(
             store.delete_actor(&actor.name)?;
             Ok((*actor, impact))
         }
+        ActorRef::Provider { name, .. } => Err(ActorError::ProviderModel(name)),
         other => Err(ActorError::BuiltIn(other.name().to_string())),
     }
 }
@@ -809,6 +838,25 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("unknown provider `nope`"), "{e}");
+        // A known provider without a model, and a model without a provider, say so.
+        for (model, wanted) in [
+            ("anthropic/", "is not a model name"),
+            ("claude", "missing the provider/ part"),
+        ] {
+            std::fs::write(&file, format!("name: x\ntype: llm\nmodel: \"{model}\"\n")).unwrap();
+            let e = add(
+                &mut store,
+                &providers,
+                &file,
+                None,
+                &Overrides::default(),
+                false,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(wanted), "{model}: {e}");
+            assert!(!e.contains("unknown provider"), "{model}: {e}");
+        }
         assert!(e.to_string().contains("a.yaml:3"), "{e}");
         std::fs::write(&file, "name: x\ntype: graph\ngraph: {nodes: []}\n").unwrap();
         add(

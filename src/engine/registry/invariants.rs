@@ -111,7 +111,10 @@ pub enum InvariantError {
     InvalidKey(String),
     /// No invariant with that id.
     #[error("invariant `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
+    /// An id prefix matches several items.
+    #[error(transparent)]
+    Ambiguous(crate::engine::domain::IdPrefixError),
     /// `--effective` without `--plan`.
     #[error("--effective needs --plan ID (it shows one plan's reconciled view)")]
     EffectiveNeedsPlan,
@@ -249,7 +252,7 @@ pub fn add(
         .map(|r| {
             store
                 .invariant(&r.invariant_id)?
-                .ok_or_else(|| InvariantError::NotFound(r.invariant_id.clone()))
+                .ok_or_else(|| InvariantError::NotFound(r.invariant_id.clone().into()))
         })
         .collect()
 }
@@ -265,11 +268,16 @@ pub fn find(store: &Store, input: &str) -> Result<Invariant, InvariantError> {
         .into_iter()
         .map(|i| i.trim_start_matches(ID_PREFIX).to_string())
         .collect();
-    let id = crate::engine::domain::resolve_prefix("invariant", bare, ids)
-        .map_err(|_| InvariantError::NotFound(input.to_string()))?;
+    let id =
+        crate::engine::domain::resolve_prefix("invariant", bare, ids).map_err(|e| match e {
+            e @ crate::engine::domain::IdPrefixError::Ambiguous { .. } => {
+                InvariantError::Ambiguous(e)
+            }
+            _ => InvariantError::NotFound(input.into()),
+        })?;
     store
         .invariant(&format!("{ID_PREFIX}{id}"))?
-        .ok_or_else(|| InvariantError::NotFound(input.to_string()))
+        .ok_or_else(|| InvariantError::NotFound(input.into()))
 }
 
 /// Removes an invariant (from whichever scope holds it).
@@ -365,20 +373,19 @@ pub struct EffectiveView {
 
 /// Deterministic reconciliation (no invariant actor): see the module documentation.
 pub fn reconcile(candidates: Vec<Invariant>) -> EffectiveView {
+    // Duplicates: narrowest scope first, and within a scope the original (oldest) spelling.
     let mut ordered = candidates;
-    // Narrowest scope first (InvariantScope orders plan < action < project < global), newest first.
     ordered.sort_by(|a, b| {
         a.scope
             .cmp(&b.scope)
-            .then(b.created_at.cmp(&a.created_at))
-            .then(b.seq.cmp(&a.seq))
+            .then(a.created_at.cmp(&b.created_at))
+            .then(a.seq.cmp(&b.seq))
     });
-    let mut kept: Vec<Invariant> = Vec::new();
+    let mut unique: Vec<Invariant> = Vec::new();
     let mut duplicates = Vec::new();
-    let mut conflicts = Vec::new();
     for inv in ordered {
         let norm = normalize(&inv.text);
-        if let Some(k) = kept.iter().find(|k| normalize(&k.text) == norm) {
+        if let Some(k) = unique.iter().find(|k| normalize(&k.text) == norm) {
             duplicates.push(Dropped {
                 dropped: inv,
                 kept: k.clone(),
@@ -386,6 +393,18 @@ pub fn reconcile(candidates: Vec<Invariant>) -> EffectiveView {
             });
             continue;
         }
+        unique.push(inv);
+    }
+    // Key conflicts: narrowest scope first, and within a scope the newer invariant.
+    unique.sort_by(|a, b| {
+        a.scope
+            .cmp(&b.scope)
+            .then(b.created_at.cmp(&a.created_at))
+            .then(b.seq.cmp(&a.seq))
+    });
+    let mut kept: Vec<Invariant> = Vec::new();
+    let mut conflicts = Vec::new();
+    for inv in unique {
         if let Some(key) = &inv.key
             && let Some(k) = kept.iter().find(|k| k.key.as_ref() == Some(key))
         {
@@ -498,6 +517,29 @@ mod tests {
         assert_eq!(normalize("  No  new   deps. "), "no new deps");
         assert_eq!(normalize("NO NEW DEPS!"), normalize("no new deps"));
         assert_ne!(normalize("no new deps"), normalize("no new dep"));
+    }
+
+    #[test]
+    fn equivalent_invariants_in_one_scope_keep_the_original_spelling() {
+        let v = reconcile(vec![
+            inv(
+                "old",
+                "No new dependencies",
+                InvariantScope::Global,
+                None,
+                1,
+            ),
+            inv(
+                "new",
+                "no new dependencies.",
+                InvariantScope::Global,
+                None,
+                2,
+            ),
+        ]);
+        assert_eq!(v.effective.len(), 1);
+        assert_eq!(v.effective[0].invariant_id, "old");
+        assert_eq!(v.duplicates[0].dropped.invariant_id, "new");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod actors;
 pub mod invariants;
+pub mod lookup;
 pub mod plan_use;
 pub mod profiles;
 pub mod projects;

@@ -278,7 +278,15 @@ pub enum ProfileError {
     Exists(String),
     /// No profile of that name.
     #[error("automation profile `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
+    /// The profile is still the default of the global config, a project or an action.
+    #[error("automation profile {name} is still used by {}", usage.describe())]
+    InUse {
+        /// The canonical name.
+        name: String,
+        /// Who uses it.
+        usage: Usage,
+    },
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -306,9 +314,18 @@ pub fn find(store: &Store, input: &str) -> Result<Profile, ProfileError> {
     if let Some(p) = builtin(&name) {
         return Ok(p);
     }
-    store
-        .custom_profile(&name)?
-        .ok_or(ProfileError::NotFound(name))
+    match store.custom_profile(&name)? {
+        Some(p) => Ok(p),
+        None => {
+            let names: Vec<String> = list(store)?.into_iter().map(|p| p.name).collect();
+            let mut missing = crate::engine::registry::lookup::Missing::near(
+                input,
+                names.iter().map(String::as_str),
+            );
+            missing.input = name;
+            Err(ProfileError::NotFound(missing))
+        }
+    }
 }
 
 /// Every profile: the six built-ins in spec order, then custom profiles by name.
@@ -373,7 +390,7 @@ pub fn add(
         description: file.description,
         source: ProfileSource::Custom,
         flags: file.flags,
-        config_path: Some(path.display().to_string()),
+        config_path: Some(yaml::stored_path(path)),
         created_at: Some(existing.as_ref().and_then(|e| e.created_at).unwrap_or(now)),
         updated_at: Some(now),
     };
@@ -384,18 +401,89 @@ pub fn add(
     })
 }
 
-/// Removes a custom profile. Built-ins are refused.
+/// Who still names a custom profile as their default (spec 27 resolution chain).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Where the global default names it (`config.toml automation-profile` or
+    /// `AGENTS_AUTOMATION_PROFILE`), if it does.
+    pub global: Option<String>,
+    /// Projects whose profile it is.
+    pub projects: Vec<String>,
+    /// Draft or available actions whose `automation-profile` it is.
+    pub actions: Vec<String>,
+}
+
+impl Usage {
+    /// Whether nothing uses the profile.
+    pub fn is_empty(&self) -> bool {
+        self.global.is_none() && self.projects.is_empty() && self.actions.is_empty()
+    }
+
+    /// `the global default (config.toml), project local/p, action local/a`.
+    pub fn describe(&self) -> String {
+        let mut who: Vec<String> = self
+            .global
+            .iter()
+            .map(|g| format!("the global default ({g})"))
+            .collect();
+        who.extend(self.projects.iter().map(|p| format!("project {p}")));
+        who.extend(self.actions.iter().map(|a| format!("action {a}")));
+        who.join(", ")
+    }
+}
+
+/// The global default as the user set it, and where (`config.toml`, or the environment
+/// variable's name).
+#[derive(Debug, Clone, Copy)]
+pub struct GlobalDefault<'a> {
+    /// The profile name as written.
+    pub value: &'a str,
+    /// Where it was set, shown to the user.
+    pub origin: &'a str,
+}
+
+/// Who uses the custom profile `name` (canonical) as a default.
 ///
 /// # Errors
-/// [`ProfileError::BuiltIn`], [`ProfileError::NotFound`], store errors.
-pub fn remove(store: &mut Store, input: &str) -> Result<Profile, ProfileError> {
+/// Store errors.
+pub fn usage(
+    store: &Store,
+    name: &str,
+    globals: &[GlobalDefault<'_>],
+) -> Result<Usage, ProfileError> {
+    Ok(Usage {
+        global: globals
+            .iter()
+            .find(|g| parse_name(g.value).is_ok_and(|n| n == name))
+            .map(|g| g.origin.to_string()),
+        projects: store.projects_with_profile(name)?,
+        actions: store.actions_with_profile(name)?,
+    })
+}
+
+/// Removes a custom profile. Built-ins are refused, and so is a profile that the global
+/// default (`globals`), a project or a draft or available action still names, since every
+/// `plan use` relying on it would fail.
+///
+/// # Errors
+/// [`ProfileError::BuiltIn`], [`ProfileError::NotFound`], [`ProfileError::InUse`], store
+/// errors.
+pub fn remove(
+    store: &mut Store,
+    input: &str,
+    globals: &[GlobalDefault<'_>],
+) -> Result<Profile, ProfileError> {
     let name = parse_name(input)?;
     if is_builtin_profile(&name) {
         return Err(ProfileError::BuiltIn(name));
     }
     let profile = store
         .custom_profile(&name)?
-        .ok_or_else(|| ProfileError::NotFound(name.clone()))?;
+        .ok_or_else(|| ProfileError::NotFound(name.clone().into()))?;
+    let usage = usage(store, &name, globals)?;
+    if !usage.is_empty() {
+        return Err(ProfileError::InUse { name, usage });
+    }
     store.delete_custom_profile(&name)?;
     Ok(profile)
 }

@@ -87,7 +87,10 @@ pub enum ProjectError {
     Exists(String),
     /// No project of that name or id.
     #[error("project `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
+    /// An id prefix matches several items.
+    #[error(transparent)]
+    Ambiguous(crate::engine::domain::IdPrefixError),
     /// The resource is linked already.
     #[error("resource {resource} is already linked to {project}")]
     AlreadyLinked {
@@ -164,6 +167,17 @@ pub enum ProjectError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<crate::engine::registry::lookup::LookupError> for ProjectError {
+    fn from(e: crate::engine::registry::lookup::LookupError) -> Self {
+        match e {
+            crate::engine::registry::lookup::LookupError::NotFound(m) => ProjectError::NotFound(m),
+            crate::engine::registry::lookup::LookupError::Ambiguous(a) => {
+                ProjectError::Ambiguous(a)
+            }
+        }
+    }
 }
 
 /// What `project create` was given.
@@ -275,22 +289,14 @@ pub fn create(
 /// # Errors
 /// [`ProjectError::NotFound`].
 pub fn find(store: &Store, input: &str) -> Result<Project, ProjectError> {
-    if let Ok(q) = QualifiedName::resolve_user_input(input, &[])
-        && let Some(p) = store.project_by_name(&q.to_string())?
-    {
-        return Ok(p);
+    Ok(crate::engine::registry::lookup::Lookup {
+        kind: "project",
+        by_name: &|n| store.project_by_name(n),
+        by_id: &|i| store.project_by_id(i),
+        ids: &|| store.project_ids(),
+        names: &|| Ok(store.projects()?.into_iter().map(|p| p.name).collect()),
     }
-    if input.len() >= crate::engine::domain::id::MIN_PREFIX
-        && input.chars().all(|c| c.is_ascii_alphanumeric())
-    {
-        let ids = store.project_ids()?;
-        if let Ok(id) = crate::engine::domain::resolve_prefix("project", input, ids)
-            && let Some(p) = store.project_by_id(&id)?
-        {
-            return Ok(p);
-        }
-    }
-    Err(ProjectError::NotFound(input.to_string()))
+    .find(input)??)
 }
 
 /// Links a registered resource to a project.
@@ -565,10 +571,9 @@ pub fn delete(
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(backups_dir)?;
         let tmp = file.with_extension("json.tmp");
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(&backup).expect("backup serializes"),
-        )?;
+        let mut bytes = serde_json::to_vec_pretty(&backup).expect("backup serializes");
+        bytes.push(b'\n');
+        std::fs::write(&tmp, bytes)?;
         std::fs::rename(&tmp, &file)
     };
     write().map_err(|e| ProjectError::Backup {

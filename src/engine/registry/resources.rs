@@ -107,6 +107,18 @@ pub enum ResourceError {
     /// A resource of that name exists and `--update` was not given.
     #[error("resource {0} already exists")]
     Exists(String),
+    /// The same target (path, mount path or repository) is registered under another name.
+    #[error("{what} {target} is already registered as {existing}")]
+    SameTarget {
+        /// The name the user wanted.
+        name: String,
+        /// The registered resource with that target.
+        existing: String,
+        /// `checkout`, `directory`, `mount` or `repository`.
+        what: &'static str,
+        /// The path.
+        target: String,
+    },
     /// The type cannot be added by users.
     #[error("resource type `{name}` {why}")]
     NotAddable {
@@ -164,7 +176,10 @@ pub enum ResourceError {
     },
     /// No resource of that name.
     #[error("resource `{0}` not found")]
-    NotFound(String),
+    NotFound(crate::engine::registry::lookup::Missing),
+    /// An id prefix matches several items.
+    #[error(transparent)]
+    Ambiguous(crate::engine::domain::IdPrefixError),
     /// The resource (or a discovered child) is linked to projects.
     #[error("resource {name} is linked to {}", projects.join(", "))]
     Linked {
@@ -172,6 +187,8 @@ pub enum ResourceError {
         name: String,
         /// `project (via resource)` entries.
         projects: Vec<String>,
+        /// The links as (project, linked resource) pairs.
+        links: Vec<(String, String)>,
     },
     /// A discovered resource cannot be removed or replaced on its own.
     #[error("resource {name} was discovered from {owner}; remove or update {owner} instead")]
@@ -228,6 +245,17 @@ pub enum ResourceError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<crate::engine::registry::lookup::LookupError> for ResourceError {
+    fn from(e: crate::engine::registry::lookup::LookupError) -> Self {
+        match e {
+            crate::engine::registry::lookup::LookupError::NotFound(m) => ResourceError::NotFound(m),
+            crate::engine::registry::lookup::LookupError::Ambiguous(a) => {
+                ResourceError::Ambiguous(a)
+            }
+        }
+    }
 }
 
 /// Type-specific flags of `resource add`.
@@ -314,6 +342,9 @@ pub struct Added {
     pub children: Vec<(Resource, &'static str)>,
     /// Whether an existing resource was replaced.
     pub replaced: bool,
+    /// Manual links (parent, child) that were lost because a discovered child they touched is
+    /// no longer discovered (with `--update`; links to children found again are kept).
+    pub dropped_links: Vec<(String, String)>,
 }
 
 fn check_user_name(input: &str, providers: &[String]) -> Result<String, ResourceError> {
@@ -769,31 +800,89 @@ pub fn add(
                 .unwrap_or_default();
             return Err(ResourceError::Discovered { name, owner });
         }
-        let linked: Vec<String> = store
+        let links: Vec<(String, String)> = store
             .project_links_of(&store.owned_ids(&e.resource_id)?)?
             .into_iter()
-            .map(|(project, resource, _)| format!("{project} (via {resource})"))
+            .map(|(project, resource, _)| (project, resource))
             .collect();
-        if !linked.is_empty() {
+        if !links.is_empty() {
             return Err(ResourceError::Linked {
                 name,
-                projects: linked,
+                projects: links
+                    .iter()
+                    .map(|(project, resource)| format!("{project} (via {resource})"))
+                    .collect(),
+                links,
             });
         }
     }
     let discovery = discover(store, type_name, &name, args)?;
+    if let Some(Node::New(root)) = discovery.nodes.first() {
+        let key = match root.type_name {
+            "git-checkout" => Some(("path", "checkout")),
+            "fs-directory" => Some(("path", "directory")),
+            "fs-mount" => Some(("mount_path", "mount")),
+            "git" => Some(("git_dir", "repository")),
+            _ => None,
+        };
+        if let Some((key, what)) = key
+            && let Some(target) = root.properties.get(key).and_then(Value::as_str)
+            && let Some(other) = store.resources()?.into_iter().find(|r| {
+                r.name != name
+                    && !r.is_discovered()
+                    && r.type_name == root.type_name
+                    && r.prop(key) == Some(target)
+            })
+        {
+            return Err(ResourceError::SameTarget {
+                name,
+                existing: other.name,
+                what,
+                target: target.to_string(),
+            });
+        }
+    }
     let now = super::now();
     let root_id = existing
         .as_ref()
         .map(|e| e.resource_id)
         .unwrap_or_else(Id::generate);
     let created_at = existing.as_ref().map(|e| e.created_at).unwrap_or(now);
+    // With --update, children discovered again keep their ids, so manual links to them stay.
+    let previous: Vec<Resource> = match &existing {
+        Some(e) => store
+            .resources()?
+            .into_iter()
+            .filter(|r| r.owner_id == Some(e.resource_id))
+            .collect(),
+        None => Vec::new(),
+    };
+    let again = |n: &NewResource| {
+        previous
+            .iter()
+            .find(|p| p.name == n.name && p.type_name == n.type_name)
+    };
+    let gone: Vec<Id> = previous
+        .iter()
+        .filter(|p| {
+            !discovery.nodes.iter().any(
+                |n| matches!(n, Node::New(n) if n.name == p.name && n.type_name == p.type_name),
+            )
+        })
+        .map(|p| p.resource_id)
+        .collect();
+    let dropped_links = store.manual_links_touching(&gone)?;
     let mut resources = Vec::new();
     let mut ids = Vec::new();
     for (i, node) in discovery.nodes.iter().enumerate() {
         match node {
             Node::New(n) => {
-                let id = if i == 0 { root_id } else { Id::generate() };
+                let kept = if i == 0 { None } else { again(n) };
+                let id = if i == 0 {
+                    root_id
+                } else {
+                    kept.map_or_else(Id::generate, |k| k.resource_id)
+                };
                 ids.push(id);
                 resources.push(Resource {
                     resource_id: id,
@@ -806,7 +895,11 @@ pub fn add(
                     },
                     properties: n.properties.clone(),
                     owner_id: if i == 0 { None } else { Some(root_id) },
-                    created_at: if i == 0 { created_at } else { now },
+                    created_at: if i == 0 {
+                        created_at
+                    } else {
+                        kept.map_or(now, |k| k.created_at)
+                    },
                     updated_at: now,
                 });
             }
@@ -835,6 +928,7 @@ pub fn add(
         resource: root,
         children,
         replaced: existing.is_some(),
+        dropped_links,
     })
 }
 
@@ -843,14 +937,26 @@ pub fn add(
 /// # Errors
 /// [`ResourceError::NotFound`].
 pub fn find(store: &Store, input: &str) -> Result<Resource, ResourceError> {
-    let q =
-        QualifiedName::resolve_user_input(input, &[]).map_err(|source| ResourceError::Name {
-            name: input.to_string(),
-            source,
-        })?;
-    store
-        .resource_by_name(&q.to_string())?
-        .ok_or_else(|| ResourceError::NotFound(input.to_string()))
+    let by_id = |i: &str| -> Result<Option<Resource>, crate::engine::store::StoreError> {
+        match i.parse::<Id>() {
+            Ok(id) => store.resource_by_id(&id),
+            Err(_) => Ok(None),
+        }
+    };
+    Ok(crate::engine::registry::lookup::Lookup {
+        kind: "resource",
+        by_name: &|n| store.resource_by_name(n),
+        by_id: &by_id,
+        ids: &|| {
+            Ok(store
+                .resources()?
+                .into_iter()
+                .map(|r| r.resource_id.to_string())
+                .collect())
+        },
+        names: &|| Ok(store.resources()?.into_iter().map(|r| r.name).collect()),
+    }
+    .find(input)??)
 }
 
 /// What removing a resource would remove.
@@ -880,10 +986,15 @@ pub fn plan_removal(store: &Store, input: &str) -> Result<RemovalPlan, ResourceE
         });
     }
     let owned = store.owned_ids(&r.resource_id)?;
-    let linked: Vec<String> = store
+    let links: Vec<(String, String)> = store
         .project_links_of(&owned)?
         .into_iter()
-        .map(|(project, resource, _)| {
+        .map(|(project, resource, _)| (project, resource))
+        .collect();
+    let linked: Vec<String> = links
+        .iter()
+        .cloned()
+        .map(|(project, resource)| {
             if resource == r.name {
                 project
             } else {
@@ -895,6 +1006,7 @@ pub fn plan_removal(store: &Store, input: &str) -> Result<RemovalPlan, ResourceE
         return Err(ResourceError::Linked {
             name: r.name,
             projects: linked,
+            links,
         });
     }
     Ok(RemovalPlan {
@@ -1124,8 +1236,9 @@ pub fn details(store: &Store, input: &str) -> Result<Details, ResourceError> {
     let parents = store.parents(&resource.resource_id)?;
     let mut children = Vec::new();
     for e in store.children(&resource.resource_id)? {
-        let n = store.children(&e.resource.resource_id)?.len() as u64
-            + e.resource.counted().iter().map(|(_, n)| n).sum::<u64>();
+        // Direct children that are rows, as `resource list` counts them (counted items such
+        // as commits are shown separately).
+        let n = store.children(&e.resource.resource_id)?.len() as u64;
         children.push((e, n));
     }
     let projects = store

@@ -23,8 +23,8 @@ pub enum TemplateError {
         /// The declared argument names, comma-separated, or `none`.
         declared: String,
     },
-    /// Rendering failed for another reason (a filter error, for example).
-    #[error("cannot render template: {0}")]
+    /// Rendering failed for another reason (an unknown filter, an attribute of a plain value).
+    #[error("the template cannot be rendered: {0}")]
     Render(String),
 }
 
@@ -91,15 +91,36 @@ pub fn render(
         .iter()
         .map(|(k, v)| (k.clone(), to_value(v)))
         .collect();
-    tmpl.render(ctx).map_err(|e| {
-        if e.kind() == minijinja::ErrorKind::UndefinedError {
-            TemplateError::Undefined {
-                name: e.to_string(),
-                declared: declared_list(&declared),
-            }
-        } else {
-            TemplateError::Render(e.to_string())
-        }
+    tmpl.render(ctx).map_err(|e| render_error(&e, text))
+}
+
+/// A render failure in the user's terms: what went wrong and the placeholder text at fault,
+/// never minijinja's internal wording.
+fn render_error(e: &minijinja::Error, text: &str) -> TemplateError {
+    let snippet = e
+        .range()
+        .and_then(|r| text.get(r))
+        .map(|s| format!(" in `{s}`"))
+        .unwrap_or_default();
+    let line = match (e.line(), text.contains('\n')) {
+        (Some(l), true) => format!(" (line {l} of the text)"),
+        _ => String::new(),
+    };
+    TemplateError::Render(match e.kind() {
+        minijinja::ErrorKind::UndefinedError => format!(
+            "an attribute or item that does not exist{snippet}{line}; arguments are plain values (string, integer, number, boolean or path)"
+        ),
+        minijinja::ErrorKind::UnknownFilter
+        | minijinja::ErrorKind::UnknownTest
+        | minijinja::ErrorKind::UnknownFunction
+        | minijinja::ErrorKind::UnknownMethod => format!(
+            "{}{snippet}{line}",
+            e.detail().unwrap_or("unknown filter, test or function")
+        ),
+        kind => format!(
+            "{}{snippet}{line}",
+            e.detail().map_or_else(|| kind.to_string(), str::to_string)
+        ),
     })
 }
 
@@ -146,6 +167,36 @@ pub fn render_json(
     })
 }
 
+/// Checks that every string inside a JSON value renders with `samples` (one sample value per
+/// declared argument), returning the path of the first that does not: catches undefined
+/// names, unknown filters and attributes of plain values before any plan uses the action.
+///
+/// # Errors
+/// `(path suffix, error)`.
+pub fn check_json_renders(
+    value: &serde_json::Value,
+    samples: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), (String, TemplateError)> {
+    match value {
+        serde_json::Value::String(s) => {
+            render(s, samples).map(drop).map_err(|e| (String::new(), e))
+        }
+        serde_json::Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                check_json_renders(v, samples).map_err(|(p, e)| (format!("[{i}]{p}"), e))?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Object(o) => {
+            for (k, v) in o {
+                check_json_renders(v, samples).map_err(|(p, e)| (format!(".{k}{p}"), e))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Checks every string inside a JSON value, returning the path of the first bad one.
 ///
 /// # Errors
@@ -176,6 +227,22 @@ pub fn check_json(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn templates_that_can_never_render_are_refused_with_a_clean_message() {
+        let values = json!({"check": "test -f LICENSE", "x": "a"});
+        let values = values.as_object().unwrap();
+        let e = render("run {{ check.attr }}", values).unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, TemplateError::Render(_)), "{e:?}");
+        assert!(text.contains("`check.attr`"), "{text}");
+        assert!(!text.contains("undefined value"), "{text}");
+        let text = render("{{ x | nosuchfilter }}", values)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("nosuchfilter"), "{text}");
+        assert!(!text.contains("<string>"), "{text}");
+    }
 
     #[test]
     fn declared_placeholders_pass_and_undefined_ones_are_named() {

@@ -130,31 +130,65 @@ fn workdir_changes(
             .map(|part| {
                 let work = &work;
                 scope.spawn(move || {
+                    use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
                     let mut removed = Vec::new();
                     let mut changed = Vec::new();
+                    let Ok(root) = rustix::fs::open(
+                        work,
+                        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    ) else {
+                        return (part.iter().map(|t| t.path.clone()).collect(), Vec::new());
+                    };
+                    // The directory of the previous entry: entries are in path order, so most
+                    // lookups reuse it. Parents are opened without following any symbolic
+                    // link, so a tracked directory replaced by a link counts as gone.
+                    let mut parent: Option<(Vec<u8>, Option<std::os::fd::OwnedFd>)> = None;
                     for t in part {
-                        let meta = match std::fs::symlink_metadata(work.join(&t.path)) {
-                            Ok(m) => m,
-                            Err(_) => {
-                                removed.push(t.path.clone());
-                                continue;
-                            }
+                        let bytes = t.path.as_os_str().as_bytes();
+                        let (dir, name) = match bytes.iter().rposition(|b| *b == b'/') {
+                            Some(i) => (&bytes[..i], &bytes[i + 1..]),
+                            None => (&b""[..], bytes),
                         };
-                        let kind = meta.mode() & 0o170000;
-                        let was_link = t.mode == 0o120000;
+                        if parent.as_ref().is_none_or(|(d, _)| d.as_slice() != dir) {
+                            let dir_path = if dir.is_empty() { &b"."[..] } else { dir };
+                            let fd = rustix::fs::openat2(
+                                &root,
+                                std::ffi::OsStr::from_bytes(dir_path),
+                                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                                Mode::empty(),
+                                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+                            )
+                            .ok();
+                            parent = Some((dir.to_vec(), fd));
+                        }
+                        let st = match parent.as_ref().and_then(|(_, fd)| fd.as_ref()) {
+                            Some(fd) => rustix::fs::statat(
+                                fd,
+                                std::ffi::OsStr::from_bytes(name),
+                                AtFlags::SYMLINK_NOFOLLOW,
+                            )
+                            .ok(),
+                            None => None,
+                        };
+                        let Some(st) = st else {
+                            removed.push(t.path.clone());
+                            continue;
+                        };
+                        let kind = st.st_mode & 0o170000;
                         if kind == 0o040000 {
                             removed.push(t.path.clone());
                             continue;
                         }
-                        let exec_now = kind == 0o100000 && meta.mode() & 0o100 != 0;
-                        let racy =
-                            index_time.is_none_or(|it| (meta.mtime(), meta.mtime_nsec()) >= it);
-                        let differs = (kind == 0o120000) != was_link
+                        let mtime = (st.st_mtime, st.st_mtime_nsec as i64);
+                        let exec_now = kind == 0o100000 && st.st_mode & 0o100 != 0;
+                        let racy = index_time.is_none_or(|it| mtime >= it);
+                        let differs = (kind == 0o120000) != (t.mode == 0o120000)
                             || (t.mode == 0o100755) != exec_now
-                            || meta.len() as u32 != t.size
-                            || (meta.mtime() as i32, meta.mtime_nsec() as u32) != t.mtime
-                            || (meta.ctime() as i32, meta.ctime_nsec() as u32) != t.ctime
-                            || meta.ino() as u32 != t.ino;
+                            || st.st_size as u32 != t.size
+                            || (st.st_mtime as i32, st.st_mtime_nsec as u32) != t.mtime
+                            || (st.st_ctime as i32, st.st_ctime_nsec as u32) != t.ctime
+                            || st.st_ino as u32 != t.ino;
                         if differs || racy {
                             changed.push(t.path.clone());
                         }
@@ -751,6 +785,21 @@ mod tests {
         fs::remove_file(w.join("new/deep/x.rs")).unwrap();
         std::os::unix::fs::symlink("../../a.txt", w.join("new/deep/x.rs")).unwrap();
         assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
+        // A tracked directory replaced by a link to a directory with the same file names:
+        // its files are gone, the link is new (nothing is read through the link).
+        let elsewhere = _dir.path().join("elsewhere");
+        fs::create_dir_all(elsewhere.join("b.txt")).unwrap();
+        fs::write(elsewhere.join("b.txt/inner"), "now a directory\n").unwrap();
+        fs::remove_dir_all(w.join("d")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, w.join("d")).unwrap();
+        fs::create_dir_all(w.join("d2")).unwrap();
+        let ours = snapshot(&repo).unwrap();
+        assert_eq!(ours.to_string(), git_tree(&w));
+        let tree = repo.find_tree(ours).unwrap();
+        assert_eq!(
+            tree.get_path(std::path::Path::new("d")).unwrap().filemode(),
+            0o120000
+        );
     }
 
     #[test]

@@ -194,6 +194,38 @@ impl Store {
         &mut self.conn
     }
 
+    /// Every registered name in namespace `ns` (`ns/...`, optionally behind a `server:`), as
+    /// (kind, name) pairs: kind is `resource`, `project`, `action`, `actor` or
+    /// `automation profile`. Used to keep a new provider from shadowing them.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn names_in_namespace(&self, ns: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let mut out = Vec::new();
+        for (kind, table) in [
+            ("resource", "resources"),
+            ("project", "projects"),
+            ("action", "actions"),
+            ("actor", "actors"),
+            ("automation profile", "automation_profiles"),
+        ] {
+            let mut stmt = self
+                .conn
+                .prepare(&format!("SELECT name FROM {table} ORDER BY name"))?;
+            let names = stmt
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .filter(|n| {
+                    n.split_once('/').is_some_and(|(head, _)| {
+                        head.rsplit_once(':').map_or(head, |(_, ns)| ns) == ns
+                    })
+                });
+            out.extend(names.into_iter().map(|n| (kind.to_string(), n)));
+        }
+        Ok(out)
+    }
+
     /// The schema version of the open database.
     ///
     /// # Errors

@@ -108,4 +108,31 @@ impl Store {
         tx.commit()?;
         Ok(n == 1)
     }
+
+    /// Names of projects whose automation profile is `name` (canonical form), by name.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn projects_with_profile(&self, name: &str) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT name FROM projects WHERE automation_profile = ?1 ORDER BY name")?;
+        Ok(stmt
+            .query_map([name], |r| r.get(0))?
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Names of draft or available actions whose `automation-profile` is `name` (archived
+    /// actions are checked again when restored), by name.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn actions_with_profile(&self, name: &str) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT name FROM actions WHERE automation_profile = ?1 AND state <> 'archived' ORDER BY name",
+        )?;
+        Ok(stmt
+            .query_map([name], |r| r.get(0))?
+            .collect::<Result<_, _>>()?)
+    }
 }

@@ -156,12 +156,22 @@ impl Store {
         let tx = self.conn_mut().transaction()?;
         let root = &resources[0];
         if replace {
+            // Children discovered again keep their ids (and so their manual links); the others
+            // go, with every edge touching them.
+            let keep: std::collections::HashSet<String> = resources
+                .iter()
+                .map(|r| r.resource_id.to_string())
+                .collect();
+            let owned: Vec<String> = tx
+                .prepare("SELECT resource_id FROM resources WHERE owner_id = ?1")?
+                .query_map([root.resource_id.to_string()], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for gone in owned.iter().filter(|o| !keep.contains(*o)) {
+                tx.execute("DELETE FROM resources WHERE resource_id = ?1", [gone])?;
+            }
             tx.execute(
-                "DELETE FROM resources WHERE owner_id = ?1",
-                [root.resource_id.to_string()],
-            )?;
-            tx.execute(
-                "DELETE FROM resource_links WHERE parent_id = ?1 AND auto = 1",
+                "DELETE FROM resource_links WHERE auto = 1 AND parent_id IN
+                    (SELECT resource_id FROM resources WHERE resource_id = ?1 OR owner_id = ?1)",
                 [root.resource_id.to_string()],
             )?;
         }
@@ -186,7 +196,8 @@ impl Store {
         let now = root.updated_at.to_string();
         for (i, (p, c)) in edges.iter().enumerate() {
             tx.execute(
-                "INSERT INTO resource_links (parent_id, child_id, auto, position, created_at) VALUES (?1, ?2, 1, ?3, ?4)",
+                "INSERT INTO resource_links (parent_id, child_id, auto, position, created_at) VALUES (?1, ?2, 1, ?3, ?4)
+                 ON CONFLICT(parent_id, child_id) DO UPDATE SET auto = 1, position = excluded.position",
                 params![p.to_string(), c.to_string(), i as i64, now],
             )?;
         }
@@ -264,6 +275,29 @@ impl Store {
             )
             .optional()?
             .is_some())
+    }
+
+    /// Manual edges touching any of `ids`, as (parent name, child name), by parent name.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn manual_links_touching(&self, ids: &[Id]) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT p.name, c.name FROM resource_links l
+               JOIN resources p ON p.resource_id = l.parent_id
+               JOIN resources c ON c.resource_id = l.child_id
+             WHERE l.auto = 0 AND (l.parent_id = ?1 OR l.child_id = ?1)",
+        )?;
+        let mut out = Vec::new();
+        for rid in ids {
+            out.extend(
+                stmt.query_map([rid.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<Vec<(String, String)>, _>>()?,
+            );
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
     }
 
     /// Adds a manual edge.
