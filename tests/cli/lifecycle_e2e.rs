@@ -520,3 +520,78 @@ fn a_second_process_gets_conflict_and_plan_cancel_stops_the_driver_within_2_seco
         .collect();
     assert!(markers.is_empty(), "{markers:?}");
 }
+
+#[test]
+fn a_directory_resource_is_applied_file_by_file_after_checking_its_base_content() {
+    let env = crate::support::Env::new();
+    let dir = env.root().join("site");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("README"), "demo\n").unwrap();
+    let ok = |args: &[&str]| {
+        let (doc, code) = env.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+        doc
+    };
+    ok(&[
+        "resource",
+        "add",
+        "fs-directory",
+        "local/site",
+        "--path",
+        dir.to_str().unwrap(),
+    ]);
+    ok(&["project", "create", "--resource", "local/site", "app"]);
+    let file = env.root().join("action.yaml");
+    std::fs::write(&file, SCRIPT_ACTION).unwrap();
+    ok(&[
+        "action",
+        "create",
+        "--available",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    let use_it = || {
+        let (doc, code) = env.json(&[
+            "plan",
+            "use",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1.2",
+            "--automation-profile",
+            "trusted",
+        ]);
+        assert_eq!(code, 3, "{doc:#}");
+        doc["data"]["plan_id"].as_str().unwrap().to_string()
+    };
+    // The real README changed meanwhile: refused, nothing written.
+    let first = use_it();
+    std::fs::write(dir.join("README"), "demo\nedited\n").unwrap();
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &first]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("PLAN_ERRORED")),
+        "{doc:#}"
+    );
+    assert!(!dir.join("NOTES.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README")).unwrap(),
+        "demo\nedited\n"
+    );
+    // A plan made on the current content applies.
+    let second = use_it();
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &second]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("NOTES.md")).unwrap(),
+        "Release 1.2\nMore\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README")).unwrap(),
+        "demo\nedited\nsee NOTES.md\n"
+    );
+    assert_eq!(
+        doc["data"]["apply_summary"]["resources"][0]["commit"],
+        Value::Null
+    );
+}
