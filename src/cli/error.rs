@@ -431,10 +431,45 @@ impl From<PlanUseError> for CliError {
             PlanUseError::Actor { .. } => {
                 CliError::new("NOT_FOUND", message).hint("agents actor list")
             }
+            PlanUseError::Base(_) => CliError::invalid_input(message)
+                .detail("nothing was saved")
+                .hint("make a first commit in the checkout, or link a directory resource instead"),
             PlanUseError::Template { .. }
             | PlanUseError::NoProject
             | PlanUseError::DuplicateProject(_)
             | PlanUseError::EmptyInvariant => CliError::invalid_input(message),
+        }
+    }
+}
+
+impl From<crate::engine::lifecycle::RunError> for CliError {
+    fn from(e: crate::engine::lifecycle::RunError) -> Self {
+        use crate::engine::lifecycle::RunError;
+        let message = e.to_string();
+        match e {
+            RunError::NotFound(id) => CliError::new("NOT_FOUND", message)
+                .hint("agents plan list")
+                .data(serde_json::json!({"plan_id": id.to_string()})),
+            RunError::Busy { pid, host, kind } => CliError::new("CONFLICT", message)
+                .detail("another process drives this plan; it may be read but not driven until that process stops")
+                .hint("agents plan status <PLAN>")
+                .hint("agents plan cancel <PLAN>")
+                .data(serde_json::json!({"owner": {"pid": pid, "host": host, "kind": kind}})),
+            RunError::WrongState { hints, phase, state, .. } => {
+                let mut err = CliError::new("CONFLICT", message)
+                    .data(serde_json::json!({"phase": phase, "state": state}));
+                for h in hints {
+                    err = err.hint(h);
+                }
+                err
+            }
+            RunError::Invalid(_) => CliError::invalid_input(message),
+            RunError::ApprovalNotFound(_) => {
+                CliError::new("NOT_FOUND", message).hint("agents plan approvals")
+            }
+            RunError::NotYetSupported(_) => CliError::new("NOT_SUPPORTED", message),
+            RunError::Sandbox(_) => CliError::new("SANDBOX_ERROR", message).hint("agents diagnostics"),
+            RunError::Store(s) => s.into(),
         }
     }
 }
@@ -457,6 +492,12 @@ impl From<crate::engine::sandbox::SandboxError> for CliError {
             E::Io { .. } => CliError::new("IO_ERROR", message)
                 .hint("check permissions and free disk space in the data directory"),
         }
+    }
+}
+
+impl From<crate::engine::lease::LeaseError> for CliError {
+    fn from(e: crate::engine::lease::LeaseError) -> Self {
+        crate::engine::lifecycle::RunError::from(e).into()
     }
 }
 

@@ -14,6 +14,7 @@ pub mod error;
 pub mod interrupt;
 pub mod invariant;
 pub mod plan;
+pub mod plan_run;
 pub mod plan_sandbox;
 pub mod profile;
 pub mod project;
@@ -122,6 +123,14 @@ pub enum Command {
 }
 
 impl Command {
+    /// Whether the command was asked to `--stream` its events as JSON Lines.
+    pub fn streams(&self) -> bool {
+        match self {
+            Command::Plan(c) => c.streams(),
+            _ => false,
+        }
+    }
+
     /// The command path shown in the envelope's `command`.
     pub fn path(&self) -> String {
         match self {
@@ -440,6 +449,7 @@ fn command_path_from_args(args: &[OsString]) -> String {
 pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Instant) -> u8 {
     let mut out = Finisher {
         command: String::new(),
+        stream: false,
         format: Format::Plain,
         terminal,
         started,
@@ -480,6 +490,7 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         }
     };
     out.command = command.path();
+    out.stream = command.streams();
     let data_dir = cli.data_dir.or_else(|| env_path("AGENTS_DATA_DIR"));
     let config_path = cli.config_path.or_else(|| env_path("AGENTS_CONFIG"));
     let paths = match Paths::resolve(data_dir, config_path) {
@@ -620,6 +631,8 @@ pub fn global_setting_levels(ctx: &Context, key: &str) -> Vec<(String, String)> 
 /// options that suggested commands must repeat.
 struct Finisher {
     command: String,
+    /// `--stream`: the envelope is one JSON line after the streamed events.
+    stream: bool,
     format: Format,
     terminal: Terminal,
     started: Instant,
@@ -653,13 +666,18 @@ impl Finisher {
         };
         let exit = outcome.exit().code();
         let mut stdout = std::io::stdout().lock();
-        match output::emit(
-            &outcome,
-            self.format,
-            &self.terminal,
-            self.started.elapsed(),
-            &mut stdout,
-        ) {
+        let written = if self.stream {
+            output::emit_line(&outcome, self.started.elapsed(), &mut stdout)
+        } else {
+            output::emit(
+                &outcome,
+                self.format,
+                &self.terminal,
+                self.started.elapsed(),
+                &mut stdout,
+            )
+        };
+        match written {
             Ok(()) => exit,
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit,
             Err(_) => {

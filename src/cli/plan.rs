@@ -7,6 +7,8 @@ use serde_json::json;
 
 use super::{CliError, Context, view};
 use crate::engine::domain::{Phase, Plan, ProcessingState};
+use crate::engine::lifecycle::RunError;
+use crate::engine::lifecycle::driver::{self, Op, Stopped};
 use crate::engine::registry::plan_use::{self, Request};
 use crate::output::{Column, Element, Level, Report};
 
@@ -19,6 +21,26 @@ pub enum PlanCommand {
     List(ListArgs),
     /// Show a plan's status
     Status {
+        /// Plan id or unique prefix
+        plan: String,
+    },
+    /// Run the plan's next phase (start Strategize, enter Execute, resume), then continue as
+    /// its automation profile allows
+    Execute(super::plan_run::ExecuteArgs),
+    /// Apply an executed plan's changes to its projects
+    Apply(super::plan_run::ApplyArgs),
+    /// Cancel a plan (the process running it stops within 2 seconds; the sandbox is kept)
+    Cancel(super::plan_run::CancelArgs),
+    /// List what waits for a human (phase gates, decisions, errored plans)
+    Approvals(super::plan_run::ApprovalsArgs),
+    /// Answer an approval with an option or guidance
+    Decide(super::plan_run::DecideArgs),
+    /// Decline an approval with a reason
+    Reject(super::plan_run::RejectArgs),
+    /// Give a plan guidance; an errored or waiting plan resumes with it
+    Prompt(super::plan_run::PromptArgs),
+    /// Show a plan's errors, retry history and recovery suggestions
+    Errors {
         /// Plan id or unique prefix
         plan: String,
     },
@@ -51,6 +73,9 @@ pub struct UseArgs {
     /// Action argument NAME=VALUE (repeatable)
     #[arg(short = 'a', long = "arg", value_name = "NAME=VALUE")]
     pub args: Vec<String>,
+    /// Print events as JSON Lines while the plan runs, then the envelope as the last line
+    #[arg(long)]
+    pub stream: bool,
     /// Action name or id
     pub action: String,
     /// Target projects, in order
@@ -84,7 +109,27 @@ impl PlanCommand {
             PlanCommand::Use(_) => "use",
             PlanCommand::List(_) => "list",
             PlanCommand::Status { .. } => "status",
+            PlanCommand::Execute(_) => "execute",
+            PlanCommand::Apply(_) => "apply",
+            PlanCommand::Cancel(_) => "cancel",
+            PlanCommand::Approvals(_) => "approvals",
+            PlanCommand::Decide(_) => "decide",
+            PlanCommand::Reject(_) => "reject",
+            PlanCommand::Prompt(_) => "prompt",
+            PlanCommand::Errors { .. } => "errors",
             PlanCommand::Sandbox(c) => c.name(),
+        }
+    }
+
+    /// Whether `--stream` was given.
+    pub fn streams(&self) -> bool {
+        match self {
+            PlanCommand::Use(a) => a.stream,
+            PlanCommand::Execute(a) => a.stream,
+            PlanCommand::Apply(a) => a.stream,
+            PlanCommand::Decide(a) => a.stream,
+            PlanCommand::Prompt(a) => a.stream,
+            _ => false,
         }
     }
 }
@@ -98,12 +143,20 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
         PlanCommand::Use(a) => use_action(ctx, a),
         PlanCommand::List(a) => list(ctx, &a),
         PlanCommand::Status { plan } => status(ctx, &plan),
+        PlanCommand::Execute(a) => super::plan_run::execute(ctx, &a),
+        PlanCommand::Apply(a) => super::plan_run::apply(ctx, &a),
+        PlanCommand::Cancel(a) => super::plan_run::cancel(ctx, &a),
+        PlanCommand::Approvals(a) => super::plan_run::approvals(ctx, &a),
+        PlanCommand::Decide(a) => super::plan_run::decide(ctx, &a),
+        PlanCommand::Reject(a) => super::plan_run::reject(ctx, &a),
+        PlanCommand::Prompt(a) => super::plan_run::prompt(ctx, &a),
+        PlanCommand::Errors { plan } => super::plan_run::errors(ctx, &plan),
         PlanCommand::Sandbox(c) => super::plan_sandbox::run(c, ctx),
     }
 }
 
 fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let mut engine = super::plan_run::engine(ctx, a.stream, "Creating plan")?;
     let providers = ctx.config()?.providers();
     let req = Request {
         action: a.action,
@@ -117,21 +170,96 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         args: a.args,
         global_profile: super::global_setting(ctx, "automation-profile"),
     };
-    let c = plan_use::create(&mut store, &providers, &req)?;
-    let p = &c.plan;
+    let c = plan_use::create(engine.store_mut(), &providers, &req)?;
+    let plan_id = c.plan.plan_id;
+    engine.flush(&plan_id)?;
+    // The profile decides how far the new plan runs now (auto_strategize, auto_execute, ...).
+    let mut not_yet = None;
+    let driven = match driver::drive(&mut engine, &plan_id, Op::Continue) {
+        Ok(d) => Some(d),
+        Err(RunError::NotYetSupported(what)) => {
+            not_yet = Some(what);
+            None
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let waits_to_start = matches!(
+        driven.as_ref().map(|d| &d.stopped),
+        Some(Stopped::Gate { approval }) if approval.context["gate"] == "strategize"
+    );
+    let mut waiting: Option<CliError> = None;
+    if let Some(d) = driven.clone()
+        && !waits_to_start
+    {
+        // Driving reports errors, cancellation and applied plans itself; a gate or a pending
+        // decision (exit 3) keeps the plan-use report with the approval added.
+        let extra = |data: &mut serde_json::Value| {
+            if data.is_object() {
+                data["profile_source"] = json!(c.profile_source);
+                data["effective_invariants"] = json!(c.invariants.effective);
+                data["action_archived"] = json!(c.action_archived);
+                data["ran"] = json!(true);
+            }
+        };
+        match super::plan_run::driven_report(ctx, "plan use", d) {
+            Err(e) if e.body.exit == crate::output::Exit::NeedsHuman => waiting = Some(e),
+            other => {
+                return other
+                    .map(|mut r| {
+                        extra(&mut r.data);
+                        r
+                    })
+                    .map_err(|mut e| {
+                        extra(&mut e.data);
+                        e
+                    });
+            }
+        }
+    }
+    let p = &engine.plan(&plan_id)?;
     let id = p.plan_id.to_string();
     let mut data = serde_json::Value::Object(p.as_cli_dict());
     data["profile_source"] = json!(c.profile_source);
     data["effective_invariants"] = json!(c.invariants.effective);
     data["action_archived"] = json!(c.action_archived);
-    data["ran"] = json!(false);
-    data["next"] = json!(ctx.suggest(&format!("plan status {id}")));
-    let mut report = Report::ok(
-        "plan use",
-        data,
-        "Plan created at strategize/queued; Strategize: not yet supported, so nothing ran",
-    )
-    .with(Element::panel(
+    data["ran"] = json!(p.phase() != Phase::Strategize || p.state() != ProcessingState::Queued);
+    if let Some(w) = &waiting {
+        for key in ["stopped", "approval", "approvals"] {
+            data[key] = w.data[key].clone();
+        }
+    }
+    data["approval"] = match driven.as_ref().map(|d| &d.stopped) {
+        _ if waiting.is_some() => data["approval"].clone(),
+        Some(Stopped::Gate { approval }) => json!({
+            "approval_id": approval.approval_id,
+            "kind": approval.kind,
+            "context": approval.context,
+            "answer_command": ctx.rewrite(&approval.answer_command),
+        }),
+        _ => serde_json::Value::Null,
+    };
+    let next = if let Some(w) = &waiting {
+        w.body.suggestions.first().cloned().unwrap_or_default()
+    } else if waits_to_start {
+        ctx.suggest(&format!("plan execute {id}"))
+    } else {
+        ctx.suggest(&format!("plan status {id}"))
+    };
+    data["next"] = json!(next);
+    let status_text = match &not_yet {
+        Some(what) => format!(
+            "Plan at {}/{}; {what}: not yet supported",
+            p.phase(),
+            p.state()
+        ),
+        None => format!(
+            "Plan created at {}/{}; run `{next}` to start Strategize (profile {})",
+            p.phase(),
+            p.state(),
+            c.profile.name
+        ),
+    };
+    let mut report = Report::ok("plan use", data, status_text).with(Element::panel(
         "Plan Created",
         [
             ("Plan ID", view::id(id.clone())),
@@ -217,7 +345,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         .with(Element::List {
             title: "Next Steps".into(),
             items: vec![
-                ctx.suggest(&format!("plan status {id}")),
+                next.clone(),
                 ctx.suggest(&format!("invariant list --plan {id} --effective")),
             ],
         });
@@ -230,7 +358,17 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
             ),
         );
     }
-    report.status.level = Level::Warn;
+    if not_yet.is_some() {
+        report.status.level = Level::Warn;
+    }
+    if let Some(w) = waiting {
+        report.status = crate::output::Message {
+            level: Level::Warn,
+            text: w.body.message.clone(),
+        };
+        report.exit = crate::output::Exit::NeedsHuman;
+        report.error = Some(*w.body);
+    }
     Ok(report)
 }
 
@@ -360,25 +498,94 @@ fn progress(p: &Plan) -> Vec<String> {
         .collect()
 }
 
+fn data_hints(p: &Plan, id: &crate::engine::domain::Id, ctx: &Context) -> Option<Vec<String>> {
+    match (&p.error_code, p.state()) {
+        (Some(code), ProcessingState::Errored) => Some(
+            crate::engine::lifecycle::report::recovery_hints(code, id)
+                .into_iter()
+                .map(|h| ctx.rewrite(&h))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
 fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
+    let mut store = ctx.store()?;
     let id = store.resolve_plan_id(input)??;
+    // A plan whose driver vanished is shown (and left) as interrupted: (phase, queued).
+    crate::engine::lease::recover_if_stale(&mut store, &id)?;
     let p = store
         .plan(&id)?
         .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;
     let origin = store.plan_origin(&id)?;
+    let extra = crate::engine::lifecycle::report::status(&store, &p)?;
     let mut data = serde_json::Value::Object(p.as_cli_dict());
     data["profile_source"] = json!(origin.as_ref().map(|o| o.profile_source));
     data["script"] = json!(origin.as_ref().and_then(|o| o.script.clone()));
+    data["state_reason"] = json!(extra.state_reason);
+    data["running_in"] = json!(extra.running_in);
+    data["cancel_requested"] = json!(extra.cancel_requested);
+    data["pending_approvals"] = json!(
+        extra
+            .approvals
+            .iter()
+            .map(|a| json!({
+                "approval_id": a.approval_id, "kind": a.kind, "summary": a.summary,
+                "options": a.options, "answer_command": ctx.rewrite(&a.answer_command),
+            }))
+            .collect::<Vec<_>>()
+    );
+    data["steps"] = json!(extra.steps);
+    data["decisions"] =
+        json!({"current": extra.decisions, "superseded": extra.superseded_decisions});
+    data["usage"] = json!(extra.usage);
+    data["errors"] = json!(extra.errors);
+    data["recovery_hints"] = json!(match (&p.error_code, p.state()) {
+        (Some(code), ProcessingState::Errored) =>
+            crate::engine::lifecycle::report::recovery_hints(code, &id)
+                .into_iter()
+                .map(|h| ctx.rewrite(&h))
+                .collect::<Vec<_>>(),
+        _ => Vec::new(),
+    });
+    data["not_yet_supported"] = json!(
+        extra
+            .not_yet_supported
+            .iter()
+            .map(|(f, w)| json!({"flag": f, "effect": w}))
+            .collect::<Vec<_>>()
+    );
+    let waiting = extra.approvals.first();
     let (level, text) = match (p.phase(), p.state()) {
         (Phase::Applied, _) => (Level::Ok, "Plan applied".to_string()),
         (_, ProcessingState::Cancelled) => (Level::Ok, "Plan cancelled".to_string()),
         (_, ProcessingState::Errored) => (Level::Warn, format!("Plan errored in {}", p.phase())),
-        (ph, ProcessingState::Queued) => (
-            Level::Warn,
-            format!("Plan queued at {ph}; running plans is not yet supported, so nothing ran"),
+        (ph, st) if extra.running_in.is_some() => (
+            Level::Ok,
+            format!(
+                "Plan {ph}/{st}, running in pid {}",
+                extra.running_in.as_ref().map(|l| l.pid).unwrap_or_default()
+            ),
         ),
-        (ph, st) => (Level::Ok, format!("Plan {ph}/{st}")),
+        (ph, ProcessingState::Queued) if extra.state_reason.as_deref() == Some("interrupted") => (
+            Level::Warn,
+            format!(
+                "Plan interrupted at {ph}; resume with `{}`",
+                ctx.suggest(&format!("plan execute {id}"))
+            ),
+        ),
+        (ph, st) => match waiting {
+            Some(a) => (
+                Level::Warn,
+                format!(
+                    "Plan {ph}/{st}, waiting for approval {}: `{}`",
+                    a.approval_id,
+                    ctx.rewrite(&a.answer_command)
+                ),
+            ),
+            None => (Level::Ok, format!("Plan {ph}/{st}")),
+        },
     };
     let mut report = Report::ok("plan status", data, text).with(Element::panel(
         "Plan Status",
@@ -441,7 +648,91 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 ("Error", p.error_message.clone().unwrap_or_default()),
             ],
         ));
+        if let Some(hints) = data_hints(&p, &id, ctx) {
+            report = report.with(Element::List {
+                title: "Recovery".into(),
+                items: hints,
+            });
+        }
     }
+    if let Some(l) = &extra.running_in {
+        report = report.with(Element::panel(
+            "Running",
+            [
+                ("Process", format!("pid {} on {}", l.pid, l.host)),
+                ("Doing", l.kind.clone()),
+                ("Since", view::time(&l.acquired_at)),
+                ("Heartbeat", view::time(&l.heartbeat_at)),
+            ],
+        ));
+    }
+    if !extra.steps.is_empty() {
+        report = report.with(Element::Table {
+            title: "Steps".into(),
+            columns: ["#", "Decision", "Status", "Runs"].map(Column::left).into(),
+            rows: extra
+                .steps
+                .iter()
+                .map(|st| {
+                    vec![
+                        st.position.to_string().into(),
+                        view::id(view::short(&st.decision_id.to_string())),
+                        st.status.as_str().into(),
+                        st.runs.to_string().into(),
+                    ]
+                })
+                .collect(),
+            empty: String::new(),
+        });
+    }
+    if !extra.approvals.is_empty() {
+        report = report.with(Element::List {
+            title: "Pending Approvals".into(),
+            items: extra
+                .approvals
+                .iter()
+                .map(|a| {
+                    format!(
+                        "{} ({}): {} -> {}",
+                        a.approval_id,
+                        a.kind,
+                        a.summary,
+                        ctx.rewrite(&a.answer_command)
+                    )
+                })
+                .collect(),
+        });
+    }
+    report = report.with(Element::panel(
+        "Usage",
+        [
+            ("Decisions", extra.decisions.to_string()),
+            ("Model Calls", extra.usage.calls.to_string()),
+            (
+                "Tokens",
+                format!(
+                    "{} in / {} out",
+                    extra.usage.input_tokens, extra.usage.output_tokens
+                ),
+            ),
+            (
+                "Cost",
+                extra
+                    .usage
+                    .cost_usd
+                    .map(|c| format!("${c:.4}"))
+                    .unwrap_or_else(|| "unknown (no price configured)".into()),
+            ),
+        ],
+    ));
+    report = report.with(Element::List {
+        title: "Not Yet Supported".into(),
+        items: extra
+            .not_yet_supported
+            .iter()
+            .map(|(f, w)| format!("{f}: {w}"))
+            .collect(),
+    });
     report.status.level = level;
     Ok(report)
 }

@@ -7,6 +7,7 @@
 //! - [`domain`]: ids, namespaced names, the plan lifecycle model.
 //! - [`events`]: the event log every state change writes, and followers of it.
 //! - [`lease`]: which process drives a plan; stale owners and cancellation.
+//! - [`lifecycle`]: the engine service that strategizes, executes, approves and applies plans.
 //! - [`registry`]: resources, projects, actions, actors, invariants, automation profiles,
 //!   plan creation.
 //! - [`system`]: environment-level operations (info, init, diagnostics).
@@ -20,6 +21,7 @@ pub mod config;
 pub mod domain;
 pub mod events;
 pub mod lease;
+pub mod lifecycle;
 pub mod paths;
 pub mod registry;
 pub mod safe_write;

@@ -73,3 +73,25 @@ pub fn emit(
     out.write_all(text.as_bytes())?;
     out.flush()
 }
+
+/// Writes one JSON Lines record (compact JSON, newline) to stdout and flushes it: the events
+/// of a `--stream` run as they happen.
+///
+/// # Errors
+/// I/O errors (a closed pipe included).
+pub fn stream_line(value: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(value).map_err(std::io::Error::other)?;
+    line.push('\n');
+    let mut out = std::io::stdout().lock();
+    out.write_all(line.as_bytes())?;
+    out.flush()
+}
+
+/// Renders `outcome` as a one-line JSON envelope (the last line of a `--stream` run).
+///
+/// # Errors
+/// I/O errors from `out`.
+pub fn emit_line(outcome: &Outcome, elapsed: Duration, out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(structured::json_line(outcome, elapsed).as_bytes())?;
+    out.flush()
+}

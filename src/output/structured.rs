@@ -74,6 +74,15 @@ pub fn json(outcome: &Outcome, elapsed: Duration) -> String {
     s
 }
 
+/// The envelope as compact JSON on one line, ending with a newline (the last line of a
+/// `--stream` run, after the JSON Lines events).
+pub fn json_line(outcome: &Outcome, elapsed: Duration) -> String {
+    let mut s =
+        serde_json::to_string(&envelope(outcome, elapsed)).expect("values always serialize");
+    s.push('\n');
+    s
+}
+
 /// The envelope as YAML (same structure and key order as the JSON).
 pub fn yaml(outcome: &Outcome, elapsed: Duration) -> String {
     serde_yaml::to_string(&envelope(outcome, elapsed)).expect("values always serialize")

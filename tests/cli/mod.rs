@@ -4,6 +4,8 @@ mod bad_inputs;
 mod config;
 mod envelope;
 mod init;
+mod lifecycle;
+mod lifecycle_e2e;
 mod profiles;
 mod registries;
 mod registry_commands;

@@ -9,6 +9,7 @@ fn check(name: &str, env: &Env, args: &[&str]) {
     let text = output_text(&out);
     let mut s = settings(env, args);
     s.add_filter(r"inv_[0-9A-HJKMNP-TV-Z]{26}", "inv_[ULID]");
+    s.add_filter(r"apr_[0-9A-HJKMNP-TV-Z]{26}", "apr_[ULID]");
     s.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{26}\b", "[ULID]");
     s.add_filter(r"\b01[0-9A-HJKMNP-TV-Z]{6}\b", "[SHORT]");
     s.add_filter(r"\b[0-9a-f]{40}\b", "[SHA]");

@@ -95,6 +95,9 @@ pub enum PlanUseError {
     /// The profile failed.
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    /// A target resource's base (HEAD commit, branch) cannot be recorded.
+    #[error("{0}")]
+    Base(String),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -320,12 +323,18 @@ pub fn create(
         script,
         sandbox: action.sandbox.clone(),
     };
+    let bases = crate::engine::lifecycle::bases::collect(store, &targets, action.read_only)
+        .map_err(|e| match e {
+            crate::engine::lifecycle::bases::BaseError::Store(s) => PlanUseError::Store(s),
+            other => PlanUseError::Base(other.to_string()),
+        })?;
     store.create_plan(
         &plan,
         &targets.iter().map(|p| p.project_id).collect::<Vec<Id>>(),
         &origin,
         &rows,
         archive.then_some(&archived),
+        &bases,
     )?;
     let plan = store.plan(&plan.plan_id)?.unwrap_or(plan);
     let (_, view, _) =

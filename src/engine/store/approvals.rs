@@ -94,33 +94,7 @@ impl Store {
     /// [`StoreError::Sqlite`] (for example an unknown plan).
     pub fn insert_approval(&mut self, approval: &Approval) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
-        tx.execute(
-            &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
-            params![
-                approval.approval_id,
-                approval.plan_id.to_string(),
-                approval.kind.as_str(),
-                approval.status.as_str(),
-                approval.summary,
-                approval.context.to_string(),
-                serde_json::to_string(&approval.options).expect("strings serialize"),
-                approval.answer_command,
-                approval.answer.as_ref().map(Value::to_string),
-                approval.created_at.to_string(),
-                approval.resolved_at.map(|t| t.to_string()),
-            ],
-        )?;
-        events::append(
-            &tx,
-            Some(&approval.plan_id),
-            EventKind::ApprovalRequested,
-            &json!({
-                "approval_id": approval.approval_id,
-                "kind": approval.kind,
-                "summary": approval.summary,
-                "answer_command": approval.answer_command,
-            }),
-        )?;
+        insert_in(&tx, approval)?;
         tx.commit()?;
         Ok(())
     }
@@ -167,27 +141,120 @@ impl Store {
         answer: &Value,
     ) -> Result<bool, StoreError> {
         let tx = self.conn_mut().transaction()?;
-        let plan: Option<String> = tx
-            .query_row(
-                "SELECT plan_id FROM approvals WHERE approval_id = ?1 AND status = 'pending'",
-                [approval_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let Some(plan) = plan else { return Ok(false) };
-        tx.execute(
-            "UPDATE approvals SET status = ?2, answer = ?3, resolved_at = ?4 WHERE approval_id = ?1",
-            params![approval_id, status.as_str(), answer.to_string(), Timestamp::now().to_string()],
-        )?;
-        let plan_id: Id = plan.parse().map_err(|e| corrupt("plan_id", e))?;
-        events::append(
-            &tx,
-            Some(&plan_id),
-            EventKind::ApprovalResolved,
-            &json!({"approval_id": approval_id, "status": status, "answer": answer}),
-        )?;
+        let done = resolve_in(&tx, approval_id, status, answer)?;
         tx.commit()?;
-        Ok(true)
+        Ok(done)
+    }
+}
+
+/// Stores a new approval and its `approval_requested` event on an open transaction.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub(crate) fn insert_in(
+    tx: &rusqlite::Transaction<'_>,
+    approval: &Approval,
+) -> Result<(), StoreError> {
+    tx.execute(
+        &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
+        params![
+            approval.approval_id,
+            approval.plan_id.to_string(),
+            approval.kind.as_str(),
+            approval.status.as_str(),
+            approval.summary,
+            approval.context.to_string(),
+            serde_json::to_string(&approval.options).expect("strings serialize"),
+            approval.answer_command,
+            approval.answer.as_ref().map(Value::to_string),
+            approval.created_at.to_string(),
+            approval.resolved_at.map(|t| t.to_string()),
+        ],
+    )?;
+    events::append(
+        tx,
+        Some(&approval.plan_id),
+        EventKind::ApprovalRequested,
+        &json!({
+            "approval_id": approval.approval_id,
+            "kind": approval.kind,
+            "summary": approval.summary,
+            "options": approval.options,
+            "answer_command": approval.answer_command,
+        }),
+    )?;
+    Ok(())
+}
+
+/// Resolves a pending approval on an open transaction, with its `approval_resolved` event.
+/// Returns false if it was not pending.
+///
+/// # Errors
+/// [`StoreError`].
+pub(crate) fn resolve_in(
+    tx: &rusqlite::Transaction<'_>,
+    approval_id: &str,
+    status: ApprovalStatus,
+    answer: &Value,
+) -> Result<bool, StoreError> {
+    let plan: Option<String> = tx
+        .query_row(
+            "SELECT plan_id FROM approvals WHERE approval_id = ?1 AND status = 'pending'",
+            [approval_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(plan) = plan else { return Ok(false) };
+    tx.execute(
+        "UPDATE approvals SET status = ?2, answer = ?3, resolved_at = ?4 WHERE approval_id = ?1",
+        params![
+            approval_id,
+            status.as_str(),
+            answer.to_string(),
+            Timestamp::now().to_string()
+        ],
+    )?;
+    let plan_id: Id = plan.parse().map_err(|e| corrupt("plan_id", e))?;
+    events::append(
+        tx,
+        Some(&plan_id),
+        EventKind::ApprovalResolved,
+        &json!({"approval_id": approval_id, "status": status, "answer": answer}),
+    )?;
+    Ok(true)
+}
+
+/// Pending approval ids of a plan, optionally of one kind, on any connection.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub(crate) fn pending_ids_in(
+    conn: &rusqlite::Connection,
+    plan_id: &Id,
+    kind: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT approval_id FROM approvals WHERE plan_id = ?1 AND status = 'pending' AND (?2 IS NULL OR kind = ?2) ORDER BY created_at, approval_id",
+    )?;
+    let ids = stmt
+        .query_map(params![plan_id.to_string(), kind], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(ids)
+}
+
+impl Store {
+    /// Every approval of a plan (any status), oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn approvals_of(&self, plan_id: &Id) -> Result<Vec<Approval>, StoreError> {
+        let mut stmt = self.conn().prepare(&format!(
+            "SELECT {COLUMNS} FROM approvals WHERE plan_id = ?1 ORDER BY created_at, approval_id"
+        ))?;
+        let rows = stmt
+            .query_map([plan_id.to_string()], raw)?
+            .collect::<Result<Vec<_>, _>>()?;
+        rows.into_iter().map(convert).collect()
     }
 }
 

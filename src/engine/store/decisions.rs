@@ -84,37 +84,9 @@ impl Store {
     /// [`StoreError::Sqlite`] (for example an unknown plan or parent).
     pub fn insert_decision(&mut self, decision: &Decision) -> Result<u32, StoreError> {
         let tx = self.conn_mut().transaction()?;
-        let seq: i64 = tx.query_row(
-            "SELECT coalesce(max(sequence_number), 0) + 1 FROM decisions WHERE plan_id = ?1",
-            [decision.plan_id.to_string()],
-            |r| r.get(0),
-        )?;
-        tx.execute(
-            &format!("INSERT INTO decisions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"),
-            params![
-                decision.decision_id.to_string(),
-                decision.plan_id.to_string(),
-                decision.parent_decision_id.map(|i| i.to_string()),
-                seq,
-                decision.attempt,
-                decision.decision_type.as_str(),
-                decision.question,
-                decision.chosen_option,
-                serde_json::to_string(&decision.alternatives_considered).expect("strings serialize"),
-                decision.confidence_score,
-                decision.rationale,
-                decision.actor_reasoning,
-                decision.context_snapshot.to_string(),
-                decision.step.as_ref().map(|s| serde_json::to_string(s).expect("steps serialize")),
-                i64::from(decision.is_correction),
-                decision.corrects_decision_id.map(|i| i.to_string()),
-                decision.correction_reason,
-                decision.superseded_by.map(|i| i.to_string()),
-                decision.created_at.to_string(),
-            ],
-        )?;
+        let seq = insert_in(&tx, decision)?;
         tx.commit()?;
-        Ok(u32::try_from(seq).unwrap_or(u32::MAX))
+        Ok(seq)
     }
 
     /// One decision by id.
@@ -183,6 +155,130 @@ impl Store {
             .collect::<Result<_, _>>()?;
         ids.into_iter()
             .map(|s| s.parse().map_err(|e| corrupt("downstream_decision_id", e)))
+            .collect()
+    }
+}
+
+/// Inserts a decision on an open transaction, giving it the plan's next sequence number
+/// (returned).
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub(crate) fn insert_in(tx: &rusqlite::Connection, decision: &Decision) -> Result<u32, StoreError> {
+    let seq: i64 = tx.query_row(
+        "SELECT coalesce(max(sequence_number), 0) + 1 FROM decisions WHERE plan_id = ?1",
+        [decision.plan_id.to_string()],
+        |r| r.get(0),
+    )?;
+    tx.execute(
+        &format!("INSERT INTO decisions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"),
+        params![
+            decision.decision_id.to_string(),
+            decision.plan_id.to_string(),
+            decision.parent_decision_id.map(|i| i.to_string()),
+            seq,
+            decision.attempt,
+            decision.decision_type.as_str(),
+            decision.question,
+            decision.chosen_option,
+            serde_json::to_string(&decision.alternatives_considered).expect("strings serialize"),
+            decision.confidence_score,
+            decision.rationale,
+            decision.actor_reasoning,
+            decision.context_snapshot.to_string(),
+            decision.step.as_ref().map(|s| serde_json::to_string(s).expect("steps serialize")),
+            i64::from(decision.is_correction),
+            decision.corrects_decision_id.map(|i| i.to_string()),
+            decision.correction_reason,
+            decision.superseded_by.map(|i| i.to_string()),
+            decision.created_at.to_string(),
+        ],
+    )?;
+    Ok(u32::try_from(seq).unwrap_or(u32::MAX))
+}
+
+/// Records a `decision` dependency `upstream -> downstream` on an open transaction.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub(crate) fn depend_in(
+    tx: &rusqlite::Connection,
+    upstream: &Id,
+    downstream: &Id,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT OR IGNORE INTO decision_dependencies VALUES (?1, ?2, 'decision', ?2)",
+        params![upstream.to_string(), downstream.to_string()],
+    )?;
+    Ok(())
+}
+
+/// Updates what a decision chose and its alternatives (a human picked another option), on an
+/// open transaction.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub(crate) fn rechoose_in(
+    tx: &rusqlite::Connection,
+    decision: &Id,
+    chosen: &str,
+    alternatives: &[String],
+    rationale: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE decisions SET chosen_option = ?2, alternatives_considered = ?3, rationale = ?4 WHERE decision_id = ?1",
+        params![
+            decision.to_string(),
+            chosen,
+            serde_json::to_string(alternatives).expect("strings serialize"),
+            rationale
+        ],
+    )?;
+    Ok(())
+}
+
+/// Marks every current decision of a plan except `keep` as superseded by `by`, on an open
+/// transaction (a re-run of Strategize replaces the old tree; the old one stays for audit).
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub(crate) fn supersede_all_in(
+    tx: &rusqlite::Connection,
+    plan: &Id,
+    by: &Id,
+    keep: &[Id],
+) -> Result<usize, StoreError> {
+    let keep: Vec<String> = keep.iter().map(Id::to_string).collect();
+    let mut stmt = tx.prepare(
+        "SELECT decision_id FROM decisions WHERE plan_id = ?1 AND superseded_by IS NULL AND decision_id != ?2",
+    )?;
+    let ids: Vec<String> = stmt
+        .query_map(params![plan.to_string(), by.to_string()], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut n = 0;
+    for id in ids.into_iter().filter(|i| !keep.contains(i)) {
+        n += tx.execute(
+            "UPDATE decisions SET superseded_by = ?2 WHERE decision_id = ?1",
+            params![id, by.to_string()],
+        )?;
+    }
+    Ok(n)
+}
+
+impl Store {
+    /// Decisions that `downstream` depends on directly.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn dependencies_of(&self, downstream: &Id) -> Result<Vec<Id>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT DISTINCT upstream_decision_id FROM decision_dependencies WHERE downstream_decision_id = ?1 AND dependency_type = 'decision' ORDER BY 1",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map([downstream.to_string()], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        ids.into_iter()
+            .map(|s| s.parse().map_err(|e| corrupt("upstream_decision_id", e)))
             .collect()
     }
 }

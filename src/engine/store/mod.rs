@@ -11,6 +11,7 @@ pub mod approvals;
 pub(crate) mod codec;
 pub mod decisions;
 pub mod invariants;
+pub mod lifecycle_run;
 pub mod model_calls;
 pub mod plan_links;
 pub mod plans;
@@ -35,6 +36,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/003_sandboxes.sql"),
     include_str!("migrations/004_actors.sql"),
     include_str!("migrations/005_lifecycle.sql"),
+    include_str!("migrations/006_lifecycle_run.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

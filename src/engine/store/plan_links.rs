@@ -27,8 +27,9 @@ pub struct Origin {
 
 impl Store {
     /// Creates a plan in one transaction: the plan row, its project links in order, its origin,
-    /// its invariants (the plan record's `invariants` is filled from them), and optionally the
-    /// action's new state (a non-reusable action is archived by its first use).
+    /// its invariants (the plan record's `invariants` is filled from them), optionally the
+    /// action's new state (a non-reusable action is archived by its first use), the bases of
+    /// its target resources and a `plan_created` event.
     ///
     /// # Errors
     /// Store errors; nothing is written then.
@@ -39,6 +40,7 @@ impl Store {
         origin: &Origin,
         invariants: &[NewInvariant],
         archive: Option<&Action>,
+        bases: &[super::lifecycle_run::PlanBase],
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         super::plans::insert_plan_row(&tx, plan)?;
@@ -63,6 +65,18 @@ impl Store {
         if let Some(a) = archive {
             super::actions::set_state(&tx, a)?;
         }
+        super::lifecycle_run::insert_bases(&tx, &plan.plan_id, bases)?;
+        crate::engine::events::append(
+            &tx,
+            Some(&plan.plan_id),
+            crate::engine::events::EventKind::PlanCreated,
+            &serde_json::json!({
+                "action": plan.action_name,
+                "projects": plan.project_names(),
+                "automation_profile": plan.automation_profile,
+                "bases": bases,
+            }),
+        )?;
         tx.commit()?;
         Ok(())
     }

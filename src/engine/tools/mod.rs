@@ -185,6 +185,9 @@ pub struct ShellSettings {
     pub tmp: std::path::PathBuf,
     /// The action's `sandbox:` widening.
     pub policy: shell::ShellPolicy,
+    /// Set by the plan's driver when the plan is cancelled or interrupted: a running command's
+    /// process group is killed at once.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// What a tool sees while it runs.

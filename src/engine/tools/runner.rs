@@ -114,10 +114,15 @@ impl Policy {
     /// profile snapshot (`allow_unsafe_tools`, `require_checkpoints`, `read_only`; absent
     /// flags are false).
     pub fn for_plan(plan: &Plan) -> Self {
+        // `plan use` freezes the flags under `flags`; older snapshots kept them at the top.
         let flag = |name: &str| {
             plan.effective_profile_snapshot
                 .as_ref()
-                .and_then(|s| s.get(name))
+                .and_then(|s| {
+                    s.get("flags")
+                        .and_then(|f| f.get(name))
+                        .or_else(|| s.get(name))
+                })
                 .and_then(Value::as_bool)
                 .unwrap_or(false)
         };
@@ -239,6 +244,7 @@ pub enum RunnerError {
 pub struct ToolRunner<'a> {
     store: &'a mut Store,
     sandboxes: &'a Sandboxes,
+    cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 fn shorten(value: &Value) -> Value {
@@ -285,7 +291,18 @@ fn summarize(result: &Value, changes: &[Change]) -> String {
 impl<'a> ToolRunner<'a> {
     /// A runner over a store and the sandboxes directory.
     pub fn new(store: &'a mut Store, sandboxes: &'a Sandboxes) -> Self {
-        Self { store, sandboxes }
+        Self {
+            store,
+            sandboxes,
+            cancel: None,
+        }
+    }
+
+    /// A flag that, once set, kills a running shell command's process group (the plan was
+    /// cancelled or interrupted).
+    pub fn with_cancel(mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
     }
 
     /// Resolves which target a call binds to and rewrites `path://NAME/` prefixes in its path
@@ -516,6 +533,7 @@ impl<'a> ToolRunner<'a> {
             cache,
             tmp,
             policy: policy.shell.clone(),
+            cancel: self.cancel.clone(),
         };
         let _lock = sandbox.lock().map_err(failed)?;
         let fs = SandboxFs::open(sandbox.work_dir(), &policy.deny_patterns)

@@ -118,6 +118,50 @@ fn kill_group(pid: u32) {
     }
 }
 
+/// Kills the process groups that shell commands of a plan left running when their driver died
+/// (`kill -9`): each `running-<pid>` marker in `plan_dir` names a group; it is killed only
+/// if a process of that group still works inside `plan_dir`. Returns the groups killed.
+pub fn kill_orphans(plan_dir: &std::path::Path) -> Vec<u32> {
+    let mut killed = Vec::new();
+    let canonical = std::fs::canonicalize(plan_dir).unwrap_or_else(|_| plan_dir.to_path_buf());
+    let plan_dir = canonical.as_path();
+    let Ok(entries) = std::fs::read_dir(plan_dir) else {
+        return killed;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pgid) = name
+            .strip_prefix("running-")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let in_plan = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|p| p.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+            .any(|pid| {
+                let group = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|st| {
+                        st.rsplit_once(')').and_then(|(_, rest)| {
+                            rest.split_whitespace().nth(2)?.parse::<u32>().ok()
+                        })
+                    });
+                group == Some(pgid)
+                    && std::fs::read_link(format!("/proc/{pid}/cwd"))
+                        .is_ok_and(|cwd| cwd.starts_with(plan_dir))
+            });
+        if in_plan {
+            kill_group(pgid);
+            killed.push(pgid);
+        }
+        let _ = std::fs::remove_file(entry.path());
+    }
+    killed
+}
+
 fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, ToolError> {
     let timeout = Duration::from_secs(
         a.timeout_secs
@@ -190,6 +234,16 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
             .map_err(|e| ToolError::Failed(format!("cannot start /bin/sh: {e}")))?
     };
     let pid = child.id();
+    // A marker next to the plan's HOME names the running process group, so that a driver
+    // that takes over after this process died can kill what it left behind
+    // ([`kill_orphans`]).
+    let marker = settings
+        .home
+        .parent()
+        .map(|dir| dir.join(format!("running-{pid}")));
+    if let Some(m) = &marker {
+        let _ = std::fs::write(m, pid.to_string());
+    }
     let (out_tx, out_rx) = mpsc::channel();
     let (err_tx, err_rx) = mpsc::channel();
     drain(child.stdout.take().expect("stdout is piped"), out_tx);
@@ -200,6 +254,7 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
         .ok()
         .and_then(rustix::process::Pid::from_raw);
     let mut timed_out = false;
+    let mut cancelled = false;
     loop {
         let exited = match leader {
             Some(p) => rustix::process::waitid(
@@ -219,12 +274,24 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
             timed_out = true;
             break;
         }
+        if ctx
+            .shell
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst))
+        {
+            cancelled = true;
+            break;
+        }
         std::thread::sleep(Duration::from_millis(5));
     }
     // The whole group dies: on timeout, and after a normal exit so that background
     // processes do not outlive the call. Only then is the leader reaped.
     kill_group(pid);
     let status = child.wait().ok();
+    if let Some(m) = &marker {
+        let _ = std::fs::remove_file(m);
+    }
     let grace = Duration::from_secs(2);
     let (stdout, stdout_truncated) = out_rx.recv_timeout(grace).unwrap_or_default();
     let (stderr, stderr_truncated) = err_rx.recv_timeout(grace).unwrap_or_default();
@@ -259,6 +326,7 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
         "exit_code": status.and_then(|s| s.code()),
         "signal": status.and_then(|s| s.signal()),
         "timed_out": timed_out,
+        "cancelled": cancelled,
         "confined": confined,
         "stdout": String::from_utf8_lossy(&stdout),
         "stderr": String::from_utf8_lossy(&stderr),

@@ -1,0 +1,752 @@
+//! `agents plan execute|apply|cancel|approvals|decide|reject|errors|prompt` (spec section 06;
+//! lifecycle issue items 1, 2, 5, 7 and 9): driving plans through the lifecycle engine and
+//! answering what it asks.
+//!
+//! Driving happens in the foreground until a gate or a terminal state. A gate or a pending
+//! decision ends the command with exit 3 naming the approval and the command that answers it;
+//! nothing ever waits on stdin. Ctrl-C stops at the next safe point (exit 130) and leaves the
+//! plan resumable. `--stream` prints every event as a JSON line, then the envelope as the last
+//! line.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::interrupt::Guard;
+use super::{CliError, Context, view};
+use crate::engine::domain::approval::Approval;
+use crate::engine::domain::{Id, Plan};
+use crate::engine::events::EngineEvent;
+use crate::engine::lifecycle::approvals::{self as lc_approvals, Answer};
+use crate::engine::lifecycle::driver::{self, Driven, Op, Stopped};
+use crate::engine::lifecycle::{Engine, Observer, RunError};
+use crate::output::progress::Spinner;
+use crate::output::{Column, Element, Exit, Level, Report};
+
+/// `plan execute` arguments.
+#[derive(Debug, Args)]
+pub struct ExecuteArgs {
+    /// Print events as JSON Lines while the plan runs, then the envelope as the last line
+    #[arg(long)]
+    pub stream: bool,
+    /// Plan id or unique prefix
+    pub plan: String,
+}
+
+/// `plan apply` arguments.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// Apply without asking for confirmation
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Leave the changes in the working tree instead of committing them
+    #[arg(long)]
+    pub no_commit: bool,
+    /// Print events as JSON Lines, then the envelope as the last line
+    #[arg(long)]
+    pub stream: bool,
+    /// Plan id or unique prefix
+    pub plan: String,
+}
+
+/// `plan cancel` arguments.
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// Why the plan is cancelled
+    #[arg(short, long, value_name = "REASON")]
+    pub reason: Option<String>,
+    /// Plan id or unique prefix
+    pub plan: String,
+}
+
+/// `plan approvals` arguments.
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    /// Only this plan's approvals (id or unique prefix)
+    pub plan: Option<String>,
+}
+
+/// `plan decide` arguments.
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// Choose option N (1-based, as listed by `plan approvals`)
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "guidance",
+        required_unless_present = "guidance"
+    )]
+    pub option: Option<usize>,
+    /// Answer with guidance instead of an option
+    #[arg(long, value_name = "TEXT")]
+    pub guidance: Option<String>,
+    /// Print events as JSON Lines, then the envelope as the last line
+    #[arg(long)]
+    pub stream: bool,
+    /// Approval id (apr_...)
+    pub approval: String,
+}
+
+/// `plan reject` arguments.
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    /// Why (recorded; at a decision, the actor decides again with it as guidance)
+    #[arg(long, value_name = "TEXT", required = true)]
+    pub reason: String,
+    /// Approval id (apr_...)
+    pub approval: String,
+}
+
+/// `plan prompt` arguments.
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    /// Print events as JSON Lines, then the envelope as the last line
+    #[arg(long)]
+    pub stream: bool,
+    /// Plan id or unique prefix
+    pub plan: String,
+    /// Guidance for the plan's actors
+    pub text: String,
+}
+
+/// What the CLI shows while the engine drives a plan: streamed events, a spinner, Ctrl-C.
+struct CliObserver {
+    stream: bool,
+    spinner: Spinner,
+    guard: Guard,
+}
+
+fn describe(e: &EngineEvent) -> String {
+    let kind = e.kind.as_str().replace('_', " ");
+    match e.data.get("step").and_then(Value::as_str) {
+        Some(step) => format!("{kind}: {step}"),
+        None => kind,
+    }
+}
+
+impl Observer for CliObserver {
+    fn event(&self, event: &EngineEvent) {
+        if self.stream {
+            let _ = crate::output::stream_line(event);
+        } else {
+            self.spinner.set_message(&describe(event));
+        }
+    }
+
+    fn progress(&self, message: &str) {
+        self.spinner.set_message(message);
+    }
+
+    fn interrupted(&self) -> bool {
+        self.guard.interrupted()
+    }
+}
+
+/// An engine for this command, with an observer that streams events (`stream`) or shows a
+/// spinner (rich), and turns Ctrl-C into a clean stop.
+///
+/// # Errors
+/// Store and config errors.
+pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<Engine, CliError> {
+    let store = ctx.store()?;
+    let providers = ctx.config()?.providers();
+    let observer = CliObserver {
+        stream,
+        spinner: if stream {
+            Spinner::start(crate::output::Format::Plain, &ctx.terminal, message)
+        } else {
+            Spinner::start(ctx.format, &ctx.terminal, message)
+        },
+        guard: Guard::new(),
+    };
+    Ok(Engine::new(
+        store,
+        ctx.paths.clone(),
+        providers,
+        Box::new(observer),
+    )?)
+}
+
+fn resolve_plan(engine: &Engine, input: &str) -> Result<Id, CliError> {
+    Ok(engine.store().resolve_plan_id(input)??)
+}
+
+fn approval_data(a: &Approval) -> Value {
+    json!({
+        "approval_id": a.approval_id,
+        "plan_id": a.plan_id.to_string(),
+        "kind": a.kind,
+        "status": a.status,
+        "summary": a.summary,
+        "options": a.options,
+        "context": a.context,
+        "answer_command": a.answer_command,
+        "created_at": a.created_at.to_string(),
+    })
+}
+
+/// Turns the result of driving into the command's report or its exit-3 / error result.
+///
+/// # Errors
+/// `NEEDS_APPROVAL` (exit 3) at a gate or pending decision; `PLAN_ERRORED`; `CANCELLED`;
+/// `INTERRUPTED` (exit 130); `CONFLICT` when the lease was lost.
+pub(crate) fn driven_report(
+    ctx: &Context,
+    command: &str,
+    driven: Driven,
+) -> Result<Report, CliError> {
+    let p = &driven.plan;
+    let id = p.plan_id.to_string();
+    let mut data = Value::Object(p.as_cli_dict());
+    data["stopped"] = json!(driven.stopped);
+    data["events"] = json!(driven.events.len());
+    let needs = |approvals: &[Approval], what: String| {
+        let first = &approvals[0];
+        let mut err = CliError::new("NEEDS_APPROVAL", what)
+            .detail(format!(
+                "plan {id} is at {}/{}; approval {} ({}): {}",
+                p.phase(),
+                p.state(),
+                first.approval_id,
+                first.kind,
+                first.summary
+            ))
+            .exit(Exit::NeedsHuman);
+        for a in approvals {
+            err = err.hint(ctx.rewrite(&a.answer_command));
+        }
+        if approvals
+            .iter()
+            .any(|a| a.kind == crate::engine::domain::approval::ApprovalKind::PhaseGate)
+        {
+            err =
+                err.hint(ctx.suggest(&format!("plan reject {} --reason TEXT", first.approval_id)));
+        }
+        let mut d = data.clone();
+        d["approval"] = approval_data(first);
+        d["approvals"] = json!(approvals.iter().map(approval_data).collect::<Vec<_>>());
+        err.data(d)
+    };
+    match &driven.stopped {
+        Stopped::Gate { approval } => Err(needs(
+            std::slice::from_ref(approval),
+            format!(
+                "plan {id} waits for approval {}: {}",
+                approval.approval_id, approval.summary
+            ),
+        )),
+        Stopped::Decisions { approvals } => Err(needs(
+            approvals,
+            format!(
+                "plan {id} waits for {} decision{}: {}",
+                approvals.len(),
+                if approvals.len() == 1 { "" } else { "s" },
+                approvals[0].summary
+            ),
+        )),
+        Stopped::Errored { code, message } => Err(CliError::new(
+            "PLAN_ERRORED",
+            format!("plan {id} errored in {}: {message}", p.phase()),
+        )
+        .detail(format!(
+            "error code {code}; the plan is at {}/errored and can be resumed",
+            p.phase()
+        ))
+        .hint(ctx.suggest(&format!("plan errors {id}")))
+        .hint(ctx.suggest(&format!("plan execute {id}")))
+        .hint(ctx.suggest(&format!("plan prompt {id} \"GUIDANCE\"")))
+        .hint(ctx.suggest(&format!("plan cancel {id}")))
+        .data(data)),
+        Stopped::Cancelled { reason } => Err(CliError::new(
+            "CANCELLED",
+            format!(
+                "plan {id} was cancelled{}",
+                reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ),
+        )
+        .detail("the sandbox is kept")
+        .hint(ctx.suggest(&format!("plan status {id}")))
+        .data(data)),
+        Stopped::Interrupted => Err(super::interrupt::cancelled()
+            .detail(format!(
+                "plan {id} is at {}/{} and can be resumed",
+                p.phase(),
+                p.state()
+            ))
+            .hint(ctx.suggest(&format!("plan execute {id}")))
+            .data(data)),
+        Stopped::LeaseLost => Err(CliError::new(
+            "CONFLICT",
+            format!("plan {id} was taken over by another process while this one ran it"),
+        )
+        .hint(ctx.suggest(&format!("plan status {id}")))),
+        Stopped::NothingToDo { next } => {
+            data["next"] = json!(ctx.rewrite(next));
+            Ok(Report::ok(
+                command,
+                data,
+                format!("Plan {id}: Execute is complete; nothing to do"),
+            )
+            .with(plan_panel(p))
+            .with(Element::List {
+                title: "Next Steps".into(),
+                items: vec![ctx.rewrite(next)],
+            }))
+        }
+        Stopped::Applied => {
+            let summary = p
+                .validation_summary
+                .as_ref()
+                .and_then(|v| v.get("apply_summary"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            data["apply_summary"] = summary.clone();
+            let mut report =
+                Report::ok(command, data, format!("Plan {id} applied")).with(plan_panel(p));
+            if let Some(resources) = summary["resources"].as_array() {
+                report = report.with(Element::Table {
+                    title: "Applied".into(),
+                    columns: ["Resource", "Files", "Lines", "Commit"]
+                        .map(Column::left)
+                        .into(),
+                    rows: resources
+                        .iter()
+                        .map(|r| {
+                            vec![
+                                r["resource"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_string()
+                                    .into(),
+                                r["files"].as_array().map_or(0, Vec::len).to_string().into(),
+                                format!("+{} -{}", r["additions"], r["deletions"]).into(),
+                                r["commit"]
+                                    .as_str()
+                                    .map(|c| c[..12.min(c.len())].to_string())
+                                    .unwrap_or_else(|| "(not committed)".into())
+                                    .into(),
+                            ]
+                        })
+                        .collect(),
+                    empty: "Nothing to apply: the plan changed no file.".into(),
+                });
+            }
+            Ok(report.message(Level::Info, "git hooks were not run"))
+        }
+    }
+}
+
+/// The plan panel shown after driving.
+pub(crate) fn plan_panel(p: &Plan) -> Element {
+    Element::panel(
+        "Plan",
+        [
+            ("Plan ID", view::id(p.plan_id.to_string())),
+            ("Phase", p.phase().as_str().into()),
+            ("State", p.state().as_str().into()),
+            ("Action", view::id(p.action_name.clone())),
+            ("Attempt", p.status.attempt.to_string().into()),
+        ],
+    )
+}
+
+/// `plan execute PLAN`.
+///
+/// # Errors
+/// See [`driven_report`]; `CONFLICT` for plans in apply, applied or cancelled, or driven by
+/// another process.
+pub fn execute(ctx: &Context, a: &ExecuteArgs) -> Result<Report, CliError> {
+    let mut engine = engine(ctx, a.stream, "Running plan")?;
+    let id = resolve_plan(&engine, &a.plan)?;
+    let driven = driver::drive(&mut engine, &id, Op::Execute)?;
+    driven_report(ctx, "plan execute", driven)
+}
+
+/// `plan apply PLAN`.
+///
+/// # Errors
+/// `NEEDS_APPROVAL` (exit 3) without a terminal and without `--yes`; `ABORTED` when declined;
+/// see [`driven_report`].
+pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
+    let mut engine = engine(ctx, a.stream, "Applying plan")?;
+    let id = resolve_plan(&engine, &a.plan)?;
+    engine.recover(&id)?;
+    let plan = engine.plan(&id)?;
+    if !matches!(
+        (plan.phase(), plan.state()),
+        (
+            crate::engine::domain::Phase::Execute,
+            crate::engine::domain::ProcessingState::Complete
+        ) | (
+            crate::engine::domain::Phase::Apply,
+            crate::engine::domain::ProcessingState::Queued
+                | crate::engine::domain::ProcessingState::Errored
+        )
+    ) {
+        // Let the driver name what is wrong (CONFLICT with hints).
+        let driven = driver::drive(
+            &mut engine,
+            &id,
+            Op::Apply {
+                no_commit: a.no_commit,
+            },
+        )?;
+        return driven_report(ctx, "plan apply", driven);
+    }
+    let preview = crate::engine::lifecycle::apply::preview(&engine, &plan)?;
+    let files: usize = preview.iter().map(|p| p.files.len()).sum();
+    let added: u64 = preview
+        .iter()
+        .flat_map(|p| p.files.iter().map(|f| f.2))
+        .sum();
+    let removed: u64 = preview
+        .iter()
+        .flat_map(|p| p.files.iter().map(|f| f.3))
+        .sum();
+    if !a.yes && ctx.terminal.stdin_tty {
+        let mut text = format!("Changes of plan {id}: {files} file(s), +{added} -{removed}\n");
+        for p in &preview {
+            for (status, path, plus, minus) in &p.files {
+                text.push_str(&format!(
+                    "  {status} {path} (+{plus} -{minus}) [{}]\n",
+                    p.resource
+                ));
+            }
+        }
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    }
+    super::confirm::confirm(
+        &format!("Apply changes for plan {id}?"),
+        a.yes,
+        &ctx.terminal,
+        &ctx.suggest(&format!("plan apply --yes {id}")),
+    )
+    .map_err(|mut e| {
+        if e.data.is_object() {
+            e.data["changes"] = json!(preview);
+            e.data["files"] = json!(files);
+        }
+        e
+    })?;
+    let driven = driver::drive(
+        &mut engine,
+        &id,
+        Op::Apply {
+            no_commit: a.no_commit,
+        },
+    )?;
+    driven_report(ctx, "plan apply", driven)
+}
+
+/// `plan cancel [-r REASON] PLAN`.
+///
+/// # Errors
+/// `CONFLICT` for applied or cancelled plans.
+pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
+    let mut engine = engine(ctx, false, "Cancelling plan")?;
+    let id = resolve_plan(&engine, &a.plan)?;
+    let before = crate::engine::lease::holder(engine.store(), &id)?;
+    let plan = driver::cancel(
+        &mut engine,
+        &id,
+        a.reason.as_deref(),
+        Duration::from_secs(5),
+    )?;
+    let cancelled = plan.state() == crate::engine::domain::ProcessingState::Cancelled;
+    let data = json!({
+        "plan": Value::Object(plan.as_cli_dict()),
+        "cancelled": cancelled,
+        "reason": a.reason,
+        "was_running_in": before.as_ref().map(|l| json!({"pid": l.pid, "host": l.host, "kind": l.kind})),
+    });
+    if !cancelled {
+        return Err(CliError::new(
+            "CONFLICT",
+            format!("cancellation of plan {id} was requested, but its driver has not stopped yet"),
+        )
+        .detail("the plan's driver stops at its next step, model turn or tool call")
+        .hint(ctx.suggest(&format!("plan status {id}")))
+        .data(data));
+    }
+    let mut report =
+        Report::ok("plan cancel", data, format!("Plan {id} cancelled")).with(plan_panel(&plan));
+    if let Some(l) = before {
+        report = report.message(
+            Level::Info,
+            format!(
+                "the plan was running in pid {} ({}); it stopped",
+                l.pid, l.kind
+            ),
+        );
+    }
+    Ok(report.message(Level::Info, "the sandbox is kept"))
+}
+
+/// `plan approvals [PLAN]`.
+///
+/// # Errors
+/// Unknown plans; store errors.
+pub fn approvals(ctx: &Context, a: &ApprovalsArgs) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let plan = a
+        .plan
+        .as_deref()
+        .map(|p| store.resolve_plan_id(p))
+        .transpose()?
+        .transpose()?;
+    let pending = store.pending_approvals(plan.as_ref())?;
+    let n = pending.len();
+    let rows = pending
+        .iter()
+        .map(|a| {
+            vec![
+                view::id(a.approval_id.clone()),
+                view::id(view::short(&a.plan_id.to_string())),
+                a.kind.as_str().into(),
+                a.summary.clone().into(),
+                if a.options.len() > 1 {
+                    a.options
+                        .iter()
+                        .enumerate()
+                        .map(|(i, o)| format!("{}. {o}", i + 1))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                } else {
+                    String::new()
+                }
+                .into(),
+                ctx.rewrite(&a.answer_command).into(),
+            ]
+        })
+        .collect();
+    Ok(Report::ok(
+        "plan approvals",
+        json!({"approvals": pending.iter().map(approval_data).collect::<Vec<_>>()}),
+        format!("{n} pending approval{}", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
+        title: "Pending Approvals".into(),
+        columns: ["ID", "Plan", "Kind", "Summary", "Options", "Answer With"]
+            .map(Column::left)
+            .into(),
+        rows,
+        empty: "Nothing waits for a human.".into(),
+    }))
+}
+
+fn answer_report(
+    ctx: &Context,
+    command: &str,
+    mut engine: Engine,
+    approval_id: &str,
+    answer: Answer,
+) -> Result<Report, CliError> {
+    let answered = lc_approvals::answer(&mut engine, approval_id, answer)?;
+    let plan_id = answered.approval.plan_id;
+    if answered.resume {
+        let driven = driver::drive(&mut engine, &plan_id, Op::Continue);
+        match driven {
+            Ok(d) => {
+                return driven_report(ctx, command, d).map(|r| {
+                    r.message(Level::Info, format!("{}: {}", approval_id, answered.effect))
+                });
+            }
+            Err(RunError::NotYetSupported(what)) => {
+                let plan = engine.plan(&plan_id)?;
+                return Ok(Report::ok(
+                    command,
+                    json!({"approval": approval_data(&answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
+                    format!("Answered {approval_id}; {what}: not yet supported"),
+                )
+                .with(plan_panel(&plan)));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let plan = engine.plan(&plan_id)?;
+    Ok(Report::ok(
+        command,
+        json!({"approval": approval_data(&answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
+        format!("Answered {approval_id}: {}", answered.effect),
+    )
+    .with(plan_panel(&plan)))
+}
+
+/// `plan decide APR (--option N | --guidance TEXT)`.
+///
+/// # Errors
+/// Unknown or resolved approvals, options out of range, see [`driven_report`].
+pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
+    let engine = engine(ctx, a.stream, "Answering approval")?;
+    let answer = match (&a.option, &a.guidance) {
+        (Some(n), _) => Answer::Option(*n),
+        (None, Some(g)) if !g.trim().is_empty() => Answer::Guidance(g.trim().to_string()),
+        _ => {
+            return Err(CliError::invalid_input("--guidance cannot be empty")
+                .hint(ctx.suggest(&format!("plan decide {} --option 1", a.approval))));
+        }
+    };
+    answer_report(ctx, "plan decide", engine, &a.approval, answer)
+}
+
+/// `plan reject APR --reason TEXT`.
+///
+/// # Errors
+/// Unknown or resolved approvals; see [`driven_report`].
+pub fn reject(ctx: &Context, a: &RejectArgs) -> Result<Report, CliError> {
+    if a.reason.trim().is_empty() {
+        return Err(CliError::invalid_input("--reason cannot be empty"));
+    }
+    let engine = engine(ctx, false, "Rejecting")?;
+    answer_report(
+        ctx,
+        "plan reject",
+        engine,
+        &a.approval,
+        Answer::Reject(a.reason.trim().to_string()),
+    )
+}
+
+/// `plan prompt PLAN TEXT`: guidance as a `user_intervention` decision; an errored or waiting
+/// plan resumes with it.
+///
+/// # Errors
+/// `CONFLICT` for applied or cancelled plans; see [`driven_report`].
+pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
+    if a.text.trim().is_empty() {
+        return Err(CliError::invalid_input("TEXT cannot be empty"));
+    }
+    let mut engine = engine(ctx, a.stream, "Resuming plan")?;
+    let id = resolve_plan(&engine, &a.plan)?;
+    let prompted = lc_approvals::prompt(&mut engine, &id, a.text.trim())?;
+    let note = prompted
+        .answered
+        .as_ref()
+        .map(|apr| format!("answered {apr} with the guidance"));
+    if !prompted.resume {
+        let plan = engine.plan(&id)?;
+        let mut r = Report::ok(
+            "plan prompt",
+            json!({"plan": Value::Object(plan.as_cli_dict()), "guidance": a.text.trim(), "resumed": false}),
+            format!("Guidance recorded for plan {id}; the next actor run follows it"),
+        )
+        .with(plan_panel(&plan));
+        if let Some(n) = note {
+            r = r.message(Level::Info, n);
+        }
+        return Ok(r);
+    }
+    let driven = driver::drive(&mut engine, &id, Op::Execute)?;
+    driven_report(ctx, "plan prompt", driven).map(|r| match note {
+        Some(n) => r.message(Level::Info, n),
+        None => r,
+    })
+}
+
+/// `plan errors PLAN`: error history, retry history (from events) and recovery suggestions.
+///
+/// # Errors
+/// Unknown plans; store errors.
+pub fn errors(ctx: &Context, input: &str) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let id = store.resolve_plan_id(input)??;
+    let plan = store
+        .plan(&id)?
+        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;
+    let errors = crate::engine::lifecycle::report::errors(&store, &id)?;
+    let recovery_decisions: Vec<Value> = store
+        .decisions(&id)?
+        .into_iter()
+        .filter(|d| {
+            matches!(
+                d.decision_type,
+                crate::engine::domain::decision::DecisionType::ErrorRecovery
+                    | crate::engine::domain::decision::DecisionType::UserIntervention
+            )
+        })
+        .map(|d| {
+            json!({
+                "decision_id": d.decision_id.to_string(),
+                "decision_type": d.decision_type,
+                "chosen_option": d.chosen_option,
+                "created_at": d.created_at.to_string(),
+            })
+        })
+        .collect();
+    let current_code = plan.error_code.clone();
+    let hints: Vec<String> = current_code
+        .as_deref()
+        .filter(|_| plan.state() == crate::engine::domain::ProcessingState::Errored)
+        .map(|c| {
+            crate::engine::lifecycle::report::recovery_hints(c, &id)
+                .into_iter()
+                .map(|h| ctx.rewrite(&h))
+                .collect()
+        })
+        .unwrap_or_default();
+    let n = errors.len();
+    let data = json!({
+        "plan_id": id.to_string(),
+        "phase": plan.phase(),
+        "state": plan.state(),
+        "error_code": plan.error_code,
+        "error_message": plan.error_message,
+        "errors": errors,
+        "retries": n.saturating_sub(1),
+        "recovery_decisions": recovery_decisions,
+        "suggestions": hints,
+    });
+    let mut report = Report::ok(
+        "plan errors",
+        data,
+        format!(
+            "{n} error{} recorded for plan {id}",
+            if n == 1 { "" } else { "s" }
+        ),
+    )
+    .with(Element::Table {
+        title: "Errors".into(),
+        columns: ["When", "Phase", "Code", "Message"]
+            .map(Column::left)
+            .into(),
+        rows: errors
+            .iter()
+            .map(|e| {
+                vec![
+                    view::time(&e.at).into(),
+                    e.phase.as_str().unwrap_or_default().to_string().into(),
+                    e.code.clone().into(),
+                    e.message.clone().into(),
+                ]
+            })
+            .collect(),
+        empty: "No errors.".into(),
+    });
+    if !recovery_decisions.is_empty() {
+        report = report.with(Element::List {
+            title: "Guidance and Recovery Decisions".into(),
+            items: recovery_decisions
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {}: {}",
+                        d["created_at"].as_str().unwrap_or_default(),
+                        d["decision_type"].as_str().unwrap_or_default(),
+                        d["chosen_option"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect(),
+        });
+    }
+    if !hints.is_empty() {
+        report = report.with(Element::List {
+            title: "Recovery Suggestions".into(),
+            items: hints,
+        });
+    }
+    Ok(report)
+}

@@ -1,0 +1,221 @@
+//! `builtin/checklist-strategist` (actors issue item 4): the offline strategist. It turns the
+//! action's `script` steps, or else the items of the definition of done, into ordered
+//! decisions: one step each, with dependencies from `depends-on` (default: the step before).
+//! No model is called, so the result depends only on the plan.
+
+use serde_json::{Value, json};
+
+use crate::engine::actors::prompts::{DecisionDraft, StepDraft};
+use crate::engine::registry::actions::ScriptStep;
+
+/// Where a checklist came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The action's `script`.
+    Script,
+    /// The items of the definition of done.
+    DefinitionOfDone,
+}
+
+/// A checklist: the drafts in order, and for each the script step it came from (as JSON, for
+/// the script executor) when the source is the script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checklist {
+    /// Where it came from.
+    pub source: Source,
+    /// One draft per step.
+    pub drafts: Vec<DecisionDraft>,
+    /// The script step of each draft (same order), `None` for definition-of-done items.
+    pub script_steps: Vec<Option<Value>>,
+}
+
+/// The items of a definition of done: one per non-empty line, without list markers
+/// (`-`, `*`, `+`, `1.`, `1)`, `[ ]`, `[x]`).
+pub fn done_items(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| {
+            let mut t = l.trim();
+            for marker in ["- ", "* ", "+ "] {
+                if let Some(rest) = t.strip_prefix(marker) {
+                    t = rest.trim_start();
+                }
+            }
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            if digits > 0
+                && let Some(rest) = t[digits..]
+                    .strip_prefix(". ")
+                    .or_else(|| t[digits..].strip_prefix(") "))
+            {
+                t = rest.trim_start();
+            }
+            for box_ in ["[ ] ", "[x] ", "[X] "] {
+                if let Some(rest) = t.strip_prefix(box_) {
+                    t = rest.trim_start();
+                }
+            }
+            t.to_string()
+        })
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+fn describe(step: &ScriptStep) -> String {
+    if let Some(cmd) = &step.run {
+        format!("run `{cmd}`")
+    } else if let Some(tool) = &step.tool {
+        let args = step
+            .args
+            .as_ref()
+            .map(|a| Value::Object(a.clone()).to_string())
+            .unwrap_or_else(|| "{}".into());
+        format!("call tool {tool} with {args}")
+    } else if let Some(spawn) = &step.spawn {
+        format!("spawn a child plan of {}", spawn.action)
+    } else {
+        "nothing".into()
+    }
+}
+
+/// Builds the checklist of a plan: from `script` when it has steps, else from the definition
+/// of done (or the description when there is no definition of done).
+pub fn build(
+    script: Option<&[ScriptStep]>,
+    definition_of_done: &str,
+    description: &str,
+) -> Checklist {
+    if let Some(steps) = script.filter(|s| !s.is_empty()) {
+        let mut drafts = Vec::new();
+        let mut raw = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            let depends_on = match &step.depends_on {
+                Some(d) => d.clone(),
+                None if i > 0 => vec![steps[i - 1].name.clone()],
+                None => Vec::new(),
+            };
+            let is_spawn = step.spawn.is_some();
+            drafts.push(DecisionDraft {
+                key: step.name.clone(),
+                decision_type: if is_spawn {
+                    "subplan_spawn".into()
+                } else {
+                    "implementation_choice".into()
+                },
+                question: format!("Script step {} of {}: {}", i + 1, steps.len(), step.name),
+                chosen_option: describe(step),
+                alternatives_considered: Vec::new(),
+                confidence_score: Some(1.0),
+                rationale: "the action's script lists this step; builtin/checklist-strategist follows the script as written".into(),
+                parent: None,
+                depends_on,
+                step: Some(StepDraft {
+                    instructions: describe(step),
+                    expected_outputs: Vec::new(),
+                }),
+            });
+            raw.push(Some(json!(step)));
+        }
+        return Checklist {
+            source: Source::Script,
+            drafts,
+            script_steps: raw,
+        };
+    }
+    let mut items = done_items(definition_of_done);
+    if items.is_empty() && !description.trim().is_empty() {
+        items.push(description.trim().to_string());
+    }
+    let n = items.len();
+    let drafts = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| DecisionDraft {
+            key: format!("item-{}", i + 1),
+            decision_type: "implementation_choice".into(),
+            question: format!("Definition of done item {} of {n}", i + 1),
+            chosen_option: item.clone(),
+            alternatives_considered: Vec::new(),
+            confidence_score: Some(1.0),
+            rationale: "the action has no script; builtin/checklist-strategist makes each item of the definition of done one step".into(),
+            parent: None,
+            depends_on: if i > 0 {
+                vec![format!("item-{i}")]
+            } else {
+                Vec::new()
+            },
+            step: Some(StepDraft {
+                instructions: item.clone(),
+                expected_outputs: Vec::new(),
+            }),
+        })
+        .collect();
+    Checklist {
+        source: Source::DefinitionOfDone,
+        drafts,
+        script_steps: vec![None; n],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(name: &str, run: &str, depends: Option<&[&str]>) -> ScriptStep {
+        ScriptStep {
+            name: name.into(),
+            run: Some(run.into()),
+            tool: None,
+            args: None,
+            spawn: None,
+            depends_on: depends.map(|d| d.iter().map(|s| s.to_string()).collect()),
+            parallel_group: None,
+        }
+    }
+
+    #[test]
+    fn script_steps_become_one_decision_each_depending_on_the_step_before_by_default() {
+        let steps = [
+            step("fmt", "cargo fmt", None),
+            step("gen", "make gen", None),
+            step("docs", "make docs", Some(&["fmt"])),
+        ];
+        let c = build(Some(&steps), "done", "desc");
+        assert_eq!(c.source, Source::Script);
+        let keys: Vec<&str> = c.drafts.iter().map(|d| d.key.as_str()).collect();
+        assert_eq!(keys, ["fmt", "gen", "docs"]);
+        assert!(c.drafts[0].depends_on.is_empty());
+        assert_eq!(c.drafts[1].depends_on, ["fmt"]);
+        assert_eq!(
+            c.drafts[2].depends_on,
+            ["fmt"],
+            "depends-on replaces the default"
+        );
+        assert_eq!(c.drafts[0].chosen_option, "run `cargo fmt`");
+        assert_eq!(c.script_steps[2].as_ref().unwrap()["run"], "make docs");
+        assert!(
+            c.drafts
+                .iter()
+                .all(|d| d.alternatives_considered.is_empty())
+        );
+    }
+
+    #[test]
+    fn without_a_script_each_definition_of_done_item_is_a_step() {
+        let c = build(
+            None,
+            "- tests pass\n\n2. docs updated\n* [x] changelog entry\n",
+            "d",
+        );
+        assert_eq!(c.source, Source::DefinitionOfDone);
+        let items: Vec<&str> = c.drafts.iter().map(|d| d.chosen_option.as_str()).collect();
+        assert_eq!(items, ["tests pass", "docs updated", "changelog entry"]);
+        assert_eq!(c.drafts[2].depends_on, ["item-2"]);
+        assert!(c.script_steps.iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn an_empty_definition_of_done_falls_back_to_the_description() {
+        let c = build(Some(&[]), "  ", "Format the code");
+        assert_eq!(c.drafts.len(), 1);
+        assert_eq!(c.drafts[0].chosen_option, "Format the code");
+    }
+}

@@ -1,0 +1,162 @@
+//! Running a model actor for a plan: resolve the actor reference to a provider client and its
+//! prompt and limits, run the tool-calling loop with cancellation (Ctrl-C, `plan cancel`, a
+//! lost lease) checked every 200 ms, and record every model call for accounting.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Engine;
+use crate::engine::actors::accounting::{self, CallContext};
+use crate::engine::actors::prompts::{self, Role};
+use crate::engine::actors::providers::{ModelRef, ProviderClient};
+use crate::engine::actors::runtime::{self, ActorRun, Limits, RunRequest, ToolHost};
+use crate::engine::domain::Id;
+use crate::engine::lease;
+use crate::engine::registry::actors::{self as actor_registry, ActorRef, ActorType};
+use crate::engine::store::Store;
+
+/// A model actor ready to run.
+pub(crate) struct ModelActor {
+    /// The reference as stored on the plan.
+    pub name: String,
+    /// The client.
+    pub client: ProviderClient,
+    /// The system prompt template (the actor's own, else the role's).
+    pub template: String,
+    /// Limits.
+    pub limits: Limits,
+    /// Temperature from the actor's options.
+    pub temperature: Option<f32>,
+    /// Max tokens per response.
+    pub max_tokens: Option<u32>,
+}
+
+/// Resolves `name` to a model actor for `role`. Built-in offline actors are not model actors.
+///
+/// # Errors
+/// A message saying why the actor cannot run (unknown, graph actor, missing key, ...).
+pub(crate) fn resolve(engine: &Engine, name: &str, role: Role) -> Result<ModelActor, String> {
+    let resolved = actor_registry::resolve(engine.store(), engine.providers(), name)
+        .map_err(|e| e.to_string())?;
+    let (model, own_prompt, limits, temperature, max_tokens) = match resolved {
+        ActorRef::Provider { name, .. } => (name, None, Limits::default(), None, None),
+        ActorRef::Custom { actor } => {
+            let def = actor.definition;
+            if def.actor_type == ActorType::Graph {
+                return Err(format!(
+                    "actor {} is a graph actor; running graph actors is not yet supported",
+                    actor.name
+                ));
+            }
+            let model = def
+                .model
+                .ok_or_else(|| format!("actor {} has no model", actor.name))?;
+            let mut limits = Limits::default();
+            if let Some(t) = def.limits.max_turns {
+                limits.max_turns = t;
+            }
+            limits.token_budget = def.limits.max_tokens;
+            (
+                model,
+                def.system_prompt,
+                limits,
+                def.options.temperature.map(|t| t as f32),
+                def.options.max_tokens,
+            )
+        }
+        ActorRef::Builtin { name, .. } => {
+            return Err(format!(
+                "{name} is an offline built-in actor, not a model actor"
+            ));
+        }
+    };
+    let model_ref = ModelRef::parse(&model).map_err(|e| e.to_string())?;
+    let client = ProviderClient::connect(
+        engine.providers(),
+        &model_ref,
+        engine.env(),
+        engine.client_options().clone(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(ModelActor {
+        name: name.to_string(),
+        client,
+        template: prompts::role_template(role, own_prompt.as_deref()).to_string(),
+        limits,
+        temperature,
+        max_tokens,
+    })
+}
+
+/// Runs `actor` with `tools` for a plan, cancelling the run when the user interrupts, the
+/// plan's cancellation is requested or its lease is lost; records the model calls under
+/// `decision` (if any). Returns the run, or the error message when it could not start.
+///
+/// # Errors
+/// A message when the prompt does not render or the async runtime cannot start.
+pub(crate) fn run<H: ToolHost>(
+    engine: &mut Engine,
+    plan_id: &Id,
+    decision: Option<&Id>,
+    actor: &ModelActor,
+    context: serde_json::Value,
+    prompt: String,
+    tools: &H,
+) -> Result<ActorRun, String> {
+    let request = RunRequest {
+        system_template: Some(actor.template.clone()),
+        context,
+        prompt,
+        max_tokens: actor.max_tokens,
+        temperature: actor.temperature,
+        stream: true,
+        limits: actor.limits,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let cancel = CancellationToken::new();
+    let done = CancellationToken::new();
+    let db = engine.store().path().to_path_buf();
+    let observer = engine.observer();
+    let watcher = async {
+        let watch_store = Store::open(&db).ok();
+        loop {
+            tokio::select! {
+                () = done.cancelled() => break,
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+            let requested = watch_store
+                .as_ref()
+                .is_some_and(|s| lease::cancel_requested(s, plan_id).unwrap_or(false));
+            if requested || observer.interrupted() {
+                cancel.cancel();
+                break;
+            }
+        }
+    };
+    let (result, ()) = rt.block_on(async {
+        tokio::join!(
+            async {
+                let r = runtime::run_actor(&actor.client, &request, tools, &cancel, &|_| {}).await;
+                done.cancel();
+                r
+            },
+            watcher
+        )
+    });
+    let run = result.map_err(|e| e.to_string())?;
+    let ctx = CallContext {
+        run_id: Id::generate(),
+        plan_id: Some(*plan_id),
+        decision_id: decision.map(Id::to_string),
+        actor: actor.name.clone(),
+    };
+    let rows = accounting::call_rows(&ctx, actor.client.provider(), &run);
+    if let Err(e) = engine.store_mut().record_model_calls(&rows) {
+        tracing::warn!(error = %e, "model calls could not be recorded");
+    }
+    Ok(run)
+}

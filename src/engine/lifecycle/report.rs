@@ -1,0 +1,150 @@
+//! What `plan status` and `plan errors` show beyond the plan row (lifecycle issue item 9,
+//! plan-executor seed "error recovery"): who runs the plan, why it waits, its steps, its
+//! pending approvals, tokens and cost, its errors with retry history and recovery hints.
+
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::gates::{Gates, NOT_YET_SUPPORTED};
+use crate::engine::domain::approval::Approval;
+use crate::engine::domain::decision::DecisionType;
+use crate::engine::domain::{Id, Plan};
+use crate::engine::events::{self, EventKind};
+use crate::engine::lease::{self, Lease};
+use crate::engine::store::lifecycle_run::PlanStep;
+use crate::engine::store::model_calls::UsageRollup;
+use crate::engine::store::{Store, StoreError};
+
+/// One error of a plan, from its `plan_errored` events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorEntry {
+    /// Event sequence.
+    pub seq: i64,
+    /// When it happened.
+    pub at: Timestamp,
+    /// The phase it happened in.
+    pub phase: Value,
+    /// Error code.
+    pub code: String,
+    /// What failed.
+    pub message: String,
+    /// Details (actor, step, output).
+    pub details: Value,
+}
+
+/// A plan's status beyond its row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The live lease (who runs it now), if any.
+    pub running_in: Option<Lease>,
+    /// Why it is in its state (`interrupted`, `awaiting_decision`, `cancelled`, ...).
+    pub state_reason: Option<String>,
+    /// Whether cancellation was requested.
+    pub cancel_requested: bool,
+    /// Pending approvals.
+    pub approvals: Vec<Approval>,
+    /// Execute's steps.
+    pub steps: Vec<PlanStep>,
+    /// Current decisions (not superseded).
+    pub decisions: usize,
+    /// Superseded decisions kept for audit.
+    pub superseded_decisions: usize,
+    /// Tokens and cost of every model call of the plan.
+    pub usage: UsageRollup,
+    /// Errors, oldest first.
+    pub errors: Vec<ErrorEntry>,
+    /// Profile flags this milestone does not act on, and what happens instead.
+    pub not_yet_supported: Vec<(String, String)>,
+    /// The frozen flags.
+    pub gates: Gates,
+}
+
+/// The errors of a plan, oldest first.
+///
+/// # Errors
+/// [`StoreError`].
+pub fn errors(store: &Store, plan_id: &Id) -> Result<Vec<ErrorEntry>, StoreError> {
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let batch = events::after(store, after, Some(plan_id), 500)?;
+        let Some(last) = batch.last() else { break };
+        after = last.seq;
+        for e in batch.iter().filter(|e| e.kind == EventKind::PlanErrored) {
+            out.push(ErrorEntry {
+                seq: e.seq,
+                at: e.ts,
+                phase: e.data["phase"].clone(),
+                code: e.data["code"].as_str().unwrap_or_default().to_string(),
+                message: e.data["message"].as_str().unwrap_or_default().to_string(),
+                details: e.data["details"].clone(),
+            });
+        }
+        if batch.len() < 500 {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// What a user can do about an error with this code.
+pub fn recovery_hints(code: &str, plan_id: &Id) -> Vec<String> {
+    let retry = format!("agents plan execute {plan_id}");
+    let prompt = format!("agents plan prompt {plan_id} \"GUIDANCE\"");
+    let cancel = format!("agents plan cancel {plan_id}");
+    match code {
+        "ACTOR_UNAVAILABLE" => vec![
+            "check the actor: agents actor list (and that its provider's API key is set)".into(),
+            retry,
+            cancel,
+        ],
+        "TRANSIENT_FAILURE" => vec![
+            format!("retry (the provider failed transiently): {retry}"),
+            cancel,
+        ],
+        "ACTOR_FAILED" | "NO_STRATEGY" => vec![
+            format!("give the actor guidance and resume: {prompt}"),
+            format!("retry as is: {retry}"),
+            cancel,
+        ],
+        "STEP_FAILED" | "VALIDATION_FAILED" => vec![
+            format!("inspect the step's output: agents plan errors {plan_id}"),
+            format!("give guidance and resume from the start of the failed step: {prompt}"),
+            format!("retry the step: {retry}"),
+            cancel,
+        ],
+        _ => vec![retry, prompt, cancel],
+    }
+}
+
+/// A plan's status beyond its row.
+///
+/// # Errors
+/// [`StoreError`].
+pub fn status(store: &Store, plan: &Plan) -> Result<Status, StoreError> {
+    let id = &plan.plan_id;
+    let running_in =
+        lease::holder(store, id)?.filter(|l| !l.is_stale(Timestamp::now(), &lease::host_name()));
+    let decisions = store.decisions(id)?;
+    let current = decisions
+        .iter()
+        .filter(|d| d.is_current() && d.decision_type != DecisionType::UserIntervention)
+        .count();
+    Ok(Status {
+        running_in,
+        state_reason: store.plan_state_reason(id)?,
+        cancel_requested: lease::cancel_requested(store, id)?,
+        approvals: store.pending_approvals(Some(id))?,
+        steps: store.plan_steps(id)?,
+        decisions: current,
+        superseded_decisions: decisions.iter().filter(|d| !d.is_current()).count(),
+        usage: store.usage_for_plan(id)?,
+        errors: errors(store, id)?,
+        not_yet_supported: NOT_YET_SUPPORTED
+            .iter()
+            .map(|(f, w)| ((*f).to_string(), (*w).to_string()))
+            .collect(),
+        gates: Gates::of(plan),
+    })
+}

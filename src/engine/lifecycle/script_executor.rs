@@ -1,0 +1,155 @@
+//! `builtin/script-executor` (actors issue item 4): performs each script step as written, in
+//! the plan's sandboxes, through the tool runner: `run:` as `shell_execute`, `tool:` with
+//! `args:` as that tool. `spawn:` (child plans) is not yet supported and says so. No model is
+//! called.
+
+use serde_json::{Value, json};
+
+use crate::engine::domain::Id;
+use crate::engine::registry::actions::ScriptStep;
+use crate::engine::tools::runner::{CallRequest, Policy, RunnerError, ToolRunner};
+
+/// How one step ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepEnd {
+    /// It did what it says.
+    Done {
+        /// A short record of what it produced (command output, tool result).
+        output: Value,
+    },
+    /// It failed; the message says why.
+    Failed {
+        /// Error code (`STEP_FAILED`, `NOT_SUPPORTED`).
+        code: String,
+        /// What failed.
+        message: String,
+        /// What it produced.
+        output: Value,
+    },
+    /// The plan was cancelled or interrupted while it ran.
+    Stopped,
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+/// Runs one script step (its JSON as stored in the decision's context snapshot).
+///
+/// # Errors
+/// [`RunnerError`] when the runner itself fails (database, sandbox creation).
+pub fn run_step(
+    runner: &mut ToolRunner<'_>,
+    plan_id: &Id,
+    policy: &Policy,
+    step: Option<&Value>,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<StepEnd, RunnerError> {
+    let Some(raw) = step else {
+        return Ok(StepEnd::Failed {
+            code: "NOT_SUPPORTED".into(),
+            message: "builtin/script-executor can only run an action's script steps, and this step is an item of the definition of done; give the action a `script` or use a model execution actor".into(),
+            output: Value::Null,
+        });
+    };
+    let step: ScriptStep = match serde_json::from_value(raw.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(StepEnd::Failed {
+                code: "STEP_FAILED".into(),
+                message: format!("the stored script step cannot be read: {e}"),
+                output: raw.clone(),
+            });
+        }
+    };
+    if let Some(spawn) = &step.spawn {
+        return Ok(StepEnd::Failed {
+            code: "NOT_SUPPORTED".into(),
+            message: format!(
+                "step {} spawns a child plan of {}: child plans are not yet supported",
+                step.name, spawn.action
+            ),
+            output: Value::Null,
+        });
+    }
+    let request = if let Some(cmd) = &step.run {
+        CallRequest {
+            tool: "shell_execute".into(),
+            arguments: json!({"command": cmd}),
+            parent_skill: None,
+            resource: None,
+        }
+    } else if let Some(tool) = &step.tool {
+        CallRequest {
+            tool: tool.clone(),
+            arguments: Value::Object(step.args.clone().unwrap_or_default()),
+            parent_skill: None,
+            resource: None,
+        }
+    } else {
+        return Ok(StepEnd::Failed {
+            code: "STEP_FAILED".into(),
+            message: format!("step {} has nothing to run", step.name),
+            output: Value::Null,
+        });
+    };
+    let call = runner.call(plan_id, policy, request)?;
+    if cancelled() {
+        return Ok(StepEnd::Stopped);
+    }
+    let record = &call.record;
+    match call.result {
+        Err(e) => Ok(StepEnd::Failed {
+            code: "STEP_FAILED".into(),
+            message: format!("step {}: {} failed: {e}", step.name, record.tool),
+            output: json!({"tool": record.tool, "call_seq": record.seq, "error": e.to_string()}),
+        }),
+        Ok(result) if step.run.is_some() => {
+            let exit = result["exit_code"].as_i64();
+            let output = json!({
+                "tool": "shell_execute",
+                "call_seq": record.seq,
+                "exit_code": exit,
+                "timed_out": result["timed_out"],
+                "stdout": clip(result["stdout"].as_str().unwrap_or_default(), 4000),
+                "stderr": clip(result["stderr"].as_str().unwrap_or_default(), 4000),
+                "files_changed": result["files_changed"],
+            });
+            if result["cancelled"] == json!(true) {
+                return Ok(StepEnd::Stopped);
+            }
+            if exit == Some(0) && result["timed_out"] != json!(true) {
+                Ok(StepEnd::Done { output })
+            } else {
+                let why = if result["timed_out"] == json!(true) {
+                    "timed out".to_string()
+                } else {
+                    match exit {
+                        Some(code) => format!("exited with status {code}"),
+                        None => "was killed by a signal".to_string(),
+                    }
+                };
+                Ok(StepEnd::Failed {
+                    code: "STEP_FAILED".into(),
+                    message: format!(
+                        "step {}: `{}` {why}: {}",
+                        step.name,
+                        step.run.as_deref().unwrap_or_default(),
+                        clip(result["stderr"].as_str().unwrap_or_default().trim(), 400)
+                    ),
+                    output,
+                })
+            }
+        }
+        Ok(result) => Ok(StepEnd::Done {
+            output: json!({"tool": record.tool, "call_seq": record.seq, "result": result, "changes": call.changes.len()}),
+        }),
+    }
+}

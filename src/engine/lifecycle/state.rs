@@ -1,0 +1,124 @@
+//! Every state change of a plan, with its event, in one transaction (lifecycle issue item 1).
+//!
+//! Callers mutate a loaded [`Plan`] (checking the move with the domain's
+//! [`PlanStatus`](crate::engine::domain::PlanStatus) rules), then [`commit`] saves it, appends
+//! the event and runs any extra statements (decisions, approvals, steps) before one commit.
+
+use jiff::Timestamp;
+use rusqlite::{Transaction, TransactionBehavior};
+use serde_json::{Value, json};
+
+use super::RunError;
+use crate::engine::domain::approval::ApprovalStatus;
+use crate::engine::domain::{Plan, ProcessingState};
+use crate::engine::events::{self, EventKind};
+use crate::engine::store::lifecycle_run::{save_plan, set_state_reason};
+use crate::engine::store::{Store, StoreError, approvals};
+
+/// Saves `plan` (touching `updated_at`), appends one event of `kind` with `data`, runs
+/// `extra`, and commits, all in one immediate transaction. Returns the event's sequence.
+///
+/// # Errors
+/// [`StoreError`]; nothing is written then.
+pub(crate) fn commit(
+    store: &mut Store,
+    plan: &mut Plan,
+    kind: EventKind,
+    data: Value,
+    extra: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
+) -> Result<i64, StoreError> {
+    plan.updated_at = Timestamp::now();
+    let tx = store
+        .conn_mut()
+        .transaction_with_behavior(TransactionBehavior::Immediate)?;
+    save_plan(&tx, plan)?;
+    extra(&tx)?;
+    let seq = events::append(&tx, Some(&plan.plan_id), kind, &data)?;
+    tx.commit()?;
+    Ok(seq)
+}
+
+/// Checks a within-phase state change against the domain rules.
+///
+/// # Errors
+/// [`RunError::WrongState`].
+pub(crate) fn set_state(plan: &mut Plan, to: ProcessingState) -> Result<(), RunError> {
+    plan.status.set_state(to).map_err(|e| RunError::WrongState {
+        phase: plan.phase(),
+        state: plan.state(),
+        message: e.to_string(),
+        hints: Vec::new(),
+    })
+}
+
+/// Moves a plan to (phase, errored) with an error code and message, an `errored` approval
+/// answered by `answer_command`, and a `plan_errored` event.
+///
+/// # Errors
+/// [`RunError`].
+pub(crate) fn errored(
+    store: &mut Store,
+    plan: &mut Plan,
+    code: &str,
+    message: &str,
+    details: Value,
+    answer_command: &str,
+) -> Result<String, RunError> {
+    set_state(plan, ProcessingState::Errored)?;
+    plan.error_code = Some(code.to_string());
+    plan.error_message = Some(message.to_string());
+    let mut approval = crate::engine::domain::approval::Approval::new(
+        plan.plan_id,
+        crate::engine::domain::approval::ApprovalKind::Errored,
+        format!("{} errored: {message}", plan.phase()),
+        answer_command,
+        Timestamp::now(),
+    );
+    approval.options = vec!["retry".into(), "cancel".into()];
+    approval.context =
+        json!({"phase": plan.phase(), "code": code, "message": message, "details": details});
+    let id = approval.approval_id.clone();
+    let data = json!({
+        "phase": plan.phase(),
+        "state": plan.state(),
+        "code": code,
+        "message": message,
+        "details": details,
+        "approval_id": id,
+    });
+    commit(store, plan, EventKind::PlanErrored, data, |tx| {
+        approvals::insert_in(tx, &approval)
+    })?;
+    Ok(id)
+}
+
+/// Resolves every pending approval of the plan of `kind` (all kinds when `None`) with
+/// `status`, inside a transaction.
+///
+/// # Errors
+/// [`StoreError`].
+pub(crate) fn resolve_pending(
+    tx: &Transaction<'_>,
+    plan: &Plan,
+    kind: Option<&str>,
+    status: ApprovalStatus,
+    answer: &Value,
+) -> Result<Vec<String>, StoreError> {
+    let ids = approvals::pending_ids_in(tx, &plan.plan_id, kind)?;
+    for id in &ids {
+        approvals::resolve_in(tx, id, status, answer)?;
+    }
+    Ok(ids)
+}
+
+/// Records the plan's state reason (`interrupted`, `awaiting_decision`; `None` clears it).
+///
+/// # Errors
+/// [`StoreError`].
+pub(crate) fn reason(
+    tx: &Transaction<'_>,
+    plan: &Plan,
+    why: Option<&str>,
+) -> Result<(), StoreError> {
+    set_state_reason(tx, &plan.plan_id, why)
+}

@@ -1,0 +1,340 @@
+//! Project validations (spec section 13, lifecycle issue items 4 and 8): each target project's
+//! validation commands, run with their timeouts and their output captured, in the plan's
+//! sandboxes (the last step of Execute) or in a directory holding the merged tree (Apply).
+//! Required failures block; informational ones are recorded.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{Engine, RunError};
+use crate::engine::domain::{Id, Plan};
+use crate::engine::registry::projects::Validation;
+use crate::engine::sandbox::Sandboxes;
+use crate::engine::sandbox::checkpoint::{self, CheckpointRequest};
+use crate::engine::sandbox::confined::SandboxFs;
+use crate::engine::sandbox::landlock::{self, Confinement};
+use crate::engine::tools::{ShellSettings, ToolContext};
+
+/// Bytes of output kept per stream.
+pub const OUTPUT_KEPT: usize = 8 * 1024;
+
+/// One validation's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// `val_...`.
+    pub validation_id: String,
+    /// Its project.
+    pub project: String,
+    /// The resource it ran on.
+    pub resource: String,
+    /// The command.
+    pub command: String,
+    /// Whether a failure blocks.
+    pub required: bool,
+    /// Whether it passed.
+    pub passed: bool,
+    /// `passed`, `exit N`, `timed out after S s`, `could not run: ...`.
+    pub result: String,
+    /// Exit code, if it exited.
+    pub exit_code: Option<i64>,
+    /// stdout, shortened.
+    pub stdout: String,
+    /// stderr, shortened.
+    pub stderr: String,
+    /// Wall time in milliseconds.
+    pub duration_ms: u64,
+}
+
+fn clip(text: &str) -> String {
+    if text.len() <= OUTPUT_KEPT {
+        return text.to_string();
+    }
+    let mut end = OUTPUT_KEPT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+/// Every validation of the plan's target projects with the resource it runs on: its own
+/// `--resource`, else the project's first sandboxable resource.
+fn planned(engine: &Engine, plan: &Plan) -> Result<Vec<(Validation, String)>, RunError> {
+    let bases = engine.store().plan_bases(&plan.plan_id)?;
+    let mut out = Vec::new();
+    for pid in engine.store().plan_project_ids(&plan.plan_id)? {
+        let Ok(project_id) = pid.parse::<Id>() else {
+            continue;
+        };
+        let Some(project) = engine.store().project_by_id(&pid)? else {
+            continue;
+        };
+        for v in engine.store().validations(&project_id)? {
+            let resource = v
+                .resource
+                .clone()
+                .filter(|r| bases.iter().any(|b| &b.resource_name == r))
+                .or_else(|| {
+                    bases
+                        .iter()
+                        .find(|b| b.project_name == project.name)
+                        .map(|b| b.resource_name.clone())
+                });
+            if let Some(r) = resource {
+                out.push((v, r));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether any validation runs on `resource`.
+///
+/// # Errors
+/// Store errors.
+pub fn any_for(engine: &Engine, plan: &Plan, resource: &str) -> Result<bool, RunError> {
+    Ok(planned(engine, plan)?.iter().any(|(_, r)| r == resource))
+}
+
+fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> Outcome {
+    let exit = result["exit_code"].as_i64();
+    let timed_out = result["timed_out"] == json!(true);
+    let passed = exit == Some(0) && !timed_out;
+    Outcome {
+        validation_id: v.validation_id.clone(),
+        project: v.project.clone(),
+        resource: resource.to_string(),
+        command: v.command.clone(),
+        required: v.required,
+        passed,
+        result: if passed {
+            "passed".into()
+        } else if timed_out {
+            format!("timed out after {} s", v.timeout_secs)
+        } else {
+            match exit {
+                Some(c) => format!("exit {c}"),
+                None => "killed by a signal".into(),
+            }
+        },
+        exit_code: exit,
+        stdout: clip(result["stdout"].as_str().unwrap_or_default()),
+        stderr: clip(result["stderr"].as_str().unwrap_or_default()),
+        duration_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+/// Runs the validations in the plan's sandboxes (creating a sandbox that does not exist yet:
+/// it then holds the base). What they write is rolled back afterwards: validations never
+/// change the plan's result.
+///
+/// # Errors
+/// Sandbox and store errors; a validation that fails or cannot start is an [`Outcome`].
+pub fn run_in_sandboxes(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan: &Plan,
+) -> Result<Vec<Outcome>, RunError> {
+    let list = planned(engine, plan)?;
+    if list.is_empty() {
+        return Ok(Vec::new());
+    }
+    for (_, resource) in &list {
+        sandboxes.ensure(engine.store_mut(), &plan.plan_id, resource)?;
+    }
+    let before = checkpoint::create(
+        engine.store_mut(),
+        sandboxes,
+        &plan.plan_id,
+        &CheckpointRequest {
+            step: Some("validations".into()),
+            label: "validations".into(),
+            reuse_if_unchanged: true,
+            ..Default::default()
+        },
+    )?;
+    let (home, cache, tmp) = sandboxes.plan_home(&plan.plan_id)?;
+    let shell_tool = crate::engine::tools::shell::tool();
+    let mut out = Vec::new();
+    for (v, resource) in &list {
+        let Some(sb) = sandboxes.existing(engine.store(), &plan.plan_id, resource)? else {
+            continue;
+        };
+        let started = Instant::now();
+        let settings = ShellSettings {
+            home: home.clone(),
+            cache: cache.clone(),
+            tmp: tmp.clone(),
+            policy: Default::default(),
+            cancel: None,
+        };
+        let result = {
+            let _lock = sb.lock()?;
+            let fs = SandboxFs::open(sb.work_dir(), &[])
+                .map_err(|e| RunError::Sandbox(e.to_string()))?;
+            let mut ctx = ToolContext {
+                sandbox: &sb,
+                fs: &fs,
+                shell: &settings,
+                changes: Vec::new(),
+            };
+            shell_tool.execute(
+                &mut ctx,
+                json!({"command": v.command, "timeout_secs": v.timeout_secs.clamp(1, 3600)}),
+            )
+        };
+        out.push(match result {
+            Ok(r) => outcome(v, resource, &r, started),
+            Err(e) => Outcome {
+                validation_id: v.validation_id.clone(),
+                project: v.project.clone(),
+                resource: resource.clone(),
+                command: v.command.clone(),
+                required: v.required,
+                passed: false,
+                result: format!("could not run: {e}"),
+                exit_code: None,
+                stdout: String::new(),
+                stderr: String::new(),
+                duration_ms: started.elapsed().as_millis() as u64,
+            },
+        });
+    }
+    if let Some(cp) = before {
+        for sb in sandboxes.active(engine.store(), &plan.plan_id)? {
+            if let Some(state) = cp
+                .states
+                .iter()
+                .find(|s| s.sandbox_id == sb.record.sandbox_id)
+            {
+                let _lock = sb.lock()?;
+                let commit = git2::Oid::from_str(&state.commit_oid)
+                    .map_err(|e| RunError::Sandbox(e.to_string()))?;
+                checkpoint::restore(&sb, commit)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the validations whose resource is `resource` in `dir` (a checkout of the merged tree),
+/// kernel-confined to writing beneath `dir` and `tmp`, with their timeouts.
+///
+/// # Errors
+/// Store errors; a validation that fails or cannot start is an [`Outcome`].
+pub fn run_in_dir(
+    engine: &Engine,
+    plan: &Plan,
+    resource: &str,
+    dir: &Path,
+    tmp: &Path,
+) -> Result<Vec<Outcome>, RunError> {
+    let mut out = Vec::new();
+    for (v, r) in planned(engine, plan)? {
+        if r != resource {
+            continue;
+        }
+        let started = Instant::now();
+        let result = run_command(
+            &v.command,
+            dir,
+            tmp,
+            Duration::from_secs(v.timeout_secs.clamp(1, 3600)),
+        );
+        out.push(match result {
+            Ok(r) => outcome(&v, resource, &r, started),
+            Err(e) => Outcome {
+                validation_id: v.validation_id.clone(),
+                project: v.project.clone(),
+                resource: resource.to_string(),
+                command: v.command.clone(),
+                required: v.required,
+                passed: false,
+                result: format!("could not run: {e}"),
+                exit_code: None,
+                stdout: String::new(),
+                stderr: String::new(),
+                duration_ms: started.elapsed().as_millis() as u64,
+            },
+        });
+    }
+    Ok(out)
+}
+
+fn run_command(command: &str, dir: &Path, tmp: &Path, timeout: Duration) -> Result<Value, String> {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var("PATH")
+                .unwrap_or_else(|_| crate::engine::tools::shell::DEFAULT_PATH.into()),
+        )
+        .env(
+            "LANG",
+            std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
+        )
+        .env("HOME", tmp)
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = if landlock::probe().enforced(false) {
+        landlock::spawn(
+            cmd,
+            &Confinement {
+                writable: vec![dir.to_path_buf(), tmp.to_path_buf()],
+                allow_network: false,
+            },
+        )
+        .map_err(|e| e.to_string())?
+    } else {
+        cmd.spawn()
+            .map_err(|e| format!("cannot start /bin/sh: {e}"))?
+    };
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out_t = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stdout.read_to_end(&mut b);
+        b
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stderr.read_to_end(&mut b);
+        b
+    });
+    let started = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break Some(s);
+        }
+        if started.elapsed() >= timeout {
+            timed_out = true;
+            if let Some(pid) = i32::try_from(child.id())
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+            break child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stdout = out_t.join().unwrap_or_default();
+    let stderr = err_t.join().unwrap_or_default();
+    Ok(json!({
+        "exit_code": status.and_then(|s| s.code()),
+        "timed_out": timed_out,
+        "stdout": String::from_utf8_lossy(&stdout),
+        "stderr": String::from_utf8_lossy(&stderr),
+    }))
+}

@@ -1,0 +1,647 @@
+//! The lifecycle engine driven through the real binary on real git repositories: gates per
+//! automation profile, decisions and approvals, leases, cancellation, streaming.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{Env, db_file, git_repo};
+
+/// An action whose steps write files in the sandbox.
+pub const SCRIPT_ACTION: &str = r#"name: local/notes
+description: Write release notes for {{ version }}
+definition-of-done: NOTES.md names version {{ version }}
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+invariants:
+  - Never rewrite git history
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: write
+    run: printf 'Release {{ version }}\n' > NOTES.md
+  - name: extend
+    run: printf 'More\n' >> NOTES.md
+  - name: readme
+    depends-on: [write]
+    run: printf 'see NOTES.md\n' >> README
+"#;
+
+/// A registered git checkout `local/repo` in project `local/app`, and the action above.
+pub struct Setup {
+    pub env: Env,
+    pub repo: PathBuf,
+}
+
+pub fn setup() -> Setup {
+    setup_with(SCRIPT_ACTION)
+}
+
+pub fn setup_with(action: &str) -> Setup {
+    let env = Env::new();
+    let repo = git_repo(env.root(), "repo");
+    let ok = |args: &[&str]| {
+        let (doc, code) = env.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+        doc
+    };
+    ok(&[
+        "resource",
+        "add",
+        "git-checkout",
+        "local/repo",
+        "--path",
+        repo.to_str().unwrap(),
+    ]);
+    ok(&[
+        "project",
+        "create",
+        "--resource",
+        "local/repo",
+        "--invariant",
+        "Keep the public API stable",
+        "app",
+    ]);
+    let file = env.root().join("action.yaml");
+    std::fs::write(&file, action).unwrap();
+    ok(&[
+        "action",
+        "create",
+        "--available",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    Setup { env, repo }
+}
+
+/// `plan use local/notes app --arg version=1.2 --automation-profile PROFILE`: (doc, exit).
+pub fn use_plan(s: &Setup, profile: &str) -> (Value, i32, String) {
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--arg",
+        "version=1.2",
+        "--automation-profile",
+        profile,
+    ]);
+    let id = doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
+        .to_string();
+    (doc, code, id)
+}
+
+fn store(env: &Env) -> cleveragents::engine::store::Store {
+    cleveragents::engine::store::Store::open(&db_file(env)).unwrap()
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn manual_plans_wait_for_plan_execute_and_stop_at_the_execute_gate() {
+    let s = setup();
+    let (doc, code, id) = use_plan(&s, "manual");
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        (&doc["data"]["phase"], &doc["data"]["state"]),
+        (&json!("strategize"), &json!("queued"))
+    );
+    assert_eq!(doc["data"]["approval"]["kind"], "phase_gate");
+    assert!(
+        doc["data"]["next"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("plan execute {id}"))
+    );
+    let (list, _) = s.env.json(&["plan", "approvals", &id]);
+    assert_eq!(list["data"]["approvals"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        list["data"]["approvals"][0]["context"]["gate"],
+        "strategize"
+    );
+
+    // `plan execute` answers the strategize gate, runs Strategize, and stops at the next gate
+    // (manual: auto_execute is false) with exit 3 naming the approval and its command.
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["status"], "needs_approval");
+    assert_eq!(doc["error"]["code"], "NEEDS_APPROVAL");
+    assert_eq!(
+        (&doc["data"]["phase"], &doc["data"]["state"]),
+        (&json!("strategize"), &json!("complete"))
+    );
+    let apr = doc["data"]["approval"]["approval_id"].as_str().unwrap();
+    assert!(apr.starts_with("apr_"));
+    assert!(doc["error"]["message"].as_str().unwrap().contains(apr));
+    assert!(
+        doc["error"]["suggestions"][0]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("plan execute {id}"))
+    );
+    let (list, _) = s.env.json(&["plan", "approvals"]);
+    let pending = list["data"]["approvals"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "the strategize gate was resolved");
+    assert_eq!(pending[0]["context"]["gate"], "execute");
+    let st = store(&s.env);
+    let all = st.approvals_of(&id.parse().unwrap()).unwrap();
+    assert_eq!(all[0].status.as_str(), "approved");
+}
+
+#[test]
+fn strategize_records_the_root_the_invariants_and_one_decision_per_script_step() {
+    use cleveragents::engine::domain::decision::DecisionType;
+    let s = setup();
+    let (_, code, id) = use_plan(&s, "supervised");
+    assert_eq!(code, 3);
+    let st = store(&s.env);
+    let plan_id = id.parse().unwrap();
+    let plan = st.plan(&plan_id).unwrap().unwrap();
+    let decisions = st.decisions(&plan_id).unwrap();
+    let root = &decisions[0];
+    assert_eq!(root.decision_type, DecisionType::PromptDefinition);
+    assert_eq!(root.chosen_option, "Write release notes for 1.2");
+    assert_eq!(plan.decision_root_id, Some(root.decision_id));
+    assert!(root.context_snapshot["hash"].is_string());
+    let invariants: Vec<_> = decisions
+        .iter()
+        .filter(|d| d.decision_type == DecisionType::InvariantEnforced)
+        .collect();
+    let texts: Vec<&str> = invariants
+        .iter()
+        .map(|d| d.chosen_option.as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        ["Keep the public API stable", "Never rewrite git history"],
+        "one per effective invariant"
+    );
+    let steps: Vec<_> = decisions.iter().filter(|d| d.step.is_some()).collect();
+    assert_eq!(steps.len(), 3);
+    assert_eq!(
+        steps[0].chosen_option,
+        "run `printf 'Release 1.2\\n' > NOTES.md`"
+    );
+    for d in invariants.iter().chain(steps.iter()) {
+        assert_eq!(d.parent_decision_id, Some(root.decision_id));
+    }
+    let deps = |d: &cleveragents::engine::domain::decision::Decision| {
+        let mut v = st.dependencies_of(&d.decision_id).unwrap();
+        v.sort();
+        v
+    };
+    let mut base = vec![
+        root.decision_id,
+        invariants[0].decision_id,
+        invariants[1].decision_id,
+    ];
+    base.sort();
+    assert_eq!(deps(steps[0]), base);
+    let mut second = base.clone();
+    second.push(steps[0].decision_id);
+    second.sort();
+    assert_eq!(deps(steps[1]), second, "default: the step before");
+    assert_eq!(deps(steps[2]), second, "depends-on: write");
+    assert_eq!(
+        steps[0].context_snapshot["script_step"]["name"], "write",
+        "the script executor finds its step in the snapshot"
+    );
+}
+
+#[test]
+fn supervised_plan_use_runs_strategize_and_exits_3_at_the_execute_gate() {
+    let s = setup();
+    let (doc, code, _) = use_plan(&s, "supervised");
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["data"]["state"], "complete");
+    assert_eq!(doc["data"]["approval"]["context"]["gate"], "execute");
+    assert_eq!(doc["data"]["profile_source"], "plan");
+}
+
+#[test]
+fn a_headless_command_at_a_gate_exits_3_without_reading_stdin() {
+    let s = setup();
+    let (_, _, id) = use_plan(&s, "manual");
+    // stdin is a pipe that stays open and idle: the command must not wait on it.
+    let mut child = s
+        .env
+        .command(&["--format", "json", "plan", "execute", &id])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stdin = child.stdin.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("plan execute hung at a gate with stdin open");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(3));
+}
+
+#[test]
+fn streamed_events_follow_the_seed_order_and_a_follower_sees_the_same_sequence() {
+    use cleveragents::engine::events;
+    let s = setup();
+    let (_, _, id) = use_plan(&s, "manual");
+    let plan_id: cleveragents::engine::domain::Id = id.parse().unwrap();
+    let reader = store(&s.env);
+    let start = events::last_seq(&reader).unwrap();
+    let mut follower = events::Follower::new(start, Some(plan_id));
+    let out = s.env.run(&["plan", "execute", "--stream", &id]);
+    assert_eq!(out.status.code(), Some(3));
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    let (envelope, streamed) = lines.split_last().unwrap();
+    assert_eq!(envelope["command"], "plan execute");
+    assert_eq!(envelope["exit_code"], 3);
+    for e in streamed {
+        let keys: Vec<&String> = e.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["seq", "ts", "plan_id", "type", "data"]);
+    }
+    let seen = kinds(streamed);
+    let seed: Vec<&str> = seen
+        .iter()
+        .map(String::as_str)
+        .filter(|k| k.starts_with("strategize_") || k.starts_with("execute_"))
+        .collect();
+    assert_eq!(
+        seed,
+        [
+            "strategize_started",
+            "strategize_decisions",
+            "strategize_complete"
+        ]
+    );
+    assert_eq!(seen.last().unwrap(), "approval_requested");
+    let followed: Vec<(i64, String)> = follower
+        .poll(&reader)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.seq, e.kind.as_str().to_string()))
+        .collect();
+    let streamed_pairs: Vec<(i64, String)> = streamed
+        .iter()
+        .map(|e| {
+            (
+                e["seq"].as_i64().unwrap(),
+                e["type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        followed, streamed_pairs,
+        "the follower sees the same sequence"
+    );
+}
+
+fn insert_lease(env: &Env, plan: &str, pid: u32) {
+    let conn = rusqlite::Connection::open(db_file(env)).unwrap();
+    let now = jiff::Timestamp::now().to_string();
+    conn.execute(
+        "INSERT INTO plan_leases VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
+        rusqlite::params![plan, pid, cleveragents::engine::lease::host_name(), now],
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_second_process_cannot_drive_a_plan_another_live_process_holds() {
+    let s = setup();
+    let (_, _, id) = use_plan(&s, "manual");
+    let mut owner = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    insert_lease(&s.env, &id, owner.id());
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "CONFLICT");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("plan is being run by pid {}", owner.id())),
+        "{message}"
+    );
+    // Reading is fine while another process drives it.
+    let (status, code) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(code, 0);
+    assert_eq!(status["data"]["running_in"]["pid"], owner.id());
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    // Its owner gone, the lease is stale and the next command takes over.
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+}
+
+#[test]
+fn cancelling_a_plan_nobody_runs_is_immediate_and_final() {
+    let s = setup();
+    let (_, _, id) = use_plan(&s, "supervised");
+    let (doc, code) = s.env.json(&["plan", "cancel", "-r", "wrong approach", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["cancelled"], true);
+    assert_eq!(doc["data"]["plan"]["state"], "cancelled");
+    let (list, _) = s.env.json(&["plan", "approvals", &id]);
+    assert!(
+        list["data"]["approvals"].as_array().unwrap().is_empty(),
+        "withdrawn"
+    );
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!((code, doc["error"]["code"].as_str()), (1, Some("CONFLICT")));
+    let (doc, code) = s.env.json(&["plan", "cancel", &id]);
+    assert_eq!((code, doc["error"]["code"].as_str()), (1, Some("CONFLICT")));
+    let (list, _) = s.env.json(&["plan", "list", "--state", "cancelled"]);
+    assert_eq!(list["data"]["plans"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn rejecting_a_gate_keeps_the_plan_complete_and_records_the_reason() {
+    let s = setup();
+    let (doc, _, id) = use_plan(&s, "supervised");
+    let apr = doc["data"]["approval"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (doc, code) = s.env.json(&["plan", "decide", &apr, "--option", "1"]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT")),
+        "{doc:#}"
+    );
+    let (doc, code) = s.env.json(&["plan", "reject", &apr, "--reason", "not now"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["approval"]["status"], "rejected");
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(status["data"]["state"], "complete");
+    assert_eq!(status["data"]["state_reason"], "gate_rejected");
+    let (doc, code) = s.env.json(&["plan", "reject", &apr, "--reason", "again"]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT"))
+    );
+}
+
+fn scripted_env(s: &Setup, server: &ProviderServer, kind: &str) {
+    let base = if kind == "openai" {
+        server.openai_base()
+    } else {
+        server.anthropic_base()
+    };
+    std::fs::create_dir_all(s.env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &s.env.config_path,
+        format!(
+            "[providers.scripted]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"SCRIPTED_API_KEY\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn run_keyed(env: &Env, args: &[&str]) -> (Value, i32) {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = env
+        .command(&all)
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    (doc, out.status.code().unwrap())
+}
+
+fn tree_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            out.extend(tree_bytes(&p));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_model_strategist_cannot_write_and_its_open_choices_wait_for_a_human() {
+    for kind in ["openai", "anthropic"] {
+        let decision = r#"{"key":"d1","decision_type":"implementation_choice","question":"Where do the notes go?","chosen_option":"NOTES.md","alternatives_considered":["CHANGELOG.md"],"confidence_score":0.7,"rationale":"short","step":{"instructions":"write NOTES.md"}}"#;
+        let server = ProviderServer::start(vec![
+            Turn::tools(
+                "",
+                &[("write_file", r#"{"path":"NOTES.md","content":"x"}"#)],
+                (10, 5),
+            ),
+            Turn::tools("", &[("record_decision", decision)], (10, 5)),
+            Turn::tools(
+                "",
+                &[("finish_strategy", r#"{"summary":"one step"}"#)],
+                (10, 5),
+            ),
+        ]);
+        let s = setup();
+        scripted_env(&s, &server, kind);
+        let before = tree_bytes(&s.repo);
+        let (doc, code) = run_keyed(
+            &s.env,
+            &[
+                "plan",
+                "use",
+                "--strategy-actor",
+                "scripted/m",
+                "local/notes",
+                "app",
+                "--arg",
+                "version=1.2",
+            ],
+        );
+        assert_eq!(code, 0, "{doc:#}");
+        let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+        // manual: auto_decisions_strategize is false, so the two-option decision waits.
+        let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+        assert_eq!(code, 3, "{kind}: {doc:#}");
+        let apr = doc["data"]["approval"]["approval_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(doc["data"]["approval"]["kind"], "decision");
+        assert_eq!(
+            doc["data"]["approval"]["options"],
+            json!(["NOTES.md", "CHANGELOG.md"])
+        );
+        let st = store(&s.env);
+        let plan_id = id.parse().unwrap();
+        let root = &st.decisions(&plan_id).unwrap()[0];
+        let refused = &root.context_snapshot["strategist"]["refused_tool_calls"];
+        assert_eq!(
+            refused[0]["tool"], "write_file",
+            "{kind}: refused and recorded"
+        );
+        assert_eq!(tree_bytes(&s.repo), before, "nothing was written");
+        assert!(
+            !s.env.data_dir.join("sandboxes").join(&id).exists(),
+            "strategize creates no sandbox"
+        );
+        // Choosing option 2 records it and Strategize completes; then the execute gate.
+        let (doc, code) = run_keyed(&s.env, &["plan", "decide", &apr, "--option", "2"]);
+        assert_eq!(code, 3, "{doc:#}");
+        assert_eq!(doc["data"]["approval"]["context"]["gate"], "execute");
+        let chosen = st
+            .decisions(&plan_id)
+            .unwrap()
+            .into_iter()
+            .find(|d| d.step.is_some())
+            .unwrap();
+        assert_eq!(chosen.chosen_option, "CHANGELOG.md");
+        assert_eq!(chosen.alternatives_considered, ["NOTES.md"]);
+        let usage = st.usage_for_plan(&plan_id).unwrap();
+        assert_eq!(usage.calls, 3);
+    }
+}
+
+#[test]
+fn a_model_execution_actor_writes_through_the_tool_runner_and_the_plan_applies() {
+    for kind in ["openai", "anthropic"] {
+        let server = ProviderServer::start(vec![
+            Turn::tools(
+                "",
+                &[(
+                    "write_file",
+                    r#"{"path":"NOTES.md","content":"Release 1.2\n"}"#,
+                )],
+                (20, 10),
+            ),
+            Turn::text("Wrote NOTES.md.", (30, 5)),
+        ]);
+        let s = setup_with(
+            "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n",
+        );
+        scripted_env(&s, &server, kind);
+        let (doc, code) = run_keyed(
+            &s.env,
+            &[
+                "plan",
+                "use",
+                "--execution-actor",
+                "scripted/m",
+                "--automation-profile",
+                "trusted",
+                "local/notes",
+                "app",
+                "--arg",
+                "version=1.2",
+            ],
+        );
+        assert_eq!(code, 3, "{kind}: {doc:#}");
+        assert_eq!(
+            doc["data"]["approval"]["context"]["gate"], "apply",
+            "{doc:#}"
+        );
+        let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+        let st = store(&s.env);
+        let plan_id = id.parse().unwrap();
+        let calls = st.tool_calls(&plan_id).unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            (calls[0].tool.as_str(), calls[0].outcome.as_str()),
+            ("write_file", "ok")
+        );
+        let usage = st.usage_for_plan(&plan_id).unwrap();
+        assert_eq!((usage.calls, usage.input_tokens), (2, 50));
+        assert!(!s.repo.join("NOTES.md").exists(), "nothing before Apply");
+        let (doc, code) = run_keyed(&s.env, &["plan", "apply", "--yes", &id]);
+        assert_eq!(code, 0, "{doc:#}");
+        assert_eq!(
+            std::fs::read_to_string(s.repo.join("NOTES.md")).unwrap(),
+            "Release 1.2\n"
+        );
+    }
+}
+
+#[test]
+fn a_failing_required_validation_goes_back_to_the_model_executor_under_auto_validation_fix() {
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[("write_file", r#"{"path":"NOTES.md","content":"Release\n"}"#)],
+            (10, 5),
+        ),
+        Turn::text("done", (10, 5)),
+        Turn::tools(
+            "",
+            &[(
+                "write_file",
+                r#"{"path":"NOTES.md","content":"Release FIXED\n"}"#,
+            )],
+            (10, 5),
+        ),
+        Turn::text("fixed", (10, 5)),
+    ]);
+    let s = setup_with(
+        "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md says FIXED\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n",
+    );
+    scripted_env(&s, &server, "openai");
+    let (doc, code) = s.env.json(&[
+        "project",
+        "validation",
+        "add",
+        "app",
+        "grep -q FIXED NOTES.md",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "trusted",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
+    assert_eq!(server.remaining(), 0, "the fix round ran");
+    let results = &doc["data"]["validation_summary"]["execute"];
+    assert_eq!(results[0]["passed"], true, "{doc:#}");
+    let st = store(&s.env);
+    let fixes = st
+        .decisions(&doc["data"]["plan_id"].as_str().unwrap().parse().unwrap())
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.decision_type.as_str() == "validation_response")
+        .count();
+    assert_eq!(fixes, 1);
+}
