@@ -434,6 +434,10 @@ impl From<PlanUseError> for CliError {
             PlanUseError::Base(_) => CliError::invalid_input(message)
                 .detail("nothing was saved")
                 .hint("make a first commit in the checkout, or link a directory resource instead"),
+            PlanUseError::UnsafeShell { .. } => CliError::new("UNSAFE_TOOL", message)
+                .detail("nothing was saved; `agents diagnostics` shows the Shell sandbox mode")
+                .hint("run on a kernel with Landlock (Linux 5.13+), or")
+                .hint("agents plan use ... --automation-profile full-auto (allows unsafe tools; review the script first)"),
             PlanUseError::Template { .. }
             | PlanUseError::NoProject
             | PlanUseError::DuplicateProject(_)

@@ -155,6 +155,31 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
     }
 }
 
+/// Warnings about the plan's git checkouts, each naming its resource.
+fn checkout_warnings(
+    store: &crate::engine::store::Store,
+    plan_id: &crate::engine::domain::id::Id,
+) -> Vec<String> {
+    let Ok(bases) = store.plan_bases(plan_id) else {
+        return Vec::new();
+    };
+    bases
+        .iter()
+        .filter(|b| b.base_commit.is_some())
+        .filter_map(|b| {
+            let pre = crate::engine::sandbox::git_sandbox::preflight(std::path::Path::new(&b.path))
+                .ok()?;
+            Some(
+                pre.warnings()
+                    .into_iter()
+                    .map(|w| format!("{}: {w}", b.resource_name))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .flatten()
+        .collect()
+}
+
 fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     let mut engine = super::plan_run::engine(ctx, a.stream, "Creating plan")?;
     let providers = ctx.config()?.providers();
@@ -173,6 +198,9 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     let c = plan_use::create(engine.store_mut(), &providers, &req)?;
     let plan_id = c.plan.plan_id;
     engine.flush(&plan_id)?;
+    // What the plan will not see of the user's checkouts (uncommitted files, submodules,
+    // filter drivers), said before anything runs.
+    let checkout_warnings = checkout_warnings(engine.store(), &plan_id);
     // The profile decides how far the new plan runs now (auto_strategize, auto_execute, ...).
     let mut not_yet = None;
     let driven = match driver::drive(&mut engine, &plan_id, Op::Continue) {
@@ -207,6 +235,9 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
                 return other
                     .map(|mut r| {
                         extra(&mut r.data);
+                        for w in &checkout_warnings {
+                            r = r.message(crate::output::Level::Warn, w.clone());
+                        }
                         r
                     })
                     .map_err(|mut e| {
@@ -259,7 +290,11 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
             c.profile.name
         ),
     };
-    let mut report = Report::ok("plan use", data, status_text).with(Element::panel(
+    let mut report = Report::ok("plan use", data, status_text);
+    for w in &checkout_warnings {
+        report = report.message(crate::output::Level::Warn, w.clone());
+    }
+    report = report.with(Element::panel(
         "Plan Created",
         [
             ("Plan ID", view::id(id.clone())),

@@ -645,3 +645,22 @@ fn a_failing_required_validation_goes_back_to_the_model_executor_under_auto_vali
         .count();
     assert_eq!(fixes, 1);
 }
+
+#[test]
+fn plan_use_warns_that_uncommitted_files_are_not_visible_to_the_plan() {
+    let s = setup();
+    std::fs::write(s.repo.join("scratch.txt"), "work in progress\n").unwrap();
+    let (doc, _, _) = use_plan(&s, "manual");
+    let warnings: Vec<&str> = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["level"] == "warn")
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.contains("local/repo")
+            && w.contains("1 uncommitted files are not visible to this plan")),
+        "{doc:#}"
+    );
+}

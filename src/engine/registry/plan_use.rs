@@ -98,6 +98,20 @@ pub enum PlanUseError {
     /// A target resource's base (HEAD commit, branch) cannot be recorded.
     #[error("{0}")]
     Base(String),
+    /// The script has `run:` steps, shell commands cannot be confined by the kernel here, and
+    /// the profile blocks unsafe tools.
+    #[error(
+        "the action runs shell commands (script step `{step}`), but shell commands cannot be confined \
+         on this machine ({why}) and profile `{profile}` blocks unsafe tools"
+    )]
+    UnsafeShell {
+        /// The first `run:` step.
+        step: String,
+        /// Why confinement is unavailable.
+        why: String,
+        /// The profile that blocks unsafe tools.
+        profile: String,
+    },
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -253,6 +267,19 @@ pub fn create(
         .map(|s| actions::render_script(s, &values))
         .transpose()
         .map_err(|(field, source)| PlanUseError::Template { field, source })?;
+    // `run:` steps need kernel confinement unless the profile allows unsafe tools.
+    if !profile.flags.allow_unsafe_tools
+        && let Some(step) = script.iter().flatten().find(|st| st.run.is_some())
+    {
+        let network = action.sandbox.as_ref().is_some_and(|sb| sb.network);
+        if crate::engine::tools::shell::capability(network).is_unsafe {
+            return Err(PlanUseError::UnsafeShell {
+                step: step.name.clone(),
+                why: crate::engine::sandbox::landlock::probe().describe(),
+                profile: profile.name.clone(),
+            });
+        }
+    }
     let mut cli_invariants = Vec::new();
     for t in &req.invariants {
         if t.trim().is_empty() {
