@@ -454,6 +454,8 @@ impl From<crate::engine::lifecycle::RunError> for CliError {
             RunError::NotFound(id) => CliError::new("NOT_FOUND", message)
                 .hint("agents plan list")
                 .data(serde_json::json!({"plan_id": id.to_string()})),
+            RunError::ResourceBusy { .. } => CliError::new("CONFLICT", message)
+                .hint("wait for the other apply to finish, then run this command again"),
             RunError::Busy { pid, host, kind } => CliError::new("CONFLICT", message)
                 .detail("another process drives this plan; it may be read but not driven until that process stops")
                 .hint("agents plan status <PLAN>")

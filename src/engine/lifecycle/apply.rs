@@ -669,6 +669,47 @@ fn fail(
     })
 }
 
+/// Takes an exclusive, non-blocking lock per target resource (a locked directory under
+/// `<data dir>/locks/apply/`, keyed by the resource's path), so two plans never write the same
+/// checkout or directory at once.
+///
+/// # Errors
+/// [`RunError::ResourceBusy`] when another process holds one; I/O errors as
+/// [`RunError::Sandbox`].
+fn lock_resources(engine: &Engine, plan_id: &Id) -> Result<Vec<fs::File>, RunError> {
+    let targets: Vec<(String, String)> = engine
+        .store()
+        .plan_bases(plan_id)?
+        .into_iter()
+        .map(|b| (b.resource_name, b.path))
+        .collect();
+    lock_paths(
+        &engine.paths().data_dir.join("locks").join("apply"),
+        &targets,
+    )
+}
+
+/// Locks one directory under `root` per `(resource name, path)`; see [`lock_resources`].
+fn lock_paths(root: &Path, targets: &[(String, String)]) -> Result<Vec<fs::File>, RunError> {
+    let mut locks = Vec::new();
+    for (name, path) in targets {
+        let dir = root.join(&sha256(path.as_bytes())[..16]);
+        let io = |e: std::io::Error| RunError::Sandbox(format!("{}: {e}", dir.display()));
+        fs::create_dir_all(&dir).map_err(io)?;
+        let handle = fs::File::open(&dir).map_err(io)?;
+        match handle.try_lock() {
+            Ok(()) => locks.push(handle),
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(RunError::ResourceBusy {
+                    resource: name.clone(),
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+    }
+    Ok(locks)
+}
+
 /// Runs Apply for a plan at (execute, complete) or (apply, queued|errored). `no_commit`
 /// writes the changes to the working tree without committing.
 ///
@@ -678,6 +719,8 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
     let started = Instant::now();
     let plan_id = plan.plan_id;
     let sbs = sandboxes(engine);
+    // One apply per resource at a time: held until this function returns.
+    let _resource_locks = lock_resources(engine, &plan_id)?;
     if plan.phase() == Phase::Execute {
         plan.status
             .advance(Phase::Apply)
@@ -961,4 +1004,30 @@ fn finish(
         tracing::warn!(error = %e, "sandboxes could not be released after apply");
     }
     Ok(Ended::Applied(summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_apply_to_the_same_resource_is_refused_while_the_first_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let targets = vec![("local/repo".to_string(), "/srv/repo".to_string())];
+        let held = lock_paths(dir.path(), &targets).unwrap();
+        match lock_paths(dir.path(), &targets) {
+            Err(RunError::ResourceBusy { resource }) => assert_eq!(resource, "local/repo"),
+            other => panic!("expected ResourceBusy, got {other:?}"),
+        }
+        let other = vec![("local/other".to_string(), "/srv/other".to_string())];
+        assert!(
+            lock_paths(dir.path(), &other).is_ok(),
+            "other resources are free"
+        );
+        drop(held);
+        assert!(
+            lock_paths(dir.path(), &targets).is_ok(),
+            "released with the first apply"
+        );
+    }
 }

@@ -99,6 +99,12 @@ pub enum RunError {
     /// A sandbox operation failed.
     #[error("sandbox: {0}")]
     Sandbox(String),
+    /// Another process is applying a plan to the same resource.
+    #[error("another plan is being applied to {resource} right now")]
+    ResourceBusy {
+        /// The resource's name.
+        resource: String,
+    },
     /// A feature this milestone does not have yet.
     #[error("{0}: not yet supported")]
     NotYetSupported(String),
