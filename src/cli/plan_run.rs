@@ -548,7 +548,15 @@ fn answer_report(
     let answered = lc_approvals::answer(&mut engine, approval_id, answer)?;
     let plan_id = answered.approval.plan_id;
     if answered.resume {
-        let driven = driver::drive(&mut engine, &plan_id, Op::Continue);
+        // Answering "retry" on an errored or transient-failure approval is an explicit request
+        // to run the failed phase again, as `plan execute` is.
+        let retry = matches!(
+            answered.approval.kind,
+            crate::engine::domain::approval::ApprovalKind::Errored
+                | crate::engine::domain::approval::ApprovalKind::TransientFailure
+        );
+        let op = if retry { Op::Execute } else { Op::Continue };
+        let driven = driver::drive(&mut engine, &plan_id, op);
         match driven {
             Ok(d) => {
                 return driven_report(ctx, command, d).map(|r| {

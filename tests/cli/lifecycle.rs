@@ -664,3 +664,52 @@ fn plan_use_warns_that_uncommitted_files_are_not_visible_to_the_plan() {
         "{doc:#}"
     );
 }
+
+#[test]
+fn a_transient_failure_under_a_profile_that_does_not_retry_asks_to_retry_or_abort() {
+    let decision = r#"{"key":"d1","decision_type":"implementation_choice","question":"Where?","chosen_option":"NOTES.md","confidence_score":0.9,"rationale":"only option","step":{"instructions":"write NOTES.md"}}"#;
+    let server = ProviderServer::start(vec![
+        Turn::status(503, "overloaded"),
+        Turn::tools("", &[("record_decision", decision)], (10, 5)),
+        Turn::tools(
+            "",
+            &[("finish_strategy", r#"{"summary":"one step"}"#)],
+            (10, 5),
+        ),
+    ]);
+    let s = setup();
+    scripted_env(&s, &server, "openai");
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--strategy-actor",
+            "scripted/m",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1.2",
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    // manual: auto_retry_transient is false, so the 503 is not retried by the client.
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(server.requests().len(), 1, "no automatic retry");
+    let (doc, _) = run_keyed(&s.env, &["plan", "approvals", &id]);
+    let approvals = doc["data"]["approvals"].as_array().unwrap();
+    assert_eq!(approvals.len(), 1, "{doc:#}");
+    assert_eq!(approvals[0]["kind"], "transient_failure");
+    assert_eq!(approvals[0]["options"], json!(["retry", "abort"]));
+    let apr = approvals[0]["approval_id"].as_str().unwrap().to_string();
+    // Retry: Strategize runs again and completes; manual then stops at the execute gate.
+    let (doc, code) = run_keyed(&s.env, &["plan", "decide", &apr, "--option", "1"]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "execute",
+        "{doc:#}"
+    );
+    assert_eq!(server.requests().len(), 3);
+}

@@ -280,11 +280,14 @@ pub fn answer(
             effect = format!("the strategy actor decides again with the guidance: {text}");
             resume = true;
         }
-        (ApprovalKind::Errored, Answer::Option(1)) => {
+        (ApprovalKind::Errored | ApprovalKind::TransientFailure, Answer::Option(1)) => {
             effect = "retry: the plan's phase runs again".into();
             resume = true;
         }
-        (ApprovalKind::Errored, Answer::Option(2) | Answer::Reject(_)) => {
+        (
+            ApprovalKind::Errored | ApprovalKind::TransientFailure,
+            Answer::Option(2) | Answer::Reject(_),
+        ) => {
             let reason = match &answer {
                 Answer::Reject(r) => r.clone(),
                 _ => "cancelled from the errored approval".into(),
@@ -411,7 +414,12 @@ pub fn prompt(
     }
     let errored = pending
         .iter()
-        .find(|a| a.kind == ApprovalKind::Errored)
+        .find(|a| {
+            matches!(
+                a.kind,
+                ApprovalKind::Errored | ApprovalKind::TransientFailure
+            )
+        })
         .cloned();
     let d = user_intervention(&plan, None, text);
     let tx_plan = plan.clone();

@@ -36,7 +36,12 @@ pub(crate) struct ModelActor {
 ///
 /// # Errors
 /// A message saying why the actor cannot run (unknown, graph actor, missing key, ...).
-pub(crate) fn resolve(engine: &Engine, name: &str, role: Role) -> Result<ModelActor, String> {
+pub(crate) fn resolve(
+    engine: &Engine,
+    plan: &crate::engine::domain::plan::Plan,
+    name: &str,
+    role: Role,
+) -> Result<ModelActor, String> {
     let resolved = actor_registry::resolve(engine.store(), engine.providers(), name)
         .map_err(|e| e.to_string())?;
     let (model, own_prompt, limits, temperature, max_tokens) = match resolved {
@@ -72,12 +77,15 @@ pub(crate) fn resolve(engine: &Engine, name: &str, role: Role) -> Result<ModelAc
         }
     };
     let model_ref = ModelRef::parse(&model).map_err(|e| e.to_string())?;
-    let client = ProviderClient::connect(
-        engine.providers(),
-        &model_ref,
-        engine.env(),
-        engine.client_options().clone(),
-    )
+    let client = ProviderClient::connect(engine.providers(), &model_ref, engine.env(), {
+        // Without auto_retry_transient the first transient failure stops the phase and
+        // raises a transient_failure approval (retry or abort) instead of retrying.
+        let mut options = engine.client_options().clone();
+        if !super::gates::Gates::of(plan).flags.auto_retry_transient {
+            options.retry = crate::engine::actors::providers::RetryMode::Never;
+        }
+        options
+    })
     .map_err(|e| e.to_string())?;
     Ok(ModelActor {
         name: name.to_string(),

@@ -84,7 +84,7 @@ pub(crate) fn run_step(
     guidance: &[String],
 ) -> StepEnd {
     let actor_name = plan.execution_actor.clone().unwrap_or_default();
-    let actor = match model::resolve(engine, &actor_name, Role::Executor) {
+    let actor = match model::resolve(engine, plan, &actor_name, Role::Executor) {
         Ok(a) => a,
         Err(message) => {
             return StepEnd::Failed {

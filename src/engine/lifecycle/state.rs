@@ -67,14 +67,32 @@ pub(crate) fn errored(
     set_state(plan, ProcessingState::Errored)?;
     plan.error_code = Some(code.to_string());
     plan.error_message = Some(message.to_string());
+    // A transient provider failure under a profile that does not retry by itself asks the
+    // human to retry or abort; anything else is an errored plan.
+    let transient = code == "TRANSIENT_FAILURE";
     let mut approval = crate::engine::domain::approval::Approval::new(
         plan.plan_id,
-        crate::engine::domain::approval::ApprovalKind::Errored,
-        format!("{} errored: {message}", plan.phase()),
+        if transient {
+            crate::engine::domain::approval::ApprovalKind::TransientFailure
+        } else {
+            crate::engine::domain::approval::ApprovalKind::Errored
+        },
+        if transient {
+            format!(
+                "{}: the model provider failed transiently: {message}",
+                plan.phase()
+            )
+        } else {
+            format!("{} errored: {message}", plan.phase())
+        },
         answer_command,
         Timestamp::now(),
     );
-    approval.options = vec!["retry".into(), "cancel".into()];
+    approval.options = if transient {
+        vec!["retry".into(), "abort".into()]
+    } else {
+        vec!["retry".into(), "cancel".into()]
+    };
     approval.context =
         json!({"phase": plan.phase(), "code": code, "message": message, "details": details});
     let id = approval.approval_id.clone();
@@ -104,7 +122,15 @@ pub(crate) fn resolve_pending(
     status: ApprovalStatus,
     answer: &Value,
 ) -> Result<Vec<String>, StoreError> {
-    let ids = approvals::pending_ids_in(tx, &plan.plan_id, kind)?;
+    let mut ids = approvals::pending_ids_in(tx, &plan.plan_id, kind)?;
+    // A phase that runs again answers a transient-failure approval as it answers an errored one.
+    if kind == Some("errored") {
+        ids.extend(approvals::pending_ids_in(
+            tx,
+            &plan.plan_id,
+            Some("transient_failure"),
+        )?);
+    }
     for id in &ids {
         approvals::resolve_in(tx, id, status, answer)?;
     }

@@ -115,7 +115,7 @@ fn model_strategy(
     effective: &[String],
     guidance: &[String],
 ) -> Result<Strategy, (String, String)> {
-    let actor = model::resolve(engine, actor_name, Role::Strategist)
+    let actor = model::resolve(engine, plan, actor_name, Role::Strategist)
         .map_err(|m| ("ACTOR_UNAVAILABLE".to_string(), m))?;
     let tools = StrategistTools {
         draft: Mutex::new(StrategyDraft::default()),
