@@ -254,7 +254,14 @@ pub(crate) fn driven_report(
             p.phase()
         ))
         .hint(ctx.suggest(&format!("plan errors {id}")))
-        .hint(ctx.suggest(&format!("plan execute {id}")))
+        // Apply is resumed by `plan apply`; `plan execute` drives Strategize and Execute only.
+        .hint(ctx.suggest(
+            &if p.phase() == crate::engine::domain::lifecycle::Phase::Apply {
+                format!("plan apply {id}")
+            } else {
+                format!("plan execute {id}")
+            },
+        ))
         .hint(ctx.suggest(&format!("plan prompt {id} \"GUIDANCE\"")))
         .hint(ctx.suggest(&format!("plan cancel {id}")))
         .data(data)),
@@ -277,7 +284,13 @@ pub(crate) fn driven_report(
                 p.phase(),
                 p.state()
             ))
-            .hint(ctx.suggest(&format!("plan execute {id}")))
+            .hint(ctx.suggest(
+                &if p.phase() == crate::engine::domain::lifecycle::Phase::Apply {
+                    format!("plan apply {id}")
+                } else {
+                    format!("plan execute {id}")
+                },
+            ))
             .data(data)),
         Stopped::LeaseLost => Err(CliError::new(
             "CONFLICT",

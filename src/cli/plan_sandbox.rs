@@ -467,12 +467,15 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
     let answer_with = ctx.suggest(&format!("plan rollback --yes {} {cp_id}", plan.plan_id));
     confirm(&question, yes, &ctx.terminal, &answer_with)?;
     let outcome = checkpoint::rollback(&mut store, &sandboxes, &plan.plan_id, &cp_id)?;
+    // Steps whose work was discarded run again at the next `plan execute`.
+    let steps_reset = store.reset_steps_after_rollback(&plan.plan_id)?;
     let data = json!({
         "plan_id": plan.plan_id.to_string(),
         "checkpoint_id": outcome.checkpoint.checkpoint_id,
         "resources": outcome.resources,
         "discarded_checkpoints": outcome.discarded_checkpoints,
         "discarded_tool_calls": outcome.discarded_tool_calls,
+        "steps_to_run_again": steps_reset,
         "phase": outcome.status.phase,
         "state": outcome.status.state,
     });

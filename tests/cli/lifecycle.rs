@@ -713,3 +713,125 @@ fn a_transient_failure_under_a_profile_that_does_not_retry_asks_to_retry_or_abor
     );
     assert_eq!(server.requests().len(), 3);
 }
+
+/// The paths `plan diff` shows for a plan.
+fn diff_paths(env: &Env, id: &str) -> Vec<String> {
+    let (doc, code) = env.json(&["plan", "diff", id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let mut paths: Vec<String> = doc["data"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| {
+            r["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["path"].as_str().unwrap().to_string())
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn steps_rolled_back_run_again_at_the_next_execute_and_their_work_is_applied() {
+    let s = setup();
+    let (doc, code, id) = use_plan(&s, "trusted");
+    assert_eq!(code, 3, "trusted stops at the apply gate: {doc:#}");
+    let complete = diff_paths(&s.env, &id);
+    assert_eq!(complete, ["NOTES.md", "README"]);
+    // Roll back to the end of the first step: the later steps' work is discarded.
+    let (doc, _) = s.env.json(&["plan", "checkpoints", &id]);
+    let first_end = doc["data"]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["step"]
+                .as_str()
+                .is_some_and(|st| st.starts_with("step 1 "))
+                && c["label"] == "end"
+        })
+        .unwrap_or_else(|| panic!("no end checkpoint of step 1: {doc:#}"))["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (doc, code) = s.env.json(&["plan", "rollback", "--yes", &id, &first_end]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["steps_to_run_again"], 2);
+    assert_eq!(
+        diff_paths(&s.env, &id),
+        ["NOTES.md"],
+        "only the first step's work remains"
+    );
+    // The next execute runs the discarded steps again (regression: they were skipped as done).
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "back at the apply gate: {doc:#}");
+    assert_eq!(
+        diff_paths(&s.env, &id),
+        complete,
+        "the discarded work was redone"
+    );
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let notes = std::fs::read_to_string(s.repo.join("NOTES.md")).unwrap();
+    assert_eq!(notes, "Release 1.2\nMore\n");
+}
+
+#[test]
+fn an_errored_plan_rolled_back_before_its_failed_step_runs_again_instead_of_sticking() {
+    // The second step fails until a guard file exists in the sandbox.
+    let action = r#"name: local/notes
+description: Write release notes for {{ version }}
+definition-of-done: NOTES.md names version {{ version }}
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: write
+    run: printf 'Release {{ version }}\n' > NOTES.md
+  - name: flaky
+    run: if [ -f .second-try ]; then printf 'ok\n' >> NOTES.md; else touch .second-try-pending; exit 7; fi
+"#;
+    let s = setup_with(action);
+    let (doc, code, id) = use_plan(&s, "trusted");
+    assert_ne!(code, 0, "the flaky step fails: {doc:#}");
+    let (doc, _) = s.env.json(&["plan", "checkpoints", &id]);
+    let first_end = doc["data"]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["step"]
+                .as_str()
+                .is_some_and(|st| st.starts_with("step 1 "))
+                && c["label"] == "end"
+        })
+        .unwrap_or_else(|| panic!("{doc:#}"))["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (doc, code) = s.env.json(&["plan", "rollback", "--yes", &id, &first_end]);
+    assert_eq!(code, 0, "{doc:#}");
+    // Make the retry succeed: the guard file goes into the sandbox through a tool.
+    let (doc, code) = s.env.json(&[
+        "tool",
+        "run",
+        "write_file",
+        "--plan",
+        &id,
+        "--args",
+        r#"{"path":".second-try","content":""}"#,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    // Regression: this failed with "checkpoint ... was discarded by an earlier rollback".
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(
+        code, 3,
+        "the failed step ran again and the plan reached the apply gate: {doc:#}"
+    );
+}

@@ -312,6 +312,8 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         .execution_actor
         .clone()
         .unwrap_or_else(|| SCRIPT_EXECUTOR.to_string());
+    // Steps whose checkpoints a `plan rollback` discarded run again (their work is gone).
+    engine.store_mut().reset_steps_after_rollback(&plan_id)?;
     // Resume: a step left running (its driver vanished) or failed is rolled back first.
     let mut resumed = Value::Null;
     if plan.phase() == Phase::Execute

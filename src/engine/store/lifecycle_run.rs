@@ -296,7 +296,6 @@ pub(crate) fn replace_steps(
 }
 
 /// Saves one step.
-#[allow(dead_code)] // Execute runs steps once the sandboxes are merged.
 ///
 /// # Errors
 /// [`StoreError::Sqlite`].
@@ -439,6 +438,49 @@ impl Store {
             })?
             .collect::<Result<_, _>>()?;
         rows.into_iter().map(step_from).collect()
+    }
+
+    /// After a checkpoint rollback: every step whose recorded start or end checkpoint was
+    /// discarded goes back to `pending` with its checkpoints, output and error cleared, so the
+    /// next Execute runs it again from the restored state. Returns how many steps were reset.
+    /// Idempotent.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn reset_steps_after_rollback(&mut self, plan_id: &Id) -> Result<u32, StoreError> {
+        let discarded: std::collections::HashSet<String> = {
+            let mut stmt = self.conn().prepare(
+                "SELECT checkpoint_id FROM checkpoints WHERE plan_id = ?1 AND discarded_at IS NOT NULL",
+            )?;
+            stmt.query_map([plan_id.to_string()], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        if discarded.is_empty() {
+            return Ok(0);
+        }
+        let steps = self.plan_steps(plan_id)?;
+        let tx = self.conn_mut().transaction()?;
+        let mut reset = 0;
+        for mut step in steps {
+            let touches = |m: &serde_json::Map<String, Value>| {
+                m.values()
+                    .any(|v| v.as_str().is_some_and(|id| discarded.contains(id)))
+            };
+            if step.status != StepStatus::Pending
+                && (touches(&step.start_checkpoints) || touches(&step.end_checkpoints))
+            {
+                step.status = StepStatus::Pending;
+                step.start_checkpoints.clear();
+                step.end_checkpoints.clear();
+                step.output = None;
+                step.error = None;
+                step.finished_at = None;
+                save_step(&tx, plan_id, &step)?;
+                reset += 1;
+            }
+        }
+        tx.commit()?;
+        Ok(reset)
     }
 
     /// Stores a new apply journal.
