@@ -12,8 +12,11 @@ use cleveragents_ui::{App, Cmd, Key, Msg, Pane, Theme};
 use ratatui::crossterm::event::{self, Event};
 
 use crate::engine::domain::approval::{Approval, ApprovalKind};
+use crate::engine::domain::decision::Decision;
 use crate::engine::domain::lifecycle::{Phase, ProcessingState};
 use crate::engine::domain::plan::Plan;
+use crate::engine::sandbox::Sandboxes;
+use crate::engine::sandbox::diff::{self, DiffRequest};
 use crate::engine::store::{Store, StoreError};
 
 /// How often the bridge checks the database for changes made by other processes.
@@ -84,16 +87,121 @@ pub fn approval_item(approval: &Approval) -> view::ApprovalItem {
 #[derive(Debug)]
 pub struct Bridge {
     store: Store,
+    sandboxes: Sandboxes,
     data_version: Option<i64>,
+    selected: Option<String>,
 }
 
 impl Bridge {
     /// A bridge over an open store.
-    pub fn new(store: Store) -> Self {
+    pub fn new(store: Store, sandboxes: Sandboxes) -> Self {
         Self {
             store,
+            sandboxes,
             data_version: None,
+            selected: None,
         }
+    }
+
+    /// The decision tree of a plan: roots (no parent) in sequence order, each with its
+    /// children nested by `parent_decision_id`.
+    fn decision_tree(&self, plan_id: &str) -> Vec<view::DecisionNode> {
+        let Ok(id) = plan_id.parse() else {
+            return Vec::new();
+        };
+        let Ok(decisions) = self.store.decisions(&id) else {
+            return Vec::new();
+        };
+        fn node(d: &Decision, all: &[Decision]) -> view::DecisionNode {
+            view::DecisionNode {
+                decision_id: d.decision_id.to_string(),
+                decision_type: d.decision_type.as_str().to_string(),
+                summary: d
+                    .question
+                    .clone()
+                    .unwrap_or_else(|| d.chosen_option.clone()),
+                chosen: d.chosen_option.clone(),
+                confidence: d.confidence_score.map(|c| c as f32),
+                superseded: d.superseded_by.is_some(),
+                children: all
+                    .iter()
+                    .filter(|c| c.parent_decision_id == Some(d.decision_id))
+                    .map(|c| node(c, all))
+                    .collect(),
+                child_plan_id: None,
+            }
+        }
+        decisions
+            .iter()
+            .filter(|d| d.parent_decision_id.is_none())
+            .map(|d| node(d, &decisions))
+            .collect()
+    }
+
+    /// The plan's changes across its sandboxes, as the diff pane shows them (empty before
+    /// Execute has created a sandbox).
+    fn diff_view(&self, plan_id: &str) -> view::DiffView {
+        let Ok(id) = plan_id.parse() else {
+            return view::DiffView::default();
+        };
+        let Ok(active) = self.sandboxes.active(&self.store, &id) else {
+            return view::DiffView::default();
+        };
+        let request = DiffRequest {
+            path: None,
+            hunks: true,
+        };
+        let mut files = Vec::new();
+        for sb in &active {
+            let Ok(diffs) = diff::sandbox_diff(sb, &request) else {
+                continue;
+            };
+            for f in diffs {
+                files.push(view::DiffFile {
+                    path: f.path.clone(),
+                    added: usize::try_from(f.additions).unwrap_or(usize::MAX),
+                    removed: usize::try_from(f.deletions).unwrap_or(usize::MAX),
+                    hunks: f
+                        .hunks
+                        .iter()
+                        .map(|h| view::DiffHunk {
+                            old_start: h.old_start,
+                            old_lines: h.old_lines,
+                            new_start: h.new_start,
+                            new_lines: h.new_lines,
+                            lines: h
+                                .lines
+                                .iter()
+                                .map(|l| view::DiffLine {
+                                    kind: match l.kind {
+                                        diff::LineKind::Context => view::DiffLineKind::Context,
+                                        diff::LineKind::Added => view::DiffLineKind::Added,
+                                        diff::LineKind::Removed => view::DiffLineKind::Removed,
+                                    },
+                                    text: l.text.clone(),
+                                })
+                                .collect(),
+                            // Hunk attribution to decisions is not recorded yet.
+                            decision_ids: Vec::new(),
+                        })
+                        .collect(),
+                });
+            }
+        }
+        view::DiffView { files }
+    }
+
+    fn plan_views(&self, plan_id: &str) -> Vec<Msg> {
+        vec![
+            Msg::TreeUpdated {
+                plan_id: plan_id.to_string(),
+                nodes: self.decision_tree(plan_id),
+            },
+            Msg::DiffUpdated {
+                plan_id: plan_id.to_string(),
+                diff: self.diff_view(plan_id),
+            },
+        ]
     }
 
     /// The messages that bring the UI up to date, if the database changed since the last call
@@ -120,27 +228,21 @@ impl Bridge {
             .iter()
             .map(approval_item)
             .collect();
-        Ok(vec![
-            Msg::PlansUpdated(rows),
-            Msg::ApprovalsUpdated(approvals),
-        ])
+        let mut msgs = vec![Msg::PlansUpdated(rows), Msg::ApprovalsUpdated(approvals)];
+        if let Some(selected) = self.selected.clone() {
+            msgs.extend(self.plan_views(&selected));
+        }
+        Ok(msgs)
     }
 
     /// Carries out one UI command and returns the messages that answer it.
     pub fn handle(&mut self, cmd: Cmd) -> Vec<Msg> {
         match cmd {
-            Cmd::SelectPlan(plan_id) => vec![
-                // Decisions and sandbox diffs are recorded by the lifecycle engine; until a plan
-                // has run, both are honestly empty.
-                Msg::TreeUpdated {
-                    plan_id: plan_id.clone(),
-                    nodes: Vec::new(),
-                },
-                Msg::DiffUpdated {
-                    plan_id,
-                    diff: view::DiffView::default(),
-                },
-            ],
+            Cmd::SelectPlan(plan_id) => {
+                let msgs = self.plan_views(&plan_id);
+                self.selected = Some(plan_id);
+                msgs
+            }
             Cmd::Quit => Vec::new(),
             Cmd::ExplainDecision { decision_id, .. } => {
                 vec![not_yet(&format!("explaining decision {decision_id}"))]
@@ -178,9 +280,14 @@ pub enum TuiError {
 ///
 /// # Errors
 /// [`TuiError`] for terminal or database failures.
-pub fn run(store: Store, theme: &Theme, options: LaunchOptions) -> Result<(), TuiError> {
+pub fn run(
+    store: Store,
+    sandboxes: Sandboxes,
+    theme: &Theme,
+    options: LaunchOptions,
+) -> Result<(), TuiError> {
     let mut terminal = ratatui::try_init()?;
-    let result = event_loop(&mut terminal, Bridge::new(store), theme, options);
+    let result = event_loop(&mut terminal, Bridge::new(store, sandboxes), theme, options);
     ratatui::restore();
     result
 }
@@ -258,7 +365,10 @@ mod tests {
     fn refresh_sends_plans_once_and_again_after_another_process_writes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
-        let mut bridge = Bridge::new(Store::open(&path).unwrap());
+        let mut bridge = Bridge::new(
+            Store::open(&path).unwrap(),
+            Sandboxes::at(dir.path().join("sandboxes")),
+        );
         let first = bridge.refresh().unwrap();
         assert!(matches!(&first[0], Msg::PlansUpdated(rows) if rows.is_empty()));
         assert!(bridge.refresh().unwrap().is_empty(), "nothing changed");
@@ -288,7 +398,10 @@ mod tests {
             jiff::Timestamp::now(),
         );
         store.insert_approval(&apr).unwrap();
-        let mut bridge = Bridge::new(Store::open(&path).unwrap());
+        let mut bridge = Bridge::new(
+            Store::open(&path).unwrap(),
+            Sandboxes::at(dir.path().join("sandboxes")),
+        );
         let msgs = bridge.refresh().unwrap();
         let Msg::ApprovalsUpdated(items) = &msgs[1] else {
             panic!("{msgs:?}")
@@ -301,9 +414,63 @@ mod tests {
     }
 
     #[test]
+    fn selecting_a_plan_sends_its_decision_tree_nested_by_parent() {
+        use crate::engine::domain::decision::{Decision, DecisionType};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut store = Store::open(&path).unwrap();
+        let plan = Plan::new("local/a", "a", jiff::Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let root = Decision::new(
+            plan.plan_id,
+            DecisionType::PromptDefinition,
+            "Write notes",
+            jiff::Timestamp::now(),
+        );
+        let mut step = Decision::new(
+            plan.plan_id,
+            DecisionType::ImplementationChoice,
+            "NOTES.md",
+            jiff::Timestamp::now(),
+        );
+        step.parent_decision_id = Some(root.decision_id);
+        step.question = Some("Where do the notes go?".into());
+        step.confidence_score = Some(0.5);
+        store.insert_decision(&root).unwrap();
+        store.insert_decision(&step).unwrap();
+        let mut bridge = Bridge::new(
+            Store::open(&path).unwrap(),
+            Sandboxes::at(dir.path().join("sandboxes")),
+        );
+        let msgs = bridge.handle(Cmd::SelectPlan(plan.plan_id.to_string()));
+        let Msg::TreeUpdated { nodes, .. } = &msgs[0] else {
+            panic!("{msgs:?}")
+        };
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].decision_type, "prompt_definition");
+        assert_eq!(nodes[0].children.len(), 1);
+        let child = &nodes[0].children[0];
+        assert_eq!(
+            (
+                child.summary.as_str(),
+                child.chosen.as_str(),
+                child.confidence
+            ),
+            ("Where do the notes go?", "NOTES.md", Some(0.5))
+        );
+        let Msg::DiffUpdated { diff, .. } = &msgs[1] else {
+            panic!("{msgs:?}")
+        };
+        assert!(diff.files.is_empty(), "no sandbox yet, no changes");
+    }
+
+    #[test]
     fn commands_that_need_the_lifecycle_say_so() {
         let dir = tempfile::tempdir().unwrap();
-        let mut bridge = Bridge::new(Store::open(&dir.path().join("db")).unwrap());
+        let mut bridge = Bridge::new(
+            Store::open(&dir.path().join("db")).unwrap(),
+            Sandboxes::at(dir.path().join("sandboxes")),
+        );
         let msgs = bridge.handle(Cmd::Approve {
             approval_id: "x".into(),
         });

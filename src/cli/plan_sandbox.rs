@@ -242,18 +242,7 @@ fn select<'a>(
 }
 
 fn resource_diff(sb: &Sandbox, request: &DiffRequest) -> Result<Vec<FileDiff>, CliError> {
-    let _lock = sb.lock()?;
-    let repo = sb.repo()?;
-    let base = sb.base_commit()?;
-    let base_tree = repo
-        .find_commit(base)
-        .and_then(|c| c.tree())
-        .map_err(crate::engine::sandbox::SandboxError::git(
-            "reading the base tree",
-        ))?
-        .id();
-    let now = checkpoint::snapshot(&repo)?;
-    Ok(diff::trees(&repo, Some(base_tree), Some(now), request)?)
+    Ok(diff::sandbox_diff(sb, request)?)
 }
 
 fn plan_diff(

@@ -103,6 +103,7 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
     };
     tui_bridge::run(
         store,
+        crate::engine::sandbox::Sandboxes::new(&ctx.paths),
         &theme,
         LaunchOptions {
             plan_id,

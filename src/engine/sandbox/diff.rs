@@ -12,7 +12,7 @@ use git2::{Delta, DiffFindOptions, DiffOptions, Oid, Repository};
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
-use super::SandboxError;
+use super::{Sandbox, SandboxError};
 
 /// Largest side (in bytes) that is diffed as text.
 pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
@@ -387,6 +387,24 @@ pub fn unified(files: &[FileDiff]) -> String {
         }
     }
     s
+}
+
+/// The changes in a sandbox against its base: its current state (captured without committing
+/// a checkpoint) compared with the base commit's tree, under the sandbox's lock.
+///
+/// # Errors
+/// [`SandboxError`] for git or I/O failures.
+pub fn sandbox_diff(sb: &Sandbox, request: &DiffRequest) -> Result<Vec<FileDiff>, SandboxError> {
+    let _lock = sb.lock()?;
+    let repo = sb.repo()?;
+    let base = sb.base_commit()?;
+    let base_tree = repo
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(SandboxError::git("reading the base tree"))?
+        .id();
+    let now = super::checkpoint::snapshot(&repo)?;
+    trees(&repo, Some(base_tree), Some(now), request)
 }
 
 #[cfg(test)]
