@@ -90,6 +90,43 @@ pub struct Bridge {
     sandboxes: Sandboxes,
     data_version: Option<i64>,
     selected: Option<String>,
+    answers: Option<AnswerRunner>,
+}
+
+/// Runs the headless command that answers an approval (`plan execute`, `plan apply --yes`,
+/// `plan decide`, `plan reject`) as a child process of the same binary, so that the plan is
+/// driven outside the TUI's frame loop; the TUI follows its progress through the database.
+#[derive(Debug, Clone)]
+pub struct AnswerRunner {
+    /// The `agents` binary.
+    pub exe: std::path::PathBuf,
+    /// Global options to repeat (`--data-dir`, `--config-path`).
+    pub globals: Vec<String>,
+    /// File that receives the commands' output.
+    pub log: std::path::PathBuf,
+}
+
+impl AnswerRunner {
+    fn spawn(&self, args: &[String]) -> Result<(), String> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
+        let err = log.try_clone().map_err(|e| e.to_string())?;
+        let mut child = std::process::Command::new(&self.exe)
+            .args(&self.globals)
+            .args(["--format", "json"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
+        // Reap it when it ends, without blocking the frame loop.
+        std::thread::spawn(move || child.wait());
+        Ok(())
+    }
 }
 
 impl Bridge {
@@ -100,6 +137,76 @@ impl Bridge {
             sandboxes,
             data_version: None,
             selected: None,
+            answers: None,
+        }
+    }
+
+    /// Lets the bridge answer approvals by running the answering commands.
+    pub fn with_answers(mut self, runner: AnswerRunner) -> Self {
+        self.answers = Some(runner);
+        self
+    }
+
+    /// Answers an approval: the same command a user would run headlessly.
+    fn answer(&mut self, cmd: Cmd) -> Vec<Msg> {
+        let Some(runner) = self.answers.clone() else {
+            return vec![not_yet("answering approvals from this TUI session")];
+        };
+        let approval_id = match &cmd {
+            Cmd::Approve { approval_id }
+            | Cmd::Reject { approval_id, .. }
+            | Cmd::Choose { approval_id, .. }
+            | Cmd::Guidance { approval_id, .. } => approval_id.clone(),
+            _ => return Vec::new(),
+        };
+        let approval = match self.store.approval(&approval_id) {
+            Ok(Some(a)) => a,
+            _ => {
+                return vec![Msg::Error {
+                    title: "Approval not found".into(),
+                    detail: format!("{approval_id} was answered or withdrawn elsewhere."),
+                }];
+            }
+        };
+        let s = |v: &str| v.to_string();
+        let args: Vec<String> = match cmd {
+            Cmd::Approve { .. } if approval.kind == ApprovalKind::PhaseGate => {
+                let plan = approval.plan_id.to_string();
+                match approval.context["gate"].as_str() {
+                    Some("apply") => vec![s("plan"), s("apply"), s("--yes"), plan],
+                    _ => vec![s("plan"), s("execute"), plan],
+                }
+            }
+            Cmd::Approve { .. } => vec![s("plan"), s("decide"), approval_id, s("--option"), s("1")],
+            Cmd::Reject { reason, .. } => {
+                vec![s("plan"), s("reject"), approval_id, s("--reason"), reason]
+            }
+            Cmd::Choose { option, .. } => {
+                let Some(n) = approval.options.iter().position(|o| *o == option) else {
+                    return vec![Msg::Error {
+                        title: "Unknown option".into(),
+                        detail: option,
+                    }];
+                };
+                vec![
+                    s("plan"),
+                    s("decide"),
+                    approval_id,
+                    s("--option"),
+                    (n + 1).to_string(),
+                ]
+            }
+            Cmd::Guidance { text, .. } => {
+                vec![s("plan"), s("decide"), approval_id, s("--guidance"), text]
+            }
+            _ => return Vec::new(),
+        };
+        match runner.spawn(&args) {
+            Ok(()) => Vec::new(),
+            Err(detail) => vec![Msg::Error {
+                title: "Could not answer".into(),
+                detail,
+            }],
         }
     }
 
@@ -250,9 +357,7 @@ impl Bridge {
             Cmd::Approve { .. }
             | Cmd::Reject { .. }
             | Cmd::Choose { .. }
-            | Cmd::Guidance { .. } => {
-                vec![not_yet("answering approvals from the TUI")]
-            }
+            | Cmd::Guidance { .. } => self.answer(cmd),
         }
     }
 }
@@ -283,11 +388,20 @@ pub enum TuiError {
 pub fn run(
     store: Store,
     sandboxes: Sandboxes,
+    answers: Option<AnswerRunner>,
     theme: &Theme,
     options: LaunchOptions,
 ) -> Result<(), TuiError> {
     let mut terminal = ratatui::try_init()?;
-    let result = event_loop(&mut terminal, Bridge::new(store, sandboxes), theme, options);
+    let result = event_loop(
+        &mut terminal,
+        match answers {
+            Some(a) => Bridge::new(store, sandboxes).with_answers(a),
+            None => Bridge::new(store, sandboxes),
+        },
+        theme,
+        options,
+    );
     ratatui::restore();
     result
 }

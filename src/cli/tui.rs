@@ -104,6 +104,18 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
     tui_bridge::run(
         store,
         crate::engine::sandbox::Sandboxes::new(&ctx.paths),
+        std::env::current_exe()
+            .ok()
+            .map(|exe| tui_bridge::AnswerRunner {
+                exe,
+                globals: vec![
+                    "--data-dir".into(),
+                    ctx.paths.data_dir.display().to_string(),
+                    "--config-path".into(),
+                    ctx.paths.config_path.display().to_string(),
+                ],
+                log: ctx.paths.logs_dir().join("tui-answers.log"),
+            }),
         &theme,
         LaunchOptions {
             plan_id,

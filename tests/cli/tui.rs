@@ -88,3 +88,50 @@ fn agents_alone_prints_help_when_not_in_a_terminal() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Usage:"));
 }
+
+#[test]
+fn approving_the_apply_gate_in_the_tui_applies_the_plan() {
+    let s = crate::cli::lifecycle::setup();
+    let (doc, code, id) = crate::cli::lifecycle::use_plan(&s, "trusted");
+    assert_eq!(code, 3, "trusted waits at the apply gate: {doc:#}");
+    let env = &s.env;
+    let command = format!(
+        "env -u NO_COLOR HOME={home} TERM=xterm-256color {bin} --data-dir {data} --config-path {config} tui --focus approvals",
+        home = shell_quote(env.root()),
+        bin = env!("CARGO_BIN_EXE_agents"),
+        data = shell_quote(&env.data_dir),
+        config = shell_quote(&env.config_path),
+    );
+    let tmux = Tmux::new("approve");
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "140",
+            "-y",
+            "45",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the pending gate", |sc| sc.contains("1 pending"));
+    tmux.cmd(&["send-keys", "-t", "s", "a"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    tmux.wait_for("the plan applied", |sc| {
+        sc.contains("applied") && sc.contains("0 pending")
+    });
+    let log = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&s.repo)
+        .args(["log", "--format=%B", "-1"])
+        .output()
+        .unwrap();
+    let message = String::from_utf8_lossy(&log.stdout);
+    assert!(message.contains(&format!("Plan-Id: {id}")), "{message}");
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+}
