@@ -151,9 +151,11 @@ pub fn render(outcome: &Outcome, style: Style) -> String {
             if let Some(detail) = &error.detail {
                 entries.push(("Detail".into(), Cell::from(detail.as_str())));
             }
+            // Exit 3 is not a failure: the command stopped because a human must answer.
+            let waiting = error.exit == crate::output::Exit::NeedsHuman;
             blocks.push(render_element(
                 &Element::Panel {
-                    title: "Error".into(),
+                    title: if waiting { "Waiting For You" } else { "Error" }.into(),
                     entries,
                 },
                 style,
@@ -161,14 +163,14 @@ pub fn render(outcome: &Outcome, style: Style) -> String {
             if !error.suggestions.is_empty() {
                 blocks.push(render_element(
                     &Element::List {
-                        title: "Try".into(),
+                        title: if waiting { "Answer With" } else { "Try" }.into(),
                         items: error.suggestions.clone(),
                     },
                     style,
                 ));
             }
             Message {
-                level: Level::Error,
+                level: if waiting { Level::Warn } else { Level::Error },
                 text: error.message.clone(),
             }
         }
