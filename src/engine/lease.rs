@@ -175,7 +175,7 @@ fn recover_in(
         .query_row(
             "SELECT phase, state FROM plans WHERE plan_id = ?1",
             [plan_id.to_string()],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| r.try_into(),
         )
         .optional()?;
     let Some((phase, state)) = state else {

@@ -372,18 +372,7 @@ impl Store {
             bool,
         );
         let rows: Vec<Row> = stmt
-            .query_map([plan_id.to_string()], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                ))
-            })?
+            .query_map([plan_id.to_string()], |r| r.try_into())?
             .collect::<Result<_, _>>()?;
         rows.into_iter()
             .map(
@@ -422,20 +411,7 @@ impl Store {
              FROM plan_steps WHERE plan_id = ?1 ORDER BY position",
         )?;
         let rows: Vec<StepRow> = stmt
-            .query_map([plan_id.to_string()], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(9)?,
-                ))
-            })?
+            .query_map([plan_id.to_string()], |r| r.try_into())?
             .collect::<Result<_, _>>()?;
         rows.into_iter().map(step_from).collect()
     }
@@ -538,19 +514,7 @@ impl Store {
              FROM apply_journals WHERE plan_id = ?1 AND status = 'pending' ORDER BY created_at, journal_id",
         )?;
         let rows: Vec<JournalRow> = stmt
-            .query_map([plan_id.to_string()], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                ))
-            })?
+            .query_map([plan_id.to_string()], |r| r.try_into())?
             .collect::<Result<_, _>>()?;
         rows.into_iter().map(journal_from).collect()
     }

@@ -105,7 +105,7 @@ impl Store {
             .query_row(
                 "SELECT action_id, profile_source, read_only, script, sandbox FROM plan_origins WHERE plan_id = ?1",
                 [plan.to_string()],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| r.try_into(),
             )
             .optional()?;
         const T: &str = "plan_origins";

@@ -22,15 +22,7 @@ type Raw = (
 );
 
 fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-    ))
+    r.try_into()
 }
 
 fn convert(
@@ -166,9 +158,7 @@ impl Store {
             "SELECT resource_id, alias, read_only FROM project_resources WHERE project_id = ?1 ORDER BY position, created_at",
         )?;
         let rows: Vec<(String, Option<String>, bool)> = stmt
-            .query_map([project.to_string()], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?
+            .query_map([project.to_string()], |r| r.try_into())?
             .collect::<Result<_, _>>()?;
         let mut out = Vec::new();
         for (rid, alias, read_only) in rows {
@@ -277,18 +267,7 @@ impl Store {
             String,
         );
         let rows: Vec<Row> = stmt
-            .query_map([project.to_string()], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                ))
-            })?
+            .query_map([project.to_string()], |r| r.try_into())?
             .collect::<Result<_, _>>()?;
         rows.into_iter()
             .map(

@@ -20,16 +20,7 @@ type Raw = (
 );
 
 fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get(7)?,
-    ))
+    r.try_into()
 }
 
 fn id(column: &'static str, s: &str) -> Result<Id, StoreError> {
@@ -132,9 +123,7 @@ impl Store {
              WHERE l.resource_id = ?1 ORDER BY p.name",
         )?;
         for rid in resources {
-            for row in
-                stmt.query_map([rid.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            {
+            for row in stmt.query_map([rid.to_string()], |r| r.try_into())? {
                 out.push(row?);
             }
         }
@@ -291,7 +280,7 @@ impl Store {
         let mut out = Vec::new();
         for rid in ids {
             out.extend(
-                stmt.query_map([rid.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))?
+                stmt.query_map([rid.to_string()], |r| r.try_into())?
                     .collect::<Result<Vec<(String, String)>, _>>()?,
             );
         }
