@@ -29,6 +29,20 @@ pub fn lock_dir(dir: &Path) -> io::Result<DirLock> {
     Ok(DirLock { _dir: handle })
 }
 
+/// Like [`lock_dir`], but returns `Ok(None)` at once when another holder has the lock.
+///
+/// # Errors
+/// I/O errors from creating, opening or locking the directory.
+pub fn try_lock_dir(dir: &Path) -> io::Result<Option<DirLock>> {
+    fs::create_dir_all(dir)?;
+    let handle = File::open(dir)?;
+    match handle.try_lock() {
+        Ok(()) => Ok(Some(DirLock { _dir: handle })),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
 /// The file a write to `path` must really change: the target of a symlink (followed
 /// repeatedly), else `path` itself.
 pub fn resolve_target(path: &Path) -> io::Result<PathBuf> {

@@ -676,7 +676,10 @@ fn fail(
 /// # Errors
 /// [`RunError::ResourceBusy`] when another process holds one; I/O errors as
 /// [`RunError::Sandbox`].
-fn lock_resources(engine: &Engine, plan_id: &Id) -> Result<Vec<fs::File>, RunError> {
+fn lock_resources(
+    engine: &Engine,
+    plan_id: &Id,
+) -> Result<Vec<crate::engine::safe_write::DirLock>, RunError> {
     let targets: Vec<(String, String)> = engine
         .store()
         .plan_bases(plan_id)?
@@ -690,21 +693,21 @@ fn lock_resources(engine: &Engine, plan_id: &Id) -> Result<Vec<fs::File>, RunErr
 }
 
 /// Locks one directory under `root` per `(resource name, path)`; see [`lock_resources`].
-fn lock_paths(root: &Path, targets: &[(String, String)]) -> Result<Vec<fs::File>, RunError> {
+fn lock_paths(
+    root: &Path,
+    targets: &[(String, String)],
+) -> Result<Vec<crate::engine::safe_write::DirLock>, RunError> {
     let mut locks = Vec::new();
     for (name, path) in targets {
         let dir = root.join(&sha256(path.as_bytes())[..16]);
-        let io = |e: std::io::Error| RunError::Sandbox(format!("{}: {e}", dir.display()));
-        fs::create_dir_all(&dir).map_err(io)?;
-        let handle = fs::File::open(&dir).map_err(io)?;
-        match handle.try_lock() {
-            Ok(()) => locks.push(handle),
-            Err(fs::TryLockError::WouldBlock) => {
+        match crate::engine::safe_write::try_lock_dir(&dir) {
+            Ok(Some(lock)) => locks.push(lock),
+            Ok(None) => {
                 return Err(RunError::ResourceBusy {
                     resource: name.clone(),
                 });
             }
-            Err(fs::TryLockError::Error(e)) => return Err(io(e)),
+            Err(e) => return Err(RunError::Sandbox(format!("{}: {e}", dir.display()))),
         }
     }
     Ok(locks)
