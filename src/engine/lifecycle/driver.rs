@@ -233,6 +233,15 @@ fn pending_guidance(engine: &Engine, plan: &Plan) -> Result<Vec<String>, RunErro
 pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunError> {
     engine.recover(plan_id)?;
     let mut plan = engine.plan(plan_id)?;
+    if engine.store().is_actor_run(plan_id)? {
+        return Err(wrong_state(
+            &plan,
+            format!(
+                "{plan_id} is an isolated actor run (`agents actor run`), not a plan; it is never executed or applied"
+            ),
+            vec![format!("agents plan diff {plan_id}")],
+        ));
+    }
     check_op(&plan, op)?;
     let guard = lease::acquire(engine.store_mut(), plan_id, plan.phase().as_str())?;
     engine.take_log();

@@ -5,70 +5,21 @@
 //! Not yet: `request_decision` (pausing a run for a human and resuming its transcript), so it
 //! is not offered.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
 
 use super::script_executor::StepEnd;
 use super::{Engine, model};
-use crate::engine::actors::messages::ToolSpec;
 use crate::engine::actors::prompts::Role;
-use crate::engine::actors::runtime::{Stop, ToolHost, ToolOutcome};
+use crate::engine::actors::runtime::Stop;
+use crate::engine::domain::Plan;
 use crate::engine::domain::decision::Decision;
-use crate::engine::domain::{Id, Plan};
 use crate::engine::sandbox::Sandboxes;
 use crate::engine::store::Store;
-use crate::engine::tools::runner::{CallRequest, Policy, ToolRunner};
-
-/// The executor's tools: the built-ins the policy allows, run by the tool runner on its own
-/// database connection.
-struct ExecutorTools {
-    plan_id: Id,
-    policy: Policy,
-    store: Mutex<Store>,
-    sandboxes: Sandboxes,
-    cancel: Arc<AtomicBool>,
-}
-
-impl ToolHost for ExecutorTools {
-    fn specs(&self) -> Vec<ToolSpec> {
-        self.policy
-            .offered()
-            .into_iter()
-            .map(|t| ToolSpec {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                input_schema: t.input_schema(),
-            })
-            .collect()
-    }
-
-    async fn call(&self, name: &str, args: Value) -> ToolOutcome {
-        if self.cancel.load(Ordering::SeqCst) {
-            return ToolOutcome::error("the plan was cancelled; stop");
-        }
-        let mut store = match self.store.lock() {
-            Ok(s) => s,
-            Err(_) => return ToolOutcome::error("the tool runner is unavailable"),
-        };
-        let mut runner =
-            ToolRunner::new(&mut store, &self.sandboxes).with_cancel(Arc::clone(&self.cancel));
-        let request = CallRequest {
-            tool: name.to_string(),
-            arguments: args,
-            parent_skill: None,
-            resource: None,
-        };
-        match runner.call(&self.plan_id, &self.policy, request) {
-            Ok(call) => match call.result {
-                Ok(v) => ToolOutcome::ok(v.to_string()),
-                Err(e) => ToolOutcome::error(format!("{}: {e}", e.code())),
-            },
-            Err(e) => ToolOutcome::error(format!("the tool runner failed: {e}")),
-        }
-    }
-}
+use crate::engine::tools::host::RunnerHost;
+use crate::engine::tools::runner::Policy;
 
 /// Runs one step with a model execution actor.
 ///
@@ -104,13 +55,13 @@ pub(crate) fn run_step(
             };
         }
     };
-    let tools = ExecutorTools {
-        plan_id: plan.plan_id,
+    let tools = RunnerHost::new(
+        store,
+        Sandboxes::new(engine.paths()),
+        plan.plan_id,
         policy,
-        store: Mutex::new(store),
-        sandboxes: Sandboxes::new(engine.paths()),
-        cancel: Arc::clone(&cancel),
-    };
+        Arc::clone(&cancel),
+    );
     let invariants: Vec<String> = plan.invariants.iter().map(|i| i.text.clone()).collect();
     let step = decision
         .step

@@ -37,6 +37,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/004_actors.sql"),
     include_str!("migrations/005_lifecycle.sql"),
     include_str!("migrations/006_lifecycle_run.sql"),
+    include_str!("migrations/009_lifecycle2.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
