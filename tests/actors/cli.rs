@@ -469,6 +469,8 @@ fn actor_run_edits_a_resource_sandbox_over_several_tool_turns_and_never_the_reso
             .map(|l| l["text"].as_str().unwrap())
             .collect();
         assert_eq!(added, ["The color of the sky."], "{notes:#}");
+        // Changes made outside a plan's steps are attributed to no decision.
+        assert_eq!(notes["hunks"][0]["decision_ids"], serde_json::json!([]));
         // An actor run is not a plan: not listed, never executed or applied.
         let (list, _) = env.json(&["plan", "list"]);
         assert!(!list.to_string().contains(run_id), "{list:#}");

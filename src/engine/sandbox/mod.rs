@@ -26,6 +26,7 @@
 //! - [`export`]: `plan export` to a branch or a patch.
 //! - [`lifetime`]: release after apply, retention, cleanup and orphan removal.
 
+pub mod attribution;
 pub mod checkpoint;
 pub mod confined;
 pub mod diff;
