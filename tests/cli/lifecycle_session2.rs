@@ -2,10 +2,11 @@
 //! executor, the invariant actor, the apply journal's crash path, `--no-commit`, Ctrl-C during
 //! a run, and the findings of the last new-user trial.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::lifecycle::{Setup, setup, use_plan};
+use super::lifecycle::{Setup, run_keyed, scripted_env, setup, use_plan};
 use crate::support::db_file;
+use crate::support::provider_server::{ProviderServer, Turn};
 
 fn store(s: &Setup) -> cleveragents::engine::store::Store {
     cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap()
@@ -67,5 +68,162 @@ fn every_json_diff_hunk_names_the_decisions_whose_steps_produced_its_lines() {
     assert_eq!(hunk_ids("NOTES.md"), [vec![write.clone(), extend.clone()]]);
     // README: one appended line from step `readme`.
     assert_eq!(hunk_ids("README"), [vec![readme.clone()]]);
+}
 
+/// An action with one step from its definition of done (for a model execution actor).
+const ONE_STEP: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
+
+fn use_with_model_executor(s: &Setup, profile: &str) -> (Value, i32, String) {
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            profile,
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1.2",
+        ],
+    );
+    let id = doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .to_string();
+    (doc, code, id)
+}
+
+#[test]
+fn a_model_executor_asks_the_user_and_resumes_its_transcript_with_the_answer_in_another_process() {
+    for kind in ["openai", "anthropic"] {
+        let question = r##"{"question": "Which heading style?", "options": ["# Release 1.2", "Release 1.2 (plain)"], "recommended": "# Release 1.2", "context": "The README uses no markdown headings."}"##;
+        let server = ProviderServer::start(vec![
+            Turn::tools(
+                "",
+                &[(
+                    "write_file",
+                    r#"{"path": "DRAFT.md", "content": "draft\n"}"#,
+                )],
+                (20, 5),
+            ),
+            Turn::tools(
+                "I need a choice.",
+                &[("request_decision", question)],
+                (30, 6),
+            ),
+            Turn::tools(
+                "",
+                &[(
+                    "write_file",
+                    r#"{"path": "NOTES.md", "content": "Release 1.2 (plain)\n"}"#,
+                )],
+                (40, 7),
+            ),
+            Turn::text("Wrote NOTES.md in the plain style.", (50, 8)),
+        ]);
+        let s = super::lifecycle::setup_with(ONE_STEP);
+        scripted_env(&s, &server, kind);
+        let (doc, code, id) = use_with_model_executor(&s, "trusted");
+        // The plan stops for the question: exit 3 naming the decision approval.
+        assert_eq!(code, 3, "{kind}: {doc:#}");
+        assert_eq!(doc["status"], "needs_approval", "{doc:#}");
+        let plan = {
+            let (p, _) = run_keyed(&s.env, &["plan", "status", &id]);
+            p
+        };
+        assert_eq!(
+            (&plan["data"]["phase"], &plan["data"]["state"]),
+            (&json!("execute"), &json!("queued")),
+            "{plan:#}"
+        );
+        let (approvals, _) = run_keyed(&s.env, &["plan", "approvals", &id]);
+        let pending: Vec<&Value> = approvals["data"]["approvals"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{approvals:#}"))
+            .iter()
+            .filter(|a| a["status"] == "pending")
+            .collect();
+        assert_eq!(pending.len(), 1, "{approvals:#}");
+        let apr = pending[0]["approval_id"].as_str().unwrap().to_string();
+        assert_eq!(pending[0]["kind"], "decision");
+        assert_eq!(
+            pending[0]["options"],
+            json!(["# Release 1.2", "Release 1.2 (plain)"])
+        );
+        assert_eq!(pending[0]["context"]["phase"], "execute");
+        // The transcript is persisted with the approval.
+        let st = store(&s);
+        let plan_id = id.parse().unwrap();
+        let steps = st.plan_steps(&plan_id).unwrap();
+        let pause = st
+            .open_pause(&plan_id, &steps[0].decision_id)
+            .unwrap()
+            .expect("the paused transcript is stored");
+        assert_eq!(pause.approval_id, apr);
+        assert_eq!(
+            server.requests().len(),
+            2,
+            "{kind}: no model call while waiting"
+        );
+
+        // `plan execute` before the answer does not run the step again.
+        let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+        assert_eq!(code, 3, "{doc:#}");
+        assert_eq!(server.requests().len(), 2);
+
+        // Another process answers; execution resumes with the answer in the transcript.
+        let (doc, code) = run_keyed(&s.env, &["plan", "decide", &apr, "--option", "2"]);
+        assert_eq!(code, 3, "{kind}: {doc:#}");
+        assert_eq!(
+            doc["data"]["approval"]["context"]["gate"], "apply",
+            "{doc:#}"
+        );
+        let requests = server.requests();
+        assert_eq!(requests.len(), 4);
+        let resumed = requests[2].body.to_string();
+        assert!(
+            resumed.contains("The user chose option 2: Release 1.2 (plain)"),
+            "{kind}: {resumed}"
+        );
+        assert!(
+            resumed.contains("Carry out this step now"),
+            "the original prompt: {resumed}"
+        );
+        assert!(
+            resumed.contains("draft"),
+            "the work before the pause: {resumed}"
+        );
+        // The work before the pause survived; the decision records the user's choice.
+        let (diff, _) = run_keyed(&s.env, &["plan", "diff", "--stat", &id]);
+        let paths: Vec<&str> = diff["data"]["resources"][0]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, ["DRAFT.md", "NOTES.md"], "{diff:#}");
+        let asked = st
+            .decisions(&plan_id)
+            .unwrap()
+            .into_iter()
+            .find(|d| d.question.as_deref() == Some("Which heading style?"))
+            .expect("the question is a decision");
+        assert_eq!(asked.chosen_option, "Release 1.2 (plain)");
+        assert_eq!(asked.parent_decision_id, Some(steps[0].decision_id));
+        assert!(
+            st.open_pause(&plan_id, &steps[0].decision_id)
+                .unwrap()
+                .is_none(),
+            "the pause was used"
+        );
+        let (doc, code) = run_keyed(&s.env, &["plan", "apply", "--yes", &id]);
+        assert_eq!(code, 0, "{doc:#}");
+        assert_eq!(
+            std::fs::read_to_string(s.repo.join("NOTES.md")).unwrap(),
+            "Release 1.2 (plain)\n"
+        );
+    }
 }

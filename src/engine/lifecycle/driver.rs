@@ -324,6 +324,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                     resolve_gate(engine, &mut plan, Gate::Execute)?;
                     match execute::run(engine, &mut plan)? {
                         execute::Ended::Complete | execute::Ended::Stopped => continue,
+                        execute::Ended::AwaitingDecision(approvals) => {
+                            break Stopped::Decisions { approvals };
+                        }
                         execute::Ended::Errored { code, message } => {
                             break Stopped::Errored { code, message };
                         }
@@ -355,6 +358,16 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 };
             }
             (Phase::Execute, ProcessingState::Queued | ProcessingState::Errored) => {
+                // The execution actor's question (`request_decision`) waits for its answer.
+                let pending: Vec<Approval> = engine
+                    .store()
+                    .pending_approvals(Some(plan_id))?
+                    .into_iter()
+                    .filter(|a| a.kind == ApprovalKind::Decision)
+                    .collect();
+                if !pending.is_empty() {
+                    break Stopped::Decisions { approvals: pending };
+                }
                 if plan.state() == ProcessingState::Errored && !explicit {
                     break Stopped::Errored {
                         code: plan.error_code.clone().unwrap_or_default(),
@@ -364,6 +377,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 explicit = false;
                 match execute::run(engine, &mut plan)? {
                     execute::Ended::Complete | execute::Ended::Stopped => continue,
+                    execute::Ended::AwaitingDecision(approvals) => {
+                        break Stopped::Decisions { approvals };
+                    }
                     execute::Ended::Errored { code, message } => {
                         break Stopped::Errored { code, message };
                     }

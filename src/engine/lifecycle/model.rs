@@ -99,7 +99,8 @@ pub(crate) fn resolve(
 
 /// Runs `actor` with `tools` for a plan, cancelling the run when the user interrupts, the
 /// plan's cancellation is requested or its lease is lost; records the model calls under
-/// `decision` (if any). Returns the run, or the error message when it could not start.
+/// `decision` (if any). A non-empty `history` continues that conversation instead of starting
+/// from `prompt`. Returns the run, or the error message when it could not start.
 ///
 /// # Errors
 /// A message when the prompt does not render or the async runtime cannot start.
@@ -110,6 +111,7 @@ pub(crate) fn run<H: ToolHost>(
     actor: &ModelActor,
     context: serde_json::Value,
     prompt: String,
+    history: Vec<crate::engine::actors::messages::Message>,
     tools: &H,
 ) -> Result<ActorRun, String> {
     let request = RunRequest {
@@ -120,6 +122,7 @@ pub(crate) fn run<H: ToolHost>(
         temperature: actor.temperature,
         stream: true,
         limits: actor.limits,
+        history,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -139,8 +139,17 @@ fn model_strategy(
     for g in guidance {
         prompt.push_str(&format!("\n\nGuidance from the user: {g}"));
     }
-    let run = model::run(engine, &plan.plan_id, None, &actor, context, prompt, &tools)
-        .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
+    let run = model::run(
+        engine,
+        &plan.plan_id,
+        None,
+        &actor,
+        context,
+        prompt,
+        Vec::new(),
+        &tools,
+    )
+    .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
     let refused: Vec<Value> = run
         .tool_calls
         .iter()

@@ -13,6 +13,7 @@ pub mod decisions;
 pub mod invariants;
 pub mod lifecycle_run;
 pub mod model_calls;
+pub mod pauses;
 pub mod plan_links;
 pub mod plans;
 pub mod profiles;
