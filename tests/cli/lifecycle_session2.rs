@@ -227,3 +227,136 @@ fn a_model_executor_asks_the_user_and_resumes_its_transcript_with_the_answer_in_
         );
     }
 }
+
+/// `plan use` under `manual` with a plan-level invariant that repeats the project's in other
+/// words, and `scripted/m` as the invariant actor.
+fn use_with_invariant_actor(s: &Setup) -> String {
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--invariant-actor",
+            "scripted/m",
+            "--invariant",
+            "The public API must not change",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1.2",
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    doc["data"]["plan_id"].as_str().unwrap().to_string()
+}
+
+/// The id of the plan's candidate invariant with `text` (for an action invariant, the row
+/// carried into the plan, not the action's own).
+fn invariant_id(s: &Setup, text: &str) -> String {
+    store(s)
+        .invariants()
+        .unwrap()
+        .into_iter()
+        .filter(|i| i.text == text)
+        .max_by_key(|i| i.plan_id.is_some())
+        .unwrap_or_else(|| panic!("no invariant `{text}`"))
+        .invariant_id
+}
+
+#[test]
+fn the_plans_invariant_actor_reconciles_the_invariants_instead_of_the_deterministic_reconciler() {
+    let s = setup();
+    // The provider must exist at `plan use`; the server with its script comes after, once
+    // the invariant ids are known.
+    scripted_env(&s, &ProviderServer::start(vec![]), "openai");
+    let id = use_with_invariant_actor(&s);
+    let project = invariant_id(&s, "Keep the public API stable");
+    let plan_level = invariant_id(&s, "The public API must not change");
+    let action = invariant_id(&s, "Never rewrite git history");
+    let incomplete = format!(r#"{{"effective": ["{plan_level}"], "dropped": []}}"#);
+    let answer = format!(
+        r#"{{"effective": ["{action}", "{plan_level}"], "dropped": [{{"invariant_id": "{project}", "kept": "{plan_level}", "reason": "duplicate", "why": "same constraint in other words"}}]}}"#
+    );
+    let server = ProviderServer::start(vec![
+        Turn::tools("", &[("reconcile_invariants", &incomplete)], (30, 10)),
+        Turn::tools("", &[("reconcile_invariants", &answer)], (40, 20)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "manual stops at the execute gate: {doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "execute",
+        "{doc:#}"
+    );
+
+    // The actor saw every candidate, and its invalid first answer came back as an error.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let system = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    for inv in [&project, &plan_level, &action] {
+        assert!(system.contains(inv.as_str()), "{system}");
+    }
+    let second = requests[1].body.to_string();
+    assert!(
+        second.contains("every candidate must be effective or dropped; missing: "),
+        "{second}"
+    );
+
+    // Its answer, not the deterministic one, decides the invariant_enforced decisions.
+    let decisions = store(&s).decisions(&id.parse().unwrap()).unwrap();
+    let enforced: Vec<&str> = decisions
+        .iter()
+        .filter(|d| d.decision_type.as_str() == "invariant_enforced")
+        .map(|d| d.chosen_option.as_str())
+        .collect();
+    assert_eq!(
+        enforced,
+        [
+            "Never rewrite git history",
+            "The public API must not change"
+        ]
+    );
+    let root = decisions
+        .iter()
+        .find(|d| d.decision_type.as_str() == "prompt_definition")
+        .unwrap();
+    let reconciler = &root.context_snapshot["reconciler"];
+    assert_eq!(reconciler["used"], "invariant_actor", "{reconciler:#}");
+    assert_eq!(reconciler["invariant_actor"], "scripted/m");
+    assert_eq!(reconciler["dropped"][0]["invariant_id"], project.as_str());
+    assert_eq!(reconciler["dropped"][0]["reason"], "duplicate");
+    let usage = store(&s).usage_for_plan(&id.parse().unwrap()).unwrap();
+    assert_eq!((usage.calls, usage.input_tokens), (2, 70));
+}
+
+#[test]
+fn an_invariant_actor_that_never_answers_errors_strategize_instead_of_guessing() {
+    let s = setup();
+    scripted_env(&s, &ProviderServer::start(vec![]), "anthropic");
+    let id = use_with_invariant_actor(&s);
+    let server = ProviderServer::start(vec![Turn::text("They all look fine to me.", (5, 5))]);
+    scripted_env(&s, &server, "anthropic");
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 1, "{doc:#}");
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(
+        (&status["data"]["phase"], &status["data"]["state"]),
+        (&json!("strategize"), &json!("errored")),
+        "{status:#}"
+    );
+    assert_eq!(status["data"]["error_code"], "ACTOR_FAILED", "{status:#}");
+    assert!(
+        status["data"]["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("did not reconcile the invariants"),
+        "{status:#}"
+    );
+    assert!(
+        store(&s)
+            .decisions(&id.parse().unwrap())
+            .unwrap()
+            .is_empty(),
+        "no strategy was recorded on unreconciled invariants"
+    );
+}

@@ -26,6 +26,7 @@ pub mod checklist;
 pub mod driver;
 pub mod execute;
 pub mod gates;
+mod invariant_actor;
 mod model;
 mod model_executor;
 pub mod report;
