@@ -360,3 +360,286 @@ fn an_invariant_actor_that_never_answers_errors_strategize_instead_of_guessing()
         "no strategy was recorded on unreconciled invariants"
     );
 }
+
+fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The state a crash leaves in the middle of Apply, built with the engine's own records: the
+/// plan at apply/processing with no live driver, a pending journal naming the commit Apply was
+/// making (already in the object database, no ref moved), and only the first file written.
+/// Returns (the journal's commit, the branch tip before the apply).
+fn crash_in_the_middle_of_apply(s: &Setup, id: &str) -> (String, String) {
+    use cleveragents::engine::domain::lifecycle::{Phase, PlanStatus, ProcessingState};
+    use cleveragents::engine::store::lifecycle_run::{
+        BaseKind, Journal, JournalEntry, JournalStatus,
+    };
+    let plan_id: cleveragents::engine::domain::Id = id.parse().unwrap();
+    let mut st = store(s);
+    let work = st.sandboxes_of_plan(&plan_id).unwrap()[0]
+        .root_dir
+        .join("work");
+    let notes = std::fs::read(work.join("NOTES.md")).unwrap();
+    let readme = std::fs::read(work.join("README")).unwrap();
+    let base_readme = std::fs::read(s.repo.join("README")).unwrap();
+    let repo = git2::Repository::open(&s.repo).unwrap();
+    let tip = repo.head().unwrap().peel_to_commit().unwrap();
+    let mut builder = git2::build::TreeUpdateBuilder::new();
+    builder.upsert("NOTES.md", repo.blob(&notes).unwrap(), git2::FileMode::Blob);
+    builder.upsert("README", repo.blob(&readme).unwrap(), git2::FileMode::Blob);
+    let tree = repo
+        .find_tree(builder.create_updated(&repo, &tip.tree().unwrap()).unwrap())
+        .unwrap();
+    let sig = git2::Signature::now("CleverAgents", "cleveragents@localhost").unwrap();
+    let commit = repo
+        .commit(
+            None,
+            &sig,
+            &sig,
+            "Write release notes\n\nPlan-Id: x\n",
+            &tree,
+            &[&tip],
+        )
+        .unwrap();
+    st.insert_journal(&Journal {
+        journal_id: cleveragents::engine::domain::Id::generate(),
+        plan_id,
+        resource_name: "local/repo".into(),
+        kind: BaseKind::GitCheckout,
+        path: s.repo.display().to_string(),
+        status: JournalStatus::Pending,
+        entries: vec![
+            JournalEntry {
+                path: "NOTES.md".into(),
+                base_sha256: None,
+                new_sha256: Some(sha256_hex(&notes)),
+            },
+            JournalEntry {
+                path: "README".into(),
+                base_sha256: Some(sha256_hex(&base_readme)),
+                new_sha256: Some(sha256_hex(&readme)),
+            },
+        ],
+        commit_id: Some(commit.to_string()),
+        created_at: jiff::Timestamp::now(),
+    })
+    .unwrap();
+    std::fs::write(s.repo.join("NOTES.md"), &notes).unwrap();
+    st.update_plan_status(
+        &plan_id,
+        PlanStatus {
+            phase: Phase::Apply,
+            state: ProcessingState::Processing,
+            attempt: 1,
+        },
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    (commit.to_string(), tip.id().to_string())
+}
+
+#[test]
+fn a_pending_apply_journal_is_completed_by_the_next_apply_with_the_journals_commit() {
+    let (s, id) = executed();
+    let (commit, tip) = crash_in_the_middle_of_apply(&s, &id);
+    // The crashed driver is gone: the plan shows as interrupted, resumable by `plan apply`.
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(
+        (&status["data"]["phase"], &status["data"]["state"]),
+        (&json!("apply"), &json!("queued")),
+        "{status:#}"
+    );
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(git_out(&s.repo, &["rev-parse", "HEAD"]).trim(), commit);
+    assert_eq!(
+        git_out(&s.repo, &["rev-list", &format!("{tip}..HEAD")])
+            .lines()
+            .count(),
+        1
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("README")).unwrap(),
+        "demo\nsee NOTES.md\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("NOTES.md")).unwrap(),
+        "Release 1.2\nMore\n"
+    );
+    // Index and work tree agree with the commit: nothing left staged or modified.
+    assert_eq!(git_out(&s.repo, &["status", "--porcelain"]), "");
+    assert!(
+        store(&s)
+            .pending_journals(&id.parse().unwrap())
+            .unwrap()
+            .is_empty(),
+        "the journal is complete"
+    );
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(status["data"]["phase"], "applied", "{status:#}");
+}
+
+#[test]
+fn a_journal_file_with_neither_its_base_nor_its_new_content_stops_apply_without_overwriting() {
+    let (s, id) = executed();
+    let (_, tip) = crash_in_the_middle_of_apply(&s, &id);
+    // Someone changed README after the crash.
+    std::fs::write(s.repo.join("README"), "mine\n").unwrap();
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 1, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("README has neither its content from before the apply nor the plan's"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("README")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(
+        git_out(&s.repo, &["rev-parse", "HEAD"]).trim(),
+        tip,
+        "no ref moved"
+    );
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(
+        (
+            &status["data"]["phase"],
+            &status["data"]["state"],
+            &status["data"]["error_code"]
+        ),
+        (&json!("apply"), &json!("errored"), &json!("APPLY_JOURNAL")),
+        "{status:#}"
+    );
+}
+
+#[test]
+fn apply_with_no_commit_leaves_the_changes_in_the_working_tree_and_makes_no_commit() {
+    let (s, id) = executed();
+    let tip = git_out(&s.repo, &["rev-parse", "HEAD"]);
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", "--no-commit", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(git_out(&s.repo, &["rev-parse", "HEAD"]), tip, "no commit");
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("NOTES.md")).unwrap(),
+        "Release 1.2\nMore\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("README")).unwrap(),
+        "demo\nsee NOTES.md\n"
+    );
+    assert_eq!(
+        git_out(&s.repo, &["status", "--porcelain"]),
+        " M README\n?? NOTES.md\n",
+        "changed in the working tree, nothing staged"
+    );
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(status["data"]["phase"], "applied", "{status:#}");
+}
+
+/// Three steps; the second appends, waits and appends again.
+const SLOW: &str = r#"name: local/notes
+description: Write release notes for {{ version }}
+definition-of-done: NOTES.md names version {{ version }}
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: write
+    run: printf 'Release {{ version }}\n' > NOTES.md
+  - name: slow
+    run: printf 'partial\n' >> NOTES.md; sleep 6; printf 'More\n' >> NOTES.md
+  - name: readme
+    run: printf 'see NOTES.md\n' >> README
+"#;
+
+#[test]
+fn ctrl_c_during_execute_exits_130_and_leaves_the_plan_resumable() {
+    use std::time::{Duration, Instant};
+    let s = super::lifecycle::setup_with(SLOW);
+    let (_, _, id) = use_plan(&s, "supervised");
+    let driver = s
+        .env
+        .command(&["--format", "json", "plan", "execute", &id])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, _) = s.env.json(&["plan", "status", &id]);
+        if status["data"]["steps"][1]["status"] == "running" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slow step never started: {status:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &driver.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = driver.wait_with_output().unwrap();
+    let waited = sent.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        waited < Duration::from_secs(5),
+        "stopped after {waited:?}, not at once"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "cancelled", "{doc:#}");
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(
+        (
+            &status["data"]["phase"],
+            &status["data"]["state"],
+            &status["data"]["state_reason"]
+        ),
+        (&json!("execute"), &json!("queued"), &json!("interrupted")),
+        "{status:#}"
+    );
+    // Resumable: the next `plan execute` runs the interrupted step again from its start.
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        git_out(&s.repo, &["show", "HEAD:NOTES.md"]),
+        "Release 1.2\npartial\nMore\n"
+    );
+}
