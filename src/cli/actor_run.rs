@@ -211,7 +211,7 @@ fn run_actor(
                     } else {
                         Cell::new("ok", Tone::Good)
                     },
-                    clip(&c.arguments, 60).into(),
+                    super::view::clip(&c.arguments, 60).into(),
                 ]
             })
             .collect(),
@@ -286,16 +286,6 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
         OneShotError::Runtime(r) => CliError::invalid_input(r.to_string()),
         OneShotError::Store(s) => s.into(),
         OneShotError::Io(io) => CliError::new("IO_ERROR", io.to_string()),
-    }
-}
-
-/// `text` on one line, cut to `max` characters.
-fn clip(text: &str, max: usize) -> String {
-    let one_line = text.replace(['\n', '\r'], " ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        format!("{}...", one_line.chars().take(max).collect::<String>())
     }
 }
 

@@ -528,9 +528,9 @@ fn export_cmd(
         (Some(b), _) => export::to_branch(
             sb,
             b,
-            &format!(
-                "{}\n\nExported from CleverAgents plan {}",
-                plan.name, plan.plan_id
+            &crate::engine::sandbox::plan_commit_message(
+                &plan,
+                "Exported by CleverAgents with `plan export --branch` (not applied; git hooks were not run).",
             ),
             force,
         )?,

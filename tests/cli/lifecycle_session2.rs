@@ -643,3 +643,166 @@ fn ctrl_c_during_execute_exits_130_and_leaves_the_plan_resumable() {
         "Release 1.2\npartial\nMore\n"
     );
 }
+
+// Findings of the last new-user trial.
+
+#[test]
+fn conflict_hints_name_the_real_plan_id_with_the_data_dir_flags() {
+    let s = setup();
+    let (_, _, id) = use_plan(&s, "manual");
+    // A live process (this test) holds the plan's lease.
+    let conn = rusqlite::Connection::open(db_file(&s.env)).unwrap();
+    let now = jiff::Timestamp::now().to_string();
+    conn.execute(
+        "INSERT INTO plan_leases VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
+        rusqlite::params![
+            id,
+            std::process::id(),
+            cleveragents::engine::lease::host_name(),
+            now
+        ],
+    )
+    .unwrap();
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("CONFLICT")),
+        "{doc:#}"
+    );
+    let hints: Vec<&str> = doc["error"]["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert!(hints.iter().all(|h| !h.contains('<')), "{hints:?}");
+    let data_dir = s.env.data_dir.display().to_string();
+    for cmd in [format!("plan status {id}"), format!("plan cancel {id}")] {
+        assert!(
+            hints
+                .iter()
+                .any(|h| h.ends_with(&cmd) && h.contains(&data_dir)),
+            "{cmd} in {hints:?}"
+        );
+    }
+}
+
+#[test]
+fn answer_commands_in_json_repeat_the_data_dir_so_they_run_as_printed() {
+    let s = setup();
+    let (doc, code, id) = use_plan(&s, "supervised");
+    assert_eq!(code, 3, "{doc:#}");
+    let data_dir = s.env.data_dir.display().to_string();
+    let command = doc["data"]["approval"]["answer_command"].as_str().unwrap();
+    assert!(
+        command.contains(&format!("--data-dir {data_dir}"))
+            && command.ends_with(&format!("plan execute {id}")),
+        "{command}"
+    );
+    for a in doc["data"]["approvals"].as_array().unwrap() {
+        assert!(
+            a["answer_command"].as_str().unwrap().contains(&data_dir),
+            "{a:#}"
+        );
+    }
+    let (approvals, _) = s.env.json(&["plan", "approvals", &id]);
+    assert!(
+        approvals["data"]["approvals"][0]["answer_command"]
+            .as_str()
+            .unwrap()
+            .contains(&data_dir),
+        "{approvals:#}"
+    );
+}
+
+#[test]
+fn plan_status_names_every_step_in_the_table_and_in_json() {
+    let (s, id) = executed();
+    let (doc, _) = s.env.json(&["plan", "status", &id]);
+    let names: Vec<&str> = doc["data"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|st| st["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["write", "extend", "readme"], "{doc:#}");
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.trim() != "Steps")
+        .skip(3)
+        .take(3)
+        .collect();
+    for (line, name) in table.iter().zip(["write", "extend", "readme"]) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells.get(1), Some(&name), "{text}");
+    }
+}
+
+/// (author, committer, trailers) of a commit.
+fn identity_and_trailers(repo: &std::path::Path, rev: &str) -> (String, String, String) {
+    let show = |fmt: &str| git_out(repo, &["log", "-1", &format!("--format={fmt}"), rev]);
+    let trailers: String = show("%B")
+        .lines()
+        .filter(|l| l.starts_with("Plan-Id: ") || l.starts_with("Action: "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (show("%an <%ae>"), show("%cn <%ce>"), trailers)
+}
+
+#[test]
+fn plan_export_branch_commits_with_the_same_author_and_trailers_as_apply() {
+    let (s, id) = executed();
+    crate::support::git(&s.repo, &["config", "user.name", "Ada Lovelace"]);
+    crate::support::git(&s.repo, &["config", "user.email", "ada@example.invalid"]);
+    let (doc, code) = s.env.json(&["plan", "export", "--branch", "review", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let exported = identity_and_trailers(&s.repo, "review");
+    let applied = identity_and_trailers(&s.repo, "HEAD");
+    assert_eq!(exported, applied);
+    assert_eq!(applied.0, "Ada Lovelace <ada@example.invalid>\n");
+    assert_eq!(applied.2, format!("Plan-Id: {id}\nAction: local/notes"));
+    // Same subject; and the same tree (export is what apply commits).
+    assert_eq!(
+        git_out(&s.repo, &["log", "-1", "--format=%s", "review"]),
+        git_out(&s.repo, &["log", "-1", "--format=%s", "HEAD"])
+    );
+    assert_eq!(
+        git_out(&s.repo, &["rev-parse", "review^{tree}"]),
+        git_out(&s.repo, &["rev-parse", "HEAD^{tree}"])
+    );
+}
+
+#[test]
+fn rejecting_the_apply_gate_says_what_can_be_done_next() {
+    let (s, id) = executed();
+    let (approvals, _) = s.env.json(&["plan", "approvals", &id]);
+    let apr = approvals["data"]["approvals"][0]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (doc, code) = s.env.json(&["plan", "reject", &apr, "--reason", "not now"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let next: Vec<&str> = doc["data"]["next"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for cmd in [
+        format!("plan diff {id}"),
+        format!("plan apply {id}"),
+        format!("plan cancel {id}"),
+        format!("plan export --branch NAME {id}"),
+    ] {
+        assert!(next.iter().any(|n| n.ends_with(&cmd)), "{cmd} in {next:?}");
+    }
+    let out = s.env.run(&[
+        "--format", "plain", "plan", "reject", &apr, "--reason", "again",
+    ]);
+    // Already rejected: the approval is no longer pending.
+    assert_eq!(out.status.code(), Some(1));
+}
