@@ -806,3 +806,115 @@ fn rejecting_the_apply_gate_says_what_can_be_done_next() {
     // Already rejected: the approval is no longer pending.
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn every_profile_stops_at_its_gates_with_a_model_strategist_and_executor_in_both_wire_formats() {
+    let decision = r#"{"key": "notes", "decision_type": "implementation_choice", "question": "Where do the notes go?", "chosen_option": "NOTES.md", "confidence_score": 0.9, "rationale": "the convention", "step": {"instructions": "write NOTES.md naming release 1.2"}}"#;
+    for kind in ["openai", "anthropic"] {
+        for profile in ["manual", "supervised", "trusted", "full-auto"] {
+            let server = ProviderServer::start(vec![
+                Turn::tools("", &[("record_decision", decision)], (10, 5)),
+                Turn::tools(
+                    "",
+                    &[("finish_strategy", r#"{"summary": "one step"}"#)],
+                    (10, 5),
+                ),
+                Turn::tools(
+                    "",
+                    &[(
+                        "write_file",
+                        r#"{"path": "NOTES.md", "content": "Release 1.2\n"}"#,
+                    )],
+                    (20, 5),
+                ),
+                Turn::text("Wrote NOTES.md.", (20, 5)),
+            ]);
+            let s = super::lifecycle::setup_with(ONE_STEP);
+            scripted_env(&s, &server, kind);
+            let before = git_out(&s.repo, &["rev-parse", "HEAD"]).trim().to_string();
+            std::fs::write(s.repo.join("src/lib.rs"), "pub fn f() {}\n// wip\n").unwrap();
+            let (doc, code) = run_keyed(
+                &s.env,
+                &[
+                    "plan",
+                    "use",
+                    "--strategy-actor",
+                    "scripted/m",
+                    "--execution-actor",
+                    "scripted/m",
+                    "--automation-profile",
+                    profile,
+                    "local/notes",
+                    "app",
+                    "--arg",
+                    "version=1.2",
+                ],
+            );
+            let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+            let gate = |doc: &Value| {
+                doc["data"]["approval"]["context"]["gate"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let mut trail = vec![(code, gate(&doc))];
+            if profile == "manual" {
+                let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+                trail.push((code, gate(&doc)));
+            }
+            if matches!(profile, "manual" | "supervised") {
+                let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+                trail.push((code, gate(&doc)));
+            }
+            if profile != "full-auto" {
+                let (doc, code) = run_keyed(&s.env, &["plan", "apply", "--yes", &id]);
+                assert_eq!(code, 0, "{kind} {profile}: {doc:#}");
+                trail.push((code, "applied".into()));
+            } else {
+                trail.push((
+                    code,
+                    doc["data"]["phase"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                ));
+            }
+            let expected: Vec<(i32, &str)> = match profile {
+                "manual" => vec![
+                    (0, "strategize"),
+                    (3, "execute"),
+                    (3, "apply"),
+                    (0, "applied"),
+                ],
+                "supervised" => vec![(3, "execute"), (3, "apply"), (0, "applied")],
+                "trusted" => vec![(3, "apply"), (0, "applied")],
+                _ => vec![(0, ""), (0, "applied")],
+            };
+            let expected: Vec<(i32, String)> = expected
+                .into_iter()
+                .map(|(c, g)| (c, g.to_string()))
+                .collect();
+            assert_eq!(trail, expected, "{kind} {profile}");
+            assert_eq!(server.requests().len(), 4, "{kind} {profile}");
+            assert_eq!(
+                git_out(&s.repo, &["rev-list", &format!("{before}..HEAD")])
+                    .lines()
+                    .count(),
+                1,
+                "{kind} {profile}: exactly one commit"
+            );
+            let message = git_out(&s.repo, &["log", "-1", "--format=%B"]);
+            assert!(message.contains(&format!("Plan-Id: {id}\n")), "{message}");
+            assert!(message.contains("Action: local/notes\n"), "{message}");
+            assert_eq!(
+                git_out(&s.repo, &["show", "HEAD:NOTES.md"]),
+                "Release 1.2\n"
+            );
+            assert_eq!(
+                std::fs::read_to_string(s.repo.join("src/lib.rs")).unwrap(),
+                "pub fn f() {}\n// wip\n",
+                "{kind} {profile}: the user's unrelated edit survives"
+            );
+        }
+    }
+}
