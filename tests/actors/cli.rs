@@ -532,6 +532,54 @@ fn actor_run_without_a_resource_works_in_a_fresh_empty_sandbox() {
         text.contains(&written[0].parent().unwrap().display().to_string()),
         "{text}"
     );
+    // The finished run's sandbox goes with `plan cleanup`.
+    let (doc, code) = env.json(&["plan", "cleanup", "--yes"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(!written[0].exists(), "{doc:#}");
+}
+
+#[test]
+fn ctrl_c_during_actor_run_exits_130_and_records_the_run_as_cancelled() {
+    let server = ProviderServer::start(vec![Turn::Stall]);
+    let env = env_for(&server, "openai");
+    let child = env
+        .command(&["--format", "json", "actor", "run", "scripted/m", "hi"])
+        .env("SCRIPTED_API_KEY", KEY)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no model call");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let sent = std::time::Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130));
+    let doc = json(&out);
+    assert_eq!(doc["status"], "cancelled", "{doc:#}");
+    assert_eq!(doc["data"]["stop"]["reason"], "cancelled", "{doc:#}");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let state: String = db
+        .query_row(
+            "SELECT state FROM plans WHERE kind = 'actor_run'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(state, "cancelled");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -209,9 +209,11 @@ pub(crate) fn reconcile(
         &plan.plan_id,
         None,
         &actor,
-        context,
-        prompt,
-        Vec::new(),
+        model::Input {
+            context,
+            prompt,
+            history: Vec::new(),
+        },
         &tools,
     )
     .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;

@@ -231,9 +231,11 @@ pub(crate) fn run_step(
         &plan.plan_id,
         Some(&decision.decision_id),
         &actor,
-        context,
-        prompt,
-        resume.map(Resume::history).unwrap_or_default(),
+        model::Input {
+            context,
+            prompt,
+            history: resume.map(Resume::history).unwrap_or_default(),
+        },
         &tools,
     ) {
         Ok(r) => r,

@@ -145,9 +145,11 @@ fn model_strategy(
         &plan.plan_id,
         None,
         &actor,
-        context,
-        prompt,
-        Vec::new(),
+        model::Input {
+            context,
+            prompt,
+            history: Vec::new(),
+        },
         &tools,
     )
     .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
