@@ -4,8 +4,8 @@
 //! The actor (`PROVIDER/MODEL`) gets the built-in tools (or only those of `--skill`s) and works
 //! in a fresh empty sandbox under the data directory, or in a sandbox of `--resource R`; the
 //! engine runs every tool call through the tool runner ([`crate::engine::actors::oneshot`]).
-//! The report says where the sandbox is and what changed in it. Custom actors say "not yet
-//! supported".
+//! The report says where the sandbox is and what changed in it. A registered LLM actor runs
+//! with its model, prompt, skills, options and limits; graph actors say "not yet supported".
 
 use std::path::PathBuf;
 
@@ -32,7 +32,7 @@ pub struct ActorRunArgs {
     /// Also write the answer to this file
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The actor: PROVIDER/MODEL, e.g. openai/gpt-4.1 or ollama/llama3
+    /// The actor: PROVIDER/MODEL (e.g. openai/gpt-4.1, ollama/llama3) or a registered actor
     pub name: String,
     /// The prompt
     pub prompt: String,
@@ -41,7 +41,7 @@ pub struct ActorRunArgs {
 /// Runs `agents actor run`.
 ///
 /// # Errors
-/// `NOT_SUPPORTED` for custom actors; `INVALID_INPUT` for a malformed name or a resource that
+/// `NOT_SUPPORTED` for graph and built-in actors; `INVALID_INPUT` for a malformed name or a resource that
 /// cannot be sandboxed; `NOT_FOUND` for an unknown provider, skill or resource; `PROVIDER_AUTH` (missing or rejected key),
 /// `PROVIDER_UNAVAILABLE` (transient failure after retries), `PROVIDER_ERROR` (other
 /// provider failures); `IO_ERROR` when `--output` cannot be written.
@@ -251,6 +251,12 @@ fn run_actor(
             .collect(),
         empty: "No model calls.".into(),
     });
+    if matches!(run.stop, Stop::TurnLimit { .. } | Stop::TokenBudget { .. }) {
+        report = report.message(
+            crate::output::Level::Warn,
+            format!("{}; the answer may be incomplete", run.stop.describe()),
+        );
+    }
     report = report.message(crate::output::Level::Info, where_hint);
     if let Some(path) = &output {
         report = report.message(
@@ -269,19 +275,21 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
         }
         OneShotError::Provider(ProviderError::UnknownProvider { name: ns, known }) => {
             CliError::new(
-                "NOT_SUPPORTED",
+                "NOT_FOUND",
                 format!(
-                    "`{name}` is not a model actor (no provider `{ns}`; configured providers: {known}); running custom actors is not yet supported"
+                    "actor `{name}` uses provider `{ns}`, which is not configured (configured providers: {known})"
                 ),
             )
-            .hint(format!("run a model actor: {}", ctx.suggest("actor run openai/gpt-4.1 PROMPT")))
             .hint(format!(
-                "or configure a provider named `{ns}`: {}",
+                "configure it: {}",
                 ctx.suggest(&format!("config set providers.{ns}.kind openai"))
             ))
+            .hint(ctx.suggest(&format!("actor show {name}")))
         }
         OneShotError::Provider(p) => provider_error(&p, ctx),
         OneShotError::Skill(s) => s.into(),
+        OneShotError::Actor(a) => a.into(),
+        OneShotError::NotSupported(m) => CliError::new("NOT_SUPPORTED", m),
         OneShotError::Sandbox(s) => s.into(),
         OneShotError::Runtime(r) => CliError::invalid_input(r.to_string()),
         OneShotError::Store(s) => s.into(),

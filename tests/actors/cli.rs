@@ -273,13 +273,26 @@ fn actor_run_says_what_is_not_supported_and_what_is_missing() {
         &env,
         &["--format", "json", "actor", "run", "local/reviewer", "hi"],
     ));
-    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
     assert!(
         doc["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("custom actors is not yet supported")
+            .contains("no custom actor local/reviewer is registered"),
+        "{doc:#}"
     );
+    let doc = json(&run(
+        &env,
+        &[
+            "--format",
+            "json",
+            "actor",
+            "run",
+            "builtin/script-executor",
+            "hi",
+        ],
+    ));
+    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED", "{doc:#}");
 
     let out = env
         .command(&["--format", "json", "actor", "run", "scripted/m", "hi"])
@@ -636,4 +649,65 @@ fn actor_run_output_snapshots() {
         settings.add_filter(&regex::escape(env!("CARGO_PKG_VERSION")), "[VERSION]");
         settings.bind(|| insta::assert_snapshot!(name, text));
     }
+}
+
+#[test]
+fn a_registered_actor_runs_with_its_own_prompt_skills_and_limits() {
+    let server = ProviderServer::start(vec![
+        Turn::tools("", &[("search_files", r#"{"pattern": "TODO"}"#)], (10, 2)),
+        Turn::tools("", &[("search_files", r#"{"pattern": "FIXME"}"#)], (10, 2)),
+        Turn::text("never reached", (10, 2)),
+    ]);
+    let env = env_for(&server, "anthropic");
+    let file = env.root().join("reviewer.yaml");
+    std::fs::write(
+        &file,
+        "name: reviewer\nmodel: scripted/m\nsystem-prompt: \"You are {{ actor }}; you only read.\"\nskills: [search_operations]\noptions: {temperature: 0.3, max-tokens: 321}\nlimits: {max-turns: 2}\n",
+    )
+    .unwrap();
+    let (doc, code) = env.json(&["actor", "add", "--config", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{doc:#}");
+    let out = run(
+        &env,
+        &[
+            "--format",
+            "json",
+            "actor",
+            "run",
+            "local/reviewer",
+            "Find the TODOs",
+        ],
+    );
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    let data = &doc["data"];
+    assert_eq!(data["actor"], "local/reviewer");
+    assert_eq!(data["stop"]["reason"], "turn_limit", "{doc:#}");
+    assert_eq!(doc["messages"][0]["level"], "warn", "{doc:#}");
+    assert_eq!(data["turns"], 2);
+    // The skill's tools only, the actor's prompt and options.
+    let tools: Vec<&str> = data["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"search_files") && !tools.contains(&"write_file"),
+        "{tools:?}"
+    );
+    let first = &server.requests()[0].body;
+    assert_eq!(first["system"], "You are local/reviewer; you only read.");
+    assert_eq!(first["max_tokens"], 321);
+    assert_eq!(first["temperature"], 0.3);
+    assert_eq!(server.requests().len(), 2, "max-turns 2 stopped the run");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let actors: Vec<String> = db
+        .prepare("SELECT actor FROM model_calls")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(actors, ["local/reviewer", "local/reviewer"]);
 }

@@ -19,12 +19,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::accounting::{self, CallContext};
 use super::messages::Usage;
 use super::providers::{ClientOptions, ModelRef, ProviderClient, ProviderError};
-use super::runtime::{self, ActorRun, RunRequest, RuntimeError, Stop};
+use super::runtime::{self, ActorRun, Limits, RunRequest, RuntimeError, Stop};
 use crate::engine::config::Config;
 use crate::engine::domain::id::Id;
 use crate::engine::domain::lifecycle::{Phase, ProcessingState};
@@ -103,13 +104,13 @@ impl Workspace {
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct OneShot {
-    /// `PROVIDER/MODEL`.
+    /// `PROVIDER/MODEL`, or a registered LLM actor.
     pub actor: String,
     /// The user prompt.
     pub prompt: String,
     /// Sampling temperature.
     pub temperature: Option<f32>,
-    /// Skills whose tools are offered; none: every built-in tool.
+    /// Skills whose tools are offered; none: the actor's skills, else every built-in tool.
     pub skills: Vec<String>,
     /// Where the tools work.
     pub workspace: Workspace,
@@ -182,9 +183,88 @@ pub enum OneShotError {
     /// The sandbox could not be made.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// The actor name does not resolve to a registered actor or a provider's model.
+    #[error(transparent)]
+    Actor(#[from] crate::engine::registry::actors::ActorError),
+    /// The actor exists but cannot run in isolation (a graph actor, an offline built-in).
+    #[error("{0}")]
+    NotSupported(String),
     /// The async runtime or the sandbox directory could not be made.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// A resolved actor: a provider's model, or a registered LLM actor with its model, prompt,
+/// skills, options and limits.
+struct Resolved {
+    name: String,
+    model: String,
+    system_prompt: Option<String>,
+    skills: Vec<String>,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    limits: Limits,
+    unsafe_tools: bool,
+}
+
+/// Resolves the actor name: `PROVIDER/MODEL`, or a registered LLM actor (its skills are the
+/// default tools; `--skill`s replace them; `--temperature` overrides its option).
+fn resolve_actor(
+    store: &Store,
+    providers: &[crate::engine::config::Provider],
+    request: &OneShot,
+) -> Result<Resolved, OneShotError> {
+    use crate::engine::registry::actors::{self as registry, ActorRef, ActorType};
+    // A name that is not `NAMESPACE/NAME` is a malformed model reference.
+    if !request.actor.contains('/') {
+        ModelRef::parse(&request.actor)?;
+    }
+    match registry::resolve(store, providers, &request.actor)? {
+        ActorRef::Provider { name, .. } => Ok(Resolved {
+            name: name.clone(),
+            model: name,
+            system_prompt: None,
+            skills: request.skills.clone(),
+            temperature: None,
+            max_tokens: None,
+            limits: Limits::default(),
+            unsafe_tools: false,
+        }),
+        ActorRef::Custom { actor } => {
+            let def = actor.definition;
+            if def.actor_type == ActorType::Graph {
+                return Err(OneShotError::NotSupported(format!(
+                    "actor {} is a graph actor; running graph actors is not yet supported",
+                    actor.name
+                )));
+            }
+            let model = def.model.ok_or_else(|| {
+                OneShotError::NotSupported(format!("actor {} names no model", actor.name))
+            })?;
+            let mut limits = Limits::default();
+            if let Some(t) = def.limits.max_turns {
+                limits.max_turns = t;
+            }
+            limits.token_budget = def.limits.max_tokens;
+            Ok(Resolved {
+                name: actor.name,
+                model,
+                system_prompt: def.system_prompt,
+                skills: if request.skills.is_empty() {
+                    def.skills
+                } else {
+                    request.skills.clone()
+                },
+                temperature: def.options.temperature.map(|t| t as f32),
+                max_tokens: def.options.max_tokens,
+                limits,
+                unsafe_tools: def.unsafe_,
+            })
+        }
+        ActorRef::Builtin { name, .. } => Err(OneShotError::NotSupported(format!(
+            "{name} is an offline built-in actor that works inside plans (`agents plan use`); `actor run` runs model actors"
+        ))),
+    }
 }
 
 /// Runs `request` and records it: the run's row, its sandbox, its tool calls (by the tool
@@ -204,10 +284,11 @@ pub fn run_model_actor(
     env: impl Fn(&str) -> Option<String>,
     interrupted: &(dyn Fn() -> bool + Send + Sync),
 ) -> Result<OneShotResult, OneShotError> {
-    let model_ref = ModelRef::parse(&request.actor)?;
     let providers = config.providers();
+    let actor = resolve_actor(store, &providers, request)?;
+    let model_ref = ModelRef::parse(&actor.model)?;
     let client = ProviderClient::connect(&providers, &model_ref, env, request.options.clone())?;
-    let tools = skills::offered_tools(&request.skills, Phase::Execute)?;
+    let tools = skills::offered_tools(&actor.skills, Phase::Execute)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -216,7 +297,7 @@ pub fn run_model_actor(
     let now = jiff::Timestamp::now();
     let mut plan = Plan::new("actor-run", format!("actor run: {model_ref}"), now);
     plan.description = Some(request.prompt.clone());
-    plan.execution_actor = Some(model_ref.to_string());
+    plan.execution_actor = Some(actor.name.clone());
     plan.status.phase = Phase::Execute;
     plan.status.state = ProcessingState::Processing;
     plan.started_at = Some(now);
@@ -250,7 +331,8 @@ pub fn run_model_actor(
         },
     )?;
     let sandbox = sandboxes.ensure(store, &run_id, &resource)?;
-    let policy = Policy::for_plan(&plan);
+    let mut policy = Policy::for_plan(&plan);
+    policy.allow_unsafe_tools = actor.unsafe_tools;
     let cancel = Arc::new(AtomicBool::new(false));
     let host = RunnerHost::new(
         Store::open(store.path())?,
@@ -262,9 +344,15 @@ pub fn run_model_actor(
     .only(tools);
     let offered = host.names();
     let run_request = RunRequest {
-        system_template: (!offered.is_empty()).then(|| SYSTEM.to_string()),
+        system_template: actor
+            .system_prompt
+            .clone()
+            .or_else(|| (!offered.is_empty()).then(|| SYSTEM.to_string())),
+        context: json!({"actor": actor.name, "prompt": request.prompt, "tools": offered}),
         prompt: request.prompt.clone(),
-        temperature: request.temperature,
+        temperature: request.temperature.or(actor.temperature),
+        max_tokens: actor.max_tokens,
+        limits: actor.limits,
         stream: true,
         ..RunRequest::default()
     };
@@ -297,7 +385,7 @@ pub fn run_model_actor(
         run_id,
         plan_id: Some(run_id),
         decision_id: None,
-        actor: model_ref.to_string(),
+        actor: actor.name.clone(),
     };
     store.record_model_calls(&accounting::call_rows(&ctx, client.provider(), &run))?;
     let files_changed = sandbox_diff(&sandbox, &DiffRequest::default())?
@@ -318,7 +406,7 @@ pub fn run_model_actor(
     store.update_plan_status(&run_id, plan.status, jiff::Timestamp::now())?;
     Ok(OneShotResult {
         run_id,
-        actor: model_ref.to_string(),
+        actor: actor.name,
         provider: model_ref.provider,
         model: model_ref.model,
         tools: offered,
