@@ -918,3 +918,90 @@ fn every_profile_stops_at_its_gates_with_a_model_strategist_and_executor_in_both
         }
     }
 }
+
+#[test]
+fn guidance_instead_of_an_option_reaches_the_paused_executor_as_the_answer() {
+    let question = r#"{"question": "Which file?", "options": ["NOTES.md", "CHANGES.md"]}"#;
+    let server = ProviderServer::start(vec![
+        Turn::tools("", &[("request_decision", question)], (10, 2)),
+        Turn::tools(
+            "",
+            &[(
+                "write_file",
+                r#"{"path": "RELEASE.txt", "content": "1.2\n"}"#,
+            )],
+            (10, 2),
+        ),
+        Turn::text("Wrote RELEASE.txt as told.", (10, 2)),
+    ]);
+    let s = super::lifecycle::setup_with(ONE_STEP);
+    scripted_env(&s, &server, "openai");
+    let (doc, code, id) = use_with_model_executor(&s, "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    let apr = doc["data"]["approval"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(doc["data"]["approval"]["kind"], "decision", "{doc:#}");
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "decide",
+            &apr,
+            "--guidance",
+            "neither: write RELEASE.txt",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
+    let resumed = server.requests()[1].body.to_string();
+    assert!(
+        resumed.contains("The user chose none of the options and said: neither: write RELEASE.txt"),
+        "{resumed}"
+    );
+    let (diff, _) = run_keyed(&s.env, &["plan", "diff", "--stat", &id]);
+    assert_eq!(
+        diff["data"]["resources"][0]["files"][0]["path"], "RELEASE.txt",
+        "{diff:#}"
+    );
+}
+
+#[test]
+fn an_invalid_request_decision_goes_back_to_the_model_and_the_step_carries_on() {
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[(
+                "request_decision",
+                r#"{"question": "Proceed?", "options": ["yes"]}"#,
+            )],
+            (10, 2),
+        ),
+        Turn::tools(
+            "",
+            &[(
+                "write_file",
+                r#"{"path": "NOTES.md", "content": "Release 1.2\n"}"#,
+            )],
+            (10, 2),
+        ),
+        Turn::text("Done without asking.", (10, 2)),
+    ]);
+    let s = super::lifecycle::setup_with(ONE_STEP);
+    scripted_env(&s, &server, "anthropic");
+    let (doc, code, _) = use_with_model_executor(&s, "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "no question was raised: {doc:#}"
+    );
+    let second = server.requests()[1].body.to_string();
+    assert!(
+        second.contains("at least two non-empty strings"),
+        "the model was told why: {second}"
+    );
+}
