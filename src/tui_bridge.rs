@@ -260,7 +260,9 @@ impl Bridge {
         };
         let mut files = Vec::new();
         for sb in &active {
-            let Ok(diffs) = diff::sandbox_diff(sb, &request) else {
+            let Ok(diffs) =
+                crate::engine::sandbox::attribution::attributed_diff(&self.store, sb, &request)
+            else {
                 continue;
             };
             for f in diffs {
@@ -288,8 +290,7 @@ impl Bridge {
                                     text: l.text.clone(),
                                 })
                                 .collect(),
-                            // Hunk attribution to decisions is not recorded yet.
-                            decision_ids: Vec::new(),
+                            decision_ids: h.decision_ids.clone(),
                         })
                         .collect(),
                 });

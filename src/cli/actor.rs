@@ -13,7 +13,7 @@ use crate::output::{Column, Element, Level, Report};
 /// `agents actor ...`
 #[derive(Debug, Subcommand)]
 pub enum ActorCommand {
-    /// Run one model actor (PROVIDER/MODEL) on a prompt and print its answer and usage
+    /// Run one actor with tools in a sandbox and print its answer, tool calls and usage
     Run(super::actor_run::ActorRunArgs),
     /// Register a custom actor from a YAML file (flags override the file)
     Add {

@@ -1,16 +1,18 @@
 //! `agents actor run` (spec section 06): runs one model actor in isolation and prints the
 //! answer, the tool calls and the usage.
 //!
-//! This build runs model actors (`PROVIDER/MODEL`) as a plain conversation: no tools are
-//! offered, so no sandbox is made. `--skill` and `--resource` say "not yet supported" (they
-//! arrive with the tool runner and sandboxes), as do custom actors (the actor registry).
+//! The actor (`PROVIDER/MODEL`) gets the built-in tools (or only those of `--skill`s) and works
+//! in a fresh empty sandbox under the data directory, or in a sandbox of `--resource R`; the
+//! engine runs every tool call through the tool runner ([`crate::engine::actors::oneshot`]).
+//! The report says where the sandbox is and what changed in it. A registered LLM actor runs
+//! with its model, prompt, skills, options and limits; graph actors say "not yet supported".
 
 use std::path::PathBuf;
 
 use serde_json::json;
 
 use super::{CliError, Context, env_var};
-use crate::engine::actors::oneshot::{OneShot, OneShotError, run_model_actor};
+use crate::engine::actors::oneshot::{OneShot, OneShotError, Workspace, run_model_actor};
 use crate::engine::actors::providers::{ClientOptions, ProviderError};
 use crate::engine::actors::runtime::Stop;
 use crate::output::{Cell, Column, Element, Report, Tone};
@@ -21,16 +23,16 @@ pub struct ActorRunArgs {
     /// Sampling temperature
     #[arg(short = 't', long, value_name = "TEMP")]
     pub temperature: Option<f32>,
-    /// Attach a skill for this run (not yet supported)
+    /// Offer only this skill's tools (repeatable; default: every built-in tool)
     #[arg(long = "skill", value_name = "SKILL")]
     pub skills: Vec<String>,
-    /// Run against a sandbox of this resource (not yet supported)
+    /// Work in a sandbox of this registered resource (default: a fresh empty sandbox)
     #[arg(long, value_name = "RESOURCE")]
     pub resource: Option<String>,
     /// Also write the answer to this file
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The actor: PROVIDER/MODEL, e.g. openai/gpt-4.1 or ollama/llama3
+    /// The actor: PROVIDER/MODEL (e.g. openai/gpt-4.1, ollama/llama3) or a registered actor
     pub name: String,
     /// The prompt
     pub prompt: String,
@@ -39,8 +41,8 @@ pub struct ActorRunArgs {
 /// Runs `agents actor run`.
 ///
 /// # Errors
-/// `NOT_SUPPORTED` for skills, resources and custom actors; `INVALID_INPUT` for a malformed
-/// name; `NOT_FOUND` for an unknown provider; `PROVIDER_AUTH` (missing or rejected key),
+/// `NOT_SUPPORTED` for graph and built-in actors; `INVALID_INPUT` for a malformed name or a resource that
+/// cannot be sandboxed; `NOT_FOUND` for an unknown provider, skill or resource; `PROVIDER_AUTH` (missing or rejected key),
 /// `PROVIDER_UNAVAILABLE` (transient failure after retries), `PROVIDER_ERROR` (other
 /// provider failures); `IO_ERROR` when `--output` cannot be written.
 pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
@@ -72,29 +74,37 @@ fn run_actor(
     name: String,
     prompt: String,
 ) -> Result<Report, CliError> {
-    if !skills.is_empty() {
-        return Err(CliError::new(
-            "NOT_SUPPORTED",
-            "`--skill` is not yet supported: actor run offers no tools until the tool runner is built",
-        )
-        .hint(ctx.suggest(&format!("actor run {name} PROMPT"))));
-    }
-    if resource.is_some() {
-        return Err(CliError::new(
-            "NOT_SUPPORTED",
-            "`--resource` is not yet supported: actor run uses no sandbox until sandboxes are built",
-        ));
-    }
     let config = ctx.config()?;
     let mut store = ctx.store()?;
+    let workspace = match resource {
+        None => Workspace::Fresh,
+        Some(input) => {
+            let r = crate::engine::registry::resources::find(&store, input)?;
+            Workspace::of_resource(&r).map_err(|m| {
+                CliError::invalid_input(format!("--resource {input}: {m}"))
+                    .hint(ctx.suggest(&format!("resource show {}", r.name)))
+            })?
+        }
+    };
     let request = OneShot {
         actor: name.clone(),
         prompt,
         temperature,
+        skills: skills.to_vec(),
+        workspace,
         options: ClientOptions::default(),
     };
-    let result = run_model_actor(config, &mut store, &request, env_var)
-        .map_err(|e| start_error(e, &name, ctx))?;
+    let guard = super::interrupt::Guard::new();
+    let interrupted = move || guard.interrupted();
+    let result = run_model_actor(
+        config,
+        &mut store,
+        &ctx.paths,
+        &request,
+        env_var,
+        &interrupted,
+    )
+    .map_err(|e| start_error(e, &name, ctx))?;
     let run = &result.run;
     let cost = match result.cost_usd {
         Some(c) => format!("${c:.6}"),
@@ -108,7 +118,7 @@ fn run_actor(
         "answer": run.answer,
         "stop": run.stop,
         "turns": run.turns,
-        "tools": [],
+        "tools": result.tools,
         "tool_calls": run.tool_calls,
         "usage": result.usage,
         "cost_usd": result.cost_usd,
@@ -121,10 +131,19 @@ fn run_actor(
             "duration_ms": c.duration_ms,
             "error": c.error.as_ref().map(|e| json!({"kind": e.0, "message": e.1})),
         })).collect::<Vec<_>>(),
-        "sandbox": null,
+        "sandbox": result.sandbox,
+        "files_changed": result.files_changed,
     });
+    let where_hint = format!(
+        "the sandbox is at {}; review it with {}",
+        result.sandbox.path,
+        ctx.suggest(&format!("plan diff {}", result.run_id))
+    );
     if let Stop::Failed { error } = &run.stop {
-        return Err(provider_error(error, ctx).data(data));
+        return Err(provider_error(error, ctx).data(data).hint(where_hint));
+    }
+    if let Stop::Cancelled = &run.stop {
+        return Err(super::interrupt::cancelled().data(data).hint(where_hint));
     }
     if let Some(path) = &output {
         std::fs::write(path, &run.answer).map_err(|e| {
@@ -156,14 +175,58 @@ fn run_actor(
             ("Turns", run.turns.to_string().into()),
             (
                 "Tools",
-                Cell::new("none (no tools are offered yet)", Tone::Dim),
+                if result.tools.is_empty() {
+                    Cell::new("none", Tone::Dim)
+                } else {
+                    result.tools.join(", ").into()
+                },
             ),
+            ("Sandbox", result.sandbox.path.clone().into()),
             (
-                "Sandbox",
-                Cell::new("none (no tools, so no sandbox)", Tone::Dim),
+                "Sandboxed",
+                match &result.sandbox.source {
+                    Some(src) => format!("{} ({src})", result.sandbox.resource).into(),
+                    None => Cell::new("a fresh empty directory", Tone::Dim),
+                },
             ),
         ],
     ))
+    .with(Element::Table {
+        title: "Tool Calls".into(),
+        columns: vec![
+            Column::right("Turn"),
+            Column::left("Tool"),
+            Column::left("Outcome"),
+            Column::left("Arguments"),
+        ],
+        rows: run
+            .tool_calls
+            .iter()
+            .map(|c| {
+                vec![
+                    c.turn.to_string().into(),
+                    c.name.clone().into(),
+                    if c.is_error {
+                        Cell::new("error", Tone::Bad)
+                    } else {
+                        Cell::new("ok", Tone::Good)
+                    },
+                    super::view::clip(&c.arguments, 60).into(),
+                ]
+            })
+            .collect(),
+        empty: "No tool calls.".into(),
+    })
+    .with(Element::Table {
+        title: "Files Changed".into(),
+        columns: vec![Column::left("Status"), Column::left("Path")],
+        rows: result
+            .files_changed
+            .iter()
+            .map(|f| vec![f.status.letter().into(), f.path.clone().into()])
+            .collect(),
+        empty: "No files changed in the sandbox.".into(),
+    })
     .with(Element::Table {
         title: "Usage".into(),
         columns: vec![
@@ -188,6 +251,13 @@ fn run_actor(
             .collect(),
         empty: "No model calls.".into(),
     });
+    if matches!(run.stop, Stop::TurnLimit { .. } | Stop::TokenBudget { .. }) {
+        report = report.message(
+            crate::output::Level::Warn,
+            format!("{}; the answer may be incomplete", run.stop.describe()),
+        );
+    }
+    report = report.message(crate::output::Level::Info, where_hint);
     if let Some(path) = &output {
         report = report.message(
             crate::output::Level::Info,
@@ -205,18 +275,22 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
         }
         OneShotError::Provider(ProviderError::UnknownProvider { name: ns, known }) => {
             CliError::new(
-                "NOT_SUPPORTED",
+                "NOT_FOUND",
                 format!(
-                    "`{name}` is not a model actor (no provider `{ns}`; configured providers: {known}); running custom actors is not yet supported"
+                    "actor `{name}` uses provider `{ns}`, which is not configured (configured providers: {known})"
                 ),
             )
-            .hint(format!("run a model actor: {}", ctx.suggest("actor run openai/gpt-4.1 PROMPT")))
             .hint(format!(
-                "or configure a provider named `{ns}`: {}",
+                "configure it: {}",
                 ctx.suggest(&format!("config set providers.{ns}.kind openai"))
             ))
+            .hint(ctx.suggest(&format!("actor show {name}")))
         }
         OneShotError::Provider(p) => provider_error(&p, ctx),
+        OneShotError::Skill(s) => s.into(),
+        OneShotError::Actor(a) => a.into(),
+        OneShotError::NotSupported(m) => CliError::new("NOT_SUPPORTED", m),
+        OneShotError::Sandbox(s) => s.into(),
         OneShotError::Runtime(r) => CliError::invalid_input(r.to_string()),
         OneShotError::Store(s) => s.into(),
         OneShotError::Io(io) => CliError::new("IO_ERROR", io.to_string()),

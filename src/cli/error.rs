@@ -119,8 +119,8 @@ impl From<InitError> for CliError {
         let message = e.to_string();
         match e {
             InitError::PlansProcessing(_) => CliError::new("CONFLICT", message)
-                .hint("agents plan cancel <PLAN>")
-                .hint("agents plan list"),
+                .hint("agents plan list --state processing")
+                .hint("then `agents plan cancel PLAN_ID` for each plan it lists"),
             InitError::Store(s) => s.into(),
             InitError::NotADataDir { .. } => CliError::new("INVALID_INPUT", message)
                 .hint("check --data-dir / AGENTS_DATA_DIR: it must name the data directory itself"),
@@ -456,10 +456,15 @@ impl From<crate::engine::lifecycle::RunError> for CliError {
                 .data(serde_json::json!({"plan_id": id.to_string()})),
             RunError::ResourceBusy { .. } => CliError::new("CONFLICT", message)
                 .hint("wait for the other apply to finish, then run this command again"),
-            RunError::Busy { pid, host, kind } => CliError::new("CONFLICT", message)
+            RunError::Busy {
+                plan_id,
+                pid,
+                host,
+                kind,
+            } => CliError::new("CONFLICT", message)
                 .detail("another process drives this plan; it may be read but not driven until that process stops")
-                .hint("agents plan status <PLAN>")
-                .hint("agents plan cancel <PLAN>")
+                .hint(format!("agents plan status {plan_id}"))
+                .hint(format!("agents plan cancel {plan_id}"))
                 .data(serde_json::json!({"owner": {"pid": pid, "host": host, "kind": kind}})),
             RunError::WrongState { hints, phase, state, .. } => {
                 let mut err = CliError::new("CONFLICT", message)

@@ -234,7 +234,7 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
     let semantic = match &choice {
         None => "semantic conflicts not checked (no invariant actor)".to_string(),
         Some(c) => format!(
-            "semantic conflicts not checked: the invariant actor {} (from {}) reconciles them when the plan enters strategize, which is not yet supported; only --key conflicts and duplicates were resolved",
+            "semantic conflicts are checked when the plan enters strategize: the invariant actor {} (from {}) reconciles them then; this view resolves only --key conflicts and duplicates",
             c.actor, c.from
         ),
     };

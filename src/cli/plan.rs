@@ -571,7 +571,31 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             }))
             .collect::<Vec<_>>()
     );
-    data["steps"] = json!(extra.steps);
+    // Step names: the strategy's key for the step (a script step's name), else its decision.
+    let decisions = store.decisions(&id)?;
+    let step_name = |st: &crate::engine::store::lifecycle_run::PlanStep| -> String {
+        let d = decisions.iter().find(|d| d.decision_id == st.decision_id);
+        let key = d
+            .and_then(|d| d.context_snapshot.get("key"))
+            .and_then(serde_json::Value::as_str)
+            .filter(|k| !k.is_empty());
+        match (key, d) {
+            (Some(k), _) => k.to_string(),
+            (None, Some(d)) => view::clip(&d.chosen_option, 48),
+            (None, None) => String::new(),
+        }
+    };
+    data["steps"] = json!(
+        extra
+            .steps
+            .iter()
+            .map(|st| {
+                let mut v = json!(st);
+                v["name"] = json!(step_name(st));
+                v
+            })
+            .collect::<Vec<_>>()
+    );
     data["decisions"] =
         json!({"current": extra.decisions, "superseded": extra.superseded_decisions});
     data["usage"] = json!(extra.usage);
@@ -704,13 +728,16 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     if !extra.steps.is_empty() {
         report = report.with(Element::Table {
             title: "Steps".into(),
-            columns: ["#", "Decision", "Status", "Runs"].map(Column::left).into(),
+            columns: ["#", "Step", "Decision", "Status", "Runs"]
+                .map(Column::left)
+                .into(),
             rows: extra
                 .steps
                 .iter()
                 .map(|st| {
                     vec![
                         st.position.to_string().into(),
+                        step_name(st).into(),
                         view::id(view::short(&st.decision_id.to_string())),
                         st.status.as_str().into(),
                         st.runs.to_string().into(),

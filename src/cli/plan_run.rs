@@ -172,7 +172,9 @@ fn resolve_plan(engine: &Engine, input: &str) -> Result<Id, CliError> {
     Ok(engine.store().resolve_plan_id(input)??)
 }
 
-fn approval_data(a: &Approval) -> Value {
+/// An approval as json; its `answer_command` repeats `--data-dir` / `--config-path` when the
+/// user gave them, so it runs as printed.
+fn approval_data(ctx: &Context, a: &Approval) -> Value {
     json!({
         "approval_id": a.approval_id,
         "plan_id": a.plan_id.to_string(),
@@ -181,7 +183,7 @@ fn approval_data(a: &Approval) -> Value {
         "summary": a.summary,
         "options": a.options,
         "context": a.context,
-        "answer_command": a.answer_command,
+        "answer_command": ctx.rewrite(&a.answer_command),
         "created_at": a.created_at.to_string(),
     })
 }
@@ -224,8 +226,13 @@ pub(crate) fn driven_report(
                 err.hint(ctx.suggest(&format!("plan reject {} --reason TEXT", first.approval_id)));
         }
         let mut d = data.clone();
-        d["approval"] = approval_data(first);
-        d["approvals"] = json!(approvals.iter().map(approval_data).collect::<Vec<_>>());
+        d["approval"] = approval_data(ctx, first);
+        d["approvals"] = json!(
+            approvals
+                .iter()
+                .map(|a| approval_data(ctx, a))
+                .collect::<Vec<_>>()
+        );
         err.data(d)
     };
     match &driven.stopped {
@@ -538,7 +545,7 @@ pub fn approvals(ctx: &Context, a: &ApprovalsArgs) -> Result<Report, CliError> {
         .collect();
     Ok(Report::ok(
         "plan approvals",
-        json!({"approvals": pending.iter().map(approval_data).collect::<Vec<_>>()}),
+        json!({"approvals": pending.iter().map(|a| approval_data(ctx, a)).collect::<Vec<_>>()}),
         format!("{n} pending approval{}", if n == 1 { "" } else { "s" }),
     )
     .with(Element::Table {
@@ -580,7 +587,7 @@ fn answer_report(
                 let plan = engine.plan(&plan_id)?;
                 return Ok(Report::ok(
                     command,
-                    json!({"approval": approval_data(&answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
+                    json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
                     format!("Answered {approval_id}; {what}: not yet supported"),
                 )
                 .with(plan_panel(&plan)));
@@ -589,12 +596,76 @@ fn answer_report(
         }
     }
     let plan = engine.plan(&plan_id)?;
-    Ok(Report::ok(
+    let next = next_after(ctx, &answered.approval, &plan);
+    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())});
+    if !next.is_empty() {
+        data["next"] = json!(next);
+    }
+    let mut report = Report::ok(
         command,
-        json!({"approval": approval_data(&answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
+        data,
         format!("Answered {approval_id}: {}", answered.effect),
     )
-    .with(plan_panel(&plan)))
+    .with(plan_panel(&plan));
+    if !next.is_empty() {
+        report = report.with(Element::List {
+            title: "Next Steps".into(),
+            items: next,
+        });
+    }
+    Ok(report)
+}
+
+/// What the user can do after declining a phase gate (the plan stays where it is).
+fn next_after(
+    ctx: &Context,
+    approval: &Approval,
+    plan: &crate::engine::domain::Plan,
+) -> Vec<String> {
+    use crate::engine::domain::approval::{ApprovalKind, ApprovalStatus};
+    if approval.kind != ApprovalKind::PhaseGate || approval.status != ApprovalStatus::Rejected {
+        return Vec::new();
+    }
+    let id = plan.plan_id;
+    let mut next = match approval.context["gate"].as_str() {
+        Some("apply") => vec![
+            format!(
+                "review the changes: {}",
+                ctx.suggest(&format!("plan diff {id}"))
+            ),
+            format!(
+                "take the changes to a branch and finish them by hand: {}",
+                ctx.suggest(&format!("plan export --branch NAME {id}"))
+            ),
+            format!(
+                "undo steps to run them again: {} (then plan rollback and plan execute)",
+                ctx.suggest(&format!("plan checkpoints {id}"))
+            ),
+            format!(
+                "apply after all: {}",
+                ctx.suggest(&format!("plan apply {id}"))
+            ),
+        ],
+        _ => vec![
+            format!(
+                "review the strategy: {}",
+                ctx.suggest(&format!("plan status {id}"))
+            ),
+            format!(
+                "give guidance: {}",
+                ctx.suggest(&format!("plan prompt {id} TEXT"))
+            ),
+            format!(
+                "go ahead after all: {}",
+                ctx.suggest(&format!("plan execute {id}"))
+            ),
+        ],
+    };
+    next.push(format!(
+        "drop the plan: {}",
+        ctx.suggest(&format!("plan cancel {id}"))
+    ));
+    next
 }
 
 /// `plan decide APR (--option N | --guidance TEXT)`.

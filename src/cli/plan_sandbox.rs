@@ -241,8 +241,14 @@ fn select<'a>(
     }
 }
 
-fn resource_diff(sb: &Sandbox, request: &DiffRequest) -> Result<Vec<FileDiff>, CliError> {
-    Ok(diff::sandbox_diff(sb, request)?)
+fn resource_diff(
+    store: &Store,
+    sb: &Sandbox,
+    request: &DiffRequest,
+) -> Result<Vec<FileDiff>, CliError> {
+    Ok(crate::engine::sandbox::attribution::attributed_diff(
+        store, sb, request,
+    )?)
 }
 
 fn plan_diff(
@@ -259,7 +265,7 @@ fn plan_diff(
     let mut all_files = Vec::new();
     let mut rows = Vec::new();
     for sb in select(&active, resource)? {
-        let files = resource_diff(sb, &request)?;
+        let files = resource_diff(&store, sb, &request)?;
         for f in &files {
             let path = match &f.old_path {
                 Some(old) => format!("{old} -> {}", f.path),
@@ -335,7 +341,7 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
     let mut files: Vec<serde_json::Value> = Vec::new();
     let mut rows = Vec::new();
     for sb in sandboxes.active(&store, &plan.plan_id)? {
-        for f in resource_diff(&sb, &DiffRequest::default())? {
+        for f in diff::sandbox_diff(&sb, &DiffRequest::default())? {
             let made_by: Vec<u64> = calls
                 .iter()
                 .filter(|c| c.discarded_at.is_none())
@@ -522,9 +528,9 @@ fn export_cmd(
         (Some(b), _) => export::to_branch(
             sb,
             b,
-            &format!(
-                "{}\n\nExported from CleverAgents plan {}",
-                plan.name, plan.plan_id
+            &crate::engine::sandbox::plan_commit_message(
+                &plan,
+                "Exported by CleverAgents with `plan export --branch` (not applied; git hooks were not run).",
             ),
             force,
         )?,

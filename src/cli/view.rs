@@ -28,6 +28,16 @@ pub fn or(v: Option<&str>, marker: &str) -> Cell {
     }
 }
 
+/// `text` on one line, cut to `max` characters with `...`.
+pub fn clip(text: &str, max: usize) -> String {
+    let one_line = text.replace(['\n', '\r'], " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}...", one_line.chars().take(max).collect::<String>())
+    }
+}
+
 /// The first 8 characters of an id (tables).
 pub fn short(id: &str) -> String {
     id.chars().take(8).collect()

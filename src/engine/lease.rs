@@ -48,6 +48,8 @@ pub enum LeaseError {
     /// Another live process drives the plan.
     #[error("plan is being run by pid {pid} on {host} ({kind})")]
     Held {
+        /// The plan.
+        plan_id: Id,
         /// The owner's pid.
         pid: u32,
         /// The owner's host.
@@ -265,6 +267,7 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
         && lease.pid != pid
     {
         return Err(LeaseError::Held {
+            plan_id: *plan_id,
             pid: lease.pid,
             host: lease.host,
             kind: lease.kind,

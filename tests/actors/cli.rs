@@ -98,10 +98,9 @@ fn actor_run_prints_the_answer_and_usage_in_json_and_plain_and_records_the_calls
     assert_eq!(data["usage"]["output_tokens"], 500);
     assert_eq!(data["cost_usd"], 0.002);
     assert_eq!(data["tool_calls"], serde_json::json!([]));
-    assert_eq!(
-        server.requests()[0].body["messages"][0]["content"],
-        "Capital of France?"
-    );
+    let messages = &server.requests()[0].body["messages"];
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[1]["content"], "Capital of France?");
     assert_eq!(server.requests()[0].body["stream"], true);
 
     let answer_file = env.root().join("answer.txt");
@@ -241,25 +240,59 @@ fn actor_run_says_what_is_not_supported_and_what_is_missing() {
         ],
     );
     let doc = json(&out);
-    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("local/file-ops")
+            && message.contains("custom skills are not yet supported"),
+        "{message}"
+    );
+
+    let doc = json(&run(
+        &env,
+        &[
+            "--format",
+            "json",
+            "actor",
+            "run",
+            "--resource",
+            "local/nowhere",
+            "scripted/m",
+            "hi",
+        ],
+    ));
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
     assert!(
         doc["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("--skill")
+            .contains("local/nowhere")
     );
 
     let doc = json(&run(
         &env,
         &["--format", "json", "actor", "run", "local/reviewer", "hi"],
     ));
-    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
     assert!(
         doc["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("custom actors is not yet supported")
+            .contains("no custom actor local/reviewer is registered"),
+        "{doc:#}"
     );
+    let doc = json(&run(
+        &env,
+        &[
+            "--format",
+            "json",
+            "actor",
+            "run",
+            "builtin/script-executor",
+            "hi",
+        ],
+    ));
+    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED", "{doc:#}");
 
     let out = env
         .command(&["--format", "json", "actor", "run", "scripted/m", "hi"])
@@ -272,14 +305,318 @@ fn actor_run_says_what_is_not_supported_and_what_is_missing() {
         "provider `scripted` needs an API key: set the environment variable SCRIPTED_API_KEY"
     );
     assert!(server.requests().is_empty());
+    // Nothing was started: no run rows, no sandboxes.
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let runs: i64 = db
+        .query_row("SELECT count(*) FROM plans", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 0);
+}
+
+/// A script that edits `notes.txt` over several tool-call turns with the real file tools.
+fn edit_script() -> Vec<Turn> {
+    vec![
+        Turn::tools(
+            "Reading the notes first.",
+            &[("read_file", r#"{"path": "notes.txt"}"#)],
+            (120, 15),
+        ),
+        Turn::tools(
+            "",
+            &[
+                (
+                    "edit_file",
+                    r#"{"path": "notes.txt", "edits": [{"old_text": "colour", "new_text": "color"}]}"#,
+                ),
+                (
+                    "write_file",
+                    r#"{"path": "docs/CHANGES.md", "content": "- spelling: color\n"}"#,
+                ),
+            ],
+            (180, 42),
+        ),
+        Turn::tools(
+            "Checking.",
+            &[("read_file", r#"{"path": "notes.txt"}"#)],
+            (260, 11),
+        ),
+        Turn::text("Done: notes.txt says color now.", (300, 17)),
+    ]
+}
+
+#[test]
+fn actor_run_edits_a_resource_sandbox_over_several_tool_turns_and_never_the_resource() {
+    for kind in ["openai", "anthropic"] {
+        let server = ProviderServer::start(edit_script());
+        let env = env_for(&server, kind);
+        let repo = crate::support::git_repo(env.root(), "repo");
+        std::fs::write(repo.join("notes.txt"), "The colour of the sky.\n").unwrap();
+        crate::support::git(&repo, &["add", "notes.txt"]);
+        crate::support::git(&repo, &["commit", "-qm", "notes"]);
+        let (doc, code) = env.json(&[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{doc:#}");
+        let before = all_bytes_under(&repo);
+
+        let out = run(
+            &env,
+            &[
+                "--format",
+                "json",
+                "actor",
+                "run",
+                "--resource",
+                "local/repo",
+                "--skill",
+                "file_operations",
+                "scripted/m",
+                "Use American spelling in notes.txt",
+            ],
+        );
+        let doc = json(&out);
+        assert_eq!(out.status.code(), Some(0), "{kind}: {doc:#}");
+        let data = &doc["data"];
+        assert_eq!(data["answer"], "Done: notes.txt says color now.");
+        assert_eq!(data["turns"], 4);
+        let calls: Vec<(&str, bool)> = data["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap(),
+                    c["is_error"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("read_file", false),
+                ("edit_file", false),
+                ("write_file", false),
+                ("read_file", false)
+            ],
+            "{kind}"
+        );
+        assert!(
+            data["tool_calls"][3]["result"]
+                .as_str()
+                .unwrap()
+                .contains("The color of the sky."),
+            "{kind}: the last read saw the edit"
+        );
+        assert_eq!(data["usage"]["input_tokens"], 860);
+        assert_eq!(data["usage"]["output_tokens"], 85);
+        // Only the skill's tools were offered, in the provider's format.
+        let tools = data["tools"].as_array().unwrap();
+        assert!(tools.iter().any(|t| t == "edit_file"));
+        assert!(!tools.iter().any(|t| t == "shell_execute"), "{tools:?}");
+        let offered = &server.requests()[0].body["tools"];
+        assert_eq!(offered.as_array().unwrap().len(), tools.len(), "{kind}");
+
+        // The sandbox has the change; the user's checkout is byte-identical.
+        let sandbox = std::path::PathBuf::from(data["sandbox"]["path"].as_str().unwrap());
+        assert!(sandbox.starts_with(&env.data_dir), "{sandbox:?}");
+        assert_eq!(data["sandbox"]["resource"], "local/repo");
+        assert_eq!(data["sandbox"]["strategy"], "git_worktree");
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("notes.txt")).unwrap(),
+            "The color of the sky.\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("docs/CHANGES.md")).unwrap(),
+            "- spelling: color\n"
+        );
+        assert_eq!(
+            all_bytes_under(&repo),
+            before,
+            "{kind}: the resource was written"
+        );
+        let changed: Vec<(&str, &str)> = data["files_changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["path"].as_str().unwrap(), f["status"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            changed,
+            [("docs/CHANGES.md", "added"), ("notes.txt", "modified")]
+        );
+
+        // The tool runner logged every call, and `plan diff` shows the run's changes.
+        let run_id = data["run_id"].as_str().unwrap();
+        let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+        let logged: Vec<(String, String)> = db
+            .prepare("SELECT tool, outcome FROM tool_calls WHERE plan_id = ?1 ORDER BY seq")
+            .unwrap()
+            .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            logged,
+            [
+                ("read_file", "ok"),
+                ("edit_file", "ok"),
+                ("write_file", "ok"),
+                ("read_file", "ok")
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+        );
+        let (diff, code) = env.json(&["plan", "diff", run_id]);
+        assert_eq!(code, 0, "{diff:#}");
+        let notes = &diff["data"]["resources"][0]["files"][1];
+        assert_eq!(notes["path"], "notes.txt", "{diff:#}");
+        let added: Vec<&str> = notes["hunks"][0]["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["kind"] == "added")
+            .map(|l| l["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(added, ["The color of the sky."], "{notes:#}");
+        // Changes made outside a plan's steps are attributed to no decision.
+        assert_eq!(notes["hunks"][0]["decision_ids"], serde_json::json!([]));
+        // An actor run is not a plan: not listed, never executed or applied.
+        let (list, _) = env.json(&["plan", "list"]);
+        assert!(!list.to_string().contains(run_id), "{list:#}");
+        let (refused, code) = env.json(&["plan", "apply", "--yes", run_id]);
+        assert_eq!(code, 1, "{refused:#}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("isolated actor run"),
+            "{refused:#}"
+        );
+    }
+}
+
+#[test]
+fn actor_run_without_a_resource_works_in_a_fresh_empty_sandbox() {
+    let server = ProviderServer::start(vec![
+        Turn::tools("", &[("list_directory", r#"{"path": "."}"#)], (10, 2)),
+        Turn::tools(
+            "",
+            &[("write_file", r#"{"path": "hello.txt", "content": "hi\n"}"#)],
+            (12, 3),
+        ),
+        Turn::text("Wrote hello.txt.", (14, 4)),
+    ]);
+    let env = env_for(&server, "openai");
+    let out = run(
+        &env,
+        &[
+            "--format",
+            "plain",
+            "actor",
+            "run",
+            "scripted/m",
+            "Write hello.txt",
+        ],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("Wrote hello.txt."), "{text}");
+    assert!(text.contains("write_file"), "{text}");
+    assert!(text.contains("a fresh empty directory"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("A ") && l.trim_end().ends_with(" hello.txt")),
+        "{text}"
+    );
+    // The first listing saw an empty directory.
+    let listed = server.requests()[1].body["messages"].to_string();
+    assert!(!listed.contains("hello.txt\\\""), "{listed}");
+    let sandboxes = env.data_dir.join("sandboxes");
+    let written: Vec<_> = walk(&sandboxes)
+        .into_iter()
+        .filter(|p| p.ends_with("work/hello.txt"))
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(
+        text.contains(&written[0].parent().unwrap().display().to_string()),
+        "{text}"
+    );
+    // The finished run's sandbox goes with `plan cleanup`.
+    let (doc, code) = env.json(&["plan", "cleanup", "--yes"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(!written[0].exists(), "{doc:#}");
+}
+
+#[test]
+fn ctrl_c_during_actor_run_exits_130_and_records_the_run_as_cancelled() {
+    let server = ProviderServer::start(vec![Turn::Stall]);
+    let env = env_for(&server, "openai");
+    let child = env
+        .command(&["--format", "json", "actor", "run", "scripted/m", "hi"])
+        .env("SCRIPTED_API_KEY", KEY)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no model call");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let sent = std::time::Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130));
+    let doc = json(&out);
+    assert_eq!(doc["status"], "cancelled", "{doc:#}");
+    assert_eq!(doc["data"]["stop"]["reason"], "cancelled", "{doc:#}");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let state: String = db
+        .query_row(
+            "SELECT state FROM plans WHERE kind = 'actor_run'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(state, "cancelled");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }
 
 #[test]
 fn actor_run_output_snapshots() {
+    let write = r#"{"path": "capital.txt", "content": "Paris\n"}"#;
     let server = ProviderServer::start(vec![
         Turn::rate_limited("0"),
+        Turn::tools("Noting it down.", &[("write_file", write)], (1000, 20)),
         Turn::text("Paris.\nIt has been the capital since 987.", (1200, 34)),
-        Turn::text("Lyon.", (12, 3)),
+        Turn::tools("", &[("write_file", write)], (10, 2)),
+        Turn::text("Paris.", (12, 3)),
     ]);
     let env = env_for(&server, "anthropic");
     for (name, format) in [("actor_run_plain", "plain"), ("actor_run_json", "json")] {
@@ -303,11 +640,74 @@ fn actor_run_output_snapshots() {
         settings.set_prepend_module_to_snapshot(false);
         settings.set_omit_expression(true);
         settings.set_description(format!("agents {}", args.join(" ")));
+        settings.add_filter(&regex::escape(&env.root().display().to_string()), "[ROOT]");
         settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ULID]");
+        settings.add_filter(r"call_\d+_\d+", "call_[N]");
         settings.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
         settings.add_filter(r"Duration: \d+ ms", "Duration: [MS] ms");
         settings.add_filter(r"(?m)^(\s+\d+\s+\d+\s+\d+\s+\d+)\s+\d+$", "$1  [MS]");
         settings.add_filter(&regex::escape(env!("CARGO_PKG_VERSION")), "[VERSION]");
         settings.bind(|| insta::assert_snapshot!(name, text));
     }
+}
+
+#[test]
+fn a_registered_actor_runs_with_its_own_prompt_skills_and_limits() {
+    let server = ProviderServer::start(vec![
+        Turn::tools("", &[("search_files", r#"{"pattern": "TODO"}"#)], (10, 2)),
+        Turn::tools("", &[("search_files", r#"{"pattern": "FIXME"}"#)], (10, 2)),
+        Turn::text("never reached", (10, 2)),
+    ]);
+    let env = env_for(&server, "anthropic");
+    let file = env.root().join("reviewer.yaml");
+    std::fs::write(
+        &file,
+        "name: reviewer\nmodel: scripted/m\nsystem-prompt: \"You are {{ actor }}; you only read.\"\nskills: [search_operations]\noptions: {temperature: 0.3, max-tokens: 321}\nlimits: {max-turns: 2}\n",
+    )
+    .unwrap();
+    let (doc, code) = env.json(&["actor", "add", "--config", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{doc:#}");
+    let out = run(
+        &env,
+        &[
+            "--format",
+            "json",
+            "actor",
+            "run",
+            "local/reviewer",
+            "Find the TODOs",
+        ],
+    );
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    let data = &doc["data"];
+    assert_eq!(data["actor"], "local/reviewer");
+    assert_eq!(data["stop"]["reason"], "turn_limit", "{doc:#}");
+    assert_eq!(doc["messages"][0]["level"], "warn", "{doc:#}");
+    assert_eq!(data["turns"], 2);
+    // The skill's tools only, the actor's prompt and options.
+    let tools: Vec<&str> = data["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"search_files") && !tools.contains(&"write_file"),
+        "{tools:?}"
+    );
+    let first = &server.requests()[0].body;
+    assert_eq!(first["system"], "You are local/reviewer; you only read.");
+    assert_eq!(first["max_tokens"], 321);
+    assert_eq!(first["temperature"], 0.3);
+    assert_eq!(server.requests().len(), 2, "max-turns 2 stopped the run");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let actors: Vec<String> = db
+        .prepare("SELECT actor FROM model_calls")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(actors, ["local/reviewer", "local/reviewer"]);
 }

@@ -246,3 +246,150 @@ fn an_actor_edits_a_file_over_several_tool_turns_in_every_wire_mode() {
         assert_eq!(usage_events, 4);
     }
 }
+
+/// The same edit through the real tool runner ([`RunnerHost`]) on a sandbox of a directory,
+/// in all four modes: the calls are validated, logged with their changes and confined to the
+/// sandbox; the source directory is untouched.
+#[test]
+fn through_the_real_tool_runner_the_edit_lands_in_the_sandbox_and_is_logged_in_every_wire_mode() {
+    use cleveragents::engine::domain::lifecycle::{Phase, ProcessingState};
+    use cleveragents::engine::domain::plan::Plan;
+    use cleveragents::engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
+    use cleveragents::engine::store::Store;
+    use cleveragents::engine::tools::host::RunnerHost;
+    use cleveragents::engine::tools::runner::Policy;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    let real_script = || {
+        vec![
+            Turn::tools("", &[("read_file", r#"{"path": "notes.txt"}"#)], (120, 15)),
+            Turn::tools(
+                "",
+                &[
+                    (
+                        "edit_file",
+                        r#"{"path": "notes.txt", "edits": [{"old_text": "colour", "new_text": "color"}]}"#,
+                    ),
+                    (
+                        "write_file",
+                        r#"{"path": "docs/CHANGES.md", "content": "- spelling: color\n"}"#,
+                    ),
+                ],
+                (180, 42),
+            ),
+            Turn::tools("", &[("read_file", r#"{"path": "notes.txt"}"#)], (260, 11)),
+            Turn::text("Done.", (300, 17)),
+        ]
+    };
+    for (kind, stream) in MODES {
+        let mode = format!("{kind:?} stream={stream}");
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("project");
+        std::fs::create_dir_all(&source).unwrap();
+        std::fs::write(source.join("notes.txt"), "The colour of the sky.\n").unwrap();
+        let db = dir.path().join("db.sqlite");
+        let mut store = Store::open(&db).unwrap();
+        let mut plan = Plan::new("local/edit", "edit", jiff::Timestamp::now());
+        plan.status.phase = Phase::Execute;
+        plan.status.state = ProcessingState::Processing;
+        store.insert_plan(&plan).unwrap();
+        let sandboxes = Sandboxes::at(dir.path().join("sandboxes"));
+        sandboxes
+            .register_target(
+                &mut store,
+                &SandboxTarget {
+                    plan_id: plan.plan_id,
+                    resource_name: "local/project".into(),
+                    alias: None,
+                    kind: TargetKind::Directory {
+                        root: source.clone(),
+                    },
+                    read_only: false,
+                },
+            )
+            .unwrap();
+        let host = RunnerHost::new(
+            Store::open(&db).unwrap(),
+            sandboxes.clone(),
+            plan.plan_id,
+            Policy::for_plan(&plan),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .only(vec![
+            "read_file".into(),
+            "edit_file".into(),
+            "write_file".into(),
+        ]);
+        let server = ProviderServer::start(real_script());
+        let client = client(provider(&server, kind), fast());
+        let request = RunRequest {
+            prompt: "Use American spelling in notes.txt".into(),
+            stream,
+            ..RunRequest::default()
+        };
+        let run = rt()
+            .block_on(run_actor(
+                &client,
+                &request,
+                &host,
+                &CancellationToken::new(),
+                &|_| {},
+            ))
+            .unwrap();
+        assert!(matches!(run.stop, Stop::Answered), "{mode}: {:?}", run.stop);
+        assert!(
+            run.tool_calls.iter().all(|c| !c.is_error),
+            "{mode}: {:?}",
+            run.tool_calls
+        );
+        assert!(
+            run.tool_calls[3].result.contains("The color of the sky."),
+            "{mode}: {}",
+            run.tool_calls[3].result
+        );
+        assert_eq!(
+            server.requests()[0].body["tools"].as_array().unwrap().len(),
+            3,
+            "{mode}"
+        );
+        let sandbox = sandboxes
+            .existing(&store, &plan.plan_id, "local/project")
+            .unwrap()
+            .expect("the first call created the sandbox");
+        assert_eq!(
+            std::fs::read_to_string(sandbox.work_dir().join("notes.txt")).unwrap(),
+            "The color of the sky.\n",
+            "{mode}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(source.join("notes.txt")).unwrap(),
+            "The colour of the sky.\n",
+            "{mode}: the source directory was written"
+        );
+        assert!(!source.join("docs").exists(), "{mode}");
+        let logged: Vec<String> = store
+            .tool_calls(&plan.plan_id)
+            .unwrap()
+            .iter()
+            .map(|c| format!("{} {}", c.tool, c.outcome))
+            .collect();
+        assert_eq!(
+            logged,
+            [
+                "read_file ok",
+                "edit_file ok",
+                "write_file ok",
+                "read_file ok"
+            ],
+            "{mode}"
+        );
+        assert_eq!(
+            run.usage,
+            Usage {
+                input_tokens: 860,
+                output_tokens: 85
+            }
+        );
+    }
+}

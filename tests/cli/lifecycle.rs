@@ -403,7 +403,7 @@ fn rejecting_a_gate_keeps_the_plan_complete_and_records_the_reason() {
     );
 }
 
-fn scripted_env(s: &Setup, server: &ProviderServer, kind: &str) {
+pub fn scripted_env(s: &Setup, server: &ProviderServer, kind: &str) {
     let base = if kind == "openai" {
         server.openai_base()
     } else {
@@ -419,7 +419,7 @@ fn scripted_env(s: &Setup, server: &ProviderServer, kind: &str) {
     .unwrap();
 }
 
-fn run_keyed(env: &Env, args: &[&str]) -> (Value, i32) {
+pub fn run_keyed(env: &Env, args: &[&str]) -> (Value, i32) {
     let mut all = vec!["--format", "json"];
     all.extend_from_slice(args);
     let out = env

@@ -6,6 +6,7 @@ mod envelope;
 mod init;
 mod lifecycle;
 mod lifecycle_e2e;
+mod lifecycle_session2;
 mod profiles;
 mod registries;
 mod registry_commands;

@@ -15,6 +15,8 @@ use super::messages::ToolSpec;
 pub const STRATEGIST_TEMPLATE: &str = include_str!("prompts/strategist.j2");
 /// The executor's compiled-in prompt template.
 pub const EXECUTOR_TEMPLATE: &str = include_str!("prompts/executor.j2");
+/// The invariant reconciler's compiled-in system prompt.
+pub const INVARIANTS_TEMPLATE: &str = include_str!("prompts/invariants.j2");
 
 /// A template that does not render.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -56,6 +58,8 @@ pub enum Role {
     Strategist,
     /// Execute: carries out one step with the phase's tools.
     Executor,
+    /// Strategize, first: reconciles the plan's candidate invariants.
+    InvariantReconciler,
 }
 
 /// The template for `role`: the actor's own `system-prompt` when it has one, else the
@@ -65,6 +69,7 @@ pub fn role_template(role: Role, actor_override: Option<&str>) -> &str {
         (Some(own), _) => own,
         (None, Role::Strategist) => STRATEGIST_TEMPLATE,
         (None, Role::Executor) => EXECUTOR_TEMPLATE,
+        (None, Role::InvariantReconciler) => INVARIANTS_TEMPLATE,
     }
 }
 

@@ -136,6 +136,10 @@ pub struct RunRequest {
     pub stream: bool,
     /// Limits.
     pub limits: Limits,
+    /// A conversation to continue instead of starting one from `prompt` (a run paused by
+    /// `request_decision` and resumed with the user's answer as the call's result). Turn
+    /// counting starts again from zero.
+    pub history: Vec<Message>,
 }
 
 /// Progress of a run, in order. Text deltas are for display only and are never stored.
@@ -389,9 +393,13 @@ pub async fn run_actor<H: ToolHost>(
         stop: Stop::Answered,
         answer: String::new(),
         system: system.clone(),
-        transcript: vec![Message::User {
-            text: request.prompt.clone(),
-        }],
+        transcript: if request.history.is_empty() {
+            vec![Message::User {
+                text: request.prompt.clone(),
+            }]
+        } else {
+            request.history.clone()
+        },
         tool_calls: Vec::new(),
         model_calls: Vec::new(),
         usage: Usage::default(),

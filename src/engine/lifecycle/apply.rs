@@ -491,13 +491,6 @@ fn hash_of(path: &Path) -> Option<String> {
     }
 }
 
-fn signature(repo: &Repository) -> git2::Signature<'static> {
-    repo.signature()
-        .map(|s| s.to_owned())
-        .or_else(|_| git2::Signature::now("CleverAgents", "cleveragents@localhost"))
-        .expect("a fixed signature is valid")
-}
-
 /// Writes one prepared resource (the journal is already stored). Returns the commit made.
 fn write_resource(
     p: &Prepared,
@@ -896,17 +889,10 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
                         tracing::warn!(%built, merged = %tree, "the rebuilt tree differs from the checked merge");
                     }
                     let tree = repo.find_tree(built).map_err(git)?;
-                    let sig = signature(&repo);
-                    let subject = plan
-                        .description
-                        .clone()
-                        .filter(|d| !d.trim().is_empty())
-                        .unwrap_or_else(|| format!("Apply {}", plan.action_name));
-                    let message = format!(
-                        "{}\n\nApplied by CleverAgents (git hooks were not run).\n\nPlan-Id: {}\nAction: {}\n",
-                        subject.lines().next().unwrap_or_default(),
-                        plan.plan_id,
-                        plan.action_name
+                    let sig = crate::engine::sandbox::user_signature(&repo);
+                    let message = crate::engine::sandbox::plan_commit_message(
+                        plan,
+                        "Applied by CleverAgents (git hooks were not run).",
                     );
                     Some(
                         repo.commit(None, &sig, &sig, &message, &tree, &[&parent])

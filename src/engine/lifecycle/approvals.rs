@@ -277,7 +277,11 @@ pub fn answer(
                     state::reason(tx, &tx_plan, Some("redecide"))
                 },
             )?;
-            effect = format!("the strategy actor decides again with the guidance: {text}");
+            effect = if approval.context["phase"] == "execute" {
+                format!("the execution actor continues with the guidance: {text}")
+            } else {
+                format!("the strategy actor decides again with the guidance: {text}")
+            };
             resume = true;
         }
         (ApprovalKind::Errored | ApprovalKind::TransientFailure, Answer::Option(1)) => {

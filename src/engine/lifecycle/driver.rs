@@ -233,6 +233,15 @@ fn pending_guidance(engine: &Engine, plan: &Plan) -> Result<Vec<String>, RunErro
 pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunError> {
     engine.recover(plan_id)?;
     let mut plan = engine.plan(plan_id)?;
+    if engine.store().is_actor_run(plan_id)? {
+        return Err(wrong_state(
+            &plan,
+            format!(
+                "{plan_id} is an isolated actor run (`agents actor run`), not a plan; it is never executed or applied"
+            ),
+            vec![format!("agents plan diff {plan_id}")],
+        ));
+    }
     check_op(&plan, op)?;
     let guard = lease::acquire(engine.store_mut(), plan_id, plan.phase().as_str())?;
     engine.take_log();
@@ -315,6 +324,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                     resolve_gate(engine, &mut plan, Gate::Execute)?;
                     match execute::run(engine, &mut plan)? {
                         execute::Ended::Complete | execute::Ended::Stopped => continue,
+                        execute::Ended::AwaitingDecision(approvals) => {
+                            break Stopped::Decisions { approvals };
+                        }
                         execute::Ended::Errored { code, message } => {
                             break Stopped::Errored { code, message };
                         }
@@ -346,6 +358,16 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 };
             }
             (Phase::Execute, ProcessingState::Queued | ProcessingState::Errored) => {
+                // The execution actor's question (`request_decision`) waits for its answer.
+                let pending: Vec<Approval> = engine
+                    .store()
+                    .pending_approvals(Some(plan_id))?
+                    .into_iter()
+                    .filter(|a| a.kind == ApprovalKind::Decision)
+                    .collect();
+                if !pending.is_empty() {
+                    break Stopped::Decisions { approvals: pending };
+                }
                 if plan.state() == ProcessingState::Errored && !explicit {
                     break Stopped::Errored {
                         code: plan.error_code.clone().unwrap_or_default(),
@@ -355,6 +377,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 explicit = false;
                 match execute::run(engine, &mut plan)? {
                     execute::Ended::Complete | execute::Ended::Stopped => continue,
+                    execute::Ended::AwaitingDecision(approvals) => {
+                        break Stopped::Decisions { approvals };
+                    }
                     execute::Ended::Errored { code, message } => {
                         break Stopped::Errored { code, message };
                     }

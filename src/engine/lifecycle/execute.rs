@@ -58,6 +58,34 @@ pub enum Ended {
     },
     /// Cancelled or interrupted; the driver records which.
     Stopped,
+    /// The execution actor asked the user (`request_decision`); the plan waits at
+    /// execute/queued for these `decision` approvals.
+    AwaitingDecision(Vec<crate::engine::domain::approval::Approval>),
+}
+
+/// The user's answer to a `request_decision`, in words for the model.
+fn answer_text(a: &crate::engine::domain::approval::Approval) -> String {
+    let answer = a.answer.clone().unwrap_or(Value::Null);
+    let text = |k: &str| answer.get(k).and_then(Value::as_str).map(str::to_string);
+    match a.status {
+        ApprovalStatus::Rejected => format!(
+            "The user declined to choose: {}. Carry on without asking this question again.",
+            text("reason").unwrap_or_default()
+        ),
+        ApprovalStatus::Withdrawn => {
+            "The question was withdrawn; carry on with the option you recommend.".into()
+        }
+        _ => match (
+            answer.get("option").and_then(Value::as_u64),
+            text("chosen_option"),
+        ) {
+            (Some(n), Some(chosen)) => format!("The user chose option {n}: {chosen}"),
+            _ => format!(
+                "The user chose none of the options and said: {}",
+                text("guidance").unwrap_or_default()
+            ),
+        },
+    }
 }
 
 impl From<SandboxError> for RunError {
@@ -300,6 +328,97 @@ fn take_checkpoint(
     .map(|c| c.checkpoint_id.to_string()))
 }
 
+/// Pauses `step` after its actor called `request_decision`: a decision (child of the step's)
+/// holding the question, a `decision` approval, the persisted transcript, the step back to
+/// pending with its start checkpoint, and the plan at execute/queued (`awaiting_decision`),
+/// all in one transaction.
+fn pause_step(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    step: &PlanStep,
+    label: &str,
+    q: super::model_executor::Question,
+) -> Result<crate::engine::domain::approval::Approval, RunError> {
+    use crate::engine::domain::approval::{Approval, ApprovalKind};
+    use crate::engine::domain::decision::DecisionType;
+    let plan_id = plan.plan_id;
+    let now = Timestamp::now();
+    let chosen = q
+        .recommended
+        .clone()
+        .unwrap_or_else(|| q.options[0].clone());
+    let mut d = Decision::new(
+        plan_id,
+        DecisionType::ImplementationChoice,
+        chosen.clone(),
+        now,
+    );
+    d.attempt = plan.status.attempt;
+    d.parent_decision_id = Some(step.decision_id);
+    d.question = Some(q.question.clone());
+    d.alternatives_considered = q
+        .options
+        .iter()
+        .filter(|o| **o != chosen)
+        .cloned()
+        .collect();
+    d.rationale = Some(
+        "asked by the execution actor with request_decision; the user decides (until then the actor's recommendation stands)".into(),
+    );
+    d.context_snapshot = json!({
+        "requested_by": "request_decision",
+        "step_decision_id": step.decision_id.to_string(),
+        "context": q.context,
+    });
+    let mut a = Approval::new(
+        plan_id,
+        ApprovalKind::Decision,
+        q.question.clone(),
+        String::new(),
+        now,
+    );
+    a.answer_command = format!("agents plan decide {} --option N", a.approval_id);
+    a.context = json!({
+        "decision_id": d.decision_id.to_string(),
+        "step_decision_id": step.decision_id.to_string(),
+        "step": label,
+        "question": q.question,
+        "recommended": q.recommended,
+        "context": q.context,
+        "phase": "execute",
+    });
+    a.options = q.options.clone();
+    let pause = crate::engine::store::pauses::ActorPause {
+        approval_id: a.approval_id.clone(),
+        plan_id,
+        decision_id: step.decision_id,
+        call_id: q.call_id,
+        transcript: q.transcript,
+        resumed_at: None,
+    };
+    let mut paused = step.clone();
+    paused.status = StepStatus::Pending;
+    paused.finished_at = None;
+    state::set_state(plan, ProcessingState::Queued)?;
+    let snapshot = plan.clone();
+    let raised = a.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        json!({"phase": "execute", "state": "queued", "reason": "awaiting_decision", "step": label, "approvals": [raised.approval_id]}),
+        |tx| {
+            crate::engine::store::decisions::insert_in(tx, &d)?;
+            crate::engine::store::approvals::insert_in(tx, &raised)?;
+            crate::engine::store::pauses::insert_in(tx, &pause)?;
+            save_step(tx, &plan_id, &paused)?;
+            state::reason(tx, &snapshot, Some("awaiting_decision"))
+        },
+    )?;
+    engine.flush(&plan_id)?;
+    Ok(a)
+}
+
 /// Runs Execute for a plan at (strategize, complete) (entering Execute) or (execute,
 /// queued|errored) (resuming).
 ///
@@ -417,22 +536,49 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
             if watcher.stopped() || super::driver::stop_cause(engine, &plan_id)?.is_some() {
                 return Ok(Ended::Stopped);
             }
+            // A run paused by `request_decision` continues once the user has answered;
+            // the step keeps its start checkpoint (its work so far stays).
+            let resume = match engine.store().open_pause(&plan_id, &step.decision_id)? {
+                Some(pause) => match engine.store().approval(&pause.approval_id)? {
+                    Some(a) if a.status == ApprovalStatus::Pending => {
+                        return Ok(Ended::AwaitingDecision(vec![a]));
+                    }
+                    Some(a) => Some((
+                        pause.approval_id.clone(),
+                        super::model_executor::Resume {
+                            answer: answer_text(&a),
+                            transcript: pause.transcript,
+                            call_id: pause.call_id,
+                        },
+                    )),
+                    None => None,
+                },
+                None => None,
+            };
             engine.observer().progress(&format!("Execute: {label}"));
-            let start = take_checkpoint(
-                engine,
-                &sandboxes,
-                &plan_id,
-                "start",
-                &label,
-                &step.decision_id,
-            )?;
+            let start = if resume.is_some() {
+                step.start_checkpoints
+                    .get("checkpoint")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            } else {
+                let start = take_checkpoint(
+                    engine,
+                    &sandboxes,
+                    &plan_id,
+                    "start",
+                    &label,
+                    &step.decision_id,
+                )?;
+                step.start_checkpoints = serde_json::Map::new();
+                if let Some(cp) = &start {
+                    step.start_checkpoints
+                        .insert("checkpoint".into(), json!(cp));
+                }
+                start
+            };
             step.status = StepStatus::Running;
             step.runs += 1;
-            step.start_checkpoints = serde_json::Map::new();
-            if let Some(cp) = &start {
-                step.start_checkpoints
-                    .insert("checkpoint".into(), json!(cp));
-            }
             step.started_at = Some(Timestamp::now());
             step.finished_at = None;
             step.error = None;
@@ -441,10 +587,13 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                 engine.store_mut(),
                 plan,
                 EventKind::ExecuteStep,
-                json!({"step": label, "position": started.position, "decision_id": started.decision_id.to_string(), "status": "started", "run": started.runs, "checkpoint": start}),
+                json!({"step": label, "position": started.position, "decision_id": started.decision_id.to_string(), "status": "started", "run": started.runs, "checkpoint": start, "resumed_after": resume.as_ref().map(|(apr, _)| apr)}),
                 |tx| save_step(tx, &plan_id, &started),
             )?;
             engine.flush(&plan_id)?;
+            if let Some((apr, _)) = &resume {
+                engine.store_mut().mark_pause_resumed(apr)?;
+            }
             let policy = policy(engine, plan)?;
             let flag = Arc::clone(&watcher.flag);
             let stop_flag = Arc::clone(&watcher.flag);
@@ -464,11 +613,21 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                 let guidance = guidance_for(engine.store(), &plan_id)?;
                 let snapshot = plan.clone();
                 super::model_executor::run_step(
-                    engine, &snapshot, decision, policy, flag, &guidance,
+                    engine,
+                    &snapshot,
+                    decision,
+                    policy,
+                    flag,
+                    &guidance,
+                    resume.as_ref().map(|(_, r)| r),
                 )
             };
             match ended {
                 StepEnd::Stopped => return Ok(Ended::Stopped),
+                StepEnd::Paused(q) => {
+                    let approval = pause_step(engine, plan, &step, &label, *q)?;
+                    return Ok(Ended::AwaitingDecision(vec![approval]));
+                }
                 StepEnd::Done { output } => {
                     let end = take_checkpoint(
                         engine,
@@ -609,7 +768,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         let snapshot = plan.clone();
         let flag = Arc::new(AtomicBool::new(false));
         let ended =
-            super::model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance);
+            super::model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance, None);
         let end = take_checkpoint(
             engine,
             &sandboxes,
@@ -622,7 +781,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
             engine.store_mut(),
             plan,
             EventKind::ExecuteStep,
-            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": match ended { StepEnd::Done { .. } => "done", StepEnd::Stopped => "stopped", StepEnd::Failed { .. } => "failed" }, "checkpoint": end}),
+            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": match ended { StepEnd::Done { .. } => "done", StepEnd::Stopped => "stopped", StepEnd::Failed { .. } => "failed", StepEnd::Paused(_) => "asked_a_question_a_fix_cannot_wait_for" }, "checkpoint": end}),
             |_| Ok(()),
         )?;
         engine.flush(&plan_id)?;

@@ -26,6 +26,7 @@ pub mod checklist;
 pub mod driver;
 pub mod execute;
 pub mod gates;
+mod invariant_actor;
 mod model;
 mod model_executor;
 pub mod report;
@@ -71,6 +72,8 @@ pub enum RunError {
     /// Another live process drives the plan.
     #[error("plan is being run by pid {pid} on {host} ({kind})")]
     Busy {
+        /// The plan.
+        plan_id: Id,
         /// The owner's pid.
         pid: u32,
         /// The owner's host.
@@ -116,7 +119,17 @@ pub enum RunError {
 impl From<LeaseError> for RunError {
     fn from(e: LeaseError) -> Self {
         match e {
-            LeaseError::Held { pid, host, kind } => RunError::Busy { pid, host, kind },
+            LeaseError::Held {
+                plan_id,
+                pid,
+                host,
+                kind,
+            } => RunError::Busy {
+                plan_id,
+                pid,
+                host,
+                kind,
+            },
             LeaseError::Store(s) => RunError::Store(s),
         }
     }

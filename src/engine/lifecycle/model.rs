@@ -97,9 +97,20 @@ pub(crate) fn resolve(
     })
 }
 
+/// What a run starts from.
+pub(crate) struct Input {
+    /// Values for the system prompt template.
+    pub context: serde_json::Value,
+    /// The user prompt (ignored when `history` is not empty).
+    pub prompt: String,
+    /// A conversation to continue (a paused run); empty for a new run.
+    pub history: Vec<crate::engine::actors::messages::Message>,
+}
+
 /// Runs `actor` with `tools` for a plan, cancelling the run when the user interrupts, the
 /// plan's cancellation is requested or its lease is lost; records the model calls under
-/// `decision` (if any). Returns the run, or the error message when it could not start.
+/// `decision` (if any). A non-empty `input.history` continues that conversation instead of
+/// starting from `input.prompt`. Returns the run, or the error message when it could not start.
 ///
 /// # Errors
 /// A message when the prompt does not render or the async runtime cannot start.
@@ -108,10 +119,14 @@ pub(crate) fn run<H: ToolHost>(
     plan_id: &Id,
     decision: Option<&Id>,
     actor: &ModelActor,
-    context: serde_json::Value,
-    prompt: String,
+    input: Input,
     tools: &H,
 ) -> Result<ActorRun, String> {
+    let Input {
+        context,
+        prompt,
+        history,
+    } = input;
     let request = RunRequest {
         system_template: Some(actor.template.clone()),
         context,
@@ -120,6 +135,7 @@ pub(crate) fn run<H: ToolHost>(
         temperature: actor.temperature,
         stream: true,
         limits: actor.limits,
+        history,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -2,70 +2,161 @@
 //! with the built-in tools the plan's policy allows, every call going through the tool runner
 //! (validation, policy, binding, lazy sandboxes, logging, change records).
 //!
-//! Not yet: `request_decision` (pausing a run for a human and resuming its transcript), so it
-//! is not offered.
+//! The actor may call `request_decision` to ask the user a question with options: the call
+//! ends the run after its turn, and Execute persists the transcript with a `decision`
+//! approval ([`Question`]). Once answered (by `plan decide` / `plan reject` from any process),
+//! the step's next run continues that transcript, with the user's answer as the call's result
+//! ([`Resume`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
 
+use std::sync::Mutex;
+
 use super::script_executor::StepEnd;
 use super::{Engine, model};
-use crate::engine::actors::messages::ToolSpec;
+use crate::engine::actors::messages::{Message, ToolSpec};
 use crate::engine::actors::prompts::Role;
-use crate::engine::actors::runtime::{Stop, ToolHost, ToolOutcome};
+use crate::engine::actors::prompts::request_decision_tool;
+use crate::engine::actors::runtime::Stop;
+use crate::engine::actors::runtime::{ToolHost, ToolOutcome};
+use crate::engine::domain::Plan;
 use crate::engine::domain::decision::Decision;
-use crate::engine::domain::{Id, Plan};
 use crate::engine::sandbox::Sandboxes;
 use crate::engine::store::Store;
-use crate::engine::tools::runner::{CallRequest, Policy, ToolRunner};
+use crate::engine::tools::host::RunnerHost;
+use crate::engine::tools::runner::Policy;
 
-/// The executor's tools: the built-ins the policy allows, run by the tool runner on its own
-/// database connection.
+/// A question the execution actor asked with `request_decision`, and the paused run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// The question.
+    pub question: String,
+    /// The options (two or more).
+    pub options: Vec<String>,
+    /// The option the actor would choose, if it said.
+    pub recommended: Option<String>,
+    /// What the user needs to know to decide.
+    pub context: Option<String>,
+    /// The provider's id of the `request_decision` call.
+    pub call_id: String,
+    /// The conversation so far, ending with the call's placeholder result.
+    pub transcript: Vec<Message>,
+}
+
+/// A paused run to continue: its transcript, and the answer that becomes the result of call
+/// `call_id`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resume {
+    /// The conversation as paused.
+    pub transcript: Vec<Message>,
+    /// The `request_decision` call.
+    pub call_id: String,
+    /// The user's answer, in words for the model.
+    pub answer: String,
+}
+
+impl Resume {
+    /// The transcript with the answer in place of the call's placeholder result.
+    fn history(&self) -> Vec<Message> {
+        let mut history = self.transcript.clone();
+        for m in history.iter_mut().rev() {
+            if let Message::ToolResults { results } = m
+                && let Some(r) = results.iter_mut().find(|r| r.call_id == self.call_id)
+            {
+                r.content.clone_from(&self.answer);
+                r.is_error = false;
+                break;
+            }
+        }
+        history
+    }
+}
+
+/// What the actor asked, before the run ends.
+#[derive(Debug, Clone)]
+struct Asked {
+    question: String,
+    options: Vec<String>,
+    recommended: Option<String>,
+    context: Option<String>,
+}
+
+/// The executor's tools: the tool runner's, plus `request_decision`.
 struct ExecutorTools {
-    plan_id: Id,
-    policy: Policy,
-    store: Mutex<Store>,
-    sandboxes: Sandboxes,
-    cancel: Arc<AtomicBool>,
+    runner: RunnerHost,
+    asked: Mutex<Option<Asked>>,
+}
+
+/// Checks `request_decision`'s arguments; `Err` is the message for the model.
+fn parse_question(args: &Value) -> Result<Asked, String> {
+    let text = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let question = text("question").ok_or("`question` must be a non-empty string")?;
+    let options: Vec<String> = args
+        .get("options")
+        .and_then(Value::as_array)
+        .ok_or("`options` must be an array of at least two strings")?
+        .iter()
+        .map(|o| o.as_str().map(str::trim).unwrap_or_default().to_string())
+        .collect();
+    if options.len() < 2 || options.iter().any(String::is_empty) {
+        return Err("`options` must be at least two non-empty strings; with one option, decide yourself and carry on".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    if !options.iter().all(|o| seen.insert(o.as_str())) {
+        return Err("`options` must be different from each other".into());
+    }
+    let recommended = text("recommended");
+    if let Some(r) = &recommended
+        && !options.contains(r)
+    {
+        return Err(format!(
+            "`recommended` must be one of the options; `{r}` is not"
+        ));
+    }
+    Ok(Asked {
+        question,
+        options,
+        recommended,
+        context: text("context"),
+    })
 }
 
 impl ToolHost for ExecutorTools {
     fn specs(&self) -> Vec<ToolSpec> {
-        self.policy
-            .offered()
-            .into_iter()
-            .map(|t| ToolSpec {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                input_schema: t.input_schema(),
-            })
-            .collect()
+        let mut specs = self.runner.specs();
+        specs.push(request_decision_tool());
+        specs
     }
 
     async fn call(&self, name: &str, args: Value) -> ToolOutcome {
-        if self.cancel.load(Ordering::SeqCst) {
-            return ToolOutcome::error("the plan was cancelled; stop");
+        if name != "request_decision" {
+            return self.runner.call(name, args).await;
         }
-        let mut store = match self.store.lock() {
-            Ok(s) => s,
-            Err(_) => return ToolOutcome::error("the tool runner is unavailable"),
+        let Ok(mut asked) = self.asked.lock() else {
+            return ToolOutcome::error("request_decision is unavailable");
         };
-        let mut runner =
-            ToolRunner::new(&mut store, &self.sandboxes).with_cancel(Arc::clone(&self.cancel));
-        let request = CallRequest {
-            tool: name.to_string(),
-            arguments: args,
-            parent_skill: None,
-            resource: None,
-        };
-        match runner.call(&self.plan_id, &self.policy, request) {
-            Ok(call) => match call.result {
-                Ok(v) => ToolOutcome::ok(v.to_string()),
-                Err(e) => ToolOutcome::error(format!("{}: {e}", e.code())),
-            },
-            Err(e) => ToolOutcome::error(format!("the tool runner failed: {e}")),
+        if asked.is_some() {
+            return ToolOutcome::error(
+                "ask one question at a time; the first one is with the user",
+            );
+        }
+        match parse_question(&args) {
+            Ok(q) => {
+                *asked = Some(q);
+                ToolOutcome::finish(
+                    "The question is with the user. The run pauses here and continues with the answer as this call's result.",
+                )
+            }
+            Err(message) => ToolOutcome::error(format!("request_decision: {message}")),
         }
     }
 }
@@ -82,6 +173,7 @@ pub(crate) fn run_step(
     policy: Policy,
     cancel: Arc<AtomicBool>,
     guidance: &[String],
+    resume: Option<&Resume>,
 ) -> StepEnd {
     let actor_name = plan.execution_actor.clone().unwrap_or_default();
     let actor = match model::resolve(engine, plan, &actor_name, Role::Executor) {
@@ -105,11 +197,14 @@ pub(crate) fn run_step(
         }
     };
     let tools = ExecutorTools {
-        plan_id: plan.plan_id,
-        policy,
-        store: Mutex::new(store),
-        sandboxes: Sandboxes::new(engine.paths()),
-        cancel: Arc::clone(&cancel),
+        runner: RunnerHost::new(
+            store,
+            Sandboxes::new(engine.paths()),
+            plan.plan_id,
+            policy,
+            Arc::clone(&cancel),
+        ),
+        asked: Mutex::new(None),
     };
     let invariants: Vec<String> = plan.invariants.iter().map(|i| i.text.clone()).collect();
     let step = decision
@@ -136,8 +231,11 @@ pub(crate) fn run_step(
         &plan.plan_id,
         Some(&decision.decision_id),
         &actor,
-        context,
-        prompt,
+        model::Input {
+            context,
+            prompt,
+            history: resume.map(Resume::history).unwrap_or_default(),
+        },
         &tools,
     ) {
         Ok(r) => r,
@@ -156,7 +254,26 @@ pub(crate) fn run_step(
         "stop": run.stop.describe(),
         "tool_calls": run.tool_calls.iter().map(|c| json!({"tool": c.name, "is_error": c.is_error})).collect::<Vec<_>>(),
     });
+    let asked = tools.asked.into_inner().ok().flatten();
     match run.stop {
+        Stop::ToolEnded { tool } if tool == "request_decision" && asked.is_some() => {
+            let asked = asked.expect("checked");
+            let call_id = run
+                .tool_calls
+                .iter()
+                .rev()
+                .find(|c| c.name == "request_decision" && !c.is_error)
+                .map(|c| c.call_id.clone())
+                .unwrap_or_default();
+            StepEnd::Paused(Box::new(Question {
+                question: asked.question,
+                options: asked.options,
+                recommended: asked.recommended,
+                context: asked.context,
+                call_id,
+                transcript: run.transcript,
+            }))
+        }
         Stop::Answered | Stop::ToolEnded { .. } => StepEnd::Done { output },
         Stop::Cancelled => StepEnd::Stopped,
         Stop::Failed { error } => StepEnd::Failed {

@@ -28,6 +28,9 @@ pub enum StepEnd {
     },
     /// The plan was cancelled or interrupted while it ran.
     Stopped,
+    /// A model execution actor asked the user a question (`request_decision`); its run is
+    /// paused until the answer.
+    Paused(Box<super::model_executor::Question>),
 }
 
 fn clip(text: &str, max: usize) -> String {

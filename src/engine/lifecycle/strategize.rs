@@ -1,8 +1,9 @@
 //! The Strategize phase (spec section 10, lifecycle issue item 3).
 //!
 //! 1. The plan moves to (strategize, processing) with a `strategize_started` event.
-//! 2. Invariants are reconciled (the deterministic reconciler; an invariant actor that is a
-//!    model is recorded as not yet supported and the deterministic result is used).
+//! 2. Invariants are reconciled: by the invariant actor when the plan, a project or the
+//!    configuration names one (`super::invariant_actor`; a failure errors the plan), else by
+//!    the deterministic reconciler. The root's context snapshot says which was used.
 //! 3. The root `prompt_definition` decision holds the substituted description; one
 //!    `invariant_enforced` decision per effective invariant hangs under it.
 //! 4. The strategy actor runs with read-only tools only: `builtin/checklist-strategist`
@@ -139,8 +140,19 @@ fn model_strategy(
     for g in guidance {
         prompt.push_str(&format!("\n\nGuidance from the user: {g}"));
     }
-    let run = model::run(engine, &plan.plan_id, None, &actor, context, prompt, &tools)
-        .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
+    let run = model::run(
+        engine,
+        &plan.plan_id,
+        None,
+        &actor,
+        model::Input {
+            context,
+            prompt,
+            history: Vec::new(),
+        },
+        &tools,
+    )
+    .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
     let refused: Vec<Value> = run
         .tool_calls
         .iter()
@@ -232,14 +244,27 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
         invariants::effective(engine.store(), engine.providers(), &plan_key, None).map_err(
             |e| RunError::Invalid(format!("cannot reconcile the plan's invariants: {e}")),
         )?;
-    let reconciler_note = match &reconciler {
-        Some(r) => json!({
-            "used": "deterministic",
-            "invariant_actor": r.actor,
-            "from": r.from,
-            "note": "running an invariant reconciliation actor is not yet supported; the deterministic reconciler was used",
-        }),
-        None => json!({"used": "deterministic"}),
+    let (view, reconciler_note) = match &reconciler {
+        Some(choice) => match super::invariant_actor::reconcile(engine, plan, choice, &view) {
+            Ok(done) => done,
+            Err((code, message)) => {
+                if super::driver::stop_cause(engine, &plan.plan_id)?.is_some() {
+                    return Ok(Ended::Stopped);
+                }
+                let answer = format!("agents plan execute {}", plan.plan_id);
+                state::errored(
+                    engine.store_mut(),
+                    plan,
+                    &code,
+                    &message,
+                    json!({"invariant_actor": choice.actor, "from": choice.from}),
+                    &answer,
+                )?;
+                engine.flush(&plan.plan_id)?;
+                return Ok(Ended::Errored { code, message });
+            }
+        },
+        None => (view, json!({"used": "deterministic"})),
     };
     let effective: Vec<String> = view.effective.iter().map(|i| i.text.clone()).collect();
     let origin = engine.store().plan_origin(&plan.plan_id)?;

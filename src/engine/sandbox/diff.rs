@@ -88,6 +88,9 @@ pub struct Hunk {
     pub new_lines: u32,
     /// The lines.
     pub lines: Vec<HunkLine>,
+    /// The decisions whose Execute steps produced lines of this hunk, in execution order
+    /// (filled by [`super::attribution::attribute`]; empty from [`text_hunks`] alone).
+    pub decision_ids: Vec<String>,
 }
 
 /// One changed file.
@@ -306,6 +309,7 @@ pub fn text_hunks(old: &str, new: &str) -> Vec<Hunk> {
             new_start: start(&new_range),
             new_lines: new_range.len() as u32,
             lines,
+            decision_ids: Vec::new(),
         });
     }
     hunks

@@ -10,7 +10,7 @@ use git2::{DiffFindOptions, DiffFormat, DiffOptions, Oid, Repository};
 use serde::Serialize;
 
 use super::checkpoint::{count_changed, snapshot};
-use super::{Sandbox, SandboxError, TargetKind, signature};
+use super::{Sandbox, SandboxError, TargetKind};
 
 /// What an export wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -43,6 +43,7 @@ fn state(sandbox: &Sandbox) -> Result<(Repository, Oid, Oid, Oid), SandboxError>
 
 /// Commits the sandbox's current state on top of its base commit and creates `branch` in the
 /// user's repository pointing at it, copying only the objects the user's repository lacks.
+/// The author is the one Apply uses ([`super::user_signature`]).
 /// An existing branch is replaced only with `force`.
 ///
 /// # Errors
@@ -87,7 +88,7 @@ pub fn to_branch(
             user_path.display()
         )));
     }
-    let sig = signature()?;
+    let sig = super::user_signature(&user);
     let tree_obj = repo
         .find_tree(tree)
         .map_err(SandboxError::git("reading the snapshot"))?;

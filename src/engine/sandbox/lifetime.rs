@@ -2,8 +2,9 @@
 //!
 //! - After a plan is applied, [`release_after_apply`] removes the work trees and keeps the
 //!   private repositories (with every checkpoint ref) for the retention period.
-//! - Sandboxes of cancelled or errored plans stay until `agents plan cleanup` or until the
-//!   retention period has passed since the plan last changed.
+//! - Sandboxes of cancelled or errored plans, and of finished `agents actor run`s, stay until
+//!   `agents plan cleanup` or until the retention period has passed since the plan last
+//!   changed.
 //! - Directories under `<data dir>/sandboxes` that belong to no plan (a crash between creating
 //!   a directory and recording it cannot happen, because the row is written first; a plan
 //!   deleted by hand can) are removed by [`sweep`], which commands that use sandboxes run at
@@ -135,17 +136,22 @@ fn run(
         let Some(plan) = store.plan(&record.plan_id)? else {
             continue;
         };
+        // An isolated actor run (`agents actor run`) is finished once it has stopped.
+        let actor_run = store.is_actor_run(&plan.plan_id)?;
         let finished = plan.phase() == Phase::Applied
+            || actor_run
             || matches!(
                 plan.state(),
                 ProcessingState::Cancelled | ProcessingState::Errored
             );
-        if !finished {
+        if !finished || (actor_run && plan.state() == ProcessingState::Processing) {
             continue;
         }
         let expired = plan.updated_at < cutoff;
         let what = if plan.phase() == Phase::Applied {
             "applied"
+        } else if actor_run {
+            "(an actor run) finished"
         } else {
             plan.state().as_str()
         };

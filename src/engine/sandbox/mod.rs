@@ -26,6 +26,7 @@
 //! - [`export`]: `plan export` to a branch or a patch.
 //! - [`lifetime`]: release after apply, retention, cleanup and orphan removal.
 
+pub mod attribution;
 pub mod checkpoint;
 pub mod confined;
 pub mod diff;
@@ -381,6 +382,33 @@ pub(crate) fn open_repo(layout: &Layout) -> Result<git2::Repository, SandboxErro
 }
 
 /// The fixed identity of commits CleverAgents writes in sandbox repositories.
+/// The author and committer of commits made in a user's repository (Apply, `plan export
+/// --branch`): the repository's `user.name` / `user.email`, else `CleverAgents
+/// <cleveragents@localhost>` (lifecycle issue item 8).
+pub fn user_signature(repo: &git2::Repository) -> git2::Signature<'static> {
+    repo.signature()
+        .map(|s| s.to_owned())
+        .or_else(|_| git2::Signature::now("CleverAgents", "cleveragents@localhost"))
+        .expect("a fixed signature is valid")
+}
+
+/// The message of a commit made for a plan in a user's repository: the plan's description
+/// (first line) as subject, `note` as body, and the trailers `Plan-Id:` and `Action:`. Apply
+/// and `plan export --branch` both use it, so their commits differ only in the note.
+pub fn plan_commit_message(plan: &crate::engine::domain::plan::Plan, note: &str) -> String {
+    let subject = plan
+        .description
+        .clone()
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(|| format!("Apply {}", plan.action_name));
+    format!(
+        "{}\n\n{note}\n\nPlan-Id: {}\nAction: {}\n",
+        subject.lines().next().unwrap_or_default(),
+        plan.plan_id,
+        plan.action_name
+    )
+}
+
 pub(crate) fn signature() -> Result<git2::Signature<'static>, SandboxError> {
     git2::Signature::now("CleverAgents", "cleveragents@localhost")
         .map_err(SandboxError::git("creating a signature"))

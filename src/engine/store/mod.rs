@@ -13,6 +13,7 @@ pub mod decisions;
 pub mod invariants;
 pub mod lifecycle_run;
 pub mod model_calls;
+pub mod pauses;
 pub mod plan_links;
 pub mod plans;
 pub mod profiles;
@@ -37,6 +38,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/004_actors.sql"),
     include_str!("migrations/005_lifecycle.sql"),
     include_str!("migrations/006_lifecycle_run.sql"),
+    include_str!("migrations/009_lifecycle2.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

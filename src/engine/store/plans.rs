@@ -187,6 +187,39 @@ impl Store {
         Ok(())
     }
 
+    /// Inserts the plans row of an isolated actor run (`agents actor run`): kind
+    /// `actor_run`, so that plan listings and counts leave it out and the lifecycle refuses
+    /// to drive it, while its sandbox, checkpoints and execution log work as for a plan.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn insert_actor_run_plan(&mut self, plan: &Plan) -> Result<(), StoreError> {
+        let tx = self.conn_mut().transaction()?;
+        insert_plan_row(&tx, plan)?;
+        tx.execute(
+            "UPDATE plans SET kind = 'actor_run' WHERE plan_id = ?1",
+            [plan.plan_id.to_string()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Whether `id` is an isolated actor run rather than a plan.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn is_actor_run(&self, id: &Id) -> Result<bool, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT kind = 'actor_run' FROM plans WHERE plan_id = ?1",
+                [id.to_string()],
+                |r| r.get::<_, bool>(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+    }
+
     /// Loads a plan by full id.
     ///
     /// # Errors
@@ -203,13 +236,13 @@ impl Store {
         raw.map(RawPlan::into_plan).transpose()
     }
 
-    /// Every plan, newest first.
+    /// Every plan, newest first (isolated actor runs are not plans and are left out).
     ///
     /// # Errors
     /// [`StoreError::Sqlite`] or [`StoreError::Corrupt`].
     pub fn plans(&self) -> Result<Vec<Plan>, StoreError> {
         let mut stmt = self.conn().prepare(&format!(
-            "SELECT {COLUMNS} FROM plans ORDER BY plan_id DESC"
+            "SELECT {COLUMNS} FROM plans WHERE kind = 'plan' ORDER BY plan_id DESC"
         ))?;
         let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(RawPlan::into_plan).collect()
@@ -260,7 +293,7 @@ impl Store {
                     count(*) FILTER (WHERE state = ?1), \
                     count(*) FILTER (WHERE phase != 'applied' AND state != 'cancelled'), \
                     count(*) FILTER (WHERE state = ?2) \
-             FROM plans",
+             FROM plans WHERE kind = 'plan'",
             [processing, errored],
             |r| {
                 let n = |i| r.get::<_, i64>(i).map(|v| u64::try_from(v).unwrap_or(0));

@@ -12,6 +12,7 @@
 pub mod change;
 pub mod files;
 pub mod git;
+pub mod host;
 pub mod runner;
 pub mod search;
 pub mod shell;

@@ -81,7 +81,7 @@ pub fn request_body(req: &ChatRequest) -> Value {
         body["max_tokens"] = json!(max);
     }
     if let Some(t) = req.temperature {
-        body["temperature"] = json!(t);
+        body["temperature"] = json!(super::wire::temperature(t));
     }
     if req.stream {
         body["stream"] = json!(true);

@@ -6,6 +6,12 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
+/// A sampling temperature as the wire carries it: the `f32` widened to the decimal the user
+/// wrote (0.3, not 0.30000001192092896), to four places.
+pub fn temperature(t: f32) -> f64 {
+    (f64::from(t) * 10_000.0).round() / 10_000.0
+}
+
 /// What one SSE event contributed to a streamed reply.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamStep {
