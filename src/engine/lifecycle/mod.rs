@@ -26,7 +26,7 @@ pub mod checklist;
 pub mod driver;
 pub mod execute;
 pub mod gates;
-mod model;
+pub(crate) mod model;
 mod model_executor;
 pub mod report;
 pub mod script_executor;

@@ -1,0 +1,315 @@
+//! Corrections (issue 7) through the real binary on real git repositories: correcting a
+//! decision re-runs only it and what depends on it, replays the recorded work of the other
+//! later steps without any model or tool call, keeps the unaffected decisions' ids and
+//! changes, and leaves the old attempt viewable; `--dry-run` changes nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cleveragents::engine::domain::Id;
+use cleveragents::engine::domain::decision::Decision;
+use cleveragents::engine::store::Store;
+use serde_json::{Value, json};
+
+use super::lifecycle::{Setup, setup_with};
+use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{Env, db_file};
+
+/// Eight script steps writing their own files. `s6` depends on `s5` (it copies `e.txt`);
+/// `s7` and `s8` come after `s5` but do not depend on it. `s5` writes a fresh nonce, so a
+/// re-run is visible in the bytes.
+pub const EIGHT_STEPS: &str = r#"name: local/notes
+description: Eight independent-ish steps for {{ version }}
+definition-of-done: eight files exist
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: s1
+    run: printf 'one\n' > a.txt
+  - name: s2
+    depends-on: [s1]
+    run: printf 'two\n' > b.txt
+  - name: s3
+    depends-on: [s1]
+    run: printf 'three\n' > c.txt
+  - name: s4
+    depends-on: [s1]
+    run: printf 'four\n' > d.txt
+  - name: s5
+    depends-on: [s1]
+    run: date +%s%N > e.txt
+  - name: s6
+    depends-on: [s5]
+    run: cat e.txt > f.txt && printf 'six\n' >> f.txt
+  - name: s7
+    depends-on: [s4]
+    run: printf 'seven\n' > g.txt
+  - name: s8
+    depends-on: [s2]
+    run: printf 'eight\n' >> a.txt
+"#;
+
+pub fn store(env: &Env) -> Store {
+    Store::open(&db_file(env)).unwrap()
+}
+
+fn plan_id(doc: &Value) -> String {
+    doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
+        .to_string()
+}
+
+/// The current executable decisions by their key (`s1`.. or `d1`..).
+pub fn by_key(st: &Store, plan: &Id) -> BTreeMap<String, Decision> {
+    st.decisions(plan)
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.is_current() && d.step.is_some())
+        .map(|d| (d.context_snapshot["key"].as_str().unwrap().to_string(), d))
+        .collect()
+}
+
+/// The work tree of the plan's (only) sandbox.
+pub fn work_dir(st: &Store, plan: &Id) -> PathBuf {
+    let sb = st.sandboxes_of_plan(plan).unwrap();
+    sb[0].layout().work_dir
+}
+
+/// Every file under `dir` (path relative to it -> bytes), `.git` included when present.
+pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Tool calls made by the last run of each step, by decision id: the difference of its end
+/// and start checkpoints' tool-call sequence numbers.
+pub fn tool_calls_per_step(st: &Store, plan: &Id) -> BTreeMap<Id, u64> {
+    // No start checkpoint: the step began before any sandbox existed (no tool call yet).
+    let seq = |m: &serde_json::Map<String, Value>| match m.get("checkpoint") {
+        Some(id) => {
+            let id = id.as_str().unwrap().parse().unwrap();
+            st.checkpoint(&id).unwrap().unwrap().tool_call_seq
+        }
+        None => 0,
+    };
+    st.plan_steps(plan)
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.decision_id, seq(&s.end_checkpoints) - seq(&s.start_checkpoints)))
+        .collect()
+}
+
+fn db_bytes(env: &Env) -> Vec<Vec<u8>> {
+    let db = db_file(env);
+    ["", "-wal"]
+        .iter()
+        .map(|ext| std::fs::read(format!("{}{ext}", db.display())).unwrap_or_default())
+        .collect()
+}
+
+fn sandbox_bytes(env: &Env) -> BTreeMap<String, Vec<u8>> {
+    files(&env.data_dir.join("sandboxes"))
+}
+
+fn offline_plan() -> (Setup, String, Id) {
+    let s = setup_with(EIGHT_STEPS);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--arg",
+        "version=1",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    assert_eq!(doc["data"]["approval"]["context"]["gate"], "apply", "{doc:#}");
+    let id = plan_id(&doc);
+    let pid = id.parse().unwrap();
+    (s, id, pid)
+}
+
+#[test]
+fn a_dry_run_lists_the_affected_work_and_changes_nothing() {
+    let (s, _id, pid) = offline_plan();
+    let st = store(&s.env);
+    let keys = by_key(&st, &pid);
+    let s5 = keys["s5"].decision_id.to_string();
+    drop(st);
+    let (db_before, sb_before) = (db_bytes(&s.env), sandbox_bytes(&s.env));
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "use a fixed value", "--dry-run", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let a = &doc["data"]["affected"];
+    let ids = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect()
+    };
+    let key_of = |id: &str| {
+        keys.iter()
+            .find(|(_, d)| d.decision_id.to_string() == id)
+            .map(|(k, _)| k.clone())
+            .unwrap()
+    };
+    let decisions: Vec<String> = a["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| key_of(d["decision_id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(decisions, ["s5", "s6"]);
+    let rerun: Vec<String> = ids(&a["steps_rerun"]).iter().map(|i| key_of(i)).collect();
+    let replayed: Vec<String> = ids(&a["steps_replayed"]).iter().map(|i| key_of(i)).collect();
+    assert_eq!(rerun, ["s5", "s6"]);
+    assert_eq!(replayed, ["s7", "s8"]);
+    assert_eq!(a["steps_may_rerun"], json!([]), "s7 and s8 touch other files");
+    assert_eq!(a["files"], json!(["e.txt", "f.txt"]));
+    assert_eq!(a["child_plans"], json!([]));
+    assert_eq!(a["estimated_model_calls"], 0, "offline actors make no model call");
+    assert_eq!(db_bytes(&s.env), db_before, "the database is byte-identical");
+    assert_eq!(sandbox_bytes(&s.env), sb_before, "the sandbox is byte-identical");
+    // Without --yes and without a terminal: exit 3, nothing changed either.
+    let (doc, code) = s
+        .env
+        .json(&["plan", "correct", "--mode", "revert", "-g", "x", &s5]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NEEDS_APPROVAL");
+    assert_eq!(db_bytes(&s.env), db_before);
+    assert_eq!(sandbox_bytes(&s.env), sb_before);
+}
+
+#[test]
+fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_the_rest() {
+    let (s, id, pid) = offline_plan();
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    let work = work_dir(&st, &pid);
+    let files_before = files(&work);
+    let calls_before = st.tool_calls(&pid).unwrap().len();
+    assert_eq!(calls_before, 8, "one shell call per script step");
+    drop(st);
+    let s5 = before["s5"].decision_id.to_string();
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "take the value again", "--yes", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["stopped"]["stopped"], "gate", "{doc:#}");
+    assert_eq!(doc["data"]["attempt"], 2);
+    let attempt_id = doc["data"]["attempt_id"].as_str().unwrap().to_string();
+
+    let st = store(&s.env);
+    let after = by_key(&st, &pid);
+    // Unaffected decisions keep their ids; s5 and s6 are replaced by correcting decisions.
+    for k in ["s1", "s2", "s3", "s4", "s7", "s8"] {
+        assert_eq!(after[k].decision_id, before[k].decision_id, "{k} keeps its id");
+    }
+    for k in ["s5", "s6"] {
+        let (old, new) = (&before[k], &after[k]);
+        assert_ne!(old.decision_id, new.decision_id, "{k} is re-decided");
+        assert!(new.is_correction);
+        assert_eq!(new.corrects_decision_id, Some(before["s5"].decision_id));
+        assert_eq!(new.correction_reason.as_deref(), Some("take the value again"));
+        assert_eq!(new.attempt, 2);
+        let old_now = st.decision(&old.decision_id).unwrap().unwrap();
+        assert_eq!(old_now.superseded_by, Some(new.decision_id), "{k} superseded");
+    }
+    // Tool calls: exactly one per re-run step, none for the replayed ones.
+    assert_eq!(st.tool_calls(&pid).unwrap().len(), calls_before + 2);
+    let per_step = tool_calls_per_step(&st, &pid);
+    for k in ["s5", "s6"] {
+        assert_eq!(per_step[&after[k].decision_id], 1, "{k} re-ran");
+    }
+    for k in ["s7", "s8"] {
+        assert_eq!(per_step[&after[k].decision_id], 0, "{k} was replayed, not re-run");
+    }
+    let steps = st.plan_steps(&pid).unwrap();
+    let output = |k: &str| -> Value {
+        let s = steps
+            .iter()
+            .find(|s| s.decision_id == after[k].decision_id)
+            .unwrap();
+        serde_json::from_str(s.output.as_deref().unwrap()).unwrap()
+    };
+    assert_eq!(output("s7")["replayed"]["replay"], "merged");
+    assert_eq!(output("s8")["replayed"]["replay"], "merged");
+    // The files: e.txt has a new value and f.txt follows it; every other file is
+    // byte-identical (a.txt includes s8's replayed append).
+    let files_after = files(&work);
+    assert_ne!(files_after["e.txt"], files_before["e.txt"], "s5 re-ran");
+    let mut expected_f = files_after["e.txt"].clone();
+    expected_f.extend_from_slice(b"six\n");
+    assert_eq!(files_after["f.txt"], expected_f, "s6 re-ran on the new e.txt");
+    for f in ["a.txt", "b.txt", "c.txt", "d.txt", "g.txt", "README", "src/lib.rs"] {
+        assert_eq!(files_after[f], files_before[f], "{f} unchanged");
+    }
+    assert_eq!(files_after["a.txt"], b"one\neight\n");
+    // The correction attempt is recorded and completed.
+    let attempts = st.correction_attempts(&pid).unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].attempt_id.to_string(), attempt_id);
+    assert_eq!(attempts[0].status.as_str(), "completed");
+    assert_eq!(attempts[0].plan_attempt, Some(2));
+    drop(st);
+    // The final diff has the corrected and the unaffected later work.
+    let (doc, code) = s.env.json(&["plan", "diff", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let mut paths: Vec<&str> = doc["data"]["resources"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(paths, ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt", "f.txt", "g.txt"]);
+    // The old attempt stays viewable: before and after, differing only in e.txt and f.txt.
+    let (doc, code) = s
+        .env
+        .json(&["plan", "diff", "--correction", &attempt_id, &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let r = &doc["data"]["resources"][0];
+    let changed: Vec<&str> = r["changes"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["e.txt", "f.txt"]);
+    assert_eq!(r["before"]["stats"]["files_changed"], 7);
+    let old_e = String::from_utf8(files_before["e.txt"].clone()).unwrap();
+    let hunk_text = r["changes"]["files"][0]["hunks"].to_string();
+    assert!(hunk_text.contains(old_e.trim()), "the old value is shown: {hunk_text}");
+    // The plan is back at the apply gate and applies as one commit.
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(std::fs::read(s.repo.join("f.txt")).unwrap(), expected_f);
+    // An applied plan refuses a revert and suggests append.
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
+    ]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "CONFLICT");
+    let hint = doc["error"]["suggestions"].to_string();
+    assert!(hint.contains("--mode append"), "{hint}");
+}
