@@ -313,3 +313,214 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
     let hint = doc["error"]["suggestions"].to_string();
     assert!(hint.contains("--mode append"), "{hint}");
 }
+
+/// An action without a script: the strategy and the work come from the scripted model.
+const MODEL_ACTION: &str = "name: local/notes\ndescription: Write eight files\ndefinition-of-done: eight files exist\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
+
+fn decision(key: &str, file: &str, depends: &[&str]) -> String {
+    json!({
+        "key": key,
+        "decision_type": "implementation_choice",
+        "question": format!("What goes into {file}?"),
+        "chosen_option": format!("write {file}"),
+        "confidence_score": 0.9,
+        "rationale": "one file per step",
+        "depends_on": depends,
+        "step": {"instructions": format!("Write {file}")},
+    })
+    .to_string()
+}
+
+fn write_turns(path: &str, content: &str) -> Vec<Turn> {
+    vec![
+        Turn::tools(
+            "",
+            &[(
+                "write_file",
+                &json!({"path": path, "content": content}).to_string(),
+            )],
+            (10, 5),
+        ),
+        Turn::text("done", (10, 2)),
+    ]
+}
+
+fn scripted_config(env: &Env, server: &ProviderServer) {
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env.config_path,
+        format!(
+            "[providers.scripted]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"SCRIPTED_API_KEY\"\n",
+            server.openai_base()
+        ),
+    )
+    .unwrap();
+}
+
+fn keyed(env: &Env, args: &[&str]) -> (Value, i32) {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = env
+        .command(&all)
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    (doc, out.status.code().unwrap())
+}
+
+/// Model calls per decision id (all of the plan's calls).
+fn model_calls(st: &Store, plan: &Id) -> BTreeMap<String, u64> {
+    st.usage_by_decision(plan)
+        .unwrap()
+        .into_iter()
+        .map(|(d, u)| (d.unwrap_or_else(|| "(none)".into()), u.calls))
+        .collect()
+}
+
+#[test]
+fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant() {
+    let plan_files = [
+        ("d1", "a.txt", "one\n", vec![]),
+        ("d2", "b.txt", "two\n", vec!["d1"]),
+        ("d3", "c.txt", "three\n", vec!["d1"]),
+        ("d4", "d.txt", "four\n", vec!["d1"]),
+        ("d5", "e.txt", "five\n", vec!["d1"]),
+        ("d6", "f.txt", "six uses five\n", vec!["d5"]),
+        ("d7", "g.txt", "seven\n", vec!["d4"]),
+        ("d8", "a.txt", "one\neight\n", vec!["d2"]),
+    ];
+    let records: Vec<String> = plan_files
+        .iter()
+        .map(|(k, f, _, deps)| decision(k, f, deps))
+        .collect();
+    let calls: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| ("record_decision", r.as_str()))
+        .collect();
+    let mut script = vec![
+        Turn::tools("", &calls, (100, 50)),
+        Turn::tools("", &[("finish_strategy", r#"{"summary":"eight files"}"#)], (10, 5)),
+    ];
+    for (_, f, c, _) in &plan_files {
+        script.extend(write_turns(f, c));
+    }
+    // The correction: the strategist re-decides d5 and d6, the executor re-runs both.
+    let new5 = decision("d5", "e.txt", &["d1"]).replace("write e.txt", "write e.txt in capitals");
+    let new6 = decision("d6", "f.txt", &["d5"]);
+    script.push(Turn::tools(
+        "",
+        &[("record_decision", &new5), ("record_decision", &new6)],
+        (80, 40),
+    ));
+    script.push(Turn::tools("", &[("finish_strategy", r#"{"summary":"fixed"}"#)], (10, 5)));
+    script.extend(write_turns("e.txt", "FIVE\n"));
+    script.extend(write_turns("f.txt", "six uses FIVE\n"));
+    let server = ProviderServer::start(script);
+    let s = setup_with(MODEL_ACTION);
+    scripted_config(&s.env, &server);
+    let (doc, code) = keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--strategy-actor",
+            "scripted/m",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "trusted",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["data"]["approval"]["context"]["gate"], "apply", "{doc:#}");
+    let id = plan_id(&doc);
+    let pid: Id = id.parse().unwrap();
+    assert_eq!(server.requests().len(), 18, "2 strategist + 8 x 2 executor turns");
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    assert_eq!(before.len(), 8, "eight executable decisions");
+    let work = work_dir(&st, &pid);
+    let files_before = files(&work);
+    let calls_before = model_calls(&st, &pid);
+    let tools_before = st.tool_calls(&pid).unwrap().len();
+    let changes_before: BTreeMap<String, Vec<u8>> = files_before.clone();
+    drop(st);
+
+    let d5 = before["d5"].decision_id.to_string();
+    let (doc, code) = keyed(
+        &s.env,
+        &[
+            "plan", "correct", "--mode", "revert", "-g", "write it in capitals", "--yes", &d5,
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(server.remaining(), 0, "every scripted turn was used");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 24, "2 strategist + 2 x 2 executor turns for the correction");
+    // The strategist saw the preserved decisions, the invariants and the guidance.
+    let redecide = requests[18].body.to_string();
+    for needle in ["Preserved decisions", "d7", "Keep the public API stable", "write it in capitals"] {
+        assert!(redecide.contains(needle), "re-decide prompt lacks {needle}: {redecide}");
+    }
+    assert!(
+        requests[20].body.to_string().contains("write it in capitals"),
+        "the executor of the corrected step sees the guidance"
+    );
+
+    let st = store(&s.env);
+    let after = by_key(&st, &pid);
+    let calls_after = model_calls(&st, &pid);
+    for k in ["d1", "d2", "d3", "d4", "d7", "d8"] {
+        let id = before[k].decision_id;
+        assert_eq!(after[k].decision_id, id, "{k} keeps its id");
+        assert_eq!(
+            calls_after.get(&id.to_string()),
+            calls_before.get(&id.to_string()),
+            "{k}: no model request after the correction"
+        );
+    }
+    for k in ["d5", "d6"] {
+        assert_ne!(after[k].decision_id, before[k].decision_id);
+        assert_eq!(calls_after[&after[k].decision_id.to_string()], 2, "{k} re-ran: 2 turns");
+        assert!(after[k].is_correction);
+    }
+    assert_eq!(after["d5"].chosen_option, "write e.txt in capitals");
+    assert_eq!(st.tool_calls(&pid).unwrap().len(), tools_before + 2);
+    let per_step = tool_calls_per_step(&st, &pid);
+    for k in ["d7", "d8"] {
+        assert_eq!(per_step[&after[k].decision_id], 0, "{k} replayed without a tool call");
+    }
+    for k in ["d5", "d6"] {
+        assert_eq!(per_step[&after[k].decision_id], 1, "{k} re-ran with one tool call");
+    }
+    let files_after = files(&work);
+    assert_eq!(files_after["e.txt"], b"FIVE\n");
+    assert_eq!(files_after["f.txt"], b"six uses FIVE\n");
+    for f in ["a.txt", "b.txt", "c.txt", "d.txt", "g.txt"] {
+        assert_eq!(files_after[f], changes_before[f], "{f}: the unaffected change is identical");
+    }
+    let attempt_id = st.correction_attempts(&pid).unwrap()[0].attempt_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&["plan", "diff", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let diff = doc["data"].to_string();
+    assert!(diff.contains("FIVE") && diff.contains("seven") && diff.contains("eight"), "{diff}");
+    let (doc, code) = s.env.json(&["plan", "diff", "--correction", &attempt_id, &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let r = &doc["data"]["resources"][0];
+    let before_text = r["before"].to_string();
+    assert!(before_text.contains("five") && !before_text.contains("FIVE"), "the old attempt: {before_text}");
+    let changed: Vec<&str> = r["changes"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["e.txt", "f.txt"]);
+}
