@@ -524,3 +524,43 @@ fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant(
         .collect();
     assert_eq!(changed, ["e.txt", "f.txt"]);
 }
+
+fn snap(name: &str, env: &Env, args: &[&str]) {
+    let out = env.run(args);
+    let text = super::snapshots::output_text(&out);
+    let mut settings = super::snapshots::settings(env, args);
+    let ulid = regex::Regex::new(r"[0-9A-HJKMNP-TV-Z]{26}").unwrap();
+    settings.set_description(ulid.replace_all(&format!("agents {}", args.join(" ")), "[ID]").to_string());
+    settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ID]");
+    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8}\b", "[SHORT]");
+    settings.add_filter(r"cp_[0-9A-Za-z]+", "cp_[ID]");
+    settings.add_filter(r"\b[0-9a-f]{40}\b", "[OID]");
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+#[test]
+fn tree_explain_and_dry_run_as_users_see_them() {
+    let s = super::lifecycle::setup();
+    let (doc, code, id) = super::lifecycle::use_plan(&s, "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    let st = store(&s.env);
+    let keys = by_key(&st, &id.parse().unwrap());
+    let extend = keys["extend"].decision_id.to_string();
+    drop(st);
+    for format in ["plain", "json"] {
+        snap(&format!("plan_tree_{format}"), &s.env, &["--format", format, "plan", "tree", &id]);
+        snap(
+            &format!("plan_explain_{format}"),
+            &s.env,
+            &["--format", format, "plan", "explain", &extend],
+        );
+        snap(
+            &format!("plan_correct_dry_run_{format}"),
+            &s.env,
+            &[
+                "--format", format, "plan", "correct", "--mode", "revert", "-g",
+                "append two lines", "--dry-run", &extend,
+            ],
+        );
+    }
+}
