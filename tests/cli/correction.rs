@@ -564,3 +564,118 @@ fn tree_explain_and_dry_run_as_users_see_them() {
         );
     }
 }
+
+/// `conflicting` is declared independent of `stamp` but appends to the file `stamp` writes.
+const CONFLICTING: &str = r#"name: local/notes
+description: A replay that conflicts for {{ version }}
+definition-of-done: x.txt exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: stamp
+    run: date +%s%N > x.txt
+  - name: other
+    depends-on: []
+    run: printf 'other\n' > y.txt
+  - name: conflicting
+    depends-on: []
+    run: printf 'tail\n' >> x.txt
+"#;
+
+fn use_trusted(s: &Setup) -> (String, Id) {
+    let (doc, code) = s.env.json(&[
+        "plan", "use", "local/notes", "app", "--arg", "version=1", "--automation-profile", "trusted",
+    ]);
+    assert_eq!(code, 3, "{doc:#}");
+    let id = plan_id(&doc);
+    let pid = id.parse().unwrap();
+    (id, pid)
+}
+
+#[test]
+fn a_replay_that_conflicts_with_the_corrected_work_makes_that_step_rerun() {
+    let s = setup_with(CONFLICTING);
+    let (_id, pid) = use_trusted(&s);
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    let stamp = before["stamp"].decision_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--dry-run", &stamp,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let conflicting = before["conflicting"].decision_id.to_string();
+    assert_eq!(doc["data"]["affected"]["steps_may_rerun"], json!([conflicting]));
+    assert_eq!(
+        doc["data"]["affected"]["steps_replayed"],
+        json!([before["other"].decision_id.to_string(), conflicting])
+    );
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &stamp,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        doc["data"]["result"]["steps_replayed"],
+        json!([before["other"].decision_id.to_string()])
+    );
+    assert!(
+        doc["data"]["result"]["replay_conflicts"][&conflicting]["paths"]
+            .to_string()
+            .contains("x.txt"),
+        "{doc:#}"
+    );
+    let st = store(&s.env);
+    let per_step = tool_calls_per_step(&st, &pid);
+    assert_eq!(per_step[&before["conflicting"].decision_id], 1, "re-ran after the conflict");
+    assert_eq!(per_step[&before["other"].decision_id], 0, "replayed");
+    let x = std::fs::read_to_string(work_dir(&st, &pid).join("x.txt")).unwrap();
+    let lines: Vec<&str> = x.lines().collect();
+    assert_eq!(lines.len(), 2, "{x}");
+    assert_eq!(lines[1], "tail");
+}
+
+#[test]
+fn correcting_the_root_prompt_redoes_everything_and_an_invariant_can_be_removed() {
+    let (s, id, pid) = offline_plan();
+    let st = store(&s.env);
+    let root = st.plan(&pid).unwrap().unwrap().decision_root_id.unwrap();
+    let calls = st.tool_calls(&pid).unwrap().len();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "all files in docs/", "--yes", &root.to_string(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["result"]["steps_replayed"], json!([]));
+    assert_eq!(doc["data"]["result"]["steps_rerun"].as_array().unwrap().len(), 8);
+    let st = store(&s.env);
+    assert_eq!(st.tool_calls(&pid).unwrap().len(), calls + 8, "every step re-ran");
+    let plan = st.plan(&pid).unwrap().unwrap();
+    let new_root = st.decision(&plan.decision_root_id.unwrap()).unwrap().unwrap();
+    assert_ne!(new_root.decision_id, root);
+    assert!(new_root.chosen_option.ends_with("Correction: all files in docs/"));
+    let inv = st
+        .decisions(&pid)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.is_current() && d.decision_type.as_str() == "invariant_enforced")
+        .unwrap();
+    assert_eq!(inv.parent_decision_id, Some(new_root.decision_id));
+    drop(st);
+    // Correcting the invariant stops enforcing it for this plan.
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "not for this plan", "--yes", &inv.decision_id.to_string(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["attempt"], 3);
+    let (doc, code) = s.env.json(&["plan", "tree", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["summary"]["invariants"], 0);
+    assert!(doc["data"].to_string().contains("Do not enforce the invariant"), "{doc:#}");
+    let (doc, _) = s.env.json(&["plan", "tree", "--show-superseded", &id]);
+    assert!(doc["data"]["summary"]["superseded"].as_u64().unwrap() >= 10, "{doc:#}");
+    assert!(doc["data"].to_string().contains("Keep the public API stable"));
+}

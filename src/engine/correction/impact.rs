@@ -303,3 +303,137 @@ pub fn impact(
 pub fn redoes_everything(kind: DecisionType) -> bool {
     kind == DecisionType::PromptDefinition
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::correction::tree;
+    use crate::engine::domain::plan::Plan;
+    use jiff::Timestamp;
+
+    fn decision(store: &mut Store, plan: &Id, kind: DecisionType, text: &str, parent: Option<Id>) -> Id {
+        let mut d = Decision::new(*plan, kind, text, Timestamp::now());
+        d.parent_decision_id = parent;
+        if matches!(kind, DecisionType::ImplementationChoice | DecisionType::SubplanSpawn) {
+            d.step = Some(crate::engine::domain::decision::Step {
+                instructions: text.into(),
+                expected_outputs: vec![],
+            });
+        }
+        store.insert_decision(&d).unwrap();
+        d.decision_id
+    }
+
+    fn depend(store: &mut Store, up: &Id, down: &Id) {
+        store
+            .add_decision_dependency(up, down, "decision", &down.to_string())
+            .unwrap();
+    }
+
+    /// A plan with a spawn decision linked (agreed rows) to a child plan, which spawns a
+    /// grandchild; and an independent step.
+    struct Family {
+        store: Store,
+        _dir: tempfile::TempDir,
+        plan: Id,
+        spawn: Id,
+        other: Id,
+        child: Id,
+        child_step: Id,
+        grandchild: Id,
+        grand_step: Id,
+    }
+
+    fn child_plan(store: &mut Store, parent: &Id, root: &Id, spawn: &Id) -> (Id, Id, Id) {
+        let mut p = Plan::new("local/child", "child", Timestamp::now());
+        p.parent_plan_id = Some(*parent);
+        p.root_plan_id = Some(*root);
+        store.insert_plan(&p).unwrap();
+        let croot = decision(store, &p.plan_id, DecisionType::PromptDefinition, "child prompt", None);
+        let cstep = decision(store, &p.plan_id, DecisionType::SubplanSpawn, "child step", Some(croot));
+        depend(store, &croot, &cstep);
+        store
+            .add_decision_dependency(spawn, &croot, "plan", &p.plan_id.to_string())
+            .unwrap();
+        (p.plan_id, croot, cstep)
+    }
+
+    fn family() -> Family {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/a", "a", Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let p = plan.plan_id;
+        let root = decision(&mut store, &p, DecisionType::PromptDefinition, "do it", None);
+        let inv = decision(&mut store, &p, DecisionType::InvariantEnforced, "no breaking", Some(root));
+        let spawn = decision(&mut store, &p, DecisionType::SubplanSpawn, "spawn docs", Some(root));
+        let other = decision(&mut store, &p, DecisionType::ImplementationChoice, "fmt", Some(root));
+        for d in [inv, spawn, other] {
+            depend(&mut store, &root, &d);
+        }
+        depend(&mut store, &inv, &spawn);
+        depend(&mut store, &inv, &other);
+        let (child, _croot, child_step) = child_plan(&mut store, &p, &p, &spawn);
+        let (grandchild, _groot, grand_step) = child_plan(&mut store, &child, &p, &child_step);
+        Family {
+            store,
+            _dir: dir,
+            plan: p,
+            spawn,
+            other,
+            child,
+            child_step,
+            grandchild,
+            grand_step,
+        }
+    }
+
+    #[test]
+    fn the_affected_set_crosses_into_child_plans_through_plan_rows() {
+        let f = family();
+        let imp = impact(&f.store, None, &f.spawn).unwrap();
+        let ids: Vec<Id> = imp.decisions.iter().map(|r| r.decision_id).collect();
+        assert_eq!(ids[0], f.spawn, "the decision itself comes first");
+        assert!(ids.contains(&f.child_step) && ids.contains(&f.grand_step), "{ids:?}");
+        assert!(!ids.contains(&f.other), "the independent step is not affected");
+        assert_eq!(ids.len(), 5, "spawn, child root and step, grandchild root and step");
+        let mut children = imp.child_plans.clone();
+        children.sort();
+        let mut expected = vec![f.child, f.grandchild];
+        expected.sort();
+        assert_eq!(children, expected);
+        assert_eq!(imp.steps_rerun, [f.spawn], "no plan_steps yet: its executable decision");
+        let independent = impact(&f.store, None, &f.other).unwrap();
+        assert_eq!(independent.decisions.len(), 1);
+        assert!(independent.child_plans.is_empty());
+    }
+
+    #[test]
+    fn superseded_decisions_do_not_spread_a_correction() {
+        let mut f = family();
+        let tx = f.store.conn_mut().transaction().unwrap();
+        crate::engine::store::corrections::supersede_in(&tx, &f.child_step, &f.other).unwrap();
+        tx.commit().unwrap();
+        let imp = impact(&f.store, None, &f.spawn).unwrap();
+        let ids: Vec<Id> = imp.decisions.iter().map(|r| r.decision_id).collect();
+        assert!(!ids.contains(&f.child_step), "a superseded decision is not current");
+    }
+
+    #[test]
+    fn the_tree_nests_child_plans_under_their_spawn_decisions() {
+        let f = family();
+        let t = tree::load(&f.store, &f.plan, false).unwrap();
+        assert_eq!(t.roots.len(), 1);
+        let root = &t.roots[0];
+        let spawn = root.children.iter().find(|n| n.id == f.spawn).unwrap();
+        let child = &spawn.children[0];
+        assert_eq!((child.kind, child.id), ("plan", f.child));
+        let child_step = &child.children[0].children[0];
+        assert_eq!(child_step.id, f.child_step);
+        assert_eq!(child_step.children[0].id, f.grandchild);
+        assert_eq!(t.summary.child_plans, 2);
+        assert_eq!(t.summary.nodes, 8, "4 in the plan, 2 per child plan");
+        let json = serde_json::to_value(&t.roots).unwrap();
+        assert_eq!(json[0]["children"][1]["children"][0]["kind"], "plan");
+    }
+}
