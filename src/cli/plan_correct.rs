@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::confirm::confirm;
 use super::{CliError, Context, view};
 use crate::engine::correction::impact::{self, Impact};
-use crate::engine::correction::{revert, tree};
+use crate::engine::correction::{append as appending, revert, tree};
 use crate::engine::domain::Id;
 use crate::engine::domain::decision::Decision;
 use crate::engine::lifecycle::driver::Stopped;
@@ -470,7 +470,8 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         .plan(&d.plan_id)?
         .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {} does not exist", d.plan_id)))?;
     if a.mode == "append" {
-        return Err(CliError::new("NOT_SUPPORTED", "plan correct --mode append: not yet supported"));
+        drop(store);
+        return append(ctx, a, &d);
     }
     if a.dry_run {
         let imp = impact_of(ctx, &store, &d.decision_id)?;
@@ -773,4 +774,105 @@ pub fn correction_diff(ctx: &Context, attempt: &str, plan: Option<&str>) -> Resu
         });
     }
     Ok(report)
+}
+
+/// `plan correct --mode append`: a child plan carrying the guidance.
+fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliError> {
+    let again = ctx.suggest(&format!(
+        "plan correct --mode append -g {} --yes {}",
+        shell_words::quote(&a.guidance),
+        d.decision_id
+    ));
+    if a.dry_run {
+        let engine = super::plan_run::engine(ctx, false, "Reading")?;
+        let parent = engine.plan(&d.plan_id)?;
+        let bases = appending::child_bases(&engine, &parent)?;
+        let data = json!({
+            "decision_id": d.decision_id,
+            "plan_id": d.plan_id,
+            "mode": "append",
+            "dry_run": true,
+            "guidance": a.guidance,
+            "child_plan": {"parent_plan_id": d.plan_id, "based_on": bases},
+            "affected": {"decisions": [], "steps_rerun": [], "steps_replayed": [], "steps_may_rerun": [], "child_plans": [], "files": [], "estimated_model_calls": 0},
+        });
+        return Ok(Report::ok(
+            "plan correct",
+            data,
+            "Dry run: a child plan carrying the guidance would be added; nothing was changed",
+        )
+        .with(Element::List {
+            title: "Child Plan Based On".into(),
+            items: bases
+                .iter()
+                .map(|b| format!("{}: {} ({})", b.resource_name, b.path, b.kind.as_str()))
+                .collect(),
+        })
+        .with(Element::List {
+            title: "Next Steps".into(),
+            items: vec![again],
+        }));
+    }
+    confirm(
+        &format!(
+            "Add a child plan to {} that carries the guidance?",
+            view::short(&d.plan_id.to_string())
+        ),
+        a.yes,
+        &ctx.terminal,
+        &again,
+    )?;
+    let mut engine = super::plan_run::engine(ctx, false, "Adding a child plan")?;
+    let r = appending::append(&mut engine, &d.decision_id, &a.guidance)?;
+    let child = &r.child;
+    let next = match r.driven.as_ref().map(|x| &x.stopped) {
+        Some(Stopped::Gate { approval }) => ctx.rewrite(&approval.answer_command),
+        _ => ctx.suggest(&format!("plan status {}", child.plan_id)),
+    };
+    let data = json!({
+        "decision_id": d.decision_id,
+        "plan_id": d.plan_id,
+        "mode": "append",
+        "dry_run": false,
+        "attempt_id": r.attempt.attempt_id,
+        "child_plan_id": child.plan_id,
+        "new_decision_id": r.root.decision_id,
+        "child": {"phase": child.phase(), "state": child.state()},
+        "based_on": r.bases,
+        "stopped": r.driven.as_ref().map(|x| &x.stopped),
+        "next": next,
+    });
+    let mut report = Report::ok(
+        "plan correct",
+        data,
+        format!(
+            "Appended child plan {} at {}/{}; decision {} and its work are kept",
+            child.plan_id,
+            child.phase(),
+            child.state(),
+            view::short(&d.decision_id.to_string())
+        ),
+    );
+    if let Some(Stopped::Errored { code, message }) = r.driven.as_ref().map(|x| &x.stopped) {
+        report.status.level = Level::Warn;
+        report = report.message(
+            Level::Warn,
+            format!("the child plan errored ({code}): {message}"),
+        );
+    }
+    Ok(report
+    .with(Element::panel(
+        "Correction",
+        [
+            ("Mode", Cell::from("append")),
+            ("Child Plan", view::id(child.plan_id.to_string())),
+            ("Root Decision", view::id(r.root.decision_id.to_string())),
+            ("Corrects", view::id(d.decision_id.to_string())),
+            ("Guidance", a.guidance.clone().into()),
+        ],
+    ))
+    .with(Element::List {
+        title: "Next Steps".into(),
+        items: vec![next, ctx.suggest(&format!("plan tree {}", d.plan_id))],
+    }))
 }

@@ -679,3 +679,62 @@ fn correcting_the_root_prompt_redoes_everything_and_an_invariant_can_be_removed(
     assert!(doc["data"]["summary"]["superseded"].as_u64().unwrap() >= 10, "{doc:#}");
     assert!(doc["data"].to_string().contains("Keep the public API stable"));
 }
+
+#[test]
+fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decision() {
+    let (s, id, pid) = offline_plan();
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    let s5 = before["s5"].decision_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "append", "-g", "also write h.txt", "--yes", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let child = doc["data"]["child_plan_id"].as_str().unwrap().to_string();
+    let root = doc["data"]["new_decision_id"].as_str().unwrap().to_string();
+    // The offline executor cannot carry out free-text guidance, and says so.
+    assert!(doc["messages"].to_string().contains("NOT_SUPPORTED"), "{doc:#}");
+    let st = store(&s.env);
+    let cid: Id = child.parse().unwrap();
+    let c = st.plan(&cid).unwrap().unwrap();
+    assert_eq!(c.parent_plan_id, Some(pid));
+    assert_eq!(c.root_plan_id, Some(pid));
+    // History is intact: nothing of the parent is superseded.
+    assert_eq!(by_key(&st, &pid).len(), 8);
+    assert!(st.decision(&before["s5"].decision_id).unwrap().unwrap().is_current());
+    // The child's Strategize kept the root its parent gave it.
+    let croot = st.decision(&root.parse().unwrap()).unwrap().unwrap();
+    assert!(croot.is_current() && croot.is_correction);
+    assert_eq!(croot.corrects_decision_id, Some(before["s5"].decision_id));
+    assert_eq!(c.decision_root_id, Some(croot.decision_id));
+    // Based on the project as it is now: the applied commit.
+    let head = String::from_utf8(
+        std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&s.repo)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(st.plan_bases(&cid).unwrap()[0].base_commit.as_deref(), Some(head.trim()));
+    drop(st);
+    // The tree shows the child under s5, and s5's impact now reaches it.
+    let (doc, code) = s.env.json(&["plan", "tree", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let root_node = &doc["data"]["children"][0];
+    let s5_node = root_node["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == s5.as_str())
+        .unwrap();
+    assert_eq!(s5_node["children"][0]["kind"], "plan");
+    assert_eq!(s5_node["children"][0]["id"], child.as_str());
+    let (doc, code) = s.env.json(&["plan", "explain", &s5]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["impact"]["child_plans"], json!([child]));
+}

@@ -9,6 +9,7 @@
 //! - [`append`]: `plan correct --mode append` (a child plan carrying the guidance).
 //! - [`tree`]: `plan tree` / `plan explain` data.
 
+pub mod append;
 pub mod impact;
 pub mod replay;
 pub mod revert;
