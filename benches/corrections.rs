@@ -61,41 +61,71 @@ fn build() -> Synthetic {
         let mut dep = tx
             .prepare("INSERT INTO decision_dependencies VALUES (?1, ?2, ?3, ?4)")
             .expect("prepare");
-        let mut decision = |plan: &Id, parent: Option<&Id>, seq: usize, kind: &str, text: String, step: bool| {
-            let id = Id::generate();
-            dec.execute(params![
-                id.to_string(),
-                plan.to_string(),
-                parent.map(Id::to_string),
-                seq as i64,
-                kind,
-                text,
-                step.then_some(r#"{"instructions":"do it","expected_outputs":[]}"#),
-                now
-            ])
-            .expect("decision");
-            n += 1;
-            id
-        };
+        let mut decision =
+            |plan: &Id, parent: Option<&Id>, seq: usize, kind: &str, text: String, step: bool| {
+                let id = Id::generate();
+                dec.execute(params![
+                    id.to_string(),
+                    plan.to_string(),
+                    parent.map(Id::to_string),
+                    seq as i64,
+                    kind,
+                    text,
+                    step.then_some(r#"{"instructions":"do it","expected_outputs":[]}"#),
+                    now
+                ])
+                .expect("decision");
+                n += 1;
+                id
+            };
         let mut depend = |up: &Id, down: &Id, kind: &str, r: String| {
             dep.execute(params![up.to_string(), down.to_string(), kind, r])
                 .expect("dependency");
         };
         let top = Plan::new("local/bench", "bench", jiff::Timestamp::now());
         plan_stmt
-            .execute(params![top.plan_id.to_string(), "bench", now, None::<String>, None::<String>])
+            .execute(params![
+                top.plan_id.to_string(),
+                "bench",
+                now,
+                None::<String>,
+                None::<String>
+            ])
             .expect("plan");
         let p = top.plan_id;
-        let root = decision(&p, None, 1, "prompt_definition", "the whole job".into(), false);
+        let root = decision(
+            &p,
+            None,
+            1,
+            "prompt_definition",
+            "the whole job".into(),
+            false,
+        );
         let invs: Vec<Id> = (0..2)
-            .map(|i| decision(&p, Some(&root), 2 + i, "invariant_enforced", format!("invariant {i}"), false))
+            .map(|i| {
+                decision(
+                    &p,
+                    Some(&root),
+                    2 + i,
+                    "invariant_enforced",
+                    format!("invariant {i}"),
+                    false,
+                )
+            })
             .collect();
         for inv in &invs {
             depend(&root, inv, "decision", inv.to_string());
         }
         let mut first_spawn = None;
         for c in 0..CHILDREN {
-            let spawn = decision(&p, Some(&root), 4 + c, "subplan_spawn", format!("part {c}"), true);
+            let spawn = decision(
+                &p,
+                Some(&root),
+                4 + c,
+                "subplan_spawn",
+                format!("part {c}"),
+                true,
+            );
             first_spawn.get_or_insert(spawn);
             depend(&root, &spawn, "decision", spawn.to_string());
             for inv in &invs {
@@ -103,19 +133,48 @@ fn build() -> Synthetic {
             }
             let child = Id::generate();
             plan_stmt
-                .execute(params![child.to_string(), format!("part {c}"), now, p.to_string(), p.to_string()])
+                .execute(params![
+                    child.to_string(),
+                    format!("part {c}"),
+                    now,
+                    p.to_string(),
+                    p.to_string()
+                ])
                 .expect("child plan");
-            let croot = decision(&child, None, 1, "prompt_definition", format!("do part {c}"), false);
+            let croot = decision(
+                &child,
+                None,
+                1,
+                "prompt_definition",
+                format!("do part {c}"),
+                false,
+            );
             depend(&spawn, &croot, "plan", child.to_string());
             let cinvs: Vec<Id> = (0..2)
-                .map(|i| decision(&child, Some(&croot), 2 + i, "invariant_enforced", format!("invariant {i}"), false))
+                .map(|i| {
+                    decision(
+                        &child,
+                        Some(&croot),
+                        2 + i,
+                        "invariant_enforced",
+                        format!("invariant {i}"),
+                        false,
+                    )
+                })
                 .collect();
             for inv in &cinvs {
                 depend(&croot, inv, "decision", inv.to_string());
             }
             let mut prev: Option<Id> = None;
             for s in 0..STEPS_PER_CHILD {
-                let step = decision(&child, Some(&croot), 4 + s, "implementation_choice", format!("step {s} of part {c}"), true);
+                let step = decision(
+                    &child,
+                    Some(&croot),
+                    4 + s,
+                    "implementation_choice",
+                    format!("step {s} of part {c}"),
+                    true,
+                );
                 depend(&croot, &step, "decision", step.to_string());
                 for inv in &cinvs {
                     depend(inv, &step, "decision", step.to_string());
@@ -126,8 +185,6 @@ fn build() -> Synthetic {
                 prev = Some(step);
             }
         }
-        drop(decision);
-        drop(depend);
         // Keep the ids for the measurements.
         tx.execute(
             "CREATE TEMP TABLE bench_ids (root TEXT, spawn TEXT, plan TEXT)",
@@ -136,7 +193,11 @@ fn build() -> Synthetic {
         .expect("temp");
         tx.execute(
             "INSERT INTO bench_ids VALUES (?1, ?2, ?3)",
-            params![root.to_string(), first_spawn.unwrap().to_string(), p.to_string()],
+            params![
+                root.to_string(),
+                first_spawn.unwrap().to_string(),
+                p.to_string()
+            ],
         )
         .expect("ids");
     }
@@ -190,19 +251,37 @@ fn main() {
     let spawn = s.store.decision(&s.spawn).expect("spawn").expect("spawn");
     report(
         "affected set of the root prompt (everything)",
-        median(|| impact::affected_decisions(&s.store, &root).expect("affected").len()),
+        median(|| {
+            impact::affected_decisions(&s.store, &root)
+                .expect("affected")
+                .len()
+        }),
     );
     report(
         "affected set of one spawn decision",
-        median(|| impact::affected_decisions(&s.store, &spawn).expect("affected").len()),
+        median(|| {
+            impact::affected_decisions(&s.store, &spawn)
+                .expect("affected")
+                .len()
+        }),
     );
     report(
         "full impact of one spawn decision",
-        median(|| impact::impact(&s.store, None, &s.spawn).expect("impact").decisions.len()),
+        median(|| {
+            impact::impact(&s.store, None, &s.spawn)
+                .expect("impact")
+                .decisions
+                .len()
+        }),
     );
     report(
         "load plan tree (whole family)",
-        median(|| tree::load(&s.store, &s.plan, false).expect("tree").summary.nodes),
+        median(|| {
+            tree::load(&s.store, &s.plan, false)
+                .expect("tree")
+                .summary
+                .nodes
+        }),
     );
     let t = tree::load(&s.store, &s.plan, false).expect("tree");
     report(
@@ -216,13 +295,26 @@ fn main() {
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
     c.bench_function("affected_set_root", |b| {
-        b.iter(|| impact::affected_decisions(&s.store, &root).expect("affected").len())
+        b.iter(|| {
+            impact::affected_decisions(&s.store, &root)
+                .expect("affected")
+                .len()
+        })
     });
     c.bench_function("affected_set_spawn", |b| {
-        b.iter(|| impact::affected_decisions(&s.store, &spawn).expect("affected").len())
+        b.iter(|| {
+            impact::affected_decisions(&s.store, &spawn)
+                .expect("affected")
+                .len()
+        })
     });
     c.bench_function("plan_tree_load", |b| {
-        b.iter(|| tree::load(&s.store, &s.plan, false).expect("tree").summary.nodes)
+        b.iter(|| {
+            tree::load(&s.store, &s.plan, false)
+                .expect("tree")
+                .summary
+                .nodes
+        })
     });
     c.bench_function("plan_tree_json", |b| {
         b.iter(|| serde_json::to_string(&t.roots).expect("json").len())

@@ -112,7 +112,10 @@ fn tree_label(n: &tree::Node) -> Cell {
         text.push_str(" (correction)");
     }
     if let Some(by) = n.superseded_by {
-        text.push_str(&format!(" (superseded by {})", view::short(&by.to_string())));
+        text.push_str(&format!(
+            " (superseded by {})",
+            view::short(&by.to_string())
+        ));
         return Cell::new(text, Tone::Dim);
     }
     Cell::from(text)
@@ -243,7 +246,12 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
     let store = read_store(ctx)?;
     let d = load_decision(&store, &a.decision)?;
     let imp = impact_of(ctx, &store, &d.decision_id)?;
-    let downstream: Vec<Id> = imp.decisions.iter().skip(1).map(|r| r.decision_id).collect();
+    let downstream: Vec<Id> = imp
+        .decisions
+        .iter()
+        .skip(1)
+        .map(|r| r.decision_id)
+        .collect();
     let mut data = json!({
         "decision_id": d.decision_id,
         "plan_id": d.plan_id,
@@ -475,7 +483,9 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     }
     if a.dry_run {
         let imp = impact_of(ctx, &store, &d.decision_id)?;
-        let refusal = revert::check_revertable(&plan, &d).err().map(|e| e.to_string());
+        let refusal = revert::check_revertable(&plan, &d)
+            .err()
+            .map(|e| e.to_string());
         let data = json!({
             "decision_id": d.decision_id,
             "plan_id": d.plan_id,
@@ -539,7 +549,10 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     let mut engine = super::plan_run::engine(ctx, false, "Correcting")?;
     let r = revert::revert(&mut engine, &d.decision_id, &a.guidance)?;
     let Some(driven) = r.driven.clone() else {
-        return Err(CliError::new("CORRECTION_FAILED", "the plan was not driven"));
+        return Err(CliError::new(
+            "CORRECTION_FAILED",
+            "the plan was not driven",
+        ));
     };
     let p = driven.plan.clone();
     let id = p.plan_id;
@@ -579,7 +592,11 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     let list = |k: &str| -> Vec<String> {
         result[k]
             .as_array()
-            .map(|v| v.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
             .filter(|v: &Vec<String>| !v.is_empty())
             .unwrap_or_else(|| vec!["(none)".into()])
     };
@@ -599,7 +616,10 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         "Correction",
         [
             ("Attempt ID", view::id(r.attempt.attempt_id.to_string())),
-            ("New Decision", view::id(r.correcting.decision_id.to_string())),
+            (
+                "New Decision",
+                view::id(r.correcting.decision_id.to_string()),
+            ),
             ("Corrects", view::id(d.decision_id.to_string())),
             ("Attempt", p.status.attempt.to_string().into()),
             ("Guidance", a.guidance.clone().into()),
@@ -617,7 +637,10 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         title: "Next Steps".into(),
         items: vec![
             next,
-            ctx.suggest(&format!("plan diff --correction {} {id}", r.attempt.attempt_id)),
+            ctx.suggest(&format!(
+                "plan diff --correction {} {id}",
+                r.attempt.attempt_id
+            )),
         ],
     });
     Ok(report)
@@ -644,7 +667,11 @@ fn tree_files(
 ///
 /// # Errors
 /// `NOT_FOUND` / `AMBIGUOUS`; `INVALID_INPUT` when the attempt is of another plan.
-pub fn correction_diff(ctx: &Context, attempt: &str, plan: Option<&str>) -> Result<Report, CliError> {
+pub fn correction_diff(
+    ctx: &Context,
+    attempt: &str,
+    plan: Option<&str>,
+) -> Result<Report, CliError> {
     let store = read_store(ctx)?;
     let a = store.correction_attempt(attempt)??;
     if let Some(p) = plan {
@@ -654,7 +681,10 @@ pub fn correction_diff(ctx: &Context, attempt: &str, plan: Option<&str>) -> Resu
                 "correction attempt {} belongs to plan {}, not {pid}",
                 a.attempt_id, a.plan_id
             ))
-            .hint(format!("agents plan diff --correction {} {}", a.attempt_id, a.plan_id)));
+            .hint(format!(
+                "agents plan diff --correction {} {}",
+                a.attempt_id, a.plan_id
+            )));
         }
     }
     let sandboxes = Sandboxes::new(&ctx.paths);
@@ -664,7 +694,10 @@ pub fn correction_diff(ctx: &Context, attempt: &str, plan: Option<&str>) -> Resu
             .map(|a| {
                 a.iter()
                     .filter_map(|s| {
-                        Some((s["sandbox_id"].as_str()?.to_string(), s["tree_oid"].as_str()?.to_string()))
+                        Some((
+                            s["sandbox_id"].as_str()?.to_string(),
+                            s["tree_oid"].as_str()?.to_string(),
+                        ))
                     })
                     .collect()
             })
@@ -861,18 +894,18 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         );
     }
     Ok(report
-    .with(Element::panel(
-        "Correction",
-        [
-            ("Mode", Cell::from("append")),
-            ("Child Plan", view::id(child.plan_id.to_string())),
-            ("Root Decision", view::id(r.root.decision_id.to_string())),
-            ("Corrects", view::id(d.decision_id.to_string())),
-            ("Guidance", a.guidance.clone().into()),
-        ],
-    ))
-    .with(Element::List {
-        title: "Next Steps".into(),
-        items: vec![next, ctx.suggest(&format!("plan tree {}", d.plan_id))],
-    }))
+        .with(Element::panel(
+            "Correction",
+            [
+                ("Mode", Cell::from("append")),
+                ("Child Plan", view::id(child.plan_id.to_string())),
+                ("Root Decision", view::id(r.root.decision_id.to_string())),
+                ("Corrects", view::id(d.decision_id.to_string())),
+                ("Guidance", a.guidance.clone().into()),
+            ],
+        ))
+        .with(Element::List {
+            title: "Next Steps".into(),
+            items: vec![next, ctx.suggest(&format!("plan tree {}", d.plan_id))],
+        }))
 }

@@ -124,7 +124,13 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
             path,
             stat,
             correction: None,
-        } => plan_diff(ctx, plan.as_deref().unwrap_or_default(), resource.as_deref(), path, stat),
+        } => plan_diff(
+            ctx,
+            plan.as_deref().unwrap_or_default(),
+            resource.as_deref(),
+            path,
+            stat,
+        ),
         PlanSandboxCommand::Artifacts { plan } => artifacts(ctx, &plan),
         PlanSandboxCommand::Checkpoints { plan, all } => checkpoints(ctx, &plan, all),
         PlanSandboxCommand::Rollback {

@@ -112,7 +112,12 @@ pub fn tool_calls_per_step(st: &Store, plan: &Id) -> BTreeMap<Id, u64> {
     st.plan_steps(plan)
         .unwrap()
         .into_iter()
-        .map(|s| (s.decision_id, seq(&s.end_checkpoints) - seq(&s.start_checkpoints)))
+        .map(|s| {
+            (
+                s.decision_id,
+                seq(&s.end_checkpoints) - seq(&s.start_checkpoints),
+            )
+        })
         .collect()
 }
 
@@ -141,7 +146,10 @@ fn offline_plan() -> (Setup, String, Id) {
         "trusted",
     ]);
     assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
-    assert_eq!(doc["data"]["approval"]["context"]["gate"], "apply", "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
     let id = plan_id(&doc);
     let pid = id.parse().unwrap();
     (s, id, pid)
@@ -156,7 +164,14 @@ fn a_dry_run_lists_the_affected_work_and_changes_nothing() {
     drop(st);
     let (db_before, sb_before) = (db_bytes(&s.env), sandbox_bytes(&s.env));
     let (doc, code) = s.env.json(&[
-        "plan", "correct", "--mode", "revert", "-g", "use a fixed value", "--dry-run", &s5,
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "use a fixed value",
+        "--dry-run",
+        &s5,
     ]);
     assert_eq!(code, 0, "{doc:#}");
     let a = &doc["data"]["affected"];
@@ -181,15 +196,33 @@ fn a_dry_run_lists_the_affected_work_and_changes_nothing() {
         .collect();
     assert_eq!(decisions, ["s5", "s6"]);
     let rerun: Vec<String> = ids(&a["steps_rerun"]).iter().map(|i| key_of(i)).collect();
-    let replayed: Vec<String> = ids(&a["steps_replayed"]).iter().map(|i| key_of(i)).collect();
+    let replayed: Vec<String> = ids(&a["steps_replayed"])
+        .iter()
+        .map(|i| key_of(i))
+        .collect();
     assert_eq!(rerun, ["s5", "s6"]);
     assert_eq!(replayed, ["s7", "s8"]);
-    assert_eq!(a["steps_may_rerun"], json!([]), "s7 and s8 touch other files");
+    assert_eq!(
+        a["steps_may_rerun"],
+        json!([]),
+        "s7 and s8 touch other files"
+    );
     assert_eq!(a["files"], json!(["e.txt", "f.txt"]));
     assert_eq!(a["child_plans"], json!([]));
-    assert_eq!(a["estimated_model_calls"], 0, "offline actors make no model call");
-    assert_eq!(db_bytes(&s.env), db_before, "the database is byte-identical");
-    assert_eq!(sandbox_bytes(&s.env), sb_before, "the sandbox is byte-identical");
+    assert_eq!(
+        a["estimated_model_calls"], 0,
+        "offline actors make no model call"
+    );
+    assert_eq!(
+        db_bytes(&s.env),
+        db_before,
+        "the database is byte-identical"
+    );
+    assert_eq!(
+        sandbox_bytes(&s.env),
+        sb_before,
+        "the sandbox is byte-identical"
+    );
     // Without --yes and without a terminal: exit 3, nothing changed either.
     let (doc, code) = s
         .env
@@ -212,7 +245,14 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
     drop(st);
     let s5 = before["s5"].decision_id.to_string();
     let (doc, code) = s.env.json(&[
-        "plan", "correct", "--mode", "revert", "-g", "take the value again", "--yes", &s5,
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "take the value again",
+        "--yes",
+        &s5,
     ]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["stopped"]["stopped"], "gate", "{doc:#}");
@@ -223,17 +263,27 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
     let after = by_key(&st, &pid);
     // Unaffected decisions keep their ids; s5 and s6 are replaced by correcting decisions.
     for k in ["s1", "s2", "s3", "s4", "s7", "s8"] {
-        assert_eq!(after[k].decision_id, before[k].decision_id, "{k} keeps its id");
+        assert_eq!(
+            after[k].decision_id, before[k].decision_id,
+            "{k} keeps its id"
+        );
     }
     for k in ["s5", "s6"] {
         let (old, new) = (&before[k], &after[k]);
         assert_ne!(old.decision_id, new.decision_id, "{k} is re-decided");
         assert!(new.is_correction);
         assert_eq!(new.corrects_decision_id, Some(before["s5"].decision_id));
-        assert_eq!(new.correction_reason.as_deref(), Some("take the value again"));
+        assert_eq!(
+            new.correction_reason.as_deref(),
+            Some("take the value again")
+        );
         assert_eq!(new.attempt, 2);
         let old_now = st.decision(&old.decision_id).unwrap().unwrap();
-        assert_eq!(old_now.superseded_by, Some(new.decision_id), "{k} superseded");
+        assert_eq!(
+            old_now.superseded_by,
+            Some(new.decision_id),
+            "{k} superseded"
+        );
     }
     // Tool calls: exactly one per re-run step, none for the replayed ones.
     assert_eq!(st.tool_calls(&pid).unwrap().len(), calls_before + 2);
@@ -242,7 +292,10 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
         assert_eq!(per_step[&after[k].decision_id], 1, "{k} re-ran");
     }
     for k in ["s7", "s8"] {
-        assert_eq!(per_step[&after[k].decision_id], 0, "{k} was replayed, not re-run");
+        assert_eq!(
+            per_step[&after[k].decision_id], 0,
+            "{k} was replayed, not re-run"
+        );
     }
     let steps = st.plan_steps(&pid).unwrap();
     let output = |k: &str| -> Value {
@@ -260,8 +313,19 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
     assert_ne!(files_after["e.txt"], files_before["e.txt"], "s5 re-ran");
     let mut expected_f = files_after["e.txt"].clone();
     expected_f.extend_from_slice(b"six\n");
-    assert_eq!(files_after["f.txt"], expected_f, "s6 re-ran on the new e.txt");
-    for f in ["a.txt", "b.txt", "c.txt", "d.txt", "g.txt", "README", "src/lib.rs"] {
+    assert_eq!(
+        files_after["f.txt"], expected_f,
+        "s6 re-ran on the new e.txt"
+    );
+    for f in [
+        "a.txt",
+        "b.txt",
+        "c.txt",
+        "d.txt",
+        "g.txt",
+        "README",
+        "src/lib.rs",
+    ] {
         assert_eq!(files_after[f], files_before[f], "{f} unchanged");
     }
     assert_eq!(files_after["a.txt"], b"one\neight\n");
@@ -282,7 +346,12 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
         .map(|f| f["path"].as_str().unwrap())
         .collect();
     paths.sort();
-    assert_eq!(paths, ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt", "f.txt", "g.txt"]);
+    assert_eq!(
+        paths,
+        [
+            "a.txt", "b.txt", "c.txt", "d.txt", "e.txt", "f.txt", "g.txt"
+        ]
+    );
     // The old attempt stays viewable: before and after, differing only in e.txt and f.txt.
     let (doc, code) = s
         .env
@@ -299,7 +368,10 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
     assert_eq!(r["before"]["stats"]["files_changed"], 7);
     let old_e = String::from_utf8(files_before["e.txt"].clone()).unwrap();
     let hunk_text = r["changes"]["files"][0]["hunks"].to_string();
-    assert!(hunk_text.contains(old_e.trim()), "the old value is shown: {hunk_text}");
+    assert!(
+        hunk_text.contains(old_e.trim()),
+        "the old value is shown: {hunk_text}"
+    );
     // The plan is back at the apply gate and applies as one commit.
     let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
     assert_eq!(code, 0, "{doc:#}");
@@ -401,7 +473,11 @@ fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant(
         .collect();
     let mut script = vec![
         Turn::tools("", &calls, (100, 50)),
-        Turn::tools("", &[("finish_strategy", r#"{"summary":"eight files"}"#)], (10, 5)),
+        Turn::tools(
+            "",
+            &[("finish_strategy", r#"{"summary":"eight files"}"#)],
+            (10, 5),
+        ),
     ];
     for (_, f, c, _) in &plan_files {
         script.extend(write_turns(f, c));
@@ -414,7 +490,11 @@ fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant(
         &[("record_decision", &new5), ("record_decision", &new6)],
         (80, 40),
     ));
-    script.push(Turn::tools("", &[("finish_strategy", r#"{"summary":"fixed"}"#)], (10, 5)));
+    script.push(Turn::tools(
+        "",
+        &[("finish_strategy", r#"{"summary":"fixed"}"#)],
+        (10, 5),
+    ));
     script.extend(write_turns("e.txt", "FIVE\n"));
     script.extend(write_turns("f.txt", "six uses FIVE\n"));
     let server = ProviderServer::start(script);
@@ -438,10 +518,17 @@ fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant(
         ],
     );
     assert_eq!(code, 3, "{doc:#}");
-    assert_eq!(doc["data"]["approval"]["context"]["gate"], "apply", "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
     let id = plan_id(&doc);
     let pid: Id = id.parse().unwrap();
-    assert_eq!(server.requests().len(), 18, "2 strategist + 8 x 2 executor turns");
+    assert_eq!(
+        server.requests().len(),
+        18,
+        "2 strategist + 8 x 2 executor turns"
+    );
     let st = store(&s.env);
     let before = by_key(&st, &pid);
     assert_eq!(before.len(), 8, "eight executable decisions");
@@ -456,20 +543,42 @@ fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant(
     let (doc, code) = keyed(
         &s.env,
         &[
-            "plan", "correct", "--mode", "revert", "-g", "write it in capitals", "--yes", &d5,
+            "plan",
+            "correct",
+            "--mode",
+            "revert",
+            "-g",
+            "write it in capitals",
+            "--yes",
+            &d5,
         ],
     );
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(server.remaining(), 0, "every scripted turn was used");
     let requests = server.requests();
-    assert_eq!(requests.len(), 24, "2 strategist + 2 x 2 executor turns for the correction");
+    assert_eq!(
+        requests.len(),
+        24,
+        "2 strategist + 2 x 2 executor turns for the correction"
+    );
     // The strategist saw the preserved decisions, the invariants and the guidance.
     let redecide = requests[18].body.to_string();
-    for needle in ["Preserved decisions", "d7", "Keep the public API stable", "write it in capitals"] {
-        assert!(redecide.contains(needle), "re-decide prompt lacks {needle}: {redecide}");
+    for needle in [
+        "Preserved decisions",
+        "d7",
+        "Keep the public API stable",
+        "write it in capitals",
+    ] {
+        assert!(
+            redecide.contains(needle),
+            "re-decide prompt lacks {needle}: {redecide}"
+        );
     }
     assert!(
-        requests[20].body.to_string().contains("write it in capitals"),
+        requests[20]
+            .body
+            .to_string()
+            .contains("write it in capitals"),
         "the executor of the corrected step sees the guidance"
     );
 
@@ -487,35 +596,58 @@ fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant(
     }
     for k in ["d5", "d6"] {
         assert_ne!(after[k].decision_id, before[k].decision_id);
-        assert_eq!(calls_after[&after[k].decision_id.to_string()], 2, "{k} re-ran: 2 turns");
+        assert_eq!(
+            calls_after[&after[k].decision_id.to_string()],
+            2,
+            "{k} re-ran: 2 turns"
+        );
         assert!(after[k].is_correction);
     }
     assert_eq!(after["d5"].chosen_option, "write e.txt in capitals");
     assert_eq!(st.tool_calls(&pid).unwrap().len(), tools_before + 2);
     let per_step = tool_calls_per_step(&st, &pid);
     for k in ["d7", "d8"] {
-        assert_eq!(per_step[&after[k].decision_id], 0, "{k} replayed without a tool call");
+        assert_eq!(
+            per_step[&after[k].decision_id], 0,
+            "{k} replayed without a tool call"
+        );
     }
     for k in ["d5", "d6"] {
-        assert_eq!(per_step[&after[k].decision_id], 1, "{k} re-ran with one tool call");
+        assert_eq!(
+            per_step[&after[k].decision_id], 1,
+            "{k} re-ran with one tool call"
+        );
     }
     let files_after = files(&work);
     assert_eq!(files_after["e.txt"], b"FIVE\n");
     assert_eq!(files_after["f.txt"], b"six uses FIVE\n");
     for f in ["a.txt", "b.txt", "c.txt", "d.txt", "g.txt"] {
-        assert_eq!(files_after[f], changes_before[f], "{f}: the unaffected change is identical");
+        assert_eq!(
+            files_after[f], changes_before[f],
+            "{f}: the unaffected change is identical"
+        );
     }
-    let attempt_id = st.correction_attempts(&pid).unwrap()[0].attempt_id.to_string();
+    let attempt_id = st.correction_attempts(&pid).unwrap()[0]
+        .attempt_id
+        .to_string();
     drop(st);
     let (doc, code) = s.env.json(&["plan", "diff", &id]);
     assert_eq!(code, 0, "{doc:#}");
     let diff = doc["data"].to_string();
-    assert!(diff.contains("FIVE") && diff.contains("seven") && diff.contains("eight"), "{diff}");
-    let (doc, code) = s.env.json(&["plan", "diff", "--correction", &attempt_id, &id]);
+    assert!(
+        diff.contains("FIVE") && diff.contains("seven") && diff.contains("eight"),
+        "{diff}"
+    );
+    let (doc, code) = s
+        .env
+        .json(&["plan", "diff", "--correction", &attempt_id, &id]);
     assert_eq!(code, 0, "{doc:#}");
     let r = &doc["data"]["resources"][0];
     let before_text = r["before"].to_string();
-    assert!(before_text.contains("five") && !before_text.contains("FIVE"), "the old attempt: {before_text}");
+    assert!(
+        before_text.contains("five") && !before_text.contains("FIVE"),
+        "the old attempt: {before_text}"
+    );
     let changed: Vec<&str> = r["changes"]["files"]
         .as_array()
         .unwrap()
@@ -530,7 +662,10 @@ fn snap(name: &str, env: &Env, args: &[&str]) {
     let text = super::snapshots::output_text(&out);
     let mut settings = super::snapshots::settings(env, args);
     let ulid = regex::Regex::new(r"[0-9A-HJKMNP-TV-Z]{26}").unwrap();
-    settings.set_description(ulid.replace_all(&format!("agents {}", args.join(" ")), "[ID]").to_string());
+    settings.set_description(
+        ulid.replace_all(&format!("agents {}", args.join(" ")), "[ID]")
+            .to_string(),
+    );
     settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ID]");
     settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8}\b", "[SHORT]");
     settings.add_filter(r"cp_[0-9A-Za-z]+", "cp_[ID]");
@@ -548,7 +683,11 @@ fn tree_explain_and_dry_run_as_users_see_them() {
     let extend = keys["extend"].decision_id.to_string();
     drop(st);
     for format in ["plain", "json"] {
-        snap(&format!("plan_tree_{format}"), &s.env, &["--format", format, "plan", "tree", &id]);
+        snap(
+            &format!("plan_tree_{format}"),
+            &s.env,
+            &["--format", format, "plan", "tree", &id],
+        );
         snap(
             &format!("plan_explain_{format}"),
             &s.env,
@@ -558,8 +697,16 @@ fn tree_explain_and_dry_run_as_users_see_them() {
             &format!("plan_correct_dry_run_{format}"),
             &s.env,
             &[
-                "--format", format, "plan", "correct", "--mode", "revert", "-g",
-                "append two lines", "--dry-run", &extend,
+                "--format",
+                format,
+                "plan",
+                "correct",
+                "--mode",
+                "revert",
+                "-g",
+                "append two lines",
+                "--dry-run",
+                &extend,
             ],
         );
     }
@@ -588,7 +735,14 @@ script:
 
 fn use_trusted(s: &Setup) -> (String, Id) {
     let (doc, code) = s.env.json(&[
-        "plan", "use", "local/notes", "app", "--arg", "version=1", "--automation-profile", "trusted",
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--arg",
+        "version=1",
+        "--automation-profile",
+        "trusted",
     ]);
     assert_eq!(code, 3, "{doc:#}");
     let id = plan_id(&doc);
@@ -605,11 +759,21 @@ fn a_replay_that_conflicts_with_the_corrected_work_makes_that_step_rerun() {
     let stamp = before["stamp"].decision_id.to_string();
     drop(st);
     let (doc, code) = s.env.json(&[
-        "plan", "correct", "--mode", "revert", "-g", "again", "--dry-run", &stamp,
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "again",
+        "--dry-run",
+        &stamp,
     ]);
     assert_eq!(code, 0, "{doc:#}");
     let conflicting = before["conflicting"].decision_id.to_string();
-    assert_eq!(doc["data"]["affected"]["steps_may_rerun"], json!([conflicting]));
+    assert_eq!(
+        doc["data"]["affected"]["steps_may_rerun"],
+        json!([conflicting])
+    );
     assert_eq!(
         doc["data"]["affected"]["steps_replayed"],
         json!([before["other"].decision_id.to_string(), conflicting])
@@ -630,7 +794,10 @@ fn a_replay_that_conflicts_with_the_corrected_work_makes_that_step_rerun() {
     );
     let st = store(&s.env);
     let per_step = tool_calls_per_step(&st, &pid);
-    assert_eq!(per_step[&before["conflicting"].decision_id], 1, "re-ran after the conflict");
+    assert_eq!(
+        per_step[&before["conflicting"].decision_id], 1,
+        "re-ran after the conflict"
+    );
     assert_eq!(per_step[&before["other"].decision_id], 0, "replayed");
     let x = std::fs::read_to_string(work_dir(&st, &pid).join("x.txt")).unwrap();
     let lines: Vec<&str> = x.lines().collect();
@@ -646,17 +813,41 @@ fn correcting_the_root_prompt_redoes_everything_and_an_invariant_can_be_removed(
     let calls = st.tool_calls(&pid).unwrap().len();
     drop(st);
     let (doc, code) = s.env.json(&[
-        "plan", "correct", "--mode", "revert", "-g", "all files in docs/", "--yes", &root.to_string(),
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "all files in docs/",
+        "--yes",
+        &root.to_string(),
     ]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["result"]["steps_replayed"], json!([]));
-    assert_eq!(doc["data"]["result"]["steps_rerun"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        doc["data"]["result"]["steps_rerun"]
+            .as_array()
+            .unwrap()
+            .len(),
+        8
+    );
     let st = store(&s.env);
-    assert_eq!(st.tool_calls(&pid).unwrap().len(), calls + 8, "every step re-ran");
+    assert_eq!(
+        st.tool_calls(&pid).unwrap().len(),
+        calls + 8,
+        "every step re-ran"
+    );
     let plan = st.plan(&pid).unwrap().unwrap();
-    let new_root = st.decision(&plan.decision_root_id.unwrap()).unwrap().unwrap();
+    let new_root = st
+        .decision(&plan.decision_root_id.unwrap())
+        .unwrap()
+        .unwrap();
     assert_ne!(new_root.decision_id, root);
-    assert!(new_root.chosen_option.ends_with("Correction: all files in docs/"));
+    assert!(
+        new_root
+            .chosen_option
+            .ends_with("Correction: all files in docs/")
+    );
     let inv = st
         .decisions(&pid)
         .unwrap()
@@ -667,17 +858,36 @@ fn correcting_the_root_prompt_redoes_everything_and_an_invariant_can_be_removed(
     drop(st);
     // Correcting the invariant stops enforcing it for this plan.
     let (doc, code) = s.env.json(&[
-        "plan", "correct", "--mode", "revert", "-g", "not for this plan", "--yes", &inv.decision_id.to_string(),
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "not for this plan",
+        "--yes",
+        &inv.decision_id.to_string(),
     ]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["attempt"], 3);
     let (doc, code) = s.env.json(&["plan", "tree", &id]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["summary"]["invariants"], 0);
-    assert!(doc["data"].to_string().contains("Do not enforce the invariant"), "{doc:#}");
+    assert!(
+        doc["data"]
+            .to_string()
+            .contains("Do not enforce the invariant"),
+        "{doc:#}"
+    );
     let (doc, _) = s.env.json(&["plan", "tree", "--show-superseded", &id]);
-    assert!(doc["data"]["summary"]["superseded"].as_u64().unwrap() >= 10, "{doc:#}");
-    assert!(doc["data"].to_string().contains("Keep the public API stable"));
+    assert!(
+        doc["data"]["summary"]["superseded"].as_u64().unwrap() >= 10,
+        "{doc:#}"
+    );
+    assert!(
+        doc["data"]
+            .to_string()
+            .contains("Keep the public API stable")
+    );
 }
 
 #[test]
@@ -690,13 +900,23 @@ fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decisio
     let s5 = before["s5"].decision_id.to_string();
     drop(st);
     let (doc, code) = s.env.json(&[
-        "plan", "correct", "--mode", "append", "-g", "also write h.txt", "--yes", &s5,
+        "plan",
+        "correct",
+        "--mode",
+        "append",
+        "-g",
+        "also write h.txt",
+        "--yes",
+        &s5,
     ]);
     assert_eq!(code, 0, "{doc:#}");
     let child = doc["data"]["child_plan_id"].as_str().unwrap().to_string();
     let root = doc["data"]["new_decision_id"].as_str().unwrap().to_string();
     // The offline executor cannot carry out free-text guidance, and says so.
-    assert!(doc["messages"].to_string().contains("NOT_SUPPORTED"), "{doc:#}");
+    assert!(
+        doc["messages"].to_string().contains("NOT_SUPPORTED"),
+        "{doc:#}"
+    );
     let st = store(&s.env);
     let cid: Id = child.parse().unwrap();
     let c = st.plan(&cid).unwrap().unwrap();
@@ -704,7 +924,12 @@ fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decisio
     assert_eq!(c.root_plan_id, Some(pid));
     // History is intact: nothing of the parent is superseded.
     assert_eq!(by_key(&st, &pid).len(), 8);
-    assert!(st.decision(&before["s5"].decision_id).unwrap().unwrap().is_current());
+    assert!(
+        st.decision(&before["s5"].decision_id)
+            .unwrap()
+            .unwrap()
+            .is_current()
+    );
     // The child's Strategize kept the root its parent gave it.
     let croot = st.decision(&root.parse().unwrap()).unwrap().unwrap();
     assert!(croot.is_current() && croot.is_correction);
@@ -720,7 +945,10 @@ fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decisio
             .stdout,
     )
     .unwrap();
-    assert_eq!(st.plan_bases(&cid).unwrap()[0].base_commit.as_deref(), Some(head.trim()));
+    assert_eq!(
+        st.plan_bases(&cid).unwrap()[0].base_commit.as_deref(),
+        Some(head.trim())
+    );
     drop(st);
     // The tree shows the child under s5, and s5's impact now reaches it.
     let (doc, code) = s.env.json(&["plan", "tree", &id]);

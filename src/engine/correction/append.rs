@@ -65,7 +65,11 @@ pub fn child_bases(engine: &Engine, parent: &Plan) -> Result<Vec<PlanBase>, RunE
             let head = repo
                 .head()
                 .map_err(|e| RunError::Sandbox(format!("{}: {e}", b.path)))?;
-            b.branch = head.shorthand().ok().filter(|_| head.is_branch()).map(str::to_string);
+            b.branch = head
+                .shorthand()
+                .ok()
+                .filter(|_| head.is_branch())
+                .map(str::to_string);
             b.base_commit = head.peel_to_commit().ok().map(|c| c.id().to_string());
         }
         out.push(b);
@@ -88,13 +92,20 @@ pub fn append(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<A
         return Err(RunError::WrongState {
             phase: parent.phase(),
             state: parent.state(),
-            message: format!("plan {} is cancelled; nothing more is added to it", parent.plan_id),
+            message: format!(
+                "plan {} is cancelled; nothing more is added to it",
+                parent.plan_id
+            ),
             hints: vec![format!("agents plan status {}", parent.plan_id)],
         });
     }
     let bases = child_bases(engine, &parent)?;
     let now = Timestamp::now();
-    let mut child = Plan::new(parent.action_name.clone(), format!("{} (fix)", parent.name), now);
+    let mut child = Plan::new(
+        parent.action_name.clone(),
+        format!("{} (fix)", parent.name),
+        now,
+    );
     child.description = Some(guidance.to_string());
     child.definition_of_done = Some(guidance.to_string());
     child.project_links = parent.project_links.clone();
@@ -117,7 +128,9 @@ pub fn append(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<A
     let mut origin = engine
         .store()
         .plan_origin(&parent.plan_id)?
-        .ok_or_else(|| RunError::Invalid(format!("plan {} has no recorded action", parent.plan_id)))?;
+        .ok_or_else(|| {
+            RunError::Invalid(format!("plan {} has no recorded action", parent.plan_id))
+        })?;
     origin.script = None;
     let mut root = Decision::new(child.plan_id, DecisionType::PromptDefinition, guidance, now);
     root.question = Some("What should this follow-up plan fix?".into());
@@ -128,7 +141,8 @@ pub fn append(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<A
     root.is_correction = true;
     root.corrects_decision_id = Some(target.decision_id);
     root.correction_reason = Some(guidance.to_string());
-    root.context_snapshot = json!({"parent_plan_id": parent.plan_id, "corrects": target.decision_id});
+    root.context_snapshot =
+        json!({"parent_plan_id": parent.plan_id, "corrects": target.decision_id});
     child.decision_root_id = Some(root.decision_id);
     engine
         .store_mut()
@@ -169,10 +183,7 @@ pub fn append(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<A
     }
     engine.flush(&parent.plan_id)?;
     let driven = driver::drive(engine, &child.plan_id, Op::Continue)?;
-    let root = engine
-        .store()
-        .decision(&root.decision_id)?
-        .unwrap_or(root);
+    let root = engine.store().decision(&root.decision_id)?.unwrap_or(root);
     Ok(Appended {
         child: driven.plan.clone(),
         root,

@@ -189,9 +189,7 @@ pub fn impact(
     let all = store.decisions(&plan_id)?;
     let by_id: HashMap<Id, &Decision> = all.iter().map(|d| (d.decision_id, d)).collect();
     let steps = store.plan_steps(&plan_id)?;
-    let first = steps
-        .iter()
-        .position(|s| affected.contains(&s.decision_id));
+    let first = steps.iter().position(|s| affected.contains(&s.decision_id));
     let mut steps_rerun = Vec::new();
     let mut steps_replayed = Vec::new();
     let mut steps_kept = Vec::new();
@@ -311,10 +309,19 @@ mod tests {
     use crate::engine::domain::plan::Plan;
     use jiff::Timestamp;
 
-    fn decision(store: &mut Store, plan: &Id, kind: DecisionType, text: &str, parent: Option<Id>) -> Id {
+    fn decision(
+        store: &mut Store,
+        plan: &Id,
+        kind: DecisionType,
+        text: &str,
+        parent: Option<Id>,
+    ) -> Id {
         let mut d = Decision::new(*plan, kind, text, Timestamp::now());
         d.parent_decision_id = parent;
-        if matches!(kind, DecisionType::ImplementationChoice | DecisionType::SubplanSpawn) {
+        if matches!(
+            kind,
+            DecisionType::ImplementationChoice | DecisionType::SubplanSpawn
+        ) {
             d.step = Some(crate::engine::domain::decision::Step {
                 instructions: text.into(),
                 expected_outputs: vec![],
@@ -349,8 +356,20 @@ mod tests {
         p.parent_plan_id = Some(*parent);
         p.root_plan_id = Some(*root);
         store.insert_plan(&p).unwrap();
-        let croot = decision(store, &p.plan_id, DecisionType::PromptDefinition, "child prompt", None);
-        let cstep = decision(store, &p.plan_id, DecisionType::SubplanSpawn, "child step", Some(croot));
+        let croot = decision(
+            store,
+            &p.plan_id,
+            DecisionType::PromptDefinition,
+            "child prompt",
+            None,
+        );
+        let cstep = decision(
+            store,
+            &p.plan_id,
+            DecisionType::SubplanSpawn,
+            "child step",
+            Some(croot),
+        );
         depend(store, &croot, &cstep);
         store
             .add_decision_dependency(spawn, &croot, "plan", &p.plan_id.to_string())
@@ -364,10 +383,34 @@ mod tests {
         let plan = Plan::new("local/a", "a", Timestamp::now());
         store.insert_plan(&plan).unwrap();
         let p = plan.plan_id;
-        let root = decision(&mut store, &p, DecisionType::PromptDefinition, "do it", None);
-        let inv = decision(&mut store, &p, DecisionType::InvariantEnforced, "no breaking", Some(root));
-        let spawn = decision(&mut store, &p, DecisionType::SubplanSpawn, "spawn docs", Some(root));
-        let other = decision(&mut store, &p, DecisionType::ImplementationChoice, "fmt", Some(root));
+        let root = decision(
+            &mut store,
+            &p,
+            DecisionType::PromptDefinition,
+            "do it",
+            None,
+        );
+        let inv = decision(
+            &mut store,
+            &p,
+            DecisionType::InvariantEnforced,
+            "no breaking",
+            Some(root),
+        );
+        let spawn = decision(
+            &mut store,
+            &p,
+            DecisionType::SubplanSpawn,
+            "spawn docs",
+            Some(root),
+        );
+        let other = decision(
+            &mut store,
+            &p,
+            DecisionType::ImplementationChoice,
+            "fmt",
+            Some(root),
+        );
         for d in [inv, spawn, other] {
             depend(&mut store, &root, &d);
         }
@@ -394,15 +437,29 @@ mod tests {
         let imp = impact(&f.store, None, &f.spawn).unwrap();
         let ids: Vec<Id> = imp.decisions.iter().map(|r| r.decision_id).collect();
         assert_eq!(ids[0], f.spawn, "the decision itself comes first");
-        assert!(ids.contains(&f.child_step) && ids.contains(&f.grand_step), "{ids:?}");
-        assert!(!ids.contains(&f.other), "the independent step is not affected");
-        assert_eq!(ids.len(), 5, "spawn, child root and step, grandchild root and step");
+        assert!(
+            ids.contains(&f.child_step) && ids.contains(&f.grand_step),
+            "{ids:?}"
+        );
+        assert!(
+            !ids.contains(&f.other),
+            "the independent step is not affected"
+        );
+        assert_eq!(
+            ids.len(),
+            5,
+            "spawn, child root and step, grandchild root and step"
+        );
         let mut children = imp.child_plans.clone();
         children.sort();
         let mut expected = vec![f.child, f.grandchild];
         expected.sort();
         assert_eq!(children, expected);
-        assert_eq!(imp.steps_rerun, [f.spawn], "no plan_steps yet: its executable decision");
+        assert_eq!(
+            imp.steps_rerun,
+            [f.spawn],
+            "no plan_steps yet: its executable decision"
+        );
         let independent = impact(&f.store, None, &f.other).unwrap();
         assert_eq!(independent.decisions.len(), 1);
         assert!(independent.child_plans.is_empty());
@@ -416,7 +473,10 @@ mod tests {
         tx.commit().unwrap();
         let imp = impact(&f.store, None, &f.spawn).unwrap();
         let ids: Vec<Id> = imp.decisions.iter().map(|r| r.decision_id).collect();
-        assert!(!ids.contains(&f.child_step), "a superseded decision is not current");
+        assert!(
+            !ids.contains(&f.child_step),
+            "a superseded decision is not current"
+        );
     }
 
     #[test]

@@ -4,7 +4,6 @@
 //! now, theirs = the old end tree. No model and no tool is called. A conflict in any sandbox
 //! changes nothing and is reported, so the caller re-runs the step instead.
 
-
 use git2::{MergeOptions, Oid};
 use serde::Serialize;
 use serde_json::Value;
@@ -36,7 +35,11 @@ pub enum Replayed {
     },
 }
 
-fn cp(store: &Store, replay: &Value, key: &str) -> Result<Option<checkpoint::CheckpointRecord>, SandboxError> {
+fn cp(
+    store: &Store,
+    replay: &Value,
+    key: &str,
+) -> Result<Option<checkpoint::CheckpointRecord>, SandboxError> {
     match replay
         .get(key)
         .and_then(Value::as_str)
@@ -70,19 +73,25 @@ pub fn replay(
     let mut conflicts = Vec::new();
     let mut locks = Vec::new();
     for state in &end.states {
-        let Some(sb) = active.iter().find(|s| s.record.sandbox_id == state.sandbox_id) else {
+        let Some(sb) = active
+            .iter()
+            .find(|s| s.record.sandbox_id == state.sandbox_id)
+        else {
             return Ok(Replayed::Unavailable {
                 reason: format!("sandbox {} is no longer active", state.sandbox_id),
             });
         };
         locks.push(sb.lock()?);
         let repo = sb.repo()?;
-        let theirs_id = Oid::from_str(&state.tree_oid).map_err(SandboxError::git("reading a tree id"))?;
+        let theirs_id =
+            Oid::from_str(&state.tree_oid).map_err(SandboxError::git("reading a tree id"))?;
         let ancestor_id = match start
             .as_ref()
             .and_then(|s| s.states.iter().find(|x| x.sandbox_id == state.sandbox_id))
         {
-            Some(s) => Oid::from_str(&s.tree_oid).map_err(SandboxError::git("reading a tree id"))?,
+            Some(s) => {
+                Oid::from_str(&s.tree_oid).map_err(SandboxError::git("reading a tree id"))?
+            }
             None => repo
                 .find_commit(sb.base_commit()?)
                 .and_then(|c| c.tree())

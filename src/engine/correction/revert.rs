@@ -124,7 +124,10 @@ pub fn check_revertable(plan: &Plan, decision: &Decision) -> Result<(), RunError
                 "plan {id} is at strategize/{}: its decision tree is not finished yet",
                 plan.state()
             ),
-            vec![format!("agents plan status {id}"), "agents plan approvals".into()],
+            vec![
+                format!("agents plan status {id}"),
+                "agents plan approvals".into(),
+            ],
         ));
     }
     if plan.state() == ProcessingState::Processing {
@@ -144,7 +147,13 @@ pub fn check_revertable(plan: &Plan, decision: &Decision) -> Result<(), RunError
 }
 
 /// A new decision copying the identity-free fields of `old`, for the next attempt.
-fn successor(old: &Decision, attempt: u32, target: &Id, guidance: &str, now: Timestamp) -> Decision {
+fn successor(
+    old: &Decision,
+    attempt: u32,
+    target: &Id,
+    guidance: &str,
+    now: Timestamp,
+) -> Decision {
     let mut d = old.clone();
     d.decision_id = Id::generate();
     d.sequence_number = 0;
@@ -173,15 +182,12 @@ fn structural(
         .iter()
         .find(|d| d.decision_type == DecisionType::PromptDefinition)
         .map(|d| d.decision_id);
-    if let Some(old) = current
-        .iter()
-        .find(|d| d.decision_type == DecisionType::PromptDefinition && affected.contains(&d.decision_id))
-    {
+    if let Some(old) = current.iter().find(|d| {
+        d.decision_type == DecisionType::PromptDefinition && affected.contains(&d.decision_id)
+    }) {
         let mut d = successor(old, attempt, &target.decision_id, guidance, now);
         d.chosen_option = format!("{}\n\nCorrection: {guidance}", old.chosen_option);
-        d.rationale = Some(format!(
-            "the user corrected the plan's prompt: {guidance}"
-        ));
+        d.rationale = Some(format!("the user corrected the plan's prompt: {guidance}"));
         out.replaces.insert(old.decision_id, d.decision_id);
         if old.decision_id == target.decision_id {
             out.correcting = Some(d.decision_id);
@@ -278,7 +284,10 @@ fn checklist_redecide(
         let mut snapshot = old.context_snapshot.clone();
         if let Some(obj) = snapshot.as_object_mut() {
             obj.insert("script_step".into(), json!(c.script_steps[i]));
-            obj.insert("correction".into(), json!({"guidance": guidance, "replaces": old.decision_id}));
+            obj.insert(
+                "correction".into(),
+                json!({"guidance": guidance, "replaces": old.decision_id}),
+            );
         }
         d.context_snapshot = snapshot;
         out.replaces.insert(old.decision_id, d.decision_id);
@@ -301,7 +310,10 @@ struct Redecider {
 
 impl ToolHost for Redecider {
     fn specs(&self) -> Vec<ToolSpec> {
-        vec![prompts::record_decision_tool(), prompts::finish_strategy_tool()]
+        vec![
+            prompts::record_decision_tool(),
+            prompts::finish_strategy_tool(),
+        ]
     }
 
     async fn call(&self, name: &str, args: Value) -> ToolOutcome {
@@ -360,8 +372,9 @@ fn model_redecide(
     guidance: &str,
     out: &mut Redecided,
 ) -> Result<(), RunError> {
-    let actor = crate::engine::lifecycle::model::resolve(engine, plan, actor_name, Role::Strategist)
-        .map_err(|m| RunError::Invalid(format!("the strategy actor cannot run: {m}")))?;
+    let actor =
+        crate::engine::lifecycle::model::resolve(engine, plan, actor_name, Role::Strategist)
+            .map_err(|m| RunError::Invalid(format!("the strategy actor cannot run: {m}")))?;
     let preserved: Vec<&Decision> = plan_decisions
         .iter()
         .filter(|d| d.is_current() && !affected.contains(&d.decision_id))
@@ -409,7 +422,9 @@ fn model_redecide(
             d.chosen_option
         ));
     }
-    prompt.push_str("\nRecord the replacement decisions with record_decision, then call finish_strategy.");
+    prompt.push_str(
+        "\nRecord the replacement decisions with record_decision, then call finish_strategy.",
+    );
     let seed: Vec<DecisionDraft> = preserved
         .iter()
         .map(|d| placeholder(d, key_of(d).unwrap_or_default()))
@@ -438,7 +453,9 @@ fn model_redecide(
     match &run.stop {
         Stop::Cancelled => return Err(RunError::Invalid("the correction was interrupted".into())),
         Stop::Failed { error } => {
-            return Err(RunError::Invalid(format!("the strategy actor failed: {error}")));
+            return Err(RunError::Invalid(format!(
+                "the strategy actor failed: {error}"
+            )));
         }
         _ => {}
     }
@@ -521,9 +538,7 @@ fn model_redecide(
 /// The new step order: a topological order of the executable decisions after the
 /// correction, ties broken by where each stood before (a replacement takes the place of the
 /// decision it replaces; other new ones go where the first affected step was).
-fn order_steps(
-    executable: &[(Id, f64, Vec<Id>)],
-) -> Result<Vec<Id>, RunError> {
+fn order_steps(executable: &[(Id, f64, Vec<Id>)]) -> Result<Vec<Id>, RunError> {
     let ids: HashSet<Id> = executable.iter().map(|e| e.0).collect();
     let mut done: HashSet<Id> = HashSet::new();
     let mut out = Vec::new();
@@ -531,7 +546,11 @@ fn order_steps(
         let next = executable
             .iter()
             .filter(|(id, _, deps)| {
-                !done.contains(id) && deps.iter().filter(|u| ids.contains(u)).all(|u| done.contains(u))
+                !done.contains(id)
+                    && deps
+                        .iter()
+                        .filter(|u| ids.contains(u))
+                        .all(|u| done.contains(u))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1));
         match next {
@@ -550,7 +569,9 @@ fn order_steps(
 }
 
 fn checkpoint_of(m: &serde_json::Map<String, Value>) -> Option<String> {
-    m.get("checkpoint").and_then(Value::as_str).map(str::to_string)
+    m.get("checkpoint")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// Runs a revert correction of `decision_id` with `guidance` (see the module documentation)
@@ -577,7 +598,14 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
     let plan_decisions = engine.store().decisions(&plan_id)?;
     let affected: HashSet<Id> = impact.decisions.iter().map(|r| r.decision_id).collect();
     let mut re = Redecided::default();
-    let (root, invariants) = structural(&plan_decisions, &affected, &target, attempt, guidance, &mut re);
+    let (root, invariants) = structural(
+        &plan_decisions,
+        &affected,
+        &target,
+        attempt,
+        guidance,
+        &mut re,
+    );
     let keyed: Vec<&Decision> = plan_decisions
         .iter()
         .filter(|d| d.is_current() && affected.contains(&d.decision_id))
@@ -593,9 +621,10 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
         .clone()
         .unwrap_or_else(|| CHECKLIST_STRATEGIST.to_string());
     if !keyed.is_empty() {
-        engine
-            .observer()
-            .progress(&format!("Correction: {strategist} re-decides {} decision(s)", keyed.len()));
+        engine.observer().progress(&format!(
+            "Correction: {strategist} re-decides {} decision(s)",
+            keyed.len()
+        ));
         if strategist == CHECKLIST_STRATEGIST {
             checklist_redecide(engine, &plan, &keyed, &target, attempt, guidance, &mut re)?;
         } else {
@@ -619,7 +648,13 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
     let correcting_id = match re.correcting {
         Some(c) => c,
         None => {
-            let mut d = successor(&target, attempt, &target.decision_id, guidance, Timestamp::now());
+            let mut d = successor(
+                &target,
+                attempt,
+                &target.decision_id,
+                guidance,
+                Timestamp::now(),
+            );
             d.step = None;
             if target.decision_type == DecisionType::UserIntervention {
                 d.chosen_option = guidance.to_string();
@@ -640,9 +675,9 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
         .replaces
         .iter()
         .filter(|(_, new)| {
-            re.decisions
-                .iter()
-                .any(|d| d.decision_id == **new && d.context_snapshot.get("removed_invariant").is_some())
+            re.decisions.iter().any(|d| {
+                d.decision_id == **new && d.context_snapshot.get("removed_invariant").is_some()
+            })
         })
         .map(|(old, _)| *old)
         .collect();
@@ -689,19 +724,32 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
         .enumerate()
         .map(|(i, s)| (s.decision_id, i))
         .collect();
-    let first_affected = old_steps.iter().position(|s| affected.contains(&s.decision_id));
+    let first_affected = old_steps
+        .iter()
+        .position(|s| affected.contains(&s.decision_id));
     let mut executable: Vec<(Id, f64, Vec<Id>)> = Vec::new();
     let seq_rank = |d: &Decision| 1_000_000.0 + f64::from(d.sequence_number);
     for d in plan_decisions
         .iter()
         .filter(|d| d.is_current() && d.step.is_some() && !affected.contains(&d.decision_id))
     {
-        let rank = old_pos.get(&d.decision_id).map(|p| *p as f64).unwrap_or_else(|| seq_rank(d));
-        executable.push((d.decision_id, rank, engine.store().dependencies_of(&d.decision_id)?));
+        let rank = old_pos
+            .get(&d.decision_id)
+            .map(|p| *p as f64)
+            .unwrap_or_else(|| seq_rank(d));
+        executable.push((
+            d.decision_id,
+            rank,
+            engine.store().dependencies_of(&d.decision_id)?,
+        ));
     }
     let base_rank = first_affected.map(|f| f as f64).unwrap_or(999_999.0);
     for (i, d) in re.decisions.iter().filter(|d| d.step.is_some()).enumerate() {
-        let old = re.replaces.iter().find(|(_, n)| **n == d.decision_id).map(|(o, _)| *o);
+        let old = re
+            .replaces
+            .iter()
+            .find(|(_, n)| **n == d.decision_id)
+            .map(|(o, _)| *o);
         let rank = old
             .and_then(|o| old_pos.get(&o))
             .map(|p| *p as f64)
@@ -747,7 +795,8 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
                 if o.status == StepStatus::Done
                     && let Some(end) = checkpoint_of(&o.end_checkpoints)
                 {
-                    s.replay = Some(json!({"start": checkpoint_of(&o.start_checkpoints), "end": end}));
+                    s.replay =
+                        Some(json!({"start": checkpoint_of(&o.start_checkpoints), "end": end}));
                 }
                 steps.push(s);
             }
@@ -792,13 +841,21 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
         plan_attempt: Some(attempt),
         original,
         correction_reason: Some(guidance.to_string()),
-        status: if executed { AttemptStatus::Executing } else { AttemptStatus::Completed },
+        status: if executed {
+            AttemptStatus::Executing
+        } else {
+            AttemptStatus::Completed
+        },
         result: json!({"strategist": re.snapshot}),
         created_at: now,
         completed_at: (!executed).then_some(now),
     };
     plan.status
-        .begin_attempt(if executed { Phase::Execute } else { Phase::Strategize })
+        .begin_attempt(if executed {
+            Phase::Execute
+        } else {
+            Phase::Strategize
+        })
         .map_err(|e| wrong(&plan, e.to_string(), Vec::new()))?;
     if !executed {
         state::set_state(&mut plan, ProcessingState::Processing)?;
@@ -871,10 +928,14 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
             .into_iter()
             .find(|s| s.status == StepStatus::Running)
     {
-        engine.observer().progress("Correction: rolling the sandbox back");
+        engine
+            .observer()
+            .progress("Correction: rolling the sandbox back");
         rollback = execute::roll_back_step(engine, &sandboxes, &plan_id, &first)?;
         if target_cp.is_none() {
-            engine.store_mut().discard_all_checkpoints(&plan_id, Timestamp::now())?;
+            engine
+                .store_mut()
+                .discard_all_checkpoints(&plan_id, Timestamp::now())?;
         }
         first.status = StepStatus::Pending;
         first.start_checkpoints = serde_json::Map::new();

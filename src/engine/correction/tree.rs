@@ -117,7 +117,9 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
             parent: parent
                 .map(|p| p.parse().map_err(|e| corrupt("parent_decision_id", e)))
                 .transpose()?,
-            kind: kind.parse().map_err(|e: String| corrupt("decision_type", e))?,
+            kind: kind
+                .parse()
+                .map_err(|e: String| corrupt("decision_type", e))?,
             question,
             chosen,
             confidence,
@@ -152,7 +154,7 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
         }
     }
     let mut unlinked: HashMap<Id, Vec<Id>> = HashMap::new();
-    let info: HashMap<Id, &(Id, Option<Id>, String, String)> =
+    let info: HashMap<Id, &FamilyPlan> =
         plans.iter().map(|p| (p.0, p)).collect();
     for p in &plans {
         if let Some(parent) = p.1
@@ -171,7 +173,9 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
     summary.invariants = rows
         .iter()
         .filter(|r| {
-            r.plan == *plan_id && r.kind == DecisionType::InvariantEnforced && r.superseded_by.is_none()
+            r.plan == *plan_id
+                && r.kind == DecisionType::InvariantEnforced
+                && r.superseded_by.is_none()
         })
         .count();
 
@@ -180,12 +184,16 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
         by_parent: &'a HashMap<(Id, Option<Id>), Vec<usize>>,
         linked: &'a HashMap<Id, Vec<Id>>,
         unlinked: &'a HashMap<Id, Vec<Id>>,
-        info: &'a HashMap<Id, &'a (Id, Option<Id>, String, String)>,
+        info: &'a HashMap<Id, &'a FamilyPlan>,
     }
     fn plan_nodes(cx: &Ctx<'_>, plan: Id, depth: usize, s: &mut Summary) -> Vec<Node> {
         cx.by_parent
             .get(&(plan, None))
-            .map(|v| v.iter().map(|i| decision_node(cx, *i, depth + 1, s)).collect())
+            .map(|v| {
+                v.iter()
+                    .map(|i| decision_node(cx, *i, depth + 1, s))
+                    .collect()
+            })
             .unwrap_or_default()
     }
     fn child_plan_node(cx: &Ctx<'_>, child: Id, depth: usize, s: &mut Summary) -> Node {
@@ -216,7 +224,11 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
         let mut children: Vec<Node> = cx
             .by_parent
             .get(&(r.plan, Some(r.id)))
-            .map(|v| v.iter().map(|c| decision_node(cx, *c, depth + 1, s)).collect())
+            .map(|v| {
+                v.iter()
+                    .map(|c| decision_node(cx, *c, depth + 1, s))
+                    .collect()
+            })
             .unwrap_or_default();
         for child in cx.linked.get(&r.id).into_iter().flatten() {
             children.push(child_plan_node(cx, *child, depth, s));
@@ -264,6 +276,9 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
     })
 }
 
+/// One plan of a family: (plan id, parent plan id, name, `phase/state`).
+pub type FamilyPlan = (Id, Option<Id>, String, String);
+
 type TreeRow = (
     String,
     String,
@@ -286,7 +301,7 @@ impl Store {
     pub fn family_plans(
         &self,
         plan_id: &Id,
-    ) -> Result<Vec<(Id, Option<Id>, String, String)>, StoreError> {
+    ) -> Result<Vec<FamilyPlan>, StoreError> {
         let mut stmt = self.conn().prepare(
             "WITH RECURSIVE fam(id) AS (SELECT ?1 UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
              SELECT p.plan_id, p.parent_plan_id, p.name, p.phase || '/' || p.state FROM plans p JOIN fam f ON p.plan_id = f.id ORDER BY p.plan_id",

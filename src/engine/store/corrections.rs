@@ -294,7 +294,9 @@ impl Store {
                 Ok(Reached {
                     decision_id: id.parse().map_err(|e| corrupt("decision_id", e))?,
                     plan_id: plan.parse().map_err(|e| corrupt("plan_id", e))?,
-                    decision_type: kind.parse().map_err(|e: String| corrupt("decision_type", e))?,
+                    decision_type: kind
+                        .parse()
+                        .map_err(|e: String| corrupt("decision_type", e))?,
                     chosen_option: chosen,
                     sequence_number: u32::try_from(seq).unwrap_or(u32::MAX),
                 })
@@ -318,7 +320,12 @@ impl Store {
             .query_map([plan_id.to_string()], |r| r.try_into())?
             .collect::<Result<_, _>>()?;
         rows.into_iter()
-            .map(|(d, p)| Ok((id_of("upstream_decision_id", &d)?, id_of("downstream_ref", &p)?)))
+            .map(|(d, p)| {
+                Ok((
+                    id_of("upstream_decision_id", &d)?,
+                    id_of("downstream_ref", &p)?,
+                ))
+            })
             .collect()
     }
 
@@ -360,7 +367,11 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError`].
-    pub fn discard_all_checkpoints(&mut self, plan_id: &Id, now: Timestamp) -> Result<u64, StoreError> {
+    pub fn discard_all_checkpoints(
+        &mut self,
+        plan_id: &Id,
+        now: Timestamp,
+    ) -> Result<u64, StoreError> {
         let plan = plan_id.to_string();
         let now = now.to_string();
         let tx = self.conn_mut().transaction()?;

@@ -274,9 +274,7 @@ fn step_from(r: StepRow) -> Result<PlanStep, StoreError> {
         error,
         started_at: t("started_at", started)?,
         finished_at: t("finished_at", finished)?,
-        replay: replay
-            .map(|r| from_json(T, "replay", &r))
-            .transpose()?,
+        replay: replay.map(|r| from_json(T, "replay", &r)).transpose()?,
     })
 }
 
