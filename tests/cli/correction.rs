@@ -966,3 +966,58 @@ fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decisio
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["impact"]["child_plans"], json!([child]));
 }
+
+#[test]
+fn correcting_before_execute_redecides_and_the_new_decision_is_what_runs() {
+    let s = super::lifecycle::setup();
+    let (doc, code, id) = super::lifecycle::use_plan(&s, "manual");
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "stops at the execute gate: {doc:#}");
+    let pid: Id = id.parse().unwrap();
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    let extend = before["extend"].decision_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "two lines",
+        "--yes",
+        &extend,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["attempt"], 2);
+    assert_eq!(
+        (doc["data"]["phase"].as_str(), doc["data"]["state"].as_str()),
+        (Some("strategize"), Some("complete"))
+    );
+    assert_eq!(
+        doc["data"]["stopped"]["approval"]["context"]["gate"], "execute",
+        "{doc:#}"
+    );
+    assert_eq!(doc["data"]["attempt_status"], "completed");
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "runs Execute, stops at the apply gate: {doc:#}");
+    let st = store(&s.env);
+    let after = by_key(&st, &pid);
+    let steps: Vec<Id> = st
+        .plan_steps(&pid)
+        .unwrap()
+        .iter()
+        .map(|s| s.decision_id)
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            after["write"].decision_id,
+            after["extend"].decision_id,
+            after["readme"].decision_id
+        ]
+    );
+    assert_ne!(after["extend"].decision_id, before["extend"].decision_id);
+    assert_eq!(after["write"].decision_id, before["write"].decision_id);
+}

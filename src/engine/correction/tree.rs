@@ -154,8 +154,7 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
         }
     }
     let mut unlinked: HashMap<Id, Vec<Id>> = HashMap::new();
-    let info: HashMap<Id, &FamilyPlan> =
-        plans.iter().map(|p| (p.0, p)).collect();
+    let info: HashMap<Id, &FamilyPlan> = plans.iter().map(|p| (p.0, p)).collect();
     for p in &plans {
         if let Some(parent) = p.1
             && p.0 != *plan_id
@@ -298,10 +297,7 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError`].
-    pub fn family_plans(
-        &self,
-        plan_id: &Id,
-    ) -> Result<Vec<FamilyPlan>, StoreError> {
+    pub fn family_plans(&self, plan_id: &Id) -> Result<Vec<FamilyPlan>, StoreError> {
         let mut stmt = self.conn().prepare(
             "WITH RECURSIVE fam(id) AS (SELECT ?1 UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
              SELECT p.plan_id, p.parent_plan_id, p.name, p.phase || '/' || p.state FROM plans p JOIN fam f ON p.plan_id = f.id ORDER BY p.plan_id",

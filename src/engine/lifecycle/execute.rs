@@ -200,11 +200,30 @@ pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
 /// The executable decisions (current, with a step) in dependency order; ties keep the
 /// strategy's order.
 pub(crate) fn executable_in_order(store: &Store, plan_id: &Id) -> Result<Vec<Decision>, RunError> {
-    let all: Vec<Decision> = store
+    let mut all: Vec<Decision> = store
         .decisions(plan_id)?
         .into_iter()
         .filter(|d| d.is_current() && d.step.is_some())
         .collect();
+    // A decision a correction re-made takes the place of the one it replaces (issue 7).
+    let place = |d: &Decision| -> u32 {
+        let mut cur = d.clone();
+        for _ in 0..64 {
+            let replaced = cur
+                .context_snapshot
+                .get("correction")
+                .and_then(|c| c.get("replaces"))
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse::<Id>().ok())
+                .and_then(|id| store.decision(&id).ok().flatten());
+            match replaced {
+                Some(old) => cur = old,
+                None => break,
+            }
+        }
+        cur.sequence_number
+    };
+    all.sort_by_cached_key(|d| (place(d), d.sequence_number));
     let ids: HashSet<Id> = all.iter().map(|d| d.decision_id).collect();
     let mut deps: HashMap<Id, Vec<Id>> = HashMap::new();
     for d in &all {
