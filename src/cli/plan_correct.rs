@@ -395,6 +395,25 @@ fn affected_json(imp: &Impact) -> Value {
     })
 }
 
+/// Step lines: `<short id>  <chosen option>` (the full ids are in json).
+fn step_lines(v: &[Id], labels: &std::collections::HashMap<Id, String>) -> Vec<String> {
+    if v.is_empty() {
+        return vec!["(none)".into()];
+    }
+    v.iter()
+        .map(|id| {
+            format!(
+                "{}  {}",
+                view::short(&id.to_string()),
+                labels
+                    .get(id)
+                    .map(|l| first_line(l, 60))
+                    .unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
 fn ids(v: &[Id]) -> Vec<String> {
     if v.is_empty() {
         vec!["(none)".into()]
@@ -403,7 +422,13 @@ fn ids(v: &[Id]) -> Vec<String> {
     }
 }
 
-fn impact_elements(report: Report, imp: &Impact) -> Report {
+fn impact_elements(report: Report, imp: &Impact, store: &Store) -> Report {
+    let labels: std::collections::HashMap<Id, String> = store
+        .decisions(&imp.plan_id)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| (d.decision_id, d.chosen_option))
+        .collect();
     report
         .with(Element::Table {
             title: "Decisions to Invalidate".into(),
@@ -423,15 +448,15 @@ fn impact_elements(report: Report, imp: &Impact) -> Report {
         })
         .with(Element::List {
             title: "Steps to Re-run".into(),
-            items: ids(&imp.steps_rerun),
+            items: step_lines(&imp.steps_rerun, &labels),
         })
         .with(Element::List {
             title: "Steps to Replay (no model or tool call)".into(),
-            items: ids(&imp.steps_replayed),
+            items: step_lines(&imp.steps_replayed, &labels),
         })
         .with(Element::List {
             title: "Steps That May Re-run If Their Replay Conflicts".into(),
-            items: ids(&imp.steps_may_rerun),
+            items: step_lines(&imp.steps_may_rerun, &labels),
         })
         .with(Element::List {
             title: "Child Plans".into(),
@@ -515,7 +540,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
                 ("Guidance", a.guidance.clone().into()),
             ],
         ));
-        report = impact_elements(report, &imp);
+        report = impact_elements(report, &imp, &store);
         if let Some(r) = refusal {
             report = report.message(Level::Warn, format!("a revert would be refused: {r}"));
         }
