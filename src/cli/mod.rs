@@ -14,6 +14,7 @@ pub mod error;
 pub mod interrupt;
 pub mod invariant;
 pub mod plan;
+pub mod plan_correct;
 pub mod plan_run;
 pub mod plan_sandbox;
 pub mod profile;

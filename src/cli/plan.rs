@@ -44,6 +44,12 @@ pub enum PlanCommand {
         /// Plan id or unique prefix
         plan: String,
     },
+    /// Show a plan's decision tree, with child plans under their spawn decisions
+    Tree(super::plan_correct::TreeArgs),
+    /// Explain a decision: question, choice, alternatives, rationale and downstream impact
+    Explain(super::plan_correct::ExplainArgs),
+    /// Correct a decision: revert it and recompute only what depends on it, or append a fix
+    Correct(super::plan_correct::CorrectArgs),
     /// Sandbox commands: diff, artifacts, checkpoints, rollback, export, cleanup
     #[command(flatten)]
     Sandbox(super::plan_sandbox::PlanSandboxCommand),
@@ -117,6 +123,9 @@ impl PlanCommand {
             PlanCommand::Reject(_) => "reject",
             PlanCommand::Prompt(_) => "prompt",
             PlanCommand::Errors { .. } => "errors",
+            PlanCommand::Tree(_) => "tree",
+            PlanCommand::Explain(_) => "explain",
+            PlanCommand::Correct(_) => "correct",
             PlanCommand::Sandbox(c) => c.name(),
         }
     }
@@ -151,6 +160,9 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
         PlanCommand::Reject(a) => super::plan_run::reject(ctx, &a),
         PlanCommand::Prompt(a) => super::plan_run::prompt(ctx, &a),
         PlanCommand::Errors { plan } => super::plan_run::errors(ctx, &plan),
+        PlanCommand::Tree(a) => super::plan_correct::plan_tree(ctx, &a),
+        PlanCommand::Explain(a) => super::plan_correct::explain(ctx, &a),
+        PlanCommand::Correct(a) => super::plan_correct::correct(ctx, &a),
         PlanCommand::Sandbox(c) => super::plan_sandbox::run(c, ctx),
     }
 }

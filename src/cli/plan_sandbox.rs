@@ -25,7 +25,11 @@ pub enum PlanSandboxCommand {
     /// Show a plan's changes against its base, per file with hunks
     Diff {
         /// Plan id or unique prefix
-        plan: String,
+        #[arg(required_unless_present = "correction")]
+        plan: Option<String>,
+        /// Show a correction attempt's before and after instead (attempt id or prefix)
+        #[arg(long, value_name = "ATTEMPT", conflicts_with_all = ["resource", "path", "stat"])]
+        correction: Option<String>,
         /// Only this resource
         #[arg(long, value_name = "NAME")]
         resource: Option<String>,
@@ -111,10 +115,22 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
     match command {
         PlanSandboxCommand::Diff {
             plan,
+            correction: Some(attempt),
+            ..
+        } => super::plan_correct::correction_diff(ctx, &attempt, plan.as_deref()),
+        PlanSandboxCommand::Diff {
+            plan,
             resource,
             path,
             stat,
-        } => plan_diff(ctx, &plan, resource.as_deref(), path, stat),
+            correction: None,
+        } => plan_diff(
+            ctx,
+            plan.as_deref().unwrap_or_default(),
+            resource.as_deref(),
+            path,
+            stat,
+        ),
         PlanSandboxCommand::Artifacts { plan } => artifacts(ctx, &plan),
         PlanSandboxCommand::Checkpoints { plan, all } => checkpoints(ctx, &plan, all),
         PlanSandboxCommand::Rollback {

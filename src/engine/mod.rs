@@ -18,6 +18,7 @@
 
 pub mod actors;
 pub mod config;
+pub mod correction;
 pub mod domain;
 pub mod events;
 pub mod lease;

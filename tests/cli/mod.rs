@@ -2,6 +2,7 @@
 
 mod bad_inputs;
 mod config;
+mod correction;
 mod envelope;
 mod init;
 mod lifecycle;

@@ -227,12 +227,31 @@ pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
 
 /// The executable decisions (current, with a step) in dependency order; ties keep the
 /// strategy's order.
-fn executable_in_order(store: &Store, plan_id: &Id) -> Result<Vec<Decision>, RunError> {
-    let all: Vec<Decision> = store
+pub(crate) fn executable_in_order(store: &Store, plan_id: &Id) -> Result<Vec<Decision>, RunError> {
+    let mut all: Vec<Decision> = store
         .decisions(plan_id)?
         .into_iter()
         .filter(|d| d.is_current() && d.step.is_some())
         .collect();
+    // A decision a correction re-made takes the place of the one it replaces (issue 7).
+    let place = |d: &Decision| -> u32 {
+        let mut cur = d.clone();
+        for _ in 0..64 {
+            let replaced = cur
+                .context_snapshot
+                .get("correction")
+                .and_then(|c| c.get("replaces"))
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse::<Id>().ok())
+                .and_then(|id| store.decision(&id).ok().flatten());
+            match replaced {
+                Some(old) => cur = old,
+                None => break,
+            }
+        }
+        cur.sequence_number
+    };
+    all.sort_by_cached_key(|d| (place(d), d.sequence_number));
     let ids: HashSet<Id> = all.iter().map(|d| d.decision_id).collect();
     let mut deps: HashMap<Id, Vec<Id>> = HashMap::new();
     for d in &all {
@@ -273,7 +292,7 @@ fn save(store: &mut Store, plan_id: &Id, step: &PlanStep) -> Result<(), StoreErr
 
 /// Rolls the sandboxes back to the start of `step` (its start checkpoint, or the sandboxes'
 /// bases when none existed yet). Leaves the plan at execute / queued.
-fn roll_back_step(
+pub(crate) fn roll_back_step(
     engine: &mut Engine,
     sandboxes: &Sandboxes,
     plan_id: &Id,
@@ -594,6 +613,56 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
             if let Some((apr, _)) = &resume {
                 engine.store_mut().mark_pause_resumed(apr)?;
             }
+            // A step a correction kept: replay its recorded delta instead of running the
+            // actor; a conflict (or missing checkpoints) makes it re-run.
+            let mut replay_conflict = Value::Null;
+            if let Some(recorded) = step.replay.clone() {
+                let replayed = crate::engine::correction::replay::replay(
+                    engine.store(),
+                    &sandboxes,
+                    &plan_id,
+                    &recorded,
+                )?;
+                if let crate::engine::correction::replay::Replayed::Merged { .. } = &replayed {
+                    let output = json!({"replayed": replayed, "from": recorded});
+                    let end = take_checkpoint(
+                        engine,
+                        &sandboxes,
+                        &plan_id,
+                        "end",
+                        &label,
+                        &step.decision_id,
+                    )?;
+                    step.status = StepStatus::Done;
+                    step.end_checkpoints = serde_json::Map::new();
+                    if let Some(cp) = &end {
+                        step.end_checkpoints.insert("checkpoint".into(), json!(cp));
+                    }
+                    step.output = Some(output.to_string());
+                    step.finished_at = Some(Timestamp::now());
+                    let finished = step.clone();
+                    commit(
+                        engine.store_mut(),
+                        plan,
+                        EventKind::ExecuteStep,
+                        json!({"step": label, "position": finished.position, "decision_id": finished.decision_id.to_string(), "status": "replayed", "checkpoint": end, "output": output}),
+                        |tx| save_step(tx, &plan_id, &finished),
+                    )?;
+                    engine.flush(&plan_id)?;
+                    break;
+                }
+                replay_conflict = json!(replayed);
+                step.replay = None;
+                let conflicted = step.clone();
+                commit(
+                    engine.store_mut(),
+                    plan,
+                    EventKind::ExecuteStep,
+                    json!({"step": label, "position": conflicted.position, "decision_id": conflicted.decision_id.to_string(), "status": "replay_conflict", "replay": replay_conflict, "why": "the recorded delta does not apply to the corrected work; the step re-runs"}),
+                    |tx| save_step(tx, &plan_id, &conflicted),
+                )?;
+                engine.flush(&plan_id)?;
+            }
             let policy = policy(engine, plan)?;
             let flag = Arc::clone(&watcher.flag);
             let stop_flag = Arc::clone(&watcher.flag);
@@ -610,7 +679,10 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                     &move || stop_flag.load(Ordering::SeqCst),
                 )?
             } else {
-                let guidance = guidance_for(engine.store(), &plan_id)?;
+                let mut guidance = guidance_for(engine.store(), &plan_id)?;
+                if let Some(reason) = &decision.correction_reason {
+                    guidance.push(format!("Correction of this step: {reason}"));
+                }
                 let snapshot = plan.clone();
                 super::model_executor::run_step(
                     engine,
@@ -621,6 +693,12 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                     &guidance,
                     resume.as_ref().map(|(_, r)| r),
                 )
+            };
+            let ended = match ended {
+                StepEnd::Done { output } if !replay_conflict.is_null() => StepEnd::Done {
+                    output: json!({"replay_conflict": replay_conflict, "rerun": output}),
+                },
+                other => other,
             };
             match ended {
                 StepEnd::Stopped => return Ok(Ended::Stopped),
@@ -853,5 +931,6 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         |_| Ok(()),
     )?;
     engine.flush(&plan_id)?;
+    crate::engine::correction::finish_attempts(engine.store_mut(), &plan_id)?;
     Ok(Ended::Complete)
 }

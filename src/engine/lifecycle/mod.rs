@@ -27,7 +27,7 @@ pub mod driver;
 pub mod execute;
 pub mod gates;
 mod invariant_actor;
-mod model;
+pub(crate) mod model;
 mod model_executor;
 pub mod report;
 pub mod script_executor;

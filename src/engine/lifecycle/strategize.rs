@@ -380,6 +380,19 @@ fn record(
         "reconciler": reconciler,
         "strategist": strategy.snapshot,
     });
+    // A child plan's root may have been recorded by its parent (the prompt a parent gives a
+    // child is the child's root decision, spec 08): it is kept, not replaced.
+    let handed_down = match (plan.parent_plan_id, plan.decision_root_id) {
+        (Some(_), Some(r)) => engine
+            .store()
+            .decision(&r)?
+            .filter(|d| d.is_current() && d.decision_type == DecisionType::PromptDefinition),
+        _ => None,
+    };
+    let reuse_root = handed_down.is_some();
+    if let Some(r) = handed_down {
+        root = r;
+    }
     let mut all: Vec<Decision> = Vec::new();
     let mut deps: Vec<(Id, Id)> = Vec::new();
     let mut invariant_ids = Vec::new();
@@ -473,7 +486,9 @@ fn record(
         EventKind::StrategizeDecisions,
         json!({"count": count, "decision_root_id": root_id.to_string(), "decisions": summary}),
         |tx| {
-            decisions::insert_in(tx, &root)?;
+            if !reuse_root {
+                decisions::insert_in(tx, &root)?;
+            }
             decisions::supersede_all_in(tx, &plan_id, &root_id, &[])?;
             for d in &all {
                 decisions::insert_in(tx, d)?;

@@ -99,6 +99,10 @@ pub struct PlanStep {
     pub started_at: Option<Timestamp>,
     /// When it finished.
     pub finished_at: Option<Timestamp>,
+    /// For a step a correction keeps: the checkpoints of its earlier run
+    /// (`{"start": "cp_...", "end": "cp_..."}`), whose delta Execute replays instead of running
+    /// the actor (issue 7).
+    pub replay: Option<Value>,
 }
 
 /// Where an apply journal stands.
@@ -247,11 +251,12 @@ type StepRow = (
     Option<String>,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 fn step_from(r: StepRow) -> Result<PlanStep, StoreError> {
     const T: &str = "plan_steps";
-    let (id, pos, status, runs, start, end, output, error, started, finished) = r;
+    let (id, pos, status, runs, start, end, output, error, started, finished, replay) = r;
     let t = |c: &'static str, v: Option<String>| {
         v.map(|s| s.parse().map_err(|e: jiff::Error| corrupt(T, c, e)))
             .transpose()
@@ -269,6 +274,7 @@ fn step_from(r: StepRow) -> Result<PlanStep, StoreError> {
         error,
         started_at: t("started_at", started)?,
         finished_at: t("finished_at", finished)?,
+        replay: replay.map(|r| from_json(T, "replay", &r)).transpose()?,
     })
 }
 
@@ -302,7 +308,7 @@ pub(crate) fn replace_steps(
 pub(crate) fn save_step(conn: &Connection, plan_id: &Id, s: &PlanStep) -> Result<(), StoreError> {
     conn.execute(
         "UPDATE plan_steps SET status = ?3, runs = ?4, start_checkpoints = ?5, end_checkpoints = ?6, \
-         output = ?7, error = ?8, started_at = ?9, finished_at = ?10 WHERE plan_id = ?1 AND decision_id = ?2",
+         output = ?7, error = ?8, started_at = ?9, finished_at = ?10, replay = ?11 WHERE plan_id = ?1 AND decision_id = ?2",
         params![
             plan_id.to_string(),
             s.decision_id.to_string(),
@@ -314,8 +320,33 @@ pub(crate) fn save_step(conn: &Connection, plan_id: &Id, s: &PlanStep) -> Result
             s.error,
             s.started_at.map(|t| t.to_string()),
             s.finished_at.map(|t| t.to_string()),
+            s.replay.as_ref().map(to_json),
         ],
     )?;
+    Ok(())
+}
+
+/// Replaces a plan's steps with full rows (a correction keeps the finished steps before the
+/// first affected one as they are), positions renumbered from 1 in the given order.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub(crate) fn replace_step_rows(
+    conn: &Connection,
+    plan_id: &Id,
+    steps: &[PlanStep],
+) -> Result<(), StoreError> {
+    conn.execute(
+        "DELETE FROM plan_steps WHERE plan_id = ?1",
+        [plan_id.to_string()],
+    )?;
+    for (i, s) in steps.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO plan_steps (plan_id, decision_id, position, status) VALUES (?1, ?2, ?3, 'pending')",
+            params![plan_id.to_string(), s.decision_id.to_string(), i as i64 + 1],
+        )?;
+        save_step(conn, plan_id, s)?;
+    }
     Ok(())
 }
 
@@ -407,7 +438,7 @@ impl Store {
     /// Store errors.
     pub fn plan_steps(&self, plan_id: &Id) -> Result<Vec<PlanStep>, StoreError> {
         let mut stmt = self.conn().prepare(
-            "SELECT decision_id, position, status, runs, start_checkpoints, end_checkpoints, output, error, started_at, finished_at \
+            "SELECT decision_id, position, status, runs, start_checkpoints, end_checkpoints, output, error, started_at, finished_at, replay \
              FROM plan_steps WHERE plan_id = ?1 ORDER BY position",
         )?;
         let rows: Vec<StepRow> = stmt

@@ -9,6 +9,7 @@ pub mod actions;
 pub mod actors;
 pub mod approvals;
 pub(crate) mod codec;
+pub mod corrections;
 pub mod decisions;
 pub mod invariants;
 pub mod lifecycle_run;
@@ -38,6 +39,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/004_actors.sql"),
     include_str!("migrations/005_lifecycle.sql"),
     include_str!("migrations/006_lifecycle_run.sql"),
+    include_str!("migrations/007_corrections.sql"),
     include_str!("migrations/009_lifecycle2.sql"),
 ];
 

@@ -1,0 +1,936 @@
+//! `agents plan tree|explain|correct` and `plan diff --correction` (spec sections 06 and 27;
+//! issue 7). `tree`, `explain`, `correct --dry-run` and `diff --correction` only read: they
+//! open the database with `query_only` and never take a sandbox snapshot.
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::confirm::confirm;
+use super::{CliError, Context, view};
+use crate::engine::correction::impact::{self, Impact};
+use crate::engine::correction::{append as appending, revert, tree};
+use crate::engine::domain::Id;
+use crate::engine::domain::decision::Decision;
+use crate::engine::lifecycle::driver::Stopped;
+use crate::engine::sandbox::Sandboxes;
+use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
+use crate::engine::store::Store;
+use crate::output::{Cell, Column, Element, Level, Report, Tone, TreeNode};
+
+/// `plan tree` arguments.
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// Also show decisions superseded by corrections
+    #[arg(long)]
+    pub show_superseded: bool,
+    /// Plan id or unique prefix
+    pub plan: String,
+}
+
+/// `plan explain` arguments.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Include the context snapshot (what the actor had seen)
+    #[arg(long)]
+    pub show_context: bool,
+    /// Include the actor's raw reasoning, if it was kept
+    #[arg(long)]
+    pub show_reasoning: bool,
+    /// Decision id or unique prefix
+    pub decision: String,
+}
+
+/// `plan correct` arguments.
+#[derive(Debug, Args)]
+pub struct CorrectArgs {
+    /// `revert`: supersede the decision and recompute only what depends on it; `append`: keep
+    /// history and add a child plan that carries the fix
+    #[arg(long, value_name = "MODE", value_parser = ["revert", "append"])]
+    pub mode: String,
+    /// What was wrong and what to do instead
+    #[arg(short = 'g', long, value_name = "TEXT")]
+    pub guidance: String,
+    /// Show what would be affected and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Decision id or unique prefix (the plan is found from it)
+    pub decision: String,
+}
+
+/// Opens the database for reading only (`query_only`); the file is never written.
+///
+/// # Errors
+/// `NOT_FOUND` when no database exists yet; store errors.
+pub(crate) fn read_store(ctx: &Context) -> Result<Store, CliError> {
+    let db = ctx.paths.database();
+    if !db.exists() {
+        return Err(CliError::new(
+            "NOT_FOUND",
+            format!("no database at {}: no plan exists yet", db.display()),
+        )
+        .hint("agents plan use ACTION PROJECT"));
+    }
+    Ok(Store::open_read_only(&db)?)
+}
+
+fn first_line(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or_default();
+    if line.chars().count() > max || s.lines().nth(1).is_some() {
+        let cut: String = line.chars().take(max.saturating_sub(3)).collect();
+        format!("{cut}...")
+    } else {
+        line.to_string()
+    }
+}
+
+fn tree_label(n: &tree::Node) -> Cell {
+    let short = view::short(&n.id.to_string());
+    if n.kind == "plan" {
+        return Cell::new(
+            format!(
+                "-> Plan: {} {} ({})",
+                n.id,
+                n.label,
+                n.status.clone().unwrap_or_default()
+            ),
+            Tone::Id,
+        );
+    }
+    let mut text = format!(
+        "[{}] \"{}\"",
+        n.decision_type.map(|t| t.as_str()).unwrap_or_default(),
+        first_line(&n.label, 60)
+    );
+    if let Some(c) = n.confidence_score {
+        text.push_str(&format!(" ({c:.2})"));
+    }
+    text.push_str(&format!(" {short}"));
+    if n.is_correction == Some(true) {
+        text.push_str(" (correction)");
+    }
+    if let Some(by) = n.superseded_by {
+        text.push_str(&format!(
+            " (superseded by {})",
+            view::short(&by.to_string())
+        ));
+        return Cell::new(text, Tone::Dim);
+    }
+    Cell::from(text)
+}
+
+fn tree_nodes(nodes: &[tree::Node]) -> Vec<TreeNode> {
+    nodes
+        .iter()
+        .map(|n| TreeNode {
+            label: tree_label(n),
+            children: tree_nodes(&n.children),
+        })
+        .collect()
+}
+
+/// `agents plan tree [--show-superseded] PLAN`.
+///
+/// # Errors
+/// `NOT_FOUND` / `AMBIGUOUS` for the plan; store errors.
+pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
+    let store = read_store(ctx)?;
+    let id = store.resolve_plan_id(&a.plan)??;
+    let plan = store
+        .plan(&id)?
+        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} does not exist")))?;
+    let t = tree::load(&store, &id, a.show_superseded)?;
+    let s = t.summary;
+    let children: Vec<Value> = store
+        .family_plans(&id)?
+        .into_iter()
+        .filter(|p| p.0 != id)
+        .map(|p| json!({"plan_id": p.0, "parent_plan_id": p.1, "name": p.2, "status": p.3}))
+        .collect();
+    let data = json!({
+        "plan_id": id,
+        "attempt": plan.status.attempt,
+        "phase": plan.phase(),
+        "state": plan.state(),
+        "children": t.roots,
+        "summary": s,
+        "child_plans": children,
+    });
+    let status = if s.nodes == 0 {
+        format!("Plan {id} has no decisions yet (Strategize has not run)")
+    } else {
+        format!(
+            "{} decision(s), depth {}, {} child plan(s)",
+            s.nodes, s.depth, s.child_plans
+        )
+    };
+    let mut report = Report::ok("plan tree", data, status).with(Element::Tree {
+        title: format!("Decision Tree: {}", plan.name),
+        roots: tree_nodes(&t.roots),
+    });
+    report = report.with(Element::panel(
+        "Tree Summary",
+        [
+            ("Nodes", s.nodes.to_string()),
+            ("Depth", s.depth.to_string()),
+            ("Child Plans", s.child_plans.to_string()),
+            ("Invariants", s.invariants.to_string()),
+            (
+                "Superseded",
+                if s.superseded_hidden {
+                    format!("{} (hidden)", s.superseded)
+                } else {
+                    format!("{} (shown)", s.superseded)
+                },
+            ),
+            ("Attempt", plan.status.attempt.to_string()),
+        ],
+    ));
+    if !children.is_empty() {
+        report = report.with(Element::Table {
+            title: "Child Plans".into(),
+            columns: ["ID", "Name", "Status"].map(Column::left).into(),
+            rows: children
+                .iter()
+                .map(|c| {
+                    vec![
+                        view::id(c["plan_id"].as_str().unwrap_or_default()),
+                        c["name"].as_str().unwrap_or_default().into(),
+                        c["status"].as_str().unwrap_or_default().into(),
+                    ]
+                })
+                .collect(),
+            empty: String::new(),
+        });
+    }
+    if s.nodes > 0 {
+        report = report.with(Element::List {
+            title: "Next Steps".into(),
+            items: vec![
+                ctx.suggest("plan explain DECISION"),
+                ctx.suggest("plan correct --mode revert -g \"GUIDANCE\" --dry-run DECISION"),
+            ],
+        });
+    }
+    Ok(report)
+}
+
+fn load_decision(store: &Store, input: &str) -> Result<Decision, CliError> {
+    let id = store.resolve_decision_id(input)??;
+    store
+        .decision(&id)?
+        .ok_or_else(|| CliError::new("NOT_FOUND", format!("decision {id} does not exist")))
+}
+
+fn impact_of(ctx: &Context, store: &Store, decision: &Id) -> Result<Impact, CliError> {
+    let sandboxes = Sandboxes::new(&ctx.paths);
+    impact::impact(store, Some(&sandboxes), decision)
+        .map_err(|e| CliError::new("CORRECTION_FAILED", e.to_string()))
+}
+
+fn level(n: usize) -> &'static str {
+    match n {
+        0..=2 => "low",
+        3..=10 => "medium",
+        _ => "high",
+    }
+}
+
+/// `agents plan explain [--show-context] [--show-reasoning] DECISION`.
+///
+/// # Errors
+/// `NOT_FOUND` / `AMBIGUOUS` for the decision; store errors.
+pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
+    let store = read_store(ctx)?;
+    let d = load_decision(&store, &a.decision)?;
+    let imp = impact_of(ctx, &store, &d.decision_id)?;
+    let downstream: Vec<Id> = imp
+        .decisions
+        .iter()
+        .skip(1)
+        .map(|r| r.decision_id)
+        .collect();
+    let mut data = json!({
+        "decision_id": d.decision_id,
+        "plan_id": d.plan_id,
+        "decision_type": d.decision_type,
+        "question": d.question,
+        "chosen_option": d.chosen_option,
+        "alternatives": d.alternatives_considered,
+        "confidence": d.confidence_score,
+        "rationale": d.rationale,
+        "superseded_by": d.superseded_by,
+        "is_correction": d.is_correction,
+        "corrects_decision_id": d.corrects_decision_id,
+        "correction_reason": d.correction_reason,
+        "attempt": d.attempt,
+        "context": if a.show_context { d.context_snapshot.clone() } else { Value::Null },
+        "impact": {
+            "decisions": downstream,
+            "steps": imp.steps_rerun,
+            "child_plans": imp.child_plans,
+            "files": imp.files,
+            "level": level(downstream.len() + imp.child_plans.len()),
+        },
+    });
+    if a.show_reasoning {
+        data["reasoning"] = json!(d.actor_reasoning);
+    }
+    let mut entries: Vec<(String, Cell)> = vec![
+        ("Decision".into(), view::id(d.decision_id.to_string())),
+        ("Type".into(), d.decision_type.as_str().into()),
+        ("Plan".into(), view::id(d.plan_id.to_string())),
+        ("Question".into(), view::or(d.question.as_deref(), "(none)")),
+        ("Chosen".into(), d.chosen_option.clone().into()),
+        (
+            "Confidence".into(),
+            d.confidence_score
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_else(|| "(none)".into())
+                .into(),
+        ),
+        ("Attempt".into(), d.attempt.to_string().into()),
+    ];
+    if let Some(by) = d.superseded_by {
+        entries.push(("Superseded By".into(), view::id(by.to_string())));
+    }
+    if let Some(c) = d.corrects_decision_id {
+        entries.push(("Corrects".into(), view::id(c.to_string())));
+        entries.push((
+            "Guidance".into(),
+            d.correction_reason.clone().unwrap_or_default().into(),
+        ));
+    }
+    let mut report = Report::ok(
+        "plan explain",
+        data,
+        format!(
+            "Decision {}: {} downstream decision(s), {} step(s), {} file(s)",
+            view::short(&d.decision_id.to_string()),
+            downstream.len(),
+            imp.steps_rerun.len(),
+            imp.files.len()
+        ),
+    )
+    .with(Element::Panel {
+        title: "Decision".into(),
+        entries,
+    })
+    .with(Element::List {
+        title: "Alternatives Considered".into(),
+        items: if d.alternatives_considered.is_empty() {
+            vec!["(none)".into()]
+        } else {
+            d.alternatives_considered.clone()
+        },
+    })
+    .with(Element::List {
+        title: "Rationale".into(),
+        items: vec![d.rationale.clone().unwrap_or_else(|| "(none)".into())],
+    })
+    .with(Element::panel(
+        "Downstream Impact",
+        [
+            ("Decisions", downstream.len().to_string()),
+            ("Steps", imp.steps_rerun.len().to_string()),
+            ("Child Plans", imp.child_plans.len().to_string()),
+            ("Files", imp.files.len().to_string()),
+            (
+                "Correction Impact",
+                level(downstream.len() + imp.child_plans.len()).to_string(),
+            ),
+        ],
+    ));
+    if !imp.files.is_empty() {
+        report = report.with(Element::List {
+            title: "Files".into(),
+            items: imp.files.clone(),
+        });
+    }
+    if a.show_context {
+        report = report.with(Element::List {
+            title: "Context Snapshot".into(),
+            items: vec![serde_json::to_string_pretty(&d.context_snapshot).unwrap_or_default()],
+        });
+    }
+    if a.show_reasoning {
+        report = report.with(Element::List {
+            title: "Actor Reasoning".into(),
+            items: vec![
+                d.actor_reasoning
+                    .clone()
+                    .unwrap_or_else(|| "(not recorded)".into()),
+            ],
+        });
+    }
+    Ok(report.with(Element::List {
+        title: "Next Steps".into(),
+        items: vec![ctx.suggest(&format!(
+            "plan correct --mode revert -g \"GUIDANCE\" --dry-run {}",
+            d.decision_id
+        ))],
+    }))
+}
+
+fn affected_json(imp: &Impact) -> Value {
+    json!({
+        "decisions": imp.decisions.iter().map(|r| json!({
+            "decision_id": r.decision_id,
+            "decision_type": r.decision_type,
+            "chosen_option": r.chosen_option,
+            "plan_id": r.plan_id,
+        })).collect::<Vec<_>>(),
+        "steps_rerun": imp.steps_rerun,
+        "steps_replayed": imp.steps_replayed,
+        "steps_may_rerun": imp.steps_may_rerun,
+        "steps_kept": imp.steps_kept,
+        "child_plans": imp.child_plans,
+        "files": imp.files,
+        "checkpoints": imp.checkpoints,
+        "rollback_checkpoint": imp.rollback_checkpoint,
+        "unaffected_decisions": imp.unaffected,
+        "estimated_model_calls": imp.estimated_model_calls,
+    })
+}
+
+/// Step lines: `<short id>  <chosen option>` (the full ids are in json).
+fn step_lines(v: &[Id], labels: &std::collections::HashMap<Id, String>) -> Vec<String> {
+    if v.is_empty() {
+        return vec!["(none)".into()];
+    }
+    v.iter()
+        .map(|id| {
+            format!(
+                "{}  {}",
+                view::short(&id.to_string()),
+                labels
+                    .get(id)
+                    .map(|l| first_line(l, 60))
+                    .unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+fn ids(v: &[Id]) -> Vec<String> {
+    if v.is_empty() {
+        vec!["(none)".into()]
+    } else {
+        v.iter().map(Id::to_string).collect()
+    }
+}
+
+fn impact_elements(report: Report, imp: &Impact, store: &Store) -> Report {
+    let labels: std::collections::HashMap<Id, String> = store
+        .decisions(&imp.plan_id)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| (d.decision_id, d.chosen_option))
+        .collect();
+    report
+        .with(Element::Table {
+            title: "Decisions to Invalidate".into(),
+            columns: ["ID", "Type", "Chosen"].map(Column::left).into(),
+            rows: imp
+                .decisions
+                .iter()
+                .map(|r| {
+                    vec![
+                        view::id(r.decision_id.to_string()),
+                        r.decision_type.as_str().into(),
+                        first_line(&r.chosen_option, 50).into(),
+                    ]
+                })
+                .collect(),
+            empty: "(none)".into(),
+        })
+        .with(Element::List {
+            title: "Steps to Re-run".into(),
+            items: step_lines(&imp.steps_rerun, &labels),
+        })
+        .with(Element::List {
+            title: "Steps to Replay (no model or tool call)".into(),
+            items: step_lines(&imp.steps_replayed, &labels),
+        })
+        .with(Element::List {
+            title: "Steps That May Re-run If Their Replay Conflicts".into(),
+            items: step_lines(&imp.steps_may_rerun, &labels),
+        })
+        .with(Element::List {
+            title: "Child Plans".into(),
+            items: ids(&imp.child_plans),
+        })
+        .with(Element::List {
+            title: "Files".into(),
+            items: if imp.files.is_empty() {
+                vec!["(none)".into()]
+            } else {
+                imp.files.clone()
+            },
+        })
+        .with(Element::panel(
+            "Estimate",
+            [
+                ("Decisions Invalidated", imp.decisions.len().to_string()),
+                ("Unaffected Decisions", imp.unaffected.len().to_string()),
+                ("Model Calls", imp.estimated_model_calls.to_string()),
+                (
+                    "Rollback To",
+                    imp.rollback_checkpoint
+                        .clone()
+                        .unwrap_or_else(|| "(the sandbox base, or nothing ran yet)".into()),
+                ),
+            ],
+        ))
+}
+
+/// `agents plan correct --mode revert|append -g TEXT [--dry-run] [--yes] DECISION`.
+///
+/// # Errors
+/// `NOT_FOUND`, `CONFLICT` (applied, running or cancelled plans), `NEEDS_APPROVAL` (exit 3)
+/// without `--yes` and a terminal, `INVALID_INPUT` (empty guidance, superseded decision),
+/// `PLAN_ERRORED` when the re-run fails.
+pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
+    if a.guidance.trim().is_empty() {
+        return Err(CliError::invalid_input("--guidance is empty")
+            .hint("say what was wrong and what to do instead, e.g. -g \"use gRPC, not REST\""));
+    }
+    let store = read_store(ctx)?;
+    let d = load_decision(&store, &a.decision)?;
+    let plan = store
+        .plan(&d.plan_id)?
+        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {} does not exist", d.plan_id)))?;
+    if a.mode == "append" {
+        drop(store);
+        return append(ctx, a, &d);
+    }
+    if a.dry_run {
+        let imp = impact_of(ctx, &store, &d.decision_id)?;
+        let refusal = revert::check_revertable(&plan, &d)
+            .err()
+            .map(|e| e.to_string());
+        let data = json!({
+            "decision_id": d.decision_id,
+            "plan_id": d.plan_id,
+            "mode": "revert",
+            "dry_run": true,
+            "guidance": a.guidance,
+            "affected": affected_json(&imp),
+            "refused": refusal,
+        });
+        let mut report = Report::ok(
+            "plan correct",
+            data,
+            format!(
+                "Dry run: {} decision(s) invalidated, {} step(s) re-run, {} replayed; nothing was changed",
+                imp.decisions.len(),
+                imp.steps_rerun.len(),
+                imp.steps_replayed.len()
+            ),
+        )
+        .with(Element::panel(
+            "Correction Preview",
+            [
+                ("Decision", view::id(d.decision_id.to_string())),
+                ("Type", d.decision_type.as_str().into()),
+                ("Plan", view::id(d.plan_id.to_string())),
+                ("Mode", "revert".into()),
+                ("Guidance", a.guidance.clone().into()),
+            ],
+        ));
+        report = impact_elements(report, &imp, &store);
+        if let Some(r) = refusal {
+            report = report.message(Level::Warn, format!("a revert would be refused: {r}"));
+        }
+        return Ok(report.with(Element::List {
+            title: "Next Steps".into(),
+            items: vec![ctx.suggest(&format!(
+                "plan correct --mode revert -g {} --yes {}",
+                shell_words::quote(&a.guidance),
+                d.decision_id
+            ))],
+        }));
+    }
+    revert::check_revertable(&plan, &d)?;
+    let imp = impact_of(ctx, &store, &d.decision_id)?;
+    drop(store);
+    confirm(
+        &format!(
+            "Revert decision {} and recompute {} decision(s), re-running {} step(s)?",
+            view::short(&d.decision_id.to_string()),
+            imp.decisions.len(),
+            imp.steps_rerun.len()
+        ),
+        a.yes,
+        &ctx.terminal,
+        &ctx.suggest(&format!(
+            "plan correct --mode revert -g {} --yes {}",
+            shell_words::quote(&a.guidance),
+            d.decision_id
+        )),
+    )?;
+    let mut engine = super::plan_run::engine(ctx, false, "Correcting")?;
+    let r = revert::revert(&mut engine, &d.decision_id, &a.guidance)?;
+    let Some(driven) = r.driven.clone() else {
+        return Err(CliError::new(
+            "CORRECTION_FAILED",
+            "the plan was not driven",
+        ));
+    };
+    let p = driven.plan.clone();
+    let id = p.plan_id;
+    let next = match &driven.stopped {
+        Stopped::Gate { approval } => ctx.rewrite(&approval.answer_command),
+        _ => ctx.suggest(&format!("plan status {id}")),
+    };
+    let data = json!({
+        "decision_id": d.decision_id,
+        "plan_id": id,
+        "mode": "revert",
+        "dry_run": false,
+        "attempt_id": r.attempt.attempt_id,
+        "new_decision_id": r.correcting.decision_id,
+        "new_decisions": r.new_decisions.iter().map(|n| json!({"decision_id": n.decision_id, "decision_type": n.decision_type, "chosen_option": n.chosen_option})).collect::<Vec<_>>(),
+        "attempt": p.status.attempt,
+        "affected": affected_json(&r.impact),
+        "rollback": r.rollback,
+        "result": r.attempt.result,
+        "attempt_status": r.attempt.status,
+        "phase": p.phase(),
+        "state": p.state(),
+        "stopped": driven.stopped,
+        "next": next,
+    });
+    let ok_stop = matches!(
+        driven.stopped,
+        Stopped::Gate { .. } | Stopped::Applied | Stopped::NothingToDo { .. }
+    );
+    if !ok_stop {
+        return super::plan_run::driven_report(ctx, "plan correct", driven).map(|mut rep| {
+            rep.data = data.clone();
+            rep
+        });
+    }
+    let result = &r.attempt.result;
+    let list = |k: &str| -> Vec<String> {
+        result[k]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .filter(|v: &Vec<String>| !v.is_empty())
+            .unwrap_or_else(|| vec!["(none)".into()])
+    };
+    let report = Report::ok(
+        "plan correct",
+        data,
+        format!(
+            "Corrected: attempt {} re-ran {} step(s) and replayed {}; plan at {}/{}",
+            p.status.attempt,
+            result["steps_rerun"].as_array().map_or(0, Vec::len),
+            result["steps_replayed"].as_array().map_or(0, Vec::len),
+            p.phase(),
+            p.state()
+        ),
+    )
+    .with(Element::panel(
+        "Correction",
+        [
+            ("Attempt ID", view::id(r.attempt.attempt_id.to_string())),
+            (
+                "New Decision",
+                view::id(r.correcting.decision_id.to_string()),
+            ),
+            ("Corrects", view::id(d.decision_id.to_string())),
+            ("Attempt", p.status.attempt.to_string().into()),
+            ("Guidance", a.guidance.clone().into()),
+        ],
+    ))
+    .with(Element::List {
+        title: "Steps Re-run".into(),
+        items: list("steps_rerun"),
+    })
+    .with(Element::List {
+        title: "Steps Replayed".into(),
+        items: list("steps_replayed"),
+    })
+    .with(Element::List {
+        title: "Next Steps".into(),
+        items: vec![
+            next,
+            ctx.suggest(&format!(
+                "plan diff --correction {} {id}",
+                r.attempt.attempt_id
+            )),
+        ],
+    });
+    Ok(report)
+}
+
+fn tree_files(
+    repo: &git2::Repository,
+    old: Option<git2::Oid>,
+    new: Option<git2::Oid>,
+) -> Result<Vec<FileDiff>, CliError> {
+    Ok(diff::trees(
+        repo,
+        old,
+        new,
+        &DiffRequest {
+            path: None,
+            hunks: true,
+        },
+    )?)
+}
+
+/// `agents plan diff --correction ATTEMPT [PLAN]`: the old attempt's changes, the corrected
+/// attempt's changes (each against the sandbox base) and the corrected-vs-original patch.
+///
+/// # Errors
+/// `NOT_FOUND` / `AMBIGUOUS`; `INVALID_INPUT` when the attempt is of another plan.
+pub fn correction_diff(
+    ctx: &Context,
+    attempt: &str,
+    plan: Option<&str>,
+) -> Result<Report, CliError> {
+    let store = read_store(ctx)?;
+    let a = store.correction_attempt(attempt)??;
+    if let Some(p) = plan {
+        let pid = store.resolve_plan_id(p)??;
+        if pid != a.plan_id {
+            return Err(CliError::invalid_input(format!(
+                "correction attempt {} belongs to plan {}, not {pid}",
+                a.attempt_id, a.plan_id
+            ))
+            .hint(format!(
+                "agents plan diff --correction {} {}",
+                a.attempt_id, a.plan_id
+            )));
+        }
+    }
+    let sandboxes = Sandboxes::new(&ctx.paths);
+    let active = sandboxes.active(&store, &a.plan_id)?;
+    let states = |v: &Value| -> Vec<(String, String)> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| {
+                        Some((
+                            s["sandbox_id"].as_str()?.to_string(),
+                            s["tree_oid"].as_str()?.to_string(),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = states(&a.original["final_states"]);
+    let after_recorded = states(&a.result["final_states"]);
+    let mut resources = Vec::new();
+    let mut all_changes = Vec::new();
+    let mut rows = Vec::new();
+    for sb in &active {
+        let repo = sb.repo()?;
+        let base = repo
+            .find_commit(sb.base_commit()?)
+            .and_then(|c| c.tree())
+            .map(|t| t.id())
+            .ok();
+        let sid = sb.record.sandbox_id.to_string();
+        let find = |v: &[(String, String)]| {
+            v.iter()
+                .find(|(s, _)| *s == sid)
+                .and_then(|(_, t)| git2::Oid::from_str(t).ok())
+        };
+        let old = find(&before).or(base);
+        let new = match find(&after_recorded) {
+            Some(t) => Some(t),
+            None => repo
+                .find_reference(crate::engine::sandbox::PLAN_REF)
+                .and_then(|r| r.peel_to_commit())
+                .and_then(|c| c.tree())
+                .map(|t| t.id())
+                .ok(),
+        };
+        let original = tree_files(&repo, base, old)?;
+        let corrected = tree_files(&repo, base, new)?;
+        let changes = tree_files(&repo, old, new)?;
+        for f in &changes {
+            rows.push(vec![
+                Cell::new(f.status.letter(), Tone::Warn),
+                Cell::from(f.path.clone()),
+                Cell::from(format!("+{}", f.additions)),
+                Cell::from(format!("-{}", f.deletions)),
+                Cell::new(sb.record.resource_name.clone(), Tone::Dim),
+            ]);
+        }
+        resources.push(json!({
+            "resource_name": sb.record.resource_name,
+            "before": {"stats": diff::stats(&original), "files": original},
+            "after": {"stats": diff::stats(&corrected), "files": corrected},
+            "changes": {"stats": diff::stats(&changes), "files": changes},
+        }));
+        all_changes.extend(changes);
+    }
+    let stats = diff::stats(&all_changes);
+    let data = json!({
+        "attempt_id": a.attempt_id,
+        "plan_id": a.plan_id,
+        "original_decision_id": a.original_decision_id,
+        "new_decision_id": a.new_decision_id,
+        "mode": a.mode,
+        "status": a.status,
+        "guidance": a.correction_reason,
+        "stats": stats,
+        "resources": resources,
+    });
+    let mut report = Report::ok(
+        "plan diff",
+        data,
+        format!(
+            "Correction {}: {} file(s) differ between the original and the corrected attempt, +{} -{}",
+            view::short(&a.attempt_id.to_string()),
+            stats.files_changed,
+            stats.additions,
+            stats.deletions
+        ),
+    )
+    .with(Element::panel(
+        "Correction",
+        [
+            ("Attempt ID", view::id(a.attempt_id.to_string())),
+            ("Original Decision", view::id(a.original_decision_id.to_string())),
+            (
+                "New Decision",
+                view::or(a.new_decision_id.map(|i| i.to_string()).as_deref(), "(none)"),
+            ),
+            ("Mode", a.mode.clone().into()),
+            ("Status", a.status.as_str().into()),
+            ("Guidance", a.correction_reason.clone().unwrap_or_default().into()),
+        ],
+    ))
+    .with(Element::Table {
+        title: "Corrected vs Original".into(),
+        columns: vec![
+            Column::left("St"),
+            Column::left("Path"),
+            Column::right("Added"),
+            Column::right("Removed"),
+            Column::left("Resource"),
+        ],
+        rows,
+        empty: "No difference.".into(),
+    });
+    if !all_changes.is_empty() {
+        report = report.with(Element::List {
+            title: "Diff (original -> corrected)".into(),
+            items: vec![diff::unified(&all_changes)],
+        });
+    }
+    Ok(report)
+}
+
+/// `plan correct --mode append`: a child plan carrying the guidance.
+fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliError> {
+    let again = ctx.suggest(&format!(
+        "plan correct --mode append -g {} --yes {}",
+        shell_words::quote(&a.guidance),
+        d.decision_id
+    ));
+    if a.dry_run {
+        let engine = super::plan_run::engine(ctx, false, "Reading")?;
+        let parent = engine.plan(&d.plan_id)?;
+        let bases = appending::child_bases(&engine, &parent)?;
+        let data = json!({
+            "decision_id": d.decision_id,
+            "plan_id": d.plan_id,
+            "mode": "append",
+            "dry_run": true,
+            "guidance": a.guidance,
+            "child_plan": {"parent_plan_id": d.plan_id, "based_on": bases},
+            "affected": {"decisions": [], "steps_rerun": [], "steps_replayed": [], "steps_may_rerun": [], "child_plans": [], "files": [], "estimated_model_calls": 0},
+        });
+        return Ok(Report::ok(
+            "plan correct",
+            data,
+            "Dry run: a child plan carrying the guidance would be added; nothing was changed",
+        )
+        .with(Element::List {
+            title: "Child Plan Based On".into(),
+            items: bases
+                .iter()
+                .map(|b| format!("{}: {} ({})", b.resource_name, b.path, b.kind.as_str()))
+                .collect(),
+        })
+        .with(Element::List {
+            title: "Next Steps".into(),
+            items: vec![again],
+        }));
+    }
+    confirm(
+        &format!(
+            "Add a child plan to {} that carries the guidance?",
+            view::short(&d.plan_id.to_string())
+        ),
+        a.yes,
+        &ctx.terminal,
+        &again,
+    )?;
+    let mut engine = super::plan_run::engine(ctx, false, "Adding a child plan")?;
+    let r = appending::append(&mut engine, &d.decision_id, &a.guidance)?;
+    let child = &r.child;
+    let next = match r.driven.as_ref().map(|x| &x.stopped) {
+        Some(Stopped::Gate { approval }) => ctx.rewrite(&approval.answer_command),
+        _ => ctx.suggest(&format!("plan status {}", child.plan_id)),
+    };
+    let data = json!({
+        "decision_id": d.decision_id,
+        "plan_id": d.plan_id,
+        "mode": "append",
+        "dry_run": false,
+        "attempt_id": r.attempt.attempt_id,
+        "child_plan_id": child.plan_id,
+        "new_decision_id": r.root.decision_id,
+        "child": {"phase": child.phase(), "state": child.state()},
+        "based_on": r.bases,
+        "stopped": r.driven.as_ref().map(|x| &x.stopped),
+        "next": next,
+    });
+    let mut report = Report::ok(
+        "plan correct",
+        data,
+        format!(
+            "Appended child plan {} at {}/{}; decision {} and its work are kept",
+            child.plan_id,
+            child.phase(),
+            child.state(),
+            view::short(&d.decision_id.to_string())
+        ),
+    );
+    if let Some(Stopped::Errored { code, message }) = r.driven.as_ref().map(|x| &x.stopped) {
+        report.status.level = Level::Warn;
+        report = report.message(
+            Level::Warn,
+            format!("the child plan errored ({code}): {message}"),
+        );
+    }
+    Ok(report
+        .with(Element::panel(
+            "Correction",
+            [
+                ("Mode", Cell::from("append")),
+                ("Child Plan", view::id(child.plan_id.to_string())),
+                ("Root Decision", view::id(r.root.decision_id.to_string())),
+                ("Corrects", view::id(d.decision_id.to_string())),
+                ("Guidance", a.guidance.clone().into()),
+            ],
+        ))
+        .with(Element::List {
+            title: "Next Steps".into(),
+            items: vec![next, ctx.suggest(&format!("plan tree {}", d.plan_id))],
+        }))
+}

@@ -1,0 +1,18 @@
+//! Corrections (spec sections 08 and 27; issue 7): what depends on a decision, reverting a
+//! decision so that only its downstream subtree is recomputed (affected steps re-run, the
+//! others replayed from their recorded deltas), appending a fix as a child plan, and the
+//! decision tree across child plans.
+//!
+//! - [`impact`]: the affected set of a decision (decisions, steps, child plans, files).
+//! - [`revert`]: `plan correct --mode revert`.
+//! - [`replay`]: three-way merging a kept step's recorded delta into the corrected sandbox.
+//! - [`append`]: `plan correct --mode append` (a child plan carrying the guidance).
+//! - [`tree`]: `plan tree` / `plan explain` data.
+
+pub mod append;
+pub mod impact;
+pub mod replay;
+pub mod revert;
+pub mod tree;
+
+pub(crate) use revert::finish_attempts;

@@ -1,0 +1,1023 @@
+//! Corrections (issue 7) through the real binary on real git repositories: correcting a
+//! decision re-runs only it and what depends on it, replays the recorded work of the other
+//! later steps without any model or tool call, keeps the unaffected decisions' ids and
+//! changes, and leaves the old attempt viewable; `--dry-run` changes nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cleveragents::engine::domain::Id;
+use cleveragents::engine::domain::decision::Decision;
+use cleveragents::engine::store::Store;
+use serde_json::{Value, json};
+
+use super::lifecycle::{Setup, setup_with};
+use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{Env, db_file};
+
+/// Eight script steps writing their own files. `s6` depends on `s5` (it copies `e.txt`);
+/// `s7` and `s8` come after `s5` but do not depend on it. `s5` writes a fresh nonce, so a
+/// re-run is visible in the bytes.
+pub const EIGHT_STEPS: &str = r#"name: local/notes
+description: Eight independent-ish steps for {{ version }}
+definition-of-done: eight files exist
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: s1
+    run: printf 'one\n' > a.txt
+  - name: s2
+    depends-on: [s1]
+    run: printf 'two\n' > b.txt
+  - name: s3
+    depends-on: [s1]
+    run: printf 'three\n' > c.txt
+  - name: s4
+    depends-on: [s1]
+    run: printf 'four\n' > d.txt
+  - name: s5
+    depends-on: [s1]
+    run: date +%s%N > e.txt
+  - name: s6
+    depends-on: [s5]
+    run: cat e.txt > f.txt && printf 'six\n' >> f.txt
+  - name: s7
+    depends-on: [s4]
+    run: printf 'seven\n' > g.txt
+  - name: s8
+    depends-on: [s2]
+    run: printf 'eight\n' >> a.txt
+"#;
+
+pub fn store(env: &Env) -> Store {
+    Store::open(&db_file(env)).unwrap()
+}
+
+fn plan_id(doc: &Value) -> String {
+    doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
+        .to_string()
+}
+
+/// The current executable decisions by their key (`s1`.. or `d1`..).
+pub fn by_key(st: &Store, plan: &Id) -> BTreeMap<String, Decision> {
+    st.decisions(plan)
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.is_current() && d.step.is_some())
+        .map(|d| (d.context_snapshot["key"].as_str().unwrap().to_string(), d))
+        .collect()
+}
+
+/// The work tree of the plan's (only) sandbox.
+pub fn work_dir(st: &Store, plan: &Id) -> PathBuf {
+    let sb = st.sandboxes_of_plan(plan).unwrap();
+    sb[0].layout().work_dir
+}
+
+/// Every file under `dir` (path relative to it -> bytes), `.git` included when present.
+pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Tool calls made by the last run of each step, by decision id: the difference of its end
+/// and start checkpoints' tool-call sequence numbers.
+pub fn tool_calls_per_step(st: &Store, plan: &Id) -> BTreeMap<Id, u64> {
+    // No start checkpoint: the step began before any sandbox existed (no tool call yet).
+    let seq = |m: &serde_json::Map<String, Value>| match m.get("checkpoint") {
+        Some(id) => {
+            let id = id.as_str().unwrap().parse().unwrap();
+            st.checkpoint(&id).unwrap().unwrap().tool_call_seq
+        }
+        None => 0,
+    };
+    st.plan_steps(plan)
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            (
+                s.decision_id,
+                seq(&s.end_checkpoints) - seq(&s.start_checkpoints),
+            )
+        })
+        .collect()
+}
+
+fn db_bytes(env: &Env) -> Vec<Vec<u8>> {
+    let db = db_file(env);
+    ["", "-wal"]
+        .iter()
+        .map(|ext| std::fs::read(format!("{}{ext}", db.display())).unwrap_or_default())
+        .collect()
+}
+
+fn sandbox_bytes(env: &Env) -> BTreeMap<String, Vec<u8>> {
+    files(&env.data_dir.join("sandboxes"))
+}
+
+fn offline_plan() -> (Setup, String, Id) {
+    let s = setup_with(EIGHT_STEPS);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--arg",
+        "version=1",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
+    let id = plan_id(&doc);
+    let pid = id.parse().unwrap();
+    (s, id, pid)
+}
+
+#[test]
+fn a_dry_run_lists_the_affected_work_and_changes_nothing() {
+    let (s, _id, pid) = offline_plan();
+    let st = store(&s.env);
+    let keys = by_key(&st, &pid);
+    let s5 = keys["s5"].decision_id.to_string();
+    drop(st);
+    let (db_before, sb_before) = (db_bytes(&s.env), sandbox_bytes(&s.env));
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "use a fixed value",
+        "--dry-run",
+        &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let a = &doc["data"]["affected"];
+    let ids = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect()
+    };
+    let key_of = |id: &str| {
+        keys.iter()
+            .find(|(_, d)| d.decision_id.to_string() == id)
+            .map(|(k, _)| k.clone())
+            .unwrap()
+    };
+    let decisions: Vec<String> = a["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| key_of(d["decision_id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(decisions, ["s5", "s6"]);
+    let rerun: Vec<String> = ids(&a["steps_rerun"]).iter().map(|i| key_of(i)).collect();
+    let replayed: Vec<String> = ids(&a["steps_replayed"])
+        .iter()
+        .map(|i| key_of(i))
+        .collect();
+    assert_eq!(rerun, ["s5", "s6"]);
+    assert_eq!(replayed, ["s7", "s8"]);
+    assert_eq!(
+        a["steps_may_rerun"],
+        json!([]),
+        "s7 and s8 touch other files"
+    );
+    assert_eq!(a["files"], json!(["e.txt", "f.txt"]));
+    assert_eq!(a["child_plans"], json!([]));
+    assert_eq!(
+        a["estimated_model_calls"], 0,
+        "offline actors make no model call"
+    );
+    assert_eq!(
+        db_bytes(&s.env),
+        db_before,
+        "the database is byte-identical"
+    );
+    assert_eq!(
+        sandbox_bytes(&s.env),
+        sb_before,
+        "the sandbox is byte-identical"
+    );
+    // Without --yes and without a terminal: exit 3, nothing changed either.
+    let (doc, code) = s
+        .env
+        .json(&["plan", "correct", "--mode", "revert", "-g", "x", &s5]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NEEDS_APPROVAL");
+    assert_eq!(db_bytes(&s.env), db_before);
+    assert_eq!(sandbox_bytes(&s.env), sb_before);
+}
+
+#[test]
+fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_the_rest() {
+    let (s, id, pid) = offline_plan();
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    let work = work_dir(&st, &pid);
+    let files_before = files(&work);
+    let calls_before = st.tool_calls(&pid).unwrap().len();
+    assert_eq!(calls_before, 8, "one shell call per script step");
+    drop(st);
+    let s5 = before["s5"].decision_id.to_string();
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "take the value again",
+        "--yes",
+        &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["stopped"]["stopped"], "gate", "{doc:#}");
+    assert_eq!(doc["data"]["attempt"], 2);
+    let attempt_id = doc["data"]["attempt_id"].as_str().unwrap().to_string();
+
+    let st = store(&s.env);
+    let after = by_key(&st, &pid);
+    // Unaffected decisions keep their ids; s5 and s6 are replaced by correcting decisions.
+    for k in ["s1", "s2", "s3", "s4", "s7", "s8"] {
+        assert_eq!(
+            after[k].decision_id, before[k].decision_id,
+            "{k} keeps its id"
+        );
+    }
+    for k in ["s5", "s6"] {
+        let (old, new) = (&before[k], &after[k]);
+        assert_ne!(old.decision_id, new.decision_id, "{k} is re-decided");
+        assert!(new.is_correction);
+        assert_eq!(new.corrects_decision_id, Some(before["s5"].decision_id));
+        assert_eq!(
+            new.correction_reason.as_deref(),
+            Some("take the value again")
+        );
+        assert_eq!(new.attempt, 2);
+        let old_now = st.decision(&old.decision_id).unwrap().unwrap();
+        assert_eq!(
+            old_now.superseded_by,
+            Some(new.decision_id),
+            "{k} superseded"
+        );
+    }
+    // Tool calls: exactly one per re-run step, none for the replayed ones.
+    assert_eq!(st.tool_calls(&pid).unwrap().len(), calls_before + 2);
+    let per_step = tool_calls_per_step(&st, &pid);
+    for k in ["s5", "s6"] {
+        assert_eq!(per_step[&after[k].decision_id], 1, "{k} re-ran");
+    }
+    for k in ["s7", "s8"] {
+        assert_eq!(
+            per_step[&after[k].decision_id], 0,
+            "{k} was replayed, not re-run"
+        );
+    }
+    let steps = st.plan_steps(&pid).unwrap();
+    let output = |k: &str| -> Value {
+        let s = steps
+            .iter()
+            .find(|s| s.decision_id == after[k].decision_id)
+            .unwrap();
+        serde_json::from_str(s.output.as_deref().unwrap()).unwrap()
+    };
+    assert_eq!(output("s7")["replayed"]["replay"], "merged");
+    assert_eq!(output("s8")["replayed"]["replay"], "merged");
+    // The files: e.txt has a new value and f.txt follows it; every other file is
+    // byte-identical (a.txt includes s8's replayed append).
+    let files_after = files(&work);
+    assert_ne!(files_after["e.txt"], files_before["e.txt"], "s5 re-ran");
+    let mut expected_f = files_after["e.txt"].clone();
+    expected_f.extend_from_slice(b"six\n");
+    assert_eq!(
+        files_after["f.txt"], expected_f,
+        "s6 re-ran on the new e.txt"
+    );
+    for f in [
+        "a.txt",
+        "b.txt",
+        "c.txt",
+        "d.txt",
+        "g.txt",
+        "README",
+        "src/lib.rs",
+    ] {
+        assert_eq!(files_after[f], files_before[f], "{f} unchanged");
+    }
+    assert_eq!(files_after["a.txt"], b"one\neight\n");
+    // The correction attempt is recorded and completed.
+    let attempts = st.correction_attempts(&pid).unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].attempt_id.to_string(), attempt_id);
+    assert_eq!(attempts[0].status.as_str(), "completed");
+    assert_eq!(attempts[0].plan_attempt, Some(2));
+    drop(st);
+    // The final diff has the corrected and the unaffected later work.
+    let (doc, code) = s.env.json(&["plan", "diff", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let mut paths: Vec<&str> = doc["data"]["resources"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "a.txt", "b.txt", "c.txt", "d.txt", "e.txt", "f.txt", "g.txt"
+        ]
+    );
+    // The old attempt stays viewable: before and after, differing only in e.txt and f.txt.
+    let (doc, code) = s
+        .env
+        .json(&["plan", "diff", "--correction", &attempt_id, &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let r = &doc["data"]["resources"][0];
+    let changed: Vec<&str> = r["changes"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["e.txt", "f.txt"]);
+    assert_eq!(r["before"]["stats"]["files_changed"], 7);
+    let old_e = String::from_utf8(files_before["e.txt"].clone()).unwrap();
+    let hunk_text = r["changes"]["files"][0]["hunks"].to_string();
+    assert!(
+        hunk_text.contains(old_e.trim()),
+        "the old value is shown: {hunk_text}"
+    );
+    // The plan is back at the apply gate and applies as one commit.
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(std::fs::read(s.repo.join("f.txt")).unwrap(), expected_f);
+    // An applied plan refuses a revert and suggests append.
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
+    ]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "CONFLICT");
+    let hint = doc["error"]["suggestions"].to_string();
+    assert!(hint.contains("--mode append"), "{hint}");
+}
+
+/// An action without a script: the strategy and the work come from the scripted model.
+const MODEL_ACTION: &str = "name: local/notes\ndescription: Write eight files\ndefinition-of-done: eight files exist\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
+
+fn decision(key: &str, file: &str, depends: &[&str]) -> String {
+    json!({
+        "key": key,
+        "decision_type": "implementation_choice",
+        "question": format!("What goes into {file}?"),
+        "chosen_option": format!("write {file}"),
+        "confidence_score": 0.9,
+        "rationale": "one file per step",
+        "depends_on": depends,
+        "step": {"instructions": format!("Write {file}")},
+    })
+    .to_string()
+}
+
+fn write_turns(path: &str, content: &str) -> Vec<Turn> {
+    vec![
+        Turn::tools(
+            "",
+            &[(
+                "write_file",
+                &json!({"path": path, "content": content}).to_string(),
+            )],
+            (10, 5),
+        ),
+        Turn::text("done", (10, 2)),
+    ]
+}
+
+fn scripted_config(env: &Env, server: &ProviderServer) {
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env.config_path,
+        format!(
+            "[providers.scripted]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"SCRIPTED_API_KEY\"\n",
+            server.openai_base()
+        ),
+    )
+    .unwrap();
+}
+
+fn keyed(env: &Env, args: &[&str]) -> (Value, i32) {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = env
+        .command(&all)
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    (doc, out.status.code().unwrap())
+}
+
+/// Model calls per decision id (all of the plan's calls).
+fn model_calls(st: &Store, plan: &Id) -> BTreeMap<String, u64> {
+    st.usage_by_decision(plan)
+        .unwrap()
+        .into_iter()
+        .map(|(d, u)| (d.unwrap_or_else(|| "(none)".into()), u.calls))
+        .collect()
+}
+
+#[test]
+fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant() {
+    let plan_files = [
+        ("d1", "a.txt", "one\n", vec![]),
+        ("d2", "b.txt", "two\n", vec!["d1"]),
+        ("d3", "c.txt", "three\n", vec!["d1"]),
+        ("d4", "d.txt", "four\n", vec!["d1"]),
+        ("d5", "e.txt", "five\n", vec!["d1"]),
+        ("d6", "f.txt", "six uses five\n", vec!["d5"]),
+        ("d7", "g.txt", "seven\n", vec!["d4"]),
+        ("d8", "a.txt", "one\neight\n", vec!["d2"]),
+    ];
+    let records: Vec<String> = plan_files
+        .iter()
+        .map(|(k, f, _, deps)| decision(k, f, deps))
+        .collect();
+    let calls: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| ("record_decision", r.as_str()))
+        .collect();
+    let mut script = vec![
+        Turn::tools("", &calls, (100, 50)),
+        Turn::tools(
+            "",
+            &[("finish_strategy", r#"{"summary":"eight files"}"#)],
+            (10, 5),
+        ),
+    ];
+    for (_, f, c, _) in &plan_files {
+        script.extend(write_turns(f, c));
+    }
+    // The correction: the strategist re-decides d5 and d6, the executor re-runs both.
+    let new5 = decision("d5", "e.txt", &["d1"]).replace("write e.txt", "write e.txt in capitals");
+    let new6 = decision("d6", "f.txt", &["d5"]);
+    script.push(Turn::tools(
+        "",
+        &[("record_decision", &new5), ("record_decision", &new6)],
+        (80, 40),
+    ));
+    script.push(Turn::tools(
+        "",
+        &[("finish_strategy", r#"{"summary":"fixed"}"#)],
+        (10, 5),
+    ));
+    script.extend(write_turns("e.txt", "FIVE\n"));
+    script.extend(write_turns("f.txt", "six uses FIVE\n"));
+    let server = ProviderServer::start(script);
+    let s = setup_with(MODEL_ACTION);
+    scripted_config(&s.env, &server);
+    let (doc, code) = keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--strategy-actor",
+            "scripted/m",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "trusted",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
+    let id = plan_id(&doc);
+    let pid: Id = id.parse().unwrap();
+    assert_eq!(
+        server.requests().len(),
+        18,
+        "2 strategist + 8 x 2 executor turns"
+    );
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    assert_eq!(before.len(), 8, "eight executable decisions");
+    let work = work_dir(&st, &pid);
+    let files_before = files(&work);
+    let calls_before = model_calls(&st, &pid);
+    let tools_before = st.tool_calls(&pid).unwrap().len();
+    let changes_before: BTreeMap<String, Vec<u8>> = files_before.clone();
+    drop(st);
+
+    let d5 = before["d5"].decision_id.to_string();
+    let (doc, code) = keyed(
+        &s.env,
+        &[
+            "plan",
+            "correct",
+            "--mode",
+            "revert",
+            "-g",
+            "write it in capitals",
+            "--yes",
+            &d5,
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(server.remaining(), 0, "every scripted turn was used");
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        24,
+        "2 strategist + 2 x 2 executor turns for the correction"
+    );
+    // The strategist saw the preserved decisions, the invariants and the guidance.
+    let redecide = requests[18].body.to_string();
+    for needle in [
+        "Preserved decisions",
+        "d7",
+        "Keep the public API stable",
+        "write it in capitals",
+    ] {
+        assert!(
+            redecide.contains(needle),
+            "re-decide prompt lacks {needle}: {redecide}"
+        );
+    }
+    assert!(
+        requests[20]
+            .body
+            .to_string()
+            .contains("write it in capitals"),
+        "the executor of the corrected step sees the guidance"
+    );
+
+    let st = store(&s.env);
+    let after = by_key(&st, &pid);
+    let calls_after = model_calls(&st, &pid);
+    for k in ["d1", "d2", "d3", "d4", "d7", "d8"] {
+        let id = before[k].decision_id;
+        assert_eq!(after[k].decision_id, id, "{k} keeps its id");
+        assert_eq!(
+            calls_after.get(&id.to_string()),
+            calls_before.get(&id.to_string()),
+            "{k}: no model request after the correction"
+        );
+    }
+    for k in ["d5", "d6"] {
+        assert_ne!(after[k].decision_id, before[k].decision_id);
+        assert_eq!(
+            calls_after[&after[k].decision_id.to_string()],
+            2,
+            "{k} re-ran: 2 turns"
+        );
+        assert!(after[k].is_correction);
+    }
+    assert_eq!(after["d5"].chosen_option, "write e.txt in capitals");
+    assert_eq!(st.tool_calls(&pid).unwrap().len(), tools_before + 2);
+    let per_step = tool_calls_per_step(&st, &pid);
+    for k in ["d7", "d8"] {
+        assert_eq!(
+            per_step[&after[k].decision_id], 0,
+            "{k} replayed without a tool call"
+        );
+    }
+    for k in ["d5", "d6"] {
+        assert_eq!(
+            per_step[&after[k].decision_id], 1,
+            "{k} re-ran with one tool call"
+        );
+    }
+    let files_after = files(&work);
+    assert_eq!(files_after["e.txt"], b"FIVE\n");
+    assert_eq!(files_after["f.txt"], b"six uses FIVE\n");
+    for f in ["a.txt", "b.txt", "c.txt", "d.txt", "g.txt"] {
+        assert_eq!(
+            files_after[f], changes_before[f],
+            "{f}: the unaffected change is identical"
+        );
+    }
+    let attempt_id = st.correction_attempts(&pid).unwrap()[0]
+        .attempt_id
+        .to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&["plan", "diff", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let diff = doc["data"].to_string();
+    assert!(
+        diff.contains("FIVE") && diff.contains("seven") && diff.contains("eight"),
+        "{diff}"
+    );
+    let (doc, code) = s
+        .env
+        .json(&["plan", "diff", "--correction", &attempt_id, &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let r = &doc["data"]["resources"][0];
+    let before_text = r["before"].to_string();
+    assert!(
+        before_text.contains("five") && !before_text.contains("FIVE"),
+        "the old attempt: {before_text}"
+    );
+    let changed: Vec<&str> = r["changes"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["e.txt", "f.txt"]);
+}
+
+fn snap(name: &str, env: &Env, args: &[&str]) {
+    let out = env.run(args);
+    let text = super::snapshots::output_text(&out);
+    let mut settings = super::snapshots::settings(env, args);
+    let ulid = regex::Regex::new(r"[0-9A-HJKMNP-TV-Z]{26}").unwrap();
+    settings.set_description(
+        ulid.replace_all(&format!("agents {}", args.join(" ")), "[ID]")
+            .to_string(),
+    );
+    settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ID]");
+    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8}\b", "[SHORT]");
+    settings.add_filter(r"cp_[0-9A-Za-z]+", "cp_[ID]");
+    settings.add_filter(r"\b[0-9a-f]{40}\b", "[OID]");
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+#[test]
+fn tree_explain_and_dry_run_as_users_see_them() {
+    let s = super::lifecycle::setup();
+    let (doc, code, id) = super::lifecycle::use_plan(&s, "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    let st = store(&s.env);
+    let keys = by_key(&st, &id.parse().unwrap());
+    let extend = keys["extend"].decision_id.to_string();
+    drop(st);
+    for format in ["plain", "json"] {
+        snap(
+            &format!("plan_tree_{format}"),
+            &s.env,
+            &["--format", format, "plan", "tree", &id],
+        );
+        snap(
+            &format!("plan_explain_{format}"),
+            &s.env,
+            &["--format", format, "plan", "explain", &extend],
+        );
+        snap(
+            &format!("plan_correct_dry_run_{format}"),
+            &s.env,
+            &[
+                "--format",
+                format,
+                "plan",
+                "correct",
+                "--mode",
+                "revert",
+                "-g",
+                "append two lines",
+                "--dry-run",
+                &extend,
+            ],
+        );
+    }
+}
+
+/// `conflicting` is declared independent of `stamp` but appends to the file `stamp` writes.
+const CONFLICTING: &str = r#"name: local/notes
+description: A replay that conflicts for {{ version }}
+definition-of-done: x.txt exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: stamp
+    run: date +%s%N > x.txt
+  - name: other
+    depends-on: []
+    run: printf 'other\n' > y.txt
+  - name: conflicting
+    depends-on: []
+    run: printf 'tail\n' >> x.txt
+"#;
+
+fn use_trusted(s: &Setup) -> (String, Id) {
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--arg",
+        "version=1",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "{doc:#}");
+    let id = plan_id(&doc);
+    let pid = id.parse().unwrap();
+    (id, pid)
+}
+
+#[test]
+fn a_replay_that_conflicts_with_the_corrected_work_makes_that_step_rerun() {
+    let s = setup_with(CONFLICTING);
+    let (_id, pid) = use_trusted(&s);
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    let stamp = before["stamp"].decision_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "again",
+        "--dry-run",
+        &stamp,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let conflicting = before["conflicting"].decision_id.to_string();
+    assert_eq!(
+        doc["data"]["affected"]["steps_may_rerun"],
+        json!([conflicting])
+    );
+    assert_eq!(
+        doc["data"]["affected"]["steps_replayed"],
+        json!([before["other"].decision_id.to_string(), conflicting])
+    );
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &stamp,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        doc["data"]["result"]["steps_replayed"],
+        json!([before["other"].decision_id.to_string()])
+    );
+    assert!(
+        doc["data"]["result"]["replay_conflicts"][&conflicting]["paths"]
+            .to_string()
+            .contains("x.txt"),
+        "{doc:#}"
+    );
+    let st = store(&s.env);
+    let per_step = tool_calls_per_step(&st, &pid);
+    assert_eq!(
+        per_step[&before["conflicting"].decision_id], 1,
+        "re-ran after the conflict"
+    );
+    assert_eq!(per_step[&before["other"].decision_id], 0, "replayed");
+    let x = std::fs::read_to_string(work_dir(&st, &pid).join("x.txt")).unwrap();
+    let lines: Vec<&str> = x.lines().collect();
+    assert_eq!(lines.len(), 2, "{x}");
+    assert_eq!(lines[1], "tail");
+}
+
+#[test]
+fn correcting_the_root_prompt_redoes_everything_and_an_invariant_can_be_removed() {
+    let (s, id, pid) = offline_plan();
+    let st = store(&s.env);
+    let root = st.plan(&pid).unwrap().unwrap().decision_root_id.unwrap();
+    let calls = st.tool_calls(&pid).unwrap().len();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "all files in docs/",
+        "--yes",
+        &root.to_string(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["result"]["steps_replayed"], json!([]));
+    assert_eq!(
+        doc["data"]["result"]["steps_rerun"]
+            .as_array()
+            .unwrap()
+            .len(),
+        8
+    );
+    let st = store(&s.env);
+    assert_eq!(
+        st.tool_calls(&pid).unwrap().len(),
+        calls + 8,
+        "every step re-ran"
+    );
+    let plan = st.plan(&pid).unwrap().unwrap();
+    let new_root = st
+        .decision(&plan.decision_root_id.unwrap())
+        .unwrap()
+        .unwrap();
+    assert_ne!(new_root.decision_id, root);
+    assert!(
+        new_root
+            .chosen_option
+            .ends_with("Correction: all files in docs/")
+    );
+    let inv = st
+        .decisions(&pid)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.is_current() && d.decision_type.as_str() == "invariant_enforced")
+        .unwrap();
+    assert_eq!(inv.parent_decision_id, Some(new_root.decision_id));
+    drop(st);
+    // Correcting the invariant stops enforcing it for this plan.
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "not for this plan",
+        "--yes",
+        &inv.decision_id.to_string(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["attempt"], 3);
+    let (doc, code) = s.env.json(&["plan", "tree", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["summary"]["invariants"], 0);
+    assert!(
+        doc["data"]
+            .to_string()
+            .contains("Do not enforce the invariant"),
+        "{doc:#}"
+    );
+    let (doc, _) = s.env.json(&["plan", "tree", "--show-superseded", &id]);
+    assert!(
+        doc["data"]["summary"]["superseded"].as_u64().unwrap() >= 10,
+        "{doc:#}"
+    );
+    assert!(
+        doc["data"]
+            .to_string()
+            .contains("Keep the public API stable")
+    );
+}
+
+#[test]
+fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decision() {
+    let (s, id, pid) = offline_plan();
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    let s5 = before["s5"].decision_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "append",
+        "-g",
+        "also write h.txt",
+        "--yes",
+        &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let child = doc["data"]["child_plan_id"].as_str().unwrap().to_string();
+    let root = doc["data"]["new_decision_id"].as_str().unwrap().to_string();
+    // The offline executor cannot carry out free-text guidance, and says so.
+    assert!(
+        doc["messages"].to_string().contains("NOT_SUPPORTED"),
+        "{doc:#}"
+    );
+    let st = store(&s.env);
+    let cid: Id = child.parse().unwrap();
+    let c = st.plan(&cid).unwrap().unwrap();
+    assert_eq!(c.parent_plan_id, Some(pid));
+    assert_eq!(c.root_plan_id, Some(pid));
+    // History is intact: nothing of the parent is superseded.
+    assert_eq!(by_key(&st, &pid).len(), 8);
+    assert!(
+        st.decision(&before["s5"].decision_id)
+            .unwrap()
+            .unwrap()
+            .is_current()
+    );
+    // The child's Strategize kept the root its parent gave it.
+    let croot = st.decision(&root.parse().unwrap()).unwrap().unwrap();
+    assert!(croot.is_current() && croot.is_correction);
+    assert_eq!(croot.corrects_decision_id, Some(before["s5"].decision_id));
+    assert_eq!(c.decision_root_id, Some(croot.decision_id));
+    // Based on the project as it is now: the applied commit.
+    let head = String::from_utf8(
+        std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&s.repo)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        st.plan_bases(&cid).unwrap()[0].base_commit.as_deref(),
+        Some(head.trim())
+    );
+    drop(st);
+    // The tree shows the child under s5, and s5's impact now reaches it.
+    let (doc, code) = s.env.json(&["plan", "tree", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let root_node = &doc["data"]["children"][0];
+    let s5_node = root_node["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == s5.as_str())
+        .unwrap();
+    assert_eq!(s5_node["children"][0]["kind"], "plan");
+    assert_eq!(s5_node["children"][0]["id"], child.as_str());
+    let (doc, code) = s.env.json(&["plan", "explain", &s5]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["impact"]["child_plans"], json!([child]));
+}
+
+#[test]
+fn correcting_before_execute_redecides_and_the_new_decision_is_what_runs() {
+    let s = super::lifecycle::setup();
+    let (doc, code, id) = super::lifecycle::use_plan(&s, "manual");
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "stops at the execute gate: {doc:#}");
+    let pid: Id = id.parse().unwrap();
+    let st = store(&s.env);
+    let before = by_key(&st, &pid);
+    let extend = before["extend"].decision_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "two lines",
+        "--yes",
+        &extend,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["attempt"], 2);
+    assert_eq!(
+        (doc["data"]["phase"].as_str(), doc["data"]["state"].as_str()),
+        (Some("strategize"), Some("complete"))
+    );
+    assert_eq!(
+        doc["data"]["stopped"]["approval"]["context"]["gate"], "execute",
+        "{doc:#}"
+    );
+    assert_eq!(doc["data"]["attempt_status"], "completed");
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "runs Execute, stops at the apply gate: {doc:#}");
+    let st = store(&s.env);
+    let after = by_key(&st, &pid);
+    let steps: Vec<Id> = st
+        .plan_steps(&pid)
+        .unwrap()
+        .iter()
+        .map(|s| s.decision_id)
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            after["write"].decision_id,
+            after["extend"].decision_id,
+            after["readme"].decision_id
+        ]
+    );
+    assert_ne!(after["extend"].decision_id, before["extend"].decision_id);
+    assert_eq!(after["write"].decision_id, before["write"].decision_id);
+}
