@@ -139,6 +139,18 @@ fn check_op(plan: &Plan, op: Op) -> Result<(), RunError> {
             vec![format!("agents plan status {id}")],
         ));
     }
+    if let (Op::Apply { .. }, Some(parent)) = (op, plan.parent_plan_id) {
+        return Err(wrong_state(
+            plan,
+            format!(
+                "plan {id} is a child plan of {parent}; its results merge into its parent's sandbox, and the parent is applied instead"
+            ),
+            vec![
+                format!("agents plan status {parent}"),
+                format!("agents plan apply {parent}"),
+            ],
+        ));
+    }
     match (op, plan.phase()) {
         (Op::Execute, Phase::Apply | Phase::Applied) => Err(wrong_state(
             plan,
@@ -180,7 +192,16 @@ fn check_op(plan: &Plan, op: Op) -> Result<(), RunError> {
     }
 }
 
-fn stop(engine: &mut Engine, plan: &mut Plan, cause: StopCause) -> Result<Stopped, RunError> {
+/// Records why a run stopped: a requested cancellation cancels the plan; Ctrl-C re-queues it
+/// with reason `interrupted`.
+///
+/// # Errors
+/// [`RunError`].
+pub(crate) fn stop(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    cause: StopCause,
+) -> Result<Stopped, RunError> {
     match cause {
         StopCause::Cancel => {
             let reason = engine.store().plan_cancel_reason(&plan.plan_id)?;
@@ -315,6 +336,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                     resolve_gate(engine, &mut plan, Gate::Execute)?;
                     match execute::run(engine, &mut plan)? {
                         execute::Ended::Complete | execute::Ended::Stopped => continue,
+                        execute::Ended::AwaitingApproval(approvals) => {
+                            break Stopped::Decisions { approvals };
+                        }
                         execute::Ended::Errored { code, message } => {
                             break Stopped::Errored { code, message };
                         }
@@ -346,6 +370,16 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 };
             }
             (Phase::Execute, ProcessingState::Queued | ProcessingState::Errored) => {
+                // A spawn waits for `plan decide APR --option spawn|skip`.
+                let spawns: Vec<Approval> = engine
+                    .store()
+                    .pending_approvals(Some(plan_id))?
+                    .into_iter()
+                    .filter(|a| a.kind == ApprovalKind::ChildSpawn)
+                    .collect();
+                if !spawns.is_empty() {
+                    break Stopped::Decisions { approvals: spawns };
+                }
                 if plan.state() == ProcessingState::Errored && !explicit {
                     break Stopped::Errored {
                         code: plan.error_code.clone().unwrap_or_default(),
@@ -355,6 +389,9 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 explicit = false;
                 match execute::run(engine, &mut plan)? {
                     execute::Ended::Complete | execute::Ended::Stopped => continue,
+                    execute::Ended::AwaitingApproval(approvals) => {
+                        break Stopped::Decisions { approvals };
+                    }
                     execute::Ended::Errored { code, message } => {
                         break Stopped::Errored { code, message };
                     }
@@ -466,6 +503,11 @@ pub fn cancel(
                 )?;
             }
             drop(guard);
+            super::children::cancel_children(
+                engine,
+                plan_id,
+                reason.unwrap_or("cancelled by the user"),
+            )?;
             Ok(plan)
         }
         Err(lease::LeaseError::Held { .. }) => {

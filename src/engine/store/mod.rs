@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod actors;
 pub mod approvals;
+pub mod children;
 pub(crate) mod codec;
 pub mod decisions;
 pub mod invariants;
@@ -37,6 +38,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/004_actors.sql"),
     include_str!("migrations/005_lifecycle.sql"),
     include_str!("migrations/006_lifecycle_run.sql"),
+    include_str!("migrations/008_child_plans.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
