@@ -88,11 +88,14 @@ pub fn build(
         // (the executable step, at the position of the group's first member) with one
         // `subplan_spawn` decision per member under it; dependencies on a member are
         // dependencies on its group.
-        let group_of = |name: &str| -> Option<&str> {
+        // A group's key is `parallel:LABEL`, so a group may share its label with a step name.
+        let group_key = |label: &str| format!("parallel:{label}");
+        let group_of = |name: &str| -> Option<String> {
             steps
                 .iter()
                 .find(|s| s.name == name)
                 .and_then(|s| s.parallel_group.as_deref())
+                .map(group_key)
         };
         let deps_of = |i: usize| -> Vec<String> {
             let raw = match &steps[i].depends_on {
@@ -102,8 +105,10 @@ pub fn build(
             };
             let mut out: Vec<String> = Vec::new();
             for d in raw {
-                let key = group_of(&d).map(str::to_string).unwrap_or(d);
-                if Some(key.as_str()) != steps[i].parallel_group.as_deref() && !out.contains(&key) {
+                let key = group_of(&d).unwrap_or(d);
+                if Some(key.clone()) != steps[i].parallel_group.as_deref().map(group_key)
+                    && !out.contains(&key)
+                {
                     out.push(key);
                 }
             }
@@ -139,7 +144,7 @@ pub fn build(
                             .join(", ")
                     );
                     drafts.push(DecisionDraft {
-                        key: group.to_string(),
+                        key: group_key(group),
                         decision_type: "subplan_parallel_spawn".into(),
                         question: format!("Parallel group {group} of the script"),
                         chosen_option: what.clone(),
@@ -168,7 +173,7 @@ pub fn build(
                     rationale: format!(
                         "the action's script lists this step in parallel group {group}"
                     ),
-                    parent: Some(group.to_string()),
+                    parent: Some(group_key(group)),
                     depends_on: Vec::new(),
                     step: None,
                 });
@@ -312,7 +317,7 @@ mod tests {
             keys,
             [
                 ("prep", "implementation_choice"),
-                ("both", "subplan_parallel_spawn"),
+                ("parallel:both", "subplan_parallel_spawn"),
                 ("a", "subplan_spawn"),
                 ("b", "subplan_spawn"),
                 ("after", "implementation_choice"),
@@ -322,10 +327,10 @@ mod tests {
         assert_eq!(c.drafts[1].depends_on, ["prep"]);
         assert!(c.drafts[1].step.is_some(), "the group is the executable step");
         assert!(c.drafts[2].step.is_none() && c.drafts[3].step.is_none());
-        assert_eq!(c.drafts[2].parent.as_deref(), Some("both"));
+        assert_eq!(c.drafts[2].parent.as_deref(), Some("parallel:both"));
         assert_eq!(
             c.drafts[4].depends_on,
-            ["both"],
+            ["parallel:both"],
             "a step after a member depends on its group"
         );
         assert_eq!(c.drafts[5].depends_on, ["after"]);

@@ -1008,15 +1008,6 @@ fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(
             template::check_json_renders(&Value::Object(sp.args.clone()), samples)
                 .map_err(|(p, e)| (format!("{f}.spawn.args{p}"), "args", e.to_string()))?;
         }
-        if let Some(g) = &s.parallel_group
-            && script.iter().any(|o| &o.name == g)
-        {
-            return Err((
-                format!("{f}.parallel-group"),
-                "parallel-group",
-                format!("parallel group `{g}` has the name of a step; give the group its own name"),
-            ));
-        }
         if s.parallel_group.is_some() && s.spawn.is_none() {
             return Err((
                 format!("{f}.parallel-group"),

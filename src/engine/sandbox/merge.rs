@@ -4,8 +4,8 @@
 //! "theirs" is the child's final state.
 //!
 //! The child's private repository borrows the parent's objects, not the other way round, so
-//! the merge reads the child's objects through an in-memory alternate and copies the blobs the
-//! merged tree needs into the parent's repository before checking the merged tree out. Nothing
+//! the merge reads the child's objects through an in-memory alternate and copies the objects
+//! the merged tree needs into the parent's repository before checking the merged tree out. Nothing
 //! in the parent's sandbox changes when the merge conflicts.
 
 use git2::{Oid, Repository, build::CheckoutBuilder};
@@ -118,7 +118,8 @@ pub fn merge_child(
     if merged == ours {
         return Ok(Merged::Unchanged);
     }
-    // Copy the blobs the merged tree needs that only the child's repository holds.
+    // Copy the objects the merged tree needs that only the child's repository holds (libgit2
+    // does not write an object that any backend, alternates included, already has).
     let own = parent.repo()?;
     let own_odb = own
         .odb()
@@ -128,10 +129,17 @@ pub fn merge_child(
         .map_err(SandboxError::git("opening the objects"))?;
     let tree = with_child
         .find_tree(merged)
-        .map_err(SandboxError::git("reading the merged tree"))?;
+        .map_err(SandboxError::git("reading the merged tree (with the child's objects)"))?;
     let mut missing = Vec::new();
+    if !own_odb.exists(merged) {
+        missing.push(merged);
+    }
     tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
-        if entry.kind() == Some(git2::ObjectType::Blob) && !own_odb.exists(entry.id()) {
+        let wanted = matches!(
+            entry.kind(),
+            Some(git2::ObjectType::Blob | git2::ObjectType::Tree)
+        );
+        if wanted && !own_odb.exists(entry.id()) {
             missing.push(entry.id());
         }
         git2::TreeWalkResult::Ok
@@ -140,10 +148,10 @@ pub fn merge_child(
     for id in missing {
         let obj = all_odb
             .read(id)
-            .map_err(SandboxError::git("reading a child's blob"))?;
+            .map_err(SandboxError::git("reading a child's object"))?;
         own_odb
             .write(obj.kind(), obj.data())
-            .map_err(SandboxError::git("copying a child's blob"))?;
+            .map_err(SandboxError::git("copying a child's object"))?;
     }
     let files = changed_paths(&with_child, ours, merged)?;
     let mut checkout = CheckoutBuilder::new();
