@@ -77,9 +77,7 @@ pub fn approval_item(approval: &Approval) -> view::ApprovalItem {
             ApprovalKind::ChildSpawn => view::ApprovalKind::ChildSpawn,
             ApprovalKind::TransientFailure => view::ApprovalKind::TransientFailure,
             // A merge conflict is answered like an errored plan (retry or cancel).
-            ApprovalKind::Errored | ApprovalKind::ErrorRecovery => {
-                view::ApprovalKind::ErroredPlan
-            }
+            ApprovalKind::Errored | ApprovalKind::ErrorRecovery => view::ApprovalKind::ErroredPlan,
         },
         summary: approval.summary.clone(),
         options: approval.options.clone(),

@@ -460,9 +460,11 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
     )
     .with(Element::Table {
         title: "Plans".into(),
-        columns: ["ID", "Phase", "State", "Action", "Project", "Parent", "Created"]
-            .map(Column::left)
-            .into(),
+        columns: [
+            "ID", "Phase", "State", "Action", "Project", "Parent", "Created",
+        ]
+        .map(Column::left)
+        .into(),
         rows: plans
             .iter()
             .zip(view::short_ids(
@@ -694,7 +696,10 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                             .unwrap_or_default()
                             .into(),
                         l.status.as_str().into(),
-                        l.parallel_group.clone().unwrap_or_else(|| "-".into()).into(),
+                        l.parallel_group
+                            .clone()
+                            .unwrap_or_else(|| "-".into())
+                            .into(),
                     ]
                 })
                 .collect(),

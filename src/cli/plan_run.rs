@@ -162,13 +162,10 @@ pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<Engin
         guard: Guard::new(),
     };
     let max_children = ctx.config()?.max_parallel_children();
-    Ok(Engine::new(
-        store,
-        ctx.paths.clone(),
-        providers,
-        Box::new(observer),
-    )?
-    .with_max_parallel_children(max_children))
+    Ok(
+        Engine::new(store, ctx.paths.clone(), providers, Box::new(observer))?
+            .with_max_parallel_children(max_children),
+    )
 }
 
 fn resolve_plan(engine: &Engine, input: &str) -> Result<Id, CliError> {
@@ -239,6 +236,21 @@ pub(crate) fn driven_report(
                 approval.approval_id, approval.summary
             ),
         )),
+        Stopped::Decisions { approvals }
+            if approvals
+                .iter()
+                .all(|a| a.kind == crate::engine::domain::approval::ApprovalKind::ChildSpawn) =>
+        {
+            Err(needs(
+                approvals,
+                format!(
+                    "plan {id} waits for approval to spawn {} child plan{}: {}",
+                    approvals.len(),
+                    if approvals.len() == 1 { "" } else { "s" },
+                    approvals[0].summary
+                ),
+            ))
+        }
         Stopped::Decisions { approvals } => Err(needs(
             approvals,
             format!(

@@ -290,9 +290,10 @@ impl Config {
     /// How many children of one `subplan_parallel_spawn` group run at once
     /// (`max-parallel-children`, default 2).
     pub fn max_parallel_children(&self) -> usize {
-        self.file
-            .max_parallel_children
-            .map_or(crate::engine::lifecycle::DEFAULT_MAX_PARALLEL_CHILDREN, |n| n as usize)
+        self.file.max_parallel_children.map_or(
+            crate::engine::lifecycle::DEFAULT_MAX_PARALLEL_CHILDREN,
+            |n| n as usize,
+        )
     }
 
     /// All providers: the built-ins merged with the file's tables, sorted by name.

@@ -3,6 +3,7 @@
 //! cancellation.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -179,7 +180,10 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
     for k in &kids {
         assert_eq!(k["status"], "merged", "{k:#}");
         assert_eq!(k["action"], "local/add-file");
-        assert_eq!((k["phase"].as_str(), k["state"].as_str()), (Some("execute"), Some("complete")));
+        assert_eq!(
+            (k["phase"].as_str(), k["state"].as_str()),
+            (Some("execute"), Some("complete"))
+        );
         assert!(k["parallel_group"].is_null());
     }
     // Each child is a full plan: parent and root ids, its own decisions, the parent's
@@ -228,10 +232,15 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
         assert_eq!(spawn.decision_type.as_str(), "subplan_spawn");
         assert_eq!(spawn.plan_id, parent_id);
         // A child is never applied by itself.
-        let (doc, code) = s.env.json(&["plan", "apply", "--yes", &child_id.to_string()]);
+        let (doc, code) = s
+            .env
+            .json(&["plan", "apply", "--yes", &child_id.to_string()]);
         assert_ne!(code, 0, "{doc:#}");
         assert!(
-            doc["error"]["message"].as_str().unwrap().contains("child plan"),
+            doc["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("child plan"),
             "{doc:#}"
         );
     }
@@ -246,7 +255,12 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
     assert_eq!(with_parent, 2);
     // Events on the parent: spawned, started, finished, merged per child.
     let kinds = event_kinds(&s.env, &id);
-    for kind in ["child_spawned", "child_started", "child_finished", "child_merged"] {
+    for kind in [
+        "child_spawned",
+        "child_started",
+        "child_finished",
+        "child_merged",
+    ] {
         assert_eq!(
             kinds.iter().filter(|k| **k == kind).count(),
             2,
@@ -267,4 +281,428 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
     files.sort();
     assert_eq!(files, ["A.md", "ALL.md", "B.md", "PREP.md"]);
     assert_eq!(repo_file(&s.repo, "B.md").as_deref(), Some("beta\n"));
+}
+
+fn status(env: &Env, plan: &str) -> Value {
+    ok(env, &["plan", "status", plan])["data"].clone()
+}
+
+const CHAIN: &str = r#"name: local/chain
+description: Three children in a row; the second fails
+definition-of-done: the chain stops at the failure
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: first
+    spawn:
+      action: local/add-file
+      args: {file: A.md, text: alpha}
+  - name: second
+    spawn:
+      action: local/add-file
+      args: {file: B.md, text: beta, before: "exit 3"}
+  - name: third
+    spawn:
+      action: local/add-file
+      args: {file: C.md, text: gamma}
+"#;
+
+#[test]
+fn in_a_sequential_chain_a_failing_child_stops_the_later_spawns() {
+    let s = setup(&[ADD_FILE, CHAIN]);
+    let (doc, code, id) = use_plan(&s, "local/chain", "trusted");
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "PLAN_ERRORED", "{doc:#}");
+    let st = status(&s.env, &id);
+    assert_eq!(
+        (st["phase"].as_str(), st["state"].as_str()),
+        (Some("execute"), Some("errored"))
+    );
+    assert_eq!(st["error_code"], "CHILD_FAILED");
+    let kids = st["children"].as_array().unwrap();
+    assert_eq!(kids.len(), 2, "the third spawn never ran: {kids:#?}");
+    assert_eq!(kids[0]["status"], "merged");
+    assert_eq!(kids[1]["status"], "failed");
+    assert_eq!(kids[1]["state"], "errored");
+    let message = st["error_message"].as_str().unwrap();
+    assert!(
+        message.contains(kids[1]["plan_id"].as_str().unwrap()) && message.contains("exit 3"),
+        "the error names the failed child and why: {message}"
+    );
+    assert_eq!(
+        sandbox_file(&s.env, &id, "A.md").as_deref(),
+        Some("alpha\n")
+    );
+    assert_eq!(sandbox_file(&s.env, &id, "C.md"), None);
+}
+
+/// Two children that each wait for a file the other creates: they can only both succeed when
+/// they run at the same time. The flag directory is outside every sandbox and writable through
+/// the actions' `sandbox.writable-paths`.
+fn rendezvous_actions(flags: &Path) -> (String, String) {
+    let dir = flags.display();
+    let waiter = |name: &str, mine: &str, other: &str| {
+        format!(
+            r#"name: local/{name}
+description: Meet the other child
+definition-of-done: both children ran at once
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+reusable: true
+arguments:
+  - name: tries
+    type: integer
+    default: 300
+sandbox:
+  writable-paths: ["{dir}"]
+script:
+  - name: meet
+    run: "printf here > {dir}/{mine}; i=0; while [ ! -f {dir}/{other} ]; do i=$((i+1)); if [ $i -gt {{{{ tries }}}} ]; then echo 'the other child never ran' >&2; exit 7; fi; sleep 0.1; done"
+  - name: write
+    run: printf 'met\n' > {name}.md
+"#
+        )
+    };
+    (
+        waiter("left", "left.flag", "right.flag"),
+        waiter("right", "right.flag", "left.flag"),
+    )
+}
+
+fn rendezvous_parent(tries: u32) -> String {
+    format!(
+        r#"name: local/meet
+description: Two children in one parallel group
+definition-of-done: both met
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+reusable: true
+script:
+  - name: left
+    parallel-group: both
+    spawn:
+      action: local/left
+      args: {{tries: {tries}}}
+  - name: right
+    parallel-group: both
+    spawn:
+      action: local/right
+      args: {{tries: {tries}}}
+  - name: after
+    run: cat left.md right.md > BOTH.md
+"#
+    )
+}
+
+#[test]
+fn children_of_one_parallel_group_run_at_the_same_time_up_to_max_parallel_children() {
+    let flags = tempfile::tempdir().unwrap();
+    let (left, right) = rendezvous_actions(flags.path());
+    // 30 s guard: 300 tries of 0.1 s.
+    let s = setup(&[&left, &right, &rendezvous_parent(300)]);
+    let (doc, code, id) = use_plan(&s, "local/meet", "trusted");
+    assert_eq!(
+        code, 3,
+        "both children met and the plan reached the apply gate: {doc:#}"
+    );
+    assert_eq!(
+        sandbox_file(&s.env, &id, "BOTH.md").as_deref(),
+        Some("met\nmet\n")
+    );
+    let kids = children(&s.env, &id);
+    assert_eq!(kids.len(), 2);
+    assert!(
+        kids.iter()
+            .all(|k| k["status"] == "merged" && k["parallel_group"] == "both"),
+        "{kids:#?}"
+    );
+    let st = store(&s.env);
+    let group = st
+        .decisions(&id.parse().unwrap())
+        .unwrap()
+        .into_iter()
+        .find(|d| d.decision_type.as_str() == "subplan_parallel_spawn")
+        .expect("the group is a subplan_parallel_spawn decision");
+    for k in &kids {
+        let spawn = st
+            .decision(&k["spawn_decision_id"].as_str().unwrap().parse().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(spawn.decision_type.as_str(), "subplan_spawn");
+        assert_eq!(spawn.parent_decision_id, Some(group.decision_id));
+    }
+
+    // With max-parallel-children = 1 the same group cannot meet (short guard: 2 s).
+    for f in ["left.flag", "right.flag"] {
+        let _ = std::fs::remove_file(flags.path().join(f));
+    }
+    ok(&s.env, &["config", "set", "max-parallel-children", "1"]);
+    let file = s.env.root().join("meet-short.yaml");
+    std::fs::write(
+        &file,
+        rendezvous_parent(20).replace("local/meet", "local/meet-short"),
+    )
+    .unwrap();
+    ok(
+        &s.env,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
+    let (doc, code, id) = use_plan(&s, "local/meet-short", "trusted");
+    assert_ne!(code, 0, "{doc:#}");
+    let st = status(&s.env, &id);
+    assert_eq!(st["error_code"], "CHILD_FAILED", "{st:#}");
+    let kids = st["children"].as_array().unwrap();
+    assert_eq!(kids.len(), 2);
+    assert_eq!(
+        kids[0]["status"], "failed",
+        "the first child waited alone: {kids:#?}"
+    );
+}
+
+#[test]
+fn a_failing_child_of_a_parallel_group_does_not_stop_its_siblings_and_nothing_is_merged() {
+    let parent = r#"name: local/pair
+description: One child fails at once, its sibling takes a second
+definition-of-done: the sibling finished
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: bad
+    parallel-group: pair
+    spawn:
+      action: local/add-file
+      args: {file: BAD.md, text: bad, before: "exit 3"}
+  - name: good
+    parallel-group: pair
+    spawn:
+      action: local/add-file
+      args: {file: GOOD.md, text: good, before: "sleep 1"}
+"#;
+    let s = setup(&[ADD_FILE, parent]);
+    let (doc, code, id) = use_plan(&s, "local/pair", "trusted");
+    assert_ne!(code, 0, "{doc:#}");
+    let st = status(&s.env, &id);
+    assert_eq!(st["error_code"], "CHILD_FAILED");
+    assert!(
+        st["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("1 of 2 child plans did not succeed"),
+        "{st:#}"
+    );
+    let kids = st["children"].as_array().unwrap();
+    assert_eq!(kids[0]["status"], "failed");
+    assert_eq!(
+        kids[1]["status"], "succeeded",
+        "the sibling ran to its end: {kids:#?}"
+    );
+    assert_eq!(
+        (kids[1]["phase"].as_str(), kids[1]["state"].as_str()),
+        (Some("execute"), Some("complete"))
+    );
+    assert_eq!(
+        sandbox_file(&s.env, kids[1]["plan_id"].as_str().unwrap(), "GOOD.md").as_deref(),
+        Some("good\n"),
+        "the sibling's work is in its own sandbox"
+    );
+    assert_eq!(
+        sandbox_file(&s.env, &id, "GOOD.md"),
+        None,
+        "nothing was merged"
+    );
+}
+
+#[test]
+fn children_whose_results_conflict_raise_an_error_recovery_approval_naming_the_paths() {
+    let parent = r#"name: local/clash
+description: Two children write the same file differently
+definition-of-done: never
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: one
+    parallel-group: clash
+    spawn:
+      action: local/add-file
+      args: {file: SAME.md, text: one}
+  - name: two
+    parallel-group: clash
+    spawn:
+      action: local/add-file
+      args: {file: SAME.md, text: two}
+"#;
+    let s = setup(&[ADD_FILE, parent]);
+    let (doc, code, id) = use_plan(&s, "local/clash", "trusted");
+    assert_ne!(code, 0, "{doc:#}");
+    let st = status(&s.env, &id);
+    assert_eq!(st["error_code"], "MERGE_CONFLICT", "{st:#}");
+    let message = st["error_message"].as_str().unwrap();
+    assert!(message.contains("SAME.md"), "{message}");
+    let kids = st["children"].as_array().unwrap();
+    assert_eq!(kids[0]["status"], "merged");
+    assert_eq!(kids[1]["status"], "conflict");
+    assert!(
+        message.contains(kids[1]["plan_id"].as_str().unwrap()),
+        "{message}"
+    );
+    let pending = st["pending_approvals"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{pending:#?}");
+    assert_eq!(pending[0]["kind"], "error_recovery");
+    assert_eq!(
+        pending[0]["options"],
+        serde_json::json!(["retry", "cancel"])
+    );
+    let apr = pending[0]["approval_id"].as_str().unwrap();
+    let (doc, code) = s.env.json(&["plan", "decide", apr, "--option", "cancel"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(status(&s.env, &id)["state"], "cancelled");
+}
+
+#[test]
+fn without_auto_child_plans_each_spawn_waits_for_a_child_spawn_approval() {
+    let parent = r#"name: local/ask
+description: Two spawns under supervision
+definition-of-done: the approved child's file exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: first
+    spawn:
+      action: local/add-file
+      args: {file: A.md, text: alpha}
+  - name: second
+    spawn:
+      action: local/add-file
+      args: {file: B.md, text: beta}
+"#;
+    let s = setup(&[ADD_FILE, parent]);
+    let (doc, code, id) = use_plan(&s, "local/ask", "supervised");
+    assert_eq!(code, 3, "the execute gate: {doc:#}");
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+    let first = &doc["data"]["approval"];
+    assert_eq!(first["kind"], "child_spawn", "{doc:#}");
+    assert_eq!(first["options"], serde_json::json!(["spawn", "skip"]));
+    assert_eq!(first["context"]["action"], "local/add-file");
+    assert!(
+        children(&s.env, &id).is_empty(),
+        "nothing spawned before the answer"
+    );
+    let st = status(&s.env, &id);
+    assert_eq!(
+        (st["phase"].as_str(), st["state"].as_str()),
+        (Some("execute"), Some("queued"))
+    );
+    // `plan execute` again does not spawn around the pending approval.
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert!(children(&s.env, &id).is_empty());
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "decide",
+        first["approval_id"].as_str().unwrap(),
+        "--option",
+        "spawn",
+    ]);
+    assert_eq!(code, 3, "the second spawn asks next: {doc:#}");
+    let second = &doc["data"]["approval"];
+    assert_eq!(second["kind"], "child_spawn");
+    assert_ne!(second["approval_id"], first["approval_id"]);
+    assert_eq!(children(&s.env, &id).len(), 1);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "decide",
+        second["approval_id"].as_str().unwrap(),
+        "--option",
+        "skip",
+    ]);
+    assert_eq!(code, 3, "the apply gate: {doc:#}");
+    assert_eq!(doc["data"]["approval"]["kind"], "phase_gate", "{doc:#}");
+    let kids = children(&s.env, &id);
+    assert_eq!(kids.len(), 1, "the skipped spawn made no child");
+    assert_eq!(kids[0]["status"], "merged");
+    assert_eq!(
+        sandbox_file(&s.env, &id, "A.md").as_deref(),
+        Some("alpha\n")
+    );
+    assert_eq!(sandbox_file(&s.env, &id, "B.md"), None);
+}
+
+#[test]
+fn cancelling_a_parent_cancels_its_running_children() {
+    let parent = r#"name: local/slow
+description: A child that takes long
+definition-of-done: never
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: slow
+    spawn:
+      action: local/add-file
+      args: {file: SLOW.md, text: slow, before: "sleep 60"}
+"#;
+    let s = setup(&[ADD_FILE, parent]);
+    let mut cmd = s.env.command(&[
+        "--format",
+        "json",
+        "plan",
+        "use",
+        "local/slow",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    let mut running = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the child runs its long step.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (parent_id, child_id) = loop {
+        assert!(Instant::now() < deadline, "the child never started");
+        let st = store(&s.env);
+        let found = st
+            .plans()
+            .unwrap()
+            .into_iter()
+            .find(|p| p.parent_plan_id.is_some());
+        if let Some(child) = found
+            && child.phase().as_str() == "execute"
+            && child.state().as_str() == "processing"
+        {
+            break (
+                child.parent_plan_id.unwrap().to_string(),
+                child.plan_id.to_string(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let started = Instant::now();
+    let (doc, code) = s.env.json(&["plan", "cancel", &parent_id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let p = status(&s.env, &parent_id);
+        let c = status(&s.env, &child_id);
+        if p["state"] == "cancelled" && c["state"] == "cancelled" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "parent {} / child {}",
+            p["state"],
+            c["state"]
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let _ = running.wait();
+    assert_eq!(children(&s.env, &parent_id)[0]["status"], "cancelled");
 }

@@ -307,9 +307,15 @@ pub fn answer(
                 },
             )?;
             effect = if spawn {
-                format!("the child plan of {} will be spawned", approval.context["action"].as_str().unwrap_or("?"))
+                format!(
+                    "the child plan of {} will be spawned",
+                    approval.context["action"].as_str().unwrap_or("?")
+                )
             } else {
-                format!("the spawn of {} is skipped", approval.context["action"].as_str().unwrap_or("?"))
+                format!(
+                    "the spawn of {} is skipped",
+                    approval.context["action"].as_str().unwrap_or("?")
+                )
             };
             resume = engine
                 .store()

@@ -139,7 +139,11 @@ pub fn build(
                         members.len(),
                         members
                             .iter()
-                            .map(|(_, s)| s.spawn.as_ref().map(|sp| sp.action.as_str()).unwrap_or("?"))
+                            .map(|(_, s)| s
+                                .spawn
+                                .as_ref()
+                                .map(|sp| sp.action.as_str())
+                                .unwrap_or("?"))
                             .collect::<Vec<_>>()
                             .join(", ")
                     );
@@ -325,7 +329,10 @@ mod tests {
             ]
         );
         assert_eq!(c.drafts[1].depends_on, ["prep"]);
-        assert!(c.drafts[1].step.is_some(), "the group is the executable step");
+        assert!(
+            c.drafts[1].step.is_some(),
+            "the group is the executable step"
+        );
         assert!(c.drafts[2].step.is_none() && c.drafts[3].step.is_none());
         assert_eq!(c.drafts[2].parent.as_deref(), Some("parallel:both"));
         assert_eq!(
@@ -334,8 +341,14 @@ mod tests {
             "a step after a member depends on its group"
         );
         assert_eq!(c.drafts[5].depends_on, ["after"]);
-        assert!(c.drafts[5].step.is_some(), "a spawn outside a group is its own step");
-        assert_eq!(c.script_steps[1].as_ref().unwrap()["members"], json!(["a", "b"]));
+        assert!(
+            c.drafts[5].step.is_some(),
+            "a spawn outside a group is its own step"
+        );
+        assert_eq!(
+            c.script_steps[1].as_ref().unwrap()["members"],
+            json!(["a", "b"])
+        );
     }
 
     #[test]

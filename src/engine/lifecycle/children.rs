@@ -44,9 +44,9 @@ use crate::engine::domain::{Id, Phase, Plan, ProcessingState};
 use crate::engine::events::{self, EventKind};
 use crate::engine::lease;
 use crate::engine::registry::plan_use::{self, ChildRequest};
+use crate::engine::sandbox::Sandboxes;
 use crate::engine::sandbox::checkpoint::{self, CheckpointRequest};
 use crate::engine::sandbox::merge::{self, Merged};
-use crate::engine::sandbox::Sandboxes;
 use crate::engine::store::children::{ChildLink, ChildStatus};
 use crate::engine::store::lifecycle_run::{BaseKind, PlanBase};
 use crate::engine::store::{Store, StoreError};
@@ -107,8 +107,7 @@ struct ChildObserver {
 
 impl Observer for ChildObserver {
     fn progress(&self, message: &str) {
-        self.parent
-            .progress(&format!("{}: {message}", self.label));
+        self.parent.progress(&format!("{}: {message}", self.label));
     }
     fn interrupted(&self) -> bool {
         self.parent.interrupted()
@@ -124,7 +123,12 @@ enum Outcome {
     Interrupted,
 }
 
-fn parent_event(store: &mut Store, parent: &Id, kind: EventKind, data: Value) -> Result<(), StoreError> {
+fn parent_event(
+    store: &mut Store,
+    parent: &Id,
+    kind: EventKind,
+    data: Value,
+) -> Result<(), StoreError> {
     let tx = store.conn_mut().transaction()?;
     events::append(&tx, Some(parent), kind, &data)?;
     tx.commit()?;
@@ -159,7 +163,10 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
                             message: format!(
                                 "its strategy waits for {} decision(s) ({}); answer them, run `agents plan execute {child_id}`, then run the parent again",
                                 a.len(),
-                                a.iter().map(|a| a.approval_id.as_str()).collect::<Vec<_>>().join(", ")
+                                a.iter()
+                                    .map(|a| a.approval_id.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             ),
                         };
                     }
@@ -267,9 +274,16 @@ pub(crate) fn run_step(
         }
     }
     spawns_in(engine, plan, &spawns, group.as_deref(), stop).map(|end| match end {
-        StepEnd::Failed { code, message, output } => StepEnd::Failed {
+        StepEnd::Failed {
             code,
-            message: format!("step {}: {message}", step.context_snapshot["key"].as_str().unwrap_or("spawn")),
+            message,
+            output,
+        } => StepEnd::Failed {
+            code,
+            message: format!(
+                "step {}: {message}",
+                step.context_snapshot["key"].as_str().unwrap_or("spawn")
+            ),
             output,
         },
         other => other,
@@ -312,12 +326,15 @@ pub(crate) fn spawns_in(
                             "Spawn a child plan of {} ({}){}",
                             s.action,
                             s.key,
-                            group.map(|g| format!(" in parallel group {g}")).unwrap_or_default()
+                            group
+                                .map(|g| format!(" in parallel group {g}"))
+                                .unwrap_or_default()
                         ),
                         String::new(),
                         Timestamp::now(),
                     );
-                    a.answer_command = format!("agents plan decide {} --option spawn", a.approval_id);
+                    a.answer_command =
+                        format!("agents plan decide {} --option spawn", a.approval_id);
                     a.options = vec!["spawn".into(), "skip".into()];
                     a.context = json!({
                         "decision_id": s.decision_id.to_string(),
@@ -358,7 +375,14 @@ pub(crate) fn spawns_in(
         &sandboxes,
         &plan_id,
         &CheckpointRequest {
-            step: Some(format!("spawn: {}", approved.iter().map(|s| s.key.as_str()).collect::<Vec<_>>().join(", "))),
+            step: Some(format!(
+                "spawn: {}",
+                approved
+                    .iter()
+                    .map(|s| s.key.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
             decision_id: approved.first().map(|s| s.decision_id.to_string()),
             label: "spawn".into(),
             reuse_if_unchanged: true,
@@ -375,7 +399,9 @@ pub(crate) fn spawns_in(
         }) else {
             continue;
         };
-        let base = bases.iter().find(|b| b.resource_name == sb.record.resource_name);
+        let base = bases
+            .iter()
+            .find(|b| b.resource_name == sb.record.resource_name);
         child_bases.push(PlanBase {
             resource_name: sb.record.resource_name.clone(),
             project_name: base.map(|b| b.project_name.clone()).unwrap_or_default(),
@@ -397,7 +423,10 @@ pub(crate) fn spawns_in(
     let seed = engine.seed();
     for old in engine.store().children_of(&plan_id)? {
         if ids.contains(&old.spawn_decision_id)
-            && matches!(old.status, ChildStatus::Pending | ChildStatus::Running | ChildStatus::Succeeded)
+            && matches!(
+                old.status,
+                ChildStatus::Pending | ChildStatus::Running | ChildStatus::Succeeded
+            )
         {
             let mut e = seed.open()?;
             if let Some(mut p) = e.store().plan(&old.child_plan_id)?
@@ -524,11 +553,17 @@ pub(crate) fn spawns_in(
         }
         // The parent watches for cancellation and Ctrl-C while its children run.
         loop {
-            if results.lock().expect("results lock").iter().all(Option::is_some) {
+            if results
+                .lock()
+                .expect("results lock")
+                .iter()
+                .all(Option::is_some)
+            {
                 return Ok(());
             }
             let cause = driver::stop_cause(engine, &plan_id)?;
-            if (cause.is_some() || stop.load(Ordering::SeqCst)) && !stop_all.load(Ordering::SeqCst) {
+            if (cause.is_some() || stop.load(Ordering::SeqCst)) && !stop_all.load(Ordering::SeqCst)
+            {
                 stop_all.store(true, Ordering::SeqCst);
                 stop_cause = cause.or(Some(driver::StopCause::Cancel));
                 if cause != Some(driver::StopCause::Interrupt) {
@@ -539,7 +574,10 @@ pub(crate) fn spawns_in(
                             child,
                             Some(&format!(
                                 "its parent {plan_id} was cancelled{}",
-                                reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+                                reason
+                                    .as_deref()
+                                    .map(|r| format!(": {r}"))
+                                    .unwrap_or_default()
                             )),
                         )?;
                     }
@@ -554,7 +592,11 @@ pub(crate) fn spawns_in(
         for (child, _) in &children {
             let mut e = seed.open()?;
             let mut p = e.plan(child)?;
-            if p.state() != ProcessingState::Cancelled && p.phase() == Phase::Strategize && p.state() == ProcessingState::Queued && stop_cause == Some(driver::StopCause::Cancel) {
+            if p.state() != ProcessingState::Cancelled
+                && p.phase() == Phase::Strategize
+                && p.state() == ProcessingState::Queued
+                && stop_cause == Some(driver::StopCause::Cancel)
+            {
                 lc_approvals::cancel_now(&mut e, &mut p, "its parent was cancelled")?;
             }
         }
@@ -587,7 +629,10 @@ pub(crate) fn spawns_in(
         .iter()
         .zip(&outcomes)
         .filter_map(|((id, s), o)| match o {
-            Outcome::Failed { code, message } => Some(format!("child plan {id} ({}) failed ({code}): {message}", s.action)),
+            Outcome::Failed { code, message } => Some(format!(
+                "child plan {id} ({}) failed ({code}): {message}",
+                s.action
+            )),
             Outcome::Cancelled => Some(format!("child plan {id} ({}) was cancelled", s.action)),
             _ => None,
         })
@@ -614,7 +659,9 @@ pub(crate) fn spawns_in(
         let link = engine.store().child_link(child)?;
         let mut merged = Map::new();
         for sb in sandboxes.active(engine.store(), &plan_id)? {
-            let Some(child_sb) = sandboxes.existing(engine.store(), child, &sb.record.resource_name)? else {
+            let Some(child_sb) =
+                sandboxes.existing(engine.store(), child, &sb.record.resource_name)?
+            else {
                 continue;
             };
             let ancestor = link
@@ -627,8 +674,18 @@ pub(crate) fn spawns_in(
             match merge::merge_child(&sb, &child_sb, ancestor, theirs)? {
                 Merged::Conflict { paths } => {
                     let detail = json!({"resource": sb.record.resource_name, "paths": paths});
-                    engine.store_mut().set_child_status(child, ChildStatus::Conflict, Some(&detail), true)?;
-                    parent_event(engine.store_mut(), &plan_id, EventKind::ChildMerged, json!({"child_plan_id": child.to_string(), "outcome": "conflict", "resource": sb.record.resource_name, "paths": paths}))?;
+                    engine.store_mut().set_child_status(
+                        child,
+                        ChildStatus::Conflict,
+                        Some(&detail),
+                        true,
+                    )?;
+                    parent_event(
+                        engine.store_mut(),
+                        &plan_id,
+                        EventKind::ChildMerged,
+                        json!({"child_plan_id": child.to_string(), "outcome": "conflict", "resource": sb.record.resource_name, "paths": paths}),
+                    )?;
                     engine.flush(&plan_id)?;
                     report[i]["status"] = json!("conflict");
                     report[i]["conflicts"] = json!(paths);
@@ -649,8 +706,15 @@ pub(crate) fn spawns_in(
             }
         }
         let detail = json!({"merged": merged});
-        engine.store_mut().set_child_status(child, ChildStatus::Merged, Some(&detail), true)?;
-        parent_event(engine.store_mut(), &plan_id, EventKind::ChildMerged, json!({"child_plan_id": child.to_string(), "outcome": "merged", "resources": merged}))?;
+        engine
+            .store_mut()
+            .set_child_status(child, ChildStatus::Merged, Some(&detail), true)?;
+        parent_event(
+            engine.store_mut(),
+            &plan_id,
+            EventKind::ChildMerged,
+            json!({"child_plan_id": child.to_string(), "outcome": "merged", "resources": merged}),
+        )?;
         report[i]["status"] = json!("merged");
         report[i]["merged"] = Value::Object(merged);
     }
@@ -681,7 +745,10 @@ pub(crate) fn cancel_children(engine: &Engine, parent: &Id, reason: &str) -> Res
             Some(&format!("its parent {parent} was cancelled: {reason}")),
             Duration::from_secs(5),
         );
-        if matches!(link.status, ChildStatus::Pending | ChildStatus::Running | ChildStatus::Succeeded) {
+        if matches!(
+            link.status,
+            ChildStatus::Pending | ChildStatus::Running | ChildStatus::Succeeded
+        ) {
             e.store_mut().set_child_status(
                 &link.child_plan_id,
                 ChildStatus::Cancelled,

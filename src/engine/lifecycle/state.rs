@@ -87,7 +87,10 @@ pub(crate) fn errored(
                 plan.phase()
             )
         } else if recovery {
-            format!("{}: merging a child plan's results conflicted: {message}", plan.phase())
+            format!(
+                "{}: merging a child plan's results conflicted: {message}",
+                plan.phase()
+            )
         } else {
             format!("{} errored: {message}", plan.phase())
         },

@@ -433,8 +433,15 @@ pub fn create_child(
         .collect();
     let bound = actions::bind_arguments(&action, &given)?;
     let actor = |field: &str, r: Option<&String>| -> Result<Option<String>, PlanUseError> {
-        r.map(|r| check_actor(store, providers, &format!("action {} {field}", action.name), r))
-            .transpose()
+        r.map(|r| {
+            check_actor(
+                store,
+                providers,
+                &format!("action {} {field}", action.name),
+                r,
+            )
+        })
+        .transpose()
     };
     let strategy = actor("strategy-actor", Some(&action.strategy_actor))?;
     let execution = actor("execution-actor", Some(&action.execution_actor))?;
@@ -456,7 +463,11 @@ pub fn create_child(
         .transpose()?;
     if let Some(g) = req.guidance.as_deref().filter(|g| !g.trim().is_empty()) {
         let base = description.unwrap_or_default();
-        description = Some(format!("{base}\n\nGuidance from the parent plan: {}", g.trim()).trim().to_string());
+        description = Some(
+            format!("{base}\n\nGuidance from the parent plan: {}", g.trim())
+                .trim()
+                .to_string(),
+        );
     }
     let dod = render("definition-of-done", &action.definition_of_done)?;
     let script = action

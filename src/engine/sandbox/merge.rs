@@ -127,9 +127,9 @@ pub fn merge_child(
     let all_odb = with_child
         .odb()
         .map_err(SandboxError::git("opening the objects"))?;
-    let tree = with_child
-        .find_tree(merged)
-        .map_err(SandboxError::git("reading the merged tree (with the child's objects)"))?;
+    let tree = with_child.find_tree(merged).map_err(SandboxError::git(
+        "reading the merged tree (with the child's objects)",
+    ))?;
     let mut missing = Vec::new();
     if !own_odb.exists(merged) {
         missing.push(merged);

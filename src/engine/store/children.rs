@@ -117,7 +117,9 @@ fn convert(r: Row) -> Result<ChildLink, StoreError> {
 /// [`StoreError::Sqlite`].
 pub(crate) fn insert_in(conn: &rusqlite::Connection, link: &ChildLink) -> Result<(), StoreError> {
     conn.execute(
-        &format!("INSERT INTO child_plans ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+        &format!(
+            "INSERT INTO child_plans ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        ),
         params![
             link.child_plan_id.to_string(),
             link.parent_plan_id.to_string(),
