@@ -706,3 +706,108 @@ script:
     let _ = running.wait();
     assert_eq!(children(&s.env, &parent_id)[0]["status"], "cancelled");
 }
+
+#[test]
+fn a_model_executor_spawns_children_with_create_subplan_sequentially_and_in_a_parallel_group() {
+    use crate::support::provider_server::{ProviderServer, Turn};
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[(
+                "create_subplan",
+                r#"{"action":"local/add-file","args":{"file":"A.md","text":"alpha"}}"#,
+            )],
+            (10, 5),
+        ),
+        Turn::tools(
+            "",
+            &[
+                (
+                    "create_subplan",
+                    r#"{"action":"local/add-file","args":{"file":"B.md","text":"beta"},"parallel_group":"g"}"#,
+                ),
+                (
+                    "create_subplan",
+                    r#"{"action":"local/add-file","args":{"file":"C.md","text":"gamma","before":"test -f A.md"},"parallel_group":"g"}"#,
+                ),
+            ],
+            (10, 5),
+        ),
+        Turn::tools("", &[("read_file", r#"{"path":"C.md"}"#)], (10, 5)),
+        Turn::text("Delegated the three files.", (10, 5)),
+    ]);
+    let delegate = "name: local/delegate\ndescription: Delegate the files to child plans\ndefinition-of-done: A.md, B.md and C.md exist\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: scripted/m\n";
+    let s = setup(&[ADD_FILE]);
+    std::fs::create_dir_all(s.env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &s.env.config_path,
+        format!(
+            "[providers.scripted]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"SCRIPTED_API_KEY\"\n",
+            server.openai_base()
+        ),
+    )
+    .unwrap();
+    let file = s.env.root().join("delegate.yaml");
+    std::fs::write(&file, delegate).unwrap();
+    ok(
+        &s.env,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
+    let out = s
+        .env
+        .command(&[
+            "--format",
+            "json",
+            "plan",
+            "use",
+            "local/delegate",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(3), "the apply gate: {doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    assert_eq!(server.remaining(), 0);
+    for (f, t) in [("A.md", "alpha\n"), ("B.md", "beta\n"), ("C.md", "gamma\n")] {
+        assert_eq!(sandbox_file(&s.env, &id, f).as_deref(), Some(t), "{f}");
+    }
+    // The first child's result was returned to the model; the group ran before read_file.
+    let requests = server.requests();
+    let second = requests[1].body.to_string();
+    assert!(second.contains("merged"), "{second}");
+    let fourth = requests[3].body.to_string();
+    assert!(
+        fourth.contains("gamma"),
+        "read_file saw the group's merged work: {fourth}"
+    );
+    let kids = children(&s.env, &id);
+    assert_eq!(kids.len(), 3, "{kids:#?}");
+    assert!(kids.iter().all(|k| k["status"] == "merged"));
+    assert_eq!(kids[0]["parallel_group"], Value::Null);
+    assert_eq!(kids[1]["parallel_group"], "g");
+    let st = store(&s.env);
+    let decisions = st.decisions(&id.parse().unwrap()).unwrap();
+    let step = decisions.iter().find(|d| d.step.is_some()).unwrap();
+    let group = decisions
+        .iter()
+        .find(|d| d.decision_type.as_str() == "subplan_parallel_spawn")
+        .unwrap();
+    assert_eq!(group.parent_decision_id, Some(step.decision_id));
+    let spawns: Vec<_> = decisions
+        .iter()
+        .filter(|d| d.decision_type.as_str() == "subplan_spawn")
+        .collect();
+    assert_eq!(spawns.len(), 3);
+    assert_eq!(spawns[0].parent_decision_id, Some(step.decision_id));
+    assert_eq!(spawns[1].parent_decision_id, Some(group.decision_id));
+}
