@@ -664,14 +664,20 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 view::or(p.automation_profile.as_deref(), "(none)"),
             ),
             ("Attempt", p.status.attempt.to_string().into()),
-            (
-                "Parent",
-                p.parent_plan_id
-                    .map(|i| view::id(i.to_string()))
-                    .unwrap_or_else(|| "(none)".into()),
-            ),
         ],
     ));
+    if let Some(parent) = p.parent_plan_id {
+        report = report.with(Element::panel(
+            "Child Plan",
+            [
+                ("Parent", view::id(parent.to_string())),
+                (
+                    "Merges Into",
+                    "the parent's sandbox (a child is never applied by itself)".into(),
+                ),
+            ],
+        ));
+    }
     if !children.is_empty() {
         report = report.with(Element::Table {
             title: "Child Plans".into(),

@@ -636,7 +636,7 @@ pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
                             a.approval
                         ))
                         .hint(if options.is_empty() {
-                            ctx.suggest(&format!("plan approvals"))
+                            ctx.suggest("plan approvals")
                         } else {
                             format!("options: {}", options.join(", "))
                         }));

@@ -811,3 +811,70 @@ fn a_model_executor_spawns_children_with_create_subplan_sequentially_and_in_a_pa
     assert_eq!(spawns[0].parent_decision_id, Some(step.decision_id));
     assert_eq!(spawns[1].parent_decision_id, Some(group.decision_id));
 }
+
+fn snapshot(name: &str, env: &Env, args: &[&str]) {
+    let out = env.run(args);
+    let text = crate::cli::snapshots::output_text(&out);
+    let mut s = crate::cli::snapshots::settings(env, args);
+    s.add_filter(r"inv_[0-9A-HJKMNP-TV-Z]{26}", "inv_[ULID]");
+    s.add_filter(r"apr_[0-9A-HJKMNP-TV-Z]{26}", "apr_[ULID]");
+    s.add_filter(r"cp_[0-9A-HJKMNP-TV-Z]{26}", "cp_[ULID]");
+    s.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{26}\b", "[ULID]");
+    s.add_filter(r"\b01[0-9A-HJKMNP-TV-Z]{6}\b", "[SHORT]");
+    s.add_filter(r"\b[0-9a-f]{40}\b", "[SHA]");
+    s.add_filter(
+        r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z",
+        "[TIMESTAMP]",
+    );
+    s.add_filter(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", "[TIME]");
+    s.add_filter(r#""(duration|elapsed)_ms": ?\d+"#, r#""${1}_ms": "[MS]""#);
+    s.bind(|| insta::assert_snapshot!(name, text));
+}
+
+#[test]
+fn plan_status_and_list_show_a_parents_children_and_a_childs_parent() {
+    let parent = r#"name: local/one-child
+description: Prepare, then let one child write
+definition-of-done: A.md exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: prep
+    run: printf 'prep\n' > PREP.md
+  - name: child
+    spawn:
+      action: local/add-file
+      args: {file: A.md, text: alpha}
+"#;
+    let s = setup(&[ADD_FILE, parent]);
+    let (doc, code, id) = use_plan(&s, "local/one-child", "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    let child = children(&s.env, &id)[0]["plan_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    snapshot(
+        "plan_status_with_children_plain",
+        &s.env,
+        &["--format", "plain", "plan", "status", &id],
+    );
+    snapshot(
+        "plan_status_of_a_child_plain",
+        &s.env,
+        &["--format", "plain", "plan", "status", &child],
+    );
+    snapshot(
+        "plan_list_with_children_plain",
+        &s.env,
+        &["--format", "plain", "plan", "list"],
+    );
+    // json: the children list (the rest of the status document is covered elsewhere).
+    let doc = ok(&s.env, &["plan", "status", &id]);
+    let mut kids = doc["data"]["children"].clone();
+    let text = serde_json::to_string_pretty(&kids.take()).unwrap();
+    let mut settings =
+        crate::cli::snapshots::settings(&s.env, &["plan", "status", "--format", "json"]);
+    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{26}\b", "[ULID]");
+    settings.add_filter(r"\b[0-9a-f]{40}\b", "[SHA]");
+    settings.bind(|| insta::assert_snapshot!("plan_status_children_json", text));
+}

@@ -231,13 +231,9 @@ fn members(store: &Store, step: &Decision) -> Result<Vec<Decision>, RunError> {
 
 /// The latest `child_spawn` approval of a spawn decision.
 fn spawn_approval(store: &Store, plan: &Id, decision: &Id) -> Result<Option<Approval>, StoreError> {
-    Ok(store
-        .approvals_of(plan)?
-        .into_iter()
-        .filter(|a| {
-            a.kind == ApprovalKind::ChildSpawn && a.context["decision_id"] == decision.to_string()
-        })
-        .next_back())
+    Ok(store.approvals_of(plan)?.into_iter().rfind(|a| {
+        a.kind == ApprovalKind::ChildSpawn && a.context["decision_id"] == decision.to_string()
+    }))
 }
 
 /// Runs a spawn step of `plan` (see the module documentation).
@@ -608,7 +604,7 @@ pub(crate) fn spawns_in(
         .into_iter()
         .map(|o| o.unwrap_or(Outcome::Interrupted))
         .collect();
-    if outcomes.iter().any(|o| *o == Outcome::Interrupted) {
+    if outcomes.contains(&Outcome::Interrupted) {
         return Ok(StepEnd::Stopped);
     }
     let mut report: Vec<Value> = children

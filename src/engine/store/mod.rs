@@ -146,6 +146,11 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
         migrate(&mut conn, path)?;
+        // Every transaction of a writable store starts IMMEDIATE: it takes the write lock at
+        // BEGIN (waiting up to the busy timeout), so a transaction that reads then writes is
+        // never refused with SQLITE_BUSY when another connection (a child plan's thread, another
+        // process) wrote in between.
+        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         Ok(Self {
             conn,
             path: path.to_path_buf(),

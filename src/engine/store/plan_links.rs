@@ -34,6 +34,7 @@ impl Store {
     ///
     /// # Errors
     /// Store errors; nothing is written then.
+    #[allow(clippy::too_many_arguments)]
     pub fn create_plan(
         &mut self,
         plan: &Plan,
