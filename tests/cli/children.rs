@@ -882,3 +882,74 @@ script:
     settings.add_filter(r"\b[0-9a-f]{40}\b", "[SHA]");
     settings.bind(|| insta::assert_snapshot!("plan_status_children_json", text));
 }
+
+#[test]
+fn a_retried_group_reuses_the_children_that_completed_and_runs_the_failed_one_again() {
+    let flags = tempfile::tempdir().unwrap();
+    let ok_flag = flags.path().join("ok");
+    let parent = format!(
+        r#"name: local/retry
+description: A flaky child and a solid one
+definition-of-done: both files, README gone
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: flaky
+    parallel-group: pair
+    spawn:
+      action: local/add-file
+      args: {{file: FLAKY.md, text: flaky, before: "test -f {}"}}
+  - name: solid
+    parallel-group: pair
+    spawn:
+      action: local/add-file
+      args: {{file: SOLID.md, text: solid, before: "rm README"}}
+"#,
+        ok_flag.display()
+    );
+    let s = setup(&[ADD_FILE, &parent]);
+    let (doc, code, id) = use_plan(&s, "local/retry", "trusted");
+    assert_ne!(code, 0, "{doc:#}");
+    let first = children(&s.env, &id);
+    assert_eq!(
+        (first[0]["status"].as_str(), first[1]["status"].as_str()),
+        (Some("failed"), Some("succeeded"))
+    );
+    std::fs::write(&ok_flag, "").unwrap();
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "the apply gate after the retry: {doc:#}");
+    let kids = children(&s.env, &id);
+    assert_eq!(
+        kids.len(),
+        3,
+        "one new child for the failed spawn only: {kids:#?}"
+    );
+    assert_eq!(
+        kids[0]["status"], "failed",
+        "the first attempt stays recorded"
+    );
+    assert_eq!(
+        kids[1]["plan_id"], first[1]["plan_id"],
+        "the solid child is reused"
+    );
+    assert_eq!(kids[1]["status"], "merged");
+    assert_eq!(kids[2]["status"], "merged");
+    assert_eq!(kids[2]["spawn_decision_id"], first[0]["spawn_decision_id"]);
+    assert_eq!(
+        sandbox_file(&s.env, &id, "FLAKY.md").as_deref(),
+        Some("flaky\n")
+    );
+    assert_eq!(
+        sandbox_file(&s.env, &id, "SOLID.md").as_deref(),
+        Some("solid\n")
+    );
+    assert_eq!(
+        sandbox_file(&s.env, &id, "README"),
+        None,
+        "a child's deletion is merged too"
+    );
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(!s.repo.join("README").exists());
+    assert_eq!(repo_file(&s.repo, "FLAKY.md").as_deref(), Some("flaky\n"));
+}

@@ -414,26 +414,45 @@ pub(crate) fn spawns_in(
         );
     }
 
-    // 3. Children left unfinished by an earlier run of this step are cancelled.
+    // 3. An earlier run of this step (a sibling failed, the process died, a rollback): a child
+    //    that completed from the same parent state is reused (merged again, not run again);
+    //    its other children that did not finish are cancelled.
     let ids: Vec<Id> = approved.iter().map(|s| s.decision_id).collect();
     let seed = engine.seed();
+    let same_base = |old: &ChildLink| {
+        old.bases.len() == branch.len()
+            && branch
+                .iter()
+                .all(|(r, b)| old.bases.get(r).map(|o| &o["tree"]) == Some(&b["tree"]))
+    };
+    let mut reuse: std::collections::HashMap<Id, Id> = std::collections::HashMap::new();
     for old in engine.store().children_of(&plan_id)? {
-        if ids.contains(&old.spawn_decision_id)
-            && matches!(
-                old.status,
-                ChildStatus::Pending | ChildStatus::Running | ChildStatus::Succeeded
-            )
+        if !ids.contains(&old.spawn_decision_id) {
+            continue;
+        }
+        let Some(mut p) = engine.store().plan(&old.child_plan_id)? else {
+            continue;
+        };
+        let complete = p.phase() == Phase::Execute && p.state() == ProcessingState::Complete;
+        if complete
+            && matches!(old.status, ChildStatus::Succeeded | ChildStatus::Merged)
+            && same_base(&old)
         {
+            reuse.insert(old.spawn_decision_id, old.child_plan_id);
+            continue;
+        }
+        if !complete && p.state() != ProcessingState::Cancelled && p.phase() != Phase::Applied {
             let mut e = seed.open()?;
-            if let Some(mut p) = e.store().plan(&old.child_plan_id)?
-                && p.state() != ProcessingState::Cancelled
-            {
-                e.recover(&p.plan_id)?;
-                p = e.plan(&p.plan_id)?;
-                if p.state() != ProcessingState::Cancelled {
-                    lc_approvals::cancel_now(&mut e, &mut p, "its parent's spawn step ran again")?;
-                }
+            e.recover(&p.plan_id)?;
+            p = e.plan(&p.plan_id)?;
+            if p.state() != ProcessingState::Cancelled {
+                lc_approvals::cancel_now(&mut e, &mut p, "its parent's spawn step ran again")?;
             }
+        }
+        if matches!(
+            old.status,
+            ChildStatus::Pending | ChildStatus::Running | ChildStatus::Succeeded
+        ) {
             engine.store_mut().set_child_status(
                 &old.child_plan_id,
                 ChildStatus::Cancelled,
@@ -445,7 +464,26 @@ pub(crate) fn spawns_in(
 
     // 4. Create the children, in spawn order.
     let mut children: Vec<(Id, &Spawn)> = Vec::new();
+    let mut reused: Vec<Id> = Vec::new();
     for s in &approved {
+        if let Some(old) = reuse.get(&s.decision_id) {
+            parent_event(
+                engine.store_mut(),
+                &plan_id,
+                EventKind::ChildSpawned,
+                json!({
+                    "child_plan_id": old.to_string(),
+                    "action": s.action,
+                    "spawn_decision_id": s.decision_id.to_string(),
+                    "parallel_group": group,
+                    "reused": true,
+                    "why": "it completed from the same parent state in an earlier run of this step",
+                }),
+            )?;
+            reused.push(*old);
+            children.push((*old, s));
+            continue;
+        }
         let position = engine.store().next_child_position(&plan_id)?;
         let req = ChildRequest {
             action: s.action.clone(),
@@ -508,7 +546,8 @@ pub(crate) fn spawns_in(
     let mut stop_cause = None;
     std::thread::scope(|scope| -> Result<(), RunError> {
         for _ in 0..limit {
-            let (queue, results, stop_all, children) = (&queue, &results, &stop_all, &children);
+            let (queue, results, stop_all, children, reused) =
+                (&queue, &results, &stop_all, &children, &reused);
             let (seed, parent_observer, db) = (&seed, &parent_observer, &db);
             scope.spawn(move || {
                 loop {
@@ -521,6 +560,10 @@ pub(crate) fn spawns_in(
                         parent: Arc::clone(parent_observer),
                         label,
                     }));
+                    if reused.contains(&child_id) {
+                        results.lock().expect("results lock")[i] = Some(Outcome::Succeeded);
+                        continue;
+                    }
                     let outcome = if stop_all.load(Ordering::SeqCst) {
                         Ok(Outcome::Cancelled)
                     } else {
