@@ -953,3 +953,71 @@ script:
     assert!(!s.repo.join("README").exists());
     assert_eq!(repo_file(&s.repo, "FLAKY.md").as_deref(), Some("flaky\n"));
 }
+
+#[test]
+fn after_the_parent_process_is_killed_resuming_cancels_the_orphaned_child_and_spawns_again() {
+    let flags = tempfile::tempdir().unwrap();
+    let ok_flag = flags.path().join("ok");
+    let parent = format!(
+        r#"name: local/killed
+description: A child that hangs until a flag exists
+definition-of-done: HANG.md exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: hang
+    spawn:
+      action: local/add-file
+      args: {{file: HANG.md, text: done, before: "test -f {0} || sleep 60"}}
+"#,
+        ok_flag.display()
+    );
+    let s = setup(&[ADD_FILE, &parent]);
+    let mut running = s
+        .env
+        .command(&[
+            "plan",
+            "use",
+            "local/killed",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (parent_id, orphan) = loop {
+        assert!(Instant::now() < deadline, "the child never started");
+        let found = store(&s.env)
+            .plans()
+            .unwrap()
+            .into_iter()
+            .find(|p| p.parent_plan_id.is_some());
+        if let Some(child) = found
+            && child.phase().as_str() == "execute"
+            && child.state().as_str() == "processing"
+        {
+            break (
+                child.parent_plan_id.unwrap().to_string(),
+                child.plan_id.to_string(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    running.kill().unwrap();
+    running.wait().unwrap();
+    std::fs::write(&ok_flag, "").unwrap();
+    let (doc, code) = s.env.json(&["plan", "execute", &parent_id]);
+    assert_eq!(code, 3, "resumed to the apply gate: {doc:#}");
+    let kids = children(&s.env, &parent_id);
+    assert_eq!(kids.len(), 2, "{kids:#?}");
+    assert_eq!(kids[0]["plan_id"], orphan.as_str());
+    assert_eq!(kids[0]["state"], "cancelled", "the orphan is cancelled");
+    assert_eq!(kids[1]["status"], "merged");
+    assert_eq!(
+        sandbox_file(&s.env, &parent_id, "HANG.md").as_deref(),
+        Some("done\n")
+    );
+}

@@ -442,6 +442,8 @@ pub(crate) fn spawns_in(
             continue;
         }
         if !complete && p.state() != ProcessingState::Cancelled && p.phase() != Phase::Applied {
+            // Commands a vanished process left running in the child's sandboxes go first.
+            crate::engine::tools::shell::kill_orphans(&sandboxes.plan_dir(&old.child_plan_id));
             let mut e = seed.open()?;
             e.recover(&p.plan_id)?;
             p = e.plan(&p.plan_id)?;
