@@ -267,6 +267,13 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
             "{kind} in {kinds:?}"
         );
     }
+    // Each child's sandbox branched after `prep`.
+    for k in &kids {
+        assert_eq!(
+            sandbox_file(&s.env, k["plan_id"].as_str().unwrap(), "PREP.md").as_deref(),
+            Some("prep\n")
+        );
+    }
     // Apply: everything in one commit on the user's branch.
     let before = git_out(&s.repo, &["rev-list", "--count", "HEAD"]);
     let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
@@ -276,6 +283,14 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
         after.trim().parse::<u32>().unwrap(),
         before.trim().parse::<u32>().unwrap() + 1
     );
+    // The children's work trees are released with the parent's.
+    for k in &kids {
+        assert_eq!(
+            sandbox_file(&s.env, k["plan_id"].as_str().unwrap(), "PREP.md"),
+            None,
+            "child work tree released"
+        );
+    }
     let files = git_out(&s.repo, &["show", "--name-only", "--format=", "HEAD"]);
     let mut files: Vec<&str> = files.lines().collect();
     files.sort();
