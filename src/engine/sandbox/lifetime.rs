@@ -67,6 +67,7 @@ pub fn release_after_apply(
     for child in store.children_of(plan_id)? {
         out.extend(release_after_apply(store, sandboxes, &child.child_plan_id)?);
     }
+    let _ = sandboxes;
     Ok(out)
 }
 

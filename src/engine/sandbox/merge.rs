@@ -175,3 +175,144 @@ pub fn merge_child(
         tree: merged.to_string(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use jiff::Timestamp;
+
+    use super::*;
+    use crate::engine::domain::plan::Plan;
+    use crate::engine::sandbox::checkpoint::{self, CheckpointRequest};
+    use crate::engine::sandbox::testing::repo_with_files;
+    use crate::engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
+    use crate::engine::store::Store;
+
+    /// A parent sandbox of a user repository and a child sandbox branched from the parent's
+    /// checkpoint; returns both and the branch point's tree.
+    fn parent_and_child(dir: &std::path::Path) -> (Store, Sandbox, Sandbox, Oid) {
+        let repo = dir.join("user");
+        let head = repo_with_files(
+            &repo,
+            &[("a.txt", "one\ntwo\nthree\n"), ("d/keep.txt", "k\n")],
+        );
+        let mut store = Store::open(&dir.join("db")).unwrap();
+        let sandboxes = Sandboxes::at(dir.join("sandboxes"));
+        let parent = Plan::new("local/p", "p", Timestamp::now());
+        let child = Plan::new("local/c", "c", Timestamp::now());
+        store.insert_plan(&parent).unwrap();
+        store.insert_plan(&child).unwrap();
+        let target = |plan: &Plan, repo: std::path::PathBuf, base: String| SandboxTarget {
+            plan_id: plan.plan_id,
+            resource_name: "local/user".into(),
+            alias: None,
+            kind: TargetKind::GitCheckout {
+                repo,
+                base_commit: base,
+            },
+            read_only: false,
+        };
+        sandboxes
+            .register_target(&mut store, &target(&parent, repo, head))
+            .unwrap();
+        let psb = sandboxes
+            .ensure(&mut store, &parent.plan_id, "local/user")
+            .unwrap();
+        fs::write(
+            psb.work_dir().join("before.txt"),
+            "parent before the spawn\n",
+        )
+        .unwrap();
+        let cp = checkpoint::create(
+            &mut store,
+            &sandboxes,
+            &parent.plan_id,
+            &CheckpointRequest {
+                label: "spawn".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+        let state = &cp.states[0];
+        sandboxes
+            .register_target(
+                &mut store,
+                &target(&child, psb.layout.git_dir.clone(), state.commit_oid.clone()),
+            )
+            .unwrap();
+        let csb = sandboxes
+            .ensure(&mut store, &child.plan_id, "local/user")
+            .unwrap();
+        let ancestor = Oid::from_str(&state.tree_oid).unwrap();
+        (store, psb, csb, ancestor)
+    }
+
+    #[test]
+    fn a_childs_changes_merge_into_the_parents_sandbox_beside_the_parents_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, parent, child, ancestor) = parent_and_child(dir.path());
+        assert_eq!(
+            fs::read_to_string(child.work_dir().join("before.txt")).unwrap(),
+            "parent before the spawn\n",
+            "the child branched from the parent's state"
+        );
+        assert_eq!(
+            merge_child(&parent, &child, ancestor, current_tree(&child).unwrap()).unwrap(),
+            Merged::Unchanged
+        );
+        fs::write(child.work_dir().join("a.txt"), "one\ntwo\nthree\nfour\n").unwrap();
+        fs::write(child.work_dir().join("new.txt"), "from the child\n").unwrap();
+        fs::remove_file(child.work_dir().join("d/keep.txt")).unwrap();
+        fs::write(parent.work_dir().join("a.txt"), "zero\none\ntwo\nthree\n").unwrap();
+        fs::write(parent.work_dir().join("mine.txt"), "parent after\n").unwrap();
+        let theirs = current_tree(&child).unwrap();
+        let Merged::Merged { files, .. } = merge_child(&parent, &child, ancestor, theirs).unwrap()
+        else {
+            panic!("expected a merge")
+        };
+        assert_eq!(files, ["a.txt", "d/keep.txt", "new.txt"]);
+        let read = |p: &str| fs::read_to_string(parent.work_dir().join(p)).ok();
+        assert_eq!(
+            read("a.txt").as_deref(),
+            Some("zero\none\ntwo\nthree\nfour\n")
+        );
+        assert_eq!(read("new.txt").as_deref(), Some("from the child\n"));
+        assert_eq!(read("mine.txt").as_deref(), Some("parent after\n"));
+        assert_eq!(read("d/keep.txt"), None);
+        // The parent's repository holds every object of its new state (no alternate needed).
+        let own = parent.repo().unwrap();
+        let tree = checkpoint::snapshot(&own).unwrap();
+        own.find_tree(tree)
+            .unwrap()
+            .walk(git2::TreeWalkMode::PreOrder, |_, e| {
+                assert!(own.find_object(e.id(), None).is_ok(), "{:?}", e.name());
+                git2::TreeWalkResult::Ok
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn a_conflicting_child_names_the_paths_and_leaves_the_parent_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, parent, child, ancestor) = parent_and_child(dir.path());
+        fs::write(child.work_dir().join("a.txt"), "one\nTWO (child)\nthree\n").unwrap();
+        fs::write(
+            parent.work_dir().join("a.txt"),
+            "one\nTWO (parent)\nthree\n",
+        )
+        .unwrap();
+        let theirs = current_tree(&child).unwrap();
+        assert_eq!(
+            merge_child(&parent, &child, ancestor, theirs).unwrap(),
+            Merged::Conflict {
+                paths: vec!["a.txt".into()]
+            }
+        );
+        assert_eq!(
+            fs::read_to_string(parent.work_dir().join("a.txt")).unwrap(),
+            "one\nTWO (parent)\nthree\n"
+        );
+    }
+}
