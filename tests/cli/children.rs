@@ -1036,3 +1036,89 @@ script:
         Some("done\n")
     );
 }
+
+#[test]
+fn ctrl_c_interrupts_the_parent_with_its_children_and_the_plan_resumes() {
+    let flags = tempfile::tempdir().unwrap();
+    let ok_flag = flags.path().join("ok");
+    let parent = format!(
+        r#"name: local/paused
+description: A child that waits until a flag exists
+definition-of-done: WAIT.md exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: wait
+    spawn:
+      action: local/add-file
+      args: {{file: WAIT.md, text: done, before: "test -f {0} || sleep 60"}}
+"#,
+        ok_flag.display()
+    );
+    let s = setup(&[ADD_FILE, &parent]);
+    let mut running = s
+        .env
+        .command(&[
+            "plan",
+            "use",
+            "local/paused",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (parent_id, first) = loop {
+        assert!(Instant::now() < deadline, "the child never started");
+        let found = store(&s.env)
+            .plans()
+            .unwrap()
+            .into_iter()
+            .find(|p| p.parent_plan_id.is_some());
+        if let Some(child) = found
+            && child.phase().as_str() == "execute"
+            && child.state().as_str() == "processing"
+        {
+            break (
+                child.parent_plan_id.unwrap().to_string(),
+                child.plan_id.to_string(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &running.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let code = running.wait().unwrap().code();
+    assert_eq!(code, Some(130), "Ctrl-C exits 130");
+    let p = status(&s.env, &parent_id);
+    let c = status(&s.env, &first);
+    assert_eq!(
+        (p["phase"].as_str(), p["state"].as_str()),
+        (Some("execute"), Some("queued"))
+    );
+    assert_eq!(p["state_reason"], "interrupted");
+    assert_eq!(
+        c["state"], "queued",
+        "the child was interrupted with its parent: {c:#}"
+    );
+    std::fs::write(&ok_flag, "").unwrap();
+    let (doc, code) = s.env.json(&["plan", "execute", &parent_id]);
+    assert_eq!(code, 3, "resumed to the apply gate: {doc:#}");
+    let kids = children(&s.env, &parent_id);
+    assert_eq!(kids.last().unwrap()["status"], "merged", "{kids:#?}");
+    assert_eq!(
+        status(&s.env, &first)["state"],
+        "cancelled",
+        "the interrupted child is not left queued"
+    );
+    assert_eq!(
+        sandbox_file(&s.env, &parent_id, "WAIT.md").as_deref(),
+        Some("done\n")
+    );
+}
