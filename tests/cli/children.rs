@@ -1122,3 +1122,62 @@ script:
         Some("done\n")
     );
 }
+
+#[test]
+fn grandchildren_nest_through_their_parents_sandboxes_and_endless_recursion_stops_at_four_levels() {
+    let recurse = r#"name: local/recurse
+description: Write a file at this level, then spawn the next level
+definition-of-done: every level wrote its file
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+reusable: true
+arguments:
+  - name: level
+    type: integer
+    default: 0
+script:
+  - name: write
+    run: printf '{{ level }}\n' > level-{{ level }}.md
+  - name: deeper
+    spawn:
+      action: local/recurse
+      args: {level: "{{ level + 1 }}"}
+"#;
+    let s = setup(&[recurse]);
+    let (doc, code, id) = use_plan(&s, "local/recurse", "trusted");
+    assert_ne!(code, 0, "{doc:#}");
+    let st = store(&s.env);
+    let plans = st.plans().unwrap();
+    let mut chain = vec![plans.iter().find(|p| p.plan_id.to_string() == id).unwrap()];
+    while let Some(next) = plans
+        .iter()
+        .find(|p| p.parent_plan_id == Some(chain.last().unwrap().plan_id))
+    {
+        assert_eq!(next.root_plan_id, Some(chain[0].plan_id));
+        chain.push(next);
+    }
+    assert_eq!(chain.len(), 5, "the root and four levels of children");
+    let deepest = status(&s.env, &chain[4].plan_id.to_string());
+    assert_eq!(deepest["state"], "errored");
+    assert!(
+        deepest["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("nest at most 4 levels"),
+        "{deepest:#}"
+    );
+    // The deepest level branched through every level above it.
+    let files: Vec<Option<String>> = (0..5)
+        .map(|l| {
+            sandbox_file(
+                &s.env,
+                &chain[4].plan_id.to_string(),
+                &format!("level-{l}.md"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        files,
+        (0..5).map(|l| Some(format!("{l}\n"))).collect::<Vec<_>>()
+    );
+}

@@ -51,6 +51,9 @@ use crate::engine::store::children::{ChildLink, ChildStatus};
 use crate::engine::store::lifecycle_run::{BaseKind, PlanBase};
 use crate::engine::store::{Store, StoreError};
 
+/// How deep child plans nest (a child of a plan that is itself a child is at depth 2).
+pub const MAX_DEPTH: usize = 4;
+
 /// One spawn: the `subplan_spawn` decision and what it asks for.
 #[derive(Debug, Clone)]
 pub struct Spawn {
@@ -299,6 +302,23 @@ pub(crate) fn spawns_in(
     stop: Arc<AtomicBool>,
 ) -> Result<StepEnd, RunError> {
     let plan_id = plan.plan_id;
+    // 0. Nesting: each level's sandbox borrows its parent's objects, and git follows at most
+    //    five levels of alternates.
+    let mut depth = 0;
+    let mut up = plan.parent_plan_id;
+    while let Some(p) = up {
+        depth += 1;
+        up = engine.store().plan(&p)?.and_then(|p| p.parent_plan_id);
+    }
+    if depth >= MAX_DEPTH {
+        return Ok(StepEnd::Failed {
+            code: "CHILD_FAILED".into(),
+            message: format!(
+                "plan {plan_id} is a child plan {depth} levels deep; child plans nest at most {MAX_DEPTH} levels (each level's sandbox borrows its parent's git objects); an action that spawns itself needs a condition that ends the recursion"
+            ),
+            output: Value::Null,
+        });
+    }
     // 1. Approvals, when the profile wants a human before each spawn.
     let mut approved: Vec<&Spawn> = Vec::new();
     let mut skipped: Vec<Value> = Vec::new();
