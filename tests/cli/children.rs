@@ -1181,3 +1181,53 @@ script:
         (0..5).map(|l| Some(format!("{l}\n"))).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_failed_child_completed_on_its_own_is_merged_when_the_parent_runs_again() {
+    let flags = tempfile::tempdir().unwrap();
+    let ok_flag = flags.path().join("ok");
+    let parent = format!(
+        r#"name: local/fixable
+description: A child that fails until a flag exists
+definition-of-done: FIX.md exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: fix
+    spawn:
+      action: local/add-file
+      args: {{file: FIX.md, text: fixed, before: "test -f {}"}}
+"#,
+        ok_flag.display()
+    );
+    let s = setup(&[ADD_FILE, &parent]);
+    let (doc, code, id) = use_plan(&s, "local/fixable", "trusted");
+    assert_ne!(code, 0, "{doc:#}");
+    let child = children(&s.env, &id)[0]["plan_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(&ok_flag, "").unwrap();
+    let (doc, code) = s.env.json(&["plan", "execute", &child]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        (doc["data"]["phase"].as_str(), doc["data"]["state"].as_str()),
+        (Some("execute"), Some("complete"))
+    );
+    assert!(
+        doc["data"]["next"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("plan execute {id}")),
+        "the child points at its parent, not at apply: {doc:#}"
+    );
+    let (doc, code) = s.env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+    let kids = children(&s.env, &id);
+    assert_eq!(kids.len(), 1, "the completed child was reused: {kids:#?}");
+    assert_eq!(kids[0]["status"], "merged");
+    assert_eq!(
+        sandbox_file(&s.env, &id, "FIX.md").as_deref(),
+        Some("fixed\n")
+    );
+}

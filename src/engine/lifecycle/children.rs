@@ -454,8 +454,12 @@ pub(crate) fn spawns_in(
             continue;
         };
         let complete = p.phase() == Phase::Execute && p.state() == ProcessingState::Complete;
+        // A failed child that was completed since (`plan execute CHILD`) counts too.
         if complete
-            && matches!(old.status, ChildStatus::Succeeded | ChildStatus::Merged)
+            && matches!(
+                old.status,
+                ChildStatus::Succeeded | ChildStatus::Merged | ChildStatus::Failed
+            )
             && same_base(&old)
         {
             reuse.insert(old.spawn_decision_id, old.child_plan_id);

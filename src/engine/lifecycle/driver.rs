@@ -350,6 +350,12 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 };
             }
             (Phase::Execute, ProcessingState::Complete) => {
+                // A child is merged by its parent's spawn step, never applied by itself.
+                if let Some(parent) = plan.parent_plan_id {
+                    break Stopped::NothingToDo {
+                        next: format!("agents plan execute {parent}"),
+                    };
+                }
                 if op == Op::Execute && explicit {
                     break Stopped::NothingToDo {
                         next: format!("agents plan apply {plan_id}"),
