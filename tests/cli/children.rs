@@ -630,12 +630,28 @@ script:
     assert_eq!(second["kind"], "child_spawn");
     assert_ne!(second["approval_id"], first["approval_id"]);
     assert_eq!(children(&s.env, &id).len(), 1);
+    // A name that is not an option is refused with the options listed.
     let (doc, code) = s.env.json(&[
         "plan",
         "decide",
         second["approval_id"].as_str().unwrap(),
         "--option",
-        "skip",
+        "later",
+    ]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(
+        doc["error"]["suggestions"]
+            .to_string()
+            .contains("spawn, skip"),
+        "{doc:#}"
+    );
+    // `plan reject` skips the spawn; the plan goes on to the apply gate.
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "reject",
+        second["approval_id"].as_str().unwrap(),
+        "--reason",
+        "not needed",
     ]);
     assert_eq!(code, 3, "the apply gate: {doc:#}");
     assert_eq!(doc["data"]["approval"]["kind"], "phase_gate", "{doc:#}");
