@@ -76,7 +76,8 @@ pub fn approval_item(approval: &Approval) -> view::ApprovalItem {
             ApprovalKind::Decision => view::ApprovalKind::DecisionChoice,
             ApprovalKind::ChildSpawn => view::ApprovalKind::ChildSpawn,
             ApprovalKind::TransientFailure => view::ApprovalKind::TransientFailure,
-            ApprovalKind::Errored => view::ApprovalKind::ErroredPlan,
+            // A merge conflict is answered like an errored plan (retry or cancel).
+            ApprovalKind::Errored | ApprovalKind::ErrorRecovery => view::ApprovalKind::ErroredPlan,
         },
         summary: approval.summary.clone(),
         options: approval.options.clone(),

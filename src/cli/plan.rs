@@ -428,6 +428,7 @@ fn plan_row(p: &Plan) -> serde_json::Value {
         "state": p.state(),
         "attempt": p.status.attempt,
         "automation_profile": p.automation_profile,
+        "parent_plan_id": p.parent_plan_id.map(|i| i.to_string()),
         "created_at": p.created_at.to_string(),
         "updated_at": p.updated_at.to_string(),
     })
@@ -471,9 +472,11 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
     )
     .with(Element::Table {
         title: "Plans".into(),
-        columns: ["ID", "Phase", "State", "Action", "Project", "Created"]
-            .map(Column::left)
-            .into(),
+        columns: [
+            "ID", "Phase", "State", "Action", "Project", "Parent", "Created",
+        ]
+        .map(Column::left)
+        .into(),
         rows: plans
             .iter()
             .zip(view::short_ids(
@@ -489,6 +492,9 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
                     p.state().as_str().into(),
                     p.action_name.clone().into(),
                     p.project_names().join(", ").into(),
+                    p.parent_plan_id
+                        .map(|i| view::id(view::short(&i.to_string())))
+                        .unwrap_or_else(|| "-".into()),
                     view::time(&p.created_at).into(),
                 ]
             })
@@ -608,6 +614,29 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             })
             .collect::<Vec<_>>()
     );
+    let children: Vec<(crate::engine::store::children::ChildLink, Option<Plan>)> = store
+        .children_of(&id)?
+        .into_iter()
+        .map(|l| {
+            let child = store.plan(&l.child_plan_id).ok().flatten();
+            (l, child)
+        })
+        .collect();
+    data["children"] = json!(
+        children
+            .iter()
+            .map(|(l, c)| json!({
+                "plan_id": l.child_plan_id.to_string(),
+                "action": c.as_ref().map(|c| c.action_name.clone()),
+                "phase": c.as_ref().map(|c| c.phase()),
+                "state": c.as_ref().map(|c| c.state()),
+                "status": l.status,
+                "spawn_decision_id": l.spawn_decision_id.to_string(),
+                "parallel_group": l.parallel_group,
+                "detail": l.detail,
+            }))
+            .collect::<Vec<_>>()
+    );
     data["decisions"] =
         json!({"current": extra.decisions, "superseded": extra.superseded_decisions});
     data["usage"] = json!(extra.usage);
@@ -673,6 +702,52 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             ("Attempt", p.status.attempt.to_string().into()),
         ],
     ));
+    if let Some(parent) = p.parent_plan_id {
+        report = report.with(Element::panel(
+            "Child Plan",
+            [
+                ("Parent", view::id(parent.to_string())),
+                (
+                    "Merges Into",
+                    "the parent's sandbox (a child is never applied by itself)".into(),
+                ),
+            ],
+        ));
+    }
+    if !children.is_empty() {
+        report = report.with(Element::Table {
+            title: "Child Plans".into(),
+            columns: ["ID", "Action", "Phase", "State", "Result", "Group"]
+                .map(Column::left)
+                .into(),
+            rows: children
+                .iter()
+                .map(|(l, c)| {
+                    vec![
+                        view::id(view::short(&l.child_plan_id.to_string())),
+                        c.as_ref()
+                            .map(|c| c.action_name.clone())
+                            .unwrap_or_default()
+                            .into(),
+                        c.as_ref()
+                            .map(|c| c.phase().as_str().to_string())
+                            .unwrap_or_default()
+                            .into(),
+                        c.as_ref()
+                            .map(|c| c.state().as_str().to_string())
+                            .unwrap_or_default()
+                            .into(),
+                        l.status.as_str().into(),
+                        l.parallel_group
+                            .clone()
+                            .unwrap_or_else(|| "-".into())
+                            .into(),
+                    ]
+                })
+                .collect(),
+            empty: String::new(),
+        });
+    }
     report = report
         .with(Element::List {
             title: "Progress".into(),

@@ -70,14 +70,15 @@ pub struct ApprovalsArgs {
 /// `plan decide` arguments.
 #[derive(Debug, Args)]
 pub struct DecideArgs {
-    /// Choose option N (1-based, as listed by `plan approvals`)
+    /// Choose option N (1-based, as listed by `plan approvals`) or by its name
+    /// (`spawn`, `skip`, `retry`, ...)
     #[arg(
         long,
-        value_name = "N",
+        value_name = "N|NAME",
         conflicts_with = "guidance",
         required_unless_present = "guidance"
     )]
-    pub option: Option<usize>,
+    pub option: Option<String>,
     /// Answer with guidance instead of an option
     #[arg(long, value_name = "TEXT")]
     pub guidance: Option<String>,
@@ -160,12 +161,11 @@ pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<Engin
         },
         guard: Guard::new(),
     };
-    Ok(Engine::new(
-        store,
-        ctx.paths.clone(),
-        providers,
-        Box::new(observer),
-    )?)
+    let max_children = ctx.config()?.max_parallel_children();
+    Ok(
+        Engine::new(store, ctx.paths.clone(), providers, Box::new(observer))?
+            .with_max_parallel_children(max_children),
+    )
 }
 
 fn resolve_plan(engine: &Engine, input: &str) -> Result<Id, CliError> {
@@ -243,6 +243,21 @@ pub(crate) fn driven_report(
                 approval.approval_id, approval.summary
             ),
         )),
+        Stopped::Decisions { approvals }
+            if approvals
+                .iter()
+                .all(|a| a.kind == crate::engine::domain::approval::ApprovalKind::ChildSpawn) =>
+        {
+            Err(needs(
+                approvals,
+                format!(
+                    "plan {id} waits for approval to spawn {} child plan{}: {}",
+                    approvals.len(),
+                    if approvals.len() == 1 { "" } else { "s" },
+                    approvals[0].summary
+                ),
+            ))
+        }
         Stopped::Decisions { approvals } => Err(needs(
             approvals,
             format!(
@@ -574,6 +589,7 @@ fn answer_report(
             answered.approval.kind,
             crate::engine::domain::approval::ApprovalKind::Errored
                 | crate::engine::domain::approval::ApprovalKind::TransientFailure
+                | crate::engine::domain::approval::ApprovalKind::ErrorRecovery
         );
         let op = if retry { Op::Execute } else { Op::Continue };
         let driven = driver::drive(&mut engine, &plan_id, op);
@@ -675,7 +691,30 @@ fn next_after(
 pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
     let engine = engine(ctx, a.stream, "Answering approval")?;
     let answer = match (&a.option, &a.guidance) {
-        (Some(n), _) => Answer::Option(*n),
+        (Some(text), _) => match text.trim().parse::<usize>() {
+            Ok(n) => Answer::Option(n),
+            Err(_) => {
+                let approval = engine.store().approval(&a.approval)?;
+                let options = approval.map(|x| x.options).unwrap_or_default();
+                match options
+                    .iter()
+                    .position(|o| o.eq_ignore_ascii_case(text.trim()))
+                {
+                    Some(i) => Answer::Option(i + 1),
+                    None => {
+                        return Err(CliError::invalid_input(format!(
+                            "--option `{text}` is neither a number nor an option of approval {}",
+                            a.approval
+                        ))
+                        .hint(if options.is_empty() {
+                            ctx.suggest("plan approvals")
+                        } else {
+                            format!("options: {}", options.join(", "))
+                        }));
+                    }
+                }
+            }
+        },
         (None, Some(g)) if !g.trim().is_empty() => Answer::Guidance(g.trim().to_string()),
         _ => {
             return Err(CliError::invalid_input("--guidance cannot be empty")

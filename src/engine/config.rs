@@ -130,6 +130,8 @@ pub struct ConfigFile {
     pub format: Option<String>,
     /// Days that checkpoint refs and the sandboxes of finished plans are kept.
     pub sandbox_retention_days: Option<u32>,
+    /// How many children of one parallel spawn group run at once.
+    pub max_parallel_children: Option<u32>,
     /// Provider tables by name.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
@@ -285,6 +287,15 @@ impl Config {
             .unwrap_or(crate::engine::sandbox::DEFAULT_RETENTION_DAYS)
     }
 
+    /// How many children of one `subplan_parallel_spawn` group run at once
+    /// (`max-parallel-children`, default 2).
+    pub fn max_parallel_children(&self) -> usize {
+        self.file.max_parallel_children.map_or(
+            crate::engine::lifecycle::DEFAULT_MAX_PARALLEL_CHILDREN,
+            |n| n as usize,
+        )
+    }
+
     /// All providers: the built-ins merged with the file's tables, sorted by name.
     pub fn providers(&self) -> Vec<Provider> {
         let mut out: BTreeMap<String, Provider> = BTreeMap::new();
@@ -400,7 +411,7 @@ pub struct KeySpec {
 }
 
 /// Every top-level key, in display order.
-pub const KEYS: [KeySpec; 5] = [
+pub const KEYS: [KeySpec; 6] = [
     KeySpec {
         name: "automation-profile",
         description: "automation profile for new plans (built-in name or namespaced custom profile)",
@@ -435,6 +446,13 @@ pub const KEYS: [KeySpec; 5] = [
         env: None,
         flag: None,
         default: Some("7"),
+    },
+    KeySpec {
+        name: "max-parallel-children",
+        description: "how many child plans of one parallel spawn group run at once",
+        env: None,
+        flag: None,
+        default: Some("2"),
     },
 ];
 
@@ -608,6 +626,10 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
         KeyPath::Top(spec) if spec.name == "sandbox-retention-days" => match value.parse::<i64>() {
             Ok(n) if (0..=3650).contains(&n) => Ok(n.into()),
             _ => Err(invalid("a whole number of days from 0 to 3650")),
+        },
+        KeyPath::Top(spec) if spec.name == "max-parallel-children" => match value.parse::<i64>() {
+            Ok(n) if (1..=64).contains(&n) => Ok(n.into()),
+            _ => Err(invalid("a whole number from 1 to 64")),
         },
         KeyPath::Top(spec) => {
             check_top_value(spec.name, value).map_err(|e| invalid(&e))?;
@@ -801,6 +823,14 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
                 .map_err(|e| bad(key.to_string(), format!("is `{v}`; expected {e}")))?;
         }
     }
+    if let Some(n) = file.max_parallel_children
+        && !(1..=64).contains(&n)
+    {
+        return Err(bad(
+            "max-parallel-children".to_string(),
+            format!("is `{n}`; expected a whole number from 1 to 64"),
+        ));
+    }
     if let Some(days) = file.sandbox_retention_days
         && days > 3650
     {
@@ -973,6 +1003,7 @@ fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
             "invariant-actor" => file.invariant_actor.clone(),
             "log-level" => file.log_level.clone(),
             "sandbox-retention-days" => file.sandbox_retention_days.map(|d| d.to_string()),
+            "max-parallel-children" => file.max_parallel_children.map(|d| d.to_string()),
             _ => None,
         },
         KeyPath::Provider { provider, rest } => {

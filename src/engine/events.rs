@@ -51,6 +51,15 @@ pub enum EventKind {
     PlanInterrupted,
     /// Phase or state changed in a way no other kind describes.
     StateChanged,
+    /// A spawn step created a child plan (on the parent).
+    ChildSpawned,
+    /// A child plan started running (on the parent).
+    ChildStarted,
+    /// A child plan's run ended: succeeded, failed or cancelled (on the parent).
+    ChildFinished,
+    /// A child plan's results were merged into the parent's sandbox, or conflicted (on the
+    /// parent).
+    ChildMerged,
 }
 
 str_enum!(EventKind {
@@ -69,6 +78,10 @@ str_enum!(EventKind {
     PlanCancelled => "plan_cancelled",
     PlanInterrupted => "plan_interrupted",
     StateChanged => "state_changed",
+    ChildSpawned => "child_spawned",
+    ChildStarted => "child_started",
+    ChildFinished => "child_finished",
+    ChildMerged => "child_merged",
 });
 
 /// One event, as stored and as streamed (`--stream` prints these as JSON Lines).

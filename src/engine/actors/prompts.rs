@@ -136,6 +136,26 @@ pub fn finish_strategy_tool() -> ToolSpec {
     }
 }
 
+/// `create_subplan`: the executor spawns a child plan of an action (issue 7 item 6).
+pub fn create_subplan_tool() -> ToolSpec {
+    ToolSpec {
+        name: "create_subplan".into(),
+        description: "Spawn a child plan: a registered action applied with arguments, in a             sandbox branched from this plan's current sandbox; its changes are merged back into             this plan's sandbox when it finishes. Without `parallel_group` it runs now and the             result (merged files or the error) is returned. Calls sharing a `parallel_group`             are queued and run together, concurrently, when you call another tool or finish."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "action": {"type": "string", "minLength": 1, "description": "The action's name (local/update-docs)."},
+                "args": {"type": "object", "description": "The action's arguments by name."},
+                "parallel_group": {"type": "string", "minLength": 1, "description": "A label; children with the same label run concurrently."},
+                "guidance": {"type": "string", "description": "Guidance for the child's strategy."}
+            },
+            "required": ["action"]
+        }),
+    }
+}
+
 /// `request_decision`: the executor asks the user a question with options.
 pub fn request_decision_tool() -> ToolSpec {
     ToolSpec {

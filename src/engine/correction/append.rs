@@ -146,7 +146,7 @@ pub fn append(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<A
     child.decision_root_id = Some(root.decision_id);
     engine
         .store_mut()
-        .create_plan(&child, &projects, &origin, &[], None, &bases)?;
+        .create_plan(&child, &projects, &origin, &[], None, &bases, None)?;
     let attempt = CorrectionAttempt {
         attempt_id: Id::generate(),
         plan_id: parent.plan_id,

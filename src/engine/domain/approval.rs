@@ -24,6 +24,9 @@ pub enum ApprovalKind {
     TransientFailure,
     /// The plan errored and needs guidance, a retry or cancellation.
     Errored,
+    /// Work could not be combined (a child plan's results conflict with its parent's sandbox)
+    /// and a human must choose how to recover.
+    ErrorRecovery,
 }
 
 str_enum!(ApprovalKind {
@@ -32,6 +35,7 @@ str_enum!(ApprovalKind {
     ChildSpawn => "child_spawn",
     TransientFailure => "transient_failure",
     Errored => "errored",
+    ErrorRecovery => "error_recovery",
 });
 
 /// Where an approval stands.

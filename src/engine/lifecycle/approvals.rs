@@ -7,8 +7,11 @@
 //! - decisions by `plan decide APR --option N` (the chosen option is recorded) or
 //!   `--guidance TEXT` / `plan reject APR --reason TEXT` (the actor decides again with that
 //!   guidance);
-//! - errored plans by `plan decide APR --option 1` (retry: `plan execute`) or `--option 2`
-//!   (cancel), or `plan reject` (cancel).
+//! - errored plans (and `error_recovery`, raised when a child plan's results conflict with
+//!   its parent's sandbox) by `plan decide APR --option 1` (retry: `plan execute`) or
+//!   `--option 2` (cancel), or `plan reject` (cancel);
+//! - child spawns (`child_spawn`, when `auto_child_plans` is false) by `plan decide APR
+//!   --option spawn` (1) or `--option skip` (2), or `plan reject` (skip).
 
 use jiff::Timestamp;
 use serde::Serialize;
@@ -284,12 +287,79 @@ pub fn answer(
             };
             resume = true;
         }
-        (ApprovalKind::Errored | ApprovalKind::TransientFailure, Answer::Option(1)) => {
+        (ApprovalKind::ChildSpawn, Answer::Option(n)) if *n == 1 || *n == 2 => {
+            let spawn = *n == 1;
+            let tx_plan = plan.clone();
+            let status = if spawn {
+                ApprovalStatus::Approved
+            } else {
+                ApprovalStatus::Rejected
+            };
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "child_spawn": if spawn { "spawn" } else { "skip" }}),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        approval_id,
+                        status,
+                        &json!({"option": if spawn { "spawn" } else { "skip" }}),
+                    )
+                    .map(|_| ())
+                },
+            )?;
+            effect = if spawn {
+                format!(
+                    "the child plan of {} will be spawned",
+                    approval.context["action"].as_str().unwrap_or("?")
+                )
+            } else {
+                format!(
+                    "the spawn of {} is skipped",
+                    approval.context["action"].as_str().unwrap_or("?")
+                )
+            };
+            resume = engine
+                .store()
+                .pending_approvals(Some(&plan.plan_id))?
+                .iter()
+                .all(|a| a.kind != ApprovalKind::ChildSpawn);
+        }
+        (ApprovalKind::ChildSpawn, Answer::Reject(reason)) => {
+            let tx_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "child_spawn": "skip", "reason": reason}),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        approval_id,
+                        ApprovalStatus::Rejected,
+                        &json!({"option": "skip", "reason": reason}),
+                    )
+                    .map(|_| ())
+                },
+            )?;
+            effect = format!("the spawn is skipped: {reason}");
+            resume = engine
+                .store()
+                .pending_approvals(Some(&plan.plan_id))?
+                .iter()
+                .all(|a| a.kind != ApprovalKind::ChildSpawn);
+        }
+        (
+            ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery,
+            Answer::Option(1),
+        ) => {
             effect = "retry: the plan's phase runs again".into();
             resume = true;
         }
         (
-            ApprovalKind::Errored | ApprovalKind::TransientFailure,
+            ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery,
             Answer::Option(2) | Answer::Reject(_),
         ) => {
             let reason = match &answer {
@@ -300,7 +370,7 @@ pub fn answer(
             effect = format!("the plan is cancelled: {reason}");
             resume = false;
         }
-        (ApprovalKind::Errored, Answer::Guidance(text)) => {
+        (ApprovalKind::Errored | ApprovalKind::ErrorRecovery, Answer::Guidance(text)) => {
             let d = user_intervention(&plan, None, text);
             let tx_plan = plan.clone();
             commit(

@@ -84,14 +84,106 @@ pub fn build(
     description: &str,
 ) -> Checklist {
     if let Some(steps) = script.filter(|s| !s.is_empty()) {
-        let mut drafts = Vec::new();
-        let mut raw = Vec::new();
-        for (i, step) in steps.iter().enumerate() {
-            let depends_on = match &step.depends_on {
+        // Spawn steps sharing a `parallel-group` become one `subplan_parallel_spawn` decision
+        // (the executable step, at the position of the group's first member) with one
+        // `subplan_spawn` decision per member under it; dependencies on a member are
+        // dependencies on its group.
+        // A group's key is `parallel:LABEL`, so a group may share its label with a step name.
+        let group_key = |label: &str| format!("parallel:{label}");
+        let group_of = |name: &str| -> Option<String> {
+            steps
+                .iter()
+                .find(|s| s.name == name)
+                .and_then(|s| s.parallel_group.as_deref())
+                .map(group_key)
+        };
+        let deps_of = |i: usize| -> Vec<String> {
+            let raw = match &steps[i].depends_on {
                 Some(d) => d.clone(),
                 None if i > 0 => vec![steps[i - 1].name.clone()],
                 None => Vec::new(),
             };
+            let mut out: Vec<String> = Vec::new();
+            for d in raw {
+                let key = group_of(&d).unwrap_or(d);
+                if Some(key.clone()) != steps[i].parallel_group.as_deref().map(group_key)
+                    && !out.contains(&key)
+                {
+                    out.push(key);
+                }
+            }
+            out
+        };
+        let mut drafts = Vec::new();
+        let mut raw = Vec::new();
+        let mut emitted: Vec<&str> = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            if let Some(group) = step.parallel_group.as_deref() {
+                if !emitted.contains(&group) {
+                    emitted.push(group);
+                    let members: Vec<(usize, &ScriptStep)> = steps
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, s)| s.parallel_group.as_deref() == Some(group))
+                        .collect();
+                    let mut depends_on: Vec<String> = Vec::new();
+                    for (j, _) in &members {
+                        for d in deps_of(*j) {
+                            if !depends_on.contains(&d) {
+                                depends_on.push(d);
+                            }
+                        }
+                    }
+                    let what = format!(
+                        "spawn {} child plans in parallel: {}",
+                        members.len(),
+                        members
+                            .iter()
+                            .map(|(_, s)| s
+                                .spawn
+                                .as_ref()
+                                .map(|sp| sp.action.as_str())
+                                .unwrap_or("?"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                    drafts.push(DecisionDraft {
+                        key: group_key(group),
+                        decision_type: "subplan_parallel_spawn".into(),
+                        question: format!("Parallel group {group} of the script"),
+                        chosen_option: what.clone(),
+                        alternatives_considered: Vec::new(),
+                        confidence_score: Some(1.0),
+                        rationale: "the action's script puts these spawn steps in one parallel group; builtin/checklist-strategist follows the script as written".into(),
+                        parent: None,
+                        depends_on,
+                        step: Some(StepDraft {
+                            instructions: what,
+                            expected_outputs: Vec::new(),
+                        }),
+                    });
+                    raw.push(Some(json!({
+                        "parallel_group": group,
+                        "members": members.iter().map(|(_, s)| s.name.clone()).collect::<Vec<_>>(),
+                    })));
+                }
+                drafts.push(DecisionDraft {
+                    key: step.name.clone(),
+                    decision_type: "subplan_spawn".into(),
+                    question: format!("Script step {} of {}: {}", i + 1, steps.len(), step.name),
+                    chosen_option: describe(step),
+                    alternatives_considered: Vec::new(),
+                    confidence_score: Some(1.0),
+                    rationale: format!(
+                        "the action's script lists this step in parallel group {group}"
+                    ),
+                    parent: Some(group_key(group)),
+                    depends_on: Vec::new(),
+                    step: None,
+                });
+                raw.push(Some(json!(step)));
+                continue;
+            }
             let is_spawn = step.spawn.is_some();
             drafts.push(DecisionDraft {
                 key: step.name.clone(),
@@ -106,7 +198,7 @@ pub fn build(
                 confidence_score: Some(1.0),
                 rationale: "the action's script lists this step; builtin/checklist-strategist follows the script as written".into(),
                 parent: None,
-                depends_on,
+                depends_on: deps_of(i),
                 step: Some(StepDraft {
                     instructions: describe(step),
                     expected_outputs: Vec::new(),
@@ -195,6 +287,67 @@ mod tests {
             c.drafts
                 .iter()
                 .all(|d| d.alternatives_considered.is_empty())
+        );
+    }
+
+    #[test]
+    fn spawn_steps_of_one_parallel_group_become_one_group_decision_with_a_spawn_under_it_each() {
+        let spawn = |name: &str, action: &str, group: Option<&str>| ScriptStep {
+            name: name.into(),
+            run: None,
+            tool: None,
+            args: None,
+            spawn: Some(crate::engine::registry::actions::SpawnSpec {
+                action: action.into(),
+                args: Default::default(),
+            }),
+            depends_on: None,
+            parallel_group: group.map(str::to_string),
+        };
+        let steps = [
+            step("prep", "make prep", None),
+            spawn("a", "local/a", Some("both")),
+            spawn("b", "local/b", Some("both")),
+            step("after", "make after", None),
+            spawn("c", "local/c", None),
+        ];
+        let c = build(Some(&steps), "done", "desc");
+        let keys: Vec<(&str, &str)> = c
+            .drafts
+            .iter()
+            .map(|d| (d.key.as_str(), d.decision_type.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("prep", "implementation_choice"),
+                ("parallel:both", "subplan_parallel_spawn"),
+                ("a", "subplan_spawn"),
+                ("b", "subplan_spawn"),
+                ("after", "implementation_choice"),
+                ("c", "subplan_spawn"),
+            ]
+        );
+        assert_eq!(c.drafts[1].depends_on, ["prep"]);
+        assert!(
+            c.drafts[1].step.is_some(),
+            "the group is the executable step"
+        );
+        assert!(c.drafts[2].step.is_none() && c.drafts[3].step.is_none());
+        assert_eq!(c.drafts[2].parent.as_deref(), Some("parallel:both"));
+        assert_eq!(
+            c.drafts[4].depends_on,
+            ["parallel:both"],
+            "a step after a member depends on its group"
+        );
+        assert_eq!(c.drafts[5].depends_on, ["after"]);
+        assert!(
+            c.drafts[5].step.is_some(),
+            "a spawn outside a group is its own step"
+        );
+        assert_eq!(
+            c.script_steps[1].as_ref().unwrap()["members"],
+            json!(["a", "b"])
         );
     }
 

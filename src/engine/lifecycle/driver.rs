@@ -127,7 +127,7 @@ fn wrong_state(plan: &Plan, message: String, hints: Vec<String>) -> RunError {
 }
 
 /// Checks that `op` fits the plan's state before taking the lease.
-fn check_op(plan: &Plan, op: Op) -> Result<(), RunError> {
+fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
     let id = plan.plan_id;
     if plan.state() == ProcessingState::Cancelled {
         return Err(wrong_state(
@@ -137,6 +137,24 @@ fn check_op(plan: &Plan, op: Op) -> Result<(), RunError> {
                 plan.phase()
             ),
             vec![format!("agents plan status {id}")],
+        ));
+    }
+    // A spawned child (not an appended follow-up plan, which applies into its parent's
+    // sandbox by itself) is merged by its parent.
+    let spawned_parent = match plan.parent_plan_id {
+        Some(parent) if engine.store().child_link(&plan.plan_id)?.is_some() => Some(parent),
+        _ => None,
+    };
+    if let (Op::Apply { .. }, Some(parent)) = (op, spawned_parent) {
+        return Err(wrong_state(
+            plan,
+            format!(
+                "plan {id} is a child plan of {parent}; its results merge into its parent's sandbox, and the parent is applied instead"
+            ),
+            vec![
+                format!("agents plan status {parent}"),
+                format!("agents plan apply {parent}"),
+            ],
         ));
     }
     match (op, plan.phase()) {
@@ -180,7 +198,16 @@ fn check_op(plan: &Plan, op: Op) -> Result<(), RunError> {
     }
 }
 
-fn stop(engine: &mut Engine, plan: &mut Plan, cause: StopCause) -> Result<Stopped, RunError> {
+/// Records why a run stopped: a requested cancellation cancels the plan; Ctrl-C re-queues it
+/// with reason `interrupted`.
+///
+/// # Errors
+/// [`RunError`].
+pub(crate) fn stop(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    cause: StopCause,
+) -> Result<Stopped, RunError> {
     match cause {
         StopCause::Cancel => {
             let reason = engine.store().plan_cancel_reason(&plan.plan_id)?;
@@ -242,7 +269,7 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
             vec![format!("agents plan diff {plan_id}")],
         ));
     }
-    check_op(&plan, op)?;
+    check_op(engine, &plan, op)?;
     let guard = lease::acquire(engine.store_mut(), plan_id, plan.phase().as_str())?;
     engine.take_log();
     engine.flush(plan_id)?;
@@ -324,7 +351,8 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                     resolve_gate(engine, &mut plan, Gate::Execute)?;
                     match execute::run(engine, &mut plan)? {
                         execute::Ended::Complete | execute::Ended::Stopped => continue,
-                        execute::Ended::AwaitingDecision(approvals) => {
+                        execute::Ended::AwaitingDecision(approvals)
+                        | execute::Ended::AwaitingApproval(approvals) => {
                             break Stopped::Decisions { approvals };
                         }
                         execute::Ended::Errored { code, message } => {
@@ -338,6 +366,14 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 };
             }
             (Phase::Execute, ProcessingState::Complete) => {
+                // A child is merged by its parent's spawn step, never applied by itself.
+                if let Some(parent) = plan.parent_plan_id
+                    && engine.store().child_link(&plan.plan_id)?.is_some()
+                {
+                    break Stopped::NothingToDo {
+                        next: format!("agents plan execute {parent}"),
+                    };
+                }
                 if op == Op::Execute && explicit {
                     break Stopped::NothingToDo {
                         next: format!("agents plan apply {plan_id}"),
@@ -358,12 +394,13 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 };
             }
             (Phase::Execute, ProcessingState::Queued | ProcessingState::Errored) => {
-                // The execution actor's question (`request_decision`) waits for its answer.
+                // The execution actor's question (`request_decision`) and a spawn (`plan decide
+                // APR --option spawn|skip`) wait for their answers.
                 let pending: Vec<Approval> = engine
                     .store()
                     .pending_approvals(Some(plan_id))?
                     .into_iter()
-                    .filter(|a| a.kind == ApprovalKind::Decision)
+                    .filter(|a| matches!(a.kind, ApprovalKind::Decision | ApprovalKind::ChildSpawn))
                     .collect();
                 if !pending.is_empty() {
                     break Stopped::Decisions { approvals: pending };
@@ -377,7 +414,8 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
                 explicit = false;
                 match execute::run(engine, &mut plan)? {
                     execute::Ended::Complete | execute::Ended::Stopped => continue,
-                    execute::Ended::AwaitingDecision(approvals) => {
+                    execute::Ended::AwaitingDecision(approvals)
+                    | execute::Ended::AwaitingApproval(approvals) => {
                         break Stopped::Decisions { approvals };
                     }
                     execute::Ended::Errored { code, message } => {
@@ -491,6 +529,11 @@ pub fn cancel(
                 )?;
             }
             drop(guard);
+            super::children::cancel_children(
+                engine,
+                plan_id,
+                reason.unwrap_or("cancelled by the user"),
+            )?;
             Ok(plan)
         }
         Err(lease::LeaseError::Held { .. }) => {

@@ -61,6 +61,8 @@ pub enum Ended {
     /// The execution actor asked the user (`request_decision`); the plan waits at
     /// execute/queued for these `decision` approvals.
     AwaitingDecision(Vec<crate::engine::domain::approval::Approval>),
+    /// A step waits for a human (`child_spawn` approvals); the plan is at (execute, queued).
+    AwaitingApproval(Vec<crate::engine::domain::approval::Approval>),
 }
 
 /// The user's answer to a `request_decision`, in words for the model.
@@ -666,7 +668,10 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
             let policy = policy(engine, plan)?;
             let flag = Arc::clone(&watcher.flag);
             let stop_flag = Arc::clone(&watcher.flag);
-            let ended = if actor == SCRIPT_EXECUTOR {
+            let ended = if super::children::is_spawn_step(decision) {
+                let snapshot = plan.clone();
+                super::children::run_step(engine, &snapshot, decision, flag)?
+            } else if actor == SCRIPT_EXECUTOR {
                 let mut runner = ToolRunner::new(engine.store_mut(), &sandboxes).with_cancel(flag);
                 script_executor::run_step(
                     &mut runner,
@@ -706,6 +711,26 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                     let approval = pause_step(engine, plan, &step, &label, *q)?;
                     return Ok(Ended::AwaitingDecision(vec![approval]));
                 }
+                StepEnd::Awaiting { approvals } => {
+                    step.status = StepStatus::Pending;
+                    step.finished_at = None;
+                    let waiting = step.clone();
+                    *plan = engine.plan(&plan_id)?;
+                    state::set_state(plan, ProcessingState::Queued)?;
+                    let tx_plan = plan.clone();
+                    commit(
+                        engine.store_mut(),
+                        plan,
+                        EventKind::ExecuteStep,
+                        json!({"step": label, "position": waiting.position, "decision_id": waiting.decision_id.to_string(), "status": "awaiting_approval", "approvals": approvals.iter().map(|a| a.approval_id.clone()).collect::<Vec<_>>()}),
+                        |tx| {
+                            save_step(tx, &plan_id, &waiting)?;
+                            state::reason(tx, &tx_plan, Some("awaiting_child_spawn"))
+                        },
+                    )?;
+                    engine.flush(&plan_id)?;
+                    return Ok(Ended::AwaitingApproval(approvals));
+                }
                 StepEnd::Done { output } => {
                     let end = take_checkpoint(
                         engine,
@@ -738,7 +763,9 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                     message,
                     output,
                 } => {
-                    if retries_left > 0 && code != "NOT_SUPPORTED" {
+                    // Retrying cannot help an unsupported step or a merge conflict (the same
+                    // children would conflict again).
+                    if retries_left > 0 && code != "NOT_SUPPORTED" && code != "MERGE_CONFLICT" {
                         retries_left -= 1;
                         let rolled = roll_back_step(engine, &sandboxes, &plan_id, &step)?;
                         *plan = engine.plan(&plan_id)?;
@@ -847,6 +874,15 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         let flag = Arc::new(AtomicBool::new(false));
         let ended =
             super::model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance, None);
+
+        let ended = match ended {
+            StepEnd::Awaiting { .. } => StepEnd::Failed {
+                code: "STEP_FAILED".into(),
+                message: "a validation fix cannot wait for approvals".into(),
+                output: Value::Null,
+            },
+            other => other,
+        };
         let end = take_checkpoint(
             engine,
             &sandboxes,
@@ -859,7 +895,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
             engine.store_mut(),
             plan,
             EventKind::ExecuteStep,
-            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": match ended { StepEnd::Done { .. } => "done", StepEnd::Stopped => "stopped", StepEnd::Failed { .. } => "failed", StepEnd::Paused(_) => "asked_a_question_a_fix_cannot_wait_for" }, "checkpoint": end}),
+            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": match ended { StepEnd::Done { .. } => "done", StepEnd::Stopped => "stopped", StepEnd::Failed { .. } => "failed", StepEnd::Paused(_) => "asked_a_question_a_fix_cannot_wait_for", StepEnd::Awaiting { .. } => "failed" }, "checkpoint": end}),
             |_| Ok(()),
         )?;
         engine.flush(&plan_id)?;

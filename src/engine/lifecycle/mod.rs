@@ -9,6 +9,7 @@
 //! - [`approvals`]: raising and answering the places a human must act.
 //! - [`bases`]: what each target resource looked like at `plan use`.
 //! - [`checklist`]: the offline strategist `builtin/checklist-strategist`.
+//! - [`children`]: child plans (spawn steps, parallel groups, merge-back).
 //! - [`strategize`]: the Strategize phase (root decision, invariants, strategy actor).
 //! - [`execute`]: the Execute phase (sandboxes, steps, checkpoints, resume).
 //! - [`script_executor`]: the offline executor `builtin/script-executor`.
@@ -23,6 +24,7 @@ pub mod apply;
 pub mod approvals;
 pub mod bases;
 pub mod checklist;
+pub mod children;
 pub mod driver;
 pub mod execute;
 pub mod gates;
@@ -41,6 +43,10 @@ use crate::engine::events::{self, EngineEvent};
 use crate::engine::lease::{self, LeaseError};
 use crate::engine::paths::Paths;
 use crate::engine::store::{Store, StoreError};
+
+/// How many children of one parallel group run at once unless `max-parallel-children` says
+/// otherwise.
+pub const DEFAULT_MAX_PARALLEL_CHILDREN: usize = 2;
 
 /// Receives what the engine does while it drives a plan.
 pub trait Observer: Send + Sync {
@@ -142,7 +148,7 @@ impl From<rusqlite::Error> for RunError {
 }
 
 /// Reads an environment variable (API keys); `None` when unset.
-pub type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub type EnvLookup = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The engine service: a store, where files live, the configured providers and an observer.
 /// The CLI and the TUI each hold one per command or session.
@@ -153,8 +159,50 @@ pub struct Engine {
     env: EnvLookup,
     client_options: crate::engine::actors::providers::ClientOptions,
     observer: std::sync::Arc<dyn Observer>,
+    max_parallel_children: usize,
     streamed: i64,
     log: Vec<EngineEvent>,
+}
+
+/// Everything needed to open another [`Engine`] on the same data directory in another thread
+/// (child plans run on their own threads, each with its own database connection).
+#[derive(Clone)]
+pub(crate) struct EngineSeed {
+    db: std::path::PathBuf,
+    paths: Paths,
+    providers: Vec<Provider>,
+    env: EnvLookup,
+    client_options: crate::engine::actors::providers::ClientOptions,
+    observer: std::sync::Arc<dyn Observer>,
+    max_parallel_children: usize,
+}
+
+impl EngineSeed {
+    /// Opens the engine (a new connection to the same database).
+    ///
+    /// # Errors
+    /// [`StoreError`] opening the database.
+    pub(crate) fn open(&self) -> Result<Engine, StoreError> {
+        let store = Store::open(&self.db)?;
+        let streamed = events::last_seq(&store)?;
+        Ok(Engine {
+            store,
+            paths: self.paths.clone(),
+            providers: self.providers.clone(),
+            env: std::sync::Arc::clone(&self.env),
+            client_options: self.client_options.clone(),
+            observer: std::sync::Arc::clone(&self.observer),
+            max_parallel_children: self.max_parallel_children,
+            streamed,
+            log: Vec::new(),
+        })
+    }
+
+    /// The same seed with another observer.
+    pub(crate) fn with_observer(mut self, observer: std::sync::Arc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
+    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -183,9 +231,10 @@ impl Engine {
             store,
             paths,
             providers,
-            env: Box::new(|name| std::env::var(name).ok().filter(|v| !v.is_empty())),
+            env: std::sync::Arc::new(|name| std::env::var(name).ok().filter(|v| !v.is_empty())),
             client_options: Default::default(),
             observer: std::sync::Arc::from(observer),
+            max_parallel_children: DEFAULT_MAX_PARALLEL_CHILDREN,
             streamed,
             log: Vec::new(),
         })
@@ -196,8 +245,32 @@ impl Engine {
         mut self,
         env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
-        self.env = Box::new(env);
+        self.env = std::sync::Arc::new(env);
         self
+    }
+
+    /// Sets how many children of one `subplan_parallel_spawn` group run at once (config key
+    /// `max-parallel-children`, default [`DEFAULT_MAX_PARALLEL_CHILDREN`]; at least 1).
+    pub fn with_max_parallel_children(mut self, n: usize) -> Self {
+        self.max_parallel_children = n.max(1);
+        self
+    }
+
+    /// How many children of one parallel group run at once.
+    pub fn max_parallel_children(&self) -> usize {
+        self.max_parallel_children
+    }
+
+    pub(crate) fn seed(&self) -> EngineSeed {
+        EngineSeed {
+            db: self.store.path().to_path_buf(),
+            paths: self.paths.clone(),
+            providers: self.providers.clone(),
+            env: std::sync::Arc::clone(&self.env),
+            client_options: self.client_options.clone(),
+            observer: std::sync::Arc::clone(&self.observer),
+            max_parallel_children: self.max_parallel_children,
+        }
     }
 
     /// Replaces the provider client options (timeouts, retry delays).

@@ -1,7 +1,7 @@
 //! `builtin/script-executor` (actors issue item 4): performs each script step as written, in
 //! the plan's sandboxes, through the tool runner: `run:` as `shell_execute`, `tool:` with
-//! `args:` as that tool. `spawn:` (child plans) is not yet supported and says so. No model is
-//! called.
+//! `args:` as that tool. `spawn:` steps (child plans) are run by [`super::children`] before a
+//! step reaches this module. No model is called.
 
 use serde_json::{Value, json};
 
@@ -31,6 +31,11 @@ pub enum StepEnd {
     /// A model execution actor asked the user a question (`request_decision`); its run is
     /// paused until the answer.
     Paused(Box<super::model_executor::Question>),
+    /// A human must approve first (`child_spawn`); the step runs again once answered.
+    Awaiting {
+        /// The pending approvals.
+        approvals: Vec<crate::engine::domain::approval::Approval>,
+    },
 }
 
 fn clip(text: &str, max: usize) -> String {
@@ -74,9 +79,9 @@ pub fn run_step(
     };
     if let Some(spawn) = &step.spawn {
         return Ok(StepEnd::Failed {
-            code: "NOT_SUPPORTED".into(),
+            code: "STEP_FAILED".into(),
             message: format!(
-                "step {} spawns a child plan of {}: child plans are not yet supported",
+                "step {} spawns a child plan of {}, but its decision is not a subplan_spawn",
                 step.name, spawn.action
             ),
             output: Value::Null,

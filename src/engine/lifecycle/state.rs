@@ -70,16 +70,25 @@ pub(crate) fn errored(
     // A transient provider failure under a profile that does not retry by itself asks the
     // human to retry or abort; anything else is an errored plan.
     let transient = code == "TRANSIENT_FAILURE";
+    // A child plan's results that conflict with the parent's sandbox need a human to recover.
+    let recovery = code == "MERGE_CONFLICT";
     let mut approval = crate::engine::domain::approval::Approval::new(
         plan.plan_id,
         if transient {
             crate::engine::domain::approval::ApprovalKind::TransientFailure
+        } else if recovery {
+            crate::engine::domain::approval::ApprovalKind::ErrorRecovery
         } else {
             crate::engine::domain::approval::ApprovalKind::Errored
         },
         if transient {
             format!(
                 "{}: the model provider failed transiently: {message}",
+                plan.phase()
+            )
+        } else if recovery {
+            format!(
+                "{}: merging a child plan's results conflicted: {message}",
                 plan.phase()
             )
         } else {
@@ -129,6 +138,11 @@ pub(crate) fn resolve_pending(
             tx,
             &plan.plan_id,
             Some("transient_failure"),
+        )?);
+        ids.extend(approvals::pending_ids_in(
+            tx,
+            &plan.plan_id,
+            Some("error_recovery"),
         )?);
     }
     for id in &ids {

@@ -240,11 +240,27 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
         .progress("Strategize: reconciling invariants");
 
     let plan_key = plan.plan_id.to_string();
-    let (_, view, reconciler) =
-        invariants::effective(engine.store(), engine.providers(), &plan_key, None).map_err(
-            |e| RunError::Invalid(format!("cannot reconcile the plan's invariants: {e}")),
-        )?;
+    let (view, reconciler) = match plan.parent_plan_id {
+        // A child plan takes its parent's effective invariants as they are.
+        Some(parent) => (inherited_invariants(engine.store(), &parent)?, None),
+        None => {
+            let (_, view, reconciler) =
+                invariants::effective(engine.store(), engine.providers(), &plan_key, None)
+                    .map_err(|e| {
+                        RunError::Invalid(format!("cannot reconcile the plan's invariants: {e}"))
+                    })?;
+            (view, reconciler)
+        }
+    };
     let (view, reconciler_note) = match &reconciler {
+        _ if plan.parent_plan_id.is_some() => (
+            view,
+            json!({
+                "used": "inherited",
+                "from_plan": plan.parent_plan_id.map(|p| p.to_string()),
+                "note": "a child plan inherits its parent's effective invariants without reconciling them again",
+            }),
+        ),
         Some(choice) => match super::invariant_actor::reconcile(engine, plan, choice, &view) {
             Ok(done) => done,
             Err((code, message)) => {
@@ -333,6 +349,38 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
     )
 }
 
+/// The parent's effective invariants: its current `invariant_enforced` decisions.
+fn inherited_invariants(
+    store: &crate::engine::store::Store,
+    parent: &Id,
+) -> Result<invariants::EffectiveView, RunError> {
+    let effective = store
+        .decisions(parent)?
+        .into_iter()
+        .filter(|d| d.is_current() && d.decision_type == DecisionType::InvariantEnforced)
+        .map(|d| invariants::Invariant {
+            invariant_id: d.context_snapshot["references"][0]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            text: d.chosen_option.clone(),
+            key: None,
+            scope: serde_json::from_value(d.context_snapshot["scope"].clone())
+                .unwrap_or(crate::engine::domain::InvariantScope::Plan),
+            project: None,
+            action: None,
+            plan_id: Some(*parent),
+            created_at: d.created_at,
+            seq: i64::from(d.sequence_number),
+        })
+        .collect();
+    Ok(invariants::EffectiveView {
+        effective,
+        duplicates: Vec::new(),
+        conflicts: Vec::new(),
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn record(
     engine: &mut Engine,
@@ -406,7 +454,10 @@ fn record(
         d.attempt = attempt;
         d.parent_decision_id = Some(root.decision_id);
         d.question = Some("Which invariant must hold?".into());
-        d.rationale = Some(format!("effective {} invariant", inv.scope_label()));
+        d.rationale = Some(match plan.parent_plan_id {
+            Some(parent) => format!("inherited from parent plan {parent} (not reconciled again)"),
+            None => format!("effective {} invariant", inv.scope_label()),
+        });
         d.context_snapshot = json!({
             "hash": fingerprint(inv.text.as_bytes()),
             "references": [inv.invariant_id],
@@ -480,6 +531,11 @@ fn record(
     plan.decision_root_id = Some(root.decision_id);
     let root_id = root.decision_id;
     let plan_id = plan.plan_id;
+    // A child plan's root hangs under the parent's spawn decision (`plan tree`, corrections).
+    let spawned_by = engine
+        .store()
+        .child_link(&plan_id)?
+        .map(|l| l.spawn_decision_id);
     commit(
         engine.store_mut(),
         plan,
@@ -495,6 +551,12 @@ fn record(
             }
             for (up, down) in &deps {
                 decisions::depend_in(tx, up, down)?;
+            }
+            if let Some(spawn) = spawned_by {
+                tx.execute(
+                    "INSERT OR IGNORE INTO decision_dependencies VALUES (?1, ?2, 'plan', ?3)",
+                    rusqlite::params![spawn.to_string(), root_id.to_string(), plan_id.to_string()],
+                )?;
             }
             Ok(())
         },

@@ -362,6 +362,7 @@ pub fn create(
         &rows,
         archive.then_some(&archived),
         &bases,
+        None,
     )?;
     let plan = store.plan(&plan.plan_id)?.unwrap_or(plan);
     let (_, view, _) =
@@ -383,4 +384,139 @@ pub fn create(
         invariants: view,
         action_archived: archive,
     })
+}
+
+/// What a spawn asks for: a child plan of `action` with `args`, branched from its parent's
+/// sandboxes (issue 7 item 6).
+#[derive(Debug, Clone)]
+pub struct ChildRequest {
+    /// The spawned action (name or id).
+    pub action: String,
+    /// Its arguments (JSON values; strings as written, others as their JSON text).
+    pub args: serde_json::Map<String, serde_json::Value>,
+    /// Guidance from whoever spawned it (a model executor's `create_subplan`); it becomes part
+    /// of the child's root prompt.
+    pub guidance: Option<String>,
+    /// The child's bases: the parent's sandbox repositories at the spawn.
+    pub bases: Vec<crate::engine::store::lifecycle_run::PlanBase>,
+    /// The link row (child id filled in by [`create_child`]).
+    pub link: crate::engine::store::children::ChildLink,
+}
+
+/// Creates a child plan of `parent` (one transaction: plan, origin, bases, child link, event).
+/// It inherits the parent's projects and frozen automation profile; its actors, text and
+/// script come from the spawned action with the spawn's arguments. It is stored at
+/// strategize/queued; the parent's process runs it.
+///
+/// # Errors
+/// [`PlanUseError`] naming the action, argument or template at fault; nothing is written then.
+pub fn create_child(
+    store: &mut Store,
+    providers: &[Provider],
+    parent: &Plan,
+    req: &ChildRequest,
+) -> Result<Plan, PlanUseError> {
+    let action = actions::find(store, &req.action)?;
+    if action.state != ActionState::Available {
+        return Err(PlanUseError::NotAvailable {
+            name: action.name.clone(),
+            state: action.state,
+        });
+    }
+    let given: Vec<String> = req
+        .args
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    let bound = actions::bind_arguments(&action, &given)?;
+    let actor = |field: &str, r: Option<&String>| -> Result<Option<String>, PlanUseError> {
+        r.map(|r| {
+            check_actor(
+                store,
+                providers,
+                &format!("action {} {field}", action.name),
+                r,
+            )
+        })
+        .transpose()
+    };
+    let strategy = actor("strategy-actor", Some(&action.strategy_actor))?;
+    let execution = actor("execution-actor", Some(&action.execution_actor))?;
+    let estimation = actor("estimation-actor", action.estimation_actor.as_ref())?;
+    let inv_actor = actor("invariant-actor", action.invariant_actor.as_ref())?;
+    let values = actions::template_values(&action, &bound);
+    let render = |field: &str, text: &str| {
+        crate::engine::registry::template::render(text, &values).map_err(|source| {
+            PlanUseError::Template {
+                field: field.to_string(),
+                source,
+            }
+        })
+    };
+    let mut description = action
+        .description
+        .as_deref()
+        .map(|d| render("description", d))
+        .transpose()?;
+    if let Some(g) = req.guidance.as_deref().filter(|g| !g.trim().is_empty()) {
+        let base = description.unwrap_or_default();
+        description = Some(
+            format!("{base}\n\nGuidance from the parent plan: {}", g.trim())
+                .trim()
+                .to_string(),
+        );
+    }
+    let dod = render("definition-of-done", &action.definition_of_done)?;
+    let script = action
+        .script
+        .as_deref()
+        .map(|s| actions::render_script(s, &values))
+        .transpose()
+        .map_err(|(field, source)| PlanUseError::Template { field, source })?;
+    let parent_origin = store.plan_origin(&parent.plan_id)?;
+    let mut plan = Plan::new(
+        &action.name,
+        action.name.rsplit('/').next().unwrap_or(&action.name),
+        super::now(),
+    );
+    plan.description = description;
+    plan.definition_of_done = Some(dod);
+    plan.project_links = parent.project_links.clone();
+    plan.automation_profile = parent.automation_profile.clone();
+    plan.automation_level = parent.automation_level;
+    plan.effective_profile_snapshot = parent.effective_profile_snapshot.clone();
+    plan.strategy_actor = strategy;
+    plan.execution_actor = execution;
+    plan.estimation_actor = estimation;
+    plan.invariant_actor = inv_actor;
+    plan.arguments = bound;
+    plan.parent_plan_id = Some(parent.plan_id);
+    plan.root_plan_id = Some(parent.root_plan_id.unwrap_or(parent.plan_id));
+    let read_only = action.read_only || parent_origin.as_ref().is_some_and(|o| o.read_only);
+    let origin = crate::engine::store::plan_links::Origin {
+        action_id: action.action_id,
+        profile_source: parent_origin
+            .as_ref()
+            .map(|o| o.profile_source)
+            .unwrap_or(ResolvedFrom::Default),
+        read_only,
+        script,
+        sandbox: action.sandbox.clone(),
+    };
+    let projects: Vec<Id> = store
+        .plan_project_ids(&parent.plan_id)?
+        .iter()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let mut link = req.link.clone();
+    link.child_plan_id = plan.plan_id;
+    let mut bases = req.bases.clone();
+    for b in &mut bases {
+        b.read_only |= read_only;
+    }
+    store.create_plan(&plan, &projects, &origin, &[], None, &bases, Some(&link))?;
+    Ok(store.plan(&plan.plan_id)?.unwrap_or(plan))
 }

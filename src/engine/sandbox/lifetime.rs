@@ -1,7 +1,8 @@
 //! How long sandboxes live (spec section 11 "Cleanup Behavior"; issue 4).
 //!
-//! - After a plan is applied, [`release_after_apply`] removes the work trees and keeps the
-//!   private repositories (with every checkpoint ref) for the retention period.
+//! - After a plan is applied, [`release_after_apply`] removes the work trees (its child plans'
+//!   too) and keeps the private repositories (with every checkpoint ref) for the retention
+//!   period.
 //! - Sandboxes of cancelled or errored plans, and of finished `agents actor run`s, stay until
 //!   `agents plan cleanup` or until the retention period has passed since the plan last
 //!   changed.
@@ -61,6 +62,11 @@ pub fn release_after_apply(
         if record.state == SandboxState::Active {
             out.push(release(store, &record, "plan applied")?);
         }
+    }
+    // Child plans' results are in the applied commit too: their work trees go as well (their
+    // repositories stay, like the parent's, until the retention period ends).
+    for child in store.children_of(plan_id)? {
+        out.extend(release_after_apply(store, sandboxes, &child.child_plan_id)?);
     }
     let _ = sandboxes;
     Ok(out)

@@ -25,6 +25,7 @@
 //! - [`landlock`]: kernel confinement of shell commands.
 //! - [`export`]: `plan export` to a branch or a patch.
 //! - [`lifetime`]: release after apply, retention, cleanup and orphan removal.
+//! - [`merge`]: three-way merge of a child plan's sandbox back into its parent's.
 
 pub mod attribution;
 pub mod checkpoint;
@@ -35,6 +36,7 @@ pub mod export;
 pub mod git_sandbox;
 pub mod landlock;
 pub mod lifetime;
+pub mod merge;
 
 use std::fmt;
 use std::fs;

@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod actors;
 pub mod approvals;
+pub mod children;
 pub(crate) mod codec;
 pub mod corrections;
 pub mod decisions;
@@ -40,6 +41,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/005_lifecycle.sql"),
     include_str!("migrations/006_lifecycle_run.sql"),
     include_str!("migrations/007_corrections.sql"),
+    include_str!("migrations/008_child_plans.sql"),
     include_str!("migrations/009_lifecycle2.sql"),
 ];
 
@@ -148,6 +150,11 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
         migrate(&mut conn, path)?;
+        // Every transaction of a writable store starts IMMEDIATE: it takes the write lock at
+        // BEGIN (waiting up to the busy timeout), so a transaction that reads then writes is
+        // never refused with SQLITE_BUSY when another connection (a child plan's thread, another
+        // process) wrote in between.
+        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         Ok(Self {
             conn,
             path: path.to_path_buf(),

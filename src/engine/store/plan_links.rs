@@ -29,10 +29,12 @@ impl Store {
     /// Creates a plan in one transaction: the plan row, its project links in order, its origin,
     /// its invariants (the plan record's `invariants` is filled from them), optionally the
     /// action's new state (a non-reusable action is archived by its first use), the bases of
-    /// its target resources and a `plan_created` event.
+    /// its target resources, its link to its parent when it is a child plan, and a
+    /// `plan_created` event.
     ///
     /// # Errors
     /// Store errors; nothing is written then.
+    #[allow(clippy::too_many_arguments)]
     pub fn create_plan(
         &mut self,
         plan: &Plan,
@@ -41,6 +43,7 @@ impl Store {
         invariants: &[NewInvariant],
         archive: Option<&Action>,
         bases: &[super::lifecycle_run::PlanBase],
+        child: Option<&super::children::ChildLink>,
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         super::plans::insert_plan_row(&tx, plan)?;
@@ -66,6 +69,9 @@ impl Store {
             super::actions::set_state(&tx, a)?;
         }
         super::lifecycle_run::insert_bases(&tx, &plan.plan_id, bases)?;
+        if let Some(link) = child {
+            super::children::insert_in(&tx, link)?;
+        }
         crate::engine::events::append(
             &tx,
             Some(&plan.plan_id),
@@ -75,6 +81,7 @@ impl Store {
                 "projects": plan.project_names(),
                 "automation_profile": plan.automation_profile,
                 "bases": bases,
+                "parent_plan_id": plan.parent_plan_id.map(|p| p.to_string()),
             }),
         )?;
         tx.commit()?;
