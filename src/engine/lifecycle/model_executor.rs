@@ -573,3 +573,72 @@ pub(crate) fn run_step(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::actors::messages::{ToolCall, ToolResult};
+
+    #[test]
+    fn a_resumed_transcript_carries_the_answer_as_the_calls_result() {
+        let transcript = vec![
+            Message::User { text: "go".into() },
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "request_decision".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+            Message::ToolResults {
+                results: vec![ToolResult {
+                    call_id: "c1".into(),
+                    content: "The question is with the user.".into(),
+                    is_error: false,
+                }],
+            },
+        ];
+        let resume = Resume {
+            transcript: transcript.clone(),
+            call_id: "c1".into(),
+            answer: "The user chose option 2: b".into(),
+        };
+        let history = resume.history();
+        assert_eq!(history[..2], transcript[..2]);
+        let Message::ToolResults { results } = &history[2] else {
+            panic!("{history:?}");
+        };
+        assert_eq!(results[0].content, "The user chose option 2: b");
+    }
+
+    #[test]
+    fn questions_need_two_distinct_options_and_a_recommendation_among_them() {
+        let ok = parse_question(
+            &serde_json::json!({"question": "Q?", "options": ["a", "b"], "recommended": "b"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (ok.options.len(), ok.recommended.as_deref()),
+            (2, Some("b"))
+        );
+        for (args, expected) in [
+            (serde_json::json!({"options": ["a", "b"]}), "`question`"),
+            (
+                serde_json::json!({"question": "Q?", "options": ["a"]}),
+                "at least two",
+            ),
+            (
+                serde_json::json!({"question": "Q?", "options": ["a", "a"]}),
+                "different",
+            ),
+            (
+                serde_json::json!({"question": "Q?", "options": ["a", "b"], "recommended": "c"}),
+                "`recommended` must be one of the options",
+            ),
+        ] {
+            let e = parse_question(&args).unwrap_err();
+            assert!(e.contains(expected), "{args}: {e}");
+        }
+    }
+}

@@ -142,18 +142,20 @@ fn run(
         let Some(plan) = store.plan(&record.plan_id)? else {
             continue;
         };
-        // An isolated actor run (`agents actor run`) is finished once it has stopped.
+        // An isolated actor run (`agents actor run`) is finished once it has stopped; one
+        // still marked processing (its process may have crashed; runs hold no lease) only
+        // once the retention period has passed.
         let actor_run = store.is_actor_run(&plan.plan_id)?;
+        let expired = plan.updated_at < cutoff;
         let finished = plan.phase() == Phase::Applied
-            || actor_run
+            || (actor_run && (plan.state() != ProcessingState::Processing || expired))
             || matches!(
                 plan.state(),
                 ProcessingState::Cancelled | ProcessingState::Errored
             );
-        if !finished || (actor_run && plan.state() == ProcessingState::Processing) {
+        if !finished {
             continue;
         }
-        let expired = plan.updated_at < cutoff;
         let what = if plan.phase() == Phase::Applied {
             "applied"
         } else if actor_run {
