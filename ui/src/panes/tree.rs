@@ -101,6 +101,28 @@ impl TreePane {
             .any(|c| self.show_superseded || !c.superseded)
     }
 
+    /// The selected node, if it is visible.
+    pub fn selected_node(&self) -> Option<&DecisionNode> {
+        self.visible()
+            .into_iter()
+            .find(|v| v.path == self.selected)
+            .map(|v| v.node)
+    }
+
+    /// Selects the node drawn on `row` of a pane showing `height` rows (a mouse click); the
+    /// tree scrolls like the widget does, keeping the selection on the last visible row.
+    pub(crate) fn select_row(&mut self, row: usize, height: usize) {
+        let visible = self.visible();
+        let current = visible
+            .iter()
+            .position(|v| v.path == self.selected)
+            .unwrap_or(0);
+        let offset = current.saturating_sub(height.max(1) - 1);
+        if let Some(v) = visible.get(offset + row) {
+            self.selected = v.path.clone();
+        }
+    }
+
     /// Starts showing another plan (or none): forgets the old tree and its navigation.
     pub(crate) fn reset(&mut self, plan_id: Option<String>) {
         *self = Self {
