@@ -310,7 +310,11 @@ fn correcting_a_decision_shows_the_dry_run_result_in_the_editor() {
     tmux.wait_for("the explanation", |sc| {
         sc.contains("Why prompt_definition") && sc.contains("Impact of a correction")
     });
+    // (Wait after Esc: a key right behind it would arrive as Alt-key.)
     tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
+    tmux.wait_for("the explanation closed", |sc| {
+        !sc.contains("Why prompt_definition")
+    });
     tmux.cmd(&["send-keys", "-t", "s", "c"]);
     tmux.wait_for("the editor", |sc| {
         sc.contains("Guidance") && sc.contains("revert")
@@ -334,7 +338,57 @@ fn correcting_a_decision_shows_the_dry_run_result_in_the_editor() {
         );
     }
     tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
-    tmux.wait_for("the editor closed", |sc| !sc.contains("Guidance"));
+    tmux.wait_for("the editor closed", |sc| !sc.contains("Correct 0"));
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    assert_eq!(wait_exit(&tmux, &exit), "0");
+}
+
+#[test]
+fn reviewing_the_diff_then_applying_from_the_plans_pane_commits_the_plan() {
+    let s = crate::cli::lifecycle::setup();
+    let (doc, code, id) = crate::cli::lifecycle::use_plan(&s, "trusted");
+    assert_eq!(code, 3, "trusted waits at the apply gate: {doc:#}");
+    let exit = s.env.root().join("exit-code");
+    let tmux = Tmux::new("apply");
+    let command = tui_command(&s.env, &format!("--plan {id}"), &exit);
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the plan's diff", |sc| sc.contains("NOTES.md"));
+    // A shows the diff zoomed for review; nothing is applied yet.
+    tmux.cmd(&["send-keys", "-t", "s", "A"]);
+    let review = tmux.wait_for("the review", |sc| sc.contains("REVIEW BEFORE APPLY"));
+    assert!(review.contains("+Release 1.2"), "{review}");
+    tmux.cmd(&["send-keys", "-t", "s", "n"]);
+    tmux.cmd(&["send-keys", "-t", "s", "A"]);
+    tmux.wait_for("the confirm", |sc| sc.contains("Apply?"));
+    tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    wait_long(&tmux, "the plan applied", Duration::from_secs(60), |sc| {
+        sc.contains("applied") && sc.contains("done.")
+    });
+    let log = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&s.repo)
+        .args(["log", "--format=%B", "-1"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains(&format!("Plan-Id: {id}")),
+        "{}",
+        String::from_utf8_lossy(&log.stdout)
+    );
     tmux.cmd(&["send-keys", "-t", "s", "q"]);
     assert_eq!(wait_exit(&tmux, &exit), "0");
 }

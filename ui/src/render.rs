@@ -88,7 +88,18 @@ fn render_pane(app: &App, theme: &Theme, pane: Pane, area: Rect, buf: &mut Buffe
 /// The right end of the status bar: what runs here, the last error, the zoom.
 fn status_right<'a>(app: &App, theme: &Theme) -> Vec<Span<'a>> {
     let mut spans = Vec::new();
+    let processing = app
+        .plans()
+        .rows()
+        .iter()
+        .filter(|r| r.state == crate::model::ProcessingState::Processing)
+        .count();
     match app.running() {
+        // Engine activity elsewhere (other terminals, other TUIs) when this one runs nothing.
+        [] if processing > 0 => spans.push(Span::styled(
+            format!(" ● {processing} processing "),
+            theme.style(Slot::StateProcessing),
+        )),
         [] => {}
         [one] => spans.push(Span::styled(
             format!(" ● {one} "),
