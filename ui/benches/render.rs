@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use cleveragents_ui::highlight::Highlighter;
 use cleveragents_ui::{App, Key, Msg, Theme, fixtures, render};
-use criterion::{Criterion, black_box};
+use criterion::Criterion;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use std::hint::black_box;
 
 /// The frame budget (issue 8 acceptance).
 const BUDGET: Duration = Duration::from_millis(8);
