@@ -322,8 +322,14 @@ impl DiffWorker {
         let mut out = Vec::new();
         for msg in self.results.try_iter() {
             self.in_flight = self.in_flight.saturating_sub(1);
-            if !matches!(msg, Msg::Activity(_)) {
-                out.push(msg);
+            match msg {
+                Msg::Activity(_) => {}
+                // The worker could not open the store and stopped: nothing more will come.
+                Msg::Error { .. } => {
+                    self.in_flight = 0;
+                    out.push(msg);
+                }
+                msg => out.push(msg),
             }
         }
         out
