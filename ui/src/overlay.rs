@@ -570,11 +570,10 @@ fn decision_refs<'a>(refs: &[DecisionRef], limit: usize, theme: &Theme) -> Vec<L
         .iter()
         .take(limit)
         .map(|d| {
+            // No short ids here: decisions taken in the same second share their first
+            // characters, so the type and the choice say more.
             Line::from(vec![
-                Span::styled(
-                    format!("  {} ", short_id(&d.decision_id)),
-                    theme.style(Slot::DiffDecision),
-                ),
+                Span::styled("  · ", theme.style(Slot::TextDim)),
                 Span::styled(d.decision_type.clone(), theme.style(Slot::DecisionType)),
                 Span::styled(" → ", theme.style(Slot::TextDim)),
                 Span::styled(d.chosen.clone(), theme.style(Slot::DecisionChosen)),
@@ -591,13 +590,16 @@ fn decision_refs<'a>(refs: &[DecisionRef], limit: usize, theme: &Theme) -> Vec<L
 }
 
 fn explanation_lines<'a>(e: &Explanation, theme: &Theme) -> Vec<Line<'a>> {
-    let mut lines = vec![labelled(
-        "Question",
-        e.question
-            .clone()
-            .unwrap_or_else(|| "(not recorded)".to_owned()),
-        theme,
-    )];
+    let mut lines = vec![
+        labelled("Decision", e.decision_id.clone(), theme),
+        labelled(
+            "Question",
+            e.question
+                .clone()
+                .unwrap_or_else(|| "(not recorded)".to_owned()),
+            theme,
+        ),
+    ];
     let mut chosen = vec![
         Span::styled("Chosen: ", theme.style(Slot::TextDim)),
         Span::styled(e.chosen.clone(), theme.style(Slot::DecisionChosen)),
@@ -863,11 +865,7 @@ pub(crate) fn render(
                 &[("c", "correct it"), ("j/k", "scroll"), ("Esc", "close")],
                 theme,
             ));
-            let title = format!(
-                "Why {} {}",
-                explanation.decision_type,
-                short_id(&explanation.decision_id)
-            );
+            let title = format!("Why {}", explanation.decision_type);
             render_box(&title, lines, theme, false, area, buf);
         }
         Overlay::Correct(form) => render_correct(form, theme, area, buf),
