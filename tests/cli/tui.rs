@@ -392,3 +392,46 @@ fn reviewing_the_diff_then_applying_from_the_plans_pane_commits_the_plan() {
     tmux.cmd(&["send-keys", "-t", "s", "q"]);
     assert_eq!(wait_exit(&tmux, &exit), "0");
 }
+
+#[test]
+fn a_keymap_file_rebinds_keys_and_a_bad_one_is_refused_naming_the_entry() {
+    let env = Env::new();
+    let dir = env.config_path.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("keys.toml");
+    std::fs::write(&keys, "[diff]\nnext_hunks = [\"n\"]\n").unwrap();
+    let exit = env.root().join("exit-code");
+    let tmux = Tmux::new("keymap");
+    // Keep the pane open after the TUI exits so its message can be read.
+    let command = format!("{}; sleep 30", tui_command(&env, "", &exit));
+    assert!(
+        tmux.cmd(&["new-session", "-d", "-s", "s", "-x", "120", "-y", "40", &command])
+            .status
+            .success()
+    );
+    assert_eq!(wait_exit(&tmux, &exit), "1");
+    let screen = tmux.screen();
+    assert!(screen.contains("keys.toml is invalid"), "{screen}");
+    assert!(screen.contains("\"next_hunks\" in [diff]"), "{screen}");
+    drop(tmux);
+
+    // A valid file: q no longer quits, ctrl-q does; `?` lists the new key.
+    std::fs::write(&keys, "[global]\nquit = [\"ctrl-q\"]\n").unwrap();
+    std::fs::remove_file(&exit).unwrap();
+    let tmux = Tmux::new("keymap2");
+    let command = tui_command(&env, "", &exit);
+    assert!(
+        tmux.cmd(&["new-session", "-d", "-s", "s", "-x", "120", "-y", "40", &command])
+            .status
+            .success()
+    );
+    tmux.wait_for("the TUI", |sc| sc.contains("1 Plans"));
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.cmd(&["send-keys", "-t", "s", "?"]);
+    tmux.wait_for("the keys", |sc| sc.contains("Ctrl-q") && sc.contains("quit"));
+    assert!(!exit.exists(), "q did not quit");
+    tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
+    tmux.wait_for("help closed", |sc| !sc.contains("Everywhere"));
+    tmux.cmd(&["send-keys", "-t", "s", "C-q"]);
+    assert_eq!(wait_exit(&tmux, &exit), "0");
+}
