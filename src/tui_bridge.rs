@@ -264,8 +264,9 @@ pub fn correction_preview(stdout: &str) -> Result<view::CorrectionPreview, Strin
     })
 }
 
-/// Computes sandbox diffs on its own thread and store connection, newest request first, so
-/// the frame loop never waits on the sandbox lock (STYLE.md: nothing slow on the draw path).
+/// Reads a plan's decision tree and computes its sandbox diff on its own thread and store
+/// connection, newest request first, so the frame loop never waits on the database or the
+/// sandbox lock (STYLE.md: nothing slow on the draw path).
 #[derive(Debug)]
 struct DiffWorker {
     requests: std::sync::mpsc::Sender<String>,
@@ -294,6 +295,18 @@ impl DiffWorker {
                     plan_id = newer;
                     skipped += 1;
                 }
+                // The tree first (a quick read), then the diff (which may wait on the
+                // sandbox lock while a step runs).
+                let nodes = decision_tree(&store, &plan_id);
+                if res_tx
+                    .send(Msg::TreeUpdated {
+                        plan_id: plan_id.clone(),
+                        nodes,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
                 let diff = diff_view(&store, &sandboxes, &plan_id);
                 // One answer per request, so the bridge can count what is in flight; the
                 // skipped ones answer with nothing.
@@ -321,7 +334,13 @@ impl DiffWorker {
     fn ready(&mut self) -> Vec<Msg> {
         let mut out = Vec::new();
         for msg in self.results.try_iter() {
-            self.in_flight = self.in_flight.saturating_sub(1);
+            // Each request ends with its diff (or a placeholder when a newer one replaced it).
+            if matches!(
+                msg,
+                Msg::Activity(_) | Msg::DiffUpdated { .. } | Msg::Error { .. }
+            ) {
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
             match msg {
                 Msg::Activity(_) => {}
                 // The worker could not open the store and stopped: nothing more will come.
@@ -389,6 +408,91 @@ fn diff_view(store: &Store, sandboxes: &Sandboxes, plan_id: &str) -> view::DiffV
         }
     }
     view::DiffView { files }
+}
+
+/// The decision tree of a plan: roots (no parent) in sequence order, each with its children
+/// nested by `parent_decision_id`, and each spawning decision with the tree of the child plan
+/// it spawned (interfaces: `plan` dependencies) nested under it.
+fn decision_tree(store: &Store, plan_id: &str) -> Vec<view::DecisionNode> {
+    let Ok(id) = plan_id.parse() else {
+        return Vec::new();
+    };
+    tree_of(store, &id, &mut std::collections::HashSet::new(), 0)
+}
+
+fn tree_of(
+    store: &Store,
+    plan: &Id,
+    seen: &mut std::collections::HashSet<Id>,
+    depth: usize,
+) -> Vec<view::DecisionNode> {
+    if depth > MAX_CHILD_DEPTH || !seen.insert(*plan) {
+        return Vec::new();
+    }
+    let Ok(decisions) = store.decisions(plan) else {
+        return Vec::new();
+    };
+    let mut spawned: HashMap<Id, Vec<String>> = HashMap::new();
+    for (decision, child) in store.child_plan_links(plan).unwrap_or_default() {
+        spawned.entry(decision).or_default().push(child);
+    }
+    let mut children: HashMap<Option<Id>, Vec<&Decision>> = HashMap::new();
+    for d in &decisions {
+        children.entry(d.parent_decision_id).or_default().push(d);
+    }
+    // Decisions whose parent is not in this plan are roots too (nothing is dropped).
+    let ids: std::collections::HashSet<Id> = decisions.iter().map(|d| d.decision_id).collect();
+    let roots: Vec<&Decision> = decisions
+        .iter()
+        .filter(|d| d.parent_decision_id.is_none_or(|p| !ids.contains(&p)))
+        .collect();
+    struct Ctx<'a> {
+        store: &'a Store,
+        children: HashMap<Option<Id>, Vec<&'a Decision>>,
+        spawned: HashMap<Id, Vec<String>>,
+    }
+    fn node(
+        ctx: &Ctx<'_>,
+        d: &Decision,
+        seen: &mut std::collections::HashSet<Id>,
+        depth: usize,
+    ) -> view::DecisionNode {
+        let mut kids: Vec<view::DecisionNode> = ctx
+            .children
+            .get(&Some(d.decision_id))
+            .into_iter()
+            .flatten()
+            .map(|c| node(ctx, c, seen, depth))
+            .collect();
+        let child_plans = ctx.spawned.get(&d.decision_id).cloned().unwrap_or_default();
+        for child in &child_plans {
+            if let Ok(child_id) = child.parse::<Id>() {
+                kids.extend(tree_of(ctx.store, &child_id, seen, depth + 1));
+            }
+        }
+        view::DecisionNode {
+            decision_id: d.decision_id.to_string(),
+            decision_type: d.decision_type.as_str().to_string(),
+            summary: d
+                .question
+                .clone()
+                .unwrap_or_else(|| d.chosen_option.clone()),
+            chosen: d.chosen_option.clone(),
+            confidence: d.confidence_score.map(|c| c as f32),
+            superseded: d.superseded_by.is_some(),
+            children: kids,
+            child_plan_id: child_plans.first().cloned(),
+        }
+    }
+    let ctx = Ctx {
+        store,
+        children,
+        spawned,
+    };
+    roots
+        .into_iter()
+        .map(|d| node(&ctx, d, seen, depth))
+        .collect()
 }
 
 /// How deep child plans nest in the tree before the bridge stops following them.
@@ -591,91 +695,6 @@ impl Bridge {
         self.run(args, what, Purpose::Action)
     }
 
-    /// The decision tree of a plan: roots (no parent) in sequence order, each with its
-    /// children nested by `parent_decision_id`, and each spawning decision with the tree of
-    /// the child plan it spawned (interfaces: `plan` dependencies) nested under it.
-    fn decision_tree(&self, plan_id: &str) -> Vec<view::DecisionNode> {
-        let Ok(id) = plan_id.parse() else {
-            return Vec::new();
-        };
-        self.tree_of(&id, &mut std::collections::HashSet::new(), 0)
-    }
-
-    fn tree_of(
-        &self,
-        plan: &Id,
-        seen: &mut std::collections::HashSet<Id>,
-        depth: usize,
-    ) -> Vec<view::DecisionNode> {
-        if depth > MAX_CHILD_DEPTH || !seen.insert(*plan) {
-            return Vec::new();
-        }
-        let Ok(decisions) = self.store.decisions(plan) else {
-            return Vec::new();
-        };
-        let mut spawned: HashMap<Id, Vec<String>> = HashMap::new();
-        for (decision, child) in self.store.child_plan_links(plan).unwrap_or_default() {
-            spawned.entry(decision).or_default().push(child);
-        }
-        let mut children: HashMap<Option<Id>, Vec<&Decision>> = HashMap::new();
-        for d in &decisions {
-            children.entry(d.parent_decision_id).or_default().push(d);
-        }
-        // Decisions whose parent is not in this plan are roots too (nothing is dropped).
-        let ids: std::collections::HashSet<Id> = decisions.iter().map(|d| d.decision_id).collect();
-        let roots: Vec<&Decision> = decisions
-            .iter()
-            .filter(|d| d.parent_decision_id.is_none_or(|p| !ids.contains(&p)))
-            .collect();
-        struct Ctx<'a> {
-            bridge: &'a Bridge,
-            children: HashMap<Option<Id>, Vec<&'a Decision>>,
-            spawned: HashMap<Id, Vec<String>>,
-        }
-        fn node(
-            ctx: &Ctx<'_>,
-            d: &Decision,
-            seen: &mut std::collections::HashSet<Id>,
-            depth: usize,
-        ) -> view::DecisionNode {
-            let mut kids: Vec<view::DecisionNode> = ctx
-                .children
-                .get(&Some(d.decision_id))
-                .into_iter()
-                .flatten()
-                .map(|c| node(ctx, c, seen, depth))
-                .collect();
-            let child_plans = ctx.spawned.get(&d.decision_id).cloned().unwrap_or_default();
-            for child in &child_plans {
-                if let Ok(child_id) = child.parse::<Id>() {
-                    kids.extend(ctx.bridge.tree_of(&child_id, seen, depth + 1));
-                }
-            }
-            view::DecisionNode {
-                decision_id: d.decision_id.to_string(),
-                decision_type: d.decision_type.as_str().to_string(),
-                summary: d
-                    .question
-                    .clone()
-                    .unwrap_or_else(|| d.chosen_option.clone()),
-                chosen: d.chosen_option.clone(),
-                confidence: d.confidence_score.map(|c| c as f32),
-                superseded: d.superseded_by.is_some(),
-                children: kids,
-                child_plan_id: child_plans.first().cloned(),
-            }
-        }
-        let ctx = Ctx {
-            bridge: self,
-            children,
-            spawned,
-        };
-        roots
-            .into_iter()
-            .map(|d| node(&ctx, d, seen, depth))
-            .collect()
-    }
-
     /// Why a decision was taken, and everything downstream of it: the decisions reached
     /// through `decision_dependencies` (of any type, across child plans), nearest first.
     ///
@@ -764,12 +783,11 @@ impl Bridge {
         })
     }
 
+    /// Asks the worker for the plan's tree and diff (they arrive through
+    /// [`Bridge::background`]).
     fn plan_views(&mut self, plan_id: &str) -> Vec<Msg> {
         self.diffs.request(plan_id);
-        vec![Msg::TreeUpdated {
-            plan_id: plan_id.to_string(),
-            nodes: self.decision_tree(plan_id),
-        }]
+        Vec::new()
     }
 
     /// The messages that bring the UI up to date, if the database changed since the last call
@@ -1180,10 +1198,8 @@ mod tests {
             Store::open(&path).unwrap(),
             Sandboxes::at(dir.path().join("sandboxes")),
         );
-        let msgs = bridge.handle(Cmd::SelectPlan(plan.plan_id.to_string()));
-        let Msg::TreeUpdated { nodes, .. } = &msgs[0] else {
-            panic!("{msgs:?}")
-        };
+        assert_eq!(bridge.handle(Cmd::SelectPlan(plan.plan_id.to_string())), []);
+        let (nodes, diff) = wait_for_views(&mut bridge);
         assert_eq!(nodes.len(), 1);
         assert_eq!(nodes[0].decision_type, "prompt_definition");
         assert_eq!(nodes[0].children.len(), 1);
@@ -1196,21 +1212,29 @@ mod tests {
             ),
             ("Where do the notes go?", "NOTES.md", Some(0.5))
         );
-        assert_eq!(msgs.len(), 1, "the diff comes from the worker: {msgs:?}");
-        let diff = wait_for_diff(&mut bridge);
         assert!(diff.files.is_empty(), "no sandbox yet, no changes");
         assert!(!bridge.is_busy());
     }
 
-    fn wait_for_diff(bridge: &mut Bridge) -> view::DiffView {
+    /// The selected plan's tree and diff, as the worker sends them.
+    fn wait_for_views(bridge: &mut Bridge) -> (Vec<view::DecisionNode>, view::DiffView) {
         let deadline = Instant::now() + Duration::from_secs(20);
+        let (mut tree, mut diff) = (None, None);
         loop {
             for msg in bridge.background() {
-                if let Msg::DiffUpdated { diff, .. } = msg {
-                    return diff;
+                match msg {
+                    Msg::TreeUpdated { nodes, .. } => tree = Some(nodes),
+                    Msg::DiffUpdated { diff: d, .. } => diff = Some(d),
+                    _ => {}
                 }
             }
-            assert!(Instant::now() < deadline, "no diff from the worker");
+            if let (Some(_), Some(_)) = (&tree, &diff) {
+                return (tree.unwrap_or_default(), diff.unwrap_or_default());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no tree and diff from the worker"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -1396,10 +1420,8 @@ mod tests {
             )
             .unwrap();
 
-        let msgs = f.bridge.handle(Cmd::SelectPlan(f.plan.plan_id.to_string()));
-        let Msg::TreeUpdated { nodes, .. } = &msgs[0] else {
-            panic!("{msgs:?}")
-        };
+        f.bridge.handle(Cmd::SelectPlan(f.plan.plan_id.to_string()));
+        let (nodes, _) = wait_for_views(&mut f.bridge);
         let spawn_node = &nodes[0].children[0];
         assert_eq!(spawn_node.decision_type, "subplan_spawn");
         assert_eq!(spawn_node.child_plan_id, Some(child.plan_id.to_string()));

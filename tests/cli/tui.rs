@@ -405,9 +405,19 @@ fn a_keymap_file_rebinds_keys_and_a_bad_one_is_refused_naming_the_entry() {
     // Keep the pane open after the TUI exits so its message can be read.
     let command = format!("{}; sleep 30", tui_command(&env, "", &exit));
     assert!(
-        tmux.cmd(&["new-session", "-d", "-s", "s", "-x", "120", "-y", "40", &command])
-            .status
-            .success()
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
     );
     assert_eq!(wait_exit(&tmux, &exit), "1");
     let screen = tmux.screen();
@@ -421,14 +431,26 @@ fn a_keymap_file_rebinds_keys_and_a_bad_one_is_refused_naming_the_entry() {
     let tmux = Tmux::new("keymap2");
     let command = tui_command(&env, "", &exit);
     assert!(
-        tmux.cmd(&["new-session", "-d", "-s", "s", "-x", "120", "-y", "40", &command])
-            .status
-            .success()
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
     );
     tmux.wait_for("the TUI", |sc| sc.contains("1 Plans"));
     tmux.cmd(&["send-keys", "-t", "s", "q"]);
     tmux.cmd(&["send-keys", "-t", "s", "?"]);
-    tmux.wait_for("the keys", |sc| sc.contains("Ctrl-q") && sc.contains("quit"));
+    tmux.wait_for("the keys", |sc| {
+        sc.contains("Ctrl-q") && sc.contains("quit")
+    });
     assert!(!exit.exists(), "q did not quit");
     tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
     tmux.wait_for("help closed", |sc| !sc.contains("Everywhere"));
