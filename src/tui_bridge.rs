@@ -5,14 +5,17 @@
 //! models built here. Other processes (headless commands in other terminals) change the same
 //! database; the bridge notices through SQLite's `data_version` and sends fresh view models.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use cleveragents_ui::model::{self as view, PlanRow};
-use cleveragents_ui::{App, Cmd, Key, Msg, Pane, Theme};
+use cleveragents_ui::{App, Cmd, Key, Keymap, Mouse, Msg, Pane, Theme};
 use ratatui::crossterm::event::{self, Event};
 
+use crate::engine::domain::action::ActionState;
 use crate::engine::domain::approval::{Approval, ApprovalKind};
 use crate::engine::domain::decision::Decision;
+use crate::engine::domain::id::Id;
 use crate::engine::domain::lifecycle::{Phase, ProcessingState};
 use crate::engine::domain::plan::Plan;
 use crate::engine::sandbox::Sandboxes;
@@ -84,19 +87,24 @@ pub fn approval_item(approval: &Approval) -> view::ApprovalItem {
     }
 }
 
-/// Engine-side state of a TUI session: the store and what was last sent.
+/// Engine-side state of a TUI session: the store, what was last sent, the diff worker and
+/// the commands it started.
 #[derive(Debug)]
 pub struct Bridge {
     store: Store,
-    sandboxes: Sandboxes,
     data_version: Option<i64>,
     selected: Option<String>,
     answers: Option<AnswerRunner>,
+    diffs: DiffWorker,
+    running: Vec<Running>,
+    reported_activity: Vec<String>,
 }
 
-/// Runs the headless command that answers an approval (`plan execute`, `plan apply --yes`,
-/// `plan decide`, `plan reject`) as a child process of the same binary, so that the plan is
-/// driven outside the TUI's frame loop; the TUI follows its progress through the database.
+/// Runs the headless command behind a [`Cmd`] (`plan execute`, `plan apply --yes`, `plan
+/// cancel`, `plan rollback --yes`, `plan prompt`, `plan use`, `plan correct`, `plan decide`,
+/// `plan reject`) as a child process of the same binary, so that the plan is driven outside
+/// the TUI's frame loop; the TUI follows its progress through the database and reads the
+/// command's json envelope when it ends.
 #[derive(Debug, Clone)]
 pub struct AnswerRunner {
     /// The `agents` binary.
@@ -107,52 +115,529 @@ pub struct AnswerRunner {
     pub log: std::path::PathBuf,
 }
 
+/// What a child command's result is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Purpose {
+    /// An action: its end is reported in the status line.
+    Action,
+    /// A correction dry run: its envelope answers [`Cmd::PreviewCorrection`].
+    Preview { decision_id: String },
+}
+
+/// A command started by this TUI that has not been reaped yet.
+#[derive(Debug)]
+struct Running {
+    what: String,
+    args: Vec<String>,
+    purpose: Purpose,
+    child: std::process::Child,
+    stdout: Option<std::thread::JoinHandle<String>>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+fn read_all(
+    pipe: Option<impl std::io::Read + Send + 'static>,
+) -> Option<std::thread::JoinHandle<String>> {
+    pipe.map(|mut p| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = p.read_to_string(&mut text);
+            text
+        })
+    })
+}
+
 impl AnswerRunner {
-    fn spawn(&self, args: &[String]) -> Result<(), String> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
-        let err = log.try_clone().map_err(|e| e.to_string())?;
+    fn spawn(&self, args: &[String], what: String, purpose: Purpose) -> Result<Running, String> {
+        use std::process::Stdio;
         let mut child = std::process::Command::new(&self.exe)
             .args(&self.globals)
             .args(["--format", "json"])
             .args(args)
-            .stdin(std::process::Stdio::null())
-            .stdout(log)
-            .stderr(err)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
-        // Reap it when it ends, without blocking the frame loop.
-        std::thread::spawn(move || child.wait());
-        Ok(())
+        let stdout = read_all(child.stdout.take());
+        let stderr = read_all(child.stderr.take());
+        Ok(Running {
+            what,
+            args: args.to_vec(),
+            purpose,
+            child,
+            stdout,
+            stderr,
+        })
+    }
+
+    fn log(&self, run: &Running, code: Option<i32>, out: &str, err: &str) {
+        use std::io::Write;
+        if let Some(dir) = self.log.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+        {
+            let _ = writeln!(
+                f,
+                "$ agents {} -> exit {}\n{out}{err}",
+                shell_words::join(&run.args),
+                code.map_or_else(|| "signal".to_owned(), |c| c.to_string())
+            );
+        }
     }
 }
+
+/// The message of a failed command's json envelope (`CODE: message`, its detail and its
+/// suggestions), or its standard error when it printed no envelope.
+pub fn envelope_error(stdout: &str, stderr: &str, code: Option<i32>) -> String {
+    if let Ok(doc) = serde_json::from_str::<serde_json::Value>(stdout.trim()) {
+        let e = &doc["error"];
+        if let Some(message) = e["message"].as_str() {
+            let mut text = match e["code"].as_str() {
+                Some(c) => format!("{c}: {message}"),
+                None => message.to_owned(),
+            };
+            if let Some(detail) = e["detail"].as_str().filter(|d| !d.is_empty()) {
+                text.push('\n');
+                text.push_str(detail.trim_end());
+            }
+            for s in e["suggestions"].as_array().into_iter().flatten() {
+                if let Some(s) = s.as_str() {
+                    text.push_str(&format!("\nhint: {s}"));
+                }
+            }
+            return text;
+        }
+    }
+    let err = stderr.trim();
+    if err.is_empty() {
+        format!(
+            "the command exited with {}",
+            code.map_or_else(|| "a signal".to_owned(), |c| format!("code {c}"))
+        )
+    } else {
+        err.lines().take(8).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// The impact in a `plan correct --dry-run --format json` envelope (interfaces file:
+/// `data.affected`).
+///
+/// # Errors
+/// A message when the document does not have that shape.
+pub fn correction_preview(stdout: &str) -> Result<view::CorrectionPreview, String> {
+    let doc: serde_json::Value = serde_json::from_str(stdout.trim())
+        .map_err(|e| format!("the dry run printed no json envelope: {e}"))?;
+    let affected = &doc["data"]["affected"];
+    if !affected.is_object() {
+        return Err("the dry run's envelope has no data.affected".to_owned());
+    }
+    let strings = |key: &str| -> Vec<String> {
+        affected[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    };
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    Ok(view::CorrectionPreview {
+        decisions: affected["decisions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| view::DecisionRef {
+                decision_id: text(&d["decision_id"]),
+                decision_type: text(&d["decision_type"]),
+                chosen: text(&d["chosen_option"]),
+            })
+            .collect(),
+        steps_rerun: strings("steps_rerun"),
+        steps_replayed: strings("steps_replayed"),
+        steps_may_rerun: strings("steps_may_rerun"),
+        child_plans: strings("child_plans"),
+        files: strings("files"),
+        estimated_model_calls: affected["estimated_model_calls"].as_u64(),
+    })
+}
+
+/// Reads a plan's decision tree and computes its sandbox diff on its own thread and store
+/// connection, newest request first, so the frame loop never waits on the database or the
+/// sandbox lock (STYLE.md: nothing slow on the draw path).
+#[derive(Debug)]
+struct DiffWorker {
+    requests: std::sync::mpsc::Sender<String>,
+    results: std::sync::mpsc::Receiver<Msg>,
+    in_flight: usize,
+}
+
+impl DiffWorker {
+    fn spawn(db: std::path::PathBuf, sandboxes: Sandboxes) -> Self {
+        let (req_tx, req_rx) = std::sync::mpsc::channel::<String>();
+        let (res_tx, res_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let store = match Store::open_read_only(&db).or_else(|_| Store::open(&db)) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = res_tx.send(Msg::Error {
+                        title: "Cannot read diffs".into(),
+                        detail: e.to_string(),
+                    });
+                    return;
+                }
+            };
+            while let Ok(mut plan_id) = req_rx.recv() {
+                let mut skipped = 0;
+                while let Ok(newer) = req_rx.try_recv() {
+                    plan_id = newer;
+                    skipped += 1;
+                }
+                // The tree first (a quick read), then the diff (which may wait on the
+                // sandbox lock while a step runs).
+                let nodes = decision_tree(&store, &plan_id);
+                if res_tx
+                    .send(Msg::TreeUpdated {
+                        plan_id: plan_id.clone(),
+                        nodes,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+                let diff = diff_view(&store, &sandboxes, &plan_id);
+                // One answer per request, so the bridge can count what is in flight; the
+                // skipped ones answer with nothing.
+                for _ in 0..skipped {
+                    let _ = res_tx.send(Msg::Activity(Vec::new()));
+                }
+                if res_tx.send(Msg::DiffUpdated { plan_id, diff }).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            requests: req_tx,
+            results: res_rx,
+            in_flight: 0,
+        }
+    }
+
+    fn request(&mut self, plan_id: &str) {
+        if self.requests.send(plan_id.to_owned()).is_ok() {
+            self.in_flight += 1;
+        }
+    }
+
+    fn ready(&mut self) -> Vec<Msg> {
+        let mut out = Vec::new();
+        for msg in self.results.try_iter() {
+            // Each request ends with its diff (or a placeholder when a newer one replaced it).
+            if matches!(
+                msg,
+                Msg::Activity(_) | Msg::DiffUpdated { .. } | Msg::Error { .. }
+            ) {
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+            match msg {
+                Msg::Activity(_) => {}
+                // The worker could not open the store and stopped: nothing more will come.
+                Msg::Error { .. } => {
+                    self.in_flight = 0;
+                    out.push(msg);
+                }
+                msg => out.push(msg),
+            }
+        }
+        out
+    }
+}
+
+/// The plan's changes across its sandboxes, as the diff pane shows them (empty before
+/// Execute has created a sandbox).
+fn diff_view(store: &Store, sandboxes: &Sandboxes, plan_id: &str) -> view::DiffView {
+    let Ok(id) = plan_id.parse() else {
+        return view::DiffView::default();
+    };
+    let Ok(active) = sandboxes.active(store, &id) else {
+        return view::DiffView::default();
+    };
+    let request = DiffRequest {
+        path: None,
+        hunks: true,
+    };
+    let mut files = Vec::new();
+    for sb in &active {
+        let Ok(diffs) = crate::engine::sandbox::attribution::attributed_diff(store, sb, &request)
+        else {
+            continue;
+        };
+        for f in diffs {
+            files.push(view::DiffFile {
+                path: f.path.clone(),
+                added: usize::try_from(f.additions).unwrap_or(usize::MAX),
+                removed: usize::try_from(f.deletions).unwrap_or(usize::MAX),
+                hunks: f
+                    .hunks
+                    .iter()
+                    .map(|h| view::DiffHunk {
+                        old_start: h.old_start,
+                        old_lines: h.old_lines,
+                        new_start: h.new_start,
+                        new_lines: h.new_lines,
+                        lines: h
+                            .lines
+                            .iter()
+                            .map(|l| view::DiffLine {
+                                kind: match l.kind {
+                                    diff::LineKind::Context => view::DiffLineKind::Context,
+                                    diff::LineKind::Added => view::DiffLineKind::Added,
+                                    diff::LineKind::Removed => view::DiffLineKind::Removed,
+                                },
+                                text: l.text.clone(),
+                            })
+                            .collect(),
+                        decision_ids: h.decision_ids.clone(),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    view::DiffView { files }
+}
+
+/// The decision tree of a plan: roots (no parent) in sequence order, each with its children
+/// nested by `parent_decision_id`, and each spawning decision with the tree of the child plan
+/// it spawned (interfaces: `plan` dependencies) nested under it.
+fn decision_tree(store: &Store, plan_id: &str) -> Vec<view::DecisionNode> {
+    let Ok(id) = plan_id.parse() else {
+        return Vec::new();
+    };
+    tree_of(store, &id, &mut std::collections::HashSet::new(), 0)
+}
+
+fn tree_of(
+    store: &Store,
+    plan: &Id,
+    seen: &mut std::collections::HashSet<Id>,
+    depth: usize,
+) -> Vec<view::DecisionNode> {
+    if depth > MAX_CHILD_DEPTH || !seen.insert(*plan) {
+        return Vec::new();
+    }
+    let Ok(decisions) = store.decisions(plan) else {
+        return Vec::new();
+    };
+    let mut spawned: HashMap<Id, Vec<String>> = HashMap::new();
+    for (decision, child) in store.child_plan_links(plan).unwrap_or_default() {
+        spawned.entry(decision).or_default().push(child);
+    }
+    let mut children: HashMap<Option<Id>, Vec<&Decision>> = HashMap::new();
+    for d in &decisions {
+        children.entry(d.parent_decision_id).or_default().push(d);
+    }
+    // Decisions whose parent is not in this plan are roots too (nothing is dropped).
+    let ids: std::collections::HashSet<Id> = decisions.iter().map(|d| d.decision_id).collect();
+    let roots: Vec<&Decision> = decisions
+        .iter()
+        .filter(|d| d.parent_decision_id.is_none_or(|p| !ids.contains(&p)))
+        .collect();
+    struct Ctx<'a> {
+        store: &'a Store,
+        children: HashMap<Option<Id>, Vec<&'a Decision>>,
+        spawned: HashMap<Id, Vec<String>>,
+    }
+    fn node(
+        ctx: &Ctx<'_>,
+        d: &Decision,
+        seen: &mut std::collections::HashSet<Id>,
+        depth: usize,
+    ) -> view::DecisionNode {
+        let mut kids: Vec<view::DecisionNode> = ctx
+            .children
+            .get(&Some(d.decision_id))
+            .into_iter()
+            .flatten()
+            .map(|c| node(ctx, c, seen, depth))
+            .collect();
+        let child_plans = ctx.spawned.get(&d.decision_id).cloned().unwrap_or_default();
+        for child in &child_plans {
+            if let Ok(child_id) = child.parse::<Id>() {
+                kids.extend(tree_of(ctx.store, &child_id, seen, depth + 1));
+            }
+        }
+        view::DecisionNode {
+            decision_id: d.decision_id.to_string(),
+            decision_type: d.decision_type.as_str().to_string(),
+            summary: d
+                .question
+                .clone()
+                .unwrap_or_else(|| d.chosen_option.clone()),
+            chosen: d.chosen_option.clone(),
+            confidence: d.confidence_score.map(|c| c as f32),
+            superseded: d.superseded_by.is_some(),
+            children: kids,
+            child_plan_id: child_plans.first().cloned(),
+        }
+    }
+    let ctx = Ctx {
+        store,
+        children,
+        spawned,
+    };
+    roots
+        .into_iter()
+        .map(|d| node(&ctx, d, seen, depth))
+        .collect()
+}
+
+/// How deep child plans nest in the tree before the bridge stops following them.
+const MAX_CHILD_DEPTH: usize = 8;
 
 impl Bridge {
     /// A bridge over an open store.
     pub fn new(store: Store, sandboxes: Sandboxes) -> Self {
+        let diffs = DiffWorker::spawn(store.path().to_path_buf(), sandboxes);
         Self {
             store,
-            sandboxes,
             data_version: None,
             selected: None,
             answers: None,
+            diffs,
+            running: Vec::new(),
+            reported_activity: Vec::new(),
         }
     }
 
-    /// Lets the bridge answer approvals by running the answering commands.
+    /// Lets the bridge run commands (answers and keyboard actions) as child processes.
     pub fn with_answers(mut self, runner: AnswerRunner) -> Self {
         self.answers = Some(runner);
         self
     }
 
+    /// Whether background work (a diff, a command) is under way, so the frame loop should
+    /// look for its result soon.
+    pub fn is_busy(&self) -> bool {
+        self.diffs.in_flight > 0 || !self.running.is_empty()
+    }
+
+    /// Runs one headless command for a [`Cmd`].
+    fn run(&mut self, args: Vec<String>, what: String, purpose: Purpose) -> Vec<Msg> {
+        let Some(runner) = self.answers.clone() else {
+            return vec![not_yet("running commands from this TUI session")];
+        };
+        match runner.spawn(&args, what.clone(), purpose.clone()) {
+            Ok(run) => {
+                self.running.push(run);
+                self.activity()
+            }
+            Err(detail) => match purpose {
+                Purpose::Preview { decision_id } => vec![Msg::CorrectionPreview {
+                    decision_id,
+                    result: Err(detail),
+                }],
+                Purpose::Action => vec![Msg::Error {
+                    title: format!("Could not run {what}"),
+                    detail,
+                }],
+            },
+        }
+    }
+
+    fn activity(&mut self) -> Vec<Msg> {
+        let now: Vec<String> = self.running.iter().map(|r| r.what.clone()).collect();
+        if now == self.reported_activity {
+            return Vec::new();
+        }
+        self.reported_activity = now.clone();
+        vec![Msg::Activity(now)]
+    }
+
+    /// Results of background work: diffs computed, commands that ended.
+    pub fn background(&mut self) -> Vec<Msg> {
+        let mut msgs = self.diffs.ready();
+        let mut i = 0;
+        while i < self.running.len() {
+            let status = match self.running[i].child.try_wait() {
+                Ok(Some(status)) => status,
+                Ok(None) => {
+                    i += 1;
+                    continue;
+                }
+                Err(_) => {
+                    // Cannot be waited for: forget it rather than spin on it.
+                    self.running.remove(i);
+                    continue;
+                }
+            };
+            let mut run = self.running.remove(i);
+            let out = run
+                .stdout
+                .take()
+                .and_then(|h| h.join().ok())
+                .unwrap_or_default();
+            let err = run
+                .stderr
+                .take()
+                .and_then(|h| h.join().ok())
+                .unwrap_or_default();
+            let code = status.code();
+            if let Some(runner) = &self.answers {
+                runner.log(&run, code, &out, &err);
+            }
+            let ok = matches!(code, Some(0 | 3));
+            msgs.push(match run.purpose {
+                Purpose::Preview { decision_id } => Msg::CorrectionPreview {
+                    decision_id,
+                    result: if code == Some(0) {
+                        correction_preview(&out)
+                    } else {
+                        Err(envelope_error(&out, &err, code))
+                    },
+                },
+                Purpose::Action if ok => Msg::Finished {
+                    ok: true,
+                    text: if code == Some(3) {
+                        format!("{}: waiting for you (see Approvals).", run.what)
+                    } else {
+                        format!("{}: done.", run.what)
+                    },
+                },
+                Purpose::Action => Msg::Finished {
+                    ok: false,
+                    text: format!(
+                        "{} failed: {}",
+                        run.what,
+                        envelope_error(&out, &err, code).replace('\n', " · ")
+                    ),
+                },
+            });
+        }
+        msgs.extend(self.activity());
+        msgs
+    }
+
+    /// Stops the commands this TUI started, cooperatively (SIGINT, as Ctrl-C in a terminal
+    /// would: a driven plan is left queued with reason `interrupted`), and waits up to
+    /// `patience` for them to end.
+    pub fn shutdown(&mut self, patience: Duration) {
+        for run in &self.running {
+            let pid = rustix::process::Pid::from_child(&run.child);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+        }
+        let deadline = Instant::now() + patience;
+        while !self.running.is_empty() && Instant::now() < deadline {
+            self.running
+                .retain_mut(|r| matches!(r.child.try_wait(), Ok(None)));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Answers an approval: the same command a user would run headlessly.
     fn answer(&mut self, cmd: Cmd) -> Vec<Msg> {
-        let Some(runner) = self.answers.clone() else {
-            return vec![not_yet("answering approvals from this TUI session")];
-        };
         let approval_id = match &cmd {
             Cmd::Approve { approval_id }
             | Cmd::Reject { approval_id, .. }
@@ -160,6 +645,9 @@ impl Bridge {
             | Cmd::Guidance { approval_id, .. } => approval_id.clone(),
             _ => return Vec::new(),
         };
+        if self.answers.is_none() {
+            return vec![not_yet("answering approvals from this TUI session")];
+        }
         let approval = match self.store.approval(&approval_id) {
             Ok(Some(a)) => a,
             _ => {
@@ -170,12 +658,12 @@ impl Bridge {
             }
         };
         let s = |v: &str| v.to_string();
+        let plan = approval.plan_id.to_string();
         let args: Vec<String> = match cmd {
             Cmd::Approve { .. } if approval.kind == ApprovalKind::PhaseGate => {
-                let plan = approval.plan_id.to_string();
                 match approval.context["gate"].as_str() {
-                    Some("apply") => vec![s("plan"), s("apply"), s("--yes"), plan],
-                    _ => vec![s("plan"), s("execute"), plan],
+                    Some("apply") => vec![s("plan"), s("apply"), s("--yes"), plan.clone()],
+                    _ => vec![s("plan"), s("execute"), plan.clone()],
                 }
             }
             Cmd::Approve { .. } => vec![s("plan"), s("decide"), approval_id, s("--option"), s("1")],
@@ -202,119 +690,108 @@ impl Bridge {
             }
             _ => return Vec::new(),
         };
-        match runner.spawn(&args) {
-            Ok(()) => Vec::new(),
-            Err(detail) => vec![Msg::Error {
-                title: "Could not answer".into(),
-                detail,
-            }],
-        }
+        let what = format!("plan {} {}", args[1], short(&plan));
+        self.run(args, what, Purpose::Action)
     }
 
-    /// The decision tree of a plan: roots (no parent) in sequence order, each with its
-    /// children nested by `parent_decision_id`.
-    fn decision_tree(&self, plan_id: &str) -> Vec<view::DecisionNode> {
-        let Ok(id) = plan_id.parse() else {
-            return Vec::new();
-        };
-        let Ok(decisions) = self.store.decisions(&id) else {
-            return Vec::new();
-        };
-        fn node(d: &Decision, all: &[Decision]) -> view::DecisionNode {
-            view::DecisionNode {
-                decision_id: d.decision_id.to_string(),
-                decision_type: d.decision_type.as_str().to_string(),
-                summary: d
-                    .question
-                    .clone()
-                    .unwrap_or_else(|| d.chosen_option.clone()),
-                chosen: d.chosen_option.clone(),
-                confidence: d.confidence_score.map(|c| c as f32),
-                superseded: d.superseded_by.is_some(),
-                children: all
-                    .iter()
-                    .filter(|c| c.parent_decision_id == Some(d.decision_id))
-                    .map(|c| node(c, all))
-                    .collect(),
-                child_plan_id: None,
+    /// Why a decision was taken, and everything downstream of it: the decisions reached
+    /// through `decision_dependencies` (of any type, across child plans), nearest first.
+    ///
+    /// # Errors
+    /// A message for an unknown decision or a database failure.
+    pub fn explanation(&self, decision_id: &str) -> Result<view::Explanation, String> {
+        let id: Id = decision_id
+            .parse()
+            .map_err(|_| format!("{decision_id} is not a decision id"))?;
+        let d = self
+            .store
+            .decision(&id)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("decision {decision_id} no longer exists"))?;
+        let mut impact = Vec::new();
+        let mut child_plans: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::from([id]);
+        let mut queue = std::collections::VecDeque::from([id]);
+        while let Some(up) = queue.pop_front() {
+            for link in self
+                .store
+                .downstream_links(&up)
+                .map_err(|e| e.to_string())?
+            {
+                if link.dependency_type == "plan" && !child_plans.contains(&link.downstream_ref) {
+                    child_plans.push(link.downstream_ref.clone());
+                }
+                if seen.insert(link.downstream) {
+                    queue.push_back(link.downstream);
+                    if let Ok(Some(down)) = self.store.decision(&link.downstream) {
+                        impact.push(view::DecisionRef {
+                            decision_id: down.decision_id.to_string(),
+                            decision_type: down.decision_type.as_str().to_string(),
+                            chosen: down.chosen_option.clone(),
+                        });
+                    }
+                }
             }
         }
-        decisions
-            .iter()
-            .filter(|d| d.parent_decision_id.is_none())
-            .map(|d| node(d, &decisions))
-            .collect()
+        Ok(view::Explanation {
+            decision_id: d.decision_id.to_string(),
+            plan_id: d.plan_id.to_string(),
+            decision_type: d.decision_type.as_str().to_string(),
+            question: d.question.clone(),
+            chosen: d.chosen_option.clone(),
+            alternatives: d.alternatives_considered.clone(),
+            rationale: d.rationale.clone(),
+            confidence: d.confidence_score.map(|c| c as f32),
+            superseded_by: d.superseded_by.map(|i| i.to_string()),
+            impact,
+            impact_child_plans: child_plans,
+        })
     }
 
-    /// The plan's changes across its sandboxes, as the diff pane shows them (empty before
-    /// Execute has created a sandbox).
-    fn diff_view(&self, plan_id: &str) -> view::DiffView {
-        let Ok(id) = plan_id.parse() else {
-            return view::DiffView::default();
-        };
-        let Ok(active) = self.sandboxes.active(&self.store, &id) else {
-            return view::DiffView::default();
-        };
-        let request = DiffRequest {
-            path: None,
-            hunks: true,
-        };
-        let mut files = Vec::new();
-        for sb in &active {
-            let Ok(diffs) =
-                crate::engine::sandbox::attribution::attributed_diff(&self.store, sb, &request)
-            else {
-                continue;
-            };
-            for f in diffs {
-                files.push(view::DiffFile {
-                    path: f.path.clone(),
-                    added: usize::try_from(f.additions).unwrap_or(usize::MAX),
-                    removed: usize::try_from(f.deletions).unwrap_or(usize::MAX),
-                    hunks: f
-                        .hunks
-                        .iter()
-                        .map(|h| view::DiffHunk {
-                            old_start: h.old_start,
-                            old_lines: h.old_lines,
-                            new_start: h.new_start,
-                            new_lines: h.new_lines,
-                            lines: h
-                                .lines
-                                .iter()
-                                .map(|l| view::DiffLine {
-                                    kind: match l.kind {
-                                        diff::LineKind::Context => view::DiffLineKind::Context,
-                                        diff::LineKind::Added => view::DiffLineKind::Added,
-                                        diff::LineKind::Removed => view::DiffLineKind::Removed,
-                                    },
-                                    text: l.text.clone(),
-                                })
-                                .collect(),
-                            decision_ids: h.decision_ids.clone(),
-                        })
-                        .collect(),
-                });
-            }
-        }
-        view::DiffView { files }
+    /// The plan's checkpoints that a rollback can go to (not discarded), oldest first.
+    fn checkpoints(&self, plan_id: &str) -> Result<Vec<view::CheckpointItem>, String> {
+        let id: Id = plan_id
+            .parse()
+            .map_err(|_| format!("{plan_id} is not a plan id"))?;
+        let records = self.store.checkpoints(&id).map_err(|e| e.to_string())?;
+        Ok(records
+            .into_iter()
+            .filter(|cp| cp.discarded_at.is_none())
+            .map(|cp| view::CheckpointItem {
+                checkpoint_id: cp.checkpoint_id.to_string(),
+                seq: cp.seq,
+                label: cp.label.clone(),
+                step: cp.step.clone(),
+                files_changed: cp.files_changed,
+                taken: cp.created_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
+            })
+            .collect())
     }
 
-    fn plan_views(&self, plan_id: &str) -> Vec<Msg> {
-        vec![
-            Msg::TreeUpdated {
-                plan_id: plan_id.to_string(),
-                nodes: self.decision_tree(plan_id),
-            },
-            Msg::DiffUpdated {
-                plan_id: plan_id.to_string(),
-                diff: self.diff_view(plan_id),
-            },
-        ]
+    /// The actions that can be used (state `available`) and every project, by name.
+    fn use_choices(&self) -> Result<view::UseChoices, String> {
+        let actions = self.store.actions().map_err(|e| e.to_string())?;
+        let projects = self.store.projects().map_err(|e| e.to_string())?;
+        Ok(view::UseChoices {
+            actions: actions
+                .into_iter()
+                .filter(|a| a.state == ActionState::Available)
+                .map(|a| a.name)
+                .collect(),
+            projects: projects.into_iter().map(|p| p.name).collect(),
+        })
+    }
+
+    /// Asks the worker for the plan's tree and diff (they arrive through
+    /// [`Bridge::background`]).
+    fn plan_views(&mut self, plan_id: &str) -> Vec<Msg> {
+        self.diffs.request(plan_id);
+        Vec::new()
     }
 
     /// The messages that bring the UI up to date, if the database changed since the last call
-    /// (always on the first call).
+    /// (always on the first call). The selected plan's diff is requested from the diff worker
+    /// and arrives through [`Bridge::background`].
     ///
     /// # Errors
     /// [`StoreError`] when the database cannot be read.
@@ -344,8 +821,10 @@ impl Bridge {
         Ok(msgs)
     }
 
-    /// Carries out one UI command and returns the messages that answer it.
+    /// Carries out one UI command and returns the messages that answer it now (commands run
+    /// as child processes answer later, through [`Bridge::background`]).
     pub fn handle(&mut self, cmd: Cmd) -> Vec<Msg> {
+        let s = |v: &str| v.to_owned();
         match cmd {
             Cmd::SelectPlan(plan_id) => {
                 let msgs = self.plan_views(&plan_id);
@@ -353,15 +832,129 @@ impl Bridge {
                 msgs
             }
             Cmd::Quit => Vec::new(),
-            Cmd::ExplainDecision { decision_id, .. } => {
-                vec![not_yet(&format!("explaining decision {decision_id}"))]
-            }
+            Cmd::ExplainDecision { decision_id, .. } => match self.explanation(&decision_id) {
+                Ok(e) => vec![Msg::Explanation(e)],
+                Err(detail) => vec![Msg::Error {
+                    title: "Cannot explain this decision".into(),
+                    detail,
+                }],
+            },
+            Cmd::ListCheckpoints { plan_id } => match self.checkpoints(&plan_id) {
+                Ok(items) => vec![Msg::Checkpoints { plan_id, items }],
+                Err(detail) => vec![Msg::Error {
+                    title: "Cannot list checkpoints".into(),
+                    detail,
+                }],
+            },
+            Cmd::ListUseChoices => match self.use_choices() {
+                Ok(choices) => vec![Msg::UseChoices(choices)],
+                Err(detail) => vec![Msg::Error {
+                    title: "Cannot list actions and projects".into(),
+                    detail,
+                }],
+            },
             Cmd::Approve { .. }
             | Cmd::Reject { .. }
             | Cmd::Choose { .. }
             | Cmd::Guidance { .. } => self.answer(cmd),
+            Cmd::Execute { plan_id } => {
+                let what = format!("plan execute {}", short(&plan_id));
+                self.run(
+                    vec![s("plan"), s("execute"), plan_id],
+                    what,
+                    Purpose::Action,
+                )
+            }
+            Cmd::Apply { plan_id } => {
+                let what = format!("plan apply {}", short(&plan_id));
+                self.run(
+                    vec![s("plan"), s("apply"), s("--yes"), plan_id],
+                    what,
+                    Purpose::Action,
+                )
+            }
+            Cmd::Cancel { plan_id } => {
+                let what = format!("plan cancel {}", short(&plan_id));
+                self.run(vec![s("plan"), s("cancel"), plan_id], what, Purpose::Action)
+            }
+            Cmd::Rollback {
+                plan_id,
+                checkpoint_id,
+            } => {
+                let what = format!("plan rollback {} {checkpoint_id}", short(&plan_id));
+                self.run(
+                    vec![s("plan"), s("rollback"), s("--yes"), plan_id, checkpoint_id],
+                    what,
+                    Purpose::Action,
+                )
+            }
+            Cmd::Prompt { plan_id, text } => {
+                let what = format!("plan prompt {}", short(&plan_id));
+                self.run(
+                    vec![s("plan"), s("prompt"), plan_id, text],
+                    what,
+                    Purpose::Action,
+                )
+            }
+            Cmd::Use { action, project } => {
+                let what = format!("plan use {action} {project}");
+                self.run(
+                    vec![s("plan"), s("use"), action, project],
+                    what,
+                    Purpose::Action,
+                )
+            }
+            Cmd::PreviewCorrection {
+                decision_id,
+                mode,
+                guidance,
+            } => {
+                let what = format!("plan correct --dry-run {}", short(&decision_id));
+                self.run(
+                    correct_args(&decision_id, mode, &guidance, "--dry-run"),
+                    what,
+                    Purpose::Preview { decision_id },
+                )
+            }
+            Cmd::Correct {
+                decision_id,
+                mode,
+                guidance,
+            } => {
+                let what = format!("plan correct {}", short(&decision_id));
+                self.run(
+                    correct_args(&decision_id, mode, &guidance, "--yes"),
+                    what,
+                    Purpose::Action,
+                )
+            }
         }
     }
+}
+
+/// `plan correct --mode MODE --guidance TEXT FLAG DECISION` (interfaces file).
+fn correct_args(
+    decision_id: &str,
+    mode: view::CorrectionMode,
+    guidance: &str,
+    flag: &str,
+) -> Vec<String> {
+    [
+        "plan",
+        "correct",
+        "--mode",
+        mode.as_str(),
+        "--guidance",
+        guidance,
+        flag,
+        decision_id,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn short(id: &str) -> &str {
+    view::short_id(id)
 }
 
 fn not_yet(what: &str) -> Msg {
@@ -382,8 +975,12 @@ pub enum TuiError {
     Store(#[from] StoreError),
 }
 
+/// How long quitting waits for the commands this TUI started to stop.
+pub const QUIT_PATIENCE: Duration = Duration::from_secs(5);
+
 /// Runs the full-screen TUI until the user quits. The terminal is restored on return, on error
-/// and on panic (ratatui's panic hook restores it before the panic message prints).
+/// and on panic (ratatui's panic hook restores it before the panic message prints; mouse
+/// capture is turned off first).
 ///
 /// # Errors
 /// [`TuiError`] for terminal or database failures.
@@ -392,30 +989,45 @@ pub fn run(
     sandboxes: Sandboxes,
     answers: Option<AnswerRunner>,
     theme: &Theme,
+    keymap: Keymap,
     options: LaunchOptions,
 ) -> Result<(), TuiError> {
+    use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
     let mut terminal = ratatui::try_init()?;
-    let result = event_loop(
-        &mut terminal,
-        match answers {
-            Some(a) => Bridge::new(store, sandboxes).with_answers(a),
-            None => Bridge::new(store, sandboxes),
-        },
-        theme,
-        options,
-    );
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+        previous(info);
+    }));
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+    let bridge = match answers {
+        Some(a) => Bridge::new(store, sandboxes).with_answers(a),
+        None => Bridge::new(store, sandboxes),
+    };
+    let result = event_loop(&mut terminal, bridge, theme, keymap, options);
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
     result
 }
+
+/// How soon the loop looks again while background work is under way.
+const BUSY_POLL: Duration = Duration::from_millis(40);
 
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     mut bridge: Bridge,
     theme: &Theme,
+    keymap: Keymap,
     options: LaunchOptions,
 ) -> Result<(), TuiError> {
-    let mut app = App::new();
-    let mut pending: Vec<Msg> = Vec::new();
+    let mut app = App::with_keymap(keymap);
+    let highlighter = cleveragents_ui::highlight::Worker::spawn();
+    let mut highlight_until: Option<Instant> = None;
+    let size = terminal.size()?;
+    let mut pending: Vec<Msg> = vec![Msg::Resize {
+        width: size.width,
+        height: size.height,
+    }];
     if let Some(pane) = options.focus {
         pending.push(Msg::Focus(pane));
     }
@@ -423,32 +1035,59 @@ fn event_loop(
         pending.push(Msg::SelectPlan(id));
     }
     let mut next_poll = Instant::now();
+    let mut dirty = true;
     loop {
         if Instant::now() >= next_poll {
             pending.extend(bridge.refresh()?);
             next_poll = Instant::now() + POLL_INTERVAL;
         }
+        pending.extend(bridge.background());
+        let highlighted: Vec<Msg> = highlighter
+            .ready()
+            .into_iter()
+            .map(Msg::Highlighted)
+            .collect();
+        if !highlighted.is_empty() {
+            highlight_until = None;
+        }
+        pending.extend(highlighted);
+        dirty |= !pending.is_empty();
         // Apply every message, and every message the resulting commands produce.
         while !pending.is_empty() {
             for msg in std::mem::take(&mut pending) {
                 for cmd in app.update(msg) {
                     if cmd == Cmd::Quit {
+                        bridge.shutdown(QUIT_PATIENCE);
                         return Ok(());
                     }
                     pending.extend(bridge.handle(cmd));
                 }
             }
         }
-        terminal.draw(|frame| {
-            let area = frame.area();
-            cleveragents_ui::render(&app, theme, area, frame.buffer_mut());
-        })?;
-        let wait = next_poll.saturating_duration_since(Instant::now());
-        if event::poll(wait)?
-            && let Event::Key(key) = event::read()?
-            && let Some(key) = Key::from_crossterm(key)
-        {
-            pending.push(Msg::Key(key));
+        if let Some(request) = app.take_highlight_request(theme.syntax()) {
+            highlighter.request(request);
+            highlight_until = Some(Instant::now() + Duration::from_secs(2));
+        }
+        // Draw only when something changed: an idle TUI does no work between polls.
+        if dirty {
+            terminal.draw(|frame| {
+                let area = frame.area();
+                cleveragents_ui::render(&app, theme, area, frame.buffer_mut());
+            })?;
+            dirty = false;
+        }
+        let mut wait = next_poll.saturating_duration_since(Instant::now());
+        let highlighting = highlight_until.is_some_and(|t| Instant::now() < t);
+        if bridge.is_busy() || highlighting {
+            wait = wait.min(BUSY_POLL);
+        }
+        if event::poll(wait)? {
+            match event::read()? {
+                Event::Key(key) => pending.extend(Key::from_crossterm(key).map(Msg::Key)),
+                Event::Mouse(mouse) => pending.extend(Mouse::from_crossterm(mouse).map(Msg::Mouse)),
+                Event::Resize(width, height) => pending.push(Msg::Resize { width, height }),
+                _ => {}
+            }
         }
     }
 }
@@ -558,10 +1197,8 @@ mod tests {
             Store::open(&path).unwrap(),
             Sandboxes::at(dir.path().join("sandboxes")),
         );
-        let msgs = bridge.handle(Cmd::SelectPlan(plan.plan_id.to_string()));
-        let Msg::TreeUpdated { nodes, .. } = &msgs[0] else {
-            panic!("{msgs:?}")
-        };
+        assert_eq!(bridge.handle(Cmd::SelectPlan(plan.plan_id.to_string())), []);
+        let (nodes, diff) = wait_for_views(&mut bridge);
         assert_eq!(nodes.len(), 1);
         assert_eq!(nodes[0].decision_type, "prompt_definition");
         assert_eq!(nodes[0].children.len(), 1);
@@ -574,10 +1211,274 @@ mod tests {
             ),
             ("Where do the notes go?", "NOTES.md", Some(0.5))
         );
-        let Msg::DiffUpdated { diff, .. } = &msgs[1] else {
+        assert!(diff.files.is_empty(), "no sandbox yet, no changes");
+        assert!(!bridge.is_busy());
+    }
+
+    /// The selected plan's tree and diff, as the worker sends them.
+    fn wait_for_views(bridge: &mut Bridge) -> (Vec<view::DecisionNode>, view::DiffView) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (mut tree, mut diff) = (None, None);
+        loop {
+            for msg in bridge.background() {
+                match msg {
+                    Msg::TreeUpdated { nodes, .. } => tree = Some(nodes),
+                    Msg::DiffUpdated { diff: d, .. } => diff = Some(d),
+                    _ => {}
+                }
+            }
+            if let (Some(_), Some(_)) = (&tree, &diff) {
+                return (tree.unwrap_or_default(), diff.unwrap_or_default());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no tree and diff from the worker"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        store: Store,
+        bridge: Bridge,
+        plan: Plan,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut store = Store::open(&path).unwrap();
+        let plan = Plan::new("local/a", "a", jiff::Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let bridge = Bridge::new(
+            Store::open(&path).unwrap(),
+            Sandboxes::at(dir.path().join("sandboxes")),
+        );
+        Fixture {
+            _dir: dir,
+            store,
+            bridge,
+            plan,
+        }
+    }
+
+    fn decision(
+        store: &mut Store,
+        plan: &Plan,
+        kind: crate::engine::domain::decision::DecisionType,
+        chosen: &str,
+        parent: Option<&Decision>,
+    ) -> Decision {
+        let mut d = Decision::new(plan.plan_id, kind, chosen, jiff::Timestamp::now());
+        d.parent_decision_id = parent.map(|p| p.decision_id);
+        store.insert_decision(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_explanation_lists_what_the_decision_chose_and_everything_downstream() {
+        use crate::engine::domain::decision::DecisionType as T;
+        let mut f = fixture();
+        let mut root = Decision::new(
+            f.plan.plan_id,
+            T::ImplementationChoice,
+            "sqlx",
+            jiff::Timestamp::now(),
+        );
+        root.question = Some("Which database library?".into());
+        root.alternatives_considered = vec!["diesel".into(), "rusqlite".into()];
+        root.rationale = Some("async and compile-time checked".into());
+        root.confidence_score = Some(0.75);
+        f.store.insert_decision(&root).unwrap();
+        let a = decision(
+            &mut f.store,
+            &f.plan,
+            T::ImplementationChoice,
+            "pool of 5",
+            Some(&root),
+        );
+        let b = decision(
+            &mut f.store,
+            &f.plan,
+            T::ImplementationChoice,
+            "migrations dir",
+            Some(&a),
+        );
+        let unrelated = decision(
+            &mut f.store,
+            &f.plan,
+            T::ImplementationChoice,
+            "README",
+            None,
+        );
+        f.store
+            .add_decision_dependency(
+                &root.decision_id,
+                &a.decision_id,
+                "decision",
+                &a.decision_id.to_string(),
+            )
+            .unwrap();
+        f.store
+            .add_decision_dependency(
+                &a.decision_id,
+                &b.decision_id,
+                "decision",
+                &b.decision_id.to_string(),
+            )
+            .unwrap();
+        // A child plan spawned downstream of `a`, with its root decision.
+        let mut child = Plan::new("local/a", "child", jiff::Timestamp::now());
+        child.parent_plan_id = Some(f.plan.plan_id);
+        child.root_plan_id = Some(f.plan.plan_id);
+        f.store.insert_plan(&child).unwrap();
+        let child_root = decision(
+            &mut f.store,
+            &child,
+            T::PromptDefinition,
+            "child goal",
+            None,
+        );
+        f.store
+            .add_decision_dependency(
+                &a.decision_id,
+                &child_root.decision_id,
+                "plan",
+                &child.plan_id.to_string(),
+            )
+            .unwrap();
+
+        let msgs = f.bridge.handle(Cmd::ExplainDecision {
+            plan_id: f.plan.plan_id.to_string(),
+            decision_id: root.decision_id.to_string(),
+        });
+        let [Msg::Explanation(e)] = msgs.as_slice() else {
             panic!("{msgs:?}")
         };
-        assert!(diff.files.is_empty(), "no sandbox yet, no changes");
+        assert_eq!(e.question.as_deref(), Some("Which database library?"));
+        assert_eq!(e.alternatives, ["diesel", "rusqlite"]);
+        assert_eq!(
+            e.rationale.as_deref(),
+            Some("async and compile-time checked")
+        );
+        assert_eq!(e.confidence, Some(0.75));
+        let impact: Vec<&str> = e.impact.iter().map(|d| d.chosen.as_str()).collect();
+        assert_eq!(impact[0], "pool of 5", "nearest first");
+        let mut further = impact[1..].to_vec();
+        further.sort_unstable();
+        assert_eq!(further, ["child goal", "migrations dir"]);
+        assert!(!impact.contains(&unrelated.chosen_option.as_str()));
+        assert_eq!(e.impact_child_plans, [child.plan_id.to_string()]);
+
+        let unknown = f.bridge.handle(Cmd::ExplainDecision {
+            plan_id: f.plan.plan_id.to_string(),
+            decision_id: Id::generate().to_string(),
+        });
+        assert!(
+            matches!(&unknown[..], [Msg::Error { detail, .. }] if detail.contains("no longer exists"))
+        );
+    }
+
+    #[test]
+    fn child_plans_are_nested_under_their_spawning_decision() {
+        use crate::engine::domain::decision::DecisionType as T;
+        let mut f = fixture();
+        let root = decision(&mut f.store, &f.plan, T::PromptDefinition, "goal", None);
+        let spawn = decision(
+            &mut f.store,
+            &f.plan,
+            T::SubplanSpawn,
+            "spawn docs plan",
+            Some(&root),
+        );
+        let mut child = Plan::new("local/a", "child", jiff::Timestamp::now());
+        child.parent_plan_id = Some(f.plan.plan_id);
+        child.root_plan_id = Some(f.plan.plan_id);
+        f.store.insert_plan(&child).unwrap();
+        let child_root = decision(
+            &mut f.store,
+            &child,
+            T::PromptDefinition,
+            "write the docs",
+            None,
+        );
+        decision(
+            &mut f.store,
+            &child,
+            T::ImplementationChoice,
+            "docs/guide.md",
+            Some(&child_root),
+        );
+        f.store
+            .add_decision_dependency(
+                &spawn.decision_id,
+                &child_root.decision_id,
+                "plan",
+                &child.plan_id.to_string(),
+            )
+            .unwrap();
+
+        f.bridge.handle(Cmd::SelectPlan(f.plan.plan_id.to_string()));
+        let (nodes, _) = wait_for_views(&mut f.bridge);
+        let spawn_node = &nodes[0].children[0];
+        assert_eq!(spawn_node.decision_type, "subplan_spawn");
+        assert_eq!(spawn_node.child_plan_id, Some(child.plan_id.to_string()));
+        assert_eq!(spawn_node.children.len(), 1);
+        assert_eq!(spawn_node.children[0].chosen, "write the docs");
+        assert_eq!(spawn_node.children[0].children[0].chosen, "docs/guide.md");
+    }
+
+    #[test]
+    fn the_use_form_offers_available_actions_and_every_project() {
+        let mut f = fixture();
+        let msgs = f.bridge.handle(Cmd::ListUseChoices);
+        assert_eq!(msgs, [Msg::UseChoices(view::UseChoices::default())]);
+    }
+
+    #[test]
+    fn a_plan_without_a_sandbox_has_no_checkpoints() {
+        let mut f = fixture();
+        let msgs = f.bridge.handle(Cmd::ListCheckpoints {
+            plan_id: f.plan.plan_id.to_string(),
+        });
+        assert_eq!(
+            msgs,
+            [Msg::Checkpoints {
+                plan_id: f.plan.plan_id.to_string(),
+                items: vec![]
+            }]
+        );
+    }
+
+    #[test]
+    fn failed_envelopes_become_one_readable_message() {
+        let out = r#"{"status":"error","error":{"code":"USAGE","message":"unrecognized subcommand 'correct'","detail":"Usage: agents plan <COMMAND>","suggestions":["agents --help"]}}"#;
+        assert_eq!(
+            envelope_error(out, "", Some(2)),
+            "USAGE: unrecognized subcommand 'correct'\nUsage: agents plan <COMMAND>\nhint: agents --help"
+        );
+        assert_eq!(envelope_error("", "boom\n", Some(1)), "boom");
+        assert_eq!(
+            envelope_error("", "", Some(1)),
+            "the command exited with code 1"
+        );
+    }
+
+    #[test]
+    fn the_dry_run_envelope_becomes_a_preview() {
+        let out = r#"{"status":"ok","data":{"decision_id":"D","plan_id":"P","mode":"revert","affected":{
+            "decisions":[{"decision_id":"D2","decision_type":"implementation_choice","chosen_option":"x"}],
+            "steps_rerun":["D2"],"steps_replayed":[],"steps_may_rerun":["D3"],"child_plans":[],
+            "files":["a.rs"],"estimated_model_calls":3}}}"#;
+        let preview = correction_preview(out).unwrap();
+        assert_eq!(preview.decisions[0].chosen, "x");
+        assert_eq!(preview.steps_rerun, ["D2"]);
+        assert_eq!(preview.steps_may_rerun, ["D3"]);
+        assert_eq!(preview.files, ["a.rs"]);
+        assert_eq!(preview.estimated_model_calls, Some(3));
+        assert!(correction_preview(r#"{"data":{}}"#).is_err());
+        assert!(correction_preview("not json").is_err());
     }
 
     #[test]
@@ -589,6 +1490,10 @@ mod tests {
         );
         let msgs = bridge.handle(Cmd::Approve {
             approval_id: "x".into(),
+        });
+        assert!(matches!(&msgs[0], Msg::Error { title, .. } if title == "Not yet supported"));
+        let msgs = bridge.handle(Cmd::Execute {
+            plan_id: "x".into(),
         });
         assert!(matches!(&msgs[0], Msg::Error { title, .. } if title == "Not yet supported"));
     }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use cleveragents_ui::{Pane, Theme};
+use cleveragents_ui::{Keymap, Pane, Theme};
 
 use super::{CliError, Context};
 use crate::output::Report;
@@ -82,6 +82,33 @@ pub fn load_theme(
     })
 }
 
+/// The keymap: the defaults, changed by `<config dir>/keys.toml` when it exists (format in
+/// docs/tui.md).
+///
+/// # Errors
+/// `INVALID_INPUT` naming the file and the table, action or key at fault.
+pub fn load_keymap(config_dir: &Path) -> Result<Keymap, CliError> {
+    let file = config_dir.join(KEYMAP_FILE);
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Keymap::default()),
+        Err(e) => {
+            return Err(CliError::invalid_input(format!(
+                "cannot read keymap file {}: {e}",
+                file.display()
+            )));
+        }
+    };
+    Keymap::from_toml_str(&text).map_err(|e| {
+        CliError::invalid_input(format!("keymap file {} is invalid: {e}", file.display())).hint(
+            "fix the entry named above, or remove the file to use the default keys (docs/tui.md)",
+        )
+    })
+}
+
+/// The keymap file's name in the config directory.
+pub const KEYMAP_FILE: &str = "keys.toml";
+
 /// Runs the TUI. Refuses without a terminal on both stdin and stdout.
 ///
 /// # Errors
@@ -96,6 +123,7 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
         ctx.paths.config_dir(),
         ctx.terminal.no_color,
     )?;
+    let keymap = load_keymap(ctx.paths.config_dir())?;
     let store = ctx.store()?;
     let plan_id = match args.plan.as_deref() {
         Some(input) => Some(store.resolve_plan_id(input)??.to_string()),
@@ -117,6 +145,7 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
                 log: ctx.paths.logs_dir().join("tui-answers.log"),
             }),
         &theme,
+        keymap,
         LaunchOptions {
             plan_id,
             focus: args.focus.map(Pane::from),

@@ -135,3 +135,325 @@ fn approving_the_apply_gate_in_the_tui_applies_the_plan() {
     assert!(message.contains(&format!("Plan-Id: {id}")), "{message}");
     tmux.cmd(&["send-keys", "-t", "s", "q"]);
 }
+
+/// An action whose second step takes long enough to resize the terminal around it.
+const SLOW_ACTION: &str = r#"name: local/notes
+description: Write release notes for {{ version }}
+definition-of-done: NOTES.md names version {{ version }}
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: write
+    run: printf 'Release {{ version }}\n' > NOTES.md
+  - name: slow
+    run: sleep 8; printf 'More\n' >> NOTES.md
+"#;
+
+fn tui_command(env: &Env, args: &str, exit: &std::path::Path) -> String {
+    format!(
+        "env -u NO_COLOR HOME={home} TERM=xterm-256color {bin} --data-dir {data} --config-path {config} tui {args}; echo $? > {exit}",
+        home = shell_quote(env.root()),
+        bin = env!("CARGO_BIN_EXE_agents"),
+        data = shell_quote(&env.data_dir),
+        config = shell_quote(&env.config_path),
+        exit = shell_quote(exit),
+    )
+}
+
+fn wait_long(tmux: &Tmux, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let screen = tmux.screen();
+        if pred(&screen) {
+            return screen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; screen:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn wait_exit(tmux: &Tmux, exit: &std::path::Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !exit.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the TUI did not quit; screen:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    std::fs::read_to_string(exit).unwrap().trim().to_owned()
+}
+
+#[test]
+fn executing_from_the_keyboard_and_resizing_repeatedly_while_the_plan_runs_keeps_the_screen_whole()
+{
+    let s = crate::cli::lifecycle::setup_with(SLOW_ACTION);
+    let (doc, code, id) = crate::cli::lifecycle::use_plan(&s, "supervised");
+    assert_eq!(code, 3, "supervised waits at the execute gate: {doc:#}");
+    let short = &id[..8];
+    let exit = s.env.root().join("exit-code");
+    let tmux = Tmux::new("resize");
+    let command = tui_command(&s.env, &format!("--plan {id}"), &exit);
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the plan", |sc| sc.contains(short));
+    // `e` on the plans pane runs `plan execute` as a child; the status bar says so.
+    tmux.cmd(&["send-keys", "-t", "s", "e"]);
+    tmux.wait_for("the plan running", |sc| {
+        sc.contains("processing") && sc.contains(&format!("plan execute {short}"))
+    });
+    // Quitting while a command started here runs asks first.
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.wait_for("the quit question", |sc| sc.contains("Quit?"));
+    tmux.cmd(&["send-keys", "-t", "s", "n"]);
+    tmux.wait_for("the question gone", |sc| !sc.contains("Quit?"));
+
+    for (w, h) in [
+        (80, 24),
+        (200, 60),
+        (60, 20),
+        (30, 8),
+        (130, 45),
+        (41, 13),
+        (90, 28),
+        (100, 30),
+    ] {
+        let (w, h) = (w.to_string(), h.to_string());
+        let out = tmux.cmd(&["resize-window", "-t", "s", "-x", &w, "-y", &h]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(120));
+    }
+    // After the last resize (100x30) the screen is whole: the plans pane's top border spans
+    // exactly 100 columns, 30 rows are drawn, the status bar is on the last one.
+    let screen = wait_long(
+        &tmux,
+        "the redraw at 100x30",
+        Duration::from_secs(5),
+        |sc| sc.lines().next().is_some_and(|l| l.chars().count() == 100),
+    );
+    assert!(tmux.alive(), "the TUI is still running");
+    assert!(!screen.contains("panicked"), "{screen}");
+    let lines: Vec<&str> = screen.lines().collect();
+    assert_eq!(lines.len(), 30, "{screen}");
+    let top = lines[0];
+    assert!(
+        top.starts_with("┏ 1 Plans") || top.starts_with("┌ 1 Plans"),
+        "{screen}"
+    );
+    assert!(top.ends_with('┓') || top.ends_with('┐'), "{screen}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{screen}");
+    assert!(lines[29].contains("help"), "status bar last: {screen}");
+    assert!(screen.contains(short), "{screen}");
+
+    // The plan reaches the apply gate; the child has ended, so q quits at once.
+    wait_long(&tmux, "the apply gate", Duration::from_secs(60), |sc| {
+        sc.contains("1 pending") && !sc.contains("processing")
+    });
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    assert_eq!(wait_exit(&tmux, &exit), "0");
+    let (doc, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(doc["data"]["phase"], "execute", "{doc:#}");
+}
+
+#[test]
+fn correcting_a_decision_shows_the_dry_run_result_in_the_editor() {
+    let s = crate::cli::lifecycle::setup();
+    let (doc, code, id) = crate::cli::lifecycle::use_plan(&s, "supervised");
+    assert_eq!(code, 3, "{doc:#}");
+    let exit = s.env.root().join("exit-code");
+    let tmux = Tmux::new("correct");
+    let command = tui_command(&s.env, &format!("--plan {id} --focus tree"), &exit);
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the decision tree", |sc| sc.contains("prompt_definition"));
+    // Enter explains the selected decision from the store.
+    tmux.cmd(&["send-keys", "-t", "s", "Enter"]);
+    tmux.wait_for("the explanation", |sc| {
+        sc.contains("Why prompt_definition") && sc.contains("Impact of a correction")
+    });
+    // (Wait after Esc: a key right behind it would arrive as Alt-key.)
+    tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
+    tmux.wait_for("the explanation closed", |sc| {
+        !sc.contains("Why prompt_definition")
+    });
+    tmux.cmd(&["send-keys", "-t", "s", "c"]);
+    tmux.wait_for("the editor", |sc| {
+        sc.contains("Guidance") && sc.contains("revert")
+    });
+    tmux.cmd(&["send-keys", "-t", "s", "-l", "Mention the date"]);
+    tmux.cmd(&["send-keys", "-t", "s", "Enter"]);
+    tmux.cmd(&["send-keys", "-t", "s", "-l", "in the title"]);
+    tmux.cmd(&["send-keys", "-t", "s", "Tab"]);
+    tmux.wait_for("two lines and append", |sc| {
+        sc.contains("Mention the date") && sc.contains("in the title") && sc.contains("● append")
+    });
+    tmux.cmd(&["send-keys", "-t", "s", "C-s"]);
+    // Whatever the dry run answers (its impact, or its error message), the editor shows it.
+    let screen = wait_long(&tmux, "the dry-run result", Duration::from_secs(20), |sc| {
+        sc.contains("This correction recomputes") || sc.contains("The dry run failed")
+    });
+    if screen.contains("The dry run failed") {
+        assert!(
+            screen.contains("correct") && !screen.contains("y/Enter correct"),
+            "{screen}"
+        );
+    }
+    tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
+    tmux.wait_for("the editor closed", |sc| !sc.contains("Correct 0"));
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    assert_eq!(wait_exit(&tmux, &exit), "0");
+}
+
+#[test]
+fn reviewing_the_diff_then_applying_from_the_plans_pane_commits_the_plan() {
+    let s = crate::cli::lifecycle::setup();
+    let (doc, code, id) = crate::cli::lifecycle::use_plan(&s, "trusted");
+    assert_eq!(code, 3, "trusted waits at the apply gate: {doc:#}");
+    let exit = s.env.root().join("exit-code");
+    let tmux = Tmux::new("apply");
+    let command = tui_command(&s.env, &format!("--plan {id}"), &exit);
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the plan's diff", |sc| sc.contains("NOTES.md"));
+    // A shows the diff zoomed for review; nothing is applied yet.
+    tmux.cmd(&["send-keys", "-t", "s", "A"]);
+    let review = tmux.wait_for("the review", |sc| sc.contains("REVIEW BEFORE APPLY"));
+    assert!(review.contains("+Release 1.2"), "{review}");
+    tmux.cmd(&["send-keys", "-t", "s", "n"]);
+    tmux.cmd(&["send-keys", "-t", "s", "A"]);
+    tmux.wait_for("the confirm", |sc| sc.contains("Apply?"));
+    tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    wait_long(&tmux, "the plan applied", Duration::from_secs(60), |sc| {
+        sc.contains("applied") && sc.contains("done.")
+    });
+    let log = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&s.repo)
+        .args(["log", "--format=%B", "-1"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains(&format!("Plan-Id: {id}")),
+        "{}",
+        String::from_utf8_lossy(&log.stdout)
+    );
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    assert_eq!(wait_exit(&tmux, &exit), "0");
+}
+
+#[test]
+fn a_keymap_file_rebinds_keys_and_a_bad_one_is_refused_naming_the_entry() {
+    let env = Env::new();
+    let dir = env.config_path.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("keys.toml");
+    std::fs::write(&keys, "[diff]\nnext_hunks = [\"n\"]\n").unwrap();
+    let exit = env.root().join("exit-code");
+    let tmux = Tmux::new("keymap");
+    // Keep the pane open after the TUI exits so its message can be read.
+    let command = format!("{}; sleep 30", tui_command(&env, "", &exit));
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
+    );
+    assert_eq!(wait_exit(&tmux, &exit), "1");
+    let screen = tmux.screen();
+    assert!(screen.contains("keys.toml is invalid"), "{screen}");
+    assert!(screen.contains("\"next_hunks\" in [diff]"), "{screen}");
+    drop(tmux);
+
+    // A valid file: q no longer quits, ctrl-q does; `?` lists the new key.
+    std::fs::write(&keys, "[global]\nquit = [\"ctrl-q\"]\n").unwrap();
+    std::fs::remove_file(&exit).unwrap();
+    let tmux = Tmux::new("keymap2");
+    let command = tui_command(&env, "", &exit);
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the TUI", |sc| sc.contains("1 Plans"));
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.cmd(&["send-keys", "-t", "s", "?"]);
+    tmux.wait_for("the keys", |sc| {
+        sc.contains("Ctrl-q") && sc.contains("quit")
+    });
+    assert!(!exit.exists(), "q did not quit");
+    tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
+    tmux.wait_for("help closed", |sc| !sc.contains("Everywhere"));
+    tmux.cmd(&["send-keys", "-t", "s", "C-q"]);
+    assert_eq!(wait_exit(&tmux, &exit), "0");
+}

@@ -1,13 +1,14 @@
 //! The application state and its pure update function.
 
-use crate::keymap::{self, Action};
+use crate::highlight::HighlightRequest;
+use crate::keymap::{Action, Keymap};
 use crate::model::short_id;
-use crate::msg::{Cmd, Key, Msg};
-use crate::overlay::{InputPurpose, Outcome, Overlay};
+use crate::msg::{Cmd, Key, Mouse, Msg};
+use crate::overlay::{CorrectForm, CorrectStage, InputPurpose, Outcome, Overlay, UseForm};
 use crate::panes::Pane;
 use crate::panes::approvals::ApprovalsPane;
 use crate::panes::diff::DiffPane;
-use crate::panes::plans::PlansPane;
+use crate::panes::plans::{FilterOutcome, PlansPane};
 use crate::panes::tree::TreePane;
 
 /// How a status-line notice should look.
@@ -42,6 +43,11 @@ pub struct App {
     approvals: ApprovalsPane,
     notice: Option<Notice>,
     quitting: bool,
+    keymap: Keymap,
+    size: Option<(u16, u16)>,
+    running: Vec<String>,
+    last_error: Option<String>,
+    apply_review: Option<String>,
 }
 
 impl Default for App {
@@ -51,8 +57,13 @@ impl Default for App {
 }
 
 impl App {
-    /// A fresh UI: plans focused, nothing loaded yet.
+    /// A fresh UI with the default keymap: plans focused, nothing loaded yet.
     pub fn new() -> Self {
+        Self::with_keymap(Keymap::default())
+    }
+
+    /// A fresh UI with a keymap (from the user's keymap file).
+    pub fn with_keymap(keymap: Keymap) -> Self {
         Self {
             focus: Pane::Plans,
             zoomed: false,
@@ -63,6 +74,11 @@ impl App {
             approvals: ApprovalsPane::default(),
             notice: None,
             quitting: false,
+            keymap,
+            size: None,
+            running: Vec::new(),
+            last_error: None,
+            apply_review: None,
         }
     }
 
@@ -106,9 +122,66 @@ impl App {
         self.notice.as_ref()
     }
 
+    /// The keymap in use.
+    pub fn keymap(&self) -> &Keymap {
+        &self.keymap
+    }
+
+    /// Commands this TUI started that still run, one line each.
+    pub fn running(&self) -> &[String] {
+        &self.running
+    }
+
+    /// The last error reported, for the status bar.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
+    /// The plan whose diff is being reviewed before apply, if any.
+    pub fn apply_review(&self) -> Option<&str> {
+        self.apply_review.as_deref()
+    }
+
     /// Whether the user asked to quit (a [`Cmd::Quit`] was emitted).
     pub fn is_quitting(&self) -> bool {
         self.quitting
+    }
+
+    /// The highlights the diff pane needs for what it shows now, unless already requested;
+    /// `syntax_theme` is the theme's [`crate::Theme::syntax`]. The caller hands the request to
+    /// a [`crate::highlight::Worker`] and feeds its results back as [`Msg::Highlighted`].
+    pub fn take_highlight_request(
+        &mut self,
+        syntax_theme: Option<&str>,
+    ) -> Option<HighlightRequest> {
+        let height = self.diff_height();
+        self.diff.highlight_request(height, syntax_theme)
+    }
+
+    /// The screen, once known (the main area above the status bar).
+    fn main_area(&self) -> Option<ratatui::layout::Rect> {
+        let (w, h) = self.size?;
+        Some(ratatui::layout::Rect::new(0, 0, w, h.saturating_sub(1)))
+    }
+
+    fn area_of(&self, pane: Pane) -> Option<ratatui::layout::Rect> {
+        let main = self.main_area()?;
+        if self.zoomed {
+            return (pane == self.focus).then_some(main);
+        }
+        crate::render::pane_areas(self, main)
+            .into_iter()
+            .find(|(p, _)| *p == pane)
+            .map(|(_, r)| r)
+    }
+
+    /// Rows of the diff pane's text (a guess of 40 before the first resize).
+    fn diff_height(&self) -> usize {
+        let pane = if self.zoomed { self.focus } else { Pane::Diff };
+        match (pane, self.area_of(Pane::Diff)) {
+            (Pane::Diff, Some(r)) => usize::from(r.height.saturating_sub(2)),
+            _ => 40,
+        }
     }
 
     /// Applies one message and returns the commands for the engine, in order.
@@ -127,6 +200,10 @@ impl App {
                 self.diff.set_diff(&plan_id, diff);
                 Vec::new()
             }
+            Msg::Highlighted(result) => {
+                self.diff.set_highlights(result);
+                Vec::new()
+            }
             Msg::ApprovalsUpdated(items) => {
                 self.approvals.set_items(items);
                 let before = self.overlays.len();
@@ -134,19 +211,94 @@ impl App {
                 self.overlays
                     .retain(|o| o.approval_id().is_none_or(|id| approvals.contains(id)));
                 if self.overlays.len() < before {
-                    self.notice = Some(Notice {
-                        level: Level::Warn,
-                        text: "That approval was answered elsewhere.".to_owned(),
+                    self.warn("That approval was answered elsewhere.");
+                }
+                Vec::new()
+            }
+            Msg::Explanation(explanation) => {
+                self.overlays.push(Overlay::Explain {
+                    explanation: Box::new(explanation),
+                    scroll: 0,
+                });
+                Vec::new()
+            }
+            Msg::CorrectionPreview {
+                decision_id,
+                result,
+            } => {
+                let waiting = self.overlays.iter_mut().rev().find_map(|o| match o {
+                    Overlay::Correct(form)
+                        if form.decision_id == decision_id
+                            && form.stage == CorrectStage::Waiting =>
+                    {
+                        Some(form)
+                    }
+                    _ => None,
+                });
+                if let Some(form) = waiting {
+                    form.stage = match result {
+                        Ok(preview) => CorrectStage::Preview(preview),
+                        Err(message) => CorrectStage::Failed(message),
+                    };
+                }
+                Vec::new()
+            }
+            Msg::Checkpoints { plan_id, items } => {
+                if items.is_empty() {
+                    self.warn(&format!(
+                        "Plan {} has no checkpoints to roll back to.",
+                        short_id(&plan_id)
+                    ));
+                } else {
+                    let selected = items.len() - 1;
+                    self.overlays.push(Overlay::Checkpoints {
+                        plan_id,
+                        items,
+                        selected,
                     });
                 }
                 Vec::new()
             }
-            Msg::Explanation { decision_id, text } => {
-                self.overlays.push(Overlay::Message {
-                    title: format!("Why decision {}", short_id(&decision_id)),
-                    body: text,
-                    is_error: false,
+            Msg::UseChoices(choices) => {
+                if choices.actions.is_empty() || choices.projects.is_empty() {
+                    self.overlays.push(Overlay::Message {
+                        title: "Nothing to use yet".to_owned(),
+                        body: format!(
+                            "{} available action(s), {} project(s).\nAdd them with `agents action add FILE` \
+                             and `agents project create NAME`, then press u again.",
+                            choices.actions.len(),
+                            choices.projects.len()
+                        ),
+                        is_error: false,
+                    });
+                } else {
+                    self.overlays.push(Overlay::Use(UseForm {
+                        actions: choices.actions,
+                        projects: choices.projects,
+                        action: 0,
+                        project: 0,
+                        on_projects: false,
+                    }));
+                }
+                Vec::new()
+            }
+            Msg::Activity(running) => {
+                self.running = running;
+                Vec::new()
+            }
+            Msg::Finished { ok, text } => {
+                if !ok {
+                    self.last_error = Some(text.clone());
+                }
+                self.notice = Some(Notice {
+                    level: if ok { Level::Ok } else { Level::Error },
+                    text,
                 });
+                Vec::new()
+            }
+            Msg::Mouse(mouse) => self.on_mouse(mouse),
+            Msg::Resize { width, height } => {
+                self.size = Some((width, height));
                 Vec::new()
             }
             Msg::SelectPlan(id) => {
@@ -155,6 +307,10 @@ impl App {
             }
             Msg::Focus(pane) => self.set_focus(pane),
             Msg::Error { title, detail } => {
+                self.last_error = Some(match detail.lines().next() {
+                    Some(first) if !first.is_empty() => format!("{title}: {first}"),
+                    _ => title.clone(),
+                });
                 self.overlays.push(Overlay::Message {
                     title,
                     body: detail,
@@ -165,6 +321,13 @@ impl App {
         }
     }
 
+    fn warn(&mut self, text: &str) {
+        self.notice = Some(Notice {
+            level: Level::Warn,
+            text: text.to_owned(),
+        });
+    }
+
     fn after_plan_selection(&mut self, changed: bool) -> Vec<Cmd> {
         if !changed {
             return Vec::new();
@@ -172,13 +335,37 @@ impl App {
         let selected = self.plans.selected_id().map(str::to_owned);
         self.tree.reset(selected.clone());
         self.diff.reset(selected.clone());
+        if self.apply_review.is_some() && self.apply_review != selected {
+            self.apply_review = None;
+            self.zoomed = false;
+        }
         selected.map(Cmd::SelectPlan).into_iter().collect()
     }
 
     fn on_key(&mut self, key: Key) -> Vec<Cmd> {
         self.notice = None;
         if key == Key::Ctrl('c') {
+            // A second Ctrl-C at the quit question quits without more questions.
+            let asking = matches!(
+                self.overlays.last(),
+                Some(Overlay::Confirm {
+                    on_yes: Cmd::Quit,
+                    ..
+                })
+            );
+            if asking {
+                self.quitting = true;
+                return vec![Cmd::Quit];
+            }
             return self.quit();
+        }
+        if self.overlays.is_empty() && self.plans.is_editing_filter() {
+            return match self.plans.filter_key(key) {
+                FilterOutcome::Edited { selection_changed } => {
+                    self.after_plan_selection(selection_changed)
+                }
+                FilterOutcome::Done => Vec::new(),
+            };
         }
         if let Some(top) = self.overlays.last_mut() {
             return match top.handle_key(key) {
@@ -187,17 +374,46 @@ impl App {
                     self.overlays.pop();
                     Vec::new()
                 }
+                Outcome::Replace(next) => {
+                    self.overlays.pop();
+                    self.overlays.push(*next);
+                    Vec::new()
+                }
+                Outcome::Send(cmd) => vec![cmd],
                 Outcome::Submit(cmd) => {
                     self.overlays.pop();
-                    self.notice = Some(Notice {
-                        level: Level::Ok,
-                        text: sent(&cmd),
-                    });
+                    if cmd == Cmd::Quit {
+                        self.quitting = true;
+                    } else {
+                        if matches!(cmd, Cmd::Apply { .. }) {
+                            self.apply_review = None;
+                            self.zoomed = false;
+                        }
+                        self.notice = Some(Notice {
+                            level: Level::Ok,
+                            text: sent(&cmd),
+                        });
+                    }
                     vec![cmd]
                 }
             };
         }
-        let Some(action) = keymap::lookup(self.focus, key) else {
+        if let Some(plan_id) = self.apply_review.clone() {
+            match key {
+                Key::Esc => {
+                    self.apply_review = None;
+                    self.zoomed = false;
+                    self.focus = Pane::Plans;
+                    return Vec::new();
+                }
+                Key::Enter | Key::Char('A') => {
+                    self.confirm_apply(&plan_id);
+                    return Vec::new();
+                }
+                _ => {}
+            }
+        }
+        let Some(action) = self.keymap.lookup(self.focus, key) else {
             return Vec::new();
         };
         match action {
@@ -213,13 +429,32 @@ impl App {
                 self.zoomed = !self.zoomed;
                 Vec::new()
             }
+            Action::UseAction => vec![Cmd::ListUseChoices],
             _ => self.pane_action(action),
         }
     }
 
     fn quit(&mut self) -> Vec<Cmd> {
-        self.quitting = true;
-        vec![Cmd::Quit]
+        if self.running.is_empty() {
+            self.quitting = true;
+            return vec![Cmd::Quit];
+        }
+        let mut body = format!(
+            "{} command(s) started here still run:\n",
+            self.running.len()
+        );
+        for line in &self.running {
+            body.push_str(&format!("  {line}\n"));
+        }
+        body.push_str(
+            "Quitting stops them cooperatively; their plans stay queued (reason: interrupted).",
+        );
+        self.overlays.push(Overlay::Confirm {
+            title: "Quit?".to_owned(),
+            body,
+            on_yes: Cmd::Quit,
+        });
+        Vec::new()
     }
 
     fn set_focus(&mut self, pane: Pane) -> Vec<Cmd> {
@@ -227,13 +462,140 @@ impl App {
         Vec::new()
     }
 
+    fn selected_plan(&mut self) -> Option<String> {
+        let id = self.plans.selected_id().map(str::to_owned);
+        if id.is_none() {
+            self.warn("No plan is selected.");
+        }
+        id
+    }
+
+    fn confirm_apply(&mut self, plan_id: &str) {
+        let project = self
+            .plans
+            .rows()
+            .iter()
+            .find(|r| r.plan_id == plan_id)
+            .map(|r| r.project.clone())
+            .unwrap_or_default();
+        let changes = match self.diff.diff() {
+            Some(d) if self.diff.plan_id() == Some(plan_id) => {
+                format!("{} file(s), +{} -{}", d.files.len(), d.added(), d.removed())
+            }
+            _ => "changes not loaded".to_owned(),
+        };
+        self.overlays.push(Overlay::Confirm {
+            title: "Apply?".to_owned(),
+            body: format!(
+                "Apply plan {} to {project}: {changes}?\nValidations run first; then one commit lands in the project.",
+                short_id(plan_id)
+            ),
+            on_yes: Cmd::Apply {
+                plan_id: plan_id.to_owned(),
+            },
+        });
+    }
+
     fn pane_action(&mut self, action: Action) -> Vec<Cmd> {
         match self.focus {
-            Pane::Plans => {
+            Pane::Plans => self.plans_action(action),
+            Pane::Tree => self.tree_action(action),
+            Pane::Diff => {
+                let page = self.diff_height();
+                self.diff.handle(action, page);
+                Vec::new()
+            }
+            Pane::Approvals => {
+                self.approval_action(action);
+                Vec::new()
+            }
+        }
+    }
+
+    fn plans_action(&mut self, action: Action) -> Vec<Cmd> {
+        match action {
+            Action::Filter => {
+                self.plans.start_filter();
+                Vec::new()
+            }
+            Action::Execute => match self.selected_plan() {
+                Some(plan_id) => {
+                    self.notice = Some(Notice {
+                        level: Level::Ok,
+                        text: format!("Running plan execute {}…", short_id(&plan_id)),
+                    });
+                    vec![Cmd::Execute { plan_id }]
+                }
+                None => Vec::new(),
+            },
+            Action::Apply => {
+                if let Some(plan_id) = self.selected_plan() {
+                    self.apply_review = Some(plan_id);
+                    self.focus = Pane::Diff;
+                    self.zoomed = true;
+                    self.notice = Some(Notice {
+                        level: Level::Warn,
+                        text: "Review the diff: A or Enter to apply, Esc to go back.".to_owned(),
+                    });
+                }
+                Vec::new()
+            }
+            Action::Cancel => {
+                if let Some(plan_id) = self.selected_plan() {
+                    self.overlays.push(Overlay::Confirm {
+                        title: "Cancel plan?".to_owned(),
+                        body: format!(
+                            "Cancel plan {}? The process running it stops; the sandbox is kept.",
+                            short_id(&plan_id)
+                        ),
+                        on_yes: Cmd::Cancel { plan_id },
+                    });
+                }
+                Vec::new()
+            }
+            Action::Rollback => self
+                .selected_plan()
+                .map(|plan_id| Cmd::ListCheckpoints { plan_id })
+                .into_iter()
+                .collect(),
+            Action::Prompt => {
+                if let Some(plan_id) = self.selected_plan() {
+                    self.overlays.push(Overlay::Input {
+                        title: "Guidance".to_owned(),
+                        prompt: format!(
+                            "Guidance for plan {} (agents plan prompt):",
+                            short_id(&plan_id)
+                        ),
+                        text: String::new(),
+                        error: None,
+                        purpose: InputPurpose::Prompt { plan_id },
+                    });
+                }
+                Vec::new()
+            }
+            _ => {
                 let changed = self.plans.handle(action);
                 self.after_plan_selection(changed)
             }
-            Pane::Tree => {
+        }
+    }
+
+    fn tree_action(&mut self, action: Action) -> Vec<Cmd> {
+        match action {
+            Action::Correct => {
+                match self.tree.selected_node() {
+                    Some(node) => {
+                        let form = CorrectForm::new(
+                            node.decision_id.clone(),
+                            format!("{} → {}", node.decision_type, node.chosen),
+                        );
+                        self.overlays.push(Overlay::Correct(Box::new(form)));
+                    }
+                    None => self.warn("No decision is selected."),
+                }
+                Vec::new()
+            }
+            _ => {
                 let explain = self.tree.handle(action);
                 match (explain, self.tree.plan_id()) {
                     (Some(decision_id), Some(plan_id)) => vec![Cmd::ExplainDecision {
@@ -243,13 +605,62 @@ impl App {
                     _ => Vec::new(),
                 }
             }
-            Pane::Diff => {
-                self.diff.handle(action);
-                Vec::new()
+        }
+    }
+
+    fn on_mouse(&mut self, mouse: Mouse) -> Vec<Cmd> {
+        if !self.overlays.is_empty() {
+            return Vec::new();
+        }
+        let (Mouse::Click(x, y) | Mouse::ScrollUp(x, y) | Mouse::ScrollDown(x, y)) = mouse;
+        let pos = ratatui::layout::Position::new(x, y);
+        let Some((pane, rect)) = Pane::ALL
+            .into_iter()
+            .filter_map(|p| self.area_of(p).map(|r| (p, r)))
+            .find(|(_, r)| r.contains(pos))
+        else {
+            return Vec::new();
+        };
+        self.focus = pane;
+        match mouse {
+            Mouse::ScrollUp(..) | Mouse::ScrollDown(..) => {
+                let action = if matches!(mouse, Mouse::ScrollUp(..)) {
+                    Action::Up
+                } else {
+                    Action::Down
+                };
+                (0..3).flat_map(|_| self.pane_action(action)).collect()
             }
-            Pane::Approvals => {
-                self.approval_action(action);
-                Vec::new()
+            Mouse::Click(..) => {
+                // Rows below the border (and the header of tables); lists scroll like ratatui
+                // does, keeping the selection on the last visible row.
+                let header = u16::from(matches!(pane, Pane::Plans | Pane::Approvals));
+                let top = rect.y + 1 + header;
+                let height = usize::from(rect.height.saturating_sub(2 + header)).max(1);
+                if y < top || y >= rect.bottom().saturating_sub(1) {
+                    return Vec::new();
+                }
+                let row = usize::from(y - top);
+                match pane {
+                    Pane::Plans => {
+                        let offset = self
+                            .plans
+                            .shown_index()
+                            .unwrap_or(0)
+                            .saturating_sub(height - 1);
+                        let changed = self.plans.select_shown(offset + row);
+                        self.after_plan_selection(changed)
+                    }
+                    Pane::Approvals => {
+                        self.approvals.select_row(row, height);
+                        Vec::new()
+                    }
+                    Pane::Tree => {
+                        self.tree.select_row(row, height);
+                        Vec::new()
+                    }
+                    Pane::Diff => Vec::new(),
+                }
             }
         }
     }
@@ -263,10 +674,7 @@ impl App {
             return;
         }
         let Some(item) = self.approvals.selected() else {
-            self.notice = Some(Notice {
-                level: Level::Warn,
-                text: "No approval is selected.".to_owned(),
-            });
+            self.warn("No approval is selected.");
             return;
         };
         let context = format!(
@@ -303,10 +711,7 @@ impl App {
                 },
             },
             _ if item.options.is_empty() => {
-                self.notice = Some(Notice {
-                    level: Level::Warn,
-                    text: "This approval has no options: approve (a) or reject (r) it.".to_owned(),
-                });
+                self.warn("This approval has no options: approve (a) or reject (r) it.");
                 return;
             }
             _ => Overlay::Choice {
@@ -333,6 +738,24 @@ fn sent(cmd: &Cmd) -> String {
         Cmd::Guidance { approval_id, .. } => {
             format!("Guidance sent for {}.", short_id(approval_id))
         }
+        Cmd::Apply { plan_id } => format!("Applying plan {}…", short_id(plan_id)),
+        Cmd::Cancel { plan_id } => format!("Cancelling plan {}…", short_id(plan_id)),
+        Cmd::Rollback {
+            plan_id,
+            checkpoint_id,
+        } => format!(
+            "Rolling plan {} back to {checkpoint_id}…",
+            short_id(plan_id)
+        ),
+        Cmd::Prompt { plan_id, .. } => format!("Guidance sent to plan {}.", short_id(plan_id)),
+        Cmd::Use { action, project } => format!("Creating a plan: {action} on {project}…"),
+        Cmd::Correct {
+            decision_id, mode, ..
+        } => format!(
+            "Correcting decision {} ({})…",
+            short_id(decision_id),
+            mode.as_str()
+        ),
         other => format!("Sent {other:?}."),
     }
 }
@@ -517,17 +940,8 @@ mod tests {
                 decision_id: "D2".into()
             }]
         );
-        app.update(Msg::Explanation {
-            decision_id: "D2".into(),
-            text: "Because.".into(),
-        });
-        assert!(matches!(
-            app.overlays(),
-            [Overlay::Message {
-                is_error: false,
-                ..
-            }]
-        ));
+        app.update(Msg::Explanation(fixtures::explanation("D2")));
+        assert!(matches!(app.overlays(), [Overlay::Explain { .. }]));
         assert_eq!(app.update(Msg::Key(Key::Esc)), []);
         assert!(app.overlays().is_empty());
     }
@@ -705,5 +1119,520 @@ mod launch_tests {
         let mut app = App::new();
         app.update(Msg::Focus(Pane::Approvals));
         assert_eq!(app.focus(), Pane::Approvals);
+    }
+}
+
+#[cfg(test)]
+mod action_tests {
+    //! Key sequences in, the exact commands out: every keyboard action of issue 8.
+    use super::*;
+    use crate::fixtures::{self, PLAN_A, PLAN_B, PLAN_D};
+    use crate::model::CorrectionMode;
+
+    fn loaded() -> App {
+        let mut app = App::new();
+        for msg in fixtures::load_all() {
+            app.update(msg);
+        }
+        app.update(Msg::Resize {
+            width: 120,
+            height: 40,
+        });
+        app
+    }
+
+    fn press(app: &mut App, keys: &[Key]) -> Vec<Cmd> {
+        keys.iter().flat_map(|k| app.update(Msg::Key(*k))).collect()
+    }
+
+    fn typed(app: &mut App, text: &str) -> Vec<Cmd> {
+        text.chars()
+            .flat_map(|c| {
+                let key = if c == '\n' { Key::Enter } else { Key::Char(c) };
+                app.update(Msg::Key(key))
+            })
+            .collect()
+    }
+
+    fn top(app: &App) -> Option<&Overlay> {
+        app.overlays().last()
+    }
+
+    #[test]
+    fn correcting_a_decision_previews_its_impact_then_corrects_with_guidance_and_mode() {
+        let mut app = loaded();
+        assert_eq!(
+            press(&mut app, &[Key::Char('2'), Key::Char('j'), Key::Char('c')]),
+            []
+        );
+        assert!(matches!(top(&app), Some(Overlay::Correct(f)) if f.decision_id == "D2"));
+        // Typing goes to the editor, bindings do not fire; Enter is a new line.
+        assert_eq!(typed(&mut app, "use sqlx\nnot diesel q?"), []);
+        assert_eq!(press(&mut app, &[Key::Tab]), [], "Tab switches to append");
+        let cmds = press(&mut app, &[Key::Ctrl('s')]);
+        let guidance = "use sqlx\nnot diesel q?".to_owned();
+        assert_eq!(
+            cmds,
+            [Cmd::PreviewCorrection {
+                decision_id: "D2".into(),
+                mode: CorrectionMode::Append,
+                guidance: guidance.clone(),
+            }]
+        );
+        assert_eq!(
+            press(&mut app, &[Key::Char('y')]),
+            [],
+            "no confirm before the impact"
+        );
+        app.update(Msg::CorrectionPreview {
+            decision_id: "D2".into(),
+            result: Ok(fixtures::preview()),
+        });
+        assert!(
+            matches!(top(&app), Some(Overlay::Correct(f)) if matches!(f.stage, CorrectStage::Preview(_)))
+        );
+        assert_eq!(
+            press(&mut app, &[Key::Char('y')]),
+            [Cmd::Correct {
+                decision_id: "D2".into(),
+                mode: CorrectionMode::Append,
+                guidance,
+            }]
+        );
+        assert!(app.overlays().is_empty());
+    }
+
+    #[test]
+    fn a_failed_dry_run_shows_its_message_and_lets_the_user_edit_or_leave() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('2'), Key::Char('c')]);
+        typed(&mut app, "redo it");
+        assert_eq!(press(&mut app, &[Key::Ctrl('s')]).len(), 1);
+        app.update(Msg::CorrectionPreview {
+            decision_id: "D1".into(),
+            result: Err("error: unrecognized subcommand 'correct'".into()),
+        });
+        let Some(Overlay::Correct(form)) = top(&app) else {
+            panic!("{:?}", app.overlays())
+        };
+        assert_eq!(
+            form.stage,
+            CorrectStage::Failed("error: unrecognized subcommand 'correct'".into())
+        );
+        assert_eq!(
+            press(&mut app, &[Key::Char('y')]),
+            [],
+            "y does not correct after a failure"
+        );
+        press(&mut app, &[Key::Char('e')]);
+        assert!(
+            matches!(top(&app), Some(Overlay::Correct(f)) if f.stage == CorrectStage::Editing { error: None })
+        );
+        assert_eq!(press(&mut app, &[Key::Esc]), []);
+        assert!(app.overlays().is_empty());
+    }
+
+    #[test]
+    fn empty_guidance_is_refused_in_the_editor() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('2'), Key::Char('c')]);
+        typed(&mut app, "   ");
+        assert_eq!(press(&mut app, &[Key::Ctrl('s')]), []);
+        assert!(matches!(
+            top(&app),
+            Some(Overlay::Correct(f)) if matches!(&f.stage, CorrectStage::Editing { error: Some(_) })
+        ));
+    }
+
+    #[test]
+    fn a_late_preview_for_a_closed_correction_is_ignored() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('2'), Key::Char('c')]);
+        typed(&mut app, "x");
+        press(&mut app, &[Key::Ctrl('s'), Key::Esc]);
+        app.update(Msg::CorrectionPreview {
+            decision_id: "D1".into(),
+            result: Ok(fixtures::preview()),
+        });
+        assert!(app.overlays().is_empty());
+    }
+
+    #[test]
+    fn the_explanation_leads_to_a_correction() {
+        let mut app = loaded();
+        app.update(Msg::Explanation(fixtures::explanation("D2")));
+        press(&mut app, &[Key::Char('j'), Key::Char('c')]);
+        assert!(matches!(app.overlays(), [Overlay::Correct(f)] if f.decision_id == "D2"));
+    }
+
+    #[test]
+    fn execute_runs_at_once() {
+        let mut app = loaded();
+        assert_eq!(
+            press(&mut app, &[Key::Char('e')]),
+            [Cmd::Execute {
+                plan_id: PLAN_A.into()
+            }]
+        );
+    }
+
+    #[test]
+    fn cancel_asks_first() {
+        let mut app = loaded();
+        assert_eq!(press(&mut app, &[Key::Char('x'), Key::Char('n')]), []);
+        assert_eq!(
+            press(&mut app, &[Key::Char('j'), Key::Char('x'), Key::Char('y')]),
+            [
+                Cmd::SelectPlan(PLAN_B.into()),
+                Cmd::Cancel {
+                    plan_id: PLAN_B.into()
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn rollback_lists_checkpoints_then_confirms_the_chosen_one() {
+        let mut app = loaded();
+        assert_eq!(
+            press(&mut app, &[Key::Char('R')]),
+            [Cmd::ListCheckpoints {
+                plan_id: PLAN_A.into()
+            }]
+        );
+        app.update(Msg::Checkpoints {
+            plan_id: PLAN_A.into(),
+            items: fixtures::checkpoints(),
+        });
+        assert!(matches!(
+            top(&app),
+            Some(Overlay::Checkpoints { selected: 2, .. })
+        ));
+        assert_eq!(press(&mut app, &[Key::Char('k'), Key::Enter]), []);
+        assert!(matches!(top(&app), Some(Overlay::Confirm { .. })));
+        assert_eq!(
+            press(&mut app, &[Key::Char('y')]),
+            [Cmd::Rollback {
+                plan_id: PLAN_A.into(),
+                checkpoint_id: "cp_00000002".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_plan_without_checkpoints_says_so() {
+        let mut app = loaded();
+        app.update(Msg::Checkpoints {
+            plan_id: PLAN_A.into(),
+            items: vec![],
+        });
+        assert!(app.overlays().is_empty());
+        assert_eq!(app.notice().map(|n| n.level), Some(Level::Warn));
+    }
+
+    #[test]
+    fn apply_shows_the_diff_for_review_then_confirms() {
+        let mut app = loaded();
+        assert_eq!(press(&mut app, &[Key::Char('A')]), []);
+        assert_eq!(app.apply_review(), Some(PLAN_A));
+        assert_eq!((app.focus(), app.is_zoomed()), (Pane::Diff, true));
+        // Reviewing: the diff keys work; nothing is sent.
+        assert_eq!(
+            press(&mut app, &[Key::Char('n'), Key::Char('n'), Key::Char('v')]),
+            []
+        );
+        assert_eq!(press(&mut app, &[Key::Char('A')]), []);
+        assert!(matches!(top(&app), Some(Overlay::Confirm { title, .. }) if title == "Apply?"));
+        assert_eq!(
+            press(&mut app, &[Key::Char('y')]),
+            [Cmd::Apply {
+                plan_id: PLAN_A.into()
+            }]
+        );
+        assert_eq!(app.apply_review(), None);
+        assert!(!app.is_zoomed());
+    }
+
+    #[test]
+    fn leaving_the_apply_review_sends_nothing() {
+        let mut app = loaded();
+        assert_eq!(press(&mut app, &[Key::Char('A'), Key::Esc]), []);
+        assert_eq!(app.apply_review(), None);
+        assert_eq!((app.focus(), app.is_zoomed()), (Pane::Plans, false));
+        assert_eq!(
+            press(&mut app, &[Key::Char('A'), Key::Enter, Key::Char('n')]),
+            []
+        );
+    }
+
+    #[test]
+    fn prompt_sends_guidance_to_the_selected_plan() {
+        let mut app = loaded();
+        let mut cmds = press(&mut app, &[Key::Char('g')]);
+        cmds.extend(typed(&mut app, "focus on the tests\n"));
+        assert_eq!(
+            cmds,
+            [Cmd::Prompt {
+                plan_id: PLAN_A.into(),
+                text: "focus on the tests".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn use_asks_for_the_lists_then_creates_a_plan_from_the_form() {
+        let mut app = loaded();
+        assert_eq!(press(&mut app, &[Key::Char('u')]), [Cmd::ListUseChoices]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        let cmds = press(
+            &mut app,
+            &[
+                Key::Char('j'),
+                Key::Tab,
+                Key::Char('j'),
+                Key::Char('j'),
+                Key::Enter,
+            ],
+        );
+        assert_eq!(
+            cmds,
+            [Cmd::Use {
+                action: "local/add-search".into(),
+                project: "local/infra".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn use_without_actions_explains_what_to_do() {
+        let mut app = loaded();
+        app.update(Msg::UseChoices(crate::model::UseChoices::default()));
+        assert!(matches!(
+            top(&app),
+            Some(Overlay::Message {
+                is_error: false,
+                ..
+            })
+        ));
+        assert_eq!(press(&mut app, &[Key::Enter]), []);
+    }
+
+    #[test]
+    fn quit_is_immediate_when_nothing_runs_here_and_asks_otherwise() {
+        let mut app = loaded();
+        app.update(Msg::Activity(vec!["plan execute 01JDQ4V6".into()]));
+        assert_eq!(press(&mut app, &[Key::Char('q')]), []);
+        assert!(matches!(
+            top(&app),
+            Some(Overlay::Confirm {
+                on_yes: Cmd::Quit,
+                ..
+            })
+        ));
+        assert_eq!(press(&mut app, &[Key::Char('n')]), []);
+        assert!(!app.is_quitting());
+        assert_eq!(
+            press(&mut app, &[Key::Char('q'), Key::Char('y')]),
+            [Cmd::Quit]
+        );
+        assert!(app.is_quitting());
+
+        let mut app = loaded();
+        app.update(Msg::Activity(vec!["plan apply 01JDQ4V6".into()]));
+        assert_eq!(press(&mut app, &[Key::Ctrl('c')]), []);
+        assert_eq!(
+            press(&mut app, &[Key::Ctrl('c')]),
+            [Cmd::Quit],
+            "twice quits"
+        );
+
+        let mut app = loaded();
+        app.update(Msg::Activity(vec!["x".into()]));
+        app.update(Msg::Activity(vec![]));
+        assert_eq!(press(&mut app, &[Key::Char('q')]), [Cmd::Quit]);
+    }
+
+    #[test]
+    fn the_fuzzy_filter_selects_the_best_match_and_typing_does_not_trigger_keys() {
+        let mut app = loaded();
+        let mut cmds = press(&mut app, &[Key::Char('/')]);
+        cmds.extend(typed(&mut app, "bumpq"));
+        cmds.extend(press(&mut app, &[Key::Backspace, Key::Enter]));
+        assert_eq!(cmds, [Cmd::SelectPlan(PLAN_D.into())]);
+        assert!(!app.is_quitting());
+        assert_eq!(app.plans().filter(), "bump");
+        assert_eq!(app.plans().shown_len(), 1);
+        // The filter stays while navigating; `/` then Esc clears it.
+        assert_eq!(press(&mut app, &[Key::Char('/'), Key::Esc]), []);
+        assert_eq!(app.plans().shown_len(), 4);
+    }
+
+    #[test]
+    fn the_mouse_focuses_selects_and_scrolls() {
+        let mut app = loaded();
+        let areas = crate::render::pane_areas(&app, ratatui::layout::Rect::new(0, 0, 120, 39));
+        let rect = |p: Pane| {
+            areas
+                .iter()
+                .find(|(q, _)| *q == p)
+                .map(|(_, r)| *r)
+                .expect("pane")
+        };
+        let plans = rect(Pane::Plans);
+        // Border, header, then the rows: the second row is PLAN_B.
+        assert_eq!(
+            app.update(Msg::Mouse(Mouse::Click(plans.x + 5, plans.y + 3))),
+            [Cmd::SelectPlan(PLAN_B.into())]
+        );
+        let approvals = rect(Pane::Approvals);
+        app.update(Msg::Mouse(Mouse::Click(approvals.x + 3, approvals.y + 3)));
+        assert_eq!(app.focus(), Pane::Approvals);
+        assert_eq!(
+            app.approvals().selected().map(|a| a.approval_id.as_str()),
+            Some("A2")
+        );
+        let tree = rect(Pane::Tree);
+        app.update(Msg::Mouse(Mouse::ScrollDown(tree.x + 2, tree.y + 2)));
+        assert_eq!(app.focus(), Pane::Tree);
+        let diff = rect(Pane::Diff);
+        app.update(Msg::Mouse(Mouse::ScrollDown(diff.x + 2, diff.y + 2)));
+        assert_eq!(
+            (app.focus(), app.diff().scroll()),
+            (Pane::Diff, 0),
+            "PLAN_B's diff is not loaded"
+        );
+    }
+
+    #[test]
+    fn a_keymap_file_changes_what_keys_do() {
+        let keymap =
+            Keymap::from_toml_str("[global]\nquit = [\"ctrl-q\"]\n[plans]\nexecute = [\"E\"]")
+                .expect("valid");
+        let mut app = App::with_keymap(keymap);
+        for msg in fixtures::load_all() {
+            app.update(msg);
+        }
+        assert_eq!(press(&mut app, &[Key::Char('q'), Key::Char('e')]), []);
+        assert_eq!(
+            press(&mut app, &[Key::Char('E'), Key::Ctrl('q')]),
+            [
+                Cmd::Execute {
+                    plan_id: PLAN_A.into()
+                },
+                Cmd::Quit
+            ]
+        );
+    }
+
+    #[test]
+    fn highlights_are_requested_once_and_stale_ones_are_dropped() {
+        let mut app = loaded();
+        let request = app
+            .take_highlight_request(Some("base16-ocean.dark"))
+            .expect("visible hunks need highlights");
+        assert_eq!(
+            request.hunks.len(),
+            3,
+            "every hunk of the small diff is visible"
+        );
+        assert_eq!(
+            app.take_highlight_request(Some("base16-ocean.dark")),
+            None,
+            "already asked"
+        );
+        let highlighter = crate::highlight::Highlighter::new();
+        let result = highlighter.highlight(&request, &mut || false);
+        let mut stale = result.clone();
+        stale.generation += 1;
+        app.update(Msg::Highlighted(stale));
+        assert_eq!(app.diff().highlighted_chunks(), 0);
+        app.update(Msg::Highlighted(result));
+        assert_eq!(app.diff().highlighted_chunks(), 3);
+        // The same diff again keeps them; a changed diff drops them and asks again.
+        app.update(Msg::DiffUpdated {
+            plan_id: PLAN_A.into(),
+            diff: fixtures::diff(),
+        });
+        assert_eq!(app.diff().highlighted_chunks(), 3);
+        let mut changed = fixtures::diff();
+        changed.files.pop();
+        app.update(Msg::DiffUpdated {
+            plan_id: PLAN_A.into(),
+            diff: changed,
+        });
+        assert_eq!(app.diff().highlighted_chunks(), 0);
+        assert!(app.take_highlight_request(None).is_some());
+    }
+
+    #[test]
+    fn a_50000_line_diff_asks_only_for_the_chunks_on_screen() {
+        let mut app = loaded();
+        app.update(Msg::DiffUpdated {
+            plan_id: PLAN_A.into(),
+            diff: fixtures::big_diff(50_000),
+        });
+        let request = app.take_highlight_request(None).expect("request");
+        let lines: usize = request.hunks.iter().map(|h| h.lines.len()).sum();
+        assert!(lines < 200, "{lines} lines requested");
+        press(&mut app, &[Key::Char('3'), Key::End]);
+        let request = app
+            .take_highlight_request(None)
+            .expect("request at the end");
+        assert!(
+            request.hunks.iter().all(|h| h.file == 49),
+            "{:?}",
+            request.keys()
+        );
+    }
+
+    #[test]
+    fn the_diff_switches_to_side_by_side_keeping_the_hunk() {
+        use crate::panes::diff::{DiffRow, Layout};
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('3'), Key::Char('n'), Key::Char('n')]);
+        let before = app.diff().position();
+        press(&mut app, &[Key::Char('v')]);
+        assert_eq!(app.diff().layout(), Layout::SideBySide);
+        assert_eq!(app.diff().position(), before);
+        let pairs: Vec<(Option<usize>, Option<usize>)> = app
+            .diff()
+            .display_rows()
+            .iter()
+            .filter_map(|r| match *r {
+                DiffRow::Pair {
+                    file: 0,
+                    hunk: 0,
+                    old,
+                    new,
+                } => Some((old, new)),
+                _ => None,
+            })
+            .collect();
+        // context | removed+added paired | added alone | context | context
+        assert_eq!(
+            pairs,
+            [
+                (Some(0), Some(0)),
+                (Some(1), Some(2)),
+                (None, Some(3)),
+                (Some(4), Some(4)),
+                (Some(5), Some(5))
+            ]
+        );
+        press(&mut app, &[Key::Char('v')]);
+        assert_eq!(app.diff().layout(), Layout::Unified);
+    }
+
+    #[test]
+    fn errors_and_failures_stay_in_the_status_bar() {
+        let mut app = loaded();
+        app.update(Msg::Finished {
+            ok: false,
+            text: "plan apply 01JDQ4V6 failed: validation `tests` failed".into(),
+        });
+        assert_eq!(app.notice().map(|n| n.level), Some(Level::Error));
+        press(&mut app, &[Key::Char('j')]);
+        assert_eq!(app.notice(), None);
+        assert!(app.last_error().is_some_and(|e| e.contains("validation")));
     }
 }

@@ -1,8 +1,11 @@
-//! Fixture view models shared by the tests.
+//! Fixture view models shared by the tests, snapshots and the render benchmark (not part of
+//! the API).
+#![allow(missing_docs)]
 
 use crate::model::{
-    ApprovalItem, ApprovalKind, DecisionNode, DiffFile, DiffHunk, DiffLine, DiffLineKind, DiffView,
-    Phase, PlanRow, ProcessingState,
+    ApprovalItem, ApprovalKind, CheckpointItem, CorrectionPreview, DecisionNode, DecisionRef,
+    DiffFile, DiffHunk, DiffLine, DiffLineKind, DiffView, Explanation, Phase, PlanRow,
+    ProcessingState, UseChoices,
 };
 use crate::msg::Msg;
 
@@ -263,4 +266,152 @@ pub fn load_all() -> Vec<Msg> {
         },
         Msg::ApprovalsUpdated(approvals()),
     ]
+}
+
+pub fn explanation(id: &str) -> Explanation {
+    Explanation {
+        decision_id: id.to_owned(),
+        plan_id: PLAN_A.to_owned(),
+        decision_type: "tool_choice".to_owned(),
+        question: Some("Which test runner should the refactor use?".to_owned()),
+        chosen: "cargo nextest".to_owned(),
+        alternatives: vec!["cargo test".to_owned(), "a custom script".to_owned()],
+        rationale: Some(
+            "nextest runs the auth suite in parallel and isolates the flaky session tests."
+                .to_owned(),
+        ),
+        confidence: Some(0.9),
+        superseded_by: None,
+        impact: vec![
+            DecisionRef {
+                decision_id: "D3".to_owned(),
+                decision_type: "file_plan".to_owned(),
+                chosen: "src/auth/*.rs".to_owned(),
+            },
+            DecisionRef {
+                decision_id: "D5".to_owned(),
+                decision_type: "naming".to_owned(),
+                chosen: "SessionStore".to_owned(),
+            },
+        ],
+        impact_child_plans: vec![PLAN_C.to_owned()],
+    }
+}
+
+pub fn preview() -> CorrectionPreview {
+    CorrectionPreview {
+        decisions: explanation("D2").impact,
+        steps_rerun: vec!["D3".to_owned(), "D5".to_owned()],
+        steps_replayed: vec![],
+        steps_may_rerun: vec!["D6".to_owned()],
+        child_plans: vec![PLAN_C.to_owned()],
+        files: vec![
+            "src/auth/session.rs".to_owned(),
+            "src/auth/mod.rs".to_owned(),
+        ],
+        estimated_model_calls: Some(4),
+    }
+}
+
+pub fn checkpoints() -> Vec<CheckpointItem> {
+    (1..=3)
+        .map(|seq| CheckpointItem {
+            checkpoint_id: format!("cp_0000000{seq}"),
+            seq,
+            label: if seq == 3 { "end" } else { "start" }.to_owned(),
+            step: Some(format!("step {seq}: edit session store")),
+            files_changed: u64::from(seq) * 2,
+            taken: format!("2026-01-02 10:0{seq}:00"),
+        })
+        .collect()
+}
+
+pub fn use_choices() -> UseChoices {
+    UseChoices {
+        actions: vec![
+            "local/refactor-auth".to_owned(),
+            "local/add-search".to_owned(),
+        ],
+        projects: vec![
+            "local/webshop".to_owned(),
+            "local/docs-site".to_owned(),
+            "local/infra".to_owned(),
+        ],
+    }
+}
+
+/// A tree of `n` decisions: roots of 10 children each, every child with 9 grandchildren.
+pub fn big_tree(n: usize) -> Vec<DecisionNode> {
+    let mut made = 0;
+    let mut roots = Vec::new();
+    let mut next = |kind: &str| {
+        made += 1;
+        decision(
+            &format!("D{made:05}"),
+            kind,
+            &format!("question number {made} about the refactor"),
+            &format!("option {}", made % 7),
+            Some(0.5),
+            vec![],
+        )
+    };
+    let mut count = 0;
+    while count < n {
+        let mut root = next("approach");
+        count += 1;
+        for _ in 0..10 {
+            if count >= n {
+                break;
+            }
+            let mut child = next("implementation_choice");
+            count += 1;
+            for _ in 0..9 {
+                if count >= n {
+                    break;
+                }
+                child.children.push(next("naming"));
+                count += 1;
+            }
+            root.children.push(child);
+        }
+        roots.push(root);
+    }
+    roots
+}
+
+/// A diff of about `lines` lines of Rust over 50 files, hunks of 20 lines.
+pub fn big_diff(lines: usize) -> DiffView {
+    let files = 50;
+    let per_file = lines / files;
+    DiffView {
+        files: (0..files)
+            .map(|f| {
+                let hunks: Vec<DiffHunk> = (0..per_file / 20)
+                    .map(|h| DiffHunk {
+                        old_start: u32::try_from(h * 30 + 1).unwrap_or(u32::MAX),
+                        old_lines: 16,
+                        new_start: u32::try_from(h * 30 + 1).unwrap_or(u32::MAX),
+                        new_lines: 16,
+                        lines: (0..20)
+                            .map(|i| DiffLine {
+                                kind: match i % 5 {
+                                    1 => DiffLineKind::Removed,
+                                    2 => DiffLineKind::Added,
+                                    _ => DiffLineKind::Context,
+                                },
+                                text: format!("    let value_{i} = compute({h}, {i}) * {f};"),
+                            })
+                            .collect(),
+                        decision_ids: vec![format!("D{h:05}")],
+                    })
+                    .collect();
+                DiffFile {
+                    path: format!("src/module_{f}.rs"),
+                    added: hunks.len() * 4,
+                    removed: hunks.len() * 4,
+                    hunks,
+                }
+            })
+            .collect(),
+    }
 }

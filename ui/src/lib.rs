@@ -24,6 +24,7 @@
 //! ```
 
 pub mod app;
+pub mod highlight;
 pub mod keymap;
 pub mod model;
 pub mod msg;
@@ -32,11 +33,12 @@ pub mod panes;
 pub mod render;
 pub mod theme;
 
-#[cfg(test)]
-mod fixtures;
+#[doc(hidden)]
+pub mod fixtures;
 
 pub use app::App;
-pub use msg::{Cmd, Key, Msg};
+pub use keymap::{Keymap, KeymapError};
+pub use msg::{Cmd, Key, Mouse, Msg};
 pub use panes::Pane;
 pub use render::render;
 pub use theme::{Slot, Theme, ThemeError};

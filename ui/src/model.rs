@@ -241,6 +241,118 @@ impl ApprovalKind {
     }
 }
 
+/// A decision named in an impact list: what it is and what it chose.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRef {
+    /// The decision's id.
+    pub decision_id: String,
+    /// Its type (`implementation_choice`, ...).
+    pub decision_type: String,
+    /// What it chose.
+    pub chosen: String,
+}
+
+/// Why a decision was taken and what depends on it (`agents plan explain`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The decision explained.
+    pub decision_id: String,
+    /// The plan it belongs to.
+    pub plan_id: String,
+    /// Its type.
+    pub decision_type: String,
+    /// The question it answered, when recorded.
+    pub question: Option<String>,
+    /// The option chosen.
+    pub chosen: String,
+    /// The other options that were considered.
+    pub alternatives: Vec<String>,
+    /// Why, in the actor's words, when recorded.
+    pub rationale: Option<String>,
+    /// Confidence from 0.0 to 1.0, when given.
+    pub confidence: Option<f32>,
+    /// The decision that replaced it, when a correction superseded it.
+    pub superseded_by: Option<String>,
+    /// Every decision downstream of it (through recorded dependencies), nearest first.
+    pub impact: Vec<DecisionRef>,
+    /// Child plans spawned downstream of it.
+    pub impact_child_plans: Vec<String>,
+}
+
+/// How a correction treats the corrected decision (spec 27, correction modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CorrectionMode {
+    /// Replace the decision and recompute its downstream subtree.
+    Revert,
+    /// Keep the decision and add the guidance on top of it.
+    Append,
+}
+
+impl CorrectionMode {
+    /// The name `agents plan correct --mode` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Revert => "revert",
+            Self::Append => "append",
+        }
+    }
+
+    /// The other mode.
+    #[must_use]
+    pub fn toggled(self) -> Self {
+        match self {
+            Self::Revert => Self::Append,
+            Self::Append => Self::Revert,
+        }
+    }
+}
+
+/// What a correction would recompute, from `agents plan correct --dry-run --format json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CorrectionPreview {
+    /// Decisions that would be recomputed.
+    pub decisions: Vec<DecisionRef>,
+    /// Steps that would run again (decision ids).
+    pub steps_rerun: Vec<String>,
+    /// Steps whose recorded results would be replayed.
+    pub steps_replayed: Vec<String>,
+    /// Steps that may run again depending on the new choices.
+    pub steps_may_rerun: Vec<String>,
+    /// Child plans that would be recomputed.
+    pub child_plans: Vec<String>,
+    /// Files whose changes would be redone.
+    pub files: Vec<String>,
+    /// How many model calls the correction is expected to make.
+    pub estimated_model_calls: Option<u64>,
+}
+
+/// One checkpoint a plan can be rolled back to (`agents plan checkpoints`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointItem {
+    /// `cp_...`.
+    pub checkpoint_id: String,
+    /// 1, 2, ... within the plan.
+    pub seq: u32,
+    /// A short label (`start`, `end`).
+    pub label: String,
+    /// The step it belongs to, when recorded.
+    pub step: Option<String>,
+    /// Files that differ from the previous checkpoint.
+    pub files_changed: u64,
+    /// When it was taken, as displayed (`2026-12-01 07:40:12`).
+    pub taken: String,
+}
+
+/// What the "use an action" form offers (`agents action list`, `agents project list`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UseChoices {
+    /// Names of the actions that can be used.
+    pub actions: Vec<String>,
+    /// Names of the projects.
+    pub projects: Vec<String>,
+}
+
 /// The first eight characters of an id, as shown in narrow columns.
 pub fn short_id(id: &str) -> &str {
     match id.char_indices().nth(8) {

@@ -8,7 +8,36 @@ use serde::{Deserialize, Serialize};
 
 use crate::panes::Pane;
 
-use crate::model::{ApprovalItem, DecisionNode, DiffView, PlanRow};
+use crate::highlight::HighlightResult;
+use crate::model::{
+    ApprovalItem, CheckpointItem, CorrectionMode, CorrectionPreview, DecisionNode, DiffView,
+    Explanation, PlanRow, UseChoices,
+};
+
+/// A mouse action, in terminal cells (0-based, from the top-left corner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mouse {
+    /// Left button pressed at (column, row).
+    Click(u16, u16),
+    /// Wheel turned up over (column, row).
+    ScrollUp(u16, u16),
+    /// Wheel turned down over (column, row).
+    ScrollDown(u16, u16),
+}
+
+impl Mouse {
+    /// Converts a crossterm mouse event; `None` for moves, drags and other buttons.
+    pub fn from_crossterm(event: ratatui::crossterm::event::MouseEvent) -> Option<Self> {
+        use ratatui::crossterm::event::{MouseButton, MouseEventKind};
+        let (x, y) = (event.column, event.row);
+        match event.kind {
+            MouseEventKind::Down(MouseButton::Left) => Some(Self::Click(x, y)),
+            MouseEventKind::ScrollUp => Some(Self::ScrollUp(x, y)),
+            MouseEventKind::ScrollDown => Some(Self::ScrollDown(x, y)),
+            _ => None,
+        }
+    }
+}
 
 /// A key press, as the UI understands it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -43,6 +72,8 @@ pub enum Key {
     PageUp,
     /// Page down.
     PageDown,
+    /// Delete (forward).
+    Delete,
 }
 
 impl Key {
@@ -69,6 +100,7 @@ impl Key {
             KeyCode::End => Self::End,
             KeyCode::PageUp => Self::PageUp,
             KeyCode::PageDown => Self::PageDown,
+            KeyCode::Delete => Self::Delete,
             _ => return None,
         };
         Some(key)
@@ -93,6 +125,7 @@ impl Key {
             Self::End => "End".to_owned(),
             Self::PageUp => "PgUp".to_owned(),
             Self::PageDown => "PgDn".to_owned(),
+            Self::Delete => "Del".to_owned(),
         }
     }
 }
@@ -121,11 +154,45 @@ pub enum Msg {
     /// The full, current list of pending approvals across all plans.
     ApprovalsUpdated(Vec<ApprovalItem>),
     /// The explanation of a decision, answering [`Cmd::ExplainDecision`].
-    Explanation {
-        /// The decision explained.
+    Explanation(Explanation),
+    /// The dry-run impact of a correction, answering [`Cmd::PreviewCorrection`]: the preview,
+    /// or the message of the command that failed.
+    CorrectionPreview {
+        /// The decision being corrected.
         decision_id: String,
-        /// The explanation, possibly several lines.
+        /// The impact, or why it could not be computed.
+        result: Result<CorrectionPreview, String>,
+    },
+    /// A plan's checkpoints, answering [`Cmd::ListCheckpoints`].
+    Checkpoints {
+        /// The plan.
+        plan_id: String,
+        /// Its live checkpoints, oldest first.
+        items: Vec<CheckpointItem>,
+    },
+    /// What the "use an action" form offers, answering [`Cmd::ListUseChoices`].
+    UseChoices(UseChoices),
+    /// Commands this TUI started that are still running (one line each), for the status bar
+    /// and the quit question.
+    Activity(Vec<String>),
+    /// A command this TUI started finished; shown in the status line.
+    Finished {
+        /// Whether it succeeded (exit 0, or 3 for "waiting for you").
+        ok: bool,
+        /// One line saying what happened.
         text: String,
+    },
+    /// Syntax and intraline highlights for some hunks (dropped unless they belong to the
+    /// diff shown now).
+    Highlighted(HighlightResult),
+    /// The mouse was used.
+    Mouse(Mouse),
+    /// The terminal has this size, in cells (sent at start and on every resize).
+    Resize {
+        /// Columns.
+        width: u16,
+        /// Rows.
+        height: u16,
     },
     /// Select this plan (for example from `agents tui --plan ID`); ignored if it is unknown.
     SelectPlan(String),
@@ -180,7 +247,73 @@ pub enum Cmd {
         /// The decision to explain.
         decision_id: String,
     },
-    /// Leave the TUI.
+    /// Run the plan's next phase: `agents plan execute PLAN`.
+    Execute {
+        /// The plan.
+        plan_id: String,
+    },
+    /// Apply the plan's changes after the user reviewed the diff and confirmed:
+    /// `agents plan apply --yes PLAN`.
+    Apply {
+        /// The plan.
+        plan_id: String,
+    },
+    /// Cancel the plan (confirmed): `agents plan cancel PLAN`.
+    Cancel {
+        /// The plan.
+        plan_id: String,
+    },
+    /// List the plan's checkpoints (answered by [`Msg::Checkpoints`]): `agents plan checkpoints`.
+    ListCheckpoints {
+        /// The plan.
+        plan_id: String,
+    },
+    /// Roll the plan back to a checkpoint (confirmed):
+    /// `agents plan rollback --yes PLAN CHECKPOINT`.
+    Rollback {
+        /// The plan.
+        plan_id: String,
+        /// The checkpoint (`cp_...`).
+        checkpoint_id: String,
+    },
+    /// Give a plan guidance: `agents plan prompt PLAN TEXT`.
+    Prompt {
+        /// The plan.
+        plan_id: String,
+        /// The guidance.
+        text: String,
+    },
+    /// List the actions and projects the "use" form offers (answered by [`Msg::UseChoices`]):
+    /// `agents action list`, `agents project list`.
+    ListUseChoices,
+    /// Use an action on a project, creating a plan: `agents plan use ACTION PROJECT`.
+    Use {
+        /// The action's name.
+        action: String,
+        /// The project's name.
+        project: String,
+    },
+    /// Compute what a correction would recompute, without changing anything (answered by
+    /// [`Msg::CorrectionPreview`]): `agents plan correct --dry-run --format json`.
+    PreviewCorrection {
+        /// The decision to correct.
+        decision_id: String,
+        /// Revert or append.
+        mode: CorrectionMode,
+        /// The user's guidance.
+        guidance: String,
+    },
+    /// Correct a decision (after the preview and a confirm):
+    /// `agents plan correct --mode MODE --guidance TEXT --yes DECISION`.
+    Correct {
+        /// The decision to correct.
+        decision_id: String,
+        /// Revert or append.
+        mode: CorrectionMode,
+        /// The user's guidance.
+        guidance: String,
+    },
+    /// Leave the TUI (interrupting the commands it started, which leave their plans queued).
     Quit,
 }
 

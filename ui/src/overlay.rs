@@ -5,9 +5,13 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget, Wrap};
 
-use crate::keymap::{self, Scope};
+use ratatui_textarea::TextArea;
+
+use crate::keymap::{self, Keymap, Scope};
+use crate::model::{
+    CheckpointItem, CorrectionMode, CorrectionPreview, DecisionRef, Explanation, short_id,
+};
 use crate::msg::{Cmd, Key};
-use crate::panes::Pane;
 use crate::theme::{Slot, Theme};
 
 /// What an [`Overlay::Input`] submits.
@@ -25,6 +29,123 @@ pub enum InputPurpose {
         /// The plan that receives the guidance.
         plan_id: String,
     },
+    /// Guidance for a plan, outside any approval (`agents plan prompt`).
+    Prompt {
+        /// The plan that receives the guidance.
+        plan_id: String,
+    },
+}
+
+/// A multi-line text editor (ratatui-textarea) that compares by its text and cursor.
+#[derive(Clone, Debug)]
+pub struct Editor(TextArea<'static>);
+
+impl Default for Editor {
+    fn default() -> Self {
+        let mut area = TextArea::default();
+        area.set_wrap_mode(ratatui_textarea::WrapMode::Word);
+        area.set_cursor_line_style(ratatui::style::Style::default());
+        Self(area)
+    }
+}
+
+impl PartialEq for Editor {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.lines() == other.0.lines() && self.0.cursor() == other.0.cursor()
+    }
+}
+
+impl Editor {
+    /// The text typed, lines joined with `\n`.
+    pub fn text(&self) -> String {
+        self.0.lines().join("\n")
+    }
+
+    /// Sends a key to the editor (characters, Enter for a new line, arrows, Backspace...).
+    pub fn key(&mut self, key: Key) {
+        use ratatui_textarea::{Input, Key as K};
+        let (key, ctrl) = match key {
+            Key::Char(c) => (K::Char(c), false),
+            Key::Ctrl(c) => (K::Char(c), true),
+            Key::Enter => (K::Enter, false),
+            Key::Backspace => (K::Backspace, false),
+            Key::Delete => (K::Delete, false),
+            Key::Left => (K::Left, false),
+            Key::Right => (K::Right, false),
+            Key::Up => (K::Up, false),
+            Key::Down => (K::Down, false),
+            Key::Home => (K::Home, false),
+            Key::End => (K::End, false),
+            Key::PageUp => (K::PageUp, false),
+            Key::PageDown => (K::PageDown, false),
+            Key::Esc | Key::Tab | Key::BackTab => return,
+        };
+        self.0.input(Input {
+            key,
+            ctrl,
+            alt: false,
+            shift: false,
+        });
+    }
+}
+
+/// Where a correction stands in its overlay.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CorrectStage {
+    /// Writing the guidance; `error` says why the last submit was refused.
+    Editing {
+        /// Why the last submit was refused.
+        error: Option<String>,
+    },
+    /// The dry run is computing the impact.
+    Waiting,
+    /// The dry run's impact, waiting for a confirm.
+    Preview(CorrectionPreview),
+    /// The dry run failed with this message.
+    Failed(String),
+}
+
+/// The correction overlay: guidance, mode, dry-run impact, confirm.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CorrectForm {
+    /// The decision to correct.
+    pub decision_id: String,
+    /// What it decided, for the title (`implementation_choice → NOTES.md`).
+    pub summary: String,
+    /// Revert or append (Tab switches).
+    pub mode: CorrectionMode,
+    /// The guidance being written.
+    pub editor: Editor,
+    /// Where the correction stands.
+    pub stage: CorrectStage,
+}
+
+impl CorrectForm {
+    /// A fresh form for a decision.
+    pub fn new(decision_id: String, summary: String) -> Self {
+        Self {
+            decision_id,
+            summary,
+            mode: CorrectionMode::Revert,
+            editor: Editor::default(),
+            stage: CorrectStage::Editing { error: None },
+        }
+    }
+}
+
+/// The "use an action on a project" form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UseForm {
+    /// Action names.
+    pub actions: Vec<String>,
+    /// Project names.
+    pub projects: Vec<String>,
+    /// Highlighted action.
+    pub action: usize,
+    /// Highlighted project.
+    pub project: usize,
+    /// Whether the project list (rather than the action list) has the cursor.
+    pub on_projects: bool,
 }
 
 /// A popup over the panes.
@@ -65,7 +186,27 @@ pub enum Overlay {
         /// Index of the highlighted option.
         selected: usize,
     },
-    /// A message to read and close (explanations, engine errors).
+    /// Why a decision was taken and what depends on it.
+    Explain {
+        /// The explanation.
+        explanation: Box<Explanation>,
+        /// Lines scrolled past.
+        scroll: usize,
+    },
+    /// Correct a decision.
+    Correct(Box<CorrectForm>),
+    /// Pick a checkpoint to roll a plan back to.
+    Checkpoints {
+        /// The plan.
+        plan_id: String,
+        /// Its checkpoints, oldest first.
+        items: Vec<CheckpointItem>,
+        /// The highlighted one.
+        selected: usize,
+    },
+    /// Use an action on a project.
+    Use(UseForm),
+    /// A message to read and close (engine errors, notes).
     Message {
         /// Headline.
         title: String,
@@ -85,6 +226,40 @@ pub(crate) enum Outcome {
     Close,
     /// The overlay closes and sends a command.
     Submit(Cmd),
+    /// The overlay stays open and sends a command.
+    Send(Cmd),
+    /// The overlay gives way to another one.
+    Replace(Box<Overlay>),
+}
+
+/// The confirm overlay for rolling a plan back to a checkpoint.
+fn rollback_confirm(plan_id: &str, cp: &CheckpointItem) -> Overlay {
+    Overlay::Confirm {
+        title: "Roll back?".to_owned(),
+        body: format!(
+            "Roll plan {} back to checkpoint #{} {} ({})?\nLater work in the sandbox is discarded \
+             and its steps run again.",
+            short_id(plan_id),
+            cp.seq,
+            cp.checkpoint_id,
+            cp.label
+        ),
+        on_yes: Cmd::Rollback {
+            plan_id: plan_id.to_owned(),
+            checkpoint_id: cp.checkpoint_id.clone(),
+        },
+    }
+}
+
+fn move_index(index: &mut usize, len: usize, key: Key) -> bool {
+    match key {
+        Key::Char('j') | Key::Down => *index = (*index + 1).min(len.saturating_sub(1)),
+        Key::Char('k') | Key::Up => *index = index.saturating_sub(1),
+        Key::Home => *index = 0,
+        Key::End => *index = len.saturating_sub(1),
+        _ => return false,
+    }
+    true
 }
 
 impl Overlay {
@@ -101,10 +276,22 @@ impl Overlay {
             Self::Input { purpose, .. } => match purpose {
                 InputPurpose::RejectReason { approval_id }
                 | InputPurpose::Guidance { approval_id, .. } => Some(approval_id),
+                InputPurpose::Prompt { .. } => None,
             },
             Self::Choice { approval_id, .. } => Some(approval_id),
-            Self::Help | Self::Message { .. } => None,
+            Self::Help
+            | Self::Message { .. }
+            | Self::Explain { .. }
+            | Self::Correct(_)
+            | Self::Checkpoints { .. }
+            | Self::Use(_) => None,
         }
+    }
+
+    /// Whether keys typed here are text (so Ctrl-C is the only way out besides Esc).
+    pub fn takes_text(&self) -> bool {
+        matches!(self, Self::Input { .. })
+            || matches!(self, Self::Correct(form) if matches!(form.stage, CorrectStage::Editing { .. }))
     }
 
     pub(crate) fn handle_key(&mut self, key: Key) -> Outcome {
@@ -146,6 +333,68 @@ impl Overlay {
                 Key::Esc => Outcome::Close,
                 _ => Outcome::Stay,
             },
+            Self::Explain {
+                explanation,
+                scroll,
+            } => match key {
+                Key::Esc | Key::Enter | Key::Char('q') => Outcome::Close,
+                Key::Char('j') | Key::Down => {
+                    *scroll += 1;
+                    Outcome::Stay
+                }
+                Key::Char('k') | Key::Up => {
+                    *scroll = scroll.saturating_sub(1);
+                    Outcome::Stay
+                }
+                Key::Char('c') => {
+                    Outcome::Replace(Box::new(Overlay::Correct(Box::new(CorrectForm::new(
+                        explanation.decision_id.clone(),
+                        format!("{} → {}", explanation.decision_type, explanation.chosen),
+                    )))))
+                }
+                _ => Outcome::Stay,
+            },
+            Self::Checkpoints {
+                plan_id,
+                items,
+                selected,
+            } => match key {
+                Key::Esc => Outcome::Close,
+                Key::Enter => match items.get(*selected) {
+                    Some(cp) => Outcome::Replace(Box::new(rollback_confirm(plan_id, cp))),
+                    None => Outcome::Close,
+                },
+                _ => {
+                    move_index(selected, items.len(), key);
+                    Outcome::Stay
+                }
+            },
+            Self::Use(form) => match key {
+                Key::Esc => Outcome::Close,
+                Key::Tab | Key::BackTab | Key::Left | Key::Right | Key::Char('h' | 'l') => {
+                    form.on_projects = !form.on_projects;
+                    Outcome::Stay
+                }
+                Key::Enter => match (
+                    form.actions.get(form.action),
+                    form.projects.get(form.project),
+                ) {
+                    (Some(action), Some(project)) => Outcome::Submit(Cmd::Use {
+                        action: action.clone(),
+                        project: project.clone(),
+                    }),
+                    _ => Outcome::Close,
+                },
+                _ => {
+                    if form.on_projects {
+                        move_index(&mut form.project, form.projects.len(), key);
+                    } else {
+                        move_index(&mut form.action, form.actions.len(), key);
+                    }
+                    Outcome::Stay
+                }
+            },
+            Self::Correct(form) => correct_key(form, key),
             Self::Input {
                 text,
                 error,
@@ -168,7 +417,9 @@ impl Overlay {
                         *error = Some(
                             match purpose {
                                 InputPurpose::RejectReason { .. } => "A reason is required.",
-                                InputPurpose::Guidance { .. } => "Guidance cannot be empty.",
+                                InputPurpose::Guidance { .. } | InputPurpose::Prompt { .. } => {
+                                    "Guidance cannot be empty."
+                                }
                             }
                             .to_owned(),
                         );
@@ -187,11 +438,74 @@ impl Overlay {
                             plan_id: plan_id.clone(),
                             text: typed.to_owned(),
                         },
+                        InputPurpose::Prompt { plan_id } => Cmd::Prompt {
+                            plan_id: plan_id.clone(),
+                            text: typed.to_owned(),
+                        },
                     })
                 }
                 _ => Outcome::Stay,
             },
         }
+    }
+}
+
+fn correct_key(form: &mut CorrectForm, key: Key) -> Outcome {
+    let command = |form: &CorrectForm, dry_run: bool| {
+        let (decision_id, mode, guidance) = (
+            form.decision_id.clone(),
+            form.mode,
+            form.editor.text().trim().to_owned(),
+        );
+        if dry_run {
+            Cmd::PreviewCorrection {
+                decision_id,
+                mode,
+                guidance,
+            }
+        } else {
+            Cmd::Correct {
+                decision_id,
+                mode,
+                guidance,
+            }
+        }
+    };
+    match (&form.stage, key) {
+        (_, Key::Esc) => Outcome::Close,
+        (CorrectStage::Editing { .. }, Key::Tab) => {
+            form.mode = form.mode.toggled();
+            Outcome::Stay
+        }
+        (CorrectStage::Editing { .. }, Key::Ctrl('s' | 'd')) => {
+            if form.editor.text().trim().is_empty() {
+                form.stage = CorrectStage::Editing {
+                    error: Some("Write some guidance first.".to_owned()),
+                };
+                return Outcome::Stay;
+            }
+            form.stage = CorrectStage::Waiting;
+            Outcome::Send(command(form, true))
+        }
+        (CorrectStage::Editing { .. }, key) => {
+            form.editor.key(key);
+            form.stage = CorrectStage::Editing { error: None };
+            Outcome::Stay
+        }
+        (CorrectStage::Waiting, _) => Outcome::Stay,
+        (CorrectStage::Preview(_), Key::Char('y') | Key::Enter) => {
+            Outcome::Submit(command(form, false))
+        }
+        (CorrectStage::Preview(_) | CorrectStage::Failed(_), Key::Char('e' | 'n') | Key::Enter) => {
+            form.stage = CorrectStage::Editing { error: None };
+            Outcome::Stay
+        }
+        (CorrectStage::Preview(_) | CorrectStage::Failed(_), Key::Tab) => {
+            form.mode = form.mode.toggled();
+            form.stage = CorrectStage::Editing { error: None };
+            Outcome::Stay
+        }
+        _ => Outcome::Stay,
     }
 }
 
@@ -238,10 +552,370 @@ fn footer<'a>(hints: &[(&str, &str)], theme: &Theme) -> Line<'a> {
     Line::from(spans)
 }
 
+fn text_lines<'a>(text: &str, style: ratatui::style::Style) -> Vec<Line<'a>> {
+    text.lines()
+        .map(|l| Line::styled(l.to_owned(), style))
+        .collect()
+}
+
+fn labelled<'a>(label: &str, value: String, theme: &Theme) -> Line<'a> {
+    Line::from(vec![
+        Span::styled(format!("{label}: "), theme.style(Slot::TextDim)),
+        Span::styled(value, theme.style(Slot::Text)),
+    ])
+}
+
+fn decision_refs<'a>(refs: &[DecisionRef], limit: usize, theme: &Theme) -> Vec<Line<'a>> {
+    let mut lines: Vec<Line> = refs
+        .iter()
+        .take(limit)
+        .map(|d| {
+            // No short ids here: decisions taken in the same second share their first
+            // characters, so the type and the choice say more.
+            Line::from(vec![
+                Span::styled("  · ", theme.style(Slot::TextDim)),
+                Span::styled(d.decision_type.clone(), theme.style(Slot::DecisionType)),
+                Span::styled(" → ", theme.style(Slot::TextDim)),
+                Span::styled(d.chosen.clone(), theme.style(Slot::DecisionChosen)),
+            ])
+        })
+        .collect();
+    if refs.len() > limit {
+        lines.push(Line::styled(
+            format!("  … and {} more", refs.len() - limit),
+            theme.style(Slot::TextDim),
+        ));
+    }
+    lines
+}
+
+fn explanation_lines<'a>(e: &Explanation, theme: &Theme) -> Vec<Line<'a>> {
+    let mut lines = vec![
+        labelled("Decision", e.decision_id.clone(), theme),
+        labelled(
+            "Question",
+            e.question
+                .clone()
+                .unwrap_or_else(|| "(not recorded)".to_owned()),
+            theme,
+        ),
+    ];
+    let mut chosen = vec![
+        Span::styled("Chosen: ", theme.style(Slot::TextDim)),
+        Span::styled(e.chosen.clone(), theme.style(Slot::DecisionChosen)),
+    ];
+    if let Some(c) = e.confidence {
+        chosen.push(Span::styled(
+            format!("  (confidence {:.0}%)", (c.clamp(0.0, 1.0) * 100.0).round()),
+            theme.style(Slot::TextDim),
+        ));
+    }
+    lines.push(Line::from(chosen));
+    if e.alternatives.is_empty() {
+        lines.push(labelled("Alternatives", "none recorded".to_owned(), theme));
+    } else {
+        lines.push(Line::styled("Alternatives:", theme.style(Slot::TextDim)));
+        for alt in &e.alternatives {
+            lines.push(Line::styled(format!("  · {alt}"), theme.style(Slot::Text)));
+        }
+    }
+    lines.push(labelled(
+        "Rationale",
+        e.rationale
+            .clone()
+            .unwrap_or_else(|| "(not recorded)".to_owned()),
+        theme,
+    ));
+    if let Some(by) = &e.superseded_by {
+        lines.push(Line::styled(
+            format!("Superseded by decision {}", short_id(by)),
+            theme.style(Slot::StatusWarn),
+        ));
+    }
+    lines.push(Line::default());
+    let impact = match (e.impact.len(), e.impact_child_plans.len()) {
+        (0, 0) => "nothing downstream depends on it".to_owned(),
+        (1, 0) => "1 downstream decision".to_owned(),
+        (n, 0) => format!("{n} downstream decisions"),
+        (n, c) => format!("{n} downstream decisions, {c} child plan(s)"),
+    };
+    lines.push(labelled("Impact of a correction", impact, theme));
+    lines.extend(decision_refs(&e.impact, 8, theme));
+    for plan in &e.impact_child_plans {
+        lines.push(Line::styled(
+            format!("  child plan {}", short_id(plan)),
+            theme.style(Slot::DecisionChildPlan),
+        ));
+    }
+    lines
+}
+
+fn preview_lines<'a>(p: &CorrectionPreview, theme: &Theme) -> Vec<Line<'a>> {
+    let mut lines = vec![Line::styled(
+        format!(
+            "This correction recomputes {} decision(s):",
+            p.decisions.len()
+        ),
+        theme.style(Slot::Text),
+    )];
+    lines.extend(decision_refs(&p.decisions, 6, theme));
+    let count = |label: &str, n: usize| labelled(label, n.to_string(), theme);
+    lines.push(count("Steps run again", p.steps_rerun.len()));
+    if !p.steps_replayed.is_empty() {
+        lines.push(count("Steps replayed", p.steps_replayed.len()));
+    }
+    if !p.steps_may_rerun.is_empty() {
+        lines.push(count("Steps that may run again", p.steps_may_rerun.len()));
+    }
+    if !p.child_plans.is_empty() {
+        lines.push(count("Child plans recomputed", p.child_plans.len()));
+    }
+    let files = if p.files.is_empty() {
+        "none".to_owned()
+    } else if p.files.len() <= 4 {
+        p.files.join(", ")
+    } else {
+        format!("{}, … ({} files)", p.files[..3].join(", "), p.files.len())
+    };
+    lines.push(labelled("Files redone", files, theme));
+    if let Some(n) = p.estimated_model_calls {
+        lines.push(labelled("Estimated model calls", n.to_string(), theme));
+    }
+    lines
+}
+
+fn render_correct(form: &CorrectForm, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let rect = centered(area, 76, 20);
+    Clear.render(rect, buf);
+    let block = frame(
+        &format!("Correct {}", short_id(&form.decision_id)),
+        theme,
+        false,
+    )
+    .padding(ratatui::widgets::Padding::horizontal(1));
+    let inner = block.inner(rect);
+    block.render(rect, buf);
+    let mode = |m: CorrectionMode| {
+        let style = if m == form.mode {
+            theme.style(Slot::ListSelected)
+        } else {
+            theme.style(Slot::TextDim)
+        };
+        let mark = if m == form.mode { '●' } else { '○' };
+        Span::styled(format!(" {mark} {} ", m.as_str()), style)
+    };
+    let head = vec![
+        Line::styled(form.summary.clone(), theme.style(Slot::DecisionChosen)),
+        Line::from(vec![
+            Span::styled("Mode: ", theme.style(Slot::TextDim)),
+            mode(CorrectionMode::Revert),
+            Span::raw(" "),
+            mode(CorrectionMode::Append),
+            Span::styled(
+                match form.mode {
+                    CorrectionMode::Revert => "  replace it and recompute what follows",
+                    CorrectionMode::Append => "  keep it, add the guidance on top",
+                },
+                theme.style(Slot::TextDim),
+            ),
+        ]),
+    ];
+    let [head_area, body, foot] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Fill(1),
+        Constraint::Length(2),
+    ])
+    .areas(inner);
+    Paragraph::new(head).render(head_area, buf);
+    let (hints, error): (&[(&str, &str)], Option<&str>) = match &form.stage {
+        CorrectStage::Editing { error } => {
+            let editor_block = Block::bordered()
+                .border_style(theme.style(Slot::PaneBorderFocused))
+                .title(Line::styled(" Guidance ", theme.style(Slot::PaneTitle)));
+            let mut area = form.editor.0.clone();
+            area.set_block(editor_block);
+            area.set_style(theme.style(Slot::Text));
+            area.set_cursor_style(
+                theme
+                    .style(Slot::ListSelected)
+                    .add_modifier(ratatui::style::Modifier::REVERSED),
+            );
+            area.set_placeholder_text("What should the agent do differently?");
+            Widget::render(&area, body, buf);
+            (
+                &[
+                    ("Ctrl-s", "see impact"),
+                    ("Tab", "mode"),
+                    ("Enter", "new line"),
+                    ("Esc", "cancel"),
+                ],
+                error.as_deref(),
+            )
+        }
+        CorrectStage::Waiting => {
+            Paragraph::new(Line::styled(
+                "Computing the impact (agents plan correct --dry-run)…",
+                theme.style(Slot::TextDim),
+            ))
+            .render(body, buf);
+            (&[("Esc", "cancel")], None)
+        }
+        CorrectStage::Preview(preview) => {
+            Paragraph::new(preview_lines(preview, theme))
+                .wrap(Wrap { trim: false })
+                .render(body, buf);
+            (
+                &[("y/Enter", "correct"), ("e", "edit"), ("Esc", "cancel")],
+                None,
+            )
+        }
+        CorrectStage::Failed(message) => {
+            let mut lines = vec![Line::styled(
+                "The dry run failed:",
+                theme.style(Slot::StatusError),
+            )];
+            lines.extend(text_lines(message, theme.style(Slot::StatusError)));
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .render(body, buf);
+            (&[("e/Enter", "edit"), ("Esc", "cancel")], None)
+        }
+    };
+    let mut foot_lines = vec![match error {
+        Some(e) => Line::styled(e.to_owned(), theme.style(Slot::StatusError)),
+        None => Line::default(),
+    }];
+    foot_lines.push(footer(hints, theme));
+    Paragraph::new(foot_lines).render(foot, buf);
+}
+
+fn render_use(form: &UseForm, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let rows = form.actions.len().max(form.projects.len()).min(12);
+    let rect = centered(area, 72, u16::try_from(rows + 6).unwrap_or(18));
+    Clear.render(rect, buf);
+    let block = frame("Use an action on a project", theme, false)
+        .padding(ratatui::widgets::Padding::horizontal(1));
+    let inner = block.inner(rect);
+    block.render(rect, buf);
+    let [body, foot] = Layout::vertical([Constraint::Fill(1), Constraint::Length(2)]).areas(inner);
+    let [left, right] = Layout::horizontal([Constraint::Fill(1), Constraint::Fill(1)])
+        .spacing(2)
+        .areas(body);
+    let column = |title: &str, items: &[String], selected: usize, active: bool| {
+        let mut lines = vec![Line::styled(
+            title.to_owned(),
+            theme.style(if active {
+                Slot::PaneTitle
+            } else {
+                Slot::TextDim
+            }),
+        )];
+        let height = usize::from(body.height.saturating_sub(1)).max(1);
+        let offset = selected.saturating_sub(height - 1);
+        for (i, item) in items.iter().enumerate().skip(offset).take(height) {
+            lines.push(if i == selected {
+                let slot = if active {
+                    Slot::ListSelected
+                } else {
+                    Slot::Text
+                };
+                Line::styled(format!("» {item}"), theme.style(slot))
+            } else {
+                Line::styled(format!("  {item}"), theme.style(Slot::Text))
+            });
+        }
+        Paragraph::new(lines)
+    };
+    column("Action", &form.actions, form.action, !form.on_projects).render(left, buf);
+    column("Project", &form.projects, form.project, form.on_projects).render(right, buf);
+    Paragraph::new(vec![
+        Line::default(),
+        footer(
+            &[
+                ("j/k", "move"),
+                ("Tab", "other list"),
+                ("Enter", "create plan"),
+                ("Esc", "cancel"),
+            ],
+            theme,
+        ),
+    ])
+    .render(foot, buf);
+}
+
 /// Draws one overlay, centred in `area`.
-pub(crate) fn render(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buffer) {
+pub(crate) fn render(
+    overlay: &Overlay,
+    keymap: &Keymap,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     match overlay {
-        Overlay::Help => render_help(theme, area, buf),
+        Overlay::Help => render_help(keymap, theme, area, buf),
+        Overlay::Explain {
+            explanation,
+            scroll,
+        } => {
+            let mut lines = explanation_lines(explanation, theme);
+            let skip = (*scroll).min(lines.len().saturating_sub(1));
+            lines.drain(..skip);
+            lines.push(Line::default());
+            lines.push(footer(
+                &[("c", "correct it"), ("j/k", "scroll"), ("Esc", "close")],
+                theme,
+            ));
+            let title = format!("Why {}", explanation.decision_type);
+            render_box(&title, lines, theme, false, area, buf);
+        }
+        Overlay::Correct(form) => render_correct(form, theme, area, buf),
+        Overlay::Use(form) => render_use(form, theme, area, buf),
+        Overlay::Checkpoints {
+            plan_id,
+            items,
+            selected,
+        } => {
+            let height = usize::from(area.height.saturating_sub(6)).max(1);
+            let offset = selected.saturating_sub(height - 1);
+            let mut lines: Vec<Line> = items
+                .iter()
+                .enumerate()
+                .skip(offset)
+                .take(height)
+                .map(|(i, cp)| {
+                    let text = format!(
+                        "#{:<3} {:<5} {} · {} file(s) · {}",
+                        cp.seq,
+                        cp.label,
+                        cp.taken,
+                        cp.files_changed,
+                        cp.step.as_deref().unwrap_or("-"),
+                    );
+                    if i == *selected {
+                        Line::styled(format!("» {text}"), theme.style(Slot::ListSelected))
+                    } else {
+                        Line::styled(format!("  {text}"), theme.style(Slot::Text))
+                    }
+                })
+                .collect();
+            lines.push(Line::default());
+            lines.push(footer(
+                &[
+                    ("j/k", "move"),
+                    ("Enter", "roll back to it"),
+                    ("Esc", "cancel"),
+                ],
+                theme,
+            ));
+            render_box(
+                &format!("Checkpoints of plan {}", short_id(plan_id)),
+                lines,
+                theme,
+                false,
+                area,
+                buf,
+            );
+        }
         Overlay::Confirm { title, body, .. } => {
             let mut lines: Vec<Line> = body
                 .lines()
@@ -352,20 +1026,28 @@ fn render_box(
         .render(rect, buf);
 }
 
-fn help_column<'a>(scopes: &[(&str, Scope)], theme: &Theme) -> Vec<Line<'a>> {
+fn help_column<'a>(keymap: &Keymap, scopes: &[Scope], theme: &Theme) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
-    for (heading, scope) in scopes {
+    let width = scopes
+        .iter()
+        .flat_map(|s| keymap.bindings_for(*s))
+        .map(|b| Line::raw(keymap::keys_label(b)).width())
+        .max()
+        .unwrap_or(0);
+    for scope in scopes {
         if !lines.is_empty() {
             lines.push(Line::default());
         }
         lines.push(Line::styled(
-            heading.to_string(),
+            scope.heading().to_owned(),
             theme.style(Slot::PaneTitle),
         ));
-        for binding in keymap::bindings_for(*scope) {
+        for binding in keymap.bindings_for(*scope).filter(|b| !b.keys.is_empty()) {
+            let label = keymap::keys_label(binding);
+            let pad = width.saturating_sub(Line::raw(label.as_str()).width());
             lines.push(Line::from(vec![
                 Span::styled(
-                    format!("  {:<12}", keymap::keys_label(binding)),
+                    format!(" {label}{} ", " ".repeat(pad)),
                     theme.style(Slot::StatusKey),
                 ),
                 Span::styled(binding.help, theme.style(Slot::Text)),
@@ -375,30 +1057,48 @@ fn help_column<'a>(scopes: &[(&str, Scope)], theme: &Theme) -> Vec<Line<'a>> {
     lines
 }
 
-fn render_help(theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let left = help_column(&[("Everywhere", Scope::Global)], theme);
-    let right = help_column(
-        &[
-            ("Decisions pane", Scope::Pane(Pane::Tree)),
-            ("Diff pane", Scope::Pane(Pane::Diff)),
-            ("Approvals pane", Scope::Pane(Pane::Approvals)),
-        ],
-        theme,
-    );
-    let rows = u16::try_from(left.len().max(right.len())).unwrap_or(u16::MAX);
-    let rect = centered(area, 64, rows + 4);
+/// Every binding of the keymap in use, in three columns (everywhere; plans and decisions;
+/// diff and approvals), plus the keys of the correction editor.
+fn render_help(keymap: &Keymap, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    use crate::panes::Pane;
+    let columns = [
+        help_column(keymap, &[Scope::Global], theme),
+        help_column(
+            keymap,
+            &[Scope::Pane(Pane::Plans), Scope::Pane(Pane::Tree)],
+            theme,
+        ),
+        help_column(
+            keymap,
+            &[Scope::Pane(Pane::Diff), Scope::Pane(Pane::Approvals)],
+            theme,
+        ),
+    ];
+    let rows = u16::try_from(columns.iter().map(Vec::len).max().unwrap_or(0)).unwrap_or(u16::MAX);
+    let rect = centered(area, 96, rows + 4);
     Clear.render(rect, buf);
-    let block = frame("Help", theme, false);
+    let block = frame("Keys", theme, false);
     let inner = block.inner(rect);
     block.render(rect, buf);
     let [body, foot] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
-    let [l, r] = Layout::horizontal([Constraint::Fill(1), Constraint::Fill(1)])
-        .spacing(2)
-        .areas(body.inner(ratatui::layout::Margin::new(1, 0)));
-    Paragraph::new(left).render(l, buf);
-    Paragraph::new(right).render(r, buf);
-    Paragraph::new(footer(&[("Esc/?", "close help")], theme))
-        .render(foot.inner(ratatui::layout::Margin::new(1, 0)), buf);
+    let areas: [Rect; 3] = Layout::horizontal([
+        Constraint::Fill(5),
+        Constraint::Fill(4),
+        Constraint::Fill(4),
+    ])
+    .spacing(1)
+    .areas(body.inner(ratatui::layout::Margin::new(1, 0)));
+    for (lines, rect) in columns.into_iter().zip(areas) {
+        Paragraph::new(lines).render(rect, buf);
+    }
+    Paragraph::new(footer(
+        &[
+            ("Esc/?", "close"),
+            ("correction editor:", "Ctrl-s impact, Tab mode"),
+        ],
+        theme,
+    ))
+    .render(foot.inner(ratatui::layout::Margin::new(1, 0)), buf);
 }
 
 #[cfg(test)]

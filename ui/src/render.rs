@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
 use crate::app::{App, Level};
-use crate::keymap::{self, Action, Scope};
+use crate::keymap::{Action, Scope};
 use crate::overlay;
 use crate::panes::{self, Pane};
 use crate::theme::{Slot, Theme};
@@ -66,7 +66,7 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     }
     render_status(app, theme, status, buf);
     for overlay in app.overlays() {
-        overlay::render(overlay, theme, main, buf);
+        overlay::render(overlay, app.keymap(), theme, main, buf);
     }
 }
 
@@ -75,23 +75,75 @@ fn render_pane(app: &App, theme: &Theme, pane: Pane, area: Rect, buf: &mut Buffe
     match pane {
         Pane::Plans => panes::plans::render(app.plans(), theme, focused, area, buf),
         Pane::Tree => panes::tree::render(app.tree(), theme, focused, area, buf),
-        Pane::Diff => panes::diff::render(app.diff(), theme, focused, area, buf),
+        Pane::Diff => {
+            let banner = app
+                .apply_review()
+                .map(|id| format!("REVIEW BEFORE APPLY {}", crate::model::short_id(id)));
+            panes::diff::render_titled(app.diff(), theme, focused, banner, area, buf);
+        }
         Pane::Approvals => panes::approvals::render(app.approvals(), theme, focused, area, buf),
     }
+}
+
+/// The right end of the status bar: what runs here, the last error, the zoom.
+fn status_right<'a>(app: &App, theme: &Theme) -> Vec<Span<'a>> {
+    let mut spans = Vec::new();
+    let processing = app
+        .plans()
+        .rows()
+        .iter()
+        .filter(|r| r.state == crate::model::ProcessingState::Processing)
+        .count();
+    match app.running() {
+        // Engine activity elsewhere (other terminals, other TUIs) when this one runs nothing.
+        [] if processing > 0 => spans.push(Span::styled(
+            format!(" ● {processing} processing "),
+            theme.style(Slot::StateProcessing),
+        )),
+        [] => {}
+        [one] => spans.push(Span::styled(
+            format!(" ● {one} "),
+            theme.style(Slot::StateProcessing),
+        )),
+        many => spans.push(Span::styled(
+            format!(" ● {} running ", many.len()),
+            theme.style(Slot::StateProcessing),
+        )),
+    }
+    if let Some(error) = app.last_error() {
+        let mut text: String = error.chars().take(40).collect();
+        if text.len() < error.len() {
+            text.push('…');
+        }
+        spans.push(Span::styled(
+            format!(" ✗ {text} "),
+            theme.style(Slot::StatusError),
+        ));
+    }
+    if app.is_zoomed() {
+        spans.push(Span::styled(
+            format!(" zoom: {} ", app.focus().title()),
+            theme.style(Slot::StatusKey),
+        ));
+    }
+    spans
 }
 
 fn render_status(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let bar = theme.style(Slot::StatusBar);
     buf.set_style(area, bar);
-    let zoom = app
-        .is_zoomed()
-        .then(|| format!(" zoom: {} ", app.focus().title()));
-    let zoom_width = zoom.as_ref().map_or(0, |z| Line::raw(z.as_str()).width());
-    let [left, right] = Layout::horizontal([
-        Constraint::Fill(1),
-        Constraint::Length(u16::try_from(zoom_width).unwrap_or(u16::MAX)),
-    ])
-    .areas(area);
+    let right = Line::from(status_right(app, theme));
+    // The left part (hints or the notice) keeps at least half the bar.
+    let right_width = u16::try_from(right.width())
+        .unwrap_or(u16::MAX)
+        .min(area.width / 2);
+    let [left, right_area] =
+        Layout::horizontal([Constraint::Fill(1), Constraint::Length(right_width)]).areas(area);
+    let keymap = app.keymap();
+    let hint = |spans: &mut Vec<Span<'_>>, key: String, what: &str| {
+        spans.push(Span::styled(key, theme.style(Slot::StatusKey)));
+        spans.push(Span::styled(format!(" {what}  "), bar));
+    };
     let line = if let Some(notice) = app.notice() {
         let slot = match notice.level {
             Level::Ok => Slot::StatusOk,
@@ -102,34 +154,37 @@ fn render_status(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
             Span::raw(" "),
             Span::styled(notice.text.clone(), theme.style(slot)),
         ])
-    } else {
-        let global = |actions: &'static [Action]| {
-            actions
-                .iter()
-                .filter_map(|a| keymap::BINDINGS.iter().find(|b| b.action == *a))
-        };
-        // Help first: when the line is cut, the way to every other key is still visible.
-        let hints = global(&[Action::Help])
-            .chain(keymap::bindings_for(Scope::Pane(app.focus())))
-            .chain(global(&[
-                Action::FocusNext,
-                Action::ToggleZoom,
-                Action::Quit,
-            ]));
+    } else if app.plans().is_editing_filter() {
         let mut spans = vec![Span::raw(" ")];
-        for binding in hints {
-            let key = binding.keys.first().map(|k| k.label()).unwrap_or_default();
-            spans.push(Span::styled(key, theme.style(Slot::StatusKey)));
-            spans.push(Span::styled(format!(" {}  ", binding.help), bar));
+        hint(&mut spans, "type".to_owned(), "to filter");
+        hint(&mut spans, "Enter".to_owned(), "keep");
+        hint(&mut spans, "Esc".to_owned(), "clear");
+        Line::from(spans)
+    } else if app.apply_review().is_some() {
+        let mut spans = vec![Span::raw(" ")];
+        hint(&mut spans, "A/Enter".to_owned(), "apply…");
+        hint(&mut spans, "Esc".to_owned(), "back");
+        hint(&mut spans, "n/p".to_owned(), "hunks");
+        hint(&mut spans, "v".to_owned(), "side by side");
+        Line::from(spans)
+    } else {
+        // Help first: when the line is cut, the way to every other key is still visible.
+        let mut spans = vec![Span::raw(" ")];
+        hint(&mut spans, keymap.key_for(Action::Help), "help");
+        for binding in keymap.bindings_for(Scope::Pane(app.focus())) {
+            if let Some(key) = binding.keys.first() {
+                hint(&mut spans, key.label(), binding.help);
+            }
+        }
+        for action in [Action::FocusNext, Action::ToggleZoom, Action::Quit] {
+            if let Some(b) = keymap.binding(action) {
+                hint(&mut spans, keymap.key_for(action), b.help);
+            }
         }
         Line::from(spans)
     };
     Paragraph::new(line).style(bar).render(left, buf);
-    if let Some(zoom) = zoom {
-        Paragraph::new(zoom)
-            .style(theme.style(Slot::StatusKey))
-            .render(right, buf);
-    }
+    Paragraph::new(right).style(bar).render(right_area, buf);
 }
 
 #[cfg(test)]
@@ -172,10 +227,17 @@ mod tests {
 
     fn snapshot(name: &str, app: &App, theme: &Theme, width: u16, height: u16) {
         let buf = draw(app, theme, width, height);
+        // Times are masked (same width, so columns stay aligned); ids are the fixtures' fixed
+        // values, and a full ULID never fits a column, so none is left to mask.
         insta::with_settings!({
             snapshot_path => "../../snapshots/ui",
             prepend_module_to_snapshot => false,
             omit_expression => true,
+            filters => vec![
+                (r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", "YYYY-MM-DD hh:mm:ss"),
+                (r"\b\d{2}:\d{2}:\d{2}\b", "hh:mm:ss"),
+                (r"\b01[0-9A-HJKMNP-TV-Z]{24}\b", "[ULID]"),
+            ],
         }, {
             insta::assert_snapshot!(format!("{name}_{width}x{height}"), text(&buf));
         });
@@ -266,7 +328,9 @@ mod tests {
         for c in "not this way".chars() {
             press(&mut app, &[Key::Char(c)]);
         }
-        snapshot("reject_prompt", &app, &Theme::default(), 80, 24);
+        for (w, h) in SIZES {
+            snapshot("reject_prompt", &app, &Theme::default(), w, h);
+        }
         let mut app = loaded();
         press(
             &mut app,
@@ -277,10 +341,201 @@ mod tests {
                 Key::Char('j'),
             ],
         );
-        snapshot("choose_popup", &app, &Theme::default(), 80, 24);
+        for (w, h) in SIZES {
+            snapshot("choose_popup", &app, &Theme::default(), w, h);
+        }
         let mut app = loaded();
         press(&mut app, &[Key::Char('4'), Key::Char('a')]);
-        snapshot("approve_confirm", &app, &Theme::default(), 80, 24);
+        for (w, h) in SIZES {
+            snapshot("approve_confirm", &app, &Theme::default(), w, h);
+        }
+    }
+
+    fn typed(app: &mut App, text: &str) {
+        for c in text.chars() {
+            let key = if c == '\n' { Key::Enter } else { Key::Char(c) };
+            app.update(Msg::Key(key));
+        }
+    }
+
+    fn both(name: &str, app: &App) {
+        for (w, h) in SIZES {
+            snapshot(name, app, &Theme::default(), w, h);
+        }
+    }
+
+    #[test]
+    fn snapshot_explanation() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('2'), Key::Char('j')]);
+        app.update(Msg::Explanation(fixtures::explanation("D2")));
+        both("explain", &app);
+    }
+
+    #[test]
+    fn snapshot_correction_stages() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('2'), Key::Char('j'), Key::Char('c')]);
+        typed(
+            &mut app,
+            "Use cargo test: nextest is not installed in CI.\nKeep the flaky tests isolated.",
+        );
+        both("correct_editor", &app);
+        press(&mut app, &[Key::Tab, Key::Ctrl('s')]);
+        both("correct_waiting", &app);
+        let mut failed = app.clone();
+        app.update(Msg::CorrectionPreview {
+            decision_id: "D2".into(),
+            result: Ok(fixtures::preview()),
+        });
+        both("correct_preview", &app);
+        failed.update(Msg::CorrectionPreview {
+            decision_id: "D2".into(),
+            result: Err("CONFLICT: plan 01JDQ4V6 is being driven by pid 4242\nhint: wait for it, or cancel it first".into()),
+        });
+        both("correct_failed", &failed);
+    }
+
+    #[test]
+    fn snapshot_checkpoints_and_rollback_confirm() {
+        let mut app = loaded();
+        app.update(Msg::Checkpoints {
+            plan_id: fixtures::PLAN_A.into(),
+            items: fixtures::checkpoints(),
+        });
+        both("checkpoints", &app);
+        press(&mut app, &[Key::Char('k'), Key::Enter]);
+        both("rollback_confirm", &app);
+    }
+
+    #[test]
+    fn snapshot_use_form() {
+        let mut app = loaded();
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        press(&mut app, &[Key::Tab, Key::Char('j')]);
+        both("use_form", &app);
+    }
+
+    #[test]
+    fn snapshot_plan_actions() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('g')]);
+        typed(&mut app, "focus on the session tests");
+        both("prompt_input", &app);
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('x')]);
+        both("cancel_confirm", &app);
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('A')]);
+        both("apply_review", &app);
+        press(&mut app, &[Key::Char('A')]);
+        both("apply_confirm", &app);
+    }
+
+    #[test]
+    fn snapshot_quit_question_with_activity_and_last_error() {
+        let mut app = loaded();
+        app.update(Msg::Activity(vec!["plan execute 01JDQ4V6".into()]));
+        app.update(Msg::Finished {
+            ok: false,
+            text: "plan apply 01JDQ6B3 failed: validation `tests` failed".into(),
+        });
+        press(&mut app, &[Key::Char('j')]);
+        both("status_activity", &app);
+        press(&mut app, &[Key::Char('q')]);
+        both("quit_confirm", &app);
+    }
+
+    #[test]
+    fn snapshot_filter() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('/')]);
+        typed(&mut app, "web");
+        both("filter_typing", &app);
+        typed(&mut app, "zzz");
+        both("filter_no_match", &app);
+    }
+
+    #[test]
+    fn snapshot_side_by_side() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('3'), Key::Char('v')]);
+        both("side_by_side", &app);
+        press(&mut app, &[Key::Char('z')]);
+        both("side_by_side_zoomed", &app);
+    }
+
+    #[test]
+    fn snapshot_error_message() {
+        let mut app = loaded();
+        app.update(Msg::Error {
+            title: "Could not run plan apply".into(),
+            detail: "cannot start /usr/bin/agents: No such file or directory".into(),
+        });
+        both("error_message", &app);
+    }
+
+    #[test]
+    fn highlighted_lines_are_coloured_and_changed_words_emphasised() {
+        let theme = Theme::default();
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('3'), Key::Char('z')]);
+        app.update(Msg::Resize {
+            width: 80,
+            height: 24,
+        });
+        let request = app.take_highlight_request(theme.syntax()).expect("request");
+        let result = crate::highlight::Highlighter::new().highlight(&request, &mut || false);
+        let plain = draw(&app, &theme, 80, 24);
+        app.update(Msg::Highlighted(result));
+        let coloured = draw(&app, &theme, 80, 24);
+        assert_eq!(
+            text(&plain),
+            text(&coloured),
+            "highlighting changes colours only"
+        );
+        // Row 4 is `-pub struct Sessions {`, row 5 `+pub struct SessionStore {`.
+        let row =
+            |buf: &Buffer, y: u16| -> String { (0..80).map(|x| buf[(x, y)].symbol()).collect() };
+        assert!(
+            row(&coloured, 4).contains("-pub struct Sessions {"),
+            "{}",
+            row(&coloured, 4)
+        );
+        let fgs: std::collections::HashSet<_> = (2..20).map(|x| coloured[(x, 5)].fg).collect();
+        assert!(fgs.len() >= 2, "syntax colours on the added line: {fgs:?}");
+        let emph = theme.style(Slot::DiffAddEmph);
+        let emphasised: String = (1..79)
+            .filter(|x| coloured[(*x, 5)].bg == emph.bg.expect("emphasis has a background"))
+            .map(|x| coloured[(x, 5)].symbol())
+            .collect();
+        assert_eq!(emphasised, "SessionStore", "only the changed word");
+        // NO_COLOR: no syntax colours, emphasis by modifiers only.
+        let mono = Theme::no_color();
+        let buf = draw(&app, &mono, 80, 24);
+        assert!(
+            buf.content()
+                .iter()
+                .all(|c| c.fg == ratatui::style::Color::Reset)
+        );
+    }
+
+    #[test]
+    fn a_frame_with_a_huge_tree_and_diff_draws_only_what_fits() {
+        let mut app = loaded();
+        app.update(Msg::TreeUpdated {
+            plan_id: fixtures::PLAN_A.into(),
+            nodes: fixtures::big_tree(10_000),
+        });
+        app.update(Msg::DiffUpdated {
+            plan_id: fixtures::PLAN_A.into(),
+            diff: fixtures::big_diff(50_000),
+        });
+        press(&mut app, &[Key::Char('3'), Key::Char(']'), Key::Char(']')]);
+        let buf = draw(&app, &Theme::default(), 120, 40);
+        let screen = text(&buf);
+        assert!(screen.contains("src/module_2.rs"), "{screen}");
+        assert!(screen.contains("file 3/50"), "{screen}");
     }
 
     #[test]
@@ -395,6 +650,11 @@ mod tests {
             &[Key::Char('4'), Key::Char('j'), Key::Char('c')],
             &[Key::Char('4'), Key::Char('g')],
             &[Key::Char('3'), Key::Char('z'), Key::End],
+            &[Key::Char('3'), Key::Char('v'), Key::Char('z')],
+            &[Key::Char('2'), Key::Char('c'), Key::Char('x')],
+            &[Key::Char('A')],
+            &[Key::Char('x')],
+            &[Key::Char('/'), Key::Char('w')],
         ] {
             let mut app = loaded();
             press(&mut app, keys);

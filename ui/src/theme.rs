@@ -14,7 +14,8 @@
 //!
 //! Colours are ratatui colour names (`red`, `lightblue`, `darkgray`, `reset`, ...), `#rrggbb`, or
 //! a 256-colour index `0`-`255`. Modifiers are `bold`, `dim`, `italic`, `underlined`,
-//! `reversed` and `crossed_out`. The presets `dark` (default), `light` and `high-contrast` live in
+//! `reversed` and `crossed_out`. `syntax = "NAME"` picks the syntect theme that colours code in
+//! the diff (`base16-ocean.dark`, `InspiredGitHub`, `Solarized (light)`, ... or `none`). The presets `dark` (default), `light` and `high-contrast` live in
 //! `themes/` at the workspace root and are compiled in.
 
 use std::ffi::OsStr;
@@ -78,6 +79,10 @@ slots! {
     DiffAdd => "diff.add",
     /// Removed diff lines.
     DiffRemove => "diff.remove",
+    /// The words that changed within an added line (intraline highlight).
+    DiffAddEmph => "diff.add_emph",
+    /// The words that changed within a removed line (intraline highlight).
+    DiffRemoveEmph => "diff.remove_emph",
     /// Context diff lines.
     DiffContext => "diff.context",
     /// Hunk headers.
@@ -141,6 +146,7 @@ const MODIFIERS: &[(&str, Modifier)] = &[
 pub struct Theme {
     name: String,
     styles: Vec<Style>,
+    syntax: Option<String>,
 }
 
 impl Default for Theme {
@@ -190,6 +196,9 @@ impl Theme {
                     | Slot::StateErrored => Modifier::BOLD,
                     Slot::ListSelected | Slot::StatusBar => Modifier::REVERSED,
                     Slot::ListHeader | Slot::DecisionChildPlan => Modifier::UNDERLINED,
+                    Slot::DiffAddEmph | Slot::DiffRemoveEmph => {
+                        Modifier::UNDERLINED | Modifier::BOLD
+                    }
                     Slot::DiffFile | Slot::StatusError => Modifier::BOLD | Modifier::UNDERLINED,
                     _ => Modifier::empty(),
                 };
@@ -199,6 +208,7 @@ impl Theme {
         Self {
             name: "no-color".to_owned(),
             styles,
+            syntax: None,
         }
     }
 
@@ -211,9 +221,11 @@ impl Theme {
         let mut name = None;
         let mut base = None;
         let mut slots = None;
+        let mut syntax = None;
         for (key, value) in &table {
             match key.as_str() {
                 "name" => name = Some(expect_str(value, "name")?.to_owned()),
+                "syntax" => syntax = Some(expect_str(value, "syntax")?.to_owned()),
                 "extends" => {
                     let preset = expect_str(value, "extends")?;
                     base = Some(
@@ -249,6 +261,12 @@ impl Theme {
             .filter(|slot| styles[**slot as usize].is_none())
             .map(|slot| slot.name())
             .collect();
+        let syntax = match (syntax, &base) {
+            (Some(name), _) if name == "none" => None,
+            (Some(name), _) => Some(name),
+            (None, Some(base)) => base.syntax.clone(),
+            (None, None) => None,
+        };
         let styles = match base {
             Some(base) => styles
                 .into_iter()
@@ -261,12 +279,19 @@ impl Theme {
         Ok(Self {
             name: name.unwrap_or_else(|| "custom".to_owned()),
             styles,
+            syntax,
         })
     }
 
     /// The theme's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The syntect theme that colours code in the diff (`syntax = "..."` in theme files;
+    /// `None`, or `"none"`, for no syntax colours).
+    pub fn syntax(&self) -> Option<&str> {
+        self.syntax.as_deref()
     }
 
     /// The style of a slot.

@@ -283,6 +283,71 @@ impl Store {
     }
 }
 
+/// One `decision_dependencies` row seen from its upstream decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownstreamLink {
+    /// The dependent decision.
+    pub downstream: Id,
+    /// `decision`, `plan`, `artifact`, `step` or `checkpoint`.
+    pub dependency_type: String,
+    /// What depends (for `plan`: the child plan's id).
+    pub downstream_ref: String,
+}
+
+impl Store {
+    /// Every dependency row whose upstream is `upstream`, of any type, ordered by downstream
+    /// id (read-only; the TUI's explanation walks these for a decision's impact).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn downstream_links(&self, upstream: &Id) -> Result<Vec<DownstreamLink>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT downstream_decision_id, dependency_type, downstream_ref FROM decision_dependencies WHERE upstream_decision_id = ?1 ORDER BY 1, 2, 3",
+        )?;
+        let rows: Vec<(String, String, String)> = stmt
+            .query_map([upstream.to_string()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter()
+            .map(|(d, t, r)| {
+                Ok(DownstreamLink {
+                    downstream: d
+                        .parse()
+                        .map_err(|e| corrupt("downstream_decision_id", e))?,
+                    dependency_type: t,
+                    downstream_ref: r,
+                })
+            })
+            .collect()
+    }
+
+    /// The child plans spawned by a plan's decisions: (spawning decision, child plan id) for
+    /// every `plan` dependency whose upstream decision belongs to `plan_id` (interfaces:
+    /// children -> tree).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn child_plan_links(&self, plan_id: &Id) -> Result<Vec<(Id, String)>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT d.upstream_decision_id, d.downstream_ref FROM decision_dependencies d \
+             JOIN decisions u ON u.decision_id = d.upstream_decision_id \
+             WHERE u.plan_id = ?1 AND d.dependency_type = 'plan' ORDER BY u.sequence_number, 2",
+        )?;
+        let rows: Vec<(String, String)> = stmt
+            .query_map([plan_id.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter()
+            .map(|(u, child)| {
+                Ok((
+                    u.parse().map_err(|e| corrupt("upstream_decision_id", e))?,
+                    child,
+                ))
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

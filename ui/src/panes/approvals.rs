@@ -63,6 +63,17 @@ impl ApprovalsPane {
             .any(|item| item.approval_id == approval_id)
     }
 
+    /// Selects the approval drawn on `row` of a table showing `height` rows (a mouse click).
+    pub(crate) fn select_row(&mut self, row: usize, height: usize) {
+        let offset = self
+            .selected_index()
+            .unwrap_or(0)
+            .saturating_sub(height.max(1) - 1);
+        if let Some(item) = self.items().get(offset + row) {
+            self.selected = Some(item.approval_id.clone());
+        }
+    }
+
     /// Moves the selection.
     pub(crate) fn handle(&mut self, action: Action) {
         if let Some(index) = step(self.selected_index(), self.items().len(), action) {

@@ -1,14 +1,18 @@
 //! The sandbox diff of the selected plan: files with +/- counts, hunks, and for each hunk the
 //! decisions that produced it.
 
+use std::collections::{BTreeSet, HashMap};
+
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Color;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::Widget;
 
 use super::{Pane, pane_block, render_message};
+use crate::highlight::{CHUNK_LINES, HighlightRequest, HighlightResult, HunkSource, Segment};
 use crate::keymap::Action;
-use crate::model::{DiffView, short_id};
+use crate::model::{DiffLineKind, DiffView, short_id};
 use crate::theme::{Slot, Theme};
 
 /// Shown while no plan is selected.
@@ -17,6 +21,16 @@ pub const NO_PLAN: &str = "Select a plan to see its changes.";
 pub const LOADING: &str = "Loading diff…";
 /// Shown when the sandbox has no changes.
 pub const EMPTY: &str = "No changes in this plan's sandbox yet.";
+
+/// How hunks are laid out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// One column, `-` lines above `+` lines.
+    #[default]
+    Unified,
+    /// Old on the left, new on the right, changed lines paired.
+    SideBySide,
+}
 
 /// One display row of a diff.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +47,7 @@ pub enum DiffRow {
         /// Index into that file's hunks.
         hunk: usize,
     },
-    /// One line of a hunk.
+    /// One line of a hunk (unified layout).
     Line {
         /// Index into [`DiffView::files`].
         file: usize,
@@ -42,27 +56,106 @@ pub enum DiffRow {
         /// Index into that hunk's lines.
         line: usize,
     },
+    /// An old line beside a new line (side-by-side layout); context lines are on both sides.
+    Pair {
+        /// Index into [`DiffView::files`].
+        file: usize,
+        /// Index into that file's hunks.
+        hunk: usize,
+        /// The hunk's line shown on the left (removed or context).
+        old: Option<usize>,
+        /// The hunk's line shown on the right (added or context).
+        new: Option<usize>,
+    },
 }
 
-/// The display rows of a diff, in order.
+impl DiffRow {
+    fn file_hunk(self) -> (usize, Option<usize>) {
+        match self {
+            Self::File { file } => (file, None),
+            Self::Hunk { file, hunk }
+            | Self::Line { file, hunk, .. }
+            | Self::Pair { file, hunk, .. } => (file, Some(hunk)),
+        }
+    }
+}
+
+/// The display rows of a diff in the unified layout, in order.
 pub fn rows(diff: &DiffView) -> Vec<DiffRow> {
+    layout_rows(diff, Layout::Unified)
+}
+
+/// The display rows of a diff in a layout, in order.
+pub fn layout_rows(diff: &DiffView, layout: Layout) -> Vec<DiffRow> {
     let mut rows = Vec::new();
     for (file, f) in diff.files.iter().enumerate() {
         rows.push(DiffRow::File { file });
         for (hunk, h) in f.hunks.iter().enumerate() {
             rows.push(DiffRow::Hunk { file, hunk });
-            rows.extend((0..h.lines.len()).map(|line| DiffRow::Line { file, hunk, line }));
+            match layout {
+                Layout::Unified => {
+                    rows.extend((0..h.lines.len()).map(|line| DiffRow::Line { file, hunk, line }));
+                }
+                Layout::SideBySide => side_by_side(file, hunk, &h.lines, &mut rows),
+            }
         }
     }
     rows
 }
 
-/// State of the diff pane: the diff and the first row shown.
+fn side_by_side(
+    file: usize,
+    hunk: usize,
+    lines: &[crate::model::DiffLine],
+    rows: &mut Vec<DiffRow>,
+) {
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].kind == DiffLineKind::Context {
+            rows.push(DiffRow::Pair {
+                file,
+                hunk,
+                old: Some(i),
+                new: Some(i),
+            });
+            i += 1;
+            continue;
+        }
+        let removed = i;
+        while i < lines.len() && lines[i].kind == DiffLineKind::Removed {
+            i += 1;
+        }
+        let added = i;
+        while i < lines.len() && lines[i].kind == DiffLineKind::Added {
+            i += 1;
+        }
+        let (old_n, new_n) = (added - removed, i - added);
+        for k in 0..old_n.max(new_n) {
+            rows.push(DiffRow::Pair {
+                file,
+                hunk,
+                old: (k < old_n).then_some(removed + k),
+                new: (k < new_n).then_some(added + k),
+            });
+        }
+    }
+}
+
+/// A chunk of a hunk as the highlight cache keys it: (file, hunk, first line of the chunk).
+type ChunkKey = (usize, usize, usize);
+
+/// State of the diff pane: the diff, the first row shown, the layout and the highlights
+/// received so far for this diff.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DiffPane {
     plan_id: Option<String>,
     diff: Option<DiffView>,
     scroll: usize,
+    layout: Layout,
+    rows: Vec<DiffRow>,
+    generation: u64,
+    highlights: HashMap<ChunkKey, Vec<Vec<Segment>>>,
+    requested: BTreeSet<ChunkKey>,
 }
 
 impl DiffPane {
@@ -81,29 +174,143 @@ impl DiffPane {
         self.scroll
     }
 
-    /// Starts showing another plan (or none).
+    /// The layout in use.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The display rows of the diff in the current layout.
+    pub fn display_rows(&self) -> &[DiffRow] {
+        &self.rows
+    }
+
+    /// Counts diffs received with different content; highlights carry it back.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// How many chunks have highlights.
+    pub fn highlighted_chunks(&self) -> usize {
+        self.highlights.len()
+    }
+
+    /// Starts showing another plan (or none); keeps the layout.
     pub(crate) fn reset(&mut self, plan_id: Option<String>) {
         *self = Self {
             plan_id,
+            layout: self.layout,
+            generation: self.generation + 1,
             ..Self::default()
         };
     }
 
     /// Takes a diff from the engine; ignored unless it belongs to the shown plan. The scroll
-    /// position is kept (clamped) so a live update does not jump.
+    /// position is kept (clamped) so a live update does not jump, and an unchanged diff keeps
+    /// its highlights.
     pub(crate) fn set_diff(&mut self, plan_id: &str, diff: DiffView) -> bool {
         if self.plan_id.as_deref() != Some(plan_id) {
             return false;
         }
-        self.scroll = self.scroll.min(rows(&diff).len().saturating_sub(1));
+        if self.diff.as_ref() == Some(&diff) {
+            return true;
+        }
+        self.rows = layout_rows(&diff, self.layout);
+        self.scroll = self.scroll.min(self.rows.len().saturating_sub(1));
         self.diff = Some(diff);
+        self.generation += 1;
+        self.highlights.clear();
+        self.requested.clear();
         true
     }
 
-    /// Scrolls by line, hunk or file.
-    pub(crate) fn handle(&mut self, action: Action) {
-        let Some(diff) = &self.diff else { return };
-        let rows = rows(diff);
+    /// Stores highlights for the diff shown; drops them when they belong to another diff.
+    pub(crate) fn set_highlights(&mut self, result: HighlightResult) -> bool {
+        if result.generation != self.generation || self.diff.is_none() {
+            return false;
+        }
+        for hunk in result.hunks {
+            let key = (hunk.file, hunk.hunk, hunk.first_line);
+            self.requested.remove(&key);
+            self.highlights.insert(key, hunk.lines);
+        }
+        true
+    }
+
+    /// The chunks around the visible rows (`height` rows from the top, and as many again
+    /// below) that have no highlights yet, as a request, unless the same chunks were the last
+    /// ones requested.
+    pub(crate) fn highlight_request(
+        &mut self,
+        height: usize,
+        syntax_theme: Option<&str>,
+    ) -> Option<HighlightRequest> {
+        let diff = self.diff.as_ref()?;
+        let end = (self.scroll + height.max(1) * 2).min(self.rows.len());
+        let mut wanted: BTreeSet<ChunkKey> = BTreeSet::new();
+        for row in &self.rows[self.scroll.min(end)..end] {
+            let lines: [Option<usize>; 2] = match *row {
+                DiffRow::Line { line, .. } => [Some(line), None],
+                DiffRow::Pair { old, new, .. } => [old, new],
+                _ => continue,
+            };
+            let (file, Some(hunk)) = row.file_hunk() else {
+                continue;
+            };
+            for line in lines.into_iter().flatten() {
+                let key = (file, hunk, line / CHUNK_LINES * CHUNK_LINES);
+                if !self.highlights.contains_key(&key) {
+                    wanted.insert(key);
+                }
+            }
+        }
+        if wanted.is_empty() || wanted == self.requested {
+            return None;
+        }
+        let hunks = wanted
+            .iter()
+            .map(|&(file, hunk, first_line)| {
+                let f = &diff.files[file];
+                let lines = &f.hunks[hunk].lines;
+                let last = (first_line + CHUNK_LINES).min(lines.len());
+                HunkSource {
+                    file,
+                    hunk,
+                    first_line,
+                    path: f.path.clone(),
+                    lines: lines[first_line..last]
+                        .iter()
+                        .map(|l| (l.kind, l.text.clone()))
+                        .collect(),
+                }
+            })
+            .collect();
+        self.requested = wanted;
+        Some(HighlightRequest {
+            generation: self.generation,
+            syntax_theme: syntax_theme.map(str::to_owned),
+            hunks,
+        })
+    }
+
+    fn segments(&self, file: usize, hunk: usize, line: usize) -> Option<&[Segment]> {
+        let first = line / CHUNK_LINES * CHUNK_LINES;
+        self.highlights
+            .get(&(file, hunk, first))
+            .and_then(|lines| lines.get(line - first))
+            .map(Vec::as_slice)
+    }
+
+    /// Scrolls by line, page, hunk or file, or switches the layout; `page` is the number of
+    /// rows visible.
+    pub(crate) fn handle(&mut self, action: Action, page: usize) {
+        if action == Action::ToggleDiffView {
+            self.toggle_layout();
+            return;
+        }
+        if self.diff.is_none() {
+            return;
+        }
+        let rows = &self.rows;
         let last = rows.len().saturating_sub(1);
         let is_hunk = |r: &DiffRow| matches!(r, DiffRow::Hunk { .. });
         let is_file = |r: &DiffRow| matches!(r, DiffRow::File { .. });
@@ -122,9 +329,12 @@ impl DiffPane {
                 .find(|(_, r)| pred(r))
                 .map(|(i, _)| i)
         };
+        let page = page.max(1);
         let target = match action {
             Action::Up => Some(self.scroll.saturating_sub(1)),
             Action::Down => Some((self.scroll + 1).min(last)),
+            Action::PageUp => Some(self.scroll.saturating_sub(page)),
+            Action::PageDown => Some((self.scroll + page).min(last)),
             Action::First => Some(0),
             Action::Last => Some(last),
             Action::NextHunk => after(&is_hunk),
@@ -138,62 +348,102 @@ impl DiffPane {
         }
     }
 
+    /// Switches between unified and side by side, keeping the same hunk at the top.
+    fn toggle_layout(&mut self) {
+        self.layout = match self.layout {
+            Layout::Unified => Layout::SideBySide,
+            Layout::SideBySide => Layout::Unified,
+        };
+        let Some(diff) = &self.diff else { return };
+        let top = self.rows.get(self.scroll).map(|r| r.file_hunk());
+        self.rows = layout_rows(diff, self.layout);
+        self.scroll = top
+            .and_then(|top| self.rows.iter().position(|r| r.file_hunk() == top))
+            .unwrap_or(0);
+    }
+
     /// The (file, hunk) the top row belongs to, if any.
     pub fn position(&self) -> Option<(usize, Option<usize>)> {
-        let diff = self.diff.as_ref()?;
-        match rows(diff).get(self.scroll)? {
-            DiffRow::File { file } => Some((*file, None)),
-            DiffRow::Hunk { file, hunk } | DiffRow::Line { file, hunk, .. } => {
-                Some((*file, Some(*hunk)))
-            }
-        }
+        self.diff.as_ref()?;
+        self.rows.get(self.scroll).map(|r| r.file_hunk())
     }
 }
 
-fn row_line<'a>(diff: &DiffView, row: DiffRow, theme: &Theme) -> Line<'a> {
-    match row {
-        DiffRow::File { file } => {
-            let f = &diff.files[file];
-            Line::from(vec![
-                Span::styled(f.path.clone(), theme.style(Slot::DiffFile)),
-                Span::raw("  "),
-                Span::styled(format!("+{}", f.added), theme.style(Slot::DiffAdd)),
-                Span::raw(" "),
-                Span::styled(format!("-{}", f.removed), theme.style(Slot::DiffRemove)),
-            ])
-        }
-        DiffRow::Hunk { file, hunk } => {
-            let h = &diff.files[file].hunks[hunk];
-            let mut spans = vec![Span::styled(h.header(), theme.style(Slot::DiffHunk))];
-            if h.decision_ids.is_empty() {
-                spans.push(Span::styled(
-                    "  no recorded decision",
-                    theme.style(Slot::TextDim),
-                ));
-            } else {
-                let ids: Vec<&str> = h.decision_ids.iter().map(|id| short_id(id)).collect();
-                spans.push(Span::styled("  from ", theme.style(Slot::TextDim)));
-                spans.push(Span::styled(
-                    ids.join(", "),
-                    theme.style(Slot::DiffDecision),
-                ));
-            }
-            Line::from(spans)
-        }
-        DiffRow::Line { file, hunk, line } => {
-            let l = &diff.files[file].hunks[hunk].lines[line];
-            let slot = match l.kind {
-                crate::model::DiffLineKind::Context => Slot::DiffContext,
-                crate::model::DiffLineKind::Added => Slot::DiffAdd,
-                crate::model::DiffLineKind::Removed => Slot::DiffRemove,
-            };
-            let text = format!("{}{}", l.kind.marker(), l.text.replace('\t', "    "));
-            Line::styled(text, theme.style(slot))
-        }
-    }
+fn file_line<'a>(diff: &DiffView, file: usize, theme: &Theme) -> Line<'a> {
+    let f = &diff.files[file];
+    Line::from(vec![
+        Span::styled(f.path.clone(), theme.style(Slot::DiffFile)),
+        Span::raw("  "),
+        Span::styled(format!("+{}", f.added), theme.style(Slot::DiffAdd)),
+        Span::raw(" "),
+        Span::styled(format!("-{}", f.removed), theme.style(Slot::DiffRemove)),
+    ])
 }
 
-pub(crate) fn render(pane: &DiffPane, theme: &Theme, focused: bool, area: Rect, buf: &mut Buffer) {
+fn hunk_line<'a>(diff: &DiffView, file: usize, hunk: usize, theme: &Theme) -> Line<'a> {
+    let h = &diff.files[file].hunks[hunk];
+    let mut spans = vec![Span::styled(h.header(), theme.style(Slot::DiffHunk))];
+    // Hunks without recorded decisions show nothing more (the engine may not attribute them).
+    if !h.decision_ids.is_empty() {
+        let ids: Vec<&str> = h.decision_ids.iter().map(|id| short_id(id)).collect();
+        spans.push(Span::styled("  from ", theme.style(Slot::TextDim)));
+        spans.push(Span::styled(
+            ids.join(", "),
+            theme.style(Slot::DiffDecision),
+        ));
+    }
+    Line::from(spans)
+}
+
+/// One hunk line: its marker in the kind's colour, then its text, split into syntax-coloured
+/// and emphasised segments once highlights arrived.
+fn code_line<'a>(
+    pane: &DiffPane,
+    diff: &DiffView,
+    (file, hunk, line): (usize, usize, usize),
+    theme: &Theme,
+) -> Line<'a> {
+    let l = &diff.files[file].hunks[hunk].lines[line];
+    let (slot, emph_slot) = match l.kind {
+        DiffLineKind::Context => (Slot::DiffContext, Slot::DiffContext),
+        DiffLineKind::Added => (Slot::DiffAdd, Slot::DiffAddEmph),
+        DiffLineKind::Removed => (Slot::DiffRemove, Slot::DiffRemoveEmph),
+    };
+    let base = theme.style(slot);
+    let mut spans = vec![Span::styled(l.kind.marker().to_string(), base)];
+    let untab = |s: &str| s.replace('\t', "    ");
+    match pane.segments(file, hunk, line) {
+        Some(segments) if !segments.is_empty() => {
+            for seg in segments {
+                let Some(text) = l.text.get(seg.start..seg.end) else {
+                    spans.truncate(1);
+                    spans.push(Span::styled(untab(&l.text), base));
+                    break;
+                };
+                let mut style = base;
+                if let (Some([r, g, b]), true) = (seg.rgb, theme.syntax().is_some()) {
+                    style = style.fg(Color::Rgb(r, g, b));
+                }
+                if seg.emphasis {
+                    style = style.patch(theme.style(emph_slot));
+                }
+                spans.push(Span::styled(untab(text), style));
+            }
+        }
+        _ => spans.push(Span::styled(untab(&l.text), base)),
+    }
+    Line::from(spans)
+}
+
+/// Draws the pane; `banner` replaces the title's detail (the apply review says so there).
+pub(crate) fn render_titled(
+    pane: &DiffPane,
+    theme: &Theme,
+    focused: bool,
+    banner: Option<String>,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let detail = pane.diff().filter(|d| !d.files.is_empty()).map(|diff| {
         let mut detail = format!("+{} -{}", diff.added(), diff.removed());
         if let Some((file, hunk)) = pane.position() {
@@ -203,8 +453,15 @@ pub(crate) fn render(pane: &DiffPane, theme: &Theme, focused: bool, area: Rect, 
                 detail.push_str(&format!(" · hunk {}/{count}", hunk + 1));
             }
         }
+        if pane.layout == Layout::SideBySide {
+            detail.push_str(" · side by side");
+        }
         detail
     });
+    let detail = match (banner, detail) {
+        (Some(banner), Some(detail)) => Some(format!("{banner} · {detail}")),
+        (banner, detail) => banner.or(detail),
+    };
     let block = pane_block(Pane::Diff, detail, theme, focused);
     let inner = block.inner(area);
     block.render(area, buf);
@@ -217,13 +474,40 @@ pub(crate) fn render(pane: &DiffPane, theme: &Theme, focused: bool, area: Rect, 
         }
         (Some(_), Some(diff)) => diff,
     };
-    let lines: Vec<Line> = rows(diff)
-        .into_iter()
-        .skip(pane.scroll)
-        .take(inner.height.into())
-        .map(|row| row_line(diff, row, theme))
-        .collect();
-    Paragraph::new(lines).render(inner, buf);
+    let half = inner.width.saturating_sub(1) / 2;
+    let right_x = inner.x + half + 1;
+    let right_w = inner.width.saturating_sub(half + 1);
+    // Only the visible rows are built and drawn, whatever the size of the diff.
+    for (y, row) in (inner.y..inner.bottom()).zip(pane.rows.iter().skip(pane.scroll)) {
+        match *row {
+            DiffRow::File { file } => {
+                buf.set_line(inner.x, y, &file_line(diff, file, theme), inner.width);
+            }
+            DiffRow::Hunk { file, hunk } => {
+                buf.set_line(inner.x, y, &hunk_line(diff, file, hunk, theme), inner.width);
+            }
+            DiffRow::Line { file, hunk, line } => {
+                let l = code_line(pane, diff, (file, hunk, line), theme);
+                buf.set_line(inner.x, y, &l, inner.width);
+            }
+            DiffRow::Pair {
+                file,
+                hunk,
+                old,
+                new,
+            } => {
+                if let Some(old) = old {
+                    let l = code_line(pane, diff, (file, hunk, old), theme);
+                    buf.set_line(inner.x, y, &l, half);
+                }
+                buf.set_stringn(inner.x + half, y, "│", 1, theme.style(Slot::PaneBorder));
+                if let Some(new) = new {
+                    let l = code_line(pane, diff, (file, hunk, new), theme);
+                    buf.set_line(right_x, y, &l, right_w);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -271,22 +555,22 @@ mod tests {
         let files: Vec<usize> = (0..rows.len())
             .filter(|i| matches!(rows[*i], DiffRow::File { .. }))
             .collect();
-        pane.handle(Action::NextHunk);
+        pane.handle(Action::NextHunk, 10);
         assert_eq!(pane.scroll(), hunks[0]);
-        pane.handle(Action::NextHunk);
+        pane.handle(Action::NextHunk, 10);
         assert_eq!(pane.scroll(), hunks[1]);
-        pane.handle(Action::PrevHunk);
+        pane.handle(Action::PrevHunk, 10);
         assert_eq!(pane.scroll(), hunks[0]);
-        pane.handle(Action::NextFile);
+        pane.handle(Action::NextFile, 10);
         assert_eq!(pane.scroll(), files[1]);
         assert_eq!(pane.position(), Some((1, None)));
-        pane.handle(Action::NextFile);
+        pane.handle(Action::NextFile, 10);
         assert_eq!(pane.scroll(), files[1], "no file after the last");
-        pane.handle(Action::PrevFile);
+        pane.handle(Action::PrevFile, 10);
         assert_eq!(pane.scroll(), 0);
-        pane.handle(Action::Last);
+        pane.handle(Action::Last, 10);
         assert_eq!(pane.scroll(), rows.len() - 1);
-        pane.handle(Action::Down);
+        pane.handle(Action::Down, 10);
         assert_eq!(pane.scroll(), rows.len() - 1);
     }
 
@@ -294,7 +578,7 @@ mod tests {
     fn diffs_for_other_plans_are_dropped_and_updates_clamp_the_scroll() {
         let mut pane = loaded();
         assert!(!pane.set_diff(fixtures::PLAN_B, DiffView::default()));
-        pane.handle(Action::Last);
+        pane.handle(Action::Last, 10);
         assert!(pane.set_diff(fixtures::PLAN_A, DiffView::default()));
         assert_eq!(pane.scroll(), 0);
     }

@@ -105,6 +105,9 @@ pub(crate) fn render_message(text: &str, theme: &Theme, area: Rect, buf: &mut Bu
         .render(area, buf);
 }
 
+/// How far PgUp/PgDn move a list selection.
+pub(crate) const PAGE: usize = 10;
+
 /// Moves an index within `0..len` by one of the list actions; `None` for other actions.
 pub(crate) fn step(
     current: Option<usize>,
@@ -122,6 +125,9 @@ pub(crate) fn step(
         (Action::Last, _) => last,
         (Action::Up, Some(i)) => i.saturating_sub(1),
         (Action::Down, Some(i)) => (i + 1).min(last),
+        (Action::PageUp, Some(i)) => i.saturating_sub(PAGE),
+        (Action::PageDown, Some(i)) => (i + PAGE).min(last),
+        (Action::PageUp | Action::PageDown, None) => 0,
         _ => return current,
     })
 }
@@ -150,5 +156,8 @@ mod tests {
         assert_eq!(step(Some(2), 3, Action::First), Some(0));
         assert_eq!(step(Some(7), 3, Action::Up), Some(1));
         assert_eq!(step(Some(0), 0, Action::Down), None);
+        assert_eq!(step(Some(1), 30, Action::PageDown), Some(11));
+        assert_eq!(step(Some(25), 30, Action::PageDown), Some(29));
+        assert_eq!(step(Some(5), 30, Action::PageUp), Some(0));
     }
 }

@@ -12,6 +12,8 @@ use crate::theme::{Slot, Theme};
 
 /// Shown when the engine reported no plans at all.
 pub const EMPTY: &str = "No plans yet — run `agents plan use ...`";
+/// Shown when the filter matches no plan.
+pub const NO_MATCH: &str = "No plan matches the filter — Backspace to widen it, Esc to clear it.";
 /// Shown until the first list of plans arrives.
 pub const LOADING: &str = "Loading plans…";
 
@@ -20,12 +22,157 @@ pub const LOADING: &str = "Loading plans…";
 pub struct PlansPane {
     rows: Option<Vec<PlanRow>>,
     selected: Option<String>,
+    filter: String,
+    editing_filter: bool,
+    /// Indices into `rows` of the plans shown: all of them, or the fuzzy matches of `filter`,
+    /// best first.
+    shown: Vec<usize>,
+}
+
+/// What a key did to the filter being typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FilterOutcome {
+    /// The key edited the filter (the selection may have changed).
+    Edited {
+        /// Whether the selected plan changed.
+        selection_changed: bool,
+    },
+    /// Typing finished; the filter stays.
+    Done,
+}
+
+/// The text the fuzzy filter matches a plan against.
+fn haystack(row: &PlanRow) -> String {
+    format!(
+        "{} {} {} {} {}",
+        row.plan_id,
+        row.action,
+        row.project,
+        row.phase.label(),
+        row.state.label()
+    )
+}
+
+/// The indices of the rows matching `filter` (nucleo's fuzzy matching, smart case), best
+/// score first and engine order among equals; every row for an empty filter.
+pub fn fuzzy_filter(rows: &[PlanRow], filter: &str) -> Vec<usize> {
+    use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+    use nucleo_matcher::{Config, Matcher, Utf32Str};
+    if filter.trim().is_empty() {
+        return (0..rows.len()).collect();
+    }
+    let mut matcher = Matcher::new(Config::DEFAULT);
+    let pattern = Pattern::parse(filter, CaseMatching::Smart, Normalization::Smart);
+    let mut buf = Vec::new();
+    let mut scored: Vec<(u32, usize)> = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, row)| {
+            let text = haystack(row);
+            pattern
+                .score(Utf32Str::new(&text, &mut buf), &mut matcher)
+                .map(|score| (score, i))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().map(|(_, i)| i).collect()
 }
 
 impl PlansPane {
     /// The plans, in engine order (empty until loaded).
     pub fn rows(&self) -> &[PlanRow] {
         self.rows.as_deref().unwrap_or_default()
+    }
+
+    /// The plans shown, in display order (the filter's matches, or all).
+    pub fn shown(&self) -> impl Iterator<Item = &PlanRow> {
+        self.shown.iter().filter_map(|i| self.rows().get(*i))
+    }
+
+    /// How many plans are shown.
+    pub fn shown_len(&self) -> usize {
+        self.shown.len()
+    }
+
+    /// The fuzzy filter ("" when none).
+    pub fn filter(&self) -> &str {
+        &self.filter
+    }
+
+    /// Whether the user is typing the filter.
+    pub fn is_editing_filter(&self) -> bool {
+        self.editing_filter
+    }
+
+    /// Starts typing the filter.
+    pub(crate) fn start_filter(&mut self) {
+        self.editing_filter = true;
+    }
+
+    /// Handles a key while the filter is being typed: characters and Backspace edit it, Enter
+    /// keeps it, Esc clears it.
+    pub(crate) fn filter_key(&mut self, key: crate::msg::Key) -> FilterOutcome {
+        use crate::msg::Key;
+        match key {
+            Key::Enter => {
+                self.editing_filter = false;
+                return FilterOutcome::Done;
+            }
+            Key::Esc => {
+                self.editing_filter = false;
+                self.filter.clear();
+            }
+            Key::Backspace => {
+                self.filter.pop();
+            }
+            Key::Char(c) => self.filter.push(c),
+            Key::Down | Key::Up => {
+                let action = if key == Key::Down {
+                    Action::Down
+                } else {
+                    Action::Up
+                };
+                return FilterOutcome::Edited {
+                    selection_changed: self.handle(action),
+                };
+            }
+            _ => {
+                return FilterOutcome::Edited {
+                    selection_changed: false,
+                };
+            }
+        }
+        let before = self.selected.clone();
+        self.refilter();
+        FilterOutcome::Edited {
+            selection_changed: self.selected != before,
+        }
+    }
+
+    /// Recomputes the shown rows; a selection filtered out moves to the best match.
+    fn refilter(&mut self) {
+        self.shown = fuzzy_filter(self.rows(), &self.filter);
+        // With no match at all the selection stays, so widening the filter again is calm.
+        if !self.filter.is_empty() && self.shown_index().is_none() && !self.shown.is_empty() {
+            self.selected = self.shown.first().map(|i| self.rows()[*i].plan_id.clone());
+        }
+    }
+
+    /// The position of the selected plan among the shown ones.
+    pub fn shown_index(&self) -> Option<usize> {
+        let index = self.selected_index()?;
+        self.shown.iter().position(|i| *i == index)
+    }
+
+    /// Selects the `n`th shown plan (a mouse click); returns whether the selection changed.
+    pub(crate) fn select_shown(&mut self, n: usize) -> bool {
+        let Some(row) = self.shown.get(n).and_then(|i| self.rows().get(*i)) else {
+            return false;
+        };
+        let id = row.plan_id.clone();
+        let changed = self.selected.as_deref() != Some(id.as_str());
+        self.selected = Some(id);
+        changed
     }
 
     /// Whether a list of plans has arrived yet.
@@ -52,10 +199,14 @@ impl PlansPane {
         let before = self.selected.clone();
         let first_load = !self.is_loaded();
         self.rows = Some(rows);
+        self.shown = fuzzy_filter(self.rows(), &self.filter);
         if self.selected_index().is_none() {
             let rows = self.rows();
             let index = old_index.unwrap_or(0).min(rows.len().saturating_sub(1));
             self.selected = rows.get(index).map(|row| row.plan_id.clone());
+        }
+        if !self.filter.is_empty() && self.shown_index().is_none() && !self.shown.is_empty() {
+            self.selected = self.shown.first().map(|i| self.rows()[*i].plan_id.clone());
         }
         // A selection remembered before the first list arrived counts as new once it loads.
         self.selected != before || (first_load && self.selected.is_some())
@@ -72,12 +223,12 @@ impl PlansPane {
         changed && self.is_loaded()
     }
 
-    /// Moves the selection; returns whether it changed.
+    /// Moves the selection among the shown plans; returns whether it changed.
     pub(crate) fn handle(&mut self, action: Action) -> bool {
-        let Some(index) = step(self.selected_index(), self.rows().len(), action) else {
+        let Some(index) = step(self.shown_index(), self.shown.len(), action) else {
             return false;
         };
-        let id = self.rows()[index].plan_id.clone();
+        let id = self.rows()[self.shown[index]].plan_id.clone();
         if self.selected.as_deref() == Some(id.as_str()) {
             return false;
         }
@@ -108,9 +259,20 @@ pub fn state_slot(state: ProcessingState) -> Slot {
 }
 
 pub(crate) fn render(pane: &PlansPane, theme: &Theme, focused: bool, area: Rect, buf: &mut Buffer) {
-    let detail = pane.is_loaded().then(|| match pane.rows().len() {
-        1 => "1 plan".to_owned(),
-        n => format!("{n} plans"),
+    let detail = pane.is_loaded().then(|| {
+        let mut detail = match pane.rows().len() {
+            1 => "1 plan".to_owned(),
+            n => format!("{n} plans"),
+        };
+        if pane.editing_filter || !pane.filter.is_empty() {
+            let cursor = if pane.editing_filter { "▏" } else { "" };
+            detail.push_str(&format!(
+                " · /{}{cursor} ({} shown)",
+                pane.filter,
+                pane.shown.len()
+            ));
+        }
+        detail
     });
     let block = pane_block(Pane::Plans, detail, theme, focused);
     let inner = block.inner(area);
@@ -120,13 +282,17 @@ pub(crate) fn render(pane: &PlansPane, theme: &Theme, focused: bool, area: Rect,
         render_message(text, theme, inner, buf);
         return;
     }
+    if pane.shown.is_empty() {
+        render_message(NO_MATCH, theme, inner, buf);
+        return;
+    }
 
     let text = theme.style(Slot::Text);
     let header = Row::new([
         "id", "action", "project", "phase", "state", "elapsed", "cost",
     ])
     .style(theme.style(Slot::ListHeader));
-    let rows = pane.rows().iter().map(|row| {
+    let rows = pane.shown().map(|row| {
         Row::new([
             Cell::from(short_id(&row.plan_id).to_owned()),
             Cell::from(row.action.clone()),
@@ -159,7 +325,7 @@ pub(crate) fn render(pane: &PlansPane, theme: &Theme, focused: bool, area: Rect,
         .row_highlight_style(theme.style(Slot::ListSelected))
         .highlight_symbol("» ")
         .highlight_spacing(HighlightSpacing::Always);
-    let mut state = TableState::default().with_selected(pane.selected_index());
+    let mut state = TableState::default().with_selected(pane.shown_index());
     StatefulWidget::render(table, inner, buf, &mut state);
 }
 
@@ -205,6 +371,45 @@ mod tests {
         assert_eq!(pane.selected_id(), Some(plans[2].plan_id.as_str()));
         assert!(pane.set_rows(Vec::new()));
         assert_eq!(pane.selected_id(), None);
+    }
+
+    #[test]
+    fn the_fuzzy_filter_keeps_matches_best_first_and_moves_the_selection() {
+        use crate::msg::Key;
+        let mut pane = PlansPane::default();
+        pane.set_rows(fixtures::plans());
+        assert_eq!(pane.selected_id(), Some(fixtures::PLAN_A));
+        pane.start_filter();
+        for c in "fix web".chars() {
+            pane.filter_key(Key::Char(c));
+        }
+        let shown: Vec<&str> = pane.shown().map(|r| r.action.as_str()).collect();
+        assert_eq!(shown, ["fix-flaky-tests"]);
+        assert_eq!(
+            pane.selected_id(),
+            Some(fixtures::PLAN_C),
+            "moved to the match"
+        );
+        assert_eq!(pane.filter_key(Key::Enter), FilterOutcome::Done);
+        assert!(!pane.is_editing_filter());
+        // Live updates keep the filter.
+        pane.set_rows(fixtures::plans());
+        assert_eq!(pane.shown_len(), 1);
+        pane.start_filter();
+        for _ in 0..4 {
+            pane.filter_key(Key::Backspace);
+        }
+        assert_eq!(pane.filter(), "fix");
+        pane.filter_key(Key::Esc);
+        pane.start_filter();
+        for c in "web".chars() {
+            pane.filter_key(Key::Char(c));
+        }
+        let shown: Vec<&str> = pane.shown().map(|r| r.project.as_str()).collect();
+        assert_eq!(shown, ["webshop", "webshop"]);
+        pane.filter_key(Key::Esc);
+        assert_eq!(pane.filter(), "");
+        assert_eq!(pane.shown_len(), 4);
     }
 
     #[test]

@@ -1,15 +1,16 @@
 //! The decision tree of the selected plan.
 //!
-//! Navigation state (selected path, collapsed nodes) lives here, so key handling stays pure;
-//! `tui-tree-widget` only draws, from a `TreeState` rebuilt on every frame.
+//! Navigation state (selected path, collapsed nodes) lives here, so key handling stays pure.
+//! The visible nodes are kept flattened (rebuilt when the tree, the selection or what is open
+//! changes), and a frame draws only the rows on screen: a 10,000-decision tree costs what a
+//! small one does (tui-tree-widget rebuilt and flattened the whole tree every frame).
 
 use std::collections::BTreeSet;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{StatefulWidget, Widget};
-use tui_tree_widget::{Tree, TreeItem, TreeState};
+use ratatui::widgets::Widget;
 
 use super::{Pane, pane_block, render_message, step};
 use crate::keymap::Action;
@@ -33,6 +34,19 @@ pub struct TreePane {
     selected: Vec<String>,
     closed: BTreeSet<Vec<String>>,
     show_superseded: bool,
+    /// The visible nodes in display order, rebuilt when the tree, the selection or what is
+    /// open changes, so a frame draws only the rows on screen whatever the tree's size.
+    flat: Vec<FlatRow>,
+    /// The selected row of `flat`.
+    flat_selected: Option<usize>,
+}
+
+/// A visible node: where it is (child indices from the root list) and how it is drawn.
+#[derive(Clone, Debug, PartialEq)]
+struct FlatRow {
+    index_path: Vec<u32>,
+    has_children: bool,
+    open: bool,
 }
 
 /// A node as currently visible: its path of decision ids from the root, and its depth.
@@ -67,38 +81,95 @@ impl TreePane {
 
     /// The nodes a user can currently see, in display order.
     pub fn visible(&self) -> Vec<VisibleNode<'_>> {
-        let mut out = Vec::new();
-        let mut path = Vec::new();
-        self.walk(self.nodes().unwrap_or_default(), &mut path, &mut out);
-        out
+        self.flat
+            .iter()
+            .map(|row| VisibleNode {
+                path: self.id_path(&row.index_path),
+                node: self.node_at(&row.index_path),
+            })
+            .collect()
     }
 
-    fn walk<'a>(
-        &self,
-        nodes: &'a [DecisionNode],
-        path: &mut Vec<String>,
-        out: &mut Vec<VisibleNode<'a>>,
-    ) {
-        for node in nodes
-            .iter()
-            .filter(|n| self.show_superseded || !n.superseded)
-        {
-            path.push(node.decision_id.clone());
-            out.push(VisibleNode {
-                path: path.clone(),
-                node,
-            });
-            if !self.closed.contains(path) {
-                self.walk(&node.children, path, out);
-            }
-            path.pop();
+    fn node_at(&self, index_path: &[u32]) -> &DecisionNode {
+        let mut nodes = self.nodes().unwrap_or_default();
+        let mut node = &nodes[index_path[0] as usize];
+        for i in &index_path[1..] {
+            nodes = &node.children;
+            node = &nodes[*i as usize];
         }
+        node
+    }
+
+    fn id_path(&self, index_path: &[u32]) -> Vec<String> {
+        let mut nodes = self.nodes().unwrap_or_default();
+        let mut out = Vec::with_capacity(index_path.len());
+        for i in index_path {
+            let node = &nodes[*i as usize];
+            out.push(node.decision_id.clone());
+            nodes = &node.children;
+        }
+        out
     }
 
     fn has_visible_children(&self, node: &DecisionNode) -> bool {
         node.children
             .iter()
             .any(|c| self.show_superseded || !c.superseded)
+    }
+
+    /// Rebuilds the flattened visible rows and finds the selected one.
+    fn reflat(&mut self) {
+        fn walk<'a>(
+            pane: &TreePane,
+            nodes: &'a [DecisionNode],
+            ids: &mut Vec<&'a str>,
+            index: &mut Vec<u32>,
+            rows: &mut Vec<FlatRow>,
+            selected: &mut Option<usize>,
+        ) {
+            for (i, node) in nodes.iter().enumerate() {
+                if node.superseded && !pane.show_superseded {
+                    continue;
+                }
+                ids.push(&node.decision_id);
+                index.push(u32::try_from(i).unwrap_or(u32::MAX));
+                let has_children = pane.has_visible_children(node);
+                let closed = pane
+                    .closed
+                    .iter()
+                    .any(|c| c.iter().map(String::as_str).eq(ids.iter().copied()));
+                if pane
+                    .selected
+                    .iter()
+                    .map(String::as_str)
+                    .eq(ids.iter().copied())
+                {
+                    *selected = Some(rows.len());
+                }
+                rows.push(FlatRow {
+                    index_path: index.clone(),
+                    has_children,
+                    open: has_children && !closed,
+                });
+                if has_children && !closed {
+                    walk(pane, &node.children, ids, index, rows, selected);
+                }
+                ids.pop();
+                index.pop();
+            }
+        }
+        let mut rows = Vec::new();
+        let mut selected = None;
+        walk(
+            self,
+            self.nodes().unwrap_or_default(),
+            &mut Vec::new(),
+            &mut Vec::new(),
+            &mut rows,
+            &mut selected,
+        );
+        self.flat = rows;
+        self.flat_selected = selected;
     }
 
     /// Starts showing another plan (or none): forgets the old tree and its navigation.
@@ -121,35 +192,66 @@ impl TreePane {
     }
 
     fn fix_selection(&mut self) {
-        let visible = self.visible();
-        if !visible.iter().any(|v| v.path == self.selected) {
-            self.selected = visible.first().map(|v| v.path.clone()).unwrap_or_default();
+        self.reflat();
+        if self.flat_selected.is_none() {
+            self.selected = self
+                .flat
+                .first()
+                .map(|row| self.id_path(&row.index_path))
+                .unwrap_or_default();
+            self.reflat();
         }
+    }
+
+    fn select_flat(&mut self, index: usize) {
+        if let Some(row) = self.flat.get(index) {
+            self.selected = self.id_path(&row.index_path);
+            self.flat_selected = Some(index);
+        }
+    }
+
+    /// The selected node, if it is visible.
+    pub fn selected_node(&self) -> Option<&DecisionNode> {
+        let row = self.flat.get(self.flat_selected?)?;
+        Some(self.node_at(&row.index_path))
+    }
+
+    /// The first row drawn in a pane showing `height` rows: the selection stays on screen,
+    /// on the last row when it is further down.
+    fn offset(&self, height: usize) -> usize {
+        self.flat_selected
+            .unwrap_or(0)
+            .saturating_sub(height.max(1) - 1)
+    }
+
+    /// Selects the node drawn on `row` of a pane showing `height` rows (a mouse click).
+    pub(crate) fn select_row(&mut self, row: usize, height: usize) {
+        let index = self.offset(height) + row;
+        self.select_flat(index);
     }
 
     /// Handles a tree action; returns the decision id to explain for [`Action::Explain`].
     pub(crate) fn handle(&mut self, action: Action) -> Option<String> {
         match action {
             Action::Up | Action::Down | Action::First | Action::Last => {
-                let visible = self.visible();
-                let current = visible.iter().position(|v| v.path == self.selected);
-                if let Some(index) = step(current, visible.len(), action) {
-                    self.selected = visible[index].path.clone();
+                if let Some(index) = step(self.flat_selected, self.flat.len(), action) {
+                    self.select_flat(index);
                 }
                 None
             }
             Action::Collapse => {
-                let visible = self.visible();
-                let current = visible.iter().find(|v| v.path == self.selected)?;
-                if self.has_visible_children(current.node) && !self.closed.contains(&current.path) {
-                    self.closed.insert(current.path.clone());
+                let row = self.flat.get(self.flat_selected?)?;
+                if row.has_children && row.open {
+                    self.closed.insert(self.selected.clone());
                 } else if self.selected.len() > 1 {
                     self.selected.pop();
                 }
+                self.reflat();
                 None
             }
             Action::Expand => {
                 self.closed.remove(&self.selected);
+                self.reflat();
                 None
             }
             Action::ToggleSuperseded => {
@@ -163,7 +265,7 @@ impl TreePane {
     }
 }
 
-fn node_line<'a>(node: &DecisionNode, theme: &Theme) -> Line<'a> {
+fn node_line<'a>(node: &DecisionNode, theme: &Theme) -> Vec<Span<'a>> {
     let mut spans = vec![
         Span::styled(node.decision_type.clone(), theme.style(Slot::DecisionType)),
         Span::styled(": ", theme.style(Slot::TextDim)),
@@ -195,25 +297,7 @@ fn node_line<'a>(node: &DecisionNode, theme: &Theme) -> Line<'a> {
             Span::styled("[superseded] ", theme.style(Slot::DecisionSuperseded)),
         );
     }
-    Line::from(spans)
-}
-
-fn items<'a>(
-    pane: &TreePane,
-    nodes: &[DecisionNode],
-    theme: &Theme,
-) -> std::io::Result<Vec<TreeItem<'a, String>>> {
-    nodes
-        .iter()
-        .filter(|n| pane.show_superseded || !n.superseded)
-        .map(|node| {
-            TreeItem::new(
-                node.decision_id.clone(),
-                node_line(node, theme),
-                items(pane, &node.children, theme)?,
-            )
-        })
-        .collect()
+    spans
 }
 
 pub(crate) fn render(pane: &TreePane, theme: &Theme, focused: bool, area: Rect, buf: &mut Buffer) {
@@ -228,53 +312,41 @@ pub(crate) fn render(pane: &TreePane, theme: &Theme, focused: bool, area: Rect, 
     let inner = block.inner(area);
     block.render(area, buf);
 
-    let nodes = match (pane.plan_id(), pane.nodes()) {
+    match (pane.plan_id(), pane.nodes()) {
         (None, _) => return render_message(NO_PLAN, theme, inner, buf),
         (Some(_), None) => return render_message(LOADING, theme, inner, buf),
         (Some(_), Some([])) => return render_message(EMPTY, theme, inner, buf),
-        (Some(_), Some(nodes)) => nodes,
-    };
-    let built = items(pane, nodes, theme);
-    let items = match built {
-        Ok(items) if items.is_empty() => return render_message(ALL_HIDDEN, theme, inner, buf),
-        Ok(items) => items,
-        Err(_) => return duplicate_ids(theme, inner, buf),
-    };
-    let Ok(tree) = Tree::new(&items) else {
-        return duplicate_ids(theme, inner, buf);
-    };
-    let tree = tree
-        .highlight_style(theme.style(Slot::ListSelected))
-        .highlight_symbol("» ");
-    let mut state = TreeState::default();
-    let mut stack: Vec<(Vec<String>, &DecisionNode)> = nodes
-        .iter()
-        .map(|n| (vec![n.decision_id.clone()], n))
-        .collect();
-    while let Some((path, node)) = stack.pop() {
-        if !node.children.is_empty() && !pane.closed.contains(&path) {
-            for child in &node.children {
-                let mut child_path = path.clone();
-                child_path.push(child.decision_id.clone());
-                stack.push((child_path, child));
-            }
-            state.open(path);
+        (Some(_), Some(_)) if pane.flat.is_empty() => {
+            return render_message(ALL_HIDDEN, theme, inner, buf);
+        }
+        (Some(_), Some(_)) => {}
+    }
+    // Only the rows on screen are built: `» ` marks the selection, two spaces per level,
+    // `▼`/`▶` an open/closed node with children.
+    let height = usize::from(inner.height);
+    let offset = pane.offset(height);
+    for (i, (y, row)) in (inner.y..inner.bottom())
+        .zip(pane.flat.iter().skip(offset))
+        .enumerate()
+    {
+        let selected = pane.flat_selected == Some(offset + i);
+        let depth = row.index_path.len() - 1;
+        let symbol = match (row.has_children, row.open) {
+            (false, _) => "  ",
+            (true, true) => "▼ ",
+            (true, false) => "▶ ",
+        };
+        let mut spans = vec![Span::raw(if selected { "» " } else { "  " })];
+        spans.push(Span::raw(format!("{}{symbol}", "  ".repeat(depth))));
+        spans.extend(node_line(pane.node_at(&row.index_path), theme));
+        buf.set_line(inner.x, y, &Line::from(spans), inner.width);
+        if selected {
+            buf.set_style(
+                Rect::new(inner.x, y, inner.width, 1),
+                theme.style(Slot::ListSelected),
+            );
         }
     }
-    if !pane.selected.is_empty() {
-        state.select(pane.selected.clone());
-    }
-    StatefulWidget::render(tree, inner, buf, &mut state);
-}
-
-fn duplicate_ids(theme: &Theme, area: Rect, buf: &mut Buffer) {
-    render_message(
-        "Cannot draw this tree: two sibling decisions share an id. This is an engine bug; \
-         please report it.",
-        theme,
-        area,
-        buf,
-    );
 }
 
 #[cfg(test)]
