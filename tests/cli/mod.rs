@@ -7,6 +7,7 @@ mod init;
 mod lifecycle;
 mod lifecycle_e2e;
 mod profiles;
+mod quickstart;
 mod registries;
 mod registry_commands;
 mod registry_regressions;
