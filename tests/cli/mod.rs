@@ -3,6 +3,7 @@
 mod bad_inputs;
 mod config;
 mod envelope;
+mod examples;
 mod init;
 mod lifecycle;
 mod lifecycle_e2e;
