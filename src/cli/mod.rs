@@ -19,6 +19,7 @@ pub mod plan_sandbox;
 pub mod profile;
 pub mod project;
 pub mod quickstart;
+pub mod reference;
 pub mod resource;
 pub mod skill;
 pub mod system;
@@ -181,6 +182,14 @@ pub const HELP_GROUPS: [(&str, &[&str]); 3] = [
         &["config", "init", "info", "diagnostics", "version"],
     ),
 ];
+
+impl Cli {
+    /// The plain clap definition (no grouped help template), named `agents`, for generated
+    /// documentation.
+    pub fn command_for_reference() -> clap::Command {
+        Cli::command().name("agents").bin_name("agents")
+    }
+}
 
 /// The command-line definition with the grouped command list in `--help`.
 pub fn cli_command() -> clap::Command {

@@ -9,6 +9,7 @@ mod lifecycle;
 mod lifecycle_e2e;
 mod profiles;
 mod quickstart;
+mod reference;
 mod registries;
 mod registry_commands;
 mod registry_regressions;
