@@ -276,7 +276,14 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
             ctx.suggest(&format!("plan diff {plan_id}")),
         ],
     });
-    let message = format!("plan {plan_id} waits for your approval to apply: {summary}");
+    let nothing = diff.data["stats"]["files_changed"].as_u64() == Some(0);
+    let message = if nothing {
+        format!(
+            "plan {plan_id} found nothing to change; applying it records that without a commit"
+        )
+    } else {
+        format!("plan {plan_id} waits for your approval to apply: {summary}")
+    };
     report.status = Message {
         level: Level::Warn,
         text: message.clone(),

@@ -112,21 +112,26 @@ fn the_format_example_formats_and_tidies_source_files_and_leaves_the_rest_alone(
             ("src/lib.rs", b"pub fn add(a:i32,b:i32)->i32{a+b}\n"),
             ("tool.py", b"x = 1   \ny = 2"),
             ("notes.md", b"line with a break  \nnext\n"),
-            ("data.txt", b"bin\0ary   \n"),
-            ("crlf.txt", b"a  \r\nb\r\n"),
+            ("data.toml", b"bin\0ary   \n"),
+            ("conf.yaml", b"a: 1  \r\nb: 2\r\n"),
+            ("tests/fixtures/input.py", b"kept   \n"),
+            ("doc.txt", b"text files are data   \n"),
+            ("src/lit.rs", b"pub const S: &str = \"two  \nlines\";\n"),
         ],
         "format.yaml",
     );
     let (id, diff) = run_to_apply(&env, "local/format", &[]);
-    let mut expected = vec!["crlf.txt", "tool.py"];
+    let mut expected = vec!["conf.yaml", "tool.py"];
     if rust_ok {
         expected.insert(1, "src/lib.rs");
     }
     assert_eq!(changed(&diff), expected, "{diff:#}");
     apply_one_commit(&env, &repo, &id);
     assert_eq!(read(&repo, "tool.py"), "x = 1\ny = 2\n");
-    assert_eq!(read(&repo, "crlf.txt"), "a\r\nb\r\n", "line endings kept");
+    assert_eq!(read(&repo, "conf.yaml"), "a: 1\r\nb: 2\r\n", "line endings kept");
     assert_eq!(read(&repo, "notes.md"), "line with a break  \nnext\n", "markdown untouched");
+    assert_eq!(read(&repo, "tests/fixtures/input.py"), "kept   \n", "test data untouched");
+    assert_eq!(read(&repo, "src/lit.rs"), "pub const S: &str = \"two  \nlines\";\n", "literals kept");
     if rust_ok {
         assert_eq!(read(&repo, "src/lib.rs"), "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n");
     } else {
