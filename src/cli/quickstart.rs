@@ -278,9 +278,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
     });
     let nothing = diff.data["stats"]["files_changed"].as_u64() == Some(0);
     let message = if nothing {
-        format!(
-            "plan {plan_id} found nothing to change; applying it records that without a commit"
-        )
+        format!("plan {plan_id} found nothing to change; applying it records that without a commit")
     } else {
         format!("plan {plan_id} waits for your approval to apply: {summary}")
     };

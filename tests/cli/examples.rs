@@ -10,7 +10,9 @@ use serde_json::Value;
 use crate::support::{Env, git};
 
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
 }
 
 fn ok(env: &Env, args: &[&str]) -> Value {
@@ -20,7 +22,11 @@ fn ok(env: &Env, args: &[&str]) -> Value {
 }
 
 fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").args(args).current_dir(dir).output().unwrap();
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "git {args:?}");
     String::from_utf8(out.stdout).unwrap()
 }
@@ -38,15 +44,44 @@ fn setup(files: &[(&str, &[u8])], action_file: &str) -> (Env, PathBuf) {
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-qm", "init"]);
-    ok(&env, &["resource", "add", "git-checkout", "local/repo", "--path", repo.to_str().unwrap()]);
-    ok(&env, &["project", "create", "--resource", "local/repo", "app"]);
-    ok(&env, &["action", "create", "--available", "--config", example(action_file).to_str().unwrap()]);
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+    );
+    ok(
+        &env,
+        &["project", "create", "--resource", "local/repo", "app"],
+    );
+    ok(
+        &env,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            example(action_file).to_str().unwrap(),
+        ],
+    );
     (env, repo)
 }
 
 /// `plan use ACTION app --automation-profile trusted --arg ...`: runs to the apply gate.
 fn run_to_apply(env: &Env, action: &str, args: &[&str]) -> (String, Value) {
-    let mut all = vec!["plan", "use", action, "app", "--automation-profile", "trusted"];
+    let mut all = vec![
+        "plan",
+        "use",
+        action,
+        "app",
+        "--automation-profile",
+        "trusted",
+    ];
     for a in args {
         all.extend(["--arg", a]);
     }
@@ -69,9 +104,15 @@ fn changed(diff: &Value) -> Vec<String> {
 }
 
 fn apply_one_commit(env: &Env, repo: &Path, id: &str) {
-    let before: u32 = git_out(repo, &["rev-list", "--count", "HEAD"]).trim().parse().unwrap();
+    let before: u32 = git_out(repo, &["rev-list", "--count", "HEAD"])
+        .trim()
+        .parse()
+        .unwrap();
     ok(env, &["plan", "apply", "--yes", id]);
-    let after: u32 = git_out(repo, &["rev-list", "--count", "HEAD"]).trim().parse().unwrap();
+    let after: u32 = git_out(repo, &["rev-list", "--count", "HEAD"])
+        .trim()
+        .parse()
+        .unwrap();
     assert_eq!(after, before + 1, "exactly one commit");
     assert_eq!(git_out(repo, &["status", "--porcelain"]), "");
 }
@@ -92,23 +133,45 @@ fn every_example_is_accepted_by_action_create_and_made_available() {
     files.sort_by_key(|n| (n == "refactor-per-module.yaml", n.clone()));
     assert!(files.len() >= 8, "{files:?}");
     for f in &files {
-        let doc = ok(&env, &["action", "create", "--available", "--config", example(f).to_str().unwrap()]);
+        let doc = ok(
+            &env,
+            &[
+                "action",
+                "create",
+                "--available",
+                "--config",
+                example(f).to_str().unwrap(),
+            ],
+        );
         assert_eq!(doc["data"]["action"]["state"], "available", "{f}: {doc:#}");
     }
     let (list, _) = env.json(&["action", "list"]);
-    assert_eq!(list["data"]["actions"].as_array().unwrap().len(), files.len());
+    assert_eq!(
+        list["data"]["actions"].as_array().unwrap().len(),
+        files.len()
+    );
     // The quickstart embeds the offline ones: the same bytes as the files.
     for (key, yaml) in cleveragents::cli::quickstart::OFFLINE_EXAMPLES {
-        assert_eq!(std::fs::read_to_string(example(&format!("{key}.yaml"))).unwrap(), yaml);
+        assert_eq!(
+            std::fs::read_to_string(example(&format!("{key}.yaml"))).unwrap(),
+            yaml
+        );
     }
 }
 
 #[test]
 fn the_format_example_formats_and_tidies_source_files_and_leaves_the_rest_alone() {
-    let rust_ok = Command::new("rustfmt").arg("--version").env("HOME", "/nonexistent").output().is_ok_and(|o| o.status.success());
+    let rust_ok = Command::new("rustfmt")
+        .arg("--version")
+        .env("HOME", "/nonexistent")
+        .output()
+        .is_ok_and(|o| o.status.success());
     let (env, repo) = setup(
         &[
-            ("Cargo.toml", b"[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+            (
+                "Cargo.toml",
+                b"[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            ),
             ("src/lib.rs", b"pub fn add(a:i32,b:i32)->i32{a+b}\n"),
             ("tool.py", b"x = 1   \ny = 2"),
             ("notes.md", b"line with a break  \nnext\n"),
@@ -128,12 +191,31 @@ fn the_format_example_formats_and_tidies_source_files_and_leaves_the_rest_alone(
     assert_eq!(changed(&diff), expected, "{diff:#}");
     apply_one_commit(&env, &repo, &id);
     assert_eq!(read(&repo, "tool.py"), "x = 1\ny = 2\n");
-    assert_eq!(read(&repo, "conf.yaml"), "a: 1\r\nb: 2\r\n", "line endings kept");
-    assert_eq!(read(&repo, "notes.md"), "line with a break  \nnext\n", "markdown untouched");
-    assert_eq!(read(&repo, "tests/fixtures/input.py"), "kept   \n", "test data untouched");
-    assert_eq!(read(&repo, "src/lit.rs"), "pub const S: &str = \"two  \nlines\";\n", "literals kept");
+    assert_eq!(
+        read(&repo, "conf.yaml"),
+        "a: 1\r\nb: 2\r\n",
+        "line endings kept"
+    );
+    assert_eq!(
+        read(&repo, "notes.md"),
+        "line with a break  \nnext\n",
+        "markdown untouched"
+    );
+    assert_eq!(
+        read(&repo, "tests/fixtures/input.py"),
+        "kept   \n",
+        "test data untouched"
+    );
+    assert_eq!(
+        read(&repo, "src/lit.rs"),
+        "pub const S: &str = \"two  \nlines\";\n",
+        "literals kept"
+    );
     if rust_ok {
-        assert_eq!(read(&repo, "src/lib.rs"), "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n");
+        assert_eq!(
+            read(&repo, "src/lib.rs"),
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
+        );
     } else {
         eprintln!("rustfmt is not usable with this environment: the Rust part was not checked");
     }
@@ -149,11 +231,21 @@ fn the_codemod_example_replaces_a_literal_in_matching_files_only() {
         ],
         "codemod.yaml",
     );
-    let (id, diff) = run_to_apply(&env, "local/codemod", &["from=old_name", "to=new_name", "glob=*.rs"]);
+    let (id, diff) = run_to_apply(
+        &env,
+        "local/codemod",
+        &["from=old_name", "to=new_name", "glob=*.rs"],
+    );
     assert_eq!(changed(&diff), ["src/a.rs", "src/b.rs"]);
     apply_one_commit(&env, &repo, &id);
-    assert_eq!(read(&repo, "src/a.rs"), "fn new_name() {}\nfn main() { new_name(); }\n");
-    assert_eq!(read(&repo, "src/b.rs"), "// new_name.* is not a regex here\n");
+    assert_eq!(
+        read(&repo, "src/a.rs"),
+        "fn new_name() {}\nfn main() { new_name(); }\n"
+    );
+    assert_eq!(
+        read(&repo, "src/b.rs"),
+        "// new_name.* is not a regex here\n"
+    );
     assert_eq!(read(&repo, "README.md"), "old_name stays in docs\n");
 }
 
@@ -168,14 +260,21 @@ fn the_license_header_example_adds_one_header_after_shebangs_and_skips_files_tha
         ],
         "license-header.yaml",
     );
-    let (id, diff) = run_to_apply(&env, "local/license-header", &["license=MIT", "holder=Jane Doe"]);
+    let (id, diff) = run_to_apply(
+        &env,
+        "local/license-header",
+        &["license=MIT", "holder=Jane Doe"],
+    );
     assert_eq!(changed(&diff), ["lib.rs", "run.sh"]);
     apply_one_commit(&env, &repo, &id);
     assert_eq!(
         read(&repo, "run.sh"),
         "#!/bin/sh\n# SPDX-License-Identifier: MIT\n# Copyright 2026 Jane Doe\n\necho hi\n"
     );
-    assert!(read(&repo, "lib.rs").starts_with("// SPDX-License-Identifier: MIT\n// Copyright 2026 Jane Doe\n\npub fn f"));
+    assert!(
+        read(&repo, "lib.rs")
+            .starts_with("// SPDX-License-Identifier: MIT\n// Copyright 2026 Jane Doe\n\npub fn f")
+    );
 }
 
 #[test]
@@ -188,29 +287,92 @@ fn the_bump_dependency_example_is_gated_by_the_tests_as_a_required_validation() 
         ],
         "bump-dependency.yaml",
     );
-    ok(&env, &["project", "validation", "add", "--required", "-d", "tests", "app", "sh tests.sh"]);
-    let (id, diff) = run_to_apply(&env, "local/bump-dependency", &["name=requests", "version=2.31.0", "manifest=requirements.txt"]);
+    ok(
+        &env,
+        &[
+            "project",
+            "validation",
+            "add",
+            "--required",
+            "-d",
+            "tests",
+            "app",
+            "sh tests.sh",
+        ],
+    );
+    let (id, diff) = run_to_apply(
+        &env,
+        "local/bump-dependency",
+        &[
+            "name=requests",
+            "version=2.31.0",
+            "manifest=requirements.txt",
+        ],
+    );
     assert_eq!(changed(&diff), ["requirements.txt"]);
     apply_one_commit(&env, &repo, &id);
-    assert_eq!(read(&repo, "requirements.txt"), "requests==2.31.0\nidna>=3.4\n");
+    assert_eq!(
+        read(&repo, "requirements.txt"),
+        "requests==2.31.0\nidna>=3.4\n"
+    );
 
     // A bump that breaks the tests: the required validation fails at the end of Execute, the
     // plan errors naming it, and the repository keeps its commit and content.
     let head = git_out(&repo, &["rev-parse", "HEAD"]);
-    let (doc, code) = env.json(&["plan", "use", "local/bump-dependency", "app", "--automation-profile", "trusted", "--arg", "name=requests", "--arg", "version=3.0.0", "--arg", "manifest=requirements.txt"]);
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/bump-dependency",
+        "app",
+        "--automation-profile",
+        "trusted",
+        "--arg",
+        "name=requests",
+        "--arg",
+        "version=3.0.0",
+        "--arg",
+        "manifest=requirements.txt",
+    ]);
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(doc["error"]["code"], "PLAN_ERRORED");
-    assert!(doc["error"]["message"].as_str().unwrap().contains("required validation `sh tests.sh` failed"), "{doc:#}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("required validation `sh tests.sh` failed"),
+        "{doc:#}"
+    );
     let id = doc["data"]["plan_id"].as_str().unwrap();
     let (doc, code) = env.json(&["plan", "apply", "--yes", id]);
     assert_ne!(code, 0, "an errored plan is not applied: {doc:#}");
     assert_eq!(git_out(&repo, &["rev-parse", "HEAD"]), head);
-    assert_eq!(read(&repo, "requirements.txt"), "requests==2.31.0\nidna>=3.4\n");
+    assert_eq!(
+        read(&repo, "requirements.txt"),
+        "requests==2.31.0\nidna>=3.4\n"
+    );
 
     // A dependency the manifest does not have fails the step with a clear message.
-    let (doc, code) = env.json(&["plan", "use", "local/bump-dependency", "app", "--automation-profile", "trusted", "--arg", "name=nosuch", "--arg", "version=1", "--arg", "manifest=requirements.txt"]);
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/bump-dependency",
+        "app",
+        "--automation-profile",
+        "trusted",
+        "--arg",
+        "name=nosuch",
+        "--arg",
+        "version=1",
+        "--arg",
+        "manifest=requirements.txt",
+    ]);
     assert_ne!(code, 0, "{doc:#}");
     let id = doc["data"]["plan_id"].as_str().unwrap();
     let (errors, _) = env.json(&["plan", "errors", id]);
-    assert!(errors.to_string().contains("nosuch not found in requirements.txt"), "{errors:#}");
+    assert!(
+        errors
+            .to_string()
+            .contains("nosuch not found in requirements.txt"),
+        "{errors:#}"
+    );
 }

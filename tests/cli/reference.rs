@@ -16,7 +16,13 @@ fn docs_cli_md_matches_the_command_line_definition() {
          UPDATE_CLI_DOCS=1 cargo test --test all cli::reference\nand commit the result"
     );
     // Every top-level command has a section.
-    for name in ["quickstart", "plan use", "plan apply", "action create", "tui"] {
+    for name in [
+        "quickstart",
+        "plan use",
+        "plan apply",
+        "action create",
+        "tui",
+    ] {
         assert!(generated.contains(&format!("## agents {name}\n")), "{name}");
     }
 }
