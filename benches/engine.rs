@@ -31,7 +31,14 @@ const SEARCH_TARGET: f64 = 2.0;
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
-        .args(["-c", "gc.auto=0", "-c", "user.name=b", "-c", "user.email=b@b.invalid"])
+        .args([
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b.invalid",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
@@ -86,7 +93,7 @@ fn main() {
     .trim()
     .to_string();
 
-    let paths = Paths::at(&tmp.path().join("data"), tmp.path().join("config.toml"));
+    let paths = Paths::at(tmp.path().join("data"), tmp.path().join("config.toml"));
     let mut store = Store::open(&paths.database()).unwrap();
     let sandboxes = Sandboxes::new(&paths);
     let plan = Plan::new("local/bench", "bench", jiff::Timestamp::now());
@@ -106,7 +113,9 @@ fn main() {
             },
         )
         .unwrap();
-    let sb = sandboxes.ensure(&mut store, &plan.plan_id, "local/repo").unwrap();
+    let sb = sandboxes
+        .ensure(&mut store, &plan.plan_id, "local/repo")
+        .unwrap();
     let work = sb.layout.work_dir.clone();
     let policy = Policy::for_plan(&plan);
     let mut runner = ToolRunner::new(&mut store, &sandboxes);

