@@ -262,3 +262,52 @@ fn quickstart_output_in_plain_and_json() {
         settings.bind(|| insta::assert_snapshot!(name, text));
     }
 }
+
+#[test]
+fn in_a_terminal_the_quickstart_opens_the_tui_at_the_approval_queue_and_approving_applies() {
+    use crate::support::{Tmux, shell_quote};
+    let env = Env::new();
+    let command = format!(
+        "env -u NO_COLOR -u AGENTS_DATA_DIR -u AGENTS_CONFIG HOME={home} TERM=xterm-256color {bin} --data-dir {data} --config-path {config} quickstart --example license-header; echo quickstart-exit=$?; sleep 30",
+        home = shell_quote(env.root()),
+        bin = env!("CARGO_BIN_EXE_agents"),
+        data = shell_quote(&env.data_dir),
+        config = shell_quote(&env.config_path),
+    );
+    let tmux = Tmux::new("quickstart");
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "140",
+            "-y",
+            "45",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the apply gate in the approval queue", |sc| {
+        sc.contains("1 pending")
+    });
+    tmux.cmd(&["send-keys", "-t", "s", "a"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    tmux.wait_for("the plan applied", |sc| {
+        sc.contains("applied") && sc.contains("0 pending")
+    });
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.wait_for("the quickstart's exit", |sc| {
+        sc.contains("quickstart-exit=0")
+    });
+    let repo = env.data_dir.join("quickstart/sample-project");
+    assert_eq!(git_out(&repo, &["rev-list", "--count", "HEAD"]).trim(), "2");
+    assert!(
+        std::fs::read_to_string(repo.join("src/lib.rs"))
+            .unwrap()
+            .starts_with("// SPDX-License-Identifier: Apache-2.0")
+    );
+}
