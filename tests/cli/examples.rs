@@ -374,3 +374,75 @@ fn the_bump_dependency_example_is_gated_by_the_tests_as_a_required_validation() 
         "{errors:#}"
     );
 }
+
+#[test]
+fn an_action_passes_only_the_environment_variables_it_names_to_shell_steps() {
+    let env = Env::new();
+    let repo = env.root().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("README"), "x\n").unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "init"]);
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+    );
+    ok(
+        &env,
+        &["project", "create", "--resource", "local/repo", "app"],
+    );
+    let file = env.root().join("a.yaml");
+    let action = "name: local/envs\ndefinition-of-done: env.txt\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nsandbox:\n  env: [QS_PASSED]\nscript:\n  - name: env\n    run: env | sort > env.txt\n";
+    std::fs::write(&file, action.replace("[QS_PASSED]", "[QS_PASSED, 1BAD]")).unwrap();
+    let (doc, code) = env.json(&["action", "create", "--config", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(
+        doc["error"].to_string().contains("sandbox.env[1]"),
+        "names the field: {doc:#}"
+    );
+    std::fs::write(&file, action).unwrap();
+    ok(
+        &env,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
+    let out = env
+        .command(&[
+            "--format",
+            "json",
+            "plan",
+            "use",
+            "local/envs",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ])
+        .env("QS_PASSED", "yes")
+        .env("QS_NOT_NAMED", "no")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = doc["data"]["plan_id"].as_str().unwrap();
+    let diff = ok(&env, &["plan", "diff", id]).to_string();
+    assert!(diff.contains("QS_PASSED=yes"), "{diff}");
+    assert!(!diff.contains("QS_NOT_NAMED"), "{diff}");
+}
