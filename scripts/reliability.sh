@@ -132,8 +132,10 @@ for i in $(seq 1 "$RUNS"); do
   [ $ok = 1 ] || { fail "run $i: plan $plan not recoverable (at $st)"; continue; }
   RECOVERED=$((RECOVERED + 1))
   # Apply, killed at a random moment in half of the runs, then completed.
+  APPLY_KILLED=no
   if [ $((RANDOM % 2)) = 0 ]; then
-    kill_after "0.$((RANDOM % 4))" "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json plan apply --yes "$plan" || true
+    APPLY_KILLED="after 0.$((RANDOM % 4))s"
+    kill_after "$(echo "$APPLY_KILLED" | sed 's/after //; s/s$//')" "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json plan apply --yes "$plan" || true
     integrity || true
   fi
   for _ in 1 2 3; do
@@ -149,7 +151,8 @@ for i in $(seq 1 "$RUNS"); do
   for f in a b c d; do
     [ "$(cat "$REPO/out/$i/$f" 2>/dev/null)" = "$f$i" ] || fail "run $i: out/$i/$f wrong"
   done
-  [ -z "$(git -C "$REPO" status --porcelain)" ] || fail "run $i: work tree not clean after apply"
+  dirty=$(git -C "$REPO" status --porcelain | head -5 | tr '\n' ' ')
+  [ -z "$dirty" ] || fail "run $i: work tree not clean after apply (apply killed: ${APPLY_KILLED:-no}): $dirty"
   [ "$(git -C "$REPO" diff --name-only "$before" HEAD | grep -vc "^out/")" = 0 ] || fail "run $i: files outside out/ changed"
 done
 integrity && INTEGRITY=ok || INTEGRITY=FAILED
