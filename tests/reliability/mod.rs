@@ -4,4 +4,5 @@
 //! are `scripts/reliability.sh`.
 
 mod bad_input;
+mod crash;
 mod limits;
