@@ -3,4 +3,5 @@
 
 mod actors;
 mod cli;
+mod reliability;
 mod support;

@@ -311,7 +311,9 @@ fn detail_elements(a: &Action, invariants: &[String]) -> Vec<Element> {
                         sb.writable_paths.join(", ")
                     },
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain((!sb.env.is_empty()).then(|| ("Environment", sb.env.join(", ")))),
         ));
     }
     if !invariants.is_empty() {

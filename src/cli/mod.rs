@@ -19,6 +19,8 @@ pub mod plan_run;
 pub mod plan_sandbox;
 pub mod profile;
 pub mod project;
+pub mod quickstart;
+pub mod reference;
 pub mod resource;
 pub mod skill;
 pub mod system;
@@ -77,6 +79,8 @@ pub struct Cli {
 /// Top-level commands. `agents --help` lists them in the groups of [`HELP_GROUPS`].
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the main job offline on a sample project or your checkout (no key, no network)
+    Quickstart(quickstart::QuickstartArgs),
     /// Create plans from actions and follow them
     #[command(subcommand)]
     Plan(plan::PlanCommand),
@@ -135,6 +139,7 @@ impl Command {
     /// The command path shown in the envelope's `command`.
     pub fn path(&self) -> String {
         match self {
+            Command::Quickstart(_) => "quickstart".into(),
             Command::Version => "version".into(),
             Command::Info => "info".into(),
             Command::Init { .. } => "init".into(),
@@ -159,7 +164,15 @@ impl Command {
 pub const HELP_GROUPS: [(&str, &[&str]); 3] = [
     (
         "Work",
-        &["tui", "plan", "action", "project", "resource", "invariant"],
+        &[
+            "quickstart",
+            "tui",
+            "plan",
+            "action",
+            "project",
+            "resource",
+            "invariant",
+        ],
     ),
     (
         "Agents and automation",
@@ -170,6 +183,14 @@ pub const HELP_GROUPS: [(&str, &[&str]); 3] = [
         &["config", "init", "info", "diagnostics", "version"],
     ),
 ];
+
+impl Cli {
+    /// The plain clap definition (no grouped help template), named `agents`, for generated
+    /// documentation.
+    pub fn command_for_reference() -> clap::Command {
+        Cli::command().name("agents").bin_name("agents")
+    }
+}
 
 /// The command-line definition with the grouped command list in `--help`.
 pub fn cli_command() -> clap::Command {
@@ -557,6 +578,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
     match command {
         // These need the database: it is created on first use.
         Command::Info
+        | Command::Quickstart(_)
         | Command::Tui(_)
         | Command::Actor(_)
         | Command::Plan(_)
@@ -581,6 +603,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Init { .. } | Command::Diagnostics => {}
     }
     match command {
+        Command::Quickstart(a) => quickstart::run(a, ctx),
         Command::Version => system::version(ctx),
         Command::Info => system::info(ctx),
         Command::Init { yes } => system::init(ctx, yes),

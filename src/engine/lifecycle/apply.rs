@@ -434,6 +434,29 @@ fn materialize(repo: &Repository, tree: Oid, dir: &Path) -> Result<(), RunError>
     }
 }
 
+/// Removes `.NAME.cleveragents-PID` files in `dir` left by an apply of process PID that was
+/// killed between writing its temporary file and renaming it (kill -9): PID no longer runs.
+fn remove_stale_temps(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.cleveragents-");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            tracing::warn!(file = %entry.path().display(), "removing a temporary file left by a killed apply");
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Writes one file atomically (or removes it), with the mode git recorded.
 fn write_file(root: &Path, change: &FileChange) -> std::io::Result<()> {
     let target = root.join(&change.path);
@@ -451,6 +474,7 @@ fn write_file(root: &Path, change: &FileChange) -> std::io::Result<()> {
                 .unwrap_or("file");
             let tmp = dir.join(format!(".{name}.cleveragents-{}", std::process::id()));
             let _ = fs::remove_file(&tmp);
+            remove_stale_temps(dir, name);
             let result = if *mode == i32::from(FileMode::Link) {
                 std::os::unix::fs::symlink(
                     <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes),

@@ -219,7 +219,7 @@ pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
     p.read_only_action = origin.as_ref().is_some_and(|o| o.read_only);
     if let Some(sb) = origin.and_then(|o| o.sandbox) {
         p.shell = ShellPolicy {
-            env: Vec::new(),
+            env: sb.env.clone(),
             network: sb.network,
             writable_paths: sb.writable_paths.iter().map(PathBuf::from).collect(),
         };

@@ -119,7 +119,9 @@ pub fn run_step(
             message: format!("step {}: {} failed: {e}", step.name, record.tool),
             output: json!({"tool": record.tool, "call_seq": record.seq, "error": e.to_string()}),
         }),
-        Ok(result) if step.run.is_some() => {
+        // A shell command fails its step on a non-zero exit or a timeout, whether written as
+        // `run:` or as `tool: shell_execute` (which used to count a timed-out command as done).
+        Ok(result) if step.run.is_some() || record.tool == "shell_execute" => {
             let exit = result["exit_code"].as_i64();
             let output = json!({
                 "tool": "shell_execute",
@@ -149,7 +151,10 @@ pub fn run_step(
                     message: format!(
                         "step {}: `{}` {why}: {}",
                         step.name,
-                        step.run.as_deref().unwrap_or_default(),
+                        step.run
+                            .as_deref()
+                            .or(request_command(&step))
+                            .unwrap_or_default(),
                         clip(result["stderr"].as_str().unwrap_or_default().trim(), 400)
                     ),
                     output,
@@ -160,4 +165,9 @@ pub fn run_step(
             output: json!({"tool": record.tool, "call_seq": record.seq, "result": result, "changes": call.changes.len()}),
         }),
     }
+}
+
+/// The command of a `tool: shell_execute` step.
+fn request_command(step: &ScriptStep) -> Option<&str> {
+    step.args.as_ref()?.get("command")?.as_str()
 }

@@ -235,6 +235,11 @@ pub struct SandboxSpec {
     /// Extra writable paths outside the sandbox (default none).
     #[serde(default, alias = "writable_paths")]
     pub writable_paths: Vec<String>,
+    /// Environment variables passed through to shell steps by name (default none; the shell
+    /// otherwise sees only `PATH`, `LANG`, `TERM` and a per-plan `HOME`). Names are
+    /// `[A-Za-z_][A-Za-z0-9_]*`. Example: `[RUSTUP_HOME, RUSTUP_TOOLCHAIN]` for `cargo fmt`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 /// An action file as written.
@@ -778,6 +783,23 @@ pub fn create(
                 "writable-paths",
                 format!(
                     "{problem}; give a specific directory without `..`, e.g. `/tmp/build-cache`"
+                ),
+            ));
+        }
+    }
+
+    for (i, name) in file.sandbox.iter().flat_map(|s| s.env.iter()).enumerate() {
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(rule(
+                &format!("sandbox.env[{i}]"),
+                "env",
+                format!(
+                    "`{name}` is not an environment variable name; use letters, digits and `_`, e.g. `RUSTUP_HOME`"
                 ),
             ));
         }

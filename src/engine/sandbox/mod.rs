@@ -357,7 +357,40 @@ impl Sandbox {
     /// # Errors
     /// [`SandboxError::Io`].
     pub fn lock(&self) -> Result<SandboxLock, SandboxError> {
-        lock_file(&self.layout.lock_file)
+        let lock = lock_file(&self.layout.lock_file)?;
+        // Every writer of the private repository's index and refs holds this lock, and the
+        // kernel releases it when its process dies: a git lock file found now was left by a
+        // process killed mid-write (kill -9) and would block the plan for ever.
+        remove_stale_git_locks(&self.layout.git_dir);
+        Ok(lock)
+    }
+}
+
+/// Removes `index.lock`, `HEAD.lock`, `packed-refs.lock` and `refs/**/*.lock` in a sandbox's
+/// private git directory. Only call with the sandbox lock held.
+fn remove_stale_git_locks(git_dir: &Path) {
+    let mut found: Vec<PathBuf> = ["index.lock", "HEAD.lock", "packed-refs.lock"]
+        .iter()
+        .map(|n| git_dir.join(n))
+        .filter(|p| p.exists())
+        .collect();
+    let mut dirs = vec![git_dir.join("refs")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "lock") {
+                found.push(path);
+            }
+        }
+    }
+    for path in found {
+        tracing::warn!(file = %path.display(), "removing a git lock left by a killed process");
+        let _ = fs::remove_file(&path);
     }
 }
 

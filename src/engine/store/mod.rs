@@ -143,6 +143,11 @@ impl Store {
         };
         let mut conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        // Transactions take the write lock when they begin (BEGIN IMMEDIATE), so they wait for
+        // another writer under the busy timeout. A deferred transaction that reads first fails
+        // at once with "database is locked" when it later writes after another process's commit
+        // (SQLITE_BUSY_SNAPSHOT); 8 processes on one data directory hit that within seconds.
+        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Performance suite (issue 9, item 5). Release build; CI never runs it.
+#
+#   scripts/perf.sh [--quick]      (--quick: skip the 20,000-file sandbox benchmark)
+#
+# Prints one table: each measurement, its baseline measured in the same run, the ratio, and
+# PASS/MISS against its target (targets and why: docs/decisions.md, "Quickstart and suites").
+#   - `agents version` start-up              vs `git --version`
+#   - `agents plan list` with 10,000 plans    vs `sqlite3` selecting the same rows
+#   - sandbox creation / checkpoint / diff    vs `git worktree add` / `git commit` / `git diff`
+#     (benches/sandbox.rs, 20,000 files)
+#   - engine overhead per tool call           vs the direct system call
+#   - `search_files`                          vs `grep -rn` (benches/engine.rs, 20,000 files)
+# Needs sqlite3 for the plan-list baseline: installed with apt-get when missing and possible,
+# otherwise that row says SKIP. Exits non-zero only when a measurement could not run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+QUICK=0
+[ "${1:-}" = --quick ] && QUICK=1
+TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
+
+cargo build --release --locked --bin agents >&2 || { echo "release build failed" >&2; exit 1; }
+AGENTS="$TARGET/release/agents"
+if ! command -v sqlite3 >/dev/null 2>&1; then
+  (apt-get update -qq && apt-get install -y -qq sqlite3) >/dev/null 2>&1 || echo "sqlite3 not installed and apt-get unavailable: the plan-list baseline is skipped" >&2
+fi
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/agents-perf.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+ROWS="$WORK/rows.txt"
+: > "$ROWS"
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >> "$ROWS"; }
+
+# median_ms N CMD... : median wall time of N runs, in ms (python for a precise clock).
+median_ms() {
+  python3 - "$@" <<'PY'
+import subprocess, sys, time
+n = int(sys.argv[1]); cmd = sys.argv[2:]
+ts = []
+for _ in range(n):
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    ts.append((time.perf_counter() - t) * 1000)
+ts.sort(); print(f"{ts[len(ts)//2]:.1f}")
+PY
+}
+ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.2f}x')" "$1" "$2"; }
+le() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$1" "$2"; }
+
+DATA="$WORK/data"
+A=("$AGENTS" --data-dir "$DATA" --config-path "$WORK/config.toml")
+"${A[@]}" version >/dev/null
+
+# 1. start-up
+ours=$(median_ms 21 "${A[@]}" version); base=$(median_ms 21 git --version)
+le "$ours" 50 && v=PASS || v=MISS
+row "agents version (start-up)" "$ours ms" "git --version $base ms" "$(ratio "$ours" "$base")" "$v (<= 50 ms)"
+
+# 2. plan list with 10,000 plans: one real plan, copied 9,999 times with new ids.
+repo="$WORK/repo"; mkdir -p "$repo"; git -C "$repo" init -q; echo x > "$repo/f"
+git -C "$repo" add f; git -C "$repo" -c user.name=p -c user.email=p@p.invalid commit -qm x
+"${A[@]}" resource add git-checkout local/repo --path "$repo" >/dev/null
+"${A[@]}" project create --resource local/repo app >/dev/null
+cat > "$WORK/a.yaml" <<'EOF'
+name: local/perf
+definition-of-done: nothing
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+EOF
+"${A[@]}" action create --available --config "$WORK/a.yaml" >/dev/null
+"${A[@]}" plan use local/perf app --automation-profile manual >/dev/null
+if command -v sqlite3 >/dev/null 2>&1; then
+  db="$DATA/cleveragents.db"
+  cols=$(sqlite3 "$db" "SELECT group_concat(name, ', ') FROM pragma_table_info('plans') WHERE name != 'plan_id'")
+  sqlite3 "$db" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 9999)
+    INSERT INTO plans (plan_id, $cols) SELECT printf('01ZZZZ%020d', i), $cols FROM plans, n;"
+  count=$(sqlite3 "$db" "SELECT count(*) FROM plans")
+  ours=$(median_ms 7 "${A[@]}" --format json plan list)
+  base=$(median_ms 7 sqlite3 -json "$db" "SELECT plan_id, $cols FROM plans ORDER BY plan_id DESC")
+  le "$ours" 500 && v=PASS || v=MISS
+  row "agents plan list --format json ($count plans)" "$ours ms" "sqlite3 -json same rows $base ms" "$(ratio "$ours" "$base")" "$v (<= 500 ms)"
+  ours=$(median_ms 7 "${A[@]}" --format plain plan list)
+  le "$ours" 500 && v=PASS || v=MISS
+  row "agents plan list --format plain ($count plans)" "$ours ms" "sqlite3 -json same rows $base ms" "$(ratio "$ours" "$base")" "$v (<= 500 ms)"
+else
+  row "agents plan list (10,000 plans)" "-" "-" "-" "SKIP (no sqlite3)"
+fi
+
+# 3. engine: tool-call overhead and search_files (benches/engine.rs).
+if out=$(cargo bench --locked --bench engine 2>/dev/null); then
+  while IFS='|' read -r name o b r v; do
+    [ -n "$v" ] && row "$(echo "$name" | xargs)" "$(echo "$o" | xargs)" "$(echo "$b" | xargs)" "$(echo "$r" | xargs)" "$(echo "$v" | xargs)"
+  done <<< "$(echo "$out" | grep ' | ')"
+else
+  row "engine benchmark" "-" "-" "-" "FAILED to run"; FAILED=1
+fi
+
+# 4. sandbox (benches/sandbox.rs, 20,000 files): creation, checkpoint, diff.
+if [ $QUICK = 0 ]; then
+  if out=$(cargo bench --locked --bench sandbox 2>/dev/null); then
+    while read -r l; do
+      name=$(echo "$l" | sed -E 's/ +ours .*//')
+      o=$(echo "$l" | sed -E 's/.* ours +([0-9.]+) ms.*/\1 ms/')
+      b=$(echo "$l" | sed -E 's/.* ms   (.+[^ ]) +([0-9.]+) ms   ratio.*/\1 \2 ms/')
+      r=$(echo "$l" | sed -E 's/.*ratio +([0-9.]+x).*/\1/')
+      v=$(echo "$l" | sed -E 's/.*x  (PASS|MISS).*/\1/')
+      row "$name" "$o" "$b" "$r" "$v (<= 1.0x)"
+    done <<< "$(echo "$out" | grep ' ratio ')"
+  else
+    row "sandbox benchmark" "-" "-" "-" "FAILED to run"; FAILED=1
+  fi
+fi
+row "TUI frame time" "-" "-" "-" "not measured here (the TUI's own benchmark, ui/)"
+
+echo
+echo "Performance ($(uname -sm), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+python3 - "$ROWS" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+head = ["measurement", "ours", "baseline", "ratio", "verdict (target)"]
+w = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
+fmt = "  ".join("{:<%d}" % x for x in w)
+print(fmt.format(*head)); print(fmt.format(*["-" * x for x in w]))
+for r in rows: print(fmt.format(*r))
+PY
+[ "${FAILED:-0}" = 0 ]

@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Reliability suite (issue 9, item 4) — the parts too long for CI. Release build.
+#
+#   scripts/reliability.sh [--runs N] [--seconds S] [--workers W] [--keep]
+#
+# 1. crash: N (default 50) plans, each killed with SIGKILL at a random moment of Strategize,
+#    Execute or Apply (and sometimes again while recovering); afterwards every plan is
+#    recovered to Applied with `plan execute` / `plan apply`, `PRAGMA integrity_check` passes
+#    after every kill, and the real repository is either unchanged or exactly the applied
+#    result (one commit per plan, the expected files, a clean work tree).
+# 2. concurrency: W (default 8) processes issue commands against one data directory for S
+#    (default 60) seconds: project creation, listings, config reads, new plans, and
+#    `plan execute` on one shared plan. The only error allowed is CONFLICT on the shared plan;
+#    afterwards the counts of projects and plans match what the workers recorded.
+# 3. limits: a step printing 1 GB, a 200 MB file in the repository (bounded peak memory,
+#    clear outcomes), an escape attempt and a leaked-key probe (the key must appear nowhere in
+#    the data directory, the sandbox or the output).
+#
+# Prints a summary and exits non-zero on any failure. CI runs the short versions of 3 in
+# `tests/reliability/`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+RUNS=50 SECONDS_CONC=60 WORKERS=8 KEEP=0 ONLY=all
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) RUNS=$2; shift 2 ;;
+    --seconds) SECONDS_CONC=$2; shift 2 ;;
+    --workers) WORKERS=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    --only) ONLY=$2; shift 2 ;;   # crash | concurrency | limits
+    *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+
+if [ -z "${AGENTS_BIN:-}" ]; then
+  cargo build --release --locked --bin agents >&2 || { echo "release build failed" >&2; exit 1; }
+  AGENTS_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/agents"
+fi
+command -v jq >/dev/null || { echo "jq is required (apt-get install jq)" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/agents-reliability.XXXXXX")
+[ "$KEEP" = 1 ] || trap 'rm -rf "$WORK"' EXIT
+FAILURES=0
+fail() { echo "FAIL: $*" >&2; FAILURES=$((FAILURES + 1)); }
+
+# `a ARGS...`: the binary on this suite's data directory, json output.
+DATA=$WORK/data
+a() { "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json "$@"; }
+integrity() {
+  local r
+  r=$(sqlite3 "$DATA/cleveragents.db" "PRAGMA integrity_check" 2>&1 || python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])" "$DATA/cleveragents.db")
+  [ "$r" = ok ] || { fail "integrity_check: $r"; return 1; }
+}
+git_q() { git -c user.name=t -c user.email=t@t.invalid -c init.defaultBranch=main "$@"; }
+
+# ---------------------------------------------------------------- setup
+REPO=$WORK/repo
+mkdir -p "$REPO" && git_q -C "$REPO" init -q && echo base > "$REPO/README" \
+  && git_q -C "$REPO" add -A && git_q -C "$REPO" commit -qm base
+a resource add git-checkout local/repo --path "$REPO" >/dev/null || { echo "setup failed" >&2; exit 1; }
+a project create --resource local/repo app >/dev/null
+cat > "$WORK/crash.yaml" <<'EOF'
+name: local/crash
+definition-of-done: out/{{ n }}/ holds a, b, c, d
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - {name: n, type: integer, required: true}
+script:
+  - {name: a, run: "mkdir -p out/{{ n }} && sleep 0.2 && echo a{{ n }} > out/{{ n }}/a"}
+  - {name: b, run: "sleep 0.2 && echo b{{ n }} > out/{{ n }}/b"}
+  - {name: c, run: "sleep 0.2 && echo c{{ n }} > out/{{ n }}/c && echo {{ n }} >> out/log"}
+  - {name: d, run: "sleep 0.2 && printf 'd{{ n }}\\n' > out/{{ n }}/d"}
+EOF
+a action create --available --config "$WORK/crash.yaml" >/dev/null || { echo "action create failed" >&2; exit 1; }
+
+# ---------------------------------------------------------------- 1. crash
+KILLS=0 RECOVERED=0 APPLIED=0 EARLY=0 INTEGRITY=skipped COMMANDS=0 CONFLICTS=0 UNEXPECTED=0
+made_projects=0 have_projects=0 plans_before=0 made_plans=0 have_plans=0 INTEGRITY2=skipped
+code=- PEAK=- INTEGRITY3=skipped PEAK_OUT=- PEAK_BIG=-
+[ "$ONLY" = all ] || [ "$ONLY" = crash ] || RUNS=0
+echo "== crash: $RUNS runs" >&2
+kill_after() { # kill_after SECONDS CMD... : runs CMD, SIGKILLs it after SECONDS unless it ended
+  local delay=$1; shift
+  "$@" > "$WORK/last.json" 2>/dev/null &
+  local pid=$!
+  sleep "$delay" 2>/dev/null || true
+  if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; KILLS=$((KILLS + 1)); return 0; fi
+  wait "$pid" 2>/dev/null; return 1
+}
+for i in $(seq 1 "$RUNS"); do
+  before=$(git -C "$REPO" rev-parse HEAD)
+  where=$((RANDOM % 3))   # 0 strategize, 1 execute, 2 apply
+  case $where in
+    0) delay="0.0$((RANDOM % 10))" ;;
+    1) delay="0.$((2 + RANDOM % 8))" ;;
+    2) delay="" ;;
+  esac
+  plan=""
+  nplans=$(a plan list --action local/crash | jq '.data.plans | length')
+  if [ -n "$delay" ]; then
+    # shellcheck disable=SC2046
+    kill_after "$delay" "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json \
+      plan use local/crash app --arg n="$i" --automation-profile trusted
+  else
+    a plan use local/crash app --arg n="$i" --automation-profile trusted > "$WORK/last.json"
+  fi
+  integrity || true
+  if [ "$(a plan list --action local/crash | jq '.data.plans | length')" = "$nplans" ]; then
+    # Killed before the plan was stored: nothing to recover; the plan is made again.
+    EARLY=$((EARLY + 1))
+    a plan use local/crash app --arg n="$i" --automation-profile trusted > "$WORK/last.json"
+  fi
+  plan=$(a plan list --action local/crash | jq -r '[.data.plans[]] | sort_by(.plan_id) | last | .plan_id')
+  [ -n "$plan" ] && [ "$plan" != null ] || { fail "run $i: no plan recorded"; continue; }
+  # The real repository has not changed before Apply.
+  [ "$(git -C "$REPO" rev-parse HEAD)" = "$before" ] && [ -z "$(git -C "$REPO" status --porcelain)" ] \
+    || fail "run $i: the repository changed before Apply"
+  # Recover: drive to the apply gate (a kill can leave it queued, processing or errored).
+  ok=0
+  for _ in 1 2 3 4 5 6; do
+    st=$(a plan status "$plan" | jq -r '.data.phase + "/" + .data.state')
+    case $st in
+      execute/complete|apply/*) ok=1; break ;;
+    esac
+    a plan execute "$plan" > "$WORK/exec.json" 2>/dev/null
+    code=$?
+    [ $code = 0 ] || [ $code = 3 ] || [ $code = 1 ] || fail "run $i: plan execute exit $code"
+  done
+  [ $ok = 1 ] || { fail "run $i: plan $plan not recoverable (at $st)"; continue; }
+  RECOVERED=$((RECOVERED + 1))
+  # Apply, killed at a random moment in half of the runs, then completed.
+  APPLY_KILLED=no
+  if [ $((RANDOM % 2)) = 0 ]; then
+    APPLY_KILLED="after 0.$((RANDOM % 4))s"
+    kill_after "$(echo "$APPLY_KILLED" | sed 's/after //; s/s$//')" "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json plan apply --yes "$plan" || true
+    integrity || true
+  fi
+  for _ in 1 2 3; do
+    st=$(a plan status "$plan" | jq -r '.data.phase + "/" + .data.state')
+    [ "$st" = applied/complete ] && break
+    a plan apply --yes "$plan" > "$WORK/apply.json" 2>/dev/null
+  done
+  [ "$st" = applied/complete ] || { fail "run $i: plan $plan not applied after recovery (at $st): $(jq -c .error "$WORK/apply.json" 2>/dev/null)"; continue; }
+  APPLIED=$((APPLIED + 1))
+  # Exactly the applied result: one commit on top of $before, with the four files.
+  count=$(git -C "$REPO" rev-list --count "$before..HEAD")
+  [ "$count" = 1 ] || fail "run $i: $count commits instead of 1"
+  for f in a b c d; do
+    [ "$(cat "$REPO/out/$i/$f" 2>/dev/null)" = "$f$i" ] || fail "run $i: out/$i/$f wrong"
+  done
+  dirty=$(git -C "$REPO" status --porcelain | head -5 | tr '\n' ' ')
+  [ -z "$dirty" ] || fail "run $i: work tree not clean after apply (apply killed: ${APPLY_KILLED:-no}): $dirty"
+  [ "$(git -C "$REPO" diff --name-only "$before" HEAD | grep -vc "^out/")" = 0 ] || fail "run $i: files outside out/ changed"
+done
+integrity && INTEGRITY=ok || INTEGRITY=FAILED
+echo "crash: runs=$RUNS kills=$KILLS killed-before-creation=$EARLY recovered=$RECOVERED applied=$APPLIED integrity=$INTEGRITY" >&2
+
+# ---------------------------------------------------------------- 2. concurrency
+if [ "$ONLY" = all ] || [ "$ONLY" = concurrency ]; then
+echo "== concurrency: $WORKERS workers x ${SECONDS_CONC}s" >&2
+cat > "$WORK/quick.yaml" <<'EOF'
+name: local/quick
+definition-of-done: a file
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - {name: one, run: "echo one > one.txt"}
+  - {name: slow, run: "sleep 1 && echo two > two.txt"}
+EOF
+a action create --available --config "$WORK/quick.yaml" >/dev/null
+shared=$(a plan use local/quick app --automation-profile manual | jq -r .data.plan_id)
+plans_before=$(a plan list | jq '.data.plans | length')
+worker() {
+  local k=$1 end=$(( $(date +%s) + SECONDS_CONC )) j=0 out code err
+  local log=$WORK/worker-$k.log
+  : > "$log"
+  while [ "$(date +%s)" -lt "$end" ]; do
+    j=$((j + 1))
+    case $((j % 6)) in
+      0) out=$(a project create "local/w$k-$j"); code=$?; [ $code = 0 ] && echo "project local/w$k-$j" >> "$log" ;;
+      1) out=$(a plan list); code=$? ;;
+      2) out=$(a config get format); code=$? ;;
+      3) out=$(a plan execute "$shared"); code=$?
+         err=$(echo "$out" | jq -r '.error.code // empty' 2>/dev/null)
+         if [ $code = 1 ] && [ "$err" = CONFLICT ]; then echo "conflict" >> "$log"; code=0; fi
+         [ $code = 3 ] && code=0 ;;
+      4) if [ $((j % 24)) = 4 ]; then
+           out=$(a plan use local/quick app --automation-profile trusted); code=$?
+           [ $code = 3 ] && { echo "plan $(echo "$out" | jq -r .data.plan_id)" >> "$log"; code=0; }
+         else out=$(a project list); code=$?; fi ;;
+      5) out=$(a plan approvals); code=$? ;;
+    esac
+    if [ $code != 0 ]; then
+      echo "unexpected exit $code: $(echo "$out" | jq -c '{command, error}' 2>/dev/null || echo "$out" | head -c 300)" >> "$log"
+    fi
+    echo "cmd" >> "$log"
+  done
+}
+pids=()
+for k in $(seq 1 "$WORKERS"); do worker "$k" & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p"; done
+COMMANDS=$(cat "$WORK"/worker-*.log | grep -c '^cmd$')
+CONFLICTS=$(cat "$WORK"/worker-*.log | grep -c '^conflict$')
+UNEXPECTED=$(cat "$WORK"/worker-*.log | grep -c '^unexpected' || true)
+if [ "$UNEXPECTED" != 0 ]; then
+  fail "concurrency: $UNEXPECTED unexpected errors"; grep -h '^unexpected' "$WORK"/worker-*.log | sort | uniq -c | head -10 >&2
+fi
+made_projects=$(cat "$WORK"/worker-*.log | grep -c '^project ')
+made_plans=$(cat "$WORK"/worker-*.log | grep -c '^plan ')
+have_projects=$(a project list | jq '[.data.projects[] | select(.name | startswith("local/w"))] | length')
+have_plans=$(a plan list | jq '.data.plans | length')
+[ "$made_projects" = "$have_projects" ] || fail "concurrency: workers created $made_projects projects, the database has $have_projects"
+[ $((plans_before + made_plans)) = "$have_plans" ] || fail "concurrency: expected $((plans_before + made_plans)) plans, found $have_plans"
+integrity && INTEGRITY2=ok || INTEGRITY2=FAILED
+fi
+echo "concurrency: commands=$COMMANDS conflicts=$CONFLICTS unexpected=$UNEXPECTED projects=$made_projects/$have_projects plans=$((plans_before + made_plans))/$have_plans integrity=$INTEGRITY2" >&2
+
+# ---------------------------------------------------------------- 3. limits, escapes, keys
+if [ "$ONLY" = all ] || [ "$ONLY" = limits ]; then
+echo "== limits" >&2
+peak_kib() { /usr/bin/time -f "%M" -o "$WORK/time.txt" "$@" > "$WORK/limit.json" 2>/dev/null; local c=$?; PEAK=$(tail -1 "$WORK/time.txt"); return $c; }
+cat > "$WORK/limits.yaml" <<'EOF'
+name: local/limits
+definition-of-done: limits
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - {name: gigabyte, run: "head -c 1073741824 /dev/zero | tr '\\0' x; echo done > gb.txt"}
+  - {name: escape, run: "touch ../outside-escape 2>/dev/null; echo x > /tmp/agents-escape-probe 2>/dev/null; echo x > $REPO_PATH/escaped 2>/dev/null; env > env.txt; true"}
+EOF
+sed -i "s|\$REPO_PATH|$REPO|" "$WORK/limits.yaml"
+cat > "$WORK/small.yaml" <<'EOF'
+name: local/small
+definition-of-done: a note
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - {name: note, run: "echo note > NOTE.md && wc -c < big.bin > size.txt"}
+EOF
+a action create --available --config "$WORK/limits.yaml" >/dev/null
+a action create --available --config "$WORK/small.yaml" >/dev/null
+KEY="sk-reliability-probe-$(date +%s)-$RANDOM"
+head_before=$(git -C "$REPO" rev-parse HEAD)
+start=$(date +%s)
+OPENAI_API_KEY=$KEY ANTHROPIC_API_KEY=$KEY peak_kib "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json plan use local/limits app --automation-profile trusted
+code=$?; took=$(( $(date +%s) - start )); PEAK_OUT=$PEAK
+lplan=$(jq -r .data.plan_id "$WORK/limit.json")
+[ $code = 3 ] || fail "limits: plan use exit $code: $(jq -c .error "$WORK/limit.json")"
+[ "${PEAK_OUT:-999999999}" -lt 102400 ] || fail "limits: peak RSS ${PEAK_OUT} KiB while a step printed 1 GB"
+echo "limits: 1 GB of output: exit $code, ${took}s, peak ${PEAK_OUT} KiB" >&2
+[ ! -e "$WORK/outside-escape" ] && [ ! -e /tmp/agents-escape-probe ] && [ ! -e "$REPO/escaped" ] || fail "escape: a file was written outside the sandbox"
+rm -f /tmp/agents-escape-probe
+if grep -rqF "$KEY" "$DATA" "$WORK/limit.json" 2>/dev/null; then fail "leaked key: found in $(grep -rlF "$KEY" "$DATA" | head -3)"; fi
+[ "$(git -C "$REPO" rev-parse HEAD)" = "$head_before" ] && [ -z "$(git -C "$REPO" status --porcelain)" ] || fail "limits: the repository changed outside Apply"
+a plan diff "$lplan" > "$WORK/ldiff.json" || fail "limits: plan diff failed"
+jq -e '.data.stats.files_changed == 2' "$WORK/ldiff.json" >/dev/null || fail "limits: expected gb.txt and env.txt in the diff: $(jq -c .data.stats "$WORK/ldiff.json")"
+a plan cancel "$lplan" >/dev/null
+# A 200 MB file in the repository: sandbox, checkpoint, diff and apply.
+head -c 209715200 /dev/urandom > "$REPO/big.bin" && git_q -C "$REPO" add big.bin && git_q -C "$REPO" commit -qm big
+start=$(date +%s)
+peak_kib "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json plan use local/small app --automation-profile trusted
+code2=$?; took=$(( $(date +%s) - start )); PEAK_BIG=$PEAK
+splan=$(jq -r .data.plan_id "$WORK/limit.json")
+[ $code2 = 3 ] || fail "limits: plan use with a 200 MB file exit $code2: $(jq -c .error "$WORK/limit.json")"
+peak_kib "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json plan apply --yes "$splan" \
+  || fail "limits: apply with a 200 MB file: $(jq -c .error "$WORK/limit.json")"
+PEAK_BIG_APPLY=$PEAK
+[ "$(cat "$REPO/size.txt" 2>/dev/null)" = 209715200 ] || fail "limits: size.txt wrong after apply"
+# Bounded: the large file may be held once or twice (hashing, blob comparison), never more.
+[ "${PEAK_BIG:-999999999}" -lt 512000 ] && [ "${PEAK_BIG_APPLY:-999999999}" -lt 512000 ] \
+  || fail "limits: peak RSS ${PEAK_BIG}/${PEAK_BIG_APPLY} KiB with a 200 MB file"
+echo "limits: 200 MB file: exit $code2, ${took}s, peak ${PEAK_BIG} KiB (use), ${PEAK_BIG_APPLY} KiB (apply)" >&2
+integrity && INTEGRITY3=ok || INTEGRITY3=FAILED
+fi
+
+echo
+echo "Reliability summary"
+echo "  crash        runs=$RUNS kills=$KILLS killed-before-creation=$EARLY recovered=$RECOVERED applied=$APPLIED integrity=$INTEGRITY"
+echo "  concurrency  workers=$WORKERS seconds=$SECONDS_CONC commands=$COMMANDS conflicts=$CONFLICTS unexpected=$UNEXPECTED projects=$made_projects/$have_projects plans=$((plans_before + made_plans))/$have_plans integrity=$INTEGRITY2"
+echo "  limits       1GB-output peak=${PEAK_OUT}KiB  200MB-file peak=${PEAK_BIG}KiB(use)/${PEAK_BIG_APPLY:-}KiB(apply)  integrity=$INTEGRITY3"
+echo "  failures     $FAILURES"
+[ "$FAILURES" = 0 ]
