@@ -230,7 +230,8 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
     data["decisions"] = decisions_json(&decisions);
     let diff = super::plan_sandbox::run(
         super::plan_sandbox::PlanSandboxCommand::Diff {
-            plan: plan_id.clone(),
+            plan: Some(plan_id.clone()),
+            correction: None,
             resource: None,
             path: None,
             stat: false,
