@@ -282,7 +282,7 @@ impl Store {
                 JOIN reached r ON dd.upstream_decision_id = r.id \
              ) \
              SELECT d.decision_id, d.plan_id, d.decision_type, d.chosen_option, d.sequence_number \
-             FROM reached r JOIN decisions d ON d.decision_id = r.id \
+             FROM reached r CROSS JOIN decisions d ON d.decision_id = r.id \
              WHERE d.superseded_by IS NULL AND d.decision_id != ?1",
         )?;
         type Row = (String, String, String, String, i64);
