@@ -84,7 +84,16 @@ pub enum ImpactError {
 /// # Errors
 /// [`ImpactError`].
 pub fn affected_decisions(store: &Store, decision: &Decision) -> Result<Vec<Reached>, ImpactError> {
-    let mut reached = store.transitive_dependents(&decision.decision_id)?;
+    // Correcting a plan's root prompt invalidates everything downstream, child plans included
+    // (spec 08): every current decision of the plan and its descendant plans, read in one
+    // pass instead of walking every dependency row.
+    let mut reached = if decision.decision_type == DecisionType::PromptDefinition
+        && decision.parent_decision_id.is_none()
+    {
+        store.family_current_decisions(&decision.plan_id, &decision.decision_id)?
+    } else {
+        store.transitive_dependents(&decision.decision_id)?
+    };
     reached.sort_by(|a, b| {
         let own = |r: &Reached| r.plan_id != decision.plan_id;
         (own(a), a.plan_id, a.sequence_number).cmp(&(own(b), b.plan_id, b.sequence_number))
@@ -343,6 +352,7 @@ mod tests {
         store: Store,
         _dir: tempfile::TempDir,
         plan: Id,
+        root: Id,
         spawn: Id,
         other: Id,
         child: Id,
@@ -422,6 +432,7 @@ mod tests {
             store,
             _dir: dir,
             plan: p,
+            root,
             spawn,
             other,
             child,
@@ -460,6 +471,13 @@ mod tests {
             [f.spawn],
             "no plan_steps yet: its executable decision"
         );
+        let all = impact(&f.store, None, &f.root).unwrap();
+        assert_eq!(
+            all.decisions.len(),
+            8,
+            "the root reaches every decision of the family"
+        );
+        assert_eq!(all.child_plans.len(), 2);
         let independent = impact(&f.store, None, &f.other).unwrap();
         assert_eq!(independent.decisions.len(), 1);
         assert!(independent.child_plans.is_empty());

@@ -115,6 +115,20 @@ fn id_of(column: &'static str, s: &str) -> Result<Id, StoreError> {
     s.parse().map_err(|e| corrupt(column, e))
 }
 
+fn reached_from(
+    (id, plan, kind, chosen, seq): (String, String, String, String, i64),
+) -> Result<Reached, StoreError> {
+    Ok(Reached {
+        decision_id: id_of("decision_id", &id)?,
+        plan_id: id_of("plan_id", &plan)?,
+        decision_type: kind
+            .parse()
+            .map_err(|e: String| corrupt("decision_type", e))?,
+        chosen_option: chosen,
+        sequence_number: u32::try_from(seq).unwrap_or(u32::MAX),
+    })
+}
+
 fn attempt_from(r: AttemptRow) -> Result<CorrectionAttempt, StoreError> {
     let (id, plan, original, new, mode, attempt, snapshot, reason, status, result, created, done) =
         r;
@@ -282,26 +296,39 @@ impl Store {
                 JOIN reached r ON dd.upstream_decision_id = r.id \
              ) \
              SELECT d.decision_id, d.plan_id, d.decision_type, d.chosen_option, d.sequence_number \
-             FROM reached r JOIN decisions d ON d.decision_id = r.id \
+             FROM reached r CROSS JOIN decisions d ON d.decision_id = r.id \
              WHERE d.superseded_by IS NULL AND d.decision_id != ?1",
         )?;
         type Row = (String, String, String, String, i64);
         let rows: Vec<Row> = stmt
             .query_map([decision.to_string()], |r| r.try_into())?
             .collect::<Result<_, _>>()?;
-        rows.into_iter()
-            .map(|(id, plan, kind, chosen, seq)| {
-                Ok(Reached {
-                    decision_id: id.parse().map_err(|e| corrupt("decision_id", e))?,
-                    plan_id: plan.parse().map_err(|e| corrupt("plan_id", e))?,
-                    decision_type: kind
-                        .parse()
-                        .map_err(|e: String| corrupt("decision_type", e))?,
-                    chosen_option: chosen,
-                    sequence_number: u32::try_from(seq).unwrap_or(u32::MAX),
-                })
-            })
-            .collect()
+        rows.into_iter().map(reached_from).collect()
+    }
+
+    /// Every current decision of `plan_id` and its descendant plans (by `parent_plan_id`)
+    /// except `except`: what correcting the plan's root prompt invalidates.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn family_current_decisions(
+        &self,
+        plan_id: &Id,
+        except: &Id,
+    ) -> Result<Vec<Reached>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "WITH RECURSIVE fam(id) AS (SELECT ?1 UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
+             SELECT d.decision_id, d.plan_id, d.decision_type, d.chosen_option, d.sequence_number \
+             FROM fam f CROSS JOIN decisions d ON d.plan_id = f.id \
+             WHERE d.superseded_by IS NULL AND d.decision_id != ?2",
+        )?;
+        type Row = (String, String, String, String, i64);
+        let rows: Vec<Row> = stmt
+            .query_map(params![plan_id.to_string(), except.to_string()], |r| {
+                r.try_into()
+            })?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter().map(reached_from).collect()
     }
 
     /// The child plans linked to decisions of `plan_id` (agreed linking: a `plan` dependency
