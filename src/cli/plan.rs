@@ -722,9 +722,15 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 .into(),
             rows: children
                 .iter()
-                .map(|(l, c)| {
+                .zip(view::short_ids(
+                    &children
+                        .iter()
+                        .map(|(l, _)| l.child_plan_id.to_string())
+                        .collect::<Vec<_>>(),
+                ))
+                .map(|((l, c), short)| {
                     vec![
-                        view::id(view::short(&l.child_plan_id.to_string())),
+                        view::id(short),
                         c.as_ref()
                             .map(|c| c.action_name.clone())
                             .unwrap_or_default()
@@ -821,11 +827,18 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             rows: extra
                 .steps
                 .iter()
-                .map(|st| {
+                .zip(view::short_ids(
+                    &extra
+                        .steps
+                        .iter()
+                        .map(|st| st.decision_id.to_string())
+                        .collect::<Vec<_>>(),
+                ))
+                .map(|(st, short)| {
                     vec![
                         st.position.to_string().into(),
                         step_name(st).into(),
-                        view::id(view::short(&st.decision_id.to_string())),
+                        view::id(short),
                         st.status.as_str().into(),
                         st.runs.to_string().into(),
                     ]

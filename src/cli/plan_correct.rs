@@ -2,6 +2,8 @@
 //! issue 7). `tree`, `explain`, `correct --dry-run` and `diff --correction` only read: they
 //! open the database with `query_only` and never take a sandbox snapshot.
 
+use std::collections::HashMap;
+
 use clap::Args;
 use serde_json::{Value, json};
 
@@ -86,8 +88,8 @@ fn first_line(s: &str, max: usize) -> String {
     }
 }
 
-fn tree_label(n: &tree::Node) -> Cell {
-    let short = view::short(&n.id.to_string());
+fn tree_label(n: &tree::Node, shorts: &HashMap<String, String>) -> Cell {
+    let short = view::short_in(shorts, &n.id.to_string());
     if n.kind == "plan" {
         return Cell::new(
             format!(
@@ -114,21 +116,34 @@ fn tree_label(n: &tree::Node) -> Cell {
     if let Some(by) = n.superseded_by {
         text.push_str(&format!(
             " (superseded by {})",
-            view::short(&by.to_string())
+            view::short_in(shorts, &by.to_string())
         ));
         return Cell::new(text, Tone::Dim);
     }
     Cell::from(text)
 }
 
-fn tree_nodes(nodes: &[tree::Node]) -> Vec<TreeNode> {
+fn tree_nodes(nodes: &[tree::Node], shorts: &HashMap<String, String>) -> Vec<TreeNode> {
     nodes
         .iter()
         .map(|n| TreeNode {
-            label: tree_label(n),
-            children: tree_nodes(&n.children),
+            label: tree_label(n, shorts),
+            children: tree_nodes(&n.children, shorts),
         })
         .collect()
+}
+
+/// Every decision id a tree shows (its nodes and what superseded them).
+fn tree_ids(nodes: &[tree::Node], out: &mut Vec<String>) {
+    for n in nodes {
+        if n.kind != "plan" {
+            out.push(n.id.to_string());
+        }
+        if let Some(by) = n.superseded_by {
+            out.push(by.to_string());
+        }
+        tree_ids(&n.children, out);
+    }
 }
 
 /// `agents plan tree [--show-superseded] PLAN`.
@@ -168,7 +183,11 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
     };
     let mut report = Report::ok("plan tree", data, status).with(Element::Tree {
         title: format!("Decision Tree: {}", plan.name),
-        roots: tree_nodes(&t.roots),
+        roots: {
+            let mut ids = Vec::new();
+            tree_ids(&t.roots, &mut ids);
+            tree_nodes(&t.roots, &view::short_map(ids))
+        },
     });
     report = report.with(Element::panel(
         "Tree Summary",
@@ -400,11 +419,12 @@ fn step_lines(v: &[Id], labels: &std::collections::HashMap<Id, String>) -> Vec<S
     if v.is_empty() {
         return vec!["(none)".into()];
     }
+    let shorts = view::short_map(v.iter().chain(labels.keys()).map(Id::to_string));
     v.iter()
         .map(|id| {
             format!(
                 "{}  {}",
-                view::short(&id.to_string()),
+                view::short_in(&shorts, &id.to_string()),
                 labels
                     .get(id)
                     .map(|l| first_line(l, 60))

@@ -667,7 +667,7 @@ fn snap(name: &str, env: &Env, args: &[&str]) {
             .to_string(),
     );
     settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ID]");
-    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8}\b", "[SHORT]");
+    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8,12}\b", "[SHORT]");
     settings.add_filter(r"cp_[0-9A-Za-z]+", "cp_[ID]");
     settings.add_filter(r"\b[0-9a-f]{40}\b", "[OID]");
     settings.bind(|| insta::assert_snapshot!(name, text));
@@ -1020,4 +1020,56 @@ fn correcting_before_execute_redecides_and_the_new_decision_is_what_runs() {
     );
     assert_ne!(after["extend"].decision_id, before["extend"].decision_id);
     assert_eq!(after["write"].decision_id, before["write"].decision_id);
+}
+
+/// The ids a user reads in `plan tree` and in `plan status`'s Steps table: decisions made in the
+/// same second share their first 8 characters, so each is printed as its shortest unique prefix
+/// and every printed id names exactly that decision again (`plan explain SHORT`).
+#[test]
+fn tree_and_status_print_short_ids_that_can_be_typed_back() {
+    let (s, id, _pid) = offline_plan();
+    let out = s.env.run(&["--format", "plain", "plan", "tree", &id]);
+    let text = crate::support::stdout(&out);
+    let token = regex::Regex::new(r#"[)"] ([0-9A-HJKMNP-TV-Z]{8,26})$"#).unwrap();
+    let shorts: Vec<String> = text
+        .lines()
+        .filter_map(|l| token.captures(l.trim_end()))
+        .map(|c| c[1].to_string())
+        .collect();
+    assert_eq!(
+        shorts.len(),
+        10,
+        "root, an invariant and eight steps: {text}"
+    );
+    let mut unique = shorts.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), shorts.len(), "distinct ids: {text}");
+    for short in &shorts {
+        let (doc, code) = s.env.json(&["plan", "explain", short]);
+        assert_eq!(code, 0, "`plan explain {short}` resolves: {doc:#}");
+        assert!(
+            doc["data"]["decision_id"]
+                .as_str()
+                .unwrap()
+                .starts_with(short.as_str())
+        );
+    }
+
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Steps"))
+        .skip(3)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 8, "{text}");
+    for short in &rows {
+        assert!(
+            shorts.contains(&short.to_string()),
+            "{short} as in the tree: {text}"
+        );
+    }
 }
