@@ -1073,3 +1073,99 @@ fn tree_and_status_print_short_ids_that_can_be_typed_back() {
         );
     }
 }
+
+/// After correcting an `invariant_enforced` decision the plan's effective invariants (what
+/// `invariant list --plan --effective` shows) no longer include it, and a later correction of
+/// the root keeps it removed instead of silently dropping the record of the removal.
+#[test]
+fn an_invariant_removed_by_a_correction_is_not_listed_as_effective_and_stays_removed() {
+    let (s, id, pid) = offline_plan();
+    let current = |kind: &str| {
+        let st = store(&s.env);
+        st.decisions(&pid)
+            .unwrap()
+            .into_iter()
+            .filter(|d| d.is_current() && d.decision_type.as_str() == kind)
+            .collect::<Vec<_>>()
+    };
+    let inv = current("invariant_enforced").remove(0);
+    let text = inv.chosen_option.clone();
+    let (doc, code) = s
+        .env
+        .json(&["invariant", "list", "--plan", &id, "--effective"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(doc["data"]["effective"].to_string().contains(&text));
+
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "not for this plan",
+        "--yes",
+        &inv.decision_id.to_string(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let listed = |s: &Setup| {
+        let (doc, code) = s
+            .env
+            .json(&["invariant", "list", "--plan", &id, "--effective"]);
+        assert_eq!(code, 0, "{doc:#}");
+        doc
+    };
+    let doc = listed(&s);
+    assert!(
+        !doc["data"]["effective"].to_string().contains(&text),
+        "removed: {doc:#}"
+    );
+    assert_eq!(
+        doc["data"]["removed_by_correction"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "{doc:#}"
+    );
+    let out = s.env.run(&[
+        "--format",
+        "plain",
+        "invariant",
+        "list",
+        "--plan",
+        &id,
+        "--effective",
+    ]);
+    assert!(
+        crate::support::stdout(&out).contains("Removed By Correction: 1"),
+        "{}",
+        crate::support::stdout(&out)
+    );
+
+    let root = store(&s.env)
+        .plan(&pid)
+        .unwrap()
+        .unwrap()
+        .decision_root_id
+        .unwrap();
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "start over",
+        "--yes",
+        &root.to_string(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(current("invariant_enforced").is_empty());
+    let removal = current("user_intervention");
+    assert_eq!(removal.len(), 1, "the removal is carried into attempt 3");
+    assert_eq!(removal[0].attempt, 3);
+    let doc = listed(&s);
+    assert!(
+        !doc["data"]["effective"].to_string().contains(&text),
+        "still removed: {doc:#}"
+    );
+}
