@@ -637,6 +637,23 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             }))
             .collect::<Vec<_>>()
     );
+    // Corrections, so that `plan diff --correction ATTEMPT` can be found again later.
+    let corrections = store.correction_attempts(&id)?;
+    data["corrections"] = json!(
+        corrections
+            .iter()
+            .map(|a| json!({
+                "attempt_id": a.attempt_id.to_string(),
+                "attempt": a.plan_attempt,
+                "mode": a.mode,
+                "original_decision_id": a.original_decision_id.to_string(),
+                "new_decision_id": a.new_decision_id.map(|d| d.to_string()),
+                "status": a.status.as_str(),
+                "guidance": a.correction_reason,
+                "created_at": a.created_at.to_string(),
+            }))
+            .collect::<Vec<_>>()
+    );
     data["decisions"] =
         json!({"current": extra.decisions, "superseded": extra.superseded_decisions});
     data["usage"] = json!(extra.usage);
@@ -819,6 +836,8 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         ));
     }
     if !extra.steps.is_empty() {
+        // Unique among all the plan's decisions, so that a printed id names one decision.
+        let shorts = view::short_map(decisions.iter().map(|d| d.decision_id.to_string()));
         report = report.with(Element::Table {
             title: "Steps".into(),
             columns: ["#", "Step", "Decision", "Status", "Runs"]
@@ -827,20 +846,61 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             rows: extra
                 .steps
                 .iter()
-                .zip(view::short_ids(
-                    &extra
-                        .steps
-                        .iter()
-                        .map(|st| st.decision_id.to_string())
-                        .collect::<Vec<_>>(),
-                ))
-                .map(|(st, short)| {
+                .map(|st| {
                     vec![
                         st.position.to_string().into(),
                         step_name(st).into(),
-                        view::id(short),
+                        view::id(view::short_in(&shorts, &st.decision_id.to_string())),
                         st.status.as_str().into(),
                         st.runs.to_string().into(),
+                    ]
+                })
+                .collect(),
+            empty: String::new(),
+        });
+    }
+    if !corrections.is_empty() {
+        let attempts = view::short_ids(
+            &corrections
+                .iter()
+                .map(|a| a.attempt_id.to_string())
+                .collect::<Vec<_>>(),
+        );
+        let decisions = view::short_map(corrections.iter().flat_map(|a| {
+            [Some(a.original_decision_id), a.new_decision_id]
+                .into_iter()
+                .flatten()
+                .map(|d| d.to_string())
+        }));
+        report = report.with(Element::Table {
+            title: "Corrections".into(),
+            columns: [
+                "Attempt ID",
+                "Attempt",
+                "Mode",
+                "Corrected",
+                "Status",
+                "Guidance",
+            ]
+            .map(Column::left)
+            .into(),
+            rows: corrections
+                .iter()
+                .zip(attempts)
+                .map(|(a, short)| {
+                    vec![
+                        view::id(short),
+                        a.plan_attempt
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| "-".into())
+                            .into(),
+                        a.mode.clone().into(),
+                        view::id(view::short_in(
+                            &decisions,
+                            &a.original_decision_id.to_string(),
+                        )),
+                        a.status.as_str().into(),
+                        view::clip(a.correction_reason.as_deref().unwrap_or_default(), 40).into(),
                     ]
                 })
                 .collect(),

@@ -718,7 +718,16 @@ pub fn correction_diff(
     plan: Option<&str>,
 ) -> Result<Report, CliError> {
     let store = read_store(ctx)?;
-    let a = store.correction_attempt(attempt)??;
+    let a = store.correction_attempt(attempt)?.map_err(|e| {
+        let not_found = matches!(e, crate::engine::domain::id::IdPrefixError::NotFound { .. });
+        let err = CliError::from(e);
+        if not_found {
+            // An attempt id is printed by `plan correct`; `plan status` lists them again.
+            err.hint(ctx.suggest(&format!("plan status {}", plan.unwrap_or("PLAN"))))
+        } else {
+            err
+        }
+    })?;
     if let Some(p) = plan {
         let pid = store.resolve_plan_id(p)??;
         if pid != a.plan_id {

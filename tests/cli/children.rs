@@ -843,7 +843,7 @@ fn a_model_executor_spawns_children_with_create_subplan_sequentially_and_in_a_pa
     assert_eq!(spawns[1].parent_decision_id, Some(group.decision_id));
 }
 
-fn snapshot(name: &str, env: &Env, args: &[&str]) {
+pub(crate) fn snapshot(name: &str, env: &Env, args: &[&str]) {
     let out = env.run(args);
     let text = crate::cli::snapshots::output_text(&out);
     let mut s = crate::cli::snapshots::settings(env, args);
@@ -851,14 +851,15 @@ fn snapshot(name: &str, env: &Env, args: &[&str]) {
     s.add_filter(r"apr_[0-9A-HJKMNP-TV-Z]{26}", "apr_[ULID]");
     s.add_filter(r"cp_[0-9A-HJKMNP-TV-Z]{26}", "cp_[ULID]");
     s.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{26}\b", "[ULID]");
-    // Short ids grow by a character when two plans share a prefix, and table columns with
-    // them: mask the ids, then collapse column padding and rules.
-    s.add_filter(r"\b01[0-9A-HJKMNP-TV-Z]{6,24}\b", "[SHORT]");
-    s.add_filter(r"\b[0-9a-f]{40}\b", "[SHA]");
+    // Timestamps first: their fraction of a second may look like a short id.
     s.add_filter(
         r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z",
         "[TIMESTAMP]",
     );
+    // Short ids grow by a character when two plans share a prefix, and table columns with
+    // them: mask the ids, then collapse column padding and rules.
+    s.add_filter(r"\b01[0-9A-HJKMNP-TV-Z]{6,24}\b", "[SHORT]");
+    s.add_filter(r"\b[0-9a-f]{40}\b", "[SHA]");
     s.add_filter(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", "[TIME]");
     s.add_filter(r#""(duration|elapsed)_ms": ?\d+"#, r#""${1}_ms": "[MS]""#);
     s.add_filter(r"(\S)  +", "$1  ");

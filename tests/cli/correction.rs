@@ -1067,9 +1067,10 @@ fn tree_and_status_print_short_ids_that_can_be_typed_back() {
         .collect();
     assert_eq!(rows.len(), 8, "{text}");
     for short in &rows {
-        assert!(
-            shorts.contains(&short.to_string()),
-            "{short} as in the tree: {text}"
+        let (doc, code) = s.env.json(&["plan", "explain", short]);
+        assert_eq!(
+            code, 0,
+            "`plan explain {short}` from the Steps table: {doc:#}"
         );
     }
 }
@@ -1167,5 +1168,61 @@ fn an_invariant_removed_by_a_correction_is_not_listed_as_effective_and_stays_rem
     assert!(
         !doc["data"]["effective"].to_string().contains(&text),
         "still removed: {doc:#}"
+    );
+}
+
+/// A correction's attempt id is what `plan diff --correction` takes; after the `plan correct`
+/// output is gone, `plan status` lists the plan's corrections with it, and a wrong attempt id
+/// points there.
+#[test]
+fn plan_status_lists_corrections_so_their_diff_can_be_found_again() {
+    let (s, id, pid) = offline_plan();
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "a new nonce",
+        "--yes",
+        &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let attempt = doc["data"]["attempt_id"].as_str().unwrap().to_string();
+
+    let (doc, code) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let listed = doc["data"]["corrections"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{doc:#}");
+    assert_eq!(listed[0]["attempt_id"], attempt.as_str());
+    assert_eq!(listed[0]["original_decision_id"], s5.as_str());
+    assert_eq!(listed[0]["mode"], "revert");
+    assert_eq!(listed[0]["attempt"], 2);
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Corrections"))
+        .nth(3)
+        .unwrap_or_else(|| panic!("a Corrections table: {text}"));
+    let short = row.split_whitespace().next().unwrap();
+    assert!(attempt.starts_with(short), "{row}");
+    let (doc, code) = s.env.json(&["plan", "diff", "--correction", short, &id]);
+    assert_eq!(code, 0, "the printed id works: {doc:#}");
+    for format in ["plain", "json"] {
+        super::children::snapshot(
+            &format!("plan_status_with_a_correction_{format}"),
+            &s.env,
+            &["--format", format, "plan", "status", &id],
+        );
+    }
+
+    let (doc, code) = s.env.json(&["plan", "diff", "--correction", &s5, &id]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+    assert!(
+        doc.to_string().contains(&format!("plan status {id}")),
+        "the hint names plan status: {doc:#}"
     );
 }
