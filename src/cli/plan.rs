@@ -622,6 +622,13 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             (l, child)
         })
         .collect();
+    // A child whose spawn decision a correction superseded belongs to an earlier attempt.
+    let superseded_spawn = |l: &crate::engine::store::children::ChildLink| {
+        decisions
+            .iter()
+            .find(|d| d.decision_id == l.spawn_decision_id)
+            .is_some_and(|d| !d.is_current())
+    };
     data["children"] = json!(
         children
             .iter()
@@ -634,6 +641,7 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 "spawn_decision_id": l.spawn_decision_id.to_string(),
                 "parallel_group": l.parallel_group,
                 "detail": l.detail,
+                "superseded": superseded_spawn(l),
             }))
             .collect::<Vec<_>>()
     );
@@ -731,6 +739,8 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             ],
         ));
     }
+    let (earlier, children): (Vec<_>, Vec<_>) =
+        children.into_iter().partition(|(l, _)| superseded_spawn(l));
     if !children.is_empty() {
         report = report.with(Element::Table {
             title: "Child Plans".into(),
@@ -769,6 +779,15 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 })
                 .collect(),
             empty: String::new(),
+        });
+    }
+    if !earlier.is_empty() {
+        report = report.with(Element::List {
+            title: format!("Superseded Child Plans: {}", earlier.len()),
+            items: vec![format!(
+                "spawned by decisions a correction replaced (`{}` shows them)",
+                ctx.suggest(&format!("plan tree --show-superseded {id}"))
+            )],
         });
     }
     report = report

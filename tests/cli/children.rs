@@ -1248,3 +1248,60 @@ script:
         Some("fixed\n")
     );
 }
+
+/// Correcting a spawn decision spawns its child again in the new attempt; `plan status` then
+/// lists only the current children (the old attempt's are counted apart, still in json with
+/// `superseded: true`), so the table agrees with `plan tree`.
+#[test]
+fn after_correcting_a_spawn_plan_status_lists_only_the_current_children() {
+    let parent = r#"name: local/one-child
+description: Prepare, then let one child write
+definition-of-done: A.md exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: prep
+    run: printf 'prep\n' > PREP.md
+  - name: child
+    spawn:
+      action: local/add-file
+      args: {file: A.md, text: alpha}
+"#;
+    let s = setup(&[ADD_FILE, parent]);
+    let (doc, code, id) = use_plan(&s, "local/one-child", "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    let old = children(&s.env, &id)[0].clone();
+    let spawn = old["spawn_decision_id"].as_str().unwrap().to_string();
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "spawn again",
+        "--yes",
+        &spawn,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+
+    let all = children(&s.env, &id);
+    assert_eq!(all.len(), 2, "{all:#?}");
+    let current: Vec<_> = all.iter().filter(|c| c["superseded"] == false).collect();
+    assert_eq!(current.len(), 1, "{all:#?}");
+    assert_ne!(current[0]["plan_id"], old["plan_id"]);
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Child Plans"))
+        .skip(3)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    let shown = rows[0].split_whitespace().next().unwrap();
+    assert!(
+        current[0]["plan_id"].as_str().unwrap().starts_with(shown),
+        "the current child: {text}"
+    );
+    assert!(text.contains("Superseded Child Plans: 1"), "{text}");
+}
