@@ -386,10 +386,14 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
     }
     Ok(report.with(Element::List {
         title: "Next Steps".into(),
-        items: vec![ctx.suggest(&format!(
-            "plan correct --mode revert -g \"GUIDANCE\" --dry-run {}",
-            d.decision_id
-        ))],
+        // A superseded decision cannot be corrected: its replacement can.
+        items: vec![match d.superseded_by {
+            Some(by) => ctx.suggest(&format!("plan explain {by}")),
+            None => ctx.suggest(&format!(
+                "plan correct --mode revert -g \"GUIDANCE\" --dry-run {}",
+                d.decision_id
+            )),
+        }],
     }))
 }
 

@@ -1226,3 +1226,28 @@ fn plan_status_lists_corrections_so_their_diff_can_be_found_again() {
         "the hint names plan status: {doc:#}"
     );
 }
+
+/// `plan explain` of a superseded decision does not suggest correcting it (that is refused):
+/// it points to the decision that replaced it.
+#[test]
+fn explaining_a_superseded_decision_suggests_its_replacement_not_a_refused_correction() {
+    let (s, _id, pid) = offline_plan();
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let new = doc["data"]["new_decision_id"].as_str().unwrap().to_string();
+    let out = s.env.run(&["--format", "plain", "plan", "explain", &s5]);
+    let text = crate::support::stdout(&out);
+    let next: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Next Steps"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(next.len(), 1, "{text}");
+    assert!(next[0].ends_with(&format!("plan explain {new}")), "{text}");
+    let (doc, code) = s.env.json(&["plan", "explain", &new]);
+    assert_eq!(code, 0, "{doc:#}");
+}
