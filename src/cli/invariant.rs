@@ -215,8 +215,15 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let providers = ctx.config()?.providers();
     let global_actor = super::global_setting(ctx, "invariant-actor");
-    let (plan_id, v, choice) =
+    let (plan_id, mut v, choice) =
         invariants::effective(&store, &providers, plan, global_actor.as_deref())?;
+    // Invariants a correction stopped enforcing for this plan (`plan correct` of an
+    // `invariant_enforced` decision, docs/corrections.md) no longer apply to it.
+    let removed = removed_by_correction(&store, &plan_id)?;
+    let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut v.effective)
+        .into_iter()
+        .partition(|i| removed.iter().any(|(id, _)| *id == i.invariant_id));
+    v.effective = kept;
     let count = |s: InvariantScope| v.effective.iter().filter(|i| i.scope == s).count();
     let conflicts = v.conflicts.len();
     let status = format!(
@@ -246,6 +253,10 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
             "conflicts": v.conflicts,
             "duplicates": v.duplicates,
             "invariant_actor": choice,
+            "removed_by_correction": removed
+                .iter()
+                .map(|(id, by)| json!({"invariant_id": id, "decision_id": by}))
+                .collect::<Vec<_>>(),
             "semantic_check": "not_checked",
         }),
         status,
@@ -272,6 +283,22 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
             .collect(),
         empty: "No invariants apply to this plan.".into(),
     });
+    if !gone.is_empty() {
+        report = report.with(Element::List {
+            title: format!("Removed By Correction: {}", gone.len()),
+            items: gone
+                .iter()
+                .map(|i| {
+                    let by = removed
+                        .iter()
+                        .find(|(id, _)| *id == i.invariant_id)
+                        .map(|(_, by)| by.to_string())
+                        .unwrap_or_default();
+                    format!("{} \"{}\" (decision {by})", i.invariant_id, i.text)
+                })
+                .collect(),
+        });
+    }
     if !v.conflicts.is_empty() {
         report = report.with(Element::List {
             title: format!("Conflicts Resolved: {conflicts}"),
@@ -307,6 +334,27 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
         });
     }
     Ok(report.message(Level::Warn, semantic))
+}
+
+/// The invariants a correction removed from `plan`: (invariant id, the current correcting
+/// decision), from the `user_intervention` decisions that replaced `invariant_enforced` ones.
+fn removed_by_correction(
+    store: &crate::engine::store::Store,
+    plan: &crate::engine::domain::Id,
+) -> Result<Vec<(String, crate::engine::domain::Id)>, CliError> {
+    let decisions = store.decisions(plan)?;
+    Ok(decisions
+        .iter()
+        .filter(|d| d.is_current() && d.context_snapshot.get("removed_invariant").is_some())
+        .filter_map(|d| {
+            let old = d.context_snapshot["invariant_decision"].as_str()?;
+            let old = decisions
+                .iter()
+                .find(|o| o.decision_id.to_string() == old)?;
+            let id = old.context_snapshot["references"][0].as_str()?;
+            Some((id.to_string(), d.decision_id))
+        })
+        .collect())
 }
 
 fn remove(ctx: &Context, id: &str, yes: bool) -> Result<Report, CliError> {

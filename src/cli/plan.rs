@@ -622,6 +622,13 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             (l, child)
         })
         .collect();
+    // A child whose spawn decision a correction superseded belongs to an earlier attempt.
+    let superseded_spawn = |l: &crate::engine::store::children::ChildLink| {
+        decisions
+            .iter()
+            .find(|d| d.decision_id == l.spawn_decision_id)
+            .is_some_and(|d| !d.is_current())
+    };
     data["children"] = json!(
         children
             .iter()
@@ -634,6 +641,24 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 "spawn_decision_id": l.spawn_decision_id.to_string(),
                 "parallel_group": l.parallel_group,
                 "detail": l.detail,
+                "superseded": superseded_spawn(l),
+            }))
+            .collect::<Vec<_>>()
+    );
+    // Corrections, so that `plan diff --correction ATTEMPT` can be found again later.
+    let corrections = store.correction_attempts(&id)?;
+    data["corrections"] = json!(
+        corrections
+            .iter()
+            .map(|a| json!({
+                "attempt_id": a.attempt_id.to_string(),
+                "attempt": a.plan_attempt,
+                "mode": a.mode,
+                "original_decision_id": a.original_decision_id.to_string(),
+                "new_decision_id": a.new_decision_id.map(|d| d.to_string()),
+                "status": a.status.as_str(),
+                "guidance": a.correction_reason,
+                "created_at": a.created_at.to_string(),
             }))
             .collect::<Vec<_>>()
     );
@@ -714,6 +739,8 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             ],
         ));
     }
+    let (earlier, children): (Vec<_>, Vec<_>) =
+        children.into_iter().partition(|(l, _)| superseded_spawn(l));
     if !children.is_empty() {
         report = report.with(Element::Table {
             title: "Child Plans".into(),
@@ -722,9 +749,15 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 .into(),
             rows: children
                 .iter()
-                .map(|(l, c)| {
+                .zip(view::short_ids(
+                    &children
+                        .iter()
+                        .map(|(l, _)| l.child_plan_id.to_string())
+                        .collect::<Vec<_>>(),
+                ))
+                .map(|((l, c), short)| {
                     vec![
-                        view::id(view::short(&l.child_plan_id.to_string())),
+                        view::id(short),
                         c.as_ref()
                             .map(|c| c.action_name.clone())
                             .unwrap_or_default()
@@ -746,6 +779,15 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 })
                 .collect(),
             empty: String::new(),
+        });
+    }
+    if !earlier.is_empty() {
+        report = report.with(Element::List {
+            title: format!("Superseded Child Plans: {}", earlier.len()),
+            items: vec![format!(
+                "spawned by decisions a correction replaced (`{}` shows them)",
+                ctx.suggest(&format!("plan tree --show-superseded {id}"))
+            )],
         });
     }
     report = report
@@ -813,6 +855,8 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         ));
     }
     if !extra.steps.is_empty() {
+        // Unique among all the plan's decisions, so that a printed id names one decision.
+        let shorts = view::short_map(decisions.iter().map(|d| d.decision_id.to_string()));
         report = report.with(Element::Table {
             title: "Steps".into(),
             columns: ["#", "Step", "Decision", "Status", "Runs"]
@@ -825,9 +869,57 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                     vec![
                         st.position.to_string().into(),
                         step_name(st).into(),
-                        view::id(view::short(&st.decision_id.to_string())),
+                        view::id(view::short_in(&shorts, &st.decision_id.to_string())),
                         st.status.as_str().into(),
                         st.runs.to_string().into(),
+                    ]
+                })
+                .collect(),
+            empty: String::new(),
+        });
+    }
+    if !corrections.is_empty() {
+        let attempts = view::short_ids(
+            &corrections
+                .iter()
+                .map(|a| a.attempt_id.to_string())
+                .collect::<Vec<_>>(),
+        );
+        let decisions = view::short_map(corrections.iter().flat_map(|a| {
+            [Some(a.original_decision_id), a.new_decision_id]
+                .into_iter()
+                .flatten()
+                .map(|d| d.to_string())
+        }));
+        report = report.with(Element::Table {
+            title: "Corrections".into(),
+            columns: [
+                "Attempt ID",
+                "Attempt",
+                "Mode",
+                "Corrected",
+                "Status",
+                "Guidance",
+            ]
+            .map(Column::left)
+            .into(),
+            rows: corrections
+                .iter()
+                .zip(attempts)
+                .map(|(a, short)| {
+                    vec![
+                        view::id(short),
+                        a.plan_attempt
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| "-".into())
+                            .into(),
+                        a.mode.clone().into(),
+                        view::id(view::short_in(
+                            &decisions,
+                            &a.original_decision_id.to_string(),
+                        )),
+                        a.status.as_str().into(),
+                        view::clip(a.correction_reason.as_deref().unwrap_or_default(), 40).into(),
                     ]
                 })
                 .collect(),

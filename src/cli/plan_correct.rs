@@ -2,6 +2,8 @@
 //! issue 7). `tree`, `explain`, `correct --dry-run` and `diff --correction` only read: they
 //! open the database with `query_only` and never take a sandbox snapshot.
 
+use std::collections::HashMap;
+
 use clap::Args;
 use serde_json::{Value, json};
 
@@ -86,8 +88,8 @@ fn first_line(s: &str, max: usize) -> String {
     }
 }
 
-fn tree_label(n: &tree::Node) -> Cell {
-    let short = view::short(&n.id.to_string());
+fn tree_label(n: &tree::Node, shorts: &HashMap<String, String>) -> Cell {
+    let short = view::short_in(shorts, &n.id.to_string());
     if n.kind == "plan" {
         return Cell::new(
             format!(
@@ -114,21 +116,34 @@ fn tree_label(n: &tree::Node) -> Cell {
     if let Some(by) = n.superseded_by {
         text.push_str(&format!(
             " (superseded by {})",
-            view::short(&by.to_string())
+            view::short_in(shorts, &by.to_string())
         ));
         return Cell::new(text, Tone::Dim);
     }
     Cell::from(text)
 }
 
-fn tree_nodes(nodes: &[tree::Node]) -> Vec<TreeNode> {
+fn tree_nodes(nodes: &[tree::Node], shorts: &HashMap<String, String>) -> Vec<TreeNode> {
     nodes
         .iter()
         .map(|n| TreeNode {
-            label: tree_label(n),
-            children: tree_nodes(&n.children),
+            label: tree_label(n, shorts),
+            children: tree_nodes(&n.children, shorts),
         })
         .collect()
+}
+
+/// Every decision id a tree shows (its nodes and what superseded them).
+fn tree_ids(nodes: &[tree::Node], out: &mut Vec<String>) {
+    for n in nodes {
+        if n.kind != "plan" {
+            out.push(n.id.to_string());
+        }
+        if let Some(by) = n.superseded_by {
+            out.push(by.to_string());
+        }
+        tree_ids(&n.children, out);
+    }
 }
 
 /// `agents plan tree [--show-superseded] PLAN`.
@@ -168,7 +183,11 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
     };
     let mut report = Report::ok("plan tree", data, status).with(Element::Tree {
         title: format!("Decision Tree: {}", plan.name),
-        roots: tree_nodes(&t.roots),
+        roots: {
+            let mut ids = Vec::new();
+            tree_ids(&t.roots, &mut ids);
+            tree_nodes(&t.roots, &view::short_map(ids))
+        },
     });
     report = report.with(Element::panel(
         "Tree Summary",
@@ -367,10 +386,14 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
     }
     Ok(report.with(Element::List {
         title: "Next Steps".into(),
-        items: vec![ctx.suggest(&format!(
-            "plan correct --mode revert -g \"GUIDANCE\" --dry-run {}",
-            d.decision_id
-        ))],
+        // A superseded decision cannot be corrected: its replacement can.
+        items: vec![match d.superseded_by {
+            Some(by) => ctx.suggest(&format!("plan explain {by}")),
+            None => ctx.suggest(&format!(
+                "plan correct --mode revert -g \"GUIDANCE\" --dry-run {}",
+                d.decision_id
+            )),
+        }],
     }))
 }
 
@@ -400,11 +423,12 @@ fn step_lines(v: &[Id], labels: &std::collections::HashMap<Id, String>) -> Vec<S
     if v.is_empty() {
         return vec!["(none)".into()];
     }
+    let shorts = view::short_map(v.iter().chain(labels.keys()).map(Id::to_string));
     v.iter()
         .map(|id| {
             format!(
                 "{}  {}",
-                view::short(&id.to_string()),
+                view::short_in(&shorts, &id.to_string()),
                 labels
                     .get(id)
                     .map(|l| first_line(l, 60))
@@ -698,7 +722,16 @@ pub fn correction_diff(
     plan: Option<&str>,
 ) -> Result<Report, CliError> {
     let store = read_store(ctx)?;
-    let a = store.correction_attempt(attempt)??;
+    let a = store.correction_attempt(attempt)?.map_err(|e| {
+        let not_found = matches!(e, crate::engine::domain::id::IdPrefixError::NotFound { .. });
+        let err = CliError::from(e);
+        if not_found {
+            // An attempt id is printed by `plan correct`; `plan status` lists them again.
+            err.hint(ctx.suggest(&format!("plan status {}", plan.unwrap_or("PLAN"))))
+        } else {
+            err
+        }
+    })?;
     if let Some(p) = plan {
         let pid = store.resolve_plan_id(p)??;
         if pid != a.plan_id {

@@ -49,6 +49,26 @@ pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
     crate::engine::domain::id::unique_prefixes(ids)
 }
 
+/// Shortest unique prefixes (at least 8 characters) of every id in `ids`, by full id: for
+/// output that names ids in several places (a tree, step lists) so that what is printed can
+/// be typed back. Duplicates count once.
+pub fn short_map<I, S>(ids: I) -> std::collections::HashMap<String, String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let mut all: Vec<String> = ids.into_iter().map(Into::into).collect();
+    all.sort();
+    all.dedup();
+    let shorts = short_ids(&all);
+    all.into_iter().zip(shorts).collect()
+}
+
+/// The entry of `map` for `id`, else its first 8 characters.
+pub fn short_in(map: &std::collections::HashMap<String, String>, id: &str) -> String {
+    map.get(id).cloned().unwrap_or_else(|| short(id))
+}
+
 /// An identifier cell.
 pub fn id(s: impl Into<String>) -> Cell {
     Cell::new(s, Tone::Id)

@@ -843,7 +843,7 @@ fn a_model_executor_spawns_children_with_create_subplan_sequentially_and_in_a_pa
     assert_eq!(spawns[1].parent_decision_id, Some(group.decision_id));
 }
 
-fn snapshot(name: &str, env: &Env, args: &[&str]) {
+pub(crate) fn snapshot(name: &str, env: &Env, args: &[&str]) {
     let out = env.run(args);
     let text = crate::cli::snapshots::output_text(&out);
     let mut s = crate::cli::snapshots::settings(env, args);
@@ -851,14 +851,15 @@ fn snapshot(name: &str, env: &Env, args: &[&str]) {
     s.add_filter(r"apr_[0-9A-HJKMNP-TV-Z]{26}", "apr_[ULID]");
     s.add_filter(r"cp_[0-9A-HJKMNP-TV-Z]{26}", "cp_[ULID]");
     s.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{26}\b", "[ULID]");
-    // Short ids grow by a character when two plans share a prefix, and table columns with
-    // them: mask the ids, then collapse column padding and rules.
-    s.add_filter(r"\b01[0-9A-HJKMNP-TV-Z]{6,24}\b", "[SHORT]");
-    s.add_filter(r"\b[0-9a-f]{40}\b", "[SHA]");
+    // Timestamps first: their fraction of a second may look like a short id.
     s.add_filter(
         r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z",
         "[TIMESTAMP]",
     );
+    // Short ids grow by a character when two plans share a prefix, and table columns with
+    // them: mask the ids, then collapse column padding and rules.
+    s.add_filter(r"\b01[0-9A-HJKMNP-TV-Z]{6,24}\b", "[SHORT]");
+    s.add_filter(r"\b[0-9a-f]{40}\b", "[SHA]");
     s.add_filter(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", "[TIME]");
     s.add_filter(r#""(duration|elapsed)_ms": ?\d+"#, r#""${1}_ms": "[MS]""#);
     s.add_filter(r"(\S)  +", "$1  ");
@@ -1246,4 +1247,61 @@ script:
         sandbox_file(&s.env, &id, "FIX.md").as_deref(),
         Some("fixed\n")
     );
+}
+
+/// Correcting a spawn decision spawns its child again in the new attempt; `plan status` then
+/// lists only the current children (the old attempt's are counted apart, still in json with
+/// `superseded: true`), so the table agrees with `plan tree`.
+#[test]
+fn after_correcting_a_spawn_plan_status_lists_only_the_current_children() {
+    let parent = r#"name: local/one-child
+description: Prepare, then let one child write
+definition-of-done: A.md exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: prep
+    run: printf 'prep\n' > PREP.md
+  - name: child
+    spawn:
+      action: local/add-file
+      args: {file: A.md, text: alpha}
+"#;
+    let s = setup(&[ADD_FILE, parent]);
+    let (doc, code, id) = use_plan(&s, "local/one-child", "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    let old = children(&s.env, &id)[0].clone();
+    let spawn = old["spawn_decision_id"].as_str().unwrap().to_string();
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "spawn again",
+        "--yes",
+        &spawn,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+
+    let all = children(&s.env, &id);
+    assert_eq!(all.len(), 2, "{all:#?}");
+    let current: Vec<_> = all.iter().filter(|c| c["superseded"] == false).collect();
+    assert_eq!(current.len(), 1, "{all:#?}");
+    assert_ne!(current[0]["plan_id"], old["plan_id"]);
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Child Plans"))
+        .skip(3)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    let shown = rows[0].split_whitespace().next().unwrap();
+    assert!(
+        current[0]["plan_id"].as_str().unwrap().starts_with(shown),
+        "the current child: {text}"
+    );
+    assert!(text.contains("Superseded Child Plans: 1"), "{text}");
 }

@@ -667,7 +667,7 @@ fn snap(name: &str, env: &Env, args: &[&str]) {
             .to_string(),
     );
     settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ID]");
-    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8}\b", "[SHORT]");
+    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8,12}\b", "[SHORT]");
     settings.add_filter(r"cp_[0-9A-Za-z]+", "cp_[ID]");
     settings.add_filter(r"\b[0-9a-f]{40}\b", "[OID]");
     settings.bind(|| insta::assert_snapshot!(name, text));
@@ -1020,4 +1020,234 @@ fn correcting_before_execute_redecides_and_the_new_decision_is_what_runs() {
     );
     assert_ne!(after["extend"].decision_id, before["extend"].decision_id);
     assert_eq!(after["write"].decision_id, before["write"].decision_id);
+}
+
+/// The ids a user reads in `plan tree` and in `plan status`'s Steps table: decisions made in the
+/// same second share their first 8 characters, so each is printed as its shortest unique prefix
+/// and every printed id names exactly that decision again (`plan explain SHORT`).
+#[test]
+fn tree_and_status_print_short_ids_that_can_be_typed_back() {
+    let (s, id, _pid) = offline_plan();
+    let out = s.env.run(&["--format", "plain", "plan", "tree", &id]);
+    let text = crate::support::stdout(&out);
+    let token = regex::Regex::new(r#"[)"] ([0-9A-HJKMNP-TV-Z]{8,26})$"#).unwrap();
+    let shorts: Vec<String> = text
+        .lines()
+        .filter_map(|l| token.captures(l.trim_end()))
+        .map(|c| c[1].to_string())
+        .collect();
+    assert_eq!(
+        shorts.len(),
+        10,
+        "root, an invariant and eight steps: {text}"
+    );
+    let mut unique = shorts.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), shorts.len(), "distinct ids: {text}");
+    for short in &shorts {
+        let (doc, code) = s.env.json(&["plan", "explain", short]);
+        assert_eq!(code, 0, "`plan explain {short}` resolves: {doc:#}");
+        assert!(
+            doc["data"]["decision_id"]
+                .as_str()
+                .unwrap()
+                .starts_with(short.as_str())
+        );
+    }
+
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Steps"))
+        .skip(3)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 8, "{text}");
+    for short in &rows {
+        let (doc, code) = s.env.json(&["plan", "explain", short]);
+        assert_eq!(
+            code, 0,
+            "`plan explain {short}` from the Steps table: {doc:#}"
+        );
+    }
+}
+
+/// After correcting an `invariant_enforced` decision the plan's effective invariants (what
+/// `invariant list --plan --effective` shows) no longer include it, and a later correction of
+/// the root keeps it removed instead of silently dropping the record of the removal.
+#[test]
+fn an_invariant_removed_by_a_correction_is_not_listed_as_effective_and_stays_removed() {
+    let (s, id, pid) = offline_plan();
+    let current = |kind: &str| {
+        let st = store(&s.env);
+        st.decisions(&pid)
+            .unwrap()
+            .into_iter()
+            .filter(|d| d.is_current() && d.decision_type.as_str() == kind)
+            .collect::<Vec<_>>()
+    };
+    let inv = current("invariant_enforced").remove(0);
+    let text = inv.chosen_option.clone();
+    let (doc, code) = s
+        .env
+        .json(&["invariant", "list", "--plan", &id, "--effective"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(doc["data"]["effective"].to_string().contains(&text));
+
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "not for this plan",
+        "--yes",
+        &inv.decision_id.to_string(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let listed = |s: &Setup| {
+        let (doc, code) = s
+            .env
+            .json(&["invariant", "list", "--plan", &id, "--effective"]);
+        assert_eq!(code, 0, "{doc:#}");
+        doc
+    };
+    let doc = listed(&s);
+    assert!(
+        !doc["data"]["effective"].to_string().contains(&text),
+        "removed: {doc:#}"
+    );
+    assert_eq!(
+        doc["data"]["removed_by_correction"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "{doc:#}"
+    );
+    let out = s.env.run(&[
+        "--format",
+        "plain",
+        "invariant",
+        "list",
+        "--plan",
+        &id,
+        "--effective",
+    ]);
+    assert!(
+        crate::support::stdout(&out).contains("Removed By Correction: 1"),
+        "{}",
+        crate::support::stdout(&out)
+    );
+
+    let root = store(&s.env)
+        .plan(&pid)
+        .unwrap()
+        .unwrap()
+        .decision_root_id
+        .unwrap();
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "start over",
+        "--yes",
+        &root.to_string(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(current("invariant_enforced").is_empty());
+    let removal = current("user_intervention");
+    assert_eq!(removal.len(), 1, "the removal is carried into attempt 3");
+    assert_eq!(removal[0].attempt, 3);
+    let doc = listed(&s);
+    assert!(
+        !doc["data"]["effective"].to_string().contains(&text),
+        "still removed: {doc:#}"
+    );
+}
+
+/// A correction's attempt id is what `plan diff --correction` takes; after the `plan correct`
+/// output is gone, `plan status` lists the plan's corrections with it, and a wrong attempt id
+/// points there.
+#[test]
+fn plan_status_lists_corrections_so_their_diff_can_be_found_again() {
+    let (s, id, pid) = offline_plan();
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "a new nonce",
+        "--yes",
+        &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let attempt = doc["data"]["attempt_id"].as_str().unwrap().to_string();
+
+    let (doc, code) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let listed = doc["data"]["corrections"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{doc:#}");
+    assert_eq!(listed[0]["attempt_id"], attempt.as_str());
+    assert_eq!(listed[0]["original_decision_id"], s5.as_str());
+    assert_eq!(listed[0]["mode"], "revert");
+    assert_eq!(listed[0]["attempt"], 2);
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Corrections"))
+        .nth(3)
+        .unwrap_or_else(|| panic!("a Corrections table: {text}"));
+    let short = row.split_whitespace().next().unwrap();
+    assert!(attempt.starts_with(short), "{row}");
+    let (doc, code) = s.env.json(&["plan", "diff", "--correction", short, &id]);
+    assert_eq!(code, 0, "the printed id works: {doc:#}");
+    for format in ["plain", "json"] {
+        super::children::snapshot(
+            &format!("plan_status_with_a_correction_{format}"),
+            &s.env,
+            &["--format", format, "plan", "status", &id],
+        );
+    }
+
+    let (doc, code) = s.env.json(&["plan", "diff", "--correction", &s5, &id]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+    assert!(
+        doc.to_string().contains(&format!("plan status {id}")),
+        "the hint names plan status: {doc:#}"
+    );
+}
+
+/// `plan explain` of a superseded decision does not suggest correcting it (that is refused):
+/// it points to the decision that replaced it.
+#[test]
+fn explaining_a_superseded_decision_suggests_its_replacement_not_a_refused_correction() {
+    let (s, _id, pid) = offline_plan();
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let new = doc["data"]["new_decision_id"].as_str().unwrap().to_string();
+    let out = s.env.run(&["--format", "plain", "plan", "explain", &s5]);
+    let text = crate::support::stdout(&out);
+    let next: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Next Steps"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(next.len(), 1, "{text}");
+    assert!(next[0].ends_with(&format!("plan explain {new}")), "{text}");
+    let (doc, code) = s.env.json(&["plan", "explain", &new]);
+    assert_eq!(code, 0, "{doc:#}");
 }

@@ -242,6 +242,22 @@ fn structural(
         invariants.push(d.decision_id);
         out.decisions.push(d);
     }
+    // An invariant an earlier correction removed stays removed when a later correction
+    // re-makes the root: its `user_intervention` decision is carried into the new attempt.
+    for old in current.iter().filter(|d| {
+        d.decision_type == DecisionType::UserIntervention
+            && d.context_snapshot.get("removed_invariant").is_some()
+            && affected.contains(&d.decision_id)
+            && d.decision_id != target.decision_id
+    }) {
+        let mut d = successor(old, attempt, &target.decision_id, guidance, now);
+        d.parent_decision_id = root;
+        if let Some(r) = root {
+            out.deps.push((r, d.decision_id));
+        }
+        out.replaces.insert(old.decision_id, d.decision_id);
+        out.decisions.push(d);
+    }
     (root, invariants)
 }
 
