@@ -140,6 +140,15 @@ fn headless_quickstart_runs_twice_reusing_its_items_and_apply_makes_one_commit()
     );
     let message = git_out(&repo, &["log", "-1", "--format=%B"]);
     assert!(message.contains(&format!("Plan-Id: {plan2}")), "{message}");
+
+    // The first plan made the same change, which the branch now has: applying it writes
+    // nothing and makes no empty commit (found by a new user's trial).
+    let (again, code) = env.json(&["plan", "apply", "--yes", &plan1]);
+    assert_eq!(code, 0, "{again:#}");
+    assert_eq!(git_out(&repo, &["rev-list", "--count", "HEAD"]).trim(), "2");
+    assert_eq!(git_out(&repo, &["status", "--porcelain"]), "");
+    let (status, _) = env.json(&["plan", "status", &plan1]);
+    assert_eq!(status["data"]["phase"], "applied", "{status:#}");
 }
 
 #[test]

@@ -804,6 +804,12 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
                 BaseKind::Directory => prepare_dir(base, &sb, changes, base_tree),
             };
             match p {
+                // The merged result equals what the branch already has (another plan applied
+                // the same change): nothing to write, and no empty commit.
+                Ok(p) if p.changes.is_empty() => engine.observer().progress(&format!(
+                    "Apply: {} already has these changes; nothing to write",
+                    base.resource_name
+                )),
                 Ok(p) => prepared.push(p),
                 Err(RunError::Invalid(message)) => {
                     return fail(
