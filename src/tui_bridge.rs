@@ -909,7 +909,7 @@ impl Bridge {
                 mode,
                 guidance,
             } => {
-                let what = format!("plan correct --dry-run {}", short(&decision_id));
+                let what = format!("plan correct --dry-run {decision_id}");
                 self.run(
                     correct_args(&decision_id, mode, &guidance, "--dry-run"),
                     what,
@@ -921,7 +921,7 @@ impl Bridge {
                 mode,
                 guidance,
             } => {
-                let what = format!("plan correct {}", short(&decision_id));
+                let what = format!("plan correct {decision_id}");
                 self.run(
                     correct_args(&decision_id, mode, &guidance, "--yes"),
                     what,

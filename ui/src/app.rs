@@ -751,11 +751,7 @@ fn sent(cmd: &Cmd) -> String {
         Cmd::Use { action, project } => format!("Creating a plan: {action} on {project}…"),
         Cmd::Correct {
             decision_id, mode, ..
-        } => format!(
-            "Correcting decision {} ({})…",
-            short_id(decision_id),
-            mode.as_str()
-        ),
+        } => format!("Correcting decision {decision_id} ({})…", mode.as_str()),
         other => format!("Sent {other:?}."),
     }
 }

@@ -361,6 +361,34 @@ pub fn short_id(id: &str) -> &str {
     }
 }
 
+/// The shortest prefix length, at least `min` (12 for ULIDs: the millisecond and two random
+/// characters), at which every distinct id of `ids` differs from the others, so a prefix shown
+/// can be typed back into a command. Ids made in the same second share their first eight
+/// characters, which is why [`short_id`] alone is not enough where the user copies an id.
+pub fn unique_prefix_len<'a>(ids: impl IntoIterator<Item = &'a str>, min: usize) -> usize {
+    let mut ids: Vec<&str> = ids.into_iter().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut len = min;
+    for pair in ids.windows(2) {
+        let common = pair[0]
+            .chars()
+            .zip(pair[1].chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        len = len.max(common + 1);
+    }
+    len
+}
+
+/// The first `len` characters of `id` (all of it when shorter).
+pub fn prefix(id: &str, len: usize) -> &str {
+    match id.char_indices().nth(len) {
+        Some((end, _)) => &id[..end],
+        None => id,
+    }
+}
+
 /// Formats a duration in milliseconds as `HH:MM:SS` (hours keep growing past 99).
 pub fn format_elapsed(elapsed_ms: u64) -> String {
     let secs = elapsed_ms / 1000;
@@ -383,6 +411,16 @@ pub fn format_cost(cost_usd: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unique_prefixes_grow_past_ids_made_in_the_same_millisecond() {
+        let ids = ["01M8RFCP8XQVAAAA", "01M8RFCP8XQVBBBB", "01M8RFE0DKJPDJHS"];
+        let len = unique_prefix_len(ids.iter().copied(), 12);
+        assert_eq!(len, 13);
+        assert_eq!(prefix(ids[0], len), "01M8RFCP8XQVA");
+        assert_eq!(unique_prefix_len(["01M8RFCP8XQVAAAA"], 12), 12);
+        assert_eq!(prefix("abc", 12), "abc");
+    }
 
     #[test]
     fn short_id_takes_eight_chars_and_tolerates_short_ids() {

@@ -565,6 +565,48 @@ fn labelled<'a>(label: &str, value: String, theme: &Theme) -> Line<'a> {
     ])
 }
 
+/// The first line of a possibly multi-line text (a script step's command), marked with `…`
+/// when more follows, for one-line lists.
+fn first_line(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default().to_owned();
+    if lines.next().is_some() {
+        format!("{first} …")
+    } else {
+        first
+    }
+}
+
+/// A label and a value that may span lines: the first line beside the label, the others
+/// indented under it (at most `max` lines, then a count of the rest).
+fn labelled_lines<'a>(
+    label: &str,
+    value: &str,
+    slot: Slot,
+    max: usize,
+    theme: &Theme,
+) -> Vec<Line<'a>> {
+    let mut rest = value.lines();
+    let mut out = vec![Line::from(vec![
+        Span::styled(format!("{label}: "), theme.style(Slot::TextDim)),
+        Span::styled(
+            rest.next().unwrap_or_default().to_owned(),
+            theme.style(slot),
+        ),
+    ])];
+    let rest: Vec<&str> = rest.collect();
+    for l in rest.iter().take(max) {
+        out.push(Line::styled(format!("    {l}"), theme.style(slot)));
+    }
+    if rest.len() > max {
+        out.push(Line::styled(
+            format!("    … {} more line(s)", rest.len() - max),
+            theme.style(Slot::TextDim),
+        ));
+    }
+    out
+}
+
 fn decision_refs<'a>(refs: &[DecisionRef], limit: usize, theme: &Theme) -> Vec<Line<'a>> {
     let mut lines: Vec<Line> = refs
         .iter()
@@ -576,7 +618,7 @@ fn decision_refs<'a>(refs: &[DecisionRef], limit: usize, theme: &Theme) -> Vec<L
                 Span::styled("  · ", theme.style(Slot::TextDim)),
                 Span::styled(d.decision_type.clone(), theme.style(Slot::DecisionType)),
                 Span::styled(" → ", theme.style(Slot::TextDim)),
-                Span::styled(d.chosen.clone(), theme.style(Slot::DecisionChosen)),
+                Span::styled(first_line(&d.chosen), theme.style(Slot::DecisionChosen)),
             ])
         })
         .collect();
@@ -600,35 +642,35 @@ fn explanation_lines<'a>(e: &Explanation, theme: &Theme) -> Vec<Line<'a>> {
             theme,
         ),
     ];
-    let mut chosen = vec![
-        Span::styled("Chosen: ", theme.style(Slot::TextDim)),
-        Span::styled(e.chosen.clone(), theme.style(Slot::DecisionChosen)),
-    ];
+    let mut chosen = labelled_lines("Chosen", &e.chosen, Slot::DecisionChosen, 12, theme);
     if let Some(c) = e.confidence {
-        chosen.push(Span::styled(
+        chosen[0].spans.push(Span::styled(
             format!("  (confidence {:.0}%)", (c.clamp(0.0, 1.0) * 100.0).round()),
             theme.style(Slot::TextDim),
         ));
     }
-    lines.push(Line::from(chosen));
+    lines.extend(chosen);
     if e.alternatives.is_empty() {
         lines.push(labelled("Alternatives", "none recorded".to_owned(), theme));
     } else {
         lines.push(Line::styled("Alternatives:", theme.style(Slot::TextDim)));
         for alt in &e.alternatives {
-            lines.push(Line::styled(format!("  · {alt}"), theme.style(Slot::Text)));
+            lines.push(Line::styled(
+                format!("  · {}", first_line(alt)),
+                theme.style(Slot::Text),
+            ));
         }
     }
-    lines.push(labelled(
+    lines.extend(labelled_lines(
         "Rationale",
-        e.rationale
-            .clone()
-            .unwrap_or_else(|| "(not recorded)".to_owned()),
+        e.rationale.as_deref().unwrap_or("(not recorded)"),
+        Slot::Text,
+        6,
         theme,
     ));
     if let Some(by) = &e.superseded_by {
         lines.push(Line::styled(
-            format!("Superseded by decision {}", short_id(by)),
+            format!("Superseded by decision {by}"),
             theme.style(Slot::StatusWarn),
         ));
     }
@@ -688,7 +730,7 @@ fn render_correct(form: &CorrectForm, theme: &Theme, area: Rect, buf: &mut Buffe
     let rect = centered(area, 76, 20);
     Clear.render(rect, buf);
     let block = frame(
-        &format!("Correct {}", short_id(&form.decision_id)),
+        &format!("Correct decision {}", form.decision_id),
         theme,
         false,
     )
@@ -1104,6 +1146,31 @@ fn render_help(keymap: &Keymap, theme: &Theme, area: Rect, buf: &mut Buffer) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_multi_line_script_step_is_shown_line_by_line_in_explanations_and_by_its_first_line_in_lists()
+     {
+        // Found by a new user's trial: `run:` steps ran together ("...final newline# Rust...").
+        let theme = Theme::default();
+        let lines = labelled_lines(
+            "Chosen",
+            "set -e\nfind . -name x\necho ok",
+            Slot::Text,
+            1,
+            &theme,
+        );
+        let text: Vec<String> = lines.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "Chosen: set -e",
+                "    find . -name x",
+                "    … 1 more line(s)"
+            ]
+        );
+        assert_eq!(first_line("set -e\nfind ."), "set -e …");
+        assert_eq!(first_line("one line"), "one line");
+    }
 
     fn input(purpose: InputPurpose) -> Overlay {
         Overlay::Input {

@@ -12,7 +12,7 @@ use ratatui::widgets::Widget;
 use super::{Pane, pane_block, render_message};
 use crate::highlight::{CHUNK_LINES, HighlightRequest, HighlightResult, HunkSource, Segment};
 use crate::keymap::Action;
-use crate::model::{DiffLineKind, DiffView, short_id};
+use crate::model::{DiffLineKind, DiffView};
 use crate::theme::{Slot, Theme};
 
 /// Shown while no plan is selected.
@@ -385,7 +385,20 @@ fn hunk_line<'a>(diff: &DiffView, file: usize, hunk: usize, theme: &Theme) -> Li
     let mut spans = vec![Span::styled(h.header(), theme.style(Slot::DiffHunk))];
     // Hunks without recorded decisions show nothing more (the engine may not attribute them).
     if !h.decision_ids.is_empty() {
-        let ids: Vec<&str> = h.decision_ids.iter().map(|id| short_id(id)).collect();
+        // Long enough to be typed back into `plan explain` / `plan correct`.
+        let len = crate::model::unique_prefix_len(
+            diff.files
+                .iter()
+                .flat_map(|f| &f.hunks)
+                .flat_map(|h| &h.decision_ids)
+                .map(String::as_str),
+            12,
+        );
+        let ids: Vec<&str> = h
+            .decision_ids
+            .iter()
+            .map(|id| crate::model::prefix(id, len))
+            .collect();
         spans.push(Span::styled("  from ", theme.style(Slot::TextDim)));
         spans.push(Span::styled(
             ids.join(", "),
