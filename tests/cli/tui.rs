@@ -338,7 +338,7 @@ fn correcting_a_decision_shows_the_dry_run_result_in_the_editor() {
         );
     }
     tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
-    tmux.wait_for("the editor closed", |sc| !sc.contains("Correct 0"));
+    tmux.wait_for("the editor closed", |sc| !sc.contains("Correct decision"));
     tmux.cmd(&["send-keys", "-t", "s", "q"]);
     assert_eq!(wait_exit(&tmux, &exit), "0");
 }

@@ -73,7 +73,15 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
 fn render_pane(app: &App, theme: &Theme, pane: Pane, area: Rect, buf: &mut Buffer) {
     let focused = app.focus() == pane;
     match pane {
-        Pane::Plans => panes::plans::render(app.plans(), theme, focused, area, buf),
+        Pane::Plans => {
+            let waiting: Vec<&str> = app
+                .approvals()
+                .items()
+                .iter()
+                .map(|a| a.plan_id.as_str())
+                .collect();
+            panes::plans::render(app.plans(), &waiting, theme, focused, area, buf);
+        }
         Pane::Tree => panes::tree::render(app.tree(), theme, focused, area, buf),
         Pane::Diff => {
             let banner = app
@@ -578,22 +586,33 @@ mod tests {
         let theme = Theme::default();
         let buf = draw(&loaded(), &theme, 120, 40);
         let plans = fixtures::plans();
+        let approvals = fixtures::approvals();
+        let mut waiting = 0;
         for (i, plan) in plans.iter().enumerate() {
             let y = 2 + u16::try_from(i).expect("few rows");
             let row: String = (0..120).map(|x| buf[(x, y)].symbol()).collect();
             let phase_x =
                 u16::try_from(row.find(plan.phase.label()).expect("phase shown")).expect("narrow");
-            let state_x = u16::try_from(
-                row.find(&format!(" {} ", plan.state.label()))
-                    .expect("state shown")
-                    + 1,
-            )
-            .expect("narrow");
+            // A plan with a pending approval says so instead of its processing state.
+            let (label, slot) = if plan.state != crate::model::ProcessingState::Errored
+                && approvals.iter().any(|a| a.plan_id == plan.plan_id)
+            {
+                waiting += 1;
+                ("waiting", Slot::StatusWarn)
+            } else {
+                (plan.state.label(), panes::plans::state_slot(plan.state))
+            };
+            let state_x = u16::try_from(row.find(&format!(" {label} ")).expect("state shown") + 1)
+                .expect("narrow");
             let phase_fg = theme.style(panes::plans::phase_slot(plan.phase)).fg;
-            let state_fg = theme.style(panes::plans::state_slot(plan.state)).fg;
+            let state_fg = theme.style(slot).fg;
             assert_eq!(buf[(phase_x, y)].fg, phase_fg.expect("coloured"), "row {i}");
             assert_eq!(buf[(state_x, y)].fg, state_fg.expect("coloured"), "row {i}");
         }
+        assert!(
+            waiting > 0,
+            "the fixtures have a plan waiting for an approval"
+        );
     }
 
     #[test]
@@ -617,7 +636,7 @@ mod tests {
         let theme = Theme::default();
         let area = Rect::new(0, 0, 80, 8);
         let mut buf = Buffer::empty(area);
-        panes::plans::render(app.plans(), &theme, true, area, &mut buf);
+        panes::plans::render(app.plans(), &[], &theme, true, area, &mut buf);
         insta::with_settings!({
             snapshot_path => "../../snapshots/ui",
             prepend_module_to_snapshot => false,

@@ -258,7 +258,17 @@ pub fn state_slot(state: ProcessingState) -> Slot {
     }
 }
 
-pub(crate) fn render(pane: &PlansPane, theme: &Theme, focused: bool, area: Rect, buf: &mut Buffer) {
+/// Draws the plans list; a plan with a pending approval in `waiting` (plan ids) shows its state
+/// as `waiting` (a user looks here first, and `execute complete` alone does not say that the
+/// plan waits for them); an errored plan keeps saying `errored`.
+pub(crate) fn render(
+    pane: &PlansPane,
+    waiting: &[&str],
+    theme: &Theme,
+    focused: bool,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let detail = pane.is_loaded().then(|| {
         let mut detail = match pane.rows().len() {
             1 => "1 plan".to_owned(),
@@ -301,10 +311,14 @@ pub(crate) fn render(pane: &PlansPane, theme: &Theme, focused: bool, area: Rect,
                 row.phase.label(),
                 theme.style(phase_slot(row.phase)),
             )),
-            Cell::from(Span::styled(
-                row.state.label(),
-                theme.style(state_slot(row.state)),
-            )),
+            Cell::from(
+                if row.state != ProcessingState::Errored && waiting.contains(&row.plan_id.as_str())
+                {
+                    Span::styled("waiting", theme.style(Slot::StatusWarn))
+                } else {
+                    Span::styled(row.state.label(), theme.style(state_slot(row.state)))
+                },
+            ),
             Cell::from(format_elapsed(row.elapsed_ms)),
             Cell::from(format_cost(row.cost_usd)),
         ])
