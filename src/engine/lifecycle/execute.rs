@@ -349,6 +349,38 @@ fn take_checkpoint(
     .map(|c| c.checkpoint_id.to_string()))
 }
 
+/// Ends `step` as done: takes its end checkpoint, records its output and an `execute_step`
+/// event with `status` (`done`, or `replayed` for a correction's replay), in one transaction.
+fn finish_step(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    sandboxes: &Sandboxes,
+    step: &mut PlanStep,
+    label: &str,
+    output: Value,
+    status: &str,
+) -> Result<(), RunError> {
+    let plan_id = plan.plan_id;
+    let end = take_checkpoint(engine, sandboxes, &plan_id, "end", label, &step.decision_id)?;
+    step.status = StepStatus::Done;
+    step.end_checkpoints = serde_json::Map::new();
+    if let Some(cp) = &end {
+        step.end_checkpoints.insert("checkpoint".into(), json!(cp));
+    }
+    step.output = Some(output.to_string());
+    step.finished_at = Some(Timestamp::now());
+    let finished = step.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::ExecuteStep,
+        json!({"step": label, "position": finished.position, "decision_id": finished.decision_id.to_string(), "status": status, "checkpoint": end, "output": output}),
+        |tx| save_step(tx, &plan_id, &finished),
+    )?;
+    engine.flush(&plan_id)?;
+    Ok(())
+}
+
 /// Pauses `step` after its actor called `request_decision`: a decision (child of the step's)
 /// holding the question, a `decision` approval, the persisted transcript, the step back to
 /// pending with its start checkpoint, and the plan at execute/queued (`awaiting_decision`),
@@ -627,30 +659,9 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                 )?;
                 if let crate::engine::correction::replay::Replayed::Merged { .. } = &replayed {
                     let output = json!({"replayed": replayed, "from": recorded});
-                    let end = take_checkpoint(
-                        engine,
-                        &sandboxes,
-                        &plan_id,
-                        "end",
-                        &label,
-                        &step.decision_id,
+                    finish_step(
+                        engine, plan, &sandboxes, &mut step, &label, output, "replayed",
                     )?;
-                    step.status = StepStatus::Done;
-                    step.end_checkpoints = serde_json::Map::new();
-                    if let Some(cp) = &end {
-                        step.end_checkpoints.insert("checkpoint".into(), json!(cp));
-                    }
-                    step.output = Some(output.to_string());
-                    step.finished_at = Some(Timestamp::now());
-                    let finished = step.clone();
-                    commit(
-                        engine.store_mut(),
-                        plan,
-                        EventKind::ExecuteStep,
-                        json!({"step": label, "position": finished.position, "decision_id": finished.decision_id.to_string(), "status": "replayed", "checkpoint": end, "output": output}),
-                        |tx| save_step(tx, &plan_id, &finished),
-                    )?;
-                    engine.flush(&plan_id)?;
                     break;
                 }
                 replay_conflict = json!(replayed);
@@ -732,30 +743,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                     return Ok(Ended::AwaitingApproval(approvals));
                 }
                 StepEnd::Done { output } => {
-                    let end = take_checkpoint(
-                        engine,
-                        &sandboxes,
-                        &plan_id,
-                        "end",
-                        &label,
-                        &step.decision_id,
-                    )?;
-                    step.status = StepStatus::Done;
-                    step.end_checkpoints = serde_json::Map::new();
-                    if let Some(cp) = &end {
-                        step.end_checkpoints.insert("checkpoint".into(), json!(cp));
-                    }
-                    step.output = Some(output.to_string());
-                    step.finished_at = Some(Timestamp::now());
-                    let finished = step.clone();
-                    commit(
-                        engine.store_mut(),
-                        plan,
-                        EventKind::ExecuteStep,
-                        json!({"step": label, "position": finished.position, "decision_id": finished.decision_id.to_string(), "status": "done", "checkpoint": end, "output": output}),
-                        |tx| save_step(tx, &plan_id, &finished),
-                    )?;
-                    engine.flush(&plan_id)?;
+                    finish_step(engine, plan, &sandboxes, &mut step, &label, output, "done")?;
                     break;
                 }
                 StepEnd::Failed {
