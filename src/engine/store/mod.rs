@@ -146,7 +146,8 @@ impl Store {
         // Transactions take the write lock when they begin (BEGIN IMMEDIATE), so they wait for
         // another writer under the busy timeout. A deferred transaction that reads first fails
         // at once with "database is locked" when it later writes after another process's commit
-        // (SQLITE_BUSY_SNAPSHOT); 8 processes on one data directory hit that within seconds.
+        // (SQLITE_BUSY_SNAPSHOT); 8 processes on one data directory hit that within seconds, and
+        // so do child plans' threads, each with its own connection.
         conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_err)?;
@@ -155,11 +156,6 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
         migrate(&mut conn, path)?;
-        // Every transaction of a writable store starts IMMEDIATE: it takes the write lock at
-        // BEGIN (waiting up to the busy timeout), so a transaction that reads then writes is
-        // never refused with SQLITE_BUSY when another connection (a child plan's thread, another
-        // process) wrote in between.
-        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         Ok(Self {
             conn,
             path: path.to_path_buf(),
