@@ -101,6 +101,10 @@ pub enum ValidationCommand {
         /// Linked resource (name or alias) it runs against
         #[arg(long, value_name = "RESOURCE")]
         resource: Option<String>,
+        /// Keep the host network (default: a private network with only loopback, where tests
+        /// may still listen on 127.0.0.1)
+        #[arg(long)]
+        network: bool,
         /// Project
         project: String,
         /// Shell command (quoted)
@@ -194,6 +198,7 @@ pub fn run(command: ProjectCommand, ctx: &Context) -> Result<Report, CliError> {
                 informational,
                 timeout,
                 resource,
+                network,
                 project,
                 command,
             } => validation_add(
@@ -205,6 +210,7 @@ pub fn run(command: ProjectCommand, ctx: &Context) -> Result<Report, CliError> {
                     required: !informational,
                     timeout_secs: timeout,
                     resource,
+                    network,
                 },
             ),
             ValidationCommand::Remove {
@@ -249,6 +255,7 @@ fn validation_json(v: &Validation) -> serde_json::Value {
         "mode": if v.required { "required" } else { "informational" },
         "timeout_secs": v.timeout_secs,
         "resource": v.resource,
+        "network": v.network,
         "created_at": v.created_at.to_string(),
     })
 }

@@ -24,6 +24,7 @@ pub mod events;
 pub mod lease;
 pub mod lifecycle;
 pub mod paths;
+pub mod redact;
 pub mod registry;
 pub mod safe_write;
 pub mod sandbox;

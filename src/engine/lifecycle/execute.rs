@@ -222,6 +222,8 @@ pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
             env: sb.env.clone(),
             network: sb.network,
             writable_paths: sb.writable_paths.iter().map(PathBuf::from).collect(),
+            limits: sb.limits.unwrap_or_default(),
+            deny_read: sb.deny_read.clone(),
         };
     }
     Ok(p)

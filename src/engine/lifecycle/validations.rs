@@ -3,9 +3,7 @@
 //! sandboxes (the last step of Execute) or in a directory holding the merged tree (Apply).
 //! Required failures block; informational ones are recorded.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -17,7 +15,8 @@ use crate::engine::registry::projects::Validation;
 use crate::engine::sandbox::Sandboxes;
 use crate::engine::sandbox::checkpoint::{self, CheckpointRequest};
 use crate::engine::sandbox::confined::SandboxFs;
-use crate::engine::sandbox::landlock::{self, Confinement};
+use crate::engine::sandbox::launcher;
+use crate::engine::tools::shell::{self, ShellPolicy};
 use crate::engine::tools::{ShellSettings, ToolContext};
 
 /// Bytes of output kept per stream.
@@ -100,10 +99,33 @@ pub fn any_for(engine: &Engine, plan: &Plan, resource: &str) -> Result<bool, Run
     Ok(planned(engine, plan)?.iter().any(|(_, r)| r == resource))
 }
 
+/// The last `lines` lines of `text` (at most 2,000 bytes), for failure messages.
+pub fn tail(text: &str, lines: usize) -> String {
+    let kept: Vec<&str> = text.trim_end().lines().rev().take(lines).collect();
+    let mut out: String = kept.into_iter().rev().collect::<Vec<_>>().join("\n");
+    if out.len() > 2000 {
+        let mut start = out.len() - 2000;
+        while !out.is_char_boundary(start) {
+            start += 1;
+        }
+        out = format!("…{}", &out[start..]);
+    }
+    out
+}
+
 fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> Outcome {
     let exit = result["exit_code"].as_i64();
     let timed_out = result["timed_out"] == json!(true);
     let passed = exit == Some(0) && !timed_out;
+    let stderr = result["stderr"].as_str().unwrap_or_default();
+    let why = |head: String| {
+        let t = tail(stderr, 5);
+        if t.is_empty() {
+            head
+        } else {
+            format!("{head}: {t}")
+        }
+    };
     Outcome {
         validation_id: v.validation_id.clone(),
         project: v.project.clone(),
@@ -114,12 +136,12 @@ fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> 
         result: if passed {
             "passed".into()
         } else if timed_out {
-            format!("timed out after {} s", v.timeout_secs)
+            why(format!("timed out after {} s", v.timeout_secs))
         } else {
-            match exit {
+            why(match exit {
                 Some(c) => format!("exit {c}"),
                 None => "killed by a signal".into(),
-            }
+            })
         },
         exit_code: exit,
         stdout: clip(result["stdout"].as_str().unwrap_or_default()),
@@ -169,7 +191,10 @@ pub fn run_in_sandboxes(
             home: home.clone(),
             cache: cache.clone(),
             tmp: tmp.clone(),
-            policy: Default::default(),
+            policy: ShellPolicy {
+                network: v.network,
+                ..Default::default()
+            },
             cancel: None,
         };
         let result = {
@@ -243,6 +268,7 @@ pub fn run_in_dir(
             &v.command,
             dir,
             tmp,
+            v.network,
             Duration::from_secs(v.timeout_secs.clamp(1, 3600)),
         );
         out.push(match result {
@@ -265,76 +291,45 @@ pub fn run_in_dir(
     Ok(out)
 }
 
-fn run_command(command: &str, dir: &Path, tmp: &Path, timeout: Duration) -> Result<Value, String> {
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .env_clear()
-        .env(
-            "PATH",
-            std::env::var("PATH")
-                .unwrap_or_else(|_| crate::engine::tools::shell::DEFAULT_PATH.into()),
-        )
-        .env(
-            "LANG",
-            std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
-        )
-        .env("HOME", tmp)
-        .env("TMPDIR", tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = if landlock::probe().enforced(false) {
-        landlock::spawn(
-            cmd,
-            &Confinement {
-                writable: vec![dir.to_path_buf(), tmp.to_path_buf()],
-                allow_network: false,
-            },
-        )
-        .map_err(|e| e.to_string())?
+/// Runs `command` with `/bin/sh -c` in `dir` through the launcher, writing only beneath
+/// `dir` and `tmp`, with its own network namespace unless `network`.
+fn run_command(
+    command: &str,
+    dir: &Path,
+    tmp: &Path,
+    network: bool,
+    timeout: Duration,
+) -> Result<Value, String> {
+    let settings = ShellSettings {
+        home: tmp.to_path_buf(),
+        cache: tmp.join(".cache"),
+        tmp: tmp.to_path_buf(),
+        policy: ShellPolicy {
+            network,
+            ..Default::default()
+        },
+        cancel: None,
+    };
+    let _ = std::fs::create_dir_all(&settings.cache);
+    let launch = shell::step_launch(
+        &settings,
+        dir,
+        None,
+        dir.to_path_buf(),
+        "/bin/sh",
+        vec!["-c".into(), command.into()],
+    );
+    let running = if shell::confined_here(network) {
+        launcher::spawn(launch)
     } else {
-        cmd.spawn()
-            .map_err(|e| format!("cannot start /bin/sh: {e}"))?
-    };
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let out_t = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stdout.read_to_end(&mut b);
-        b
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stderr.read_to_end(&mut b);
-        b
-    });
-    let started = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            break Some(s);
-        }
-        if started.elapsed() >= timeout {
-            timed_out = true;
-            if let Some(pid) = i32::try_from(child.id())
-                .ok()
-                .and_then(rustix::process::Pid::from_raw)
-            {
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
-            break child.wait().ok();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let stdout = out_t.join().unwrap_or_default();
-    let stderr = err_t.join().unwrap_or_default();
+        launcher::spawn_unconfined(launch)
+    }
+    .map_err(|e| e.to_string())?;
+    let done = running.wait(timeout, None);
     Ok(json!({
-        "exit_code": status.and_then(|s| s.code()),
-        "timed_out": timed_out,
-        "stdout": String::from_utf8_lossy(&stdout),
-        "stderr": String::from_utf8_lossy(&stderr),
+        "exit_code": done.code(),
+        "timed_out": done.timed_out,
+        "stdout": String::from_utf8_lossy(&done.stdout),
+        "stderr": String::from_utf8_lossy(&done.stderr),
     }))
 }

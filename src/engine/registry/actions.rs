@@ -240,6 +240,13 @@ pub struct SandboxSpec {
     /// `[A-Za-z_][A-Za-z0-9_]*`. Example: `[RUSTUP_HOME, RUSTUP_TOOLCHAIN]` for `cargo fmt`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// Resource limits of shell steps (`processes`, `memory`, `address-space`, `file-size`,
+    /// `open-files`); absent ones keep the defaults shown by `agents diagnostics`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::engine::sandbox::launcher::Limits>,
+    /// Extra paths shell steps may never read (`~/.kube`, `/srv/*/secrets`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny_read: Vec<String>,
 }
 
 /// An action file as written.

@@ -67,6 +67,9 @@ pub struct Validation {
     pub timeout_secs: u64,
     /// Resource it is scoped to (name), if any.
     pub resource: Option<String>,
+    /// Runs with the host network (else in a network namespace with only loopback, where
+    /// tests may still listen on 127.0.0.1).
+    pub network: bool,
     /// When it was added.
     pub created_at: jiff::Timestamp,
 }
@@ -637,6 +640,8 @@ pub struct ValidationRequest {
     pub timeout_secs: u64,
     /// `--resource` (name or alias of a linked resource).
     pub resource: Option<String>,
+    /// `--network`: keep the host network.
+    pub network: bool,
 }
 
 /// Adds a validation.
@@ -691,6 +696,7 @@ pub fn add_validation(
         required: req.required,
         timeout_secs: req.timeout_secs,
         resource: resource.as_ref().map(|r| r.name.clone()),
+        network: req.network,
         created_at: super::now(),
     };
     store.insert_validation(&p.project_id, &v, resource.as_ref().map(|r| &r.resource_id))?;

@@ -35,8 +35,10 @@ pub mod dir_sandbox;
 pub mod export;
 pub mod git_sandbox;
 pub mod landlock;
+pub mod launcher;
 pub mod lifetime;
 pub mod merge;
+pub mod sys;
 
 use std::fmt;
 use std::fs;

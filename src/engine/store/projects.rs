@@ -251,7 +251,7 @@ impl Store {
     /// Store errors.
     pub fn validations(&self, project: &Id) -> Result<Vec<Validation>, StoreError> {
         let mut stmt = self.conn().prepare(
-            "SELECT v.validation_id, p.name, v.command, v.description, v.required, v.timeout_secs, r.name, v.created_at
+            "SELECT v.validation_id, p.name, v.command, v.description, v.required, v.timeout_secs, r.name, v.created_at, v.network
              FROM project_validations v JOIN projects p ON p.project_id = v.project_id
              LEFT JOIN resources r ON r.resource_id = v.resource_id
              WHERE v.project_id = ?1 ORDER BY v.rowid",
@@ -265,6 +265,7 @@ impl Store {
             i64,
             Option<String>,
             String,
+            bool,
         );
         let rows: Vec<Row> = stmt
             .query_map([project.to_string()], |r| r.try_into())?
@@ -280,6 +281,7 @@ impl Store {
                     timeout,
                     resource,
                     created,
+                    network,
                 )| {
                     Ok(Validation {
                         validation_id,
@@ -289,6 +291,7 @@ impl Store {
                         required,
                         timeout_secs: u64::try_from(timeout).unwrap_or(0),
                         resource,
+                        network,
                         created_at: ts("project_validations", "created_at", &created)?,
                     })
                 },
@@ -308,8 +311,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         tx.execute(
-            "INSERT INTO project_validations (validation_id, project_id, command, description, required, timeout_secs, resource_id, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO project_validations (validation_id, project_id, command, description, required, timeout_secs, resource_id, created_at, network)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 v.validation_id,
                 project.to_string(),
@@ -318,7 +321,8 @@ impl Store {
                 v.required,
                 v.timeout_secs as i64,
                 resource.map(|r| r.to_string()),
-                v.created_at.to_string()
+                v.created_at.to_string(),
+                v.network
             ],
         )?;
         tx.commit()?;

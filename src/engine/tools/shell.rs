@@ -1,35 +1,38 @@
-//! `shell_execute` (spec sections 18/19 `shell_operations`; issue 4).
+//! `shell_execute` (spec sections 18/19 `shell_operations`; `docs/sandbox.md`).
 //!
-//! The command runs with `/bin/sh -c` in the sandbox's work tree:
-//! - in its own process group, killed as a whole (SIGKILL) when the timeout passes and again
-//!   after the command exits, so no background process outlives the call;
-//! - with a scrubbed environment: `PATH`, `LANG` and `TERM` are kept; `HOME`,
-//!   `XDG_CACHE_HOME` and `TMPDIR` point into the per-plan directory; everything else, API
-//!   keys included, is dropped unless the action's `sandbox: env:` names it;
-//! - confined by Landlock ([`crate::engine::sandbox::landlock`]) to writing in the work tree,
-//!   the per-plan directory and the action's `writable-paths`, without TCP unless the action
-//!   allows network. Without Landlock the tool is classified unsafe and runs only when the
-//!   plan allows unsafe tools;
-//! - with stdout and stderr each capped at [`OUTPUT_CAP`] bytes (the rest is read and dropped).
+//! The command runs with `/bin/sh -c` in the sandbox's work tree through the launcher
+//! ([`crate::engine::sandbox::launcher`]):
+//! - in its own PID namespace and cgroup, so it and everything it started die when it exits,
+//!   times out, is cancelled or `agents` exits;
+//! - with an environment built from nothing ([`step_env`]): `PATH`, `LANG`, `TERM`; `HOME`,
+//!   `XDG_CACHE_HOME` and `TMPDIR` in the per-plan directory; the user's toolchain homes
+//!   (`RUSTUP_HOME`, `CARGO_HOME`, `PYENV_ROOT`, `NVM_DIR`, `GOPATH`) resolved before `HOME`
+//!   is redirected and readable only; `GIT_DIR`/`GIT_WORK_TREE` of the sandbox's private
+//!   repository for read-only git; and the names the action's `sandbox: env:` lists;
+//! - reading only the system, the toolchains and the sandbox, writing only the work tree, the
+//!   per-plan directory and the action's `writable-paths`; with `network: false` in a network
+//!   namespace of its own with loopback only;
+//! - under the action's `sandbox: limits:` (or the defaults);
+//! - with stdout and stderr each capped at [`OUTPUT_CAP`] bytes and secrets redacted.
 //!
-//! What the command changed is found by snapshotting the work tree before and after it.
+//! Without Landlock or namespaces the tool is classified unsafe and runs, unconfined, only
+//! when the plan allows unsafe tools. What the command changed is found by snapshotting the
+//! work tree before and after it.
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::change::Change;
-use super::{Builtin, Capability, Tool, ToolContext, ToolError, ToolGroup};
+use super::{Builtin, Capability, ShellSettings, Tool, ToolContext, ToolError, ToolGroup};
 use crate::engine::sandbox::checkpoint::snapshot;
 use crate::engine::sandbox::confined::EntryKind;
 use crate::engine::sandbox::diff::{self, DiffRequest};
-use crate::engine::sandbox::landlock::{self, Confinement};
+use crate::engine::sandbox::launcher::{self, Finished, Launch, Limits, Policy};
 
 /// Bytes kept from each of stdout and stderr.
 pub const OUTPUT_CAP: usize = 256 * 1024;
@@ -50,9 +53,16 @@ pub struct ShellPolicy {
     /// Allow TCP connections.
     #[serde(default)]
     pub network: bool,
-    /// Extra absolute directories the command may write beneath.
+    /// Extra absolute directories the command may write beneath (relative ones are taken
+    /// relative to the sandbox's work tree).
     #[serde(default)]
     pub writable_paths: Vec<PathBuf>,
+    /// Resource limits (defaults: [`Limits::default`]).
+    #[serde(default)]
+    pub limits: Limits,
+    /// Extra paths the command may never read (`~/.kube`, `/srv/*/secrets`).
+    #[serde(default)]
+    pub deny_read: Vec<String>,
 }
 
 /// Arguments of `shell_execute`.
@@ -84,29 +94,14 @@ pub fn capability(network_allowed: bool) -> Capability {
         checkpointable: true,
         checkpoint_scope: Some("snapshot"),
         idempotent: false,
-        is_unsafe: !landlock::probe().enforced(network_allowed),
+        is_unsafe: !confined_here(network_allowed),
         side_effects,
     }
 }
 
-/// A buffer that keeps the first `cap` bytes of a stream and counts the rest.
-fn drain(mut stream: impl Read + Send + 'static, tx: mpsc::Sender<(Vec<u8>, bool)>) {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut buf = [0u8; 16 * 1024];
-        let mut truncated = false;
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = OUTPUT_CAP.saturating_sub(kept.len());
-                    kept.extend_from_slice(&buf[..n.min(room)]);
-                    truncated |= n > room;
-                }
-            }
-        }
-        let _ = tx.send((kept, truncated));
-    });
+/// Whether shell commands are kernel-confined on this machine (Landlock and namespaces).
+pub fn confined_here(_network_allowed: bool) -> bool {
+    launcher::probe().confines()
 }
 
 fn kill_group(pid: u32) {
@@ -185,117 +180,48 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
     let before = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
 
     let settings = ctx.shell;
-    let mut command = Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(&a.command)
-        .current_dir(ctx.sandbox.work_dir().join(cwd.as_str()))
-        .env_clear()
-        .env(
-            "PATH",
-            std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into()),
-        )
-        .env(
-            "LANG",
-            std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
-        )
-        .env("HOME", &settings.home)
-        .env("XDG_CACHE_HOME", &settings.cache)
-        .env("TMPDIR", &settings.tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Ok(term) = std::env::var("TERM") {
-        command.env("TERM", term);
-    }
-    for name in &settings.policy.env {
-        if let Ok(value) = std::env::var(name) {
-            command.env(name, value);
-        }
-    }
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let confined = landlock::probe().enforced(settings.policy.network);
-    let started = Instant::now();
-    let mut child = if confined {
-        let mut writable = vec![ctx.sandbox.work_dir().to_path_buf(), settings.home.clone()];
-        writable.extend(settings.policy.writable_paths.iter().cloned());
-        landlock::spawn(
-            command,
-            &Confinement {
-                writable,
-                allow_network: settings.policy.network,
-            },
-        )
-        .map_err(|e| ToolError::Failed(e.to_string()))?
+    let work = ctx.sandbox.work_dir().to_path_buf();
+    let git = Some((ctx.sandbox.layout.git_dir.clone(), work.clone()));
+    let launch = step_launch(
+        settings,
+        &work,
+        git.as_ref().map(|(g, w)| (g.as_path(), w.as_path())),
+        work.join(cwd.as_str()),
+        "/bin/sh",
+        vec!["-c".into(), a.command.clone().into()],
+    );
+    // A marker next to the plan's HOME names the running command, so that a driver that
+    // takes over after this process died can kill what it left behind ([`kill_orphans`]).
+    let confined = confined_here(settings.policy.network);
+    let running = if confined {
+        launcher::spawn(launch)
     } else {
         // Reached only when the runner allowed unsafe tools.
-        command
-            .spawn()
-            .map_err(|e| ToolError::Failed(format!("cannot start /bin/sh: {e}")))?
-    };
-    let pid = child.id();
-    // A marker next to the plan's HOME names the running process group, so that a driver
-    // that takes over after this process died can kill what it left behind
-    // ([`kill_orphans`]).
+        launcher::spawn_unconfined(launch)
+    }
+    .map_err(|e| ToolError::Failed(e.to_string()))?;
     let marker = settings
         .home
         .parent()
-        .map(|dir| dir.join(format!("running-{pid}")));
+        .map(|dir| dir.join(format!("running-{}", running.pid())));
     if let Some(m) = &marker {
-        let _ = std::fs::write(m, pid.to_string());
+        let _ = std::fs::write(m, running.pid().to_string());
     }
-    let (out_tx, out_rx) = mpsc::channel();
-    let (err_tx, err_rx) = mpsc::channel();
-    drain(child.stdout.take().expect("stdout is piped"), out_tx);
-    drain(child.stderr.take().expect("stderr is piped"), err_tx);
-    // Wait without reaping (WNOWAIT): while the leader is an unreaped zombie its process
-    // group id cannot be reused, so killing the group can never hit an unrelated process.
-    let leader = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw);
-    let mut timed_out = false;
-    let mut cancelled = false;
-    loop {
-        let exited = match leader {
-            Some(p) => rustix::process::waitid(
-                rustix::process::WaitId::Pid(p),
-                rustix::process::WaitIdOptions::EXITED
-                    | rustix::process::WaitIdOptions::NOWAIT
-                    | rustix::process::WaitIdOptions::NOHANG,
-            )
-            .map(|s| s.is_some())
-            .unwrap_or(true),
-            None => true,
-        };
-        if exited {
-            break;
-        }
-        if started.elapsed() >= timeout {
-            timed_out = true;
-            break;
-        }
-        if ctx
-            .shell
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst))
-        {
-            cancelled = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // The whole group dies: on timeout, and after a normal exit so that background
-    // processes do not outlive the call. Only then is the leader reaped.
-    kill_group(pid);
-    let status = child.wait().ok();
+    let done = running.wait(timeout, settings.cancel.as_deref());
     if let Some(m) = &marker {
         let _ = std::fs::remove_file(m);
     }
-    let grace = Duration::from_secs(2);
-    let (stdout, stdout_truncated) = out_rx.recv_timeout(grace).unwrap_or_default();
-    let (stderr, stderr_truncated) = err_rx.recv_timeout(grace).unwrap_or_default();
-    let duration_ms = started.elapsed().as_millis() as u64;
+    let Finished {
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
+        timed_out,
+        cancelled,
+        duration,
+        ..
+    } = &done;
+    let duration_ms = duration.as_millis() as u64;
 
     let after = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
     let files = diff::trees(&repo, Some(before), Some(after), &DiffRequest::default())
@@ -321,20 +247,253 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
         let new = blob(entry(&new_tree, &f.path));
         ctx.record(Change::from_diff(f, old.as_deref(), new.as_deref()));
     }
-    use std::os::unix::process::ExitStatusExt;
     Ok(json!({
-        "exit_code": status.and_then(|s| s.code()),
-        "signal": status.and_then(|s| s.signal()),
+        "exit_code": done.code(),
+        "signal": done.signal(),
         "timed_out": timed_out,
         "cancelled": cancelled,
         "confined": confined,
-        "stdout": String::from_utf8_lossy(&stdout),
-        "stderr": String::from_utf8_lossy(&stderr),
+        "stdout": String::from_utf8_lossy(stdout),
+        "stderr": String::from_utf8_lossy(stderr),
         "stdout_truncated": stdout_truncated,
         "stderr_truncated": stderr_truncated,
         "duration_ms": duration_ms,
         "files_changed": files.len(),
     }))
+}
+
+/// Toolchain homes of the user, resolved from this process's environment before `HOME` is
+/// redirected: `(variable, directory)` for each that exists. A standard rustup install
+/// (no `RUSTUP_HOME`) gives `RUSTUP_HOME=~/.rustup` and `CARGO_HOME=~/.cargo`.
+pub fn toolchain_homes() -> Vec<(&'static str, PathBuf)> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let from = |var: &str, default: Option<&str>| -> Option<PathBuf> {
+        match std::env::var_os(var).filter(|v| !v.is_empty()) {
+            Some(v) => Some(PathBuf::from(v)),
+            None => Some(home.as_ref()?.join(default?)),
+        }
+    };
+    let mut out = Vec::new();
+    for (var, default) in [
+        ("RUSTUP_HOME", Some(".rustup")),
+        ("CARGO_HOME", Some(".cargo")),
+        ("PYENV_ROOT", Some(".pyenv")),
+        ("NVM_DIR", Some(".nvm")),
+        ("GOPATH", Some("go")),
+        ("GOMODCACHE", None),
+        ("GOROOT", None),
+    ] {
+        if let Some(dir) = from(var, default).filter(|d| d.is_dir()) {
+            out.push((var, dir));
+        }
+    }
+    out
+}
+
+/// Caches that tools must write, redirected beneath the per-plan cache directory.
+pub const REDIRECTED_CACHES: &[(&str, &str)] = &[
+    ("npm_config_cache", "npm"),
+    ("GOCACHE", "go-build"),
+    ("PIP_CACHE_DIR", "pip"),
+    ("YARN_CACHE_FOLDER", "yarn"),
+];
+
+/// The environment of a confined step, built from nothing: see the module documentation.
+/// `git` is `(private git dir, work tree)` of the sandbox, when it has one.
+pub fn step_env(
+    settings: &ShellSettings,
+    git: Option<(&Path, &Path)>,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let mut set = |k: &str, v: OsString| {
+        env.retain(|(name, _)| name != k);
+        env.push((k.into(), v));
+    };
+    let mut path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
+    if let Some(bin) = git.and(git_wrapper(settings)) {
+        let mut p = bin.into_os_string();
+        p.push(":");
+        p.push(&path);
+        path = p;
+    }
+    set("PATH", path);
+    set(
+        "LANG",
+        std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()),
+    );
+    if let Some(term) = std::env::var_os("TERM") {
+        set("TERM", term);
+    }
+    set("HOME", settings.home.clone().into());
+    set("XDG_CACHE_HOME", settings.cache.clone().into());
+    set("TMPDIR", settings.tmp.clone().into());
+    for (var, dir) in toolchain_homes() {
+        set(var, dir.into());
+    }
+    for (var, sub) in REDIRECTED_CACHES {
+        set(var, settings.cache.join(sub).into());
+    }
+    if let Some((git_dir, work)) = git {
+        set("GIT_DIR", git_dir.into());
+        set("GIT_WORK_TREE", work.into());
+        set("GIT_CONFIG_NOSYSTEM", "1".into());
+        set("GIT_CONFIG_GLOBAL", "/dev/null".into());
+        set("GIT_OPTIONAL_LOCKS", "0".into());
+        set("GIT_TERMINAL_PROMPT", "0".into());
+    }
+    for name in &settings.policy.env {
+        if let Some(value) = std::env::var_os(name) {
+            set(name, value);
+        }
+    }
+    env
+}
+
+/// The directories a sandbox's git commands read: its private repository and the object
+/// directories it borrows through `objects/info/alternates` (the user's `.git/objects`, never
+/// the user's `.git/config`).
+fn git_readable(git_dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![git_dir.to_path_buf()];
+    let alternates =
+        std::fs::read_to_string(git_dir.join("objects/info/alternates")).unwrap_or_default();
+    for line in alternates
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        out.push(PathBuf::from(line));
+    }
+    out
+}
+
+/// The launch of one confined step command in a sandbox whose work tree is `work`.
+pub fn step_launch(
+    settings: &ShellSettings,
+    work: &Path,
+    git: Option<(&Path, &Path)>,
+    cwd: PathBuf,
+    program: &str,
+    args: Vec<OsString>,
+) -> Launch {
+    let policy = &settings.policy;
+    let mut writable = vec![work.to_path_buf(), settings.home.clone()];
+    writable.extend(policy.writable_paths.iter().map(|p| {
+        if p.is_absolute() {
+            p.clone()
+        } else {
+            work.join(p)
+        }
+    }));
+    let mut readable: Vec<PathBuf> = toolchain_homes().into_iter().map(|(_, d)| d).collect();
+    if let Some(bin) = settings.home.parent() {
+        readable.push(bin.join("bin"));
+    }
+    let mut deny = policy.deny_read.clone();
+    if let Some((git_dir, _)) = git {
+        for objects in git_readable(git_dir) {
+            readable.push(objects.clone());
+            // The user's repository configuration may hold credentials.
+            if let Some(user_git) = objects.parent().filter(|p| !p.starts_with(git_dir)) {
+                deny.push(user_git.join("config").display().to_string());
+            }
+        }
+    }
+    Launch {
+        program: program.into(),
+        args,
+        cwd,
+        env: step_env(settings, git),
+        policy: Policy {
+            network: policy.network,
+            writable,
+            readable,
+            deny,
+            limits: policy.limits,
+        },
+        output_cap: OUTPUT_CAP,
+    }
+}
+
+/// Git subcommands that only read (run through the wrapper `git` in a step's `PATH`).
+pub const READ_ONLY_GIT: &[&str] = &[
+    "status",
+    "diff",
+    "log",
+    "show",
+    "ls-files",
+    "ls-tree",
+    "grep",
+    "blame",
+    "rev-parse",
+    "rev-list",
+    "cat-file",
+    "describe",
+    "shortlog",
+    "show-ref",
+    "for-each-ref",
+    "name-rev",
+    "merge-base",
+    "diff-tree",
+    "diff-files",
+    "diff-index",
+    "var",
+    "version",
+    "help",
+    "--version",
+    "--help",
+    "check-ignore",
+    "check-attr",
+    "whatchanged",
+    "count-objects",
+];
+
+/// Writes the per-plan `bin/git` wrapper (once) and returns its directory: read-only
+/// subcommands run the real git; others are refused with a pointer to checkpoints. The
+/// kernel enforces the same (the private repository is not writable by steps).
+fn git_wrapper(settings: &ShellSettings) -> Option<PathBuf> {
+    let bin = settings.home.parent()?.join("bin");
+    let real = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.join("git"))
+        .find(|g| g.is_file() && !g.starts_with(&bin))?;
+    let allowed = READ_ONLY_GIT.join("|");
+    let script = format!(
+        r#"#!/bin/sh
+# Read-only git for sandboxed steps (written by agents; see docs/sandbox.md).
+sub=""
+skip=""
+for a in "$@"; do
+  if [ -n "$skip" ]; then skip=""; continue; fi
+  case "$a" in
+    -C|-c|--git-dir|--work-tree|--namespace) skip=1 ;;
+    --version|--help) sub="$a"; break ;;
+    -*) ;;
+    *) sub="$a"; break ;;
+  esac
+done
+case "$sub" in
+  {allowed}) exec "{real}" "$@" ;;
+  branch|tag|stash|config|remote|worktree|notes)
+    for a in "$@"; do case "$a" in --list|-l|--show-current|--get|--get-all|--get-regexp|-v|-vv|-a|-r) exec "{real}" "$@" ;; esac; done ;;
+esac
+echo "git $sub is refused in a sandboxed step: it would move refs or write the index." >&2
+echo "The plan's checkpoints record the sandbox's history; read with git status, diff, log or show." >&2
+exit 1
+"#,
+        real = real.display()
+    );
+    let path = bin.join("git");
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(script.as_str()) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&bin).ok()?;
+        let tmp = bin.join(format!(".git.{}", std::process::id()));
+        std::fs::write(&tmp, &script).ok()?;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).ok()?;
+        std::fs::rename(&tmp, &path).ok()?;
+    }
+    Some(bin)
 }
 
 /// The shell tool.

@@ -1,0 +1,134 @@
+//! Secret redaction (spec section 22 "secrets never reach logs or output"; `docs/sandbox.md`).
+//!
+//! The secrets are the values of this process's environment variables that name keys:
+//! `*_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD` (provider keys such as `OPENAI_API_KEY`
+//! included), at least [`MIN_SECRET_LEN`] bytes long. [`redact`] replaces each occurrence
+//! with `[redacted]`; stored step output, tool results, validation output, the log file and
+//! CLI errors go through it. [`find`] tells Apply whether a diff holds one.
+
+use std::borrow::Cow;
+
+/// What a secret looks like wherever it would have been shown.
+pub const REDACTED: &str = "[redacted]";
+
+/// Shorter values are not treated as secrets (they would match ordinary text).
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// Whether an environment variable's name marks its value as a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["_KEY", "_TOKEN", "_SECRET", "_PASSWORD"]
+        .iter()
+        .any(|s| upper.ends_with(s))
+        || matches!(upper.as_str(), "KEY" | "TOKEN" | "SECRET" | "PASSWORD")
+}
+
+/// `(variable name, value)` of every secret in this process's environment, longest value
+/// first (so a secret containing another is replaced whole).
+pub fn secrets() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, v)| is_secret_name(k) && v.trim().len() >= MIN_SECRET_LEN)
+        .map(|(k, v)| (k, v.trim().to_string()))
+        .collect();
+    out.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// `text` with every secret replaced by `[redacted]`.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let secrets = secrets();
+    if !secrets.iter().any(|(_, v)| text.contains(v.as_str())) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = text.to_string();
+    for (_, v) in &secrets {
+        out = out.replace(v.as_str(), REDACTED);
+    }
+    Cow::Owned(out)
+}
+
+/// Bytes with every secret replaced (non-UTF-8 output is matched byte-wise).
+pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
+    let secrets = secrets();
+    let mut out = bytes.to_vec();
+    for (_, v) in &secrets {
+        let needle = v.as_bytes();
+        if needle.is_empty() || out.len() < needle.len() {
+            continue;
+        }
+        let mut result = Vec::with_capacity(out.len());
+        let mut i = 0;
+        while i < out.len() {
+            if out[i..].starts_with(needle) {
+                result.extend_from_slice(REDACTED.as_bytes());
+                i += needle.len();
+            } else {
+                result.push(out[i]);
+                i += 1;
+            }
+        }
+        out = result;
+    }
+    out
+}
+
+/// The name of the first variable whose secret value occurs in `text`.
+pub fn find(text: &str) -> Option<String> {
+    secrets()
+        .into_iter()
+        .find(|(_, v)| text.contains(v.as_str()))
+        .map(|(k, _)| k)
+}
+
+/// A writer that redacts each buffer before passing it on (for the log file).
+pub struct RedactingWriter<W>(pub W);
+
+impl<W: std::io::Write> std::io::Write for RedactingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(&redact_bytes(buf))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_hold_keys_are_secret() {
+        for n in [
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_SECRET",
+            "db_password",
+        ] {
+            assert!(is_secret_name(n), "{n}");
+        }
+        for n in ["PATH", "KEYBOARD", "HOME"] {
+            assert!(!is_secret_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn bytes_are_redacted_like_text() {
+        let secret = std::env::vars()
+            .find(|(k, v)| is_secret_name(k) && v.len() >= MIN_SECRET_LEN)
+            .map(|(_, v)| v);
+        let Some(secret) = secret else {
+            // Without a secret in the environment there is nothing to replace.
+            assert_eq!(redact_bytes(b"plain"), b"plain");
+            return;
+        };
+        let text = format!("a {secret} b");
+        assert_eq!(redact(&text), format!("a {REDACTED} b"));
+        assert_eq!(
+            redact_bytes(text.as_bytes()),
+            format!("a {REDACTED} b").as_bytes()
+        );
+    }
+}
