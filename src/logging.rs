@@ -31,7 +31,7 @@ pub fn init(
     let (writer, guard) = tracing_appender::non_blocking(appender);
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(writer)
+        .with_writer(move || crate::engine::redact::RedactingWriter(writer.clone()))
         .with_ansi(false)
         .try_init()
         .ok()?;

@@ -689,18 +689,24 @@ impl Finisher {
             }
         };
         let exit = outcome.exit().code();
-        let mut stdout = std::io::stdout().lock();
+        // Rendered whole, then redacted, so that no secret is printed (docs/sandbox.md).
+        let mut rendered = Vec::new();
         let written = if self.stream {
-            output::emit_line(&outcome, self.started.elapsed(), &mut stdout)
+            output::emit_line(&outcome, self.started.elapsed(), &mut rendered)
         } else {
             output::emit(
                 &outcome,
                 self.format,
                 &self.terminal,
                 self.started.elapsed(),
-                &mut stdout,
+                &mut rendered,
             )
         };
+        let written = written.and_then(|()| {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(&crate::engine::redact::redact_bytes(&rendered))?;
+            stdout.flush()
+        });
         match written {
             Ok(()) => exit,
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit,

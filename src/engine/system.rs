@@ -312,20 +312,22 @@ fn git_check() -> Check {
     }
 }
 
-/// How shell commands are confined here: `landlock: enforced (ABI 7; TCP only)`, or a warning
-/// that `shell_execute` is classified unsafe.
+/// How shell commands are confined here: Landlock, namespaces, cgroup and the default
+/// limits (`docs/sandbox.md`), or a warning that `shell_execute` is classified unsafe.
 fn shell_sandbox_check() -> Check {
-    let probe = crate::engine::sandbox::landlock::probe();
-    if probe.enforced(false) {
-        Check::new("Shell sandbox", CheckStatus::Ok, probe.describe(), None)
+    let probe = crate::engine::sandbox::launcher::probe();
+    let details = probe.describe().join("; ");
+    if probe.confines() {
+        Check::new("Shell sandbox", CheckStatus::Ok, details, None)
     } else {
         Check::new(
             "Shell sandbox",
             CheckStatus::Warn,
-            probe.describe(),
+            details,
             Some(
-                "run on Linux 6.7 or newer with Landlock enabled (lsm=landlock) to confine shell commands; \
-                 until then plans that block unsafe tools cannot use shell_execute"
+                "run on Linux 6.7 or newer with Landlock enabled (lsm=landlock), as a user that may create \
+                 namespaces, to confine shell commands; until then plans that block unsafe tools cannot \
+                 run shell steps"
                     .to_string(),
             ),
         )

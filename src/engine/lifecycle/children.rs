@@ -232,6 +232,94 @@ fn members(store: &Store, step: &Decision) -> Result<Vec<Decision>, RunError> {
         .collect())
 }
 
+/// How the sandbox of `s`'s action is wider than the one `plan`'s steps run under, one
+/// phrase per difference (`network: false -> true`, `writable-paths: + /srv/cache`,
+/// `env: + GITHUB_TOKEN`, `limits.memory: 2 GiB -> 8 GiB`); empty when it is not wider.
+///
+/// # Errors
+/// Store errors.
+pub(crate) fn sandbox_widening(
+    engine: &Engine,
+    plan: &Plan,
+    s: &Spawn,
+) -> Result<Vec<String>, RunError> {
+    let parent = super::execute::policy(engine, plan)?.shell;
+    let Some(action) = engine.store().action_by_name(&s.action)? else {
+        return Ok(Vec::new());
+    };
+    let child = action.sandbox.unwrap_or_default();
+    Ok(widening(&parent, &child))
+}
+
+fn widening(
+    parent: &crate::engine::tools::shell::ShellPolicy,
+    child: &crate::engine::registry::actions::SandboxSpec,
+) -> Vec<String> {
+    use crate::engine::sandbox::launcher::Limits;
+    let mut out = Vec::new();
+    if child.network && !parent.network {
+        out.push("network: false -> true".to_string());
+    }
+    for p in &child.writable_paths {
+        let path = std::path::Path::new(p);
+        if !parent.writable_paths.iter().any(|w| path.starts_with(w)) {
+            out.push(format!("writable-paths: + {p}"));
+        }
+    }
+    for name in &child.env {
+        if !parent.env.contains(name) {
+            out.push(format!("env: + {name}"));
+        }
+    }
+    for d in &parent.deny_read {
+        if !child.deny_read.contains(d) {
+            out.push(format!("deny-read: - {d}"));
+        }
+    }
+    let (pl, cl) = (parent.limits, child.limits.unwrap_or_default());
+    let shown = |v: u64| {
+        if v == 0 {
+            "unlimited".to_string()
+        } else {
+            Limits {
+                processes: 0,
+                memory: v,
+                address_space: 0,
+                file_size: 0,
+                open_files: 0,
+            }
+            .describe()
+            .split(", ")
+            .nth(1)
+            .and_then(|m| m.strip_prefix("memory "))
+            .unwrap_or_default()
+            .to_string()
+        }
+    };
+    for (name, p, c, size) in [
+        ("processes", pl.processes, cl.processes, false),
+        ("memory", pl.memory, cl.memory, true),
+        ("address-space", pl.address_space, cl.address_space, true),
+        ("file-size", pl.file_size, cl.file_size, true),
+        ("open-files", pl.open_files, cl.open_files, false),
+    ] {
+        let wider = p != 0 && (c == 0 || c > p);
+        if wider {
+            let f = |v: u64| {
+                if size {
+                    shown(v)
+                } else if v == 0 {
+                    "unlimited".into()
+                } else {
+                    v.to_string()
+                }
+            };
+            out.push(format!("limits.{name}: {} -> {}", f(p), f(c)));
+        }
+    }
+    out
+}
+
 /// The latest `child_spawn` approval of a spawn decision.
 fn spawn_approval(store: &Store, plan: &Id, decision: &Id) -> Result<Option<Approval>, StoreError> {
     Ok(store.approvals_of(plan)?.into_iter().rfind(|a| {
@@ -322,9 +410,20 @@ pub(crate) fn spawns_in(
     // 1. Approvals, when the profile wants a human before each spawn.
     let mut approved: Vec<&Spawn> = Vec::new();
     let mut skipped: Vec<Value> = Vec::new();
-    if !Gates::of(plan).flags.auto_child_plans {
+    // A child whose action asks for a wider sandbox than the parent runs under always needs
+    // a human's yes, whatever the profile says (docs/sandbox.md, "Child plans").
+    let auto = Gates::of(plan).flags.auto_child_plans;
+    let widenings: Vec<Vec<String>> = spawns
+        .iter()
+        .map(|s| sandbox_widening(engine, plan, s))
+        .collect::<Result<_, _>>()?;
+    if !auto || widenings.iter().any(|w| !w.is_empty()) {
         let mut waiting = Vec::new();
-        for s in spawns {
+        for (s, wide) in spawns.iter().zip(&widenings) {
+            if auto && wide.is_empty() {
+                approved.push(s);
+                continue;
+            }
             match spawn_approval(engine.store(), &plan_id, &s.decision_id)? {
                 Some(a) if a.status == ApprovalStatus::Approved => approved.push(s),
                 Some(a) if a.status == ApprovalStatus::Rejected => skipped.push(json!({
@@ -339,12 +438,20 @@ pub(crate) fn spawns_in(
                         plan_id,
                         ApprovalKind::ChildSpawn,
                         format!(
-                            "Spawn a child plan of {} ({}){}",
+                            "Spawn a child plan of {} ({}){}{}",
                             s.action,
                             s.key,
                             group
                                 .map(|g| format!(" in parallel group {g}"))
-                                .unwrap_or_default()
+                                .unwrap_or_default(),
+                            if wide.is_empty() {
+                                String::new()
+                            } else {
+                                format!(
+                                    "; its sandbox is wider than this plan's: {}",
+                                    wide.join("; ")
+                                )
+                            }
                         ),
                         String::new(),
                         Timestamp::now(),
@@ -359,7 +466,8 @@ pub(crate) fn spawns_in(
                         "args": s.args,
                         "guidance": s.guidance,
                         "parallel_group": group,
-                        "flag": "auto_child_plans",
+                        "flag": if wide.is_empty() { "auto_child_plans" } else { "sandbox_widening" },
+                        "sandbox_widening": wide,
                         "automation_profile": plan.automation_profile,
                     });
                     engine.store_mut().insert_approval(&a)?;

@@ -774,6 +774,10 @@ pub fn create(
             .all(|c| matches!(c, std::path::Component::RootDir))
         {
             Some(format!("`{p}` would make the whole filesystem writable"))
+        } else if !p.starts_with('/') {
+            Some(format!(
+                "`{p}` is relative, and would be resolved against whatever directory `agents` runs in; the sandbox's work tree is always writable, so name only directories outside it, as absolute paths"
+            ))
         } else if std::path::Path::new(p)
             .components()
             .any(|c| matches!(c, std::path::Component::ParentDir))

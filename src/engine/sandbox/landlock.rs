@@ -46,7 +46,7 @@ impl Probe {
         self.filesystem && (self.tcp || network_allowed)
     }
 
-    /// The line `agents diagnostics` prints: `landlock: enforced (ABI 7; TCP only)`.
+    /// The line `agents diagnostics` prints: `landlock: enforced (ABI 7; reads and writes, ...)`.
     pub fn describe(&self) -> String {
         if !self.filesystem {
             return format!(
@@ -60,7 +60,15 @@ impl Probe {
                 self.abi
             );
         }
-        format!("landlock: enforced (ABI {}; TCP only)", self.abi)
+        format!(
+            "landlock: enforced (ABI {}; reads and writes{})",
+            self.abi,
+            if self.scopes {
+                ", signals and abstract sockets scoped"
+            } else {
+                ""
+            }
+        )
     }
 }
 
