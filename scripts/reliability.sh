@@ -15,6 +15,11 @@
 # 3. limits: a step printing 1 GB, a 200 MB file in the repository (bounded peak memory,
 #    clear outcomes), an escape attempt and a leaked-key probe (the key must appear nowhere in
 #    the data directory, the sandbox or the output).
+# 4. escapes: one `run:` step makes 50+ escape attempts as a hostile step would (reads of the
+#    user's keys and /etc/shadow, writes outside, symbolic and hard links, /proc, devices,
+#    mounts, namespaces, host UNIX/abstract sockets, TCP/UDP/DNS with network: false, processes
+#    that try to outlive the step, limits); each must be refused inside the step or leave no
+#    trace on the host. Prints `escapes tried=N held=N` (docs/sandbox.md).
 #
 # Prints a summary and exits non-zero on any failure. CI runs the short versions of 3 in
 # `tests/reliability/`.
@@ -29,7 +34,7 @@ while [ $# -gt 0 ]; do
     --seconds) SECONDS_CONC=$2; shift 2 ;;
     --workers) WORKERS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    --only) ONLY=$2; shift 2 ;;   # crash | concurrency | limits
+    --only) ONLY=$2; shift 2 ;;   # crash | concurrency | limits | escapes
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -276,10 +281,185 @@ echo "limits: 200 MB file: exit $code2, ${took}s, peak ${PEAK_BIG} KiB (use), ${
 integrity && INTEGRITY3=ok || INTEGRITY3=FAILED
 fi
 
+# ---------------------------------------------------------------- 4. escapes
+ESC_TRIED=0 ESC_HELD=0
+if [ "$ONLY" = all ] || [ "$ONLY" = escapes ]; then
+echo "== escapes" >&2
+EH=$WORK/esc-home EREPO=$WORK/esc-repo
+mkdir -p "$EH/.ssh" "$EH/.aws" "$EH/.config/gh" "$EH/.gnupg" "$EH/.kube" "$EH/.docker" "$EREPO"
+for f in .ssh/id_rsa .aws/credentials .config/gh/hosts.yml .netrc .git-credentials .npmrc .kube/config .docker/config.json .gnupg/secring.gpg; do
+  echo "SECRET-$f" > "$EH/$f"
+done
+echo outside > "$WORK/esc-outside.txt"
+# Host-side listeners and a process the step must not touch.
+python3 - "$WORK" > "$WORK/esc-ports" 2> "$WORK/esc-listener.log" <<'PY' &
+import socket, sys, threading, os, time
+work = sys.argv[1]
+tcp = socket.socket(); tcp.bind(("127.0.0.1", 0)); tcp.listen()
+tcp6 = socket.socket(socket.AF_INET6); tcp6.bind(("::1", 0)); tcp6.listen()
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(("127.0.0.1", 0))
+unix = socket.socket(socket.AF_UNIX); unix.bind(work + "/esc-host.sock"); unix.listen()
+abstract = socket.socket(socket.AF_UNIX); abstract.bind("\0agents-escape-probe"); abstract.listen()
+print(tcp.getsockname()[1], tcp6.getsockname()[1], udp.getsockname()[1], flush=True)
+def count(name, sock, dgram=False):
+    while True:
+        if dgram: sock.recvfrom(100)
+        else: sock.accept()
+        with open(work + "/esc-received", "a") as f: f.write(name + "\n")
+for n, s_, d in [("tcp", tcp, False), ("tcp6", tcp6, False), ("udp", udp, True), ("unix", unix, False), ("abstract", abstract, False)]:
+    threading.Thread(target=count, args=(n, s_, d), daemon=True).start()
+time.sleep(3600)
+PY
+LISTENER=$!
+OPENAI_API_KEY=sk-escape-probe-key sleep 3600 &
+VICTIM=$!
+for _ in $(seq 50); do [ -s "$WORK/esc-ports" ] && break; sleep 0.1; done
+read -r TCP_PORT TCP6_PORT UDP_PORT < "$WORK/esc-ports"
+echo host > /dev/shm/agents-escape-host-marker
+cat > "$EREPO/escape.env" <<EOF
+H=$EH
+UREPO=$REPO
+WORK=$WORK
+DATA=$DATA
+VICTIM=$VICTIM
+TCP_PORT=$TCP_PORT
+TCP6_PORT=$TCP6_PORT
+UDP_PORT=$UDP_PORT
+EOF
+cat > "$EREPO/escape.sh" <<'EOF'
+# Each attempt must fail (exit non-zero) to count as held; `trace:` ones are judged on the host.
+. ./escape.env
+try() { name=$1; shift; if (timeout 20 sh -c "$*") >/dev/null 2>&1; then echo "ESCAPED $name"; else echo "HELD $name"; fi; }
+trace() { name=$1; shift; (timeout 20 sh -c "$*") >/dev/null 2>&1; echo "TRACE $name"; }
+py() { /usr/bin/python3 -c "$1"; }
+try read-ssh-key "cat $H/.ssh/id_rsa"
+try list-ssh-dir "ls $H/.ssh"
+try read-aws "cat $H/.aws/credentials"
+try read-gh "cat $H/.config/gh/hosts.yml"
+try read-netrc "cat $H/.netrc"
+try read-gnupg "cat $H/.gnupg/secring.gpg"
+try read-git-credentials "cat $H/.git-credentials"
+try read-npmrc "cat $H/.npmrc"
+try read-kube "cat $H/.kube/config"
+try read-docker-config "cat $H/.docker/config.json"
+try read-shadow "cat /etc/shadow"
+try read-gshadow "cat /etc/gshadow"
+try read-user-git-config "cat $UREPO/.git/config"
+try read-user-work-tree "cat $UREPO/README"
+try read-data-dir "cat $DATA/cleveragents.db"
+try read-outside-file "cat $WORK/esc-outside.txt"
+try read-root-home "ls /root"
+try read-symlink-to-key "ln -s $H/.ssh/id_rsa l1 && cat l1"
+try read-symlink-to-dir "ln -s $H d1 && cat d1/.netrc"
+try read-hardlink-to-key "ln $H/.ssh/id_rsa l2 && cat l2"
+try read-via-proc-root "cat /proc/self/root$H/.ssh/id_rsa"
+try read-victim-environ "cat /proc/$VICTIM/environ"
+try read-victim-cwd "ls /proc/$VICTIM/cwd/"
+try read-victim-mem "head -c 1 /proc/$VICTIM/mem"
+try read-any-environ-key "for e in /proc/[0-9]*/environ; do tr '\0' '\n' < \$e; done 2>/dev/null | grep -q sk-escape-probe-key"
+try read-kcore "head -c 1 /proc/kcore"
+try read-raw-disk "for d in /dev/sd? /dev/vd? /dev/nvme?n? /dev/xvd?; do [ -e \$d ] && head -c 1 \$d && exit 0; done; exit 1"
+try see-host-shm "cat /dev/shm/agents-escape-host-marker"
+try write-outside "echo x > $WORK/esc-escaped"
+try write-tmp "echo x > /tmp/agents-esc-probe-\$\$ && ls /tmp/agents-esc-probe-\$\$"
+try write-user-repo "echo x > $UREPO/esc-escaped"
+try write-home-ssh "echo x >> $H/.ssh/authorized_keys"
+try write-etc "echo x >> /etc/hosts"
+try write-git-dir "echo x >> \$GIT_DIR/HEAD"
+try git-commit "git commit -qam sneaky"
+try git-update-ref "git update-ref refs/heads/sneaky HEAD"
+try write-symlink-out "ln -s $WORK/esc-escaped2 l3 && echo x > l3"
+try write-via-proc-root "echo x > /proc/self/root$WORK/esc-escaped3"
+try rename-out "echo x > mv1 && mv mv1 $WORK/esc-moved"
+try write-proc-sys "echo 1 > /proc/sys/vm/drop_caches"
+try mknod-block "mknod blk b 8 0"
+try mount-tmpfs "mount -t tmpfs none /mnt"
+try umount-hidden-socket "umount $WORK/esc-host.sock"
+try userns-umount "unshare -Urm umount $WORK/esc-host.sock"
+try chroot "chroot / true"
+try setns-host-net "nsenter -t 1 -n true"
+try cgroup-escape "echo \$\$ > /sys/fs/cgroup/pids/tasks"
+try raise-nofile "ulimit -n 1048576"
+try kill-host-process "kill -9 $VICTIM"
+try ptrace-host "py 'import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).ptrace(16, $VICTIM, 0, 0) == 0 else 1)'"
+try tcp-host-loopback "py 'import socket; socket.create_connection((\"127.0.0.1\", $TCP_PORT), timeout=3)'"
+try tcp6-host-loopback "py 'import socket; socket.create_connection((\"::1\", $TCP6_PORT), timeout=3)'"
+trace udp-host-loopback "py 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"127.0.0.1\", $UDP_PORT))'"
+try dns "py 'import socket; socket.getaddrinfo(\"example.com\", 80)'"
+try tcp-internet "py 'import socket; socket.create_connection((\"1.1.1.1\", 80), timeout=3)'"
+try unix-host-socket "py 'import socket; socket.socket(socket.AF_UNIX).connect(\"$WORK/esc-host.sock\")'"
+try abstract-host-socket "py 'import socket; socket.socket(socket.AF_UNIX).connect(\"\\0agents-escape-probe\")'"
+try fork-bomb "py 'import os,time
+n=0
+for _ in range(3000):
+  try:
+    if os.fork()==0: time.sleep(60); os._exit(0)
+    n+=1
+  except OSError: break
+raise SystemExit(0 if n >= 2000 else 1)'"
+try allocate-3gib "py 'b=bytearray(3*1024**3); b[::4096]=b\"x\"*len(b[::4096])'"
+try file-over-4gib "dd if=/dev/zero of=sparse bs=1M seek=4200 count=1 && rm -f sparse"
+try open-5000-files "py 'fs=[open(\"/dev/null\") for _ in range(5000)]'"
+trace setsid-survivor "setsid sleep 3601 &"
+trace nohup-survivor "nohup sleep 3602 > /dev/null 2>&1 &"
+trace double-fork-survivor "(sleep 3603 &) &"
+trace python-daemon "py 'import os,time
+if os.fork()==0:
+  os.setsid()
+  if os.fork()==0: time.sleep(3604)'"
+EOF
+git_q -C "$EREPO" init -q && git_q -C "$EREPO" add -A && git_q -C "$EREPO" commit -qm escape
+cat > "$WORK/escape.yaml" <<'EOF'
+name: local/escape
+definition-of-done: escape attempts made
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - {name: escape, run: "sh escape.sh > results.txt 2>&1; true"}
+EOF
+a resource add git-checkout local/esc-repo --path "$EREPO" >/dev/null
+a project create --resource local/esc-repo esc >/dev/null
+a action create --available --config "$WORK/escape.yaml" >/dev/null
+HOME=$EH a plan use local/escape esc --automation-profile trusted > "$WORK/esc.json"
+eplan=$(jq -r .data.plan_id "$WORK/esc.json")
+sleep 1
+RESULTS=$(find "$DATA/sandboxes/$eplan" -name results.txt -path '*/work/*' | head -1)
+[ -n "$RESULTS" ] || fail "escapes: no results (plan use: $(jq -c '.error // .data.state' "$WORK/esc.json"))"
+while read -r verdict name; do
+  case "$verdict" in
+    HELD) ESC_TRIED=$((ESC_TRIED + 1)); ESC_HELD=$((ESC_HELD + 1)) ;;
+    ESCAPED) ESC_TRIED=$((ESC_TRIED + 1)); fail "escape: $name" ;;
+    TRACE)
+      ESC_TRIED=$((ESC_TRIED + 1)); held=1
+      case "$name" in
+        udp-host-loopback) grep -qx udp "$WORK/esc-received" 2>/dev/null && held=0 ;;
+        setsid-survivor) pgrep -f 'sleep 3601' >/dev/null && held=0 ;;
+        nohup-survivor) pgrep -f 'sleep 3602' >/dev/null && held=0 ;;
+        double-fork-survivor) pgrep -f 'sleep 3603' >/dev/null && held=0 ;;
+        python-daemon) pgrep -f 'time.sleep\(3604\)' >/dev/null && held=0 ;;
+      esac
+      [ $held = 1 ] && ESC_HELD=$((ESC_HELD + 1)) || fail "escape: $name left a trace on the host" ;;
+  esac
+done < "${RESULTS:-/dev/null}"
+# What no attempt may leave behind, whatever the step reported.
+for f in "$WORK/esc-escaped" "$WORK/esc-escaped2" "$WORK/esc-escaped3" "$WORK/esc-moved" "$REPO/esc-escaped"; do
+  [ ! -e "$f" ] || fail "escape: $f was written"
+done
+grep -qvx udp "$WORK/esc-received" 2>/dev/null && fail "escape: host listeners received: $(sort -u "$WORK/esc-received" | tr '\n' ' ')"
+kill -0 "$VICTIM" 2>/dev/null || fail "escape: the host process was killed"
+[ "$(cat /dev/shm/agents-escape-host-marker)" = host ] || fail "escape: /dev/shm changed"
+rm -f /dev/shm/agents-escape-host-marker /tmp/agents-esc-probe-*
+kill "$LISTENER" "$VICTIM" 2>/dev/null
+[ "$ESC_TRIED" -ge 50 ] || fail "escapes: only $ESC_TRIED attempts ran"
+echo "escapes tried=$ESC_TRIED held=$ESC_HELD" >&2
+a plan cancel "$eplan" >/dev/null
+fi
+
 echo
 echo "Reliability summary"
 echo "  crash        runs=$RUNS kills=$KILLS killed-before-creation=$EARLY recovered=$RECOVERED applied=$APPLIED integrity=$INTEGRITY"
 echo "  concurrency  workers=$WORKERS seconds=$SECONDS_CONC commands=$COMMANDS conflicts=$CONFLICTS unexpected=$UNEXPECTED projects=$made_projects/$have_projects plans=$((plans_before + made_plans))/$have_plans integrity=$INTEGRITY2"
 echo "  limits       1GB-output peak=${PEAK_OUT}KiB  200MB-file peak=${PEAK_BIG}KiB(use)/${PEAK_BIG_APPLY:-}KiB(apply)  integrity=$INTEGRITY3"
+echo "  escapes      escapes tried=$ESC_TRIED held=$ESC_HELD"
 echo "  failures     $FAILURES"
 [ "$FAILURES" = 0 ]

@@ -161,9 +161,10 @@ fn every_example_is_accepted_by_action_create_and_made_available() {
 
 #[test]
 fn the_format_example_formats_and_tidies_source_files_and_leaves_the_rest_alone() {
+    // rustup installed the usual way: `~/.rustup` and `~/.cargo`, no RUSTUP_HOME.
+    let real_home = std::env::var_os("HOME").map(PathBuf::from);
     let rust_ok = Command::new("rustfmt")
         .arg("--version")
-        .env("HOME", "/nonexistent")
         .output()
         .is_ok_and(|o| o.status.success());
     let (env, repo) = setup(
@@ -183,6 +184,11 @@ fn the_format_example_formats_and_tidies_source_files_and_leaves_the_rest_alone(
         ],
         "format.yaml",
     );
+    for dir in [".rustup", ".cargo"] {
+        if let Some(real) = real_home.as_ref().map(|h| h.join(dir)).filter(|d| d.is_dir()) {
+            std::os::unix::fs::symlink(real, env.root().join(dir)).unwrap();
+        }
+    }
     let (id, diff) = run_to_apply(&env, "local/format", &[]);
     let mut expected = vec!["conf.yaml", "tool.py"];
     if rust_ok {

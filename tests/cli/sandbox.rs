@@ -926,3 +926,110 @@ fn sandbox_commands_as_users_see_them() {
         &["--format", "plain", "plan", "rollback", "--yes", &plan, "1"],
     );
 }
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            } else if fs::read(&p).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_key_of_agents_is_not_readable_from_a_step_and_a_printed_key_is_stored_redacted() {
+    if !landlock_enforced() {
+        return;
+    }
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    let key = "sk-live-0123456789abcdef";
+    let mut cmd = env.command(&[
+        "--format",
+        "json",
+        "tool",
+        "run",
+        "shell_execute",
+        "--plan",
+        &plan,
+        "--target-path",
+        repo.to_str().unwrap(),
+        "--args",
+        &json!({"command": "for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e; done 2>/dev/null | grep -c '^OPENAI_API_KEY='; printf '%s%s\\n' sk-live- 0123456789abcdef; printf '%s%s\\n' sk-live- 0123456789abcdef > printed.txt"}).to_string(),
+    ]);
+    cmd.env("OPENAI_API_KEY", key);
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}"));
+    let stdout = doc["data"]["result"]["stdout"].as_str().unwrap_or_default();
+    assert_eq!(stdout.lines().next(), Some("0"), "{doc:#}");
+    assert!(stdout.contains("[redacted]"), "{stdout}");
+    assert!(!text.contains(key), "the CLI printed the key: {text}");
+    let leaks: Vec<PathBuf> = files_containing(&env.data_dir, key.as_bytes())
+        .into_iter()
+        .filter(|p| !p.starts_with(work_dir(&env, &plan)))
+        .collect();
+    assert!(leaks.is_empty(), "the key is stored in {leaks:?}");
+}
+
+#[test]
+fn a_step_sees_its_changes_with_read_only_git_and_cannot_move_refs_or_read_the_users_git_config() {
+    if !landlock_enforced() {
+        return;
+    }
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    git(
+        &repo,
+        &["config", "http.extraHeader", "Authorization: Bearer ghp_usertoken123"],
+    );
+    let plan = plan_in(&env, Phase::Execute);
+    let config = repo.join(".git/config");
+    let data = ok_tool(
+        &env,
+        &plan,
+        &repo,
+        "shell_execute",
+        json!({"command": format!(
+            "echo more >> b.txt; echo new > new.txt; git status --short; echo --; git diff --name-only HEAD; echo --; \
+             git commit -qam sneaky; echo commit=$?; cat {} ; echo --; git log --format=%s | grep -c sneaky",
+            config.display()
+        )}),
+    );
+    let stdout = data["result"]["stdout"].as_str().unwrap();
+    let stderr = data["result"]["stderr"].as_str().unwrap();
+    let parts: Vec<&str> = stdout.split("--\n").collect();
+    assert!(parts[0].contains(" M b.txt"), "{stdout}\n{stderr}");
+    assert!(parts[0].contains("?? new.txt"), "{stdout}\n{stderr}");
+    assert!(parts[1].lines().any(|l| l == "b.txt"), "{stdout}\n{stderr}");
+    assert!(parts[2].contains("commit=1"), "{stdout}\n{stderr}");
+    assert!(stderr.contains("checkpoints"), "{stderr}");
+    assert!(!stdout.contains("ghp_usertoken123"), "{stdout}");
+    assert!(!stdout.contains("extraHeader"), "{stdout}");
+    assert_eq!(parts[3].trim(), "0", "no commit was made: {stdout}\n{stderr}");
+}
+
+#[test]
+fn relative_writable_paths_are_refused_at_action_create_naming_the_field() {
+    let env = Env::new();
+    let file = env.root().join("action.yaml");
+    fs::write(
+        &file,
+        "name: local/relative\ndescription: d\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nsandbox:\n  writable-paths: [\".\"]\nscript:\n  - name: one\n    run: echo hi\n",
+    )
+    .unwrap();
+    let (doc, code) = env.json(&["action", "create", "--config", file.to_str().unwrap()]);
+    assert_ne!(code, 0, "{doc:#}");
+    let shown = doc.to_string();
+    assert!(shown.contains("writable-paths[0]"), "{shown}");
+    assert!(shown.contains("relative"), "{shown}");
+}
