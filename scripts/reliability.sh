@@ -331,7 +331,6 @@ cat > "$EREPO/escape.sh" <<'EOF'
 . ./escape.env
 try() { name=$1; shift; if (timeout 20 sh -c "$*") >/dev/null 2>&1; then echo "ESCAPED $name"; else echo "HELD $name"; fi; }
 trace() { name=$1; shift; (timeout 20 sh -c "$*") >/dev/null 2>&1; echo "TRACE $name"; }
-py() { /usr/bin/python3 -c "$1"; }
 try read-ssh-key "cat $H/.ssh/id_rsa"
 try list-ssh-dir "ls $H/.ssh"
 try read-aws "cat $H/.aws/credentials"
@@ -381,15 +380,15 @@ try setns-host-net "nsenter -t 1 -n true"
 try cgroup-escape "echo \$\$ > /sys/fs/cgroup/pids/tasks"
 try raise-nofile "ulimit -n 1048576"
 try kill-host-process "kill -9 $VICTIM"
-try ptrace-host "py 'import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).ptrace(16, $VICTIM, 0, 0) == 0 else 1)'"
-try tcp-host-loopback "py 'import socket; socket.create_connection((\"127.0.0.1\", $TCP_PORT), timeout=3)'"
-try tcp6-host-loopback "py 'import socket; socket.create_connection((\"::1\", $TCP6_PORT), timeout=3)'"
-trace udp-host-loopback "py 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"127.0.0.1\", $UDP_PORT))'"
-try dns "py 'import socket; socket.getaddrinfo(\"example.com\", 80)'"
-try tcp-internet "py 'import socket; socket.create_connection((\"1.1.1.1\", 80), timeout=3)'"
-try unix-host-socket "py 'import socket; socket.socket(socket.AF_UNIX).connect(\"$WORK/esc-host.sock\")'"
-try abstract-host-socket "py 'import socket; socket.socket(socket.AF_UNIX).connect(\"\\0agents-escape-probe\")'"
-try fork-bomb "py 'import os,time
+try ptrace-host "/usr/bin/python3 -c 'import ctypes,sys; sys.exit(0 if ctypes.CDLL(None).ptrace(16, $VICTIM, 0, 0) == 0 else 1)'"
+try tcp-host-loopback "/usr/bin/python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", $TCP_PORT), timeout=3)'"
+try tcp6-host-loopback "/usr/bin/python3 -c 'import socket; socket.create_connection((\"::1\", $TCP6_PORT), timeout=3)'"
+trace udp-host-loopback "/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"127.0.0.1\", $UDP_PORT))'"
+try dns "/usr/bin/python3 -c 'import socket; socket.getaddrinfo(\"example.com\", 80)'"
+try tcp-internet "/usr/bin/python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), timeout=3)'"
+try unix-host-socket "/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"$WORK/esc-host.sock\")'"
+try abstract-host-socket "/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"\\0agents-escape-probe\")'"
+try fork-bomb "/usr/bin/python3 -c 'import os,time
 n=0
 for _ in range(3000):
   try:
@@ -397,13 +396,13 @@ for _ in range(3000):
     n+=1
   except OSError: break
 raise SystemExit(0 if n >= 2000 else 1)'"
-try allocate-3gib "py 'b=bytearray(3*1024**3); b[::4096]=b\"x\"*len(b[::4096])'"
+try allocate-3gib "/usr/bin/python3 -c 'b=bytearray(3*1024**3); b[::4096]=b\"x\"*len(b[::4096])'"
 try file-over-4gib "dd if=/dev/zero of=sparse bs=1M seek=4200 count=1 && rm -f sparse"
-try open-5000-files "py 'fs=[open(\"/dev/null\") for _ in range(5000)]'"
+try open-5000-files "/usr/bin/python3 -c 'fs=[open(\"/dev/null\") for _ in range(5000)]'"
 trace setsid-survivor "setsid sleep 3601 &"
 trace nohup-survivor "nohup sleep 3602 > /dev/null 2>&1 &"
 trace double-fork-survivor "(sleep 3603 &) &"
-trace python-daemon "py 'import os,time
+trace python-daemon "/usr/bin/python3 -c 'import os,time
 if os.fork()==0:
   os.setsid()
   if os.fork()==0: time.sleep(3604)'"
