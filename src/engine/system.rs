@@ -164,6 +164,12 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
     checks.push(writable_check(&paths.data_dir));
     checks.push(git_check());
     checks.push(shell_sandbox_check());
+    checks.push(Check::new(
+        "Shell limits",
+        CheckStatus::Ok,
+        crate::engine::sandbox::launcher::probe().describe_limits(),
+        None,
+    ));
     if let Some(check) = profile_check(paths, config.as_ref(), env) {
         checks.push(check);
     }

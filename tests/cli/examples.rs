@@ -185,7 +185,11 @@ fn the_format_example_formats_and_tidies_source_files_and_leaves_the_rest_alone(
         "format.yaml",
     );
     for dir in [".rustup", ".cargo"] {
-        if let Some(real) = real_home.as_ref().map(|h| h.join(dir)).filter(|d| d.is_dir()) {
+        if let Some(real) = real_home
+            .as_ref()
+            .map(|h| h.join(dir))
+            .filter(|d| d.is_dir())
+        {
             std::os::unix::fs::symlink(real, env.root().join(dir)).unwrap();
         }
     }

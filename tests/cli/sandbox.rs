@@ -990,7 +990,11 @@ fn a_step_sees_its_changes_with_read_only_git_and_cannot_move_refs_or_read_the_u
     let repo = user_repo(env.root());
     git(
         &repo,
-        &["config", "http.extraHeader", "Authorization: Bearer ghp_usertoken123"],
+        &[
+            "config",
+            "http.extraHeader",
+            "Authorization: Bearer ghp_usertoken123",
+        ],
     );
     let plan = plan_in(&env, Phase::Execute);
     let config = repo.join(".git/config");
@@ -1015,7 +1019,11 @@ fn a_step_sees_its_changes_with_read_only_git_and_cannot_move_refs_or_read_the_u
     assert!(stderr.contains("checkpoints"), "{stderr}");
     assert!(!stdout.contains("ghp_usertoken123"), "{stdout}");
     assert!(!stdout.contains("extraHeader"), "{stdout}");
-    assert_eq!(parts[3].trim(), "0", "no commit was made: {stdout}\n{stderr}");
+    assert_eq!(
+        parts[3].trim(),
+        "0",
+        "no commit was made: {stdout}\n{stderr}"
+    );
 }
 
 #[test]

@@ -228,26 +228,32 @@ impl Probe {
         self.landlock.filesystem && self.namespaces
     }
 
-    /// Lines for `agents diagnostics`.
+    /// Lines for `agents diagnostics`: Landlock, then namespaces.
     pub fn describe(&self) -> Vec<String> {
         let mut out = vec![self.landlock.describe()];
         out.push(if self.namespaces {
-            "namespaces: pid, mount and network (network: false gets loopback only)".into()
+            "namespaces: pid, mount, network".into()
         } else {
             format!(
                 "namespaces: unavailable ({}); shell commands are classified unsafe",
                 self.namespaces_reason.as_deref().unwrap_or("unknown")
             )
         });
-        out.push(match &self.cgroup {
-            Some(root) => format!("cgroup: v1 pids and memory under {root}"),
-            None => "cgroup: unavailable; processes limited by rlimits only".into(),
-        });
-        out.push(format!(
-            "limits (defaults): {}",
-            Limits::default().describe()
-        ));
         out
+    }
+
+    /// The default limits and what enforces the process and memory ones, for
+    /// `agents diagnostics`.
+    pub fn describe_limits(&self) -> String {
+        format!(
+            "{} ({})",
+            Limits::default().describe(),
+            if self.cgroup.is_some() {
+                "cgroup v1 and rlimits"
+            } else {
+                "rlimits only; no cgroup"
+            }
+        )
     }
 }
 
