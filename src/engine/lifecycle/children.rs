@@ -932,3 +932,45 @@ pub(crate) fn cancel_children(engine: &Engine, parent: &Id, reason: &str) -> Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::registry::actions::SandboxSpec;
+    use crate::engine::sandbox::launcher::Limits;
+    use crate::engine::tools::shell::ShellPolicy;
+
+    #[test]
+    fn a_child_action_asking_for_more_than_its_parent_is_a_widening_naming_each_difference() {
+        let parent = ShellPolicy {
+            writable_paths: vec!["/srv/cache".into()],
+            env: vec!["LANG_X".into()],
+            ..Default::default()
+        };
+        let same = SandboxSpec {
+            writable_paths: vec!["/srv/cache/sub".into()],
+            env: vec!["LANG_X".into()],
+            ..Default::default()
+        };
+        assert!(widening(&parent, &same).is_empty());
+        let wider = SandboxSpec {
+            network: true,
+            writable_paths: vec!["/home/user".into()],
+            env: vec!["GITHUB_TOKEN".into()],
+            limits: Some(Limits {
+                memory: 0,
+                ..Limits::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            widening(&parent, &wider),
+            [
+                "network: false -> true",
+                "writable-paths: + /home/user",
+                "env: + GITHUB_TOKEN",
+                "limits.memory: 2 GiB -> unlimited",
+            ]
+        );
+    }
+}

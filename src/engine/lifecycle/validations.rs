@@ -333,3 +333,49 @@ fn run_command(
         "stderr": String::from_utf8_lossy(&done.stderr),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_validation_may_serve_http_on_its_own_loopback_and_reports_its_stderr_tail() {
+        if !launcher::probe().confines() {
+            assert_ne!(std::env::var("CI").as_deref(), Ok("true"));
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (work, tmp) = (dir.path().join("work"), dir.path().join("tmp"));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::write(work.join("index.html"), "served\n").unwrap();
+        let serve = "/usr/bin/python3 -m http.server 18765 --bind 127.0.0.1 >/dev/null 2>&1 & \
+                     for i in $(seq 50); do /usr/bin/python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:18765/index.html\").read().decode())' 2>/dev/null && exit 0; sleep 0.1; done; exit 1";
+        let r = run_command(serve, &work, &tmp, false, Duration::from_secs(30)).unwrap();
+        assert_eq!(r["exit_code"], 0, "{r:#}");
+        assert_eq!(r["stdout"].as_str().unwrap().trim(), "served");
+        let failing = run_command(
+            "echo first >&2; echo the real reason >&2; exit 3",
+            &work,
+            &tmp,
+            false,
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        let v = Validation {
+            validation_id: "val_x".into(),
+            project: "p".into(),
+            command: "c".into(),
+            description: None,
+            required: true,
+            timeout_secs: 30,
+            resource: None,
+            network: false,
+            created_at: jiff::Timestamp::now(),
+        };
+        let o = outcome(&v, "r", &failing, Instant::now());
+        assert!(!o.passed);
+        assert!(o.result.starts_with("exit 3: "), "{}", o.result);
+        assert!(o.result.contains("the real reason"), "{}", o.result);
+    }
+}

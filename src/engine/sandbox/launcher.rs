@@ -85,7 +85,7 @@ impl Limits {
         let size = |b: u64| {
             if b == 0 {
                 "unlimited".to_string()
-            } else if b % GIB == 0 {
+            } else if b.is_multiple_of(GIB) {
                 format!("{} GiB", b / GIB)
             } else {
                 format!("{} MiB", b / MIB)
@@ -987,10 +987,10 @@ fn own_group(base: &Path, controller: &str) -> PathBuf {
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next(), parts.next(), parts.next());
-        if controllers.is_some_and(|c| c.split(',').any(|c| c == controller)) {
-            if let Some(path) = path {
-                return base.join(path.trim_start_matches('/'));
-            }
+        if controllers.is_some_and(|c| c.split(',').any(|c| c == controller))
+            && let Some(path) = path
+        {
+            return base.join(path.trim_start_matches('/'));
         }
     }
     base.to_path_buf()
