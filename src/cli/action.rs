@@ -386,10 +386,14 @@ fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
             "invariants": created.invariants.iter().map(|(id, t)| json!({"invariant_id": id, "text": t})).collect::<Vec<_>>(),
             "overrides": created.overrides,
             "checks": created.checks,
+            "warnings": created.warnings,
         }),
         "Action created",
     )
     .with(summary_panel("Action Created", a, true));
+    for w in &created.warnings {
+        report = report.message(crate::output::Level::Warn, w.clone());
+    }
     if !created.overrides.is_empty() {
         report = report.with(Element::List {
             title: "Overrides Applied".into(),

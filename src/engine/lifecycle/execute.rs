@@ -222,8 +222,10 @@ pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
             env: sb.env.clone(),
             network: sb.network,
             writable_paths: sb.writable_paths.iter().map(PathBuf::from).collect(),
+            vars: Default::default(),
         };
     }
+    p.shell.vars = crate::engine::registry::actions::argument_env(&plan.arguments);
     Ok(p)
 }
 

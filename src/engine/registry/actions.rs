@@ -17,6 +17,7 @@ use crate::engine::registry::profiles::{self, ProfileError};
 use crate::engine::registry::template::{self, TemplateError};
 use crate::engine::registry::yaml::{self, YamlError};
 use crate::engine::store::{Store, StoreError};
+use crate::engine::tools::shell::Interpreter;
 
 /// The type of an action argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +98,9 @@ impl ArgType {
     /// # Errors
     /// What the type accepts.
     pub fn check_value(self, v: &Value) -> Result<Value, String> {
+        if v.as_str().is_some_and(|s| s.contains('\0')) {
+            return Err(NUL_MESSAGE.into());
+        }
         match (self, v) {
             (ArgType::String | ArgType::Path, Value::String(_)) => Ok(v.clone()),
             (ArgType::Integer, Value::Number(n)) if n.is_i64() => Ok(v.clone()),
@@ -109,6 +113,33 @@ impl ArgType {
             )),
         }
     }
+}
+
+/// Why a value holding NUL is refused (shell words, environment variables and file names end
+/// at NUL, so the value could never arrive whole).
+pub const NUL_MESSAGE: &str = "the value holds a NUL character (\\0), which no shell command, environment variable or file name can carry; remove it";
+
+/// The environment variable that carries argument `name` to shell steps: `AGENTS_ARG_` and
+/// the name in upper case (`from` -> `AGENTS_ARG_FROM`).
+pub fn env_name(name: &str) -> String {
+    format!("AGENTS_ARG_{}", name.to_ascii_uppercase())
+}
+
+/// The environment shell steps see for a plan's bound arguments ([`env_name`] -> value):
+/// strings as they are, numbers and booleans as their JSON text. Arguments without a value are
+/// absent.
+pub fn argument_env(arguments: &Map<String, Value>) -> BTreeMap<String, String> {
+    arguments
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (env_name(k), text)
+        })
+        .collect()
 }
 
 /// One declared argument (`arguments:` entry, or `--arg name:type:required|optional:desc`).
@@ -185,9 +216,14 @@ pub struct SpawnSpec {
 pub struct ScriptStep {
     /// Unique step name.
     pub name: String,
-    /// A shell command run in the sandbox.
+    /// A shell command run in the sandbox. `{{ name }}` renders each argument as one
+    /// shell-quoted word; `{{ name | raw }}` pastes it unquoted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
+    /// The interpreter of `run` (`sh`, the default, or `bash`); the action's `shell:` when
+    /// the step sets none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<Interpreter>,
     /// A tool to call, with `args`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -286,6 +322,8 @@ pub struct ActionFile {
     pub script: Option<Vec<ScriptStep>>,
     /// Sandbox widening for shell steps.
     pub sandbox: Option<SandboxSpec>,
+    /// The interpreter of every `run:` step that names none (`sh` or `bash`).
+    pub shell: Option<Interpreter>,
 }
 
 /// A registered action.
@@ -479,6 +517,8 @@ pub struct Created {
     pub overrides: Vec<OverrideApplied>,
     /// Availability checks run for `--available`.
     pub checks: Vec<Check>,
+    /// What the user should know although nothing is wrong (`| raw` placeholders).
+    pub warnings: Vec<String>,
 }
 
 fn valid_arg_name(n: &str) -> bool {
@@ -731,6 +771,20 @@ pub fn create(
                 format!("argument `{}` is declared twice", a.name),
             ));
         }
+        if let Some(other) = seen
+            .iter()
+            .find(|o| **o != a.name && env_name(o) == env_name(&a.name))
+        {
+            return Err(rule(
+                &format!("{field}.name"),
+                "name",
+                format!(
+                    "arguments `{other}` and `{}` would both reach shell steps as `{}`; rename one",
+                    a.name,
+                    env_name(&a.name)
+                ),
+            ));
+        }
         if let Some(d) = &a.default {
             if a.required {
                 return Err(rule(
@@ -805,9 +859,17 @@ pub fn create(
         }
     }
 
-    // Script.
-    if let Some(script) = &file.script {
+    // Script: the action's `shell:` is the interpreter of every `run` step naming none.
+    let script = file.script.clone().map(|mut steps| {
+        for st in steps.iter_mut().filter(|st| st.run.is_some()) {
+            st.shell = st.shell.or(file.shell);
+        }
+        steps
+    });
+    let mut warnings = Vec::new();
+    if let Some(script) = &script {
         check_script(script, &samples).map_err(|(field, key, msg)| rule(&field, key, msg))?;
+        warnings = raw_warnings(script);
     }
     // Placeholders in text fields.
     for (field, value, flag, from_flag) in [
@@ -886,7 +948,7 @@ pub fn create(
         reusable,
         read_only,
         arguments,
-        script: file.script.clone(),
+        script,
         sandbox: file.sandbox.clone(),
         config_path: Some(yaml::stored_path(path)),
         created_at: now,
@@ -915,6 +977,7 @@ pub fn create(
         invariants: invariant_rows,
         overrides,
         checks,
+        warnings,
     })
 }
 
@@ -1008,8 +1071,26 @@ fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(
             if run.trim().is_empty() {
                 return Err((format!("{f}.run"), "run", "the command is empty".into()));
             }
-            template::render(run, samples)
+            template::render_shell(run, samples)
                 .map_err(|e| (format!("{f}.run"), "run", e.to_string()))?;
+            if let Some(problem) = template::shell_quoting_problem(run) {
+                return Err((format!("{f}.run"), "run", problem));
+            }
+        }
+        if s.shell.is_some() && s.run.is_none() {
+            return Err((
+                format!("{f}.shell"),
+                "shell",
+                format!(
+                    "step `{}`: `shell` belongs to `run` steps (a `tool: shell_execute` step puts it in `args`)",
+                    s.name
+                ),
+            ));
+        }
+        if let Some(command) = shell_command_of(s)
+            && let Some(problem) = template::shell_quoting_problem(command)
+        {
+            return Err((format!("{f}.args.command"), "command", problem));
         }
         if let Some(tool) = &s.tool
             && (tool.trim().is_empty() || tool.chars().any(char::is_whitespace))
@@ -1023,6 +1104,30 @@ fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(
         if let Some(args) = &s.args {
             template::check_json_renders(&Value::Object(args.clone()), samples)
                 .map_err(|(p, e)| (format!("{f}.args{p}"), "args", e.to_string()))?;
+        }
+        for (field, v) in s
+            .run
+            .iter()
+            .map(|r| ("run".to_string(), Value::String(r.clone())))
+            .chain(
+                s.args
+                    .iter()
+                    .map(|a| ("args".to_string(), Value::Object(a.clone()))),
+            )
+            .chain(
+                s.spawn
+                    .iter()
+                    .map(|sp| ("spawn.args".to_string(), Value::Object(sp.args.clone()))),
+            )
+        {
+            if let Some(path) = nul_path(&v) {
+                let key = field.rsplit('.').next().unwrap_or("run");
+                return Err((
+                    format!("{f}.{field}{path}"),
+                    key_of(key),
+                    NUL_MESSAGE.into(),
+                ));
+            }
         }
         if let Some(sp) = &s.spawn {
             QualifiedName::parse(&sp.action)
@@ -1099,6 +1204,29 @@ fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The path (`.key[1]`, empty for the value itself) of the first string holding NUL.
+fn nul_path(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => s.contains('\0').then(String::new),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| nul_path(x).map(|p| format!("[{i}]{p}"))),
+        Value::Object(o) => o
+            .iter()
+            .find_map(|(k, x)| nul_path(x).map(|p| format!(".{k}{p}"))),
+        _ => None,
+    }
+}
+
+/// The YAML key a script field is found under (for the line number).
+fn key_of(field: &str) -> &'static str {
+    match field {
+        "run" => "run",
+        _ => "args",
+    }
 }
 
 fn valid_step_name(n: &str) -> bool {
@@ -1380,6 +1508,9 @@ pub enum ArgumentError {
     /// Given twice.
     #[error("--arg `{0}` is given twice")]
     Duplicate(String),
+    /// The value holds NUL.
+    #[error("argument `{0}`: {NUL_MESSAGE}")]
+    Nul(String),
     /// Wrong type.
     #[error("--arg `{name}`: {message}")]
     Type {
@@ -1438,6 +1569,7 @@ pub fn bind_arguments(
     let mut out = Map::new();
     for a in &action.arguments {
         match raw.get(&a.name) {
+            Some(v) if v.contains('\0') => return Err(ArgumentError::Nul(a.name.clone())),
             Some(v) => {
                 let value = a
                     .arg_type
@@ -1484,14 +1616,25 @@ pub fn render_script(
         .map(|(i, s)| {
             let mut s = s.clone();
             if let Some(r) = &s.run {
-                s.run =
-                    Some(template::render(r, values).map_err(|e| (format!("script[{i}].run"), e))?);
+                s.run = Some(
+                    template::render_shell(r, values)
+                        .map_err(|e| (format!("script[{i}].run"), e))?,
+                );
             }
             if let Some(a) = &s.args {
+                let command = shell_command_of(&s).map(|c| {
+                    template::render_shell(c, values)
+                        .map_err(|e| (format!("script[{i}].args.command"), e))
+                });
                 match template::render_json(&Value::Object(a.clone()), values)
                     .map_err(|e| (format!("script[{i}].args"), e))?
                 {
-                    Value::Object(m) => s.args = Some(m),
+                    Value::Object(mut m) => {
+                        if let Some(c) = command {
+                            m.insert("command".into(), Value::String(c?));
+                        }
+                        s.args = Some(m)
+                    }
                     _ => unreachable!("rendering keeps the shape"),
                 }
             }
@@ -1506,6 +1649,41 @@ pub fn render_script(
             Ok(s)
         })
         .collect()
+}
+
+/// The shell text of a step other than `run`: the `command` of `tool: shell_execute`.
+fn shell_command_of(step: &ScriptStep) -> Option<&str> {
+    if step.tool.as_deref() != Some("shell_execute") {
+        return None;
+    }
+    step.args.as_ref()?.get("command")?.as_str()
+}
+
+/// The shell texts of a script: `(field path, text)` of each `run` and `shell_execute`
+/// command.
+fn shell_texts(script: &[ScriptStep]) -> Vec<(String, &str)> {
+    script
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match (&s.run, shell_command_of(s)) {
+            (Some(r), _) => Some((format!("script[{i}].run"), r.as_str())),
+            (None, Some(c)) => Some((format!("script[{i}].args.command"), c)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Warnings for a script's unquoted placeholders (`{{ cmd | raw }}`), one per placeholder.
+pub fn raw_warnings(script: &[ScriptStep]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (field, text) in shell_texts(script) {
+        for p in template::raw_placeholders(text) {
+            out.push(format!(
+                "{field}: `{p}` pastes the value into the command unquoted, so whoever gives this argument can run any command in the sandbox; write it without `| raw` unless the argument is meant to be shell code"
+            ));
+        }
+    }
+    out
 }
 
 /// Fills optional arguments that have no value with `null`-free placeholders: every declared
@@ -1605,6 +1783,7 @@ mod tests {
         ScriptStep {
             name: name.into(),
             run: Some(run.into()),
+            shell: None,
             tool: None,
             args: None,
             spawn: None,

@@ -1208,6 +1208,7 @@ mod tests {
             env: Vec::new(),
             network: true,
             writable_paths: vec![extra.clone()],
+            ..ShellPolicy::default()
         };
         let r = call(
             &mut f,

@@ -1,0 +1,305 @@
+//! Regressions from a new user's plan loop on real repositories (click, fd, express, mypy),
+//! each named after what broke: argument quoting, the shell interpreter, YAML byte order
+//! marks, names git refuses, append dry runs, rollback approvals, updating and deleting
+//! actions.
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+fn ok(env: &Env, args: &[&str]) -> Value {
+    let (doc, code) = env.json(args);
+    assert_eq!(code, 0, "{args:?}: {doc:#}");
+    doc
+}
+
+fn fails(env: &Env, args: &[&str], code: &str) -> Value {
+    let (doc, exit) = env.json(args);
+    assert_ne!(exit, 0, "{args:?}: {doc:#}");
+    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc:#}");
+    doc
+}
+
+/// Writes `text` to `<root>/<name>` and returns its path.
+fn file(env: &Env, name: &str, text: &str) -> String {
+    let path = env.root().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn yaml_files_starting_with_a_byte_order_mark_load_as_one_document() {
+    let env = Env::new();
+    let bom = "\u{feff}";
+    let action = file(
+        &env,
+        "a.yaml",
+        &format!(
+            "{bom}name: local/bom\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n"
+        ),
+    );
+    let doc = ok(&env, &["action", "create", "--config", &action]);
+    assert_eq!(doc["data"]["action"]["name"], "local/bom");
+    let actor = file(
+        &env,
+        "actor.yaml",
+        &format!(
+            "{bom}name: corp/rev\nmodel: anthropic/claude-sonnet-4-5\nsystem-prompt: You review.\n"
+        ),
+    );
+    ok(&env, &["actor", "add", "--config", &actor]);
+    let profile = file(
+        &env,
+        "profile.yaml",
+        &format!(
+            "{bom}name: local/careful\nflags:\n  auto_strategize: true\n  auto_execute: false\n  auto_apply: false\n  auto_decisions_strategize: true\n  auto_decisions_execute: false\n  auto_validation_fix: false\n  auto_strategy_revision: false\n  auto_child_plans: false\n  auto_retry_transient: true\n  auto_checkpoint_restore: false\n  require_sandbox: true\n  require_checkpoints: true\n  allow_unsafe_tools: false\n"
+        ),
+    );
+    ok(&env, &["automation-profile", "add", "--config", &profile]);
+    // A mark anywhere else is still an error.
+    let late = file(&env, "late.yaml", &format!("name: local/late\n{bom}x: 1\n"));
+    fails(
+        &env,
+        &["action", "create", "--config", &late],
+        "INVALID_INPUT",
+    );
+}
+
+/// A git checkout `local/repo` in project `local/app`.
+fn project(env: &Env) -> std::path::PathBuf {
+    let repo = crate::support::git_repo(env.root(), "repo");
+    ok(
+        env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+    );
+    ok(
+        env,
+        &["project", "create", "--resource", "local/repo", "app"],
+    );
+    repo
+}
+
+fn create_available(env: &Env, name: &str, yaml: &str) -> Value {
+    let path = file(env, name, yaml);
+    ok(env, &["action", "create", "--available", "--config", &path])
+}
+
+/// The values a user might pass that a shell would otherwise run or split.
+const TRICKY: [(&str, &str); 5] = [
+    ("a", "'use strict'"),
+    ("b", "\"use strict\""),
+    ("c", "x'; echo INJECTED > INJECTED.txt; echo '"),
+    (
+        "d",
+        "$(echo SUBSTITUTED > SUB.txt) `echo TICKS > TICKS.txt`",
+    ),
+    ("e", "first line\nsecond; echo NEWLINE > NL.txt\n"),
+];
+
+/// An action whose `run:` step writes each argument twice: from `{{ x }}` and from
+/// `$AGENTS_ARG_X`.
+fn echo_action(name: &str) -> String {
+    let mut y = format!(
+        "name: {name}\ndefinition-of-done: the values are written\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n"
+    );
+    for (n, _) in TRICKY {
+        y.push_str(&format!(
+            "  - {{name: {n}, type: string, required: true}}\n"
+        ));
+    }
+    y.push_str("script:\n  - name: write\n    run: |\n      mkdir -p out\n");
+    for (n, _) in TRICKY {
+        let upper = n.to_ascii_uppercase();
+        y.push_str(&format!(
+            "      printf %s {{{{ {n} }}}} > out/{n}.txt\n      printf %s \"$AGENTS_ARG_{upper}\" > out/{n}.env\n"
+        ));
+    }
+    y
+}
+
+fn assert_written_literally(repo: &std::path::Path, prefix: &str) {
+    for (n, v) in TRICKY {
+        for ext in ["txt", "env"] {
+            let got = std::fs::read_to_string(repo.join(format!("{prefix}{n}.{ext}")))
+                .unwrap_or_else(|e| panic!("{prefix}{n}.{ext}: {e}"));
+            assert_eq!(got, v, "{prefix}{n}.{ext}");
+        }
+    }
+    for f in ["INJECTED.txt", "SUB.txt", "TICKS.txt", "NL.txt"] {
+        assert!(!repo.join(f).exists(), "{f} was created: a value ran");
+        assert!(
+            !repo.join("out").join(f).exists(),
+            "{f} was created: a value ran"
+        );
+    }
+}
+
+fn plan_args() -> Vec<String> {
+    TRICKY.iter().map(|(n, v)| format!("{n}={v}")).collect()
+}
+
+#[test]
+fn run_steps_get_each_argument_as_one_word_and_as_agents_arg_variables() {
+    let env = Env::new();
+    let repo = project(&env);
+    create_available(&env, "echo.yaml", &echo_action("local/echo"));
+    let mut args = vec![
+        "plan",
+        "use",
+        "local/echo",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ];
+    let given = plan_args();
+    for g in &given {
+        args.extend(["--arg", g]);
+    }
+    let (doc, code) = env.json(&args);
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    ok(&env, &["plan", "apply", "--yes", &id]);
+    assert_written_literally(&repo, "out/");
+}
+
+#[test]
+fn a_child_plan_gets_its_arguments_quoted_the_same_way() {
+    let env = Env::new();
+    let repo = project(&env);
+    create_available(&env, "echo.yaml", &echo_action("local/echo"));
+    let mut parent = String::from(
+        "name: local/parent\ndefinition-of-done: the child wrote the values\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n",
+    );
+    for (n, _) in TRICKY {
+        parent.push_str(&format!(
+            "  - {{name: {n}, type: string, required: true}}\n"
+        ));
+    }
+    parent
+        .push_str("script:\n  - name: child\n    spawn:\n      action: local/echo\n      args:\n");
+    for (n, _) in TRICKY {
+        parent.push_str(&format!("        {n}: \"{{{{ {n} }}}}\"\n"));
+    }
+    create_available(&env, "parent.yaml", &parent);
+    let mut args = vec![
+        "plan",
+        "use",
+        "local/parent",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ];
+    let given = plan_args();
+    for g in &given {
+        args.extend(["--arg", g]);
+    }
+    let (doc, code) = env.json(&args);
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    ok(&env, &["plan", "apply", "--yes", &id]);
+    assert_written_literally(&repo, "out/");
+}
+
+#[test]
+fn values_holding_nul_are_refused_with_a_clear_error() {
+    let env = Env::new();
+    project(&env);
+    // A default (YAML can spell NUL as "\0").
+    let bad_default = file(
+        &env,
+        "default.yaml",
+        "name: local/nul\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - {name: v, type: string, default: \"a\\0b\"}\n",
+    );
+    let doc = fails(
+        &env,
+        &["action", "create", "--config", &bad_default],
+        "INVALID_INPUT",
+    );
+    let text = doc["error"].to_string();
+    assert!(
+        text.contains("NUL") && text.contains("arguments[0].default"),
+        "{text}"
+    );
+    // A spawn argument, checked before any plan runs.
+    create_available(&env, "echo.yaml", &echo_action("local/echo"));
+    let spawn = file(
+        &env,
+        "spawn.yaml",
+        "name: local/spawn-nul\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: child\n    spawn:\n      action: local/echo\n      args: {a: \"x\\0y\", b: b, c: c, d: d, e: e}\n",
+    );
+    let doc = fails(
+        &env,
+        &["action", "create", "--config", &spawn],
+        "INVALID_INPUT",
+    );
+    let text = doc["error"].to_string();
+    assert!(
+        text.contains("NUL") && text.contains("script[0].spawn.args.a"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_model_spawning_a_child_with_a_nul_argument_gets_a_clear_refusal() {
+    use crate::support::provider_server::{ProviderServer, Turn};
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[(
+                "create_subplan",
+                r#"{"action":"local/echo","args":{"a":"x\u0000y","b":"b","c":"c","d":"d","e":"e"}}"#,
+            )],
+            (10, 5),
+        ),
+        Turn::text("Could not delegate.", (10, 5)),
+    ]);
+    let env = Env::new();
+    project(&env);
+    create_available(&env, "echo.yaml", &echo_action("local/echo"));
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env.config_path,
+        format!(
+            "[providers.scripted]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"SCRIPTED_API_KEY\"\n",
+            server.openai_base()
+        ),
+    )
+    .unwrap();
+    create_available(
+        &env,
+        "delegate.yaml",
+        "name: local/delegate\ndefinition-of-done: delegated\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: scripted/m\n",
+    );
+    let out = env
+        .command(&[
+            "--format",
+            "json",
+            "plan",
+            "use",
+            "local/delegate",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    assert_eq!(
+        server.remaining(),
+        0,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let answer = server.requests()[1].body.to_string();
+    assert!(
+        answer.contains("argument `a`") && answer.contains("NUL character"),
+        "{answer}"
+    );
+}
