@@ -303,3 +303,184 @@ fn a_model_spawning_a_child_with_a_nul_argument_gets_a_clear_refusal() {
         "{answer}"
     );
 }
+
+#[test]
+fn run_steps_use_bin_sh_unless_the_action_or_the_step_says_shell_bash() {
+    let env = Env::new();
+    let repo = project(&env);
+    create_available(
+        &env,
+        "shells.yaml",
+        "name: local/shells\ndefinition-of-done: each step wrote its shell\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nshell: bash\nscript:\n  - name: action-default\n    run: set -o pipefail && echo \"${BASH_VERSION:-none}\" > action.txt\n  - name: step-sh\n    shell: sh\n    run: echo \"${BASH_VERSION:-none}\" > step.txt\n  - name: tool\n    tool: shell_execute\n    args: {command: 'echo \"${BASH_VERSION:-none}\" > tool.txt', shell: bash}\n",
+    );
+    create_available(
+        &env,
+        "plain.yaml",
+        "name: local/plain\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: default\n    run: echo \"${BASH_VERSION:-none}\" > default.txt\n",
+    );
+    for action in ["local/shells", "local/plain"] {
+        let (doc, code) = env.json(&[
+            "plan",
+            "use",
+            action,
+            "app",
+            "--automation-profile",
+            "trusted",
+        ]);
+        assert_eq!(code, 3, "{doc:#}");
+        let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+        ok(&env, &["plan", "apply", "--yes", &id]);
+    }
+    let read = |f: &str| std::fs::read_to_string(repo.join(f)).unwrap();
+    assert_ne!(
+        read("action.txt").trim(),
+        "none",
+        "the action's shell: bash"
+    );
+    assert_ne!(
+        read("tool.txt").trim(),
+        "none",
+        "shell_execute's shell: bash"
+    );
+    assert_eq!(read("step.txt").trim(), "none", "the step's shell: sh wins");
+    assert_eq!(read("default.txt").trim(), "none", "/bin/sh by default");
+    let bad = file(
+        &env,
+        "zsh.yaml",
+        "name: local/zsh\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: z\n    shell: zsh\n    run: true\n",
+    );
+    let doc = fails(
+        &env,
+        &["action", "create", "--config", &bad],
+        "INVALID_INPUT",
+    );
+    assert!(
+        doc["error"].to_string().contains("script[0].shell"),
+        "{doc:#}"
+    );
+}
+
+/// The checkpoint ids of a plan, oldest first.
+fn checkpoints(env: &Env, plan: &str) -> Vec<String> {
+    let doc = ok(env, &["plan", "checkpoints", plan]);
+    let mut cps: Vec<(u64, String)> = doc["data"]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["seq"].as_u64().unwrap_or_default(),
+                c["checkpoint_id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    cps.sort();
+    cps.into_iter().map(|(_, id)| id).collect()
+}
+
+fn pending_approvals(env: &Env, plan: &str) -> Vec<Value> {
+    let doc = ok(env, &["plan", "approvals"]);
+    doc["data"]["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["plan_id"] == plan)
+        .cloned()
+        .collect()
+}
+
+const TWO_STEPS: &str = "name: local/two\ndefinition-of-done: a and b exist\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: a\n    run: echo a > a.txt\n  - name: b\n    run: echo b > b.txt\n";
+
+#[test]
+fn rollback_withdraws_the_apply_approval_it_invalidates() {
+    let env = Env::new();
+    let repo = project(&env);
+    create_available(&env, "two.yaml", TWO_STEPS);
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/two",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "{doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let before = pending_approvals(&env, &id);
+    assert_eq!(before.len(), 1, "the apply gate waits: {before:#?}");
+    let first = checkpoints(&env, &id)[0].clone();
+    let doc = ok(&env, &["plan", "rollback", "--yes", &id, &first]);
+    assert_eq!(
+        doc["data"]["withdrawn_approvals"][0], before[0]["approval_id"],
+        "{doc:#}"
+    );
+    assert!(
+        pending_approvals(&env, &id).is_empty(),
+        "nothing stale waits"
+    );
+    // The event log says why.
+    let db = rusqlite::Connection::open(crate::support::db_file(&env)).unwrap();
+    let data: String = db
+        .query_row(
+            "SELECT data FROM events WHERE plan_id = ?1 AND type = 'state_changed' ORDER BY seq DESC LIMIT 1",
+            [&id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(data.contains("\"reason\":\"rollback\""), "{data}");
+    // Execute again reaches a fresh gate, and approving it applies.
+    let (doc, code) = env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+    let again = pending_approvals(&env, &id);
+    assert_eq!(again.len(), 1);
+    assert_ne!(again[0]["approval_id"], before[0]["approval_id"]);
+    ok(&env, &["plan", "apply", "--yes", &id]);
+    assert!(repo.join("a.txt").exists() && repo.join("b.txt").exists());
+}
+
+#[test]
+fn names_git_refuses_made_by_a_shell_step_do_not_wedge_snapshots_rollback_or_apply() {
+    let env = Env::new();
+    let repo = project(&env);
+    create_available(
+        &env,
+        "aliases.yaml",
+        "name: local/aliases\ndefinition-of-done: kept.txt exists\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: first\n    run: echo one > one.txt\n  - name: aliases\n    run: |\n      for n in .git. git~1 GIT~1 '.git ' '.git::$INDEX_ALLOCATION'; do echo x > \"$n\"; done\n      mkdir -p sub/.git. && echo y > sub/.git./config\n      echo kept > kept.txt\n",
+    );
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/aliases",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(
+        code, 3,
+        "the step succeeds and the plan reaches the gate: {doc:#}"
+    );
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let diff = ok(&env, &["plan", "diff", &id]);
+    let mut paths: Vec<String> = diff["data"]["resources"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        ["kept.txt", "one.txt"],
+        "the aliases are never recorded"
+    );
+    // Rolling back past the step and running it again works.
+    let cps = checkpoints(&env, &id);
+    ok(&env, &["plan", "rollback", "--yes", &id, &cps[1]]);
+    let (doc, code) = env.json(&["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+    ok(&env, &["plan", "apply", "--yes", &id]);
+    assert!(repo.join("kept.txt").exists());
+    for n in [".git.", "git~1", "GIT~1", ".git ", "sub"] {
+        assert!(!repo.join(n).exists(), "{n} reached the project");
+    }
+}
