@@ -484,3 +484,128 @@ fn names_git_refuses_made_by_a_shell_step_do_not_wedge_snapshots_rollback_or_app
         assert!(!repo.join(n).exists(), "{n} reached the project");
     }
 }
+
+fn versioned(text: &str) -> String {
+    format!(
+        "name: local/notes\ndefinition-of-done: notes.txt says {text}\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\ninvariants:\n  - Keep it short\nscript:\n  - name: write\n    run: echo {text} > notes.txt\n"
+    )
+}
+
+fn diff_text(env: &Env, plan: &str) -> String {
+    ok(env, &["plan", "diff", plan]).to_string()
+}
+
+#[test]
+fn action_create_update_raises_the_version_and_plans_keep_the_definition_they_were_made_from() {
+    let env = Env::new();
+    project(&env);
+    let v1 = file(&env, "v1.yaml", &versioned("first"));
+    let doc = ok(&env, &["action", "create", "--available", "--config", &v1]);
+    assert_eq!(doc["data"]["action"]["version"], 1);
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "manual",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let old_plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    // Without --update the name is taken, and the hint says how to replace it.
+    let v2 = file(&env, "v2.yaml", &versioned("second"));
+    let doc = fails(&env, &["action", "create", "--config", &v2], "CONFLICT");
+    assert!(doc["error"].to_string().contains("--update"), "{doc:#}");
+    let doc = ok(&env, &["action", "create", "--update", "--config", &v2]);
+    assert_eq!(doc["data"]["action"]["version"], 2, "{doc:#}");
+    assert_eq!(doc["data"]["replaced_version"], 1);
+    assert_eq!(
+        doc["data"]["action"]["state"], "available",
+        "it stays usable"
+    );
+    assert_eq!(
+        doc["data"]["invariants"],
+        serde_json::json!([]),
+        "no duplicate invariant"
+    );
+    let shown = ok(&env, &["action", "show", "local/notes"]);
+    assert_eq!(shown["data"]["action"]["version"], 2);
+    let human = env.run(&["action", "show", "local/notes"]);
+    assert!(
+        crate::support::stdout(&human).contains("Version"),
+        "shows its version"
+    );
+    // The plan made from version 1 runs version 1.
+    let (mut doc, mut code) = env.json(&["plan", "execute", &old_plan]);
+    if doc["data"]["approval"]["context"]["gate"] == "execute" {
+        // manual: the execute gate first; its answer is `plan execute` again.
+        (doc, code) = env.json(&["plan", "execute", &old_plan]);
+    }
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(
+        doc["data"]["approval"]["context"]["gate"], "apply",
+        "{doc:#}"
+    );
+    let old_diff = diff_text(&env, &old_plan);
+    assert!(
+        old_diff.contains("first") && !old_diff.contains("second"),
+        "{old_diff}"
+    );
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "{doc:#}");
+    let new_plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    assert!(diff_text(&env, &new_plan).contains("second"));
+    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&env)).unwrap();
+    assert_eq!(
+        st.plan_action_version(&old_plan.parse().unwrap()).unwrap(),
+        Some(1)
+    );
+    assert_eq!(
+        st.plan_action_version(&new_plan.parse().unwrap()).unwrap(),
+        Some(2)
+    );
+}
+
+#[test]
+fn action_delete_is_refused_while_a_plan_is_unfinished_and_then_frees_the_name() {
+    let env = Env::new();
+    project(&env);
+    let v1 = file(&env, "v1.yaml", &versioned("first"));
+    ok(&env, &["action", "create", "--available", "--config", &v1]);
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "{doc:#}");
+    let plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let doc = fails(
+        &env,
+        &["action", "delete", "--yes", "local/notes"],
+        "CONFLICT",
+    );
+    let text = doc["error"].to_string();
+    assert!(text.contains(&plan), "names the unfinished plan: {text}");
+    ok(&env, &["plan", "apply", "--yes", &plan]);
+    let doc = ok(&env, &["action", "delete", "--yes", "local/notes"]);
+    assert_eq!(doc["data"]["finished_plans"], 1);
+    fails(&env, &["action", "show", "local/notes"], "NOT_FOUND");
+    // The applied plan still shows where it came from, and the name is free again.
+    ok(&env, &["plan", "status", &plan]);
+    let doc = ok(&env, &["action", "create", "--config", &v1]);
+    assert_eq!(doc["data"]["action"]["version"], 1);
+    // An action no plan used is deleted outright.
+    ok(&env, &["action", "delete", "--yes", "local/notes"]);
+    let list = ok(&env, &["action", "list", "--state", "all"]);
+    assert_eq!(list["data"]["actions"], serde_json::json!([]), "{list:#}");
+}

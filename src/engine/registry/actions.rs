@@ -369,6 +369,9 @@ pub struct Action {
     pub updated_at: jiff::Timestamp,
     /// When it was archived.
     pub archived_at: Option<jiff::Timestamp>,
+    /// 1 when created, raised by each `action create --update`. Plans keep the definition
+    /// they were made from (rendered text and script) and record this number.
+    pub version: u32,
 }
 
 impl Action {
@@ -413,9 +416,17 @@ pub enum ActionError {
         /// Why.
         source: NameError,
     },
-    /// An action of that name exists.
+    /// An action of that name exists (and `--update` was not given).
     #[error("action {0} already exists")]
     Exists(String),
+    /// Plans that are not finished use the action, so it cannot be deleted.
+    #[error("action {name} is used by {} plan(s) that are not finished: {}", plans.len(), plans.join(", "))]
+    InUse {
+        /// The action.
+        name: String,
+        /// `PLAN_ID (phase/state)` of each.
+        plans: Vec<String>,
+    },
     /// No action of that name or id.
     #[error("action `{0}` not found")]
     NotFound(crate::engine::registry::lookup::Missing),
@@ -493,6 +504,8 @@ pub struct CreateRequest {
     pub invariants: Vec<String>,
     /// `--arg` specs, replacing same-named file arguments.
     pub args: Vec<String>,
+    /// `--update`: replace the definition of an existing action of the same name.
+    pub update: bool,
 }
 
 /// One override the command line applied over the file.
@@ -519,6 +532,8 @@ pub struct Created {
     pub checks: Vec<Check>,
     /// What the user should know although nothing is wrong (`| raw` placeholders).
     pub warnings: Vec<String>,
+    /// With `--update` of an existing action: the version it replaced.
+    pub replaced_version: Option<u32>,
 }
 
 fn valid_arg_name(n: &str) -> bool {
@@ -929,14 +944,15 @@ pub fn create(
         }
         invariants.push(t.trim().to_string());
     }
-    if store.action_by_name(&name)?.is_some() {
+    let existing = store.action_by_name(&name)?;
+    if existing.is_some() && !req.update {
         return Err(ActionError::Exists(name));
     }
     let now = super::now();
     let mut action = Action {
-        action_id: Id::generate(),
+        action_id: existing.as_ref().map_or_else(Id::generate, |e| e.action_id),
         name,
-        state: ActionState::Draft,
+        state: existing.as_ref().map_or(ActionState::Draft, |e| e.state),
         description,
         long_description,
         definition_of_done: dod,
@@ -951,12 +967,14 @@ pub fn create(
         script,
         sandbox: file.sandbox.clone(),
         config_path: Some(yaml::stored_path(path)),
-        created_at: now,
+        created_at: existing.as_ref().map_or(now, |e| e.created_at),
         updated_at: now,
-        archived_at: None,
+        archived_at: existing.as_ref().and_then(|e| e.archived_at),
+        version: existing.as_ref().map_or(1, |e| e.version + 1),
     };
     let mut checks = Vec::new();
-    if req.available {
+    // An available action stays usable: its new definition must pass the checks too.
+    if req.available || action.state == ActionState::Available {
         checks = availability_checks(store, providers, &action);
         let failures: Vec<String> = checks
             .iter()
@@ -970,14 +988,40 @@ pub fn create(
             });
         }
         action.state = ActionState::Available;
+        action.archived_at = None;
     }
-    let invariant_rows = store.insert_action(&action, &invariants)?;
+    let Some(old) = existing else {
+        let invariant_rows = store.insert_action(&action, &invariants)?;
+        return Ok(Created {
+            action,
+            invariants: invariant_rows,
+            overrides,
+            checks,
+            warnings,
+            replaced_version: None,
+        });
+    };
+    // The action's invariants stay; the file's that are new are added.
+    let have: HashSet<String> = store
+        .invariants()?
+        .into_iter()
+        .filter(|i| {
+            i.scope == crate::engine::domain::InvariantScope::Action
+                && i.plan_id.is_none()
+                && i.action.as_deref() == Some(action.name.as_str())
+        })
+        .map(|i| i.text.trim().to_string())
+        .collect();
+    invariants.retain(|t| !have.contains(t));
+    invariants.dedup();
+    let invariant_rows = store.update_action(&action, &invariants)?;
     Ok(Created {
         action,
         invariants: invariant_rows,
         overrides,
         checks,
         warnings,
+        replaced_version: Some(old.version),
     })
 }
 
@@ -1491,6 +1535,41 @@ pub fn archive(store: &mut Store, input: &str) -> Result<(Action, ActionState), 
     Ok((action, from))
 }
 
+/// What `action delete` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Deleted {
+    /// The action as it was.
+    pub action: Action,
+    /// Finished plans made from it, which keep it (hidden) as their origin.
+    pub finished_plans: u64,
+}
+
+/// Deletes an action (spec 09 "archived" is kept for hiding; deleting frees the name): refused
+/// while a plan that is not finished (neither applied nor cancelled) uses it. Finished plans
+/// keep their record of it; the name can be used again at once.
+///
+/// # Errors
+/// [`ActionError::NotFound`]; [`ActionError::InUse`] naming the unfinished plans.
+pub fn delete(store: &mut Store, input: &str) -> Result<Deleted, ActionError> {
+    let action = find(store, input)?;
+    let unfinished = store.unfinished_plans_of_action(&action.action_id)?;
+    if !unfinished.is_empty() {
+        return Err(ActionError::InUse {
+            name: action.name,
+            plans: unfinished
+                .into_iter()
+                .map(|(id, phase, state)| format!("{id} ({phase}/{state})"))
+                .collect(),
+        });
+    }
+    let (finished_plans, _, _) = store.action_plan_counts(&action.action_id)?;
+    store.delete_action(&action, super::now())?;
+    Ok(Deleted {
+        action,
+        finished_plans,
+    })
+}
+
 /// Why `plan use` arguments were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArgumentError {
@@ -1604,11 +1683,24 @@ pub fn bind_arguments(
 /// The action's script with argument values filled in.
 ///
 /// # Errors
-/// [`TemplateError`] with the step path.
+/// [`TemplateError`] with the step path; a placeholder written inside quotes, a comment or a
+/// here-document of shell text ([`template::shell_quoting_problem`]).
 pub fn render_script(
     script: &[ScriptStep],
     values: &Map<String, Value>,
 ) -> Result<Vec<ScriptStep>, (String, TemplateError)> {
+    // An action stored before arguments were quoted may still hold `'{{ x }}'`: refused,
+    // as `action create` refuses it now, rather than rendered wrong.
+    for (field, text) in shell_texts(script) {
+        if let Some(problem) = template::shell_quoting_problem(text) {
+            return Err((
+                field,
+                TemplateError::Render(format!(
+                    "{problem}; fix the file and run `agents action create --update --config FILE`"
+                )),
+            ));
+        }
+    }
     // Optional arguments without a value render as empty strings rather than failing.
     script
         .iter()
@@ -1729,6 +1821,7 @@ mod tests {
             created_at: jiff::Timestamp::UNIX_EPOCH,
             updated_at: jiff::Timestamp::UNIX_EPOCH,
             archived_at: None,
+            version: 1,
         }
     }
 
