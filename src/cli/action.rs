@@ -1,4 +1,4 @@
-//! `agents action create|list|show|available|archive` (spec sections 06 and 09).
+//! `agents action create|list|show|available|archive|delete` (spec sections 06 and 09).
 
 use std::path::PathBuf;
 
@@ -62,6 +62,10 @@ pub enum ActionCommand {
         /// Argument NAME:TYPE:required|optional[:DESCRIPTION] (repeatable)
         #[arg(short = 'a', long = "arg", value_name = "SPEC")]
         args: Vec<String>,
+        /// Replace the definition of an existing action of the same name (its version goes up;
+        /// plans made before keep the definition they were made from)
+        #[arg(long)]
+        update: bool,
         /// Action name (default: `name` in the file)
         name: Option<String>,
     },
@@ -94,6 +98,14 @@ pub enum ActionCommand {
         /// Action name or id
         action: String,
     },
+    /// Delete an action and free its name (refused while a plan that is not finished uses it)
+    Delete {
+        /// Action name or id
+        action: String,
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+    },
 }
 
 impl ActionCommand {
@@ -105,6 +117,7 @@ impl ActionCommand {
             ActionCommand::Show { .. } => "show",
             ActionCommand::Available { .. } => "available",
             ActionCommand::Archive { .. } => "archive",
+            ActionCommand::Delete { .. } => "delete",
         }
     }
 }
@@ -132,6 +145,7 @@ pub fn run(command: ActionCommand, ctx: &Context) -> Result<Report, CliError> {
             available,
             invariants,
             args,
+            update,
             name,
         } => create(
             ctx,
@@ -157,6 +171,7 @@ pub fn run(command: ActionCommand, ctx: &Context) -> Result<Report, CliError> {
                 available,
                 invariants,
                 args,
+                update,
             },
         ),
         ActionCommand::List {
@@ -174,6 +189,7 @@ pub fn run(command: ActionCommand, ctx: &Context) -> Result<Report, CliError> {
         ActionCommand::Show { action } => show(ctx, &action),
         ActionCommand::Available { action } => make_available(ctx, &action),
         ActionCommand::Archive { action } => archive(ctx, &action),
+        ActionCommand::Delete { action, yes } => delete(ctx, &action, yes),
     }
 }
 
@@ -183,6 +199,7 @@ pub fn action_json(a: &Action) -> serde_json::Value {
         "action_id": a.action_id.to_string(),
         "name": a.name,
         "state": a.state,
+        "version": a.version,
         "description": a.description,
         "long_description": a.long_description,
         "definition_of_done": a.definition_of_done,
@@ -208,6 +225,7 @@ fn summary_panel(title: &str, a: &Action, with_config: bool) -> Element {
         ("Name", view::id(a.name.clone())),
         ("ID", view::id(a.action_id.to_string())),
         ("State", a.state.as_str().into()),
+        ("Version", a.version.to_string().into()),
         ("Strategy Actor", a.strategy_actor.clone().into()),
         ("Execution Actor", a.execution_actor.clone().into()),
     ];
@@ -370,8 +388,9 @@ fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
             let file = shell_words::quote(&req.config.display().to_string()).into_owned();
             CliError::new("CONFLICT", format!("action {name} already exists"))
                 .detail(
-                    "action names are never reused, also after archiving (plans keep referring to the old action); choose a new name",
+                    "replace its definition with --update (plans made before keep theirs), choose a new name, or delete it first",
                 )
+                .hint(ctx.suggest(&format!("action create --update --config {file} {name}")))
                 .hint(ctx.suggest(&format!("action create --config {file} {name}-v2")))
                 .hint(ctx.suggest(&format!("action show {name}")))
         }
@@ -386,10 +405,26 @@ fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
             "invariants": created.invariants.iter().map(|(id, t)| json!({"invariant_id": id, "text": t})).collect::<Vec<_>>(),
             "overrides": created.overrides,
             "checks": created.checks,
+            "warnings": created.warnings,
+            "replaced_version": created.replaced_version,
         }),
-        "Action created",
+        match created.replaced_version {
+            Some(v) => format!("Action updated (version {v} -> {})", a.version),
+            None => "Action created".to_string(),
+        },
     )
-    .with(summary_panel("Action Created", a, true));
+    .with(summary_panel(
+        if created.replaced_version.is_some() {
+            "Action Updated"
+        } else {
+            "Action Created"
+        },
+        a,
+        true,
+    ));
+    for w in &created.warnings {
+        report = report.message(crate::output::Level::Warn, w.clone());
+    }
     if !created.overrides.is_empty() {
         report = report.with(Element::List {
             title: "Overrides Applied".into(),
@@ -610,4 +645,53 @@ fn archive(ctx: &Context, input: &str) -> Result<Report, CliError> {
         title: "Restore".into(),
         items: vec![ctx.suggest(&format!("action available {}", a.name))],
     }))
+}
+
+fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let a = actions::find(&store, input)?;
+    super::confirm::confirm(
+        &format!("Delete action {} and free its name?", a.name),
+        yes,
+        &ctx.terminal,
+        &ctx.suggest(&format!(
+            "action delete --yes {}",
+            shell_words::quote(&a.name)
+        )),
+    )?;
+    let deleted = actions::delete(&mut store, &a.action_id.to_string()).map_err(|e| match e {
+        actions::ActionError::InUse { ref plans, .. } => {
+            let first = plans
+                .first()
+                .and_then(|p| p.split(' ').next())
+                .unwrap_or_default()
+                .to_string();
+            CliError::from(e)
+                .hint(ctx.suggest(&format!("plan status {first}")))
+                .hint(ctx.suggest(&format!("plan cancel {first}")))
+                .hint(ctx.suggest(&format!("action archive {}", shell_words::quote(&a.name))))
+        }
+        other => other.into(),
+    })?;
+    let a = &deleted.action;
+    Ok(Report::ok(
+        "action delete",
+        json!({"action": action_json(a), "finished_plans": deleted.finished_plans}),
+        format!("Action {} deleted; the name is free", a.name),
+    )
+    .with(Element::panel(
+        "Action Deleted",
+        [
+            ("Name", view::id(a.name.clone())),
+            ("Version", a.version.to_string().into()),
+            (
+                "Finished Plans",
+                format!(
+                    "{} (they keep what they were made from)",
+                    deleted.finished_plans
+                )
+                .into(),
+            ),
+        ],
+    )))
 }

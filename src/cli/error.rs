@@ -293,6 +293,9 @@ impl From<ActionError> for CliError {
                     shell_words::quote(&name)
                 )),
             ActionError::State { .. } => CliError::new("CONFLICT", message),
+            ActionError::InUse { .. } => CliError::new("CONFLICT", message).detail(
+                "plans keep the definition they were made from, but an unfinished plan still refers to its action; apply or cancel it first",
+            ),
             ActionError::Flag { .. } | ActionError::NoName(_) | ActionError::Name { .. } => {
                 CliError::invalid_input(message)
             }

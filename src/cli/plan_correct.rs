@@ -58,6 +58,9 @@ pub struct CorrectArgs {
     /// Do not ask for confirmation
     #[arg(short, long)]
     pub yes: bool,
+    /// With --mode append: the child plan's execution actor (default: the parent's)
+    #[arg(long, value_name = "ACTOR")]
+    pub execution_actor: Option<String>,
     /// Decision id or unique prefix (the plan is found from it)
     pub decision: String,
 }
@@ -530,6 +533,11 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         drop(store);
         return append(ctx, a, &d);
     }
+    if a.execution_actor.is_some() {
+        return Err(CliError::invalid_input(
+            "--execution-actor chooses the child plan's actor of --mode append; a revert re-runs the plan with its own actors",
+        ));
+    }
     if a.dry_run {
         let imp = impact_of(ctx, &store, &d.decision_id)?;
         let refusal = revert::check_revertable(&plan, &d)
@@ -869,11 +877,34 @@ pub fn correction_diff(
 
 /// `plan correct --mode append`: a child plan carrying the guidance.
 fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliError> {
+    let actor_flag = a
+        .execution_actor
+        .as_deref()
+        .map(|x| format!(" --execution-actor {}", shell_words::quote(x)))
+        .unwrap_or_default();
     let again = ctx.suggest(&format!(
-        "plan correct --mode append -g {} --yes {}",
+        "plan correct --mode append -g {}{actor_flag} --yes {}",
         shell_words::quote(&a.guidance),
         d.decision_id
     ));
+    {
+        let engine = super::plan_run::engine(ctx, false, "Reading")?;
+        let parent = engine.plan(&d.plan_id)?;
+        appending::child_execution_actor(&engine, &parent, a.execution_actor.as_deref())
+            .map_err(|why| {
+                CliError::new("NOT_SUPPORTED", why)
+                    .hint(ctx.suggest(&format!(
+                        "plan correct --mode append -g {} --execution-actor PROVIDER/MODEL --dry-run {}",
+                        shell_words::quote(&a.guidance),
+                        d.decision_id
+                    )))
+                    .hint(ctx.suggest(&format!(
+                        "plan correct --mode revert -g {} --dry-run {}",
+                        shell_words::quote(&a.guidance),
+                        d.decision_id
+                    )))
+            })?;
+    }
     if a.dry_run {
         let engine = super::plan_run::engine(ctx, false, "Reading")?;
         let parent = engine.plan(&d.plan_id)?;
@@ -914,7 +945,12 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         &again,
     )?;
     let mut engine = super::plan_run::engine(ctx, false, "Adding a child plan")?;
-    let r = appending::append(&mut engine, &d.decision_id, &a.guidance)?;
+    let r = appending::append(
+        &mut engine,
+        &d.decision_id,
+        &a.guidance,
+        a.execution_actor.as_deref(),
+    )?;
     let child = &r.child;
     let next = match r.driven.as_ref().map(|x| &x.stopped) {
         Some(Stopped::Gate { approval }) => ctx.rewrite(&approval.answer_command),

@@ -10,7 +10,6 @@ use serde_json::json;
 use super::confirm::confirm;
 use super::{CliError, Context};
 use crate::engine::domain::plan::Plan;
-use crate::engine::sandbox::checkpoint;
 use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
 use crate::engine::sandbox::git_sandbox::preflight;
 use crate::engine::sandbox::{
@@ -477,9 +476,14 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
     );
     let answer_with = ctx.suggest(&format!("plan rollback --yes {} {cp_id}", plan.plan_id));
     confirm(&question, yes, &ctx.terminal, &answer_with)?;
-    let outcome = checkpoint::rollback(&mut store, &sandboxes, &plan.plan_id, &cp_id)?;
-    // Steps whose work was discarded run again at the next `plan execute`.
-    let steps_reset = store.reset_steps_after_rollback(&plan.plan_id)?;
+    let rolled = crate::engine::lifecycle::rollback::to_checkpoint(
+        &mut store,
+        &sandboxes,
+        &plan.plan_id,
+        &cp_id,
+    )?;
+    let outcome = &rolled.outcome;
+    let steps_reset = rolled.steps_to_run_again;
     let data = json!({
         "plan_id": plan.plan_id.to_string(),
         "checkpoint_id": outcome.checkpoint.checkpoint_id,
@@ -487,6 +491,7 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
         "discarded_checkpoints": outcome.discarded_checkpoints,
         "discarded_tool_calls": outcome.discarded_tool_calls,
         "steps_to_run_again": steps_reset,
+        "withdrawn_approvals": rolled.withdrawn_approvals,
         "phase": outcome.status.phase,
         "state": outcome.status.state,
     });
@@ -508,6 +513,14 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
                 (
                     "Plan Status",
                     format!("{} / {}", outcome.status.phase, outcome.status.state).into(),
+                ),
+                (
+                    "Withdrawn Approvals",
+                    if rolled.withdrawn_approvals.is_empty() {
+                        "none".into()
+                    } else {
+                        rolled.withdrawn_approvals.join(", ").into()
+                    },
                 ),
             ],
         )),

@@ -561,6 +561,7 @@ fn ensure_action(
             available: true,
             invariants: Vec::new(),
             args: Vec::new(),
+            update: false,
             name: Some(name.clone()),
         },
         ctx,

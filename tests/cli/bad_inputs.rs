@@ -66,7 +66,7 @@ fn an_unknown_field_is_named_with_its_path() {
     let env = env();
     let file = action_file(
         &env,
-        &LICENSE_ACTION.replace("    run: \"{{ check }}\"", "    rn: \"{{ check }}\""),
+        &LICENSE_ACTION.replace("    run: \"{{ check | raw }}\"", "    rn: \"{{ check }}\""),
     );
     let doc = rejected(
         &env,

@@ -28,9 +28,9 @@ arguments:
     default: "true"
 script:
   - name: before
-    run: "{{ before }}"
+    run: "{{ before | raw }}"
   - name: write
-    run: printf '{{ text }}\n' > {{ file }}
+    run: printf '%s\n' {{ text }} > {{ file }}
 "#;
 
 struct Setup {
@@ -1154,7 +1154,7 @@ arguments:
     default: 0
 script:
   - name: write
-    run: printf '{{ level }}\n' > level-{{ level }}.md
+    run: printf '%s\n' {{ level }} > level-{{ level }}.md
   - name: deeper
     spawn:
       action: local/recurse

@@ -892,6 +892,7 @@ fn correcting_the_root_prompt_redoes_everything_and_an_invariant_can_be_removed(
 
 #[test]
 fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decision() {
+    use crate::support::provider_server::{ProviderServer, Turn};
     let (s, id, pid) = offline_plan();
     let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
     assert_eq!(code, 0, "{doc:#}");
@@ -899,24 +900,52 @@ fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decisio
     let before = by_key(&st, &pid);
     let s5 = before["s5"].decision_id.to_string();
     drop(st);
-    let (doc, code) = s.env.json(&[
-        "plan",
-        "correct",
-        "--mode",
-        "append",
-        "-g",
-        "also write h.txt",
-        "--yes",
-        &s5,
+    // The guidance is carried out by a model execution actor (the offline one cannot).
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[("write_file", r#"{"path":"h.txt","content":"h\n"}"#)],
+            (10, 5),
+        ),
+        Turn::text("Wrote h.txt.", (10, 5)),
     ]);
-    assert_eq!(code, 0, "{doc:#}");
+    std::fs::create_dir_all(s.env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &s.env.config_path,
+        format!(
+            "[providers.scripted]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"SCRIPTED_API_KEY\"\n",
+            server.openai_base()
+        ),
+    )
+    .unwrap();
+    let out = s
+        .env
+        .command(&[
+            "--format",
+            "json",
+            "plan",
+            "correct",
+            "--mode",
+            "append",
+            "-g",
+            "also write h.txt",
+            "--execution-actor",
+            "scripted/m",
+            "--yes",
+            &s5,
+        ])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
     let child = doc["data"]["child_plan_id"].as_str().unwrap().to_string();
     let root = doc["data"]["new_decision_id"].as_str().unwrap().to_string();
-    // The offline executor cannot carry out free-text guidance, and says so.
     assert!(
-        doc["messages"].to_string().contains("NOT_SUPPORTED"),
-        "{doc:#}"
+        !doc["messages"].to_string().contains("errored"),
+        "the child ran: {doc:#}"
     );
+    assert_eq!(server.remaining(), 0, "{doc:#}");
     let st = store(&s.env);
     let cid: Id = child.parse().unwrap();
     let c = st.plan(&cid).unwrap().unwrap();
@@ -965,6 +994,58 @@ fn append_keeps_history_and_adds_a_child_plan_linked_under_the_corrected_decisio
     let (doc, code) = s.env.json(&["plan", "explain", &s5]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["impact"]["child_plans"], json!([child]));
+}
+
+#[test]
+fn append_with_the_offline_executor_is_refused_by_the_dry_run_and_the_real_run_alike() {
+    let (s, id, pid) = offline_plan();
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let st = store(&s.env);
+    let s5 = by_key(&st, &pid)["s5"].decision_id.to_string();
+    let plans_before = st.plans().unwrap().len();
+    drop(st);
+    for dry in [true, false] {
+        let mut args = vec![
+            "plan",
+            "correct",
+            "--mode",
+            "append",
+            "-g",
+            "also write h.txt",
+        ];
+        args.push(if dry { "--dry-run" } else { "--yes" });
+        args.push(&s5);
+        let (doc, code) = s.env.json(&args);
+        assert_ne!(code, 0, "dry run {dry}: {doc:#}");
+        assert_eq!(
+            doc["error"]["code"], "NOT_SUPPORTED",
+            "dry run {dry}: {doc:#}"
+        );
+        let text = doc["error"].to_string();
+        assert!(text.contains("--execution-actor"), "{text}");
+        assert!(text.contains("--mode revert"), "{text}");
+    }
+    assert_eq!(
+        store(&s.env).plans().unwrap().len(),
+        plans_before,
+        "no child plan was created"
+    );
+    // An execution actor that does not resolve is refused the same way, before anything runs.
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "append",
+        "-g",
+        "x",
+        "--execution-actor",
+        "nosuch/model",
+        "--dry-run",
+        &s5,
+    ]);
+    assert_ne!(code, 0, "{doc:#}");
+    assert!(doc["error"].to_string().contains("nosuch/model"), "{doc:#}");
 }
 
 #[test]

@@ -456,3 +456,106 @@ fn an_action_passes_only_the_environment_variables_it_names_to_shell_steps() {
     assert!(diff.contains("QS_PASSED=yes"), "{diff}");
     assert!(!diff.contains("QS_NOT_NAMED"), "{diff}");
 }
+
+#[test]
+fn the_codemod_example_replaces_quotes_literally_and_never_runs_a_value() {
+    let (env, repo) = setup(
+        &[
+            (
+                "lib/app.js",
+                b"'use strict'\nvar app = {};\napp.use(x);\n" as &[u8],
+            ),
+            ("lib/router.js", b"'use strict'\nrouter.use(y);\n"),
+            ("docs/notes.md", b"'use strict' stays in docs\n"),
+            ("lib/evil.js", b"x'; echo INJECTED > INJECTED.txt; echo '\n"),
+        ],
+        "codemod.yaml",
+    );
+    let (id, diff) = run_to_apply(
+        &env,
+        "local/codemod",
+        &["from='use strict'", "to=\"use strict\"", "glob=*.js"],
+    );
+    assert_eq!(changed(&diff), ["lib/app.js", "lib/router.js"]);
+    apply_one_commit(&env, &repo, &id);
+    assert_eq!(
+        read(&repo, "lib/app.js"),
+        "\"use strict\"\nvar app = {};\napp.use(x);\n"
+    );
+    assert_eq!(
+        read(&repo, "lib/router.js"),
+        "\"use strict\"\nrouter.use(y);\n"
+    );
+    assert_eq!(read(&repo, "docs/notes.md"), "'use strict' stays in docs\n");
+    // A value written to break out of quotes is text to find, not a command to run.
+    let (id, diff) = run_to_apply(
+        &env,
+        "local/codemod",
+        &[
+            "from=x'; echo INJECTED > INJECTED.txt; echo '",
+            "to=safe",
+            "glob=*.js",
+        ],
+    );
+    assert_eq!(changed(&diff), ["lib/evil.js"], "{diff:#}");
+    apply_one_commit(&env, &repo, &id);
+    assert_eq!(read(&repo, "lib/evil.js"), "safe\n");
+    assert!(!repo.join("INJECTED.txt").exists());
+}
+
+/// A `grep` that answers "nothing found" (1) the first time and "cannot search" (2) after.
+fn failing_grep(env: &Env) -> String {
+    let bin = env.root().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let grep = bin.join("grep");
+    std::fs::write(
+        &grep,
+        "#!/bin/sh\nif [ -e \"$TMPDIR/grep-ran\" ]; then echo 'grep: simulated read error' >&2; exit 2; fi\n: > \"$TMPDIR/grep-ran\"\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&grep, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn the_codemod_verify_step_fails_when_grep_cannot_search() {
+    let (env, _repo) = setup(&[("a.js", b"'use strict'\n" as &[u8])], "codemod.yaml");
+    let out = env
+        .command(&[
+            "--format",
+            "json",
+            "plan",
+            "use",
+            "local/codemod",
+            "app",
+            "--automation-profile",
+            "trusted",
+            "--arg",
+            "from=old",
+            "--arg",
+            "to=new",
+        ])
+        .env("PATH", failing_grep(&env))
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(out.status.code(), Some(3), "must not reach Apply: {doc:#}");
+    assert_ne!(out.status.code(), Some(0), "{doc:#}");
+    let id = doc["data"]["plan_id"]
+        .as_str()
+        .or(doc["error"]["details"]["plan_id"].as_str())
+        .map(str::to_string);
+    let text = doc.to_string();
+    let status = id
+        .map(|id| ok(&env, &["plan", "status", &id]).to_string())
+        .unwrap_or_default();
+    assert!(
+        text.contains("grep failed with status 2") || status.contains("grep failed with status 2"),
+        "{text}\n{status}"
+    );
+}

@@ -25,7 +25,7 @@ arguments:
     required: true
 script:
   - name: write
-    run: printf 'Release {{ version }}\n' > NOTES.md
+    run: printf 'Release %s\n' {{ version }} > NOTES.md
   - name: extend
     run: printf 'More\n' >> NOTES.md
   - name: readme
@@ -193,7 +193,7 @@ fn strategize_records_the_root_the_invariants_and_one_decision_per_script_step()
     assert_eq!(steps.len(), 3);
     assert_eq!(
         steps[0].chosen_option,
-        "run `printf 'Release 1.2\\n' > NOTES.md`"
+        "run `printf 'Release %s\\n' 1.2 > NOTES.md`"
     );
     for d in invariants.iter().chain(steps.iter()) {
         assert_eq!(d.parent_decision_id, Some(root.decision_id));
@@ -793,7 +793,7 @@ arguments:
     required: true
 script:
   - name: write
-    run: printf 'Release {{ version }}\n' > NOTES.md
+    run: printf 'Release %s\n' {{ version }} > NOTES.md
   - name: flaky
     run: if [ -f .second-try ]; then printf 'ok\n' >> NOTES.md; else touch .second-try-pending; exit 7; fi
 "#;

@@ -380,7 +380,7 @@ arguments:
     required: true
 script:
   - name: write
-    run: printf 'Release {{ version }}\n' > NOTES.md
+    run: printf 'Release %s\n' {{ version }} > NOTES.md
   - name: slow
     run: printf 'partial\n' >> NOTES.md; sleep 8; printf 'More\n' >> NOTES.md
   - name: readme

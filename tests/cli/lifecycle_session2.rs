@@ -568,7 +568,7 @@ arguments:
     required: true
 script:
   - name: write
-    run: printf 'Release {{ version }}\n' > NOTES.md
+    run: printf 'Release %s\n' {{ version }} > NOTES.md
   - name: slow
     run: printf 'partial\n' >> NOTES.md; sleep 6; printf 'More\n' >> NOTES.md
   - name: readme

@@ -308,7 +308,7 @@ fn the_registries_acceptance_session() {
             0,
             vec![
                 ("/data/plan_id", json!(plan_id)),
-                ("/data/script/0/run", json!("echo 'MIT 2026' > LICENSE")),
+                ("/data/script/0/run", json!("echo MIT 2026 > LICENSE")),
             ],
         ),
     );

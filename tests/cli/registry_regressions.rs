@@ -753,15 +753,29 @@ fn the_duplicate_action_hint_suggests_a_new_name_that_works_after_archiving() {
     let doc = fails(&env, &["action", "create", "--config", &action], "CONFLICT");
     let hints = hints(&doc);
     assert!(!hints.contains("archive"), "{hints}");
-    let suggested = hints
+    // Run each create suggestion as given (they already carry --data-dir and --config-path):
+    // a new name, and --update of the existing action.
+    let mut made = Vec::new();
+    for suggested in hints
         .lines()
-        .find(|h| h.contains("action create"))
-        .expect("a create suggestion");
-    let words = shell_words::split(suggested).unwrap();
-    // Run the suggestion as given (it already carries --data-dir and --config-path).
-    let (doc, code) = env.json(&words[5..].iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(code, 0, "{suggested}: {doc:#}");
-    assert_eq!(doc["data"]["action"]["name"], "local/a-v2");
+        .filter(|h| h.contains("action create"))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+    {
+        let words = shell_words::split(suggested).unwrap();
+        let (doc, code) = env.json(&words[5..].iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(code, 0, "{suggested}: {doc:#}");
+        made.push((
+            doc["data"]["action"]["name"].as_str().unwrap().to_string(),
+            doc["data"]["action"]["version"].as_u64().unwrap(),
+        ));
+    }
+    made.sort();
+    assert_eq!(
+        made,
+        [("local/a".to_string(), 2), ("local/a-v2".to_string(), 1)]
+    );
 }
 
 #[test]

@@ -166,7 +166,7 @@ fn registry_errors() {
     let bad = env.root().join("bad.yaml");
     std::fs::write(
         &bad,
-        LICENSE_ACTION.replace("    run: \"{{ check }}\"", "    rn: \"{{ check }}\""),
+        LICENSE_ACTION.replace("    run: \"{{ check | raw }}\"", "    rn: \"{{ check }}\""),
     )
     .unwrap();
     both(

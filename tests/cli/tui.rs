@@ -148,7 +148,7 @@ arguments:
     required: true
 script:
   - name: write
-    run: printf 'Release {{ version }}\n' > NOTES.md
+    run: printf 'Release %s\n' {{ version }} > NOTES.md
   - name: slow
     run: sleep 8; printf 'More\n' >> NOTES.md
 "#;

@@ -246,9 +246,9 @@ arguments:
     default: test -f LICENSE
 script:
   - name: write
-    run: "echo '{{ license }} {{ year }}' > LICENSE"
+    run: "echo {{ license }} {{ year }} > LICENSE"
   - name: verify
-    run: "{{ check }}"
+    run: "{{ check | raw }}"
   - name: docs
     spawn:
       action: local/update-docs

@@ -77,12 +77,46 @@ pub fn child_bases(engine: &Engine, parent: &Plan) -> Result<Vec<PlanBase>, RunE
     Ok(out)
 }
 
-/// Appends a child plan carrying `guidance` for `decision_id` and drives it.
+/// The execution actor the child plan will run with: `execution_actor` when given (it must
+/// resolve), else the parent's. The child's only work is the guidance, a free-text step, and
+/// the built-in script executor runs nothing but an action's script steps, so it is refused
+/// here rather than creating a child that fails at once (the dry run refuses it too).
 ///
 /// # Errors
-/// [`RunError::Invalid`] for an unknown decision or a cancelled parent; store, sandbox and
-/// git errors.
-pub fn append(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<Appended, RunError> {
+/// A message saying why the child could not run and what to pass instead.
+pub fn child_execution_actor(
+    engine: &Engine,
+    parent: &Plan,
+    execution_actor: Option<&str>,
+) -> Result<String, String> {
+    let actor = match execution_actor {
+        Some(a) => {
+            crate::engine::registry::actors::resolve(engine.store(), engine.providers(), a)
+                .map_err(|e| format!("--execution-actor: {e}"))?;
+            crate::engine::registry::actors::canonical(a)
+        }
+        None => parent.execution_actor.clone().unwrap_or_default(),
+    };
+    if actor == crate::engine::registry::actors::SCRIPT_EXECUTOR {
+        return Err(format!(
+            "the child plan would run the guidance with {actor}, which carries out only an action's script steps, never free-text guidance; give the child a model execution actor with --execution-actor PROVIDER/MODEL, or correct with --mode revert, which re-runs the script"
+        ));
+    }
+    Ok(actor)
+}
+
+/// Appends a child plan carrying `guidance` for `decision_id` and drives it; the child runs
+/// with `execution_actor` when given, else with the parent's (see [`child_execution_actor`]).
+///
+/// # Errors
+/// [`RunError::Invalid`] for an unknown decision, a cancelled parent or an execution actor
+/// that cannot carry out guidance; store, sandbox and git errors.
+pub fn append(
+    engine: &mut Engine,
+    decision_id: &Id,
+    guidance: &str,
+    execution_actor: Option<&str>,
+) -> Result<Appended, RunError> {
     let target = engine
         .store()
         .decision(decision_id)?
@@ -99,6 +133,8 @@ pub fn append(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<A
             hints: vec![format!("agents plan status {}", parent.plan_id)],
         });
     }
+    let actor =
+        child_execution_actor(engine, &parent, execution_actor).map_err(RunError::Invalid)?;
     let bases = child_bases(engine, &parent)?;
     let now = Timestamp::now();
     let mut child = Plan::new(
@@ -113,7 +149,7 @@ pub fn append(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<A
     child.automation_level = parent.automation_level;
     child.effective_profile_snapshot = parent.effective_profile_snapshot.clone();
     child.strategy_actor = parent.strategy_actor.clone();
-    child.execution_actor = parent.execution_actor.clone();
+    child.execution_actor = Some(actor);
     child.estimation_actor = parent.estimation_actor.clone();
     child.invariant_actor = parent.invariant_actor.clone();
     child.arguments = parent.arguments.clone();

@@ -255,6 +255,7 @@ mod tests {
         ScriptStep {
             name: name.into(),
             run: Some(run.into()),
+            shell: None,
             tool: None,
             args: None,
             spawn: None,
@@ -295,6 +296,7 @@ mod tests {
         let spawn = |name: &str, action: &str, group: Option<&str>| ScriptStep {
             name: name.into(),
             run: None,
+            shell: None,
             tool: None,
             args: None,
             spawn: Some(crate::engine::registry::actions::SpawnSpec {

@@ -224,8 +224,10 @@ pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
             writable_paths: sb.writable_paths.iter().map(PathBuf::from).collect(),
             limits: sb.limits.unwrap_or_default(),
             deny_read: sb.deny_read.clone(),
+            vars: Default::default(),
         };
     }
+    p.shell.vars = crate::engine::registry::actions::argument_env(&plan.arguments);
     Ok(p)
 }
 

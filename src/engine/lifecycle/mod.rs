@@ -32,6 +32,7 @@ mod invariant_actor;
 pub(crate) mod model;
 mod model_executor;
 pub mod report;
+pub mod rollback;
 pub mod script_executor;
 pub mod state;
 pub mod strategize;

@@ -88,9 +88,14 @@ pub fn run_step(
         });
     }
     let request = if let Some(cmd) = &step.run {
+        // The interpreter is chosen here, per step; the tool runs the program it is given.
+        let mut arguments = json!({"command": cmd});
+        if let Some(shell) = step.shell {
+            arguments["shell"] = json!(shell.as_str());
+        }
         CallRequest {
             tool: "shell_execute".into(),
-            arguments: json!({"command": cmd}),
+            arguments,
             parent_skill: None,
             resource: None,
         }

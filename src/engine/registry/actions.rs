@@ -17,6 +17,7 @@ use crate::engine::registry::profiles::{self, ProfileError};
 use crate::engine::registry::template::{self, TemplateError};
 use crate::engine::registry::yaml::{self, YamlError};
 use crate::engine::store::{Store, StoreError};
+use crate::engine::tools::shell::Interpreter;
 
 /// The type of an action argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +98,9 @@ impl ArgType {
     /// # Errors
     /// What the type accepts.
     pub fn check_value(self, v: &Value) -> Result<Value, String> {
+        if v.as_str().is_some_and(|s| s.contains('\0')) {
+            return Err(NUL_MESSAGE.into());
+        }
         match (self, v) {
             (ArgType::String | ArgType::Path, Value::String(_)) => Ok(v.clone()),
             (ArgType::Integer, Value::Number(n)) if n.is_i64() => Ok(v.clone()),
@@ -109,6 +113,33 @@ impl ArgType {
             )),
         }
     }
+}
+
+/// Why a value holding NUL is refused (shell words, environment variables and file names end
+/// at NUL, so the value could never arrive whole).
+pub const NUL_MESSAGE: &str = "the value holds a NUL character (\\0), which no shell command, environment variable or file name can carry; remove it";
+
+/// The environment variable that carries argument `name` to shell steps: `AGENTS_ARG_` and
+/// the name in upper case (`from` -> `AGENTS_ARG_FROM`).
+pub fn env_name(name: &str) -> String {
+    format!("AGENTS_ARG_{}", name.to_ascii_uppercase())
+}
+
+/// The environment shell steps see for a plan's bound arguments ([`env_name`] -> value):
+/// strings as they are, numbers and booleans as their JSON text. Arguments without a value are
+/// absent.
+pub fn argument_env(arguments: &Map<String, Value>) -> BTreeMap<String, String> {
+    arguments
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (env_name(k), text)
+        })
+        .collect()
 }
 
 /// One declared argument (`arguments:` entry, or `--arg name:type:required|optional:desc`).
@@ -185,9 +216,14 @@ pub struct SpawnSpec {
 pub struct ScriptStep {
     /// Unique step name.
     pub name: String,
-    /// A shell command run in the sandbox.
+    /// A shell command run in the sandbox. `{{ name }}` renders each argument as one
+    /// shell-quoted word; `{{ name | raw }}` pastes it unquoted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
+    /// The interpreter of `run` (`sh`, the default, or `bash`); the action's `shell:` when
+    /// the step sets none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<Interpreter>,
     /// A tool to call, with `args`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -293,6 +329,8 @@ pub struct ActionFile {
     pub script: Option<Vec<ScriptStep>>,
     /// Sandbox widening for shell steps.
     pub sandbox: Option<SandboxSpec>,
+    /// The interpreter of every `run:` step that names none (`sh` or `bash`).
+    pub shell: Option<Interpreter>,
 }
 
 /// A registered action.
@@ -338,6 +376,9 @@ pub struct Action {
     pub updated_at: jiff::Timestamp,
     /// When it was archived.
     pub archived_at: Option<jiff::Timestamp>,
+    /// 1 when created, raised by each `action create --update`. Plans keep the definition
+    /// they were made from (rendered text and script) and record this number.
+    pub version: u32,
 }
 
 impl Action {
@@ -382,9 +423,17 @@ pub enum ActionError {
         /// Why.
         source: NameError,
     },
-    /// An action of that name exists.
+    /// An action of that name exists (and `--update` was not given).
     #[error("action {0} already exists")]
     Exists(String),
+    /// Plans that are not finished use the action, so it cannot be deleted.
+    #[error("action {name} is used by {} plan(s) that are not finished: {}", plans.len(), plans.join(", "))]
+    InUse {
+        /// The action.
+        name: String,
+        /// `PLAN_ID (phase/state)` of each.
+        plans: Vec<String>,
+    },
     /// No action of that name or id.
     #[error("action `{0}` not found")]
     NotFound(crate::engine::registry::lookup::Missing),
@@ -462,6 +511,8 @@ pub struct CreateRequest {
     pub invariants: Vec<String>,
     /// `--arg` specs, replacing same-named file arguments.
     pub args: Vec<String>,
+    /// `--update`: replace the definition of an existing action of the same name.
+    pub update: bool,
 }
 
 /// One override the command line applied over the file.
@@ -486,6 +537,10 @@ pub struct Created {
     pub overrides: Vec<OverrideApplied>,
     /// Availability checks run for `--available`.
     pub checks: Vec<Check>,
+    /// What the user should know although nothing is wrong (`| raw` placeholders).
+    pub warnings: Vec<String>,
+    /// With `--update` of an existing action: the version it replaced.
+    pub replaced_version: Option<u32>,
 }
 
 fn valid_arg_name(n: &str) -> bool {
@@ -738,6 +793,20 @@ pub fn create(
                 format!("argument `{}` is declared twice", a.name),
             ));
         }
+        if let Some(other) = seen
+            .iter()
+            .find(|o| **o != a.name && env_name(o) == env_name(&a.name))
+        {
+            return Err(rule(
+                &format!("{field}.name"),
+                "name",
+                format!(
+                    "arguments `{other}` and `{}` would both reach shell steps as `{}`; rename one",
+                    a.name,
+                    env_name(&a.name)
+                ),
+            ));
+        }
         if let Some(d) = &a.default {
             if a.required {
                 return Err(rule(
@@ -816,9 +885,17 @@ pub fn create(
         }
     }
 
-    // Script.
-    if let Some(script) = &file.script {
+    // Script: the action's `shell:` is the interpreter of every `run` step naming none.
+    let script = file.script.clone().map(|mut steps| {
+        for st in steps.iter_mut().filter(|st| st.run.is_some()) {
+            st.shell = st.shell.or(file.shell);
+        }
+        steps
+    });
+    let mut warnings = Vec::new();
+    if let Some(script) = &script {
         check_script(script, &samples).map_err(|(field, key, msg)| rule(&field, key, msg))?;
+        warnings = raw_warnings(script);
     }
     // Placeholders in text fields.
     for (field, value, flag, from_flag) in [
@@ -878,14 +955,15 @@ pub fn create(
         }
         invariants.push(t.trim().to_string());
     }
-    if store.action_by_name(&name)?.is_some() {
+    let existing = store.action_by_name(&name)?;
+    if existing.is_some() && !req.update {
         return Err(ActionError::Exists(name));
     }
     let now = super::now();
     let mut action = Action {
-        action_id: Id::generate(),
+        action_id: existing.as_ref().map_or_else(Id::generate, |e| e.action_id),
         name,
-        state: ActionState::Draft,
+        state: existing.as_ref().map_or(ActionState::Draft, |e| e.state),
         description,
         long_description,
         definition_of_done: dod,
@@ -897,15 +975,17 @@ pub fn create(
         reusable,
         read_only,
         arguments,
-        script: file.script.clone(),
+        script,
         sandbox: file.sandbox.clone(),
         config_path: Some(yaml::stored_path(path)),
-        created_at: now,
+        created_at: existing.as_ref().map_or(now, |e| e.created_at),
         updated_at: now,
-        archived_at: None,
+        archived_at: existing.as_ref().and_then(|e| e.archived_at),
+        version: existing.as_ref().map_or(1, |e| e.version + 1),
     };
     let mut checks = Vec::new();
-    if req.available {
+    // An available action stays usable: its new definition must pass the checks too.
+    if req.available || action.state == ActionState::Available {
         checks = availability_checks(store, providers, &action);
         let failures: Vec<String> = checks
             .iter()
@@ -919,13 +999,40 @@ pub fn create(
             });
         }
         action.state = ActionState::Available;
+        action.archived_at = None;
     }
-    let invariant_rows = store.insert_action(&action, &invariants)?;
+    let Some(old) = existing else {
+        let invariant_rows = store.insert_action(&action, &invariants)?;
+        return Ok(Created {
+            action,
+            invariants: invariant_rows,
+            overrides,
+            checks,
+            warnings,
+            replaced_version: None,
+        });
+    };
+    // The action's invariants stay; the file's that are new are added.
+    let have: HashSet<String> = store
+        .invariants()?
+        .into_iter()
+        .filter(|i| {
+            i.scope == crate::engine::domain::InvariantScope::Action
+                && i.plan_id.is_none()
+                && i.action.as_deref() == Some(action.name.as_str())
+        })
+        .map(|i| i.text.trim().to_string())
+        .collect();
+    invariants.retain(|t| !have.contains(t));
+    invariants.dedup();
+    let invariant_rows = store.update_action(&action, &invariants)?;
     Ok(Created {
         action,
         invariants: invariant_rows,
         overrides,
         checks,
+        warnings,
+        replaced_version: Some(old.version),
     })
 }
 
@@ -1019,8 +1126,26 @@ fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(
             if run.trim().is_empty() {
                 return Err((format!("{f}.run"), "run", "the command is empty".into()));
             }
-            template::render(run, samples)
+            template::render_shell(run, samples)
                 .map_err(|e| (format!("{f}.run"), "run", e.to_string()))?;
+            if let Some(problem) = template::shell_quoting_problem(run) {
+                return Err((format!("{f}.run"), "run", problem));
+            }
+        }
+        if s.shell.is_some() && s.run.is_none() {
+            return Err((
+                format!("{f}.shell"),
+                "shell",
+                format!(
+                    "step `{}`: `shell` belongs to `run` steps (a `tool: shell_execute` step puts it in `args`)",
+                    s.name
+                ),
+            ));
+        }
+        if let Some(command) = shell_command_of(s)
+            && let Some(problem) = template::shell_quoting_problem(command)
+        {
+            return Err((format!("{f}.args.command"), "command", problem));
         }
         if let Some(tool) = &s.tool
             && (tool.trim().is_empty() || tool.chars().any(char::is_whitespace))
@@ -1034,6 +1159,30 @@ fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(
         if let Some(args) = &s.args {
             template::check_json_renders(&Value::Object(args.clone()), samples)
                 .map_err(|(p, e)| (format!("{f}.args{p}"), "args", e.to_string()))?;
+        }
+        for (field, v) in s
+            .run
+            .iter()
+            .map(|r| ("run".to_string(), Value::String(r.clone())))
+            .chain(
+                s.args
+                    .iter()
+                    .map(|a| ("args".to_string(), Value::Object(a.clone()))),
+            )
+            .chain(
+                s.spawn
+                    .iter()
+                    .map(|sp| ("spawn.args".to_string(), Value::Object(sp.args.clone()))),
+            )
+        {
+            if let Some(path) = nul_path(&v) {
+                let key = field.rsplit('.').next().unwrap_or("run");
+                return Err((
+                    format!("{f}.{field}{path}"),
+                    key_of(key),
+                    NUL_MESSAGE.into(),
+                ));
+            }
         }
         if let Some(sp) = &s.spawn {
             QualifiedName::parse(&sp.action)
@@ -1110,6 +1259,29 @@ fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The path (`.key[1]`, empty for the value itself) of the first string holding NUL.
+fn nul_path(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => s.contains('\0').then(String::new),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| nul_path(x).map(|p| format!("[{i}]{p}"))),
+        Value::Object(o) => o
+            .iter()
+            .find_map(|(k, x)| nul_path(x).map(|p| format!(".{k}{p}"))),
+        _ => None,
+    }
+}
+
+/// The YAML key a script field is found under (for the line number).
+fn key_of(field: &str) -> &'static str {
+    match field {
+        "run" => "run",
+        _ => "args",
+    }
 }
 
 fn valid_step_name(n: &str) -> bool {
@@ -1374,6 +1546,41 @@ pub fn archive(store: &mut Store, input: &str) -> Result<(Action, ActionState), 
     Ok((action, from))
 }
 
+/// What `action delete` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Deleted {
+    /// The action as it was.
+    pub action: Action,
+    /// Finished plans made from it, which keep it (hidden) as their origin.
+    pub finished_plans: u64,
+}
+
+/// Deletes an action (spec 09 "archived" is kept for hiding; deleting frees the name): refused
+/// while a plan that is not finished (neither applied nor cancelled) uses it. Finished plans
+/// keep their record of it; the name can be used again at once.
+///
+/// # Errors
+/// [`ActionError::NotFound`]; [`ActionError::InUse`] naming the unfinished plans.
+pub fn delete(store: &mut Store, input: &str) -> Result<Deleted, ActionError> {
+    let action = find(store, input)?;
+    let unfinished = store.unfinished_plans_of_action(&action.action_id)?;
+    if !unfinished.is_empty() {
+        return Err(ActionError::InUse {
+            name: action.name,
+            plans: unfinished
+                .into_iter()
+                .map(|(id, phase, state)| format!("{id} ({phase}/{state})"))
+                .collect(),
+        });
+    }
+    let (finished_plans, _, _) = store.action_plan_counts(&action.action_id)?;
+    store.delete_action(&action, super::now())?;
+    Ok(Deleted {
+        action,
+        finished_plans,
+    })
+}
+
 /// Why `plan use` arguments were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArgumentError {
@@ -1391,6 +1598,9 @@ pub enum ArgumentError {
     /// Given twice.
     #[error("--arg `{0}` is given twice")]
     Duplicate(String),
+    /// The value holds NUL.
+    #[error("argument `{0}`: {NUL_MESSAGE}")]
+    Nul(String),
     /// Wrong type.
     #[error("--arg `{name}`: {message}")]
     Type {
@@ -1449,6 +1659,7 @@ pub fn bind_arguments(
     let mut out = Map::new();
     for a in &action.arguments {
         match raw.get(&a.name) {
+            Some(v) if v.contains('\0') => return Err(ArgumentError::Nul(a.name.clone())),
             Some(v) => {
                 let value = a
                     .arg_type
@@ -1483,11 +1694,24 @@ pub fn bind_arguments(
 /// The action's script with argument values filled in.
 ///
 /// # Errors
-/// [`TemplateError`] with the step path.
+/// [`TemplateError`] with the step path; a placeholder written inside quotes, a comment or a
+/// here-document of shell text ([`template::shell_quoting_problem`]).
 pub fn render_script(
     script: &[ScriptStep],
     values: &Map<String, Value>,
 ) -> Result<Vec<ScriptStep>, (String, TemplateError)> {
+    // An action stored before arguments were quoted may still hold `'{{ x }}'`: refused,
+    // as `action create` refuses it now, rather than rendered wrong.
+    for (field, text) in shell_texts(script) {
+        if let Some(problem) = template::shell_quoting_problem(text) {
+            return Err((
+                field,
+                TemplateError::Render(format!(
+                    "{problem}; fix the file and run `agents action create --update --config FILE`"
+                )),
+            ));
+        }
+    }
     // Optional arguments without a value render as empty strings rather than failing.
     script
         .iter()
@@ -1495,14 +1719,25 @@ pub fn render_script(
         .map(|(i, s)| {
             let mut s = s.clone();
             if let Some(r) = &s.run {
-                s.run =
-                    Some(template::render(r, values).map_err(|e| (format!("script[{i}].run"), e))?);
+                s.run = Some(
+                    template::render_shell(r, values)
+                        .map_err(|e| (format!("script[{i}].run"), e))?,
+                );
             }
             if let Some(a) = &s.args {
+                let command = shell_command_of(&s).map(|c| {
+                    template::render_shell(c, values)
+                        .map_err(|e| (format!("script[{i}].args.command"), e))
+                });
                 match template::render_json(&Value::Object(a.clone()), values)
                     .map_err(|e| (format!("script[{i}].args"), e))?
                 {
-                    Value::Object(m) => s.args = Some(m),
+                    Value::Object(mut m) => {
+                        if let Some(c) = command {
+                            m.insert("command".into(), Value::String(c?));
+                        }
+                        s.args = Some(m)
+                    }
                     _ => unreachable!("rendering keeps the shape"),
                 }
             }
@@ -1517,6 +1752,41 @@ pub fn render_script(
             Ok(s)
         })
         .collect()
+}
+
+/// The shell text of a step other than `run`: the `command` of `tool: shell_execute`.
+fn shell_command_of(step: &ScriptStep) -> Option<&str> {
+    if step.tool.as_deref() != Some("shell_execute") {
+        return None;
+    }
+    step.args.as_ref()?.get("command")?.as_str()
+}
+
+/// The shell texts of a script: `(field path, text)` of each `run` and `shell_execute`
+/// command.
+fn shell_texts(script: &[ScriptStep]) -> Vec<(String, &str)> {
+    script
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match (&s.run, shell_command_of(s)) {
+            (Some(r), _) => Some((format!("script[{i}].run"), r.as_str())),
+            (None, Some(c)) => Some((format!("script[{i}].args.command"), c)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Warnings for a script's unquoted placeholders (`{{ cmd | raw }}`), one per placeholder.
+pub fn raw_warnings(script: &[ScriptStep]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (field, text) in shell_texts(script) {
+        for p in template::raw_placeholders(text) {
+            out.push(format!(
+                "{field}: `{p}` pastes the value into the command unquoted, so whoever gives this argument can run any command in the sandbox; write it without `| raw` unless the argument is meant to be shell code"
+            ));
+        }
+    }
+    out
 }
 
 /// Fills optional arguments that have no value with `null`-free placeholders: every declared
@@ -1562,6 +1832,7 @@ mod tests {
             created_at: jiff::Timestamp::UNIX_EPOCH,
             updated_at: jiff::Timestamp::UNIX_EPOCH,
             archived_at: None,
+            version: 1,
         }
     }
 
@@ -1616,6 +1887,7 @@ mod tests {
         ScriptStep {
             name: name.into(),
             run: Some(run.into()),
+            shell: None,
             tool: None,
             args: None,
             spawn: None,

@@ -99,10 +99,14 @@ pub fn stored_path(path: &Path) -> String {
 /// [`YamlError::Read`] when the file cannot be read; [`YamlError::Invalid`] with line, column
 /// and field path for syntax errors, unknown or missing fields and wrong types.
 pub fn load<T: DeserializeOwned>(path: &Path) -> Result<(T, String), YamlError> {
-    let text = std::fs::read_to_string(path).map_err(|e| YamlError::Read {
+    let mut text = std::fs::read_to_string(path).map_err(|e| YamlError::Read {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
+    // Editors on Windows write a UTF-8 byte order mark; it is not part of the document.
+    if let Some(rest) = text.strip_prefix('\u{feff}') {
+        text = rest.to_string();
+    }
     let value = parse(path, &text)?;
     Ok((value, text))
 }
@@ -112,6 +116,8 @@ pub fn load<T: DeserializeOwned>(path: &Path) -> Result<(T, String), YamlError> 
 /// # Errors
 /// As [`load`].
 pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, YamlError> {
+    // A leading byte order mark would read as a second document.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(YamlError::Invalid {
             path: path.to_path_buf(),

@@ -283,7 +283,7 @@ fn untracked_files(
             }
         }
         for (name, kind) in entries {
-            if name.eq_ignore_ascii_case(b".git") {
+            if crate::engine::sandbox::confined::is_git_alias(&name) {
                 continue;
             }
             let mut child = rel.clone();

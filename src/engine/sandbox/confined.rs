@@ -28,6 +28,30 @@ use rustix::io::Errno;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+/// Whether a file name is `.git` or a name git refuses because a Windows or macOS file system
+/// would read it as `.git` (core.protectNTFS / core.protectHFS, on by default in git and
+/// libgit2): any case, trailing dots or spaces (`.git.`, `.git `), an NTFS stream suffix
+/// (`.git::$INDEX_ALLOCATION`), the 8.3 short name `git~1`, code points HFS+ ignores, or one
+/// of those after a backslash. Snapshots skip such entries as they skip `.git`; tools refuse
+/// them.
+pub fn is_git_alias(name: &[u8]) -> bool {
+    let Ok(name) = std::str::from_utf8(name) else {
+        return name.eq_ignore_ascii_case(b".git");
+    };
+    name.split('\\').any(|part| {
+        let visible: String = part
+            .chars()
+            .filter(|c| {
+                !matches!(*c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}')
+            })
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let base = visible.split(':').next().unwrap_or_default();
+        let base = base.trim_end_matches(['.', ' ']);
+        base == ".git" || base == "git~1"
+    })
+}
+
 /// Longest accepted relative path, in bytes (Linux `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
 /// Longest accepted path component, in bytes (Linux `NAME_MAX`).
@@ -291,6 +315,11 @@ impl SandboxFs {
                 p if p.eq_ignore_ascii_case(".git") => {
                     return denied(format!(
                         "`{input}` is inside `.git`, which tools may not touch"
+                    ));
+                }
+                p if is_git_alias(p.as_bytes()) => {
+                    return denied(format!(
+                        "`{input}`: git refuses the name `{p}` because Windows or macOS would read it as `.git`; choose another name"
                     ));
                 }
                 p => parts.push(p),
@@ -895,6 +924,13 @@ mod tests {
             "/etc/passwd",
             ".git/config",
             "src/.GIT/x",
+            ".git.",
+            "src/.git /x",
+            "GIT~1/config",
+            "git~1",
+            ".git::$INDEX_ALLOCATION",
+            ".g\u{200c}it",
+            "a\\.git",
             "a\0b",
             "secrets/key.pem",
             "",
@@ -911,6 +947,16 @@ mod tests {
             "src/a.txt"
         );
         assert!(sfs.check(".", true).unwrap().is_root());
+        for fine in [
+            ".github/x",
+            ".gitignore",
+            "git~2",
+            "a.git",
+            "git",
+            ".git-blame",
+        ] {
+            assert!(sfs.check(fine, false).is_ok(), "{fine}");
+        }
     }
 
     #[test]

@@ -67,7 +67,9 @@ fn copy_tree(source: &Path, dest: &Path) -> Result<(), SandboxError> {
         .git_exclude(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .filter_entry(|e| {
+            !super::confined::is_git_alias(std::os::unix::ffi::OsStrExt::as_bytes(e.file_name()))
+        })
         .build();
     let mut count = 0usize;
     for entry in walker {

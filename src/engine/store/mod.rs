@@ -44,6 +44,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/008_child_plans.sql"),
     include_str!("migrations/009_lifecycle2.sql"),
     include_str!("migrations/010_validation_network.sql"),
+    include_str!("migrations/011_action_versions.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

@@ -54,7 +54,8 @@ impl Store {
             )?;
         }
         tx.execute(
-            "INSERT INTO plan_origins (plan_id, action_id, profile_source, read_only, script, sandbox) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO plan_origins (plan_id, action_id, profile_source, read_only, script, sandbox, action_version) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, (SELECT version FROM actions WHERE action_id = ?2))",
             params![
                 plan.plan_id.to_string(),
                 origin.action_id.to_string(),

@@ -1208,7 +1208,7 @@ mod tests {
             env: Vec::new(),
             network: true,
             writable_paths: vec![extra.clone()],
-            ..Default::default()
+            ..ShellPolicy::default()
         };
         let r = call(
             &mut f,

@@ -63,15 +63,59 @@ pub struct ShellPolicy {
     /// Extra paths the command may never read (`~/.kube`, `/srv/*/secrets`).
     #[serde(default)]
     pub deny_read: Vec<String>,
+    /// Variables set for every command (the plan's arguments as `AGENTS_ARG_<NAME>`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub vars: std::collections::BTreeMap<String, String>,
+}
+
+/// The interpreter of a command (`shell:` of an action or a `run:` step, `shell` of
+/// `shell_execute`): `sh` is `/bin/sh` (the default), `bash` is the first `bash` on `PATH`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Interpreter {
+    /// `/bin/sh -c COMMAND` (POSIX shell; dash on Debian and Ubuntu).
+    #[default]
+    Sh,
+    /// `bash -c COMMAND` (arrays, `[[ ]]`, `set -o pipefail`, ...).
+    Bash,
+}
+
+impl Interpreter {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Interpreter::Sh => "sh",
+            Interpreter::Bash => "bash",
+        }
+    }
+
+    /// The program to run: `/bin/sh`, or `bash` found on `path` (a `PATH` value).
+    ///
+    /// # Errors
+    /// A message when `bash` is not installed.
+    pub fn program(self, path: &str) -> Result<PathBuf, String> {
+        match self {
+            Interpreter::Sh => Ok(PathBuf::from("/bin/sh")),
+            Interpreter::Bash => std::env::split_paths(path)
+                .map(|d| d.join("bash"))
+                .find(|p| p.is_file())
+                .ok_or_else(|| {
+                    format!("`shell: bash` needs bash, and no bash is on PATH ({path}); install bash or use `shell: sh`")
+                }),
+        }
+    }
 }
 
 /// Arguments of `shell_execute`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShellExecute {
-    /// Shell command line, run with `/bin/sh -c`.
+    /// Shell command line, run with `/bin/sh -c` (or `bash -c` with `shell: bash`).
     #[schemars(length(min = 1))]
     pub command: String,
+    /// The interpreter: `sh` (default, `/bin/sh`) or `bash`.
+    #[serde(default)]
+    pub shell: Option<Interpreter>,
     /// Seconds before the whole process group is killed (default 120, at most 3600).
     #[serde(default)]
     #[schemars(range(min = 1, max = 3600))]
@@ -180,6 +224,12 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
     let before = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
 
     let settings = ctx.shell;
+    let path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());
+    let program = a
+        .shell
+        .unwrap_or_default()
+        .program(&path)
+        .map_err(|m| ToolError::invalid("shell", m))?;
     let work = ctx.sandbox.work_dir().to_path_buf();
     let git = Some((ctx.sandbox.layout.git_dir.clone(), work.clone()));
     let launch = step_launch(
@@ -187,7 +237,7 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
         &work,
         git.as_ref().map(|(g, w)| (g.as_path(), w.as_path())),
         work.join(cwd.as_str()),
-        "/bin/sh",
+        &program.to_string_lossy(),
         vec!["-c".into(), a.command.clone().into()],
     );
     // A marker next to the plan's HOME names the running command, so that a driver that
@@ -345,6 +395,9 @@ pub fn step_env(
         if let Some(value) = std::env::var_os(name) {
             set(name, value);
         }
+    }
+    for (name, value) in &settings.policy.vars {
+        set(name, value.into());
     }
     env
 }
