@@ -558,7 +558,8 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
     out.finish(dispatch(command, &ctx))
 }
 
-/// Starts file logging for a context.
+/// Starts file logging for a context. When the log file cannot be written, says so once on
+/// stderr (stdout stays the command's data) and returns `None`: the command runs without a log.
 pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let level = ctx
         .config
@@ -566,12 +567,23 @@ pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::Wo
         .ok()
         .and_then(|c| c.file.log_level.clone())
         .unwrap_or_else(|| "info".into());
-    crate::logging::init(
+    match crate::logging::init(
         &ctx.paths.logs_dir(),
         env_var("AGENTS_LOG").as_deref(),
         &level,
         ctx.flags.verbose,
-    )
+    ) {
+        Ok(guard) => Some(guard),
+        Err(crate::logging::LogOff::Unwritable(why)) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: logging to a file is off for this command: {why} (see `{}`)",
+                ctx.suggest("diagnostics")
+            );
+            None
+        }
+        Err(crate::logging::LogOff::AlreadyInstalled) => None,
+    }
 }
 
 fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {

@@ -10,6 +10,7 @@ mod init;
 mod lifecycle;
 mod lifecycle_e2e;
 mod lifecycle_session2;
+mod plan_loop;
 mod profiles;
 mod quickstart;
 mod reference;
