@@ -15,6 +15,7 @@ pub mod interrupt;
 pub mod invariant;
 pub mod plan;
 pub mod plan_correct;
+pub mod plan_logs;
 pub mod plan_run;
 pub mod plan_sandbox;
 pub mod profile;
@@ -286,6 +287,22 @@ impl Context {
     /// repeats `--data-dir` / `--config-path`; other text is returned unchanged.
     pub fn rewrite(&self, suggestion: &str) -> String {
         rewrite_suggestion(&self.repeat_args, suggestion)
+    }
+
+    /// A recovery hint as printed: `what: agents [--data-dir X] [--config-path Y] command`.
+    pub fn hint(&self, hint: &crate::engine::lifecycle::report::Hint) -> String {
+        format!("{}: {}", hint.what, self.rewrite(&hint.command))
+    }
+
+    /// An errored plan's recovery hints as printed (empty unless it is errored).
+    pub fn recovery_hints(&self, plan: &crate::engine::domain::Plan) -> Vec<String> {
+        if plan.state() != crate::engine::domain::ProcessingState::Errored {
+            return Vec::new();
+        }
+        crate::engine::lifecycle::report::recovery_hints(plan)
+            .iter()
+            .map(|h| self.hint(h))
+            .collect()
     }
 
     /// Opens (creating if needed) the database.

@@ -5,6 +5,7 @@ use std::fs;
 
 use serde_json::Value;
 
+use super::lifecycle::{Setup, setup_with};
 use crate::support::Env;
 
 fn check<'a>(diagnostics: &'a Value, name: &str) -> &'a Value {
@@ -65,4 +66,311 @@ fn diagnostics_reports_a_writable_log_file_as_ok() {
     let (doc, _) = env.json(&["diagnostics"]);
     assert_eq!(check(&doc, "Log file")["status"], "ok", "{doc:#}");
     assert!(env.data_dir.join("logs/agents.log").is_file());
+}
+
+/// An action whose second step prints to both streams and fails.
+const FAILING_ACTION: &str = r#"name: local/notes
+definition-of-done: NOTES.md exists and the check passes
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: write
+    run: printf 'Release\n' > NOTES.md; seq 1 12
+  - name: check
+    run: "echo checking NOTES.md; echo 'NOTES.md - missing version' >&2; exit 3"
+"#;
+
+/// An action that writes NOTES.md and succeeds.
+const WRITING_ACTION: &str = r#"name: local/notes
+definition-of-done: NOTES.md exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: write
+    run: printf 'Release\n' > NOTES.md
+"#;
+
+/// A plan of `action` under full-auto on a fresh project; `dirty` leaves an uncommitted
+/// NOTES.md in the checkout first, so that Apply refuses. Returns the setup, the plan id and
+/// the `plan use` envelope.
+fn failed_plan(action: &str, dirty: bool) -> (Setup, String, Value) {
+    let s = setup_with(action);
+    if dirty {
+        fs::write(s.repo.join("NOTES.md"), "mine\n").unwrap();
+    }
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("PLAN_ERRORED")),
+        "{doc:#}"
+    );
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    (s, id, doc)
+}
+
+/// Every recovery hint a failure prints, as printed: the error's suggestions, and the lists
+/// of `plan status` and `plan errors` in JSON and in plain text.
+fn printed_hints(s: &Setup, id: &str, use_doc: &Value) -> Vec<String> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("not a list: {v:#}"))
+            .iter()
+            .map(|h| h.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut hints = strings(&use_doc["error"]["suggestions"]);
+    let (status, _) = s.env.json(&["plan", "status", id]);
+    hints.extend(strings(&status["data"]["recovery_hints"]));
+    let (errors, _) = s.env.json(&["plan", "errors", id]);
+    hints.extend(strings(&errors["data"]["suggestions"]));
+    for (args, title) in [
+        (["plan", "status"], "Recovery"),
+        (["plan", "errors"], "Recovery Suggestions"),
+    ] {
+        let out = s.env.run(&["--format", "plain", args[0], args[1], id]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let listed: Vec<String> = text
+            .lines()
+            .skip_while(|l| *l != title)
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+            .collect();
+        assert!(!listed.is_empty(), "{title} in:\n{text}");
+        hints.extend(listed);
+    }
+    let mut unique = Vec::new();
+    for h in hints {
+        if !unique.contains(&h) {
+            unique.push(h);
+        }
+    }
+    unique
+}
+
+/// The command of a hint line (`what: agents ...` or `agents ...`).
+fn command_of(hint: &str) -> &str {
+    match hint.find("agents ") {
+        Some(i) => &hint[i..],
+        None => panic!("a hint without a command: {hint}"),
+    }
+}
+
+/// Runs a printed command exactly as a user pastes it: no --data-dir or --config-path but the
+/// ones it carries, HOME in the temp root (so a command without them finds nothing).
+fn run_printed(s: &Setup, command: &str) -> (i32, Value) {
+    let words = shell_words::split(command).unwrap();
+    assert_eq!(words[0], "agents", "{command}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agents"))
+        .args(&words[1..])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", s.env.root())
+        .env("AGENTS_FORMAT", "json")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "`{command}` printed no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), doc)
+}
+
+/// A command is accepted when it ran: it succeeded, asks a human (exit 3), or ran the plan
+/// again and the plan failed again. A refusal (wrong state, unknown plan, bad usage) is not.
+fn accepted(code: i32, doc: &Value) -> bool {
+    code == 0 || code == 3 || (code == 1 && doc["error"]["code"] == "PLAN_ERRORED")
+}
+
+fn every_hint_runs_as_printed(action: &str, dirty: bool, phase: &str) {
+    let (s, id, doc) = failed_plan(action, dirty);
+    assert_eq!(doc["data"]["phase"], phase, "{doc:#}");
+    let hints = printed_hints(&s, &id, &doc);
+    let data_dir = s.env.data_dir.display().to_string();
+    for h in &hints {
+        let cmd = command_of(h);
+        assert!(
+            cmd.contains(&format!("--data-dir {data_dir}")) && cmd.contains("--config-path"),
+            "`{h}` repeats --data-dir and --config-path"
+        );
+    }
+    // Each command runs on a fresh copy of the same failure (a cancel ends the plan).
+    let commands: Vec<String> = hints.iter().map(|h| command_of(h).to_string()).collect();
+    for (i, cmd) in commands.iter().enumerate() {
+        let (s, id2, doc) = failed_plan(action, dirty);
+        let again: Vec<String> = printed_hints(&s, &id2, &doc)
+            .iter()
+            .map(|h| command_of(h).to_string())
+            .collect();
+        let mine = again
+            .iter()
+            .find(|c| {
+                c.replace(&id2, "ID")
+                    .replace(&s.env.root().display().to_string(), "ROOT")
+                    == cmd
+                        .replace(&id, "ID")
+                        .replace(&data_dir.replace("/data", ""), "ROOT")
+            })
+            .unwrap_or_else(|| panic!("hint {i} `{cmd}` not printed again: {again:#?}"));
+        let (code, out) = run_printed(&s, mine);
+        assert!(
+            accepted(code, &out),
+            "`{mine}` was refused (exit {code}): {out:#}"
+        );
+    }
+}
+
+#[test]
+fn every_recovery_hint_of_a_failed_step_is_a_command_that_works_as_printed() {
+    every_hint_runs_as_printed(FAILING_ACTION, false, "execute");
+}
+
+#[test]
+fn every_recovery_hint_of_a_refused_apply_is_a_command_that_works_as_printed() {
+    every_hint_runs_as_printed(WRITING_ACTION, true, "apply");
+}
+
+#[test]
+fn a_refused_apply_never_suggests_plan_execute_or_plan_prompt() {
+    let (s, id, doc) = failed_plan(WRITING_ACTION, true);
+    for h in printed_hints(&s, &id, &doc) {
+        assert!(
+            !h.contains("plan execute") && !h.contains("plan prompt"),
+            "{h}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_steps_output_is_offered_by_plan_logs_not_plan_errors() {
+    let (s, id, doc) = failed_plan(FAILING_ACTION, false);
+    let hints = printed_hints(&s, &id, &doc);
+    let output_hint = hints
+        .iter()
+        .find(|h| h.contains("output"))
+        .unwrap_or_else(|| panic!("{hints:#?}"));
+    assert!(
+        output_hint.contains(&format!("plan logs {id}")),
+        "{output_hint}"
+    );
+    let (code, out) = run_printed(&s, command_of(output_hint));
+    assert_eq!(code, 0, "{out:#}");
+    assert!(
+        out["data"]["steps"]
+            .to_string()
+            .contains("NOTES.md - missing version"),
+        "the step's stderr: {out:#}"
+    );
+}
+
+#[test]
+fn plan_status_shows_the_tail_of_each_steps_output_in_human_formats() {
+    let (s, id, _) = failed_plan(FAILING_ACTION, false);
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = |title: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with(title))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let write = section("Output of Step 1 (write, done)");
+    assert_eq!(
+        write[..7],
+        [
+            "stdout:",
+            "... (7 earlier lines)",
+            "8",
+            "9",
+            "10",
+            "11",
+            "12"
+        ],
+        "{text}"
+    );
+    let check = section("Output of Step 2 (check, failed)");
+    assert_eq!(
+        check[..4],
+        [
+            "stdout:",
+            "checking NOTES.md",
+            "stderr:",
+            "NOTES.md - missing version"
+        ],
+        "{text}"
+    );
+    assert!(
+        check[4].starts_with("all of it: agents --data-dir")
+            && check[4].ends_with(&format!("plan logs {id} check")),
+        "{text}"
+    );
+}
+
+#[test]
+fn plan_logs_shows_a_steps_whole_output_and_names_the_steps_of_an_unknown_one() {
+    let (s, id, _) = failed_plan(FAILING_ACTION, false);
+    let (doc, code) = s.env.json(&["plan", "logs", &id, "write"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let steps = doc["data"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1);
+    let expected: String = (1..=12).map(|n| format!("{n}\n")).collect();
+    assert_eq!(steps[0]["stdout"], expected.as_str());
+    assert_eq!(steps[0]["exit_code"], 0);
+    let (by_number, _) = s.env.json(&["plan", "logs", &id, "2"]);
+    assert_eq!(by_number["data"]["steps"][0]["name"], "check");
+    assert_eq!(by_number["data"]["steps"][0]["exit_code"], 3);
+    let (doc, code) = s.env.json(&["plan", "logs", &id, "deploy"]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("NOT_FOUND"))
+    );
+    assert_eq!(doc["error"]["detail"], "its steps: 1 (write), 2 (check)");
+}
+
+#[test]
+fn plan_logs_keeps_output_longer_than_an_event_carries() {
+    let long = "name: local/notes\ndefinition-of-done: it prints\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: print\n    run: seq 1 3000; exit 1\n";
+    let (s, id, _) = failed_plan(long, false);
+    let (doc, _) = s.env.json(&["plan", "logs", &id, "print"]);
+    let stdout = doc["data"]["steps"][0]["stdout"].as_str().unwrap();
+    assert!(stdout.len() > 4000, "{}", stdout.len());
+    assert!(stdout.starts_with("1\n2\n") && stdout.ends_with("2999\n3000\n"));
+}
+
+#[test]
+fn plan_logs_in_all_six_formats() {
+    let (s, id, _) = failed_plan(FAILING_ACTION, false);
+    for format in ["plain", "color", "table", "rich", "json", "yaml"] {
+        let args = ["--format", format, "plan", "logs", &id];
+        let out = s.env.run(&args);
+        let text = crate::cli::snapshots::output_text(&out);
+        let mut settings =
+            crate::cli::snapshots::settings(&s.env, &["--format", format, "plan", "logs", "PLAN"]);
+        settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{26}\b", "[ULID]");
+        settings.add_filter(r"duration_ms: \d+", "duration_ms: [MS]");
+        settings.bind(|| insta::assert_snapshot!(format!("plan_logs_{format}"), text));
+    }
+}
+
+#[test]
+fn a_first_step_that_fails_under_full_auto_is_retried_once_then_errors_instead_of_a_state_conflict()
+{
+    let one = "name: local/notes\ndefinition-of-done: it prints\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: print\n    run: echo nope; exit 1\n";
+    let (s, id, doc) = failed_plan(one, false);
+    assert_eq!(doc["data"]["error_code"], "STEP_FAILED", "{doc:#}");
+    let (logs, _) = s.env.json(&["plan", "logs", &id]);
+    assert_eq!(logs["data"]["steps"][0]["runs"], 2, "{logs:#}");
 }

@@ -128,8 +128,12 @@ pub fn run_step(
                 "call_seq": record.seq,
                 "exit_code": exit,
                 "timed_out": result["timed_out"],
-                "stdout": clip(result["stdout"].as_str().unwrap_or_default(), 4000),
-                "stderr": clip(result["stderr"].as_str().unwrap_or_default(), 4000),
+                // Whole (the shell tool keeps at most its output cap): `plan logs` shows it all;
+                // events carry only its tail (see `execute::event_output`).
+                "stdout": result["stdout"].as_str().unwrap_or_default(),
+                "stderr": result["stderr"].as_str().unwrap_or_default(),
+                "stdout_truncated": result["stdout_truncated"],
+                "stderr_truncated": result["stderr_truncated"],
                 "files_changed": result["files_changed"],
             });
             if result["cancelled"] == json!(true) {
