@@ -374,3 +374,40 @@ fn a_first_step_that_fails_under_full_auto_is_retried_once_then_errors_instead_o
     let (logs, _) = s.env.json(&["plan", "logs", &id]);
     assert_eq!(logs["data"]["steps"][0]["runs"], 2, "{logs:#}");
 }
+
+#[test]
+fn quickstart_on_a_dirty_checkout_warns_that_uncommitted_edits_are_invisible_to_the_plan() {
+    let env = Env::new();
+    let repo = crate::support::git_repo(env.root(), "work");
+    fs::write(repo.join("README"), "demo, edited and not committed\n").unwrap();
+    fs::write(repo.join("scratch.txt"), "work in progress\n").unwrap();
+    let out = env.run(&[
+        "--format",
+        "plain",
+        "quickstart",
+        "--headless",
+        "--example",
+        "license-header",
+        repo.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("[WARN]")
+            && l.contains("uncommitted files are not visible to this plan")),
+        "{text}"
+    );
+    let (doc, _) = env.json(&[
+        "quickstart",
+        "--headless",
+        "--example",
+        "license-header",
+        repo.to_str().unwrap(),
+    ]);
+    let warned = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["level"] == "warn" && m["text"].as_str().unwrap().contains("uncommitted"));
+    assert!(warned, "{doc:#}");
+}
