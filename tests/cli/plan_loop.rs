@@ -411,3 +411,151 @@ fn quickstart_on_a_dirty_checkout_warns_that_uncommitted_edits_are_invisible_to_
         .any(|m| m["level"] == "warn" && m["text"].as_str().unwrap().contains("uncommitted"));
     assert!(warned, "{doc:#}");
 }
+
+/// An action whose one step writes seven files.
+const SEVEN_FILES: &str = r#"name: local/notes
+definition-of-done: seven notes exist
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: write
+    run: for n in 1 2 3 4 5 6 7; do printf 'note %s\n' $n > note$n.md; done
+"#;
+
+fn applied_plan(s: &Setup) -> String {
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["phase"], "applied", "{doc:#}");
+    doc["data"]["plan_id"].as_str().unwrap().to_string()
+}
+
+fn head_commit(repo: &std::path::Path) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn after_apply_plan_diff_still_shows_what_the_plan_changed_marked_applied_with_its_commit() {
+    let s = setup_with(SEVEN_FILES);
+    let id = applied_plan(&s);
+    let commit = head_commit(&s.repo);
+    let (doc, code) = s.env.json(&["plan", "diff", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["applied"], true, "{doc:#}");
+    assert_eq!(doc["data"]["stats"]["files_changed"], 7, "{doc:#}");
+    assert_eq!(doc["data"]["stats"]["additions"], 7, "{doc:#}");
+    let res = &doc["data"]["resources"][0];
+    assert_eq!(
+        (res["commit"].as_str(), res["source"].as_str()),
+        (Some(commit.as_str()), Some("applied_commit"))
+    );
+    let hunk = res["files"][0]["hunks"][0]["lines"][0]["text"].as_str();
+    assert_eq!(hunk, Some("note 1"), "{res:#}");
+    let status = doc["messages"].as_array().unwrap().last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        status.starts_with(&format!(
+            "Applied in commit {} on local/repo: 7 file(s) changed, +7 -0",
+            &commit[..12]
+        )),
+        "{status}"
+    );
+    let plain = String::from_utf8(
+        s.env
+            .run(&["--format", "plain", "plan", "diff", &id])
+            .stdout,
+    )
+    .unwrap();
+    assert!(!plain.contains("No changes"), "{plain}");
+    assert!(plain.contains("+note 7"), "{plain}");
+
+    let (doc, code) = s.env.json(&["plan", "artifacts", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["files"].as_array().unwrap().len(), 7, "{doc:#}");
+    assert_eq!(doc["data"]["applied"], true);
+    let status = doc["messages"].as_array().unwrap().last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        status,
+        format!(
+            "7 changed file(s), applied in commit {} on local/repo",
+            &commit[..12]
+        )
+    );
+    let (stat, _) = s
+        .env
+        .json(&["plan", "diff", &id, "--stat", "--path", "note3.md"]);
+    assert_eq!(stat["data"]["stats"]["files_changed"], 1, "{stat:#}");
+    assert!(
+        stat["data"]["resources"][0]["files"][0]["hunks"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn after_apply_to_a_directory_plan_diff_shows_the_changes_from_the_sandbox_history() {
+    let env = Env::new();
+    let dir = env.root().join("site");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    let ok = |args: &[&str]| {
+        let (doc, code) = env.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+        doc
+    };
+    ok(&[
+        "resource",
+        "add",
+        "fs-directory",
+        "local/site",
+        "--path",
+        dir.to_str().unwrap(),
+    ]);
+    ok(&["project", "create", "--resource", "local/site", "app"]);
+    let file = env.root().join("action.yaml");
+    fs::write(&file, SEVEN_FILES).unwrap();
+    ok(&[
+        "action",
+        "create",
+        "--available",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    let doc = ok(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(doc["data"]["phase"], "applied", "{doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap();
+    assert!(dir.join("note7.md").is_file());
+    let (doc, _) = env.json(&["plan", "diff", id]);
+    assert_eq!(doc["data"]["applied"], true, "{doc:#}");
+    assert_eq!(doc["data"]["stats"]["files_changed"], 7, "{doc:#}");
+    assert_eq!(
+        doc["data"]["resources"][0]["source"], "sandbox_history",
+        "{doc:#}"
+    );
+    assert_eq!(doc["data"]["resources"][0]["commit"], Value::Null);
+}
