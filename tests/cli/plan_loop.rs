@@ -559,3 +559,113 @@ fn after_apply_to_a_directory_plan_diff_shows_the_changes_from_the_sandbox_histo
     );
     assert_eq!(doc["data"]["resources"][0]["commit"], Value::Null);
 }
+
+/// Two projects, each with its own checkout (`local/repo` in `app`, `local/site` in `web`),
+/// and `action` registered.
+fn two_projects(action: &str) -> (Setup, std::path::PathBuf) {
+    let s = setup_with(action);
+    let site = crate::support::git_repo(s.env.root(), "site");
+    for args in [
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/site",
+            "--path",
+            site.to_str().unwrap(),
+        ][..],
+        &["project", "create", "--resource", "local/site", "web"],
+    ] {
+        let (doc, code) = s.env.json(args);
+        assert_eq!(code, 0, "{doc:#}");
+    }
+    (s, site)
+}
+
+#[test]
+fn a_multi_project_plan_runs_run_steps_on_the_resource_each_step_names() {
+    let action = r#"name: local/notes
+definition-of-done: both projects have notes
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: api
+    resource: repo
+    run: printf 'api\n' > NOTES.md
+  - name: web
+    resource: local/site
+    run: printf 'web\n' > NOTES.md
+  - name: docs
+    tool: write_file
+    args:
+      path: path://local/site/docs/notes.md
+      content: "site docs\n"
+"#;
+    let (s, site) = two_projects(action);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "web",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["phase"], "applied", "{doc:#}");
+    assert_eq!(
+        fs::read_to_string(s.repo.join("NOTES.md")).unwrap(),
+        "api\n"
+    );
+    assert_eq!(fs::read_to_string(site.join("NOTES.md")).unwrap(), "web\n");
+    assert_eq!(
+        fs::read_to_string(site.join("docs/notes.md")).unwrap(),
+        "site docs\n"
+    );
+}
+
+#[test]
+fn a_multi_project_run_step_without_a_resource_fails_with_a_hint_that_works() {
+    let action = "name: local/notes\ndefinition-of-done: notes\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: printf 'x\\n' > NOTES.md\n";
+    let (s, _) = two_projects(action);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "web",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(code, 1, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`resource: repo` on a script step")
+            && message.contains("path://local/repo/..."),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_spawn_step_with_a_resource_is_refused_at_action_create() {
+    let env = Env::new();
+    let file = env.root().join("action.yaml");
+    fs::write(
+        &file,
+        "name: local/parent\ndefinition-of-done: children ran\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: child\n    resource: repo\n    spawn:\n      action: local/child\n",
+    )
+    .unwrap();
+    let (doc, code) = env.json(&["action", "create", "--config", file.to_str().unwrap()]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT")),
+        "{doc:#}"
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("script[0].resource"),
+        "{doc:#}"
+    );
+}

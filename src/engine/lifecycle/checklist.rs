@@ -258,6 +258,7 @@ mod tests {
             tool: None,
             args: None,
             spawn: None,
+            resource: None,
             depends_on: depends.map(|d| d.iter().map(|s| s.to_string()).collect()),
             parallel_group: None,
         }
@@ -301,6 +302,7 @@ mod tests {
                 action: action.into(),
                 args: Default::default(),
             }),
+            resource: None,
             depends_on: None,
             parallel_group: group.map(str::to_string),
         };

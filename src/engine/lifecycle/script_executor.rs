@@ -92,14 +92,14 @@ pub fn run_step(
             tool: "shell_execute".into(),
             arguments: json!({"command": cmd}),
             parent_skill: None,
-            resource: None,
+            resource: step.resource.clone(),
         }
     } else if let Some(tool) = &step.tool {
         CallRequest {
             tool: tool.clone(),
             arguments: Value::Object(step.args.clone().unwrap_or_default()),
             parent_skill: None,
-            resource: None,
+            resource: step.resource.clone(),
         }
     } else {
         return Ok(StepEnd::Failed {
