@@ -47,8 +47,12 @@ pub struct App {
     size: Option<(u16, u16)>,
     running: Vec<String>,
     last_error: Option<String>,
+    errors: Vec<String>,
     apply_review: Option<String>,
 }
+
+/// How many errors the errors overlay keeps.
+pub const KEPT_ERRORS: usize = 20;
 
 impl Default for App {
     fn default() -> Self {
@@ -78,6 +82,7 @@ impl App {
             size: None,
             running: Vec::new(),
             last_error: None,
+            errors: Vec::new(),
             apply_review: None,
         }
     }
@@ -289,6 +294,7 @@ impl App {
             Msg::Finished { ok, text } => {
                 if !ok {
                     self.last_error = Some(text.clone());
+                    self.remember_error(text.clone());
                 }
                 self.notice = Some(Notice {
                     level: if ok { Level::Ok } else { Level::Error },
@@ -311,6 +317,11 @@ impl App {
                     Some(first) if !first.is_empty() => format!("{title}: {first}"),
                     _ => title.clone(),
                 });
+                self.remember_error(if detail.is_empty() {
+                    title.clone()
+                } else {
+                    format!("{title}\n{detail}")
+                });
                 self.overlays.push(Overlay::Message {
                     title,
                     body: detail,
@@ -319,6 +330,19 @@ impl App {
                 Vec::new()
             }
         }
+    }
+
+    /// Keeps an error, whole, for the errors overlay (the last [`KEPT_ERRORS`]).
+    fn remember_error(&mut self, text: String) {
+        if self.errors.len() == KEPT_ERRORS {
+            self.errors.remove(0);
+        }
+        self.errors.push(text);
+    }
+
+    /// The errors kept for the errors overlay, oldest first.
+    pub fn errors(&self) -> &[String] {
+        &self.errors
     }
 
     fn warn(&mut self, text: &str) {
@@ -420,6 +444,24 @@ impl App {
             Action::Quit => self.quit(),
             Action::Help => {
                 self.overlays.push(Overlay::Help);
+                Vec::new()
+            }
+            Action::ShowErrors => {
+                let body = if self.errors.is_empty() {
+                    "No errors since the TUI started.".to_owned()
+                } else {
+                    self.errors
+                        .iter()
+                        .rev()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n\n")
+                };
+                self.overlays.push(Overlay::Message {
+                    title: format!("Last errors (newest first, {})", self.errors.len()),
+                    body,
+                    is_error: !self.errors.is_empty(),
+                });
                 Vec::new()
             }
             Action::FocusNext => self.set_focus(self.focus.next()),
@@ -1617,6 +1659,49 @@ mod action_tests {
         );
         press(&mut app, &[Key::Char('v')]);
         assert_eq!(app.diff().layout(), Layout::Unified);
+    }
+
+    #[test]
+    fn the_errors_key_opens_every_kept_error_whole_newest_first() {
+        let mut app = loaded();
+        let long = format!(
+            "plan apply 01JDQ4V6 failed: {}",
+            "a long reason ".repeat(12)
+        );
+        app.update(Msg::Finished {
+            ok: false,
+            text: long.clone(),
+        });
+        app.update(Msg::Error {
+            title: "Could not run plan execute".into(),
+            detail: "first line\nsecond line".into(),
+        });
+        press(&mut app, &[Key::Esc]);
+        assert_eq!(press(&mut app, &[Key::Char('!')]), []);
+        match app.overlays() {
+            [
+                Overlay::Message {
+                    title,
+                    body,
+                    is_error: true,
+                },
+            ] => {
+                assert_eq!(title, "Last errors (newest first, 2)");
+                assert_eq!(
+                    body,
+                    &format!("Could not run plan execute\nfirst line\nsecond line\n\n{long}")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        for n in 0..30 {
+            app.update(Msg::Finished {
+                ok: false,
+                text: format!("failure {n}"),
+            });
+        }
+        assert_eq!(app.errors().len(), KEPT_ERRORS);
+        assert_eq!(app.errors().last().map(String::as_str), Some("failure 29"));
     }
 
     #[test]
