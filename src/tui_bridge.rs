@@ -262,6 +262,7 @@ pub fn correction_preview(stdout: &str) -> Result<view::CorrectionPreview, Strin
         child_plans: strings("child_plans"),
         files: strings("files"),
         estimated_model_calls: affected["estimated_model_calls"].as_u64(),
+        refused: doc["data"]["refused"].as_str().map(str::to_owned),
     })
 }
 
@@ -1477,6 +1478,15 @@ mod tests {
         assert_eq!(preview.steps_may_rerun, ["D3"]);
         assert_eq!(preview.files, ["a.rs"]);
         assert_eq!(preview.estimated_model_calls, Some(3));
+        assert_eq!(preview.refused, None);
+        let refused = out.replace(
+            r#""mode":"revert","#,
+            r#""mode":"revert","refused":"the plan is applied","#,
+        );
+        assert_eq!(
+            correction_preview(&refused).unwrap().refused.as_deref(),
+            Some("the plan is applied")
+        );
         assert!(correction_preview(r#"{"data":{}}"#).is_err());
         assert!(correction_preview("not json").is_err());
     }

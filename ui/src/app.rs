@@ -1271,6 +1271,42 @@ mod action_tests {
     }
 
     #[test]
+    fn a_dry_run_that_says_the_revert_is_refused_offers_no_confirm() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('2'), Key::Char('c')]);
+        typed(&mut app, "redo it");
+        assert_eq!(press(&mut app, &[Key::Ctrl('s')]).len(), 1);
+        let refused = crate::model::CorrectionPreview {
+            refused: Some("plan 01JDQ4V6 is applied; a revert cannot change applied work".into()),
+            ..fixtures::preview()
+        };
+        app.update(Msg::CorrectionPreview {
+            decision_id: "D1".into(),
+            result: Ok(refused),
+        });
+        assert_eq!(press(&mut app, &[Key::Char('y')]), [], "y does not correct");
+        assert!(
+            matches!(top(&app), Some(Overlay::Correct(f)) if matches!(f.stage, CorrectStage::Preview(_)))
+        );
+        assert_eq!(
+            press(&mut app, &[Key::Enter]),
+            [],
+            "Enter goes back to editing"
+        );
+        assert!(
+            matches!(top(&app), Some(Overlay::Correct(f)) if f.stage == CorrectStage::Editing { error: None })
+        );
+        // Tab to append and preview again: that one can be confirmed.
+        press(&mut app, &[Key::Tab]);
+        assert_eq!(press(&mut app, &[Key::Ctrl('s')]).len(), 1);
+        app.update(Msg::CorrectionPreview {
+            decision_id: "D1".into(),
+            result: Ok(fixtures::preview()),
+        });
+        assert_eq!(press(&mut app, &[Key::Char('y')]).len(), 1);
+    }
+
+    #[test]
     fn empty_guidance_is_refused_in_the_editor() {
         let mut app = loaded();
         press(&mut app, &[Key::Char('2'), Key::Char('c')]);

@@ -310,6 +310,7 @@ pub fn preview() -> CorrectionPreview {
             "src/auth/mod.rs".to_owned(),
         ],
         estimated_model_calls: Some(4),
+        refused: None,
     }
 }
 

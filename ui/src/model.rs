@@ -325,6 +325,10 @@ pub struct CorrectionPreview {
     pub files: Vec<String>,
     /// How many model calls the correction is expected to make.
     pub estimated_model_calls: Option<u64>,
+    /// Why the correction would be refused (the dry run's `refused`): then the overlay offers
+    /// editing or the other mode, never a confirm.
+    #[serde(default)]
+    pub refused: Option<String>,
 }
 
 /// One checkpoint a plan can be rolled back to (`agents plan checkpoints`).

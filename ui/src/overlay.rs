@@ -493,7 +493,8 @@ fn correct_key(form: &mut CorrectForm, key: Key) -> Outcome {
             Outcome::Stay
         }
         (CorrectStage::Waiting, _) => Outcome::Stay,
-        (CorrectStage::Preview(_), Key::Char('y') | Key::Enter) => {
+        // A dry run that says the correction would be refused offers no confirm.
+        (CorrectStage::Preview(p), Key::Char('y') | Key::Enter) if p.refused.is_none() => {
             Outcome::Submit(command(form, false))
         }
         (CorrectStage::Preview(_) | CorrectStage::Failed(_), Key::Char('e' | 'n') | Key::Enter) => {
@@ -693,6 +694,18 @@ fn explanation_lines<'a>(e: &Explanation, theme: &Theme) -> Vec<Line<'a>> {
 }
 
 fn preview_lines<'a>(p: &CorrectionPreview, theme: &Theme) -> Vec<Line<'a>> {
+    if let Some(why) = &p.refused {
+        let mut lines = vec![Line::styled(
+            "This correction would be refused:",
+            theme.style(Slot::StatusError),
+        )];
+        lines.extend(text_lines(why, theme.style(Slot::StatusError)));
+        lines.push(Line::styled(
+            "Edit the guidance, or Tab to the other mode.",
+            theme.style(Slot::TextDim),
+        ));
+        return lines;
+    }
     let mut lines = vec![Line::styled(
         format!(
             "This correction recomputes {} decision(s):",
@@ -806,10 +819,17 @@ fn render_correct(form: &CorrectForm, theme: &Theme, area: Rect, buf: &mut Buffe
             Paragraph::new(preview_lines(preview, theme))
                 .wrap(Wrap { trim: false })
                 .render(body, buf);
-            (
-                &[("y/Enter", "correct"), ("e", "edit"), ("Esc", "cancel")],
-                None,
-            )
+            if preview.refused.is_some() {
+                (
+                    &[("e/Enter", "edit"), ("Tab", "mode"), ("Esc", "cancel")],
+                    None,
+                )
+            } else {
+                (
+                    &[("y/Enter", "correct"), ("e", "edit"), ("Esc", "cancel")],
+                    None,
+                )
+            }
         }
         CorrectStage::Failed(message) => {
             let mut lines = vec![Line::styled(

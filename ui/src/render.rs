@@ -392,6 +392,16 @@ mod tests {
             "Use cargo test: nextest is not installed in CI.\nKeep the flaky tests isolated.",
         );
         both("correct_editor", &app);
+        let mut refused = app.clone();
+        press(&mut refused, &[Key::Ctrl('s')]);
+        refused.update(Msg::CorrectionPreview {
+            decision_id: "D2".into(),
+            result: Ok(crate::model::CorrectionPreview {
+                refused: Some("decision D2 has an applied descendant; revert the plan's apply first or correct with --mode append".into()),
+                ..fixtures::preview()
+            }),
+        });
+        both("correct_refused", &refused);
         press(&mut app, &[Key::Tab, Key::Ctrl('s')]);
         both("correct_waiting", &app);
         let mut failed = app.clone();
