@@ -49,6 +49,9 @@ pub struct App {
     last_error: Option<String>,
     errors: Vec<String>,
     apply_review: Option<String>,
+    /// A plan chosen by message (`--plan`, the quickstart) whose first approval is selected
+    /// once the approvals arrive.
+    approvals_of: Option<String>,
 }
 
 /// How many errors the errors overlay keeps.
@@ -84,6 +87,7 @@ impl App {
             last_error: None,
             errors: Vec::new(),
             apply_review: None,
+            approvals_of: None,
         }
     }
 
@@ -211,6 +215,11 @@ impl App {
             }
             Msg::ApprovalsUpdated(items) => {
                 self.approvals.set_items(items);
+                if let Some(plan) = &self.approvals_of
+                    && self.approvals.select_plan(plan)
+                {
+                    self.approvals_of = None;
+                }
                 let before = self.overlays.len();
                 let approvals = &self.approvals;
                 self.overlays
@@ -309,6 +318,10 @@ impl App {
             }
             Msg::SelectPlan(id) => {
                 let changed = self.plans.select(&id);
+                // The approvals queue opens on this plan's approval, not on another plan's.
+                if !self.approvals.select_plan(&id) {
+                    self.approvals_of = Some(id);
+                }
                 self.after_plan_selection(changed)
             }
             Msg::Focus(pane) => self.set_focus(pane),
@@ -1268,6 +1281,31 @@ mod action_tests {
         );
         assert_eq!(press(&mut app, &[Key::Esc]), []);
         assert!(app.overlays().is_empty());
+    }
+
+    #[test]
+    fn a_plan_chosen_at_launch_selects_its_own_approval_not_the_first_in_the_queue() {
+        let mut app = App::new();
+        app.update(Msg::Focus(Pane::Approvals));
+        app.update(Msg::SelectPlan(crate::fixtures::PLAN_C.into()));
+        for msg in fixtures::load_all() {
+            app.update(msg);
+        }
+        let selected = app.approvals().selected().expect("an approval is selected");
+        assert_eq!(selected.plan_id, crate::fixtures::PLAN_C);
+        assert_ne!(
+            app.approvals().items()[0].plan_id,
+            crate::fixtures::PLAN_C,
+            "the queue starts with another plan's approval"
+        );
+        // Later updates keep what the user selects.
+        press(&mut app, &[Key::Char('k')]);
+        let moved = app.approvals().selected().map(|a| a.approval_id.clone());
+        app.update(Msg::ApprovalsUpdated(fixtures::approvals()));
+        assert_eq!(
+            app.approvals().selected().map(|a| a.approval_id.clone()),
+            moved
+        );
     }
 
     #[test]
