@@ -773,13 +773,34 @@ impl Bridge {
     fn use_choices(&self) -> Result<view::UseChoices, String> {
         let actions = self.store.actions().map_err(|e| e.to_string())?;
         let projects = self.store.projects().map_err(|e| e.to_string())?;
+        let available: Vec<_> = actions
+            .into_iter()
+            .filter(|a| a.state == ActionState::Available)
+            .collect();
+        let arguments = available
+            .iter()
+            .filter(|a| !a.arguments.is_empty())
+            .map(|a| {
+                let fields = a
+                    .arguments
+                    .iter()
+                    .map(|arg| view::ArgumentField {
+                        name: arg.name.clone(),
+                        required: arg.required,
+                        default: arg.default.as_ref().map(|v| match v {
+                            serde_json::Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        }),
+                        description: arg.description.clone(),
+                    })
+                    .collect();
+                (a.name.clone(), fields)
+            })
+            .collect();
         Ok(view::UseChoices {
-            actions: actions
-                .into_iter()
-                .filter(|a| a.state == ActionState::Available)
-                .map(|a| a.name)
-                .collect(),
+            actions: available.into_iter().map(|a| a.name).collect(),
             projects: projects.into_iter().map(|p| p.name).collect(),
+            arguments,
         })
     }
 
@@ -897,13 +918,19 @@ impl Bridge {
                     Purpose::Action,
                 )
             }
-            Cmd::Use { action, project } => {
+            Cmd::Use {
+                action,
+                project,
+                args,
+            } => {
                 let what = format!("plan use {action} {project}");
-                self.run(
-                    vec![s("plan"), s("use"), action, project],
-                    what,
-                    Purpose::Action,
-                )
+                let mut argv = vec![s("plan"), s("use"), action, project];
+                // One argv word per value: nothing passes through a shell.
+                for (name, value) in args {
+                    argv.push(s("--arg"));
+                    argv.push(format!("{name}={value}"));
+                }
+                self.run(argv, what, Purpose::Action)
             }
             Cmd::PreviewCorrection {
                 decision_id,

@@ -286,13 +286,7 @@ impl App {
                         is_error: false,
                     });
                 } else {
-                    self.overlays.push(Overlay::Use(UseForm {
-                        actions: choices.actions,
-                        projects: choices.projects,
-                        action: 0,
-                        project: 0,
-                        on_projects: false,
-                    }));
+                    self.overlays.push(Overlay::Use(UseForm::new(choices)));
                 }
                 Vec::new()
             }
@@ -803,7 +797,9 @@ fn sent(cmd: &Cmd) -> String {
             short_id(plan_id)
         ),
         Cmd::Prompt { plan_id, .. } => format!("Guidance sent to plan {}.", short_id(plan_id)),
-        Cmd::Use { action, project } => format!("Creating a plan: {action} on {project}…"),
+        Cmd::Use {
+            action, project, ..
+        } => format!("Creating a plan: {action} on {project}…"),
         Cmd::Correct {
             decision_id, mode, ..
         } => format!("Correcting decision {decision_id} ({})…", mode.as_str()),
@@ -1498,21 +1494,75 @@ mod action_tests {
         app.update(Msg::UseChoices(fixtures::use_choices()));
         let cmds = press(
             &mut app,
-            &[
-                Key::Char('j'),
-                Key::Tab,
-                Key::Char('j'),
-                Key::Char('j'),
-                Key::Enter,
-            ],
+            &[Key::Tab, Key::Char('j'), Key::Char('j'), Key::Enter],
         );
         assert_eq!(
             cmds,
             [Cmd::Use {
-                action: "local/add-search".into(),
-                project: "local/infra".into()
+                action: "local/refactor-auth".into(),
+                project: "local/infra".into(),
+                args: Vec::new(),
             }]
         );
+    }
+
+    #[test]
+    fn the_use_form_asks_for_the_actions_arguments_and_refuses_a_missing_required_one() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('u')]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        // The second action declares `engine` (required) and `limit` (default 20).
+        let cmds = press(
+            &mut app,
+            &[Key::Char('j'), Key::Tab, Key::Char('j'), Key::Enter],
+        );
+        assert_eq!(cmds, [], "engine is required");
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!("{:?}", app.overlays())
+        };
+        assert_eq!(form.error.as_deref(), Some("`engine` is required"));
+        assert_eq!(form.cursor, crate::overlay::UseCursor::Argument(0));
+        assert_eq!(form.values, ["", "20"]);
+        // Letters that are keys elsewhere (j, k, h, l, q) are text in a field.
+        typed(&mut app, "jq-lh");
+        press(&mut app, &[Key::Backspace, Key::Backspace, Key::Backspace]);
+        typed(&mut app, "kit");
+        press(&mut app, &[Key::Down, Key::Backspace]);
+        typed(&mut app, "5");
+        assert_eq!(
+            press(&mut app, &[Key::Enter]),
+            [Cmd::Use {
+                action: "local/add-search".into(),
+                project: "local/docs-site".into(),
+                args: vec![
+                    ("engine".into(), "jqkit".into()),
+                    ("limit".into(), "25".into())
+                ],
+            }]
+        );
+    }
+
+    #[test]
+    fn changing_the_action_resets_the_argument_fields_to_its_defaults() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('u')]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        press(&mut app, &[Key::Char('j'), Key::Tab, Key::Tab]);
+        typed(&mut app, "x");
+        // Tab from the last field comes back to the actions.
+        press(&mut app, &[Key::Tab, Key::Tab, Key::Char('k')]);
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!("{:?}", app.overlays())
+        };
+        assert!(
+            form.fields().is_empty() && form.values.is_empty(),
+            "{form:?}"
+        );
+        press(&mut app, &[Key::Char('j')]);
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!()
+        };
+        assert_eq!(form.values, ["", "20"]);
     }
 
     #[test]

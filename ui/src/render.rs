@@ -435,6 +435,9 @@ mod tests {
         app.update(Msg::UseChoices(fixtures::use_choices()));
         press(&mut app, &[Key::Tab, Key::Char('j')]);
         both("use_form", &app);
+        press(&mut app, &[Key::BackTab, Key::Char('j'), Key::Enter]);
+        typed(&mut app, "tantivy");
+        both("use_form_arguments", &app);
     }
 
     #[test]
