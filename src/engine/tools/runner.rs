@@ -297,8 +297,8 @@ fn split_resource<'p>(rest: &'p str, targets: &[SandboxTarget]) -> (&'p str, &'p
         .map(|(i, _)| i)
         .chain(std::iter::once(rest.len()));
     let longest = ends
-        .filter(|&i| targets.iter().any(|t| t.answers_to(&rest[..i])))
-        .last();
+        .rev()
+        .find(|&i| targets.iter().any(|t| t.answers_to(&rest[..i])));
     match longest {
         Some(i) => (&rest[..i], rest[i..].strip_prefix('/').unwrap_or("")),
         None => rest.split_once('/').unwrap_or((rest, "")),
