@@ -262,6 +262,7 @@ pub fn correction_preview(stdout: &str) -> Result<view::CorrectionPreview, Strin
         child_plans: strings("child_plans"),
         files: strings("files"),
         estimated_model_calls: affected["estimated_model_calls"].as_u64(),
+        refused: doc["data"]["refused"].as_str().map(str::to_owned),
     })
 }
 
@@ -772,13 +773,34 @@ impl Bridge {
     fn use_choices(&self) -> Result<view::UseChoices, String> {
         let actions = self.store.actions().map_err(|e| e.to_string())?;
         let projects = self.store.projects().map_err(|e| e.to_string())?;
+        let available: Vec<_> = actions
+            .into_iter()
+            .filter(|a| a.state == ActionState::Available)
+            .collect();
+        let arguments = available
+            .iter()
+            .filter(|a| !a.arguments.is_empty())
+            .map(|a| {
+                let fields = a
+                    .arguments
+                    .iter()
+                    .map(|arg| view::ArgumentField {
+                        name: arg.name.clone(),
+                        required: arg.required,
+                        default: arg.default.as_ref().map(|v| match v {
+                            serde_json::Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        }),
+                        description: arg.description.clone(),
+                    })
+                    .collect();
+                (a.name.clone(), fields)
+            })
+            .collect();
         Ok(view::UseChoices {
-            actions: actions
-                .into_iter()
-                .filter(|a| a.state == ActionState::Available)
-                .map(|a| a.name)
-                .collect(),
+            actions: available.into_iter().map(|a| a.name).collect(),
             projects: projects.into_iter().map(|p| p.name).collect(),
+            arguments,
         })
     }
 
@@ -896,13 +918,19 @@ impl Bridge {
                     Purpose::Action,
                 )
             }
-            Cmd::Use { action, project } => {
+            Cmd::Use {
+                action,
+                project,
+                args,
+            } => {
                 let what = format!("plan use {action} {project}");
-                self.run(
-                    vec![s("plan"), s("use"), action, project],
-                    what,
-                    Purpose::Action,
-                )
+                let mut argv = vec![s("plan"), s("use"), action, project];
+                // One argv word per value: nothing passes through a shell.
+                for (name, value) in args {
+                    argv.push(s("--arg"));
+                    argv.push(format!("{name}={value}"));
+                }
+                self.run(argv, what, Purpose::Action)
             }
             Cmd::PreviewCorrection {
                 decision_id,
@@ -1477,6 +1505,15 @@ mod tests {
         assert_eq!(preview.steps_may_rerun, ["D3"]);
         assert_eq!(preview.files, ["a.rs"]);
         assert_eq!(preview.estimated_model_calls, Some(3));
+        assert_eq!(preview.refused, None);
+        let refused = out.replace(
+            r#""mode":"revert","#,
+            r#""mode":"revert","refused":"the plan is applied","#,
+        );
+        assert_eq!(
+            correction_preview(&refused).unwrap().refused.as_deref(),
+            Some("the plan is applied")
+        );
         assert!(correction_preview(r#"{"data":{}}"#).is_err());
         assert!(correction_preview("not json").is_err());
     }

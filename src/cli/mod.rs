@@ -15,6 +15,7 @@ pub mod interrupt;
 pub mod invariant;
 pub mod plan;
 pub mod plan_correct;
+pub mod plan_logs;
 pub mod plan_run;
 pub mod plan_sandbox;
 pub mod profile;
@@ -288,6 +289,22 @@ impl Context {
         rewrite_suggestion(&self.repeat_args, suggestion)
     }
 
+    /// A recovery hint as printed: `what: agents [--data-dir X] [--config-path Y] command`.
+    pub fn hint(&self, hint: &crate::engine::lifecycle::report::Hint) -> String {
+        format!("{}: {}", hint.what, self.rewrite(&hint.command))
+    }
+
+    /// An errored plan's recovery hints as printed (empty unless it is errored).
+    pub fn recovery_hints(&self, plan: &crate::engine::domain::Plan) -> Vec<String> {
+        if plan.state() != crate::engine::domain::ProcessingState::Errored {
+            return Vec::new();
+        }
+        crate::engine::lifecycle::report::recovery_hints(plan)
+            .iter()
+            .map(|h| self.hint(h))
+            .collect()
+    }
+
     /// Opens (creating if needed) the database.
     ///
     /// # Errors
@@ -558,7 +575,8 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
     out.finish(dispatch(command, &ctx))
 }
 
-/// Starts file logging for a context.
+/// Starts file logging for a context. When the log file cannot be written, says so once on
+/// stderr (stdout stays the command's data) and returns `None`: the command runs without a log.
 pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let level = ctx
         .config
@@ -566,12 +584,23 @@ pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::Wo
         .ok()
         .and_then(|c| c.file.log_level.clone())
         .unwrap_or_else(|| "info".into());
-    crate::logging::init(
+    match crate::logging::init(
         &ctx.paths.logs_dir(),
         env_var("AGENTS_LOG").as_deref(),
         &level,
         ctx.flags.verbose,
-    )
+    ) {
+        Ok(guard) => Some(guard),
+        Err(crate::logging::LogOff::Unwritable(why)) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: logging to a file is off for this command: {why} (see `{}`)",
+                ctx.suggest("diagnostics")
+            );
+            None
+        }
+        Err(crate::logging::LogOff::AlreadyInstalled) => None,
+    }
 }
 
 fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {

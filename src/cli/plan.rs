@@ -39,6 +39,8 @@ pub enum PlanCommand {
     Reject(super::plan_run::RejectArgs),
     /// Give a plan guidance; an errored or waiting plan resumes with it
     Prompt(super::plan_run::PromptArgs),
+    /// Show what a plan's steps printed (stdout and stderr, whole), or one step's
+    Logs(super::plan_logs::LogsArgs),
     /// Show a plan's errors, retry history and recovery suggestions
     Errors {
         /// Plan id or unique prefix
@@ -122,6 +124,7 @@ impl PlanCommand {
             PlanCommand::Decide(_) => "decide",
             PlanCommand::Reject(_) => "reject",
             PlanCommand::Prompt(_) => "prompt",
+            PlanCommand::Logs(_) => "logs",
             PlanCommand::Errors { .. } => "errors",
             PlanCommand::Tree(_) => "tree",
             PlanCommand::Explain(_) => "explain",
@@ -159,6 +162,7 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
         PlanCommand::Decide(a) => super::plan_run::decide(ctx, &a),
         PlanCommand::Reject(a) => super::plan_run::reject(ctx, &a),
         PlanCommand::Prompt(a) => super::plan_run::prompt(ctx, &a),
+        PlanCommand::Logs(a) => super::plan_logs::logs(ctx, &a),
         PlanCommand::Errors { plan } => super::plan_run::errors(ctx, &plan),
         PlanCommand::Tree(a) => super::plan_correct::plan_tree(ctx, &a),
         PlanCommand::Explain(a) => super::plan_correct::explain(ctx, &a),
@@ -551,16 +555,9 @@ fn progress(p: &Plan) -> Vec<String> {
         .collect()
 }
 
-fn data_hints(p: &Plan, id: &crate::engine::domain::Id, ctx: &Context) -> Option<Vec<String>> {
-    match (&p.error_code, p.state()) {
-        (Some(code), ProcessingState::Errored) => Some(
-            crate::engine::lifecycle::report::recovery_hints(code, id)
-                .into_iter()
-                .map(|h| ctx.rewrite(&h))
-                .collect(),
-        ),
-        _ => None,
-    }
+fn data_hints(p: &Plan, ctx: &Context) -> Option<Vec<String>> {
+    let hints = ctx.recovery_hints(p);
+    (!hints.is_empty()).then_some(hints)
 }
 
 fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
@@ -591,17 +588,8 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     );
     // Step names: the strategy's key for the step (a script step's name), else its decision.
     let decisions = store.decisions(&id)?;
-    let step_name = |st: &crate::engine::store::lifecycle_run::PlanStep| -> String {
-        let d = decisions.iter().find(|d| d.decision_id == st.decision_id);
-        let key = d
-            .and_then(|d| d.context_snapshot.get("key"))
-            .and_then(serde_json::Value::as_str)
-            .filter(|k| !k.is_empty());
-        match (key, d) {
-            (Some(k), _) => k.to_string(),
-            (None, Some(d)) => view::clip(&d.chosen_option, 48),
-            (None, None) => String::new(),
-        }
+    let step_name = |st: &crate::engine::store::lifecycle_run::PlanStep| {
+        super::plan_logs::step_name(&decisions, st)
     };
     data["steps"] = json!(
         extra
@@ -666,14 +654,7 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         json!({"current": extra.decisions, "superseded": extra.superseded_decisions});
     data["usage"] = json!(extra.usage);
     data["errors"] = json!(extra.errors);
-    data["recovery_hints"] = json!(match (&p.error_code, p.state()) {
-        (Some(code), ProcessingState::Errored) =>
-            crate::engine::lifecycle::report::recovery_hints(code, &id)
-                .into_iter()
-                .map(|h| ctx.rewrite(&h))
-                .collect::<Vec<_>>(),
-        _ => Vec::new(),
-    });
+    data["recovery_hints"] = json!(ctx.recovery_hints(&p));
     data["not_yet_supported"] = json!(
         extra
             .not_yet_supported
@@ -836,7 +817,7 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 ("Error", p.error_message.clone().unwrap_or_default()),
             ],
         ));
-        if let Some(hints) = data_hints(&p, &id, ctx) {
+        if let Some(hints) = data_hints(&p, ctx) {
             report = report.with(Element::List {
                 title: "Recovery".into(),
                 items: hints,
@@ -877,6 +858,9 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 .collect(),
             empty: String::new(),
         });
+        for tail in super::plan_logs::status_tails(ctx, &id.to_string(), &decisions, &extra.steps) {
+            report = report.with(tail);
+        }
     }
     if !corrections.is_empty() {
         let attempts = view::short_ids(

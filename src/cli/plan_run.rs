@@ -267,26 +267,22 @@ pub(crate) fn driven_report(
                 approvals[0].summary
             ),
         )),
-        Stopped::Errored { code, message } => Err(CliError::new(
-            "PLAN_ERRORED",
-            format!("plan {id} errored in {}: {message}", p.phase()),
-        )
-        .detail(format!(
-            "error code {code}; the plan is at {}/errored and can be resumed",
-            p.phase()
-        ))
-        .hint(ctx.suggest(&format!("plan errors {id}")))
-        // Apply is resumed by `plan apply`; `plan execute` drives Strategize and Execute only.
-        .hint(ctx.suggest(
-            &if p.phase() == crate::engine::domain::lifecycle::Phase::Apply {
-                format!("plan apply {id}")
-            } else {
-                format!("plan execute {id}")
-            },
-        ))
-        .hint(ctx.suggest(&format!("plan prompt {id} \"GUIDANCE\"")))
-        .hint(ctx.suggest(&format!("plan cancel {id}")))
-        .data(data)),
+        Stopped::Errored { code, message } => {
+            Err(crate::engine::lifecycle::report::recovery_hints(p)
+                .into_iter()
+                .fold(
+                    CliError::new(
+                        "PLAN_ERRORED",
+                        format!("plan {id} errored in {}: {message}", p.phase()),
+                    )
+                    .detail(format!(
+                        "error code {code}; the plan is at {}/errored and can be resumed",
+                        p.phase()
+                    )),
+                    |e, h| e.hint(h.command),
+                )
+                .data(data))
+        }
         Stopped::Cancelled { reason } => Err(CliError::new(
             "CANCELLED",
             format!(
@@ -808,17 +804,7 @@ pub fn errors(ctx: &Context, input: &str) -> Result<Report, CliError> {
             })
         })
         .collect();
-    let current_code = plan.error_code.clone();
-    let hints: Vec<String> = current_code
-        .as_deref()
-        .filter(|_| plan.state() == crate::engine::domain::ProcessingState::Errored)
-        .map(|c| {
-            crate::engine::lifecycle::report::recovery_hints(c, &id)
-                .into_iter()
-                .map(|h| ctx.rewrite(&h))
-                .collect()
-        })
-        .unwrap_or_default();
+    let hints = ctx.recovery_hints(&plan);
     let n = errors.len();
     let data = json!({
         "plan_id": id.to_string(),

@@ -276,37 +276,15 @@ fn plan_diff(
     let (store, sandboxes, plan) = open(ctx, plan)?;
     let active = sandboxes.active(&store, &plan.plan_id)?;
     let request = DiffRequest { path, hunks: !stat };
+    if active.is_empty() && plan.phase() == crate::engine::domain::Phase::Applied {
+        return applied_diff(&store, &plan, resource, &request);
+    }
     let mut resources = Vec::new();
     let mut all_files = Vec::new();
     let mut rows = Vec::new();
     for sb in select(&active, resource)? {
         let files = resource_diff(&store, sb, &request)?;
-        for f in &files {
-            let path = match &f.old_path {
-                Some(old) => format!("{old} -> {}", f.path),
-                None => f.path.clone(),
-            };
-            let tone = match f.status {
-                diff::FileStatus::Added => Tone::Good,
-                diff::FileStatus::Deleted => Tone::Bad,
-                _ => Tone::Warn,
-            };
-            rows.push(vec![
-                Cell::new(f.status.letter(), tone),
-                Cell::from(path),
-                Cell::from(if f.binary {
-                    "bin".to_string()
-                } else {
-                    format!("+{}", f.additions)
-                }),
-                Cell::from(if f.binary {
-                    String::new()
-                } else {
-                    format!("-{}", f.deletions)
-                }),
-                Cell::new(sb.target.resource_name.clone(), Tone::Dim),
-            ]);
-        }
+        rows.extend(files.iter().map(|f| diff_row(f, &sb.target.resource_name)));
         resources.push(json!({
             "resource_name": sb.target.resource_name,
             "strategy": sb.record.strategy,
@@ -328,7 +306,45 @@ fn plan_diff(
             stats.files_changed, stats.additions, stats.deletions
         )
     };
-    let mut report = Report::ok("plan diff", data, status).with(Element::Table {
+    Ok(diff_report(
+        Report::ok("plan diff", data, status),
+        rows,
+        &all_files,
+        request.hunks,
+    ))
+}
+
+/// A changed file as a row of the Changed Files table.
+fn diff_row(f: &FileDiff, resource: &str) -> Vec<Cell> {
+    let path = match &f.old_path {
+        Some(old) => format!("{old} -> {}", f.path),
+        None => f.path.clone(),
+    };
+    let tone = match f.status {
+        diff::FileStatus::Added => Tone::Good,
+        diff::FileStatus::Deleted => Tone::Bad,
+        _ => Tone::Warn,
+    };
+    vec![
+        Cell::new(f.status.letter(), tone),
+        Cell::from(path),
+        Cell::from(if f.binary {
+            "bin".to_string()
+        } else {
+            format!("+{}", f.additions)
+        }),
+        Cell::from(if f.binary {
+            String::new()
+        } else {
+            format!("-{}", f.deletions)
+        }),
+        Cell::new(resource.to_string(), Tone::Dim),
+    ]
+}
+
+/// The Changed Files table and, with hunks, the unified diff.
+fn diff_report(report: Report, rows: Vec<Vec<Cell>>, files: &[FileDiff], hunks: bool) -> Report {
+    let report = report.with(Element::Table {
         title: "Changed Files".into(),
         columns: vec![
             Column::left("St"),
@@ -340,13 +356,103 @@ fn plan_diff(
         rows,
         empty: "No changes.".into(),
     });
-    if !stat && !all_files.is_empty() {
-        report = report.with(Element::List {
+    if hunks && !files.is_empty() {
+        report.with(Element::List {
             title: "Diff".into(),
-            items: vec![diff::unified(&all_files)],
-        });
+            items: vec![diff::unified(files)],
+        })
+    } else {
+        report
     }
-    Ok(report)
+}
+
+/// The short form of a commit id (12 hex digits).
+fn short_commit(c: &str) -> &str {
+    &c[..c.len().min(12)]
+}
+
+/// `plan diff` of an applied plan: what Apply wrote, from stored records (the applied
+/// commit, else the sandbox's history, else the journal), marked applied with its commits.
+fn applied_diff(
+    store: &Store,
+    plan: &Plan,
+    resource: Option<&str>,
+    request: &DiffRequest,
+) -> Result<Report, CliError> {
+    let applied = crate::engine::sandbox::applied::applied_changes(store, &plan.plan_id, request)?;
+    let chosen: Vec<_> = applied
+        .iter()
+        .filter(|a| {
+            resource
+                .is_none_or(|r| a.resource_name == r || a.resource_name.ends_with(&format!("/{r}")))
+        })
+        .collect();
+    if let Some(r) = resource
+        && chosen.is_empty()
+    {
+        return Err(
+            CliError::new("NOT_FOUND", format!("the plan applied nothing to `{r}`")).hint(format!(
+                "resources it applied to: {}",
+                applied
+                    .iter()
+                    .map(|a| a.resource_name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        );
+    }
+    let mut rows = Vec::new();
+    let mut all_files = Vec::new();
+    let mut resources = Vec::new();
+    for a in &chosen {
+        rows.extend(a.files.iter().map(|f| diff_row(f, &a.resource_name)));
+        resources.push(json!({
+            "resource_name": a.resource_name,
+            "applied": true,
+            "commit": a.commit,
+            "source": a.source,
+            "stats": diff::stats(&a.files),
+            "files": a.files,
+        }));
+        all_files.extend(a.files.iter().cloned());
+    }
+    let stats = diff::stats(&all_files);
+    let commits: Vec<String> = chosen
+        .iter()
+        .filter_map(|a| {
+            a.commit
+                .as_deref()
+                .map(|c| format!("{} on {}", short_commit(c), a.resource_name))
+        })
+        .collect();
+    let data = json!({
+        "plan_id": plan.plan_id.to_string(),
+        "applied": true,
+        "stats": stats,
+        "resources": resources,
+    });
+    let status = format!(
+        "Applied{}: {} file(s) changed, +{} -{}",
+        if commits.is_empty() {
+            String::new()
+        } else {
+            format!(" in commit {}", commits.join(", "))
+        },
+        stats.files_changed,
+        stats.additions,
+        stats.deletions
+    );
+    let mut report = Report::ok("plan diff", data, status);
+    if chosen
+        .iter()
+        .any(|a| a.source == crate::engine::sandbox::applied::Source::Journal)
+    {
+        report = report.message(
+            Level::Info,
+            "some files are listed from the apply journal only: their sandbox history is gone, so there are no line counts or hunks",
+        );
+    }
+    Ok(diff_report(report, rows, &all_files, request.hunks))
 }
 
 fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
@@ -355,15 +461,38 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
     let calls = store.tool_calls(&plan.plan_id)?;
     let mut files: Vec<serde_json::Value> = Vec::new();
     let mut rows = Vec::new();
-    for sb in sandboxes.active(&store, &plan.plan_id)? {
-        for f in diff::sandbox_diff(&sb, &DiffRequest::default())? {
+    let active = sandboxes.active(&store, &plan.plan_id)?;
+    // Per resource: its changed files, from the live sandbox or, once applied, from the records.
+    let mut changed: Vec<(String, Vec<FileDiff>)> = Vec::new();
+    for sb in &active {
+        changed.push((
+            sb.target.resource_name.clone(),
+            diff::sandbox_diff(sb, &DiffRequest::default())?,
+        ));
+    }
+    let applied = active.is_empty() && plan.phase() == crate::engine::domain::Phase::Applied;
+    let mut commits = Vec::new();
+    if applied {
+        for a in crate::engine::sandbox::applied::applied_changes(
+            &store,
+            &plan.plan_id,
+            &DiffRequest::default(),
+        )? {
+            if let Some(c) = &a.commit {
+                commits.push(format!("{} on {}", short_commit(c), a.resource_name));
+            }
+            changed.push((a.resource_name, a.files));
+        }
+    }
+    for (resource_name, diffs) in changed {
+        for f in diffs {
             let made_by: Vec<u64> = calls
                 .iter()
                 .filter(|c| c.discarded_at.is_none())
                 .filter(|c| {
                     changes.iter().any(|ch| {
                         ch.call_id == c.call_id
-                            && ch.resource_name == sb.target.resource_name
+                            && ch.resource_name == resource_name
                             && (ch.change.path == f.path
                                 || ch.change.path.starts_with(&format!("{}/", f.path)))
                     })
@@ -385,10 +514,10 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
                         .collect::<Vec<_>>()
                         .join(" "),
                 ),
-                Cell::new(sb.target.resource_name.clone(), Tone::Dim),
+                Cell::new(resource_name.clone(), Tone::Dim),
             ]);
             files.push(json!({
-                "resource_name": sb.target.resource_name,
+                "resource_name": resource_name,
                 "path": f.path, "old_path": f.old_path, "status": f.status,
                 "binary": f.binary, "size": f.new_size, "tool_calls": made_by,
             }));
@@ -397,12 +526,22 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
     let n = files.len();
     let data = json!({
         "plan_id": plan.plan_id.to_string(),
+        "applied": applied,
+        "commits": commits,
         "files": files,
         "changes": changes,
         "tool_calls": calls,
     });
+    let status = match (applied, commits.is_empty()) {
+        (true, false) => format!(
+            "{n} changed file(s), applied in commit {}",
+            commits.join(", ")
+        ),
+        (true, true) => format!("{n} changed file(s), applied"),
+        _ => format!("{n} changed file(s)"),
+    };
     Ok(
-        Report::ok("plan artifacts", data, format!("{n} changed file(s)")).with(Element::Table {
+        Report::ok("plan artifacts", data, status).with(Element::Table {
             title: "Artifacts".into(),
             columns: vec![
                 Column::left("St"),

@@ -169,6 +169,9 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
         .ok_or_else(|| CliError::new("INTERNAL", "plan use reported no plan id"))?
         .to_string();
     let waiting = used.exit == Exit::NeedsHuman;
+    // `plan use`'s warnings (uncommitted edits the plan cannot see, a detached HEAD) are the
+    // quickstart's too.
+    let warnings = used.messages.clone();
     let mut data = json!({
         "plan_id": plan_id,
         "repository": repo.display().to_string(),
@@ -212,7 +215,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
             .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {plan_id} vanished")))?;
         data["phase"] = json!(plan.phase());
         data["state"] = json!(plan.state());
-        return Ok(Report::ok(
+        let mut report = Report::ok(
             "quickstart",
             data,
             format!(
@@ -220,7 +223,9 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
                 plan.phase(),
                 plan.state()
             ),
-        ));
+        );
+        report.messages = warnings;
+        return Ok(report);
     }
 
     let store = ctx.store()?;
@@ -287,6 +292,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
         level: Level::Warn,
         text: message.clone(),
     };
+    report.messages = warnings;
     report.exit = Exit::NeedsHuman;
     report.error = Some(ErrorBody {
         code: "NEEDS_APPROVAL",

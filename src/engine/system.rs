@@ -162,6 +162,7 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
     };
     checks.push(database_check(&paths.database()));
     checks.push(writable_check(&paths.data_dir));
+    checks.push(log_file_check(&paths.logs_dir()));
     checks.push(git_check());
     checks.push(shell_sandbox_check());
     checks.push(Check::new(
@@ -296,6 +297,34 @@ fn writable_check(dir: &Path) -> Check {
             CheckStatus::Error,
             format!("{} is not writable: {e}", dir.display()),
             Some("fix its permissions or choose another with --data-dir".to_string()),
+        ),
+    }
+}
+
+/// Whether the log file opens for appending: when it does not, every command runs without a
+/// log file (and says so on stderr).
+fn log_file_check(logs_dir: &Path) -> Check {
+    let file = logs_dir.join(crate::engine::paths::LOG_FILE);
+    let opened = fs::create_dir_all(logs_dir)
+        .and_then(|()| fs::OpenOptions::new().create(true).append(true).open(&file));
+    match opened {
+        Ok(_) => Check::new(
+            "Log file",
+            CheckStatus::Ok,
+            file.display().to_string(),
+            None,
+        ),
+        Err(e) => Check::new(
+            "Log file",
+            CheckStatus::Warn,
+            format!(
+                "cannot write {}: {e}; commands run without a log file",
+                file.display()
+            ),
+            Some(format!(
+                "make {} writable, or choose another data directory with --data-dir",
+                logs_dir.display()
+            )),
         ),
     }
 }

@@ -457,3 +457,56 @@ fn a_keymap_file_rebinds_keys_and_a_bad_one_is_refused_naming_the_entry() {
     tmux.cmd(&["send-keys", "-t", "s", "C-q"]);
     assert_eq!(wait_exit(&tmux, &exit), "0");
 }
+
+#[test]
+fn the_use_form_asks_for_the_actions_arguments_and_creates_the_plan_with_them() {
+    let s = crate::cli::lifecycle::setup();
+    let exit = s.env.root().join("exit");
+    let tmux = Tmux::new("use-args");
+    let command = tui_command(&s.env, "", &exit);
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the empty list", |sc| sc.contains("No plans yet"));
+    tmux.cmd(&["send-keys", "-t", "s", "u"]);
+    tmux.wait_for("the form with the argument", |sc| {
+        sc.contains("Use an action on a project") && sc.contains("version*")
+    });
+    // Enter without the required argument is refused in the form.
+    tmux.cmd(&["send-keys", "-t", "s", "Enter"]);
+    tmux.wait_for("the refusal", |sc| sc.contains("`version` is required"));
+    tmux.cmd(&["send-keys", "-t", "s", "-l", "3.4-rc1"]);
+    tmux.cmd(&["send-keys", "-t", "s", "Enter"]);
+    wait_long(&tmux, "the new plan", Duration::from_secs(20), |sc| {
+        sc.contains("local/notes") && !sc.contains("Use an action on a project")
+    });
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let plan = loop {
+        let (list, _) = s.env.json(&["plan", "list"]);
+        if let Some(p) = list["data"]["plans"].as_array().and_then(|a| a.first()) {
+            break p.clone();
+        }
+        assert!(Instant::now() < deadline, "no plan: {list:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (status, _) = s
+        .env
+        .json(&["plan", "status", plan["plan_id"].as_str().unwrap()]);
+    assert_eq!(
+        status["data"]["definition_of_done"], "NOTES.md names version 3.4-rc1",
+        "{status:#}"
+    );
+}

@@ -47,8 +47,15 @@ pub struct App {
     size: Option<(u16, u16)>,
     running: Vec<String>,
     last_error: Option<String>,
+    errors: Vec<String>,
     apply_review: Option<String>,
+    /// A plan chosen by message (`--plan`, the quickstart) whose first approval is selected
+    /// once the approvals arrive.
+    approvals_of: Option<String>,
 }
+
+/// How many errors the errors overlay keeps.
+pub const KEPT_ERRORS: usize = 20;
 
 impl Default for App {
     fn default() -> Self {
@@ -78,7 +85,9 @@ impl App {
             size: None,
             running: Vec::new(),
             last_error: None,
+            errors: Vec::new(),
             apply_review: None,
+            approvals_of: None,
         }
     }
 
@@ -206,6 +215,11 @@ impl App {
             }
             Msg::ApprovalsUpdated(items) => {
                 self.approvals.set_items(items);
+                if let Some(plan) = &self.approvals_of
+                    && self.approvals.select_plan(plan)
+                {
+                    self.approvals_of = None;
+                }
                 let before = self.overlays.len();
                 let approvals = &self.approvals;
                 self.overlays
@@ -272,13 +286,7 @@ impl App {
                         is_error: false,
                     });
                 } else {
-                    self.overlays.push(Overlay::Use(UseForm {
-                        actions: choices.actions,
-                        projects: choices.projects,
-                        action: 0,
-                        project: 0,
-                        on_projects: false,
-                    }));
+                    self.overlays.push(Overlay::Use(UseForm::new(choices)));
                 }
                 Vec::new()
             }
@@ -289,6 +297,7 @@ impl App {
             Msg::Finished { ok, text } => {
                 if !ok {
                     self.last_error = Some(text.clone());
+                    self.remember_error(text.clone());
                 }
                 self.notice = Some(Notice {
                     level: if ok { Level::Ok } else { Level::Error },
@@ -303,6 +312,10 @@ impl App {
             }
             Msg::SelectPlan(id) => {
                 let changed = self.plans.select(&id);
+                // The approvals queue opens on this plan's approval, not on another plan's.
+                if !self.approvals.select_plan(&id) {
+                    self.approvals_of = Some(id);
+                }
                 self.after_plan_selection(changed)
             }
             Msg::Focus(pane) => self.set_focus(pane),
@@ -310,6 +323,11 @@ impl App {
                 self.last_error = Some(match detail.lines().next() {
                     Some(first) if !first.is_empty() => format!("{title}: {first}"),
                     _ => title.clone(),
+                });
+                self.remember_error(if detail.is_empty() {
+                    title.clone()
+                } else {
+                    format!("{title}\n{detail}")
                 });
                 self.overlays.push(Overlay::Message {
                     title,
@@ -319,6 +337,19 @@ impl App {
                 Vec::new()
             }
         }
+    }
+
+    /// Keeps an error, whole, for the errors overlay (the last [`KEPT_ERRORS`]).
+    fn remember_error(&mut self, text: String) {
+        if self.errors.len() == KEPT_ERRORS {
+            self.errors.remove(0);
+        }
+        self.errors.push(text);
+    }
+
+    /// The errors kept for the errors overlay, oldest first.
+    pub fn errors(&self) -> &[String] {
+        &self.errors
     }
 
     fn warn(&mut self, text: &str) {
@@ -420,6 +451,24 @@ impl App {
             Action::Quit => self.quit(),
             Action::Help => {
                 self.overlays.push(Overlay::Help);
+                Vec::new()
+            }
+            Action::ShowErrors => {
+                let body = if self.errors.is_empty() {
+                    "No errors since the TUI started.".to_owned()
+                } else {
+                    self.errors
+                        .iter()
+                        .rev()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n\n")
+                };
+                self.overlays.push(Overlay::Message {
+                    title: format!("Last errors (newest first, {})", self.errors.len()),
+                    body,
+                    is_error: !self.errors.is_empty(),
+                });
                 Vec::new()
             }
             Action::FocusNext => self.set_focus(self.focus.next()),
@@ -748,7 +797,9 @@ fn sent(cmd: &Cmd) -> String {
             short_id(plan_id)
         ),
         Cmd::Prompt { plan_id, .. } => format!("Guidance sent to plan {}.", short_id(plan_id)),
-        Cmd::Use { action, project } => format!("Creating a plan: {action} on {project}…"),
+        Cmd::Use {
+            action, project, ..
+        } => format!("Creating a plan: {action} on {project}…"),
         Cmd::Correct {
             decision_id, mode, ..
         } => format!("Correcting decision {decision_id} ({})…", mode.as_str()),
@@ -1229,6 +1280,67 @@ mod action_tests {
     }
 
     #[test]
+    fn a_plan_chosen_at_launch_selects_its_own_approval_not_the_first_in_the_queue() {
+        let mut app = App::new();
+        app.update(Msg::Focus(Pane::Approvals));
+        app.update(Msg::SelectPlan(crate::fixtures::PLAN_C.into()));
+        for msg in fixtures::load_all() {
+            app.update(msg);
+        }
+        let selected = app.approvals().selected().expect("an approval is selected");
+        assert_eq!(selected.plan_id, crate::fixtures::PLAN_C);
+        assert_ne!(
+            app.approvals().items()[0].plan_id,
+            crate::fixtures::PLAN_C,
+            "the queue starts with another plan's approval"
+        );
+        // Later updates keep what the user selects.
+        press(&mut app, &[Key::Char('k')]);
+        let moved = app.approvals().selected().map(|a| a.approval_id.clone());
+        app.update(Msg::ApprovalsUpdated(fixtures::approvals()));
+        assert_eq!(
+            app.approvals().selected().map(|a| a.approval_id.clone()),
+            moved
+        );
+    }
+
+    #[test]
+    fn a_dry_run_that_says_the_revert_is_refused_offers_no_confirm() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('2'), Key::Char('c')]);
+        typed(&mut app, "redo it");
+        assert_eq!(press(&mut app, &[Key::Ctrl('s')]).len(), 1);
+        let refused = crate::model::CorrectionPreview {
+            refused: Some("plan 01JDQ4V6 is applied; a revert cannot change applied work".into()),
+            ..fixtures::preview()
+        };
+        app.update(Msg::CorrectionPreview {
+            decision_id: "D1".into(),
+            result: Ok(refused),
+        });
+        assert_eq!(press(&mut app, &[Key::Char('y')]), [], "y does not correct");
+        assert!(
+            matches!(top(&app), Some(Overlay::Correct(f)) if matches!(f.stage, CorrectStage::Preview(_)))
+        );
+        assert_eq!(
+            press(&mut app, &[Key::Enter]),
+            [],
+            "Enter goes back to editing"
+        );
+        assert!(
+            matches!(top(&app), Some(Overlay::Correct(f)) if f.stage == CorrectStage::Editing { error: None })
+        );
+        // Tab to append and preview again: that one can be confirmed.
+        press(&mut app, &[Key::Tab]);
+        assert_eq!(press(&mut app, &[Key::Ctrl('s')]).len(), 1);
+        app.update(Msg::CorrectionPreview {
+            decision_id: "D1".into(),
+            result: Ok(fixtures::preview()),
+        });
+        assert_eq!(press(&mut app, &[Key::Char('y')]).len(), 1);
+    }
+
+    #[test]
     fn empty_guidance_is_refused_in_the_editor() {
         let mut app = loaded();
         press(&mut app, &[Key::Char('2'), Key::Char('c')]);
@@ -1382,21 +1494,75 @@ mod action_tests {
         app.update(Msg::UseChoices(fixtures::use_choices()));
         let cmds = press(
             &mut app,
-            &[
-                Key::Char('j'),
-                Key::Tab,
-                Key::Char('j'),
-                Key::Char('j'),
-                Key::Enter,
-            ],
+            &[Key::Tab, Key::Char('j'), Key::Char('j'), Key::Enter],
         );
         assert_eq!(
             cmds,
             [Cmd::Use {
-                action: "local/add-search".into(),
-                project: "local/infra".into()
+                action: "local/refactor-auth".into(),
+                project: "local/infra".into(),
+                args: Vec::new(),
             }]
         );
+    }
+
+    #[test]
+    fn the_use_form_asks_for_the_actions_arguments_and_refuses_a_missing_required_one() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('u')]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        // The second action declares `engine` (required) and `limit` (default 20).
+        let cmds = press(
+            &mut app,
+            &[Key::Char('j'), Key::Tab, Key::Char('j'), Key::Enter],
+        );
+        assert_eq!(cmds, [], "engine is required");
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!("{:?}", app.overlays())
+        };
+        assert_eq!(form.error.as_deref(), Some("`engine` is required"));
+        assert_eq!(form.cursor, crate::overlay::UseCursor::Argument(0));
+        assert_eq!(form.values, ["", "20"]);
+        // Letters that are keys elsewhere (j, k, h, l, q) are text in a field.
+        typed(&mut app, "jq-lh");
+        press(&mut app, &[Key::Backspace, Key::Backspace, Key::Backspace]);
+        typed(&mut app, "kit");
+        press(&mut app, &[Key::Down, Key::Backspace]);
+        typed(&mut app, "5");
+        assert_eq!(
+            press(&mut app, &[Key::Enter]),
+            [Cmd::Use {
+                action: "local/add-search".into(),
+                project: "local/docs-site".into(),
+                args: vec![
+                    ("engine".into(), "jqkit".into()),
+                    ("limit".into(), "25".into())
+                ],
+            }]
+        );
+    }
+
+    #[test]
+    fn changing_the_action_resets_the_argument_fields_to_its_defaults() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('u')]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        press(&mut app, &[Key::Char('j'), Key::Tab, Key::Tab]);
+        typed(&mut app, "x");
+        // Tab from the last field comes back to the actions.
+        press(&mut app, &[Key::Tab, Key::Tab, Key::Char('k')]);
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!("{:?}", app.overlays())
+        };
+        assert!(
+            form.fields().is_empty() && form.values.is_empty(),
+            "{form:?}"
+        );
+        press(&mut app, &[Key::Char('j')]);
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!()
+        };
+        assert_eq!(form.values, ["", "20"]);
     }
 
     #[test]
@@ -1617,6 +1783,49 @@ mod action_tests {
         );
         press(&mut app, &[Key::Char('v')]);
         assert_eq!(app.diff().layout(), Layout::Unified);
+    }
+
+    #[test]
+    fn the_errors_key_opens_every_kept_error_whole_newest_first() {
+        let mut app = loaded();
+        let long = format!(
+            "plan apply 01JDQ4V6 failed: {}",
+            "a long reason ".repeat(12)
+        );
+        app.update(Msg::Finished {
+            ok: false,
+            text: long.clone(),
+        });
+        app.update(Msg::Error {
+            title: "Could not run plan execute".into(),
+            detail: "first line\nsecond line".into(),
+        });
+        press(&mut app, &[Key::Esc]);
+        assert_eq!(press(&mut app, &[Key::Char('!')]), []);
+        match app.overlays() {
+            [
+                Overlay::Message {
+                    title,
+                    body,
+                    is_error: true,
+                },
+            ] => {
+                assert_eq!(title, "Last errors (newest first, 2)");
+                assert_eq!(
+                    body,
+                    &format!("Could not run plan execute\nfirst line\nsecond line\n\n{long}")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        for n in 0..30 {
+            app.update(Msg::Finished {
+                ok: false,
+                text: format!("failure {n}"),
+            });
+        }
+        assert_eq!(app.errors().len(), KEPT_ERRORS);
+        assert_eq!(app.errors().last().map(String::as_str), Some("failure 29"));
     }
 
     #[test]

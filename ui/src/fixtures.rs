@@ -3,8 +3,8 @@
 #![allow(missing_docs)]
 
 use crate::model::{
-    ApprovalItem, ApprovalKind, CheckpointItem, CorrectionPreview, DecisionNode, DecisionRef,
-    DiffFile, DiffHunk, DiffLine, DiffLineKind, DiffView, Explanation, Phase, PlanRow,
+    ApprovalItem, ApprovalKind, ArgumentField, CheckpointItem, CorrectionPreview, DecisionNode,
+    DecisionRef, DiffFile, DiffHunk, DiffLine, DiffLineKind, DiffView, Explanation, Phase, PlanRow,
     ProcessingState, UseChoices,
 };
 use crate::msg::Msg;
@@ -310,6 +310,7 @@ pub fn preview() -> CorrectionPreview {
             "src/auth/mod.rs".to_owned(),
         ],
         estimated_model_calls: Some(4),
+        refused: None,
     }
 }
 
@@ -337,6 +338,25 @@ pub fn use_choices() -> UseChoices {
             "local/docs-site".to_owned(),
             "local/infra".to_owned(),
         ],
+        arguments: [(
+            "local/add-search".to_owned(),
+            vec![
+                ArgumentField {
+                    name: "engine".to_owned(),
+                    required: true,
+                    default: None,
+                    description: Some("Search engine to use".to_owned()),
+                },
+                ArgumentField {
+                    name: "limit".to_owned(),
+                    required: false,
+                    default: Some("20".to_owned()),
+                    description: None,
+                },
+            ],
+        )]
+        .into_iter()
+        .collect(),
     }
 }
 

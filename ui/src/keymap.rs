@@ -36,6 +36,8 @@ pub enum Action {
     Quit,
     /// Open the help overlay.
     Help,
+    /// Show the last errors, whole (the status bar shows the newest, cut to fit).
+    ShowErrors,
     /// Focus the next pane.
     FocusNext,
     /// Focus the previous pane.
@@ -106,6 +108,7 @@ impl Action {
         match self {
             Self::Quit => "quit",
             Self::Help => "help",
+            Self::ShowErrors => "errors",
             Self::FocusNext => "focus_next",
             Self::FocusPrev => "focus_prev",
             Self::Focus(Pane::Plans) => "focus_plans",
@@ -214,6 +217,7 @@ pub const DEFAULTS: &[(Scope, &[Key], Action, &str)] = &[
         "quit",
     ),
     (Global, &[Key::Char('?')], Action::Help, "help"),
+    (Global, &[Key::Char('!')], Action::ShowErrors, "last errors"),
     (Global, &[Key::Tab], Action::FocusNext, "next pane"),
     (Global, &[Key::BackTab], Action::FocusPrev, "previous pane"),
     (

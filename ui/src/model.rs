@@ -325,6 +325,10 @@ pub struct CorrectionPreview {
     pub files: Vec<String>,
     /// How many model calls the correction is expected to make.
     pub estimated_model_calls: Option<u64>,
+    /// Why the correction would be refused (the dry run's `refused`): then the overlay offers
+    /// editing or the other mode, never a confirm.
+    #[serde(default)]
+    pub refused: Option<String>,
 }
 
 /// One checkpoint a plan can be rolled back to (`agents plan checkpoints`).
@@ -351,6 +355,22 @@ pub struct UseChoices {
     pub actions: Vec<String>,
     /// Names of the projects.
     pub projects: Vec<String>,
+    /// The arguments each action declares, by action name (absent: none).
+    #[serde(default)]
+    pub arguments: std::collections::BTreeMap<String, Vec<ArgumentField>>,
+}
+
+/// One argument an action declares, as the "use an action" form asks for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArgumentField {
+    /// The name (`--arg NAME=...`).
+    pub name: String,
+    /// Whether the plan cannot be created without it.
+    pub required: bool,
+    /// The value used when none is given, as text.
+    pub default: Option<String>,
+    /// What it means.
+    pub description: Option<String>,
 }
 
 /// The first eight characters of an id, as shown in narrow columns.

@@ -286,12 +286,15 @@ pub enum Cmd {
     /// List the actions and projects the "use" form offers (answered by [`Msg::UseChoices`]):
     /// `agents action list`, `agents project list`.
     ListUseChoices,
-    /// Use an action on a project, creating a plan: `agents plan use ACTION PROJECT`.
+    /// Use an action on a project, creating a plan:
+    /// `agents plan use ACTION PROJECT [--arg NAME=VALUE]...`.
     Use {
         /// The action's name.
         action: String,
         /// The project's name.
         project: String,
+        /// The arguments given, in the action's order (empty values left out).
+        args: Vec<(String, String)>,
     },
     /// Compute what a correction would recompute, without changing anything (answered by
     /// [`Msg::CorrectionPreview`]): `agents plan correct --dry-run --format json`.

@@ -9,7 +9,8 @@ use ratatui_textarea::TextArea;
 
 use crate::keymap::{self, Keymap, Scope};
 use crate::model::{
-    CheckpointItem, CorrectionMode, CorrectionPreview, DecisionRef, Explanation, short_id,
+    ArgumentField, CheckpointItem, CorrectionMode, CorrectionPreview, DecisionRef, Explanation,
+    short_id,
 };
 use crate::msg::{Cmd, Key};
 use crate::theme::{Slot, Theme};
@@ -140,12 +141,160 @@ pub struct UseForm {
     pub actions: Vec<String>,
     /// Project names.
     pub projects: Vec<String>,
+    /// The arguments each action declares, by name.
+    pub arguments: std::collections::BTreeMap<String, Vec<ArgumentField>>,
     /// Highlighted action.
     pub action: usize,
     /// Highlighted project.
     pub project: usize,
-    /// Whether the project list (rather than the action list) has the cursor.
-    pub on_projects: bool,
+    /// Which part has the cursor.
+    pub cursor: UseCursor,
+    /// One value per argument of the highlighted action (its default to start with).
+    pub values: Vec<String>,
+    /// Why the last Enter was refused (a required argument left empty).
+    pub error: Option<String>,
+}
+
+/// Where the cursor of the "use an action" form is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UseCursor {
+    /// The action list.
+    Actions,
+    /// The project list.
+    Projects,
+    /// The argument field at this index.
+    Argument(usize),
+}
+
+impl UseForm {
+    /// A form over the choices, on the first action and project.
+    pub fn new(choices: crate::model::UseChoices) -> Self {
+        let mut form = Self {
+            actions: choices.actions,
+            projects: choices.projects,
+            arguments: choices.arguments,
+            action: 0,
+            project: 0,
+            cursor: UseCursor::Actions,
+            values: Vec::new(),
+            error: None,
+        };
+        form.reset_values();
+        form
+    }
+
+    /// The arguments of the highlighted action.
+    pub fn fields(&self) -> &[ArgumentField] {
+        self.actions
+            .get(self.action)
+            .and_then(|a| self.arguments.get(a))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn reset_values(&mut self) {
+        self.values = self
+            .fields()
+            .iter()
+            .map(|f| f.default.clone().unwrap_or_default())
+            .collect();
+    }
+
+    /// Tab order: actions, projects, then each argument.
+    fn next_cursor(&self, back: bool) -> UseCursor {
+        let n = self.fields().len();
+        let order: Vec<UseCursor> = [UseCursor::Actions, UseCursor::Projects]
+            .into_iter()
+            .chain((0..n).map(UseCursor::Argument))
+            .collect();
+        let at = order.iter().position(|c| *c == self.cursor).unwrap_or(0);
+        let len = order.len();
+        order[if back {
+            (at + len - 1) % len
+        } else {
+            (at + 1) % len
+        }]
+    }
+
+    /// Enter: the plan to create, or the first required argument left empty.
+    fn submit(&mut self) -> Outcome {
+        let (Some(action), Some(project)) = (
+            self.actions.get(self.action).cloned(),
+            self.projects.get(self.project).cloned(),
+        ) else {
+            return Outcome::Close;
+        };
+        let fields = self.fields().to_vec();
+        if let Some(i) = fields
+            .iter()
+            .zip(&self.values)
+            .position(|(f, v)| f.required && v.trim().is_empty())
+        {
+            self.error = Some(format!("`{}` is required", fields[i].name));
+            self.cursor = UseCursor::Argument(i);
+            return Outcome::Stay;
+        }
+        let args = fields
+            .iter()
+            .zip(&self.values)
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(f, v)| (f.name.clone(), v.clone()))
+            .collect();
+        Outcome::Submit(Cmd::Use {
+            action,
+            project,
+            args,
+        })
+    }
+
+    fn key(&mut self, key: Key) -> Outcome {
+        match (self.cursor, key) {
+            (_, Key::Esc) => Outcome::Close,
+            (_, Key::Enter) => self.submit(),
+            (_, Key::Tab | Key::BackTab) => {
+                self.cursor = self.next_cursor(key == Key::BackTab);
+                Outcome::Stay
+            }
+            (UseCursor::Argument(i), key) => {
+                match key {
+                    Key::Char(c) => self.values[i].push(c),
+                    Key::Backspace => {
+                        self.values[i].pop();
+                    }
+                    Key::Up if i > 0 => self.cursor = UseCursor::Argument(i - 1),
+                    Key::Down if i + 1 < self.values.len() => {
+                        self.cursor = UseCursor::Argument(i + 1);
+                    }
+                    _ => return Outcome::Stay,
+                }
+                self.error = None;
+                Outcome::Stay
+            }
+            (
+                UseCursor::Actions | UseCursor::Projects,
+                Key::Left | Key::Right | Key::Char('h' | 'l'),
+            ) => {
+                self.cursor = if self.cursor == UseCursor::Actions {
+                    UseCursor::Projects
+                } else {
+                    UseCursor::Actions
+                };
+                Outcome::Stay
+            }
+            (UseCursor::Projects, key) => {
+                move_index(&mut self.project, self.projects.len(), key);
+                Outcome::Stay
+            }
+            (UseCursor::Actions, key) => {
+                let before = self.action;
+                move_index(&mut self.action, self.actions.len(), key);
+                if self.action != before {
+                    self.reset_values();
+                    self.error = None;
+                }
+                Outcome::Stay
+            }
+        }
+    }
 }
 
 /// A popup over the panes.
@@ -369,31 +518,7 @@ impl Overlay {
                     Outcome::Stay
                 }
             },
-            Self::Use(form) => match key {
-                Key::Esc => Outcome::Close,
-                Key::Tab | Key::BackTab | Key::Left | Key::Right | Key::Char('h' | 'l') => {
-                    form.on_projects = !form.on_projects;
-                    Outcome::Stay
-                }
-                Key::Enter => match (
-                    form.actions.get(form.action),
-                    form.projects.get(form.project),
-                ) {
-                    (Some(action), Some(project)) => Outcome::Submit(Cmd::Use {
-                        action: action.clone(),
-                        project: project.clone(),
-                    }),
-                    _ => Outcome::Close,
-                },
-                _ => {
-                    if form.on_projects {
-                        move_index(&mut form.project, form.projects.len(), key);
-                    } else {
-                        move_index(&mut form.action, form.actions.len(), key);
-                    }
-                    Outcome::Stay
-                }
-            },
+            Self::Use(form) => form.key(key),
             Self::Correct(form) => correct_key(form, key),
             Self::Input {
                 text,
@@ -493,7 +618,8 @@ fn correct_key(form: &mut CorrectForm, key: Key) -> Outcome {
             Outcome::Stay
         }
         (CorrectStage::Waiting, _) => Outcome::Stay,
-        (CorrectStage::Preview(_), Key::Char('y') | Key::Enter) => {
+        // A dry run that says the correction would be refused offers no confirm.
+        (CorrectStage::Preview(p), Key::Char('y') | Key::Enter) if p.refused.is_none() => {
             Outcome::Submit(command(form, false))
         }
         (CorrectStage::Preview(_) | CorrectStage::Failed(_), Key::Char('e' | 'n') | Key::Enter) => {
@@ -693,6 +819,18 @@ fn explanation_lines<'a>(e: &Explanation, theme: &Theme) -> Vec<Line<'a>> {
 }
 
 fn preview_lines<'a>(p: &CorrectionPreview, theme: &Theme) -> Vec<Line<'a>> {
+    if let Some(why) = &p.refused {
+        let mut lines = vec![Line::styled(
+            "This correction would be refused:",
+            theme.style(Slot::StatusError),
+        )];
+        lines.extend(text_lines(why, theme.style(Slot::StatusError)));
+        lines.push(Line::styled(
+            "Edit the guidance, or Tab to the other mode.",
+            theme.style(Slot::TextDim),
+        ));
+        return lines;
+    }
     let mut lines = vec![Line::styled(
         format!(
             "This correction recomputes {} decision(s):",
@@ -806,10 +944,17 @@ fn render_correct(form: &CorrectForm, theme: &Theme, area: Rect, buf: &mut Buffe
             Paragraph::new(preview_lines(preview, theme))
                 .wrap(Wrap { trim: false })
                 .render(body, buf);
-            (
-                &[("y/Enter", "correct"), ("e", "edit"), ("Esc", "cancel")],
-                None,
-            )
+            if preview.refused.is_some() {
+                (
+                    &[("e/Enter", "edit"), ("Tab", "mode"), ("Esc", "cancel")],
+                    None,
+                )
+            } else {
+                (
+                    &[("y/Enter", "correct"), ("e", "edit"), ("Esc", "cancel")],
+                    None,
+                )
+            }
         }
         CorrectStage::Failed(message) => {
             let mut lines = vec![Line::styled(
@@ -833,13 +978,28 @@ fn render_correct(form: &CorrectForm, theme: &Theme, area: Rect, buf: &mut Buffe
 
 fn render_use(form: &UseForm, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let rows = form.actions.len().max(form.projects.len()).min(12);
-    let rect = centered(area, 72, u16::try_from(rows + 6).unwrap_or(18));
+    let fields = form.fields();
+    let args_height = if fields.is_empty() {
+        0
+    } else {
+        fields.len() + 2
+    };
+    let rect = centered(
+        area,
+        72,
+        u16::try_from(rows + 6 + args_height).unwrap_or(24),
+    );
     Clear.render(rect, buf);
     let block = frame("Use an action on a project", theme, false)
         .padding(ratatui::widgets::Padding::horizontal(1));
     let inner = block.inner(rect);
     block.render(rect, buf);
-    let [body, foot] = Layout::vertical([Constraint::Fill(1), Constraint::Length(2)]).areas(inner);
+    let [body, args, foot] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(u16::try_from(args_height).unwrap_or(0)),
+        Constraint::Length(2),
+    ])
+    .areas(inner);
     let [left, right] = Layout::horizontal([Constraint::Fill(1), Constraint::Fill(1)])
         .spacing(2)
         .areas(body);
@@ -868,14 +1028,68 @@ fn render_use(form: &UseForm, theme: &Theme, area: Rect, buf: &mut Buffer) {
         }
         Paragraph::new(lines)
     };
-    column("Action", &form.actions, form.action, !form.on_projects).render(left, buf);
-    column("Project", &form.projects, form.project, form.on_projects).render(right, buf);
+    column(
+        "Action",
+        &form.actions,
+        form.action,
+        form.cursor == UseCursor::Actions,
+    )
+    .render(left, buf);
+    column(
+        "Project",
+        &form.projects,
+        form.project,
+        form.cursor == UseCursor::Projects,
+    )
+    .render(right, buf);
+    if !fields.is_empty() {
+        let on_args = matches!(form.cursor, UseCursor::Argument(_));
+        let mut lines = vec![
+            Line::default(),
+            Line::styled(
+                "Arguments (* required)",
+                theme.style(if on_args {
+                    Slot::PaneTitle
+                } else {
+                    Slot::TextDim
+                }),
+            ),
+        ];
+        let width = fields.iter().map(|f| f.name.len() + 1).max().unwrap_or(0);
+        for (i, (field, value)) in fields.iter().zip(&form.values).enumerate() {
+            let active = form.cursor == UseCursor::Argument(i);
+            let name = format!("{}{}", field.name, if field.required { "*" } else { "" });
+            let mut spans = vec![
+                Span::styled(
+                    format!("{} {name:<width$} ", if active { "»" } else { " " }),
+                    theme.style(Slot::Text),
+                ),
+                Span::styled(
+                    format!("[{value}{}]", if active { "▏" } else { "" }),
+                    theme.style(if active {
+                        Slot::ListSelected
+                    } else {
+                        Slot::Text
+                    }),
+                ),
+            ];
+            if let Some(d) = &field.description {
+                spans.push(Span::styled(format!("  {d}"), theme.style(Slot::TextDim)));
+            }
+            lines.push(Line::from(spans));
+        }
+        Paragraph::new(lines).render(args, buf);
+    }
+    let first = match &form.error {
+        Some(e) => Line::styled(e.clone(), theme.style(Slot::StatusError)),
+        None => Line::default(),
+    };
     Paragraph::new(vec![
-        Line::default(),
+        first,
         footer(
             &[
                 ("j/k", "move"),
-                ("Tab", "other list"),
+                ("Tab", "next field"),
                 ("Enter", "create plan"),
                 ("Esc", "cancel"),
             ],

@@ -123,8 +123,11 @@ fn status_right<'a>(app: &App, theme: &Theme) -> Vec<Span<'a>> {
         if text.len() < error.len() {
             text.push('…');
         }
+        // The whole message (and the ones before it) is one key away; the key comes first so
+        // that a cut still shows it.
+        let key = app.keymap().key_for(Action::ShowErrors);
         spans.push(Span::styled(
-            format!(" ✗ {text} "),
+            format!(" ✗ [{key}] {text} "),
             theme.style(Slot::StatusError),
         ));
     }
@@ -389,6 +392,16 @@ mod tests {
             "Use cargo test: nextest is not installed in CI.\nKeep the flaky tests isolated.",
         );
         both("correct_editor", &app);
+        let mut refused = app.clone();
+        press(&mut refused, &[Key::Ctrl('s')]);
+        refused.update(Msg::CorrectionPreview {
+            decision_id: "D2".into(),
+            result: Ok(crate::model::CorrectionPreview {
+                refused: Some("decision D2 has an applied descendant; revert the plan's apply first or correct with --mode append".into()),
+                ..fixtures::preview()
+            }),
+        });
+        both("correct_refused", &refused);
         press(&mut app, &[Key::Tab, Key::Ctrl('s')]);
         both("correct_waiting", &app);
         let mut failed = app.clone();
@@ -422,6 +435,9 @@ mod tests {
         app.update(Msg::UseChoices(fixtures::use_choices()));
         press(&mut app, &[Key::Tab, Key::Char('j')]);
         both("use_form", &app);
+        press(&mut app, &[Key::BackTab, Key::Char('j'), Key::Enter]);
+        typed(&mut app, "tantivy");
+        both("use_form_arguments", &app);
     }
 
     #[test]
@@ -452,6 +468,25 @@ mod tests {
         both("status_activity", &app);
         press(&mut app, &[Key::Char('q')]);
         both("quit_confirm", &app);
+    }
+
+    #[test]
+    fn snapshot_last_errors_overlay_shows_whole_messages() {
+        let mut app = loaded();
+        app.update(Msg::Finished {
+            ok: false,
+            text: "plan apply 01JDQ6B3 failed: local/repo: NOTES.md has uncommitted changes (in the working tree); the plan changes this file too. Commit or stash your edit and retry".into(),
+        });
+        app.update(Msg::Error {
+            title: "Could not run plan execute".into(),
+            detail:
+                "plan 01JDQ4V6 is at apply/errored; `plan execute` runs Strategize and Execute only"
+                    .into(),
+        });
+        press(&mut app, &[Key::Esc]);
+        both("status_last_error", &app);
+        press(&mut app, &[Key::Char('!')]);
+        both("last_errors", &app);
     }
 
     #[test]

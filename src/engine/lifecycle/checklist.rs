@@ -259,6 +259,7 @@ mod tests {
             tool: None,
             args: None,
             spawn: None,
+            resource: None,
             depends_on: depends.map(|d| d.iter().map(|s| s.to_string()).collect()),
             parallel_group: None,
         }
@@ -303,6 +304,7 @@ mod tests {
                 action: action.into(),
                 args: Default::default(),
             }),
+            resource: None,
             depends_on: None,
             parallel_group: group.map(str::to_string),
         };

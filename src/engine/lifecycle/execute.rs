@@ -353,6 +353,28 @@ fn take_checkpoint(
     .map(|c| c.checkpoint_id.to_string()))
 }
 
+/// Bytes of a step's stdout and of its stderr that its events carry: the last ones (the step
+/// row keeps the whole output for `plan logs`).
+pub const EVENT_OUTPUT_TAIL: usize = 4000;
+
+/// A step's output as its events carry it: `stdout` and `stderr` cut to their last
+/// [`EVENT_OUTPUT_TAIL`] bytes, with a leading `… (N bytes) ` when cut.
+pub fn event_output(output: &Value) -> Value {
+    let mut out = output.clone();
+    for key in ["stdout", "stderr"] {
+        if let Some(text) = output[key].as_str()
+            && text.len() > EVENT_OUTPUT_TAIL
+        {
+            let mut start = text.len() - EVENT_OUTPUT_TAIL;
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+            out[key] = json!(format!("… ({} bytes) {}", text.len(), &text[start..]));
+        }
+    }
+    out
+}
+
 /// Ends `step` as done: takes its end checkpoint, records its output and an `execute_step`
 /// event with `status` (`done`, or `replayed` for a correction's replay), in one transaction.
 fn finish_step(
@@ -378,7 +400,7 @@ fn finish_step(
         engine.store_mut(),
         plan,
         EventKind::ExecuteStep,
-        json!({"step": label, "position": finished.position, "decision_id": finished.decision_id.to_string(), "status": status, "checkpoint": end, "output": output}),
+        json!({"step": label, "position": finished.position, "decision_id": finished.decision_id.to_string(), "status": status, "checkpoint": end, "output": event_output(&output)}),
         |tx| save_step(tx, &plan_id, &finished),
     )?;
     engine.flush(&plan_id)?;
@@ -761,7 +783,11 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                         retries_left -= 1;
                         let rolled = roll_back_step(engine, &sandboxes, &plan_id, &step)?;
                         *plan = engine.plan(&plan_id)?;
-                        state::set_state(plan, ProcessingState::Processing)?;
+                        // A rollback to a checkpoint leaves the plan queued; one to the base
+                        // (the first step made no checkpoint) leaves it processing.
+                        if plan.state() != ProcessingState::Processing {
+                            state::set_state(plan, ProcessingState::Processing)?;
+                        }
                         commit(
                             engine.store_mut(),
                             plan,
@@ -782,7 +808,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                         engine.store_mut(),
                         plan,
                         EventKind::ExecuteStep,
-                        json!({"step": label, "position": failed.position, "decision_id": failed.decision_id.to_string(), "status": "failed", "error": message, "output": output}),
+                        json!({"step": label, "position": failed.position, "decision_id": failed.decision_id.to_string(), "status": "failed", "error": message, "output": event_output(&output)}),
                         |tx| {
                             let _ = &tx_plan;
                             save_step(tx, &plan_id, &failed)
@@ -794,7 +820,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                         plan,
                         &code,
                         &message,
-                        json!({"step": failed.position, "decision_id": failed.decision_id.to_string(), "output": output}),
+                        json!({"step": failed.position, "decision_id": failed.decision_id.to_string(), "output": event_output(&output)}),
                         &answer,
                     )?;
                     engine.flush(&plan_id)?;

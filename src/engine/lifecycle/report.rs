@@ -88,33 +88,91 @@ pub fn errors(store: &Store, plan_id: &Id) -> Result<Vec<ErrorEntry>, StoreError
     Ok(out)
 }
 
-/// What a user can do about an error with this code.
-pub fn recovery_hints(code: &str, plan_id: &Id) -> Vec<String> {
-    let retry = format!("agents plan execute {plan_id}");
-    let prompt = format!("agents plan prompt {plan_id} \"GUIDANCE\"");
-    let cancel = format!("agents plan cancel {plan_id}");
+/// One recovery hint: what it does and the command that does it, exactly as a user runs it
+/// (`agents ...`; the CLI adds `--data-dir` / `--config-path` when they were given).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hint {
+    /// What the command does, for a human.
+    pub what: String,
+    /// The command (`agents plan ...`), runnable as printed.
+    pub command: String,
+}
+
+impl Hint {
+    fn new(what: impl Into<String>, command: String) -> Self {
+        Self {
+            what: what.into(),
+            command,
+        }
+    }
+}
+
+/// What a user can do about an errored plan: only commands that its phase accepts. Strategize
+/// and Execute resume with `plan execute` or `plan prompt`; Apply is retried with `plan apply`
+/// (the other two refuse a plan at Apply). A failed step's output is in `plan logs`.
+pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
+    let id = &plan.plan_id;
+    let code = plan.error_code.as_deref().unwrap_or_default();
+    let cancel = Hint::new(
+        "give up (the sandbox is kept)",
+        format!("agents plan cancel {id}"),
+    );
+    if plan.phase() == crate::engine::domain::Phase::Apply {
+        let apply = format!("agents plan apply {id}");
+        return match code {
+            "APPLY_JOURNAL" => vec![
+                Hint::new(
+                    "see what stopped the apply",
+                    format!("agents plan errors {id}"),
+                ),
+                Hint::new("complete the interrupted apply", apply),
+                cancel,
+            ],
+            _ => vec![
+                Hint::new(
+                    "see what the plan changes",
+                    format!("agents plan diff {id}"),
+                ),
+                Hint::new("fix what the error names, then apply again", apply),
+                cancel,
+            ],
+        };
+    }
+    let retry = format!("agents plan execute {id}");
+    let prompt = format!("agents plan prompt {id} \"GUIDANCE\"");
     match code {
         "ACTOR_UNAVAILABLE" => vec![
-            "check the actor: agents actor list (and that its provider's API key is set)".into(),
-            retry,
+            Hint::new(
+                "check the actor (and that its provider's API key is set)",
+                "agents actor list".into(),
+            ),
+            Hint::new("retry", retry),
             cancel,
         ],
         "TRANSIENT_FAILURE" => vec![
-            format!("retry (the provider failed transiently): {retry}"),
+            Hint::new("retry (the provider failed transiently)", retry),
             cancel,
         ],
         "ACTOR_FAILED" | "NO_STRATEGY" => vec![
-            format!("give the actor guidance and resume: {prompt}"),
-            format!("retry as is: {retry}"),
+            Hint::new("give the actor guidance and resume", prompt),
+            Hint::new("retry as is", retry),
             cancel,
         ],
         "STEP_FAILED" | "VALIDATION_FAILED" => vec![
-            format!("inspect the step's output: agents plan errors {plan_id}"),
-            format!("give guidance and resume from the start of the failed step: {prompt}"),
-            format!("retry the step: {retry}"),
+            Hint::new("read the steps' output", format!("agents plan logs {id}")),
+            Hint::new(
+                "give guidance and resume from the start of the failed step",
+                prompt,
+            ),
+            Hint::new("retry the step", retry),
             cancel,
         ],
-        _ => vec![retry, prompt, cancel],
+        _ => vec![
+            Hint::new("see the errors", format!("agents plan errors {id}")),
+            Hint::new("retry", retry),
+            Hint::new("give guidance and resume", prompt),
+            cancel,
+        ],
     }
 }
 

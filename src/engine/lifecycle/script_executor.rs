@@ -97,14 +97,14 @@ pub fn run_step(
             tool: "shell_execute".into(),
             arguments,
             parent_skill: None,
-            resource: None,
+            resource: step.resource.clone(),
         }
     } else if let Some(tool) = &step.tool {
         CallRequest {
             tool: tool.clone(),
             arguments: Value::Object(step.args.clone().unwrap_or_default()),
             parent_skill: None,
-            resource: None,
+            resource: step.resource.clone(),
         }
     } else {
         return Ok(StepEnd::Failed {
@@ -133,8 +133,12 @@ pub fn run_step(
                 "call_seq": record.seq,
                 "exit_code": exit,
                 "timed_out": result["timed_out"],
-                "stdout": clip(result["stdout"].as_str().unwrap_or_default(), 4000),
-                "stderr": clip(result["stderr"].as_str().unwrap_or_default(), 4000),
+                // Whole (the shell tool keeps at most its output cap): `plan logs` shows it all;
+                // events carry only its tail (see `execute::event_output`).
+                "stdout": result["stdout"].as_str().unwrap_or_default(),
+                "stderr": result["stderr"].as_str().unwrap_or_default(),
+                "stdout_truncated": result["stdout_truncated"],
+                "stderr_truncated": result["stderr_truncated"],
                 "files_changed": result["files_changed"],
             });
             if result["cancelled"] == json!(true) {

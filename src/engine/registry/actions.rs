@@ -233,6 +233,11 @@ pub struct ScriptStep {
     /// A child plan to start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawn: Option<SpawnSpec>,
+    /// The resource a `run` or `tool` step works on (a resource name, its short name or its
+    /// alias in the project); needed when the plan has several resources (spec section 14,
+    /// multi-project operations: bindings resolve per step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
     /// Steps that must finish first (default: the previous step).
     #[serde(default, alias = "depends_on", skip_serializing_if = "Option::is_none")]
     pub depends_on: Option<Vec<String>>,
@@ -1112,6 +1117,16 @@ fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(
                 ),
             ));
         }
+        if s.resource.is_some() && s.spawn.is_some() {
+            return Err((
+                format!("{f}.resource"),
+                "resource",
+                format!(
+                    "step `{}`: a spawn step's child plan works on the projects it is given; `resource` belongs to `run` and `tool` steps",
+                    s.name
+                ),
+            ));
+        }
         if s.args.is_some() && s.tool.is_none() {
             return Err((
                 format!("{f}.args"),
@@ -1891,6 +1906,7 @@ mod tests {
             tool: None,
             args: None,
             spawn: None,
+            resource: None,
             depends_on: None,
             parallel_group: None,
         }

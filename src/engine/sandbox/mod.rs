@@ -27,6 +27,7 @@
 //! - [`lifetime`]: release after apply, retention, cleanup and orphan removal.
 //! - [`merge`]: three-way merge of a child plan's sandbox back into its parent's.
 
+pub mod applied;
 pub mod attribution;
 pub mod checkpoint;
 pub mod confined;

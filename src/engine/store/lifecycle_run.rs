@@ -535,6 +535,22 @@ impl Store {
         Ok(())
     }
 
+    /// All of a plan's apply journals, oldest first (one per resource an apply wrote or began
+    /// to write).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn plan_journals(&self, plan_id: &Id) -> Result<Vec<Journal>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT journal_id, plan_id, resource_name, kind, path, status, entries, commit_id, created_at \
+             FROM apply_journals WHERE plan_id = ?1 ORDER BY created_at, journal_id",
+        )?;
+        let rows: Vec<JournalRow> = stmt
+            .query_map([plan_id.to_string()], |r| r.try_into())?
+            .collect::<Result<_, _>>()?;
+        rows.into_iter().map(journal_from).collect()
+    }
+
     /// A plan's journals still pending (an apply that did not finish).
     ///
     /// # Errors

@@ -288,6 +288,23 @@ fn summarize(result: &Value, changes: &[Change]) -> String {
     text
 }
 
+/// Splits `NAME/tail` of a `path://NAME/tail` argument. A namespaced name holds a `/` itself
+/// (`local/api`), so the longest prefix that names one of `targets` (by name, short name or
+/// alias) wins; with none, the first segment is the name (and fails to bind, naming it).
+fn split_resource<'p>(rest: &'p str, targets: &[SandboxTarget]) -> (&'p str, &'p str) {
+    let ends = rest
+        .match_indices('/')
+        .map(|(i, _)| i)
+        .chain(std::iter::once(rest.len()));
+    let longest = ends
+        .rev()
+        .find(|&i| targets.iter().any(|t| t.answers_to(&rest[..i])));
+    match longest {
+        Some(i) => (&rest[..i], rest[i..].strip_prefix('/').unwrap_or("")),
+        None => rest.split_once('/').unwrap_or((rest, "")),
+    }
+}
+
 impl<'a> ToolRunner<'a> {
     /// A runner over a store and the sandboxes directory.
     pub fn new(store: &'a mut Store, sandboxes: &'a Sandboxes) -> Self {
@@ -329,7 +346,7 @@ impl<'a> ToolRunner<'a> {
                 continue;
             };
             if let Some(rest) = path.strip_prefix("path://") {
-                let (name, tail) = rest.split_once('/').unwrap_or((rest, ""));
+                let (name, tail) = split_resource(rest, &targets);
                 if let Some(prev) = &named
                     && prev != name
                     && targets.iter().any(|t| t.answers_to(prev))
@@ -399,8 +416,10 @@ impl<'a> ToolRunner<'a> {
                             ToolError::invalid(
                                 "resource",
                                 format!(
-                                    "the plan has several resources ({}); name one with path://NAME/... or a resource",
-                                    names()
+                                    "the plan has several resources ({}); name one: `resource: {}` on a script step, a `resource` argument, or path://{}/... in a path argument",
+                                    names(),
+                                    targets[0].short_name(),
+                                    targets[0].resource_name,
                                 ),
                             )
                         })?,

@@ -56,6 +56,15 @@ impl ApprovalsPane {
         }
     }
 
+    /// Selects the first pending approval of `plan_id`; returns whether there was one.
+    pub(crate) fn select_plan(&mut self, plan_id: &str) -> bool {
+        let Some(item) = self.items().iter().find(|item| item.plan_id == plan_id) else {
+            return false;
+        };
+        self.selected = Some(item.approval_id.clone());
+        true
+    }
+
     /// Whether an approval is still pending.
     pub fn contains(&self, approval_id: &str) -> bool {
         self.items()

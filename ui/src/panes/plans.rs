@@ -41,36 +41,67 @@ pub(crate) enum FilterOutcome {
     Done,
 }
 
-/// The text the fuzzy filter matches a plan against.
-fn haystack(row: &PlanRow) -> String {
-    format!(
-        "{} {} {} {} {}",
-        row.plan_id,
-        row.action,
-        row.project,
+/// The fields a filter word is matched against, each on its own: a word that picks letters
+/// from several fields (or from a plan id's 26 random characters) matches nothing a user meant.
+fn fields(row: &PlanRow) -> [&str; 4] {
+    [
+        row.action.as_str(),
+        row.project.as_str(),
         row.phase.label(),
-        row.state.label()
-    )
+        row.state.label(),
+    ]
 }
 
-/// The indices of the rows matching `filter` (nucleo's fuzzy matching, smart case), best
+/// The least fuzzy score per character of a word for a field to match: about what nucleo gives
+/// a run of the word's characters at the start of a word in the field. Letters scattered over
+/// a field score far less (`rust` in `rust-clippy` scores 109, in `reuse-strategy` 90).
+pub const MIN_SCORE_PER_CHAR: u32 = 24;
+
+/// The score of one filter word against a row: a plan id matches by prefix (as typed on the
+/// command line); the other fields fuzzily (nucleo, smart case), each on its own, scoring at
+/// least [`MIN_SCORE_PER_CHAR`] per character.
+fn word_score(
+    word: &str,
+    row: &PlanRow,
+    matcher: &mut nucleo_matcher::Matcher,
+    buf: &mut Vec<char>,
+) -> Option<u32> {
+    use nucleo_matcher::Utf32Str;
+    use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+    if row
+        .plan_id
+        .to_ascii_lowercase()
+        .starts_with(&word.to_ascii_lowercase())
+    {
+        return Some(u32::from(u16::MAX));
+    }
+    let least = MIN_SCORE_PER_CHAR * u32::try_from(word.chars().count()).unwrap_or(u32::MAX);
+    let pattern = Pattern::parse(word, CaseMatching::Smart, Normalization::Smart);
+    fields(row)
+        .into_iter()
+        .filter_map(|field| pattern.score(Utf32Str::new(field, buf), matcher))
+        .filter(|score| *score >= least)
+        .max()
+}
+
+/// The indices of the rows matching every word of `filter` (see [`word_score`]), best total
 /// score first and engine order among equals; every row for an empty filter.
 pub fn fuzzy_filter(rows: &[PlanRow], filter: &str) -> Vec<usize> {
-    use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
-    use nucleo_matcher::{Config, Matcher, Utf32Str};
-    if filter.trim().is_empty() {
+    use nucleo_matcher::{Config, Matcher};
+    let words: Vec<&str> = filter.split_whitespace().collect();
+    if words.is_empty() {
         return (0..rows.len()).collect();
     }
     let mut matcher = Matcher::new(Config::DEFAULT);
-    let pattern = Pattern::parse(filter, CaseMatching::Smart, Normalization::Smart);
     let mut buf = Vec::new();
     let mut scored: Vec<(u32, usize)> = rows
         .iter()
         .enumerate()
         .filter_map(|(i, row)| {
-            let text = haystack(row);
-            pattern
-                .score(Utf32Str::new(&text, &mut buf), &mut matcher)
+            words
+                .iter()
+                .map(|w| word_score(w, row, &mut matcher, &mut buf))
+                .sum::<Option<u32>>()
                 .map(|score| (score, i))
         })
         .collect();
@@ -424,6 +455,64 @@ mod tests {
         pane.filter_key(Key::Esc);
         assert_eq!(pane.filter(), "");
         assert_eq!(pane.shown_len(), 4);
+    }
+
+    /// Plans as a new user has them after a few quickstarts on real repositories.
+    fn many_plans() -> Vec<PlanRow> {
+        let mut rows = Vec::new();
+        let actions = [
+            "local/quickstart-format",
+            "local/quickstart-license-header",
+            "local/codemod",
+            "local/reuse-strategy",
+            "local/rust-clippy-fix",
+        ];
+        let projects = [
+            "local/quickstart-fd",
+            "local/quickstart-click",
+            "local/express",
+            "local/mypy",
+        ];
+        for (n, action) in actions.iter().cycle().take(17).enumerate() {
+            let mut row = fixtures::plans()[n % 4].clone();
+            row.plan_id = format!("01M8S{n:02}RSTQXYZ7ABCDEFGHJKMN");
+            row.action = (*action).to_owned();
+            row.project = projects[n % projects.len()].to_owned();
+            rows.push(row);
+        }
+        rows
+    }
+
+    #[test]
+    fn the_filter_matches_what_a_word_means_not_letters_scattered_over_every_plan() {
+        let rows = many_plans();
+        let actions_of = |filter: &str| -> Vec<String> {
+            fuzzy_filter(&rows, filter)
+                .into_iter()
+                .map(|i| format!("{} {}", rows[i].action, rows[i].project))
+                .collect()
+        };
+        let rust = actions_of("rust");
+        assert_eq!(rust.len(), 3, "{rust:#?}");
+        assert!(
+            rust.iter().all(|a| a.starts_with("local/rust-clippy-fix")),
+            "{rust:#?}"
+        );
+        let fd = actions_of("fd");
+        assert!(
+            !fd.is_empty() && fd.iter().all(|a| a.ends_with("quickstart-fd")),
+            "{fd:#?}"
+        );
+        // Word starts still match; two words may match two fields.
+        assert_eq!(
+            actions_of("lic head").len(),
+            4,
+            "{:#?}",
+            actions_of("lic head")
+        );
+        assert_eq!(actions_of("codemod express").len(), 1);
+        // A plan id by its prefix, as printed elsewhere.
+        assert_eq!(fuzzy_filter(&rows, "01m8s07"), [7]);
     }
 
     #[test]

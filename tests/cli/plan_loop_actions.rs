@@ -1,5 +1,5 @@
-//! Regressions from a new user's plan loop on real repositories (click, fd, express, mypy),
-//! each named after what broke: argument quoting, the shell interpreter, YAML byte order
+//! The plan loop as a new user meets it on real repositories, the action side, each test named
+//! after what broke: argument quoting, the shell interpreter, YAML byte order
 //! marks, names git refuses, append dry runs, rollback approvals, updating and deleting
 //! actions.
 

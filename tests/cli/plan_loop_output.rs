@@ -1,0 +1,671 @@
+//! The plan loop as a new user meets it on real repositories: what misled or broke, each
+//! test named after the behaviour that broke.
+
+use std::fs;
+
+use serde_json::Value;
+
+use super::lifecycle::{Setup, setup_with};
+use crate::support::Env;
+
+fn check<'a>(diagnostics: &'a Value, name: &str) -> &'a Value {
+    diagnostics["data"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {diagnostics:#}"))
+}
+
+#[test]
+fn a_log_file_that_cannot_be_opened_turns_file_logging_off_with_a_warning_instead_of_a_panic() {
+    let env = Env::new();
+    // A directory where the log file goes cannot be opened for appending, even by root (for
+    // whom a read-only data directory is still writable).
+    fs::create_dir_all(env.data_dir.join("logs/agents.log")).unwrap();
+    for args in [
+        &["diagnostics"][..],
+        &["info"],
+        &["plan", "list"],
+        &["action", "list"],
+    ] {
+        let out = env
+            .command(&["--format", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("logging to a file is off") && stderr.contains("agents.log"),
+            "{args:?} warns once on stderr: {stderr}"
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout stays JSON");
+        assert!(doc["status"].is_string(), "{doc:#}");
+    }
+    let (doc, _) = env.json(&["diagnostics"]);
+    let log = check(&doc, "Log file");
+    assert_eq!(log["status"], "warn", "{log:#}");
+    assert!(
+        log["details"]
+            .as_str()
+            .unwrap()
+            .contains("without a log file"),
+        "{log:#}"
+    );
+    assert!(
+        log["fix"].as_str().unwrap().contains("--data-dir"),
+        "{log:#}"
+    );
+}
+
+#[test]
+fn diagnostics_reports_a_writable_log_file_as_ok() {
+    let env = Env::new();
+    let (doc, _) = env.json(&["diagnostics"]);
+    assert_eq!(check(&doc, "Log file")["status"], "ok", "{doc:#}");
+    assert!(env.data_dir.join("logs/agents.log").is_file());
+}
+
+/// An action whose second step prints to both streams and fails.
+const FAILING_ACTION: &str = r#"name: local/notes
+definition-of-done: NOTES.md exists and the check passes
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: write
+    run: printf 'Release\n' > NOTES.md; seq 1 12
+  - name: check
+    run: "echo checking NOTES.md; echo 'NOTES.md - missing version' >&2; exit 3"
+"#;
+
+/// An action that writes NOTES.md and succeeds.
+const WRITING_ACTION: &str = r#"name: local/notes
+definition-of-done: NOTES.md exists
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: write
+    run: printf 'Release\n' > NOTES.md
+"#;
+
+/// A plan of `action` under full-auto on a fresh project; `dirty` leaves an uncommitted
+/// NOTES.md in the checkout first, so that Apply refuses. Returns the setup, the plan id and
+/// the `plan use` envelope.
+fn failed_plan(action: &str, dirty: bool) -> (Setup, String, Value) {
+    let s = setup_with(action);
+    if dirty {
+        fs::write(s.repo.join("NOTES.md"), "mine\n").unwrap();
+    }
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("PLAN_ERRORED")),
+        "{doc:#}"
+    );
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    (s, id, doc)
+}
+
+/// Every recovery hint a failure prints, as printed: the error's suggestions, and the lists
+/// of `plan status` and `plan errors` in JSON and in plain text.
+fn printed_hints(s: &Setup, id: &str, use_doc: &Value) -> Vec<String> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("not a list: {v:#}"))
+            .iter()
+            .map(|h| h.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut hints = strings(&use_doc["error"]["suggestions"]);
+    let (status, _) = s.env.json(&["plan", "status", id]);
+    hints.extend(strings(&status["data"]["recovery_hints"]));
+    let (errors, _) = s.env.json(&["plan", "errors", id]);
+    hints.extend(strings(&errors["data"]["suggestions"]));
+    for (args, title) in [
+        (["plan", "status"], "Recovery"),
+        (["plan", "errors"], "Recovery Suggestions"),
+    ] {
+        let out = s.env.run(&["--format", "plain", args[0], args[1], id]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let listed: Vec<String> = text
+            .lines()
+            .skip_while(|l| *l != title)
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+            .collect();
+        assert!(!listed.is_empty(), "{title} in:\n{text}");
+        hints.extend(listed);
+    }
+    let mut unique = Vec::new();
+    for h in hints {
+        if !unique.contains(&h) {
+            unique.push(h);
+        }
+    }
+    unique
+}
+
+/// The command of a hint line (`what: agents ...` or `agents ...`).
+fn command_of(hint: &str) -> &str {
+    match hint.find("agents ") {
+        Some(i) => &hint[i..],
+        None => panic!("a hint without a command: {hint}"),
+    }
+}
+
+/// Runs a printed command exactly as a user pastes it: no --data-dir or --config-path but the
+/// ones it carries, HOME in the temp root (so a command without them finds nothing).
+fn run_printed(s: &Setup, command: &str) -> (i32, Value) {
+    let words = shell_words::split(command).unwrap();
+    assert_eq!(words[0], "agents", "{command}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agents"))
+        .args(&words[1..])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", s.env.root())
+        .env("AGENTS_FORMAT", "json")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "`{command}` printed no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), doc)
+}
+
+/// A command is accepted when it ran: it succeeded, asks a human (exit 3), or ran the plan
+/// again and the plan failed again. A refusal (wrong state, unknown plan, bad usage) is not.
+fn accepted(code: i32, doc: &Value) -> bool {
+    code == 0 || code == 3 || (code == 1 && doc["error"]["code"] == "PLAN_ERRORED")
+}
+
+fn every_hint_runs_as_printed(action: &str, dirty: bool, phase: &str) {
+    let (s, id, doc) = failed_plan(action, dirty);
+    assert_eq!(doc["data"]["phase"], phase, "{doc:#}");
+    let hints = printed_hints(&s, &id, &doc);
+    let data_dir = s.env.data_dir.display().to_string();
+    for h in &hints {
+        let cmd = command_of(h);
+        assert!(
+            cmd.contains(&format!("--data-dir {data_dir}")) && cmd.contains("--config-path"),
+            "`{h}` repeats --data-dir and --config-path"
+        );
+    }
+    // Each command runs on a fresh copy of the same failure (a cancel ends the plan).
+    let commands: Vec<String> = hints.iter().map(|h| command_of(h).to_string()).collect();
+    for (i, cmd) in commands.iter().enumerate() {
+        let (s, id2, doc) = failed_plan(action, dirty);
+        let again: Vec<String> = printed_hints(&s, &id2, &doc)
+            .iter()
+            .map(|h| command_of(h).to_string())
+            .collect();
+        let mine = again
+            .iter()
+            .find(|c| {
+                c.replace(&id2, "ID")
+                    .replace(&s.env.root().display().to_string(), "ROOT")
+                    == cmd
+                        .replace(&id, "ID")
+                        .replace(&data_dir.replace("/data", ""), "ROOT")
+            })
+            .unwrap_or_else(|| panic!("hint {i} `{cmd}` not printed again: {again:#?}"));
+        let (code, out) = run_printed(&s, mine);
+        assert!(
+            accepted(code, &out),
+            "`{mine}` was refused (exit {code}): {out:#}"
+        );
+    }
+}
+
+#[test]
+fn every_recovery_hint_of_a_failed_step_is_a_command_that_works_as_printed() {
+    every_hint_runs_as_printed(FAILING_ACTION, false, "execute");
+}
+
+#[test]
+fn every_recovery_hint_of_a_refused_apply_is_a_command_that_works_as_printed() {
+    every_hint_runs_as_printed(WRITING_ACTION, true, "apply");
+}
+
+#[test]
+fn a_refused_apply_never_suggests_plan_execute_or_plan_prompt() {
+    let (s, id, doc) = failed_plan(WRITING_ACTION, true);
+    for h in printed_hints(&s, &id, &doc) {
+        assert!(
+            !h.contains("plan execute") && !h.contains("plan prompt"),
+            "{h}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_steps_output_is_offered_by_plan_logs_not_plan_errors() {
+    let (s, id, doc) = failed_plan(FAILING_ACTION, false);
+    let hints = printed_hints(&s, &id, &doc);
+    let output_hint = hints
+        .iter()
+        .find(|h| h.contains("output"))
+        .unwrap_or_else(|| panic!("{hints:#?}"));
+    assert!(
+        output_hint.contains(&format!("plan logs {id}")),
+        "{output_hint}"
+    );
+    let (code, out) = run_printed(&s, command_of(output_hint));
+    assert_eq!(code, 0, "{out:#}");
+    assert!(
+        out["data"]["steps"]
+            .to_string()
+            .contains("NOTES.md - missing version"),
+        "the step's stderr: {out:#}"
+    );
+}
+
+#[test]
+fn plan_status_shows_the_tail_of_each_steps_output_in_human_formats() {
+    let (s, id, _) = failed_plan(FAILING_ACTION, false);
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = |title: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with(title))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let write = section("Output of Step 1 (write, done)");
+    assert_eq!(
+        write[..7],
+        [
+            "stdout:",
+            "... (7 earlier lines)",
+            "8",
+            "9",
+            "10",
+            "11",
+            "12"
+        ],
+        "{text}"
+    );
+    let check = section("Output of Step 2 (check, failed)");
+    assert_eq!(
+        check[..4],
+        [
+            "stdout:",
+            "checking NOTES.md",
+            "stderr:",
+            "NOTES.md - missing version"
+        ],
+        "{text}"
+    );
+    assert!(
+        check[4].starts_with("all of it: agents --data-dir")
+            && check[4].ends_with(&format!("plan logs {id} check")),
+        "{text}"
+    );
+}
+
+#[test]
+fn plan_logs_shows_a_steps_whole_output_and_names_the_steps_of_an_unknown_one() {
+    let (s, id, _) = failed_plan(FAILING_ACTION, false);
+    let (doc, code) = s.env.json(&["plan", "logs", &id, "write"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let steps = doc["data"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1);
+    let expected: String = (1..=12).map(|n| format!("{n}\n")).collect();
+    assert_eq!(steps[0]["stdout"], expected.as_str());
+    assert_eq!(steps[0]["exit_code"], 0);
+    let (by_number, _) = s.env.json(&["plan", "logs", &id, "2"]);
+    assert_eq!(by_number["data"]["steps"][0]["name"], "check");
+    assert_eq!(by_number["data"]["steps"][0]["exit_code"], 3);
+    let (doc, code) = s.env.json(&["plan", "logs", &id, "deploy"]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("NOT_FOUND"))
+    );
+    assert_eq!(doc["error"]["detail"], "its steps: 1 (write), 2 (check)");
+}
+
+#[test]
+fn plan_logs_keeps_output_longer_than_an_event_carries() {
+    let long = "name: local/notes\ndefinition-of-done: it prints\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: print\n    run: seq 1 3000; exit 1\n";
+    let (s, id, _) = failed_plan(long, false);
+    let (doc, _) = s.env.json(&["plan", "logs", &id, "print"]);
+    let stdout = doc["data"]["steps"][0]["stdout"].as_str().unwrap();
+    assert!(stdout.len() > 4000, "{}", stdout.len());
+    assert!(stdout.starts_with("1\n2\n") && stdout.ends_with("2999\n3000\n"));
+}
+
+#[test]
+fn plan_logs_in_all_six_formats() {
+    let (s, id, _) = failed_plan(FAILING_ACTION, false);
+    for format in ["plain", "color", "table", "rich", "json", "yaml"] {
+        let args = ["--format", format, "plan", "logs", &id];
+        let out = s.env.run(&args);
+        let text = crate::cli::snapshots::output_text(&out);
+        let mut settings =
+            crate::cli::snapshots::settings(&s.env, &["--format", format, "plan", "logs", "PLAN"]);
+        settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{26}\b", "[ULID]");
+        settings.add_filter(r"duration_ms: \d+", "duration_ms: [MS]");
+        settings.bind(|| insta::assert_snapshot!(format!("plan_logs_{format}"), text));
+    }
+}
+
+#[test]
+fn a_first_step_that_fails_under_full_auto_is_retried_once_then_errors_instead_of_a_state_conflict()
+{
+    let one = "name: local/notes\ndefinition-of-done: it prints\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: print\n    run: echo nope; exit 1\n";
+    let (s, id, doc) = failed_plan(one, false);
+    assert_eq!(doc["data"]["error_code"], "STEP_FAILED", "{doc:#}");
+    let (logs, _) = s.env.json(&["plan", "logs", &id]);
+    assert_eq!(logs["data"]["steps"][0]["runs"], 2, "{logs:#}");
+}
+
+#[test]
+fn quickstart_on_a_dirty_checkout_warns_that_uncommitted_edits_are_invisible_to_the_plan() {
+    let env = Env::new();
+    let repo = crate::support::git_repo(env.root(), "work");
+    fs::write(repo.join("README"), "demo, edited and not committed\n").unwrap();
+    fs::write(repo.join("scratch.txt"), "work in progress\n").unwrap();
+    let out = env.run(&[
+        "--format",
+        "plain",
+        "quickstart",
+        "--headless",
+        "--example",
+        "license-header",
+        repo.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("[WARN]")
+            && l.contains("uncommitted files are not visible to this plan")),
+        "{text}"
+    );
+    let (doc, _) = env.json(&[
+        "quickstart",
+        "--headless",
+        "--example",
+        "license-header",
+        repo.to_str().unwrap(),
+    ]);
+    let warned = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["level"] == "warn" && m["text"].as_str().unwrap().contains("uncommitted"));
+    assert!(warned, "{doc:#}");
+}
+
+/// An action whose one step writes seven files.
+const SEVEN_FILES: &str = r#"name: local/notes
+definition-of-done: seven notes exist
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: write
+    run: for n in 1 2 3 4 5 6 7; do printf 'note %s\n' $n > note$n.md; done
+"#;
+
+fn applied_plan(s: &Setup) -> String {
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["phase"], "applied", "{doc:#}");
+    doc["data"]["plan_id"].as_str().unwrap().to_string()
+}
+
+fn head_commit(repo: &std::path::Path) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn after_apply_plan_diff_still_shows_what_the_plan_changed_marked_applied_with_its_commit() {
+    let s = setup_with(SEVEN_FILES);
+    let id = applied_plan(&s);
+    let commit = head_commit(&s.repo);
+    let (doc, code) = s.env.json(&["plan", "diff", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["applied"], true, "{doc:#}");
+    assert_eq!(doc["data"]["stats"]["files_changed"], 7, "{doc:#}");
+    assert_eq!(doc["data"]["stats"]["additions"], 7, "{doc:#}");
+    let res = &doc["data"]["resources"][0];
+    assert_eq!(
+        (res["commit"].as_str(), res["source"].as_str()),
+        (Some(commit.as_str()), Some("applied_commit"))
+    );
+    let hunk = res["files"][0]["hunks"][0]["lines"][0]["text"].as_str();
+    assert_eq!(hunk, Some("note 1"), "{res:#}");
+    let status = doc["messages"].as_array().unwrap().last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        status.starts_with(&format!(
+            "Applied in commit {} on local/repo: 7 file(s) changed, +7 -0",
+            &commit[..12]
+        )),
+        "{status}"
+    );
+    let plain = String::from_utf8(
+        s.env
+            .run(&["--format", "plain", "plan", "diff", &id])
+            .stdout,
+    )
+    .unwrap();
+    assert!(!plain.contains("No changes"), "{plain}");
+    assert!(plain.contains("+note 7"), "{plain}");
+
+    let (doc, code) = s.env.json(&["plan", "artifacts", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["files"].as_array().unwrap().len(), 7, "{doc:#}");
+    assert_eq!(doc["data"]["applied"], true);
+    let status = doc["messages"].as_array().unwrap().last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        status,
+        format!(
+            "7 changed file(s), applied in commit {} on local/repo",
+            &commit[..12]
+        )
+    );
+    let (stat, _) = s
+        .env
+        .json(&["plan", "diff", &id, "--stat", "--path", "note3.md"]);
+    assert_eq!(stat["data"]["stats"]["files_changed"], 1, "{stat:#}");
+    assert!(
+        stat["data"]["resources"][0]["files"][0]["hunks"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn after_apply_to_a_directory_plan_diff_shows_the_changes_from_the_sandbox_history() {
+    let env = Env::new();
+    let dir = env.root().join("site");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    let ok = |args: &[&str]| {
+        let (doc, code) = env.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+        doc
+    };
+    ok(&[
+        "resource",
+        "add",
+        "fs-directory",
+        "local/site",
+        "--path",
+        dir.to_str().unwrap(),
+    ]);
+    ok(&["project", "create", "--resource", "local/site", "app"]);
+    let file = env.root().join("action.yaml");
+    fs::write(&file, SEVEN_FILES).unwrap();
+    ok(&[
+        "action",
+        "create",
+        "--available",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    let doc = ok(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(doc["data"]["phase"], "applied", "{doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap();
+    assert!(dir.join("note7.md").is_file());
+    let (doc, _) = env.json(&["plan", "diff", id]);
+    assert_eq!(doc["data"]["applied"], true, "{doc:#}");
+    assert_eq!(doc["data"]["stats"]["files_changed"], 7, "{doc:#}");
+    assert_eq!(
+        doc["data"]["resources"][0]["source"], "sandbox_history",
+        "{doc:#}"
+    );
+    assert_eq!(doc["data"]["resources"][0]["commit"], Value::Null);
+}
+
+/// Two projects, each with its own checkout (`local/repo` in `app`, `local/site` in `web`),
+/// and `action` registered.
+fn two_projects(action: &str) -> (Setup, std::path::PathBuf) {
+    let s = setup_with(action);
+    let site = crate::support::git_repo(s.env.root(), "site");
+    for args in [
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/site",
+            "--path",
+            site.to_str().unwrap(),
+        ][..],
+        &["project", "create", "--resource", "local/site", "web"],
+    ] {
+        let (doc, code) = s.env.json(args);
+        assert_eq!(code, 0, "{doc:#}");
+    }
+    (s, site)
+}
+
+#[test]
+fn a_multi_project_plan_runs_run_steps_on_the_resource_each_step_names() {
+    let action = r#"name: local/notes
+definition-of-done: both projects have notes
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: api
+    resource: repo
+    run: printf 'api\n' > NOTES.md
+  - name: web
+    resource: local/site
+    run: printf 'web\n' > NOTES.md
+  - name: docs
+    tool: write_file
+    args:
+      path: path://local/site/docs/notes.md
+      content: "site docs\n"
+"#;
+    let (s, site) = two_projects(action);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "web",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["phase"], "applied", "{doc:#}");
+    assert_eq!(
+        fs::read_to_string(s.repo.join("NOTES.md")).unwrap(),
+        "api\n"
+    );
+    assert_eq!(fs::read_to_string(site.join("NOTES.md")).unwrap(), "web\n");
+    assert_eq!(
+        fs::read_to_string(site.join("docs/notes.md")).unwrap(),
+        "site docs\n"
+    );
+}
+
+#[test]
+fn a_multi_project_run_step_without_a_resource_fails_with_a_hint_that_works() {
+    let action = "name: local/notes\ndefinition-of-done: notes\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: printf 'x\\n' > NOTES.md\n";
+    let (s, _) = two_projects(action);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "web",
+        "--automation-profile",
+        "full-auto",
+    ]);
+    assert_eq!(code, 1, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`resource: repo` on a script step")
+            && message.contains("path://local/repo/..."),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_spawn_step_with_a_resource_is_refused_at_action_create() {
+    let env = Env::new();
+    let file = env.root().join("action.yaml");
+    fs::write(
+        &file,
+        "name: local/parent\ndefinition-of-done: children ran\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: child\n    resource: repo\n    spawn:\n      action: local/child\n",
+    )
+    .unwrap();
+    let (doc, code) = env.json(&["action", "create", "--config", file.to_str().unwrap()]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT")),
+        "{doc:#}"
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("script[0].resource"),
+        "{doc:#}"
+    );
+}
