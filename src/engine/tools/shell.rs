@@ -438,6 +438,9 @@ pub fn step_launch(
         }
     }));
     let mut readable: Vec<PathBuf> = toolchain_homes().into_iter().map(|(_, d)| d).collect();
+    // The user's own tools: every absolute directory on `PATH` (the deny-list still wins).
+    let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
+    readable.extend(std::env::split_paths(&path).filter(|d| d.is_absolute()));
     if let Some(bin) = settings.home.parent() {
         readable.push(bin.join("bin"));
     }
