@@ -1,11 +1,13 @@
 //! `shell_execute` (spec sections 18/19 `shell_operations`; issue 4).
 //!
-//! The command runs with `/bin/sh -c` in the sandbox's work tree:
+//! The command runs with `/bin/sh -c` (or `bash -c` when the caller passes `shell: bash`) in
+//! the sandbox's work tree:
 //! - in its own process group, killed as a whole (SIGKILL) when the timeout passes and again
 //!   after the command exits, so no background process outlives the call;
 //! - with a scrubbed environment: `PATH`, `LANG` and `TERM` are kept; `HOME`,
 //!   `XDG_CACHE_HOME` and `TMPDIR` point into the per-plan directory; everything else, API
-//!   keys included, is dropped unless the action's `sandbox: env:` names it;
+//!   keys included, is dropped unless the action's `sandbox: env:` names it; the plan's
+//!   arguments are set as `AGENTS_ARG_<NAME>`;
 //! - confined by Landlock ([`crate::engine::sandbox::landlock`]) to writing in the work tree,
 //!   the per-plan directory and the action's `writable-paths`, without TCP unless the action
 //!   allows network. Without Landlock the tool is classified unsafe and runs only when the
