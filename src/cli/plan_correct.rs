@@ -890,20 +890,20 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
     {
         let engine = super::plan_run::engine(ctx, false, "Reading")?;
         let parent = engine.plan(&d.plan_id)?;
-        appending::child_execution_actor(&engine, &parent, a.execution_actor.as_deref())
-            .map_err(|why| {
-                CliError::new("NOT_SUPPORTED", why)
-                    .hint(ctx.suggest(&format!(
-                        "plan correct --mode append -g {} --execution-actor PROVIDER/MODEL --dry-run {}",
-                        shell_words::quote(&a.guidance),
-                        d.decision_id
-                    )))
-                    .hint(ctx.suggest(&format!(
+        appending::child_execution_actor(&engine, &parent, a.execution_actor.as_deref()).map_err(
+            |why| {
+                let err = CliError::new("NOT_SUPPORTED", why).hint(ctx.suggest("actor list"));
+                if parent.phase() == crate::engine::domain::Phase::Applied {
+                    err
+                } else {
+                    err.hint(ctx.suggest(&format!(
                         "plan correct --mode revert -g {} --dry-run {}",
                         shell_words::quote(&a.guidance),
                         d.decision_id
                     )))
-            })?;
+                }
+            },
+        )?;
     }
     if a.dry_run {
         let engine = super::plan_run::engine(ctx, false, "Reading")?;

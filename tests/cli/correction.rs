@@ -1024,7 +1024,14 @@ fn append_with_the_offline_executor_is_refused_by_the_dry_run_and_the_real_run_a
         );
         let text = doc["error"].to_string();
         assert!(text.contains("--execution-actor"), "{text}");
-        assert!(text.contains("--mode revert"), "{text}");
+        assert!(
+            text.contains("actor list"),
+            "a hint that runs as printed: {text}"
+        );
+        assert!(
+            !text.contains("--mode revert"),
+            "an applied plan cannot be reverted, so revert is not offered: {text}"
+        );
     }
     assert_eq!(
         store(&s.env).plans().unwrap().len(),

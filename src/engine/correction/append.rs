@@ -98,8 +98,13 @@ pub fn child_execution_actor(
         None => parent.execution_actor.clone().unwrap_or_default(),
     };
     if actor == crate::engine::registry::actors::SCRIPT_EXECUTOR {
+        let revert = if parent.phase() == Phase::Applied {
+            ""
+        } else {
+            ", or correct with --mode revert, which re-runs the script"
+        };
         return Err(format!(
-            "the child plan would run the guidance with {actor}, which carries out only an action's script steps, never free-text guidance; give the child a model execution actor with --execution-actor PROVIDER/MODEL, or correct with --mode revert, which re-runs the script"
+            "the child plan would run the guidance with {actor}, which carries out only an action's script steps, never free-text guidance; give the child a model execution actor with --execution-actor PROVIDER/MODEL (`agents actor list` shows them){revert}"
         ));
     }
     Ok(actor)

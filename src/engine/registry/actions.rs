@@ -1913,6 +1913,83 @@ mod tests {
     }
 
     #[test]
+    fn shell_steps_quote_values_refuse_quoted_placeholders_and_warn_about_raw() {
+        let values: Map<String, Value> = [
+            ("from".to_string(), Value::from("it's")),
+            ("check".to_string(), Value::from("test -f x")),
+            ("n".to_string(), Value::from(3)),
+        ]
+        .into_iter()
+        .collect();
+        let mut tool = step("t", "x");
+        tool.run = None;
+        tool.tool = Some("shell_execute".into());
+        tool.args = Some(
+            serde_json::json!({"command": "grep -e {{ from }} .", "timeout_secs": 5})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let mut spawn = step("s", "x");
+        spawn.run = None;
+        spawn.spawn = Some(SpawnSpec {
+            action: "local/child".into(),
+            args: serde_json::json!({"v": "{{ from }}"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        });
+        let steps = [
+            step("a", "echo {{ from }} {{ n }}; {{ check | raw }}"),
+            tool,
+            spawn,
+        ];
+        let out = render_script(&steps, &values).unwrap();
+        assert_eq!(out[0].run.as_deref(), Some("echo 'it'\\''s' 3; test -f x"));
+        assert_eq!(
+            out[1].args.as_ref().unwrap()["command"],
+            "grep -e 'it'\\''s' ."
+        );
+        assert_eq!(
+            out[2].spawn.as_ref().unwrap().args["v"],
+            "it's",
+            "data for the child"
+        );
+        let warnings = raw_warnings(&steps);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with("script[0].run: `{{ check | raw }}`"),
+            "{warnings:?}"
+        );
+        // A script stored before quoting existed is refused rather than rendered wrong.
+        let (field, e) = render_script(&[step("q", "printf '{{ from }}'")], &values).unwrap_err();
+        assert_eq!(field, "script[0].run");
+        assert!(e.to_string().contains("single quotes"), "{e}");
+    }
+
+    #[test]
+    fn bound_arguments_reach_shell_steps_as_agents_arg_variables_and_nul_is_refused() {
+        let a = action(vec![
+            ArgumentSpec::parse_cli("from:string:required").unwrap(),
+            ArgumentSpec::parse_cli("n:integer:optional").unwrap(),
+            ArgumentSpec::parse_cli("fast:boolean:optional").unwrap(),
+        ]);
+        let bound = bind_arguments(&a, &["from=a b".into(), "n=2".into()]).unwrap();
+        let env = argument_env(&bound);
+        assert_eq!(env["AGENTS_ARG_FROM"], "a b");
+        assert_eq!(env["AGENTS_ARG_N"], "2");
+        assert!(
+            !env.contains_key("AGENTS_ARG_FAST"),
+            "no value, no variable"
+        );
+        assert_eq!(
+            bind_arguments(&a, &["from=a\0b".into()]),
+            Err(ArgumentError::Nul("from".into()))
+        );
+        assert!(ArgType::String.check_value(&Value::from("a\0")).is_err());
+    }
+
+    #[test]
     fn scripts_need_unique_names_one_kind_and_acyclic_dependencies() {
         let x: Map<String, Value> = [("x".to_string(), Value::from("v"))].into_iter().collect();
         let none = Map::new();

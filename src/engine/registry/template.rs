@@ -424,7 +424,8 @@ pub fn shell_placeholders(text: &str) -> Vec<Placeholder> {
                     .chars()
                     .filter(|c| !matches!(c, '\'' | '"' | '\\'))
                     .collect();
-                if !delim.is_empty() {
+                // `$(( 1 << 2 ))` shifts; a here-document's delimiter is a word.
+                if !delim.is_empty() && !delim.chars().all(|c| c.is_ascii_digit()) {
                     pending.push_back((delim, strip));
                 }
                 i = j;
@@ -580,6 +581,7 @@ second line' src/main.rs ''; test -f LICENSE"#
             ]
         );
         assert_eq!(ctx("{% if x %}--flag={{ x }}{% endif %}")[0].1, Word);
+        assert_eq!(ctx("echo $((1 << 2))\necho {{ x }}")[0].1, Word);
         assert!(shell_quoting_problem("grep -e {{ from }} --include={{ glob }} .").is_none());
         let text = shell_quoting_problem(r"printf '{{ text }}\n'").unwrap();
         assert!(text.contains("single quotes"), "{text}");

@@ -1,6 +1,7 @@
 //! `shell_execute` (spec sections 18/19 `shell_operations`; `docs/sandbox.md`).
 //!
-//! The command runs with `/bin/sh -c` in the sandbox's work tree through the launcher
+//! The command runs with `/bin/sh -c` (or `bash -c` when the caller passes `shell: bash`) in
+//! the sandbox's work tree through the launcher
 //! ([`crate::engine::sandbox::launcher`]):
 //! - in its own PID namespace and cgroup, so it and everything it started die when it exits,
 //!   times out, is cancelled or `agents` exits;
@@ -8,7 +9,8 @@
 //!   `XDG_CACHE_HOME` and `TMPDIR` in the per-plan directory; the user's toolchain homes
 //!   (`RUSTUP_HOME`, `CARGO_HOME`, `PYENV_ROOT`, `NVM_DIR`, `GOPATH`) resolved before `HOME`
 //!   is redirected and readable only; `GIT_DIR`/`GIT_WORK_TREE` of the sandbox's private
-//!   repository for read-only git; and the names the action's `sandbox: env:` lists;
+//!   repository for read-only git; the plan's arguments as `AGENTS_ARG_<NAME>`; and the names
+//!   the action's `sandbox: env:` lists;
 //! - reading only the system, the toolchains and the sandbox, writing only the work tree, the
 //!   per-plan directory and the action's `writable-paths`; with `network: false` in a network
 //!   namespace of its own with loopback only;
