@@ -376,38 +376,66 @@ fn diff_view(store: &Store, sandboxes: &Sandboxes, plan_id: &str) -> view::DiffV
         else {
             continue;
         };
-        for f in diffs {
-            files.push(view::DiffFile {
-                path: f.path.clone(),
-                added: usize::try_from(f.additions).unwrap_or(usize::MAX),
-                removed: usize::try_from(f.deletions).unwrap_or(usize::MAX),
-                hunks: f
-                    .hunks
+        files.extend(diffs.iter().map(diff_file));
+    }
+    if !active.is_empty() {
+        return view::DiffView {
+            files,
+            applied: None,
+        };
+    }
+    // Applied (or not started): what Apply wrote, from the stored records.
+    let applied =
+        crate::engine::sandbox::applied::applied_changes(store, &id, &request).unwrap_or_default();
+    if applied.is_empty() {
+        return view::DiffView::default();
+    }
+    let commits: Vec<String> = applied
+        .iter()
+        .filter_map(|a| a.commit.as_deref().map(|c| c[..c.len().min(12)].to_owned()))
+        .collect();
+    view::DiffView {
+        files: applied
+            .iter()
+            .flat_map(|a| a.files.iter().map(diff_file))
+            .collect(),
+        applied: Some(if commits.is_empty() {
+            "applied".to_owned()
+        } else {
+            format!("applied in {}", commits.join(", "))
+        }),
+    }
+}
+
+fn diff_file(f: &diff::FileDiff) -> view::DiffFile {
+    view::DiffFile {
+        path: f.path.clone(),
+        added: usize::try_from(f.additions).unwrap_or(usize::MAX),
+        removed: usize::try_from(f.deletions).unwrap_or(usize::MAX),
+        hunks: f
+            .hunks
+            .iter()
+            .map(|h| view::DiffHunk {
+                old_start: h.old_start,
+                old_lines: h.old_lines,
+                new_start: h.new_start,
+                new_lines: h.new_lines,
+                lines: h
+                    .lines
                     .iter()
-                    .map(|h| view::DiffHunk {
-                        old_start: h.old_start,
-                        old_lines: h.old_lines,
-                        new_start: h.new_start,
-                        new_lines: h.new_lines,
-                        lines: h
-                            .lines
-                            .iter()
-                            .map(|l| view::DiffLine {
-                                kind: match l.kind {
-                                    diff::LineKind::Context => view::DiffLineKind::Context,
-                                    diff::LineKind::Added => view::DiffLineKind::Added,
-                                    diff::LineKind::Removed => view::DiffLineKind::Removed,
-                                },
-                                text: l.text.clone(),
-                            })
-                            .collect(),
-                        decision_ids: h.decision_ids.clone(),
+                    .map(|l| view::DiffLine {
+                        kind: match l.kind {
+                            diff::LineKind::Context => view::DiffLineKind::Context,
+                            diff::LineKind::Added => view::DiffLineKind::Added,
+                            diff::LineKind::Removed => view::DiffLineKind::Removed,
+                        },
+                        text: l.text.clone(),
                     })
                     .collect(),
-            });
-        }
+                decision_ids: h.decision_ids.clone(),
+            })
+            .collect(),
     }
-    view::DiffView { files }
 }
 
 /// The decision tree of a plan: roots (no parent) in sequence order, each with its children

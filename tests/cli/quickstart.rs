@@ -305,8 +305,10 @@ fn in_a_terminal_the_quickstart_opens_the_tui_at_the_approval_queue_and_approvin
     tmux.cmd(&["send-keys", "-t", "s", "a"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     tmux.cmd(&["send-keys", "-t", "s", "y"]);
-    tmux.wait_for("the plan applied", |sc| {
-        sc.contains("applied") && sc.contains("0 pending")
+    // The plan reads applied as soon as Apply commits; the `plan apply` this TUI started
+    // ends a moment later (under load, seconds), and `q` before that asks first.
+    tmux.wait_for("the plan applied and its command ended", |sc| {
+        sc.contains("applied") && sc.contains("0 pending") && !sc.contains("● plan apply")
     });
     tmux.cmd(&["send-keys", "-t", "s", "q"]);
     tmux.wait_for("the quickstart's exit", |sc| {

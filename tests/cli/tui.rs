@@ -125,6 +125,10 @@ fn approving_the_apply_gate_in_the_tui_applies_the_plan() {
     tmux.wait_for("the plan applied", |sc| {
         sc.contains("applied") && sc.contains("0 pending")
     });
+    // The diff pane keeps showing what the plan changed, from the applied commit.
+    tmux.wait_for("the applied diff", |sc| {
+        sc.contains("Diff · applied in ") && sc.contains("NOTES.md")
+    });
     let log = std::process::Command::new("git")
         .arg("-C")
         .arg(&s.repo)

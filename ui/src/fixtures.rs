@@ -168,6 +168,7 @@ fn lines(spec: &[(&str, &str)]) -> Vec<DiffLine> {
 
 pub fn diff() -> DiffView {
     DiffView {
+        applied: None,
         files: vec![
             DiffFile {
                 path: "src/auth/session.rs".to_owned(),
@@ -404,6 +405,7 @@ pub fn big_diff(lines: usize) -> DiffView {
     let files = 50;
     let per_file = lines / files;
     DiffView {
+        applied: None,
         files: (0..files)
             .map(|f| {
                 let hunks: Vec<DiffHunk> = (0..per_file / 20)

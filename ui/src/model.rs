@@ -106,6 +106,10 @@ pub struct DecisionNode {
 pub struct DiffView {
     /// The changed files, in display order.
     pub files: Vec<DiffFile>,
+    /// For an applied plan (its sandboxes gone): what the diff is, for the pane's title
+    /// (`applied in 451487da7410`). The files are then what Apply wrote.
+    #[serde(default)]
+    pub applied: Option<String>,
 }
 
 impl DiffView {
@@ -493,6 +497,7 @@ mod tests {
             decision_ids: vec![],
         };
         let diff = DiffView {
+            applied: None,
             files: vec![
                 DiffFile {
                     path: "a".into(),

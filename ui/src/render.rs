@@ -500,6 +500,19 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_applied_diff_is_marked_with_its_commit() {
+        let mut app = loaded();
+        app.update(Msg::DiffUpdated {
+            plan_id: fixtures::PLAN_A.into(),
+            diff: crate::model::DiffView {
+                applied: Some("applied in 451487da7410".into()),
+                ..fixtures::diff()
+            },
+        });
+        both("diff_applied", &app);
+    }
+
+    #[test]
     fn snapshot_side_by_side() {
         let mut app = loaded();
         press(&mut app, &[Key::Char('3'), Key::Char('v')]);

@@ -475,6 +475,10 @@ pub(crate) fn render_titled(
         (Some(banner), Some(detail)) => Some(format!("{banner} · {detail}")),
         (banner, detail) => banner.or(detail),
     };
+    let detail = match (pane.diff().and_then(|d| d.applied.clone()), detail) {
+        (Some(applied), Some(detail)) => Some(format!("{applied} · {detail}")),
+        (applied, detail) => applied.or(detail),
+    };
     let block = pane_block(Pane::Diff, detail, theme, focused);
     let inner = block.inner(area);
     block.render(area, buf);
