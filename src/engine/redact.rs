@@ -81,6 +81,46 @@ pub fn find(text: &str) -> Option<String> {
         .map(|(k, _)| k)
 }
 
+/// The first file that `new_tree` adds or changes relative to `old_tree` whose content holds a
+/// secret: `(path, variable name)`. Apply refuses such a plan (spec section 22).
+///
+/// # Errors
+/// git errors reading the trees.
+pub fn find_in_diff(
+    repo: &git2::Repository,
+    old_tree: git2::Oid,
+    new_tree: git2::Oid,
+) -> Result<Option<(String, String)>, git2::Error> {
+    let secrets = secrets();
+    if secrets.is_empty() {
+        return Ok(None);
+    }
+    let old = repo.find_tree(old_tree)?;
+    let new = repo.find_tree(new_tree)?;
+    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+    for delta in diff.deltas() {
+        let file = delta.new_file();
+        if file.id().is_zero() {
+            continue;
+        }
+        let Ok(blob) = repo.find_blob(file.id()) else {
+            continue;
+        };
+        let content = blob.content();
+        for (name, value) in &secrets {
+            let needle = value.as_bytes();
+            if content.windows(needle.len()).any(|w| w == needle) {
+                let path = file
+                    .path()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                return Ok(Some((path, name.clone())));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// A writer that redacts each buffer before passing it on (for the log file).
 pub struct RedactingWriter<W>(pub W);
 

@@ -384,7 +384,10 @@ script:
     )
 }
 
-fn rendezvous_parent(tries: u32) -> String {
+/// The parent of the two waiters; its sandbox allows what theirs do (the flag directory), so
+/// spawning them widens nothing and needs no approval under `trusted`.
+fn rendezvous_parent(tries: u32, dir: &std::path::Path) -> String {
+    let dir = dir.display();
     format!(
         r#"name: local/meet
 description: Two children in one parallel group
@@ -392,6 +395,8 @@ definition-of-done: both met
 strategy-actor: builtin/checklist-strategist
 execution-actor: builtin/script-executor
 reusable: true
+sandbox:
+  writable-paths: ["{dir}"]
 script:
   - name: left
     parallel-group: both
@@ -414,7 +419,7 @@ fn children_of_one_parallel_group_run_at_the_same_time_up_to_max_parallel_childr
     let flags = tempfile::tempdir().unwrap();
     let (left, right) = rendezvous_actions(flags.path());
     // 30 s guard: 300 tries of 0.1 s.
-    let s = setup(&[&left, &right, &rendezvous_parent(300)]);
+    let s = setup(&[&left, &right, &rendezvous_parent(300, flags.path())]);
     let (doc, code, id) = use_plan(&s, "local/meet", "trusted");
     assert_eq!(
         code, 3,
@@ -455,7 +460,7 @@ fn children_of_one_parallel_group_run_at_the_same_time_up_to_max_parallel_childr
     let file = s.env.root().join("meet-short.yaml");
     std::fs::write(
         &file,
-        rendezvous_parent(20).replace("local/meet", "local/meet-short"),
+        rendezvous_parent(20, flags.path()).replace("local/meet", "local/meet-short"),
     )
     .unwrap();
     ok(
