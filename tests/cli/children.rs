@@ -1310,3 +1310,44 @@ script:
     );
     assert!(text.contains("Superseded Child Plans: 1"), "{text}");
 }
+
+#[test]
+fn a_child_whose_action_asks_for_network_waits_for_an_approval_showing_the_difference_even_under_trusted()
+ {
+    let networked = r#"name: local/fetcher
+description: Needs the network
+definition-of-done: fetched
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+reusable: true
+sandbox:
+  network: true
+  env: [GITHUB_TOKEN]
+script:
+  - name: fetch
+    run: printf 'fetched\n' > FETCHED.md
+"#;
+    let parent = r#"name: local/offline-parent
+description: Has no network itself
+definition-of-done: the child ran
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: child
+    spawn:
+      action: local/fetcher
+"#;
+    let s = setup(&[networked, parent]);
+    let (doc, code, id) = use_plan(&s, "local/offline-parent", "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    assert!(
+        children(&s.env, &id).is_empty(),
+        "nothing spawned before the answer: {doc:#}"
+    );
+    let approval = &doc["data"]["approval"];
+    assert_eq!(approval["kind"], "child_spawn", "{doc:#}");
+    assert_eq!(approval["context"]["flag"], "sandbox_widening", "{doc:#}");
+    let shown = approval.to_string();
+    assert!(shown.contains("network: false -> true"), "{shown}");
+    assert!(shown.contains("env: + GITHUB_TOKEN"), "{shown}");
+}
