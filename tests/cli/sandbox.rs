@@ -1152,3 +1152,86 @@ fn a_step_cannot_read_the_users_ssh_keys_under_a_fake_home() {
     assert!(stdout.contains("end"));
     assert!(!work_dir(&env, &plan).join("stolen").exists());
 }
+
+/// `resource add` + `project create app` + `action create` of a one-step script action.
+fn script_project(env: &Env, repo: &Path, run: &str) {
+    let file = env.root().join("step.yaml");
+    fs::write(
+        &file,
+        format!("name: local/step\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: step\n    run: {run}\n"),
+    )
+    .unwrap();
+    for args in [
+        vec![
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+        vec!["project", "create", "--resource", "local/repo", "app"],
+        vec![
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    ] {
+        let (doc, code) = env.json(&args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+    }
+}
+
+#[test]
+fn a_validation_serving_http_on_loopback_passes_and_one_reaching_the_hosts_loopback_fails_with_its_stderr()
+ {
+    if !landlock_enforced() {
+        return;
+    }
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    git(&repo, &["checkout", "-q", "--", "."]);
+    script_project(&env, &repo, "echo changed > a.txt");
+    let serve = "/usr/bin/python3 -m http.server 18766 --bind 127.0.0.1 >/dev/null 2>&1 & for i in $(seq 50); do /usr/bin/python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:18766/\")' 2>/dev/null && exit 0; sleep 0.1; done; exit 1";
+    let (doc, code) = env.json(&["project", "validation", "add", "app", serve]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["validation"]["network"], false, "{doc:#}");
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/step",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(
+        code, 3,
+        "the loopback validation passed and the plan waits at Apply: {doc:#}"
+    );
+
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    host.set_nonblocking(true).unwrap();
+    let port = host.local_addr().unwrap().port();
+    let reach = format!(
+        "/usr/bin/python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=3)' || {{ echo cannot reach the host listener >&2; exit 4; }}"
+    );
+    let (doc, code) = env.json(&["project", "validation", "add", "app", &reach]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/step",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_ne!(code, 3, "{doc:#}");
+    let shown = doc.to_string();
+    assert!(
+        shown.contains("cannot reach the host listener"),
+        "the stderr tail is in the message: {shown}"
+    );
+    assert!(host.accept().is_err(), "the host listener was reached");
+}
