@@ -1235,3 +1235,54 @@ fn a_validation_serving_http_on_loopback_passes_and_one_reaching_the_hosts_loopb
     );
     assert!(host.accept().is_err(), "the host listener was reached");
 }
+
+#[test]
+fn processes_a_step_started_die_when_agents_is_killed() {
+    if !landlock_enforced() {
+        return;
+    }
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    let mut child = env
+        .command(&[
+            "--format",
+            "json",
+            "tool",
+            "run",
+            "shell_execute",
+            "--plan",
+            &plan,
+            "--target-path",
+            repo.to_str().unwrap(),
+            "--args",
+            &json!({"command": "setsid sleep 611.25 & (sleep 612.25 &); sleep 613.25"}).to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let alive = || {
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+            .filter(|c| {
+                let c = String::from_utf8_lossy(c);
+                c.starts_with("sleep\0")
+                    && ["611.25", "612.25", "613.25"].iter().any(|n| c.contains(n))
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while alive() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(alive(), 3, "the step started its processes");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(alive(), 0, "processes outlived agents");
+}
