@@ -117,7 +117,7 @@ pub fn append(
             Timestamp::now().to_string(),
             plan_id.map(Id::to_string),
             kind.as_str(),
-            data.to_string()
+            crate::engine::redact::redact(&data.to_string()).into_owned()
         ],
     )?;
     Ok(tx.last_insert_rowid())

@@ -50,9 +50,13 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// Bytes with every secret replaced (non-UTF-8 output is matched byte-wise).
 pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
-    let secrets = secrets();
+    redact_bytes_of(bytes, &secrets())
+}
+
+/// `bytes` with each value of `secrets` replaced by `[redacted]`, longest first.
+fn redact_bytes_of(bytes: &[u8], secrets: &[(String, String)]) -> Vec<u8> {
     let mut out = bytes.to_vec();
-    for (_, v) in &secrets {
+    for (_, v) in secrets {
         let needle = v.as_bytes();
         if needle.is_empty() || out.len() < needle.len() {
             continue;
@@ -79,6 +83,46 @@ pub fn find(text: &str) -> Option<String> {
         .into_iter()
         .find(|(_, v)| text.contains(v.as_str()))
         .map(|(k, _)| k)
+}
+
+/// The first file that `new_tree` adds or changes relative to `old_tree` whose content holds a
+/// secret: `(path, variable name)`. Apply refuses such a plan (spec section 22).
+///
+/// # Errors
+/// git errors reading the trees.
+pub fn find_in_diff(
+    repo: &git2::Repository,
+    old_tree: git2::Oid,
+    new_tree: git2::Oid,
+) -> Result<Option<(String, String)>, git2::Error> {
+    let secrets = secrets();
+    if secrets.is_empty() {
+        return Ok(None);
+    }
+    let old = repo.find_tree(old_tree)?;
+    let new = repo.find_tree(new_tree)?;
+    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+    for delta in diff.deltas() {
+        let file = delta.new_file();
+        if file.id().is_zero() {
+            continue;
+        }
+        let Ok(blob) = repo.find_blob(file.id()) else {
+            continue;
+        };
+        let content = blob.content();
+        for (name, value) in &secrets {
+            let needle = value.as_bytes();
+            if content.windows(needle.len()).any(|w| w == needle) {
+                let path = file
+                    .path()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                return Ok(Some((path, name.clone())));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// A writer that redacts each buffer before passing it on (for the log file).
@@ -115,20 +159,16 @@ mod tests {
     }
 
     #[test]
-    fn bytes_are_redacted_like_text() {
-        let secret = std::env::vars()
-            .find(|(k, v)| is_secret_name(k) && v.len() >= MIN_SECRET_LEN)
-            .map(|(_, v)| v);
-        let Some(secret) = secret else {
-            // Without a secret in the environment there is nothing to replace.
-            assert_eq!(redact_bytes(b"plain"), b"plain");
-            return;
-        };
-        let text = format!("a {secret} b");
-        assert_eq!(redact(&text), format!("a {REDACTED} b"));
+    fn every_occurrence_of_a_secret_is_replaced_the_longest_first() {
+        let secrets = vec![
+            ("LONG_TOKEN".to_string(), "abcdefgh-12345678".to_string()),
+            ("SHORT_KEY".to_string(), "abcdefgh".to_string()),
+        ];
+        let text = b"x abcdefgh-12345678 y abcdefgh z \xff abcdefgh";
         assert_eq!(
-            redact_bytes(text.as_bytes()),
-            format!("a {REDACTED} b").as_bytes()
+            redact_bytes_of(text, &secrets),
+            b"x [redacted] y [redacted] z \xff [redacted]".to_vec()
         );
+        assert_eq!(redact_bytes_of(b"plain", &secrets), b"plain".to_vec());
     }
 }

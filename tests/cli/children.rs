@@ -384,7 +384,10 @@ script:
     )
 }
 
-fn rendezvous_parent(tries: u32) -> String {
+/// The parent of the two waiters; its sandbox allows what theirs do (the flag directory), so
+/// spawning them widens nothing and needs no approval under `trusted`.
+fn rendezvous_parent(tries: u32, dir: &std::path::Path) -> String {
+    let dir = dir.display();
     format!(
         r#"name: local/meet
 description: Two children in one parallel group
@@ -392,6 +395,8 @@ definition-of-done: both met
 strategy-actor: builtin/checklist-strategist
 execution-actor: builtin/script-executor
 reusable: true
+sandbox:
+  writable-paths: ["{dir}"]
 script:
   - name: left
     parallel-group: both
@@ -414,7 +419,7 @@ fn children_of_one_parallel_group_run_at_the_same_time_up_to_max_parallel_childr
     let flags = tempfile::tempdir().unwrap();
     let (left, right) = rendezvous_actions(flags.path());
     // 30 s guard: 300 tries of 0.1 s.
-    let s = setup(&[&left, &right, &rendezvous_parent(300)]);
+    let s = setup(&[&left, &right, &rendezvous_parent(300, flags.path())]);
     let (doc, code, id) = use_plan(&s, "local/meet", "trusted");
     assert_eq!(
         code, 3,
@@ -455,7 +460,7 @@ fn children_of_one_parallel_group_run_at_the_same_time_up_to_max_parallel_childr
     let file = s.env.root().join("meet-short.yaml");
     std::fs::write(
         &file,
-        rendezvous_parent(20).replace("local/meet", "local/meet-short"),
+        rendezvous_parent(20, flags.path()).replace("local/meet", "local/meet-short"),
     )
     .unwrap();
     ok(
@@ -1304,4 +1309,45 @@ script:
         "the current child: {text}"
     );
     assert!(text.contains("Superseded Child Plans: 1"), "{text}");
+}
+
+#[test]
+fn a_child_whose_action_asks_for_network_waits_for_an_approval_showing_the_difference_even_under_trusted()
+ {
+    let networked = r#"name: local/fetcher
+description: Needs the network
+definition-of-done: fetched
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+reusable: true
+sandbox:
+  network: true
+  env: [GITHUB_TOKEN]
+script:
+  - name: fetch
+    run: printf 'fetched\n' > FETCHED.md
+"#;
+    let parent = r#"name: local/offline-parent
+description: Has no network itself
+definition-of-done: the child ran
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: child
+    spawn:
+      action: local/fetcher
+"#;
+    let s = setup(&[networked, parent]);
+    let (doc, code, id) = use_plan(&s, "local/offline-parent", "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    assert!(
+        children(&s.env, &id).is_empty(),
+        "nothing spawned before the answer: {doc:#}"
+    );
+    let approval = &doc["data"]["approval"];
+    assert_eq!(approval["kind"], "child_spawn", "{doc:#}");
+    assert_eq!(approval["context"]["flag"], "sandbox_widening", "{doc:#}");
+    let shown = approval.to_string();
+    assert!(shown.contains("network: false -> true"), "{shown}");
+    assert!(shown.contains("env: + GITHUB_TOKEN"), "{shown}");
 }

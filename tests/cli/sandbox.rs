@@ -1041,3 +1041,248 @@ fn relative_writable_paths_are_refused_at_action_create_naming_the_field() {
     assert!(shown.contains("writable-paths[0]"), "{shown}");
     assert!(shown.contains("relative"), "{shown}");
 }
+
+#[test]
+fn a_plan_whose_result_holds_a_known_key_is_refused_at_apply_and_the_key_is_stored_nowhere() {
+    if !landlock_enforced() {
+        return;
+    }
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    git(&repo, &["checkout", "-q", "--", "."]);
+    let key = "sk-proj-abcdef0123456789";
+    let run = |args: &[&str]| -> (Value, i32) {
+        let mut all = vec!["--format", "json"];
+        all.extend_from_slice(args);
+        let out = env
+            .command(&all)
+            .env("OPENAI_API_KEY", key)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(!text.contains(key), "printed: {text}");
+        (
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}")),
+            out.status.code().unwrap_or(-1),
+        )
+    };
+    let file = env.root().join("leak.yaml");
+    fs::write(
+        &file,
+        "name: local/leak\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: leak\n    run: \"printf '%s%s\\\\n' sk-proj- abcdef0123456789 > config.txt; cat config.txt\"\n",
+    )
+    .unwrap();
+    for args in [
+        vec![
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+        vec!["project", "create", "--resource", "local/repo", "app"],
+        vec![
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    ] {
+        let (doc, code) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+    }
+    let (doc, code) = run(&[
+        "plan",
+        "use",
+        "local/leak",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "{doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let (doc, code) = run(&["plan", "apply", "--yes", &id]);
+    assert_ne!(code, 0, "{doc:#}");
+    let shown = doc.to_string();
+    assert!(shown.contains("APPLY_REFUSED"), "{shown}");
+    assert!(
+        shown.contains("config.txt") && shown.contains("OPENAI_API_KEY"),
+        "{shown}"
+    );
+    assert!(!repo.join("config.txt").exists());
+    let leaks: Vec<PathBuf> = files_containing(&env.data_dir, key.as_bytes())
+        .into_iter()
+        .filter(|p| {
+            !p.components().any(|c| {
+                c.as_os_str() == "work" || c.as_os_str() == "git" || c.as_os_str() == "apply-check"
+            })
+        })
+        .collect();
+    assert!(leaks.is_empty(), "the key is stored in {leaks:?}");
+}
+
+#[test]
+fn a_step_cannot_read_the_users_ssh_keys_under_a_fake_home() {
+    if !landlock_enforced() {
+        return;
+    }
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let ssh = env.root().join(".ssh");
+    fs::create_dir_all(&ssh).unwrap();
+    fs::write(
+        ssh.join("id_ed25519"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let plan = plan_in(&env, Phase::Execute);
+    let data = ok_tool(
+        &env,
+        &plan,
+        &repo,
+        "shell_execute",
+        json!({"command": format!("cat {0}/id_ed25519; cp {0}/id_ed25519 stolen; ls {0}; cat /etc/shadow; echo end", ssh.display())}),
+    );
+    let stdout = data["result"]["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("PRIVATE KEY"), "{stdout}");
+    assert!(!stdout.contains("id_ed25519"), "{stdout}");
+    assert!(!stdout.contains("root:"), "{stdout}");
+    assert!(stdout.contains("end"));
+    assert!(!work_dir(&env, &plan).join("stolen").exists());
+}
+
+/// `resource add` + `project create app` + `action create` of a one-step script action.
+fn script_project(env: &Env, repo: &Path, run: &str) {
+    let file = env.root().join("step.yaml");
+    fs::write(
+        &file,
+        format!("name: local/step\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: step\n    run: {run}\n"),
+    )
+    .unwrap();
+    for args in [
+        vec![
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+        vec!["project", "create", "--resource", "local/repo", "app"],
+        vec![
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    ] {
+        let (doc, code) = env.json(&args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+    }
+}
+
+#[test]
+fn a_validation_serving_http_on_loopback_passes_and_one_reaching_the_hosts_loopback_fails_with_its_stderr()
+ {
+    if !landlock_enforced() {
+        return;
+    }
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    git(&repo, &["checkout", "-q", "--", "."]);
+    script_project(&env, &repo, "echo changed > a.txt");
+    let serve = "/usr/bin/python3 -m http.server 18766 --bind 127.0.0.1 >/dev/null 2>&1 & for i in $(seq 50); do /usr/bin/python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:18766/\")' 2>/dev/null && exit 0; sleep 0.1; done; exit 1";
+    let (doc, code) = env.json(&["project", "validation", "add", "app", serve]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["validation"]["network"], false, "{doc:#}");
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/step",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(
+        code, 3,
+        "the loopback validation passed and the plan waits at Apply: {doc:#}"
+    );
+
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    host.set_nonblocking(true).unwrap();
+    let port = host.local_addr().unwrap().port();
+    let reach = format!(
+        "/usr/bin/python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=3)' || {{ echo cannot reach the host listener >&2; exit 4; }}"
+    );
+    let (doc, code) = env.json(&["project", "validation", "add", "app", &reach]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/step",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_ne!(code, 3, "{doc:#}");
+    let shown = doc.to_string();
+    assert!(
+        shown.contains("cannot reach the host listener"),
+        "the stderr tail is in the message: {shown}"
+    );
+    assert!(host.accept().is_err(), "the host listener was reached");
+}
+
+#[test]
+fn processes_a_step_started_die_when_agents_is_killed() {
+    if !landlock_enforced() {
+        return;
+    }
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    let mut child = env
+        .command(&[
+            "--format",
+            "json",
+            "tool",
+            "run",
+            "shell_execute",
+            "--plan",
+            &plan,
+            "--target-path",
+            repo.to_str().unwrap(),
+            "--args",
+            &json!({"command": "setsid sleep 611.25 & (sleep 612.25 &); sleep 613.25"}).to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let alive = || {
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+            .filter(|c| {
+                let c = String::from_utf8_lossy(c);
+                c.starts_with("sleep\0")
+                    && ["611.25", "612.25", "613.25"].iter().any(|n| c.contains(n))
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while alive() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(alive(), 3, "the step started its processes");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(alive(), 0, "processes outlived agents");
+}

@@ -799,6 +799,22 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
             if changes.is_empty() {
                 continue;
             }
+            // A known key in the result never reaches the user's project (docs/sandbox.md).
+            if let Some((path, var)) =
+                crate::engine::redact::find_in_diff(&sb.repo()?, base_tree, final_tree)
+                    .map_err(|e| RunError::Sandbox(e.message().to_string()))?
+            {
+                return fail(
+                    engine,
+                    plan,
+                    "APPLY_REFUSED",
+                    format!(
+                        "{path} in {} contains the value of {var}; remove the key from the file (or correct the step that wrote it) and apply again",
+                        base.resource_name
+                    ),
+                    json!({"resource": base.resource_name, "path": path, "secret": var}),
+                );
+            }
             let p = match base.kind {
                 BaseKind::GitCheckout => prepare_git(base, &sb, final_tree),
                 BaseKind::Directory => prepare_dir(base, &sb, changes, base_tree),

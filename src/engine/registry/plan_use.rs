@@ -275,7 +275,9 @@ pub fn create(
         if crate::engine::tools::shell::capability(network).is_unsafe {
             return Err(PlanUseError::UnsafeShell {
                 step: step.name.clone(),
-                why: crate::engine::sandbox::landlock::probe().describe(),
+                why: crate::engine::sandbox::launcher::probe()
+                    .describe()
+                    .join("; "),
                 profile: profile.name.clone(),
             });
         }

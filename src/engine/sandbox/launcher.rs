@@ -620,10 +620,16 @@ fn prepare_and_spawn(
         drop_capabilities();
         restrict(policy)?;
     }
+    // RLIMIT_NPROC counts every process of the user, so without a pids cgroup the limit is
+    // what the user runs already plus the command's share; with one, the cgroup counts.
+    let processes = match (cgroup_tasks.is_some(), policy.limits.processes) {
+        (_, 0) | (true, _) => 0,
+        (false, n) => n + user_processes(),
+    };
     sys::limit_child(
         &mut command,
         ChildLimits {
-            processes: policy.limits.processes,
+            processes,
             address_space: policy.limits.address_space,
             file_size: policy.limits.file_size,
             open_files: policy.limits.open_files,
@@ -633,6 +639,35 @@ fn prepare_and_spawn(
         program: launch.program.display().to_string(),
         error,
     })
+}
+
+/// How many processes (threads count too) this process's real user runs now.
+fn user_processes() -> u64 {
+    let uid = rustix::process::getuid().as_raw();
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| fs::read_to_string(e.path().join("status")).ok())
+        .filter(|st| {
+            st.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next())
+                .is_some_and(|u| u == uid.to_string())
+        })
+        .map(|st| {
+            st.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(1)
+        })
+        .sum()
 }
 
 /// Paths of the UNIX sockets bound in this network namespace (`/proc/net/unix`).
@@ -1150,6 +1185,33 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_command_is_killed_at_once() {
+        if !confines() {
+            return;
+        }
+        let f = fixture();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let started = Instant::now();
+        let r = spawn(f.launch("setsid sleep 781.5 & sleep 600"))
+            .unwrap()
+            .wait(Duration::from_secs(600), Some(&cancel));
+        assert!(r.cancelled && !r.timed_out);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(100));
+        let left = fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+            .any(|c| String::from_utf8_lossy(&c).contains("781.5"));
+        assert!(!left);
+    }
+
+    #[test]
     fn host_unix_sockets_cannot_be_reached() {
         if !confines() {
             return;
@@ -1255,12 +1317,28 @@ mod tests {
             .trim()
             .parse()
             .unwrap_or_else(|_| panic!("{}", err(&r)));
-        assert!(forked < 64, "{forked} processes were started");
-        let r2 = f.sh(
+        // Root ignores RLIMIT_NPROC: without a pids cgroup nothing counts its processes.
+        if probe().cgroup.is_some() || !rustix::process::getuid().is_root() {
+            assert!(forked < 64, "{forked} processes were started");
+        }
+        // The default memory limit is a cgroup's; without one, the address-space limit holds.
+        let mut big = f.launch(
             "/usr/bin/python3 -c 'b = bytearray(3 * 1024**3); b[::4096] = b\"x\" * len(b[::4096]); print(\"allocated\")'",
         );
+        if probe().cgroup.is_none() {
+            big.policy.limits.address_space = 2 * GIB;
+        }
+        let r2 = f.run(big);
         assert!(!out(&r2).contains("allocated"), "{}", err(&r2));
         assert_ne!(r2.code(), Some(0));
+    }
+
+    #[test]
+    fn limits_default_to_the_documented_values() {
+        assert_eq!(
+            Limits::default().describe(),
+            "processes 512, memory 2 GiB, address space 16 GiB, file size 4 GiB, open files 4096"
+        );
     }
 
     #[test]

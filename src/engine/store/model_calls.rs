@@ -130,7 +130,9 @@ impl Store {
                     c.cost_usd,
                     if c.error.is_some() { "error" } else { "ok" },
                     c.error.as_ref().map(|e| e.0.as_str()),
-                    c.error.as_ref().map(|e| e.1.as_str()),
+                    c.error
+                        .as_ref()
+                        .map(|e| crate::engine::redact::redact(&e.1).into_owned()),
                     c.started_at.to_string(),
                     int(c.duration_ms),
                 ])?;

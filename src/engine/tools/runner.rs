@@ -181,7 +181,9 @@ impl Policy {
         if cap.is_unsafe && !self.allow_unsafe_tools {
             return Some(format!(
                 "{name} is unsafe here ({}) and the plan's automation profile sets allow_unsafe_tools = false",
-                crate::engine::sandbox::landlock::probe().describe()
+                crate::engine::sandbox::launcher::probe()
+                    .describe()
+                    .join("; ")
             ));
         }
         if self.require_checkpoints && !cap.checkpointable {
