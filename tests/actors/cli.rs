@@ -697,7 +697,10 @@ fn a_registered_actor_runs_with_its_own_prompt_skills_and_limits() {
         "{tools:?}"
     );
     let first = &server.requests()[0].body;
-    assert_eq!(first["system"], "You are local/reviewer; you only read.");
+    assert_eq!(
+        first["system"][0]["text"],
+        "You are local/reviewer; you only read."
+    );
     assert_eq!(first["max_tokens"], 321);
     assert_eq!(first["temperature"], 0.3);
     assert_eq!(server.requests().len(), 2, "max-turns 2 stopped the run");

@@ -26,8 +26,8 @@ pub(crate) struct ModelActor {
     pub template: String,
     /// Limits.
     pub limits: Limits,
-    /// Temperature from the actor's options.
-    pub temperature: Option<f32>,
+    /// Sampling options from the actor's file.
+    pub sampling: crate::engine::actors::messages::Sampling,
     /// Max tokens per response.
     pub max_tokens: Option<u32>,
 }
@@ -44,8 +44,10 @@ pub(crate) fn resolve(
 ) -> Result<ModelActor, String> {
     let resolved = actor_registry::resolve(engine.store(), engine.providers(), name)
         .map_err(|e| e.to_string())?;
-    let (model, own_prompt, limits, temperature, max_tokens) = match resolved {
-        ActorRef::Provider { name, .. } => (name, None, Limits::default(), None, None),
+    let (model, own_prompt, limits, sampling, max_tokens) = match resolved {
+        ActorRef::Provider { name, .. } => {
+            (name, None, Limits::default(), Default::default(), None)
+        }
         ActorRef::Custom { actor } => {
             let def = actor.definition;
             if def.actor_type == ActorType::Graph {
@@ -66,7 +68,7 @@ pub(crate) fn resolve(
                 model,
                 def.system_prompt,
                 limits,
-                def.options.temperature.map(|t| t as f32),
+                crate::engine::actors::oneshot::sampling_of(&def.options),
                 def.options.max_tokens,
             )
         }
@@ -92,7 +94,7 @@ pub(crate) fn resolve(
         client,
         template: prompts::role_template(role, own_prompt.as_deref()).to_string(),
         limits,
-        temperature,
+        sampling,
         max_tokens,
     })
 }
@@ -132,7 +134,7 @@ pub(crate) fn run<H: ToolHost>(
         context,
         prompt,
         max_tokens: actor.max_tokens,
-        temperature: actor.temperature,
+        sampling: actor.sampling.clone(),
         stream: true,
         limits: actor.limits,
         history,
