@@ -3,6 +3,7 @@
 
 mod accounting;
 mod bounded;
+mod caching;
 mod cli;
 mod edits;
 mod failures;
