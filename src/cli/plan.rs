@@ -79,6 +79,12 @@ pub struct UseArgs {
     /// Action argument NAME=VALUE (repeatable)
     #[arg(short = 'a', long = "arg", value_name = "NAME=VALUE")]
     pub args: Vec<String>,
+    /// Budget of the plan's model calls in US dollars (default: config `max-cost-usd`)
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+    /// Budget of the plan's model calls in tokens (default: config `max-tokens`)
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// Print events as JSON Lines while the plan runs, then the envelope as the last line
     #[arg(long)]
     pub stream: bool,
@@ -193,6 +199,19 @@ fn checkout_warnings(
 }
 
 fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
+    if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(CliError::invalid_input(
+            "--max-cost-usd must be a non-negative number of US dollars",
+        )
+        .hint("e.g. --max-cost-usd 0.50"));
+    }
+    let budget = {
+        let file = ctx.config().map(|c| c.file.clone()).unwrap_or_default();
+        crate::engine::actors::budget::PlanBudget {
+            max_cost_usd: a.max_cost_usd.or(file.max_cost_usd),
+            max_tokens: a.max_tokens.or(file.max_tokens),
+        }
+    };
     let mut engine = super::plan_run::engine(ctx, a.stream, "Creating plan")?;
     let providers = ctx.config()?.providers();
     let req = Request {
@@ -209,6 +228,14 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     };
     let c = plan_use::create(engine.store_mut(), &providers, &req)?;
     let plan_id = c.plan.plan_id;
+    let source = if a.max_cost_usd.is_some() || a.max_tokens.is_some() {
+        "flag"
+    } else {
+        "config"
+    };
+    engine
+        .store_mut()
+        .set_plan_budget(&plan_id, &budget, source)?;
     engine.flush(&plan_id)?;
     // What the plan will not see of the user's checkouts (uncommitted files, submodules,
     // filter drivers), said before anything runs.

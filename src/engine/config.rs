@@ -197,6 +197,10 @@ pub struct ConfigFile {
     pub sandbox_retention_days: Option<u32>,
     /// How many children of one parallel spawn group run at once.
     pub max_parallel_children: Option<u32>,
+    /// Default budget of a new plan's model calls, in US dollars.
+    pub max_cost_usd: Option<f64>,
+    /// Default budget of a new plan's model calls, in tokens.
+    pub max_tokens: Option<u64>,
     /// Provider tables by name.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
@@ -520,7 +524,7 @@ pub struct KeySpec {
 }
 
 /// Every top-level key, in display order.
-pub const KEYS: [KeySpec; 6] = [
+pub const KEYS: [KeySpec; 8] = [
     KeySpec {
         name: "automation-profile",
         description: "automation profile for new plans (built-in name or namespaced custom profile)",
@@ -562,6 +566,20 @@ pub const KEYS: [KeySpec; 6] = [
         env: None,
         flag: None,
         default: Some("2"),
+    },
+    KeySpec {
+        name: "max-cost-usd",
+        description: "default budget of a new plan's model calls, in US dollars (plan use --max-cost-usd)",
+        env: None,
+        flag: None,
+        default: None,
+    },
+    KeySpec {
+        name: "max-tokens",
+        description: "default budget of a new plan's model calls, in tokens (plan use --max-tokens)",
+        env: None,
+        flag: None,
+        default: None,
     },
 ];
 
@@ -752,6 +770,14 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
         KeyPath::Top(spec) if spec.name == "max-parallel-children" => match value.parse::<i64>() {
             Ok(n) if (1..=64).contains(&n) => Ok(n.into()),
             _ => Err(invalid("a whole number from 1 to 64")),
+        },
+        KeyPath::Top(spec) if spec.name == "max-cost-usd" => match value.parse::<f64>() {
+            Ok(n) if n.is_finite() && n >= 0.0 => Ok(n.into()),
+            _ => Err(invalid("a non-negative number of US dollars")),
+        },
+        KeyPath::Top(spec) if spec.name == "max-tokens" => match value.parse::<i64>() {
+            Ok(n) if n >= 1 => Ok(n.into()),
+            _ => Err(invalid("a whole number of tokens of at least 1")),
         },
         KeyPath::Top(spec) => {
             check_top_value(spec.name, value).map_err(|e| invalid(&e))?;
@@ -1146,6 +1172,8 @@ fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
             "log-level" => file.log_level.clone(),
             "sandbox-retention-days" => file.sandbox_retention_days.map(|d| d.to_string()),
             "max-parallel-children" => file.max_parallel_children.map(|d| d.to_string()),
+            "max-cost-usd" => file.max_cost_usd.map(|d| d.to_string()),
+            "max-tokens" => file.max_tokens.map(|d| d.to_string()),
             _ => None,
         },
         KeyPath::Provider { provider, rest } => {

@@ -177,6 +177,7 @@ fn a_model_looping_past_the_turn_limit_stops_with_every_finished_call_applied() 
             max_turns: 3,
             token_budget: None,
             deadline: None,
+            budget: None,
         },
         &CancellationToken::new(),
     );
@@ -211,6 +212,7 @@ fn the_token_budget_stops_the_run_before_the_next_model_call() {
             max_turns: 40,
             token_budget: Some(150),
             deadline: None,
+            budget: None,
         },
         &CancellationToken::new(),
     );

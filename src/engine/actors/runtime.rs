@@ -33,6 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{BudgetCheck, BudgetStop, estimate_tokens};
 use super::messages::{ChatRequest, Message, Sampling, StreamEvent, ToolResult, ToolSpec, Usage};
 use super::prompts::{self, PromptError};
 use super::providers::{ProviderClient, ProviderError};
@@ -107,7 +108,7 @@ impl ToolHost for NoTools {
 }
 
 /// Limits of one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
     /// Model calls allowed.
     pub max_turns: u32,
@@ -117,6 +118,8 @@ pub struct Limits {
     /// Wall time allowed for the whole run; `None` uses the provider's
     /// `step_deadline_secs`.
     pub deadline: Option<Duration>,
+    /// The plan's budget, checked before every model call.
+    pub budget: Option<BudgetCheck>,
 }
 
 impl Default for Limits {
@@ -125,6 +128,7 @@ impl Default for Limits {
             max_turns: DEFAULT_MAX_TURNS,
             token_budget: None,
             deadline: None,
+            budget: None,
         }
     }
 }
@@ -257,6 +261,11 @@ pub struct ModelCallRecord {
     pub usage: Usage,
     /// Whether the provider reported usage.
     pub usage_reported: bool,
+    /// Input tokens estimated from the request's characters (used where the provider
+    /// reported no usage and a budget needs a number).
+    pub estimated_input_tokens: u64,
+    /// Output tokens estimated from the reply's characters.
+    pub estimated_output_tokens: u64,
     /// The provider's stop reason (`length` / `max_tokens` for a reply cut by the limit).
     pub stop_reason: Option<String>,
     /// Attempts made.
@@ -294,6 +303,11 @@ pub enum Stop {
     Truncated {
         /// The cap that was sent, if the actor set one.
         max_tokens: Option<u32>,
+    },
+    /// The next model call would pass the plan's budget; it was not made.
+    Budget {
+        /// Which limit, its value and what was spent.
+        stop: BudgetStop,
     },
     /// The run used its token budget.
     TokenBudget {
@@ -334,6 +348,7 @@ impl Stop {
                     .map(|m| format!(" ({m} tokens)"))
                     .unwrap_or_default()
             ),
+            Stop::Budget { stop } => stop.describe(),
             Stop::TokenBudget { used, budget } => {
                 format!("the actor used {used} tokens of its budget of {budget}")
             }
@@ -474,9 +489,6 @@ pub async fn run_actor<H: ToolHost>(
                 budget,
             };
         }
-        run.turns += 1;
-        let turn = run.turns;
-        on_event(ActorEvent::TurnStarted { turn });
         let chat = ChatRequest {
             model: client.model().to_string(),
             system: system.clone(),
@@ -486,6 +498,15 @@ pub async fn run_actor<H: ToolHost>(
             sampling: request.sampling.clone(),
             stream: request.stream,
         };
+        if let Some(budget) = &limits.budget
+            && let Some(stop) = budget_stop(client, budget, &run, &chat)
+        {
+            tracing::warn!(reason = %stop.describe(), "model call not made: budget");
+            break Stop::Budget { stop };
+        }
+        run.turns += 1;
+        let turn = run.turns;
+        on_event(ActorEvent::TurnStarted { turn });
         let started_at = jiff::Timestamp::now();
         let clock = Instant::now();
         let mut forward = |e: StreamEvent| match e {
@@ -508,6 +529,8 @@ pub async fn run_actor<H: ToolHost>(
             model: client.model().to_string(),
             usage: Usage::default(),
             usage_reported: false,
+            estimated_input_tokens: 0,
+            estimated_output_tokens: 0,
             stop_reason: None,
             attempts: match error {
                 ProviderError::Transient { attempts, .. } => *attempts,
@@ -544,12 +567,29 @@ pub async fn run_actor<H: ToolHost>(
         oversized_in_a_row = 0;
         let response = completion.response;
         run.usage += response.usage;
+        let (estimated_input_tokens, estimated_output_tokens) = if response.usage_reported {
+            (0, 0)
+        } else {
+            (
+                estimate_tokens(client.request_body(&chat).to_string().len()),
+                estimate_tokens(
+                    response.text.len()
+                        + response
+                            .tool_calls
+                            .iter()
+                            .map(|c| c.name.len() + c.arguments.len())
+                            .sum::<usize>(),
+                ),
+            )
+        };
         run.model_calls.push(ModelCallRecord {
             turn,
             provider: client.provider().name.clone(),
             model: client.model().to_string(),
             usage: response.usage,
             usage_reported: response.usage_reported,
+            estimated_input_tokens,
+            estimated_output_tokens,
             stop_reason: response.stop_reason.clone(),
             attempts: completion.attempts,
             started_at,
@@ -644,6 +684,36 @@ pub async fn run_actor<H: ToolHost>(
         }
     };
     Ok(run)
+}
+
+/// Whether the next call (`chat`) would pass the plan's budget: this run's calls so far
+/// count at their reported usage (or, unreported, at a character estimate), the next call at
+/// the estimate of its input.
+fn budget_stop(
+    client: &ProviderClient,
+    budget: &BudgetCheck,
+    run: &ActorRun,
+    chat: &ChatRequest,
+) -> Option<BudgetStop> {
+    let provider = client.provider();
+    let price = provider.models.get(client.model());
+    let mut tokens = 0;
+    let mut usd = 0.0;
+    for c in run.model_calls.iter().filter(|c| c.error.is_none()) {
+        let usage = if c.usage_reported {
+            c.usage
+        } else {
+            Usage {
+                input_tokens: c.estimated_input_tokens,
+                output_tokens: c.estimated_output_tokens,
+                ..Usage::default()
+            }
+        };
+        tokens += usage.total();
+        usd += super::accounting::cost_usd(provider.kind, price, usage).unwrap_or(0.0);
+    }
+    let next = estimate_tokens(client.request_body(chat).to_string().len());
+    budget.check(tokens, usd, next, price.and_then(|p| p.input_usd_per_mtok))
 }
 
 fn millis(d: Duration) -> u64 {

@@ -129,6 +129,22 @@ pub(crate) fn run<H: ToolHost>(
         prompt,
         history,
     } = input;
+    let mut limits = actor.limits;
+    let budget = engine
+        .store()
+        .plan_budget(plan_id)
+        .map_err(|e| e.to_string())?;
+    if budget.is_set() {
+        let spent = engine
+            .store()
+            .usage_for_plan(plan_id)
+            .map_err(|e| e.to_string())?;
+        limits.budget = Some(crate::engine::actors::budget::BudgetCheck {
+            limit: budget,
+            spent_usd: spent.priced_cost_usd,
+            spent_tokens: spent.input_tokens + spent.output_tokens,
+        });
+    }
     let request = RunRequest {
         system_template: Some(actor.template.clone()),
         context,
@@ -136,7 +152,7 @@ pub(crate) fn run<H: ToolHost>(
         max_tokens: actor.max_tokens,
         sampling: actor.sampling.clone(),
         stream: true,
-        limits: actor.limits,
+        limits,
         history,
     };
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod actors;
 pub mod approvals;
+pub mod budgets;
 pub mod children;
 pub(crate) mod codec;
 pub mod corrections;
@@ -43,7 +44,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/007_corrections.sql"),
     include_str!("migrations/008_child_plans.sql"),
     include_str!("migrations/009_lifecycle2.sql"),
-    include_str!("migrations/010_provider_usage.sql"),
+    include_str!("migrations/010_providers.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

@@ -1,4 +1,4 @@
-//! Model-call rows (migrations `004_actors.sql`, `010_provider_usage.sql`): one per call to a provider, with tokens and
+//! Model-call rows (migrations `004_actors.sql`, `010_providers.sql`): one per call to a provider, with tokens and
 //! cost, rolled up per plan, per decision and per run.
 //!
 //! Cost is `None` ("unknown") for a call whose model has no configured price; a rollup keeps

@@ -123,6 +123,9 @@ pub struct ClientOptions {
     pub max_event_bytes: usize,
     /// Largest reply accepted, in bytes.
     pub max_answer_bytes: usize,
+    /// The window of the provider's rate limits (`requests_per_minute`,
+    /// `tokens_per_minute`): one minute.
+    pub rate_window: Duration,
 }
 
 impl Default for ClientOptions {
@@ -135,6 +138,7 @@ impl Default for ClientOptions {
             call_deadline: None,
             max_event_bytes: MAX_EVENT_BYTES,
             max_answer_bytes: MAX_ANSWER_BYTES,
+            rate_window: Duration::from_secs(60),
         }
     }
 }
@@ -489,6 +493,21 @@ impl ProviderClient {
         }
     }
 
+    /// The provider's rate limiter, shared by every client of it in this process; `None`
+    /// when it sets no rate limit.
+    fn rate_limiter(&self) -> Option<std::sync::Arc<super::budget::RateLimiter>> {
+        let p = &self.provider;
+        if p.requests_per_minute.is_none() && p.tokens_per_minute.is_none() {
+            return None;
+        }
+        Some(super::budget::RateLimiter::shared(
+            &format!("{} {}", p.name, p.base_url),
+            p.requests_per_minute,
+            p.tokens_per_minute,
+            self.options.rate_window,
+        ))
+    }
+
     /// The deadline of one call, retries included.
     pub fn call_deadline(&self) -> Duration {
         self.options
@@ -557,15 +576,29 @@ impl ProviderClient {
             provider: self.provider.name.clone(),
         };
         let mut attempt = 0;
+        let limiter = self.rate_limiter();
+        let estimate = super::budget::estimate_tokens(self.request_body(&req).to_string().len())
+            + u64::from(req.max_tokens.unwrap_or(0));
         loop {
             attempt += 1;
             attempts.store(attempt, Ordering::Relaxed);
+            if let Some(l) = &limiter {
+                tokio::select! {
+                    () = cancel.cancelled() => return Err(cancelled()),
+                    () = l.acquire(estimate) => {}
+                }
+            }
             let result = tokio::select! {
                 () = cancel.cancelled() => return Err(cancelled()),
                 r = self.attempt(&req, on_event) => r,
             };
             let (reason, retry_after) = match result {
                 Ok(response) => {
+                    if let Some(l) = &limiter
+                        && response.usage_reported
+                    {
+                        l.settle(estimate, response.usage.total());
+                    }
                     tracing::info!(
                         provider = %self.provider.name,
                         model = %self.model,
