@@ -590,6 +590,44 @@ fn data_hints(p: &Plan, id: &crate::engine::domain::Id, ctx: &Context) -> Option
     }
 }
 
+/// The plan's estimate (the built-in `builtin/usage-estimator`), its budget, and the lines
+/// `plan status` shows for them (only when there is history or a budget).
+fn cost_view(
+    store: &crate::engine::store::Store,
+    p: &Plan,
+) -> Result<
+    (
+        crate::engine::actors::estimate::Estimate,
+        crate::engine::actors::budget::PlanBudget,
+        Vec<String>,
+    ),
+    CliError,
+> {
+    use crate::engine::actors::estimate::{self, USAGE_ESTIMATOR};
+    let e = estimate::estimate(store, p)?;
+    let budget = store.plan_budget(&p.plan_id)?;
+    let mut lines = Vec::new();
+    if let Some(named) = p
+        .estimation_actor
+        .as_deref()
+        .filter(|a| *a != USAGE_ESTIMATOR)
+    {
+        lines.push(format!(
+            "estimation actor {named}: running a model estimator is not yet supported; the estimate is {USAGE_ESTIMATOR}'s"
+        ));
+    }
+    if e.history_plans > 0 {
+        lines.push(format!("Estimate ({USAGE_ESTIMATOR}): {}", e.summary));
+    }
+    if budget.is_set() {
+        lines.push(format!(
+            "Budget: {}",
+            crate::engine::lifecycle::approvals::describe_budget(&budget)
+        ));
+    }
+    Ok((e, budget, lines))
+}
+
 fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let id = store.resolve_plan_id(input)??;
@@ -692,6 +730,9 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     data["decisions"] =
         json!({"current": extra.decisions, "superseded": extra.superseded_decisions});
     data["usage"] = json!(extra.usage);
+    let (estimate, budget, cost_lines) = cost_view(&store, &p)?;
+    data["estimate"] = json!(estimate);
+    data["budget"] = json!(budget);
     data["errors"] = json!(extra.errors);
     data["recovery_hints"] = json!(match (&p.error_code, p.state()) {
         (Some(code), ProcessingState::Errored) =>
@@ -739,7 +780,11 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             None => (Level::Ok, format!("Plan {ph}/{st}")),
         },
     };
-    let mut report = Report::ok("plan status", data, text).with(Element::panel(
+    let mut report = Report::ok("plan status", data, text);
+    for line in cost_lines {
+        report = report.message(Level::Info, line);
+    }
+    let mut report = report.with(Element::panel(
         "Plan Status",
         [
             ("Plan", view::id(id.to_string())),

@@ -535,13 +535,27 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         let refusal = revert::check_revertable(&plan, &d)
             .err()
             .map(|e| e.to_string());
+        let rerun =
+            crate::engine::actors::estimate::rerun_cost(&store, &d.plan_id, &imp.steps_rerun)?;
+        let mut affected = affected_json(&imp);
+        affected["estimated_tokens"] = json!(rerun.tokens);
+        affected["estimated_cost_usd"] = json!(rerun.cost_usd);
+        let cost_line = format!(
+            "{} step(s) re-run, est. {} tokens / {}; {} step(s) replayed at no cost (from the re-run steps' recorded usage)",
+            imp.steps_rerun.len(),
+            rerun.tokens,
+            rerun
+                .cost_usd
+                .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.4}")),
+            imp.steps_replayed.len()
+        );
         let data = json!({
             "decision_id": d.decision_id,
             "plan_id": d.plan_id,
             "mode": "revert",
             "dry_run": true,
             "guidance": a.guidance,
-            "affected": affected_json(&imp),
+            "affected": affected,
             "refused": refusal,
         });
         let mut report = Report::ok(
@@ -554,6 +568,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
                 imp.steps_replayed.len()
             ),
         )
+        .message(Level::Info, cost_line)
         .with(Element::panel(
             "Correction Preview",
             [

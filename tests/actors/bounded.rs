@@ -175,3 +175,44 @@ fn a_thirty_megabyte_event_is_parsed_in_linear_time() {
         eprintln!("{kind:?}: a 30 MiB event took {took:?}");
     }
 }
+
+#[test]
+fn a_provider_rate_limit_queues_calls_instead_of_failing_them() {
+    let server = ProviderServer::start(vec![
+        Turn::text("one", (5, 1)),
+        Turn::text("two", (5, 1)),
+        Turn::text("three", (5, 1)),
+    ]);
+    let mut p = provider(&server, ProviderKind::Openai);
+    p.requests_per_minute = Some(2);
+    let options = ClientOptions {
+        rate_window: Duration::from_millis(700),
+        ..fast()
+    };
+    let c = client(p, options);
+    let request = RunRequest {
+        prompt: "hello".into(),
+        ..RunRequest::default()
+    };
+    let started = Instant::now();
+    for expected in ["one", "two", "three"] {
+        let run = rt()
+            .block_on(run_actor(
+                &c,
+                &request,
+                &NoTools,
+                &CancellationToken::new(),
+                &|_| {},
+            ))
+            .unwrap();
+        assert!(matches!(run.stop, Stop::Answered), "{:?}", run.stop);
+        assert_eq!(run.answer, expected);
+    }
+    let requests = server.requests();
+    let gap = requests[2].at - requests[0].at;
+    assert!(
+        gap >= Duration::from_millis(650),
+        "the third request waited for the window: {gap:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

@@ -165,3 +165,105 @@ fn a_config_default_budget_applies_to_new_plans() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+fn use_notes(s: &Setup, profile: &str) -> (Value, i32, String) {
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            profile,
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1.2",
+        ],
+    );
+    let id = doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .to_string();
+    (doc, code, id)
+}
+
+#[test]
+fn after_two_runs_of_an_action_a_third_plan_is_estimated_within_their_range() {
+    let server = ProviderServer::start(vec![
+        Turn::text("Wrote the notes.", (100, 10)),
+        Turn::text("Wrote the notes again.", (300, 30)),
+    ]);
+    let s = setup_with(ONE_STEP);
+    priced(&s, &server, "openai");
+    let (doc, code, first) = use_notes(&s, "trusted");
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    let (_, _, _second) = use_notes(&s, "trusted");
+    assert_eq!(server.remaining(), 0);
+
+    // The third plan waits before Strategize under `manual`: nothing ran yet.
+    let (_, _, third) = use_notes(&s, "manual");
+    let (status, code) = run_keyed(&s.env, &["plan", "status", &third]);
+    assert_eq!(code, 0, "{status:#}");
+    let e = &status["data"]["estimate"];
+    assert_eq!(e["estimator"], "builtin/usage-estimator");
+    assert_eq!(e["history_plans"], 2, "{e:#}");
+    let median = e["plan_tokens"]["median"].as_f64().unwrap();
+    assert!((110.0..=330.0).contains(&median), "{e:#}");
+    assert_eq!(
+        (&e["plan_tokens"]["min"], &e["plan_tokens"]["max"]),
+        (&json!(110.0), &json!(330.0))
+    );
+    assert!(
+        e["summary"]
+            .as_str()
+            .unwrap()
+            .contains("est. 220 tokens (range 110 to 330)"),
+        "{e:#}"
+    );
+    let plain = s
+        .env
+        .command(&["--format", "plain", "plan", "status", &third])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&plain.stdout);
+    assert!(
+        text.contains("Estimate (builtin/usage-estimator): est. 220 tokens"),
+        "{text}"
+    );
+
+    // With no earlier plan of its own action, the estimate says so.
+    let db = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let mut lonely = db.plan(&third.parse().unwrap()).unwrap().unwrap();
+    lonely.action_name = "local/never-ran".into();
+    let none = cleveragents::engine::actors::estimate::estimate(&db, &lonely).unwrap();
+    assert_eq!(none.history_plans, 0);
+    assert!(none.summary.starts_with("no history"), "{}", none.summary);
+
+    // Correcting the first plan's step re-runs it: its recorded usage is the estimate.
+    let step = db.plan_steps(&first.parse().unwrap()).unwrap()[0]
+        .decision_id
+        .to_string();
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "correct",
+            "--mode",
+            "revert",
+            "-g",
+            "shorter",
+            "--dry-run",
+            &step,
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["affected"]["estimated_tokens"], 110, "{doc:#}");
+    let said = doc.to_string();
+    assert!(
+        said.contains("1 step(s) re-run, est. 110 tokens / $0.0001; 0 step(s) replayed at no cost"),
+        "{said}"
+    );
+}

@@ -112,6 +112,11 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
         "automation_profile": plan.automation_profile,
         "flag": match gate { Gate::Strategize => "auto_strategize", Gate::Execute => "auto_execute", Gate::Apply => "auto_apply" },
     });
+    if gate == Gate::Execute {
+        // The estimation step after Strategize: informational, shown at the gate.
+        let e = crate::engine::actors::estimate::estimate(engine.store(), plan)?;
+        a.context["estimate"] = json!(e);
+    }
     a.options = vec!["approve".into()];
     engine.store_mut().insert_approval(&a)?;
     engine.flush(&id)?;

@@ -43,6 +43,33 @@ impl Store {
         Ok(())
     }
 
+    /// Plans of `action_name` other than `except` (kind `plan`), oldest first, each with
+    /// whether it ended errored or cancelled.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn earlier_plans_of_action(
+        &self,
+        action_name: &str,
+        except: &Id,
+    ) -> Result<Vec<(Id, bool)>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT plan_id, state IN ('errored', 'cancelled') FROM plans \
+             WHERE action_name = ?1 AND plan_id != ?2 AND kind = 'plan' ORDER BY created_at",
+        )?;
+        let rows = stmt.query_map(params![action_name, except.to_string()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, bad) = row?;
+            if let Ok(id) = id.parse() {
+                out.push((id, bad));
+            }
+        }
+        Ok(out)
+    }
+
     /// A plan's budget (no limits when none was set).
     ///
     /// # Errors
