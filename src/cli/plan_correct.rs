@@ -58,6 +58,12 @@ pub struct CorrectArgs {
     /// Do not ask for confirmation
     #[arg(short, long)]
     pub yes: bool,
+    /// Budget of this correction's model calls in US dollars, on top of what the plan spent
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+    /// Budget of this correction's model calls in tokens, on top of what the plan spent
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// Decision id or unique prefix (the plan is found from it)
     pub decision: String,
 }
@@ -510,6 +516,36 @@ fn impact_elements(report: Report, imp: &Impact, store: &Store) -> Report {
         ))
 }
 
+/// A correction's own budget (`--max-cost-usd`, `--max-tokens`): the plan's budget becomes
+/// what it has spent plus these, so the correction and the re-run it drives may spend that
+/// much more (and stop with a `budget` approval before passing it).
+fn correction_budget(
+    engine: &mut crate::engine::lifecycle::Engine,
+    plan_id: &Id,
+    a: &CorrectArgs,
+) -> Result<(), CliError> {
+    if a.max_cost_usd.is_none() && a.max_tokens.is_none() {
+        return Ok(());
+    }
+    if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(CliError::invalid_input(
+            "--max-cost-usd must be a non-negative number of US dollars",
+        ));
+    }
+    let spent = engine.store().usage_for_plan(plan_id)?;
+    let old = engine.store().plan_budget(plan_id)?;
+    let budget = old.raised(crate::engine::actors::budget::PlanBudget {
+        max_cost_usd: a.max_cost_usd.map(|c| spent.priced_cost_usd + c),
+        max_tokens: a
+            .max_tokens
+            .map(|t| spent.input_tokens + spent.output_tokens + t),
+    });
+    engine
+        .store_mut()
+        .set_plan_budget(plan_id, &budget, "correction")?;
+    Ok(())
+}
+
 /// `agents plan correct --mode revert|append -g TEXT [--dry-run] [--yes] DECISION`.
 ///
 /// # Errors
@@ -611,6 +647,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         )),
     )?;
     let mut engine = super::plan_run::engine(ctx, false, "Correcting")?;
+    correction_budget(&mut engine, &d.plan_id, a)?;
     let r = revert::revert(&mut engine, &d.decision_id, &a.guidance)?;
     let Some(driven) = r.driven.clone() else {
         return Err(CliError::new(

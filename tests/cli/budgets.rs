@@ -267,3 +267,45 @@ fn after_two_runs_of_an_action_a_third_plan_is_estimated_within_their_range() {
         "{said}"
     );
 }
+
+#[test]
+fn a_correction_with_its_own_budget_stops_before_a_call_that_would_pass_it() {
+    let server = ProviderServer::start(vec![Turn::text("Wrote the notes.", (100, 10))]);
+    let s = setup_with(ONE_STEP);
+    priced(&s, &server, "openai");
+    let (_, code, id) = use_notes(&s, "trusted");
+    assert_eq!(code, 3);
+    let db = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let step = db.plan_steps(&id.parse().unwrap()).unwrap()[0]
+        .decision_id
+        .to_string();
+    drop(db);
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "correct",
+            "--mode",
+            "revert",
+            "-g",
+            "shorter",
+            "--yes",
+            "--max-tokens",
+            "1",
+            &step,
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(server.requests().len(), 1, "the re-run's call was not made");
+    let waiting = pending(&s, &id);
+    assert_eq!(waiting[0]["kind"], "budget", "{waiting:#?}");
+    let db = rusqlite::Connection::open(crate::support::db_file(&s.env)).unwrap();
+    let (limit, source): (i64, String) = db
+        .query_row(
+            "SELECT max_tokens, source FROM plan_budgets WHERE plan_id = ?1",
+            [&id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((limit, source.as_str()), (111, "correction"));
+}
