@@ -590,6 +590,21 @@ fn data_hints(p: &Plan, id: &crate::engine::domain::Id, ctx: &Context) -> Option
     }
 }
 
+/// `N in / M out`, with the cache's share and calls whose usage is unknown when there are any.
+fn tokens_cell(u: &crate::engine::store::model_calls::UsageRollup) -> String {
+    let mut text = format!("{} in / {} out", u.input_tokens, u.output_tokens);
+    if u.cache_read_tokens > 0 {
+        text.push_str(&format!(" ({} in from the cache)", u.cache_read_tokens));
+    }
+    if u.unreported_calls > 0 {
+        text.push_str(&format!(
+            ", plus unknown: {} call(s) reported no usage",
+            u.unreported_calls
+        ));
+    }
+    text
+}
+
 /// The plan's estimate (the built-in `builtin/usage-estimator`), its budget, and the lines
 /// `plan status` shows for them (only when there is history or a budget).
 fn cost_view(
@@ -1021,20 +1036,20 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         [
             ("Decisions", extra.decisions.to_string()),
             ("Model Calls", extra.usage.calls.to_string()),
-            (
-                "Tokens",
-                format!(
-                    "{} in / {} out",
-                    extra.usage.input_tokens, extra.usage.output_tokens
-                ),
-            ),
+            ("Tokens", tokens_cell(&extra.usage)),
             (
                 "Cost",
                 extra
                     .usage
                     .cost_usd
                     .map(|c| format!("${c:.4}"))
-                    .unwrap_or_else(|| "unknown (no price configured)".into()),
+                    .unwrap_or_else(|| {
+                        if extra.usage.unreported_calls > 0 {
+                            "unknown (a provider reported no usage)".into()
+                        } else {
+                            "unknown (no price configured)".into()
+                        }
+                    }),
             ),
         ],
     ));

@@ -309,3 +309,33 @@ fn a_correction_with_its_own_budget_stops_before_a_call_that_would_pass_it() {
         .unwrap();
     assert_eq!((limit, source.as_str()), (111, "correction"));
 }
+
+#[test]
+fn a_plan_whose_provider_reports_no_usage_shows_its_tokens_and_cost_as_unknown() {
+    let server = ProviderServer::start(vec![
+        Turn::text("Wrote the notes.", (100, 10)).without_usage(),
+    ]);
+    let s = setup_with(ONE_STEP);
+    priced(&s, &server, "anthropic");
+    let (_, code, id) = use_notes(&s, "trusted");
+    assert_eq!(code, 3);
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(status["data"]["usage"]["unreported_calls"], 1, "{status:#}");
+    assert_eq!(status["data"]["usage"]["cost_usd"], Value::Null);
+    let plain = s
+        .env
+        .command(&["--format", "plain", "plan", "status", &id])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&plain.stdout);
+    assert!(
+        text.contains("plus unknown: 1 call(s) reported no usage"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unknown (a provider reported no usage)"),
+        "{text}"
+    );
+    assert!(!text.contains("$0.0000"), "{text}");
+}
