@@ -345,7 +345,9 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
 fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
     let message = e.to_string();
     match e {
-        ProviderError::BadModelName { .. } => CliError::invalid_input(message),
+        ProviderError::BadModelName { .. } | ProviderError::Invalid { .. } => {
+            CliError::invalid_input(message)
+        }
         ProviderError::MissingKey { env, .. } => {
             CliError::new("PROVIDER_AUTH", message).hint(format!("export {env}=<your key>"))
         }

@@ -714,3 +714,30 @@ fn a_registered_actor_runs_with_its_own_prompt_skills_and_limits() {
         .unwrap();
     assert_eq!(actors, ["local/reviewer", "local/reviewer"]);
 }
+
+#[test]
+fn actor_run_refuses_a_temperature_outside_the_providers_range_before_sending_anything() {
+    let server = ProviderServer::start(vec![Turn::text("never", (1, 1))]);
+    let env = env_for(&server, "anthropic");
+    let out = run(
+        &env,
+        &[
+            "--format",
+            "json",
+            "actor",
+            "run",
+            "--temperature",
+            "1.5",
+            "scripted/m",
+            "hi",
+        ],
+    );
+    let doc = json(&out);
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT", "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("temperature 1.5 is outside 0 to 1"),
+        "{message}"
+    );
+    assert!(server.requests().is_empty());
+}
