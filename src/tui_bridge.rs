@@ -81,6 +81,7 @@ pub fn approval_item(approval: &Approval) -> view::ApprovalItem {
             ApprovalKind::TransientFailure => view::ApprovalKind::TransientFailure,
             // A merge conflict is answered like an errored plan (retry or cancel).
             ApprovalKind::Errored | ApprovalKind::ErrorRecovery => view::ApprovalKind::ErroredPlan,
+            ApprovalKind::Budget => view::ApprovalKind::Budget,
         },
         summary: approval.summary.clone(),
         options: approval.options.clone(),

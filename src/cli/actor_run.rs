@@ -110,6 +110,14 @@ fn run_actor(
         Some(c) => format!("${c:.6}"),
         None => "unknown".to_string(),
     };
+    let usage_known = crate::engine::actors::accounting::usage_known(run);
+    let tokens = |n: u64| {
+        if usage_known {
+            n.to_string()
+        } else {
+            "unknown".to_string()
+        }
+    };
     let data = json!({
         "run_id": result.run_id,
         "actor": result.actor,
@@ -121,13 +129,17 @@ fn run_actor(
         "tools": result.tools,
         "tool_calls": run.tool_calls,
         "usage": result.usage,
+        "usage_known": usage_known,
         "cost_usd": result.cost_usd,
         "model_calls": run.model_calls.iter().map(|c| json!({
             "turn": c.turn,
             "attempts": c.attempts,
-            "input_tokens": c.usage.input_tokens,
-            "output_tokens": c.usage.output_tokens,
+            "input_tokens": c.usage_reported.then_some(c.usage.input_tokens),
+            "output_tokens": c.usage_reported.then_some(c.usage.output_tokens),
+            "cache_read_tokens": c.usage.cache_read_tokens,
+            "cache_write_tokens": c.usage.cache_write_tokens,
             "usage_reported": c.usage_reported,
+            "stop_reason": c.stop_reason,
             "duration_ms": c.duration_ms,
             "error": c.error.as_ref().map(|e| json!({"kind": e.0, "message": e.1})),
         })).collect::<Vec<_>>(),
@@ -158,8 +170,15 @@ fn run_actor(
         "actor run",
         &data,
         format!(
-            "{} answered in {} turn(s): {} tokens in, {} out, cost {cost}",
-            result.actor, run.turns, result.usage.input_tokens, result.usage.output_tokens
+            "{} answered in {} turn(s): {} tokens in{}, {} out, cost {cost}",
+            result.actor,
+            run.turns,
+            tokens(result.usage.input_tokens),
+            match result.usage.cache_read_tokens {
+                0 => String::new(),
+                n => format!(" ({n} from the cache)"),
+            },
+            tokens(result.usage.output_tokens)
         ),
     )
     .with(Element::List {
@@ -243,14 +262,30 @@ fn run_actor(
                 vec![
                     c.turn.to_string().into(),
                     c.attempts.to_string().into(),
-                    c.usage.input_tokens.to_string().into(),
-                    c.usage.output_tokens.to_string().into(),
+                    known(c.usage_reported, c.usage.input_tokens),
+                    known(c.usage_reported, c.usage.output_tokens),
                     c.duration_ms.to_string().into(),
                 ]
             })
             .collect(),
         empty: "No model calls.".into(),
     });
+    if !usage_known {
+        report = report.message(
+            crate::output::Level::Warn,
+            "the provider reported no token usage for some calls: their tokens and cost are unknown",
+        );
+    }
+    if run
+        .model_calls
+        .iter()
+        .any(|c| matches!(c.stop_reason.as_deref(), Some("length" | "max_tokens")))
+    {
+        report = report.message(
+            crate::output::Level::Warn,
+            "a reply was cut by the completion token limit; raise `options.max-tokens` of the actor",
+        );
+    }
     if matches!(run.stop, Stop::TurnLimit { .. } | Stop::TokenBudget { .. }) {
         report = report.message(
             crate::output::Level::Warn,
@@ -265,6 +300,15 @@ fn run_actor(
         );
     }
     Ok(report)
+}
+
+/// A token count, or `unknown` (dim) when the provider reported none.
+fn known(reported: bool, n: u64) -> Cell {
+    if reported {
+        n.to_string().into()
+    } else {
+        Cell::new("unknown", Tone::Dim)
+    }
 }
 
 /// Errors before the first model call.
@@ -301,7 +345,9 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
 fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
     let message = e.to_string();
     match e {
-        ProviderError::BadModelName { .. } => CliError::invalid_input(message),
+        ProviderError::BadModelName { .. } | ProviderError::Invalid { .. } => {
+            CliError::invalid_input(message)
+        }
         ProviderError::MissingKey { env, .. } => {
             CliError::new("PROVIDER_AUTH", message).hint(format!("export {env}=<your key>"))
         }

@@ -367,6 +367,9 @@ fn list(ctx: &Context, filter: Option<&str>) -> Result<Report, CliError> {
             for (field, v) in [
                 ("input_usd_per_mtok", price.input_usd_per_mtok),
                 ("output_usd_per_mtok", price.output_usd_per_mtok),
+                ("cache_read_usd_per_mtok", price.cache_read_usd_per_mtok),
+                ("cache_write_usd_per_mtok", price.cache_write_usd_per_mtok),
+                ("max_output_tokens", price.max_output_tokens.map(f64::from)),
             ] {
                 if v.is_some() {
                     keys.push(provider_key(vec![

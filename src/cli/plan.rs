@@ -81,6 +81,12 @@ pub struct UseArgs {
     /// Action argument NAME=VALUE (repeatable)
     #[arg(short = 'a', long = "arg", value_name = "NAME=VALUE")]
     pub args: Vec<String>,
+    /// Budget of the plan's model calls in US dollars (default: config `max-cost-usd`)
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+    /// Budget of the plan's model calls in tokens (default: config `max-tokens`)
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// Print events as JSON Lines while the plan runs, then the envelope as the last line
     #[arg(long)]
     pub stream: bool,
@@ -197,6 +203,19 @@ fn checkout_warnings(
 }
 
 fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
+    if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(CliError::invalid_input(
+            "--max-cost-usd must be a non-negative number of US dollars",
+        )
+        .hint("e.g. --max-cost-usd 0.50"));
+    }
+    let budget = {
+        let file = ctx.config().map(|c| c.file.clone()).unwrap_or_default();
+        crate::engine::actors::budget::PlanBudget {
+            max_cost_usd: a.max_cost_usd.or(file.max_cost_usd),
+            max_tokens: a.max_tokens.or(file.max_tokens),
+        }
+    };
     let mut engine = super::plan_run::engine(ctx, a.stream, "Creating plan")?;
     let providers = ctx.config()?.providers();
     let req = Request {
@@ -213,6 +232,14 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     };
     let c = plan_use::create(engine.store_mut(), &providers, &req)?;
     let plan_id = c.plan.plan_id;
+    let source = if a.max_cost_usd.is_some() || a.max_tokens.is_some() {
+        "flag"
+    } else {
+        "config"
+    };
+    engine
+        .store_mut()
+        .set_plan_budget(&plan_id, &budget, source)?;
     engine.flush(&plan_id)?;
     // What the plan will not see of the user's checkouts (uncommitted files, submodules,
     // filter drivers), said before anything runs.
@@ -560,6 +587,59 @@ fn data_hints(p: &Plan, ctx: &Context) -> Option<Vec<String>> {
     (!hints.is_empty()).then_some(hints)
 }
 
+/// `N in / M out`, with the cache's share and calls whose usage is unknown when there are any.
+fn tokens_cell(u: &crate::engine::store::model_calls::UsageRollup) -> String {
+    let mut text = format!("{} in / {} out", u.input_tokens, u.output_tokens);
+    if u.cache_read_tokens > 0 {
+        text.push_str(&format!(" ({} in from the cache)", u.cache_read_tokens));
+    }
+    if u.unreported_calls > 0 {
+        text.push_str(&format!(
+            ", plus unknown: {} call(s) reported no usage",
+            u.unreported_calls
+        ));
+    }
+    text
+}
+
+/// The plan's estimate (the built-in `builtin/usage-estimator`), its budget, and the lines
+/// `plan status` shows for them (only when there is history or a budget).
+fn cost_view(
+    store: &crate::engine::store::Store,
+    p: &Plan,
+) -> Result<
+    (
+        crate::engine::actors::estimate::Estimate,
+        crate::engine::actors::budget::PlanBudget,
+        Vec<String>,
+    ),
+    CliError,
+> {
+    use crate::engine::actors::estimate::{self, USAGE_ESTIMATOR};
+    let e = estimate::estimate(store, p)?;
+    let budget = store.plan_budget(&p.plan_id)?;
+    let mut lines = Vec::new();
+    if let Some(named) = p
+        .estimation_actor
+        .as_deref()
+        .filter(|a| *a != USAGE_ESTIMATOR)
+    {
+        lines.push(format!(
+            "estimation actor {named}: running a model estimator is not yet supported; the estimate is {USAGE_ESTIMATOR}'s"
+        ));
+    }
+    if e.history_plans > 0 {
+        lines.push(format!("Estimate ({USAGE_ESTIMATOR}): {}", e.summary));
+    }
+    if budget.is_set() {
+        lines.push(format!(
+            "Budget: {}",
+            crate::engine::lifecycle::approvals::describe_budget(&budget)
+        ));
+    }
+    Ok((e, budget, lines))
+}
+
 fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let id = store.resolve_plan_id(input)??;
@@ -653,6 +733,9 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     data["decisions"] =
         json!({"current": extra.decisions, "superseded": extra.superseded_decisions});
     data["usage"] = json!(extra.usage);
+    let (estimate, budget, cost_lines) = cost_view(&store, &p)?;
+    data["estimate"] = json!(estimate);
+    data["budget"] = json!(budget);
     data["errors"] = json!(extra.errors);
     data["recovery_hints"] = json!(ctx.recovery_hints(&p));
     data["not_yet_supported"] = json!(
@@ -693,7 +776,11 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             None => (Level::Ok, format!("Plan {ph}/{st}")),
         },
     };
-    let mut report = Report::ok("plan status", data, text).with(Element::panel(
+    let mut report = Report::ok("plan status", data, text);
+    for line in cost_lines {
+        report = report.message(Level::Info, line);
+    }
+    let mut report = report.with(Element::panel(
         "Plan Status",
         [
             ("Plan", view::id(id.to_string())),
@@ -933,20 +1020,20 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         [
             ("Decisions", extra.decisions.to_string()),
             ("Model Calls", extra.usage.calls.to_string()),
-            (
-                "Tokens",
-                format!(
-                    "{} in / {} out",
-                    extra.usage.input_tokens, extra.usage.output_tokens
-                ),
-            ),
+            ("Tokens", tokens_cell(&extra.usage)),
             (
                 "Cost",
                 extra
                     .usage
                     .cost_usd
                     .map(|c| format!("${c:.4}"))
-                    .unwrap_or_else(|| "unknown (no price configured)".into()),
+                    .unwrap_or_else(|| {
+                        if extra.usage.unreported_calls > 0 {
+                            "unknown (a provider reported no usage)".into()
+                        } else {
+                            "unknown (no price configured)".into()
+                        }
+                    }),
             ),
         ],
     ));

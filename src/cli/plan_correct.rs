@@ -61,6 +61,12 @@ pub struct CorrectArgs {
     /// With --mode append: the child plan's execution actor (default: the parent's)
     #[arg(long, value_name = "ACTOR")]
     pub execution_actor: Option<String>,
+    /// Budget of this correction's model calls in US dollars, on top of what the plan spent
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+    /// Budget of this correction's model calls in tokens, on top of what the plan spent
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// Decision id or unique prefix (the plan is found from it)
     pub decision: String,
 }
@@ -513,6 +519,36 @@ fn impact_elements(report: Report, imp: &Impact, store: &Store) -> Report {
         ))
 }
 
+/// A correction's own budget (`--max-cost-usd`, `--max-tokens`): the plan's budget becomes
+/// what it has spent plus these, so the correction and the re-run it drives may spend that
+/// much more (and stop with a `budget` approval before passing it).
+fn correction_budget(
+    engine: &mut crate::engine::lifecycle::Engine,
+    plan_id: &Id,
+    a: &CorrectArgs,
+) -> Result<(), CliError> {
+    if a.max_cost_usd.is_none() && a.max_tokens.is_none() {
+        return Ok(());
+    }
+    if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(CliError::invalid_input(
+            "--max-cost-usd must be a non-negative number of US dollars",
+        ));
+    }
+    let spent = engine.store().usage_for_plan(plan_id)?;
+    let old = engine.store().plan_budget(plan_id)?;
+    let budget = old.raised(crate::engine::actors::budget::PlanBudget {
+        max_cost_usd: a.max_cost_usd.map(|c| spent.priced_cost_usd + c),
+        max_tokens: a
+            .max_tokens
+            .map(|t| spent.input_tokens + spent.output_tokens + t),
+    });
+    engine
+        .store_mut()
+        .set_plan_budget(plan_id, &budget, "correction")?;
+    Ok(())
+}
+
 /// `agents plan correct --mode revert|append -g TEXT [--dry-run] [--yes] DECISION`.
 ///
 /// # Errors
@@ -543,13 +579,27 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         let refusal = revert::check_revertable(&plan, &d)
             .err()
             .map(|e| e.to_string());
+        let rerun =
+            crate::engine::actors::estimate::rerun_cost(&store, &d.plan_id, &imp.steps_rerun)?;
+        let mut affected = affected_json(&imp);
+        affected["estimated_tokens"] = json!(rerun.tokens);
+        affected["estimated_cost_usd"] = json!(rerun.cost_usd);
+        let cost_line = format!(
+            "{} step(s) re-run, est. {} tokens / {}; {} step(s) replayed at no cost (from the re-run steps' recorded usage)",
+            imp.steps_rerun.len(),
+            rerun.tokens,
+            rerun
+                .cost_usd
+                .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.4}")),
+            imp.steps_replayed.len()
+        );
         let data = json!({
             "decision_id": d.decision_id,
             "plan_id": d.plan_id,
             "mode": "revert",
             "dry_run": true,
             "guidance": a.guidance,
-            "affected": affected_json(&imp),
+            "affected": affected,
             "refused": refusal,
         });
         let mut report = Report::ok(
@@ -562,6 +612,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
                 imp.steps_replayed.len()
             ),
         )
+        .message(Level::Info, cost_line)
         .with(Element::panel(
             "Correction Preview",
             [
@@ -604,6 +655,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         )),
     )?;
     let mut engine = super::plan_run::engine(ctx, false, "Correcting")?;
+    correction_budget(&mut engine, &d.plan_id, a)?;
     let r = revert::revert(&mut engine, &d.decision_id, &a.guidance)?;
     let Some(driven) = r.driven.clone() else {
         return Err(CliError::new(

@@ -76,12 +76,18 @@ pub struct DecideArgs {
         long,
         value_name = "N|NAME",
         conflicts_with = "guidance",
-        required_unless_present = "guidance"
+        required_unless_present_any = ["guidance", "max_cost_usd", "max_tokens"]
     )]
     pub option: Option<String>,
     /// Answer with guidance instead of an option
     #[arg(long, value_name = "TEXT")]
     pub guidance: Option<String>,
+    /// Answer a budget approval with a higher cost limit, in US dollars
+    #[arg(long, value_name = "USD", conflicts_with_all = ["option", "guidance"])]
+    pub max_cost_usd: Option<f64>,
+    /// Answer a budget approval with a higher token limit
+    #[arg(long, value_name = "N", conflicts_with_all = ["option", "guidance"])]
+    pub max_tokens: Option<u64>,
     /// Print events as JSON Lines, then the envelope as the last line
     #[arg(long)]
     pub stream: bool,
@@ -188,6 +194,16 @@ fn approval_data(ctx: &Context, a: &Approval) -> Value {
     })
 }
 
+/// The plan's pending `budget` approval, if any.
+fn pending_budget(ctx: &Context, plan_id: &crate::engine::domain::Id) -> Option<Approval> {
+    ctx.store()
+        .ok()?
+        .pending_approvals(Some(plan_id))
+        .ok()?
+        .into_iter()
+        .find(|a| a.kind == crate::engine::domain::approval::ApprovalKind::Budget)
+}
+
 /// Turns the result of driving into the command's report or its exit-3 / error result.
 ///
 /// # Errors
@@ -267,6 +283,16 @@ pub(crate) fn driven_report(
                 approvals[0].summary
             ),
         )),
+        // A budget stop waits for a human to raise the limit: exit 3, like a decision.
+        Stopped::Errored { code, message }
+            if code == "BUDGET_EXCEEDED"
+                && let Some(budget) = pending_budget(ctx, &p.plan_id) =>
+        {
+            Err(needs(
+                std::slice::from_ref(&budget),
+                format!("plan {id} waits for a higher budget: {message}"),
+            ))
+        }
         Stopped::Errored { code, message } => {
             Err(crate::engine::lifecycle::report::recovery_hints(p)
                 .into_iter()
@@ -586,6 +612,7 @@ fn answer_report(
             crate::engine::domain::approval::ApprovalKind::Errored
                 | crate::engine::domain::approval::ApprovalKind::TransientFailure
                 | crate::engine::domain::approval::ApprovalKind::ErrorRecovery
+                | crate::engine::domain::approval::ApprovalKind::Budget
         );
         let op = if retry { Op::Execute } else { Op::Continue };
         let driven = driver::drive(&mut engine, &plan_id, op);
@@ -686,6 +713,24 @@ fn next_after(
 /// Unknown or resolved approvals, options out of range, see [`driven_report`].
 pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
     let engine = engine(ctx, a.stream, "Answering approval")?;
+    if a.max_cost_usd.is_some() || a.max_tokens.is_some() {
+        if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+            return Err(CliError::invalid_input(
+                "--max-cost-usd must be a non-negative number of US dollars",
+            ));
+        }
+        let budget = crate::engine::actors::budget::PlanBudget {
+            max_cost_usd: a.max_cost_usd,
+            max_tokens: a.max_tokens,
+        };
+        return answer_report(
+            ctx,
+            "plan decide",
+            engine,
+            &a.approval,
+            Answer::Budget(budget),
+        );
+    }
     let answer = match (&a.option, &a.guidance) {
         (Some(text), _) => match text.trim().parse::<usize>() {
             Ok(n) => Answer::Option(n),

@@ -158,6 +158,8 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
             estimation_actor: None,
             invariant_actor: None,
             args: Vec::new(),
+            max_cost_usd: None,
+            max_tokens: None,
             stream: false,
             action: action.clone(),
             projects: vec![project.clone()],

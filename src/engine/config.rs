@@ -91,6 +91,57 @@ pub struct ModelPrice {
     pub input_usd_per_mtok: Option<f64>,
     /// USD per million output (completion) tokens.
     pub output_usd_per_mtok: Option<f64>,
+    /// USD per million input tokens read from the prompt cache. Unset: a tenth of the input
+    /// price for `anthropic` providers (the vendor's fixed multiplier), the input price for
+    /// `openai` ones (an upper bound; the discount differs per model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_usd_per_mtok: Option<f64>,
+    /// USD per million input tokens written to the prompt cache. Unset: 1.25 times the input
+    /// price for `anthropic` providers, the input price for `openai` ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_usd_per_mtok: Option<f64>,
+    /// The model's largest completion, in tokens: caps the default `max_tokens` sent to
+    /// Anthropic (overrides the built-in table in `providers::anthropic`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Which request field carries the completion token cap on the OpenAI-compatible wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    /// `max_completion_tokens`: OpenAI's current field (o-series and gpt-5 reject
+    /// `max_tokens`).
+    MaxCompletionTokens,
+    /// `max_tokens`: the older field most compatible servers (Ollama, llama.cpp, vLLM) read.
+    MaxTokens,
+}
+
+impl MaxTokensField {
+    /// The field's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::MaxTokens => "max_tokens",
+        }
+    }
+
+    /// The default for a base URL: `max_completion_tokens` for OpenAI itself
+    /// (`api.openai.com`), `max_tokens` for every other server.
+    pub fn default_for(base_url: &str) -> Self {
+        let host = base_url
+            .split("://")
+            .nth(1)
+            .unwrap_or(base_url)
+            .split(['/', ':'])
+            .next()
+            .unwrap_or("");
+        if host.eq_ignore_ascii_case("api.openai.com") {
+            MaxTokensField::MaxCompletionTokens
+        } else {
+            MaxTokensField::MaxTokens
+        }
+    }
 }
 
 /// One `[providers.NAME]` table as written in the file (every field optional so that built-in
@@ -111,6 +162,20 @@ pub struct ProviderTable {
     pub timeout_secs: Option<u64>,
     /// Maximum number of attempts for transient failures, in total.
     pub max_retries: Option<u32>,
+    /// The field carrying the completion cap on the OpenAI-compatible wire
+    /// (`max_completion_tokens` or `max_tokens`); default by base URL, see
+    /// [`MaxTokensField::default_for`].
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// Deadline of one model call, retries included, in seconds (default
+    /// [`DEFAULT_CALL_DEADLINE_SECS`]).
+    pub call_deadline_secs: Option<u64>,
+    /// Deadline of one actor run (one step of a plan), in seconds (default
+    /// [`DEFAULT_STEP_DEADLINE_SECS`]).
+    pub step_deadline_secs: Option<u64>,
+    /// Requests per minute this client sends at most; further calls wait their turn.
+    pub requests_per_minute: Option<u32>,
+    /// Tokens (input plus output) per minute this client uses at most; further calls wait.
+    pub tokens_per_minute: Option<u64>,
     /// Prices per model name.
     #[serde(default)]
     pub models: BTreeMap<String, ModelPrice>,
@@ -132,6 +197,10 @@ pub struct ConfigFile {
     pub sandbox_retention_days: Option<u32>,
     /// How many children of one parallel spawn group run at once.
     pub max_parallel_children: Option<u32>,
+    /// Default budget of a new plan's model calls, in US dollars.
+    pub max_cost_usd: Option<f64>,
+    /// Default budget of a new plan's model calls, in tokens.
+    pub max_tokens: Option<u64>,
     /// Provider tables by name.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
@@ -154,14 +223,57 @@ pub struct Provider {
     pub timeout_secs: u64,
     /// Maximum attempts for transient failures (default 3).
     pub max_retries: u32,
+    /// The completion cap's field on the OpenAI-compatible wire; `None` picks by base URL
+    /// ([`MaxTokensField::default_for`]).
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// Deadline of one model call, retries included, in seconds.
+    pub call_deadline_secs: u64,
+    /// Deadline of one actor run (a plan step), in seconds.
+    pub step_deadline_secs: u64,
+    /// Requests per minute, if limited.
+    pub requests_per_minute: Option<u32>,
+    /// Tokens per minute, if limited.
+    pub tokens_per_minute: Option<u64>,
     /// Prices per model.
     pub models: BTreeMap<String, ModelPrice>,
     /// Whether the provider is built in (`openai`, `anthropic`).
     pub builtin: bool,
 }
 
+impl Provider {
+    /// A provider with every optional setting at its default.
+    pub fn new(name: &str, kind: ProviderKind, base_url: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            kind,
+            base_url: base_url.to_string(),
+            api_key_env: None,
+            headers: BTreeMap::new(),
+            timeout_secs: DEFAULT_TIMEOUT_SECS,
+            max_retries: DEFAULT_MAX_RETRIES,
+            max_tokens_field: None,
+            call_deadline_secs: DEFAULT_CALL_DEADLINE_SECS,
+            step_deadline_secs: DEFAULT_STEP_DEADLINE_SECS,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            models: BTreeMap::new(),
+            builtin: false,
+        }
+    }
+
+    /// The field carrying the completion cap on the OpenAI-compatible wire.
+    pub fn max_tokens_field(&self) -> MaxTokensField {
+        self.max_tokens_field
+            .unwrap_or_else(|| MaxTokensField::default_for(&self.base_url))
+    }
+}
+
 /// Default read timeout for provider requests, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// Default deadline of one model call, retries included, in seconds (10 minutes).
+pub const DEFAULT_CALL_DEADLINE_SECS: u64 = 600;
+/// Default deadline of one actor run (one plan step), in seconds (1 hour).
+pub const DEFAULT_STEP_DEADLINE_SECS: u64 = 3600;
 /// Default maximum attempts for transient provider failures.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
 
@@ -303,15 +415,9 @@ impl Config {
             out.insert(
                 name.to_string(),
                 Provider {
-                    name: name.to_string(),
-                    kind,
-                    base_url: url.to_string(),
                     api_key_env: Some(env.to_string()),
-                    headers: BTreeMap::new(),
-                    timeout_secs: DEFAULT_TIMEOUT_SECS,
-                    max_retries: DEFAULT_MAX_RETRIES,
-                    models: BTreeMap::new(),
                     builtin: true,
+                    ..Provider::new(name, kind, url)
                 },
             );
         }
@@ -326,17 +432,9 @@ impl Config {
                 merge(entry, table);
                 continue;
             };
-            let entry = out.entry(name.clone()).or_insert_with(|| Provider {
-                name: name.clone(),
-                kind,
-                base_url,
-                api_key_env: None,
-                headers: BTreeMap::new(),
-                timeout_secs: DEFAULT_TIMEOUT_SECS,
-                max_retries: DEFAULT_MAX_RETRIES,
-                models: BTreeMap::new(),
-                builtin: false,
-            });
+            let entry = out
+                .entry(name.clone())
+                .or_insert_with(|| Provider::new(name, kind, &base_url));
             merge(entry, table);
         }
         out.into_values().collect()
@@ -392,6 +490,21 @@ fn merge(entry: &mut Provider, table: &ProviderTable) {
     if let Some(r) = table.max_retries {
         entry.max_retries = r;
     }
+    if table.max_tokens_field.is_some() {
+        entry.max_tokens_field = table.max_tokens_field;
+    }
+    if let Some(d) = table.call_deadline_secs {
+        entry.call_deadline_secs = d;
+    }
+    if let Some(d) = table.step_deadline_secs {
+        entry.step_deadline_secs = d;
+    }
+    if table.requests_per_minute.is_some() {
+        entry.requests_per_minute = table.requests_per_minute;
+    }
+    if table.tokens_per_minute.is_some() {
+        entry.tokens_per_minute = table.tokens_per_minute;
+    }
     entry.models.extend(table.models.clone());
 }
 
@@ -411,7 +524,7 @@ pub struct KeySpec {
 }
 
 /// Every top-level key, in display order.
-pub const KEYS: [KeySpec; 6] = [
+pub const KEYS: [KeySpec; 8] = [
     KeySpec {
         name: "automation-profile",
         description: "automation profile for new plans (built-in name or namespaced custom profile)",
@@ -454,17 +567,45 @@ pub const KEYS: [KeySpec; 6] = [
         flag: None,
         default: Some("2"),
     },
+    KeySpec {
+        name: "max-cost-usd",
+        description: "default budget of a new plan's model calls, in US dollars (plan use --max-cost-usd)",
+        env: None,
+        flag: None,
+        default: None,
+    },
+    KeySpec {
+        name: "max-tokens",
+        description: "default budget of a new plan's model calls, in tokens (plan use --max-tokens)",
+        env: None,
+        flag: None,
+        default: None,
+    },
 ];
 
 /// Fields of a `[providers.NAME]` table that `config set` accepts.
-pub const PROVIDER_FIELDS: [&str; 7] = [
+pub const PROVIDER_FIELDS: [&str; 12] = [
     "kind",
     "base_url",
     "api_key_env",
     "headers",
     "timeout_secs",
     "max_retries",
+    "max_tokens_field",
+    "call_deadline_secs",
+    "step_deadline_secs",
+    "requests_per_minute",
+    "tokens_per_minute",
     "models",
+];
+
+/// Fields of a `[providers.NAME.models."MODEL"]` table that `config set` accepts.
+pub const MODEL_FIELDS: [&str; 5] = [
+    "input_usd_per_mtok",
+    "output_usd_per_mtok",
+    "cache_read_usd_per_mtok",
+    "cache_write_usd_per_mtok",
+    "max_output_tokens",
 ];
 
 /// A parsed configuration key path.
@@ -524,11 +665,10 @@ impl KeyPath {
                 })?;
                 let ok = match (field.as_str(), rest.len()) {
                     ("headers", 1) => is_header_name(&rest[0]),
-                    ("models", 2) => matches!(
-                        rest[1].as_str(),
-                        "input_usd_per_mtok" | "output_usd_per_mtok"
-                    ),
-                    (f, 0) => PROVIDER_FIELDS[..6].contains(&f) && f != "headers",
+                    ("models", 2) => MODEL_FIELDS.contains(&rest[1].as_str()),
+                    (f, 0) => {
+                        PROVIDER_FIELDS[..PROVIDER_FIELDS.len() - 1].contains(&f) && f != "headers"
+                    }
                     _ => false,
                 };
                 if ok {
@@ -545,7 +685,7 @@ impl KeyPath {
                         // `models.gpt-4.1.input_usd_per_mtok` splits the model name at its dots.
                         let price = rest
                             .last()
-                            .filter(|p| p.ends_with("_usd_per_mtok"))
+                            .filter(|p| MODEL_FIELDS.contains(&p.as_str()))
                             .cloned();
                         let model_parts = if price.is_some() {
                             &rest[..rest.len() - 1]
@@ -631,6 +771,14 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
             Ok(n) if (1..=64).contains(&n) => Ok(n.into()),
             _ => Err(invalid("a whole number from 1 to 64")),
         },
+        KeyPath::Top(spec) if spec.name == "max-cost-usd" => match value.parse::<f64>() {
+            Ok(n) if n.is_finite() && n >= 0.0 => Ok(n.into()),
+            _ => Err(invalid("a non-negative number of US dollars")),
+        },
+        KeyPath::Top(spec) if spec.name == "max-tokens" => match value.parse::<i64>() {
+            Ok(n) if n >= 1 => Ok(n.into()),
+            _ => Err(invalid("a whole number of tokens of at least 1")),
+        },
         KeyPath::Top(spec) => {
             check_top_value(spec.name, value).map_err(|e| invalid(&e))?;
             Ok(value.into())
@@ -681,6 +829,24 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
                     Ok(n) if (0..=20).contains(&n) => Ok(n.into()),
                     _ => Err(invalid("a whole number from 0 to 20")),
                 },
+                "max_tokens_field" => match value {
+                    "max_tokens" | "max_completion_tokens" => Ok(value.into()),
+                    _ => Err(invalid("one of: max_completion_tokens, max_tokens")),
+                },
+                "call_deadline_secs" | "step_deadline_secs" => match value.parse::<i64>() {
+                    Ok(n) if (1..=86_400).contains(&n) => Ok(n.into()),
+                    _ => Err(invalid("a whole number of seconds from 1 to 86400")),
+                },
+                "requests_per_minute" | "tokens_per_minute" => match value.parse::<i64>() {
+                    Ok(n) if n >= 1 => Ok(n.into()),
+                    _ => Err(invalid("a whole number of at least 1")),
+                },
+                "models" if rest.get(2).map(String::as_str) == Some("max_output_tokens") => {
+                    match value.parse::<i64>() {
+                        Ok(n) if (1..=i64::from(u32::MAX)).contains(&n) => Ok(n.into()),
+                        _ => Err(invalid("a whole number of tokens of at least 1")),
+                    }
+                }
                 "models" => match value.parse::<f64>() {
                     Ok(n) if n.is_finite() && n >= 0.0 => Ok(n.into()),
                     _ => Err(invalid(
@@ -990,6 +1156,8 @@ fn provider_default(provider: &str, field: &str) -> Option<String> {
         ("api_key_env", Some((_, _, _, env))) => Some((*env).to_string()),
         ("timeout_secs", _) => Some(DEFAULT_TIMEOUT_SECS.to_string()),
         ("max_retries", _) => Some(DEFAULT_MAX_RETRIES.to_string()),
+        ("call_deadline_secs", _) => Some(DEFAULT_CALL_DEADLINE_SECS.to_string()),
+        ("step_deadline_secs", _) => Some(DEFAULT_STEP_DEADLINE_SECS.to_string()),
         _ => None,
     }
 }
@@ -1004,6 +1172,8 @@ fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
             "log-level" => file.log_level.clone(),
             "sandbox-retention-days" => file.sandbox_retention_days.map(|d| d.to_string()),
             "max-parallel-children" => file.max_parallel_children.map(|d| d.to_string()),
+            "max-cost-usd" => file.max_cost_usd.map(|d| d.to_string()),
+            "max-tokens" => file.max_tokens.map(|d| d.to_string()),
             _ => None,
         },
         KeyPath::Provider { provider, rest } => {
@@ -1014,11 +1184,23 @@ fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
                 ("api_key_env", ..) => table.api_key_env.clone(),
                 ("timeout_secs", ..) => table.timeout_secs.map(|v| v.to_string()),
                 ("max_retries", ..) => table.max_retries.map(|v| v.to_string()),
+                ("max_tokens_field", ..) => table.max_tokens_field.map(|f| f.as_str().into()),
+                ("call_deadline_secs", ..) => table.call_deadline_secs.map(|v| v.to_string()),
+                ("step_deadline_secs", ..) => table.step_deadline_secs.map(|v| v.to_string()),
+                ("requests_per_minute", ..) => table.requests_per_minute.map(|v| v.to_string()),
+                ("tokens_per_minute", ..) => table.tokens_per_minute.map(|v| v.to_string()),
                 ("headers", Some(h), _) => table.headers.get(h).cloned(),
                 ("models", Some(m), Some(field)) => {
                     let price = table.models.get(m)?;
                     match field.as_str() {
                         "input_usd_per_mtok" => price.input_usd_per_mtok.map(|v| v.to_string()),
+                        "cache_read_usd_per_mtok" => {
+                            price.cache_read_usd_per_mtok.map(|v| v.to_string())
+                        }
+                        "cache_write_usd_per_mtok" => {
+                            price.cache_write_usd_per_mtok.map(|v| v.to_string())
+                        }
+                        "max_output_tokens" => price.max_output_tokens.map(|v| v.to_string()),
                         _ => price.output_usd_per_mtok.map(|v| v.to_string()),
                     }
                 }

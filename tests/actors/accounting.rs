@@ -25,6 +25,7 @@ fn a_runs_usage_is_recorded_with_cost_and_rolled_up_per_plan_and_decision() {
         ModelPrice {
             input_usd_per_mtok: Some(1.0),
             output_usd_per_mtok: Some(4.0),
+            ..ModelPrice::default()
         },
     );
     let client = client(p.clone(), fast());

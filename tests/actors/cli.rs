@@ -697,7 +697,10 @@ fn a_registered_actor_runs_with_its_own_prompt_skills_and_limits() {
         "{tools:?}"
     );
     let first = &server.requests()[0].body;
-    assert_eq!(first["system"], "You are local/reviewer; you only read.");
+    assert_eq!(
+        first["system"][0]["text"],
+        "You are local/reviewer; you only read."
+    );
     assert_eq!(first["max_tokens"], 321);
     assert_eq!(first["temperature"], 0.3);
     assert_eq!(server.requests().len(), 2, "max-turns 2 stopped the run");
@@ -710,4 +713,31 @@ fn a_registered_actor_runs_with_its_own_prompt_skills_and_limits() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(actors, ["local/reviewer", "local/reviewer"]);
+}
+
+#[test]
+fn actor_run_refuses_a_temperature_outside_the_providers_range_before_sending_anything() {
+    let server = ProviderServer::start(vec![Turn::text("never", (1, 1))]);
+    let env = env_for(&server, "anthropic");
+    let out = run(
+        &env,
+        &[
+            "--format",
+            "json",
+            "actor",
+            "run",
+            "--temperature",
+            "1.5",
+            "scripted/m",
+            "hi",
+        ],
+    );
+    let doc = json(&out);
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT", "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("temperature 1.5 is outside 0 to 1"),
+        "{message}"
+    );
+    assert!(server.requests().is_empty());
 }

@@ -2,9 +2,12 @@
 //! file tools in temp directories.
 
 mod accounting;
+mod bounded;
+mod caching;
 mod cli;
 mod edits;
 mod failures;
+mod fidelity;
 mod tool_outcomes;
 
 use std::sync::{Arc, Mutex};
@@ -30,19 +33,15 @@ pub const MODES: [(ProviderKind, bool); 4] = [
 
 /// A provider of `kind` pointing at `server`.
 pub fn provider(server: &ProviderServer, kind: ProviderKind) -> Provider {
+    let base_url = match kind {
+        ProviderKind::Openai => server.openai_base(),
+        ProviderKind::Anthropic => server.anthropic_base(),
+    };
     Provider {
-        name: "scripted".into(),
-        kind,
-        base_url: match kind {
-            ProviderKind::Openai => server.openai_base(),
-            ProviderKind::Anthropic => server.anthropic_base(),
-        },
         api_key_env: Some("SCRIPTED_API_KEY".into()),
-        headers: Default::default(),
         timeout_secs: 10,
         max_retries: 3,
-        models: Default::default(),
-        builtin: false,
+        ..Provider::new("scripted", kind, &base_url)
     }
 }
 

@@ -176,6 +176,8 @@ fn a_model_looping_past_the_turn_limit_stops_with_every_finished_call_applied() 
         Limits {
             max_turns: 3,
             token_budget: None,
+            deadline: None,
+            budget: None,
         },
         &CancellationToken::new(),
     );
@@ -209,6 +211,8 @@ fn the_token_budget_stops_the_run_before_the_next_model_call() {
         Limits {
             max_turns: 40,
             token_budget: Some(150),
+            deadline: None,
+            budget: None,
         },
         &CancellationToken::new(),
     );

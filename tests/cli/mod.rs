@@ -1,6 +1,7 @@
 //! The real binary, driven as a user or a script would.
 
 mod bad_inputs;
+mod budgets;
 mod children;
 mod config;
 mod correction;

@@ -3,8 +3,10 @@
 //! streaming (SSE) and not, as each request asks.
 //!
 //! Each request consumes the next [`Turn`] of the script, whichever endpoint it hits: a reply
-//! (text, tool calls, usage), an HTTP error (429 with `retry-after`, 500, 401 echoing the key
-//! like real providers do), a connection dropped mid-body, malformed JSON, or a stall. Every
+//! (text, tool calls, usage; or no usage, cached tokens, a reply cut by the token limit), an
+//! HTTP error (429 with `retry-after`, 500, 401 echoing the key like real providers do), a
+//! connection dropped mid-body, malformed JSON, a stall, a stream that drips keep-alives or
+//! tokens for ever, or one huge event. Every
 //! request is recorded (path, headers, JSON body, time) for assertions. The server runs on
 //! its own thread and runtime, so sync tests (driving the real binary) and async tests can
 //! both use it; it stops when dropped.
@@ -47,6 +49,22 @@ pub enum Turn {
         calls: Vec<ScriptedCall>,
         /// (input, output) tokens reported.
         usage: (u64, u64),
+        /// Details beyond text, calls and usage.
+        extra: ReplyExtra,
+    },
+    /// A 200 stream that sends `: keep-alive` comments (or, with `tokens`, one text token)
+    /// every `every`, for ever.
+    Drip {
+        /// Time between pieces.
+        every: std::time::Duration,
+        /// Tokens instead of comments.
+        tokens: bool,
+    },
+    /// A reply whose text is `bytes` bytes long: one SSE event when streaming (sent in
+    /// 16 KiB chunks), one JSON body otherwise.
+    Huge {
+        /// The text's length.
+        bytes: usize,
     },
     /// An HTTP error with the wire format's error body.
     Status {
@@ -69,6 +87,17 @@ pub enum Turn {
     Stall,
 }
 
+/// What a scripted reply reports besides its text and calls.
+#[derive(Debug, Clone, Default)]
+pub struct ReplyExtra {
+    /// Report no usage at all.
+    pub no_usage: bool,
+    /// (read, written) input tokens of the prompt cache, part of the input tokens.
+    pub cached: (u64, u64),
+    /// The reply was cut by the token limit (`length` / `max_tokens`).
+    pub cut: bool,
+}
+
 impl Turn {
     /// A text-only reply.
     pub fn text(text: &str, usage: (u64, u64)) -> Self {
@@ -76,7 +105,30 @@ impl Turn {
             text: text.into(),
             calls: vec![],
             usage,
+            extra: ReplyExtra::default(),
         }
+    }
+
+    /// This reply, reporting no usage.
+    pub fn without_usage(self) -> Self {
+        self.extra(|e| e.no_usage = true)
+    }
+
+    /// This reply, with `read` input tokens read from and `written` written to the cache.
+    pub fn cached(self, read: u64, written: u64) -> Self {
+        self.extra(|e| e.cached = (read, written))
+    }
+
+    /// This reply, cut by the completion token limit.
+    pub fn cut(self) -> Self {
+        self.extra(|e| e.cut = true)
+    }
+
+    fn extra(mut self, f: impl FnOnce(&mut ReplyExtra)) -> Self {
+        if let Turn::Reply { extra, .. } = &mut self {
+            f(extra);
+        }
+        self
     }
 
     /// A reply with optional text and tool calls `(name, arguments JSON text)`; ids are
@@ -94,6 +146,7 @@ impl Turn {
                 })
                 .collect(),
             usage,
+            extra: ReplyExtra::default(),
         }
     }
 
@@ -275,20 +328,60 @@ async fn handle(
         );
     };
     match turn {
-        Turn::Reply { text, calls, usage } => {
+        Turn::Reply {
+            text,
+            calls,
+            usage,
+            extra,
+        } => {
+            let r = Scripted {
+                model: &model,
+                text: &text,
+                calls: &calls,
+                usage,
+                extra: &extra,
+            };
             if stream {
                 match wire {
-                    Wire::OpenAi => sse(openai_chunks(&model, &text, &calls, usage, include_usage)),
-                    Wire::Anthropic => sse(anthropic_events(&model, &text, &calls, usage)),
+                    Wire::OpenAi => sse(openai_chunks(&r, include_usage)),
+                    Wire::Anthropic => sse(anthropic_events(&r)),
                 }
             } else {
                 let v = match wire {
-                    Wire::OpenAi => openai_message(&model, &text, &calls, usage),
-                    Wire::Anthropic => anthropic_message(&model, &text, &calls, usage),
+                    Wire::OpenAi => openai_message(&r),
+                    Wire::Anthropic => anthropic_message(&r),
                 };
                 (StatusCode::OK, axum::Json(v)).into_response()
             }
         }
+        Turn::Drip { every, tokens } => {
+            let piece: &'static str = match (tokens, wire) {
+                (false, _) => ": keep-alive\n\n",
+                (true, Wire::OpenAi) => "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+                (true, Wire::Anthropic) => {
+                    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"
+                }
+            };
+            let head: &'static str = match wire {
+                Wire::OpenAi => "",
+                Wire::Anthropic => {
+                    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+                }
+            };
+            let first = stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(head)) });
+            let drip = stream::unfold((), move |()| async move {
+                tokio::time::sleep(every).await;
+                Some((Ok::<_, std::io::Error>(Bytes::from(piece)), ()))
+            });
+            Response::builder()
+                .status(200)
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(futures_util::StreamExt::chain(
+                    first, drip,
+                )))
+                .unwrap()
+        }
+        Turn::Huge { bytes } => huge(wire, stream, &model, bytes),
         Turn::Status {
             status,
             retry_after,
@@ -391,30 +484,72 @@ fn pieces(s: &str, n: usize) -> Vec<String> {
     chars.chunks(n).map(|c| c.iter().collect()).collect()
 }
 
-fn openai_message(model: &str, text: &str, calls: &[ScriptedCall], usage: (u64, u64)) -> Value {
-    let mut message = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-    if !calls.is_empty() {
-        message["tool_calls"] = calls
+/// A scripted reply being rendered.
+struct Scripted<'a> {
+    model: &'a str,
+    text: &'a str,
+    calls: &'a [ScriptedCall],
+    usage: (u64, u64),
+    extra: &'a ReplyExtra,
+}
+
+impl Scripted<'_> {
+    fn openai_finish(&self) -> &'static str {
+        match (self.extra.cut, self.calls.is_empty()) {
+            (true, _) => "length",
+            (false, true) => "stop",
+            (false, false) => "tool_calls",
+        }
+    }
+
+    fn anthropic_stop(&self) -> &'static str {
+        match (self.extra.cut, self.calls.is_empty()) {
+            (true, _) => "max_tokens",
+            (false, true) => "end_turn",
+            (false, false) => "tool_use",
+        }
+    }
+
+    fn openai_usage(&self) -> Value {
+        let (i, o) = self.usage;
+        let mut u = json!({"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o});
+        if self.extra.cached.0 > 0 {
+            u["prompt_tokens_details"] = json!({"cached_tokens": self.extra.cached.0});
+        }
+        u
+    }
+
+    /// Anthropic counts input outside the cache in `input_tokens`.
+    fn anthropic_usage(&self, output: u64) -> Value {
+        let (read, write) = self.extra.cached;
+        json!({"input_tokens": self.usage.0.saturating_sub(read + write), "output_tokens": output,
+               "cache_read_input_tokens": read, "cache_creation_input_tokens": write})
+    }
+}
+
+fn openai_message(r: &Scripted<'_>) -> Value {
+    let mut message = json!({"role": "assistant", "content": if r.text.is_empty() { Value::Null } else { json!(r.text) }});
+    if !r.calls.is_empty() {
+        message["tool_calls"] = r
+            .calls
             .iter()
             .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
             .collect();
     }
-    json!({
+    let mut v = json!({
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
-        "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1},
-    })
+        "model": r.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": r.openai_finish()}],
+    });
+    if !r.extra.no_usage {
+        v["usage"] = r.openai_usage();
+    }
+    v
 }
 
-fn openai_chunks(
-    model: &str,
-    text: &str,
-    calls: &[ScriptedCall],
-    usage: (u64, u64),
-    include_usage: bool,
-) -> Vec<Result<Event, Infallible>> {
+fn openai_chunks(r: &Scripted<'_>, include_usage: bool) -> Vec<Result<Event, Infallible>> {
+    let model = r.model;
     let chunk = |delta: Value, finish: Value| {
         json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "model": model,
                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
@@ -423,10 +558,10 @@ fn openai_chunks(
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
-    for p in pieces(text, 4) {
+    for p in pieces(r.text, 4) {
         out.push(chunk(json!({"content": p}), Value::Null));
     }
-    for (i, c) in calls.iter().enumerate() {
+    for (i, c) in r.calls.iter().enumerate() {
         out.push(chunk(
             json!({"tool_calls": [{"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": ""}}]}),
             Value::Null,
@@ -438,17 +573,10 @@ fn openai_chunks(
             ));
         }
     }
-    out.push(chunk(
-        json!({}),
-        json!(if calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        }),
-    ));
-    if include_usage {
+    out.push(chunk(json!({}), json!(r.openai_finish())));
+    if include_usage && !r.extra.no_usage {
         out.push(json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "model": model, "choices": [],
-            "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1}}));
+            "usage": r.openai_usage()}));
     }
     let mut events: Vec<Result<Event, Infallible>> = out
         .into_iter()
@@ -462,37 +590,36 @@ fn anthropic_input(arguments: &str) -> Value {
     serde_json::from_str(arguments).unwrap_or_else(|_| json!(arguments))
 }
 
-fn anthropic_message(model: &str, text: &str, calls: &[ScriptedCall], usage: (u64, u64)) -> Value {
+fn anthropic_message(r: &Scripted<'_>) -> Value {
     let mut content = Vec::new();
-    if !text.is_empty() {
-        content.push(json!({"type": "text", "text": text}));
+    if !r.text.is_empty() {
+        content.push(json!({"type": "text", "text": r.text}));
     }
-    for c in calls {
+    for c in r.calls {
         content.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": anthropic_input(&c.arguments)}));
     }
-    json!({
-        "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+    let mut v = json!({
+        "id": "msg_scripted", "type": "message", "role": "assistant", "model": r.model,
         "content": content,
-        "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
-        "usage": {"input_tokens": usage.0, "output_tokens": usage.1},
-    })
+        "stop_reason": r.anthropic_stop(),
+    });
+    if !r.extra.no_usage {
+        v["usage"] = r.anthropic_usage(r.usage.1);
+    }
+    v
 }
 
-fn anthropic_events(
-    model: &str,
-    text: &str,
-    calls: &[ScriptedCall],
-    usage: (u64, u64),
-) -> Vec<Result<Event, Infallible>> {
-    let mut out: Vec<(&str, Value)> = vec![(
-        "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_scripted", "type": "message", "role": "assistant",
-            "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": usage.0, "output_tokens": 1}}}),
-    )];
+fn anthropic_events(r: &Scripted<'_>) -> Vec<Result<Event, Infallible>> {
+    let mut start = json!({"type": "message_start", "message": {"id": "msg_scripted", "type": "message", "role": "assistant",
+        "model": r.model, "content": [], "stop_reason": null}});
+    if !r.extra.no_usage {
+        start["message"]["usage"] = r.anthropic_usage(1);
+    }
+    let mut out: Vec<(&str, Value)> = vec![("message_start", start)];
     let mut index = 0;
-    if !text.is_empty() {
+    if !r.text.is_empty() {
         out.push(("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})));
-        for p in pieces(text, 4) {
+        for p in pieces(r.text, 4) {
             out.push(("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}})));
         }
         out.push((
@@ -502,7 +629,7 @@ fn anthropic_events(
         index += 1;
     }
     out.push(("ping", json!({"type": "ping"})));
-    for c in calls {
+    for c in r.calls {
         out.push((
             "content_block_start",
             json!({"type": "content_block_start", "index": index,
@@ -521,14 +648,61 @@ fn anthropic_events(
         ));
         index += 1;
     }
-    out.push((
-        "message_delta",
-        json!({"type": "message_delta",
-        "delta": {"stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" }},
-        "usage": {"output_tokens": usage.1}}),
-    ));
+    let mut delta = json!({"type": "message_delta", "delta": {"stop_reason": r.anthropic_stop()}});
+    if !r.extra.no_usage {
+        delta["usage"] = json!({"output_tokens": r.usage.1});
+    }
+    out.push(("message_delta", delta));
     out.push(("message_stop", json!({"type": "message_stop"})));
     out.into_iter()
         .map(|(name, v)| Ok(Event::default().event(name).data(v.to_string())))
         .collect()
+}
+
+/// A reply of `bytes` bytes of text: one event (streamed in 16 KiB chunks) or one body.
+fn huge(wire: Wire, stream: bool, model: &str, bytes: usize) -> Response {
+    let text = "x".repeat(bytes);
+    let (content_type, body) = match (stream, wire) {
+        (false, _) => {
+            let extra = ReplyExtra::default();
+            let r = Scripted {
+                model,
+                text: &text,
+                calls: &[],
+                usage: (1, 1),
+                extra: &extra,
+            };
+            let v = match wire {
+                Wire::OpenAi => openai_message(&r),
+                Wire::Anthropic => anthropic_message(&r),
+            };
+            ("application/json", v.to_string())
+        }
+        (true, Wire::OpenAi) => (
+            "text/event-stream",
+            format!(
+                "data: {}\n\ndata: [DONE]\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]})
+            ),
+        ),
+        (true, Wire::Anthropic) => (
+            "text/event-stream",
+            format!(
+                "event: message_start\ndata: {}\n\nevent: content_block_start\ndata: {}\n\nevent: content_block_delta\ndata: {}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n",
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 1, "output_tokens": 1}}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            ),
+        ),
+    };
+    let chunks: Vec<Result<Bytes, std::io::Error>> = body
+        .into_bytes()
+        .chunks(16 << 10)
+        .map(|c| Ok(Bytes::copy_from_slice(c)))
+        .collect();
+    Response::builder()
+        .status(200)
+        .header("content-type", content_type)
+        .body(Body::from_stream(stream::iter(chunks)))
+        .unwrap()
 }

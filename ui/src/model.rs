@@ -230,6 +230,8 @@ pub enum ApprovalKind {
     TransientFailure,
     /// Deciding what to do with a plan that errored.
     ErroredPlan,
+    /// Raising a plan's budget, or cancelling, before a model call that would pass it.
+    Budget,
 }
 
 impl ApprovalKind {
@@ -241,6 +243,7 @@ impl ApprovalKind {
             Self::ChildSpawn => "child spawn",
             Self::TransientFailure => "transient failure",
             Self::ErroredPlan => "errored plan",
+            Self::Budget => "budget",
         }
     }
 }

@@ -69,10 +69,22 @@ pub enum Message {
 /// Token counts of one model call (or a sum of calls).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens, including cached ones.
+    /// Prompt tokens, including cached ones (cache reads and writes).
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache (Anthropic
+    /// `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the prompt cache (Anthropic
+    /// `cache_creation_input_tokens`; OpenAI reports none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -80,17 +92,39 @@ impl Usage {
     pub fn total(&self) -> u64 {
         self.input_tokens + self.output_tokens
     }
+
+    /// Input tokens neither read from nor written to the cache.
+    pub fn uncached_input(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_tokens + self.cache_write_tokens)
+    }
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, rhs: Self) {
         self.input_tokens += rhs.input_tokens;
         self.output_tokens += rhs.output_tokens;
+        self.cache_read_tokens += rhs.cache_read_tokens;
+        self.cache_write_tokens += rhs.cache_write_tokens;
     }
 }
 
+/// Sampling options of an actor (`options:` in its file, spec section 16), as sent to the
+/// provider. Each is sent only when set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sampling {
+    /// Temperature: 0 to 2 for OpenAI-compatible servers, 0 to 1 for Anthropic.
+    pub temperature: Option<f32>,
+    /// Nucleus sampling, 0 to 1 (`top_p` on both wire formats).
+    pub top_p: Option<f32>,
+    /// Sampling seed (`seed`, OpenAI-compatible servers only; Anthropic has none).
+    pub seed: Option<u64>,
+    /// Stop sequences (`stop` / `stop_sequences`); empty sends none.
+    pub stop: Vec<String>,
+}
+
 /// One request to a model.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatRequest {
     /// The model name as the provider knows it (`gpt-4.1`, `claude-sonnet-4-5`, `llama3`).
     pub model: String,
@@ -103,13 +137,14 @@ pub struct ChatRequest {
     /// Completion token cap. Required by Anthropic (defaults to [`DEFAULT_MAX_TOKENS`]);
     /// sent to OpenAI-compatible servers only when set.
     pub max_tokens: Option<u32>,
-    /// Sampling temperature, when the actor sets one.
-    pub temperature: Option<f32>,
+    /// Sampling options the actor sets.
+    pub sampling: Sampling,
     /// Whether to stream the answer (SSE).
     pub stream: bool,
 }
 
-/// The completion cap sent to Anthropic when the actor sets none, in tokens.
+/// The completion cap sent to Anthropic when the actor sets none, in tokens (lowered to the
+/// model's own limit, see `providers::anthropic::default_max_tokens`).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// The model's reply to one request, assembled (also from a stream).
@@ -126,6 +161,14 @@ pub struct ChatResponse {
     /// The provider's stop/finish reason (`stop`, `tool_calls`, `end_turn`, `tool_use`,
     /// `length`, `max_tokens`), if given.
     pub stop_reason: Option<String>,
+}
+
+impl ChatResponse {
+    /// Whether the reply was cut by the completion token limit (`finish_reason: length`,
+    /// `stop_reason: max_tokens`).
+    pub fn truncated(&self) -> bool {
+        matches!(self.stop_reason.as_deref(), Some("length" | "max_tokens"))
+    }
 }
 
 /// Something a streaming (or retrying) call reports while it runs.

@@ -8,9 +8,13 @@
 //!   boundary to the tool runner.
 //! - [`prompts`]: system prompt rendering, role prompts, role tool schemas.
 //! - [`accounting`]: token and cost accounting per call.
+//! - [`budget`]: plan budgets checked before each call, provider rate limits that queue.
+//! - [`estimate`]: the built-in estimation actor `builtin/usage-estimator`.
 //! - [`oneshot`]: one model actor run in isolation (`agents actor run`).
 
 pub mod accounting;
+pub mod budget;
+pub mod estimate;
 pub mod messages;
 pub mod oneshot;
 pub mod prompts;

@@ -23,7 +23,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::accounting::{self, CallContext};
-use super::messages::Usage;
+use super::messages::{Sampling, Usage};
 use super::providers::{ClientOptions, ModelRef, ProviderClient, ProviderError};
 use super::runtime::{self, ActorRun, Limits, RunRequest, RuntimeError, Stop};
 use crate::engine::config::Config;
@@ -201,10 +201,20 @@ struct Resolved {
     model: String,
     system_prompt: Option<String>,
     skills: Vec<String>,
-    temperature: Option<f32>,
+    sampling: Sampling,
     max_tokens: Option<u32>,
     limits: Limits,
     unsafe_tools: bool,
+}
+
+/// The sampling options an actor file sets (`options:` temperature, top-p, seed, stop).
+pub(crate) fn sampling_of(options: &crate::engine::registry::actors::ActorOptions) -> Sampling {
+    Sampling {
+        temperature: options.temperature.map(|t| t as f32),
+        top_p: options.top_p.map(|p| p as f32),
+        seed: options.seed,
+        stop: options.stop.clone().unwrap_or_default(),
+    }
 }
 
 /// Resolves the actor name: `PROVIDER/MODEL`, or a registered LLM actor (its skills are the
@@ -225,7 +235,7 @@ fn resolve_actor(
             model: name,
             system_prompt: None,
             skills: request.skills.clone(),
-            temperature: None,
+            sampling: Sampling::default(),
             max_tokens: None,
             limits: Limits::default(),
             unsafe_tools: false,
@@ -255,7 +265,7 @@ fn resolve_actor(
                 } else {
                     request.skills.clone()
                 },
-                temperature: def.options.temperature.map(|t| t as f32),
+                sampling: sampling_of(&def.options),
                 max_tokens: def.options.max_tokens,
                 limits,
                 unsafe_tools: def.unsafe_,
@@ -350,7 +360,10 @@ pub fn run_model_actor(
             .or_else(|| (!offered.is_empty()).then(|| SYSTEM.to_string())),
         context: json!({"actor": actor.name, "prompt": request.prompt, "tools": offered}),
         prompt: request.prompt.clone(),
-        temperature: request.temperature.or(actor.temperature),
+        sampling: Sampling {
+            temperature: request.temperature.or(actor.sampling.temperature),
+            ..actor.sampling.clone()
+        },
         max_tokens: actor.max_tokens,
         limits: actor.limits,
         stream: true,

@@ -10,8 +10,15 @@
 //!   object, and errors reported by the tool all go back to the model as error results.
 //! - The loop stops on a reply without tool calls ([`Stop::Answered`]), a tool that ends the
 //!   run ([`ToolOutcome::ends_run`], e.g. `finish_strategy`), the turn limit
-//!   ([`DEFAULT_MAX_TURNS`] model calls), the token budget, cancellation, or a provider
-//!   failure ([`Stop::Failed`], with the transcript so far).
+//!   ([`DEFAULT_MAX_TURNS`] model calls), the token budget, the run's deadline
+//!   ([`Stop::Deadline`], the provider's `step_deadline_secs`), a text reply cut by the
+//!   completion token limit ([`Stop::Truncated`]), cancellation, or a provider failure
+//!   ([`Stop::Failed`], with the transcript so far).
+//! - A reply cut by the token limit is reported ([`ActorEvent::Truncated`]) and recorded on
+//!   its call; when it carries tool calls the loop goes on, and a call whose arguments were
+//!   cut is answered with an error that says so.
+//! - A reply over the client's size cap ([`ProviderError::TooLarge`]) is discarded and the
+//!   model is told to work in smaller pieces; a second one in a row ends the run.
 //! - Cancellation is checked before every model call and every tool call; a model call in
 //!   flight is abandoned at once, a tool call in flight runs to completion so that a sandbox
 //!   never holds half an operation.
@@ -26,7 +33,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::messages::{ChatRequest, Message, StreamEvent, ToolResult, ToolSpec, Usage};
+use super::budget::{BudgetCheck, BudgetStop, estimate_tokens};
+use super::messages::{ChatRequest, Message, Sampling, StreamEvent, ToolResult, ToolSpec, Usage};
 use super::prompts::{self, PromptError};
 use super::providers::{ProviderClient, ProviderError};
 
@@ -100,13 +108,18 @@ impl ToolHost for NoTools {
 }
 
 /// Limits of one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
     /// Model calls allowed.
     pub max_turns: u32,
     /// Input plus output tokens allowed over the whole run; no new model call starts once
     /// the run has used this many.
     pub token_budget: Option<u64>,
+    /// Wall time allowed for the whole run; `None` uses the provider's
+    /// `step_deadline_secs`.
+    pub deadline: Option<Duration>,
+    /// The plan's budget, checked before every model call.
+    pub budget: Option<BudgetCheck>,
 }
 
 impl Default for Limits {
@@ -114,6 +127,8 @@ impl Default for Limits {
         Self {
             max_turns: DEFAULT_MAX_TURNS,
             token_budget: None,
+            deadline: None,
+            budget: None,
         }
     }
 }
@@ -130,8 +145,8 @@ pub struct RunRequest {
     pub prompt: String,
     /// Completion token cap per call.
     pub max_tokens: Option<u32>,
-    /// Sampling temperature.
-    pub temperature: Option<f32>,
+    /// Sampling options (temperature, top-p, seed, stop sequences).
+    pub sampling: Sampling,
     /// Whether to stream replies.
     pub stream: bool,
     /// Limits.
@@ -169,6 +184,15 @@ pub enum ActorEvent {
         delay_ms: u64,
         /// What failed.
         reason: String,
+    },
+    /// The reply of a model call was cut by the completion token limit.
+    Truncated {
+        /// Turn.
+        turn: u32,
+        /// The provider's reason (`length`, `max_tokens`).
+        stop_reason: String,
+        /// Whether the cut reply carried tool calls (the run goes on).
+        with_tool_calls: bool,
     },
     /// A model call finished; its token counts.
     Usage {
@@ -237,6 +261,13 @@ pub struct ModelCallRecord {
     pub usage: Usage,
     /// Whether the provider reported usage.
     pub usage_reported: bool,
+    /// Input tokens estimated from the request's characters (used where the provider
+    /// reported no usage and a budget needs a number).
+    pub estimated_input_tokens: u64,
+    /// Output tokens estimated from the reply's characters.
+    pub estimated_output_tokens: u64,
+    /// The provider's stop reason (`length` / `max_tokens` for a reply cut by the limit).
+    pub stop_reason: Option<String>,
     /// Attempts made.
     pub attempts: u32,
     /// When the call started.
@@ -262,6 +293,21 @@ pub enum Stop {
     TurnLimit {
         /// The limit.
         turns: u32,
+    },
+    /// The run passed its deadline.
+    Deadline {
+        /// The deadline, in seconds.
+        secs: u64,
+    },
+    /// The model's text reply was cut by the completion token limit.
+    Truncated {
+        /// The cap that was sent, if the actor set one.
+        max_tokens: Option<u32>,
+    },
+    /// The next model call would pass the plan's budget; it was not made.
+    Budget {
+        /// Which limit, its value and what was spent.
+        stop: BudgetStop,
     },
     /// The run used its token budget.
     TokenBudget {
@@ -293,6 +339,16 @@ impl Stop {
             Stop::TurnLimit { turns } => format!(
                 "the actor was still calling tools after {turns} model calls (the turn limit)"
             ),
+            Stop::Deadline { secs } => format!(
+                "the actor was still working after {secs} s, its deadline (`providers.NAME.step_deadline_secs`)"
+            ),
+            Stop::Truncated { max_tokens } => format!(
+                "the model's reply was cut by the completion token limit{}; raise `options.max-tokens` of the actor or ask for a shorter answer",
+                max_tokens
+                    .map(|m| format!(" ({m} tokens)"))
+                    .unwrap_or_default()
+            ),
+            Stop::Budget { stop } => stop.describe(),
             Stop::TokenBudget { used, budget } => {
                 format!("the actor used {used} tokens of its budget of {budget}")
             }
@@ -406,10 +462,20 @@ pub async fn run_actor<H: ToolHost>(
         turns: 0,
     };
     let limits = request.limits;
+    let deadline = limits.deadline.unwrap_or(Duration::from_secs(
+        client.provider().step_deadline_secs.max(1),
+    ));
+    let run_clock = Instant::now();
+    let mut oversized_in_a_row = 0;
     run.stop = loop {
         if cancel.is_cancelled() {
             break Stop::Cancelled;
         }
+        let Some(time_left) = deadline.checked_sub(run_clock.elapsed()) else {
+            break Stop::Deadline {
+                secs: deadline.as_secs(),
+            };
+        };
         if run.turns >= limits.max_turns {
             break Stop::TurnLimit {
                 turns: limits.max_turns,
@@ -423,18 +489,24 @@ pub async fn run_actor<H: ToolHost>(
                 budget,
             };
         }
-        run.turns += 1;
-        let turn = run.turns;
-        on_event(ActorEvent::TurnStarted { turn });
         let chat = ChatRequest {
             model: client.model().to_string(),
             system: system.clone(),
             messages: run.transcript.clone(),
             tools: specs.clone(),
             max_tokens: request.max_tokens,
-            temperature: request.temperature,
+            sampling: request.sampling.clone(),
             stream: request.stream,
         };
+        if let Some(budget) = &limits.budget
+            && let Some(stop) = budget_stop(client, budget, &run, &chat)
+        {
+            tracing::warn!(reason = %stop.describe(), "model call not made: budget");
+            break Stop::Budget { stop };
+        }
+        run.turns += 1;
+        let turn = run.turns;
+        on_event(ActorEvent::TurnStarted { turn });
         let started_at = jiff::Timestamp::now();
         let clock = Instant::now();
         let mut forward = |e: StreamEvent| match e {
@@ -450,35 +522,75 @@ pub async fn run_actor<H: ToolHost>(
                 reason,
             }),
         };
-        let completion = match client.complete(&chat, cancel, &mut forward).await {
-            Ok(c) => c,
-            Err(ProviderError::Cancelled { .. }) => break Stop::Cancelled,
-            Err(error) => {
-                run.model_calls.push(ModelCallRecord {
-                    turn,
-                    provider: client.provider().name.clone(),
-                    model: client.model().to_string(),
-                    usage: Usage::default(),
-                    usage_reported: false,
-                    attempts: match &error {
-                        ProviderError::Transient { attempts, .. } => *attempts,
-                        _ => 1,
-                    },
-                    started_at,
-                    duration_ms: millis(clock.elapsed()),
-                    error: Some((error.kind().to_string(), error.to_string())),
+        let call = tokio::time::timeout(time_left, client.complete(&chat, cancel, &mut forward));
+        let failed = |error: &ProviderError| ModelCallRecord {
+            turn,
+            provider: client.provider().name.clone(),
+            model: client.model().to_string(),
+            usage: Usage::default(),
+            usage_reported: false,
+            estimated_input_tokens: 0,
+            estimated_output_tokens: 0,
+            stop_reason: None,
+            attempts: match error {
+                ProviderError::Transient { attempts, .. } => *attempts,
+                _ => 1,
+            },
+            started_at,
+            duration_ms: millis(clock.elapsed()),
+            error: Some((error.kind().to_string(), error.to_string())),
+        };
+        let completion = match call.await {
+            Err(_) => {
+                break Stop::Deadline {
+                    secs: deadline.as_secs(),
+                };
+            }
+            Ok(Ok(c)) => c,
+            Ok(Err(ProviderError::Cancelled { .. })) => break Stop::Cancelled,
+            Ok(Err(error @ ProviderError::TooLarge { .. })) if oversized_in_a_row == 0 => {
+                oversized_in_a_row += 1;
+                run.model_calls.push(failed(&error));
+                tracing::warn!(turn, %error, "reply discarded; the model is told to work in smaller pieces");
+                run.transcript.push(Message::User {
+                    text: format!(
+                        "Your previous reply was discarded: {error}. Work in smaller pieces: split large edits or outputs into several smaller tool calls."
+                    ),
                 });
+                continue;
+            }
+            Ok(Err(error)) => {
+                run.model_calls.push(failed(&error));
                 break Stop::Failed { error };
             }
         };
+        oversized_in_a_row = 0;
         let response = completion.response;
         run.usage += response.usage;
+        let (estimated_input_tokens, estimated_output_tokens) = if response.usage_reported {
+            (0, 0)
+        } else {
+            (
+                estimate_tokens(client.request_body(&chat).to_string().len()),
+                estimate_tokens(
+                    response.text.len()
+                        + response
+                            .tool_calls
+                            .iter()
+                            .map(|c| c.name.len() + c.arguments.len())
+                            .sum::<usize>(),
+                ),
+            )
+        };
         run.model_calls.push(ModelCallRecord {
             turn,
             provider: client.provider().name.clone(),
             model: client.model().to_string(),
             usage: response.usage,
             usage_reported: response.usage_reported,
+            estimated_input_tokens,
+            estimated_output_tokens,
+            stop_reason: response.stop_reason.clone(),
             attempts: completion.attempts,
             started_at,
             duration_ms: millis(completion.duration),
@@ -489,6 +601,15 @@ pub async fn run_actor<H: ToolHost>(
             usage: response.usage,
             total: run.usage,
         });
+        let truncated = response.truncated();
+        if truncated {
+            tracing::warn!(turn, stop_reason = ?response.stop_reason, tool_calls = response.tool_calls.len(), "the reply was cut by the completion token limit");
+            on_event(ActorEvent::Truncated {
+                turn,
+                stop_reason: response.stop_reason.clone().unwrap_or_default(),
+                with_tool_calls: !response.tool_calls.is_empty(),
+            });
+        }
         if !response.text.is_empty() {
             run.answer.clone_from(&response.text);
         }
@@ -497,6 +618,11 @@ pub async fn run_actor<H: ToolHost>(
             text: response.text,
             tool_calls: response.tool_calls,
         });
+        if calls.is_empty() && truncated {
+            break Stop::Truncated {
+                max_tokens: request.max_tokens,
+            };
+        }
         if calls.is_empty() {
             break Stop::Answered;
         }
@@ -517,6 +643,9 @@ pub async fn run_actor<H: ToolHost>(
             let clock = Instant::now();
             let outcome = match prepare(&names, &call.name, &call.arguments) {
                 Ok(args) => tools.call(&call.name, args).await,
+                Err(message) if truncated => ToolOutcome::error(format!(
+                    "your reply was cut by the completion token limit, so this call is incomplete: {message}. Make smaller calls"
+                )),
                 Err(message) => ToolOutcome::error(message),
             };
             let duration_ms = millis(clock.elapsed());
@@ -555,6 +684,36 @@ pub async fn run_actor<H: ToolHost>(
         }
     };
     Ok(run)
+}
+
+/// Whether the next call (`chat`) would pass the plan's budget: this run's calls so far
+/// count at their reported usage (or, unreported, at a character estimate), the next call at
+/// the estimate of its input.
+fn budget_stop(
+    client: &ProviderClient,
+    budget: &BudgetCheck,
+    run: &ActorRun,
+    chat: &ChatRequest,
+) -> Option<BudgetStop> {
+    let provider = client.provider();
+    let price = provider.models.get(client.model());
+    let mut tokens = 0;
+    let mut usd = 0.0;
+    for c in run.model_calls.iter().filter(|c| c.error.is_none()) {
+        let usage = if c.usage_reported {
+            c.usage
+        } else {
+            Usage {
+                input_tokens: c.estimated_input_tokens,
+                output_tokens: c.estimated_output_tokens,
+                ..Usage::default()
+            }
+        };
+        tokens += usage.total();
+        usd += super::accounting::cost_usd(provider.kind, price, usage).unwrap_or(0.0);
+    }
+    let next = estimate_tokens(client.request_body(chat).to_string().len());
+    budget.check(tokens, usd, next, price.and_then(|p| p.input_usd_per_mtok))
 }
 
 fn millis(d: Duration) -> u64 {

@@ -476,6 +476,13 @@ fn model_redecide(
                 "the strategy actor failed: {error}"
             )));
         }
+        // Nothing was changed yet: the correction can be made again once the budget allows.
+        Stop::Budget { stop } => {
+            return Err(RunError::Invalid(format!(
+                "the correction was not made: {}",
+                stop.describe()
+            )));
+        }
         _ => {}
     }
     let drafts: Vec<DecisionDraft> = tools

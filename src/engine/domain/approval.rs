@@ -27,6 +27,9 @@ pub enum ApprovalKind {
     /// Work could not be combined (a child plan's results conflict with its parent's sandbox)
     /// and a human must choose how to recover.
     ErrorRecovery,
+    /// The next model call would pass the plan's budget (`max-cost-usd`, `max-tokens`): a
+    /// human raises the limit (`plan decide APR --max-cost-usd X`) or cancels.
+    Budget,
 }
 
 str_enum!(ApprovalKind {
@@ -36,6 +39,7 @@ str_enum!(ApprovalKind {
     TransientFailure => "transient_failure",
     Errored => "errored",
     ErrorRecovery => "error_recovery",
+    Budget => "budget",
 });
 
 /// Where an approval stands.

@@ -26,7 +26,7 @@ use crate::engine::events::EventKind;
 use crate::engine::store::{approvals, decisions};
 
 /// An answer to an approval.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     /// Option N (1-based).
     Option(usize),
@@ -34,6 +34,8 @@ pub enum Answer {
     Guidance(String),
     /// A rejection with its reason.
     Reject(String),
+    /// Higher budget limits (a `budget` approval); the limits not named stay.
+    Budget(crate::engine::actors::budget::PlanBudget),
 }
 
 /// What answering did, and whether the plan should be driven on.
@@ -110,6 +112,11 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
         "automation_profile": plan.automation_profile,
         "flag": match gate { Gate::Strategize => "auto_strategize", Gate::Execute => "auto_execute", Gate::Apply => "auto_apply" },
     });
+    if gate == Gate::Execute {
+        // The estimation step after Strategize: informational, shown at the gate.
+        let e = crate::engine::actors::estimate::estimate(engine.store(), plan)?;
+        a.context["estimate"] = json!(e);
+    }
     a.options = vec!["approve".into()];
     engine.store_mut().insert_approval(&a)?;
     engine.flush(&id)?;
@@ -351,6 +358,62 @@ pub fn answer(
                 .iter()
                 .all(|a| a.kind != ApprovalKind::ChildSpawn);
         }
+        (ApprovalKind::Budget, Answer::Budget(new)) => {
+            let old = engine.store().plan_budget(&plan.plan_id)?;
+            let budget = old.raised(*new);
+            let spent = engine.store().usage_for_plan(&plan.plan_id)?;
+            let still_over = budget
+                .max_cost_usd
+                .is_some_and(|m| m <= spent.priced_cost_usd)
+                || budget
+                    .max_tokens
+                    .is_some_and(|m| m <= spent.input_tokens + spent.output_tokens);
+            if still_over {
+                return Err(RunError::Invalid(format!(
+                    "the plan has already spent ${:.4} and {} tokens; give a limit above that",
+                    spent.priced_cost_usd,
+                    spent.input_tokens + spent.output_tokens
+                )));
+            }
+            engine
+                .store_mut()
+                .set_plan_budget(&plan.plan_id, &budget, "approval")?;
+            let tx_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "budget": budget}),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        approval_id,
+                        ApprovalStatus::Approved,
+                        &json!({"budget": budget}),
+                    )
+                    .map(|_| ())
+                },
+            )?;
+            effect = format!(
+                "the budget is now {}; the plan's phase runs again",
+                describe_budget(&budget)
+            );
+            resume = true;
+        }
+        (ApprovalKind::Budget, Answer::Option(1)) => {
+            return Err(RunError::Invalid(format!(
+                "approval {approval_id} needs the new limit: `agents plan decide {approval_id} --max-cost-usd USD` or `--max-tokens N`"
+            )));
+        }
+        (ApprovalKind::Budget, Answer::Option(2) | Answer::Reject(_)) => {
+            let reason = match &answer {
+                Answer::Reject(r) => r.clone(),
+                _ => "cancelled at the budget limit".into(),
+            };
+            cancel_now(engine, &mut plan, &reason)?;
+            effect = format!("the plan is cancelled: {reason}");
+            resume = false;
+        }
         (
             ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery,
             Answer::Option(1),
@@ -396,6 +459,22 @@ pub fn answer(
         effect,
         resume,
     })
+}
+
+/// `max-cost-usd $X, max-tokens N` (the limits set), or `no limit`.
+pub fn describe_budget(b: &crate::engine::actors::budget::PlanBudget) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = b.max_cost_usd {
+        parts.push(format!("max-cost-usd ${c}"));
+    }
+    if let Some(t) = b.max_tokens {
+        parts.push(format!("max-tokens {t}"));
+    }
+    if parts.is_empty() {
+        "no limit".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// Cancels a plan nobody is driving: (phase, cancelled), pending approvals withdrawn, a

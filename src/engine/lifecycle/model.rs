@@ -26,8 +26,8 @@ pub(crate) struct ModelActor {
     pub template: String,
     /// Limits.
     pub limits: Limits,
-    /// Temperature from the actor's options.
-    pub temperature: Option<f32>,
+    /// Sampling options from the actor's file.
+    pub sampling: crate::engine::actors::messages::Sampling,
     /// Max tokens per response.
     pub max_tokens: Option<u32>,
 }
@@ -44,8 +44,10 @@ pub(crate) fn resolve(
 ) -> Result<ModelActor, String> {
     let resolved = actor_registry::resolve(engine.store(), engine.providers(), name)
         .map_err(|e| e.to_string())?;
-    let (model, own_prompt, limits, temperature, max_tokens) = match resolved {
-        ActorRef::Provider { name, .. } => (name, None, Limits::default(), None, None),
+    let (model, own_prompt, limits, sampling, max_tokens) = match resolved {
+        ActorRef::Provider { name, .. } => {
+            (name, None, Limits::default(), Default::default(), None)
+        }
         ActorRef::Custom { actor } => {
             let def = actor.definition;
             if def.actor_type == ActorType::Graph {
@@ -66,7 +68,7 @@ pub(crate) fn resolve(
                 model,
                 def.system_prompt,
                 limits,
-                def.options.temperature.map(|t| t as f32),
+                crate::engine::actors::oneshot::sampling_of(&def.options),
                 def.options.max_tokens,
             )
         }
@@ -92,7 +94,7 @@ pub(crate) fn resolve(
         client,
         template: prompts::role_template(role, own_prompt.as_deref()).to_string(),
         limits,
-        temperature,
+        sampling,
         max_tokens,
     })
 }
@@ -127,14 +129,30 @@ pub(crate) fn run<H: ToolHost>(
         prompt,
         history,
     } = input;
+    let mut limits = actor.limits;
+    let budget = engine
+        .store()
+        .plan_budget(plan_id)
+        .map_err(|e| e.to_string())?;
+    if budget.is_set() {
+        let spent = engine
+            .store()
+            .usage_for_plan(plan_id)
+            .map_err(|e| e.to_string())?;
+        limits.budget = Some(crate::engine::actors::budget::BudgetCheck {
+            limit: budget,
+            spent_usd: spent.priced_cost_usd,
+            spent_tokens: spent.input_tokens + spent.output_tokens,
+        });
+    }
     let request = RunRequest {
         system_template: Some(actor.template.clone()),
         context,
         prompt,
         max_tokens: actor.max_tokens,
-        temperature: actor.temperature,
+        sampling: actor.sampling.clone(),
         stream: true,
-        limits: actor.limits,
+        limits,
         history,
     };
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -557,6 +557,11 @@ pub(crate) fn run_step(
         },
         Stop::Answered | Stop::ToolEnded { .. } => StepEnd::Done { output },
         Stop::Cancelled => StepEnd::Stopped,
+        Stop::Budget { stop } => StepEnd::Failed {
+            code: "BUDGET_EXCEEDED".into(),
+            message: stop.describe(),
+            output,
+        },
         Stop::Failed { error } => StepEnd::Failed {
             code: if error.is_transient() {
                 "TRANSIENT_FAILURE".into()

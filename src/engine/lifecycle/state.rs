@@ -72,6 +72,10 @@ pub(crate) fn errored(
     let transient = code == "TRANSIENT_FAILURE";
     // A child plan's results that conflict with the parent's sandbox need a human to recover.
     let recovery = code == "MERGE_CONFLICT";
+    // A model call that would pass the plan's budget waits for a higher limit.
+    if code == "BUDGET_EXCEEDED" {
+        return budget_exceeded(store, plan, message, details);
+    }
     let mut approval = crate::engine::domain::approval::Approval::new(
         plan.plan_id,
         if transient {
@@ -119,6 +123,44 @@ pub(crate) fn errored(
     Ok(id)
 }
 
+/// The `budget` approval of a plan whose next model call would pass its budget: options
+/// `raise` (answered with `plan decide APR --max-cost-usd X` / `--max-tokens N`) and
+/// `cancel`.
+fn budget_exceeded(
+    store: &mut Store,
+    plan: &mut Plan,
+    message: &str,
+    details: Value,
+) -> Result<String, RunError> {
+    use crate::engine::domain::approval::{Approval, ApprovalKind};
+    let mut approval = Approval::new(
+        plan.plan_id,
+        ApprovalKind::Budget,
+        format!("{}: {message}", plan.phase()),
+        String::new(),
+        Timestamp::now(),
+    );
+    approval.answer_command = format!(
+        "agents plan decide {} --max-cost-usd USD (or --max-tokens N)",
+        approval.approval_id
+    );
+    approval.options = vec!["raise".into(), "cancel".into()];
+    approval.context = json!({"phase": plan.phase(), "code": "BUDGET_EXCEEDED", "message": message, "details": details});
+    let id = approval.approval_id.clone();
+    let data = json!({
+        "phase": plan.phase(),
+        "state": plan.state(),
+        "code": "BUDGET_EXCEEDED",
+        "message": message,
+        "details": details,
+        "approval_id": id,
+    });
+    commit(store, plan, EventKind::PlanErrored, data, |tx| {
+        approvals::insert_in(tx, &approval)
+    })?;
+    Ok(id)
+}
+
 /// Resolves every pending approval of the plan of `kind` (all kinds when `None`) with
 /// `status`, inside a transaction.
 ///
@@ -143,6 +185,11 @@ pub(crate) fn resolve_pending(
             tx,
             &plan.plan_id,
             Some("error_recovery"),
+        )?);
+        ids.extend(approvals::pending_ids_in(
+            tx,
+            &plan.plan_id,
+            Some("budget"),
         )?);
     }
     for id in &ids {

@@ -162,6 +162,7 @@ fn model_strategy(
     let drafts = tools.draft.into_inner().expect("draft lock").decisions;
     match &run.stop {
         Stop::Cancelled => return Err(("CANCELLED".into(), "the run was stopped".into())),
+        Stop::Budget { stop } => return Err(("BUDGET_EXCEEDED".into(), stop.describe())),
         Stop::Failed { error } => {
             return Err((
                 if error.is_transient() {

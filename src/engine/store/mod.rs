@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod actors;
 pub mod approvals;
+pub mod budgets;
 pub mod children;
 pub(crate) mod codec;
 pub mod corrections;
@@ -45,6 +46,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/009_lifecycle2.sql"),
     include_str!("migrations/010_validation_network.sql"),
     include_str!("migrations/011_action_versions.sql"),
+    include_str!("migrations/012_providers.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
@@ -330,6 +332,91 @@ mod tests {
             .unwrap();
         assert_eq!(fk, 1);
         assert_eq!(store.quick_check().unwrap(), ["ok"]);
+    }
+
+    #[test]
+    fn the_approvals_rebuild_for_budget_approvals_keeps_approvals_and_paused_transcripts() {
+        use crate::engine::domain::approval::{Approval, ApprovalKind};
+        use crate::engine::domain::plan::Plan;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        MIGRATIONS.to_version(&mut conn, 9).unwrap();
+        let mut store = Store {
+            conn,
+            path: path.clone(),
+        };
+        let plan = Plan::new("local/a", "a", jiff::Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let approval = Approval::new(
+            plan.plan_id,
+            ApprovalKind::Decision,
+            "Which?",
+            "agents plan decide",
+            jiff::Timestamp::now(),
+        );
+        store.insert_approval(&approval).unwrap();
+        let decision = crate::engine::domain::Id::generate();
+        {
+            let tx = store.conn_mut().transaction().unwrap();
+            pauses::insert_in(
+                &tx,
+                &pauses::ActorPause {
+                    approval_id: approval.approval_id.clone(),
+                    plan_id: plan.plan_id,
+                    decision_id: decision,
+                    call_id: "c1".into(),
+                    transcript: vec![crate::engine::actors::messages::Message::User {
+                        text: "go".into(),
+                    }],
+                    resumed_at: None,
+                },
+            )
+            .unwrap();
+            tx.commit().unwrap();
+        }
+        drop(store);
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), latest_schema_version());
+        assert_eq!(
+            store.approval(&approval.approval_id).unwrap().unwrap().kind,
+            ApprovalKind::Decision
+        );
+        let pause = store.open_pause(&plan.plan_id, &decision).unwrap().unwrap();
+        assert_eq!(pause.call_id, "c1");
+        let budget = Approval::new(
+            plan.plan_id,
+            ApprovalKind::Budget,
+            "raise",
+            "agents plan decide",
+            jiff::Timestamp::now(),
+        );
+        store.insert_approval(&budget).unwrap();
+        // The pause still cascades with its approval.
+        store
+            .conn()
+            .execute(
+                "DELETE FROM approvals WHERE approval_id = ?1",
+                [&approval.approval_id],
+            )
+            .unwrap();
+        assert!(
+            store
+                .open_pause(&plan.plan_id, &decision)
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(store.quick_check().unwrap(), ["ok"]);
+        let fk: Vec<String> = store
+            .conn()
+            .prepare("PRAGMA foreign_key_check")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(fk.is_empty(), "{fk:?}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Model-call rows (migration `004_actors.sql`): one per call to a provider, with tokens and
+//! Model-call rows (migrations `004_actors.sql`, `012_providers.sql`): one per call to a provider, with tokens and
 //! cost, rolled up per plan, per decision and per run.
 //!
 //! Cost is `None` ("unknown") for a call whose model has no configured price; a rollup keeps
@@ -34,8 +34,14 @@ pub struct NewModelCall {
     pub input_tokens: u64,
     /// Output tokens.
     pub output_tokens: u64,
+    /// Of the input tokens, those read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Of the input tokens, those written to the prompt cache.
+    pub cache_write_tokens: u64,
     /// Whether the provider reported usage.
     pub usage_reported: bool,
+    /// The provider's stop reason (`length` / `max_tokens` marks a reply cut by the limit).
+    pub stop_reason: Option<String>,
     /// Cost in US dollars; `None` when no price is configured.
     pub cost_usd: Option<f64>,
     /// For a failed call: its error kind and message (already free of secrets).
@@ -59,24 +65,36 @@ pub struct UsageRollup {
     pub output_tokens: u64,
     /// Cost of the priced calls, in US dollars.
     pub priced_cost_usd: f64,
-    /// Successful calls without a configured price.
+    /// Successful calls without a configured price (or without reported usage).
     pub unpriced_calls: u64,
     /// Total cost in US dollars; `None` ("unknown") when any successful call is unpriced.
     pub cost_usd: Option<f64>,
+    /// Of the input tokens, those read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Of the input tokens, those written to the prompt cache.
+    pub cache_write_tokens: u64,
+    /// Successful calls whose provider reported no usage: their tokens are unknown, so the
+    /// token totals are a lower bound when this is not zero.
+    pub unreported_calls: u64,
+    /// Successful calls whose reply was cut by the completion token limit.
+    pub truncated_calls: u64,
 }
 
 const ROLLUP: &str = "SELECT COUNT(*), \
     COALESCE(SUM(outcome = 'error'), 0), \
     COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
     COALESCE(SUM(cost_usd), 0.0), \
-    COALESCE(SUM(outcome = 'ok' AND cost_usd IS NULL), 0) \
+    COALESCE(SUM(outcome = 'ok' AND cost_usd IS NULL), 0), \
+    COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), \
+    COALESCE(SUM(outcome = 'ok' AND usage_reported = 0), 0), \
+    COALESCE(SUM(outcome = 'ok' AND stop_reason IN ('length', 'max_tokens')), 0) \
     FROM model_calls";
 
 fn rollup_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<UsageRollup> {
     rollup_at(row, 0)
 }
 
-/// Reads the six rollup columns starting at column `base`.
+/// Reads the ten rollup columns starting at column `base`.
 fn rollup_at(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Result<UsageRollup> {
     let n = |i: usize| {
         row.get::<_, i64>(base + i)
@@ -92,6 +110,10 @@ fn rollup_at(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Result<UsageRoll
         priced_cost_usd: priced,
         unpriced_calls: unpriced,
         cost_usd: (unpriced == 0).then_some(priced),
+        cache_read_tokens: n(6)?,
+        cache_write_tokens: n(7)?,
+        unreported_calls: n(8)?,
+        truncated_calls: n(9)?,
     })
 }
 
@@ -110,8 +132,9 @@ impl Store {
             let mut stmt = tx.prepare(
                 "INSERT INTO model_calls (call_id, run_id, plan_id, decision_id, actor, provider, model, \
                  turn, attempts, input_tokens, output_tokens, usage_reported, cost_usd, outcome, \
-                 error_kind, error_message, started_at, duration_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                 error_kind, error_message, started_at, duration_ms, cache_read_tokens, \
+                 cache_write_tokens, stop_reason) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
             )?;
             for c in calls {
                 stmt.execute(params![
@@ -135,6 +158,9 @@ impl Store {
                         .map(|e| crate::engine::redact::redact(&e.1).into_owned()),
                     c.started_at.to_string(),
                     int(c.duration_ms),
+                    int(c.cache_read_tokens),
+                    int(c.cache_write_tokens),
+                    c.stop_reason,
                 ])?;
             }
         }
@@ -205,7 +231,10 @@ const ROLLUP_BY_DECISION: &str = "SELECT decision_id, COUNT(*), \
     COALESCE(SUM(outcome = 'error'), 0), \
     COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
     COALESCE(SUM(cost_usd), 0.0), \
-    COALESCE(SUM(outcome = 'ok' AND cost_usd IS NULL), 0) \
+    COALESCE(SUM(outcome = 'ok' AND cost_usd IS NULL), 0), \
+    COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), \
+    COALESCE(SUM(outcome = 'ok' AND usage_reported = 0), 0), \
+    COALESCE(SUM(outcome = 'ok' AND stop_reason IN ('length', 'max_tokens')), 0) \
     FROM model_calls WHERE plan_id = ?1 GROUP BY decision_id";
 
 #[cfg(test)]
@@ -230,7 +259,10 @@ mod tests {
             attempts: 1,
             input_tokens: tokens.0,
             output_tokens: tokens.1,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
             usage_reported: true,
+            stop_reason: None,
             cost_usd: cost,
             error: None,
             started_at: jiff::Timestamp::now(),

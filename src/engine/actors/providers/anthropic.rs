@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::wire::{StreamFailure, StreamStep, number};
+use super::wire::{StreamFailure, StreamStep, number, standard_schema};
 use crate::engine::actors::messages::{
     ChatRequest, ChatResponse, DEFAULT_MAX_TOKENS, Message, ToolCall, Usage,
 };
@@ -23,6 +23,44 @@ pub fn endpoint(base_url: &str) -> String {
     format!("{}/v1/messages", base_url.trim_end_matches('/'))
 }
 
+/// The largest completion of Anthropic models, in tokens, by model-name prefix (longest
+/// prefix first). Models not listed are taken to allow at least [`DEFAULT_MAX_TOKENS`].
+const MODEL_MAX_OUTPUT: [(&str, u32); 8] = [
+    ("claude-3-5-sonnet", 8192),
+    ("claude-3-5-haiku", 8192),
+    ("claude-3-haiku", 4096),
+    ("claude-3-opus", 4096),
+    ("claude-3-sonnet", 4096),
+    ("claude-2", 4096),
+    ("claude-instant", 4096),
+    ("claude-3-7-sonnet", 64_000),
+];
+
+/// The `max_tokens` sent when the actor sets none: [`DEFAULT_MAX_TOKENS`], lowered to the
+/// model's limit (`configured`, from `models."M".max_output_tokens`, else the built-in
+/// table) so that older models do not refuse the request.
+pub fn default_max_tokens(model: &str, configured: Option<u32>) -> u32 {
+    let limit = configured.or_else(|| {
+        MODEL_MAX_OUTPUT
+            .iter()
+            .filter(|(prefix, _)| model.starts_with(prefix))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, max)| *max)
+    });
+    limit.map_or(DEFAULT_MAX_TOKENS, |l| l.min(DEFAULT_MAX_TOKENS))
+}
+
+/// The prompt-cache marker: the prefix up to and including the marked block is cached for
+/// five minutes and read back at the cache price by the next request that repeats it.
+fn cache_marker() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// Whether a text block would be refused (Anthropic rejects empty and whitespace-only text).
+fn blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
 /// Arguments text as an `input` object: invalid or non-object JSON becomes `{}` (the
 /// runtime has already answered such a call with an error result).
 fn input_object(arguments: &str) -> Value {
@@ -32,10 +70,19 @@ fn input_object(arguments: &str) -> Value {
     }
 }
 
-/// The JSON request body.
-pub fn request_body(req: &ChatRequest) -> Value {
+/// The JSON request body. `default_max` is sent as `max_tokens` when the request sets none
+/// (see [`default_max_tokens`]).
+///
+/// Prompt caching: the stable prefix is marked with `cache_control` at three breakpoints
+/// (of the four allowed): the last tool, the system prompt, and the last block of the
+/// conversation, so that each turn of a tool loop reads everything before it from the cache.
+/// Empty and whitespace-only text blocks are left out; a turn left with no blocks is dropped.
+pub fn request_body(req: &ChatRequest, default_max: u32) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     let mut push = |role: &str, blocks: Vec<Value>| {
+        if blocks.is_empty() {
+            return;
+        }
         if let Some(last) = messages.last_mut()
             && last["role"] == role
             && let Some(content) = last["content"].as_array_mut()
@@ -47,10 +94,11 @@ pub fn request_body(req: &ChatRequest) -> Value {
     };
     for message in &req.messages {
         match message {
+            Message::User { text } if blank(text) => {}
             Message::User { text } => push("user", vec![json!({"type": "text", "text": text})]),
             Message::Assistant { text, tool_calls } => {
                 let mut blocks = Vec::new();
-                if !text.is_empty() {
+                if !blank(text) {
                     blocks.push(json!({"type": "text", "text": text}));
                 }
                 for c in tool_calls {
@@ -79,23 +127,41 @@ pub fn request_body(req: &ChatRequest) -> Value {
             ),
         }
     }
+    if let Some(last) = messages
+        .last_mut()
+        .and_then(|m| m["content"].as_array_mut())
+        .and_then(|c| c.last_mut())
+    {
+        last["cache_control"] = cache_marker();
+    }
     let mut body = json!({
         "model": req.model,
-        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": req.max_tokens.unwrap_or(default_max),
         "messages": messages,
     });
-    if let Some(system) = &req.system {
-        body["system"] = json!(system);
+    if let Some(system) = req.system.as_deref().filter(|s| !blank(s)) {
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": cache_marker()}]);
     }
     if !req.tools.is_empty() {
-        body["tools"] = req
+        let mut tools: Vec<Value> = req
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": standard_schema(&t.input_schema)}))
             .collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = cache_marker();
+        }
+        body["tools"] = Value::Array(tools);
     }
-    if let Some(t) = req.temperature {
+    let sampling = &req.sampling;
+    if let Some(t) = sampling.temperature {
         body["temperature"] = json!(super::wire::temperature(t));
+    }
+    if let Some(p) = sampling.top_p {
+        body["top_p"] = json!(super::wire::temperature(p));
+    }
+    if !sampling.stop.is_empty() {
+        body["stop_sequences"] = json!(sampling.stop);
     }
     if req.stream {
         body["stream"] = json!(true);
@@ -108,6 +174,16 @@ fn input_tokens(u: &Value) -> u64 {
     number(u, "input_tokens")
         + number(u, "cache_creation_input_tokens")
         + number(u, "cache_read_input_tokens")
+}
+
+/// The usage object's counts: input including the cache, and the cache's share.
+fn usage_of(u: &Value) -> Usage {
+    Usage {
+        input_tokens: input_tokens(u),
+        output_tokens: number(u, "output_tokens"),
+        cache_read_tokens: number(u, "cache_read_input_tokens"),
+        cache_write_tokens: number(u, "cache_creation_input_tokens"),
+    }
 }
 
 /// Parses a whole (non-streamed) response body.
@@ -148,12 +224,7 @@ pub fn parse_response(body: &Value) -> Result<ChatResponse, String> {
     Ok(ChatResponse {
         text,
         tool_calls,
-        usage: usage
-            .map(|u| Usage {
-                input_tokens: input_tokens(u),
-                output_tokens: number(u, "output_tokens"),
-            })
-            .unwrap_or_default(),
+        usage: usage.map(usage_of).unwrap_or_default(),
         usage_reported: usage.is_some(),
         stop_reason: body
             .get("stop_reason")
@@ -184,6 +255,19 @@ pub struct StreamAssembler {
 }
 
 impl StreamAssembler {
+    /// Bytes of reply assembled so far: text plus tool-call input JSON.
+    pub fn assembled_bytes(&self) -> usize {
+        self.text.len()
+            + self
+                .blocks
+                .values()
+                .map(|b| match b {
+                    Block::ToolUse { json, .. } => json.len(),
+                    Block::Text | Block::Other => 0,
+                })
+                .sum::<usize>()
+    }
+
     /// Feeds one SSE event (`event:` name and `data:` payload).
     ///
     /// # Errors
@@ -206,10 +290,7 @@ impl StreamAssembler {
         match kind.as_str() {
             "message_start" => {
                 if let Some(u) = v.pointer("/message/usage") {
-                    self.usage = Some(Usage {
-                        input_tokens: input_tokens(u),
-                        output_tokens: number(u, "output_tokens"),
-                    });
+                    self.usage = Some(usage_of(u));
                 }
             }
             "content_block_start" => {
@@ -278,7 +359,10 @@ impl StreamAssembler {
                         usage.output_tokens = out;
                     }
                     if u.get("input_tokens").is_some() {
-                        usage.input_tokens = input_tokens(u);
+                        let counted = usage_of(u);
+                        usage.input_tokens = counted.input_tokens;
+                        usage.cache_read_tokens = counted.cache_read_tokens;
+                        usage.cache_write_tokens = counted.cache_write_tokens;
                     }
                 }
             }
@@ -357,13 +441,14 @@ mod tests {
                     text: "try again".into(),
                 },
             ],
-            tools: vec![],
-            max_tokens: None,
-            temperature: Some(0.2),
-            stream: false,
+            sampling: crate::engine::actors::messages::Sampling {
+                temperature: Some(0.2),
+                ..Default::default()
+            },
+            ..ChatRequest::default()
         };
-        let body = request_body(&req);
-        assert_eq!(body["system"], "sys");
+        let body = request_body(&req, DEFAULT_MAX_TOKENS);
+        assert_eq!(body["system"][0]["text"], "sys");
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);
@@ -371,6 +456,21 @@ mod tests {
         assert_eq!(msgs[2]["content"][0]["type"], "tool_result");
         assert_eq!(msgs[2]["content"][0]["is_error"], true);
         assert_eq!(msgs[2]["content"][1]["text"], "try again");
+    }
+
+    #[test]
+    fn the_default_max_tokens_stays_within_the_models_limit() {
+        assert_eq!(default_max_tokens("claude-3-haiku-20240307", None), 4096);
+        assert_eq!(default_max_tokens("claude-3-5-haiku-latest", None), 8192);
+        assert_eq!(
+            default_max_tokens("claude-sonnet-4-5", None),
+            DEFAULT_MAX_TOKENS
+        );
+        assert_eq!(default_max_tokens("claude-sonnet-4-5", Some(2000)), 2000);
+        assert_eq!(
+            default_max_tokens("my-proxy-model", Some(100_000)),
+            DEFAULT_MAX_TOKENS
+        );
     }
 
     #[test]
@@ -422,7 +522,8 @@ mod tests {
             r.usage,
             Usage {
                 input_tokens: 20,
-                output_tokens: 9
+                output_tokens: 9,
+                ..Usage::default()
             }
         );
         assert_eq!(r.stop_reason.as_deref(), Some("tool_use"));

@@ -6,6 +6,14 @@
 //! OpenAI-compatible local servers). Behaviour:
 //! - Every request has a connect timeout ([`ClientOptions::connect_timeout`]) and a read
 //!   timeout (the provider's `timeout_secs`, applied to each read, so a stalled stream fails).
+//! - Every call has an overall deadline, retries included (`call_deadline_secs`, default
+//!   600 s), so a server dripping keep-alives or one token at a time cannot hold a plan.
+//! - Streams are parsed in linear time (`sse-stream`); one SSE event is capped at
+//!   [`ClientOptions::max_event_bytes`] and one reply at [`ClientOptions::max_answer_bytes`]:
+//!   over a cap the call fails with [`ProviderError::TooLarge`] (not retried).
+//! - Requests are checked before they are sent: temperature within the provider's range
+//!   (0 to 2 OpenAI-compatible, 0 to 1 Anthropic), `top-p` within 0 to 1, a non-empty
+//!   prompt for Anthropic ([`ProviderError::Invalid`]).
 //! - Transient failures (connection errors, timeouts, a stream cut short, HTTP 408, 409, 429,
 //!   5xx, in-stream `overloaded`/`api_error` events) are retried with exponential backoff and
 //!   jitter (`backon`), honouring `retry-after` / `retry-after-ms` up to
@@ -24,15 +32,18 @@ pub mod wire;
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
 use backon::{BackoffBuilder, ExponentialBuilder};
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::messages::{ChatRequest, ChatResponse, StreamEvent};
 use super::secret::ApiKey;
+use crate::engine::actors::messages::Message;
 use crate::engine::config::{Provider, ProviderKind};
 use wire::{StatusClass, StreamFailure, StreamStep};
 
@@ -44,6 +55,11 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BASE_DELAY: Duration = Duration::from_millis(500);
 /// Longest backoff delay when the provider gives no `retry-after`.
 pub const MAX_BACKOFF_DELAY: Duration = Duration::from_secs(30);
+/// Default cap on one SSE event, in bytes (8 MiB).
+pub const MAX_EVENT_BYTES: usize = 8 << 20;
+/// Default cap on one reply (text plus tool-call arguments, or a whole JSON body), in bytes
+/// (16 MiB).
+pub const MAX_ANSWER_BYTES: usize = 16 << 20;
 
 /// A model actor's name split into provider and model: `ollama/llama3` →
 /// (`ollama`, `llama3`). The model part may itself contain `/` (`vllm/meta-llama/Llama-3`).
@@ -100,6 +116,16 @@ pub struct ClientOptions {
     pub base_delay: Duration,
     /// Whether to retry transient failures.
     pub retry: RetryMode,
+    /// Deadline of one call, retries included; `None` uses the provider's
+    /// `call_deadline_secs`.
+    pub call_deadline: Option<Duration>,
+    /// Largest SSE event accepted, in bytes.
+    pub max_event_bytes: usize,
+    /// Largest reply accepted, in bytes.
+    pub max_answer_bytes: usize,
+    /// The window of the provider's rate limits (`requests_per_minute`,
+    /// `tokens_per_minute`): one minute.
+    pub rate_window: Duration,
 }
 
 impl Default for ClientOptions {
@@ -109,6 +135,10 @@ impl Default for ClientOptions {
             read_timeout: None,
             base_delay: DEFAULT_BASE_DELAY,
             retry: RetryMode::Auto,
+            call_deadline: None,
+            max_event_bytes: MAX_EVENT_BYTES,
+            max_answer_bytes: MAX_ANSWER_BYTES,
+            rate_window: Duration::from_secs(60),
         }
     }
 }
@@ -179,13 +209,36 @@ pub enum ProviderError {
     },
     /// The URL does not exist on the server.
     #[error(
-        "provider `{provider}` has no endpoint {url} (HTTP 404): check `providers.{provider}.base_url` (OpenAI-compatible servers usually end in /v1)"
+        "provider `{provider}` has no endpoint {url} (HTTP 404): check `providers.{provider}.base_url` ({hint})"
     )]
     NotFound {
         /// The provider.
         provider: String,
         /// The URL requested.
         url: String,
+        /// What the base URL of this kind looks like.
+        hint: String,
+    },
+    /// The request cannot be sent as it is (an option out of the provider's range, an empty
+    /// prompt the provider would refuse); nothing was sent.
+    #[error("the request to provider `{provider}` cannot be sent: {detail}")]
+    Invalid {
+        /// The provider.
+        provider: String,
+        /// What is wrong and how to fix it.
+        detail: String,
+    },
+    /// The reply (or one event of its stream) is larger than this client accepts.
+    #[error(
+        "provider `{provider}` sent {what} larger than the {limit} bytes this client accepts; the reply was discarded"
+    )]
+    TooLarge {
+        /// The provider.
+        provider: String,
+        /// `one stream event` or `a reply`.
+        what: &'static str,
+        /// The cap, in bytes.
+        limit: usize,
     },
     /// Any other refusal (HTTP 4xx).
     #[error("provider `{provider}` refused the request (HTTP {status}): {detail}")]
@@ -251,6 +304,8 @@ impl ProviderError {
             ProviderError::UnknownModel { .. } => "unknown_model",
             ProviderError::ContextTooLong { .. } => "context_too_long",
             ProviderError::NotFound { .. } => "not_found",
+            ProviderError::Invalid { .. } => "invalid_request",
+            ProviderError::TooLarge { .. } => "too_large",
             ProviderError::Rejected { .. } => "rejected",
             ProviderError::Malformed { .. } => "malformed",
             ProviderError::Config { .. } => "config",
@@ -269,6 +324,17 @@ pub struct Completion {
     pub attempts: u32,
     /// Wall time including retries.
     pub duration: Duration,
+}
+
+/// Why the body of a stream stopped, as the SSE parser sees it.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    /// The connection failed.
+    #[error("{0}")]
+    Transport(reqwest::Error),
+    /// More bytes than one event may have arrived without completing an event.
+    #[error("an event larger than the cap")]
+    EventTooLarge,
 }
 
 /// One attempt's failure, before the retry decision.
@@ -401,6 +467,101 @@ impl ProviderClient {
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Completion, ProviderError> {
+        self.check(req)?;
+        let deadline = self.call_deadline();
+        let attempts = AtomicU32::new(0);
+        match tokio::time::timeout(
+            deadline,
+            self.complete_within(req, cancel, on_event, &attempts),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => {
+                let e = ProviderError::Transient {
+                    provider: self.provider.name.clone(),
+                    attempts: attempts.load(Ordering::Relaxed).max(1),
+                    reason: format!(
+                        "no complete reply within the call deadline of {} s (`providers.{}.call_deadline_secs`)",
+                        deadline.as_secs_f64(),
+                        self.provider.name
+                    ),
+                };
+                tracing::warn!(provider = %self.provider.name, model = %self.model, error = %e, "model call failed");
+                Err(e)
+            }
+        }
+    }
+
+    /// The provider's rate limiter, shared by every client of it in this process; `None`
+    /// when it sets no rate limit.
+    fn rate_limiter(&self) -> Option<std::sync::Arc<super::budget::RateLimiter>> {
+        let p = &self.provider;
+        if p.requests_per_minute.is_none() && p.tokens_per_minute.is_none() {
+            return None;
+        }
+        Some(super::budget::RateLimiter::shared(
+            &format!("{} {}", p.name, p.base_url),
+            p.requests_per_minute,
+            p.tokens_per_minute,
+            self.options.rate_window,
+        ))
+    }
+
+    /// The deadline of one call, retries included.
+    pub fn call_deadline(&self) -> Duration {
+        self.options
+            .call_deadline
+            .unwrap_or(Duration::from_secs(self.provider.call_deadline_secs.max(1)))
+    }
+
+    /// Checks what the provider would refuse, before anything is sent.
+    fn check(&self, req: &ChatRequest) -> Result<(), ProviderError> {
+        let invalid = |detail: String| ProviderError::Invalid {
+            provider: self.provider.name.clone(),
+            detail,
+        };
+        let max_temperature = match self.provider.kind {
+            ProviderKind::Openai => 2.0,
+            ProviderKind::Anthropic => 1.0,
+        };
+        if let Some(t) = req.sampling.temperature
+            && !(0.0..=max_temperature).contains(&t)
+        {
+            return Err(invalid(format!(
+                "temperature {t} is outside 0 to {max_temperature}, the range of `{}` providers; set a temperature in that range",
+                self.provider.kind.as_str()
+            )));
+        }
+        if let Some(p) = req.sampling.top_p
+            && !(0.0..=1.0).contains(&p)
+        {
+            return Err(invalid(format!(
+                "top-p {p} is outside 0 to 1; set `options.top-p` in that range"
+            )));
+        }
+        let has_content = req.messages.iter().any(|m| match m {
+            Message::User { text } => !text.trim().is_empty(),
+            Message::Assistant { .. } | Message::ToolResults { .. } => true,
+        });
+        if self.provider.kind == ProviderKind::Anthropic && !has_content {
+            return Err(invalid(
+                "the prompt is empty and Anthropic refuses a conversation without content; give the actor a prompt".into(),
+            ));
+        }
+        if self.provider.kind == ProviderKind::Anthropic && req.sampling.seed.is_some() {
+            tracing::warn!(provider = %self.provider.name, "Anthropic has no sampling seed; `seed` is not sent");
+        }
+        Ok(())
+    }
+
+    async fn complete_within(
+        &self,
+        req: &ChatRequest,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+        attempts: &AtomicU32,
+    ) -> Result<Completion, ProviderError> {
         let started = Instant::now();
         let mut req = req.clone();
         req.model.clone_from(&self.model);
@@ -415,14 +576,29 @@ impl ProviderClient {
             provider: self.provider.name.clone(),
         };
         let mut attempt = 0;
+        let limiter = self.rate_limiter();
+        let estimate = super::budget::estimate_tokens(self.request_body(&req).to_string().len())
+            + u64::from(req.max_tokens.unwrap_or(0));
         loop {
             attempt += 1;
+            attempts.store(attempt, Ordering::Relaxed);
+            if let Some(l) = &limiter {
+                tokio::select! {
+                    () = cancel.cancelled() => return Err(cancelled()),
+                    () = l.acquire(estimate) => {}
+                }
+            }
             let result = tokio::select! {
                 () = cancel.cancelled() => return Err(cancelled()),
                 r = self.attempt(&req, on_event) => r,
             };
             let (reason, retry_after) = match result {
                 Ok(response) => {
+                    if let Some(l) = &limiter
+                        && response.usage_reported
+                    {
+                        l.settle(estimate, response.usage.total());
+                    }
                     tracing::info!(
                         provider = %self.provider.name,
                         model = %self.model,
@@ -554,15 +730,60 @@ impl ProviderClient {
         })
     }
 
+    /// The JSON body `req` is sent as.
+    pub fn request_body(&self, req: &ChatRequest) -> Value {
+        match self.provider.kind {
+            ProviderKind::Openai => openai::request_body(req, self.provider.max_tokens_field()),
+            ProviderKind::Anthropic => anthropic::request_body(
+                req,
+                anthropic::default_max_tokens(
+                    &self.model,
+                    self.provider
+                        .models
+                        .get(&self.model)
+                        .and_then(|m| m.max_output_tokens),
+                ),
+            ),
+        }
+    }
+
+    fn too_large(&self, what: &'static str, limit: usize) -> Failure {
+        Failure::Permanent(ProviderError::TooLarge {
+            provider: self.provider.name.clone(),
+            what,
+            limit,
+        })
+    }
+
+    /// Reads a whole (non-streamed) body, failing once it passes the reply cap.
+    async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        let limit = self.options.max_answer_bytes;
+        let mut bytes = Vec::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if bytes.len() + chunk.len() > limit {
+                        return Err(self.too_large("a reply", limit));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(None) => return Ok(bytes),
+                Err(e) => {
+                    return Err(Failure::Transient {
+                        reason: self.describe(&e),
+                        retry_after: None,
+                    });
+                }
+            }
+        }
+    }
+
     async fn attempt(
         &self,
         req: &ChatRequest,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<ChatResponse, Failure> {
-        let body = match self.provider.kind {
-            ProviderKind::Openai => openai::request_body(req),
-            ProviderKind::Anthropic => anthropic::request_body(req),
-        };
+        let body = self.request_body(req);
         let url = self.endpoint();
         let headers = self.headers().map_err(Failure::Permanent)?;
         let resp = self
@@ -590,10 +811,7 @@ impl ProviderClient {
         if req.stream && is_sse {
             return self.read_stream(resp, on_event).await;
         }
-        let bytes = resp.bytes().await.map_err(|e| Failure::Transient {
-            reason: self.describe(&e),
-            retry_after: None,
-        })?;
+        let bytes = self.read_body(resp).await?;
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
             self.malformed(format!(
                 "the body is not JSON ({e}); it starts with {:?}",
@@ -619,23 +837,43 @@ impl ProviderClient {
         resp: reqwest::Response,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<ChatResponse, Failure> {
-        let mut events = resp.bytes_stream().eventsource();
+        // Bytes received since the last complete event: the parser buffers at most one
+        // event's worth, so failing the body once this passes the cap bounds its memory.
+        let pending = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&pending);
+        let event_cap = self.options.max_event_bytes;
+        let answer_cap = self.options.max_answer_bytes;
+        let bytes = resp
+            .bytes_stream()
+            .map_err(BodyError::Transport)
+            .and_then(move |chunk| {
+                let seen = counter.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
+                std::future::ready(if seen > event_cap {
+                    Err(BodyError::EventTooLarge)
+                } else {
+                    Ok(chunk)
+                })
+            });
+        let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
         let mut oa = openai::StreamAssembler::default();
         let mut an = anthropic::StreamAssembler::default();
         while let Some(event) = events.next().await {
-            let event = event.map_err(|e| Failure::Transient {
-                reason: match e {
-                    eventsource_stream::EventStreamError::Transport(t) => {
-                        format!("the stream was interrupted: {}", self.describe(&t))
-                    }
-                    other => format!("the stream was interrupted: {other}"),
-                },
-                retry_after: None,
-            })?;
-            let step = match self.provider.kind {
-                ProviderKind::Openai => oa.feed(&event.data),
-                ProviderKind::Anthropic => an.feed(&event.event, &event.data),
+            pending.store(0, Ordering::Relaxed);
+            let event = event.map_err(|e| self.stream_failure(e))?;
+            let data = event.data.unwrap_or_default();
+            if data.len() > event_cap {
+                return Err(self.too_large("one stream event", event_cap));
+            }
+            let (step, assembled) = match self.provider.kind {
+                ProviderKind::Openai => (oa.feed(&data), oa.assembled_bytes()),
+                ProviderKind::Anthropic => (
+                    an.feed(event.event.as_deref().unwrap_or("message"), &data),
+                    an.assembled_bytes(),
+                ),
             };
+            if assembled > answer_cap {
+                return Err(self.too_large("a reply", answer_cap));
+            }
             match step {
                 Ok(StreamStep::Text(t)) => on_event(StreamEvent::TextDelta(t)),
                 Ok(StreamStep::Nothing) => {}
@@ -652,6 +890,27 @@ impl ProviderClient {
             reason: "the stream ended before the reply was complete".into(),
             retry_after: None,
         })
+    }
+
+    /// What a failed stream read means: a cut connection (transient), an event over the cap
+    /// (permanent), or bytes that are not SSE (malformed).
+    fn stream_failure(&self, e: sse_stream::Error) -> Failure {
+        match e {
+            sse_stream::Error::Body(t) => match t.downcast_ref::<BodyError>() {
+                Some(BodyError::EventTooLarge) => {
+                    self.too_large("one stream event", self.options.max_event_bytes)
+                }
+                Some(BodyError::Transport(r)) => Failure::Transient {
+                    reason: format!("the stream was interrupted: {}", self.describe(r)),
+                    retry_after: None,
+                },
+                None => Failure::Transient {
+                    reason: format!("the stream was interrupted: {}", self.scrub(&t.to_string())),
+                    retry_after: None,
+                },
+            },
+            other => self.malformed(format!("the event stream is not valid SSE ({other})")),
+        }
     }
 
     /// An error object the provider sent with a success status or inside a stream.
@@ -691,6 +950,23 @@ impl ProviderClient {
         self.classified(class, status.as_u16(), &code, message, url)
     }
 
+    /// What to check in the base URL after a 404, by wire kind.
+    fn not_found_hint(&self) -> String {
+        let url = self.provider.base_url.trim_end_matches('/');
+        match self.provider.kind {
+            ProviderKind::Anthropic if url.ends_with("/v1") => format!(
+                "remove the trailing /v1: the client adds /v1/messages itself, so use {}",
+                url.trim_end_matches("/v1")
+            ),
+            ProviderKind::Anthropic => {
+                "Anthropic-compatible base URLs end before /v1, e.g. https://api.anthropic.com; the client adds /v1/messages".into()
+            }
+            ProviderKind::Openai => {
+                "OpenAI-compatible servers usually end in /v1; the client adds /chat/completions".into()
+            }
+        }
+    }
+
     fn classified(
         &self,
         class: StatusClass,
@@ -727,6 +1003,7 @@ impl ProviderClient {
                 detail,
             },
             StatusClass::NotFound => ProviderError::NotFound {
+                hint: self.not_found_hint(),
                 provider,
                 url: url.to_string(),
             },

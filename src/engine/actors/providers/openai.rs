@@ -10,16 +10,19 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::wire::{StreamFailure, StreamStep, number};
+use super::wire::{StreamFailure, StreamStep, number, pointer_number, standard_schema};
 use crate::engine::actors::messages::{ChatRequest, ChatResponse, Message, ToolCall, Usage};
+use crate::engine::config::MaxTokensField;
 
 /// The endpoint for a base URL such as `https://api.openai.com/v1`.
 pub fn endpoint(base_url: &str) -> String {
     format!("{}/chat/completions", base_url.trim_end_matches('/'))
 }
 
-/// The JSON request body.
-pub fn request_body(req: &ChatRequest) -> Value {
+/// The JSON request body. The completion cap goes in `max_field` (`max_completion_tokens`
+/// for OpenAI itself, `max_tokens` for most compatible servers); sampling options are sent
+/// only when set; tool schemas are flattened ([`standard_schema`]).
+pub fn request_body(req: &ChatRequest, max_field: MaxTokensField) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &req.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -71,17 +74,27 @@ pub fn request_body(req: &ChatRequest) -> Value {
                     "function": {
                         "name": t.name,
                         "description": t.description,
-                        "parameters": t.input_schema,
+                        "parameters": standard_schema(&t.input_schema),
                     },
                 })
             })
             .collect();
     }
     if let Some(max) = req.max_tokens {
-        body["max_tokens"] = json!(max);
+        body[max_field.as_str()] = json!(max);
     }
-    if let Some(t) = req.temperature {
+    let sampling = &req.sampling;
+    if let Some(t) = sampling.temperature {
         body["temperature"] = json!(super::wire::temperature(t));
+    }
+    if let Some(p) = sampling.top_p {
+        body["top_p"] = json!(super::wire::temperature(p));
+    }
+    if let Some(seed) = sampling.seed {
+        body["seed"] = json!(seed);
+    }
+    if !sampling.stop.is_empty() {
+        body["stop"] = json!(sampling.stop);
     }
     if req.stream {
         body["stream"] = json!(true);
@@ -95,6 +108,8 @@ fn usage_of(v: &Value) -> Option<Usage> {
     Some(Usage {
         input_tokens: number(u, "prompt_tokens"),
         output_tokens: number(u, "completion_tokens"),
+        cache_read_tokens: pointer_number(u, "/prompt_tokens_details/cached_tokens"),
+        cache_write_tokens: 0,
     })
 }
 
@@ -179,6 +194,16 @@ pub struct StreamAssembler {
 }
 
 impl StreamAssembler {
+    /// Bytes of reply assembled so far: text plus tool-call arguments.
+    pub fn assembled_bytes(&self) -> usize {
+        self.text.len()
+            + self
+                .calls
+                .values()
+                .map(|c| c.arguments.len())
+                .sum::<usize>()
+    }
+
     /// Feeds one SSE event's data.
     ///
     /// # Errors
@@ -301,11 +326,11 @@ mod tests {
                 description: "reads".into(),
                 input_schema: json!({"type": "object"}),
             }],
-            max_tokens: None,
-            temperature: None,
+            max_tokens: Some(100),
             stream: true,
+            ..ChatRequest::default()
         };
-        let body = request_body(&req);
+        let body = request_body(&req, MaxTokensField::MaxCompletionTokens);
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(body["messages"][2]["content"], Value::Null);
         assert_eq!(
@@ -317,6 +342,12 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert!(body.get("max_tokens").is_none());
+        assert_eq!(body["max_completion_tokens"], 100);
+        assert!(body.get("temperature").is_none() && body.get("seed").is_none());
+        assert_eq!(
+            request_body(&req, MaxTokensField::MaxTokens)["max_tokens"],
+            100
+        );
     }
 
     #[test]

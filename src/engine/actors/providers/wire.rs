@@ -12,6 +12,95 @@ pub fn temperature(t: f32) -> f64 {
     (f64::from(t) * 10_000.0).round() / 10_000.0
 }
 
+/// String formats of JSON Schema (draft 2020-12) that models' tool schemas may carry; any
+/// other `format` (schemars' `uint64`, `int32`, `double`...) is dropped.
+const STANDARD_FORMATS: [&str; 11] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uuid",
+    "regex",
+];
+
+/// Keywords that hold data, not subschemas: copied as they are.
+const DATA_KEYWORDS: [&str; 5] = ["enum", "const", "default", "examples", "required"];
+
+/// How deep `$ref`s are followed before a recursive definition is cut to `{}` (any value).
+const MAX_REF_DEPTH: usize = 8;
+
+/// A tool's argument schema as both wire formats accept it: `$ref`s into `$defs` /
+/// `definitions` inlined, `$schema`, `$id`, `$comment`, `$defs` and `definitions` removed,
+/// and `format` kept only where it is a standard string format (so a schema generated from
+/// Rust types, with `format: uint64`, is still valid for OpenAI's strict mode and for
+/// Anthropic).
+pub fn standard_schema(schema: &Value) -> Value {
+    let defs = schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    flatten(schema, &defs, 0)
+}
+
+fn flatten(v: &Value, defs: &Value, depth: usize) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            if let Some(target) = map.get("$ref").and_then(Value::as_str) {
+                let name = target
+                    .strip_prefix("#/$defs/")
+                    .or_else(|| target.strip_prefix("#/definitions/"));
+                match name.and_then(|n| defs.get(n)) {
+                    Some(def) if depth < MAX_REF_DEPTH => {
+                        if let Value::Object(d) = flatten(def, defs, depth + 1) {
+                            out.extend(d);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            for (k, val) in map {
+                match k.as_str() {
+                    "$ref" | "$schema" | "$id" | "$comment" | "$defs" | "definitions" => {}
+                    "format" => {
+                        if val.as_str().is_some_and(|f| STANDARD_FORMATS.contains(&f)) {
+                            out.insert(k.clone(), val.clone());
+                        }
+                    }
+                    "properties" | "patternProperties" => {
+                        let props = val
+                            .as_object()
+                            .map(|p| {
+                                p.iter()
+                                    .map(|(name, s)| (name.clone(), flatten(s, defs, depth)))
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        out.insert(k.clone(), Value::Object(props));
+                    }
+                    _ if DATA_KEYWORDS.contains(&k.as_str()) => {
+                        out.insert(k.clone(), val.clone());
+                    }
+                    _ => {
+                        out.insert(k.clone(), flatten(val, defs, depth));
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| flatten(i, defs, depth)).collect())
+        }
+        other => other.clone(),
+    }
+}
+
 /// What one SSE event contributed to a streamed reply.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamStep {
@@ -33,8 +122,15 @@ pub enum StreamFailure {
 }
 
 /// A non-negative integer field of `v`, or 0.
+///
+/// See also [`pointer_number`] for nested fields.
 pub fn number(v: &Value, field: &str) -> u64 {
     v.get(field).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A non-negative integer at JSON pointer `ptr` of `v`, or 0.
+pub fn pointer_number(v: &Value, ptr: &str) -> u64 {
+    v.pointer(ptr).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// What a provider's error body says: `(type or code, message)`. Both wire formats put it
@@ -193,6 +289,52 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn schemas_lose_refs_meta_keywords_and_nonstandard_formats() {
+        let schema = serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Args",
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "format": "uint64", "minimum": 0},
+                "when": {"type": "string", "format": "date-time"},
+                "format": {"$ref": "#/$defs/Mode"},
+                "edits": {"type": "array", "items": {"$ref": "#/$defs/Edit"}}
+            },
+            "required": ["count"],
+            "$defs": {
+                "Mode": {"type": "string", "enum": ["a", "b"]},
+                "Edit": {"type": "object", "properties": {"old": {"type": "string"}}}
+            }
+        });
+        let flat = standard_schema(&schema);
+        assert_eq!(
+            flat,
+            serde_json::json!({
+                "title": "Args",
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 0},
+                    "when": {"type": "string", "format": "date-time"},
+                    "format": {"type": "string", "enum": ["a", "b"]},
+                    "edits": {"type": "array", "items": {"type": "object", "properties": {"old": {"type": "string"}}}}
+                },
+                "required": ["count"]
+            })
+        );
+    }
+
+    #[test]
+    fn a_recursive_definition_is_cut_instead_of_looping() {
+        let schema = serde_json::json!({
+            "$ref": "#/definitions/Node",
+            "definitions": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/definitions/Node"}}}}
+        });
+        let flat = standard_schema(&schema);
+        assert!(!flat.to_string().contains("$ref"), "{flat}");
+        assert_eq!(flat["type"], "object");
     }
 
     #[test]
