@@ -27,6 +27,7 @@ pub mod paths;
 pub mod registry;
 pub mod safe_write;
 pub mod sandbox;
+pub mod skill_registry;
 pub mod skills;
 pub mod store;
 pub mod system;

@@ -22,6 +22,7 @@ pub mod profiles;
 pub mod projects;
 pub mod resources;
 pub mod sandboxes;
+pub mod tools;
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -43,6 +44,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/007_corrections.sql"),
     include_str!("migrations/008_child_plans.sql"),
     include_str!("migrations/009_lifecycle2.sql"),
+    include_str!("migrations/010_tools.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
