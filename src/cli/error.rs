@@ -546,7 +546,13 @@ impl From<crate::engine::skill_registry::SkillRegError> for CliError {
     fn from(e: crate::engine::skill_registry::SkillRegError) -> Self {
         use crate::engine::skill_registry::SkillRegError as S;
         match &e {
-            S::Unknown { .. } => CliError::new("NOT_FOUND", e.to_string()).hint("agents skill list"),
+            S::Unknown { suggestion, .. } => {
+                let err = CliError::new("NOT_FOUND", e.to_string());
+                match suggestion {
+                    Some(s) => err.hint(format!("agents skill show {s}")),
+                    None => err.hint("agents skill list"),
+                }
+            }
             S::UnknownTool { .. } => CliError::new("NOT_FOUND", e.to_string()).hint("agents tool list"),
             S::Cycle { .. } => CliError::new("INVALID_INPUT", e.to_string())
                 .detail("a skill may not include itself, directly or through other skills; nothing was registered"),

@@ -465,6 +465,7 @@ fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
         ],
         network: true,
         allow_unconfined: true,
+        log_dir: None,
     };
     for (from, spec) in &skill.mcp_servers {
         match pool.connect(spec, &place) {

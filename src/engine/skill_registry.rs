@@ -267,8 +267,10 @@ pub enum SkillRegError {
     Unknown {
         /// The name.
         name: String,
-        /// A suggestion.
+        /// A suggestion, in words.
         hint: String,
+        /// The nearest skill name, if one is close.
+        suggestion: Option<String>,
     },
     /// A referenced tool is not registered.
     #[error("skill {skill}: tool `{tool}` is not registered{hint}")]
@@ -518,12 +520,28 @@ fn unknown(store: &Store, name: &str) -> SkillRegError {
     if let Ok(custom) = store.custom_skills::<Value>() {
         names.extend(custom.into_iter().map(|r| r.name));
     }
-    let hint = crate::engine::config::nearest(name, names.iter().map(String::as_str))
-        .map(|s| format!("; did you mean `{s}`?"))
-        .unwrap_or_else(|| format!("; skills: {}", names.join(", ")));
+    let bare = name.rsplit('/').next().unwrap_or(name);
+    let suggestion = crate::engine::config::nearest(name, names.iter().map(String::as_str))
+        .or_else(|| crate::engine::config::nearest(bare, names.iter().map(String::as_str)))
+        .or_else(|| {
+            crate::engine::config::nearest(
+                &bare.replace('-', "_"),
+                names.iter().map(String::as_str),
+            )
+        });
+    let hint = match &suggestion {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None => format!("; skills: {}", names.join(", ")),
+    };
+    let hint = if name.contains('/') {
+        format!(" (no custom skill of that name is registered){hint}")
+    } else {
+        hint
+    };
     SkillRegError::Unknown {
         name: name.to_string(),
         hint,
+        suggestion,
     }
 }
 

@@ -201,6 +201,19 @@ impl ToolRunner<'_> {
         None
     }
 
+    /// Binds `tool` for `request` and makes sure that sandbox exists, so that a checkpoint
+    /// taken now captures the state before the call. Binding problems are left for the call
+    /// itself to report.
+    pub fn prepare_external(&mut self, plan_id: &Id, tool: &ExternalTool, request: &CallRequest) {
+        if let Ok(target) = self.bind_external(plan_id, tool, request, &request.arguments)
+            && !target.read_only
+        {
+            let _ = self
+                .sandboxes
+                .ensure(self.store, plan_id, &target.resource_name);
+        }
+    }
+
     fn bind_external(
         &self,
         plan_id: &Id,

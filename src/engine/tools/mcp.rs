@@ -121,6 +121,8 @@ pub struct Placement {
     pub network: bool,
     /// Start it unconfined where the kernel cannot confine it.
     pub allow_unconfined: bool,
+    /// Where a stdio server's stderr goes (`<dir>/mcp-<name>.log`); dropped when `None`.
+    pub log_dir: Option<PathBuf>,
 }
 
 struct Conn {
@@ -271,10 +273,20 @@ impl McpPool {
             let stdout = child.stdout.take().expect("stdout is piped");
             let stdin = child.stdin.take().expect("stdin is piped");
             let stderr = child.stderr.take().expect("stderr is piped");
+            let log = place
+                .log_dir
+                .as_ref()
+                .map(|d| d.join(format!("mcp-{name}.log")));
             std::thread::spawn(move || {
-                let mut sink = std::io::sink();
                 let mut stderr = stderr;
-                let _ = std::io::copy(&mut stderr, &mut sink);
+                match log.and_then(|l| std::fs::File::create(l).ok()) {
+                    Some(mut f) => {
+                        let _ = std::io::copy(&mut stderr, &mut f);
+                    }
+                    None => {
+                        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+                    }
+                }
             });
             let n = name.clone();
             let started = self.wait(async move {
@@ -593,5 +605,60 @@ mod tests {
                 Err(ToolError::PermissionDenied(_))
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod live {
+    use super::*;
+
+    fn everything() -> Option<String> {
+        let js = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        js.exists().then(|| js.display().to_string())
+    }
+
+    #[test]
+    fn a_confined_wrapped_server_answers_and_a_killed_one_is_a_tool_error() {
+        let Some(js) = everything() else {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "npm ci tests/mcp first"
+            );
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!(
+            "exec 3<&0; node {js} stdio <&3 3<&- & P=$!; while [ ! -e STOP ]; do sleep 0.1; done; kill $P; wait $P"
+        );
+        let spec: McpServerSpec =
+            serde_json::from_value(json!({"name": "e", "command": "sh", "args": ["-c", line]}))
+                .unwrap();
+        let place = Placement {
+            cwd: dir.path().to_path_buf(),
+            writable: vec![dir.path().to_path_buf()],
+            env: vec![
+                ("PATH".into(), std::env::var("PATH").unwrap()),
+                ("HOME".into(), dir.path().display().to_string()),
+            ],
+            network: false,
+            allow_unconfined: true,
+            log_dir: None,
+        };
+        let pool = McpPool::new().unwrap();
+        let tools = pool.connect(&spec, &place).unwrap();
+        assert!(tools.iter().any(|t| t.tool == "echo"));
+        let r = pool.call("e", "echo", json!({"message": "hi"})).unwrap();
+        assert_eq!(r["result"], "Echo: hi");
+        std::fs::write(dir.path().join("STOP"), "").unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        let e = pool
+            .call("e", "echo", json!({"message": "again"}))
+            .unwrap_err();
+        assert!(
+            matches!(&e, ToolError::Failed(m) if m.contains("not running")),
+            "{e}"
+        );
     }
 }

@@ -182,9 +182,16 @@ impl Offer {
         specs
     }
 
-    /// The `<available_agent_skills>` block for the system prompt, if any.
+    /// What the system prompt gains: the `<available_agent_skills>` block, and a line per
+    /// MCP server that could not be started (so the model knows its tools are missing).
     pub fn prompt_block(&self) -> Option<String> {
-        skill_registry::prompt_block(&self.agent_skills)
+        let mut parts: Vec<String> = skill_registry::prompt_block(&self.agent_skills)
+            .into_iter()
+            .collect();
+        for (name, why) in &self.failed_servers {
+            parts.push(format!("The MCP server {name} is unavailable in this run ({why}); its tools are not offered."));
+        }
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 
     /// Whether `name` (as the model called it) is one of these tools.
@@ -289,6 +296,15 @@ impl Offer {
                 },
             )
         };
+        let request = CallRequest {
+            tool: tool.name.clone(),
+            arguments: args,
+            parent_skill: tool.skill.clone(),
+            resource: None,
+        };
+        if bracket {
+            ToolRunner::new(&mut store, sandboxes).prepare_external(plan_id, tool, &request);
+        }
         if bracket && let Err(e) = checkpoint(&mut store, "start") {
             return ToolOutcome::error(format!("the checkpoint before {} failed: {e}", tool.name));
         }
@@ -302,12 +318,6 @@ impl Offer {
                         .call(server, tool, args),
                 }
             };
-        let request = CallRequest {
-            tool: tool.name.clone(),
-            arguments: args,
-            parent_skill: tool.skill.clone(),
-            resource: None,
-        };
         let result = ToolRunner::new(&mut store, sandboxes)
             .with_cancel(Arc::clone(cancel))
             .call_external(plan_id, policy, tool, request, &exec);
@@ -358,6 +368,7 @@ pub fn placement(
         env: super::command::base_env(&settings, Vec::new()),
         network: policy.shell.network,
         allow_unconfined: policy.allow_unsafe_tools,
+        log_dir: Some(sandboxes.plan_dir(plan_id)),
     })
 }
 
