@@ -471,6 +471,11 @@ fn a_stdio_mcp_server_lists_its_tools_and_its_results_and_errors_reach_the_model
     assert_eq!(echo["source"], "mcp");
     assert_eq!(echo["capability"]["read_only"], true, "readOnlyHint");
     assert!(tools.len() >= 5, "{doc:#}");
+    // `diagnostics` starts each configured server, lists its tools and stops it.
+    let (diag, _) = run_keyed(&s.env, &["diagnostics"]);
+    let text = diag.to_string();
+    assert!(text.contains("MCP server local/mcp/everything"), "{diag:#}");
+    assert!(text.contains("starts and lists"), "{diag:#}");
     let server = ProviderServer::start(echo_script());
     scripted_env(&s, &server, "openai");
     echo_and_error_round_trip(&s, &server);

@@ -420,3 +420,64 @@ pub fn writable_dirs(ctx: &ExternalCtx<'_>) -> Vec<std::path::PathBuf> {
     writable.extend(ctx.shell.policy.writable_paths.iter().cloned());
     writable
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::domain::lifecycle::{Phase, ProcessingState};
+    use serde_json::json;
+
+    fn tool(cap: Value) -> ExternalTool {
+        ExternalTool {
+            name: "local/t".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+            capability: ToolCapability::settle(&cap).unwrap(),
+            source: ToolSource::Command,
+            skill: None,
+            resources: Vec::new(),
+            runnable: Runnable::Mcp {
+                server: "s".into(),
+                tool: "t".into(),
+            },
+        }
+    }
+
+    fn policy(phase: Phase, profile: &str) -> Policy {
+        Policy {
+            phase,
+            state: ProcessingState::Processing,
+            read_only_action: false,
+            allow_unsafe_tools: false,
+            require_checkpoints: false,
+            deny_patterns: Vec::new(),
+            shell: Default::default(),
+            profile: Some(profile.into()),
+        }
+    }
+
+    #[test]
+    fn the_runner_enforces_capability_not_the_prompt() {
+        let writes = tool(json!({}));
+        let reads = tool(json!({"read_only": true}));
+        let strategize = policy(Phase::Strategize, "trusted");
+        assert!(ToolRunner::external_refusal(&strategize, &writes).is_some());
+        assert!(ToolRunner::external_refusal(&strategize, &reads).is_none());
+        let execute = policy(Phase::Execute, "trusted");
+        assert!(ToolRunner::external_refusal(&execute, &writes).is_none());
+        let approval = tool(json!({"human_approval_required": true}));
+        let why = ToolRunner::external_refusal(&execute, &approval).unwrap();
+        assert!(why.contains("tool_approval"), "{why}");
+        assert!(
+            ToolRunner::external_refusal(&policy(Phase::Execute, "full-auto"), &approval).is_none()
+        );
+        let open_world = tool(json!({"writes": true, "open_world": true}));
+        assert!(ToolRunner::external_refusal(&execute, &open_world).is_some());
+        let mut strict = execute.clone();
+        strict.require_checkpoints = true;
+        assert!(
+            ToolRunner::external_refusal(&strict, &tool(json!({"checkpointable": false})))
+                .is_some()
+        );
+    }
+}

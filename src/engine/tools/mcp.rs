@@ -509,6 +509,62 @@ impl McpPool {
     }
 }
 
+/// Checks every MCP server the registered skills configure, as `agents diagnostics` does:
+/// start (or reach) it in a scratch directory, list its tools, stop it. Returns
+/// `(skill/server, Ok(summary) | Err(why))`.
+pub fn check_configured(
+    store: &crate::engine::store::Store,
+) -> Vec<(String, Result<String, String>)> {
+    let mut out = Vec::new();
+    let Ok(skills) = store.custom_skills::<crate::engine::skill_registry::SkillDef>() else {
+        return out;
+    };
+    let specs: Vec<(String, McpServerSpec)> = skills
+        .into_iter()
+        .flat_map(|r| {
+            let name = r.name.clone();
+            r.definition
+                .mcp_servers
+                .into_iter()
+                .map(move |m| (name.clone(), m))
+        })
+        .collect();
+    if specs.is_empty() {
+        return out;
+    }
+    let scratch = std::env::temp_dir().join(format!("agents-mcp-check-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&scratch);
+    let place = Placement {
+        cwd: scratch.clone(),
+        writable: vec![scratch.clone()],
+        env: vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), scratch.display().to_string()),
+        ],
+        network: true,
+        allow_unconfined: true,
+        log_dir: None,
+    };
+    for (skill, spec) in specs {
+        let label = format!("{skill}/{}", spec.name);
+        let result = McpPool::new().and_then(|pool| {
+            let tools = pool.connect(&spec, &place)?;
+            let version = pool.tools(&spec.name).and_then(|(_, v)| v);
+            pool.shutdown();
+            Ok(format!(
+                "starts and lists {} tool(s){}",
+                tools.len(),
+                version
+                    .map(|v| format!(" (version {v})"))
+                    .unwrap_or_default()
+            ))
+        });
+        out.push((label, result));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    out
+}
+
 fn c_is_url(pool: &McpPool, server: &str) -> bool {
     pool.conns
         .lock()
