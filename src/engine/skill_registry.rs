@@ -645,8 +645,22 @@ pub fn flatten_def(
     for (i, inc) in def.includes.iter().enumerate() {
         let (child, overrides) = inc.parts();
         includes.push(child.to_string());
-        let sub = flatten(store, child, stack)?;
+        let mut sub = flatten(store, child, stack)?;
         for (j, o) in overrides.iter().enumerate() {
+            // `<server>.<tool>` of an included MCP server: applied when the server lists it.
+            if let Some((server, tool)) = o.tool.split_once('.')
+                && let Some((_, spec)) = sub.mcp_servers.iter_mut().find(|(_, m)| m.name == server)
+            {
+                let mut entry = serde_json::Map::new();
+                entry.insert("tool".into(), Value::String(tool.to_string()));
+                if let Some(c) = &o.over.capability {
+                    entry.insert("capability".into(), c.clone());
+                }
+                spec.overrides
+                    .retain(|x| x.get("tool").and_then(Value::as_str) != Some(tool));
+                spec.overrides.push(Value::Object(entry));
+                continue;
+            }
             if !sub.tools.iter().any(|t| t.name == o.tool) {
                 return Err(invalid(
                     name,

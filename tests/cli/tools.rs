@@ -700,3 +700,53 @@ fn an_agent_skill_is_described_in_the_prompt_loaded_on_demand_and_its_script_run
     assert_eq!(diff_paths(&s, &id), ["RELEASE.txt"]);
     assert!(!outside.exists(), "the script is confined to the sandbox");
 }
+
+#[test]
+fn the_tool_and_skill_examples_register_as_documented() {
+    let s = setup_with(ONE_STEP);
+    let ex = |rel: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples")
+            .join(rel)
+            .display()
+            .to_string()
+    };
+    for t in [
+        "tools/count-lines.yaml",
+        "tools/changelog-entry.yaml",
+        "tools/github-issue.yaml",
+    ] {
+        ok(&s.env, &["tool", "add", "-c", &ex(t)]);
+    }
+    let shown = ok(&s.env, &["tool", "show", "local/changelog-entry"]);
+    assert_eq!(
+        shown["data"]["tool"]["resources"][0]["binding"],
+        "contextual"
+    );
+    ok(
+        &s.env,
+        &["skill", "add", "-c", &ex("skills/filesystem-mcp.yaml")],
+    );
+    let doc = ok(
+        &s.env,
+        &["skill", "add", "-c", &ex("skills/project-tools.yaml")],
+    );
+    let tools = doc["data"]["skill"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for n in [
+        "search_files",
+        "local/count-lines",
+        "local/changelog-entry",
+        "todo-count",
+    ] {
+        assert!(names.contains(&n), "{n} in {names:?}");
+    }
+    let servers = &doc["data"]["skill"]["mcp_servers"];
+    assert_eq!(servers[0]["name"], "fs", "{doc:#}");
+    let doc = ok(
+        &s.env,
+        &["skill", "add", "--agent-skill", &ex("skills/release-notes")],
+    );
+    assert_eq!(doc["data"]["skill"]["name"], "local/release-notes");
+    assert!(doc.to_string().contains("release-notes.render"), "{doc:#}");
+}

@@ -95,11 +95,45 @@ impl Offer {
             .filter_map(|t| t.external.clone())
             .collect();
         offer.agent_skills = all.agent_skills;
-        if connect_mcp && !all.mcp_servers.is_empty() {
+        let mut servers = all.mcp_servers.clone();
+        // A registered tool of source mcp runs on its own server, named after the tool.
+        offer.tools.retain_mut(|t| {
+            let Runnable::Command(def) = &t.runnable else {
+                return true;
+            };
+            let Some(spec) = def
+                .mcp_server
+                .clone()
+                .filter(|_| def.source == ToolSource::Mcp)
+            else {
+                return true;
+            };
+            if !connect_mcp {
+                return false;
+            }
+            let mut spec = spec;
+            spec.name = wire_name(&t.name);
+            t.runnable = Runnable::Mcp {
+                server: spec.name.clone(),
+                tool: spec.tool_name.clone().unwrap_or_default(),
+            };
+            servers.push((t.skill.clone().unwrap_or_default(), spec));
+            true
+        });
+        let registered: Vec<String> = offer
+            .tools
+            .iter()
+            .filter_map(|t| match &t.runnable {
+                Runnable::Mcp { server, .. } => Some(server.clone()),
+                Runnable::Command(_) => None,
+            })
+            .collect();
+        if connect_mcp && !servers.is_empty() {
             let place = placement(store, sandboxes, plan_id, policy)?;
             let pool = McpPool::new()?;
-            for (skill, spec) in &all.mcp_servers {
+            for (skill, spec) in &servers {
                 match pool.connect(spec, &place) {
+                    Ok(_) if registered.contains(&spec.name) => {}
                     Ok(tools) => {
                         for t in tools {
                             offer.tools.push(ExternalTool {
