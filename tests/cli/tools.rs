@@ -208,7 +208,6 @@ fn a_command_tool_is_offered_by_capability_runs_in_the_sandbox_and_rolls_back() 
     let (cps, _) = run_keyed(&s.env, &["plan", "checkpoints", &id]);
     let cps = cps["data"]["checkpoints"].as_array().unwrap().clone();
     assert!(cps.len() >= 2, "{cps:#?}");
-    eprintln!("{cps:#?}");
     let first = cps[0]["checkpoint_id"].as_str().unwrap();
     ok(&s.env, &["plan", "rollback", "--yes", &id, first]);
     assert!(diff_paths(&s, &id).is_empty());

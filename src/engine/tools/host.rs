@@ -99,15 +99,14 @@ impl ToolHost for RunnerHost {
             return ToolOutcome::error("the run was cancelled; stop");
         }
         if self.offer.has(name) {
-            return self.offer.call(
-                &self.store,
-                &self.sandboxes,
-                &self.plan_id,
-                &self.policy,
-                &self.cancel,
-                name,
-                args,
-            );
+            let site = super::offer::Site {
+                store: &self.store,
+                sandboxes: &self.sandboxes,
+                plan_id: &self.plan_id,
+                policy: &self.policy,
+                cancel: &self.cancel,
+            };
+            return self.offer.call(&site, name, args);
         }
         let Ok(mut store) = self.store.lock() else {
             return ToolOutcome::error("the tool runner is unavailable");

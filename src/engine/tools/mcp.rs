@@ -482,7 +482,7 @@ impl McpPool {
 
     fn stop_conn(&self, c: &mut Conn) {
         if let Some(service) = c.service.take() {
-            let _ = self.wait(async move {
+            self.wait(async move {
                 let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
             });
         }

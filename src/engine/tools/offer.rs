@@ -42,6 +42,21 @@ pub fn wire_name(name: &str) -> String {
         .collect()
 }
 
+/// Where a call runs: the host's database connection, sandboxes, plan, policy and cancel flag.
+#[derive(Clone, Copy)]
+pub struct Site<'a> {
+    /// The host's connection.
+    pub store: &'a Mutex<Store>,
+    /// The sandboxes directory.
+    pub sandboxes: &'a Sandboxes,
+    /// The plan.
+    pub plan_id: &'a Id,
+    /// Its policy.
+    pub policy: &'a Policy,
+    /// Set when the run is cancelled.
+    pub cancel: &'a Arc<AtomicBool>,
+}
+
 /// The external tools of one plan run.
 pub struct Offer {
     tools: Vec<ExternalTool>,
@@ -291,16 +306,14 @@ impl Offer {
 
     /// Runs one call through the runner: validation, capability rule, binding, execution,
     /// change capture, log; a writing call in Execute between two checkpoints.
-    pub fn call(
-        &self,
-        store: &Mutex<Store>,
-        sandboxes: &Sandboxes,
-        plan_id: &Id,
-        policy: &Policy,
-        cancel: &Arc<AtomicBool>,
-        name: &str,
-        args: Value,
-    ) -> ToolOutcome {
+    pub fn call(&self, site: &Site<'_>, name: &str, args: Value) -> ToolOutcome {
+        let Site {
+            store,
+            sandboxes,
+            plan_id,
+            policy,
+            cancel,
+        } = *site;
         if cancel.load(Ordering::SeqCst) {
             return ToolOutcome::error("the run was cancelled; stop");
         }
