@@ -127,9 +127,17 @@ pub fn run(command: SkillCommand, ctx: &Context) -> Result<Report, CliError> {
 fn add(ctx: &Context, input: &AddSkill) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let (reg, skill) = register::add_skill(&mut store, input)?;
+    let mut data = skill_json(&skill);
+    data["tools"] = json!(
+        skill
+            .tools
+            .iter()
+            .map(ResolvedTool::to_json)
+            .collect::<Vec<_>>()
+    );
     let mut report = Report::ok(
         "skill add",
-        json!({"skill": skill_json(&skill), "config_path": reg.config_path}),
+        json!({"skill": data, "config_path": reg.config_path}),
         format!(
             "Skill {} registered ({} tools, {} MCP servers)",
             skill.name,
@@ -183,7 +191,7 @@ fn skill_json(s: &ResolvedSkill) -> serde_json::Value {
         "includes": s.includes,
         "sources": s.sources(),
         "tool_count": s.tools.len(),
-        "tools": s.tools.iter().map(ResolvedTool::to_json).collect::<Vec<_>>(),
+        "tools": s.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
         "mcp_servers": s.mcp_servers.iter().map(|(from, m)| json!({"name": m.name, "skill": from, "command": m.command, "url": m.url})).collect::<Vec<_>>(),
         "agent_skills": s.agent_skills,
         "conflicts": s.conflicts,

@@ -398,7 +398,7 @@ fn skill_and_tool_snapshots() {
         ("tool_list", &["tool", "list"][..]),
         ("tool_show", &["tool", "show", "edit_file"][..]),
         (
-            "skill_add_not_supported",
+            "skill_add_without_tools",
             &["skill", "add", "local/ops"][..],
         ),
     ] {

@@ -72,7 +72,6 @@ pub struct ToolCapability {
     /// Its effects can be captured by a checkpoint and rolled back.
     pub checkpointable: bool,
     /// Granularity of rollback (`file`, `snapshot`, `transaction`, ...).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_scope: Option<String>,
     /// Calling it twice has the effect of calling it once.
     pub idempotent: bool,

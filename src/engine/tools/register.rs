@@ -311,6 +311,18 @@ pub fn add_skill(
         )
     })?;
     let name = check_name(&name, "skill")?;
+    if def.tools.is_empty()
+        && def.includes.is_empty()
+        && def.builtins.is_empty()
+        && def.anonymous_tools.is_empty()
+        && def.mcp_servers.is_empty()
+        && def.agent_skills.is_empty()
+    {
+        return Err(invalid(
+            "skill",
+            "a skill needs tools: give tools, includes, builtins, anonymous_tools, mcp_servers or agent_skills (or --tool, --include-skill, --mcp-server, --agent-skill)",
+        ));
+    }
     if crate::engine::skills::lookup(&name).is_ok() {
         return Err(RegisterError::Conflict(format!(
             "`{name}` is a built-in skill"
