@@ -332,6 +332,8 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
         }
         OneShotError::Provider(p) => provider_error(&p, ctx),
         OneShotError::Skill(s) => s.into(),
+        OneShotError::CustomSkill(s) => s.into(),
+        OneShotError::Tools(m) => CliError::new("TOOL_FAILED", m),
         OneShotError::Actor(a) => a.into(),
         OneShotError::NotSupported(m) => CliError::new("NOT_SUPPORTED", m),
         OneShotError::Sandbox(s) => s.into(),

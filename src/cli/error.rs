@@ -527,3 +527,39 @@ impl From<crate::engine::tools::runner::RunnerError> for CliError {
         }
     }
 }
+
+impl From<crate::engine::tools::register::RegisterError> for CliError {
+    fn from(e: crate::engine::tools::register::RegisterError) -> Self {
+        use crate::engine::tools::register::RegisterError as R;
+        match e {
+            R::Yaml(y) => y.into(),
+            R::Store(s) => s.into(),
+            R::Skill(s) => s.into(),
+            R::Invalid { field, message } => CliError::invalid_input(format!("{field}: {message}"))
+                .hint("docs/tools.md and docs/skills.md describe the YAML"),
+            R::Conflict(m) => CliError::new("CONFLICT", m),
+            R::NotFound(m) => {
+                CliError::new("NOT_FOUND", m).hint("agents tool list / agents skill list")
+            }
+        }
+    }
+}
+
+impl From<crate::engine::skill_registry::SkillRegError> for CliError {
+    fn from(e: crate::engine::skill_registry::SkillRegError) -> Self {
+        use crate::engine::skill_registry::SkillRegError as S;
+        match &e {
+            S::Unknown { suggestion, .. } => {
+                let err = CliError::new("NOT_FOUND", e.to_string());
+                match suggestion {
+                    Some(s) => err.hint(format!("agents skill show {s}")),
+                    None => err.hint("agents skill list"),
+                }
+            }
+            S::UnknownTool { .. } => CliError::new("NOT_FOUND", e.to_string()).hint("agents tool list"),
+            S::Cycle { .. } => CliError::new("INVALID_INPUT", e.to_string())
+                .detail("a skill may not include itself, directly or through other skills; nothing was registered"),
+            S::Invalid { .. } => CliError::invalid_input(e.to_string()),
+        }
+    }
+}

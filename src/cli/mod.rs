@@ -26,6 +26,7 @@ pub mod resource;
 pub mod skill;
 pub mod system;
 pub mod tool;
+pub mod tool_registry;
 pub mod tui;
 pub mod view;
 

@@ -1,16 +1,19 @@
-//! `agents skill list|show|tools|add|remove` (spec sections 06 and 19). Only the built-in
-//! skills exist: `add` and `remove` answer `NOT_SUPPORTED` (custom skill YAML and MCP servers
-//! are not yet supported).
+//! `agents skill list|show|tools|add|remove` (spec sections 06 and 19): the built-in skills
+//! and custom skills registered from YAML (named tools, includes, overrides, anonymous tools,
+//! MCP servers, Agent Skills folders).
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use serde_json::json;
 
+use super::confirm::confirm;
 use super::{CliError, Context, view};
-use crate::engine::skills::{self, SOURCES, Skill, SkillTool};
-use crate::engine::tools::Capability;
-use crate::output::{Cell, Column, Element, Report, Tone};
+use crate::engine::skill_registry::{self, ResolvedSkill, ResolvedTool, SkillDef};
+use crate::engine::skills::{self, SOURCES};
+use crate::engine::tools::custom::ToolCapability;
+use crate::engine::tools::register::{self, AddSkill};
+use crate::output::{Cell, Column, Element, Level, Report, Tone};
 
 /// `agents skill ...`
 #[derive(Debug, Subcommand)]
@@ -34,7 +37,7 @@ pub enum SkillCommand {
         /// Skill name
         name: String,
     },
-    /// Register a custom skill from YAML (not yet supported)
+    /// Register a custom skill from YAML, flags or an Agent Skill folder
     Add {
         /// Skill YAML file
         #[arg(short, long, value_name = "FILE")]
@@ -48,16 +51,19 @@ pub enum SkillCommand {
         /// Skill whose tools to include (repeatable)
         #[arg(long = "include-skill", value_name = "NAME")]
         include_skills: Vec<String>,
-        /// MCP server whose tools to expose (repeatable)
+        /// MCP server whose tools to expose, NAME=COMMAND or NAME=URL (repeatable)
         #[arg(long = "mcp-server", value_name = "SPEC")]
         mcp_servers: Vec<String>,
+        /// An Agent Skill folder (with SKILL.md) to register as a skill
+        #[arg(long, value_name = "DIR")]
+        agent_skill: Option<PathBuf>,
         /// Replace an existing skill of the same name
         #[arg(long)]
         update: bool,
         /// Skill name (default: `name` in the file)
         name: Option<String>,
     },
-    /// Remove a custom skill (not yet supported; built-ins cannot be removed)
+    /// Remove a custom skill (refused while another skill includes it; built-ins cannot be removed)
     Remove {
         /// Do not ask for confirmation
         #[arg(short, long)]
@@ -83,90 +89,210 @@ impl SkillCommand {
 /// Runs a skill subcommand.
 ///
 /// # Errors
-/// `NOT_FOUND` for an unknown skill (with the nearest built-in), `INVALID_INPUT` for an
-/// unknown `--source`, `NOT_SUPPORTED` for `add` and for `remove` of a non-built-in name,
-/// `CONFLICT` for `remove` of a built-in.
+/// `NOT_FOUND` for an unknown skill or tool, `INVALID_INPUT` for YAML, cycles and overrides,
+/// `CONFLICT` for duplicates, built-ins and skills still included.
 pub fn run(command: SkillCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
-        SkillCommand::List { namespace, source } => list(namespace.as_deref(), source.as_deref()),
+        SkillCommand::List { namespace, source } => {
+            list(ctx, namespace.as_deref(), source.as_deref())
+        }
         SkillCommand::Show { name } => show(ctx, &name),
-        SkillCommand::Tools { name } => tools(&name),
-        SkillCommand::Add { mcp_servers, .. } => {
-            let mut err = CliError::new("NOT_SUPPORTED", "custom skills are not yet supported")
-                .detail(format!(
-                    "only the built-in skills exist ({}); skill YAML, named tools{} are not yet supported, and nothing was registered",
-                    skills::builtin_names().join(", "),
-                    if mcp_servers.is_empty() {
-                        " and MCP servers"
-                    } else {
-                        ", and the MCP servers given with --mcp-server,"
-                    }
-                ))
-                .hint("agents skill list");
-            err = err.hint("name built-in skills in an actor's `skills:` list instead");
-            Err(err)
-        }
-        SkillCommand::Remove { name, .. } => Err(match skills::lookup(&name) {
-            Ok(s) => CliError::new(
-                "CONFLICT",
-                format!("`{}` is a built-in skill and cannot be removed", s.name),
-            )
-            .detail("built-in skills are compiled in; an actor that should not use it leaves it out of `skills:`"),
-            Err(_) => CliError::new(
-                "NOT_SUPPORTED",
-                format!("custom skills are not yet supported, so `{name}` is not registered"),
-            )
-            .detail("nothing was removed"),
-        }
-        .hint("agents skill list")),
+        SkillCommand::Tools { name } => tools(ctx, &name),
+        SkillCommand::Add {
+            config,
+            description,
+            tools,
+            include_skills,
+            mcp_servers,
+            agent_skill,
+            update,
+            name,
+        } => add(
+            ctx,
+            &AddSkill {
+                config,
+                name,
+                description,
+                update,
+                tools,
+                includes: include_skills,
+                mcp_servers,
+                agent_skill,
+            },
+        ),
+        SkillCommand::Remove { name, yes } => remove(ctx, &name, yes),
     }
 }
 
-/// A skill as structured data; `tools` is the list of tool names.
-fn skill_row_json(s: &Skill) -> serde_json::Value {
+fn add(ctx: &Context, input: &AddSkill) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let (reg, skill) = register::add_skill(&mut store, input)?;
+    let mut data = skill_json(&skill);
+    data["tools"] = json!(
+        skill
+            .tools
+            .iter()
+            .map(ResolvedTool::to_json)
+            .collect::<Vec<_>>()
+    );
+    let mut report = Report::ok(
+        "skill add",
+        json!({"skill": data, "config_path": reg.config_path}),
+        format!(
+            "Skill {} registered ({} tools, {} MCP servers)",
+            skill.name,
+            skill.tools.len(),
+            skill.mcp_servers.len()
+        ),
+    )
+    .with(details(&skill));
+    for c in &skill.conflicts {
+        report = report.message(Level::Warn, c.clone());
+    }
+    Ok(report)
+}
+
+fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    if skills::lookup(name).is_err() && store.custom_skill::<SkillDef>(name)?.is_none() {
+        return Err(
+            CliError::new("NOT_FOUND", format!("skill `{name}` is not registered"))
+                .hint("agents skill list"),
+        );
+    }
+    if skills::lookup(name).is_err() {
+        confirm(
+            &format!("Remove skill {name}?"),
+            yes,
+            &ctx.terminal,
+            &ctx.suggest(&format!("skill remove --yes {name}")),
+        )?;
+    }
+    let (_, actors) = register::remove_skill(&mut store, name)?;
+    let mut report = Report::ok(
+        "skill remove",
+        json!({"skill": name, "actors_naming_it": actors}),
+        format!("Skill {name} removed"),
+    );
+    if !actors.is_empty() {
+        report = report.message(
+            Level::Warn,
+            format!("actor(s) {} still name {name} in `skills:`; their plans fail until it is registered again or removed from them", actors.join(", ")),
+        );
+    }
+    Ok(report)
+}
+
+fn skill_json(s: &ResolvedSkill) -> serde_json::Value {
     json!({
         "name": s.name,
         "description": s.description,
-        "source": s.source,
+        "source": s.kind,
         "includes": s.includes,
         "sources": s.sources(),
         "tool_count": s.tools.len(),
         "tools": s.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        "mcp_servers": s.mcp_servers.iter().map(|(from, m)| json!({"name": m.name, "skill": from, "command": m.command, "url": m.url})).collect::<Vec<_>>(),
+        "agent_skills": s.agent_skills,
+        "conflicts": s.conflicts,
     })
 }
 
+fn details(s: &ResolvedSkill) -> Element {
+    Element::panel(
+        "Skill Details",
+        [
+            ("Name", view::id(s.name.clone())),
+            ("Description", s.description.clone().into()),
+            ("Source", s.kind.into()),
+            (
+                "Includes",
+                if s.includes.is_empty() {
+                    Cell::new("(none)", Tone::Dim)
+                } else {
+                    Cell::from(s.includes.join(", "))
+                },
+            ),
+            (
+                "MCP Servers",
+                if s.mcp_servers.is_empty() {
+                    Cell::new("(none)", Tone::Dim)
+                } else {
+                    Cell::from(
+                        s.mcp_servers
+                            .iter()
+                            .map(|(_, m)| m.name.clone())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                },
+            ),
+            (
+                "Agent Skills",
+                if s.agent_skills.is_empty() {
+                    Cell::new("(none)", Tone::Dim)
+                } else {
+                    Cell::from(
+                        s.agent_skills
+                            .iter()
+                            .map(|a| a.name.clone())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                },
+            ),
+        ],
+    )
+}
+
 /// `yes` when the tool writes, `no` otherwise.
-pub(super) fn writes_cell(c: &Capability) -> Cell {
+pub(super) fn writes_cell(c: &ToolCapability) -> Cell {
     view::flag_cell(c.writes)
 }
 
 /// How a tool's effects are checkpointed: its scope (`file`, `snapshot`), `yes` without a
 /// scope, `no` for a writing tool that cannot be checkpointed, `-` for read-only tools.
-pub(super) fn checkpoint_cell(c: &Capability) -> Cell {
+pub(super) fn checkpoint_cell(c: &ToolCapability) -> Cell {
     if !c.writes {
         Cell::new("-", Tone::Dim)
     } else if c.checkpointable {
-        Cell::from(c.checkpoint_scope.unwrap_or("yes"))
+        Cell::from(c.checkpoint_scope.clone().unwrap_or_else(|| "yes".into()))
     } else {
         Cell::new("no", Tone::Warn)
     }
 }
 
-fn list(namespace: Option<&str>, source: Option<&str>) -> Result<Report, CliError> {
+fn all_skills(ctx: &Context) -> Result<Vec<ResolvedSkill>, CliError> {
+    let store = ctx.store()?;
+    let mut all: Vec<ResolvedSkill> = Vec::new();
+    for b in skills::builtin_names() {
+        all.push(skill_registry::resolve(&store, b)?);
+    }
+    for r in store.custom_skills::<SkillDef>()? {
+        match skill_registry::resolve(&store, &r.name) {
+            Ok(s) => all.push(s),
+            Err(e) => tracing::warn!(skill = %r.name, error = %e, "skill does not resolve"),
+        }
+    }
+    Ok(all)
+}
+
+fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<Report, CliError> {
+    let source = source.map(|s| if s == "custom" { "command" } else { s });
     if let Some(s) = source
         && !SOURCES.contains(&s)
+        && s != "command"
     {
         let mut err = CliError::invalid_input(format!(
-            "--source `{s}` is not a tool source; use one of: {}",
-            SOURCES.join(", ")
+            "--source `{s}` is not a tool source; use one of: builtin, command, mcp, agent_skill"
         ));
         if let Some(near) = crate::engine::config::nearest(s, SOURCES) {
             err = err.hint(format!("did you mean `--source {near}`?"));
         }
         return Err(err);
     }
-    let all = skills::list();
-    let shown: Vec<&Skill> = all
+    let all = all_skills(ctx)?;
+    let shown: Vec<&ResolvedSkill> = all
         .iter()
         .filter(|s| {
             // Built-in skills are bare; `-n builtin` selects them.
@@ -195,9 +321,10 @@ fn list(namespace: Option<&str>, source: Option<&str>) -> Result<Report, CliErro
     distinct.sort_unstable();
     distinct.dedup();
     let n = shown.len();
+    let builtin = all.iter().filter(|s| s.kind == "builtin").count();
     Ok(Report::ok(
         "skill list",
-        json!({"skills": shown.iter().map(|s| skill_row_json(s)).collect::<Vec<_>>()}),
+        json!({"skills": shown.iter().map(|s| skill_json(s)).collect::<Vec<_>>()}),
         format!("{n} skill{} listed", if n == 1 { "" } else { "s" }),
     )
     .with(Element::Table {
@@ -214,15 +341,15 @@ fn list(namespace: Option<&str>, source: Option<&str>) -> Result<Report, CliErro
     .with(Element::panel(
         "Summary",
         [
-            ("Built-in", all.len().to_string()),
-            ("Custom", "0 (custom skills are not yet supported)".into()),
+            ("Built-in", builtin.to_string()),
+            ("Custom", (all.len() - builtin).to_string()),
             ("Total Tools", distinct.len().to_string()),
         ],
     )))
 }
 
-fn summary_counts(tools: &[SkillTool]) -> [(&'static str, String); 4] {
-    let count = |f: &dyn Fn(&Capability) -> bool| {
+fn summary_counts(tools: &[ResolvedTool]) -> [(&'static str, String); 4] {
+    let count = |f: &dyn Fn(&ToolCapability) -> bool| {
         tools
             .iter()
             .filter(|t| f(&t.capability))
@@ -238,54 +365,48 @@ fn summary_counts(tools: &[SkillTool]) -> [(&'static str, String); 4] {
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let skill = skills::lookup(name)?;
     let store = ctx.store()?;
+    let skill = skill_registry::resolve(&store, name)?;
     let actors: Vec<String> = store
         .actors()?
         .into_iter()
         .filter(|a| a.definition.skills.iter().any(|s| s == &skill.name))
         .map(|a| a.name)
         .collect();
+    let direct: Vec<&ResolvedTool> = skill
+        .tools
+        .iter()
+        .filter(|t| t.from_skill.is_none())
+        .collect();
     let mut summary = vec![("Total Tools", skill.tools.len().to_string())];
     summary.extend(summary_counts(&skill.tools));
-    let rows = skill
-        .tools
+    let rows = direct
         .iter()
         .map(|t| {
             vec![
                 view::id(t.name.clone()),
-                Cell::from(t.source),
+                Cell::from(t.source.as_str()),
                 writes_cell(&t.capability),
                 checkpoint_cell(&t.capability),
             ]
         })
         .collect();
+    let mut data = skill_json(&skill);
+    data["tools"] = json!(
+        skill
+            .tools
+            .iter()
+            .map(ResolvedTool::to_json)
+            .collect::<Vec<_>>()
+    );
     Ok(Report::ok(
         "skill show",
-        json!({
-            "skill": {
-                "name": skill.name,
-                "description": skill.description,
-                "source": skill.source,
-                "includes": skill.includes,
-                "sources": skill.sources(),
-                "tools": skill.tools,
-            },
-            "referenced_by": {"actors": actors},
-        }),
+        json!({"skill": data, "referenced_by": {"actors": actors}}),
         "Skill loaded",
     )
-    .with(Element::panel(
-        "Skill Details",
-        [
-            ("Name", view::id(skill.name.clone())),
-            ("Description", skill.description.clone().into()),
-            ("Source", skill.source.into()),
-            ("Includes", Cell::new("(none)", Tone::Dim)),
-        ],
-    ))
+    .with(details(&skill))
     .with(Element::Table {
-        title: format!("Direct Tools ({})", skill.tools.len()),
+        title: format!("Direct Tools ({})", direct.len()),
         columns: ["Name", "Source", "Writes", "Checkpoint"]
             .map(Column::left)
             .into(),
@@ -306,61 +427,126 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     )))
 }
 
-fn tools(name: &str) -> Result<Report, CliError> {
-    let skill = skills::lookup(name)?;
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The live tools of a skill's MCP servers: each is started in a scratch directory (or
+/// reached), listed and stopped.
+fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
+    let mut tools = Vec::new();
+    let mut problems = Vec::new();
+    if skill.mcp_servers.is_empty() {
+        return (tools, problems);
+    }
+    let scratch = Scratch(std::env::temp_dir().join(format!("agents-mcp-{}", std::process::id())));
+    if let Err(e) = std::fs::create_dir_all(scratch.path()) {
+        problems.push(format!("no scratch directory for the MCP servers: {e}"));
+        return (tools, problems);
+    }
+    let pool = match crate::engine::tools::mcp::McpPool::new() {
+        Ok(p) => p,
+        Err(e) => {
+            problems.push(e);
+            return (tools, problems);
+        }
+    };
+    let home = scratch.path().join("home");
+    let _ = std::fs::create_dir_all(&home);
+    let place = crate::engine::tools::mcp::Placement {
+        cwd: scratch.path().to_path_buf(),
+        writable: vec![scratch.path().to_path_buf()],
+        env: vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), home.display().to_string()),
+        ],
+        network: true,
+        allow_unconfined: true,
+        log_dir: None,
+    };
+    for (from, spec) in &skill.mcp_servers {
+        match pool.connect(spec, &place) {
+            Ok(list) => {
+                for t in list {
+                    tools.push(ResolvedTool {
+                        name: t.qualified,
+                        description: t.description,
+                        source: crate::engine::tools::custom::ToolSource::Mcp,
+                        capability: t.capability,
+                        from_skill: (from != &skill.name).then(|| from.clone()),
+                        external: None,
+                    });
+                }
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    pool.shutdown();
+    (tools, problems)
+}
+
+fn tools(ctx: &Context, name: &str) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let mut skill = skill_registry::resolve(&store, name)?;
+    let (live, problems) = live_mcp_tools(&skill);
+    skill.tools.extend(live);
     let rows = skill
         .tools
         .iter()
         .map(|t| {
             vec![
                 view::id(t.name.clone()),
-                Cell::from(t.source),
-                Cell::new("(direct)", Tone::Dim),
+                Cell::from(t.source.as_str()),
+                match &t.from_skill {
+                    Some(s) => Cell::from(s.clone()),
+                    None => Cell::new("(direct)", Tone::Dim),
+                },
                 view::flag_cell(t.capability.read_only),
                 writes_cell(&t.capability),
                 checkpoint_cell(&t.capability),
             ]
         })
         .collect();
-    let data: Vec<serde_json::Value> = skill
+    let n = skill.tools.len();
+    let included = skill
         .tools
         .iter()
-        .map(|t| {
-            json!({
-                "name": t.name,
-                "description": t.description,
-                "source": t.source,
-                "from_skill": null,
-                "capability": t.capability,
-            })
-        })
-        .collect();
-    let n = skill.tools.len();
+        .filter(|t| t.from_skill.is_some())
+        .count();
     let mut summary = vec![
         ("Total", n.to_string()),
-        ("From Includes", "0".to_string()),
-        ("Direct", n.to_string()),
+        ("From Includes", included.to_string()),
+        ("Direct", (n - included).to_string()),
     ];
     summary.extend(summary_counts(&skill.tools));
-    Ok(Report::ok(
+    let mut report = Report::ok(
         "skill tools",
-        json!({"skill": skill.name, "tools": data}),
+        json!({"skill": skill.name, "tools": skill.tools.iter().map(ResolvedTool::to_json).collect::<Vec<_>>(), "mcp_errors": problems, "conflicts": skill.conflicts}),
         format!("{n} tool{} listed", if n == 1 { "" } else { "s" }),
     )
     .with(Element::Table {
         title: format!("Tools for {}", skill.name),
-        columns: [
-            "Tool",
-            "Source",
-            "From Skill",
-            "Read-Only",
-            "Writes",
-            "Checkpoint",
-        ]
-        .map(Column::left)
-        .into(),
+        columns: ["Tool", "Source", "From Skill", "Read-Only", "Writes", "Checkpoint"].map(Column::left).into(),
         rows,
         empty: "(none)".into(),
     })
-    .with(Element::panel("Summary", summary)))
+    .with(Element::panel("Summary", summary));
+    for p in problems {
+        report = report.message(Level::Warn, p);
+    }
+    for c in &skill.conflicts {
+        report = report.message(Level::Warn, c.clone());
+    }
+    Ok(report)
 }

@@ -7,10 +7,11 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::plan_sandbox::{open, register_dev_target};
-use super::skill::{checkpoint_cell, writes_cell};
+use super::skill::checkpoint_cell;
 use super::view;
 use super::{CliError, Context};
 use crate::engine::skills;
+use crate::engine::tools::register::AddTool;
 use crate::engine::tools::runner::{CallRequest, Policy, ToolRunner};
 use crate::engine::tools::{self, Tool};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
@@ -18,10 +19,59 @@ use crate::output::{Cell, Column, Element, Level, Report, Tone};
 /// `agents tool ...`
 #[derive(Debug, Subcommand)]
 pub enum ToolCommand {
-    /// List the built-in tools with their capability
+    /// List tools (built-in and registered) with their capability
     List {
+        /// Only this namespace (`builtin` for the built-in tools)
+        #[arg(short, long, value_name = "NS")]
+        namespace: Option<String>,
+        /// Only tools of this source: builtin, command, mcp or agent_skill
+        #[arg(long, value_name = "SOURCE")]
+        source: Option<String>,
         /// Show only tools whose name matches this regular expression
         regex: Option<String>,
+    },
+    /// Register a tool from its YAML (or from flags: NAME, -d, --code, --input-schema)
+    Add {
+        /// Tool YAML file
+        #[arg(short, long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Description (overrides the file's)
+        #[arg(short, long)]
+        description: Option<String>,
+        /// Replace a registered tool of the same name
+        #[arg(long)]
+        update: bool,
+        /// Source: command (default), mcp or agent_skill
+        #[arg(long, value_name = "SOURCE")]
+        source: Option<String>,
+        /// Input JSON Schema (an object schema), e.g. '{"type":"object"}'
+        #[arg(long, value_name = "JSON")]
+        input_schema: Option<String>,
+        /// Script run with /bin/sh in the sandbox; arguments arrive as JSON on stdin
+        #[arg(long, value_name = "CODE")]
+        code: Option<String>,
+        /// The tool changes files (offered only in Execute)
+        #[arg(long, conflicts_with = "no_writes")]
+        writes: bool,
+        /// The tool only reads (offered in Strategize too)
+        #[arg(long)]
+        no_writes: bool,
+        /// Its effects can be rolled back with the sandbox
+        #[arg(long, conflicts_with = "no_checkpointable")]
+        checkpointable: bool,
+        /// Its effects cannot be rolled back (refused under require_checkpoints)
+        #[arg(long)]
+        no_checkpointable: bool,
+        /// Tool name, namespaced (`local/lint`; default: `name` in the file)
+        name: Option<String>,
+    },
+    /// Remove a registered tool (refused while a skill names it)
+    Remove {
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+        /// Tool name
+        name: String,
     },
     /// Show a tool: description, capability, skills, input JSON schema
     Show {
@@ -56,6 +106,8 @@ impl ToolCommand {
     pub fn name(&self) -> &'static str {
         match self {
             ToolCommand::List { .. } => "list",
+            ToolCommand::Add { .. } => "add",
+            ToolCommand::Remove { .. } => "remove",
             ToolCommand::Show { .. } => "show",
             ToolCommand::Run { .. } => "run",
         }
@@ -70,8 +122,44 @@ impl ToolCommand {
 /// case but a missing plan or unparseable JSON.
 pub fn run(command: ToolCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
-        ToolCommand::List { regex } => list(regex.as_deref()),
-        ToolCommand::Show { name } => show(&name),
+        ToolCommand::List {
+            namespace,
+            source,
+            regex,
+        } => list(
+            ctx,
+            namespace.as_deref(),
+            source.as_deref(),
+            regex.as_deref(),
+        ),
+        ToolCommand::Show { name } => show(ctx, &name),
+        ToolCommand::Add {
+            config,
+            description,
+            update,
+            source,
+            input_schema,
+            code,
+            writes,
+            no_writes,
+            checkpointable,
+            no_checkpointable,
+            name,
+        } => super::tool_registry::add(
+            ctx,
+            &AddTool {
+                config,
+                name,
+                description,
+                update,
+                source,
+                input_schema,
+                code,
+                writes: flag(writes, no_writes),
+                checkpointable: flag(checkpointable, no_checkpointable),
+            },
+        ),
+        ToolCommand::Remove { yes, name } => super::tool_registry::remove(ctx, &name, yes),
         ToolCommand::Run {
             tool,
             plan,
@@ -80,6 +168,15 @@ pub fn run(command: ToolCommand, ctx: &Context) -> Result<Report, CliError> {
             skill,
             target_path,
         } => tool_run(ctx, &tool, &plan, &args, resource, skill, target_path),
+    }
+}
+
+/// `--x` / `--no-x` as an optional boolean.
+fn flag(yes: bool, no: bool) -> Option<bool> {
+    match (yes, no) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
     }
 }
 
@@ -225,7 +322,7 @@ fn tool_run(
     Ok(report)
 }
 
-fn tool_json(t: &dyn Tool) -> Value {
+pub(super) fn tool_json(t: &dyn Tool) -> Value {
     json!({
         "name": t.name(),
         "description": t.description(),
@@ -236,60 +333,17 @@ fn tool_json(t: &dyn Tool) -> Value {
     })
 }
 
-fn list(regex: Option<&str>) -> Result<Report, CliError> {
-    let re = view::regex(regex, "agents tool list '^git_'")?;
-    let all = tools::builtins();
-    let shown: Vec<&dyn Tool> = all
-        .iter()
-        .map(|t| t.as_ref())
-        .filter(|t| re.as_ref().is_none_or(|r| r.is_match(t.name())))
-        .collect();
-    let rows = shown
-        .iter()
-        .map(|t| {
-            let cap = t.capability();
-            vec![
-                view::id(t.name()),
-                Cell::from("builtin"),
-                view::flag_cell(cap.read_only),
-                writes_cell(&cap),
-            ]
-        })
-        .collect();
-    let count = |f: fn(&tools::Capability) -> bool| {
-        shown
-            .iter()
-            .filter(|t| f(&t.capability()))
-            .count()
-            .to_string()
-    };
-    let n = shown.len();
-    Ok(Report::ok(
-        "tool list",
-        json!({"tools": shown.iter().map(|t| tool_json(*t)).collect::<Vec<_>>()}),
-        format!("{n} tool{} listed", if n == 1 { "" } else { "s" }),
-    )
-    .with(Element::Table {
-        title: "Tools".into(),
-        columns: ["Name", "Source", "Read-Only", "Writes"]
-            .map(Column::left)
-            .into(),
-        rows,
-        empty: "No tools match.".into(),
-    })
-    .with(Element::panel(
-        "Summary",
-        [
-            ("Total", n.to_string()),
-            ("Read-Only", count(|c| c.read_only)),
-            ("Writes", count(|c| c.writes)),
-            ("Custom", "0 (custom tools are not yet supported)".into()),
-        ],
-    )))
+fn list(
+    ctx: &Context,
+    namespace: Option<&str>,
+    source: Option<&str>,
+    regex: Option<&str>,
+) -> Result<Report, CliError> {
+    super::tool_registry::list(ctx, namespace, source, regex)
 }
 
 /// One line per argument of a JSON Schema object: `name: type (required) - description`.
-fn schema_lines(schema: &Value) -> Vec<(String, Cell)> {
+pub(super) fn schema_lines(schema: &Value) -> Vec<(String, Cell)> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -336,11 +390,14 @@ fn type_of(p: &Value) -> String {
     }
 }
 
-fn show(name: &str) -> Result<Report, CliError> {
+fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
+    if tools::builtin(name).is_none() && name.contains('/') {
+        return super::tool_registry::show(ctx, name);
+    }
     let tool = tools::builtin(name).ok_or_else(|| {
         let names: Vec<&str> = tools::builtins().iter().map(|t| t.name()).collect();
         let err = CliError::new("NOT_FOUND", format!("tool `{name}` not found"))
-            .detail("only the built-in tools exist; custom and MCP tools are not yet supported");
+            .detail("built-in tools have bare names; registered tools are namespaced (local/NAME)");
         match crate::engine::config::nearest(name, names) {
             Some(s) => err.hint(format!("agents tool show {s}")),
             None => err.hint("agents tool list"),
@@ -373,7 +430,7 @@ fn show(name: &str) -> Result<Report, CliError> {
                     ("Read-Only", view::yes_no(cap.read_only).into()),
                     ("Writes", view::yes_no(cap.writes).into()),
                     ("Checkpointable", view::yes_no(cap.checkpointable).into()),
-                    ("Checkpoint Scope", checkpoint_cell(&cap)),
+                    ("Checkpoint Scope", checkpoint_cell(&cap.clone().into())),
                     ("Idempotent", view::yes_no(cap.idempotent).into()),
                     ("Unsafe", view::yes_no(cap.is_unsafe).into()),
                     (

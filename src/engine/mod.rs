@@ -28,6 +28,7 @@ pub mod redact;
 pub mod registry;
 pub mod safe_write;
 pub mod sandbox;
+pub mod skill_registry;
 pub mod skills;
 pub mod store;
 pub mod system;

@@ -138,7 +138,7 @@ pub enum SkillError {
     },
     /// No skill of that name exists.
     #[error("unknown skill `{name}`{}; the built-in skills are {}{}",
-        if name.contains('/') { " (custom skills are not yet supported)" } else { "" },
+        if name.contains('/') { " (no custom skill of that name is registered)" } else { "" },
         builtin_names().join(", "),
         suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
     Unknown {
@@ -325,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn a_namespaced_skill_is_unknown_because_custom_skills_are_not_supported() {
+    fn a_namespaced_skill_that_is_not_registered_is_unknown() {
         let err = lookup("local/git-ops").unwrap_err();
         assert!(
             matches!(&err, SkillError::Unknown { suggestion: Some(s), .. } if s == "git_operations"),
@@ -333,7 +333,7 @@ mod tests {
         );
         assert!(
             err.to_string()
-                .contains("custom skills are not yet supported")
+                .contains("no custom skill of that name is registered")
         );
         // A built-in's name in a namespace is not the built-in.
         assert!(lookup("local/shell").is_err());

@@ -132,8 +132,31 @@ impl Check {
     }
 }
 
-/// Runs every health check: config file, database, data directory, git, providers.
-/// `env` looks up environment variables.
+/// One check per MCP server the registered skills configure (spec 18): it starts, lists its
+/// tools and stops.
+fn mcp_checks(db: &std::path::Path) -> Vec<Check> {
+    if !db.exists() {
+        return Vec::new();
+    }
+    let Ok(store) = crate::engine::store::Store::open(db) else {
+        return Vec::new();
+    };
+    crate::engine::tools::mcp::check_configured(&store)
+        .into_iter()
+        .map(|(name, r)| match r {
+            Ok(summary) => Check::new(format!("MCP server {name}"), CheckStatus::Ok, summary, None),
+            Err(e) => Check::new(
+                format!("MCP server {name}"),
+                CheckStatus::Error,
+                e,
+                Some("check the server's command or url in the skill (agents skill show)".into()),
+            ),
+        })
+        .collect()
+}
+
+/// Runs every health check: config file, database, data directory, git, MCP servers,
+/// providers. `env` looks up environment variables.
 pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<Check> {
     let mut checks = Vec::new();
     let config = match Config::load(&paths.config_path) {
@@ -171,6 +194,7 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
         crate::engine::sandbox::launcher::probe().describe_limits(),
         None,
     ));
+    checks.extend(mcp_checks(&paths.database()));
     if let Some(check) = profile_check(paths, config.as_ref(), env) {
         checks.push(check);
     }

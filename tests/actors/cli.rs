@@ -244,7 +244,7 @@ fn actor_run_says_what_is_not_supported_and_what_is_missing() {
     let message = doc["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("local/file-ops")
-            && message.contains("custom skills are not yet supported"),
+            && message.contains("no custom skill of that name is registered"),
         "{message}"
     );
 

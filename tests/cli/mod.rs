@@ -25,4 +25,5 @@ mod sandbox;
 mod skills;
 pub(crate) mod snapshots;
 mod store;
+mod tools;
 mod tui;

@@ -157,13 +157,13 @@ fn an_unknown_skill_is_not_found_with_the_nearest_builtin_suggested() {
     let doc = fails(&env, &["skill", "show", "local/file-ops"], "NOT_FOUND");
     let message = doc["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("custom skills are not yet supported"),
+        message.contains("no custom skill of that name is registered"),
         "{message}"
     );
 }
 
 #[test]
-fn skill_add_and_remove_say_not_yet_supported_and_change_nothing() {
+fn skill_add_refuses_bad_input_and_remove_refuses_builtins_changing_nothing() {
     let env = Env::new();
     let file = env.root().join("ops.yaml");
     std::fs::write(&file, "skill:\n  name: local/ops\n").unwrap();
@@ -178,14 +178,10 @@ fn skill_add_and_remove_say_not_yet_supported_and_change_nothing() {
             "npx x",
             "local/ops",
         ],
-        "NOT_SUPPORTED",
-    );
-    assert_eq!(
-        doc["error"]["message"],
-        "custom skills are not yet supported"
+        "INVALID_INPUT",
     );
     assert!(
-        doc["error"]["detail"]
+        doc["error"]["message"]
             .as_str()
             .unwrap()
             .contains("--mcp-server"),
@@ -194,7 +190,7 @@ fn skill_add_and_remove_say_not_yet_supported_and_change_nothing() {
     fails(
         &env,
         &["skill", "remove", "--yes", "local/ops"],
-        "NOT_SUPPORTED",
+        "NOT_FOUND",
     );
     let doc = fails(&env, &["skill", "remove", "--yes", "shell"], "CONFLICT");
     assert!(
@@ -402,7 +398,7 @@ fn skill_and_tool_snapshots() {
         ("tool_list", &["tool", "list"][..]),
         ("tool_show", &["tool", "show", "edit_file"][..]),
         (
-            "skill_add_not_supported",
+            "skill_add_without_tools",
             &["skill", "add", "local/ops"][..],
         ),
     ] {

@@ -174,6 +174,12 @@ pub enum OneShotError {
     /// A skill does not resolve.
     #[error(transparent)]
     Skill(#[from] SkillError),
+    /// A custom skill does not resolve.
+    #[error(transparent)]
+    CustomSkill(#[from] crate::engine::skill_registry::SkillRegError),
+    /// The skills' external tools could not be prepared (a sandbox or the MCP runtime).
+    #[error("{0}")]
+    Tools(String),
     /// The prompt does not render.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
@@ -298,7 +304,18 @@ pub fn run_model_actor(
     let actor = resolve_actor(store, &providers, request)?;
     let model_ref = ModelRef::parse(&actor.model)?;
     let client = ProviderClient::connect(&providers, &model_ref, env, request.options.clone())?;
-    let tools = skills::offered_tools(&actor.skills, Phase::Execute)?;
+    // Custom skills (spec 19) contribute built-in tools by name and external tools below.
+    let custom_skills = actor.skills.iter().any(|s| s.contains('/'));
+    let tools = if custom_skills {
+        crate::engine::skill_registry::union(store, &actor.skills)?
+            .tools
+            .into_iter()
+            .filter(|t| crate::engine::tools::builtin(&t.name).is_some())
+            .map(|t| t.name)
+            .collect()
+    } else {
+        skills::offered_tools(&actor.skills, Phase::Execute)?
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -348,10 +365,24 @@ pub fn run_model_actor(
         Store::open(store.path())?,
         sandboxes.clone(),
         run_id,
-        policy,
+        policy.clone(),
         Arc::clone(&cancel),
     )
     .only(tools);
+    let host = if custom_skills {
+        let offer = crate::engine::tools::offer::Offer::build(
+            store,
+            &sandboxes,
+            &run_id,
+            &policy,
+            &actor.skills,
+            true,
+        )
+        .map_err(OneShotError::Tools)?;
+        host.with_offer(offer)
+    } else {
+        host
+    };
     let offered = host.names();
     let run_request = RunRequest {
         system_template: actor

@@ -421,7 +421,7 @@ pub(crate) fn run_step(
     resume: Option<&Resume>,
 ) -> StepEnd {
     let actor_name = plan.execution_actor.clone().unwrap_or_default();
-    let actor = match model::resolve(engine, plan, &actor_name, Role::Executor) {
+    let mut actor = match model::resolve(engine, plan, &actor_name, Role::Executor) {
         Ok(a) => a,
         Err(message) => {
             return StepEnd::Failed {
@@ -431,7 +431,7 @@ pub(crate) fn run_step(
             };
         }
     };
-    let store = match Store::open(engine.store().path()) {
+    let mut store = match Store::open(engine.store().path()) {
         Ok(s) => s,
         Err(e) => {
             return StepEnd::Failed {
@@ -441,6 +441,28 @@ pub(crate) fn run_step(
             };
         }
     };
+    // The command, MCP and Agent Skill tools of the actor's skills (spec 18, 19).
+    let offer = match crate::engine::tools::offer::Offer::for_actor(
+        engine,
+        &mut store,
+        &plan.plan_id,
+        &policy,
+        &actor_name,
+        true,
+    ) {
+        Ok(o) => o,
+        Err(message) => {
+            return StepEnd::Failed {
+                code: "SKILL_UNAVAILABLE".into(),
+                message,
+                output: Value::Null,
+            };
+        }
+    };
+    if let Some(block) = offer.prompt_block() {
+        actor.template.push_str("\n\n");
+        actor.template.push_str(&block);
+    }
     let subplans = Subplans {
         seed: engine
             .seed()
@@ -457,7 +479,8 @@ pub(crate) fn run_step(
             plan.plan_id,
             policy,
             Arc::clone(&cancel),
-        ),
+        )
+        .with_offer(offer),
         asked: Mutex::new(None),
         cancel: Arc::clone(&cancel),
         subplans: Some(subplans),

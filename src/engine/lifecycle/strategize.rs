@@ -69,14 +69,20 @@ struct Strategy {
 struct StrategistTools {
     draft: Mutex<StrategyDraft>,
     summary: Mutex<Option<String>>,
+    /// Read-only command and Agent Skill tools of the strategist's skills (spec 18).
+    external: Option<crate::engine::tools::host::RunnerHost>,
 }
 
 impl ToolHost for StrategistTools {
     fn specs(&self) -> Vec<ToolSpec> {
-        vec![
+        let mut specs = vec![
             prompts::record_decision_tool(),
             prompts::finish_strategy_tool(),
-        ]
+        ];
+        if let Some(h) = &self.external {
+            specs.extend(h.specs());
+        }
+        specs
     }
 
     async fn call(&self, name: &str, args: Value) -> ToolOutcome {
@@ -102,6 +108,13 @@ impl ToolHost for StrategistTools {
                 *self.summary.lock().expect("summary lock") = Some(summary);
                 ToolOutcome::finish("strategy finished")
             }
+            other if self.external.as_ref().is_some_and(|h| h.offer().has(other)) => {
+                self.external
+                    .as_ref()
+                    .expect("checked")
+                    .call(other, args)
+                    .await
+            }
             other => ToolOutcome::error(format!(
                 "`{other}` is not available in strategize, which is read-only"
             )),
@@ -121,6 +134,7 @@ fn model_strategy(
     let tools = StrategistTools {
         draft: Mutex::new(StrategyDraft::default()),
         summary: Mutex::new(None),
+        external: crate::engine::tools::offer::strategist_host(engine, plan, actor_name),
     };
     let description = plan.description.clone().unwrap_or_default();
     let context = json!({

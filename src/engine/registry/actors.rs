@@ -585,7 +585,11 @@ fn validate(
     }
     // Skills from the file are reported at their line; those added with `--skill` by flag.
     for (i, s) in def.skills.iter().enumerate() {
-        if let Err(e) = crate::engine::skills::lookup(s) {
+        // A registered custom skill is as good as a built-in one (spec 19).
+        let custom = s.contains('/') && crate::engine::skill_registry::resolve(store, s).is_ok();
+        if let Err(e) = crate::engine::skills::lookup(s)
+            && !custom
+        {
             return Err(if i < file_skills {
                 rule(&format!("skills[{i}]"), "skills", e.to_string())
             } else {

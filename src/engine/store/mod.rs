@@ -23,6 +23,7 @@ pub mod profiles;
 pub mod projects;
 pub mod resources;
 pub mod sandboxes;
+pub mod tools;
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -47,6 +48,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/010_validation_network.sql"),
     include_str!("migrations/011_action_versions.sql"),
     include_str!("migrations/012_providers.sql"),
+    include_str!("migrations/013_tools.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use super::offer::Offer;
 use super::runner::{CallRequest, Policy, ToolRunner};
 use crate::engine::actors::messages::ToolSpec;
 use crate::engine::actors::runtime::{ToolHost, ToolOutcome};
@@ -25,6 +26,7 @@ pub struct RunnerHost {
     store: Mutex<Store>,
     sandboxes: Sandboxes,
     cancel: Arc<AtomicBool>,
+    offer: Offer,
 }
 
 impl RunnerHost {
@@ -44,7 +46,20 @@ impl RunnerHost {
             store: Mutex::new(store),
             sandboxes,
             cancel,
+            offer: Offer::empty(),
         }
+    }
+
+    /// Also offers these command, MCP and Agent Skill tools (spec 18, 19).
+    #[must_use]
+    pub fn with_offer(mut self, offer: Offer) -> Self {
+        self.offer = offer;
+        self
+    }
+
+    /// The external tools offered.
+    pub fn offer(&self) -> &Offer {
+        &self.offer
     }
 
     /// Offers only these tools (still only those the policy allows), e.g. a run's skills.
@@ -75,12 +90,23 @@ impl ToolHost for RunnerHost {
                 description: t.description().to_string(),
                 input_schema: t.input_schema(),
             })
+            .chain(self.offer.specs(&self.policy))
             .collect()
     }
 
     async fn call(&self, name: &str, args: Value) -> ToolOutcome {
         if self.cancel.load(Ordering::SeqCst) {
             return ToolOutcome::error("the run was cancelled; stop");
+        }
+        if self.offer.has(name) {
+            let site = super::offer::Site {
+                store: &self.store,
+                sandboxes: &self.sandboxes,
+                plan_id: &self.plan_id,
+                policy: &self.policy,
+                cancel: &self.cancel,
+            };
+            return self.offer.call(&site, name, args);
         }
         let Ok(mut store) = self.store.lock() else {
             return ToolOutcome::error("the tool runner is unavailable");

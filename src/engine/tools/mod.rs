@@ -10,9 +10,15 @@
 //! - [`change`]: `Change` records.
 
 pub mod change;
+pub mod command;
+pub mod custom;
+pub mod external;
 pub mod files;
 pub mod git;
 pub mod host;
+pub mod mcp;
+pub mod offer;
+pub mod register;
 pub mod runner;
 pub mod search;
 pub mod shell;
@@ -313,9 +319,17 @@ pub fn builtin(name: &str) -> Option<Box<dyn Tool>> {
 /// # Errors
 /// [`ToolError::InvalidArguments`].
 pub fn validate(tool: &dyn Tool, args: &Value) -> Result<(), ToolError> {
-    let schema = tool.input_schema();
-    let validator = jsonschema::validator_for(&schema)
-        .map_err(|e| ToolError::Failed(format!("the schema of {} is invalid: {e}", tool.name())))?;
+    validate_schema(tool.name(), &tool.input_schema(), args)
+}
+
+/// Validates `args` against the input schema of the tool called `name` (any tool, built-in
+/// or registered); the first problem is returned with the field it concerns.
+///
+/// # Errors
+/// [`ToolError::InvalidArguments`]; [`ToolError::Failed`] when the schema does not compile.
+pub fn validate_schema(name: &str, schema: &Value, args: &Value) -> Result<(), ToolError> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| ToolError::Failed(format!("the schema of {name} is invalid: {e}")))?;
     let Some(error) = validator.iter_errors(args).next() else {
         return Ok(());
     };
@@ -335,10 +349,7 @@ pub fn validate(tool: &dyn Tool, args: &Value) -> Result<(), ToolError> {
                 .unwrap_or_default();
             return Err(ToolError::invalid(
                 join_field(&field, &name),
-                format!(
-                    "is not an argument of {} (arguments: {allowed})",
-                    tool.name()
-                ),
+                format!("is not an argument of {name} (arguments: {allowed})"),
             ));
         }
         _ => {}

@@ -107,6 +107,8 @@ pub struct Policy {
     pub deny_patterns: Vec<String>,
     /// The action's `sandbox:` widening for shell commands.
     pub shell: ShellPolicy,
+    /// The plan's automation profile (`full-auto` runs tools that need approval).
+    pub profile: Option<String>,
 }
 
 impl Policy {
@@ -134,6 +136,7 @@ impl Policy {
             require_checkpoints: flag("require_checkpoints"),
             deny_patterns: Vec::new(),
             shell: ShellPolicy::default(),
+            profile: plan.automation_profile.clone(),
         }
     }
 
@@ -149,8 +152,19 @@ impl Policy {
     /// Why this policy refuses a tool, or `None` when it may run.
     pub fn refusal(&self, tool: &dyn Tool) -> Option<String> {
         let cap = self.capability(tool);
-        let name = tool.name();
-        if cap.writes {
+        self.refusal_for(tool.name(), cap.writes, cap.is_unsafe, cap.checkpointable)
+    }
+
+    /// Why this policy refuses a tool called `name` with this capability (any source), or
+    /// `None` when it may run.
+    pub fn refusal_for(
+        &self,
+        name: &str,
+        writes: bool,
+        is_unsafe: bool,
+        checkpointable: bool,
+    ) -> Option<String> {
+        if writes {
             match self.phase {
                 Phase::Strategize => {
                     return Some(format!(
@@ -178,7 +192,7 @@ impl Policy {
                 return Some(format!("{name} writes, and the plan's action is read-only"));
             }
         }
-        if cap.is_unsafe && !self.allow_unsafe_tools {
+        if is_unsafe && !self.allow_unsafe_tools {
             return Some(format!(
                 "{name} is unsafe here ({}) and the plan's automation profile sets allow_unsafe_tools = false",
                 crate::engine::sandbox::launcher::probe()
@@ -186,7 +200,7 @@ impl Policy {
                     .join("; ")
             ));
         }
-        if self.require_checkpoints && !cap.checkpointable {
+        if self.require_checkpoints && !checkpointable {
             return Some(format!(
                 "{name} cannot be checkpointed and the plan requires checkpoints"
             ));
@@ -244,12 +258,12 @@ pub enum RunnerError {
 
 /// Runs tools for plans.
 pub struct ToolRunner<'a> {
-    store: &'a mut Store,
-    sandboxes: &'a Sandboxes,
-    cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub(super) store: &'a mut Store,
+    pub(super) sandboxes: &'a Sandboxes,
+    pub(super) cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
-fn shorten(value: &Value) -> Value {
+pub(super) fn shorten(value: &Value) -> Value {
     match value {
         Value::String(s) if s.len() > LOGGED_STRING_LIMIT => {
             let mut end = LOGGED_STRING_LIMIT;
@@ -264,7 +278,7 @@ fn shorten(value: &Value) -> Value {
     }
 }
 
-fn summarize(result: &Value, changes: &[Change]) -> String {
+pub(super) fn summarize(result: &Value, changes: &[Change]) -> String {
     if !changes.is_empty() {
         let shown: Vec<String> = changes
             .iter()
