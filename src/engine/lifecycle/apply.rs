@@ -21,6 +21,8 @@
 
 pub mod decide;
 pub mod journal;
+#[cfg(test)]
+mod write_tests;
 
 use std::collections::BTreeMap;
 use std::fs;
