@@ -668,3 +668,60 @@ fn plan_at_apply_gate_again(env: &Env, repo: &Path, step: &str, k: usize) -> Str
 fn an_apply_killed_at_any_point_ends_at_the_old_tree_or_the_new_commit() {
     kill_runs(600, 6);
 }
+
+/// Runs `plan apply --yes` with a fault injected (see `CLEVERAGENTS_APPLY_FAULT`).
+fn apply_with_fault(env: &Env, plan: &str, fault: &str) -> (serde_json::Value, Option<i32>) {
+    let o = env
+        .command(&["--format", "json", "plan", "apply", "--yes", plan])
+        .env("CLEVERAGENTS_APPLY_FAULT", fault)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    (doc, o.status.code())
+}
+
+#[test]
+fn an_apply_killed_mid_write_is_rolled_back_by_plan_cancel_and_status_names_the_command() {
+    for finish_with in ["cancel", "apply"] {
+        let env = Env::new();
+        let repo = repo_with(
+            env.root(),
+            "repo",
+            &[("a.txt", "one\n"), ("d/b.txt", "b\n")],
+        );
+        let plan = plan_at_apply_gate(
+            &env,
+            &[&repo],
+            &["echo two > a.txt && rm d/b.txt && echo c > c.txt"],
+        );
+        let before = RepoState::capture(&repo);
+        let base = head(&repo);
+        // Dies after writing the work tree, holding git's index lock.
+        let (_, code) = apply_with_fault(&env, &plan, "local/r0:abort-after-files");
+        assert_eq!(code, None, "killed by a signal");
+        assert!(
+            repo.join(".git/index.lock").exists(),
+            "the crash left the lock"
+        );
+        assert_eq!(
+            std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+            "two\n",
+            "half written"
+        );
+        let (st, _) = env.json(&["plan", "status", &plan]);
+        assert_eq!(st["data"]["apply_journal_pending"], true, "{st:#}");
+        let text = st.to_string();
+        assert!(text.contains(&format!("plan apply {plan}")), "{text}");
+        assert!(text.contains(&format!("plan cancel {plan}")), "{text}");
+        assert!(!text.contains(&format!("plan execute {plan}")), "{text}");
+        if finish_with == "cancel" {
+            let (doc, code) = env.json(&["plan", "cancel", &plan]);
+            assert_eq!(code, 0, "{doc:#}");
+            assert_same(&before, &RepoState::capture(&repo));
+        } else {
+            applies_once(&env, &plan, &repo, &base);
+            assert!(!repo.join("d").exists());
+            assert_eq!(std::fs::read_to_string(repo.join("c.txt")).unwrap(), "c\n");
+        }
+    }
+}

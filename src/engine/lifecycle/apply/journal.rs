@@ -92,6 +92,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// The same file, or (where a copy stood in for a hard link across file systems) the same
+/// content and mode.
+fn same_or_equal(a: &Path, b: &Path) -> bool {
+    same_file(a, b) || content_of(a).is_some_and(|x| Some(x) == content_of(b))
+}
+
 /// Hard-links `from` to `to`, or copies it where the two are on different file systems.
 fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
     if let Some(parent) = to.parent() {
@@ -299,6 +305,7 @@ pub fn commit(
             ))
         })?;
     }
+    remove_emptied_dirs(d, root);
     for dir in &d.mkdirs {
         let at = root.join(dir);
         match fs::create_dir(&at) {
@@ -355,13 +362,36 @@ pub fn commit(
 
 /// Fault injection for the reliability tests: `CLEVERAGENTS_APPLY_FAULT=<resource>:<point>`
 /// makes the write of that resource fail at `point` (`after-files`: its work tree is written,
-/// its index and branch not yet), as an I/O error there would.
+/// its index and branch not yet), as an I/O error there would; `abort-after-files` kills the
+/// process there instead, as `kill -9` would.
 fn fault(resource: &str, point: &str) -> Result<(), RunError> {
     match std::env::var("CLEVERAGENTS_APPLY_FAULT") {
+        Ok(v) if v == format!("{resource}:abort-{point}") => std::process::abort(),
         Ok(v) if v == format!("{resource}:{point}") => Err(RunError::Sandbox(format!(
             "{resource}: writing failed at {point} (injected by CLEVERAGENTS_APPLY_FAULT); nothing was applied"
         ))),
         _ => Ok(()),
+    }
+}
+
+/// Removes the directories the deletions left empty, as a git checkout does (a directory still
+/// holding anything, or needed by a new file, stays). The undo recreates them with the files.
+fn remove_emptied_dirs(d: &Decided, root: &Path) {
+    let needed: std::collections::HashSet<&str> = d
+        .changes
+        .iter()
+        .filter(|c| c.new.is_some())
+        .flat_map(|c| c.path.match_indices('/').map(|(i, _)| &c.path[..i]))
+        .collect();
+    for c in d.changes.iter().filter(|c| c.new.is_none()) {
+        let mut parent = Path::new(&c.path).parent();
+        while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
+            let rel = p.to_string_lossy();
+            if needed.contains(rel.as_ref()) || fs::remove_dir(root.join(p)).is_err() {
+                break;
+            }
+            parent = p.parent();
+        }
     }
 }
 
@@ -497,7 +527,7 @@ pub fn rollback(
             EntryOp::File if e.writes => {
                 let _ = fs::remove_file(temp_beside(&at, journal));
                 let backup = old.join(&e.path);
-                if same_file(&at, &new.join(&e.path)) {
+                if same_or_equal(&at, &new.join(&e.path)) {
                     if fs::symlink_metadata(&backup).is_ok() {
                         fs::rename(&backup, &at).map_err(io(at.display()))?;
                     } else {
@@ -507,7 +537,7 @@ pub fn rollback(
                     && fs::symlink_metadata(&backup).is_ok()
                 {
                     fs::rename(&backup, &at).map_err(io(at.display()))?;
-                } else if fs::symlink_metadata(&backup).is_ok() && !same_file(&at, &backup) {
+                } else if fs::symlink_metadata(&backup).is_ok() && !same_or_equal(&at, &backup) {
                     kept.push(e.path.clone());
                 }
             }
@@ -564,7 +594,12 @@ fn undo_branch(root: &Path, b: &BranchUndo, kept: &mut Vec<String>) -> Result<()
             .map_err(git_err("moving the branch back"))?;
         }
         Ok(now) if now == b.old_tip => {}
-        Ok(now) => kept.push(format!("branch {} (now at {now})", b.branch)),
+        // Moved by someone else: Apply's commit is in its history only if the swap happened.
+        Ok(now) if repo.graph_descendant_of(now, new).unwrap_or(false) => kept.push(format!(
+            "branch {} (now at {now}, on top of Apply's commit {new})",
+            b.branch
+        )),
+        Ok(_) => {}
         Err(_) => kept.push(format!("branch {} (missing)", b.branch)),
     }
     Ok(())

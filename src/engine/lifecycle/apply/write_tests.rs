@@ -17,12 +17,25 @@ use crate::engine::store::lifecycle_run::{BaseKind, PlanBase};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@t.invalid", "-c", "init.defaultBranch=main"])
+        .args([
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@t.invalid",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "gc.auto=0",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -81,7 +94,12 @@ fn repo(dir: &Path, n: usize) -> (PathBuf, Oid) {
     fs::write(root.join("other.txt"), "other\n").unwrap();
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-q", "-m", "base"]);
-    let head = Repository::open(&root).unwrap().head().unwrap().target().unwrap();
+    let head = Repository::open(&root)
+        .unwrap()
+        .head()
+        .unwrap()
+        .target()
+        .unwrap();
     (root, head)
 }
 
@@ -123,8 +141,16 @@ fn undo_entries(d: &Decided) -> Vec<UndoEntry> {
         .filter(|c| c.new.is_none())
         .map(|c| entry(&c.path, journal::EntryOp::File, false))
         .collect();
-    out.extend(d.rmdirs.iter().map(|p| entry(p, journal::EntryOp::RemoveDir, false)));
-    out.extend(d.mkdirs.iter().map(|p| entry(p, journal::EntryOp::MakeDir, false)));
+    out.extend(
+        d.rmdirs
+            .iter()
+            .map(|p| entry(p, journal::EntryOp::RemoveDir, false)),
+    );
+    out.extend(
+        d.mkdirs
+            .iter()
+            .map(|p| entry(p, journal::EntryOp::MakeDir, false)),
+    );
     out.extend(
         d.changes
             .iter()
@@ -161,6 +187,30 @@ fn write(d: &Decided, between: impl FnOnce()) -> Result<Oid, RunError> {
     }
 }
 
+/// The state as the user sees it while Apply's staging directory exists (Apply removes it).
+fn users_view(repo: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
+    let mut st = state(repo);
+    let top = String::from_utf8(st[".git/*"].1.clone()).unwrap();
+    let rest: Vec<&str> = top.lines().filter(|l| *l != "cleveragents-apply").collect();
+    st.insert(".git/*".into(), (0, rest.join("\n").into_bytes()));
+    st
+}
+
+/// Asserts two states are equal, naming the entries that differ.
+fn assert_same(a: &BTreeMap<String, (u32, Vec<u8>)>, b: &BTreeMap<String, (u32, Vec<u8>)>) {
+    let differ: Vec<&String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .collect();
+    let show = |m: &BTreeMap<String, (u32, Vec<u8>)>, k: &String| {
+        m.get(k).map(|v| String::from_utf8_lossy(&v.1).into_owned())
+    };
+    if let Some(k) = differ.first() {
+        panic!("{k} differs: {:?} vs {:?}", show(a, k), show(b, k));
+    }
+}
+
 #[test]
 fn a_commit_made_while_apply_writes_fails_the_branch_swap_and_everything_is_rolled_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -176,13 +226,19 @@ fn a_commit_made_while_apply_writes_fails_the_branch_swap_and_everything_is_roll
         // The user commits another file on the branch.
         fs::write(root.join("other.txt"), "mine\n").unwrap();
         git(&root, &["commit", "-q", "-am", "mine"]);
-        after_user = state(&root);
+        after_user = users_view(&root);
     })
     .unwrap_err();
     let message = err.to_string();
-    assert!(message.contains("branch main moved while Apply was writing"), "{message}");
-    assert!(message.contains("Run `agents plan apply` again"), "{message}");
-    assert_eq!(state(&root), after_user, "as the user left it, byte for byte");
+    assert!(
+        message.contains("branch main moved while Apply was writing"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Run `agents plan apply` again"),
+        "{message}"
+    );
+    assert_same(&state(&root), &after_user);
     // The retry merges with the new tip and commits once.
     let user_tip = sr.head().unwrap().target().unwrap();
     let d = decide::git(&b, &sr, tree).unwrap();
@@ -191,8 +247,14 @@ fn a_commit_made_while_apply_writes_fails_the_branch_swap_and_everything_is_roll
     assert_eq!(c.parent_id(0).unwrap(), user_tip);
     assert_eq!(sr.head().unwrap().target().unwrap(), commit);
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
-    assert_eq!(fs::read_to_string(root.join("other.txt")).unwrap(), "mine\n");
-    assert_eq!(fs::read_to_string(root.join("f/7.txt")).unwrap(), "7 changed\n");
+    assert_eq!(
+        fs::read_to_string(root.join("other.txt")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("f/7.txt")).unwrap(),
+        "7 changed\n"
+    );
 }
 
 #[test]
@@ -212,13 +274,19 @@ fn an_edit_made_after_the_checks_is_never_overwritten_and_the_write_is_rolled_ba
             .open(root.join("f/30.txt"))
             .unwrap();
         std::io::Write::write_all(&mut f, b"my line\n").unwrap();
-        after_user = state(&root);
+        after_user = users_view(&root);
     })
     .unwrap_err();
     let message = err.to_string();
-    assert!(message.contains("f/30.txt changed while Apply was writing"), "{message}");
-    assert_eq!(state(&root), after_user, "the edit is kept, every other file is as it was");
-    assert_eq!(fs::read_to_string(root.join("f/30.txt")).unwrap(), "30\nmy line\n");
+    assert!(
+        message.contains("f/30.txt changed while Apply was writing"),
+        "{message}"
+    );
+    assert_same(&state(&root), &after_user);
+    assert_eq!(
+        fs::read_to_string(root.join("f/30.txt")).unwrap(),
+        "30\nmy line\n"
+    );
     // Once the edit is put away, the retry applies once.
     git(&root, &["checkout", "--", "f/30.txt"]);
     let d = decide::git(&b, &sr, tree).unwrap();
