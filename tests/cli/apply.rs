@@ -464,6 +464,7 @@ fn export_refuses_a_branch_checked_out_in_any_work_tree_even_with_force() {
 }
 
 /// Whether this process may mount a tmpfs (root in CI); prints why a test is skipped.
+#[allow(clippy::print_stderr)] // a skipped check must say so in the test output
 fn tmpfs(at: &Path, size: &str) -> bool {
     std::fs::create_dir_all(at).unwrap();
     let ok = Command::new("mount")

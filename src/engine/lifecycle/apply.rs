@@ -388,7 +388,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
             rolled_back.join("; ")
         ));
     }
-    let targets = match decide_all(engine, plan, &sbs) {
+    let targets = match decide_all(engine, plan, &sbs).map_err(|b| *b) {
         Ok(t) => t,
         Err((RunError::Invalid(message), resource)) => {
             return fail(
@@ -469,7 +469,7 @@ fn decide_all(
     engine: &Engine,
     plan: &Plan,
     sbs: &Sandboxes,
-) -> Result<Vec<Target>, (RunError, String)> {
+) -> Result<Vec<Target>, Box<(RunError, String)>> {
     let plan_id = plan.plan_id;
     let bases = engine
         .store()
@@ -481,7 +481,7 @@ fn decide_all(
         .progress("Apply: checking every resource before writing");
     let mut out = Vec::new();
     for base in &bases {
-        let with = |e: RunError| (e, base.resource_name.clone());
+        let with = |e: RunError| Box::new((e, base.resource_name.clone()));
         let Some(sb) = sbs
             .existing(engine.store(), &plan_id, &base.resource_name)
             .map_err(|e| with(e.into()))?

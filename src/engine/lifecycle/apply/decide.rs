@@ -625,7 +625,9 @@ pub fn dir(
             (Some((bytes, mode)), Some((want, want_mode))) => bytes == want && mode == want_mode,
             _ => false,
         };
-        if !same && !(c.new.is_some() && fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir())) {
+        // A directory where the plan puts a file is checked with the directories below.
+        let dir_in_the_way = c.new.is_some() && fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir());
+        if !(same || dir_in_the_way) {
             return Err(refused(format!(
                 "{name}: {} was changed since the plan started; the plan changes it too, so nothing was applied",
                 c.path
