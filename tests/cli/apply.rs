@@ -292,7 +292,7 @@ fn an_uncommitted_chmod_on_a_changed_file_is_refused_not_dropped() {
     let before = RepoState::capture(&repo);
     let message = apply_fails(&env, &plan);
     assert!(
-        message.contains("run.sh has an uncommitted change"),
+        message.contains("run.sh has uncommitted changes"),
         "{message}"
     );
     assert_same(&before, &RepoState::capture(&repo));

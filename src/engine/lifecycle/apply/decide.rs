@@ -372,7 +372,7 @@ fn check_clean(name: &str, repo: &Repository, changes: &[Change]) -> Result<(), 
             _ => "",
         };
         return Err(refused(format!(
-            "{name}: {path} has an uncommitted change ({what}){mode_note}; the plan changes this file too, so nothing was applied. {hint} and retry"
+            "{name}: {path} has uncommitted changes ({what}){mode_note}; the plan changes this file too, so nothing was applied. {hint} and retry"
         )));
     }
     Ok(())
@@ -512,8 +512,8 @@ pub fn git(base: &PlanBase, sr: &Repository, target: Oid) -> Result<Decided, Run
 
 /// The target tree with every file the plan writes cleaned by the user's repository's filters
 /// (`core.autocrlf`, `.gitattributes`), as `git add` would store it: the sandbox keeps work
-/// tree bytes as they are. Cleaned blobs go to the user's object database (the sandbox reads it
-/// through its alternates); nothing else is written.
+/// tree bytes as they are. Cleaned blobs go to the sandbox's object database; nothing is
+/// written to the user's repository.
 fn normalize(
     user: &Repository,
     sr: &Repository,
@@ -523,6 +523,10 @@ fn normalize(
     let git = git_err("cleaning the new files through the repository's filters");
     let base_oid = Oid::from_str(base.base_commit.as_deref().unwrap_or_default()).map_err(&git)?;
     let base_tree = sr.find_commit(base_oid).map_err(&git)?.tree_id();
+    // A second handle on the user's repository (its config and attributes decide the filters)
+    // that writes into the sandbox's object database: nothing is written to the user's.
+    let cleaner = Repository::open(user.workdir().unwrap_or(user.path())).map_err(&git)?;
+    cleaner.set_odb(&sr.odb().map_err(&git)?).map_err(&git)?;
     let mut builder = git2::build::TreeUpdateBuilder::new();
     let mut any = false;
     for c in tree_changes(sr, base_tree, target)? {
@@ -531,7 +535,9 @@ fn normalize(
             continue;
         }
         let blob = sr.find_blob(id).map_err(&git)?;
-        let mut w = user.blob_writer(Some(Path::new(&c.path))).map_err(&git)?;
+        let mut w = cleaner
+            .blob_writer(Some(Path::new(&c.path)))
+            .map_err(&git)?;
         std::io::Write::write_all(&mut w, blob.content())
             .map_err(|e| RunError::Sandbox(format!("{}: {e}", c.path)))?;
         let clean = w.commit().map_err(&git)?;
