@@ -21,6 +21,12 @@
 #    that try to outlive the step, limits); each must be refused inside the step or leave no
 #    trace on the host. Prints `escapes tried=N held=N` (docs/sandbox.md).
 #
+# 5. apply-kill: a 3,000-file Apply killed with SIGKILL at 20 points spread over its duration,
+#    then `plan apply` (even runs) or `plan cancel` (odd runs); every run must end with the
+#    repository exactly at the old tree (byte for byte: files, modes, index, HEAD, refs,
+#    packed-refs, the entries of .git) or exactly at the new commit (one commit, clean status,
+#    no journal or lock left). Prints `apply-kill runs=N exact=N`.
+#
 # Prints a summary and exits non-zero on any failure. CI runs the short versions of 3 in
 # `tests/reliability/`.
 set -uo pipefail
@@ -34,7 +40,7 @@ while [ $# -gt 0 ]; do
     --seconds) SECONDS_CONC=$2; shift 2 ;;
     --workers) WORKERS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    --only) ONLY=$2; shift 2 ;;   # crash | concurrency | limits | escapes
+    --only) ONLY=$2; shift 2 ;;   # crash | concurrency | limits | escapes | apply-kill
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -454,11 +460,83 @@ echo "escapes tried=$ESC_TRIED held=$ESC_HELD" >&2
 a plan cancel "$eplan" >/dev/null
 fi
 
+# ---------------------------------------------------------------- 5. apply-kill
+KILL_RUNS=0 KILL_EXACT=0
+if [ "$ONLY" = all ] || [ "$ONLY" = apply-kill ]; then
+KILL_POINTS=${KILL_POINTS:-20} KILL_FILES=${KILL_FILES:-3000}
+echo "== apply-kill: $KILL_POINTS kills spread over a $KILL_FILES-file apply" >&2
+KREPO=$WORK/kill-repo
+mkdir -p "$KREPO" && git_q -C "$KREPO" init -q && echo base > "$KREPO/README" \
+  && git_q -C "$KREPO" add -A && git_q -C "$KREPO" commit -qm base
+a resource add git-checkout local/kill --path "$KREPO" >/dev/null
+a project create --resource local/kill killapp >/dev/null
+{
+  echo "name: local/many"
+  echo "definition-of-done: $KILL_FILES files and a changed README"
+  echo "strategy-actor: builtin/checklist-strategist"
+  echo "execution-actor: builtin/script-executor"
+  echo "script:"
+  echo "  - {name: many, run: \"mkdir -p f && for i in \$(seq 1 $KILL_FILES); do echo \$i > f/\$i.txt; done && echo changed > README\"}"
+} > "$WORK/many.yaml"
+a action create --available --config "$WORK/many.yaml" >/dev/null || fail "apply-kill: action create"
+# Everything a user could see of the repository, as one hash.
+repo_state() {
+  (cd "$KREPO" && find . -path ./.git -prune -o -printf '%p %m %y %l\n' | LC_ALL=C sort \
+    && find . -path ./.git -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum \
+    && sha256sum .git/index .git/HEAD && { cat .git/packed-refs 2>/dev/null; true; } \
+    && git for-each-ref && ls -a .git) | sha256sum
+}
+# Back to the base commit between runs (only ever in the suite's own repository).
+kill_reset() { git -C "$KREPO" reset -q --hard "$1" && git -C "$KREPO" clean -qfdx; }
+gate_plan() { a plan use local/many killapp --automation-profile trusted | jq -r .data.plan_id; }
+# How long one uninterrupted apply takes (ms), to spread the kills over it.
+p=$(gate_plan); base=$(git -C "$KREPO" rev-parse HEAD)
+t0=$(date +%s%N); a plan apply --yes "$p" >/dev/null || fail "apply-kill: the timing apply failed"
+T=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill_reset "$base"
+echo "apply-kill: one apply takes ${T} ms" >&2
+for k in $(seq 1 "$KILL_POINTS"); do
+  p=$(gate_plan)
+  [ -n "$p" ] && [ "$p" != null ] || { fail "apply-kill run $k: no plan"; continue; }
+  before=$(repo_state); base=$(git -C "$KREPO" rev-parse HEAD)
+  delay_ms=$(( T * k / (KILL_POINTS + 1) ))
+  "$AGENTS_BIN" --data-dir "$DATA" --config-path "$WORK/config.toml" --format json plan apply --yes "$p" >/dev/null 2>&1 &
+  pid=$!
+  sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
+  kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  if [ $((k % 2)) = 1 ]; then
+    a plan cancel "$p" > "$WORK/kill.json" 2>/dev/null || jq -e '.error.message | test("final")' "$WORK/kill.json" >/dev/null \
+      || fail "apply-kill run $k: plan cancel: $(jq -c .error "$WORK/kill.json")"
+  else
+    a plan apply --yes "$p" > "$WORK/kill.json" 2>/dev/null || jq -e '.error.code == "CONFLICT"' "$WORK/kill.json" >/dev/null \
+      || fail "apply-kill run $k: plan apply: $(jq -c .error "$WORK/kill.json")"
+  fi
+  KILL_RUNS=$((KILL_RUNS + 1))
+  if [ "$(git -C "$KREPO" rev-parse HEAD)" = "$base" ]; then
+    if [ "$(repo_state)" = "$before" ]; then KILL_EXACT=$((KILL_EXACT + 1)); else
+      fail "apply-kill run $k (killed after ${delay_ms} ms): not the old tree byte for byte: $(git -C "$KREPO" status --porcelain | head -3 | tr '\n' ' ')"
+    fi
+  else
+    if [ "$(git -C "$KREPO" rev-parse HEAD~1)" = "$base" ] && [ -z "$(git -C "$KREPO" status --porcelain)" ] \
+       && [ ! -e "$KREPO/.git/cleveragents-apply" ] && [ ! -e "$KREPO/.git/index.lock" ] \
+       && [ "$(cat "$KREPO/f/$KILL_FILES.txt")" = "$KILL_FILES" ]; then
+      KILL_EXACT=$((KILL_EXACT + 1))
+    else
+      fail "apply-kill run $k (killed after ${delay_ms} ms): not exactly the new commit"
+    fi
+    kill_reset "$base"
+  fi
+done
+integrity || true
+echo "apply-kill runs=$KILL_RUNS exact=$KILL_EXACT" >&2
+fi
+
 echo
 echo "Reliability summary"
 echo "  crash        runs=$RUNS kills=$KILLS killed-before-creation=$EARLY recovered=$RECOVERED applied=$APPLIED integrity=$INTEGRITY"
 echo "  concurrency  workers=$WORKERS seconds=$SECONDS_CONC commands=$COMMANDS conflicts=$CONFLICTS unexpected=$UNEXPECTED projects=$made_projects/$have_projects plans=$((plans_before + made_plans))/$have_plans integrity=$INTEGRITY2"
 echo "  limits       1GB-output peak=${PEAK_OUT}KiB  200MB-file peak=${PEAK_BIG}KiB(use)/${PEAK_BIG_APPLY:-}KiB(apply)  integrity=$INTEGRITY3"
 echo "  escapes      escapes tried=$ESC_TRIED held=$ESC_HELD"
+echo "  apply-kill   runs=$KILL_RUNS exact=$KILL_EXACT"
 echo "  failures     $FAILURES"
 [ "$FAILURES" = 0 ]

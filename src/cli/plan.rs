@@ -655,6 +655,9 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     data["script"] = json!(origin.as_ref().and_then(|o| o.script.clone()));
     data["state_reason"] = json!(extra.state_reason);
     data["running_in"] = json!(extra.running_in);
+    // An Apply killed while writing: the next command on the plan rolls it back.
+    let journal_pending = extra.running_in.is_none() && !store.pending_journals(&id)?.is_empty();
+    data["apply_journal_pending"] = json!(journal_pending);
     data["cancel_requested"] = json!(extra.cancel_requested);
     data["pending_approvals"] = json!(
         extra
@@ -757,11 +760,26 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 extra.running_in.as_ref().map(|l| l.pid).unwrap_or_default()
             ),
         ),
+        (Phase::Apply, _) if journal_pending => (
+            Level::Warn,
+            format!(
+                "Plan interrupted while Apply was writing; `{}` rolls the unfinished write back and applies again (`{}` rolls it back and cancels)",
+                ctx.suggest(&format!("plan apply {id}")),
+                ctx.suggest(&format!("plan cancel {id}"))
+            ),
+        ),
         (ph, ProcessingState::Queued) if extra.state_reason.as_deref() == Some("interrupted") => (
             Level::Warn,
             format!(
                 "Plan interrupted at {ph}; resume with `{}`",
-                ctx.suggest(&format!("plan execute {id}"))
+                ctx.suggest(&format!(
+                    "plan {} {id}",
+                    if ph == Phase::Apply {
+                        "apply"
+                    } else {
+                        "execute"
+                    }
+                ))
             ),
         ),
         (ph, st) => match waiting {

@@ -1,5 +1,6 @@
 //! The real binary, driven as a user or a script would.
 
+mod apply;
 mod bad_inputs;
 mod budgets;
 mod children;

@@ -1,28 +1,31 @@
-//! The Apply phase (spec section 13, lifecycle issue item 8): the plan's sandboxes are merged
-//! into the real resources, all or nothing.
+//! The Apply phase (spec section 13): the plan's sandboxes are merged into the real resources,
+//! all or nothing, committing exactly the trees the user reviewed. `docs/apply.md` is the
+//! user's account of it; the order is:
 //!
-//! 1. For every target resource, everything is checked before anything is written:
-//!    - git checkout: HEAD must be on the branch recorded at `plan use` (not detached, not
-//!      renamed); the sandbox's changes are replayed on the base commit's tree and three-way
-//!      merged with the branch's current tip (base = sandbox base, ours = tip, theirs = final
-//!      checkpoint); the merge must not conflict; the user must have no uncommitted change
-//!      (staged or not) in a file the plan changes;
-//!    - directory: every file the plan changes must still have its base content.
-//! 2. Required validations run on the merged tree (a copy in the data directory), with their
-//!    timeouts; informational results are recorded.
-//! 3. An apply journal (files with base and new hashes, the commit to be) is stored before the
-//!    first write. Then only the changed files are written (atomically) and staged, the commit
-//!    (one non-merge commit on the recorded branch, parent = the tip checked in 1, trailers
-//!    `Plan-Id:` and `Action:`, author from the repository's config, hooks not run) is made
-//!    the branch tip with a compare-and-swap, and the journal is completed.
-//! 4. A journal left pending by a crash is completed at the next start; a file with neither its
-//!    base nor its new content stops it without overwriting anything.
+//! 1. A journal an interrupted Apply left is rolled back ([`recover`], which also runs at the
+//!    start of every command on the plan, `plan cancel` included).
+//! 2. The target tree per resource is the one recorded with the apply gate when Execute
+//!    finished (what the user reviews); the sandbox must still hold exactly that tree.
+//! 3. Every resource is decided before anything is written ([`decide`]): git locks, branch,
+//!    merge with the tip, symbolic links and files on path prefixes, uncommitted changes
+//!    through git's filters, what stands where a directory or file goes, free space.
+//! 4. Required validations run on the merged trees.
+//! 5. The journals of every resource are stored in one transaction; every resource is staged
+//!    (objects, commit, filtered files in a journal directory); then every resource is
+//!    committed (work tree file by file, index, branch compare-and-swap) ([`journal`]).
+//! 6. Any failure rolls back the failing resource and every one committed before it; the
+//!    journals are marked complete in one transaction at the end (the commit point).
 //!
-//! Any refusal leaves every real resource byte-identical and the plan at apply / errored with
-//! its sandboxes kept.
+//! Any refusal or failure leaves every real resource byte-identical and the plan at apply /
+//! errored with its sandboxes kept.
 
+pub mod decide;
+pub mod journal;
+#[cfg(test)]
+mod write_tests;
+
+use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -36,14 +39,14 @@ use super::execute::sandboxes;
 use super::state::{self, commit};
 use super::validations::{self, Outcome};
 use super::{Engine, RunError};
-use crate::engine::domain::approval::ApprovalStatus;
+use crate::engine::domain::approval::{ApprovalKind, ApprovalStatus};
 use crate::engine::domain::{Id, Phase, Plan, ProcessingState};
 use crate::engine::events::EventKind;
 use crate::engine::sandbox::checkpoint::snapshot;
 use crate::engine::sandbox::{Sandbox, Sandboxes};
-use crate::engine::store::lifecycle_run::{
-    BaseKind, Journal, JournalEntry, JournalStatus, PlanBase,
-};
+use crate::engine::store::lifecycle_run::{BaseKind, Journal, JournalEntry, JournalStatus};
+use decide::Decided;
+use journal::{BranchUndo, EntryOp, UndoEntry};
 
 /// How Apply ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,23 +60,6 @@ pub enum Ended {
         /// What failed.
         message: String,
     },
-}
-
-/// How one file changes: its new content and mode, or deletion.
-#[derive(Debug, Clone)]
-struct FileChange {
-    path: String,
-    new: Option<(Vec<u8>, i32)>,
-}
-
-/// One resource's changes, ready to write.
-struct Prepared {
-    base: PlanBase,
-    changes: Vec<FileChange>,
-    /// Git: the merged tree, the tip it was merged with, the branch.
-    git: Option<(Oid, Oid, String)>,
-    additions: u64,
-    deletions: u64,
 }
 
 /// What `plan apply` shows before asking: per resource, the files and line counts.
@@ -91,56 +77,6 @@ fn sha256(bytes: &[u8]) -> String {
 
 fn refused(message: String) -> RunError {
     RunError::Invalid(message)
-}
-
-/// The sandbox's changes against its base: (path, new content and mode or deletion).
-fn sandbox_changes(sb: &Sandbox) -> Result<(Vec<FileChange>, Oid, Oid), RunError> {
-    let _lock = sb.lock()?;
-    let repo = sb.repo()?;
-    let base = sb.base_commit()?;
-    let base_tree = repo
-        .find_commit(base)
-        .and_then(|c| c.tree())
-        .map_err(|e| RunError::Sandbox(e.message().to_string()))?
-        .id();
-    let final_tree = snapshot(&repo)?;
-    let git = |e: git2::Error| RunError::Sandbox(e.message().to_string());
-    let old = repo.find_tree(base_tree).map_err(git)?;
-    let new = repo.find_tree(final_tree).map_err(git)?;
-    let diff = repo
-        .diff_tree_to_tree(Some(&old), Some(&new), None)
-        .map_err(git)?;
-    let mut out = Vec::new();
-    for d in diff.deltas() {
-        let old_path = d
-            .old_file()
-            .path()
-            .map(|p| p.to_string_lossy().into_owned());
-        let new_path = d
-            .new_file()
-            .path()
-            .map(|p| p.to_string_lossy().into_owned());
-        let new_id = d.new_file().id();
-        if !new_id.is_zero() {
-            let blob = repo.find_blob(new_id).map_err(git)?;
-            out.push(FileChange {
-                path: new_path.clone().unwrap_or_default(),
-                new: Some((blob.content().to_vec(), i32::from(d.new_file().mode()))),
-            });
-        } else if let Some(p) = old_path.clone() {
-            out.push(FileChange { path: p, new: None });
-        }
-        if let (Some(o), Some(n)) = (&old_path, &new_path)
-            && o != n
-            && !d.old_file().id().is_zero()
-        {
-            out.push(FileChange {
-                path: o.clone(),
-                new: None,
-            });
-        }
-    }
-    Ok((out, base_tree, final_tree))
 }
 
 fn line_counts(old: Option<&[u8]>, new: Option<&[u8]>) -> (u64, u64) {
@@ -162,32 +98,35 @@ fn line_counts(old: Option<&[u8]>, new: Option<&[u8]>) -> (u64, u64) {
     (add, del)
 }
 
-/// The changed files per resource, for the confirmation (`plan apply` before asking).
+/// The changed files per resource, for the confirmation (`plan apply` before asking): the
+/// target trees (the reviewed ones) against the plan's base.
 ///
 /// # Errors
 /// Sandbox and store errors.
 pub fn preview(engine: &Engine, plan: &Plan) -> Result<Vec<Preview>, RunError> {
     let sbs = sandboxes(engine);
+    let reviewed = reviewed_trees(engine, &plan.plan_id)?;
     let mut out = Vec::new();
     for sb in sbs.active(engine.store(), &plan.plan_id)? {
-        let (changes, base_tree, _) = sandbox_changes(&sb)?;
         let repo = sb.repo()?;
-        let old_tree = repo
-            .find_tree(base_tree)
-            .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
+        let base_tree = base_tree(&sb)?;
+        let target = match reviewed.get(&sb.record.resource_name) {
+            Some(t) => *t,
+            None => current_tree(&sb)?,
+        };
         let mut files = Vec::new();
-        for c in changes {
-            let old = old_tree
-                .get_path(Path::new(&c.path))
-                .ok()
-                .and_then(|e| repo.find_blob(e.id()).ok())
-                .map(|b| b.content().to_vec());
-            let status = match (&old, &c.new) {
+        for c in decide::tree_changes(&repo, base_tree, target)? {
+            let blob = |side: Option<(Oid, i32)>| {
+                side.and_then(|(id, _)| repo.find_blob(id).ok())
+                    .map(|b| b.content().to_vec())
+            };
+            let (old, new) = (blob(c.old), blob(c.new));
+            let status = match (&c.old, &c.new) {
                 (None, Some(_)) => "A",
                 (Some(_), None) => "D",
                 _ => "M",
             };
-            let (a, d) = line_counts(old.as_deref(), c.new.as_ref().map(|n| n.0.as_slice()));
+            let (a, d) = line_counts(old.as_deref(), new.as_deref());
             files.push((status.to_string(), c.path, a, d));
         }
         out.push(Preview {
@@ -198,189 +137,83 @@ pub fn preview(engine: &Engine, plan: &Plan) -> Result<Vec<Preview>, RunError> {
     Ok(out)
 }
 
-/// Checks a git checkout and computes the merged tree (nothing is written to the work tree,
-/// the index or any ref; new blobs and trees go to the object database).
-fn prepare_git(base: &PlanBase, sb: &Sandbox, final_tree: Oid) -> Result<Prepared, RunError> {
-    let path = Path::new(&base.path);
-    let repo = Repository::open(path).map_err(|e| {
-        refused(format!(
-            "{}: cannot open the repository: {}",
-            base.resource_name,
-            e.message()
-        ))
-    })?;
-    let git = |e: git2::Error| RunError::Sandbox(e.message().to_string());
-    let head = repo.head().map_err(|e| {
-        refused(format!(
-            "{}: cannot read HEAD: {}",
-            base.resource_name,
-            e.message()
-        ))
-    })?;
-    if !head.is_branch() {
-        return Err(refused(format!(
-            "{}: HEAD is detached; check out branch {} again and retry",
-            base.resource_name,
-            base.branch.as_deref().unwrap_or("(none recorded)")
-        )));
-    }
-    let branch = head.shorthand().unwrap_or_default().to_string();
-    let recorded = base.branch.clone().ok_or_else(|| {
-        refused(format!(
-            "{}: HEAD was detached at `plan use`, so there is no branch to commit to; use `agents plan export` instead",
-            base.resource_name
-        ))
-    })?;
-    if branch != recorded {
-        return Err(refused(format!(
-            "{}: HEAD is on branch {branch}, but the plan was made on branch {recorded}; check out {recorded} (or rename it back) and retry",
-            base.resource_name
-        )));
-    }
-    let tip = head.peel_to_commit().map_err(git)?;
-    // Everything below writes objects only to the sandbox's private repository, which reads
-    // the user's objects through its alternates: a refusal leaves the user's repository
-    // byte-identical.
-    let sr = sb.repo()?;
-    let base_oid = Oid::from_str(base.base_commit.as_deref().unwrap_or_default()).map_err(git)?;
-    let base_tree = sr
-        .find_commit(base_oid)
-        .and_then(|c| c.tree())
-        .map_err(git)?;
-    let theirs = sr.find_tree(final_tree).map_err(git)?;
-    let tip_tree = sr
-        .find_commit(tip.id())
-        .and_then(|c| c.tree())
-        .map_err(git)?;
-    let merged = if tip.id() == base_oid {
-        theirs.id()
-    } else {
-        let mut index = sr
-            .merge_trees(&base_tree, &tip_tree, &theirs, None)
-            .map_err(git)?;
-        if index.has_conflicts() {
-            let mut paths = Vec::new();
-            if let Ok(conflicts) = index.conflicts() {
-                for c in conflicts.flatten() {
-                    let entry = c.our.or(c.their).or(c.ancestor);
-                    if let Some(e) = entry {
-                        paths.push(String::from_utf8_lossy(&e.path).into_owned());
-                    }
-                }
-            }
-            return Err(refused(format!(
-                "{}: the plan's changes conflict with commits made on {branch} since the plan started, in {}; resolve by re-running the plan on the new tip, or take the work as a branch with `agents plan export`",
-                base.resource_name,
-                paths.join(", ")
-            )));
-        }
-        index.write_tree_to(&sr).map_err(git)?
-    };
-    // Files the result changes relative to the tip: the user must have no uncommitted edits
-    // there (staged or not).
-    let merged_tree = sr.find_tree(merged).map_err(git)?;
-    let delta = sr
-        .diff_tree_to_tree(Some(&tip_tree), Some(&merged_tree), None)
-        .map_err(git)?;
-    let index = repo.index().map_err(git)?;
-    let mut to_write = Vec::new();
-    let (mut additions, mut deletions) = (0, 0);
-    for d in delta.deltas() {
-        let p = d
-            .new_file()
-            .path()
-            .or(d.old_file().path())
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tip_id = tip_tree.get_path(Path::new(&p)).ok().map(|e| e.id());
-        let staged = index.get_path(Path::new(&p), 0).map(|e| e.id);
-        let work = path.join(&p);
-        let on_disk = match fs::symlink_metadata(&work) {
-            Ok(m) if m.file_type().is_symlink() => fs::read_link(&work)
-                .ok()
-                .map(|t| Oid::hash_object(ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok()),
-            Ok(m) if m.is_file() => fs::read(&work)
-                .ok()
-                .map(|b| Oid::hash_object(ObjectType::Blob, &b).ok()),
-            Ok(_) => Some(None),
-            Err(_) => None,
-        };
-        let work_id = on_disk.flatten();
-        if staged != tip_id || work_id != tip_id {
-            return Err(refused(format!(
-                "{}: {p} has uncommitted changes ({}); the plan changes this file too. Commit or stash your edit and retry",
-                base.resource_name,
-                if staged != tip_id {
-                    "staged"
-                } else {
-                    "in the working tree"
-                }
-            )));
-        }
-        let new_entry = merged_tree.get_path(Path::new(&p)).ok();
-        let new = match new_entry {
-            Some(e) => {
-                let blob = sr.find_blob(e.id()).map_err(git)?;
-                Some((blob.content().to_vec(), e.filemode()))
-            }
-            None => None,
-        };
-        let old = tip_id
-            .and_then(|id| sr.find_blob(id).ok())
-            .map(|b| b.content().to_vec());
-        let (a, dl) = line_counts(old.as_deref(), new.as_ref().map(|n| n.0.as_slice()));
-        additions += a;
-        deletions += dl;
-        to_write.push(FileChange { path: p, new });
-    }
-    Ok(Prepared {
-        base: base.clone(),
-        changes: to_write,
-        git: Some((merged, tip.id(), branch)),
-        additions,
-        deletions,
-    })
+fn git_err(e: git2::Error) -> RunError {
+    RunError::Sandbox(e.message().to_string())
 }
 
-/// Checks a directory: every changed file must still have its base content.
-fn prepare_dir(
-    base: &PlanBase,
-    sb: &Sandbox,
-    changes: Vec<FileChange>,
-    base_tree: Oid,
-) -> Result<Prepared, RunError> {
+fn base_tree(sb: &Sandbox) -> Result<Oid, RunError> {
     let repo = sb.repo()?;
-    let tree = repo
-        .find_tree(base_tree)
-        .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-    let (mut additions, mut deletions) = (0, 0);
-    for c in &changes {
-        let base_content = tree
-            .get_path(Path::new(&c.path))
-            .ok()
-            .and_then(|e| repo.find_blob(e.id()).ok())
-            .map(|b| b.content().to_vec());
-        let real = fs::read(Path::new(&base.path).join(&c.path)).ok();
-        if real != base_content {
-            return Err(refused(format!(
-                "{}: {} was changed since the plan started; the plan changes it too, so nothing was applied",
-                base.resource_name, c.path
-            )));
-        }
-        let (a, d) = line_counts(
-            base_content.as_deref(),
-            c.new.as_ref().map(|n| n.0.as_slice()),
+    Ok(repo
+        .find_commit(sb.base_commit()?)
+        .map_err(git_err)?
+        .tree_id())
+}
+
+fn current_tree(sb: &Sandbox) -> Result<Oid, RunError> {
+    let _lock = sb.lock()?;
+    Ok(snapshot(&sb.repo()?)?)
+}
+
+/// Every active sandbox's tree now, by resource name: recorded with the apply gate when Execute
+/// finishes (the tree the user reviews and Apply commits).
+///
+/// # Errors
+/// Sandbox and store errors.
+pub fn reviewable_trees(engine: &Engine, plan: &Plan) -> Result<Value, RunError> {
+    let mut out = serde_json::Map::new();
+    for sb in sandboxes(engine).active(engine.store(), &plan.plan_id)? {
+        out.insert(
+            sb.record.resource_name.clone(),
+            json!(current_tree(&sb)?.to_string()),
         );
-        additions += a;
-        deletions += d;
     }
-    Ok(Prepared {
-        base: base.clone(),
-        changes,
-        git: None,
-        additions,
-        deletions,
-    })
+    Ok(Value::Object(out))
+}
+
+/// The trees recorded with the plan's latest apply gate (empty when none was raised, as under
+/// a profile that applies without asking).
+///
+/// # Errors
+/// Store errors.
+pub fn reviewed_trees(engine: &Engine, plan_id: &Id) -> Result<BTreeMap<String, Oid>, RunError> {
+    let gate = engine
+        .store()
+        .approvals_of(plan_id)?
+        .into_iter()
+        .rev()
+        .find(|a| {
+            a.kind == ApprovalKind::PhaseGate
+                && a.context["gate"] == "apply"
+                && matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved)
+        });
+    let mut out = BTreeMap::new();
+    if let Some(trees) = gate.as_ref().and_then(|g| g.context["trees"].as_object()) {
+        for (name, tree) in trees {
+            if let Some(oid) = tree.as_str().and_then(|t| Oid::from_str(t).ok()) {
+                out.insert(name.clone(), oid);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses when the sandbox no longer holds the reviewed tree, naming what changed.
+fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunError> {
+    let now = current_tree(sb)?;
+    if now == reviewed {
+        return Ok(());
+    }
+    let repo = sb.repo()?;
+    let changed: Vec<String> = decide::tree_changes(&repo, reviewed, now)?
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    Err(refused(format!(
+        "{}: the sandbox changed after the changes were reviewed ({}: {}); Apply commits only what was reviewed, so nothing was applied. A process a step started may still be running in the sandbox: stop it, then restore the reviewed state with `agents plan checkpoints {plan_id}` and `agents plan rollback {plan_id} <checkpoint>`, or run the plan again",
+        sb.record.resource_name,
+        if changed.len() == 1 { "file" } else { "files" },
+        changed.join(", ")
+    )))
 }
 
 /// Writes `tree` of `repo` into `dir` (files, executable bits, symlinks).
@@ -432,242 +265,6 @@ fn materialize(repo: &Repository, tree: Oid, dir: &Path) -> Result<(), RunError>
         Some(f) => Err(RunError::Sandbox(f)),
         None => Ok(()),
     }
-}
-
-/// Removes `.NAME.cleveragents-PID` files in `dir` left by an apply of process PID that was
-/// killed between writing its temporary file and renaming it (kill -9): PID no longer runs.
-fn remove_stale_temps(dir: &Path, name: &str) {
-    let prefix = format!(".{name}.cleveragents-");
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let file = entry.file_name();
-        let Some(pid) = file
-            .to_str()
-            .and_then(|f| f.strip_prefix(&prefix))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            tracing::warn!(file = %entry.path().display(), "removing a temporary file left by a killed apply");
-            let _ = fs::remove_file(entry.path());
-        }
-    }
-}
-
-/// Writes one file atomically (or removes it), with the mode git recorded.
-fn write_file(root: &Path, change: &FileChange) -> std::io::Result<()> {
-    let target = root.join(&change.path);
-    match &change.new {
-        None => match fs::remove_file(&target) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        },
-        Some((bytes, mode)) => {
-            let dir = target.parent().unwrap_or(root);
-            fs::create_dir_all(dir)?;
-            let name = target
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("file");
-            let tmp = dir.join(format!(".{name}.cleveragents-{}", std::process::id()));
-            let _ = fs::remove_file(&tmp);
-            remove_stale_temps(dir, name);
-            let result = if *mode == i32::from(FileMode::Link) {
-                std::os::unix::fs::symlink(
-                    <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes),
-                    &tmp,
-                )
-            } else {
-                (|| {
-                    let mut f = fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(&tmp)?;
-                    let perm = if *mode == i32::from(FileMode::BlobExecutable) {
-                        0o755
-                    } else {
-                        0o644
-                    };
-                    f.set_permissions(fs::Permissions::from_mode(perm))?;
-                    f.write_all(bytes)?;
-                    f.sync_all()
-                })()
-            };
-            result
-                .and_then(|()| fs::rename(&tmp, &target))
-                .inspect_err(|_| {
-                    let _ = fs::remove_file(&tmp);
-                })
-        }
-    }
-}
-
-fn hash_of(path: &Path) -> Option<String> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => fs::read_link(path)
-            .ok()
-            .map(|t| sha256(t.as_os_str().as_encoded_bytes())),
-        Ok(_) => fs::read(path).ok().map(|b| sha256(&b)),
-        Err(_) => None,
-    }
-}
-
-/// Writes one prepared resource (the journal is already stored). Returns the commit made.
-fn write_resource(
-    p: &Prepared,
-    journal: &Journal,
-    no_commit: bool,
-) -> Result<Option<String>, RunError> {
-    let root = Path::new(&p.base.path);
-    let io = |path: &str, e: std::io::Error| {
-        RunError::Sandbox(format!("writing {}: {e}", root.join(path).display()))
-    };
-    for c in &p.changes {
-        write_file(root, c).map_err(|e| io(&c.path, e))?;
-    }
-    let Some((_, tip, branch)) = &p.git else {
-        return Ok(None);
-    };
-    if no_commit {
-        return Ok(None);
-    }
-    let repo = Repository::open(root).map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-    let git = |e: git2::Error| RunError::Sandbox(e.message().to_string());
-    let mut index = repo.index().map_err(git)?;
-    for c in &p.changes {
-        if c.new.is_some() {
-            index.add_path(Path::new(&c.path)).map_err(git)?;
-        } else {
-            let _ = index.remove_path(Path::new(&c.path));
-        }
-    }
-    index.write().map_err(git)?;
-    let commit = Oid::from_str(journal.commit_id.as_deref().unwrap_or_default()).map_err(git)?;
-    repo.reference_matching(
-        &format!("refs/heads/{branch}"),
-        commit,
-        true,
-        *tip,
-        "cleveragents: apply plan",
-    )
-    .map_err(|e| {
-        RunError::Sandbox(format!(
-            "moving {branch} to the new commit: {}",
-            e.message()
-        ))
-    })?;
-    Ok(Some(commit.to_string()))
-}
-
-/// Completes journals a crashed apply left pending. Returns false (and stops) when a file has
-/// neither its base nor its new content.
-fn recover_journals(
-    engine: &mut Engine,
-    plan: &Plan,
-    sbs: &Sandboxes,
-) -> Result<Result<bool, String>, RunError> {
-    let pending = engine.store().pending_journals(&plan.plan_id)?;
-    if pending.is_empty() {
-        return Ok(Ok(false));
-    }
-    for j in pending {
-        let root = PathBuf::from(&j.path);
-        // The new content: from the commit (git) or the sandbox's final state (directory).
-        let new_content = |path: &str| -> Option<(Vec<u8>, i32)> {
-            match j.kind {
-                BaseKind::GitCheckout => {
-                    let repo = Repository::open(&root).ok()?;
-                    let c = repo
-                        .find_commit(Oid::from_str(j.commit_id.as_deref()?).ok()?)
-                        .ok()?;
-                    let e = c.tree().ok()?.get_path(Path::new(path)).ok()?;
-                    let mode = e.filemode();
-                    Some((repo.find_blob(e.id()).ok()?.content().to_vec(), mode))
-                }
-                BaseKind::Directory => {
-                    let sb = sbs
-                        .existing(engine.store(), &plan.plan_id, &j.resource_name)
-                        .ok()??;
-                    let repo = sb.repo().ok()?;
-                    let tree = repo.find_tree(snapshot(&repo).ok()?).ok()?;
-                    let e = tree.get_path(Path::new(path)).ok()?;
-                    let mode = e.filemode();
-                    Some((repo.find_blob(e.id()).ok()?.content().to_vec(), mode))
-                }
-            }
-        };
-        let mut todo = Vec::new();
-        for e in &j.entries {
-            let now = hash_of(&root.join(&e.path));
-            if now == e.new_sha256 {
-                continue;
-            }
-            if now != e.base_sha256 {
-                engine
-                    .store_mut()
-                    .finish_journal(&j.journal_id, JournalStatus::Stopped, None)?;
-                return Ok(Err(format!(
-                    "{}: {} has neither its content from before the apply nor the plan's; nothing more was written. Inspect the file, then cancel the plan or apply again",
-                    j.resource_name, e.path
-                )));
-            }
-            todo.push(FileChange {
-                path: e.path.clone(),
-                new: if e.new_sha256.is_some() {
-                    new_content(&e.path)
-                } else {
-                    None
-                },
-            });
-        }
-        for c in &todo {
-            write_file(&root, c).map_err(|e| RunError::Sandbox(format!("{}: {e}", c.path)))?;
-        }
-        if j.kind == BaseKind::GitCheckout
-            && let Some(commit_id) = &j.commit_id
-        {
-            let repo =
-                Repository::open(&root).map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-            let commit =
-                Oid::from_str(commit_id).map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-            let parent = repo.find_commit(commit).and_then(|c| c.parent_id(0)).ok();
-            let head = repo.head().ok();
-            let branch = head
-                .as_ref()
-                .and_then(|h| h.shorthand().ok().map(str::to_string));
-            let tip = head.and_then(|h| h.target());
-            if let (Some(branch), Some(tip), Some(parent)) = (branch, tip, parent)
-                && tip == parent
-            {
-                let mut index = repo
-                    .index()
-                    .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-                for e in &j.entries {
-                    if e.new_sha256.is_some() {
-                        let _ = index.add_path(Path::new(&e.path));
-                    } else {
-                        let _ = index.remove_path(Path::new(&e.path));
-                    }
-                }
-                let _ = index.write();
-                repo.reference_matching(
-                    &format!("refs/heads/{branch}"),
-                    commit,
-                    true,
-                    tip,
-                    "cleveragents: apply plan (recovered)",
-                )
-                .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-            }
-        }
-        engine
-            .store_mut()
-            .finish_journal(&j.journal_id, JournalStatus::Complete, None)?;
-    }
-    Ok(Ok(true))
 }
 
 fn fail(
@@ -755,6 +352,10 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
     plan.error_code = None;
     plan.error_message = None;
     let snapshot_plan = plan.clone();
+    let reviewed: serde_json::Map<String, Value> = reviewed_trees(engine, &plan_id)?
+        .into_iter()
+        .map(|(k, v)| (k, json!(v.to_string())))
+        .collect();
     commit(
         engine.store_mut(),
         plan,
@@ -766,7 +367,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
                 &snapshot_plan,
                 Some("phase_gate"),
                 ApprovalStatus::Approved,
-                &json!({"answered_by": "apply"}),
+                &json!({"answered_by": "apply", "trees": reviewed}),
             )?;
             state::resolve_pending(
                 tx,
@@ -780,227 +381,496 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
     )?;
     engine.flush(&plan_id)?;
 
-    let recovered = match recover_journals(engine, plan, &sbs)? {
-        Ok(r) => r,
-        Err(message) => return fail(engine, plan, "APPLY_JOURNAL", message, Value::Null),
-    };
-    let mut prepared = Vec::new();
-    let mut all_validations: Vec<Outcome> = Vec::new();
-    if !recovered {
-        engine
-            .observer()
-            .progress("Apply: checking every resource before writing");
-        let bases = engine.store().plan_bases(&plan_id)?;
-        for base in &bases {
-            let Some(sb) = sbs.existing(engine.store(), &plan_id, &base.resource_name)? else {
-                continue;
-            };
-            let (changes, base_tree, final_tree) = sandbox_changes(&sb)?;
-            if changes.is_empty() {
-                continue;
-            }
-            // A known key in the result never reaches the user's project (docs/sandbox.md).
-            if let Some((path, var)) =
-                crate::engine::redact::find_in_diff(&sb.repo()?, base_tree, final_tree)
-                    .map_err(|e| RunError::Sandbox(e.message().to_string()))?
-            {
-                return fail(
-                    engine,
-                    plan,
-                    "APPLY_REFUSED",
-                    format!(
-                        "{path} in {} contains the value of {var}; remove the key from the file (or correct the step that wrote it) and apply again",
-                        base.resource_name
-                    ),
-                    json!({"resource": base.resource_name, "path": path, "secret": var}),
-                );
-            }
-            let p = match base.kind {
-                BaseKind::GitCheckout => prepare_git(base, &sb, final_tree),
-                BaseKind::Directory => prepare_dir(base, &sb, changes, base_tree),
-            };
-            match p {
-                // The merged result equals what the branch already has (another plan applied
-                // the same change): nothing to write, and no empty commit.
-                Ok(p) if p.changes.is_empty() => engine.observer().progress(&format!(
-                    "Apply: {} already has these changes; nothing to write",
-                    base.resource_name
-                )),
-                Ok(p) => prepared.push(p),
-                Err(RunError::Invalid(message)) => {
-                    return fail(
-                        engine,
-                        plan,
-                        "APPLY_REFUSED",
-                        message,
-                        json!({"resource": base.resource_name}),
-                    );
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        // Validations on the merged trees.
-        engine
-            .observer()
-            .progress("Apply: running validations on the merged tree");
-        let check_root = sbs.plan_dir(&plan_id).join("apply-check");
-        let tmp = check_root.join("tmp");
-        for base in &bases {
-            let dir = check_root.join(base.resource_name.replace(['/', ':'], "_"));
-            if !validations::any_for(engine, plan, &base.resource_name)? {
-                continue;
-            }
-            let merged = prepared
-                .iter()
-                .find(|p| p.base.resource_name == base.resource_name);
-            match (base.kind, merged.and_then(|p| p.git.as_ref())) {
-                (BaseKind::GitCheckout, Some((tree, _, _))) => {
-                    let Some(sb) = sbs.existing(engine.store(), &plan_id, &base.resource_name)?
-                    else {
-                        continue;
-                    };
-                    materialize(&sb.repo()?, *tree, &dir)?;
-                }
-                _ => {
-                    let Some(sb) = sbs.existing(engine.store(), &plan_id, &base.resource_name)?
-                    else {
-                        continue;
-                    };
-                    let repo = sb.repo()?;
-                    let tree = snapshot(&repo)?;
-                    materialize(&repo, tree, &dir)?;
-                }
-            }
-            fs::create_dir_all(&tmp).map_err(|e| RunError::Sandbox(e.to_string()))?;
-            all_validations.extend(validations::run_in_dir(
-                engine,
-                plan,
-                &base.resource_name,
-                &dir,
-                &tmp,
-            )?);
-        }
-        let _ = fs::remove_dir_all(&check_root);
-        if let Some(f) = all_validations.iter().find(|v| v.required && !v.passed) {
-            let message = format!(
-                "required validation `{}` failed on the merged tree ({}); nothing was applied",
-                f.command, f.result
-            );
-            let mut summary = plan.validation_summary.clone().unwrap_or(json!({}));
-            summary["apply"] = json!(all_validations);
-            plan.validation_summary = Some(summary);
+    let rolled_back = recover_pending(engine, &plan_id)?;
+    if !rolled_back.is_empty() {
+        engine.observer().progress(&format!(
+            "Apply: an interrupted apply was rolled back ({})",
+            rolled_back.join("; ")
+        ));
+    }
+    let targets = match decide_all(engine, plan, &sbs).map_err(|b| *b) {
+        Ok(t) => t,
+        Err((RunError::Invalid(message), resource)) => {
             return fail(
                 engine,
                 plan,
-                "VALIDATION_FAILED",
+                "APPLY_REFUSED",
                 message,
-                json!({"validations": all_validations}),
+                json!({"resource": resource}),
             );
         }
-        // Journals, then writes.
-        let mut written = Vec::new();
-        for p in &prepared {
-            let root = Path::new(&p.base.path);
-            let commit_id = match (&p.git, no_commit) {
-                (Some((tree, tip, _)), false) => {
-                    let repo = Repository::open(root)
-                        .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-                    let git = |e: git2::Error| RunError::Sandbox(e.message().to_string());
-                    // The merged tree, rebuilt in the user's repository from the tip's tree and
-                    // the files that change (same content, so the same tree id).
-                    let parent = repo.find_commit(*tip).map_err(git)?;
-                    let mut builder = git2::build::TreeUpdateBuilder::new();
-                    for c in &p.changes {
-                        match &c.new {
-                            Some((bytes, mode)) => {
-                                let blob = repo.blob(bytes).map_err(git)?;
-                                let mode = match *mode {
-                                    m if m == i32::from(FileMode::BlobExecutable) => {
-                                        FileMode::BlobExecutable
-                                    }
-                                    m if m == i32::from(FileMode::Link) => FileMode::Link,
-                                    _ => FileMode::Blob,
-                                };
-                                builder.upsert(c.path.as_str(), blob, mode);
-                            }
-                            None => {
-                                builder.remove(c.path.as_str());
-                            }
-                        }
-                    }
-                    let built = builder
-                        .create_updated(&repo, &parent.tree().map_err(git)?)
-                        .map_err(git)?;
-                    if built != *tree {
-                        tracing::warn!(%built, merged = %tree, "the rebuilt tree differs from the checked merge");
-                    }
-                    let tree = repo.find_tree(built).map_err(git)?;
-                    let sig = crate::engine::sandbox::user_signature(&repo);
-                    let message = crate::engine::sandbox::plan_commit_message(
-                        plan,
-                        "Applied by CleverAgents (git hooks were not run).",
-                    );
-                    Some(
-                        repo.commit(None, &sig, &sig, &message, &tree, &[&parent])
-                            .map_err(git)?
-                            .to_string(),
-                    )
-                }
-                _ => None,
-            };
-            let journal = Journal {
-                journal_id: Id::generate(),
-                plan_id,
-                resource_name: p.base.resource_name.clone(),
-                kind: p.base.kind,
-                path: p.base.path.clone(),
-                status: JournalStatus::Pending,
-                entries: p
-                    .changes
-                    .iter()
-                    .map(|c| JournalEntry {
-                        path: c.path.clone(),
-                        base_sha256: hash_of(&root.join(&c.path)),
-                        new_sha256: c.new.as_ref().map(|n| sha256(&n.0)),
-                    })
-                    .collect(),
-                commit_id,
-                created_at: Timestamp::now(),
-            };
-            engine.store_mut().insert_journal(&journal)?;
-            let commit = write_resource(p, &journal, no_commit)?;
-            engine.store_mut().finish_journal(
-                &journal.journal_id,
-                JournalStatus::Complete,
-                commit.as_deref(),
-            )?;
-            written.push(json!({
-                "resource": p.base.resource_name,
-                "kind": p.base.kind,
-                "files": p.changes.iter().map(|c| c.path.clone()).collect::<Vec<_>>(),
-                "additions": p.additions,
-                "deletions": p.deletions,
-                "commit": commit,
-                "branch": p.git.as_ref().map(|g| g.2.clone()),
-            }));
+        Err((e, resource)) => {
+            return fail(
+                engine,
+                plan,
+                "APPLY_FAILED",
+                format!(
+                    "{resource}: checking before writing failed: {}; nothing was applied",
+                    plain(&e)
+                ),
+                json!({"resource": resource}),
+            );
         }
-        let usage = engine.store().usage_for_plan(&plan_id)?;
-        let summary = json!({
-            "resources": written,
-            "files": prepared.iter().map(|p| p.changes.len()).sum::<usize>(),
-            "additions": prepared.iter().map(|p| p.additions).sum::<u64>(),
-            "deletions": prepared.iter().map(|p| p.deletions).sum::<u64>(),
-            "validations": all_validations,
-            "duration_ms": started.elapsed().as_millis() as u64,
-            "cost_usd": usage.cost_usd,
-            "tokens": usage.input_tokens + usage.output_tokens,
-            "committed": !no_commit,
-            "git_hooks": "not run",
-        });
-        return finish(engine, plan, &sbs, summary);
+    };
+    let validations = run_validations(engine, plan, &sbs, &targets)?;
+    if let Some(f) = validations.iter().find(|v| v.required && !v.passed) {
+        let message = format!(
+            "required validation `{}` failed on the merged tree ({}); nothing was applied",
+            f.command, f.result
+        );
+        let mut summary = plan.validation_summary.clone().unwrap_or(json!({}));
+        summary["apply"] = json!(validations);
+        plan.validation_summary = Some(summary);
+        return fail(
+            engine,
+            plan,
+            "VALIDATION_FAILED",
+            message,
+            json!({"validations": validations}),
+        );
     }
-    let summary = json!({"recovered_from_journal": true, "duration_ms": started.elapsed().as_millis() as u64});
+    let message = crate::engine::sandbox::plan_commit_message(
+        plan,
+        "Applied by CleverAgents (git hooks were not run).",
+    );
+    let written = match write_all(engine, &plan_id, &targets, &message, no_commit)? {
+        Ok(w) => w,
+        Err(message) => return fail(engine, plan, "APPLY_FAILED", message, Value::Null),
+    };
+    let usage = engine.store().usage_for_plan(&plan_id)?;
+    let summary = json!({
+        "resources": written,
+        "files": targets.iter().map(|t| t.decided.changes.len()).sum::<usize>(),
+        "additions": targets.iter().map(|t| t.additions).sum::<u64>(),
+        "deletions": targets.iter().map(|t| t.deletions).sum::<u64>(),
+        "validations": validations,
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "cost_usd": usage.cost_usd,
+        "tokens": usage.input_tokens + usage.output_tokens,
+        "committed": !no_commit,
+        "git_hooks": "not run",
+        "trees": targets.iter().map(|t| (t.decided.base.resource_name.clone(), json!(t.reviewed.to_string()))).collect::<serde_json::Map<_, _>>(),
+    });
     finish(engine, plan, &sbs, summary)
+}
+
+/// One resource to write: its decided write and what the summary reports.
+struct Target {
+    decided: Decided,
+    /// The reviewed tree (before the merge with the tip).
+    reviewed: Oid,
+    additions: u64,
+    deletions: u64,
+}
+
+/// Decides every resource (step 3 of the module documentation). A resource whose merged tree
+/// equals what it already has is left out (no empty commit).
+fn decide_all(
+    engine: &Engine,
+    plan: &Plan,
+    sbs: &Sandboxes,
+) -> Result<Vec<Target>, Box<(RunError, String)>> {
+    let plan_id = plan.plan_id;
+    let bases = engine
+        .store()
+        .plan_bases(&plan_id)
+        .map_err(|e| (e.into(), String::new()))?;
+    let reviewed = reviewed_trees(engine, &plan_id).map_err(|e| (e, String::new()))?;
+    engine
+        .observer()
+        .progress("Apply: checking every resource before writing");
+    let mut out = Vec::new();
+    for base in &bases {
+        let with = |e: RunError| Box::new((e, base.resource_name.clone()));
+        let Some(sb) = sbs
+            .existing(engine.store(), &plan_id, &base.resource_name)
+            .map_err(|e| with(e.into()))?
+        else {
+            continue;
+        };
+        let target = match reviewed.get(&base.resource_name) {
+            Some(t) => {
+                check_reviewed(&sb, *t, &plan_id).map_err(with)?;
+                *t
+            }
+            None => current_tree(&sb).map_err(with)?,
+        };
+        let base_tree = base_tree(&sb).map_err(with)?;
+        if target == base_tree {
+            continue;
+        }
+        let sr = sb.repo().map_err(|e| with(e.into()))?;
+        // A known key in the result never reaches the user's project (docs/sandbox.md).
+        if let Some((path, var)) = crate::engine::redact::find_in_diff(&sr, base_tree, target)
+            .map_err(|e| with(RunError::Sandbox(e.message().to_string())))?
+        {
+            return Err(with(RunError::Invalid(format!(
+                "{path} in {} contains the value of {var}; remove the key from the file (or correct the step that wrote it) and apply again",
+                base.resource_name
+            ))));
+        }
+        let decided = match base.kind {
+            BaseKind::GitCheckout => decide::git(base, &sr, target),
+            BaseKind::Directory => decide::dir(base, &sr, base_tree, target),
+        }
+        .map_err(with)?;
+        if decided.changes.is_empty() {
+            engine.observer().progress(&format!(
+                "Apply: {} already has these changes; nothing to write",
+                base.resource_name
+            ));
+            continue;
+        }
+        let (additions, deletions) = counts(&sr, &decided);
+        out.push(Target {
+            decided,
+            reviewed: target,
+            additions,
+            deletions,
+        });
+    }
+    Ok(out)
+}
+
+fn counts(sr: &Repository, d: &Decided) -> (u64, u64) {
+    let blob = |side: Option<(Oid, i32)>| {
+        side.and_then(|(id, _)| sr.find_blob(id).ok())
+            .map(|b| b.content().to_vec())
+    };
+    d.changes.iter().fold((0, 0), |(a, r), c| {
+        let (x, y) = line_counts(blob(c.old).as_deref(), blob(c.new).as_deref());
+        (a + x, r + y)
+    })
+}
+
+/// Required and informational validations on the merged trees (a copy in the data directory).
+fn run_validations(
+    engine: &mut Engine,
+    plan: &Plan,
+    sbs: &Sandboxes,
+    targets: &[Target],
+) -> Result<Vec<Outcome>, RunError> {
+    let plan_id = plan.plan_id;
+    let check_root = sbs.plan_dir(&plan_id).join("apply-check");
+    let tmp = check_root.join("tmp");
+    let mut all = Vec::new();
+    for base in engine.store().plan_bases(&plan_id)? {
+        if !validations::any_for(engine, plan, &base.resource_name)? {
+            continue;
+        }
+        let Some(sb) = sbs.existing(engine.store(), &plan_id, &base.resource_name)? else {
+            continue;
+        };
+        engine
+            .observer()
+            .progress("Apply: running validations on the merged tree");
+        let dir = check_root.join(base.resource_name.replace(['/', ':'], "_"));
+        let target = targets
+            .iter()
+            .find(|t| t.decided.base.resource_name == base.resource_name);
+        let tree = match target {
+            Some(t) => t.decided.git.as_ref().map_or(t.reviewed, |g| g.tree),
+            None => current_tree(&sb)?,
+        };
+        materialize(&sb.repo()?, tree, &dir)?;
+        fs::create_dir_all(&tmp).map_err(|e| RunError::Sandbox(e.to_string()))?;
+        all.extend(validations::run_in_dir(
+            engine,
+            plan,
+            &base.resource_name,
+            &dir,
+            &tmp,
+        )?);
+    }
+    let _ = fs::remove_dir_all(&check_root);
+    Ok(all)
+}
+
+/// The journal of one decided write: its entries in write order.
+fn journal_of(plan_id: Id, d: &Decided, commit: Option<Oid>) -> Journal {
+    let id = |side: Option<(Oid, i32)>| side.map(|(o, _)| o.to_string());
+    let file = |c: &decide::Change| JournalEntry {
+        path: c.path.clone(),
+        base_id: id(c.old),
+        new_id: id(c.new),
+        op: EntryOp::File,
+    };
+    let dir = |p: &String, op| JournalEntry {
+        path: p.clone(),
+        base_id: None,
+        new_id: None,
+        op,
+    };
+    let mut entries: Vec<JournalEntry> = d
+        .changes
+        .iter()
+        .filter(|c| c.new.is_none())
+        .map(file)
+        .collect();
+    entries.extend(d.rmdirs.iter().map(|p| dir(p, EntryOp::RemoveDir)));
+    entries.extend(d.mkdirs.iter().map(|p| dir(p, EntryOp::MakeDir)));
+    entries.extend(d.changes.iter().filter(|c| c.new.is_some()).map(file));
+    Journal {
+        journal_id: Id::generate(),
+        plan_id,
+        resource_name: d.base.resource_name.clone(),
+        kind: d.base.kind,
+        path: d.base.path.clone(),
+        status: JournalStatus::Pending,
+        entries,
+        commit_id: commit.map(|c| c.to_string()),
+        created_at: Timestamp::now(),
+    }
+}
+
+/// Where a journal's directory is, and how to undo its branch move.
+fn undo_of(engine: &Engine, j: &Journal, branch: Option<&str>) -> (PathBuf, Option<BranchUndo>) {
+    let root = Path::new(&j.path);
+    let git_dir = match j.kind {
+        BaseKind::GitCheckout => Repository::open(root).ok().map(|r| r.path().to_path_buf()),
+        BaseKind::Directory => None,
+    };
+    let jdir = journal::jdir(
+        git_dir.as_deref(),
+        &engine.paths().data_dir,
+        &j.journal_id.to_string(),
+    );
+    let undo = git_dir.map(|git_dir| {
+        let new_commit = j.commit_id.as_deref().and_then(|c| Oid::from_str(c).ok());
+        let old_tip = new_commit
+            .and_then(|c| {
+                Repository::open(root)
+                    .ok()?
+                    .find_commit(c)
+                    .ok()?
+                    .parent_id(0)
+                    .ok()
+            })
+            .unwrap_or(Oid::ZERO_SHA1);
+        BranchUndo {
+            git_dir,
+            branch: branch.unwrap_or_default().to_string(),
+            old_tip,
+            new_commit,
+        }
+    });
+    (jdir, undo)
+}
+
+fn undo_entries(j: &Journal) -> Vec<UndoEntry> {
+    j.entries
+        .iter()
+        .map(|e| UndoEntry {
+            path: e.path.clone(),
+            op: e.op,
+            writes: e.new_id.is_some(),
+        })
+        .collect()
+}
+
+/// Rolls one journal back; returns what had to be left (see [`journal::rollback`]).
+fn rollback_one(
+    engine: &Engine,
+    j: &Journal,
+    branch: Option<&str>,
+) -> Result<Vec<String>, RunError> {
+    let (jdir, undo) = undo_of(engine, j, branch);
+    journal::rollback(
+        Path::new(&j.path),
+        &jdir,
+        &j.journal_id.to_string(),
+        &undo_entries(j),
+        undo.as_ref(),
+    )
+}
+
+/// Steps 5 and 6 of the module documentation. `Ok(Err(message))` is a failure after which
+/// every resource is as it was.
+fn write_all(
+    engine: &mut Engine,
+    plan_id: &Id,
+    targets: &[Target],
+    message: &str,
+    no_commit: bool,
+) -> Result<Result<Vec<Value>, String>, RunError> {
+    // Ids first: the journal directory is named after the journal.
+    let mut journals: Vec<Journal> = targets
+        .iter()
+        .map(|t| journal_of(*plan_id, &t.decided, None))
+        .collect();
+    let jdirs: Vec<PathBuf> = journals
+        .iter()
+        .zip(targets)
+        .map(|(j, t)| {
+            journal::jdir(
+                t.decided.git.as_ref().map(|g| g.git_dir.as_path()),
+                &engine.paths().data_dir,
+                &j.journal_id.to_string(),
+            )
+        })
+        .collect();
+    // The journals first (one transaction), so a kill from here on is rolled back.
+    engine.store_mut().insert_journals(&journals)?;
+    let ids: Vec<Id> = journals.iter().map(|j| j.journal_id).collect();
+    // Stage everything (objects, commits, filtered files): a failure here leaves nothing to
+    // undo but the staging directories.
+    let mut commits = Vec::new();
+    for (t, jdir) in targets.iter().zip(&jdirs) {
+        engine.observer().progress(&format!(
+            "Apply: staging {} file(s) of {}",
+            t.decided.changes.len(),
+            t.decided.base.resource_name
+        ));
+        match journal::stage(&t.decided, jdir, message, no_commit) {
+            Ok(c) => commits.push(c),
+            Err(e) => {
+                jdirs.iter().for_each(|d| journal::remove_jdir(d));
+                engine
+                    .store_mut()
+                    .finish_journals(&ids, JournalStatus::Stopped)?;
+                return Ok(Err(format!(
+                    "{}: staging the new files failed: {}; nothing was applied, every resource is as it was. Fix the cause and run `agents plan apply {plan_id}` again",
+                    t.decided.base.resource_name,
+                    plain(&e)
+                )));
+            }
+        }
+    }
+    for (j, c) in journals.iter_mut().zip(&commits) {
+        j.commit_id = c.map(|c| c.to_string());
+        if let Some(c) = c {
+            engine
+                .store_mut()
+                .set_journal_commit(&j.journal_id, &c.to_string())?;
+        }
+    }
+    for (i, ((t, jdir), j)) in targets.iter().zip(&jdirs).zip(&journals).enumerate() {
+        engine.observer().progress(&format!(
+            "Apply: writing {} file(s) to {}",
+            t.decided.changes.len(),
+            t.decided.base.resource_name
+        ));
+        if let Err(e) = journal::commit(&t.decided, jdir, &j.journal_id.to_string(), commits[i]) {
+            let mut kept = Vec::new();
+            for k in (0..=i).rev() {
+                let branch = targets[k].decided.git.as_ref().map(|g| g.branch.as_str());
+                kept.extend(rollback_one(engine, &journals[k], branch)?);
+            }
+            for d in &jdirs[i + 1..] {
+                journal::remove_jdir(d);
+            }
+            engine
+                .store_mut()
+                .finish_journals(&ids, JournalStatus::Stopped)?;
+            let others = if i > 0 {
+                format!(
+                    " ({} resource(s) written before it were rolled back too)",
+                    i
+                )
+            } else {
+                String::new()
+            };
+            let left = if kept.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " Left as found (changed by someone else meanwhile): {}.",
+                    kept.join(", ")
+                )
+            };
+            return Ok(Err(format!("{}{others}.{left}", plain(&e))));
+        }
+    }
+    // The commit point: every resource is written.
+    engine
+        .store_mut()
+        .finish_journals(&ids, JournalStatus::Complete)?;
+    jdirs.iter().for_each(|d| journal::remove_jdir(d));
+    Ok(Ok(targets
+        .iter()
+        .zip(&commits)
+        .map(|(t, c)| {
+            json!({
+                "resource": t.decided.base.resource_name,
+                "kind": t.decided.base.kind,
+                "files": t.decided.changes.iter().map(|c| c.path.clone()).collect::<Vec<_>>(),
+                "additions": t.additions,
+                "deletions": t.deletions,
+                "commit": c.map(|c| c.to_string()),
+                "branch": t.decided.git.as_ref().map(|g| g.branch.clone()),
+                "tree": t.reviewed.to_string(),
+            })
+        })
+        .collect()))
+}
+
+fn plain(e: &RunError) -> String {
+    match e {
+        RunError::Invalid(m) | RunError::Sandbox(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Rolls back every journal of the plan an interrupted Apply left pending (idempotent; the
+/// journals are marked stopped). Returns one line per resource rolled back.
+///
+/// # Errors
+/// Store, git and I/O errors (running it again continues the rollback).
+fn recover_pending(engine: &mut Engine, plan_id: &Id) -> Result<Vec<String>, RunError> {
+    let pending = engine.store().pending_journals(plan_id)?;
+    if pending.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bases = engine.store().plan_bases(plan_id)?;
+    let mut lines = Vec::new();
+    for j in pending.iter().rev() {
+        let branch = bases
+            .iter()
+            .find(|b| b.resource_name == j.resource_name)
+            .and_then(|b| b.branch.clone());
+        let kept = rollback_one(engine, j, branch.as_deref())?;
+        lines.push(if kept.is_empty() {
+            format!("{}: back as before", j.resource_name)
+        } else {
+            format!(
+                "{}: back as before except, changed by someone else since: {}",
+                j.resource_name,
+                kept.join(", ")
+            )
+        });
+    }
+    let ids: Vec<Id> = pending.iter().map(|j| j.journal_id).collect();
+    engine
+        .store_mut()
+        .finish_journals(&ids, JournalStatus::Stopped)?;
+    Ok(lines)
+}
+
+/// Rolls back an Apply that was interrupted (`kill -9`, power loss) before its commit point,
+/// unless a live process is applying the plan right now. Runs at the start of every command on
+/// the plan ([`Engine::recover`]). Returns whether it rolled anything back.
+///
+/// # Errors
+/// Store, git and I/O errors.
+pub fn recover(engine: &mut Engine, plan_id: &Id) -> Result<bool, RunError> {
+    if engine.store().pending_journals(plan_id)?.is_empty() {
+        return Ok(false);
+    }
+    if let Some(lease) = crate::engine::lease::holder(engine.store(), plan_id)?
+        && !lease.is_stale(Timestamp::now(), &crate::engine::lease::host_name())
+    {
+        return Ok(false);
+    }
+    let _locks = match lock_resources(engine, plan_id) {
+        Ok(l) => l,
+        Err(RunError::ResourceBusy { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let lines = recover_pending(engine, plan_id)?;
+    for l in &lines {
+        tracing::warn!(plan = %plan_id, "an interrupted apply was rolled back: {l}");
+    }
+    Ok(!lines.is_empty())
 }
 
 fn finish(

@@ -357,13 +357,15 @@ impl Engine {
     }
 
     /// Moves a plan whose driver vanished back to (same phase, queued) with reason
-    /// `interrupted` (see [`lease::recover_if_stale`]); returns whether it did.
+    /// `interrupted` (see [`lease::recover_if_stale`]), then rolls back an Apply it left
+    /// unfinished ([`apply::recover`]); returns whether it did either.
     ///
     /// # Errors
-    /// [`StoreError`].
-    pub fn recover(&mut self, plan_id: &Id) -> Result<bool, StoreError> {
+    /// [`RunError`] (store, git and I/O errors of the rollback; repeating it continues).
+    pub fn recover(&mut self, plan_id: &Id) -> Result<bool, RunError> {
         let changed = lease::recover_if_stale(&mut self.store, plan_id)?;
+        let rolled_back = apply::recover(self, plan_id)?;
         self.flush(plan_id)?;
-        Ok(changed)
+        Ok(changed || rolled_back)
     }
 }

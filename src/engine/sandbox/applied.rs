@@ -153,10 +153,11 @@ fn history_diff(
 fn journal_files(j: &Journal) -> Vec<FileDiff> {
     j.entries
         .iter()
+        .filter(|e| e.op == crate::engine::lifecycle::apply::journal::EntryOp::File)
         .map(|e| FileDiff {
             path: e.path.clone(),
             old_path: None,
-            status: match (&e.base_sha256, &e.new_sha256) {
+            status: match (&e.base_id, &e.new_id) {
                 (None, _) => FileStatus::Added,
                 (_, None) => FileStatus::Deleted,
                 _ => FileStatus::Modified,

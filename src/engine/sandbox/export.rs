@@ -82,6 +82,12 @@ pub fn to_branch(
         user_path.display()
     )))?;
     let refname = format!("refs/heads/{branch}");
+    if let Some(worktree) = checked_out_in(&user, &refname) {
+        return Err(SandboxError::InvalidTarget(format!(
+            "branch `{branch}` is checked out in {}; exporting would move it under its index and working tree, so nothing was exported (--force only replaces branches that are not checked out). Choose another name",
+            worktree.display()
+        )));
+    }
     if user.find_reference(&refname).is_ok() && !force {
         return Err(SandboxError::InvalidTarget(format!(
             "branch `{branch}` already exists in {}; choose another name or pass --force",
@@ -109,6 +115,30 @@ pub fn to_branch(
         base_commit: base.to_string(),
         files_changed,
     })
+}
+
+/// The work tree (main or linked) whose HEAD is on `refname`, as git refuses to move such a
+/// branch.
+fn checked_out_in(repo: &Repository, refname: &str) -> Option<PathBuf> {
+    let on = |r: &Repository| {
+        r.find_reference("HEAD")
+            .ok()
+            .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_string))
+            .is_some_and(|t| t == refname)
+    };
+    if on(repo) {
+        return Some(repo.workdir().unwrap_or(repo.path()).to_path_buf());
+    }
+    let names = repo.worktrees().ok()?;
+    for name in names.iter().flatten().flatten() {
+        if let Ok(wt) = repo.find_worktree(name)
+            && let Ok(r) = Repository::open_from_worktree(&wt)
+            && on(&r)
+        {
+            return Some(wt.path().to_path_buf());
+        }
+    }
+    None
 }
 
 /// Copies `commit` and every object it reaches that `to` does not have (a tree already present

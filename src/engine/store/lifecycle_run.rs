@@ -111,9 +111,10 @@ pub struct PlanStep {
 pub enum JournalStatus {
     /// Written before the first write; the apply may be half done.
     Pending,
-    /// Every file is written.
+    /// Every resource of the apply is written and committed.
     Complete,
-    /// A file had neither its base nor its new content; nothing more was written.
+    /// Rolled back: the resource is as it was before the apply (what could not be put back,
+    /// someone else's change since, is named in the plan's error).
     Stopped,
 }
 
@@ -123,15 +124,20 @@ crate::engine::domain::lifecycle::str_enum!(JournalStatus {
     Stopped => "stopped",
 });
 
-/// One file of an apply journal.
+/// One entry of an apply journal, in the order Apply writes (see `docs/apply.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JournalEntry {
     /// Path relative to the resource root, `/`-separated.
     pub path: String,
-    /// SHA-256 of the file before Apply (`None`: absent).
-    pub base_sha256: Option<String>,
-    /// SHA-256 of the file Apply writes (`None`: Apply deletes it).
-    pub new_sha256: Option<String>,
+    /// Git blob id of the content before Apply (`None`: absent).
+    #[serde(alias = "base_sha256")]
+    pub base_id: Option<String>,
+    /// Git blob id of the content Apply writes (`None`: Apply deletes it).
+    #[serde(alias = "new_sha256")]
+    pub new_id: Option<String>,
+    /// A file (the default), or a directory Apply creates or removes.
+    #[serde(default)]
+    pub op: crate::engine::lifecycle::apply::journal::EntryOp,
 }
 
 /// An apply journal.
@@ -509,6 +515,75 @@ impl Store {
                 j.commit_id,
                 j.created_at.to_string()
             ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores the journals of one apply (one per resource) in one transaction: either every
+    /// resource's journal is stored before the first write, or none.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn insert_journals(&mut self, journals: &[Journal]) -> Result<(), StoreError> {
+        let tx = self.conn_mut().transaction()?;
+        for j in journals {
+            tx.execute(
+                "INSERT INTO apply_journals (journal_id, plan_id, resource_name, kind, path, status, entries, commit_id, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    j.journal_id.to_string(),
+                    j.plan_id.to_string(),
+                    j.resource_name,
+                    j.kind.as_str(),
+                    j.path,
+                    j.status.as_str(),
+                    to_json(&j.entries),
+                    j.commit_id,
+                    j.created_at.to_string()
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Marks the journals of one apply complete (its commit point) or stopped, in one
+    /// transaction.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn finish_journals(
+        &mut self,
+        journal_ids: &[Id],
+        status: JournalStatus,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn_mut().transaction()?;
+        for id in journal_ids {
+            tx.execute(
+                "UPDATE apply_journals SET status = ?2, completed_at = ?3 WHERE journal_id = ?1",
+                params![
+                    id.to_string(),
+                    status.as_str(),
+                    Timestamp::now().to_string()
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records the commit a pending journal's apply made (before it moves the branch).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn set_journal_commit(
+        &mut self,
+        journal_id: &Id,
+        commit_id: &str,
+    ) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE apply_journals SET commit_id = ?2 WHERE journal_id = ?1",
+            params![journal_id.to_string(), commit_id],
         )?;
         Ok(())
     }

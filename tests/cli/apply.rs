@@ -1,0 +1,728 @@
+//! Apply is all or nothing and applies exactly what was reviewed (spec section 13,
+//! `docs/apply.md`): each refusal or failure leaves the user's repository byte for byte as it
+//! was (every file, mode and symbolic link, `.git/index`, HEAD, every ref, packed-refs, no lock
+//! or journal left), and once the cause is gone `plan apply` applies exactly once.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{Env, git};
+
+/// Everything of a repository a user could see change.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RepoState {
+    files: BTreeMap<String, (String, u32, Vec<u8>)>,
+    git: BTreeMap<String, Vec<u8>>,
+    git_top: Vec<String>,
+    refs: String,
+}
+
+fn walk(
+    root: &Path,
+    dir: &Path,
+    skip_git: bool,
+    out: &mut BTreeMap<String, (String, u32, Vec<u8>)>,
+) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        if skip_git && rel == ".git" {
+            continue;
+        }
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        if m.file_type().is_symlink() {
+            let t = std::fs::read_link(&p).unwrap();
+            out.insert(
+                rel,
+                ("link".into(), 0, t.into_os_string().into_encoded_bytes()),
+            );
+        } else if m.is_dir() {
+            out.insert(rel, ("dir".into(), m.mode() & 0o7777, Vec::new()));
+            walk(root, &p, skip_git, out);
+        } else {
+            out.insert(
+                rel,
+                ("file".into(), m.mode() & 0o7777, std::fs::read(&p).unwrap()),
+            );
+        }
+    }
+}
+
+impl RepoState {
+    /// Captures `repo` (a non-bare checkout with `.git` inside).
+    pub fn capture(repo: &Path) -> Self {
+        let mut files = BTreeMap::new();
+        walk(repo, repo, true, &mut files);
+        let g = repo.join(".git");
+        let mut git = BTreeMap::new();
+        for name in ["index", "HEAD", "packed-refs"] {
+            if let Ok(b) = std::fs::read(g.join(name)) {
+                git.insert(name.to_string(), b);
+            }
+        }
+        let mut refs = BTreeMap::new();
+        walk(&g, &g.join("refs"), false, &mut refs);
+        for (k, v) in refs {
+            git.insert(k, v.2);
+        }
+        let mut git_top: Vec<String> = std::fs::read_dir(&g)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        git_top.sort();
+        let out = Command::new("git")
+            .args(["for-each-ref", "--format=%(refname) %(objectname)"])
+            .current_dir(repo)
+            .output()
+            .unwrap();
+        Self {
+            files,
+            git,
+            git_top,
+            refs: String::from_utf8_lossy(&out.stdout).into_owned(),
+        }
+    }
+}
+
+/// Asserts two states are equal, naming the first difference.
+pub fn assert_same(before: &RepoState, after: &RepoState) {
+    for (k, v) in &before.files {
+        assert_eq!(after.files.get(k), Some(v), "work tree entry {k} differs");
+    }
+    for k in after.files.keys() {
+        assert!(before.files.contains_key(k), "work tree entry {k} appeared");
+    }
+    assert_eq!(
+        before.git, after.git,
+        ".git index/HEAD/refs/packed-refs differ"
+    );
+    assert_eq!(before.git_top, after.git_top, "entries of .git differ");
+    assert_eq!(before.refs, after.refs, "refs differ");
+}
+
+fn out(repo: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A repository with the given files committed on `main`.
+pub fn repo_with(parent: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    git(&dir, &["init", "-q"]);
+    for (p, c) in files {
+        let at = dir.join(p);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, c).unwrap();
+    }
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "base"]);
+    dir
+}
+
+/// Registers `repos` as one project `app`, creates an action running `steps` (shell) and
+/// starts a plan under `trusted`: it stops at the apply gate. Returns the plan id.
+pub fn plan_at_apply_gate(env: &Env, repos: &[&Path], steps: &[&str]) -> String {
+    let mut project = vec!["project", "create"];
+    let names: Vec<String> = (0..repos.len()).map(|i| format!("local/r{i}")).collect();
+    for (i, r) in repos.iter().enumerate() {
+        let (doc, code) = env.json(&[
+            "resource",
+            "add",
+            "git-checkout",
+            &names[i],
+            "--path",
+            r.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{doc:#}");
+    }
+    for n in &names {
+        project.extend(["--resource", n.as_str()]);
+    }
+    project.push("app");
+    let (doc, code) = env.json(&project);
+    assert_eq!(code, 0, "{doc:#}");
+    let mut yaml = String::from(
+        "name: local/change\ndefinition-of-done: the change is made\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n",
+    );
+    // `@RESOURCE: COMMAND` runs COMMAND in that resource (a project of several).
+    for (i, s) in steps.iter().enumerate() {
+        match s.strip_prefix('@').and_then(|r| r.split_once(": ")) {
+            Some((resource, cmd)) => yaml.push_str(&format!(
+                "  - name: s{i}\n    tool: shell_execute\n    args: {}\n",
+                serde_json::json!({"command": cmd, "cwd": format!("path://{}/", resource.rsplit('/').next().unwrap())})
+            )),
+            None => yaml.push_str(&format!("  - name: s{i}\n    run: {}\n", serde_json::json!(s))),
+        }
+    }
+    let file = env.root().join("action.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let (doc, code) = env.json(&[
+        "action",
+        "create",
+        "--available",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/change",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    doc["data"]["plan_id"].as_str().unwrap().to_string()
+}
+
+/// `plan apply --yes`, expected to be refused or to fail: returns the error message.
+fn apply_fails(env: &Env, plan: &str) -> String {
+    let (doc, code) = env.json(&["plan", "apply", "--yes", plan]);
+    assert_ne!(code, 0, "apply must not succeed: {doc:#}");
+    let (st, _) = env.json(&["plan", "status", plan]);
+    assert_eq!(
+        (st["data"]["phase"].as_str(), st["data"]["state"].as_str()),
+        (Some("apply"), Some("errored")),
+        "{st:#}"
+    );
+    doc["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `plan apply --yes` succeeds with exactly one new commit on `before`, and a clean status.
+fn applies_once(env: &Env, plan: &str, repo: &Path, before: &str) {
+    let (doc, code) = env.json(&["plan", "apply", "--yes", plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        out(repo, &["rev-list", "--count", &format!("{before}..HEAD")]).trim(),
+        "1"
+    );
+    assert_eq!(out(repo, &["rev-parse", "HEAD~1"]).trim(), before);
+    assert_eq!(
+        out(repo, &["status", "--porcelain"]),
+        "",
+        "clean after apply"
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", plan]);
+    assert_ne!(code, 0, "a second apply is refused: {doc:#}");
+    assert_eq!(
+        out(repo, &["rev-list", "--count", &format!("{before}..HEAD")]).trim(),
+        "1"
+    );
+}
+
+fn head(repo: &Path) -> String {
+    out(repo, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+#[test]
+fn a_stale_index_lock_refuses_apply_and_leaves_the_repository_byte_identical() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["echo two > a.txt && echo new > b.txt"]);
+    std::fs::write(repo.join(".git/index.lock"), b"").unwrap();
+    let before = RepoState::capture(&repo);
+    let message = apply_fails(&env, &plan);
+    assert!(message.contains("index.lock"), "{message}");
+    assert!(message.contains("if no git process runs"), "{message}");
+    assert_same(&before, &RepoState::capture(&repo));
+    std::fs::remove_file(repo.join(".git/index.lock")).unwrap();
+    let base = head(&repo);
+    applies_once(&env, &plan, &repo, &base);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("b.txt")).unwrap(),
+        "new\n"
+    );
+}
+
+#[test]
+fn an_untracked_symlink_on_a_path_prefix_is_refused_and_nothing_is_written_through_it() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["mkdir -p vendor/lib && echo x > vendor/lib/x.txt"],
+    );
+    let elsewhere = env.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, repo.join("vendor")).unwrap();
+    std::fs::write(repo.join(".git/info/exclude"), "vendor\n").unwrap();
+    let before = RepoState::capture(&repo);
+    let message = apply_fails(&env, &plan);
+    assert!(message.contains("vendor is a symbolic link"), "{message}");
+    assert_same(&before, &RepoState::capture(&repo));
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing outside the repository"
+    );
+    std::fs::remove_file(repo.join("vendor")).unwrap();
+    let base = head(&repo);
+    applies_once(&env, &plan, &repo, &base);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("vendor/lib/x.txt")).unwrap(),
+        "x\n"
+    );
+}
+
+#[test]
+fn an_uncommitted_chmod_on_a_changed_file_is_refused_not_dropped() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("run.sh", "echo one\n")]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["echo 'echo two' > run.sh"]);
+    std::fs::set_permissions(repo.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let before = RepoState::capture(&repo);
+    let message = apply_fails(&env, &plan);
+    assert!(
+        message.contains("run.sh has uncommitted changes"),
+        "{message}"
+    );
+    assert_same(&before, &RepoState::capture(&repo));
+    git(&repo, &["commit", "-q", "-am", "make it executable"]);
+    let base = head(&repo);
+    applies_once(&env, &plan, &repo, &base);
+    let mode = std::fs::metadata(repo.join("run.sh")).unwrap().mode();
+    assert_eq!(
+        mode & 0o111,
+        0o111,
+        "the user's committed mode is kept by the merge"
+    );
+}
+
+#[test]
+fn a_repository_with_crlf_line_endings_applies_when_git_status_is_clean() {
+    for (name, setup) in [("eol", "attributes"), ("autocrlf", "config")] {
+        let env = Env::new();
+        let dir = env.root().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        git(&dir, &["init", "-q"]);
+        if setup == "attributes" {
+            std::fs::write(dir.join(".gitattributes"), "*.txt text eol=crlf\n").unwrap();
+        } else {
+            git(&dir, &["config", "core.autocrlf", "true"]);
+        }
+        std::fs::write(dir.join("a.txt"), "one\r\ntwo\r\n").unwrap();
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-q", "-m", "base"]);
+        // A fresh checkout, as a user has it.
+        std::fs::remove_file(dir.join("a.txt")).unwrap();
+        git(&dir, &["checkout", "--", "a.txt"]);
+        assert_eq!(
+            out(&dir, &["status", "--porcelain"]),
+            "",
+            "{name}: clean before"
+        );
+        let plan = plan_at_apply_gate(
+            &env,
+            &[&dir],
+            &["printf 'one\\r\\ntwo\\r\\nthree\\r\\n' > a.txt"],
+        );
+        let base = head(&dir);
+        applies_once(&env, &plan, &dir, &base);
+        assert_eq!(
+            out(&dir, &["show", "HEAD:a.txt"]),
+            "one\ntwo\nthree\n",
+            "{name}: committed as git would"
+        );
+        assert_eq!(
+            std::fs::read(dir.join("a.txt")).unwrap(),
+            b"one\r\ntwo\r\nthree\r\n",
+            "{name}: the work tree has what a checkout writes"
+        );
+    }
+}
+
+#[test]
+fn a_file_that_becomes_a_directory_and_back_applies_exactly() {
+    let env = Env::new();
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[("a", "file\n"), ("d/x.txt", "x\n"), ("d/y/z.txt", "z\n")],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["rm a && mkdir a && echo inner > a/inner.txt && rm -r d && echo now-a-file > d"],
+    );
+    let base = head(&repo);
+    applies_once(&env, &plan, &repo, &base);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a/inner.txt")).unwrap(),
+        "inner\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("d")).unwrap(),
+        "now-a-file\n"
+    );
+}
+
+#[test]
+fn a_directory_that_becomes_a_file_with_an_untracked_file_in_it_is_refused() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("d/x.txt", "x\n")]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["rm -r d && echo now-a-file > d"]);
+    std::fs::write(repo.join("d/notes.txt"), "mine\n").unwrap();
+    let before = RepoState::capture(&repo);
+    let message = apply_fails(&env, &plan);
+    assert!(message.contains("d/notes.txt"), "{message}");
+    assert_same(&before, &RepoState::capture(&repo));
+    std::fs::remove_file(repo.join("d/notes.txt")).unwrap();
+    let base = head(&repo);
+    applies_once(&env, &plan, &repo, &base);
+}
+
+#[test]
+fn apply_commits_the_reviewed_tree_and_refuses_when_the_sandbox_changed_after_review() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["echo reviewed > a.txt"]);
+    // A process that outlived its step writes after the review.
+    let work = std::fs::read_dir(env.data_dir.join("sandboxes").join(&plan))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("work"))
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::write(work.join("a.txt"), "reviewed\nunreviewed line\n").unwrap();
+    let before = RepoState::capture(&repo);
+    let message = apply_fails(&env, &plan);
+    assert!(
+        message.contains("changed after the changes were reviewed"),
+        "{message}"
+    );
+    assert!(message.contains("a.txt"), "{message}");
+    assert_same(&before, &RepoState::capture(&repo));
+    // Restore the reviewed state: the last checkpoint.
+    let (doc, code) = env.json(&["plan", "checkpoints", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let last = doc["data"]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (doc, code) = env.json(&["plan", "rollback", "--yes", &plan, &last]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&["plan", "execute", &plan]);
+    assert_eq!(code, 3, "back at the apply gate: {doc:#}");
+    let base = head(&repo);
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        out(&repo, &["show", "HEAD:a.txt"]),
+        "reviewed\n",
+        "exactly the reviewed tree"
+    );
+    assert_eq!(out(&repo, &["rev-parse", "HEAD~1"]).trim(), base);
+}
+
+#[test]
+fn export_refuses_a_branch_checked_out_in_any_work_tree_even_with_force() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
+    git(&repo, &["branch", "side"]);
+    git(&repo, &["worktree", "add", "-q", "../linked", "side"]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["echo two > a.txt"]);
+    for branch in ["main", "side"] {
+        let before = RepoState::capture(&repo);
+        let (doc, code) = env.json(&["plan", "export", &plan, "--branch", branch, "--force"]);
+        assert_ne!(code, 0, "{branch}: {doc:#}");
+        let message = doc["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(message.contains("is checked out"), "{branch}: {message}");
+        assert_same(&before, &RepoState::capture(&repo));
+    }
+    git(&repo, &["branch", "other"]);
+    let (doc, code) = env.json(&["plan", "export", &plan, "--branch", "other", "--force"]);
+    assert_eq!(
+        code, 0,
+        "--force replaces a branch nobody has checked out: {doc:#}"
+    );
+}
+
+/// Whether this process may mount a tmpfs (root in CI); prints why a test is skipped.
+#[allow(clippy::print_stderr)] // a skipped check must say so in the test output
+fn tmpfs(at: &Path, size: &str) -> bool {
+    std::fs::create_dir_all(at).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(at)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: mounting a tmpfs is not permitted here (needs root); the full-disk case is not checked"
+        );
+    }
+    ok
+}
+
+struct Unmount(PathBuf);
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_refuses_apply_before_writing_and_the_repository_stays_byte_identical() {
+    let env = Env::new();
+    let mnt = env.root().join("small");
+    if !tmpfs(&mnt, "5m") {
+        return;
+    }
+    let _u = Unmount(mnt.clone());
+    let repo = repo_with(&mnt, "repo", &[("a.txt", "one\n")]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["head -c 6000000 /dev/urandom > big.bin && echo two > a.txt"],
+    );
+    let before = RepoState::capture(&repo);
+    let message = apply_fails(&env, &plan);
+    assert!(message.contains("free"), "{message}");
+    assert_same(&before, &RepoState::capture(&repo));
+    let status = Command::new("mount")
+        .args(["-o", "remount,size=64m"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let base = head(&repo);
+    applies_once(&env, &plan, &repo, &base);
+}
+
+#[test]
+fn two_repositories_apply_all_or_nothing_when_the_second_cannot_be_written() {
+    let env = Env::new();
+    let mnt = env.root().join("small");
+    if !tmpfs(&mnt, "5m") {
+        return;
+    }
+    let _u = Unmount(mnt.clone());
+    let first = repo_with(env.root(), "first", &[("a.txt", "one\n")]);
+    let second = repo_with(&mnt, "second", &[("b.txt", "one\n")]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&first, &second],
+        &[
+            "@local/r0: echo two > a.txt",
+            "@local/r1: head -c 6000000 /dev/urandom > big.bin",
+        ],
+    );
+    let (b1, b2) = (RepoState::capture(&first), RepoState::capture(&second));
+    let message = apply_fails(&env, &plan);
+    assert!(
+        message.contains("local/r1"),
+        "names the resource: {message}"
+    );
+    assert_same(&b1, &RepoState::capture(&first));
+    assert_same(&b2, &RepoState::capture(&second));
+    let status = Command::new("mount")
+        .args(["-o", "remount,size=64m"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (h1, h2) = (head(&first), head(&second));
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    for (repo, h) in [(&first, h1), (&second, h2)] {
+        assert_eq!(out(repo, &["rev-parse", "HEAD~1"]).trim(), h);
+        assert_eq!(out(repo, &["status", "--porcelain"]), "");
+    }
+}
+
+#[test]
+fn a_failure_in_the_second_repository_rolls_the_committed_first_back() {
+    let env = Env::new();
+    let first = repo_with(env.root(), "first", &[("a.txt", "one\n")]);
+    let second = repo_with(env.root(), "second", &[("b.txt", "one\n")]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&first, &second],
+        &["@local/r0: echo two > a.txt", "@local/r1: echo two > b.txt"],
+    );
+    let (b1, b2) = (RepoState::capture(&first), RepoState::capture(&second));
+    // The second resource's write fails after its work tree is written (as an I/O error
+    // would), when the first one is already committed.
+    let o = env
+        .command(&["--format", "json", "plan", "apply", "--yes", &plan])
+        .env("CLEVERAGENTS_APPLY_FAULT", "local/r1:after-files")
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let code = o.status.code().unwrap();
+    assert_ne!(code, 0, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("rolled back too"), "{message}");
+    assert_same(&b1, &RepoState::capture(&first));
+    assert_same(&b2, &RepoState::capture(&second));
+    let (h1, h2) = (head(&first), head(&second));
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    for (repo, h) in [(&first, h1), (&second, h2)] {
+        assert_eq!(out(repo, &["rev-parse", "HEAD~1"]).trim(), h);
+        assert_eq!(out(repo, &["status", "--porcelain"]), "");
+    }
+}
+
+/// The CI size of `scripts/reliability.sh`'s apply-kill: an Apply of `files` files killed with
+/// SIGKILL at `points` moments, then `plan cancel` (odd runs) or `plan apply`; every run ends
+/// exactly at the old tree or exactly at the new commit.
+fn kill_runs(files: usize, points: usize) {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("README", "base\n")]);
+    let step = format!(
+        "mkdir -p f && for i in $(seq 1 {files}); do echo $i > f/$i.txt; done && echo changed > README"
+    );
+    let mut exact = 0;
+    for k in 0..points {
+        let plan = plan_at_apply_gate_again(&env, &repo, &step, k);
+        let before = RepoState::capture(&repo);
+        let base = head(&repo);
+        let mut child = env
+            .command(&["plan", "apply", "--yes", &plan])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20 + 40 * k as u64));
+        let _ = child.kill();
+        let _ = child.wait();
+        let cancel = k % 2 == 1;
+        if cancel {
+            let (doc, code) = env.json(&["plan", "cancel", &plan]);
+            let applied = doc["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("final");
+            assert!(code == 0 || applied, "{doc:#}");
+        } else {
+            let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+            let done = doc["error"]["code"] == "CONFLICT";
+            assert!(code == 0 || done, "{doc:#}");
+        }
+        let now = RepoState::capture(&repo);
+        let moved = head(&repo) != base;
+        if !moved {
+            assert_same(&before, &now);
+            exact += 1;
+        } else {
+            assert_eq!(out(&repo, &["rev-parse", "HEAD~1"]).trim(), base, "run {k}");
+            assert_eq!(
+                out(&repo, &["status", "--porcelain"]),
+                "",
+                "run {k}: exactly the new commit"
+            );
+            assert!(!repo.join(".git/cleveragents-apply").exists());
+            assert!(!repo.join(".git/index.lock").exists());
+            exact += 1;
+            // Back to the old tree for the next run.
+            git(&repo, &["reset", "-q", "--hard", &base]);
+            git(&repo, &["clean", "-qfdx"]);
+        }
+    }
+    assert_eq!(exact, points);
+}
+
+fn plan_at_apply_gate_again(env: &Env, repo: &Path, step: &str, k: usize) -> String {
+    if k == 0 {
+        return plan_at_apply_gate(env, &[repo], &[step]);
+    }
+    let (doc, code) = env.json(&[
+        "plan",
+        "use",
+        "local/change",
+        "app",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "{doc:#}");
+    doc["data"]["plan_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn an_apply_killed_at_any_point_ends_at_the_old_tree_or_the_new_commit() {
+    kill_runs(600, 6);
+}
+
+/// Runs `plan apply --yes` with a fault injected (see `CLEVERAGENTS_APPLY_FAULT`).
+fn apply_with_fault(env: &Env, plan: &str, fault: &str) -> (serde_json::Value, Option<i32>) {
+    let o = env
+        .command(&["--format", "json", "plan", "apply", "--yes", plan])
+        .env("CLEVERAGENTS_APPLY_FAULT", fault)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    (doc, o.status.code())
+}
+
+#[test]
+fn an_apply_killed_mid_write_is_rolled_back_by_plan_cancel_and_status_names_the_command() {
+    for finish_with in ["cancel", "apply"] {
+        let env = Env::new();
+        let repo = repo_with(
+            env.root(),
+            "repo",
+            &[("a.txt", "one\n"), ("d/b.txt", "b\n")],
+        );
+        let plan = plan_at_apply_gate(
+            &env,
+            &[&repo],
+            &["echo two > a.txt && rm d/b.txt && echo c > c.txt"],
+        );
+        let before = RepoState::capture(&repo);
+        let base = head(&repo);
+        // Dies after writing the work tree, holding git's index lock.
+        let (_, code) = apply_with_fault(&env, &plan, "local/r0:abort-after-files");
+        assert_eq!(code, None, "killed by a signal");
+        assert!(
+            repo.join(".git/index.lock").exists(),
+            "the crash left the lock"
+        );
+        assert_eq!(
+            std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+            "two\n",
+            "half written"
+        );
+        let (st, _) = env.json(&["plan", "status", &plan]);
+        assert_eq!(st["data"]["apply_journal_pending"], true, "{st:#}");
+        let text = st.to_string();
+        assert!(text.contains(&format!("plan apply {plan}")), "{text}");
+        assert!(text.contains(&format!("plan cancel {plan}")), "{text}");
+        assert!(!text.contains(&format!("plan execute {plan}")), "{text}");
+        if finish_with == "cancel" {
+            let (doc, code) = env.json(&["plan", "cancel", &plan]);
+            assert_eq!(code, 0, "{doc:#}");
+            assert_same(&before, &RepoState::capture(&repo));
+        } else {
+            applies_once(&env, &plan, &repo, &base);
+            assert!(!repo.join("d").exists());
+            assert_eq!(std::fs::read_to_string(repo.join("c.txt")).unwrap(), "c\n");
+        }
+    }
+}
