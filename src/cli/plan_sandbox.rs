@@ -267,6 +267,34 @@ fn resource_diff(
     )?)
 }
 
+/// One row of the Changed Files table.
+fn file_row(f: &FileDiff, resource_name: &str) -> Vec<Cell> {
+    let path = match &f.old_path {
+        Some(old) => format!("{old} -> {}", f.path),
+        None => f.path.clone(),
+    };
+    let tone = match f.status {
+        diff::FileStatus::Added => Tone::Good,
+        diff::FileStatus::Deleted => Tone::Bad,
+        _ => Tone::Warn,
+    };
+    vec![
+        Cell::new(f.status.letter(), tone),
+        Cell::from(path),
+        Cell::from(if f.binary {
+            "bin".to_string()
+        } else {
+            format!("+{}", f.additions)
+        }),
+        Cell::from(if f.binary {
+            String::new()
+        } else {
+            format!("-{}", f.deletions)
+        }),
+        Cell::new(resource_name.to_string(), Tone::Dim),
+    ]
+}
+
 fn plan_diff(
     ctx: &Context,
     plan: &str,
@@ -277,48 +305,44 @@ fn plan_diff(
     let (store, sandboxes, plan) = open(ctx, plan)?;
     let active = sandboxes.active(&store, &plan.plan_id)?;
     let request = DiffRequest { path, hunks: !stat };
+    // The human formats draw only the table and the text diff, the structured ones only the
+    // data: each builds its own, and the data takes each file over (no second copy of it).
+    let structured = ctx.format.is_structured();
     let mut resources = Vec::new();
     let mut all_files = Vec::new();
     let mut rows = Vec::new();
+    let mut stats = diff::DiffStats::default();
     for sb in select(&active, resource)? {
         let files = resource_diff(&store, sb, &request)?;
-        for f in &files {
-            let path = match &f.old_path {
-                Some(old) => format!("{old} -> {}", f.path),
-                None => f.path.clone(),
-            };
-            let tone = match f.status {
-                diff::FileStatus::Added => Tone::Good,
-                diff::FileStatus::Deleted => Tone::Bad,
-                _ => Tone::Warn,
-            };
-            rows.push(vec![
-                Cell::new(f.status.letter(), tone),
-                Cell::from(path),
-                Cell::from(if f.binary {
-                    "bin".to_string()
-                } else {
-                    format!("+{}", f.additions)
-                }),
-                Cell::from(if f.binary {
-                    String::new()
-                } else {
-                    format!("-{}", f.deletions)
-                }),
-                Cell::new(sb.target.resource_name.clone(), Tone::Dim),
-            ]);
+        let own = diff::stats(&files);
+        stats.files_changed += own.files_changed;
+        stats.additions += own.additions;
+        stats.deletions += own.deletions;
+        if structured {
+            let files = files
+                .into_iter()
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| CliError::new("INTERNAL", format!("serializing the diff: {e}")))?;
+            let mut r = serde_json::Map::new();
+            r.insert("resource_name".into(), json!(sb.target.resource_name));
+            r.insert("strategy".into(), json!(sb.record.strategy));
+            r.insert("base_commit".into(), json!(sb.record.base_commit));
+            r.insert("stats".into(), json!(own));
+            r.insert("files".into(), serde_json::Value::Array(files));
+            resources.push(serde_json::Value::Object(r));
+            continue;
         }
-        resources.push(json!({
-            "resource_name": sb.target.resource_name,
-            "strategy": sb.record.strategy,
-            "base_commit": sb.record.base_commit,
-            "stats": diff::stats(&files),
-            "files": files,
-        }));
+        for f in &files {
+            rows.push(file_row(f, &sb.target.resource_name));
+        }
         all_files.extend(files);
     }
-    let stats = diff::stats(&all_files);
-    let data = json!({"plan_id": plan.plan_id.to_string(), "stats": stats, "resources": resources});
+    let mut data = serde_json::Map::new();
+    data.insert("plan_id".into(), json!(plan.plan_id.to_string()));
+    data.insert("stats".into(), json!(stats));
+    data.insert("resources".into(), serde_json::Value::Array(resources));
+    let data = serde_json::Value::Object(data);
     let status = if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
         "The plan's sandboxes were released or removed; their work trees are gone".to_string()
     } else if active.is_empty() {
@@ -329,7 +353,10 @@ fn plan_diff(
             stats.files_changed, stats.additions, stats.deletions
         )
     };
-    let mut report = Report::ok("plan diff", data, status).with(Element::Table {
+    // Set after construction: `Report::ok` would copy the (large) value once more.
+    let mut report = Report::ok("plan diff", serde_json::Value::Null, status);
+    report.data = data;
+    report = report.with(Element::Table {
         title: "Changed Files".into(),
         columns: vec![
             Column::left("St"),
