@@ -38,7 +38,7 @@ fn envelope(outcome: &Outcome, elapsed: Duration) -> Envelope<'_> {
     let timing = Timing {
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     };
-    let env = match outcome {
+    match outcome {
         Outcome::Done(report) => Envelope {
             command: &report.command,
             status: report.exit.status(),
@@ -65,8 +65,7 @@ fn envelope(outcome: &Outcome, elapsed: Duration) -> Envelope<'_> {
             messages: Vec::new(),
             error: Some(error),
         },
-    };
-    env
+    }
 }
 
 /// The envelope as pretty-printed JSON, ending with a newline.
