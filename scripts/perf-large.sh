@@ -43,10 +43,12 @@ script:
     run: "sed -i -E 's/^(    let v[0-9]*[02468]) = /\\\\1 = 1 + /' $glob"
 EOF
     "${L[@]}" action create --available --config "$WORK/$name.yaml" >/dev/null
-    plan=$("${L[@]}" --format json plan use "local/edit-$name" big --automation-profile trusted |
-      python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["plan_id"])') ||
+    # Exit 3: the plan waits at the apply gate, as it should.
+    "${L[@]}" --format json plan use "local/edit-$name" big --automation-profile trusted \
+      > "$WORK/$name.json"
+    read -r plan root < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["data"]
+print(d["plan_id"], d["sandbox_refs"][0])' "$WORK/$name.json") ||
       { row "large change ($name)" "-" "-" "-" "FAILED to run plan use"; FAILED=1; return; }
-    root=$(dirname "$(find "$d2" -type d -name work -path "*$plan*" | head -n 1)")
     local G=(git --git-dir "$root/git" --work-tree "$root/work" -c core.pager=cat diff "$base")
     files=$("${G[@]}" --name-only | wc -l)
     target=1.0
