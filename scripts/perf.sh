@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Performance suite (issue 9, item 5). Release build; CI never runs it.
 #
-#   scripts/perf.sh [--quick]      (--quick: skip the 20,000-file sandbox benchmark)
+#   scripts/perf.sh [--quick] [--only large]
+#     --quick: skip the 20,000-file sandbox benchmark
+#     --only large: only the large-change rows (plan diff of 1,000 and of 10 files)
 #
 # Prints one table: each measurement, its baseline measured in the same run, the ratio, and
 # PASS/MISS against its target (targets and why: docs/decisions.md, "Quickstart and suites").
@@ -9,6 +11,9 @@
 #   - `agents plan list` with 10,000 plans    vs `sqlite3` selecting the same rows
 #   - sandbox creation / checkpoint / diff    vs `git worktree add` / `git commit` / `git diff`
 #     (benches/sandbox.rs, 20,000 files)
+#   - `agents plan diff` (plain, json) of a plan whose one `run:` step edits 1,000 (then 10)
+#     files of a 20,000-file repository vs `git diff BASE` in the same sandbox, and the peak
+#     memory of the 1,000-file diff vs 2x the printed diff + 30 MiB (scripts/perf-large.sh)
 #   - engine overhead per tool call           vs the direct system call
 #   - `search_files`                          vs `grep -rn` (benches/engine.rs, 20,000 files)
 # Needs sqlite3 for the plan-list baseline: installed with apt-get when missing and possible,
@@ -16,7 +21,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 QUICK=0
-[ "${1:-}" = --quick ] && QUICK=1
+ONLY=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --only) ONLY="${2:-}"; shift ;;
+    *) echo "unknown argument: $1 (use --quick, --only large)" >&2; exit 2 ;;
+  esac
+  shift
+done
 TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
 
 cargo build --release --locked --bin agents >&2 || { echo "release build failed" >&2; exit 1; }
@@ -49,6 +62,26 @@ le() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.arg
 DATA="$WORK/data"
 A=("$AGENTS" --data-dir "$DATA" --config-path "$WORK/config.toml")
 "${A[@]}" version >/dev/null
+
+print_table() {
+echo
+echo "Performance ($(uname -sm), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+python3 - "$ROWS" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+head = ["measurement", "ours", "baseline", "ratio", "verdict (target)"]
+w = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
+fmt = "  ".join("{:<%d}" % x for x in w)
+print(fmt.format(*head)); print(fmt.format(*["-" * x for x in w]))
+for r in rows: print(fmt.format(*r))
+PY
+}
+
+# 0. large change: plan diff of 1,000 and of 10 files vs git diff (scripts/perf-large.sh).
+# shellcheck source=scripts/perf-large.sh
+. scripts/perf-large.sh
+large_change
+if [ "$ONLY" = large ]; then print_table; [ "${FAILED:-0}" = 0 ]; exit; fi
 
 # 1. start-up
 ours=$(median_ms 21 "${A[@]}" version); base=$(median_ms 21 git --version)
@@ -111,15 +144,5 @@ if [ $QUICK = 0 ]; then
 fi
 row "TUI frame time" "-" "-" "-" "not measured here (the TUI's own benchmark, ui/)"
 
-echo
-echo "Performance ($(uname -sm), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
-python3 - "$ROWS" <<'PY'
-import sys
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-head = ["measurement", "ours", "baseline", "ratio", "verdict (target)"]
-w = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
-fmt = "  ".join("{:<%d}" % x for x in w)
-print(fmt.format(*head)); print(fmt.format(*["-" * x for x in w]))
-for r in rows: print(fmt.format(*r))
-PY
+print_table
 [ "${FAILED:-0}" = 0 ]

@@ -479,7 +479,7 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
             .unwrap_or_else(|_| x.to_string())
     });
     let plans: Vec<Plan> = store
-        .plans()?
+        .plan_summaries()?
         .into_iter()
         .filter(|p| a.phase.as_deref().is_none_or(|ph| p.phase().as_str() == ph))
         .filter(|p| a.state.as_deref().is_none_or(|s| p.state().as_str() == s))
@@ -496,22 +496,26 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
         .collect();
     let n = plans.len();
     let count = |s: ProcessingState| plans.iter().filter(|p| p.state() == s).count().to_string();
+    // Each format builds only what it shows: the json rows or the table's cells.
+    let structured = ctx.format.is_structured();
     let mut report = Report::ok(
         "plan list",
-        json!({"plans": plans.iter().map(plan_row).collect::<Vec<_>>()}),
+        serde_json::Value::Null,
         format!("{n} plan{} listed", if n == 1 { "" } else { "s" }),
-    )
-    .with(Element::Table {
+    );
+    report.data = json!({"plans": if structured { plans.iter().map(plan_row).collect::<Vec<_>>() } else { Vec::new() }});
+    let table_plans = if structured { &plans[..0] } else { &plans[..] };
+    report = report.with(Element::Table {
         title: "Plans".into(),
         columns: [
             "ID", "Phase", "State", "Action", "Project", "Parent", "Created",
         ]
         .map(Column::left)
         .into(),
-        rows: plans
+        rows: table_plans
             .iter()
             .zip(view::short_ids(
-                &plans
+                &table_plans
                     .iter()
                     .map(|p| p.plan_id.to_string())
                     .collect::<Vec<_>>(),

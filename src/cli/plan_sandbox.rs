@@ -266,56 +266,8 @@ fn resource_diff(
     )?)
 }
 
-fn plan_diff(
-    ctx: &Context,
-    plan: &str,
-    resource: Option<&str>,
-    path: Option<String>,
-    stat: bool,
-) -> Result<Report, CliError> {
-    let (store, sandboxes, plan) = open(ctx, plan)?;
-    let active = sandboxes.active(&store, &plan.plan_id)?;
-    let request = DiffRequest { path, hunks: !stat };
-    if active.is_empty() && plan.phase() == crate::engine::domain::Phase::Applied {
-        return applied_diff(&store, &plan, resource, &request);
-    }
-    let mut resources = Vec::new();
-    let mut all_files = Vec::new();
-    let mut rows = Vec::new();
-    for sb in select(&active, resource)? {
-        let files = resource_diff(&store, sb, &request)?;
-        rows.extend(files.iter().map(|f| diff_row(f, &sb.target.resource_name)));
-        resources.push(json!({
-            "resource_name": sb.target.resource_name,
-            "strategy": sb.record.strategy,
-            "base_commit": sb.record.base_commit,
-            "stats": diff::stats(&files),
-            "files": files,
-        }));
-        all_files.extend(files);
-    }
-    let stats = diff::stats(&all_files);
-    let data = json!({"plan_id": plan.plan_id.to_string(), "stats": stats, "resources": resources});
-    let status = if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
-        "The plan's sandboxes were released or removed; their work trees are gone".to_string()
-    } else if active.is_empty() {
-        "The plan has no sandbox yet: nothing has changed".to_string()
-    } else {
-        format!(
-            "{} file(s) changed, +{} -{}",
-            stats.files_changed, stats.additions, stats.deletions
-        )
-    };
-    Ok(diff_report(
-        Report::ok("plan diff", data, status),
-        rows,
-        &all_files,
-        request.hunks,
-    ))
-}
-
-/// A changed file as a row of the Changed Files table.
-fn diff_row(f: &FileDiff, resource: &str) -> Vec<Cell> {
+/// One row of the Changed Files table.
+fn file_row(f: &FileDiff, resource_name: &str) -> Vec<Cell> {
     let path = match &f.old_path {
         Some(old) => format!("{old} -> {}", f.path),
         None => f.path.clone(),
@@ -338,8 +290,75 @@ fn diff_row(f: &FileDiff, resource: &str) -> Vec<Cell> {
         } else {
             format!("-{}", f.deletions)
         }),
-        Cell::new(resource.to_string(), Tone::Dim),
+        Cell::new(resource_name.to_string(), Tone::Dim),
     ]
+}
+
+fn plan_diff(
+    ctx: &Context,
+    plan: &str,
+    resource: Option<&str>,
+    path: Option<String>,
+    stat: bool,
+) -> Result<Report, CliError> {
+    let (store, sandboxes, plan) = open(ctx, plan)?;
+    let active = sandboxes.active(&store, &plan.plan_id)?;
+    let request = DiffRequest { path, hunks: !stat };
+    if active.is_empty() && plan.phase() == crate::engine::domain::Phase::Applied {
+        return applied_diff(&store, &plan, resource, &request);
+    }
+    // The human formats draw only the table and the text diff, the structured ones only the
+    // data: each builds its own, and the data takes each file over (no second copy of it).
+    let structured = ctx.format.is_structured();
+    let mut resources = Vec::new();
+    let mut all_files = Vec::new();
+    let mut rows = Vec::new();
+    let mut stats = diff::DiffStats::default();
+    for sb in select(&active, resource)? {
+        let files = resource_diff(&store, sb, &request)?;
+        let own = diff::stats(&files);
+        stats.files_changed += own.files_changed;
+        stats.additions += own.additions;
+        stats.deletions += own.deletions;
+        if structured {
+            let files = files
+                .into_iter()
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| CliError::new("INTERNAL", format!("serializing the diff: {e}")))?;
+            let mut r = serde_json::Map::new();
+            r.insert("resource_name".into(), json!(sb.target.resource_name));
+            r.insert("strategy".into(), json!(sb.record.strategy));
+            r.insert("base_commit".into(), json!(sb.record.base_commit));
+            r.insert("stats".into(), json!(own));
+            r.insert("files".into(), serde_json::Value::Array(files));
+            resources.push(serde_json::Value::Object(r));
+            continue;
+        }
+        for f in &files {
+            rows.push(file_row(f, &sb.target.resource_name));
+        }
+        all_files.extend(files);
+    }
+    let mut data = serde_json::Map::new();
+    data.insert("plan_id".into(), json!(plan.plan_id.to_string()));
+    data.insert("stats".into(), json!(stats));
+    data.insert("resources".into(), serde_json::Value::Array(resources));
+    let data = serde_json::Value::Object(data);
+    let status = if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
+        "The plan's sandboxes were released or removed; their work trees are gone".to_string()
+    } else if active.is_empty() {
+        "The plan has no sandbox yet: nothing has changed".to_string()
+    } else {
+        format!(
+            "{} file(s) changed, +{} -{}",
+            stats.files_changed, stats.additions, stats.deletions
+        )
+    };
+    // Set after construction: `Report::ok` would copy the (large) value once more.
+    let mut report = Report::ok("plan diff", serde_json::Value::Null, status);
+    report.data = data;
+    Ok(diff_report(report, rows, &all_files, request.hunks))
 }
 
 /// The Changed Files table and, with hunks, the unified diff.
@@ -405,7 +424,7 @@ fn applied_diff(
     let mut all_files = Vec::new();
     let mut resources = Vec::new();
     for a in &chosen {
-        rows.extend(a.files.iter().map(|f| diff_row(f, &a.resource_name)));
+        rows.extend(a.files.iter().map(|f| file_row(f, &a.resource_name)));
         resources.push(json!({
             "resource_name": a.resource_name,
             "applied": true,

@@ -66,7 +66,7 @@ pub fn emit(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let text = match format {
-        Format::Json => structured::json(outcome, elapsed),
+        Format::Json => return structured::write_json(outcome, elapsed, out),
         Format::Yaml => structured::yaml(outcome, elapsed),
         human_format => human::render(outcome, human::Style::for_format(human_format, terminal)),
     };

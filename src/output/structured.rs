@@ -4,6 +4,7 @@
 //! `error: {code, message, detail, suggestions}` on failure. YAML keeps the JSON key order and
 //! writes multi-line strings as block scalars.
 
+use std::io::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -31,11 +32,13 @@ struct Envelope<'a> {
     error: Option<&'a ErrorBody>,
 }
 
-fn envelope(outcome: &Outcome, elapsed: Duration) -> Value {
+/// The envelope, borrowing the outcome's data (serialized as it is: copying a large `data`
+/// into another value first would double the memory of a large diff).
+fn envelope(outcome: &Outcome, elapsed: Duration) -> Envelope<'_> {
     let timing = Timing {
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     };
-    let env = match outcome {
+    match outcome {
         Outcome::Done(report) => Envelope {
             command: &report.command,
             status: report.exit.status(),
@@ -62,8 +65,7 @@ fn envelope(outcome: &Outcome, elapsed: Duration) -> Value {
             messages: Vec::new(),
             error: Some(error),
         },
-    };
-    serde_json::to_value(env).expect("the envelope always serializes")
+    }
 }
 
 /// The envelope as pretty-printed JSON, ending with a newline.
@@ -72,6 +74,22 @@ pub fn json(outcome: &Outcome, elapsed: Duration) -> String {
         serde_json::to_string_pretty(&envelope(outcome, elapsed)).expect("values always serialize");
     s.push('\n');
     s
+}
+
+/// As [`json`], written to `out` as it is serialized (no copy of the whole document).
+///
+/// # Errors
+/// I/O errors from `out`.
+pub fn write_json(
+    outcome: &Outcome,
+    elapsed: Duration,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, out);
+    serde_json::to_writer_pretty(&mut buffered, &envelope(outcome, elapsed))
+        .map_err(std::io::Error::from)?;
+    buffered.write_all(b"\n")?;
+    buffered.flush()
 }
 
 /// The envelope as compact JSON on one line, ending with a newline (the last line of a

@@ -852,3 +852,72 @@ fn an_invalid_request_decision_goes_back_to_the_model_and_the_step_carries_on() 
         "the model was told why: {second}"
     );
 }
+
+/// The work trees under `dir` (a sandbox's `work/` directory) that hold `file`.
+fn work_trees_with(dir: &std::path::Path, file: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if !path.is_dir() {
+            continue;
+        }
+        if path.file_name().is_some_and(|n| n == "work") && path.join(file).is_file() {
+            found.push(path);
+        } else {
+            found.extend(work_trees_with(&path, file));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_one_step_plan_names_its_step_on_every_hunk_and_a_later_outside_change_on_none() {
+    const ONE_RUN_STEP: &str = "name: local/notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\nscript:\n  - name: write\n    run: printf 'Release {{ version }}\\n' > NOTES.md && printf 'see NOTES.md\\n' >> README\n";
+    let s = super::lifecycle::setup_with(ONE_RUN_STEP);
+    let (doc, code, id) = use_plan(&s, "trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    let steps = step_decisions(&s, &id);
+    assert_eq!(steps.len(), 1);
+    let hunk_ids = |diff: &Value| -> Vec<(String, Vec<Value>)> {
+        files_of(diff)
+            .iter()
+            .flat_map(|f| {
+                f["hunks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| {
+                        let ids = h["decision_ids"].as_array().unwrap().clone();
+                        (f["path"].as_str().unwrap().to_string(), ids)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let (diff, code) = s.env.json(&["plan", "diff", &id]);
+    assert_eq!(code, 0, "{diff:#}");
+    let step = json!(steps[0]);
+    assert_eq!(
+        hunk_ids(&diff),
+        [
+            ("NOTES.md".to_string(), vec![step.clone()]),
+            ("README".to_string(), vec![step.clone()])
+        ]
+    );
+    // A change made after the step, outside it: the step's own changes are no longer the
+    // whole diff, and the new hunk names no decision.
+    let data_dir = db_file(&s.env).parent().unwrap().to_path_buf();
+    let work = work_trees_with(&data_dir, "NOTES.md");
+    assert_eq!(work.len(), 1, "{work:?}");
+    std::fs::write(work[0].join("OUTSIDE.md"), "by hand\n").unwrap();
+    let (diff, code) = s.env.json(&["plan", "diff", &id]);
+    assert_eq!(code, 0, "{diff:#}");
+    assert_eq!(
+        hunk_ids(&diff),
+        [
+            ("NOTES.md".to_string(), vec![step.clone()]),
+            ("OUTSIDE.md".to_string(), vec![]),
+            ("README".to_string(), vec![step])
+        ]
+    );
+}

@@ -25,10 +25,20 @@ struct StepLines {
     removed: HashSet<String>,
 }
 
-/// One step's own changes, per path.
+/// One step's own changes, per path; `None` when they are the very diff being attributed
+/// (the step went from the base to the current state), which then produced every hunk.
 struct StepChanges {
     decision_id: String,
-    files: BTreeMap<String, StepLines>,
+    files: Option<BTreeMap<String, StepLines>>,
+}
+
+/// The two trees of the diff being attributed, when it is the whole sandbox against its base.
+#[derive(Debug, Clone, Copy)]
+pub struct DiffTrees {
+    /// The base commit's tree.
+    pub base: Oid,
+    /// The current state's tree.
+    pub now: Oid,
 }
 
 /// Fills `decision_ids` on every hunk of `files` (a diff of `sb` against its base).
@@ -36,10 +46,25 @@ struct StepChanges {
 /// # Errors
 /// Store and git failures.
 pub fn attribute(store: &Store, sb: &Sandbox, files: &mut [FileDiff]) -> Result<(), SandboxError> {
+    attribute_between(store, sb, files, None)
+}
+
+/// As [`attribute`], where `whole` names the trees `files` compares when it is the unfiltered
+/// diff of the sandbox against its base: a step whose own changes are exactly that diff is then
+/// not diffed again (it produced every hunk).
+///
+/// # Errors
+/// Store and git failures.
+pub fn attribute_between(
+    store: &Store,
+    sb: &Sandbox,
+    files: &mut [FileDiff],
+    whole: Option<DiffTrees>,
+) -> Result<(), SandboxError> {
     if files.iter().all(|f| f.hunks.is_empty()) {
         return Ok(());
     }
-    let steps = step_changes(store, sb)?;
+    let steps = step_changes(store, sb, whole)?;
     for file in files.iter_mut() {
         for hunk in &mut file.hunks {
             let added: Vec<&str> = hunk
@@ -55,14 +80,17 @@ pub fn attribute(store: &Store, sb: &Sandbox, files: &mut [FileDiff]) -> Result<
                 .map(|l| l.text.as_str())
                 .collect();
             for step in &steps {
-                let touched = [Some(&file.path), file.old_path.as_ref()]
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|p| step.files.get(p));
-                let produced = touched.into_iter().any(|lines| {
-                    added.iter().any(|t| lines.added.contains(*t))
-                        || removed.iter().any(|t| lines.removed.contains(*t))
-                });
+                let produced = match &step.files {
+                    None => true,
+                    Some(step_files) => [Some(&file.path), file.old_path.as_ref()]
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| step_files.get(p))
+                        .any(|lines| {
+                            added.iter().any(|t| lines.added.contains(*t))
+                                || removed.iter().any(|t| lines.removed.contains(*t))
+                        }),
+                };
                 if produced && !hunk.decision_ids.contains(&step.decision_id) {
                     hunk.decision_ids.push(step.decision_id.clone());
                 }
@@ -73,7 +101,11 @@ pub fn attribute(store: &Store, sb: &Sandbox, files: &mut [FileDiff]) -> Result<
 }
 
 /// The own changes of every executed step in `sb`, in execution order.
-fn step_changes(store: &Store, sb: &Sandbox) -> Result<Vec<StepChanges>, SandboxError> {
+fn step_changes(
+    store: &Store,
+    sb: &Sandbox,
+    whole: Option<DiffTrees>,
+) -> Result<Vec<StepChanges>, SandboxError> {
     let plan_id = sb.record.plan_id;
     let checkpoints: Vec<_> = store
         .checkpoints(&plan_id)?
@@ -127,6 +159,13 @@ fn step_changes(store: &Store, sb: &Sandbox) -> Result<Vec<StepChanges>, Sandbox
         if start == end {
             continue;
         }
+        if whole.is_some_and(|w| w.base == start && w.now == end) {
+            out.push(StepChanges {
+                decision_id: decision,
+                files: None,
+            });
+            continue;
+        }
         let mut files = BTreeMap::new();
         for f in diff::trees(&repo, Some(start), Some(end), &request)? {
             let mut lines = StepLines::default();
@@ -143,7 +182,7 @@ fn step_changes(store: &Store, sb: &Sandbox) -> Result<Vec<StepChanges>, Sandbox
         }
         out.push(StepChanges {
             decision_id: decision,
-            files,
+            files: Some(files),
         });
     }
     Ok(out)
@@ -159,7 +198,11 @@ pub fn attributed_diff(
     sb: &Sandbox,
     request: &DiffRequest,
 ) -> Result<Vec<FileDiff>, SandboxError> {
-    let mut files = diff::sandbox_diff(sb, request)?;
-    attribute(store, sb, &mut files)?;
-    Ok(files)
+    let mut diff = diff::sandbox_diff_between(sb, request)?;
+    let whole = request.path.is_none().then_some(DiffTrees {
+        base: diff.base_tree,
+        now: diff.now_tree,
+    });
+    attribute_between(store, sb, &mut diff.files, whole)?;
+    Ok(diff.files)
 }

@@ -399,6 +399,29 @@ pub fn unified(files: &[FileDiff]) -> String {
 /// # Errors
 /// [`SandboxError`] for git or I/O failures.
 pub fn sandbox_diff(sb: &Sandbox, request: &DiffRequest) -> Result<Vec<FileDiff>, SandboxError> {
+    Ok(sandbox_diff_between(sb, request)?.files)
+}
+
+/// A sandbox diff with the two trees it compares.
+#[derive(Debug)]
+pub struct SandboxDiff {
+    /// The base commit's tree.
+    pub base_tree: Oid,
+    /// The tree of the sandbox's current state.
+    pub now_tree: Oid,
+    /// The changed files, as [`trees`] returns them.
+    pub files: Vec<FileDiff>,
+}
+
+/// As [`sandbox_diff`], also naming the trees compared (so that attribution can recognise a
+/// step whose own changes are this very diff).
+///
+/// # Errors
+/// [`SandboxError`] for git or I/O failures.
+pub fn sandbox_diff_between(
+    sb: &Sandbox,
+    request: &DiffRequest,
+) -> Result<SandboxDiff, SandboxError> {
     let _lock = sb.lock()?;
     let repo = sb.repo()?;
     let base = sb.base_commit()?;
@@ -407,8 +430,13 @@ pub fn sandbox_diff(sb: &Sandbox, request: &DiffRequest) -> Result<Vec<FileDiff>
         .and_then(|c| c.tree())
         .map_err(SandboxError::git("reading the base tree"))?
         .id();
-    let now = super::checkpoint::snapshot(&repo)?;
-    trees(&repo, Some(base_tree), Some(now), request)
+    let now_tree = super::checkpoint::snapshot(&repo)?;
+    let files = trees(&repo, Some(base_tree), Some(now_tree), request)?;
+    Ok(SandboxDiff {
+        base_tree,
+        now_tree,
+        files,
+    })
 }
 
 #[cfg(test)]

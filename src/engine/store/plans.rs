@@ -27,6 +27,13 @@ const COLUMNS: &str = "plan_id, name, action_name, phase, state, attempt, descri
     validation_summary, decision_root_id, error_code, error_message, tags, created_at, updated_at, started_at, \
     completed_at, parent_plan_id, root_plan_id";
 
+/// [`COLUMNS`] with the columns a listing does not show replaced by empty values.
+const SUMMARY_COLUMNS: &str = "plan_id, name, action_name, phase, state, attempt, NULL, NULL, \
+    project_links, automation_profile, automation_level, NULL, strategy_actor, \
+    execution_actor, estimation_actor, invariant_actor, '{}', '[]', NULL, '[]', \
+    NULL, decision_root_id, error_code, error_message, '[]', created_at, updated_at, started_at, \
+    completed_at, parent_plan_id, root_plan_id";
+
 fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("plan fields always serialize")
 }
@@ -243,6 +250,21 @@ impl Store {
     pub fn plans(&self) -> Result<Vec<Plan>, StoreError> {
         let mut stmt = self.conn().prepare(&format!(
             "SELECT {COLUMNS} FROM plans WHERE kind = 'plan' ORDER BY plan_id DESC"
+        ))?;
+        let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
+        rows.into_iter().map(RawPlan::into_plan).collect()
+    }
+
+    /// Every plan, newest first, as [`Store::plans`] but reading only what a listing shows
+    /// (id, name, action, phase, state, attempt, projects, profile, level, actors, parent and
+    /// root, times, error): the description, definition of done, profile snapshot, arguments,
+    /// invariants, change set, sandbox refs, validation summary and tags come back empty.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] or [`StoreError::Corrupt`].
+    pub fn plan_summaries(&self) -> Result<Vec<Plan>, StoreError> {
+        let mut stmt = self.conn().prepare(&format!(
+            "SELECT {SUMMARY_COLUMNS} FROM plans WHERE kind = 'plan' ORDER BY plan_id DESC"
         ))?;
         let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(RawPlan::into_plan).collect()

@@ -1,0 +1,72 @@
+# Sourced by scripts/perf.sh (uses its AGENTS, WORK, COMPARE, row, ratio, le, FAILED).
+#
+# large_change: a generated repository of 20,000 files (200 directories of 100 files, 40 lines
+# each), one project, and two plans under `trusted` (run through Execute, stopped before Apply)
+# whose one `run:` step rewrites every other line of 1,000 files (40,000 changed lines) and of
+# 10 files. `agents plan diff` of each, plain and json, is timed against `git diff BASE` of the
+# same sandbox (interleaved runs, medians; scripts/perf_compare.py), and the peak memory of the
+# 1,000-file diff is compared with 2x the printed diff + 30 MiB.
+
+large_change() {
+  local big="$WORK/big" d2="$WORK/data-large" c2="$WORK/config-large.toml"
+  local L=("$AGENTS" --data-dir "$d2" --config-path "$c2")
+  local compare="$PWD/scripts/perf_compare.py"
+  python3 - "$big" <<'PY'
+import os, sys
+root = sys.argv[1]
+for d in range(200):
+    os.makedirs(f"{root}/d{d:03}", exist_ok=True)
+    for k in range(100):
+        i = d * 100 + k
+        with open(f"{root}/d{d:03}/f{i:05}.rs", "w") as f:
+            f.write("".join(f"    let v{j} = {i * 40 + j};\n" for j in range(40)))
+PY
+  git -C "$big" init -q -b main
+  git -C "$big" add -A
+  git -C "$big" -c user.name=p -c user.email=p@p.invalid commit -qm generated
+  local base
+  base=$(git -C "$big" rev-parse HEAD)
+  "${L[@]}" resource add git-checkout local/big --path "$big" >/dev/null
+  "${L[@]}" project create --resource local/big big >/dev/null
+  local spec name glob plan root files target fmt out o b om bm os bs r v cap
+  # 1,000 files: f....[02468]0 (every 20th); 10 files: the first of each of d000..d009.
+  for spec in 'big:d*/f???[02468]0.rs' 'small:d00?/f???00.rs'; do
+    name=${spec%%:*}
+    glob=${spec#*:}
+    cat > "$WORK/$name.yaml" <<EOF
+name: local/edit-$name
+definition-of-done: every other line of the selected files is rewritten
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: edit
+    run: "sed -i -E 's/^(    let v[0-9]*[02468]) = /\\\\1 = 1 + /' $glob"
+EOF
+    "${L[@]}" action create --available --config "$WORK/$name.yaml" >/dev/null
+    # Exit 3: the plan waits at the apply gate, as it should.
+    "${L[@]}" --format json plan use "local/edit-$name" big --automation-profile trusted \
+      > "$WORK/$name.json"
+    read -r plan root < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["data"]
+print(d["plan_id"], d["sandbox_refs"][0])' "$WORK/$name.json") ||
+      { row "large change ($name)" "-" "-" "-" "FAILED to run plan use"; FAILED=1; return; }
+    local G=(git --git-dir "$root/git" --work-tree "$root/work" -c core.pager=cat diff "$base")
+    files=$("${G[@]}" --name-only | wc -l)
+    target=1.0
+    [ "$name" = small ] && target=1.2
+    for fmt in plain json; do
+      out=$(python3 "$compare" 7 "${L[@]}" --format "$fmt" plan diff "$plan" -- "${G[@]}") ||
+        { row "plan diff --format $fmt ($files files)" "-" "-" "-" "FAILED to run"; FAILED=1; continue; }
+      read -r o b om bm os bs <<< "$out"
+      r=$(python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$o" "$b")
+      le "$r" "$target" && v=PASS || v=MISS
+      row "plan diff --format $fmt ($files files)" "$o ms" "git diff BASE $b ms" "${r}x" "$v (<= ${target}x)"
+      if [ "$name" = big ]; then
+        cap=$(((2 * os + 30 * 1048576) / 1024))
+        [ "$om" -le "$cap" ] && v=PASS || v=MISS
+        row "  peak memory, $fmt ($((os / 1024)) KiB printed)" "$((om / 1024)) MiB" \
+          "git diff $((bm / 1024)) MiB ($((bs / 1024)) KiB)" "$(ratio "$om" "$cap") of cap" \
+          "$v (<= 2x printed + 30 MiB = $((cap / 1024)) MiB)"
+      fi
+    done
+  done
+}
