@@ -872,7 +872,7 @@ fn work_trees_with(dir: &std::path::Path, file: &str) -> Vec<std::path::PathBuf>
 
 #[test]
 fn a_one_step_plan_names_its_step_on_every_hunk_and_a_later_outside_change_on_none() {
-    const ONE_RUN_STEP: &str = "name: local/notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\nscript:\n  - name: write\n    run: printf 'Release {{ version }}\\n' > NOTES.md && printf 'see NOTES.md\\n' >> README\n";
+    const ONE_RUN_STEP: &str = "name: local/notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\nscript:\n  - name: write\n    run: printf 'Release %s\\n' {{ version }} > NOTES.md && printf 'see NOTES.md\\n' >> README\n";
     let s = super::lifecycle::setup_with(ONE_RUN_STEP);
     let (doc, code, id) = use_plan(&s, "trusted");
     assert_eq!(code, 3, "{doc:#}");
