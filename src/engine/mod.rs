@@ -21,6 +21,7 @@ pub mod config;
 pub mod correction;
 pub mod domain;
 pub mod events;
+pub mod index;
 pub mod lease;
 pub mod lifecycle;
 pub mod paths;
