@@ -18,6 +18,7 @@
 
 pub mod actors;
 pub mod config;
+pub mod context;
 pub mod correction;
 pub mod domain;
 pub mod events;

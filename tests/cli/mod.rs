@@ -2,6 +2,7 @@
 
 mod bad_inputs;
 mod children;
+mod code_index;
 mod config;
 mod correction;
 mod envelope;

@@ -15,6 +15,7 @@
 
 pub mod build;
 pub mod overview;
+pub mod skill;
 pub mod store;
 pub mod structure;
 pub mod symbols;
@@ -195,10 +196,16 @@ pub fn remove_resource(paths: &Paths, name: &str) -> Result<Option<u64>, IndexEr
 /// status`), which turns a ready index `stale`.
 pub fn status(paths: &Paths, resource: &Resource, check: bool) -> IndexStatus {
     let dir = store::dir(paths, &resource.name);
-    let manifest = target(resource).and_then(|_| store::read_manifest(&dir));
-    let Some(m) = manifest else {
+    match target(resource) {
+        Some(_) => status_of_dir(&dir, &resource.name, check),
+        None => status_of_dir(Path::new(""), &resource.name, false),
+    }
+}
+
+fn status_of_dir(dir: &Path, name: &str, check: bool) -> IndexStatus {
+    let Some(m) = store::read_manifest(dir) else {
         return IndexStatus {
-            resource: resource.name.clone(),
+            resource: name.to_string(),
             text_index: IndexState::Disabled,
             indexed_files: 0,
             symbols: 0,
@@ -210,10 +217,10 @@ pub fn status(paths: &Paths, resource: &Resource, check: bool) -> IndexStatus {
         };
     };
     let pending = (check && m.state == "ready")
-        .then(|| build::pending(&dir, &policy()).ok().map(|n| n as u64))
+        .then(|| build::pending(dir, &policy()).ok().map(|n| n as u64))
         .flatten();
     IndexStatus {
-        resource: resource.name.clone(),
+        resource: m.resource.clone(),
         text_index: match (m.state.as_str(), pending) {
             ("indexing", _) => IndexState::Indexing,
             (_, Some(n)) if n > 0 => IndexState::Stale,
@@ -223,9 +230,55 @@ pub fn status(paths: &Paths, resource: &Resource, check: bool) -> IndexStatus {
         symbols: m.files.values().map(|f| u64::from(f.symbols)).sum(),
         skipped: m.skipped,
         last_indexed_at: m.last_indexed_at,
-        size_bytes: store::size_of(&dir),
+        size_bytes: store::size_of(dir),
         indexed_commit: m.indexed_commit,
         pending,
+    }
+}
+
+/// The status of every index in the data directory, by resource name.
+pub fn statuses(paths: &Paths, check: bool) -> Vec<IndexStatus> {
+    let Ok(entries) = std::fs::read_dir(store::indexes_dir(paths)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<IndexStatus> = entries
+        .flatten()
+        .filter(|e| e.path().join("manifest.json").exists())
+        .map(|e| status_of_dir(&e.path(), "", check))
+        .filter(|s| !s.resource.is_empty())
+        .collect();
+    out.sort_by(|a, b| a.resource.cmp(&b.resource));
+    out
+}
+
+/// The `Text index` check of `agents diagnostics`: the engine, how many resources are
+/// indexed, and which are stale or unreadable.
+pub fn check(paths: &Paths) -> crate::engine::system::Check {
+    use crate::engine::system::{Check, CheckStatus};
+    let all = statuses(paths, true);
+    let stale: Vec<&str> = all
+        .iter()
+        .filter(|s| s.text_index == IndexState::Stale)
+        .map(|s| s.resource.as_str())
+        .collect();
+    let files: u64 = all.iter().map(|s| s.indexed_files).sum();
+    let details = format!(
+        "tantivy 0.27, {} resource(s), {files} files{}",
+        all.len(),
+        if stale.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; stale (updated before the next read): {}",
+                stale.join(", ")
+            )
+        }
+    );
+    Check {
+        name: "Text index".into(),
+        status: CheckStatus::Ok,
+        details,
+        fix: None,
     }
 }
 

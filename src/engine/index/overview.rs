@@ -78,13 +78,13 @@ const ENTRY_NAMES: &[&str] = &[
 
 /// The overview of a view, with directories down to `depth` levels (at most `max_dirs`).
 pub fn overview(view: &View, depth: usize, max_dirs: usize) -> Overview {
-    let m = view.manifest();
     let mut dirs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut langs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut entry_points = Vec::new();
     let mut bytes = 0;
-    for (path, meta) in &m.files {
-        bytes += meta.size;
+    let files = view.file_metas();
+    for (path, size, lang) in &files {
+        bytes += size;
         let parts: Vec<&str> = path.split('/').collect();
         let dir = if parts.len() == 1 {
             ".".to_string()
@@ -93,11 +93,11 @@ pub fn overview(view: &View, depth: usize, max_dirs: usize) -> Overview {
         };
         let e = dirs.entry(dir).or_default();
         e.0 += 1;
-        e.1 += meta.size;
-        if let Some(l) = &meta.lang {
+        e.1 += size;
+        if let Some(l) = lang {
             let e = langs.entry(l.clone()).or_default();
             e.0 += 1;
-            e.1 += meta.size;
+            e.1 += size;
         }
         let name = parts.last().copied().unwrap_or_default();
         if ENTRY_NAMES.contains(&name) && parts.len() <= 3 {
@@ -121,9 +121,9 @@ pub fn overview(view: &View, depth: usize, max_dirs: usize) -> Overview {
     languages.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.language.cmp(&b.language)));
     entry_points.sort_by_key(|p| (p.matches('/').count(), p.clone()));
     entry_points.truncate(20);
-    let readme = m
-        .files
-        .keys()
+    let readme = files
+        .iter()
+        .map(|(p, _, _)| p)
         .filter(|p| !p.contains('/') && p.to_ascii_lowercase().starts_with("readme"))
         .min()
         .and_then(|p| view.read(p))
@@ -137,7 +137,7 @@ pub fn overview(view: &View, depth: usize, max_dirs: usize) -> Overview {
     Overview {
         resource: view.resource.clone(),
         commit: view.at_commit(),
-        files: m.files.len() as u64,
+        files: files.len() as u64,
         bytes,
         tree,
         languages,

@@ -44,8 +44,29 @@ enum Content {
 
 impl Content {
     fn read(&self, path: &str) -> Option<String> {
+        let safe = !path.starts_with('/')
+            && Path::new(path).components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            });
+        if !safe {
+            return None;
+        }
         match self {
-            Content::WorkTree(root) => std::fs::read_to_string(root.join(path)).ok(),
+            Content::WorkTree(root) => {
+                let full = root.join(path);
+                // Never through a link out of the resource.
+                if std::fs::symlink_metadata(&full)
+                    .ok()?
+                    .file_type()
+                    .is_symlink()
+                {
+                    return None;
+                }
+                std::fs::read_to_string(full).ok()
+            }
             Content::Commit { repo, commit } => {
                 let repo = git2::Repository::open(repo).ok()?;
                 let tree = repo.find_commit(*commit).ok()?.tree().ok()?;
@@ -246,6 +267,55 @@ impl View {
             Content::Commit { commit, .. } => Some(commit.to_string()),
             Content::WorkTree(_) => None,
         }
+    }
+
+    /// Every file the view sees: the base commit's tree, or the indexed files of a directory.
+    pub fn files(&self) -> Vec<String> {
+        match &self.content {
+            Content::WorkTree(_) => self.manifest.files.keys().cloned().collect(),
+            Content::Commit { repo, commit } => {
+                let mut out = Vec::new();
+                let Ok(repo) = git2::Repository::open(repo) else {
+                    return out;
+                };
+                let Ok(tree) = repo.find_commit(*commit).and_then(|c| c.tree()) else {
+                    return out;
+                };
+                let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+                    if entry.kind() == Some(git2::ObjectType::Blob)
+                        && let Ok(name) = entry.name()
+                    {
+                        out.push(format!("{dir}{name}"));
+                    }
+                    git2::TreeWalkResult::Ok
+                });
+                out.sort();
+                out
+            }
+        }
+    }
+
+    /// The files the view sees with their size and language: the index's, with the files
+    /// that differ at the base replaced by their base versions.
+    pub fn file_metas(&self) -> Vec<(String, u64, Option<String>)> {
+        let mut out: Vec<(String, u64, Option<String>)> = self
+            .manifest
+            .files
+            .iter()
+            .filter(|(p, _)| !self.shadowed.contains(*p))
+            .map(|(p, m)| (p.clone(), m.size, m.lang.clone()))
+            .collect();
+        for p in &self.shadowed {
+            if let Some(text) = self.read(p) {
+                out.push((
+                    p.clone(),
+                    text.len() as u64,
+                    super::symbols::language_of(p).map(str::to_string),
+                ));
+            }
+        }
+        out.sort();
+        out
     }
 
     /// Whether `path` is answered from the base rather than the index.

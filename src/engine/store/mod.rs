@@ -43,6 +43,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/007_corrections.sql"),
     include_str!("migrations/008_child_plans.sql"),
     include_str!("migrations/009_lifecycle2.sql"),
+    include_str!("migrations/010_context_policies.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
