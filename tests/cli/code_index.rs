@@ -458,3 +458,58 @@ fn project_context_set_and_show_round_trip_every_flag_and_views_differ_per_phase
         (1, Some("INVALID_INPUT"))
     );
 }
+
+#[test]
+fn an_execution_step_gets_the_definitions_its_decision_names_and_can_call_code_intelligence() {
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[
+                ("search_code", r#"{"query":"blank token"}"#),
+                ("find_references", r#"{"name":"verify_token"}"#),
+            ],
+            (10, 5),
+        ),
+        Turn::text("Looked it up.", (10, 5)),
+    ]);
+    let env = Env::new();
+    let repo = project(&env);
+    let s = super::lifecycle::Setup { env, repo };
+    scripted_env(&s, &server, "openai");
+    let (doc, _) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "trusted",
+            "local/harden",
+            "app",
+        ],
+    );
+    let id = doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .to_string();
+    let first = &server.requests()[0].body;
+    let prompt = first["messages"].to_string();
+    assert!(prompt.contains("## Named in this step"), "{prompt}");
+    assert!(
+        prompt.contains("function verify_token in local/repo:src/auth.rs"),
+        "{prompt}"
+    );
+    assert!(tool_names(first).contains(&"search_code".to_string()));
+    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let calls = st.tool_calls(&id.parse().unwrap()).unwrap();
+    let seen: Vec<(&str, &str)> = calls
+        .iter()
+        .map(|c| (c.tool.as_str(), c.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [("search_code", "ok"), ("find_references", "ok")],
+        "{calls:#?}"
+    );
+}

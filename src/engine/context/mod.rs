@@ -11,6 +11,7 @@
 //! - [`strategize`]: the strategist's scopes (indexes at the plan's base commits), read-only
 //!   tools over them and its initial context.
 
+pub mod execute;
 pub mod policy;
 pub mod strategize;
 
