@@ -55,7 +55,7 @@ fn word(i: usize, k: usize) -> &'static str {
 /// A Rust or Python file with a few definitions, calls and comments.
 fn file_text(i: usize) -> (String, &'static str) {
     let mut s = String::new();
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         s.push_str(&format!(
             "\"\"\"Module {i}: {} and {}.\"\"\"\nimport os\nfrom .m{} import helper\n\n",
             word(i, 1),
@@ -233,7 +233,7 @@ fn main() {
     for i in 0..FILES {
         let (text, ext) = file_text(i);
         let p = repo.join(format!("pkg{:03}/m{i:05}.{ext}", i / 100));
-        if i % 100 == 0 {
+        if i.is_multiple_of(100) {
             fs::create_dir_all(p.parent().unwrap()).unwrap();
         }
         fs::write(p, text).unwrap();

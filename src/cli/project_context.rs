@@ -37,7 +37,7 @@ impl ViewName {
 #[derive(Debug, Subcommand)]
 pub enum ContextCommand {
     /// Set a project's context policy for one view (fields not given keep their value)
-    Set(SetArgs),
+    Set(Box<SetArgs>),
     /// Show a project's context policy for one view, as each phase resolves it
     Show {
         /// The view (default: default)
@@ -265,7 +265,7 @@ fn panels(
 pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let (project, view_name, set_args) = match &command {
-        ContextCommand::Set(a) => (a.project.clone(), a.view.as_str(), Some(a)),
+        ContextCommand::Set(a) => (a.project.clone(), a.view.as_str(), Some(a.as_ref())),
         ContextCommand::Show { view, project } => (project.clone(), view.as_str(), None),
     };
     let p = projects::find(&store, &project)?;

@@ -145,7 +145,7 @@ mod tests {
         let mut b = Budget::new(10);
         assert!(b.push("12345678", Some("a".into())));
         assert!(!b.push(&"x".repeat(100), Some("b".into())));
-        assert!(b.push_lines("ab\ncd\n".repeat(20).as_str(), Some("c".into())) == false);
+        assert!(!b.push_lines("ab\ncd\n".repeat(20).as_str(), Some("c".into())));
         let hot = b.finish();
         assert!(hot.tokens <= 10, "{hot:?}");
         assert_eq!(hot.tokens, tokens(&hot.text));

@@ -17,7 +17,7 @@ use tantivy::{IndexWriter, TantivyDocument, Term, doc};
 use super::IndexError;
 use super::store::{self, Fields, FileMeta, Manifest, Source};
 use super::structure::{self, FileFacts};
-use super::symbols::{self, Structure};
+use super::symbols;
 use super::walk::{self, Found, Policy, Skipped};
 
 /// Memory budget of a full build's writer, in bytes (split over its threads).
@@ -72,7 +72,7 @@ fn parse(fields: &Fields, found: &Found, text: &str) -> Parsed {
     let structure = lang
         .and_then(symbols::grammar)
         .map(|g| symbols::extract(g, text))
-        .unwrap_or_else(Structure::default);
+        .unwrap_or_default();
     let lines = text.lines().count() as u64;
     let names: Vec<&str> = structure.symbols.iter().map(|s| s.name.as_str()).collect();
     let mut file = doc!(
@@ -207,6 +207,12 @@ fn diff_paths(root: &Path, from: &str, to: &str) -> Result<BTreeSet<String>, Ind
     Ok(out)
 }
 
+/// What one build thread produced: facts, file metadata, binary files skipped.
+type Part = (Vec<FileFacts>, Vec<(String, FileMeta)>, u64);
+
+/// Paths that may have changed, HEAD now and the dirty paths now.
+type Candidates = (BTreeSet<String>, Option<String>, Vec<String>);
+
 /// Builds the index of `root` from scratch into `dir`, calling `progress(done, total)` as
 /// files are parsed.
 ///
@@ -258,57 +264,55 @@ pub fn build(
     let done = AtomicU64::new(0);
     let total = found.len() as u64;
     let chunk = found.len().div_ceil(threads).max(1);
-    let results: Vec<Result<(Vec<FileFacts>, Vec<(String, FileMeta)>, u64), IndexError>> =
-        std::thread::scope(|s| {
-            let handles: Vec<_> = found
-                .chunks(chunk)
-                .map(|part| {
-                    let (writer, fields, done) = (&writer, &fields, &done);
-                    s.spawn(move || {
-                        let mut facts = Vec::new();
-                        let mut metas = Vec::new();
-                        let mut binary = 0;
-                        for f in part {
-                            match read_and_parse(root, fields, f) {
-                                Some(p) => {
-                                    for d in p.docs {
-                                        writer.add_document(d)?;
-                                    }
-                                    metas.push((f.path.clone(), p.meta));
-                                    facts.push(p.facts);
+    let results: Vec<Result<Part, IndexError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = found
+            .chunks(chunk)
+            .map(|part| {
+                let (writer, fields, done) = (&writer, &fields, &done);
+                s.spawn(move || {
+                    let mut facts = Vec::new();
+                    let mut metas = Vec::new();
+                    let mut binary = 0;
+                    for f in part {
+                        match read_and_parse(root, fields, f) {
+                            Some(p) => {
+                                for d in p.docs {
+                                    writer.add_document(d)?;
                                 }
-                                None => {
-                                    binary += 1;
-                                    metas.push((
-                                        f.path.clone(),
-                                        FileMeta {
-                                            size: f.size,
-                                            mtime_ns: f.mtime_ns,
-                                            lang: None,
-                                            symbols: 0,
-                                            binary: true,
-                                        },
-                                    ));
-                                }
+                                metas.push((f.path.clone(), p.meta));
+                                facts.push(p.facts);
                             }
-                            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                            if n % 256 == 0 || n == total {
-                                progress(n, total);
+                            None => {
+                                binary += 1;
+                                metas.push((
+                                    f.path.clone(),
+                                    FileMeta {
+                                        size: f.size,
+                                        mtime_ns: f.mtime_ns,
+                                        lang: None,
+                                        symbols: 0,
+                                        binary: true,
+                                    },
+                                ));
                             }
                         }
-                        Ok((facts, metas, binary))
-                    })
+                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        if n.is_multiple_of(256) || n == total {
+                            progress(n, total);
+                        }
+                    }
+                    Ok((facts, metas, binary))
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(IndexError::Io("an indexing thread panicked".into()))
-                    })
-                })
-                .collect()
-        });
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(IndexError::Io("an indexing thread panicked".into())))
+            })
+            .collect()
+    });
     let mut writer = writer;
     let mut all_facts = Vec::new();
     let mut source_bytes = 0;
@@ -345,10 +349,7 @@ pub fn build(
 }
 
 /// The paths that may have changed since the manifest was written.
-fn candidates(
-    m: &Manifest,
-    policy: &Policy,
-) -> Result<(BTreeSet<String>, Option<String>, Vec<String>), IndexError> {
+fn candidates(m: &Manifest, policy: &Policy) -> Result<Candidates, IndexError> {
     match m.source {
         Source::Git => {
             let (head, dirty) = git_state(&m.root)?;

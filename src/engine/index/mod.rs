@@ -9,7 +9,8 @@
 //! - [`structure`]: the SQLite structure store, transitive imports and import cycles.
 //! - [`build`]: full builds and incremental updates.
 //! - [`view`]: search, definitions and references, as the work tree is or at a base commit.
-//! - [`overview`]: `repo_overview`.
+//! - [`overview`]: the `repo_overview` answer.
+//! - [`skill`]: the `code_intelligence` tools.
 //!
 //! The functions here are the operations the faces use, with typed results.
 
