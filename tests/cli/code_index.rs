@@ -513,3 +513,56 @@ fn an_execution_step_gets_the_definitions_its_decision_names_and_can_call_code_i
         "{calls:#?}"
     );
 }
+
+#[test]
+fn a_tool_step_calls_code_intelligence_offline() {
+    let env = Env::new();
+    let (_repo, _) = registered(&env);
+    ok(
+        &env,
+        &["project", "create", "--resource", "local/repo", "app"],
+    );
+    let file = env.root().join("find.yaml");
+    std::fs::write(
+        &file,
+        "name: local/find\ndefinition-of-done: the definition is found\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: find\n    tool: find_definition\n    args: {name: verify_token}\n",
+    )
+    .unwrap();
+    ok(
+        &env,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
+    let (doc, _) = env.json(&[
+        "plan",
+        "use",
+        "--automation-profile",
+        "trusted",
+        "local/find",
+        "app",
+    ]);
+    let id = doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .to_string();
+    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&env)).unwrap();
+    let calls = st.tool_calls(&id.parse().unwrap()).unwrap();
+    assert_eq!(
+        (calls[0].tool.as_str(), calls[0].outcome.as_str()),
+        ("find_definition", "ok"),
+        "{calls:#?}"
+    );
+    assert!(
+        calls[0]
+            .result_summary
+            .as_deref()
+            .unwrap_or_default()
+            .contains("src/auth.rs"),
+        "{calls:#?}"
+    );
+}
