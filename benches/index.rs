@@ -242,10 +242,10 @@ fn main() {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "generated"]);
     let terms: Vec<String> = [
-        "invoice_ledger",
+        "invoice",
         "Helper",
         "socket",
-        "render_widget_1",
+        "widget",
         "retry",
     ]
     .iter()
