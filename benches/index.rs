@@ -241,16 +241,10 @@ fn main() {
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "generated"]);
-    let terms: Vec<String> = [
-        "invoice",
-        "Helper",
-        "socket",
-        "widget",
-        "retry",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let terms: Vec<String> = ["invoice", "Helper", "socket", "widget", "retry"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     run("generated", &repo, "pkg000/m00001.rs", &terms);
 
     if let Ok(real) = std::env::var("BENCH_REAL_REPO") {

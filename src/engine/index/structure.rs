@@ -123,13 +123,18 @@ pub fn replace(
             }
         }
     }
-    resolve_imports(&tx)?;
+    let only: Option<HashSet<&str>> = (!remove.is_empty() || facts.len() < 1000)
+        .then(|| facts.iter().map(|f| f.path.as_str()).collect());
+    resolve_imports(&tx, only.as_ref())?;
     tx.commit()?;
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
     Ok(())
 }
 
-/// Resolves every import's target to an indexed file (best effort, by language rules).
-fn resolve_imports(conn: &Connection) -> Result<(), IndexError> {
+/// Resolves import targets to indexed files (best effort, by language rules): every import,
+/// or (after an update) only the imports of the files in `only`, so an update stays
+/// proportional to what changed.
+fn resolve_imports(conn: &Connection, only: Option<&HashSet<&str>>) -> Result<(), IndexError> {
     let files: HashSet<String> = conn
         .prepare("SELECT path FROM files")?
         .query_map([], |r| r.get(0))?
@@ -150,6 +155,9 @@ fn resolve_imports(conn: &Connection) -> Result<(), IndexError> {
         .collect::<Result<_, _>>()?;
     let mut set = conn.prepare("UPDATE imports SET target = ?2 WHERE rowid = ?1")?;
     for (rowid, path, module) in rows {
+        if only.is_some_and(|o| !o.contains(path.as_str())) {
+            continue;
+        }
         let target = resolve(&files, &dirs, &path, &module);
         set.execute(params![rowid, target])?;
     }
