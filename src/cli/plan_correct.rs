@@ -377,6 +377,42 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
             items: imp.files.clone(),
         });
     }
+    let hot = d
+        .context_snapshot
+        .get("hot_context")
+        .or_else(|| {
+            d.context_snapshot
+                .get("strategist")
+                .and_then(|s| s.get("hot_context"))
+        })
+        .filter(|h| h.is_object());
+    if a.show_context
+        && let Some(h) = hot
+    {
+        report = report.with(Element::List {
+            title: "Hot Context".into(),
+            items: vec![
+                format!(
+                    "{} of {} tokens (hash {})",
+                    h["tokens"],
+                    h["budget"],
+                    h["hash"].as_str().unwrap_or_default()
+                ),
+                format!(
+                    "holds: {}",
+                    h["references"]
+                        .as_array()
+                        .map(|r| r
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", "))
+                        .unwrap_or_default()
+                ),
+                h["text"].as_str().unwrap_or_default().to_string(),
+            ],
+        });
+    }
     if a.show_context {
         report = report.with(Element::List {
             title: "Context Snapshot".into(),

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
 use crate::engine::registry::projects::{self, LinkedResource, Project, Validation};
-use crate::engine::registry::resource_types;
+use crate::engine::registry::{resource_types, resources};
 use crate::output::{Column, Element, Level, Report};
 
 /// `agents project ...`
@@ -79,6 +79,9 @@ pub enum ProjectCommand {
     /// Validation commands run against a project's changes
     #[command(subcommand)]
     Validation(ValidationCommand),
+    /// A project's context policy per view (what actors see without asking)
+    #[command(subcommand)]
+    Context(super::project_context::ContextCommand),
 }
 
 /// `agents project validation ...`
@@ -137,6 +140,7 @@ impl ProjectCommand {
             ProjectCommand::List { .. } => "list".into(),
             ProjectCommand::Show { .. } => "show".into(),
             ProjectCommand::Delete { .. } => "delete".into(),
+            ProjectCommand::Context(c) => c.name().into(),
             ProjectCommand::Validation(v) => format!(
                 "validation {}",
                 match v {
@@ -186,6 +190,7 @@ pub fn run(command: ProjectCommand, ctx: &Context) -> Result<Report, CliError> {
             list(ctx, namespace.as_deref(), regex.as_deref())
         }
         ProjectCommand::Show { project } => show(ctx, &project),
+        ProjectCommand::Context(c) => super::project_context::run(c, ctx),
         ProjectCommand::Delete {
             force,
             yes,
@@ -355,55 +360,82 @@ fn link(
 ) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
     let (p, l) = projects::link_resource(&mut store, project, resource, read_only, alias)?;
+    let built = match crate::engine::index::status(&ctx.paths, &l.resource, false).text_index {
+        crate::engine::index::IndexState::Disabled => super::indexing::build(ctx, &l.resource),
+        _ => match crate::engine::index::refresh_resource(&ctx.paths, &l.resource) {
+            Ok(_) => {
+                let s = crate::engine::index::status(&ctx.paths, &l.resource, false);
+                (
+                    super::indexing::status_json(&s),
+                    Some(Element::panel(
+                        "Indexing",
+                        super::indexing::status_entries(&s),
+                    )),
+                    None,
+                )
+            }
+            Err(e) => (
+                json!({"error": e.to_string()}),
+                None,
+                Some(format!(
+                    "updating the index of {} failed: {e}",
+                    l.resource.name
+                )),
+            ),
+        },
+    };
     let writable = l
         .resource
         .resource_type()
         .is_some_and(|t| t.capabilities.writable)
         && !l.read_only;
-    Ok(Report::ok(
-        "project link-resource",
-        json!({"project": project_json(&p), "link": link_json(&l), "writable": writable}),
-        "Resource linked to project",
-    )
-    .with(Element::panel(
-        "Resource Linked",
-        [
-            ("Project", view::id(p.name.clone())),
-            ("Resource", view::id(l.resource.name.clone())),
-            ("Type", l.resource.type_name.clone().into()),
-            ("Alias", view::or(l.alias.as_deref(), "(none)")),
-            (
-                "Read-Only",
-                if writable || l.read_only {
-                    view::yes_no(l.read_only).into()
-                } else {
-                    format!("yes ({} resources cannot be written)", l.resource.type_name).into()
-                },
-            ),
-        ],
+    Ok(super::indexing::attach(
+        Report::ok(
+            "project link-resource",
+            json!({"project": project_json(&p), "link": link_json(&l), "writable": writable}),
+            "Resource linked to project",
+        )
+        .with(Element::panel(
+            "Resource Linked",
+            [
+                ("Project", view::id(p.name.clone())),
+                ("Resource", view::id(l.resource.name.clone())),
+                ("Type", l.resource.type_name.clone().into()),
+                ("Alias", view::or(l.alias.as_deref(), "(none)")),
+                (
+                    "Read-Only",
+                    if writable || l.read_only {
+                        view::yes_no(l.read_only).into()
+                    } else {
+                        format!("yes ({} resources cannot be written)", l.resource.type_name).into()
+                    },
+                ),
+            ],
+        ))
+        .with(Element::panel(
+            "Permissions",
+            [
+                ("Read", "allowed"),
+                (
+                    "Write",
+                    if writable {
+                        "allowed (in the plan's sandbox)"
+                    } else {
+                        "denied"
+                    },
+                ),
+                (
+                    "Apply",
+                    if writable {
+                        "requires approval"
+                    } else {
+                        "denied"
+                    },
+                ),
+            ],
+        )),
+        built,
     ))
-    .with(Element::panel(
-        "Permissions",
-        [
-            ("Read", "allowed"),
-            (
-                "Write",
-                if writable {
-                    "allowed (in the plan's sandbox)"
-                } else {
-                    "denied"
-                },
-            ),
-            (
-                "Apply",
-                if writable {
-                    "requires approval"
-                } else {
-                    "denied"
-                },
-            ),
-        ],
-    )))
 }
 
 fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Report, CliError> {
@@ -420,9 +452,17 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
     )?;
     let (p, l, active) = projects::unlink_resource(&mut store, project, resource)?;
     let remaining = store.project_resources(&p.project_id)?.len();
+    let still_linked = !resources::details(&store, &l.resource.name)
+        .map(|d| d.projects.is_empty())
+        .unwrap_or(true);
+    let (cleanup, cleanup_panel) = if still_linked {
+        (serde_json::Value::Null, None)
+    } else {
+        super::indexing::cleanup(ctx, &l.resource.name)
+    };
     let mut report = Report::ok(
         "project unlink-resource",
-        json!({"project": project_json(&p), "link": link_json(&l), "remaining_resources": remaining, "active_plans": active.iter().map(|a| a.plan_id.to_string()).collect::<Vec<_>>()}),
+        json!({"project": project_json(&p), "link": link_json(&l), "remaining_resources": remaining, "active_plans": active.iter().map(|a| a.plan_id.to_string()).collect::<Vec<_>>(), "index_cleanup": cleanup}),
         "Resource unlinked from project",
     )
     .with(Element::panel(
@@ -433,6 +473,9 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
         "Project Summary",
         [("Linked Resources", format!("{remaining} remaining")), ("Active Plans", active.len().to_string())],
     ));
+    if let Some(panel) = cleanup_panel {
+        report = report.with(panel);
+    }
     if !active.is_empty() {
         report = report.message(
             Level::Warn,
@@ -532,6 +575,12 @@ fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let d = projects::details(&store, project)?;
     let p = &d.project;
+    let indexing: Vec<crate::engine::index::IndexStatus> = d
+        .resources
+        .iter()
+        .filter(|l| crate::engine::index::target(&l.resource).is_some())
+        .map(|l| crate::engine::index::status(&ctx.paths, &l.resource, true))
+        .collect();
     Ok(Report::ok(
         "project show",
         json!({
@@ -540,6 +589,7 @@ fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
             "validations": d.validations.iter().map(validation_json).collect::<Vec<_>>(),
             "invariants": d.invariants,
             "active_plans": d.active_plans.iter().map(|a| json!({"plan_id": a.plan_id.to_string(), "action": a.action_name, "phase": a.phase(), "state": a.state()})).collect::<Vec<_>>(),
+            "indexing": indexing.iter().map(super::indexing::status_json).collect::<Vec<_>>(),
         }),
         "Project loaded",
     )
@@ -556,6 +606,7 @@ fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
         ],
     ))
     .with(links_table("Linked Resources", &d.resources))
+    .with(super::indexing::table(&indexing))
     .with(validations_table(format!("Validations ({})", d.validations.len()), &d.validations))
     .with(Element::Table {
         title: "Invariants".into(),

@@ -64,6 +64,11 @@ pub enum ResourceCommand {
         /// Resource name
         name: String,
     },
+    /// Rebuild a resource's code index from scratch (git checkouts and directories)
+    Reindex {
+        /// Resource name
+        name: String,
+    },
     /// Link a registered resource under another by hand (type rules apply; no cycles)
     LinkChild(LinkArgs),
     /// Remove a manual parent/child link (discovered links stay)
@@ -179,6 +184,7 @@ impl ResourceCommand {
             ResourceCommand::Show { .. } => "show".into(),
             ResourceCommand::Tree { .. } => "tree".into(),
             ResourceCommand::Remove { .. } => "remove".into(),
+            ResourceCommand::Reindex { .. } => "reindex".into(),
             ResourceCommand::LinkChild(_) => "link-child".into(),
             ResourceCommand::UnlinkChild { .. } => "unlink-child".into(),
             ResourceCommand::Type(t) => format!(
@@ -225,6 +231,7 @@ pub fn run(command: ResourceCommand, ctx: &Context) -> Result<Report, CliError> 
             name,
         } => tree(ctx, &name, depth, type_name.as_deref()),
         ResourceCommand::Remove { yes, name } => remove(ctx, &name, yes),
+        ResourceCommand::Reindex { name } => super::indexing::reindex(ctx, &name),
         ResourceCommand::LinkChild(l) => link(ctx, &l),
         ResourceCommand::UnlinkChild { link, yes } => unlink(ctx, &link, yes),
         ResourceCommand::Type(t) => match t {
@@ -483,6 +490,7 @@ fn add(
         empty: "(none)".into(),
     })
     .with(capabilities_panel(r, strategy));
+    report = super::indexing::attach(report, super::indexing::build(ctx, r));
     for (p, c) in &added.dropped_links {
         report = report.message(
             Level::Warn,
@@ -573,6 +581,8 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let d = resources::details(&store, name)?;
     let r = &d.resource;
+    let indexing =
+        crate::engine::index::target(r).map(|_| crate::engine::index::status(&ctx.paths, r, true));
     let mut report = Report::ok(
         "resource show",
         json!({
@@ -584,6 +594,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
             "children": d.children.iter().map(|(e, n)| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto, "children": n})).collect::<Vec<_>>(),
             "counted": r.counted().into_iter().map(|(t, n)| json!({"type": t, "count": n})).collect::<Vec<_>>(),
             "projects": d.projects.iter().map(|(p, ro)| json!({"project": p, "read_only": ro})).collect::<Vec<_>>(),
+            "indexing": indexing.as_ref().map(super::indexing::status_json),
         }),
         "Resource details loaded",
     )
@@ -640,6 +651,12 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
                     .collect()
             },
         });
+    if let Some(s) = &indexing {
+        report = report.with(Element::panel(
+            "Code Index",
+            super::indexing::status_entries(s),
+        ));
+    }
     Ok(report)
 }
 
@@ -729,9 +746,10 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
         &ctx.suggest(&format!("resource remove --yes {}", plan.resource.name)),
     )?;
     let removed = resources::remove(&mut store, name)?;
-    Ok(Report::ok(
+    let (cleanup, cleanup_panel) = super::indexing::cleanup(ctx, &removed.resource.name);
+    let report = Report::ok(
         "resource remove",
-        json!({"resource": resource_json(&removed.resource), "children_removed": removed.children}),
+        json!({"resource": resource_json(&removed.resource), "children_removed": removed.children, "index_cleanup": cleanup}),
         "Resource removed",
     )
     .with(Element::panel(
@@ -741,7 +759,11 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
             ("Type", removed.resource.type_name.clone().into()),
             ("Children Removed", removed.children.to_string().into()),
         ],
-    )))
+    ));
+    Ok(match cleanup_panel {
+        Some(p) => report.with(p),
+        None => report,
+    })
 }
 
 fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {

@@ -68,11 +68,20 @@ pub fn info(ctx: &Context) -> Result<Report, CliError> {
     let mut data = serde_json::to_value(&info).expect("info serializes");
     data["automation_profile"] = json!(profile);
     data["format"] = json!(ctx.format.as_str());
+    let indexes = crate::engine::index::statuses(&ctx.paths, false);
+    data["indexing"] = json!({
+        "text_index": if indexes.is_empty() { "disabled" } else { "ready" },
+        "vector_index": "disabled",
+        "graph_store": if indexes.is_empty() { "disabled" } else { "sqlite" },
+        "indexed_files": indexes.iter().map(|s| s.indexed_files).sum::<u64>(),
+        "resources": indexes.iter().map(super::indexing::status_json).collect::<Vec<_>>(),
+    });
     let config_label = if info.config_exists {
         info.config_path.display().to_string()
     } else {
         format!("{} (not created yet)", info.config_path.display())
     };
+    let index_table = super::indexing::table(&indexes);
     Ok(Report::ok("info", data, "Environment details ready")
         .with(Element::panel(
             "Environment",
@@ -121,7 +130,8 @@ pub fn info(ctx: &Context) -> Result<Report, CliError> {
                     ),
                 ),
             ],
-        )))
+        ))
+        .with(index_table))
 }
 
 /// `agents init [--yes]`.
@@ -185,7 +195,8 @@ pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
 pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
     let started = Instant::now();
     let spinner = Spinner::start(ctx.format, &ctx.terminal, "Running checks");
-    let checks = sys::diagnostics(&ctx.paths, &env_var);
+    let mut checks = sys::diagnostics(&ctx.paths, &env_var);
+    checks.push(crate::engine::index::check(&ctx.paths));
     drop(spinner);
     let count = |s: CheckStatus| checks.iter().filter(|c| c.status == s).count();
     let (warnings, errors) = (count(CheckStatus::Warn), count(CheckStatus::Error));

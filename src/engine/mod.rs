@@ -18,9 +18,11 @@
 
 pub mod actors;
 pub mod config;
+pub mod context;
 pub mod correction;
 pub mod domain;
 pub mod events;
+pub mod index;
 pub mod lease;
 pub mod lifecycle;
 pub mod paths;

@@ -10,6 +10,7 @@
 //! | `search_operations`    | search_files, list_files                                              |
 //! | `git_operations`       | git_status, git_diff, git_log                                         |
 //! | `shell`                | shell_execute                                                         |
+//! | `code_intelligence`    | search_code, find_definition, find_references, analyze_dependencies, suggest_refactoring_targets, repo_overview, search_code_semantically |
 //!
 //! Built-in skill names are bare (spec 15): a bare name resolves to a built-in first
 //! ([`QualifiedName::resolve_user_input`]); any other bare name means `local/NAME`, a custom
@@ -45,7 +46,7 @@ pub struct BuiltinSkill {
 }
 
 /// The built-in skills, in the order `skill list` shows them.
-pub const BUILTIN_SKILLS: [BuiltinSkill; 5] = [
+pub const BUILTIN_SKILLS: [BuiltinSkill; 6] = [
     BuiltinSkill {
         name: "file_operations",
         description: "Read, write, edit, delete, move and copy files; file information",
@@ -83,6 +84,11 @@ pub const BUILTIN_SKILLS: [BuiltinSkill; 5] = [
         name: "shell",
         description: "Run shell commands in the sandbox (kernel-confined where the system allows)",
         tools: &["shell_execute"],
+    },
+    BuiltinSkill {
+        name: "code_intelligence",
+        description: "Search and understand the project through its code index: ranked search, definitions, references, dependencies, refactoring targets, overview",
+        tools: &crate::engine::index::skill::TOOLS,
     },
 ];
 

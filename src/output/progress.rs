@@ -50,6 +50,45 @@ impl Drop for Spinner {
     }
 }
 
+/// A progress bar for work of known length (`Indexing local/api  340/1200`), drawn like
+/// [`Spinner`] only for `rich` on a terminal. Dropping it clears it.
+#[derive(Debug)]
+pub struct Bar {
+    bar: Option<ProgressBar>,
+}
+
+impl Bar {
+    /// Starts a bar with `message` when the format is `rich` and stderr is a terminal.
+    pub fn start(format: Format, terminal: &Terminal, message: &str) -> Self {
+        if format != Format::Rich || !terminal.stderr_tty {
+            return Self { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(message.to_string());
+        Self { bar: Some(bar) }
+    }
+
+    /// Sets how far the work is.
+    pub fn set(&self, done: u64, total: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

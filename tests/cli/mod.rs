@@ -4,6 +4,7 @@ mod apply;
 mod bad_inputs;
 mod budgets;
 mod children;
+mod code_index;
 mod config;
 mod correction;
 mod envelope;

@@ -28,7 +28,7 @@ fn names(list: &Value) -> Vec<&str> {
 }
 
 #[test]
-fn skill_list_shows_the_five_builtin_skills_with_counts_and_sources() {
+fn skill_list_shows_the_six_builtin_skills_with_counts_and_sources() {
     let env = Env::new();
     let doc = ok(&env, &["skill", "list"]);
     assert_eq!(doc["command"], "skill list");
@@ -40,7 +40,8 @@ fn skill_list_shows_the_five_builtin_skills_with_counts_and_sources() {
             "directory_operations",
             "search_operations",
             "git_operations",
-            "shell"
+            "shell",
+            "code_intelligence"
         ]
     );
     let git = &skills[3];
@@ -56,7 +57,7 @@ fn skill_list_shows_the_five_builtin_skills_with_counts_and_sources() {
             .as_array()
             .unwrap()
             .len(),
-        5
+        6
     );
     assert_eq!(
         ok(&env, &["skill", "list", "--namespace", "local"])["data"]["skills"],
@@ -68,7 +69,7 @@ fn skill_list_shows_the_five_builtin_skills_with_counts_and_sources() {
     );
     assert_eq!(
         names(&ok(&env, &["skill", "list", "--source", "builtin"])["data"]["skills"]).len(),
-        5
+        6
     );
     let bad = fails(
         &env,
@@ -205,7 +206,7 @@ fn skill_add_refuses_bad_input_and_remove_refuses_builtins_changing_nothing() {
             .as_array()
             .unwrap()
             .len(),
-        5
+        6
     );
 }
 
@@ -214,7 +215,7 @@ fn every_tool_in_tool_list_belongs_to_a_skill_in_skill_list() {
     let env = Env::new();
     let tools = ok(&env, &["tool", "list"]);
     let listed = names(&tools["data"]["tools"]);
-    assert_eq!(listed.len(), 16);
+    assert_eq!(listed.len(), 23);
     let skills = ok(&env, &["skill", "list"]);
     let in_skills: Vec<&str> = skills["data"]["skills"]
         .as_array()

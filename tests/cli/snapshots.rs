@@ -40,6 +40,9 @@ pub(crate) fn settings(env: &Env, args: &[&str]) -> insta::Settings {
         r#""database_size_bytes": "[SIZE]""#,
     );
     settings.add_filter(r"DB Size: [0-9.]+ [KMG]?i?B", "DB Size: [SIZE]");
+    settings.add_filter(r"Index Size: [0-9.]+ [KMG]?i?B", "Index Size: [SIZE]");
+    settings.add_filter(r#""size_bytes": \d+"#, r#""size_bytes": "[SIZE]""#);
+    settings.add_filter(r"Duration: \d+\.\ds", "Duration: [S]s");
     settings.add_filter(&regex::escape(env!("CARGO_PKG_VERSION")), "[VERSION]");
     // Schema versions grow with every migration; the tests in store.rs check them exactly.
     settings.add_filter(

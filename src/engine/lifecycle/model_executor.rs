@@ -406,6 +406,36 @@ impl ToolHost for ExecutorTools {
     }
 }
 
+/// The step's hot context (files and definitions its decision names, spec 25); empty when
+/// the plan's resources cannot be read.
+fn step_context(
+    engine: &Engine,
+    plan: &Plan,
+    decision: &Decision,
+    step: &crate::engine::domain::decision::Step,
+) -> crate::engine::context::Hot {
+    use crate::engine::context::{execute, policy, strategize};
+    let projects: Vec<String> = plan
+        .project_links
+        .iter()
+        .map(|l| l.project_name.clone())
+        .collect();
+    let Ok(p) = policy::for_plan(engine.store(), &plan.plan_id, &projects, "execute") else {
+        return Default::default();
+    };
+    let Ok((scopes, _)) = strategize::scopes(engine.paths(), engine.store(), &plan.plan_id, &p)
+    else {
+        return Default::default();
+    };
+    let text = format!(
+        "{}\n{}\n{}",
+        step.instructions,
+        decision.chosen_option,
+        step.expected_outputs.join("\n")
+    );
+    execute::step_context(&scopes, &text, &p)
+}
+
 /// Runs one step with a model execution actor.
 ///
 /// # Errors
@@ -504,7 +534,12 @@ pub(crate) fn run_step(
         "invariants": invariants,
         "guidance": guidance,
     });
-    let prompt = format!("Carry out this step now: {}", step.instructions);
+    let hot = step_context(engine, plan, decision, &step);
+    let mut prompt = format!("Carry out this step now: {}", step.instructions);
+    if !hot.text.is_empty() {
+        prompt.push_str("\n\n");
+        prompt.push_str(&hot.text);
+    }
     let run = match model::run(
         engine,
         &plan.plan_id,
@@ -546,6 +581,7 @@ pub(crate) fn run_step(
         "turns": run.turns,
         "stop": run.stop.describe(),
         "tool_calls": run.tool_calls.iter().map(|c| json!({"tool": c.name, "is_error": c.is_error})).collect::<Vec<_>>(),
+        "hot_context": hot.snapshot(),
     });
     let asked = tools.asked.into_inner().ok().flatten();
     if cancel.load(Ordering::SeqCst) {

@@ -26,6 +26,8 @@ use super::{Engine, RunError, checklist};
 use crate::engine::actors::messages::ToolSpec;
 use crate::engine::actors::prompts::{self, DecisionDraft, Role, StrategyDraft};
 use crate::engine::actors::runtime::{Stop, ToolHost, ToolOutcome};
+use crate::engine::context::policy as context_policy;
+use crate::engine::context::{self, strategize::BaseTools};
 use crate::engine::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::engine::domain::decision::{Decision, DecisionType, Step};
 use crate::engine::domain::{Id, Phase, Plan, ProcessingState};
@@ -63,14 +65,15 @@ struct Strategy {
     snapshot: Value,
 }
 
-/// The tools a model strategist gets: its role tools. Read-only file tools are added when a
-/// sandbox exists (tool runner); write tools are never offered, and calls to tools that were
-/// not offered are refused by the runtime and recorded.
+/// The tools a model strategist gets: its role tools, and the read-only file tools and the
+/// `code_intelligence` skill over the plan's bases (spec 10, 25); write tools are never
+/// offered, and calls to tools that were not offered are refused and recorded.
 struct StrategistTools {
     draft: Mutex<StrategyDraft>,
     summary: Mutex<Option<String>>,
     /// Read-only command and Agent Skill tools of the strategist's skills (spec 18).
     external: Option<crate::engine::tools::host::RunnerHost>,
+    base: BaseTools,
 }
 
 impl ToolHost for StrategistTools {
@@ -82,10 +85,14 @@ impl ToolHost for StrategistTools {
         if let Some(h) = &self.external {
             specs.extend(h.specs());
         }
+        specs.extend(self.base.specs());
         specs
     }
 
     async fn call(&self, name: &str, args: Value) -> ToolOutcome {
+        if self.base.offers(name) {
+            return self.base.call(name, args);
+        }
         match name {
             "record_decision" => {
                 let mut draft = self.draft.lock().expect("draft lock");
@@ -131,10 +138,34 @@ fn model_strategy(
 ) -> Result<Strategy, (String, String)> {
     let actor = model::resolve(engine, plan, actor_name, Role::Strategist)
         .map_err(|m| ("ACTOR_UNAVAILABLE".to_string(), m))?;
+    let projects: Vec<String> = plan
+        .project_links
+        .iter()
+        .map(|l| l.project_name.clone())
+        .collect();
+    let store_failed = |e: crate::engine::store::StoreError| ("STORE".to_string(), e.to_string());
+    let policy = context_policy::for_plan(engine.store(), &plan.plan_id, &projects, "strategize")
+        .map_err(store_failed)?;
+    engine
+        .observer()
+        .progress("Strategize: reading the project index");
+    let (scopes, unreadable) =
+        context::strategize::scopes(engine.paths(), engine.store(), &plan.plan_id, &policy)
+            .map_err(store_failed)?;
+    let task = [
+        plan.description.as_deref(),
+        plan.definition_of_done.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join("\n");
+    let hot = context::strategize::initial_context(&scopes, &task, &policy);
     let tools = StrategistTools {
         draft: Mutex::new(StrategyDraft::default()),
         summary: Mutex::new(None),
         external: crate::engine::tools::offer::strategist_host(engine, plan, actor_name),
+        base: BaseTools::new(scopes),
     };
     let description = plan.description.clone().unwrap_or_default();
     let context = json!({
@@ -154,6 +185,10 @@ fn model_strategy(
     for g in guidance {
         prompt.push_str(&format!("\n\nGuidance from the user: {g}"));
     }
+    if !hot.text.is_empty() {
+        prompt.push_str("\n\n");
+        prompt.push_str(&hot.text);
+    }
     let run = model::run(
         engine,
         &plan.plan_id,
@@ -170,7 +205,11 @@ fn model_strategy(
     let refused: Vec<Value> = run
         .tool_calls
         .iter()
-        .filter(|c| c.is_error && !matches!(c.name.as_str(), "record_decision" | "finish_strategy"))
+        .filter(|c| {
+            c.is_error
+                && !tools.base.offers(&c.name)
+                && !matches!(c.name.as_str(), "record_decision" | "finish_strategy")
+        })
         .map(|c| json!({"tool": c.name, "arguments": c.arguments, "result": c.result}))
         .collect();
     let drafts = tools.draft.into_inner().expect("draft lock").decisions;
@@ -210,6 +249,9 @@ fn model_strategy(
             "summary": tools.summary.into_inner().expect("summary lock"),
             "read": run.tool_calls.iter().filter(|c| !c.is_error && !matches!(c.name.as_str(), "record_decision" | "finish_strategy")).map(|c| json!({"tool": c.name, "arguments": c.arguments})).collect::<Vec<_>>(),
             "refused_tool_calls": refused,
+            "hot_context": hot.snapshot(),
+            "context_policy": policy,
+            "unreadable_resources": unreadable,
         }),
     })
 }
@@ -510,6 +552,7 @@ fn record(
             "actor": actor,
             "references": strategy.snapshot.get("read").cloned().unwrap_or(json!([])),
             "script_step": raw,
+            "hot_context": strategy.snapshot.get("hot_context").cloned(),
         });
         deps.push((root.decision_id, d.decision_id));
         for inv in &invariant_ids {

@@ -49,6 +49,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/011_action_versions.sql"),
     include_str!("migrations/012_providers.sql"),
     include_str!("migrations/013_tools.sql"),
+    include_str!("migrations/014_context_policies.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

@@ -10,6 +10,7 @@
 //! - [`change`]: `Change` records.
 
 pub mod change;
+pub mod code_intelligence;
 pub mod command;
 pub mod custom;
 pub mod external;
@@ -48,6 +49,8 @@ pub enum ToolGroup {
     GitOperations,
     /// Shell commands (slot `directory`, read_write).
     ShellOperations,
+    /// The code index (slot `directory`, read_only).
+    CodeIntelligence,
 }
 
 impl ToolGroup {
@@ -67,6 +70,7 @@ impl ToolGroup {
             ToolGroup::SearchOperations => "search_operations",
             ToolGroup::GitOperations => "git_operations",
             ToolGroup::ShellOperations => "shell_operations",
+            ToolGroup::CodeIntelligence => "code_intelligence",
         }
     }
 }
@@ -305,6 +309,7 @@ pub fn builtins() -> Vec<Box<dyn Tool>> {
     tools.extend(search::tools());
     tools.extend(git::tools());
     tools.push(shell::tool());
+    tools.extend(code_intelligence::tools());
     tools
 }
 
@@ -407,11 +412,14 @@ mod tests {
         assert_eq!(
             names,
             [
+                "analyze_dependencies",
                 "copy_file",
                 "create_directory",
                 "delete_directory",
                 "delete_file",
                 "edit_file",
+                "find_definition",
+                "find_references",
                 "get_file_info",
                 "git_diff",
                 "git_log",
@@ -420,8 +428,12 @@ mod tests {
                 "list_files",
                 "move_file",
                 "read_file",
+                "repo_overview",
+                "search_code",
+                "search_code_semantically",
                 "search_files",
                 "shell_execute",
+                "suggest_refactoring_targets",
                 "write_file",
             ]
         );
