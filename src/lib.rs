@@ -14,7 +14,7 @@
 //!   terminal while the TUI (`cleveragents-ui`) runs.
 
 pub mod cli;
-pub mod engine;
+pub use cleveragents_engine as engine;
 pub mod logging;
 pub mod output;
 pub mod tui_bridge;

@@ -1,0 +1,113 @@
+//! An execution step's hot context (spec section 25): the files and definitions its
+//! decision names — paths that exist in the project, identifiers the index defines — read
+//! at the plan's base, within the execute view's `hot-max-tokens`.
+
+use super::policy::Resolved;
+use super::{Budget, Hot};
+use crate::index::skill::Scope;
+use crate::index::tokenizer;
+
+/// Lines of a named file or definition taken at most.
+pub const MAX_LINES: usize = 60;
+
+fn looks_like_path(word: &str) -> bool {
+    word.contains('/')
+        || word.rsplit_once('.').is_some_and(|(a, b)| {
+            !a.is_empty()
+                && (1..=5).contains(&b.len())
+                && b.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
+fn looks_like_identifier(word: &str) -> bool {
+    word.len() >= 3 && (word.contains('_') || word.chars().skip(1).any(char::is_uppercase))
+}
+
+/// The context of a step whose decision reads `text` (instructions, chosen option, expected
+/// outputs).
+pub fn step_context(scopes: &[Scope], text: &str, policy: &Resolved) -> Hot {
+    let mut b = Budget::new(policy.hot_max_tokens);
+    let mut files: Vec<(usize, String)> = Vec::new();
+    for raw in text
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '`' | '"' | '\'' | '(' | ')'))
+    {
+        let word = raw.trim_end_matches([':', '.']).trim_start_matches("./");
+        if !looks_like_path(word) || !policy.takes_path(word) {
+            continue;
+        }
+        for (i, s) in scopes.iter().enumerate() {
+            if s.view.read(word).is_some() && !files.iter().any(|(j, f)| *j == i && f == word) {
+                files.push((i, word.to_string()));
+            }
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (_, w) in tokenizer::words(text) {
+        if looks_like_identifier(w) && !names.iter().any(|n| n == w) {
+            names.push(w.to_string());
+        }
+    }
+    if files.is_empty() && names.is_empty() {
+        return b.finish();
+    }
+    b.push("## Named in this step (at the plan's base)", None);
+    for (i, f) in files {
+        let s = &scopes[i];
+        let Some(content) = s.view.read(&f) else {
+            continue;
+        };
+        let head: Vec<&str> = content.lines().take(MAX_LINES).collect();
+        let more = content.lines().count().saturating_sub(head.len());
+        let mut block = format!("### {}:{f}\n{}", s.resource, head.join("\n"));
+        if more > 0 {
+            block.push_str(&format!("\n… {more} more lines (read_file for the rest)"));
+        }
+        if !b.push(&block, Some(format!("{}:{f}", s.resource))) {
+            b.push(
+                &format!(
+                    "### {}:{f} (too long for the context budget; read_file it)",
+                    s.resource
+                ),
+                None,
+            );
+        }
+    }
+    for n in names {
+        for s in scopes {
+            let Ok(defs) = s.view.find_definition(&n, 2) else {
+                continue;
+            };
+            for d in defs
+                .iter()
+                .filter(|d| d.symbol.as_deref() == Some(n.as_str()))
+            {
+                let Some(content) = s.view.read(&d.path) else {
+                    continue;
+                };
+                let lines: Vec<String> = content
+                    .lines()
+                    .enumerate()
+                    .skip(d.start_line.saturating_sub(1) as usize)
+                    .take(
+                        (d.end_line + 1)
+                            .saturating_sub(d.start_line)
+                            .min(MAX_LINES as u64) as usize,
+                    )
+                    .map(|(k, l)| format!("{}: {l}", k + 1))
+                    .collect();
+                let block = format!(
+                    "### {} {n} in {}:{}\n{}",
+                    d.symbol_kind.as_deref().unwrap_or("definition"),
+                    s.resource,
+                    d.path,
+                    lines.join("\n")
+                );
+                b.push(
+                    &block,
+                    Some(format!("{}:{}:{}", s.resource, d.path, d.start_line)),
+                );
+            }
+        }
+    }
+    b.finish()
+}

@@ -1,0 +1,155 @@
+//! Context for each phase (spec section 25): what an actor sees without asking.
+//!
+//! - Hot: the small set of material put in the actor's prompt — for the strategist the
+//!   repository overview and what `search_code` finds for the task's words; for an execution
+//!   step the files and definitions its decision names. Always within `hot-max-tokens`
+//!   ([`Budget`]; tokens are estimated as 4 characters each).
+//! - Warm and cold: earlier decisions of the plan family and summaries of applied plans,
+//!   reached through the plan's records (`plan explain`), not yet put in prompts.
+//! - [`policy`]: the per-project, per-view policy (`project context set|show`), resolved
+//!   per phase and frozen on the plan.
+//! - [`strategize`]: the strategist's scopes (indexes at the plan's base commits), read-only
+//!   tools over them and its initial context.
+
+pub mod execute;
+pub mod policy;
+pub mod strategize;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Longest hot-context text kept verbatim in a decision's `context_snapshot`, in bytes.
+pub const SNAPSHOT_TEXT_LIMIT: usize = 16 * 1024;
+
+/// The estimated tokens of a text: one per 4 characters, rounded up.
+pub fn tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// Hot context assembled within a token budget.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Hot {
+    /// The text put in the prompt.
+    pub text: String,
+    /// Its estimated tokens (never above the budget).
+    pub tokens: u64,
+    /// The budget.
+    pub budget: u64,
+    /// What it holds (`resource:path[:line]`, `overview:resource`).
+    pub references: Vec<String>,
+    /// Parts left out because the budget was spent.
+    pub dropped: usize,
+}
+
+impl Hot {
+    /// The `context_snapshot` record: hash, references, token counts and the text itself up
+    /// to [`SNAPSHOT_TEXT_LIMIT`].
+    pub fn snapshot(&self) -> Value {
+        let mut text = self.text.clone();
+        let truncated = text.len() > SNAPSHOT_TEXT_LIMIT;
+        if truncated {
+            let mut end = SNAPSHOT_TEXT_LIMIT;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+        }
+        json!({
+            "hash": crate::registry::actors::fingerprint(self.text.as_bytes()),
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "references": self.references,
+            "dropped": self.dropped,
+            "text": text,
+            "text_truncated": truncated,
+        })
+    }
+}
+
+/// Adds parts to a hot context while they fit.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    hot: Hot,
+}
+
+impl Budget {
+    /// An empty context with `max_tokens` to spend.
+    pub fn new(max_tokens: u64) -> Self {
+        Self {
+            hot: Hot {
+                budget: max_tokens,
+                ..Hot::default()
+            },
+        }
+    }
+
+    /// Tokens left.
+    pub fn left(&self) -> u64 {
+        self.hot.budget.saturating_sub(self.hot.tokens)
+    }
+
+    /// Adds `part` (a line or block, newline added) when it fits whole; `false` otherwise.
+    pub fn push(&mut self, part: &str, reference: Option<String>) -> bool {
+        let mut text = part.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let t = tokens(&format!("{}{text}", self.hot.text)) - self.hot.tokens;
+        if t > self.left() {
+            self.hot.dropped += 1;
+            return false;
+        }
+        self.hot.text.push_str(&text);
+        self.hot.tokens = tokens(&self.hot.text);
+        if let Some(r) = reference
+            && !self.hot.references.contains(&r)
+        {
+            self.hot.references.push(r);
+        }
+        true
+    }
+
+    /// Adds the lines of `block` one by one while they fit; `true` when all did.
+    pub fn push_lines(&mut self, block: &str, reference: Option<String>) -> bool {
+        let mut all = true;
+        let mut any = false;
+        for line in block.lines() {
+            if self.push(line, None) {
+                any = true;
+            } else {
+                all = false;
+                break;
+            }
+        }
+        if any
+            && let Some(r) = reference
+            && !self.hot.references.contains(&r)
+        {
+            self.hot.references.push(r);
+        }
+        all
+    }
+
+    /// The assembled context.
+    pub fn finish(self) -> Hot {
+        self.hot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hot_context_never_exceeds_its_budget() {
+        let mut b = Budget::new(10);
+        assert!(b.push("12345678", Some("a".into())));
+        assert!(!b.push(&"x".repeat(100), Some("b".into())));
+        assert!(!b.push_lines("ab\ncd\n".repeat(20).as_str(), Some("c".into())));
+        let hot = b.finish();
+        assert!(hot.tokens <= 10, "{hot:?}");
+        assert_eq!(hot.tokens, tokens(&hot.text));
+        assert_eq!(hot.references, ["a", "c"]);
+        assert!(hot.dropped >= 2);
+    }
+}

@@ -1,0 +1,310 @@
+//! The strategist's view of the project (spec sections 10 and 25): every target resource's
+//! index opened at the plan's recorded base (the base commit of a git checkout, so the
+//! strategy is reproducible; a directory as it is), the read-only tools over it
+//! (`read_file`, `list_files` and the `code_intelligence` skill) and the initial context put
+//! in its prompt: the repository overview and what `search_code` finds for the task's words,
+//! within `hot-max-tokens`.
+
+use globset::GlobBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::policy::Resolved;
+use super::{Budget, Hot};
+use crate::actors::messages::ToolSpec;
+use crate::actors::runtime::ToolOutcome;
+use crate::domain::Id;
+use crate::index::skill::{self, Scope};
+use crate::index::view::SearchQuery;
+use crate::index::{self, overview};
+use crate::paths::Paths;
+use crate::registry::resources;
+use crate::store::Store;
+use crate::store::lifecycle_run::BaseKind;
+
+/// Longest `read_file` answer, in bytes.
+pub const READ_LIMIT: usize = 256 * 1024;
+
+/// Opens the plan's resources' indexes at their bases (brought up to date first). Resources
+/// the policy leaves out are skipped; one that cannot be indexed is reported, not fatal.
+///
+/// # Errors
+/// [`crate::store::StoreError`].
+pub fn scopes(
+    paths: &Paths,
+    store: &Store,
+    plan_id: &Id,
+    policy: &Resolved,
+) -> Result<(Vec<Scope>, Vec<String>), crate::store::StoreError> {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for base in store.plan_bases(plan_id)? {
+        if !policy.takes_resource(&base.resource_name) {
+            continue;
+        }
+        let Ok(resource) = resources::find(store, &base.resource_name) else {
+            problems.push(format!(
+                "{}: the resource is no longer registered",
+                base.resource_name
+            ));
+            continue;
+        };
+        let at = match base.kind {
+            BaseKind::GitCheckout => base.base_commit.as_deref(),
+            BaseKind::Directory => None,
+        };
+        match index::open(paths, &resource, at) {
+            Ok(view) => out.push(Scope {
+                resource: base.resource_name.clone(),
+                alias: base.alias.clone(),
+                view,
+            }),
+            Err(e) => problems.push(format!("{}: {e}", base.resource_name)),
+        }
+    }
+    Ok((out, problems))
+}
+
+/// The strategist's initial context: each resource's overview, then the hits of
+/// `search_code` for `task`, within the policy's hot budget (paths the policy excludes are
+/// left out).
+pub fn initial_context(scopes: &[Scope], task: &str, policy: &Resolved) -> Hot {
+    let mut b = Budget::new(policy.hot_max_tokens);
+    if scopes.is_empty() {
+        return b.finish();
+    }
+    b.push("## Project overview (at the plan's base)", None);
+    for s in scopes {
+        let o = overview::overview(&s.view, 2, 12);
+        b.push_lines(
+            &overview::render(&o),
+            Some(format!("overview:{}", s.resource)),
+        );
+    }
+    let q = SearchQuery {
+        query: task.to_string(),
+        limit: policy.query_limit as usize,
+        ..Default::default()
+    };
+    let mut hits = Vec::new();
+    for s in scopes {
+        if let Ok(found) = s.view.search(&q) {
+            hits.extend(found.into_iter().map(|h| (s.resource.clone(), h)));
+        }
+    }
+    hits.retain(|(_, h)| policy.takes_path(&h.path));
+    hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+    hits.truncate(policy.query_limit as usize);
+    if hits.is_empty() {
+        return b.finish();
+    }
+    b.push("## Code that matches the task (search_code)", None);
+    for (resource, h) in hits {
+        let what = match (&h.symbol_kind, &h.symbol) {
+            (Some(k), Some(n)) => format!("{k} {n}"),
+            _ => "file".into(),
+        };
+        let mut block = format!(
+            "- {resource}:{} lines {}-{} ({what})",
+            h.path, h.start_line, h.end_line
+        );
+        for l in &h.snippets {
+            block.push_str(&format!("\n    {}: {}", l.line, l.text.trim()));
+        }
+        if !b.push(
+            &block,
+            Some(format!("{resource}:{}:{}", h.path, h.start_line)),
+        ) && b.left() < 8
+        {
+            break;
+        }
+    }
+    b.finish()
+}
+
+fn default_max() -> usize {
+    1000
+}
+
+/// Arguments of the strategist's `read_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFile {
+    /// File path relative to the resource root (or `path://RESOURCE/...`).
+    pub path: String,
+    /// First line to return (1-based).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub start_line: Option<u64>,
+    /// Number of lines to return.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub line_count: Option<u64>,
+}
+
+/// Arguments of the strategist's `list_files`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListFiles {
+    /// Glob over paths relative to the resource root (`**/*.rs`).
+    pub pattern: String,
+    /// Only this resource (name or alias).
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// Most paths returned (default 1000).
+    #[serde(default = "default_max")]
+    #[schemars(range(min = 1, max = 100000))]
+    pub max_results: usize,
+}
+
+/// Read-only tools over the plan's bases: `read_file`, `list_files` and `code_intelligence`.
+pub struct BaseTools {
+    scopes: Vec<Scope>,
+}
+
+impl BaseTools {
+    /// Tools over these scopes.
+    pub fn new(scopes: Vec<Scope>) -> Self {
+        Self { scopes }
+    }
+
+    /// The scopes.
+    pub fn scopes(&self) -> &[Scope] {
+        &self.scopes
+    }
+
+    /// The tools offered.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut out = vec![
+            ToolSpec {
+                name: "read_file".into(),
+                description:
+                    "Read a file of the project as it was at the plan's base (line range optional)"
+                        .into(),
+                input_schema: schemars::schema_for!(ReadFile).to_value(),
+            },
+            ToolSpec {
+                name: "list_files".into(),
+                description: "List the project's files at the plan's base whose paths match a glob"
+                    .into(),
+                input_schema: schemars::schema_for!(ListFiles).to_value(),
+            },
+        ];
+        out.extend(
+            skill::specs()
+                .into_iter()
+                .map(|(name, description, input_schema)| ToolSpec {
+                    name: name.into(),
+                    description: description.into(),
+                    input_schema,
+                }),
+        );
+        out
+    }
+
+    /// Whether `name` is one of these tools.
+    pub fn offers(&self, name: &str) -> bool {
+        name == "read_file" || name == "list_files" || skill::TOOLS.contains(&name)
+    }
+
+    /// Runs a tool (synchronously).
+    pub fn call(&self, name: &str, args: Value) -> ToolOutcome {
+        let result = match name {
+            "read_file" => self.read_file(args),
+            "list_files" => self.list_files(args),
+            _ => skill::call(&self.scopes, name, args).map_err(|e| e.to_string()),
+        };
+        match result {
+            Ok(v) => ToolOutcome::ok(v.to_string()),
+            Err(e) => ToolOutcome::error(e),
+        }
+    }
+
+    fn scope_of<'a>(&'a self, path: &'a str) -> Result<(&'a Scope, &'a str), String> {
+        if let Some(rest) = path.strip_prefix("path://") {
+            let (name, tail) = rest.split_once('/').unwrap_or((rest, ""));
+            let s = self
+                .scopes
+                .iter()
+                .find(|s| {
+                    s.resource == name
+                        || s.alias.as_deref() == Some(name)
+                        || s.resource.rsplit('/').next() == Some(name)
+                })
+                .ok_or_else(|| {
+                    format!("invalid argument `path`: the plan has no resource `{name}`")
+                })?;
+            return Ok((s, tail));
+        }
+        match self.scopes.as_slice() {
+            [only] => Ok((only, path)),
+            [] => Err("the plan has no readable resources".into()),
+            _ => Err("invalid argument `path`: the plan has several resources; write path://RESOURCE/PATH".into()),
+        }
+    }
+
+    fn read_file(&self, args: Value) -> Result<Value, String> {
+        let a: ReadFile =
+            serde_json::from_value(args).map_err(|e| format!("invalid arguments: {e}"))?;
+        let (s, rel) = self.scope_of(&a.path)?;
+        let rel = rel.trim_start_matches("./");
+        let text = s.view.read(rel).ok_or_else(|| {
+            format!(
+                "NOT_FOUND: {rel} does not exist in {} at the plan's base (or is not text)",
+                s.resource
+            )
+        })?;
+        let start = a.start_line.unwrap_or(1).max(1) as usize;
+        let count = a.line_count.map_or(usize::MAX, |c| c as usize);
+        let mut out = String::new();
+        let mut truncated = false;
+        for line in text.split_inclusive('\n').skip(start - 1).take(count) {
+            if out.len() + line.len() > READ_LIMIT {
+                truncated = true;
+                break;
+            }
+            out.push_str(line);
+        }
+        Ok(json!({
+            "resource": s.resource, "path": rel, "commit": s.view.at_commit(), "size": text.len(),
+            "total_lines": text.lines().count(), "start_line": start, "truncated": truncated, "content": out,
+        }))
+    }
+
+    fn list_files(&self, args: Value) -> Result<Value, String> {
+        let a: ListFiles =
+            serde_json::from_value(args).map_err(|e| format!("invalid arguments: {e}"))?;
+        let glob = GlobBuilder::new(&a.pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| format!("invalid argument `pattern`: {e}"))?
+            .compile_matcher();
+        let mut files = Vec::new();
+        let mut truncated = false;
+        for s in &self.scopes {
+            if let Some(r) = &a.resource
+                && s.resource != *r
+                && s.alias.as_deref() != Some(r)
+            {
+                continue;
+            }
+            for f in s.view.files() {
+                if glob.is_match(&f) {
+                    if files.len() == a.max_results {
+                        truncated = true;
+                        break;
+                    }
+                    files.push(if self.scopes.len() > 1 {
+                        format!("path://{}/{f}", s.resource)
+                    } else {
+                        f
+                    });
+                }
+            }
+        }
+        Ok(
+            json!({"pattern": a.pattern, "files": files, "count": files.len(), "truncated": truncated}),
+        )
+    }
+}

@@ -1,0 +1,437 @@
+//! The code index (spec section 24): one index per resource under the data directory, built
+//! eagerly when a resource is added or linked, kept current before anything reads it, and
+//! removed with the resource.
+//!
+//! - [`walk`]: which files (`.gitignore` semantics, skip policy and counts).
+//! - [`tokenizer`]: the code tokenizer (camelCase, snake_case, paths).
+//! - [`symbols`]: tree-sitter structure (definitions, imports, calls, docstrings, complexity).
+//! - [`store`]: the on-disk layout, tantivy schema and manifest.
+//! - [`structure`]: the SQLite structure store, transitive imports and import cycles.
+//! - [`build`]: full builds and incremental updates.
+//! - [`view`]: search, definitions and references, as the work tree is or at a base commit.
+//! - [`overview`]: the `repo_overview` answer.
+//! - [`skill`]: the `code_intelligence` tools.
+//!
+//! The functions here are the operations the faces use, with typed results.
+
+pub mod build;
+pub mod overview;
+pub mod skill;
+pub mod store;
+pub mod structure;
+pub mod symbols;
+pub mod tokenizer;
+pub mod view;
+pub mod walk;
+
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::paths::Paths;
+use crate::registry::resources::Resource;
+pub use build::{BuildReport, UpdateReport};
+pub use store::Source;
+pub use view::View;
+pub use walk::{Policy, Skipped};
+
+/// Why an index operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// tantivy failed.
+    #[error("text index: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    /// The structure database failed.
+    #[error("structure index: {0}")]
+    Structure(#[from] rusqlite::Error),
+    /// A file could not be read or written.
+    #[error("{0}")]
+    Io(String),
+    /// The git checkout could not be read.
+    #[error("git: {0}")]
+    Git(String),
+    /// The resource has no index yet.
+    #[error("the resource has no index yet")]
+    Missing,
+    /// Another process holds the index writer.
+    #[error("the index is being written by another process; try again in a moment")]
+    Busy,
+    /// The path is not in the index.
+    #[error("{0} is not in the index")]
+    NotIndexed(String),
+    /// The query cannot be run.
+    #[error("{0}")]
+    InvalidQuery(String),
+}
+
+impl IndexError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, e: std::io::Error) -> Self {
+        IndexError::Io(format!("{}: {e}", path.display()))
+    }
+}
+
+/// The state of a resource's index (spec 06 `Text Index: ready`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexState {
+    /// Current.
+    Ready,
+    /// Being built.
+    Indexing,
+    /// Files changed since it was last updated (the next read updates it).
+    Stale,
+    /// The resource is not indexed (its type has no files, or no index exists).
+    Disabled,
+}
+
+impl IndexState {
+    /// `ready`, `indexing`, `stale`, `disabled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexState::Ready => "ready",
+            IndexState::Indexing => "indexing",
+            IndexState::Stale => "stale",
+            IndexState::Disabled => "disabled",
+        }
+    }
+}
+
+/// The status of one resource's index (json `data.indexing`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IndexStatus {
+    /// The resource.
+    pub resource: String,
+    /// Text index state.
+    pub text_index: IndexState,
+    /// Indexed files.
+    pub indexed_files: u64,
+    /// Definitions indexed.
+    pub symbols: u64,
+    /// Skipped files by reason.
+    pub skipped: Skipped,
+    /// When last brought up to date.
+    pub last_indexed_at: Option<Timestamp>,
+    /// Size on disk in bytes.
+    pub size_bytes: u64,
+    /// The commit indexed (git checkouts).
+    pub indexed_commit: Option<String>,
+    /// Files changed since (when checked).
+    pub pending: Option<u64>,
+}
+
+/// The directory and kind of a resource that has files to index: git checkouts and
+/// directories with a path; `None` for other types.
+pub fn target(resource: &Resource) -> Option<(PathBuf, Source)> {
+    let path = PathBuf::from(resource.prop("path")?);
+    match resource.type_name.as_str() {
+        "git-checkout" => Some((path, Source::Git)),
+        "fs-directory" => Some((path, Source::Directory)),
+        _ => None,
+    }
+}
+
+/// The index policy: the defaults (configuration keys for it are not yet supported).
+pub fn policy() -> Policy {
+    Policy::default()
+}
+
+/// Builds a resource's index from scratch. `Ok(None)` for a resource without files to index.
+///
+/// # Errors
+/// [`IndexError`].
+pub fn build_resource(
+    paths: &Paths,
+    resource: &Resource,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Option<BuildReport>, IndexError> {
+    let Some((root, source)) = target(resource) else {
+        return Ok(None);
+    };
+    let dir = store::dir(paths, &resource.name);
+    build::build(&dir, &resource.name, &root, source, &policy(), progress).map(Some)
+}
+
+/// Brings a resource's index up to date (building it when it has none). `Ok(None)` for a
+/// resource without files to index.
+///
+/// # Errors
+/// [`IndexError`].
+pub fn refresh_resource(
+    paths: &Paths,
+    resource: &Resource,
+) -> Result<Option<UpdateReport>, IndexError> {
+    let Some(_) = target(resource) else {
+        return Ok(None);
+    };
+    let dir = store::dir(paths, &resource.name);
+    match build::update(&dir, &policy()) {
+        Err(IndexError::Missing) => {
+            let r = build_resource(paths, resource, &|_, _| {})?;
+            Ok(r.map(|b| UpdateReport {
+                indexed: vec![format!("({} files, full build)", b.files)],
+                removed: Vec::new(),
+                duration_ms: b.duration_ms,
+            }))
+        }
+        other => other.map(Some),
+    }
+}
+
+/// Removes a resource's index; the number of files it held, or `None` when it had none.
+///
+/// # Errors
+/// [`IndexError::Io`] when the directory cannot be removed.
+pub fn remove_resource(paths: &Paths, name: &str) -> Result<Option<u64>, IndexError> {
+    let dir = store::dir(paths, name);
+    if !dir.exists() {
+        return Ok(None);
+    }
+    let files = store::read_manifest(&dir).map(|m| m.files.len() as u64);
+    std::fs::remove_dir_all(&dir).map_err(|e| IndexError::io(&dir, e))?;
+    Ok(Some(files.unwrap_or(0)))
+}
+
+/// A resource's index status; with `check`, whether files changed since (a walk or `git
+/// status`), which turns a ready index `stale`.
+pub fn status(paths: &Paths, resource: &Resource, check: bool) -> IndexStatus {
+    let dir = store::dir(paths, &resource.name);
+    match target(resource) {
+        Some(_) => status_of_dir(&dir, &resource.name, check),
+        None => status_of_dir(Path::new(""), &resource.name, false),
+    }
+}
+
+fn status_of_dir(dir: &Path, name: &str, check: bool) -> IndexStatus {
+    let Some(m) = store::read_manifest(dir) else {
+        return IndexStatus {
+            resource: name.to_string(),
+            text_index: IndexState::Disabled,
+            indexed_files: 0,
+            symbols: 0,
+            skipped: Skipped::default(),
+            last_indexed_at: None,
+            size_bytes: 0,
+            indexed_commit: None,
+            pending: None,
+        };
+    };
+    let pending = (check && m.state == "ready")
+        .then(|| build::pending(dir, &policy()).ok().map(|n| n as u64))
+        .flatten();
+    IndexStatus {
+        resource: m.resource.clone(),
+        text_index: match (m.state.as_str(), pending) {
+            ("indexing", _) => IndexState::Indexing,
+            (_, Some(n)) if n > 0 => IndexState::Stale,
+            _ => IndexState::Ready,
+        },
+        indexed_files: m.files.len() as u64,
+        symbols: m.files.values().map(|f| u64::from(f.symbols)).sum(),
+        skipped: m.skipped,
+        last_indexed_at: m.last_indexed_at,
+        size_bytes: store::size_of(dir),
+        indexed_commit: m.indexed_commit,
+        pending,
+    }
+}
+
+/// The status of every index in the data directory, by resource name.
+pub fn statuses(paths: &Paths, check: bool) -> Vec<IndexStatus> {
+    let Ok(entries) = std::fs::read_dir(store::indexes_dir(paths)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<IndexStatus> = entries
+        .flatten()
+        .filter(|e| e.path().join("manifest.json").exists())
+        .map(|e| status_of_dir(&e.path(), "", check))
+        .filter(|s| !s.resource.is_empty())
+        .collect();
+    out.sort_by(|a, b| a.resource.cmp(&b.resource));
+    out
+}
+
+/// The `Text index` check of `agents diagnostics`: the engine, how many resources are
+/// indexed, and which are stale or unreadable.
+pub fn check(paths: &Paths) -> crate::system::Check {
+    use crate::system::{Check, CheckStatus};
+    let all = statuses(paths, true);
+    let stale: Vec<&str> = all
+        .iter()
+        .filter(|s| s.text_index == IndexState::Stale)
+        .map(|s| s.resource.as_str())
+        .collect();
+    let files: u64 = all.iter().map(|s| s.indexed_files).sum();
+    let details = format!(
+        "tantivy 0.27, {} resource(s), {files} files{}",
+        all.len(),
+        if stale.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; stale (updated before the next read): {}",
+                stale.join(", ")
+            )
+        }
+    );
+    Check {
+        name: "Text index".into(),
+        status: CheckStatus::Ok,
+        details,
+        fix: None,
+    }
+}
+
+/// Opens a resource's index for reading after bringing it up to date: as the work tree is,
+/// or at `base` (a commit of its git checkout).
+///
+/// # Errors
+/// [`IndexError`].
+pub fn open(paths: &Paths, resource: &Resource, base: Option<&str>) -> Result<View, IndexError> {
+    refresh_resource(paths, resource)?;
+    View::open(&store::dir(paths, &resource.name), base, &policy())
+}
+
+/// The structure database of a resource's index.
+///
+/// # Errors
+/// [`IndexError`].
+pub fn structure_of(paths: &Paths, name: &str) -> Result<rusqlite::Connection, IndexError> {
+    let dir = store::dir(paths, name);
+    if store::read_manifest(&dir).is_none() {
+        return Err(IndexError::Missing);
+    }
+    structure::open(&dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::testing::{git, repo_with_files};
+    use view::SearchQuery;
+
+    fn search(v: &View, q: &str) -> Vec<String> {
+        v.search(&SearchQuery {
+            query: q.into(),
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|h| format!("{}:{}", h.path, h.kind))
+        .collect()
+    }
+
+    #[test]
+    fn a_git_index_follows_commits_edits_and_reads_a_base_as_it_was() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let base = repo_with_files(
+            &repo,
+            &[
+                (
+                    "src/auth.rs",
+                    "/// Checks a token.\npub fn verify_token(t: &str) -> bool { !t.is_empty() }\n",
+                ),
+                ("README.md", "# Demo\nA demo project.\n"),
+            ],
+        );
+        let dir = tmp.path().join("index");
+        let report = build::build(
+            &dir,
+            "local/demo",
+            &repo,
+            Source::Git,
+            &Policy::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_eq!(report.files, 2);
+        assert_eq!(report.symbols, 1);
+        let v = View::open(&dir, None, &Policy::default()).unwrap();
+        assert!(search(&v, "verify token").contains(&"src/auth.rs:symbol".to_string()));
+        let def = v.find_definition("verify_token", 5).unwrap();
+        assert_eq!(
+            (def[0].path.as_str(), def[0].start_line),
+            ("src/auth.rs", 2)
+        );
+        assert_eq!(def[0].symbol.as_deref(), Some("verify_token"));
+
+        // A commit and an edit in the work tree: both become searchable after an update.
+        std::fs::write(
+            repo.join("src/session.rs"),
+            "pub fn open_session() { verify_token(\"x\"); }\n",
+        )
+        .unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "session"]);
+        std::fs::write(repo.join("src/auth.rs"), "pub fn check_password() {}\n").unwrap();
+        assert_eq!(build::pending(&dir, &Policy::default()).unwrap(), 2);
+        let u = build::update(&dir, &Policy::default()).unwrap();
+        assert_eq!(u.indexed, ["src/auth.rs", "src/session.rs"]);
+        assert_eq!(build::pending(&dir, &Policy::default()).unwrap(), 0);
+        let v = View::open(&dir, None, &Policy::default()).unwrap();
+        assert!(search(&v, "open_session").contains(&"src/session.rs:file".to_string()));
+        assert!(search(&v, "check_password").contains(&"src/auth.rs:file".to_string()));
+        let (refs, _) = v.find_references("verify_token", 10).unwrap();
+        assert_eq!(refs.len(), 1, "{refs:?}");
+
+        // At the base commit: the old auth.rs, and no session.rs.
+        let at = View::open(&dir, Some(&base), &Policy::default()).unwrap();
+        let hits = search(&at, "verify_token");
+        assert!(hits.contains(&"src/auth.rs:file".to_string()), "{hits:?}");
+        assert!(search_or_empty(&at, "check_password").is_empty());
+        assert!(search_or_empty(&at, "open_session").is_empty());
+        assert!(at.read("src/auth.rs").unwrap().contains("verify_token"));
+        let o = overview::overview(&at, 2, 10);
+        assert_eq!(o.readme.as_deref(), Some("# Demo\nA demo project.\n"));
+    }
+
+    fn search_or_empty(v: &View, q: &str) -> Vec<String> {
+        search(v, q)
+    }
+
+    #[test]
+    fn a_directory_index_follows_size_and_mtime_and_drops_deleted_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("d");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("a.py"), "def alpha():\n    return 1\n").unwrap();
+        std::fs::write(root.join("b.bin"), b"\0\0\0").unwrap();
+        let dir = tmp.path().join("index");
+        let r = build::build(
+            &dir,
+            "d",
+            &root,
+            Source::Directory,
+            &Policy::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_eq!((r.files, r.skipped.binary), (1, 1));
+        std::fs::write(root.join("c.py"), "def gamma_ray():\n    pass\n").unwrap();
+        std::fs::remove_file(root.join("a.py")).unwrap();
+        let u = build::update(&dir, &Policy::default()).unwrap();
+        assert_eq!(
+            (u.indexed.as_slice(), u.removed.as_slice()),
+            (&["c.py".to_string()][..], &["a.py".to_string()][..])
+        );
+        assert_eq!(
+            build::pending(&dir, &Policy::default()).unwrap(),
+            0,
+            "binary files are not pending again"
+        );
+        let v = View::open(&dir, None, &Policy::default()).unwrap();
+        assert_eq!(search(&v, "gamma")[0], "c.py:symbol");
+        assert!(
+            v.search(&SearchQuery {
+                query: "alpha".into(),
+                limit: 5,
+                ..Default::default()
+            })
+            .unwrap()
+            .is_empty()
+        );
+    }
+}

@@ -1,0 +1,458 @@
+//! Plan ownership (lifecycle issue, item 2): the process driving a plan holds a lease row
+//! (pid, host, kind) and refreshes its heartbeat every [`HEARTBEAT_INTERVAL`]. Others may read
+//! the plan but cannot drive it. A lease whose process is gone, or whose heartbeat is older than
+//! [`STALE_AFTER`], is stale: the next command moves the plan back to (same phase, queued) with
+//! reason `interrupted`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+use serde_json::json;
+
+use super::domain::id::Id;
+use super::domain::lifecycle::{Phase, ProcessingState};
+use super::events::{self, EventKind};
+use super::store::{Store, StoreError};
+
+/// How often the owner refreshes its heartbeat.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
+/// How old a heartbeat may be before the lease counts as stale.
+pub const STALE_AFTER: Duration = Duration::from_secs(10);
+
+/// A lease row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Lease {
+    /// The plan driven.
+    pub plan_id: Id,
+    /// The owner's process id.
+    pub pid: u32,
+    /// The owner's host name.
+    pub host: String,
+    /// What the owner is doing (`strategize`, `execute`, `apply`, ...).
+    pub kind: String,
+    /// When it took the lease.
+    pub acquired_at: Timestamp,
+    /// Its last heartbeat.
+    pub heartbeat_at: Timestamp,
+}
+
+/// Why a lease could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    /// Another live process drives the plan.
+    #[error("plan is being run by pid {pid} on {host} ({kind})")]
+    Held {
+        /// The plan.
+        plan_id: Id,
+        /// The owner's pid.
+        pid: u32,
+        /// The owner's host.
+        host: String,
+        /// What it is doing.
+        kind: String,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for LeaseError {
+    fn from(e: rusqlite::Error) -> Self {
+        LeaseError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// This machine's host name (`localhost` when it cannot be read).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// Whether a process with this pid is running on this machine (zombies count as gone).
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|s| s != "Z" && s != "X"),
+        Err(_) => false,
+    }
+}
+
+impl Lease {
+    /// Whether the lease no longer protects anything: its heartbeat is older than
+    /// [`STALE_AFTER`], or its owner ran on this host and is gone.
+    pub fn is_stale(&self, now: Timestamp, this_host: &str) -> bool {
+        let age = now.duration_since(self.heartbeat_at);
+        let too_old = age.as_secs_f64() > STALE_AFTER.as_secs_f64();
+        too_old || (self.host == this_host && !process_alive(self.pid))
+    }
+}
+
+fn read_lease(conn: &rusqlite::Connection, plan_id: &Id) -> Result<Option<Lease>, StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT pid, host, kind, acquired_at, heartbeat_at FROM plan_leases WHERE plan_id = ?1",
+            [plan_id.to_string()],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
+            },
+        )
+        .optional()?;
+    let corrupt = |m: String| StoreError::Corrupt {
+        table: "plan_leases",
+        column: "acquired_at",
+        message: m,
+    };
+    row.map(|(pid, host, kind, acquired, heartbeat)| {
+        Ok(Lease {
+            plan_id: *plan_id,
+            pid: u32::try_from(pid).unwrap_or(0),
+            host,
+            kind,
+            acquired_at: acquired
+                .parse()
+                .map_err(|e: jiff::Error| corrupt(e.to_string()))?,
+            heartbeat_at: heartbeat
+                .parse()
+                .map_err(|e: jiff::Error| corrupt(e.to_string()))?,
+        })
+    })
+    .transpose()
+}
+
+/// The current lease of a plan, if any (stale or not).
+///
+/// # Errors
+/// [`StoreError`].
+pub fn holder(store: &Store, plan_id: &Id) -> Result<Option<Lease>, StoreError> {
+    read_lease(store.conn(), plan_id)
+}
+
+/// Moves a plan whose driver vanished back to (same phase, queued) with reason `interrupted`,
+/// removing the stale lease, in one transaction with a `plan_interrupted` event. A plan left in
+/// `processing` with no lease at all is treated the same. Returns whether anything changed.
+///
+/// # Errors
+/// [`StoreError`].
+pub fn recover_if_stale(store: &mut Store, plan_id: &Id) -> Result<bool, StoreError> {
+    let host = host_name();
+    let tx = store
+        .conn_mut()
+        .transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let changed = recover_in(&tx, plan_id, &host)?;
+    tx.commit()?;
+    Ok(changed)
+}
+
+fn recover_in(
+    tx: &rusqlite::Transaction<'_>,
+    plan_id: &Id,
+    host: &str,
+) -> Result<bool, StoreError> {
+    let lease = read_lease(tx, plan_id)?;
+    if let Some(lease) = &lease
+        && !lease.is_stale(Timestamp::now(), host)
+    {
+        return Ok(false);
+    }
+    let state: Option<(String, String)> = tx
+        .query_row(
+            "SELECT phase, state FROM plans WHERE plan_id = ?1",
+            [plan_id.to_string()],
+            |r| r.try_into(),
+        )
+        .optional()?;
+    let Some((phase, state)) = state else {
+        return Ok(false);
+    };
+    tx.execute(
+        "DELETE FROM plan_leases WHERE plan_id = ?1",
+        [plan_id.to_string()],
+    )?;
+    if state != ProcessingState::Processing.as_str() {
+        return Ok(lease.is_some());
+    }
+    tx.execute(
+        "UPDATE plans SET state = 'queued', state_reason = 'interrupted', updated_at = ?2 WHERE plan_id = ?1",
+        params![plan_id.to_string(), Timestamp::now().to_string()],
+    )?;
+    let phase: Phase = phase.parse().map_err(|m| StoreError::Corrupt {
+        table: "plans",
+        column: "phase",
+        message: m,
+    })?;
+    events::append(
+        tx,
+        Some(plan_id),
+        EventKind::PlanInterrupted,
+        &json!({
+            "phase": phase,
+            "state": "queued",
+            "reason": "interrupted",
+            "previous_owner": lease.as_ref().map(|l| json!({"pid": l.pid, "host": l.host, "kind": l.kind})),
+        }),
+    )?;
+    Ok(true)
+}
+
+/// A held lease. Its heartbeat runs on a background thread with its own connection; dropping
+/// the guard stops the heartbeat and releases the lease.
+#[derive(Debug)]
+pub struct LeaseGuard {
+    plan_id: Id,
+    db: PathBuf,
+    stop: Option<mpsc::Sender<()>>,
+    heartbeat: Option<JoinHandle<()>>,
+    lost: Arc<AtomicBool>,
+}
+
+impl LeaseGuard {
+    /// The plan this guard drives.
+    pub fn plan_id(&self) -> &Id {
+        &self.plan_id
+    }
+
+    /// Whether the heartbeat found the lease taken over (another process judged it stale);
+    /// the owner must stop driving the plan.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(handle) = self.heartbeat.take() {
+            let _ = handle.join();
+        }
+        if let Ok(store) = Store::open(&self.db) {
+            let _ = store.conn().execute(
+                "DELETE FROM plan_leases WHERE plan_id = ?1 AND pid = ?2",
+                params![self.plan_id.to_string(), std::process::id()],
+            );
+        }
+    }
+}
+
+/// Takes the lease on a plan for this process, recovering a stale lease first.
+///
+/// # Errors
+/// [`LeaseError::Held`] naming the live owner; [`LeaseError::Store`].
+pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard, LeaseError> {
+    let host = host_name();
+    let pid = std::process::id();
+    let tx = store
+        .conn_mut()
+        .transaction_with_behavior(TransactionBehavior::Immediate)?;
+    recover_in(&tx, plan_id, &host)?;
+    if let Some(lease) = read_lease(&tx, plan_id)?
+        && lease.pid != pid
+    {
+        return Err(LeaseError::Held {
+            plan_id: *plan_id,
+            pid: lease.pid,
+            host: lease.host,
+            kind: lease.kind,
+        });
+    }
+    let now = Timestamp::now().to_string();
+    tx.execute(
+        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5) \
+         ON CONFLICT (plan_id) DO UPDATE SET kind = excluded.kind, heartbeat_at = excluded.heartbeat_at",
+        params![plan_id.to_string(), pid, host, kind, now],
+    )?;
+    tx.commit()?;
+    Ok(start_heartbeat(store.path(), *plan_id))
+}
+
+fn start_heartbeat(db: &Path, plan_id: Id) -> LeaseGuard {
+    let (stop, stopped) = mpsc::channel::<()>();
+    let lost = Arc::new(AtomicBool::new(false));
+    let thread_lost = Arc::clone(&lost);
+    let path = db.to_path_buf();
+    let heartbeat = std::thread::Builder::new()
+        .name(format!("lease-{}", plan_id.short()))
+        .spawn(move || {
+            let Ok(store) = Store::open(&path) else {
+                return;
+            };
+            while let Err(mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(HEARTBEAT_INTERVAL)
+            {
+                let updated = store.conn().execute(
+                    "UPDATE plan_leases SET heartbeat_at = ?3 WHERE plan_id = ?1 AND pid = ?2",
+                    params![
+                        plan_id.to_string(),
+                        std::process::id(),
+                        Timestamp::now().to_string()
+                    ],
+                );
+                if matches!(updated, Ok(0)) {
+                    thread_lost.store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+        })
+        .ok();
+    LeaseGuard {
+        plan_id,
+        db: db.to_path_buf(),
+        stop: Some(stop),
+        heartbeat,
+        lost,
+    }
+}
+
+/// Asks the owner of a plan to cancel it (`plan cancel`): sets `cancel_requested` with the
+/// reason. The owner checks it at every model turn and tool call.
+///
+/// # Errors
+/// [`StoreError`]. Returns false when the plan does not exist.
+pub fn request_cancel(
+    store: &mut Store,
+    plan_id: &Id,
+    reason: Option<&str>,
+) -> Result<bool, StoreError> {
+    let n = store.conn().execute(
+        "UPDATE plans SET cancel_requested = 1, cancel_reason = ?2, updated_at = ?3 WHERE plan_id = ?1",
+        params![plan_id.to_string(), reason, Timestamp::now().to_string()],
+    )?;
+    Ok(n == 1)
+}
+
+/// Whether cancellation was requested for a plan.
+///
+/// # Errors
+/// [`StoreError`].
+pub fn cancel_requested(store: &Store, plan_id: &Id) -> Result<bool, StoreError> {
+    Ok(store
+        .conn()
+        .query_row(
+            "SELECT cancel_requested FROM plans WHERE plan_id = ?1",
+            [plan_id.to_string()],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()?
+        .is_some_and(|v| v != 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::plan::Plan;
+
+    fn setup() -> (tempfile::TempDir, Store, Id) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/a", "a", Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        (dir, store, plan.plan_id)
+    }
+
+    fn insert_lease(store: &Store, plan: &Id, pid: u32, heartbeat: Timestamp) {
+        store
+            .conn()
+            .execute(
+                "INSERT INTO plan_leases VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
+                params![plan.to_string(), pid, host_name(), heartbeat.to_string()],
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn a_second_process_cannot_drive_a_plan_with_a_live_owner() {
+        let (_dir, mut store, plan) = setup();
+        // A live process that is not us: our parent (the test runner's parent shell or cargo).
+        let other = std::os::unix::process::parent_id();
+        insert_lease(&store, &plan, other, Timestamp::now());
+        match acquire(&mut store, &plan, "execute") {
+            Err(LeaseError::Held { pid, .. }) => assert_eq!(pid, other),
+            other => panic!("expected Held, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_lease_of_a_dead_process_is_recovered_and_the_plan_requeued() {
+        let (_dir, mut store, plan) = setup();
+        store
+            .conn()
+            .execute(
+                "UPDATE plans SET phase = 'execute', state = 'processing' WHERE plan_id = ?1",
+                [plan.to_string()],
+            )
+            .unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        insert_lease(&store, &plan, dead, Timestamp::now());
+        assert!(recover_if_stale(&mut store, &plan).unwrap());
+        let p = store.plan(&plan).unwrap().unwrap();
+        assert_eq!(
+            (p.phase(), p.state()),
+            (Phase::Execute, ProcessingState::Queued)
+        );
+        let events = events::after(&store, 0, Some(&plan), 10).unwrap();
+        assert_eq!(events.last().unwrap().kind, EventKind::PlanInterrupted);
+        assert_eq!(events.last().unwrap().data["reason"], "interrupted");
+        assert!(holder(&store, &plan).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_old_heartbeat_is_stale_even_if_the_pid_exists() {
+        let lease = Lease {
+            plan_id: Id::generate(),
+            pid: std::process::id(),
+            host: host_name(),
+            kind: "execute".into(),
+            acquired_at: Timestamp::now(),
+            heartbeat_at: Timestamp::now() - jiff::SignedDuration::from_secs(11),
+        };
+        assert!(lease.is_stale(Timestamp::now(), &host_name()));
+        let fresh = Lease {
+            heartbeat_at: Timestamp::now(),
+            ..lease
+        };
+        assert!(!fresh.is_stale(Timestamp::now(), &host_name()));
+    }
+
+    #[test]
+    fn acquiring_then_dropping_releases_the_lease() {
+        let (_dir, mut store, plan) = setup();
+        let guard = acquire(&mut store, &plan, "strategize").unwrap();
+        let lease = holder(&store, &plan).unwrap().unwrap();
+        assert_eq!(
+            (lease.pid, lease.kind.as_str()),
+            (std::process::id(), "strategize")
+        );
+        assert!(!guard.is_lost());
+        drop(guard);
+        assert!(holder(&store, &plan).unwrap().is_none());
+    }
+
+    #[test]
+    fn cancellation_is_a_flag_the_owner_can_read() {
+        let (_dir, mut store, plan) = setup();
+        assert!(!cancel_requested(&store, &plan).unwrap());
+        assert!(request_cancel(&mut store, &plan, Some("wrong approach")).unwrap());
+        assert!(cancel_requested(&store, &plan).unwrap());
+        assert!(!request_cancel(&mut store, &Id::generate(), None).unwrap());
+    }
+}

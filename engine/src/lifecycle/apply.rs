@@ -1,0 +1,937 @@
+//! The Apply phase (spec section 13): the plan's sandboxes are merged into the real resources,
+//! all or nothing, committing exactly the trees the user reviewed. `docs/apply.md` is the
+//! user's account of it; the order is:
+//!
+//! 1. A journal an interrupted Apply left is rolled back ([`recover`], which also runs at the
+//!    start of every command on the plan, `plan cancel` included).
+//! 2. The target tree per resource is the one recorded with the apply gate when Execute
+//!    finished (what the user reviews); the sandbox must still hold exactly that tree.
+//! 3. Every resource is decided before anything is written ([`decide`]): git locks, branch,
+//!    merge with the tip, symbolic links and files on path prefixes, uncommitted changes
+//!    through git's filters, what stands where a directory or file goes, free space.
+//! 4. Required validations run on the merged trees.
+//! 5. The journals of every resource are stored in one transaction; every resource is staged
+//!    (objects, commit, filtered files in a journal directory); then every resource is
+//!    committed (work tree file by file, index, branch compare-and-swap) ([`journal`]).
+//! 6. Any failure rolls back the failing resource and every one committed before it; the
+//!    journals are marked complete in one transaction at the end (the commit point).
+//!
+//! Any refusal or failure leaves every real resource byte-identical and the plan at apply /
+//! errored with its sandboxes kept.
+
+pub mod decide;
+pub mod journal;
+#[cfg(test)]
+mod write_tests;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use git2::{FileMode, ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::execute::sandboxes;
+use super::state::{self, commit};
+use super::validations::{self, Outcome};
+use super::{Engine, RunError};
+use crate::domain::approval::{ApprovalKind, ApprovalStatus};
+use crate::domain::{Id, Phase, Plan, ProcessingState};
+use crate::events::EventKind;
+use crate::sandbox::checkpoint::snapshot;
+use crate::sandbox::{Sandbox, Sandboxes};
+use crate::store::lifecycle_run::{BaseKind, Journal, JournalEntry, JournalStatus};
+use decide::Decided;
+use journal::{BranchUndo, EntryOp, UndoEntry};
+
+/// How Apply ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ended {
+    /// The changes are in the project.
+    Applied(Value),
+    /// A check refused the apply (nothing was written) or a journal could not be completed.
+    Errored {
+        /// Error code (`APPLY_REFUSED`, `VALIDATION_FAILED`, `APPLY_JOURNAL`).
+        code: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// What `plan apply` shows before asking: per resource, the files and line counts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Preview {
+    /// Resource name.
+    pub resource: String,
+    /// `(status letter, path, added, removed)`.
+    pub files: Vec<(String, String, u64, u64)>,
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    crate::sandbox::confined::sha256_hex(bytes)
+}
+
+fn refused(message: String) -> RunError {
+    RunError::Invalid(message)
+}
+
+fn line_counts(old: Option<&[u8]>, new: Option<&[u8]>) -> (u64, u64) {
+    let text = |b: Option<&[u8]>| {
+        b.map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
+    let (o, n) = (text(old), text(new));
+    let diff = similar::TextDiff::from_lines(&o, &n);
+    let mut add = 0;
+    let mut del = 0;
+    for c in diff.iter_all_changes() {
+        match c.tag() {
+            similar::ChangeTag::Insert => add += 1,
+            similar::ChangeTag::Delete => del += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    (add, del)
+}
+
+/// The changed files per resource, for the confirmation (`plan apply` before asking): the
+/// target trees (the reviewed ones) against the plan's base.
+///
+/// # Errors
+/// Sandbox and store errors.
+pub fn preview(engine: &Engine, plan: &Plan) -> Result<Vec<Preview>, RunError> {
+    let sbs = sandboxes(engine);
+    let reviewed = reviewed_trees(engine, &plan.plan_id)?;
+    let mut out = Vec::new();
+    for sb in sbs.active(engine.store(), &plan.plan_id)? {
+        let repo = sb.repo()?;
+        let base_tree = base_tree(&sb)?;
+        let target = match reviewed.get(&sb.record.resource_name) {
+            Some(t) => *t,
+            None => current_tree(&sb)?,
+        };
+        let mut files = Vec::new();
+        for c in decide::tree_changes(&repo, base_tree, target)? {
+            let blob = |side: Option<(Oid, i32)>| {
+                side.and_then(|(id, _)| repo.find_blob(id).ok())
+                    .map(|b| b.content().to_vec())
+            };
+            let (old, new) = (blob(c.old), blob(c.new));
+            let status = match (&c.old, &c.new) {
+                (None, Some(_)) => "A",
+                (Some(_), None) => "D",
+                _ => "M",
+            };
+            let (a, d) = line_counts(old.as_deref(), new.as_deref());
+            files.push((status.to_string(), c.path, a, d));
+        }
+        out.push(Preview {
+            resource: sb.record.resource_name.clone(),
+            files,
+        });
+    }
+    Ok(out)
+}
+
+fn git_err(e: git2::Error) -> RunError {
+    RunError::Sandbox(e.message().to_string())
+}
+
+fn base_tree(sb: &Sandbox) -> Result<Oid, RunError> {
+    let repo = sb.repo()?;
+    Ok(repo
+        .find_commit(sb.base_commit()?)
+        .map_err(git_err)?
+        .tree_id())
+}
+
+fn current_tree(sb: &Sandbox) -> Result<Oid, RunError> {
+    let _lock = sb.lock()?;
+    Ok(snapshot(&sb.repo()?)?)
+}
+
+/// Every active sandbox's tree now, by resource name: recorded with the apply gate when Execute
+/// finishes (the tree the user reviews and Apply commits).
+///
+/// # Errors
+/// Sandbox and store errors.
+pub fn reviewable_trees(engine: &Engine, plan: &Plan) -> Result<Value, RunError> {
+    let mut out = serde_json::Map::new();
+    for sb in sandboxes(engine).active(engine.store(), &plan.plan_id)? {
+        out.insert(
+            sb.record.resource_name.clone(),
+            json!(current_tree(&sb)?.to_string()),
+        );
+    }
+    Ok(Value::Object(out))
+}
+
+/// The trees recorded with the plan's latest apply gate (empty when none was raised, as under
+/// a profile that applies without asking).
+///
+/// # Errors
+/// Store errors.
+pub fn reviewed_trees(engine: &Engine, plan_id: &Id) -> Result<BTreeMap<String, Oid>, RunError> {
+    let gate = engine
+        .store()
+        .approvals_of(plan_id)?
+        .into_iter()
+        .rev()
+        .find(|a| {
+            a.kind == ApprovalKind::PhaseGate
+                && a.context["gate"] == "apply"
+                && matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved)
+        });
+    let mut out = BTreeMap::new();
+    if let Some(trees) = gate.as_ref().and_then(|g| g.context["trees"].as_object()) {
+        for (name, tree) in trees {
+            if let Some(oid) = tree.as_str().and_then(|t| Oid::from_str(t).ok()) {
+                out.insert(name.clone(), oid);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses when the sandbox no longer holds the reviewed tree, naming what changed.
+fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunError> {
+    let now = current_tree(sb)?;
+    if now == reviewed {
+        return Ok(());
+    }
+    let repo = sb.repo()?;
+    let changed: Vec<String> = decide::tree_changes(&repo, reviewed, now)?
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    Err(refused(format!(
+        "{}: the sandbox changed after the changes were reviewed ({}: {}); Apply commits only what was reviewed, so nothing was applied. A process a step started may still be running in the sandbox: stop it, then restore the reviewed state with `agents plan checkpoints {plan_id}` and `agents plan rollback {plan_id} <checkpoint>`, or run the plan again",
+        sb.record.resource_name,
+        if changed.len() == 1 { "file" } else { "files" },
+        changed.join(", ")
+    )))
+}
+
+/// Writes `tree` of `repo` into `dir` (files, executable bits, symlinks).
+fn materialize(repo: &Repository, tree: Oid, dir: &Path) -> Result<(), RunError> {
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).map_err(|e| RunError::Sandbox(format!("{}: {e}", dir.display())))?;
+    let tree = repo
+        .find_tree(tree)
+        .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
+    let mut failure = None;
+    tree.walk(TreeWalkMode::PreOrder, |root, entry| {
+        let Ok(name) = entry.name() else {
+            return TreeWalkResult::Skip;
+        };
+        let path = dir.join(root).join(name);
+        let result = match entry.kind() {
+            Some(ObjectType::Tree) => fs::create_dir_all(&path),
+            Some(ObjectType::Blob) => match repo.find_blob(entry.id()) {
+                Ok(blob) if entry.filemode() == i32::from(FileMode::Link) => {
+                    std::os::unix::fs::symlink(
+                        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+                            blob.content(),
+                        ),
+                        &path,
+                    )
+                }
+                Ok(blob) => fs::write(&path, blob.content()).and_then(|()| {
+                    let mode = if entry.filemode() == i32::from(FileMode::BlobExecutable) {
+                        0o755
+                    } else {
+                        0o644
+                    };
+                    fs::set_permissions(&path, fs::Permissions::from_mode(mode))
+                }),
+                Err(e) => Err(std::io::Error::other(e.message().to_string())),
+            },
+            _ => Ok(()),
+        };
+        match result {
+            Ok(()) => TreeWalkResult::Ok,
+            Err(e) => {
+                failure = Some(format!("{}: {e}", path.display()));
+                TreeWalkResult::Abort
+            }
+        }
+    })
+    .ok();
+    match failure {
+        Some(f) => Err(RunError::Sandbox(f)),
+        None => Ok(()),
+    }
+}
+
+fn fail(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    code: &str,
+    message: String,
+    details: Value,
+) -> Result<Ended, RunError> {
+    let answer = format!("agents plan apply {}", plan.plan_id);
+    state::errored(engine.store_mut(), plan, code, &message, details, &answer)?;
+    engine.flush(&plan.plan_id)?;
+    Ok(Ended::Errored {
+        code: code.to_string(),
+        message,
+    })
+}
+
+/// Takes an exclusive, non-blocking lock per target resource (a locked directory under
+/// `<data dir>/locks/apply/`, keyed by the resource's path), so two plans never write the same
+/// checkout or directory at once.
+///
+/// # Errors
+/// [`RunError::ResourceBusy`] when another process holds one; I/O errors as
+/// [`RunError::Sandbox`].
+fn lock_resources(
+    engine: &Engine,
+    plan_id: &Id,
+) -> Result<Vec<crate::safe_write::DirLock>, RunError> {
+    let targets: Vec<(String, String)> = engine
+        .store()
+        .plan_bases(plan_id)?
+        .into_iter()
+        .map(|b| (b.resource_name, b.path))
+        .collect();
+    lock_paths(
+        &engine.paths().data_dir.join("locks").join("apply"),
+        &targets,
+    )
+}
+
+/// Locks one directory under `root` per `(resource name, path)`; see [`lock_resources`].
+fn lock_paths(
+    root: &Path,
+    targets: &[(String, String)],
+) -> Result<Vec<crate::safe_write::DirLock>, RunError> {
+    let mut locks = Vec::new();
+    for (name, path) in targets {
+        let dir = root.join(&sha256(path.as_bytes())[..16]);
+        match crate::safe_write::try_lock_dir(&dir) {
+            Ok(Some(lock)) => locks.push(lock),
+            Ok(None) => {
+                return Err(RunError::ResourceBusy {
+                    resource: name.clone(),
+                });
+            }
+            Err(e) => return Err(RunError::Sandbox(format!("{}: {e}", dir.display()))),
+        }
+    }
+    Ok(locks)
+}
+
+/// Runs Apply for a plan at (execute, complete) or (apply, queued|errored). `no_commit`
+/// writes the changes to the working tree without committing.
+///
+/// # Errors
+/// Store and sandbox errors; refusals are [`Ended::Errored`] with nothing written.
+pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ended, RunError> {
+    let started = Instant::now();
+    let plan_id = plan.plan_id;
+    let sbs = sandboxes(engine);
+    // One apply per resource at a time: held until this function returns.
+    let _resource_locks = lock_resources(engine, &plan_id)?;
+    if plan.phase() == Phase::Execute {
+        plan.status
+            .advance(Phase::Apply)
+            .map_err(|e| RunError::WrongState {
+                phase: plan.phase(),
+                state: plan.state(),
+                message: e.to_string(),
+                hints: Vec::new(),
+            })?;
+    }
+    state::set_state(plan, ProcessingState::Processing)?;
+    plan.error_code = None;
+    plan.error_message = None;
+    let snapshot_plan = plan.clone();
+    let reviewed: serde_json::Map<String, Value> = reviewed_trees(engine, &plan_id)?
+        .into_iter()
+        .map(|(k, v)| (k, json!(v.to_string())))
+        .collect();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::ApplyStarted,
+        json!({"attempt": snapshot_plan.status.attempt, "no_commit": no_commit}),
+        |tx| {
+            state::resolve_pending(
+                tx,
+                &snapshot_plan,
+                Some("phase_gate"),
+                ApprovalStatus::Approved,
+                &json!({"answered_by": "apply", "trees": reviewed}),
+            )?;
+            state::resolve_pending(
+                tx,
+                &snapshot_plan,
+                Some("errored"),
+                ApprovalStatus::Approved,
+                &json!({"answer": "retry"}),
+            )?;
+            state::reason(tx, &snapshot_plan, None)
+        },
+    )?;
+    engine.flush(&plan_id)?;
+
+    let rolled_back = recover_pending(engine, &plan_id)?;
+    if !rolled_back.is_empty() {
+        engine.observer().progress(&format!(
+            "Apply: an interrupted apply was rolled back ({})",
+            rolled_back.join("; ")
+        ));
+    }
+    let targets = match decide_all(engine, plan, &sbs).map_err(|b| *b) {
+        Ok(t) => t,
+        Err((RunError::Invalid(message), resource)) => {
+            return fail(
+                engine,
+                plan,
+                "APPLY_REFUSED",
+                message,
+                json!({"resource": resource}),
+            );
+        }
+        Err((e, resource)) => {
+            return fail(
+                engine,
+                plan,
+                "APPLY_FAILED",
+                format!(
+                    "{resource}: checking before writing failed: {}; nothing was applied",
+                    plain(&e)
+                ),
+                json!({"resource": resource}),
+            );
+        }
+    };
+    let validations = run_validations(engine, plan, &sbs, &targets)?;
+    if let Some(f) = validations.iter().find(|v| v.required && !v.passed) {
+        let message = format!(
+            "required validation `{}` failed on the merged tree ({}); nothing was applied",
+            f.command, f.result
+        );
+        let mut summary = plan.validation_summary.clone().unwrap_or(json!({}));
+        summary["apply"] = json!(validations);
+        plan.validation_summary = Some(summary);
+        return fail(
+            engine,
+            plan,
+            "VALIDATION_FAILED",
+            message,
+            json!({"validations": validations}),
+        );
+    }
+    let message = crate::sandbox::plan_commit_message(
+        plan,
+        "Applied by CleverAgents (git hooks were not run).",
+    );
+    let written = match write_all(engine, &plan_id, &targets, &message, no_commit)? {
+        Ok(w) => w,
+        Err(message) => return fail(engine, plan, "APPLY_FAILED", message, Value::Null),
+    };
+    let usage = engine.store().usage_for_plan(&plan_id)?;
+    let summary = json!({
+        "resources": written,
+        "files": targets.iter().map(|t| t.decided.changes.len()).sum::<usize>(),
+        "additions": targets.iter().map(|t| t.additions).sum::<u64>(),
+        "deletions": targets.iter().map(|t| t.deletions).sum::<u64>(),
+        "validations": validations,
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "cost_usd": usage.cost_usd,
+        "tokens": usage.input_tokens + usage.output_tokens,
+        "committed": !no_commit,
+        "git_hooks": "not run",
+        "trees": targets.iter().map(|t| (t.decided.base.resource_name.clone(), json!(t.reviewed.to_string()))).collect::<serde_json::Map<_, _>>(),
+    });
+    finish(engine, plan, &sbs, summary)
+}
+
+/// One resource to write: its decided write and what the summary reports.
+struct Target {
+    decided: Decided,
+    /// The reviewed tree (before the merge with the tip).
+    reviewed: Oid,
+    additions: u64,
+    deletions: u64,
+}
+
+/// Decides every resource (step 3 of the module documentation). A resource whose merged tree
+/// equals what it already has is left out (no empty commit).
+fn decide_all(
+    engine: &Engine,
+    plan: &Plan,
+    sbs: &Sandboxes,
+) -> Result<Vec<Target>, Box<(RunError, String)>> {
+    let plan_id = plan.plan_id;
+    let bases = engine
+        .store()
+        .plan_bases(&plan_id)
+        .map_err(|e| (e.into(), String::new()))?;
+    let reviewed = reviewed_trees(engine, &plan_id).map_err(|e| (e, String::new()))?;
+    engine
+        .observer()
+        .progress("Apply: checking every resource before writing");
+    let mut out = Vec::new();
+    for base in &bases {
+        let with = |e: RunError| Box::new((e, base.resource_name.clone()));
+        let Some(sb) = sbs
+            .existing(engine.store(), &plan_id, &base.resource_name)
+            .map_err(|e| with(e.into()))?
+        else {
+            continue;
+        };
+        let target = match reviewed.get(&base.resource_name) {
+            Some(t) => {
+                check_reviewed(&sb, *t, &plan_id).map_err(with)?;
+                *t
+            }
+            None => current_tree(&sb).map_err(with)?,
+        };
+        let base_tree = base_tree(&sb).map_err(with)?;
+        if target == base_tree {
+            continue;
+        }
+        let sr = sb.repo().map_err(|e| with(e.into()))?;
+        // A known key in the result never reaches the user's project (docs/sandbox.md).
+        if let Some((path, var)) = crate::redact::find_in_diff(&sr, base_tree, target)
+            .map_err(|e| with(RunError::Sandbox(e.message().to_string())))?
+        {
+            return Err(with(RunError::Invalid(format!(
+                "{path} in {} contains the value of {var}; remove the key from the file (or correct the step that wrote it) and apply again",
+                base.resource_name
+            ))));
+        }
+        let decided = match base.kind {
+            BaseKind::GitCheckout => decide::git(base, &sr, target),
+            BaseKind::Directory => decide::dir(base, &sr, base_tree, target),
+        }
+        .map_err(with)?;
+        if decided.changes.is_empty() {
+            engine.observer().progress(&format!(
+                "Apply: {} already has these changes; nothing to write",
+                base.resource_name
+            ));
+            continue;
+        }
+        let (additions, deletions) = counts(&sr, &decided);
+        out.push(Target {
+            decided,
+            reviewed: target,
+            additions,
+            deletions,
+        });
+    }
+    Ok(out)
+}
+
+fn counts(sr: &Repository, d: &Decided) -> (u64, u64) {
+    let blob = |side: Option<(Oid, i32)>| {
+        side.and_then(|(id, _)| sr.find_blob(id).ok())
+            .map(|b| b.content().to_vec())
+    };
+    d.changes.iter().fold((0, 0), |(a, r), c| {
+        let (x, y) = line_counts(blob(c.old).as_deref(), blob(c.new).as_deref());
+        (a + x, r + y)
+    })
+}
+
+/// Required and informational validations on the merged trees (a copy in the data directory).
+fn run_validations(
+    engine: &mut Engine,
+    plan: &Plan,
+    sbs: &Sandboxes,
+    targets: &[Target],
+) -> Result<Vec<Outcome>, RunError> {
+    let plan_id = plan.plan_id;
+    let check_root = sbs.plan_dir(&plan_id).join("apply-check");
+    let tmp = check_root.join("tmp");
+    let mut all = Vec::new();
+    for base in engine.store().plan_bases(&plan_id)? {
+        if !validations::any_for(engine, plan, &base.resource_name)? {
+            continue;
+        }
+        let Some(sb) = sbs.existing(engine.store(), &plan_id, &base.resource_name)? else {
+            continue;
+        };
+        engine
+            .observer()
+            .progress("Apply: running validations on the merged tree");
+        let dir = check_root.join(base.resource_name.replace(['/', ':'], "_"));
+        let target = targets
+            .iter()
+            .find(|t| t.decided.base.resource_name == base.resource_name);
+        let tree = match target {
+            Some(t) => t.decided.git.as_ref().map_or(t.reviewed, |g| g.tree),
+            None => current_tree(&sb)?,
+        };
+        materialize(&sb.repo()?, tree, &dir)?;
+        fs::create_dir_all(&tmp).map_err(|e| RunError::Sandbox(e.to_string()))?;
+        all.extend(validations::run_in_dir(
+            engine,
+            plan,
+            &base.resource_name,
+            &dir,
+            &tmp,
+        )?);
+    }
+    let _ = fs::remove_dir_all(&check_root);
+    Ok(all)
+}
+
+/// The journal of one decided write: its entries in write order.
+fn journal_of(plan_id: Id, d: &Decided, commit: Option<Oid>) -> Journal {
+    let id = |side: Option<(Oid, i32)>| side.map(|(o, _)| o.to_string());
+    let file = |c: &decide::Change| JournalEntry {
+        path: c.path.clone(),
+        base_id: id(c.old),
+        new_id: id(c.new),
+        op: EntryOp::File,
+    };
+    let dir = |p: &String, op| JournalEntry {
+        path: p.clone(),
+        base_id: None,
+        new_id: None,
+        op,
+    };
+    let mut entries: Vec<JournalEntry> = d
+        .changes
+        .iter()
+        .filter(|c| c.new.is_none())
+        .map(file)
+        .collect();
+    entries.extend(d.rmdirs.iter().map(|p| dir(p, EntryOp::RemoveDir)));
+    entries.extend(d.mkdirs.iter().map(|p| dir(p, EntryOp::MakeDir)));
+    entries.extend(d.changes.iter().filter(|c| c.new.is_some()).map(file));
+    Journal {
+        journal_id: Id::generate(),
+        plan_id,
+        resource_name: d.base.resource_name.clone(),
+        kind: d.base.kind,
+        path: d.base.path.clone(),
+        status: JournalStatus::Pending,
+        entries,
+        commit_id: commit.map(|c| c.to_string()),
+        created_at: Timestamp::now(),
+    }
+}
+
+/// Where a journal's directory is, and how to undo its branch move.
+fn undo_of(engine: &Engine, j: &Journal, branch: Option<&str>) -> (PathBuf, Option<BranchUndo>) {
+    let root = Path::new(&j.path);
+    let git_dir = match j.kind {
+        BaseKind::GitCheckout => Repository::open(root).ok().map(|r| r.path().to_path_buf()),
+        BaseKind::Directory => None,
+    };
+    let jdir = journal::jdir(
+        git_dir.as_deref(),
+        &engine.paths().data_dir,
+        &j.journal_id.to_string(),
+    );
+    let undo = git_dir.map(|git_dir| {
+        let new_commit = j.commit_id.as_deref().and_then(|c| Oid::from_str(c).ok());
+        let old_tip = new_commit
+            .and_then(|c| {
+                Repository::open(root)
+                    .ok()?
+                    .find_commit(c)
+                    .ok()?
+                    .parent_id(0)
+                    .ok()
+            })
+            .unwrap_or(Oid::ZERO_SHA1);
+        BranchUndo {
+            git_dir,
+            branch: branch.unwrap_or_default().to_string(),
+            old_tip,
+            new_commit,
+        }
+    });
+    (jdir, undo)
+}
+
+fn undo_entries(j: &Journal) -> Vec<UndoEntry> {
+    j.entries
+        .iter()
+        .map(|e| UndoEntry {
+            path: e.path.clone(),
+            op: e.op,
+            writes: e.new_id.is_some(),
+        })
+        .collect()
+}
+
+/// Rolls one journal back; returns what had to be left (see [`journal::rollback`]).
+fn rollback_one(
+    engine: &Engine,
+    j: &Journal,
+    branch: Option<&str>,
+) -> Result<Vec<String>, RunError> {
+    let (jdir, undo) = undo_of(engine, j, branch);
+    journal::rollback(
+        Path::new(&j.path),
+        &jdir,
+        &j.journal_id.to_string(),
+        &undo_entries(j),
+        undo.as_ref(),
+    )
+}
+
+/// Steps 5 and 6 of the module documentation. `Ok(Err(message))` is a failure after which
+/// every resource is as it was.
+fn write_all(
+    engine: &mut Engine,
+    plan_id: &Id,
+    targets: &[Target],
+    message: &str,
+    no_commit: bool,
+) -> Result<Result<Vec<Value>, String>, RunError> {
+    // Ids first: the journal directory is named after the journal.
+    let mut journals: Vec<Journal> = targets
+        .iter()
+        .map(|t| journal_of(*plan_id, &t.decided, None))
+        .collect();
+    let jdirs: Vec<PathBuf> = journals
+        .iter()
+        .zip(targets)
+        .map(|(j, t)| {
+            journal::jdir(
+                t.decided.git.as_ref().map(|g| g.git_dir.as_path()),
+                &engine.paths().data_dir,
+                &j.journal_id.to_string(),
+            )
+        })
+        .collect();
+    // The journals first (one transaction), so a kill from here on is rolled back.
+    engine.store_mut().insert_journals(&journals)?;
+    let ids: Vec<Id> = journals.iter().map(|j| j.journal_id).collect();
+    // Stage everything (objects, commits, filtered files): a failure here leaves nothing to
+    // undo but the staging directories.
+    let mut commits = Vec::new();
+    for (t, jdir) in targets.iter().zip(&jdirs) {
+        engine.observer().progress(&format!(
+            "Apply: staging {} file(s) of {}",
+            t.decided.changes.len(),
+            t.decided.base.resource_name
+        ));
+        match journal::stage(&t.decided, jdir, message, no_commit) {
+            Ok(c) => commits.push(c),
+            Err(e) => {
+                jdirs.iter().for_each(|d| journal::remove_jdir(d));
+                engine
+                    .store_mut()
+                    .finish_journals(&ids, JournalStatus::Stopped)?;
+                return Ok(Err(format!(
+                    "{}: staging the new files failed: {}; nothing was applied, every resource is as it was. Fix the cause and run `agents plan apply {plan_id}` again",
+                    t.decided.base.resource_name,
+                    plain(&e)
+                )));
+            }
+        }
+    }
+    for (j, c) in journals.iter_mut().zip(&commits) {
+        j.commit_id = c.map(|c| c.to_string());
+        if let Some(c) = c {
+            engine
+                .store_mut()
+                .set_journal_commit(&j.journal_id, &c.to_string())?;
+        }
+    }
+    for (i, ((t, jdir), j)) in targets.iter().zip(&jdirs).zip(&journals).enumerate() {
+        engine.observer().progress(&format!(
+            "Apply: writing {} file(s) to {}",
+            t.decided.changes.len(),
+            t.decided.base.resource_name
+        ));
+        if let Err(e) = journal::commit(&t.decided, jdir, &j.journal_id.to_string(), commits[i]) {
+            let mut kept = Vec::new();
+            for k in (0..=i).rev() {
+                let branch = targets[k].decided.git.as_ref().map(|g| g.branch.as_str());
+                kept.extend(rollback_one(engine, &journals[k], branch)?);
+            }
+            for d in &jdirs[i + 1..] {
+                journal::remove_jdir(d);
+            }
+            engine
+                .store_mut()
+                .finish_journals(&ids, JournalStatus::Stopped)?;
+            let others = if i > 0 {
+                format!(
+                    " ({} resource(s) written before it were rolled back too)",
+                    i
+                )
+            } else {
+                String::new()
+            };
+            let left = if kept.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " Left as found (changed by someone else meanwhile): {}.",
+                    kept.join(", ")
+                )
+            };
+            return Ok(Err(format!("{}{others}.{left}", plain(&e))));
+        }
+    }
+    // The commit point: every resource is written.
+    engine
+        .store_mut()
+        .finish_journals(&ids, JournalStatus::Complete)?;
+    jdirs.iter().for_each(|d| journal::remove_jdir(d));
+    Ok(Ok(targets
+        .iter()
+        .zip(&commits)
+        .map(|(t, c)| {
+            json!({
+                "resource": t.decided.base.resource_name,
+                "kind": t.decided.base.kind,
+                "files": t.decided.changes.iter().map(|c| c.path.clone()).collect::<Vec<_>>(),
+                "additions": t.additions,
+                "deletions": t.deletions,
+                "commit": c.map(|c| c.to_string()),
+                "branch": t.decided.git.as_ref().map(|g| g.branch.clone()),
+                "tree": t.reviewed.to_string(),
+            })
+        })
+        .collect()))
+}
+
+fn plain(e: &RunError) -> String {
+    match e {
+        RunError::Invalid(m) | RunError::Sandbox(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Rolls back every journal of the plan an interrupted Apply left pending (idempotent; the
+/// journals are marked stopped). Returns one line per resource rolled back.
+///
+/// # Errors
+/// Store, git and I/O errors (running it again continues the rollback).
+fn recover_pending(engine: &mut Engine, plan_id: &Id) -> Result<Vec<String>, RunError> {
+    let pending = engine.store().pending_journals(plan_id)?;
+    if pending.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bases = engine.store().plan_bases(plan_id)?;
+    let mut lines = Vec::new();
+    for j in pending.iter().rev() {
+        let branch = bases
+            .iter()
+            .find(|b| b.resource_name == j.resource_name)
+            .and_then(|b| b.branch.clone());
+        let kept = rollback_one(engine, j, branch.as_deref())?;
+        lines.push(if kept.is_empty() {
+            format!("{}: back as before", j.resource_name)
+        } else {
+            format!(
+                "{}: back as before except, changed by someone else since: {}",
+                j.resource_name,
+                kept.join(", ")
+            )
+        });
+    }
+    let ids: Vec<Id> = pending.iter().map(|j| j.journal_id).collect();
+    engine
+        .store_mut()
+        .finish_journals(&ids, JournalStatus::Stopped)?;
+    Ok(lines)
+}
+
+/// Rolls back an Apply that was interrupted (`kill -9`, power loss) before its commit point,
+/// unless a live process is applying the plan right now. Runs at the start of every command on
+/// the plan ([`Engine::recover`]). Returns whether it rolled anything back.
+///
+/// # Errors
+/// Store, git and I/O errors.
+pub fn recover(engine: &mut Engine, plan_id: &Id) -> Result<bool, RunError> {
+    if engine.store().pending_journals(plan_id)?.is_empty() {
+        return Ok(false);
+    }
+    if let Some(lease) = crate::lease::holder(engine.store(), plan_id)?
+        && !lease.is_stale(Timestamp::now(), &crate::lease::host_name())
+    {
+        return Ok(false);
+    }
+    let _locks = match lock_resources(engine, plan_id) {
+        Ok(l) => l,
+        Err(RunError::ResourceBusy { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let lines = recover_pending(engine, plan_id)?;
+    for l in &lines {
+        tracing::warn!(plan = %plan_id, "an interrupted apply was rolled back: {l}");
+    }
+    Ok(!lines.is_empty())
+}
+
+fn finish(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    sbs: &Sandboxes,
+    summary: Value,
+) -> Result<Ended, RunError> {
+    let plan_id = plan.plan_id;
+    let mut vs = plan.validation_summary.clone().unwrap_or(json!({}));
+    vs["apply"] = summary["validations"].clone();
+    vs["apply_summary"] = summary.clone();
+    plan.validation_summary = Some(vs);
+    state::set_state(plan, ProcessingState::Complete)?;
+    plan.status
+        .advance(Phase::Applied)
+        .map_err(|e| RunError::WrongState {
+            phase: plan.phase(),
+            state: plan.state(),
+            message: e.to_string(),
+            hints: Vec::new(),
+        })?;
+    plan.completed_at = Some(Timestamp::now());
+    let data = summary.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::ApplyComplete,
+        data,
+        |_| Ok(()),
+    )?;
+    engine.flush(&plan_id)?;
+    if let Err(e) = crate::sandbox::lifetime::release_after_apply(engine.store_mut(), sbs, &plan_id)
+    {
+        tracing::warn!(error = %e, "sandboxes could not be released after apply");
+    }
+    Ok(Ended::Applied(summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_apply_to_the_same_resource_is_refused_while_the_first_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let targets = vec![("local/repo".to_string(), "/srv/repo".to_string())];
+        let held = lock_paths(dir.path(), &targets).unwrap();
+        match lock_paths(dir.path(), &targets) {
+            Err(RunError::ResourceBusy { resource }) => assert_eq!(resource, "local/repo"),
+            other => panic!("expected ResourceBusy, got {other:?}"),
+        }
+        let other = vec![("local/other".to_string(), "/srv/other".to_string())];
+        assert!(
+            lock_paths(dir.path(), &other).is_ok(),
+            "other resources are free"
+        );
+        drop(held);
+        assert!(
+            lock_paths(dir.path(), &targets).is_ok(),
+            "released with the first apply"
+        );
+    }
+}

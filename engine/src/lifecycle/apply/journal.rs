@@ -1,0 +1,647 @@
+//! Apply's writes and their undo (spec section 13, "all or nothing"; `docs/apply.md`).
+//!
+//! A decided write ([`Decided`]) goes in two steps, each undoable from its journal directory
+//! alone (so the undo after `kill -9` is the same code as the undo after an error):
+//!
+//! 1. [`stage`]: the new blobs, tree and commit go into the user's object database, and every
+//!    new file is checked out (through git's filters) into `JDIR/new/`. The work tree, the
+//!    index and every ref are untouched.
+//! 2. [`commit`]: git's `index.lock` is taken (a hard link of `JDIR/lock`, so an undo knows it
+//!    is its own); then file by file, each re-checked just before it is replaced, the old file
+//!    is kept as a hard link in `JDIR/old/` and the staged one renamed into place; then the new
+//!    index is written into the lock and renamed over `index`; then the branch moves with a
+//!    compare-and-swap from the tip that was checked.
+//!
+//! [`rollback`] undoes whatever of that happened, in reverse, and never touches a file whose
+//! content is neither Apply's nor the original (it is reported instead).
+//!
+//! `JDIR` is `<git dir>/cleveragents-apply/<journal id>` for a git checkout (the file system of
+//! the repository, so renames and hard links work) and `<data dir>/apply-journals/<journal
+//! id>` for a directory.
+
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use git2::build::CheckoutBuilder;
+use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+use super::RunError;
+use super::decide::{Decided, Fingerprint};
+
+/// What a journal entry records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryOp {
+    /// A file, symbolic link or deletion at `path`.
+    #[default]
+    File,
+    /// A directory Apply creates.
+    MakeDir,
+    /// A directory Apply removes (it becomes a file).
+    RemoveDir,
+}
+
+/// Where one resource's journal directory is.
+pub fn jdir(git_dir: Option<&Path>, data_dir: &Path, journal: &str) -> PathBuf {
+    match git_dir {
+        Some(g) => g.join("cleveragents-apply").join(journal),
+        None => data_dir.join("apply-journals").join(journal),
+    }
+}
+
+fn io(what: impl std::fmt::Display) -> impl Fn(std::io::Error) -> RunError {
+    move |e| RunError::Sandbox(format!("{what}: {e}"))
+}
+
+fn git_err(what: &str) -> impl Fn(git2::Error) -> RunError + '_ {
+    move |e| RunError::Sandbox(format!("{what}: {}", e.message()))
+}
+
+/// A file's bytes and git mode (a symbolic link's bytes are its target); `None` when absent or
+/// a directory.
+pub fn content_of(path: &Path) -> Option<(Vec<u8>, i32)> {
+    let m = fs::symlink_metadata(path).ok()?;
+    if m.file_type().is_symlink() {
+        let t = fs::read_link(path).ok()?;
+        return Some((
+            t.into_os_string().into_encoded_bytes(),
+            i32::from(FileMode::Link),
+        ));
+    }
+    if m.is_dir() {
+        return None;
+    }
+    let exec = m.mode() & 0o111 != 0;
+    Some((
+        fs::read(path).ok()?,
+        i32::from(if exec {
+            FileMode::BlobExecutable
+        } else {
+            FileMode::Blob
+        }),
+    ))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::symlink_metadata(a), fs::symlink_metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// The same file, or (where a copy stood in for a hard link across file systems) the same
+/// content and mode.
+fn same_or_equal(a: &Path, b: &Path) -> bool {
+    same_file(a, b) || content_of(a).is_some_and(|x| Some(x) == content_of(b))
+}
+
+/// Hard-links `from` to `to`, or copies it where the two are on different file systems.
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    match fs::hard_link(from, to) {
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {
+            let m = fs::symlink_metadata(from)?;
+            if m.file_type().is_symlink() {
+                std::os::unix::fs::symlink(fs::read_link(from)?, to)
+            } else {
+                fs::copy(from, to).map(|_| ())
+            }
+        }
+        other => other,
+    }
+}
+
+/// The temporary name a staged file takes next to its target before the rename.
+fn temp_beside(target: &Path, journal: &str) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let short = &journal[journal.len().saturating_sub(10)..];
+    target.with_file_name(format!(".{name}.cleveragents-{short}"))
+}
+
+/// Step 1: writes the objects (git) and the staged files. Returns the new commit (git, unless
+/// `no_commit`).
+///
+/// # Errors
+/// Git and I/O errors (the full disk among them); nothing outside `jdir` and the object
+/// database was written.
+pub fn stage(
+    d: &Decided,
+    jdir: &Path,
+    message: &str,
+    no_commit: bool,
+) -> Result<Option<Oid>, RunError> {
+    let _ = fs::remove_dir_all(jdir);
+    fs::create_dir_all(jdir.join("new")).map_err(io(jdir.display()))?;
+    let sr = Repository::open(&d.sandbox_git).map_err(git_err("opening the sandbox"))?;
+    let root = Path::new(&d.base.path);
+    let Some(g) = &d.git else {
+        for c in &d.changes {
+            if let Some((id, mode)) = c.new {
+                let blob = sr.find_blob(id).map_err(git_err("reading a new file"))?;
+                write_new(&jdir.join("new").join(&c.path), blob.content(), mode)
+                    .map_err(io(&c.path))?;
+            }
+        }
+        return Ok(None);
+    };
+    let user = Repository::open(root).map_err(git_err("opening the repository"))?;
+    let git = git_err("writing objects");
+    let tip = user.find_commit(g.tip).map_err(&git)?;
+    copy_missing(&sr, &user, g.tree)?;
+    let tree = g.tree;
+    let tree_obj = user.find_tree(tree).map_err(&git)?;
+    let commit = if no_commit {
+        None
+    } else {
+        let sig = crate::sandbox::user_signature(&user);
+        Some(
+            user.commit(None, &sig, &sig, message, &tree_obj, &[&tip])
+                .map_err(&git)?,
+        )
+    };
+    // Check the new files out, through the repository's filters, into the staging directory.
+    let writes: Vec<&str> = d
+        .changes
+        .iter()
+        .filter(|c| c.new.is_some())
+        .map(|c| c.path.as_str())
+        .collect();
+    if !writes.is_empty() {
+        let mut co = CheckoutBuilder::new();
+        co.force()
+            .update_index(false)
+            .refresh(false)
+            .disable_pathspec_match(true)
+            .recreate_missing(true)
+            .target_dir(&jdir.join("new"));
+        for p in &writes {
+            co.path(*p);
+        }
+        // An empty in-memory index (this handle only; nothing is written): the baseline is
+        // then empty, so every new file is written fresh into the empty staging directory,
+        // a file where the tip has a directory included.
+        let mut empty = git2::Index::new().map_err(&git)?;
+        user.set_index(&mut empty).map_err(&git)?;
+        user.checkout_tree(tree_obj.as_object(), Some(&mut co))
+            .map_err(git_err("checking the new files out"))?;
+        for p in &writes {
+            if fs::symlink_metadata(jdir.join("new").join(p)).is_err() {
+                return Err(RunError::Sandbox(format!(
+                    "{p} was not staged; nothing was applied"
+                )));
+            }
+        }
+    }
+    Ok(commit)
+}
+
+/// Copies `tree` and every object below it that `to` lacks from `from` (a subtree `to` has is
+/// complete there, so only what changed is walked).
+fn copy_missing(from: &Repository, to: &Repository, tree: Oid) -> Result<(), RunError> {
+    let git = git_err("copying objects into the repository");
+    let src = from.odb().map_err(&git)?;
+    let dst = to.odb().map_err(&git)?;
+    let mut stack = vec![tree];
+    while let Some(oid) = stack.pop() {
+        if dst.exists(oid) {
+            continue;
+        }
+        let object = src.read(oid).map_err(&git)?;
+        if object.kind() == git2::ObjectType::Tree {
+            let t = from.find_tree(oid).map_err(&git)?;
+            for entry in t.iter() {
+                if matches!(
+                    entry.kind(),
+                    Some(git2::ObjectType::Tree | git2::ObjectType::Blob)
+                ) {
+                    stack.push(entry.id());
+                }
+            }
+        }
+        dst.write(object.kind(), object.data()).map_err(&git)?;
+    }
+    Ok(())
+}
+
+fn write_new(path: &Path, bytes: &[u8], mode: i32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    if mode == i32::from(FileMode::Link) {
+        return std::os::unix::fs::symlink(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes),
+            path,
+        );
+    }
+    let mut f = fs::File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    let perm = if mode == i32::from(FileMode::BlobExecutable) {
+        0o755
+    } else {
+        0o644
+    };
+    fs::set_permissions(path, fs::Permissions::from_mode(perm))
+}
+
+/// Step 2: the work tree file by file, then the index, then the branch (see the module
+/// documentation). On an error the caller runs [`rollback`].
+///
+/// # Errors
+/// [`RunError::Invalid`] for what the user can fix (a file edited meanwhile, a git process
+/// that took a lock, the branch moved), with what to do; I/O and git errors.
+pub fn commit(
+    d: &Decided,
+    jdir: &Path,
+    journal: &str,
+    commit: Option<Oid>,
+) -> Result<(), RunError> {
+    let root = Path::new(&d.base.path);
+    let name = &d.base.resource_name;
+    if let Some(g) = &d.git {
+        take_index_lock(name, &g.git_dir, jdir)?;
+    }
+    let old = jdir.join("old");
+    let new = jdir.join("new");
+    let recheck = |path: &str| -> Result<(), RunError> {
+        let now = Fingerprint::of(&root.join(path));
+        // A directory that becomes this file was removed just before.
+        let expected = if d.rmdirs.iter().any(|r| r == path) {
+            None
+        } else {
+            d.seen.get(path).copied().flatten()
+        };
+        if expected != now {
+            return Err(RunError::Invalid(format!(
+                "{name}: {path} changed while Apply was writing (someone edited, created or removed it); nothing was applied, every file is as it was. Run `agents plan apply` again when the edit is done"
+            )));
+        }
+        Ok(())
+    };
+    for c in d.changes.iter().filter(|c| c.new.is_none()) {
+        recheck(&c.path)?;
+        let at = root.join(&c.path);
+        if fs::symlink_metadata(&at).is_ok() {
+            if let Some(parent) = old.join(&c.path).parent() {
+                fs::create_dir_all(parent).map_err(io(jdir.display()))?;
+            }
+            fs::rename(&at, old.join(&c.path)).map_err(io(at.display()))?;
+        }
+    }
+    for dir in &d.rmdirs {
+        let at = root.join(dir);
+        fs::remove_dir(&at).map_err(|e| {
+            RunError::Invalid(format!(
+                "{name}: {dir} must become a file but could not be removed ({e}); something was created in it during Apply; nothing was applied"
+            ))
+        })?;
+    }
+    remove_emptied_dirs(d, root);
+    for dir in &d.mkdirs {
+        let at = root.join(dir);
+        match fs::create_dir(&at) {
+            Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+                return Err(io(at.display())(e));
+            }
+            _ => {}
+        }
+    }
+    for c in d.changes.iter().filter(|c| c.new.is_some()) {
+        let at = root.join(&c.path);
+        let staged = new.join(&c.path);
+        let tmp = temp_beside(&at, journal);
+        let _ = fs::remove_file(&tmp);
+        link_or_copy(&staged, &tmp).map_err(io(tmp.display()))?;
+        recheck(&c.path)?;
+        if fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()) {
+            link_or_copy(&at, &old.join(&c.path)).map_err(io(jdir.display()))?;
+        }
+        fs::rename(&tmp, &at).map_err(io(at.display()))?;
+    }
+    fault(name, "after-files")?;
+    let Some(g) = &d.git else {
+        return Ok(());
+    };
+    let Some(commit) = commit else {
+        // `--no-commit`: the work tree only; the index is left as it was.
+        release_index_lock(&g.git_dir, jdir);
+        return Ok(());
+    };
+    write_index(d, &g.git_dir, jdir)?;
+    let repo = Repository::open(root).map_err(git_err("opening the repository"))?;
+    repo.reference_matching(
+        &format!("refs/heads/{}", g.branch),
+        commit,
+        true,
+        g.tip,
+        "cleveragents: apply plan",
+    )
+    .map_err(|e| {
+        let now = repo
+            .refname_to_id(&format!("refs/heads/{}", g.branch))
+            .map(|o| o.to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        RunError::Invalid(format!(
+            "{name}: branch {} moved while Apply was writing (from {} to {now}: {}); nothing was applied, every file is as it was. Run `agents plan apply` again to apply on the new tip",
+            g.branch,
+            g.tip,
+            e.message()
+        ))
+    })?;
+    Ok(())
+}
+
+/// Fault injection for the reliability tests: `CLEVERAGENTS_APPLY_FAULT=<resource>:<point>`
+/// makes the write of that resource fail at `point` (`after-files`: its work tree is written,
+/// its index and branch not yet), as an I/O error there would; `abort-after-files` kills the
+/// process there instead, as `kill -9` would.
+fn fault(resource: &str, point: &str) -> Result<(), RunError> {
+    match std::env::var("CLEVERAGENTS_APPLY_FAULT") {
+        Ok(v) if v == format!("{resource}:abort-{point}") => std::process::abort(),
+        Ok(v) if v == format!("{resource}:{point}") => Err(RunError::Sandbox(format!(
+            "{resource}: writing failed at {point} (injected by CLEVERAGENTS_APPLY_FAULT); nothing was applied"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the directories the deletions left empty, as a git checkout does (a directory still
+/// holding anything, or needed by a new file, stays). The undo recreates them with the files.
+fn remove_emptied_dirs(d: &Decided, root: &Path) {
+    let needed: std::collections::HashSet<&str> = d
+        .changes
+        .iter()
+        .filter(|c| c.new.is_some())
+        .flat_map(|c| c.path.match_indices('/').map(|(i, _)| &c.path[..i]))
+        .collect();
+    for c in d.changes.iter().filter(|c| c.new.is_none()) {
+        let mut parent = Path::new(&c.path).parent();
+        while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
+            let rel = p.to_string_lossy();
+            if needed.contains(rel.as_ref()) || fs::remove_dir(root.join(p)).is_err() {
+                break;
+            }
+            parent = p.parent();
+        }
+    }
+}
+
+/// Takes git's index lock as a hard link of `JDIR/lock`.
+fn take_index_lock(name: &str, git_dir: &Path, jdir: &Path) -> Result<(), RunError> {
+    let mine = jdir.join("lock");
+    fs::write(&mine, b"").map_err(io(mine.display()))?;
+    let lock = git_dir.join("index.lock");
+    match fs::hard_link(&mine, &lock) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            return Err(RunError::Invalid(format!(
+                "{name}: {} appeared while Apply was starting (a git process is running); nothing was applied. Retry when it ends, or remove {} if no git process runs",
+                lock.display(),
+                lock.display()
+            )));
+        }
+        Err(e) => return Err(io(lock.display())(e)),
+    }
+    if git_dir.join("index").exists() {
+        fs::copy(git_dir.join("index"), jdir.join("index.old")).map_err(io("saving the index"))?;
+    }
+    Ok(())
+}
+
+fn release_index_lock(git_dir: &Path, jdir: &Path) {
+    let lock = git_dir.join("index.lock");
+    if same_file(&lock, &jdir.join("lock")) {
+        let _ = fs::remove_file(lock);
+    }
+}
+
+/// Builds the new index from the old one (only the changed paths differ, with the stat data
+/// of the files just written), writes it into the held lock and renames it over `index`.
+fn write_index(d: &Decided, git_dir: &Path, jdir: &Path) -> Result<(), RunError> {
+    let root = Path::new(&d.base.path);
+    let building = jdir.join("index.new");
+    if jdir.join("index.old").exists() {
+        fs::copy(jdir.join("index.old"), &building).map_err(io("copying the index"))?;
+    }
+    let git = git_err("updating the index");
+    let mut index = git2::Index::open(&building).map_err(&git)?;
+    for c in &d.changes {
+        match c.new {
+            None => {
+                let _ = index.remove(Path::new(&c.path), 0);
+            }
+            Some((id, mode)) => {
+                let m = fs::symlink_metadata(root.join(&c.path)).map_err(io(&c.path))?;
+                index.add(&entry(&c.path, id, mode, &m)).map_err(&git)?;
+            }
+        }
+    }
+    index.write().map_err(&git)?;
+    let bytes = fs::read(&building).map_err(io("reading the new index"))?;
+    let lock = git_dir.join("index.lock");
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&lock)
+        .map_err(io(lock.display()))?;
+    f.write_all(&bytes).map_err(io(lock.display()))?;
+    f.sync_all().map_err(io(lock.display()))?;
+    fs::rename(&lock, git_dir.join("index")).map_err(io("replacing the index"))
+}
+
+fn entry(path: &str, id: Oid, mode: i32, m: &fs::Metadata) -> IndexEntry {
+    let t = |s: i64, ns: i64| IndexTime::new(s as i32, ns as u32);
+    IndexEntry {
+        ctime: t(m.ctime(), m.ctime_nsec()),
+        mtime: t(m.mtime(), m.mtime_nsec()),
+        dev: m.dev() as u32,
+        ino: m.ino() as u32,
+        mode: mode as u32,
+        uid: m.uid(),
+        gid: m.gid(),
+        file_size: m.len() as u32,
+        id,
+        flags: path.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
+/// What an undo needs to know about the branch.
+#[derive(Debug, Clone)]
+pub struct BranchUndo {
+    /// The work tree's git directory.
+    pub git_dir: PathBuf,
+    /// The branch.
+    pub branch: String,
+    /// The tip before Apply.
+    pub old_tip: Oid,
+    /// The commit Apply made (or was to make).
+    pub new_commit: Option<Oid>,
+}
+
+/// One journal entry as the undo reads it.
+#[derive(Debug, Clone)]
+pub struct UndoEntry {
+    /// Path relative to the root.
+    pub path: String,
+    /// What it records.
+    pub op: EntryOp,
+    /// Whether Apply writes (true) or deletes (false) the file.
+    pub writes: bool,
+}
+
+/// Undoes a resource's write (any part of it): the branch back to the old tip if it points at
+/// Apply's commit, the index back if it is Apply's, every file back from `JDIR/old/` if it is
+/// Apply's, created directories removed, removed ones recreated; then `jdir` is removed.
+/// Idempotent. Returns what it had to leave (someone else's change since).
+///
+/// # Errors
+/// I/O and git errors (the undo can be repeated).
+pub fn rollback(
+    root: &Path,
+    jdir: &Path,
+    journal: &str,
+    entries: &[UndoEntry],
+    branch: Option<&BranchUndo>,
+) -> Result<Vec<String>, RunError> {
+    let mut kept = Vec::new();
+    if let Some(b) = branch {
+        undo_branch(root, b, &mut kept)?;
+        undo_index(&b.git_dir, jdir, &mut kept)?;
+    }
+    let old = jdir.join("old");
+    let new = jdir.join("new");
+    for e in entries.iter().rev() {
+        let at = root.join(&e.path);
+        match e.op {
+            EntryOp::File if e.writes => {
+                let _ = fs::remove_file(temp_beside(&at, journal));
+                let backup = old.join(&e.path);
+                if same_or_equal(&at, &new.join(&e.path)) {
+                    if fs::symlink_metadata(&backup).is_ok() {
+                        fs::rename(&backup, &at).map_err(io(at.display()))?;
+                    } else {
+                        fs::remove_file(&at).map_err(io(at.display()))?;
+                    }
+                } else if fs::symlink_metadata(&at).is_err()
+                    && fs::symlink_metadata(&backup).is_ok()
+                {
+                    fs::rename(&backup, &at).map_err(io(at.display()))?;
+                } else if fs::symlink_metadata(&backup).is_ok() && !same_or_equal(&at, &backup) {
+                    kept.push(e.path.clone());
+                }
+            }
+            EntryOp::File => {
+                let backup = old.join(&e.path);
+                if fs::symlink_metadata(&backup).is_ok() {
+                    if fs::symlink_metadata(&at).is_err() {
+                        if let Some(parent) = at.parent() {
+                            fs::create_dir_all(parent).map_err(io(parent.display()))?;
+                        }
+                        fs::rename(&backup, &at).map_err(io(at.display()))?;
+                    } else {
+                        kept.push(e.path.clone());
+                    }
+                }
+            }
+            EntryOp::MakeDir => {
+                let _ = fs::remove_dir(&at);
+            }
+            EntryOp::RemoveDir => {
+                if fs::symlink_metadata(&at).is_err() {
+                    fs::create_dir_all(&at).map_err(io(at.display()))?;
+                }
+            }
+        }
+    }
+    // What could not be put back stays in the journal directory, never lost.
+    if kept.is_empty() {
+        remove_jdir(jdir);
+    }
+    Ok(kept)
+}
+
+fn undo_branch(root: &Path, b: &BranchUndo, kept: &mut Vec<String>) -> Result<(), RunError> {
+    let Some(new) = b.new_commit.filter(|_| !b.old_tip.is_zero()) else {
+        return Ok(());
+    };
+    let repo = Repository::open(root).map_err(git_err("opening the repository"))?;
+    let refname = format!("refs/heads/{}", b.branch);
+    // A compare-and-swap killed halfway leaves its lock holding the new id.
+    let lock = repo.commondir().join(format!("{refname}.lock"));
+    if fs::read_to_string(&lock).is_ok_and(|t| t.trim() == new.to_string()) {
+        let _ = fs::remove_file(&lock);
+    }
+    match repo.refname_to_id(&refname) {
+        Ok(now) if now == new => {
+            repo.reference_matching(
+                &refname,
+                b.old_tip,
+                true,
+                new,
+                "cleveragents: apply rolled back",
+            )
+            .map_err(git_err("moving the branch back"))?;
+        }
+        Ok(now) if now == b.old_tip => {}
+        // Moved by someone else: Apply's commit is in its history only if the swap happened.
+        Ok(now) if repo.graph_descendant_of(now, new).unwrap_or(false) => kept.push(format!(
+            "branch {} (now at {now}, on top of Apply's commit {new})",
+            b.branch
+        )),
+        Ok(_) => {}
+        Err(_) => kept.push(format!("branch {} (missing)", b.branch)),
+    }
+    Ok(())
+}
+
+fn undo_index(git_dir: &Path, jdir: &Path, kept: &mut Vec<String>) -> Result<(), RunError> {
+    let mine = jdir.join("lock");
+    let lock = git_dir.join("index.lock");
+    let index = git_dir.join("index");
+    if same_file(&lock, &mine) {
+        fs::remove_file(&lock).map_err(io(lock.display()))?;
+    }
+    if !same_file(&index, &mine) {
+        return Ok(());
+    }
+    let saved = jdir.join("index.old");
+    if !saved.exists() {
+        fs::remove_file(&index).map_err(io(index.display()))?;
+        return Ok(());
+    }
+    let undo = jdir.join("lock-undo");
+    let _ = fs::remove_file(&undo);
+    fs::copy(&saved, &undo).map_err(io(undo.display()))?;
+    match fs::hard_link(&undo, &lock) {
+        Ok(()) => fs::rename(&lock, &index).map_err(io(index.display())),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            kept.push(format!(
+                "{} (a git process holds {}; restore {} over it when it ends)",
+                index.display(),
+                lock.display(),
+                saved.display()
+            ));
+            Ok(())
+        }
+        Err(e) => Err(io(lock.display())(e)),
+    }
+}
+
+/// Removes a journal directory (and its `cleveragents-apply` parent when empty).
+pub fn remove_jdir(jdir: &Path) {
+    let _ = fs::remove_dir_all(jdir);
+    if let Some(parent) = jdir.parent() {
+        let _ = fs::remove_dir(parent);
+    }
+}

@@ -1,0 +1,607 @@
+//! Where a human must act (lifecycle issue item 7): phase gates, decisions, errored plans.
+//! Each is a persisted `apr_` row with its kind, context, options and the command that answers
+//! it; answering writes the answer and its event in one transaction.
+//!
+//! - phase gates are answered by `plan execute` / `plan apply` (the driver resolves them) and
+//!   declined by `plan reject` (the plan stays complete; the rejection is recorded);
+//! - decisions by `plan decide APR --option N` (the chosen option is recorded) or
+//!   `--guidance TEXT` / `plan reject APR --reason TEXT` (the actor decides again with that
+//!   guidance);
+//! - errored plans (and `error_recovery`, raised when a child plan's results conflict with
+//!   its parent's sandbox) by `plan decide APR --option 1` (retry: `plan execute`) or
+//!   `--option 2` (cancel), or `plan reject` (cancel);
+//! - child spawns (`child_spawn`, when `auto_child_plans` is false) by `plan decide APR
+//!   --option spawn` (1) or `--option skip` (2), or `plan reject` (skip).
+
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::state::{self, commit};
+use super::{Engine, RunError};
+use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
+use crate::domain::decision::{Decision, DecisionType};
+use crate::domain::{Phase, Plan, ProcessingState};
+use crate::events::EventKind;
+use crate::store::{approvals, decisions};
+
+/// An answer to an approval.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// Option N (1-based).
+    Option(usize),
+    /// Free-text guidance.
+    Guidance(String),
+    /// A rejection with its reason.
+    Reject(String),
+    /// Higher budget limits (a `budget` approval); the limits not named stay.
+    Budget(crate::actors::budget::PlanBudget),
+}
+
+/// What answering did, and whether the plan should be driven on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answered {
+    /// The approval as it is now.
+    pub approval: Approval,
+    /// What changed, in words.
+    pub effect: String,
+    /// Whether the driver should continue the plan now.
+    pub resume: bool,
+}
+
+/// Which phase a gate opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Start Strategize (`auto_strategize` is false).
+    Strategize,
+    /// Enter Execute (`auto_execute` is false).
+    Execute,
+    /// Apply (`auto_apply` is false).
+    Apply,
+}
+
+impl Gate {
+    fn name(self) -> &'static str {
+        match self {
+            Gate::Strategize => "strategize",
+            Gate::Execute => "execute",
+            Gate::Apply => "apply",
+        }
+    }
+}
+
+/// Raises the phase gate `gate` for a plan, or returns the pending one already raised.
+///
+/// # Errors
+/// [`RunError`].
+pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approval, RunError> {
+    let id = plan.plan_id;
+    if let Some(a) = engine
+        .store()
+        .pending_approvals(Some(&id))?
+        .into_iter()
+        .find(|a| a.kind == ApprovalKind::PhaseGate && a.context["gate"] == gate.name())
+    {
+        return Ok(a);
+    }
+    let (summary, command) = match gate {
+        Gate::Strategize => (
+            format!("Start Strategize for plan {id}"),
+            format!("agents plan execute {id}"),
+        ),
+        Gate::Execute => (
+            format!("Review the strategy and start Execute for plan {id}"),
+            format!("agents plan execute {id}"),
+        ),
+        Gate::Apply => (
+            format!("Review the changes and apply plan {id}"),
+            format!("agents plan apply {id}"),
+        ),
+    };
+    let mut a = Approval::new(
+        id,
+        ApprovalKind::PhaseGate,
+        summary,
+        command,
+        Timestamp::now(),
+    );
+    a.context = json!({
+        "gate": gate.name(),
+        "phase": plan.phase(),
+        "state": plan.state(),
+        "automation_profile": plan.automation_profile,
+        "flag": match gate { Gate::Strategize => "auto_strategize", Gate::Execute => "auto_execute", Gate::Apply => "auto_apply" },
+    });
+    if gate == Gate::Execute {
+        // The estimation step after Strategize: informational, shown at the gate.
+        let e = crate::actors::estimate::estimate(engine.store(), plan)?;
+        a.context["estimate"] = json!(e);
+    }
+    a.options = vec!["approve".into()];
+    if gate == Gate::Apply {
+        // The trees the user reviews now are the ones Apply commits (spec section 13).
+        a.context["trees"] = super::apply::reviewable_trees(engine, plan)?;
+    }
+    engine.store_mut().insert_approval(&a)?;
+    engine.flush(&id)?;
+    Ok(a)
+}
+
+fn find(engine: &Engine, approval_id: &str) -> Result<Approval, RunError> {
+    engine
+        .store()
+        .approval(approval_id)?
+        .ok_or_else(|| RunError::ApprovalNotFound(approval_id.to_string()))
+}
+
+fn user_intervention(plan: &Plan, parent: Option<&Decision>, text: &str) -> Decision {
+    let mut d = Decision::new(
+        plan.plan_id,
+        DecisionType::UserIntervention,
+        text,
+        Timestamp::now(),
+    );
+    d.attempt = plan.status.attempt;
+    d.parent_decision_id = parent.map(|p| p.decision_id).or(plan.decision_root_id);
+    d.question = parent
+        .and_then(|p| p.question.clone())
+        .or_else(|| Some("Guidance from the user".into()));
+    d.rationale = Some("given by the user".into());
+    d
+}
+
+/// Answers an approval (`plan decide`, `plan reject`). Answering one that is no longer pending
+/// is refused, naming how it was resolved.
+///
+/// # Errors
+/// [`RunError::ApprovalNotFound`], [`RunError::Invalid`] (option out of range, an answer that
+/// does not fit the kind), store errors.
+pub fn answer(
+    engine: &mut Engine,
+    approval_id: &str,
+    answer: Answer,
+) -> Result<Answered, RunError> {
+    let approval = find(engine, approval_id)?;
+    if approval.status != ApprovalStatus::Pending {
+        return Err(RunError::Invalid(format!(
+            "approval {approval_id} is already {}; nothing to answer",
+            approval.status
+        )));
+    }
+    let mut plan = engine.plan(&approval.plan_id)?;
+    let effect;
+    let resume;
+    match (approval.kind, &answer) {
+        (ApprovalKind::PhaseGate, Answer::Reject(reason)) => {
+            let status_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": status_plan.phase(), "state": status_plan.state(), "reason": "gate_rejected", "approval_id": approval_id}),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        approval_id,
+                        ApprovalStatus::Rejected,
+                        &json!({"reason": reason}),
+                    )?;
+                    state::reason(tx, &status_plan, Some("gate_rejected"))
+                },
+            )?;
+            effect = format!(
+                "the gate stays closed: the plan stays at {}/{} and the rejection is recorded",
+                plan.phase(),
+                plan.state()
+            );
+            resume = false;
+        }
+        (ApprovalKind::PhaseGate, _) => {
+            return Err(RunError::Invalid(format!(
+                "approval {approval_id} is a phase gate; answer it with `{}` or decline it with `agents plan reject {approval_id} --reason TEXT`",
+                approval.answer_command
+            )));
+        }
+        (ApprovalKind::Decision, Answer::Option(n)) => {
+            let n = *n;
+            if n == 0 || n > approval.options.len() {
+                return Err(RunError::Invalid(format!(
+                    "--option {n} is out of range: approval {approval_id} has options 1 to {}",
+                    approval.options.len()
+                )));
+            }
+            let decision_id: crate::domain::Id = approval.context["decision_id"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| {
+                    RunError::Invalid(format!("approval {approval_id} names no decision"))
+                })?;
+            let chosen = approval.options[n - 1].clone();
+            let alternatives: Vec<String> = approval
+                .options
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != n - 1)
+                .map(|(_, o)| o.clone())
+                .collect();
+            let tx_plan = plan.clone();
+            let remaining = commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "decision_id": decision_id.to_string(), "chosen_option": chosen}),
+                |tx| {
+                    decisions::rechoose_in(
+                        tx,
+                        &decision_id,
+                        &chosen,
+                        &alternatives,
+                        &format!(
+                            "chosen by the user (option {n} of {})",
+                            approval.options.len()
+                        ),
+                    )?;
+                    approvals::resolve_in(
+                        tx,
+                        approval_id,
+                        ApprovalStatus::Answered,
+                        &json!({"option": n, "chosen_option": chosen}),
+                    )?;
+                    Ok(())
+                },
+            );
+            remaining?;
+            effect = format!("recorded option {n}: {chosen}");
+            resume = engine
+                .store()
+                .pending_approvals(Some(&plan.plan_id))?
+                .iter()
+                .all(|a| a.kind != ApprovalKind::Decision);
+        }
+        (ApprovalKind::Decision, Answer::Guidance(text) | Answer::Reject(text)) => {
+            let decision_id: Option<crate::domain::Id> = approval.context["decision_id"]
+                .as_str()
+                .and_then(|s| s.parse().ok());
+            let parent = decision_id
+                .map(|d| engine.store().decision(&d))
+                .transpose()?
+                .flatten();
+            let d = user_intervention(&plan, parent.as_ref(), text);
+            let (status, key) = match answer {
+                Answer::Reject(_) => (ApprovalStatus::Rejected, "reason"),
+                _ => (ApprovalStatus::Answered, "guidance"),
+            };
+            let tx_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "reason": "redecide", key: text}),
+                |tx| {
+                    decisions::insert_in(tx, &d)?;
+                    approvals::resolve_in(tx, approval_id, status, &json!({key: text}))?;
+                    // The other open decisions are decided again with the guidance too.
+                    state::resolve_pending(
+                        tx,
+                        &tx_plan,
+                        Some("decision"),
+                        ApprovalStatus::Withdrawn,
+                        &json!({"reason": "the strategy is decided again with the user's guidance"}),
+                    )?;
+                    state::reason(tx, &tx_plan, Some("redecide"))
+                },
+            )?;
+            effect = if approval.context["phase"] == "execute" {
+                format!("the execution actor continues with the guidance: {text}")
+            } else {
+                format!("the strategy actor decides again with the guidance: {text}")
+            };
+            resume = true;
+        }
+        (ApprovalKind::ChildSpawn, Answer::Option(n)) if *n == 1 || *n == 2 => {
+            let spawn = *n == 1;
+            let tx_plan = plan.clone();
+            let status = if spawn {
+                ApprovalStatus::Approved
+            } else {
+                ApprovalStatus::Rejected
+            };
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "child_spawn": if spawn { "spawn" } else { "skip" }}),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        approval_id,
+                        status,
+                        &json!({"option": if spawn { "spawn" } else { "skip" }}),
+                    )
+                    .map(|_| ())
+                },
+            )?;
+            effect = if spawn {
+                format!(
+                    "the child plan of {} will be spawned",
+                    approval.context["action"].as_str().unwrap_or("?")
+                )
+            } else {
+                format!(
+                    "the spawn of {} is skipped",
+                    approval.context["action"].as_str().unwrap_or("?")
+                )
+            };
+            resume = engine
+                .store()
+                .pending_approvals(Some(&plan.plan_id))?
+                .iter()
+                .all(|a| a.kind != ApprovalKind::ChildSpawn);
+        }
+        (ApprovalKind::ChildSpawn, Answer::Reject(reason)) => {
+            let tx_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "child_spawn": "skip", "reason": reason}),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        approval_id,
+                        ApprovalStatus::Rejected,
+                        &json!({"option": "skip", "reason": reason}),
+                    )
+                    .map(|_| ())
+                },
+            )?;
+            effect = format!("the spawn is skipped: {reason}");
+            resume = engine
+                .store()
+                .pending_approvals(Some(&plan.plan_id))?
+                .iter()
+                .all(|a| a.kind != ApprovalKind::ChildSpawn);
+        }
+        (ApprovalKind::Budget, Answer::Budget(new)) => {
+            let old = engine.store().plan_budget(&plan.plan_id)?;
+            let budget = old.raised(*new);
+            let spent = engine.store().usage_for_plan(&plan.plan_id)?;
+            let still_over = budget
+                .max_cost_usd
+                .is_some_and(|m| m <= spent.priced_cost_usd)
+                || budget
+                    .max_tokens
+                    .is_some_and(|m| m <= spent.input_tokens + spent.output_tokens);
+            if still_over {
+                return Err(RunError::Invalid(format!(
+                    "the plan has already spent ${:.4} and {} tokens; give a limit above that",
+                    spent.priced_cost_usd,
+                    spent.input_tokens + spent.output_tokens
+                )));
+            }
+            engine
+                .store_mut()
+                .set_plan_budget(&plan.plan_id, &budget, "approval")?;
+            let tx_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "budget": budget}),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        approval_id,
+                        ApprovalStatus::Approved,
+                        &json!({"budget": budget}),
+                    )
+                    .map(|_| ())
+                },
+            )?;
+            effect = format!(
+                "the budget is now {}; the plan's phase runs again",
+                describe_budget(&budget)
+            );
+            resume = true;
+        }
+        (ApprovalKind::Budget, Answer::Option(1)) => {
+            return Err(RunError::Invalid(format!(
+                "approval {approval_id} needs the new limit: `agents plan decide {approval_id} --max-cost-usd USD` or `--max-tokens N`"
+            )));
+        }
+        (ApprovalKind::Budget, Answer::Option(2) | Answer::Reject(_)) => {
+            let reason = match &answer {
+                Answer::Reject(r) => r.clone(),
+                _ => "cancelled at the budget limit".into(),
+            };
+            cancel_now(engine, &mut plan, &reason)?;
+            effect = format!("the plan is cancelled: {reason}");
+            resume = false;
+        }
+        (
+            ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery,
+            Answer::Option(1),
+        ) => {
+            effect = "retry: the plan's phase runs again".into();
+            resume = true;
+        }
+        (
+            ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery,
+            Answer::Option(2) | Answer::Reject(_),
+        ) => {
+            let reason = match &answer {
+                Answer::Reject(r) => r.clone(),
+                _ => "cancelled from the errored approval".into(),
+            };
+            cancel_now(engine, &mut plan, &reason)?;
+            effect = format!("the plan is cancelled: {reason}");
+            resume = false;
+        }
+        (ApprovalKind::Errored | ApprovalKind::ErrorRecovery, Answer::Guidance(text)) => {
+            let d = user_intervention(&plan, None, text);
+            let tx_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                &mut plan,
+                EventKind::StateChanged,
+                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "guidance": text}),
+                |tx| decisions::insert_in(tx, &d).map(|_| ()),
+            )?;
+            effect = format!("guidance recorded; the phase runs again with it: {text}");
+            resume = true;
+        }
+        (kind, a) => {
+            return Err(RunError::Invalid(format!(
+                "approval {approval_id} ({kind}) cannot be answered with {a:?}; options: {}",
+                approval.options.join(", ")
+            )));
+        }
+    }
+    engine.flush(&plan.plan_id)?;
+    Ok(Answered {
+        approval: find(engine, approval_id)?,
+        effect,
+        resume,
+    })
+}
+
+/// `max-cost-usd $X, max-tokens N` (the limits set), or `no limit`.
+pub fn describe_budget(b: &crate::actors::budget::PlanBudget) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = b.max_cost_usd {
+        parts.push(format!("max-cost-usd ${c}"));
+    }
+    if let Some(t) = b.max_tokens {
+        parts.push(format!("max-tokens {t}"));
+    }
+    if parts.is_empty() {
+        "no limit".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Cancels a plan nobody is driving: (phase, cancelled), pending approvals withdrawn, a
+/// `plan_cancelled` event, all in one transaction. The sandbox is kept.
+///
+/// # Errors
+/// [`RunError::WrongState`] for applied or already cancelled plans.
+pub fn cancel_now(engine: &mut Engine, plan: &mut Plan, reason: &str) -> Result<(), RunError> {
+    if plan.phase() == Phase::Applied || plan.state() == ProcessingState::Cancelled {
+        return Err(RunError::WrongState {
+            phase: plan.phase(),
+            state: plan.state(),
+            message: format!(
+                "plan {} is {}/{}, which is final; there is nothing to cancel",
+                plan.plan_id,
+                plan.phase(),
+                plan.state()
+            ),
+            hints: Vec::new(),
+        });
+    }
+    state::set_state(plan, ProcessingState::Cancelled)?;
+    plan.completed_at = Some(Timestamp::now());
+    let snapshot = plan.clone();
+    let reason_v: Value = json!(reason);
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::PlanCancelled,
+        json!({"phase": snapshot.phase(), "reason": reason}),
+        |tx| {
+            state::resolve_pending(
+                tx,
+                &snapshot,
+                None,
+                ApprovalStatus::Withdrawn,
+                &json!({"reason": "the plan was cancelled", "cancel_reason": reason_v}),
+            )?;
+            state::reason(tx, &snapshot, Some("cancelled"))
+        },
+    )?;
+    engine.flush(&plan.plan_id)?;
+    Ok(())
+}
+
+/// What `plan prompt` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Prompted {
+    /// The approval the guidance answered, if any.
+    pub answered: Option<String>,
+    /// Whether the plan should be driven on now (it was errored or waiting for decisions).
+    pub resume: bool,
+}
+
+/// `plan prompt PLAN TEXT`: records the guidance as a `user_intervention` decision. An errored
+/// plan's `errored` approval and a waiting plan's decision approvals are answered with it, and
+/// the plan resumes; at a phase gate the guidance is only recorded (the gate stays closed).
+///
+/// # Errors
+/// [`RunError::WrongState`] for applied or cancelled plans.
+pub fn prompt(
+    engine: &mut Engine,
+    plan_id: &crate::domain::Id,
+    text: &str,
+) -> Result<Prompted, RunError> {
+    let mut plan = engine.plan(plan_id)?;
+    if plan.phase() == Phase::Applied || plan.state() == ProcessingState::Cancelled {
+        return Err(RunError::WrongState {
+            phase: plan.phase(),
+            state: plan.state(),
+            message: format!(
+                "plan {plan_id} is {}/{}, which is final; guidance can no longer change it",
+                plan.phase(),
+                plan.state()
+            ),
+            hints: Vec::new(),
+        });
+    }
+    let pending = engine.store().pending_approvals(Some(plan_id))?;
+    let decision = pending
+        .iter()
+        .find(|a| a.kind == ApprovalKind::Decision)
+        .cloned();
+    if let Some(d) = decision {
+        let answered = answer(engine, &d.approval_id, Answer::Guidance(text.to_string()))?;
+        return Ok(Prompted {
+            answered: Some(answered.approval.approval_id),
+            resume: true,
+        });
+    }
+    let errored = pending
+        .iter()
+        .find(|a| {
+            matches!(
+                a.kind,
+                ApprovalKind::Errored | ApprovalKind::TransientFailure
+            )
+        })
+        .cloned();
+    let d = user_intervention(&plan, None, text);
+    let tx_plan = plan.clone();
+    let errored_id = errored.as_ref().map(|a| a.approval_id.clone());
+    commit(
+        engine.store_mut(),
+        &mut plan,
+        EventKind::StateChanged,
+        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "guidance": text}),
+        |tx| {
+            decisions::insert_in(tx, &d)?;
+            if let Some(id) = &errored_id {
+                approvals::resolve_in(
+                    tx,
+                    id,
+                    ApprovalStatus::Answered,
+                    &json!({"guidance": text}),
+                )?;
+            }
+            Ok(())
+        },
+    )?;
+    engine.flush(plan_id)?;
+    Ok(Prompted {
+        resume: plan.state() == ProcessingState::Errored,
+        answered: errored_id,
+    })
+}

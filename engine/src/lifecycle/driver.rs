@@ -1,0 +1,556 @@
+//! Drives a plan until it reaches a gate, a pause for a human or a terminal state (lifecycle
+//! issue items 1, 2 and 5). The driving process holds the plan's lease for the whole run.
+//!
+//! `plan execute` by state, then whatever transitions the frozen profile allows:
+//!
+//! | Plan state | `plan execute` |
+//! |---|---|
+//! | strategize, queued (or errored) | run Strategize |
+//! | strategize, complete | enter and run Execute |
+//! | execute, queued or errored | roll back to the start of the interrupted step, then resume |
+//! | execute, complete | nothing to do (`next: agents plan apply <id>`) |
+//! | apply, applied, cancelled | `CONFLICT` |
+//!
+//! Between phases, at every step, model turn and tool call, the driver checks whether the
+//! plan's cancellation was requested (then it records the cancellation) or the user pressed
+//! Ctrl-C (then the plan goes back to (phase, queued) with reason `interrupted`, resumable).
+
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::json;
+
+use super::approvals::{self, Gate};
+use super::gates::Gates;
+use super::state::{self, commit};
+use super::{Engine, RunError, apply, execute, strategize};
+use crate::domain::approval::{Approval, ApprovalKind};
+use crate::domain::decision::DecisionType;
+use crate::domain::{Id, Phase, Plan, ProcessingState};
+use crate::events::{EngineEvent, EventKind};
+use crate::lease;
+
+/// What the caller asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// Only what the profile allows without a human (after `plan use`, `plan decide`).
+    Continue,
+    /// `plan execute`: answers the gate at the plan's current state, then continues.
+    Execute,
+    /// `plan apply` (the user confirmed): answers the apply gate, then applies.
+    Apply {
+        /// Leave the changes in the working tree instead of committing them.
+        no_commit: bool,
+    },
+}
+
+/// Why driving stopped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "stopped", rename_all = "snake_case")]
+pub enum Stopped {
+    /// A phase gate waits for a human.
+    Gate {
+        /// The gate's approval.
+        approval: Box<Approval>,
+    },
+    /// Decisions wait for a human.
+    Decisions {
+        /// The pending decision approvals.
+        approvals: Vec<Approval>,
+    },
+    /// Nothing to do now (`plan execute` on a complete Execute).
+    NothingToDo {
+        /// The command that moves the plan on.
+        next: String,
+    },
+    /// The plan is applied.
+    Applied,
+    /// The plan was cancelled.
+    Cancelled {
+        /// The reason given.
+        reason: Option<String>,
+    },
+    /// The plan errored.
+    Errored {
+        /// Error code.
+        code: String,
+        /// What failed.
+        message: String,
+    },
+    /// The user pressed Ctrl-C; the plan is queued and resumable.
+    Interrupted,
+    /// Another process took the plan over (this one's lease went stale).
+    LeaseLost,
+}
+
+/// The result of driving.
+#[derive(Debug, Clone, Serialize)]
+pub struct Driven {
+    /// The plan as it is now.
+    pub plan: Plan,
+    /// Why driving stopped.
+    pub stopped: Stopped,
+    /// The events this run committed, in order.
+    pub events: Vec<EngineEvent>,
+}
+
+/// Why the work in flight must stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    /// `plan cancel` was requested.
+    Cancel,
+    /// Ctrl-C.
+    Interrupt,
+}
+
+/// Whether the plan's work must stop now (checked at every step, model turn and tool call).
+///
+/// # Errors
+/// [`RunError::Store`].
+pub fn stop_cause(engine: &Engine, plan_id: &Id) -> Result<Option<StopCause>, RunError> {
+    if lease::cancel_requested(engine.store(), plan_id)? {
+        return Ok(Some(StopCause::Cancel));
+    }
+    if engine.observer().interrupted() {
+        return Ok(Some(StopCause::Interrupt));
+    }
+    Ok(None)
+}
+
+fn wrong_state(plan: &Plan, message: String, hints: Vec<String>) -> RunError {
+    RunError::WrongState {
+        phase: plan.phase(),
+        state: plan.state(),
+        message,
+        hints,
+    }
+}
+
+/// Checks that `op` fits the plan's state before taking the lease.
+fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
+    let id = plan.plan_id;
+    if plan.state() == ProcessingState::Cancelled {
+        return Err(wrong_state(
+            plan,
+            format!(
+                "plan {id} is cancelled (in {}); a cancelled plan does not run again",
+                plan.phase()
+            ),
+            vec![format!("agents plan status {id}")],
+        ));
+    }
+    // A spawned child (not an appended follow-up plan, which applies into its parent's
+    // sandbox by itself) is merged by its parent.
+    let spawned_parent = match plan.parent_plan_id {
+        Some(parent) if engine.store().child_link(&plan.plan_id)?.is_some() => Some(parent),
+        _ => None,
+    };
+    if let (Op::Apply { .. }, Some(parent)) = (op, spawned_parent) {
+        return Err(wrong_state(
+            plan,
+            format!(
+                "plan {id} is a child plan of {parent}; its results merge into its parent's sandbox, and the parent is applied instead"
+            ),
+            vec![
+                format!("agents plan status {parent}"),
+                format!("agents plan apply {parent}"),
+            ],
+        ));
+    }
+    match (op, plan.phase()) {
+        (Op::Execute, Phase::Apply | Phase::Applied) => Err(wrong_state(
+            plan,
+            format!(
+                "plan {id} is at {}/{}; `plan execute` runs Strategize and Execute only",
+                plan.phase(),
+                plan.state()
+            ),
+            vec![format!("agents plan status {id}")],
+        )),
+        (Op::Apply { .. }, Phase::Strategize) | (Op::Apply { .. }, Phase::Applied) => {
+            Err(wrong_state(
+                plan,
+                format!(
+                    "plan {id} is at {}/{}; only a plan whose Execute is complete can be applied",
+                    plan.phase(),
+                    plan.state()
+                ),
+                vec![
+                    format!("agents plan execute {id}"),
+                    format!("agents plan status {id}"),
+                ],
+            ))
+        }
+        (Op::Apply { .. }, Phase::Execute) if plan.state() != ProcessingState::Complete => {
+            Err(wrong_state(
+                plan,
+                format!(
+                    "plan {id} is at execute/{}; only a plan whose Execute is complete can be applied",
+                    plan.state()
+                ),
+                vec![
+                    format!("agents plan execute {id}"),
+                    format!("agents plan status {id}"),
+                ],
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Records why a run stopped: a requested cancellation cancels the plan; Ctrl-C re-queues it
+/// with reason `interrupted`.
+///
+/// # Errors
+/// [`RunError`].
+pub(crate) fn stop(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    cause: StopCause,
+) -> Result<Stopped, RunError> {
+    match cause {
+        StopCause::Cancel => {
+            let reason = engine.store().plan_cancel_reason(&plan.plan_id)?;
+            *plan = engine.plan(&plan.plan_id)?;
+            if plan.state() != ProcessingState::Cancelled && plan.phase() != Phase::Applied {
+                approvals::cancel_now(
+                    engine,
+                    plan,
+                    reason.as_deref().unwrap_or("cancelled by the user"),
+                )?;
+            }
+            Ok(Stopped::Cancelled { reason })
+        }
+        StopCause::Interrupt => {
+            *plan = engine.plan(&plan.plan_id)?;
+            if plan.state() == ProcessingState::Processing {
+                state::set_state(plan, ProcessingState::Queued)?;
+                let snapshot = plan.clone();
+                commit(
+                    engine.store_mut(),
+                    plan,
+                    EventKind::PlanInterrupted,
+                    json!({"phase": snapshot.phase(), "state": "queued", "reason": "interrupted", "by": "user (Ctrl-C)"}),
+                    |tx| state::reason(tx, &snapshot, Some("interrupted")),
+                )?;
+                engine.flush(&plan.plan_id)?;
+            }
+            Ok(Stopped::Interrupted)
+        }
+    }
+}
+
+/// Guidance the user gave that the next Strategize run should follow: the current
+/// `user_intervention` decisions.
+fn pending_guidance(engine: &Engine, plan: &Plan) -> Result<Vec<String>, RunError> {
+    Ok(engine
+        .store()
+        .decisions(&plan.plan_id)?
+        .into_iter()
+        .filter(|d| d.decision_type == DecisionType::UserIntervention && d.is_current())
+        .map(|d| d.chosen_option)
+        .collect())
+}
+
+/// Drives a plan (see the module documentation). Takes the plan's lease first.
+///
+/// # Errors
+/// [`RunError::Busy`] naming the pid driving it; [`RunError::WrongState`] when `op` does not
+/// fit; [`RunError::NotYetSupported`]; store errors.
+pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunError> {
+    engine.recover(plan_id)?;
+    let mut plan = engine.plan(plan_id)?;
+    if engine.store().is_actor_run(plan_id)? {
+        return Err(wrong_state(
+            &plan,
+            format!(
+                "{plan_id} is an isolated actor run (`agents actor run`), not a plan; it is never executed or applied"
+            ),
+            vec![format!("agents plan diff {plan_id}")],
+        ));
+    }
+    check_op(engine, &plan, op)?;
+    let guard = lease::acquire(engine.store_mut(), plan_id, plan.phase().as_str())?;
+    engine.take_log();
+    engine.flush(plan_id)?;
+    let mut explicit = op != Op::Continue;
+    let no_commit = matches!(op, Op::Apply { no_commit: true });
+    let stopped = loop {
+        if guard.is_lost() {
+            break Stopped::LeaseLost;
+        }
+        if let Some(cause) = stop_cause(engine, plan_id)? {
+            break stop(engine, &mut plan, cause)?;
+        }
+        plan = engine.plan(plan_id)?;
+        let gates = Gates::of(&plan);
+        let reason = engine.store().plan_state_reason(plan_id)?;
+        match (plan.phase(), plan.state()) {
+            (_, ProcessingState::Cancelled) => {
+                break Stopped::Cancelled {
+                    reason: engine.store().plan_cancel_reason(plan_id)?,
+                };
+            }
+            (Phase::Applied, _) => break Stopped::Applied,
+            (Phase::Strategize, ProcessingState::Queued | ProcessingState::Errored) => {
+                let awaiting = reason.as_deref() == Some("awaiting_decision");
+                let redecide = reason.as_deref() == Some("redecide");
+                if awaiting {
+                    let pending: Vec<Approval> = engine
+                        .store()
+                        .pending_approvals(Some(plan_id))?
+                        .into_iter()
+                        .filter(|a| a.kind == ApprovalKind::Decision)
+                        .collect();
+                    if !pending.is_empty() {
+                        break Stopped::Decisions { approvals: pending };
+                    }
+                    let n = engine
+                        .store()
+                        .decisions(plan_id)?
+                        .iter()
+                        .filter(|d| d.is_current())
+                        .count();
+                    strategize::complete(engine, &mut plan, n)?;
+                    continue;
+                }
+                if plan.state() == ProcessingState::Errored && !explicit {
+                    break Stopped::Errored {
+                        code: plan.error_code.clone().unwrap_or_default(),
+                        message: plan.error_message.clone().unwrap_or_default(),
+                    };
+                }
+                if !redecide && !explicit && !gates.auto_strategize() {
+                    let approval = approvals::raise_gate(engine, &plan, Gate::Strategize)?;
+                    break Stopped::Gate {
+                        approval: Box::new(approval),
+                    };
+                }
+                explicit = false;
+                let guidance = if redecide || plan.state() == ProcessingState::Errored {
+                    pending_guidance(engine, &plan)?
+                } else {
+                    Vec::new()
+                };
+                if op != Op::Continue || gates.auto_strategize() {
+                    resolve_gate(engine, &mut plan, Gate::Strategize)?;
+                }
+                match strategize::run(engine, &mut plan, &guidance)? {
+                    strategize::Ended::Complete { .. } | strategize::Ended::Stopped => continue,
+                    strategize::Ended::AwaitingDecisions(approvals) => {
+                        break Stopped::Decisions { approvals };
+                    }
+                    strategize::Ended::Errored { code, message } => {
+                        break Stopped::Errored { code, message };
+                    }
+                }
+            }
+            (Phase::Strategize, ProcessingState::Complete) => {
+                if explicit || gates.auto_after(Phase::Strategize) {
+                    explicit = false;
+                    resolve_gate(engine, &mut plan, Gate::Execute)?;
+                    match execute::run(engine, &mut plan)? {
+                        execute::Ended::Complete | execute::Ended::Stopped => continue,
+                        execute::Ended::AwaitingDecision(approvals)
+                        | execute::Ended::AwaitingApproval(approvals) => {
+                            break Stopped::Decisions { approvals };
+                        }
+                        execute::Ended::Errored { code, message } => {
+                            break Stopped::Errored { code, message };
+                        }
+                    }
+                }
+                let approval = approvals::raise_gate(engine, &plan, Gate::Execute)?;
+                break Stopped::Gate {
+                    approval: Box::new(approval),
+                };
+            }
+            (Phase::Execute, ProcessingState::Complete) => {
+                // A child is merged by its parent's spawn step, never applied by itself.
+                if let Some(parent) = plan.parent_plan_id
+                    && engine.store().child_link(&plan.plan_id)?.is_some()
+                {
+                    break Stopped::NothingToDo {
+                        next: format!("agents plan execute {parent}"),
+                    };
+                }
+                if op == Op::Execute && explicit {
+                    break Stopped::NothingToDo {
+                        next: format!("agents plan apply {plan_id}"),
+                    };
+                }
+                if matches!(op, Op::Apply { .. }) || gates.auto_after(Phase::Execute) {
+                    explicit = false;
+                    match apply::run(engine, &mut plan, no_commit)? {
+                        apply::Ended::Applied(_) => continue,
+                        apply::Ended::Errored { code, message } => {
+                            break Stopped::Errored { code, message };
+                        }
+                    }
+                }
+                let approval = approvals::raise_gate(engine, &plan, Gate::Apply)?;
+                break Stopped::Gate {
+                    approval: Box::new(approval),
+                };
+            }
+            (Phase::Execute, ProcessingState::Queued | ProcessingState::Errored) => {
+                // The execution actor's question (`request_decision`) and a spawn (`plan decide
+                // APR --option spawn|skip`) wait for their answers.
+                let pending: Vec<Approval> = engine
+                    .store()
+                    .pending_approvals(Some(plan_id))?
+                    .into_iter()
+                    .filter(|a| matches!(a.kind, ApprovalKind::Decision | ApprovalKind::ChildSpawn))
+                    .collect();
+                if !pending.is_empty() {
+                    break Stopped::Decisions { approvals: pending };
+                }
+                if plan.state() == ProcessingState::Errored && !explicit {
+                    break Stopped::Errored {
+                        code: plan.error_code.clone().unwrap_or_default(),
+                        message: plan.error_message.clone().unwrap_or_default(),
+                    };
+                }
+                explicit = false;
+                match execute::run(engine, &mut plan)? {
+                    execute::Ended::Complete | execute::Ended::Stopped => continue,
+                    execute::Ended::AwaitingDecision(approvals)
+                    | execute::Ended::AwaitingApproval(approvals) => {
+                        break Stopped::Decisions { approvals };
+                    }
+                    execute::Ended::Errored { code, message } => {
+                        break Stopped::Errored { code, message };
+                    }
+                }
+            }
+            (Phase::Apply, ProcessingState::Queued | ProcessingState::Errored) => {
+                if !explicit {
+                    break Stopped::Errored {
+                        code: plan.error_code.clone().unwrap_or_default(),
+                        message: plan
+                            .error_message
+                            .clone()
+                            .unwrap_or_else(|| "apply did not finish".into()),
+                    };
+                }
+                explicit = false;
+                match apply::run(engine, &mut plan, no_commit)? {
+                    apply::Ended::Applied(_) => continue,
+                    apply::Ended::Errored { code, message } => {
+                        break Stopped::Errored { code, message };
+                    }
+                }
+            }
+            (phase, state) => {
+                return Err(wrong_state(
+                    &plan,
+                    format!(
+                        "plan {plan_id} is at {phase}/{state}, which this command cannot continue from"
+                    ),
+                    vec![format!("agents plan status {plan_id}")],
+                ));
+            }
+        }
+    };
+    drop(guard);
+    engine.flush(plan_id)?;
+    let events = engine.take_log();
+    let plan = engine.plan(plan_id)?;
+    Ok(Driven {
+        plan,
+        stopped,
+        events,
+    })
+}
+
+/// Resolves the pending gate approval `gate` as approved (the user ran the command that
+/// answers it, or the profile opened it), with its event.
+fn resolve_gate(engine: &mut Engine, plan: &mut Plan, gate: Gate) -> Result<(), RunError> {
+    let name = match gate {
+        Gate::Strategize => "strategize",
+        Gate::Execute => "execute",
+        Gate::Apply => "apply",
+    };
+    let pending: Vec<String> = engine
+        .store()
+        .pending_approvals(Some(&plan.plan_id))?
+        .into_iter()
+        .filter(|a| a.kind == ApprovalKind::PhaseGate && a.context["gate"] == name)
+        .map(|a| a.approval_id)
+        .collect();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    for id in pending {
+        engine.store_mut().resolve_approval(
+            &id,
+            crate::domain::approval::ApprovalStatus::Approved,
+            &json!({"answered_by": "command", "at": Timestamp::now().to_string()}),
+        )?;
+    }
+    engine.flush(&plan.plan_id)?;
+    Ok(())
+}
+
+/// `plan cancel`: when a live process drives the plan, asks it to stop (it records the
+/// cancellation within 2 s) and waits up to `wait` for that; otherwise cancels at once.
+/// Returns whether the plan is cancelled now.
+///
+/// # Errors
+/// [`RunError::WrongState`] for applied or cancelled plans; store errors.
+pub fn cancel(
+    engine: &mut Engine,
+    plan_id: &Id,
+    reason: Option<&str>,
+    wait: std::time::Duration,
+) -> Result<Plan, RunError> {
+    engine.recover(plan_id)?;
+    let mut plan = engine.plan(plan_id)?;
+    if plan.phase() == Phase::Applied || plan.state() == ProcessingState::Cancelled {
+        return Err(wrong_state(
+            &plan,
+            format!(
+                "plan {plan_id} is {}/{}, which is final; there is nothing to cancel",
+                plan.phase(),
+                plan.state()
+            ),
+            vec![format!("agents plan status {plan_id}")],
+        ));
+    }
+    lease::request_cancel(engine.store_mut(), plan_id, reason)?;
+    match lease::acquire(engine.store_mut(), plan_id, "cancel") {
+        Ok(guard) => {
+            plan = engine.plan(plan_id)?;
+            if plan.state() != ProcessingState::Cancelled {
+                approvals::cancel_now(
+                    engine,
+                    &mut plan,
+                    reason.unwrap_or("cancelled by the user"),
+                )?;
+            }
+            drop(guard);
+            super::children::cancel_children(
+                engine,
+                plan_id,
+                reason.unwrap_or("cancelled by the user"),
+            )?;
+            Ok(plan)
+        }
+        Err(lease::LeaseError::Held { .. }) => {
+            let deadline = std::time::Instant::now() + wait;
+            loop {
+                plan = engine.plan(plan_id)?;
+                if plan.state() == ProcessingState::Cancelled {
+                    engine.flush(plan_id)?;
+                    return Ok(plan);
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Ok(plan);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                engine.recover(plan_id)?;
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}

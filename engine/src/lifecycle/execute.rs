@@ -1,0 +1,987 @@
+//! The Execute phase (spec section 11, lifecycle issue item 4).
+//!
+//! - Sandboxes are created lazily, one per target resource, from the bases recorded at
+//!   `plan use` (the first tool call on a resource creates its sandbox). `require_sandbox =
+//!   false` still sandboxes; the `execute_started` event records why.
+//! - The execution actor runs once per executable decision, in dependency order. Each step is
+//!   checkpointed at its start and end; the checkpoints name the decision, and so do the tool
+//!   calls made in between, so every change can be traced to the decision that produced it.
+//! - A failed step with `auto_checkpoint_restore` is rolled back to its start and retried once.
+//! - The project's required validations run as the last step, in the sandbox; what they write
+//!   is rolled back, so they never change the result. `auto_validation_fix` hands a failure
+//!   back to a model execution actor at most twice (the offline script executor cannot fix).
+//! - The execution actor is `builtin/script-executor` or a model
+//!   ([`super::model_executor`]).
+//! - A step left `running` by a driver that vanished (or a failed step being retried) is rolled
+//!   back to its start checkpoint before anything else runs; commands it left running are
+//!   killed first.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::gates::Gates;
+use super::script_executor::{self, StepEnd};
+use super::state::{self, commit};
+use super::{Engine, RunError};
+use crate::domain::approval::ApprovalStatus;
+use crate::domain::decision::Decision;
+use crate::domain::{Id, Phase, Plan, ProcessingState};
+use crate::events::EventKind;
+use crate::lease;
+use crate::registry::actors::SCRIPT_EXECUTOR;
+use crate::sandbox::checkpoint::{self, CheckpointRequest};
+use crate::sandbox::{SandboxError, SandboxTarget, Sandboxes, TargetKind};
+use crate::store::lifecycle_run::{BaseKind, PlanStep, StepStatus, replace_steps, save_step};
+use crate::store::{Store, StoreError};
+use crate::tools::runner::{Policy, ToolRunner};
+use crate::tools::shell::ShellPolicy;
+
+/// How Execute ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ended {
+    /// Every step and the required validations passed.
+    Complete,
+    /// A step or a required validation failed; the plan is errored.
+    Errored {
+        /// Error code.
+        code: String,
+        /// What failed.
+        message: String,
+    },
+    /// Cancelled or interrupted; the driver records which.
+    Stopped,
+    /// The execution actor asked the user (`request_decision`); the plan waits at
+    /// execute/queued for these `decision` approvals.
+    AwaitingDecision(Vec<crate::domain::approval::Approval>),
+    /// A step waits for a human (`child_spawn` approvals); the plan is at (execute, queued).
+    AwaitingApproval(Vec<crate::domain::approval::Approval>),
+}
+
+/// The user's answer to a `request_decision`, in words for the model.
+fn answer_text(a: &crate::domain::approval::Approval) -> String {
+    let answer = a.answer.clone().unwrap_or(Value::Null);
+    let text = |k: &str| answer.get(k).and_then(Value::as_str).map(str::to_string);
+    match a.status {
+        ApprovalStatus::Rejected => format!(
+            "The user declined to choose: {}. Carry on without asking this question again.",
+            text("reason").unwrap_or_default()
+        ),
+        ApprovalStatus::Withdrawn => {
+            "The question was withdrawn; carry on with the option you recommend.".into()
+        }
+        _ => match (
+            answer.get("option").and_then(Value::as_u64),
+            text("chosen_option"),
+        ) {
+            (Some(n), Some(chosen)) => format!("The user chose option {n}: {chosen}"),
+            _ => format!(
+                "The user chose none of the options and said: {}",
+                text("guidance").unwrap_or_default()
+            ),
+        },
+    }
+}
+
+impl From<SandboxError> for RunError {
+    fn from(e: SandboxError) -> Self {
+        match e {
+            SandboxError::Store(s) => RunError::Store(s),
+            other => RunError::Sandbox(other.to_string()),
+        }
+    }
+}
+
+impl From<crate::tools::runner::RunnerError> for RunError {
+    fn from(e: crate::tools::runner::RunnerError) -> Self {
+        use crate::tools::runner::RunnerError as E;
+        match e {
+            E::Store(s) => RunError::Store(s),
+            E::Sandbox(s) => s.into(),
+            E::PlanNotFound(id) => RunError::NotFound(id),
+        }
+    }
+}
+
+/// Watches for cancellation (the plan's flag, Ctrl-C) on its own thread and connection, and
+/// raises a flag that running shell commands and the step loop read.
+struct Watcher {
+    flag: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watcher {
+    fn start(engine: &Engine, plan_id: Id) -> Self {
+        let flag = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let db = engine.store().path().to_path_buf();
+        let observer = engine.observer_arc();
+        let (f, d) = (Arc::clone(&flag), Arc::clone(&done));
+        let handle = std::thread::Builder::new()
+            .name("plan-cancel-watch".into())
+            .spawn(move || {
+                let store = Store::open(&db).ok();
+                while !d.load(Ordering::SeqCst) {
+                    let requested = store
+                        .as_ref()
+                        .is_some_and(|s| lease::cancel_requested(s, &plan_id).unwrap_or(false));
+                    if requested || observer.interrupted() {
+                        f.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+            .ok();
+        Self { flag, done, handle }
+    }
+
+    fn stopped(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The user's guidance in force (current `user_intervention` decisions).
+fn guidance_for(store: &Store, plan_id: &Id) -> Result<Vec<String>, RunError> {
+    Ok(store
+        .decisions(plan_id)?
+        .into_iter()
+        .filter(|d| {
+            d.is_current()
+                && d.decision_type == crate::domain::decision::DecisionType::UserIntervention
+        })
+        .map(|d| d.chosen_option)
+        .collect())
+}
+
+/// The sandboxes of the engine's data directory.
+pub(crate) fn sandboxes(engine: &Engine) -> Sandboxes {
+    Sandboxes::new(engine.paths())
+}
+
+/// Registers the plan's bases as sandbox targets (idempotent); sandboxes themselves are
+/// created on first use.
+pub(crate) fn register_targets(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan: &Plan,
+) -> Result<(), RunError> {
+    for base in engine.store().plan_bases(&plan.plan_id)? {
+        let kind = match base.kind {
+            BaseKind::GitCheckout => TargetKind::GitCheckout {
+                repo: PathBuf::from(&base.path),
+                base_commit: base.base_commit.clone().unwrap_or_default(),
+            },
+            BaseKind::Directory => TargetKind::Directory {
+                root: PathBuf::from(&base.path),
+            },
+        };
+        sandboxes.register_target(
+            engine.store_mut(),
+            &SandboxTarget {
+                plan_id: plan.plan_id,
+                resource_name: base.resource_name.clone(),
+                alias: base.alias.clone(),
+                kind,
+                read_only: base.read_only,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// The policy tools run under: the plan's phase and state, its frozen flags, its action's
+/// read-only flag and `sandbox:` widening.
+pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
+    let gates = Gates::of(plan);
+    let origin = engine.store().plan_origin(&plan.plan_id)?;
+    let mut p = Policy::for_plan(plan);
+    p.allow_unsafe_tools = gates.flags.allow_unsafe_tools;
+    p.require_checkpoints = gates.flags.require_checkpoints;
+    p.read_only_action = origin.as_ref().is_some_and(|o| o.read_only);
+    if let Some(sb) = origin.and_then(|o| o.sandbox) {
+        p.shell = ShellPolicy {
+            env: sb.env.clone(),
+            network: sb.network,
+            writable_paths: sb.writable_paths.iter().map(PathBuf::from).collect(),
+            limits: sb.limits.unwrap_or_default(),
+            deny_read: sb.deny_read.clone(),
+            vars: Default::default(),
+        };
+    }
+    p.shell.vars = crate::registry::actions::argument_env(&plan.arguments);
+    Ok(p)
+}
+
+/// The executable decisions (current, with a step) in dependency order; ties keep the
+/// strategy's order.
+pub(crate) fn executable_in_order(store: &Store, plan_id: &Id) -> Result<Vec<Decision>, RunError> {
+    let mut all: Vec<Decision> = store
+        .decisions(plan_id)?
+        .into_iter()
+        .filter(|d| d.is_current() && d.step.is_some())
+        .collect();
+    // A decision a correction re-made takes the place of the one it replaces (issue 7).
+    let place = |d: &Decision| -> u32 {
+        let mut cur = d.clone();
+        for _ in 0..64 {
+            let replaced = cur
+                .context_snapshot
+                .get("correction")
+                .and_then(|c| c.get("replaces"))
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse::<Id>().ok())
+                .and_then(|id| store.decision(&id).ok().flatten());
+            match replaced {
+                Some(old) => cur = old,
+                None => break,
+            }
+        }
+        cur.sequence_number
+    };
+    all.sort_by_cached_key(|d| (place(d), d.sequence_number));
+    let ids: HashSet<Id> = all.iter().map(|d| d.decision_id).collect();
+    let mut deps: HashMap<Id, Vec<Id>> = HashMap::new();
+    for d in &all {
+        let ups = store
+            .dependencies_of(&d.decision_id)?
+            .into_iter()
+            .filter(|u| ids.contains(u))
+            .collect();
+        deps.insert(d.decision_id, ups);
+    }
+    let mut done: HashSet<Id> = HashSet::new();
+    let mut out = Vec::new();
+    while out.len() < all.len() {
+        let next = all.iter().find(|d| {
+            !done.contains(&d.decision_id) && deps[&d.decision_id].iter().all(|u| done.contains(u))
+        });
+        match next {
+            Some(d) => {
+                done.insert(d.decision_id);
+                out.push(d.clone());
+            }
+            None => {
+                return Err(RunError::Invalid(
+                    "the strategy's step dependencies form a cycle".into(),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn save(store: &mut Store, plan_id: &Id, step: &PlanStep) -> Result<(), StoreError> {
+    let tx = store.conn_mut().transaction()?;
+    save_step(&tx, plan_id, step)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Rolls the sandboxes back to the start of `step` (its start checkpoint, or the sandboxes'
+/// bases when none existed yet). Leaves the plan at execute / queued.
+pub(crate) fn roll_back_step(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    step: &PlanStep,
+) -> Result<Value, RunError> {
+    let killed = crate::tools::shell::kill_orphans(&sandboxes.plan_dir(plan_id));
+    let cp = step
+        .start_checkpoints
+        .get("checkpoint")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<crate::sandbox::CheckpointId>().ok());
+    match cp {
+        Some(cp) => {
+            let outcome = checkpoint::rollback(engine.store_mut(), sandboxes, plan_id, &cp)?;
+            Ok(
+                json!({"checkpoint": cp, "resources": outcome.resources, "killed_process_groups": killed}),
+            )
+        }
+        None => {
+            let mut resources = Vec::new();
+            for sb in sandboxes.active(engine.store(), plan_id)? {
+                let _lock = sb.lock()?;
+                checkpoint::restore(&sb, sb.base_commit()?)?;
+                resources.push(sb.record.resource_name.clone());
+            }
+            Ok(
+                json!({"checkpoint": null, "to": "base", "resources": resources, "killed_process_groups": killed}),
+            )
+        }
+    }
+}
+
+fn take_checkpoint(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    label: &str,
+    step: &str,
+    decision: &Id,
+) -> Result<Option<String>, RunError> {
+    Ok(checkpoint::create(
+        engine.store_mut(),
+        sandboxes,
+        plan_id,
+        &CheckpointRequest {
+            step: Some(step.to_string()),
+            decision_id: Some(decision.to_string()),
+            label: label.to_string(),
+            reuse_if_unchanged: false,
+        },
+    )?
+    .map(|c| c.checkpoint_id.to_string()))
+}
+
+/// Bytes of a step's stdout and of its stderr that its events carry: the last ones (the step
+/// row keeps the whole output for `plan logs`).
+pub const EVENT_OUTPUT_TAIL: usize = 4000;
+
+/// A step's output as its events carry it: `stdout` and `stderr` cut to their last
+/// [`EVENT_OUTPUT_TAIL`] bytes, with a leading `… (N bytes) ` when cut.
+pub fn event_output(output: &Value) -> Value {
+    let mut out = output.clone();
+    for key in ["stdout", "stderr"] {
+        if let Some(text) = output[key].as_str()
+            && text.len() > EVENT_OUTPUT_TAIL
+        {
+            let mut start = text.len() - EVENT_OUTPUT_TAIL;
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+            out[key] = json!(format!("… ({} bytes) {}", text.len(), &text[start..]));
+        }
+    }
+    out
+}
+
+/// Ends `step` as done: takes its end checkpoint, records its output and an `execute_step`
+/// event with `status` (`done`, or `replayed` for a correction's replay), in one transaction.
+fn finish_step(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    sandboxes: &Sandboxes,
+    step: &mut PlanStep,
+    label: &str,
+    output: Value,
+    status: &str,
+) -> Result<(), RunError> {
+    let plan_id = plan.plan_id;
+    let end = take_checkpoint(engine, sandboxes, &plan_id, "end", label, &step.decision_id)?;
+    step.status = StepStatus::Done;
+    step.end_checkpoints = serde_json::Map::new();
+    if let Some(cp) = &end {
+        step.end_checkpoints.insert("checkpoint".into(), json!(cp));
+    }
+    step.output = Some(output.to_string());
+    step.finished_at = Some(Timestamp::now());
+    let finished = step.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::ExecuteStep,
+        json!({"step": label, "position": finished.position, "decision_id": finished.decision_id.to_string(), "status": status, "checkpoint": end, "output": event_output(&output)}),
+        |tx| save_step(tx, &plan_id, &finished),
+    )?;
+    engine.flush(&plan_id)?;
+    Ok(())
+}
+
+/// Pauses `step` after its actor called `request_decision`: a decision (child of the step's)
+/// holding the question, a `decision` approval, the persisted transcript, the step back to
+/// pending with its start checkpoint, and the plan at execute/queued (`awaiting_decision`),
+/// all in one transaction.
+fn pause_step(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    step: &PlanStep,
+    label: &str,
+    q: super::model_executor::Question,
+) -> Result<crate::domain::approval::Approval, RunError> {
+    use crate::domain::approval::{Approval, ApprovalKind};
+    use crate::domain::decision::DecisionType;
+    let plan_id = plan.plan_id;
+    let now = Timestamp::now();
+    let chosen = q
+        .recommended
+        .clone()
+        .unwrap_or_else(|| q.options[0].clone());
+    let mut d = Decision::new(
+        plan_id,
+        DecisionType::ImplementationChoice,
+        chosen.clone(),
+        now,
+    );
+    d.attempt = plan.status.attempt;
+    d.parent_decision_id = Some(step.decision_id);
+    d.question = Some(q.question.clone());
+    d.alternatives_considered = q
+        .options
+        .iter()
+        .filter(|o| **o != chosen)
+        .cloned()
+        .collect();
+    d.rationale = Some(
+        "asked by the execution actor with request_decision; the user decides (until then the actor's recommendation stands)".into(),
+    );
+    d.context_snapshot = json!({
+        "requested_by": "request_decision",
+        "step_decision_id": step.decision_id.to_string(),
+        "context": q.context,
+    });
+    let mut a = Approval::new(
+        plan_id,
+        ApprovalKind::Decision,
+        q.question.clone(),
+        String::new(),
+        now,
+    );
+    a.answer_command = format!("agents plan decide {} --option N", a.approval_id);
+    a.context = json!({
+        "decision_id": d.decision_id.to_string(),
+        "step_decision_id": step.decision_id.to_string(),
+        "step": label,
+        "question": q.question,
+        "recommended": q.recommended,
+        "context": q.context,
+        "phase": "execute",
+    });
+    a.options = q.options.clone();
+    let pause = crate::store::pauses::ActorPause {
+        approval_id: a.approval_id.clone(),
+        plan_id,
+        decision_id: step.decision_id,
+        call_id: q.call_id,
+        transcript: q.transcript,
+        resumed_at: None,
+    };
+    let mut paused = step.clone();
+    paused.status = StepStatus::Pending;
+    paused.finished_at = None;
+    state::set_state(plan, ProcessingState::Queued)?;
+    let snapshot = plan.clone();
+    let raised = a.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        json!({"phase": "execute", "state": "queued", "reason": "awaiting_decision", "step": label, "approvals": [raised.approval_id]}),
+        |tx| {
+            crate::store::decisions::insert_in(tx, &d)?;
+            crate::store::approvals::insert_in(tx, &raised)?;
+            crate::store::pauses::insert_in(tx, &pause)?;
+            save_step(tx, &plan_id, &paused)?;
+            state::reason(tx, &snapshot, Some("awaiting_decision"))
+        },
+    )?;
+    engine.flush(&plan_id)?;
+    Ok(a)
+}
+
+/// Runs Execute for a plan at (strategize, complete) (entering Execute) or (execute,
+/// queued|errored) (resuming).
+///
+/// # Errors
+/// [`RunError`] for store and sandbox failures; step failures are [`Ended::Errored`].
+pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
+    let sandboxes = sandboxes(engine);
+    let plan_id = plan.plan_id;
+    let actor = plan
+        .execution_actor
+        .clone()
+        .unwrap_or_else(|| SCRIPT_EXECUTOR.to_string());
+    // Steps whose checkpoints a `plan rollback` discarded run again (their work is gone).
+    engine.store_mut().reset_steps_after_rollback(&plan_id)?;
+    // Resume: a step left running (its driver vanished) or failed is rolled back first.
+    let mut resumed = Value::Null;
+    if plan.phase() == Phase::Execute
+        && let Some(step) = engine
+            .store()
+            .plan_steps(&plan_id)?
+            .into_iter()
+            .find(|s| matches!(s.status, StepStatus::Running | StepStatus::Failed))
+    {
+        engine.observer().progress(&format!(
+            "Execute: rolling back step {} to its start",
+            step.position
+        ));
+        let rolled = roll_back_step(engine, &sandboxes, &plan_id, &step)?;
+        let mut again = step.clone();
+        again.status = StepStatus::Pending;
+        save(engine.store_mut(), &plan_id, &again)?;
+        resumed = json!({"step": step.position, "decision_id": step.decision_id.to_string(), "rolled_back": rolled});
+        *plan = engine.plan(&plan_id)?;
+    }
+    let entering = plan.phase() == Phase::Strategize;
+    if entering {
+        plan.status
+            .advance(Phase::Execute)
+            .map_err(|e| RunError::WrongState {
+                phase: plan.phase(),
+                state: plan.state(),
+                message: e.to_string(),
+                hints: Vec::new(),
+            })?;
+    }
+    state::set_state(plan, ProcessingState::Processing)?;
+    plan.error_code = None;
+    plan.error_message = None;
+    let order = if entering || engine.store().plan_steps(&plan_id)?.is_empty() {
+        Some(executable_in_order(engine.store(), &plan_id)?)
+    } else {
+        None
+    };
+    let gates = Gates::of(plan);
+    let snapshot = plan.clone();
+    let steps_total = match &order {
+        Some(o) => o.len(),
+        None => engine.store().plan_steps(&plan_id)?.len(),
+    };
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::ExecuteStarted,
+        json!({
+            "attempt": snapshot.status.attempt,
+            "actor": actor,
+            "steps": steps_total,
+            "resumed": resumed,
+            "sandbox": if gates.flags.require_sandbox {
+                "required by the profile"
+            } else {
+                "used although require_sandbox is false: Execute always works in sandboxes so that nothing reaches the project before Apply"
+            },
+        }),
+        |tx| {
+            if let Some(o) = &order {
+                let ids: Vec<Id> = o.iter().map(|d| d.decision_id).collect();
+                replace_steps(tx, &snapshot.plan_id, &ids)?;
+            }
+            state::resolve_pending(
+                tx,
+                &snapshot,
+                Some("errored"),
+                ApprovalStatus::Approved,
+                &json!({"answer": "retry"}),
+            )?;
+            state::reason(tx, &snapshot, None)
+        },
+    )?;
+    engine.flush(&plan_id)?;
+    register_targets(engine, &sandboxes, plan)?;
+    let watcher = Watcher::start(engine, plan_id);
+    let decisions: BTreeMap<Id, Decision> = engine
+        .store()
+        .decisions(&plan_id)?
+        .into_iter()
+        .map(|d| (d.decision_id, d))
+        .collect();
+    let steps = engine.store().plan_steps(&plan_id)?;
+    let n = steps.len();
+    for mut step in steps {
+        if step.status == StepStatus::Done {
+            continue;
+        }
+        let Some(decision) = decisions.get(&step.decision_id) else {
+            continue;
+        };
+        let key = decision.context_snapshot["key"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let label = format!("step {} of {n}: {key}", step.position);
+        let mut retries_left = gates.step_retries();
+        loop {
+            if watcher.stopped() || super::driver::stop_cause(engine, &plan_id)?.is_some() {
+                return Ok(Ended::Stopped);
+            }
+            // A run paused by `request_decision` continues once the user has answered;
+            // the step keeps its start checkpoint (its work so far stays).
+            let resume = match engine.store().open_pause(&plan_id, &step.decision_id)? {
+                Some(pause) => match engine.store().approval(&pause.approval_id)? {
+                    Some(a) if a.status == ApprovalStatus::Pending => {
+                        return Ok(Ended::AwaitingDecision(vec![a]));
+                    }
+                    Some(a) => Some((
+                        pause.approval_id.clone(),
+                        super::model_executor::Resume {
+                            answer: answer_text(&a),
+                            transcript: pause.transcript,
+                            call_id: pause.call_id,
+                        },
+                    )),
+                    None => None,
+                },
+                None => None,
+            };
+            engine.observer().progress(&format!("Execute: {label}"));
+            let start = if resume.is_some() {
+                step.start_checkpoints
+                    .get("checkpoint")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            } else {
+                let start = take_checkpoint(
+                    engine,
+                    &sandboxes,
+                    &plan_id,
+                    "start",
+                    &label,
+                    &step.decision_id,
+                )?;
+                step.start_checkpoints = serde_json::Map::new();
+                if let Some(cp) = &start {
+                    step.start_checkpoints
+                        .insert("checkpoint".into(), json!(cp));
+                }
+                start
+            };
+            step.status = StepStatus::Running;
+            step.runs += 1;
+            step.started_at = Some(Timestamp::now());
+            step.finished_at = None;
+            step.error = None;
+            let started = step.clone();
+            commit(
+                engine.store_mut(),
+                plan,
+                EventKind::ExecuteStep,
+                json!({"step": label, "position": started.position, "decision_id": started.decision_id.to_string(), "status": "started", "run": started.runs, "checkpoint": start, "resumed_after": resume.as_ref().map(|(apr, _)| apr)}),
+                |tx| save_step(tx, &plan_id, &started),
+            )?;
+            engine.flush(&plan_id)?;
+            if let Some((apr, _)) = &resume {
+                engine.store_mut().mark_pause_resumed(apr)?;
+            }
+            // A step a correction kept: replay its recorded delta instead of running the
+            // actor; a conflict (or missing checkpoints) makes it re-run.
+            let mut replay_conflict = Value::Null;
+            if let Some(recorded) = step.replay.clone() {
+                let replayed = crate::correction::replay::replay(
+                    engine.store(),
+                    &sandboxes,
+                    &plan_id,
+                    &recorded,
+                )?;
+                if let crate::correction::replay::Replayed::Merged { .. } = &replayed {
+                    let output = json!({"replayed": replayed, "from": recorded});
+                    finish_step(
+                        engine, plan, &sandboxes, &mut step, &label, output, "replayed",
+                    )?;
+                    break;
+                }
+                replay_conflict = json!(replayed);
+                step.replay = None;
+                let conflicted = step.clone();
+                commit(
+                    engine.store_mut(),
+                    plan,
+                    EventKind::ExecuteStep,
+                    json!({"step": label, "position": conflicted.position, "decision_id": conflicted.decision_id.to_string(), "status": "replay_conflict", "replay": replay_conflict, "why": "the recorded delta does not apply to the corrected work; the step re-runs"}),
+                    |tx| save_step(tx, &plan_id, &conflicted),
+                )?;
+                engine.flush(&plan_id)?;
+            }
+            let policy = policy(engine, plan)?;
+            let flag = Arc::clone(&watcher.flag);
+            let stop_flag = Arc::clone(&watcher.flag);
+            let ended = if super::children::is_spawn_step(decision) {
+                let snapshot = plan.clone();
+                super::children::run_step(engine, &snapshot, decision, flag)?
+            } else if actor == SCRIPT_EXECUTOR {
+                let mut runner = ToolRunner::new(engine.store_mut(), &sandboxes).with_cancel(flag);
+                script_executor::run_step(
+                    &mut runner,
+                    &plan_id,
+                    &policy,
+                    decision
+                        .context_snapshot
+                        .get("script_step")
+                        .filter(|v| !v.is_null()),
+                    &move || stop_flag.load(Ordering::SeqCst),
+                )?
+            } else {
+                let mut guidance = guidance_for(engine.store(), &plan_id)?;
+                if let Some(reason) = &decision.correction_reason {
+                    guidance.push(format!("Correction of this step: {reason}"));
+                }
+                let snapshot = plan.clone();
+                super::model_executor::run_step(
+                    engine,
+                    &snapshot,
+                    decision,
+                    policy,
+                    flag,
+                    &guidance,
+                    resume.as_ref().map(|(_, r)| r),
+                )
+            };
+            let ended = match ended {
+                StepEnd::Done { output } if !replay_conflict.is_null() => StepEnd::Done {
+                    output: json!({"replay_conflict": replay_conflict, "rerun": output}),
+                },
+                other => other,
+            };
+            match ended {
+                StepEnd::Stopped => return Ok(Ended::Stopped),
+                StepEnd::Paused(q) => {
+                    let approval = pause_step(engine, plan, &step, &label, *q)?;
+                    return Ok(Ended::AwaitingDecision(vec![approval]));
+                }
+                StepEnd::Awaiting { approvals } => {
+                    step.status = StepStatus::Pending;
+                    step.finished_at = None;
+                    let waiting = step.clone();
+                    *plan = engine.plan(&plan_id)?;
+                    state::set_state(plan, ProcessingState::Queued)?;
+                    let tx_plan = plan.clone();
+                    commit(
+                        engine.store_mut(),
+                        plan,
+                        EventKind::ExecuteStep,
+                        json!({"step": label, "position": waiting.position, "decision_id": waiting.decision_id.to_string(), "status": "awaiting_approval", "approvals": approvals.iter().map(|a| a.approval_id.clone()).collect::<Vec<_>>()}),
+                        |tx| {
+                            save_step(tx, &plan_id, &waiting)?;
+                            state::reason(tx, &tx_plan, Some("awaiting_child_spawn"))
+                        },
+                    )?;
+                    engine.flush(&plan_id)?;
+                    return Ok(Ended::AwaitingApproval(approvals));
+                }
+                StepEnd::Done { output } => {
+                    finish_step(engine, plan, &sandboxes, &mut step, &label, output, "done")?;
+                    break;
+                }
+                StepEnd::Failed {
+                    code,
+                    message,
+                    output,
+                } => {
+                    // Retrying cannot help an unsupported step or a merge conflict (the same
+                    // children would conflict again).
+                    if retries_left > 0 && code != "NOT_SUPPORTED" && code != "MERGE_CONFLICT" {
+                        retries_left -= 1;
+                        let rolled = roll_back_step(engine, &sandboxes, &plan_id, &step)?;
+                        *plan = engine.plan(&plan_id)?;
+                        // A rollback to a checkpoint leaves the plan queued; one to the base
+                        // (the first step made no checkpoint) leaves it processing.
+                        if plan.state() != ProcessingState::Processing {
+                            state::set_state(plan, ProcessingState::Processing)?;
+                        }
+                        commit(
+                            engine.store_mut(),
+                            plan,
+                            EventKind::ExecuteStep,
+                            json!({"step": label, "position": step.position, "decision_id": step.decision_id.to_string(), "status": "retrying", "error": message, "rolled_back": rolled, "why": "auto_checkpoint_restore"}),
+                            |_| Ok(()),
+                        )?;
+                        engine.flush(&plan_id)?;
+                        continue;
+                    }
+                    step.status = StepStatus::Failed;
+                    step.error = Some(message.clone());
+                    step.output = Some(output.to_string());
+                    step.finished_at = Some(Timestamp::now());
+                    let failed = step.clone();
+                    let tx_plan = plan.clone();
+                    commit(
+                        engine.store_mut(),
+                        plan,
+                        EventKind::ExecuteStep,
+                        json!({"step": label, "position": failed.position, "decision_id": failed.decision_id.to_string(), "status": "failed", "error": message, "output": event_output(&output)}),
+                        |tx| {
+                            let _ = &tx_plan;
+                            save_step(tx, &plan_id, &failed)
+                        },
+                    )?;
+                    let answer = format!("agents plan execute {plan_id}");
+                    state::errored(
+                        engine.store_mut(),
+                        plan,
+                        &code,
+                        &message,
+                        json!({"step": failed.position, "decision_id": failed.decision_id.to_string(), "output": event_output(&output)}),
+                        &answer,
+                    )?;
+                    engine.flush(&plan_id)?;
+                    return Ok(Ended::Errored { code, message });
+                }
+            }
+        }
+    }
+    drop(watcher);
+
+    // Required validations, as the last step, in the sandboxes.
+    engine
+        .observer()
+        .progress("Execute: running the project's validations");
+    let mut results = super::validations::run_in_sandboxes(engine, &sandboxes, plan)?;
+    // auto_validation_fix: a model executor gets the failure output and another try, at most
+    // twice; each try is a `validation_response` decision with its own checkpoints.
+    let mut rounds = if actor == SCRIPT_EXECUTOR {
+        0
+    } else {
+        gates.validation_fix_rounds()
+    };
+    while rounds > 0 {
+        let Some(failed) = results.iter().find(|r| r.required && !r.passed).cloned() else {
+            break;
+        };
+        rounds -= 1;
+        if super::driver::stop_cause(engine, &plan_id)?.is_some() {
+            return Ok(Ended::Stopped);
+        }
+        let mut fix = Decision::new(
+            plan_id,
+            crate::domain::decision::DecisionType::ValidationResponse,
+            format!("fix the failing validation `{}`", failed.command),
+            Timestamp::now(),
+        );
+        fix.attempt = plan.status.attempt;
+        fix.parent_decision_id = plan.decision_root_id;
+        fix.question = Some(format!("How to make `{}` pass?", failed.command));
+        fix.rationale = Some("auto_validation_fix: the required validation failed".into());
+        fix.step = Some(crate::domain::decision::Step {
+            instructions: format!(
+                "The required validation `{}` failed ({}).\nstdout:\n{}\nstderr:\n{}\nChange the project so that it passes, within the plan's strategy.",
+                failed.command, failed.result, failed.stdout, failed.stderr
+            ),
+            expected_outputs: Vec::new(),
+        });
+        let label = format!("validation fix: {}", failed.command);
+        let start = take_checkpoint(
+            engine,
+            &sandboxes,
+            &plan_id,
+            "start",
+            &label,
+            &fix.decision_id,
+        )?;
+        let recorded = fix.clone();
+        commit(
+            engine.store_mut(),
+            plan,
+            EventKind::ExecuteStep,
+            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": "started", "checkpoint": start, "why": "auto_validation_fix"}),
+            |tx| crate::store::decisions::insert_in(tx, &recorded).map(|_| ()),
+        )?;
+        engine.flush(&plan_id)?;
+        let policy = policy(engine, plan)?;
+        let guidance = guidance_for(engine.store(), &plan_id)?;
+        let snapshot = plan.clone();
+        let flag = Arc::new(AtomicBool::new(false));
+        let ended =
+            super::model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance, None);
+
+        let ended = match ended {
+            StepEnd::Awaiting { .. } => StepEnd::Failed {
+                code: "STEP_FAILED".into(),
+                message: "a validation fix cannot wait for approvals".into(),
+                output: Value::Null,
+            },
+            other => other,
+        };
+        let end = take_checkpoint(
+            engine,
+            &sandboxes,
+            &plan_id,
+            "end",
+            &label,
+            &fix.decision_id,
+        )?;
+        commit(
+            engine.store_mut(),
+            plan,
+            EventKind::ExecuteStep,
+            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": match ended { StepEnd::Done { .. } => "done", StepEnd::Stopped => "stopped", StepEnd::Failed { .. } => "failed", StepEnd::Paused(_) => "asked_a_question_a_fix_cannot_wait_for", StepEnd::Awaiting { .. } => "failed" }, "checkpoint": end}),
+            |_| Ok(()),
+        )?;
+        engine.flush(&plan_id)?;
+        if ended == StepEnd::Stopped {
+            return Ok(Ended::Stopped);
+        }
+        results = super::validations::run_in_sandboxes(engine, &sandboxes, plan)?;
+    }
+    let failed_required: Vec<&super::validations::Outcome> =
+        results.iter().filter(|r| r.required && !r.passed).collect();
+    let summary = json!({"execute": results});
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::ExecuteStep,
+        json!({"step": "validations", "status": if failed_required.is_empty() { "done" } else { "failed" }, "validations": results}),
+        |_| Ok(()),
+    )?;
+    engine.flush(&plan_id)?;
+    if let Some(first) = failed_required.first() {
+        let message = format!(
+            "required validation `{}` failed ({}){}",
+            first.command,
+            first.result,
+            if gates.validation_fix_rounds() > 0 && actor == SCRIPT_EXECUTOR {
+                "; builtin/script-executor cannot fix a failing validation, so auto_validation_fix does not apply"
+            } else if gates.validation_fix_rounds() > 0 {
+                "; the execution actor's two fix attempts (auto_validation_fix) did not make it pass"
+            } else {
+                ""
+            }
+        );
+        plan.validation_summary = Some(summary);
+        let answer = format!("agents plan execute {plan_id}");
+        state::errored(
+            engine.store_mut(),
+            plan,
+            "VALIDATION_FAILED",
+            &message,
+            json!({"validations": results}),
+            &answer,
+        )?;
+        engine.flush(&plan_id)?;
+        return Ok(Ended::Errored {
+            code: "VALIDATION_FAILED".into(),
+            message,
+        });
+    }
+    plan.validation_summary = Some(summary);
+    let latest = engine.store().latest_checkpoint(&plan_id)?;
+    let active = sandboxes.active(engine.store(), &plan_id)?;
+    plan.sandbox_refs = active
+        .iter()
+        .map(|s| s.record.root_dir.display().to_string())
+        .collect();
+    plan.changeset_id = latest.as_ref().map(|c| c.checkpoint_id.to_string());
+    state::set_state(plan, ProcessingState::Complete)?;
+    let calls = engine.store().tool_calls(&plan_id)?;
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::ExecuteComplete,
+        json!({
+            "steps": n,
+            "tool_calls": calls.iter().filter(|c| c.discarded_at.is_none()).count(),
+            "sandboxes": active.iter().map(|s| s.record.resource_name.clone()).collect::<Vec<_>>(),
+            "checkpoint": latest.map(|c| c.checkpoint_id.to_string()),
+        }),
+        |_| Ok(()),
+    )?;
+    engine.flush(&plan_id)?;
+    crate::correction::finish_attempts(engine.store_mut(), &plan_id)?;
+    Ok(Ended::Complete)
+}

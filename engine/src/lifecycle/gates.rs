@@ -1,0 +1,127 @@
+//! What a plan's frozen automation profile lets happen without a human (spec section 27,
+//! lifecycle issue item 6).
+//!
+//! The profile is frozen on the plan at `plan use` (`effective_profile_snapshot.flags`); a
+//! plan without a snapshot (older rows) is treated as `manual`.
+
+use serde::Serialize;
+
+use crate::domain::{Phase, Plan};
+use crate::registry::profiles::{self, Flags};
+
+/// The gates of one plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Gates {
+    /// The frozen flags.
+    pub flags: Flags,
+}
+
+/// Flags this milestone reads but does not act on, with what happens instead (shown by
+/// `plan status`).
+pub const NOT_YET_SUPPORTED: [(&str, &str); 1] = [(
+    "auto_strategy_revision",
+    "not yet supported: treated as false (a stuck Execute asks a human instead of re-running Strategize)",
+)];
+
+impl Gates {
+    /// The gates of `plan` (its frozen flags; `manual` when it has none).
+    pub fn of(plan: &Plan) -> Self {
+        let flags = plan
+            .effective_profile_snapshot
+            .as_ref()
+            .and_then(|s| s.get("flags"))
+            .and_then(|f| serde_json::from_value::<Flags>(f.clone()).ok())
+            .or_else(|| profiles::builtin("manual").map(|p| p.flags))
+            .expect("manual is a built-in profile");
+        Self { flags }
+    }
+
+    /// Whether the phase after `from` (complete) starts without a human: execute after
+    /// strategize (`auto_execute`), apply after execute (`auto_apply`).
+    pub fn auto_after(&self, from: Phase) -> bool {
+        match from {
+            Phase::Strategize => self.flags.auto_execute,
+            Phase::Execute => self.flags.auto_apply,
+            Phase::Apply | Phase::Applied => false,
+        }
+    }
+
+    /// Whether Strategize starts right after `plan use`.
+    pub fn auto_strategize(&self) -> bool {
+        self.flags.auto_strategize
+    }
+
+    /// Whether an actor's multi-option decision in `phase` is taken without asking.
+    pub fn auto_decisions(&self, phase: Phase) -> bool {
+        match phase {
+            Phase::Strategize => self.flags.auto_decisions_strategize,
+            _ => self.flags.auto_decisions_execute,
+        }
+    }
+
+    /// How many times a failing required validation sends the step back to the execution
+    /// actor with the failure output (`auto_validation_fix`: 2, else 0).
+    pub fn validation_fix_rounds(&self) -> u32 {
+        if self.flags.auto_validation_fix { 2 } else { 0 }
+    }
+
+    /// How many times a failed step is rolled back to its start and retried
+    /// (`auto_checkpoint_restore`: once).
+    pub fn step_retries(&self) -> u32 {
+        u32::from(self.flags.auto_checkpoint_restore)
+    }
+
+    /// Whether re-running Strategize for a stuck subtree is automatic: always false in this
+    /// milestone (see [`NOT_YET_SUPPORTED`]).
+    pub fn auto_strategy_revision(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan_with(profile: &str) -> Plan {
+        let mut p = Plan::new("local/a", "a", jiff::Timestamp::now());
+        let flags = profiles::builtin(profile).unwrap().flags;
+        p.effective_profile_snapshot = Some(json!({"name": profile, "flags": flags}));
+        p
+    }
+
+    #[test]
+    fn the_phase_gates_follow_the_profile_table() {
+        // (profile, auto_strategize, execute after strategize, apply after execute)
+        let table = [
+            ("locked-down", false, false, false),
+            ("manual", false, false, false),
+            ("supervised", true, false, false),
+            ("trusted", true, true, false),
+            ("autonomous", true, true, false),
+            ("full-auto", true, true, true),
+        ];
+        for (name, strategize, execute, apply) in table {
+            let g = Gates::of(&plan_with(name));
+            assert_eq!(
+                (
+                    g.auto_strategize(),
+                    g.auto_after(Phase::Strategize),
+                    g.auto_after(Phase::Execute)
+                ),
+                (strategize, execute, apply),
+                "{name}"
+            );
+            assert!(!g.auto_strategy_revision(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_plan_without_a_snapshot_is_manual() {
+        let p = Plan::new("local/a", "a", jiff::Timestamp::now());
+        assert_eq!(
+            Gates::of(&p).flags,
+            profiles::builtin("manual").unwrap().flags
+        );
+    }
+}

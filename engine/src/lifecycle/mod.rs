@@ -1,0 +1,368 @@
+//! The lifecycle engine (spec sections 08 to 13 and 27; lifecycle issue): takes a plan from
+//! its action to applied changes, pausing for a human exactly where the frozen automation
+//! profile says, and surviving errors, interruptions and crashes.
+//!
+//! One module per job:
+//! - [`gates`]: what the plan's frozen profile lets happen without a human.
+//! - [`state`]: every state change with its event, in one transaction.
+//! - [`apply`]: the Apply phase (checks, merged-tree validations, journal, commit).
+//! - [`approvals`]: raising and answering the places a human must act.
+//! - [`bases`]: what each target resource looked like at `plan use`.
+//! - [`checklist`]: the offline strategist `builtin/checklist-strategist`.
+//! - [`children`]: child plans (spawn steps, parallel groups, merge-back).
+//! - [`strategize`]: the Strategize phase (root decision, invariants, strategy actor).
+//! - [`execute`]: the Execute phase (sandboxes, steps, checkpoints, resume).
+//! - [`script_executor`]: the offline executor `builtin/script-executor`.
+//! - [`validations`]: the projects' validation commands.
+//! - [`driver`]: runs a plan until a gate, a pause or a terminal state; owns the lease.
+//! - [`report`]: what `plan status` and `plan errors` show.
+//!
+//! The engine knows no terminal: progress leaves it as [`EngineEvent`]s through an
+//! [`Observer`], which also tells it when the user pressed Ctrl-C.
+
+pub mod apply;
+pub mod approvals;
+pub mod bases;
+pub mod checklist;
+pub mod children;
+pub mod driver;
+pub mod execute;
+pub mod gates;
+mod invariant_actor;
+pub(crate) mod model;
+mod model_executor;
+pub mod report;
+pub mod rollback;
+pub mod script_executor;
+pub mod state;
+pub mod strategize;
+pub mod validations;
+
+use crate::config::Provider;
+use crate::domain::{Id, Phase, Plan, ProcessingState};
+use crate::events::{self, EngineEvent};
+use crate::lease::{self, LeaseError};
+use crate::paths::Paths;
+use crate::store::{Store, StoreError};
+
+/// How many children of one parallel group run at once unless `max-parallel-children` says
+/// otherwise.
+pub const DEFAULT_MAX_PARALLEL_CHILDREN: usize = 2;
+
+/// Receives what the engine does while it drives a plan.
+pub trait Observer: Send + Sync {
+    /// An event was committed (in sequence order).
+    fn event(&self, _event: &EngineEvent) {}
+    /// A short progress line for a spinner (`Strategize: recording decisions`).
+    fn progress(&self, _message: &str) {}
+    /// Whether the user asked to stop (Ctrl-C); the engine then stops at the next safe point
+    /// and leaves the plan resumable.
+    fn interrupted(&self) -> bool {
+        false
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// Errors of the lifecycle engine. Failures of the work itself (an actor that fails, a step
+/// that errors) are not errors of the engine: they move the plan to `errored` and come back
+/// as a [`driver::Stopped`].
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No plan with that id.
+    #[error("plan {0} not found")]
+    NotFound(Id),
+    /// Another live process drives the plan.
+    #[error("plan is being run by pid {pid} on {host} ({kind})")]
+    Busy {
+        /// The plan.
+        plan_id: Id,
+        /// The owner's pid.
+        pid: u32,
+        /// The owner's host.
+        host: String,
+        /// What it is doing.
+        kind: String,
+    },
+    /// The operation does not fit the plan's phase and state.
+    #[error("{message}")]
+    WrongState {
+        /// The plan's phase.
+        phase: Phase,
+        /// The plan's state.
+        state: ProcessingState,
+        /// What is wrong and what would fit.
+        message: String,
+        /// Commands that would help.
+        hints: Vec<String>,
+    },
+    /// An argument (an approval id, an option number) is not acceptable.
+    #[error("{0}")]
+    Invalid(String),
+    /// An approval with that id does not exist.
+    #[error("approval {0} not found")]
+    ApprovalNotFound(String),
+    /// A sandbox operation failed.
+    #[error("sandbox: {0}")]
+    Sandbox(String),
+    /// Another process is applying a plan to the same resource.
+    #[error("another plan is being applied to {resource} right now")]
+    ResourceBusy {
+        /// The resource's name.
+        resource: String,
+    },
+    /// A feature this milestone does not have yet.
+    #[error("{0}: not yet supported")]
+    NotYetSupported(String),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<LeaseError> for RunError {
+    fn from(e: LeaseError) -> Self {
+        match e {
+            LeaseError::Held {
+                plan_id,
+                pid,
+                host,
+                kind,
+            } => RunError::Busy {
+                plan_id,
+                pid,
+                host,
+                kind,
+            },
+            LeaseError::Store(s) => RunError::Store(s),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for RunError {
+    fn from(e: rusqlite::Error) -> Self {
+        RunError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// Reads an environment variable (API keys); `None` when unset.
+pub type EnvLookup = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The engine service: a store, where files live, the configured providers and an observer.
+/// The CLI and the TUI each hold one per command or session.
+pub struct Engine {
+    store: Store,
+    paths: Paths,
+    providers: Vec<Provider>,
+    env: EnvLookup,
+    client_options: crate::actors::providers::ClientOptions,
+    observer: std::sync::Arc<dyn Observer>,
+    max_parallel_children: usize,
+    streamed: i64,
+    log: Vec<EngineEvent>,
+}
+
+/// Everything needed to open another [`Engine`] on the same data directory in another thread
+/// (child plans run on their own threads, each with its own database connection).
+#[derive(Clone)]
+pub(crate) struct EngineSeed {
+    db: std::path::PathBuf,
+    paths: Paths,
+    providers: Vec<Provider>,
+    env: EnvLookup,
+    client_options: crate::actors::providers::ClientOptions,
+    observer: std::sync::Arc<dyn Observer>,
+    max_parallel_children: usize,
+}
+
+impl EngineSeed {
+    /// Opens the engine (a new connection to the same database).
+    ///
+    /// # Errors
+    /// [`StoreError`] opening the database.
+    pub(crate) fn open(&self) -> Result<Engine, StoreError> {
+        let store = Store::open(&self.db)?;
+        let streamed = events::last_seq(&store)?;
+        Ok(Engine {
+            store,
+            paths: self.paths.clone(),
+            providers: self.providers.clone(),
+            env: std::sync::Arc::clone(&self.env),
+            client_options: self.client_options.clone(),
+            observer: std::sync::Arc::clone(&self.observer),
+            max_parallel_children: self.max_parallel_children,
+            streamed,
+            log: Vec::new(),
+        })
+    }
+
+    /// The same seed with another observer.
+    pub(crate) fn with_observer(mut self, observer: std::sync::Arc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("store", &self.store.path())
+            .field("streamed", &self.streamed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over an open store. Events committed before this call are history: only
+    /// later ones reach the observer.
+    ///
+    /// # Errors
+    /// [`StoreError`] reading the last event sequence.
+    pub fn new(
+        store: Store,
+        paths: Paths,
+        providers: Vec<Provider>,
+        observer: Box<dyn Observer>,
+    ) -> Result<Self, StoreError> {
+        let streamed = events::last_seq(&store)?;
+        Ok(Self {
+            store,
+            paths,
+            providers,
+            env: std::sync::Arc::new(|name| std::env::var(name).ok().filter(|v| !v.is_empty())),
+            client_options: Default::default(),
+            observer: std::sync::Arc::from(observer),
+            max_parallel_children: DEFAULT_MAX_PARALLEL_CHILDREN,
+            streamed,
+            log: Vec::new(),
+        })
+    }
+
+    /// Replaces how environment variables (API keys) are read.
+    pub fn with_env(
+        mut self,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.env = std::sync::Arc::new(env);
+        self
+    }
+
+    /// Sets how many children of one `subplan_parallel_spawn` group run at once (config key
+    /// `max-parallel-children`, default [`DEFAULT_MAX_PARALLEL_CHILDREN`]; at least 1).
+    pub fn with_max_parallel_children(mut self, n: usize) -> Self {
+        self.max_parallel_children = n.max(1);
+        self
+    }
+
+    /// How many children of one parallel group run at once.
+    pub fn max_parallel_children(&self) -> usize {
+        self.max_parallel_children
+    }
+
+    pub(crate) fn seed(&self) -> EngineSeed {
+        EngineSeed {
+            db: self.store.path().to_path_buf(),
+            paths: self.paths.clone(),
+            providers: self.providers.clone(),
+            env: std::sync::Arc::clone(&self.env),
+            client_options: self.client_options.clone(),
+            observer: std::sync::Arc::clone(&self.observer),
+            max_parallel_children: self.max_parallel_children,
+        }
+    }
+
+    /// Replaces the provider client options (timeouts, retry delays).
+    pub fn with_client_options(mut self, options: crate::actors::providers::ClientOptions) -> Self {
+        self.client_options = options;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The store, mutable.
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    /// Where files live.
+    pub fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    /// The configured providers.
+    pub fn providers(&self) -> &[Provider] {
+        &self.providers
+    }
+
+    pub(crate) fn env(&self) -> &(dyn Fn(&str) -> Option<String> + Send + Sync) {
+        self.env.as_ref()
+    }
+
+    pub(crate) fn client_options(&self) -> &crate::actors::providers::ClientOptions {
+        &self.client_options
+    }
+
+    pub(crate) fn observer(&self) -> &dyn Observer {
+        self.observer.as_ref()
+    }
+
+    pub(crate) fn observer_arc(&self) -> std::sync::Arc<dyn Observer> {
+        std::sync::Arc::clone(&self.observer)
+    }
+
+    /// Loads a plan.
+    ///
+    /// # Errors
+    /// [`RunError::NotFound`], store errors.
+    pub fn plan(&self, id: &Id) -> Result<Plan, RunError> {
+        self.store.plan(id)?.ok_or(RunError::NotFound(*id))
+    }
+
+    /// Hands the events of `plan_id` committed since the last call to the observer, in
+    /// sequence order, and returns them.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn flush(&mut self, plan_id: &Id) -> Result<Vec<EngineEvent>, StoreError> {
+        let mut out = Vec::new();
+        loop {
+            let batch = events::after(&self.store, self.streamed, Some(plan_id), 500)?;
+            let Some(last) = batch.last() else { break };
+            self.streamed = last.seq;
+            let full = batch.len() == 500;
+            for e in &batch {
+                self.observer.event(e);
+            }
+            self.log.extend(batch.iter().cloned());
+            out.extend(batch);
+            if !full {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every event handed to the observer since the last call, in order.
+    pub fn take_log(&mut self) -> Vec<EngineEvent> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Moves a plan whose driver vanished back to (same phase, queued) with reason
+    /// `interrupted` (see [`lease::recover_if_stale`]), then rolls back an Apply it left
+    /// unfinished ([`apply::recover`]); returns whether it did either.
+    ///
+    /// # Errors
+    /// [`RunError`] (store, git and I/O errors of the rollback; repeating it continues).
+    pub fn recover(&mut self, plan_id: &Id) -> Result<bool, RunError> {
+        let changed = lease::recover_if_stale(&mut self.store, plan_id)?;
+        let rolled_back = apply::recover(self, plan_id)?;
+        self.flush(plan_id)?;
+        Ok(changed || rolled_back)
+    }
+}

@@ -1,0 +1,182 @@
+//! `builtin/script-executor` (actors issue item 4): performs each script step as written, in
+//! the plan's sandboxes, through the tool runner: `run:` as `shell_execute`, `tool:` with
+//! `args:` as that tool. `spawn:` steps (child plans) are run by [`super::children`] before a
+//! step reaches this module. No model is called.
+
+use serde_json::{Value, json};
+
+use crate::domain::Id;
+use crate::registry::actions::ScriptStep;
+use crate::tools::runner::{CallRequest, Policy, RunnerError, ToolRunner};
+
+/// How one step ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepEnd {
+    /// It did what it says.
+    Done {
+        /// A short record of what it produced (command output, tool result).
+        output: Value,
+    },
+    /// It failed; the message says why.
+    Failed {
+        /// Error code (`STEP_FAILED`, `NOT_SUPPORTED`).
+        code: String,
+        /// What failed.
+        message: String,
+        /// What it produced.
+        output: Value,
+    },
+    /// The plan was cancelled or interrupted while it ran.
+    Stopped,
+    /// A model execution actor asked the user a question (`request_decision`); its run is
+    /// paused until the answer.
+    Paused(Box<super::model_executor::Question>),
+    /// A human must approve first (`child_spawn`); the step runs again once answered.
+    Awaiting {
+        /// The pending approvals.
+        approvals: Vec<crate::domain::approval::Approval>,
+    },
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+/// Runs one script step (its JSON as stored in the decision's context snapshot).
+///
+/// # Errors
+/// [`RunnerError`] when the runner itself fails (database, sandbox creation).
+pub fn run_step(
+    runner: &mut ToolRunner<'_>,
+    plan_id: &Id,
+    policy: &Policy,
+    step: Option<&Value>,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<StepEnd, RunnerError> {
+    let Some(raw) = step else {
+        return Ok(StepEnd::Failed {
+            code: "NOT_SUPPORTED".into(),
+            message: "builtin/script-executor can only run an action's script steps, and this step is an item of the definition of done; give the action a `script` or use a model execution actor".into(),
+            output: Value::Null,
+        });
+    };
+    let step: ScriptStep = match serde_json::from_value(raw.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(StepEnd::Failed {
+                code: "STEP_FAILED".into(),
+                message: format!("the stored script step cannot be read: {e}"),
+                output: raw.clone(),
+            });
+        }
+    };
+    if let Some(spawn) = &step.spawn {
+        return Ok(StepEnd::Failed {
+            code: "STEP_FAILED".into(),
+            message: format!(
+                "step {} spawns a child plan of {}, but its decision is not a subplan_spawn",
+                step.name, spawn.action
+            ),
+            output: Value::Null,
+        });
+    }
+    let request = if let Some(cmd) = &step.run {
+        // The interpreter is chosen here, per step; the tool runs the program it is given.
+        let mut arguments = json!({"command": cmd});
+        if let Some(shell) = step.shell {
+            arguments["shell"] = json!(shell.as_str());
+        }
+        CallRequest {
+            tool: "shell_execute".into(),
+            arguments,
+            parent_skill: None,
+            resource: step.resource.clone(),
+        }
+    } else if let Some(tool) = &step.tool {
+        CallRequest {
+            tool: tool.clone(),
+            arguments: Value::Object(step.args.clone().unwrap_or_default()),
+            parent_skill: None,
+            resource: step.resource.clone(),
+        }
+    } else {
+        return Ok(StepEnd::Failed {
+            code: "STEP_FAILED".into(),
+            message: format!("step {} has nothing to run", step.name),
+            output: Value::Null,
+        });
+    };
+    let call = runner.call(plan_id, policy, request)?;
+    if cancelled() {
+        return Ok(StepEnd::Stopped);
+    }
+    let record = &call.record;
+    match call.result {
+        Err(e) => Ok(StepEnd::Failed {
+            code: "STEP_FAILED".into(),
+            message: format!("step {}: {} failed: {e}", step.name, record.tool),
+            output: json!({"tool": record.tool, "call_seq": record.seq, "error": e.to_string()}),
+        }),
+        // A shell command fails its step on a non-zero exit or a timeout, whether written as
+        // `run:` or as `tool: shell_execute` (which used to count a timed-out command as done).
+        Ok(result) if step.run.is_some() || record.tool == "shell_execute" => {
+            let exit = result["exit_code"].as_i64();
+            let output = json!({
+                "tool": "shell_execute",
+                "call_seq": record.seq,
+                "exit_code": exit,
+                "timed_out": result["timed_out"],
+                // Whole (the shell tool keeps at most its output cap): `plan logs` shows it all;
+                // events carry only its tail (see `execute::event_output`).
+                "stdout": result["stdout"].as_str().unwrap_or_default(),
+                "stderr": result["stderr"].as_str().unwrap_or_default(),
+                "stdout_truncated": result["stdout_truncated"],
+                "stderr_truncated": result["stderr_truncated"],
+                "files_changed": result["files_changed"],
+            });
+            if result["cancelled"] == json!(true) {
+                return Ok(StepEnd::Stopped);
+            }
+            if exit == Some(0) && result["timed_out"] != json!(true) {
+                Ok(StepEnd::Done { output })
+            } else {
+                let why = if result["timed_out"] == json!(true) {
+                    "timed out".to_string()
+                } else {
+                    match exit {
+                        Some(code) => format!("exited with status {code}"),
+                        None => "was killed by a signal".to_string(),
+                    }
+                };
+                Ok(StepEnd::Failed {
+                    code: "STEP_FAILED".into(),
+                    message: format!(
+                        "step {}: `{}` {why}: {}",
+                        step.name,
+                        step.run
+                            .as_deref()
+                            .or(request_command(&step))
+                            .unwrap_or_default(),
+                        clip(result["stderr"].as_str().unwrap_or_default().trim(), 400)
+                    ),
+                    output,
+                })
+            }
+        }
+        Ok(result) => Ok(StepEnd::Done {
+            output: json!({"tool": record.tool, "call_seq": record.seq, "result": result, "changes": call.changes.len()}),
+        }),
+    }
+}
+
+/// The command of a `tool: shell_execute` step.
+fn request_command(step: &ScriptStep) -> Option<&str> {
+    step.args.as_ref()?.get("command")?.as_str()
+}

@@ -1,0 +1,820 @@
+//! Checkpoints and exact rollback (spec section 11 "Checkpointing in Execute"; issue 4).
+//!
+//! A snapshot updates the sandbox's private index from the work tree in one pass (modified,
+//! new and deleted files, including whatever shell commands did; ignored files are neither
+//! captured nor restored; submodules stay gitlinks) and writes it as a tree. A checkpoint
+//! commits that tree on the plan branch of every active sandbox of the plan and keeps a ref per
+//! checkpoint, so later rollbacks never lose an earlier state. Rolling back checks the
+//! checkpoint's tree out with `force` and `remove_untracked`, moves the plan branch there and
+//! then verifies that a new snapshot has exactly the checkpoint's tree hash.
+//!
+//! Empty directories are not part of a snapshot (as in git); see `docs/decisions.md`.
+
+use std::path::PathBuf;
+
+use git2::{Oid, Repository, build::CheckoutBuilder};
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::{
+    CHECKPOINT_REF_PREFIX, CheckpointId, PLAN_REF, Sandbox, SandboxError, Sandboxes, signature,
+};
+use crate::domain::id::Id;
+use crate::domain::lifecycle::PlanStatus;
+use crate::store::Store;
+
+/// Updates the private index from the work tree and writes it as a tree; returns the tree id.
+/// The index file is rewritten only when something changed.
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
+    snapshot_with(repo, false)
+}
+
+/// As [`snapshot`], always rewriting the index file (checkpoints and rollbacks do, so the
+/// stored tree cache stays valid and later snapshots rebuild only changed directories).
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxError> {
+    let mut index = repo
+        .index()
+        .map_err(SandboxError::git("opening the index"))?;
+    let (removed, added) = workdir_changes(repo, &index)?;
+    for path in &removed {
+        index.remove_path(path).map_err(SandboxError::git(format!(
+            "removing {} from the index",
+            path.display()
+        )))?;
+    }
+    for path in &added {
+        index.add_path(path).map_err(SandboxError::git(format!(
+            "adding {} to the index",
+            path.display()
+        )))?;
+    }
+    let tree = index
+        .write_tree()
+        .map_err(SandboxError::git("writing the snapshot tree"))?;
+    // Written after the tree, so the index keeps a valid tree cache and the next snapshot
+    // only rebuilds the trees of directories that change.
+    if persist || !removed.is_empty() || !added.is_empty() {
+        index
+            .write()
+            .map_err(SandboxError::git("writing the index"))?;
+    }
+    Ok(tree)
+}
+
+/// One index entry's stat data, as compared with the work tree.
+struct Tracked {
+    path: PathBuf,
+    mode: u32,
+    size: u32,
+    mtime: (i32, u32),
+    ctime: (i32, u32),
+    ino: u32,
+}
+
+/// What differs between the index and the work tree: paths to remove from the index (tracked
+/// and gone, or replaced by a directory) and paths to (re)add (new and not ignored, or
+/// possibly modified). Tracked entries are compared by `lstat` in parallel (size, times, inode,
+/// kind, executable bit; entries written in the same clock tick as the index are always
+/// rehashed); new files come from a parallel walk that honours `.gitignore` files and skips
+/// `.git` directories. Submodule gitlinks are left as they are. Being eager is safe: a path
+/// re-added with unchanged content keeps its blob id.
+fn workdir_changes(
+    repo: &Repository,
+    index: &git2::Index,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), SandboxError> {
+    use std::collections::HashSet;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+
+    let work = repo
+        .workdir()
+        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
+        .to_path_buf();
+    let index_time = std::fs::metadata(repo.path().join("index"))
+        .ok()
+        .map(|m| (m.mtime(), m.mtime_nsec()));
+    let mut tracked = Vec::with_capacity(index.len());
+    let mut gitlinks: HashSet<Vec<u8>> = HashSet::new();
+    for e in index.iter() {
+        if e.mode == 0o160000 {
+            gitlinks.insert(e.path);
+            continue;
+        }
+        tracked.push(Tracked {
+            path: PathBuf::from(std::ffi::OsStr::from_bytes(&e.path)),
+            mode: e.mode,
+            size: e.file_size,
+            mtime: (e.mtime.seconds(), e.mtime.nanoseconds()),
+            ctime: (e.ctime.seconds(), e.ctime.nanoseconds()),
+            ino: e.ino,
+        });
+    }
+    let known: HashSet<&[u8]> = tracked
+        .iter()
+        .map(|t| t.path.as_os_str().as_bytes())
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = tracked.len().div_ceil(threads).max(1);
+    let compared: Vec<(Vec<PathBuf>, Vec<PathBuf>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = tracked
+            .chunks(chunk)
+            .map(|part| {
+                let work = &work;
+                scope.spawn(move || {
+                    use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+                    let mut removed = Vec::new();
+                    let mut changed = Vec::new();
+                    let Ok(root) = rustix::fs::open(
+                        work,
+                        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    ) else {
+                        return (part.iter().map(|t| t.path.clone()).collect(), Vec::new());
+                    };
+                    // The directory of the previous entry: entries are in path order, so most
+                    // lookups reuse it. Parents are opened without following any symbolic
+                    // link, so a tracked directory replaced by a link counts as gone.
+                    let mut parent: Option<(Vec<u8>, Option<std::os::fd::OwnedFd>)> = None;
+                    for t in part {
+                        let bytes = t.path.as_os_str().as_bytes();
+                        let (dir, name) = match bytes.iter().rposition(|b| *b == b'/') {
+                            Some(i) => (&bytes[..i], &bytes[i + 1..]),
+                            None => (&b""[..], bytes),
+                        };
+                        if parent.as_ref().is_none_or(|(d, _)| d.as_slice() != dir) {
+                            let dir_path = if dir.is_empty() { &b"."[..] } else { dir };
+                            let fd = rustix::fs::openat2(
+                                &root,
+                                std::ffi::OsStr::from_bytes(dir_path),
+                                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                                Mode::empty(),
+                                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+                            )
+                            .ok();
+                            parent = Some((dir.to_vec(), fd));
+                        }
+                        let st = match parent.as_ref().and_then(|(_, fd)| fd.as_ref()) {
+                            Some(fd) => rustix::fs::statat(
+                                fd,
+                                std::ffi::OsStr::from_bytes(name),
+                                AtFlags::SYMLINK_NOFOLLOW,
+                            )
+                            .ok(),
+                            None => None,
+                        };
+                        let Some(st) = st else {
+                            removed.push(t.path.clone());
+                            continue;
+                        };
+                        let kind = st.st_mode & 0o170000;
+                        if kind == 0o040000 {
+                            removed.push(t.path.clone());
+                            continue;
+                        }
+                        let mtime = (st.st_mtime, st.st_mtime_nsec as i64);
+                        let exec_now = kind == 0o100000 && st.st_mode & 0o100 != 0;
+                        let racy = index_time.is_none_or(|it| mtime >= it);
+                        let differs = (kind == 0o120000) != (t.mode == 0o120000)
+                            || (t.mode == 0o100755) != exec_now
+                            || st.st_size as u32 != t.size
+                            || (st.st_mtime as i32, st.st_mtime_nsec as u32) != t.mtime
+                            || (st.st_ctime as i32, st.st_ctime_nsec as u32) != t.ctime
+                            || st.st_ino as u32 != t.ino;
+                        if differs || racy {
+                            changed.push(t.path.clone());
+                        }
+                    }
+                    (removed, changed)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut removed = Vec::new();
+    let mut added = Vec::new();
+    for (r, c) in compared {
+        removed.extend(r);
+        added.extend(c);
+    }
+    let mut untracked = untracked_files(&work, &known, &gitlinks);
+    untracked.sort();
+    removed.sort();
+    added.sort();
+    added.extend(untracked);
+    Ok((removed, added))
+}
+
+/// Files in the work tree that the index does not track and `.gitignore` files do not
+/// exclude. One pass over the directories with `getdents` (no `stat` unless the file system
+/// does not report entry types); ignore rules are consulted only for names the index does not
+/// know, deepest `.gitignore` first, as git does. Ignored directories, `.git` entries and
+/// submodule gitlinks are not entered; symbolic links are never followed.
+fn untracked_files(
+    work: &std::path::Path,
+    known: &std::collections::HashSet<&[u8]>,
+    gitlinks: &std::collections::HashSet<Vec<u8>>,
+) -> Vec<PathBuf> {
+    use ignore::Match;
+    use ignore::gitignore::{Gitignore, GitignoreBuilder};
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::rc::Rc;
+
+    fn ignored(chain: &[Rc<Gitignore>], path: &std::path::Path, is_dir: bool) -> bool {
+        for gi in chain.iter().rev() {
+            match gi.matched(path, is_dir) {
+                Match::Ignore(_) => return true,
+                Match::Whitelist(_) => return false,
+                Match::None => {}
+            }
+        }
+        false
+    }
+
+    let mut out = Vec::new();
+    let mut stack: Vec<(Vec<u8>, Vec<Rc<Gitignore>>)> = vec![(Vec::new(), Vec::new())];
+    while let Some((rel, mut chain)) = stack.pop() {
+        let abs = work.join(OsStr::from_bytes(&rel));
+        let Ok(fd) = rustix::fs::open(
+            &abs,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        let Ok(mut dir) = rustix::fs::Dir::read_from(&fd) else {
+            continue;
+        };
+        let mut entries = Vec::new();
+        while let Some(Ok(entry)) = dir.read() {
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let mut kind = entry.file_type();
+            if kind == FileType::Unknown {
+                kind = rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| FileType::from_raw_mode(st.st_mode))
+                    .unwrap_or(FileType::Unknown);
+            }
+            entries.push((name.to_vec(), kind));
+        }
+        if entries
+            .iter()
+            .any(|(n, k)| n == b".gitignore" && *k == FileType::RegularFile)
+        {
+            let mut builder = GitignoreBuilder::new(&abs);
+            builder.add(abs.join(".gitignore"));
+            if let Ok(gi) = builder.build() {
+                chain.push(Rc::new(gi));
+            }
+        }
+        for (name, kind) in entries {
+            if crate::sandbox::confined::is_git_alias(&name) {
+                continue;
+            }
+            let mut child = rel.clone();
+            if !child.is_empty() {
+                child.push(b'/');
+            }
+            child.extend_from_slice(&name);
+            let is_dir = kind == FileType::Directory;
+            if is_dir && gitlinks.contains(&child) {
+                continue;
+            }
+            if !is_dir && known.contains(child.as_slice()) {
+                continue;
+            }
+            if !matches!(
+                kind,
+                FileType::Directory | FileType::RegularFile | FileType::Symlink
+            ) {
+                continue;
+            }
+            if ignored(&chain, &work.join(OsStr::from_bytes(&child)), is_dir) {
+                continue;
+            }
+            if is_dir {
+                stack.push((child, chain.clone()));
+            } else {
+                out.push(PathBuf::from(OsStr::from_bytes(&child)));
+            }
+        }
+    }
+    out
+}
+
+/// The number of files that differ between two trees.
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn count_changed(repo: &Repository, old: Oid, new: Oid) -> Result<u64, SandboxError> {
+    if old == new {
+        return Ok(0);
+    }
+    let old = repo
+        .find_tree(old)
+        .map_err(SandboxError::git("reading a tree"))?;
+    let new = repo
+        .find_tree(new)
+        .map_err(SandboxError::git("reading a tree"))?;
+    let diff = repo
+        .diff_tree_to_tree(Some(&old), Some(&new), None)
+        .map_err(SandboxError::git("comparing trees"))?;
+    Ok(diff.deltas().len() as u64)
+}
+
+/// The tree of the commit the plan branch points to.
+fn head_commit(repo: &Repository) -> Result<git2::Commit<'_>, SandboxError> {
+    repo.find_reference(PLAN_REF)
+        .and_then(|r| r.peel_to_commit())
+        .map_err(SandboxError::git("reading the plan branch"))
+}
+
+/// One sandbox's state at a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckpointState {
+    /// The sandbox.
+    pub sandbox_id: Id,
+    /// The checkpoint commit in the sandbox's private repository (hex).
+    pub commit_oid: String,
+    /// Its tree (hex): equal tree ids mean byte-identical captured content.
+    pub tree_oid: String,
+}
+
+/// A plan-wide checkpoint as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckpointRecord {
+    /// `cp_...`.
+    pub checkpoint_id: CheckpointId,
+    /// The plan.
+    pub plan_id: Id,
+    /// 1, 2, ... within the plan.
+    pub seq: u32,
+    /// The step it belongs to (`start of step 3`, `tool run: write_file`).
+    pub step: Option<String>,
+    /// The decision being executed, if any.
+    pub decision_id: Option<String>,
+    /// A short label (`start`, `end`).
+    pub label: String,
+    /// Files that differ from the previous checkpoint (over all sandboxes).
+    pub files_changed: u64,
+    /// The highest tool-call sequence number logged when it was taken.
+    pub tool_call_seq: u64,
+    /// When it was taken.
+    pub created_at: Timestamp,
+    /// When a rollback to an earlier checkpoint discarded it.
+    pub discarded_at: Option<Timestamp>,
+    /// One state per sandbox that existed then.
+    pub states: Vec<CheckpointState>,
+}
+
+/// What a checkpoint is for.
+#[derive(Debug, Clone, Default)]
+pub struct CheckpointRequest {
+    /// Step description.
+    pub step: Option<String>,
+    /// Decision id.
+    pub decision_id: Option<String>,
+    /// Label (`start`, `end`).
+    pub label: String,
+    /// When true and nothing changed since the latest checkpoint, that checkpoint is returned
+    /// instead of a new one (used for the start of a step that follows another step's end).
+    pub reuse_if_unchanged: bool,
+}
+
+/// Takes a checkpoint of every active sandbox of the plan. Returns `None` when the plan has no
+/// sandbox yet (there is nothing to capture).
+///
+/// # Errors
+/// Git, I/O and store errors.
+pub fn create(
+    store: &mut Store,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    request: &CheckpointRequest,
+) -> Result<Option<CheckpointRecord>, SandboxError> {
+    let active = sandboxes.active(store, plan_id)?;
+    if active.is_empty() {
+        return Ok(None);
+    }
+    let latest = store.latest_checkpoint(plan_id)?;
+    let mut locks = Vec::new();
+    let mut snaps = Vec::new();
+    let mut files_changed = 0;
+    let mut unchanged = true;
+    for sb in &active {
+        locks.push(sb.lock()?);
+        let repo = sb.repo()?;
+        let tree = snapshot_with(&repo, true)?;
+        let (parent_id, parent_tree) = {
+            let parent = head_commit(&repo)?;
+            (parent.id(), parent.tree_id())
+        };
+        files_changed += count_changed(&repo, parent_tree, tree)?;
+        let recorded = latest.as_ref().and_then(|cp| {
+            cp.states
+                .iter()
+                .find(|s| s.sandbox_id == sb.record.sandbox_id)
+                .map(|s| s.commit_oid == parent_id.to_string())
+        });
+        if parent_tree != tree || recorded != Some(true) {
+            unchanged = false;
+        }
+        snaps.push((sb, repo, tree));
+    }
+    if request.reuse_if_unchanged
+        && unchanged
+        && let Some(latest) = latest
+    {
+        return Ok(Some(latest));
+    }
+    let id = CheckpointId::generate();
+    let sig = signature()?;
+    let mut states = Vec::new();
+    for (sb, repo, tree) in &snaps {
+        let parent = head_commit(repo)?;
+        let tree_obj = repo
+            .find_tree(*tree)
+            .map_err(SandboxError::git("reading the snapshot tree"))?;
+        let message = format!(
+            "Checkpoint {id}: {}\n\nPlan: {plan_id}\nResource: {}\nStep: {}\n",
+            request.label,
+            sb.record.resource_name,
+            request.step.as_deref().unwrap_or("-")
+        );
+        let commit = repo
+            .commit(Some(PLAN_REF), &sig, &sig, &message, &tree_obj, &[&parent])
+            .map_err(SandboxError::git("committing the checkpoint"))?;
+        repo.reference(
+            &format!("{CHECKPOINT_REF_PREFIX}{id}"),
+            commit,
+            true,
+            "checkpoint",
+        )
+        .map_err(SandboxError::git("creating the checkpoint ref"))?;
+        states.push(CheckpointState {
+            sandbox_id: sb.record.sandbox_id,
+            commit_oid: commit.to_string(),
+            tree_oid: tree.to_string(),
+        });
+    }
+    let record = CheckpointRecord {
+        checkpoint_id: id,
+        plan_id: *plan_id,
+        seq: 0,
+        step: request.step.clone(),
+        decision_id: request.decision_id.clone(),
+        label: request.label.clone(),
+        files_changed,
+        tool_call_seq: store.max_tool_call_seq(plan_id)?,
+        created_at: Timestamp::now(),
+        discarded_at: None,
+        states,
+    };
+    let record = store.insert_checkpoint(&record)?;
+    drop(locks);
+    Ok(Some(record))
+}
+
+/// Restores one sandbox's work tree and index to `commit` exactly (ignored files are left
+/// alone) and moves the plan branch there.
+///
+/// # Errors
+/// [`SandboxError::Git`]; [`SandboxError::Checkpoint`] when the restored state does not have
+/// the commit's tree hash.
+pub fn restore(sandbox: &Sandbox, commit: Oid) -> Result<(), SandboxError> {
+    let repo = sandbox.repo()?;
+    let commit = repo
+        .find_commit(commit)
+        .map_err(SandboxError::git("finding the checkpoint commit"))?;
+    // Capture the current state first, so that everything not in the checkpoint is tracked
+    // in the index and the checkout removes it; ignored files stay out of the index and stay.
+    snapshot(&repo)?;
+    let mut checkout = CheckoutBuilder::new();
+    checkout.force().remove_untracked(true);
+    repo.checkout_tree(commit.as_object(), Some(&mut checkout))
+        .map_err(SandboxError::git("restoring the checkpoint"))?;
+    repo.reference(PLAN_REF, commit.id(), true, "rollback")
+        .map_err(SandboxError::git("moving the plan branch"))?;
+    let tree = snapshot_with(&repo, true)?;
+    if tree != commit.tree_id() {
+        return Err(SandboxError::Checkpoint(format!(
+            "restoring {} left tree {tree}, expected {}",
+            sandbox.record.resource_name,
+            commit.tree_id()
+        )));
+    }
+    Ok(())
+}
+
+/// What a rollback did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RollbackOutcome {
+    /// The checkpoint restored.
+    pub checkpoint: CheckpointRecord,
+    /// Sandboxes restored (resource names).
+    pub resources: Vec<String>,
+    /// Later checkpoints marked discarded.
+    pub discarded_checkpoints: u64,
+    /// Later tool calls marked discarded.
+    pub discarded_tool_calls: u64,
+    /// The plan's status afterwards (execute / queued).
+    pub status: PlanStatus,
+}
+
+/// Rolls every sandbox of the plan back to a checkpoint (sandboxes created after it go back to
+/// their base), marks later checkpoints, tool calls and changes discarded and leaves the plan
+/// at execute / queued. Files are restored first and the records second, in one transaction;
+/// repeating an interrupted rollback finishes it.
+///
+/// # Errors
+/// [`SandboxError::Checkpoint`] for a checkpoint of another plan or one already discarded,
+/// [`SandboxError::PlanNotFound`], lifecycle refusal for applied plans (as
+/// [`SandboxError::Checkpoint`]), git and store errors.
+pub fn rollback(
+    store: &mut Store,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    checkpoint: &CheckpointId,
+) -> Result<RollbackOutcome, SandboxError> {
+    let plan = store
+        .plan(plan_id)?
+        .ok_or(SandboxError::PlanNotFound(*plan_id))?;
+    let mut status = plan.status;
+    status
+        .rollback_to()
+        .map_err(|e| SandboxError::Checkpoint(e.to_string()))?;
+    let cp = store
+        .checkpoint(checkpoint)?
+        .filter(|c| c.plan_id == *plan_id)
+        .ok_or_else(|| {
+            SandboxError::Checkpoint(format!("plan {plan_id} has no checkpoint {checkpoint}"))
+        })?;
+    if cp.discarded_at.is_some() {
+        return Err(SandboxError::Checkpoint(format!(
+            "checkpoint {checkpoint} was discarded by an earlier rollback"
+        )));
+    }
+    let active = sandboxes.active(store, plan_id)?;
+    let mut resources = Vec::new();
+    for sb in &active {
+        let _lock = sb.lock()?;
+        let target = match cp
+            .states
+            .iter()
+            .find(|s| s.sandbox_id == sb.record.sandbox_id)
+        {
+            Some(state) => Oid::from_str(&state.commit_oid)
+                .map_err(SandboxError::git("reading a checkpoint commit id"))?,
+            None => sb.base_commit()?,
+        };
+        restore(sb, target)?;
+        resources.push(sb.record.resource_name.clone());
+    }
+    let (discarded_checkpoints, discarded_tool_calls) =
+        store.record_rollback(&cp, status, Timestamp::now())?;
+    Ok(RollbackOutcome {
+        checkpoint: cp,
+        resources,
+        discarded_checkpoints,
+        discarded_tool_calls,
+        status,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::plan::Plan;
+    use crate::sandbox::testing::repo_with_files;
+    use crate::sandbox::{SandboxTarget, TargetKind};
+    use std::fs;
+
+    fn setup() -> (tempfile::TempDir, Store, Sandboxes, Id, Sandbox) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("user");
+        let head = repo_with_files(
+            &repo,
+            &[
+                ("a.txt", "a\n"),
+                ("d/b.txt", "b\n"),
+                (".gitignore", "*.log\n"),
+            ],
+        );
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/x", "x", Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let sandboxes = Sandboxes::at(dir.path().join("sandboxes"));
+        sandboxes
+            .register_target(
+                &mut store,
+                &SandboxTarget {
+                    plan_id: plan.plan_id,
+                    resource_name: "local/user".into(),
+                    alias: None,
+                    kind: TargetKind::GitCheckout {
+                        repo,
+                        base_commit: head,
+                    },
+                    read_only: false,
+                },
+            )
+            .unwrap();
+        let sb = sandboxes
+            .ensure(&mut store, &plan.plan_id, "local/user")
+            .unwrap();
+        (dir, store, sandboxes, plan.plan_id, sb)
+    }
+
+    fn cp(store: &mut Store, sandboxes: &Sandboxes, plan: &Id, label: &str) -> CheckpointRecord {
+        create(
+            store,
+            sandboxes,
+            plan,
+            &CheckpointRequest {
+                label: label.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .unwrap()
+    }
+
+    #[test]
+    fn rollback_restores_content_modes_deletions_and_removes_new_files_but_not_ignored_ones() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, mut store, sandboxes, plan, sb) = setup();
+        let w = sb.work_dir().to_path_buf();
+        let first = cp(&mut store, &sandboxes, &plan, "start");
+        fs::write(w.join("a.txt"), "changed\n").unwrap();
+        fs::remove_file(w.join("d/b.txt")).unwrap();
+        fs::create_dir_all(w.join("e/f")).unwrap();
+        fs::write(w.join("e/f/new.txt"), "new\n").unwrap();
+        fs::write(w.join("run.sh"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(w.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("a.txt", w.join("link")).unwrap();
+        fs::write(w.join("keep.log"), "ignored\n").unwrap();
+        let second = cp(&mut store, &sandboxes, &plan, "end");
+        assert_eq!(second.files_changed, 5);
+        assert_ne!(first.states[0].tree_oid, second.states[0].tree_oid);
+        fs::write(w.join("stray.txt"), "after\n").unwrap();
+        fs::write(w.join("a.txt"), "changed again\n").unwrap();
+
+        let out = rollback(&mut store, &sandboxes, &plan, &second.checkpoint_id).unwrap();
+        assert_eq!(out.discarded_checkpoints, 0);
+        assert!(!w.join("stray.txt").exists());
+        assert_eq!(fs::read_to_string(w.join("a.txt")).unwrap(), "changed\n");
+        assert_eq!(
+            fs::metadata(w.join("run.sh")).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+
+        rollback(&mut store, &sandboxes, &plan, &first.checkpoint_id).unwrap();
+        assert_eq!(fs::read_to_string(w.join("a.txt")).unwrap(), "a\n");
+        assert_eq!(fs::read_to_string(w.join("d/b.txt")).unwrap(), "b\n");
+        assert!(!w.join("e").exists(), "new directories go with their files");
+        assert!(!w.join("run.sh").exists() && fs::symlink_metadata(w.join("link")).is_err());
+        assert_eq!(
+            fs::read_to_string(w.join("keep.log")).unwrap(),
+            "ignored\n",
+            "ignored files are left alone"
+        );
+        let repo = sb.repo().unwrap();
+        assert_eq!(
+            snapshot(&repo).unwrap().to_string(),
+            first.states[0].tree_oid
+        );
+        let err = rollback(&mut store, &sandboxes, &plan, &second.checkpoint_id).unwrap_err();
+        assert!(err.to_string().contains("discarded"), "{err}");
+        let p = store.plan(&plan).unwrap().unwrap();
+        assert_eq!(
+            (p.phase(), p.state()),
+            (
+                crate::domain::lifecycle::Phase::Execute,
+                crate::domain::lifecycle::ProcessingState::Queued
+            )
+        );
+    }
+
+    /// The tree git itself computes for a directory (`git add -A && git write-tree` in a
+    /// throwaway repository without global excludes).
+    fn git_tree(dir: &std::path::Path) -> String {
+        let tmp = tempfile::tempdir().unwrap();
+        let g = tmp.path().join("g");
+        let run = |args: &[&str], with_work: bool| {
+            let mut c = std::process::Command::new("git");
+            c.arg("-c")
+                .arg("core.excludesFile=/dev/null")
+                .arg("--git-dir")
+                .arg(&g);
+            if with_work {
+                c.arg("--work-tree").arg(dir);
+            }
+            let out = c
+                .args(args)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("HOME", tmp.path())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        run(&["init", "-q", "--bare"], false);
+        run(&["add", "-A"], true);
+        run(&["write-tree"], true)
+    }
+
+    #[test]
+    fn snapshots_see_every_kind_of_change_exactly_as_git_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, _store, _sandboxes, _plan, sb) = setup();
+        let w = sb.work_dir().to_path_buf();
+        let repo = sb.repo().unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
+        // Same-size rewrites right after a snapshot (racy timestamps) are seen.
+        fs::write(w.join("a.txt"), "z\n").unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
+        fs::write(w.join("a.txt"), "y\n").unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
+        fs::set_permissions(w.join("a.txt"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::remove_file(w.join("d/b.txt")).unwrap();
+        fs::create_dir_all(w.join("d/b.txt")).unwrap();
+        fs::write(w.join("d/b.txt/inner"), "now a directory\n").unwrap();
+        fs::create_dir_all(w.join("new/deep")).unwrap();
+        fs::write(w.join("new/deep/x.rs"), "x").unwrap();
+        fs::write(w.join("new/.gitignore"), "*.tmp\n!keep.tmp\n").unwrap();
+        fs::write(w.join("new/drop.tmp"), "ignored").unwrap();
+        fs::write(w.join("new/keep.tmp"), "kept").unwrap();
+        fs::write(w.join("trace.log"), "ignored by the root .gitignore").unwrap();
+        fs::create_dir_all(w.join("nested/.git")).unwrap();
+        fs::write(w.join("nested/.git/config"), "never captured").unwrap();
+        fs::write(w.join("nested/file"), "captured").unwrap();
+        std::os::unix::fs::symlink("a.txt", w.join("alias")).unwrap();
+        let ours = snapshot(&repo).unwrap().to_string();
+        let tree = repo.find_tree(git2::Oid::from_str(&ours).unwrap()).unwrap();
+        assert!(
+            tree.get_path(std::path::Path::new("nested/.git/config"))
+                .is_err()
+        );
+        assert!(tree.get_path(std::path::Path::new("new/drop.tmp")).is_err());
+        assert!(tree.get_path(std::path::Path::new("new/keep.tmp")).is_ok());
+        // git would treat nested/ as a repository; without its .git it sees what we see.
+        fs::remove_dir_all(w.join("nested/.git")).unwrap();
+        assert_eq!(ours, git_tree(&w));
+        // A link replaced by a file, and a file by a link.
+        fs::remove_file(w.join("alias")).unwrap();
+        fs::write(w.join("alias"), "a file now").unwrap();
+        fs::remove_file(w.join("new/deep/x.rs")).unwrap();
+        std::os::unix::fs::symlink("../../a.txt", w.join("new/deep/x.rs")).unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w));
+        // A tracked directory replaced by a link to a directory with the same file names:
+        // its files are gone, the link is new (nothing is read through the link).
+        let elsewhere = _dir.path().join("elsewhere");
+        fs::create_dir_all(elsewhere.join("b.txt")).unwrap();
+        fs::write(elsewhere.join("b.txt/inner"), "now a directory\n").unwrap();
+        fs::remove_dir_all(w.join("d")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, w.join("d")).unwrap();
+        fs::create_dir_all(w.join("d2")).unwrap();
+        let ours = snapshot(&repo).unwrap();
+        assert_eq!(ours.to_string(), git_tree(&w));
+        let tree = repo.find_tree(ours).unwrap();
+        assert_eq!(
+            tree.get_path(std::path::Path::new("d")).unwrap().filemode(),
+            0o120000
+        );
+    }
+
+    #[test]
+    fn an_unchanged_sandbox_reuses_the_latest_checkpoint_when_asked() {
+        let (_dir, mut store, sandboxes, plan, _sb) = setup();
+        let a = cp(&mut store, &sandboxes, &plan, "end");
+        let request = CheckpointRequest {
+            label: "start".into(),
+            reuse_if_unchanged: true,
+            ..Default::default()
+        };
+        let b = create(&mut store, &sandboxes, &plan, &request)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.checkpoint_id, b.checkpoint_id);
+        assert_eq!(store.checkpoints(&plan).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,863 @@
+//! Sandboxes: where a plan's work happens until Apply (spec section 11 "Execution Workspace /
+//! Sandbox Model", section 23 "Sandbox strategy" and "Lazy sandboxing"; issue 4).
+//!
+//! One sandbox exists per (plan, resource), created lazily on first access from a
+//! [`SandboxTarget`] recorded when the plan was created. Both strategies end in the same shape,
+//! so checkpoints, diffs, rollback and Apply share one code path:
+//!
+//! ```text
+//! <data dir>/sandboxes/<plan id>/
+//!     home/                  per-plan HOME, XDG_CACHE_HOME and TMPDIR for shell commands
+//!     <sandbox id>/
+//!         git/               a private bare repository (never inside the work tree)
+//!         work/              the work tree that tools see
+//!         lock               serializes mutations of this sandbox across processes
+//! ```
+//!
+//! - [`git_sandbox`] (`git_worktree`): the private repository borrows the user's objects
+//!   through `objects/info/alternates` and checks out the base commit. Nothing is written to
+//!   the user's repository.
+//! - [`dir_sandbox`] (`copy_on_write`): a reflink-or-copy of the directory honouring ignore
+//!   files, then a first commit of that state in the private repository.
+//! - [`checkpoint`]: snapshots of the work tree as trees and commits, and exact rollback.
+//! - [`diff`]: per-file diffs against the base with stats, binary and rename detection.
+//! - [`confined`]: file operations that the kernel keeps beneath the work tree.
+//! - [`landlock`]: kernel confinement of shell commands.
+//! - [`export`]: `plan export` to a branch or a patch.
+//! - [`lifetime`]: release after apply, retention, cleanup and orphan removal.
+//! - [`merge`]: three-way merge of a child plan's sandbox back into its parent's.
+
+pub mod applied;
+pub mod attribution;
+pub mod checkpoint;
+pub mod confined;
+pub mod diff;
+pub mod dir_sandbox;
+pub mod export;
+pub mod git_sandbox;
+pub mod landlock;
+pub mod launcher;
+pub mod lifetime;
+pub mod merge;
+pub mod sys;
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::domain::id::Id;
+use crate::domain::lifecycle::str_enum;
+use crate::paths::Paths;
+use crate::store::{Store, StoreError};
+
+/// Directory (inside the data directory) that holds every sandbox.
+pub const SANDBOXES_DIR: &str = "sandboxes";
+/// Name of the branch, inside a sandbox's private repository, that carries its checkpoints.
+pub const PLAN_REF: &str = "refs/heads/cleveragents/plan";
+/// Prefix of the refs that keep every checkpoint commit reachable (one ref per checkpoint).
+pub const CHECKPOINT_REF_PREFIX: &str = "refs/cleveragents/checkpoints/";
+/// Default number of days checkpoint refs are kept after a plan is applied, cancelled or
+/// errored (`sandbox-retention-days`).
+pub const DEFAULT_RETENTION_DAYS: u32 = 7;
+
+/// Where a sandbox's content comes from: the plain description of a resource that the
+/// registries hand over (spec section 23, `git-checkout` and `fs-directory`/`fs-mount`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A git checkout, sandboxed at `base_commit` (the commit HEAD pointed to at `plan use`).
+    GitCheckout {
+        /// The checkout's work tree (or any path inside the repository).
+        repo: PathBuf,
+        /// Full hex id of the base commit.
+        base_commit: String,
+    },
+    /// A plain directory, copied when the sandbox is created.
+    Directory {
+        /// The directory.
+        root: PathBuf,
+    },
+}
+
+impl TargetKind {
+    /// `git_checkout` or `directory`, as stored.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TargetKind::GitCheckout { .. } => "git_checkout",
+            TargetKind::Directory { .. } => "directory",
+        }
+    }
+
+    /// The sandbox strategy this kind uses.
+    pub fn strategy(&self) -> Strategy {
+        match self {
+            TargetKind::GitCheckout { .. } => Strategy::GitWorktree,
+            TargetKind::Directory { .. } => Strategy::CopyOnWrite,
+        }
+    }
+
+    /// The user's path (repository or directory).
+    pub fn source_path(&self) -> &Path {
+        match self {
+            TargetKind::GitCheckout { repo, .. } => repo,
+            TargetKind::Directory { root } => root,
+        }
+    }
+}
+
+/// One resource a plan may sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxTarget {
+    /// The plan.
+    pub plan_id: Id,
+    /// The resource's namespaced name (`local/api-repo`).
+    pub resource_name: String,
+    /// The project link's alias, used for binding (`path://ALIAS/...`, slot-name hints).
+    pub alias: Option<String>,
+    /// What to sandbox.
+    #[serde(flatten)]
+    pub kind: TargetKind,
+    /// Whether the project link is read-only: writing tools are refused.
+    pub read_only: bool,
+}
+
+impl SandboxTarget {
+    /// The short name used in `path://NAME/` when there is no alias: the part after the last
+    /// `/` of the resource name.
+    pub fn short_name(&self) -> &str {
+        self.resource_name
+            .rsplit('/')
+            .next()
+            .unwrap_or(&self.resource_name)
+    }
+
+    /// Whether `name` selects this target: its alias, full resource name or short name.
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.alias.as_deref() == Some(name)
+            || self.resource_name == name
+            || self.short_name() == name
+    }
+}
+
+/// How a resource is sandboxed (spec section 23).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// A private repository that borrows the user's objects.
+    GitWorktree,
+    /// A reflink-or-copy of a directory with a private git directory.
+    CopyOnWrite,
+}
+
+str_enum!(Strategy { GitWorktree => "git_worktree", CopyOnWrite => "copy_on_write" });
+
+/// Where a sandbox is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxState {
+    /// Being created; a crash here leaves a partial directory that the next access replaces.
+    Creating,
+    /// Usable.
+    Active,
+    /// Work tree removed (after apply); the private repository and its refs are kept.
+    Released,
+    /// Everything removed.
+    Removed,
+}
+
+str_enum!(SandboxState {
+    Creating => "creating",
+    Active => "active",
+    Released => "released",
+    Removed => "removed",
+});
+
+/// A sandbox as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxRecord {
+    /// Sandbox id.
+    pub sandbox_id: Id,
+    /// The plan.
+    pub plan_id: Id,
+    /// The resource.
+    pub resource_name: String,
+    /// Strategy.
+    pub strategy: Strategy,
+    /// State.
+    pub state: SandboxState,
+    /// `<data dir>/sandboxes/<plan id>/<sandbox id>`.
+    pub root_dir: PathBuf,
+    /// The base commit in the private repository (git: the user's commit; directory: the
+    /// commit of the copied state). Set once the sandbox is active.
+    pub base_commit: Option<String>,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// When the work tree was removed.
+    pub released_at: Option<Timestamp>,
+    /// When everything was removed.
+    pub removed_at: Option<Timestamp>,
+}
+
+impl SandboxRecord {
+    /// The directories of this sandbox.
+    pub fn layout(&self) -> Layout {
+        Layout::at(&self.root_dir)
+    }
+}
+
+/// The directories of one sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// `<sandbox>/`.
+    pub root: PathBuf,
+    /// The private bare repository.
+    pub git_dir: PathBuf,
+    /// The work tree.
+    pub work_dir: PathBuf,
+    /// The lock file.
+    pub lock_file: PathBuf,
+}
+
+impl Layout {
+    /// The layout under `root`.
+    pub fn at(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            git_dir: root.join("git"),
+            work_dir: root.join("work"),
+            lock_file: root.join("lock"),
+        }
+    }
+}
+
+/// Errors from creating, opening or changing sandboxes.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A git operation failed.
+    #[error("git error in {context}: {source}")]
+    Git {
+        /// What was being done.
+        context: String,
+        /// The libgit2 error.
+        source: git2::Error,
+    },
+    /// A file operation failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The plan does not exist.
+    #[error("plan {0} does not exist")]
+    PlanNotFound(Id),
+    /// The plan has no target with this resource name.
+    #[error("plan {plan_id} has no resource `{resource}` to sandbox")]
+    NoTarget {
+        /// The plan.
+        plan_id: Id,
+        /// The resource asked for.
+        resource: String,
+    },
+    /// A target was described wrongly (missing path, unknown commit, ...).
+    #[error("{0}")]
+    InvalidTarget(String),
+    /// A target for this (plan, resource) exists already with another definition.
+    #[error("plan {plan_id} already has a different target for `{resource}`")]
+    TargetConflict {
+        /// The plan.
+        plan_id: Id,
+        /// The resource.
+        resource: String,
+    },
+    /// The sandbox's files were released or removed.
+    #[error("the sandbox of {resource} for plan {plan_id} is {state}: its files are gone")]
+    Gone {
+        /// The plan.
+        plan_id: Id,
+        /// The resource.
+        resource: String,
+        /// Its state.
+        state: SandboxState,
+    },
+    /// A checkpoint does not belong to the plan or is unusable.
+    #[error("{0}")]
+    Checkpoint(String),
+}
+
+impl SandboxError {
+    pub(crate) fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> SandboxError {
+        let context = context.into();
+        move |source| SandboxError::Git { context, source }
+    }
+
+    pub(crate) fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_path_buf();
+        move |source| SandboxError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+/// An active sandbox, ready for tools.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    /// The stored record.
+    pub record: SandboxRecord,
+    /// What it sandboxes.
+    pub target: SandboxTarget,
+    /// Its directories.
+    pub layout: Layout,
+}
+
+/// An exclusive lock on a sandbox, held while it is changed (released on drop).
+#[derive(Debug)]
+pub struct SandboxLock {
+    _file: fs::File,
+}
+
+impl Sandbox {
+    /// The work tree tools operate on.
+    pub fn work_dir(&self) -> &Path {
+        &self.layout.work_dir
+    }
+
+    /// Opens the private repository with the work tree attached (nothing is written to disk
+    /// to attach it).
+    ///
+    /// # Errors
+    /// [`SandboxError::Git`].
+    pub fn repo(&self) -> Result<git2::Repository, SandboxError> {
+        open_repo(&self.layout)
+    }
+
+    /// The base commit's id in the private repository.
+    ///
+    /// # Errors
+    /// [`SandboxError::Checkpoint`] when the record has no base (never for active sandboxes).
+    pub fn base_commit(&self) -> Result<git2::Oid, SandboxError> {
+        let text =
+            self.record.base_commit.as_deref().ok_or_else(|| {
+                SandboxError::Checkpoint("the sandbox has no base commit yet".into())
+            })?;
+        git2::Oid::from_str(text).map_err(SandboxError::git("reading the base commit id"))
+    }
+
+    /// Takes the sandbox's exclusive lock, waiting for another process that holds it.
+    ///
+    /// # Errors
+    /// [`SandboxError::Io`].
+    pub fn lock(&self) -> Result<SandboxLock, SandboxError> {
+        let lock = lock_file(&self.layout.lock_file)?;
+        // Every writer of the private repository's index and refs holds this lock, and the
+        // kernel releases it when its process dies: a git lock file found now was left by a
+        // process killed mid-write (kill -9) and would block the plan for ever.
+        remove_stale_git_locks(&self.layout.git_dir);
+        Ok(lock)
+    }
+}
+
+/// Removes `index.lock`, `HEAD.lock`, `packed-refs.lock` and `refs/**/*.lock` in a sandbox's
+/// private git directory. Only call with the sandbox lock held.
+fn remove_stale_git_locks(git_dir: &Path) {
+    let mut found: Vec<PathBuf> = ["index.lock", "HEAD.lock", "packed-refs.lock"]
+        .iter()
+        .map(|n| git_dir.join(n))
+        .filter(|p| p.exists())
+        .collect();
+    let mut dirs = vec![git_dir.join("refs")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "lock") {
+                found.push(path);
+            }
+        }
+    }
+    for path in found {
+        tracing::warn!(file = %path.display(), "removing a git lock left by a killed process");
+        let _ = fs::remove_file(&path);
+    }
+}
+
+fn lock_file(path: &Path) -> Result<SandboxLock, SandboxError> {
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(SandboxError::io("open lock", path))?;
+    file.lock().map_err(SandboxError::io("lock", path))?;
+    Ok(SandboxLock { _file: file })
+}
+
+/// Opens a sandbox's private repository with its work tree attached in memory.
+pub(crate) fn open_repo(layout: &Layout) -> Result<git2::Repository, SandboxError> {
+    let repo = git2::Repository::open_bare(&layout.git_dir).map_err(SandboxError::git(format!(
+        "opening {}",
+        layout.git_dir.display()
+    )))?;
+    repo.set_workdir(&layout.work_dir, false)
+        .map_err(SandboxError::git("attaching the work tree"))?;
+    Ok(repo)
+}
+
+/// The fixed identity of commits CleverAgents writes in sandbox repositories.
+/// The author and committer of commits made in a user's repository (Apply, `plan export
+/// --branch`): the repository's `user.name` / `user.email`, else `CleverAgents
+/// <cleveragents@localhost>` (lifecycle issue item 8).
+pub fn user_signature(repo: &git2::Repository) -> git2::Signature<'static> {
+    repo.signature()
+        .map(|s| s.to_owned())
+        .or_else(|_| git2::Signature::now("CleverAgents", "cleveragents@localhost"))
+        .expect("a fixed signature is valid")
+}
+
+/// The message of a commit made for a plan in a user's repository: the plan's description
+/// (first line) as subject, `note` as body, and the trailers `Plan-Id:` and `Action:`. Apply
+/// and `plan export --branch` both use it, so their commits differ only in the note.
+pub fn plan_commit_message(plan: &crate::domain::plan::Plan, note: &str) -> String {
+    let subject = plan
+        .description
+        .clone()
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(|| format!("Apply {}", plan.action_name));
+    format!(
+        "{}\n\n{note}\n\nPlan-Id: {}\nAction: {}\n",
+        subject.lines().next().unwrap_or_default(),
+        plan.plan_id,
+        plan.action_name
+    )
+}
+
+pub(crate) fn signature() -> Result<git2::Signature<'static>, SandboxError> {
+    git2::Signature::now("CleverAgents", "cleveragents@localhost")
+        .map_err(SandboxError::git("creating a signature"))
+}
+
+/// Creates and finds sandboxes under `<data dir>/sandboxes`.
+#[derive(Debug, Clone)]
+pub struct Sandboxes {
+    root: PathBuf,
+}
+
+impl Sandboxes {
+    /// The sandboxes of a data directory.
+    pub fn new(paths: &Paths) -> Self {
+        Self {
+            root: paths.data_dir.join(SANDBOXES_DIR),
+        }
+    }
+
+    /// The sandboxes under an explicit directory (tests, benchmarks).
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// `<data dir>/sandboxes`.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<data dir>/sandboxes/<plan id>`.
+    pub fn plan_dir(&self, plan_id: &Id) -> PathBuf {
+        self.root.join(plan_id.to_string())
+    }
+
+    /// The per-plan writable directory for shell commands (HOME, XDG_CACHE_HOME, TMPDIR),
+    /// created if missing. Returns `(home, cache, tmp)`.
+    ///
+    /// # Errors
+    /// [`SandboxError::Io`].
+    pub fn plan_home(&self, plan_id: &Id) -> Result<(PathBuf, PathBuf, PathBuf), SandboxError> {
+        let home = self.plan_dir(plan_id).join("home");
+        let cache = home.join(".cache");
+        let tmp = home.join("tmp");
+        for dir in [&cache, &tmp] {
+            fs::create_dir_all(dir).map_err(SandboxError::io("create", dir))?;
+        }
+        Ok((home, cache, tmp))
+    }
+
+    /// Records what a plan may sandbox. Checks that the path exists and, for git, that the
+    /// base commit exists in the repository. Registering the same target again is a no-op;
+    /// a different definition for the same (plan, resource) is a [`SandboxError::TargetConflict`].
+    ///
+    /// # Errors
+    /// [`SandboxError::InvalidTarget`], [`SandboxError::TargetConflict`],
+    /// [`SandboxError::PlanNotFound`], [`SandboxError::Store`].
+    pub fn register_target(
+        &self,
+        store: &mut Store,
+        target: &SandboxTarget,
+    ) -> Result<(), SandboxError> {
+        if store.plan(&target.plan_id)?.is_none() {
+            return Err(SandboxError::PlanNotFound(target.plan_id));
+        }
+        let source = target.kind.source_path();
+        if !source.is_absolute() {
+            return Err(SandboxError::InvalidTarget(format!(
+                "resource path {} must be absolute",
+                source.display()
+            )));
+        }
+        if !source.is_dir() {
+            return Err(SandboxError::InvalidTarget(format!(
+                "resource path {} is not a directory",
+                source.display()
+            )));
+        }
+        if let TargetKind::GitCheckout { repo, base_commit } = &target.kind {
+            git_sandbox::check_base(repo, base_commit)?;
+        }
+        if let Some(existing) = store.sandbox_target(&target.plan_id, &target.resource_name)? {
+            return if &existing == target {
+                Ok(())
+            } else {
+                Err(SandboxError::TargetConflict {
+                    plan_id: target.plan_id,
+                    resource: target.resource_name.clone(),
+                })
+            };
+        }
+        store.insert_sandbox_target(target, Timestamp::now())?;
+        Ok(())
+    }
+
+    /// The active sandbox of (plan, resource), creating it first if it does not exist
+    /// (lazy sandboxing). A sandbox left half-created by a crash is removed and created anew.
+    ///
+    /// # Errors
+    /// [`SandboxError::NoTarget`], [`SandboxError::Gone`] for a released or removed sandbox,
+    /// creation errors (git, I/O, store).
+    pub fn ensure(
+        &self,
+        store: &mut Store,
+        plan_id: &Id,
+        resource: &str,
+    ) -> Result<Sandbox, SandboxError> {
+        let target =
+            store
+                .sandbox_target(plan_id, resource)?
+                .ok_or_else(|| SandboxError::NoTarget {
+                    plan_id: *plan_id,
+                    resource: resource.to_string(),
+                })?;
+        // Creation is serialized per plan so that two processes never build the same sandbox.
+        fs::create_dir_all(self.plan_dir(plan_id))
+            .map_err(SandboxError::io("create", &self.plan_dir(plan_id)))?;
+        let _plan_lock = lock_file(&self.plan_dir(plan_id).join("lock"))?;
+        if let Some(record) = store.sandbox(plan_id, resource)? {
+            match record.state {
+                SandboxState::Active => {
+                    let layout = record.layout();
+                    return Ok(Sandbox {
+                        record,
+                        target,
+                        layout,
+                    });
+                }
+                SandboxState::Creating => {
+                    tracing::warn!(sandbox = %record.sandbox_id, "removing a half-created sandbox");
+                    remove_dir_if_exists(&record.root_dir)?;
+                    store.delete_sandbox(&record.sandbox_id)?;
+                }
+                state => {
+                    return Err(SandboxError::Gone {
+                        plan_id: *plan_id,
+                        resource: resource.to_string(),
+                        state,
+                    });
+                }
+            }
+        }
+        self.create(store, target)
+    }
+
+    /// The sandbox of (plan, resource) if it exists and is active; never creates one.
+    ///
+    /// # Errors
+    /// [`SandboxError::Store`].
+    pub fn existing(
+        &self,
+        store: &Store,
+        plan_id: &Id,
+        resource: &str,
+    ) -> Result<Option<Sandbox>, SandboxError> {
+        let Some(record) = store.sandbox(plan_id, resource)? else {
+            return Ok(None);
+        };
+        if record.state != SandboxState::Active {
+            return Ok(None);
+        }
+        let Some(target) = store.sandbox_target(plan_id, resource)? else {
+            return Ok(None);
+        };
+        let layout = record.layout();
+        Ok(Some(Sandbox {
+            record,
+            target,
+            layout,
+        }))
+    }
+
+    /// Every active sandbox of a plan, in creation order.
+    ///
+    /// # Errors
+    /// [`SandboxError::Store`].
+    pub fn active(&self, store: &Store, plan_id: &Id) -> Result<Vec<Sandbox>, SandboxError> {
+        let mut out = Vec::new();
+        for record in store.sandboxes_of_plan(plan_id)? {
+            if record.state == SandboxState::Active
+                && let Some(sb) = self.existing(store, plan_id, &record.resource_name)?
+            {
+                out.push(sb);
+            }
+        }
+        Ok(out)
+    }
+
+    fn create(&self, store: &mut Store, target: SandboxTarget) -> Result<Sandbox, SandboxError> {
+        let sandbox_id = Id::generate();
+        let root_dir = self.plan_dir(&target.plan_id).join(sandbox_id.to_string());
+        let mut record = SandboxRecord {
+            sandbox_id,
+            plan_id: target.plan_id,
+            resource_name: target.resource_name.clone(),
+            strategy: target.kind.strategy(),
+            state: SandboxState::Creating,
+            root_dir,
+            base_commit: None,
+            created_at: Timestamp::now(),
+            released_at: None,
+            removed_at: None,
+        };
+        // The row comes first, so a crash leaves a `creating` row that says which directory to
+        // remove, never an unknown directory.
+        store.insert_sandbox(&record)?;
+        let layout = record.layout();
+        let built = fs::create_dir_all(&layout.work_dir)
+            .map_err(SandboxError::io("create", &layout.work_dir))
+            .and_then(|()| match &target.kind {
+                TargetKind::GitCheckout { repo, base_commit } => {
+                    git_sandbox::create(&layout, repo, base_commit)
+                }
+                TargetKind::Directory { root } => dir_sandbox::create(&layout, root),
+            });
+        let base = match built {
+            Ok(base) => base,
+            Err(e) => {
+                let _ = remove_dir_if_exists(&layout.root);
+                let _ = store.delete_sandbox(&record.sandbox_id);
+                return Err(e);
+            }
+        };
+        record.base_commit = Some(base.to_string());
+        record.state = SandboxState::Active;
+        store.activate_sandbox(&record.sandbox_id, &base.to_string())?;
+        tracing::info!(plan = %record.plan_id, resource = %record.resource_name,
+            strategy = %record.strategy, "sandbox created");
+        Ok(Sandbox {
+            record,
+            target,
+            layout,
+        })
+    }
+}
+
+/// Removes a directory tree if it exists.
+pub(crate) fn remove_dir_if_exists(path: &Path) -> Result<(), SandboxError> {
+    match fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(SandboxError::io("remove", path)(e)),
+    }
+}
+
+/// A checkpoint id: `cp_` followed by a ULID.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct CheckpointId(String);
+
+impl CheckpointId {
+    /// A new id.
+    pub fn generate() -> Self {
+        Self(format!("cp_{}", Id::generate()))
+    }
+
+    /// The id text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for CheckpointId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for CheckpointId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let rest = s
+            .strip_prefix("cp_")
+            .ok_or_else(|| format!("`{s}` is not a checkpoint id (cp_...)"))?;
+        let id: Id = rest
+            .parse()
+            .map_err(|e| format!("`{s}` is not a checkpoint id: {e}"))?;
+        Ok(Self(format!("cp_{id}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::plan::Plan;
+
+    #[test]
+    fn a_sandbox_left_half_created_by_a_crash_is_rebuilt_and_an_existing_one_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("user");
+        let head = testing::repo_with_files(&repo, &[("a.txt", "a\n")]);
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/x", "x", Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let sandboxes = Sandboxes::at(dir.path().join("sandboxes"));
+        let target = SandboxTarget {
+            plan_id: plan.plan_id,
+            resource_name: "local/user".into(),
+            alias: None,
+            kind: TargetKind::GitCheckout {
+                repo: repo.clone(),
+                base_commit: head.clone(),
+            },
+            read_only: false,
+        };
+        sandboxes.register_target(&mut store, &target).unwrap();
+        sandboxes.register_target(&mut store, &target).unwrap();
+        let mut other = target.clone();
+        other.read_only = true;
+        assert!(matches!(
+            sandboxes.register_target(&mut store, &other),
+            Err(SandboxError::TargetConflict { .. })
+        ));
+        // A crash after the row was written and half the files were copied.
+        let crashed = SandboxRecord {
+            sandbox_id: Id::generate(),
+            plan_id: plan.plan_id,
+            resource_name: "local/user".into(),
+            strategy: Strategy::GitWorktree,
+            state: SandboxState::Creating,
+            root_dir: sandboxes
+                .plan_dir(&plan.plan_id)
+                .join("01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+            base_commit: None,
+            created_at: Timestamp::now(),
+            released_at: None,
+            removed_at: None,
+        };
+        store.insert_sandbox(&crashed).unwrap();
+        fs::create_dir_all(crashed.root_dir.join("work")).unwrap();
+        fs::write(crashed.root_dir.join("work/partial"), "x").unwrap();
+        let sb = sandboxes
+            .ensure(&mut store, &plan.plan_id, "local/user")
+            .unwrap();
+        assert_ne!(sb.record.sandbox_id, crashed.sandbox_id);
+        assert!(
+            !crashed.root_dir.exists(),
+            "the partial directory is removed"
+        );
+        assert_eq!(
+            fs::read_to_string(sb.work_dir().join("a.txt")).unwrap(),
+            "a\n"
+        );
+        assert_eq!(
+            store.plan(&plan.plan_id).unwrap().unwrap().sandbox_refs,
+            [sb.record.sandbox_id.to_string()]
+        );
+        // After a restart the same sandbox is found again.
+        drop(store);
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let again = sandboxes
+            .ensure(&mut store, &plan.plan_id, "local/user")
+            .unwrap();
+        assert_eq!(again.record.sandbox_id, sb.record.sandbox_id);
+        assert!(matches!(
+            sandboxes.ensure(&mut store, &plan.plan_id, "local/nope"),
+            Err(SandboxError::NoTarget { .. })
+        ));
+    }
+
+    #[test]
+    fn checkpoint_ids_parse_only_with_their_prefix() {
+        let id = CheckpointId::generate();
+        assert_eq!(id.as_str().parse::<CheckpointId>().unwrap(), id);
+        assert!(
+            "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+                .parse::<CheckpointId>()
+                .is_err()
+        );
+        assert!("cp_nope".parse::<CheckpointId>().is_err());
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Temp git repositories and plans for sandbox tests.
+
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Runs git in `dir` with a fixed identity; panics on failure.
+    pub fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// A repository with a few committed files; returns the HEAD commit id.
+    pub fn repo_with_files(dir: &Path, files: &[(&str, &str)]) -> String {
+        std::fs::create_dir_all(dir).unwrap();
+        git(dir, &["init", "-q", "-b", "main"]);
+        for (path, content) in files {
+            let p = dir.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        }
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "initial"]);
+        git(dir, &["rev-parse", "HEAD"])
+    }
+}

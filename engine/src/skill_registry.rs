@@ -1,0 +1,842 @@
+//! Custom skills (spec section 19 "Skill Configuration", "Skill Hierarchy and Composition")
+//! and Agent Skills folders (spec 18 "Agent Skills Integration Details").
+//!
+//! A skill YAML names registered tools (`tools:`, each optionally with an `override:` of
+//! `capability` and `description`), includes other skills (`includes:`, optionally with
+//! `tool_overrides:`), defines `anonymous_tools:` (the tool YAML body, with an optional bare
+//! `name`), opts into built-in groups (`builtins:`), connects `mcp_servers:` and loads
+//! `agent_skills:` folders.
+//!
+//! Flattening ([`resolve`]): direct tools first (built-in groups, named tools, anonymous
+//! tools, Agent Skill scripts), then each include's flattened tools with its overrides. A
+//! direct tool wins over an included one of the same name; two includes offering the same
+//! name are a conflict: both are offered as `<skill>.<tool>` and the conflict is reported.
+//! An include cycle is refused naming the cycle. Built-in tools' metadata cannot be
+//! overridden; schemas never can.
+//!
+//! An Agent Skill is a folder with `SKILL.md` (YAML front matter `name`, `description`, then
+//! the instructions) and optional `scripts/`, `references/`, `assets/`. Its name and
+//! description go into the actor's system prompt; `load_skill` returns the instructions; each
+//! file in `scripts/` is a command tool `<skill>.<script>` run in the sandbox.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::skills;
+use crate::store::Store;
+use crate::store::tools::Registration;
+use crate::tools::custom::{McpServerSpec, ToolCapability, ToolDef, ToolSource};
+use crate::tools::external::{ExternalTool, Runnable};
+
+/// The name of the tool that returns an Agent Skill's instructions.
+pub const LOAD_SKILL: &str = "load_skill";
+
+/// An override at a point of use (spec 18 "Metadata Overrides"): only `capability` and
+/// `description`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Override {
+    /// Capability fields to replace (shallow merge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<Value>,
+    /// A new description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A named tool reference: `local/lint` or `{name, override}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolRef {
+    /// Just the name.
+    Name(String),
+    /// The name with an override.
+    Full {
+        /// Tool name.
+        name: String,
+        /// Its override.
+        #[serde(default, rename = "override")]
+        over: Option<Override>,
+    },
+}
+
+impl ToolRef {
+    fn parts(&self) -> (&str, Option<&Override>) {
+        match self {
+            ToolRef::Name(n) => (n, None),
+            ToolRef::Full { name, over } => (name, over.as_ref()),
+        }
+    }
+}
+
+/// One `tool_overrides` entry of an include.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOverride {
+    /// The included tool's name.
+    pub tool: String,
+    /// The override.
+    #[serde(rename = "override")]
+    pub over: Override,
+}
+
+/// An include: `local/git-ops` or `{name, tool_overrides}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IncludeRef {
+    /// Just the name.
+    Name(String),
+    /// The name with per-tool overrides.
+    Full {
+        /// Skill name.
+        name: String,
+        /// Overrides of its tools.
+        #[serde(default)]
+        tool_overrides: Vec<ToolOverride>,
+    },
+}
+
+impl IncludeRef {
+    fn parts(&self) -> (&str, &[ToolOverride]) {
+        match self {
+            IncludeRef::Name(n) => (n, &[]),
+            IncludeRef::Full {
+                name,
+                tool_overrides,
+            } => (name, tool_overrides),
+        }
+    }
+}
+
+/// A built-in group: `file_operations` or `{group: file_operations}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BuiltinRef {
+    /// The group's name.
+    Name(String),
+    /// `{group: NAME}`.
+    Group {
+        /// The group's name.
+        group: String,
+    },
+}
+
+/// An `agent_skills` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSkillRef {
+    /// The folder (relative to the skill YAML, or absolute).
+    pub path: String,
+    /// Informational (`none`, `container`): scripts always run confined in the sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_policy: Option<String>,
+}
+
+/// The body of a skill YAML (`skill:`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillDef {
+    /// Namespaced name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What it is for.
+    #[serde(default)]
+    pub description: String,
+    /// Named tool references.
+    #[serde(default)]
+    pub tools: Vec<ToolRef>,
+    /// Included skills.
+    #[serde(default)]
+    pub includes: Vec<IncludeRef>,
+    /// MCP servers whose tools it exposes.
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerSpec>,
+    /// Agent Skills folders.
+    #[serde(default)]
+    pub agent_skills: Vec<AgentSkillRef>,
+    /// Built-in groups.
+    #[serde(default)]
+    pub builtins: Vec<BuiltinRef>,
+    /// Inline tools.
+    #[serde(default)]
+    pub anonymous_tools: Vec<ToolDef>,
+    /// The directory the YAML was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
+}
+
+/// A skill YAML file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillFile {
+    /// Format header.
+    #[serde(default)]
+    pub cleveragents: Option<Value>,
+    /// The skill.
+    pub skill: SkillDef,
+}
+
+/// A loaded Agent Skill folder.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentSkill {
+    /// Front matter `name`.
+    pub name: String,
+    /// Front matter `description`.
+    pub description: String,
+    /// The folder.
+    pub dir: PathBuf,
+    /// The instructions (the Markdown after the front matter).
+    #[serde(skip)]
+    pub body: String,
+    /// Files in `scripts/`, by file name.
+    pub scripts: Vec<String>,
+}
+
+/// One tool of a flattened skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedTool {
+    /// Name as offered.
+    pub name: String,
+    /// Description (after overrides).
+    pub description: String,
+    /// Source.
+    pub source: ToolSource,
+    /// Capability (after overrides).
+    pub capability: ToolCapability,
+    /// The included skill it came from (`None`: defined in this skill).
+    pub from_skill: Option<String>,
+    /// How it runs (`None` for built-ins, which the runner knows).
+    pub external: Option<ExternalTool>,
+}
+
+impl ResolvedTool {
+    /// As structured data.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "source": self.source.as_str(),
+            "from_skill": self.from_skill,
+            "capability": self.capability,
+        })
+    }
+}
+
+/// A skill with its tools flattened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedSkill {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// `builtin` or `custom`.
+    pub kind: &'static str,
+    /// Direct includes.
+    pub includes: Vec<String>,
+    /// Every tool, direct then included.
+    pub tools: Vec<ResolvedTool>,
+    /// MCP servers (own and included), with the skill that declared each.
+    pub mcp_servers: Vec<(String, McpServerSpec)>,
+    /// Agent Skills (own and included).
+    pub agent_skills: Vec<AgentSkill>,
+    /// Name conflicts between includes, resolved by qualification.
+    pub conflicts: Vec<String>,
+}
+
+impl ResolvedSkill {
+    /// The distinct sources of its tools (MCP servers count as `mcp`).
+    pub fn sources(&self) -> Vec<&'static str> {
+        let mut s: Vec<&'static str> = self.tools.iter().map(|t| t.source.as_str()).collect();
+        if !self.mcp_servers.is_empty() {
+            s.push("mcp");
+        }
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+}
+
+/// Why a skill cannot be registered or resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SkillRegError {
+    /// No such skill.
+    #[error("unknown skill `{name}`{hint}")]
+    Unknown {
+        /// The name.
+        name: String,
+        /// A suggestion, in words.
+        hint: String,
+        /// The nearest skill name, if one is close.
+        suggestion: Option<String>,
+    },
+    /// A referenced tool is not registered.
+    #[error("skill {skill}: tool `{tool}` is not registered{hint}")]
+    UnknownTool {
+        /// The skill.
+        skill: String,
+        /// The tool.
+        tool: String,
+        /// A suggestion.
+        hint: String,
+    },
+    /// Includes form a cycle.
+    #[error("skill includes form a cycle: {}", cycle.join(" -> "))]
+    Cycle {
+        /// The names around the cycle, first repeated at the end.
+        cycle: Vec<String>,
+    },
+    /// Anything else, naming the field.
+    #[error("skill {skill}: {field}: {message}")]
+    Invalid {
+        /// The skill.
+        skill: String,
+        /// The field.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn invalid(skill: &str, field: impl Into<String>, message: impl Into<String>) -> SkillRegError {
+    SkillRegError::Invalid {
+        skill: skill.to_string(),
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Parses `SKILL.md`: YAML front matter between `---` lines with `name` and `description`.
+///
+/// # Errors
+/// A message naming the file and what is missing.
+pub fn load_agent_skill(dir: &Path) -> Result<AgentSkill, String> {
+    let file = dir.join("SKILL.md");
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        format!(
+            "{}: {e} (an Agent Skill folder holds a SKILL.md)",
+            file.display()
+        )
+    })?;
+    let rest = text.strip_prefix("---").ok_or_else(|| {
+        format!(
+            "{}: must start with YAML front matter between --- lines",
+            file.display()
+        )
+    })?;
+    let (front, body) = rest.split_once("\n---").ok_or_else(|| {
+        format!(
+            "{}: the front matter has no closing --- line",
+            file.display()
+        )
+    })?;
+    let meta: Value = serde_yaml::from_str(front)
+        .map_err(|e| format!("{}: front matter: {e}", file.display()))?;
+    let field = |k: &str| {
+        meta.get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| format!("{}: front matter `{k}` is required", file.display()))
+    };
+    let name = field("name")?;
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        return Err(format!(
+            "{}: name `{name}` must be lowercase letters, digits and hyphens",
+            file.display()
+        ));
+    }
+    let mut scripts: Vec<String> = std::fs::read_dir(dir.join("scripts"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    scripts.sort();
+    Ok(AgentSkill {
+        name,
+        description: field("description")?,
+        dir: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        body: body.trim_start_matches(['-', '\n']).trim().to_string(),
+        scripts,
+    })
+}
+
+/// The command tool for an Agent Skill script: `<skill>.<script stem>`, run with the
+/// interpreter its extension names (`.py` python3, `.sh` sh, else directly), its `args`
+/// passed as arguments and the whole JSON on stdin.
+pub fn script_tool(skill: &AgentSkill, script: &str, from: Option<&str>) -> ResolvedTool {
+    let path = skill.dir.join("scripts").join(script);
+    let stem = Path::new(script)
+        .file_stem()
+        .map_or_else(|| script.to_string(), |s| s.to_string_lossy().into_owned());
+    let quoted = shell_words::quote(&path.display().to_string()).into_owned();
+    let command = match Path::new(script).extension().and_then(|e| e.to_str()) {
+        Some("py") => format!("python3 {quoted} {{{{ args }}}}"),
+        Some("sh") => format!("sh {quoted} {{{{ args }}}}"),
+        _ => format!("{quoted} {{{{ args }}}}"),
+    };
+    let def = ToolDef {
+        name: Some(format!("{}.{stem}", skill.name)),
+        description: format!(
+            "Script {script} of the Agent Skill {} (load_skill first for how to use it)",
+            skill.name
+        ),
+        source: ToolSource::AgentSkill,
+        input_schema: json!({"type": "object", "properties": {"args": {"type": "array", "items": {"type": "string"}, "description": "Command-line arguments"}}, "additionalProperties": true}),
+        output_schema: None,
+        capability: json!({}),
+        resources: BTreeMap::new(),
+        command: Some(command),
+        code: None,
+        timeout_secs: None,
+        env: Vec::new(),
+        mcp_server: None,
+        agent_skill: Some(json!({"path": skill.dir.display().to_string()})),
+        base_dir: Some(skill.dir.display().to_string()),
+    };
+    external_of(def.name.clone().unwrap_or_default(), def, from, None)
+        .expect("an Agent Skill script's definition is valid")
+}
+
+fn external_of(
+    name: String,
+    def: ToolDef,
+    from: Option<&str>,
+    skill: Option<&str>,
+) -> Result<ResolvedTool, String> {
+    let capability = def.capability().map_err(|e| e.to_string())?;
+    Ok(ResolvedTool {
+        name: name.clone(),
+        description: def.description.clone(),
+        source: def.source,
+        capability: capability.clone(),
+        from_skill: from.map(str::to_string),
+        external: Some(ExternalTool {
+            name,
+            description: def.description.clone(),
+            input_schema: def.input_schema.clone(),
+            capability,
+            source: def.source,
+            skill: skill.map(str::to_string),
+            resources: def.resources.clone().into_iter().collect(),
+            runnable: Runnable::Command(Box::new(def)),
+        }),
+    })
+}
+
+fn apply_override(
+    t: &mut ResolvedTool,
+    over: &Override,
+    skill: &str,
+    field: &str,
+) -> Result<(), SkillRegError> {
+    if t.source == ToolSource::Builtin {
+        return Err(invalid(
+            skill,
+            field,
+            format!(
+                "`{}` is a built-in tool; its metadata is authoritative and cannot be overridden",
+                t.name
+            ),
+        ));
+    }
+    if let Some(c) = &over.capability {
+        t.capability = t
+            .capability
+            .merged(c)
+            .map_err(|m| invalid(skill, field, m))?;
+    }
+    if let Some(d) = &over.description {
+        t.description = d.clone();
+    }
+    if let Some(e) = &mut t.external {
+        e.capability = t.capability.clone();
+        e.description = t.description.clone();
+    }
+    Ok(())
+}
+
+fn builtin_tool(name: &str, from: Option<&str>) -> Option<ResolvedTool> {
+    let t = crate::tools::builtin(name)?;
+    Some(ResolvedTool {
+        name: t.name().to_string(),
+        description: t.description().to_string(),
+        source: ToolSource::Builtin,
+        capability: t.capability().into(),
+        from_skill: from.map(str::to_string),
+        external: None,
+    })
+}
+
+/// Resolves a skill by name: a built-in (bare name) or a registered custom skill, flattened.
+///
+/// # Errors
+/// [`SkillRegError`].
+pub fn resolve(store: &Store, name: &str) -> Result<ResolvedSkill, SkillRegError> {
+    flatten(store, name, &mut Vec::new())
+}
+
+fn flatten(
+    store: &Store,
+    name: &str,
+    stack: &mut Vec<String>,
+) -> Result<ResolvedSkill, SkillRegError> {
+    if let Ok(b) = skills::lookup(name) {
+        return Ok(ResolvedSkill {
+            name: b.name.clone(),
+            description: b.description.clone(),
+            kind: "builtin",
+            includes: Vec::new(),
+            tools: b
+                .tools
+                .iter()
+                .filter_map(|t| builtin_tool(&t.name, None))
+                .collect(),
+            mcp_servers: Vec::new(),
+            agent_skills: Vec::new(),
+            conflicts: Vec::new(),
+        });
+    }
+    let reg: Registration<SkillDef> = store
+        .custom_skill(name)
+        .map_err(|e| invalid(name, "(store)", e.to_string()))?
+        .ok_or_else(|| unknown(store, name))?;
+    flatten_def(store, name, &reg.definition, stack)
+}
+
+fn unknown(store: &Store, name: &str) -> SkillRegError {
+    let mut names: Vec<String> = skills::builtin_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if let Ok(custom) = store.custom_skills::<Value>() {
+        names.extend(custom.into_iter().map(|r| r.name));
+    }
+    let bare = name.rsplit('/').next().unwrap_or(name);
+    let suggestion = crate::config::nearest(name, names.iter().map(String::as_str))
+        .or_else(|| crate::config::nearest(bare, names.iter().map(String::as_str)))
+        .or_else(|| {
+            crate::config::nearest(&bare.replace('-', "_"), names.iter().map(String::as_str))
+        });
+    let hint = match &suggestion {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None => format!("; skills: {}", names.join(", ")),
+    };
+    let hint = if name.contains('/') {
+        format!(" (no custom skill of that name is registered){hint}")
+    } else {
+        hint
+    };
+    SkillRegError::Unknown {
+        name: name.to_string(),
+        hint,
+        suggestion,
+    }
+}
+
+/// Flattens a definition not (yet) stored under `name` (what `skill add` checks).
+///
+/// # Errors
+/// [`SkillRegError`]: unknown tools or includes, a cycle, a bad override or anonymous tool.
+pub fn flatten_def(
+    store: &Store,
+    name: &str,
+    def: &SkillDef,
+    stack: &mut Vec<String>,
+) -> Result<ResolvedSkill, SkillRegError> {
+    if let Some(pos) = stack.iter().position(|s| s == name) {
+        let mut cycle: Vec<String> = stack[pos..].to_vec();
+        cycle.push(name.to_string());
+        return Err(SkillRegError::Cycle { cycle });
+    }
+    stack.push(name.to_string());
+    let mut tools: Vec<ResolvedTool> = Vec::new();
+    let mut agent_skills = Vec::new();
+    for (i, b) in def.builtins.iter().enumerate() {
+        let group = match b {
+            BuiltinRef::Name(n) | BuiltinRef::Group { group: n } => n,
+        };
+        let skill = skills::lookup(group)
+            .map_err(|e| invalid(name, format!("builtins[{i}]"), e.to_string()))?;
+        for t in &skill.tools {
+            if !tools.iter().any(|x| x.name == t.name)
+                && let Some(bt) = builtin_tool(&t.name, None)
+            {
+                tools.push(bt);
+            }
+        }
+    }
+    for (i, r) in def.tools.iter().enumerate() {
+        let (tool, over) = r.parts();
+        let field = format!("tools[{i}]");
+        let mut t = if let Some(bt) = builtin_tool(tool, None) {
+            bt
+        } else {
+            let reg: Registration<ToolDef> = store
+                .registered_tool(tool)
+                .map_err(|e| invalid(name, &field, e.to_string()))?
+                .ok_or_else(|| SkillRegError::UnknownTool {
+                    skill: name.to_string(),
+                    tool: tool.to_string(),
+                    hint: "; register it first with `agents tool add -c FILE`".into(),
+                })?;
+            external_of(tool.to_string(), reg.definition, None, Some(name))
+                .map_err(|m| invalid(name, &field, m))?
+        };
+        if let Some(o) = over {
+            apply_override(&mut t, o, name, &format!("{field}.override"))?;
+        }
+        tools.push(t);
+    }
+    for (i, a) in def.anonymous_tools.iter().enumerate() {
+        let field = format!("anonymous_tools[{i}]");
+        let mut a = a.clone();
+        if a.base_dir.is_none() {
+            a.base_dir.clone_from(&def.base_dir);
+        }
+        a.check(&field)
+            .map_err(|e| invalid(name, e.field, e.message))?;
+        let bare = a
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("anonymous_{}", i + 1));
+        if bare.contains('/') {
+            return Err(invalid(
+                name,
+                format!("{field}.name"),
+                "an anonymous tool's name is bare (no namespace); register it with `tool add` to give it one",
+            ));
+        }
+        tools.push(external_of(bare, a, None, Some(name)).map_err(|m| invalid(name, &field, m))?);
+    }
+    for (i, a) in def.agent_skills.iter().enumerate() {
+        let dir = resolve_dir(def.base_dir.as_deref(), &a.path);
+        let skill = load_agent_skill(&dir)
+            .map_err(|m| invalid(name, format!("agent_skills[{i}].path"), m))?;
+        for s in &skill.scripts {
+            let mut t = script_tool(&skill, s, None);
+            if let Some(e) = &mut t.external {
+                e.skill = Some(name.to_string());
+            }
+            tools.push(t);
+        }
+        agent_skills.push(skill);
+    }
+    let mut mcp_servers: Vec<(String, McpServerSpec)> = Vec::new();
+    for (i, m) in def.mcp_servers.iter().enumerate() {
+        m.check()
+            .map_err(|e| invalid(name, format!("mcp_servers[{i}]"), e))?;
+        mcp_servers.push((name.to_string(), m.clone()));
+    }
+    let direct = tools.len();
+    let mut conflicts = Vec::new();
+    let mut includes = Vec::new();
+    for (i, inc) in def.includes.iter().enumerate() {
+        let (child, overrides) = inc.parts();
+        includes.push(child.to_string());
+        let mut sub = flatten(store, child, stack)?;
+        for (j, o) in overrides.iter().enumerate() {
+            // `<server>.<tool>` of an included MCP server: applied when the server lists it.
+            if let Some((server, tool)) = o.tool.split_once('.')
+                && let Some((_, spec)) = sub.mcp_servers.iter_mut().find(|(_, m)| m.name == server)
+            {
+                let mut entry = serde_json::Map::new();
+                entry.insert("tool".into(), Value::String(tool.to_string()));
+                if let Some(c) = &o.over.capability {
+                    entry.insert("capability".into(), c.clone());
+                }
+                spec.overrides
+                    .retain(|x| x.get("tool").and_then(Value::as_str) != Some(tool));
+                spec.overrides.push(Value::Object(entry));
+                continue;
+            }
+            if !sub.tools.iter().any(|t| t.name == o.tool) {
+                return Err(invalid(
+                    name,
+                    format!("includes[{i}].tool_overrides[{j}].tool"),
+                    format!(
+                        "`{}` is not a tool of {child} ({})",
+                        o.tool,
+                        sub.tools
+                            .iter()
+                            .map(|t| t.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
+        for mut t in sub.tools {
+            if let Some(o) = overrides.iter().find(|o| o.tool == t.name) {
+                apply_override(
+                    &mut t,
+                    &o.over,
+                    name,
+                    &format!("includes[{i}].tool_overrides"),
+                )?;
+            }
+            if t.from_skill.is_none() {
+                t.from_skill = Some(child.to_string());
+            }
+            if let Some(pos) = tools.iter().position(|x| x.name == t.name) {
+                if pos < direct || tools[pos].external == t.external {
+                    continue; // a direct tool wins; the same tool twice is one tool
+                }
+                let other = tools[pos].from_skill.clone().unwrap_or_default();
+                conflicts.push(format!(
+                    "`{}` is offered by {other} and {}; they are offered as {other}.{} and {}.{}",
+                    t.name,
+                    t.from_skill.as_deref().unwrap_or_default(),
+                    t.name,
+                    t.from_skill.as_deref().unwrap_or_default(),
+                    t.name
+                ));
+                let q = format!("{other}.{}", tools[pos].name);
+                tools[pos].name.clone_from(&q);
+                if let Some(e) = &mut tools[pos].external {
+                    e.name = q;
+                }
+                let q = format!("{}.{}", t.from_skill.as_deref().unwrap_or_default(), t.name);
+                t.name.clone_from(&q);
+                if let Some(e) = &mut t.external {
+                    e.name = q;
+                }
+            }
+            tools.push(t);
+        }
+        mcp_servers.extend(sub.mcp_servers);
+        agent_skills.extend(sub.agent_skills);
+        conflicts.extend(sub.conflicts);
+    }
+    if !agent_skills.is_empty() && !tools.iter().any(|t| t.name == LOAD_SKILL) {
+        tools.push(ResolvedTool {
+            name: LOAD_SKILL.into(),
+            description: load_skill_description(),
+            source: ToolSource::AgentSkill,
+            capability: ToolCapability::settle(&json!({"read_only": true, "idempotent": true}))
+                .expect("valid"),
+            from_skill: None,
+            external: None,
+        });
+    }
+    stack.pop();
+    Ok(ResolvedSkill {
+        name: name.to_string(),
+        description: def.description.clone(),
+        kind: "custom",
+        includes,
+        tools,
+        mcp_servers,
+        agent_skills,
+        conflicts,
+    })
+}
+
+/// The description of `load_skill`.
+pub fn load_skill_description() -> String {
+    "Load the full instructions of one of the available Agent Skills by name; follow them, reading its references/ and assets/ with the file tools and running its scripts with its tools".into()
+}
+
+/// A folder path relative to `base` (the YAML's directory) unless absolute.
+pub fn resolve_dir(base: Option<&str>, path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.map_or_else(|| p.to_path_buf(), |b| Path::new(b).join(p))
+    }
+}
+
+/// The `<available_agent_skills>` block for a system prompt (spec 16, progressive
+/// disclosure: names and descriptions only).
+pub fn prompt_block(skills: &[AgentSkill]) -> Option<String> {
+    if skills.is_empty() {
+        return None;
+    }
+    let mut out = String::from("<available_agent_skills>\n");
+    for s in skills {
+        out.push_str(&format!(
+            "<agent_skill><name>{}</name><description>{}</description><tool>{LOAD_SKILL}</tool></agent_skill>\n",
+            s.name, s.description
+        ));
+    }
+    out.push_str("</available_agent_skills>\nCall load_skill with a skill's name to read its instructions before using it.");
+    Some(out)
+}
+
+/// The tools, MCP servers and Agent Skills of an actor's skills (their union; the first
+/// occurrence of a name wins).
+///
+/// # Errors
+/// The first skill that does not resolve.
+pub fn union(store: &Store, names: &[String]) -> Result<ResolvedSkill, SkillRegError> {
+    let mut all = ResolvedSkill {
+        name: names.join(", "),
+        description: String::new(),
+        kind: "custom",
+        includes: names.to_vec(),
+        tools: Vec::new(),
+        mcp_servers: Vec::new(),
+        agent_skills: Vec::new(),
+        conflicts: Vec::new(),
+    };
+    for n in names {
+        let s = resolve(store, n)?;
+        for t in s.tools {
+            if !all.tools.iter().any(|x| x.name == t.name) {
+                all.tools.push(t);
+            }
+        }
+        for m in s.mcp_servers {
+            if !all.mcp_servers.iter().any(|(_, x)| x.name == m.1.name) {
+                all.mcp_servers.push(m);
+            }
+        }
+        for a in s.agent_skills {
+            if !all.agent_skills.iter().any(|x| x.name == a.name) {
+                all.agent_skills.push(a);
+            }
+        }
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skill_md_front_matter_gives_name_description_and_body() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+        std::fs::write(dir.path().join("scripts/count.sh"), "wc -l \"$@\"\n").unwrap();
+        std::fs::write(
+            dir.path().join("SKILL.md"),
+            "---\nname: line-count\ndescription: Count lines of files\n---\n# How\nRun count.\n",
+        )
+        .unwrap();
+        let s = load_agent_skill(dir.path()).unwrap();
+        assert_eq!(
+            (s.name.as_str(), s.description.as_str()),
+            ("line-count", "Count lines of files")
+        );
+        assert_eq!(s.body, "# How\nRun count.");
+        assert_eq!(s.scripts, ["count.sh"]);
+        let t = script_tool(&s, "count.sh", None);
+        assert_eq!(t.name, "line-count.count");
+        std::fs::write(dir.path().join("SKILL.md"), "no front matter").unwrap();
+        assert!(
+            load_agent_skill(dir.path())
+                .unwrap_err()
+                .contains("front matter")
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! Change records (spec section 18 "Change tracking"; issue 4): what each mutating tool call
+//! did, with content hashes, never derived from model text.
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::domain::id::Id;
+use crate::domain::lifecycle::str_enum;
+use crate::sandbox::confined::{Content, RelPath};
+use crate::sandbox::diff::{FileDiff, FileStatus};
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The kind of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeOp {
+    /// A new file or link.
+    Create,
+    /// New content or mode.
+    Modify,
+    /// Removed.
+    Delete,
+    /// Moved from `old_path`.
+    Rename,
+    /// A new directory.
+    CreateDir,
+    /// A removed directory.
+    DeleteDir,
+}
+
+str_enum!(ChangeOp {
+    Create => "create",
+    Modify => "modify",
+    Delete => "delete",
+    Rename => "rename",
+    CreateDir => "create_dir",
+    DeleteDir => "delete_dir",
+});
+
+/// One change to one path. Hashes are SHA-256 (hex) of the content (for links: of the target
+/// text); sizes are bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// What happened.
+    pub operation: ChangeOp,
+    /// The path, relative to the resource root.
+    pub path: String,
+    /// The previous path, for renames.
+    pub old_path: Option<String>,
+    /// Content hash before.
+    pub old_hash: Option<String>,
+    /// Content hash after.
+    pub new_hash: Option<String>,
+    /// Size before.
+    pub old_size: Option<u64>,
+    /// Size after.
+    pub new_size: Option<u64>,
+}
+
+impl Change {
+    /// A change between two content states of `path` (create, modify or delete), or `None`
+    /// when nothing changed.
+    pub fn between(path: &RelPath, old: Option<Content>, new: Option<Content>) -> Option<Change> {
+        let operation = match (&old, &new) {
+            (None, None) => return None,
+            (None, Some(_)) => ChangeOp::Create,
+            (Some(_), None) => ChangeOp::Delete,
+            (Some(a), Some(b)) if a == b => return None,
+            (Some(_), Some(_)) => ChangeOp::Modify,
+        };
+        Some(Change {
+            operation,
+            path: path.as_str().to_string(),
+            old_path: None,
+            old_hash: old.as_ref().map(|c| c.hash.clone()),
+            new_hash: new.as_ref().map(|c| c.hash.clone()),
+            old_size: old.map(|c| c.size),
+            new_size: new.map(|c| c.size),
+        })
+    }
+
+    /// A directory created or removed.
+    pub fn dir(operation: ChangeOp, path: &RelPath) -> Change {
+        Change {
+            operation,
+            path: path.as_str().to_string(),
+            old_path: None,
+            old_hash: None,
+            new_hash: None,
+            old_size: None,
+            new_size: None,
+        }
+    }
+
+    /// A change from a diff entry between two snapshots (used around shell commands); hashes
+    /// are computed from the blobs' bytes.
+    pub fn from_diff(file: &FileDiff, old: Option<&[u8]>, new: Option<&[u8]>) -> Change {
+        use crate::sandbox::confined::sha256_hex;
+        let operation = match file.status {
+            FileStatus::Added => ChangeOp::Create,
+            FileStatus::Deleted => ChangeOp::Delete,
+            FileStatus::Renamed => ChangeOp::Rename,
+            FileStatus::Modified | FileStatus::TypeChanged => ChangeOp::Modify,
+        };
+        Change {
+            operation,
+            path: file.path.clone(),
+            old_path: file.old_path.clone(),
+            old_hash: old.map(sha256_hex),
+            new_hash: new.map(sha256_hex),
+            old_size: old.map(|b| b.len() as u64),
+            new_size: new.map(|b| b.len() as u64),
+        }
+    }
+}
+
+/// A stored change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeRecord {
+    /// Change id.
+    pub change_id: Id,
+    /// The plan.
+    pub plan_id: Id,
+    /// The tool call that made it.
+    pub call_id: Id,
+    /// The resource.
+    pub resource_name: String,
+    /// The change.
+    #[serde(flatten)]
+    pub change: Change,
+    /// When.
+    pub created_at: Timestamp,
+    /// When a rollback discarded it.
+    pub discarded_at: Option<Timestamp>,
+}

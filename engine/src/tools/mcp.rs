@@ -1,0 +1,718 @@
+//! The MCP client (spec section 18 "MCP Integration Details"), built on `rmcp`, the official
+//! Rust SDK, client side only.
+//!
+//! - A stdio server is started through [`super::command::spawn_confined`] with the sandbox as
+//!   its working directory, only the environment its spec names (values `${NAME}` read from
+//!   the user's environment at start, never stored) plus `PATH`, `LANG` and a per-plan
+//!   `HOME`, and the plan's network rule. `{sandbox}` in its arguments is the sandbox path.
+//! - A Streamable HTTP server is reached at its URL with its headers and a bearer token read
+//!   from the environment variable `token_env`.
+//! - At connect the tools are listed and kept with the server's name and version; each is
+//!   offered as `<server>.<tool>` with a capability from its annotations ([`capability_of`]).
+//! - A call has a timeout (default 60 s); a timeout, a dead server or a protocol error is a
+//!   [`ToolError`] for the model, never a failure of the plan.
+//! - Servers live as long as their [`McpPool`]: one per plan run (or per `skill tools` /
+//!   `diagnostics` check), stopped when it is dropped.
+//!
+//! The pool runs its own small tokio runtime, so synchronous callers (the tool runner inside
+//! the model loop) can wait for a call without blocking the loop's runtime.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::ToolError;
+use super::command::{Launch, kill_group, spawn_confined};
+use super::custom::{McpServerSpec, ToolCapability};
+
+/// Default seconds an MCP call may take.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+/// Seconds a server has to start and answer `initialize` and `tools/list`.
+pub const CONNECT_TIMEOUT_SECS: u64 = 30;
+/// Argument names treated as paths when a server spec does not say.
+pub const PATH_ARGUMENTS: [&str; 4] = ["path", "paths", "source", "destination"];
+
+/// A tool a server offers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpTool {
+    /// The server's name in the skill.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// `<server>.<tool>`, as offered to models.
+    pub qualified: String,
+    /// Its description.
+    pub description: String,
+    /// Its input schema.
+    pub input_schema: Value,
+    /// Its annotations, as sent.
+    pub annotations: Option<Value>,
+    /// Capability from the annotations and the spec's overrides.
+    pub capability: ToolCapability,
+}
+
+/// The capability of an MCP tool from its annotations (`readOnlyHint`, `destructiveHint`,
+/// `idempotentHint`, `openWorldHint`): read-only only with `readOnlyHint: true`, so an
+/// unannotated tool counts as writing; open-world tools have the side effect `open_world` and
+/// need approval under every profile but `full-auto`.
+pub fn capability_of(annotations: Option<&Value>) -> ToolCapability {
+    let hint = |k: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_bool);
+    let read_only = hint("readOnlyHint") == Some(true);
+    let open_world = !read_only && hint("openWorldHint") == Some(true);
+    let mut cap = ToolCapability {
+        read_only,
+        writes: !read_only,
+        idempotent: read_only || hint("idempotentHint") == Some(true),
+        checkpointable: !open_world,
+        checkpoint_scope: (!read_only).then(|| "snapshot".to_string()),
+        open_world,
+        ..ToolCapability::default()
+    };
+    if !read_only && hint("destructiveHint") != Some(false) {
+        cap.side_effects.push("destructive".into());
+    }
+    if open_world {
+        cap.side_effects.push("open_world".into());
+    }
+    cap
+}
+
+/// Applies a spec's flat `overrides` entry for `tool`, if any.
+///
+/// # Errors
+/// An override field that is not capability metadata.
+pub fn overridden(
+    spec: &McpServerSpec,
+    tool: &str,
+    cap: ToolCapability,
+) -> Result<ToolCapability, String> {
+    let Some(o) = spec
+        .overrides
+        .iter()
+        .find(|o| o.get("tool").and_then(Value::as_str) == Some(tool))
+    else {
+        return Ok(cap);
+    };
+    let mut fields = o.as_object().cloned().unwrap_or_default();
+    fields.remove("tool");
+    if let Some(Value::Object(c)) = fields.remove("capability") {
+        fields.extend(c);
+    }
+    cap.merged(&Value::Object(fields))
+        .map_err(|e| format!("mcp_servers.{}.overrides ({tool}): {e}", spec.name))
+}
+
+/// Where a stdio server runs and what it may touch.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// Working directory: the sandbox's work tree (or a scratch directory outside a plan).
+    pub cwd: PathBuf,
+    /// Directories it may write beneath.
+    pub writable: Vec<PathBuf>,
+    /// Base environment (`PATH`, `LANG`, per-plan `HOME` ...).
+    pub env: Vec<(String, String)>,
+    /// TCP allowed (the plan's network rule).
+    pub network: bool,
+    /// Start it unconfined where the kernel cannot confine it.
+    pub allow_unconfined: bool,
+    /// Where a stdio server's stderr goes (`<dir>/mcp-<name>.log`); dropped when `None`.
+    pub log_dir: Option<PathBuf>,
+}
+
+struct Conn {
+    spec: McpServerSpec,
+    peer: Peer<RoleClient>,
+    service: Option<RunningService<RoleClient, ()>>,
+    pid: Option<u32>,
+    child: Option<std::process::Child>,
+    version: Option<String>,
+    tools: Vec<McpTool>,
+    cwd: PathBuf,
+}
+
+/// Connected MCP servers, by name.
+pub struct McpPool {
+    rt: tokio::runtime::Runtime,
+    conns: Mutex<HashMap<String, Conn>>,
+}
+
+fn expand_env(value: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("`{value}` has an unclosed ${{"))?;
+        let name = &after[..end];
+        let v = std::env::var(name).map_err(|_| {
+            format!("environment variable {name} is not set (it is read when the server starts and never stored)")
+        })?;
+        out.push_str(&v);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The text of a call result: the text blocks joined, else the structured content, else
+/// the content as JSON.
+fn result_text(result: &Value) -> Value {
+    let texts: Vec<&str> = result["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !texts.is_empty() {
+        return Value::String(texts.join("\n"));
+    }
+    if let Some(s) = result.get("structuredContent") {
+        return s.clone();
+    }
+    result["content"].clone()
+}
+
+impl McpPool {
+    /// An empty pool with its runtime.
+    ///
+    /// # Errors
+    /// The runtime cannot start.
+    pub fn new() -> Result<Self, String> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("mcp-client")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the MCP client runtime: {e}"))?;
+        Ok(Self {
+            rt,
+            conns: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Runs a future on the pool's runtime from any thread and waits for it.
+    fn wait<F>(&self, f: F) -> F::Output
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.rt.spawn(async move {
+            let _ = tx.send(f.await);
+        });
+        rx.recv().expect("the MCP runtime answers every request")
+    }
+
+    /// Starts (stdio) or reaches (HTTP) a server, initializes it and lists its tools.
+    /// Connecting a name already connected returns its tools.
+    ///
+    /// # Errors
+    /// A message naming the server: it cannot start, does not answer, or its tools cannot be
+    /// listed.
+    pub fn connect(&self, spec: &McpServerSpec, place: &Placement) -> Result<Vec<McpTool>, String> {
+        if let Some(c) = self.conns.lock().expect("mcp lock").get(&spec.name) {
+            return Ok(c.tools.clone());
+        }
+        spec.check()
+            .map_err(|e| format!("MCP server {}: {e}", spec.name))?;
+        let name = spec.name.clone();
+        let timeout = Duration::from_secs(CONNECT_TIMEOUT_SECS);
+        let (service, pid, child) = if let Some(url) = &spec.url {
+            let mut config =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone());
+            if let Some(var) = &spec.token_env {
+                let token = std::env::var(var)
+                    .map_err(|_| format!("MCP server {name}: token_env {var} is not set"))?;
+                config = config.auth_header(token);
+            }
+            let mut headers = HashMap::new();
+            for (k, v) in &spec.headers {
+                let v =
+                    expand_env(v).map_err(|e| format!("MCP server {name}: headers.{k}: {e}"))?;
+                let k: reqwest::header::HeaderName = k
+                    .parse()
+                    .map_err(|e| format!("MCP server {name}: header `{k}`: {e}"))?;
+                let v: reqwest::header::HeaderValue = v
+                    .parse()
+                    .map_err(|e| format!("MCP server {name}: header value: {e}"))?;
+                headers.insert(k, v);
+            }
+            if !headers.is_empty() {
+                config = config.custom_headers(headers);
+            }
+            let n = name.clone();
+            let service = self.wait(async move {
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                tokio::time::timeout(timeout, ().serve(transport))
+                    .await
+                    .map_err(|_| {
+                        format!(
+                            "MCP server {n} did not answer within {} s",
+                            timeout.as_secs()
+                        )
+                    })?
+                    .map_err(|e| format!("MCP server {n}: {e}"))
+            })?;
+            (service, None, None)
+        } else {
+            let launch = self.launch(spec, place)?;
+            let mut child =
+                spawn_confined(&launch).map_err(|e| format!("MCP server {name}: {e}"))?;
+            let pid = child.id();
+            let stdout = child.stdout.take().expect("stdout is piped");
+            let stdin = child.stdin.take().expect("stdin is piped");
+            let stderr = child.stderr.take().expect("stderr is piped");
+            let log = place
+                .log_dir
+                .as_ref()
+                .map(|d| d.join(format!("mcp-{name}.log")));
+            std::thread::spawn(move || {
+                let mut stderr = stderr;
+                match log.and_then(|l| std::fs::File::create(l).ok()) {
+                    Some(mut f) => {
+                        let _ = std::io::copy(&mut stderr, &mut f);
+                    }
+                    None => {
+                        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+                    }
+                }
+            });
+            let n = name.clone();
+            let started = self.wait(async move {
+                let stdout = tokio::process::ChildStdout::from_std(stdout)
+                    .map_err(|e| format!("MCP server {n}: {e}"))?;
+                let stdin = tokio::process::ChildStdin::from_std(stdin)
+                    .map_err(|e| format!("MCP server {n}: {e}"))?;
+                tokio::time::timeout(timeout, ().serve((stdout, stdin)))
+                    .await
+                    .map_err(|_| {
+                        format!(
+                            "MCP server {n} did not answer initialize within {} s",
+                            timeout.as_secs()
+                        )
+                    })?
+                    .map_err(|e| format!("MCP server {n} did not initialize: {e}"))
+            });
+            match started {
+                Ok(s) => (s, Some(pid), Some(child)),
+                Err(e) => {
+                    kill_group(pid);
+                    let _ = child.wait();
+                    return Err(e);
+                }
+            }
+        };
+        let peer = service.peer().clone();
+        let version = service.peer_info().and_then(|i| {
+            serde_json::to_value(&*i)
+                .ok()
+                .and_then(|v| v["serverInfo"]["version"].as_str().map(str::to_string))
+        });
+        let p = peer.clone();
+        let n = name.clone();
+        let listed = self.wait(async move {
+            tokio::time::timeout(timeout, p.list_all_tools())
+                .await
+                .map_err(|_| {
+                    format!(
+                        "MCP server {n} did not list its tools within {} s",
+                        timeout.as_secs()
+                    )
+                })?
+                .map_err(|e| format!("MCP server {n} could not list its tools: {e}"))
+        });
+        let mut conn = Conn {
+            spec: spec.clone(),
+            peer,
+            service: Some(service),
+            pid,
+            child,
+            version,
+            tools: Vec::new(),
+            cwd: place.cwd.clone(),
+        };
+        let listed = match listed {
+            Ok(l) => l,
+            Err(e) => {
+                self.stop_conn(&mut conn);
+                return Err(e);
+            }
+        };
+        let mut tools = Vec::new();
+        for t in listed {
+            let v = serde_json::to_value(&t).unwrap_or(Value::Null);
+            let annotations = v.get("annotations").cloned();
+            let tool = t.name.to_string();
+            let capability = overridden(spec, &tool, capability_of(annotations.as_ref()))?;
+            tools.push(McpTool {
+                qualified: format!("{name}.{tool}"),
+                server: name.clone(),
+                description: t.description.as_deref().unwrap_or_default().to_string(),
+                input_schema: Value::Object((*t.input_schema).clone()),
+                annotations,
+                capability,
+                tool,
+            });
+        }
+        conn.tools = tools.clone();
+        self.conns.lock().expect("mcp lock").insert(name, conn);
+        Ok(tools)
+    }
+
+    fn launch(&self, spec: &McpServerSpec, place: &Placement) -> Result<Launch, String> {
+        let name = &spec.name;
+        let line = spec.command.as_deref().unwrap_or_default();
+        let mut argv = if spec.args.is_empty() {
+            shell_words::split(line).map_err(|e| format!("MCP server {name}: command: {e}"))?
+        } else {
+            let mut v = vec![line.to_string()];
+            v.extend(spec.args.iter().cloned());
+            v
+        };
+        let sandbox = place.cwd.display().to_string();
+        for a in &mut argv {
+            *a = a.replace("{sandbox}", &sandbox);
+        }
+        let program = argv.remove(0);
+        let mut env = place.env.clone();
+        for (k, v) in &spec.env {
+            let v = expand_env(v).map_err(|e| format!("MCP server {name}: env.{k}: {e}"))?;
+            env.retain(|(n, _)| n != k);
+            env.push((k.clone(), v));
+        }
+        Ok(Launch {
+            program,
+            args: argv,
+            cwd: place.cwd.clone(),
+            env,
+            writable: place.writable.clone(),
+            network: place.network,
+            allow_unconfined: place.allow_unconfined,
+        })
+    }
+
+    /// The tools of a connected server, with its version.
+    pub fn tools(&self, server: &str) -> Option<(Vec<McpTool>, Option<String>)> {
+        self.conns
+            .lock()
+            .expect("mcp lock")
+            .get(server)
+            .map(|c| (c.tools.clone(), c.version.clone()))
+    }
+
+    /// The process id of a connected stdio server.
+    pub fn pid(&self, server: &str) -> Option<u32> {
+        self.conns
+            .lock()
+            .expect("mcp lock")
+            .get(server)
+            .and_then(|c| c.pid)
+    }
+
+    /// Calls `tool` on `server`. Path arguments are first confined to the server's working
+    /// directory (the sandbox): relative paths are resolved in it, absolute paths and `..`
+    /// that leave it are refused.
+    ///
+    /// # Errors
+    /// [`ToolError::PermissionDenied`] for a path outside the sandbox; [`ToolError::Failed`]
+    /// for a tool error (`isError`), a timeout, a dead server or a protocol error.
+    pub fn call(&self, server: &str, tool: &str, mut args: Value) -> Result<Value, ToolError> {
+        let (peer, timeout, cwd, fields) = {
+            let conns = self.conns.lock().expect("mcp lock");
+            let c = conns.get(server).ok_or_else(|| {
+                ToolError::Failed(format!("MCP server {server} is not connected"))
+            })?;
+            let fields: Vec<String> = c
+                .spec
+                .path_arguments
+                .clone()
+                .unwrap_or_else(|| PATH_ARGUMENTS.iter().map(|s| s.to_string()).collect());
+            (
+                c.peer.clone(),
+                Duration::from_secs(c.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS)),
+                c.cwd.clone(),
+                fields,
+            )
+        };
+        if c_is_url(self, server) {
+            // A remote server's paths are its own; nothing to confine.
+        } else {
+            confine_paths(&mut args, &cwd, &fields)?;
+        }
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = args.as_object().cloned();
+        let s = server.to_string();
+        let result = self.wait(async move {
+            match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+                Err(_) => Err(format!(
+                    "MCP server {s} did not answer within {} s; the call was abandoned",
+                    timeout.as_secs()
+                )),
+                Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(format!(
+                    "MCP server {s} is not running any more (its connection closed)"
+                )),
+                Ok(Err(e)) => Err(format!("MCP server {s}: {e}")),
+                Ok(Ok(r)) => Ok(serde_json::to_value(&r).unwrap_or(Value::Null)),
+            }
+        });
+        let result = result.map_err(ToolError::Failed)?;
+        let text = result_text(&result);
+        if result["isError"] == Value::Bool(true) {
+            let message = match &text {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            return Err(ToolError::Failed(format!(
+                "{server}.{tool} failed: {message}"
+            )));
+        }
+        Ok(json!({"result": text}))
+    }
+
+    fn stop_conn(&self, c: &mut Conn) {
+        if let Some(service) = c.service.take() {
+            self.wait(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+            });
+        }
+        if let Some(pid) = c.pid {
+            kill_group(pid);
+        }
+        if let Some(mut child) = c.child.take() {
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops every server (stdio processes are killed with their process group).
+    pub fn shutdown(&self) {
+        let conns: Vec<Conn> = self
+            .conns
+            .lock()
+            .expect("mcp lock")
+            .drain()
+            .map(|(_, c)| c)
+            .collect();
+        for mut c in conns {
+            self.stop_conn(&mut c);
+        }
+    }
+}
+
+/// Checks every MCP server the registered skills configure, as `agents diagnostics` does:
+/// start (or reach) it in a scratch directory, list its tools, stop it. Returns
+/// `(skill/server, Ok(summary) | Err(why))`.
+pub fn check_configured(store: &crate::store::Store) -> Vec<(String, Result<String, String>)> {
+    let mut out = Vec::new();
+    let Ok(skills) = store.custom_skills::<crate::skill_registry::SkillDef>() else {
+        return out;
+    };
+    let specs: Vec<(String, McpServerSpec)> = skills
+        .into_iter()
+        .flat_map(|r| {
+            let name = r.name.clone();
+            r.definition
+                .mcp_servers
+                .into_iter()
+                .map(move |m| (name.clone(), m))
+        })
+        .collect();
+    if specs.is_empty() {
+        return out;
+    }
+    let scratch = std::env::temp_dir().join(format!("agents-mcp-check-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&scratch);
+    let place = Placement {
+        cwd: scratch.clone(),
+        writable: vec![scratch.clone()],
+        env: vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), scratch.display().to_string()),
+        ],
+        network: true,
+        allow_unconfined: true,
+        log_dir: None,
+    };
+    for (skill, spec) in specs {
+        let label = format!("{skill}/{}", spec.name);
+        let result = McpPool::new().and_then(|pool| {
+            let tools = pool.connect(&spec, &place)?;
+            let version = pool.tools(&spec.name).and_then(|(_, v)| v);
+            pool.shutdown();
+            Ok(format!(
+                "starts and lists {} tool(s){}",
+                tools.len(),
+                version
+                    .map(|v| format!(" (version {v})"))
+                    .unwrap_or_default()
+            ))
+        });
+        out.push((label, result));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    out
+}
+
+fn c_is_url(pool: &McpPool, server: &str) -> bool {
+    pool.conns
+        .lock()
+        .expect("mcp lock")
+        .get(server)
+        .is_some_and(|c| c.spec.url.is_some())
+}
+
+impl Drop for McpPool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Confines path arguments to `root`: a relative path becomes `root/path`; an absolute path
+/// must lie beneath `root`; `..` may not leave it.
+///
+/// # Errors
+/// [`ToolError::PermissionDenied`] naming the argument.
+pub fn confine_paths(args: &mut Value, root: &Path, fields: &[String]) -> Result<(), ToolError> {
+    let Some(obj) = args.as_object_mut() else {
+        return Ok(());
+    };
+    for field in fields {
+        match obj.get_mut(field) {
+            Some(Value::String(p)) => *p = confine(p, root, field)?,
+            Some(Value::Array(items)) => {
+                for item in items {
+                    if let Value::String(p) = item {
+                        *p = confine(p, root, field)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn confine(path: &str, root: &Path, field: &str) -> Result<String, ToolError> {
+    let p = Path::new(path);
+    let rel: PathBuf = if p.is_absolute() {
+        p.strip_prefix(root)
+            .map(Path::to_path_buf)
+            .map_err(|_| {
+                ToolError::PermissionDenied(format!(
+                    "argument `{field}`: {path} is outside the plan's sandbox; use a path relative to the sandbox"
+                ))
+            })?
+    } else {
+        p.to_path_buf()
+    };
+    let mut depth: i32 = 0;
+    for c in rel.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(ToolError::PermissionDenied(format!(
+                "argument `{field}`: {path} leaves the plan's sandbox"
+            )));
+        }
+    }
+    Ok(root.join(rel).display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unannotated_tools_write_and_read_only_hints_make_them_read_only() {
+        let c = capability_of(None);
+        assert!(c.writes && !c.read_only);
+        let c = capability_of(Some(&json!({"readOnlyHint": true})));
+        assert!(c.read_only && !c.writes);
+        let c = capability_of(Some(&json!({"readOnlyHint": false, "openWorldHint": true})));
+        assert!(c.writes && c.open_world && !c.checkpointable);
+    }
+
+    #[test]
+    fn path_arguments_stay_in_the_sandbox() {
+        let root = Path::new("/tmp/sb/work");
+        let mut a = json!({"path": "src/a.txt", "paths": ["b", "/tmp/sb/work/c"]});
+        confine_paths(&mut a, root, &["path".into(), "paths".into()]).unwrap();
+        assert_eq!(a["path"], "/tmp/sb/work/src/a.txt");
+        assert_eq!(a["paths"][1], "/tmp/sb/work/c");
+        for bad in ["/etc/passwd", "../x", "a/../../x"] {
+            let mut a = json!({"path": bad});
+            assert!(matches!(
+                confine_paths(&mut a, root, &["path".into()]),
+                Err(ToolError::PermissionDenied(_))
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod live {
+    use super::*;
+
+    fn everything() -> Option<String> {
+        let js = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        js.exists().then(|| js.display().to_string())
+    }
+
+    #[test]
+    fn a_confined_wrapped_server_answers_and_a_killed_one_is_a_tool_error() {
+        let Some(js) = everything() else {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "npm ci tests/mcp first"
+            );
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!(
+            "exec 3<&0; node {js} stdio <&3 3<&- & P=$!; while [ ! -e STOP ]; do sleep 0.1; done; kill $P; wait $P"
+        );
+        let spec: McpServerSpec =
+            serde_json::from_value(json!({"name": "e", "command": "sh", "args": ["-c", line]}))
+                .unwrap();
+        let place = Placement {
+            cwd: dir.path().to_path_buf(),
+            writable: vec![dir.path().to_path_buf()],
+            env: vec![
+                ("PATH".into(), std::env::var("PATH").unwrap()),
+                ("HOME".into(), dir.path().display().to_string()),
+            ],
+            network: false,
+            allow_unconfined: true,
+            log_dir: None,
+        };
+        let pool = McpPool::new().unwrap();
+        let tools = pool.connect(&spec, &place).unwrap();
+        assert!(tools.iter().any(|t| t.tool == "echo"));
+        let r = pool.call("e", "echo", json!({"message": "hi"})).unwrap();
+        assert_eq!(r["result"], "Echo: hi");
+        std::fs::write(dir.path().join("STOP"), "").unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        let e = pool
+            .call("e", "echo", json!({"message": "again"}))
+            .unwrap_err();
+        assert!(
+            matches!(&e, ToolError::Failed(m) if m.contains("not running")),
+            "{e}"
+        );
+    }
+}
