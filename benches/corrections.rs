@@ -1,4 +1,4 @@
-//! Correction scale benchmark (issue 7): a synthetic decision tree of about 100,000
+//! Correction scale benchmark: a synthetic decision tree of about 100,000
 //! decisions across 1,000 child plans in a real SQLite file (the schema the binary creates),
 //! linked as the lifecycle and the agreed child-plan rows link them. Times
 //! - computing a correction's affected set: of the root prompt (everything, the worst case)

@@ -1,4 +1,4 @@
-//! Engine benchmark (issue 9, item 5), on a generated repository of 20,000 files in a plan's
+//! Engine benchmark, on a generated repository of 20,000 files in a plan's
 //! sandbox:
 //! - engine overhead per tool call: `get_file_info` through the tool runner (validation,
 //!   policy, binding, the call log in SQLite) against `std::fs::metadata` of the same file;

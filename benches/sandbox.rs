@@ -1,4 +1,4 @@
-//! Sandbox benchmark (issue 4): on a generated repository of 20,000 files, compares
+//! Sandbox benchmark: on a generated repository of 20,000 files, compares
 //! - sandbox creation with `git worktree add` of the same commit,
 //! - a checkpoint after a 100-file change with `git add -A && git commit` of the same change,
 //! - `agents plan diff` with `git diff` of the same change against the same base,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TUI render benchmark (issue 8): one frame with a 10,000-decision tree and a 50,000-line diff
+# TUI render benchmark: one frame with a 10,000-decision tree and a 50,000-line diff
 # loaded, release build, PASS/MISS against 8 ms. Criterion's report comes first, the summary
 # with PASS/MISS last.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Performance suite (issue 9, item 5). Release build; CI never runs it.
+# Performance suite. Release build; CI never runs it.
 #
 #   scripts/perf.sh [--quick] [--only large]
 #     --quick: skip the 20,000-file sandbox benchmark

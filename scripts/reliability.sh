@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reliability suite (issue 9, item 4) — the parts too long for CI. Release build.
+# Reliability suite — the parts too long for CI. Release build.
 #
 #   scripts/reliability.sh [--runs N] [--seconds S] [--workers W] [--keep]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idle CPU of a running TUI (issue 8): starts `agents tui` in a detached tmux window on a temp
+# Idle CPU of a running TUI: starts `agents tui` in a detached tmux window on a temp
 # data directory (a registered directory and a project), lets it settle, then measures the process's CPU time (all
 # threads, user + system, from /proc) over 10 seconds and prints the percentage with PASS/MISS
 # against 1 %. BIN=path/to/agents picks the binary (default: the release build, else debug).

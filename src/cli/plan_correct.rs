@@ -1,5 +1,5 @@
-//! `agents plan tree|explain|correct` and `plan diff --correction` (spec sections 06 and 27;
-//! issue 7). `tree`, `explain`, `correct --dry-run` and `diff --correction` only read: they
+//! `agents plan tree|explain|correct` and `plan diff --correction` (spec sections 06 and 27).
+//! `tree`, `explain`, `correct --dry-run` and `diff --correction` only read: they
 //! open the database with `query_only` and never take a sandbox snapshot.
 
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
-//! `agents plan execute|apply|cancel|approvals|decide|reject|errors|prompt` (spec section 06;
-//! lifecycle issue items 1, 2, 5, 7 and 9): driving plans through the lifecycle engine and
+//! `agents plan execute|apply|cancel|approvals|decide|reject|errors|prompt` (spec sections 06,
+//! 08-13 and 27): driving plans through the lifecycle engine and
 //! answering what it asks.
 //!
 //! Driving happens in the foreground until a gate or a terminal state. A gate or a pending

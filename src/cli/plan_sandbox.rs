@@ -1,5 +1,5 @@
-//! `agents plan diff|artifacts|checkpoints|rollback|export|cleanup` (spec sections 06 and 11;
-//! issue 4): the sandbox side of plans. `plan use|list|status` live in `plan.rs`.
+//! `agents plan diff|artifacts|checkpoints|rollback|export|cleanup` (spec sections 06 and 11):
+//! the sandbox side of plans. `plan use|list|status` live in `plan.rs`.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! `agents quickstart [PATH] [--headless] [--example NAME]` (issue 9, item 1): the main job on
+//! `agents quickstart [PATH] [--headless] [--example NAME]`: the main job on
 //! a real git repository with no network and no API key.
 //!
 //! It registers the repository (PATH, or a copy of the sample project shipped in

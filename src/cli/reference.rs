@@ -1,5 +1,5 @@
 //! The CLI reference in Markdown (`docs/cli.md`), generated from the clap definition so that
-//! it cannot drift: a test regenerates it and compares (issue 9, item 3).
+//! it cannot drift: a test regenerates it and compares.
 
 use std::fmt::Write;
 

@@ -1,4 +1,4 @@
-//! `agents tool list|show|run` (spec 06, 18; issue 4): the built-in tools, their schemas and
+//! `agents tool list|show|run` (spec 06, 18): the built-in tools, their schemas and
 //! capabilities, and running one headlessly against a plan's sandbox.
 
 use std::path::PathBuf;

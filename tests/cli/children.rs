@@ -1,4 +1,4 @@
-//! Child plans (issue 7 item 6) through the real binary on real git repositories: spawn steps
+//! Child plans through the real binary on real git repositories: spawn steps
 //! of the offline actors, sequential chains, parallel groups, merge-back, approvals,
 //! cancellation.
 

@@ -1,4 +1,4 @@
-//! Corrections (issue 7) through the real binary on real git repositories: correcting a
+//! Corrections through the real binary on real git repositories: correcting a
 //! decision re-runs only it and what depends on it, replays the recorded work of the other
 //! later steps without any model or tool call, keeps the unaffected decisions' ids and
 //! changes, and leaves the old attempt viewable; `--dry-run` changes nothing.

@@ -1,4 +1,4 @@
-//! The actions in `examples/` (issue 9, item 2): every file is accepted by
+//! The actions in `examples/`: every file is accepted by
 //! `action create --config`, and each offline one runs end to end on a temp repository:
 //! Strategize and Execute under `trusted`, the diff checked, Apply making one commit.
 

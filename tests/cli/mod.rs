@@ -12,7 +12,7 @@ mod examples;
 mod init;
 mod lifecycle;
 mod lifecycle_e2e;
-mod lifecycle_session2;
+mod lifecycle_models;
 mod plan_loop_actions;
 mod plan_loop_output;
 mod profiles;

@@ -1,5 +1,5 @@
 //! `agents quickstart`: the main job on a real git repository with no network and no key
-//! (issue 9, item 1). Each run goes through the real binary on a temp data directory.
+//!. Each run goes through the real binary on a temp data directory.
 
 use std::path::Path;
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! Sandboxes, tools, checkpoints and confinement (issue 4), driven through the real binary on
+//! Sandboxes, tools, checkpoints and confinement, driven through the real binary on
 //! temp git repositories. Plans are created through the library (`plan use` belongs to the
 //! registries) and sandboxed with the developer flag `tool run --target-path`.
 

@@ -1171,7 +1171,7 @@ mod launch_tests {
 
 #[cfg(test)]
 mod action_tests {
-    //! Key sequences in, the exact commands out: every keyboard action of issue 8.
+    //! Key sequences in, the exact commands out: every keyboard action of the TUI (docs/tui.md).
     use super::*;
     use crate::fixtures::{self, PLAN_A, PLAN_B, PLAN_D};
     use crate::model::CorrectionMode;

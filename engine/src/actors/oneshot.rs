@@ -1,5 +1,5 @@
 //! Running one model actor in isolation (`agents actor run [--skill S]... [--resource R]
-//! PROVIDER/MODEL PROMPT`, spec section 06; actors issue item 6).
+//! PROVIDER/MODEL PROMPT`, spec section 06).
 //!
 //! The actor gets tools (every built-in tool, or the tools of the named skills) and works in a
 //! sandbox: a fresh empty one, or a sandbox of a registered resource (a git checkout at its

@@ -136,7 +136,7 @@ pub fn finish_strategy_tool() -> ToolSpec {
     }
 }
 
-/// `create_subplan`: the executor spawns a child plan of an action (issue 7 item 6).
+/// `create_subplan`: the executor spawns a child plan of an action.
 pub fn create_subplan_tool() -> ToolSpec {
     ToolSpec {
         name: "create_subplan".into(),

@@ -1,4 +1,4 @@
-//! `plan correct --mode append` (issue 7 item 4; spec 27 "--mode=append"): history stays
+//! `plan correct --mode append` (spec 27 "--mode=append"): history stays
 //! intact and a child plan carrying the guidance is added, based on the parent's current
 //! state.
 //!

@@ -1,4 +1,4 @@
-//! What depends on a decision (issue 7 item 2; spec 27 "Identify Downstream Impact").
+//! What depends on a decision (spec 27 "Identify Downstream Impact").
 //!
 //! The dependents come from `decision_dependencies`: Strategize records that every decision
 //! depends on the root `prompt_definition` and on every `invariant_enforced` decision, on its

@@ -1,4 +1,4 @@
-//! Corrections (spec sections 08 and 27; issue 7): what depends on a decision, reverting a
+//! Corrections (spec sections 08 and 27): what depends on a decision, reverting a
 //! decision so that only its downstream subtree is recomputed (affected steps re-run, the
 //! others replayed from their recorded deltas), appending a fix as a child plan, and the
 //! decision tree across child plans.

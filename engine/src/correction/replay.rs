@@ -1,4 +1,4 @@
-//! Replaying an unaffected step after a correction (issue 7 item 3): its recorded delta (end
+//! Replaying an unaffected step after a correction: its recorded delta (end
 //! checkpoint minus start checkpoint, per sandbox) is three-way merged into the sandbox's
 //! current state with git2's tree merge: ancestor = the old start tree, ours = the sandbox
 //! now, theirs = the old end tree. No model and no tool is called. A conflict in any sandbox

@@ -1,4 +1,4 @@
-//! `plan correct --mode revert` (issue 7 item 3; spec 27 "Revert flow").
+//! `plan correct --mode revert` (spec 27 "Revert flow").
 //!
 //! 1. The affected set is computed ([`super::impact`]); an applied plan is refused.
 //! 2. The strategy actor re-decides only the affected subtree, before anything is written:

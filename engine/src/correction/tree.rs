@@ -1,4 +1,4 @@
-//! The decision tree of a plan and its child plans (`plan tree`, issue 7 item 1; spec 27
+//! The decision tree of a plan and its child plans (`plan tree`; spec 27
 //! "Correction CLI").
 //!
 //! Decisions nest by `parent_decision_id` in sequence order; a child plan nests under the

@@ -1,4 +1,4 @@
-//! Where a human must act (lifecycle issue item 7): phase gates, decisions, errored plans.
+//! Where a human must act: phase gates, decisions, errored plans.
 //! Each is a persisted `apr_` row with its kind, context, options and the command that answers
 //! it; answering writes the answer and its event in one transaction.
 //!

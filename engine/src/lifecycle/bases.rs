@@ -1,4 +1,4 @@
-//! The bases of a plan's target resources, recorded at `plan use` (lifecycle issue item 3:
+//! The bases of a plan's target resources, recorded at `plan use` (spec section 10:
 //! "Strategize reads the base recorded at plan use"): for a git checkout the commit HEAD
 //! pointed to and the branch checked out; for a directory its path. Execute sandboxes from
 //! these, and Apply merges against them. A resource shared by two target projects gets one

@@ -1,4 +1,4 @@
-//! `builtin/checklist-strategist` (actors issue item 4): the offline strategist. It turns the
+//! `builtin/checklist-strategist`: the offline strategist. It turns the
 //! action's `script` steps, or else the items of the definition of done, into ordered
 //! decisions: one step each, with dependencies from `depends-on` (default: the step before).
 //! No model is called, so the result depends only on the plan.

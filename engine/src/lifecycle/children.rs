@@ -1,4 +1,4 @@
-//! Child plans (spec sections 08 and 31, issue 7 item 6).
+//! Child plans (spec sections 08 and 31).
 //!
 //! A spawn step is a `subplan_spawn` decision (sequential: its own step, a failure stops the
 //! later steps) or a `subplan_parallel_spawn` decision whose `subplan_spawn` members run

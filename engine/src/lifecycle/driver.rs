@@ -1,5 +1,5 @@
-//! Drives a plan until it reaches a gate, a pause for a human or a terminal state (lifecycle
-//! issue items 1, 2 and 5). The driving process holds the plan's lease for the whole run.
+//! Drives a plan until it reaches a gate, a pause for a human or a terminal state (spec
+//! sections 08-13 and 27). The driving process holds the plan's lease for the whole run.
 //!
 //! `plan execute` by state, then whatever transitions the frozen profile allows:
 //!

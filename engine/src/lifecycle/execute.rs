@@ -1,4 +1,4 @@
-//! The Execute phase (spec section 11, lifecycle issue item 4).
+//! The Execute phase (spec section 11).
 //!
 //! - Sandboxes are created lazily, one per target resource, from the bases recorded at
 //!   `plan use` (the first tool call on a resource creates its sandbox). `require_sandbox =
@@ -236,7 +236,7 @@ pub(crate) fn executable_in_order(store: &Store, plan_id: &Id) -> Result<Vec<Dec
         .into_iter()
         .filter(|d| d.is_current() && d.step.is_some())
         .collect();
-    // A decision a correction re-made takes the place of the one it replaces (issue 7).
+    // A decision a correction re-made takes the place of the one it replaces.
     let place = |d: &Decision| -> u32 {
         let mut cur = d.clone();
         for _ in 0..64 {

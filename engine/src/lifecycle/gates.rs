@@ -1,5 +1,5 @@
-//! What a plan's frozen automation profile lets happen without a human (spec section 27,
-//! lifecycle issue item 6).
+//! What a plan's frozen automation profile lets happen without a human (spec section
+//! 27).
 //!
 //! The profile is frozen on the plan at `plan use` (`effective_profile_snapshot.flags`); a
 //! plan without a snapshot (older rows) is treated as `manual`.

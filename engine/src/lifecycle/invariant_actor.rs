@@ -1,4 +1,4 @@
-//! The plan's invariant actor (lifecycle issue item 3: "It reconciles invariants (the plan's
+//! The plan's invariant actor ("It reconciles invariants (the plan's
 //! invariant actor if any, else the deterministic reconciler)"; spec section 12).
 //!
 //! When the plan, one of its projects or the configuration names an invariant actor, that

@@ -1,4 +1,4 @@
-//! What `plan status` and `plan errors` show beyond the plan row (lifecycle issue item 9,
+//! What `plan status` and `plan errors` show beyond the plan row (spec section 27,
 //! plan-executor seed "error recovery"): who runs the plan, why it waits, its steps, its
 //! pending approvals, tokens and cost, its errors with retry history and recovery hints.
 

@@ -1,4 +1,4 @@
-//! `builtin/script-executor` (actors issue item 4): performs each script step as written, in
+//! `builtin/script-executor`: performs each script step as written, in
 //! the plan's sandboxes, through the tool runner: `run:` as `shell_execute`, `tool:` with
 //! `args:` as that tool. `spawn:` steps (child plans) are run by [`super::children`] before a
 //! step reaches this module. No model is called.

@@ -1,4 +1,4 @@
-//! Every state change of a plan, with its event, in one transaction (lifecycle issue item 1).
+//! Every state change of a plan, with its event, in one transaction.
 //!
 //! Callers mutate a loaded [`Plan`] (checking the move with the domain's
 //! [`PlanStatus`](crate::domain::PlanStatus) rules), then [`commit`] saves it, appends

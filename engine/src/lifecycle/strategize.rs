@@ -1,4 +1,4 @@
-//! The Strategize phase (spec section 10, lifecycle issue item 3).
+//! The Strategize phase (spec section 10).
 //!
 //! 1. The plan moves to (strategize, processing) with a `strategize_started` event.
 //! 2. Invariants are reconciled: by the invariant actor when the plan, a project or the

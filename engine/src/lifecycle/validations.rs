@@ -1,4 +1,4 @@
-//! Project validations (spec section 13, lifecycle issue items 4 and 8): each target project's
+//! Project validations (spec section 13): each target project's
 //! validation commands, run with their timeouts and their output captured, in the plan's
 //! sandboxes (the last step of Execute) or in a directory holding the merged tree (Apply).
 //! Required failures block; informational ones are recorded.

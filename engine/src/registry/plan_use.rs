@@ -386,7 +386,7 @@ pub fn create(
 }
 
 /// What a spawn asks for: a child plan of `action` with `args`, branched from its parent's
-/// sandboxes (issue 7 item 6).
+/// sandboxes.
 #[derive(Debug, Clone)]
 pub struct ChildRequest {
     /// The spawned action (name or id).

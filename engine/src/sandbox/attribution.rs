@@ -1,4 +1,4 @@
-//! Which decisions produced the lines of a diff hunk (lifecycle issue item 4: "diff hunks can
+//! Which decisions produced the lines of a diff hunk ("diff hunks can
 //! name the decisions that produced them"; `decision_ids` on each json hunk).
 //!
 //! Execute checkpoints every step at its start and end, and each checkpoint names the decision

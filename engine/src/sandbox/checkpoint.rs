@@ -1,4 +1,4 @@
-//! Checkpoints and exact rollback (spec section 11 "Checkpointing in Execute"; issue 4).
+//! Checkpoints and exact rollback (spec section 11 "Checkpointing in Execute").
 //!
 //! A snapshot updates the sandbox's private index from the work tree in one pass (modified,
 //! new and deleted files, including whatever shell commands did; ignored files are neither

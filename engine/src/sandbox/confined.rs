@@ -1,5 +1,5 @@
 //! File operations confined to a sandbox's work tree (spec section 18 "respect sandbox
-//! boundaries and deny-lists"; issue 4).
+//! boundaries and deny-lists").
 //!
 //! Two layers:
 //! 1. [`SandboxFs::check`] refuses, before anything is touched, paths that are empty, hold NUL

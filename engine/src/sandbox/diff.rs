@@ -1,4 +1,4 @@
-//! Diffs of a sandbox against its base (spec section 11 "reviewable diff"; issue 4).
+//! Diffs of a sandbox against its base (spec section 11 "reviewable diff").
 //!
 //! libgit2 finds which files differ between two trees (with rename detection); `similar`
 //! computes the text hunks. A file is binary when either side has a NUL byte in its first

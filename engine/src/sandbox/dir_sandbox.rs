@@ -1,5 +1,5 @@
-//! The `copy_on_write` strategy for `fs-directory` / `fs-mount` resources (spec section 23;
-//! issue 4).
+//! The `copy_on_write` strategy for `fs-directory` / `fs-mount` resources (spec section
+//! 23).
 //!
 //! The directory is copied into the work tree file by file with `reflink-copy` (a
 //! copy-on-write clone where the filesystem supports it, a plain copy otherwise). `.gitignore`

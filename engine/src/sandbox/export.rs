@@ -1,4 +1,4 @@
-//! Taking a sandbox's work out on request (issue 4, `agents plan export`): as a branch in the
+//! Taking a sandbox's work out on request (`agents plan export`): as a branch in the
 //! user's repository, or as a patch file that `git apply` accepts. This is the only code that
 //! writes to a user's repository before Apply, and only when the user asks for it.
 

@@ -1,4 +1,4 @@
-//! The `git_worktree` strategy for `git-checkout` resources (spec section 23; issue 4).
+//! The `git_worktree` strategy for `git-checkout` resources (spec section 23).
 //!
 //! The sandbox is a separate bare repository under the data directory whose
 //! `objects/info/alternates` names the user's object directory, so the base commit and its

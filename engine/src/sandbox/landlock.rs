@@ -1,4 +1,4 @@
-//! Kernel confinement of shell commands with Landlock (issue 4, `shell_execute`).
+//! Kernel confinement of shell commands with Landlock (`shell_execute`).
 //!
 //! A confined command is spawned from a short-lived thread that first restricts itself with a
 //! Landlock ruleset; the child inherits the thread's domain at fork, and no `unsafe`

@@ -1,4 +1,4 @@
-//! How long sandboxes live (spec section 11 "Cleanup Behavior"; issue 4).
+//! How long sandboxes live (spec section 11 "Cleanup Behavior").
 //!
 //! - After a plan is applied, [`release_after_apply`] removes the work trees (its child plans'
 //!   too) and keeps the private repositories (with every checkpoint ref) for the retention

@@ -1,4 +1,4 @@
-//! Merging a child plan's sandbox back into its parent's (issue 7 item 6): a three-way merge of
+//! Merging a child plan's sandbox back into its parent's: a three-way merge of
 //! trees with libgit2 (`merge_trees`), where the ancestor is the parent's state the child
 //! branched from, "ours" is the parent's sandbox now (siblings may have merged meanwhile) and
 //! "theirs" is the child's final state.

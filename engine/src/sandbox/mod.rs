@@ -1,5 +1,5 @@
 //! Sandboxes: where a plan's work happens until Apply (spec section 11 "Execution Workspace /
-//! Sandbox Model", section 23 "Sandbox strategy" and "Lazy sandboxing"; issue 4).
+//! Sandbox Model", section 23 "Sandbox strategy" and "Lazy sandboxing").
 //!
 //! One sandbox exists per (plan, resource), created lazily on first access from a
 //! [`SandboxTarget`] recorded when the plan was created. Both strategies end in the same shape,
@@ -422,7 +422,7 @@ pub(crate) fn open_repo(layout: &Layout) -> Result<git2::Repository, SandboxErro
 /// The fixed identity of commits CleverAgents writes in sandbox repositories.
 /// The author and committer of commits made in a user's repository (Apply, `plan export
 /// --branch`): the repository's `user.name` / `user.email`, else `CleverAgents
-/// <cleveragents@localhost>` (lifecycle issue item 8).
+/// <cleveragents@localhost>`.
 pub fn user_signature(repo: &git2::Repository) -> git2::Signature<'static> {
     repo.signature()
         .map(|s| s.to_owned())

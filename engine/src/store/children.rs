@@ -1,4 +1,4 @@
-//! Child plans (`child_plans`, issue 7 item 6): which spawn decision of which parent started a
+//! Child plans (`child_plans`): which spawn decision of which parent started a
 //! child, where its sandboxes branched from the parent's, and how it ended.
 
 use std::fmt;

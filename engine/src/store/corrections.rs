@@ -1,4 +1,4 @@
-//! Correction rows (issue 7): `correction_attempts`, and the look-ups corrections and
+//! Correction rows: `correction_attempts`, and the look-ups corrections and
 //! `plan tree` need over `decisions` and `decision_dependencies` (the transitive dependents of
 //! a decision across child plans, the child plans linked to spawn decisions, short-id
 //! resolution of decisions).

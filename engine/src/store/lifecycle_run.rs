@@ -101,7 +101,7 @@ pub struct PlanStep {
     pub finished_at: Option<Timestamp>,
     /// For a step a correction keeps: the checkpoints of its earlier run
     /// (`{"start": "cp_...", "end": "cp_..."}`), whose delta Execute replays instead of running
-    /// the actor (issue 7).
+    /// the actor.
     pub replay: Option<Value>,
 }
 

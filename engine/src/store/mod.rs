@@ -44,7 +44,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/006_lifecycle_run.sql"),
     include_str!("migrations/007_corrections.sql"),
     include_str!("migrations/008_child_plans.sql"),
-    include_str!("migrations/009_lifecycle2.sql"),
+    include_str!("migrations/009_actor_runs_and_pauses.sql"),
     include_str!("migrations/010_validation_network.sql"),
     include_str!("migrations/011_action_versions.sql"),
     include_str!("migrations/012_providers.sql"),

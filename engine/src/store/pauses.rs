@@ -1,4 +1,4 @@
-//! Paused actor runs (lifecycle issue item 3: "at a pause the actor's transcript is persisted
+//! Paused actor runs ("at a pause the actor's transcript is persisted
 //! so that any process can resume after the answer"): the `actor_pauses` table of migration
 //! 009, one row per `request_decision` of a model execution actor.
 

@@ -1,4 +1,4 @@
-//! Change records (spec section 18 "Change tracking"; issue 4): what each mutating tool call
+//! Change records (spec section 18 "Change tracking"): what each mutating tool call
 //! did, with content hashes, never derived from model text.
 
 use jiff::Timestamp;

@@ -1,4 +1,4 @@
-//! Tools: the only way agents change the world (spec section 18; issue 4).
+//! Tools: the only way agents change the world (spec section 18).
 //!
 //! - [`Tool`]: name, description, JSON Schema input (derived with schemars, validated with
 //!   jsonschema before anything runs), fixed capability metadata and an `execute` that works

@@ -1,4 +1,4 @@
-//! The tool runner (spec section 18 "Execution flow"; issue 4): resolve the tool, validate the
+//! The tool runner (spec section 18 "Execution flow"): resolve the tool, validate the
 //! arguments against its schema, enforce the policy, bind a resource, make sure its sandbox
 //! exists, execute, record the call and its changes.
 //!

@@ -1,4 +1,4 @@
--- Registries (issue 3; spec sections 09, 12, 14, 16, 23, 27): resources and their DAG,
+-- Registries (spec sections 09, 12, 14, 16, 23, 27): resources and their DAG,
 -- projects with linked resources and validations, actors, actions, invariants, custom
 -- automation profiles, and the links from plans to projects and to their action.
 

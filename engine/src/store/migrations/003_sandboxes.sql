@@ -1,4 +1,4 @@
--- Sandboxes, checkpoints, tool calls and changes (spec sections 11, 18 and 23; issue 4).
+-- Sandboxes, checkpoints, tool calls and changes (spec sections 11, 18 and 23).
 -- Only `plans` is referenced, so this migration does not depend on the registries' tables.
 
 -- What a plan may sandbox: one row per (plan, resource), written when the plan is created

@@ -1,4 +1,4 @@
--- Model calls (issue 5, actors): one row per call to a provider, for token and cost accounting.
+-- Model calls (actors): one row per call to a provider, for token and cost accounting.
 -- Rolled up per plan and per decision. `plan_id` is NULL for calls outside a plan (`actor run`);
 -- `decision_id` is the decision (or step) the call served, when known. `cost_usd` is NULL when
 -- no price is configured for the model ("unknown"). Token deltas and prompts are never stored.

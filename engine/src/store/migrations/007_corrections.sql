@@ -1,4 +1,4 @@
--- Corrections (issue 7): replaying the recorded work of unaffected steps, what each correction
+-- Corrections: replaying the recorded work of unaffected steps, what each correction
 -- attempt did, and the look-ups that the affected-set computation and `plan tree` need.
 
 -- For a step a correction keeps but must redo on the rolled-back sandbox: the checkpoints of

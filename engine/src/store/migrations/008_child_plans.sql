@@ -1,4 +1,4 @@
--- Child plans (issue 7 item 6): which spawn decision of which parent started each child, where
+-- Child plans: which spawn decision of which parent started each child, where
 -- its sandboxes branched from the parent's, and how it ended (run, failed, merged back).
 CREATE TABLE child_plans (
     child_plan_id      TEXT PRIMARY KEY NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE,

@@ -1,6 +1,6 @@
-//! Lifecycle, session 2: diff hunks that name their decisions, `request_decision` from a model
-//! executor, the invariant actor, the apply journal's crash path, `--no-commit`, Ctrl-C during
-//! a run, and the findings of the last new-user trial.
+//! The lifecycle with model actors and the apply gate: diff hunks that name their decisions,
+//! `request_decision` from a model executor, the invariant actor, `--no-commit`, Ctrl-C during
+//! a run, and what a new user found confusing in the plan loop.
 
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
--- Lifecycle, session 2 (actors issue item 6, lifecycle issue items 3 and 4).
+-- Actor runs outside plans and paused model executors (spec 16 `actor run`, spec 11 decisions asked during Execute).
 
 -- `agents actor run` records each isolated run as a plans row of kind `actor_run`, so that
 -- the tool runner, sandboxes, checkpoints and the execution log work unchanged outside a
