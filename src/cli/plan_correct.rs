@@ -13,6 +13,9 @@ use crate::engine::correction::impact::{self, Impact};
 use crate::engine::correction::{append as appending, revert, tree};
 use crate::engine::domain::Id;
 use crate::engine::domain::decision::Decision;
+use crate::engine::domain::lifecycle::Phase;
+use crate::engine::domain::plan::Plan;
+use crate::engine::lifecycle::RunError;
 use crate::engine::lifecycle::driver::Stopped;
 use crate::engine::sandbox::Sandboxes;
 use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
@@ -549,6 +552,30 @@ fn correction_budget(
     Ok(())
 }
 
+/// What a revert dry run suggests: running the revert, or, when it would be refused, what fits
+/// instead (never the refused command).
+fn dry_run_next_steps(
+    ctx: &Context,
+    a: &CorrectArgs,
+    d: &Decision,
+    plan: &Plan,
+    refused: Option<&RunError>,
+) -> Vec<String> {
+    let guidance = shell_words::quote(&a.guidance);
+    match refused {
+        None => vec![ctx.suggest(&format!(
+            "plan correct --mode revert -g {guidance} --yes {}",
+            d.decision_id
+        ))],
+        Some(_) if plan.phase() == Phase::Applied => vec![ctx.suggest(&format!(
+            "plan correct --mode append -g {guidance} --dry-run {}",
+            d.decision_id
+        ))],
+        Some(RunError::WrongState { hints, .. }) => hints.iter().map(|h| ctx.rewrite(h)).collect(),
+        Some(_) => vec![ctx.suggest(&format!("plan status {}", d.plan_id))],
+    }
+}
+
 /// `agents plan correct --mode revert|append -g TEXT [--dry-run] [--yes] DECISION`.
 ///
 /// # Errors
@@ -576,9 +603,8 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     }
     if a.dry_run {
         let imp = impact_of(ctx, &store, &d.decision_id)?;
-        let refusal = revert::check_revertable(&plan, &d)
-            .err()
-            .map(|e| e.to_string());
+        let refused = revert::check_revertable(&plan, &d).err();
+        let refusal = refused.as_ref().map(ToString::to_string);
         let rerun =
             crate::engine::actors::estimate::rerun_cost(&store, &d.plan_id, &imp.steps_rerun)?;
         let mut affected = affected_json(&imp);
@@ -629,11 +655,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         }
         return Ok(report.with(Element::List {
             title: "Next Steps".into(),
-            items: vec![ctx.suggest(&format!(
-                "plan correct --mode revert -g {} --yes {}",
-                shell_words::quote(&a.guidance),
-                d.decision_id
-            ))],
+            items: dry_run_next_steps(ctx, a, &d, &plan, refused.as_ref()),
         }));
     }
     revert::check_revertable(&plan, &d)?;

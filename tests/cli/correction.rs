@@ -1339,3 +1339,39 @@ fn explaining_a_superseded_decision_suggests_its_replacement_not_a_refused_corre
     let (doc, code) = s.env.json(&["plan", "explain", &new]);
     assert_eq!(code, 0, "{doc:#}");
 }
+
+#[test]
+fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
+    let (s, id, pid) = offline_plan();
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let out = s.env.run(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "again",
+        "--dry-run",
+        &s5,
+    ]);
+    let text = crate::support::stdout(&out);
+    assert!(text.contains("a revert would be refused"), "{text}");
+    assert!(
+        !text.contains("--mode revert -g again --yes"),
+        "the refused revert is not offered: {text}"
+    );
+    assert!(text.contains("--mode append"), "what fits instead: {text}");
+    let (doc, _) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "again",
+        "--dry-run",
+        &s5,
+    ]);
+    assert!(!doc.to_string().contains("--yes"), "{doc:#}");
+}
