@@ -85,7 +85,7 @@ pub(crate) fn read_store(ctx: &Context) -> Result<Store, CliError> {
             "NOT_FOUND",
             format!("no database at {}: no plan exists yet", db.display()),
         )
-        .hint("agents plan use ACTION PROJECT"));
+        .hint("agents plan use <action> <project>"));
     }
     Ok(Store::open_read_only(&db)?)
 }
@@ -240,8 +240,8 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
         report = report.with(Element::List {
             title: "Next Steps".into(),
             items: vec![
-                ctx.suggest("plan explain DECISION"),
-                ctx.suggest("plan correct --mode revert -g \"GUIDANCE\" --dry-run DECISION"),
+                ctx.suggest("plan explain <decision>"),
+                ctx.suggest("plan correct --mode revert -g <guidance> --dry-run <decision>"),
             ],
         });
     }
@@ -402,7 +402,7 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
         items: vec![match d.superseded_by {
             Some(by) => ctx.suggest(&format!("plan explain {by}")),
             None => ctx.suggest(&format!(
-                "plan correct --mode revert -g \"GUIDANCE\" --dry-run {}",
+                "plan correct --mode revert -g <guidance> --dry-run {}",
                 d.decision_id
             )),
         }],
@@ -587,6 +587,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         return Err(CliError::invalid_input("--guidance is empty")
             .hint("say what was wrong and what to do instead, e.g. -g \"use gRPC, not REST\""));
     }
+    super::refuse_placeholder("--guidance", &a.guidance)?;
     let store = read_store(ctx)?;
     let d = load_decision(&store, &a.decision)?;
     let plan = store
@@ -809,7 +810,7 @@ pub fn correction_diff(
         let err = CliError::from(e);
         if not_found {
             // An attempt id is printed by `plan correct`; `plan status` lists them again.
-            err.hint(ctx.suggest(&format!("plan status {}", plan.unwrap_or("PLAN"))))
+            err.hint(ctx.suggest(&format!("plan status {}", plan.unwrap_or("<plan>"))))
         } else {
             err
         }

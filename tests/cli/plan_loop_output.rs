@@ -223,12 +223,45 @@ fn every_hint_runs_as_printed(action: &str, dirty: bool, phase: &str) {
                         .replace(&data_dir.replace("/data", ""), "ROOT")
             })
             .unwrap_or_else(|| panic!("hint {i} `{cmd}` not printed again: {again:#?}"));
-        let (code, out) = run_printed(&s, mine);
+        // A template runs once the user puts a value in place of its placeholder.
+        let filled = mine.replace("<guidance>", "'write the file again'");
+        let (code, out) = run_printed(&s, &filled);
         assert!(
             accepted(code, &out),
             "`{mine}` was refused (exit {code}): {out:#}"
         );
     }
+}
+
+#[test]
+fn a_recovery_hint_that_needs_guidance_is_a_template_the_command_refuses_as_printed() {
+    let (s, id, doc) = failed_plan(FAILING_ACTION, false);
+    let hints = printed_hints(&s, &id, &doc);
+    let prompt = hints
+        .iter()
+        .find(|h| h.contains("plan prompt"))
+        .unwrap_or_else(|| panic!("{hints:#?}"));
+    assert!(!prompt.contains("GUIDANCE"), "{prompt}");
+    assert!(
+        prompt.contains(&format!("plan prompt {id} <guidance>")),
+        "{prompt}"
+    );
+    let (code, out) = run_printed(&s, command_of(prompt));
+    assert_eq!(
+        (code, out["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT")),
+        "{out:#}"
+    );
+    assert!(out["error"].to_string().contains("placeholder"), "{out:#}");
+    let st = crate::cli::correction::store(&s.env);
+    let pid = id.parse().unwrap();
+    assert!(
+        st.decisions(&pid)
+            .unwrap()
+            .iter()
+            .all(|d| !format!("{d:?}").contains("<guidance>")),
+        "no guidance was recorded"
+    );
 }
 
 #[test]
