@@ -1059,7 +1059,7 @@ fn append_with_the_offline_executor_is_refused_by_the_dry_run_and_the_real_run_a
 fn correcting_before_execute_redecides_and_the_new_decision_is_what_runs() {
     let s = super::lifecycle::setup();
     let (doc, code, id) = super::lifecycle::use_plan(&s, "manual");
-    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(code, 3, "waits at the strategize gate: {doc:#}");
     let (doc, code) = s.env.json(&["plan", "execute", &id]);
     assert_eq!(code, 3, "stops at the execute gate: {doc:#}");
     let pid: Id = id.parse().unwrap();

@@ -246,7 +246,7 @@ fn use_with_invariant_actor(s: &Setup) -> String {
             "version=1.2",
         ],
     );
-    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(code, 3, "{doc:#}");
     doc["data"]["plan_id"].as_str().unwrap().to_string()
 }
 
@@ -906,7 +906,7 @@ fn every_profile_stops_at_its_gates_with_a_model_strategist_and_executor_in_both
             }
             let expected: Vec<(i32, &str)> = match profile {
                 "manual" => vec![
-                    (0, "strategize"),
+                    (3, "strategize"),
                     (3, "execute"),
                     (3, "apply"),
                     (0, "applied"),
