@@ -372,11 +372,11 @@ fn usage(ctx: &Context, a: &Action) -> Element {
         .arguments
         .iter()
         .filter(|x| x.required)
-        .map(|x| format!(" --arg {}=...", x.name))
+        .map(|x| format!(" --arg {0}=<{0}>", x.name))
         .collect();
     Element::List {
         title: "Usage".into(),
-        items: vec![ctx.suggest(&format!("plan use {} PROJECT{}", a.name, args.concat()))],
+        items: vec![ctx.suggest(&format!("plan use {} <project>{}", a.name, args.concat()))],
     }
 }
 

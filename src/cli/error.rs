@@ -216,7 +216,7 @@ impl From<ActorError> for CliError {
                 )),
             ActorError::Unresolved { .. } => CliError::new("NOT_FOUND", message)
                 .hint("agents actor list")
-                .hint("register one with `agents actor add --config FILE`"),
+                .hint("register one with `agents actor add --config <file>`"),
             ActorError::BuiltIn(_) | ActorError::ProviderModel(_) => {
                 CliError::new("CONFLICT", message).hint("agents actor list")
             }
@@ -335,7 +335,7 @@ impl From<ResourceError> for CliError {
             ResourceError::NotLinked { .. } => CliError::new("NOT_FOUND", message),
             ResourceError::NotAddable { .. } => CliError::invalid_input(message).hint("agents resource type list"),
             ResourceError::NotWorkTree { .. } => CliError::invalid_input(message)
-                .hint("a git-checkout is the top directory of a work tree; for a plain directory use `agents resource add fs-directory NAME --path DIR`"),
+                .hint("a git-checkout is the top directory of a work tree; for a plain directory use `agents resource add fs-directory <name> --path <dir>`"),
             ResourceError::BranchMismatch { checked_out, .. } => CliError::invalid_input(message)
                 .hint(format!("omit --branch to use `{checked_out}`, or check out the branch first (git switch BRANCH)")),
             ResourceError::Detached { .. } => CliError::invalid_input(message).hint("check out a branch first (git switch BRANCH)"),
@@ -428,7 +428,7 @@ impl From<PlanUseError> for CliError {
             PlanUseError::Profile(p) => p.into(),
             PlanUseError::Argument(a) => CliError::invalid_input(message)
                 .detail(a.to_string())
-                .hint("agents action show ACTION (lists its arguments)"),
+                .hint("agents action show <action> (lists its arguments)"),
             PlanUseError::NotAvailable { name, .. } => CliError::new("INVALID_INPUT", message)
                 .hint(format!("agents action available {name}")),
             PlanUseError::Actor { .. } => {

@@ -329,6 +329,26 @@ fn with_globals(repeat_args: &[String], rest: &str) -> String {
     words.join(" ")
 }
 
+/// Refuses a value that is still a placeholder of a suggested command (`<guidance>`,
+/// `<branch>`): a template hint pasted without putting a value in its place.
+///
+/// # Errors
+/// `INVALID_INPUT` naming `arg`.
+pub fn refuse_placeholder(arg: &str, value: &str) -> Result<(), CliError> {
+    let v = value.trim();
+    if v.len() > 2
+        && v.starts_with('<')
+        && v.ends_with('>')
+        && !v[1..v.len() - 1].contains(['<', '>'])
+    {
+        return Err(CliError::invalid_input(format!(
+            "{arg} is the placeholder {v} of a suggested command, not a value"
+        ))
+        .hint(format!("put your own value in place of {v}")));
+    }
+    Ok(())
+}
+
 /// Rewrites `agents rest` to [`with_globals`]; anything else unchanged.
 fn rewrite_suggestion(repeat_args: &[String], suggestion: &str) -> String {
     match suggestion.strip_prefix("agents ") {

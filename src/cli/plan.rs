@@ -259,11 +259,10 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         Some(Stopped::Gate { approval }) if approval.context["gate"] == "strategize"
     );
     let mut waiting: Option<CliError> = None;
-    if let Some(d) = driven.clone()
-        && !waits_to_start
-    {
-        // Driving reports errors, cancellation and applied plans itself; a gate or a pending
-        // decision (exit 3) keeps the plan-use report with the approval added.
+    if let Some(d) = driven.clone() {
+        // Driving reports errors, cancellation and applied plans itself; a gate (also the
+        // strategize gate of a profile without auto_strategize) or a pending decision (exit 3)
+        // keeps the plan-use report with the approval added.
         let extra = |data: &mut serde_json::Value| {
             if data.is_object() {
                 data["profile_source"] = json!(c.profile_source);

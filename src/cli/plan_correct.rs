@@ -13,6 +13,9 @@ use crate::engine::correction::impact::{self, Impact};
 use crate::engine::correction::{append as appending, revert, tree};
 use crate::engine::domain::Id;
 use crate::engine::domain::decision::Decision;
+use crate::engine::domain::lifecycle::Phase;
+use crate::engine::domain::plan::Plan;
+use crate::engine::lifecycle::RunError;
 use crate::engine::lifecycle::driver::Stopped;
 use crate::engine::sandbox::Sandboxes;
 use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
@@ -82,7 +85,7 @@ pub(crate) fn read_store(ctx: &Context) -> Result<Store, CliError> {
             "NOT_FOUND",
             format!("no database at {}: no plan exists yet", db.display()),
         )
-        .hint("agents plan use ACTION PROJECT"));
+        .hint("agents plan use <action> <project>"));
     }
     Ok(Store::open_read_only(&db)?)
 }
@@ -237,8 +240,8 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
         report = report.with(Element::List {
             title: "Next Steps".into(),
             items: vec![
-                ctx.suggest("plan explain DECISION"),
-                ctx.suggest("plan correct --mode revert -g \"GUIDANCE\" --dry-run DECISION"),
+                ctx.suggest("plan explain <decision>"),
+                ctx.suggest("plan correct --mode revert -g <guidance> --dry-run <decision>"),
             ],
         });
     }
@@ -435,7 +438,7 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
         items: vec![match d.superseded_by {
             Some(by) => ctx.suggest(&format!("plan explain {by}")),
             None => ctx.suggest(&format!(
-                "plan correct --mode revert -g \"GUIDANCE\" --dry-run {}",
+                "plan correct --mode revert -g <guidance> --dry-run {}",
                 d.decision_id
             )),
         }],
@@ -585,6 +588,30 @@ fn correction_budget(
     Ok(())
 }
 
+/// What a revert dry run suggests: running the revert, or, when it would be refused, what fits
+/// instead (never the refused command).
+fn dry_run_next_steps(
+    ctx: &Context,
+    a: &CorrectArgs,
+    d: &Decision,
+    plan: &Plan,
+    refused: Option<&RunError>,
+) -> Vec<String> {
+    let guidance = shell_words::quote(&a.guidance);
+    match refused {
+        None => vec![ctx.suggest(&format!(
+            "plan correct --mode revert -g {guidance} --yes {}",
+            d.decision_id
+        ))],
+        Some(_) if plan.phase() == Phase::Applied => vec![ctx.suggest(&format!(
+            "plan correct --mode append -g {guidance} --dry-run {}",
+            d.decision_id
+        ))],
+        Some(RunError::WrongState { hints, .. }) => hints.iter().map(|h| ctx.rewrite(h)).collect(),
+        Some(_) => vec![ctx.suggest(&format!("plan status {}", d.plan_id))],
+    }
+}
+
 /// `agents plan correct --mode revert|append -g TEXT [--dry-run] [--yes] DECISION`.
 ///
 /// # Errors
@@ -596,6 +623,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         return Err(CliError::invalid_input("--guidance is empty")
             .hint("say what was wrong and what to do instead, e.g. -g \"use gRPC, not REST\""));
     }
+    super::refuse_placeholder("--guidance", &a.guidance)?;
     let store = read_store(ctx)?;
     let d = load_decision(&store, &a.decision)?;
     let plan = store
@@ -612,9 +640,8 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     }
     if a.dry_run {
         let imp = impact_of(ctx, &store, &d.decision_id)?;
-        let refusal = revert::check_revertable(&plan, &d)
-            .err()
-            .map(|e| e.to_string());
+        let refused = revert::check_revertable(&plan, &d).err();
+        let refusal = refused.as_ref().map(ToString::to_string);
         let rerun =
             crate::engine::actors::estimate::rerun_cost(&store, &d.plan_id, &imp.steps_rerun)?;
         let mut affected = affected_json(&imp);
@@ -665,11 +692,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         }
         return Ok(report.with(Element::List {
             title: "Next Steps".into(),
-            items: vec![ctx.suggest(&format!(
-                "plan correct --mode revert -g {} --yes {}",
-                shell_words::quote(&a.guidance),
-                d.decision_id
-            ))],
+            items: dry_run_next_steps(ctx, a, &d, &plan, refused.as_ref()),
         }));
     }
     revert::check_revertable(&plan, &d)?;
@@ -823,7 +846,7 @@ pub fn correction_diff(
         let err = CliError::from(e);
         if not_found {
             // An attempt id is printed by `plan correct`; `plan status` lists them again.
-            err.hint(ctx.suggest(&format!("plan status {}", plan.unwrap_or("PLAN"))))
+            err.hint(ctx.suggest(&format!("plan status {}", plan.unwrap_or("<plan>"))))
         } else {
             err
         }

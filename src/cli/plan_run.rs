@@ -238,8 +238,10 @@ pub(crate) fn driven_report(
             .iter()
             .any(|a| a.kind == crate::engine::domain::approval::ApprovalKind::PhaseGate)
         {
-            err =
-                err.hint(ctx.suggest(&format!("plan reject {} --reason TEXT", first.approval_id)));
+            err = err.hint(ctx.suggest(&format!(
+                "plan reject {} --reason <reason>",
+                first.approval_id
+            )));
         }
         let mut d = data.clone();
         d["approval"] = approval_data(ctx, first);
@@ -673,8 +675,8 @@ fn next_after(
                 ctx.suggest(&format!("plan diff {id}"))
             ),
             format!(
-                "take the changes to a branch and finish them by hand: {}",
-                ctx.suggest(&format!("plan export --branch NAME {id}"))
+                "take the changes to a branch (in place of <branch>) and finish them by hand: {}",
+                ctx.suggest(&format!("plan export --branch <branch> {id}"))
             ),
             format!(
                 "undo steps to run them again: {} (then plan rollback and plan execute)",
@@ -692,7 +694,7 @@ fn next_after(
             ),
             format!(
                 "give guidance: {}",
-                ctx.suggest(&format!("plan prompt {id} TEXT"))
+                ctx.suggest(&format!("plan prompt {id} <guidance>"))
             ),
             format!(
                 "go ahead after all: {}",
@@ -773,6 +775,7 @@ pub fn reject(ctx: &Context, a: &RejectArgs) -> Result<Report, CliError> {
     if a.reason.trim().is_empty() {
         return Err(CliError::invalid_input("--reason cannot be empty"));
     }
+    super::refuse_placeholder("--reason", &a.reason)?;
     let engine = engine(ctx, false, "Rejecting")?;
     answer_report(
         ctx,
@@ -792,6 +795,7 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
     if a.text.trim().is_empty() {
         return Err(CliError::invalid_input("TEXT cannot be empty"));
     }
+    super::refuse_placeholder("the guidance", &a.text)?;
     let mut engine = engine(ctx, a.stream, "Resuming plan")?;
     let id = resolve_plan(&engine, &a.plan)?;
     let prompted = lc_approvals::prompt(&mut engine, &id, a.text.trim())?;

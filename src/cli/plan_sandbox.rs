@@ -710,6 +710,9 @@ fn export_cmd(
             ));
         }
     };
+    if let Some(b) = &branch {
+        super::refuse_placeholder("--branch", b)?;
+    }
     let _lock = sb.lock()?;
     let outcome = match (&branch, &patch) {
         (Some(b), _) => export::to_branch(
@@ -728,7 +731,7 @@ fn export_cmd(
         )?,
         (None, None) => {
             return Err(CliError::invalid_input(
-                "give --branch NAME or --patch FILE",
+                "give --branch <branch> or --patch <file>",
             ));
         }
     };
@@ -753,7 +756,15 @@ fn export_cmd(
         ],
     ));
     if let Some(b) = &outcome.branch {
-        report = report.message(Level::Info, format!("review it with: git log -p {b}"));
+        let repo = sb.target.kind.source_path().display().to_string();
+        let repo = shell_words::quote(&repo).into_owned();
+        report = report.message(
+            Level::Info,
+            format!(
+                "review it with: git -C {repo} log -p {}",
+                shell_words::quote(b)
+            ),
+        );
     }
     Ok(report)
 }

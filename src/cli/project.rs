@@ -345,7 +345,7 @@ fn create(ctx: &Context, req: projects::CreateRequest) -> Result<Report, CliErro
     if c.resources.is_empty() {
         report = report.with(Element::List {
             title: "Next Steps".into(),
-            items: vec![ctx.suggest(&format!("project link-resource {} RESOURCE", p.name))],
+            items: vec![ctx.suggest(&format!("project link-resource {} <resource>", p.name))],
         });
     }
     Ok(report)

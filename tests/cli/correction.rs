@@ -1059,7 +1059,7 @@ fn append_with_the_offline_executor_is_refused_by_the_dry_run_and_the_real_run_a
 fn correcting_before_execute_redecides_and_the_new_decision_is_what_runs() {
     let s = super::lifecycle::setup();
     let (doc, code, id) = super::lifecycle::use_plan(&s, "manual");
-    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(code, 3, "waits at the strategize gate: {doc:#}");
     let (doc, code) = s.env.json(&["plan", "execute", &id]);
     assert_eq!(code, 3, "stops at the execute gate: {doc:#}");
     let pid: Id = id.parse().unwrap();
@@ -1338,4 +1338,40 @@ fn explaining_a_superseded_decision_suggests_its_replacement_not_a_refused_corre
     assert!(next[0].ends_with(&format!("plan explain {new}")), "{text}");
     let (doc, code) = s.env.json(&["plan", "explain", &new]);
     assert_eq!(code, 0, "{doc:#}");
+}
+
+#[test]
+fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
+    let (s, id, pid) = offline_plan();
+    let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let out = s.env.run(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "again",
+        "--dry-run",
+        &s5,
+    ]);
+    let text = crate::support::stdout(&out);
+    assert!(text.contains("a revert would be refused"), "{text}");
+    assert!(
+        !text.contains("--mode revert -g again --yes"),
+        "the refused revert is not offered: {text}"
+    );
+    assert!(text.contains("--mode append"), "what fits instead: {text}");
+    let (doc, _) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "again",
+        "--dry-run",
+        &s5,
+    ]);
+    assert!(!doc.to_string().contains("--yes"), "{doc:#}");
 }

@@ -111,10 +111,31 @@ fn kinds(events: &[Value]) -> Vec<String> {
 }
 
 #[test]
+fn plan_use_under_the_default_profile_exits_3_while_its_gate_is_pending() {
+    let s = setup();
+    let (doc, code) = s
+        .env
+        .json(&["plan", "use", "local/notes", "app", "--arg", "version=1.2"]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["status"], "needs_approval", "{doc:#}");
+    assert_eq!(doc["data"]["automation_profile"], "manual", "{doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap();
+    let (list, _) = s.env.json(&["plan", "approvals", id]);
+    let pending = list["data"]["approvals"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{list:#}");
+    assert_eq!(pending[0]["kind"], "phase_gate");
+    assert_eq!(
+        doc["data"]["approval"]["approval_id"],
+        pending[0]["approval_id"]
+    );
+}
+
+#[test]
 fn manual_plans_wait_for_plan_execute_and_stop_at_the_execute_gate() {
     let s = setup();
     let (doc, code, id) = use_plan(&s, "manual");
-    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(code, 3, "a human must answer the strategize gate: {doc:#}");
+    assert_eq!(doc["status"], "needs_approval");
     assert_eq!(
         (&doc["data"]["phase"], &doc["data"]["state"]),
         (&json!("strategize"), &json!("queued"))
@@ -479,7 +500,7 @@ fn a_model_strategist_cannot_write_and_its_open_choices_wait_for_a_human() {
                 "version=1.2",
             ],
         );
-        assert_eq!(code, 0, "{doc:#}");
+        assert_eq!(code, 3, "{doc:#}");
         let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
         // manual: auto_decisions_strategize is false, so the two-option decision waits.
         let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
@@ -692,7 +713,7 @@ fn a_transient_failure_under_a_profile_that_does_not_retry_asks_to_retry_or_abor
             "version=1.2",
         ],
     );
-    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(code, 3, "{doc:#}");
     let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
     // manual: auto_retry_transient is false, so the 503 is not retried by the client.
     let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);

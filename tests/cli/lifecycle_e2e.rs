@@ -118,7 +118,7 @@ fn every_profile_stops_exactly_at_its_gates_and_applies_one_commit() {
         }
         let expected: Vec<(i32, String)> = match profile {
             "manual" => vec![
-                (0, "strategize"),
+                (3, "strategize"),
                 (3, "execute"),
                 (3, "apply"),
                 (0, "applied"),

@@ -246,7 +246,7 @@ fn use_with_invariant_actor(s: &Setup) -> String {
             "version=1.2",
         ],
     );
-    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(code, 3, "{doc:#}");
     doc["data"]["plan_id"].as_str().unwrap().to_string()
 }
 
@@ -624,6 +624,31 @@ fn plan_export_branch_commits_with_the_same_author_and_trailers_as_apply() {
 }
 
 #[test]
+fn a_suggested_export_names_its_branch_as_a_placeholder_that_is_refused_as_is() {
+    let (s, id) = executed();
+    let (doc, code) = s.env.json(&["plan", "export", "--branch", "<branch>", &id]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT", "{doc:#}");
+    let text = doc["error"].to_string();
+    assert!(
+        text.contains("--branch") && text.contains("placeholder"),
+        "{text}"
+    );
+    assert_eq!(
+        git_out(&s.repo, &["branch", "--list", "<branch>"]),
+        "",
+        "no branch was made"
+    );
+    let out = s.env.run(&["plan", "export", "--branch", "review", &id]);
+    let text = crate::support::stdout(&out);
+    let review = format!("git -C {} log -p review", s.repo.display());
+    assert!(
+        text.contains(&review),
+        "a command that runs from anywhere: {text}"
+    );
+}
+
+#[test]
 fn rejecting_the_apply_gate_says_what_can_be_done_next() {
     let (s, id) = executed();
     let (approvals, _) = s.env.json(&["plan", "approvals", &id]);
@@ -643,7 +668,7 @@ fn rejecting_the_apply_gate_says_what_can_be_done_next() {
         format!("plan diff {id}"),
         format!("plan apply {id}"),
         format!("plan cancel {id}"),
-        format!("plan export --branch NAME {id}"),
+        format!("plan export --branch <branch> {id}"),
     ] {
         assert!(next.iter().any(|n| n.ends_with(&cmd)), "{cmd} in {next:?}");
     }
@@ -728,7 +753,7 @@ fn every_profile_stops_at_its_gates_with_a_model_strategist_and_executor_in_both
             }
             let expected: Vec<(i32, &str)> = match profile {
                 "manual" => vec![
-                    (0, "strategize"),
+                    (3, "strategize"),
                     (3, "execute"),
                     (3, "apply"),
                     (0, "applied"),

@@ -510,7 +510,7 @@ fn action_create_update_raises_the_version_and_plans_keep_the_definition_they_we
         "--automation-profile",
         "manual",
     ]);
-    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(code, 3, "waits at the strategize gate: {doc:#}");
     let old_plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
     // Without --update the name is taken, and the hint says how to replace it.
     let v2 = file(&env, "v2.yaml", &versioned("second"));

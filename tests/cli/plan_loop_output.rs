@@ -223,12 +223,95 @@ fn every_hint_runs_as_printed(action: &str, dirty: bool, phase: &str) {
                         .replace(&data_dir.replace("/data", ""), "ROOT")
             })
             .unwrap_or_else(|| panic!("hint {i} `{cmd}` not printed again: {again:#?}"));
-        let (code, out) = run_printed(&s, mine);
+        // A template runs once the user puts a value in place of its placeholder.
+        let filled = mine.replace("<guidance>", "'write the file again'");
+        let (code, out) = run_printed(&s, &filled);
         assert!(
             accepted(code, &out),
             "`{mine}` was refused (exit {code}): {out:#}"
         );
     }
+}
+
+#[test]
+fn a_recovery_hint_that_needs_guidance_is_a_template_the_command_refuses_as_printed() {
+    let (s, id, doc) = failed_plan(FAILING_ACTION, false);
+    let hints = printed_hints(&s, &id, &doc);
+    let prompt = hints
+        .iter()
+        .find(|h| h.contains("plan prompt"))
+        .unwrap_or_else(|| panic!("{hints:#?}"));
+    assert!(!prompt.contains("GUIDANCE"), "{prompt}");
+    assert!(
+        prompt.contains(&format!("plan prompt {id} <guidance>")),
+        "{prompt}"
+    );
+    let (code, out) = run_printed(&s, command_of(prompt));
+    assert_eq!(
+        (code, out["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT")),
+        "{out:#}"
+    );
+    assert!(out["error"].to_string().contains("placeholder"), "{out:#}");
+    let st = crate::cli::correction::store(&s.env);
+    let pid = id.parse().unwrap();
+    assert!(
+        st.decisions(&pid)
+            .unwrap()
+            .iter()
+            .all(|d| !format!("{d:?}").contains("<guidance>")),
+        "no guidance was recorded"
+    );
+}
+
+/// A step whose script is many lines long, failing at its end.
+const LONG_SCRIPT_ACTION: &str = r#"name: local/notes
+definition-of-done: the build passes
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: build
+    run: |
+      echo preparing the build of every package in the workspace, one after another
+      echo compiling the first package with all of its features and optimisations enabled
+      echo compiling the second package with all of its features and optimisations enabled
+      echo 'error: the linker was not found' >&2
+      exit 4
+"#;
+
+#[test]
+fn a_failed_step_is_named_by_its_name_with_the_reason_first_not_by_its_whole_script() {
+    let (s, id, doc) = failed_plan(LONG_SCRIPT_ACTION, false);
+    let message = doc["error"]["message"].as_str().unwrap().to_string();
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    let (approvals, _) = s.env.json(&["plan", "approvals", &id]);
+    let status_error = status["data"]["error_message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut texts = vec![message, status_error];
+    texts.extend(
+        approvals["data"]["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["summary"].as_str().unwrap().to_string()),
+    );
+    for text in &texts {
+        assert!(
+            !text.contains("compiling the second package"),
+            "the script is not pasted: {text}"
+        );
+    }
+    let message = &texts[0];
+    let reason = "step build exited with status 4: error: the linker was not found";
+    assert!(message.contains(reason), "reason first: {message}");
+    assert!(!message.contains('\n'), "{message}");
+    assert!(
+        message.len() < 300,
+        "{} characters: {message}",
+        message.len()
+    );
 }
 
 #[test]

@@ -7,7 +7,11 @@ use crate::support::{Env, git_repo};
 
 fn ok(env: &Env, args: &[&str]) -> serde_json::Value {
     let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
+    assert_eq!(
+        code,
+        super::registries::expected_exit(args),
+        "{args:?}: {doc:#}"
+    );
     doc
 }
 

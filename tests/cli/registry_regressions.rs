@@ -6,7 +6,11 @@ use crate::support::Env;
 
 fn ok(env: &Env, args: &[&str]) -> Value {
     let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
+    assert_eq!(
+        code,
+        super::registries::expected_exit(args),
+        "{args:?}: {doc:#}"
+    );
     doc
 }
 

@@ -726,15 +726,21 @@ impl App {
             self.warn("No approval is selected.");
             return;
         };
+        let plan = self.plans.rows().iter().find(|p| p.plan_id == item.plan_id);
+        let plan_name = match plan {
+            Some(p) => format!("plan {} ({})", short_id(&item.plan_id), p.action),
+            None => format!("plan {}", short_id(&item.plan_id)),
+        };
+        let project = plan.map_or_else(String::new, |p| format!(" on {}", p.project));
         let context = format!(
-            "{} · plan {}: {}",
+            "{}{project}\n{} · {}",
+            capitalize(&plan_name),
             item.kind.label(),
-            short_id(&item.plan_id),
             item.summary
         );
         let overlay = match action {
             Action::Approve => Overlay::Confirm {
-                title: "Approve?".to_owned(),
+                title: format!("Approve {plan_name}?"),
                 body: context,
                 on_yes: Cmd::Approve {
                     approval_id: item.approval_id.clone(),
@@ -772,6 +778,14 @@ impl App {
         };
         self.overlays.push(overlay);
     }
+}
+
+/// `text` with its first letter in upper case.
+fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 fn sent(cmd: &Cmd) -> String {
@@ -1017,6 +1031,58 @@ mod tests {
         assert_eq!(app.notice().map(|n| n.level), Some(Level::Ok));
         app.update(Msg::Key(Key::Char('j')));
         assert_eq!(app.notice(), None, "a key press clears the notice");
+    }
+
+    #[test]
+    fn a_running_plans_approval_leaving_the_list_does_not_move_the_cursor_onto_another_plan() {
+        let mut app = loaded();
+        // The user answers plan B's approval.
+        let cmds = run(&mut app, keys("4jay"));
+        assert_eq!(
+            cmds,
+            [Cmd::Approve {
+                approval_id: "A2".into()
+            }]
+        );
+        // Plan B runs: its approval leaves the list, plan A's and plan C's stay.
+        let mut queue = fixtures::approvals();
+        queue.remove(1);
+        app.update(Msg::ApprovalsUpdated(queue.clone()));
+        assert_eq!(app.approvals().selected(), None);
+        assert_eq!(run(&mut app, keys("a")), [], "no other plan is approved");
+        assert_eq!(
+            app.notice().map(|n| n.text.as_str()),
+            Some("No approval is selected.")
+        );
+        assert_eq!(run(&mut app, keys("y")), []);
+        // Plan B's next approval arrives below plan A's: the cursor goes to it.
+        let mut next = fixtures::approvals()[1].clone();
+        next.approval_id = "A4".into();
+        next.kind = crate::model::ApprovalKind::PhaseGate;
+        next.options.clear();
+        queue.push(next);
+        app.update(Msg::ApprovalsUpdated(queue));
+        assert_eq!(
+            run(&mut app, keys("ay")),
+            [Cmd::Approve {
+                approval_id: "A4".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn the_approve_confirm_names_the_plan_its_action_and_project() {
+        let mut app = loaded();
+        run(&mut app, keys("4j"));
+        app.update(Msg::Key(Key::Char('a')));
+        let [Overlay::Confirm { title, body, .. }] = app.overlays() else {
+            panic!("a confirm is open: {:?}", app.overlays());
+        };
+        let plan = &fixtures::plans()[1];
+        assert_eq!(plan.plan_id, fixtures::PLAN_B);
+        assert!(title.contains(short_id(fixtures::PLAN_B)), "{title}");
+        assert!(title.contains(&plan.action), "{title}");
+        assert!(body.contains(&plan.project), "{body}");
     }
 
     #[test]

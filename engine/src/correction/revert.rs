@@ -105,7 +105,7 @@ pub fn check_revertable(plan: &Plan, decision: &Decision) -> Result<(), RunError
                 "plan {id} is applied: its changes are committed to the project, so a revert cannot undo them"
             ),
             vec![format!(
-                "agents plan correct --mode append -g \"...\" {}",
+                "agents plan correct --mode append -g <guidance> {}",
                 decision.decision_id
             )],
         ));

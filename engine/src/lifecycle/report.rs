@@ -94,7 +94,9 @@ pub fn errors(store: &Store, plan_id: &Id) -> Result<Vec<ErrorEntry>, StoreError
 pub struct Hint {
     /// What the command does, for a human.
     pub what: String,
-    /// The command (`agents plan ...`), runnable as printed.
+    /// The command (`agents plan ...`), runnable as printed; a template when it holds a
+    /// `<placeholder>` for the user to fill in (a shell refuses to run it as is, and so does
+    /// the command).
     pub command: String,
 }
 
@@ -139,7 +141,7 @@ pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
         };
     }
     let retry = format!("agents plan execute {id}");
-    let prompt = format!("agents plan prompt {id} \"GUIDANCE\"");
+    let prompt = format!("agents plan prompt {id} <guidance>");
     match code {
         "ACTOR_UNAVAILABLE" => vec![
             Hint::new(
@@ -154,14 +156,17 @@ pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
             cancel,
         ],
         "ACTOR_FAILED" | "NO_STRATEGY" => vec![
-            Hint::new("give the actor guidance and resume", prompt),
+            Hint::new(
+                "give the actor guidance (in place of <guidance>) and resume",
+                prompt,
+            ),
             Hint::new("retry as is", retry),
             cancel,
         ],
         "STEP_FAILED" | "VALIDATION_FAILED" => vec![
             Hint::new("read the steps' output", format!("agents plan logs {id}")),
             Hint::new(
-                "give guidance and resume from the start of the failed step",
+                "give guidance (in place of <guidance>) and resume from the start of the failed step",
                 prompt,
             ),
             Hint::new("retry the step", retry),
@@ -170,7 +175,7 @@ pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
         _ => vec![
             Hint::new("see the errors", format!("agents plan errors {id}")),
             Hint::new("retry", retry),
-            Hint::new("give guidance and resume", prompt),
+            Hint::new("give guidance (in place of <guidance>) and resume", prompt),
             cancel,
         ],
     }

@@ -157,14 +157,11 @@ pub fn run_step(
                 };
                 Ok(StepEnd::Failed {
                     code: "STEP_FAILED".into(),
-                    message: format!(
-                        "step {}: `{}` {why}: {}",
-                        step.name,
-                        step.run
-                            .as_deref()
-                            .or(request_command(&step))
-                            .unwrap_or_default(),
-                        clip(result["stderr"].as_str().unwrap_or_default().trim(), 400)
+                    message: failure_message(
+                        &step.name,
+                        &why,
+                        result["stderr"].as_str().unwrap_or_default(),
+                        step.run.as_deref().or(request_command(&step)),
                     ),
                     output,
                 })
@@ -173,6 +170,35 @@ pub fn run_step(
         Ok(result) => Ok(StepEnd::Done {
             output: json!({"tool": record.tool, "call_seq": record.seq, "result": result, "changes": call.changes.len()}),
         }),
+    }
+}
+
+/// A failed shell step, reason first and on one line: `step NAME exited with status 3: STDERR
+/// (command `FIRST LINE …`)`. The command is shown by its first line, clipped, never whole.
+fn failure_message(name: &str, why: &str, stderr: &str, command: Option<&str>) -> String {
+    let mut message = format!("step {name} {why}");
+    let stderr = stderr.trim();
+    if !stderr.is_empty() {
+        let last_lines: Vec<&str> = stderr.lines().rev().take(3).collect();
+        let joined = last_lines.into_iter().rev().collect::<Vec<_>>().join(" ⏎ ");
+        message.push_str(&format!(": {}", clip(&joined, 240)));
+    }
+    if let Some(command) = command {
+        message.push_str(&format!(" (command `{}`)", command_label(command)));
+    }
+    message
+}
+
+/// The first line of a command, at most 60 characters, with `…` when more follows.
+fn command_label(command: &str) -> String {
+    let trimmed = command.trim();
+    let first = trimmed.lines().next().unwrap_or_default();
+    let short: String = first.chars().take(60).collect();
+    let short = short.trim_end().to_string();
+    if short.len() < trimmed.len() {
+        format!("{short} …")
+    } else {
+        short
     }
 }
 

@@ -15,11 +15,15 @@ pub const EMPTY: &str = "Nothing is waiting for you.";
 /// Shown until the first list of approvals arrives.
 pub const LOADING: &str = "Loading approvals…";
 
-/// State of the approvals pane. The selection follows the approval id.
+/// State of the approvals pane. The selection follows the approval id, then its plan; it never
+/// lands on another plan's approval unless the user moves the cursor there.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ApprovalsPane {
     items: Option<Vec<ApprovalItem>>,
     selected: Option<String>,
+    /// The plan whose approval was selected when it left the list: its next approval is
+    /// selected when it arrives.
+    follow_plan: Option<String>,
 }
 
 impl ApprovalsPane {
@@ -44,15 +48,24 @@ impl ApprovalsPane {
         self.items().iter().position(|item| item.approval_id == id)
     }
 
-    /// Replaces the list, keeping the selection on the same approval when it is still pending
-    /// and otherwise on the same position.
+    /// Replaces the list. The selection stays on the same approval while it is pending, else
+    /// moves to the same plan's next approval (now or whenever it arrives), else there is none,
+    /// so an answer key names no approval rather than another plan's. The top row is selected
+    /// only when no approval was selected before (the first list, or after an empty one).
     pub(crate) fn set_items(&mut self, items: Vec<ApprovalItem>) {
-        let old_index = self.selected_index();
+        let old_plan = self.selected().map(|item| item.plan_id.clone());
         self.items = Some(items);
-        if self.selected_index().is_none() {
-            let items = self.items();
-            let index = old_index.unwrap_or(0).min(items.len().saturating_sub(1));
-            self.selected = items.get(index).map(|item| item.approval_id.clone());
+        if self.selected_index().is_some() {
+            return;
+        }
+        self.selected = None;
+        match old_plan.or_else(|| self.follow_plan.take()) {
+            Some(plan) => {
+                if !self.select_plan(&plan) {
+                    self.follow_plan = Some(plan);
+                }
+            }
+            None => self.selected = self.items().first().map(|item| item.approval_id.clone()),
         }
     }
 
@@ -62,6 +75,7 @@ impl ApprovalsPane {
             return false;
         };
         self.selected = Some(item.approval_id.clone());
+        self.follow_plan = None;
         true
     }
 
@@ -80,6 +94,7 @@ impl ApprovalsPane {
             .saturating_sub(height.max(1) - 1);
         if let Some(item) = self.items().get(offset + row) {
             self.selected = Some(item.approval_id.clone());
+            self.follow_plan = None;
         }
     }
 
@@ -87,6 +102,7 @@ impl ApprovalsPane {
     pub(crate) fn handle(&mut self, action: Action) {
         if let Some(index) = step(self.selected_index(), self.items().len(), action) {
             self.selected = Some(self.items()[index].approval_id.clone());
+            self.follow_plan = None;
         }
     }
 }
@@ -150,17 +166,26 @@ mod tests {
     use crate::fixtures;
 
     #[test]
-    fn selection_follows_the_approval_and_falls_back_to_the_position() {
+    fn selection_follows_the_approval_then_its_plan_and_never_lands_on_another_plan() {
         let mut pane = ApprovalsPane::default();
         let mut items = fixtures::approvals();
         pane.set_items(items.clone());
         assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A1"));
         pane.handle(Action::Down);
         assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A2"));
-        items.remove(1);
-        pane.set_items(items);
-        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A3"));
+        let a2 = items.remove(1);
+        pane.set_items(items.clone());
+        assert_eq!(pane.selected(), None, "not A3, which is another plan's");
         assert!(!pane.contains("A2"));
+        pane.set_items(items.clone());
+        assert_eq!(pane.selected(), None, "a refresh does not pick one either");
+        let mut next = a2.clone();
+        next.approval_id = "A4".into();
+        items.push(next);
+        pane.set_items(items.clone());
+        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A4"));
+        pane.handle(Action::Up);
+        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A3"));
         pane.set_items(Vec::new());
         assert_eq!(pane.selected(), None);
         assert!(pane.is_loaded());
