@@ -667,8 +667,10 @@ mod live {
     use super::*;
 
     fn everything() -> Option<String> {
-        let js = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        // The MCP test servers are installed at the workspace root (`tests/mcp`).
+        let js = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        );
         js.exists().then(|| js.display().to_string())
     }
 
