@@ -9,6 +9,10 @@
 //! each as the median of several runs with PASS when it is at most 200 ms, then hands the
 //! same operations to criterion for its statistics. Run with
 //! `cargo bench --bench corrections` (release build); CI never runs it.
+//!
+//! With `BENCH_TREE_DATA_DIR=DIR` the tree is built in `DIR/cleveragents.db` and kept, the
+//! line `plan: ID` names the root plan, and criterion is skipped: `scripts/perf.sh` then times
+//! `agents --data-dir DIR plan tree ID` itself.
 
 // A benchmark program reports on stdout; that is its whole output.
 #![allow(clippy::print_stdout)]
@@ -29,7 +33,7 @@ const RUNS: usize = 7;
 const TARGET: Duration = Duration::from_millis(200);
 
 struct Synthetic {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     store: Store,
     plan: Id,
     root: Id,
@@ -38,8 +42,16 @@ struct Synthetic {
 }
 
 fn build() -> Synthetic {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("cleveragents.db");
+    let (dir, root_dir) = match std::env::var_os("BENCH_TREE_DATA_DIR") {
+        Some(kept) => (None, std::path::PathBuf::from(kept)),
+        None => {
+            let d = tempfile::tempdir().expect("temp dir");
+            let p = d.path().to_path_buf();
+            (Some(d), p)
+        }
+    };
+    std::fs::create_dir_all(&root_dir).expect("data dir");
+    let db = root_dir.join("cleveragents.db");
     let store = Store::open(&db).expect("store");
     let now = jiff::Timestamp::now().to_string();
     let mut conn = rusqlite::Connection::open(&db).expect("connection");
@@ -288,6 +300,10 @@ fn main() {
         "render plan tree to json",
         median(|| serde_json::to_string(&t.roots).expect("json").len()),
     );
+    if std::env::var_os("BENCH_TREE_DATA_DIR").is_some() {
+        println!("plan: {}", s.plan);
+        return;
+    }
 
     let mut c = Criterion::default()
         .sample_size(10)

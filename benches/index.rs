@@ -24,13 +24,6 @@ use cleveragents::engine::index::{Policy, Source};
 const FILES: usize = 20_000;
 const QUERIES: usize = 21;
 
-const WORDS: &[&str] = &[
-    "account", "token", "session", "parse", "config", "render", "widget", "cache", "retry",
-    "client", "server", "handler", "request", "response", "queue", "worker", "schedule", "invoice",
-    "ledger", "report", "metric", "user", "profile", "search", "index", "buffer", "stream",
-    "socket", "packet", "route",
-];
-
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args([
@@ -46,56 +39,6 @@ fn git(dir: &Path, args: &[&str]) {
         .output()
         .expect("git runs");
     assert!(out.status.success(), "git {args:?}");
-}
-
-fn word(i: usize, k: usize) -> &'static str {
-    WORDS[(i * 7 + k * 13 + i / 31) % WORDS.len()]
-}
-
-/// A Rust or Python file with a few definitions, calls and comments.
-fn file_text(i: usize) -> (String, &'static str) {
-    let mut s = String::new();
-    if i.is_multiple_of(3) {
-        s.push_str(&format!(
-            "\"\"\"Module {i}: {} and {}.\"\"\"\nimport os\nfrom .m{} import helper\n\n",
-            word(i, 1),
-            word(i, 2),
-            i / 3
-        ));
-        for f in 0..6 {
-            s.push_str(&format!(
-                "def {}_{}_{i}_{f}(value, limit=10):\n    \"\"\"Handles the {} {}.\"\"\"\n    if value > limit:\n        return helper(value) + {f}\n    for item in range(value):\n        value -= item\n    return value\n\n",
-                word(i, f), word(i, f + 3), word(i, f + 1), word(i, f + 2)
-            ));
-        }
-        (s, "py")
-    } else {
-        s.push_str(&format!(
-            "//! Module {i}: {} {}.\nuse crate::m{}::Helper;\n\n",
-            word(i, 1),
-            word(i, 2),
-            i / 100
-        ));
-        for f in 0..6 {
-            let (a, b) = (word(i, f), word(i, f + 3));
-            s.push_str(&format!(
-                "/// Computes the {a} {b} for record {i}.\npub fn {a}_{b}_{i}_{f}(input: u64) -> u64 {{\n    if input > {f} && input < 1000 {{\n        return Helper::apply(input * {i});\n    }}\n    input + {f}\n}}\n\n"
-            ));
-        }
-        s.push_str(&format!(
-            "pub struct {}{}Record{i} {{ pub id: u64 }}\n",
-            capital(word(i, 4)),
-            capital(word(i, 5))
-        ));
-        (s, "rs")
-    }
-}
-
-fn capital(w: &str) -> String {
-    let mut c = w.chars();
-    c.next()
-        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-        .unwrap_or_default()
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -230,14 +173,7 @@ fn main() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    for i in 0..FILES {
-        let (text, ext) = file_text(i);
-        let p = repo.join(format!("pkg{:03}/m{i:05}.{ext}", i / 100));
-        if i.is_multiple_of(100) {
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-        }
-        fs::write(p, text).unwrap();
-    }
+    cleveragents::engine::index::synthetic::write_tree(&repo, FILES).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "generated"]);

@@ -5,7 +5,8 @@
 # whose one `run:` step rewrites every other line of 1,000 files (40,000 changed lines) and of
 # 10 files. `agents plan diff` of each, plain and json, is timed against `git diff BASE` of the
 # same sandbox (interleaved runs, medians; scripts/perf_compare.py), and the peak memory of the
-# 1,000-file diff is compared with 2x the printed diff + 30 MiB.
+# 1,000-file diff is compared with 2x the printed diff + 30 MiB; then the TUI is timed to its
+# first hunk of the 1,000-file diff (tui_row) and the 1,000-file plan is applied (apply_row).
 
 large_change() {
   local big="$WORK/big" d2="$WORK/data-large" c2="$WORK/config-large.toml"
@@ -68,5 +69,80 @@ print(d["plan_id"], d["sandbox_refs"][0])' "$WORK/$name.json") ||
           "$v (<= 2x printed + 30 MiB = $((cap / 1024)) MiB)"
       fi
     done
+    if [ "$name" = big ]; then
+      tui_row "$plan" "$files"
+      apply_row "$big" "$base" "$plan" "$root" "$files"
+    fi
   done
+}
+
+# tui_row PLAN FILES: `agents tui --plan PLAN` started in a private tmux server (200x60), timed
+# from the start of the process to the first hunk header (`@@ -`) on the screen, polled every
+# few milliseconds with `capture-pane` (median of 5; the start-up of the TUI is counted, so
+# this is stricter than "from selecting the plan").
+tui_row() {
+  local plan=$1 files=$2 o v
+  if ! command -v tmux >/dev/null 2>&1; then
+    row "TUI first hunk ($files files)" "-" "-" "-" "SKIP (no tmux)"
+    return
+  fi
+  o=$(python3 - "$AGENTS" "$WORK/data-large" "$WORK/config-large.toml" "$plan" "$WORK/tmux.sock" <<'PY'
+import subprocess, sys, time
+agents, data, config, plan, sock = sys.argv[1:6]
+cmd = f"env TERM=xterm-256color {agents} --data-dir {data} --config-path {config} tui --plan {plan}"
+tmux = ["tmux", "-S", sock]
+times = []
+for _ in range(5):
+    t = time.perf_counter()
+    subprocess.run(tmux + ["new-session", "-d", "-s", "perf", "-x", "200", "-y", "60", cmd], check=True)
+    seen = None
+    while time.perf_counter() - t < 30:
+        screen = subprocess.run(tmux + ["capture-pane", "-p", "-t", "perf"], capture_output=True, text=True).stdout
+        if "@@ -" in screen:
+            seen = (time.perf_counter() - t) * 1000
+            break
+        time.sleep(0.002)
+    subprocess.run(tmux + ["kill-server"], check=False)
+    time.sleep(0.2)
+    if seen is None:
+        sys.exit("the first hunk did not appear within 30 s")
+    times.append(seen)
+times.sort()
+print(f"{times[len(times) // 2]:.1f}")
+PY
+) || { row "TUI first hunk ($files files)" "-" "-" "-" "FAILED to run"; FAILED=1; return; }
+  le "$o" 300 && v=PASS || v=MISS
+  row "TUI first hunk ($files files, from start)" "$o ms" "-" "-" "$v (<= 300 ms)"
+}
+
+# apply_row REPO BASE PLAN SANDBOX FILES: `agents plan apply --yes` of the plan (one run: a plan
+# applies once) vs `git apply && git commit -a` of the same patch in the same repository (median
+# of 3, each undone with `git reset --hard BASE` before the next and before ours).
+apply_row() {
+  local repo=$1 base=$2 plan=$3 root=$4 files=$5 patch="$WORK/change.patch" o b v i
+  local L=("$AGENTS" --data-dir "$WORK/data-large" --config-path "$WORK/config-large.toml")
+  git --git-dir "$root/git" --work-tree "$root/work" -c core.pager=cat diff --binary "$base" > "$patch"
+  local ts=()
+  for i in 1 2 3; do
+    ts+=("$(python3 - "$repo" "$patch" <<'PY'
+import subprocess, sys, time
+repo, patch = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+subprocess.run(["git", "-C", repo, "apply", patch], check=True)
+subprocess.run(["git", "-C", repo, "-c", "user.name=p", "-c", "user.email=p@p.invalid",
+                "commit", "-qam", "apply"], check=True)
+print(f"{(time.perf_counter() - t) * 1000:.1f}")
+PY
+)")
+    git -C "$repo" reset -q --hard "$base"
+  done
+  b=$(printf '%s\n' "${ts[@]}" | sort -n | sed -n 2p)
+  o=$(median_ms 1 "${L[@]}" plan apply "$plan" --yes)
+  if [ "$(git -C "$repo" rev-list --count "$base..HEAD")" != 1 ]; then
+    row "plan apply --yes ($files files)" "-" "-" "-" "FAILED: no commit on the resource"; FAILED=1
+    return
+  fi
+  r=$(python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$o" "$b")
+  le "$r" 2.0 && v=PASS || v=MISS
+  row "plan apply --yes ($files files)" "$o ms" "git apply && git commit -a $b ms" "${r}x" "$v (<= 2.0x)"
 }

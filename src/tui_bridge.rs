@@ -2,22 +2,38 @@
 //! [`Msg`]s, the UI's [`Cmd`]s become engine operations, and this module owns the terminal.
 //!
 //! The UI crate never sees SQLite, git or HTTP; everything it shows passes through the view
-//! models built here. Other processes (headless commands in other terminals) change the same
-//! database; the bridge notices through SQLite's `data_version` and sends fresh view models.
+//! models built here. Operations run in this process, on worker threads, through the engine's
+//! API ([`Engine::run`]); no child process is started for them. What the plans driven here do
+//! right now (model text as it streams, tool calls, step output) arrives through the engine's
+//! live events and goes to the live area. Other processes (headless commands in other
+//! terminals) change the same database; the bridge notices through SQLite's `data_version` and
+//! sends fresh view models. The tree and the explanation come from the engine functions
+//! `plan tree` and `plan explain` use.
 
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use cleveragents_ui::model::{self as view, PlanRow};
+use cleveragents_ui::model::{self as view, LiveUpdate, PlanRow};
 use cleveragents_ui::{App, Cmd, Key, Keymap, Mouse, Msg, Pane, Theme};
 use ratatui::crossterm::event::{self, Event};
 
+use crate::engine::api::{
+    ApiError, CorrectMode, Correction, Engine, Op, Outcome, ReviewRequest, UseRequest,
+};
+use crate::engine::correction::{impact, tree};
 use crate::engine::domain::action::ActionState;
 use crate::engine::domain::approval::{Approval, ApprovalKind};
-use crate::engine::domain::decision::Decision;
 use crate::engine::domain::id::Id;
 use crate::engine::domain::lifecycle::{Phase, ProcessingState};
 use crate::engine::domain::plan::Plan;
+use crate::engine::events::live::{self, LiveEvent, LiveKind};
+use crate::engine::lifecycle::Observer;
+use crate::engine::lifecycle::apply::reviewed_trees_in;
+use crate::engine::lifecycle::approvals::Answer;
+use crate::engine::lifecycle::driver::Stopped;
+use crate::engine::registry::plan_use::Request;
+use crate::engine::review;
 use crate::engine::sandbox::Sandboxes;
 use crate::engine::sandbox::diff::{self, DiffRequest};
 use crate::engine::store::{Store, StoreError};
@@ -82,188 +98,178 @@ pub fn approval_item(approval: &Approval) -> view::ApprovalItem {
             // A merge conflict is answered like an errored plan (retry or cancel).
             ApprovalKind::Errored | ApprovalKind::ErrorRecovery => view::ApprovalKind::ErroredPlan,
             ApprovalKind::Budget => view::ApprovalKind::Budget,
+            // Approve or reject one tool call: answered like a choice between two options.
+            ApprovalKind::ToolApproval => view::ApprovalKind::DecisionChoice,
+            // Accept, correct or cancel, with the evidence in the summary: a choice.
+            ApprovalKind::InvariantViolation => view::ApprovalKind::DecisionChoice,
         },
         summary: approval.summary.clone(),
         options: approval.options.clone(),
     }
 }
-
-/// Engine-side state of a TUI session: the store, what was last sent, the diff worker and
-/// the commands it started.
+/// Engine-side state of a TUI session: the store, what was last sent, the diff worker, the
+/// engine operations running on worker threads in this process, and the live events they
+/// produce.
 #[derive(Debug)]
 pub struct Bridge {
     store: Store,
+    sandboxes: Sandboxes,
     data_version: Option<i64>,
     selected: Option<String>,
-    answers: Option<AnswerRunner>,
+    engine: Option<Engine>,
+    global_profile: Option<String>,
+    interrupt: Arc<Interrupt>,
     diffs: DiffWorker,
-    running: Vec<Running>,
+    jobs: Vec<Job>,
+    results_tx: mpsc::Sender<Msg>,
+    results: mpsc::Receiver<Msg>,
+    live: live::Subscription,
     reported_activity: Vec<String>,
 }
 
-/// Runs the headless command behind a [`Cmd`] (`plan execute`, `plan apply --yes`, `plan
-/// cancel`, `plan rollback --yes`, `plan prompt`, `plan use`, `plan correct`, `plan decide`,
-/// `plan reject`) as a child process of the same binary, so that the plan is driven outside
-/// the TUI's frame loop; the TUI follows its progress through the database and reads the
-/// command's json envelope when it ends.
-#[derive(Debug, Clone)]
-pub struct AnswerRunner {
-    /// The `agents` binary.
-    pub exe: std::path::PathBuf,
-    /// Global options to repeat (`--data-dir`, `--config-path`).
-    pub globals: Vec<String>,
-    /// File that receives the commands' output.
-    pub log: std::path::PathBuf,
-}
-
-/// What a child command's result is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Purpose {
-    /// An action: its end is reported in the status line.
-    Action,
-    /// A correction dry run: its envelope answers [`Cmd::PreviewCorrection`].
-    Preview { decision_id: String },
-}
-
-/// A command started by this TUI that has not been reaped yet.
+/// An engine operation running on a worker thread of this process.
 #[derive(Debug)]
-struct Running {
+struct Job {
     what: String,
-    args: Vec<String>,
-    purpose: Purpose,
-    child: std::process::Child,
-    stdout: Option<std::thread::JoinHandle<String>>,
-    stderr: Option<std::thread::JoinHandle<String>>,
+    handle: std::thread::JoinHandle<()>,
 }
 
-fn read_all(
-    pipe: Option<impl std::io::Read + Send + 'static>,
-) -> Option<std::thread::JoinHandle<String>> {
-    pipe.map(|mut p| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = p.read_to_string(&mut text);
-            text
-        })
-    })
-}
+/// What the engine asks while it drives a plan for the TUI: whether the user quit. Quitting
+/// sets it, and the engine stops at its next safe point exactly as on Ctrl-C in a terminal
+/// (the plan stays queued with reason `interrupted` and can be resumed).
+#[derive(Debug, Default)]
+struct Interrupt(AtomicBool);
 
-impl AnswerRunner {
-    fn spawn(&self, args: &[String], what: String, purpose: Purpose) -> Result<Running, String> {
-        use std::process::Stdio;
-        let mut child = std::process::Command::new(&self.exe)
-            .args(&self.globals)
-            .args(["--format", "json"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
-        let stdout = read_all(child.stdout.take());
-        let stderr = read_all(child.stderr.take());
-        Ok(Running {
-            what,
-            args: args.to_vec(),
-            purpose,
-            child,
-            stdout,
-            stderr,
-        })
-    }
-
-    fn log(&self, run: &Running, code: Option<i32>, out: &str, err: &str) {
-        use std::io::Write;
-        if let Some(dir) = self.log.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-        {
-            let _ = writeln!(
-                f,
-                "$ agents {} -> exit {}\n{out}{err}",
-                shell_words::join(&run.args),
-                code.map_or_else(|| "signal".to_owned(), |c| c.to_string())
-            );
-        }
+impl Observer for Interrupt {
+    fn interrupted(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
     }
 }
 
-/// The message of a failed command's json envelope (`CODE: message`, its detail and its
-/// suggestions), or its standard error when it printed no envelope.
-pub fn envelope_error(stdout: &str, stderr: &str, code: Option<i32>) -> String {
-    if let Ok(doc) = serde_json::from_str::<serde_json::Value>(stdout.trim()) {
-        let e = &doc["error"];
-        if let Some(message) = e["message"].as_str() {
-            let mut text = match e["code"].as_str() {
-                Some(c) => format!("{c}: {message}"),
-                None => message.to_owned(),
-            };
-            if let Some(detail) = e["detail"].as_str().filter(|d| !d.is_empty()) {
-                text.push('\n');
-                text.push_str(detail.trim_end());
-            }
-            for s in e["suggestions"].as_array().into_iter().flatten() {
-                if let Some(s) = s.as_str() {
-                    text.push_str(&format!("\nhint: {s}"));
-                }
-            }
-            return text;
-        }
-    }
-    let err = stderr.trim();
-    if err.is_empty() {
-        format!(
-            "the command exited with {}",
-            code.map_or_else(|| "a signal".to_owned(), |c| format!("code {c}"))
-        )
-    } else {
-        err.lines().take(8).collect::<Vec<_>>().join("\n")
-    }
-}
-
-/// The impact in a `plan correct --dry-run --format json` envelope (interfaces file:
-/// `data.affected`).
-///
-/// # Errors
-/// A message when the document does not have that shape.
-pub fn correction_preview(stdout: &str) -> Result<view::CorrectionPreview, String> {
-    let doc: serde_json::Value = serde_json::from_str(stdout.trim())
-        .map_err(|e| format!("the dry run printed no json envelope: {e}"))?;
-    let affected = &doc["data"]["affected"];
-    if !affected.is_object() {
-        return Err("the dry run's envelope has no data.affected".to_owned());
-    }
-    let strings = |key: &str| -> Vec<String> {
-        affected[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect()
+/// The live area's form of a live engine event.
+fn live_msg(event: LiveEvent) -> Msg {
+    let update = match event.kind {
+        LiveKind::TurnStarted { actor, turn } => LiveUpdate::Turn { actor, turn },
+        LiveKind::TextDelta { text, .. } => LiveUpdate::Text { text },
+        LiveKind::Retrying {
+            attempt, reason, ..
+        } => LiveUpdate::Retrying { attempt, reason },
+        LiveKind::ToolCallStarted {
+            name, arguments, ..
+        } => LiveUpdate::ToolStarted { name, arguments },
+        LiveKind::ToolCallFinished {
+            name,
+            is_error,
+            duration_ms,
+            ..
+        } => LiveUpdate::ToolFinished {
+            name,
+            is_error,
+            duration_ms,
+        },
+        LiveKind::StepOutput { step, line, .. } => LiveUpdate::Output { step, line },
     };
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    Msg::Live {
+        plan_id: event.plan.to_string(),
+        update,
+    }
+}
+
+/// The status line for an operation that ended: done, waiting for an answer, errored,
+/// interrupted, or failed with the engine's message.
+fn finished(what: &str, result: Result<Outcome, ApiError>) -> Msg {
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            return Msg::Finished {
+                ok: false,
+                text: format!("{what} failed: {}", one_line(&e.to_string())),
+            };
+        }
+    };
+    let (driven, not_yet) = match &outcome {
+        Outcome::Used(u) => (u.driven.as_ref(), u.not_yet_supported.clone()),
+        Outcome::Driven(d) => (Some(&**d), None),
+        Outcome::Answered(a) => (a.driven.as_ref(), a.not_yet_supported.clone()),
+        Outcome::Prompted(p) => (p.driven.as_ref(), None),
+        _ => (None, None),
+    };
+    if let Some(missing) = not_yet {
+        return Msg::Finished {
+            ok: false,
+            text: format!("{what}: {missing} is not yet supported"),
+        };
+    }
+    let (ok, text) = match driven.map(|d| &d.stopped) {
+        Some(Stopped::Gate { .. } | Stopped::Decisions { .. }) => {
+            (true, format!("{what}: waiting for you (see Approvals)."))
+        }
+        Some(Stopped::Errored { code, message }) => (
+            false,
+            format!("{what} failed: {code}: {}", one_line(message)),
+        ),
+        Some(Stopped::Interrupted) => (
+            true,
+            format!("{what}: interrupted; the plan is queued and can be resumed."),
+        ),
+        Some(Stopped::Cancelled { .. }) => (true, format!("{what}: cancelled.")),
+        Some(Stopped::LeaseLost) => (
+            false,
+            format!("{what}: another process took the plan over."),
+        ),
+        _ => (true, format!("{what}: done.")),
+    };
+    Msg::Finished { ok, text }
+}
+
+fn one_line(text: &str) -> String {
+    text.trim_end().replace('\n', " · ")
+}
+
+/// The impact of a correction as the preview shows it, computed by the same engine functions
+/// as `plan correct --dry-run` (spec section 13): a revert's affected decisions, steps, child
+/// plans and files, and why it would be refused; an append changes nothing that exists.
+fn correction_preview(
+    store: &Store,
+    sandboxes: &Sandboxes,
+    decision_id: &str,
+    mode: view::CorrectionMode,
+) -> Result<view::CorrectionPreview, String> {
+    let id: Id = decision_id
+        .parse()
+        .map_err(|_| format!("{decision_id} is not a decision id"))?;
+    if mode == view::CorrectionMode::Append {
+        return Ok(view::CorrectionPreview::default());
+    }
+    let d = store
+        .decision(&id)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("decision {decision_id} no longer exists"))?;
+    let plan = store
+        .plan(&d.plan_id)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("plan {} no longer exists", d.plan_id))?;
+    let imp = impact::impact(store, Some(sandboxes), &id).map_err(|e| e.to_string())?;
+    let ids = |v: &[Id]| v.iter().map(Id::to_string).collect::<Vec<_>>();
     Ok(view::CorrectionPreview {
-        decisions: affected["decisions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|d| view::DecisionRef {
-                decision_id: text(&d["decision_id"]),
-                decision_type: text(&d["decision_type"]),
-                chosen: text(&d["chosen_option"]),
+        decisions: imp
+            .decisions
+            .iter()
+            .map(|r| view::DecisionRef {
+                decision_id: r.decision_id.to_string(),
+                decision_type: r.decision_type.as_str().to_string(),
+                chosen: r.chosen_option.clone(),
             })
             .collect(),
-        steps_rerun: strings("steps_rerun"),
-        steps_replayed: strings("steps_replayed"),
-        steps_may_rerun: strings("steps_may_rerun"),
-        child_plans: strings("child_plans"),
-        files: strings("files"),
-        estimated_model_calls: affected["estimated_model_calls"].as_u64(),
-        refused: doc["data"]["refused"].as_str().map(str::to_owned),
+        steps_rerun: ids(&imp.steps_rerun),
+        steps_replayed: ids(&imp.steps_replayed),
+        steps_may_rerun: ids(&imp.steps_may_rerun),
+        child_plans: ids(&imp.child_plans),
+        files: imp.files.clone(),
+        estimated_model_calls: Some(imp.estimated_model_calls),
+        refused: crate::engine::correction::revert::check_revertable(&plan, &d)
+            .err()
+            .map(|e| e.to_string()),
     })
 }
 
@@ -367,6 +373,12 @@ fn diff_view(store: &Store, sandboxes: &Sandboxes, plan_id: &str) -> view::DiffV
     let Ok(active) = sandboxes.active(store, &id) else {
         return view::DiffView::default();
     };
+    // While the changes can be reviewed: the review's items with their marks.
+    if !active.is_empty()
+        && let Some(review) = plan_review(store, sandboxes, &id)
+    {
+        return review_view(&review);
+    }
     let request = DiffRequest {
         path: None,
         hunks: true,
@@ -408,11 +420,54 @@ fn diff_view(store: &Store, sandboxes: &Sandboxes, plan_id: &str) -> view::DiffV
     }
 }
 
+/// The review of a plan (`docs/review.md`), as `plan review` computes it; `None` when it
+/// cannot be read (the plain diff is shown then).
+fn plan_review(store: &Store, sandboxes: &Sandboxes, id: &Id) -> Option<review::Review> {
+    let plan = store.plan(id).ok()??;
+    let trees = reviewed_trees_in(store, id).ok()?;
+    review::load(store, sandboxes, &plan, &trees).ok()
+}
+
+/// A review as the diff pane shows it: every file with its hunks, each hunk (or the whole
+/// file without hunks) with its id, mark and reason.
+pub fn review_view(review: &review::Review) -> view::DiffView {
+    let item = |i: &review::Item| view::ReviewItem {
+        id: i.id.clone(),
+        mark: match i.mark {
+            review::Mark::Pending => view::ReviewMark::Pending,
+            review::Mark::Accepted => view::ReviewMark::Accepted,
+            review::Mark::Rejected => view::ReviewMark::Rejected,
+        },
+        reason: i.reason.clone(),
+    };
+    let files = review
+        .files
+        .iter()
+        .map(|f| {
+            let mut file = diff_file(&f.diff);
+            if f.diff.hunks.is_empty() {
+                file.review = f.items.first().map(item);
+            } else {
+                for (h, i) in file.hunks.iter_mut().zip(&f.items) {
+                    h.review = Some(item(i));
+                }
+            }
+            file
+        })
+        .collect();
+    view::DiffView {
+        files,
+        applied: None,
+    }
+}
+
 fn diff_file(f: &diff::FileDiff) -> view::DiffFile {
     view::DiffFile {
         path: f.path.clone(),
         added: usize::try_from(f.additions).unwrap_or(usize::MAX),
         removed: usize::try_from(f.deletions).unwrap_or(usize::MAX),
+        status: f.status.letter().to_owned(),
+        review: None,
         hunks: f
             .hunks
             .iter()
@@ -434,151 +489,173 @@ fn diff_file(f: &diff::FileDiff) -> view::DiffFile {
                     })
                     .collect(),
                 decision_ids: h.decision_ids.clone(),
+                review: None,
             })
             .collect(),
     }
 }
 
-/// The decision tree of a plan: roots (no parent) in sequence order, each with its children
-/// nested by `parent_decision_id`, and each spawning decision with the tree of the child plan
-/// it spawned (interfaces: `plan` dependencies) nested under it.
+/// The decision tree of a plan as the tree pane shows it: the tree `plan tree
+/// --show-superseded` prints (the same engine function, [`tree::load`]), with each child plan
+/// a node under the decision that spawned it, or under its parent plan's root decision when no
+/// decision links it.
 fn decision_tree(store: &Store, plan_id: &str) -> Vec<view::DecisionNode> {
     let Ok(id) = plan_id.parse() else {
         return Vec::new();
     };
-    tree_of(store, &id, &mut std::collections::HashSet::new(), 0)
+    match tree::load(store, &id, true) {
+        Ok(t) => t.roots.iter().map(tree_node).collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
-fn tree_of(
+/// One node of the engine's tree in the tree pane's terms. A child plan node reads
+/// `plan: NAME → PHASE/STATE ⇢ plan ID`.
+pub fn tree_node(n: &tree::Node) -> view::DecisionNode {
+    let is_plan = n.kind == "plan";
+    view::DecisionNode {
+        decision_id: n.id.to_string(),
+        decision_type: n
+            .decision_type
+            .map_or_else(|| n.kind.to_string(), |t| t.as_str().to_string()),
+        summary: n.question.clone().unwrap_or_else(|| n.label.clone()),
+        chosen: if is_plan {
+            n.status.clone().unwrap_or_default()
+        } else {
+            n.label.clone()
+        },
+        confidence: n.confidence_score.map(|c| c as f32),
+        superseded: n.superseded_by.is_some(),
+        children: n.children.iter().map(tree_node).collect(),
+        child_plan_id: is_plan.then(|| n.id.to_string()),
+    }
+}
+
+/// Why a decision was taken, and everything downstream of it, from the same engine functions
+/// `plan explain` uses (the decision record and [`impact::impact`]): the downstream decisions
+/// (the plan's own first, in sequence order, then those of its child plans), and the child
+/// plans reached.
+///
+/// # Errors
+/// A message for an unknown decision, a database or impact failure.
+pub fn explanation(
     store: &Store,
-    plan: &Id,
-    seen: &mut std::collections::HashSet<Id>,
-    depth: usize,
-) -> Vec<view::DecisionNode> {
-    if depth > MAX_CHILD_DEPTH || !seen.insert(*plan) {
-        return Vec::new();
-    }
-    let Ok(decisions) = store.decisions(plan) else {
-        return Vec::new();
-    };
-    let mut spawned: HashMap<Id, Vec<String>> = HashMap::new();
-    for (decision, child) in store.child_plan_links(plan).unwrap_or_default() {
-        spawned.entry(decision).or_default().push(child);
-    }
-    let mut children: HashMap<Option<Id>, Vec<&Decision>> = HashMap::new();
-    for d in &decisions {
-        children.entry(d.parent_decision_id).or_default().push(d);
-    }
-    // Decisions whose parent is not in this plan are roots too (nothing is dropped).
-    let ids: std::collections::HashSet<Id> = decisions.iter().map(|d| d.decision_id).collect();
-    let roots: Vec<&Decision> = decisions
-        .iter()
-        .filter(|d| d.parent_decision_id.is_none_or(|p| !ids.contains(&p)))
-        .collect();
-    struct Ctx<'a> {
-        store: &'a Store,
-        children: HashMap<Option<Id>, Vec<&'a Decision>>,
-        spawned: HashMap<Id, Vec<String>>,
-    }
-    fn node(
-        ctx: &Ctx<'_>,
-        d: &Decision,
-        seen: &mut std::collections::HashSet<Id>,
-        depth: usize,
-    ) -> view::DecisionNode {
-        let mut kids: Vec<view::DecisionNode> = ctx
-            .children
-            .get(&Some(d.decision_id))
-            .into_iter()
-            .flatten()
-            .map(|c| node(ctx, c, seen, depth))
-            .collect();
-        let child_plans = ctx.spawned.get(&d.decision_id).cloned().unwrap_or_default();
-        for child in &child_plans {
-            if let Ok(child_id) = child.parse::<Id>() {
-                kids.extend(tree_of(ctx.store, &child_id, seen, depth + 1));
-            }
-        }
-        view::DecisionNode {
-            decision_id: d.decision_id.to_string(),
-            decision_type: d.decision_type.as_str().to_string(),
-            summary: d
-                .question
-                .clone()
-                .unwrap_or_else(|| d.chosen_option.clone()),
-            chosen: d.chosen_option.clone(),
-            confidence: d.confidence_score.map(|c| c as f32),
-            superseded: d.superseded_by.is_some(),
-            children: kids,
-            child_plan_id: child_plans.first().cloned(),
-        }
-    }
-    let ctx = Ctx {
-        store,
-        children,
-        spawned,
-    };
-    roots
-        .into_iter()
-        .map(|d| node(&ctx, d, seen, depth))
-        .collect()
+    sandboxes: &Sandboxes,
+    decision_id: &str,
+) -> Result<view::Explanation, String> {
+    let id: Id = decision_id
+        .parse()
+        .map_err(|_| format!("{decision_id} is not a decision id"))?;
+    let d = store
+        .decision(&id)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("decision {decision_id} no longer exists"))?;
+    let imp = impact::impact(store, Some(sandboxes), &id).map_err(|e| e.to_string())?;
+    Ok(view::Explanation {
+        decision_id: d.decision_id.to_string(),
+        plan_id: d.plan_id.to_string(),
+        decision_type: d.decision_type.as_str().to_string(),
+        question: d.question.clone(),
+        chosen: d.chosen_option.clone(),
+        alternatives: d.alternatives_considered.clone(),
+        rationale: d.rationale.clone(),
+        confidence: d.confidence_score.map(|c| c as f32),
+        superseded_by: d.superseded_by.map(|i| i.to_string()),
+        impact: imp
+            .decisions
+            .iter()
+            .skip(1)
+            .map(|r| view::DecisionRef {
+                decision_id: r.decision_id.to_string(),
+                decision_type: r.decision_type.as_str().to_string(),
+                chosen: r.chosen_option.clone(),
+            })
+            .collect(),
+        impact_child_plans: imp.child_plans.iter().map(Id::to_string).collect(),
+    })
 }
-
-/// How deep child plans nest in the tree before the bridge stops following them.
-const MAX_CHILD_DEPTH: usize = 8;
 
 impl Bridge {
-    /// A bridge over an open store.
+    /// A bridge over an open store. It reads and shows; operations need
+    /// [`Bridge::with_engine`].
     pub fn new(store: Store, sandboxes: Sandboxes) -> Self {
-        let diffs = DiffWorker::spawn(store.path().to_path_buf(), sandboxes);
+        let diffs = DiffWorker::spawn(store.path().to_path_buf(), sandboxes.clone());
+        let (results_tx, results) = mpsc::channel();
         Self {
             store,
+            sandboxes,
             data_version: None,
             selected: None,
-            answers: None,
+            engine: None,
+            global_profile: None,
+            interrupt: Arc::new(Interrupt::default()),
             diffs,
-            running: Vec::new(),
+            jobs: Vec::new(),
+            results_tx,
+            results,
+            live: live::subscribe(),
             reported_activity: Vec::new(),
         }
     }
 
-    /// Lets the bridge run commands (answers and keyboard actions) as child processes.
-    pub fn with_answers(mut self, runner: AnswerRunner) -> Self {
-        self.answers = Some(runner);
+    /// Lets the bridge run operations (answers and keyboard actions) in this process, on
+    /// worker threads, through `engine`; `global_profile` is the configured automation profile
+    /// new plans get unless their action or project names one.
+    pub fn with_engine(mut self, engine: Engine, global_profile: Option<String>) -> Self {
+        let observer: Arc<dyn Observer> = self.interrupt.clone();
+        self.engine = Some(engine.with_observer(observer));
+        self.global_profile = global_profile;
         self
     }
 
-    /// Whether background work (a diff, a command) is under way, so the frame loop should
+    /// Whether background work (a diff, an operation) is under way, so the frame loop should
     /// look for its result soon.
     pub fn is_busy(&self) -> bool {
-        self.diffs.in_flight > 0 || !self.running.is_empty()
+        self.diffs.in_flight > 0 || !self.jobs.is_empty()
     }
 
-    /// Runs one headless command for a [`Cmd`].
-    fn run(&mut self, args: Vec<String>, what: String, purpose: Purpose) -> Vec<Msg> {
-        let Some(runner) = self.answers.clone() else {
-            return vec![not_yet("running commands from this TUI session")];
+    /// Runs `job` on a worker thread with the engine; its message arrives through
+    /// [`Bridge::background`].
+    fn spawn(
+        &mut self,
+        what: String,
+        job: impl FnOnce(&Engine) -> Msg + Send + 'static,
+    ) -> Vec<Msg> {
+        let Some(engine) = self.engine.clone() else {
+            return vec![not_yet("running operations from this TUI session")];
         };
-        match runner.spawn(&args, what.clone(), purpose.clone()) {
-            Ok(run) => {
-                self.running.push(run);
+        let tx = self.results_tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("agents-tui-op".into())
+            .spawn(move || {
+                let _ = tx.send(job(&engine));
+            });
+        match spawned {
+            Ok(handle) => {
+                self.jobs.push(Job { what, handle });
                 self.activity()
             }
-            Err(detail) => match purpose {
-                Purpose::Preview { decision_id } => vec![Msg::CorrectionPreview {
-                    decision_id,
-                    result: Err(detail),
-                }],
-                Purpose::Action => vec![Msg::Error {
-                    title: format!("Could not run {what}"),
-                    detail,
-                }],
-            },
+            Err(e) => vec![Msg::Error {
+                title: format!("Could not run {what}"),
+                detail: e.to_string(),
+            }],
         }
     }
 
+    /// Runs one engine operation for a [`Cmd`] on a worker thread.
+    fn run_op(
+        &mut self,
+        what: String,
+        op: impl FnOnce(&Engine) -> Result<Op, ApiError> + Send + 'static,
+    ) -> Vec<Msg> {
+        let label = what.clone();
+        self.spawn(what, move |engine| {
+            finished(&label, op(engine).and_then(|op| engine.run(op)))
+        })
+    }
+
     fn activity(&mut self) -> Vec<Msg> {
-        let now: Vec<String> = self.running.iter().map(|r| r.what.clone()).collect();
+        let now: Vec<String> = self.jobs.iter().map(|j| j.what.clone()).collect();
         if now == self.reported_activity {
             return Vec::new();
         }
@@ -586,87 +663,32 @@ impl Bridge {
         vec![Msg::Activity(now)]
     }
 
-    /// Results of background work: diffs computed, commands that ended.
+    /// Results of background work: diffs computed, live events of the plans driven here,
+    /// operations that ended.
     pub fn background(&mut self) -> Vec<Msg> {
         let mut msgs = self.diffs.ready();
-        let mut i = 0;
-        while i < self.running.len() {
-            let status = match self.running[i].child.try_wait() {
-                Ok(Some(status)) => status,
-                Ok(None) => {
-                    i += 1;
-                    continue;
-                }
-                Err(_) => {
-                    // Cannot be waited for: forget it rather than spin on it.
-                    self.running.remove(i);
-                    continue;
-                }
-            };
-            let mut run = self.running.remove(i);
-            let out = run
-                .stdout
-                .take()
-                .and_then(|h| h.join().ok())
-                .unwrap_or_default();
-            let err = run
-                .stderr
-                .take()
-                .and_then(|h| h.join().ok())
-                .unwrap_or_default();
-            let code = status.code();
-            if let Some(runner) = &self.answers {
-                runner.log(&run, code, &out, &err);
-            }
-            let ok = matches!(code, Some(0 | 3));
-            msgs.push(match run.purpose {
-                Purpose::Preview { decision_id } => Msg::CorrectionPreview {
-                    decision_id,
-                    result: if code == Some(0) {
-                        correction_preview(&out)
-                    } else {
-                        Err(envelope_error(&out, &err, code))
-                    },
-                },
-                Purpose::Action if ok => Msg::Finished {
-                    ok: true,
-                    text: if code == Some(3) {
-                        format!("{}: waiting for you (see Approvals).", run.what)
-                    } else {
-                        format!("{}: done.", run.what)
-                    },
-                },
-                Purpose::Action => Msg::Finished {
-                    ok: false,
-                    text: format!(
-                        "{} failed: {}",
-                        run.what,
-                        envelope_error(&out, &err, code).replace('\n', " · ")
-                    ),
-                },
-            });
-        }
+        msgs.extend(self.live.try_iter().map(live_msg));
+        msgs.extend(self.results.try_iter());
+        self.jobs.retain(|j| !j.handle.is_finished());
+        // A job's message is sent before its thread ends: one sent in between arrives now.
+        msgs.extend(self.results.try_iter());
         msgs.extend(self.activity());
         msgs
     }
 
-    /// Stops the commands this TUI started, cooperatively (SIGINT, as Ctrl-C in a terminal
-    /// would: a driven plan is left queued with reason `interrupted`), and waits up to
-    /// `patience` for them to end.
+    /// Stops the operations this TUI runs the way Ctrl-C does in a terminal (a driven plan is
+    /// left queued with reason `interrupted`, resumable), and waits up to `patience` for them
+    /// to end.
     pub fn shutdown(&mut self, patience: Duration) {
-        for run in &self.running {
-            let pid = rustix::process::Pid::from_child(&run.child);
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
-        }
+        self.interrupt.0.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + patience;
-        while !self.running.is_empty() && Instant::now() < deadline {
-            self.running
-                .retain_mut(|r| matches!(r.child.try_wait(), Ok(None)));
+        while self.jobs.iter().any(|j| !j.handle.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+        self.jobs.retain(|j| !j.handle.is_finished());
     }
 
-    /// Answers an approval: the same command a user would run headlessly.
+    /// Answers an approval: the operation a user would run headlessly.
     fn answer(&mut self, cmd: Cmd) -> Vec<Msg> {
         let approval_id = match &cmd {
             Cmd::Approve { approval_id }
@@ -675,7 +697,7 @@ impl Bridge {
             | Cmd::Guidance { approval_id, .. } => approval_id.clone(),
             _ => return Vec::new(),
         };
-        if self.answers.is_none() {
+        if self.engine.is_none() {
             return vec![not_yet("answering approvals from this TUI session")];
         }
         let approval = match self.store.approval(&approval_id) {
@@ -687,19 +709,35 @@ impl Bridge {
                 }];
             }
         };
-        let s = |v: &str| v.to_string();
-        let plan = approval.plan_id.to_string();
-        let args: Vec<String> = match cmd {
+        let plan = approval.plan_id;
+        let (verb, op) = match cmd {
             Cmd::Approve { .. } if approval.kind == ApprovalKind::PhaseGate => {
                 match approval.context["gate"].as_str() {
-                    Some("apply") => vec![s("plan"), s("apply"), s("--yes"), plan.clone()],
-                    _ => vec![s("plan"), s("execute"), plan.clone()],
+                    Some("apply") => (
+                        "apply",
+                        Op::Apply {
+                            plan,
+                            no_commit: false,
+                            selection: Default::default(),
+                        },
+                    ),
+                    _ => ("execute", Op::Execute { plan }),
                 }
             }
-            Cmd::Approve { .. } => vec![s("plan"), s("decide"), approval_id, s("--option"), s("1")],
-            Cmd::Reject { reason, .. } => {
-                vec![s("plan"), s("reject"), approval_id, s("--reason"), reason]
-            }
+            Cmd::Approve { .. } => (
+                "decide",
+                Op::Decide {
+                    approval: approval_id,
+                    answer: Answer::Option(1),
+                },
+            ),
+            Cmd::Reject { reason, .. } => (
+                "reject",
+                Op::Reject {
+                    approval: approval_id,
+                    reason,
+                },
+            ),
             Cmd::Choose { option, .. } => {
                 let Some(n) = approval.options.iter().position(|o| *o == option) else {
                     return vec![Msg::Error {
@@ -707,75 +745,33 @@ impl Bridge {
                         detail: option,
                     }];
                 };
-                vec![
-                    s("plan"),
-                    s("decide"),
-                    approval_id,
-                    s("--option"),
-                    (n + 1).to_string(),
-                ]
+                (
+                    "decide",
+                    Op::Decide {
+                        approval: approval_id,
+                        answer: Answer::Option(n + 1),
+                    },
+                )
             }
-            Cmd::Guidance { text, .. } => {
-                vec![s("plan"), s("decide"), approval_id, s("--guidance"), text]
-            }
+            Cmd::Guidance { text, .. } => (
+                "decide",
+                Op::Decide {
+                    approval: approval_id,
+                    answer: Answer::Guidance(text),
+                },
+            ),
             _ => return Vec::new(),
         };
-        let what = format!("plan {} {}", args[1], short(&plan));
-        self.run(args, what, Purpose::Action)
+        let what = format!("plan {verb} {}", short(&plan.to_string()));
+        self.run_op(what, move |_| Ok(op))
     }
 
-    /// Why a decision was taken, and everything downstream of it: the decisions reached
-    /// through `decision_dependencies` (of any type, across child plans), nearest first.
+    /// Why a decision was taken, and everything downstream of it (see [`explanation`]).
     ///
     /// # Errors
     /// A message for an unknown decision or a database failure.
     pub fn explanation(&self, decision_id: &str) -> Result<view::Explanation, String> {
-        let id: Id = decision_id
-            .parse()
-            .map_err(|_| format!("{decision_id} is not a decision id"))?;
-        let d = self
-            .store
-            .decision(&id)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("decision {decision_id} no longer exists"))?;
-        let mut impact = Vec::new();
-        let mut child_plans: Vec<String> = Vec::new();
-        let mut seen = std::collections::HashSet::from([id]);
-        let mut queue = std::collections::VecDeque::from([id]);
-        while let Some(up) = queue.pop_front() {
-            for link in self
-                .store
-                .downstream_links(&up)
-                .map_err(|e| e.to_string())?
-            {
-                if link.dependency_type == "plan" && !child_plans.contains(&link.downstream_ref) {
-                    child_plans.push(link.downstream_ref.clone());
-                }
-                if seen.insert(link.downstream) {
-                    queue.push_back(link.downstream);
-                    if let Ok(Some(down)) = self.store.decision(&link.downstream) {
-                        impact.push(view::DecisionRef {
-                            decision_id: down.decision_id.to_string(),
-                            decision_type: down.decision_type.as_str().to_string(),
-                            chosen: down.chosen_option.clone(),
-                        });
-                    }
-                }
-            }
-        }
-        Ok(view::Explanation {
-            decision_id: d.decision_id.to_string(),
-            plan_id: d.plan_id.to_string(),
-            decision_type: d.decision_type.as_str().to_string(),
-            question: d.question.clone(),
-            chosen: d.chosen_option.clone(),
-            alternatives: d.alternatives_considered.clone(),
-            rationale: d.rationale.clone(),
-            confidence: d.confidence_score.map(|c| c as f32),
-            superseded_by: d.superseded_by.map(|i| i.to_string()),
-            impact,
-            impact_child_plans: child_plans,
-        })
+        explanation(&self.store, &self.sandboxes, decision_id)
     }
 
     /// The plan's checkpoints that a rollback can go to (not discarded), oldest first.
@@ -872,10 +868,9 @@ impl Bridge {
         Ok(msgs)
     }
 
-    /// Carries out one UI command and returns the messages that answer it now (commands run
-    /// as child processes answer later, through [`Bridge::background`]).
+    /// Carries out one UI command and returns the messages that answer it now (operations
+    /// run on worker threads answer later, through [`Bridge::background`]).
     pub fn handle(&mut self, cmd: Cmd) -> Vec<Msg> {
-        let s = |v: &str| v.to_owned();
         match cmd {
             Cmd::SelectPlan(plan_id) => {
                 let msgs = self.plan_views(&plan_id);
@@ -908,44 +903,76 @@ impl Bridge {
             | Cmd::Reject { .. }
             | Cmd::Choose { .. }
             | Cmd::Guidance { .. } => self.answer(cmd),
+            Cmd::PreviewCorrection {
+                decision_id,
+                mode,
+                guidance: _,
+            } => {
+                let what = format!("plan correct --dry-run {}", short(&decision_id));
+                self.spawn(what, move |engine| {
+                    let result = engine.store().map_err(|e| e.to_string()).and_then(|store| {
+                        correction_preview(&store, &engine.sandboxes(), &decision_id, mode)
+                    });
+                    Msg::CorrectionPreview {
+                        decision_id,
+                        result,
+                    }
+                })
+            }
+            cmd => self.operation(cmd),
+        }
+    }
+
+    /// The commands that change a plan: each one engine operation on a worker thread.
+    fn operation(&mut self, cmd: Cmd) -> Vec<Msg> {
+        match cmd {
             Cmd::Execute { plan_id } => {
                 let what = format!("plan execute {}", short(&plan_id));
-                self.run(
-                    vec![s("plan"), s("execute"), plan_id],
-                    what,
-                    Purpose::Action,
-                )
+                self.run_op(what, move |e| {
+                    Ok(Op::Execute {
+                        plan: e.resolve_plan(&plan_id)?,
+                    })
+                })
             }
             Cmd::Apply { plan_id } => {
                 let what = format!("plan apply {}", short(&plan_id));
-                self.run(
-                    vec![s("plan"), s("apply"), s("--yes"), plan_id],
-                    what,
-                    Purpose::Action,
-                )
+                self.run_op(what, move |e| {
+                    Ok(Op::Apply {
+                        plan: e.resolve_plan(&plan_id)?,
+                        no_commit: false,
+                        selection: Default::default(),
+                    })
+                })
             }
             Cmd::Cancel { plan_id } => {
                 let what = format!("plan cancel {}", short(&plan_id));
-                self.run(vec![s("plan"), s("cancel"), plan_id], what, Purpose::Action)
+                self.run_op(what, move |e| {
+                    Ok(Op::Cancel {
+                        plan: e.resolve_plan(&plan_id)?,
+                        reason: None,
+                        wait: CANCEL_WAIT,
+                    })
+                })
             }
             Cmd::Rollback {
                 plan_id,
                 checkpoint_id,
             } => {
                 let what = format!("plan rollback {} {checkpoint_id}", short(&plan_id));
-                self.run(
-                    vec![s("plan"), s("rollback"), s("--yes"), plan_id, checkpoint_id],
-                    what,
-                    Purpose::Action,
-                )
+                self.run_op(what, move |e| {
+                    let plan = e.resolve_plan(&plan_id)?;
+                    let checkpoint = e.resolve_checkpoint(&plan, &checkpoint_id)?;
+                    Ok(Op::Rollback { plan, checkpoint })
+                })
             }
             Cmd::Prompt { plan_id, text } => {
                 let what = format!("plan prompt {}", short(&plan_id));
-                self.run(
-                    vec![s("plan"), s("prompt"), plan_id, text],
-                    what,
-                    Purpose::Action,
-                )
+                self.run_op(what, move |e| {
+                    Ok(Op::Prompt {
+                        plan: e.resolve_plan(&plan_id)?,
+                        text,
+                    })
+                })
             }
             Cmd::Use {
                 action,
@@ -953,62 +980,90 @@ impl Bridge {
                 args,
             } => {
                 let what = format!("plan use {action} {project}");
-                let mut argv = vec![s("plan"), s("use"), action, project];
-                // One argv word per value: nothing passes through a shell.
-                for (name, value) in args {
-                    argv.push(s("--arg"));
-                    argv.push(format!("{name}={value}"));
-                }
-                self.run(argv, what, Purpose::Action)
-            }
-            Cmd::PreviewCorrection {
-                decision_id,
-                mode,
-                guidance,
-            } => {
-                let what = format!("plan correct --dry-run {decision_id}");
-                self.run(
-                    correct_args(&decision_id, mode, &guidance, "--dry-run"),
-                    what,
-                    Purpose::Preview { decision_id },
-                )
+                let request = Request {
+                    action,
+                    projects: vec![project],
+                    args: args
+                        .into_iter()
+                        .map(|(name, value)| format!("{name}={value}"))
+                        .collect(),
+                    global_profile: self.global_profile.clone(),
+                    ..Request::default()
+                };
+                self.run_op(what, move |_| {
+                    Ok(Op::Use(Box::new(UseRequest {
+                        request,
+                        max_cost_usd: None,
+                        max_tokens: None,
+                    })))
+                })
             }
             Cmd::Correct {
                 decision_id,
                 mode,
                 guidance,
             } => {
-                let what = format!("plan correct {decision_id}");
-                self.run(
-                    correct_args(&decision_id, mode, &guidance, "--yes"),
-                    what,
-                    Purpose::Action,
-                )
+                let what = format!("plan correct {}", short(&decision_id));
+                self.run_op(what, move |e| {
+                    let decision = e.store()?.resolve_decision_id(&decision_id)??;
+                    Ok(Op::Correct(Box::new(Correction {
+                        decision,
+                        mode: match mode {
+                            view::CorrectionMode::Revert => CorrectMode::Revert,
+                            view::CorrectionMode::Append => CorrectMode::Append {
+                                execution_actor: None,
+                            },
+                        },
+                        guidance,
+                        max_cost_usd: None,
+                        max_tokens: None,
+                    })))
+                })
             }
+            Cmd::Review {
+                plan_id,
+                item_ids,
+                mark,
+                reason,
+            } => {
+                let what = format!("plan review {}", short(&plan_id));
+                self.spawn(what, move |engine| {
+                    let request = |e: &Engine| {
+                        Ok::<_, ApiError>(Op::Review(Box::new(ReviewRequest {
+                            plan: e.resolve_plan(&plan_id)?,
+                            targets: item_ids,
+                            mark: match mark {
+                                view::ReviewMark::Pending => review::Mark::Pending,
+                                view::ReviewMark::Accepted => review::Mark::Accepted,
+                                view::ReviewMark::Rejected => review::Mark::Rejected,
+                            },
+                            reason,
+                        })))
+                    };
+                    // The engine's review answers with the diff as it now is.
+                    match request(engine).and_then(|op| engine.run(op)) {
+                        Ok(Outcome::Reviewed(r)) => Msg::DiffUpdated {
+                            plan_id,
+                            diff: review_view(&r.review),
+                        },
+                        Ok(other) => Msg::Error {
+                            title: "Could not mark the review".into(),
+                            detail: format!("unexpected answer `{}`", other.name()),
+                        },
+                        Err(e) => Msg::Error {
+                            title: "Could not mark the review".into(),
+                            detail: e.to_string(),
+                        },
+                    }
+                })
+            }
+            _ => Vec::new(),
         }
     }
 }
 
-/// `plan correct --mode MODE --guidance TEXT FLAG DECISION` (interfaces file).
-fn correct_args(
-    decision_id: &str,
-    mode: view::CorrectionMode,
-    guidance: &str,
-    flag: &str,
-) -> Vec<String> {
-    [
-        "plan",
-        "correct",
-        "--mode",
-        mode.as_str(),
-        "--guidance",
-        guidance,
-        flag,
-        decision_id,
-    ]
-    .map(str::to_owned)
-    .to_vec()
-}
+/// How long cancelling waits for another process's driver of the plan to stop.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 fn short(id: &str) -> &str {
     view::short_id(id)
@@ -1032,19 +1087,20 @@ pub enum TuiError {
     Store(#[from] StoreError),
 }
 
-/// How long quitting waits for the commands this TUI started to stop.
+/// How long quitting waits for the operations this TUI runs to stop.
 pub const QUIT_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Runs the full-screen TUI until the user quits. The terminal is restored on return, on error
 /// and on panic (ratatui's panic hook restores it before the panic message prints; mouse
-/// capture is turned off first).
+/// capture is turned off first). `engine` (with the configured automation profile) lets the
+/// TUI run operations; without it the TUI only shows.
 ///
 /// # Errors
 /// [`TuiError`] for terminal or database failures.
 pub fn run(
     store: Store,
     sandboxes: Sandboxes,
-    answers: Option<AnswerRunner>,
+    engine: Option<(Engine, Option<String>)>,
     theme: &Theme,
     keymap: Keymap,
     options: LaunchOptions,
@@ -1057,8 +1113,8 @@ pub fn run(
         previous(info);
     }));
     let _ = ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture);
-    let bridge = match answers {
-        Some(a) => Bridge::new(store, sandboxes).with_answers(a),
+    let bridge = match engine {
+        Some((engine, profile)) => Bridge::new(store, sandboxes).with_engine(engine, profile),
         None => Bridge::new(store, sandboxes),
     };
     let result = event_loop(&mut terminal, bridge, theme, keymap, options);
@@ -1152,6 +1208,7 @@ fn event_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::domain::decision::Decision;
 
     #[test]
     fn plans_become_rows_with_phase_state_and_elapsed_time() {
@@ -1227,7 +1284,7 @@ mod tests {
 
     #[test]
     fn selecting_a_plan_sends_its_decision_tree_nested_by_parent() {
-        use crate::engine::domain::decision::{Decision, DecisionType};
+        use crate::engine::domain::decision::DecisionType;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         let mut store = Store::open(&path).unwrap();
@@ -1476,14 +1533,31 @@ mod tests {
             )
             .unwrap();
 
+        // A child plan no decision links (spawned before links were recorded): under the
+        // parent plan's root decision, not dropped.
+        let mut unlinked = Plan::new("local/a", "unlinked", jiff::Timestamp::now());
+        unlinked.parent_plan_id = Some(f.plan.plan_id);
+        unlinked.root_plan_id = Some(f.plan.plan_id);
+        f.store.insert_plan(&unlinked).unwrap();
+        decision(&mut f.store, &unlinked, T::PromptDefinition, "lint", None);
+
         f.bridge.handle(Cmd::SelectPlan(f.plan.plan_id.to_string()));
         let (nodes, _) = wait_for_views(&mut f.bridge);
         let spawn_node = &nodes[0].children[0];
         assert_eq!(spawn_node.decision_type, "subplan_spawn");
-        assert_eq!(spawn_node.child_plan_id, Some(child.plan_id.to_string()));
         assert_eq!(spawn_node.children.len(), 1);
-        assert_eq!(spawn_node.children[0].chosen, "write the docs");
-        assert_eq!(spawn_node.children[0].children[0].chosen, "docs/guide.md");
+        let plan_node = &spawn_node.children[0];
+        assert_eq!(plan_node.decision_type, "plan");
+        assert_eq!(plan_node.child_plan_id, Some(child.plan_id.to_string()));
+        assert_eq!(plan_node.summary, "child");
+        assert_eq!(plan_node.children[0].chosen, "write the docs");
+        assert_eq!(plan_node.children[0].children[0].chosen, "docs/guide.md");
+        let unlinked_node = nodes[0]
+            .children
+            .iter()
+            .find(|n| n.child_plan_id == Some(unlinked.plan_id.to_string()))
+            .expect("the unlinked child plan is shown");
+        assert_eq!(unlinked_node.children[0].chosen, "lint");
     }
 
     #[test]
@@ -1509,45 +1583,6 @@ mod tests {
     }
 
     #[test]
-    fn failed_envelopes_become_one_readable_message() {
-        let out = r#"{"status":"error","error":{"code":"USAGE","message":"unrecognized subcommand 'correct'","detail":"Usage: agents plan <COMMAND>","suggestions":["agents --help"]}}"#;
-        assert_eq!(
-            envelope_error(out, "", Some(2)),
-            "USAGE: unrecognized subcommand 'correct'\nUsage: agents plan <COMMAND>\nhint: agents --help"
-        );
-        assert_eq!(envelope_error("", "boom\n", Some(1)), "boom");
-        assert_eq!(
-            envelope_error("", "", Some(1)),
-            "the command exited with code 1"
-        );
-    }
-
-    #[test]
-    fn the_dry_run_envelope_becomes_a_preview() {
-        let out = r#"{"status":"ok","data":{"decision_id":"D","plan_id":"P","mode":"revert","affected":{
-            "decisions":[{"decision_id":"D2","decision_type":"implementation_choice","chosen_option":"x"}],
-            "steps_rerun":["D2"],"steps_replayed":[],"steps_may_rerun":["D3"],"child_plans":[],
-            "files":["a.rs"],"estimated_model_calls":3}}}"#;
-        let preview = correction_preview(out).unwrap();
-        assert_eq!(preview.decisions[0].chosen, "x");
-        assert_eq!(preview.steps_rerun, ["D2"]);
-        assert_eq!(preview.steps_may_rerun, ["D3"]);
-        assert_eq!(preview.files, ["a.rs"]);
-        assert_eq!(preview.estimated_model_calls, Some(3));
-        assert_eq!(preview.refused, None);
-        let refused = out.replace(
-            r#""mode":"revert","#,
-            r#""mode":"revert","refused":"the plan is applied","#,
-        );
-        assert_eq!(
-            correction_preview(&refused).unwrap().refused.as_deref(),
-            Some("the plan is applied")
-        );
-        assert!(correction_preview(r#"{"data":{}}"#).is_err());
-        assert!(correction_preview("not json").is_err());
-    }
-
-    #[test]
     fn commands_that_need_the_lifecycle_say_so() {
         let dir = tempfile::tempdir().unwrap();
         let mut bridge = Bridge::new(
@@ -1562,5 +1597,65 @@ mod tests {
             plan_id: "x".into(),
         });
         assert!(matches!(&msgs[0], Msg::Error { title, .. } if title == "Not yet supported"));
+    }
+
+    #[test]
+    fn live_events_of_plans_driven_here_become_live_area_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bridge = Bridge::new(
+            Store::open(&dir.path().join("db")).unwrap(),
+            Sandboxes::at(dir.path().join("sandboxes")),
+        );
+        let plan = Id::generate();
+        live::publish(
+            plan,
+            LiveKind::TextDelta {
+                actor: "openai/m".into(),
+                turn: 1,
+                text: "Hello".into(),
+            },
+        );
+        let msgs = bridge.background();
+        assert!(
+            msgs.contains(&Msg::Live {
+                plan_id: plan.to_string(),
+                update: LiveUpdate::Text {
+                    text: "Hello".into()
+                }
+            }),
+            "{msgs:?}"
+        );
+    }
+
+    #[test]
+    fn operations_run_in_this_process_and_report_their_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = crate::engine::Paths::at(dir.path().join("data"), dir.path().join("c.toml"));
+        std::fs::create_dir_all(&paths.data_dir).unwrap();
+        let store = Store::open(&paths.database()).unwrap();
+        let engine = Engine::new(paths.clone(), crate::engine::api::Settings::default());
+        let mut bridge = Bridge::new(store, Sandboxes::new(&paths)).with_engine(engine, None);
+        let msgs = bridge.handle(Cmd::Execute {
+            plan_id: "01JDQ4V6B3G9X2K7M5N8P0R1ST".into(),
+        });
+        assert!(
+            matches!(&msgs[..], [Msg::Activity(a)] if a.len() == 1),
+            "{msgs:?}"
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let end = loop {
+            let got: Vec<Msg> = bridge.background();
+            if let Some(m) = got.into_iter().find(|m| matches!(m, Msg::Finished { .. })) {
+                break m;
+            }
+            assert!(Instant::now() < deadline, "the operation never ended");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let Msg::Finished { ok, text } = end else {
+            unreachable!()
+        };
+        assert!(!ok);
+        assert!(text.starts_with("plan execute 01JDQ4V6 failed:"), "{text}");
+        assert!(!bridge.is_busy());
     }
 }

@@ -27,6 +27,14 @@ pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 /// The automation profile used when none is configured (see `docs/decisions.md`).
 pub const DEFAULT_AUTOMATION_PROFILE: &str = "manual";
 
+/// Default number of days checkpoint refs are kept after a plan is applied, cancelled or
+/// errored (`sandbox-retention-days`).
+pub const DEFAULT_RETENTION_DAYS: u32 = 7;
+
+/// How many children of one parallel group run at once unless `max-parallel-children` says
+/// otherwise.
+pub const DEFAULT_MAX_PARALLEL_CHILDREN: usize = 2;
+
 /// Where a resolved value came from, in precedence order (lowest level number wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -201,9 +209,16 @@ pub struct ConfigFile {
     pub max_cost_usd: Option<f64>,
     /// Default budget of a new plan's model calls, in tokens.
     pub max_tokens: Option<u64>,
+    /// Directories searched for Agent Skill folders, separated like `PATH` (`:`).
+    pub agent_skill_dirs: Option<String>,
+    /// Whether the `.agents/skills/` folders of a plan's resources are searched too.
+    pub agent_skills_in_resources: Option<bool>,
     /// Provider tables by name.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
+    /// The code index policy (`[index]`, see [`crate::domain::index::IndexConfig`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<crate::domain::index::IndexConfig>,
 }
 
 /// A provider after merging the file over the built-in defaults.
@@ -396,7 +411,7 @@ impl Config {
     pub fn sandbox_retention_days(&self) -> u32 {
         self.file
             .sandbox_retention_days
-            .unwrap_or(crate::sandbox::DEFAULT_RETENTION_DAYS)
+            .unwrap_or(DEFAULT_RETENTION_DAYS)
     }
 
     /// How many children of one `subplan_parallel_spawn` group run at once
@@ -404,9 +419,29 @@ impl Config {
     pub fn max_parallel_children(&self) -> usize {
         self.file
             .max_parallel_children
-            .map_or(crate::lifecycle::DEFAULT_MAX_PARALLEL_CHILDREN, |n| {
-                n as usize
+            .map_or(DEFAULT_MAX_PARALLEL_CHILDREN, |n| n as usize)
+    }
+
+    /// The directories searched for Agent Skill folders (`agent-skill-dirs`, separated like
+    /// `PATH`; `~/` is the home directory), in order; none by default.
+    pub fn agent_skill_dirs(&self) -> Vec<PathBuf> {
+        let Some(list) = self.file.agent_skill_dirs.as_deref() else {
+            return Vec::new();
+        };
+        std::env::split_paths(list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| match (p.strip_prefix("~"), std::env::var_os("HOME")) {
+                (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+                _ => p,
             })
+            .collect()
+    }
+
+    /// Whether the `.agents/skills/` folders of a plan's resources are searched for Agent
+    /// Skills (`agent-skills-in-resources`, default false: a repository's skills are offered
+    /// only when the user opts in).
+    pub fn agent_skills_in_resources(&self) -> bool {
+        self.file.agent_skills_in_resources.unwrap_or(false)
     }
 
     /// All providers: the built-ins merged with the file's tables, sorted by name.
@@ -525,7 +560,7 @@ pub struct KeySpec {
 }
 
 /// Every top-level key, in display order.
-pub const KEYS: [KeySpec; 8] = [
+pub const KEYS: [KeySpec; 10] = [
     KeySpec {
         name: "automation-profile",
         description: "automation profile for new plans (built-in name or namespaced custom profile)",
@@ -581,6 +616,20 @@ pub const KEYS: [KeySpec; 8] = [
         env: None,
         flag: None,
         default: None,
+    },
+    KeySpec {
+        name: "agent-skill-dirs",
+        description: "directories of Agent Skill folders (SKILL.md) offered to model actors, separated by `:`",
+        env: None,
+        flag: None,
+        default: None,
+    },
+    KeySpec {
+        name: "agent-skills-in-resources",
+        description: "also offer the Agent Skills in .agents/skills/ of a plan's resources: true or false",
+        env: None,
+        flag: None,
+        default: Some("false"),
     },
 ];
 
@@ -775,6 +824,11 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
         KeyPath::Top(spec) if spec.name == "max-cost-usd" => match value.parse::<f64>() {
             Ok(n) if n.is_finite() && n >= 0.0 => Ok(n.into()),
             _ => Err(invalid("a non-negative number of US dollars")),
+        },
+        KeyPath::Top(spec) if spec.name == "agent-skills-in-resources" => match value {
+            "true" => Ok(true.into()),
+            "false" => Ok(false.into()),
+            _ => Err(invalid("true or false")),
         },
         KeyPath::Top(spec) if spec.name == "max-tokens" => match value.parse::<i64>() {
             Ok(n) if n >= 1 => Ok(n.into()),
@@ -990,6 +1044,11 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
                 .map_err(|e| bad(key.to_string(), format!("is `{v}`; expected {e}")))?;
         }
     }
+    if let Some(index) = &file.index {
+        index
+            .validate()
+            .map_err(|(key, message)| bad(format!("index.{key}"), message))?;
+    }
     if let Some(n) = file.max_parallel_children
         && !(1..=64).contains(&n)
     {
@@ -1175,6 +1234,8 @@ fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
             "max-parallel-children" => file.max_parallel_children.map(|d| d.to_string()),
             "max-cost-usd" => file.max_cost_usd.map(|d| d.to_string()),
             "max-tokens" => file.max_tokens.map(|d| d.to_string()),
+            "agent-skill-dirs" => file.agent_skill_dirs.clone(),
+            "agent-skills-in-resources" => file.agent_skills_in_resources.map(|b| b.to_string()),
             _ => None,
         },
         KeyPath::Provider { provider, rest } => {

@@ -1,4 +1,4 @@
-//! Plan ownership (lifecycle issue, item 2): the process driving a plan holds a lease row
+//! Plan ownership (spec section 08): the process driving a plan holds a lease row
 //! (pid, host, kind) and refreshes its heartbeat every [`HEARTBEAT_INTERVAL`]. Others may read
 //! the plan but cannot drive it. A lease whose process is gone, or whose heartbeat is older than
 //! [`STALE_AFTER`], is stale: the next command moves the plan back to (same phase, queued) with

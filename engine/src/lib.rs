@@ -1,5 +1,6 @@
 //! The engine: everything CleverAgents knows and does, with no knowledge of terminals.
 //!
+//! - [`api`]: the one door both faces use: typed operations in, typed outcomes out.
 //! - [`paths`]: where the data directory, database, logs and config file live.
 //! - [`config`]: `config.toml`, its keys, their resolution chain and safe edits.
 //! - [`safe_write`]: replacing user files atomically, keeping links and permissions.
@@ -15,8 +16,12 @@
 //! - [`sandbox`]: per-plan sandboxes, checkpoints, diffs, confinement.
 //! - [`tools`]: built-in tools and the tool runner.
 //! - [`skills`]: the built-in skills (collections of tools actors name) and their resolution.
+//! - [`review`]: review marks per hunk and file, and the partial tree Apply writes from them.
+//! - [`session`]: sessions, their history and the orchestrator that drives the product.
 
+pub mod actor_run;
 pub mod actors;
+pub mod api;
 pub mod config;
 pub mod context;
 pub mod correction;
@@ -26,10 +31,13 @@ pub mod index;
 pub mod lease;
 pub mod lifecycle;
 pub mod paths;
+pub mod providers;
 pub mod redact;
 pub mod registry;
+pub mod review;
 pub mod safe_write;
 pub mod sandbox;
+pub mod session;
 pub mod skill_registry;
 pub mod skills;
 pub mod store;

@@ -244,6 +244,8 @@ pub struct ResolvedSkill {
     pub agent_skills: Vec<AgentSkill>,
     /// Name conflicts between includes, resolved by qualification.
     pub conflicts: Vec<String>,
+    /// Where a discovered skill was found (`None` for built-in and registered skills).
+    pub origin: Option<String>,
 }
 
 impl ResolvedSkill {
@@ -503,6 +505,7 @@ fn flatten(
             mcp_servers: Vec::new(),
             agent_skills: Vec::new(),
             conflicts: Vec::new(),
+            origin: None,
         });
     }
     let reg: Registration<SkillDef> = store
@@ -542,7 +545,9 @@ fn unknown(store: &Store, name: &str) -> SkillRegError {
     }
 }
 
-/// Flattens a definition not (yet) stored under `name` (what `skill add` checks).
+/// Flattens a definition not (yet) stored under `name` (what `skill add` checks): its direct
+/// tools (built-in groups, named tools, anonymous tools, Agent Skill scripts), its MCP
+/// servers, then each include merged in order, and `load_skill` when Agent Skills are present.
 ///
 /// # Errors
 /// [`SkillRegError`]: unknown tools or includes, a cycle, a bad override or anonymous tool.
@@ -558,8 +563,49 @@ pub fn flatten_def(
         return Err(SkillRegError::Cycle { cycle });
     }
     stack.push(name.to_string());
-    let mut tools: Vec<ResolvedTool> = Vec::new();
-    let mut agent_skills = Vec::new();
+    let mut flat = Flat::default();
+    add_builtin_groups(name, def, &mut flat)?;
+    add_named_tools(store, name, def, &mut flat)?;
+    add_anonymous_tools(name, def, &mut flat)?;
+    add_agent_skills(name, def, &mut flat)?;
+    for (i, m) in def.mcp_servers.iter().enumerate() {
+        m.check()
+            .map_err(|e| invalid(name, format!("mcp_servers[{i}]"), e))?;
+        flat.mcp_servers.push((name.to_string(), m.clone()));
+    }
+    let direct = flat.tools.len();
+    for (i, inc) in def.includes.iter().enumerate() {
+        merge_include(store, name, i, inc, direct, stack, &mut flat)?;
+    }
+    if !flat.agent_skills.is_empty() && !flat.tools.iter().any(|t| t.name == LOAD_SKILL) {
+        flat.tools.push(load_skill_tool());
+    }
+    stack.pop();
+    Ok(ResolvedSkill {
+        name: name.to_string(),
+        description: def.description.clone(),
+        kind: "custom",
+        includes: flat.includes,
+        tools: flat.tools,
+        mcp_servers: flat.mcp_servers,
+        agent_skills: flat.agent_skills,
+        conflicts: flat.conflicts,
+        origin: None,
+    })
+}
+
+/// What flattening has gathered so far.
+#[derive(Default)]
+struct Flat {
+    tools: Vec<ResolvedTool>,
+    agent_skills: Vec<AgentSkill>,
+    mcp_servers: Vec<(String, McpServerSpec)>,
+    includes: Vec<String>,
+    conflicts: Vec<String>,
+}
+
+/// `builtins:`: every tool of each built-in group, once.
+fn add_builtin_groups(name: &str, def: &SkillDef, flat: &mut Flat) -> Result<(), SkillRegError> {
     for (i, b) in def.builtins.iter().enumerate() {
         let group = match b {
             BuiltinRef::Name(n) | BuiltinRef::Group { group: n } => n,
@@ -567,13 +613,23 @@ pub fn flatten_def(
         let skill = skills::lookup(group)
             .map_err(|e| invalid(name, format!("builtins[{i}]"), e.to_string()))?;
         for t in &skill.tools {
-            if !tools.iter().any(|x| x.name == t.name)
+            if !flat.tools.iter().any(|x| x.name == t.name)
                 && let Some(bt) = builtin_tool(&t.name, None)
             {
-                tools.push(bt);
+                flat.tools.push(bt);
             }
         }
     }
+    Ok(())
+}
+
+/// `tools:`: built-in or registered tools by name, each with its `override`.
+fn add_named_tools(
+    store: &Store,
+    name: &str,
+    def: &SkillDef,
+    flat: &mut Flat,
+) -> Result<(), SkillRegError> {
     for (i, r) in def.tools.iter().enumerate() {
         let (tool, over) = r.parts();
         let field = format!("tools[{i}]");
@@ -594,8 +650,13 @@ pub fn flatten_def(
         if let Some(o) = over {
             apply_override(&mut t, o, name, &format!("{field}.override"))?;
         }
-        tools.push(t);
+        flat.tools.push(t);
     }
+    Ok(())
+}
+
+/// `anonymous_tools:`: checked tool bodies with a bare name (or `anonymous_<n>`).
+fn add_anonymous_tools(name: &str, def: &SkillDef, flat: &mut Flat) -> Result<(), SkillRegError> {
     for (i, a) in def.anonymous_tools.iter().enumerate() {
         let field = format!("anonymous_tools[{i}]");
         let mut a = a.clone();
@@ -615,8 +676,14 @@ pub fn flatten_def(
                 "an anonymous tool's name is bare (no namespace); register it with `tool add` to give it one",
             ));
         }
-        tools.push(external_of(bare, a, None, Some(name)).map_err(|m| invalid(name, &field, m))?);
+        flat.tools
+            .push(external_of(bare, a, None, Some(name)).map_err(|m| invalid(name, &field, m))?);
     }
+    Ok(())
+}
+
+/// `agent_skills:`: each folder loaded, its scripts as command tools.
+fn add_agent_skills(name: &str, def: &SkillDef, flat: &mut Flat) -> Result<(), SkillRegError> {
     for (i, a) in def.agent_skills.iter().enumerate() {
         let dir = resolve_dir(def.base_dir.as_deref(), &a.path);
         let skill = load_agent_skill(&dir)
@@ -626,118 +693,110 @@ pub fn flatten_def(
             if let Some(e) = &mut t.external {
                 e.skill = Some(name.to_string());
             }
-            tools.push(t);
+            flat.tools.push(t);
         }
-        agent_skills.push(skill);
+        flat.agent_skills.push(skill);
     }
-    let mut mcp_servers: Vec<(String, McpServerSpec)> = Vec::new();
-    for (i, m) in def.mcp_servers.iter().enumerate() {
-        m.check()
-            .map_err(|e| invalid(name, format!("mcp_servers[{i}]"), e))?;
-        mcp_servers.push((name.to_string(), m.clone()));
+    Ok(())
+}
+
+/// Moves a `tool_overrides` entry naming `<server>.<tool>` of an included MCP server into
+/// that server's overrides (applied when it lists the tool); `false` when it names no server.
+fn route_mcp_override(sub: &mut ResolvedSkill, o: &ToolOverride) -> bool {
+    let Some((server, tool)) = o.tool.split_once('.') else {
+        return false;
+    };
+    let Some((_, spec)) = sub.mcp_servers.iter_mut().find(|(_, m)| m.name == server) else {
+        return false;
+    };
+    let mut entry = serde_json::Map::new();
+    entry.insert("tool".into(), Value::String(tool.to_string()));
+    if let Some(c) = &o.over.capability {
+        entry.insert("capability".into(), c.clone());
     }
-    let direct = tools.len();
-    let mut conflicts = Vec::new();
-    let mut includes = Vec::new();
-    for (i, inc) in def.includes.iter().enumerate() {
-        let (child, overrides) = inc.parts();
-        includes.push(child.to_string());
-        let mut sub = flatten(store, child, stack)?;
-        for (j, o) in overrides.iter().enumerate() {
-            // `<server>.<tool>` of an included MCP server: applied when the server lists it.
-            if let Some((server, tool)) = o.tool.split_once('.')
-                && let Some((_, spec)) = sub.mcp_servers.iter_mut().find(|(_, m)| m.name == server)
-            {
-                let mut entry = serde_json::Map::new();
-                entry.insert("tool".into(), Value::String(tool.to_string()));
-                if let Some(c) = &o.over.capability {
-                    entry.insert("capability".into(), c.clone());
-                }
-                spec.overrides
-                    .retain(|x| x.get("tool").and_then(Value::as_str) != Some(tool));
-                spec.overrides.push(Value::Object(entry));
-                continue;
-            }
-            if !sub.tools.iter().any(|t| t.name == o.tool) {
-                return Err(invalid(
-                    name,
-                    format!("includes[{i}].tool_overrides[{j}].tool"),
-                    format!(
-                        "`{}` is not a tool of {child} ({})",
-                        o.tool,
-                        sub.tools
-                            .iter()
-                            .map(|t| t.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
+    spec.overrides
+        .retain(|x| x.get("tool").and_then(Value::as_str) != Some(tool));
+    spec.overrides.push(Value::Object(entry));
+    true
+}
+
+/// Include `i`: its flattened tools with its `tool_overrides` applied, merged after the first
+/// `direct` (own) tools. An own tool wins over an included one of the same name; two
+/// includes offering the same name are both qualified as `<skill>.<tool>` and the conflict is
+/// recorded.
+fn merge_include(
+    store: &Store,
+    name: &str,
+    i: usize,
+    inc: &IncludeRef,
+    direct: usize,
+    stack: &mut Vec<String>,
+    flat: &mut Flat,
+) -> Result<(), SkillRegError> {
+    let (child, overrides) = inc.parts();
+    flat.includes.push(child.to_string());
+    let mut sub = flatten(store, child, stack)?;
+    for (j, o) in overrides.iter().enumerate() {
+        if route_mcp_override(&mut sub, o) {
+            continue;
         }
-        for mut t in sub.tools {
-            if let Some(o) = overrides.iter().find(|o| o.tool == t.name) {
-                apply_override(
-                    &mut t,
-                    &o.over,
-                    name,
-                    &format!("includes[{i}].tool_overrides"),
-                )?;
-            }
-            if t.from_skill.is_none() {
-                t.from_skill = Some(child.to_string());
-            }
-            if let Some(pos) = tools.iter().position(|x| x.name == t.name) {
-                if pos < direct || tools[pos].external == t.external {
-                    continue; // a direct tool wins; the same tool twice is one tool
-                }
-                let other = tools[pos].from_skill.clone().unwrap_or_default();
-                conflicts.push(format!(
-                    "`{}` is offered by {other} and {}; they are offered as {other}.{} and {}.{}",
-                    t.name,
-                    t.from_skill.as_deref().unwrap_or_default(),
-                    t.name,
-                    t.from_skill.as_deref().unwrap_or_default(),
-                    t.name
-                ));
-                let q = format!("{other}.{}", tools[pos].name);
-                tools[pos].name.clone_from(&q);
-                if let Some(e) = &mut tools[pos].external {
-                    e.name = q;
-                }
-                let q = format!("{}.{}", t.from_skill.as_deref().unwrap_or_default(), t.name);
-                t.name.clone_from(&q);
-                if let Some(e) = &mut t.external {
-                    e.name = q;
-                }
-            }
-            tools.push(t);
+        if !sub.tools.iter().any(|t| t.name == o.tool) {
+            return Err(invalid(
+                name,
+                format!("includes[{i}].tool_overrides[{j}].tool"),
+                format!(
+                    "`{}` is not a tool of {child} ({})",
+                    o.tool,
+                    sub.tools
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
         }
-        mcp_servers.extend(sub.mcp_servers);
-        agent_skills.extend(sub.agent_skills);
-        conflicts.extend(sub.conflicts);
     }
-    if !agent_skills.is_empty() && !tools.iter().any(|t| t.name == LOAD_SKILL) {
-        tools.push(ResolvedTool {
-            name: LOAD_SKILL.into(),
-            description: load_skill_description(),
-            source: ToolSource::AgentSkill,
-            capability: ToolCapability::settle(&json!({"read_only": true, "idempotent": true}))
-                .expect("valid"),
-            from_skill: None,
-            external: None,
-        });
+    for mut t in sub.tools {
+        if let Some(o) = overrides.iter().find(|o| o.tool == t.name) {
+            apply_override(
+                &mut t,
+                &o.over,
+                name,
+                &format!("includes[{i}].tool_overrides"),
+            )?;
+        }
+        if t.from_skill.is_none() {
+            t.from_skill = Some(child.to_string());
+        }
+        if let Some(pos) = flat.tools.iter().position(|x| x.name == t.name) {
+            if pos < direct || flat.tools[pos].external == t.external {
+                continue; // a direct tool wins; the same tool twice is one tool
+            }
+            qualify_conflict(&mut flat.tools[pos], &mut t, &mut flat.conflicts);
+        }
+        flat.tools.push(t);
     }
-    stack.pop();
-    Ok(ResolvedSkill {
-        name: name.to_string(),
-        description: def.description.clone(),
-        kind: "custom",
-        includes,
-        tools,
-        mcp_servers,
-        agent_skills,
-        conflicts,
-    })
+    flat.mcp_servers.extend(sub.mcp_servers);
+    flat.agent_skills.extend(sub.agent_skills);
+    flat.conflicts.extend(sub.conflicts);
+    Ok(())
+}
+
+/// Two included tools of one name: both become `<skill>.<tool>`, and the conflict is noted.
+fn qualify_conflict(first: &mut ResolvedTool, second: &mut ResolvedTool, notes: &mut Vec<String>) {
+    let other = first.from_skill.clone().unwrap_or_default();
+    let from = second.from_skill.clone().unwrap_or_default();
+    let bare = second.name.clone();
+    notes.push(format!(
+        "`{bare}` is offered by {other} and {from}; they are offered as {other}.{bare} and {from}.{bare}"
+    ));
+    for (t, skill) in [(first, &other), (second, &from)] {
+        let q = format!("{skill}.{}", t.name);
+        t.name.clone_from(&q);
+        if let Some(e) = &mut t.external {
+            e.name = q;
+        }
+    }
 }
 
 /// The description of `load_skill`.
@@ -772,6 +831,24 @@ pub fn prompt_block(skills: &[AgentSkill]) -> Option<String> {
     Some(out)
 }
 
+/// The MCP servers the registered skills configure, as `(skill, server)` pairs in skill
+/// order; none when the skills cannot be read (the store's own checks report that).
+pub fn mcp_servers(store: &Store) -> Vec<(String, McpServerSpec)> {
+    let Ok(skills) = store.custom_skills::<SkillDef>() else {
+        return Vec::new();
+    };
+    skills
+        .into_iter()
+        .flat_map(|r| {
+            let name = r.name.clone();
+            r.definition
+                .mcp_servers
+                .into_iter()
+                .map(move |m| (name.clone(), m))
+        })
+        .collect()
+}
+
 /// The tools, MCP servers and Agent Skills of an actor's skills (their union; the first
 /// occurrence of a name wins).
 ///
@@ -787,6 +864,7 @@ pub fn union(store: &Store, names: &[String]) -> Result<ResolvedSkill, SkillRegE
         mcp_servers: Vec::new(),
         agent_skills: Vec::new(),
         conflicts: Vec::new(),
+        origin: None,
     };
     for n in names {
         let s = resolve(store, n)?;
@@ -807,6 +885,142 @@ pub fn union(store: &Store, names: &[String]) -> Result<ResolvedSkill, SkillRegE
         }
     }
     Ok(all)
+}
+
+/// The namespace discovered Agent Skills are listed under (`discovered/<name>`).
+pub const DISCOVERED_NS: &str = "discovered";
+
+/// The folder of a resource that holds its Agent Skills (searched when
+/// `agent-skills-in-resources` is true).
+pub const RESOURCE_SKILLS_DIR: &str = ".agents/skills";
+
+/// An Agent Skill found by discovery (spec 18 "AgentSkillAdapter", `discover()`), with where.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Discovered {
+    /// The skill.
+    pub skill: AgentSkill,
+    /// Where it was found: `agent-skill-dirs: <dir>` or `resource <name>: <dir>`.
+    pub origin: String,
+}
+
+impl Discovered {
+    /// As a skill of its own, `discovered/<name>`: `load_skill` and its script tools.
+    pub fn resolved(&self) -> ResolvedSkill {
+        let name = format!("{DISCOVERED_NS}/{}", self.skill.name);
+        let mut tools: Vec<ResolvedTool> = self
+            .skill
+            .scripts
+            .iter()
+            .map(|s| discovered_script(&self.skill, s, &name))
+            .collect();
+        tools.push(load_skill_tool());
+        ResolvedSkill {
+            name,
+            description: self.skill.description.clone(),
+            kind: "discovered",
+            includes: Vec::new(),
+            tools,
+            mcp_servers: Vec::new(),
+            agent_skills: vec![self.skill.clone()],
+            conflicts: Vec::new(),
+            origin: Some(self.origin.clone()),
+        }
+    }
+}
+
+/// The command tool of a discovered skill's script, logged under the skill `parent`.
+pub fn discovered_script(skill: &AgentSkill, script: &str, parent: &str) -> ResolvedTool {
+    let mut t = script_tool(skill, script, None);
+    if let Some(e) = &mut t.external {
+        e.skill = Some(parent.to_string());
+    }
+    t
+}
+
+/// The Agent Skill folders in `dir`: `dir` itself when it holds a `SKILL.md`, else each of its
+/// subfolders that does, by folder name. A missing `dir` holds none; a folder whose
+/// `SKILL.md` does not parse is returned among the problems (`path: why`) and skipped.
+pub fn discover_in(dir: &Path) -> (Vec<AgentSkill>, Vec<String>) {
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    let mut folders: Vec<PathBuf> = if dir.join("SKILL.md").is_file() {
+        vec![dir.to_path_buf()]
+    } else {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("SKILL.md").is_file())
+            .collect()
+    };
+    folders.sort();
+    for f in folders {
+        match load_agent_skill(&f) {
+            Ok(s) => found.push(s),
+            Err(e) => problems.push(e),
+        }
+    }
+    (found, problems)
+}
+
+/// Every discoverable Agent Skill: those in the configured `dirs` (`agent-skill-dirs`), then
+/// those in `.agents/skills/` of each `resources` entry (`(name, path)`; pass none unless
+/// `agent-skills-in-resources` is true). The first skill of a name wins. Returns the skills
+/// and the problems, in words: a configured directory that does not exist, a `SKILL.md` that
+/// does not parse (skipped), a later skill of a name already found (skipped).
+pub fn discover(
+    dirs: &[PathBuf],
+    resources: &[(String, PathBuf)],
+) -> (Vec<Discovered>, Vec<String>) {
+    let mut out: Vec<Discovered> = Vec::new();
+    let mut problems: Vec<String> = dirs
+        .iter()
+        .filter(|d| !d.is_dir())
+        .map(|d| format!("agent-skill-dirs: {} is not a directory", d.display()))
+        .collect();
+    let places = dirs
+        .iter()
+        .map(|d| (d.clone(), format!("agent-skill-dirs: {}", d.display())))
+        .chain(resources.iter().map(|(name, root)| {
+            let d = root.join(RESOURCE_SKILLS_DIR);
+            let origin = format!("resource {name}: {}", d.display());
+            (d, origin)
+        }));
+    for (dir, origin) in places {
+        let (found, broken) = discover_in(&dir);
+        problems.extend(
+            broken
+                .into_iter()
+                .map(|p| format!("Agent Skill skipped: {p}")),
+        );
+        for skill in found {
+            if let Some(first) = out.iter().find(|d| d.skill.name == skill.name) {
+                problems.push(format!(
+                    "Agent Skill {} in {origin} skipped: the one in {} has that name",
+                    skill.name, first.origin
+                ));
+                continue;
+            }
+            out.push(Discovered {
+                skill,
+                origin: origin.clone(),
+            });
+        }
+    }
+    (out, problems)
+}
+
+fn load_skill_tool() -> ResolvedTool {
+    ResolvedTool {
+        name: LOAD_SKILL.into(),
+        description: load_skill_description(),
+        source: ToolSource::AgentSkill,
+        capability: ToolCapability::settle(&json!({"read_only": true, "idempotent": true}))
+            .expect("valid"),
+        from_skill: None,
+        external: None,
+    }
 }
 
 #[cfg(test)]
@@ -838,5 +1052,61 @@ mod tests {
                 .unwrap_err()
                 .contains("front matter")
         );
+    }
+
+    fn folder(dir: &Path, name: &str) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: about {name}\n---\nBody of {name}.\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn discovery_finds_folders_one_level_down_first_name_winning_and_skips_broken_ones() {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = root.path().join("dirs");
+        folder(&dirs.join("b-skill"), "b-skill");
+        folder(&dirs.join("a-skill"), "a-skill");
+        std::fs::create_dir_all(dirs.join("broken")).unwrap();
+        std::fs::write(dirs.join("broken/SKILL.md"), "no front matter").unwrap();
+        std::fs::create_dir_all(dirs.join("plain")).unwrap();
+        let single = root.path().join("single");
+        folder(&single, "a-skill");
+        let (found, problems) = discover_in(&dirs);
+        let names: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a-skill", "b-skill"]);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("broken"), "{problems:?}");
+        // A directory that is itself a skill folder; the first of a name wins.
+        let repo = root.path().join("repo");
+        folder(&repo.join(RESOURCE_SKILLS_DIR).join("r"), "repo-skill");
+        let (all, problems) = discover(
+            &[dirs.clone(), single, root.path().join("missing")],
+            &[("local/repo".into(), repo)],
+        );
+        assert_eq!(
+            problems.len(),
+            3,
+            "broken, a-skill again, missing: {problems:?}"
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("missing is not a directory"))
+        );
+        let got: Vec<(&str, &str)> = all
+            .iter()
+            .map(|d| (d.skill.name.as_str(), d.origin.as_str()))
+            .collect();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].1.contains(&dirs.display().to_string()), "{got:?}");
+        assert_eq!(got[2].0, "repo-skill");
+        assert!(got[2].1.starts_with("resource local/repo: "), "{got:?}");
+        let resolved = all[2].resolved();
+        assert_eq!(resolved.name, "discovered/repo-skill");
+        assert_eq!(resolved.kind, "discovered");
+        assert!(resolved.tools.iter().any(|t| t.name == LOAD_SKILL));
     }
 }

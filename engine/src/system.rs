@@ -7,6 +7,7 @@ use std::process::Command;
 use serde::Serialize;
 
 use super::config::{self, Config, Provider};
+pub use super::domain::check::{Check, CheckStatus};
 use super::paths::Paths;
 use super::store::plans::PlanCounts;
 use super::store::{Store, StoreError, latest_schema_version};
@@ -80,58 +81,6 @@ pub fn info(paths: &Paths, config: &Config, store: &Store) -> Result<Info, Store
     })
 }
 
-/// Outcome of one health check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CheckStatus {
-    /// Healthy.
-    Ok,
-    /// Works, but something needs attention.
-    Warn,
-    /// Broken: CleverAgents cannot operate until it is fixed.
-    Error,
-}
-
-impl CheckStatus {
-    /// `OK`, `WARN` or `ERROR`.
-    pub fn label(self) -> &'static str {
-        match self {
-            CheckStatus::Ok => "OK",
-            CheckStatus::Warn => "WARN",
-            CheckStatus::Error => "ERROR",
-        }
-    }
-}
-
-/// One health check's result.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    /// What was checked.
-    pub name: String,
-    /// The outcome.
-    pub status: CheckStatus,
-    /// What was found.
-    pub details: String,
-    /// What to do about it, when not OK.
-    pub fix: Option<String>,
-}
-
-impl Check {
-    fn new(
-        name: impl Into<String>,
-        status: CheckStatus,
-        details: impl Into<String>,
-        fix: Option<String>,
-    ) -> Self {
-        Self {
-            name: name.into(),
-            status,
-            details: details.into(),
-            fix,
-        }
-    }
-}
-
 /// One check per MCP server the registered skills configure (spec 18): it starts, lists its
 /// tools and stops.
 fn mcp_checks(db: &std::path::Path) -> Vec<Check> {
@@ -141,7 +90,7 @@ fn mcp_checks(db: &std::path::Path) -> Vec<Check> {
     let Ok(store) = crate::store::Store::open(db) else {
         return Vec::new();
     };
-    crate::tools::mcp::check_configured(&store)
+    crate::tools::mcp::check_configured(crate::skill_registry::mcp_servers(&store))
         .into_iter()
         .map(|(name, r)| match r {
             Ok(summary) => Check::new(format!("MCP server {name}"), CheckStatus::Ok, summary, None),
@@ -185,6 +134,7 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
     };
     checks.push(database_check(&paths.database()));
     checks.push(writable_check(&paths.data_dir));
+    checks.push(disk_check(&paths.data_dir));
     checks.push(log_file_check(&paths.logs_dir()));
     checks.push(git_check());
     checks.push(shell_sandbox_check());
@@ -308,6 +258,56 @@ fn profile_check(
         )
     })
 }
+
+/// Free space under the data directory, where sandboxes (copies and work trees), checkpoints
+/// and indexes are written: WARN below [`DISK_WARN_BYTES`], ERROR below a tenth of that.
+fn disk_check(dir: &Path) -> Check {
+    let probe = dir
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    let stat = match rustix::fs::statvfs(probe) {
+        Ok(s) => s,
+        Err(e) => {
+            return Check::new(
+                "Disk space",
+                CheckStatus::Warn,
+                format!("cannot read free space of {}: {e}", probe.display()),
+                None,
+            );
+        }
+    };
+    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+    let total = stat.f_blocks.saturating_mul(stat.f_frsize).max(1);
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let details = format!(
+        "{:.1} GiB free of {:.1} GiB ({:.0} %) at {}",
+        gib(free),
+        gib(total),
+        free as f64 * 100.0 / total as f64,
+        probe.display()
+    );
+    let low = DISK_WARN_BYTES;
+    let (status, fix) = if free < low / 10 {
+        (CheckStatus::Error, true)
+    } else if free < low {
+        (CheckStatus::Warn, true)
+    } else {
+        (CheckStatus::Ok, false)
+    };
+    Check::new(
+        "Disk space",
+        status,
+        details,
+        fix.then(|| {
+            "free space, remove finished plans' sandboxes (agents plan cleanup) or use another --data-dir"
+                .to_string()
+        }),
+    )
+}
+
+/// Free bytes under which `diagnostics` warns about disk space (2 GiB).
+pub const DISK_WARN_BYTES: u64 = 2 << 30;
 
 fn writable_check(dir: &Path) -> Check {
     let probe = dir.join(format!(".write-probe-{}", std::process::id()));

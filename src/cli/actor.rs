@@ -1,5 +1,5 @@
-//! `agents actor add|list|show|remove|run` (spec sections 06 and 16); `run` lives in
-//! `actor_run.rs`.
+//! `agents actor add|list|show|remove|run|context` (spec sections 06 and 16); `run` lives in
+//! `actor_run.rs`, `context` in `actor_context.rs`.
 
 use std::path::PathBuf;
 
@@ -7,6 +7,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, view};
+use crate::engine::actors::graph::{DEFAULT_MAX_STEPS, GraphDef, NodeDef, NodeKind};
 use crate::engine::registry::actors::{self, Actor, ActorRef, ActorType, Overrides};
 use crate::output::{Column, Element, Level, Report};
 
@@ -20,8 +21,8 @@ pub enum ActorCommand {
         /// Actor YAML file
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
-        /// Actor type: llm or graph
-        #[arg(long = "type", value_name = "TYPE", value_parser = ["llm", "graph"])]
+        /// Actor type: llm (also spelt agent, as in spec 05) or graph
+        #[arg(long = "type", value_name = "TYPE", value_parser = ["llm", "agent", "graph"])]
         actor_type: Option<String>,
         /// Skill to attach (repeatable)
         #[arg(long = "skill", value_name = "SKILL")]
@@ -56,6 +57,9 @@ pub enum ActorCommand {
         /// Actor name
         name: String,
     },
+    /// Named conversations that `actor run --context NAME` continues
+    #[command(subcommand)]
+    Context(super::actor_context::ContextCommand),
 }
 
 impl ActorCommand {
@@ -67,6 +71,15 @@ impl ActorCommand {
             ActorCommand::List { .. } => "list",
             ActorCommand::Show { .. } => "show",
             ActorCommand::Remove { .. } => "remove",
+            ActorCommand::Context(c) => match c.name() {
+                "list" => "context list",
+                "show" => "context show",
+                "export" => "context export",
+                "import" => "context import",
+                "delete" => "context delete",
+                "clear" => "context clear",
+                _ => "context rm",
+            },
         }
     }
 }
@@ -115,6 +128,7 @@ pub fn run(command: ActorCommand, ctx: &Context) -> Result<Report, CliError> {
         ActorCommand::List { regex } => list(ctx, regex.as_deref()),
         ActorCommand::Show { name } => show(ctx, &name),
         ActorCommand::Remove { name } => remove(ctx, &name),
+        ActorCommand::Context(c) => super::actor_context::run(c, ctx),
     }
 }
 
@@ -287,11 +301,8 @@ fn add(
             items: changes,
         });
     }
-    if a.definition.actor_type == ActorType::Graph {
-        report = report.message(
-            Level::Warn,
-            "graph actors are stored, but running them is not yet supported",
-        );
+    if let Some(graph) = graph_of(a) {
+        report = with_graph(report, &graph);
     }
     Ok(report)
 }
@@ -428,6 +439,9 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
                     items: vec![p.clone()],
                 });
             }
+            if let Some(graph) = graph_of(a) {
+                rep = with_graph(rep, &graph);
+            }
             rep.with(Element::panel(
                 "Usage",
                 [(
@@ -533,4 +547,111 @@ fn remove(ctx: &Context, name: &str) -> Result<Report, CliError> {
         );
     }
     Ok(report)
+}
+
+/// The graph of a graph actor, when it reads back.
+fn graph_of(a: &Actor) -> Option<GraphDef> {
+    a.definition
+        .graph
+        .as_ref()
+        .and_then(|g| GraphDef::from_value(g).ok())
+}
+
+/// What a node does, in a few words (`openai/gpt-4o`, `tool read_file`, `actor local/x`).
+fn node_detail(n: &NodeDef) -> String {
+    match n.kind {
+        NodeKind::Llm => n.model.clone().unwrap_or_default(),
+        NodeKind::Tool if n.anonymous => format!(
+            "anonymous tool{}",
+            n.description
+                .as_deref()
+                .map(|d| format!(": {}", view::clip(d, 40)))
+                .unwrap_or_default()
+        ),
+        NodeKind::Tool => format!("tool {}", n.tool.as_deref().unwrap_or_default()),
+        NodeKind::Actor => format!("actor {}", n.actor.as_deref().unwrap_or_default()),
+    }
+}
+
+/// The graph drawn as a panel (entry, step limit, cycle), a node table and an edge table;
+/// the JSON data carries the graph as stored.
+fn with_graph(report: Report, g: &GraphDef) -> Report {
+    let cycle = g.cycle();
+    report
+        .with(Element::panel(
+            "Graph",
+            [
+                ("Entry", g.entry_node().unwrap_or("(none)").to_string()),
+                ("Nodes", g.nodes.len().to_string()),
+                ("Edges", g.edges.len().to_string()),
+                (
+                    "Max Steps",
+                    g.limits
+                        .max_steps
+                        .map(|n| n.to_string())
+                        .unwrap_or_else(|| format!("{DEFAULT_MAX_STEPS} (default)")),
+                ),
+                (
+                    "Cycle",
+                    cycle
+                        .map(|c| c.join(" -> "))
+                        .unwrap_or_else(|| "none".into()),
+                ),
+            ],
+        ))
+        .with(Element::Table {
+            title: "Nodes".into(),
+            columns: ["Node", "Type", "Runs", "Skills", "Limits"]
+                .map(Column::left)
+                .into(),
+            rows: g
+                .nodes
+                .iter()
+                .map(|n| {
+                    let limits = [
+                        n.limits.max_turns.map(|t| format!("max-turns {t}")),
+                        n.limits.max_tokens.map(|t| format!("max-tokens {t}")),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>();
+                    vec![
+                        view::id(n.name.clone()),
+                        n.kind.as_str().into(),
+                        node_detail(n).into(),
+                        if n.skills.is_empty() {
+                            "-".into()
+                        } else {
+                            n.skills.join(", ").into()
+                        },
+                        if limits.is_empty() {
+                            "-".into()
+                        } else {
+                            limits.join(", ").into()
+                        },
+                    ]
+                })
+                .collect(),
+            empty: "No nodes.".into(),
+        })
+        .with(Element::Table {
+            title: "Edges".into(),
+            columns: ["From", "To", "When"].map(Column::left).into(),
+            rows: g
+                .edges
+                .iter()
+                .map(|e| {
+                    vec![
+                        e.source.clone().into(),
+                        e.target.clone().into(),
+                        e.when
+                            .as_ref()
+                            .map(|c| c.describe())
+                            .unwrap_or_else(|| "always".into())
+                            .into(),
+                    ]
+                })
+                .collect(),
+            empty: "No edges: the entry node runs, then the graph ends.".into(),
+        })
 }

@@ -3,16 +3,18 @@
 //!
 //! The actor (`PROVIDER/MODEL`) gets the built-in tools (or only those of `--skill`s) and works
 //! in a fresh empty sandbox under the data directory, or in a sandbox of `--resource R`; the
-//! engine runs every tool call through the tool runner ([`crate::engine::actors::oneshot`]).
+//! engine runs every tool call through the tool runner ([`crate::engine::actor_run`]).
 //! The report says where the sandbox is and what changed in it. A registered LLM actor runs
-//! with its model, prompt, skills, options and limits; graph actors say "not yet supported".
+//! with its model, prompt, skills, options and limits; a graph actor runs its graph. With
+//! `--context NAME` the run continues that actor context and is saved to it;
+//! `--load-context NAME|FILE` shows the run a context without changing it.
 
 use std::path::PathBuf;
 
 use serde_json::json;
 
 use super::{CliError, Context, env_var};
-use crate::engine::actors::oneshot::{OneShot, OneShotError, Workspace, run_model_actor};
+use crate::engine::actor_run::{OneShot, OneShotError, OneShotResult, Workspace, run_model_actor};
 use crate::engine::actors::providers::{ClientOptions, ProviderError};
 use crate::engine::actors::runtime::Stop;
 use crate::output::{Cell, Column, Element, Report, Tone};
@@ -32,6 +34,18 @@ pub struct ActorRunArgs {
     /// Also write the answer to this file
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Allow tools marked unsafe for this run
+    #[arg(short = 'u', long = "unsafe")]
+    pub unsafe_: bool,
+    /// Continue this named actor context and save the run to it (created on first use)
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Store the text files of this directory in the --context context and show them to the actor
+    #[arg(long, value_name = "DIR", requires = "context")]
+    pub context_dir: Option<PathBuf>,
+    /// Show the actor this context's conversation (a name, or an exported context file) without changing it
+    #[arg(long, value_name = "NAME|FILE")]
+    pub load_context: Option<String>,
     /// The actor: PROVIDER/MODEL (e.g. openai/gpt-4.1, ollama/llama3) or a registered actor
     pub name: String,
     /// The prompt
@@ -46,37 +60,9 @@ pub struct ActorRunArgs {
 /// `PROVIDER_UNAVAILABLE` (transient failure after retries), `PROVIDER_ERROR` (other
 /// provider failures); `IO_ERROR` when `--output` cannot be written.
 pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
-    let ActorRunArgs {
-        temperature,
-        skills,
-        resource,
-        output,
-        name,
-        prompt,
-    } = args;
-    run_actor(
-        ctx,
-        temperature,
-        &skills,
-        resource.as_deref(),
-        output,
-        name,
-        prompt,
-    )
-}
-
-fn run_actor(
-    ctx: &Context,
-    temperature: Option<f32>,
-    skills: &[String],
-    resource: Option<&str>,
-    output: Option<PathBuf>,
-    name: String,
-    prompt: String,
-) -> Result<Report, CliError> {
     let config = ctx.config()?;
     let mut store = ctx.store()?;
-    let workspace = match resource {
+    let workspace = match args.resource.as_deref() {
         None => Workspace::Fresh,
         Some(input) => {
             let r = crate::engine::registry::resources::find(&store, input)?;
@@ -86,13 +72,33 @@ fn run_actor(
             })?
         }
     };
+    if let Some(c) = &args.context {
+        crate::engine::actor_run::contexts::check_name(c)
+            .map_err(|e| CliError::invalid_input(format!("--context {e}")))?;
+    }
+    let ActorRunArgs {
+        temperature,
+        skills,
+        output,
+        name,
+        prompt,
+        unsafe_,
+        context,
+        context_dir,
+        load_context,
+        ..
+    } = args;
     let request = OneShot {
         actor: name.clone(),
         prompt,
         temperature,
-        skills: skills.to_vec(),
+        skills,
         workspace,
         options: ClientOptions::default(),
+        unsafe_tools: unsafe_,
+        context,
+        load_context,
+        context_dir,
     };
     let guard = super::interrupt::Guard::new();
     let interrupted = move || guard.interrupted();
@@ -105,6 +111,17 @@ fn run_actor(
         &interrupted,
     )
     .map_err(|e| start_error(e, &name, ctx))?;
+    report(ctx, &request, &result, output)
+}
+
+/// The report of a finished run: the answer, the run panel, the tables; an error for a
+/// failed or cancelled run (with the run's data); the answer written to `--output`.
+fn report(
+    ctx: &Context,
+    request: &OneShot,
+    result: &OneShotResult,
+    output: Option<PathBuf>,
+) -> Result<Report, CliError> {
     let run = &result.run;
     let cost = match result.cost_usd {
         Some(c) => format!("${c:.6}"),
@@ -144,6 +161,8 @@ fn run_actor(
             "error": c.error.as_ref().map(|e| json!({"kind": e.0, "message": e.1})),
         })).collect::<Vec<_>>(),
         "sandbox": result.sandbox,
+        "context": request.context,
+        "load_context": request.load_context,
         "files_changed": result.files_changed,
     });
     let where_hint = format!(
@@ -200,6 +219,14 @@ fn run_actor(
                     result.tools.join(", ").into()
                 },
             ),
+            (
+                "Context",
+                match (&request.context, &request.load_context) {
+                    (Some(c), _) => c.clone().into(),
+                    (None, Some(l)) => format!("{l} (loaded, not saved)").into(),
+                    (None, None) => Cell::new("none", Tone::Dim),
+                },
+            ),
             ("Sandbox", result.sandbox.path.clone().into()),
             (
                 "Sandboxed",
@@ -209,67 +236,8 @@ fn run_actor(
                 },
             ),
         ],
-    ))
-    .with(Element::Table {
-        title: "Tool Calls".into(),
-        columns: vec![
-            Column::right("Turn"),
-            Column::left("Tool"),
-            Column::left("Outcome"),
-            Column::left("Arguments"),
-        ],
-        rows: run
-            .tool_calls
-            .iter()
-            .map(|c| {
-                vec![
-                    c.turn.to_string().into(),
-                    c.name.clone().into(),
-                    if c.is_error {
-                        Cell::new("error", Tone::Bad)
-                    } else {
-                        Cell::new("ok", Tone::Good)
-                    },
-                    super::view::clip(&c.arguments, 60).into(),
-                ]
-            })
-            .collect(),
-        empty: "No tool calls.".into(),
-    })
-    .with(Element::Table {
-        title: "Files Changed".into(),
-        columns: vec![Column::left("Status"), Column::left("Path")],
-        rows: result
-            .files_changed
-            .iter()
-            .map(|f| vec![f.status.letter().into(), f.path.clone().into()])
-            .collect(),
-        empty: "No files changed in the sandbox.".into(),
-    })
-    .with(Element::Table {
-        title: "Usage".into(),
-        columns: vec![
-            Column::right("Turn"),
-            Column::right("Attempts"),
-            Column::right("Input Tokens"),
-            Column::right("Output Tokens"),
-            Column::right("Duration (ms)"),
-        ],
-        rows: run
-            .model_calls
-            .iter()
-            .map(|c| {
-                vec![
-                    c.turn.to_string().into(),
-                    c.attempts.to_string().into(),
-                    known(c.usage_reported, c.usage.input_tokens),
-                    known(c.usage_reported, c.usage.output_tokens),
-                    c.duration_ms.to_string().into(),
-                ]
-            })
-            .collect(),
-        empty: "No model calls.".into(),
-    });
+    ));
+    report = with_tables(report, result);
     if !usage_known {
         report = report.message(
             crate::output::Level::Warn,
@@ -286,7 +254,10 @@ fn run_actor(
             "a reply was cut by the completion token limit; raise `options.max-tokens` of the actor",
         );
     }
-    if matches!(run.stop, Stop::TurnLimit { .. } | Stop::TokenBudget { .. }) {
+    if matches!(
+        run.stop,
+        Stop::TurnLimit { .. } | Stop::TokenBudget { .. } | Stop::StepLimit { .. }
+    ) {
         report = report.message(
             crate::output::Level::Warn,
             format!("{}; the answer may be incomplete", run.stop.describe()),
@@ -300,6 +271,72 @@ fn run_actor(
         );
     }
     Ok(report)
+}
+
+/// The tool calls, the files changed in the sandbox and the model calls of a run.
+fn with_tables(report: Report, result: &OneShotResult) -> Report {
+    let run = &result.run;
+    report
+        .with(Element::Table {
+            title: "Tool Calls".into(),
+            columns: vec![
+                Column::right("Turn"),
+                Column::left("Tool"),
+                Column::left("Outcome"),
+                Column::left("Arguments"),
+            ],
+            rows: run
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.turn.to_string().into(),
+                        c.name.clone().into(),
+                        if c.is_error {
+                            Cell::new("error", Tone::Bad)
+                        } else {
+                            Cell::new("ok", Tone::Good)
+                        },
+                        super::view::clip(&c.arguments, 60).into(),
+                    ]
+                })
+                .collect(),
+            empty: "No tool calls.".into(),
+        })
+        .with(Element::Table {
+            title: "Files Changed".into(),
+            columns: vec![Column::left("Status"), Column::left("Path")],
+            rows: result
+                .files_changed
+                .iter()
+                .map(|f| vec![f.status.letter().into(), f.path.clone().into()])
+                .collect(),
+            empty: "No files changed in the sandbox.".into(),
+        })
+        .with(Element::Table {
+            title: "Usage".into(),
+            columns: vec![
+                Column::right("Turn"),
+                Column::right("Attempts"),
+                Column::right("Input Tokens"),
+                Column::right("Output Tokens"),
+                Column::right("Duration (ms)"),
+            ],
+            rows: run
+                .model_calls
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.turn.to_string().into(),
+                        c.attempts.to_string().into(),
+                        known(c.usage_reported, c.usage.input_tokens),
+                        known(c.usage_reported, c.usage.output_tokens),
+                        c.duration_ms.to_string().into(),
+                    ]
+                })
+                .collect(),
+            empty: "No model calls.".into(),
+        })
 }
 
 /// A token count, or `unknown` (dim) when the provider reported none.
@@ -340,11 +377,12 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
         OneShotError::Runtime(r) => CliError::invalid_input(r.to_string()),
         OneShotError::Store(s) => s.into(),
         OneShotError::Io(io) => CliError::new("IO_ERROR", io.to_string()),
+        OneShotError::Context(c) => super::actor_context::context_error(c, ctx),
     }
 }
 
 /// A provider failure, with what to do about it.
-fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
+pub(crate) fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
     let message = e.to_string();
     match e {
         ProviderError::BadModelName { .. } | ProviderError::Invalid { .. } => {

@@ -35,6 +35,9 @@ pub enum ConfigCommand {
     },
     /// List every key with its value and source
     List {
+        /// Show only keys whose value matches this regular expression
+        #[arg(long, value_name = "REGEX")]
+        filter_values: Option<String>,
         /// Show only keys matching this regular expression
         regex: Option<String>,
     },
@@ -71,7 +74,10 @@ pub fn run(command: ConfigCommand, ctx: &Context) -> Result<crate::output::Repor
         } => set(ctx, &key, &value),
         ConfigCommand::Unset { key } => unset(ctx, &key),
         ConfigCommand::Get { key } => get(ctx, &key),
-        ConfigCommand::List { regex } => list(ctx, regex.as_deref()),
+        ConfigCommand::List {
+            filter_values,
+            regex,
+        } => list(ctx, regex.as_deref(), filter_values.as_deref()),
     }
 }
 
@@ -331,11 +337,15 @@ fn get(ctx: &Context, key: &str) -> Result<Report, CliError> {
         }))
 }
 
-fn list(ctx: &Context, filter: Option<&str>) -> Result<Report, CliError> {
+fn list(ctx: &Context, filter: Option<&str>, values: Option<&str>) -> Result<Report, CliError> {
     let config = ctx.config()?;
     let pattern = filter.map(regex::Regex::new).transpose().map_err(|e| {
         CliError::invalid_input(format!("invalid REGEX: {e}"))
             .hint("e.g. `agents config list '^providers'`")
+    })?;
+    let value_pattern = values.map(regex::Regex::new).transpose().map_err(|e| {
+        CliError::invalid_input(format!("--filter-values: invalid regular expression: {e}"))
+            .hint("e.g. `agents config list --filter-values 'anthropic'`")
     })?;
     let text = std::fs::read_to_string(&ctx.paths.config_path).ok();
     let mut keys: Vec<KeyPath> = config::KEYS.iter().map(KeyPath::Top).collect();
@@ -385,6 +395,11 @@ fn list(ctx: &Context, filter: Option<&str>) -> Result<Report, CliError> {
         .iter()
         .map(|k| config::resolve(config, text.as_deref(), k, &ctx.setting_flags(), &env_var))
         .filter(|r| pattern.as_ref().is_none_or(|p| p.is_match(&r.key)))
+        .filter(|r| {
+            value_pattern
+                .as_ref()
+                .is_none_or(|p| r.value.as_deref().is_some_and(|v| p.is_match(v)))
+        })
         .filter(|r| r.value.is_some() || matches!(r.key.as_str(), "invariant-actor"))
         .collect();
     let rows = settings

@@ -8,7 +8,7 @@ use std::io::{BufRead, Write};
 use serde_json::json;
 
 use super::error::CliError;
-use crate::output::{Exit, Terminal};
+use crate::output::Terminal;
 
 /// Asks `question` (e.g. `Reset /data?`) unless `yes`. `answer_with` is the full command that
 /// proceeds without asking (shown when no terminal is attached).
@@ -28,7 +28,6 @@ pub fn confirm(
         return Err(CliError::new("NEEDS_APPROVAL", format!("confirmation needed: {question}"))
             .detail("no terminal is attached to answer the prompt, and --yes was not given")
             .hint(answer_with.to_string())
-            .exit(Exit::NeedsHuman)
             .data(json!({
                 "approval": {"kind": "confirmation", "question": question, "answer_with": answer_with}
             })));

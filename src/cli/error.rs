@@ -1,6 +1,7 @@
 //! The one error type at the CLI edge: a stable code, a message, details and hints, an exit
 //! code. Engine errors convert into it here, and nowhere else.
 
+use crate::engine::api::ErrorCode;
 use crate::engine::config::ConfigError;
 use crate::engine::domain::IdPrefixError;
 use crate::engine::paths::PathsError;
@@ -17,8 +18,50 @@ pub struct CliError {
     pub data: serde_json::Value,
 }
 
+/// The exit code of an error (spec section 04, "Exit codes"): the one mapping from
+/// [`ErrorCode`] to [`Exit`] that every error of the CLI goes through. Exhaustive, so that a
+/// new code needs a decision here.
+pub fn exit_of(code: ErrorCode) -> Exit {
+    use ErrorCode as C;
+    match code {
+        C::Usage => Exit::Usage,
+        C::NeedsApproval => Exit::NeedsHuman,
+        C::Interrupted => Exit::Interrupted,
+        C::NotFound
+        | C::Ambiguous
+        | C::InvalidInput
+        | C::Conflict
+        | C::Aborted
+        | C::Cancelled
+        | C::PlanErrored
+        | C::CorrectionFailed
+        | C::ConfigInvalid
+        | C::SchemaTooNew
+        | C::DatabaseError
+        | C::IoError
+        | C::GitError
+        | C::SandboxError
+        | C::Environment
+        | C::Terminal
+        | C::NotSupported
+        | C::ProviderUnavailable
+        | C::ProviderAuth
+        | C::ProviderError
+        | C::ToolFailed
+        | C::UnsafeTool
+        | C::ChecksFailed
+        | C::Internal => Exit::Failure,
+    }
+}
+
+/// The exit code of an error whose code is spelled `code` ([`exit_of`]); 1 for a spelling
+/// that is no [`ErrorCode`] (a test keeps the CLI free of those).
+pub fn exit_of_str(code: &str) -> Exit {
+    code.parse::<ErrorCode>().map_or(Exit::Failure, exit_of)
+}
+
 impl CliError {
-    /// A failure with a code and message, exit 1.
+    /// A failure with a code and message; its exit code is the code's ([`exit_of`]).
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
         Self {
             body: Box::new(ErrorBody {
@@ -26,7 +69,7 @@ impl CliError {
                 message: message.into(),
                 detail: None,
                 suggestions: Vec::new(),
-                exit: Exit::Failure,
+                exit: exit_of_str(code),
             }),
             data: serde_json::Value::Null,
         }
@@ -44,7 +87,8 @@ impl CliError {
         self
     }
 
-    /// Sets the exit code.
+    /// Sets another exit code than the code's own ([`exit_of`]); for a report that is not a
+    /// failure of its code.
     pub fn exit(mut self, exit: Exit) -> Self {
         self.body.exit = exit;
         self
@@ -255,7 +299,7 @@ impl From<ArgumentError> for CliError {
 
 /// `NOT_FOUND` with "did you mean `NAME`?" when a registered name is close, then the list
 /// command.
-fn not_found(
+pub(super) fn not_found(
     message: String,
     missing: &crate::engine::registry::lookup::Missing,
     list: &str,
@@ -326,6 +370,11 @@ impl From<ResourceError> for CliError {
                     },
                 )
             }
+            ResourceError::UsedByPlans { plans, .. } => plans.iter().fold(
+                CliError::new("CONFLICT", message)
+                    .detail("a resource is re-discovered only while no plan that is not finished uses it; apply or cancel them first"),
+                |err, plan| err.hint(format!("agents plan status {plan}")),
+            ),
             ResourceError::Discovered { .. } | ResourceError::AutoLink { .. } | ResourceError::AlreadyLinked { .. } => {
                 CliError::new("CONFLICT", message)
             }
@@ -413,7 +462,8 @@ impl From<InvariantError> for CliError {
             InvariantError::NoScope
             | InvariantError::Empty
             | InvariantError::InvalidKey(_)
-            | InvariantError::EffectiveNeedsPlan => CliError::invalid_input(message),
+            | InvariantError::EffectiveNeedsPlan
+            | InvariantError::BadForm { .. } => CliError::invalid_input(message),
         }
     }
 }
@@ -444,7 +494,8 @@ impl From<PlanUseError> for CliError {
             PlanUseError::Template { .. }
             | PlanUseError::NoProject
             | PlanUseError::DuplicateProject(_)
-            | PlanUseError::EmptyInvariant => CliError::invalid_input(message),
+            | PlanUseError::EmptyInvariant
+            | PlanUseError::BadInvariant(_) => CliError::invalid_input(message),
         }
     }
 }
@@ -528,9 +579,9 @@ impl From<crate::engine::tools::runner::RunnerError> for CliError {
     }
 }
 
-impl From<crate::engine::tools::register::RegisterError> for CliError {
-    fn from(e: crate::engine::tools::register::RegisterError) -> Self {
-        use crate::engine::tools::register::RegisterError as R;
+impl From<crate::engine::registry::tool_registration::RegisterError> for CliError {
+    fn from(e: crate::engine::registry::tool_registration::RegisterError) -> Self {
+        use crate::engine::registry::tool_registration::RegisterError as R;
         match e {
             R::Yaml(y) => y.into(),
             R::Store(s) => s.into(),
@@ -561,5 +612,75 @@ impl From<crate::engine::skill_registry::SkillRegError> for CliError {
                 .detail("a skill may not include itself, directly or through other skills; nothing was registered"),
             S::Invalid { .. } => CliError::invalid_input(e.to_string()),
         }
+    }
+}
+
+impl From<crate::engine::api::ApiError> for CliError {
+    fn from(e: crate::engine::api::ApiError) -> Self {
+        use crate::engine::api::ApiError as E;
+        match e {
+            E::Run(r) => r.into(),
+            E::Sandbox(s) => s.into(),
+            E::PlanUse(p) => p.into(),
+            E::Id(i) => i.into(),
+            E::Store(s) => s.into(),
+            E::Review(r) => r.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_usage_approvals_and_interrupts_leave_the_failure_exit_code() {
+        let special: Vec<(ErrorCode, u8)> = ErrorCode::ALL
+            .iter()
+            .map(|c| (*c, exit_of(*c).code()))
+            .filter(|(_, exit)| *exit != 1)
+            .collect();
+        assert_eq!(
+            special,
+            [
+                (ErrorCode::Usage, 2),
+                (ErrorCode::NeedsApproval, 3),
+                (ErrorCode::Interrupted, 130)
+            ]
+        );
+        assert_eq!(
+            CliError::new("NEEDS_APPROVAL", "x").body.exit,
+            Exit::NeedsHuman
+        );
+        assert_eq!(exit_of_str("NO_SUCH_CODE"), Exit::Failure);
+    }
+
+    /// Every code the CLI spells out is an [`ErrorCode`], so every error gets its exit code
+    /// from the one mapping.
+    #[test]
+    fn every_error_code_written_in_the_cli_is_a_known_code() {
+        let pattern = regex::Regex::new(r#"(?:CliError::new\(|code: )\s*"([A-Z_]+)""#).unwrap();
+        let mut unknown = Vec::new();
+        let mut seen = 0;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut dirs = vec![root];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for c in pattern.captures_iter(&text) {
+                        seen += 1;
+                        if c[1].parse::<ErrorCode>().is_err() {
+                            unknown.push(format!("{}: {}", path.display(), &c[1]));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen > 100, "the scan found only {seen} codes");
+        assert!(unknown.is_empty(), "unknown codes: {unknown:?}");
     }
 }

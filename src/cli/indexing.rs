@@ -28,10 +28,10 @@ pub fn bytes(n: u64) -> String {
 
 /// A status as json (`data.indexing`).
 pub fn status_json(s: &IndexStatus) -> Value {
-    json!({
+    let mut v = json!({
         "resource": s.resource,
         "text_index": s.text_index,
-        "vector_index": "disabled",
+        "vector_index": if s.vectors.is_some() { "ready" } else { "disabled" },
         "graph_store": if s.text_index == IndexState::Disabled { "disabled" } else { "sqlite" },
         "indexed_files": s.indexed_files,
         "symbols": s.symbols,
@@ -40,7 +40,11 @@ pub fn status_json(s: &IndexStatus) -> Value {
         "size_bytes": s.size_bytes,
         "indexed_commit": s.indexed_commit,
         "pending_files": s.pending,
-    })
+    });
+    if let Some((chunks, model)) = &s.vectors {
+        v["embeddings"] = json!({"model": model, "chunks": chunks});
+    }
+    v
 }
 
 fn state_cell(s: &IndexStatus) -> Cell {
@@ -97,13 +101,25 @@ pub fn build(ctx: &Context, r: &Resource) -> (Value, Option<Element>, Option<Str
         return (Value::Null, None, None);
     }
     let bar = Bar::start(ctx.format, &ctx.terminal, &format!("Indexing {}", r.name));
-    let result = index::build_resource(&ctx.paths, r, &|done, total| bar.set(done, total));
+    // The json's progress events: one per twentieth of the files at most.
+    let events = std::sync::Mutex::new(Vec::<Value>::new());
+    let result = index::build_resource(&ctx.paths, r, &|done, total| {
+        bar.set(done, total);
+        if let Ok(mut e) = events.lock() {
+            let step = (total / 20).max(1);
+            let last = e.last().and_then(|v| v["done"].as_u64()).unwrap_or(0);
+            if done == total || done >= last + step {
+                e.push(json!({"event": "progress", "done": done, "total": total}));
+            }
+        }
+    });
     drop(bar);
     match result {
         Ok(Some(b)) => {
             let s = index::status(&ctx.paths, r, false);
             let mut j = status_json(&s);
             j["duration_ms"] = json!(b.duration_ms);
+            j["events"] = json!(events.into_inner().unwrap_or_default());
             let mut rows = status_entries(&s);
             rows.push((
                 "Duration",
@@ -146,6 +162,15 @@ pub fn attach(mut report: Report, built: (Value, Option<Element>, Option<String>
 pub fn reindex(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let r = resources::find(&store, name)?;
+    let config = ctx.config()?;
+    if !config.file.index.as_ref().is_none_or(|i| i.enabled()) {
+        return Err(CliError::new(
+            "INVALID_INPUT",
+            format!("code indexing is disabled; {} is not indexed", r.name),
+        )
+        .detail("`[index] enabled = false` in config.toml")
+        .hint(ctx.suggest("config list")));
+    }
     if index::target(&r).is_none() {
         return Err(CliError::new(
             "INVALID_INPUT",

@@ -106,7 +106,7 @@ pub fn run(command: InvariantCommand, ctx: &Context) -> Result<Report, CliError>
         } => {
             if effective {
                 let plan = plan.ok_or(invariants::InvariantError::EffectiveNeedsPlan)?;
-                effective_view(ctx, &plan)
+                effective_view(ctx, &plan, regex.as_deref())
             } else {
                 list(
                     ctx,
@@ -211,7 +211,8 @@ fn list(ctx: &Context, filter: &Filter, regex: Option<&str>) -> Result<Report, C
     }))
 }
 
-fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
+fn effective_view(ctx: &Context, plan: &str, regex: Option<&str>) -> Result<Report, CliError> {
+    let re = view::regex(regex, "agents invariant list --plan PLAN --effective 'API'")?;
     let store = ctx.store()?;
     let providers = ctx.config()?.providers();
     let global_actor = super::global_setting(ctx, "invariant-actor");
@@ -223,11 +224,19 @@ fn effective_view(ctx: &Context, plan: &str) -> Result<Report, CliError> {
     let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut v.effective)
         .into_iter()
         .partition(|i| removed.iter().any(|(id, _)| *id == i.invariant_id));
-    v.effective = kept;
+    // REGEX narrows what is shown (spec 05 `invariant list ... [--effective] [<REGEX>]`), as
+    // without --effective; the reconciliation itself ran over every invariant.
+    v.effective = kept
+        .into_iter()
+        .filter(|i| re.as_ref().is_none_or(|r| r.is_match(&i.text)))
+        .collect();
     let count = |s: InvariantScope| v.effective.iter().filter(|i| i.scope == s).count();
     let conflicts = v.conflicts.len();
+    let matching = regex
+        .map(|r| format!(" matching `{r}`"))
+        .unwrap_or_default();
     let status = format!(
-        "{} effective invariant{} ({} global, {} project, {} action, {} plan; {conflicts} conflict{} resolved, {} duplicate{} dropped)",
+        "{} effective invariant{}{matching} ({} global, {} project, {} action, {} plan; {conflicts} conflict{} resolved, {} duplicate{} dropped)",
         v.effective.len(),
         if v.effective.len() == 1 { "" } else { "s" },
         count(InvariantScope::Global),

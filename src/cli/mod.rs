@@ -6,6 +6,7 @@
 
 pub mod action;
 pub mod actor;
+pub mod actor_context;
 pub mod actor_run;
 pub mod completion;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod invariant;
 pub mod plan;
 pub mod plan_correct;
 pub mod plan_logs;
+pub mod plan_review;
 pub mod plan_run;
 pub mod plan_sandbox;
 pub mod profile;
@@ -25,6 +27,8 @@ pub mod project_context;
 pub mod quickstart;
 pub mod reference;
 pub mod resource;
+pub mod resource_type;
+pub mod session;
 pub mod skill;
 pub mod system;
 pub mod tool;
@@ -129,6 +133,9 @@ pub enum Command {
     /// Skills: named collections of tools that actors reference
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// Conversations with the orchestrator, which runs `agents` commands for you and shows them
+    #[command(subcommand)]
+    Session(session::SessionCommand),
 }
 
 impl Command {
@@ -136,6 +143,15 @@ impl Command {
     pub fn streams(&self) -> bool {
         match self {
             Command::Plan(c) => c.streams(),
+            _ => false,
+        }
+    }
+
+    /// Whether the command streams JSON Lines only in the json format (`session tell
+    /// --stream` prints text as it arrives in the human formats).
+    pub fn streams_in_json(&self) -> bool {
+        match self {
+            Command::Session(c) => c.streams(),
             _ => false,
         }
     }
@@ -159,6 +175,7 @@ impl Command {
             Command::AutomationProfile(c) => format!("automation-profile {}", c.name()),
             Command::Tool(c) => format!("tool {}", c.name()),
             Command::Skill(c) => format!("skill {}", c.name()),
+            Command::Session(c) => format!("session {}", c.name()),
         }
     }
 }
@@ -171,6 +188,7 @@ pub const HELP_GROUPS: [(&str, &[&str]); 3] = [
         &[
             "quickstart",
             "tui",
+            "session",
             "plan",
             "action",
             "project",
@@ -390,8 +408,25 @@ pub fn main() -> ExitCode {
     let started = Instant::now();
     let terminal = Terminal::detect();
     let args: Vec<OsString> = std::env::args_os().collect();
-    let parsed = cli_command()
-        .try_get_matches_from(&args)
+    let parsed = parse(&args).and_then(|(cli, repeat_args)| {
+        match resource_type::hoist_globals(&cli, &args) {
+            Some(hoisted) => parse(&hoisted),
+            None => Ok((cli, repeat_args)),
+        }
+    });
+    let code = match parsed {
+        Ok((cli, repeat_args)) => run(cli, repeat_args, terminal, started),
+        Err(e) => usage_error(&e, &args),
+    };
+    ExitCode::from(code)
+}
+
+/// Parses a command line: the command and the global options a suggested follow-up command
+/// must repeat (`--data-dir X`, `--config-path Y`). Help for `resource add` lists the custom
+/// resource types too.
+fn parse(args: &[OsString]) -> Result<(Cli, Vec<String>), clap::Error> {
+    resource_type::with_custom_types(cli_command(), args)
+        .try_get_matches_from(args)
         .and_then(|matches| {
             let mut repeat_args = Vec::new();
             for (id, flag) in [("data_dir", "--data-dir"), ("config_path", "--config-path")] {
@@ -401,12 +436,7 @@ pub fn main() -> ExitCode {
                 }
             }
             Cli::from_arg_matches(&matches).map(|cli| (cli, repeat_args))
-        });
-    let code = match parsed {
-        Ok((cli, repeat_args)) => run(cli, repeat_args, terminal, started),
-        Err(e) => usage_error(&e, &args),
-    };
-    ExitCode::from(code)
+        })
 }
 
 /// Handles a clap error: help and version print normally (exit 0); anything else exits 2,
@@ -434,7 +464,7 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> u8 {
                 message,
                 detail: (!detail.is_empty()).then(|| detail.join("\n")),
                 suggestions: vec!["agents --help".to_string()],
-                exit: Exit::Usage,
+                exit: error::exit_of(crate::engine::api::ErrorCode::Usage),
             },
             data: serde_json::Value::Null,
         };
@@ -577,6 +607,7 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         .and_then(|c| c.file.format.as_deref())
         .and_then(|f| f.parse().ok());
     out.format = resolve_format(cli.format, env_format, config_format, terminal.stdout_tty);
+    out.stream = out.stream || (command.streams_in_json() && out.format == Format::Json);
     let ctx = Context {
         paths,
         config,
@@ -640,7 +671,8 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         | Command::Invariant(_)
         | Command::AutomationProfile(_)
         | Command::Tool(_)
-        | Command::Skill(_) => {
+        | Command::Skill(_)
+        | Command::Session(_) => {
             ctx.store()?;
         }
         // These work without it, but still create it on first use when they can, so that
@@ -671,6 +703,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::AutomationProfile(c) => profile::run(c, ctx),
         Command::Tool(c) => tool::run(c, ctx),
         Command::Skill(c) => skill::run(c, ctx),
+        Command::Session(c) => session::run(c, ctx),
     }
 }
 

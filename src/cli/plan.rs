@@ -1,15 +1,14 @@
-//! `agents plan ...` (spec sections 06 and 08). This issue provides `use`, `list` and
-//! `status`; the lifecycle work adds `execute`, `apply`, `cancel`, `tree` and the rest as more
-//! variants of [`PlanCommand`].
+//! `agents plan ...` (spec sections 06 and 08): `use`, `list`, `status`, `execute`, `apply`,
+//! `cancel`, `tree` and the rest, one variant of [`PlanCommand`] each.
 
 use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{CliError, Context, view};
+use crate::engine::api;
 use crate::engine::domain::{Phase, Plan, ProcessingState};
-use crate::engine::lifecycle::RunError;
-use crate::engine::lifecycle::driver::{self, Op, Stopped};
-use crate::engine::registry::plan_use::{self, Request};
+use crate::engine::lifecycle::driver::Stopped;
+use crate::engine::registry::plan_use::Request;
 use crate::output::{Column, Element, Level, Report};
 
 /// `agents plan ...`
@@ -52,6 +51,8 @@ pub enum PlanCommand {
     Explain(super::plan_correct::ExplainArgs),
     /// Correct a decision: revert it and recompute only what depends on it, or append a fix
     Correct(super::plan_correct::CorrectArgs),
+    /// Review hunk by hunk: accept or reject hunks and files; Apply writes only what is accepted
+    Review(super::plan_review::ReviewArgs),
     /// Sandbox commands: diff, artifacts, checkpoints, rollback, export, cleanup
     #[command(flatten)]
     Sandbox(super::plan_sandbox::PlanSandboxCommand),
@@ -135,6 +136,7 @@ impl PlanCommand {
             PlanCommand::Tree(_) => "tree",
             PlanCommand::Explain(_) => "explain",
             PlanCommand::Correct(_) => "correct",
+            PlanCommand::Review(_) => "review",
             PlanCommand::Sandbox(c) => c.name(),
         }
     }
@@ -173,35 +175,12 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
         PlanCommand::Tree(a) => super::plan_correct::plan_tree(ctx, &a),
         PlanCommand::Explain(a) => super::plan_correct::explain(ctx, &a),
         PlanCommand::Correct(a) => super::plan_correct::correct(ctx, &a),
+        PlanCommand::Review(a) => super::plan_review::run(ctx, &a),
         PlanCommand::Sandbox(c) => super::plan_sandbox::run(c, ctx),
     }
 }
 
 /// Warnings about the plan's git checkouts, each naming its resource.
-fn checkout_warnings(
-    store: &crate::engine::store::Store,
-    plan_id: &crate::engine::domain::id::Id,
-) -> Vec<String> {
-    let Ok(bases) = store.plan_bases(plan_id) else {
-        return Vec::new();
-    };
-    bases
-        .iter()
-        .filter(|b| b.base_commit.is_some())
-        .filter_map(|b| {
-            let pre = crate::engine::sandbox::git_sandbox::preflight(std::path::Path::new(&b.path))
-                .ok()?;
-            Some(
-                pre.warnings()
-                    .into_iter()
-                    .map(|w| format!("{}: {w}", b.resource_name))
-                    .collect::<Vec<_>>(),
-            )
-        })
-        .flatten()
-        .collect()
-}
-
 fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
         return Err(CliError::invalid_input(
@@ -209,15 +188,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         )
         .hint("e.g. --max-cost-usd 0.50"));
     }
-    let budget = {
-        let file = ctx.config().map(|c| c.file.clone()).unwrap_or_default();
-        crate::engine::actors::budget::PlanBudget {
-            max_cost_usd: a.max_cost_usd.or(file.max_cost_usd),
-            max_tokens: a.max_tokens.or(file.max_tokens),
-        }
-    };
-    let mut engine = super::plan_run::engine(ctx, a.stream, "Creating plan")?;
-    let providers = ctx.config()?.providers();
+    let engine = super::plan_run::engine(ctx, a.stream, "Creating plan")?;
     let req = Request {
         action: a.action,
         projects: a.projects,
@@ -230,30 +201,21 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         args: a.args,
         global_profile: super::global_setting(ctx, "automation-profile"),
     };
-    let c = plan_use::create(engine.store_mut(), &providers, &req)?;
-    let plan_id = c.plan.plan_id;
-    let source = if a.max_cost_usd.is_some() || a.max_tokens.is_some() {
-        "flag"
-    } else {
-        "config"
+    let used = match engine.run(api::Op::Use(Box::new(api::UseRequest {
+        request: req,
+        max_cost_usd: a.max_cost_usd,
+        max_tokens: a.max_tokens,
+    })))? {
+        api::Outcome::Used(u) => *u,
+        other => return Err(super::plan_run::unexpected(&other)),
     };
-    engine
-        .store_mut()
-        .set_plan_budget(&plan_id, &budget, source)?;
-    engine.flush(&plan_id)?;
-    // What the plan will not see of the user's checkouts (uncommitted files, submodules,
-    // filter drivers), said before anything runs.
-    let checkout_warnings = checkout_warnings(engine.store(), &plan_id);
-    // The profile decides how far the new plan runs now (auto_strategize, auto_execute, ...).
-    let mut not_yet = None;
-    let driven = match driver::drive(&mut engine, &plan_id, Op::Continue) {
-        Ok(d) => Some(d),
-        Err(RunError::NotYetSupported(what)) => {
-            not_yet = Some(what);
-            None
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let api::Used {
+        created: c,
+        plan: p,
+        driven,
+        not_yet_supported: not_yet,
+        checkout_warnings,
+    } = used;
     let waits_to_start = matches!(
         driven.as_ref().map(|d| &d.stopped),
         Some(Stopped::Gate { approval }) if approval.context["gate"] == "strategize"
@@ -289,7 +251,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
             }
         }
     }
-    let p = &engine.plan(&plan_id)?;
+    let p = &p;
     let id = p.plan_id.to_string();
     let mut data = serde_json::Value::Object(p.as_cli_dict());
     data["profile_source"] = json!(c.profile_source);
@@ -618,21 +580,26 @@ fn cost_view(
     ),
     CliError,
 > {
-    use crate::engine::actors::estimate::{self, USAGE_ESTIMATOR};
-    let e = estimate::estimate(store, p)?;
+    use crate::engine::actors::estimate::USAGE_ESTIMATOR;
+    use crate::engine::lifecycle::estimator;
+    let recorded = estimator::recorded(store, p)?;
+    let e = estimator::current(store, p)?;
     let budget = store.plan_budget(&p.plan_id)?;
     let mut lines = Vec::new();
-    if let Some(named) = p
+    let named = p
         .estimation_actor
         .as_deref()
-        .filter(|a| *a != USAGE_ESTIMATOR)
-    {
+        .filter(|a| *a != USAGE_ESTIMATOR);
+    if let (Some(named), None) = (named, &recorded) {
         lines.push(format!(
-            "estimation actor {named}: running a model estimator is not yet supported; the estimate is {USAGE_ESTIMATOR}'s"
+            "estimation actor {named}: runs when Strategize completes; until then the estimate is {USAGE_ESTIMATOR}'s"
         ));
     }
-    if e.history_plans > 0 {
-        lines.push(format!("Estimate ({USAGE_ESTIMATOR}): {}", e.summary));
+    if recorded.is_some() || e.history_plans > 0 {
+        lines.push(format!("Estimate ({}): {}", e.estimator, e.summary));
+    }
+    if let Some(w) = &e.warning {
+        lines.push(format!("Estimate warning: {w}"));
     }
     if budget.is_set() {
         lines.push(format!(
@@ -669,6 +636,7 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             .map(|a| json!({
                 "approval_id": a.approval_id, "kind": a.kind, "summary": a.summary,
                 "options": a.options, "answer_command": ctx.rewrite(&a.answer_command),
+                "context": a.context,
             }))
             .collect::<Vec<_>>()
     );
@@ -751,6 +719,10 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             .map(|(f, w)| json!({"flag": f, "effect": w}))
             .collect::<Vec<_>>()
     );
+    let providers = ctx.config()?.providers();
+    let checks = crate::engine::lifecycle::invariant_checks::coverage(&store, &providers, &id)?;
+    let checks_line = invariant_checks_line(&checks);
+    data["invariant_checks"] = json!({"coverage": checks, "summary": checks_line});
     let waiting = extra.approvals.first();
     let (level, text) = match (p.phase(), p.state()) {
         (Phase::Applied, _) => (Level::Ok, "Plan applied".to_string()),
@@ -816,6 +788,9 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             ("Attempt", p.status.attempt.to_string().into()),
         ],
     ));
+    if let Some(line) = checks_line {
+        report = report.with(Element::panel("Invariant Checks", [("Checked", line)]));
+    }
     if let Some(parent) = p.parent_plan_id {
         report = report.with(Element::panel(
             "Child Plan",
@@ -1058,16 +1033,41 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             ),
         ],
     ));
-    report = report.with(Element::List {
-        title: "Not Yet Supported".into(),
-        items: extra
-            .not_yet_supported
-            .iter()
-            .map(|(f, w)| format!("{f}: {w}"))
-            .collect(),
-    });
+    if !extra.not_yet_supported.is_empty() {
+        report = report.with(Element::List {
+            title: "Not Yet Supported".into(),
+            items: extra
+                .not_yet_supported
+                .iter()
+                .map(|(f, w)| format!("{f}: {w}"))
+                .collect(),
+        });
+    }
     report.status.level = level;
     Ok(report)
+}
+
+/// How the plan's invariants are checked after each step and before Apply, in words (`None`
+/// when it has none); free text without an invariant actor is said to be unchecked.
+fn invariant_checks_line(
+    c: &crate::engine::lifecycle::invariant_checks::Coverage,
+) -> Option<String> {
+    let machine = c.paths_unchanged + c.command;
+    let mut parts = Vec::new();
+    if machine > 0 {
+        parts.push(format!(
+            "{machine} machine-checked after each step and before apply ({} paths-unchanged, {} command)",
+            c.paths_unchanged, c.command
+        ));
+    }
+    match (&c.invariant_actor, c.free_text) {
+        (_, 0) => {}
+        (Some(a), n) => parts.push(format!("{n} free-text judged by the invariant actor {a}")),
+        (None, n) => parts.push(format!(
+            "{n} free-text not machine-checked (no invariant actor: set one with `--invariant-actor` or the `invariant-actor` setting)"
+        )),
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The phases the profile runs without asking (`strategize, execute`), or that none do.

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::confirm::confirm;
 use super::{CliError, Context, view};
+use crate::engine::api;
 use crate::engine::correction::impact::{self, Impact};
 use crate::engine::correction::{append as appending, revert, tree};
 use crate::engine::domain::Id;
@@ -561,33 +562,6 @@ fn impact_elements(report: Report, imp: &Impact, store: &Store) -> Report {
 /// A correction's own budget (`--max-cost-usd`, `--max-tokens`): the plan's budget becomes
 /// what it has spent plus these, so the correction and the re-run it drives may spend that
 /// much more (and stop with a `budget` approval before passing it).
-fn correction_budget(
-    engine: &mut crate::engine::lifecycle::Engine,
-    plan_id: &Id,
-    a: &CorrectArgs,
-) -> Result<(), CliError> {
-    if a.max_cost_usd.is_none() && a.max_tokens.is_none() {
-        return Ok(());
-    }
-    if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
-        return Err(CliError::invalid_input(
-            "--max-cost-usd must be a non-negative number of US dollars",
-        ));
-    }
-    let spent = engine.store().usage_for_plan(plan_id)?;
-    let old = engine.store().plan_budget(plan_id)?;
-    let budget = old.raised(crate::engine::actors::budget::PlanBudget {
-        max_cost_usd: a.max_cost_usd.map(|c| spent.priced_cost_usd + c),
-        max_tokens: a
-            .max_tokens
-            .map(|t| spent.input_tokens + spent.output_tokens + t),
-    });
-    engine
-        .store_mut()
-        .set_plan_budget(plan_id, &budget, "correction")?;
-    Ok(())
-}
-
 /// What a revert dry run suggests: running the revert, or, when it would be refused, what fits
 /// instead (never the refused command).
 fn dry_run_next_steps(
@@ -713,9 +687,22 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             d.decision_id
         )),
     )?;
-    let mut engine = super::plan_run::engine(ctx, false, "Correcting")?;
-    correction_budget(&mut engine, &d.plan_id, a)?;
-    let r = revert::revert(&mut engine, &d.decision_id, &a.guidance)?;
+    if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(CliError::invalid_input(
+            "--max-cost-usd must be a non-negative number of US dollars",
+        ));
+    }
+    let engine = super::plan_run::engine(ctx, false, "Correcting")?;
+    let r = match engine.run(api::Op::Correct(Box::new(api::Correction {
+        decision: d.decision_id,
+        mode: api::CorrectMode::Revert,
+        guidance: a.guidance.clone(),
+        max_cost_usd: a.max_cost_usd,
+        max_tokens: a.max_tokens,
+    })))? {
+        api::Outcome::Reverted(r) => *r,
+        other => return Err(super::plan_run::unexpected(&other)),
+    };
     let Some(driven) = r.driven.clone() else {
         return Err(CliError::new(
             "CORRECTION_FAILED",
@@ -999,7 +986,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         d.decision_id
     ));
     {
-        let engine = super::plan_run::engine(ctx, false, "Reading")?;
+        let engine = super::plan_run::engine(ctx, false, "Reading")?.lifecycle()?;
         let parent = engine.plan(&d.plan_id)?;
         appending::child_execution_actor(&engine, &parent, a.execution_actor.as_deref()).map_err(
             |why| {
@@ -1017,7 +1004,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         )?;
     }
     if a.dry_run {
-        let engine = super::plan_run::engine(ctx, false, "Reading")?;
+        let engine = super::plan_run::engine(ctx, false, "Reading")?.lifecycle()?;
         let parent = engine.plan(&d.plan_id)?;
         let bases = appending::child_bases(&engine, &parent)?;
         let data = json!({
@@ -1055,13 +1042,19 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         &ctx.terminal,
         &again,
     )?;
-    let mut engine = super::plan_run::engine(ctx, false, "Adding a child plan")?;
-    let r = appending::append(
-        &mut engine,
-        &d.decision_id,
-        &a.guidance,
-        a.execution_actor.as_deref(),
-    )?;
+    let engine = super::plan_run::engine(ctx, false, "Adding a child plan")?;
+    let r = match engine.run(api::Op::Correct(Box::new(api::Correction {
+        decision: d.decision_id,
+        mode: api::CorrectMode::Append {
+            execution_actor: a.execution_actor.clone(),
+        },
+        guidance: a.guidance.clone(),
+        max_cost_usd: None,
+        max_tokens: None,
+    })))? {
+        api::Outcome::Appended(r) => *r,
+        other => return Err(super::plan_run::unexpected(&other)),
+    };
     let child = &r.child;
     let next = match r.driven.as_ref().map(|x| &x.stopped) {
         Some(Stopped::Gate { approval }) => ctx.rewrite(&approval.answer_command),

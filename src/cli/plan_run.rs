@@ -15,14 +15,15 @@ use serde_json::{Value, json};
 
 use super::interrupt::Guard;
 use super::{CliError, Context, view};
+use crate::engine::api::{self, Op, Outcome};
 use crate::engine::domain::approval::Approval;
 use crate::engine::domain::{Id, Plan};
 use crate::engine::events::EngineEvent;
-use crate::engine::lifecycle::approvals::{self as lc_approvals, Answer};
-use crate::engine::lifecycle::driver::{self, Driven, Op, Stopped};
-use crate::engine::lifecycle::{Engine, Observer, RunError};
+use crate::engine::lifecycle::Observer;
+use crate::engine::lifecycle::approvals::Answer;
+use crate::engine::lifecycle::driver::{Driven, Stopped};
 use crate::output::progress::Spinner;
-use crate::output::{Column, Element, Exit, Level, Report};
+use crate::output::{Column, Element, Level, Report};
 
 /// `plan execute` arguments.
 #[derive(Debug, Args)]
@@ -43,6 +44,16 @@ pub struct ApplyArgs {
     /// Leave the changes in the working tree instead of committing them
     #[arg(long)]
     pub no_commit: bool,
+    /// Apply only files matching this glob (repeatable; with review marks, only their
+    /// accepted hunks)
+    #[arg(long, value_name = "GLOB")]
+    pub only: Vec<String>,
+    /// Leave out files matching this glob (repeatable)
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// After a partial Apply, discard what was left out instead of keeping it in the sandbox
+    #[arg(long)]
+    pub discard_rest: bool,
     /// Print events as JSON Lines, then the envelope as the last line
     #[arg(long)]
     pub stream: bool,
@@ -150,14 +161,13 @@ impl Observer for CliObserver {
     }
 }
 
-/// An engine for this command, with an observer that streams events (`stream`) or shows a
-/// spinner (rich), and turns Ctrl-C into a clean stop.
+/// The engine's API for this command, with an observer that streams events (`stream`) or
+/// shows a spinner (rich), and turns Ctrl-C into a clean stop.
 ///
 /// # Errors
-/// Store and config errors.
-pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<Engine, CliError> {
-    let store = ctx.store()?;
-    let providers = ctx.config()?.providers();
+/// Config errors (`CONFIG_INVALID`).
+pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<api::Engine, CliError> {
+    let settings = api::Settings::from_config(ctx.config()?);
     let observer = CliObserver {
         stream,
         spinner: if stream {
@@ -167,15 +177,33 @@ pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<Engin
         },
         guard: Guard::new(),
     };
-    let max_children = ctx.config()?.max_parallel_children();
-    Ok(
-        Engine::new(store, ctx.paths.clone(), providers, Box::new(observer))?
-            .with_max_parallel_children(max_children),
+    Ok(api::Engine::new(ctx.paths.clone(), settings).with_observer(std::sync::Arc::new(observer)))
+}
+
+fn resolve_plan(engine: &api::Engine, input: &str) -> Result<Id, CliError> {
+    Ok(engine.resolve_plan(input)?)
+}
+
+/// The error for an outcome of another operation than the one run (a bug).
+pub(crate) fn unexpected(outcome: &Outcome) -> CliError {
+    CliError::new(
+        "INTERNAL",
+        format!(
+            "the engine answered with the outcome of `{}`",
+            outcome.name()
+        ),
     )
 }
 
-fn resolve_plan(engine: &Engine, input: &str) -> Result<Id, CliError> {
-    Ok(engine.store().resolve_plan_id(input)??)
+/// Runs an operation that drives a plan and returns how driving ended.
+///
+/// # Errors
+/// The operation's errors; `INTERNAL` for another outcome.
+pub(crate) fn run_driven(engine: &api::Engine, op: Op) -> Result<Driven, CliError> {
+    match engine.run(op)? {
+        Outcome::Driven(d) => Ok(*d),
+        other => Err(unexpected(&other)),
+    }
 }
 
 /// An approval as json; its `answer_command` repeats `--data-dir` / `--config-path` when the
@@ -221,16 +249,14 @@ pub(crate) fn driven_report(
     data["events"] = json!(driven.events.len());
     let needs = |approvals: &[Approval], what: String| {
         let first = &approvals[0];
-        let mut err = CliError::new("NEEDS_APPROVAL", what)
-            .detail(format!(
-                "plan {id} is at {}/{}; approval {} ({}): {}",
-                p.phase(),
-                p.state(),
-                first.approval_id,
-                first.kind,
-                first.summary
-            ))
-            .exit(Exit::NeedsHuman);
+        let mut err = CliError::new("NEEDS_APPROVAL", what).detail(format!(
+            "plan {id} is at {}/{}; approval {} ({}): {}",
+            p.phase(),
+            p.state(),
+            first.approval_id,
+            first.kind,
+            first.summary
+        ));
         for a in approvals {
             err = err.hint(ctx.rewrite(&a.answer_command));
         }
@@ -270,6 +296,21 @@ pub(crate) fn driven_report(
                 approvals,
                 format!(
                     "plan {id} waits for approval to spawn {} child plan{}: {}",
+                    approvals.len(),
+                    if approvals.len() == 1 { "" } else { "s" },
+                    approvals[0].summary
+                ),
+            ))
+        }
+        Stopped::Decisions { approvals }
+            if approvals.iter().all(|a| {
+                a.kind == crate::engine::domain::approval::ApprovalKind::InvariantViolation
+            }) =>
+        {
+            Err(needs(
+                approvals,
+                format!(
+                    "plan {id} stopped: {} invariant{} violated: {} (answer with --option accept, correct or cancel)",
                     approvals.len(),
                     if approvals.len() == 1 { "" } else { "s" },
                     approvals[0].summary
@@ -419,9 +460,9 @@ pub(crate) fn plan_panel(p: &Plan) -> Element {
 /// See [`driven_report`]; `CONFLICT` for plans in apply, applied or cancelled, or driven by
 /// another process.
 pub fn execute(ctx: &Context, a: &ExecuteArgs) -> Result<Report, CliError> {
-    let mut engine = engine(ctx, a.stream, "Running plan")?;
+    let engine = engine(ctx, a.stream, "Running plan")?;
     let id = resolve_plan(&engine, &a.plan)?;
-    let driven = driver::drive(&mut engine, &id, Op::Execute)?;
+    let driven = run_driven(&engine, Op::Execute { plan: id })?;
     driven_report(ctx, "plan execute", driven)
 }
 
@@ -431,52 +472,43 @@ pub fn execute(ctx: &Context, a: &ExecuteArgs) -> Result<Report, CliError> {
 /// `NEEDS_APPROVAL` (exit 3) without a terminal and without `--yes`; `ABORTED` when declined;
 /// see [`driven_report`].
 pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
-    let mut engine = engine(ctx, a.stream, "Applying plan")?;
-    let id = resolve_plan(&engine, &a.plan)?;
-    engine.recover(&id)?;
-    let plan = engine.plan(&id)?;
-    if !matches!(
-        (plan.phase(), plan.state()),
-        (
-            crate::engine::domain::Phase::Execute,
-            crate::engine::domain::ProcessingState::Complete
-        ) | (
-            crate::engine::domain::Phase::Apply,
-            crate::engine::domain::ProcessingState::Queued
-                | crate::engine::domain::ProcessingState::Errored
-        )
-    ) {
-        // Let the driver name what is wrong (CONFLICT with hints).
-        let driven = driver::drive(
-            &mut engine,
-            &id,
-            Op::Apply {
-                no_commit: a.no_commit,
-            },
-        )?;
-        return driven_report(ctx, "plan apply", driven);
-    }
-    let preview = crate::engine::lifecycle::apply::preview(&engine, &plan)?;
-    let files: usize = preview.iter().map(|p| p.files.len()).sum();
-    let added: u64 = preview
-        .iter()
-        .flat_map(|p| p.files.iter().map(|f| f.2))
-        .sum();
-    let removed: u64 = preview
-        .iter()
-        .flat_map(|p| p.files.iter().map(|f| f.3))
-        .sum();
+    let apply = |plan: Id| Op::Apply {
+        plan,
+        no_commit: a.no_commit,
+        selection: crate::engine::review::partial::ApplyRequest {
+            only: a.only.clone(),
+            exclude: a.exclude.clone(),
+            discard_rest: a.discard_rest,
+        },
+    };
+    // What is shown before asking is read with an engine of its own, whose spinner is gone
+    // (dropped with it) before the question is asked: a spinner drawing on stderr would
+    // overwrite the `[y/N]` prompt.
+    let (id, confirmation) = {
+        let engine = engine(ctx, a.stream, "Applying plan")?;
+        let id = resolve_plan(&engine, &a.plan)?;
+        let Some(preview) = engine.apply_preview(&id)? else {
+            finished_plan(ctx, &id, a.discard_rest)?;
+            // Let the driver name what is wrong (CONFLICT with hints).
+            let driven = run_driven(&engine, apply(id))?;
+            return driven_report(ctx, "plan apply", driven);
+        };
+        let request = crate::engine::review::partial::ApplyRequest {
+            only: a.only.clone(),
+            exclude: a.exclude.clone(),
+            discard_rest: a.discard_rest,
+        };
+        let selection = crate::engine::review::partial::Selection::new(&request)?;
+        let review = engine.review(&id)?;
+        let confirmation = if review.any_marked() || !selection.is_empty() {
+            partial_confirmation(&id, &review, &selection, request.discard_rest)
+        } else {
+            full_confirmation(&id, &preview)
+        };
+        (id, confirmation)
+    };
     if !a.yes && ctx.terminal.stdin_tty {
-        let mut text = format!("Changes of plan {id}: {files} file(s), +{added} -{removed}\n");
-        for p in &preview {
-            for (status, path, plus, minus) in &p.files {
-                text.push_str(&format!(
-                    "  {status} {path} (+{plus} -{minus}) [{}]\n",
-                    p.resource
-                ));
-            }
-        }
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), confirmation.text.as_bytes());
     }
     super::confirm::confirm(
         &format!("Apply changes for plan {id}?"),
@@ -486,19 +518,148 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
     )
     .map_err(|mut e| {
         if e.data.is_object() {
-            e.data["changes"] = json!(preview);
-            e.data["files"] = json!(files);
+            e.data["changes"] = confirmation.changes.clone();
+            e.data["files"] = json!(confirmation.files);
+            if let Some(left_out) = &confirmation.left_out {
+                e.data["left_out"] = left_out.clone();
+            }
         }
         e
     })?;
-    let driven = driver::drive(
-        &mut engine,
-        &id,
-        Op::Apply {
-            no_commit: a.no_commit,
-        },
-    )?;
+    let engine = engine(ctx, a.stream, "Applying plan")?;
+    let driven = run_driven(&engine, apply(id))?;
     driven_report(ctx, "plan apply", driven)
+}
+
+/// `CONFLICT` for a plan that is already applied or cancelled, with follow-ups that fit it
+/// (what it changed; with `--discard-rest`, `plan cleanup`, which releases an applied plan's
+/// sandbox and so discards what a partial Apply left there). `Ok` for any other plan.
+fn finished_plan(ctx: &Context, id: &Id, discard_rest: bool) -> Result<(), CliError> {
+    use crate::engine::domain::{Phase, ProcessingState};
+    let Some(plan) = ctx.store()?.plan(id)? else {
+        return Ok(());
+    };
+    if plan.phase() == Phase::Applied {
+        let mut e = CliError::new(
+            "CONFLICT",
+            format!("plan {id} is already applied; there is nothing left to apply"),
+        )
+        .hint(ctx.suggest(&format!("plan status {id}")))
+        .hint(ctx.suggest(&format!("plan artifacts {id}")));
+        if discard_rest {
+            e = e
+                .detail("what a partial Apply left out, if anything, stays in the plan's sandbox until `plan cleanup` releases it")
+                .hint(ctx.suggest("plan cleanup"));
+        }
+        return Err(e);
+    }
+    if plan.state() == ProcessingState::Cancelled {
+        return Err(CliError::new(
+            "CONFLICT",
+            format!("plan {id} is cancelled; a cancelled plan is never applied"),
+        )
+        .hint(ctx.suggest(&format!("plan status {id}")))
+        .hint(ctx.suggest("plan cleanup")));
+    }
+    Ok(())
+}
+
+/// What `plan apply` shows before asking: the text (stderr, on a terminal) and the data the
+/// `NEEDS_APPROVAL` error carries.
+struct Confirmation {
+    text: String,
+    changes: Value,
+    files: usize,
+    left_out: Option<Value>,
+}
+
+/// The whole reviewed tree, per resource and file.
+fn full_confirmation(
+    id: &crate::engine::domain::Id,
+    preview: &[crate::engine::lifecycle::apply::Preview],
+) -> Confirmation {
+    let files: usize = preview.iter().map(|p| p.files.len()).sum();
+    let added: u64 = preview
+        .iter()
+        .flat_map(|p| p.files.iter().map(|f| f.2))
+        .sum();
+    let removed: u64 = preview
+        .iter()
+        .flat_map(|p| p.files.iter().map(|f| f.3))
+        .sum();
+    let mut text = format!("Changes of plan {id}: {files} file(s), +{added} -{removed}\n");
+    for p in preview {
+        for (status, path, plus, minus) in &p.files {
+            text.push_str(&format!(
+                "  {status} {path} (+{plus} -{minus}) [{}]\n",
+                p.resource
+            ));
+        }
+    }
+    Confirmation {
+        text,
+        changes: json!(preview),
+        files,
+        left_out: None,
+    }
+}
+
+/// Only what the review marks (and `--only`/`--exclude`) let through, then what is left out
+/// (`docs/review.md`).
+fn partial_confirmation(
+    id: &crate::engine::domain::Id,
+    review: &crate::engine::review::Review,
+    selection: &crate::engine::review::partial::Selection,
+    discard_rest: bool,
+) -> Confirmation {
+    let (written, left_out) = crate::engine::review::partial::outline(review, selection);
+    let items: usize = written.iter().map(|w| w.items).sum();
+    let total: usize = review.files.iter().map(|f| f.items.len()).sum();
+    let added: u64 = written.iter().map(|w| w.additions).sum();
+    let removed: u64 = written.iter().map(|w| w.deletions).sum();
+    let mut text = format!(
+        "Accepted part of plan {id}: {items} of {total} item(s) in {} file(s), +{added} -{removed}\n",
+        written.len()
+    );
+    for w in &written {
+        let part = if w.items == w.of {
+            String::new()
+        } else {
+            format!("{} of {} hunks, ", w.items, w.of)
+        };
+        text.push_str(&format!(
+            "  {} {} ({part}+{} -{}) [{}]\n",
+            w.status.letter(),
+            w.path,
+            w.additions,
+            w.deletions,
+            w.resource
+        ));
+    }
+    if !left_out.is_empty() {
+        text.push_str(&format!(
+            "Left out ({}), {}:\n",
+            left_out.len(),
+            if discard_rest {
+                "discarded with the sandbox"
+            } else {
+                "kept in the sandbox"
+            }
+        ));
+        for l in &left_out {
+            text.push_str(&format!("  {} {} ({}", l.path, l.what, l.why));
+            if let Some(r) = &l.reason {
+                text.push_str(&format!(": {r}"));
+            }
+            text.push_str(")\n");
+        }
+    }
+    Confirmation {
+        text,
+        changes: json!(written),
+        files: written.len(),
+        left_out: Some(json!(left_out)),
+    }
 }
 
 /// `plan cancel [-r REASON] PLAN`.
@@ -506,15 +667,19 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
 /// # Errors
 /// `CONFLICT` for applied or cancelled plans.
 pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
-    let mut engine = engine(ctx, false, "Cancelling plan")?;
+    let engine = engine(ctx, false, "Cancelling plan")?;
     let id = resolve_plan(&engine, &a.plan)?;
-    let before = crate::engine::lease::holder(engine.store(), &id)?;
-    let plan = driver::cancel(
-        &mut engine,
-        &id,
-        a.reason.as_deref(),
-        Duration::from_secs(5),
-    )?;
+    let api::Cancelled {
+        plan,
+        was_running_in: before,
+    } = match engine.run(Op::Cancel {
+        plan: id,
+        reason: a.reason.clone(),
+        wait: Duration::from_secs(5),
+    })? {
+        Outcome::Cancelled(c) => *c,
+        other => return Err(unexpected(&other)),
+    };
     let cancelled = plan.state() == crate::engine::domain::ProcessingState::Cancelled;
     let data = json!({
         "plan": Value::Object(plan.as_cli_dict()),
@@ -600,43 +765,31 @@ pub fn approvals(ctx: &Context, a: &ApprovalsArgs) -> Result<Report, CliError> {
 fn answer_report(
     ctx: &Context,
     command: &str,
-    mut engine: Engine,
-    approval_id: &str,
-    answer: Answer,
+    engine: &api::Engine,
+    op: Op,
 ) -> Result<Report, CliError> {
-    let answered = lc_approvals::answer(&mut engine, approval_id, answer)?;
-    let plan_id = answered.approval.plan_id;
-    if answered.resume {
-        // Answering "retry" on an errored or transient-failure approval is an explicit request
-        // to run the failed phase again, as `plan execute` is.
-        let retry = matches!(
-            answered.approval.kind,
-            crate::engine::domain::approval::ApprovalKind::Errored
-                | crate::engine::domain::approval::ApprovalKind::TransientFailure
-                | crate::engine::domain::approval::ApprovalKind::ErrorRecovery
-                | crate::engine::domain::approval::ApprovalKind::Budget
-        );
-        let op = if retry { Op::Execute } else { Op::Continue };
-        let driven = driver::drive(&mut engine, &plan_id, op);
-        match driven {
-            Ok(d) => {
-                return driven_report(ctx, command, d).map(|r| {
-                    r.message(Level::Info, format!("{}: {}", approval_id, answered.effect))
-                });
-            }
-            Err(RunError::NotYetSupported(what)) => {
-                let plan = engine.plan(&plan_id)?;
-                return Ok(Report::ok(
-                    command,
-                    json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
-                    format!("Answered {approval_id}; {what}: not yet supported"),
-                )
-                .with(plan_panel(&plan)));
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let api::Answered {
+        answered,
+        plan,
+        driven,
+        not_yet_supported,
+    } = match engine.run(op)? {
+        Outcome::Answered(a) => *a,
+        other => return Err(unexpected(&other)),
+    };
+    let approval_id = &answered.approval.approval_id;
+    if let Some(d) = driven {
+        return driven_report(ctx, command, d)
+            .map(|r| r.message(Level::Info, format!("{}: {}", approval_id, answered.effect)));
     }
-    let plan = engine.plan(&plan_id)?;
+    if let Some(what) = not_yet_supported {
+        return Ok(Report::ok(
+            command,
+            json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
+            format!("Answered {approval_id}; {what}: not yet supported"),
+        )
+        .with(plan_panel(&plan)));
+    }
     let next = next_after(ctx, &answered.approval, &plan);
     let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())});
     if !next.is_empty() {
@@ -728,16 +881,18 @@ pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
         return answer_report(
             ctx,
             "plan decide",
-            engine,
-            &a.approval,
-            Answer::Budget(budget),
+            &engine,
+            Op::Decide {
+                approval: a.approval.clone(),
+                answer: Answer::Budget(budget),
+            },
         );
     }
     let answer = match (&a.option, &a.guidance) {
         (Some(text), _) => match text.trim().parse::<usize>() {
             Ok(n) => Answer::Option(n),
             Err(_) => {
-                let approval = engine.store().approval(&a.approval)?;
+                let approval = engine.store()?.approval(&a.approval)?;
                 let options = approval.map(|x| x.options).unwrap_or_default();
                 match options
                     .iter()
@@ -764,7 +919,15 @@ pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
                 .hint(ctx.suggest(&format!("plan decide {} --option 1", a.approval))));
         }
     };
-    answer_report(ctx, "plan decide", engine, &a.approval, answer)
+    answer_report(
+        ctx,
+        "plan decide",
+        &engine,
+        Op::Decide {
+            approval: a.approval.clone(),
+            answer,
+        },
+    )
 }
 
 /// `plan reject APR --reason TEXT`.
@@ -780,9 +943,11 @@ pub fn reject(ctx: &Context, a: &RejectArgs) -> Result<Report, CliError> {
     answer_report(
         ctx,
         "plan reject",
-        engine,
-        &a.approval,
-        Answer::Reject(a.reason.trim().to_string()),
+        &engine,
+        Op::Reject {
+            approval: a.approval.clone(),
+            reason: a.reason.trim().to_string(),
+        },
     )
 }
 
@@ -796,15 +961,24 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
         return Err(CliError::invalid_input("TEXT cannot be empty"));
     }
     super::refuse_placeholder("the guidance", &a.text)?;
-    let mut engine = engine(ctx, a.stream, "Resuming plan")?;
+    let engine = engine(ctx, a.stream, "Resuming plan")?;
     let id = resolve_plan(&engine, &a.plan)?;
-    let prompted = lc_approvals::prompt(&mut engine, &id, a.text.trim())?;
+    let api::Prompted {
+        prompted,
+        plan,
+        driven,
+    } = match engine.run(Op::Prompt {
+        plan: id,
+        text: a.text.trim().to_string(),
+    })? {
+        Outcome::Prompted(p) => *p,
+        other => return Err(unexpected(&other)),
+    };
     let note = prompted
         .answered
         .as_ref()
         .map(|apr| format!("answered {apr} with the guidance"));
-    if !prompted.resume {
-        let plan = engine.plan(&id)?;
+    let Some(driven) = driven else {
         let mut r = Report::ok(
             "plan prompt",
             json!({"plan": Value::Object(plan.as_cli_dict()), "guidance": a.text.trim(), "resumed": false}),
@@ -815,8 +989,7 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
             r = r.message(Level::Info, n);
         }
         return Ok(r);
-    }
-    let driven = driver::drive(&mut engine, &id, Op::Execute)?;
+    };
     driven_report(ctx, "plan prompt", driven).map(|r| match note {
         Some(n) => r.message(Level::Info, n),
         None => r,

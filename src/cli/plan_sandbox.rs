@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::confirm::confirm;
 use super::{CliError, Context};
+use crate::engine::api;
 use crate::engine::domain::plan::Plan;
 use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
 use crate::engine::sandbox::git_sandbox::preflight;
@@ -16,7 +17,7 @@ use crate::engine::sandbox::{
     DEFAULT_RETENTION_DAYS, Sandbox, SandboxTarget, Sandboxes, TargetKind, export, lifetime,
 };
 use crate::engine::store::Store;
-use crate::output::{Cell, Column, Element, Level, Report, Tone};
+use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone};
 
 /// `agents plan ...` (sandbox commands).
 #[derive(Debug, Subcommand)]
@@ -155,6 +156,19 @@ fn retention(ctx: &Context) -> u32 {
         .unwrap_or(DEFAULT_RETENTION_DAYS)
 }
 
+/// The engine's API for the sandbox commands: they run with the configured retention, or the
+/// default one when `config.toml` is unusable, and need no providers.
+fn api_engine(ctx: &Context) -> api::Engine {
+    let settings = ctx
+        .config()
+        .map(api::Settings::from_config)
+        .unwrap_or_else(|_| api::Settings {
+            sandbox_retention_days: retention(ctx),
+            ..api::Settings::default()
+        });
+    api::Engine::new(ctx.paths.clone(), settings)
+}
+
 /// Opens the store, sweeps orphaned and expired sandboxes, and loads a plan by id or prefix.
 ///
 /// # Errors
@@ -261,9 +275,12 @@ fn resource_diff(
     sb: &Sandbox,
     request: &DiffRequest,
 ) -> Result<Vec<FileDiff>, CliError> {
-    Ok(crate::engine::sandbox::attribution::attributed_diff(
-        store, sb, request,
-    )?)
+    let mut files = crate::engine::sandbox::attribution::attributed_diff(store, sb, request)?;
+    // The ids `plan review` marks (`docs/review.md`); without hunks (`--stat`) there are none.
+    if request.hunks {
+        crate::engine::review::assign_ids(&sb.record.resource_name, &mut files);
+    }
+    Ok(files)
 }
 
 /// One row of the Changed Files table.
@@ -308,7 +325,8 @@ fn plan_diff(
         return applied_diff(&store, &plan, resource, &request);
     }
     // The human formats draw only the table and the text diff, the structured ones only the
-    // data: each builds its own, and the data takes each file over (no second copy of it).
+    // data: each builds its own, and the data takes each file over as it is (serialized
+    // straight to the output, no `serde_json::Value` per line).
     let structured = ctx.format.is_structured();
     let mut resources = Vec::new();
     let mut all_files = Vec::new();
@@ -321,18 +339,13 @@ fn plan_diff(
         stats.additions += own.additions;
         stats.deletions += own.deletions;
         if structured {
-            let files = files
-                .into_iter()
-                .map(serde_json::to_value)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| CliError::new("INTERNAL", format!("serializing the diff: {e}")))?;
-            let mut r = serde_json::Map::new();
-            r.insert("resource_name".into(), json!(sb.target.resource_name));
-            r.insert("strategy".into(), json!(sb.record.strategy));
-            r.insert("base_commit".into(), json!(sb.record.base_commit));
-            r.insert("stats".into(), json!(own));
-            r.insert("files".into(), serde_json::Value::Array(files));
-            resources.push(serde_json::Value::Object(r));
+            resources.push(ResourceDiff {
+                resource_name: sb.target.resource_name.clone(),
+                strategy: sb.record.strategy,
+                base_commit: sb.record.base_commit.clone(),
+                stats: own,
+                files,
+            });
             continue;
         }
         for f in &files {
@@ -340,11 +353,6 @@ fn plan_diff(
         }
         all_files.extend(files);
     }
-    let mut data = serde_json::Map::new();
-    data.insert("plan_id".into(), json!(plan.plan_id.to_string()));
-    data.insert("stats".into(), json!(stats));
-    data.insert("resources".into(), serde_json::Value::Array(resources));
-    let data = serde_json::Value::Object(data);
     let status = if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
         "The plan's sandboxes were released or removed; their work trees are gone".to_string()
     } else if active.is_empty() {
@@ -355,10 +363,38 @@ fn plan_diff(
             stats.files_changed, stats.additions, stats.deletions
         )
     };
-    // Set after construction: `Report::ok` would copy the (large) value once more.
+    let data = DiffData {
+        plan_id: plan.plan_id.to_string(),
+        stats,
+        resources,
+    };
     let mut report = Report::ok("plan diff", serde_json::Value::Null, status);
-    report.data = data;
+    if structured {
+        report.payload = Some(Payload::new(data));
+    } else {
+        report.data = serde_json::to_value(&data)
+            .map_err(|e| CliError::new("INTERNAL", format!("serializing the diff: {e}")))?;
+    }
     Ok(diff_report(report, rows, &all_files, request.hunks))
+}
+
+/// `plan diff`'s data: `{plan_id, stats, resources: [{resource_name, strategy, base_commit,
+/// stats, files}]}` (resources only in the structured formats).
+#[derive(serde::Serialize)]
+struct DiffData {
+    plan_id: String,
+    stats: diff::DiffStats,
+    resources: Vec<ResourceDiff>,
+}
+
+/// One resource's part of [`DiffData`].
+#[derive(serde::Serialize)]
+struct ResourceDiff {
+    resource_name: String,
+    strategy: crate::engine::sandbox::Strategy,
+    base_commit: Option<String>,
+    stats: diff::DiffStats,
+    files: Vec<FileDiff>,
 }
 
 /// The Changed Files table and, with hunks, the unified diff.
@@ -626,20 +662,22 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
 }
 
 fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, CliError> {
-    let (mut store, sandboxes, plan) = open(ctx, plan)?;
+    let (store, _sandboxes, plan) = open(ctx, plan)?;
     let cp_id = store.resolve_checkpoint(&plan.plan_id, cp)??;
+    drop(store);
     let question = format!(
         "Roll plan {} back to {cp_id}, discarding later work?",
         plan.plan_id
     );
     let answer_with = ctx.suggest(&format!("plan rollback --yes {} {cp_id}", plan.plan_id));
     confirm(&question, yes, &ctx.terminal, &answer_with)?;
-    let rolled = crate::engine::lifecycle::rollback::to_checkpoint(
-        &mut store,
-        &sandboxes,
-        &plan.plan_id,
-        &cp_id,
-    )?;
+    let rolled = match api_engine(ctx).run(api::Op::Rollback {
+        plan: plan.plan_id,
+        checkpoint: cp_id.clone(),
+    })? {
+        api::Outcome::RolledBack(r) => *r,
+        other => return Err(super::plan_run::unexpected(&other)),
+    };
     let outcome = &rolled.outcome;
     let steps_reset = rolled.steps_to_run_again;
     let data = json!({
@@ -770,15 +808,17 @@ fn export_cmd(
 }
 
 fn cleanup(ctx: &Context, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let sandboxes = Sandboxes::new(&ctx.paths);
+    ctx.store()?;
     confirm(
         "Remove the sandboxes of cancelled and errored plans and release those of applied plans?",
         yes,
         &ctx.terminal,
         &ctx.suggest("plan cleanup --yes"),
     )?;
-    let report = lifetime::cleanup(&mut store, &sandboxes, Timestamp::now(), retention(ctx))?;
+    let report = match api_engine(ctx).run(api::Op::Cleanup)? {
+        api::Outcome::CleanedUp(r) => *r,
+        other => return Err(super::plan_run::unexpected(&other)),
+    };
     let rows = report
         .sandboxes
         .iter()

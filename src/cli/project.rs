@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
 use crate::engine::registry::projects::{self, LinkedResource, Project, Validation};
-use crate::engine::registry::{resource_types, resources};
+use crate::engine::registry::resources;
 use crate::output::{Column, Element, Level, Report};
 
 /// `agents project ...`
@@ -278,7 +278,7 @@ fn links_table(title: &str, links: &[LinkedResource]) -> Element {
                     view::id(l.resource.name.clone()),
                     l.resource.type_name.clone().into(),
                     view::or(l.alias.as_deref(), "-"),
-                    resource_types::effective_strategy(&l.resource.type_name, &[]).into(),
+                    l.resource.sandbox_strategy().to_string().into(),
                     view::flag_cell(
                         l.read_only
                             || !l

@@ -245,7 +245,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
         },
         ctx,
     )?;
-    data["diff"] = diff.data.clone();
+    data["diff"] = diff.data_value();
     let summary = diff.status.text.clone();
     let mut report = Report::ok("quickstart", data, String::new()).with(Element::panel(
         "Quickstart",
@@ -284,7 +284,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
             ctx.suggest(&format!("plan diff {plan_id}")),
         ],
     });
-    let nothing = diff.data["stats"]["files_changed"].as_u64() == Some(0);
+    let nothing = report.data["diff"]["stats"]["files_changed"].as_u64() == Some(0);
     let message = if nothing {
         format!("plan {plan_id} found nothing to change; applying it records that without a commit")
     } else {
@@ -305,7 +305,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
                 .into(),
         ),
         suggestions: vec![apply],
-        exit: Exit::NeedsHuman,
+        exit: super::error::exit_of_str("NEEDS_APPROVAL"),
     });
     Ok(report)
 }
@@ -351,7 +351,7 @@ fn ensure_sample(dir: &Path) -> Result<bool, CliError> {
     }
     let io = |e: std::io::Error| {
         CliError::new(
-            "IO",
+            "IO_ERROR",
             format!("cannot write the sample project to {}: {e}", dir.display()),
         )
         .hint("check the data directory's permissions, or pass a checkout as PATH")
@@ -373,7 +373,7 @@ fn ensure_sample(dir: &Path) -> Result<bool, CliError> {
     }
     let git = |e: git2::Error| {
         CliError::new(
-            "GIT",
+            "GIT_ERROR",
             format!("cannot make the sample project a git repository: {e}"),
         )
     };
@@ -549,7 +549,7 @@ fn ensure_action(
     std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(&file, yaml))
         .map_err(|e| {
-            CliError::new("IO", format!("cannot write {}: {e}", file.display()))
+            CliError::new("IO_ERROR", format!("cannot write {}: {e}", file.display()))
                 .hint("check the data directory's permissions")
         })?;
     super::action::run(

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use super::resource_type::TypeCommand;
 use super::{CliError, Context, confirm::confirm, view};
 use crate::engine::registry::resource_types::{self, ResourceType};
 use crate::engine::registry::resources::{self, AddArgs, Resource};
@@ -80,20 +81,53 @@ pub enum ResourceCommand {
         #[arg(short, long)]
         yes: bool,
     },
-    /// Resource types: built-in metadata (custom types are not yet supported)
+    /// Resource types: the built-in ones and custom types from YAML
     #[command(subcommand)]
     Type(TypeCommand),
 }
 
-/// `--parent` / `--child` of link-child and unlink-child.
+/// The two resources of link-child and unlink-child: `PARENT CHILD` (spec 05) or
+/// `--parent`/`--child`.
 #[derive(Debug, Args)]
 pub struct LinkArgs {
+    /// Parent resource (or --parent)
+    #[arg(
+        value_name = "PARENT",
+        required_unless_present = "parent",
+        conflicts_with = "parent"
+    )]
+    parent_arg: Option<String>,
+    /// Child resource (or --child)
+    #[arg(
+        value_name = "CHILD",
+        required_unless_present = "child",
+        conflicts_with = "child"
+    )]
+    child_arg: Option<String>,
     /// Parent resource
     #[arg(short, long, value_name = "RESOURCE")]
-    pub parent: String,
+    parent: Option<String>,
     /// Child resource
     #[arg(short, long, value_name = "RESOURCE")]
-    pub child: String,
+    child: Option<String>,
+}
+
+impl LinkArgs {
+    /// The parent, from either form.
+    pub fn parent(&self) -> &str {
+        self.parent
+            .as_deref()
+            .or(self.parent_arg.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// The child, from either form.
+    pub fn child(&self) -> &str {
+        self.child
+            .as_deref()
+            .or(self.child_arg.as_deref())
+            .unwrap_or_default()
+    }
 }
 
 /// `agents resource add <TYPE> ...`
@@ -140,39 +174,6 @@ pub enum AddKind {
     /// Any other type (refused with the list of addable types)
     #[command(external_subcommand)]
     Other(Vec<String>),
-}
-
-/// `agents resource type ...`
-#[derive(Debug, Subcommand)]
-pub enum TypeCommand {
-    /// List built-in resource types
-    List {
-        /// Show only types whose name matches this regular expression
-        regex: Option<String>,
-    },
-    /// Show a type: arguments, parents, children, sandbox
-    Show {
-        /// Type name
-        name: String,
-    },
-    /// Register a custom type (not yet supported)
-    Add {
-        /// Anything (custom types are not yet supported)
-        #[arg(
-            trailing_var_arg = true,
-            allow_hyphen_values = true,
-            value_name = "ARGS"
-        )]
-        args: Vec<String>,
-    },
-    /// Remove a custom type (not yet supported; built-ins cannot be removed)
-    Remove {
-        /// Do not ask for confirmation
-        #[arg(short, long)]
-        yes: bool,
-        /// Type name
-        name: String,
-    },
 }
 
 impl ResourceCommand {
@@ -234,32 +235,7 @@ pub fn run(command: ResourceCommand, ctx: &Context) -> Result<Report, CliError> 
         ResourceCommand::Reindex { name } => super::indexing::reindex(ctx, &name),
         ResourceCommand::LinkChild(l) => link(ctx, &l),
         ResourceCommand::UnlinkChild { link, yes } => unlink(ctx, &link, yes),
-        ResourceCommand::Type(t) => match t {
-            TypeCommand::List { regex } => type_list(regex.as_deref()),
-            TypeCommand::Show { name } => type_show(&name),
-            TypeCommand::Add { .. } => Err(CliError::new(
-                "NOT_SUPPORTED",
-                "custom resource types are not yet supported",
-            )
-            .detail(
-                "the built-in types cover git checkouts, git repositories, directories and mounts",
-            )
-            .hint("agents resource type list")),
-            TypeCommand::Remove { name, .. } => Err(if resource_types::builtin(&name).is_some() {
-                CliError::new(
-                    "CONFLICT",
-                    format!("`{name}` is a built-in resource type and cannot be removed"),
-                )
-            } else {
-                CliError::new(
-                    "NOT_SUPPORTED",
-                    format!(
-                        "custom resource types are not yet supported, so `{name}` is not registered"
-                    ),
-                )
-            }
-            .hint("agents resource type list")),
-        },
+        ResourceCommand::Type(t) => super::resource_type::run(t, ctx),
     }
 }
 
@@ -316,7 +292,7 @@ fn resource_panel(title: &str, r: &Resource) -> Element {
 }
 
 fn capabilities_panel(r: &Resource, strategy: &str) -> Element {
-    let c = r.resource_type().map(|t| t.capabilities);
+    let c = r.capabilities();
     let b = |f: fn(&resource_types::Capabilities) -> bool| {
         view::yes_no(c.as_ref().is_some_and(f)).to_string()
     };
@@ -390,11 +366,14 @@ fn add(
         }
         AddKind::Other(words) => {
             let ty = words.first().cloned().unwrap_or_default();
+            if let Some(custom) = super::resource_type::custom(ctx, &ty)? {
+                return super::resource_type::add_resource(ctx, &custom, &words, args);
+            }
             return Err(resources::ResourceError::NotAddable {
                 name: ty.clone(),
                 why: match resource_types::builtin(&ty) {
                     Some(_) => format!("is discovered from its parent, not added by hand (addable types: {})", resource_types::user_addable().join(", ")),
-                    None => format!("is not a known type (addable types: {}; custom types are not yet supported)", resource_types::user_addable().join(", ")),
+                    None => format!("is not a known type (addable types: {}, or a custom type from `agents resource type add`)", resource_types::user_addable().join(", ")),
                 },
             }
             .into());
@@ -437,6 +416,12 @@ fn add(
             }
             other => other.into(),
         })?;
+    Ok(added_report(ctx, &added))
+}
+
+/// The report of a registered (or updated) resource: the resource, its discovered and counted
+/// children, capabilities, and the index build.
+pub(super) fn added_report(ctx: &Context, added: &resources::Added) -> Report {
     let r = &added.resource;
     let mut rows: Vec<Vec<Cell>> = Vec::new();
     let mut counted_total = 0u64;
@@ -464,7 +449,7 @@ fn add(
             ]);
         }
     }
-    let strategy = resource_types::effective_strategy(&r.type_name, &[]);
+    let strategy = r.sandbox_strategy();
     let n = added.children.len();
     let mut report = Report::ok(
         "resource add",
@@ -497,7 +482,7 @@ fn add(
             format!("manual link {p} -> {c} was removed: {c} is no longer discovered"),
         );
     }
-    Ok(report)
+    report
 }
 
 fn list(
@@ -589,7 +574,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
             "resource": resource_json(r),
             "sandbox_strategy": d.sandbox_strategy,
             "sandboxable": r.resource_type().is_some_and(|t| t.capabilities.sandboxable) && d.sandbox_strategy != "none",
-            "capabilities": r.resource_type().map(|t| t.capabilities),
+            "capabilities": r.capabilities(),
             "parents": d.parents.iter().map(|e| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto})).collect::<Vec<_>>(),
             "children": d.children.iter().map(|(e, n)| json!({"name": e.resource.name, "type": e.resource.type_name, "auto": e.auto, "children": n})).collect::<Vec<_>>(),
             "counted": r.counted().into_iter().map(|(t, n)| json!({"type": t, "count": n})).collect::<Vec<_>>(),
@@ -599,7 +584,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
         "Resource details loaded",
     )
     .with(resource_panel("Resource", r))
-    .with(capabilities_panel(r, d.sandbox_strategy))
+    .with(capabilities_panel(r, &d.sandbox_strategy))
     .with(Element::List {
         title: "Parents".into(),
         items: if d.parents.is_empty() {
@@ -768,7 +753,7 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
 
 fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
-    let (p, c) = resources::link_child(&mut store, &l.parent, &l.child)?;
+    let (p, c) = resources::link_child(&mut store, l.parent(), l.child())?;
     Ok(Report::ok(
         "resource link-child",
         json!({"parent": resource_json(&p), "child": resource_json(&c)}),
@@ -787,7 +772,7 @@ fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {
 
 fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
     let mut store = ctx.store()?;
-    let (p, c) = resources::check_unlink(&store, &l.parent, &l.child)?;
+    let (p, c) = resources::check_unlink(&store, l.parent(), l.child())?;
     confirm(
         &format!("Unlink {} from parent {}?", c.name, p.name),
         yes,
@@ -797,7 +782,7 @@ fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
             p.name, c.name
         )),
     )?;
-    let (p, c) = resources::unlink_child(&mut store, &l.parent, &l.child)?;
+    let (p, c) = resources::unlink_child(&mut store, l.parent(), l.child())?;
     Ok(Report::ok(
         "resource unlink-child",
         json!({"parent": resource_json(&p), "child": resource_json(&c)}),
@@ -811,167 +796,4 @@ fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
             ("Status", "unlinked".into()),
         ],
     )))
-}
-
-fn type_json(t: &ResourceType) -> serde_json::Value {
-    json!({
-        "name": t.name,
-        "source": "built-in",
-        "description": t.description,
-        "kind": t.kind(),
-        "user_addable": t.user_addable,
-        "sandbox_strategy": t.sandbox_strategy,
-        "handler": t.handler,
-        "top_level": t.top_level,
-        "parents": t.parents,
-        "children": t.children,
-        "cli_args": t.cli_args,
-        "capabilities": t.capabilities,
-    })
-}
-
-fn type_list(regex: Option<&str>) -> Result<Report, CliError> {
-    let re = view::regex(regex, "agents resource type list '^git'")?;
-    let types: Vec<&ResourceType> = resource_types::BUILTIN_TYPES
-        .iter()
-        .filter(|t| re.as_ref().is_none_or(|r| r.is_match(t.name)))
-        .collect();
-    let rows = types
-        .iter()
-        .map(|t| {
-            let auto = t.auto_children();
-            vec![
-                view::id(t.name),
-                "built-in".into(),
-                t.kind().into(),
-                view::flag_cell(t.user_addable),
-                view::or(Some(&auto.join(", ")), "(none)"),
-            ]
-        })
-        .collect();
-    let n = types.len();
-    Ok(Report::ok(
-        "resource type list",
-        json!({"resource_types": types.iter().map(|t| type_json(t)).collect::<Vec<_>>()}),
-        format!("{n} resource types listed"),
-    )
-    .with(Element::Table {
-        title: "Resource Types".into(),
-        columns: ["Name", "Source", "Phys/Virt", "Addable", "Auto-children"]
-            .map(Column::left)
-            .into(),
-        rows,
-        empty: "No types match.".into(),
-    })
-    .with(Element::panel(
-        "Summary",
-        [
-            ("Built-in", resource_types::BUILTIN_TYPES.len().to_string()),
-            (
-                "Custom",
-                "0 (custom types are not yet supported)".to_string(),
-            ),
-            (
-                "User Addable",
-                resource_types::user_addable().len().to_string(),
-            ),
-        ],
-    )))
-}
-
-fn type_show(name: &str) -> Result<Report, CliError> {
-    let t = resource_types::builtin(name).ok_or_else(|| {
-        CliError::new("NOT_FOUND", format!("resource type `{name}` not found"))
-            .hint("agents resource type list")
-    })?;
-    let mut report = Report::ok(
-        "resource type show",
-        json!({"resource_type": type_json(t)}),
-        "Resource type details loaded",
-    )
-    .with(Element::panel(
-        "Resource Type",
-        [
-            ("Name", view::id(t.name)),
-            ("Source", "built-in".into()),
-            ("Description", t.description.into()),
-            ("Physical/Virtual", t.kind().into()),
-            ("User Addable", view::yes_no(t.user_addable).into()),
-        ],
-    ));
-    if t.user_addable {
-        report = report.with(Element::Table {
-            title: format!("CLI Arguments (agents resource add {})", t.name),
-            columns: ["Argument", "Required", "Type", "Description"]
-                .map(Column::left)
-                .into(),
-            rows: t
-                .cli_args
-                .iter()
-                .map(|a| {
-                    vec![
-                        view::id(a.flag),
-                        view::flag_cell(a.required),
-                        a.value_type.into(),
-                        a.description.into(),
-                    ]
-                })
-                .collect(),
-            empty: "(none)".into(),
-        });
-    }
-    let parents = if t.parents.is_empty() {
-        "(none, top-level only)".to_string()
-    } else {
-        let list: Vec<String> = t
-            .parents
-            .iter()
-            .map(|p| {
-                format!(
-                    "{} ({})",
-                    p.type_name,
-                    p.max
-                        .map(|m| format!("at most {m}"))
-                        .unwrap_or_else(|| "any number".into())
-                )
-            })
-            .collect();
-        format!(
-            "{}{}",
-            list.join(", "),
-            if t.top_level { "; top-level OK" } else { "" }
-        )
-    };
-    Ok(report
-        .with(Element::panel("Parent Types", [("Allowed", parents)]))
-        .with(Element::Table {
-            title: "Child Types".into(),
-            columns: ["Type", "Auto", "Manual Link", "Description"]
-                .map(Column::left)
-                .into(),
-            rows: t
-                .children
-                .iter()
-                .map(|c| {
-                    vec![
-                        view::id(c.type_name),
-                        view::flag_cell(c.auto),
-                        view::flag_cell(c.manual),
-                        c.description.into(),
-                    ]
-                })
-                .collect(),
-            empty: "(none)".into(),
-        })
-        .with(Element::panel(
-            "Sandbox",
-            [
-                ("Strategy", t.sandbox_strategy.to_string()),
-                (
-                    "Checkpointable",
-                    view::yes_no(t.capabilities.checkpointable).to_string(),
-                ),
-                ("Handler", t.handler.to_string()),
-            ],
-        )))
 }

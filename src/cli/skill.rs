@@ -9,10 +9,10 @@ use serde_json::json;
 
 use super::confirm::confirm;
 use super::{CliError, Context, view};
-use crate::engine::skill_registry::{self, ResolvedSkill, ResolvedTool, SkillDef};
+use crate::engine::registry::tool_registration::{self as register, AddSkill};
+use crate::engine::skill_registry::{self, Discovered, ResolvedSkill, ResolvedTool, SkillDef};
 use crate::engine::skills::{self, SOURCES};
 use crate::engine::tools::custom::ToolCapability;
-use crate::engine::tools::register::{self, AddSkill};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
 
 /// `agents skill ...`
@@ -184,7 +184,7 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
 }
 
 fn skill_json(s: &ResolvedSkill) -> serde_json::Value {
-    json!({
+    let mut v = json!({
         "name": s.name,
         "description": s.description,
         "source": s.kind,
@@ -195,7 +195,11 @@ fn skill_json(s: &ResolvedSkill) -> serde_json::Value {
         "mcp_servers": s.mcp_servers.iter().map(|(from, m)| json!({"name": m.name, "skill": from, "command": m.command, "url": m.url})).collect::<Vec<_>>(),
         "agent_skills": s.agent_skills,
         "conflicts": s.conflicts,
-    })
+    });
+    if let Some(o) = &s.origin {
+        v["origin"] = json!(o);
+    }
+    v
 }
 
 fn details(s: &ResolvedSkill) -> Element {
@@ -262,7 +266,8 @@ pub(super) fn checkpoint_cell(c: &ToolCapability) -> Cell {
     }
 }
 
-fn all_skills(ctx: &Context) -> Result<Vec<ResolvedSkill>, CliError> {
+/// Every skill (built-in, registered, discovered), with the problems of discovery.
+fn all_skills(ctx: &Context) -> Result<(Vec<ResolvedSkill>, Vec<String>), CliError> {
     let store = ctx.store()?;
     let mut all: Vec<ResolvedSkill> = Vec::new();
     for b in skills::builtin_names() {
@@ -274,7 +279,52 @@ fn all_skills(ctx: &Context) -> Result<Vec<ResolvedSkill>, CliError> {
             Err(e) => tracing::warn!(skill = %r.name, error = %e, "skill does not resolve"),
         }
     }
-    Ok(all)
+    let (found, problems) = discovered(ctx, &store)?;
+    all.extend(found.iter().map(Discovered::resolved));
+    Ok((all, problems))
+}
+
+/// The Agent Skills discovered in `agent-skill-dirs` and, when `agent-skills-in-resources`
+/// is true, in `.agents/skills/` of every registered resource with a path; with the
+/// problems found on the way.
+fn discovered(
+    ctx: &Context,
+    store: &crate::engine::store::Store,
+) -> Result<(Vec<Discovered>, Vec<String>), CliError> {
+    let config = ctx.config()?;
+    let resources: Vec<(String, PathBuf)> = if config.agent_skills_in_resources() {
+        store
+            .resources()?
+            .into_iter()
+            .filter_map(|r| {
+                let path = r.properties.get("path")?.as_str()?.to_string();
+                Some((r.name, PathBuf::from(path)))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(skill_registry::discover(
+        &config.agent_skill_dirs(),
+        &resources,
+    ))
+}
+
+/// A registered or built-in skill, else a discovered one (`discovered/<name>`).
+fn resolve_any(
+    ctx: &Context,
+    store: &crate::engine::store::Store,
+    name: &str,
+) -> Result<ResolvedSkill, CliError> {
+    match skill_registry::resolve(store, name) {
+        Ok(s) => Ok(s),
+        Err(e) => discovered(ctx, store)?
+            .0
+            .iter()
+            .map(Discovered::resolved)
+            .find(|d| d.name == name)
+            .ok_or_else(|| e.into()),
+    }
 }
 
 fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<Report, CliError> {
@@ -291,7 +341,7 @@ fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<
         }
         return Err(err);
     }
-    let all = all_skills(ctx)?;
+    let (all, problems) = all_skills(ctx)?;
     let shown: Vec<&ResolvedSkill> = all
         .iter()
         .filter(|s| {
@@ -310,7 +360,10 @@ fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<
                 view::id(s.name.clone()),
                 Cell::from(s.tools.len().to_string()),
                 Cell::from(s.includes.len().to_string()),
-                Cell::from(s.sources().join(", ")),
+                Cell::from(match &s.origin {
+                    Some(o) => format!("{} (discovered in {o})", s.sources().join(", ")),
+                    None => s.sources().join(", "),
+                }),
             ]
         })
         .collect();
@@ -322,7 +375,16 @@ fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<
     distinct.dedup();
     let n = shown.len();
     let builtin = all.iter().filter(|s| s.kind == "builtin").count();
-    Ok(Report::ok(
+    let found = all.iter().filter(|s| s.kind == "discovered").count();
+    let mut summary = vec![
+        ("Built-in", builtin.to_string()),
+        ("Custom", (all.len() - builtin - found).to_string()),
+    ];
+    if found > 0 {
+        summary.push(("Discovered", found.to_string()));
+    }
+    summary.push(("Total Tools", distinct.len().to_string()));
+    let mut report = Report::ok(
         "skill list",
         json!({"skills": shown.iter().map(|s| skill_json(s)).collect::<Vec<_>>()}),
         format!("{n} skill{} listed", if n == 1 { "" } else { "s" }),
@@ -338,14 +400,11 @@ fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<
         rows,
         empty: "No skills match.".into(),
     })
-    .with(Element::panel(
-        "Summary",
-        [
-            ("Built-in", builtin.to_string()),
-            ("Custom", (all.len() - builtin).to_string()),
-            ("Total Tools", distinct.len().to_string()),
-        ],
-    )))
+    .with(Element::panel("Summary", summary));
+    for p in problems {
+        report = report.message(Level::Warn, p);
+    }
+    Ok(report)
 }
 
 fn summary_counts(tools: &[ResolvedTool]) -> [(&'static str, String); 4] {
@@ -366,7 +425,7 @@ fn summary_counts(tools: &[ResolvedTool]) -> [(&'static str, String); 4] {
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
-    let skill = skill_registry::resolve(&store, name)?;
+    let skill = resolve_any(ctx, &store, name)?;
     let actors: Vec<String> = store
         .actors()?
         .into_iter()
@@ -474,6 +533,7 @@ fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
         network: true,
         allow_unconfined: true,
         log_dir: None,
+        ..crate::engine::tools::mcp::Placement::default()
     };
     for (from, spec) in &skill.mcp_servers {
         match pool.connect(spec, &place) {
@@ -498,7 +558,7 @@ fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
 
 fn tools(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
-    let mut skill = skill_registry::resolve(&store, name)?;
+    let mut skill = resolve_any(ctx, &store, name)?;
     let (live, problems) = live_mcp_tools(&skill);
     skill.tools.extend(live);
     let rows = skill

@@ -10,7 +10,7 @@ use crate::engine::config::{self, KeyPath};
 use crate::engine::store::latest_schema_version;
 use crate::engine::system::{self as sys, CheckStatus};
 use crate::output::progress::Spinner;
-use crate::output::{Cell, Column, Element, ErrorBody, Exit, Level, Message, Report, Tone};
+use crate::output::{Cell, Column, Element, ErrorBody, Level, Message, Report, Tone};
 
 /// `agents version`.
 ///
@@ -71,7 +71,7 @@ pub fn info(ctx: &Context) -> Result<Report, CliError> {
     let indexes = crate::engine::index::statuses(&ctx.paths, false);
     data["indexing"] = json!({
         "text_index": if indexes.is_empty() { "disabled" } else { "ready" },
-        "vector_index": "disabled",
+        "vector_index": if indexes.iter().any(|s| s.vectors.is_some()) { "ready" } else { "disabled" },
         "graph_store": if indexes.is_empty() { "disabled" } else { "sqlite" },
         "indexed_files": indexes.iter().map(|s| s.indexed_files).sum::<u64>(),
         "resources": indexes.iter().map(super::indexing::status_json).collect::<Vec<_>>(),
@@ -279,7 +279,7 @@ pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
             message,
             detail: None,
             suggestions: must_fix,
-            exit: Exit::Failure,
+            exit: super::error::exit_of_str("CHECKS_FAILED"),
         }));
     }
     report.status = if warnings > 0 {

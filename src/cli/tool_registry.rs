@@ -5,10 +5,10 @@ use serde_json::{Value, json};
 use super::confirm::confirm;
 use super::skill::{checkpoint_cell, writes_cell};
 use super::{CliError, Context, view};
+use crate::engine::registry::tool_registration::{self as register, AddTool};
 use crate::engine::store::tools::Registration;
 use crate::engine::tools;
 use crate::engine::tools::custom::{ToolCapability, ToolDef, ToolSource};
-use crate::engine::tools::register::{self, AddTool};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
 
 fn registered_json(r: &Registration<ToolDef>) -> Value {

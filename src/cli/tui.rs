@@ -129,21 +129,22 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
         Some(input) => Some(store.resolve_plan_id(input)??.to_string()),
         None => None,
     };
+    // While the TUI runs, edits keep the code indexes current (dropped when it ends).
+    let _watchers = crate::engine::index::watch::watch_all(&ctx.paths);
     tui_bridge::run(
         store,
         crate::engine::sandbox::Sandboxes::new(&ctx.paths),
-        std::env::current_exe()
-            .ok()
-            .map(|exe| tui_bridge::AnswerRunner {
-                exe,
-                globals: vec![
-                    "--data-dir".into(),
-                    ctx.paths.data_dir.display().to_string(),
-                    "--config-path".into(),
-                    ctx.paths.config_path.display().to_string(),
-                ],
-                log: ctx.paths.logs_dir().join("tui-answers.log"),
-            }),
+        // Operations run in this process; an unusable config file leaves the TUI read-only
+        // (the headless commands name the file's error).
+        ctx.config().ok().map(|config| {
+            (
+                crate::engine::api::Engine::new(
+                    ctx.paths.clone(),
+                    crate::engine::api::Settings::from_config(config),
+                ),
+                super::global_setting(ctx, "automation-profile"),
+            )
+        }),
         &theme,
         keymap,
         LaunchOptions {

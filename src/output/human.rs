@@ -99,6 +99,14 @@ impl Style {
 /// Makes user content safe to print: control characters in caret notation, tabs as spaces.
 /// Newlines are kept when `keep_newlines`, else shown as spaces.
 pub fn sanitize(text: &str, keep_newlines: bool) -> String {
+    // Most text has nothing to replace: one byte scan, one copy. (0xC2 leads the two-byte
+    // forms of U+0080..U+00BF, among them the C1 controls.)
+    if text
+        .bytes()
+        .all(|b| (b >= 0x20 && b != 0x7f && b != 0xc2) || (b == b'\n' && keep_newlines))
+    {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -208,6 +216,11 @@ fn status_line(message: &Message, style: Style) -> String {
 
 /// Renders one element, ending with a newline.
 pub fn render_element(element: &Element, style: Style) -> String {
+    if let Element::List { title, items } = element
+        && !style.boxes
+    {
+        return indented_list(title, items, style);
+    }
     let (title, body) = match element {
         Element::Panel { title, entries } => (title, panel_lines(entries, style)),
         Element::Table {
@@ -237,6 +250,25 @@ pub fn render_element(element: &Element, style: Style) -> String {
     } else {
         indented(&title, &body, style)
     }
+}
+
+/// A list in the indented layout, written line by line into one string (the same text as
+/// [`indented`] of its lines, without a copy per line: a list item can be a whole diff).
+fn indented_list(title: &str, items: &[String], style: Style) -> String {
+    let mut out = style.title(&sanitize(title, false));
+    out.push('\n');
+    for item in items {
+        let clean = sanitize(item, true);
+        out.reserve(clean.len() + clean.len() / 16);
+        for line in clean.lines() {
+            if line.width() != 0 {
+                out.push_str("  ");
+                out.push_str(line);
+            }
+            out.push('\n');
+        }
+    }
+    out
 }
 
 fn indented(title: &str, body: &[Line], style: Style) -> String {
@@ -448,6 +480,44 @@ mod tests {
         boxes: false,
         color: false,
     };
+
+    /// The layout the one-pass list replaced: sanitize, measure each line, indent.
+    fn list_by_lines(title: &str, items: &[String], style: Style) -> String {
+        let body: Vec<Line> = items
+            .iter()
+            .flat_map(|i| {
+                sanitize(i, true)
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .map(|l| Line::new(style, &l, |_, s| s.to_string()))
+            .collect();
+        indented(&sanitize(title, false), &body, style)
+    }
+
+    #[test]
+    fn a_list_renders_as_its_measured_lines_did() {
+        let items = vec![
+            "diff --git a/x b/x\n@@ -1,2 +1,2 @@\n-a\tb\n+\u{1}c\r\n\n \u{301}\n\u{200b}\n\u{85}é\u{7f}"
+                .to_string(),
+            String::new(),
+            "last line without newline".to_string(),
+        ];
+        for style in [PLAIN, COLOR] {
+            let element = Element::List {
+                title: "Diff\tout".into(),
+                items: items.clone(),
+            };
+            assert_eq!(
+                render_element(&element, style),
+                list_by_lines("Diff\tout", &items, style)
+            );
+        }
+        assert_eq!(sanitize("a\u{9f}b\u{a0}", true), "a<U+009F>b\u{a0}");
+        assert_eq!(sanitize("plain text\n", true), "plain text\n");
+        assert_eq!(sanitize("plain text\n", false), "plain text ");
+    }
     const COLOR: Style = Style {
         boxes: false,
         color: true,

@@ -21,7 +21,7 @@ pub mod structured;
 
 pub use format::{Format, Terminal, resolve_format};
 pub use report::{
-    Align, Cell, Column, Element, ErrorBody, Exit, Level, Message, Report, Tone, TreeNode,
+    Align, Cell, Column, Element, ErrorBody, Exit, Level, Message, Payload, Report, Tone, TreeNode,
 };
 
 use std::io::Write;

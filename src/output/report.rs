@@ -219,6 +219,30 @@ impl Element {
     }
 }
 
+/// Typed command data, serialized as it is by json and yaml (with the same bytes a
+/// `serde_json::Value` of it would give, the workspace keeping map keys in insertion order).
+#[derive(Clone)]
+pub struct Payload(std::sync::Arc<dyn erased_serde::Serialize + Send + Sync>);
+
+impl Payload {
+    /// Wraps a typed value.
+    pub fn new(value: impl Serialize + Send + Sync + 'static) -> Self {
+        Payload(std::sync::Arc::new(value))
+    }
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Payload(..)")
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        erased_serde::serialize(&*self.0, serializer)
+    }
+}
+
 /// A command's result.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -226,6 +250,9 @@ pub struct Report {
     pub command: String,
     /// Typed data for json/yaml (snake_case keys; full ids; RFC 3339 times).
     pub data: serde_json::Value,
+    /// When set, what json/yaml serialize in place of `data`: a typed value written straight
+    /// to the output, for data too large to hold as a `serde_json::Value` (a large diff).
+    pub payload: Option<Payload>,
     /// What the human formats draw, in order.
     pub elements: Vec<Element>,
     /// Messages shown before the status line (and in the envelope's `messages`).
@@ -253,6 +280,16 @@ impl Report {
             },
             exit: Exit::Ok,
             error: None,
+            payload: None,
+        }
+    }
+
+    /// The data as json/yaml show it: the [`Payload`] converted into a value when there is one,
+    /// else a copy of `data`.
+    pub fn data_value(&self) -> serde_json::Value {
+        match &self.payload {
+            Some(p) => serde_json::to_value(p).expect("command data always serializes"),
+            None => self.data.clone(),
         }
     }
 

@@ -25,11 +25,19 @@ struct Envelope<'a> {
     command: &'a str,
     status: &'static str,
     exit_code: u8,
-    data: &'a Value,
+    data: Data<'a>,
     timing: Timing,
     messages: Vec<&'a Message>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a ErrorBody>,
+}
+
+/// The envelope's `data`: a value, or a typed payload serialized as it is.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Data<'a> {
+    Value(&'a Value),
+    Payload(&'a super::report::Payload),
 }
 
 /// The envelope, borrowing the outcome's data (serialized as it is: copying a large `data`
@@ -43,7 +51,10 @@ fn envelope(outcome: &Outcome, elapsed: Duration) -> Envelope<'_> {
             command: &report.command,
             status: report.exit.status(),
             exit_code: report.exit.code(),
-            data: &report.data,
+            data: match &report.payload {
+                Some(p) => Data::Payload(p),
+                None => Data::Value(&report.data),
+            },
             timing,
             messages: report
                 .messages
@@ -60,7 +71,7 @@ fn envelope(outcome: &Outcome, elapsed: Duration) -> Envelope<'_> {
             command,
             status: error.exit.status(),
             exit_code: error.exit.code(),
-            data,
+            data: Data::Value(data),
             timing,
             messages: Vec::new(),
             error: Some(error),

@@ -258,9 +258,9 @@ fn an_actor_edits_a_file_over_several_tool_turns_in_every_wire_mode() {
 fn through_the_real_tool_runner_the_edit_lands_in_the_sandbox_and_is_logged_in_every_wire_mode() {
     use cleveragents::engine::domain::lifecycle::{Phase, ProcessingState};
     use cleveragents::engine::domain::plan::Plan;
+    use cleveragents::engine::lifecycle::host::RunnerHost;
     use cleveragents::engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
     use cleveragents::engine::store::Store;
-    use cleveragents::engine::tools::host::RunnerHost;
     use cleveragents::engine::tools::runner::Policy;
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;

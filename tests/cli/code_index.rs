@@ -68,6 +68,9 @@ fn the_index_is_built_on_resource_add_kept_current_after_a_commit_and_an_edit_an
         "README, src/lib.rs, docs/guide.md, src/auth.rs: {ix:#}"
     );
     assert_eq!(ix["symbols"], 2);
+    let events = ix["events"].as_array().expect("progress events");
+    assert_eq!(events.last().unwrap()["done"], 4, "{events:?}");
+    assert_eq!(events.last().unwrap()["total"], 4);
     assert!(search(&env, "verify token").contains(&"src/auth.rs".to_string()));
 
     // A commit and an uncommitted edit: the status says stale, the next read updates it.
@@ -106,7 +109,7 @@ fn the_index_is_built_on_resource_add_kept_current_after_a_commit_and_an_edit_an
     assert_eq!(re["data"]["indexing"]["indexed_files"], 5);
 
     let index_dir = env.data_dir.join("indexes").join("local+repo");
-    assert!(index_dir.join("manifest.json").exists());
+    assert!(index_dir.join("manifest.json.lz4").exists());
     let rm = ok(&env, &["resource", "remove", "--yes", "local/repo"]);
     assert_eq!(
         rm["data"]["index_cleanup"]["text_index_removed"], 5,
@@ -565,4 +568,273 @@ fn a_tool_step_calls_code_intelligence_offline() {
             .contains("src/auth.rs"),
         "{calls:#?}"
     );
+}
+
+#[test]
+fn the_index_policy_comes_from_the_index_table_of_the_config_file() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env.config_path,
+        "[index]\nmax-file-size = 80\nexclude = [\"docs/**\"]\n",
+    )
+    .unwrap();
+    let (_repo, doc) = registered(&env);
+    let ix = &doc["data"]["indexing"];
+    assert_eq!(ix["skipped"]["generated"], 1, "docs/guide.md: {ix:#}");
+    assert!(
+        ix["skipped"]["too_large"].as_u64().unwrap() >= 1,
+        "src/auth.rs is over 80 bytes: {ix:#}"
+    );
+    assert_eq!(
+        ix["indexed_files"].as_u64().unwrap() + ix["skipped"]["total"].as_u64().unwrap(),
+        4
+    );
+    assert!(!search(&env, "verify token").contains(&"src/auth.rs".to_string()));
+
+    // A glob that does not parse is named with its key.
+    std::fs::write(&env.config_path, "[index]\nexclude = [\"a/{b\"]\n").unwrap();
+    let (doc, code) = env.json(&["resource", "reindex", "local/repo"]);
+    assert_ne!(code, 0);
+    assert!(doc.to_string().contains("index.exclude"), "{doc:#}");
+
+    // Switched off: reindex refuses and says why; the status is `disabled`.
+    std::fs::write(&env.config_path, "[index]\nenabled = false\n").unwrap();
+    let (doc, code) = env.json(&["resource", "reindex", "local/repo"]);
+    assert_ne!(code, 0);
+    assert!(doc.to_string().contains("disabled"), "{doc:#}");
+    let show = ok(&env, &["resource", "show", "local/repo"]);
+    assert_eq!(
+        show["data"]["indexing"]["text_index"], "disabled",
+        "{show:#}"
+    );
+}
+
+/// A config whose `[index] embeddings` names the local server's `/v1/embeddings`.
+fn embeddings_config(env: &Env, server: &ProviderServer) {
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env.config_path,
+        format!(
+            "[providers.scripted]\nkind = \"openai\"\nbase_url = \"{}\"\n\n[index]\nembeddings = \"scripted/test-embed\"\n",
+            server.openai_base()
+        ),
+    )
+    .unwrap();
+}
+
+/// Calls a `code_intelligence` tool over `local/repo` as the tools see it (index brought up
+/// to date, the configured embeddings setting).
+fn call_tool(env: &Env, name: &str, args: Value) -> Value {
+    use cleveragents::engine::index::{self, embed, skill};
+    let paths = cleveragents::engine::Paths::at(&env.data_dir, &env.config_path);
+    let store = cleveragents::engine::Store::open(&paths.database()).unwrap();
+    let r = cleveragents::engine::registry::resources::find(&store, "local/repo").unwrap();
+    let scopes = [skill::Scope {
+        resource: r.name.clone(),
+        alias: None,
+        view: index::open(&paths, &r, None).unwrap(),
+        semantic: embed::setting(&paths),
+    }];
+    skill::call(&scopes, name, args).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn inputs_of(r: &crate::support::provider_server::Recorded) -> Vec<String> {
+    r.body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn symbols_are_embedded_in_batches_ranked_by_cosine_and_only_changed_files_are_embedded_again() {
+    let env = Env::new();
+    let server = ProviderServer::start(vec![]);
+    embeddings_config(&env, &server);
+    let repo = git_repo(env.root(), "repo");
+    std::fs::write(repo.join("src/auth.rs"), AUTH).unwrap();
+    let many: String = (0..70)
+        .map(|i| format!("pub fn helper_{i}() -> u32 {{ {i} }}\n"))
+        .collect();
+    std::fs::write(repo.join("src/many.rs"), many).unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "code"]);
+    let doc = ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+    );
+    let ix = &doc["data"]["indexing"];
+    assert_eq!(ix["vector_index"], "ready", "{doc:#}");
+    assert_eq!(ix["embeddings"]["model"], "scripted/test-embed");
+    // README, docs/guide.md, src/lib.rs (1 definition), src/auth.rs (1), src/many.rs (70).
+    assert_eq!(ix["embeddings"]["chunks"], 74, "{ix:#}");
+    let sent = server.embedding_requests();
+    assert!(sent.len() >= 2, "74 chunks need more than one request");
+    assert!(
+        sent.iter().all(|r| inputs_of(r).len() <= 64),
+        "batches of 64 at most"
+    );
+    assert_eq!(sent.iter().map(|r| inputs_of(r).len()).sum::<usize>(), 74);
+    assert!(sent.iter().all(|r| r.body["model"] == "test-embed"));
+
+    let found = call_tool(
+        &env,
+        "search_code_semantically",
+        json!({"query": "does the session token check out", "limit": 3}),
+    );
+    assert_eq!(found["mode"], "semantic", "{found:#}");
+    assert_eq!(found["model"], "scripted/test-embed");
+    assert_eq!(found["hits"][0]["path"], "src/auth.rs", "{found:#}");
+    assert_eq!(found["hits"][0]["symbol"], "verify_token");
+    assert!(
+        found["hits"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("verify_token")
+    );
+    let s0 = found["hits"][0]["score"].as_f64().unwrap();
+    let s1 = found["hits"][1]["score"].as_f64().unwrap();
+    assert!(s0 > s1, "{found:#}");
+
+    // One file edited: only its chunks are embedded again (plus the query).
+    let before = server.embedding_requests().len();
+    std::fs::write(
+        repo.join("src/auth.rs"),
+        format!("{AUTH}\n/// Compares a password hash.\npub fn compare_password_hash() {{}}\n"),
+    )
+    .unwrap();
+    let found = call_tool(
+        &env,
+        "search_code_semantically",
+        json!({"query": "compare password hash"}),
+    );
+    assert_eq!(
+        found["hits"][0]["symbol"], "compare_password_hash",
+        "{found:#}"
+    );
+    let again: Vec<Vec<String>> = server.embedding_requests()[before..]
+        .iter()
+        .map(inputs_of)
+        .collect();
+    let chunks: Vec<&String> = again
+        .iter()
+        .filter(|i| i.as_slice() != ["compare password hash"])
+        .flatten()
+        .collect();
+    assert_eq!(
+        chunks.len(),
+        2,
+        "the two definitions of src/auth.rs: {again:?}"
+    );
+    assert!(
+        chunks.iter().all(|c| c.starts_with("src/auth.rs\n")),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn semantic_search_without_embeddings_falls_back_to_text_and_an_anthropic_provider_is_a_config_error()
+ {
+    let env = Env::new();
+    let _ = registered(&env);
+    let found = call_tool(
+        &env,
+        "search_code_semantically",
+        json!({"query": "verify token"}),
+    );
+    assert_eq!(found["mode"], "text_fallback", "{found:#}");
+    assert!(
+        found["note"]
+            .as_str()
+            .unwrap()
+            .contains("[index] embeddings")
+    );
+    assert_eq!(found["hits"][0]["path"], "src/auth.rs");
+
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env.config_path,
+        "[index]\nembeddings = \"anthropic/claude-sonnet-4\"\n",
+    )
+    .unwrap();
+    let (doc, code) = env.json(&["resource", "reindex", "local/repo"]);
+    assert_ne!(code, 0, "{doc:#}");
+    let text = doc.to_string();
+    assert!(text.contains("[index] embeddings"), "{doc:#}");
+    assert!(text.contains("Anthropic"), "{doc:#}");
+}
+
+#[test]
+fn code_intelligence_tools_in_a_plan_read_with_the_configured_index_policy() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    // The config file lives outside the data directory, as `--config-path` allows.
+    std::fs::write(&env.config_path, "[index]\nmax-file-size = 80\n").unwrap();
+    let dir = env.root().join("site");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("small.rs"), "pub fn tiny() {}\n").unwrap();
+    std::fs::write(dir.join("big.rs"), AUTH).unwrap();
+    let doc = ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "fs-directory",
+            "local/site",
+            "--path",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        doc["data"]["indexing"]["skipped"]["too_large"], 1,
+        "{doc:#}"
+    );
+    ok(
+        &env,
+        &["project", "create", "--resource", "local/site", "app"],
+    );
+    let file = env.root().join("find.yaml");
+    std::fs::write(
+        &file,
+        "name: local/find\ndefinition-of-done: the definitions are looked up\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: big\n    tool: find_definition\n    args: {name: verify_token}\n  - name: small\n    tool: find_definition\n    args: {name: tiny}\n",
+    )
+    .unwrap();
+    ok(
+        &env,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
+    let (doc, _) = env.json(&[
+        "plan",
+        "use",
+        "--automation-profile",
+        "trusted",
+        "local/find",
+        "app",
+    ]);
+    let id = doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .to_string();
+    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&env)).unwrap();
+    let calls = st.tool_calls(&id.parse().unwrap()).unwrap();
+    let summary = |n: usize| calls[n].result_summary.clone().unwrap_or_default();
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    // The default policy (1 MiB) would index big.rs on the tool's update; 80 bytes keeps it out.
+    assert!(!summary(0).contains("big.rs"), "{calls:#?}");
+    assert!(summary(1).contains("small.rs"), "{calls:#?}");
 }

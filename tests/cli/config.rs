@@ -198,3 +198,61 @@ fn two_processes_setting_different_keys_fifty_times_lose_nothing() {
     assert_eq!(parsed["format"].as_str(), Some("table"), "{text}");
     assert_eq!(parsed["log-level"].as_str(), Some("warn"), "{text}");
 }
+
+#[test]
+fn config_list_filters_by_value_as_well_as_by_key() {
+    let env = Env::new();
+    env.run(&["config", "set", "format", "table"]);
+    let keys = |args: &[&str]| -> Vec<String> {
+        let (doc, code) = env.json(args);
+        assert_eq!(code, 0, "{doc:#}");
+        doc["data"]["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["key"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        keys(&["config", "list", "--filter-values", "^table$"]),
+        ["format"]
+    );
+    let anthropic = keys(&["config", "list", "--filter-values", "anthropic"]);
+    assert!(!anthropic.is_empty());
+    assert!(
+        anthropic
+            .iter()
+            .all(|k| k.starts_with("providers.anthropic")),
+        "{anthropic:?}"
+    );
+    assert_eq!(
+        keys(&["config", "list", "--filter-values", "anthropic", "base_url"]),
+        ["providers.anthropic.base_url"]
+    );
+    let (doc, code) = env.json(&["config", "list", "--filter-values", "("]);
+    assert_ne!(code, 0);
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--filter-values"),
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn diagnostics_reports_the_free_disk_space_of_the_data_directory() {
+    let env = Env::new();
+    let (doc, _) = env.json(&["diagnostics"]);
+    let disk = doc["data"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "Disk space")
+        .unwrap_or_else(|| panic!("no disk check: {doc:#}"))
+        .clone();
+    assert!(
+        disk["details"].as_str().unwrap().contains("GiB free of"),
+        "{disk:#}"
+    );
+}

@@ -1375,3 +1375,153 @@ fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
     ]);
     assert!(!doc.to_string().contains("--yes"), "{doc:#}");
 }
+
+/// The ids and kinds of a `plan tree` json node list, nested (`kind:type` for decisions).
+fn json_shape(nodes: &Value) -> Vec<(String, String, String, Vec<Value>)> {
+    nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let kind = n["decision_type"]
+                .as_str()
+                .unwrap_or_else(|| n["kind"].as_str().unwrap())
+                .to_string();
+            (
+                n["id"].as_str().unwrap().to_string(),
+                kind,
+                n["label"].as_str().unwrap().to_string(),
+                n["children"].as_array().unwrap().clone(),
+            )
+        })
+        .collect()
+}
+
+fn same_tree(json: &Value, tui: &[cleveragents_ui::model::DecisionNode], path: &str) {
+    let shape = json_shape(json);
+    let ids: Vec<&str> = shape.iter().map(|s| s.0.as_str()).collect();
+    let tui_ids: Vec<&str> = tui.iter().map(|n| n.decision_id.as_str()).collect();
+    assert_eq!(tui_ids, ids, "children of {path}");
+    for ((id, kind, label, children), node) in shape.iter().zip(tui) {
+        assert_eq!(&node.decision_type, kind, "{id}");
+        if kind == "plan" {
+            assert_eq!(node.child_plan_id.as_deref(), Some(id.as_str()));
+            assert_eq!(&node.summary, label);
+        } else {
+            assert_eq!(&node.chosen, label, "{id}");
+        }
+        same_tree(&Value::Array(children.clone()), &node.children, id);
+    }
+}
+
+#[test]
+fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
+    use cleveragents::engine::domain::decision::DecisionType;
+    use cleveragents::engine::domain::plan::Plan;
+    use cleveragents::tui_bridge::Bridge;
+    use cleveragents_ui::{Cmd, Msg};
+    let (s, id, pid) = offline_plan();
+    let st = store(&s.env);
+    let s5 = by_key(&st, &pid)["s5"].decision_id.to_string();
+    drop(st);
+    // A correction: s5 and what depends on it are superseded and decided again.
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    // Children: one spawned by a decision (linked), one no decision links.
+    let mut st = store(&s.env);
+    let current = by_key(&st, &pid);
+    let spawner = current["s2"].clone();
+    let mut family = Vec::new();
+    for name in ["linked", "unlinked"] {
+        let mut child = Plan::new("local/notes", name, jiff::Timestamp::now());
+        child.parent_plan_id = Some(pid);
+        child.root_plan_id = Some(pid);
+        st.insert_plan(&child).unwrap();
+        let mut root = Decision::new(
+            child.plan_id,
+            DecisionType::PromptDefinition,
+            format!("{name} goal"),
+            jiff::Timestamp::now(),
+        );
+        root.question = Some(format!("what does {name} do?"));
+        st.insert_decision(&root).unwrap();
+        let mut step = Decision::new(
+            child.plan_id,
+            DecisionType::ImplementationChoice,
+            format!("{name} step"),
+            jiff::Timestamp::now(),
+        );
+        step.parent_decision_id = Some(root.decision_id);
+        st.insert_decision(&step).unwrap();
+        if name == "linked" {
+            st.add_decision_dependency(
+                &spawner.decision_id,
+                &root.decision_id,
+                "plan",
+                &child.plan_id.to_string(),
+            )
+            .unwrap();
+        }
+        family.push(child.plan_id);
+    }
+    drop(st);
+
+    let (tree, code) = s.env.json(&["plan", "tree", "--show-superseded", &id]);
+    assert_eq!(code, 0, "{tree:#}");
+    assert_eq!(tree["data"]["summary"]["child_plans"], 2, "{tree:#}");
+    assert!(tree["data"]["summary"]["superseded"].as_u64().unwrap() > 0);
+    let mut bridge = Bridge::new(
+        store(&s.env),
+        cleveragents::engine::sandbox::Sandboxes::at(s.env.data_dir.join("sandboxes")),
+    );
+    bridge.handle(Cmd::SelectPlan(id.clone()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let nodes = loop {
+        let got = bridge.background().into_iter().find_map(|m| match m {
+            Msg::TreeUpdated { nodes, .. } => Some(nodes),
+            _ => None,
+        });
+        if let Some(nodes) = got {
+            break nodes;
+        }
+        assert!(std::time::Instant::now() < deadline, "no tree");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    same_tree(&tree["data"]["children"], &nodes, "the plan");
+
+    // Every decision of the family: the explanation's downstream decisions and child plans
+    // are `plan explain`'s.
+    let st = store(&s.env);
+    let mut decisions: Vec<Decision> = st.decisions(&pid).unwrap();
+    for child in &family {
+        decisions.extend(st.decisions(child).unwrap());
+    }
+    drop(st);
+    assert!(decisions.iter().any(|d| d.superseded_by.is_some()));
+    for d in &decisions {
+        let did = d.decision_id.to_string();
+        let (doc, code) = s.env.json(&["plan", "explain", &did]);
+        assert_eq!(code, 0, "{doc:#}");
+        let e = bridge.explanation(&did).unwrap();
+        let impact: Vec<String> = e.impact.iter().map(|r| r.decision_id.clone()).collect();
+        let cli: Vec<String> = doc["data"]["impact"]["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(impact, cli, "downstream of {did}");
+        assert_eq!(
+            json!(e.impact_child_plans),
+            doc["data"]["impact"]["child_plans"],
+            "child plans of {did}"
+        );
+        assert_eq!(e.chosen, doc["data"]["chosen_option"].as_str().unwrap());
+        assert_eq!(
+            e.superseded_by.as_deref(),
+            doc["data"]["superseded_by"].as_str()
+        );
+    }
+}

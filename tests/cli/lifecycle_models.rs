@@ -491,7 +491,7 @@ fn ctrl_c_during_execute_exits_130_and_leaves_the_plan_resumable() {
     );
 }
 
-// Findings of the last new-user trial.
+// Regressions found by using the lifecycle from a fresh data directory, each named after what broke.
 
 #[test]
 fn conflict_hints_name_the_real_plan_id_with_the_data_dir_flags() {

@@ -1,5 +1,6 @@
 //! The real binary, driven as a user or a script would.
 
+mod actor_contexts;
 mod apply;
 mod bad_inputs;
 mod budgets;
@@ -8,11 +9,16 @@ mod code_index;
 mod config;
 mod correction;
 mod envelope;
+mod escalation;
+mod estimation;
 mod examples;
+mod graph_actors;
 mod init;
+mod invariant_checks;
 mod lifecycle;
 mod lifecycle_e2e;
 mod lifecycle_models;
+mod mutation_events;
 mod plan_loop_actions;
 mod plan_loop_output;
 mod profiles;
@@ -23,9 +29,14 @@ mod registry_commands;
 mod registry_regressions;
 mod registry_snapshots;
 mod regressions;
+mod resource_types;
+mod review;
 mod sandbox;
+mod sessions;
 mod skills;
 pub(crate) mod snapshots;
+mod spec_commands;
 mod store;
+mod strategy_revision;
 mod tools;
 mod tui;

@@ -142,7 +142,7 @@ fn headless_quickstart_runs_twice_reusing_its_items_and_apply_makes_one_commit()
     assert!(message.contains(&format!("Plan-Id: {plan2}")), "{message}");
 
     // The first plan made the same change, which the branch now has: applying it writes
-    // nothing and makes no empty commit (found by a new user's trial).
+    // nothing and makes no empty commit (a regression test).
     let (again, code) = env.json(&["plan", "apply", "--yes", &plan1]);
     assert_eq!(code, 0, "{again:#}");
     assert_eq!(git_out(&repo, &["rev-list", "--count", "HEAD"]).trim(), "2");

@@ -369,13 +369,14 @@ fn git_directories_and_mounts_register_and_other_types_are_refused() {
     let doc = fails(
         &env,
         &["resource", "type", "add", "--config", "svn.yaml"],
-        "NOT_SUPPORTED",
+        "NOT_FOUND",
     );
     assert!(
         doc["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("not yet supported")
+            .contains("svn.yaml"),
+        "a missing type file is named: {doc:#}"
     );
     fails(
         &env,

@@ -1,4 +1,4 @@
-//! Regressions from the first new-user trial of the registries, each named after what broke.
+//! Regressions of the registries found by using them from a fresh data directory, each named after what broke.
 
 use serde_json::Value;
 

@@ -54,6 +54,10 @@ pub(crate) fn settings(env: &Env, args: &[&str]) -> insta::Settings {
     settings.add_filter(r"\(latest v\d+\)", "(latest v[SCHEMA])");
     settings.add_filter(r"git version [0-9][^\s,\x22]*", "git version [GIT]");
     settings.add_filter(
+        r"[0-9.]+ GiB free of [0-9.]+ GiB \(\d+ %\)",
+        "[N] GiB free of [N] GiB ([N] %)",
+    );
+    settings.add_filter(
         r"landlock: enforced \(ABI \d+;",
         "landlock: enforced (ABI [N];",
     );

@@ -224,6 +224,101 @@ fn a_command_tool_is_offered_by_capability_runs_in_the_sandbox_and_rolls_back() 
     assert_eq!(listed["data"]["tools"].as_array().unwrap().len(), 2);
 }
 
+fn pending_approvals(s: &Setup, id: &str) -> Vec<Value> {
+    let (approvals, _) = run_keyed(&s.env, &["plan", "approvals", id]);
+    approvals["data"]["approvals"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{approvals:#}"))
+        .iter()
+        .filter(|a| a["status"] == "pending")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_tool_needing_approval_pauses_the_plan_runs_once_approved_and_is_refused_when_rejected() {
+    let server = ProviderServer::start(vec![
+        Turn::tools("", &[("record_decision", DECISION)], (10, 5)),
+        Turn::tools(
+            "",
+            &[("finish_strategy", r#"{"summary": "one step"}"#)],
+            (10, 5),
+        ),
+        Turn::tools("", &[("local_stamp", r#"{"text": "approved"}"#)], (10, 5)),
+        Turn::tools("", &[("local_stamp", r#"{"text": "refused"}"#)], (10, 5)),
+        Turn::text("Stamped once.", (10, 5)),
+    ]);
+    let s = setup_with(ONE_STEP);
+    scripted_env(&s, &server, "openai");
+    let guarded = STAMP.replace(
+        "    checkpointable: true\n",
+        "    checkpointable: true\n    human_approval_required: true\n",
+    );
+    assert_ne!(guarded, STAMP);
+    let stamp = write(&s, "stamp.yaml", &guarded);
+    ok(&s.env, &["tool", "add", "-c", &stamp]);
+    let skill = write(
+        &s,
+        "mine.yaml",
+        "skill:\n  name: local/mine\n  description: stamp\n  tools: [local/stamp]\n",
+    );
+    ok(&s.env, &["skill", "add", "-c", &skill]);
+    exec_actor(&s, &["local/mine"]);
+    let (doc, code, id) = use_plan(&s, "local/exec");
+    assert_eq!(code, 3, "waits for the tool approval: {doc:#}");
+    assert_eq!(doc["status"], "needs_approval", "{doc:#}");
+    let pending = pending_approvals(&s, &id);
+    assert_eq!(pending.len(), 1, "{pending:#?}");
+    let apr = pending[0]["approval_id"].as_str().unwrap().to_string();
+    assert_eq!(pending[0]["kind"], "tool_approval");
+    assert_eq!(pending[0]["context"]["tool"], "local/stamp");
+    assert_eq!(
+        pending[0]["context"]["arguments"],
+        json!({"text": "approved"})
+    );
+    assert_eq!(pending[0]["options"], json!(["approve", "reject"]));
+    assert!(
+        pending[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("local/stamp"),
+        "{pending:#?}"
+    );
+    // Nothing ran while waiting.
+    let (diff, _) = run_keyed(&s.env, &["plan", "diff", &id]);
+    assert!(!diff.to_string().contains("STAMP.txt"), "{diff:#}");
+    let calls_before = server.requests().len();
+
+    // Approved: the call runs, its result goes to the model, which calls again: a second
+    // approval, rejected with a reason the model is told.
+    let (doc, code) = run_keyed(&s.env, &["plan", "decide", &apr, "--option", "approve"]);
+    assert_eq!(code, 3, "the second call waits: {doc:#}");
+    assert_eq!(diff_paths(&s, &id), ["STAMP.txt"]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), calls_before + 1);
+    let resumed = requests.last().unwrap().body.to_string();
+    assert!(resumed.contains("stamped"), "{resumed}");
+    let pending = pending_approvals(&s, &id);
+    assert_eq!(pending.len(), 1, "{pending:#?}");
+    assert_eq!(
+        pending[0]["context"]["arguments"],
+        json!({"text": "refused"})
+    );
+    let second = pending[0]["approval_id"].as_str().unwrap().to_string();
+    let (doc, code) = run_keyed(
+        &s.env,
+        &["plan", "reject", &second, "--reason", "one stamp is enough"],
+    );
+    assert_eq!(code, 3, "continues to the apply gate: {doc:#}");
+    let last = server.requests().last().unwrap().body.to_string();
+    assert!(last.contains("PERMISSION_DENIED"), "{last}");
+    assert!(last.contains("one stamp is enough"), "{last}");
+    let (diff, _) = run_keyed(&s.env, &["plan", "diff", &id]);
+    assert!(diff.to_string().contains("approved"), "{diff:#}");
+    assert!(!diff.to_string().contains("refused"), "{diff:#}");
+    assert!(!s.repo.join("STAMP.txt").exists());
+}
+
 #[test]
 fn tool_add_refuses_invalid_schemas_and_incoherent_capability_naming_the_field() {
     let s = setup_with(ONE_STEP);
@@ -368,6 +463,38 @@ fn skills_flatten_includes_with_overrides_and_refuse_cycles_naming_them() {
     );
     ok(&s.env, &["skill", "remove", "--yes", "local/top"]);
     ok(&s.env, &["skill", "remove", "--yes", "local/base"]);
+    // Two includes offering different tools of one name: both qualified, the conflict reported.
+    for (n, word) in [("a", "alpha"), ("b", "beta")] {
+        let f = write(
+            &s,
+            &format!("{n}.yaml"),
+            &format!(
+                "skill:\n  name: local/{n}\n  anonymous_tools:\n    - name: hello\n      description: Say {word}\n      capability: {{read_only: true}}\n      code: echo {word}\n"
+            ),
+        );
+        ok(&s.env, &["skill", "add", "-c", &f]);
+    }
+    let both = write(
+        &s,
+        "both.yaml",
+        "skill:\n  name: local/both\n  includes: [local/a, local/b]\n",
+    );
+    let added = ok(&s.env, &["skill", "add", "-c", &both]);
+    assert!(
+        added
+            .to_string()
+            .contains("local/a.hello and local/b.hello"),
+        "{added:#}"
+    );
+    let doc = ok(&s.env, &["skill", "tools", "local/both"]);
+    let names: Vec<&str> = doc["data"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["local/a.hello", "local/b.hello"], "{doc:#}");
+    assert_eq!(doc["data"]["conflicts"].as_array().unwrap().len(), 1);
 }
 
 /// tests/mcp/node_modules, installed by `npm ci` (.ci/run). Missing is a failure, never a
@@ -480,10 +607,10 @@ fn a_stdio_mcp_server_lists_its_tools_and_its_results_and_errors_reach_the_model
     echo_and_error_round_trip(&s, &server);
 }
 
-#[test]
-fn a_stdio_mcp_server_that_dies_mid_plan_gives_a_tool_error_and_the_plan_continues() {
-    let s = setup_with(ONE_STEP);
-    mcp_skill(&s, &stdio_everything());
+/// Runs a plan whose model calls `echo`, waits (`sleep 3`) while `kill` stops the server from
+/// outside, calls `echo` again and then writes a file: the second call is a tool error for
+/// the model and the plan carries on to its end.
+fn dies_mid_plan(s: &Setup, kill: &(dyn Fn() -> Option<u32> + Sync)) {
     let server = ProviderServer::start(vec![
         Turn::tools(
             "",
@@ -510,9 +637,8 @@ fn a_stdio_mcp_server_that_dies_mid_plan_gives_a_tool_error_and_the_plan_continu
         ),
         Turn::text("Done despite the server.", (10, 5)),
     ]);
-    scripted_env(&s, &server, "openai");
-    exec_actor(&s, &["local/mcp"]);
-    let root = s.env.root().to_path_buf();
+    scripted_env(s, &server, "openai");
+    exec_actor(s, &["local/mcp"]);
     let (doc, code, id, killed) = std::thread::scope(|scope| {
         // While the model's `sleep 3` runs, the server is killed from outside.
         let killer = scope.spawn(|| {
@@ -520,14 +646,9 @@ fn a_stdio_mcp_server_that_dies_mid_plan_gives_a_tool_error_and_the_plan_continu
             while server.requests().len() < 2 && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            let pid = server_pid(&root)?;
-            std::process::Command::new("kill")
-                .args(["-9", &pid.to_string()])
-                .status()
-                .ok()?;
-            Some(pid)
+            kill()
         });
-        let (doc, code, id) = use_plan(&s, "builtin/checklist-strategist");
+        let (doc, code, id) = use_plan(s, "builtin/checklist-strategist");
         (doc, code, id, killer.join().unwrap())
     });
     assert!(killed.is_some(), "the server process was found and killed");
@@ -541,7 +662,123 @@ fn a_stdio_mcp_server_that_dies_mid_plan_gives_a_tool_error_and_the_plan_continu
         "{dead}"
     );
     assert!(!dead.contains("Echo: second"), "{dead}");
-    assert!(diff_paths(&s, &id).contains(&"AFTER.md".to_string()));
+    assert!(diff_paths(s, &id).contains(&"AFTER.md".to_string()));
+}
+
+#[test]
+fn a_stdio_mcp_server_that_dies_mid_plan_gives_a_tool_error_and_the_plan_continues() {
+    let s = setup_with(ONE_STEP);
+    mcp_skill(&s, &stdio_everything());
+    let root = s.env.root().to_path_buf();
+    dies_mid_plan(&s, &|| {
+        let pid = server_pid(&root)?;
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .ok()?;
+        Some(pid)
+    });
+}
+
+/// How many times a server started through [`recording_everything`] was started.
+fn recorded_starts(root: &Path) -> usize {
+    let mut found = 0;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                dirs.push(p);
+            } else if p.file_name().is_some_and(|n| n == "mcp-starts") {
+                found += std::fs::read_to_string(&p).unwrap().lines().count();
+            }
+        }
+    }
+    found
+}
+
+/// server-everything over stdio, wrapped in a shell line that appends a line to
+/// `$HOME/mcp-starts` (the plan's own HOME) each time it is started.
+fn recording_everything() -> String {
+    let line = format!(
+        "echo started >> \"$HOME/mcp-starts\"; exec node {} stdio",
+        shell_words::quote(&everything())
+    );
+    format!(
+        "    - name: everything\n      command: sh\n      args: [\"-c\", {}]\n",
+        serde_json::to_string(&line).unwrap()
+    )
+}
+
+const TWO_DECISIONS: [&str; 2] = [
+    r#"{"key": "first", "decision_type": "implementation_choice", "question": "What comes first?", "chosen_option": "echo one", "confidence_score": 0.9, "rationale": "order", "step": {"instructions": "echo one"}}"#,
+    r#"{"key": "second", "decision_type": "implementation_choice", "question": "What comes next?", "chosen_option": "echo two", "confidence_score": 0.9, "rationale": "order", "step": {"instructions": "echo two"}}"#,
+];
+
+#[test]
+fn a_plans_stdio_server_is_started_once_for_all_its_steps_and_stopped_when_the_plan_ends() {
+    let s = setup_with(ONE_STEP);
+    mcp_skill(&s, &recording_everything());
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[
+                ("record_decision", TWO_DECISIONS[0]),
+                ("record_decision", TWO_DECISIONS[1]),
+            ],
+            (10, 5),
+        ),
+        Turn::tools(
+            "",
+            &[("finish_strategy", r#"{"summary": "two steps"}"#)],
+            (10, 5),
+        ),
+        Turn::tools(
+            "",
+            &[("everything_echo", r#"{"message": "step one"}"#)],
+            (10, 5),
+        ),
+        Turn::text("One.", (10, 5)),
+        Turn::tools(
+            "",
+            &[("everything_echo", r#"{"message": "step two"}"#)],
+            (10, 5),
+        ),
+        Turn::text("Two.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    exec_actor(&s, &["local/mcp"]);
+    let root = s.env.root().to_path_buf();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (doc, code, pids) = std::thread::scope(|scope| {
+        // Every server process seen while the plan runs, sampled from outside.
+        let watcher = scope.spawn(|| {
+            let mut seen = std::collections::BTreeSet::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                seen.extend(server_pid(&root));
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            seen
+        });
+        let (doc, code, _id) = use_plan(&s, "local/exec");
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        (doc, code, watcher.join().unwrap())
+    });
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 6, "{doc:#}");
+    assert!(requests[3].body.to_string().contains("Echo: step one"));
+    assert!(requests[5].body.to_string().contains("Echo: step two"));
+    // Strategize starts no server; both steps used the one process Execute started.
+    assert_eq!(recorded_starts(&root), 1, "one start for both steps");
+    assert_eq!(pids.len(), 1, "one server process for both steps: {pids:?}");
+    // Execute ended (at the apply gate), so the server is gone.
+    let pid = pids.first().unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the server outlived the plan's Execute"
+    );
+    assert_eq!(server_pid(s.env.root()), None);
 }
 
 fn free_port() -> u16 {
@@ -550,6 +787,17 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+fn wait_listening(port: u16) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the HTTP server did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 struct Kill(std::process::Child);
@@ -572,14 +820,7 @@ fn a_streamable_http_mcp_server_works_the_same() {
         .spawn()
         .expect("node starts");
     let _guard = Kill(child);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the HTTP server did not listen"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_listening(port);
     let s = setup_with(ONE_STEP);
     mcp_skill(
         &s,
@@ -590,6 +831,98 @@ fn a_streamable_http_mcp_server_works_the_same() {
     let server = ProviderServer::start(echo_script());
     scripted_env(&s, &server, "openai");
     echo_and_error_round_trip(&s, &server);
+}
+
+#[test]
+fn a_server_that_died_in_one_step_is_started_again_for_the_next() {
+    let s = setup_with(ONE_STEP);
+    mcp_skill(&s, &recording_everything());
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[
+                ("record_decision", TWO_DECISIONS[0]),
+                ("record_decision", TWO_DECISIONS[1]),
+            ],
+            (10, 5),
+        ),
+        Turn::tools(
+            "",
+            &[("finish_strategy", r#"{"summary": "two steps"}"#)],
+            (10, 5),
+        ),
+        Turn::tools("", &[("everything_echo", r#"{"message": "one"}"#)], (10, 5)),
+        Turn::tools(
+            "",
+            &[("shell_execute", r#"{"command": "sleep 3"}"#)],
+            (10, 5),
+        ),
+        Turn::tools(
+            "",
+            &[("everything_echo", r#"{"message": "again"}"#)],
+            (10, 5),
+        ),
+        Turn::text("One, with a dead server.", (10, 5)),
+        Turn::tools("", &[("everything_echo", r#"{"message": "two"}"#)], (10, 5)),
+        Turn::text("Two.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    exec_actor(&s, &["local/mcp"]);
+    let root = s.env.root().to_path_buf();
+    let (doc, code, killed) = std::thread::scope(|scope| {
+        let killer = scope.spawn(|| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while server.requests().len() < 4 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let pid = server_pid(&root)?;
+            std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status()
+                .ok()?;
+            Some(pid)
+        });
+        let (doc, code, _id) = use_plan(&s, "local/exec");
+        (doc, code, killer.join().unwrap())
+    });
+    assert!(killed.is_some(), "the server was found and killed");
+    assert_eq!(code, 3, "{doc:#}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 8, "{doc:#}");
+    let dead = requests[5].body.to_string();
+    assert!(dead.contains("TOOL_FAILED"), "{dead}");
+    assert!(!dead.contains("Echo: again"), "{dead}");
+    assert!(requests[7].body.to_string().contains("Echo: two"));
+    assert_eq!(
+        recorded_starts(&root),
+        2,
+        "started again for the second step"
+    );
+    assert_eq!(server_pid(&root), None);
+}
+
+#[test]
+fn a_streamable_http_mcp_server_that_dies_mid_plan_gives_a_tool_error_and_the_plan_continues() {
+    let port = free_port();
+    let child = std::process::Command::new("node")
+        .args([everything().as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("node starts");
+    let pid = child.id();
+    let guard = std::sync::Mutex::new(Some(Kill(child)));
+    wait_listening(port);
+    let s = setup_with(ONE_STEP);
+    mcp_skill(
+        &s,
+        &format!("    - name: everything\n      url: http://127.0.0.1:{port}/mcp\n"),
+    );
+    dies_mid_plan(&s, &|| {
+        drop(guard.lock().ok()?.take()?);
+        Some(pid)
+    });
 }
 
 #[test]
@@ -640,6 +973,13 @@ fn server_filesystem_writes_land_in_the_sandbox_checkpointed_and_outside_paths_a
     assert!(artifacts.to_string().contains("MCP.md"), "{artifacts:#}");
     let (cps, _) = run_keyed(&s.env, &["plan", "checkpoints", &id]);
     assert!(cps.to_string().contains("tool: fs.write_file"), "{cps:#}");
+    // The write was checkpointed: rolling back to the first checkpoint removes it.
+    let first = cps["data"]["checkpoints"][0]["checkpoint_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{cps:#}"))
+        .to_string();
+    ok(&s.env, &["plan", "rollback", "--yes", &id, &first]);
+    assert!(diff_paths(&s, &id).is_empty());
 }
 
 #[test]
@@ -700,6 +1040,133 @@ fn an_agent_skill_is_described_in_the_prompt_loaded_on_demand_and_its_script_run
     assert!(!outside.exists(), "the script is confined to the sandbox");
 }
 
+fn agent_skill_folder(dir: &Path, name: &str, description: &str, body: &str, script: &str) {
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/run.sh"), script).unwrap();
+}
+
+fn skill_list_entry(s: &Setup, name: &str) -> Option<Value> {
+    let doc = ok(&s.env, &["skill", "list"]);
+    doc["data"]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == name)
+        .cloned()
+}
+
+#[test]
+fn agent_skills_are_discovered_in_configured_directories_and_opted_in_resources() {
+    let s = setup_with(ONE_STEP);
+    // A model actor with no skills of its own is offered what was discovered.
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[("load_skill", r#"{"name": "changelog-helper"}"#)],
+            (10, 5),
+        ),
+        Turn::tools(
+            "",
+            &[("changelog-helper_run", r#"{"args": ["release 1.2"]}"#)],
+            (10, 5),
+        ),
+        Turn::text("Noted.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    let outside = s.env.root().join("outside-from-discovered.txt");
+    let dir = s.env.root().join("my-skills");
+    agent_skill_folder(
+        &dir.join("changelog-helper"),
+        "changelog-helper",
+        "Append a line to CHANGES.txt",
+        "Run the run script with the line as its argument.",
+        &format!(
+            "echo \"$1\" >> CHANGES.txt\necho escaped > {} 2>/dev/null\necho done\n",
+            outside.display()
+        ),
+    );
+    agent_skill_folder(
+        &s.repo.join(".agents/skills/repo-helper"),
+        "repo-helper",
+        "Conventions of this repository",
+        "Keep lines short.",
+        "echo repo\n",
+    );
+    crate::support::git(&s.repo, &["add", "."]);
+    crate::support::git(&s.repo, &["commit", "-qm", "repository skills"]);
+    let dirs = dir.display().to_string();
+    // A configured directory that does not exist is reported, not an error.
+    let missing = s.env.root().join("no-such-skills").display().to_string();
+    ok(&s.env, &["config", "set", "agent-skill-dirs", &missing]);
+    let listed = ok(&s.env, &["skill", "list"]);
+    assert!(
+        listed["messages"]
+            .to_string()
+            .contains("is not a directory"),
+        "{listed:#}"
+    );
+    ok(&s.env, &["config", "set", "agent-skill-dirs", &dirs]);
+    let found = skill_list_entry(&s, "discovered/changelog-helper")
+        .unwrap_or_else(|| panic!("not listed: {:#}", ok(&s.env, &["skill", "list"])));
+    assert_eq!(found["source"], "discovered");
+    assert!(
+        found["origin"].as_str().unwrap().contains(&dirs),
+        "{found:#}"
+    );
+    assert!(
+        skill_list_entry(&s, "discovered/repo-helper").is_none(),
+        "a resource's skills are opt-in"
+    );
+    fails(
+        &s.env,
+        &["config", "set", "agent-skills-in-resources", "yes"],
+        "INVALID_INPUT",
+    );
+    ok(
+        &s.env,
+        &["config", "set", "agent-skills-in-resources", "true"],
+    );
+    let repo_skill = skill_list_entry(&s, "discovered/repo-helper").expect("listed once opted in");
+    assert!(
+        repo_skill["origin"]
+            .as_str()
+            .unwrap()
+            .starts_with("resource local/repo"),
+        "{repo_skill:#}"
+    );
+    let tools = ok(&s.env, &["skill", "tools", "discovered/changelog-helper"]);
+    assert!(
+        tools.to_string().contains("changelog-helper.run"),
+        "{tools:#}"
+    );
+
+    let file = write(&s, "exec.yaml", "name: exec\nmodel: scripted/m\n");
+    ok(&s.env, &["actor", "add", "--config", &file]);
+    let (doc, code, id) = use_plan(&s, "builtin/checklist-strategist");
+    assert_eq!(code, 3, "{doc:#}");
+    let requests = server.requests();
+    let first = requests[0].body.to_string();
+    for d in [
+        "Append a line to CHANGES.txt",
+        "Conventions of this repository",
+    ] {
+        assert!(first.contains(d), "{d} in the system prompt: {first}");
+    }
+    assert!(
+        !first.contains("Run the run script"),
+        "the instructions load on demand only"
+    );
+    assert!(requests[1].body.to_string().contains("Run the run script"));
+    assert!(requests[2].body.to_string().contains("done"));
+    assert_eq!(diff_paths(&s, &id), ["CHANGES.txt"]);
+    assert!(!outside.exists(), "the script is confined to the sandbox");
+}
+
 #[test]
 fn the_tool_and_skill_examples_register_as_documented() {
     let s = setup_with(ONE_STEP);
@@ -748,4 +1215,17 @@ fn the_tool_and_skill_examples_register_as_documented() {
     );
     assert_eq!(doc["data"]["skill"]["name"], "local/release-notes");
     assert!(doc.to_string().contains("release-notes.render"), "{doc:#}");
+    // examples/skills as a discovery directory (docs/skills.md "Discovery").
+    ok(
+        &s.env,
+        &["config", "set", "agent-skill-dirs", &ex("skills")],
+    );
+    let listed = ok(&s.env, &["skill", "list", "-n", "discovered"]);
+    let names: Vec<&str> = listed["data"]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["discovered/release-notes"], "{listed:#}");
 }

@@ -223,7 +223,7 @@ fn executing_from_the_keyboard_and_resizing_repeatedly_while_the_plan_runs_keeps
         .success()
     );
     tmux.wait_for("the plan", |sc| sc.contains(short));
-    // `e` on the plans pane runs `plan execute` as a child; the status bar says so.
+    // `e` on the plans pane runs `plan execute` in the TUI's process; the status bar says so.
     tmux.cmd(&["send-keys", "-t", "s", "e"]);
     tmux.wait_for("the plan running", |sc| {
         sc.contains("processing") && sc.contains(&format!("plan execute {short}"))
@@ -254,12 +254,16 @@ fn executing_from_the_keyboard_and_resizing_repeatedly_while_the_plan_runs_keeps
         std::thread::sleep(Duration::from_millis(120));
     }
     // After the last resize (100x30) the screen is whole: the plans pane's top border spans
-    // exactly 100 columns, 30 rows are drawn, the status bar is on the last one.
+    // exactly 100 columns, 30 rows are drawn, the status bar is on the last one. A capture can
+    // land in the middle of a redraw, so wait for the last row too, not only the first.
     let screen = wait_long(
         &tmux,
         "the redraw at 100x30",
         Duration::from_secs(5),
-        |sc| sc.lines().next().is_some_and(|l| l.chars().count() == 100),
+        |sc| {
+            let lines: Vec<&str> = sc.lines().collect();
+            lines.len() == 30 && lines[0].chars().count() == 100 && lines[29].contains("help")
+        },
     );
     assert!(tmux.alive(), "the TUI is still running");
     assert!(!screen.contains("panicked"), "{screen}");
@@ -275,10 +279,13 @@ fn executing_from_the_keyboard_and_resizing_repeatedly_while_the_plan_runs_keeps
     assert!(lines[29].contains("help"), "status bar last: {screen}");
     assert!(screen.contains(short), "{screen}");
 
-    // The plan reaches the apply gate; the child has ended, so q quits at once.
+    // The plan reaches the apply gate; the operation has ended, so q quits at once.
+    // The operation's end is reported once its result arrived; its thread may end a frame
+    // later, so give the next frame time to drop it from the running list.
     wait_long(&tmux, "the apply gate", Duration::from_secs(60), |sc| {
-        sc.contains("1 pending") && !sc.contains("processing")
+        sc.contains("1 pending") && sc.contains("waiting for you") && !sc.contains("processing")
     });
+    std::thread::sleep(Duration::from_millis(600));
     tmux.cmd(&["send-keys", "-t", "s", "q"]);
     assert_eq!(wait_exit(&tmux, &exit), "0");
     let (doc, _) = s.env.json(&["plan", "status", &id]);
@@ -513,4 +520,292 @@ fn the_use_form_asks_for_the_actions_arguments_and_creates_the_plan_with_them() 
         status["data"]["definition_of_done"], "NOTES.md names version 3.4-rc1",
         "{status:#}"
     );
+}
+
+/// One step from the definition of done, for a model execution actor.
+const MODEL_STEP: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
+
+/// The commands (`comm`) of the processes whose parent is `pid`.
+fn children_of(pid: &str) -> Vec<String> {
+    let out = std::process::Command::new("ps")
+        .args(["--ppid", pid, "-o", "comm="])
+        .output()
+        .expect("ps runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn the_live_area_streams_the_models_text_and_tool_calls_while_the_step_runs_in_process() {
+    use crate::support::provider_server::{ProviderServer, Turn};
+    // The model writes a file, then streams text (one `a` every 50 ms) without ever ending
+    // its reply: the step is still running whenever the screen is read.
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "Drafting first.",
+            &[(
+                "write_file",
+                r#"{"path": "DRAFT.md", "content": "draft\n"}"#,
+            )],
+            (20, 5),
+        ),
+        Turn::Drip {
+            every: Duration::from_millis(50),
+            tokens: true,
+        },
+    ]);
+    let s = crate::cli::lifecycle::setup_with(MODEL_STEP);
+    crate::cli::lifecycle::scripted_env(&s, &server, "openai");
+    let (doc, code) = crate::cli::lifecycle::run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "supervised",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1.2",
+        ],
+    );
+    assert_eq!(code, 3, "supervised waits at the execute gate: {doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_owned();
+    let short = &id[..8];
+    let exit = s.env.root().join("exit-code");
+    let tmux = Tmux::new("live");
+    let command = tui_command(&s.env, &format!("--plan {id}"), &exit).replacen(
+        "env -u NO_COLOR",
+        "env -u NO_COLOR SCRIPTED_API_KEY=sk-test",
+        1,
+    );
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "140",
+            "-y",
+            "45",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the plan", |sc| sc.contains(short));
+    tmux.cmd(&["send-keys", "-t", "s", "e"]);
+    let screen = wait_long(
+        &tmux,
+        "the streamed text in the live area",
+        Duration::from_secs(60),
+        |sc| sc.contains("Live · plan") && sc.contains("aaaaaaaaaa"),
+    );
+    assert!(screen.contains("⚙ write_file"), "{screen}");
+    assert!(
+        screen.contains("DRAFT.md"),
+        "the call's arguments: {screen}"
+    );
+    assert!(screen.contains("✓ write_file"), "{screen}");
+    assert!(screen.contains("Drafting first."), "{screen}");
+    // The step has not ended: the plan still processes its Execute.
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(
+        (
+            status["data"]["phase"].as_str(),
+            status["data"]["state"].as_str()
+        ),
+        (Some("execute"), Some("processing")),
+        "{status:#}"
+    );
+    // The text keeps coming while the screen is watched.
+    let before = screen.matches('a').count();
+    wait_long(&tmux, "more streamed text", Duration::from_secs(10), |sc| {
+        sc.matches('a').count() > before
+    });
+    // The TUI runs the plan itself: the shell's child is the TUI, and the TUI has no child
+    // `agents` process.
+    let shell = String::from_utf8_lossy(
+        &tmux
+            .cmd(&["display", "-p", "-t", "s", "#{pane_pid}"])
+            .stdout,
+    )
+    .trim()
+    .to_owned();
+    let tui_pid = String::from_utf8_lossy(
+        &std::process::Command::new("pgrep")
+            .args(["-P", &shell, "agents"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_owned();
+    assert!(
+        !tui_pid.is_empty(),
+        "the TUI runs under the pane's shell {shell}"
+    );
+    let kids = children_of(&tui_pid);
+    assert!(
+        !kids.iter().any(|k| k == "agents"),
+        "no child agents process of the TUI: {kids:?}"
+    );
+    // Quitting while the plan runs here asks, then interrupts it like Ctrl-C: queued,
+    // resumable.
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.wait_for("the quit question", |sc| sc.contains("Quit?"));
+    tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    assert_eq!(wait_exit(&tmux, &exit), "0");
+    let (status, _) = s.env.json(&["plan", "status", &id]);
+    assert_eq!(
+        (
+            status["data"]["phase"].as_str(),
+            status["data"]["state"].as_str()
+        ),
+        (Some("execute"), Some("queued")),
+        "interrupted, resumable: {status:#}"
+    );
+}
+
+/// The marks of `plan review PLAN`, as another process reads them: `(path, old_start, mark)`.
+fn review_marks(env: &Env, plan: &str) -> Vec<(String, u64, String)> {
+    let (doc, code) = env.json(&["plan", "review", plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let mut out = Vec::new();
+    for f in doc["data"]["files"].as_array().unwrap() {
+        for i in f["items"].as_array().unwrap() {
+            out.push((
+                f["path"].as_str().unwrap().to_owned(),
+                i["old_start"].as_u64().unwrap(),
+                i["mark"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn reviewing_hunk_by_hunk_in_the_tui_applies_exactly_the_accepted_part() {
+    use crate::cli::apply::{plan_at_apply_gate, repo_with};
+    let env = Env::new();
+    let a: String = (1..=20).map(|i| format!("a{i}\n")).collect();
+    let b: String = (1..=5).map(|i| format!("b{i}\n")).collect();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", &a), ("b.txt", &b)]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &[
+            "sed -i 's/^a1$/A1/; s/^a20$/A20/' a.txt && sed -i 's/^b3$/B3/' b.txt && printf 'new\\n' > c.txt",
+        ],
+    );
+    let exit = env.root().join("exit-code");
+    let tmux = Tmux::new("review");
+    let command = tui_command(&env, &format!("--plan {plan}"), &exit);
+    assert!(
+        tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "140",
+            "-y",
+            "45",
+            &command
+        ])
+        .status
+        .success()
+    );
+    tmux.wait_for("the diff with its marks", |sc| {
+        sc.contains("c.txt") && sc.contains("·4 pending")
+    });
+    let keys = |keys: &[&str]| {
+        let mut args = vec!["send-keys", "-t", "s"];
+        args.extend_from_slice(keys);
+        tmux.cmd(&args);
+    };
+    // A: the diff zoomed for review, the file list beside it.
+    keys(&["A"]);
+    let screen = tmux.wait_for("the review", |sc| sc.contains("REVIEW BEFORE APPLY"));
+    assert!(
+        screen.contains("M a.txt") && screen.contains("M b.txt") && screen.contains("A c.txt"),
+        "{screen}"
+    );
+    // Space accepts a.txt's first hunk and moves to its second; x rejects that one.
+    keys(&["Space"]);
+    tmux.wait_for("one accepted", |sc| sc.contains("✓1 ✗0 ·3 pending"));
+    keys(&["x"]);
+    tmux.wait_for("the reason prompt", |sc| sc.contains("Why (optional"));
+    keys(&["-l", "keep a20"]);
+    keys(&["Enter"]);
+    tmux.wait_for("one rejected", |sc| {
+        sc.contains("✓1 ✗1 ·2 pending") && sc.contains("rejected: keep a20")
+    });
+    // ] goes to b.txt; a accepts the rest of it and moves to c.txt, which x rejects.
+    keys(&["]"]);
+    keys(&["a"]);
+    tmux.wait_for("b.txt accepted", |sc| sc.contains("✓2 ✗1 ·1 pending"));
+    keys(&["x"]);
+    tmux.wait_for("the reason prompt", |sc| sc.contains("Why (optional"));
+    keys(&["Enter"]);
+    tmux.wait_for("c.txt rejected", |sc| sc.contains("✓2 ✗2 ·0 pending"));
+    // Another process sees the marks.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let want = vec![
+        ("a.txt".to_owned(), 1, "accepted".to_owned()),
+        ("a.txt".to_owned(), 17, "rejected".to_owned()),
+        ("b.txt".to_owned(), 1, "accepted".to_owned()),
+        ("c.txt".to_owned(), 0, "rejected".to_owned()),
+    ];
+    loop {
+        let marks = review_marks(&env, &plan);
+        if marks == want {
+            break;
+        }
+        assert!(Instant::now() < deadline, "marks stored: {marks:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Apply: the confirmation names only the accepted part.
+    keys(&["A"]);
+    let confirm = tmux.wait_for("the confirm", |sc| sc.contains("y/Enter yes"));
+    assert!(
+        confirm.contains("Apply only the accepted part")
+            && confirm.contains("M a.txt (1/2)")
+            && confirm.contains("M b.txt (1/1)")
+            && !confirm.contains("c.txt (")
+            && confirm.contains("2 rejected, 0 pending"),
+        "{confirm}"
+    );
+    keys(&["y"]);
+    wait_long(&tmux, "the plan applied", Duration::from_secs(60), |sc| {
+        sc.contains("applied") && sc.contains("done.")
+    });
+    let show = |what: &str| {
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["show", what])
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            o.status.success(),
+        )
+    };
+    assert_eq!(show("HEAD:a.txt").0, a.replacen("a1\n", "A1\n", 1));
+    assert_eq!(show("HEAD:b.txt").0, b.replace("b3\n", "B3\n"));
+    assert!(!show("HEAD:c.txt").1, "the rejected file is not committed");
+    let message = show("-s").0;
+    assert!(
+        message.contains("Left out") && message.contains("keep a20"),
+        "{message}"
+    );
+    keys(&["q"]);
+    assert_eq!(wait_exit(&tmux, &exit), "0");
 }

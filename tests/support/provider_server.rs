@@ -232,6 +232,7 @@ impl ProviderServer {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(handle))
                     .route("/v1/messages", post(handle))
+                    .route("/v1/embeddings", post(embeddings))
                     .with_state(state);
                 axum::serve(listener, app)
                     .with_graceful_shutdown(async {
@@ -265,6 +266,14 @@ impl ProviderServer {
         self.shared.requests.lock().unwrap().clone()
     }
 
+    /// The `/v1/embeddings` requests received so far (they use no turn of the script).
+    pub fn embedding_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path == "/v1/embeddings")
+            .collect()
+    }
+
     /// Turns not yet used.
     pub fn remaining(&self) -> usize {
         self.shared.script.lock().unwrap().len()
@@ -279,6 +288,73 @@ impl Drop for ProviderServer {
         // Stalled connections keep graceful shutdown waiting; the thread is detached then.
         drop(self.thread.take());
     }
+}
+
+/// Dimensions of the test vectors.
+pub const EMBEDDING_DIMS: usize = 64;
+
+/// The deterministic test vector of `text`: a bag of its lowercase words (letters and
+/// digits; `snake_case` and `camelCase` split), each counted in the dimension its FNV-1a
+/// hash picks. Texts sharing words are close; texts sharing none are orthogonal.
+pub fn test_vector(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; EMBEDDING_DIMS];
+    let mut spaced = String::new();
+    let mut prev_lower = false;
+    for c in text.chars() {
+        if c.is_uppercase() && prev_lower {
+            spaced.push(' ');
+        }
+        prev_lower = c.is_lowercase();
+        spaced.push(if c.is_alphanumeric() { c } else { ' ' });
+    }
+    for word in spaced.to_lowercase().split_whitespace() {
+        let mut h: u32 = 0x811c_9dc5;
+        for b in word.bytes() {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+        v[h as usize % EMBEDDING_DIMS] += 1.0;
+    }
+    v
+}
+
+/// `POST /v1/embeddings`: one [`test_vector`] per input, recorded like every request.
+async fn embeddings(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let model = body["model"].as_str().unwrap_or("scripted").to_string();
+    shared.requests.lock().unwrap().push(Recorded {
+        path: uri.path().to_string(),
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect(),
+        body,
+        at: Instant::now(),
+    });
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": test_vector(t)}))
+        .collect();
+    axum::Json(json!({
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": 0, "total_tokens": 0},
+    }))
+    .into_response()
 }
 
 #[derive(Clone, Copy, PartialEq)]

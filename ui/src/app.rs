@@ -1,13 +1,16 @@
 //! The application state and its pure update function.
 
+use ratatui::layout::{Constraint, Layout, Rect};
+
 use crate::highlight::HighlightRequest;
 use crate::keymap::{Action, Keymap};
-use crate::model::short_id;
+use crate::model::{DiffView, ReviewCounts, ReviewMark, short_id};
 use crate::msg::{Cmd, Key, Mouse, Msg};
-use crate::overlay::{CorrectForm, CorrectStage, InputPurpose, Outcome, Overlay, UseForm};
+use crate::overlay::{CorrectForm, CorrectStage, Editor, InputPurpose, Outcome, Overlay, UseForm};
 use crate::panes::Pane;
 use crate::panes::approvals::ApprovalsPane;
 use crate::panes::diff::DiffPane;
+use crate::panes::live::LiveArea;
 use crate::panes::plans::{FilterOutcome, PlansPane};
 use crate::panes::tree::TreePane;
 
@@ -41,6 +44,7 @@ pub struct App {
     tree: TreePane,
     diff: DiffPane,
     approvals: ApprovalsPane,
+    live: LiveArea,
     notice: Option<Notice>,
     quitting: bool,
     keymap: Keymap,
@@ -79,6 +83,7 @@ impl App {
             tree: TreePane::default(),
             diff: DiffPane::default(),
             approvals: ApprovalsPane::default(),
+            live: LiveArea::default(),
             notice: None,
             quitting: false,
             keymap,
@@ -136,6 +141,11 @@ impl App {
         &self.keymap
     }
 
+    /// The live area (what a plan this TUI drives is doing now).
+    pub fn live(&self) -> &LiveArea {
+        &self.live
+    }
+
     /// Commands this TUI started that still run, one line each.
     pub fn running(&self) -> &[String] {
         &self.running
@@ -178,7 +188,7 @@ impl App {
         if self.zoomed {
             return (pane == self.focus).then_some(main);
         }
-        crate::render::pane_areas(self, main)
+        pane_areas(self, main)
             .into_iter()
             .find(|(p, _)| *p == pane)
             .map(|(_, r)| r)
@@ -288,6 +298,10 @@ impl App {
                 } else {
                     self.overlays.push(Overlay::Use(UseForm::new(choices)));
                 }
+                Vec::new()
+            }
+            Msg::Live { plan_id, update } => {
+                self.live.push(&plan_id, update);
                 Vec::new()
             }
             Msg::Activity(running) => {
@@ -424,6 +438,15 @@ impl App {
                             level: Level::Ok,
                             text: sent(&cmd),
                         });
+                        if let Cmd::Review {
+                            item_ids,
+                            mark,
+                            reason,
+                            ..
+                        } = &cmd
+                        {
+                            self.diff.set_marks(item_ids, *mark, reason.as_deref());
+                        }
                     }
                     vec![cmd]
                 }
@@ -527,18 +550,27 @@ impl App {
             .find(|r| r.plan_id == plan_id)
             .map(|r| r.project.clone())
             .unwrap_or_default();
-        let changes = match self.diff.diff() {
-            Some(d) if self.diff.plan_id() == Some(plan_id) => {
-                format!("{} file(s), +{} -{}", d.files.len(), d.added(), d.removed())
-            }
-            _ => "changes not loaded".to_owned(),
+        let diff = self
+            .diff
+            .diff()
+            .filter(|_| self.diff.plan_id() == Some(plan_id));
+        let body = match (diff, diff.and_then(DiffView::review_counts)) {
+            (Some(d), Some(c)) if c.any_marked() => partial_apply_body(plan_id, &project, d, c),
+            (Some(d), _) => format!(
+                "Apply plan {} to {project}: {} file(s), +{} -{}?\nValidations run first; then one commit lands in the project.",
+                short_id(plan_id),
+                d.files.len(),
+                d.added(),
+                d.removed()
+            ),
+            (None, _) => format!(
+                "Apply plan {} to {project}: changes not loaded?\nValidations run first; then one commit lands in the project.",
+                short_id(plan_id)
+            ),
         };
         self.overlays.push(Overlay::Confirm {
             title: "Apply?".to_owned(),
-            body: format!(
-                "Apply plan {} to {project}: {changes}?\nValidations run first; then one commit lands in the project.",
-                short_id(plan_id)
-            ),
+            body,
             on_yes: Cmd::Apply {
                 plan_id: plan_id.to_owned(),
             },
@@ -549,16 +581,113 @@ impl App {
         match self.focus {
             Pane::Plans => self.plans_action(action),
             Pane::Tree => self.tree_action(action),
-            Pane::Diff => {
-                let page = self.diff_height();
-                self.diff.handle(action, page);
-                Vec::new()
-            }
+            Pane::Diff => self.diff_action(action),
             Pane::Approvals => {
                 self.approval_action(action);
                 Vec::new()
             }
         }
+    }
+
+    fn diff_action(&mut self, action: Action) -> Vec<Cmd> {
+        match action {
+            Action::AcceptHunk
+            | Action::RejectHunk
+            | Action::AcceptFile
+            | Action::ResetHunk
+            | Action::CorrectHunk => self.review_action(action),
+            _ => {
+                let page = self.diff_height();
+                self.diff.handle(action, page);
+                Vec::new()
+            }
+        }
+    }
+
+    /// The marking keys of the diff pane (`docs/review.md`): each mark shows at once and goes
+    /// to the engine as [`Cmd::Review`].
+    fn review_action(&mut self, action: Action) -> Vec<Cmd> {
+        let (Some(plan_id), Some((file, hunk, item))) = (
+            self.diff.plan_id().map(str::to_owned),
+            self.diff.current_item().map(|(f, h, i)| (f, h, i.clone())),
+        ) else {
+            self.warn("Nothing to review here: the changes are not loaded, or already applied.");
+            return Vec::new();
+        };
+        let Some(diff) = self.diff.diff() else {
+            return Vec::new();
+        };
+        let f = &diff.files[file];
+        let what = match hunk {
+            Some(h) => format!("{} of {}", f.hunks[h].header(), f.path),
+            None => f.path.clone(),
+        };
+        let decision = hunk.and_then(|h| f.hunks[h].decision_ids.last().cloned());
+        match action {
+            Action::AcceptHunk => {
+                let cmds = self.mark(plan_id, vec![item.id], ReviewMark::Accepted, None);
+                self.diff.next_item();
+                cmds
+            }
+            Action::ResetHunk => self.mark(plan_id, vec![item.id], ReviewMark::Pending, None),
+            Action::AcceptFile => {
+                let ids = self.diff.pending_items_of(file);
+                if ids.is_empty() {
+                    self.warn("Nothing pending is left in this file.");
+                    return Vec::new();
+                }
+                let cmds = self.mark(plan_id, ids, ReviewMark::Accepted, None);
+                self.diff.next_file_after(file);
+                cmds
+            }
+            Action::RejectHunk => {
+                self.overlays.push(Overlay::Input {
+                    title: "Reject".to_owned(),
+                    prompt: format!(
+                        "Reject {what}?\nWhy (optional; it becomes the guidance if you correct the decision that produced it):"
+                    ),
+                    text: item.reason.unwrap_or_default(),
+                    error: None,
+                    purpose: InputPurpose::ReviewReason {
+                        plan_id,
+                        item_ids: vec![item.id],
+                    },
+                });
+                Vec::new()
+            }
+            _ => {
+                if item.mark != ReviewMark::Rejected {
+                    self.warn("Reject it first (x): its reason becomes the correction's guidance.");
+                    return Vec::new();
+                }
+                let Some(decision) = decision else {
+                    self.warn("No recorded decision produced this change; correct one from the decisions pane (2).");
+                    return Vec::new();
+                };
+                let mut form =
+                    CorrectForm::new(decision, format!("the decision that produced {what}"));
+                form.editor = Editor::with_text(item.reason.as_deref().unwrap_or_default());
+                self.overlays.push(Overlay::Correct(Box::new(form)));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Shows a mark at once and sends it.
+    fn mark(
+        &mut self,
+        plan_id: String,
+        item_ids: Vec<String>,
+        mark: ReviewMark,
+        reason: Option<String>,
+    ) -> Vec<Cmd> {
+        self.diff.set_marks(&item_ids, mark, reason.as_deref());
+        vec![Cmd::Review {
+            plan_id,
+            item_ids,
+            mark,
+            reason,
+        }]
     }
 
     fn plans_action(&mut self, action: Action) -> Vec<Cmd> {
@@ -584,7 +713,8 @@ impl App {
                     self.zoomed = true;
                     self.notice = Some(Notice {
                         level: Level::Warn,
-                        text: "Review the diff: A or Enter to apply, Esc to go back.".to_owned(),
+                        text: "Review: Space accept · x reject · A/Enter apply · Esc back"
+                            .to_owned(),
                     });
                 }
                 Vec::new()
@@ -780,6 +910,34 @@ impl App {
     }
 }
 
+/// The apply question once items are marked: only the accepted part, file by file, and
+/// what is left out.
+fn partial_apply_body(plan_id: &str, project: &str, d: &DiffView, c: ReviewCounts) -> String {
+    let files: Vec<String> = d
+        .files
+        .iter()
+        .filter_map(|f| {
+            let items: Vec<_> = f.review_items().collect();
+            let accepted = items
+                .iter()
+                .filter(|i| i.mark == ReviewMark::Accepted)
+                .count();
+            (accepted > 0)
+                .then(|| format!("  {} {} ({accepted}/{})", f.status, f.path, items.len()))
+        })
+        .collect();
+    format!(
+        "Apply only the accepted part of plan {} to {project}: {} of {} item(s) in {} file(s)?\n{}\nLeft out, kept in the sandbox: {} rejected, {} pending.\nValidations run first on exactly that; then one commit lands in the project.",
+        short_id(plan_id),
+        c.accepted,
+        c.total(),
+        files.len(),
+        files.join("\n"),
+        c.rejected,
+        c.pending
+    )
+}
+
 /// `text` with its first letter in upper case.
 fn capitalize(text: &str) -> String {
     let mut chars = text.chars();
@@ -817,8 +975,66 @@ fn sent(cmd: &Cmd) -> String {
         Cmd::Correct {
             decision_id, mode, ..
         } => format!("Correcting decision {decision_id} ({})…", mode.as_str()),
+        Cmd::Review {
+            item_ids,
+            mark: ReviewMark::Rejected,
+            ..
+        } => format!(
+            "Rejected {} item(s). c: correct the decision that produced it; n: next hunk.",
+            item_ids.len()
+        ),
+        Cmd::Review { item_ids, mark, .. } => {
+            format!("Marked {} item(s) {}.", item_ids.len(), mark.as_str())
+        }
         other => format!("Sent {other:?}."),
     }
+}
+
+/// Where each pane goes when all four are shown: plans across the top, decisions and diff side
+/// by side in the middle, approvals across the bottom. The plans and approvals panes take the
+/// rows their lists need (header and borders included), capped so the middle keeps most of the
+/// height.
+pub fn pane_areas(app: &App, area: Rect) -> [(Pane, Rect); 4] {
+    layout(app, area).0
+}
+
+/// Rows the live area takes at most (borders included), and at most this share of the middle.
+const LIVE_ROWS: u16 = 8;
+
+/// The panes' areas and, while it has something to show, the live area's: a strip under the
+/// decisions and diff panes (see [`pane_areas`]).
+pub fn layout(app: &App, area: Rect) -> ([(Pane, Rect); 4], Option<Rect>) {
+    let fit = |items: usize, percent: u32| {
+        let cap = u16::try_from(u32::from(area.height) * percent / 100)
+            .unwrap_or(u16::MAX)
+            .max(4);
+        u16::try_from(items + 3).unwrap_or(u16::MAX).clamp(4, cap)
+    };
+    let [plans, middle, approvals] = Layout::vertical([
+        Constraint::Length(fit(app.plans().rows().len(), 35)),
+        Constraint::Fill(1),
+        Constraint::Length(fit(app.approvals().items().len(), 30)),
+    ])
+    .areas(area);
+    let (middle, live) = if app.live().is_empty() {
+        (middle, None)
+    } else {
+        let rows = LIVE_ROWS.min(middle.height / 2).max(3);
+        let [top, live] =
+            Layout::vertical([Constraint::Fill(1), Constraint::Length(rows)]).areas(middle);
+        (top, Some(live))
+    };
+    let [tree, diff] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(middle);
+    (
+        [
+            (Pane::Plans, plans),
+            (Pane::Tree, tree),
+            (Pane::Diff, diff),
+            (Pane::Approvals, approvals),
+        ],
+        live,
+    )
 }
 
 #[cfg(test)]
@@ -1527,6 +1743,152 @@ mod action_tests {
         assert!(!app.is_zoomed());
     }
 
+    fn review(plan_id: &str, ids: &[&str], mark: ReviewMark, reason: Option<&str>) -> Cmd {
+        Cmd::Review {
+            plan_id: plan_id.into(),
+            item_ids: ids.iter().map(|i| (*i).to_owned()).collect(),
+            mark,
+            reason: reason.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn reviewing_sends_every_mark_and_shows_it_at_once() {
+        let mut app = loaded();
+        app.update(Msg::DiffUpdated {
+            plan_id: PLAN_A.into(),
+            diff: fixtures::reviewed_diff(),
+        });
+        press(&mut app, &[Key::Char('3')]);
+        // The first file's header: its first hunk is the current item.
+        assert_eq!(
+            app.diff().current_item().map(|c| (c.0, c.1)),
+            Some((0, Some(0)))
+        );
+        assert_eq!(
+            press(&mut app, &[Key::Char(' ')]),
+            [review(
+                PLAN_A,
+                &["a1b2c3d4e5f6"],
+                ReviewMark::Accepted,
+                None
+            )]
+        );
+        // Accepting moves to the next hunk; rejecting asks for an optional reason.
+        assert_eq!(
+            app.diff().current_item().map(|c| (c.0, c.1)),
+            Some((0, Some(1)))
+        );
+        assert_eq!(press(&mut app, &[Key::Char('x')]), []);
+        assert!(matches!(
+            top(&app),
+            Some(Overlay::Input {
+                purpose: InputPurpose::ReviewReason { .. },
+                ..
+            })
+        ));
+        // The earlier reason is offered; clear it and send none.
+        let clear: Vec<Key> = std::iter::repeat_n(Key::Backspace, 20).collect();
+        press(&mut app, &clear);
+        assert_eq!(
+            press(&mut app, &[Key::Enter]),
+            [review(
+                PLAN_A,
+                &["0f9e8d7c6b5a"],
+                ReviewMark::Rejected,
+                None
+            )]
+        );
+        press(&mut app, &[Key::Char('x')]);
+        press(&mut app, &clear);
+        assert_eq!(
+            typed(&mut app, "too broad\n"),
+            [review(
+                PLAN_A,
+                &["0f9e8d7c6b5a"],
+                ReviewMark::Rejected,
+                Some("too broad")
+            )]
+        );
+        let item = app.diff().current_item().map(|c| c.2.clone()).unwrap();
+        assert_eq!(
+            (item.mark, item.reason.as_deref()),
+            (ReviewMark::Rejected, Some("too broad"))
+        );
+        // The rejected hunk offers correcting the decision that produced it, the reason as
+        // the guidance.
+        assert_eq!(press(&mut app, &[Key::Char('c')]), []);
+        let Some(Overlay::Correct(form)) = top(&app) else {
+            panic!("a correction form: {:?}", top(&app));
+        };
+        assert_eq!(
+            (form.decision_id.as_str(), form.editor.text()),
+            ("D3", "too broad".to_owned())
+        );
+        press(&mut app, &[Key::Esc]);
+        // `a` accepts the rest of a file and goes to the next one; `r` resets.
+        assert_eq!(
+            press(&mut app, &[Key::Char(']'), Key::Char('a')]),
+            [review(
+                PLAN_A,
+                &["11aa22bb33cc"],
+                ReviewMark::Accepted,
+                None
+            )]
+        );
+        assert_eq!(app.diff().position(), Some((2, None)));
+        assert_eq!(
+            press(&mut app, &[Key::Char('a')]),
+            [review(
+                PLAN_A,
+                &["99ff88ee77dd"],
+                ReviewMark::Accepted,
+                None
+            )]
+        );
+        assert_eq!(
+            press(&mut app, &[Key::Char('a')]),
+            [],
+            "nothing pending left"
+        );
+        assert_eq!(
+            press(&mut app, &[Key::Char('r')]),
+            [review(PLAN_A, &["99ff88ee77dd"], ReviewMark::Pending, None)]
+        );
+        let counts = app.diff().diff().and_then(DiffView::review_counts).unwrap();
+        assert_eq!(
+            (counts.accepted, counts.rejected, counts.pending),
+            (2, 1, 1)
+        );
+    }
+
+    #[test]
+    fn only_a_rejected_hunk_offers_a_correction_and_an_applied_diff_takes_no_marks() {
+        let mut app = loaded();
+        app.update(Msg::DiffUpdated {
+            plan_id: PLAN_A.into(),
+            diff: fixtures::reviewed_diff(),
+        });
+        press(&mut app, &[Key::Char('3')]);
+        assert_eq!(press(&mut app, &[Key::Char('c')]), []);
+        assert!(
+            app.overlays().is_empty(),
+            "the accepted hunk offers nothing"
+        );
+        app.update(Msg::DiffUpdated {
+            plan_id: PLAN_A.into(),
+            diff: DiffView {
+                applied: Some("applied in 451487da7410".into()),
+                ..fixtures::diff()
+            },
+        });
+        assert_eq!(
+            press(&mut app, &[Key::Char(' '), Key::Char('x'), Key::Char('a')]),
+            []
+        );
+        assert!(app.overlays().is_empty());
+    }
+
     #[test]
     fn leaving_the_apply_review_sends_nothing() {
         let mut app = loaded();
@@ -1698,7 +2060,7 @@ mod action_tests {
     #[test]
     fn the_mouse_focuses_selects_and_scrolls() {
         let mut app = loaded();
-        let areas = crate::render::pane_areas(&app, ratatui::layout::Rect::new(0, 0, 120, 39));
+        let areas = pane_areas(&app, ratatui::layout::Rect::new(0, 0, 120, 39));
         let rect = |p: Pane| {
             areas
                 .iter()

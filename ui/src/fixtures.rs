@@ -5,7 +5,7 @@
 use crate::model::{
     ApprovalItem, ApprovalKind, ArgumentField, CheckpointItem, CorrectionPreview, DecisionNode,
     DecisionRef, DiffFile, DiffHunk, DiffLine, DiffLineKind, DiffView, Explanation, Phase, PlanRow,
-    ProcessingState, UseChoices,
+    ProcessingState, ReviewItem, ReviewMark, UseChoices,
 };
 use crate::msg::Msg;
 
@@ -189,6 +189,7 @@ pub fn diff() -> DiffView {
                             (" ", "}"),
                         ]),
                         decision_ids: vec!["D1".to_owned(), "D5".to_owned()],
+                        review: None,
                     },
                     DiffHunk {
                         old_start: 40,
@@ -203,8 +204,11 @@ pub fn diff() -> DiffView {
                             ("+", "\tself.lookup(id)"),
                         ]),
                         decision_ids: vec!["D3".to_owned()],
+                        review: None,
                     },
                 ],
+                status: "M".to_owned(),
+                review: None,
             },
             DiffFile {
                 path: "src/auth/mod.rs".to_owned(),
@@ -221,10 +225,42 @@ pub fn diff() -> DiffView {
                         (" ", "mod token;"),
                     ]),
                     decision_ids: vec![],
+                    review: None,
                 }],
+                status: "M".to_owned(),
+                review: None,
             },
         ],
     }
+}
+
+/// [`diff`] under review, with a third file without hunks: the first hunk accepted, the
+/// second rejected with a reason, the rest pending.
+pub fn reviewed_diff() -> DiffView {
+    let mut diff = diff();
+    let item = |id: &str, mark, reason: Option<&str>| {
+        Some(ReviewItem {
+            id: id.to_owned(),
+            mark,
+            reason: reason.map(str::to_owned),
+        })
+    };
+    diff.files[0].hunks[0].review = item("a1b2c3d4e5f6", ReviewMark::Accepted, None);
+    diff.files[0].hunks[1].review = item(
+        "0f9e8d7c6b5a",
+        ReviewMark::Rejected,
+        Some("keep get private"),
+    );
+    diff.files[1].hunks[0].review = item("11aa22bb33cc", ReviewMark::Pending, None);
+    diff.files.push(DiffFile {
+        path: "assets/logo.png".to_owned(),
+        added: 0,
+        removed: 0,
+        hunks: Vec::new(),
+        status: "A".to_owned(),
+        review: item("99ff88ee77dd", ReviewMark::Pending, None),
+    });
+    diff
 }
 
 pub fn approvals() -> Vec<ApprovalItem> {
@@ -425,6 +461,7 @@ pub fn big_diff(lines: usize) -> DiffView {
                             })
                             .collect(),
                         decision_ids: vec![format!("D{h:05}")],
+                        review: None,
                     })
                     .collect();
                 DiffFile {
@@ -432,6 +469,8 @@ pub fn big_diff(lines: usize) -> DiffView {
                     added: hunks.len() * 4,
                     removed: hunks.len() * 4,
                     hunks,
+                    status: "M".to_owned(),
+                    review: None,
                 }
             })
             .collect(),

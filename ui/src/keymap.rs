@@ -26,8 +26,8 @@
 
 use std::fmt;
 
+use crate::model::Pane;
 use crate::msg::Key;
-use crate::panes::Pane;
 
 /// What a key press means, before the focused pane interprets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -88,6 +88,17 @@ pub enum Action {
     PrevFile,
     /// Switch between the unified and the side-by-side diff.
     ToggleDiffView,
+    /// Accept the current hunk (or file without hunks) and go to the next.
+    AcceptHunk,
+    /// Reject the current hunk, with an optional reason.
+    RejectHunk,
+    /// Accept every pending item of the current file and go to the next file.
+    AcceptFile,
+    /// Set the current hunk back to pending.
+    ResetHunk,
+    /// Correct the decision that produced the current (rejected) hunk, the rejection's reason
+    /// as guidance.
+    CorrectHunk,
     /// Scroll a page up.
     PageUp,
     /// Scroll a page down.
@@ -137,6 +148,11 @@ impl Action {
             Self::NextFile => "next_file",
             Self::PrevFile => "prev_file",
             Self::ToggleDiffView => "toggle_view",
+            Self::AcceptHunk => "accept",
+            Self::RejectHunk => "reject_hunk",
+            Self::AcceptFile => "accept_file",
+            Self::ResetHunk => "reset",
+            Self::CorrectHunk => "correct_hunk",
             Self::PageUp => "page_up",
             Self::PageDown => "page_down",
             Self::Approve => "approve",
@@ -293,6 +309,11 @@ pub const DEFAULTS: &[(Scope, &[Key], Action, &str)] = &[
         Action::ToggleDiffView,
         "side by side",
     ),
+    (DIFF, &[Key::Char(' ')], Action::AcceptHunk, "accept"),
+    (DIFF, &[Key::Char('x')], Action::RejectHunk, "reject"),
+    (DIFF, &[Key::Char('a')], Action::AcceptFile, "accept file"),
+    (DIFF, &[Key::Char('r')], Action::ResetHunk, "reset mark"),
+    (DIFF, &[Key::Char('c')], Action::CorrectHunk, "correct it"),
     (APPROVALS, &[Key::Char('a')], Action::Approve, "approve"),
     (APPROVALS, &[Key::Char('r')], Action::Reject, "reject"),
     (APPROVALS, &[Key::Char('c')], Action::Choose, "choose"),
@@ -606,7 +627,7 @@ mod tests {
     #[test]
     fn a_keymap_file_rebinds_actions_per_scope() {
         let map = Keymap::from_toml_str(
-            "[global]\nquit = [\"ctrl-q\"]\n[diff]\nnext_hunk = [\"N\", \"space\"]\n",
+            "[global]\nquit = [\"ctrl-q\"]\n[diff]\nnext_hunk = [\"N\", \"space\"]\naccept = [\"y\"]\n",
         )
         .expect("valid");
         assert_eq!(map.lookup(Pane::Plans, Key::Ctrl('q')), Some(Action::Quit));
@@ -618,6 +639,10 @@ mod tests {
         assert_eq!(
             map.lookup(Pane::Diff, Key::Char(' ')),
             Some(Action::NextHunk)
+        );
+        assert_eq!(
+            map.lookup(Pane::Diff, Key::Char('y')),
+            Some(Action::AcceptHunk)
         );
         assert_eq!(map.lookup(Pane::Diff, Key::Char('n')), None);
         assert_eq!(map.key_for(Action::Quit), "Ctrl-q");

@@ -127,6 +127,104 @@ impl DiffView {
     pub fn hunk_count(&self) -> usize {
         self.files.iter().map(|f| f.hunks.len()).sum()
     }
+
+    /// How many review items are pending, accepted and rejected; `None` when the diff has no
+    /// review (an applied plan's diff).
+    pub fn review_counts(&self) -> Option<ReviewCounts> {
+        let mut counts = ReviewCounts::default();
+        let mut any = false;
+        for item in self.files.iter().flat_map(DiffFile::review_items) {
+            any = true;
+            match item.mark {
+                ReviewMark::Pending => counts.pending += 1,
+                ReviewMark::Accepted => counts.accepted += 1,
+                ReviewMark::Rejected => counts.rejected += 1,
+            }
+        }
+        any.then_some(counts)
+    }
+
+    /// Whether the files, paths and lines are the same (reviews and attributions aside), so
+    /// that highlights computed for one hold for the other.
+    pub fn same_text(&self, other: &DiffView) -> bool {
+        self.files.len() == other.files.len()
+            && self.files.iter().zip(&other.files).all(|(a, b)| {
+                a.path == b.path
+                    && a.hunks.len() == b.hunks.len()
+                    && a.hunks
+                        .iter()
+                        .zip(&b.hunks)
+                        .all(|(x, y)| x.lines == y.lines)
+            })
+    }
+}
+
+/// How a hunk, or a file without hunks, is reviewed before Apply (`docs/review.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewMark {
+    /// Not reviewed yet.
+    #[default]
+    Pending,
+    /// Apply writes it.
+    Accepted,
+    /// Apply leaves it in the sandbox.
+    Rejected,
+}
+
+impl ReviewMark {
+    /// The one-cell sign the diff pane shows (`·`, `✓`, `✗`).
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Self::Pending => "·",
+            Self::Accepted => "✓",
+            Self::Rejected => "✗",
+        }
+    }
+
+    /// The word (`pending`, `accepted`, `rejected`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Accepted => "accepted",
+            Self::Rejected => "rejected",
+        }
+    }
+}
+
+/// One reviewable item: its id in the engine, its mark and the reason given with it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewItem {
+    /// The item's id (12 hex digits, as `agents plan review` lists it).
+    pub id: String,
+    /// Its mark.
+    pub mark: ReviewMark,
+    /// The reason given with the mark.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Items of a review by mark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReviewCounts {
+    /// Not reviewed yet.
+    pub pending: usize,
+    /// Accepted.
+    pub accepted: usize,
+    /// Rejected.
+    pub rejected: usize,
+}
+
+impl ReviewCounts {
+    /// Whether anything is marked (then Apply writes only the accepted items).
+    pub fn any_marked(self) -> bool {
+        self.accepted + self.rejected > 0
+    }
+
+    /// Every item.
+    pub fn total(self) -> usize {
+        self.pending + self.accepted + self.rejected
+    }
 }
 
 /// One changed file.
@@ -140,6 +238,28 @@ pub struct DiffFile {
     pub removed: usize,
     /// The hunks, in file order.
     pub hunks: Vec<DiffHunk>,
+    /// How it changed: `A`, `M`, `D`, `R` or `T` (empty when unknown).
+    #[serde(default)]
+    pub status: String,
+    /// The review of the whole file when it has no hunks (binary, mode change, pure rename).
+    #[serde(default)]
+    pub review: Option<ReviewItem>,
+}
+
+impl DiffFile {
+    /// Its review items: the whole file's, or its hunks' (none without a review).
+    pub fn review_items(&self) -> impl Iterator<Item = &ReviewItem> {
+        self.review
+            .iter()
+            .chain(self.hunks.iter().filter_map(|h| h.review.as_ref()))
+    }
+
+    /// The file's mark when every item has the same one; `None` for a mix or no review.
+    pub fn mark(&self) -> Option<ReviewMark> {
+        let mut items = self.review_items();
+        let first = items.next()?.mark;
+        items.all(|i| i.mark == first).then_some(first)
+    }
 }
 
 /// One contiguous change inside a file.
@@ -157,6 +277,9 @@ pub struct DiffHunk {
     pub lines: Vec<DiffLine>,
     /// The decisions that produced this hunk.
     pub decision_ids: Vec<String>,
+    /// Its review, while the plan's changes can still be reviewed.
+    #[serde(default)]
+    pub review: Option<ReviewItem>,
 }
 
 impl DiffHunk {
@@ -257,6 +380,53 @@ pub struct DecisionRef {
     pub decision_type: String,
     /// What it chose.
     pub chosen: String,
+}
+
+/// Something a plan driven by this TUI is doing right now, for the live area (never stored).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LiveUpdate {
+    /// A model call started.
+    Turn {
+        /// The actor (`openai/gpt-4o`).
+        actor: String,
+        /// 1-based turn of its run.
+        turn: u32,
+    },
+    /// A piece of the model's streamed reply.
+    Text {
+        /// The text as streamed (may end mid-word or mid-line).
+        text: String,
+    },
+    /// The model call failed transiently and is retried.
+    Retrying {
+        /// The attempt that failed.
+        attempt: u32,
+        /// What failed.
+        reason: String,
+    },
+    /// A tool call started.
+    ToolStarted {
+        /// The tool.
+        name: String,
+        /// Its arguments as the model sent them (JSON text).
+        arguments: String,
+    },
+    /// A tool call finished.
+    ToolFinished {
+        /// The tool.
+        name: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// How long it took, in milliseconds.
+        duration_ms: u64,
+    },
+    /// A line a step printed.
+    Output {
+        /// The step's name.
+        step: String,
+        /// The line.
+        line: String,
+    },
 }
 
 /// Why a decision was taken and what depends on it (`agents plan explain`).
@@ -435,6 +605,59 @@ pub fn format_cost(cost_usd: Option<f64>) -> String {
     }
 }
 
+/// One of the four panes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pane {
+    /// The plans list.
+    Plans,
+    /// The decision tree of the selected plan.
+    Tree,
+    /// The sandbox diff of the selected plan.
+    Diff,
+    /// Everything waiting for a human.
+    Approvals,
+}
+
+impl Pane {
+    /// All panes in focus order (also the order of the `1`-`4` keys).
+    pub const ALL: [Pane; 4] = [Pane::Plans, Pane::Tree, Pane::Diff, Pane::Approvals];
+
+    /// The pane after this one, wrapping around.
+    pub fn next(self) -> Self {
+        Self::ALL[(self.index() + 1) % Self::ALL.len()]
+    }
+
+    /// The pane before this one, wrapping around.
+    pub fn prev(self) -> Self {
+        Self::ALL[(self.index() + Self::ALL.len() - 1) % Self::ALL.len()]
+    }
+
+    /// The pane's title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Plans => "Plans",
+            Self::Tree => "Decisions",
+            Self::Diff => "Diff",
+            Self::Approvals => "Approvals",
+        }
+    }
+
+    /// The digit that focuses the pane.
+    pub fn number(self) -> usize {
+        self.index() + 1
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Self::Plans => 0,
+            Self::Tree => 1,
+            Self::Diff => 2,
+            Self::Approvals => 3,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,6 +721,7 @@ mod tests {
             new_lines: 3,
             lines: vec![],
             decision_ids: vec![],
+            review: None,
         };
         let diff = DiffView {
             applied: None,
@@ -507,12 +731,16 @@ mod tests {
                     added: 3,
                     removed: 1,
                     hunks: vec![hunk.clone()],
+                    status: "M".into(),
+                    review: None,
                 },
                 DiffFile {
                     path: "b".into(),
                     added: 2,
                     removed: 5,
                     hunks: vec![hunk.clone(), hunk],
+                    status: "M".into(),
+                    review: None,
                 },
             ],
         };

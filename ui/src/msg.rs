@@ -6,12 +6,12 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde::{Deserialize, Serialize};
 
-use crate::panes::Pane;
+use crate::model::Pane;
 
 use crate::highlight::HighlightResult;
 use crate::model::{
     ApprovalItem, CheckpointItem, CorrectionMode, CorrectionPreview, DecisionNode, DiffView,
-    Explanation, PlanRow, UseChoices,
+    Explanation, LiveUpdate, PlanRow, ReviewMark, UseChoices,
 };
 
 /// A mouse action, in terminal cells (0-based, from the top-left corner).
@@ -182,6 +182,13 @@ pub enum Msg {
         /// One line saying what happened.
         text: String,
     },
+    /// What a plan this TUI drives is doing right now, for the live area.
+    Live {
+        /// The plan.
+        plan_id: String,
+        /// What it did.
+        update: LiveUpdate,
+    },
     /// Syntax and intraline highlights for some hunks (dropped unless they belong to the
     /// diff shown now).
     Highlighted(HighlightResult),
@@ -315,6 +322,18 @@ pub enum Cmd {
         mode: CorrectionMode,
         /// The user's guidance.
         guidance: String,
+    },
+    /// Mark review items of a plan's diff (`docs/review.md`): `agents plan review PLAN
+    /// --accept|--reject|--reset ID... [--reason TEXT]`.
+    Review {
+        /// The plan.
+        plan_id: String,
+        /// The items' ids ([`crate::model::ReviewItem::id`]).
+        item_ids: Vec<String>,
+        /// The mark ([`ReviewMark::Pending`] resets).
+        mark: ReviewMark,
+        /// Why, when given.
+        reason: Option<String>,
     },
     /// Leave the TUI (interrupting the commands it started, which leave their plans queued).
     Quit,

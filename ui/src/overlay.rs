@@ -35,6 +35,13 @@ pub enum InputPurpose {
         /// The plan that receives the guidance.
         plan_id: String,
     },
+    /// The optional reason for rejecting review items of a plan's diff.
+    ReviewReason {
+        /// The plan.
+        plan_id: String,
+        /// The items rejected.
+        item_ids: Vec<String>,
+    },
 }
 
 /// A multi-line text editor (ratatui-textarea) that compares by its text and cursor.
@@ -60,6 +67,13 @@ impl Editor {
     /// The text typed, lines joined with `\n`.
     pub fn text(&self) -> String {
         self.0.lines().join("\n")
+    }
+
+    /// An editor holding `text`, the cursor after it.
+    pub fn with_text(text: &str) -> Self {
+        let mut editor = Self::default();
+        editor.0.insert_str(text);
+        editor
     }
 
     /// Sends a key to the editor (characters, Enter for a new line, arrows, Backspace...).
@@ -425,7 +439,7 @@ impl Overlay {
             Self::Input { purpose, .. } => match purpose {
                 InputPurpose::RejectReason { approval_id }
                 | InputPurpose::Guidance { approval_id, .. } => Some(approval_id),
-                InputPurpose::Prompt { .. } => None,
+                InputPurpose::Prompt { .. } | InputPurpose::ReviewReason { .. } => None,
             },
             Self::Choice { approval_id, .. } => Some(approval_id),
             Self::Help
@@ -538,13 +552,21 @@ impl Overlay {
                 Key::Esc => Outcome::Close,
                 Key::Enter => {
                     let typed = text.trim();
+                    if let InputPurpose::ReviewReason { plan_id, item_ids } = purpose {
+                        return Outcome::Submit(Cmd::Review {
+                            plan_id: plan_id.clone(),
+                            item_ids: item_ids.clone(),
+                            mark: crate::model::ReviewMark::Rejected,
+                            reason: (!typed.is_empty()).then(|| typed.to_owned()),
+                        });
+                    }
                     if typed.is_empty() {
                         *error = Some(
                             match purpose {
                                 InputPurpose::RejectReason { .. } => "A reason is required.",
-                                InputPurpose::Guidance { .. } | InputPurpose::Prompt { .. } => {
-                                    "Guidance cannot be empty."
-                                }
+                                InputPurpose::Guidance { .. }
+                                | InputPurpose::Prompt { .. }
+                                | InputPurpose::ReviewReason { .. } => "Guidance cannot be empty.",
                             }
                             .to_owned(),
                         );
@@ -567,6 +589,7 @@ impl Overlay {
                             plan_id: plan_id.clone(),
                             text: typed.to_owned(),
                         },
+                        InputPurpose::ReviewReason { .. } => return Outcome::Stay,
                     })
                 }
                 _ => Outcome::Stay,
@@ -1364,7 +1387,7 @@ mod tests {
     #[test]
     fn a_multi_line_script_step_is_shown_line_by_line_in_explanations_and_by_its_first_line_in_lists()
      {
-        // Found by a new user's trial: `run:` steps ran together ("...final newline# Rust...").
+        // Regression: `run:` steps once ran together ("...final newline# Rust...").
         let theme = Theme::default();
         let lines = labelled_lines(
             "Chosen",

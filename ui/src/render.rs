@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
 use crate::app::{App, Level};
+pub use crate::app::{layout, pane_areas};
 use crate::keymap::{Action, Scope};
 use crate::overlay;
 use crate::panes::{self, Pane};
@@ -15,33 +16,6 @@ use crate::theme::{Slot, Theme};
 pub const MIN_WIDTH: u16 = 40;
 /// Below this size the panes cannot be drawn usefully.
 pub const MIN_HEIGHT: u16 = 12;
-
-/// Where each pane goes when all four are shown: plans across the top, decisions and diff side
-/// by side in the middle, approvals across the bottom. The plans and approvals panes take the
-/// rows their lists need (header and borders included), capped so the middle keeps most of the
-/// height.
-pub fn pane_areas(app: &App, area: Rect) -> [(Pane, Rect); 4] {
-    let fit = |items: usize, percent: u32| {
-        let cap = u16::try_from(u32::from(area.height) * percent / 100)
-            .unwrap_or(u16::MAX)
-            .max(4);
-        u16::try_from(items + 3).unwrap_or(u16::MAX).clamp(4, cap)
-    };
-    let [plans, middle, approvals] = Layout::vertical([
-        Constraint::Length(fit(app.plans().rows().len(), 35)),
-        Constraint::Fill(1),
-        Constraint::Length(fit(app.approvals().items().len(), 30)),
-    ])
-    .areas(area);
-    let [tree, diff] =
-        Layout::horizontal([Constraint::Percentage(50), Constraint::Fill(1)]).areas(middle);
-    [
-        (Pane::Plans, plans),
-        (Pane::Tree, tree),
-        (Pane::Diff, diff),
-        (Pane::Approvals, approvals),
-    ]
-}
 
 /// Draws the whole UI into `buf` within `area`. Reads nothing but its arguments.
 pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
@@ -60,8 +34,13 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if app.is_zoomed() {
         render_pane(app, theme, app.focus(), main, buf);
     } else {
-        for (pane, rect) in pane_areas(app, main) {
+        let (panes, live) = layout(app, main);
+        for (pane, rect) in panes {
             render_pane(app, theme, pane, rect, buf);
+        }
+        if let Some(rect) = live {
+            let running = !app.running().is_empty();
+            panes::live::render(app.live(), running, theme, rect, buf);
         }
     }
     render_status(app, theme, status, buf);
@@ -175,8 +154,27 @@ fn render_status(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         let mut spans = vec![Span::raw(" ")];
         hint(&mut spans, "A/Enter".to_owned(), "apply…");
         hint(&mut spans, "Esc".to_owned(), "back");
-        hint(&mut spans, "n/p".to_owned(), "hunks");
-        hint(&mut spans, "v".to_owned(), "side by side");
+        hint(&mut spans, keymap.key_for(Action::AcceptHunk), "accept");
+        hint(&mut spans, keymap.key_for(Action::RejectHunk), "reject");
+        hint(
+            &mut spans,
+            keymap.key_for(Action::AcceptFile),
+            "accept file",
+        );
+        hint(
+            &mut spans,
+            format!(
+                "{}/{}",
+                keymap.key_for(Action::NextHunk),
+                keymap.key_for(Action::PrevHunk)
+            ),
+            "hunks",
+        );
+        hint(
+            &mut spans,
+            keymap.key_for(Action::ToggleDiffView),
+            "side by side",
+        );
         Line::from(spans)
     } else {
         // Help first: when the line is cut, the way to every other key is still visible.
@@ -296,6 +294,53 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_live_area_while_a_plan_runs() {
+        use crate::model::LiveUpdate;
+        let mut app = loaded();
+        app.update(Msg::Activity(vec!["plan execute 01ARZ3ND".into()]));
+        let plan = fixtures::PLAN_A.to_owned();
+        let updates = [
+            LiveUpdate::Turn {
+                actor: "openai/gpt-4o".into(),
+                turn: 1,
+            },
+            LiveUpdate::Text {
+                text: "I will read the session module ".into(),
+            },
+            LiveUpdate::Text {
+                text: "first.\nThen run the tests.".into(),
+            },
+            LiveUpdate::ToolStarted {
+                name: "file_read".into(),
+                arguments: "{\"path\": \"src/auth/session.rs\"}".into(),
+            },
+            LiveUpdate::ToolFinished {
+                name: "file_read".into(),
+                is_error: false,
+                duration_ms: 4,
+            },
+            LiveUpdate::Output {
+                step: "tests".into(),
+                line: "test result: ok. 12 passed".into(),
+            },
+            LiveUpdate::Text {
+                text: "All tests pass; writing".into(),
+            },
+        ];
+        for update in updates {
+            app.update(Msg::Live {
+                plan_id: plan.clone(),
+                update,
+            });
+        }
+        for (w, h) in SIZES {
+            snapshot("live_running", &app, &Theme::default(), w, h);
+        }
+        app.update(Msg::Activity(Vec::new()));
+        snapshot("live_finished", &app, &Theme::default(), 80, 24);
+    }
+
+    #[test]
     fn snapshot_tree_focused_with_superseded_and_diff_scrolled() {
         let mut app = loaded();
         press(
@@ -321,6 +366,46 @@ mod tests {
         for (w, h) in SIZES {
             snapshot("zoomed_diff", &app, &Theme::default(), w, h);
         }
+    }
+
+    /// The zoomed diff pane with [`fixtures::reviewed_diff`] loaded.
+    fn reviewing() -> App {
+        let mut app = loaded();
+        app.update(Msg::DiffUpdated {
+            plan_id: fixtures::PLAN_A.into(),
+            diff: fixtures::reviewed_diff(),
+        });
+        press(&mut app, &[Key::Char('3'), Key::Char('z')]);
+        app
+    }
+
+    #[test]
+    fn snapshot_review_marks_file_list_and_counters() {
+        let app = reviewing();
+        both("review_marks", &app);
+    }
+
+    #[test]
+    fn snapshot_review_reject_asks_for_an_optional_reason() {
+        let mut app = reviewing();
+        // The third item: the hunk of src/auth/mod.rs.
+        press(&mut app, &[Key::Char(']'), Key::Char('x')]);
+        press(&mut app, &[Key::Char('n'), Key::Char('o')]);
+        both("review_reject_reason", &app);
+    }
+
+    #[test]
+    fn snapshot_review_a_rejected_hunk_offers_correcting_its_decision() {
+        let mut app = reviewing();
+        press(&mut app, &[Key::Char('n'), Key::Char('n'), Key::Char('c')]);
+        both("review_correct_offer", &app);
+    }
+
+    #[test]
+    fn snapshot_review_apply_confirms_only_the_accepted_part() {
+        let mut app = reviewing();
+        press(&mut app, &[Key::Char('1'), Key::Char('A'), Key::Enter]);
+        both("review_apply_confirm", &app);
     }
 
     #[test]
@@ -558,7 +643,13 @@ mod tests {
             "{}",
             row(&coloured, 4)
         );
-        let fgs: std::collections::HashSet<_> = (2..20).map(|x| coloured[(x, 5)].fg).collect();
+        // The code starts after the file list.
+        let start = (0..79)
+            .find(|x| coloured[(*x, 5)].symbol() == "+" && coloured[(*x + 1, 5)].symbol() == "p")
+            .expect("the added line");
+        let fgs: std::collections::HashSet<_> = (start + 1..start + 19)
+            .map(|x| coloured[(x, 5)].fg)
+            .collect();
         assert!(fgs.len() >= 2, "syntax colours on the added line: {fgs:?}");
         let emph = theme.style(Slot::DiffAddEmph);
         let emphasised: String = (1..79)

@@ -108,6 +108,45 @@ pub fn call_rows(ctx: &CallContext, provider: &Provider, run: &ActorRun) -> Vec<
         .collect()
 }
 
+/// The provider called `name` among `providers`, else `fallback`.
+fn provider_named<'a>(
+    providers: &'a [Provider],
+    fallback: &'a Provider,
+    name: &str,
+) -> &'a Provider {
+    providers
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or(fallback)
+}
+
+/// [`call_rows`] for a run whose calls went to several providers (a graph actor's nodes):
+/// each call is priced with its own provider's prices (`fallback` for an unknown name).
+pub fn call_rows_for(
+    ctx: &CallContext,
+    providers: &[Provider],
+    fallback: &Provider,
+    run: &ActorRun,
+) -> Vec<NewModelCall> {
+    let mut rows = call_rows(ctx, fallback, run);
+    for (row, c) in rows.iter_mut().zip(&run.model_calls) {
+        row.cost_usd = call_cost(provider_named(providers, fallback, &c.provider), c);
+    }
+    rows
+}
+
+/// [`run_cost_usd`] for a run whose calls went to several providers.
+pub fn run_cost_usd_for(
+    providers: &[Provider],
+    fallback: &Provider,
+    run: &ActorRun,
+) -> Option<f64> {
+    run.model_calls
+        .iter()
+        .map(|c| call_cost(provider_named(providers, fallback, &c.provider), c))
+        .sum()
+}
+
 /// The cost of a run: `Some` when every successful call is priced and reported its usage.
 pub fn run_cost_usd(provider: &Provider, run: &ActorRun) -> Option<f64> {
     run.model_calls.iter().map(|c| call_cost(provider, c)).sum()

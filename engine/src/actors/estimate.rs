@@ -4,7 +4,7 @@
 //! (their median and range), and the risk as the share of those plans that errored or were
 //! cancelled. Without history it says so instead of guessing. Informational only.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::domain::id::Id;
 use crate::domain::plan::Plan;
@@ -14,7 +14,7 @@ use crate::store::{Store, StoreError};
 pub const USAGE_ESTIMATOR: &str = "builtin/usage-estimator";
 
 /// A median and the range around it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     /// The median.
     pub median: f64,
@@ -54,9 +54,9 @@ impl Spread {
 }
 
 /// What the estimator says about a plan.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
-    /// The estimator (`builtin/usage-estimator`).
+    /// The estimator (`builtin/usage-estimator`, or the plan's model estimation actor).
     pub estimator: String,
     /// Earlier plans of the action with recorded usage.
     pub history_plans: usize,
@@ -74,6 +74,10 @@ pub struct Estimate {
     pub risk: Option<f64>,
     /// One line for the user.
     pub summary: String,
+    /// Why this is the built-in's estimate although the plan names a model estimation actor
+    /// (it failed or gave no valid answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// Estimates `plan` from its action's earlier plans.
@@ -144,6 +148,7 @@ pub fn estimate(store: &Store, plan: &Plan) -> Result<Estimate, StoreError> {
         steps,
         risk: (history > 0).then(|| failed as f64 / history as f64),
         summary,
+        warning: None,
     })
 }
 
@@ -177,7 +182,7 @@ pub fn rerun_cost(store: &Store, plan_id: &Id, steps: &[Id]) -> Result<RerunCost
 }
 
 /// The plan's current executable decisions (its steps).
-fn executable_steps(store: &Store, plan_id: &Id) -> Result<usize, StoreError> {
+pub(crate) fn executable_steps(store: &Store, plan_id: &Id) -> Result<usize, StoreError> {
     Ok(store
         .decisions(plan_id)?
         .iter()

@@ -17,6 +17,10 @@ pub const STRATEGIST_TEMPLATE: &str = include_str!("prompts/strategist.j2");
 pub const EXECUTOR_TEMPLATE: &str = include_str!("prompts/executor.j2");
 /// The invariant reconciler's compiled-in system prompt.
 pub const INVARIANTS_TEMPLATE: &str = include_str!("prompts/invariants.j2");
+/// The invariant actor's prompt when it checks a change against free-text invariants.
+pub const INVARIANT_CHECK_TEMPLATE: &str = include_str!("prompts/invariant_check.j2");
+/// The compiled-in estimation prompt (a model `--estimation-actor`, spec section 10).
+pub const ESTIMATOR_TEMPLATE: &str = include_str!("prompts/estimator.j2");
 
 /// A template that does not render.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -60,6 +64,10 @@ pub enum Role {
     Executor,
     /// Strategize, first: reconciles the plan's candidate invariants.
     InvariantReconciler,
+    /// After a step and before Apply: judges free-text invariants against the change.
+    InvariantChecker,
+    /// After Strategize: estimates the plan's cost and risk from its decision tree.
+    Estimator,
 }
 
 /// The template for `role`: the actor's own `system-prompt` when it has one, else the
@@ -70,6 +78,8 @@ pub fn role_template(role: Role, actor_override: Option<&str>) -> &str {
         (None, Role::Strategist) => STRATEGIST_TEMPLATE,
         (None, Role::Executor) => EXECUTOR_TEMPLATE,
         (None, Role::InvariantReconciler) => INVARIANTS_TEMPLATE,
+        (None, Role::InvariantChecker) => INVARIANT_CHECK_TEMPLATE,
+        (None, Role::Estimator) => ESTIMATOR_TEMPLATE,
     }
 }
 

@@ -26,7 +26,6 @@
 //!   stored), retries, tool calls started and finished, usage per call.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -34,78 +33,14 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{BudgetCheck, BudgetStop, estimate_tokens};
-use super::messages::{ChatRequest, Message, Sampling, StreamEvent, ToolResult, ToolSpec, Usage};
+use super::messages::{ChatRequest, Message, Sampling, StreamEvent, ToolResult, Usage};
 use super::prompts::{self, PromptError};
 use super::providers::{ProviderClient, ProviderError};
 
 /// Model calls allowed per run (per step, in a plan) unless the actor sets another limit.
 pub const DEFAULT_MAX_TURNS: u32 = 40;
 
-/// What a tool call produced, as the model will see it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolOutcome {
-    /// Output text, or the error the model should react to.
-    pub content: String,
-    /// Whether the call failed.
-    pub is_error: bool,
-    /// Whether the run ends after this turn's tool calls (e.g. `finish_strategy`).
-    pub ends_run: bool,
-}
-
-impl ToolOutcome {
-    /// A successful call.
-    pub fn ok(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: false,
-            ends_run: false,
-        }
-    }
-
-    /// A failed call; the message goes back to the model.
-    pub fn error(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: true,
-            ends_run: false,
-        }
-    }
-
-    /// A successful call that ends the run after this turn.
-    pub fn finish(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: false,
-            ends_run: true,
-        }
-    }
-}
-
-/// The boundary between the runtime and tools: the tool runner implements it (resolving
-/// tools, validating arguments against their schema, checking permissions, executing in the
-/// sandbox). Calls are made one at a time, in the order the model made them.
-pub trait ToolHost: Send + Sync {
-    /// The tools offered to the model, with unique names.
-    fn specs(&self) -> Vec<ToolSpec>;
-
-    /// Runs tool `name` with `args` (always a JSON object). Failures are returned as
-    /// [`ToolOutcome::error`], never as panics.
-    fn call(&self, name: &str, args: Value) -> impl Future<Output = ToolOutcome> + Send;
-}
-
-/// A [`ToolHost`] offering no tools (a plain chat).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoTools;
-
-impl ToolHost for NoTools {
-    fn specs(&self) -> Vec<ToolSpec> {
-        Vec::new()
-    }
-
-    async fn call(&self, name: &str, _args: Value) -> ToolOutcome {
-        ToolOutcome::error(format!("no tools are available; `{name}` cannot be called"))
-    }
-}
+pub use crate::domain::tool_host::{NoTools, ToolHost, ToolOutcome};
 
 /// Limits of one run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -294,6 +229,11 @@ pub enum Stop {
         /// The limit.
         turns: u32,
     },
+    /// A graph actor ran `steps` nodes, its step limit, without reaching its end.
+    StepLimit {
+        /// The limit (`limits.max-steps` of the graph).
+        steps: u32,
+    },
     /// The run passed its deadline.
     Deadline {
         /// The deadline, in seconds.
@@ -338,6 +278,9 @@ impl Stop {
             Stop::ToolEnded { tool } => format!("the actor finished with `{tool}`"),
             Stop::TurnLimit { turns } => format!(
                 "the actor was still calling tools after {turns} model calls (the turn limit)"
+            ),
+            Stop::StepLimit { steps } => format!(
+                "the graph ran {steps} nodes, its step limit (`limits.max-steps` of the graph), without reaching its end"
             ),
             Stop::Deadline { secs } => format!(
                 "the actor was still working after {secs} s, its deadline (`providers.NAME.step_deadline_secs`)"
@@ -461,33 +404,22 @@ pub async fn run_actor<H: ToolHost>(
         usage: Usage::default(),
         turns: 0,
     };
-    let limits = request.limits;
-    let deadline = limits.deadline.unwrap_or(Duration::from_secs(
+    let deadline = request.limits.deadline.unwrap_or(Duration::from_secs(
         client.provider().step_deadline_secs.max(1),
     ));
-    let run_clock = Instant::now();
+    let clock = Instant::now();
     let mut oversized_in_a_row = 0;
     run.stop = loop {
         if cancel.is_cancelled() {
             break Stop::Cancelled;
         }
-        let Some(time_left) = deadline.checked_sub(run_clock.elapsed()) else {
+        let Some(time_left) = deadline.checked_sub(clock.elapsed()) else {
             break Stop::Deadline {
                 secs: deadline.as_secs(),
             };
         };
-        if run.turns >= limits.max_turns {
-            break Stop::TurnLimit {
-                turns: limits.max_turns,
-            };
-        }
-        if let Some(budget) = limits.token_budget
-            && run.usage.total() >= budget
-        {
-            break Stop::TokenBudget {
-                used: run.usage.total(),
-                budget,
-            };
+        if let Some(stop) = limit_stop(&run, request) {
+            break stop;
         }
         let chat = ChatRequest {
             model: client.model().to_string(),
@@ -498,14 +430,116 @@ pub async fn run_actor<H: ToolHost>(
             sampling: request.sampling.clone(),
             stream: request.stream,
         };
-        if let Some(budget) = &limits.budget
+        if let Some(budget) = &request.limits.budget
             && let Some(stop) = budget_stop(client, budget, &run, &chat)
         {
             tracing::warn!(reason = %stop.describe(), "model call not made: budget");
             break Stop::Budget { stop };
         }
         run.turns += 1;
-        let turn = run.turns;
+        let call = Call {
+            client,
+            chat: &chat,
+            turn: run.turns,
+            time_left,
+            deadline,
+        };
+        let response = match call.make(&mut run, cancel, on_event).await {
+            Made::Reply(r) => r,
+            Made::Stop(stop) => break stop,
+            Made::TooLarge(error) if oversized_in_a_row == 0 => {
+                oversized_in_a_row += 1;
+                tracing::warn!(turn = run.turns, %error, "reply discarded; the model is told to work in smaller pieces");
+                run.transcript.push(Message::User {
+                    text: format!(
+                        "Your previous reply was discarded: {error}. Work in smaller pieces: split large edits or outputs into several smaller tool calls."
+                    ),
+                });
+                continue;
+            }
+            Made::TooLarge(error) => break Stop::Failed { error },
+        };
+        oversized_in_a_row = 0;
+        if let Some(stop) =
+            tool_turn(&mut run, response, &names, request, tools, cancel, on_event).await
+        {
+            break stop;
+        }
+    };
+    Ok(run)
+}
+
+/// The stop before a model call that the run's own limits demand: the turn limit, the
+/// token budget.
+fn limit_stop(run: &ActorRun, request: &RunRequest) -> Option<Stop> {
+    let limits = request.limits;
+    if run.turns >= limits.max_turns {
+        return Some(Stop::TurnLimit {
+            turns: limits.max_turns,
+        });
+    }
+    match limits.token_budget {
+        Some(budget) if run.usage.total() >= budget => Some(Stop::TokenBudget {
+            used: run.usage.total(),
+            budget,
+        }),
+        _ => None,
+    }
+}
+
+/// One model call about to be made.
+struct Call<'a> {
+    client: &'a ProviderClient,
+    chat: &'a ChatRequest,
+    turn: u32,
+    time_left: Duration,
+    deadline: Duration,
+}
+
+/// What a model call gave.
+enum Made {
+    /// A reply, recorded on the run.
+    Reply(super::messages::ChatResponse),
+    /// The run stops.
+    Stop(Stop),
+    /// A reply over the size cap (recorded as a failed call).
+    TooLarge(ProviderError),
+}
+
+impl Call<'_> {
+    fn failed(
+        &self,
+        error: &ProviderError,
+        started_at: jiff::Timestamp,
+        clock: Instant,
+    ) -> ModelCallRecord {
+        ModelCallRecord {
+            turn: self.turn,
+            provider: self.client.provider().name.clone(),
+            model: self.client.model().to_string(),
+            usage: Usage::default(),
+            usage_reported: false,
+            estimated_input_tokens: 0,
+            estimated_output_tokens: 0,
+            stop_reason: None,
+            attempts: match error {
+                ProviderError::Transient { attempts, .. } => *attempts,
+                _ => 1,
+            },
+            started_at,
+            duration_ms: millis(clock.elapsed()),
+            error: Some((error.kind().to_string(), error.to_string())),
+        }
+    }
+
+    /// Makes the call, records it (usage, estimates, stop reason) and reports its events.
+    async fn make(
+        &self,
+        run: &mut ActorRun,
+        cancel: &CancellationToken,
+        on_event: &(dyn Fn(ActorEvent) + Send + Sync),
+    ) -> Made {
+        let turn = self.turn;
         on_event(ActorEvent::TurnStarted { turn });
         let started_at = jiff::Timestamp::now();
         let clock = Instant::now();
@@ -522,56 +556,34 @@ pub async fn run_actor<H: ToolHost>(
                 reason,
             }),
         };
-        let call = tokio::time::timeout(time_left, client.complete(&chat, cancel, &mut forward));
-        let failed = |error: &ProviderError| ModelCallRecord {
-            turn,
-            provider: client.provider().name.clone(),
-            model: client.model().to_string(),
-            usage: Usage::default(),
-            usage_reported: false,
-            estimated_input_tokens: 0,
-            estimated_output_tokens: 0,
-            stop_reason: None,
-            attempts: match error {
-                ProviderError::Transient { attempts, .. } => *attempts,
-                _ => 1,
-            },
-            started_at,
-            duration_ms: millis(clock.elapsed()),
-            error: Some((error.kind().to_string(), error.to_string())),
-        };
+        let call = tokio::time::timeout(
+            self.time_left,
+            self.client.complete(self.chat, cancel, &mut forward),
+        );
         let completion = match call.await {
             Err(_) => {
-                break Stop::Deadline {
-                    secs: deadline.as_secs(),
-                };
+                return Made::Stop(Stop::Deadline {
+                    secs: self.deadline.as_secs(),
+                });
             }
             Ok(Ok(c)) => c,
-            Ok(Err(ProviderError::Cancelled { .. })) => break Stop::Cancelled,
-            Ok(Err(error @ ProviderError::TooLarge { .. })) if oversized_in_a_row == 0 => {
-                oversized_in_a_row += 1;
-                run.model_calls.push(failed(&error));
-                tracing::warn!(turn, %error, "reply discarded; the model is told to work in smaller pieces");
-                run.transcript.push(Message::User {
-                    text: format!(
-                        "Your previous reply was discarded: {error}. Work in smaller pieces: split large edits or outputs into several smaller tool calls."
-                    ),
-                });
-                continue;
+            Ok(Err(ProviderError::Cancelled { .. })) => return Made::Stop(Stop::Cancelled),
+            Ok(Err(error @ ProviderError::TooLarge { .. })) => {
+                run.model_calls.push(self.failed(&error, started_at, clock));
+                return Made::TooLarge(error);
             }
             Ok(Err(error)) => {
-                run.model_calls.push(failed(&error));
-                break Stop::Failed { error };
+                run.model_calls.push(self.failed(&error, started_at, clock));
+                return Made::Stop(Stop::Failed { error });
             }
         };
-        oversized_in_a_row = 0;
         let response = completion.response;
         run.usage += response.usage;
         let (estimated_input_tokens, estimated_output_tokens) = if response.usage_reported {
             (0, 0)
         } else {
             (
-                estimate_tokens(client.request_body(&chat).to_string().len()),
+                estimate_tokens(self.client.request_body(self.chat).to_string().len()),
                 estimate_tokens(
                     response.text.len()
                         + response
@@ -584,8 +596,8 @@ pub async fn run_actor<H: ToolHost>(
         };
         run.model_calls.push(ModelCallRecord {
             turn,
-            provider: client.provider().name.clone(),
-            model: client.model().to_string(),
+            provider: self.client.provider().name.clone(),
+            model: self.client.model().to_string(),
             usage: response.usage,
             usage_reported: response.usage_reported,
             estimated_input_tokens,
@@ -601,89 +613,102 @@ pub async fn run_actor<H: ToolHost>(
             usage: response.usage,
             total: run.usage,
         });
-        let truncated = response.truncated();
-        if truncated {
-            tracing::warn!(turn, stop_reason = ?response.stop_reason, tool_calls = response.tool_calls.len(), "the reply was cut by the completion token limit");
-            on_event(ActorEvent::Truncated {
-                turn,
-                stop_reason: response.stop_reason.clone().unwrap_or_default(),
-                with_tool_calls: !response.tool_calls.is_empty(),
-            });
-        }
-        if !response.text.is_empty() {
-            run.answer.clone_from(&response.text);
-        }
-        let calls = response.tool_calls.clone();
-        run.transcript.push(Message::Assistant {
-            text: response.text,
-            tool_calls: response.tool_calls,
+        Made::Reply(response)
+    }
+}
+
+/// Takes a reply into the transcript and runs its tool calls; returns the stop when the
+/// reply ends the run (no tool calls, a cut text reply, a tool that ends the run,
+/// cancellation).
+async fn tool_turn<H: ToolHost>(
+    run: &mut ActorRun,
+    response: super::messages::ChatResponse,
+    names: &BTreeSet<String>,
+    request: &RunRequest,
+    tools: &H,
+    cancel: &CancellationToken,
+    on_event: &(dyn Fn(ActorEvent) + Send + Sync),
+) -> Option<Stop> {
+    let turn = run.turns;
+    let truncated = response.truncated();
+    if truncated {
+        tracing::warn!(turn, stop_reason = ?response.stop_reason, tool_calls = response.tool_calls.len(), "the reply was cut by the completion token limit");
+        on_event(ActorEvent::Truncated {
+            turn,
+            stop_reason: response.stop_reason.clone().unwrap_or_default(),
+            with_tool_calls: !response.tool_calls.is_empty(),
         });
-        if calls.is_empty() && truncated {
-            break Stop::Truncated {
-                max_tokens: request.max_tokens,
-            };
+    }
+    if !response.text.is_empty() {
+        run.answer.clone_from(&response.text);
+    }
+    let calls = response.tool_calls.clone();
+    run.transcript.push(Message::Assistant {
+        text: response.text,
+        tool_calls: response.tool_calls,
+    });
+    if calls.is_empty() && truncated {
+        return Some(Stop::Truncated {
+            max_tokens: request.max_tokens,
+        });
+    }
+    if calls.is_empty() {
+        return Some(Stop::Answered);
+    }
+    let mut results = Vec::with_capacity(calls.len());
+    let mut ended_by = None;
+    let mut cancelled = false;
+    for call in calls {
+        if cancel.is_cancelled() {
+            cancelled = true;
+            break;
         }
-        if calls.is_empty() {
-            break Stop::Answered;
+        on_event(ActorEvent::ToolCallStarted {
+            turn,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
+        let clock = Instant::now();
+        let outcome = match prepare(names, &call.name, &call.arguments) {
+            Ok(args) => tools.call(&call.name, args).await,
+            Err(message) if truncated => ToolOutcome::error(format!(
+                "your reply was cut by the completion token limit, so this call is incomplete: {message}. Make smaller calls"
+            )),
+            Err(message) => ToolOutcome::error(message),
+        };
+        let duration_ms = millis(clock.elapsed());
+        tracing::debug!(turn, tool = %call.name, is_error = outcome.is_error, duration_ms, "tool call finished");
+        on_event(ActorEvent::ToolCallFinished {
+            turn,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            is_error: outcome.is_error,
+            duration_ms,
+        });
+        if outcome.ends_run && ended_by.is_none() {
+            ended_by = Some(call.name.clone());
         }
-        let mut results = Vec::with_capacity(calls.len());
-        let mut ended_by = None;
-        let mut cancelled = false;
-        for call in calls {
-            if cancel.is_cancelled() {
-                cancelled = true;
-                break;
-            }
-            on_event(ActorEvent::ToolCallStarted {
-                turn,
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            });
-            let clock = Instant::now();
-            let outcome = match prepare(&names, &call.name, &call.arguments) {
-                Ok(args) => tools.call(&call.name, args).await,
-                Err(message) if truncated => ToolOutcome::error(format!(
-                    "your reply was cut by the completion token limit, so this call is incomplete: {message}. Make smaller calls"
-                )),
-                Err(message) => ToolOutcome::error(message),
-            };
-            let duration_ms = millis(clock.elapsed());
-            tracing::debug!(turn, tool = %call.name, is_error = outcome.is_error, duration_ms, "tool call finished");
-            on_event(ActorEvent::ToolCallFinished {
-                turn,
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                is_error: outcome.is_error,
-                duration_ms,
-            });
-            if outcome.ends_run && ended_by.is_none() {
-                ended_by = Some(call.name.clone());
-            }
-            run.tool_calls.push(ToolCallRecord {
-                turn,
-                call_id: call.id.clone(),
-                name: call.name,
-                arguments: call.arguments,
-                result: outcome.content.clone(),
-                is_error: outcome.is_error,
-                duration_ms,
-            });
-            results.push(ToolResult {
-                call_id: call.id,
-                content: outcome.content,
-                is_error: outcome.is_error,
-            });
-        }
-        run.transcript.push(Message::ToolResults { results });
-        if cancelled {
-            break Stop::Cancelled;
-        }
-        if let Some(tool) = ended_by {
-            break Stop::ToolEnded { tool };
-        }
-    };
-    Ok(run)
+        run.tool_calls.push(ToolCallRecord {
+            turn,
+            call_id: call.id.clone(),
+            name: call.name,
+            arguments: call.arguments,
+            result: outcome.content.clone(),
+            is_error: outcome.is_error,
+            duration_ms,
+        });
+        results.push(ToolResult {
+            call_id: call.id,
+            content: outcome.content,
+            is_error: outcome.is_error,
+        });
+    }
+    run.transcript.push(Message::ToolResults { results });
+    if cancelled {
+        return Some(Stop::Cancelled);
+    }
+    ended_by.map(|tool| Stop::ToolEnded { tool })
 }
 
 /// Whether the next call (`chat`) would pass the plan's budget: this run's calls so far

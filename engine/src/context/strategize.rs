@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use super::policy::Resolved;
 use super::{Budget, Hot};
-use crate::actors::messages::ToolSpec;
-use crate::actors::runtime::ToolOutcome;
 use crate::domain::Id;
+use crate::domain::messages::ToolSpec;
+use crate::domain::tool_host::ToolOutcome;
 use crate::index::skill::{self, Scope};
 use crate::index::view::SearchQuery;
 use crate::index::{self, overview};
@@ -39,6 +39,7 @@ pub fn scopes(
 ) -> Result<(Vec<Scope>, Vec<String>), crate::store::StoreError> {
     let mut out = Vec::new();
     let mut problems = Vec::new();
+    let semantic = index::embed::setting(paths);
     for base in store.plan_bases(plan_id)? {
         if !policy.takes_resource(&base.resource_name) {
             continue;
@@ -59,6 +60,7 @@ pub fn scopes(
                 resource: base.resource_name.clone(),
                 alias: base.alias.clone(),
                 view,
+                semantic: semantic.clone(),
             }),
             Err(e) => problems.push(format!("{}: {e}", base.resource_name)),
         }

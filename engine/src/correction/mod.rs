@@ -5,14 +5,12 @@
 //!
 //! - [`impact`]: the affected set of a decision (decisions, steps, child plans, files).
 //! - [`revert`]: `plan correct --mode revert`.
-//! - [`replay`]: three-way merging a kept step's recorded delta into the corrected sandbox.
+//! - [`crate::sandbox::replay`]: three-way merging a kept step's recorded delta into the
+//!   corrected sandbox.
 //! - [`append`]: `plan correct --mode append` (a child plan carrying the guidance).
 //! - [`tree`]: `plan tree` / `plan explain` data.
 
 pub mod append;
 pub mod impact;
-pub mod replay;
 pub mod revert;
 pub mod tree;
-
-pub(crate) use revert::finish_attempts;

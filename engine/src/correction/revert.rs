@@ -21,7 +21,7 @@
 //!    driven: Execute re-runs the affected steps and replays the others
 //!    ([`super::replay`]), then the plan stops at the Apply gate as its profile says.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use jiff::Timestamp;
@@ -372,6 +372,73 @@ fn placeholder(d: &Decision, key: String) -> DecisionDraft {
     }
 }
 
+/// The prompt of a re-deciding strategist: the preserved decisions, the invariants, the
+/// decision being corrected with the user's guidance, and the affected decisions.
+fn redecide_prompt(
+    preserved: &[&Decision],
+    invariant_texts: &[String],
+    target: &Decision,
+    keyed: &[&Decision],
+    guidance: &str,
+) -> String {
+    let mut prompt = String::from(
+        "You are correcting part of an existing plan. Re-decide ONLY the affected decisions listed below; every preserved decision stays as it is and its work is kept.\n\nPreserved decisions (you may name their keys in `parent` and `depends_on`):\n",
+    );
+    for d in preserved {
+        prompt.push_str(&format!(
+            "- {} [{}]: {}\n",
+            key_of(d).unwrap_or_default(),
+            d.decision_type,
+            d.chosen_option
+        ));
+    }
+    if preserved.is_empty() {
+        prompt.push_str("(none)\n");
+    }
+    prompt.push_str("\nInvariants:\n");
+    for t in invariant_texts {
+        prompt.push_str(&format!("- {t}\n"));
+    }
+    if invariant_texts.is_empty() {
+        prompt.push_str("(none)\n");
+    }
+    prompt.push_str(&format!(
+        "\nThe decision being corrected: [{}] {} -> {}\n\nGuidance from the user: {guidance}\n\nAffected decisions to re-decide (reuse a key to replace that decision):\n",
+        target.decision_type,
+        target.question.clone().unwrap_or_default(),
+        target.chosen_option
+    ));
+    for d in keyed {
+        prompt.push_str(&format!(
+            "- {} [{}]: {} -> {}\n",
+            key_of(d).unwrap_or_default(),
+            d.decision_type,
+            d.question.clone().unwrap_or_default(),
+            d.chosen_option
+        ));
+    }
+    prompt.push_str(
+        "\nRecord the replacement decisions with record_decision, then call finish_strategy.",
+    );
+    prompt
+}
+
+/// A re-deciding run that did not finish changes nothing: interrupted, failed, or stopped at
+/// the budget (the correction can be made again once the budget allows).
+fn check_stop(stop: &Stop) -> Result<(), RunError> {
+    match stop {
+        Stop::Cancelled => Err(RunError::Invalid("the correction was interrupted".into())),
+        Stop::Failed { error } => Err(RunError::Invalid(format!(
+            "the strategy actor failed: {error}"
+        ))),
+        Stop::Budget { stop } => Err(RunError::Invalid(format!(
+            "the correction was not made: {}",
+            stop.describe()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// A model strategist re-decides the affected keyed decisions.
 #[allow(clippy::too_many_arguments)]
 fn model_redecide(
@@ -401,45 +468,7 @@ fn model_redecide(
         .filter(|d| invariants.contains(&d.decision_id))
         .map(|d| d.chosen_option.clone())
         .collect();
-    let mut prompt = String::from(
-        "You are correcting part of an existing plan. Re-decide ONLY the affected decisions listed below; every preserved decision stays as it is and its work is kept.\n\nPreserved decisions (you may name their keys in `parent` and `depends_on`):\n",
-    );
-    for d in &preserved {
-        prompt.push_str(&format!(
-            "- {} [{}]: {}\n",
-            key_of(d).unwrap_or_default(),
-            d.decision_type,
-            d.chosen_option
-        ));
-    }
-    if preserved.is_empty() {
-        prompt.push_str("(none)\n");
-    }
-    prompt.push_str("\nInvariants:\n");
-    for t in &invariant_texts {
-        prompt.push_str(&format!("- {t}\n"));
-    }
-    if invariant_texts.is_empty() {
-        prompt.push_str("(none)\n");
-    }
-    prompt.push_str(&format!(
-        "\nThe decision being corrected: [{}] {} -> {}\n\nGuidance from the user: {guidance}\n\nAffected decisions to re-decide (reuse a key to replace that decision):\n",
-        target.decision_type,
-        target.question.clone().unwrap_or_default(),
-        target.chosen_option
-    ));
-    for d in keyed {
-        prompt.push_str(&format!(
-            "- {} [{}]: {} -> {}\n",
-            key_of(d).unwrap_or_default(),
-            d.decision_type,
-            d.question.clone().unwrap_or_default(),
-            d.chosen_option
-        ));
-    }
-    prompt.push_str(
-        "\nRecord the replacement decisions with record_decision, then call finish_strategy.",
-    );
+    let prompt = redecide_prompt(&preserved, &invariant_texts, target, keyed, guidance);
     let seed: Vec<DecisionDraft> = preserved
         .iter()
         .map(|d| placeholder(d, key_of(d).unwrap_or_default()))
@@ -468,22 +497,7 @@ fn model_redecide(
         &tools,
     )
     .map_err(|m| RunError::Invalid(format!("the strategy actor failed: {m}")))?;
-    match &run.stop {
-        Stop::Cancelled => return Err(RunError::Invalid("the correction was interrupted".into())),
-        Stop::Failed { error } => {
-            return Err(RunError::Invalid(format!(
-                "the strategy actor failed: {error}"
-            )));
-        }
-        // Nothing was changed yet: the correction can be made again once the budget allows.
-        Stop::Budget { stop } => {
-            return Err(RunError::Invalid(format!(
-                "the correction was not made: {}",
-                stop.describe()
-            )));
-        }
-        _ => {}
-    }
+    check_stop(&run.stop)?;
     let drafts: Vec<DecisionDraft> = tools
         .draft
         .into_inner()
@@ -631,6 +645,84 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
         guidance,
         &mut re,
     );
+    let t = Target {
+        target: &target,
+        attempt,
+        guidance,
+        affected: &affected,
+        plan_decisions: &plan_decisions,
+        root,
+    };
+    let checklist_deps = redecide(engine, &plan, &t, &invariants, &mut re)?;
+    let correcting_id = correcting_decision(&t, &mut re);
+    // The correcting decision first, the others in the order made.
+    re.decisions.sort_by_key(|d| d.decision_id != correcting_id);
+    rewire(engine, &mut re, checklist_deps, root)?;
+    let new = new_steps(engine, &plan_id, &t, &re)?;
+    let attempt_row = record_attempt(engine, &mut plan, &t, &re, correcting_id, &impact, &new)?;
+    let rollback = roll_back_sandbox(engine, &sandboxes, &plan_id, new.rollback_to.as_ref())?;
+    drop(guard);
+    let driven = driver::drive(engine, &plan_id, Op::Continue)?;
+    let attempt = engine
+        .store()
+        .correction_attempts(&plan_id)?
+        .into_iter()
+        .find(|a| a.attempt_id == attempt_row.attempt_id)
+        .unwrap_or(attempt_row);
+    let new_decisions: Vec<Decision> = re
+        .decisions
+        .iter()
+        .filter_map(|d| engine.store().decision(&d.decision_id).ok().flatten())
+        .collect();
+    let correcting = new_decisions
+        .first()
+        .cloned()
+        .ok_or_else(|| RunError::Invalid("the correcting decision was not recorded".into()))?;
+    Ok(Reverted {
+        attempt,
+        impact,
+        correcting,
+        new_decisions,
+        rollback,
+        driven: Some(driven),
+    })
+}
+
+/// What a revert corrects, shared by its steps.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    /// The decision corrected.
+    target: &'a Decision,
+    /// The plan attempt the correction starts.
+    attempt: u32,
+    /// The user's guidance.
+    guidance: &'a str,
+    /// The decisions the correction affects (the impact).
+    affected: &'a HashSet<Id>,
+    /// The plan's decisions before the correction.
+    plan_decisions: &'a [Decision],
+    /// The new root decision, when the root is re-made.
+    root: Option<Id>,
+}
+
+/// The affected keyed decisions are re-decided by the plan's strategist (the offline
+/// checklist or a model). Returns whether the re-made decisions keep the old dependency
+/// structure (the checklist, or nothing re-decided).
+fn redecide(
+    engine: &mut Engine,
+    plan: &Plan,
+    t: &Target<'_>,
+    invariants: &[Id],
+    re: &mut Redecided,
+) -> Result<bool, RunError> {
+    let Target {
+        target,
+        attempt,
+        guidance,
+        affected,
+        plan_decisions,
+        root,
+    } = *t;
     let keyed: Vec<&Decision> = plan_decisions
         .iter()
         .filter(|d| d.is_current() && affected.contains(&d.decision_id))
@@ -651,30 +743,41 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
             keyed.len()
         ));
         if strategist == CHECKLIST_STRATEGIST {
-            checklist_redecide(engine, &plan, &keyed, &target, attempt, guidance, &mut re)?;
+            checklist_redecide(engine, plan, &keyed, target, attempt, guidance, re)?;
         } else {
             model_redecide(
                 engine,
-                &plan,
+                plan,
                 &strategist,
-                &plan_decisions,
+                plan_decisions,
                 &keyed,
-                &affected,
-                &target,
+                affected,
+                target,
                 root,
-                &invariants,
+                invariants,
                 attempt,
                 guidance,
-                &mut re,
+                re,
             )?;
         }
     }
-    // A corrected decision nobody re-made (e.g. a user_intervention): the guidance replaces it.
-    let correcting_id = match re.correcting {
+    Ok(strategist == CHECKLIST_STRATEGIST || keyed.is_empty())
+}
+
+/// The decision that corrects the target: the one re-made in its place, or (a corrected
+/// decision nobody re-made, e.g. a user_intervention) a successor the guidance replaces.
+fn correcting_decision(t: &Target<'_>, re: &mut Redecided) -> Id {
+    let Target {
+        target,
+        attempt,
+        guidance,
+        ..
+    } = *t;
+    match re.correcting {
         Some(c) => c,
         None => {
             let mut d = successor(
-                &target,
+                target,
                 attempt,
                 &target.decision_id,
                 guidance,
@@ -690,12 +793,20 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
             re.decisions.push(d);
             id
         }
-    };
-    // The correcting decision first, the others in the order made.
-    re.decisions.sort_by_key(|d| d.decision_id != correcting_id);
+    }
+}
+
+/// Points the re-made decisions at their replaced parents and, when `keep_structure`, gives
+/// them the dependencies of the decisions they replace; decisions of a removed invariant are
+/// dropped from both (their children hang under `root`).
+fn rewire(
+    engine: &Engine,
+    re: &mut Redecided,
+    keep_structure: bool,
+    root: Option<Id>,
+) -> Result<(), RunError> {
     // Keyed decisions re-derived by the checklist keep the old dependency structure.
     let replaced = |id: &Id| re.replaces.get(id).copied();
-    let new_ids: HashSet<Id> = re.decisions.iter().map(|d| d.decision_id).collect();
     let removed: HashSet<Id> = re
         .replaces
         .iter()
@@ -706,7 +817,7 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
         })
         .map(|(old, _)| *old)
         .collect();
-    if strategist == CHECKLIST_STRATEGIST || keyed.is_empty() {
+    if keep_structure {
         let mut extra = Vec::new();
         for d in &re.decisions {
             if matches!(
@@ -741,9 +852,33 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
             d.parent_decision_id = root;
         }
     }
+    Ok(())
+}
 
-    // The new step list.
-    let old_steps = engine.store().plan_steps(&plan_id)?;
+/// The plan's steps after a correction, the steps before it, and where the sandbox goes back
+/// to (`Some(None)`: to the beginning).
+struct NewSteps {
+    steps: Vec<PlanStep>,
+    old_steps: Vec<PlanStep>,
+    rollback_to: Option<Option<String>>,
+}
+
+/// The new step list: the unaffected steps before the first affected one kept, the rest
+/// pending (a done step replays its delta), in dependency order; the first step to redo is
+/// marked running at the rollback target (crash safety).
+fn new_steps(
+    engine: &Engine,
+    plan_id: &Id,
+    t: &Target<'_>,
+    re: &Redecided,
+) -> Result<NewSteps, RunError> {
+    let Target {
+        affected,
+        plan_decisions,
+        ..
+    } = *t;
+    let new_ids: HashSet<Id> = re.decisions.iter().map(|d| d.decision_id).collect();
+    let old_steps = engine.store().plan_steps(plan_id)?;
     let old_pos: HashMap<Id, usize> = old_steps
         .iter()
         .enumerate()
@@ -844,6 +979,35 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
             s.start_checkpoints.insert("checkpoint".into(), json!(cp));
         }
     }
+    Ok(NewSteps {
+        steps,
+        old_steps,
+        rollback_to,
+    })
+}
+
+/// Records the correction attempt in one transaction with its `state_changed` event: the
+/// new decisions and dependencies, the superseded ones, the attempt row, the new steps, and
+/// the plan's new attempt (withdrawing pending approvals). Returns the attempt row.
+fn record_attempt(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    t: &Target<'_>,
+    re: &Redecided,
+    correcting_id: Id,
+    impact: &Impact,
+    new: &NewSteps,
+) -> Result<CorrectionAttempt, RunError> {
+    let Target {
+        target,
+        attempt,
+        guidance,
+        affected,
+        root,
+        ..
+    } = *t;
+    let plan_id = plan.plan_id;
+    let (steps, old_steps) = (&new.steps, &new.old_steps);
     let executed = !old_steps.is_empty();
     let before = engine.store().latest_checkpoint(&plan_id)?;
     let original = json!({
@@ -881,10 +1045,10 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
         } else {
             Phase::Strategize
         })
-        .map_err(|e| wrong(&plan, e.to_string(), Vec::new()))?;
+        .map_err(|e| wrong(plan, e.to_string(), Vec::new()))?;
     if !executed {
-        state::set_state(&mut plan, ProcessingState::Processing)?;
-        state::set_state(&mut plan, ProcessingState::Complete)?;
+        state::set_state(plan, ProcessingState::Processing)?;
+        state::set_state(plan, ProcessingState::Complete)?;
     }
     plan.error_code = None;
     plan.error_message = None;
@@ -902,7 +1066,7 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
     let step_rows = steps.clone();
     commit(
         engine.store_mut(),
-        &mut plan,
+        plan,
         EventKind::StateChanged,
         json!({
             "reason": "correction",
@@ -944,114 +1108,39 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
     )?;
     engine.flush(&plan_id)?;
 
-    // Roll the sandboxes back to the start of the first affected step.
+    Ok(attempt_row)
+}
+
+/// Rolls the sandboxes back to the start of the first affected step (the step marked
+/// running), then marks it pending. Returns what the rollback did (`null` when nothing).
+fn roll_back_sandbox(
+    engine: &mut Engine,
+    sandboxes: &crate::sandbox::Sandboxes,
+    plan_id: &Id,
+    rollback_to: Option<&Option<String>>,
+) -> Result<Value, RunError> {
     let mut rollback = Value::Null;
-    if let Some(target_cp) = &rollback_to
+    if let Some(target_cp) = rollback_to
         && let Some(mut first) = engine
             .store()
-            .plan_steps(&plan_id)?
+            .plan_steps(plan_id)?
             .into_iter()
             .find(|s| s.status == StepStatus::Running)
     {
         engine
             .observer()
             .progress("Correction: rolling the sandbox back");
-        rollback = execute::roll_back_step(engine, &sandboxes, &plan_id, &first)?;
+        rollback = execute::roll_back_step(engine, sandboxes, plan_id, &first)?;
         if target_cp.is_none() {
             engine
                 .store_mut()
-                .discard_all_checkpoints(&plan_id, Timestamp::now())?;
+                .discard_all_checkpoints(plan_id, Timestamp::now())?;
         }
         first.status = StepStatus::Pending;
         first.start_checkpoints = serde_json::Map::new();
         let tx = engine.store_mut().conn_mut().transaction()?;
-        save_step(&tx, &plan_id, &first)?;
+        save_step(&tx, plan_id, &first)?;
         tx.commit()?;
     }
-    drop(guard);
-    let driven = driver::drive(engine, &plan_id, Op::Continue)?;
-    let attempt = engine
-        .store()
-        .correction_attempts(&plan_id)?
-        .into_iter()
-        .find(|a| a.attempt_id == attempt_row.attempt_id)
-        .unwrap_or(attempt_row);
-    let new_decisions: Vec<Decision> = re
-        .decisions
-        .iter()
-        .filter_map(|d| engine.store().decision(&d.decision_id).ok().flatten())
-        .collect();
-    let correcting = new_decisions
-        .first()
-        .cloned()
-        .ok_or_else(|| RunError::Invalid("the correcting decision was not recorded".into()))?;
-    Ok(Reverted {
-        attempt,
-        impact,
-        correcting,
-        new_decisions,
-        rollback,
-        driven: Some(driven),
-    })
-}
-
-/// Marks the plan's `executing` correction attempts completed (Execute finished for the
-/// corrected attempt), recording which steps re-ran, which were replayed, the replays that
-/// conflicted and the final checkpoint.
-///
-/// # Errors
-/// [`crate::store::StoreError`].
-pub(crate) fn finish_attempts(
-    store: &mut crate::store::Store,
-    plan_id: &Id,
-) -> Result<(), crate::store::StoreError> {
-    let open: Vec<CorrectionAttempt> = store
-        .correction_attempts(plan_id)?
-        .into_iter()
-        .filter(|a| a.status == AttemptStatus::Executing)
-        .collect();
-    if open.is_empty() {
-        return Ok(());
-    }
-    let steps = store.plan_steps(plan_id)?;
-    let mut rerun = Vec::new();
-    let mut replayed = Vec::new();
-    let mut conflicts = BTreeMap::new();
-    let mut kept = Vec::new();
-    for s in &steps {
-        let out: Value = s
-            .output
-            .as_deref()
-            .and_then(|o| serde_json::from_str(o).ok())
-            .unwrap_or(Value::Null);
-        let id = s.decision_id.to_string();
-        if out.get("replayed").is_some() {
-            replayed.push(id);
-        } else if let Some(c) = out.get("replay_conflict") {
-            conflicts.insert(id.clone(), c.clone());
-            rerun.push(id);
-        } else if open
-            .iter()
-            .any(|a| s.started_at.is_some_and(|t| t >= a.created_at))
-        {
-            rerun.push(id);
-        } else {
-            kept.push(id);
-        }
-    }
-    let latest = store.latest_checkpoint(plan_id)?;
-    for a in open {
-        let mut result = a.result.clone();
-        if !result.is_object() {
-            result = json!({});
-        }
-        result["steps_rerun"] = json!(rerun);
-        result["steps_replayed"] = json!(replayed);
-        result["replay_conflicts"] = json!(conflicts);
-        result["steps_kept"] = json!(kept);
-        result["final_checkpoint"] = json!(latest.as_ref().map(|c| c.checkpoint_id.to_string()));
-        result["final_states"] = json!(latest.as_ref().map(|c| &c.states));
-        store.finish_correction_attempt(&a.attempt_id, AttemptStatus::Completed, &result)?;
-    }
-    Ok(())
+    Ok(rollback)
 }

@@ -178,79 +178,6 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
         })
         .count();
 
-    struct Ctx<'a> {
-        rows: &'a [Row],
-        by_parent: &'a HashMap<(Id, Option<Id>), Vec<usize>>,
-        linked: &'a HashMap<Id, Vec<Id>>,
-        unlinked: &'a HashMap<Id, Vec<Id>>,
-        info: &'a HashMap<Id, &'a FamilyPlan>,
-    }
-    fn plan_nodes(cx: &Ctx<'_>, plan: Id, depth: usize, s: &mut Summary) -> Vec<Node> {
-        cx.by_parent
-            .get(&(plan, None))
-            .map(|v| {
-                v.iter()
-                    .map(|i| decision_node(cx, *i, depth + 1, s))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-    fn child_plan_node(cx: &Ctx<'_>, child: Id, depth: usize, s: &mut Summary) -> Node {
-        s.child_plans += 1;
-        let (name, status) = cx
-            .info
-            .get(&child)
-            .map(|p| (p.2.clone(), p.3.clone()))
-            .unwrap_or_default();
-        Node {
-            kind: "plan",
-            id: child,
-            decision_type: None,
-            label: name,
-            question: None,
-            confidence_score: None,
-            executable: None,
-            is_correction: None,
-            superseded_by: None,
-            status: Some(status),
-            children: plan_nodes(cx, child, depth, s),
-        }
-    }
-    fn decision_node(cx: &Ctx<'_>, i: usize, depth: usize, s: &mut Summary) -> Node {
-        let r = &cx.rows[i];
-        s.nodes += 1;
-        s.depth = s.depth.max(depth);
-        let mut children: Vec<Node> = cx
-            .by_parent
-            .get(&(r.plan, Some(r.id)))
-            .map(|v| {
-                v.iter()
-                    .map(|c| decision_node(cx, *c, depth + 1, s))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for child in cx.linked.get(&r.id).into_iter().flatten() {
-            children.push(child_plan_node(cx, *child, depth, s));
-        }
-        if r.parent.is_none() {
-            for child in cx.unlinked.get(&r.plan).into_iter().flatten() {
-                children.push(child_plan_node(cx, *child, depth, s));
-            }
-        }
-        Node {
-            kind: "decision",
-            id: r.id,
-            decision_type: Some(r.kind),
-            label: r.chosen.clone(),
-            question: r.question.clone(),
-            confidence_score: r.confidence,
-            executable: Some(r.executable),
-            is_correction: Some(r.correction),
-            superseded_by: r.superseded_by,
-            status: None,
-            children,
-        }
-    }
     let cx = Ctx {
         rows: &rows,
         by_parent: &by_parent,
@@ -273,6 +200,87 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
         roots,
         summary,
     })
+}
+
+/// What building the nodes of a plan family reads.
+struct Ctx<'a> {
+    rows: &'a [Row],
+    by_parent: &'a HashMap<(Id, Option<Id>), Vec<usize>>,
+    linked: &'a HashMap<Id, Vec<Id>>,
+    unlinked: &'a HashMap<Id, Vec<Id>>,
+    info: &'a HashMap<Id, &'a FamilyPlan>,
+}
+
+/// The top-level decision nodes of `plan`.
+fn plan_nodes(cx: &Ctx<'_>, plan: Id, depth: usize, s: &mut Summary) -> Vec<Node> {
+    cx.by_parent
+        .get(&(plan, None))
+        .map(|v| {
+            v.iter()
+                .map(|i| decision_node(cx, *i, depth + 1, s))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The node of child plan `child`, with its decisions under it.
+fn child_plan_node(cx: &Ctx<'_>, child: Id, depth: usize, s: &mut Summary) -> Node {
+    s.child_plans += 1;
+    let (name, status) = cx
+        .info
+        .get(&child)
+        .map(|p| (p.2.clone(), p.3.clone()))
+        .unwrap_or_default();
+    Node {
+        kind: "plan",
+        id: child,
+        decision_type: None,
+        label: name,
+        question: None,
+        confidence_score: None,
+        executable: None,
+        is_correction: None,
+        superseded_by: None,
+        status: Some(status),
+        children: plan_nodes(cx, child, depth, s),
+    }
+}
+
+/// The node of decision row `i`, with its decisions and linked child plans under it.
+fn decision_node(cx: &Ctx<'_>, i: usize, depth: usize, s: &mut Summary) -> Node {
+    let r = &cx.rows[i];
+    s.nodes += 1;
+    s.depth = s.depth.max(depth);
+    let mut children: Vec<Node> = cx
+        .by_parent
+        .get(&(r.plan, Some(r.id)))
+        .map(|v| {
+            v.iter()
+                .map(|c| decision_node(cx, *c, depth + 1, s))
+                .collect()
+        })
+        .unwrap_or_default();
+    for child in cx.linked.get(&r.id).into_iter().flatten() {
+        children.push(child_plan_node(cx, *child, depth, s));
+    }
+    if r.parent.is_none() {
+        for child in cx.unlinked.get(&r.plan).into_iter().flatten() {
+            children.push(child_plan_node(cx, *child, depth, s));
+        }
+    }
+    Node {
+        kind: "decision",
+        id: r.id,
+        decision_type: Some(r.kind),
+        label: r.chosen.clone(),
+        question: r.question.clone(),
+        confidence_score: r.confidence,
+        executable: Some(r.executable),
+        is_correction: Some(r.correction),
+        superseded_by: r.superseded_by,
+        status: None,
+        children,
+    }
 }
 
 /// One plan of a family: (plan id, parent plan id, name, `phase/state`).

@@ -1,4 +1,4 @@
-//! Approvals: every place a human must act is a persisted row (lifecycle issue, item 7).
+//! Approvals: every place a human must act is a persisted row (spec section 27).
 
 use std::fmt;
 use std::str::FromStr;
@@ -30,6 +30,14 @@ pub enum ApprovalKind {
     /// The next model call would pass the plan's budget (`max-cost-usd`, `max-tokens`): a
     /// human raises the limit (`plan decide APR --max-cost-usd X`) or cancels.
     Budget,
+    /// A tool call that needs a human's approval (`human_approval_required`, or an
+    /// open-world MCP tool outside `full-auto`; spec section 18): approve runs it, reject
+    /// returns a refusal to the model.
+    ToolApproval,
+    /// An effective invariant did not hold after a step or before Apply (spec section 12):
+    /// accept once (the plan continues, the acceptance recorded), correct the step's decision
+    /// (`plan correct`), or cancel. Raised under every profile.
+    InvariantViolation,
 }
 
 str_enum!(ApprovalKind {
@@ -40,6 +48,8 @@ str_enum!(ApprovalKind {
     Errored => "errored",
     ErrorRecovery => "error_recovery",
     Budget => "budget",
+    ToolApproval => "tool_approval",
+    InvariantViolation => "invariant_violation",
 });
 
 /// Where an approval stands.

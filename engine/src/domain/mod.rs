@@ -2,12 +2,27 @@
 //! lifecycle and the plan record.
 
 pub mod action;
+pub mod actor;
+pub mod apply;
 pub mod approval;
+pub mod budget;
+pub mod check;
 pub mod decision;
+pub mod event;
 pub mod id;
+pub mod index;
+pub mod invariant;
 pub mod lifecycle;
+pub mod limits;
+pub mod messages;
 pub mod name;
 pub mod plan;
+pub mod profile;
+pub mod project;
+pub mod resource;
+pub mod sandbox;
+pub mod tool_call;
+pub mod tool_host;
 
 pub use action::ActionState;
 pub use approval::{Approval, ApprovalKind, ApprovalStatus};

@@ -67,43 +67,14 @@ struct Parsed {
     meta: FileMeta,
 }
 
-fn parse(fields: &Fields, found: &Found, text: &str) -> Parsed {
+fn parse(fields: &Fields, found: &Found, text: &str, id: i64) -> Parsed {
     let lang = symbols::language_of(&found.path);
     let structure = lang
         .and_then(symbols::grammar)
         .map(|g| symbols::extract(g, text))
         .unwrap_or_default();
     let lines = text.lines().count() as u64;
-    let names: Vec<&str> = structure.symbols.iter().map(|s| s.name.as_str()).collect();
-    let mut file = doc!(
-        fields.kind => "file",
-        fields.path => found.path.as_str(),
-        fields.path_text => found.path.as_str(),
-        fields.symbols => names.join(" "),
-        fields.content => text,
-        fields.start_line => 1u64,
-        fields.end_line => lines.max(1),
-    );
-    if let Some(l) = lang {
-        file.add_text(fields.lang, l);
-    }
-    let mut docs = vec![file];
-    for s in &structure.symbols {
-        let mut d = doc!(
-            fields.kind => "symbol",
-            fields.path => found.path.as_str(),
-            fields.symbols => s.name.as_str(),
-            fields.name => s.name.to_lowercase(),
-            fields.symbol_kind => s.kind.as_str(),
-            fields.content => format!("{} {}", s.signature, s.doc.as_deref().unwrap_or_default()),
-            fields.start_line => s.start_line,
-            fields.end_line => s.end_line,
-        );
-        if let Some(l) = lang {
-            d.add_text(fields.lang, l);
-        }
-        docs.push(d);
-    }
+    let docs = documents_of(fields, &found.path, text, id as u64);
     let meta = FileMeta {
         size: found.size,
         mtime_ns: found.mtime_ns,
@@ -114,6 +85,7 @@ fn parse(fields: &Fields, found: &Found, text: &str) -> Parsed {
     Parsed {
         docs,
         facts: FileFacts {
+            id,
             path: found.path.clone(),
             lang: lang.map(str::to_string),
             lines,
@@ -125,19 +97,33 @@ fn parse(fields: &Fields, found: &Found, text: &str) -> Parsed {
     }
 }
 
-/// The documents of one file (a file document and one per definition).
-pub(super) fn documents(fields: &Fields, found: &Found, text: &str) -> Vec<TantivyDocument> {
-    parse(fields, found, text).docs
+/// The document of one file with id `file` (its definitions are answered from the
+/// structure store, joined to the file's hits).
+pub(super) fn documents_of(
+    fields: &Fields,
+    path: &str,
+    text: &str,
+    file: u64,
+) -> Vec<TantivyDocument> {
+    let mut doc = doc!(
+        fields.file => file,
+        fields.path_text => path,
+        fields.content => text,
+    );
+    if let Some(l) = symbols::language_of(path) {
+        doc.add_text(fields.lang, l);
+    }
+    vec![doc]
 }
 
 /// Reads and parses one file; `None` for a binary or unreadable file.
-fn read_and_parse(root: &Path, fields: &Fields, found: &Found) -> Option<Parsed> {
+fn read_and_parse(root: &Path, fields: &Fields, found: &Found, id: i64) -> Option<Parsed> {
     let bytes = std::fs::read(root.join(&found.path)).ok()?;
     if walk::is_binary(&bytes) {
         return None;
     }
     let text = String::from_utf8(bytes).ok()?;
-    Some(parse(fields, found, &text))
+    Some(parse(fields, found, &text, id))
 }
 
 fn writer(
@@ -267,14 +253,17 @@ pub fn build(
     let results: Vec<Result<Part, IndexError>> = std::thread::scope(|s| {
         let handles: Vec<_> = found
             .chunks(chunk)
-            .map(|part| {
+            .enumerate()
+            .map(|(n, part)| {
                 let (writer, fields, done) = (&writer, &fields, &done);
                 s.spawn(move || {
                     let mut facts = Vec::new();
                     let mut metas = Vec::new();
                     let mut binary = 0;
-                    for f in part {
-                        match read_and_parse(root, fields, f) {
+                    for (k, f) in part.iter().enumerate() {
+                        // Ids follow the sorted walk, from 1.
+                        let id = (n * chunk + k) as i64 + 1;
+                        match read_and_parse(root, fields, f, id) {
                             Some(p) => {
                                 for d in p.docs {
                                     writer.add_document(d)?;
@@ -330,9 +319,14 @@ pub fn build(
         all_facts.extend(facts);
     }
     writer.commit()?;
+    // One segment: one term dictionary instead of one per thread and flush.
+    let segments = index.searchable_segment_ids()?;
+    if segments.len() > 1 {
+        writer.merge(&segments).wait()?;
+    }
     writer.wait_merging_threads()?;
     let mut conn = structure::open(dir)?;
-    structure::replace(&mut conn, &[], &all_facts)?;
+    structure::replace(&mut conn, &[], &all_facts, true)?;
     manifest.skipped = skipped;
     manifest.state = "ready".into();
     manifest.last_indexed_at = Some(Timestamp::now());
@@ -443,9 +437,12 @@ pub fn update(dir: &Path, policy: &Policy) -> Result<UpdateReport, IndexError> {
     let mut c = changes(&m, policy)?;
     let mut report = UpdateReport::default();
     let (_, fields) = store::schema();
+    let mut conn = structure::open(dir)?;
+    let wanted: Vec<&str> = c.index.iter().map(|f| f.path.as_str()).collect();
+    let ids = structure::ids(&conn, &wanted)?;
     let mut parsed = Vec::new();
-    for found in std::mem::take(&mut c.index) {
-        match read_and_parse(&m.root, &fields, &found) {
+    for (found, id) in std::mem::take(&mut c.index).into_iter().zip(ids) {
+        match read_and_parse(&m.root, &fields, &found, id) {
             Some(p) => {
                 m.binary.remove(&found.path);
                 parsed.push(p);
@@ -481,12 +478,13 @@ pub fn update(dir: &Path, policy: &Policy) -> Result<UpdateReport, IndexError> {
     }
     let (index, fields) = store::open_text(dir)?;
     let mut w = writer(&index, 1, UPDATE_MEMORY)?;
-    for p in report
-        .removed
-        .iter()
-        .chain(parsed.iter().map(|p| &p.facts.path))
-    {
-        w.delete_term(Term::from_field_text(fields.path, p));
+    for p in &report.removed {
+        if let Some(id) = structure::ids(&conn, &[p.as_str()])?.first() {
+            w.delete_term(Term::from_field_u64(fields.file, *id as u64));
+        }
+    }
+    for p in &parsed {
+        w.delete_term(Term::from_field_u64(fields.file, p.facts.id as u64));
     }
     let mut facts = Vec::new();
     for p in parsed {
@@ -502,8 +500,7 @@ pub fn update(dir: &Path, policy: &Policy) -> Result<UpdateReport, IndexError> {
     for r in &report.removed {
         m.files.remove(r);
     }
-    let mut conn = structure::open(dir)?;
-    structure::replace(&mut conn, &report.removed, &facts)?;
+    structure::replace(&mut conn, &report.removed, &facts, false)?;
     m.indexed_commit = head;
     m.dirty = dirty;
     m.last_indexed_at = Some(Timestamp::now());

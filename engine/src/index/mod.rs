@@ -8,6 +8,7 @@
 //! - [`store`]: the on-disk layout, tantivy schema and manifest.
 //! - [`structure`]: the SQLite structure store, transitive imports and import cycles.
 //! - [`build`]: full builds and incremental updates.
+//! - [`embed`]: symbol vectors for semantic search (`[index] embeddings`).
 //! - [`view`]: search, definitions and references, as the work tree is or at a base commit.
 //! - [`overview`]: the `repo_overview` answer.
 //! - [`skill`]: the `code_intelligence` tools.
@@ -15,22 +16,26 @@
 //! The functions here are the operations the faces use, with typed results.
 
 pub mod build;
+pub mod embed;
 pub mod overview;
 pub mod skill;
 pub mod store;
 pub mod structure;
 pub mod symbols;
+pub mod synthetic;
 pub mod tokenizer;
 pub mod view;
 pub mod walk;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 use serde::Serialize;
 
+pub use crate::domain::index::IndexConfig;
+use crate::domain::resource::Resource;
 use crate::paths::Paths;
-use crate::registry::resources::Resource;
 pub use build::{BuildReport, UpdateReport};
 pub use store::Source;
 pub use view::View;
@@ -63,6 +68,12 @@ pub enum IndexError {
     /// The query cannot be run.
     #[error("{0}")]
     InvalidQuery(String),
+    /// Indexing is switched off in the configuration.
+    #[error("code indexing is disabled (`[index] enabled = false` in config.toml)")]
+    Disabled,
+    /// The embeddings provider failed or is misconfigured (the text index is unaffected).
+    #[error("embeddings: {0}")]
+    Embeddings(String),
 }
 
 impl IndexError {
@@ -119,20 +130,49 @@ pub struct IndexStatus {
     pub indexed_commit: Option<String>,
     /// Files changed since (when checked).
     pub pending: Option<u64>,
+    /// Symbol chunks with stored vectors, and their model (`PROVIDER/MODEL`), when
+    /// `[index] embeddings` made any ([`embed`]).
+    pub vectors: Option<(u64, String)>,
 }
 
 /// The directory and kind of a resource that has files to index: git checkouts and
 /// directories with a path; `None` for other types.
 pub fn target(resource: &Resource) -> Option<(PathBuf, Source)> {
     let path = PathBuf::from(resource.prop("path")?);
-    match resource.type_name.as_str() {
+    match resource.handler_type() {
         "git-checkout" => Some((path, Source::Git)),
         "fs-directory" => Some((path, Source::Directory)),
         _ => None,
     }
 }
 
-/// The index policy: the defaults (configuration keys for it are not yet supported).
+impl IndexConfig {
+    /// The skip policy these keys describe.
+    ///
+    /// # Errors
+    /// `(key, message)` for a glob that does not parse, a zero size or a malformed
+    /// `embeddings` value ([`IndexConfig::validate`]).
+    pub fn policy(&self) -> Result<Policy, (String, String)> {
+        self.validate()?;
+        Policy::new(self.max_file_size(), self.generated_globs()).map_err(|m| ("exclude".into(), m))
+    }
+}
+
+/// The `[index]` table of the configuration in `paths` (the defaults when the file is
+/// missing or unreadable: its errors are reported by the commands that load it).
+pub fn config(paths: &Paths) -> IndexConfig {
+    crate::config::Config::load(&paths.config_path)
+        .ok()
+        .and_then(|c| c.file.index)
+        .unwrap_or_default()
+}
+
+/// The index policy of the configuration in `paths` (`[index]`), or the defaults.
+pub fn policy_of(paths: &Paths) -> Policy {
+    config(paths).policy().unwrap_or_default()
+}
+
+/// The default index policy.
 pub fn policy() -> Policy {
     Policy::default()
 }
@@ -149,8 +189,35 @@ pub fn build_resource(
     let Some((root, source)) = target(resource) else {
         return Ok(None);
     };
+    let config = config(paths);
+    if !config.enabled() {
+        return Ok(None);
+    }
+    let policy = config.policy().unwrap_or_default();
     let dir = store::dir(paths, &resource.name);
-    build::build(&dir, &resource.name, &root, source, &policy(), progress).map(Some)
+    let report = build::build(&dir, &resource.name, &root, source, &policy, progress)?;
+    match embed::setting(paths) {
+        embed::Setting::Off => {}
+        embed::Setting::Broken(m) => return Err(IndexError::Embeddings(m)),
+        embed::Setting::On(e) => {
+            embed::sync(&dir, &e).map_err(|err| {
+                IndexError::Embeddings(format!(
+                    "the text index is ready, but the symbols were not embedded: {err}"
+                ))
+            })?;
+        }
+    }
+    Ok(Some(report))
+}
+
+/// Embeds what changed in a resource's index when `[index] embeddings` is configured; a
+/// failure is logged, not returned (text search goes on; semantic search reports it).
+fn sync_embeddings(paths: &Paths, name: &str) {
+    if let embed::Setting::On(e) = embed::setting(paths)
+        && let Err(err) = embed::sync(&store::dir(paths, name), &e)
+    {
+        tracing::warn!(resource = %name, error = %err, "symbols not embedded");
+    }
 }
 
 /// Brings a resource's index up to date (building it when it has none). `Ok(None)` for a
@@ -165,8 +232,11 @@ pub fn refresh_resource(
     let Some(_) = target(resource) else {
         return Ok(None);
     };
+    if !config(paths).enabled() {
+        return Ok(None);
+    }
     let dir = store::dir(paths, &resource.name);
-    match build::update(&dir, &policy()) {
+    match build::update(&dir, &policy_of(paths)) {
         Err(IndexError::Missing) => {
             let r = build_resource(paths, resource, &|_, _| {})?;
             Ok(r.map(|b| UpdateReport {
@@ -175,7 +245,11 @@ pub fn refresh_resource(
                 duration_ms: b.duration_ms,
             }))
         }
-        other => other.map(Some),
+        other => {
+            let r = other?;
+            sync_embeddings(paths, &resource.name);
+            Ok(Some(r))
+        }
     }
 }
 
@@ -198,12 +272,14 @@ pub fn remove_resource(paths: &Paths, name: &str) -> Result<Option<u64>, IndexEr
 pub fn status(paths: &Paths, resource: &Resource, check: bool) -> IndexStatus {
     let dir = store::dir(paths, &resource.name);
     match target(resource) {
-        Some(_) => status_of_dir(&dir, &resource.name, check),
-        None => status_of_dir(Path::new(""), &resource.name, false),
+        Some(_) if config(paths).enabled() => {
+            status_of_dir(&dir, &resource.name, check, &policy_of(paths))
+        }
+        _ => status_of_dir(Path::new(""), &resource.name, false, &policy()),
     }
 }
 
-fn status_of_dir(dir: &Path, name: &str, check: bool) -> IndexStatus {
+fn status_of_dir(dir: &Path, name: &str, check: bool, policy: &Policy) -> IndexStatus {
     let Some(m) = store::read_manifest(dir) else {
         return IndexStatus {
             resource: name.to_string(),
@@ -215,10 +291,11 @@ fn status_of_dir(dir: &Path, name: &str, check: bool) -> IndexStatus {
             size_bytes: 0,
             indexed_commit: None,
             pending: None,
+            vectors: None,
         };
     };
     let pending = (check && m.state == "ready")
-        .then(|| build::pending(dir, &policy()).ok().map(|n| n as u64))
+        .then(|| build::pending(dir, policy).ok().map(|n| n as u64))
         .flatten();
     IndexStatus {
         resource: m.resource.clone(),
@@ -234,6 +311,7 @@ fn status_of_dir(dir: &Path, name: &str, check: bool) -> IndexStatus {
         size_bytes: store::size_of(dir),
         indexed_commit: m.indexed_commit,
         pending,
+        vectors: embed::stored(dir),
     }
 }
 
@@ -242,10 +320,11 @@ pub fn statuses(paths: &Paths, check: bool) -> Vec<IndexStatus> {
     let Ok(entries) = std::fs::read_dir(store::indexes_dir(paths)) else {
         return Vec::new();
     };
+    let policy = policy_of(paths);
     let mut out: Vec<IndexStatus> = entries
         .flatten()
-        .filter(|e| e.path().join("manifest.json").exists())
-        .map(|e| status_of_dir(&e.path(), "", check))
+        .filter(|e| e.path().join(store::MANIFEST).exists())
+        .map(|e| status_of_dir(&e.path(), "", check, &policy))
         .filter(|s| !s.resource.is_empty())
         .collect();
     out.sort_by(|a, b| a.resource.cmp(&b.resource));
@@ -254,8 +333,8 @@ pub fn statuses(paths: &Paths, check: bool) -> Vec<IndexStatus> {
 
 /// The `Text index` check of `agents diagnostics`: the engine, how many resources are
 /// indexed, and which are stale or unreadable.
-pub fn check(paths: &Paths) -> crate::system::Check {
-    use crate::system::{Check, CheckStatus};
+pub fn check(paths: &Paths) -> crate::domain::check::Check {
+    use crate::domain::check::{Check, CheckStatus};
     let all = statuses(paths, true);
     let stale: Vec<&str> = all
         .iter()
@@ -289,8 +368,11 @@ pub fn check(paths: &Paths) -> crate::system::Check {
 /// # Errors
 /// [`IndexError`].
 pub fn open(paths: &Paths, resource: &Resource, base: Option<&str>) -> Result<View, IndexError> {
+    if !config(paths).enabled() {
+        return Err(IndexError::Disabled);
+    }
     refresh_resource(paths, resource)?;
-    View::open(&store::dir(paths, &resource.name), base, &policy())
+    View::open(&store::dir(paths, &resource.name), base, &policy_of(paths))
 }
 
 /// The structure database of a resource's index.

@@ -9,7 +9,7 @@
 //! | `analyze_dependencies` | a file's direct, transitive and circular imports, and who imports it |
 //! | `suggest_refactoring_targets` | complex and long definitions, large files, TODO/FIXME/HACK |
 //! | `repo_overview` | tree with sizes, languages, entry points, README opening |
-//! | `search_code_semantically` | embeddings are not yet supported: text search, and the result says so |
+//! | `search_code_semantically` | definitions ranked by cosine similarity of their embeddings to the query (`[index] embeddings`), naming the model; without it, text search, and the result says so |
 //!
 //! The same functions serve the strategist's tool host (at the plan's base commits) and the
 //! built-in tools the tool runner runs in Execute and in `tool:` steps.
@@ -18,6 +18,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::embed::{self, Setting};
 use super::view::{SearchQuery, View};
 use super::{IndexError, overview, structure};
 
@@ -40,6 +41,8 @@ pub struct Scope {
     pub alias: Option<String>,
     /// The view (as the work tree is, or at a base commit).
     pub view: View,
+    /// The embeddings setting `search_code_semantically` uses ([`embed::setting`]).
+    pub semantic: Setting,
 }
 
 fn default_limit() -> usize {
@@ -331,7 +334,8 @@ fn run(scopes: &[Scope], name: &str, args: Value) -> Result<Value, CallError> {
             let mut out = Vec::new();
             for s in pick(scopes, a.resource.as_deref())? {
                 let conn = structure::open(s.view.dir())?;
-                for t in structure::refactoring_targets(&conn, scope, a.limit)? {
+                let read = |p: &str| s.view.read_indexed(p);
+                for t in structure::refactoring_targets(&conn, scope, a.limit, &read)? {
                     let mut v = serde_json::to_value(&t).unwrap_or_default();
                     v["resource"] = json!(s.resource);
                     out.push(v);
@@ -366,8 +370,25 @@ fn run(scopes: &[Scope], name: &str, args: Value) -> Result<Value, CallError> {
             }
             Ok(json!({"resources": out}))
         }
-        "search_code_semantically" => {
-            let a: SearchSemantically = parse(args)?;
+        "search_code_semantically" => semantic(scopes, parse::<SearchSemantically>(args)?),
+        other => Err(CallError::Invalid(
+            "(tool)".into(),
+            format!("`{other}` is not a code_intelligence tool"),
+        )),
+    }
+}
+
+/// `search_code_semantically`: with embeddings configured, the chunks closest to the query
+/// across the scopes (each brought up to date first), with their opening lines; without,
+/// `search_code`'s hits marked `text_fallback`.
+fn semantic(scopes: &[Scope], a: SearchSemantically) -> Result<Value, CallError> {
+    let picked = pick(scopes, a.scope.as_deref())?;
+    let embedder = match picked.first().map(|s| &s.semantic) {
+        Some(Setting::On(e)) => e.clone(),
+        Some(Setting::Broken(m)) => {
+            return Err(CallError::Index(IndexError::Embeddings(m.clone())));
+        }
+        Some(Setting::Off) | None => {
             let mut v = search_code(
                 scopes,
                 &SearchCode {
@@ -380,15 +401,59 @@ fn run(scopes: &[Scope], name: &str, args: Value) -> Result<Value, CallError> {
             )?;
             v["mode"] = json!("text_fallback");
             v["note"] = json!(
-                "no embeddings provider is configured (embeddings are not yet supported); these are text search results"
+                "no embeddings model is configured (`[index] embeddings = \"PROVIDER/MODEL\"` in config.toml); these are text search results"
             );
-            Ok(v)
+            return Ok(v);
         }
-        other => Err(CallError::Invalid(
-            "(tool)".into(),
-            format!("`{other}` is not a code_intelligence tool"),
-        )),
+    };
+    let query = embedder
+        .embed(std::slice::from_ref(&a.query))?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let mut hits = Vec::new();
+    let mut at_base = false;
+    for s in picked {
+        embed::sync(s.view.dir(), &embedder)?;
+        at_base |= s.view.at_commit().is_some();
+        for h in embed::nearest(s.view.dir(), &query, a.limit)? {
+            hits.push((s, h));
+        }
     }
+    hits.sort_by(|x, y| y.1.score.total_cmp(&x.1.score));
+    hits.truncate(a.limit);
+    let out: Vec<Value> = hits
+        .iter()
+        .map(|(s, h)| {
+            let mut v = serde_json::to_value(h).unwrap_or_default();
+            v["resource"] = json!(s.resource);
+            if let Some(text) = s.view.read(&h.path) {
+                let from = h.start_line.saturating_sub(1) as usize;
+                let n = (h.end_line.saturating_sub(h.start_line) + 1).min(6) as usize;
+                v["snippet"] = json!(
+                    text.lines()
+                        .skip(from)
+                        .take(n)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+            }
+            v
+        })
+        .collect();
+    let mut v = json!({
+        "query": a.query,
+        "mode": "semantic",
+        "model": embedder.name(),
+        "count": out.len(),
+        "hits": out,
+    });
+    if at_base {
+        v["note"] = json!(
+            "ranked over the index as kept current with the work tree; snippets are read at the plan's base"
+        );
+    }
+    Ok(v)
 }
 
 /// Runs one of [`TOOLS`]; `Err` is the message for the actor.

@@ -1,12 +1,16 @@
 //! Where a resource's index lives and what it records (spec section 24 "text_index"): one
 //! directory per resource under `<data>/indexes/`, holding the tantivy index (`text/`), the
-//! code structure (`structure.db`, see [`super::structure`]) and `manifest.json` (state,
+//! code structure (`structure.db`, see [`super::structure`]) and the manifest (state,
 //! indexed commit, per-file size and mtime, skip counts, last indexed time).
 //!
-//! The tantivy schema: a document is a file (`kind = file`) or a definition
-//! (`kind = symbol`), with `path` (exact, stored), `path_text` (tokenized), `lang`,
-//! `symbols` (definition names), `name` (lowercased exact name, symbols only), `content`
-//! (code-tokenized, not stored: snippets are read from the files) and the stored line span.
+//! The tantivy schema holds postings and one small integer per document, nothing stored:
+//! a document is a file, with `file` (its id in `structure.db`, which holds its path and
+//! its definitions), `content` (code-tokenized, with frequencies and field norms),
+//! `path_text` and `lang`. No field has positions; snippets are read from the files or the
+//! base commit. Definitions are not documents of their own: a search joins each file hit to
+//! the file's definitions whose name or docstring holds a query term (see
+//! [`super::view`]), which answers the same questions without a second copy of every name.
+//! A full build merges its segments into one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +18,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::{Index, IndexReader, ReloadPolicy};
 
@@ -24,62 +28,48 @@ use super::walk::Skipped;
 use crate::paths::Paths;
 
 /// Version of the on-disk layout; an index of another version is rebuilt.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 
 /// The fields of the text index.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields {
-    /// `file` or `symbol`.
-    pub kind: Field,
-    /// Relative path, exact.
-    pub path: Field,
+    /// The file's id (`structure.db` `paths.id`), indexed (to delete a file's document) and
+    /// fast (to resolve a hit).
+    pub file: Field,
     /// Relative path, tokenized.
     pub path_text: Field,
-    /// Language name.
+    /// Language name, exact.
     pub lang: Field,
-    /// Definition names (tokenized).
-    pub symbols: Field,
-    /// A symbol's lowercased name, exact.
-    pub name: Field,
-    /// A symbol's kind (`function`, `class`, ...), stored.
-    pub symbol_kind: Field,
-    /// Contents (files) or docstring and signature (symbols), tokenized.
+    /// The file's contents, tokenized.
     pub content: Field,
-    /// First line, stored.
-    pub start_line: Field,
-    /// Last line, stored.
-    pub end_line: Field,
 }
 
 /// The schema and its fields.
 pub fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
-    let code = |stored: bool, freqs: bool| {
-        let mut o = TextOptions::default().set_indexing_options(
+    let code = |freqs: bool, norms: bool| {
+        TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
                 .set_tokenizer(tokenizer::NAME)
+                .set_fieldnorms(norms)
                 .set_index_option(if freqs {
                     IndexRecordOption::WithFreqs
                 } else {
                     IndexRecordOption::Basic
                 }),
-        );
-        if stored {
-            o = o.set_stored();
-        }
-        o
+        )
     };
+    let exact = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_fieldnorms(false)
+            .set_index_option(IndexRecordOption::Basic),
+    );
     let fields = Fields {
-        kind: b.add_text_field("kind", STRING | STORED),
-        path: b.add_text_field("path", STRING | STORED),
+        file: b.add_u64_field("file", NumericOptions::default().set_indexed().set_fast()),
         path_text: b.add_text_field("path_text", code(false, false)),
-        lang: b.add_text_field("lang", STRING | STORED),
-        symbols: b.add_text_field("symbols", code(false, false)),
-        name: b.add_text_field("name", STRING | STORED),
-        symbol_kind: b.add_text_field("symbol_kind", STRING | STORED),
-        content: b.add_text_field("content", code(false, true)),
-        start_line: b.add_u64_field("start_line", STORED | INDEXED),
-        end_line: b.add_u64_field("end_line", STORED),
+        lang: b.add_text_field("lang", exact),
+        content: b.add_text_field("content", code(true, true)),
     };
     (b.build(), fields)
 }
@@ -130,7 +120,7 @@ pub struct FileMeta {
     pub binary: bool,
 }
 
-/// `manifest.json`.
+/// The manifest ([`MANIFEST`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// [`LAYOUT_VERSION`].
@@ -189,24 +179,29 @@ pub fn text_dir(dir: &Path) -> PathBuf {
     dir.join("text")
 }
 
-/// Reads `manifest.json`, or `None` when there is none (or of another layout version).
+/// The manifest's file name in an index directory: JSON, LZ4-compressed (its per-file
+/// paths and times compress several times over).
+pub const MANIFEST: &str = "manifest.json.lz4";
+
+/// Reads the manifest, or `None` when there is none (or of another layout version).
 pub fn read_manifest(dir: &Path) -> Option<Manifest> {
-    let text = std::fs::read_to_string(dir.join("manifest.json")).ok()?;
-    serde_json::from_str::<Manifest>(&text)
+    let packed = std::fs::read(dir.join(MANIFEST)).ok()?;
+    let text = lz4_flex::decompress_size_prepended(&packed).ok()?;
+    serde_json::from_slice::<Manifest>(&text)
         .ok()
         .filter(|m| m.version == LAYOUT_VERSION)
 }
 
-/// Writes `manifest.json` atomically.
+/// Writes the manifest atomically.
 ///
 /// # Errors
 /// [`IndexError::Io`].
 pub fn write_manifest(dir: &Path, m: &Manifest) -> Result<(), IndexError> {
     let text = serde_json::to_vec(m).map_err(|e| IndexError::Io(e.to_string()))?;
-    let tmp = dir.join("manifest.json.tmp");
-    std::fs::write(&tmp, text).map_err(|e| IndexError::io(&tmp, e))?;
-    std::fs::rename(&tmp, dir.join("manifest.json"))
-        .map_err(|e| IndexError::io(&dir.join("manifest.json"), e))
+    let tmp = dir.join(format!("{MANIFEST}.tmp"));
+    std::fs::write(&tmp, lz4_flex::compress_prepend_size(&text))
+        .map_err(|e| IndexError::io(&tmp, e))?;
+    std::fs::rename(&tmp, dir.join(MANIFEST)).map_err(|e| IndexError::io(&dir.join(MANIFEST), e))
 }
 
 /// Total size of the files under `dir`, in bytes.

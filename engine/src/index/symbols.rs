@@ -90,6 +90,12 @@ pub struct Symbol {
     pub complexity: u32,
     /// Its first line, trimmed.
     pub signature: String,
+    /// Byte offset of its name in the file.
+    #[serde(default)]
+    pub name_at: u64,
+    /// Lines of its comment or docstring (1-based, inclusive), if it has one.
+    #[serde(default)]
+    pub doc_lines: Option<(u64, u64)>,
 }
 
 /// An import: the module or path named, as written, and its line.
@@ -193,12 +199,14 @@ pub fn extract(g: Grammar, source: &str) -> Structure {
     let mut matches = cursor.matches(&c.query, tree.root_node(), bytes);
     while let Some(m) = matches.next() {
         let mut name = None;
+        let mut name_at = 0;
         let mut def: Option<(Node, &str)> = None;
         let mut call = false;
         for cap in m.captures {
             let cname = names[cap.index as usize];
             if cname == "name" {
                 name = cap.node.utf8_text(bytes).ok();
+                name_at = cap.node.start_byte() as u64;
             } else if let Some(kind) = cname.strip_prefix("definition.") {
                 def = Some((cap.node, kind));
             } else if cname == "reference.call" {
@@ -215,12 +223,15 @@ pub fn extract(g: Grammar, source: &str) -> Structure {
             {
                 continue;
             }
+            let doc = doc_of(g, &lines, start);
             out.symbols.push(Symbol {
                 name: name.to_string(),
                 kind: kind.to_string(),
                 start_line: start as u64 + 1,
                 end_line: node.end_position().row as u64 + 1,
-                doc: doc_of(g, &lines, start),
+                doc_lines: doc.as_ref().map(|d| d.1),
+                doc: doc.map(|d| d.0),
+                name_at,
                 complexity: complexity(g, node, bytes),
                 signature: lines
                     .get(start)
@@ -239,28 +250,36 @@ pub fn extract(g: Grammar, source: &str) -> Structure {
     out
 }
 
-/// The comment lines above line `row` (0-based), or a Python docstring below it.
-fn doc_of(g: Grammar, lines: &[&str], row: usize) -> Option<String> {
+/// The comment lines above line `row` (0-based), or a Python docstring below it: its text,
+/// shortened, and its lines (1-based, inclusive).
+pub fn doc_of(g: Grammar, lines: &[&str], row: usize) -> Option<(String, (u64, u64))> {
     let mut doc: Vec<String> = Vec::new();
+    let span;
     if g == Grammar::Python {
         let first = lines.get(row + 1)?.trim();
         let quote = ["\"\"\"", "'''"]
             .into_iter()
             .find(|q| first.starts_with(q))?;
         let body = &first[3..];
+        let at = row as u64 + 2;
         if let Some(end) = body.find(quote) {
-            return Some(shorten(&body[..end]));
+            return Some((shorten(&body[..end]), (at, at))).filter(|d| !d.0.is_empty());
         }
         doc.push(body.to_string());
+        let mut last = at;
         for l in lines.iter().skip(row + 2).take(20) {
+            last += 1;
             if let Some(end) = l.find(quote) {
                 doc.push(l[..end].trim().to_string());
                 break;
             }
             doc.push(l.trim().to_string());
         }
+        span = (at, last);
     } else {
         let mut r = row;
+        let mut first = None;
+        let mut last = None;
         while r > 0 {
             r -= 1;
             let l = lines[r].trim();
@@ -271,14 +290,19 @@ fn doc_of(g: Grammar, lines: &[&str], row: usize) -> Option<String> {
                 .into_iter()
                 .find_map(|p| l.strip_prefix(p));
             match text {
-                Some(t) => doc.push(t.trim().trim_end_matches("*/").trim().to_string()),
+                Some(t) => {
+                    doc.push(t.trim().trim_end_matches("*/").trim().to_string());
+                    first = Some(r as u64 + 1);
+                    last = last.or(Some(r as u64 + 1));
+                }
                 None => break,
             }
         }
         doc.reverse();
+        span = (first?, last?);
     }
     let text = doc.join(" ").trim().to_string();
-    (!text.is_empty()).then(|| shorten(&text))
+    (!text.is_empty()).then(|| (shorten(&text), span))
 }
 
 fn shorten(s: &str) -> String {

@@ -15,13 +15,15 @@ use globset::GlobBuilder;
 use serde::Serialize;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::schema::IndexRecordOption;
 use tantivy::{DocAddress, Index, IndexReader, Score, Searcher, TantivyDocument, Term};
 
 use super::IndexError;
 use super::store::{self, Fields, Manifest, Source};
+use super::structure;
+use super::symbols::{self, Structure};
 use super::tokenizer;
-use super::walk::{self, Found, Policy};
+use super::walk::{self, Policy};
 
 /// Most snippet lines per hit.
 pub const SNIPPETS_PER_HIT: usize = 3;
@@ -139,6 +141,38 @@ struct Part {
     reader: IndexReader,
 }
 
+/// A file of the base commit answered from the in-memory index (its id there is its
+/// position in [`View::overlay_files`]).
+struct OverlayFile {
+    path: String,
+    lines: u64,
+    structure: Structure,
+}
+
+/// A file hit, resolved from its id, with its definitions.
+struct Located {
+    path: String,
+    /// Its definitions, in line order.
+    defs: Vec<LocatedDef>,
+    /// The file's line count.
+    lines: u64,
+}
+
+/// A definition of a file hit, its name and docstring read from the file.
+struct LocatedDef {
+    kind: String,
+    start: u64,
+    end: u64,
+    name: Option<String>,
+    doc: Option<String>,
+}
+
+/// Files read to find a definition by name (the most relevant files naming it).
+const FIND_CANDIDATES: usize = 400;
+
+/// How much a definition whose name holds a query term outranks its file.
+const DEFINITION_BOOST: f32 = 1.5;
+
 /// A read-only view of one resource's index.
 pub struct View {
     /// The resource.
@@ -149,8 +183,10 @@ pub struct View {
     overlay: Option<Part>,
     /// Paths the index holds differently from the base (answered by the overlay).
     shadowed: HashSet<String>,
+    overlay_files: Vec<OverlayFile>,
     content: Content,
     manifest: Manifest,
+    conn: std::sync::Mutex<rusqlite::Connection>,
 }
 
 fn clip(s: &str) -> String {
@@ -173,6 +209,7 @@ impl View {
         let manifest = store::read_manifest(dir).ok_or(IndexError::Missing)?;
         let (index, fields) = store::open_text(dir)?;
         let reader = store::reader(&index)?;
+        let conn = std::sync::Mutex::new(structure::open(dir)?);
         let mut view = View {
             resource: manifest.resource.clone(),
             dir: dir.to_path_buf(),
@@ -180,6 +217,8 @@ impl View {
             main: Part { index, reader },
             overlay: None,
             shadowed: HashSet::new(),
+            overlay_files: Vec::new(),
+            conn,
             content: Content::WorkTree(manifest.root.clone()),
             manifest,
         };
@@ -234,14 +273,19 @@ impl View {
                 if text.len() as u64 > policy.max_file_size || walk::is_binary(text.as_bytes()) {
                     continue;
                 }
-                let found = Found {
-                    path: p.clone(),
-                    size: text.len() as u64,
-                    mtime_ns: 0,
-                };
-                for d in super::build::documents(&fields, &found, &text) {
+                let structure = symbols::language_of(p)
+                    .and_then(symbols::grammar)
+                    .map(|g| symbols::extract(g, &text))
+                    .unwrap_or_default();
+                let id = self.overlay_files.len() as u64;
+                for d in super::build::documents_of(&fields, p, &text, id) {
                     w.add_document(d)?;
                 }
+                self.overlay_files.push(OverlayFile {
+                    path: p.clone(),
+                    lines: text.lines().count() as u64,
+                    structure,
+                });
             }
             w.commit()?;
             let reader = store::reader(&index)?;
@@ -323,6 +367,12 @@ impl View {
         self.shadowed.contains(path)
     }
 
+    /// A file's contents as the index holds it (the work tree when last updated), whatever
+    /// commit the view reads.
+    pub fn read_indexed(&self, path: &str) -> Option<String> {
+        Content::WorkTree(self.manifest.root.clone()).read(path)
+    }
+
     /// A file's contents as the view sees it.
     pub fn read(&self, path: &str) -> Option<String> {
         self.content.read(path)
@@ -338,43 +388,85 @@ impl View {
         Ok(out)
     }
 
-    fn text(&self, doc: &TantivyDocument, field: tantivy::schema::Field) -> Option<String> {
-        doc.get_first(field)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-    }
-
-    fn num(&self, doc: &TantivyDocument, field: tantivy::schema::Field) -> u64 {
-        doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0)
+    /// The file a document stands for, with its definitions.
+    fn locate(&self, overlay: bool, file: u64) -> Result<Option<Located>, IndexError> {
+        if overlay {
+            let Some(f) = self.overlay_files.get(file as usize) else {
+                return Ok(None);
+            };
+            let defs = f
+                .structure
+                .symbols
+                .iter()
+                .map(|s| LocatedDef {
+                    kind: s.kind.clone(),
+                    start: s.start_line,
+                    end: s.end_line,
+                    name: Some(s.name.clone()),
+                    doc: s.doc.clone(),
+                })
+                .collect();
+            return Ok(Some(Located {
+                path: f.path.clone(),
+                defs,
+                lines: f.lines,
+            }));
+        }
+        let conn = self
+            .conn
+            .lock()
+            .map_err(|_| IndexError::Io("the structure store is poisoned".into()))?;
+        let Some((path, lines)) = structure::file_row(&conn, file as i64)? else {
+            return Ok(None);
+        };
+        if self.shadowed.contains(&path) {
+            return Ok(Some(Located {
+                path,
+                defs: Vec::new(),
+                lines,
+            }));
+        }
+        let found = structure::definitions(&conn, &path)?;
+        drop(conn);
+        let text = if found.is_empty() {
+            None
+        } else {
+            self.read(&path)
+        };
+        let defs = found
+            .into_iter()
+            .map(|d| LocatedDef {
+                name: text.as_deref().and_then(|t| d.name(t)),
+                doc: text.as_deref().and_then(|t| d.doc(t)),
+                kind: d.kind,
+                start: d.start_line,
+                end: d.end_line,
+            })
+            .collect();
+        Ok(Some(Located { path, defs, lines }))
     }
 
     /// Runs `query` on the index and overlay; hits on shadowed paths of the index are dropped.
-    fn run(
-        &self,
-        query: &dyn Query,
-        limit: usize,
-    ) -> Result<Vec<(Score, TantivyDocument)>, IndexError> {
+    fn run(&self, query: &dyn Query, limit: usize) -> Result<Vec<(Score, Located)>, IndexError> {
         let mut out = Vec::new();
         for (searcher, overlay) in self.searchers()? {
-            let top: Vec<(Score, DocAddress)> = searcher.search(
-                query,
-                &TopDocs::with_limit(
-                    limit
-                        + if overlay {
-                            0
-                        } else {
-                            self.shadowed.len().min(1000)
-                        },
-                )
-                .order_by_score(),
-            )?;
+            let extra = if overlay {
+                0
+            } else {
+                self.shadowed.len().min(1000)
+            };
+            let top: Vec<(Score, DocAddress)> =
+                searcher.search(query, &TopDocs::with_limit(limit + extra).order_by_score())?;
             for (score, addr) in top {
-                let doc: TantivyDocument = searcher.doc(addr)?;
-                let path = self.text(&doc, self.fields.path).unwrap_or_default();
-                if !overlay && self.shadowed.contains(&path) {
+                let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
+                let file = ff.u64("file")?.first(addr.doc_id).unwrap_or(0);
+                let Some(loc) = self.locate(overlay, file)? else {
+                    continue;
+                };
+                if !overlay && self.shadowed.contains(&loc.path) {
                     continue;
                 }
-                out.push((score, doc));
+                out.push((score, loc));
             }
         }
         out.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -425,7 +517,6 @@ impl View {
                 Box::new(BoostQuery::new(Box::new(q), boost))
             };
             should.push((Occur::Should, tq(f.content, 1.0)));
-            should.push((Occur::Should, tq(f.symbols, 3.0)));
             should.push((Occur::Should, tq(f.path_text, 2.0)));
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
@@ -449,52 +540,79 @@ impl View {
         let wanted: HashSet<&str> = terms.iter().map(String::as_str).collect();
         let mut hits = Vec::new();
         let mut seen = HashSet::new();
-        for (score, doc) in self.run(&query, fetch)? {
-            let path = self.text(&doc, f.path).unwrap_or_default();
+        let mut ranked: Vec<(Score, Hit)> = Vec::new();
+        for (score, loc) in self.run(&query, fetch)? {
+            let path = loc.path;
             if let Some(g) = &glob
                 && !g.is_match(&path)
             {
                 continue;
             }
-            let kind = self.text(&doc, f.kind).unwrap_or_default();
-            let symbol = self.text(&doc, f.name).and(self.symbol_name(&doc));
-            let (start, end) = (self.num(&doc, f.start_line), self.num(&doc, f.end_line));
-            if !seen.insert((path.clone(), kind.clone(), start)) {
+            let language = symbols::language_of(&path).map(str::to_string);
+            for d in loc.defs {
+                let named = d.name.as_deref().map_or(0, |n| {
+                    tokenizer::tokens(n)
+                        .iter()
+                        .filter(|t| wanted.contains(t.as_str()))
+                        .count()
+                });
+                let documented = d.doc.as_deref().is_some_and(|doc| {
+                    tokenizer::tokens(doc)
+                        .iter()
+                        .any(|t| wanted.contains(t.as_str()))
+                });
+                if named == 0 && !documented {
+                    continue;
+                }
+                let boost = if named > 0 {
+                    DEFINITION_BOOST + named as f32 / (terms.len() as f32 * 10.0)
+                } else {
+                    1.0
+                };
+                let snippets = self.snippets(&path, &wanted, d.start, d.end);
+                ranked.push((
+                    score * boost,
+                    Hit {
+                        language: language.clone(),
+                        symbol_kind: Some(d.kind),
+                        symbol: d.name,
+                        kind: "symbol".into(),
+                        path: path.clone(),
+                        start_line: d.start,
+                        end_line: d.end,
+                        score: score * boost,
+                        snippets,
+                    },
+                ));
+            }
+            let end = loc.lines.max(1);
+            let snippets = self.snippets(&path, &wanted, 1, end);
+            ranked.push((
+                score,
+                Hit {
+                    language,
+                    symbol_kind: None,
+                    symbol: None,
+                    kind: "file".into(),
+                    path,
+                    start_line: 1,
+                    end_line: end,
+                    score,
+                    snippets,
+                },
+            ));
+        }
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (_, hit) in ranked {
+            if !seen.insert((hit.path.clone(), hit.kind.clone(), hit.start_line)) {
                 continue;
             }
-            let snippets = self.snippets(&path, &wanted, start, end);
-            hits.push(Hit {
-                language: self.text(&doc, f.lang),
-                symbol_kind: self.text(&doc, f.symbol_kind),
-                symbol,
-                kind,
-                path,
-                start_line: start,
-                end_line: end,
-                score,
-                snippets,
-            });
+            hits.push(hit);
             if hits.len() == limit {
                 break;
             }
         }
         Ok(hits)
-    }
-
-    /// A symbol document's name as written (read from its first line).
-    fn symbol_name(&self, doc: &TantivyDocument) -> Option<String> {
-        let lower = self.text(doc, self.fields.name)?;
-        let path = self.text(doc, self.fields.path)?;
-        let line = self.num(doc, self.fields.start_line);
-        let text = self.read(&path)?;
-        let l = text.lines().nth(line.saturating_sub(1) as usize)?;
-        Some(
-            tokenizer::words(l)
-                .map(|(_, w)| w)
-                .find(|w| w.to_lowercase() == lower)
-                .unwrap_or(&lower)
-                .to_string(),
-        )
     }
 
     /// Lines of `path` between `start` and `end` holding a wanted term.
@@ -529,49 +647,44 @@ impl View {
     /// # Errors
     /// [`IndexError`].
     pub fn find_definition(&self, name: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
-        let f = self.fields;
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(f.name, &name.to_lowercase()),
-                    IndexRecordOption::Basic,
-                )) as Box<dyn Query>,
-            ),
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(f.kind, "symbol"),
-                    IndexRecordOption::Basic,
-                )),
-            ),
-        ]);
+        let lower = name.to_lowercase();
+        let query = TermQuery::new(
+            Term::from_field_text(self.fields.content, &lower),
+            IndexRecordOption::WithFreqs,
+        );
         let mut hits = Vec::new();
-        for (score, doc) in self.run(&query, limit.max(1) * 4)? {
-            let path = self.text(&doc, f.path).unwrap_or_default();
-            let (start, end) = (self.num(&doc, f.start_line), self.num(&doc, f.end_line));
-            let text = self.read(&path).unwrap_or_default();
-            let snippets: Vec<Line> = text
-                .lines()
-                .enumerate()
-                .skip(start.saturating_sub(1) as usize)
-                .take(3.min((end + 1).saturating_sub(start) as usize).max(1))
-                .map(|(i, l)| Line {
-                    line: i as u64 + 1,
-                    text: clip(l),
-                })
-                .collect();
-            hits.push(Hit {
-                symbol: self.symbol_name(&doc),
-                symbol_kind: self.text(&doc, f.symbol_kind),
-                language: self.text(&doc, f.lang),
-                kind: "symbol".into(),
-                path,
-                start_line: start,
-                end_line: end,
-                score,
-                snippets,
-            });
+        let candidates = self.run(&query, (limit.max(1) * 20).max(FIND_CANDIDATES))?;
+        for (score, loc) in candidates {
+            let path = loc.path;
+            for d in loc.defs {
+                if d.name.as_deref().map(str::to_lowercase).as_deref() != Some(lower.as_str()) {
+                    continue;
+                }
+                let path = path.clone();
+                let (start, end) = (d.start, d.end);
+                let text = self.read(&path).unwrap_or_default();
+                let snippets: Vec<Line> = text
+                    .lines()
+                    .enumerate()
+                    .skip(start.saturating_sub(1) as usize)
+                    .take(3.min((end + 1).saturating_sub(start) as usize).max(1))
+                    .map(|(i, l)| Line {
+                        line: i as u64 + 1,
+                        text: clip(l),
+                    })
+                    .collect();
+                hits.push(Hit {
+                    symbol: d.name,
+                    symbol_kind: Some(d.kind),
+                    language: symbols::language_of(&path).map(str::to_string),
+                    kind: "symbol".into(),
+                    path,
+                    start_line: start,
+                    end_line: end,
+                    score,
+                    snippets,
+                });
+            }
         }
         hits.sort_by_key(|h| {
             (
@@ -599,27 +712,14 @@ impl View {
                 "`{name}` is not one identifier"
             )));
         };
-        let f = self.fields;
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(f.content, &word.to_lowercase()),
-                    IndexRecordOption::Basic,
-                )) as Box<dyn Query>,
-            ),
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(f.kind, "file"),
-                    IndexRecordOption::Basic,
-                )),
-            ),
-        ]);
+        let query = TermQuery::new(
+            Term::from_field_text(self.fields.content, &word.to_lowercase()),
+            IndexRecordOption::Basic,
+        );
         let mut out = Vec::new();
         let mut truncated = false;
-        'files: for (_, doc) in self.run(&query, 500)? {
-            let path = self.text(&doc, f.path).unwrap_or_default();
+        'files: for (_, loc) in self.run(&query, 500)? {
+            let path = loc.path;
             let Some(text) = self.read(&path) else {
                 continue;
             };

@@ -9,26 +9,7 @@ use std::time::UNIX_EPOCH;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-/// Default largest file indexed, in bytes (1 MiB, spec 06 `--max-file-size`).
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 1 << 20;
-
-/// Paths that are generated or vendored by default (globs over paths relative to the root).
-pub const DEFAULT_GENERATED: &[&str] = &[
-    "**/node_modules/**",
-    "**/vendor/**",
-    "**/target/**",
-    "**/dist/**",
-    "**/build/**",
-    "**/__pycache__/**",
-    "**/*.min.js",
-    "**/*.min.css",
-    "**/*.map",
-    "**/package-lock.json",
-    "**/yarn.lock",
-    "**/pnpm-lock.yaml",
-    "**/Cargo.lock",
-    "**/go.sum",
-];
+pub use crate::domain::index::{DEFAULT_GENERATED, DEFAULT_MAX_FILE_SIZE};
 
 /// What the index skips.
 #[derive(Debug, Clone)]

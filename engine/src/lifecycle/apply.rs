@@ -53,6 +53,9 @@ use journal::{BranchUndo, EntryOp, UndoEntry};
 pub enum Ended {
     /// The changes are in the project.
     Applied(Value),
+    /// An invariant does not hold for the changeset: nothing was written and the plan waits
+    /// for these `invariant_violation` approvals (its phase and state unchanged).
+    AwaitingApproval(Vec<crate::domain::approval::Approval>),
     /// A check refused the apply (nothing was written) or a journal could not be completed.
     Errored {
         /// Error code (`APPLY_REFUSED`, `VALIDATION_FAILED`, `APPLY_JOURNAL`).
@@ -176,16 +179,22 @@ pub fn reviewable_trees(engine: &Engine, plan: &Plan) -> Result<Value, RunError>
 /// # Errors
 /// Store errors.
 pub fn reviewed_trees(engine: &Engine, plan_id: &Id) -> Result<BTreeMap<String, Oid>, RunError> {
-    let gate = engine
-        .store()
-        .approvals_of(plan_id)?
-        .into_iter()
-        .rev()
-        .find(|a| {
-            a.kind == ApprovalKind::PhaseGate
-                && a.context["gate"] == "apply"
-                && matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved)
-        });
+    reviewed_trees_in(engine.store(), plan_id)
+}
+
+/// As [`reviewed_trees`], from a store alone (for `plan review`).
+///
+/// # Errors
+/// Store errors.
+pub fn reviewed_trees_in(
+    store: &crate::store::Store,
+    plan_id: &Id,
+) -> Result<BTreeMap<String, Oid>, RunError> {
+    let gate = store.approvals_of(plan_id)?.into_iter().rev().find(|a| {
+        a.kind == ApprovalKind::PhaseGate
+            && a.context["gate"] == "apply"
+            && matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved)
+    });
     let mut out = BTreeMap::new();
     if let Some(trees) = gate.as_ref().and_then(|g| g.context["trees"].as_object()) {
         for (name, tree) in trees {
@@ -217,7 +226,7 @@ fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunEr
 }
 
 /// Writes `tree` of `repo` into `dir` (files, executable bits, symlinks).
-fn materialize(repo: &Repository, tree: Oid, dir: &Path) -> Result<(), RunError> {
+pub(crate) fn materialize(repo: &Repository, tree: Oid, dir: &Path) -> Result<(), RunError> {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).map_err(|e| RunError::Sandbox(format!("{}: {e}", dir.display())))?;
     let tree = repo
@@ -338,6 +347,11 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
     let sbs = sandboxes(engine);
     // One apply per resource at a time: held until this function returns.
     let _resource_locks = lock_resources(engine, &plan_id)?;
+    // Spec 12, prevention: the whole changeset against the effective invariants, first.
+    let violations = super::invariant_checks::before_apply(engine, plan, &sbs)?;
+    if !violations.is_empty() {
+        return Ok(Ended::AwaitingApproval(violations));
+    }
     if plan.phase() == Phase::Execute {
         plan.status
             .advance(Phase::Apply)
@@ -388,31 +402,45 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
             rolled_back.join("; ")
         ));
     }
-    let targets = match decide_all(engine, plan, &sbs).map_err(|b| *b) {
-        Ok(t) => t,
-        Err((RunError::Invalid(message), resource)) => {
-            return fail(
-                engine,
-                plan,
-                "APPLY_REFUSED",
-                message,
-                json!({"resource": resource}),
-            );
-        }
-        Err((e, resource)) => {
-            return fail(
-                engine,
-                plan,
-                "APPLY_FAILED",
-                format!(
-                    "{resource}: checking before writing failed: {}; nothing was applied",
-                    plain(&e)
-                ),
-                json!({"resource": resource}),
-            );
-        }
+    let request = engine.apply_request().clone();
+    let selection = match crate::review::partial::Selection::new(&request) {
+        Ok(s) => s,
+        Err(e) => return fail(engine, plan, "APPLY_REFUSED", e.to_string(), Value::Null),
     };
-    let validations = run_validations(engine, plan, &sbs, &targets)?;
+    let review = crate::review::load_for_apply(
+        engine.store(),
+        &sbs,
+        plan,
+        &reviewed_trees(engine, &plan_id)?,
+        &selection,
+    )
+    .map_err(|e| RunError::Sandbox(e.to_string()))?;
+    let (targets, left_out, effective) =
+        match decide_all(engine, plan, &sbs, &review, &selection).map_err(|b| *b) {
+            Ok(t) => t,
+            Err((RunError::Invalid(message), resource)) => {
+                return fail(
+                    engine,
+                    plan,
+                    "APPLY_REFUSED",
+                    message,
+                    json!({"resource": resource}),
+                );
+            }
+            Err((e, resource)) => {
+                return fail(
+                    engine,
+                    plan,
+                    "APPLY_FAILED",
+                    format!(
+                        "{resource}: checking before writing failed: {}; nothing was applied",
+                        plain(&e)
+                    ),
+                    json!({"resource": resource}),
+                );
+            }
+        };
+    let validations = run_validations(engine, plan, &sbs, &targets, &effective)?;
     if let Some(f) = validations.iter().find(|v| v.required && !v.passed) {
         let message = format!(
             "required validation `{}` failed on the merged tree ({}); nothing was applied",
@@ -429,10 +457,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
             json!({"validations": validations}),
         );
     }
-    let message = crate::sandbox::plan_commit_message(
-        plan,
-        "Applied by CleverAgents (git hooks were not run).",
-    );
+    let message = crate::sandbox::plan_commit_message(plan, &commit_note(&left_out));
     let written = match write_all(engine, &plan_id, &targets, &message, no_commit)? {
         Ok(w) => w,
         Err(message) => return fail(engine, plan, "APPLY_FAILED", message, Value::Null),
@@ -450,9 +475,37 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
         "committed": !no_commit,
         "git_hooks": "not run",
         "trees": targets.iter().map(|t| (t.decided.base.resource_name.clone(), json!(t.reviewed.to_string()))).collect::<serde_json::Map<_, _>>(),
+        "left_out": left_out,
+        "remainder": if left_out.is_empty() { Value::Null } else if request.discard_rest { json!("discarded") } else { json!("kept in the sandbox") },
     });
-    finish(engine, plan, &sbs, summary)
+    let keep = !left_out.is_empty() && !request.discard_rest;
+    finish(engine, plan, &sbs, summary, keep)
 }
+
+/// The note of the commit message: who applied it and, after a partial Apply, every item
+/// left out (`docs/review.md`).
+fn commit_note(left_out: &[crate::review::partial::LeftOut]) -> String {
+    let mut note = "Applied by CleverAgents (git hooks were not run).".to_string();
+    if left_out.is_empty() {
+        return note;
+    }
+    note.push_str("\n\nLeft out (kept out of this commit):");
+    for l in left_out {
+        note.push_str(&format!("\n- {} {} ({})", l.path, l.what, l.why));
+        if let Some(r) = &l.reason {
+            note.push_str(&format!(": {r}"));
+        }
+    }
+    note
+}
+
+/// What [`decide_all`] returns: the writes, the items left out and the tree each resource
+/// ends at.
+type DecidedAll = (
+    Vec<Target>,
+    Vec<crate::review::partial::LeftOut>,
+    BTreeMap<String, Oid>,
+);
 
 /// One resource to write: its decided write and what the summary reports.
 struct Target {
@@ -469,7 +522,9 @@ fn decide_all(
     engine: &Engine,
     plan: &Plan,
     sbs: &Sandboxes,
-) -> Result<Vec<Target>, Box<(RunError, String)>> {
+    review: &crate::review::Review,
+    selection: &crate::review::partial::Selection,
+) -> Result<DecidedAll, Box<(RunError, String)>> {
     let plan_id = plan.plan_id;
     let bases = engine
         .store()
@@ -480,6 +535,8 @@ fn decide_all(
         .observer()
         .progress("Apply: checking every resource before writing");
     let mut out = Vec::new();
+    let mut left_out = Vec::new();
+    let mut effective = BTreeMap::new();
     for base in &bases {
         let with = |e: RunError| Box::new((e, base.resource_name.clone()));
         let Some(sb) = sbs
@@ -496,10 +553,23 @@ fn decide_all(
             None => current_tree(&sb).map_err(with)?,
         };
         let base_tree = base_tree(&sb).map_err(with)?;
+        let sr = sb.repo().map_err(|e| with(e.into()))?;
+        // Only the accepted part of the review (all of it when nothing is marked).
+        let partial = crate::review::partial::build(
+            &sr,
+            &base.resource_name,
+            base_tree,
+            target,
+            review,
+            selection,
+        )
+        .map_err(|e| with(RunError::Sandbox(e.to_string())))?;
+        left_out.extend(partial.left_out);
+        let target = partial.tree;
+        effective.insert(base.resource_name.clone(), target);
         if target == base_tree {
             continue;
         }
-        let sr = sb.repo().map_err(|e| with(e.into()))?;
         // A known key in the result never reaches the user's project (docs/sandbox.md).
         if let Some((path, var)) = crate::redact::find_in_diff(&sr, base_tree, target)
             .map_err(|e| with(RunError::Sandbox(e.message().to_string())))?
@@ -529,7 +599,7 @@ fn decide_all(
             deletions,
         });
     }
-    Ok(out)
+    Ok((out, left_out, effective))
 }
 
 fn counts(sr: &Repository, d: &Decided) -> (u64, u64) {
@@ -549,6 +619,7 @@ fn run_validations(
     plan: &Plan,
     sbs: &Sandboxes,
     targets: &[Target],
+    effective: &BTreeMap<String, Oid>,
 ) -> Result<Vec<Outcome>, RunError> {
     let plan_id = plan.plan_id;
     let check_root = sbs.plan_dir(&plan_id).join("apply-check");
@@ -570,7 +641,10 @@ fn run_validations(
             .find(|t| t.decided.base.resource_name == base.resource_name);
         let tree = match target {
             Some(t) => t.decided.git.as_ref().map_or(t.reviewed, |g| g.tree),
-            None => current_tree(&sb)?,
+            None => match effective.get(&base.resource_name) {
+                Some(tree) => *tree,
+                None => current_tree(&sb)?,
+            },
         };
         materialize(&sb.repo()?, tree, &dir)?;
         fs::create_dir_all(&tmp).map_err(|e| RunError::Sandbox(e.to_string()))?;
@@ -878,6 +952,7 @@ fn finish(
     plan: &mut Plan,
     sbs: &Sandboxes,
     summary: Value,
+    keep_sandboxes: bool,
 ) -> Result<Ended, RunError> {
     let plan_id = plan.plan_id;
     let mut vs = plan.validation_summary.clone().unwrap_or(json!({}));
@@ -903,6 +978,10 @@ fn finish(
         |_| Ok(()),
     )?;
     engine.flush(&plan_id)?;
+    if keep_sandboxes {
+        // A partial Apply: the remainder stays for a follow-up plan (`docs/review.md`).
+        return Ok(Ended::Applied(summary));
+    }
     if let Err(e) = crate::sandbox::lifetime::release_after_apply(engine.store_mut(), sbs, &plan_id)
     {
         tracing::warn!(error = %e, "sandboxes could not be released after apply");

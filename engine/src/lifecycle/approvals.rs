@@ -11,7 +11,13 @@
 //!   its parent's sandbox) by `plan decide APR --option 1` (retry: `plan execute`) or
 //!   `--option 2` (cancel), or `plan reject` (cancel);
 //! - child spawns (`child_spawn`, when `auto_child_plans` is false) by `plan decide APR
-//!   --option spawn` (1) or `--option skip` (2), or `plan reject` (skip).
+//!   --option spawn` (1) or `--option skip` (2), or `plan reject` (skip);
+//! - tool calls that need approval (`tool_approval`) by `plan decide APR --option approve`
+//!   (1: the call runs) or `--option reject` (2), or `plan reject APR --reason TEXT` (the
+//!   model is told the call was refused, and why);
+//! - invariant violations (`invariant_violation`) by `plan decide APR --option accept` (1),
+//!   `correct` (2: names the `plan correct` command) or `cancel` (3), or `plan reject`
+//!   (cancel); see [`super::invariant_checks`].
 
 use jiff::Timestamp;
 use serde::Serialize;
@@ -114,7 +120,7 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
     });
     if gate == Gate::Execute {
         // The estimation step after Strategize: informational, shown at the gate.
-        let e = crate::actors::estimate::estimate(engine.store(), plan)?;
+        let e = super::estimator::current(engine.store(), plan)?;
         a.context["estimate"] = json!(e);
     }
     a.options = vec!["approve".into()];
@@ -125,6 +131,55 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
     engine.store_mut().insert_approval(&a)?;
     engine.flush(&id)?;
     Ok(a)
+}
+
+/// Answers a `tool_approval`: option 1 (`approve`) lets the call run when the step
+/// continues; option 2 (`reject`), a rejection or guidance refuse it, and the model is told
+/// why. Either way the step continues.
+fn answer_tool(
+    engine: &mut Engine,
+    approval: &Approval,
+    plan: &mut Plan,
+    answer: &Answer,
+) -> Result<(String, bool), RunError> {
+    let id = approval.approval_id.as_str();
+    let tool = approval.context["tool"].as_str().unwrap_or("?").to_string();
+    let (status, recorded, effect) = match answer {
+        Answer::Option(1) => (
+            ApprovalStatus::Approved,
+            json!({"option": "approve"}),
+            format!("the call to {tool} runs when the step continues"),
+        ),
+        Answer::Option(2) => (
+            ApprovalStatus::Rejected,
+            json!({"option": "reject"}),
+            format!("the call to {tool} is refused; the execution actor is told so"),
+        ),
+        Answer::Reject(reason) | Answer::Guidance(reason) => (
+            ApprovalStatus::Rejected,
+            json!({"option": "reject", "reason": reason}),
+            format!("the call to {tool} is refused: {reason}"),
+        ),
+        Answer::Option(n) => {
+            return Err(RunError::Invalid(format!(
+                "--option {n} is out of range: approval {id} has options 1 (approve) and 2 (reject)"
+            )));
+        }
+        Answer::Budget(_) => {
+            return Err(RunError::Invalid(format!(
+                "approval {id} asks whether {tool} may run; answer it with --option approve|reject"
+            )));
+        }
+    };
+    let tx_plan = plan.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": id, "tool_approval": recorded["option"], "tool": tool}),
+        |tx| approvals::resolve_in(tx, id, status, &recorded).map(|_| ()),
+    )?;
+    Ok((effect, true))
 }
 
 fn find(engine: &Engine, approval_id: &str) -> Result<Approval, RunError> {
@@ -169,32 +224,15 @@ pub fn answer(
         )));
     }
     let mut plan = engine.plan(&approval.plan_id)?;
-    let effect;
-    let resume;
-    match (approval.kind, &answer) {
+    let errored = |k| {
+        matches!(
+            k,
+            ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery
+        )
+    };
+    let (effect, resume) = match (approval.kind, &answer) {
         (ApprovalKind::PhaseGate, Answer::Reject(reason)) => {
-            let status_plan = plan.clone();
-            commit(
-                engine.store_mut(),
-                &mut plan,
-                EventKind::StateChanged,
-                json!({"phase": status_plan.phase(), "state": status_plan.state(), "reason": "gate_rejected", "approval_id": approval_id}),
-                |tx| {
-                    approvals::resolve_in(
-                        tx,
-                        approval_id,
-                        ApprovalStatus::Rejected,
-                        &json!({"reason": reason}),
-                    )?;
-                    state::reason(tx, &status_plan, Some("gate_rejected"))
-                },
-            )?;
-            effect = format!(
-                "the gate stays closed: the plan stays at {}/{} and the rejection is recorded",
-                plan.phase(),
-                plan.state()
-            );
-            resume = false;
+            reject_gate(engine, &approval, &mut plan, reason)?
         }
         (ApprovalKind::PhaseGate, _) => {
             return Err(RunError::Invalid(format!(
@@ -203,206 +241,24 @@ pub fn answer(
             )));
         }
         (ApprovalKind::Decision, Answer::Option(n)) => {
-            let n = *n;
-            if n == 0 || n > approval.options.len() {
-                return Err(RunError::Invalid(format!(
-                    "--option {n} is out of range: approval {approval_id} has options 1 to {}",
-                    approval.options.len()
-                )));
-            }
-            let decision_id: crate::domain::Id = approval.context["decision_id"]
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| {
-                    RunError::Invalid(format!("approval {approval_id} names no decision"))
-                })?;
-            let chosen = approval.options[n - 1].clone();
-            let alternatives: Vec<String> = approval
-                .options
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != n - 1)
-                .map(|(_, o)| o.clone())
-                .collect();
-            let tx_plan = plan.clone();
-            let remaining = commit(
-                engine.store_mut(),
-                &mut plan,
-                EventKind::StateChanged,
-                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "decision_id": decision_id.to_string(), "chosen_option": chosen}),
-                |tx| {
-                    decisions::rechoose_in(
-                        tx,
-                        &decision_id,
-                        &chosen,
-                        &alternatives,
-                        &format!(
-                            "chosen by the user (option {n} of {})",
-                            approval.options.len()
-                        ),
-                    )?;
-                    approvals::resolve_in(
-                        tx,
-                        approval_id,
-                        ApprovalStatus::Answered,
-                        &json!({"option": n, "chosen_option": chosen}),
-                    )?;
-                    Ok(())
-                },
-            );
-            remaining?;
-            effect = format!("recorded option {n}: {chosen}");
-            resume = engine
-                .store()
-                .pending_approvals(Some(&plan.plan_id))?
-                .iter()
-                .all(|a| a.kind != ApprovalKind::Decision);
+            choose_option(engine, &approval, &mut plan, *n)?
         }
         (ApprovalKind::Decision, Answer::Guidance(text) | Answer::Reject(text)) => {
-            let decision_id: Option<crate::domain::Id> = approval.context["decision_id"]
-                .as_str()
-                .and_then(|s| s.parse().ok());
-            let parent = decision_id
-                .map(|d| engine.store().decision(&d))
-                .transpose()?
-                .flatten();
-            let d = user_intervention(&plan, parent.as_ref(), text);
-            let (status, key) = match answer {
-                Answer::Reject(_) => (ApprovalStatus::Rejected, "reason"),
-                _ => (ApprovalStatus::Answered, "guidance"),
-            };
-            let tx_plan = plan.clone();
-            commit(
-                engine.store_mut(),
-                &mut plan,
-                EventKind::StateChanged,
-                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "reason": "redecide", key: text}),
-                |tx| {
-                    decisions::insert_in(tx, &d)?;
-                    approvals::resolve_in(tx, approval_id, status, &json!({key: text}))?;
-                    // The other open decisions are decided again with the guidance too.
-                    state::resolve_pending(
-                        tx,
-                        &tx_plan,
-                        Some("decision"),
-                        ApprovalStatus::Withdrawn,
-                        &json!({"reason": "the strategy is decided again with the user's guidance"}),
-                    )?;
-                    state::reason(tx, &tx_plan, Some("redecide"))
-                },
-            )?;
-            effect = if approval.context["phase"] == "execute" {
-                format!("the execution actor continues with the guidance: {text}")
-            } else {
-                format!("the strategy actor decides again with the guidance: {text}")
-            };
-            resume = true;
+            let rejected = matches!(answer, Answer::Reject(_));
+            guide_decision(engine, &approval, &mut plan, text, rejected)?
         }
         (ApprovalKind::ChildSpawn, Answer::Option(n)) if *n == 1 || *n == 2 => {
-            let spawn = *n == 1;
-            let tx_plan = plan.clone();
-            let status = if spawn {
-                ApprovalStatus::Approved
-            } else {
-                ApprovalStatus::Rejected
-            };
-            commit(
-                engine.store_mut(),
-                &mut plan,
-                EventKind::StateChanged,
-                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "child_spawn": if spawn { "spawn" } else { "skip" }}),
-                |tx| {
-                    approvals::resolve_in(
-                        tx,
-                        approval_id,
-                        status,
-                        &json!({"option": if spawn { "spawn" } else { "skip" }}),
-                    )
-                    .map(|_| ())
-                },
-            )?;
-            effect = if spawn {
-                format!(
-                    "the child plan of {} will be spawned",
-                    approval.context["action"].as_str().unwrap_or("?")
-                )
-            } else {
-                format!(
-                    "the spawn of {} is skipped",
-                    approval.context["action"].as_str().unwrap_or("?")
-                )
-            };
-            resume = engine
-                .store()
-                .pending_approvals(Some(&plan.plan_id))?
-                .iter()
-                .all(|a| a.kind != ApprovalKind::ChildSpawn);
+            answer_spawn(engine, &approval, &mut plan, *n == 1, None)?
         }
         (ApprovalKind::ChildSpawn, Answer::Reject(reason)) => {
-            let tx_plan = plan.clone();
-            commit(
-                engine.store_mut(),
-                &mut plan,
-                EventKind::StateChanged,
-                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "child_spawn": "skip", "reason": reason}),
-                |tx| {
-                    approvals::resolve_in(
-                        tx,
-                        approval_id,
-                        ApprovalStatus::Rejected,
-                        &json!({"option": "skip", "reason": reason}),
-                    )
-                    .map(|_| ())
-                },
-            )?;
-            effect = format!("the spawn is skipped: {reason}");
-            resume = engine
-                .store()
-                .pending_approvals(Some(&plan.plan_id))?
-                .iter()
-                .all(|a| a.kind != ApprovalKind::ChildSpawn);
+            answer_spawn(engine, &approval, &mut plan, false, Some(reason))?
+        }
+        (ApprovalKind::ToolApproval, _) => answer_tool(engine, &approval, &mut plan, &answer)?,
+        (ApprovalKind::InvariantViolation, _) => {
+            super::invariant_checks::answer(engine, &approval, &mut plan, &answer)?
         }
         (ApprovalKind::Budget, Answer::Budget(new)) => {
-            let old = engine.store().plan_budget(&plan.plan_id)?;
-            let budget = old.raised(*new);
-            let spent = engine.store().usage_for_plan(&plan.plan_id)?;
-            let still_over = budget
-                .max_cost_usd
-                .is_some_and(|m| m <= spent.priced_cost_usd)
-                || budget
-                    .max_tokens
-                    .is_some_and(|m| m <= spent.input_tokens + spent.output_tokens);
-            if still_over {
-                return Err(RunError::Invalid(format!(
-                    "the plan has already spent ${:.4} and {} tokens; give a limit above that",
-                    spent.priced_cost_usd,
-                    spent.input_tokens + spent.output_tokens
-                )));
-            }
-            engine
-                .store_mut()
-                .set_plan_budget(&plan.plan_id, &budget, "approval")?;
-            let tx_plan = plan.clone();
-            commit(
-                engine.store_mut(),
-                &mut plan,
-                EventKind::StateChanged,
-                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "budget": budget}),
-                |tx| {
-                    approvals::resolve_in(
-                        tx,
-                        approval_id,
-                        ApprovalStatus::Approved,
-                        &json!({"budget": budget}),
-                    )
-                    .map(|_| ())
-                },
-            )?;
-            effect = format!(
-                "the budget is now {}; the plan's phase runs again",
-                describe_budget(&budget)
-            );
-            resume = true;
+            raise_budget(engine, &approval, &mut plan, *new)?
         }
         (ApprovalKind::Budget, Answer::Option(1)) => {
             return Err(RunError::Invalid(format!(
@@ -415,27 +271,18 @@ pub fn answer(
                 _ => "cancelled at the budget limit".into(),
             };
             cancel_now(engine, &mut plan, &reason)?;
-            effect = format!("the plan is cancelled: {reason}");
-            resume = false;
+            (format!("the plan is cancelled: {reason}"), false)
         }
-        (
-            ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery,
-            Answer::Option(1),
-        ) => {
-            effect = "retry: the plan's phase runs again".into();
-            resume = true;
+        (kind, Answer::Option(1)) if errored(kind) => {
+            ("retry: the plan's phase runs again".into(), true)
         }
-        (
-            ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery,
-            Answer::Option(2) | Answer::Reject(_),
-        ) => {
+        (kind, Answer::Option(2) | Answer::Reject(_)) if errored(kind) => {
             let reason = match &answer {
                 Answer::Reject(r) => r.clone(),
                 _ => "cancelled from the errored approval".into(),
             };
             cancel_now(engine, &mut plan, &reason)?;
-            effect = format!("the plan is cancelled: {reason}");
-            resume = false;
+            (format!("the plan is cancelled: {reason}"), false)
         }
         (ApprovalKind::Errored | ApprovalKind::ErrorRecovery, Answer::Guidance(text)) => {
             let d = user_intervention(&plan, None, text);
@@ -447,8 +294,10 @@ pub fn answer(
                 json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "guidance": text}),
                 |tx| decisions::insert_in(tx, &d).map(|_| ()),
             )?;
-            effect = format!("guidance recorded; the phase runs again with it: {text}");
-            resume = true;
+            (
+                format!("guidance recorded; the phase runs again with it: {text}"),
+                true,
+            )
         }
         (kind, a) => {
             return Err(RunError::Invalid(format!(
@@ -456,13 +305,255 @@ pub fn answer(
                 approval.options.join(", ")
             )));
         }
-    }
+    };
     engine.flush(&plan.plan_id)?;
     Ok(Answered {
         approval: find(engine, approval_id)?,
         effect,
         resume,
     })
+}
+
+/// What answering one approval did, in words, and whether the plan is driven on.
+type Effect = (String, bool);
+
+/// A rejected phase gate: the gate stays closed and the rejection is recorded.
+fn reject_gate(
+    engine: &mut Engine,
+    approval: &Approval,
+    plan: &mut Plan,
+    reason: &str,
+) -> Result<Effect, RunError> {
+    let approval_id = approval.approval_id.as_str();
+    let status_plan = plan.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        json!({"phase": status_plan.phase(), "state": status_plan.state(), "reason": "gate_rejected", "approval_id": approval_id}),
+        |tx| {
+            approvals::resolve_in(
+                tx,
+                approval_id,
+                ApprovalStatus::Rejected,
+                &json!({"reason": reason}),
+            )?;
+            state::reason(tx, &status_plan, Some("gate_rejected"))
+        },
+    )?;
+    let effect = format!(
+        "the gate stays closed: the plan stays at {}/{} and the rejection is recorded",
+        plan.phase(),
+        plan.state()
+    );
+    Ok((effect, false))
+}
+
+/// Option `n` of a decision approval: the decision is chosen again; the plan goes on once no
+/// other decision waits.
+fn choose_option(
+    engine: &mut Engine,
+    approval: &Approval,
+    plan: &mut Plan,
+    n: usize,
+) -> Result<Effect, RunError> {
+    let approval_id = approval.approval_id.as_str();
+    if n == 0 || n > approval.options.len() {
+        return Err(RunError::Invalid(format!(
+            "--option {n} is out of range: approval {approval_id} has options 1 to {}",
+            approval.options.len()
+        )));
+    }
+    let decision_id: crate::domain::Id = approval.context["decision_id"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| RunError::Invalid(format!("approval {approval_id} names no decision")))?;
+    let chosen = approval.options[n - 1].clone();
+    let alternatives: Vec<String> = approval
+        .options
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != n - 1)
+        .map(|(_, o)| o.clone())
+        .collect();
+    let tx_plan = plan.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "decision_id": decision_id.to_string(), "chosen_option": chosen}),
+        |tx| {
+            decisions::rechoose_in(
+                tx,
+                &decision_id,
+                &chosen,
+                &alternatives,
+                &format!(
+                    "chosen by the user (option {n} of {})",
+                    approval.options.len()
+                ),
+            )?;
+            approvals::resolve_in(
+                tx,
+                approval_id,
+                ApprovalStatus::Answered,
+                &json!({"option": n, "chosen_option": chosen}),
+            )?;
+            Ok(())
+        },
+    )?;
+    let resume = engine
+        .store()
+        .pending_approvals(Some(&plan.plan_id))?
+        .iter()
+        .all(|a| a.kind != ApprovalKind::Decision);
+    Ok((format!("recorded option {n}: {chosen}"), resume))
+}
+
+/// Guidance for (or a rejection of) a decision approval: a `user_intervention` decision, the
+/// other open decisions withdrawn, and the actor decides again with it.
+fn guide_decision(
+    engine: &mut Engine,
+    approval: &Approval,
+    plan: &mut Plan,
+    text: &str,
+    rejected: bool,
+) -> Result<Effect, RunError> {
+    let approval_id = approval.approval_id.as_str();
+    let decision_id: Option<crate::domain::Id> = approval.context["decision_id"]
+        .as_str()
+        .and_then(|s| s.parse().ok());
+    let parent = decision_id
+        .map(|d| engine.store().decision(&d))
+        .transpose()?
+        .flatten();
+    let d = user_intervention(plan, parent.as_ref(), text);
+    let (status, key) = if rejected {
+        (ApprovalStatus::Rejected, "reason")
+    } else {
+        (ApprovalStatus::Answered, "guidance")
+    };
+    let tx_plan = plan.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "reason": "redecide", key: text}),
+        |tx| {
+            decisions::insert_in(tx, &d)?;
+            approvals::resolve_in(tx, approval_id, status, &json!({key: text}))?;
+            // The other open decisions are decided again with the guidance too.
+            state::resolve_pending(
+                tx,
+                &tx_plan,
+                Some("decision"),
+                ApprovalStatus::Withdrawn,
+                &json!({"reason": "the strategy is decided again with the user's guidance"}),
+            )?;
+            state::reason(tx, &tx_plan, Some("redecide"))
+        },
+    )?;
+    let effect = if approval.context["phase"] == "execute" {
+        format!("the execution actor continues with the guidance: {text}")
+    } else {
+        format!("the strategy actor decides again with the guidance: {text}")
+    };
+    Ok((effect, true))
+}
+
+/// A child-spawn approval answered: spawn, or skip (with the reason of a rejection). The
+/// spawn step goes on once no other spawn waits.
+fn answer_spawn(
+    engine: &mut Engine,
+    approval: &Approval,
+    plan: &mut Plan,
+    spawn: bool,
+    reason: Option<&str>,
+) -> Result<Effect, RunError> {
+    let approval_id = approval.approval_id.as_str();
+    let option = if spawn { "spawn" } else { "skip" };
+    let status = if spawn {
+        ApprovalStatus::Approved
+    } else {
+        ApprovalStatus::Rejected
+    };
+    let tx_plan = plan.clone();
+    let mut event = json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "child_spawn": option});
+    let mut resolution = json!({"option": option});
+    if let Some(r) = reason {
+        event["reason"] = json!(r);
+        resolution["reason"] = json!(r);
+    }
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        event,
+        |tx| approvals::resolve_in(tx, approval_id, status, &resolution).map(|_| ()),
+    )?;
+    let action = approval.context["action"].as_str().unwrap_or("?");
+    let effect = match (spawn, reason) {
+        (true, _) => format!("the child plan of {action} will be spawned"),
+        (false, None) => format!("the spawn of {action} is skipped"),
+        (false, Some(r)) => format!("the spawn is skipped: {r}"),
+    };
+    let resume = engine
+        .store()
+        .pending_approvals(Some(&plan.plan_id))?
+        .iter()
+        .all(|a| a.kind != ApprovalKind::ChildSpawn);
+    Ok((effect, resume))
+}
+
+/// Higher budget limits for a `budget` approval: refused unless above what the plan has
+/// spent; the plan's phase runs again.
+fn raise_budget(
+    engine: &mut Engine,
+    approval: &Approval,
+    plan: &mut Plan,
+    new: crate::actors::budget::PlanBudget,
+) -> Result<Effect, RunError> {
+    let approval_id = approval.approval_id.as_str();
+    let old = engine.store().plan_budget(&plan.plan_id)?;
+    let budget = old.raised(new);
+    let spent = engine.store().usage_for_plan(&plan.plan_id)?;
+    let still_over = budget
+        .max_cost_usd
+        .is_some_and(|m| m <= spent.priced_cost_usd)
+        || budget
+            .max_tokens
+            .is_some_and(|m| m <= spent.input_tokens + spent.output_tokens);
+    if still_over {
+        return Err(RunError::Invalid(format!(
+            "the plan has already spent ${:.4} and {} tokens; give a limit above that",
+            spent.priced_cost_usd,
+            spent.input_tokens + spent.output_tokens
+        )));
+    }
+    engine
+        .store_mut()
+        .set_plan_budget(&plan.plan_id, &budget, "approval")?;
+    let tx_plan = plan.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "budget": budget}),
+        |tx| {
+            approvals::resolve_in(
+                tx,
+                approval_id,
+                ApprovalStatus::Approved,
+                &json!({"budget": budget}),
+            )
+            .map(|_| ())
+        },
+    )?;
+    let effect = format!(
+        "the budget is now {}; the plan's phase runs again",
+        describe_budget(&budget)
+    );
+    Ok((effect, true))
 }
 
 /// `max-cost-usd $X, max-tokens N` (the limits set), or `no limit`.

@@ -83,135 +83,154 @@ pub fn build(
     definition_of_done: &str,
     description: &str,
 ) -> Checklist {
-    if let Some(steps) = script.filter(|s| !s.is_empty()) {
-        // Spawn steps sharing a `parallel-group` become one `subplan_parallel_spawn` decision
-        // (the executable step, at the position of the group's first member) with one
-        // `subplan_spawn` decision per member under it; dependencies on a member are
-        // dependencies on its group.
-        // A group's key is `parallel:LABEL`, so a group may share its label with a step name.
-        let group_key = |label: &str| format!("parallel:{label}");
-        let group_of = |name: &str| -> Option<String> {
-            steps
-                .iter()
-                .find(|s| s.name == name)
-                .and_then(|s| s.parallel_group.as_deref())
-                .map(group_key)
-        };
-        let deps_of = |i: usize| -> Vec<String> {
-            let raw = match &steps[i].depends_on {
-                Some(d) => d.clone(),
-                None if i > 0 => vec![steps[i - 1].name.clone()],
-                None => Vec::new(),
-            };
-            let mut out: Vec<String> = Vec::new();
-            for d in raw {
-                let key = group_of(&d).unwrap_or(d);
-                if Some(key.clone()) != steps[i].parallel_group.as_deref().map(group_key)
-                    && !out.contains(&key)
-                {
-                    out.push(key);
-                }
+    match script.filter(|s| !s.is_empty()) {
+        Some(steps) => from_script(steps),
+        None => from_definition_of_done(definition_of_done, description),
+    }
+}
+
+/// A group's key is `parallel:LABEL`, so a group may share its label with a step name.
+fn group_key(label: &str) -> String {
+    format!("parallel:{label}")
+}
+
+/// The keys step `i` depends on: its `depends-on`, or the step before it; a dependency on a
+/// member of a parallel group is a dependency on the group, and a member never depends on its
+/// own group.
+fn deps_of(steps: &[ScriptStep], i: usize) -> Vec<String> {
+    let group_of = |name: &str| -> Option<String> {
+        steps
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.parallel_group.as_deref())
+            .map(group_key)
+    };
+    let raw = match &steps[i].depends_on {
+        Some(d) => d.clone(),
+        None if i > 0 => vec![steps[i - 1].name.clone()],
+        None => Vec::new(),
+    };
+    let own = steps[i].parallel_group.as_deref().map(group_key);
+    let mut out: Vec<String> = Vec::new();
+    for d in raw {
+        let key = group_of(&d).unwrap_or(d);
+        if Some(&key) != own.as_ref() && !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+/// The checklist of a script. Spawn steps sharing a `parallel-group` become one
+/// `subplan_parallel_spawn` decision (the executable step, at the position of the group's
+/// first member) with one `subplan_spawn` decision per member under it; dependencies on a
+/// member are dependencies on its group.
+fn from_script(steps: &[ScriptStep]) -> Checklist {
+    let mut drafts = Vec::new();
+    let mut raw = Vec::new();
+    let mut emitted: Vec<&str> = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let question = format!("Script step {} of {}: {}", i + 1, steps.len(), step.name);
+        if let Some(group) = step.parallel_group.as_deref() {
+            if !emitted.contains(&group) {
+                emitted.push(group);
+                let (draft, members) = group_draft(steps, group);
+                drafts.push(draft);
+                raw.push(Some(json!({
+                    "parallel_group": group,
+                    "members": members,
+                })));
             }
-            out
-        };
-        let mut drafts = Vec::new();
-        let mut raw = Vec::new();
-        let mut emitted: Vec<&str> = Vec::new();
-        for (i, step) in steps.iter().enumerate() {
-            if let Some(group) = step.parallel_group.as_deref() {
-                if !emitted.contains(&group) {
-                    emitted.push(group);
-                    let members: Vec<(usize, &ScriptStep)> = steps
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, s)| s.parallel_group.as_deref() == Some(group))
-                        .collect();
-                    let mut depends_on: Vec<String> = Vec::new();
-                    for (j, _) in &members {
-                        for d in deps_of(*j) {
-                            if !depends_on.contains(&d) {
-                                depends_on.push(d);
-                            }
-                        }
-                    }
-                    let what = format!(
-                        "spawn {} child plans in parallel: {}",
-                        members.len(),
-                        members
-                            .iter()
-                            .map(|(_, s)| s
-                                .spawn
-                                .as_ref()
-                                .map(|sp| sp.action.as_str())
-                                .unwrap_or("?"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                    drafts.push(DecisionDraft {
-                        key: group_key(group),
-                        decision_type: "subplan_parallel_spawn".into(),
-                        question: format!("Parallel group {group} of the script"),
-                        chosen_option: what.clone(),
-                        alternatives_considered: Vec::new(),
-                        confidence_score: Some(1.0),
-                        rationale: "the action's script puts these spawn steps in one parallel group; builtin/checklist-strategist follows the script as written".into(),
-                        parent: None,
-                        depends_on,
-                        step: Some(StepDraft {
-                            instructions: what,
-                            expected_outputs: Vec::new(),
-                        }),
-                    });
-                    raw.push(Some(json!({
-                        "parallel_group": group,
-                        "members": members.iter().map(|(_, s)| s.name.clone()).collect::<Vec<_>>(),
-                    })));
-                }
-                drafts.push(DecisionDraft {
-                    key: step.name.clone(),
-                    decision_type: "subplan_spawn".into(),
-                    question: format!("Script step {} of {}: {}", i + 1, steps.len(), step.name),
-                    chosen_option: describe(step),
-                    alternatives_considered: Vec::new(),
-                    confidence_score: Some(1.0),
-                    rationale: format!(
-                        "the action's script lists this step in parallel group {group}"
-                    ),
-                    parent: Some(group_key(group)),
-                    depends_on: Vec::new(),
-                    step: None,
-                });
-                raw.push(Some(json!(step)));
-                continue;
-            }
-            let is_spawn = step.spawn.is_some();
             drafts.push(DecisionDraft {
                 key: step.name.clone(),
-                decision_type: if is_spawn {
-                    "subplan_spawn".into()
-                } else {
-                    "implementation_choice".into()
-                },
-                question: format!("Script step {} of {}: {}", i + 1, steps.len(), step.name),
+                decision_type: "subplan_spawn".into(),
+                question,
                 chosen_option: describe(step),
                 alternatives_considered: Vec::new(),
                 confidence_score: Some(1.0),
-                rationale: "the action's script lists this step; builtin/checklist-strategist follows the script as written".into(),
-                parent: None,
-                depends_on: deps_of(i),
-                step: Some(StepDraft {
-                    instructions: describe(step),
-                    expected_outputs: Vec::new(),
-                }),
+                rationale: format!("the action's script lists this step in parallel group {group}"),
+                parent: Some(group_key(group)),
+                depends_on: Vec::new(),
+                step: None,
             });
             raw.push(Some(json!(step)));
+            continue;
         }
-        return Checklist {
-            source: Source::Script,
-            drafts,
-            script_steps: raw,
-        };
+        let is_spawn = step.spawn.is_some();
+        drafts.push(DecisionDraft {
+            key: step.name.clone(),
+            decision_type: if is_spawn {
+                "subplan_spawn".into()
+            } else {
+                "implementation_choice".into()
+            },
+            question,
+            chosen_option: describe(step),
+            alternatives_considered: Vec::new(),
+            confidence_score: Some(1.0),
+            rationale: "the action's script lists this step; builtin/checklist-strategist follows the script as written".into(),
+            parent: None,
+            depends_on: deps_of(steps, i),
+            step: Some(StepDraft {
+                instructions: describe(step),
+                expected_outputs: Vec::new(),
+            }),
+        });
+        raw.push(Some(json!(step)));
     }
+    Checklist {
+        source: Source::Script,
+        drafts,
+        script_steps: raw,
+    }
+}
+
+/// The `subplan_parallel_spawn` decision of parallel group `group`, depending on what its
+/// members depend on, and the names of its members.
+fn group_draft(steps: &[ScriptStep], group: &str) -> (DecisionDraft, Vec<String>) {
+    let members: Vec<(usize, &ScriptStep)> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.parallel_group.as_deref() == Some(group))
+        .collect();
+    let mut depends_on: Vec<String> = Vec::new();
+    for (j, _) in &members {
+        for d in deps_of(steps, *j) {
+            if !depends_on.contains(&d) {
+                depends_on.push(d);
+            }
+        }
+    }
+    let actions: Vec<&str> = members
+        .iter()
+        .map(|(_, s)| s.spawn.as_ref().map(|sp| sp.action.as_str()).unwrap_or("?"))
+        .collect();
+    let what = format!(
+        "spawn {} child plans in parallel: {}",
+        members.len(),
+        actions.join(", ")
+    );
+    let draft = DecisionDraft {
+        key: group_key(group),
+        decision_type: "subplan_parallel_spawn".into(),
+        question: format!("Parallel group {group} of the script"),
+        chosen_option: what.clone(),
+        alternatives_considered: Vec::new(),
+        confidence_score: Some(1.0),
+        rationale: "the action's script puts these spawn steps in one parallel group; builtin/checklist-strategist follows the script as written".into(),
+        parent: None,
+        depends_on,
+        step: Some(StepDraft {
+            instructions: what,
+            expected_outputs: Vec::new(),
+        }),
+    };
+    (draft, members.iter().map(|(_, s)| s.name.clone()).collect())
+}
+
+/// The checklist of an action without a script: one step per item of the definition of done
+/// (or the description when there is no definition of done), each after the one before.
+fn from_definition_of_done(definition_of_done: &str, description: &str) -> Checklist {
     let mut items = done_items(definition_of_done);
     if items.is_empty() && !description.trim().is_empty() {
         items.push(description.trim().to_string());

@@ -26,7 +26,7 @@
 //! `decision_dependencies` row of type `plan` whose `downstream_ref` is the child plan id
 //! (written when the child records its root).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,6 +36,7 @@ use serde_json::{Map, Value, json};
 
 use super::gates::Gates;
 use super::script_executor::StepEnd;
+use super::transitions::{self, Drive, Next};
 use super::{Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driver};
 use super::{execute, strategize};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
@@ -154,32 +155,29 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
             };
         }
         let mut plan = engine.plan(&child_id)?;
-        match (plan.phase(), plan.state()) {
-            (_, ProcessingState::Cancelled) => break Outcome::Cancelled,
-            (Phase::Strategize, ProcessingState::Queued | ProcessingState::Errored) => {
-                match strategize::run(&mut engine, &mut plan, &[])? {
-                    strategize::Ended::Complete { .. } => continue,
-                    strategize::Ended::Stopped => {}
-                    strategize::Ended::AwaitingDecisions(a) => {
-                        break Outcome::Failed {
-                            code: "CHILD_NEEDS_HUMAN".into(),
-                            message: format!(
-                                "its strategy waits for {} decision(s) ({}); answer them, run `agents plan execute {child_id}`, then run the parent again",
-                                a.len(),
-                                a.iter()
-                                    .map(|a| a.approval_id.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        };
-                    }
-                    strategize::Ended::Errored { code, message } => {
-                        break Outcome::Failed { code, message };
-                    }
+        match transitions::next(plan.phase(), plan.state(), Drive::Child) {
+            Next::Cancelled => break Outcome::Cancelled,
+            Next::Strategize => match strategize::run(&mut engine, &mut plan, &[])? {
+                strategize::Ended::Complete { .. } => continue,
+                strategize::Ended::Stopped => {}
+                strategize::Ended::AwaitingDecisions(a) => {
+                    break Outcome::Failed {
+                        code: "CHILD_NEEDS_HUMAN".into(),
+                        message: format!(
+                            "its strategy waits for {} decision(s) ({}); answer them, run `agents plan execute {child_id}`, then run the parent again",
+                            a.len(),
+                            a.iter()
+                                .map(|a| a.approval_id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    };
                 }
-            }
-            (Phase::Strategize, ProcessingState::Complete)
-            | (Phase::Execute, ProcessingState::Queued | ProcessingState::Errored) => {
+                strategize::Ended::Errored { code, message } => {
+                    break Outcome::Failed { code, message };
+                }
+            },
+            Next::EnterExecute | Next::ResumeExecute => {
                 match execute::run(&mut engine, &mut plan)? {
                     execute::Ended::Complete => continue,
                     execute::Ended::Stopped => {}
@@ -197,11 +195,15 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
                     }
                 }
             }
-            (Phase::Execute, ProcessingState::Complete) => break Outcome::Succeeded,
-            (phase, state) => {
+            Next::ExecuteDone => break Outcome::Succeeded,
+            Next::EnterApply | Next::ResumeApply | Next::Applied | Next::Refused => {
                 break Outcome::Failed {
                     code: "CHILD_FAILED".into(),
-                    message: format!("it is at {phase}/{state}, which a child cannot run from"),
+                    message: format!(
+                        "it is at {}/{}, which a child cannot run from",
+                        plan.phase(),
+                        plan.state()
+                    ),
                 };
             }
         }
@@ -390,132 +392,193 @@ pub(crate) fn spawns_in(
     stop: Arc<AtomicBool>,
 ) -> Result<StepEnd, RunError> {
     let plan_id = plan.plan_id;
-    // 0. Nesting: each level's sandbox borrows its parent's objects, and git follows at most
-    //    five levels of alternates.
+    if let Some(refused) = nesting_refused(engine, plan)? {
+        return Ok(refused);
+    }
+    let (approved, skipped) = match approve(engine, plan, spawns, group)? {
+        Ok(decided) => decided,
+        Err(waiting) => return Ok(waiting),
+    };
+    if approved.is_empty() {
+        return Ok(StepEnd::Done {
+            output: json!({"children": skipped}),
+        });
+    }
+    let sandboxes = Sandboxes::new(engine.paths());
+    let branch = branch_point(engine, &sandboxes, &plan_id, &approved)?;
+    let reuse = settle_earlier_run(engine, &sandboxes, &plan_id, &approved, &branch)?;
+    let spawned = match create_children(engine, plan, &approved, group, &branch, &reuse)? {
+        Ok(spawned) => spawned,
+        Err(failed) => return Ok(failed),
+    };
+    let Some(outcomes) = run_children(engine, &plan_id, group, &spawned, &stop)? else {
+        return Ok(StepEnd::Stopped);
+    };
+    let mut report = match outcome_report(&spawned.children, &outcomes, skipped) {
+        Ok(report) => report,
+        Err(failed) => return Ok(failed),
+    };
+    merge_back(engine, &sandboxes, &plan_id, &spawned.children, &mut report)
+}
+
+/// A step that goes on (`Ok`) or ends now with this result (`Err`).
+type Early<T> = Result<T, StepEnd>;
+
+/// The approved spawns, and the report rows of the rejected ones.
+type Decided<'s> = (Vec<&'s Spawn>, Vec<Value>);
+
+/// The resources merged (by name), or the resource and paths of a conflict.
+type MergeResult = Result<Map<String, Value>, (String, Vec<String>)>;
+
+/// Step 0 of a spawn: nesting. Each level's sandbox borrows its parent's objects, and git
+/// follows at most five levels of alternates.
+fn nesting_refused(engine: &Engine, plan: &Plan) -> Result<Option<StepEnd>, RunError> {
     let mut depth = 0;
     let mut up = plan.parent_plan_id;
     while let Some(p) = up {
         depth += 1;
         up = engine.store().plan(&p)?.and_then(|p| p.parent_plan_id);
     }
-    if depth >= MAX_DEPTH {
-        return Ok(StepEnd::Failed {
-            code: "CHILD_FAILED".into(),
-            message: format!(
-                "plan {plan_id} is a child plan {depth} levels deep; child plans nest at most {MAX_DEPTH} levels (each level's sandbox borrows its parent's git objects); an action that spawns itself needs a condition that ends the recursion"
-            ),
-            output: Value::Null,
-        });
+    if depth < MAX_DEPTH {
+        return Ok(None);
     }
-    // 1. Approvals, when the profile wants a human before each spawn.
-    let mut approved: Vec<&Spawn> = Vec::new();
-    let mut skipped: Vec<Value> = Vec::new();
-    // A child whose action asks for a wider sandbox than the parent runs under always needs
-    // a human's yes, whatever the profile says (docs/sandbox.md, "Child plans").
+    Ok(Some(StepEnd::Failed {
+        code: "CHILD_FAILED".into(),
+        message: format!(
+            "plan {} is a child plan {depth} levels deep; child plans nest at most {MAX_DEPTH} levels (each level's sandbox borrows its parent's git objects); an action that spawns itself needs a condition that ends the recursion",
+            plan.plan_id
+        ),
+        output: Value::Null,
+    }))
+}
+
+/// Step 1 of a spawn: approvals, when the profile wants a human before each spawn. A child
+/// whose action asks for a wider sandbox than the parent runs under always needs a human's
+/// yes, whatever the profile says (docs/sandbox.md, "Child plans"). Returns the approved
+/// spawns and the report rows of the rejected ones, or the step's end while approvals wait.
+fn approve<'s>(
+    engine: &mut Engine,
+    plan: &Plan,
+    spawns: &'s [Spawn],
+    group: Option<&str>,
+) -> Result<Early<Decided<'s>>, RunError> {
+    let plan_id = plan.plan_id;
     let auto = Gates::of(plan).flags.auto_child_plans;
     let widenings: Vec<Vec<String>> = spawns
         .iter()
         .map(|s| sandbox_widening(engine, plan, s))
         .collect::<Result<_, _>>()?;
-    if !auto || widenings.iter().any(|w| !w.is_empty()) {
-        let mut waiting = Vec::new();
-        for (s, wide) in spawns.iter().zip(&widenings) {
-            if auto && wide.is_empty() {
-                approved.push(s);
-                continue;
-            }
-            match spawn_approval(engine.store(), &plan_id, &s.decision_id)? {
-                Some(a) if a.status == ApprovalStatus::Approved => approved.push(s),
-                Some(a) if a.status == ApprovalStatus::Rejected => skipped.push(json!({
-                    "spawn_decision_id": s.decision_id.to_string(),
-                    "action": s.action,
-                    "status": "skipped",
-                    "approval_id": a.approval_id,
-                })),
-                Some(a) if a.status == ApprovalStatus::Pending => waiting.push(a),
-                _ => {
-                    let mut a = Approval::new(
-                        plan_id,
-                        ApprovalKind::ChildSpawn,
-                        format!(
-                            "Spawn a child plan of {} ({}){}{}",
-                            s.action,
-                            s.key,
-                            group
-                                .map(|g| format!(" in parallel group {g}"))
-                                .unwrap_or_default(),
-                            if wide.is_empty() {
-                                String::new()
-                            } else {
-                                format!(
-                                    "; its sandbox is wider than this plan's: {}",
-                                    wide.join("; ")
-                                )
-                            }
-                        ),
-                        String::new(),
-                        Timestamp::now(),
-                    );
-                    a.answer_command =
-                        format!("agents plan decide {} --option spawn", a.approval_id);
-                    a.options = vec!["spawn".into(), "skip".into()];
-                    a.context = json!({
-                        "decision_id": s.decision_id.to_string(),
-                        "key": s.key,
-                        "action": s.action,
-                        "args": s.args,
-                        "guidance": s.guidance,
-                        "parallel_group": group,
-                        "flag": if wide.is_empty() { "auto_child_plans" } else { "sandbox_widening" },
-                        "sandbox_widening": wide,
-                        "automation_profile": plan.automation_profile,
-                    });
-                    engine.store_mut().insert_approval(&a)?;
-                    waiting.push(a);
-                }
+    if auto && widenings.iter().all(Vec::is_empty) {
+        return Ok(Ok((spawns.iter().collect(), Vec::new())));
+    }
+    let mut approved: Vec<&Spawn> = Vec::new();
+    let mut skipped: Vec<Value> = Vec::new();
+    let mut waiting = Vec::new();
+    for (s, wide) in spawns.iter().zip(&widenings) {
+        if auto && wide.is_empty() {
+            approved.push(s);
+            continue;
+        }
+        match spawn_approval(engine.store(), &plan_id, &s.decision_id)? {
+            Some(a) if a.status == ApprovalStatus::Approved => approved.push(s),
+            Some(a) if a.status == ApprovalStatus::Rejected => skipped.push(json!({
+                "spawn_decision_id": s.decision_id.to_string(),
+                "action": s.action,
+                "status": "skipped",
+                "approval_id": a.approval_id,
+            })),
+            Some(a) if a.status == ApprovalStatus::Pending => waiting.push(a),
+            _ => {
+                let a = spawn_request(plan, s, group, wide);
+                engine.store_mut().insert_approval(&a)?;
+                waiting.push(a);
             }
         }
-        engine.flush(&plan_id)?;
-        if !waiting.is_empty() {
-            return Ok(StepEnd::Awaiting { approvals: waiting });
-        }
-    } else {
-        approved = spawns.iter().collect();
     }
-    if approved.is_empty() {
-        return Ok(StepEnd::Done {
-            output: json!({"children": skipped}),
-        });
+    engine.flush(&plan_id)?;
+    if !waiting.is_empty() {
+        return Ok(Err(StepEnd::Awaiting { approvals: waiting }));
     }
+    Ok(Ok((approved, skipped)))
+}
 
-    // 2. Branch point: every target sandboxed and checkpointed.
-    let sandboxes = Sandboxes::new(engine.paths());
-    let bases = engine.store().plan_bases(&plan_id)?;
+/// The approval that asks a human whether to spawn `s`.
+fn spawn_request(plan: &Plan, s: &Spawn, group: Option<&str>, wide: &[String]) -> Approval {
+    let mut a = Approval::new(
+        plan.plan_id,
+        ApprovalKind::ChildSpawn,
+        format!(
+            "Spawn a child plan of {} ({}){}{}",
+            s.action,
+            s.key,
+            group
+                .map(|g| format!(" in parallel group {g}"))
+                .unwrap_or_default(),
+            if wide.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; its sandbox is wider than this plan's: {}",
+                    wide.join("; ")
+                )
+            }
+        ),
+        String::new(),
+        Timestamp::now(),
+    );
+    a.answer_command = format!("agents plan decide {} --option spawn", a.approval_id);
+    a.options = vec!["spawn".into(), "skip".into()];
+    a.context = json!({
+        "decision_id": s.decision_id.to_string(),
+        "key": s.key,
+        "action": s.action,
+        "args": s.args,
+        "guidance": s.guidance,
+        "parallel_group": group,
+        "flag": if wide.is_empty() { "auto_child_plans" } else { "sandbox_widening" },
+        "sandbox_widening": wide,
+        "automation_profile": plan.automation_profile,
+    });
+    a
+}
+
+/// Where the children branch off: the checkpoint taken, the children's bases (the parent's
+/// sandbox repositories at that checkpoint) and the commit and tree per resource.
+struct Branch {
+    checkpoint_id: Option<String>,
+    bases: Vec<PlanBase>,
+    trees: Map<String, Value>,
+}
+
+/// Step 2 of a spawn: the branch point, every target sandboxed and checkpointed.
+fn branch_point(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    approved: &[&Spawn],
+) -> Result<Branch, RunError> {
+    let bases = engine.store().plan_bases(plan_id)?;
     for b in &bases {
-        sandboxes.ensure(engine.store_mut(), &plan_id, &b.resource_name)?;
+        sandboxes.ensure(engine.store_mut(), plan_id, &b.resource_name)?;
     }
+    let keys: Vec<&str> = approved.iter().map(|s| s.key.as_str()).collect();
     let cp = checkpoint::create(
         engine.store_mut(),
-        &sandboxes,
-        &plan_id,
+        sandboxes,
+        plan_id,
         &CheckpointRequest {
-            step: Some(format!(
-                "spawn: {}",
-                approved
-                    .iter()
-                    .map(|s| s.key.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            step: Some(format!("spawn: {}", keys.join(", "))),
             decision_id: approved.first().map(|s| s.decision_id.to_string()),
             label: "spawn".into(),
             reuse_if_unchanged: true,
         },
     )?;
-    let active = sandboxes.active(engine.store(), &plan_id)?;
-    let mut child_bases = Vec::new();
-    let mut branch = Map::new();
-    for sb in &active {
+    let mut branch = Branch {
+        checkpoint_id: cp.as_ref().map(|c| c.checkpoint_id.to_string()),
+        bases: Vec::new(),
+        trees: Map::new(),
+    };
+    for sb in &sandboxes.active(engine.store(), plan_id)? {
         let Some(state) = cp.as_ref().and_then(|c| {
             c.states
                 .iter()
@@ -526,7 +589,7 @@ pub(crate) fn spawns_in(
         let base = bases
             .iter()
             .find(|b| b.resource_name == sb.record.resource_name);
-        child_bases.push(PlanBase {
+        branch.bases.push(PlanBase {
             resource_name: sb.record.resource_name.clone(),
             project_name: base.map(|b| b.project_name.clone()).unwrap_or_default(),
             alias: base.and_then(|b| b.alias.clone()),
@@ -536,29 +599,39 @@ pub(crate) fn spawns_in(
             branch: None,
             read_only: base.is_some_and(|b| b.read_only),
         });
-        branch.insert(
+        branch.trees.insert(
             sb.record.resource_name.clone(),
             json!({"commit": state.commit_oid, "tree": state.tree_oid}),
         );
     }
+    Ok(branch)
+}
 
-    // 3. An earlier run of this step (a sibling failed, the process died, a rollback): a child
-    //    that completed from the same parent state is reused (merged again, not run again);
-    //    its other children that did not finish are cancelled.
+/// Step 3 of a spawn: an earlier run of this step (a sibling failed, the process died, a
+/// rollback). A child that completed from the same parent state is reused (merged again, not
+/// run again); its other children that did not finish are cancelled. Returns the reused
+/// children by spawn decision.
+fn settle_earlier_run(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    approved: &[&Spawn],
+    branch: &Branch,
+) -> Result<HashMap<Id, Id>, RunError> {
     let ids: Vec<Id> = approved.iter().map(|s| s.decision_id).collect();
-    let seed = engine.seed();
     let same_base = |old: &ChildLink| {
-        old.bases.len() == branch.len()
+        old.bases.len() == branch.trees.len()
             && branch
+                .trees
                 .iter()
                 .all(|(r, b)| old.bases.get(r).map(|o| &o["tree"]) == Some(&b["tree"]))
     };
-    let mut reuse: std::collections::HashMap<Id, Id> = std::collections::HashMap::new();
-    for old in engine.store().children_of(&plan_id)? {
+    let mut reuse = HashMap::new();
+    for old in engine.store().children_of(plan_id)? {
         if !ids.contains(&old.spawn_decision_id) {
             continue;
         }
-        let Some(mut p) = engine.store().plan(&old.child_plan_id)? else {
+        let Some(p) = engine.store().plan(&old.child_plan_id)? else {
             continue;
         };
         let complete = p.phase() == Phase::Execute && p.state() == ProcessingState::Complete;
@@ -574,14 +647,7 @@ pub(crate) fn spawns_in(
             continue;
         }
         if !complete && p.state() != ProcessingState::Cancelled && p.phase() != Phase::Applied {
-            // Commands a vanished process left running in the child's sandboxes go first.
-            crate::tools::shell::kill_orphans(&sandboxes.plan_dir(&old.child_plan_id));
-            let mut e = seed.open()?;
-            e.recover(&p.plan_id)?;
-            p = e.plan(&p.plan_id)?;
-            if p.state() != ProcessingState::Cancelled {
-                lc_approvals::cancel_now(&mut e, &mut p, "its parent's spawn step ran again")?;
-            }
+            cancel_stale_child(engine, sandboxes, p)?;
         }
         if matches!(
             old.status,
@@ -595,11 +661,43 @@ pub(crate) fn spawns_in(
             )?;
         }
     }
+    Ok(reuse)
+}
 
-    // 4. Create the children, in spawn order.
-    let mut children: Vec<(Id, &Spawn)> = Vec::new();
-    let mut reused: Vec<Id> = Vec::new();
-    for s in &approved {
+/// Cancels a child of an earlier run of the spawn step that did not finish; commands a
+/// vanished process left running in its sandboxes go first.
+fn cancel_stale_child(engine: &Engine, sandboxes: &Sandboxes, child: Plan) -> Result<(), RunError> {
+    crate::tools::shell::kill_orphans(&sandboxes.plan_dir(&child.plan_id));
+    let mut e = engine.seed().open()?;
+    e.recover(&child.plan_id)?;
+    let mut p = e.plan(&child.plan_id)?;
+    if p.state() != ProcessingState::Cancelled {
+        lc_approvals::cancel_now(&mut e, &mut p, "its parent's spawn step ran again")?;
+    }
+    Ok(())
+}
+
+/// The children of one spawn step, in spawn order, and which of them were reused.
+struct Spawned<'s> {
+    children: Vec<(Id, &'s Spawn)>,
+    reused: Vec<Id>,
+}
+
+/// Step 4 of a spawn: creates the children (or reuses them), in spawn order.
+fn create_children<'s>(
+    engine: &mut Engine,
+    plan: &Plan,
+    approved: &[&'s Spawn],
+    group: Option<&str>,
+    branch: &Branch,
+    reuse: &HashMap<Id, Id>,
+) -> Result<Early<Spawned<'s>>, RunError> {
+    let plan_id = plan.plan_id;
+    let mut spawned = Spawned {
+        children: Vec::new(),
+        reused: Vec::new(),
+    };
+    for s in approved.iter().copied() {
         if let Some(old) = reuse.get(&s.decision_id) {
             parent_event(
                 engine.store_mut(),
@@ -614,8 +712,8 @@ pub(crate) fn spawns_in(
                     "why": "it completed from the same parent state in an earlier run of this step",
                 }),
             )?;
-            reused.push(*old);
-            children.push((*old, s));
+            spawned.reused.push(*old);
+            spawned.children.push((*old, s));
             continue;
         }
         let position = engine.store().next_child_position(&plan_id)?;
@@ -623,14 +721,14 @@ pub(crate) fn spawns_in(
             action: s.action.clone(),
             args: s.args.clone(),
             guidance: s.guidance.clone(),
-            bases: child_bases.clone(),
+            bases: branch.bases.clone(),
             link: ChildLink {
                 child_plan_id: Id::generate(),
                 parent_plan_id: plan_id,
                 spawn_decision_id: s.decision_id,
                 parallel_group: group.map(str::to_string),
                 position,
-                bases: branch.clone(),
+                bases: branch.trees.clone(),
                 status: ChildStatus::Pending,
                 detail: None,
                 created_at: Timestamp::now(),
@@ -641,11 +739,16 @@ pub(crate) fn spawns_in(
         let child = match plan_use::create_child(engine.store_mut(), &providers, plan, &req) {
             Ok(c) => c,
             Err(e) => {
-                return Ok(StepEnd::Failed {
+                let so_far: Vec<String> = spawned
+                    .children
+                    .iter()
+                    .map(|(id, _)| id.to_string())
+                    .collect();
+                return Ok(Err(StepEnd::Failed {
                     code: "CHILD_FAILED".into(),
                     message: format!("cannot spawn a child plan of {}: {e}", s.action),
-                    output: json!({"children": children.iter().map(|(id, _)| id.to_string()).collect::<Vec<_>>()}),
-                });
+                    output: json!({"children": so_far}),
+                }));
             }
         };
         parent_event(
@@ -658,135 +761,216 @@ pub(crate) fn spawns_in(
                 "spawn_decision_id": s.decision_id.to_string(),
                 "parallel_group": group,
                 "position": position,
-                "branched_from": cp.as_ref().map(|c| c.checkpoint_id.to_string()),
+                "branched_from": branch.checkpoint_id,
             }),
         )?;
-        children.push((child.plan_id, s));
+        spawned.children.push((child.plan_id, s));
     }
     engine.flush(&plan_id)?;
+    Ok(Ok(spawned))
+}
 
-    // 5. Run them: one at a time for a sequential spawn, up to `max-parallel-children` at once
-    //    for a group; every child of a group runs to its end whatever its siblings do.
+/// Step 5 of a spawn: runs the children, one at a time for a sequential spawn, up to
+/// `max-parallel-children` at once for a group; every child of a group runs to its end
+/// whatever its siblings do. `None` when the parent was stopped (cancelled or interrupted).
+fn run_children(
+    engine: &mut Engine,
+    plan_id: &Id,
+    group: Option<&str>,
+    spawned: &Spawned<'_>,
+    stop: &AtomicBool,
+) -> Result<Option<Vec<Outcome>>, RunError> {
+    let children = &spawned.children;
     let limit = if group.is_some() {
         engine.max_parallel_children().min(children.len()).max(1)
     } else {
         1
     };
-    let queue: Mutex<VecDeque<usize>> = Mutex::new((0..children.len()).collect());
-    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; children.len()]);
-    let stop_all = AtomicBool::new(false);
-    let parent_observer = engine.observer_arc();
-    let db = engine.store().path().to_path_buf();
-    let mut stop_cause = None;
-    std::thread::scope(|scope| -> Result<(), RunError> {
+    let pool = ChildPool {
+        queue: Mutex::new((0..children.len()).collect()),
+        results: Mutex::new(vec![None; children.len()]),
+        stop_all: AtomicBool::new(false),
+        seed: engine.seed(),
+        parent_observer: engine.observer_arc(),
+        db: engine.store().path().to_path_buf(),
+        plan_id: *plan_id,
+    };
+    let stop_cause = std::thread::scope(|scope| {
         for _ in 0..limit {
-            let (queue, results, stop_all, children, reused) =
-                (&queue, &results, &stop_all, &children, &reused);
-            let (seed, parent_observer, db) = (&seed, &parent_observer, &db);
-            scope.spawn(move || {
-                loop {
-                    let Some(i) = queue.lock().expect("queue lock").pop_front() else {
-                        return;
-                    };
-                    let (child_id, spawn) = children[i];
-                    let label = format!("child {} ({})", &child_id.to_string()[..10.min(child_id.to_string().len())], spawn.action);
-                    let seed = seed.clone().with_observer(Arc::new(ChildObserver {
-                        parent: Arc::clone(parent_observer),
-                        label,
-                    }));
-                    if reused.contains(&child_id) {
-                        results.lock().expect("results lock")[i] = Some(Outcome::Succeeded);
-                        continue;
-                    }
-                    let outcome = if stop_all.load(Ordering::SeqCst) {
-                        Ok(Outcome::Cancelled)
-                    } else {
-                        if let Ok(mut store) = Store::open(db) {
-                            let _ = store.set_child_status(&child_id, ChildStatus::Running, None, false);
-                            let _ = parent_event(&mut store, &plan_id, EventKind::ChildStarted, json!({"child_plan_id": child_id.to_string(), "action": spawn.action}));
-                        }
-                        run_child(&seed, child_id)
-                    };
-                    let outcome = outcome.unwrap_or_else(|e| Outcome::Failed {
-                        code: "CHILD_FAILED".into(),
-                        message: e.to_string(),
-                    });
-                    if let Ok(mut store) = Store::open(db) {
-                        let (status, detail) = match &outcome {
-                            Outcome::Succeeded => (ChildStatus::Succeeded, json!({})),
-                            Outcome::Failed { code, message } => (ChildStatus::Failed, json!({"code": code, "message": message})),
-                            Outcome::Cancelled | Outcome::Interrupted => (ChildStatus::Cancelled, json!({"stopped": format!("{outcome:?}").to_lowercase()})),
-                        };
-                        let _ = store.set_child_status(&child_id, status, Some(&detail), !matches!(outcome, Outcome::Succeeded));
-                        let _ = parent_event(&mut store, &plan_id, EventKind::ChildFinished, json!({"child_plan_id": child_id.to_string(), "action": spawn.action, "status": status, "detail": detail}));
-                    }
-                    results.lock().expect("results lock")[i] = Some(outcome);
-                }
-            });
+            let pool = &pool;
+            scope.spawn(move || pool.work(spawned));
         }
-        // The parent watches for cancellation and Ctrl-C while its children run.
-        loop {
-            if results
-                .lock()
-                .expect("results lock")
-                .iter()
-                .all(Option::is_some)
-            {
-                return Ok(());
-            }
-            let cause = driver::stop_cause(engine, &plan_id)?;
-            if (cause.is_some() || stop.load(Ordering::SeqCst)) && !stop_all.load(Ordering::SeqCst)
-            {
-                stop_all.store(true, Ordering::SeqCst);
-                stop_cause = cause.or(Some(driver::StopCause::Cancel));
-                if cause != Some(driver::StopCause::Interrupt) {
-                    let reason = engine.store().plan_cancel_reason(&plan_id)?;
-                    for (child, _) in &children {
-                        lease::request_cancel(
-                            engine.store_mut(),
-                            child,
-                            Some(&format!(
-                                "its parent {plan_id} was cancelled{}",
-                                reason
-                                    .as_deref()
-                                    .map(|r| format!(": {r}"))
-                                    .unwrap_or_default()
-                            )),
-                        )?;
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        watch_children(engine, plan_id, &pool, children, stop)
     })?;
-    engine.flush(&plan_id)?;
-    if stop_cause.is_some() {
-        // Children never started are cancelled with the parent.
-        for (child, _) in &children {
-            let mut e = seed.open()?;
-            let mut p = e.plan(child)?;
-            if p.state() != ProcessingState::Cancelled
-                && p.phase() == Phase::Strategize
-                && p.state() == ProcessingState::Queued
-                && stop_cause == Some(driver::StopCause::Cancel)
-            {
-                lc_approvals::cancel_now(&mut e, &mut p, "its parent was cancelled")?;
-            }
+    engine.flush(plan_id)?;
+    if let Some(cause) = stop_cause {
+        if cause == driver::StopCause::Cancel {
+            cancel_unstarted(&pool.seed, children)?;
         }
-        return Ok(StepEnd::Stopped);
+        return Ok(None);
     }
-    let outcomes: Vec<Outcome> = results
+    let outcomes: Vec<Outcome> = pool
+        .results
         .into_inner()
         .expect("results lock")
         .into_iter()
         .map(|o| o.unwrap_or(Outcome::Interrupted))
         .collect();
     if outcomes.contains(&Outcome::Interrupted) {
-        return Ok(StepEnd::Stopped);
+        return Ok(None);
     }
+    Ok(Some(outcomes))
+}
+
+/// What the worker threads of [`run_children`] share.
+struct ChildPool {
+    queue: Mutex<VecDeque<usize>>,
+    results: Mutex<Vec<Option<Outcome>>>,
+    stop_all: AtomicBool,
+    seed: EngineSeed,
+    parent_observer: Arc<dyn Observer>,
+    db: std::path::PathBuf,
+    plan_id: Id,
+}
+
+impl ChildPool {
+    /// One worker: takes children off the queue until it is empty.
+    fn work(&self, spawned: &Spawned<'_>) {
+        loop {
+            let Some(i) = self.queue.lock().expect("queue lock").pop_front() else {
+                return;
+            };
+            let (child_id, spawn) = spawned.children[i];
+            let outcome = if spawned.reused.contains(&child_id) {
+                Outcome::Succeeded
+            } else {
+                self.run_one(child_id, spawn)
+            };
+            self.results.lock().expect("results lock")[i] = Some(outcome);
+        }
+    }
+
+    /// Runs one child and records its start and end on the parent.
+    fn run_one(&self, child_id: Id, spawn: &Spawn) -> Outcome {
+        let id = child_id.to_string();
+        let label = format!("child {} ({})", &id[..10.min(id.len())], spawn.action);
+        let seed = self.seed.clone().with_observer(Arc::new(ChildObserver {
+            parent: Arc::clone(&self.parent_observer),
+            label,
+        }));
+        let outcome = if self.stop_all.load(Ordering::SeqCst) {
+            Ok(Outcome::Cancelled)
+        } else {
+            if let Ok(mut store) = Store::open(&self.db) {
+                let _ = store.set_child_status(&child_id, ChildStatus::Running, None, false);
+                let _ = parent_event(
+                    &mut store,
+                    &self.plan_id,
+                    EventKind::ChildStarted,
+                    json!({"child_plan_id": id, "action": spawn.action}),
+                );
+            }
+            run_child(&seed, child_id)
+        };
+        let outcome = outcome.unwrap_or_else(|e| Outcome::Failed {
+            code: "CHILD_FAILED".into(),
+            message: e.to_string(),
+        });
+        if let Ok(mut store) = Store::open(&self.db) {
+            let (status, detail) = match &outcome {
+                Outcome::Succeeded => (ChildStatus::Succeeded, json!({})),
+                Outcome::Failed { code, message } => (
+                    ChildStatus::Failed,
+                    json!({"code": code, "message": message}),
+                ),
+                Outcome::Cancelled | Outcome::Interrupted => (
+                    ChildStatus::Cancelled,
+                    json!({"stopped": format!("{outcome:?}").to_lowercase()}),
+                ),
+            };
+            let _ = store.set_child_status(
+                &child_id,
+                status,
+                Some(&detail),
+                !matches!(outcome, Outcome::Succeeded),
+            );
+            let _ = parent_event(
+                &mut store,
+                &self.plan_id,
+                EventKind::ChildFinished,
+                json!({"child_plan_id": id, "action": spawn.action, "status": status, "detail": detail}),
+            );
+        }
+        outcome
+    }
+}
+
+/// The parent watches for cancellation and Ctrl-C while its children run; on either it stops
+/// the pool and (on cancel) asks every child to cancel. Returns why it stopped, if it did.
+fn watch_children(
+    engine: &mut Engine,
+    plan_id: &Id,
+    pool: &ChildPool,
+    children: &[(Id, &Spawn)],
+    stop: &AtomicBool,
+) -> Result<Option<driver::StopCause>, RunError> {
+    let mut stop_cause = None;
+    loop {
+        if pool
+            .results
+            .lock()
+            .expect("results lock")
+            .iter()
+            .all(Option::is_some)
+        {
+            return Ok(stop_cause);
+        }
+        let cause = driver::stop_cause(engine, plan_id)?;
+        if (cause.is_some() || stop.load(Ordering::SeqCst)) && !pool.stop_all.load(Ordering::SeqCst)
+        {
+            pool.stop_all.store(true, Ordering::SeqCst);
+            stop_cause = cause.or(Some(driver::StopCause::Cancel));
+            if cause != Some(driver::StopCause::Interrupt) {
+                let reason = engine.store().plan_cancel_reason(plan_id)?;
+                let why = format!(
+                    "its parent {plan_id} was cancelled{}",
+                    reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                );
+                for (child, _) in children {
+                    lease::request_cancel(engine.store_mut(), child, Some(&why))?;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Children never started are cancelled with the parent.
+fn cancel_unstarted(seed: &EngineSeed, children: &[(Id, &Spawn)]) -> Result<(), RunError> {
+    for (child, _) in children {
+        let mut e = seed.open()?;
+        let mut p = e.plan(child)?;
+        if p.phase() == Phase::Strategize && p.state() == ProcessingState::Queued {
+            lc_approvals::cancel_now(&mut e, &mut p, "its parent was cancelled")?;
+        }
+    }
+    Ok(())
+}
+
+/// The `children` report of a spawn step whose children all ran to their end, with the rows
+/// of `skipped` spawns; the step's failure when any child failed or was cancelled (nothing is
+/// merged then).
+fn outcome_report(
+    children: &[(Id, &Spawn)],
+    outcomes: &[Outcome],
+    skipped: Vec<Value>,
+) -> Early<Vec<Value>> {
     let mut report: Vec<Value> = children
         .iter()
-        .zip(&outcomes)
+        .zip(outcomes)
         .map(|((id, s), o)| {
             json!({
                 "child_plan_id": id.to_string(),
@@ -800,7 +984,7 @@ pub(crate) fn spawns_in(
     report.extend(skipped);
     let failed: Vec<String> = children
         .iter()
-        .zip(&outcomes)
+        .zip(outcomes)
         .filter_map(|((id, s), o)| match o {
             Outcome::Failed { code, message } => Some(format!(
                 "child plan {id} ({}) failed ({code}): {message}",
@@ -810,91 +994,117 @@ pub(crate) fn spawns_in(
             _ => None,
         })
         .collect();
-    if !failed.is_empty() {
-        let n = children.len();
-        return Ok(StepEnd::Failed {
-            code: "CHILD_FAILED".into(),
-            message: if n == 1 {
-                failed.join("; ")
-            } else {
-                format!(
-                    "{} of {n} child plans did not succeed, so nothing was merged (the others ran to their end): {}",
-                    failed.len(),
-                    failed.join("; ")
-                )
-            },
-            output: json!({"children": report}),
-        });
+    if failed.is_empty() {
+        return Ok(report);
     }
+    let n = children.len();
+    Err(StepEnd::Failed {
+        code: "CHILD_FAILED".into(),
+        message: if n == 1 {
+            failed.join("; ")
+        } else {
+            format!(
+                "{} of {n} child plans did not succeed, so nothing was merged (the others ran to their end): {}",
+                failed.len(),
+                failed.join("; ")
+            )
+        },
+        output: json!({"children": report}),
+    })
+}
 
-    // 6. Merge back, in spawn order.
+/// Step 6 of a spawn: merges every child back into the parent's sandboxes, in spawn order;
+/// the first conflict ends the step.
+fn merge_back(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    children: &[(Id, &Spawn)],
+    report: &mut [Value],
+) -> Result<StepEnd, RunError> {
     for (i, (child, s)) in children.iter().enumerate() {
-        let link = engine.store().child_link(child)?;
-        let mut merged = Map::new();
-        for sb in sandboxes.active(engine.store(), &plan_id)? {
-            let Some(child_sb) =
-                sandboxes.existing(engine.store(), child, &sb.record.resource_name)?
-            else {
-                continue;
-            };
-            let ancestor = link
-                .as_ref()
-                .and_then(|l| l.bases.get(&sb.record.resource_name))
-                .and_then(|b| b["tree"].as_str())
-                .and_then(|t| git2::Oid::from_str(t).ok());
-            let Some(ancestor) = ancestor else { continue };
-            let theirs = merge::current_tree(&child_sb)?;
-            match merge::merge_child(&sb, &child_sb, ancestor, theirs)? {
-                Merged::Conflict { paths } => {
-                    let detail = json!({"resource": sb.record.resource_name, "paths": paths});
-                    engine.store_mut().set_child_status(
-                        child,
-                        ChildStatus::Conflict,
-                        Some(&detail),
-                        true,
-                    )?;
-                    parent_event(
-                        engine.store_mut(),
-                        &plan_id,
-                        EventKind::ChildMerged,
-                        json!({"child_plan_id": child.to_string(), "outcome": "conflict", "resource": sb.record.resource_name, "paths": paths}),
-                    )?;
-                    engine.flush(&plan_id)?;
-                    report[i]["status"] = json!("conflict");
-                    report[i]["conflicts"] = json!(paths);
-                    return Ok(StepEnd::Failed {
-                        code: "MERGE_CONFLICT".into(),
-                        message: format!(
-                            "the results of child plan {child} ({}) conflict with the parent's sandbox of {} in {}: both changed these lines since the child branched off; nothing of this child was merged",
-                            s.action,
-                            sb.record.resource_name,
-                            paths.join(", ")
-                        ),
-                        output: json!({"children": report}),
-                    });
-                }
-                m => {
-                    merged.insert(sb.record.resource_name.clone(), json!(m));
-                }
+        let merged = match merge_child_in(engine, sandboxes, plan_id, child)? {
+            Ok(merged) => merged,
+            Err((resource, paths)) => {
+                report[i]["status"] = json!("conflict");
+                report[i]["conflicts"] = json!(paths);
+                return Ok(StepEnd::Failed {
+                    code: "MERGE_CONFLICT".into(),
+                    message: format!(
+                        "the results of child plan {child} ({}) conflict with the parent's sandbox of {resource} in {}: both changed these lines since the child branched off; nothing of this child was merged",
+                        s.action,
+                        paths.join(", ")
+                    ),
+                    output: json!({"children": report}),
+                });
             }
-        }
-        let detail = json!({"merged": merged});
-        engine
-            .store_mut()
-            .set_child_status(child, ChildStatus::Merged, Some(&detail), true)?;
-        parent_event(
-            engine.store_mut(),
-            &plan_id,
-            EventKind::ChildMerged,
-            json!({"child_plan_id": child.to_string(), "outcome": "merged", "resources": merged}),
-        )?;
+        };
         report[i]["status"] = json!("merged");
         report[i]["merged"] = Value::Object(merged);
     }
-    engine.flush(&plan_id)?;
+    engine.flush(plan_id)?;
     Ok(StepEnd::Done {
         output: json!({"children": report}),
     })
+}
+
+/// Merges one child's sandboxes into its parent's and records the result on both; the
+/// merged resources, or the resource and paths of a conflict.
+fn merge_child_in(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    child: &Id,
+) -> Result<MergeResult, RunError> {
+    let link = engine.store().child_link(child)?;
+    let mut merged = Map::new();
+    for sb in sandboxes.active(engine.store(), plan_id)? {
+        let Some(child_sb) = sandboxes.existing(engine.store(), child, &sb.record.resource_name)?
+        else {
+            continue;
+        };
+        let ancestor = link
+            .as_ref()
+            .and_then(|l| l.bases.get(&sb.record.resource_name))
+            .and_then(|b| b["tree"].as_str())
+            .and_then(|t| git2::Oid::from_str(t).ok());
+        let Some(ancestor) = ancestor else { continue };
+        let theirs = merge::current_tree(&child_sb)?;
+        match merge::merge_child(&sb, &child_sb, ancestor, theirs)? {
+            Merged::Conflict { paths } => {
+                let resource = sb.record.resource_name.clone();
+                let detail = json!({"resource": resource, "paths": paths});
+                engine.store_mut().set_child_status(
+                    child,
+                    ChildStatus::Conflict,
+                    Some(&detail),
+                    true,
+                )?;
+                parent_event(
+                    engine.store_mut(),
+                    plan_id,
+                    EventKind::ChildMerged,
+                    json!({"child_plan_id": child.to_string(), "outcome": "conflict", "resource": resource, "paths": paths}),
+                )?;
+                engine.flush(plan_id)?;
+                return Ok(Err((resource, paths)));
+            }
+            m => {
+                merged.insert(sb.record.resource_name.clone(), json!(m));
+            }
+        }
+    }
+    let detail = json!({"merged": merged});
+    engine
+        .store_mut()
+        .set_child_status(child, ChildStatus::Merged, Some(&detail), true)?;
+    parent_event(
+        engine.store_mut(),
+        plan_id,
+        EventKind::ChildMerged,
+        json!({"child_plan_id": child.to_string(), "outcome": "merged", "resources": merged}),
+    )?;
+    Ok(Ok(merged))
 }
 
 /// Cancels the children of a plan that nobody drives any more (the parent was cancelled while

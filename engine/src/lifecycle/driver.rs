@@ -22,6 +22,7 @@ use serde_json::json;
 use super::approvals::{self, Gate};
 use super::gates::Gates;
 use super::state::{self, commit};
+use super::transitions::{self, Drive, Next};
 use super::{Engine, RunError, apply, execute, strategize};
 use crate::domain::approval::{Approval, ApprovalKind};
 use crate::domain::decision::DecisionType;
@@ -42,6 +43,17 @@ pub enum Op {
         /// Leave the changes in the working tree instead of committing them.
         no_commit: bool,
     },
+}
+
+impl Op {
+    /// The operation's column in the transition table ([`transitions`]).
+    pub fn drive(self) -> Drive {
+        match self {
+            Op::Continue => Drive::Continue,
+            Op::Execute => Drive::Execute,
+            Op::Apply { .. } => Drive::Apply,
+        }
+    }
 }
 
 /// Why driving stopped.
@@ -157,45 +169,31 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
             ],
         ));
     }
-    match (op, plan.phase()) {
-        (Op::Execute, Phase::Apply | Phase::Applied) => Err(wrong_state(
-            plan,
-            format!(
-                "plan {id} is at {}/{}; `plan execute` runs Strategize and Execute only",
-                plan.phase(),
-                plan.state()
-            ),
-            vec![format!("agents plan status {id}")],
-        )),
-        (Op::Apply { .. }, Phase::Strategize) | (Op::Apply { .. }, Phase::Applied) => {
-            Err(wrong_state(
-                plan,
-                format!(
-                    "plan {id} is at {}/{}; only a plan whose Execute is complete can be applied",
-                    plan.phase(),
-                    plan.state()
-                ),
-                vec![
-                    format!("agents plan execute {id}"),
-                    format!("agents plan status {id}"),
-                ],
-            ))
-        }
-        (Op::Apply { .. }, Phase::Execute) if plan.state() != ProcessingState::Complete => {
-            Err(wrong_state(
-                plan,
-                format!(
-                    "plan {id} is at execute/{}; only a plan whose Execute is complete can be applied",
-                    plan.state()
-                ),
-                vec![
-                    format!("agents plan execute {id}"),
-                    format!("agents plan status {id}"),
-                ],
-            ))
-        }
-        _ => Ok(()),
+    // A plan another process is working on is judged by where it resumes; taking the lease
+    // then says who holds it.
+    let state = match plan.state() {
+        ProcessingState::Processing => ProcessingState::Queued,
+        s => s,
+    };
+    if op == Op::Continue || transitions::next(plan.phase(), state, op.drive()) != Next::Refused {
+        return Ok(());
     }
+    let at = format!("plan {id} is at {}/{}", plan.phase(), plan.state());
+    Err(match op {
+        Op::Execute => wrong_state(
+            plan,
+            format!("{at}; `plan execute` runs Strategize and Execute only"),
+            vec![format!("agents plan status {id}")],
+        ),
+        _ => wrong_state(
+            plan,
+            format!("{at}; only a plan whose Execute is complete can be applied"),
+            vec![
+                format!("agents plan execute {id}"),
+                format!("agents plan status {id}"),
+            ],
+        ),
+    })
 }
 
 /// Records why a run stopped: a requested cancellation cancels the plan; Ctrl-C re-queues it
@@ -259,7 +257,7 @@ fn pending_guidance(engine: &Engine, plan: &Plan) -> Result<Vec<String>, RunErro
 /// fit; [`RunError::NotYetSupported`]; store errors.
 pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunError> {
     engine.recover(plan_id)?;
-    let mut plan = engine.plan(plan_id)?;
+    let plan = engine.plan(plan_id)?;
     if engine.store().is_actor_run(plan_id)? {
         return Err(wrong_state(
             &plan,
@@ -273,194 +271,244 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
     let guard = lease::acquire(engine.store_mut(), plan_id, plan.phase().as_str())?;
     engine.take_log();
     engine.flush(plan_id)?;
-    let mut explicit = op != Op::Continue;
-    let no_commit = matches!(op, Op::Apply { no_commit: true });
+    let mut driving = Driving {
+        op,
+        explicit: op != Op::Continue,
+        plan,
+    };
     let stopped = loop {
         if guard.is_lost() {
             break Stopped::LeaseLost;
         }
         if let Some(cause) = stop_cause(engine, plan_id)? {
-            break stop(engine, &mut plan, cause)?;
+            break stop(engine, &mut driving.plan, cause)?;
         }
-        plan = engine.plan(plan_id)?;
-        let gates = Gates::of(&plan);
-        let reason = engine.store().plan_state_reason(plan_id)?;
-        match (plan.phase(), plan.state()) {
-            (_, ProcessingState::Cancelled) => {
-                break Stopped::Cancelled {
-                    reason: engine.store().plan_cancel_reason(plan_id)?,
-                };
-            }
-            (Phase::Applied, _) => break Stopped::Applied,
-            (Phase::Strategize, ProcessingState::Queued | ProcessingState::Errored) => {
-                let awaiting = reason.as_deref() == Some("awaiting_decision");
-                let redecide = reason.as_deref() == Some("redecide");
-                if awaiting {
-                    let pending: Vec<Approval> = engine
-                        .store()
-                        .pending_approvals(Some(plan_id))?
-                        .into_iter()
-                        .filter(|a| a.kind == ApprovalKind::Decision)
-                        .collect();
-                    if !pending.is_empty() {
-                        break Stopped::Decisions { approvals: pending };
-                    }
-                    let n = engine
-                        .store()
-                        .decisions(plan_id)?
-                        .iter()
-                        .filter(|d| d.is_current())
-                        .count();
-                    strategize::complete(engine, &mut plan, n)?;
-                    continue;
-                }
-                if plan.state() == ProcessingState::Errored && !explicit {
-                    break Stopped::Errored {
-                        code: plan.error_code.clone().unwrap_or_default(),
-                        message: plan.error_message.clone().unwrap_or_default(),
-                    };
-                }
-                if !redecide && !explicit && !gates.auto_strategize() {
-                    let approval = approvals::raise_gate(engine, &plan, Gate::Strategize)?;
-                    break Stopped::Gate {
-                        approval: Box::new(approval),
-                    };
-                }
-                explicit = false;
-                let guidance = if redecide || plan.state() == ProcessingState::Errored {
-                    pending_guidance(engine, &plan)?
-                } else {
-                    Vec::new()
-                };
-                if op != Op::Continue || gates.auto_strategize() {
-                    resolve_gate(engine, &mut plan, Gate::Strategize)?;
-                }
-                match strategize::run(engine, &mut plan, &guidance)? {
-                    strategize::Ended::Complete { .. } | strategize::Ended::Stopped => continue,
-                    strategize::Ended::AwaitingDecisions(approvals) => {
-                        break Stopped::Decisions { approvals };
-                    }
-                    strategize::Ended::Errored { code, message } => {
-                        break Stopped::Errored { code, message };
-                    }
-                }
-            }
-            (Phase::Strategize, ProcessingState::Complete) => {
-                if explicit || gates.auto_after(Phase::Strategize) {
-                    explicit = false;
-                    resolve_gate(engine, &mut plan, Gate::Execute)?;
-                    match execute::run(engine, &mut plan)? {
-                        execute::Ended::Complete | execute::Ended::Stopped => continue,
-                        execute::Ended::AwaitingDecision(approvals)
-                        | execute::Ended::AwaitingApproval(approvals) => {
-                            break Stopped::Decisions { approvals };
-                        }
-                        execute::Ended::Errored { code, message } => {
-                            break Stopped::Errored { code, message };
-                        }
-                    }
-                }
-                let approval = approvals::raise_gate(engine, &plan, Gate::Execute)?;
-                break Stopped::Gate {
-                    approval: Box::new(approval),
-                };
-            }
-            (Phase::Execute, ProcessingState::Complete) => {
-                // A child is merged by its parent's spawn step, never applied by itself.
-                if let Some(parent) = plan.parent_plan_id
-                    && engine.store().child_link(&plan.plan_id)?.is_some()
-                {
-                    break Stopped::NothingToDo {
-                        next: format!("agents plan execute {parent}"),
-                    };
-                }
-                if op == Op::Execute && explicit {
-                    break Stopped::NothingToDo {
-                        next: format!("agents plan apply {plan_id}"),
-                    };
-                }
-                if matches!(op, Op::Apply { .. }) || gates.auto_after(Phase::Execute) {
-                    explicit = false;
-                    match apply::run(engine, &mut plan, no_commit)? {
-                        apply::Ended::Applied(_) => continue,
-                        apply::Ended::Errored { code, message } => {
-                            break Stopped::Errored { code, message };
-                        }
-                    }
-                }
-                let approval = approvals::raise_gate(engine, &plan, Gate::Apply)?;
-                break Stopped::Gate {
-                    approval: Box::new(approval),
-                };
-            }
-            (Phase::Execute, ProcessingState::Queued | ProcessingState::Errored) => {
-                // The execution actor's question (`request_decision`) and a spawn (`plan decide
-                // APR --option spawn|skip`) wait for their answers.
-                let pending: Vec<Approval> = engine
-                    .store()
-                    .pending_approvals(Some(plan_id))?
-                    .into_iter()
-                    .filter(|a| matches!(a.kind, ApprovalKind::Decision | ApprovalKind::ChildSpawn))
-                    .collect();
-                if !pending.is_empty() {
-                    break Stopped::Decisions { approvals: pending };
-                }
-                if plan.state() == ProcessingState::Errored && !explicit {
-                    break Stopped::Errored {
-                        code: plan.error_code.clone().unwrap_or_default(),
-                        message: plan.error_message.clone().unwrap_or_default(),
-                    };
-                }
-                explicit = false;
-                match execute::run(engine, &mut plan)? {
-                    execute::Ended::Complete | execute::Ended::Stopped => continue,
-                    execute::Ended::AwaitingDecision(approvals)
-                    | execute::Ended::AwaitingApproval(approvals) => {
-                        break Stopped::Decisions { approvals };
-                    }
-                    execute::Ended::Errored { code, message } => {
-                        break Stopped::Errored { code, message };
-                    }
-                }
-            }
-            (Phase::Apply, ProcessingState::Queued | ProcessingState::Errored) => {
-                if !explicit {
-                    break Stopped::Errored {
-                        code: plan.error_code.clone().unwrap_or_default(),
-                        message: plan
-                            .error_message
-                            .clone()
-                            .unwrap_or_else(|| "apply did not finish".into()),
-                    };
-                }
-                explicit = false;
-                match apply::run(engine, &mut plan, no_commit)? {
-                    apply::Ended::Applied(_) => continue,
-                    apply::Ended::Errored { code, message } => {
-                        break Stopped::Errored { code, message };
-                    }
-                }
-            }
-            (phase, state) => {
-                return Err(wrong_state(
-                    &plan,
-                    format!(
-                        "plan {plan_id} is at {phase}/{state}, which this command cannot continue from"
-                    ),
-                    vec![format!("agents plan status {plan_id}")],
-                ));
-            }
+        driving.plan = engine.plan(plan_id)?;
+        if let Some(stopped) = driving.turn(engine)? {
+            break stopped;
         }
     };
     drop(guard);
     engine.flush(plan_id)?;
     let events = engine.take_log();
     let plan = engine.plan(plan_id)?;
-    Ok(Driven {
-        plan,
-        stopped,
-        events,
-    })
+    // A failed step may send the plan back to revise its strategy (auto_strategy_revision).
+    super::revision::after_failure(
+        engine,
+        Driven {
+            plan,
+            stopped,
+            events,
+        },
+    )
+}
+
+/// One run of [`drive`]: the operation asked for, whether its first piece of work is still
+/// to come (the operation answers the gate in front of it), and the plan.
+struct Driving {
+    op: Op,
+    explicit: bool,
+    plan: Plan,
+}
+
+impl Driving {
+    /// The piece of work the transition table names for the plan's state; `Some` when
+    /// driving stops.
+    fn turn(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+        let plan_id = self.plan.plan_id;
+        let drive = if self.explicit {
+            self.op.drive()
+        } else {
+            Drive::Continue
+        };
+        match transitions::next(self.plan.phase(), self.plan.state(), drive) {
+            Next::Cancelled => Ok(Some(Stopped::Cancelled {
+                reason: engine.store().plan_cancel_reason(&plan_id)?,
+            })),
+            Next::Applied => Ok(Some(Stopped::Applied)),
+            Next::Strategize => self.strategize(engine),
+            Next::EnterExecute => self.enter_execute(engine),
+            Next::ResumeExecute => self.resume_execute(engine),
+            Next::ExecuteDone | Next::EnterApply => self.after_execute(engine),
+            Next::ResumeApply => self.resume_apply(engine),
+            Next::Refused => Err(wrong_state(
+                &self.plan,
+                format!(
+                    "plan {plan_id} is at {}/{}, which this command cannot continue from",
+                    self.plan.phase(),
+                    self.plan.state()
+                ),
+                vec![format!("agents plan status {plan_id}")],
+            )),
+        }
+    }
+
+    /// The plan's recorded error, when this run does not retry it.
+    fn errored(&self) -> Stopped {
+        Stopped::Errored {
+            code: self.plan.error_code.clone().unwrap_or_default(),
+            message: self.plan.error_message.clone().unwrap_or_default(),
+        }
+    }
+
+    /// Strategize, queued or errored: decisions a human must answer first, an error to
+    /// report, the strategize gate, or a Strategize run.
+    fn strategize(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+        let plan_id = self.plan.plan_id;
+        let gates = Gates::of(&self.plan);
+        let reason = engine.store().plan_state_reason(&plan_id)?;
+        let redecide = reason.as_deref() == Some("redecide");
+        if reason.as_deref() == Some("awaiting_decision") {
+            let pending: Vec<Approval> = engine
+                .store()
+                .pending_approvals(Some(&plan_id))?
+                .into_iter()
+                .filter(|a| a.kind == ApprovalKind::Decision)
+                .collect();
+            if !pending.is_empty() {
+                return Ok(Some(Stopped::Decisions { approvals: pending }));
+            }
+            let n = engine
+                .store()
+                .decisions(&plan_id)?
+                .iter()
+                .filter(|d| d.is_current())
+                .count();
+            strategize::complete(engine, &mut self.plan, n)?;
+            return Ok(None);
+        }
+        if self.plan.state() == ProcessingState::Errored && !self.explicit {
+            return Ok(Some(self.errored()));
+        }
+        if !redecide && !self.explicit && !gates.auto_strategize() {
+            let approval = approvals::raise_gate(engine, &self.plan, Gate::Strategize)?;
+            return Ok(Some(Stopped::Gate {
+                approval: Box::new(approval),
+            }));
+        }
+        self.explicit = false;
+        let guidance = if redecide || self.plan.state() == ProcessingState::Errored {
+            pending_guidance(engine, &self.plan)?
+        } else {
+            Vec::new()
+        };
+        if self.op != Op::Continue || gates.auto_strategize() {
+            resolve_gate(engine, &mut self.plan, Gate::Strategize)?;
+        }
+        Ok(match strategize::run(engine, &mut self.plan, &guidance)? {
+            strategize::Ended::Complete { .. } | strategize::Ended::Stopped => None,
+            strategize::Ended::AwaitingDecisions(approvals) => {
+                Some(Stopped::Decisions { approvals })
+            }
+            strategize::Ended::Errored { code, message } => {
+                Some(Stopped::Errored { code, message })
+            }
+        })
+    }
+
+    /// Strategize complete: Execute when asked for or allowed, otherwise the execute gate.
+    fn enter_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+        if self.explicit || Gates::of(&self.plan).auto_after(Phase::Strategize) {
+            self.explicit = false;
+            resolve_gate(engine, &mut self.plan, Gate::Execute)?;
+            return self.execute(engine);
+        }
+        let approval = approvals::raise_gate(engine, &self.plan, Gate::Execute)?;
+        Ok(Some(Stopped::Gate {
+            approval: Box::new(approval),
+        }))
+    }
+
+    /// Execute, queued or errored: the execution actor's question (`request_decision`) and a
+    /// spawn (`plan decide APR --option spawn|skip`) wait for their answers; an error is
+    /// reported unless this run retries it; otherwise Execute resumes.
+    fn resume_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+        let pending: Vec<Approval> = engine
+            .store()
+            .pending_approvals(Some(&self.plan.plan_id))?
+            .into_iter()
+            .filter(|a| {
+                matches!(
+                    a.kind,
+                    ApprovalKind::Decision
+                        | ApprovalKind::ChildSpawn
+                        | ApprovalKind::ToolApproval
+                        | ApprovalKind::InvariantViolation
+                )
+            })
+            .collect();
+        if !pending.is_empty() {
+            return Ok(Some(Stopped::Decisions { approvals: pending }));
+        }
+        if self.plan.state() == ProcessingState::Errored && !self.explicit {
+            return Ok(Some(self.errored()));
+        }
+        self.explicit = false;
+        self.execute(engine)
+    }
+
+    /// Runs Execute; `Some` unless it completed or was stopped (the loop finds out why).
+    fn execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+        Ok(match execute::run(engine, &mut self.plan)? {
+            execute::Ended::Complete | execute::Ended::Stopped => None,
+            execute::Ended::AwaitingDecision(approvals)
+            | execute::Ended::AwaitingApproval(approvals) => Some(Stopped::Decisions { approvals }),
+            execute::Ended::Errored { code, message } => Some(Stopped::Errored { code, message }),
+        })
+    }
+
+    /// Execute complete: a child waits for its parent; `plan execute` stops here; Apply when
+    /// asked for or allowed, otherwise the apply gate.
+    fn after_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+        let plan_id = self.plan.plan_id;
+        // A child is merged by its parent's spawn step, never applied by itself.
+        if let Some(parent) = self.plan.parent_plan_id
+            && engine.store().child_link(&plan_id)?.is_some()
+        {
+            return Ok(Some(Stopped::NothingToDo {
+                next: format!("agents plan execute {parent}"),
+            }));
+        }
+        if self.op == Op::Execute && self.explicit {
+            return Ok(Some(Stopped::NothingToDo {
+                next: format!("agents plan apply {plan_id}"),
+            }));
+        }
+        if matches!(self.op, Op::Apply { .. }) || Gates::of(&self.plan).auto_after(Phase::Execute) {
+            self.explicit = false;
+            return self.apply(engine);
+        }
+        let approval = approvals::raise_gate(engine, &self.plan, Gate::Apply)?;
+        Ok(Some(Stopped::Gate {
+            approval: Box::new(approval),
+        }))
+    }
+
+    /// Apply, queued or errored: resumed by `plan apply`, reported otherwise.
+    fn resume_apply(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+        if !self.explicit {
+            return Ok(Some(Stopped::Errored {
+                code: self.plan.error_code.clone().unwrap_or_default(),
+                message: self
+                    .plan
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| "apply did not finish".into()),
+            }));
+        }
+        self.explicit = false;
+        self.apply(engine)
+    }
+
+    /// Runs Apply; `None` once applied.
+    fn apply(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+        let no_commit = matches!(self.op, Op::Apply { no_commit: true });
+        Ok(match apply::run(engine, &mut self.plan, no_commit)? {
+            apply::Ended::Applied(_) => None,
+            apply::Ended::AwaitingApproval(approvals) => Some(Stopped::Decisions { approvals }),
+            apply::Ended::Errored { code, message } => Some(Stopped::Errored { code, message }),
+        })
+    }
 }
 
 /// Resolves the pending gate approval `gate` as approved (the user ran the command that

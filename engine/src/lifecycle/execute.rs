@@ -464,6 +464,14 @@ fn pause_step(
         "phase": "execute",
     });
     a.options = q.options.clone();
+    // A tool call waiting for approval records no decision: the approval is the record.
+    let d = match &q.tool {
+        Some(ask) => {
+            super::model_executor::tool_approval(&mut a, ask, step.decision_id, label);
+            None
+        }
+        None => Some(d),
+    };
     let pause = crate::store::pauses::ActorPause {
         approval_id: a.approval_id.clone(),
         plan_id,
@@ -484,7 +492,9 @@ fn pause_step(
         EventKind::StateChanged,
         json!({"phase": "execute", "state": "queued", "reason": "awaiting_decision", "step": label, "approvals": [raised.approval_id]}),
         |tx| {
-            crate::store::decisions::insert_in(tx, &d)?;
+            if let Some(d) = &d {
+                crate::store::decisions::insert_in(tx, d)?;
+            }
             crate::store::approvals::insert_in(tx, &raised)?;
             crate::store::pauses::insert_in(tx, &pause)?;
             save_step(tx, &plan_id, &paused)?;
@@ -503,32 +513,77 @@ fn pause_step(
 pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
     let sandboxes = sandboxes(engine);
     let plan_id = plan.plan_id;
+    // The plan's MCP servers: started by the first step that uses them, reused by the later
+    // ones, stopped when this run returns (done, paused, failed or cancelled).
+    let _servers = crate::tools::mcp::PlanServers::open(plan_id);
     let actor = plan
         .execution_actor
         .clone()
         .unwrap_or_else(|| SCRIPT_EXECUTOR.to_string());
     // Steps whose checkpoints a `plan rollback` discarded run again (their work is gone).
     engine.store_mut().reset_steps_after_rollback(&plan_id)?;
-    // Resume: a step left running (its driver vanished) or failed is rolled back first.
-    let mut resumed = Value::Null;
-    if plan.phase() == Phase::Execute
-        && let Some(step) = engine
-            .store()
-            .plan_steps(&plan_id)?
-            .into_iter()
-            .find(|s| matches!(s.status, StepStatus::Running | StepStatus::Failed))
-    {
-        engine.observer().progress(&format!(
-            "Execute: rolling back step {} to its start",
-            step.position
-        ));
-        let rolled = roll_back_step(engine, &sandboxes, &plan_id, &step)?;
-        let mut again = step.clone();
-        again.status = StepStatus::Pending;
-        save(engine.store_mut(), &plan_id, &again)?;
-        resumed = json!({"step": step.position, "decision_id": step.decision_id.to_string(), "rolled_back": rolled});
-        *plan = engine.plan(&plan_id)?;
+    let resumed = resume_interrupted_step(engine, &sandboxes, plan)?;
+    let gates = enter_execute(engine, plan, &actor, resumed)?;
+    register_targets(engine, &sandboxes, plan)?;
+    let run = StepRun {
+        sandboxes: &sandboxes,
+        actor: &actor,
+        gates: &gates,
+        plan_id,
+    };
+    let n = match run.steps(engine, plan)? {
+        Ok(n) => n,
+        Err(ended) => return Ok(ended),
+    };
+    if let Some(ended) = run.validations(engine, plan)? {
+        return Ok(ended);
     }
+    complete(engine, plan, &sandboxes, n)?;
+    Ok(Ended::Complete)
+}
+
+/// Resume: a step left running (its driver vanished) or failed is rolled back first. Returns
+/// what the `execute_started` event reports about it (`null` when nothing was resumed).
+fn resume_interrupted_step(
+    engine: &mut Engine,
+    sandboxes: &Sandboxes,
+    plan: &mut Plan,
+) -> Result<Value, RunError> {
+    let plan_id = plan.plan_id;
+    if plan.phase() != Phase::Execute {
+        return Ok(Value::Null);
+    }
+    let Some(step) = engine
+        .store()
+        .plan_steps(&plan_id)?
+        .into_iter()
+        .find(|s| matches!(s.status, StepStatus::Running | StepStatus::Failed))
+    else {
+        return Ok(Value::Null);
+    };
+    engine.observer().progress(&format!(
+        "Execute: rolling back step {} to its start",
+        step.position
+    ));
+    let rolled = roll_back_step(engine, sandboxes, &plan_id, &step)?;
+    let mut again = step.clone();
+    again.status = StepStatus::Pending;
+    save(engine.store_mut(), &plan_id, &again)?;
+    *plan = engine.plan(&plan_id)?;
+    Ok(
+        json!({"step": step.position, "decision_id": step.decision_id.to_string(), "rolled_back": rolled}),
+    )
+}
+
+/// Enters (or re-enters) Execute: the plan processing, its steps laid out on first entry,
+/// errored approvals resolved, `execute_started` written. Returns the plan's gates.
+fn enter_execute(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    actor: &str,
+    resumed: Value,
+) -> Result<Gates, RunError> {
+    let plan_id = plan.plan_id;
     let entering = plan.phase() == Phase::Strategize;
     if entering {
         plan.status
@@ -585,154 +640,84 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         },
     )?;
     engine.flush(&plan_id)?;
-    register_targets(engine, &sandboxes, plan)?;
-    let watcher = Watcher::start(engine, plan_id);
-    let decisions: BTreeMap<Id, Decision> = engine
-        .store()
-        .decisions(&plan_id)?
-        .into_iter()
-        .map(|d| (d.decision_id, d))
-        .collect();
-    let steps = engine.store().plan_steps(&plan_id)?;
-    let n = steps.len();
-    for mut step in steps {
-        if step.status == StepStatus::Done {
-            continue;
+    Ok(gates)
+}
+
+/// What every step of one Execute run shares.
+struct StepRun<'a> {
+    sandboxes: &'a Sandboxes,
+    actor: &'a str,
+    gates: &'a Gates,
+    plan_id: Id,
+}
+
+/// A paused step's approval and how its model run continues.
+type Resumed = (String, super::model_executor::Resume);
+
+impl StepRun<'_> {
+    /// Runs every step not done yet, in order. The number of steps, or how the run ended early.
+    fn steps(
+        &self,
+        engine: &mut Engine,
+        plan: &mut Plan,
+    ) -> Result<Result<usize, Ended>, RunError> {
+        let plan_id = self.plan_id;
+        let watcher = Watcher::start(engine, plan_id);
+        let decisions: BTreeMap<Id, Decision> = engine
+            .store()
+            .decisions(&plan_id)?
+            .into_iter()
+            .map(|d| (d.decision_id, d))
+            .collect();
+        let steps = engine.store().plan_steps(&plan_id)?;
+        let n = steps.len();
+        for mut step in steps {
+            if step.status == StepStatus::Done {
+                continue;
+            }
+            let Some(decision) = decisions.get(&step.decision_id) else {
+                continue;
+            };
+            let key = decision.context_snapshot["key"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let label = format!("step {} of {n}: {key}", step.position);
+            if let Some(ended) = self.step(engine, plan, &watcher, decision, &mut step, &label)? {
+                return Ok(Err(ended));
+            }
         }
-        let Some(decision) = decisions.get(&step.decision_id) else {
-            continue;
-        };
-        let key = decision.context_snapshot["key"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let label = format!("step {} of {n}: {key}", step.position);
-        let mut retries_left = gates.step_retries();
+        Ok(Ok(n))
+    }
+
+    /// Runs one step to its end, retrying a failure as the profile allows; `Some` when the
+    /// run ends with it (stopped, paused, awaiting approvals, errored).
+    fn step(
+        &self,
+        engine: &mut Engine,
+        plan: &mut Plan,
+        watcher: &Watcher,
+        decision: &Decision,
+        step: &mut PlanStep,
+        label: &str,
+    ) -> Result<Option<Ended>, RunError> {
+        let plan_id = self.plan_id;
+        let mut retries_left = self.gates.step_retries();
         loop {
             if watcher.stopped() || super::driver::stop_cause(engine, &plan_id)?.is_some() {
-                return Ok(Ended::Stopped);
+                return Ok(Some(Ended::Stopped));
             }
-            // A run paused by `request_decision` continues once the user has answered;
-            // the step keeps its start checkpoint (its work so far stays).
-            let resume = match engine.store().open_pause(&plan_id, &step.decision_id)? {
-                Some(pause) => match engine.store().approval(&pause.approval_id)? {
-                    Some(a) if a.status == ApprovalStatus::Pending => {
-                        return Ok(Ended::AwaitingDecision(vec![a]));
-                    }
-                    Some(a) => Some((
-                        pause.approval_id.clone(),
-                        super::model_executor::Resume {
-                            answer: answer_text(&a),
-                            transcript: pause.transcript,
-                            call_id: pause.call_id,
-                        },
-                    )),
-                    None => None,
-                },
-                None => None,
+            let resume = match pending_resume(engine, &plan_id, step)? {
+                Ok(resume) => resume,
+                Err(waiting) => return Ok(Some(waiting)),
             };
             engine.observer().progress(&format!("Execute: {label}"));
-            let start = if resume.is_some() {
-                step.start_checkpoints
-                    .get("checkpoint")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            } else {
-                let start = take_checkpoint(
-                    engine,
-                    &sandboxes,
-                    &plan_id,
-                    "start",
-                    &label,
-                    &step.decision_id,
-                )?;
-                step.start_checkpoints = serde_json::Map::new();
-                if let Some(cp) = &start {
-                    step.start_checkpoints
-                        .insert("checkpoint".into(), json!(cp));
-                }
-                start
+            self.start_step(engine, plan, step, label, resume.as_ref())?;
+            let replay_conflict = match self.replay_kept(engine, plan, step, label)? {
+                Some(conflict) => conflict,
+                None => return Ok(None),
             };
-            step.status = StepStatus::Running;
-            step.runs += 1;
-            step.started_at = Some(Timestamp::now());
-            step.finished_at = None;
-            step.error = None;
-            let started = step.clone();
-            commit(
-                engine.store_mut(),
-                plan,
-                EventKind::ExecuteStep,
-                json!({"step": label, "position": started.position, "decision_id": started.decision_id.to_string(), "status": "started", "run": started.runs, "checkpoint": start, "resumed_after": resume.as_ref().map(|(apr, _)| apr)}),
-                |tx| save_step(tx, &plan_id, &started),
-            )?;
-            engine.flush(&plan_id)?;
-            if let Some((apr, _)) = &resume {
-                engine.store_mut().mark_pause_resumed(apr)?;
-            }
-            // A step a correction kept: replay its recorded delta instead of running the
-            // actor; a conflict (or missing checkpoints) makes it re-run.
-            let mut replay_conflict = Value::Null;
-            if let Some(recorded) = step.replay.clone() {
-                let replayed = crate::correction::replay::replay(
-                    engine.store(),
-                    &sandboxes,
-                    &plan_id,
-                    &recorded,
-                )?;
-                if let crate::correction::replay::Replayed::Merged { .. } = &replayed {
-                    let output = json!({"replayed": replayed, "from": recorded});
-                    finish_step(
-                        engine, plan, &sandboxes, &mut step, &label, output, "replayed",
-                    )?;
-                    break;
-                }
-                replay_conflict = json!(replayed);
-                step.replay = None;
-                let conflicted = step.clone();
-                commit(
-                    engine.store_mut(),
-                    plan,
-                    EventKind::ExecuteStep,
-                    json!({"step": label, "position": conflicted.position, "decision_id": conflicted.decision_id.to_string(), "status": "replay_conflict", "replay": replay_conflict, "why": "the recorded delta does not apply to the corrected work; the step re-runs"}),
-                    |tx| save_step(tx, &plan_id, &conflicted),
-                )?;
-                engine.flush(&plan_id)?;
-            }
-            let policy = policy(engine, plan)?;
-            let flag = Arc::clone(&watcher.flag);
-            let stop_flag = Arc::clone(&watcher.flag);
-            let ended = if super::children::is_spawn_step(decision) {
-                let snapshot = plan.clone();
-                super::children::run_step(engine, &snapshot, decision, flag)?
-            } else if actor == SCRIPT_EXECUTOR {
-                let mut runner = ToolRunner::new(engine.store_mut(), &sandboxes).with_cancel(flag);
-                script_executor::run_step(
-                    &mut runner,
-                    &plan_id,
-                    &policy,
-                    decision
-                        .context_snapshot
-                        .get("script_step")
-                        .filter(|v| !v.is_null()),
-                    &move || stop_flag.load(Ordering::SeqCst),
-                )?
-            } else {
-                let mut guidance = guidance_for(engine.store(), &plan_id)?;
-                if let Some(reason) = &decision.correction_reason {
-                    guidance.push(format!("Correction of this step: {reason}"));
-                }
-                let snapshot = plan.clone();
-                super::model_executor::run_step(
-                    engine,
-                    &snapshot,
-                    decision,
-                    policy,
-                    flag,
-                    &guidance,
-                    resume.as_ref().map(|(_, r)| r),
-                )
-            };
+            let ended = self.dispatch(engine, plan, watcher, decision, resume.as_ref())?;
             let ended = match ended {
                 StepEnd::Done { output } if !replay_conflict.is_null() => StepEnd::Done {
                     output: json!({"replay_conflict": replay_conflict, "rerun": output}),
@@ -740,34 +725,25 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                 other => other,
             };
             match ended {
-                StepEnd::Stopped => return Ok(Ended::Stopped),
+                StepEnd::Stopped => return Ok(Some(Ended::Stopped)),
                 StepEnd::Paused(q) => {
-                    let approval = pause_step(engine, plan, &step, &label, *q)?;
-                    return Ok(Ended::AwaitingDecision(vec![approval]));
+                    let approval = pause_step(engine, plan, step, label, *q)?;
+                    return Ok(Some(Ended::AwaitingDecision(vec![approval])));
                 }
                 StepEnd::Awaiting { approvals } => {
-                    step.status = StepStatus::Pending;
-                    step.finished_at = None;
-                    let waiting = step.clone();
-                    *plan = engine.plan(&plan_id)?;
-                    state::set_state(plan, ProcessingState::Queued)?;
-                    let tx_plan = plan.clone();
-                    commit(
-                        engine.store_mut(),
-                        plan,
-                        EventKind::ExecuteStep,
-                        json!({"step": label, "position": waiting.position, "decision_id": waiting.decision_id.to_string(), "status": "awaiting_approval", "approvals": approvals.iter().map(|a| a.approval_id.clone()).collect::<Vec<_>>()}),
-                        |tx| {
-                            save_step(tx, &plan_id, &waiting)?;
-                            state::reason(tx, &tx_plan, Some("awaiting_child_spawn"))
-                        },
-                    )?;
-                    engine.flush(&plan_id)?;
-                    return Ok(Ended::AwaitingApproval(approvals));
+                    await_approvals(engine, plan, step, label, &approvals)?;
+                    return Ok(Some(Ended::AwaitingApproval(approvals)));
                 }
                 StepEnd::Done { output } => {
-                    finish_step(engine, plan, &sandboxes, &mut step, &label, output, "done")?;
-                    break;
+                    finish_step(engine, plan, self.sandboxes, step, label, output, "done")?;
+                    // Spec 12, prevention: a violated invariant stops the plan here.
+                    return super::invariant_checks::after_step(
+                        engine,
+                        plan,
+                        self.sandboxes,
+                        step,
+                        label,
+                    );
                 }
                 StepEnd::Failed {
                     code,
@@ -778,97 +754,269 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
                     // children would conflict again).
                     if retries_left > 0 && code != "NOT_SUPPORTED" && code != "MERGE_CONFLICT" {
                         retries_left -= 1;
-                        let rolled = roll_back_step(engine, &sandboxes, &plan_id, &step)?;
-                        *plan = engine.plan(&plan_id)?;
-                        // A rollback to a checkpoint leaves the plan queued; one to the base
-                        // (the first step made no checkpoint) leaves it processing.
-                        if plan.state() != ProcessingState::Processing {
-                            state::set_state(plan, ProcessingState::Processing)?;
-                        }
-                        commit(
-                            engine.store_mut(),
-                            plan,
-                            EventKind::ExecuteStep,
-                            json!({"step": label, "position": step.position, "decision_id": step.decision_id.to_string(), "status": "retrying", "error": message, "rolled_back": rolled, "why": "auto_checkpoint_restore"}),
-                            |_| Ok(()),
-                        )?;
-                        engine.flush(&plan_id)?;
+                        self.retry_step(engine, plan, step, label, &message)?;
                         continue;
                     }
-                    step.status = StepStatus::Failed;
-                    step.error = Some(message.clone());
-                    step.output = Some(output.to_string());
-                    step.finished_at = Some(Timestamp::now());
-                    let failed = step.clone();
-                    let tx_plan = plan.clone();
-                    commit(
-                        engine.store_mut(),
-                        plan,
-                        EventKind::ExecuteStep,
-                        json!({"step": label, "position": failed.position, "decision_id": failed.decision_id.to_string(), "status": "failed", "error": message, "output": event_output(&output)}),
-                        |tx| {
-                            let _ = &tx_plan;
-                            save_step(tx, &plan_id, &failed)
-                        },
-                    )?;
-                    let answer = format!("agents plan execute {plan_id}");
-                    state::errored(
-                        engine.store_mut(),
-                        plan,
-                        &code,
-                        &message,
-                        json!({"step": failed.position, "decision_id": failed.decision_id.to_string(), "output": event_output(&output)}),
-                        &answer,
-                    )?;
-                    engine.flush(&plan_id)?;
-                    return Ok(Ended::Errored { code, message });
+                    fail_step(engine, plan, step, label, &code, &message, &output)?;
+                    return Ok(Some(Ended::Errored { code, message }));
                 }
             }
         }
     }
-    drop(watcher);
 
-    // Required validations, as the last step, in the sandboxes.
-    engine
-        .observer()
-        .progress("Execute: running the project's validations");
-    let mut results = super::validations::run_in_sandboxes(engine, &sandboxes, plan)?;
-    // auto_validation_fix: a model executor gets the failure output and another try, at most
-    // twice; each try is a `validation_response` decision with its own checkpoints.
-    let mut rounds = if actor == SCRIPT_EXECUTOR {
-        0
-    } else {
-        gates.validation_fix_rounds()
-    };
-    while rounds > 0 {
-        let Some(failed) = results.iter().find(|r| r.required && !r.passed).cloned() else {
-            break;
+    /// Marks the step running, with a start checkpoint unless it resumes a paused run (the
+    /// step keeps its start checkpoint then: its work so far stays).
+    fn start_step(
+        &self,
+        engine: &mut Engine,
+        plan: &mut Plan,
+        step: &mut PlanStep,
+        label: &str,
+        resume: Option<&Resumed>,
+    ) -> Result<(), RunError> {
+        let plan_id = self.plan_id;
+        let start = if resume.is_some() {
+            step.start_checkpoints
+                .get("checkpoint")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        } else {
+            let start = take_checkpoint(
+                engine,
+                self.sandboxes,
+                &plan_id,
+                "start",
+                label,
+                &step.decision_id,
+            )?;
+            step.start_checkpoints = serde_json::Map::new();
+            if let Some(cp) = &start {
+                step.start_checkpoints
+                    .insert("checkpoint".into(), json!(cp));
+            }
+            start
         };
-        rounds -= 1;
-        if super::driver::stop_cause(engine, &plan_id)?.is_some() {
-            return Ok(Ended::Stopped);
+        step.status = StepStatus::Running;
+        step.runs += 1;
+        step.started_at = Some(Timestamp::now());
+        step.finished_at = None;
+        step.error = None;
+        let started = step.clone();
+        commit(
+            engine.store_mut(),
+            plan,
+            EventKind::ExecuteStep,
+            json!({"step": label, "position": started.position, "decision_id": started.decision_id.to_string(), "status": "started", "run": started.runs, "checkpoint": start, "resumed_after": resume.map(|(apr, _)| apr)}),
+            |tx| save_step(tx, &plan_id, &started),
+        )?;
+        engine.flush(&plan_id)?;
+        if let Some((apr, _)) = resume {
+            engine.store_mut().mark_pause_resumed(apr)?;
         }
-        let mut fix = Decision::new(
-            plan_id,
-            crate::domain::decision::DecisionType::ValidationResponse,
-            format!("fix the failing validation `{}`", failed.command),
-            Timestamp::now(),
+        Ok(())
+    }
+
+    /// A step a correction kept: replays its recorded delta instead of running the actor;
+    /// a conflict (or missing checkpoints) makes it re-run. `None` when the replay finished
+    /// the step; otherwise the replay conflict (`null` when there was nothing to replay).
+    fn replay_kept(
+        &self,
+        engine: &mut Engine,
+        plan: &mut Plan,
+        step: &mut PlanStep,
+        label: &str,
+    ) -> Result<Option<Value>, RunError> {
+        let plan_id = self.plan_id;
+        let Some(recorded) = step.replay.clone() else {
+            return Ok(Some(Value::Null));
+        };
+        let replayed =
+            crate::sandbox::replay::replay(engine.store(), self.sandboxes, &plan_id, &recorded)?;
+        if let crate::sandbox::replay::Replayed::Merged { .. } = &replayed {
+            let output = json!({"replayed": replayed, "from": recorded});
+            finish_step(
+                engine,
+                plan,
+                self.sandboxes,
+                step,
+                label,
+                output,
+                "replayed",
+            )?;
+            return Ok(None);
+        }
+        let replay_conflict = json!(replayed);
+        step.replay = None;
+        let conflicted = step.clone();
+        commit(
+            engine.store_mut(),
+            plan,
+            EventKind::ExecuteStep,
+            json!({"step": label, "position": conflicted.position, "decision_id": conflicted.decision_id.to_string(), "status": "replay_conflict", "replay": replay_conflict, "why": "the recorded delta does not apply to the corrected work; the step re-runs"}),
+            |tx| save_step(tx, &plan_id, &conflicted),
+        )?;
+        engine.flush(&plan_id)?;
+        Ok(Some(replay_conflict))
+    }
+
+    /// Runs the step by its kind: a spawn step, a script step, or a model executor's step.
+    fn dispatch(
+        &self,
+        engine: &mut Engine,
+        plan: &Plan,
+        watcher: &Watcher,
+        decision: &Decision,
+        resume: Option<&Resumed>,
+    ) -> Result<StepEnd, RunError> {
+        let plan_id = self.plan_id;
+        let policy = policy(engine, plan)?;
+        let flag = Arc::clone(&watcher.flag);
+        let stop_flag = Arc::clone(&watcher.flag);
+        if super::children::is_spawn_step(decision) {
+            return super::children::run_step(engine, plan, decision, flag);
+        }
+        if self.actor == SCRIPT_EXECUTOR {
+            let mut runner = ToolRunner::new(engine.store_mut(), self.sandboxes).with_cancel(flag);
+            return Ok(script_executor::run_step(
+                &mut runner,
+                &plan_id,
+                &policy,
+                decision
+                    .context_snapshot
+                    .get("script_step")
+                    .filter(|v| !v.is_null()),
+                &move || stop_flag.load(Ordering::SeqCst),
+            )?);
+        }
+        let mut guidance = guidance_for(engine.store(), &plan_id)?;
+        if let Some(reason) = &decision.correction_reason {
+            guidance.push(format!("Correction of this step: {reason}"));
+        }
+        Ok(super::model_executor::run_step(
+            engine,
+            plan,
+            decision,
+            policy,
+            flag,
+            &guidance,
+            resume.map(|(_, r)| r),
+        ))
+    }
+
+    /// Rolls a failed step back to its start before it runs again
+    /// (`auto_checkpoint_restore`).
+    fn retry_step(
+        &self,
+        engine: &mut Engine,
+        plan: &mut Plan,
+        step: &PlanStep,
+        label: &str,
+        message: &str,
+    ) -> Result<(), RunError> {
+        let plan_id = self.plan_id;
+        let rolled = roll_back_step(engine, self.sandboxes, &plan_id, step)?;
+        *plan = engine.plan(&plan_id)?;
+        // A rollback to a checkpoint leaves the plan queued; one to the base (the first step
+        // made no checkpoint) leaves it processing.
+        if plan.state() != ProcessingState::Processing {
+            state::set_state(plan, ProcessingState::Processing)?;
+        }
+        commit(
+            engine.store_mut(),
+            plan,
+            EventKind::ExecuteStep,
+            json!({"step": label, "position": step.position, "decision_id": step.decision_id.to_string(), "status": "retrying", "error": message, "rolled_back": rolled, "why": "auto_checkpoint_restore"}),
+            |_| Ok(()),
+        )?;
+        engine.flush(&plan_id)?;
+        Ok(())
+    }
+
+    /// Required validations, as the last step, in the sandboxes. `auto_validation_fix`: a
+    /// model executor gets the failure output and another try, at most twice; each try is a
+    /// `validation_response` decision with its own checkpoints. `Some` when the run ends here.
+    fn validations(&self, engine: &mut Engine, plan: &mut Plan) -> Result<Option<Ended>, RunError> {
+        let plan_id = self.plan_id;
+        engine
+            .observer()
+            .progress("Execute: running the project's validations");
+        let mut results = super::validations::run_in_sandboxes(engine, self.sandboxes, plan)?;
+        let mut rounds = if self.actor == SCRIPT_EXECUTOR {
+            0
+        } else {
+            self.gates.validation_fix_rounds()
+        };
+        while rounds > 0 {
+            let Some(failed) = results.iter().find(|r| r.required && !r.passed).cloned() else {
+                break;
+            };
+            rounds -= 1;
+            if super::driver::stop_cause(engine, &plan_id)?.is_some() {
+                return Ok(Some(Ended::Stopped));
+            }
+            if self.fix_validation(engine, plan, &failed)? == StepEnd::Stopped {
+                return Ok(Some(Ended::Stopped));
+            }
+            results = super::validations::run_in_sandboxes(engine, self.sandboxes, plan)?;
+        }
+        let failed_required: Vec<&super::validations::Outcome> =
+            results.iter().filter(|r| r.required && !r.passed).collect();
+        let summary = json!({"execute": results});
+        commit(
+            engine.store_mut(),
+            plan,
+            EventKind::ExecuteStep,
+            json!({"step": "validations", "status": if failed_required.is_empty() { "done" } else { "failed" }, "validations": results}),
+            |_| Ok(()),
+        )?;
+        engine.flush(&plan_id)?;
+        plan.validation_summary = Some(summary);
+        let Some(first) = failed_required.first() else {
+            return Ok(None);
+        };
+        let fix_rounds = self.gates.validation_fix_rounds();
+        let message = format!(
+            "required validation `{}` failed ({}){}",
+            first.command,
+            first.result,
+            if fix_rounds > 0 && self.actor == SCRIPT_EXECUTOR {
+                "; builtin/script-executor cannot fix a failing validation, so auto_validation_fix does not apply"
+            } else if fix_rounds > 0 {
+                "; the execution actor's two fix attempts (auto_validation_fix) did not make it pass"
+            } else {
+                ""
+            }
         );
-        fix.attempt = plan.status.attempt;
-        fix.parent_decision_id = plan.decision_root_id;
-        fix.question = Some(format!("How to make `{}` pass?", failed.command));
-        fix.rationale = Some("auto_validation_fix: the required validation failed".into());
-        fix.step = Some(crate::domain::decision::Step {
-            instructions: format!(
-                "The required validation `{}` failed ({}).\nstdout:\n{}\nstderr:\n{}\nChange the project so that it passes, within the plan's strategy.",
-                failed.command, failed.result, failed.stdout, failed.stderr
-            ),
-            expected_outputs: Vec::new(),
-        });
+        let answer = format!("agents plan execute {plan_id}");
+        state::errored(
+            engine.store_mut(),
+            plan,
+            "VALIDATION_FAILED",
+            &message,
+            json!({"validations": results}),
+            &answer,
+        )?;
+        engine.flush(&plan_id)?;
+        Ok(Some(Ended::Errored {
+            code: "VALIDATION_FAILED".into(),
+            message,
+        }))
+    }
+
+    /// One `auto_validation_fix` try: a `validation_response` decision run by the model
+    /// executor between its own checkpoints.
+    fn fix_validation(
+        &self,
+        engine: &mut Engine,
+        plan: &mut Plan,
+        failed: &super::validations::Outcome,
+    ) -> Result<StepEnd, RunError> {
+        let plan_id = self.plan_id;
+        let fix = validation_fix_decision(plan, failed);
         let label = format!("validation fix: {}", failed.command);
         let start = take_checkpoint(
             engine,
-            &sandboxes,
+            self.sandboxes,
             &plan_id,
             "start",
             &label,
@@ -889,7 +1037,6 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         let flag = Arc::new(AtomicBool::new(false));
         let ended =
             super::model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance, None);
-
         let ended = match ended {
             StepEnd::Awaiting { .. } => StepEnd::Failed {
                 code: "STEP_FAILED".into(),
@@ -900,7 +1047,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         };
         let end = take_checkpoint(
             engine,
-            &sandboxes,
+            self.sandboxes,
             &plan_id,
             "end",
             &label,
@@ -914,52 +1061,131 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
             |_| Ok(()),
         )?;
         engine.flush(&plan_id)?;
-        if ended == StepEnd::Stopped {
-            return Ok(Ended::Stopped);
-        }
-        results = super::validations::run_in_sandboxes(engine, &sandboxes, plan)?;
+        Ok(ended)
     }
-    let failed_required: Vec<&super::validations::Outcome> =
-        results.iter().filter(|r| r.required && !r.passed).collect();
-    let summary = json!({"execute": results});
+}
+
+/// A run paused by `request_decision` continues once the user has answered. `Err` while the
+/// question is still open; `None` when the step has no pause.
+fn pending_resume(
+    engine: &Engine,
+    plan_id: &Id,
+    step: &PlanStep,
+) -> Result<Result<Option<Resumed>, Ended>, RunError> {
+    let Some(pause) = engine.store().open_pause(plan_id, &step.decision_id)? else {
+        return Ok(Ok(None));
+    };
+    Ok(match engine.store().approval(&pause.approval_id)? {
+        Some(a) if a.status == ApprovalStatus::Pending => Err(Ended::AwaitingDecision(vec![a])),
+        Some(a) => Ok(Some((
+            pause.approval_id.clone(),
+            super::model_executor::Resume::after(
+                &a,
+                pause.transcript,
+                pause.call_id,
+                answer_text(&a),
+            ),
+        ))),
+        None => Ok(None),
+    })
+}
+
+/// A spawn step waits for child-spawn approvals: the step pending again, the plan queued.
+fn await_approvals(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    step: &mut PlanStep,
+    label: &str,
+    approvals: &[crate::domain::approval::Approval],
+) -> Result<(), RunError> {
+    let plan_id = plan.plan_id;
+    step.status = StepStatus::Pending;
+    step.finished_at = None;
+    let waiting = step.clone();
+    *plan = engine.plan(&plan_id)?;
+    state::set_state(plan, ProcessingState::Queued)?;
+    let tx_plan = plan.clone();
     commit(
         engine.store_mut(),
         plan,
         EventKind::ExecuteStep,
-        json!({"step": "validations", "status": if failed_required.is_empty() { "done" } else { "failed" }, "validations": results}),
-        |_| Ok(()),
+        json!({"step": label, "position": waiting.position, "decision_id": waiting.decision_id.to_string(), "status": "awaiting_approval", "approvals": approvals.iter().map(|a| a.approval_id.clone()).collect::<Vec<_>>()}),
+        |tx| {
+            save_step(tx, &plan_id, &waiting)?;
+            state::reason(tx, &tx_plan, Some("awaiting_child_spawn"))
+        },
     )?;
     engine.flush(&plan_id)?;
-    if let Some(first) = failed_required.first() {
-        let message = format!(
-            "required validation `{}` failed ({}){}",
-            first.command,
-            first.result,
-            if gates.validation_fix_rounds() > 0 && actor == SCRIPT_EXECUTOR {
-                "; builtin/script-executor cannot fix a failing validation, so auto_validation_fix does not apply"
-            } else if gates.validation_fix_rounds() > 0 {
-                "; the execution actor's two fix attempts (auto_validation_fix) did not make it pass"
-            } else {
-                ""
-            }
-        );
-        plan.validation_summary = Some(summary);
-        let answer = format!("agents plan execute {plan_id}");
-        state::errored(
-            engine.store_mut(),
-            plan,
-            "VALIDATION_FAILED",
-            &message,
-            json!({"validations": results}),
-            &answer,
-        )?;
-        engine.flush(&plan_id)?;
-        return Ok(Ended::Errored {
-            code: "VALIDATION_FAILED".into(),
-            message,
-        });
-    }
-    plan.validation_summary = Some(summary);
+    Ok(())
+}
+
+/// A step failed for good: recorded failed, the plan errored.
+fn fail_step(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    step: &mut PlanStep,
+    label: &str,
+    code: &str,
+    message: &str,
+    output: &Value,
+) -> Result<(), RunError> {
+    let plan_id = plan.plan_id;
+    step.status = StepStatus::Failed;
+    step.error = Some(message.to_owned());
+    step.output = Some(output.to_string());
+    step.finished_at = Some(Timestamp::now());
+    let failed = step.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::ExecuteStep,
+        json!({"step": label, "position": failed.position, "decision_id": failed.decision_id.to_string(), "status": "failed", "error": message, "output": event_output(output)}),
+        |tx| save_step(tx, &plan_id, &failed),
+    )?;
+    let answer = format!("agents plan execute {plan_id}");
+    state::errored(
+        engine.store_mut(),
+        plan,
+        code,
+        message,
+        json!({"step": failed.position, "decision_id": failed.decision_id.to_string(), "output": event_output(output)}),
+        &answer,
+    )?;
+    engine.flush(&plan_id)?;
+    Ok(())
+}
+
+/// The `validation_response` decision of one `auto_validation_fix` try.
+fn validation_fix_decision(plan: &Plan, failed: &super::validations::Outcome) -> Decision {
+    let mut fix = Decision::new(
+        plan.plan_id,
+        crate::domain::decision::DecisionType::ValidationResponse,
+        format!("fix the failing validation `{}`", failed.command),
+        Timestamp::now(),
+    );
+    fix.attempt = plan.status.attempt;
+    fix.parent_decision_id = plan.decision_root_id;
+    fix.question = Some(format!("How to make `{}` pass?", failed.command));
+    fix.rationale = Some("auto_validation_fix: the required validation failed".into());
+    fix.step = Some(crate::domain::decision::Step {
+        instructions: format!(
+            "The required validation `{}` failed ({}).\nstdout:\n{}\nstderr:\n{}\nChange the project so that it passes, within the plan's strategy.",
+            failed.command, failed.result, failed.stdout, failed.stderr
+        ),
+        expected_outputs: Vec::new(),
+    });
+    fix
+}
+
+/// Execute finished: the sandboxes and last checkpoint recorded on the plan, which is
+/// complete; `execute_complete` written and the correction attempts closed.
+fn complete(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    sandboxes: &Sandboxes,
+    n: usize,
+) -> Result<(), RunError> {
+    let plan_id = plan.plan_id;
     let latest = engine.store().latest_checkpoint(&plan_id)?;
     let active = sandboxes.active(engine.store(), &plan_id)?;
     plan.sandbox_refs = active
@@ -982,6 +1208,6 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         |_| Ok(()),
     )?;
     engine.flush(&plan_id)?;
-    crate::correction::finish_attempts(engine.store_mut(), &plan_id)?;
-    Ok(Ended::Complete)
+    crate::store::corrections::finish_attempts(engine.store_mut(), &plan_id)?;
+    Ok(())
 }

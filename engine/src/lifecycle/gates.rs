@@ -17,11 +17,8 @@ pub struct Gates {
 }
 
 /// Flags this milestone reads but does not act on, with what happens instead (shown by
-/// `plan status`).
-pub const NOT_YET_SUPPORTED: [(&str, &str); 1] = [(
-    "auto_strategy_revision",
-    "not yet supported: treated as false (a stuck Execute asks a human instead of re-running Strategize)",
-)];
+/// `plan status`): none now.
+pub const NOT_YET_SUPPORTED: [(&str, &str); 0] = [];
 
 impl Gates {
     /// The gates of `plan` (its frozen flags; `manual` when it has none).
@@ -71,11 +68,62 @@ impl Gates {
         u32::from(self.flags.auto_checkpoint_restore)
     }
 
-    /// Whether re-running Strategize for a stuck subtree is automatic: always false in this
-    /// milestone (see [`NOT_YET_SUPPORTED`]).
+    /// Whether a step that failed after its retries sends the plan back to re-decide the
+    /// failed step's decision and its downstream subtree (`auto_strategy_revision`, within
+    /// `super::revision::REVISION_LIMIT`).
     pub fn auto_strategy_revision(&self) -> bool {
-        false
+        self.flags.auto_strategy_revision
     }
+}
+
+/// The confidence below which a decision goes to a human even when its phase's
+/// `auto_decisions_*` flag is on (spec section 27, "Semantic Escalation"; the spec names no
+/// figure).
+pub const CONFIDENCE_THRESHOLD: f64 = 0.5;
+
+/// The only profile under which semantic escalation is off: everything proceeds unattended.
+pub const NO_ESCALATION_PROFILE: &str = "full-auto";
+
+/// Why a decision must go to a human despite its profile: its confidence is below the
+/// threshold (spec section 27, "Semantic Escalation").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Escalation {
+    /// The confidence the actor gave, from 0.0 to 1.0.
+    pub confidence: f64,
+    /// The threshold it fell below.
+    pub threshold: f64,
+}
+
+impl Escalation {
+    /// One line for the approval's summary (shown by `plan status`).
+    pub fn describe(&self) -> String {
+        format!(
+            "confidence {:.2} is below the escalation threshold {:.2}",
+            self.confidence, self.threshold
+        )
+    }
+}
+
+/// The escalation threshold of `plan`: [`CONFIDENCE_THRESHOLD`], or `None` when its frozen
+/// profile is [`NO_ESCALATION_PROFILE`].
+pub fn escalation_threshold(plan: &Plan) -> Option<f64> {
+    let name = plan
+        .effective_profile_snapshot
+        .as_ref()
+        .and_then(|s| s.get("name"))
+        .and_then(|n| n.as_str());
+    (name != Some(NO_ESCALATION_PROFILE)).then_some(CONFIDENCE_THRESHOLD)
+}
+
+/// Whether a decision with `confidence` escalates under `plan`'s profile. A decision
+/// without a confidence never escalates (the actor did not say it was unsure).
+pub fn escalation(plan: &Plan, confidence: Option<f64>) -> Option<Escalation> {
+    let threshold = escalation_threshold(plan)?;
+    let confidence = confidence?;
+    (confidence < threshold).then_some(Escalation {
+        confidence,
+        threshold,
+    })
 }
 
 #[cfg(test)]
@@ -112,8 +160,28 @@ mod tests {
                 (strategize, execute, apply),
                 "{name}"
             );
-            assert!(!g.auto_strategy_revision(), "{name}");
+            assert_eq!(
+                g.auto_strategy_revision(),
+                matches!(name, "autonomous" | "full-auto"),
+                "{name}"
+            );
         }
+    }
+
+    #[test]
+    fn low_confidence_escalates_under_every_profile_but_full_auto() {
+        for name in crate::domain::name::BUILTIN_PROFILES {
+            let p = plan_with(name);
+            let low = escalation(&p, Some(0.3));
+            assert_eq!(low.is_none(), name == NO_ESCALATION_PROFILE, "{name}");
+            assert_eq!(escalation(&p, Some(0.5)), None, "{name}: at the threshold");
+            assert_eq!(escalation(&p, None), None, "{name}: no confidence given");
+        }
+        let e = escalation(&plan_with("trusted"), Some(0.3)).unwrap();
+        assert_eq!(
+            e.describe(),
+            "confidence 0.30 is below the escalation threshold 0.50"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The lifecycle engine (spec sections 08 to 13 and 27; lifecycle issue): takes a plan from
+//! The lifecycle engine (spec sections 08 to 13 and 27): takes a plan from
 //! its action to applied changes, pausing for a human exactly where the frozen automation
 //! profile says, and surviving errors, interruptions and crashes.
 //!
@@ -22,20 +22,25 @@
 
 pub mod apply;
 pub mod approvals;
-pub mod bases;
 pub mod checklist;
 pub mod children;
 pub mod driver;
+pub mod estimator;
 pub mod execute;
 pub mod gates;
+pub mod host;
 mod invariant_actor;
+pub mod invariant_checks;
 pub(crate) mod model;
 mod model_executor;
+pub mod offer;
 pub mod report;
+pub mod revision;
 pub mod rollback;
 pub mod script_executor;
 pub mod state;
 pub mod strategize;
+pub mod transitions;
 pub mod validations;
 
 use crate::config::Provider;
@@ -45,9 +50,7 @@ use crate::lease::{self, LeaseError};
 use crate::paths::Paths;
 use crate::store::{Store, StoreError};
 
-/// How many children of one parallel group run at once unless `max-parallel-children` says
-/// otherwise.
-pub const DEFAULT_MAX_PARALLEL_CHILDREN: usize = 2;
+pub use crate::config::DEFAULT_MAX_PARALLEL_CHILDREN;
 
 /// Receives what the engine does while it drives a plan.
 pub trait Observer: Send + Sync {
@@ -151,6 +154,12 @@ impl From<rusqlite::Error> for RunError {
 /// Reads an environment variable (API keys); `None` when unset.
 pub type EnvLookup = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// Re-decides a decision and its downstream subtree with guidance and drives the plan on
+/// (the revert correction, spec section 15), for `auto_strategy_revision` (spec section 27).
+/// The correction layer sits above the lifecycle, so the face that opens the engine hands
+/// it in ([`Engine::with_reviser`]); `Ok(None)` when the plan was not driven afterwards.
+pub type Reviser = fn(&mut Engine, &Id, &str) -> Result<Option<driver::Driven>, RunError>;
+
 /// The engine service: a store, where files live, the configured providers and an observer.
 /// The CLI and the TUI each hold one per command or session.
 pub struct Engine {
@@ -158,11 +167,13 @@ pub struct Engine {
     paths: Paths,
     providers: Vec<Provider>,
     env: EnvLookup,
-    client_options: crate::actors::providers::ClientOptions,
+    client_options: crate::providers::ClientOptions,
     observer: std::sync::Arc<dyn Observer>,
     max_parallel_children: usize,
     streamed: i64,
     log: Vec<EngineEvent>,
+    apply_request: crate::review::partial::ApplyRequest,
+    reviser: Option<Reviser>,
 }
 
 /// Everything needed to open another [`Engine`] on the same data directory in another thread
@@ -173,9 +184,10 @@ pub(crate) struct EngineSeed {
     paths: Paths,
     providers: Vec<Provider>,
     env: EnvLookup,
-    client_options: crate::actors::providers::ClientOptions,
+    client_options: crate::providers::ClientOptions,
     observer: std::sync::Arc<dyn Observer>,
     max_parallel_children: usize,
+    reviser: Option<Reviser>,
 }
 
 impl EngineSeed {
@@ -196,6 +208,8 @@ impl EngineSeed {
             max_parallel_children: self.max_parallel_children,
             streamed,
             log: Vec::new(),
+            apply_request: Default::default(),
+            reviser: self.reviser,
         })
     }
 
@@ -238,7 +252,15 @@ impl Engine {
             max_parallel_children: DEFAULT_MAX_PARALLEL_CHILDREN,
             streamed,
             log: Vec::new(),
+            apply_request: Default::default(),
+            reviser: None,
         })
+    }
+
+    /// Replaces the observer with one shared with other engines (the API's handle clones).
+    pub(crate) fn with_shared_observer(mut self, observer: std::sync::Arc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
     }
 
     /// Replaces how environment variables (API keys) are read.
@@ -248,6 +270,17 @@ impl Engine {
     ) -> Self {
         self.env = std::sync::Arc::new(env);
         self
+    }
+
+    /// The engine with `reviser` for `auto_strategy_revision` (see [`Reviser`]).
+    pub fn with_reviser(mut self, reviser: Reviser) -> Self {
+        self.reviser = Some(reviser);
+        self
+    }
+
+    /// The reviser handed in, if any (without one, `auto_strategy_revision` is not acted on).
+    pub fn reviser(&self) -> Option<Reviser> {
+        self.reviser
     }
 
     /// Sets how many children of one `subplan_parallel_spawn` group run at once (config key
@@ -262,6 +295,17 @@ impl Engine {
         self.max_parallel_children
     }
 
+    /// Sets what the next Apply in this process leaves out beyond the review marks
+    /// (`plan apply --only/--exclude/--discard-rest`, `docs/review.md`).
+    pub fn set_apply_request(&mut self, request: crate::review::partial::ApplyRequest) {
+        self.apply_request = request;
+    }
+
+    /// What [`Engine::set_apply_request`] set (empty by default).
+    pub fn apply_request(&self) -> &crate::review::partial::ApplyRequest {
+        &self.apply_request
+    }
+
     pub(crate) fn seed(&self) -> EngineSeed {
         EngineSeed {
             db: self.store.path().to_path_buf(),
@@ -271,11 +315,12 @@ impl Engine {
             client_options: self.client_options.clone(),
             observer: std::sync::Arc::clone(&self.observer),
             max_parallel_children: self.max_parallel_children,
+            reviser: self.reviser,
         }
     }
 
     /// Replaces the provider client options (timeouts, retry delays).
-    pub fn with_client_options(mut self, options: crate::actors::providers::ClientOptions) -> Self {
+    pub fn with_client_options(mut self, options: crate::providers::ClientOptions) -> Self {
         self.client_options = options;
         self
     }
@@ -304,7 +349,7 @@ impl Engine {
         self.env.as_ref()
     }
 
-    pub(crate) fn client_options(&self) -> &crate::actors::providers::ClientOptions {
+    pub(crate) fn client_options(&self) -> &crate::providers::ClientOptions {
         &self.client_options
     }
 

@@ -9,10 +9,11 @@ use tokio_util::sync::CancellationToken;
 use super::Engine;
 use crate::actors::accounting::{self, CallContext};
 use crate::actors::prompts::{self, Role};
-use crate::actors::providers::{ModelRef, ProviderClient};
 use crate::actors::runtime::{self, ActorRun, Limits, RunRequest, ToolHost};
 use crate::domain::Id;
+use crate::events::live::LiveKind;
 use crate::lease;
+use crate::providers::{ModelRef, ProviderClient};
 use crate::registry::actors::{self as actor_registry, ActorRef, ActorType};
 use crate::store::Store;
 
@@ -30,6 +31,9 @@ pub(crate) struct ModelActor {
     pub sampling: crate::actors::messages::Sampling,
     /// Max tokens per response.
     pub max_tokens: Option<u32>,
+    /// For a graph actor: its compiled graph (`client` is then its first llm node's, and
+    /// `template` starts empty: what callers append to it reaches every llm node).
+    pub graph: Option<Box<crate::actors::graph::Compiled>>,
 }
 
 /// Resolves `name` to a model actor for `role`. Built-in offline actors are not model actors.
@@ -48,14 +52,11 @@ pub(crate) fn resolve(
         ActorRef::Provider { name, .. } => {
             (name, None, Limits::default(), Default::default(), None)
         }
+        ActorRef::Custom { actor } if actor.definition.actor_type == ActorType::Graph => {
+            return resolve_graph(engine, plan, &actor, role);
+        }
         ActorRef::Custom { actor } => {
             let def = actor.definition;
-            if def.actor_type == ActorType::Graph {
-                return Err(format!(
-                    "actor {} is a graph actor; running graph actors is not yet supported",
-                    actor.name
-                ));
-            }
             let model = def
                 .model
                 .ok_or_else(|| format!("actor {} has no model", actor.name))?;
@@ -68,7 +69,7 @@ pub(crate) fn resolve(
                 model,
                 def.system_prompt,
                 limits,
-                crate::actors::oneshot::sampling_of(&def.options),
+                def.options.sampling(),
                 def.options.max_tokens,
             )
         }
@@ -78,17 +79,7 @@ pub(crate) fn resolve(
             ));
         }
     };
-    let model_ref = ModelRef::parse(&model).map_err(|e| e.to_string())?;
-    let client = ProviderClient::connect(engine.providers(), &model_ref, engine.env(), {
-        // Without auto_retry_transient the first transient failure stops the phase and
-        // raises a transient_failure approval (retry or abort) instead of retrying.
-        let mut options = engine.client_options().clone();
-        if !super::gates::Gates::of(plan).flags.auto_retry_transient {
-            options.retry = crate::actors::providers::RetryMode::Never;
-        }
-        options
-    })
-    .map_err(|e| e.to_string())?;
+    let client = connect(engine, plan, &model)?;
     Ok(ModelActor {
         name: name.to_string(),
         client,
@@ -96,6 +87,90 @@ pub(crate) fn resolve(
         limits,
         sampling,
         max_tokens,
+        graph: None,
+    })
+}
+
+/// A client for `<provider>/<model>` under the plan's retry rule: without
+/// `auto_retry_transient` the first transient failure stops the phase and raises a
+/// `transient_failure` approval (retry or abort) instead of retrying.
+fn connect(
+    engine: &Engine,
+    plan: &crate::domain::plan::Plan,
+    model: &str,
+) -> Result<ProviderClient, String> {
+    let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
+    let mut options = engine.client_options().clone();
+    if !super::gates::Gates::of(plan).flags.auto_retry_transient {
+        options.retry = crate::providers::RetryMode::Never;
+    }
+    ProviderClient::connect(engine.providers(), &model_ref, engine.env(), options)
+        .map_err(|e| e.to_string())
+}
+
+/// A graph actor for `role`: an llm node without its own system prompt gets the role's (so
+/// a strategist node knows to record decisions), its clients follow the plan's retry rule,
+/// and its skills' tools are the phase's.
+fn resolve_graph(
+    engine: &Engine,
+    plan: &crate::domain::plan::Plan,
+    actor: &crate::registry::actors::Actor,
+    role: Role,
+) -> Result<ModelActor, String> {
+    use crate::actors::graph::{CompileEnv, Compiled, GraphDef};
+    let graph = actor
+        .definition
+        .graph
+        .as_ref()
+        .ok_or_else(|| format!("graph actor {} has no graph", actor.name))
+        .and_then(GraphDef::from_value)?;
+    let phase = plan.phase();
+    let client = |m: &str| connect(engine, plan, m);
+    let resolve = |a: &str| {
+        actor_registry::resolve(engine.store(), engine.providers(), a).map_err(|e| e.to_string())
+    };
+    let skill_tools = |s: &[String]| -> Result<Vec<String>, String> {
+        if s.iter().any(|n| n.contains('/')) {
+            Ok(crate::skill_registry::union(engine.store(), s)
+                .map_err(|e| e.to_string())?
+                .tools
+                .into_iter()
+                .map(|t| t.name)
+                .collect())
+        } else {
+            crate::skills::offered_tools(s, phase).map_err(|e| e.to_string())
+        }
+    };
+    let template = |own: Option<&str>| Some(prompts::role_template(role, own).to_string());
+    let compiled = Compiled::compile(
+        &actor.name,
+        &graph,
+        &CompileEnv {
+            client: &client,
+            actor: &resolve,
+            skill_tools: &skill_tools,
+            template: &template,
+        },
+    )?;
+    let first = compiled.clients().first().map(|c| (*c).clone()).ok_or_else(|| {
+        format!(
+            "graph actor {} has no llm node, so no model plays its part in the plan; add an llm node",
+            actor.name
+        )
+    })?;
+    let mut limits = Limits::default();
+    if let Some(t) = actor.definition.limits.max_turns {
+        limits.max_turns = t;
+    }
+    limits.token_budget = actor.definition.limits.max_tokens;
+    Ok(ModelActor {
+        name: actor.name.clone(),
+        client: first,
+        template: String::new(),
+        limits,
+        sampling: Default::default(),
+        max_tokens: None,
+        graph: Some(Box::new(compiled)),
     })
 }
 
@@ -182,7 +257,20 @@ pub(crate) fn run<H: ToolHost>(
     let (result, ()) = rt.block_on(async {
         tokio::join!(
             async {
-                let r = runtime::run_actor(&actor.client, &request, tools, &cancel, &|_| {}).await;
+                let live = |e| {
+                    if let Some(kind) = live_kind(&actor.name, e) {
+                        crate::events::live::publish(*plan_id, kind);
+                    }
+                };
+                let r = match &actor.graph {
+                    Some(graph) => {
+                        crate::actors::graph::run_graph(graph, &request, tools, &cancel, &live)
+                            .await
+                    }
+                    None => {
+                        runtime::run_actor(&actor.client, &request, tools, &cancel, &live).await
+                    }
+                };
                 done.cancel();
                 r
             },
@@ -196,9 +284,89 @@ pub(crate) fn run<H: ToolHost>(
         decision_id: decision.map(Id::to_string),
         actor: actor.name.clone(),
     };
-    let rows = accounting::call_rows(&ctx, actor.client.provider(), &run);
+    let rows = accounting::call_rows_for(&ctx, engine.providers(), actor.client.provider(), &run);
     if let Err(e) = engine.store_mut().record_model_calls(&rows) {
         tracing::warn!(error = %e, "model calls could not be recorded");
     }
     Ok(run)
+}
+
+/// The live form of an actor's progress event for `plan` run by `actor`; `None` for what a
+/// face does not show live (token counts, truncation notes: those are stored with the call).
+fn live_kind(actor: &str, event: runtime::ActorEvent) -> Option<LiveKind> {
+    use runtime::ActorEvent as A;
+    let actor = actor.to_owned();
+    Some(match event {
+        A::TurnStarted { turn } => LiveKind::TurnStarted { actor, turn },
+        A::TextDelta { turn, text } => LiveKind::TextDelta { actor, turn, text },
+        A::Retrying {
+            attempt, reason, ..
+        } => LiveKind::Retrying {
+            actor,
+            attempt,
+            reason,
+        },
+        A::ToolCallStarted {
+            call_id,
+            name,
+            arguments,
+            ..
+        } => LiveKind::ToolCallStarted {
+            actor,
+            call_id,
+            name,
+            arguments,
+        },
+        A::ToolCallFinished {
+            call_id,
+            name,
+            is_error,
+            duration_ms,
+            ..
+        } => LiveKind::ToolCallFinished {
+            actor,
+            call_id,
+            name,
+            is_error,
+            duration_ms,
+        },
+        A::Usage { .. } | A::Truncated { .. } => return None,
+    })
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+
+    #[test]
+    fn actor_text_deltas_and_tool_calls_become_live_events() {
+        use crate::actors::runtime::ActorEvent;
+        let text = live_kind(
+            "openai/m",
+            ActorEvent::TextDelta {
+                turn: 2,
+                text: "Hel".into(),
+            },
+        );
+        assert_eq!(
+            text,
+            Some(LiveKind::TextDelta {
+                actor: "openai/m".into(),
+                turn: 2,
+                text: "Hel".into()
+            })
+        );
+        let started = live_kind(
+            "openai/m",
+            ActorEvent::ToolCallStarted {
+                turn: 1,
+                call_id: "c1".into(),
+                name: "file_read".into(),
+                arguments: "{\"path\":\"a\"}".into(),
+            },
+        );
+        assert!(
+            matches!(started, Some(LiveKind::ToolCallStarted { ref arguments, .. }) if arguments == "{\"path\":\"a\"}")
+        );
+    }
 }

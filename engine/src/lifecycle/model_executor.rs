@@ -8,6 +8,12 @@
 //! the step's next run continues that transcript, with the user's answer as the call's result
 //! ([`Resume`]).
 //!
+//! A call to a tool that needs a human's approval ([`crate::lifecycle::offer::Offer::approval_needed`]:
+//! `human_approval_required`, or an open-world MCP tool outside `full-auto`) pauses the run
+//! the same way, with a `tool_approval` showing the tool and its arguments ([`ToolAsk`]).
+//! Approved, the call runs when the step continues and its outcome becomes the call's
+//! result; rejected, the model is told the user refused it.
+//!
 //! `create_subplan` spawns child plans ([`super::children`]): a call without `parallel_group`
 //! runs its child at once and returns the result; calls sharing a group are queued and run
 //! together when the model calls another tool or ends the step. Each call is a `subplan_spawn`
@@ -32,9 +38,9 @@ use crate::actors::runtime::Stop;
 use crate::actors::runtime::{ToolHost, ToolOutcome};
 use crate::domain::decision::Decision;
 use crate::domain::{Id, Plan};
+use crate::lifecycle::host::RunnerHost;
 use crate::sandbox::Sandboxes;
 use crate::store::Store;
-use crate::tools::host::RunnerHost;
 use crate::tools::runner::Policy;
 
 /// A question the execution actor asked with `request_decision`, and the paused run.
@@ -52,6 +58,22 @@ pub struct Question {
     pub call_id: String,
     /// The conversation so far, ending with the call's placeholder result.
     pub transcript: Vec<Message>,
+    /// Set when the pause is for a tool call's approval (a `tool_approval`) rather than a
+    /// question.
+    pub tool: Option<ToolAsk>,
+}
+
+/// A tool call waiting for a human's approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolAsk {
+    /// The tool's real name (`local/deploy`, `everything.echo`).
+    pub tool: String,
+    /// The name the model called it by (the provider-safe form).
+    pub called_as: String,
+    /// The arguments, as the model sent them.
+    pub arguments: Value,
+    /// Why it needs approval.
+    pub reason: String,
 }
 
 /// A paused run to continue: its transcript, and the answer that becomes the result of call
@@ -64,22 +86,77 @@ pub struct Resume {
     pub call_id: String,
     /// The user's answer, in words for the model.
     pub answer: String,
+    /// Whether the answer is a refusal (a rejected `tool_approval`).
+    pub refused: bool,
+    /// A tool call a human approved, as (name the model called, arguments): it runs before
+    /// the model continues, and its outcome becomes the call's result.
+    pub approved_call: Option<(String, Value)>,
 }
 
 impl Resume {
-    /// The transcript with the answer in place of the call's placeholder result.
-    fn history(&self) -> Vec<Message> {
+    /// The resumption after `approval` was answered: a `tool_approval` runs its call when
+    /// approved and refuses it otherwise; any other approval answers the question with
+    /// `answer`.
+    pub fn after(
+        approval: &crate::domain::approval::Approval,
+        transcript: Vec<Message>,
+        call_id: String,
+        answer: String,
+    ) -> Self {
+        use crate::domain::approval::{ApprovalKind, ApprovalStatus};
+        let mut resume = Self {
+            transcript,
+            call_id,
+            answer,
+            refused: false,
+            approved_call: None,
+        };
+        if approval.kind != ApprovalKind::ToolApproval {
+            return resume;
+        }
+        let tool = approval.context["tool"].as_str().unwrap_or_default();
+        if approval.status == ApprovalStatus::Approved {
+            let called_as = approval.context["called_as"]
+                .as_str()
+                .unwrap_or(tool)
+                .to_string();
+            resume.approved_call = Some((called_as, approval.context["arguments"].clone()));
+            resume.answer = String::new();
+        } else {
+            let why = approval
+                .answer
+                .as_ref()
+                .and_then(|a| a.get("reason").or_else(|| a.get("guidance")))
+                .and_then(Value::as_str)
+                .filter(|r| !r.trim().is_empty())
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            resume.answer = format!(
+                "PERMISSION_DENIED: the user refused this call to {tool}{why}. Do not call it again with these arguments; carry on without it or finish the step saying what is left."
+            );
+            resume.refused = true;
+        }
+        resume
+    }
+
+    /// The transcript with `content` in place of the call's placeholder result.
+    fn history_with(&self, content: &str, is_error: bool) -> Vec<Message> {
         let mut history = self.transcript.clone();
         for m in history.iter_mut().rev() {
             if let Message::ToolResults { results } = m
                 && let Some(r) = results.iter_mut().find(|r| r.call_id == self.call_id)
             {
-                r.content.clone_from(&self.answer);
-                r.is_error = false;
+                content.clone_into(&mut r.content);
+                r.is_error = is_error;
                 break;
             }
         }
         history
+    }
+
+    /// The transcript with the answer in place of the call's placeholder result.
+    fn history(&self) -> Vec<Message> {
+        self.history_with(&self.answer, self.refused)
     }
 }
 
@@ -96,8 +173,40 @@ struct Asked {
 struct ExecutorTools {
     runner: RunnerHost,
     asked: Mutex<Option<Asked>>,
+    /// A call waiting for a human's approval.
+    approval: Mutex<Option<ToolAsk>>,
     cancel: Arc<AtomicBool>,
     subplans: Option<Subplans>,
+}
+
+/// Turns the approval raised for a paused run into a `tool_approval` for `ask`: the tool,
+/// its arguments and why it needs approval in the context, options `approve` and `reject`.
+pub(crate) fn tool_approval(
+    a: &mut crate::domain::approval::Approval,
+    ask: &ToolAsk,
+    step_decision_id: Id,
+    step: &str,
+) {
+    a.kind = crate::domain::approval::ApprovalKind::ToolApproval;
+    a.summary = format!(
+        "Allow the call to {} with {}?",
+        ask.tool,
+        crate::tools::runner::shorten(&ask.arguments)
+    );
+    a.answer_command = format!(
+        "agents plan decide {id} --option approve (or: agents plan reject {id} --reason TEXT)",
+        id = a.approval_id
+    );
+    a.context = json!({
+        "tool": ask.tool,
+        "called_as": ask.called_as,
+        "arguments": ask.arguments,
+        "reason": ask.reason,
+        "step_decision_id": step_decision_id.to_string(),
+        "step": step,
+        "phase": "execute",
+    });
+    a.options = vec!["approve".into(), "reject".into()];
 }
 
 /// Checks `request_decision`'s arguments; `Err` is the message for the model.
@@ -355,6 +464,36 @@ impl Subplans {
     }
 }
 
+impl ExecutorTools {
+    /// Ends the run after this turn with `tool`'s call waiting for a `tool_approval`.
+    fn ask_approval(
+        &self,
+        called_as: &str,
+        tool: String,
+        reason: String,
+        args: Value,
+    ) -> ToolOutcome {
+        let Ok(mut slot) = self.approval.lock() else {
+            return ToolOutcome::error("approvals are unavailable");
+        };
+        if slot.is_some() || self.asked.lock().is_ok_and(|a| a.is_some()) {
+            return ToolOutcome::error(format!(
+                "{tool} needs a human's approval, and another question or approval is already with the user; call it again once that is answered"
+            ));
+        }
+        let message = format!(
+            "{reason}, so this call waits for a human's approval. The run pauses here; once approved the call runs and its result replaces this message, and if refused you are told so."
+        );
+        *slot = Some(ToolAsk {
+            tool,
+            called_as: called_as.to_string(),
+            arguments: args,
+            reason,
+        });
+        ToolOutcome::finish(message)
+    }
+}
+
 impl ToolHost for ExecutorTools {
     fn specs(&self) -> Vec<ToolSpec> {
         let mut specs = self.runner.specs();
@@ -384,12 +523,15 @@ impl ToolHost for ExecutorTools {
                     ));
                 }
             }
+            if let Some((tool, reason)) = self.runner.approval_needed(name) {
+                return self.ask_approval(name, tool, reason, args);
+            }
             return self.runner.call(name, args).await;
         }
         let Ok(mut asked) = self.asked.lock() else {
             return ToolOutcome::error("request_decision is unavailable");
         };
-        if asked.is_some() {
+        if asked.is_some() || self.approval.lock().is_ok_and(|a| a.is_some()) {
             return ToolOutcome::error(
                 "ask one question at a time; the first one is with the user",
             );
@@ -461,95 +603,25 @@ pub(crate) fn run_step(
             };
         }
     };
-    let mut store = match Store::open(engine.store().path()) {
-        Ok(s) => s,
-        Err(e) => {
-            return StepEnd::Failed {
-                code: "STEP_FAILED".into(),
-                message: e.to_string(),
-                output: Value::Null,
-            };
-        }
-    };
-    // The command, MCP and Agent Skill tools of the actor's skills (spec 18, 19).
-    let offer = match crate::tools::offer::Offer::for_actor(
+    let tools = match step_tools(
         engine,
-        &mut store,
-        &plan.plan_id,
-        &policy,
+        plan,
+        decision,
+        policy,
+        &cancel,
         &actor_name,
-        true,
+        &mut actor,
     ) {
-        Ok(o) => o,
-        Err(message) => {
-            return StepEnd::Failed {
-                code: "SKILL_UNAVAILABLE".into(),
-                message,
-                output: Value::Null,
-            };
-        }
+        Ok(t) => t,
+        Err(end) => return end,
     };
-    if let Some(block) = offer.prompt_block() {
-        actor.template.push_str("\n\n");
-        actor.template.push_str(&block);
-    }
-    let subplans = Subplans {
-        seed: engine
-            .seed()
-            .with_observer(Arc::new(Relay(engine.observer_arc()))),
-        plan: plan.clone(),
-        step: decision.clone(),
-        pending: Mutex::new(None),
-        spawned: Mutex::new(Vec::new()),
-    };
-    let tools = ExecutorTools {
-        runner: RunnerHost::new(
-            store,
-            Sandboxes::new(engine.paths()),
-            plan.plan_id,
-            policy,
-            Arc::clone(&cancel),
-        )
-        .with_offer(offer),
-        asked: Mutex::new(None),
-        cancel: Arc::clone(&cancel),
-        subplans: Some(subplans),
-    };
-    let invariants: Vec<String> = plan.invariants.iter().map(|i| i.text.clone()).collect();
-    let step = decision
-        .step
-        .clone()
-        .unwrap_or(crate::domain::decision::Step {
-            instructions: decision.chosen_option.clone(),
-            expected_outputs: Vec::new(),
-        });
-    let context = json!({
-        "decision": {
-            "question": decision.question,
-            "chosen_option": decision.chosen_option,
-            "rationale": decision.rationale,
-        },
-        "step": step,
-        "definition_of_done": plan.definition_of_done,
-        "invariants": invariants,
-        "guidance": guidance,
-    });
-    let hot = step_context(engine, plan, decision, &step);
-    let mut prompt = format!("Carry out this step now: {}", step.instructions);
-    if !hot.text.is_empty() {
-        prompt.push_str("\n\n");
-        prompt.push_str(&hot.text);
-    }
+    let (input, hot) = step_input(engine, plan, decision, guidance, resume, &tools);
     let run = match model::run(
         engine,
         &plan.plan_id,
         Some(&decision.decision_id),
         &actor,
-        model::Input {
-            context,
-            prompt,
-            history: resume.map(Resume::history).unwrap_or_default(),
-        },
+        input,
         &tools,
     ) {
         Ok(r) => r,
@@ -584,10 +656,167 @@ pub(crate) fn run_step(
         "hot_context": hot.snapshot(),
     });
     let asked = tools.asked.into_inner().ok().flatten();
+    let approval = tools.approval.into_inner().ok().flatten();
     if cancel.load(Ordering::SeqCst) {
         return StepEnd::Stopped;
     }
+    step_end(run, asked, approval, group_failure, output)
+}
+
+/// The tools of a step: the built-ins the policy allows, the command, MCP and Agent Skill
+/// tools of the actor's skills (spec 18, 19; their prompt block is added to the actor's
+/// template), `request_decision`, approvals and child plans. `Err` is the step's failure.
+fn step_tools(
+    engine: &mut Engine,
+    plan: &Plan,
+    decision: &Decision,
+    policy: Policy,
+    cancel: &Arc<AtomicBool>,
+    actor_name: &str,
+    actor: &mut model::ModelActor,
+) -> Result<ExecutorTools, StepEnd> {
+    let mut store = match Store::open(engine.store().path()) {
+        Ok(s) => s,
+        Err(e) => {
+            return Err(StepEnd::Failed {
+                code: "STEP_FAILED".into(),
+                message: e.to_string(),
+                output: Value::Null,
+            });
+        }
+    };
+    // The command, MCP and Agent Skill tools of the actor's skills (spec 18, 19).
+    let offer = match crate::lifecycle::offer::Offer::for_actor(
+        engine,
+        &mut store,
+        &plan.plan_id,
+        &policy,
+        actor_name,
+        true,
+    ) {
+        Ok(o) => o,
+        Err(message) => {
+            return Err(StepEnd::Failed {
+                code: "SKILL_UNAVAILABLE".into(),
+                message,
+                output: Value::Null,
+            });
+        }
+    };
+    if let Some(block) = offer.prompt_block() {
+        actor.template.push_str("\n\n");
+        actor.template.push_str(&block);
+    }
+    let subplans = Subplans {
+        seed: engine
+            .seed()
+            .with_observer(Arc::new(Relay(engine.observer_arc()))),
+        plan: plan.clone(),
+        step: decision.clone(),
+        pending: Mutex::new(None),
+        spawned: Mutex::new(Vec::new()),
+    };
+    Ok(ExecutorTools {
+        runner: RunnerHost::new(
+            store,
+            Sandboxes::new(engine.paths()),
+            plan.plan_id,
+            policy,
+            Arc::clone(cancel),
+        )
+        .with_offer(offer),
+        asked: Mutex::new(None),
+        approval: Mutex::new(None),
+        cancel: Arc::clone(cancel),
+        subplans: Some(subplans),
+    })
+}
+
+/// The model's input for a step (its context, the prompt with the step's hot context, and
+/// on resume the history, an approved call run first), and that hot context.
+fn step_input(
+    engine: &Engine,
+    plan: &Plan,
+    decision: &Decision,
+    guidance: &[String],
+    resume: Option<&Resume>,
+    tools: &ExecutorTools,
+) -> (model::Input, crate::context::Hot) {
+    let invariants: Vec<String> = plan.invariants.iter().map(|i| i.text.clone()).collect();
+    let step = decision
+        .step
+        .clone()
+        .unwrap_or(crate::domain::decision::Step {
+            instructions: decision.chosen_option.clone(),
+            expected_outputs: Vec::new(),
+        });
+    let context = json!({
+        "decision": {
+            "question": decision.question,
+            "chosen_option": decision.chosen_option,
+            "rationale": decision.rationale,
+        },
+        "step": step,
+        "definition_of_done": plan.definition_of_done,
+        "invariants": invariants,
+        "guidance": guidance,
+    });
+    let hot = step_context(engine, plan, decision, &step);
+    let mut prompt = format!("Carry out this step now: {}", step.instructions);
+    if !hot.text.is_empty() {
+        prompt.push_str("\n\n");
+        prompt.push_str(&hot.text);
+    }
+    // An approved call runs first; its outcome is the result the model continues with.
+    let history = match resume {
+        Some(r) => match &r.approved_call {
+            Some((name, args)) => {
+                let outcome = tools.runner.call_approved(name, args.clone());
+                r.history_with(&outcome.content, outcome.is_error)
+            }
+            None => r.history(),
+        },
+        None => Vec::new(),
+    };
+    (
+        model::Input {
+            context,
+            prompt,
+            history,
+        },
+        hot,
+    )
+}
+
+/// How a step ends, from why the model stopped: paused on an approval or a question, done,
+/// or failed (a parallel group of children that failed, budget, actor errors).
+fn step_end(
+    run: crate::actors::runtime::ActorRun,
+    asked: Option<Asked>,
+    approval: Option<ToolAsk>,
+    group_failure: Option<String>,
+    output: Value,
+) -> StepEnd {
     match run.stop {
+        Stop::ToolEnded { tool } if approval.as_ref().is_some_and(|a| a.called_as == tool) => {
+            let ask = approval.expect("checked");
+            let call_id = run
+                .tool_calls
+                .iter()
+                .rev()
+                .find(|c| c.name == ask.called_as && !c.is_error)
+                .map(|c| c.call_id.clone())
+                .unwrap_or_default();
+            StepEnd::Paused(Box::new(Question {
+                question: format!("Allow the call to {}?", ask.tool),
+                options: vec!["approve".into(), "reject".into()],
+                recommended: None,
+                context: Some(ask.reason.clone()),
+                call_id,
+                transcript: run.transcript,
+                tool: Some(ask),
+            }))
+        }
         Stop::ToolEnded { tool } if tool == "request_decision" && asked.is_some() => {
             let asked = asked.expect("checked");
             let call_id = run
@@ -604,6 +833,7 @@ pub(crate) fn run_step(
                 context: asked.context,
                 call_id,
                 transcript: run.transcript,
+                tool: None,
             }))
         }
         Stop::Answered | Stop::ToolEnded { .. } if group_failure.is_some() => StepEnd::Failed {
@@ -667,6 +897,8 @@ mod tests {
             transcript: transcript.clone(),
             call_id: "c1".into(),
             answer: "The user chose option 2: b".into(),
+            refused: false,
+            approved_call: None,
         };
         let history = resume.history();
         assert_eq!(history[..2], transcript[..2]);
@@ -674,6 +906,36 @@ mod tests {
             panic!("{history:?}");
         };
         assert_eq!(results[0].content, "The user chose option 2: b");
+    }
+
+    #[test]
+    fn an_answered_tool_approval_runs_the_call_or_refuses_it() {
+        use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
+        let mut a = Approval::new(
+            Id::generate(),
+            ApprovalKind::ToolApproval,
+            "Allow?",
+            "",
+            jiff::Timestamp::now(),
+        );
+        a.context = json!({"tool": "local/deploy", "called_as": "local_deploy", "arguments": {"env": "prod"}});
+        a.status = ApprovalStatus::Approved;
+        let r = Resume::after(&a, Vec::new(), "c1".into(), "unused".into());
+        assert_eq!(
+            r.approved_call,
+            Some(("local_deploy".into(), json!({"env": "prod"})))
+        );
+        assert!(!r.refused);
+        a.status = ApprovalStatus::Rejected;
+        a.answer = Some(json!({"reason": "not on Fridays"}));
+        let r = Resume::after(&a, Vec::new(), "c1".into(), "unused".into());
+        assert!(r.approved_call.is_none() && r.refused);
+        assert!(
+            r.answer
+                .contains("refused this call to local/deploy: not on Fridays"),
+            "{}",
+            r.answer
+        );
     }
 
     #[test]

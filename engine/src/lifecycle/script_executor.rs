@@ -128,6 +128,14 @@ pub fn run_step(
         // `run:` or as `tool: shell_execute` (which used to count a timed-out command as done).
         Ok(result) if step.run.is_some() || record.tool == "shell_execute" => {
             let exit = result["exit_code"].as_i64();
+            for stream in ["stdout", "stderr"] {
+                crate::events::live::publish_output(
+                    *plan_id,
+                    &step.name,
+                    stream,
+                    result[stream].as_str().unwrap_or_default(),
+                );
+            }
             let output = json!({
                 "tool": "shell_execute",
                 "call_seq": record.seq,

@@ -11,7 +11,9 @@
 //!    depends on the root and on every `invariant_enforced` decision, plus what it declares,
 //!    and carries a context snapshot (a hash and references of what the actor read).
 //! 5. A decision with two or more options pauses the plan for a human when
-//!    `auto_decisions_strategize` is false; otherwise Strategize completes.
+//!    `auto_decisions_strategize` is false, and so does a decision whose confidence is below
+//!    the escalation threshold under every profile but `full-auto` (spec 27, "Semantic
+//!    Escalation", `super::gates::escalation`); otherwise Strategize completes.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -72,7 +74,7 @@ struct StrategistTools {
     draft: Mutex<StrategyDraft>,
     summary: Mutex<Option<String>>,
     /// Read-only command and Agent Skill tools of the strategist's skills (spec 18).
-    external: Option<crate::tools::host::RunnerHost>,
+    external: Option<crate::lifecycle::host::RunnerHost>,
     base: BaseTools,
 }
 
@@ -164,7 +166,7 @@ fn model_strategy(
     let tools = StrategistTools {
         draft: Mutex::new(StrategyDraft::default()),
         summary: Mutex::new(None),
-        external: crate::tools::offer::strategist_host(engine, plan, actor_name),
+        external: crate::lifecycle::offer::strategist_host(engine, plan, actor_name),
         base: BaseTools::new(scopes),
     };
     let description = plan.description.clone().unwrap_or_default();
@@ -451,6 +453,62 @@ fn record(
 ) -> Result<Ended, RunError> {
     let now = Timestamp::now();
     let attempt = plan.status.attempt;
+    let (root, reuse_root, base_hash) =
+        root_decision(engine, plan, effective, reconciler, &strategy, script, now)?;
+    let mut all: Vec<Decision> = Vec::new();
+    let mut deps: Vec<(Id, Id)> = Vec::new();
+    let mut invariant_ids = Vec::new();
+    for inv in &view.effective {
+        let mut d = Decision::new(
+            plan.plan_id,
+            DecisionType::InvariantEnforced,
+            &inv.text,
+            now,
+        );
+        d.attempt = attempt;
+        d.parent_decision_id = Some(root.decision_id);
+        d.question = Some("Which invariant must hold?".into());
+        d.rationale = Some(match plan.parent_plan_id {
+            Some(parent) => format!("inherited from parent plan {parent} (not reconciled again)"),
+            None => format!("effective {} invariant", inv.scope_label()),
+        });
+        d.context_snapshot = json!({
+            "hash": fingerprint(inv.text.as_bytes()),
+            "references": [inv.invariant_id],
+            "scope": inv.scope,
+        });
+        deps.push((root.decision_id, d.decision_id));
+        invariant_ids.push(d.decision_id);
+        all.push(d);
+    }
+    let needs_human = strategy_decisions(
+        plan,
+        actor,
+        &strategy,
+        (&root, &invariant_ids, &base_hash),
+        now,
+        &mut all,
+        &mut deps,
+    )?;
+    let count = store_decisions(engine, plan, &root, reuse_root, &all, &deps)?;
+    if !needs_human.is_empty() {
+        return raise_decision_approvals(engine, plan, needs_human);
+    }
+    complete(engine, plan, count)
+}
+
+/// The root decision (`prompt_definition`) of a strategy, with whether it is a child's root
+/// its parent recorded (kept, not inserted again), and the hash of what it was built from.
+fn root_decision(
+    engine: &Engine,
+    plan: &Plan,
+    effective: &[String],
+    reconciler: Value,
+    strategy: &Strategy,
+    script: Option<&[crate::registry::actions::ScriptStep]>,
+    now: Timestamp,
+) -> Result<(Decision, bool, String), RunError> {
+    let attempt = plan.status.attempt;
     let prompt_text = plan
         .description
         .clone()
@@ -498,35 +556,30 @@ fn record(
     if let Some(r) = handed_down {
         root = r;
     }
-    let mut all: Vec<Decision> = Vec::new();
-    let mut deps: Vec<(Id, Id)> = Vec::new();
-    let mut invariant_ids = Vec::new();
-    for inv in &view.effective {
-        let mut d = Decision::new(
-            plan.plan_id,
-            DecisionType::InvariantEnforced,
-            &inv.text,
-            now,
-        );
-        d.attempt = attempt;
-        d.parent_decision_id = Some(root.decision_id);
-        d.question = Some("Which invariant must hold?".into());
-        d.rationale = Some(match plan.parent_plan_id {
-            Some(parent) => format!("inherited from parent plan {parent} (not reconciled again)"),
-            None => format!("effective {} invariant", inv.scope_label()),
-        });
-        d.context_snapshot = json!({
-            "hash": fingerprint(inv.text.as_bytes()),
-            "references": [inv.invariant_id],
-            "scope": inv.scope,
-        });
-        deps.push((root.decision_id, d.decision_id));
-        invariant_ids.push(d.decision_id);
-        all.push(d);
-    }
+    Ok((root, reuse_root, base_hash))
+}
+
+/// A draft a human decides: (decision, options with the chosen one first, question, why it
+/// escalated when its confidence is below the threshold).
+type NeedsHuman = (Id, Vec<String>, String, Option<super::gates::Escalation>);
+
+/// The decisions of the strategy's drafts under `root` (and its invariant decisions), with
+/// their dependencies. Returns the drafts with alternatives a human picks among (decision,
+/// options, question) when Strategize decisions are not automatic or a draft's confidence
+/// escalates it.
+fn strategy_decisions(
+    plan: &Plan,
+    actor: &str,
+    strategy: &Strategy,
+    (root, invariant_ids, base_hash): (&Decision, &[Id], &str),
+    now: Timestamp,
+    all: &mut Vec<Decision>,
+    deps: &mut Vec<(Id, Id)>,
+) -> Result<Vec<NeedsHuman>, RunError> {
+    let attempt = plan.status.attempt;
     let mut by_key: HashMap<String, Id> = HashMap::new();
     let gates = Gates::of(plan);
-    let mut needs_human: Vec<(Id, Vec<String>, String)> = Vec::new();
+    let mut needs_human: Vec<NeedsHuman> = Vec::new();
     for (draft, raw) in strategy.drafts.iter().zip(&strategy.script_steps) {
         let kind: DecisionType = draft.decision_type.parse().map_err(RunError::Invalid)?;
         let mut d = Decision::new(plan.plan_id, kind, &draft.chosen_option, now);
@@ -555,7 +608,7 @@ fn record(
             "hot_context": strategy.snapshot.get("hot_context").cloned(),
         });
         deps.push((root.decision_id, d.decision_id));
-        for inv in &invariant_ids {
+        for inv in invariant_ids {
             deps.push((*inv, d.decision_id));
         }
         for k in &draft.depends_on {
@@ -566,15 +619,33 @@ fn record(
         if let Some(parent) = draft.parent.as_ref().and_then(|k| by_key.get(k)) {
             deps.push((*parent, d.decision_id));
         }
-        if !draft.alternatives_considered.is_empty() && !gates.auto_decisions(Phase::Strategize) {
+        let escalated = super::gates::escalation(plan, draft.confidence_score);
+        if escalated.is_some()
+            || (!draft.alternatives_considered.is_empty()
+                && !gates.auto_decisions(Phase::Strategize))
+        {
             let mut options = vec![draft.chosen_option.clone()];
             options.extend(draft.alternatives_considered.iter().cloned());
-            needs_human.push((d.decision_id, options, draft.question.clone()));
+            needs_human.push((d.decision_id, options, draft.question.clone(), escalated));
         }
         by_key.insert(draft.key.clone(), d.decision_id);
         all.push(d);
     }
-    let summary: Vec<Value> = std::iter::once(&root)
+    Ok(needs_human)
+}
+
+/// Stores the strategy (root, decisions, dependencies, the link to a parent's spawn decision)
+/// with its `strategize_decisions` event, superseding the previous one. Returns the number
+/// of decisions.
+fn store_decisions(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    root: &Decision,
+    reuse_root: bool,
+    all: &[Decision],
+    deps: &[(Id, Id)],
+) -> Result<usize, RunError> {
+    let summary: Vec<Value> = std::iter::once(root)
         .chain(all.iter())
         .map(|d| {
             json!({
@@ -601,13 +672,13 @@ fn record(
         json!({"count": count, "decision_root_id": root_id.to_string(), "decisions": summary}),
         |tx| {
             if !reuse_root {
-                decisions::insert_in(tx, &root)?;
+                decisions::insert_in(tx, root)?;
             }
             decisions::supersede_all_in(tx, &plan_id, &root_id, &[])?;
-            for d in &all {
+            for d in all {
                 decisions::insert_in(tx, d)?;
             }
-            for (up, down) in &deps {
+            for (up, down) in deps {
                 decisions::depend_in(tx, up, down)?;
             }
             if let Some(spawn) = spawned_by {
@@ -621,46 +692,63 @@ fn record(
     )?;
     engine.flush(&plan.plan_id)?;
 
-    if !needs_human.is_empty() {
-        let mut raised = Vec::new();
-        for (decision, options, question) in needs_human {
-            let mut a = Approval::new(
-                plan.plan_id,
-                ApprovalKind::Decision,
-                question.clone(),
-                String::new(),
-                Timestamp::now(),
-            );
-            a.answer_command = format!("agents plan decide {} --option N", a.approval_id);
-            a.context = json!({
-                "decision_id": decision.to_string(),
-                "question": question,
-                "recommended": options[0],
-                "phase": "strategize",
-            });
-            a.options = options;
-            raised.push(a);
-        }
-        state::set_state(plan, ProcessingState::Queued)?;
-        let snapshot = plan.clone();
-        let pending = raised.clone();
-        commit(
-            engine.store_mut(),
-            plan,
-            EventKind::StateChanged,
-            json!({"phase": "strategize", "state": "queued", "reason": "awaiting_decision", "approvals": pending.iter().map(|a| a.approval_id.clone()).collect::<Vec<_>>()}),
-            |tx| {
-                state::reason(tx, &snapshot, Some("awaiting_decision"))?;
-                for a in &pending {
-                    approvals::insert_in(tx, a)?;
-                }
-                Ok(())
+    Ok(count)
+}
+
+/// Raises one decision approval per draft with alternatives and queues the plan
+/// (`awaiting_decision`).
+fn raise_decision_approvals(
+    engine: &mut Engine,
+    plan: &mut Plan,
+    needs_human: Vec<NeedsHuman>,
+) -> Result<Ended, RunError> {
+    let mut raised = Vec::new();
+    for (decision, options, question, escalated) in needs_human {
+        let mut a = Approval::new(
+            plan.plan_id,
+            ApprovalKind::Decision,
+            match &escalated {
+                Some(e) => format!("{question} ({})", e.describe()),
+                None => question.clone(),
             },
-        )?;
-        engine.flush(&plan.plan_id)?;
-        return Ok(Ended::AwaitingDecisions(raised));
+            String::new(),
+            Timestamp::now(),
+        );
+        a.answer_command = format!("agents plan decide {} --option N", a.approval_id);
+        a.context = json!({
+            "decision_id": decision.to_string(),
+            "question": question,
+            "recommended": options[0],
+            "phase": "strategize",
+        });
+        if let Some(e) = escalated {
+            a.context["escalation"] = json!({
+                "reason": "low_confidence",
+                "confidence": e.confidence,
+                "threshold": e.threshold,
+            });
+        }
+        a.options = options;
+        raised.push(a);
     }
-    complete(engine, plan, count)
+    state::set_state(plan, ProcessingState::Queued)?;
+    let snapshot = plan.clone();
+    let pending = raised.clone();
+    commit(
+        engine.store_mut(),
+        plan,
+        EventKind::StateChanged,
+        json!({"phase": "strategize", "state": "queued", "reason": "awaiting_decision", "approvals": pending.iter().map(|a| a.approval_id.clone()).collect::<Vec<_>>()}),
+        |tx| {
+            state::reason(tx, &snapshot, Some("awaiting_decision"))?;
+            for a in &pending {
+                approvals::insert_in(tx, a)?;
+            }
+            Ok(())
+        },
+    )?;
+    engine.flush(&plan.plan_id)?;
+    Ok(Ended::AwaitingDecisions(raised))
 }
 
 /// Completes Strategize: (strategize, complete) with a `strategize_complete` event.
@@ -681,5 +769,6 @@ pub fn complete(engine: &mut Engine, plan: &mut Plan, count: usize) -> Result<En
         |tx| state::reason(tx, &snapshot, None),
     )?;
     engine.flush(&plan.plan_id)?;
+    super::estimator::after_strategize(engine, plan)?;
     Ok(Ended::Complete { decisions: count })
 }

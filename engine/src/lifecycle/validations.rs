@@ -206,6 +206,7 @@ pub fn run_in_sandboxes(
                 fs: &fs,
                 shell: &settings,
                 changes: Vec::new(),
+                config_path: None,
             };
             shell_tool.execute(
                 &mut ctx,
@@ -293,7 +294,7 @@ pub fn run_in_dir(
 
 /// Runs `command` with `/bin/sh -c` in `dir` through the launcher, writing only beneath
 /// `dir` and `tmp`, with its own network namespace unless `network`.
-fn run_command(
+pub(crate) fn run_command(
     command: &str,
     dir: &Path,
     tmp: &Path,

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::Provider;
+pub use crate::domain::action::{
+    Action, ArgType, ArgumentSpec, SandboxSpec, ScriptStep, SpawnSpec,
+};
 use crate::domain::name::{NameError, QualifiedName};
 use crate::domain::{ActionState, Id};
 use crate::registry::actors::{self, ActorError};
@@ -18,26 +21,6 @@ use crate::registry::template::{self, TemplateError};
 use crate::registry::yaml::{self, YamlError};
 use crate::store::{Store, StoreError};
 use crate::tools::shell::Interpreter;
-
-/// The type of an action argument.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ArgType {
-    /// Any text.
-    #[serde(alias = "str")]
-    String,
-    /// A whole number (`i64`).
-    #[serde(alias = "int")]
-    Integer,
-    /// A number (`f64`).
-    #[serde(alias = "float")]
-    Number,
-    /// `true` or `false`.
-    #[serde(alias = "bool")]
-    Boolean,
-    /// A filesystem path (text; resolved by the tools that use it).
-    Path,
-}
 
 impl ArgType {
     /// The lowercase name.
@@ -142,26 +125,6 @@ pub fn argument_env(arguments: &Map<String, Value>) -> BTreeMap<String, String> 
         .collect()
 }
 
-/// One declared argument (`arguments:` entry, or `--arg name:type:required|optional:desc`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArgumentSpec {
-    /// Name used in `--arg name=value` and `{{ name }}`: letters, digits and `_`.
-    pub name: String,
-    /// Value type.
-    #[serde(rename = "type")]
-    pub arg_type: ArgType,
-    /// Whether `plan use` must give it (default false).
-    #[serde(default)]
-    pub required: bool,
-    /// What it means.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// Value used when not given (optional arguments only).
-    #[serde(default)]
-    pub default: Option<Value>,
-}
-
 impl ArgumentSpec {
     /// Parses `name:type:required|optional[:description]`.
     ///
@@ -196,60 +159,6 @@ impl ArgumentSpec {
     }
 }
 
-/// A child plan started by a `spawn` step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SpawnSpec {
-    /// The action the child plan uses.
-    pub action: String,
-    /// Arguments for the child plan (`{{ }}` placeholders allowed in strings).
-    #[serde(default)]
-    pub args: Map<String, Value>,
-}
-
-/// One step of an action's `script` (run by the built-in offline actors).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    rename_all(serialize = "snake_case", deserialize = "kebab-case")
-)]
-pub struct ScriptStep {
-    /// Unique step name.
-    pub name: String,
-    /// A shell command run in the sandbox. `{{ name }}` renders each argument as one
-    /// shell-quoted word; `{{ name | raw }}` pastes it unquoted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<String>,
-    /// The interpreter of `run` (`sh`, the default, or `bash`); the action's `shell:` when
-    /// the step sets none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shell: Option<Interpreter>,
-    /// A tool to call, with `args`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-    /// Tool arguments (only with `tool`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<Map<String, Value>>,
-    /// A child plan to start.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spawn: Option<SpawnSpec>,
-    /// The resource a `run` or `tool` step works on (a resource name, its short name or its
-    /// alias in the project); needed when the plan has several resources (spec section 14,
-    /// multi-project operations: bindings resolve per step).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource: Option<String>,
-    /// Steps that must finish first (default: the previous step).
-    #[serde(default, alias = "depends_on", skip_serializing_if = "Option::is_none")]
-    pub depends_on: Option<Vec<String>>,
-    /// Spawn steps with the same label run concurrently.
-    #[serde(
-        default,
-        alias = "parallel_group",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub parallel_group: Option<String>,
-}
-
 impl ScriptStep {
     /// `run`, `tool` or `spawn`.
     pub fn kind(&self) -> &'static str {
@@ -261,33 +170,6 @@ impl ScriptStep {
             "spawn"
         }
     }
-}
-
-/// What shell steps may do beyond the default confinement.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    rename_all(serialize = "snake_case", deserialize = "kebab-case")
-)]
-pub struct SandboxSpec {
-    /// Allow network access (default false).
-    #[serde(default)]
-    pub network: bool,
-    /// Extra writable paths outside the sandbox (default none).
-    #[serde(default, alias = "writable_paths")]
-    pub writable_paths: Vec<String>,
-    /// Environment variables passed through to shell steps by name (default none; the shell
-    /// otherwise sees only `PATH`, `LANG`, `TERM` and a per-plan `HOME`). Names are
-    /// `[A-Za-z_][A-Za-z0-9_]*`. Example: `[RUSTUP_HOME, RUSTUP_TOOLCHAIN]` for `cargo fmt`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<String>,
-    /// Resource limits of shell steps (`processes`, `memory`, `address-space`, `file-size`,
-    /// `open-files`); absent ones keep the defaults shown by `agents diagnostics`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limits: Option<crate::sandbox::launcher::Limits>,
-    /// Extra paths shell steps may never read (`~/.kube`, `/srv/*/secrets`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deny_read: Vec<String>,
 }
 
 /// An action file as written.
@@ -336,54 +218,6 @@ pub struct ActionFile {
     pub sandbox: Option<SandboxSpec>,
     /// The interpreter of every `run:` step that names none (`sh` or `bash`).
     pub shell: Option<Interpreter>,
-}
-
-/// A registered action.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Action {
-    /// Action id (ULID).
-    pub action_id: Id,
-    /// Namespaced name.
-    pub name: String,
-    /// draft, available or archived.
-    pub state: ActionState,
-    /// Short description (may hold `{{ }}` placeholders).
-    pub description: Option<String>,
-    /// Long description.
-    pub long_description: Option<String>,
-    /// Definition of done (may hold placeholders).
-    pub definition_of_done: String,
-    /// Strategize actor reference.
-    pub strategy_actor: String,
-    /// Execute actor reference.
-    pub execution_actor: String,
-    /// Estimation actor reference.
-    pub estimation_actor: Option<String>,
-    /// Invariant reconciliation actor reference.
-    pub invariant_actor: Option<String>,
-    /// Default automation profile.
-    pub automation_profile: Option<String>,
-    /// Keep after use.
-    pub reusable: bool,
-    /// Read-only tools only.
-    pub read_only: bool,
-    /// Declared arguments, in order.
-    pub arguments: Vec<ArgumentSpec>,
-    /// Script steps.
-    pub script: Option<Vec<ScriptStep>>,
-    /// Sandbox widening.
-    pub sandbox: Option<SandboxSpec>,
-    /// The file it was created from.
-    pub config_path: Option<String>,
-    /// Creation time.
-    pub created_at: jiff::Timestamp,
-    /// Last change.
-    pub updated_at: jiff::Timestamp,
-    /// When it was archived.
-    pub archived_at: Option<jiff::Timestamp>,
-    /// 1 when created, raised by each `action create --update`. Plans keep the definition
-    /// they were made from (rendered text and script) and record this number.
-    pub version: u32,
 }
 
 impl Action {
@@ -590,9 +424,108 @@ pub fn create(
 ) -> Result<Created, ActionError> {
     let path = req.config.as_path();
     let (file, text): (ActionFile, String) = yaml::load(path)?;
-    let rule = |field: &str, key: &str, msg: String| {
-        ActionError::Yaml(yaml::rule(path, &text, field, key, msg))
+    let src = Source { path, text: &text };
+    let (name, mut overrides) = resolve_name(providers, req, &file, path)?;
+    let fields = merge_fields(&src, req, &file, &mut overrides)?;
+    let arguments = check_arguments(&src, req, &file)?;
+    let samples = sample_values(&arguments);
+    check_sandbox(&src, &file)?;
+    // Script: the action's `shell:` is the interpreter of every `run` step naming none.
+    let script = file.script.clone().map(|mut steps| {
+        for st in steps.iter_mut().filter(|st| st.run.is_some()) {
+            st.shell = st.shell.or(file.shell);
+        }
+        steps
+    });
+    let mut warnings = Vec::new();
+    if let Some(script) = &script {
+        check_script(script, &samples).map_err(|(field, key, msg)| src.rule(&field, key, msg))?;
+        warnings = raw_warnings(script);
+    }
+    check_placeholders(&src, req, &fields, &samples)?;
+    if let Some(p) = &fields.profile {
+        profiles::find(store, p)
+            .map_err(|e| src.rule("automation-profile", "automation-profile", e.to_string()))?;
+    }
+    let invariants = collect_invariants(&src, req, &file)?;
+    let existing = store.action_by_name(&name)?;
+    if existing.is_some() && !req.update {
+        return Err(ActionError::Exists(name));
+    }
+    let now = super::now();
+    let mut action = Action {
+        action_id: existing.as_ref().map_or_else(Id::generate, |e| e.action_id),
+        name,
+        state: existing.as_ref().map_or(ActionState::Draft, |e| e.state),
+        description: fields.description,
+        long_description: fields.long_description,
+        definition_of_done: fields.dod,
+        strategy_actor: actors::canonical(&fields.strategy),
+        execution_actor: actors::canonical(&fields.execution),
+        estimation_actor: fields.estimation.as_deref().map(actors::canonical),
+        invariant_actor: fields.inv_actor.as_deref().map(actors::canonical),
+        automation_profile: fields
+            .profile
+            .map(|p| profiles::parse_name(&p))
+            .transpose()?,
+        reusable: fields.reusable,
+        read_only: fields.read_only,
+        arguments,
+        script,
+        sandbox: file.sandbox.clone(),
+        config_path: Some(yaml::stored_path(path)),
+        created_at: existing.as_ref().map_or(now, |e| e.created_at),
+        updated_at: now,
+        archived_at: existing.as_ref().and_then(|e| e.archived_at),
+        version: existing.as_ref().map_or(1, |e| e.version + 1),
     };
+    let checks = check_available(store, providers, req, &mut action)?;
+    let (invariant_rows, replaced_version) = store_action(store, &action, existing, invariants)?;
+    Ok(Created {
+        action,
+        invariants: invariant_rows,
+        overrides,
+        checks,
+        warnings,
+        replaced_version,
+    })
+}
+
+/// The action file being read: where a rule error points.
+struct Source<'a> {
+    path: &'a std::path::Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// A rule error at `field` (key `key` in the file).
+    fn rule(&self, field: &str, key: &str, msg: String) -> ActionError {
+        ActionError::Yaml(yaml::rule(self.path, self.text, field, key, msg))
+    }
+}
+
+/// The fields of an action after the command-line overrides.
+struct Fields {
+    dod: String,
+    strategy: String,
+    execution: String,
+    estimation: Option<String>,
+    inv_actor: Option<String>,
+    description: Option<String>,
+    long_description: Option<String>,
+    profile: Option<String>,
+    reusable: bool,
+    read_only: bool,
+}
+
+/// The action's checked, qualified name (the NAME argument over the file's), and the
+/// overrides of the name, the invariants and the arguments.
+fn resolve_name(
+    providers: &[Provider],
+    req: &CreateRequest,
+    file: &ActionFile,
+    path: &std::path::Path,
+) -> Result<(String, Vec<OverrideApplied>), ActionError> {
     let mut overrides = Vec::new();
     let raw_name = req
         .name
@@ -635,69 +568,70 @@ pub fn create(
             to: format!("{} --arg given (same names replace)", req.args.len()),
         });
     }
+    Ok((name, overrides))
+}
 
-    let dod = merge(
+/// The file's fields with the flags over them (each override recorded), the required ones
+/// present and every actor a single reference.
+fn merge_fields(
+    src: &Source<'_>,
+    req: &CreateRequest,
+    file: &ActionFile,
+    overrides: &mut Vec<OverrideApplied>,
+) -> Result<Fields, ActionError> {
+    let text = |field: &str, from_file: &Option<String>, flag: &Option<String>, o: &mut Vec<_>| {
+        merge(field, from_file.clone(), flag.clone(), o)
+    };
+    let dod = text(
         "definition-of-done",
-        file.definition_of_done.clone(),
-        req.definition_of_done.clone(),
-        &mut overrides,
+        &file.definition_of_done,
+        &req.definition_of_done,
+        overrides,
     );
-    let strategy = merge(
+    let strategy = text(
         "strategy-actor",
-        file.strategy_actor.clone(),
-        req.strategy_actor.clone(),
-        &mut overrides,
+        &file.strategy_actor,
+        &req.strategy_actor,
+        overrides,
     );
-    let execution = merge(
+    let execution = text(
         "execution-actor",
-        file.execution_actor.clone(),
-        req.execution_actor.clone(),
-        &mut overrides,
+        &file.execution_actor,
+        &req.execution_actor,
+        overrides,
     );
-    let estimation = merge(
+    let estimation = text(
         "estimation-actor",
-        file.estimation_actor.clone(),
-        req.estimation_actor.clone(),
-        &mut overrides,
+        &file.estimation_actor,
+        &req.estimation_actor,
+        overrides,
     );
-    let inv_actor = merge(
+    let inv_actor = text(
         "invariant-actor",
-        file.invariant_actor.clone(),
-        req.invariant_actor.clone(),
-        &mut overrides,
+        &file.invariant_actor,
+        &req.invariant_actor,
+        overrides,
     );
-    let description = merge(
+    let description = text(
         "description",
-        file.description.clone(),
-        req.description.clone(),
-        &mut overrides,
+        &file.description,
+        &req.description,
+        overrides,
     );
-    let long_description = merge(
+    let long_description = text(
         "long-description",
-        file.long_description.clone(),
-        req.long_description.clone(),
-        &mut overrides,
+        &file.long_description,
+        &req.long_description,
+        overrides,
     );
-    let profile = merge(
+    let profile = text(
         "automation-profile",
-        file.automation_profile.clone(),
-        req.automation_profile.clone(),
-        &mut overrides,
+        &file.automation_profile,
+        &req.automation_profile,
+        overrides,
     );
-    let reusable = merge_bool(
-        "reusable",
-        file.reusable,
-        req.reusable,
-        true,
-        &mut overrides,
-    );
-    let read_only = merge_bool(
-        "read-only",
-        file.read_only,
-        req.read_only,
-        false,
-        &mut overrides,
-    );
+    let reusable = merge_bool("reusable", file.reusable, req.reusable, true, overrides);
+    let read_only = merge_bool("read-only", file.read_only, req.read_only, false, overrides);
     if req.available {
         overrides.push(OverrideApplied {
             field: "available".into(),
@@ -706,7 +640,7 @@ pub fn create(
         });
     }
     let missing = |field: &str, flag: &str| {
-        rule(
+        src.rule(
             field,
             field,
             format!(
@@ -719,28 +653,50 @@ pub fn create(
         .ok_or_else(|| missing("definition-of-done", "--definition-of-done"))?;
     let strategy = strategy.ok_or_else(|| missing("strategy-actor", "--strategy-actor"))?;
     let execution = execution.ok_or_else(|| missing("execution-actor", "--execution-actor"))?;
+    let fields = Fields {
+        dod,
+        strategy,
+        execution,
+        estimation,
+        inv_actor,
+        description,
+        long_description,
+        profile,
+        reusable,
+        read_only,
+    };
+    check_actor_refs(src, req, &fields)?;
+    Ok(fields)
+}
+
+/// Every actor field is one reference: not empty, no whitespace.
+fn check_actor_refs(
+    src: &Source<'_>,
+    req: &CreateRequest,
+    fields: &Fields,
+) -> Result<(), ActionError> {
     for (field, value, flag, from_flag) in [
         (
             "strategy-actor",
-            Some(&strategy),
+            Some(&fields.strategy),
             "--strategy-actor",
             req.strategy_actor.is_some(),
         ),
         (
             "execution-actor",
-            Some(&execution),
+            Some(&fields.execution),
             "--execution-actor",
             req.execution_actor.is_some(),
         ),
         (
             "estimation-actor",
-            estimation.as_ref(),
+            fields.estimation.as_ref(),
             "--estimation-actor",
             req.estimation_actor.is_some(),
         ),
         (
             "invariant-actor",
-            inv_actor.as_ref(),
+            fields.inv_actor.as_ref(),
             "--invariant-actor",
             req.invariant_actor.is_some(),
         ),
@@ -752,12 +708,20 @@ pub fn create(
             return Err(if from_flag {
                 ActionError::Flag { flag, message }
             } else {
-                rule(field, field, message)
+                src.rule(field, field, message)
             });
         }
     }
+    Ok(())
+}
 
-    // Arguments: file entries, then --arg specs replacing same-named ones.
+/// The arguments: the file's entries, then `--arg` specs replacing same-named ones; names
+/// valid and distinct (also as shell variables), defaults typed and only on optional ones.
+fn check_arguments(
+    src: &Source<'_>,
+    req: &CreateRequest,
+    file: &ActionFile,
+) -> Result<Vec<ArgumentSpec>, ActionError> {
     let mut arguments = file.arguments.clone();
     for spec in &req.args {
         let a = ArgumentSpec::parse_cli(spec).map_err(|message| ActionError::Flag {
@@ -782,7 +746,7 @@ pub fn create(
     for (i, a) in arguments.iter_mut().enumerate() {
         let field = format!("arguments[{i}]");
         if !valid_arg_name(&a.name) {
-            return Err(rule(
+            return Err(src.rule(
                 &format!("{field}.name"),
                 "name",
                 format!(
@@ -792,7 +756,7 @@ pub fn create(
             ));
         }
         if !seen.insert(a.name.clone()) {
-            return Err(rule(
+            return Err(src.rule(
                 &format!("{field}.name"),
                 "name",
                 format!("argument `{}` is declared twice", a.name),
@@ -802,7 +766,7 @@ pub fn create(
             .iter()
             .find(|o| **o != a.name && env_name(o) == env_name(&a.name))
         {
-            return Err(rule(
+            return Err(src.rule(
                 &format!("{field}.name"),
                 "name",
                 format!(
@@ -814,7 +778,7 @@ pub fn create(
         }
         if let Some(d) = &a.default {
             if a.required {
-                return Err(rule(
+                return Err(src.rule(
                     &format!("{field}.default"),
                     "default",
                     format!(
@@ -826,14 +790,17 @@ pub fn create(
             a.default = Some(
                 a.arg_type
                     .check_value(d)
-                    .map_err(|m| rule(&format!("{field}.default"), "default", m))?,
+                    .map_err(|m| src.rule(&format!("{field}.default"), "default", m))?,
             );
         }
     }
-    let samples = sample_values(&arguments);
+    Ok(arguments)
+}
 
-    // Sandbox: writable paths widen what shell steps may change outside the sandbox, so the
-    // whole filesystem and paths that climb out with `..` are refused.
+/// The `sandbox:` block: writable paths widen what shell steps may change outside the
+/// sandbox, so the whole filesystem, relative paths and paths that climb out with `..` are
+/// refused; `env` names must be environment variable names.
+fn check_sandbox(src: &Source<'_>, file: &ActionFile) -> Result<(), ActionError> {
     for (i, p) in file
         .sandbox
         .iter()
@@ -841,29 +808,8 @@ pub fn create(
         .enumerate()
     {
         let field = format!("sandbox.writable-paths[{i}]");
-        let problem = if p.trim().is_empty() {
-            Some("an empty path".to_string())
-        } else if std::path::Path::new(p)
-            .components()
-            .all(|c| matches!(c, std::path::Component::RootDir))
-        {
-            Some(format!("`{p}` would make the whole filesystem writable"))
-        } else if !p.starts_with('/') {
-            Some(format!(
-                "`{p}` is relative, and would be resolved against whatever directory `agents` runs in; the sandbox's work tree is always writable, so name only directories outside it, as absolute paths"
-            ))
-        } else if std::path::Path::new(p)
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-        {
-            Some(format!(
-                "`{p}` contains `..`, which can climb out of the intended directory"
-            ))
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            return Err(rule(
+        if let Some(problem) = writable_path_problem(p) {
+            return Err(src.rule(
                 &field,
                 "writable-paths",
                 format!(
@@ -872,7 +818,6 @@ pub fn create(
             ));
         }
     }
-
     for (i, name) in file.sandbox.iter().flat_map(|s| s.env.iter()).enumerate() {
         let valid = name
             .chars()
@@ -880,7 +825,7 @@ pub fn create(
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(rule(
+            return Err(src.rule(
                 &format!("sandbox.env[{i}]"),
                 "env",
                 format!(
@@ -889,65 +834,94 @@ pub fn create(
             ));
         }
     }
+    Ok(())
+}
 
-    // Script: the action's `shell:` is the interpreter of every `run` step naming none.
-    let script = file.script.clone().map(|mut steps| {
-        for st in steps.iter_mut().filter(|st| st.run.is_some()) {
-            st.shell = st.shell.or(file.shell);
-        }
-        steps
-    });
-    let mut warnings = Vec::new();
-    if let Some(script) = &script {
-        check_script(script, &samples).map_err(|(field, key, msg)| rule(&field, key, msg))?;
-        warnings = raw_warnings(script);
+/// Why a `sandbox.writable-paths` entry is refused, if it is.
+fn writable_path_problem(p: &str) -> Option<String> {
+    if p.trim().is_empty() {
+        Some("an empty path".to_string())
+    } else if std::path::Path::new(p)
+        .components()
+        .all(|c| matches!(c, std::path::Component::RootDir))
+    {
+        Some(format!("`{p}` would make the whole filesystem writable"))
+    } else if !p.starts_with('/') {
+        Some(format!(
+            "`{p}` is relative, and would be resolved against whatever directory `agents` runs in; the sandbox's work tree is always writable, so name only directories outside it, as absolute paths"
+        ))
+    } else if std::path::Path::new(p)
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        Some(format!(
+            "`{p}` contains `..`, which can climb out of the intended directory"
+        ))
+    } else {
+        None
     }
-    // Placeholders in text fields.
+}
+
+/// The placeholders in the text fields render with sample argument values.
+fn check_placeholders(
+    src: &Source<'_>,
+    req: &CreateRequest,
+    fields: &Fields,
+    samples: &Map<String, Value>,
+) -> Result<(), ActionError> {
     for (field, value, flag, from_flag) in [
         (
             "description",
-            description.as_deref(),
+            fields.description.as_deref(),
             "--description",
             req.description.is_some(),
         ),
         (
             "long-description",
-            long_description.as_deref(),
+            fields.long_description.as_deref(),
             "--long-description",
             req.long_description.is_some(),
         ),
         (
             "definition-of-done",
-            Some(dod.as_str()),
+            Some(fields.dod.as_str()),
             "--definition-of-done",
             req.definition_of_done.is_some(),
         ),
     ] {
         if let Some(v) = value {
-            template::render(v, &samples).map_err(|e| {
+            template::render(v, samples).map_err(|e| {
                 if from_flag {
                     ActionError::Flag {
                         flag,
                         message: e.to_string(),
                     }
                 } else {
-                    rule(field, field, e.to_string())
+                    src.rule(field, field, e.to_string())
                 }
             })?;
         }
     }
-    if let Some(p) = &profile {
-        profiles::find(store, p)
-            .map_err(|e| rule("automation-profile", "automation-profile", e.to_string()))?;
-    }
+    Ok(())
+}
+
+/// The invariants of the file, then of `--invariant`, trimmed; none may be empty.
+fn collect_invariants(
+    src: &Source<'_>,
+    req: &CreateRequest,
+    file: &ActionFile,
+) -> Result<Vec<String>, ActionError> {
     let mut invariants: Vec<String> = Vec::new();
     for (i, t) in file.invariants.iter().enumerate() {
         if t.trim().is_empty() {
-            return Err(rule(
+            return Err(src.rule(
                 &format!("invariants[{i}]"),
                 "invariants",
                 "an invariant cannot be empty".into(),
             ));
+        }
+        if let Err(m) = crate::registry::invariants::machine_form(t) {
+            return Err(src.rule(&format!("invariants[{i}]"), "invariants", m));
         }
         invariants.push(t.trim().to_string());
     }
@@ -958,66 +932,60 @@ pub fn create(
                 message: "an invariant cannot be empty".into(),
             });
         }
-        invariants.push(t.trim().to_string());
-    }
-    let existing = store.action_by_name(&name)?;
-    if existing.is_some() && !req.update {
-        return Err(ActionError::Exists(name));
-    }
-    let now = super::now();
-    let mut action = Action {
-        action_id: existing.as_ref().map_or_else(Id::generate, |e| e.action_id),
-        name,
-        state: existing.as_ref().map_or(ActionState::Draft, |e| e.state),
-        description,
-        long_description,
-        definition_of_done: dod,
-        strategy_actor: actors::canonical(&strategy),
-        execution_actor: actors::canonical(&execution),
-        estimation_actor: estimation.as_deref().map(actors::canonical),
-        invariant_actor: inv_actor.as_deref().map(actors::canonical),
-        automation_profile: profile.map(|p| profiles::parse_name(&p)).transpose()?,
-        reusable,
-        read_only,
-        arguments,
-        script,
-        sandbox: file.sandbox.clone(),
-        config_path: Some(yaml::stored_path(path)),
-        created_at: existing.as_ref().map_or(now, |e| e.created_at),
-        updated_at: now,
-        archived_at: existing.as_ref().and_then(|e| e.archived_at),
-        version: existing.as_ref().map_or(1, |e| e.version + 1),
-    };
-    let mut checks = Vec::new();
-    // An available action stays usable: its new definition must pass the checks too.
-    if req.available || action.state == ActionState::Available {
-        checks = availability_checks(store, providers, &action);
-        let failures: Vec<String> = checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| format!("{}: {}", c.label, c.detail))
-            .collect();
-        if !failures.is_empty() {
-            return Err(ActionError::NotReady {
-                name: action.name,
-                failures,
+        if let Err(m) = crate::registry::invariants::machine_form(t) {
+            return Err(ActionError::Flag {
+                flag: "--invariant",
+                message: format!("`{}`: {m}", t.trim()),
             });
         }
-        action.state = ActionState::Available;
-        action.archived_at = None;
+        invariants.push(t.trim().to_string());
     }
-    let Some(old) = existing else {
-        let invariant_rows = store.insert_action(&action, &invariants)?;
-        return Ok(Created {
-            action,
-            invariants: invariant_rows,
-            overrides,
-            checks,
-            warnings,
-            replaced_version: None,
+    Ok(invariants)
+}
+
+/// With `--available`, or when the action already is available (it stays usable, so its
+/// new definition must pass too): runs the availability checks and makes it available.
+/// Returns the checks run (none otherwise).
+fn check_available(
+    store: &Store,
+    providers: &[Provider],
+    req: &CreateRequest,
+    action: &mut Action,
+) -> Result<Vec<Check>, ActionError> {
+    if !(req.available || action.state == ActionState::Available) {
+        return Ok(Vec::new());
+    }
+    let checks = availability_checks(store, providers, action);
+    let failures: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| format!("{}: {}", c.label, c.detail))
+        .collect();
+    if !failures.is_empty() {
+        return Err(ActionError::NotReady {
+            name: action.name.clone(),
+            failures,
         });
+    }
+    action.state = ActionState::Available;
+    action.archived_at = None;
+    Ok(checks)
+}
+
+/// The invariant rows an action's store wrote and the version it replaced.
+type Stored = (Vec<(String, String)>, Option<u32>);
+
+/// Inserts the action, or updates `existing` (its invariants stay; the new ones of the file
+/// are added). Returns the invariant rows written and the version replaced.
+fn store_action(
+    store: &mut Store,
+    action: &Action,
+    existing: Option<Action>,
+    mut invariants: Vec<String>,
+) -> Result<Stored, ActionError> {
+    let Some(old) = existing else {
+        return Ok((store.insert_action(action, &invariants)?, None));
     };
-    // The action's invariants stay; the file's that are new are added.
     let have: HashSet<String> = store
         .invariants()?
         .into_iter()
@@ -1030,15 +998,7 @@ pub fn create(
         .collect();
     invariants.retain(|t| !have.contains(t));
     invariants.dedup();
-    let invariant_rows = store.update_action(&action, &invariants)?;
-    Ok(Created {
-        action,
-        invariants: invariant_rows,
-        overrides,
-        checks,
-        warnings,
-        replaced_version: Some(old.version),
-    })
+    Ok((store.update_action(action, &invariants)?, Some(old.version)))
 }
 
 fn merge_bool(
@@ -1085,137 +1045,156 @@ fn sample_values(arguments: &[ArgumentSpec]) -> Map<String, Value> {
 fn check_script(script: &[ScriptStep], samples: &Map<String, Value>) -> Result<(), ScriptProblem> {
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, s) in script.iter().enumerate() {
-        let f = format!("script[{i}]");
-        if !valid_step_name(&s.name) {
+        check_step(i, s, samples, &mut names)?;
+    }
+    check_dependencies(script, &names)
+}
+
+/// Checks script step `i` on its own (name, kind, fields, templates) and records its name.
+fn check_step<'s>(
+    i: usize,
+    s: &'s ScriptStep,
+    samples: &Map<String, Value>,
+    names: &mut BTreeMap<&'s str, usize>,
+) -> Result<(), ScriptProblem> {
+    let f = format!("script[{i}]");
+    if !valid_step_name(&s.name) {
+        return Err((
+            format!("{f}.name"),
+            "name",
+            format!(
+                "`{}` is not a step name; use letters, digits, `-` and `_`",
+                s.name
+            ),
+        ));
+    }
+    if names.insert(&s.name, i).is_some() {
+        return Err((
+            format!("{f}.name"),
+            "name",
+            format!("step name `{}` is used twice", s.name),
+        ));
+    }
+    let kinds = [s.run.is_some(), s.tool.is_some(), s.spawn.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if kinds != 1 {
+        return Err((
+            f.clone(),
+            "name",
+            format!(
+                "step `{}` must have exactly one of `run`, `tool` or `spawn` (it has {kinds})",
+                s.name
+            ),
+        ));
+    }
+    if s.resource.is_some() && s.spawn.is_some() {
+        return Err((
+            format!("{f}.resource"),
+            "resource",
+            format!(
+                "step `{}`: a spawn step's child plan works on the projects it is given; `resource` belongs to `run` and `tool` steps",
+                s.name
+            ),
+        ));
+    }
+    if s.args.is_some() && s.tool.is_none() {
+        return Err((
+            format!("{f}.args"),
+            "args",
+            format!(
+                "step `{}`: `args` belongs to `tool` steps; a spawn step puts them under `spawn: {{action, args}}`",
+                s.name
+            ),
+        ));
+    }
+    if let Some(run) = &s.run {
+        if run.trim().is_empty() {
+            return Err((format!("{f}.run"), "run", "the command is empty".into()));
+        }
+        template::render_shell(run, samples)
+            .map_err(|e| (format!("{f}.run"), "run", e.to_string()))?;
+        if let Some(problem) = template::shell_quoting_problem(run) {
+            return Err((format!("{f}.run"), "run", problem));
+        }
+    }
+    if s.shell.is_some() && s.run.is_none() {
+        return Err((
+            format!("{f}.shell"),
+            "shell",
+            format!(
+                "step `{}`: `shell` belongs to `run` steps (a `tool: shell_execute` step puts it in `args`)",
+                s.name
+            ),
+        ));
+    }
+    if let Some(command) = shell_command_of(s)
+        && let Some(problem) = template::shell_quoting_problem(command)
+    {
+        return Err((format!("{f}.args.command"), "command", problem));
+    }
+    if let Some(tool) = &s.tool
+        && (tool.trim().is_empty() || tool.chars().any(char::is_whitespace))
+    {
+        return Err((
+            format!("{f}.tool"),
+            "tool",
+            format!("`{tool}` is not a tool name"),
+        ));
+    }
+    if let Some(args) = &s.args {
+        template::check_json_renders(&Value::Object(args.clone()), samples)
+            .map_err(|(p, e)| (format!("{f}.args{p}"), "args", e.to_string()))?;
+    }
+    for (field, v) in s
+        .run
+        .iter()
+        .map(|r| ("run".to_string(), Value::String(r.clone())))
+        .chain(
+            s.args
+                .iter()
+                .map(|a| ("args".to_string(), Value::Object(a.clone()))),
+        )
+        .chain(
+            s.spawn
+                .iter()
+                .map(|sp| ("spawn.args".to_string(), Value::Object(sp.args.clone()))),
+        )
+    {
+        if let Some(path) = nul_path(&v) {
+            let key = field.rsplit('.').next().unwrap_or("run");
             return Err((
-                format!("{f}.name"),
-                "name",
-                format!(
-                    "`{}` is not a step name; use letters, digits, `-` and `_`",
-                    s.name
-                ),
-            ));
-        }
-        if names.insert(&s.name, i).is_some() {
-            return Err((
-                format!("{f}.name"),
-                "name",
-                format!("step name `{}` is used twice", s.name),
-            ));
-        }
-        let kinds = [s.run.is_some(), s.tool.is_some(), s.spawn.is_some()]
-            .iter()
-            .filter(|b| **b)
-            .count();
-        if kinds != 1 {
-            return Err((
-                f.clone(),
-                "name",
-                format!(
-                    "step `{}` must have exactly one of `run`, `tool` or `spawn` (it has {kinds})",
-                    s.name
-                ),
-            ));
-        }
-        if s.resource.is_some() && s.spawn.is_some() {
-            return Err((
-                format!("{f}.resource"),
-                "resource",
-                format!(
-                    "step `{}`: a spawn step's child plan works on the projects it is given; `resource` belongs to `run` and `tool` steps",
-                    s.name
-                ),
-            ));
-        }
-        if s.args.is_some() && s.tool.is_none() {
-            return Err((
-                format!("{f}.args"),
-                "args",
-                format!(
-                    "step `{}`: `args` belongs to `tool` steps; a spawn step puts them under `spawn: {{action, args}}`",
-                    s.name
-                ),
-            ));
-        }
-        if let Some(run) = &s.run {
-            if run.trim().is_empty() {
-                return Err((format!("{f}.run"), "run", "the command is empty".into()));
-            }
-            template::render_shell(run, samples)
-                .map_err(|e| (format!("{f}.run"), "run", e.to_string()))?;
-            if let Some(problem) = template::shell_quoting_problem(run) {
-                return Err((format!("{f}.run"), "run", problem));
-            }
-        }
-        if s.shell.is_some() && s.run.is_none() {
-            return Err((
-                format!("{f}.shell"),
-                "shell",
-                format!(
-                    "step `{}`: `shell` belongs to `run` steps (a `tool: shell_execute` step puts it in `args`)",
-                    s.name
-                ),
-            ));
-        }
-        if let Some(command) = shell_command_of(s)
-            && let Some(problem) = template::shell_quoting_problem(command)
-        {
-            return Err((format!("{f}.args.command"), "command", problem));
-        }
-        if let Some(tool) = &s.tool
-            && (tool.trim().is_empty() || tool.chars().any(char::is_whitespace))
-        {
-            return Err((
-                format!("{f}.tool"),
-                "tool",
-                format!("`{tool}` is not a tool name"),
-            ));
-        }
-        if let Some(args) = &s.args {
-            template::check_json_renders(&Value::Object(args.clone()), samples)
-                .map_err(|(p, e)| (format!("{f}.args{p}"), "args", e.to_string()))?;
-        }
-        for (field, v) in s
-            .run
-            .iter()
-            .map(|r| ("run".to_string(), Value::String(r.clone())))
-            .chain(
-                s.args
-                    .iter()
-                    .map(|a| ("args".to_string(), Value::Object(a.clone()))),
-            )
-            .chain(
-                s.spawn
-                    .iter()
-                    .map(|sp| ("spawn.args".to_string(), Value::Object(sp.args.clone()))),
-            )
-        {
-            if let Some(path) = nul_path(&v) {
-                let key = field.rsplit('.').next().unwrap_or("run");
-                return Err((
-                    format!("{f}.{field}{path}"),
-                    key_of(key),
-                    NUL_MESSAGE.into(),
-                ));
-            }
-        }
-        if let Some(sp) = &s.spawn {
-            QualifiedName::parse(&sp.action)
-                .map_err(|e| (format!("{f}.spawn.action"), "action", e.to_string()))?;
-            template::check_json_renders(&Value::Object(sp.args.clone()), samples)
-                .map_err(|(p, e)| (format!("{f}.spawn.args{p}"), "args", e.to_string()))?;
-        }
-        if s.parallel_group.is_some() && s.spawn.is_none() {
-            return Err((
-                format!("{f}.parallel-group"),
-                "parallel-group",
-                format!(
-                    "step `{}`: only spawn steps can share a parallel group",
-                    s.name
-                ),
+                format!("{f}.{field}{path}"),
+                key_of(key),
+                NUL_MESSAGE.into(),
             ));
         }
     }
+    if let Some(sp) = &s.spawn {
+        QualifiedName::parse(&sp.action)
+            .map_err(|e| (format!("{f}.spawn.action"), "action", e.to_string()))?;
+        template::check_json_renders(&Value::Object(sp.args.clone()), samples)
+            .map_err(|(p, e)| (format!("{f}.spawn.args{p}"), "args", e.to_string()))?;
+    }
+    if s.parallel_group.is_some() && s.spawn.is_none() {
+        return Err((
+            format!("{f}.parallel-group"),
+            "parallel-group",
+            format!(
+                "step `{}`: only spawn steps can share a parallel group",
+                s.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Every `depends-on` names another step, and the dependencies have no cycle.
+fn check_dependencies(
+    script: &[ScriptStep],
+    names: &BTreeMap<&str, usize>,
+) -> Result<(), ScriptProblem> {
     for (i, s) in script.iter().enumerate() {
         for d in s.depends_on.iter().flatten() {
             if d == &s.name {

@@ -12,7 +12,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::actors::graph::{self, GraphDef, NodeKind};
 use crate::config::Provider;
+pub use crate::domain::actor::{
+    Actor, ActorDefinition, ActorLimits, ActorMemory, ActorOptions, ActorRef, ActorType,
+};
 use crate::domain::name::{NameError, QualifiedName};
 use crate::registry::template;
 use crate::registry::yaml::{self, YamlError};
@@ -37,17 +41,6 @@ pub const BUILTIN_ACTORS: [(&str, &str, &str); 2] = [
     ),
 ];
 
-/// The kind of a custom actor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ActorType {
-    /// One model with a system prompt, skills and options.
-    #[default]
-    Llm,
-    /// A graph of actors and tools (accepted and stored; running it is not yet supported).
-    Graph,
-}
-
 impl ActorType {
     /// `llm` or `graph`.
     pub fn as_str(self) -> &'static str {
@@ -56,45 +49,6 @@ impl ActorType {
             ActorType::Graph => "graph",
         }
     }
-}
-
-/// Model options (`options:` in the actor file).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    rename_all(serialize = "snake_case", deserialize = "kebab-case")
-)]
-pub struct ActorOptions {
-    /// Sampling temperature, 0 to 2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// Maximum tokens per response.
-    #[serde(default, alias = "max_tokens", skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u32>,
-    /// Nucleus sampling, 0 to 1.
-    #[serde(default, alias = "top_p", skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// Stop sequences.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<Vec<String>>,
-    /// Sampling seed, where the provider supports it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-}
-
-/// Run limits (`limits:` in the actor file).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    rename_all(serialize = "snake_case", deserialize = "kebab-case")
-)]
-pub struct ActorLimits {
-    /// Maximum model turns per run.
-    #[serde(default, alias = "max_turns", skip_serializing_if = "Option::is_none")]
-    pub max_turns: Option<u32>,
-    /// Maximum tokens (input + output) per run.
-    #[serde(default, alias = "max_tokens", skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u64>,
 }
 
 /// An actor file as written (kebab-case keys; snake_case accepted).
@@ -125,104 +79,68 @@ pub struct ActorFile {
     /// Whether the actor may use tools marked unsafe.
     #[serde(default, rename = "unsafe")]
     pub unsafe_: bool,
-    /// For `graph` actors: the graph description (stored as given).
-    pub graph: Option<serde_json::Value>,
+    /// For `graph` actors: the graph ([`GraphDef`]).
+    pub graph: Option<GraphDef>,
+    /// The spec's `config:` block (spec section 16): `actor` (a provider model),
+    /// `temperature`, `system_prompt`, `max_tokens`, `top_p`, `memory_enabled`,
+    /// `max_history`.
+    pub config: Option<SpecConfig>,
 }
 
-/// A validated custom actor, as stored (`definition` column, JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ActorDefinition {
-    /// `llm` or `graph`.
-    #[serde(rename = "type")]
-    pub actor_type: ActorType,
-    /// `<provider>/<model>`.
-    pub model: Option<String>,
-    /// What the actor is for.
-    pub description: Option<String>,
-    /// System prompt template.
+/// The `config:` block of an actor in the spec's file shape.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct SpecConfig {
+    /// The provider model the actor runs on (`openai/gpt-4`).
+    #[serde(alias = "model")]
+    pub actor: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// The system prompt template.
+    #[serde(alias = "system-prompt")]
     pub system_prompt: Option<String>,
-    /// Skill names.
-    pub skills: Vec<String>,
-    /// Model options.
-    pub options: ActorOptions,
-    /// Run limits.
-    pub limits: ActorLimits,
-    /// May use unsafe tools.
-    #[serde(rename = "unsafe")]
-    pub unsafe_: bool,
-    /// Graph description for `graph` actors.
-    pub graph: Option<serde_json::Value>,
+    /// Completion token cap.
+    #[serde(alias = "max-tokens")]
+    pub max_tokens: Option<u32>,
+    /// Nucleus sampling.
+    #[serde(alias = "top-p")]
+    pub top_p: Option<f64>,
+    /// Whether a loaded actor context is shown to the model.
+    #[serde(alias = "memory-enabled")]
+    pub memory_enabled: Option<bool>,
+    /// At most this many messages of a loaded context are shown.
+    #[serde(alias = "max-history")]
+    pub max_history: Option<u32>,
 }
 
-/// A registered custom actor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Actor {
-    /// Actor id (ULID).
-    pub actor_id: String,
-    /// Namespaced name.
-    pub name: String,
-    /// The definition.
-    pub definition: ActorDefinition,
-    /// The file it was registered from.
-    pub config_path: Option<String>,
-    /// FNV-1a 64-bit hash of the file's bytes, hex.
-    pub config_hash: Option<String>,
-    /// Registration time.
-    pub created_at: jiff::Timestamp,
-    /// Last replacement.
-    pub updated_at: jiff::Timestamp,
+/// The header of the spec's file shape.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct SpecHeader {
+    /// Format version (`"3.0"`).
+    pub version: Option<serde_yaml::Value>,
+    /// The actor `actor add` registers when no NAME is given.
+    #[serde(alias = "default-actor")]
+    pub default_actor: Option<String>,
 }
 
-/// What an actor reference resolved to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "resolved_as", rename_all = "snake_case")]
-pub enum ActorRef {
-    /// A registered custom actor.
-    Custom {
-        /// The actor.
-        actor: Box<Actor>,
-    },
-    /// An offline built-in actor.
-    Builtin {
-        /// `builtin/...`.
-        name: String,
-        /// What it does.
-        description: String,
-    },
-    /// A provider's model.
-    Provider {
-        /// Full reference `<provider>/<model>`.
-        name: String,
-        /// Provider name.
-        provider: String,
-        /// Model name as the provider knows it.
-        model: String,
-        /// Wire protocol (`openai` or `anthropic`).
-        kind: String,
-        /// Base URL.
-        base_url: String,
-        /// Environment variable holding the key (the name, never the key).
-        api_key_env: Option<String>,
-    },
-}
-
-impl ActorRef {
-    /// The canonical reference to store.
-    pub fn name(&self) -> &str {
-        match self {
-            ActorRef::Custom { actor } => &actor.name,
-            ActorRef::Builtin { name, .. } | ActorRef::Provider { name, .. } => name,
-        }
-    }
-
-    /// `custom`, `built-in` or `provider`.
-    pub fn kind_label(&self) -> &'static str {
-        match self {
-            ActorRef::Custom { .. } => "custom",
-            ActorRef::Builtin { .. } => "built-in",
-            ActorRef::Provider { .. } => "provider",
-        }
-    }
+/// The spec's actor file shape (spec section 16): `cleveragents: {version, default_actor}`,
+/// `actors: {KEY: actor}`, `routes: {KEY: graph}`, `context: {global: {...}}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecFile {
+    /// The header.
+    #[serde(default)]
+    pub cleveragents: SpecHeader,
+    /// Actors by key (the key is the actor's name; a bare key means `local/KEY`).
+    #[serde(default)]
+    pub actors: std::collections::BTreeMap<String, ActorFile>,
+    /// Graphs by key, each registered as a graph actor of that name.
+    #[serde(default)]
+    pub routes: std::collections::BTreeMap<String, GraphDef>,
+    /// Global template values (read; see `docs/decisions.md`).
+    #[serde(default)]
+    pub context: Option<serde_yaml::Value>,
 }
 
 /// Errors from the actor registry.
@@ -445,7 +363,12 @@ pub fn add(
     overrides: &Overrides,
     update: bool,
 ) -> Result<Added, ActorError> {
-    let (file, text): (ActorFile, String) = yaml::load(path)?;
+    let (loaded, text) = load_file(path, name_arg)?;
+    let Loaded {
+        file,
+        prefix,
+        graph_prefix,
+    } = loaded;
     let raw = name_arg
         .map(str::to_string)
         .or(file.name.clone())
@@ -459,18 +382,14 @@ pub fn add(
         .check_user_creatable(&provider_names(providers))
         .map_err(name_err)?;
     let name = qualified.to_string();
-    let file_skills = file.skills.len();
-    let mut def = ActorDefinition {
-        actor_type: overrides.actor_type.or(file.actor_type).unwrap_or_default(),
-        model: file.model,
-        description: overrides.description.clone().or(file.description),
-        system_prompt: file.system_prompt,
-        skills: file.skills,
-        options: file.options,
-        limits: file.limits,
-        unsafe_: file.unsafe_ || overrides.unsafe_,
-        graph: file.graph,
+    let src = Source {
+        path,
+        text: &text,
+        prefix: &prefix,
+        graph_prefix: &graph_prefix,
     };
+    let file_skills = file.skills.len();
+    let mut def = definition(file, overrides, &src)?;
     for s in &overrides.skills {
         if !def.skills.contains(s) {
             def.skills.push(s.clone());
@@ -479,7 +398,8 @@ pub fn add(
     for (k, v) in &overrides.options {
         apply_option(&mut def.options, k, v)?;
     }
-    validate(&def, path, &text, providers, store, file_skills)?;
+    validate(&def, &src, providers, store, file_skills)?;
+    validate_graph(&def, &name, &src, providers, store)?;
     let existing = store.actor(&name)?;
     if existing.is_some() && !update {
         return Err(ActorError::Exists(name));
@@ -504,17 +424,221 @@ pub fn add(
     })
 }
 
+/// Where a definition came from, for errors at their line: the file, its text, and the
+/// field prefix of the actor inside it (`actors.reviewer.` in the spec's file shape).
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+    prefix: &'a str,
+    graph_prefix: &'a str,
+}
+
+impl Source<'_> {
+    fn rule(&self, field: &str, key: &str, msg: impl Into<String>) -> ActorError {
+        ActorError::Yaml(yaml::rule(
+            self.path,
+            self.text,
+            &format!("{}{field}", self.prefix),
+            key,
+            msg,
+        ))
+    }
+
+    fn graph_rule(&self, field: &str, key: &str, msg: impl Into<String>) -> ActorError {
+        ActorError::Yaml(yaml::rule(
+            self.path,
+            self.text,
+            &format!("{}{field}", self.graph_prefix),
+            key,
+            msg,
+        ))
+    }
+}
+
+/// One actor read from a file, and its field prefix in the file.
+struct Loaded {
+    file: ActorFile,
+    prefix: String,
+    graph_prefix: String,
+}
+
+/// Reads an actor file of either shape: today's flat one (`name:`, `model:`, ...) or the
+/// spec's (`cleveragents:`, `actors:`, `routes:`), choosing the entry named `name_arg`, else
+/// `default_actor`, else the only entry.
+fn load_file(path: &Path, name_arg: Option<&str>) -> Result<(Loaded, String), ActorError> {
+    let (probe, text): (serde_yaml::Value, String) = yaml::load(path)?;
+    let spec_shape = probe.as_mapping().is_some_and(|m| {
+        ["cleveragents", "actors", "routes"]
+            .iter()
+            .any(|k| m.contains_key(*k))
+    });
+    if !spec_shape {
+        let file: ActorFile = yaml::parse(path, &text)?;
+        return Ok((
+            Loaded {
+                file,
+                prefix: String::new(),
+                graph_prefix: "graph.".into(),
+            },
+            text,
+        ));
+    }
+    let spec: SpecFile = yaml::parse(path, &text)?;
+    let keys: Vec<&String> = spec.actors.keys().chain(spec.routes.keys()).collect();
+    let wanted = name_arg
+        .map(str::to_string)
+        .or(spec.cleveragents.default_actor.clone());
+    let matches = |key: &str, w: &str| key == w || canonical(key) == canonical(w);
+    let key = match &wanted {
+        Some(w) => keys.iter().find(|k| matches(k, w)).map(|k| k.to_string()),
+        None if keys.len() == 1 => Some(keys[0].clone()),
+        None => None,
+    };
+    let Some(key) = key else {
+        let listed = keys
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let message = match &wanted {
+            Some(w) => format!("the file defines no actor or route `{w}`; it defines: {listed}"),
+            None => format!(
+                "the file defines several actors and routes ({listed}) and no `cleveragents.default_actor`; pass the NAME of the one to register"
+            ),
+        };
+        return Err(ActorError::Yaml(yaml::rule(
+            path, &text, "actors", "actors", message,
+        )));
+    };
+    let (mut file, prefix) = match spec.actors.get(&key) {
+        Some(a) => (a.clone(), format!("actors.{key}.")),
+        None => (
+            ActorFile {
+                name: None,
+                actor_type: Some(ActorType::Graph),
+                model: None,
+                description: None,
+                system_prompt: None,
+                skills: Vec::new(),
+                options: ActorOptions::default(),
+                limits: ActorLimits::default(),
+                unsafe_: false,
+                graph: spec.routes.get(&key).cloned(),
+                config: None,
+            },
+            format!("routes.{key}."),
+        ),
+    };
+    let graph_prefix = if spec.actors.contains_key(&key) {
+        format!("{prefix}graph.")
+    } else {
+        prefix.clone()
+    };
+    file.name = file.name.or(Some(key));
+    Ok((
+        Loaded {
+            file,
+            prefix,
+            graph_prefix,
+        },
+        text,
+    ))
+}
+
+/// The definition of a file entry with its `config:` block and the command-line type and
+/// description applied.
+fn definition(
+    file: ActorFile,
+    overrides: &Overrides,
+    src: &Source<'_>,
+) -> Result<ActorDefinition, ActorError> {
+    let mut def = ActorDefinition {
+        actor_type: overrides
+            .actor_type
+            .or(file.actor_type)
+            .unwrap_or(if file.graph.is_some() {
+                ActorType::Graph
+            } else {
+                ActorType::Llm
+            }),
+        model: file.model,
+        description: overrides.description.clone().or(file.description),
+        system_prompt: file.system_prompt,
+        skills: file.skills,
+        options: file.options,
+        limits: file.limits,
+        unsafe_: file.unsafe_ || overrides.unsafe_,
+        graph: file
+            .graph
+            .map(|g| serde_json::to_value(g).expect("a graph serializes")),
+        memory: ActorMemory::default(),
+    };
+    if let Some(c) = file.config {
+        if let Some(a) = c.actor {
+            if def.model.is_some() {
+                return Err(src.rule(
+                    "config.actor",
+                    "actor",
+                    "give the model once: `model:` or `config.actor:`",
+                ));
+            }
+            def.model = Some(a);
+        }
+        def.options.temperature = c.temperature.or(def.options.temperature);
+        def.options.max_tokens = c.max_tokens.or(def.options.max_tokens);
+        def.options.top_p = c.top_p.or(def.options.top_p);
+        def.system_prompt = c.system_prompt.or(def.system_prompt);
+        def.memory = ActorMemory {
+            enabled: c.memory_enabled,
+            max_history: c.max_history,
+        };
+    }
+    Ok(def)
+}
+
+/// Why `m` is not a usable provider model for an llm actor, or `None` when it is.
+fn model_problem(store: &Store, providers: &[Provider], m: &str) -> Option<String> {
+    match resolve(store, providers, m) {
+        Ok(ActorRef::Provider { .. }) => None,
+        Ok(_) => Some(format!(
+            "`{m}` is not a provider model; use <provider>/<model> with a provider from: {}",
+            provider_names(providers).join(", ")
+        )),
+        Err(e) => Some(match m.split_once('/') {
+            None => format!(
+                "`{m}` is missing the provider/ part; use <provider>/<model>, e.g. anthropic/claude-sonnet-4-5 or openai/gpt-4o (providers: {})",
+                provider_names(providers).join(", ")
+            ),
+            Some((ns, _)) if providers.iter().any(|p| p.name == ns) => match e {
+                ActorError::Unresolved { reason, .. } => format!("`{m}`: {reason}"),
+                other => other.to_string(),
+            },
+            Some((ns, _)) => format!(
+                "`{m}`: unknown provider `{ns}`; use one of: {} (configure more with `agents config set providers.{ns}.kind openai`)",
+                provider_names(providers).join(", ")
+            ),
+        }),
+    }
+}
+
+/// Why skill `s` does not resolve (built-in or registered), or `None`.
+fn skill_problem(store: &Store, s: &str) -> Option<crate::skills::SkillError> {
+    // A registered custom skill is as good as a built-in one (spec 19).
+    let custom = s.contains('/') && crate::skill_registry::resolve(store, s).is_ok();
+    match crate::skills::lookup(s) {
+        Err(e) if !custom => Some(e),
+        _ => None,
+    }
+}
+
 fn validate(
     def: &ActorDefinition,
-    path: &Path,
-    text: &str,
+    src: &Source<'_>,
     providers: &[Provider],
     store: &Store,
     file_skills: usize,
 ) -> Result<(), ActorError> {
-    let rule = |field: &str, key: &str, msg: String| {
-        ActorError::Yaml(yaml::rule(path, text, field, key, msg))
-    };
+    let rule = |field: &str, key: &str, msg: String| src.rule(field, key, msg);
     match (&def.model, def.actor_type) {
         (None, ActorType::Llm) => {
             return Err(rule(
@@ -524,70 +648,17 @@ fn validate(
                     .into(),
             ));
         }
-        (Some(m), _) => match resolve(store, providers, m) {
-            Ok(ActorRef::Provider { .. }) => {}
-            Ok(_) => {
-                return Err(rule(
-                    "model",
-                    "model",
-                    format!(
-                        "`{m}` is not a provider model; use <provider>/<model> with a provider from: {}",
-                        provider_names(providers).join(", ")
-                    ),
-                ));
-            }
-            Err(e) => {
-                let message = match m.split_once('/') {
-                    None => format!(
-                        "`{m}` is missing the provider/ part; use <provider>/<model>, e.g. anthropic/claude-sonnet-4-5 or openai/gpt-4o (providers: {})",
-                        provider_names(providers).join(", ")
-                    ),
-                    Some((ns, _)) if providers.iter().any(|p| p.name == ns) => match e {
-                        ActorError::Unresolved { reason, .. } => format!("`{m}`: {reason}"),
-                        other => other.to_string(),
-                    },
-                    Some((ns, _)) => format!(
-                        "`{m}`: unknown provider `{ns}`; use one of: {} (configure more with `agents config set providers.{ns}.kind openai`)",
-                        provider_names(providers).join(", ")
-                    ),
-                };
+        (Some(m), _) => {
+            if let Some(message) = model_problem(store, providers, m) {
                 return Err(rule("model", "model", message));
             }
-        },
+        }
         (None, ActorType::Graph) => {}
     }
-    if let Some(t) = def.options.temperature
-        && !(0.0..=2.0).contains(&t)
-    {
-        return Err(rule(
-            "options.temperature",
-            "temperature",
-            format!("{t} is out of range; use 0 to 2"),
-        ));
-    }
-    if let Some(t) = def.options.top_p
-        && !(0.0..=1.0).contains(&t)
-    {
-        return Err(rule(
-            "options.top-p",
-            "top-p",
-            format!("{t} is out of range; use 0 to 1"),
-        ));
-    }
-    if def.options.max_tokens == Some(0) {
-        return Err(rule(
-            "options.max-tokens",
-            "max-tokens",
-            "must be at least 1".into(),
-        ));
-    }
+    check_options(&def.options, "options.", &rule)?;
     // Skills from the file are reported at their line; those added with `--skill` by flag.
     for (i, s) in def.skills.iter().enumerate() {
-        // A registered custom skill is as good as a built-in one (spec 19).
-        let custom = s.contains('/') && crate::skill_registry::resolve(store, s).is_ok();
-        if let Err(e) = crate::skills::lookup(s)
-            && !custom
-        {
+        if let Some(e) = skill_problem(store, s) {
             return Err(if i < file_skills {
                 rule(&format!("skills[{i}]"), "skills", e.to_string())
             } else {
@@ -599,6 +670,146 @@ fn validate(
         && let Err(template::TemplateError::Syntax(e)) = template::check(p, &[])
     {
         return Err(rule("system-prompt", "system-prompt", e));
+    }
+    if def.actor_type == ActorType::Llm && def.graph.is_some() {
+        return Err(rule(
+            "graph",
+            "graph",
+            "an llm actor has no graph; use `type: graph`".into(),
+        ));
+    }
+    if def.actor_type == ActorType::Graph && def.graph.is_none() {
+        return Err(rule(
+            "graph",
+            "type",
+            "a graph actor needs `graph:` with nodes and edges (see `docs/actors.md`)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_options(
+    options: &ActorOptions,
+    at: &str,
+    rule: &dyn Fn(&str, &str, String) -> ActorError,
+) -> Result<(), ActorError> {
+    if let Some(t) = options.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(rule(
+            &format!("{at}temperature"),
+            "temperature",
+            format!("{t} is out of range; use 0 to 2"),
+        ));
+    }
+    if let Some(t) = options.top_p
+        && !(0.0..=1.0).contains(&t)
+    {
+        return Err(rule(
+            &format!("{at}top-p"),
+            "top-p",
+            format!("{t} is out of range; use 0 to 1"),
+        ));
+    }
+    if options.max_tokens == Some(0) {
+        return Err(rule(
+            &format!("{at}max-tokens"),
+            "max-tokens",
+            "must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a graph actor's graph: its structure ([`graph::check`]), then what its nodes name:
+/// llm nodes a provider model, options in range, skills that resolve and prompts that parse;
+/// tool nodes a built-in or registered tool; actor nodes a registered actor (loaded before
+/// this one, spec 16 "Load order matters") or a provider model, never this actor itself.
+fn validate_graph(
+    def: &ActorDefinition,
+    name: &str,
+    src: &Source<'_>,
+    providers: &[Provider],
+    store: &Store,
+) -> Result<(), ActorError> {
+    let Some(value) = &def.graph else {
+        return Ok(());
+    };
+    let g = GraphDef::from_value(value).map_err(|m| src.graph_rule("", "graph", m))?;
+    graph::check(&g).map_err(|p| src.graph_rule(&p.field, &p.key, p.message))?;
+    let rule = |field: &str, key: &str, msg: String| src.graph_rule(field, key, msg);
+    for (i, n) in g.nodes.iter().enumerate() {
+        let at = |f: &str| format!("nodes[{i}].{f}");
+        match n.kind {
+            NodeKind::Llm => {
+                let m = n.model.as_deref().unwrap_or_default();
+                if let Some(message) = model_problem(store, providers, m) {
+                    return Err(rule(&at("model"), "model", message));
+                }
+                check_options(&n.options, &at("options."), &rule)?;
+                for (j, s) in n.skills.iter().enumerate() {
+                    if let Some(e) = skill_problem(store, s) {
+                        return Err(rule(&at(&format!("skills[{j}]")), "skills", e.to_string()));
+                    }
+                }
+            }
+            NodeKind::Tool if n.anonymous => {}
+            NodeKind::Tool => {
+                let t = n.tool.as_deref().unwrap_or_default();
+                let known = crate::tools::builtin(t).is_some()
+                    || store.registered_tool::<serde_json::Value>(t)?.is_some();
+                if !known {
+                    return Err(rule(
+                        &at("tool"),
+                        "tool",
+                        format!(
+                            "no tool `{t}`: name a built-in tool (`agents tool list`) or register it first with `agents tool add`"
+                        ),
+                    ));
+                }
+            }
+            NodeKind::Actor => {
+                let a = n.actor.as_deref().unwrap_or_default();
+                if canonical(a) == name {
+                    return Err(rule(
+                        &at("actor"),
+                        "actor",
+                        format!(
+                            "node `{}` names this actor itself; a graph cannot run inside itself",
+                            n.name
+                        ),
+                    ));
+                }
+                match resolve(store, providers, a) {
+                    Ok(ActorRef::Builtin { name, .. }) => {
+                        return Err(rule(
+                            &at("actor"),
+                            "actor",
+                            format!(
+                                "{name} is an offline built-in actor; a node runs a model actor, a graph actor or a tool"
+                            ),
+                        ));
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        return Err(rule(
+                            &at("actor"),
+                            "actor",
+                            format!(
+                                "{e}; register the actors a graph names before the graph (spec: load order matters)"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        for (field, template) in [("system-prompt", &n.system_prompt), ("prompt", &n.prompt)] {
+            if let Some(p) = template
+                && let Err(template::TemplateError::Syntax(e)) = template::check(p, &[])
+            {
+                return Err(rule(&at(field), field, e));
+            }
+        }
     }
     Ok(())
 }
@@ -873,6 +1084,25 @@ mod tests {
         }
         assert!(e.to_string().contains("a.yaml:3"), "{e}");
         std::fs::write(&file, "name: x\ntype: graph\ngraph: {nodes: []}\n").unwrap();
+        let e = add(
+            &mut store,
+            &providers,
+            &file,
+            None,
+            &Overrides::default(),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("graph.nodes") && e.contains("at least one node"),
+            "{e}"
+        );
+        std::fs::write(
+            &file,
+            "name: x\ntype: graph\ngraph: {nodes: [{name: a, type: llm, model: openai/gpt-4o}]}\n",
+        )
+        .unwrap();
         add(
             &mut store,
             &providers,
@@ -931,5 +1161,90 @@ mod tests {
             "{text}"
         );
         assert!(store.actor("local/x").unwrap().is_none());
+    }
+
+    fn add_file(
+        store: &mut Store,
+        providers: &[Provider],
+        file: &Path,
+        name: Option<&str>,
+    ) -> Result<Added, ActorError> {
+        add(store, providers, file, name, &Overrides::default(), false)
+    }
+
+    #[test]
+    fn graph_actors_are_checked_at_add_naming_the_cycle_the_node_and_the_line() {
+        let (dir, mut store, providers) = setup();
+        let file = dir.path().join("g.yaml");
+        let graph = "name: local/loop\ntype: graph\ngraph:\n  nodes:\n    - {name: draft, type: llm, model: openai/gpt-4o}\n    - {name: notes, type: tool, tool: read_file, args: {path: NOTES.md}}\n    - {name: review, type: llm, model: anthropic/claude-sonnet-4-5}\n  edges:\n    - {source: start, target: draft}\n    - {source: draft, target: notes}\n    - {source: notes, target: review}\n    - {source: review, target: draft, when: {contains: REVISE}}\n    - {source: review, target: end}\n";
+        std::fs::write(&file, graph).unwrap();
+        let e = add_file(&mut store, &providers, &file, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("draft -> notes -> review -> draft"), "{e}");
+        assert!(e.contains("max-steps"), "{e}");
+        assert!(e.contains("g.yaml:8"), "{e}");
+        std::fs::write(&file, format!("{graph}  limits: {{max-steps: 9}}\n")).unwrap();
+        let added = add_file(&mut store, &providers, &file, None).unwrap();
+        assert_eq!(added.actor.definition.actor_type, ActorType::Graph);
+
+        let bad_tool = graph.replace("tool: read_file", "tool: local/nope");
+        std::fs::write(&file, format!("{bad_tool}  limits: {{max-steps: 9}}\n")).unwrap();
+        let e = add_file(&mut store, &providers, &file, Some("local/other"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("graph.nodes[1].tool") && e.contains("no tool `local/nope`"),
+            "{e}"
+        );
+
+        let actor_node = "name: local/outer\ntype: graph\ngraph:\n  nodes:\n    - {name: inner, type: actor, actor: local/missing}\n";
+        std::fs::write(&file, actor_node).unwrap();
+        let e = add_file(&mut store, &providers, &file, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("graph.nodes[0].actor") && e.contains("load order"),
+            "{e}"
+        );
+        std::fs::write(&file, actor_node.replace("local/missing", "local/loop")).unwrap();
+        add_file(&mut store, &providers, &file, None).unwrap();
+        std::fs::write(&file, actor_node.replace("local/missing", "local/outer")).unwrap();
+        let e = add_file(&mut store, &providers, &file, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("inside itself"), "{e}");
+    }
+
+    #[test]
+    fn the_spec_file_shape_registers_an_actor_or_a_route_by_key() {
+        let (dir, mut store, providers) = setup();
+        let file = dir.path().join("spec.yaml");
+        std::fs::write(
+            &file,
+            "cleveragents:\n  version: \"3.0\"\n  default_actor: my_assistant\nactors:\n  my_assistant:\n    type: llm\n    config:\n      actor: openai/gpt-4o\n      temperature: 0.7\n      system_prompt: \"Task: {{ context.task_description }}\"\n      max_history: 4\n    skills: [file_operations]\nroutes:\n  main_workflow:\n    type: graph\n    entry_point: start\n    nodes:\n      - {name: analyze, type: agent, agent: my_assistant}\n    edges:\n      - {source: start, target: analyze}\n      - {source: analyze, target: end}\ncontext:\n  global: {task_description: Default task}\n",
+        )
+        .unwrap();
+        let e = add_file(&mut store, &providers, &file, Some("main_workflow"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("routes.main_workflow.nodes[0].actor"), "{e}");
+        let a = add_file(&mut store, &providers, &file, None).unwrap().actor;
+        assert_eq!(a.name, "local/my_assistant");
+        assert_eq!(a.definition.model.as_deref(), Some("openai/gpt-4o"));
+        assert_eq!(a.definition.options.temperature, Some(0.7));
+        assert_eq!(a.definition.memory.max_history, Some(4));
+        let g = add_file(&mut store, &providers, &file, Some("main_workflow"))
+            .unwrap()
+            .actor;
+        assert_eq!(g.name, "local/main_workflow");
+        assert_eq!(g.definition.actor_type, ActorType::Graph);
+        let e = add_file(&mut store, &providers, &file, Some("nope"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("defines no actor or route `nope`") && e.contains("main_workflow"),
+            "{e}"
+        );
     }
 }

@@ -10,6 +10,7 @@
 use serde::Serialize;
 
 use crate::config::Provider;
+pub use crate::domain::invariant::{Invariant, NewInvariant, normalize};
 use crate::domain::{Id, InvariantScope, PlanInvariant};
 use crate::registry::actions::{self, ActionError};
 use crate::registry::actors;
@@ -18,30 +19,6 @@ use crate::store::{Store, StoreError};
 
 /// Prefix of invariant ids.
 pub const ID_PREFIX: &str = "inv_";
-
-/// A registered invariant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Invariant {
-    /// `inv_<ULID>`.
-    pub invariant_id: String,
-    /// The constraint as written.
-    pub text: String,
-    /// Explicit conflict key, if any.
-    pub key: Option<String>,
-    /// Scope. Rows an action carried into a plan have scope `action` and a `plan_id`.
-    pub scope: InvariantScope,
-    /// Project name (project scope).
-    pub project: Option<String>,
-    /// Action name (action scope, also for carried rows).
-    pub action: Option<String>,
-    /// Plan id (plan scope, and action invariants carried into a plan).
-    pub plan_id: Option<Id>,
-    /// When it was added.
-    pub created_at: jiff::Timestamp,
-    /// Insertion order in the registry (ties within one timestamp keep this order).
-    #[serde(skip)]
-    pub seq: i64,
-}
 
 impl Invariant {
     /// The scope and its target, for display: `global`, `project local/api`,
@@ -84,17 +61,6 @@ pub fn new_id() -> String {
     format!("{ID_PREFIX}{}", Id::generate())
 }
 
-/// The form used to find duplicates: lowercase, whitespace collapsed, final `.`/`!`/`;`
-/// and surrounding whitespace removed.
-pub fn normalize(text: &str) -> String {
-    let collapsed = text
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase();
-    collapsed.trim_end_matches(['.', '!', ';', ' ']).to_string()
-}
-
 /// Errors from the invariant registry.
 #[derive(Debug, thiserror::Error)]
 pub enum InvariantError {
@@ -127,9 +93,140 @@ pub enum InvariantError {
     /// An action did not resolve.
     #[error(transparent)]
     Action(#[from] ActionError),
+    /// A machine form (`paths-unchanged:`, `command:`) that does not parse.
+    #[error("invariant `{text}`: {message}")]
+    BadForm {
+        /// The invariant as given.
+        text: String,
+        /// What is wrong and how to write it instead.
+        message: String,
+    },
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// How an invariant is checked after each step and before Apply (spec section 12).
+#[derive(Debug, Clone)]
+pub enum MachineForm {
+    /// `paths-unchanged: GLOB[, GLOB...]`: no changed path may match a glob.
+    PathsUnchanged {
+        /// The globs as written (quotes removed).
+        globs: Vec<String>,
+        /// The compiled set.
+        set: globset::GlobSet,
+    },
+    /// `command: CMD`: the command must exit 0 on the changed tree.
+    Command(String),
+    /// Anything else: judged by the invariant actor, when there is one.
+    FreeText,
+}
+
+impl MachineForm {
+    /// `paths-unchanged`, `command` or `free-text`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MachineForm::PathsUnchanged { .. } => "paths-unchanged",
+            MachineForm::Command(_) => "command",
+            MachineForm::FreeText => "free-text",
+        }
+    }
+}
+
+/// Prefix of the paths form.
+pub const PATHS_UNCHANGED: &str = "paths-unchanged:";
+/// Prefix of the command form.
+pub const COMMAND: &str = "command:";
+
+/// Parses an invariant's machine form. Globs are separated by commas, may be quoted, match
+/// paths relative to the resource root with `/` as separator (`*` stays within one directory,
+/// `**` crosses directories), and a glob ending in `/` means everything beneath it.
+///
+/// # Errors
+/// A message naming the problem and the fix: an empty glob list or glob, an invalid glob, an
+/// empty command.
+pub fn machine_form(text: &str) -> Result<MachineForm, String> {
+    let text = text.trim();
+    near_miss(text)?;
+    if let Some(rest) = text.strip_prefix(PATHS_UNCHANGED) {
+        let mut globs = Vec::new();
+        let mut builder = globset::GlobSetBuilder::new();
+        for part in rest.split(',') {
+            let g = unquote(part.trim())?;
+            if g.is_empty() {
+                return Err(format!(
+                    "`{PATHS_UNCHANGED}` needs one or more globs separated by commas, none empty, e.g. `{PATHS_UNCHANGED} \"migrations/**\", Cargo.lock`"
+                ));
+            }
+            let pattern = match g.strip_suffix('/') {
+                Some(dir) => format!("{dir}/**"),
+                None => g.to_string(),
+            };
+            let glob = globset::GlobBuilder::new(&pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| {
+                    format!(
+                        "`{g}` is not a valid glob ({}); write globs like `migrations/**`, `*.lock` or `src/**/*.sql`",
+                        e.kind()
+                    )
+                })?;
+            builder.add(glob);
+            globs.push(g.to_string());
+        }
+        let set = builder
+            .build()
+            .map_err(|e| format!("the globs do not compile: {e}"))?;
+        return Ok(MachineForm::PathsUnchanged { globs, set });
+    }
+    if let Some(rest) = text.strip_prefix(COMMAND) {
+        let cmd = rest.trim();
+        if cmd.is_empty() {
+            return Err(format!(
+                "`{COMMAND}` needs the command that must exit 0, e.g. `{COMMAND} cargo test --offline`"
+            ));
+        }
+        return Ok(MachineForm::Command(cmd.to_string()));
+    }
+    Ok(MachineForm::FreeText)
+}
+
+/// Refuses a text whose head before `:` is a machine form's name spelled another way
+/// (`Paths-Unchanged:`, `paths_unchanged:`, `Command:`), so a typo never turns a check into
+/// free text nobody checks.
+fn near_miss(text: &str) -> Result<(), String> {
+    let Some((head, _)) = text.split_once(':') else {
+        return Ok(());
+    };
+    let folded = head.trim().to_lowercase().replace(['_', ' '], "-");
+    for form in [PATHS_UNCHANGED, COMMAND] {
+        let name = form.trim_end_matches(':');
+        if folded == name && head != name {
+            return Err(format!(
+                "`{head}:` looks like the machine form `{form}` spelled another way; write `{form}` exactly (lowercase, with `-`), or reword the invariant if it is free text"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One glob of a `paths-unchanged` list without its quotes; a quote opened and not closed
+/// (or closed and not opened) is refused.
+fn unquote(part: &str) -> Result<&str, String> {
+    let quoted = |c: char| c == '"' || c == '\'';
+    let (first, last) = (part.chars().next(), part.chars().last());
+    let opens = first.is_some_and(quoted);
+    let closes = part.len() > 1 && last.is_some_and(quoted);
+    if opens != closes || (opens && first != last) {
+        return Err(format!(
+            "`{part}` has an unbalanced quote; quote the whole glob (`\"migrations/**\"`) or not at all"
+        ));
+    }
+    Ok(if opens {
+        part[1..part.len() - 1].trim()
+    } else {
+        part
+    })
 }
 
 /// Resolves a plan id or unique prefix.
@@ -170,25 +267,6 @@ fn check_key(key: Option<&str>) -> Result<Option<String>, InvariantError> {
     }
 }
 
-/// A row to insert.
-#[derive(Debug, Clone)]
-pub struct NewInvariant {
-    /// Id.
-    pub invariant_id: String,
-    /// Text.
-    pub text: String,
-    /// Key.
-    pub key: Option<String>,
-    /// Scope.
-    pub scope: InvariantScope,
-    /// Project id.
-    pub project_id: Option<String>,
-    /// Action id.
-    pub action_id: Option<String>,
-    /// Plan id.
-    pub plan_id: Option<String>,
-}
-
 impl NewInvariant {
     /// A row with a fresh id.
     pub fn new(text: &str, key: Option<String>, scope: InvariantScope) -> Self {
@@ -217,6 +295,10 @@ pub fn add(
     if text.trim().is_empty() {
         return Err(InvariantError::Empty);
     }
+    machine_form(text).map_err(|message| InvariantError::BadForm {
+        text: text.trim().to_string(),
+        message,
+    })?;
     if !targets.global
         && targets.project.is_none()
         && targets.plans.is_empty()
@@ -507,6 +589,82 @@ mod tests {
             created_at: jiff::Timestamp::from_second(t).unwrap(),
             seq: t,
         }
+    }
+
+    #[test]
+    fn machine_forms_parse_and_bad_ones_name_the_fix() {
+        let MachineForm::PathsUnchanged { globs, set } =
+            machine_form(r#"paths-unchanged: "migrations/**", Cargo.lock, docs/"#).unwrap()
+        else {
+            panic!("paths form expected");
+        };
+        assert_eq!(globs, ["migrations/**", "Cargo.lock", "docs/"]);
+        assert!(set.is_match("migrations/001.sql"));
+        assert!(set.is_match("migrations/a/b.sql"));
+        assert!(set.is_match("Cargo.lock"));
+        assert!(set.is_match("docs/x.md"));
+        assert!(!set.is_match("src/migrations.rs"));
+        assert!(
+            !set.is_match("sub/Cargo.lock"),
+            "`*`-free globs match from the root"
+        );
+        let MachineForm::PathsUnchanged { set, .. } =
+            machine_form("paths-unchanged: *.sql").unwrap()
+        else {
+            panic!()
+        };
+        assert!(
+            set.is_match("a.sql") && !set.is_match("m/a.sql"),
+            "`*` stays in one directory"
+        );
+        assert!(matches!(
+            machine_form("command:  test -f X ").unwrap(),
+            MachineForm::Command(c) if c == "test -f X"
+        ));
+        assert!(matches!(
+            machine_form("Never touch the public API").unwrap(),
+            MachineForm::FreeText
+        ));
+        let e = machine_form("paths-unchanged:").unwrap_err();
+        assert!(e.contains("one or more globs"), "{e}");
+        let e = machine_form("paths-unchanged: a/**, ,b").unwrap_err();
+        assert!(e.contains("none empty"), "{e}");
+        let e = machine_form("paths-unchanged: src/[abc").unwrap_err();
+        assert!(e.contains("`src/[abc` is not a valid glob"), "{e}");
+        let e = machine_form("command:   ").unwrap_err();
+        assert!(e.contains("must exit 0"), "{e}");
+    }
+
+    #[test]
+    fn a_machine_form_spelled_another_way_or_quoted_halfway_is_refused() {
+        for text in [
+            "Paths-Unchanged: a/",
+            "paths_unchanged: a/",
+            "paths unchanged: a/",
+            "COMMAND: make",
+        ] {
+            let e = machine_form(text).unwrap_err();
+            assert!(e.contains("spelled another way"), "{text}: {e}");
+        }
+        for text in [
+            r#"paths-unchanged: "migrations/**"#,
+            r#"paths-unchanged: migrations/**""#,
+            r#"paths-unchanged: "migrations/**'"#,
+            r#"paths-unchanged: ""#,
+        ] {
+            let e = machine_form(text).unwrap_err();
+            assert!(e.contains("unbalanced quote"), "{text}: {e}");
+        }
+        let MachineForm::PathsUnchanged { globs, .. } =
+            machine_form("paths-unchanged: 'a/**', \"b.lock\"").unwrap()
+        else {
+            panic!("paths form expected");
+        };
+        assert_eq!(globs, ["a/**", "b.lock"]);
+        assert!(matches!(
+            machine_form("Note: keep the public API stable").unwrap(),
+            MachineForm::FreeText
+        ));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod actors;
+pub mod custom_types;
 pub mod invariants;
 pub mod lookup;
 pub mod plan_use;
@@ -15,6 +16,7 @@ pub mod projects;
 pub mod resource_types;
 pub mod resources;
 pub mod template;
+pub mod tool_registration;
 pub mod yaml;
 
 /// The current time, as stored.

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::config::Provider;
 use crate::domain::{ActionState, Id, InvariantScope, Plan, ProjectLink};
-use crate::registry::actions::{self, Action, ActionError, ArgumentError};
+use crate::registry::actions::{self, Action, ActionError, ArgumentError, ScriptStep};
 use crate::registry::actors::{self, ActorError};
 use crate::registry::invariants::{self, EffectiveView, NewInvariant};
 use crate::registry::profiles::{self, Profile, ProfileError, ResolvedFrom};
@@ -86,6 +86,9 @@ pub enum PlanUseError {
     /// `--invariant` is empty.
     #[error("--invariant: an invariant cannot be empty")]
     EmptyInvariant,
+    /// An `--invariant` machine form does not parse.
+    #[error("--invariant: {0}")]
+    BadInvariant(String),
     /// The action failed.
     #[error(transparent)]
     Action(Box<ActionError>),
@@ -181,18 +184,142 @@ pub fn create(
             state: action.state,
         });
     }
-    if req.projects.is_empty() {
-        return Err(PlanUseError::NoProject);
-    }
-    let mut targets: Vec<Project> = Vec::new();
-    for p in &req.projects {
-        let project = projects::find(store, p)?;
-        if targets.iter().any(|t| t.project_id == project.project_id) {
-            return Err(PlanUseError::DuplicateProject(project.name));
-        }
-        targets.push(project);
-    }
+    let targets = target_projects(store, &req.projects)?;
     let bound = actions::bind_arguments(&action, &req.args)?;
+    let (actors, overrides) = pick_actors(store, providers, &action, req)?;
+    let project_profile = targets.iter().find_map(|p| p.automation_profile.clone());
+    let (profile, source) = profiles::resolve(
+        store,
+        req.automation_profile.as_deref(),
+        action.automation_profile.as_deref(),
+        project_profile.as_deref(),
+        req.global_profile.as_deref(),
+    )?;
+    let values = actions::template_values(&action, &bound);
+    let render = |field: &str, text: &str| {
+        crate::registry::template::render(text, &values).map_err(|source| PlanUseError::Template {
+            field: field.to_string(),
+            source,
+        })
+    };
+    let description = action
+        .description
+        .as_deref()
+        .map(|d| render("description", d))
+        .transpose()?;
+    let dod = render("definition-of-done", &action.definition_of_done)?;
+    let script = action
+        .script
+        .as_deref()
+        .map(|s| actions::render_script(s, &values))
+        .transpose()
+        .map_err(|(field, source)| PlanUseError::Template { field, source })?;
+    check_confinement(&profile, &action, script.as_deref())?;
+    let cli_invariants = req
+        .invariants
+        .iter()
+        .map(|t| match t.trim() {
+            "" => Err(PlanUseError::EmptyInvariant),
+            t => invariants::machine_form(t)
+                .map(|_| t.to_string())
+                .map_err(|m| PlanUseError::BadInvariant(format!("invariant `{t}`: {m}"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let now = super::now();
+    let mut plan = Plan::new(
+        &action.name,
+        action.name.rsplit('/').next().unwrap_or(&action.name),
+        now,
+    );
+    plan.description = description;
+    plan.definition_of_done = Some(dod);
+    plan.project_links = targets
+        .iter()
+        .map(|p| ProjectLink {
+            project_name: p.name.clone(),
+            alias: None,
+            read_only: action.read_only,
+        })
+        .collect();
+    plan.automation_profile = Some(profile.name.clone());
+    plan.automation_level = profile.flags.level();
+    plan.effective_profile_snapshot = Some(json!({
+        "name": profile.name,
+        "source": source,
+        "flags": profile.flags,
+    }));
+    [
+        plan.strategy_actor,
+        plan.execution_actor,
+        plan.estimation_actor,
+        plan.invariant_actor,
+    ] = actors;
+    plan.arguments = bound;
+
+    let plan_id = plan.plan_id.to_string();
+    let rows = invariant_rows(store, &action, &plan_id, &cli_invariants)?;
+    let archive = !action.reusable;
+    let mut archived = action.clone();
+    if archive {
+        archived.state = ActionState::Archived;
+        archived.updated_at = now;
+        archived.archived_at = Some(now);
+    }
+    let origin = crate::store::plan_links::Origin {
+        action_id: action.action_id,
+        profile_source: source,
+        read_only: action.read_only,
+        script,
+        sandbox: action.sandbox.clone(),
+    };
+    let bases =
+        crate::sandbox::bases::collect(store, &targets, action.read_only).map_err(|e| match e {
+            crate::sandbox::bases::BaseError::Store(s) => PlanUseError::Store(s),
+            other => PlanUseError::Base(other.to_string()),
+        })?;
+    store.create_plan(
+        &plan,
+        &targets.iter().map(|p| p.project_id).collect::<Vec<Id>>(),
+        &origin,
+        &rows,
+        archive.then_some(&archived),
+        &bases,
+        None,
+    )?;
+    let plan = store.plan(&plan.plan_id)?.unwrap_or(plan);
+    let (_, view, _) =
+        invariants::effective(store, providers, &plan_id, None).map_err(|e| match e {
+            invariants::InvariantError::Store(s) => PlanUseError::Store(s),
+            other => PlanUseError::Store(StoreError::Corrupt {
+                table: "plans",
+                column: "invariants",
+                message: other.to_string(),
+            }),
+        })?;
+    Ok(Created {
+        plan,
+        action,
+        projects: targets,
+        profile,
+        profile_source: source,
+        actor_overrides: overrides,
+        invariants: view,
+        action_archived: archive,
+    })
+}
+
+/// A plan's strategy, execution, estimation and invariant actors.
+type PlanActors = [Option<String>; 4];
+
+/// The plan's actors (strategy, execution, estimation, invariant), each the one given on the
+/// command line or else the action's, checked; and the command-line overrides by flag.
+fn pick_actors(
+    store: &Store,
+    providers: &[Provider],
+    action: &Action,
+    req: &Request,
+) -> Result<(PlanActors, Vec<(String, String)>), PlanUseError> {
     let mut overrides = Vec::new();
     let mut pick = |flag: &str,
                     field: &str,
@@ -238,89 +365,61 @@ pub fn create(
         &req.invariant_actor,
         action.invariant_actor.as_ref(),
     )?;
-    let project_profile = targets.iter().find_map(|p| p.automation_profile.clone());
-    let (profile, source) = profiles::resolve(
-        store,
-        req.automation_profile.as_deref(),
-        action.automation_profile.as_deref(),
-        project_profile.as_deref(),
-        req.global_profile.as_deref(),
-    )?;
-    let values = actions::template_values(&action, &bound);
-    let render = |field: &str, text: &str| {
-        crate::registry::template::render(text, &values).map_err(|source| PlanUseError::Template {
-            field: field.to_string(),
-            source,
-        })
+    Ok(([strategy, execution, estimation, inv_actor], overrides))
+}
+
+/// The target projects of `plan use`, each named once.
+fn target_projects(store: &Store, names: &[String]) -> Result<Vec<Project>, PlanUseError> {
+    if names.is_empty() {
+        return Err(PlanUseError::NoProject);
+    }
+    let mut targets: Vec<Project> = Vec::new();
+    for p in names {
+        let project = projects::find(store, p)?;
+        if targets.iter().any(|t| t.project_id == project.project_id) {
+            return Err(PlanUseError::DuplicateProject(project.name));
+        }
+        targets.push(project);
+    }
+    Ok(targets)
+}
+
+/// `run:` steps need kernel confinement unless the profile allows unsafe tools.
+fn check_confinement(
+    profile: &Profile,
+    action: &Action,
+    script: Option<&[ScriptStep]>,
+) -> Result<(), PlanUseError> {
+    if profile.flags.allow_unsafe_tools {
+        return Ok(());
+    }
+    let Some(step) = script.into_iter().flatten().find(|st| st.run.is_some()) else {
+        return Ok(());
     };
-    let description = action
-        .description
-        .as_deref()
-        .map(|d| render("description", d))
-        .transpose()?;
-    let dod = render("definition-of-done", &action.definition_of_done)?;
-    let script = action
-        .script
-        .as_deref()
-        .map(|s| actions::render_script(s, &values))
-        .transpose()
-        .map_err(|(field, source)| PlanUseError::Template { field, source })?;
-    // `run:` steps need kernel confinement unless the profile allows unsafe tools.
-    if !profile.flags.allow_unsafe_tools
-        && let Some(step) = script.iter().flatten().find(|st| st.run.is_some())
-    {
-        let network = action.sandbox.as_ref().is_some_and(|sb| sb.network);
-        if crate::tools::shell::capability(network).is_unsafe {
-            return Err(PlanUseError::UnsafeShell {
-                step: step.name.clone(),
-                why: crate::sandbox::launcher::probe().describe().join("; "),
-                profile: profile.name.clone(),
-            });
-        }
+    let network = action.sandbox.as_ref().is_some_and(|sb| sb.network);
+    if crate::tools::shell::capability(network).is_unsafe {
+        return Err(PlanUseError::UnsafeShell {
+            step: step.name.clone(),
+            why: crate::sandbox::launcher::probe().describe().join("; "),
+            profile: profile.name.clone(),
+        });
     }
-    let mut cli_invariants = Vec::new();
-    for t in &req.invariants {
-        if t.trim().is_empty() {
-            return Err(PlanUseError::EmptyInvariant);
-        }
-        cli_invariants.push(t.trim().to_string());
-    }
+    Ok(())
+}
 
-    let now = super::now();
-    let mut plan = Plan::new(
-        &action.name,
-        action.name.rsplit('/').next().unwrap_or(&action.name),
-        now,
-    );
-    plan.description = description;
-    plan.definition_of_done = Some(dod);
-    plan.project_links = targets
-        .iter()
-        .map(|p| ProjectLink {
-            project_name: p.name.clone(),
-            alias: None,
-            read_only: action.read_only,
-        })
-        .collect();
-    plan.automation_profile = Some(profile.name.clone());
-    plan.automation_level = profile.flags.level();
-    plan.effective_profile_snapshot = Some(json!({
-        "name": profile.name,
-        "source": source,
-        "flags": profile.flags,
-    }));
-    plan.strategy_actor = strategy;
-    plan.execution_actor = execution;
-    plan.estimation_actor = estimation;
-    plan.invariant_actor = inv_actor;
-    plan.arguments = bound;
-
-    let plan_id = plan.plan_id.to_string();
-    let mut rows: Vec<NewInvariant> = cli_invariants
+/// The invariant rows a new plan starts with: those given with `--invariant`, and copies of
+/// its action's invariants.
+fn invariant_rows(
+    store: &Store,
+    action: &Action,
+    plan_id: &str,
+    given: &[String],
+) -> Result<Vec<NewInvariant>, PlanUseError> {
+    let mut rows: Vec<NewInvariant> = given
         .iter()
         .map(|t| {
             let mut r = NewInvariant::new(t, None, InvariantScope::Plan);
-            r.plan_id = Some(plan_id.clone());
+            r.plan_id = Some(plan_id.to_string());
             r
         })
         .collect();
@@ -331,58 +430,10 @@ pub fn create(
     }) {
         let mut r = NewInvariant::new(&inv.text, inv.key.clone(), InvariantScope::Action);
         r.action_id = Some(action.action_id.to_string());
-        r.plan_id = Some(plan_id.clone());
+        r.plan_id = Some(plan_id.to_string());
         rows.push(r);
     }
-    let archive = !action.reusable;
-    let mut archived = action.clone();
-    if archive {
-        archived.state = ActionState::Archived;
-        archived.updated_at = now;
-        archived.archived_at = Some(now);
-    }
-    let origin = crate::store::plan_links::Origin {
-        action_id: action.action_id,
-        profile_source: source,
-        read_only: action.read_only,
-        script,
-        sandbox: action.sandbox.clone(),
-    };
-    let bases = crate::lifecycle::bases::collect(store, &targets, action.read_only).map_err(
-        |e| match e {
-            crate::lifecycle::bases::BaseError::Store(s) => PlanUseError::Store(s),
-            other => PlanUseError::Base(other.to_string()),
-        },
-    )?;
-    store.create_plan(
-        &plan,
-        &targets.iter().map(|p| p.project_id).collect::<Vec<Id>>(),
-        &origin,
-        &rows,
-        archive.then_some(&archived),
-        &bases,
-        None,
-    )?;
-    let plan = store.plan(&plan.plan_id)?.unwrap_or(plan);
-    let (_, view, _) =
-        invariants::effective(store, providers, &plan_id, None).map_err(|e| match e {
-            invariants::InvariantError::Store(s) => PlanUseError::Store(s),
-            other => PlanUseError::Store(StoreError::Corrupt {
-                table: "plans",
-                column: "invariants",
-                message: other.to_string(),
-            }),
-        })?;
-    Ok(Created {
-        plan,
-        action,
-        projects: targets,
-        profile,
-        profile_source: source,
-        actor_overrides: overrides,
-        invariants: view,
-        action_archived: archive,
-    })
+    Ok(rows)
 }
 
 /// What a spawn asks for: a child plan of `action` with `args`, branched from its parent's

@@ -8,71 +8,18 @@ use serde::Serialize;
 
 use crate::config::Provider;
 use crate::domain::name::{NameError, QualifiedName};
+pub use crate::domain::project::{LinkedResource, Project, Validation};
 use crate::domain::{Id, InvariantScope, Plan, ProcessingState, ProjectLink};
 use crate::registry::actors::{self, ActorError};
 use crate::registry::invariants::{Invariant, NewInvariant};
 use crate::registry::profiles::{self, ProfileError};
-use crate::registry::resources::{self, Resource, ResourceError};
+use crate::registry::resources::{self, ResourceError};
 use crate::store::{Store, StoreError};
 
 /// Prefix of validation ids.
 pub const VALIDATION_PREFIX: &str = "val_";
 /// Default validation timeout, in seconds (spec 06).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
-
-/// A project.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Project {
-    /// Project id (ULID).
-    pub project_id: Id,
-    /// Namespaced name.
-    pub name: String,
-    /// Description.
-    pub description: Option<String>,
-    /// Invariant reconciliation actor for plans targeting this project.
-    pub invariant_actor: Option<String>,
-    /// Automation profile for plans targeting this project (`None`: inherits global).
-    pub automation_profile: Option<String>,
-    /// Creation time.
-    pub created_at: jiff::Timestamp,
-    /// Last change.
-    pub updated_at: jiff::Timestamp,
-}
-
-/// A resource linked to a project.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LinkedResource {
-    /// The resource.
-    pub resource: Resource,
-    /// Short name within the project.
-    pub alias: Option<String>,
-    /// Read-only within this project.
-    pub read_only: bool,
-}
-
-/// A validation command.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Validation {
-    /// `val_<ULID>`.
-    pub validation_id: String,
-    /// Project name.
-    pub project: String,
-    /// Shell command.
-    pub command: String,
-    /// What it checks.
-    pub description: Option<String>,
-    /// Required (blocks on failure) or informational.
-    pub required: bool,
-    /// Timeout in seconds.
-    pub timeout_secs: u64,
-    /// Resource it is scoped to (name), if any.
-    pub resource: Option<String>,
-    /// Runs with the host network (else in a network namespace with only loopback, where
-    /// tests may still listen on 127.0.0.1).
-    pub network: bool,
-    /// When it was added.
-    pub created_at: jiff::Timestamp,
-}
 
 /// Errors from the project registry.
 #[derive(Debug, thiserror::Error)]
@@ -267,6 +214,12 @@ pub fn create(
             return Err(ProjectError::Invalid {
                 flag: "--invariant",
                 message: "an invariant cannot be empty".into(),
+            });
+        }
+        if let Err(m) = crate::registry::invariants::machine_form(t) {
+            return Err(ProjectError::Invalid {
+                flag: "--invariant",
+                message: format!("invariant `{}`: {m}", t.trim()),
             });
         }
         let mut r = NewInvariant::new(t, None, InvariantScope::Project);
@@ -591,7 +544,20 @@ pub fn delete(
             cancelled.push((p.plan_id.to_string(), before));
         }
     }
-    store.delete_project(&project.project_id, &statuses, now)?;
+    // Each cancellation is recorded as a `plan_cancelled` event, like `plan cancel`, in the
+    // transaction that cancels the plan and deletes the project.
+    let reason = format!("project {} was deleted with --force", project.name);
+    store.delete_project(&project.project_id, &statuses, now, |tx| {
+        for (id, status) in &statuses {
+            crate::events::append(
+                tx,
+                Some(id),
+                crate::events::EventKind::PlanCancelled,
+                &serde_json::json!({"phase": status.phase, "reason": reason, "project_deleted": project.name}),
+            )?;
+        }
+        Ok(())
+    })?;
     Ok(Deleted {
         resources_unlinked: d.resources.len(),
         validations_removed: d.validations.len(),

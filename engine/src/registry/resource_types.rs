@@ -1,6 +1,7 @@
 //! Built-in resource types (spec section 23): 15 physical and 9 virtual types, 4 of them
 //! user-addable (`git-checkout`, `git`, `fs-directory`, `fs-mount`), with the parent/child
-//! rules the resource DAG must follow. Custom types (`resource type add`) are not yet supported.
+//! rules the resource DAG must follow. Custom types (`resource type add`) live in
+//! [`super::custom_types`].
 
 use serde::Serialize;
 
@@ -44,7 +45,7 @@ pub struct ParentRule {
 }
 
 /// What a resource of a type can do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Capabilities {
     /// Can be read.
     pub readable: bool,

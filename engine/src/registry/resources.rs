@@ -15,34 +15,15 @@ use serde_json::{Map, Value, json};
 
 use crate::domain::Id;
 use crate::domain::name::{NameError, QualifiedName};
+pub use crate::domain::resource::{Edge, Resource};
 use crate::registry::resource_types::{self, ResourceType};
 use crate::store::{Store, StoreError};
 
-/// A registered resource.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Resource {
-    /// Resource id (ULID).
-    pub resource_id: Id,
-    /// Namespaced name; discovered children append `:child` segments.
-    pub name: String,
-    /// Type name.
-    pub type_name: String,
-    /// Description.
-    pub description: Option<String>,
-    /// Type-specific properties (path, branch, url, counts).
-    pub properties: Map<String, Value>,
-    /// For discovered resources: the registered resource whose discovery created it.
-    pub owner_id: Option<Id>,
-    /// Registration time.
-    pub created_at: jiff::Timestamp,
-    /// Last change.
-    pub updated_at: jiff::Timestamp,
-}
-
 impl Resource {
-    /// The type's metadata.
+    /// The metadata of the built-in type that handles it (its own type, or for a resource
+    /// of a custom type, its handler's; see [`Resource::handler_type`]).
     pub fn resource_type(&self) -> Option<&'static ResourceType> {
-        resource_types::builtin(&self.type_name)
+        resource_types::builtin(self.handler_type())
     }
 
     /// Whether discovery created it.
@@ -77,15 +58,6 @@ impl Resource {
             })
             .collect()
     }
-}
-
-/// A parent/child edge.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Edge {
-    /// The other resource.
-    pub resource: Resource,
-    /// Created by discovery.
-    pub auto: bool,
 }
 
 /// Errors from the resource registry.
@@ -190,6 +162,14 @@ pub enum ResourceError {
         /// The links as (project, linked resource) pairs.
         links: Vec<(String, String)>,
     },
+    /// `--update` while plans that are not finished use the resource through a project.
+    #[error("resource {name} is used by unfinished plans: {}", plans.join(", "))]
+    UsedByPlans {
+        /// The resource.
+        name: String,
+        /// Plan ids.
+        plans: Vec<String>,
+    },
     /// A discovered resource cannot be removed or replaced on its own.
     #[error("resource {name} was discovered from {owner}; remove or update {owner} instead")]
     Discovered {
@@ -271,6 +251,20 @@ pub struct AddArgs {
     pub description: Option<String>,
     /// `--update`.
     pub update: bool,
+    /// Set when the resource is of a custom type running on this handler.
+    pub custom: Option<CustomAdd>,
+}
+
+/// What a custom type adds to a resource its handler discovers
+/// ([`crate::registry::custom_types`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CustomAdd {
+    /// The custom type's name, which the resource keeps as its type.
+    pub type_name: String,
+    /// The custom type's sandbox strategy (stored as the `sandbox_strategy` property).
+    pub sandbox_strategy: String,
+    /// The values of its extra arguments, stored as properties.
+    pub properties: Map<String, Value>,
 }
 
 /// A resource to create during discovery.
@@ -776,8 +770,9 @@ fn missing_flag(flag: &'static str, ty: &str) -> ResourceError {
 ///
 /// # Errors
 /// Name errors, [`ResourceError::Exists`] without `--update`, the errors of [`discover`], and
-/// with `--update`, [`ResourceError::Linked`] when a discovered child that would be replaced
-/// is linked to a project.
+/// with `--update`, [`ResourceError::UsedByPlans`] while an unfinished plan targets a project
+/// linking it, and [`ResourceError::Linked`] when a discovered child that a project links to
+/// is no longer discovered.
 pub fn add(
     store: &mut Store,
     providers: &[String],
@@ -788,58 +783,10 @@ pub fn add(
     let name = check_user_name(name_input, providers)?;
     let existing = store.resource_by_name(&name)?;
     if let Some(e) = &existing {
-        if !args.update {
-            return Err(ResourceError::Exists(name));
-        }
-        if let Some(owner) = e.owner_id {
-            let owner = store
-                .resource_by_id(&owner)?
-                .map(|o| o.name)
-                .unwrap_or_default();
-            return Err(ResourceError::Discovered { name, owner });
-        }
-        let links: Vec<(String, String)> = store
-            .project_links_of(&store.owned_ids(&e.resource_id)?)?
-            .into_iter()
-            .map(|(project, resource, _)| (project, resource))
-            .collect();
-        if !links.is_empty() {
-            return Err(ResourceError::Linked {
-                name,
-                projects: links
-                    .iter()
-                    .map(|(project, resource)| format!("{project} (via {resource})"))
-                    .collect(),
-                links,
-            });
-        }
+        check_replaceable(store, &name, e, args)?;
     }
     let discovery = discover(store, type_name, &name, args)?;
-    if let Some(Node::New(root)) = discovery.nodes.first() {
-        let key = match root.type_name {
-            "git-checkout" => Some(("path", "checkout")),
-            "fs-directory" => Some(("path", "directory")),
-            "fs-mount" => Some(("mount_path", "mount")),
-            "git" => Some(("git_dir", "repository")),
-            _ => None,
-        };
-        if let Some((key, what)) = key
-            && let Some(target) = root.properties.get(key).and_then(Value::as_str)
-            && let Some(other) = store.resources()?.into_iter().find(|r| {
-                r.name != name
-                    && !r.is_discovered()
-                    && r.type_name == root.type_name
-                    && r.prop(key) == Some(target)
-            })
-        {
-            return Err(ResourceError::SameTarget {
-                name,
-                existing: other.name,
-                what,
-                target: target.to_string(),
-            });
-        }
-    }
+    check_same_target(store, &name, &discovery)?;
     let now = super::now();
     let root_id = existing
         .as_ref()
@@ -869,6 +816,7 @@ pub fn add(
         })
         .map(|p| p.resource_id)
         .collect();
+    refuse_losing_linked_children(store, &gone, existing.as_ref())?;
     let dropped_links = store.manual_links_touching(&gone)?;
     let mut resources = Vec::new();
     let mut ids = Vec::new();
@@ -904,6 +852,9 @@ pub fn add(
             Node::Existing(r) => ids.push(r.resource_id),
         }
     }
+    if let Some(c) = &args.custom {
+        mark_custom(&mut resources[0], c);
+    }
     let edges: Vec<(Id, Id)> = discovery
         .edges
         .iter()
@@ -928,6 +879,138 @@ pub fn add(
         replaced: existing.is_some(),
         dropped_links,
     })
+}
+
+/// The plans that are not finished and target one of the projects in `links`.
+fn plans_using(store: &Store, links: &[(String, String)]) -> Result<Vec<String>, ResourceError> {
+    if links.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(store
+        .plans()?
+        .into_iter()
+        .filter(|p| {
+            !p.status.is_terminal()
+                && p.project_links
+                    .iter()
+                    .any(|l| links.iter().any(|(project, _)| *project == l.project_name))
+        })
+        .map(|p| p.plan_id.to_string())
+        .collect())
+}
+
+/// With `--update`, a discovered child that a project links to must be discovered again.
+fn refuse_losing_linked_children(
+    store: &Store,
+    gone: &[Id],
+    existing: Option<&Resource>,
+) -> Result<(), ResourceError> {
+    let Some(e) = existing else { return Ok(()) };
+    let links: Vec<(String, String)> = store
+        .project_links_of(gone)?
+        .into_iter()
+        .map(|(project, resource, _)| (project, resource))
+        .collect();
+    if links.is_empty() {
+        return Ok(());
+    }
+    Err(ResourceError::Linked {
+        name: e.name.clone(),
+        projects: links
+            .iter()
+            .map(|(project, resource)| format!("{project} (via {resource}, no longer discovered)"))
+            .collect(),
+        links,
+    })
+}
+
+/// Gives the root of a discovery its custom type, the handler it runs on and its extra
+/// properties.
+fn mark_custom(root: &mut Resource, c: &CustomAdd) {
+    let handler = std::mem::replace(&mut root.type_name, c.type_name.clone());
+    root.properties
+        .insert("handler".into(), Value::from(handler));
+    root.properties.insert(
+        "sandbox_strategy".into(),
+        Value::from(c.sandbox_strategy.clone()),
+    );
+    for (k, v) in &c.properties {
+        root.properties
+            .entry(k.clone())
+            .or_insert_with(|| v.clone());
+    }
+}
+
+/// `resource add --update` may replace `existing` only when the user added it (not
+/// discovered under another resource) and no plan that is not finished uses it through a
+/// project.
+fn check_replaceable(
+    store: &Store,
+    name: &str,
+    e: &Resource,
+    args: &AddArgs,
+) -> Result<(), ResourceError> {
+    if !args.update {
+        return Err(ResourceError::Exists(name.to_string()));
+    }
+    if let Some(owner) = e.owner_id {
+        let owner = store
+            .resource_by_id(&owner)?
+            .map(|o| o.name)
+            .unwrap_or_default();
+        return Err(ResourceError::Discovered {
+            name: name.to_string(),
+            owner,
+        });
+    }
+    let links: Vec<(String, String)> = store
+        .project_links_of(&store.owned_ids(&e.resource_id)?)?
+        .into_iter()
+        .map(|(project, resource, _)| (project, resource))
+        .collect();
+    let plans = plans_using(store, &links)?;
+    if !plans.is_empty() {
+        return Err(ResourceError::UsedByPlans {
+            name: name.to_string(),
+            plans,
+        });
+    }
+    Ok(())
+}
+
+/// A second resource of the same type for the same checkout, directory, mount or repository
+/// is refused (it would be linked and sandboxed twice).
+fn check_same_target(
+    store: &Store,
+    name: &str,
+    discovery: &Discovery,
+) -> Result<(), ResourceError> {
+    if let Some(Node::New(root)) = discovery.nodes.first() {
+        let key = match root.type_name {
+            "git-checkout" => Some(("path", "checkout")),
+            "fs-directory" => Some(("path", "directory")),
+            "fs-mount" => Some(("mount_path", "mount")),
+            "git" => Some(("git_dir", "repository")),
+            _ => None,
+        };
+        if let Some((key, what)) = key
+            && let Some(target) = root.properties.get(key).and_then(Value::as_str)
+            && let Some(other) = store.resources()?.into_iter().find(|r| {
+                r.name != name
+                    && !r.is_discovered()
+                    && r.handler_type() == root.type_name
+                    && r.prop(key) == Some(target)
+            })
+        {
+            return Err(ResourceError::SameTarget {
+                name: name.to_string(),
+                existing: other.name,
+                what,
+                target: target.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Finds a resource by name (bare names mean `local/NAME`).
@@ -1067,13 +1150,16 @@ pub fn link_child(
         .iter()
         .filter(|e| e.resource.type_name == p.type_name)
         .count() as u32;
-    resource_types::check_manual_link(
-        &p.type_name,
-        &c.type_name,
-        same_type_children,
-        same_type_parents,
-    )
-    .map_err(rule)?;
+    match super::custom_types::link_rule(store, &p.type_name, &c.type_name)? {
+        Some(custom) => custom.map_err(rule)?,
+        None => resource_types::check_manual_link(
+            &p.type_name,
+            &c.type_name,
+            same_type_children,
+            same_type_parents,
+        )
+        .map_err(rule)?,
+    }
     store.insert_link(&p.resource_id, &c.resource_id)?;
     Ok((p, c))
 }
@@ -1216,7 +1302,7 @@ pub struct Details {
     /// The resource.
     pub resource: Resource,
     /// Its sandbox strategy (inherited ones resolved).
-    pub sandbox_strategy: &'static str,
+    pub sandbox_strategy: String,
     /// Parents.
     pub parents: Vec<Edge>,
     /// Direct children with their own child counts.
@@ -1261,7 +1347,10 @@ pub fn details(store: &Store, input: &str) -> Result<Details, ResourceError> {
     }
     let anc: Vec<&str> = ancestors.iter().map(String::as_str).collect();
     Ok(Details {
-        sandbox_strategy: resource_types::effective_strategy(&resource.type_name, &anc),
+        sandbox_strategy: match resource.prop("sandbox_strategy") {
+            Some(custom) => custom.to_string(),
+            None => resource_types::effective_strategy(&resource.type_name, &anc).to_string(),
+        },
         resource,
         parents,
         children,

@@ -153,7 +153,7 @@ fn history_diff(
 fn journal_files(j: &Journal) -> Vec<FileDiff> {
     j.entries
         .iter()
-        .filter(|e| e.op == crate::lifecycle::apply::journal::EntryOp::File)
+        .filter(|e| e.op == crate::domain::apply::EntryOp::File)
         .map(|e| FileDiff {
             path: e.path.clone(),
             old_path: None,
@@ -170,6 +170,7 @@ fn journal_files(j: &Journal) -> Vec<FileDiff> {
             additions: 0,
             deletions: 0,
             hunks: Vec::new(),
+            item_id: None,
         })
         .collect()
 }

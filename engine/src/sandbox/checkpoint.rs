@@ -21,6 +21,7 @@ use super::{
 };
 use crate::domain::id::Id;
 use crate::domain::lifecycle::PlanStatus;
+pub use crate::domain::sandbox::{CheckpointRecord, CheckpointState};
 use crate::store::Store;
 
 /// Updates the private index from the work tree and writes it as a tree; returns the tree id.
@@ -342,44 +343,6 @@ fn head_commit(repo: &Repository) -> Result<git2::Commit<'_>, SandboxError> {
     repo.find_reference(PLAN_REF)
         .and_then(|r| r.peel_to_commit())
         .map_err(SandboxError::git("reading the plan branch"))
-}
-
-/// One sandbox's state at a checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CheckpointState {
-    /// The sandbox.
-    pub sandbox_id: Id,
-    /// The checkpoint commit in the sandbox's private repository (hex).
-    pub commit_oid: String,
-    /// Its tree (hex): equal tree ids mean byte-identical captured content.
-    pub tree_oid: String,
-}
-
-/// A plan-wide checkpoint as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CheckpointRecord {
-    /// `cp_...`.
-    pub checkpoint_id: CheckpointId,
-    /// The plan.
-    pub plan_id: Id,
-    /// 1, 2, ... within the plan.
-    pub seq: u32,
-    /// The step it belongs to (`start of step 3`, `tool run: write_file`).
-    pub step: Option<String>,
-    /// The decision being executed, if any.
-    pub decision_id: Option<String>,
-    /// A short label (`start`, `end`).
-    pub label: String,
-    /// Files that differ from the previous checkpoint (over all sandboxes).
-    pub files_changed: u64,
-    /// The highest tool-call sequence number logged when it was taken.
-    pub tool_call_seq: u64,
-    /// When it was taken.
-    pub created_at: Timestamp,
-    /// When a rollback to an earlier checkpoint discarded it.
-    pub discarded_at: Option<Timestamp>,
-    /// One state per sandbox that existed then.
-    pub states: Vec<CheckpointState>,
 }
 
 /// What a checkpoint is for.

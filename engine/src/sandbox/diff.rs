@@ -91,6 +91,10 @@ pub struct Hunk {
     /// The decisions whose Execute steps produced lines of this hunk, in execution order
     /// (filled by [`super::attribution::attribute`]; empty from [`text_hunks`] alone).
     pub decision_ids: Vec<String>,
+    /// The review item id of this hunk (`docs/review.md`, [`crate::review::hunk_id`]), when
+    /// assigned with [`crate::review::assign_ids`]; not serialized while unassigned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// One changed file.
@@ -118,6 +122,10 @@ pub struct FileDiff {
     pub deletions: u64,
     /// The hunks (empty for binary files, pure renames and mode changes).
     pub hunks: Vec<Hunk>,
+    /// The review item id of the whole file when it has no hunks ([`crate::review::file_item_id`]),
+    /// when assigned with [`crate::review::assign_ids`]; not serialized while unassigned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
 }
 
 /// Totals over a diff.
@@ -235,6 +243,7 @@ pub fn trees(
             additions: 0,
             deletions: 0,
             hunks: Vec::new(),
+            item_id: None,
         };
         if !binary {
             let old_text = old_bytes
@@ -310,6 +319,7 @@ pub fn text_hunks(old: &str, new: &str) -> Vec<Hunk> {
             new_lines: new_range.len() as u32,
             lines,
             decision_ids: Vec::new(),
+            id: None,
         });
     }
     hunks

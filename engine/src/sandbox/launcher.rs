@@ -39,123 +39,11 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::landlock::{TARGET_ABI, probe as landlock_probe};
 use super::sys::{self, ChildLimits, Namespaces};
-
-const GIB: u64 = 1024 * 1024 * 1024;
-const MIB: u64 = 1024 * 1024;
-
-/// Resource limits of one confined command and everything it starts. Sizes are bytes and
-/// accept `512MiB`, `2GiB`, `4G` in action files; 0 means unlimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
-pub struct Limits {
-    /// Processes and threads at once (cgroup `pids.max`; `RLIMIT_NPROC` for non-root users).
-    pub processes: u64,
-    /// Resident memory of the whole tree (cgroup `memory.limit_in_bytes`).
-    #[serde(deserialize_with = "size")]
-    pub memory: u64,
-    /// Address space of each process (`RLIMIT_AS`).
-    #[serde(deserialize_with = "size")]
-    pub address_space: u64,
-    /// Largest file a process may write (`RLIMIT_FSIZE`).
-    #[serde(deserialize_with = "size")]
-    pub file_size: u64,
-    /// Open files per process (`RLIMIT_NOFILE`).
-    pub open_files: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            processes: 512,
-            memory: 2 * GIB,
-            address_space: 16 * GIB,
-            file_size: 4 * GIB,
-            open_files: 4096,
-        }
-    }
-}
-
-impl Limits {
-    /// One line for `diagnostics`: `processes 512, memory 2 GiB, ...`.
-    pub fn describe(&self) -> String {
-        let size = |b: u64| {
-            if b == 0 {
-                "unlimited".to_string()
-            } else if b.is_multiple_of(GIB) {
-                format!("{} GiB", b / GIB)
-            } else {
-                format!("{} MiB", b / MIB)
-            }
-        };
-        format!(
-            "processes {}, memory {}, address space {}, file size {}, open files {}",
-            self.processes,
-            size(self.memory),
-            size(self.address_space),
-            size(self.file_size),
-            self.open_files
-        )
-    }
-
-    /// The narrower of two limits for each resource (0 is unlimited).
-    pub fn narrower(&self, other: &Limits) -> Limits {
-        let min = |a: u64, b: u64| match (a, b) {
-            (0, x) | (x, 0) => x,
-            (a, b) => a.min(b),
-        };
-        Limits {
-            processes: min(self.processes, other.processes),
-            memory: min(self.memory, other.memory),
-            address_space: min(self.address_space, other.address_space),
-            file_size: min(self.file_size, other.file_size),
-            open_files: min(self.open_files, other.open_files),
-        }
-    }
-}
-
-/// Parses `2GiB`, `512MiB`, `4G`, `100k` or a plain number of bytes.
-///
-/// # Errors
-/// A message naming the accepted forms.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size; write e.g. 512MiB, 2GiB or a byte count"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1024,
-        "m" | "mb" | "mib" => MIB,
-        "g" | "gb" | "gib" => GIB,
-        "t" | "tb" | "tib" => 1024 * GIB,
-        _ => {
-            return Err(format!(
-                "`{text}` has an unknown unit; use KiB, MiB, GiB or TiB"
-            ));
-        }
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("`{text}` is too large"))
-}
-
-fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Bytes(u64),
-        Text(String),
-    }
-    match Raw::deserialize(d)? {
-        Raw::Bytes(b) => Ok(b),
-        Raw::Text(t) => parse_size(&t).map_err(serde::de::Error::custom),
-    }
-}
+pub use crate::domain::limits::{Limits, parse_size};
 
 /// What a confined command may do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -173,6 +61,28 @@ pub struct Policy {
     pub limits: Limits,
 }
 
+/// What a command's stdin and stdout are connected to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Io {
+    /// stdin is `/dev/null`; stdout and stderr are captured (capped, secrets redacted) for
+    /// [`Running::wait`]. Shell steps and validations.
+    #[default]
+    Captured,
+    /// These bytes are written to stdin, which is then closed; stdout and stderr are
+    /// captured. Command tools (their arguments as JSON).
+    Input(Vec<u8>),
+    /// stdin, stdout and stderr are pipes the caller takes with [`Running::take_pipes`]
+    /// and speaks a protocol over (a stdio MCP server).
+    Interactive,
+}
+
+/// The pipes of an [`Io::Interactive`] command.
+pub type Pipes = (
+    std::process::ChildStdin,
+    std::process::ChildStdout,
+    std::process::ChildStderr,
+);
+
 /// One command to start.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -188,6 +98,8 @@ pub struct Launch {
     pub policy: Policy,
     /// Bytes kept from each of stdout and stderr (the rest is read and dropped).
     pub output_cap: usize,
+    /// How stdin and stdout are connected.
+    pub io: Io,
 }
 
 /// Why a command could not be started.
@@ -334,6 +246,7 @@ pub struct Running {
     cgroup: Option<Cgroup>,
     stdout: Option<mpsc::Receiver<(Vec<u8>, bool)>>,
     stderr: Option<mpsc::Receiver<(Vec<u8>, bool)>>,
+    pipes: Option<Pipes>,
 }
 
 impl std::fmt::Debug for Running {
@@ -346,6 +259,17 @@ impl Running {
     /// The command's process id (as seen from `agents`).
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The stdin, stdout and stderr pipes of an [`Io::Interactive`] command (once).
+    pub fn take_pipes(&mut self) -> Option<Pipes> {
+        self.pipes.take()
+    }
+
+    /// Whether the command is still running.
+    pub fn is_running(&self) -> bool {
+        !self.kill.load(Ordering::SeqCst)
+            && self.supervisor.as_ref().is_some_and(|t| !t.is_finished())
     }
 
     /// Asks the supervisor to kill the whole tree now.
@@ -447,6 +371,7 @@ type Started = Result<
     (
         u32,
         String,
+        Option<std::process::ChildStdin>,
         Option<std::process::ChildStdout>,
         Option<std::process::ChildStderr>,
     ),
@@ -460,6 +385,7 @@ fn start(launch: Launch, confine: bool) -> Result<Running, LaunchError> {
         None
     };
     let cap = launch.output_cap;
+    let io = launch.io.clone();
     let kill = Arc::new(AtomicBool::new(false));
     let (start_tx, start_rx) = mpsc::channel::<Started>();
     let (done_tx, done_rx) = mpsc::channel();
@@ -479,20 +405,35 @@ fn start(launch: Launch, confine: bool) -> Result<Running, LaunchError> {
         Err(e)
     };
     match start_rx.recv() {
-        Ok(Ok((pid, tid, stdout, stderr))) => {
+        Ok(Ok((pid, tid, stdin, stdout, stderr))) => {
             if let Some(cg) = &cgroup {
                 cg.release(&tid);
             }
-            Ok(Running {
+            let mut running = Running {
                 pid,
                 started,
                 kill,
                 done: done_rx,
                 supervisor: Some(supervisor),
                 cgroup,
-                stdout: stdout.map(|s| drain(s, cap)),
-                stderr: stderr.map(|s| drain(s, cap)),
-            })
+                stdout: None,
+                stderr: None,
+                pipes: None,
+            };
+            match (io, stdin, stdout, stderr) {
+                (Io::Interactive, Some(i), Some(o), Some(e)) => running.pipes = Some((i, o, e)),
+                (io, stdin, stdout, stderr) => {
+                    if let (Io::Input(bytes), Some(mut stdin)) = (io, stdin) {
+                        std::thread::spawn(move || {
+                            use std::io::Write;
+                            let _ = stdin.write_all(&bytes);
+                        });
+                    }
+                    running.stdout = stdout.map(|s| drain(s, cap));
+                    running.stderr = stderr.map(|s| drain(s, cap));
+                }
+            }
+            Ok(running)
         }
         Ok(Err(e)) => failed(e, cgroup, supervisor),
         Err(_) => failed(
@@ -543,6 +484,7 @@ fn supervise(
     let _ = start_tx.send(Ok((
         child.id(),
         tid,
+        child.stdin.take(),
         child.stdout.take(),
         child.stderr.take(),
     )));
@@ -594,7 +536,11 @@ fn prepare_and_spawn(
         .current_dir(&launch.cwd)
         .env_clear()
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(if launch.io == Io::Captured {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
@@ -1046,6 +992,7 @@ fn remove_stale(parent: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::limits::{GIB, MIB};
 
     /// Whether this machine confines commands; elsewhere the tests only check that the
     /// launcher refuses (CI runs them confined).
@@ -1085,6 +1032,7 @@ mod tests {
                     ..Default::default()
                 },
                 output_cap: 64 * 1024,
+                io: Io::Captured,
             }
         }
 

@@ -1,7 +1,7 @@
 //! How long sandboxes live (spec section 11 "Cleanup Behavior").
 //!
 //! - After a plan is applied, [`release_after_apply`] removes the work trees (its child plans'
-//!   too) and keeps the private repositories (with every checkpoint ref) for the retention
+//!   too; each is renamed away at once and deleted by a background `rm -rf`) and keeps the private repositories (with every checkpoint ref) for the retention
 //!   period.
 //! - Sandboxes of cancelled or errored plans, and of finished `agents actor run`s, stay until
 //!   `agents plan cleanup` or until the retention period has passed since the plan last
@@ -72,8 +72,45 @@ pub fn release_after_apply(
     Ok(out)
 }
 
+/// Where a released work tree goes while it is removed in the background (inside the
+/// sandbox's own directory, so removing the sandbox removes it too).
+const RELEASED_WORK: &str = "work.released";
+
+/// Takes the work tree away at once and removes it in the background: it is renamed out of
+/// the way (one system call, so the work tree is gone when this returns) and a detached `rm
+/// -rf` deletes it, so that Apply does not wait for the deletion of every file of a large
+/// checkout. Where the rename or the process cannot be had, the tree is removed here.
+fn remove_work_tree(record: &SandboxRecord) -> Result<(), SandboxError> {
+    let work = record.layout().work_dir;
+    let trash = record.root_dir.join(RELEASED_WORK);
+    // A leftover of an earlier release whose removal was interrupted.
+    remove_dir_if_exists(&trash)?;
+    match fs::rename(&work, &trash) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(_) => return remove_dir_if_exists(&work),
+    }
+    let spawned = std::process::Command::new("rm")
+        .arg("-rf")
+        .arg("--")
+        .arg(&trash)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        // Reaped by a thread in a long-running process (the TUI); a command that exits first
+        // leaves it to finish on its own.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+            Ok(())
+        }
+        Err(_) => remove_dir_if_exists(&trash),
+    }
+}
+
 fn release(store: &mut Store, record: &SandboxRecord, why: &str) -> Result<Cleaned, SandboxError> {
-    remove_dir_if_exists(&record.layout().work_dir)?;
+    remove_work_tree(record)?;
     store.set_sandbox_state(&record.sandbox_id, SandboxState::Released, Timestamp::now())?;
     Ok(Cleaned {
         plan_id: record.plan_id,
@@ -171,6 +208,8 @@ fn run(
             )?);
         } else if explicit {
             if plan.phase() == Phase::Applied {
+                // A background removal that was interrupted (the machine stopped) is finished.
+                remove_dir_if_exists(&record.root_dir.join(RELEASED_WORK))?;
                 if record.state == SandboxState::Active {
                     report
                         .sandboxes
@@ -311,6 +350,13 @@ mod tests {
         assert_eq!(released[0].action, SandboxState::Released);
         assert!(!sb.layout().work_dir.exists());
         assert!(sb.layout().git_dir.join("HEAD").exists());
+        // The renamed work tree is deleted in the background, soon.
+        let trash = sb.root_dir.join(RELEASED_WORK);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while trash.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!trash.exists(), "the released work tree is removed");
         let err = sandboxes
             .ensure(&mut store, &plan, "local/user")
             .unwrap_err();

@@ -29,6 +29,7 @@
 
 pub mod applied;
 pub mod attribution;
+pub mod bases;
 pub mod checkpoint;
 pub mod confined;
 pub mod diff;
@@ -39,18 +40,18 @@ pub mod landlock;
 pub mod launcher;
 pub mod lifetime;
 pub mod merge;
+pub mod replay;
 pub mod sys;
 
-use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use jiff::Timestamp;
-use serde::Serialize;
 
 use crate::domain::id::Id;
-use crate::domain::lifecycle::str_enum;
+pub use crate::domain::sandbox::{
+    CheckpointId, SandboxRecord, SandboxState, SandboxTarget, Strategy, TargetKind,
+};
 use crate::paths::Paths;
 use crate::store::{Store, StoreError};
 
@@ -60,147 +61,7 @@ pub const SANDBOXES_DIR: &str = "sandboxes";
 pub const PLAN_REF: &str = "refs/heads/cleveragents/plan";
 /// Prefix of the refs that keep every checkpoint commit reachable (one ref per checkpoint).
 pub const CHECKPOINT_REF_PREFIX: &str = "refs/cleveragents/checkpoints/";
-/// Default number of days checkpoint refs are kept after a plan is applied, cancelled or
-/// errored (`sandbox-retention-days`).
-pub const DEFAULT_RETENTION_DAYS: u32 = 7;
-
-/// Where a sandbox's content comes from: the plain description of a resource that the
-/// registries hand over (spec section 23, `git-checkout` and `fs-directory`/`fs-mount`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TargetKind {
-    /// A git checkout, sandboxed at `base_commit` (the commit HEAD pointed to at `plan use`).
-    GitCheckout {
-        /// The checkout's work tree (or any path inside the repository).
-        repo: PathBuf,
-        /// Full hex id of the base commit.
-        base_commit: String,
-    },
-    /// A plain directory, copied when the sandbox is created.
-    Directory {
-        /// The directory.
-        root: PathBuf,
-    },
-}
-
-impl TargetKind {
-    /// `git_checkout` or `directory`, as stored.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            TargetKind::GitCheckout { .. } => "git_checkout",
-            TargetKind::Directory { .. } => "directory",
-        }
-    }
-
-    /// The sandbox strategy this kind uses.
-    pub fn strategy(&self) -> Strategy {
-        match self {
-            TargetKind::GitCheckout { .. } => Strategy::GitWorktree,
-            TargetKind::Directory { .. } => Strategy::CopyOnWrite,
-        }
-    }
-
-    /// The user's path (repository or directory).
-    pub fn source_path(&self) -> &Path {
-        match self {
-            TargetKind::GitCheckout { repo, .. } => repo,
-            TargetKind::Directory { root } => root,
-        }
-    }
-}
-
-/// One resource a plan may sandbox.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SandboxTarget {
-    /// The plan.
-    pub plan_id: Id,
-    /// The resource's namespaced name (`local/api-repo`).
-    pub resource_name: String,
-    /// The project link's alias, used for binding (`path://ALIAS/...`, slot-name hints).
-    pub alias: Option<String>,
-    /// What to sandbox.
-    #[serde(flatten)]
-    pub kind: TargetKind,
-    /// Whether the project link is read-only: writing tools are refused.
-    pub read_only: bool,
-}
-
-impl SandboxTarget {
-    /// The short name used in `path://NAME/` when there is no alias: the part after the last
-    /// `/` of the resource name.
-    pub fn short_name(&self) -> &str {
-        self.resource_name
-            .rsplit('/')
-            .next()
-            .unwrap_or(&self.resource_name)
-    }
-
-    /// Whether `name` selects this target: its alias, full resource name or short name.
-    pub fn answers_to(&self, name: &str) -> bool {
-        self.alias.as_deref() == Some(name)
-            || self.resource_name == name
-            || self.short_name() == name
-    }
-}
-
-/// How a resource is sandboxed (spec section 23).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    /// A private repository that borrows the user's objects.
-    GitWorktree,
-    /// A reflink-or-copy of a directory with a private git directory.
-    CopyOnWrite,
-}
-
-str_enum!(Strategy { GitWorktree => "git_worktree", CopyOnWrite => "copy_on_write" });
-
-/// Where a sandbox is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxState {
-    /// Being created; a crash here leaves a partial directory that the next access replaces.
-    Creating,
-    /// Usable.
-    Active,
-    /// Work tree removed (after apply); the private repository and its refs are kept.
-    Released,
-    /// Everything removed.
-    Removed,
-}
-
-str_enum!(SandboxState {
-    Creating => "creating",
-    Active => "active",
-    Released => "released",
-    Removed => "removed",
-});
-
-/// A sandbox as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SandboxRecord {
-    /// Sandbox id.
-    pub sandbox_id: Id,
-    /// The plan.
-    pub plan_id: Id,
-    /// The resource.
-    pub resource_name: String,
-    /// Strategy.
-    pub strategy: Strategy,
-    /// State.
-    pub state: SandboxState,
-    /// `<data dir>/sandboxes/<plan id>/<sandbox id>`.
-    pub root_dir: PathBuf,
-    /// The base commit in the private repository (git: the user's commit; directory: the
-    /// commit of the copied state). Set once the sandbox is active.
-    pub base_commit: Option<String>,
-    /// Creation time.
-    pub created_at: Timestamp,
-    /// When the work tree was removed.
-    pub released_at: Option<Timestamp>,
-    /// When everything was removed.
-    pub removed_at: Option<Timestamp>,
-}
+pub use crate::config::DEFAULT_RETENTION_DAYS;
 
 impl SandboxRecord {
     /// The directories of this sandbox.
@@ -456,6 +317,7 @@ pub(crate) fn signature() -> Result<git2::Signature<'static>, SandboxError> {
 #[derive(Debug, Clone)]
 pub struct Sandboxes {
     root: PathBuf,
+    config_path: Option<PathBuf>,
 }
 
 impl Sandboxes {
@@ -463,12 +325,22 @@ impl Sandboxes {
     pub fn new(paths: &Paths) -> Self {
         Self {
             root: paths.data_dir.join(SANDBOXES_DIR),
+            config_path: Some(paths.config_path.clone()),
         }
     }
 
     /// The sandboxes under an explicit directory (tests, benchmarks).
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            config_path: None,
+        }
+    }
+
+    /// The configuration file of the data directory, when known (tools read its `[index]`
+    /// policy).
+    pub fn config_path(&self) -> Option<&Path> {
+        self.config_path.as_deref()
     }
 
     /// `<data dir>/sandboxes`.
@@ -688,42 +560,6 @@ pub(crate) fn remove_dir_if_exists(path: &Path) -> Result<(), SandboxError> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(SandboxError::io("remove", path)(e)),
-    }
-}
-
-/// A checkpoint id: `cp_` followed by a ULID.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
-pub struct CheckpointId(String);
-
-impl CheckpointId {
-    /// A new id.
-    pub fn generate() -> Self {
-        Self(format!("cp_{}", Id::generate()))
-    }
-
-    /// The id text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for CheckpointId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl FromStr for CheckpointId {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let rest = s
-            .strip_prefix("cp_")
-            .ok_or_else(|| format!("`{s}` is not a checkpoint id (cp_...)"))?;
-        let id: Id = rest
-            .parse()
-            .map_err(|e| format!("`{s}` is not a checkpoint id: {e}"))?;
-        Ok(Self(format!("cp_{id}")))
     }
 }
 

@@ -4,9 +4,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::codec::{from_json, opt_ts, to_json, ts};
 use super::{Store, StoreError};
+use crate::domain::action::Action;
+use crate::domain::invariant::NewInvariant;
 use crate::domain::{ActionState, Id, InvariantScope};
-use crate::registry::actions::Action;
-use crate::registry::invariants::NewInvariant;
 
 const COLS: &str = "action_id, name, state, description, long_description, definition_of_done, strategy_actor, \
     execution_actor, estimation_actor, invariant_actor, automation_profile, reusable, read_only, arguments, script, \

@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::codec::{from_json, to_json, ts};
 use super::{Store, StoreError};
-use crate::registry::actors::Actor;
+use crate::domain::actor::Actor;
 
 const COLS: &str = "actor_id, name, definition, config_path, config_hash, created_at, updated_at";
 type Raw = (

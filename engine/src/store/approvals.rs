@@ -4,10 +4,11 @@ use jiff::Timestamp;
 use rusqlite::{OptionalExtension, params};
 use serde_json::{Value, json};
 
+use super::events;
 use super::{Store, StoreError};
 use crate::domain::approval::{Approval, ApprovalStatus};
+use crate::domain::event::EventKind;
 use crate::domain::id::Id;
-use crate::events::{self, EventKind};
 
 const COLUMNS: &str = "approval_id, plan_id, kind, status, summary, context, options, answer_command, answer, created_at, resolved_at";
 

@@ -3,7 +3,7 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::{Store, StoreError};
-use crate::actors::budget::PlanBudget;
+use crate::domain::budget::PlanBudget;
 use crate::domain::id::Id;
 
 impl Store {

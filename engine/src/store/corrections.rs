@@ -3,13 +3,14 @@
 //! a decision across child plans, the child plans linked to spawn decisions, short-id
 //! resolution of decisions).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
 use jiff::Timestamp;
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::codec::{from_json, opt_ts, to_json, ts};
 use super::{Store, StoreError};
@@ -417,4 +418,62 @@ impl Store {
         tx.commit()?;
         Ok(n as u64)
     }
+}
+
+/// Marks the plan's `executing` correction attempts completed (Execute finished for the
+/// corrected attempt), recording which steps re-ran, which were replayed, the replays that
+/// conflicted and the final checkpoint.
+///
+/// # Errors
+/// [`StoreError`].
+pub fn finish_attempts(store: &mut Store, plan_id: &Id) -> Result<(), StoreError> {
+    let open: Vec<CorrectionAttempt> = store
+        .correction_attempts(plan_id)?
+        .into_iter()
+        .filter(|a| a.status == AttemptStatus::Executing)
+        .collect();
+    if open.is_empty() {
+        return Ok(());
+    }
+    let steps = store.plan_steps(plan_id)?;
+    let mut rerun = Vec::new();
+    let mut replayed = Vec::new();
+    let mut conflicts = BTreeMap::new();
+    let mut kept = Vec::new();
+    for s in &steps {
+        let out: Value = s
+            .output
+            .as_deref()
+            .and_then(|o| serde_json::from_str(o).ok())
+            .unwrap_or(Value::Null);
+        let id = s.decision_id.to_string();
+        if out.get("replayed").is_some() {
+            replayed.push(id);
+        } else if let Some(c) = out.get("replay_conflict") {
+            conflicts.insert(id.clone(), c.clone());
+            rerun.push(id);
+        } else if open
+            .iter()
+            .any(|a| s.started_at.is_some_and(|t| t >= a.created_at))
+        {
+            rerun.push(id);
+        } else {
+            kept.push(id);
+        }
+    }
+    let latest = store.latest_checkpoint(plan_id)?;
+    for a in open {
+        let mut result = a.result.clone();
+        if !result.is_object() {
+            result = json!({});
+        }
+        result["steps_rerun"] = json!(rerun);
+        result["steps_replayed"] = json!(replayed);
+        result["replay_conflicts"] = json!(conflicts);
+        result["steps_kept"] = json!(kept);
+        result["final_checkpoint"] = json!(latest.as_ref().map(|c| c.checkpoint_id.to_string()));
+        result["final_states"] = json!(latest.as_ref().map(|c| &c.states));
+        store.finish_correction_attempt(&a.attempt_id, AttemptStatus::Completed, &result)?;
+    }
+    Ok(())
 }

@@ -5,8 +5,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::codec::{to_json, ts};
 use super::{Store, StoreError};
+use crate::domain::invariant::{Invariant, NewInvariant};
 use crate::domain::{Id, InvariantScope, PlanInvariant};
-use crate::registry::invariants::{Invariant, NewInvariant};
 
 const SELECT: &str = "SELECT i.invariant_id, i.text, i.key, i.scope, p.name, a.name, i.plan_id, i.created_at, i.rowid
     FROM invariants i
@@ -71,7 +71,7 @@ pub(crate) fn insert_rows(
             params![
                 r.invariant_id,
                 r.text,
-                crate::registry::invariants::normalize(&r.text),
+                crate::domain::invariant::normalize(&r.text),
                 r.key,
                 r.scope.as_str(),
                 r.project_id,

@@ -137,7 +137,7 @@ pub struct JournalEntry {
     pub new_id: Option<String>,
     /// A file (the default), or a directory Apply creates or removes.
     #[serde(default)]
-    pub op: crate::lifecycle::apply::journal::EntryOp,
+    pub op: crate::domain::apply::EntryOp,
 }
 
 /// An apply journal.

@@ -3,7 +3,7 @@
 //! Opening ([`Store::open`]) first reads the schema version through a read-only connection;
 //! a database written by a newer CleverAgents is refused and left byte-identical. Otherwise the
 //! connection is set to WAL, a busy timeout and foreign keys, and pending migrations are applied.
-//! Each later issue adds its own migration file; versions are `PRAGMA user_version`.
+//! Each schema change is its own migration file; versions are `PRAGMA user_version`.
 
 pub mod actions;
 pub mod actors;
@@ -13,6 +13,7 @@ pub mod children;
 pub(crate) mod codec;
 pub mod corrections;
 pub mod decisions;
+pub mod events;
 pub mod invariants;
 pub mod lifecycle_run;
 pub mod model_calls;
@@ -21,6 +22,7 @@ pub mod plan_links;
 pub mod plans;
 pub mod profiles;
 pub mod projects;
+pub mod resource_types;
 pub mod resources;
 pub mod sandboxes;
 pub mod tools;
@@ -50,6 +52,12 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/012_providers.sql"),
     include_str!("migrations/013_tools.sql"),
     include_str!("migrations/014_context_policies.sql"),
+    include_str!("migrations/015_tool_approvals.sql"),
+    include_str!("migrations/016_review.sql"),
+    include_str!("migrations/017_sessions.sql"),
+    include_str!("migrations/018_resource_types.sql"),
+    include_str!("migrations/019_actor_contexts.sql"),
+    include_str!("migrations/020_invariant_violations.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
@@ -370,7 +378,7 @@ mod tests {
                     plan_id: plan.plan_id,
                     decision_id: decision,
                     call_id: "c1".into(),
-                    transcript: vec![crate::actors::messages::Message::User { text: "go".into() }],
+                    transcript: vec![crate::domain::messages::Message::User { text: "go".into() }],
                     resumed_at: None,
                 },
             )

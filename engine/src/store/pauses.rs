@@ -5,8 +5,8 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{Store, StoreError};
-use crate::actors::messages::Message;
 use crate::domain::id::Id;
+use crate::domain::messages::Message;
 
 /// A paused execution actor run, waiting for (or resumed after) the user's answer.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,10 +5,10 @@ use rusqlite::{OptionalExtension, params};
 
 use super::codec::{from_json, to_json};
 use super::{Store, StoreError};
+use crate::domain::action::{Action, SandboxSpec, ScriptStep};
+use crate::domain::invariant::NewInvariant;
+use crate::domain::profile::ResolvedFrom;
 use crate::domain::{Id, Plan};
-use crate::registry::actions::{Action, SandboxSpec, ScriptStep};
-use crate::registry::invariants::NewInvariant;
-use crate::registry::profiles::ResolvedFrom;
 
 /// Where a plan came from.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -73,10 +73,10 @@ impl Store {
         if let Some(link) = child {
             super::children::insert_in(&tx, link)?;
         }
-        crate::events::append(
+        super::events::append(
             &tx,
             Some(&plan.plan_id),
-            crate::events::EventKind::PlanCreated,
+            crate::domain::event::EventKind::PlanCreated,
             &serde_json::json!({
                 "action": plan.action_name,
                 "projects": plan.project_names(),

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::codec::{from_json, to_json, ts};
 use super::{Store, StoreError};
-use crate::registry::profiles::{Profile, ProfileSource};
+use crate::domain::profile::{Profile, ProfileSource};
 
 type Raw = (
     String,

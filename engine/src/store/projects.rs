@@ -5,9 +5,9 @@ use rusqlite::{OptionalExtension, params};
 
 use super::codec::ts;
 use super::{Store, StoreError};
+use crate::domain::invariant::NewInvariant;
+use crate::domain::project::{LinkedResource, Project, Validation};
 use crate::domain::{Id, Plan, PlanStatus};
-use crate::registry::invariants::NewInvariant;
-use crate::registry::projects::{LinkedResource, Project, Validation};
 
 const COLS: &str =
     "project_id, name, description, invariant_actor, automation_profile, created_at, updated_at";
@@ -371,15 +371,17 @@ impl Store {
     }
 
     /// Deletes a project (its links, validations and invariants go with it) and saves the
-    /// given plan statuses (cancellations), in one transaction.
+    /// given plan statuses (cancellations), in one transaction; `record` writes what the
+    /// caller records of it (the cancellations' events) in that same transaction.
     ///
     /// # Errors
-    /// Store errors; nothing is written then.
+    /// Store errors, also from `record`; nothing is written then.
     pub fn delete_project(
         &mut self,
         project: &Id,
         statuses: &[(Id, PlanStatus)],
         now: jiff::Timestamp,
+        record: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         for (id, s) in statuses {
@@ -392,6 +394,7 @@ impl Store {
             "DELETE FROM projects WHERE project_id = ?1",
             [project.to_string()],
         )?;
+        record(&tx)?;
         tx.commit()?;
         Ok(())
     }

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, params};
 use super::codec::{from_json, to_json, ts};
 use super::{Store, StoreError};
 use crate::domain::Id;
-use crate::registry::resources::{Edge, Resource};
+use crate::domain::resource::{Edge, Resource};
 
 const COLS: &str = "r.resource_id, r.name, r.type_name, r.description, r.properties, r.owner_id, r.created_at, r.updated_at";
 type Raw = (

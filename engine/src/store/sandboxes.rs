@@ -8,12 +8,12 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Store, StoreError};
 use crate::domain::id::{Id, IdPrefixError, resolve_prefix};
 use crate::domain::lifecycle::PlanStatus;
-use crate::sandbox::checkpoint::{CheckpointRecord, CheckpointState};
-use crate::sandbox::{
+use crate::domain::sandbox::{
     CheckpointId, SandboxRecord, SandboxState, SandboxTarget, Strategy, TargetKind,
 };
-use crate::tools::change::{Change, ChangeOp, ChangeRecord};
-use crate::tools::runner::{CallOutcome, ToolCallRecord};
+use crate::domain::sandbox::{CheckpointRecord, CheckpointState};
+use crate::domain::tool_call::{CallOutcome, ToolCallRecord};
+use crate::domain::tool_call::{Change, ChangeOp, ChangeRecord};
 
 fn corrupt(table: &'static str, column: &'static str, message: impl ToString) -> StoreError {
     StoreError::Corrupt {

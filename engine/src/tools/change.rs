@@ -1,63 +1,10 @@
 //! Change records (spec section 18 "Change tracking"): what each mutating tool call
 //! did, with content hashes, never derived from model text.
 
-use jiff::Timestamp;
-use serde::Serialize;
-
-use crate::domain::id::Id;
-use crate::domain::lifecycle::str_enum;
 use crate::sandbox::confined::{Content, RelPath};
 use crate::sandbox::diff::{FileDiff, FileStatus};
 
-use std::fmt;
-use std::str::FromStr;
-
-/// The kind of a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeOp {
-    /// A new file or link.
-    Create,
-    /// New content or mode.
-    Modify,
-    /// Removed.
-    Delete,
-    /// Moved from `old_path`.
-    Rename,
-    /// A new directory.
-    CreateDir,
-    /// A removed directory.
-    DeleteDir,
-}
-
-str_enum!(ChangeOp {
-    Create => "create",
-    Modify => "modify",
-    Delete => "delete",
-    Rename => "rename",
-    CreateDir => "create_dir",
-    DeleteDir => "delete_dir",
-});
-
-/// One change to one path. Hashes are SHA-256 (hex) of the content (for links: of the target
-/// text); sizes are bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Change {
-    /// What happened.
-    pub operation: ChangeOp,
-    /// The path, relative to the resource root.
-    pub path: String,
-    /// The previous path, for renames.
-    pub old_path: Option<String>,
-    /// Content hash before.
-    pub old_hash: Option<String>,
-    /// Content hash after.
-    pub new_hash: Option<String>,
-    /// Size before.
-    pub old_size: Option<u64>,
-    /// Size after.
-    pub new_size: Option<u64>,
-}
+pub use crate::domain::tool_call::{Change, ChangeOp, ChangeRecord};
 
 impl Change {
     /// A change between two content states of `path` (create, modify or delete), or `None`
@@ -114,24 +61,4 @@ impl Change {
             new_size: new.map(|b| b.len() as u64),
         }
     }
-}
-
-/// A stored change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChangeRecord {
-    /// Change id.
-    pub change_id: Id,
-    /// The plan.
-    pub plan_id: Id,
-    /// The tool call that made it.
-    pub call_id: Id,
-    /// The resource.
-    pub resource_name: String,
-    /// The change.
-    #[serde(flatten)]
-    pub change: Change,
-    /// When.
-    pub created_at: Timestamp,
-    /// When a rollback discarded it.
-    pub discarded_at: Option<Timestamp>,
 }

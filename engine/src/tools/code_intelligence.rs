@@ -51,10 +51,13 @@ impl Tool for CodeTool {
                 "the sandbox is not under a data directory; the code index cannot be found".into(),
             )
         })?;
-        let paths = Paths::at(&data, data.join("config.toml"));
+        let config = ctx
+            .config_path
+            .map_or_else(|| data.join("config.toml"), std::path::Path::to_path_buf);
+        let paths = Paths::at(&data, config);
         let target = &ctx.sandbox.target;
         let dir = store::dir(&paths, &target.resource_name);
-        let policy = index::policy();
+        let policy = index::policy_of(&paths);
         let missing = || {
             ToolError::Failed(format!(
                 "{} has no code index; build it with `agents resource reindex {}`",
@@ -75,6 +78,7 @@ impl Tool for CodeTool {
             resource: target.resource_name.clone(),
             alias: target.alias.clone(),
             view,
+            semantic: index::embed::setting(&paths),
         }];
         skill::call(&scopes, self.name, args).map_err(|e| match e {
             CallError::Invalid(field, message) => ToolError::invalid(field, message),

@@ -1,5 +1,7 @@
 //! Command tools (spec section 18 "Adapter-Specific Execution", custom source) and the one
-//! place where tools start processes: [`spawn_confined`].
+//! place where tools start processes: [`spawn_confined`], through the confined launcher
+//! ([`crate::sandbox::launcher`]: namespaces, Landlock, cgroup and rlimits, output capped and
+//! secrets redacted).
 //!
 //! A command tool runs in the plan's sandbox work tree:
 //! - `command:` is a command line; each `{{ name }}` placeholder becomes the argument's value,
@@ -8,22 +10,21 @@
 //! - The arguments are also written to stdin as one JSON object.
 //! - The environment is scrubbed as for `shell_execute`: `PATH`, `LANG`, a per-plan `HOME`,
 //!   `XDG_CACHE_HOME` and `TMPDIR`, plus the variables the tool names in `env`.
-//! - Writes are confined to the work tree and the per-plan directory; TCP is denied unless
-//!   the action allows network.
+//! - Writes are confined to the work tree and the per-plan directory; reads to the system,
+//!   the toolchains and `PATH`, the tool's own folder and the writable paths, minus the
+//!   deny-list; the network is a private namespace unless the action allows network.
 //! - The result is stdout parsed as JSON, or as text when it is not JSON; a non-zero exit
 //!   is a tool error carrying the exit code and stderr.
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::ToolError;
-use crate::sandbox::landlock::{self, Confinement};
+use crate::sandbox::launcher::{self, Io, Limits, Running};
 
 /// Bytes kept of stdout and of stderr.
 pub const OUTPUT_CAP: usize = 256 * 1024;
@@ -44,55 +45,68 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     /// Directories it may write beneath.
     pub writable: Vec<PathBuf>,
-    /// TCP allowed.
+    /// Directories it may read beneath besides the system, the toolchains, `PATH` and the
+    /// writable ones (the tool's own folder, a server's code).
+    pub readable: Vec<PathBuf>,
+    /// Paths never readable besides the built-in deny-list (the action's `deny-read`).
+    pub deny: Vec<String>,
+    /// Resource limits (the action's).
+    pub limits: Limits,
+    /// The host network (else a private network namespace with only loopback).
     pub network: bool,
     /// Start it even where the kernel cannot confine it (the plan allows unsafe tools).
     pub allow_unconfined: bool,
 }
 
-/// Starts `launch` with piped stdin, stdout and stderr in its own process group, confined by
-/// the kernel. This is the single place command tools and stdio MCP servers are started.
+/// Starts `launch` through the confined launcher with `io` (arguments on stdin for command
+/// tools, interactive pipes for stdio MCP servers). This is the single place command tools
+/// and stdio MCP servers are started. Where the kernel cannot confine it, it starts
+/// unconfined (still with only its environment, killed as a whole) only when
+/// `allow_unconfined`.
 ///
 /// # Errors
-/// A message when the kernel cannot confine it (and unconfined starts are not allowed) or the
-/// program cannot be started.
-pub fn spawn_confined(launch: &Launch) -> Result<Child, String> {
-    let mut command = Command::new(&launch.program);
-    command
-        .args(&launch.args)
-        .current_dir(&launch.cwd)
-        .env_clear()
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    if landlock::probe().enforced(launch.network) {
-        landlock::spawn(
-            command,
-            &Confinement {
-                writable: launch.writable.clone(),
-                allow_network: launch.network,
-            },
-        )
-        .map_err(|e| format!("cannot start {}: {e}", launch.program))
+/// A message when it cannot be confined (and unconfined starts are not allowed) or cannot
+/// be started.
+pub fn spawn_confined(launch: &Launch, io: Io) -> Result<Running, String> {
+    let mut readable = launch.readable.clone();
+    readable.extend(super::shell::tool_readable());
+    let confined = launcher::probe().confines();
+    let l = launcher::Launch {
+        program: PathBuf::from(&launch.program),
+        args: launch.args.iter().map(Into::into).collect(),
+        cwd: launch.cwd.clone(),
+        env: launch
+            .env
+            .iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect(),
+        policy: launcher::Policy {
+            network: launch.network,
+            writable: launch.writable.clone(),
+            readable,
+            deny: launch.deny.clone(),
+            limits: launch.limits,
+        },
+        output_cap: OUTPUT_CAP,
+        io,
+    };
+    if confined {
+        launcher::spawn(l).map_err(|e| format!("{}: {e}", launch.program))
     } else if launch.allow_unconfined {
-        command
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", launch.program))
+        launcher::spawn_unconfined(l).map_err(|e| e.to_string())
     } else {
         Err(format!(
             "{} cannot be confined here ({}) and the plan's automation profile sets allow_unsafe_tools = false",
             launch.program,
-            landlock::probe().describe()
+            launcher::probe().describe().join("; ")
         ))
     }
 }
 
-/// Whether processes started by [`spawn_confined`] with this network rule are confined by
-/// the kernel (else command tools are classified unsafe).
-pub fn confined(network: bool) -> bool {
-    landlock::probe().enforced(network)
+/// Whether processes started by [`spawn_confined`] are confined by the kernel here
+/// (Landlock and namespaces; else command tools are classified unsafe).
+pub fn confined(_network: bool) -> bool {
+    launcher::probe().confines()
 }
 
 fn placeholder_re() -> &'static regex::Regex {
@@ -160,37 +174,6 @@ pub struct RunSpec<'a> {
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
-fn drain(mut stream: impl Read + Send + 'static) -> mpsc::Receiver<(Vec<u8>, bool)> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut buf = [0u8; 16 * 1024];
-        let mut truncated = false;
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = OUTPUT_CAP.saturating_sub(kept.len());
-                    kept.extend_from_slice(&buf[..n.min(room)]);
-                    truncated |= n > room;
-                }
-            }
-        }
-        let _ = tx.send((kept, truncated));
-    });
-    rx
-}
-
-/// Kills a process group started by [`spawn_confined`].
-pub fn kill_group(pid: u32) {
-    if let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    }
-}
-
 /// Runs a command tool to completion (or its timeout) and returns its result.
 ///
 /// # Errors
@@ -200,57 +183,24 @@ pub fn run(spec: RunSpec<'_>) -> Result<Value, ToolError> {
     let mut launch = spec.launch;
     launch.program = "/bin/sh".into();
     launch.args = vec!["-c".into(), spec.line.clone()];
-    let started = Instant::now();
-    let mut child = spawn_confined(&launch).map_err(ToolError::PermissionDenied)?;
-    let pid = child.id();
-    let out = drain(child.stdout.take().expect("stdout is piped"));
-    let err = drain(child.stderr.take().expect("stderr is piped"));
-    if let Some(mut stdin) = child.stdin.take() {
-        let input = spec.args.to_string();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(input.as_bytes());
-        });
-    }
-    let mut timed_out = false;
-    let mut cancelled = false;
-    let status = loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            break Some(status);
-        }
-        if started.elapsed() >= spec.timeout {
-            timed_out = true;
-            break None;
-        }
-        if spec
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::SeqCst))
-        {
-            cancelled = true;
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    kill_group(pid);
-    let status = status.or_else(|| child.wait().ok());
-    let grace = Duration::from_secs(2);
-    let (stdout, stdout_truncated) = out.recv_timeout(grace).unwrap_or_default();
-    let (stderr, _) = err.recv_timeout(grace).unwrap_or_default();
-    let stdout = String::from_utf8_lossy(&stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&stderr).into_owned();
-    if timed_out {
+    let running = spawn_confined(&launch, Io::Input(spec.args.to_string().into_bytes()))
+        .map_err(ToolError::PermissionDenied)?;
+    let done = running.wait(spec.timeout, spec.cancel.as_deref());
+    let stdout = String::from_utf8_lossy(&done.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+    if done.timed_out {
         return Err(ToolError::Failed(format!(
             "the command timed out after {} s and was killed; stderr: {}",
             spec.timeout.as_secs(),
             stderr.trim()
         )));
     }
-    if cancelled {
+    if done.cancelled {
         return Err(ToolError::Failed(
             "the plan was cancelled; the command was killed".into(),
         ));
     }
-    let code = status.and_then(|s| s.code());
+    let code = done.code();
     if code != Some(0) {
         return Err(ToolError::Failed(format!(
             "the command exited with {}; stderr: {}",
@@ -268,8 +218,8 @@ pub fn run(spec: RunSpec<'_>) -> Result<Value, ToolError> {
         "result": result,
         "exit_code": 0,
         "stderr": stderr,
-        "stdout_truncated": stdout_truncated,
-        "duration_ms": started.elapsed().as_millis() as u64,
+        "stdout_truncated": done.stdout_truncated,
+        "duration_ms": done.duration.as_millis() as u64,
     }))
 }
 

@@ -263,6 +263,10 @@ pub struct McpServerSpec {
     /// Per-tool capability overrides, flat (`{tool, read_only, writes, ...}`).
     #[serde(default)]
     pub overrides: Vec<Value>,
+    /// Stdio: extra directories the server may read (its code, when the launcher cannot tell
+    /// it from an absolute program or argument path).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readable: Vec<String>,
     /// Argument names holding paths confined to the sandbox (default: `path`, `paths`,
     /// `source`, `destination`).
     #[serde(default)]
@@ -292,6 +296,7 @@ impl McpServerSpec {
             tool_name: None,
             timeout_secs: None,
             overrides: Vec::new(),
+            readable: Vec::new(),
             path_arguments: None,
         };
         let rest = rest.trim();

@@ -5,9 +5,10 @@
 //!
 //! The capability rule: a writing tool runs only in Execute (never in Strategize, Apply, for a
 //! read-only action or on a read-only link); a tool needing approval (`human_approval_required`,
-//! or an open-world writing MCP tool) runs only under `full-auto`, because pausing for a
-//! `tool_approval` is not yet supported. What a call changed in the sandbox is found by
-//! snapshotting the work tree before and after it.
+//! or an open-world writing MCP tool) runs without asking only under `full-auto`; under any
+//! other profile the execution actor's run pauses for a `tool_approval`
+//! ([`ToolRunner::approval_needed`]) and the call runs once a human approved it. What a call
+//! changed in the sandbox is found by snapshotting the work tree before and after it.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -120,7 +121,7 @@ pub fn changes_between(
 
 impl ToolRunner<'_> {
     /// Makes one call to an external tool: validate against its schema, check the policy
-    /// and the approval rule, bind (static `bind`, parameter `from_param`, else contextual),
+    /// and the approval rule (`approved`: a human approved this call), bind (static `bind`, parameter `from_param`, else contextual),
     /// ensure the sandbox, execute under the sandbox lock, capture its changes, log.
     ///
     /// # Errors
@@ -131,6 +132,7 @@ impl ToolRunner<'_> {
         policy: &Policy,
         tool: &ExternalTool,
         request: CallRequest,
+        approved: bool,
         exec: &Executor<'_>,
     ) -> Result<CallResult, RunnerError> {
         let started_at = Timestamp::now();
@@ -145,6 +147,7 @@ impl ToolRunner<'_> {
             policy,
             tool,
             &request,
+            approved,
             &mut resource,
             &mut changes,
             exec,
@@ -182,23 +185,24 @@ impl ToolRunner<'_> {
     /// Why `policy` refuses `tool`, or `None`.
     pub fn external_refusal(policy: &Policy, tool: &ExternalTool) -> Option<String> {
         let cap = &tool.capability;
-        if let Some(why) =
-            policy.refusal_for(&tool.name, cap.writes, cap.is_unsafe, cap.checkpointable)
-        {
-            return Some(why);
+        policy.refusal_for(&tool.name, cap.writes, cap.is_unsafe, cap.checkpointable)
+    }
+
+    /// Why a call to `tool` needs a human's approval under `policy` first (a
+    /// `tool_approval`), or `None`: `human_approval_required`, or an open-world writing
+    /// tool, under every profile but `full-auto`.
+    pub fn approval_needed(policy: &Policy, tool: &ExternalTool) -> Option<String> {
+        if !tool.needs_approval() || policy.profile.as_deref() == Some("full-auto") {
+            return None;
         }
-        if tool.needs_approval() && policy.profile.as_deref() != Some("full-auto") {
-            return Some(format!(
-                "{} needs a human's approval for each call ({}); pausing the plan for a tool_approval is not yet supported, so it runs only under the full-auto profile",
-                tool.name,
-                if cap.human_approval_required {
-                    "human_approval_required"
-                } else {
-                    "it changes things outside the sandbox (openWorldHint)"
-                }
-            ));
-        }
-        None
+        Some(if tool.capability.human_approval_required {
+            format!("{} is marked human_approval_required", tool.name)
+        } else {
+            format!(
+                "{} changes things outside the sandbox (openWorldHint), which a rollback cannot undo",
+                tool.name
+            )
+        })
     }
 
     /// Binds `tool` for `request` and makes sure that sandbox exists, so that a checkpoint
@@ -294,6 +298,7 @@ impl ToolRunner<'_> {
         policy: &Policy,
         tool: &ExternalTool,
         request: &CallRequest,
+        approved: bool,
         resource: &mut Option<String>,
         changes: &mut Vec<Change>,
         exec: &Executor<'_>,
@@ -308,6 +313,14 @@ impl ToolRunner<'_> {
         validate_schema(&tool.name, &tool.input_schema, &request.arguments).map_err(invalid)?;
         if let Some(why) = Self::external_refusal(policy, tool) {
             return Err((CallOutcome::Denied, ToolError::PermissionDenied(why)));
+        }
+        if !approved && let Some(why) = Self::approval_needed(policy, tool) {
+            return Err((
+                CallOutcome::Denied,
+                ToolError::PermissionDenied(format!(
+                    "{why}, so each call needs a human's approval; approvals are asked for only while a plan's execution actor works in Execute"
+                )),
+            ));
         }
         let target = self
             .bind_external(plan_id, tool, request, &request.arguments)
@@ -396,6 +409,10 @@ pub fn run_command(ctx: &ExternalCtx<'_>, def: &ToolDef, args: Value) -> Result<
             cwd: ctx.sandbox.work_dir().to_path_buf(),
             env: super::command::base_env(ctx.shell, extra),
             writable,
+            // An Agent Skill's scripts read their own folder.
+            readable: def.base_dir.iter().map(std::path::PathBuf::from).collect(),
+            deny: ctx.shell.policy.deny_read.clone(),
+            limits: ctx.shell.policy.limits,
             network: ctx.shell.policy.network,
             allow_unconfined: ctx.allow_unconfined,
         },
@@ -466,13 +483,15 @@ mod tests {
         let execute = policy(Phase::Execute, "trusted");
         assert!(ToolRunner::external_refusal(&execute, &writes).is_none());
         let approval = tool(json!({"human_approval_required": true}));
-        let why = ToolRunner::external_refusal(&execute, &approval).unwrap();
-        assert!(why.contains("tool_approval"), "{why}");
-        assert!(
-            ToolRunner::external_refusal(&policy(Phase::Execute, "full-auto"), &approval).is_none()
-        );
+        assert!(ToolRunner::external_refusal(&execute, &approval).is_none());
+        let why = ToolRunner::approval_needed(&execute, &approval).unwrap();
+        assert!(why.contains("human_approval_required"), "{why}");
+        let full_auto = policy(Phase::Execute, "full-auto");
+        assert!(ToolRunner::approval_needed(&full_auto, &approval).is_none());
         let open_world = tool(json!({"writes": true, "open_world": true}));
-        assert!(ToolRunner::external_refusal(&execute, &open_world).is_some());
+        assert!(ToolRunner::approval_needed(&execute, &open_world).is_some());
+        assert!(ToolRunner::approval_needed(&full_auto, &open_world).is_none());
+        assert!(ToolRunner::approval_needed(&execute, &writes).is_none());
         let mut strict = execute.clone();
         strict.require_checkpoints = true;
         assert!(

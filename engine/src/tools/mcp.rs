@@ -1,8 +1,10 @@
 //! The MCP client (spec section 18 "MCP Integration Details"), built on `rmcp`, the official
 //! Rust SDK, client side only.
 //!
-//! - A stdio server is started through [`super::command::spawn_confined`] with the sandbox as
-//!   its working directory, only the environment its spec names (values `${NAME}` read from
+//! - A stdio server is started through [`super::command::spawn_confined`] (the confined
+//!   launcher, with interactive pipes) with the sandbox as its working directory; it may read
+//!   its own code (the `node_modules` tree, or the folder, of an absolute program or argument
+//!   path, also inside a shell line argument, and the spec's `readable`), only the environment its spec names (values `${NAME}` read from
 //!   the user's environment at start, never stored) plus `PATH`, `LANG` and a per-plan
 //!   `HOME`, and the plan's network rule. `{sandbox}` in its arguments is the sandbox path.
 //! - A Streamable HTTP server is reached at its URL with its headers and a bearer token read
@@ -11,15 +13,19 @@
 //!   offered as `<server>.<tool>` with a capability from its annotations ([`capability_of`]).
 //! - A call has a timeout (default 60 s); a timeout, a dead server or a protocol error is a
 //!   [`ToolError`] for the model, never a failure of the plan.
-//! - Servers live as long as their [`McpPool`]: one per plan run (or per `skill tools` /
-//!   `diagnostics` check), stopped when it is dropped.
+//! - Servers live as long as their [`McpPool`]. A plan's pool ([`plan_pool`]) is opened with
+//!   its Execute run ([`PlanServers`]): a server starts at the first step that offers its
+//!   tools, every later step reuses it, and it is stopped when the run ends (the plan
+//!   finishes Execute, pauses for a human, fails or is cancelled). A server found dead when
+//!   a step starts is started again. `skill tools`, `diagnostics` and `actor run` use a pool
+//!   of their own, stopped when it is dropped.
 //!
 //! The pool runs its own small tokio runtime, so synchronous callers (the tool runner inside
 //! the model loop) can wait for a call without blocking the loop's runtime.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
@@ -28,8 +34,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::ToolError;
-use super::command::{Launch, kill_group, spawn_confined};
+use super::command::{Launch, spawn_confined};
 use super::custom::{McpServerSpec, ToolCapability};
+use crate::domain::Id;
+use crate::sandbox::launcher::{Io, Limits, Running};
 
 /// Default seconds an MCP call may take.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -117,6 +125,10 @@ pub struct Placement {
     pub writable: Vec<PathBuf>,
     /// Base environment (`PATH`, `LANG`, per-plan `HOME` ...).
     pub env: Vec<(String, String)>,
+    /// Paths never readable besides the built-in deny-list (the action's `deny-read`).
+    pub deny: Vec<String>,
+    /// Resource limits (the action's).
+    pub limits: Limits,
     /// TCP allowed (the plan's network rule).
     pub network: bool,
     /// Start it unconfined where the kernel cannot confine it.
@@ -129,11 +141,18 @@ struct Conn {
     spec: McpServerSpec,
     peer: Peer<RoleClient>,
     service: Option<RunningService<RoleClient, ()>>,
-    pid: Option<u32>,
-    child: Option<std::process::Child>,
+    /// A stdio server's process tree (dropping it kills the tree).
+    running: Option<Running>,
     version: Option<String>,
     tools: Vec<McpTool>,
     cwd: PathBuf,
+}
+
+impl Conn {
+    /// Whether the server still answers: its connection is open and (stdio) its process runs.
+    fn alive(&self) -> bool {
+        !self.peer.is_transport_closed() && self.running.as_ref().is_none_or(Running::is_running)
+    }
 }
 
 /// Connected MCP servers, by name.
@@ -221,97 +240,31 @@ impl McpPool {
     /// A message naming the server: it cannot start, does not answer, or its tools cannot be
     /// listed.
     pub fn connect(&self, spec: &McpServerSpec, place: &Placement) -> Result<Vec<McpTool>, String> {
-        if let Some(c) = self.conns.lock().expect("mcp lock").get(&spec.name) {
-            return Ok(c.tools.clone());
+        let dead = {
+            let conns = self.conns.lock().expect("mcp lock");
+            match conns.get(&spec.name) {
+                Some(c) if c.alive() => return Ok(c.tools.clone()),
+                Some(_) => true,
+                None => false,
+            }
+        };
+        if dead {
+            // It died (or was killed) since it was started: start it again.
+            let old = self.conns.lock().expect("mcp lock").remove(&spec.name);
+            if let Some(mut c) = old {
+                tracing::info!(server = %spec.name, "MCP server found stopped; starting it again");
+                self.stop_conn(&mut c);
+            }
         }
         spec.check()
             .map_err(|e| format!("MCP server {}: {e}", spec.name))?;
         let name = spec.name.clone();
         let timeout = Duration::from_secs(CONNECT_TIMEOUT_SECS);
-        let (service, pid, child) = if let Some(url) = &spec.url {
-            let mut config =
-                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone());
-            if let Some(var) = &spec.token_env {
-                let token = std::env::var(var)
-                    .map_err(|_| format!("MCP server {name}: token_env {var} is not set"))?;
-                config = config.auth_header(token);
-            }
-            let mut headers = HashMap::new();
-            for (k, v) in &spec.headers {
-                let v =
-                    expand_env(v).map_err(|e| format!("MCP server {name}: headers.{k}: {e}"))?;
-                let k: reqwest::header::HeaderName = k
-                    .parse()
-                    .map_err(|e| format!("MCP server {name}: header `{k}`: {e}"))?;
-                let v: reqwest::header::HeaderValue = v
-                    .parse()
-                    .map_err(|e| format!("MCP server {name}: header value: {e}"))?;
-                headers.insert(k, v);
-            }
-            if !headers.is_empty() {
-                config = config.custom_headers(headers);
-            }
-            let n = name.clone();
-            let service = self.wait(async move {
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                tokio::time::timeout(timeout, ().serve(transport))
-                    .await
-                    .map_err(|_| {
-                        format!(
-                            "MCP server {n} did not answer within {} s",
-                            timeout.as_secs()
-                        )
-                    })?
-                    .map_err(|e| format!("MCP server {n}: {e}"))
-            })?;
-            (service, None, None)
+        let (service, running) = if let Some(url) = &spec.url {
+            (self.open_http(spec, url, timeout)?, None)
         } else {
-            let launch = self.launch(spec, place)?;
-            let mut child =
-                spawn_confined(&launch).map_err(|e| format!("MCP server {name}: {e}"))?;
-            let pid = child.id();
-            let stdout = child.stdout.take().expect("stdout is piped");
-            let stdin = child.stdin.take().expect("stdin is piped");
-            let stderr = child.stderr.take().expect("stderr is piped");
-            let log = place
-                .log_dir
-                .as_ref()
-                .map(|d| d.join(format!("mcp-{name}.log")));
-            std::thread::spawn(move || {
-                let mut stderr = stderr;
-                match log.and_then(|l| std::fs::File::create(l).ok()) {
-                    Some(mut f) => {
-                        let _ = std::io::copy(&mut stderr, &mut f);
-                    }
-                    None => {
-                        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-                    }
-                }
-            });
-            let n = name.clone();
-            let started = self.wait(async move {
-                let stdout = tokio::process::ChildStdout::from_std(stdout)
-                    .map_err(|e| format!("MCP server {n}: {e}"))?;
-                let stdin = tokio::process::ChildStdin::from_std(stdin)
-                    .map_err(|e| format!("MCP server {n}: {e}"))?;
-                tokio::time::timeout(timeout, ().serve((stdout, stdin)))
-                    .await
-                    .map_err(|_| {
-                        format!(
-                            "MCP server {n} did not answer initialize within {} s",
-                            timeout.as_secs()
-                        )
-                    })?
-                    .map_err(|e| format!("MCP server {n} did not initialize: {e}"))
-            });
-            match started {
-                Ok(s) => (s, Some(pid), Some(child)),
-                Err(e) => {
-                    kill_group(pid);
-                    let _ = child.wait();
-                    return Err(e);
-                }
-            }
+            let (service, running) = self.open_stdio(spec, place, timeout)?;
+            (service, Some(running))
         };
         let peer = service.peer().clone();
         let version = service.peer_info().and_then(|i| {
@@ -336,8 +289,7 @@ impl McpPool {
             spec: spec.clone(),
             peer,
             service: Some(service),
-            pid,
-            child,
+            running,
             version,
             tools: Vec::new(),
             cwd: place.cwd.clone(),
@@ -370,6 +322,115 @@ impl McpPool {
         Ok(tools)
     }
 
+    /// Reaches a Streamable HTTP server and initializes the session.
+    fn open_http(
+        &self,
+        spec: &McpServerSpec,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<RunningService<RoleClient, ()>, String> {
+        let name = spec.name.clone();
+        let url = url.to_string();
+        let mut config =
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                url,
+            );
+        if let Some(var) = &spec.token_env {
+            let token = std::env::var(var)
+                .map_err(|_| format!("MCP server {name}: token_env {var} is not set"))?;
+            config = config.auth_header(token);
+        }
+        let mut headers = HashMap::new();
+        for (k, v) in &spec.headers {
+            let v = expand_env(v).map_err(|e| format!("MCP server {name}: headers.{k}: {e}"))?;
+            let k: reqwest::header::HeaderName = k
+                .parse()
+                .map_err(|e| format!("MCP server {name}: header `{k}`: {e}"))?;
+            let v: reqwest::header::HeaderValue = v
+                .parse()
+                .map_err(|e| format!("MCP server {name}: header value: {e}"))?;
+            headers.insert(k, v);
+        }
+        if !headers.is_empty() {
+            config = config.custom_headers(headers);
+        }
+        let n = name.clone();
+        self.wait(async move {
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+            tokio::time::timeout(timeout, ().serve(transport))
+                .await
+                .map_err(|_| {
+                    format!(
+                        "MCP server {n} did not answer within {} s",
+                        timeout.as_secs()
+                    )
+                })?
+                .map_err(|e| format!("MCP server {n}: {e}"))
+        })
+    }
+
+    /// Starts a stdio server through the confined launcher and initializes the session; its
+    /// stderr is appended to `mcp-<name>.log` in the placement's log directory.
+    fn open_stdio(
+        &self,
+        spec: &McpServerSpec,
+        place: &Placement,
+        timeout: Duration,
+    ) -> Result<(RunningService<RoleClient, ()>, Running), String> {
+        let name = spec.name.clone();
+        let launch = self.launch(spec, place)?;
+        let mut running = spawn_confined(&launch, Io::Interactive)
+            .map_err(|e| format!("MCP server {name}: {e}"))?;
+        let (stdin, stdout, stderr) = running
+            .take_pipes()
+            .ok_or_else(|| format!("MCP server {name}: its pipes are missing"))?;
+        let log = place
+            .log_dir
+            .as_ref()
+            .map(|d| d.join(format!("mcp-{name}.log")));
+        std::thread::spawn(move || {
+            let mut stderr = stderr;
+            let file = log.and_then(|l| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(l)
+                    .ok()
+            });
+            match file {
+                Some(mut f) => {
+                    let _ = std::io::copy(&mut stderr, &mut f);
+                }
+                None => {
+                    let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+                }
+            }
+        });
+        let n = name.clone();
+        let started = self.wait(async move {
+            let stdout = tokio::process::ChildStdout::from_std(stdout)
+                .map_err(|e| format!("MCP server {n}: {e}"))?;
+            let stdin = tokio::process::ChildStdin::from_std(stdin)
+                .map_err(|e| format!("MCP server {n}: {e}"))?;
+            tokio::time::timeout(timeout, ().serve((stdout, stdin)))
+                .await
+                .map_err(|_| {
+                    format!(
+                        "MCP server {n} did not answer initialize within {} s",
+                        timeout.as_secs()
+                    )
+                })?
+                .map_err(|e| format!("MCP server {n} did not initialize: {e}"))
+        });
+        match started {
+            Ok(s) => Ok((s, running)),
+            Err(e) => {
+                drop(running);
+                Err(e)
+            }
+        }
+    }
+
     fn launch(&self, spec: &McpServerSpec, place: &Placement) -> Result<Launch, String> {
         let name = &spec.name;
         let line = spec.command.as_deref().unwrap_or_default();
@@ -385,6 +446,13 @@ impl McpPool {
             *a = a.replace("{sandbox}", &sandbox);
         }
         let program = argv.remove(0);
+        let mut readable: Vec<PathBuf> = spec.readable.iter().map(PathBuf::from).collect();
+        readable.extend(
+            std::iter::once(&program)
+                .chain(&argv)
+                .flat_map(|a| path_words(a))
+                .filter_map(|a| own_code(Path::new(&a))),
+        );
         let mut env = place.env.clone();
         for (k, v) in &spec.env {
             let v = expand_env(v).map_err(|e| format!("MCP server {name}: env.{k}: {e}"))?;
@@ -397,6 +465,9 @@ impl McpPool {
             cwd: place.cwd.clone(),
             env,
             writable: place.writable.clone(),
+            readable,
+            deny: place.deny.clone(),
+            limits: place.limits,
             network: place.network,
             allow_unconfined: place.allow_unconfined,
         })
@@ -417,7 +488,7 @@ impl McpPool {
             .lock()
             .expect("mcp lock")
             .get(server)
-            .and_then(|c| c.pid)
+            .and_then(|c| c.running.as_ref().map(Running::pid))
     }
 
     /// Calls `tool` on `server`. Path arguments are first confined to the server's working
@@ -486,12 +557,8 @@ impl McpPool {
                 let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
             });
         }
-        if let Some(pid) = c.pid {
-            kill_group(pid);
-        }
-        if let Some(mut child) = c.child.take() {
-            let _ = child.wait();
-        }
+        // Dropping the launcher's handle kills the server's whole tree.
+        drop(c.running.take());
     }
 
     /// Stops every server (stdio processes are killed with their process group).
@@ -509,24 +576,74 @@ impl McpPool {
     }
 }
 
-/// Checks every MCP server the registered skills configure, as `agents diagnostics` does:
-/// start (or reach) it in a scratch directory, list its tools, stop it. Returns
+/// The pools of the plans whose Execute run this process drives, by plan ([`PlanServers`]).
+static PLAN_POOLS: LazyLock<Mutex<HashMap<Id, Option<Arc<McpPool>>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The MCP servers of one plan's Execute run: while it is held, [`plan_pool`] hands every
+/// step of the plan the same pool, so a stdio server is started once and reused; dropping it
+/// stops every server of the plan. Opening it again for a plan already open (a nested run)
+/// shares the outer run's pool and leaves stopping to it.
+#[derive(Debug)]
+pub struct PlanServers {
+    plan_id: Id,
+    owner: bool,
+}
+
+impl PlanServers {
+    /// Opens the scope of `plan_id`'s servers (no server starts until a step offers one).
+    pub fn open(plan_id: Id) -> Self {
+        let mut pools = PLAN_POOLS.lock().expect("plan pools lock");
+        let owner = !pools.contains_key(&plan_id);
+        if owner {
+            pools.insert(plan_id, None);
+        }
+        Self { plan_id, owner }
+    }
+}
+
+impl Drop for PlanServers {
+    fn drop(&mut self) {
+        if !self.owner {
+            return;
+        }
+        let pool = PLAN_POOLS
+            .lock()
+            .map(|mut p| p.remove(&self.plan_id).flatten())
+            .ok()
+            .flatten();
+        if let Some(pool) = pool {
+            pool.shutdown();
+        }
+    }
+}
+
+/// The pool of `plan_id`'s servers when its Execute run is open ([`PlanServers`]), created
+/// at first use; `None` outside such a run.
+///
+/// # Errors
+/// The pool's runtime cannot start.
+pub fn plan_pool(plan_id: &Id) -> Option<Result<Arc<McpPool>, String>> {
+    let mut pools = PLAN_POOLS.lock().ok()?;
+    let slot = pools.get_mut(plan_id)?;
+    if let Some(pool) = slot {
+        return Some(Ok(Arc::clone(pool)));
+    }
+    Some(McpPool::new().map(|pool| {
+        let pool = Arc::new(pool);
+        *slot = Some(Arc::clone(&pool));
+        pool
+    }))
+}
+
+/// Checks MCP servers as `agents diagnostics` does: start (or reach) each in a scratch
+/// directory, list its tools, stop it. `specs` are `(skill, server)` pairs (the registered
+/// skills' servers: [`crate::skill_registry::mcp_servers`]). Returns
 /// `(skill/server, Ok(summary) | Err(why))`.
-pub fn check_configured(store: &crate::store::Store) -> Vec<(String, Result<String, String>)> {
+pub fn check_configured(
+    specs: Vec<(String, McpServerSpec)>,
+) -> Vec<(String, Result<String, String>)> {
     let mut out = Vec::new();
-    let Ok(skills) = store.custom_skills::<crate::skill_registry::SkillDef>() else {
-        return out;
-    };
-    let specs: Vec<(String, McpServerSpec)> = skills
-        .into_iter()
-        .flat_map(|r| {
-            let name = r.name.clone();
-            r.definition
-                .mcp_servers
-                .into_iter()
-                .map(move |m| (name.clone(), m))
-        })
-        .collect();
     if specs.is_empty() {
         return out;
     }
@@ -542,6 +659,7 @@ pub fn check_configured(store: &crate::store::Store) -> Vec<(String, Result<Stri
         network: true,
         allow_unconfined: true,
         log_dir: None,
+        ..Placement::default()
     };
     for (skill, spec) in specs {
         let label = format!("{skill}/{}", spec.name);
@@ -561,6 +679,35 @@ pub fn check_configured(store: &crate::store::Store) -> Vec<(String, Result<Stri
     }
     let _ = std::fs::remove_dir_all(&scratch);
     out
+}
+
+/// What a server needs to read of its own code when its program or an argument is an
+/// absolute path that exists: the `node_modules` tree it lies in, else its folder.
+/// An argument and, when it is a shell line (`sh -c "node /srv/x.js stdio"`), each of its
+/// words: a server wrapped in a shell reads its code as a bare one does.
+fn path_words(arg: &str) -> Vec<String> {
+    let mut words = vec![arg.to_string()];
+    if arg.contains(char::is_whitespace) {
+        words.extend(shell_words::split(arg).unwrap_or_default());
+    }
+    words
+}
+
+fn own_code(path: &Path) -> Option<PathBuf> {
+    if !path.is_absolute() || !path.exists() {
+        return None;
+    }
+    if let Some(modules) = path
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+    {
+        return Some(modules.to_path_buf());
+    }
+    if path.is_dir() {
+        Some(path.to_path_buf())
+    } else {
+        path.parent().map(Path::to_path_buf)
+    }
 }
 
 fn c_is_url(pool: &McpPool, server: &str) -> bool {
@@ -660,6 +807,43 @@ mod tests {
             ));
         }
     }
+    #[test]
+    fn a_plans_pool_is_shared_while_its_run_is_open_and_gone_after() {
+        let plan = Id::generate();
+        assert!(plan_pool(&plan).is_none(), "no pool outside an Execute run");
+        let run = PlanServers::open(plan);
+        let first = plan_pool(&plan).unwrap().unwrap();
+        let second = plan_pool(&plan).unwrap().unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &second),
+            "every step gets the same pool"
+        );
+        // A nested open shares the pool and does not close it.
+        drop(PlanServers::open(plan));
+        assert!(Arc::ptr_eq(&first, &plan_pool(&plan).unwrap().unwrap()));
+        drop(run);
+        assert!(plan_pool(&plan).is_none(), "closed with the run");
+        assert!(first.conns.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_server_reads_the_code_its_shell_line_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let js = dir.path().join("node_modules/pkg/dist/index.js");
+        std::fs::create_dir_all(js.parent().unwrap()).unwrap();
+        std::fs::write(&js, "").unwrap();
+        let line = format!("exec node '{}' stdio", js.display());
+        let read: Vec<PathBuf> = path_words(&line)
+            .iter()
+            .filter_map(|w| own_code(Path::new(w)))
+            .collect();
+        assert_eq!(read, vec![dir.path().join("node_modules")]);
+        assert!(
+            path_words("-c")
+                .iter()
+                .all(|w| own_code(Path::new(w)).is_none())
+        );
+    }
 }
 
 #[cfg(test)]
@@ -701,6 +885,7 @@ mod live {
             network: false,
             allow_unconfined: true,
             log_dir: None,
+            ..Placement::default()
         };
         let pool = McpPool::new().unwrap();
         let tools = pool.connect(&spec, &place).unwrap();

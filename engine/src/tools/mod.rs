@@ -16,10 +16,7 @@ pub mod custom;
 pub mod external;
 pub mod files;
 pub mod git;
-pub mod host;
 pub mod mcp;
-pub mod offer;
-pub mod register;
 pub mod runner;
 pub mod search;
 pub mod shell;
@@ -211,6 +208,8 @@ pub struct ToolContext<'a> {
     pub shell: &'a ShellSettings,
     /// Changes recorded by this call.
     pub changes: Vec<Change>,
+    /// The configuration file (its `[index]` policy and embeddings), when known.
+    pub config_path: Option<&'a std::path::Path>,
 }
 
 impl ToolContext<'_> {

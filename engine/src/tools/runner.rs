@@ -18,19 +18,18 @@
 //! one transaction.
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::Instant;
 
 use jiff::Timestamp;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::change::Change;
 use super::shell::ShellPolicy;
 use super::{ShellSettings, Tool, ToolContext, ToolError, ToolGroup, builtin, builtins, validate};
 use crate::domain::id::Id;
-use crate::domain::lifecycle::{Phase, ProcessingState, str_enum};
+use crate::domain::lifecycle::{Phase, ProcessingState};
 use crate::domain::plan::Plan;
+pub use crate::domain::tool_call::{CallOutcome, ToolCallRecord};
 use crate::sandbox::checkpoint::{self, CheckpointRecord, CheckpointRequest};
 use crate::sandbox::confined::SandboxFs;
 use crate::sandbox::{SandboxError, SandboxTarget, Sandboxes, TargetKind};
@@ -38,57 +37,6 @@ use crate::store::{Store, StoreError};
 
 /// Longest string argument kept verbatim in the execution log, in bytes.
 pub const LOGGED_STRING_LIMIT: usize = 4096;
-
-/// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallOutcome {
-    /// Ran and succeeded.
-    Ok,
-    /// Ran and failed.
-    Failed,
-    /// Refused by policy or confinement; nothing ran.
-    Denied,
-    /// Unknown tool, invalid arguments or binding; nothing ran.
-    Invalid,
-}
-
-str_enum!(CallOutcome { Ok => "ok", Failed => "failed", Denied => "denied", Invalid => "invalid" });
-
-/// One entry of a plan's execution log.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolCallRecord {
-    /// Call id.
-    pub call_id: Id,
-    /// The plan.
-    pub plan_id: Id,
-    /// 1, 2, ... within the plan.
-    pub seq: u64,
-    /// Tool name as asked for.
-    pub tool: String,
-    /// The skill the tool was offered through, if any.
-    pub parent_skill: Option<String>,
-    /// The bound resource, once bound.
-    pub resource_name: Option<String>,
-    /// The arguments (long strings shortened).
-    pub arguments: Value,
-    /// How it ended.
-    pub outcome: CallOutcome,
-    /// `PERMISSION_DENIED`, `INVALID_ARGUMENTS`, ... when not ok.
-    pub error_code: Option<String>,
-    /// The error message when not ok.
-    pub error_message: Option<String>,
-    /// A one-line summary of the result.
-    pub result_summary: Option<String>,
-    /// Resources touched.
-    pub resources_touched: Vec<String>,
-    /// Wall time in milliseconds.
-    pub duration_ms: u64,
-    /// Start time.
-    pub started_at: Timestamp,
-    /// When a rollback discarded it.
-    pub discarded_at: Option<Timestamp>,
-}
 
 /// The rules a call is checked against (spec sections 18, 22 and 27).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,7 +209,7 @@ pub struct ToolRunner<'a> {
     pub(super) cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
-pub(super) fn shorten(value: &Value) -> Value {
+pub(crate) fn shorten(value: &Value) -> Value {
     match value {
         Value::String(s) if s.len() > LOGGED_STRING_LIMIT => {
             let mut end = LOGGED_STRING_LIMIT;
@@ -576,6 +524,7 @@ impl<'a> ToolRunner<'a> {
             fs: &fs,
             shell: &shell,
             changes: Vec::new(),
+            config_path: self.sandboxes.config_path(),
         };
         let result = tool.execute(&mut ctx, args);
         *changes = std::mem::take(&mut ctx.changes);

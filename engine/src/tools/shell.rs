@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 
 use super::change::Change;
 use super::{Builtin, Capability, ShellSettings, Tool, ToolContext, ToolError, ToolGroup};
+pub use crate::domain::action::Interpreter;
 use crate::sandbox::checkpoint::snapshot;
 use crate::sandbox::confined::EntryKind;
 use crate::sandbox::diff::{self, DiffRequest};
@@ -68,18 +69,6 @@ pub struct ShellPolicy {
     /// Variables set for every command (the plan's arguments as `AGENTS_ARG_<NAME>`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub vars: std::collections::BTreeMap<String, String>,
-}
-
-/// The interpreter of a command (`shell:` of an action or a `run:` step, `shell` of
-/// `shell_execute`): `sh` is `/bin/sh` (the default), `bash` is the first `bash` on `PATH`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Interpreter {
-    /// `/bin/sh -c COMMAND` (POSIX shell; dash on Debian and Ubuntu).
-    #[default]
-    Sh,
-    /// `bash -c COMMAND` (arrays, `[[ ]]`, `set -o pipefail`, ...).
-    Bash,
 }
 
 impl Interpreter {
@@ -421,6 +410,15 @@ fn git_readable(git_dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// What every confined command may read besides the system: the toolchain homes and every
+/// absolute directory on `PATH` (the user's own tools; the deny-list still wins).
+pub fn tool_readable() -> Vec<PathBuf> {
+    let mut readable: Vec<PathBuf> = toolchain_homes().into_iter().map(|(_, d)| d).collect();
+    let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
+    readable.extend(std::env::split_paths(&path).filter(|d| d.is_absolute()));
+    readable
+}
+
 /// The launch of one confined step command in a sandbox whose work tree is `work`.
 pub fn step_launch(
     settings: &ShellSettings,
@@ -439,10 +437,7 @@ pub fn step_launch(
             work.join(p)
         }
     }));
-    let mut readable: Vec<PathBuf> = toolchain_homes().into_iter().map(|(_, d)| d).collect();
-    // The user's own tools: every absolute directory on `PATH` (the deny-list still wins).
-    let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
-    readable.extend(std::env::split_paths(&path).filter(|d| d.is_absolute()));
+    let mut readable = tool_readable();
     if let Some(bin) = settings.home.parent() {
         readable.push(bin.join("bin"));
     }
@@ -469,6 +464,7 @@ pub fn step_launch(
             limits: policy.limits,
         },
         output_cap: OUTPUT_CAP,
+        io: launcher::Io::Captured,
     }
 }
 

@@ -12,7 +12,7 @@ use ratatui::widgets::Widget;
 use super::{Pane, pane_block, render_message};
 use crate::highlight::{CHUNK_LINES, HighlightRequest, HighlightResult, HunkSource, Segment};
 use crate::keymap::Action;
-use crate::model::{DiffLineKind, DiffView};
+use crate::model::{DiffLineKind, DiffView, ReviewItem, ReviewMark};
 use crate::theme::{Slot, Theme};
 
 /// Shown while no plan is selected.
@@ -214,6 +214,11 @@ impl DiffPane {
         if self.diff.as_ref() == Some(&diff) {
             return true;
         }
+        if self.diff.as_ref().is_some_and(|d| d.same_text(&diff)) {
+            // Only marks or attributions changed: same rows, same highlights.
+            self.diff = Some(diff);
+            return true;
+        }
         self.rows = layout_rows(&diff, self.layout);
         self.scroll = self.scroll.min(self.rows.len().saturating_sub(1));
         self.diff = Some(diff);
@@ -367,22 +372,192 @@ impl DiffPane {
         self.diff.as_ref()?;
         self.rows.get(self.scroll).map(|r| r.file_hunk())
     }
+
+    /// The review item the marking keys act on: the hunk at the top row, the first hunk of the
+    /// file whose header is there, or that file itself when it has no hunks. `None` without a
+    /// diff or when the diff has no review (an applied plan).
+    pub fn current_item(&self) -> Option<(usize, Option<usize>, &ReviewItem)> {
+        let diff = self.diff.as_ref()?;
+        let (file, hunk) = self.position()?;
+        let f = &diff.files[file];
+        match hunk.or(if f.hunks.is_empty() { None } else { Some(0) }) {
+            Some(h) => f.hunks[h].review.as_ref().map(|r| (file, Some(h), r)),
+            None => f.review.as_ref().map(|r| (file, None, r)),
+        }
+    }
+
+    /// The ids of the pending items of `file`.
+    pub fn pending_items_of(&self, file: usize) -> Vec<String> {
+        self.diff
+            .as_ref()
+            .and_then(|d| d.files.get(file))
+            .map(|f| {
+                f.review_items()
+                    .filter(|r| r.mark == ReviewMark::Pending)
+                    .map(|r| r.id.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Shows `mark` (and `reason`) on the items `ids` at once, before the engine's diff
+    /// confirms it.
+    pub(crate) fn set_marks(&mut self, ids: &[String], mark: ReviewMark, reason: Option<&str>) {
+        let Some(diff) = self.diff.as_mut() else {
+            return;
+        };
+        for f in &mut diff.files {
+            let items = f
+                .review
+                .iter_mut()
+                .chain(f.hunks.iter_mut().filter_map(|h| h.review.as_mut()));
+            for item in items.filter(|i| ids.contains(&i.id)) {
+                item.mark = mark;
+                item.reason = reason.map(str::to_owned);
+            }
+        }
+    }
+
+    /// Moves to the review item after the current one (the next hunk, or the next file
+    /// without hunks); stays at the last.
+    pub(crate) fn next_item(&mut self) {
+        let (Some(diff), Some((file, hunk, _))) = (self.diff.as_ref(), self.current_item()) else {
+            return;
+        };
+        let anchor = self.rows.iter().position(|r| match (*r, hunk) {
+            (DiffRow::Hunk { file: f, hunk: h }, Some(hunk)) => f == file && h == hunk,
+            (DiffRow::File { file: f }, None) => f == file,
+            _ => false,
+        });
+        let Some(anchor) = anchor else { return };
+        let next = self
+            .rows
+            .iter()
+            .enumerate()
+            .skip(anchor + 1)
+            .find(|(_, r)| match r {
+                DiffRow::Hunk { .. } => true,
+                DiffRow::File { file } => diff.files[*file].hunks.is_empty(),
+                _ => false,
+            });
+        if let Some((i, _)) = next {
+            self.scroll = i;
+        }
+    }
+
+    /// Moves to the header of the file after `file`, if any.
+    pub(crate) fn next_file_after(&mut self, file: usize) {
+        if let Some(i) = self
+            .rows
+            .iter()
+            .position(|r| matches!(*r, DiffRow::File { file: f } if f > file))
+        {
+            self.scroll = i;
+        }
+    }
+}
+
+/// The style slot of a mark's sign.
+fn mark_slot(mark: ReviewMark) -> Slot {
+    match mark {
+        ReviewMark::Pending => Slot::StatusWarn,
+        ReviewMark::Accepted => Slot::StatusOk,
+        ReviewMark::Rejected => Slot::StatusError,
+    }
+}
+
+/// `✓ ` / `✗ ` / `· ` before a reviewed hunk or file header.
+fn mark_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Option<Span<'a>> {
+    review.map(|r| {
+        Span::styled(
+            format!("{} ", r.mark.glyph()),
+            theme.style(mark_slot(r.mark)),
+        )
+    })
+}
+
+/// A rejection's reason after a header.
+fn reason_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Option<Span<'a>> {
+    let r = review.filter(|r| r.mark == ReviewMark::Rejected)?;
+    let reason = r
+        .reason
+        .as_deref()
+        .map_or(String::new(), |t| format!(": {t}"));
+    Some(Span::styled(
+        format!("  rejected{reason}"),
+        theme.style(Slot::StatusError),
+    ))
+}
+
+/// The narrowest pane text that gets a file list beside the diff.
+pub const FILE_LIST_MIN_WIDTH: u16 = 70;
+
+/// The file list: one row per file with its mark, status, path and +/-, the current file
+/// selected.
+fn render_file_list(pane: &DiffPane, diff: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let current = pane.position().map(|(f, _)| f);
+    let height = usize::from(area.height).max(1);
+    let offset = current.unwrap_or(0).saturating_sub(height - 1);
+    let width = usize::from(area.width);
+    for (y, (i, f)) in (area.y..area.bottom()).zip(diff.files.iter().enumerate().skip(offset)) {
+        let mark = match (f.mark(), f.review_items().next()) {
+            (Some(m), _) => Span::styled(m.glyph(), theme.style(mark_slot(m))),
+            (None, Some(_)) => Span::styled("~", theme.style(Slot::StatusWarn)),
+            (None, None) => Span::raw(" "),
+        };
+        let counts = format!(" +{} -{}", f.added, f.removed);
+        let status = if f.status.is_empty() {
+            "M"
+        } else {
+            f.status.as_str()
+        };
+        let room = width.saturating_sub(4 + counts.chars().count());
+        let chars: Vec<char> = f.path.chars().collect();
+        let path = if chars.len() > room && room > 1 {
+            let tail: String = chars[chars.len() - (room - 1)..].iter().collect();
+            format!("…{tail}")
+        } else {
+            f.path.clone()
+        };
+        let pad = room.saturating_sub(path.chars().count());
+        let line = Line::from(vec![
+            mark,
+            Span::raw(" "),
+            Span::styled(status.to_owned(), theme.style(Slot::TextDim)),
+            Span::raw(" "),
+            Span::styled(path, theme.style(Slot::DiffFile)),
+            Span::raw(" ".repeat(pad)),
+            Span::styled(format!(" +{}", f.added), theme.style(Slot::DiffAdd)),
+            Span::styled(format!(" -{}", f.removed), theme.style(Slot::DiffRemove)),
+        ]);
+        buf.set_line(area.x, y, &line, area.width);
+        if Some(i) == current {
+            buf.set_style(
+                Rect::new(area.x, y, area.width, 1),
+                theme.style(Slot::ListSelected),
+            );
+        }
+    }
 }
 
 fn file_line<'a>(diff: &DiffView, file: usize, theme: &Theme) -> Line<'a> {
     let f = &diff.files[file];
-    Line::from(vec![
+    let mut spans: Vec<Span<'a>> = mark_span(f.review.as_ref(), theme).into_iter().collect();
+    spans.extend([
         Span::styled(f.path.clone(), theme.style(Slot::DiffFile)),
         Span::raw("  "),
         Span::styled(format!("+{}", f.added), theme.style(Slot::DiffAdd)),
         Span::raw(" "),
         Span::styled(format!("-{}", f.removed), theme.style(Slot::DiffRemove)),
-    ])
+    ]);
+    spans.extend(reason_span(f.review.as_ref(), theme));
+    Line::from(spans)
 }
 
 fn hunk_line<'a>(diff: &DiffView, file: usize, hunk: usize, theme: &Theme) -> Line<'a> {
     let h = &diff.files[file].hunks[hunk];
-    let mut spans = vec![Span::styled(h.header(), theme.style(Slot::DiffHunk))];
+    let mut spans: Vec<Span<'a>> = mark_span(h.review.as_ref(), theme).into_iter().collect();
+    spans.push(Span::styled(h.header(), theme.style(Slot::DiffHunk)));
     // Hunks without recorded decisions show nothing more (the engine may not attribute them).
     if !h.decision_ids.is_empty() {
         // Long enough to be typed back into `plan explain` / `plan correct`.
@@ -405,6 +580,7 @@ fn hunk_line<'a>(diff: &DiffView, file: usize, hunk: usize, theme: &Theme) -> Li
             theme.style(Slot::DiffDecision),
         ));
     }
+    spans.extend(reason_span(h.review.as_ref(), theme));
     Line::from(spans)
 }
 
@@ -469,6 +645,12 @@ pub(crate) fn render_titled(
         if pane.layout == Layout::SideBySide {
             detail.push_str(" · side by side");
         }
+        if let Some(c) = diff.review_counts() {
+            detail.push_str(&format!(
+                " · ✓{} ✗{} ·{} pending",
+                c.accepted, c.rejected, c.pending
+            ));
+        }
         detail
     });
     let detail = match (banner, detail) {
@@ -490,6 +672,22 @@ pub(crate) fn render_titled(
             return render_message(EMPTY, theme, inner, buf);
         }
         (Some(_), Some(diff)) => diff,
+    };
+    let inner = if inner.width >= FILE_LIST_MIN_WIDTH {
+        let list_w = (inner.width / 4).clamp(24, 40);
+        let list = Rect::new(inner.x, inner.y, list_w, inner.height);
+        render_file_list(pane, diff, theme, list, buf);
+        for y in inner.y..inner.bottom() {
+            buf.set_stringn(inner.x + list_w, y, "│", 1, theme.style(Slot::PaneBorder));
+        }
+        Rect::new(
+            inner.x + list_w + 2,
+            inner.y,
+            inner.width - list_w - 2,
+            inner.height,
+        )
+    } else {
+        inner
     };
     let half = inner.width.saturating_sub(1) / 2;
     let right_x = inner.x + half + 1;

@@ -1,69 +1,19 @@
-//! The four panes. Each module holds one pane's state, its pure key handling and its rendering.
+//! The four panes and the live area. Each module holds one pane's state, its pure key handling
+//! and its rendering.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph, Widget, Wrap};
 
+pub use crate::model::Pane;
 use crate::theme::{Slot, Theme};
 
 pub mod approvals;
 pub mod diff;
+pub mod live;
 pub mod plans;
 pub mod tree;
-
-/// One of the four panes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Pane {
-    /// The plans list.
-    Plans,
-    /// The decision tree of the selected plan.
-    Tree,
-    /// The sandbox diff of the selected plan.
-    Diff,
-    /// Everything waiting for a human.
-    Approvals,
-}
-
-impl Pane {
-    /// All panes in focus order (also the order of the `1`-`4` keys).
-    pub const ALL: [Pane; 4] = [Pane::Plans, Pane::Tree, Pane::Diff, Pane::Approvals];
-
-    /// The pane after this one, wrapping around.
-    pub fn next(self) -> Self {
-        Self::ALL[(self.index() + 1) % Self::ALL.len()]
-    }
-
-    /// The pane before this one, wrapping around.
-    pub fn prev(self) -> Self {
-        Self::ALL[(self.index() + Self::ALL.len() - 1) % Self::ALL.len()]
-    }
-
-    /// The pane's title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Self::Plans => "Plans",
-            Self::Tree => "Decisions",
-            Self::Diff => "Diff",
-            Self::Approvals => "Approvals",
-        }
-    }
-
-    /// The digit that focuses the pane.
-    pub fn number(self) -> usize {
-        self.index() + 1
-    }
-
-    fn index(self) -> usize {
-        match self {
-            Self::Plans => 0,
-            Self::Tree => 1,
-            Self::Diff => 2,
-            Self::Approvals => 3,
-        }
-    }
-}
 
 /// The bordered block around a pane: ` 1 Plans · detail `, thick border when focused.
 pub(crate) fn pane_block<'a>(

@@ -26,23 +26,10 @@ use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
 use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository};
-use serde::{Deserialize, Serialize};
 
 use super::RunError;
 use super::decide::{Decided, Fingerprint};
-
-/// What a journal entry records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntryOp {
-    /// A file, symbolic link or deletion at `path`.
-    #[default]
-    File,
-    /// A directory Apply creates.
-    MakeDir,
-    /// A directory Apply removes (it becomes a file).
-    RemoveDir,
-}
+pub use crate::domain::apply::EntryOp;
 
 /// Where one resource's journal directory is.
 pub fn jdir(git_dir: Option<&Path>, data_dir: &Path, journal: &str) -> PathBuf {

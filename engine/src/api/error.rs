@@ -1,0 +1,160 @@
+//! Errors of the engine's API and the stable codes both faces show (spec section 04, "Output":
+//! `error.code` of the JSON envelope).
+
+use serde::Serialize;
+
+use crate::domain::IdPrefixError;
+use crate::lifecycle::RunError;
+use crate::registry::plan_use::PlanUseError;
+use crate::sandbox::SandboxError;
+use crate::store::StoreError;
+
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident => $text:literal,)+) => {
+        /// A stable error code, serialised as the upper-case string the JSON envelope carries
+        /// in `error.code` (`NOT_FOUND`, `IO_ERROR`, ...).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        pub enum ErrorCode {
+            $($(#[$doc])* #[serde(rename = $text)] $variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+
+            /// The code as the envelope spells it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $text,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// No such plan, approval, resource, actor, key, ...
+    NotFound => "NOT_FOUND",
+    /// A prefix matches several ids.
+    Ambiguous => "AMBIGUOUS",
+    /// An argument or value is not acceptable.
+    InvalidInput => "INVALID_INPUT",
+    /// The command line could not be parsed.
+    Usage => "USAGE",
+    /// The operation does not fit the current state, or another process holds the plan.
+    Conflict => "CONFLICT",
+    /// A human must answer an approval or confirm.
+    NeedsApproval => "NEEDS_APPROVAL",
+    /// A confirmation was declined.
+    Aborted => "ABORTED",
+    /// The user pressed Ctrl-C.
+    Interrupted => "INTERRUPTED",
+    /// The plan was cancelled.
+    Cancelled => "CANCELLED",
+    /// The plan errored; it can be resumed.
+    PlanErrored => "PLAN_ERRORED",
+    /// A correction could not be carried out.
+    CorrectionFailed => "CORRECTION_FAILED",
+    /// `config.toml` cannot be used.
+    ConfigInvalid => "CONFIG_INVALID",
+    /// The database was written by a newer version.
+    SchemaTooNew => "SCHEMA_TOO_NEW",
+    /// The database failed.
+    DatabaseError => "DATABASE_ERROR",
+    /// A file could not be read or written.
+    IoError => "IO_ERROR",
+    /// A git operation failed.
+    GitError => "GIT_ERROR",
+    /// A sandbox operation failed.
+    SandboxError => "SANDBOX_ERROR",
+    /// Something of the environment is missing (a program, a variable).
+    Environment => "ENVIRONMENT",
+    /// A terminal is needed.
+    Terminal => "TERMINAL",
+    /// The feature is not built yet.
+    NotSupported => "NOT_SUPPORTED",
+    /// A model provider could not be reached.
+    ProviderUnavailable => "PROVIDER_UNAVAILABLE",
+    /// A model provider refused the credentials.
+    ProviderAuth => "PROVIDER_AUTH",
+    /// A model provider answered with an error.
+    ProviderError => "PROVIDER_ERROR",
+    /// A tool failed.
+    ToolFailed => "TOOL_FAILED",
+    /// A tool would act outside what the plan may touch.
+    UnsafeTool => "UNSAFE_TOOL",
+    /// `diagnostics` found errors.
+    ChecksFailed => "CHECKS_FAILED",
+    /// A bug: something the engine should never do.
+    Internal => "INTERNAL",
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ErrorCode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ErrorCode::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| format!("unknown error code `{s}`"))
+    }
+}
+
+/// Why an operation of the API failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The lifecycle engine refused or failed (wrong state, busy plan, unknown approval, ...).
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// A sandbox operation failed (rollback, cleanup).
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// Creating a plan failed (unknown action, bad argument, ...).
+    #[error(transparent)]
+    PlanUse(#[from] PlanUseError),
+    /// An id or prefix matched nothing or several things.
+    #[error(transparent)]
+    Id(#[from] IdPrefixError),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A review item could not be named or marked (`docs/review.md`).
+    #[error(transparent)]
+    Review(#[from] crate::review::ReviewError),
+}
+
+impl From<crate::lease::LeaseError> for ApiError {
+    fn from(e: crate::lease::LeaseError) -> Self {
+        ApiError::Run(e.into())
+    }
+}
+
+impl From<rusqlite::Error> for ApiError {
+    fn from(e: rusqlite::Error) -> Self {
+        ApiError::Store(StoreError::Sqlite(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_through_their_strings() {
+        for code in ErrorCode::ALL {
+            assert_eq!(code.as_str().parse::<ErrorCode>(), Ok(*code));
+            assert_eq!(
+                serde_json::to_value(code).unwrap(),
+                serde_json::json!(code.as_str())
+            );
+        }
+        assert!("IO".parse::<ErrorCode>().is_err());
+    }
+}

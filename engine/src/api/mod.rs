@@ -1,0 +1,198 @@
+//! The one door both faces use (spec sections 06, 08-13 and 27): typed operations ([`Op`]) in,
+//! typed results ([`Outcome`]) out, progress through the [`Observer`] as committed events.
+//!
+//! An [`Engine`] is a cheap, cloneable handle on a data directory and the settings drawn from
+//! `config.toml`; it holds no database connection. Every [`Engine::run`] opens its own
+//! connection, so a handle can be cloned into worker threads and operations run there
+//! (`Engine: Send + Sync`).
+//!
+//! Every operation that changes a plan takes the plan's lease first (another live process
+//! driving it is [`ApiError`] with code `CONFLICT`) and records what it changed as events in
+//! the same transaction as the change.
+
+mod error;
+mod op;
+mod query;
+mod run;
+
+use std::sync::Arc;
+
+pub use error::{ApiError, ErrorCode};
+pub use op::{
+    Answered, Cancelled, CorrectMode, Correction, Op, Outcome, Prompted, ReviewRequest, Reviewed,
+    UseRequest, Used,
+};
+
+use crate::config::{Config, Provider};
+use crate::domain::Id;
+use crate::lifecycle::{self, Observer, Quiet};
+use crate::paths::Paths;
+use crate::sandbox::{CheckpointId, Sandboxes};
+use crate::store::Store;
+
+/// Settings an [`Engine`] takes from `config.toml` (spec section 05).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Model providers, as configured.
+    pub providers: Vec<Provider>,
+    /// How many children of one parallel group run at once.
+    pub max_parallel_children: usize,
+    /// Days a cancelled or errored plan's sandbox is kept (`sandbox-retention-days`).
+    pub sandbox_retention_days: u32,
+    /// The default plan budget in US dollars (`max-cost-usd`), if any.
+    pub max_cost_usd: Option<f64>,
+    /// The default plan budget in tokens (`max-tokens`), if any.
+    pub max_tokens: Option<u64>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            providers: Vec::new(),
+            max_parallel_children: lifecycle::DEFAULT_MAX_PARALLEL_CHILDREN,
+            sandbox_retention_days: crate::sandbox::DEFAULT_RETENTION_DAYS,
+            max_cost_usd: None,
+            max_tokens: None,
+        }
+    }
+}
+
+impl Settings {
+    /// The settings of a loaded configuration.
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            providers: config.providers(),
+            max_parallel_children: config.max_parallel_children(),
+            sandbox_retention_days: config.sandbox_retention_days(),
+            max_cost_usd: config.file.max_cost_usd,
+            max_tokens: config.file.max_tokens,
+        }
+    }
+}
+
+/// A handle on the engine of one data directory (see the module documentation).
+#[derive(Clone)]
+pub struct Engine {
+    paths: Paths,
+    settings: Settings,
+    observer: Arc<dyn Observer>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("paths", &self.paths)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// A handle on the data directory `paths` with `settings`; nothing is opened yet, and
+    /// progress goes nowhere until [`Engine::with_observer`].
+    pub fn new(paths: Paths, settings: Settings) -> Self {
+        Self {
+            paths,
+            settings,
+            observer: Arc::new(Quiet),
+        }
+    }
+
+    /// Sends this handle's progress (committed events, spinner lines) to `observer`, which
+    /// also says when the user asked to stop.
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// Where the files live.
+    pub fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// A new connection to the database.
+    ///
+    /// # Errors
+    /// [`ApiError::Store`] when the database cannot be opened or migrated.
+    pub fn store(&self) -> Result<Store, ApiError> {
+        Ok(Store::open(&self.paths.database())?)
+    }
+
+    /// The sandboxes of this data directory.
+    pub fn sandboxes(&self) -> Sandboxes {
+        Sandboxes::new(&self.paths)
+    }
+
+    /// A lifecycle engine on a new connection, with this handle's providers, observer and
+    /// settings.
+    ///
+    /// # Errors
+    /// [`ApiError::Store`].
+    pub fn lifecycle(&self) -> Result<lifecycle::Engine, ApiError> {
+        Ok(lifecycle::Engine::new(
+            self.store()?,
+            self.paths.clone(),
+            self.settings.providers.clone(),
+            Box::new(Quiet),
+        )?
+        .with_shared_observer(Arc::clone(&self.observer))
+        .with_max_parallel_children(self.settings.max_parallel_children)
+        .with_reviser(revise))
+    }
+
+    /// The plan with id `input` or the unique plan whose id starts with it.
+    ///
+    /// # Errors
+    /// [`ApiError::Id`] (`NOT_FOUND`, `AMBIGUOUS`, `INVALID_INPUT`), [`ApiError::Store`].
+    pub fn resolve_plan(&self, input: &str) -> Result<Id, ApiError> {
+        Ok(self.store()?.resolve_plan_id(input)??)
+    }
+
+    /// The checkpoint of `plan` with id `input` or the unique one starting with it.
+    ///
+    /// # Errors
+    /// [`ApiError::Id`], [`ApiError::Store`].
+    pub fn resolve_checkpoint(&self, plan: &Id, input: &str) -> Result<CheckpointId, ApiError> {
+        Ok(self.store()?.resolve_checkpoint(plan, input)??)
+    }
+
+    /// Runs one operation to its end (a gate, a pending decision or a terminal state for the
+    /// ones that drive a plan).
+    ///
+    /// # Errors
+    /// [`ApiError`]; its [`ApiError::code`] names the kind of failure. Failures of the work
+    /// itself (a step that errors) are not errors: they come back in the [`Outcome`].
+    pub fn run(&self, op: Op) -> Result<Outcome, ApiError> {
+        run::run(self, op)
+    }
+}
+
+/// [`lifecycle::Reviser`]: the revert correction, driving the plan on.
+fn revise(
+    engine: &mut lifecycle::Engine,
+    decision: &crate::domain::Id,
+    guidance: &str,
+) -> Result<Option<lifecycle::driver::Driven>, lifecycle::RunError> {
+    Ok(crate::correction::revert::revert(engine, decision, guidance)?.driven)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handle_and_results_cross_threads() {
+        assert_send_sync::<Engine>();
+        assert_send_sync::<Op>();
+        assert_send_sync::<Outcome>();
+        fn send<T: Send>() {}
+        send::<ApiError>();
+    }
+}

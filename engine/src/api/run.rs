@@ -1,0 +1,289 @@
+//! How each [`Op`] runs: the glue between the lifecycle, correction, registry and sandbox
+//! modules that every face would otherwise repeat.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::op::{
+    Answered, Cancelled, CorrectMode, Correction, Op, Outcome, Prompted, ReviewRequest, Reviewed,
+    UseRequest, Used,
+};
+use super::{ApiError, Engine};
+use crate::actors::budget::PlanBudget;
+use crate::correction::{append, revert};
+use crate::domain::Id;
+use crate::lease;
+use crate::lifecycle::approvals::{self as lc_approvals, Answer};
+use crate::lifecycle::driver::{self, Op as Drive};
+use crate::lifecycle::{self, RunError};
+use crate::registry::plan_use;
+use crate::sandbox::CheckpointId;
+use crate::sandbox::lifetime;
+
+/// Runs `op` on `engine` (see [`Engine::run`]).
+pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
+    match op {
+        Op::Use(req) => use_action(engine, &req).map(|u| Outcome::Used(Box::new(u))),
+        Op::Execute { plan } => drive(engine, &plan, Drive::Execute),
+        Op::Apply {
+            plan,
+            no_commit,
+            selection,
+        } => {
+            let mut lc = engine.lifecycle()?;
+            lc.set_apply_request(selection);
+            let driven = driver::drive(&mut lc, &plan, Drive::Apply { no_commit })?;
+            Ok(Outcome::Driven(Box::new(driven)))
+        }
+        Op::Cancel { plan, reason, wait } => cancel(engine, &plan, reason.as_deref(), wait),
+        Op::Rollback { plan, checkpoint } => rollback(engine, &plan, &checkpoint),
+        Op::Decide { approval, answer } => answer_approval(engine, &approval, answer),
+        Op::Reject { approval, reason } => {
+            answer_approval(engine, &approval, Answer::Reject(reason))
+        }
+        Op::Prompt { plan, text } => prompt(engine, &plan, &text),
+        Op::Correct(c) => correct(engine, &c),
+        Op::Cleanup => {
+            let mut store = engine.store()?;
+            let report = lifetime::cleanup(
+                &mut store,
+                &engine.sandboxes(),
+                Timestamp::now(),
+                engine.settings.sandbox_retention_days,
+            )?;
+            Ok(Outcome::CleanedUp(Box::new(report)))
+        }
+        Op::Review(r) => review(engine, &r),
+    }
+}
+
+/// Marks the items `r` names against the review as it is now, then loads it again.
+fn review(engine: &Engine, r: &ReviewRequest) -> Result<Outcome, ApiError> {
+    let mut store = engine.store()?;
+    let plan = store.plan(&r.plan)?.ok_or(RunError::NotFound(r.plan))?;
+    let sandboxes = engine.sandboxes();
+    let trees = crate::lifecycle::apply::reviewed_trees_in(&store, &plan.plan_id)?;
+    let before = crate::review::load(&store, &sandboxes, &plan, &trees)?;
+    let reason = match r.mark {
+        crate::review::Mark::Pending => None,
+        _ => r.reason.as_deref().filter(|t| !t.trim().is_empty()),
+    };
+    let marked = crate::review::mark(
+        &mut store,
+        &plan.plan_id,
+        &before,
+        &r.targets,
+        r.mark,
+        reason,
+    )?;
+    let review = crate::review::load(&store, &sandboxes, &plan, &trees)?;
+    Ok(Outcome::Reviewed(Box::new(Reviewed { marked, review })))
+}
+
+fn drive(engine: &Engine, plan: &Id, op: Drive) -> Result<Outcome, ApiError> {
+    let mut lc = engine.lifecycle()?;
+    let driven = driver::drive(&mut lc, plan, op)?;
+    Ok(Outcome::Driven(Box::new(driven)))
+}
+
+/// Creates the plan, records its budget, and runs it as far as its profile allows.
+fn use_action(engine: &Engine, req: &UseRequest) -> Result<Used, ApiError> {
+    let mut lc = engine.lifecycle()?;
+    let created = plan_use::create(lc.store_mut(), &engine.settings.providers, &req.request)?;
+    let plan_id = created.plan.plan_id;
+    let (budget, source) = if req.max_cost_usd.is_some() || req.max_tokens.is_some() {
+        (
+            PlanBudget {
+                max_cost_usd: req.max_cost_usd.or(engine.settings.max_cost_usd),
+                max_tokens: req.max_tokens.or(engine.settings.max_tokens),
+            },
+            "flag",
+        )
+    } else {
+        (
+            PlanBudget {
+                max_cost_usd: engine.settings.max_cost_usd,
+                max_tokens: engine.settings.max_tokens,
+            },
+            "config",
+        )
+    };
+    lc.store_mut().set_plan_budget(&plan_id, &budget, source)?;
+    lc.flush(&plan_id)?;
+    let checkout_warnings = checkout_warnings(lc.store(), &plan_id);
+    let (driven, not_yet_supported) = match driver::drive(&mut lc, &plan_id, Drive::Continue) {
+        Ok(d) => (Some(d), None),
+        Err(RunError::NotYetSupported(what)) => (None, Some(what)),
+        Err(e) => return Err(e.into()),
+    };
+    let plan = lc.plan(&plan_id)?;
+    Ok(Used {
+        created,
+        plan,
+        driven,
+        not_yet_supported,
+        checkout_warnings,
+    })
+}
+
+/// What the plan will not see of the user's checkouts, said before anything runs.
+fn checkout_warnings(store: &crate::store::Store, plan_id: &Id) -> Vec<String> {
+    let Ok(bases) = store.plan_bases(plan_id) else {
+        return Vec::new();
+    };
+    bases
+        .iter()
+        .filter(|b| b.base_commit.is_some())
+        .filter_map(|b| {
+            let pre = crate::sandbox::git_sandbox::preflight(std::path::Path::new(&b.path)).ok()?;
+            Some(
+                pre.warnings()
+                    .into_iter()
+                    .map(|w| format!("{}: {w}", b.resource_name))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .flatten()
+        .collect()
+}
+
+fn cancel(
+    engine: &Engine,
+    plan: &Id,
+    reason: Option<&str>,
+    wait: Duration,
+) -> Result<Outcome, ApiError> {
+    let mut lc = engine.lifecycle()?;
+    let was_running_in = lease::holder(lc.store(), plan)?;
+    let plan = driver::cancel(&mut lc, plan, reason, wait)?;
+    Ok(Outcome::Cancelled(Box::new(Cancelled {
+        plan,
+        was_running_in,
+    })))
+}
+
+/// Rolls back under the plan's lease: a live driver of the plan is a `CONFLICT`, and nothing
+/// drives the plan while its sandboxes are being restored.
+fn rollback(engine: &Engine, plan: &Id, checkpoint: &CheckpointId) -> Result<Outcome, ApiError> {
+    let mut store = engine.store()?;
+    let _guard = lease::acquire(&mut store, plan, "rollback")?;
+    let rolled =
+        lifecycle::rollback::to_checkpoint(&mut store, &engine.sandboxes(), plan, checkpoint)?;
+    Ok(Outcome::RolledBack(Box::new(rolled)))
+}
+
+/// Whether answering `kind` "retry" runs the failed phase again (as `plan execute` does)
+/// rather than continuing where the plan waits.
+fn retries(kind: crate::domain::approval::ApprovalKind) -> bool {
+    use crate::domain::approval::ApprovalKind;
+    matches!(
+        kind,
+        ApprovalKind::Errored
+            | ApprovalKind::TransientFailure
+            | ApprovalKind::ErrorRecovery
+            | ApprovalKind::Budget
+    )
+}
+
+/// Answers under the plan's lease, then drives the plan on when the answer lets it.
+fn answer_approval(engine: &Engine, approval: &str, answer: Answer) -> Result<Outcome, ApiError> {
+    let mut lc = engine.lifecycle()?;
+    let plan_id = lc
+        .store()
+        .approval(approval)?
+        .map(|a| a.plan_id)
+        .ok_or_else(|| RunError::ApprovalNotFound(approval.to_string()))?;
+    let answered = {
+        let _guard = lease::acquire(lc.store_mut(), &plan_id, "answer")?;
+        lc_approvals::answer(&mut lc, approval, answer)?
+    };
+    let (driven, not_yet_supported) = if answered.resume {
+        let op = if retries(answered.approval.kind) {
+            Drive::Execute
+        } else {
+            Drive::Continue
+        };
+        match driver::drive(&mut lc, &plan_id, op) {
+            Ok(d) => (Some(d), None),
+            Err(RunError::NotYetSupported(what)) => (None, Some(what)),
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        (None, None)
+    };
+    let plan = lc.plan(&plan_id)?;
+    Ok(Outcome::Answered(Box::new(Answered {
+        answered,
+        plan,
+        driven,
+        not_yet_supported,
+    })))
+}
+
+fn prompt(engine: &Engine, plan: &Id, text: &str) -> Result<Outcome, ApiError> {
+    let mut lc = engine.lifecycle()?;
+    let prompted = {
+        let _guard = lease::acquire(lc.store_mut(), plan, "prompt")?;
+        lc_approvals::prompt(&mut lc, plan, text)?
+    };
+    let driven = if prompted.resume {
+        Some(driver::drive(&mut lc, plan, Drive::Execute)?)
+    } else {
+        None
+    };
+    let plan = lc.plan(plan)?;
+    Ok(Outcome::Prompted(Box::new(Prompted {
+        prompted,
+        plan,
+        driven,
+    })))
+}
+
+fn correct(engine: &Engine, c: &Correction) -> Result<Outcome, ApiError> {
+    let mut lc = engine.lifecycle()?;
+    match &c.mode {
+        CorrectMode::Revert => {
+            let decision = lc
+                .store()
+                .decision(&c.decision)?
+                .ok_or_else(|| RunError::Invalid(format!("decision {} not found", c.decision)))?;
+            raise_budget(&mut lc, &decision.plan_id, c)?;
+            let r = revert::revert(&mut lc, &c.decision, &c.guidance)?;
+            Ok(Outcome::Reverted(Box::new(r)))
+        }
+        CorrectMode::Append { execution_actor } => {
+            let r = append::append(
+                &mut lc,
+                &c.decision,
+                &c.guidance,
+                execution_actor.as_deref(),
+            )?;
+            Ok(Outcome::Appended(Box::new(r)))
+        }
+    }
+}
+
+/// A revert's `--max-cost-usd` / `--max-tokens` are on top of what the plan has spent.
+fn raise_budget(lc: &mut lifecycle::Engine, plan_id: &Id, c: &Correction) -> Result<(), ApiError> {
+    if c.max_cost_usd.is_none() && c.max_tokens.is_none() {
+        return Ok(());
+    }
+    if c.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(RunError::Invalid(
+            "--max-cost-usd must be a non-negative number of US dollars".into(),
+        )
+        .into());
+    }
+    let spent = lc.store().usage_for_plan(plan_id)?;
+    let old = lc.store().plan_budget(plan_id)?;
+    let budget = old.raised(PlanBudget {
+        max_cost_usd: c.max_cost_usd.map(|x| spent.priced_cost_usd + x),
+        max_tokens: c
+            .max_tokens
+            .map(|t| spent.input_tokens + spent.output_tokens + t),
+    });
+    lc.store_mut()
+        .set_plan_budget(plan_id, &budget, "correction")?;
+    Ok(())
+}

@@ -1,0 +1,533 @@
+//! Review hunk by hunk (`docs/review.md`): before Apply, each hunk (and each file without text
+//! hunks) of the diff the apply gate shows can be accepted or rejected, with a reason. Apply
+//! then writes exactly the accepted part ([`partial`]); with nothing marked it writes
+//! everything, as the reviewed-tree rule of spec section 13 says.
+//!
+//! - Items and their ids: [`hunk_id`] and [`file_item_id`] hash the resource, the path, the
+//!   ranges and the lines, so the same content has the same id in every process and every
+//!   `plan diff`, and a hunk a correction changes gets a new id (pending again).
+//! - Marks are rows of `review_marks` ([`store`]), written per plan attempt; an item's mark is
+//!   the one of the newest attempt that marked it.
+//! - [`load`] computes the review of a plan: every item of the reviewed trees with its mark
+//!   and the decisions that produced it.
+
+pub mod partial;
+pub mod store;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use git2::Oid;
+use serde::Serialize;
+
+use crate::domain::{Id, Plan};
+use crate::sandbox::attribution::{self, DiffTrees};
+use crate::sandbox::diff::{self, DiffRequest, FileDiff, FileStatus, Hunk};
+use crate::sandbox::{SandboxError, Sandboxes};
+use crate::store::{Store, StoreError};
+
+/// A review mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mark {
+    /// Not reviewed yet.
+    #[default]
+    Pending,
+    /// Apply writes it.
+    Accepted,
+    /// Apply leaves it in the sandbox.
+    Rejected,
+}
+
+impl Mark {
+    /// The stored word (`pending`, `accepted`, `rejected`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mark::Pending => "pending",
+            Mark::Accepted => "accepted",
+            Mark::Rejected => "rejected",
+        }
+    }
+
+    /// Parses the stored word.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(Mark::Pending),
+            "accepted" => Some(Mark::Accepted),
+            "rejected" => Some(Mark::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// Errors of review operations.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// A named hunk or path is not in the plan's diff.
+    #[error("`{target}` is neither a hunk id nor a changed path of the plan's diff")]
+    NotFound {
+        /// What was named.
+        target: String,
+    },
+    /// A hunk id prefix matches several hunks.
+    #[error("`{target}` matches several hunks ({})", matches.join(", "))]
+    Ambiguous {
+        /// What was named.
+        target: String,
+        /// The ids it matches.
+        matches: Vec<String>,
+    },
+    /// A glob of `--only` / `--exclude` is not valid.
+    #[error("`{glob}` is not a valid glob: {message}")]
+    Glob {
+        /// The glob.
+        glob: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Store failure.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Sandbox or git failure.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+/// One reviewable item: a hunk, or a whole file without text hunks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Item {
+    /// Content id (`[0-9a-f]{12}`), stable across processes.
+    pub id: String,
+    /// Whether it is a whole file (binary, mode change, pure rename) rather than a hunk.
+    pub whole_file: bool,
+    /// Git's ranges (`0,0,0,0` for a whole file).
+    pub old_start: u32,
+    /// Old line count.
+    pub old_lines: u32,
+    /// First new line.
+    pub new_start: u32,
+    /// New line count.
+    pub new_lines: u32,
+    /// Added lines.
+    pub additions: u64,
+    /// Removed lines.
+    pub deletions: u64,
+    /// The decisions whose Execute steps produced it (see [`attribution`]).
+    pub decision_ids: Vec<String>,
+    /// Its mark.
+    pub mark: Mark,
+    /// The reason given with the mark.
+    pub reason: Option<String>,
+    /// The attempt whose mark it carries (`None` while pending and never marked).
+    pub marked_in_attempt: Option<u32>,
+}
+
+/// One changed file of the review.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReviewFile {
+    /// Resource name.
+    pub resource: String,
+    /// Path in the new tree (the old path for a deletion).
+    pub path: String,
+    /// Path before a rename.
+    pub old_path: Option<String>,
+    /// How it changed.
+    pub status: FileStatus,
+    /// Whether it is binary.
+    pub binary: bool,
+    /// Added lines.
+    pub additions: u64,
+    /// Removed lines.
+    pub deletions: u64,
+    /// The file's mark: `accepted` or `rejected` when every item has that mark, else
+    /// `pending` (some items unmarked or mixed, see `items`).
+    pub mark: Mark,
+    /// Its items in order.
+    pub items: Vec<Item>,
+    /// The full diff of the file (for the TUI and the text formats).
+    #[serde(skip)]
+    pub diff: FileDiff,
+}
+
+/// Counts of items by mark.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Pending items.
+    pub pending: u64,
+    /// Accepted items.
+    pub accepted: u64,
+    /// Rejected items.
+    pub rejected: u64,
+}
+
+/// The review of a plan: every item of its reviewed trees with its mark.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Review {
+    /// The plan.
+    pub plan_id: String,
+    /// The plan's current attempt (new marks are written for it).
+    pub attempt: u32,
+    /// Items by mark.
+    pub counts: Counts,
+    /// Changed files, per resource in path order.
+    pub files: Vec<ReviewFile>,
+}
+
+impl Review {
+    /// Whether any item carries a mark (otherwise Apply writes everything).
+    pub fn any_marked(&self) -> bool {
+        self.counts.accepted + self.counts.rejected > 0
+    }
+
+    /// Every item with its file.
+    pub fn items(&self) -> impl Iterator<Item = (&ReviewFile, &Item)> {
+        self.files
+            .iter()
+            .flat_map(|f| f.items.iter().map(move |i| (f, i)))
+    }
+}
+
+fn short_hash(parts: &[&str]) -> String {
+    let mut joined = String::new();
+    for p in parts {
+        joined.push_str(p);
+        joined.push('\0');
+    }
+    crate::sandbox::confined::sha256_hex(joined.as_bytes())[..12].to_string()
+}
+
+/// The id of a hunk of `path` in `resource`: a hash of both, its old/new ranges and its lines
+/// (kind and text), 12 hex digits.
+pub fn hunk_id(resource: &str, path: &str, hunk: &Hunk) -> String {
+    let ranges = format!(
+        "-{},{} +{},{}",
+        hunk.old_start, hunk.old_lines, hunk.new_start, hunk.new_lines
+    );
+    let mut lines = String::new();
+    for l in &hunk.lines {
+        let sign = match l.kind {
+            diff::LineKind::Context => ' ',
+            diff::LineKind::Added => '+',
+            diff::LineKind::Removed => '-',
+        };
+        let _ = writeln!(
+            lines,
+            "{sign}{}{}",
+            l.text,
+            if l.no_newline { "\\" } else { "" }
+        );
+    }
+    short_hash(&[resource, path, &ranges, &lines])
+}
+
+/// The id of a file without text hunks: a hash of the resource, both paths, sizes and modes.
+pub fn file_item_id(resource: &str, f: &FileDiff) -> String {
+    let sides = format!(
+        "{:?} {:?} {:?} {:?} {:?} {:?}",
+        f.old_path, f.status, f.old_size, f.new_size, f.old_mode, f.new_mode
+    );
+    short_hash(&[resource, &f.path, &sides])
+}
+
+/// Sets the review ids of `files` of `resource`: [`Hunk::id`] of every hunk, and
+/// [`FileDiff::item_id`] of a file without hunks (the ids [`load`] gives its items), so that
+/// `plan diff` names the same items `plan review` marks.
+pub fn assign_ids(resource: &str, files: &mut [FileDiff]) {
+    for f in files {
+        if f.hunks.is_empty() {
+            f.item_id = Some(file_item_id(resource, f));
+        } else {
+            for h in &mut f.hunks {
+                h.id = Some(hunk_id(resource, &f.path, h));
+            }
+        }
+    }
+}
+
+/// The items of one file diff (hunks, or the whole file when it has none).
+fn items_of(resource: &str, f: &FileDiff) -> Vec<Item> {
+    if f.hunks.is_empty() {
+        return vec![Item {
+            id: file_item_id(resource, f),
+            whole_file: true,
+            old_start: 0,
+            old_lines: 0,
+            new_start: 0,
+            new_lines: 0,
+            additions: f.additions,
+            deletions: f.deletions,
+            decision_ids: Vec::new(),
+            mark: Mark::Pending,
+            reason: None,
+            marked_in_attempt: None,
+        }];
+    }
+    f.hunks
+        .iter()
+        .map(|h| {
+            let count = |k| h.lines.iter().filter(|l| l.kind == k).count() as u64;
+            Item {
+                id: hunk_id(resource, &f.path, h),
+                whole_file: false,
+                old_start: h.old_start,
+                old_lines: h.old_lines,
+                new_start: h.new_start,
+                new_lines: h.new_lines,
+                additions: count(diff::LineKind::Added),
+                deletions: count(diff::LineKind::Removed),
+                decision_ids: h.decision_ids.clone(),
+                mark: Mark::Pending,
+                reason: None,
+                marked_in_attempt: None,
+            }
+        })
+        .collect()
+}
+
+/// The two trees a resource's review compares: the base commit's tree and the tree recorded
+/// with the apply gate (the sandbox's current tree when none was recorded).
+#[derive(Debug, Clone)]
+pub struct ResourceTrees {
+    /// Resource name.
+    pub resource: String,
+    /// The base tree.
+    pub base: Oid,
+    /// The reviewed tree.
+    pub reviewed: Oid,
+}
+
+/// The review of `plan`: the diff of every active sandbox from its base to `reviewed` (by
+/// resource; a resource missing there is compared at its current state), attributed to
+/// decisions, with the stored marks.
+///
+/// # Errors
+/// Store and sandbox errors.
+pub fn load(
+    store: &Store,
+    sandboxes: &Sandboxes,
+    plan: &Plan,
+    reviewed: &BTreeMap<String, Oid>,
+) -> Result<Review, ReviewError> {
+    let marks = store.review_marks(&plan.plan_id)?;
+    let mut files = Vec::new();
+    for sb in sandboxes.active(store, &plan.plan_id)? {
+        let resource = sb.record.resource_name.clone();
+        let repo = sb.repo()?;
+        let base = repo
+            .find_commit(sb.base_commit()?)
+            .map_err(SandboxError::git("reading the base commit"))?
+            .tree_id();
+        let target = match reviewed.get(&resource) {
+            Some(t) => *t,
+            None => {
+                let _lock = sb.lock()?;
+                crate::sandbox::checkpoint::snapshot(&repo)?
+            }
+        };
+        let request = DiffRequest {
+            path: None,
+            hunks: true,
+        };
+        let mut diffs = diff::trees(&repo, Some(base), Some(target), &request)?;
+        attribution::attribute_between(
+            store,
+            &sb,
+            &mut diffs,
+            Some(DiffTrees { base, now: target }),
+        )?;
+        assign_ids(&resource, &mut diffs);
+        for d in diffs {
+            let mut items = items_of(&resource, &d);
+            for item in &mut items {
+                if let Some(m) = marks.get(&item.id) {
+                    item.mark = m.mark;
+                    item.reason = m.reason.clone();
+                    item.marked_in_attempt = Some(m.attempt);
+                }
+            }
+            let mark = file_mark(&items);
+            files.push(ReviewFile {
+                resource: resource.clone(),
+                path: d.path.clone(),
+                old_path: d.old_path.clone(),
+                status: d.status,
+                binary: d.binary,
+                additions: d.additions,
+                deletions: d.deletions,
+                mark,
+                items,
+                diff: d,
+            });
+        }
+    }
+    let mut counts = Counts::default();
+    for f in &files {
+        for i in &f.items {
+            match i.mark {
+                Mark::Pending => counts.pending += 1,
+                Mark::Accepted => counts.accepted += 1,
+                Mark::Rejected => counts.rejected += 1,
+            }
+        }
+    }
+    Ok(Review {
+        plan_id: plan.plan_id.to_string(),
+        attempt: plan.status.attempt,
+        counts,
+        files,
+    })
+}
+
+/// The review Apply needs to choose what it writes: as [`load`] when the plan has marks or
+/// `selection` names globs; otherwise a review without files, since every item is then
+/// applied and [`partial::build`] keeps the reviewed tree as it is (the diff and its
+/// attribution are not computed for nothing on a large change).
+///
+/// # Errors
+/// As [`load`].
+pub fn load_for_apply(
+    store: &Store,
+    sandboxes: &Sandboxes,
+    plan: &Plan,
+    reviewed: &BTreeMap<String, Oid>,
+    selection: &partial::Selection,
+) -> Result<Review, ReviewError> {
+    if selection.is_empty() && store.review_marks(&plan.plan_id)?.is_empty() {
+        return Ok(Review {
+            plan_id: plan.plan_id.to_string(),
+            attempt: plan.status.attempt,
+            counts: Counts::default(),
+            files: Vec::new(),
+        });
+    }
+    load(store, sandboxes, plan, reviewed)
+}
+
+fn file_mark(items: &[Item]) -> Mark {
+    let first = items.first().map_or(Mark::Pending, |i| i.mark);
+    if items.iter().all(|i| i.mark == first) {
+        first
+    } else {
+        Mark::Pending
+    }
+}
+
+/// Resolves what `plan review --accept/--reject` names: a hunk id (or a unique prefix of at
+/// least 4 digits) or a changed path (every item of that file). Returns `(item id, resource,
+/// path)` per item.
+///
+/// # Errors
+/// [`ReviewError::NotFound`], [`ReviewError::Ambiguous`].
+pub fn resolve(
+    review: &Review,
+    targets: &[String],
+) -> Result<Vec<(String, String, String)>, ReviewError> {
+    let mut out: Vec<(String, String, String)> = Vec::new();
+    for t in targets {
+        let t = t.trim();
+        let by_path: Vec<_> = review
+            .items()
+            .filter(|(f, _)| f.path == t || f.old_path.as_deref() == Some(t))
+            .collect();
+        let chosen = if !by_path.is_empty() {
+            by_path
+        } else {
+            let by_id: Vec<_> = if t.len() >= 4 {
+                review
+                    .items()
+                    .filter(|(_, i)| i.id.starts_with(t))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if by_id.len() > 1 {
+                return Err(ReviewError::Ambiguous {
+                    target: t.to_string(),
+                    matches: by_id.iter().map(|(_, i)| i.id.clone()).collect(),
+                });
+            }
+            by_id
+        };
+        if chosen.is_empty() {
+            return Err(ReviewError::NotFound {
+                target: t.to_string(),
+            });
+        }
+        for (f, i) in chosen {
+            if !out.iter().any(|(id, _, _)| *id == i.id) {
+                out.push((i.id.clone(), f.resource.clone(), f.path.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Marks the items `targets` names (see [`resolve`]) for the plan's current attempt, in one
+/// transaction. Returns the item ids marked.
+///
+/// # Errors
+/// As [`resolve`], and store errors (nothing is written then).
+pub fn mark(
+    store: &mut Store,
+    plan_id: &Id,
+    review: &Review,
+    targets: &[String],
+    mark: Mark,
+    reason: Option<&str>,
+) -> Result<Vec<String>, ReviewError> {
+    let items = resolve(review, targets)?;
+    store.set_review_marks(plan_id, review.attempt, &items, mark, reason)?;
+    Ok(items.into_iter().map(|(id, _, _)| id).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hunk_id_depends_on_its_content_and_place_only() {
+        let a = diff::text_hunks("a\nb\nc\n", "a\nB\nc\n");
+        let b = diff::text_hunks("a\nb\nc\n", "a\nB\nc\n");
+        assert_eq!(hunk_id("r", "f", &a[0]), hunk_id("r", "f", &b[0]));
+        assert_eq!(hunk_id("r", "f", &a[0]).len(), 12);
+        assert_ne!(hunk_id("r", "f", &a[0]), hunk_id("r", "g", &a[0]));
+        let c = diff::text_hunks("a\nb\nc\n", "a\nX\nc\n");
+        assert_ne!(hunk_id("r", "f", &a[0]), hunk_id("r", "f", &c[0]));
+    }
+
+    #[test]
+    fn assigned_ids_are_the_review_items_ids() {
+        let file = |path: &str, hunks| FileDiff {
+            path: path.into(),
+            old_path: None,
+            status: FileStatus::Modified,
+            binary: hunks == Vec::new(),
+            old_size: Some(3),
+            new_size: Some(4),
+            old_mode: None,
+            new_mode: None,
+            additions: 0,
+            deletions: 0,
+            hunks,
+            item_id: None,
+        };
+        let mut files = vec![
+            file("t.txt", diff::text_hunks("a\nb\n", "a\nB\n")),
+            file("b.bin", Vec::new()),
+        ];
+        assign_ids("r", &mut files);
+        let items: Vec<String> = files
+            .iter()
+            .flat_map(|f| items_of("r", f))
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(
+            items,
+            [
+                files[0].hunks[0].id.clone().unwrap(),
+                files[1].item_id.clone().unwrap()
+            ]
+        );
+        assert_eq!(files[0].item_id, None, "a file with hunks has no item id");
+    }
+}

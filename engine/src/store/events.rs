@@ -1,0 +1,240 @@
+//! Writing and reading the `events` table: [`append`] inside the caller's transaction, [`after`]
+//! and [`Follower`] for readers in any process. The record types are [`crate::domain::event`].
+
+use jiff::Timestamp;
+use rusqlite::{Transaction, params};
+use serde_json::Value;
+
+use super::{Store, StoreError};
+use crate::domain::event::{EngineEvent, EventKind};
+use crate::domain::id::Id;
+
+/// Appends an event inside the caller's transaction and returns its sequence number, so the
+/// change and its event commit or roll back together.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub fn append(
+    tx: &Transaction<'_>,
+    plan_id: Option<&Id>,
+    kind: EventKind,
+    data: &Value,
+) -> Result<i64, StoreError> {
+    tx.execute(
+        "INSERT INTO events (ts, plan_id, type, data) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            Timestamp::now().to_string(),
+            plan_id.map(Id::to_string),
+            kind.as_str(),
+            crate::redact::redact(&data.to_string()).into_owned()
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+fn corrupt(column: &'static str, message: String) -> StoreError {
+    StoreError::Corrupt {
+        table: "events",
+        column,
+        message,
+    }
+}
+
+/// Events with `seq` greater than `after`, oldest first, optionally for one plan, at most
+/// `limit`.
+///
+/// # Errors
+/// [`StoreError`] for query failures or unreadable rows.
+pub fn after(
+    store: &Store,
+    after: i64,
+    plan_id: Option<&Id>,
+    limit: u32,
+) -> Result<Vec<EngineEvent>, StoreError> {
+    let mut stmt = store.conn().prepare(
+        "SELECT seq, ts, plan_id, type, data FROM events \
+         WHERE seq > ?1 AND (?2 IS NULL OR plan_id = ?2) ORDER BY seq LIMIT ?3",
+    )?;
+    let rows = stmt
+        .query_map(params![after, plan_id.map(Id::to_string), limit], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    rows.into_iter()
+        .map(|(seq, ts, plan, kind, data)| {
+            Ok(EngineEvent {
+                seq,
+                ts: ts
+                    .parse()
+                    .map_err(|e: jiff::Error| corrupt("ts", e.to_string()))?,
+                plan_id: plan
+                    .map(|p| {
+                        p.parse()
+                            .map_err(|e: ulid::DecodeError| corrupt("plan_id", e.to_string()))
+                    })
+                    .transpose()?,
+                kind: kind.parse().map_err(|e| corrupt("type", e))?,
+                data: serde_json::from_str(&data).map_err(|e| corrupt("data", e.to_string()))?,
+            })
+        })
+        .collect()
+}
+
+/// The highest sequence number so far (0 when there are no events).
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub fn last_seq(store: &Store) -> Result<i64, StoreError> {
+    Ok(store
+        .conn()
+        .query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?)
+}
+
+/// Follows the event log from another connection: [`Follower::poll`] returns new events when
+/// `data_version` says something was committed, and nothing (without a query) otherwise.
+#[derive(Debug)]
+pub struct Follower {
+    last_seq: i64,
+    data_version: Option<i64>,
+    plan_id: Option<Id>,
+}
+
+impl Follower {
+    /// Follows events after `last_seq` (use [`last_seq`] to skip history), optionally of one
+    /// plan only.
+    pub fn new(last_seq: i64, plan_id: Option<Id>) -> Self {
+        Self {
+            last_seq,
+            data_version: None,
+            plan_id,
+        }
+    }
+
+    /// New events since the last call, oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn poll(&mut self, store: &Store) -> Result<Vec<EngineEvent>, StoreError> {
+        let version = store.data_version()?;
+        if self.data_version == Some(version) {
+            return Ok(Vec::new());
+        }
+        self.data_version = Some(version);
+        let mut out = Vec::new();
+        loop {
+            let batch = after(store, self.last_seq, self.plan_id.as_ref(), 500)?;
+            let Some(last) = batch.last() else { break };
+            self.last_seq = last.seq;
+            let full = batch.len() == 500;
+            out.extend(batch);
+            if !full {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The sequence number of the last event returned.
+    pub fn last_seq(&self) -> i64 {
+        self.last_seq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::plan::Plan;
+    use jiff::Timestamp;
+    use serde_json::json;
+
+    fn store_with_plan() -> (tempfile::TempDir, Store, Id) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/a", "a", Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        (dir, store, plan.plan_id)
+    }
+
+    #[test]
+    fn events_commit_or_roll_back_with_their_change() {
+        let (_dir, mut store, plan) = store_with_plan();
+        {
+            let tx = store.conn_mut().transaction().unwrap();
+            append(
+                &tx,
+                Some(&plan),
+                EventKind::StrategizeStarted,
+                &json!({"attempt": 1}),
+            )
+            .unwrap();
+            // dropped without commit
+        }
+        assert_eq!(last_seq(&store).unwrap(), 0);
+        let tx = store.conn_mut().transaction().unwrap();
+        let seq = append(
+            &tx,
+            Some(&plan),
+            EventKind::StrategizeStarted,
+            &json!({"attempt": 1}),
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        let events = after(&store, 0, None, 10).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            (events[0].seq, events[0].kind, events[0].plan_id),
+            (seq, EventKind::StrategizeStarted, Some(plan))
+        );
+        assert_eq!(events[0].data, json!({"attempt": 1}));
+    }
+
+    #[test]
+    fn a_follower_in_another_connection_sees_the_same_sequence() {
+        let (dir, mut writer, plan) = store_with_plan();
+        let reader = Store::open(&dir.path().join("db")).unwrap();
+        let mut follower = Follower::new(0, Some(plan));
+        assert!(follower.poll(&reader).unwrap().is_empty());
+        let kinds = [
+            EventKind::StrategizeStarted,
+            EventKind::StrategizeDecisions,
+            EventKind::StrategizeComplete,
+        ];
+        for kind in kinds {
+            let tx = writer.conn_mut().transaction().unwrap();
+            append(&tx, Some(&plan), kind, &json!({})).unwrap();
+            tx.commit().unwrap();
+        }
+        let seen: Vec<EventKind> = follower
+            .poll(&reader)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(seen, kinds);
+        assert!(
+            follower.poll(&reader).unwrap().is_empty(),
+            "nothing new, no duplicates"
+        );
+    }
+
+    #[test]
+    fn streamed_events_have_the_documented_json_shape() {
+        let event = EngineEvent {
+            seq: 7,
+            ts: Timestamp::UNIX_EPOCH,
+            plan_id: None,
+            kind: EventKind::ExecuteStep,
+            data: json!({"step": 1}),
+        };
+        let v = serde_json::to_value(&event).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["seq", "ts", "plan_id", "type", "data"]);
+        assert_eq!(v["type"], "execute_step");
+    }
+}

@@ -1,0 +1,951 @@
+//! `agents session create|list|show|delete|export|import|tell` (spec sections 06 and 20).
+//!
+//! Sessions are stored in the database with stable ids (`crate::engine::session`). `tell`
+//! runs the orchestrator, whose tools run `agents` commands in-process through
+//! [`dispatch`](super::dispatch) exactly as typed ones, with `--format json`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+
+use super::{CliError, Context, confirm::confirm, env_var, view};
+use crate::engine::actors::providers::ClientOptions;
+use crate::engine::actors::runtime::{ActorEvent, Stop};
+use crate::engine::config::{Config, FlagValues};
+use crate::engine::paths::Paths;
+use crate::engine::session::export;
+use crate::engine::session::orchestrator::{self, Tell, TellError};
+use crate::engine::session::tools::{CommandResult, Commands};
+use crate::engine::session::{
+    self as sessions, DEFAULT_ACTOR, DEFAULT_MAX_HISTORY, Role, Session, SessionDetail,
+    SessionError,
+};
+use crate::output::{self, Cell, Column, Element, Format, Outcome, Report, Terminal, Tone};
+
+/// `agents session ...`
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Create a session for `session tell` (stable id, stored in the database)
+    Create {
+        /// Orchestrator actor (default: builtin/orchestrator over the default model)
+        #[arg(long, value_name = "ACTOR")]
+        actor: Option<String>,
+        /// A unique name to refer to the session by
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Automation profile of the plans the orchestrator creates (default: the configured one)
+        #[arg(long, value_name = "PROFILE")]
+        automation_profile: Option<String>,
+        /// Turns the orchestrator sees in full; older ones reach it as a recorded summary
+        #[arg(long, value_name = "TURNS", default_value_t = DEFAULT_MAX_HISTORY, value_parser = clap::value_parser!(u32).range(1..))]
+        max_history: u32,
+    },
+    /// List sessions
+    List,
+    /// Show a session: summary, recent messages, commands executed, linked plans, usage
+    Show {
+        /// Session id, unique prefix or name
+        session: String,
+    },
+    /// Delete a session and its stored conversation (its plans stay)
+    Delete {
+        /// Do not ask for confirmation
+        #[arg(short, long)]
+        yes: bool,
+        /// Session id, unique prefix or name
+        session: String,
+    },
+    /// Export a session as portable JSON (schema version, sha256 checksum)
+    Export {
+        /// Output file (default: SESSION_ID.json in the current directory)
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Session id, unique prefix or name
+        session: String,
+    },
+    /// Import an exported session under a new id (checksum and schema checked)
+    Import {
+        /// The exported JSON file
+        #[arg(short, long, value_name = "FILE")]
+        input: PathBuf,
+    },
+    /// Ask the orchestrator to do something; it runs `agents` commands and shows them
+    Tell(TellArgs),
+}
+
+/// Options of `agents session tell`.
+#[derive(Debug, clap::Args)]
+pub struct TellArgs {
+    /// Session id, unique prefix or name
+    #[arg(long, value_name = "SESSION_ID")]
+    pub session: String,
+    /// Use this actor for this request and the next ones
+    #[arg(long, value_name = "ACTOR")]
+    pub actor: Option<String>,
+    /// Print the answer as it arrives (json: events as JSON Lines, then the envelope)
+    #[arg(long)]
+    pub stream: bool,
+    /// The request
+    pub prompt: String,
+}
+
+impl SessionCommand {
+    /// The subcommand name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SessionCommand::Create { .. } => "create",
+            SessionCommand::List => "list",
+            SessionCommand::Show { .. } => "show",
+            SessionCommand::Delete { .. } => "delete",
+            SessionCommand::Export { .. } => "export",
+            SessionCommand::Import { .. } => "import",
+            SessionCommand::Tell(_) => "tell",
+        }
+    }
+
+    /// Whether `--stream` was given (JSON Lines in the json format).
+    pub fn streams(&self) -> bool {
+        matches!(self, SessionCommand::Tell(a) if a.stream)
+    }
+}
+
+impl From<SessionError> for CliError {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::Prefix(p) => p.into(),
+            SessionError::Store(s) => s.into(),
+            SessionError::NameTaken(n) => {
+                CliError::new("CONFLICT", format!("a session named `{n}` already exists"))
+                    .hint(format!("agents session show {n}"))
+            }
+            SessionError::Invalid(m) => CliError::invalid_input(m),
+            SessionError::Import(m) => CliError::invalid_input(m)
+                .hint("export the session again with `agents session export`"),
+        }
+    }
+}
+
+fn tell_error(e: TellError, ctx: &Context) -> CliError {
+    match e {
+        TellError::Session(s) => s.into(),
+        TellError::Provider(p) => super::actor_run::provider_error(&p, ctx),
+        TellError::Actor(a) => a.into(),
+        TellError::Profile(p) => p.into(),
+        TellError::Store(s) => s.into(),
+        TellError::NotSupported(m) => CliError::new("NOT_SUPPORTED", m),
+        TellError::Runtime(r) => CliError::new("INVALID_INPUT", r.to_string())
+            .hint("check the actor's system prompt template"),
+        TellError::Io(e) => CliError::new("IO_ERROR", e.to_string()),
+    }
+}
+
+/// Runs a session subcommand.
+///
+/// # Errors
+/// Unknown sessions (`NOT_FOUND`), taken names (`CONFLICT`), unresolvable actors and
+/// profiles, export files that fail their checks (`INVALID_INPUT`), provider failures.
+pub fn run(command: SessionCommand, ctx: &Context) -> Result<Report, CliError> {
+    match command {
+        SessionCommand::Create {
+            actor,
+            name,
+            automation_profile,
+            max_history,
+        } => create(ctx, actor, name, automation_profile, max_history),
+        SessionCommand::List => list(ctx),
+        SessionCommand::Show { session } => show(ctx, &session),
+        SessionCommand::Delete { yes, session } => delete(ctx, &session, yes),
+        SessionCommand::Export { output, session } => export_cmd(ctx, &session, output),
+        SessionCommand::Import { input } => import(ctx, &input),
+        SessionCommand::Tell(args) => tell(ctx, args),
+    }
+}
+
+fn session_json(s: &Session) -> Value {
+    json!({
+        "session_id": s.session_id,
+        "name": s.name,
+        "actor": s.actor,
+        "automation_profile": s.automation_profile,
+        "max_history": s.max_history,
+        "summary": s.summary,
+        "summarized_turns": s.summarized_turns,
+        "imported_from": s.imported_from,
+        "created_at": s.created_at.to_string(),
+        "updated_at": s.updated_at.to_string(),
+    })
+}
+
+/// Checks that an actor can orchestrate, returning what to show about it.
+fn actor_panel(ctx: &Context, actor: &str) -> Result<Element, CliError> {
+    let store = ctx.store()?;
+    let resolved = orchestrator::resolve(&store, ctx.config()?, actor, &env_var);
+    Ok(match resolved {
+        Ok(r) => Element::panel(
+            "Actor Details",
+            [
+                ("Actor", view::id(r.name.clone())),
+                ("Model", r.model.clone().into()),
+                (
+                    "Prompt",
+                    if r.system == orchestrator::PROMPT {
+                        "builtin/orchestrator".into()
+                    } else {
+                        "the actor's own".into()
+                    },
+                ),
+            ],
+        ),
+        Err(TellError::NotSupported(m)) if actor == DEFAULT_ACTOR => Element::panel(
+            "Actor Details",
+            [
+                ("Actor", view::id(actor)),
+                ("Model", Cell::new(format!("none yet: {m}"), Tone::Warn)),
+            ],
+        ),
+        Err(e) => return Err(tell_error(e, ctx)),
+    })
+}
+
+fn create(
+    ctx: &Context,
+    actor: Option<String>,
+    name: Option<String>,
+    profile: Option<String>,
+    max_history: u32,
+) -> Result<Report, CliError> {
+    if let Some(n) = &name {
+        sessions::check_name(n)?;
+    }
+    let actor = actor.unwrap_or_else(|| DEFAULT_ACTOR.to_string());
+    let actor_details = actor_panel(ctx, &actor)?;
+    let store = ctx.store()?;
+    let profile_name = profile
+        .or_else(|| super::global_setting(ctx, "automation-profile"))
+        .unwrap_or_else(|| crate::engine::config::DEFAULT_AUTOMATION_PROFILE.to_string());
+    let profile = crate::engine::registry::profiles::find(&store, &profile_name)?;
+    let now = jiff::Timestamp::now();
+    let s = Session {
+        session_id: crate::engine::domain::id::Id::generate(),
+        name,
+        actor,
+        automation_profile: profile.name.clone(),
+        max_history,
+        summary: None,
+        summarized_turns: 0,
+        imported_from: None,
+        created_at: now,
+        updated_at: now,
+    };
+    sessions::insert(&store, &s)?;
+    Ok(Report::ok(
+        "session create",
+        json!({"session": session_json(&s)}),
+        "Session created",
+    )
+    .with(Element::panel(
+        "Session",
+        [
+            ("ID", view::id(s.session_id.to_string())),
+            ("Name", view::or(s.name.as_deref(), "(none)")),
+            ("Actor", view::id(s.actor.clone())),
+            ("Created", view::time(&s.created_at).into()),
+        ],
+    ))
+    .with(Element::panel(
+        "Settings",
+        [
+            ("Automation", s.automation_profile.clone()),
+            (
+                "Apply Without Review",
+                view::yes_no(profile.flags.auto_apply).into(),
+            ),
+            ("Persistence", "database (every turn is stored)".into()),
+            ("Max History", format!("{} turns", s.max_history)),
+        ],
+    ))
+    .with(actor_details))
+}
+
+fn list(ctx: &Context) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let all = sessions::list(&store)?;
+    let n = all.len();
+    let rows = all
+        .iter()
+        .map(|r| {
+            vec![
+                view::id(r.session.session_id.short()),
+                view::or(r.session.name.as_deref(), ""),
+                r.session.actor.clone().into(),
+                Cell::from(r.messages.to_string()),
+                view::time(&r.session.updated_at).into(),
+            ]
+        })
+        .collect();
+    let label = |r: &sessions::SessionSummary| {
+        r.session
+            .name
+            .clone()
+            .unwrap_or_else(|| r.session.session_id.short())
+    };
+    let total: u32 = all.iter().map(|r| r.messages).sum();
+    let bytes: u64 = all.iter().map(|r| r.bytes).sum();
+    Ok(Report::ok(
+        "session list",
+        json!({
+            "sessions": all.iter().map(|r| {
+                let mut v = session_json(&r.session);
+                v["messages"] = json!(r.messages);
+                v["size_bytes"] = json!(r.bytes);
+                v
+            }).collect::<Vec<_>>(),
+        }),
+        format!("{n} session{} listed", if n == 1 { "" } else { "s" }),
+    )
+    .with(Element::Table {
+        title: "Sessions".into(),
+        columns: vec![
+            Column::left("ID"),
+            Column::left("Name"),
+            Column::left("Actor"),
+            Column::right("Messages"),
+            Column::left("Updated"),
+        ],
+        rows,
+        empty: "No sessions yet. Create one with `agents session create`.".into(),
+    })
+    .with(Element::panel(
+        "Summary",
+        [
+            ("Total", n.to_string()),
+            (
+                "Most Recent",
+                all.first().map(label).unwrap_or_else(|| "-".into()),
+            ),
+            (
+                "Oldest",
+                all.last().map(label).unwrap_or_else(|| "-".into()),
+            ),
+            ("Total Messages", total.to_string()),
+            ("Storage", human_bytes(bytes)),
+        ],
+    )))
+}
+
+fn human_bytes(n: u64) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else {
+        format!("{} KB", n.div_ceil(1024))
+    }
+}
+
+fn cost_text(c: Option<f64>) -> String {
+    c.map(|c| format!("${c:.6}"))
+        .unwrap_or_else(|| "unknown (no prices configured)".into())
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= max {
+        one
+    } else {
+        format!("{}...", one.chars().take(max).collect::<String>())
+    }
+}
+
+fn detail_json(d: &SessionDetail) -> Value {
+    let t = d.totals();
+    json!({
+        "session": session_json(&d.session),
+        "messages": d.messages,
+        "plans": d.plans,
+        "usage": {"input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd},
+    })
+}
+
+fn show(ctx: &Context, input: &str) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let d = sessions::detail(&store, input)?;
+    let s = &d.session;
+    let t = d.totals();
+    let mut data = detail_json(&d);
+    let mut plan_rows = Vec::new();
+    let mut plans_json = Vec::new();
+    for p in &d.plans {
+        let plan = store.plan(&p.plan_id)?;
+        let (phase, state) = plan
+            .as_ref()
+            .map(|pl| (pl.status.phase.to_string(), pl.status.state.to_string()))
+            .unwrap_or_else(|| ("-".into(), "not in this database".into()));
+        plan_rows.push(vec![
+            view::id(p.plan_id.to_string()),
+            phase.clone().into(),
+            state.clone().into(),
+        ]);
+        plans_json.push(json!({"plan_id": p.plan_id, "turn": p.turn, "phase": plan.as_ref().map(|_| &phase), "state": plan.as_ref().map(|_| &state)}));
+    }
+    data["plans"] = json!(plans_json);
+    let recent: Vec<&sessions::SessionMessage> = d.messages.iter().rev().take(10).rev().collect();
+    let commands: Vec<String> = d
+        .messages
+        .iter()
+        .flat_map(|m| {
+            m.commands.iter().map(move |c| {
+                format!(
+                    "turn {}: {}{}",
+                    m.turn,
+                    c.command,
+                    if c.ok {
+                        String::new()
+                    } else {
+                        format!("  ({}: {})", c.status, clip(&c.summary, 100))
+                    }
+                )
+            })
+        })
+        .collect();
+    let mut report =
+        Report::ok("session show", data, "Session details loaded").with(Element::panel(
+            "Session Summary",
+            [
+                ("ID", view::id(s.session_id.to_string())),
+                ("Name", view::or(s.name.as_deref(), "(none)")),
+                ("Actor", view::id(s.actor.clone())),
+                ("Messages", d.messages.len().to_string().into()),
+                ("Turns", d.turns().to_string().into()),
+                ("Created", view::time(&s.created_at).into()),
+                ("Updated", view::time(&s.updated_at).into()),
+                ("Automation", s.automation_profile.clone().into()),
+                ("Max History", format!("{} turns", s.max_history).into()),
+                (
+                    "Imported From",
+                    view::or(s.imported_from.as_deref(), "(not imported)"),
+                ),
+            ],
+        ));
+    if let Some(summary) = &s.summary {
+        report = report.with(Element::List {
+            title: format!("History Summary ({} older turns)", s.summarized_turns),
+            items: summary.lines().skip(1).map(str::to_string).collect(),
+        });
+    }
+    report = report
+        .with(Element::Table {
+            title: "Recent Messages".into(),
+            columns: vec![
+                Column::right("Turn"),
+                Column::left("Role"),
+                Column::left("Message"),
+            ],
+            rows: recent
+                .iter()
+                .map(|m| {
+                    vec![
+                        Cell::from(m.turn.to_string()),
+                        Cell::new(
+                            m.role.as_str(),
+                            if m.role == Role::User {
+                                Tone::Id
+                            } else {
+                                Tone::Normal
+                            },
+                        ),
+                        clip(&m.content, 70).into(),
+                    ]
+                })
+                .collect(),
+            empty: "No messages yet.".into(),
+        })
+        .with(Element::List {
+            title: "Commands Executed".into(),
+            items: if commands.is_empty() {
+                vec!["(none)".into()]
+            } else {
+                commands
+            },
+        })
+        .with(Element::Table {
+            title: "Linked Plans".into(),
+            columns: ["Plan ID", "Phase", "State"].map(Column::left).into(),
+            rows: plan_rows,
+            empty: "No plans.".into(),
+        })
+        .with(Element::panel(
+            "Token Usage",
+            [
+                ("Input Tokens", t.input_tokens.to_string()),
+                ("Output Tokens", t.output_tokens.to_string()),
+                ("Estimated Cost", cost_text(t.cost_usd)),
+            ],
+        ));
+    Ok(report)
+}
+
+fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
+    let mut store = ctx.store()?;
+    let d = sessions::detail(&store, input)?;
+    let id = d.session.session_id;
+    confirm(
+        &format!("Delete session {id}?"),
+        yes,
+        &ctx.terminal,
+        &ctx.suggest(&format!("session delete --yes {id}")),
+    )?;
+    let bytes: u64 = d.messages.iter().map(|m| m.content.len() as u64).sum();
+    sessions::delete(&mut store, &id)?;
+    let actions_dir = ctx.paths.data_dir.join("sessions").join(id.to_string());
+    let files_removed = actions_dir.exists() && std::fs::remove_dir_all(&actions_dir).is_ok();
+    Ok(Report::ok(
+        "session delete",
+        json!({
+            "session_id": id,
+            "messages_removed": d.messages.len(),
+            "plans_unlinked": d.plans.len(),
+            "files_removed": files_removed,
+        }),
+        "Session deleted",
+    )
+    .with(Element::panel(
+        "Deletion Summary",
+        [
+            ("Session", view::id(id.to_string())),
+            ("Messages", format!("{} removed", d.messages.len()).into()),
+            ("Storage", format!("{} freed", human_bytes(bytes)).into()),
+            (
+                "Plans Unlinked",
+                format!("{} (the plans stay)", d.plans.len()).into(),
+            ),
+        ],
+    )))
+}
+
+fn export_cmd(ctx: &Context, input: &str, output: Option<PathBuf>) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let d = sessions::detail(&store, input)?;
+    let path = match output {
+        Some(p) => p,
+        None => {
+            let p = PathBuf::from(format!("{}.json", d.session.session_id));
+            if p.exists() {
+                return Err(
+                    CliError::new("CONFLICT", format!("{} already exists", p.display())).hint(
+                        ctx.suggest(&format!(
+                            "session export --output FILE {}",
+                            d.session.session_id
+                        )),
+                    ),
+                );
+            }
+            p
+        }
+    };
+    let (doc, checksum) = export::document(&d);
+    let text = serde_json::to_string_pretty(&doc).expect("export serializes") + "\n";
+    crate::engine::safe_write::replace_file(&path, text.as_bytes()).map_err(|e| {
+        CliError::new("IO_ERROR", format!("cannot write {}: {e}", path.display()))
+            .hint("pass --output FILE in a writable directory")
+    })?;
+    Ok(Report::ok(
+        "session export",
+        json!({
+            "session_id": d.session.session_id,
+            "output": path.display().to_string(),
+            "messages": d.messages.len(),
+            "plans": d.plans.len(),
+            "size_bytes": text.len(),
+            "schema_version": export::SCHEMA_VERSION,
+            "checksum": checksum,
+        }),
+        "Export completed",
+    )
+    .with(Element::panel(
+        "Session Export",
+        [
+            ("Session", view::id(d.session.session_id.to_string())),
+            ("Output", path.display().to_string().into()),
+            ("Messages", d.messages.len().to_string().into()),
+            ("Plan References", d.plans.len().to_string().into()),
+            ("Size", human_bytes(text.len() as u64).into()),
+            ("Format", "JSON".into()),
+            (
+                "Schema Version",
+                format!("v{}", export::SCHEMA_VERSION).into(),
+            ),
+        ],
+    ))
+    .with(Element::panel(
+        "Integrity",
+        [("Checksum", checksum), ("Encrypted", "no".into())],
+    )))
+}
+
+fn import(ctx: &Context, input: &Path) -> Result<Report, CliError> {
+    let text = std::fs::read_to_string(input)
+        .map_err(|e| CliError::new("NOT_FOUND", format!("cannot read {}: {e}", input.display())))?;
+    let imported = export::parse(&input.display().to_string(), &text)?;
+    let mut store = ctx.store()?;
+    let actor = &imported.detail.session.actor;
+    let actor_ref = match orchestrator::resolve(&store, ctx.config()?, actor, &env_var) {
+        Ok(_) => "resolved".to_string(),
+        Err(e) => format!("unresolved: {e}"),
+    };
+    let profile = match crate::engine::registry::profiles::find(
+        &store,
+        &imported.detail.session.automation_profile,
+    ) {
+        Ok(_) => "resolved".to_string(),
+        Err(e) => format!("unresolved: {e}"),
+    };
+    let mut found = 0;
+    for p in &imported.detail.plans {
+        if store.plan(&p.plan_id)?.is_some() {
+            found += 1;
+        }
+    }
+    sessions::insert_detail(&mut store, &imported.detail)?;
+    let s = &imported.detail.session;
+    let mut report = Report::ok(
+        "session import",
+        json!({
+            "session_id": s.session_id,
+            "imported_from": imported.original_id,
+            "input": input.display().to_string(),
+            "messages": imported.detail.messages.len(),
+            "plans": imported.detail.plans.len(),
+            "plans_found": found,
+            "schema_version": imported.schema_version,
+            "checksum": imported.checksum,
+            "actor_ref": actor_ref,
+            "automation_profile_ref": profile,
+        }),
+        "Import completed",
+    )
+    .with(Element::panel(
+        "Session Import",
+        [
+            ("Input", input.display().to_string().into()),
+            ("Session ID", view::id(s.session_id.to_string())),
+            ("Imported From", imported.original_id.to_string().into()),
+            (
+                "Messages",
+                imported.detail.messages.len().to_string().into(),
+            ),
+            ("Schema", format!("v{}", imported.schema_version).into()),
+        ],
+    ))
+    .with(Element::panel(
+        "Validation",
+        [
+            ("Checksum", "verified".into()),
+            ("Schema", "compatible".into()),
+            (
+                "Actor Ref",
+                if actor_ref == "resolved" {
+                    Cell::from(actor_ref.clone())
+                } else {
+                    Cell::new(actor_ref.clone(), Tone::Warn)
+                },
+            ),
+            ("Automation Profile", Cell::from(profile.clone())),
+            (
+                "Plan References",
+                format!("{} ({found} in this database)", imported.detail.plans.len()).into(),
+            ),
+        ],
+    ))
+    .with(Element::panel(
+        "Merge",
+        [("Existing", "none"), ("Strategy", "create new")],
+    ));
+    if actor_ref != "resolved" {
+        report = report.message(
+            crate::output::Level::Warn,
+            format!(
+                "the session's actor {actor} does not resolve here; pass --actor to `session tell`"
+            ),
+        );
+    }
+    Ok(report)
+}
+
+/// Runs the orchestrator's commands in-process, as `agents --format json ARGS` would.
+struct InProcess {
+    paths: Paths,
+    config: Result<Config, CliError>,
+    repeat_args: Vec<String>,
+}
+
+impl Commands for InProcess {
+    fn run(&self, argv: &[String]) -> CommandResult {
+        let terminal = Terminal {
+            stdout_tty: false,
+            stderr_tty: false,
+            stdin_tty: false,
+            no_color: true,
+        };
+        let words = std::iter::once("agents".to_string()).chain(argv.iter().cloned());
+        let command = match super::Cli::try_parse_from(words) {
+            Ok(super::Cli {
+                command: Some(c), ..
+            }) => c,
+            Ok(_) => return usage("no command given"),
+            Err(e) => return usage(&e.to_string()),
+        };
+        if matches!(command, super::Command::Session(_) | super::Command::Tui(_)) {
+            return usage("the orchestrator cannot run session or tui commands");
+        }
+        let path = command.path();
+        let ctx = Context {
+            paths: self.paths.clone(),
+            config: self.config.clone(),
+            flags: FlagValues {
+                format: Some("json".into()),
+                verbose: 0,
+            },
+            format: Format::Json,
+            terminal,
+            repeat_args: self.repeat_args.clone(),
+        };
+        let outcome = match super::dispatch(command, &ctx) {
+            Ok(report) => Outcome::Done(report),
+            Err(e) => Outcome::Failed {
+                command: path,
+                error: *e.body,
+                data: e.data,
+            },
+        };
+        let exit_code = i32::from(outcome.exit().code());
+        let mut buf = Vec::new();
+        let _ = output::emit(&outcome, Format::Json, &terminal, Duration::ZERO, &mut buf);
+        let clean = crate::engine::redact::redact_bytes(&buf);
+        CommandResult {
+            exit_code,
+            envelope: serde_json::from_slice(&clean).unwrap_or(Value::Null),
+        }
+    }
+}
+
+fn usage(message: &str) -> CommandResult {
+    CommandResult {
+        exit_code: 2,
+        envelope: json!({"status": "error", "error": {"code": "USAGE", "message": message}}),
+    }
+}
+
+/// Prints streamed progress: text as it arrives (human formats) or one JSON line per event.
+fn on_event(format: Format) -> impl Fn(ActorEvent) + Send + Sync {
+    move |event| {
+        use std::io::Write;
+        if format == Format::Json {
+            let mut v = serde_json::to_value(&event).unwrap_or(Value::Null);
+            if let Some(obj) = v.as_object_mut() {
+                let kind = obj.remove("event").unwrap_or(Value::Null);
+                obj.insert("type".into(), kind);
+            }
+            let _ = output::stream_line(&v);
+            return;
+        }
+        let text = match &event {
+            ActorEvent::TextDelta { text, .. } => text.clone(),
+            ActorEvent::ToolCallStarted { name, .. } => format!("\n[tool] {name}\n"),
+            _ => return,
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&crate::engine::redact::redact_bytes(text.as_bytes()));
+        let _ = out.flush();
+    }
+}
+
+/// Writes streamed text to stdout at once, redacted (a closed pipe is ignored here and
+/// reported when the final report is written).
+fn print_stream(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&crate::engine::redact::redact_bytes(text.as_bytes()));
+    let _ = out.flush();
+}
+
+fn tell(ctx: &Context, args: TellArgs) -> Result<Report, CliError> {
+    super::refuse_placeholder("PROMPT", &args.prompt)?;
+    if args.prompt.trim().is_empty() {
+        return Err(CliError::invalid_input("PROMPT is empty")
+            .hint("agents session tell --session ID \"what to do\""));
+    }
+    let config = ctx.config()?;
+    let mut store = ctx.store()?;
+    let mut session = sessions::find(&store, &args.session)?;
+    if let Some(actor) = &args.actor {
+        orchestrator::resolve(&store, config, actor, &env_var).map_err(|e| tell_error(e, ctx))?;
+        sessions::set_actor(&store, &session.session_id, actor)?;
+        session.actor = actor.clone();
+    }
+    let format = ctx.format;
+    let human_stream = args.stream && format != Format::Json;
+    if human_stream {
+        print_stream(&format!(
+            "Session: {}  Actor: {}  Mode: streaming\n\n",
+            session.session_id, session.actor
+        ));
+    }
+    let guard = super::interrupt::Guard::new();
+    let interrupted = move || guard.interrupted();
+    let events = on_event(format);
+    let quiet = |_: ActorEvent| {};
+    let outcome = orchestrator::tell(
+        config,
+        &mut store,
+        &ctx.paths,
+        Tell {
+            session: &session,
+            prompt: &args.prompt,
+            commands: InProcess {
+                paths: ctx.paths.clone(),
+                config: ctx.config.clone(),
+                repeat_args: ctx.repeat_args.clone(),
+            },
+            stream: args.stream,
+            options: ClientOptions::default(),
+        },
+        &env_var,
+        if args.stream { &events } else { &quiet },
+        &interrupted,
+    )
+    .map_err(|e| tell_error(e, ctx))?;
+    if human_stream {
+        print_stream("\n\n");
+    }
+    tell_report(&session, &args.prompt, &outcome, args.stream, ctx)
+}
+
+fn tell_report(
+    session: &Session,
+    prompt: &str,
+    o: &orchestrator::TellOutcome,
+    streamed: bool,
+    ctx: &Context,
+) -> Result<Report, CliError> {
+    let data = json!({
+        "session_id": session.session_id,
+        "turn": o.turn,
+        "actor": o.actor,
+        "model": o.model,
+        "automation_profile": session.automation_profile,
+        "prompt": prompt,
+        "answer": o.answer,
+        "stop": o.stop,
+        "commands": o.commands,
+        "plans": o.plans,
+        "usage": o.usage,
+        "cost_usd": o.cost_usd,
+        "tool_calls": o.tool_calls,
+        "history_messages": o.history_messages,
+        "summarized": o.summarized,
+    });
+    if let Stop::Failed { error } = &o.stop {
+        return Err(super::actor_run::provider_error(error, ctx)
+            .data(data)
+            .hint(ctx.suggest(&format!("session show {}", session.session_id))));
+    }
+    if let Stop::Cancelled = &o.stop {
+        return Err(super::interrupt::cancelled().data(data));
+    }
+    let ran = o.commands.iter().filter(|c| c.status != "refused").count();
+    let mut report = Report::ok(
+        "session tell",
+        &data,
+        if streamed {
+            "Stream complete".to_string()
+        } else {
+            format!(
+                "Orchestrator completed {ran} command{}",
+                if ran == 1 { "" } else { "s" }
+            )
+        },
+    )
+    .with(Element::panel(
+        "Plan Request",
+        [
+            ("Actor", view::id(o.actor.clone())),
+            ("Model", o.model.clone().into()),
+            ("Session", view::id(session.session_id.to_string())),
+            ("Turn", o.turn.to_string().into()),
+            ("Automation", session.automation_profile.clone().into()),
+            ("Prompt", clip(prompt, 60).into()),
+        ],
+    ));
+    if !streamed {
+        report = report.with(Element::List {
+            title: "Answer".into(),
+            items: o.answer.lines().map(str::to_string).collect(),
+        });
+    }
+    report = report.with(Element::List {
+        title: "Commands Executed".into(),
+        items: if o.commands.is_empty() {
+            vec!["(none)".into()]
+        } else {
+            o.commands
+                .iter()
+                .map(|c| {
+                    if c.ok {
+                        format!("- {}", c.command)
+                    } else {
+                        format!("- {}  ({}: {})", c.command, c.status, clip(&c.summary, 120))
+                    }
+                })
+                .collect()
+        },
+    });
+    if !o.plans.is_empty() {
+        report = report.with(Element::List {
+            title: "Plans Created".into(),
+            items: o
+                .plans
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{p}  (review: {})",
+                        ctx.suggest(&format!("plan status {p}"))
+                    )
+                })
+                .collect(),
+        });
+    }
+    Ok(report.with(Element::panel(
+        "Usage",
+        [
+            ("Input Tokens", o.usage.input_tokens.to_string()),
+            ("Output Tokens", o.usage.output_tokens.to_string()),
+            ("Cost", cost_text(o.cost_usd)),
+            ("Duration", format!("{:.1}s", o.duration_ms as f64 / 1000.0)),
+            ("Tool Calls", o.tool_calls.to_string()),
+        ],
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_flag_is_reported() {
+        let cli = super::super::Cli::try_parse_from([
+            "agents",
+            "session",
+            "tell",
+            "--session",
+            "x",
+            "--stream",
+            "hi",
+        ])
+        .unwrap();
+        let Some(super::super::Command::Session(c)) = cli.command else {
+            panic!("not a session command")
+        };
+        assert!(c.streams());
+    }
+}

@@ -1,0 +1,336 @@
+//! Review hunk by hunk (`docs/review.md`): marks per hunk and file, stable ids across
+//! processes, and a partial Apply that commits exactly the accepted hunks.
+
+use std::process::Command;
+
+use super::apply::{plan_at_apply_gate, repo_with};
+use crate::support::Env;
+
+fn show(repo: &std::path::Path, what: &str) -> (String, bool) {
+    let o = Command::new("git")
+        .args(["show", what])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        o.status.success(),
+    )
+}
+
+fn lines(prefix: &str) -> String {
+    (1..=20).map(|i| format!("{prefix}{i}\n")).collect()
+}
+
+/// `(id, path, old_start)` of every item of `plan review`.
+fn items(env: &Env, plan: &str) -> Vec<(String, String, u64, String)> {
+    let (doc, code) = env.json(&["plan", "review", plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let mut out = Vec::new();
+    for f in doc["data"]["files"].as_array().unwrap() {
+        for i in f["items"].as_array().unwrap() {
+            out.push((
+                i["id"].as_str().unwrap().to_string(),
+                f["path"].as_str().unwrap().to_string(),
+                i["old_start"].as_u64().unwrap(),
+                i["mark"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_partial_apply_commits_exactly_the_accepted_hunks_and_lists_what_was_left_out() {
+    let env = Env::new();
+    let (a, b) = (lines("a"), lines("b"));
+    let repo = repo_with(env.root(), "repo", &[("a.txt", &a), ("b.txt", &b)]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &[
+            "sed -i 's/^a1$/A1/; s/^a20$/A20/' a.txt && sed -i 's/^b1$/B1/; s/^b20$/B20/' b.txt && printf 'new\\n' > c.txt",
+        ],
+    );
+    let first = items(&env, &plan);
+    assert_eq!(first.len(), 5, "3 files, 5 hunks: {first:?}");
+    assert!(first.iter().all(|i| i.3 == "pending"));
+    // Another process computes the same ids.
+    assert_eq!(items(&env, &plan), first, "ids are stable across processes");
+    let a_last = first
+        .iter()
+        .find(|i| i.1 == "a.txt" && i.2 > 1)
+        .unwrap()
+        .0
+        .clone();
+    let a_first = first
+        .iter()
+        .find(|i| i.1 == "a.txt" && i.2 <= 1)
+        .unwrap()
+        .0
+        .clone();
+    let (doc, code) = env.json(&[
+        "plan", "review", &plan, "--reject", &a_last, "c.txt", "--reason", "not now",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&["plan", "review", &plan, "--accept", &a_first[..6], "b.txt"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["counts"]["accepted"], 3, "{doc:#}");
+    assert_eq!(doc["data"]["counts"]["rejected"], 2, "{doc:#}");
+    let (doc, code) = env.json(&["plan", "review", &plan, "--accept", "nosuchhunk"]);
+    assert_ne!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(show(&repo, "HEAD:a.txt").0, a.replacen("a1\n", "A1\n", 1));
+    assert_eq!(
+        show(&repo, "HEAD:b.txt").0,
+        b.replacen("b1\n", "B1\n", 1).replace("b20\n", "B20\n")
+    );
+    assert!(
+        !show(&repo, "HEAD:c.txt").1,
+        "the rejected file is not committed"
+    );
+    let message = show(&repo, "-s").0;
+    assert!(message.contains("Left out"), "{message}");
+    assert!(
+        message.contains("c.txt whole file") || message.contains("c.txt @@"),
+        "{message}"
+    );
+    assert!(message.contains("not now"), "{message}");
+}
+
+/// Every review id `plan diff --format json` prints, in order: hunk ids, and the item id of a
+/// file without hunks.
+fn diff_ids(env: &Env, plan: &str) -> Vec<String> {
+    let (doc, code) = env.json(&["plan", "diff", plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let mut out = Vec::new();
+    for r in doc["data"]["resources"].as_array().unwrap() {
+        for f in r["files"].as_array().unwrap() {
+            let hunks = f["hunks"].as_array().unwrap();
+            if hunks.is_empty() {
+                out.push(f["item_id"].as_str().expect("a file's item id").to_string());
+            }
+            for h in hunks {
+                out.push(h["id"].as_str().expect("a hunk id").to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn plan_diff_carries_the_ids_plan_review_marks_and_they_do_not_change_between_calls() {
+    let env = Env::new();
+    let (a, b) = (lines("a"), lines("b"));
+    let repo = repo_with(env.root(), "repo", &[("a.txt", &a), ("b.bin", "x\0y")]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["sed -i 's/^a1$/A1/; s/^a20$/A20/' a.txt && printf 'z\\0w' > b.bin && chmod +x b.bin"],
+    );
+    let first = diff_ids(&env, &plan);
+    assert_eq!(first.len(), 3, "two hunks and a binary file: {first:?}");
+    assert!(
+        first
+            .iter()
+            .all(|i| i.len() == 12 && i.chars().all(|c| c.is_ascii_hexdigit()))
+    );
+    // Each call is a new process.
+    assert_eq!(diff_ids(&env, &plan), first);
+    assert_eq!(diff_ids(&env, &plan), first);
+    let reviewed: Vec<String> = items(&env, &plan).into_iter().map(|i| i.0).collect();
+    assert_eq!(reviewed, first, "plan review names the same items");
+    // The decisions that produced each hunk are there too.
+    let (doc, _) = env.json(&["plan", "diff", &plan]);
+    let hunk = &doc["data"]["resources"][0]["files"][0]["hunks"][0];
+    assert!(
+        !hunk["decision_ids"].as_array().unwrap().is_empty(),
+        "{hunk:#}"
+    );
+    // A mark does not change an id.
+    let (doc, code) = env.json(&["plan", "review", &plan, "--reject", &first[0]]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(diff_ids(&env, &plan), first);
+    drop(b);
+}
+
+#[test]
+fn required_validations_run_on_the_accepted_part_not_on_the_sandbox() {
+    let env = Env::new();
+    let a = lines("a");
+    let repo = repo_with(env.root(), "repo", &[("a.txt", &a)]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["sed -i 's/^a1$/A1/' a.txt && printf 'new\\n' > c.txt"],
+    );
+    // Passes only on a tree without c.txt.
+    let (doc, code) = env.json(&[
+        "project",
+        "validation",
+        "add",
+        "--timeout",
+        "30",
+        "app",
+        "test ! -f c.txt",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&["plan", "review", &plan, "--accept", "a.txt", "c.txt"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_ne!(code, 0, "c.txt accepted: the validation fails: {doc:#}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("test ! -f c.txt"),
+        "{doc:#}"
+    );
+    assert!(!show(&repo, "HEAD:c.txt").1, "nothing was applied");
+    let (doc, code) = env.json(&[
+        "plan",
+        "review",
+        &plan,
+        "--reject",
+        "c.txt",
+        "--reason",
+        "not in this change",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    // The confirmation names only the accepted part and what is left out.
+    let (doc, code) = env.json(&["plan", "apply", &plan]);
+    assert_eq!(doc["error"]["code"], "NEEDS_APPROVAL", "{doc:#}");
+    assert_eq!(code, 3, "{doc:#}");
+    let changes = doc["data"]["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{doc:#}");
+    assert_eq!(changes[0]["path"], "a.txt", "{doc:#}");
+    assert_eq!(doc["data"]["left_out"][0]["path"], "c.txt", "{doc:#}");
+    assert_eq!(
+        doc["data"]["left_out"][0]["reason"], "not in this change",
+        "{doc:#}"
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "c.txt rejected: the validation passes: {doc:#}");
+    assert_eq!(show(&repo, "HEAD:a.txt").0, a.replacen("a1\n", "A1\n", 1));
+    assert!(!show(&repo, "HEAD:c.txt").1);
+    let (status, _) = env.json(&["plan", "status", &plan]);
+    let v = &status["data"]["validation_summary"]["apply"][0];
+    assert_eq!(v["passed"], true, "{status:#}");
+    assert_eq!(v["command"], "test ! -f c.txt", "{status:#}");
+}
+
+#[test]
+fn a_rejected_hunk_corrected_through_its_decision_comes_back_pending_and_other_marks_stay() {
+    use super::correction::{EIGHT_STEPS, by_key, store};
+    let s = super::lifecycle::setup_with(EIGHT_STEPS);
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "use",
+        "local/notes",
+        "app",
+        "--arg",
+        "version=1",
+        "--automation-profile",
+        "trusted",
+    ]);
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    let plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let before = items(&s.env, &plan);
+    let id_of = |items: &[(String, String, u64, String)], path: &str| {
+        items
+            .iter()
+            .find(|i| i.1 == path)
+            .unwrap_or_else(|| panic!("{path} in {items:?}"))
+            .0
+            .clone()
+    };
+    let (e_id, f_id) = (id_of(&before, "e.txt"), id_of(&before, "f.txt"));
+    let reason = "write a fixed value, not the time";
+    let (doc, code) = s.env.json(&[
+        "plan", "review", &plan, "--reject", &e_id, "--reason", reason,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let others: Vec<String> = before
+        .iter()
+        .filter(|i| i.0 != e_id)
+        .map(|i| i.0.clone())
+        .collect();
+    let mut accept = vec!["plan", "review", plan.as_str(), "--accept"];
+    accept.extend(others.iter().map(String::as_str));
+    let (doc, code) = s.env.json(&accept);
+    assert_eq!(code, 0, "{doc:#}");
+    // The rejected hunk names the decision that produced it: s5's.
+    let e = doc["data"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "e.txt")
+        .unwrap()["items"][0]
+        .clone();
+    let pid = plan.parse().unwrap();
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    assert_eq!(e["decision_ids"], serde_json::json!([s5]), "{e:#}");
+    assert_eq!(e["reason"], reason);
+    // Correct it with the rejection's reason as guidance: s5 and s6 (which copies e.txt)
+    // run again.
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", reason, "--yes", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let after = items(&s.env, &plan);
+    assert_eq!(after.len(), before.len(), "{after:?}");
+    for (id, path, _, mark) in &after {
+        match path.as_str() {
+            "e.txt" | "f.txt" => {
+                assert_eq!(mark, "pending", "{path} was redone: {after:?}");
+                assert_ne!(*id, e_id);
+                assert_ne!(*id, f_id);
+            }
+            _ => {
+                assert!(others.contains(id), "{path} keeps its id");
+                assert_eq!(mark, "accepted", "{path} keeps its mark: {after:?}");
+            }
+        }
+    }
+    let (doc, _) = s.env.json(&["plan", "review", &plan]);
+    assert_eq!(doc["data"]["attempt"], 2, "{doc:#}");
+    assert_eq!(doc["data"]["counts"]["pending"], 2, "{doc:#}");
+    assert_eq!(doc["data"]["counts"]["rejected"], 0, "{doc:#}");
+}
+
+#[test]
+fn a_reason_given_with_both_accept_and_reject_belongs_to_the_rejection() {
+    let env = Env::new();
+    let a = lines("a");
+    let repo = repo_with(env.root(), "repo", &[("a.txt", &a)]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["sed -i 's/^a1$/A1/; s/^a20$/A20/' a.txt"]);
+    let first = items(&env, &plan);
+    assert_eq!(first.len(), 2, "{first:?}");
+    let (doc, code) = env.json(&[
+        "plan",
+        "review",
+        &plan,
+        "--accept",
+        &first[0].0,
+        "--reject",
+        &first[1].0,
+        "--reason",
+        "keep 20",
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let reasons: Vec<(String, serde_json::Value)> = doc["data"]["files"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["mark"].as_str().unwrap().to_string(), i["reason"].clone()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("accepted".to_string(), serde_json::Value::Null),
+            ("rejected".to_string(), serde_json::json!("keep 20"))
+        ],
+        "{doc:#}"
+    );
+}
