@@ -243,7 +243,10 @@ fn panels(
                 ("Max Tokens", r.summary_max_tokens.to_string()),
             ]
             .into_iter()
-            .chain(r.summarize.then(|| ("Status", SUMMARIZE_STATUS.to_string()))),
+            .chain(
+                r.summarize
+                    .then(|| ("Status", SUMMARIZE_STATUS.to_string())),
+            ),
         ));
     report.with(Element::panel(
         "Other Views",

@@ -99,8 +99,7 @@ fn promoted_tiers(hot: &Value) -> Vec<(String, String)> {
 }
 
 #[test]
-fn a_second_plan_gets_the_applied_first_plans_decisions_in_its_strategist_prompt_as_cold_context()
-{
+fn a_second_plan_gets_the_applied_first_plans_decisions_in_its_strategist_prompt_as_cold_context() {
     let (s, first) = applied_first_plan();
     let server = ProviderServer::start(strategist_turns());
     let (second, request) = second_plan(&s, &server);
@@ -118,14 +117,23 @@ fn a_second_plan_gets_the_applied_first_plans_decisions_in_its_strategist_prompt
     assert!(!tiers.is_empty(), "{hot:#}");
     for (tier, reference) in &tiers {
         assert_eq!(tier, "cold", "{hot:#}");
-        assert!(reference.starts_with(&format!("history:{first}:")), "{hot:#}");
         assert!(
-            hot["references"].as_array().unwrap().contains(&json!(reference)),
+            reference.starts_with(&format!("history:{first}:")),
+            "{hot:#}"
+        );
+        assert!(
+            hot["references"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(reference)),
             "{hot:#}"
         );
     }
     assert_eq!(hot["tiers"]["warm_considered"], 0, "{hot:#}");
-    assert!(hot["tiers"]["cold_considered"].as_u64().unwrap() >= 3, "{hot:#}");
+    assert!(
+        hot["tiers"]["cold_considered"].as_u64().unwrap() >= 3,
+        "{hot:#}"
+    );
     assert_eq!(hot["summarization"], "off", "{hot:#}");
 }
 
@@ -196,7 +204,10 @@ fn with_a_small_hot_max_tokens_promoted_items_are_dropped_and_the_prompt_stays_i
         tokens,
         (hot["text"].as_str().unwrap().chars().count() as u64).div_ceil(4)
     );
-    assert!(hot["tiers"]["cold_considered"].as_u64().unwrap() >= 3, "{hot:#}");
+    assert!(
+        hot["tiers"]["cold_considered"].as_u64().unwrap() >= 3,
+        "{hot:#}"
+    );
     assert_eq!(hot["promoted"], json!([]), "{hot:#}");
     assert!(hot["dropped"].as_u64().unwrap() >= 3, "{hot:#}");
 }

@@ -575,7 +575,12 @@ fn step_context(
         decision.chosen_option,
         step.expected_outputs.join("\n")
     );
-    let memory = tiers::read(engine.store(), &plan.plan_id, Some(&decision.decision_id), &p);
+    let memory = tiers::read(
+        engine.store(),
+        &plan.plan_id,
+        Some(&decision.decision_id),
+        &p,
+    );
     execute::step_context(&scopes, &text, &p, &memory)
 }
 
