@@ -9,6 +9,9 @@ use crate::engine::context::policy::{self, ContextPolicy, Resolved};
 use crate::engine::registry::projects;
 use crate::output::{Element, Report};
 
+/// What `context show` says when summarization is on: it is stored but nothing is summarized.
+const SUMMARIZE_STATUS: &str = "not yet supported: material is not summarized";
+
 /// The view a policy applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ViewName {
@@ -238,7 +241,12 @@ fn panels(
             [
                 ("Enabled", view::yes_no(r.summarize).to_string()),
                 ("Max Tokens", r.summary_max_tokens.to_string()),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                r.summarize
+                    .then(|| ("Status", SUMMARIZE_STATUS.to_string())),
+            ),
         ));
     report.with(Element::panel(
         "Other Views",
@@ -319,6 +327,7 @@ pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
             "cold_max_decisions": resolved.cold_max_decisions, "query_limit": resolved.query_limit,
             "max_file_size_bytes": resolved.max_file_size, "max_total_size_bytes": resolved.max_total_size,
             "summarize": resolved.summarize, "summary_max_tokens": resolved.summary_max_tokens,
+            "summarization": if resolved.summarize { SUMMARIZE_STATUS } else { "off" },
         },
         "views": views,
     });

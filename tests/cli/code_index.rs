@@ -518,6 +518,60 @@ fn an_execution_step_gets_the_definitions_its_decision_names_and_can_call_code_i
 }
 
 #[test]
+fn a_file_larger_than_max_file_size_is_left_out_of_the_step_context_and_counted() {
+    let server = ProviderServer::start(vec![Turn::text("Nothing to read.", (10, 5))]);
+    let env = Env::new();
+    let repo = project(&env);
+    ok(
+        &env,
+        &[
+            "project",
+            "context",
+            "set",
+            "--view",
+            "execute",
+            "--max-file-size",
+            "20",
+            "app",
+        ],
+    );
+    let s = super::lifecycle::Setup { env, repo };
+    scripted_env(&s, &server, "openai");
+    let (doc, _) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "trusted",
+            "local/harden",
+            "app",
+        ],
+    );
+    let id: cleveragents::engine::domain::Id = doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .parse()
+        .unwrap();
+    let prompt = server.requests()[0].body["messages"].to_string();
+    assert!(
+        !prompt.contains("pub fn verify_token(token: &str)"),
+        "src/auth.rs is larger than 20 bytes: {prompt}"
+    );
+    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let output: Value =
+        serde_json::from_str(st.plan_steps(&id).unwrap()[0].output.as_deref().unwrap()).unwrap();
+    let hot = &output["hot_context"];
+    assert!(hot["too_large_files"].as_u64().unwrap() >= 1, "{hot:#}");
+    assert!(
+        !hot["references"].to_string().contains("src/auth.rs"),
+        "{hot:#}"
+    );
+}
+
+#[test]
 fn a_tool_step_calls_code_intelligence_offline() {
     let env = Env::new();
     let (_repo, _) = registered(&env);

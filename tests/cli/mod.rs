@@ -7,6 +7,7 @@ mod budgets;
 mod children;
 mod code_index;
 mod config;
+mod context_tiers;
 mod correction;
 mod envelope;
 mod escalation;

@@ -1,9 +1,10 @@
 //! An execution step's hot context (spec section 25): the files and definitions its
 //! decision names — paths that exist in the project, identifiers the index defines — read
-//! at the plan's base, within the execute view's `hot-max-tokens`.
+//! at the plan's base (files up to `max-file-size`), then the warm and cold decisions that
+//! share its words, within the execute view's `hot-max-tokens`.
 
 use super::policy::Resolved;
-use super::{Budget, Hot};
+use super::{Budget, Hot, tiers};
 use crate::index::skill::Scope;
 use crate::index::tokenizer;
 
@@ -24,9 +25,36 @@ fn looks_like_identifier(word: &str) -> bool {
 }
 
 /// The context of a step whose decision reads `text` (instructions, chosen option, expected
-/// outputs).
-pub fn step_context(scopes: &[Scope], text: &str, policy: &Resolved) -> Hot {
-    let mut b = Budget::new(policy.hot_max_tokens);
+/// outputs): the files and definitions it names, then the warm and cold `memory` items that
+/// share words with `text` ([`tiers::promote`]), within the policy's hot budget. A file
+/// larger than `max-file-size` is left out and counted (`too_large`).
+pub fn step_context(
+    scopes: &[Scope],
+    text: &str,
+    policy: &Resolved,
+    memory: &[tiers::Item],
+) -> Hot {
+    let mut b = Budget::for_policy(policy);
+    let files = named_files(scopes, text, policy);
+    let mut names: Vec<String> = Vec::new();
+    for (_, w) in tokenizer::words(text) {
+        if looks_like_identifier(w) && !names.iter().any(|n| n == w) {
+            names.push(w.to_string());
+        }
+    }
+    if !files.is_empty() || !names.is_empty() {
+        b.push("## Named in this step (at the plan's base)", None);
+        push_files(&mut b, scopes, files, policy);
+        for n in names {
+            push_definitions(&mut b, scopes, &n, policy);
+        }
+    }
+    tiers::promote(&mut b, memory, text);
+    b.finish()
+}
+
+/// The paths `text` names that exist in a scope and the policy takes, as (scope, path).
+fn named_files(scopes: &[Scope], text: &str, policy: &Resolved) -> Vec<(usize, String)> {
     let mut files: Vec<(usize, String)> = Vec::new();
     for raw in text
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '`' | '"' | '\'' | '(' | ')'))
@@ -41,21 +69,23 @@ pub fn step_context(scopes: &[Scope], text: &str, policy: &Resolved) -> Hot {
             }
         }
     }
-    let mut names: Vec<String> = Vec::new();
-    for (_, w) in tokenizer::words(text) {
-        if looks_like_identifier(w) && !names.iter().any(|n| n == w) {
-            names.push(w.to_string());
-        }
-    }
-    if files.is_empty() && names.is_empty() {
-        return b.finish();
-    }
-    b.push("## Named in this step (at the plan's base)", None);
+    files
+}
+
+fn too_large(content: &str, policy: &Resolved) -> bool {
+    content.len() as u64 > policy.max_file_size
+}
+
+fn push_files(b: &mut Budget, scopes: &[Scope], files: Vec<(usize, String)>, policy: &Resolved) {
     for (i, f) in files {
         let s = &scopes[i];
         let Some(content) = s.view.read(&f) else {
             continue;
         };
+        if too_large(&content, policy) {
+            b.too_large();
+            continue;
+        }
         let head: Vec<&str> = content.lines().take(MAX_LINES).collect();
         let more = content.lines().count().saturating_sub(head.len());
         let mut block = format!("### {}:{f}\n{}", s.resource, head.join("\n"));
@@ -72,42 +102,43 @@ pub fn step_context(scopes: &[Scope], text: &str, policy: &Resolved) -> Hot {
             );
         }
     }
-    for n in names {
-        for s in scopes {
-            let Ok(defs) = s.view.find_definition(&n, 2) else {
+}
+
+fn push_definitions(b: &mut Budget, scopes: &[Scope], n: &str, policy: &Resolved) {
+    for s in scopes {
+        let Ok(defs) = s.view.find_definition(n, 2) else {
+            continue;
+        };
+        for d in defs.iter().filter(|d| d.symbol.as_deref() == Some(n)) {
+            let Some(content) = s.view.read(&d.path) else {
                 continue;
             };
-            for d in defs
-                .iter()
-                .filter(|d| d.symbol.as_deref() == Some(n.as_str()))
-            {
-                let Some(content) = s.view.read(&d.path) else {
-                    continue;
-                };
-                let lines: Vec<String> = content
-                    .lines()
-                    .enumerate()
-                    .skip(d.start_line.saturating_sub(1) as usize)
-                    .take(
-                        (d.end_line + 1)
-                            .saturating_sub(d.start_line)
-                            .min(MAX_LINES as u64) as usize,
-                    )
-                    .map(|(k, l)| format!("{}: {l}", k + 1))
-                    .collect();
-                let block = format!(
-                    "### {} {n} in {}:{}\n{}",
-                    d.symbol_kind.as_deref().unwrap_or("definition"),
-                    s.resource,
-                    d.path,
-                    lines.join("\n")
-                );
-                b.push(
-                    &block,
-                    Some(format!("{}:{}:{}", s.resource, d.path, d.start_line)),
-                );
+            if too_large(&content, policy) {
+                b.too_large();
+                continue;
             }
+            let lines: Vec<String> = content
+                .lines()
+                .enumerate()
+                .skip(d.start_line.saturating_sub(1) as usize)
+                .take(
+                    (d.end_line + 1)
+                        .saturating_sub(d.start_line)
+                        .min(MAX_LINES as u64) as usize,
+                )
+                .map(|(k, l)| format!("{}: {l}", k + 1))
+                .collect();
+            let block = format!(
+                "### {} {n} in {}:{}\n{}",
+                d.symbol_kind.as_deref().unwrap_or("definition"),
+                s.resource,
+                d.path,
+                lines.join("\n")
+            );
+            b.push(
+                &block,
+                Some(format!("{}:{}:{}", s.resource, d.path, d.start_line)),
+            );
         }
     }
-    b.finish()
 }

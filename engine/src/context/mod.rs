@@ -4,8 +4,9 @@
 //!   repository overview and what `search_code` finds for the task's words; for an execution
 //!   step the files and definitions its decision names. Always within `hot-max-tokens`
 //!   ([`Budget`]; tokens are estimated as 4 characters each).
-//! - Warm and cold: earlier decisions of the plan family and summaries of applied plans,
-//!   reached through the plan's records (`plan explain`), not yet put in prompts.
+//! - Warm and cold ([`tiers`]): the plan family's decisions and those of earlier applied
+//!   plans of the project; the ones sharing words with the current query are promoted into
+//!   hot context after the rest, within the same budget.
 //! - [`policy`]: the per-project, per-view policy (`project context set|show`), resolved
 //!   per phase and frozen on the plan.
 //! - [`strategize`]: the strategist's scopes (indexes at the plan's base commits), read-only
@@ -14,6 +15,7 @@
 pub mod execute;
 pub mod policy;
 pub mod strategize;
+pub mod tiers;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -39,6 +41,16 @@ pub struct Hot {
     pub references: Vec<String>,
     /// Parts left out because the budget was spent.
     pub dropped: usize,
+    /// Warm and cold items promoted into the text, with their tier.
+    pub promoted: Vec<tiers::Promoted>,
+    /// Warm-tier decisions considered for promotion.
+    pub considered_warm: usize,
+    /// Cold-tier decisions considered for promotion.
+    pub considered_cold: usize,
+    /// Files left out because they are larger than `max-file-size`.
+    pub too_large: usize,
+    /// Whether the policy asks for summarization (not yet supported: nothing is summarized).
+    pub summarize_requested: bool,
 }
 
 impl Hot {
@@ -60,6 +72,10 @@ impl Hot {
             "budget": self.budget,
             "references": self.references,
             "dropped": self.dropped,
+            "promoted": self.promoted,
+            "tiers": {"warm_considered": self.considered_warm, "cold_considered": self.considered_cold},
+            "too_large_files": self.too_large,
+            "summarization": if self.summarize_requested { "not yet supported: nothing was summarized" } else { "off" },
             "text": text,
             "text_truncated": truncated,
         })
@@ -81,6 +97,19 @@ impl Budget {
                 ..Hot::default()
             },
         }
+    }
+
+    /// An empty context with the budget of `policy`, noting whether it asks for
+    /// summarization.
+    pub fn for_policy(policy: &policy::Resolved) -> Self {
+        let mut b = Self::new(policy.hot_max_tokens);
+        b.hot.summarize_requested = policy.summarize;
+        b
+    }
+
+    /// Counts a file left out for being larger than `max-file-size`.
+    pub fn too_large(&mut self) {
+        self.hot.too_large += 1;
     }
 
     /// Tokens left.

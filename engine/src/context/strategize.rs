@@ -2,8 +2,8 @@
 //! index opened at the plan's recorded base (the base commit of a git checkout, so the
 //! strategy is reproducible; a directory as it is), the read-only tools over it
 //! (`read_file`, `list_files` and the `code_intelligence` skill) and the initial context put
-//! in its prompt: the repository overview and what `search_code` finds for the task's words,
-//! within `hot-max-tokens`.
+//! in its prompt: the repository overview, what `search_code` finds for the task's words and
+//! the warm and cold decisions that share them, within `hot-max-tokens`.
 
 use globset::GlobBuilder;
 use schemars::JsonSchema;
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::policy::Resolved;
-use super::{Budget, Hot};
+use super::{Budget, Hot, tiers};
 use crate::domain::Id;
 use crate::domain::messages::ToolSpec;
 use crate::domain::tool_host::ToolOutcome;
@@ -69,13 +69,24 @@ pub fn scopes(
 }
 
 /// The strategist's initial context: each resource's overview, then the hits of
-/// `search_code` for `task`, within the policy's hot budget (paths the policy excludes are
-/// left out).
-pub fn initial_context(scopes: &[Scope], task: &str, policy: &Resolved) -> Hot {
-    let mut b = Budget::new(policy.hot_max_tokens);
-    if scopes.is_empty() {
-        return b.finish();
+/// `search_code` for `task`, then the warm and cold `memory` items that share words with
+/// `task` ([`tiers::promote`]), all within the policy's hot budget (paths the policy
+/// excludes are left out).
+pub fn initial_context(
+    scopes: &[Scope],
+    task: &str,
+    policy: &Resolved,
+    memory: &[tiers::Item],
+) -> Hot {
+    let mut b = Budget::for_policy(policy);
+    if !scopes.is_empty() {
+        overviews_and_hits(&mut b, scopes, task, policy);
     }
+    tiers::promote(&mut b, memory, task);
+    b.finish()
+}
+
+fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Resolved) {
     b.push("## Project overview (at the plan's base)", None);
     for s in scopes {
         let o = overview::overview(&s.view, 2, 12);
@@ -99,7 +110,7 @@ pub fn initial_context(scopes: &[Scope], task: &str, policy: &Resolved) -> Hot {
     hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
     hits.truncate(policy.query_limit as usize);
     if hits.is_empty() {
-        return b.finish();
+        return;
     }
     b.push("## Code that matches the task (search_code)", None);
     for (resource, h) in hits {
@@ -122,7 +133,6 @@ pub fn initial_context(scopes: &[Scope], task: &str, policy: &Resolved) -> Hot {
             break;
         }
     }
-    b.finish()
 }
 
 fn default_max() -> usize {

@@ -548,15 +548,15 @@ impl ToolHost for ExecutorTools {
     }
 }
 
-/// The step's hot context (files and definitions its decision names, spec 25); empty when
-/// the plan's resources cannot be read.
+/// The step's hot context (files and definitions its decision names, then the warm and cold
+/// decisions sharing its words, spec 25); empty when the plan's resources cannot be read.
 fn step_context(
     engine: &Engine,
     plan: &Plan,
     decision: &Decision,
     step: &crate::domain::decision::Step,
 ) -> crate::context::Hot {
-    use crate::context::{execute, policy, strategize};
+    use crate::context::{execute, policy, strategize, tiers};
     let projects: Vec<String> = plan
         .project_links
         .iter()
@@ -575,7 +575,13 @@ fn step_context(
         decision.chosen_option,
         step.expected_outputs.join("\n")
     );
-    execute::step_context(&scopes, &text, &p)
+    let memory = tiers::read(
+        engine.store(),
+        &plan.plan_id,
+        Some(&decision.decision_id),
+        &p,
+    );
+    execute::step_context(&scopes, &text, &p, &memory)
 }
 
 /// Runs one step with a model execution actor.

@@ -162,7 +162,8 @@ fn model_strategy(
     .flatten()
     .collect::<Vec<_>>()
     .join("\n");
-    let hot = context::strategize::initial_context(&scopes, &task, &policy);
+    let memory = context::tiers::read(engine.store(), &plan.plan_id, None, &policy);
+    let hot = context::strategize::initial_context(&scopes, &task, &policy, &memory);
     let tools = StrategistTools {
         draft: Mutex::new(StrategyDraft::default()),
         summary: Mutex::new(None),
