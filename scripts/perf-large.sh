@@ -34,6 +34,8 @@ PY
   for spec in 'big:d*/f???[02468]0.rs' 'small:d00?/f???00.rs'; do
     name=${spec%%:*}
     glob=${spec#*:}
+    # Each plan is compared with its own base: applying the 1,000-file plan moves the branch.
+    base=$(git -C "$big" rev-parse HEAD)
     cat > "$WORK/$name.yaml" <<EOF
 name: local/edit-$name
 definition-of-done: every other line of the selected files is rewritten
