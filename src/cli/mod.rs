@@ -21,6 +21,7 @@ pub mod plan_logs;
 pub mod plan_review;
 pub mod plan_run;
 pub mod plan_sandbox;
+pub mod plan_status;
 pub mod profile;
 pub mod project;
 pub mod project_context;

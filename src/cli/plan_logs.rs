@@ -6,6 +6,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::{CliError, Context};
+use crate::engine::api::StepView;
 use crate::engine::domain::decision::Decision;
 use crate::engine::store::lifecycle_run::PlanStep;
 use crate::output::{Element, Report};
@@ -25,16 +26,7 @@ pub struct LogsArgs {
 /// A step's name: the strategy's key for it (a script step's name), else its decision's
 /// choice, shortened.
 pub(crate) fn step_name(decisions: &[Decision], step: &PlanStep) -> String {
-    let d = decisions.iter().find(|d| d.decision_id == step.decision_id);
-    let key = d
-        .and_then(|d| d.context_snapshot.get("key"))
-        .and_then(Value::as_str)
-        .filter(|k| !k.is_empty());
-    match (key, d) {
-        (Some(k), _) => k.to_string(),
-        (None, Some(d)) => super::view::clip(&d.chosen_option, 48),
-        (None, None) => String::new(),
-    }
+    crate::engine::api::step_name(decisions, step)
 }
 
 /// What one step printed, from its stored output.
@@ -102,17 +94,11 @@ fn tail(text: &str, n: usize) -> String {
 
 /// `plan status`: one list per step that printed something, with the last
 /// [`STATUS_TAIL_LINES`] lines of its stdout and stderr and the command for the rest.
-pub(crate) fn status_tails(
-    ctx: &Context,
-    plan_id: &str,
-    decisions: &[Decision],
-    steps: &[PlanStep],
-) -> Vec<Element> {
+pub(crate) fn status_tails(ctx: &Context, plan_id: &str, steps: &[StepView]) -> Vec<Element> {
     steps
         .iter()
-        .filter_map(|st| {
+        .filter_map(|StepView { step: st, name }| {
             let out = StepOutput::of(st)?;
-            let name = step_name(decisions, st);
             let mut items = Vec::new();
             for (stream, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
                 if !text.trim().is_empty() {
@@ -125,7 +111,7 @@ pub(crate) fn status_tails(
             let arg = if name.is_empty() {
                 st.position.to_string()
             } else {
-                shell_words::quote(&name).into_owned()
+                shell_words::quote(name).into_owned()
             };
             items.push(format!(
                 "all of it: {}",

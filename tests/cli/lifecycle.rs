@@ -856,3 +856,91 @@ script:
         "the failed step ran again and the plan reached the apply gate: {doc:#}"
     );
 }
+
+/// `plan status` renders the engine's status view: for a plan waiting for approval, an errored
+/// one and an applied one, the JSON carries the view's fields and its headline in words.
+#[test]
+fn plan_status_renders_the_engines_status_view() {
+    use cleveragents::engine::api::{Engine, PlanStatusView, Settings, StatusHeadline};
+    use cleveragents::engine::domain::{Phase, ProcessingState};
+    fn both(s: &Setup, id: &str) -> (Value, PlanStatusView) {
+        let (doc, code) = s.env.json(&["plan", "status", id]);
+        assert_eq!(code, 0, "{doc:#}");
+        let paths = cleveragents::engine::Paths::at(&s.env.data_dir, &s.env.config_path);
+        let view = Engine::new(paths, Settings::default())
+            .plan_status(&id.parse().unwrap())
+            .unwrap();
+        let headline = doc["messages"].as_array().unwrap().last().unwrap().clone();
+        (json!({"data": doc["data"], "headline": headline}), view)
+    }
+    fn same_fields(doc: &Value, v: &PlanStatusView) {
+        let data = &doc["data"];
+        assert_eq!(data["phase"], json!(v.plan.phase()), "{doc:#}");
+        assert_eq!(data["state"], json!(v.plan.state()));
+        assert_eq!(data["state_reason"], json!(v.state_reason));
+        assert_eq!(data["apply_journal_pending"], v.apply_journal_pending);
+        assert_eq!(data["decisions"]["current"], v.decisions);
+        assert_eq!(data["decisions"]["superseded"], v.superseded_decisions);
+        let names: Vec<&str> = v.steps.iter().map(|s| s.name.as_str()).collect();
+        let shown: Vec<&str> = data["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(shown, names);
+        assert_eq!(data["errors"].as_array().unwrap().len(), v.errors.len());
+        let level = if v.headline.needs_attention() {
+            "warn"
+        } else {
+            "ok"
+        };
+        assert_eq!(doc["headline"]["level"], level, "{doc:#}");
+    }
+
+    let s = setup();
+    let (_, code, id) = use_plan(&s, "supervised");
+    assert_eq!(code, 3);
+    let (doc, v) = both(&s, &id);
+    same_fields(&doc, &v);
+    let StatusHeadline::WaitingForApproval { approval, .. } = &v.headline else {
+        panic!("{:?}", v.headline);
+    };
+    assert_eq!(
+        doc["data"]["pending_approvals"][0]["approval_id"],
+        approval.approval_id
+    );
+    let text = doc["headline"]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("waiting for approval {}", approval.approval_id)),
+        "{text}"
+    );
+
+    let failing = SCRIPT_ACTION.replace(
+        "run: printf 'More\\n' >> NOTES.md",
+        "run: echo broken >&2; exit 7",
+    );
+    let s = setup_with(&failing);
+    let (doc, code, id) = use_plan(&s, "trusted");
+    assert_ne!(code, 0, "{doc:#}");
+    let (doc, v) = both(&s, &id);
+    same_fields(&doc, &v);
+    assert_eq!(
+        v.headline,
+        StatusHeadline::Errored {
+            phase: Phase::Execute
+        }
+    );
+    assert_eq!(doc["headline"]["text"], "Plan errored in execute");
+    assert!(!v.errors.is_empty());
+    assert_eq!(v.steps[1].name, "extend", "{:?}", v.steps);
+
+    let s = setup();
+    let (doc, code, id) = use_plan(&s, "full-auto");
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, v) = both(&s, &id);
+    same_fields(&doc, &v);
+    assert_eq!(v.headline, StatusHeadline::Applied);
+    assert_eq!(v.plan.state(), ProcessingState::Complete);
+    assert_eq!(doc["headline"]["text"], "Plan applied");
+}

@@ -14,6 +14,7 @@ mod error;
 mod op;
 mod query;
 mod run;
+mod status;
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ pub use op::{
     Answered, Cancelled, CorrectMode, Correction, Op, Outcome, Prompted, ReviewRequest, Reviewed,
     UseRequest, Used,
 };
+pub use status::{ChildView, PlanStatusView, StatusHeadline, StepView, step_name};
 
 use crate::config::{Config, Provider};
 use crate::domain::Id;
