@@ -246,16 +246,23 @@ fn profile_check(
             None,
         )
     } else {
-        Check::new(
-            "Automation profile",
-            CheckStatus::Error,
-            format!("{origin} names `{value}`, which is not a registered profile"),
-            Some(if origin.starts_with("AGENTS_") {
-                "unset AGENTS_AUTOMATION_PROFILE or register the profile".to_string()
-            } else {
-                "agents config unset automation-profile".to_string()
-            }),
-        )
+        let check = |fix: Option<String>| {
+            Check::new(
+                "Automation profile",
+                CheckStatus::Error,
+                format!("{origin} names `{value}`, which is not a registered profile"),
+                fix,
+            )
+        };
+        if origin.starts_with("AGENTS_") {
+            check(Some(
+                "unset AGENTS_AUTOMATION_PROFILE or register the profile".to_string(),
+            ))
+        } else {
+            check(None).fixed_by(crate::domain::Next::ConfigUnset {
+                key: "automation-profile".into(),
+            })
+        }
     })
 }
 

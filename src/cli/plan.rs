@@ -268,8 +268,8 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         Some(Stopped::Gate { approval }) => json!({
             "approval_id": approval.approval_id,
             "kind": approval.kind,
-            "context": approval.context,
-            "answer_command": ctx.rewrite(&approval.answer_command),
+            "context": super::next::approval_context(approval),
+            "answer_command": ctx.next(&approval.next()),
         }),
         _ => serde_json::Value::Null,
     };
@@ -635,8 +635,8 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
             .iter()
             .map(|a| json!({
                 "approval_id": a.approval_id, "kind": a.kind, "summary": a.summary,
-                "options": a.options, "answer_command": ctx.rewrite(&a.answer_command),
-                "context": a.context,
+                "options": a.options, "answer_command": ctx.next(&a.next()),
+                "context": super::next::approval_context(a),
             }))
             .collect::<Vec<_>>()
     );
@@ -763,7 +763,7 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                 format!(
                     "Plan {ph}/{st}, waiting for approval {}: `{}`",
                     a.approval_id,
-                    ctx.rewrite(&a.answer_command)
+                    ctx.next(&a.next())
                 ),
             ),
             None => (Level::Ok, format!("Plan {ph}/{st}")),
@@ -1005,7 +1005,7 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
                         a.approval_id,
                         a.kind,
                         a.summary,
-                        ctx.rewrite(&a.answer_command)
+                        ctx.next(&a.next())
                     )
                 })
                 .collect(),

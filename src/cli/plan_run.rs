@@ -216,8 +216,8 @@ fn approval_data(ctx: &Context, a: &Approval) -> Value {
         "status": a.status,
         "summary": a.summary,
         "options": a.options,
-        "context": a.context,
-        "answer_command": ctx.rewrite(&a.answer_command),
+        "context": super::next::approval_context(a),
+        "answer_command": ctx.next(&a.next()),
         "created_at": a.created_at.to_string(),
     })
 }
@@ -258,7 +258,7 @@ pub(crate) fn driven_report(
             first.summary
         ));
         for a in approvals {
-            err = err.hint(ctx.rewrite(&a.answer_command));
+            err = err.hint(ctx.next(&a.next()));
         }
         if approvals
             .iter()
@@ -348,7 +348,7 @@ pub(crate) fn driven_report(
                         "error code {code}; the plan is at {}/errored and can be resumed",
                         p.phase()
                     )),
-                    |e, h| e.hint(h.command),
+                    |e, h| e.hint(super::next::command(&h.next)),
                 )
                 .data(data))
         }
@@ -385,7 +385,7 @@ pub(crate) fn driven_report(
         )
         .hint(ctx.suggest(&format!("plan status {id}")))),
         Stopped::NothingToDo { next } => {
-            data["next"] = json!(ctx.rewrite(next));
+            data["next"] = json!(ctx.next(next));
             Ok(Report::ok(
                 command,
                 data,
@@ -394,7 +394,7 @@ pub(crate) fn driven_report(
             .with(plan_panel(p))
             .with(Element::List {
                 title: "Next Steps".into(),
-                items: vec![ctx.rewrite(next)],
+                items: vec![ctx.next(next)],
             }))
         }
         Stopped::Applied => {
@@ -743,7 +743,7 @@ pub fn approvals(ctx: &Context, a: &ApprovalsArgs) -> Result<Report, CliError> {
                     String::new()
                 }
                 .into(),
-                ctx.rewrite(&a.answer_command).into(),
+                ctx.next(&a.next()).into(),
             ]
         })
         .collect();
@@ -779,26 +779,30 @@ fn answer_report(
     };
     let approval_id = &answered.approval.approval_id;
     if let Some(d) = driven {
-        return driven_report(ctx, command, d)
-            .map(|r| r.message(Level::Info, format!("{}: {}", approval_id, answered.effect)));
+        return driven_report(ctx, command, d).map(|r| {
+            r.message(
+                Level::Info,
+                format!("{}: {}", approval_id, super::next::effect(&answered)),
+            )
+        });
     }
     if let Some(what) = not_yet_supported {
         return Ok(Report::ok(
             command,
-            json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
+            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(plan.as_cli_dict())}),
             format!("Answered {approval_id}; {what}: not yet supported"),
         )
         .with(plan_panel(&plan)));
     }
     let next = next_after(ctx, &answered.approval, &plan);
-    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())});
+    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(plan.as_cli_dict())});
     if !next.is_empty() {
         data["next"] = json!(next);
     }
     let mut report = Report::ok(
         command,
         data,
-        format!("Answered {approval_id}: {}", answered.effect),
+        format!("Answered {approval_id}: {}", super::next::effect(&answered)),
     )
     .with(plan_panel(&plan));
     if !next.is_empty() {

@@ -135,7 +135,9 @@ pub fn append(
                 "plan {} is cancelled; nothing more is added to it",
                 parent.plan_id
             ),
-            hints: vec![format!("agents plan status {}", parent.plan_id)],
+            hints: vec![crate::domain::Next::PlanStatus {
+                plan: parent.plan_id,
+            }],
         });
     }
     let actor =

@@ -283,8 +283,7 @@ fn fail(
     message: String,
     details: Value,
 ) -> Result<Ended, RunError> {
-    let answer = format!("agents plan apply {}", plan.plan_id);
-    state::errored(engine.store_mut(), plan, code, &message, details, &answer)?;
+    state::errored(engine.store_mut(), plan, code, &message, details)?;
     engine.flush(&plan.plan_id)?;
     Ok(Ended::Errored {
         code: code.to_string(),

@@ -523,10 +523,8 @@ fn spawn_request(plan: &Plan, s: &Spawn, group: Option<&str>, wide: &[String]) -
                 )
             }
         ),
-        String::new(),
         Timestamp::now(),
     );
-    a.answer_command = format!("agents plan decide {} --option spawn", a.approval_id);
     a.options = vec!["spawn".into(), "skip".into()];
     a.context = json!({
         "decision_id": s.decision_id.to_string(),
