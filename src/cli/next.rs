@@ -246,4 +246,59 @@ mod tests {
             assert_eq!(answer(kind, context.clone()), text, "{kind} {context}");
         }
     }
+
+    /// An invariant violation's context prints the commands of its `correct` and `cancel`
+    /// options where the engine once stored them: after `attempt`, and last; a context that
+    /// still holds them (raised by an older version) prints the same.
+    #[test]
+    fn a_violations_context_names_its_correct_and_cancel_commands() {
+        let plan = Plan::new("local/a", "a", jiff::Timestamp::now());
+        let decision = Id::generate();
+        let mut a = Approval::new(
+            plan.plan_id,
+            ApprovalKind::InvariantViolation,
+            "invariant violated",
+            jiff::Timestamp::now(),
+        );
+        a.approval_id = "apr_1".into();
+        a.context = json!({"invariant_id": "inv_1", "step_decision_id": decision.to_string(), "phase": "execute", "attempt": 1});
+        let printed = approval_context(&a);
+        let keys: Vec<&str> = printed
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "invariant_id",
+                "step_decision_id",
+                "phase",
+                "attempt",
+                "correct_command",
+                "cancel_command"
+            ]
+        );
+        assert_eq!(
+            printed["correct_command"],
+            format!("agents plan correct --mode revert -g <guidance> {decision}")
+        );
+        assert_eq!(
+            printed["cancel_command"],
+            "agents plan decide apr_1 --option cancel"
+        );
+        let mut old = a.clone();
+        old.context = printed.clone();
+        assert_eq!(approval_context(&old), printed);
+        // Found before Apply: no one step to correct.
+        a.context = json!({"step_decision_id": null, "attempt": 1});
+        assert_eq!(
+            approval_context(&a)["correct_command"],
+            serde_json::Value::Null
+        );
+        // Another kind's context is printed as stored.
+        a.kind = ApprovalKind::Decision;
+        assert_eq!(approval_context(&a), a.context);
+    }
 }

@@ -253,7 +253,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     }
     let p = &p;
     let id = p.plan_id.to_string();
-    let mut data = serde_json::Value::Object(p.as_cli_dict());
+    let mut data = serde_json::Value::Object(super::plan_json::plan_dict(p));
     data["profile_source"] = json!(c.profile_source);
     data["effective_invariants"] = json!(c.invariants.effective);
     data["action_archived"] = json!(c.action_archived);
@@ -620,7 +620,7 @@ fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;
     let origin = store.plan_origin(&id)?;
     let extra = crate::engine::lifecycle::report::status(&store, &p)?;
-    let mut data = serde_json::Value::Object(p.as_cli_dict());
+    let mut data = serde_json::Value::Object(super::plan_json::plan_dict(&p));
     data["profile_source"] = json!(origin.as_ref().map(|o| o.profile_source));
     data["script"] = json!(origin.as_ref().and_then(|o| o.script.clone()));
     data["state_reason"] = json!(extra.state_reason);

@@ -244,7 +244,7 @@ pub(crate) fn driven_report(
 ) -> Result<Report, CliError> {
     let p = &driven.plan;
     let id = p.plan_id.to_string();
-    let mut data = Value::Object(p.as_cli_dict());
+    let mut data = Value::Object(super::plan_json::plan_dict(p));
     data["stopped"] = json!(driven.stopped);
     data["events"] = json!(driven.events.len());
     let needs = |approvals: &[Approval], what: String| {
@@ -682,7 +682,7 @@ pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
     };
     let cancelled = plan.state() == crate::engine::domain::ProcessingState::Cancelled;
     let data = json!({
-        "plan": Value::Object(plan.as_cli_dict()),
+        "plan": Value::Object(super::plan_json::plan_dict(&plan)),
         "cancelled": cancelled,
         "reason": a.reason,
         "was_running_in": before.as_ref().map(|l| json!({"pid": l.pid, "host": l.host, "kind": l.kind})),
@@ -789,13 +789,13 @@ fn answer_report(
     if let Some(what) = not_yet_supported {
         return Ok(Report::ok(
             command,
-            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(plan.as_cli_dict())}),
+            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))}),
             format!("Answered {approval_id}; {what}: not yet supported"),
         )
         .with(plan_panel(&plan)));
     }
     let next = next_after(ctx, &answered.approval, &plan);
-    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(plan.as_cli_dict())});
+    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))});
     if !next.is_empty() {
         data["next"] = json!(next);
     }
@@ -985,7 +985,7 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
     let Some(driven) = driven else {
         let mut r = Report::ok(
             "plan prompt",
-            json!({"plan": Value::Object(plan.as_cli_dict()), "guidance": a.text.trim(), "resumed": false}),
+            json!({"plan": Value::Object(super::plan_json::plan_dict(&plan)), "guidance": a.text.trim(), "resumed": false}),
             format!("Guidance recorded for plan {id}; the next actor run follows it"),
         )
         .with(plan_panel(&plan));
