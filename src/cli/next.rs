@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::engine::domain::approval::{Approval, ApprovalKind};
 use crate::engine::domain::next::{CorrectionMode, Next};
+use crate::engine::events::EngineEvent;
 use crate::engine::lifecycle::approvals::Answered;
 
 /// The command that takes `next`, as `agents ...` without global options.
@@ -97,6 +98,21 @@ pub fn approval_context(a: &Approval) -> Value {
         .or_insert_with(|| correct.into());
     out.insert("cancel_command".into(), cancel.into());
     Value::Object(out)
+}
+
+/// An event as `--stream` prints it: an `approval_requested` event's `answer_command` (the
+/// typed step the engine records) as its `agents ...` command, as it was always printed.
+pub fn streamed_event(event: &EngineEvent) -> std::borrow::Cow<'_, EngineEvent> {
+    use std::borrow::Cow;
+    let typed = event.data.get("answer_command").filter(|c| c.is_object());
+    match typed.and_then(|c| serde_json::from_value::<Next>(c.clone()).ok()) {
+        Some(step) => {
+            let mut shown = event.clone();
+            shown.data["answer_command"] = Value::String(command(&step));
+            Cow::Owned(shown)
+        }
+        None => Cow::Borrowed(event),
+    }
 }
 
 /// `--mode`'s value.

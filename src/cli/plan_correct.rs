@@ -730,7 +730,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         "attempt_status": r.attempt.status,
         "phase": p.phase(),
         "state": p.state(),
-        "stopped": driven.stopped,
+        "stopped": super::plan_json::stopped(&driven.stopped),
         "next": next,
     });
     let ok_stop = matches!(
@@ -1070,7 +1070,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         "new_decision_id": r.root.decision_id,
         "child": {"phase": child.phase(), "state": child.state()},
         "based_on": r.bases,
-        "stopped": r.driven.as_ref().map(|x| &x.stopped),
+        "stopped": r.driven.as_ref().map(|x| super::plan_json::stopped(&x.stopped)),
         "next": next,
     });
     let mut report = Report::ok(

@@ -4,6 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::engine::domain::Plan;
+use crate::engine::domain::approval::Approval;
+use crate::engine::lifecycle::driver::Stopped;
 
 /// A plan as the ordered map the CLI prints (the seed's `as_cli_dict` key order): ids and
 /// names; phase, state, description; definition of done; projects and automation; actors;
@@ -80,6 +82,48 @@ pub fn plan_dict(plan: &Plan) -> Map<String, Value> {
     m
 }
 
+/// An approval as it appears inside `data.stopped`: its fields in record order, with the
+/// context as printed ([`super::next::approval_context`]) and `answer_command` after
+/// `options`, written as `agents ...` without the global options (`data.approval` and
+/// `data.approvals` carry the command for this environment).
+pub fn approval_record(a: &Approval) -> Value {
+    let Ok(Value::Object(fields)) = serde_json::to_value(a) else {
+        return Value::Null;
+    };
+    let mut out = Map::new();
+    for (key, value) in fields {
+        let value = if key == "context" {
+            super::next::approval_context(a)
+        } else {
+            value
+        };
+        let options = key == "options";
+        out.insert(key, value);
+        if options {
+            out.insert(
+                "answer_command".into(),
+                json!(super::next::command(&a.next())),
+            );
+        }
+    }
+    Value::Object(out)
+}
+
+/// Why driving stopped, as `data.stopped` prints it: the engine's record, its approvals as
+/// [`approval_record`] and a next step as its `agents ...` command.
+pub fn stopped(s: &Stopped) -> Value {
+    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+    match s {
+        Stopped::Gate { approval } => v["approval"] = approval_record(approval),
+        Stopped::Decisions { approvals } => {
+            v["approvals"] = approvals.iter().map(approval_record).collect();
+        }
+        Stopped::NothingToDo { next } => v["next"] = json!(super::next::command(next)),
+        _ => {}
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +167,58 @@ mod tests {
         assert_eq!(
             plan_dict(&plan)["created_at"],
             json!("1970-01-01T00:00:00Z")
+        );
+    }
+
+    /// Inside `data.stopped` an approval keeps its record's field order, `answer_command`
+    /// after `options`, written without the global options.
+    #[test]
+    fn a_stopped_runs_approval_names_its_answer_command_after_its_options() {
+        use crate::engine::domain::approval::ApprovalKind;
+        let plan = Plan::new("local/a", "a", Timestamp::UNIX_EPOCH);
+        let mut a = Approval::new(
+            plan.plan_id,
+            ApprovalKind::PhaseGate,
+            "gate",
+            Timestamp::UNIX_EPOCH,
+        );
+        a.context = json!({"gate": "apply"});
+        let v = stopped(&Stopped::Gate {
+            approval: Box::new(a),
+        });
+        assert_eq!(v["stopped"], "gate");
+        let keys: Vec<&str> = v["approval"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "approval_id",
+                "plan_id",
+                "kind",
+                "status",
+                "summary",
+                "context",
+                "options",
+                "answer_command",
+                "answer",
+                "created_at",
+                "resolved_at"
+            ]
+        );
+        assert_eq!(
+            v["approval"]["answer_command"],
+            format!("agents plan apply {}", plan.plan_id)
+        );
+        let next = stopped(&Stopped::NothingToDo {
+            next: crate::engine::domain::Next::ExecutePlan { plan: plan.plan_id },
+        });
+        assert_eq!(
+            next,
+            json!({"stopped": "nothing_to_do", "next": format!("agents plan execute {}", plan.plan_id)})
         );
     }
 }

@@ -146,7 +146,7 @@ fn describe(e: &EngineEvent) -> String {
 impl Observer for CliObserver {
     fn event(&self, event: &EngineEvent) {
         if self.stream {
-            let _ = crate::output::stream_line(event);
+            let _ = crate::output::stream_line(&super::next::streamed_event(event));
         } else {
             self.spinner.set_message(&describe(event));
         }
@@ -245,7 +245,7 @@ pub(crate) fn driven_report(
     let p = &driven.plan;
     let id = p.plan_id.to_string();
     let mut data = Value::Object(super::plan_json::plan_dict(p));
-    data["stopped"] = json!(driven.stopped);
+    data["stopped"] = super::plan_json::stopped(&driven.stopped);
     data["events"] = json!(driven.events.len());
     let needs = |approvals: &[Approval], what: String| {
         let first = &approvals[0];
