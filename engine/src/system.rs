@@ -197,6 +197,7 @@ fn database_check(path: &Path) -> Check {
             CheckStatus::Error,
             format!("integrity check failed: {}", findings.join("; ")),
             Some(format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "restore {} from a backup, or run `agents init --yes` to start over",
                 path.display()
             )),

@@ -164,6 +164,7 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
                     break Outcome::Failed {
                         code: "CHILD_NEEDS_HUMAN".into(),
                         message: format!(
+                            // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                             "its strategy waits for {} decision(s) ({}); answer them, run `agents plan execute {child_id}`, then run the parent again",
                             a.len(),
                             a.iter()

@@ -264,6 +264,7 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
         return Err(wrong_state(
             &plan,
             format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "{plan_id} is an isolated actor run (`agents actor run`), not a plan; it is never executed or applied"
             ),
             vec![Suggest::PlanDiff { plan: *plan_id }],
