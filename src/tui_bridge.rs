@@ -1263,7 +1263,6 @@ mod tests {
             plan.plan_id,
             ApprovalKind::PhaseGate,
             "Move to apply",
-            "agents plan apply X",
             jiff::Timestamp::now(),
         );
         store.insert_approval(&apr).unwrap();

@@ -642,6 +642,7 @@ fn add_named_tools(
                 .ok_or_else(|| SkillRegError::UnknownTool {
                     skill: name.to_string(),
                     tool: tool.to_string(),
+                    // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                     hint: "; register it first with `agents tool add -c FILE`".into(),
                 })?;
             external_of(tool.to_string(), reg.definition, None, Some(name))

@@ -197,6 +197,7 @@ fn database_check(path: &Path) -> Check {
             CheckStatus::Error,
             format!("integrity check failed: {}", findings.join("; ")),
             Some(format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "restore {} from a backup, or run `agents init --yes` to start over",
                 path.display()
             )),
@@ -246,16 +247,23 @@ fn profile_check(
             None,
         )
     } else {
-        Check::new(
-            "Automation profile",
-            CheckStatus::Error,
-            format!("{origin} names `{value}`, which is not a registered profile"),
-            Some(if origin.starts_with("AGENTS_") {
-                "unset AGENTS_AUTOMATION_PROFILE or register the profile".to_string()
-            } else {
-                "agents config unset automation-profile".to_string()
-            }),
-        )
+        let check = |fix: Option<String>| {
+            Check::new(
+                "Automation profile",
+                CheckStatus::Error,
+                format!("{origin} names `{value}`, which is not a registered profile"),
+                fix,
+            )
+        };
+        if origin.starts_with("AGENTS_") {
+            check(Some(
+                "unset AGENTS_AUTOMATION_PROFILE or register the profile".to_string(),
+            ))
+        } else {
+            check(None).fixed_by(crate::domain::Next::ConfigUnset {
+                key: "automation-profile".into(),
+            })
+        }
     })
 }
 

@@ -523,12 +523,20 @@ impl From<crate::engine::lifecycle::RunError> for CliError {
             RunError::WrongState { hints, phase, state, .. } => {
                 let mut err = CliError::new("CONFLICT", message)
                     .data(serde_json::json!({"phase": phase, "state": state}));
-                for h in hints {
-                    err = err.hint(h);
+                for h in &hints {
+                    err = err.hint(super::next::command(h));
                 }
                 err
             }
             RunError::Invalid(_) => CliError::invalid_input(message),
+            RunError::GateAnswer { approval_id, approve } => CliError::invalid_input(format!(
+                "approval {approval_id} is a phase gate; answer it with `{}` or decline it with `{}`",
+                super::next::command(&approve),
+                super::next::command(&crate::engine::domain::Next::Reject { approval: approval_id.clone() }),
+            )),
+            RunError::BudgetLimitMissing { approval_id } => CliError::invalid_input(format!(
+                "approval {approval_id} needs the new limit: `agents plan decide {approval_id} --max-cost-usd USD` or `--max-tokens N`"
+            )),
             RunError::ApprovalNotFound(_) => {
                 CliError::new("NOT_FOUND", message).hint("agents plan approvals")
             }

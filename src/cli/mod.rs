@@ -15,8 +15,10 @@ pub mod error;
 pub mod indexing;
 pub mod interrupt;
 pub mod invariant;
+pub mod next;
 pub mod plan;
 pub mod plan_correct;
+pub mod plan_json;
 pub mod plan_logs;
 pub mod plan_review;
 pub mod plan_run;
@@ -305,15 +307,21 @@ impl Context {
         with_globals(&self.repeat_args, rest)
     }
 
-    /// Rewrites a suggested `agents ...` command (from the engine or an error) so that it
-    /// repeats `--data-dir` / `--config-path`; other text is returned unchanged.
+    /// Rewrites a suggested `agents ...` command (from an error) so that it repeats
+    /// `--data-dir` / `--config-path`; other text is returned unchanged.
     pub fn rewrite(&self, suggestion: &str) -> String {
         rewrite_suggestion(&self.repeat_args, suggestion)
     }
 
+    /// A next step from the engine as the command that takes it here, repeating
+    /// `--data-dir` / `--config-path` when they were given ([`next::command`]).
+    pub fn next(&self, step: &crate::engine::domain::Next) -> String {
+        with_globals(&self.repeat_args, &next::rest(step))
+    }
+
     /// A recovery hint as printed: `what: agents [--data-dir X] [--config-path Y] command`.
     pub fn hint(&self, hint: &crate::engine::lifecycle::report::Hint) -> String {
-        format!("{}: {}", hint.what, self.rewrite(&hint.command))
+        format!("{}: {}", hint.what, self.next(&hint.next))
     }
 
     /// An errored plan's recovery hints as printed (empty unless it is errored).

@@ -253,7 +253,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     }
     let p = &p;
     let id = p.plan_id.to_string();
-    let mut data = serde_json::Value::Object(p.as_cli_dict());
+    let mut data = serde_json::Value::Object(super::plan_json::plan_dict(p));
     data["profile_source"] = json!(c.profile_source);
     data["effective_invariants"] = json!(c.invariants.effective);
     data["action_archived"] = json!(c.action_archived);
@@ -268,8 +268,8 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         Some(Stopped::Gate { approval }) => json!({
             "approval_id": approval.approval_id,
             "kind": approval.kind,
-            "context": approval.context,
-            "answer_command": ctx.rewrite(&approval.answer_command),
+            "context": super::next::approval_context(approval),
+            "answer_command": ctx.next(&approval.next()),
         }),
         _ => serde_json::Value::Null,
     };

@@ -581,7 +581,7 @@ fn dry_run_next_steps(
             "plan correct --mode append -g {guidance} --dry-run {}",
             d.decision_id
         ))],
-        Some(RunError::WrongState { hints, .. }) => hints.iter().map(|h| ctx.rewrite(h)).collect(),
+        Some(RunError::WrongState { hints, .. }) => hints.iter().map(|h| ctx.next(h)).collect(),
         Some(_) => vec![ctx.suggest(&format!("plan status {}", d.plan_id))],
     }
 }
@@ -712,7 +712,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     let p = driven.plan.clone();
     let id = p.plan_id;
     let next = match &driven.stopped {
-        Stopped::Gate { approval } => ctx.rewrite(&approval.answer_command),
+        Stopped::Gate { approval } => ctx.next(&approval.next()),
         _ => ctx.suggest(&format!("plan status {id}")),
     };
     let data = json!({
@@ -730,7 +730,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         "attempt_status": r.attempt.status,
         "phase": p.phase(),
         "state": p.state(),
-        "stopped": driven.stopped,
+        "stopped": super::plan_json::stopped(&driven.stopped),
         "next": next,
     });
     let ok_stop = matches!(
@@ -1057,7 +1057,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
     };
     let child = &r.child;
     let next = match r.driven.as_ref().map(|x| &x.stopped) {
-        Some(Stopped::Gate { approval }) => ctx.rewrite(&approval.answer_command),
+        Some(Stopped::Gate { approval }) => ctx.next(&approval.next()),
         _ => ctx.suggest(&format!("plan status {}", child.plan_id)),
     };
     let data = json!({
@@ -1070,7 +1070,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         "new_decision_id": r.root.decision_id,
         "child": {"phase": child.phase(), "state": child.state()},
         "based_on": r.bases,
-        "stopped": r.driven.as_ref().map(|x| &x.stopped),
+        "stopped": r.driven.as_ref().map(|x| super::plan_json::stopped(&x.stopped)),
         "next": next,
     });
     let mut report = Report::ok(

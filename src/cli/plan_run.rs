@@ -146,7 +146,7 @@ fn describe(e: &EngineEvent) -> String {
 impl Observer for CliObserver {
     fn event(&self, event: &EngineEvent) {
         if self.stream {
-            let _ = crate::output::stream_line(event);
+            let _ = crate::output::stream_line(&super::next::streamed_event(event));
         } else {
             self.spinner.set_message(&describe(event));
         }
@@ -216,8 +216,8 @@ fn approval_data(ctx: &Context, a: &Approval) -> Value {
         "status": a.status,
         "summary": a.summary,
         "options": a.options,
-        "context": a.context,
-        "answer_command": ctx.rewrite(&a.answer_command),
+        "context": super::next::approval_context(a),
+        "answer_command": ctx.next(&a.next()),
         "created_at": a.created_at.to_string(),
     })
 }
@@ -244,8 +244,8 @@ pub(crate) fn driven_report(
 ) -> Result<Report, CliError> {
     let p = &driven.plan;
     let id = p.plan_id.to_string();
-    let mut data = Value::Object(p.as_cli_dict());
-    data["stopped"] = json!(driven.stopped);
+    let mut data = Value::Object(super::plan_json::plan_dict(p));
+    data["stopped"] = super::plan_json::stopped(&driven.stopped);
     data["events"] = json!(driven.events.len());
     let needs = |approvals: &[Approval], what: String| {
         let first = &approvals[0];
@@ -258,7 +258,7 @@ pub(crate) fn driven_report(
             first.summary
         ));
         for a in approvals {
-            err = err.hint(ctx.rewrite(&a.answer_command));
+            err = err.hint(ctx.next(&a.next()));
         }
         if approvals
             .iter()
@@ -348,7 +348,7 @@ pub(crate) fn driven_report(
                         "error code {code}; the plan is at {}/errored and can be resumed",
                         p.phase()
                     )),
-                    |e, h| e.hint(h.command),
+                    |e, h| e.hint(super::next::command(&h.next)),
                 )
                 .data(data))
         }
@@ -385,7 +385,7 @@ pub(crate) fn driven_report(
         )
         .hint(ctx.suggest(&format!("plan status {id}")))),
         Stopped::NothingToDo { next } => {
-            data["next"] = json!(ctx.rewrite(next));
+            data["next"] = json!(ctx.next(next));
             Ok(Report::ok(
                 command,
                 data,
@@ -394,7 +394,7 @@ pub(crate) fn driven_report(
             .with(plan_panel(p))
             .with(Element::List {
                 title: "Next Steps".into(),
-                items: vec![ctx.rewrite(next)],
+                items: vec![ctx.next(next)],
             }))
         }
         Stopped::Applied => {
@@ -682,7 +682,7 @@ pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
     };
     let cancelled = plan.state() == crate::engine::domain::ProcessingState::Cancelled;
     let data = json!({
-        "plan": Value::Object(plan.as_cli_dict()),
+        "plan": Value::Object(super::plan_json::plan_dict(&plan)),
         "cancelled": cancelled,
         "reason": a.reason,
         "was_running_in": before.as_ref().map(|l| json!({"pid": l.pid, "host": l.host, "kind": l.kind})),
@@ -743,7 +743,7 @@ pub fn approvals(ctx: &Context, a: &ApprovalsArgs) -> Result<Report, CliError> {
                     String::new()
                 }
                 .into(),
-                ctx.rewrite(&a.answer_command).into(),
+                ctx.next(&a.next()).into(),
             ]
         })
         .collect();
@@ -779,26 +779,30 @@ fn answer_report(
     };
     let approval_id = &answered.approval.approval_id;
     if let Some(d) = driven {
-        return driven_report(ctx, command, d)
-            .map(|r| r.message(Level::Info, format!("{}: {}", approval_id, answered.effect)));
+        return driven_report(ctx, command, d).map(|r| {
+            r.message(
+                Level::Info,
+                format!("{}: {}", approval_id, super::next::effect(&answered)),
+            )
+        });
     }
     if let Some(what) = not_yet_supported {
         return Ok(Report::ok(
             command,
-            json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())}),
+            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))}),
             format!("Answered {approval_id}; {what}: not yet supported"),
         )
         .with(plan_panel(&plan)));
     }
     let next = next_after(ctx, &answered.approval, &plan);
-    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": answered.effect, "plan": Value::Object(plan.as_cli_dict())});
+    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))});
     if !next.is_empty() {
         data["next"] = json!(next);
     }
     let mut report = Report::ok(
         command,
         data,
-        format!("Answered {approval_id}: {}", answered.effect),
+        format!("Answered {approval_id}: {}", super::next::effect(&answered)),
     )
     .with(plan_panel(&plan));
     if !next.is_empty() {
@@ -981,7 +985,7 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
     let Some(driven) = driven else {
         let mut r = Report::ok(
             "plan prompt",
-            json!({"plan": Value::Object(plan.as_cli_dict()), "guidance": a.text.trim(), "resumed": false}),
+            json!({"plan": Value::Object(super::plan_json::plan_dict(&plan)), "guidance": a.text.trim(), "resumed": false}),
             format!("Guidance recorded for plan {id}; the next actor run follows it"),
         )
         .with(plan_panel(&plan));

@@ -45,7 +45,7 @@ pub(crate) fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
 
 /// The JSON data: the plan's CLI dictionary and everything the view adds, in a fixed order.
 fn data(ctx: &Context, v: &PlanStatusView) -> Value {
-    let mut data = Value::Object(v.plan.as_cli_dict());
+    let mut data = Value::Object(super::plan_json::plan_dict(&v.plan));
     data["profile_source"] = json!(v.origin.as_ref().map(|o| o.profile_source));
     data["script"] = json!(v.origin.as_ref().and_then(|o| o.script.clone()));
     data["state_reason"] = json!(v.state_reason);
@@ -57,8 +57,8 @@ fn data(ctx: &Context, v: &PlanStatusView) -> Value {
             .iter()
             .map(|a| json!({
                 "approval_id": a.approval_id, "kind": a.kind, "summary": a.summary,
-                "options": a.options, "answer_command": ctx.rewrite(&a.answer_command),
-                "context": a.context,
+                "options": a.options, "answer_command": ctx.next(&a.next()),
+                "context": super::next::approval_context(a),
             }))
             .collect::<Vec<_>>()
     );
@@ -171,7 +171,7 @@ fn headline(ctx: &Context, v: &PlanStatusView) -> (Level, String) {
         } => format!(
             "Plan {phase}/{state}, waiting for approval {}: `{}`",
             approval.approval_id,
-            ctx.rewrite(&approval.answer_command)
+            ctx.next(&approval.next())
         ),
         StatusHeadline::Phase { phase, state } => format!("Plan {phase}/{state}"),
     };
@@ -474,7 +474,7 @@ fn tail_elements(ctx: &Context, v: &PlanStatusView) -> Vec<Element> {
                         a.approval_id,
                         a.kind,
                         a.summary,
-                        ctx.rewrite(&a.answer_command)
+                        ctx.next(&a.next())
                     )
                 })
                 .collect(),

@@ -188,6 +188,16 @@ pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
         }))
 }
 
+/// A check's fix as printed: its advice, or its step as the command for this environment
+/// (advice that is itself an `agents ...` command repeats `--data-dir` / `--config-path`).
+fn fix_text(ctx: &Context, c: &crate::engine::domain::check::Check) -> Option<String> {
+    match (&c.fix, &c.fix_step) {
+        (Some(f), _) => Some(ctx.rewrite(f)),
+        (None, Some(step)) => Some(ctx.next(step)),
+        (None, None) => None,
+    }
+}
+
 /// `agents diagnostics`.
 ///
 /// # Errors
@@ -220,11 +230,7 @@ pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
         checks
             .iter()
             .filter(|c| c.status == status)
-            .filter_map(|c| {
-                c.fix
-                    .as_ref()
-                    .map(|f| format!("{}: {}", c.name, ctx.rewrite(f)))
-            })
+            .filter_map(|c| fix_text(ctx, c).map(|f| format!("{}: {f}", c.name)))
             .collect()
     };
     let (must_fix, recommended) = (fixes_for(CheckStatus::Error), fixes_for(CheckStatus::Warn));
@@ -232,7 +238,7 @@ pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
     let data = json!({
         "checks": checks.iter().map(|c| {
             let mut v = serde_json::to_value(c).expect("checks serialize");
-            v["fix"] = json!(c.fix.as_ref().map(|f| ctx.rewrite(f)));
+            v["fix"] = json!(fix_text(ctx, c));
             v
         }).collect::<Vec<_>>(),
         "summary": {"total": checks.len(), "warnings": warnings, "errors": errors, "duration_ms": elapsed_ms},

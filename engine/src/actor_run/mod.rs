@@ -303,6 +303,7 @@ fn resolve_actor(
             })
         }
         ActorRef::Builtin { name, .. } => Err(OneShotError::NotSupported(format!(
+            // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
             "{name} is an offline built-in actor that works inside plans (`agents plan use`); `actor run` runs model actors"
         ))),
     }

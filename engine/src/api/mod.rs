@@ -18,6 +18,7 @@ mod status;
 
 use std::sync::Arc;
 
+pub use crate::domain::next::{CorrectionMode as NextCorrectionMode, Next};
 pub use error::{ApiError, ErrorCode};
 pub use op::{
     Answered, Cancelled, CorrectMode, Correction, Op, Outcome, Prompted, ReviewRequest, Reviewed,

@@ -384,7 +384,6 @@ mod tests {
             plan.plan_id,
             crate::domain::approval::ApprovalKind::PhaseGate,
             "start Execute?",
-            "agents plan decide apr_1 --option 1",
             Timestamp::now(),
         );
         let second = Approval {

@@ -104,6 +104,7 @@ pub fn child_execution_actor(
             ", or correct with --mode revert, which re-runs the script"
         };
         return Err(format!(
+            // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
             "the child plan would run the guidance with {actor}, which carries out only an action's script steps, never free-text guidance; give the child a model execution actor with --execution-actor PROVIDER/MODEL (`agents actor list` shows them){revert}"
         ));
     }
@@ -135,7 +136,9 @@ pub fn append(
                 "plan {} is cancelled; nothing more is added to it",
                 parent.plan_id
             ),
-            hints: vec![format!("agents plan status {}", parent.plan_id)],
+            hints: vec![crate::domain::Next::PlanStatus {
+                plan: parent.plan_id,
+            }],
         });
     }
     let actor =

@@ -34,7 +34,7 @@ use crate::actors::prompts::{self, DecisionDraft, Role, StrategyDraft};
 use crate::actors::runtime::{Stop, ToolHost, ToolOutcome};
 use crate::domain::approval::ApprovalStatus;
 use crate::domain::decision::{Decision, DecisionType, Step};
-use crate::domain::{Id, Phase, Plan, ProcessingState};
+use crate::domain::{CorrectionMode, Id, Next, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::lease;
 use crate::lifecycle::driver::{self, Driven, Op};
@@ -83,7 +83,7 @@ fn key_of(d: &Decision) -> Option<String> {
         .map(str::to_string)
 }
 
-fn wrong(plan: &Plan, message: String, hints: Vec<String>) -> RunError {
+fn wrong(plan: &Plan, message: String, hints: Vec<Next>) -> RunError {
     RunError::WrongState {
         phase: plan.phase(),
         state: plan.state(),
@@ -104,17 +104,17 @@ pub fn check_revertable(plan: &Plan, decision: &Decision) -> Result<(), RunError
             format!(
                 "plan {id} is applied: its changes are committed to the project, so a revert cannot undo them"
             ),
-            vec![format!(
-                "agents plan correct --mode append -g <guidance> {}",
-                decision.decision_id
-            )],
+            vec![Next::Correct {
+                mode: CorrectionMode::Append,
+                decision: decision.decision_id,
+            }],
         ));
     }
     if plan.state() == ProcessingState::Cancelled {
         return Err(wrong(
             plan,
             format!("plan {id} is cancelled; a cancelled plan does not run again"),
-            vec![format!("agents plan status {id}")],
+            vec![Next::PlanStatus { plan: id }],
         ));
     }
     if plan.phase() == Phase::Strategize && plan.state() != ProcessingState::Complete {
@@ -124,17 +124,14 @@ pub fn check_revertable(plan: &Plan, decision: &Decision) -> Result<(), RunError
                 "plan {id} is at strategize/{}: its decision tree is not finished yet",
                 plan.state()
             ),
-            vec![
-                format!("agents plan status {id}"),
-                "agents plan approvals".into(),
-            ],
+            vec![Next::PlanStatus { plan: id }, Next::ListApprovals],
         ));
     }
     if plan.state() == ProcessingState::Processing {
         return Err(wrong(
             plan,
             format!("plan {id} is running; correct it once it stops"),
-            vec![format!("agents plan cancel {id}")],
+            vec![Next::CancelPlan { plan: id }],
         ));
     }
     if let Some(by) = decision.superseded_by {

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::id::Id;
 use super::lifecycle::str_enum;
+use super::next::Next;
 
 /// Why a plan waits for a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -93,8 +94,6 @@ pub struct Approval {
     pub context: Value,
     /// The options, when the answer is a choice.
     pub options: Vec<String>,
-    /// The exact command that answers it headlessly.
-    pub answer_command: String,
     /// The answer, once given.
     pub answer: Option<Value>,
     /// When it was raised.
@@ -109,7 +108,6 @@ impl Approval {
         plan_id: Id,
         kind: ApprovalKind,
         summary: impl Into<String>,
-        answer_command: impl Into<String>,
         now: Timestamp,
     ) -> Self {
         Self {
@@ -120,10 +118,48 @@ impl Approval {
             summary: summary.into(),
             context: Value::Object(Default::default()),
             options: Vec::new(),
-            answer_command: answer_command.into(),
             answer: None,
             created_at: now,
             resolved_at: None,
+        }
+    }
+
+    /// The step that answers it headlessly, from its kind: a phase gate runs the gated phase
+    /// (`plan execute`, or `plan apply` for the apply gate); a decision takes an option by
+    /// number; a child spawn spawns; an errored plan (also a transient failure or a merge
+    /// conflict) is retried in its phase (`plan apply` at Apply, else `plan execute`); a
+    /// budget takes a higher limit; a tool call is approved or rejected; an invariant
+    /// violation is accepted. Derived rather than stored, so that rows of any schema version
+    /// answer the same way.
+    pub fn next(&self) -> Next {
+        let id = self.approval_id.as_str();
+        let plan = self.plan_id;
+        let at_apply = |key: &str| self.context[key] == "apply";
+        match self.kind {
+            ApprovalKind::PhaseGate if at_apply("gate") => Next::ApplyPlan { plan },
+            ApprovalKind::PhaseGate => Next::ExecutePlan { plan },
+            ApprovalKind::Decision => Next::decide(id, "N"),
+            ApprovalKind::ChildSpawn => Next::decide(id, "spawn"),
+            ApprovalKind::TransientFailure
+            | ApprovalKind::Errored
+            | ApprovalKind::ErrorRecovery
+                if at_apply("phase") =>
+            {
+                Next::ApplyPlan { plan }
+            }
+            ApprovalKind::TransientFailure
+            | ApprovalKind::Errored
+            | ApprovalKind::ErrorRecovery => Next::ExecutePlan { plan },
+            ApprovalKind::Budget => Next::RaiseBudget {
+                approval: id.to_string(),
+            },
+            ApprovalKind::ToolApproval => Next::either(
+                Next::decide(id, "approve"),
+                Next::Reject {
+                    approval: id.to_string(),
+                },
+            ),
+            ApprovalKind::InvariantViolation => Next::decide(id, "accept"),
         }
     }
 }

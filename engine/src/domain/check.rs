@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use super::next::Next;
+
 /// Outcome of one health check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -34,8 +36,12 @@ pub struct Check {
     pub status: CheckStatus,
     /// What was found.
     pub details: String,
-    /// What to do about it, when not OK.
+    /// What to do about it, when not OK, in words.
     pub fix: Option<String>,
+    /// What to do about it as a step to run (`config unset KEY`), when that is the fix; the
+    /// face renders it in place of `fix` (and serializes it there).
+    #[serde(skip)]
+    pub fix_step: Option<Next>,
 }
 
 impl Check {
@@ -51,6 +57,13 @@ impl Check {
             status,
             details: details.into(),
             fix,
+            fix_step: None,
         }
+    }
+
+    /// The same result, fixed by running `step`.
+    pub fn fixed_by(mut self, step: Next) -> Self {
+        self.fix_step = Some(step);
+        self
     }
 }

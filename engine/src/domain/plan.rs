@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::id::Id;
 use super::lifecycle::{Phase, PlanStatus, ProcessingState, str_enum};
@@ -243,81 +243,6 @@ impl Plan {
             .map(|l| l.project_name.as_str())
             .collect()
     }
-
-    /// The plan as an ordered map for CLI output (the seed's `as_cli_dict` key order): ids and
-    /// names; phase, state, description; definition of done; projects and automation; actors;
-    /// arguments and invariants; execution fields; error fields; tags; timestamps; hierarchy.
-    /// Optional groups appear only when set; times are RFC 3339 UTC.
-    pub fn as_cli_dict(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("plan_id".into(), json!(self.plan_id.to_string()));
-        m.insert("name".into(), json!(self.name));
-        m.insert("action_name".into(), json!(self.action_name));
-        m.insert("phase".into(), json!(self.status.phase));
-        m.insert("state".into(), json!(self.status.state));
-        m.insert("attempt".into(), json!(self.status.attempt));
-        m.insert("description".into(), json!(self.description));
-        if let Some(dod) = &self.definition_of_done {
-            m.insert("definition_of_done".into(), json!(dod));
-        }
-        m.insert("projects".into(), json!(self.project_links));
-        if let Some(p) = &self.automation_profile {
-            m.insert("automation_profile".into(), json!(p));
-        }
-        m.insert("automation_level".into(), json!(self.automation_level));
-        for (key, actor) in [
-            ("strategy_actor", &self.strategy_actor),
-            ("execution_actor", &self.execution_actor),
-            ("estimation_actor", &self.estimation_actor),
-            ("invariant_actor", &self.invariant_actor),
-        ] {
-            if let Some(a) = actor {
-                m.insert(key.into(), json!(a));
-            }
-        }
-        if !self.arguments.is_empty() {
-            m.insert("arguments".into(), Value::Object(self.arguments.clone()));
-        }
-        if !self.invariants.is_empty() {
-            m.insert("invariants".into(), json!(self.invariants));
-        }
-        if let Some(c) = &self.changeset_id {
-            m.insert("changeset_id".into(), json!(c));
-        }
-        if !self.sandbox_refs.is_empty() {
-            m.insert("sandbox_refs".into(), json!(self.sandbox_refs));
-        }
-        if let Some(v) = &self.validation_summary {
-            m.insert("validation_summary".into(), v.clone());
-        }
-        if let Some(d) = &self.decision_root_id {
-            m.insert("decision_root_id".into(), json!(d.to_string()));
-        }
-        if let Some(code) = &self.error_code {
-            m.insert("error_code".into(), json!(code));
-        }
-        if let Some(msg) = &self.error_message {
-            m.insert("error_message".into(), json!(msg));
-        }
-        if !self.tags.is_empty() {
-            m.insert("tags".into(), json!(self.tags));
-        }
-        m.insert("created_at".into(), json!(self.created_at.to_string()));
-        m.insert("updated_at".into(), json!(self.updated_at.to_string()));
-        if let Some(t) = &self.started_at {
-            m.insert("started_at".into(), json!(t.to_string()));
-        }
-        if let Some(t) = &self.completed_at {
-            m.insert("completed_at".into(), json!(t.to_string()));
-        }
-        if let Some(p) = &self.parent_plan_id {
-            m.insert("parent_plan_id".into(), json!(p.to_string()));
-        }
-        if let Some(r) = &self.root_plan_id {
-            m.insert("root_plan_id".into(), json!(r.to_string()));
-        }
-        m
-    }
 }
 
 #[cfg(test)]
@@ -349,46 +274,6 @@ mod tests {
         assert_eq!(
             ProjectLink::check_unique(&links),
             Err(ProjectLinkError::DuplicateAlias("x".into()))
-        );
-    }
-
-    #[test]
-    fn cli_dict_follows_the_seed_key_order() {
-        let mut plan = Plan::new("local/code-review", "review", Timestamp::UNIX_EPOCH);
-        plan.definition_of_done = Some("tests pass".into());
-        plan.project_links
-            .push(ProjectLink::new("local/api", None, false).unwrap());
-        plan.automation_profile = Some("supervised".into());
-        plan.strategy_actor = Some("local/planner".into());
-        plan.arguments.insert("target".into(), json!("src"));
-        plan.tags.push("nightly".into());
-        plan.parent_plan_id = Some(Id::generate());
-        let keys: Vec<String> = plan.as_cli_dict().keys().cloned().collect();
-        assert_eq!(
-            keys,
-            [
-                "plan_id",
-                "name",
-                "action_name",
-                "phase",
-                "state",
-                "attempt",
-                "description",
-                "definition_of_done",
-                "projects",
-                "automation_profile",
-                "automation_level",
-                "strategy_actor",
-                "arguments",
-                "tags",
-                "created_at",
-                "updated_at",
-                "parent_plan_id",
-            ]
-        );
-        assert_eq!(
-            plan.as_cli_dict()["created_at"],
-            json!("1970-01-01T00:00:00Z")
         );
     }
 }

@@ -354,12 +354,7 @@ pub fn check(paths: &Paths) -> crate::domain::check::Check {
             )
         }
     );
-    Check {
-        name: "Text index".into(),
-        status: CheckStatus::Ok,
-        details,
-        fix: None,
-    }
+    Check::new("Text index", CheckStatus::Ok, details, None)
 }
 
 /// Opens a resource's index for reading after bringing it up to date: as the work tree is,

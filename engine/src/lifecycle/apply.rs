@@ -218,6 +218,7 @@ fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunEr
         .map(|c| c.path)
         .collect();
     Err(refused(format!(
+        // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
         "{}: the sandbox changed after the changes were reviewed ({}: {}); Apply commits only what was reviewed, so nothing was applied. A process a step started may still be running in the sandbox: stop it, then restore the reviewed state with `agents plan checkpoints {plan_id}` and `agents plan rollback {plan_id} <checkpoint>`, or run the plan again",
         sb.record.resource_name,
         if changed.len() == 1 { "file" } else { "files" },
@@ -283,8 +284,7 @@ fn fail(
     message: String,
     details: Value,
 ) -> Result<Ended, RunError> {
-    let answer = format!("agents plan apply {}", plan.plan_id);
-    state::errored(engine.store_mut(), plan, code, &message, details, &answer)?;
+    state::errored(engine.store_mut(), plan, code, &message, details)?;
     engine.flush(&plan.plan_id)?;
     Ok(Ended::Errored {
         code: code.to_string(),
@@ -803,6 +803,7 @@ fn write_all(
                     .store_mut()
                     .finish_journals(&ids, JournalStatus::Stopped)?;
                 return Ok(Err(format!(
+                    // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                     "{}: staging the new files failed: {}; nothing was applied, every resource is as it was. Fix the cause and run `agents plan apply {plan_id}` again",
                     t.decided.base.resource_name,
                     plain(&e)

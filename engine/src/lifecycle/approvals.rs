@@ -51,6 +51,10 @@ pub struct Answered {
     pub approval: Approval,
     /// What changed, in words.
     pub effect: String,
+    /// A step the user takes first for the effect to happen (`correct` on an invariant
+    /// violation: the `plan correct` that withdraws the approval); the face writes it before
+    /// the effect.
+    pub first: Option<super::report::Hint>,
     /// Whether the driver should continue the plan now.
     pub resume: bool,
 }
@@ -90,27 +94,14 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
     {
         return Ok(a);
     }
-    let (summary, command) = match gate {
-        Gate::Strategize => (
-            format!("Start Strategize for plan {id}"),
-            format!("agents plan execute {id}"),
-        ),
-        Gate::Execute => (
-            format!("Review the strategy and start Execute for plan {id}"),
-            format!("agents plan execute {id}"),
-        ),
-        Gate::Apply => (
-            format!("Review the changes and apply plan {id}"),
-            format!("agents plan apply {id}"),
-        ),
+    let summary = match gate {
+        Gate::Strategize => format!("Start Strategize for plan {id}"),
+        Gate::Execute => format!("Review the strategy and start Execute for plan {id}"),
+        Gate::Apply => format!("Review the changes and apply plan {id}"),
     };
-    let mut a = Approval::new(
-        id,
-        ApprovalKind::PhaseGate,
-        summary,
-        command,
-        Timestamp::now(),
-    );
+    // The answer (`plan execute`, `plan apply` for the apply gate) follows from the context's
+    // `gate` (`Approval::next`).
+    let mut a = Approval::new(id, ApprovalKind::PhaseGate, summary, Timestamp::now());
     a.context = json!({
         "gate": gate.name(),
         "phase": plan.phase(),
@@ -230,15 +221,16 @@ pub fn answer(
             ApprovalKind::Errored | ApprovalKind::TransientFailure | ApprovalKind::ErrorRecovery
         )
     };
+    let mut first = None;
     let (effect, resume) = match (approval.kind, &answer) {
         (ApprovalKind::PhaseGate, Answer::Reject(reason)) => {
             reject_gate(engine, &approval, &mut plan, reason)?
         }
         (ApprovalKind::PhaseGate, _) => {
-            return Err(RunError::Invalid(format!(
-                "approval {approval_id} is a phase gate; answer it with `{}` or decline it with `agents plan reject {approval_id} --reason TEXT`",
-                approval.answer_command
-            )));
+            return Err(RunError::GateAnswer {
+                approval_id: approval_id.to_string(),
+                approve: approval.next(),
+            });
         }
         (ApprovalKind::Decision, Answer::Option(n)) => {
             choose_option(engine, &approval, &mut plan, *n)?
@@ -255,15 +247,18 @@ pub fn answer(
         }
         (ApprovalKind::ToolApproval, _) => answer_tool(engine, &approval, &mut plan, &answer)?,
         (ApprovalKind::InvariantViolation, _) => {
-            super::invariant_checks::answer(engine, &approval, &mut plan, &answer)?
+            let (effect, resume, hint) =
+                super::invariant_checks::answer(engine, &approval, &mut plan, &answer)?;
+            first = hint;
+            (effect, resume)
         }
         (ApprovalKind::Budget, Answer::Budget(new)) => {
             raise_budget(engine, &approval, &mut plan, *new)?
         }
         (ApprovalKind::Budget, Answer::Option(1)) => {
-            return Err(RunError::Invalid(format!(
-                "approval {approval_id} needs the new limit: `agents plan decide {approval_id} --max-cost-usd USD` or `--max-tokens N`"
-            )));
+            return Err(RunError::BudgetLimitMissing {
+                approval_id: approval_id.to_string(),
+            });
         }
         (ApprovalKind::Budget, Answer::Option(2) | Answer::Reject(_)) => {
             let reason = match &answer {
@@ -310,6 +305,7 @@ pub fn answer(
     Ok(Answered {
         approval: find(engine, approval_id)?,
         effect,
+        first,
         resume,
     })
 }

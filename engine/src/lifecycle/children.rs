@@ -164,6 +164,7 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
                     break Outcome::Failed {
                         code: "CHILD_NEEDS_HUMAN".into(),
                         message: format!(
+                            // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                             "its strategy waits for {} decision(s) ({}); answer them, run `agents plan execute {child_id}`, then run the parent again",
                             a.len(),
                             a.iter()
@@ -523,10 +524,8 @@ fn spawn_request(plan: &Plan, s: &Spawn, group: Option<&str>, wide: &[String]) -
                 )
             }
         ),
-        String::new(),
         Timestamp::now(),
     );
-    a.answer_command = format!("agents plan decide {} --option spawn", a.approval_id);
     a.options = vec!["spawn".into(), "skip".into()];
     a.context = json!({
         "decision_id": s.decision_id.to_string(),

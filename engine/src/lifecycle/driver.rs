@@ -27,6 +27,8 @@ use super::{Engine, RunError, apply, execute, strategize};
 use crate::domain::approval::{Approval, ApprovalKind};
 use crate::domain::decision::DecisionType;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
+// `Next` here is the lifecycle transition; a suggested next step for the user is `Suggest`.
+use crate::domain::next::Next as Suggest;
 use crate::events::{EngineEvent, EventKind};
 use crate::lease;
 
@@ -72,8 +74,8 @@ pub enum Stopped {
     },
     /// Nothing to do now (`plan execute` on a complete Execute).
     NothingToDo {
-        /// The command that moves the plan on.
-        next: String,
+        /// The step that moves the plan on.
+        next: Suggest,
     },
     /// The plan is applied.
     Applied,
@@ -129,7 +131,7 @@ pub fn stop_cause(engine: &Engine, plan_id: &Id) -> Result<Option<StopCause>, Ru
     Ok(None)
 }
 
-fn wrong_state(plan: &Plan, message: String, hints: Vec<String>) -> RunError {
+fn wrong_state(plan: &Plan, message: String, hints: Vec<Suggest>) -> RunError {
     RunError::WrongState {
         phase: plan.phase(),
         state: plan.state(),
@@ -148,7 +150,7 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
                 "plan {id} is cancelled (in {}); a cancelled plan does not run again",
                 plan.phase()
             ),
-            vec![format!("agents plan status {id}")],
+            vec![Suggest::PlanStatus { plan: id }],
         ));
     }
     // A spawned child (not an appended follow-up plan, which applies into its parent's
@@ -164,8 +166,8 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
                 "plan {id} is a child plan of {parent}; its results merge into its parent's sandbox, and the parent is applied instead"
             ),
             vec![
-                format!("agents plan status {parent}"),
-                format!("agents plan apply {parent}"),
+                Suggest::PlanStatus { plan: parent },
+                Suggest::ApplyPlan { plan: parent },
             ],
         ));
     }
@@ -183,14 +185,14 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
         Op::Execute => wrong_state(
             plan,
             format!("{at}; `plan execute` runs Strategize and Execute only"),
-            vec![format!("agents plan status {id}")],
+            vec![Suggest::PlanStatus { plan: id }],
         ),
         _ => wrong_state(
             plan,
             format!("{at}; only a plan whose Execute is complete can be applied"),
             vec![
-                format!("agents plan execute {id}"),
-                format!("agents plan status {id}"),
+                Suggest::ExecutePlan { plan: id },
+                Suggest::PlanStatus { plan: id },
             ],
         ),
     })
@@ -262,9 +264,10 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
         return Err(wrong_state(
             &plan,
             format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "{plan_id} is an isolated actor run (`agents actor run`), not a plan; it is never executed or applied"
             ),
-            vec![format!("agents plan diff {plan_id}")],
+            vec![Suggest::PlanDiff { plan: *plan_id }],
         ));
     }
     check_op(engine, &plan, op)?;
@@ -338,7 +341,7 @@ impl Driving {
                     self.plan.phase(),
                     self.plan.state()
                 ),
-                vec![format!("agents plan status {plan_id}")],
+                vec![Suggest::PlanStatus { plan: plan_id }],
             )),
         }
     }
@@ -466,12 +469,12 @@ impl Driving {
             && engine.store().child_link(&plan_id)?.is_some()
         {
             return Ok(Some(Stopped::NothingToDo {
-                next: format!("agents plan execute {parent}"),
+                next: Suggest::ExecutePlan { plan: parent },
             }));
         }
         if self.op == Op::Execute && self.explicit {
             return Ok(Some(Stopped::NothingToDo {
-                next: format!("agents plan apply {plan_id}"),
+                next: Suggest::ApplyPlan { plan: plan_id },
             }));
         }
         if matches!(self.op, Op::Apply { .. }) || Gates::of(&self.plan).auto_after(Phase::Execute) {
@@ -562,7 +565,7 @@ pub fn cancel(
                 plan.phase(),
                 plan.state()
             ),
-            vec![format!("agents plan status {plan_id}")],
+            vec![Suggest::PlanStatus { plan: *plan_id }],
         ));
     }
     lease::request_cancel(engine.store_mut(), plan_id, reason)?;

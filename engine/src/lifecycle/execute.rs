@@ -446,14 +446,7 @@ fn pause_step(
         "step_decision_id": step.decision_id.to_string(),
         "context": q.context,
     });
-    let mut a = Approval::new(
-        plan_id,
-        ApprovalKind::Decision,
-        q.question.clone(),
-        String::new(),
-        now,
-    );
-    a.answer_command = format!("agents plan decide {} --option N", a.approval_id);
+    let mut a = Approval::new(plan_id, ApprovalKind::Decision, q.question.clone(), now);
     a.context = json!({
         "decision_id": d.decision_id.to_string(),
         "step_decision_id": step.decision_id.to_string(),
@@ -987,14 +980,12 @@ impl StepRun<'_> {
                 ""
             }
         );
-        let answer = format!("agents plan execute {plan_id}");
         state::errored(
             engine.store_mut(),
             plan,
             "VALIDATION_FAILED",
             &message,
             json!({"validations": results}),
-            &answer,
         )?;
         engine.flush(&plan_id)?;
         Ok(Some(Ended::Errored {
@@ -1142,14 +1133,12 @@ fn fail_step(
         json!({"step": label, "position": failed.position, "decision_id": failed.decision_id.to_string(), "status": "failed", "error": message, "output": event_output(output)}),
         |tx| save_step(tx, &plan_id, &failed),
     )?;
-    let answer = format!("agents plan execute {plan_id}");
     state::errored(
         engine.store_mut(),
         plan,
         code,
         message,
         json!({"step": failed.position, "decision_id": failed.decision_id.to_string(), "output": event_output(output)}),
-        &answer,
     )?;
     engine.flush(&plan_id)?;
     Ok(())

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 use super::approvals::{Answer, cancel_now};
 use super::execute::Ended;
+use super::report::Hint;
 use super::state::{self, commit};
 use super::{Engine, RunError, model};
 use crate::actors::messages::ToolSpec;
@@ -37,7 +38,7 @@ use crate::actors::runtime::{ToolHost, ToolOutcome};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::DecisionType;
 use crate::domain::sandbox::CheckpointId;
-use crate::domain::{Id, Plan, ProcessingState};
+use crate::domain::{CorrectionMode, Id, Next, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::registry::invariants::{self, MachineForm};
 use crate::sandbox::checkpoint::snapshot;
@@ -713,17 +714,12 @@ fn violation_approval(plan: &Plan, at: &At<'_>, j: &Judged) -> Approval {
             "invariant violated ({where_}): {} — {}",
             j.invariant.text, j.brief
         ),
-        String::new(),
         Timestamp::now(),
     );
-    a.answer_command = format!("agents plan decide {} --option accept", a.approval_id);
     let step_decision = match at {
         At::Step { step, .. } => Some(step.decision_id.to_string()),
         At::Apply => None,
     };
-    let correct = step_decision
-        .as_ref()
-        .map(|d| format!("agents plan correct --mode revert -g <guidance> {d}"));
     a.context = json!({
         "invariant_id": j.invariant.invariant_id,
         "invariant": j.invariant.text,
@@ -734,9 +730,9 @@ fn violation_approval(plan: &Plan, at: &At<'_>, j: &Judged) -> Approval {
         "step_decision_id": step_decision,
         "phase": plan.phase(),
         "attempt": plan.status.attempt,
-        "correct_command": correct,
-        "cancel_command": format!("agents plan decide {} --option cancel", a.approval_id),
     });
+    // The commands for `correct` and `cancel` are the face's to write (`correct_step`, and
+    // `plan decide APR --option cancel`); the CLI adds them to the context it prints.
     a.options = vec!["accept".into(), "correct".into(), "cancel".into()];
     a
 }
@@ -864,6 +860,23 @@ pub fn pending_violations(store: &Store, plan_id: &Id) -> Result<Vec<Approval>, 
         .collect())
 }
 
+/// The correction that answers a violation with `correct`: revert the decision of the step
+/// where it was found, or (found before Apply, where no one step is to blame) one of the
+/// plan's decisions, picked from its tree.
+pub fn correct_step(approval: &Approval) -> Next {
+    let mode = CorrectionMode::Revert;
+    match approval.context["step_decision_id"]
+        .as_str()
+        .and_then(|d| d.parse::<Id>().ok())
+    {
+        Some(decision) => Next::Correct { mode, decision },
+        None => Next::CorrectInPlan {
+            mode,
+            plan: approval.plan_id,
+        },
+    }
+}
+
 /// Answers an `invariant_violation`: 1 `accept` (once: the plan goes on once no other
 /// violation waits), 2 `correct` (nothing changes; the effect names the `plan correct` command,
 /// which withdraws the approval), 3 `cancel` or a rejection (the plan is cancelled).
@@ -875,7 +888,7 @@ pub(crate) fn answer(
     approval: &Approval,
     plan: &mut Plan,
     answer: &Answer,
-) -> Result<(String, bool), RunError> {
+) -> Result<(String, bool, Option<Hint>), RunError> {
     let id = approval.approval_id.as_str();
     let text = approval.context["invariant"].as_str().unwrap_or("?");
     match answer {
@@ -908,32 +921,21 @@ pub(crate) fn answer(
                         .join(", ")
                 ),
             };
-            Ok((effect, waiting.is_empty()))
+            Ok((effect, waiting.is_empty(), None))
         }
-        Answer::Option(2) => {
-            let command = approval.context["correct_command"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| {
-                    format!(
-                        "agents plan correct --mode revert -g <guidance> <decision> (the decisions: agents plan tree {})",
-                        plan.plan_id
-                    )
-                });
-            Ok((
-                format!(
-                    "to correct the step, run `{command}`; the correction withdraws this approval and re-runs the step (the plan waits until then)"
-                ),
-                false,
-            ))
-        }
+        Answer::Option(2) => Ok((
+            "the correction withdraws this approval and re-runs the step (the plan waits until then)"
+                .into(),
+            false,
+            Some(Hint::new("to correct the step", correct_step(approval))),
+        )),
         Answer::Option(3) | Answer::Reject(_) => {
             let reason = match answer {
                 Answer::Reject(r) => r.clone(),
                 _ => format!("cancelled at the violation of invariant `{text}`"),
             };
             cancel_now(engine, plan, &reason)?;
-            Ok((format!("the plan is cancelled: {reason}"), false))
+            Ok((format!("the plan is cancelled: {reason}"), false, None))
         }
         Answer::Option(n) => Err(RunError::Invalid(format!(
             "--option {n} is out of range: approval {id} has options 1 (accept), 2 (correct) and 3 (cancel)"

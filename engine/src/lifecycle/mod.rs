@@ -100,12 +100,30 @@ pub enum RunError {
         state: ProcessingState,
         /// What is wrong and what would fit.
         message: String,
-        /// Commands that would help.
-        hints: Vec<String>,
+        /// Next steps that would help.
+        hints: Vec<crate::domain::Next>,
     },
     /// An argument (an approval id, an option number) is not acceptable.
     #[error("{0}")]
     Invalid(String),
+    /// A phase gate answered with an option or guidance: a gate is approved by taking the
+    /// step `approve` (running the gated phase) or declined with a reason.
+    #[error(
+        "approval {approval_id} is a phase gate: it is approved by running its phase, or declined with a reason"
+    )]
+    GateAnswer {
+        /// The gate (`apr_...`).
+        approval_id: String,
+        /// The step that approves it.
+        approve: crate::domain::Next,
+    },
+    /// A budget approval's `raise` answered without the new limit (`max-cost-usd` or
+    /// `max-tokens`).
+    #[error("approval {approval_id} needs the new limit: a cost in USD or a number of tokens")]
+    BudgetLimitMissing {
+        /// The budget approval (`apr_...`).
+        approval_id: String,
+    },
     /// An approval with that id does not exist.
     #[error("approval {0} not found")]
     ApprovalNotFound(String),

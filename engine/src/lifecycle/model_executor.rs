@@ -193,10 +193,6 @@ pub(crate) fn tool_approval(
         ask.tool,
         crate::tools::runner::shorten(&ask.arguments)
     );
-    a.answer_command = format!(
-        "agents plan decide {id} --option approve (or: agents plan reject {id} --reason TEXT)",
-        id = a.approval_id
-    );
     a.context = json!({
         "tool": ask.tool,
         "called_as": ask.called_as,
@@ -921,7 +917,6 @@ mod tests {
             Id::generate(),
             ApprovalKind::ToolApproval,
             "Allow?",
-            "",
             jiff::Timestamp::now(),
         );
         a.context = json!({"tool": "local/deploy", "called_as": "local_deploy", "arguments": {"env": "prod"}});

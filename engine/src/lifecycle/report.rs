@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::gates::{Gates, NOT_YET_SUPPORTED};
 use crate::domain::approval::Approval;
 use crate::domain::decision::DecisionType;
-use crate::domain::{Id, Plan};
+use crate::domain::{Id, Next, Plan};
 use crate::events::{self, EventKind};
 use crate::lease::{self, Lease};
 use crate::store::lifecycle_run::PlanStep;
@@ -88,23 +88,22 @@ pub fn errors(store: &Store, plan_id: &Id) -> Result<Vec<ErrorEntry>, StoreError
     Ok(out)
 }
 
-/// One recovery hint: what it does and the command that does it, exactly as a user runs it
-/// (`agents ...`; the CLI adds `--data-dir` / `--config-path` when they were given).
+/// One recovery hint: what it does and the step that does it (the CLI renders the step as
+/// the command a user runs, with `--data-dir` / `--config-path` when they were given).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Hint {
-    /// What the command does, for a human.
+    /// What the step does, for a human.
     pub what: String,
-    /// The command (`agents plan ...`), runnable as printed; a template when it holds a
-    /// `<placeholder>` for the user to fill in (a shell refuses to run it as is, and so does
-    /// the command).
-    pub command: String,
+    /// The step; a template when it needs a value the user fills in (guidance).
+    pub next: Next,
 }
 
 impl Hint {
-    fn new(what: impl Into<String>, command: String) -> Self {
+    /// A hint: `what` the step does, and the step.
+    pub fn new(what: impl Into<String>, next: Next) -> Self {
         Self {
             what: what.into(),
-            command,
+            next,
         }
     }
 }
@@ -113,19 +112,19 @@ impl Hint {
 /// and Execute resume with `plan execute` or `plan prompt`; Apply is retried with `plan apply`
 /// (the other two refuse a plan at Apply). A failed step's output is in `plan logs`.
 pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
-    let id = &plan.plan_id;
+    let plan_id = plan.plan_id;
     let code = plan.error_code.as_deref().unwrap_or_default();
     let cancel = Hint::new(
         "give up (the sandbox is kept)",
-        format!("agents plan cancel {id}"),
+        Next::CancelPlan { plan: plan_id },
     );
     if plan.phase() == crate::domain::Phase::Apply {
-        let apply = format!("agents plan apply {id}");
+        let apply = Next::ApplyPlan { plan: plan_id };
         return match code {
             "APPLY_JOURNAL" => vec![
                 Hint::new(
                     "see what stopped the apply",
-                    format!("agents plan errors {id}"),
+                    Next::PlanErrors { plan: plan_id },
                 ),
                 Hint::new("complete the interrupted apply", apply),
                 cancel,
@@ -133,20 +132,20 @@ pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
             _ => vec![
                 Hint::new(
                     "see what the plan changes",
-                    format!("agents plan diff {id}"),
+                    Next::PlanDiff { plan: plan_id },
                 ),
                 Hint::new("fix what the error names, then apply again", apply),
                 cancel,
             ],
         };
     }
-    let retry = format!("agents plan execute {id}");
-    let prompt = format!("agents plan prompt {id} <guidance>");
+    let retry = Next::ExecutePlan { plan: plan_id };
+    let prompt = Next::PromptPlan { plan: plan_id };
     match code {
         "ACTOR_UNAVAILABLE" => vec![
             Hint::new(
                 "check the actor (and that its provider's API key is set)",
-                "agents actor list".into(),
+                Next::ListActors,
             ),
             Hint::new("retry", retry),
             cancel,
@@ -164,7 +163,7 @@ pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
             cancel,
         ],
         "STEP_FAILED" | "VALIDATION_FAILED" => vec![
-            Hint::new("read the steps' output", format!("agents plan logs {id}")),
+            Hint::new("read the steps' output", Next::PlanLogs { plan: plan_id }),
             Hint::new(
                 "give guidance (in place of <guidance>) and resume from the start of the failed step",
                 prompt,
@@ -173,7 +172,7 @@ pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
             cancel,
         ],
         _ => vec![
-            Hint::new("see the errors", format!("agents plan errors {id}")),
+            Hint::new("see the errors", Next::PlanErrors { plan: plan_id }),
             Hint::new("retry", retry),
             Hint::new("give guidance (in place of <guidance>) and resume", prompt),
             cancel,

@@ -52,7 +52,9 @@ pub(crate) fn set_state(plan: &mut Plan, to: ProcessingState) -> Result<(), RunE
 }
 
 /// Moves a plan to (phase, errored) with an error code and message, an `errored` approval
-/// answered by `answer_command`, and a `plan_errored` event.
+/// (answered by retrying the phase, [`Approval::next`]), and a `plan_errored` event.
+///
+/// [`Approval::next`]: crate::domain::approval::Approval::next
 ///
 /// # Errors
 /// [`RunError`].
@@ -62,7 +64,6 @@ pub(crate) fn errored(
     code: &str,
     message: &str,
     details: Value,
-    answer_command: &str,
 ) -> Result<String, RunError> {
     set_state(plan, ProcessingState::Errored)?;
     plan.error_code = Some(code.to_string());
@@ -98,7 +99,6 @@ pub(crate) fn errored(
         } else {
             format!("{} errored: {message}", plan.phase())
         },
-        answer_command,
         Timestamp::now(),
     );
     approval.options = if transient {
@@ -137,12 +137,7 @@ fn budget_exceeded(
         plan.plan_id,
         ApprovalKind::Budget,
         format!("{}: {message}", plan.phase()),
-        String::new(),
         Timestamp::now(),
-    );
-    approval.answer_command = format!(
-        "agents plan decide {} --max-cost-usd USD (or --max-tokens N)",
-        approval.approval_id
     );
     approval.options = vec!["raise".into(), "cancel".into()];
     approval.context = json!({"phase": plan.phase(), "code": "BUDGET_EXCEEDED", "message": message, "details": details});

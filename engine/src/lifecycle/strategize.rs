@@ -327,14 +327,12 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
                 if super::driver::stop_cause(engine, &plan.plan_id)?.is_some() {
                     return Ok(Ended::Stopped);
                 }
-                let answer = format!("agents plan execute {}", plan.plan_id);
                 state::errored(
                     engine.store_mut(),
                     plan,
                     &code,
                     &message,
                     json!({"invariant_actor": choice.actor, "from": choice.from}),
-                    &answer,
                 )?;
                 engine.flush(&plan.plan_id)?;
                 return Ok(Ended::Errored { code, message });
@@ -384,14 +382,12 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
             return Ok(Ended::Stopped);
         }
         Err((code, message)) => {
-            let answer = format!("agents plan execute {}", plan.plan_id);
             state::errored(
                 engine.store_mut(),
                 plan,
                 &code,
                 &message,
                 json!({"actor": actor}),
-                &answer,
             )?;
             engine.flush(&plan.plan_id)?;
             return Ok(Ended::Errored { code, message });
@@ -712,10 +708,8 @@ fn raise_decision_approvals(
                 Some(e) => format!("{question} ({})", e.describe()),
                 None => question.clone(),
             },
-            String::new(),
             Timestamp::now(),
         );
-        a.answer_command = format!("agents plan decide {} --option N", a.approval_id);
         a.context = json!({
             "decision_id": decision.to_string(),
             "question": question,

@@ -160,6 +160,7 @@ pub enum ProviderError {
     },
     /// No provider of that name is configured.
     #[error(
+        // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
         "no provider named `{name}`; configured providers: {known}. Add one with `agents config set providers.{name}.kind openai` and `providers.{name}.base_url URL`"
     )]
     UnknownProvider {

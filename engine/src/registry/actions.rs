@@ -1317,6 +1317,7 @@ fn script_reference_problems(store: &Store, action: &Action) -> Vec<String> {
             match find(store, &spawn.action) {
                 Ok(t) if t.state == ActionState::Archived => {
                     problems.push(format!(
+                        // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                         "{field}.action: {} is archived; restore it with `agents action available {}`",
                         t.name, t.name
                     ));
@@ -1698,6 +1699,7 @@ pub fn render_script(
             return Err((
                 field,
                 TemplateError::Render(format!(
+                    // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                     "{problem}; fix the file and run `agents action create --update --config FILE`"
                 )),
             ));

@@ -614,6 +614,7 @@ fn model_problem(store: &Store, providers: &[Provider], m: &str) -> Option<Strin
                 other => other.to_string(),
             },
             Some((ns, _)) => format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "`{m}`: unknown provider `{ns}`; use one of: {} (configure more with `agents config set providers.{ns}.kind openai`)",
                 provider_names(providers).join(", ")
             ),
@@ -763,6 +764,7 @@ fn validate_graph(
                         &at("tool"),
                         "tool",
                         format!(
+                            // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                             "no tool `{t}`: name a built-in tool (`agents tool list`) or register it first with `agents tool add`"
                         ),
                     ));

@@ -555,6 +555,7 @@ pub fn resolve(
             return Err(blame.field(
                 &format!("allowed_parent_types[{i}]"),
                 "allowed_parent_types",
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 format!("unknown resource type `{p}`; see `agents resource type list`"),
             ));
         }
@@ -710,6 +711,7 @@ fn check_children(
                 &field,
                 "--child-type",
                 format!(
+                    // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                     "unknown resource type `{}`; see `agents resource type list`",
                     c.type_name
                 ),

@@ -112,6 +112,7 @@ pub fn resolve(
     if name == super::DEFAULT_ACTOR {
         return default_model(config, env).map(plain).ok_or_else(|| {
             TellError::NotSupported(format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "{name} has no model: set {MODEL_ENV}=PROVIDER/MODEL, configure a model with `agents config set providers.NAME.models.\"MODEL\".input_usd_per_mtok PRICE`, or create the session with --actor PROVIDER/MODEL"
             ))
         });

@@ -334,6 +334,7 @@ impl<C: Commands> OrchestratorTools<C> {
 
     fn refuse_apply(&self, plan: &str, line: String) -> ToolOutcome {
         let why = format!(
+            // A command inside a sentence stays (D-commands-2): it is said to a model, which reads it as text.
             "refused: the session's automation profile `{}` does not apply plans without a human, so Apply stays at its gate; the user can review the plan and run `agents plan apply {plan}`",
             self.profile
         );

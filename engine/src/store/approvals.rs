@@ -47,7 +47,8 @@ fn convert(r: Raw) -> Result<Approval, StoreError> {
         summary,
         context,
         options,
-        answer_command,
+        // Not read back: the answer is derived from the row's kind (`Approval::next`).
+        _answer_command,
         answer,
         created,
         resolved,
@@ -60,7 +61,6 @@ fn convert(r: Raw) -> Result<Approval, StoreError> {
         summary,
         context: serde_json::from_str(&context).map_err(|e| corrupt("context", e))?,
         options: serde_json::from_str(&options).map_err(|e| corrupt("options", e))?,
-        answer_command,
         answer: answer
             .map(|a| serde_json::from_str(&a).map_err(|e| corrupt("answer", e)))
             .transpose()?,
@@ -154,7 +154,9 @@ pub(crate) fn insert_in(
             approval.summary,
             approval.context.to_string(),
             serde_json::to_string(&approval.options).expect("strings serialize"),
-            approval.answer_command,
+            // The column keeps its name and NOT NULL; it now holds the typed step as JSON,
+            // for a reader of the database (older rows hold the command text they showed).
+            serde_json::to_string(&approval.next()).expect("a next step serializes"),
             approval.answer.as_ref().map(Value::to_string),
             approval.created_at.to_string(),
             approval.resolved_at.map(|t| t.to_string()),
@@ -169,7 +171,7 @@ pub(crate) fn insert_in(
             "kind": approval.kind,
             "summary": approval.summary,
             "options": approval.options,
-            "answer_command": approval.answer_command,
+            "answer_command": approval.next(),
         }),
     )?;
     Ok(())
@@ -263,7 +265,6 @@ mod tests {
             plan.plan_id,
             ApprovalKind::Decision,
             "Which test runner?",
-            "agents plan decide apr_x --option N",
             Timestamp::now(),
         );
         apr.options = vec!["cargo test".into(), "nextest".into()];

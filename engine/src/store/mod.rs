@@ -364,7 +364,6 @@ mod tests {
             plan.plan_id,
             ApprovalKind::Decision,
             "Which?",
-            "agents plan decide",
             jiff::Timestamp::now(),
         );
         store.insert_approval(&approval).unwrap();
@@ -398,7 +397,6 @@ mod tests {
             plan.plan_id,
             ApprovalKind::Budget,
             "raise",
-            "agents plan decide",
             jiff::Timestamp::now(),
         );
         store.insert_approval(&budget).unwrap();

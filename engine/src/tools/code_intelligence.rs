@@ -60,6 +60,7 @@ impl Tool for CodeTool {
         let policy = index::policy_of(&paths);
         let missing = || {
             ToolError::Failed(format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "{} has no code index; build it with `agents resource reindex {}`",
                 target.resource_name, target.resource_name
             ))

@@ -552,6 +552,7 @@ impl ToolDef {
                 if self.command.is_none() && self.code.is_none() {
                     return Err(def_err(
                         f("agent_skill"),
+                        // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                         "register an Agent Skill folder with `agents skill add --agent-skill DIR`; a tool of source agent_skill needs `command` (its script)",
                     ));
                 }

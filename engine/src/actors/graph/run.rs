@@ -452,6 +452,7 @@ async fn run_node<H: ToolHost>(
         Body::Tool { tool, args } => run_tool(node, tool, args, walk, tools, on_event).await,
         Body::Anonymous => Ok((
             format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "anonymous tool nodes are not yet supported (node `{}` of {}); register the tool with `agents tool add` and name it with `tool:`",
                 node.name, graph.name
             ),

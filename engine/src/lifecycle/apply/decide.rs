@@ -447,6 +447,7 @@ pub fn git(base: &PlanBase, sr: &Repository, target: Oid) -> Result<Decided, Run
     })?;
     let recorded = base.branch.clone().ok_or_else(|| {
         refused(format!(
+            // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
             "{name}: HEAD was detached at `plan use`, so there is no branch to commit to; use `agents plan export` instead"
         ))
     })?;
@@ -591,6 +592,7 @@ fn merge_with_tip(
             }
         }
         return Err(refused(format!(
+            // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
             "{name}: the plan's changes conflict with commits made on {branch} since the plan started, in {}; resolve by re-running the plan on the new tip, or take the work as a branch with `agents plan export`",
             paths.join(", ")
         )));

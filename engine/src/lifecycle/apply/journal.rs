@@ -269,6 +269,7 @@ pub fn commit(
         };
         if expected != now {
             return Err(RunError::Invalid(format!(
+                // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
                 "{name}: {path} changed while Apply was writing (someone edited, created or removed it); nothing was applied, every file is as it was. Run `agents plan apply` again when the edit is done"
             )));
         }
@@ -338,6 +339,7 @@ pub fn commit(
             .map(|o| o.to_string())
             .unwrap_or_else(|_| "unknown".into());
         RunError::Invalid(format!(
+            // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
             "{name}: branch {} moved while Apply was writing (from {} to {now}: {}); nothing was applied, every file is as it was. Run `agents plan apply` again to apply on the new tip",
             g.branch,
             g.tip,
