@@ -7,5 +7,5 @@
 
 pub mod live;
 
-pub use crate::domain::event::{EngineEvent, EventKind};
+pub use crate::domain::event::{EngineEvent, EventKind, EventType};
 pub use crate::store::events::{Follower, after, append, last_seq};

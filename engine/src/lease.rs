@@ -13,8 +13,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
-use serde_json::json;
 
+use super::domain::event::{LeaseOwner, PlanInterrupted};
 use super::domain::id::Id;
 use super::domain::lifecycle::{Phase, ProcessingState};
 use super::events::{self, EventKind};
@@ -202,12 +202,16 @@ fn recover_in(
     events::append(
         tx,
         Some(plan_id),
-        EventKind::PlanInterrupted,
-        &json!({
-            "phase": phase,
-            "state": "queued",
-            "reason": "interrupted",
-            "previous_owner": lease.as_ref().map(|l| json!({"pid": l.pid, "host": l.host, "kind": l.kind})),
+        &EventKind::PlanInterrupted(PlanInterrupted {
+            phase,
+            state: ProcessingState::Queued,
+            reason: "interrupted".into(),
+            previous_owner: Some(lease.as_ref().map(|l| LeaseOwner {
+                pid: l.pid,
+                host: l.host.clone(),
+                kind: l.kind.clone(),
+            })),
+            by: None,
         }),
     )?;
     Ok(true)
@@ -410,8 +414,10 @@ mod tests {
             (Phase::Execute, ProcessingState::Queued)
         );
         let events = events::after(&store, 0, Some(&plan), 10).unwrap();
-        assert_eq!(events.last().unwrap().kind, EventKind::PlanInterrupted);
-        assert_eq!(events.last().unwrap().data["reason"], "interrupted");
+        let EventKind::PlanInterrupted(last) = &events.last().unwrap().kind else {
+            panic!("not plan_interrupted: {:?}", events.last());
+        };
+        assert_eq!(last.reason, "interrupted");
         assert!(holder(&store, &plan).unwrap().is_none());
     }
 

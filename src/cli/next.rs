@@ -103,15 +103,21 @@ pub fn approval_context(a: &Approval) -> Value {
 /// An event as `--stream` prints it: an `approval_requested` event's `answer_command` (the
 /// typed step the engine records) as its `agents ...` command, as it was always printed.
 pub fn streamed_event(event: &EngineEvent) -> std::borrow::Cow<'_, EngineEvent> {
+    use crate::engine::domain::event::{AnswerStep, EventKind};
     use std::borrow::Cow;
-    let typed = event.data.get("answer_command").filter(|c| c.is_object());
-    match typed.and_then(|c| serde_json::from_value::<Next>(c.clone()).ok()) {
-        Some(step) => {
-            let mut shown = event.clone();
-            shown.data["answer_command"] = Value::String(command(&step));
-            Cow::Owned(shown)
-        }
-        None => Cow::Borrowed(event),
+    match &event.kind {
+        EventKind::ApprovalRequested(p) => match &p.answer_command {
+            AnswerStep::Step(step) => {
+                let mut shown = p.clone();
+                shown.answer_command = AnswerStep::Command(command(step));
+                Cow::Owned(EngineEvent {
+                    kind: EventKind::ApprovalRequested(shown),
+                    ..event.clone()
+                })
+            }
+            AnswerStep::Command(_) => Cow::Borrowed(event),
+        },
+        _ => Cow::Borrowed(event),
     }
 }
 

@@ -136,8 +136,8 @@ struct CliObserver {
 }
 
 fn describe(e: &EngineEvent) -> String {
-    let kind = e.kind.as_str().replace('_', " ");
-    match e.data.get("step").and_then(Value::as_str) {
+    let kind = e.kind.event_type().as_str().replace('_', " ");
+    match e.kind.step() {
         Some(step) => format!("{kind}: {step}"),
         None => kind,
     }

@@ -127,7 +127,7 @@ fn event_kinds(env: &Env, plan: &str) -> Vec<String> {
     cleveragents::engine::events::after(&store(env), 0, Some(&id), 10_000)
         .unwrap()
         .into_iter()
-        .map(|e| e.kind.as_str().to_string())
+        .map(|e| e.kind.event_type().as_str().to_string())
         .collect()
 }
 

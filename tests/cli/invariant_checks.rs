@@ -97,8 +97,8 @@ fn events(env: &Env, id: &str, kind: &str) -> Vec<Value> {
     cleveragents::engine::store::events::after(&store, 0, Some(&plan), 10_000)
         .unwrap()
         .into_iter()
-        .filter(|e| e.kind.as_str() == kind)
-        .map(|e| e.data)
+        .filter(|e| e.kind.event_type().as_str() == kind)
+        .map(|e| e.kind.data())
         .collect()
 }
 

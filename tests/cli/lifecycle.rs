@@ -321,7 +321,7 @@ fn streamed_events_follow_the_seed_order_and_a_follower_sees_the_same_sequence()
         .poll(&reader)
         .unwrap()
         .into_iter()
-        .map(|e| (e.seq, e.kind.as_str().to_string()))
+        .map(|e| (e.seq, e.kind.event_type().as_str().to_string()))
         .collect();
     let streamed_pairs: Vec<(i64, String)> = streamed
         .iter()

@@ -535,8 +535,10 @@ fn a_second_process_gets_conflict_and_plan_cancel_stops_the_driver_within_2_seco
     )
     .unwrap();
     let last = events.last().unwrap();
-    assert_eq!(last.kind.as_str(), "plan_cancelled");
-    assert_eq!(last.data["reason"], "too slow");
+    let cleveragents::engine::events::EventKind::PlanCancelled(cancelled) = &last.kind else {
+        panic!("not plan_cancelled: {last:?}");
+    };
+    assert_eq!(cancelled.reason, "too slow");
     // The command's process group was killed and reaped: no running-<pid> marker is left.
     let plan_dir = s.env.data_dir.join("sandboxes").join(&id);
     let markers: Vec<_> = std::fs::read_dir(&plan_dir)

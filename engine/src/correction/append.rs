@@ -220,8 +220,25 @@ pub fn append(
         crate::events::append(
             &tx,
             Some(&parent.plan_id),
-            crate::events::EventKind::StateChanged,
-            &json!({"reason": "correction", "mode": "append", "attempt_id": attempt.attempt_id, "child_plan_id": child.plan_id, "corrects": target.decision_id}),
+            &crate::events::EventKind::StateChanged(
+                crate::domain::event::StateChanged::Correction(
+                    crate::domain::event::state::Correction {
+                        reason: "correction".into(),
+                        mode: "append".into(),
+                        attempt_id: attempt.attempt_id.to_string(),
+                        attempt: None,
+                        child_plan_id: Some(child.plan_id.to_string()),
+                        corrects: target.decision_id.to_string(),
+                        new_decision_id: None,
+                        superseded: None,
+                        new_decisions: None,
+                        steps_rerun: None,
+                        steps_replayed: None,
+                        phase: None,
+                        state: None,
+                    },
+                ),
+            ),
         )?;
         tx.commit()?;
     }

@@ -34,6 +34,8 @@ use crate::actors::prompts::{self, DecisionDraft, Role, StrategyDraft};
 use crate::actors::runtime::{Stop, ToolHost, ToolOutcome};
 use crate::domain::approval::ApprovalStatus;
 use crate::domain::decision::{Decision, DecisionType, Step};
+use crate::domain::event::StateChanged;
+use crate::domain::event::state::Correction;
 use crate::domain::{CorrectionMode, Id, Next, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::lease;
@@ -1064,21 +1066,27 @@ fn record_attempt(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StateChanged,
-        json!({
-            "reason": "correction",
-            "mode": "revert",
-            "attempt_id": row.attempt_id.to_string(),
-            "attempt": attempt,
-            "corrects": target.decision_id.to_string(),
-            "new_decision_id": correcting_id.to_string(),
-            "superseded": superseded.len(),
-            "new_decisions": new_decisions.len(),
-            "steps_rerun": impact.steps_rerun,
-            "steps_replayed": impact.steps_replayed,
-            "phase": snapshot.phase(),
-            "state": snapshot.state(),
-        }),
+        EventKind::StateChanged(StateChanged::Correction(Correction {
+            reason: "correction".into(),
+            mode: "revert".into(),
+            attempt_id: row.attempt_id.to_string(),
+            attempt: Some(attempt),
+            child_plan_id: None,
+            corrects: target.decision_id.to_string(),
+            new_decision_id: Some(correcting_id.to_string()),
+            superseded: Some(superseded.len() as u64),
+            new_decisions: Some(new_decisions.len() as u64),
+            steps_rerun: Some(impact.steps_rerun.iter().map(ToString::to_string).collect()),
+            steps_replayed: Some(
+                impact
+                    .steps_replayed
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
+            ),
+            phase: Some(snapshot.phase()),
+            state: Some(snapshot.state()),
+        })),
         |tx| {
             for d in &new_decisions {
                 insert_in(tx, d)?;

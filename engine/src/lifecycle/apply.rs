@@ -40,6 +40,7 @@ use super::state::{self, commit};
 use super::validations::{self, Outcome};
 use super::{Engine, RunError};
 use crate::domain::approval::{ApprovalKind, ApprovalStatus};
+use crate::domain::event::{ApplyComplete, ApplyStarted};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::sandbox::checkpoint::snapshot;
@@ -373,8 +374,10 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
     commit(
         engine.store_mut(),
         plan,
-        EventKind::ApplyStarted,
-        json!({"attempt": snapshot_plan.status.attempt, "no_commit": no_commit}),
+        EventKind::ApplyStarted(ApplyStarted {
+            attempt: snapshot_plan.status.attempt,
+            no_commit,
+        }),
         |tx| {
             state::resolve_pending(
                 tx,
@@ -463,21 +466,28 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
         Err(message) => return fail(engine, plan, "APPLY_FAILED", message, Value::Null),
     };
     let usage = engine.store().usage_for_plan(&plan_id)?;
-    let summary = json!({
-        "resources": written,
-        "files": targets.iter().map(|t| t.decided.changes.len()).sum::<usize>(),
-        "additions": targets.iter().map(|t| t.additions).sum::<u64>(),
-        "deletions": targets.iter().map(|t| t.deletions).sum::<u64>(),
-        "validations": validations,
-        "duration_ms": started.elapsed().as_millis() as u64,
-        "cost_usd": usage.cost_usd,
-        "tokens": usage.input_tokens + usage.output_tokens,
-        "committed": !no_commit,
-        "git_hooks": "not run",
-        "trees": targets.iter().map(|t| (t.decided.base.resource_name.clone(), json!(t.reviewed.to_string()))).collect::<serde_json::Map<_, _>>(),
-        "left_out": left_out,
-        "remainder": if left_out.is_empty() { Value::Null } else if request.discard_rest { json!("discarded") } else { json!("kept in the sandbox") },
-    });
+    let summary = ApplyComplete {
+        resources: json!(written),
+        files: targets.iter().map(|t| t.decided.changes.len() as u64).sum(),
+        additions: targets.iter().map(|t| t.additions).sum(),
+        deletions: targets.iter().map(|t| t.deletions).sum(),
+        validations: json!(validations),
+        duration_ms: started.elapsed().as_millis() as u64,
+        cost_usd: usage.cost_usd,
+        tokens: usage.input_tokens + usage.output_tokens,
+        committed: !no_commit,
+        git_hooks: "not run".into(),
+        trees: reviewed_tree_ids(&targets),
+        left_out: json!(left_out),
+        remainder: (!left_out.is_empty()).then(|| {
+            if request.discard_rest {
+                "discarded"
+            } else {
+                "kept in the sandbox"
+            }
+            .into()
+        }),
+    };
     let keep = !left_out.is_empty() && !request.discard_rest;
     finish(engine, plan, &sbs, summary, keep)
 }
@@ -506,6 +516,19 @@ type DecidedAll = (
     Vec<crate::review::partial::LeftOut>,
     BTreeMap<String, Oid>,
 );
+
+/// The reviewed tree of each target, by resource, as `apply_complete` reports it.
+fn reviewed_tree_ids(targets: &[Target]) -> serde_json::Map<String, Value> {
+    targets
+        .iter()
+        .map(|t| {
+            (
+                t.decided.base.resource_name.clone(),
+                json!(t.reviewed.to_string()),
+            )
+        })
+        .collect()
+}
 
 /// One resource to write: its decided write and what the summary reports.
 struct Target {
@@ -952,10 +975,11 @@ fn finish(
     engine: &mut Engine,
     plan: &mut Plan,
     sbs: &Sandboxes,
-    summary: Value,
+    complete: ApplyComplete,
     keep_sandboxes: bool,
 ) -> Result<Ended, RunError> {
     let plan_id = plan.plan_id;
+    let summary = json!(&complete);
     let mut vs = plan.validation_summary.clone().unwrap_or(json!({}));
     vs["apply"] = summary["validations"].clone();
     vs["apply_summary"] = summary.clone();
@@ -970,12 +994,10 @@ fn finish(
             hints: Vec::new(),
         })?;
     plan.completed_at = Some(Timestamp::now());
-    let data = summary.clone();
     commit(
         engine.store_mut(),
         plan,
-        EventKind::ApplyComplete,
-        data,
+        EventKind::ApplyComplete(complete),
         |_| Ok(()),
     )?;
     engine.flush(&plan_id)?;

@@ -27,6 +27,8 @@ use super::state::{self, commit};
 use super::{Engine, RunError};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType};
+use crate::domain::event::state::{ChildSpawnAnswered, Transition};
+use crate::domain::event::{PlanCancelled, StateChanged};
 use crate::domain::{Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::store::{approvals, decisions};
@@ -166,8 +168,12 @@ fn answer_tool(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StateChanged,
-        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": id, "tool_approval": recorded["option"], "tool": tool}),
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            approval_id: Some(id.to_owned()),
+            tool_approval: Some(recorded["option"].clone()),
+            tool: Some(tool.to_string()),
+            ..Transition::at(tx_plan.phase(), tx_plan.state())
+        })),
         |tx| approvals::resolve_in(tx, id, status, &recorded).map(|_| ()),
     )?;
     Ok((effect, true))
@@ -285,8 +291,10 @@ pub fn answer(
             commit(
                 engine.store_mut(),
                 &mut plan,
-                EventKind::StateChanged,
-                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "guidance": text}),
+                EventKind::StateChanged(StateChanged::Transition(Transition {
+                    guidance: Some(text.clone()),
+                    ..Transition::at(tx_plan.phase(), tx_plan.state())
+                })),
                 |tx| decisions::insert_in(tx, &d).map(|_| ()),
             )?;
             (
@@ -325,8 +333,11 @@ fn reject_gate(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StateChanged,
-        json!({"phase": status_plan.phase(), "state": status_plan.state(), "reason": "gate_rejected", "approval_id": approval_id}),
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            reason: Some("gate_rejected".into()),
+            approval_id: Some(approval_id.to_owned()),
+            ..Transition::at(status_plan.phase(), status_plan.state())
+        })),
         |tx| {
             approvals::resolve_in(
                 tx,
@@ -376,8 +387,11 @@ fn choose_option(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StateChanged,
-        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "decision_id": decision_id.to_string(), "chosen_option": chosen}),
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            decision_id: Some(decision_id.to_string()),
+            chosen_option: Some(chosen.clone()),
+            ..Transition::at(tx_plan.phase(), tx_plan.state())
+        })),
         |tx| {
             decisions::rechoose_in(
                 tx,
@@ -433,8 +447,16 @@ fn guide_decision(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StateChanged,
-        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "reason": "redecide", key: text}),
+        // A rejection's reason takes the place of `redecide` (the row has always read so).
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            reason: Some(if rejected {
+                text.to_owned()
+            } else {
+                "redecide".into()
+            }),
+            guidance: (!rejected).then(|| text.to_owned()),
+            ..Transition::at(tx_plan.phase(), tx_plan.state())
+        })),
         |tx| {
             decisions::insert_in(tx, &d)?;
             approvals::resolve_in(tx, approval_id, status, &json!({key: text}))?;
@@ -474,19 +496,20 @@ fn answer_spawn(
         ApprovalStatus::Rejected
     };
     let tx_plan = plan.clone();
-    let mut event = json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "child_spawn": option});
+    let event = EventKind::StateChanged(StateChanged::ChildSpawnAnswered(ChildSpawnAnswered {
+        phase: tx_plan.phase(),
+        state: tx_plan.state(),
+        approval_id: approval_id.to_owned(),
+        child_spawn: option.into(),
+        reason: reason.map(str::to_owned),
+    }));
     let mut resolution = json!({"option": option});
     if let Some(r) = reason {
-        event["reason"] = json!(r);
         resolution["reason"] = json!(r);
     }
-    commit(
-        engine.store_mut(),
-        plan,
-        EventKind::StateChanged,
-        event,
-        |tx| approvals::resolve_in(tx, approval_id, status, &resolution).map(|_| ()),
-    )?;
+    commit(engine.store_mut(), plan, event, |tx| {
+        approvals::resolve_in(tx, approval_id, status, &resolution).map(|_| ())
+    })?;
     let action = approval.context["action"].as_str().unwrap_or("?");
     let effect = match (spawn, reason) {
         (true, _) => format!("the child plan of {action} will be spawned"),
@@ -533,8 +556,11 @@ fn raise_budget(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StateChanged,
-        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": approval_id, "budget": budget}),
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            approval_id: Some(approval_id.to_owned()),
+            budget: Some(budget),
+            ..Transition::at(tx_plan.phase(), tx_plan.state())
+        })),
         |tx| {
             approvals::resolve_in(
                 tx,
@@ -594,8 +620,11 @@ pub fn cancel_now(engine: &mut Engine, plan: &mut Plan, reason: &str) -> Result<
     commit(
         engine.store_mut(),
         plan,
-        EventKind::PlanCancelled,
-        json!({"phase": snapshot.phase(), "reason": reason}),
+        EventKind::PlanCancelled(PlanCancelled {
+            phase: snapshot.phase(),
+            reason: reason.to_owned(),
+            project_deleted: None,
+        }),
         |tx| {
             state::resolve_pending(
                 tx,
@@ -671,8 +700,10 @@ pub fn prompt(
     commit(
         engine.store_mut(),
         &mut plan,
-        EventKind::StateChanged,
-        json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "guidance": text}),
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            guidance: Some(text.to_owned()),
+            ..Transition::at(tx_plan.phase(), tx_plan.state())
+        })),
         |tx| {
             decisions::insert_in(tx, &d)?;
             if let Some(id) = &errored_id {

@@ -41,6 +41,7 @@ use super::{Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, d
 use super::{execute, strategize};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType};
+use crate::domain::event::{ChildFinished, ChildMerged, ChildSpawned, ChildStarted};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::{self, EventKind};
 use crate::lease;
@@ -127,14 +128,9 @@ enum Outcome {
     Interrupted,
 }
 
-fn parent_event(
-    store: &mut Store,
-    parent: &Id,
-    kind: EventKind,
-    data: Value,
-) -> Result<(), StoreError> {
+fn parent_event(store: &mut Store, parent: &Id, event: EventKind) -> Result<(), StoreError> {
     let tx = store.conn_mut().transaction()?;
-    events::append(&tx, Some(parent), kind, &data)?;
+    events::append(&tx, Some(parent), &event)?;
     tx.commit()?;
     Ok(())
 }
@@ -701,14 +697,17 @@ fn create_children<'s>(
             parent_event(
                 engine.store_mut(),
                 &plan_id,
-                EventKind::ChildSpawned,
-                json!({
-                    "child_plan_id": old.to_string(),
-                    "action": s.action,
-                    "spawn_decision_id": s.decision_id.to_string(),
-                    "parallel_group": group,
-                    "reused": true,
-                    "why": "it completed from the same parent state in an earlier run of this step",
+                EventKind::ChildSpawned(ChildSpawned {
+                    child_plan_id: old.to_string(),
+                    action: s.action.clone(),
+                    spawn_decision_id: s.decision_id.to_string(),
+                    parallel_group: group.map(str::to_owned),
+                    reused: Some(true),
+                    why: Some(
+                        "it completed from the same parent state in an earlier run of this step"
+                            .into(),
+                    ),
+                    ..ChildSpawned::default()
                 }),
             )?;
             spawned.reused.push(*old);
@@ -753,14 +752,14 @@ fn create_children<'s>(
         parent_event(
             engine.store_mut(),
             &plan_id,
-            EventKind::ChildSpawned,
-            json!({
-                "child_plan_id": child.plan_id.to_string(),
-                "action": s.action,
-                "spawn_decision_id": s.decision_id.to_string(),
-                "parallel_group": group,
-                "position": position,
-                "branched_from": branch.checkpoint_id,
+            EventKind::ChildSpawned(ChildSpawned {
+                child_plan_id: child.plan_id.to_string(),
+                action: s.action.clone(),
+                spawn_decision_id: s.decision_id.to_string(),
+                parallel_group: group.map(str::to_owned),
+                position: Some(u64::from(position)),
+                branched_from: Some(branch.checkpoint_id.clone()),
+                ..ChildSpawned::default()
             }),
         )?;
         spawned.children.push((child.plan_id, s));
@@ -865,8 +864,10 @@ impl ChildPool {
                 let _ = parent_event(
                     &mut store,
                     &self.plan_id,
-                    EventKind::ChildStarted,
-                    json!({"child_plan_id": id, "action": spawn.action}),
+                    EventKind::ChildStarted(ChildStarted {
+                        child_plan_id: id.clone(),
+                        action: spawn.action.clone(),
+                    }),
                 );
             }
             run_child(&seed, child_id)
@@ -896,8 +897,12 @@ impl ChildPool {
             let _ = parent_event(
                 &mut store,
                 &self.plan_id,
-                EventKind::ChildFinished,
-                json!({"child_plan_id": id, "action": spawn.action, "status": status, "detail": detail}),
+                EventKind::ChildFinished(ChildFinished {
+                    child_plan_id: id,
+                    action: spawn.action.clone(),
+                    status: status.as_str().into(),
+                    detail,
+                }),
             );
         }
         outcome
@@ -1082,8 +1087,13 @@ fn merge_child_in(
                 parent_event(
                     engine.store_mut(),
                     plan_id,
-                    EventKind::ChildMerged,
-                    json!({"child_plan_id": child.to_string(), "outcome": "conflict", "resource": resource, "paths": paths}),
+                    EventKind::ChildMerged(ChildMerged {
+                        child_plan_id: child.to_string(),
+                        outcome: "conflict".into(),
+                        resource: Some(resource.clone()),
+                        paths: Some(paths.clone()),
+                        resources: None,
+                    }),
                 )?;
                 engine.flush(plan_id)?;
                 return Ok(Err((resource, paths)));
@@ -1100,8 +1110,13 @@ fn merge_child_in(
     parent_event(
         engine.store_mut(),
         plan_id,
-        EventKind::ChildMerged,
-        json!({"child_plan_id": child.to_string(), "outcome": "merged", "resources": merged}),
+        EventKind::ChildMerged(ChildMerged {
+            child_plan_id: child.to_string(),
+            outcome: "merged".into(),
+            resource: None,
+            paths: None,
+            resources: Some(merged.clone()),
+        }),
     )?;
     Ok(Ok(merged))
 }

@@ -26,6 +26,7 @@ use super::transitions::{self, Drive, Next};
 use super::{Engine, RunError, apply, execute, strategize};
 use crate::domain::approval::{Approval, ApprovalKind};
 use crate::domain::decision::DecisionType;
+use crate::domain::event::PlanInterrupted;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 // `Next` here is the lifecycle transition; a suggested next step for the user is `Suggest`.
 use crate::domain::next::Next as Suggest;
@@ -229,8 +230,13 @@ pub(crate) fn stop(
                 commit(
                     engine.store_mut(),
                     plan,
-                    EventKind::PlanInterrupted,
-                    json!({"phase": snapshot.phase(), "state": "queued", "reason": "interrupted", "by": "user (Ctrl-C)"}),
+                    EventKind::PlanInterrupted(PlanInterrupted {
+                        phase: snapshot.phase(),
+                        state: ProcessingState::Queued,
+                        reason: "interrupted".into(),
+                        previous_owner: None,
+                        by: Some("user (Ctrl-C)".into()),
+                    }),
                     |tx| state::reason(tx, &snapshot, Some("interrupted")),
                 )?;
                 engine.flush(&plan.plan_id)?;

@@ -21,6 +21,7 @@ use crate::actors::messages::ToolSpec;
 use crate::actors::prompts::Role;
 use crate::actors::runtime::{ToolHost, ToolOutcome};
 use crate::domain::Plan;
+use crate::domain::event::EstimateRecorded;
 use crate::events::EventKind;
 use crate::store::{Store, StoreError};
 
@@ -230,8 +231,7 @@ pub fn after_strategize(engine: &mut Engine, plan: &mut Plan) -> Result<(), RunE
     commit(
         engine.store_mut(),
         plan,
-        EventKind::EstimateRecorded,
-        json!({"estimate": e}),
+        EventKind::EstimateRecorded(EstimateRecorded { estimate: json!(e) }),
         |_| Ok(()),
     )?;
     engine.flush(&plan.plan_id)?;
@@ -256,8 +256,8 @@ pub fn recorded(store: &Store, plan: &Plan) -> Result<Option<Estimate>, StoreErr
             e => Err(e),
         })?;
     Ok(data
-        .and_then(|d| serde_json::from_str::<Value>(&d).ok())
-        .and_then(|v| serde_json::from_value(v["estimate"].clone()).ok()))
+        .and_then(|d| serde_json::from_str::<EstimateRecorded>(&d).ok())
+        .and_then(|p| serde_json::from_value(p.estimate).ok()))
 }
 
 /// The estimate to show for `plan`: its model estimator's when recorded, else the built-in's.

@@ -31,6 +31,8 @@ use super::state::{self, commit};
 use super::{Engine, RunError};
 use crate::domain::approval::ApprovalStatus;
 use crate::domain::decision::Decision;
+use crate::domain::event::state::Transition;
+use crate::domain::event::{ExecuteComplete, ExecuteStarted, ExecuteStep, StateChanged};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::lease;
@@ -396,8 +398,13 @@ fn finish_step(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::ExecuteStep,
-        json!({"step": label, "position": finished.position, "decision_id": finished.decision_id.to_string(), "status": status, "checkpoint": end, "output": event_output(&output)}),
+        EventKind::ExecuteStep(ExecuteStep {
+            position: Some(finished.position),
+            decision_id: Some(finished.decision_id.to_string()),
+            checkpoint: Some(end),
+            output: Some(event_output(&output)),
+            ..ExecuteStep::new(label, status)
+        }),
         |tx| save_step(tx, &plan_id, &finished),
     )?;
     engine.flush(&plan_id)?;
@@ -482,8 +489,12 @@ fn pause_step(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StateChanged,
-        json!({"phase": "execute", "state": "queued", "reason": "awaiting_decision", "step": label, "approvals": [raised.approval_id]}),
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            reason: Some("awaiting_decision".into()),
+            step: Some(label.to_owned()),
+            approvals: Some(vec![raised.approval_id.clone()]),
+            ..Transition::at(Phase::Execute, ProcessingState::Queued)
+        })),
         |tx| {
             if let Some(d) = &d {
                 crate::store::decisions::insert_in(tx, d)?;
@@ -605,17 +616,17 @@ fn enter_execute(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::ExecuteStarted,
-        json!({
-            "attempt": snapshot.status.attempt,
-            "actor": actor,
-            "steps": steps_total,
-            "resumed": resumed,
-            "sandbox": if gates.flags.require_sandbox {
+        EventKind::ExecuteStarted(ExecuteStarted {
+            attempt: snapshot.status.attempt,
+            actor: actor.to_owned(),
+            steps: steps_total as u64,
+            resumed,
+            sandbox: if gates.flags.require_sandbox {
                 "required by the profile"
             } else {
                 "used although require_sandbox is false: Execute always works in sandboxes so that nothing reaches the project before Apply"
-            },
+            }
+            .into(),
         }),
         |tx| {
             if let Some(o) = &order {
@@ -798,8 +809,14 @@ impl StepRun<'_> {
         commit(
             engine.store_mut(),
             plan,
-            EventKind::ExecuteStep,
-            json!({"step": label, "position": started.position, "decision_id": started.decision_id.to_string(), "status": "started", "run": started.runs, "checkpoint": start, "resumed_after": resume.map(|(apr, _)| apr)}),
+            EventKind::ExecuteStep(ExecuteStep {
+                position: Some(started.position),
+                decision_id: Some(started.decision_id.to_string()),
+                run: Some(started.runs),
+                checkpoint: Some(start),
+                resumed_after: Some(resume.map(|(apr, _)| apr.clone())),
+                ..ExecuteStep::new(label, "started")
+            }),
             |tx| save_step(tx, &plan_id, &started),
         )?;
         engine.flush(&plan_id)?;
@@ -844,8 +861,16 @@ impl StepRun<'_> {
         commit(
             engine.store_mut(),
             plan,
-            EventKind::ExecuteStep,
-            json!({"step": label, "position": conflicted.position, "decision_id": conflicted.decision_id.to_string(), "status": "replay_conflict", "replay": replay_conflict, "why": "the recorded delta does not apply to the corrected work; the step re-runs"}),
+            EventKind::ExecuteStep(ExecuteStep {
+                position: Some(conflicted.position),
+                decision_id: Some(conflicted.decision_id.to_string()),
+                replay: Some(replay_conflict.clone()),
+                why: Some(
+                    "the recorded delta does not apply to the corrected work; the step re-runs"
+                        .into(),
+                ),
+                ..ExecuteStep::new(label, "replay_conflict")
+            }),
             |tx| save_step(tx, &plan_id, &conflicted),
         )?;
         engine.flush(&plan_id)?;
@@ -917,8 +942,14 @@ impl StepRun<'_> {
         commit(
             engine.store_mut(),
             plan,
-            EventKind::ExecuteStep,
-            json!({"step": label, "position": step.position, "decision_id": step.decision_id.to_string(), "status": "retrying", "error": message, "rolled_back": rolled, "why": "auto_checkpoint_restore"}),
+            EventKind::ExecuteStep(ExecuteStep {
+                position: Some(step.position),
+                decision_id: Some(step.decision_id.to_string()),
+                error: Some(message.to_owned()),
+                rolled_back: Some(rolled),
+                why: Some("auto_checkpoint_restore".into()),
+                ..ExecuteStep::new(label, "retrying")
+            }),
             |_| Ok(()),
         )?;
         engine.flush(&plan_id)?;
@@ -958,8 +989,17 @@ impl StepRun<'_> {
         commit(
             engine.store_mut(),
             plan,
-            EventKind::ExecuteStep,
-            json!({"step": "validations", "status": if failed_required.is_empty() { "done" } else { "failed" }, "validations": results}),
+            EventKind::ExecuteStep(ExecuteStep {
+                validations: Some(json!(results)),
+                ..ExecuteStep::new(
+                    "validations",
+                    if failed_required.is_empty() {
+                        "done"
+                    } else {
+                        "failed"
+                    },
+                )
+            }),
             |_| Ok(()),
         )?;
         engine.flush(&plan_id)?;
@@ -1017,8 +1057,12 @@ impl StepRun<'_> {
         commit(
             engine.store_mut(),
             plan,
-            EventKind::ExecuteStep,
-            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": "started", "checkpoint": start, "why": "auto_validation_fix"}),
+            EventKind::ExecuteStep(ExecuteStep {
+                decision_id: Some(fix.decision_id.to_string()),
+                checkpoint: Some(start),
+                why: Some("auto_validation_fix".into()),
+                ..ExecuteStep::new(&label, "started")
+            }),
             |tx| crate::store::decisions::insert_in(tx, &recorded).map(|_| ()),
         )?;
         engine.flush(&plan_id)?;
@@ -1047,8 +1091,20 @@ impl StepRun<'_> {
         commit(
             engine.store_mut(),
             plan,
-            EventKind::ExecuteStep,
-            json!({"step": label, "decision_id": fix.decision_id.to_string(), "status": match ended { StepEnd::Done { .. } => "done", StepEnd::Stopped => "stopped", StepEnd::Failed { .. } => "failed", StepEnd::Paused(_) => "asked_a_question_a_fix_cannot_wait_for", StepEnd::Awaiting { .. } => "failed" }, "checkpoint": end}),
+            EventKind::ExecuteStep(ExecuteStep {
+                decision_id: Some(fix.decision_id.to_string()),
+                checkpoint: Some(end),
+                ..ExecuteStep::new(
+                    &label,
+                    match ended {
+                        StepEnd::Done { .. } => "done",
+                        StepEnd::Stopped => "stopped",
+                        StepEnd::Failed { .. } => "failed",
+                        StepEnd::Paused(_) => "asked_a_question_a_fix_cannot_wait_for",
+                        StepEnd::Awaiting { .. } => "failed",
+                    },
+                )
+            }),
             |_| Ok(()),
         )?;
         engine.flush(&plan_id)?;
@@ -1099,8 +1155,12 @@ fn await_approvals(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::ExecuteStep,
-        json!({"step": label, "position": waiting.position, "decision_id": waiting.decision_id.to_string(), "status": "awaiting_approval", "approvals": approvals.iter().map(|a| a.approval_id.clone()).collect::<Vec<_>>()}),
+        EventKind::ExecuteStep(ExecuteStep {
+            position: Some(waiting.position),
+            decision_id: Some(waiting.decision_id.to_string()),
+            approvals: Some(approvals.iter().map(|a| a.approval_id.clone()).collect()),
+            ..ExecuteStep::new(label, "awaiting_approval")
+        }),
         |tx| {
             save_step(tx, &plan_id, &waiting)?;
             state::reason(tx, &tx_plan, Some("awaiting_child_spawn"))
@@ -1129,8 +1189,13 @@ fn fail_step(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::ExecuteStep,
-        json!({"step": label, "position": failed.position, "decision_id": failed.decision_id.to_string(), "status": "failed", "error": message, "output": event_output(output)}),
+        EventKind::ExecuteStep(ExecuteStep {
+            position: Some(failed.position),
+            decision_id: Some(failed.decision_id.to_string()),
+            error: Some(message.to_owned()),
+            output: Some(event_output(output)),
+            ..ExecuteStep::new(label, "failed")
+        }),
         |tx| save_step(tx, &plan_id, &failed),
     )?;
     state::errored(
@@ -1187,12 +1252,14 @@ fn complete(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::ExecuteComplete,
-        json!({
-            "steps": n,
-            "tool_calls": calls.iter().filter(|c| c.discarded_at.is_none()).count(),
-            "sandboxes": active.iter().map(|s| s.record.resource_name.clone()).collect::<Vec<_>>(),
-            "checkpoint": latest.map(|c| c.checkpoint_id.to_string()),
+        EventKind::ExecuteComplete(ExecuteComplete {
+            steps: n as u64,
+            tool_calls: calls.iter().filter(|c| c.discarded_at.is_none()).count() as u64,
+            sandboxes: active
+                .iter()
+                .map(|s| s.record.resource_name.clone())
+                .collect(),
+            checkpoint: latest.map(|c| c.checkpoint_id.to_string()),
         }),
         |_| Ok(()),
     )?;

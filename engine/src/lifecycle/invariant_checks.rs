@@ -37,6 +37,11 @@ use crate::actors::prompts::Role;
 use crate::actors::runtime::{ToolHost, ToolOutcome};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::DecisionType;
+use crate::domain::event::state::Transition;
+use crate::domain::event::{
+    CheckedInvariant, InvariantChecked, InvariantViolated, StateChanged, UncheckedInvariant,
+    Violation,
+};
 use crate::domain::sandbox::CheckpointId;
 use crate::domain::{CorrectionMode, Id, Next, Plan, ProcessingState};
 use crate::events::EventKind;
@@ -657,6 +662,15 @@ fn without_accepted(mut j: Judged, accepted: &[(String, Value)]) -> Judged {
     j
 }
 
+/// An invariant not machine-checked, and why.
+fn unchecked(inv: &Effective, why: &str) -> UncheckedInvariant {
+    UncheckedInvariant {
+        invariant_id: inv.invariant_id.clone(),
+        text: inv.text.clone(),
+        why: why.to_owned(),
+    }
+}
+
 /// Runs every check at `at`. Returns the results and the invariants not machine-checked.
 fn judge(
     engine: &mut Engine,
@@ -664,7 +678,7 @@ fn judge(
     sbs: &Sandboxes,
     at: &At<'_>,
     invs: &[Effective],
-) -> Result<(Vec<Judged>, Vec<Value>), RunError> {
+) -> Result<(Vec<Judged>, Vec<UncheckedInvariant>), RunError> {
     let ch = changes(engine, plan, sbs, at)?;
     let any_change = ch.iter().any(|c| !c.paths.is_empty());
     let mut judged = Vec::new();
@@ -678,9 +692,9 @@ fn judge(
             Ok(MachineForm::Command(cmd)) if any_change => {
                 judged.push(check_command(engine, plan, sbs, inv, &cmd, &ch)?);
             }
-            Ok(MachineForm::Command(_)) => not_checked.push(json!({"invariant_id": inv.invariant_id, "text": inv.text, "why": "nothing changed"})),
+            Ok(MachineForm::Command(_)) => not_checked.push(unchecked(inv, "nothing changed")),
             // Rows stored before their form was checked at add time.
-            Err(m) => not_checked.push(json!({"invariant_id": inv.invariant_id, "text": inv.text, "why": format!("not a valid machine form: {m}")})),
+            Err(m) => not_checked.push(unchecked(inv, &format!("not a valid machine form: {m}"))),
             Ok(MachineForm::FreeText) => free.push(inv.clone()),
         }
     }
@@ -697,8 +711,8 @@ fn judge(
             Some(c) if any_change => {
                 judged.extend(check_free_text(engine, plan, &(c.actor, c.from), &free, &ch, at));
             }
-            Some(_) => not_checked.extend(free.iter().map(|i| json!({"invariant_id": i.invariant_id, "text": i.text, "why": "nothing changed"}))),
-            None => not_checked.extend(free.iter().map(|i| json!({"invariant_id": i.invariant_id, "text": i.text, "why": "free text, and no invariant actor is configured (plan, project or `invariant-actor`)"}))),
+            Some(_) => not_checked.extend(free.iter().map(|i| unchecked(i, "nothing changed"))),
+            None => not_checked.extend(free.iter().map(|i| unchecked(i, "free text, and no invariant actor is configured (plan, project or `invariant-actor`)"))),
         }
     }
     Ok((judged, not_checked))
@@ -761,12 +775,21 @@ fn check_and_record(
         At::Step { step, .. } => Some(step.decision_id.to_string()),
         At::Apply => None,
     };
-    let data = json!({
-        "at": at.name(),
-        "step": at.label(),
-        "decision_id": step_id,
-        "checked": judged.iter().map(|j| json!({"invariant_id": j.invariant.invariant_id, "text": j.invariant.text, "check": j.check, "held": j.held, "evidence": j.evidence})).collect::<Vec<_>>(),
-        "not_checked": not_checked,
+    let event = EventKind::InvariantChecked(InvariantChecked {
+        at: at.name().into(),
+        step: at.label(),
+        decision_id: step_id.clone(),
+        checked: judged
+            .iter()
+            .map(|j| CheckedInvariant {
+                invariant_id: j.invariant.invariant_id.clone(),
+                text: j.invariant.text.clone(),
+                check: j.check.into(),
+                held: j.held,
+                evidence: j.evidence.clone(),
+            })
+            .collect(),
+        not_checked,
     });
     let raised: Vec<Approval> = judged
         .iter()
@@ -774,13 +797,7 @@ fn check_and_record(
         .map(|j| violation_approval(plan, at, j))
         .collect();
     let plan_id = plan.plan_id;
-    commit(
-        engine.store_mut(),
-        plan,
-        EventKind::InvariantChecked,
-        data,
-        |_| Ok(()),
-    )?;
+    commit(engine.store_mut(), plan, event, |_| Ok(()))?;
     if raised.is_empty() {
         engine.flush(&plan_id)?;
         return Ok(raised);
@@ -793,12 +810,20 @@ fn check_and_record(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::InvariantViolated,
-        json!({
-            "at": at.name(),
-            "step": at.label(),
-            "decision_id": step_id,
-            "violations": raised.iter().map(|a| json!({"approval_id": a.approval_id, "invariant_id": a.context["invariant_id"], "invariant": a.context["invariant"], "check": a.context["check"], "evidence": a.context["evidence"]})).collect::<Vec<_>>(),
+        EventKind::InvariantViolated(InvariantViolated {
+            at: at.name().into(),
+            step: at.label(),
+            decision_id: step_id,
+            violations: raised
+                .iter()
+                .map(|a| Violation {
+                    approval_id: a.approval_id.clone(),
+                    invariant_id: a.context["invariant_id"].clone(),
+                    invariant: a.context["invariant"].clone(),
+                    check: a.context["check"].clone(),
+                    evidence: a.context["evidence"].clone(),
+                })
+                .collect(),
         }),
         |tx| {
             for a in &rows {
@@ -897,8 +922,12 @@ pub(crate) fn answer(
             commit(
                 engine.store_mut(),
                 plan,
-                EventKind::StateChanged,
-                json!({"phase": tx_plan.phase(), "state": tx_plan.state(), "approval_id": id, "invariant_violation": "accepted", "invariant_id": approval.context["invariant_id"]}),
+                EventKind::StateChanged(StateChanged::Transition(Transition {
+                    approval_id: Some(id.to_owned()),
+                    invariant_violation: Some("accepted".into()),
+                    invariant_id: Some(approval.context["invariant_id"].clone()),
+                    ..Transition::at(tx_plan.phase(), tx_plan.state())
+                })),
                 |tx| {
                     approvals::resolve_in(
                         tx,

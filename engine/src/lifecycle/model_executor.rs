@@ -291,8 +291,15 @@ impl Subplans {
         super::state::commit(
             engine.store_mut(),
             &mut plan,
-            crate::events::EventKind::StateChanged,
-            json!({"decision_id": id.to_string(), "decision_type": kind, "by": "create_subplan"}),
+            crate::events::EventKind::StateChanged(
+                crate::domain::event::StateChanged::DecisionRecorded(
+                    crate::domain::event::state::DecisionRecorded {
+                        decision_id: id.to_string(),
+                        decision_type: kind.as_str().into(),
+                        by: "create_subplan".into(),
+                    },
+                ),
+            ),
             |tx| {
                 crate::store::decisions::insert_in(tx, &d)?;
                 crate::store::decisions::depend_in(tx, &parent, &id)

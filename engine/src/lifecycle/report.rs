@@ -4,7 +4,7 @@
 
 use jiff::Timestamp;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::gates::{Gates, NOT_YET_SUPPORTED};
 use crate::domain::approval::Approval;
@@ -71,14 +71,17 @@ pub fn errors(store: &Store, plan_id: &Id) -> Result<Vec<ErrorEntry>, StoreError
         let batch = events::after(store, after, Some(plan_id), 500)?;
         let Some(last) = batch.last() else { break };
         after = last.seq;
-        for e in batch.iter().filter(|e| e.kind == EventKind::PlanErrored) {
+        for e in &batch {
+            let EventKind::PlanErrored(p) = &e.kind else {
+                continue;
+            };
             out.push(ErrorEntry {
                 seq: e.seq,
                 at: e.ts,
-                phase: e.data["phase"].clone(),
-                code: e.data["code"].as_str().unwrap_or_default().to_string(),
-                message: e.data["message"].as_str().unwrap_or_default().to_string(),
-                details: e.data["details"].clone(),
+                phase: json!(p.phase),
+                code: p.code.clone(),
+                message: p.message.clone(),
+                details: p.details.clone(),
             });
         }
         if batch.len() < 500 {

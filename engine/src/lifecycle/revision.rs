@@ -16,6 +16,8 @@ use super::driver::{Driven, Stopped};
 use super::gates::Gates;
 use super::state::commit;
 use super::{Engine, RunError};
+use crate::domain::event::StateChanged;
+use crate::domain::event::state::Transition;
 use crate::domain::{Id, Phase, ProcessingState};
 use crate::events::EventKind;
 use crate::store::corrections::AttemptStatus;
@@ -127,8 +129,13 @@ pub fn after_failure(engine: &mut Engine, driven: Driven) -> Result<Driven, RunE
         commit(
             engine.store_mut(),
             &mut plan,
-            EventKind::StateChanged,
-            json!({"phase": "execute", "state": "errored", "reason": "strategy_revision_limit", "revisions": done, "limit": REVISION_LIMIT, "decision_id": failure.decision_id.to_string()}),
+            EventKind::StateChanged(StateChanged::Transition(Transition {
+                reason: Some("strategy_revision_limit".into()),
+                revisions: Some(done as u64),
+                limit: Some(REVISION_LIMIT as u64),
+                decision_id: Some(failure.decision_id.to_string()),
+                ..Transition::at(Phase::Execute, ProcessingState::Errored)
+            })),
             |_| Ok(()),
         )?;
         engine.flush(&plan_id)?;
@@ -142,8 +149,15 @@ pub fn after_failure(engine: &mut Engine, driven: Driven) -> Result<Driven, RunE
     commit(
         engine.store_mut(),
         &mut plan,
-        EventKind::StateChanged,
-        json!({"phase": "execute", "state": "errored", "reason": "strategy_revision", "revision": revision, "limit": REVISION_LIMIT, "decision_id": failure.decision_id.to_string(), "error_code": failure.code, "error": failure.message}),
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            reason: Some("strategy_revision".into()),
+            revision: Some(revision as u64),
+            limit: Some(REVISION_LIMIT as u64),
+            decision_id: Some(failure.decision_id.to_string()),
+            error_code: Some(failure.code.clone()),
+            error: Some(failure.message.clone()),
+            ..Transition::at(Phase::Execute, ProcessingState::Errored)
+        })),
         |_| Ok(()),
     )?;
     engine.flush(&plan_id)?;
@@ -160,8 +174,12 @@ pub fn after_failure(engine: &mut Engine, driven: Driven) -> Result<Driven, RunE
             commit(
                 engine.store_mut(),
                 &mut plan,
-                EventKind::StateChanged,
-                json!({"phase": "execute", "state": "errored", "reason": "strategy_revision_failed", "revision": revision, "error": e.to_string()}),
+                EventKind::StateChanged(StateChanged::Transition(Transition {
+                    reason: Some("strategy_revision_failed".into()),
+                    revision: Some(revision as u64),
+                    error: Some(e.to_string()),
+                    ..Transition::at(Phase::Execute, ProcessingState::Errored)
+                })),
                 |_| Ok(()),
             )?;
             engine.flush(&plan_id)?;

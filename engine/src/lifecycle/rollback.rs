@@ -10,6 +10,8 @@ use serde_json::json;
 use super::state;
 use crate::domain::Id;
 use crate::domain::approval::ApprovalStatus;
+use crate::domain::event::StateChanged;
+use crate::domain::event::state::Rollback;
 use crate::events::{self, EventKind};
 use crate::sandbox::checkpoint::{self, RollbackOutcome};
 use crate::sandbox::{CheckpointId, SandboxError, Sandboxes};
@@ -54,15 +56,14 @@ pub fn to_checkpoint(
     events::append(
         &tx,
         Some(plan_id),
-        EventKind::StateChanged,
-        &json!({
-            "reason": "rollback",
-            "checkpoint_id": cp.to_string(),
-            "phase": outcome.status.phase,
-            "state": outcome.status.state,
-            "steps_to_run_again": steps_to_run_again,
-            "withdrawn_approvals": withdrawn_approvals,
-        }),
+        &EventKind::StateChanged(StateChanged::Rollback(Rollback {
+            reason: "rollback".into(),
+            checkpoint_id: cp.to_string(),
+            phase: outcome.status.phase,
+            state: outcome.status.state,
+            steps_to_run_again,
+            withdrawn_approvals: withdrawn_approvals.clone(),
+        })),
     )?;
     tx.commit().map_err(StoreError::from)?;
     Ok(RolledBack {

@@ -10,12 +10,13 @@ use serde_json::{Value, json};
 
 use super::RunError;
 use crate::domain::approval::ApprovalStatus;
+use crate::domain::event::PlanErrored;
 use crate::domain::{Plan, ProcessingState};
 use crate::events::{self, EventKind};
 use crate::store::lifecycle_run::{save_plan, set_state_reason};
 use crate::store::{Store, StoreError, approvals};
 
-/// Saves `plan` (touching `updated_at`), appends one event of `kind` with `data`, runs
+/// Saves `plan` (touching `updated_at`), appends `event`, runs
 /// `extra`, and commits, all in one immediate transaction. Returns the event's sequence.
 ///
 /// # Errors
@@ -23,8 +24,7 @@ use crate::store::{Store, StoreError, approvals};
 pub(crate) fn commit(
     store: &mut Store,
     plan: &mut Plan,
-    kind: EventKind,
-    data: Value,
+    event: EventKind,
     extra: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
 ) -> Result<i64, StoreError> {
     plan.updated_at = Timestamp::now();
@@ -33,7 +33,7 @@ pub(crate) fn commit(
         .transaction_with_behavior(TransactionBehavior::Immediate)?;
     save_plan(&tx, plan)?;
     extra(&tx)?;
-    let seq = events::append(&tx, Some(&plan.plan_id), kind, &data)?;
+    let seq = events::append(&tx, Some(&plan.plan_id), &event)?;
     tx.commit()?;
     Ok(seq)
 }
@@ -109,17 +109,15 @@ pub(crate) fn errored(
     approval.context =
         json!({"phase": plan.phase(), "code": code, "message": message, "details": details});
     let id = approval.approval_id.clone();
-    let data = json!({
-        "phase": plan.phase(),
-        "state": plan.state(),
-        "code": code,
-        "message": message,
-        "details": details,
-        "approval_id": id,
+    let event = EventKind::PlanErrored(PlanErrored {
+        phase: plan.phase(),
+        state: plan.state(),
+        code: code.to_owned(),
+        message: message.to_owned(),
+        details,
+        approval_id: id.clone(),
     });
-    commit(store, plan, EventKind::PlanErrored, data, |tx| {
-        approvals::insert_in(tx, &approval)
-    })?;
+    commit(store, plan, event, |tx| approvals::insert_in(tx, &approval))?;
     Ok(id)
 }
 
@@ -142,17 +140,15 @@ fn budget_exceeded(
     approval.options = vec!["raise".into(), "cancel".into()];
     approval.context = json!({"phase": plan.phase(), "code": "BUDGET_EXCEEDED", "message": message, "details": details});
     let id = approval.approval_id.clone();
-    let data = json!({
-        "phase": plan.phase(),
-        "state": plan.state(),
-        "code": "BUDGET_EXCEEDED",
-        "message": message,
-        "details": details,
-        "approval_id": id,
+    let event = EventKind::PlanErrored(PlanErrored {
+        phase: plan.phase(),
+        state: plan.state(),
+        code: "BUDGET_EXCEEDED".into(),
+        message: message.to_owned(),
+        details,
+        approval_id: id.clone(),
     });
-    commit(store, plan, EventKind::PlanErrored, data, |tx| {
-        approvals::insert_in(tx, &approval)
-    })?;
+    commit(store, plan, event, |tx| approvals::insert_in(tx, &approval))?;
     Ok(id)
 }
 

@@ -32,6 +32,10 @@ use crate::context::policy as context_policy;
 use crate::context::{self, strategize::BaseTools};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType, Step};
+use crate::domain::event::state::Transition;
+use crate::domain::event::{
+    DecisionSummary, StateChanged, StrategizeComplete, StrategizeDecisions, StrategizeStarted,
+};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR, fingerprint};
@@ -280,8 +284,10 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StrategizeStarted,
-        json!({"attempt": plan.status.attempt, "actor": actor}),
+        EventKind::StrategizeStarted(StrategizeStarted {
+            attempt: plan.status.attempt,
+            actor: actor.clone(),
+        }),
         |tx| {
             state::reason(tx, &snapshot_plan, None)?;
             state::resolve_pending(
@@ -642,15 +648,13 @@ fn store_decisions(
     all: &[Decision],
     deps: &[(Id, Id)],
 ) -> Result<usize, RunError> {
-    let summary: Vec<Value> = std::iter::once(root)
+    let summary: Vec<DecisionSummary> = std::iter::once(root)
         .chain(all.iter())
-        .map(|d| {
-            json!({
-                "decision_id": d.decision_id.to_string(),
-                "decision_type": d.decision_type,
-                "chosen_option": d.chosen_option,
-                "executable": d.step.is_some(),
-            })
+        .map(|d| DecisionSummary {
+            decision_id: d.decision_id.to_string(),
+            decision_type: d.decision_type.as_str().into(),
+            chosen_option: d.chosen_option.clone(),
+            executable: d.step.is_some(),
         })
         .collect();
     let count = all.len() + 1;
@@ -665,8 +669,11 @@ fn store_decisions(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StrategizeDecisions,
-        json!({"count": count, "decision_root_id": root_id.to_string(), "decisions": summary}),
+        EventKind::StrategizeDecisions(StrategizeDecisions {
+            count: count as u64,
+            decision_root_id: root_id.to_string(),
+            decisions: summary,
+        }),
         |tx| {
             if !reuse_root {
                 decisions::insert_in(tx, root)?;
@@ -732,8 +739,11 @@ fn raise_decision_approvals(
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StateChanged,
-        json!({"phase": "strategize", "state": "queued", "reason": "awaiting_decision", "approvals": pending.iter().map(|a| a.approval_id.clone()).collect::<Vec<_>>()}),
+        EventKind::StateChanged(StateChanged::Transition(Transition {
+            reason: Some("awaiting_decision".into()),
+            approvals: Some(pending.iter().map(|a| a.approval_id.clone()).collect()),
+            ..Transition::at(Phase::Strategize, ProcessingState::Queued)
+        })),
         |tx| {
             state::reason(tx, &snapshot, Some("awaiting_decision"))?;
             for a in &pending {
@@ -759,8 +769,10 @@ pub fn complete(engine: &mut Engine, plan: &mut Plan, count: usize) -> Result<En
     commit(
         engine.store_mut(),
         plan,
-        EventKind::StrategizeComplete,
-        json!({"decisions": count, "decision_root_id": snapshot.decision_root_id.map(|d| d.to_string())}),
+        EventKind::StrategizeComplete(StrategizeComplete {
+            decisions: count as u64,
+            decision_root_id: snapshot.decision_root_id.map(|d| d.to_string()),
+        }),
         |tx| state::reason(tx, &snapshot, None),
     )?;
     engine.flush(&plan.plan_id)?;

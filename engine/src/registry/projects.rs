@@ -552,8 +552,11 @@ pub fn delete(
             crate::events::append(
                 tx,
                 Some(id),
-                crate::events::EventKind::PlanCancelled,
-                &serde_json::json!({"phase": status.phase, "reason": reason, "project_deleted": project.name}),
+                &crate::events::EventKind::PlanCancelled(crate::domain::event::PlanCancelled {
+                    phase: status.phase,
+                    reason: reason.clone(),
+                    project_deleted: Some(project.name.clone()),
+                }),
             )?;
         }
         Ok(())

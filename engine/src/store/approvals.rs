@@ -2,12 +2,12 @@
 
 use jiff::Timestamp;
 use rusqlite::{OptionalExtension, params};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::events;
 use super::{Store, StoreError};
 use crate::domain::approval::{Approval, ApprovalStatus};
-use crate::domain::event::EventKind;
+use crate::domain::event::{AnswerStep, ApprovalRequested, ApprovalResolved, EventKind};
 use crate::domain::id::Id;
 
 const COLUMNS: &str = "approval_id, plan_id, kind, status, summary, context, options, answer_command, answer, created_at, resolved_at";
@@ -165,13 +165,12 @@ pub(crate) fn insert_in(
     events::append(
         tx,
         Some(&approval.plan_id),
-        EventKind::ApprovalRequested,
-        &json!({
-            "approval_id": approval.approval_id,
-            "kind": approval.kind,
-            "summary": approval.summary,
-            "options": approval.options,
-            "answer_command": approval.next(),
+        &EventKind::ApprovalRequested(ApprovalRequested {
+            approval_id: approval.approval_id.clone(),
+            kind: approval.kind,
+            summary: approval.summary.clone(),
+            options: approval.options.clone(),
+            answer_command: AnswerStep::Step(approval.next()),
         }),
     )?;
     Ok(())
@@ -209,8 +208,11 @@ pub(crate) fn resolve_in(
     events::append(
         tx,
         Some(&plan_id),
-        EventKind::ApprovalResolved,
-        &json!({"approval_id": approval_id, "status": status, "answer": answer}),
+        &EventKind::ApprovalResolved(ApprovalResolved {
+            approval_id: approval_id.to_owned(),
+            status,
+            answer: answer.clone(),
+        }),
     )?;
     Ok(true)
 }
@@ -253,7 +255,9 @@ impl Store {
 mod tests {
     use super::*;
     use crate::domain::approval::ApprovalKind;
+    use crate::domain::event::EventType;
     use crate::domain::plan::Plan;
+    use serde_json::json;
 
     #[test]
     fn approvals_are_raised_listed_and_resolved_once() {
@@ -296,14 +300,14 @@ mod tests {
             (stored.status, stored.answer),
             (ApprovalStatus::Answered, Some(json!({"option": 2})))
         );
-        let kinds: Vec<EventKind> = events::after(&store, 0, None, 10)
+        let kinds: Vec<EventType> = events::after(&store, 0, None, 10)
             .unwrap()
             .into_iter()
-            .map(|e| e.kind)
+            .map(|e| e.kind.event_type())
             .collect();
         assert_eq!(
             kinds,
-            [EventKind::ApprovalRequested, EventKind::ApprovalResolved]
+            [EventType::ApprovalRequested, EventType::ApprovalResolved]
         );
     }
 }

@@ -17,16 +17,15 @@ use crate::domain::id::Id;
 pub fn append(
     tx: &Transaction<'_>,
     plan_id: Option<&Id>,
-    kind: EventKind,
-    data: &Value,
+    kind: &EventKind,
 ) -> Result<i64, StoreError> {
     tx.execute(
         "INSERT INTO events (ts, plan_id, type, data) VALUES (?1, ?2, ?3, ?4)",
         params![
             Timestamp::now().to_string(),
             plan_id.map(Id::to_string),
-            kind.as_str(),
-            crate::redact::redact(&data.to_string()).into_owned()
+            kind.event_type().as_str(),
+            crate::redact::redact(&kind.data().to_string()).into_owned()
         ],
     )?;
     Ok(tx.last_insert_rowid())
@@ -79,8 +78,11 @@ pub fn after(
                             .map_err(|e: ulid::DecodeError| corrupt("plan_id", e.to_string()))
                     })
                     .transpose()?,
-                kind: kind.parse().map_err(|e| corrupt("type", e))?,
-                data: serde_json::from_str(&data).map_err(|e| corrupt("data", e.to_string()))?,
+                kind: EventKind::from_stored(
+                    kind.parse().map_err(|e| corrupt("type", e))?,
+                    serde_json::from_str::<Value>(&data)
+                        .map_err(|e| corrupt("data", e.to_string()))?,
+                ),
             })
         })
         .collect()
@@ -149,9 +151,44 @@ impl Follower {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::event::{
+        EventType, ExecuteStep, RawEvent, StrategizeComplete, StrategizeDecisions,
+        StrategizeStarted,
+    };
     use crate::domain::plan::Plan;
     use jiff::Timestamp;
     use serde_json::json;
+
+    fn started() -> EventKind {
+        EventKind::StrategizeStarted(StrategizeStarted {
+            attempt: 1,
+            actor: "builtin/checklist".into(),
+        })
+    }
+
+    #[test]
+    fn a_row_whose_data_does_not_fit_its_kind_reads_as_raw() {
+        let (_dir, store, plan) = store_with_plan();
+        store
+            .conn()
+            .execute(
+                "INSERT INTO events (ts, plan_id, type, data) VALUES (?1, ?2, 'plan_errored', ?3)",
+                params![
+                    Timestamp::UNIX_EPOCH.to_string(),
+                    plan.to_string(),
+                    r#"{"code":7}"#
+                ],
+            )
+            .unwrap();
+        let events = after(&store, 0, None, 10).unwrap();
+        assert_eq!(
+            events[0].kind,
+            EventKind::Raw(RawEvent {
+                event_type: EventType::PlanErrored,
+                data: json!({"code": 7}),
+            })
+        );
+    }
 
     fn store_with_plan() -> (tempfile::TempDir, Store, Id) {
         let dir = tempfile::tempdir().unwrap();
@@ -166,32 +203,19 @@ mod tests {
         let (_dir, mut store, plan) = store_with_plan();
         {
             let tx = store.conn_mut().transaction().unwrap();
-            append(
-                &tx,
-                Some(&plan),
-                EventKind::StrategizeStarted,
-                &json!({"attempt": 1}),
-            )
-            .unwrap();
+            append(&tx, Some(&plan), &started()).unwrap();
             // dropped without commit
         }
         assert_eq!(last_seq(&store).unwrap(), 0);
         let tx = store.conn_mut().transaction().unwrap();
-        let seq = append(
-            &tx,
-            Some(&plan),
-            EventKind::StrategizeStarted,
-            &json!({"attempt": 1}),
-        )
-        .unwrap();
+        let seq = append(&tx, Some(&plan), &started()).unwrap();
         tx.commit().unwrap();
         let events = after(&store, 0, None, 10).unwrap();
         assert_eq!(events.len(), 1);
         assert_eq!(
-            (events[0].seq, events[0].kind, events[0].plan_id),
-            (seq, EventKind::StrategizeStarted, Some(plan))
+            (events[0].seq, &events[0].kind, events[0].plan_id),
+            (seq, &started(), Some(plan))
         );
-        assert_eq!(events[0].data, json!({"attempt": 1}));
     }
 
     #[test]
@@ -201,13 +225,13 @@ mod tests {
         let mut follower = Follower::new(0, Some(plan));
         assert!(follower.poll(&reader).unwrap().is_empty());
         let kinds = [
-            EventKind::StrategizeStarted,
-            EventKind::StrategizeDecisions,
-            EventKind::StrategizeComplete,
+            started(),
+            EventKind::StrategizeDecisions(StrategizeDecisions::default()),
+            EventKind::StrategizeComplete(StrategizeComplete::default()),
         ];
-        for kind in kinds {
+        for kind in &kinds {
             let tx = writer.conn_mut().transaction().unwrap();
-            append(&tx, Some(&plan), kind, &json!({})).unwrap();
+            append(&tx, Some(&plan), kind).unwrap();
             tx.commit().unwrap();
         }
         let seen: Vec<EventKind> = follower
@@ -229,8 +253,7 @@ mod tests {
             seq: 7,
             ts: Timestamp::UNIX_EPOCH,
             plan_id: None,
-            kind: EventKind::ExecuteStep,
-            data: json!({"step": 1}),
+            kind: EventKind::ExecuteStep(ExecuteStep::new("step 1", "started")),
         };
         let v = serde_json::to_value(&event).unwrap();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();

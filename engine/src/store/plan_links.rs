@@ -76,13 +76,16 @@ impl Store {
         super::events::append(
             &tx,
             Some(&plan.plan_id),
-            crate::domain::event::EventKind::PlanCreated,
-            &serde_json::json!({
-                "action": plan.action_name,
-                "projects": plan.project_names(),
-                "automation_profile": plan.automation_profile,
-                "bases": bases,
-                "parent_plan_id": plan.parent_plan_id.map(|p| p.to_string()),
+            &crate::domain::event::EventKind::PlanCreated(crate::domain::event::PlanCreated {
+                action: plan.action_name.clone(),
+                projects: plan
+                    .project_names()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
+                automation_profile: plan.automation_profile.clone(),
+                bases: serde_json::json!(bases),
+                parent_plan_id: plan.parent_plan_id.map(|p| p.to_string()),
             }),
         )?;
         tx.commit()?;
