@@ -633,6 +633,22 @@ impl From<crate::engine::api::ApiError> for CliError {
             E::Id(i) => i.into(),
             E::Store(s) => s.into(),
             E::Review(r) => r.into(),
+            E::Export(x) => export_error(x),
+        }
+    }
+}
+
+/// How the CLI says why no sandbox could be chosen for `plan export`.
+fn export_error(e: crate::engine::api::ExportError) -> CliError {
+    use crate::engine::api::ExportError as X;
+    let message = e.to_string();
+    match e {
+        X::NoSandbox => CliError::new("NOT_FOUND", message),
+        X::NoSandboxFor { available, .. } => {
+            CliError::new("NOT_FOUND", message).hint(format!("sandboxes: {}", available.join(", ")))
+        }
+        X::SeveralSandboxes { .. } => {
+            CliError::invalid_input(format!("{message}; choose one with --resource NAME"))
         }
     }
 }

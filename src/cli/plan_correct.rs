@@ -19,7 +19,7 @@ use crate::engine::domain::plan::Plan;
 use crate::engine::lifecycle::RunError;
 use crate::engine::lifecycle::driver::Stopped;
 use crate::engine::sandbox::Sandboxes;
-use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
+use crate::engine::sandbox::diff;
 use crate::engine::store::Store;
 use crate::output::{Cell, Column, Element, Level, Report, Tone, TreeNode};
 
@@ -801,22 +801,6 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     Ok(report)
 }
 
-fn tree_files(
-    repo: &git2::Repository,
-    old: Option<git2::Oid>,
-    new: Option<git2::Oid>,
-) -> Result<Vec<FileDiff>, CliError> {
-    Ok(diff::trees(
-        repo,
-        old,
-        new,
-        &DiffRequest {
-            path: None,
-            hunks: true,
-        },
-    )?)
-}
-
 /// `agents plan diff --correction ATTEMPT [PLAN]`: the old attempt's changes, the corrected
 /// attempt's changes (each against the sandbox base) and the corrected-vs-original patch.
 ///
@@ -851,69 +835,28 @@ pub fn correction_diff(
             )));
         }
     }
-    let sandboxes = Sandboxes::new(&ctx.paths);
-    let active = sandboxes.active(&store, &a.plan_id)?;
-    let states = |v: &Value| -> Vec<(String, String)> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| {
-                        Some((
-                            s["sandbox_id"].as_str()?.to_string(),
-                            s["tree_oid"].as_str()?.to_string(),
-                        ))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let before = states(&a.original["final_states"]);
-    let after_recorded = states(&a.result["final_states"]);
+    let compared =
+        api::Engine::new(ctx.paths.clone(), api::Settings::default()).compare_correction(&a)?;
     let mut resources = Vec::new();
     let mut all_changes = Vec::new();
     let mut rows = Vec::new();
-    for sb in &active {
-        let repo = sb.repo()?;
-        let base = repo
-            .find_commit(sb.base_commit()?)
-            .and_then(|c| c.tree())
-            .map(|t| t.id())
-            .ok();
-        let sid = sb.record.sandbox_id.to_string();
-        let find = |v: &[(String, String)]| {
-            v.iter()
-                .find(|(s, _)| *s == sid)
-                .and_then(|(_, t)| git2::Oid::from_str(t).ok())
-        };
-        let old = find(&before).or(base);
-        let new = match find(&after_recorded) {
-            Some(t) => Some(t),
-            None => repo
-                .find_reference(crate::engine::sandbox::PLAN_REF)
-                .and_then(|r| r.peel_to_commit())
-                .and_then(|c| c.tree())
-                .map(|t| t.id())
-                .ok(),
-        };
-        let original = tree_files(&repo, base, old)?;
-        let corrected = tree_files(&repo, base, new)?;
-        let changes = tree_files(&repo, old, new)?;
-        for f in &changes {
+    for r in compared {
+        for f in &r.changes {
             rows.push(vec![
                 Cell::new(f.status.letter(), Tone::Warn),
                 Cell::from(f.path.clone()),
                 Cell::from(format!("+{}", f.additions)),
                 Cell::from(format!("-{}", f.deletions)),
-                Cell::new(sb.record.resource_name.clone(), Tone::Dim),
+                Cell::new(r.resource_name.clone(), Tone::Dim),
             ]);
         }
         resources.push(json!({
-            "resource_name": sb.record.resource_name,
-            "before": {"stats": diff::stats(&original), "files": original},
-            "after": {"stats": diff::stats(&corrected), "files": corrected},
-            "changes": {"stats": diff::stats(&changes), "files": changes},
+            "resource_name": r.resource_name,
+            "before": {"stats": diff::stats(&r.before), "files": r.before},
+            "after": {"stats": diff::stats(&r.after), "files": r.after},
+            "changes": {"stats": diff::stats(&r.changes), "files": r.changes},
         }));
-        all_changes.extend(changes);
+        all_changes.extend(r.changes);
     }
     let stats = diff::stats(&all_changes);
     let data = json!({

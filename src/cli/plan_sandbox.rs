@@ -14,7 +14,7 @@ use crate::engine::domain::plan::Plan;
 use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
 use crate::engine::sandbox::git_sandbox::preflight;
 use crate::engine::sandbox::{
-    DEFAULT_RETENTION_DAYS, Sandbox, SandboxTarget, Sandboxes, TargetKind, export, lifetime,
+    DEFAULT_RETENTION_DAYS, Sandbox, SandboxTarget, Sandboxes, TargetKind, lifetime,
 };
 use crate::engine::store::Store;
 use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone};
@@ -731,48 +731,30 @@ fn export_cmd(
     resource: Option<&str>,
     force: bool,
 ) -> Result<Report, CliError> {
-    let (store, sandboxes, plan) = open(ctx, plan)?;
-    let active = sandboxes.active(&store, &plan.plan_id)?;
-    let chosen = select(&active, resource)?;
-    let sb = match chosen.as_slice() {
-        [] => {
-            return Err(CliError::new(
-                "NOT_FOUND",
-                "the plan has no sandbox yet: there is nothing to export",
-            ));
-        }
-        [one] => *one,
-        _ => {
-            return Err(CliError::invalid_input(
-                "the plan has several sandboxes; choose one with --resource NAME",
-            ));
-        }
-    };
+    let plan = open(ctx, plan)?.2.plan_id;
     if let Some(b) = &branch {
         super::refuse_placeholder("--branch", b)?;
     }
-    let _lock = sb.lock()?;
-    let outcome = match (&branch, &patch) {
-        (Some(b), _) => export::to_branch(
-            sb,
-            b,
-            &crate::engine::sandbox::plan_commit_message(
-                &plan,
-                "Exported by CleverAgents with `plan export --branch` (not applied; git hooks were not run).",
-            ),
-            force,
-        )?,
-        (None, Some(file)) => export::to_patch(
-            sb,
-            &std::path::absolute(file).unwrap_or(file.clone()),
-            force,
-        )?,
+    let target = match (branch, patch) {
+        (Some(b), _) => api::ExportTarget::Branch(b),
+        (None, Some(file)) => api::ExportTarget::Patch(std::path::absolute(&file).unwrap_or(file)),
         (None, None) => {
             return Err(CliError::invalid_input(
                 "give --branch <branch> or --patch <file>",
             ));
         }
     };
+    let request = api::ExportRequest {
+        plan,
+        resource: resource.map(str::to_string),
+        target,
+        force,
+    };
+    let exported = match api_engine(ctx).run(api::Op::Export(Box::new(request)))? {
+        api::Outcome::Exported(e) => *e,
+        other => return Err(super::plan_run::unexpected(&other)),
+    };
+    let outcome = &exported.outcome;
     let target = outcome
         .branch
         .clone()
@@ -793,8 +775,8 @@ fn export_cmd(
             ("Files", outcome.files_changed.to_string()),
         ],
     ));
-    if let Some(b) = &outcome.branch {
-        let repo = sb.target.kind.source_path().display().to_string();
+    if let (Some(b), Some(repo)) = (&outcome.branch, &exported.repository) {
+        let repo = repo.display().to_string();
         let repo = shell_words::quote(&repo).into_owned();
         report = report.message(
             Level::Info,

@@ -115,3 +115,163 @@ fn every_plan_mutation_writes_events_and_rollback_takes_the_lease() {
     assert_eq!(cancelled.len(), 1, "{ev:?}");
     assert_eq!(cancelled[0].1["project_deleted"], "local/app", "{ev:?}");
 }
+
+#[test]
+fn review_export_correct_apply_and_cleanup_each_write_their_events() {
+    let s = setup();
+    let env = &s.env;
+    let (_, code, id) = use_plan(&s, "trusted");
+    assert_eq!(code, 3, "trusted stops at the apply gate");
+
+    let ev = mutate(env, &id, &["plan", "review", &id, "--accept", "README"], 0);
+    assert!(
+        ev.iter()
+            .any(|(k, d)| k == "review_marked" && d["mark"] == "accepted"),
+        "{ev:?}"
+    );
+
+    let ev = mutate(
+        env,
+        &id,
+        &["plan", "export", &id, "--branch", "try-notes"],
+        0,
+    );
+    let exported: Vec<_> = ev.iter().filter(|(k, _)| k == "plan_exported").collect();
+    assert_eq!(exported.len(), 1, "{ev:?}");
+    assert_eq!(exported[0].1["branch"], "try-notes");
+    let patch = env.root().join("notes.patch");
+    let ev = mutate(
+        env,
+        &id,
+        &["plan", "export", &id, "--patch", patch.to_str().unwrap()],
+        0,
+    );
+    assert!(
+        ev.iter()
+            .any(|(k, d)| k == "plan_exported" && d["patch"] == patch.to_str().unwrap()),
+        "{ev:?}"
+    );
+
+    let step = {
+        let st = cleveragents::engine::store::Store::open(&db_file(env)).unwrap();
+        let pid = id.parse().unwrap();
+        st.decisions(&pid)
+            .unwrap()
+            .into_iter()
+            .find(|d| d.is_current() && d.step.is_some())
+            .expect("a step decision")
+            .decision_id
+            .to_string()
+    };
+    let ev = mutate(
+        env,
+        &id,
+        &[
+            "plan",
+            "correct",
+            "--mode",
+            "revert",
+            "-g",
+            "same again",
+            "--yes",
+            &step,
+        ],
+        0,
+    );
+    assert!(
+        ev.iter()
+            .any(|(k, d)| k == "state_changed" && d["reason"] == "correction"),
+        "{ev:?}"
+    );
+
+    let ev = mutate(env, &id, &["plan", "apply", "--yes", &id], 0);
+    assert!(
+        has(&ev, "approval_resolved") && has(&ev, "apply_complete"),
+        "{ev:?}"
+    );
+    // Only the accepted README was applied; the rest stays in the sandbox, so its work tree
+    // is kept (no `sandbox_cleaned` yet).
+    assert!(!has(&ev, "sandbox_cleaned"), "{ev:?}");
+    // A cancelled plan's sandbox is removed by `plan cleanup`, with its event.
+    let (_, _, other) = use_plan(&s, "trusted");
+    mutate(env, &other, &["plan", "cancel", &other], 0);
+    let ev = mutate(env, &other, &["plan", "cleanup", "--yes"], 0);
+    assert!(
+        ev.iter()
+            .any(|(k, d)| k == "sandbox_cleaned" && d["action"] == "removed"),
+        "{ev:?}"
+    );
+}
+
+/// Every `registry_changed` event, oldest first, as `(registry, name, change)`.
+fn registry_events(env: &Env) -> Vec<(String, String, String)> {
+    let conn = rusqlite::Connection::open(db_file(env)).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT data FROM events WHERE type = 'registry_changed' AND plan_id IS NULL \
+             ORDER BY seq",
+        )
+        .unwrap();
+    stmt.query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|d| {
+            let v: Value = serde_json::from_str(&d.unwrap()).unwrap();
+            let s = |k: &str| v[k].as_str().unwrap().to_string();
+            (s("registry"), s("name"), s("change"))
+        })
+        .collect()
+}
+
+#[test]
+fn every_registry_change_writes_an_event_naming_the_item() {
+    let s = setup();
+    let env = &s.env;
+    let seen = |registry: &str, name: &str, change: &str| {
+        let events = registry_events(env);
+        assert!(
+            events
+                .iter()
+                .any(|(r, n, c)| r == registry && n == name && c == change),
+            "no {registry} {name} {change} in {events:?}"
+        );
+    };
+    // What `setup` registered.
+    seen("resource", "local/repo", "added");
+    seen("project", "local/app", "added");
+    seen("action", "local/notes", "added");
+
+    let ok = |args: &[&str]| {
+        let before = registry_events(env).len();
+        let (doc, code) = env.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+        assert!(
+            registry_events(env).len() > before,
+            "{args:?} wrote no event"
+        );
+        doc
+    };
+    let inv = ok(&["invariant", "add", "--project", "app", "Keep the changelog"]);
+    let inv_id = inv["data"]["invariants"][0]["invariant_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{inv:#}"))
+        .to_string();
+    seen("invariant", &inv_id, "added");
+    ok(&["invariant", "remove", "--yes", &inv_id]);
+    seen("invariant", &inv_id, "removed");
+
+    let v = ok(&["project", "validation", "add", "app", "true"]);
+    let v_id = v["data"]["validation"]["validation_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v:#}"))
+        .to_string();
+    seen("validation", &v_id, "added");
+    ok(&["project", "validation", "remove", "--yes", "app", &v_id]);
+    seen("validation", &v_id, "removed");
+
+    ok(&["action", "delete", "--yes", "local/notes"]);
+    seen("action", "local/notes", "removed");
+    ok(&["project", "delete", "--yes", "app"]);
+    seen("project", "local/app", "removed");
+    ok(&["resource", "remove", "--yes", "local/repo"]);
+    seen("resource", "local/repo", "removed");
+}

@@ -11,6 +11,7 @@
 //! the same transaction as the change.
 
 mod error;
+mod export;
 mod op;
 mod query;
 mod run;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 pub use crate::domain::next::{CorrectionMode as NextCorrectionMode, Next};
 pub use error::{ApiError, ErrorCode};
+pub use export::{ExportError, ExportRequest, ExportTarget, Exported};
 pub use op::{
     Answered, Cancelled, CorrectMode, Correction, Op, Outcome, Prompted, ReviewRequest, Reviewed,
     UseRequest, Used,

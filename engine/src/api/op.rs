@@ -98,6 +98,9 @@ pub enum Op {
     Correct(Box<Correction>),
     /// Remove the sandboxes of cancelled and errored plans and release those of applied ones.
     Cleanup,
+    /// Export a plan's sandbox as a branch of the user's repository or as a patch file; the
+    /// project is not touched (spec section 11).
+    Export(Box<super::export::ExportRequest>),
     /// Mark items of a plan's review for its current attempt (`docs/review.md`): hunk ids (or
     /// unique prefixes of at least 4 digits) or changed paths (every item of that file), all
     /// in one transaction. Marks change no phase, so no lease is taken.
@@ -214,6 +217,8 @@ pub enum Outcome {
     CleanedUp(Box<CleanupReport>),
     /// [`Op::Review`].
     Reviewed(Box<Reviewed>),
+    /// [`Op::Export`].
+    Exported(Box<super::export::Exported>),
 }
 
 impl Outcome {
@@ -229,6 +234,7 @@ impl Outcome {
             Outcome::Reverted(_) | Outcome::Appended(_) => "correct",
             Outcome::CleanedUp(_) => "cleanup",
             Outcome::Reviewed(_) => "review",
+            Outcome::Exported(_) => "export",
         }
     }
 }

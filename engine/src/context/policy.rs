@@ -11,7 +11,8 @@ use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::Id;
-use crate::store::{Store, StoreError};
+use crate::domain::event::{Change, Registry};
+use crate::store::{Store, StoreError, events};
 
 /// The views a policy can be set for.
 pub const VIEWS: [&str; 4] = ["strategize", "execute", "apply", "default"];
@@ -212,23 +213,28 @@ pub fn set_project_policy(
     view: &str,
     policy: &ContextPolicy,
 ) -> Result<(), StoreError> {
+    let tx = store.conn_mut().transaction()?;
     if policy.is_empty() {
-        store.conn().execute(
+        tx.execute(
             "DELETE FROM project_context_policies WHERE project_id = ?1 AND view = ?2",
             params![project_id.to_string(), view],
         )?;
-        return Ok(());
+    } else {
+        tx.execute(
+            "INSERT INTO project_context_policies VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (project_id, view) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at",
+            params![
+                project_id.to_string(),
+                view,
+                serde_json::to_string(policy).unwrap_or_default(),
+                Timestamp::now().to_string()
+            ],
+        )?;
     }
-    store.conn().execute(
-        "INSERT INTO project_context_policies VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (project_id, view) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at",
-        params![
-            project_id.to_string(),
-            view,
-            serde_json::to_string(policy).unwrap_or_default(),
-            Timestamp::now().to_string()
-        ],
-    )?;
+    // A project's context policy is part of the project (spec section 25).
+    let name = events::name_in(&tx, "projects", "project_id", &project_id.to_string())?;
+    events::registry_changed(&tx, Registry::Project, &name, Change::Updated)?;
+    tx.commit()?;
     Ok(())
 }
 

@@ -9,8 +9,10 @@
 //!   corrected sandbox.
 //! - [`append`]: `plan correct --mode append` (a child plan carrying the guidance).
 //! - [`tree`]: `plan tree` / `plan explain` data.
+//! - [`compare`]: `plan diff --correction` data.
 
 pub mod append;
+pub mod compare;
 pub mod impact;
 pub mod revert;
 pub mod tree;

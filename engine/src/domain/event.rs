@@ -73,6 +73,14 @@ pub enum EventType {
     InvariantChecked,
     /// An invariant did not hold; an `invariant_violation` approval stops the plan.
     InvariantViolated,
+    /// A plan's sandbox was exported as a branch or a patch.
+    PlanExported,
+    /// Items of a plan's review were marked.
+    ReviewMarked,
+    /// A plan's sandbox was released or removed.
+    SandboxCleaned,
+    /// A registry item was added, changed or removed (no plan).
+    RegistryChanged,
 }
 
 str_enum!(EventType {
@@ -98,6 +106,10 @@ str_enum!(EventType {
     ChildMerged => "child_merged",
     InvariantChecked => "invariant_checked",
     InvariantViolated => "invariant_violated",
+    PlanExported => "plan_exported",
+    ReviewMarked => "review_marked",
+    SandboxCleaned => "sandbox_cleaned",
+    RegistryChanged => "registry_changed",
 });
 
 /// What happened: the kind of event with its payload, stored as `type` and `data`.
@@ -150,6 +162,14 @@ pub enum EventKind {
     InvariantChecked(InvariantChecked),
     /// An invariant did not hold; an `invariant_violation` approval stops the plan.
     InvariantViolated(InvariantViolated),
+    /// A plan's sandbox was exported as a branch or a patch.
+    PlanExported(PlanExported),
+    /// Items of a plan's review were marked.
+    ReviewMarked(ReviewMarked),
+    /// A plan's sandbox was released or removed.
+    SandboxCleaned(SandboxCleaned),
+    /// A registry item was added, changed or removed (no plan).
+    RegistryChanged(RegistryChanged),
     /// A row whose `data` does not fit its kind's payload (an older or newer writer): kept as
     /// stored, so reading the log never fails on it.
     #[serde(untagged)]
@@ -192,6 +212,10 @@ impl EventKind {
             Self::ChildMerged(_) => EventType::ChildMerged,
             Self::InvariantChecked(_) => EventType::InvariantChecked,
             Self::InvariantViolated(_) => EventType::InvariantViolated,
+            Self::PlanExported(_) => EventType::PlanExported,
+            Self::ReviewMarked(_) => EventType::ReviewMarked,
+            Self::SandboxCleaned(_) => EventType::SandboxCleaned,
+            Self::RegistryChanged(_) => EventType::RegistryChanged,
             Self::Raw(r) => r.event_type,
         }
     }

@@ -67,7 +67,7 @@ impl Store {
     }
 
     /// Writes `mark` (and `reason`) for every `(item id, resource, path)` of `items` in
-    /// `attempt`, in one transaction.
+    /// `attempt`, with its `review_marked` event, in one transaction.
     ///
     /// # Errors
     /// Store errors (nothing is written then).
@@ -99,6 +99,13 @@ impl Store {
                 ],
             )?;
         }
+        let event =
+            crate::domain::event::EventKind::ReviewMarked(crate::domain::event::ReviewMarked {
+                mark: mark.as_str().to_string(),
+                items: items.iter().map(|(id, _, _)| id.clone()).collect(),
+                reason: reason.map(str::to_string),
+            });
+        crate::store::events::append(&tx, Some(plan_id), &event)?;
         tx.commit()?;
         Ok(())
     }

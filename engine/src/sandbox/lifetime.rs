@@ -111,7 +111,7 @@ fn remove_work_tree(record: &SandboxRecord) -> Result<(), SandboxError> {
 
 fn release(store: &mut Store, record: &SandboxRecord, why: &str) -> Result<Cleaned, SandboxError> {
     remove_work_tree(record)?;
-    store.set_sandbox_state(&record.sandbox_id, SandboxState::Released, Timestamp::now())?;
+    store.clean_sandbox(record, SandboxState::Released, Timestamp::now(), why)?;
     Ok(Cleaned {
         plan_id: record.plan_id,
         resource_name: record.resource_name.clone(),
@@ -123,7 +123,7 @@ fn release(store: &mut Store, record: &SandboxRecord, why: &str) -> Result<Clean
 
 fn remove(store: &mut Store, record: &SandboxRecord, why: String) -> Result<Cleaned, SandboxError> {
     remove_dir_if_exists(&record.root_dir)?;
-    store.set_sandbox_state(&record.sandbox_id, SandboxState::Removed, Timestamp::now())?;
+    store.clean_sandbox(record, SandboxState::Removed, Timestamp::now(), &why)?;
     Ok(Cleaned {
         plan_id: record.plan_id,
         resource_name: record.resource_name.clone(),

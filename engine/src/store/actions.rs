@@ -3,8 +3,10 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::codec::{from_json, opt_ts, to_json, ts};
+use super::events::registry_changed;
 use super::{Store, StoreError};
 use crate::domain::action::Action;
+use crate::domain::event::{Change, Registry};
 use crate::domain::invariant::NewInvariant;
 use crate::domain::{ActionState, Id, InvariantScope};
 
@@ -151,6 +153,7 @@ impl Store {
             })
             .collect();
         super::invariants::insert_rows(&tx, &rows, &a.created_at.to_string())?;
+        registry_changed(&tx, Registry::Action, &a.name, Change::Added)?;
         tx.commit()?;
         Ok(rows.into_iter().map(|r| (r.invariant_id, r.text)).collect())
     }
@@ -219,6 +222,7 @@ impl Store {
     pub fn update_action_state(&mut self, a: &Action) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         set_state(&tx, a)?;
+        registry_changed(&tx, Registry::Action, &a.name, Change::Updated)?;
         tx.commit()?;
         Ok(())
     }
@@ -285,6 +289,7 @@ impl Store {
             })
             .collect();
         super::invariants::insert_rows(&tx, &rows, &a.updated_at.to_string())?;
+        registry_changed(&tx, Registry::Action, &a.name, Change::Updated)?;
         tx.commit()?;
         Ok(rows.into_iter().map(|r| (r.invariant_id, r.text)).collect())
     }
@@ -335,6 +340,7 @@ impl Store {
                 params![id, format!("{}#deleted-{id}", a.name), now.to_string()],
             )?;
         }
+        registry_changed(&tx, Registry::Action, &a.name, Change::Removed)?;
         tx.commit()?;
         Ok(used > 0)
     }

@@ -3,8 +3,10 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::codec::{from_json, to_json, ts};
+use super::events::{registry_changed, upsert_change};
 use super::{Store, StoreError};
 use crate::domain::actor::Actor;
+use crate::domain::event::{Change, Registry};
 
 const COLS: &str = "actor_id, name, definition, config_path, config_hash, created_at, updated_at";
 type Raw = (
@@ -70,6 +72,7 @@ impl Store {
     /// Store errors.
     pub fn upsert_actor(&mut self, a: &Actor) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
+        let change = upsert_change(&tx, "actors", &a.name)?;
         tx.execute(
             "INSERT INTO actors (actor_id, name, actor_type, model, description, unsafe, definition, config_path, config_hash, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
@@ -90,6 +93,7 @@ impl Store {
                 a.updated_at.to_string(),
             ],
         )?;
+        registry_changed(&tx, Registry::Actor, &a.name, change)?;
         tx.commit()?;
         Ok(())
     }
@@ -101,6 +105,9 @@ impl Store {
     pub fn delete_actor(&mut self, name: &str) -> Result<bool, StoreError> {
         let tx = self.conn_mut().transaction()?;
         let n = tx.execute("DELETE FROM actors WHERE name = ?1", [name])?;
+        if n > 0 {
+            registry_changed(&tx, Registry::Actor, name, Change::Removed)?;
+        }
         tx.commit()?;
         Ok(n == 1)
     }

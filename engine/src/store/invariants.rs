@@ -4,7 +4,9 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::codec::{to_json, ts};
+use super::events::registry_changed;
 use super::{Store, StoreError};
+use crate::domain::event::{Change, Registry};
 use crate::domain::invariant::{Invariant, NewInvariant};
 use crate::domain::{Id, InvariantScope, PlanInvariant};
 
@@ -121,6 +123,9 @@ impl Store {
         let now = jiff::Timestamp::now().to_string();
         let tx = self.conn_mut().transaction()?;
         insert_rows(&tx, rows, &now)?;
+        for r in rows {
+            registry_changed(&tx, Registry::Invariant, &r.invariant_id, Change::Added)?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -175,6 +180,9 @@ impl Store {
         let n = tx.execute("DELETE FROM invariants WHERE invariant_id = ?1", [id])?;
         if let Some(Some(p)) = plan {
             sync_plan(&tx, &p, &now)?;
+        }
+        if n > 0 {
+            registry_changed(&tx, Registry::Invariant, id, Change::Removed)?;
         }
         tx.commit()?;
         Ok(n == 1)

@@ -4,7 +4,9 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::codec::{from_json, to_json, ts};
+use super::events::{registry_changed, upsert_change};
 use super::{Store, StoreError};
+use crate::domain::event::{Change, Registry};
 use crate::domain::profile::{Profile, ProfileSource};
 
 type Raw = (
@@ -72,6 +74,7 @@ impl Store {
     /// Store errors.
     pub fn upsert_custom_profile(&mut self, p: &Profile) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
+        let change = upsert_change(&tx, "automation_profiles", &p.name)?;
         tx.execute(
             "INSERT INTO automation_profiles (profile_id, name, description, flags, config_path, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -87,6 +90,7 @@ impl Store {
                 p.updated_at.unwrap_or_else(jiff::Timestamp::now).to_string(),
             ],
         )?;
+        registry_changed(&tx, Registry::Profile, &p.name, change)?;
         tx.commit()?;
         Ok(())
     }
@@ -98,6 +102,9 @@ impl Store {
     pub fn delete_custom_profile(&mut self, name: &str) -> Result<bool, StoreError> {
         let tx = self.conn_mut().transaction()?;
         let n = tx.execute("DELETE FROM automation_profiles WHERE name = ?1", [name])?;
+        if n > 0 {
+            registry_changed(&tx, Registry::Profile, name, Change::Removed)?;
+        }
         tx.commit()?;
         Ok(n == 1)
     }

@@ -4,7 +4,9 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::codec::ts;
+use super::events::{name_in, registry_changed};
 use super::{Store, StoreError};
+use crate::domain::event::{Change, Registry};
 use crate::domain::invariant::NewInvariant;
 use crate::domain::project::{LinkedResource, Project, Validation};
 use crate::domain::{Id, Plan, PlanStatus};
@@ -77,6 +79,7 @@ impl Store {
             )?;
         }
         super::invariants::insert_rows(&tx, invariants, &p.created_at.to_string())?;
+        registry_changed(&tx, Registry::Project, &p.name, Change::Added)?;
         tx.commit()?;
         Ok(())
     }
@@ -200,6 +203,8 @@ impl Store {
             "UPDATE projects SET updated_at = ?2 WHERE project_id = ?1",
             params![project.to_string(), now],
         )?;
+        let name = link_name(&tx, project, &link.resource.resource_id)?;
+        registry_changed(&tx, Registry::ProjectResource, &name, Change::Added)?;
         tx.commit()?;
         Ok(())
     }
@@ -215,6 +220,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let now = jiff::Timestamp::now().to_string();
         let tx = self.conn_mut().transaction()?;
+        let name = link_name(&tx, project, resource)?;
         tx.execute(
             "DELETE FROM project_resources WHERE project_id = ?1 AND resource_id = ?2",
             params![project.to_string(), resource.to_string()],
@@ -223,6 +229,7 @@ impl Store {
             "UPDATE projects SET updated_at = ?2 WHERE project_id = ?1",
             params![project.to_string(), now],
         )?;
+        registry_changed(&tx, Registry::ProjectResource, &name, Change::Removed)?;
         tx.commit()?;
         Ok(())
     }
@@ -241,6 +248,7 @@ impl Store {
                 p.updated_at.to_string()
             ],
         )?;
+        registry_changed(&tx, Registry::Project, &p.name, Change::Updated)?;
         tx.commit()?;
         Ok(())
     }
@@ -325,6 +333,7 @@ impl Store {
                 v.network
             ],
         )?;
+        registry_changed(&tx, Registry::Validation, &v.validation_id, Change::Added)?;
         tx.commit()?;
         Ok(())
     }
@@ -339,6 +348,7 @@ impl Store {
             "DELETE FROM project_validations WHERE validation_id = ?1",
             [id],
         )?;
+        registry_changed(&tx, Registry::Validation, id, Change::Removed)?;
         tx.commit()?;
         Ok(())
     }
@@ -390,12 +400,27 @@ impl Store {
                 params![id.to_string(), s.phase.as_str(), s.state.as_str(), s.attempt, now.to_string()],
             )?;
         }
+        let name = name_in(&tx, "projects", "project_id", &project.to_string())?;
         tx.execute(
             "DELETE FROM projects WHERE project_id = ?1",
             [project.to_string()],
         )?;
         record(&tx)?;
+        registry_changed(&tx, Registry::Project, &name, Change::Removed)?;
         tx.commit()?;
         Ok(())
     }
+}
+
+/// A project-resource link as its event names it: `project -> resource`.
+fn link_name(
+    tx: &rusqlite::Transaction<'_>,
+    project: &Id,
+    resource: &Id,
+) -> Result<String, StoreError> {
+    Ok(format!(
+        "{} -> {}",
+        name_in(tx, "projects", "project_id", &project.to_string())?,
+        name_in(tx, "resources", "resource_id", &resource.to_string())?
+    ))
 }

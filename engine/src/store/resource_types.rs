@@ -4,7 +4,9 @@
 
 use rusqlite::{OptionalExtension, params};
 
+use super::events::{registry_changed, upsert_change};
 use super::{Store, StoreError};
+use crate::domain::event::{Change, Registry};
 
 /// A stored custom type: its name and definition JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +68,7 @@ impl Store {
         updated_at: &str,
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
+        let change = upsert_change(&tx, "resource_types", &row.name)?;
         tx.execute(
             "INSERT INTO resource_types (name, definition, config_path, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5)
@@ -79,6 +82,7 @@ impl Store {
                 updated_at
             ],
         )?;
+        registry_changed(&tx, Registry::ResourceType, &row.name, change)?;
         tx.commit()?;
         Ok(())
     }
@@ -90,6 +94,9 @@ impl Store {
     pub fn delete_resource_type_row(&mut self, name: &str) -> Result<bool, StoreError> {
         let tx = self.conn_mut().transaction()?;
         let n = tx.execute("DELETE FROM resource_types WHERE name = ?1", [name])?;
+        if n > 0 {
+            registry_changed(&tx, Registry::ResourceType, name, Change::Removed)?;
+        }
         tx.commit()?;
         Ok(n == 1)
     }

@@ -3,8 +3,10 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::codec::{from_json, to_json, ts};
+use super::events::{name_in, registry_changed};
 use super::{Store, StoreError};
 use crate::domain::Id;
+use crate::domain::event::{Change, Registry};
 use crate::domain::resource::{Edge, Resource};
 
 const COLS: &str = "r.resource_id, r.name, r.type_name, r.description, r.properties, r.owner_id, r.created_at, r.updated_at";
@@ -190,6 +192,12 @@ impl Store {
                 params![p.to_string(), c.to_string(), i as i64, now],
             )?;
         }
+        let change = if replace {
+            Change::Updated
+        } else {
+            Change::Added
+        };
+        registry_changed(&tx, Registry::Resource, &root.name, change)?;
         tx.commit()?;
         Ok(())
     }
@@ -200,10 +208,12 @@ impl Store {
     /// Store errors (a project link left on a discovered child makes it fail, unchanged).
     pub fn delete_resource(&mut self, rid: &Id) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
+        let name = name_in(&tx, "resources", "resource_id", &rid.to_string())?;
         tx.execute(
             "DELETE FROM resources WHERE resource_id = ?1",
             [rid.to_string()],
         )?;
+        registry_changed(&tx, Registry::Resource, &name, Change::Removed)?;
         tx.commit()?;
         Ok(())
     }
@@ -299,6 +309,8 @@ impl Store {
             "INSERT INTO resource_links (parent_id, child_id, auto, position, created_at) VALUES (?1, ?2, 0, 0, ?3)",
             params![parent.to_string(), child.to_string(), jiff::Timestamp::now().to_string()],
         )?;
+        let name = edge_name(&tx, parent, child)?;
+        registry_changed(&tx, Registry::ResourceLink, &name, Change::Added)?;
         tx.commit()?;
         Ok(())
     }
@@ -313,7 +325,22 @@ impl Store {
             "DELETE FROM resource_links WHERE parent_id = ?1 AND child_id = ?2 AND auto = 0",
             params![parent.to_string(), child.to_string()],
         )?;
+        let name = edge_name(&tx, parent, child)?;
+        registry_changed(&tx, Registry::ResourceLink, &name, Change::Removed)?;
         tx.commit()?;
         Ok(())
     }
+}
+
+/// A manual resource link as its event names it: `parent -> child`.
+fn edge_name(
+    tx: &rusqlite::Transaction<'_>,
+    parent: &Id,
+    child: &Id,
+) -> Result<String, StoreError> {
+    Ok(format!(
+        "{} -> {}",
+        name_in(tx, "resources", "resource_id", &parent.to_string())?,
+        name_in(tx, "resources", "resource_id", &child.to_string())?
+    ))
 }

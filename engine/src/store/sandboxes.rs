@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::{Store, StoreError};
+use crate::domain::event::{EventKind, SandboxCleaned};
 use crate::domain::id::{Id, IdPrefixError, resolve_prefix};
 use crate::domain::lifecycle::PlanStatus;
 use crate::domain::sandbox::{
@@ -335,6 +336,43 @@ impl Store {
             &sql,
             params![id.to_string(), state.as_str(), now.to_string()],
         )?;
+        Ok(())
+    }
+
+    /// Releases or removes a sandbox (`state` is [`SandboxState::Released`] or
+    /// [`SandboxState::Removed`]) and records it on its plan as a `sandbox_cleaned` event with
+    /// `reason`, in one transaction.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`]; nothing is written then.
+    pub fn clean_sandbox(
+        &mut self,
+        record: &SandboxRecord,
+        state: SandboxState,
+        now: Timestamp,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let column = match state {
+            SandboxState::Released => "released_at",
+            _ => "removed_at",
+        };
+        let tx = self.conn_mut().transaction()?;
+        tx.execute(
+            &format!("UPDATE sandboxes SET state = ?2, {column} = ?3 WHERE sandbox_id = ?1"),
+            params![
+                record.sandbox_id.to_string(),
+                state.as_str(),
+                now.to_string()
+            ],
+        )?;
+        let event = EventKind::SandboxCleaned(SandboxCleaned {
+            sandbox_id: record.sandbox_id.to_string(),
+            resource: record.resource_name.clone(),
+            action: state.as_str().to_string(),
+            reason: reason.to_string(),
+        });
+        super::events::append(&tx, Some(&record.plan_id), &event)?;
+        tx.commit()?;
         Ok(())
     }
 

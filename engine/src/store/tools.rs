@@ -6,7 +6,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::codec::{from_json, to_json, ts};
+use super::events::{registry_changed, upsert_change};
 use super::{Store, StoreError};
+use crate::domain::event::{Change, Registry};
 
 /// A stored registration: a tool or a skill definition with where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,6 +56,15 @@ fn convert<T: DeserializeOwned>(
 
 const COLS: &str = "name, definition, config_path, config_hash, created_at, updated_at";
 
+/// The registry a registration table holds.
+fn registry_of(table: &str) -> Registry {
+    if table == "custom_skills" {
+        Registry::Skill
+    } else {
+        Registry::Tool
+    }
+}
+
 impl Store {
     fn registration<T: DeserializeOwned>(
         &self,
@@ -85,6 +96,9 @@ impl Store {
     fn delete_registration(&mut self, table: &'static str, name: &str) -> Result<bool, StoreError> {
         let tx = self.conn_mut().transaction()?;
         let n = tx.execute(&format!("DELETE FROM {table} WHERE name = ?1"), [name])?;
+        if n > 0 {
+            registry_changed(&tx, registry_of(table), name, Change::Removed)?;
+        }
         tx.commit()?;
         Ok(n == 1)
     }
@@ -120,6 +134,7 @@ impl Store {
         r: &Registration<T>,
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
+        let change = upsert_change(&tx, "registered_tools", &r.name)?;
         tx.execute(
             "INSERT INTO registered_tools (name, source, definition, config_path, config_hash, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -127,6 +142,7 @@ impl Store {
                 config_path = excluded.config_path, config_hash = excluded.config_hash, updated_at = excluded.updated_at",
             params![r.name, source, to_json(&r.definition), r.config_path, r.config_hash, r.created_at.to_string(), r.updated_at.to_string()],
         )?;
+        registry_changed(&tx, Registry::Tool, &r.name, change)?;
         tx.commit()?;
         Ok(())
     }
@@ -164,6 +180,7 @@ impl Store {
     /// Store errors.
     pub fn upsert_skill<T: Serialize>(&mut self, r: &Registration<T>) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
+        let change = upsert_change(&tx, "custom_skills", &r.name)?;
         tx.execute(
             "INSERT INTO custom_skills (name, definition, config_path, config_hash, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -171,6 +188,7 @@ impl Store {
                 config_path = excluded.config_path, config_hash = excluded.config_hash, updated_at = excluded.updated_at",
             params![r.name, to_json(&r.definition), r.config_path, r.config_hash, r.created_at.to_string(), r.updated_at.to_string()],
         )?;
+        registry_changed(&tx, Registry::Skill, &r.name, change)?;
         tx.commit()?;
         Ok(())
     }

@@ -487,3 +487,145 @@ pub struct InvariantViolated {
     /// The violations.
     pub violations: Vec<Violation>,
 }
+
+/// `plan_exported`: a plan's sandbox was exported as a branch of the user's repository or as
+/// a patch file (spec section 11, `plan export`); the project itself is unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanExported {
+    /// The resource whose sandbox was exported.
+    pub resource: String,
+    /// The branch created (`--branch`), `null` for a patch.
+    pub branch: Option<String>,
+    /// The patch file written (`--patch`, absolute), `null` for a branch.
+    pub patch: Option<String>,
+    /// The sandbox's base commit.
+    pub base_commit: String,
+    /// Files changed in what was exported.
+    pub files_changed: u64,
+}
+
+/// `review_marked`: items of a plan's review were marked (`plan review`, the TUI's hunk
+/// review; `docs/review.md`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReviewMarked {
+    /// The mark set: `accepted`, `rejected` or `pending` (reset).
+    pub mark: String,
+    /// The ids of the items marked.
+    pub items: Vec<String>,
+    /// Why, when one was given.
+    pub reason: Option<String>,
+}
+
+/// `sandbox_cleaned`: a plan's sandbox was released (work tree gone, repository kept) or
+/// removed by `plan cleanup` or the retention sweep (spec section 11).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxCleaned {
+    /// The sandbox.
+    pub sandbox_id: String,
+    /// Its resource.
+    pub resource: String,
+    /// `released` or `removed`.
+    pub action: String,
+    /// Why (`plan cancelled`, `plan applied more than 7 days ago`, ...).
+    pub reason: String,
+}
+
+/// `registry_changed`: an item of a registry was added, changed or removed (spec sections 09,
+/// 14-19 and 23). Not about one plan: its row's `plan_id` is `null`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RegistryChanged {
+    /// The registry: `resource`, `resource_link`, `project`, `project_resource`,
+    /// `validation`, `action`, `actor`, `invariant`, `profile`, `tool`, `skill` or
+    /// `resource_type`.
+    pub registry: String,
+    /// The item, by its name (a link as `parent -> child`, a validation by its id).
+    pub name: String,
+    /// `added`, `updated` or `removed`.
+    pub change: String,
+}
+
+/// The registries a [`RegistryChanged`] event names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registry {
+    /// A resource (with what it discovered).
+    Resource,
+    /// A manual link between two resources.
+    ResourceLink,
+    /// A project.
+    Project,
+    /// A resource linked to a project.
+    ProjectResource,
+    /// A project's validation.
+    Validation,
+    /// An action.
+    Action,
+    /// An actor.
+    Actor,
+    /// An invariant.
+    Invariant,
+    /// A custom automation profile.
+    Profile,
+    /// A custom tool.
+    Tool,
+    /// A custom skill.
+    Skill,
+    /// A custom resource type.
+    ResourceType,
+}
+
+impl Registry {
+    /// The name stored in `registry`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Resource => "resource",
+            Self::ResourceLink => "resource_link",
+            Self::Project => "project",
+            Self::ProjectResource => "project_resource",
+            Self::Validation => "validation",
+            Self::Action => "action",
+            Self::Actor => "actor",
+            Self::Invariant => "invariant",
+            Self::Profile => "profile",
+            Self::Tool => "tool",
+            Self::Skill => "skill",
+            Self::ResourceType => "resource_type",
+        }
+    }
+}
+
+/// What a [`RegistryChanged`] event says happened to the item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// It was added.
+    Added,
+    /// It was changed in place.
+    Updated,
+    /// It was removed.
+    Removed,
+}
+
+impl Change {
+    /// The word stored in `change`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "added",
+            Self::Updated => "updated",
+            Self::Removed => "removed",
+        }
+    }
+}
+
+impl RegistryChanged {
+    /// The event of `change` to the item `name` of `registry`.
+    pub fn new(registry: Registry, name: impl Into<String>, change: Change) -> Self {
+        Self {
+            registry: registry.as_str().to_string(),
+            name: name.into(),
+            change: change.as_str().to_string(),
+        }
+    }
+}

@@ -57,6 +57,7 @@ fn cases() -> Vec<Case> {
         state_changed_shapes(),
         state_changed_transitions(),
         children_and_invariants(),
+        exports_reviews_sandboxes_and_registries(),
     ]
     .concat()
 }
@@ -671,6 +672,50 @@ fn children_and_invariants() -> Vec<Case> {
             }),
             "invariant_violated",
             r#"{"at":"apply","step":"before apply","decision_id":null,"violations":[{"approval_id":"apr_1","invariant_id":"inv_1","invariant":"paths unchanged: docs/**","check":"paths","evidence":{"changed":["docs/a.md"]}}]}"#.into(),
+        ),
+    ]
+}
+
+fn exports_reviews_sandboxes_and_registries() -> Vec<Case> {
+    vec![
+        (
+            EventKind::PlanExported(PlanExported {
+                resource: "local/app".into(),
+                branch: Some("try-it".into()),
+                patch: None,
+                base_commit: "abc123".into(),
+                files_changed: 3,
+            }),
+            "plan_exported",
+            r#"{"resource":"local/app","branch":"try-it","patch":null,"base_commit":"abc123","files_changed":3}"#.into(),
+        ),
+        (
+            EventKind::ReviewMarked(ReviewMarked {
+                mark: "rejected".into(),
+                items: vec!["1234abcd".into()],
+                reason: Some("too broad".into()),
+            }),
+            "review_marked",
+            r#"{"mark":"rejected","items":["1234abcd"],"reason":"too broad"}"#.into(),
+        ),
+        (
+            EventKind::SandboxCleaned(SandboxCleaned {
+                sandbox_id: ID.into(),
+                resource: "local/app".into(),
+                action: "removed".into(),
+                reason: "plan cancelled".into(),
+            }),
+            "sandbox_cleaned",
+            format!(r#"{{"sandbox_id":"{ID}","resource":"local/app","action":"removed","reason":"plan cancelled"}}"#),
+        ),
+        (
+            EventKind::RegistryChanged(RegistryChanged {
+                registry: "project".into(),
+                name: "local/app".into(),
+                change: "removed".into(),
+            }),
+            "registry_changed",
+            r#"{"registry":"project","name":"local/app","change":"removed"}"#.into(),
         ),
     ]
 }

@@ -1,0 +1,131 @@
+//! [`super::Op::Export`]: a plan's sandbox as a branch of the user's repository or as a patch
+//! file (spec section 11), recorded on the plan as a `plan_exported` event.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::{ApiError, Engine};
+use crate::domain::Id;
+use crate::domain::event::{EventKind, PlanExported};
+use crate::lifecycle::RunError;
+use crate::sandbox::export::{self, ExportOutcome};
+use crate::sandbox::{Sandbox, plan_commit_message};
+
+/// The note an exported branch's commit carries (Apply's commits say "Applied by ...").
+const EXPORT_NOTE: &str =
+    "Exported by CleverAgents with `plan export --branch` (not applied; git hooks were not run).";
+
+/// Where [`super::Op::Export`] writes.
+#[derive(Debug, Clone)]
+pub enum ExportTarget {
+    /// A new branch of the user's repository, by name.
+    Branch(String),
+    /// A patch file (an absolute path).
+    Patch(PathBuf),
+}
+
+/// What [`super::Op::Export`] exports, and where.
+#[derive(Debug, Clone)]
+pub struct ExportRequest {
+    /// The plan.
+    pub plan: Id,
+    /// The resource whose sandbox to export; may be left out when the plan has one sandbox.
+    pub resource: Option<String>,
+    /// The branch or the patch file.
+    pub target: ExportTarget,
+    /// Replace an existing branch or file.
+    pub force: bool,
+}
+
+/// What [`super::Op::Export`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exported {
+    /// What was written.
+    #[serde(flatten)]
+    pub outcome: ExportOutcome,
+    /// The user's repository a branch was created in (`None` for a patch).
+    #[serde(skip)]
+    pub repository: Option<PathBuf>,
+}
+
+/// Why a plan's sandbox cannot be chosen for export.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExportError {
+    /// The plan has no sandbox yet.
+    #[error("the plan has no sandbox yet: there is nothing to export")]
+    NoSandbox,
+    /// No sandbox of the plan answers to the resource name given.
+    #[error("the plan has no sandbox for `{name}`")]
+    NoSandboxFor {
+        /// The name given.
+        name: String,
+        /// The resources the plan has sandboxes for.
+        available: Vec<String>,
+    },
+    /// The plan has several sandboxes and no resource was named.
+    #[error("the plan has several sandboxes")]
+    SeveralSandboxes {
+        /// The resources the plan has sandboxes for.
+        available: Vec<String>,
+    },
+}
+
+/// Exports the chosen sandbox under its lock and records the `plan_exported` event.
+pub(super) fn export(engine: &Engine, req: &ExportRequest) -> Result<Exported, ApiError> {
+    let mut store = engine.store()?;
+    let plan = store.plan(&req.plan)?.ok_or(RunError::NotFound(req.plan))?;
+    let active = engine.sandboxes().active(&store, &plan.plan_id)?;
+    let sb = choose(&active, req.resource.as_deref())?;
+    let _lock = sb.lock()?;
+    let outcome = match &req.target {
+        ExportTarget::Branch(b) => {
+            export::to_branch(sb, b, &plan_commit_message(&plan, EXPORT_NOTE), req.force)?
+        }
+        ExportTarget::Patch(file) => export::to_patch(sb, file, req.force)?,
+    };
+    let event = EventKind::PlanExported(PlanExported {
+        resource: outcome.resource_name.clone(),
+        branch: outcome.branch.clone(),
+        patch: outcome.patch.as_ref().map(|p| p.display().to_string()),
+        base_commit: outcome.base_commit.clone(),
+        files_changed: outcome.files_changed,
+    });
+    store.record_event(&plan.plan_id, &event)?;
+    let repository = outcome
+        .branch
+        .as_ref()
+        .map(|_| sb.target.kind.source_path().to_path_buf());
+    Ok(Exported {
+        outcome,
+        repository,
+    })
+}
+
+/// The one sandbox `resource` names, or the plan's only sandbox.
+fn choose<'a>(active: &'a [Sandbox], resource: Option<&str>) -> Result<&'a Sandbox, ExportError> {
+    let available = || {
+        active
+            .iter()
+            .map(|s| s.target.resource_name.clone())
+            .collect()
+    };
+    let found: Vec<&Sandbox> = match resource {
+        None => active.iter().collect(),
+        Some(name) => active
+            .iter()
+            .filter(|s| s.target.answers_to(name))
+            .collect(),
+    };
+    match (found.as_slice(), resource) {
+        ([one], _) => Ok(one),
+        ([], None) => Err(ExportError::NoSandbox),
+        ([], Some(name)) => Err(ExportError::NoSandboxFor {
+            name: name.to_string(),
+            available: available(),
+        }),
+        (_, _) => Err(ExportError::SeveralSandboxes {
+            available: available(),
+        }),
+    }
+}
