@@ -6,6 +6,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, view};
+use crate::engine::api;
 use crate::engine::domain::ActionState;
 use crate::engine::registry::actions::{self, Action, CreateRequest};
 use crate::output::{Column, Element, Report};
@@ -381,10 +382,10 @@ fn usage(ctx: &Context, a: &Action) -> Element {
 }
 
 fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let providers = ctx.config()?.providers();
-    let created = actions::create(&mut store, &providers, &req).map_err(|e| match e {
-        actions::ActionError::Exists(name) => {
+    ctx.store()?;
+    ctx.config()?;
+    let created = ctx.change(api::CreateAction(req.clone())).map_err(|e| match e {
+        api::ApiError::Registry(api::RegistryError::Action(actions::ActionError::Exists(name))) => {
             let file = shell_words::quote(&req.config.display().to_string()).into_owned();
             CliError::new("CONFLICT", format!("action {name} already exists"))
                 .detail(
@@ -574,9 +575,11 @@ fn show(ctx: &Context, input: &str) -> Result<Report, CliError> {
 }
 
 fn make_available(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let providers = ctx.config()?.providers();
-    let (a, from, checks) = actions::make_available(&mut store, &providers, input)?;
+    ctx.store()?;
+    ctx.config()?;
+    let (a, from, checks) = ctx.change(api::MakeActionAvailable {
+        action: input.to_string(),
+    })?;
     let status = if from == ActionState::Available {
         "Action already available"
     } else {
@@ -603,8 +606,10 @@ fn make_available(ctx: &Context, input: &str) -> Result<Report, CliError> {
 }
 
 fn archive(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let (a, from) = actions::archive(&mut store, input)?;
+    let store = ctx.store()?;
+    let (a, from) = ctx.change(api::ArchiveAction {
+        action: input.to_string(),
+    })?;
     let (plans, applied, errored) = store.action_plan_counts(&a.action_id)?;
     Ok(Report::ok(
         "action archive",
@@ -648,7 +653,7 @@ fn archive(ctx: &Context, input: &str) -> Result<Report, CliError> {
 }
 
 fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let a = actions::find(&store, input)?;
     super::confirm::confirm(
         &format!("Delete action {} and free its name?", a.name),
@@ -659,13 +664,22 @@ fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
             shell_words::quote(&a.name)
         )),
     )?;
-    let deleted = actions::delete(&mut store, &a.action_id.to_string()).map_err(|e| match e {
-        actions::ActionError::InUse { ref plans, .. } => {
-            let first = plans
-                .first()
-                .and_then(|p| p.split(' ').next())
-                .unwrap_or_default()
-                .to_string();
+    drop(store);
+    let change = api::DeleteAction {
+        action: a.action_id.to_string(),
+    };
+    let deleted = ctx.change(change).map_err(|e| match e {
+        api::ApiError::Registry(api::RegistryError::Action(
+            e @ actions::ActionError::InUse { .. },
+        )) => {
+            let first = match &e {
+                actions::ActionError::InUse { plans, .. } => plans
+                    .first()
+                    .and_then(|p| p.split(' ').next())
+                    .unwrap_or_default()
+                    .to_string(),
+                _ => String::new(),
+            };
             CliError::from(e)
                 .hint(ctx.suggest(&format!("plan status {first}")))
                 .hint(ctx.suggest(&format!("plan cancel {first}")))

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::{CliError, Context, view};
 use crate::engine::actors::graph::{DEFAULT_MAX_STEPS, GraphDef, NodeDef, NodeKind};
+use crate::engine::api;
 use crate::engine::registry::actors::{self, Actor, ActorRef, ActorType, Overrides};
 use crate::output::{Column, Element, Level, Report};
 
@@ -170,11 +171,17 @@ fn add(
     overrides: &Overrides,
     update: bool,
 ) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let providers = ctx.config()?.providers();
-    let added = actors::add(&mut store, &providers, config, name, overrides, update).map_err(
-        |e| match e {
-            actors::ActorError::Exists(n) => CliError::new(
+    ctx.store()?;
+    ctx.config()?;
+    let change = api::AddActor {
+        file: config.to_path_buf(),
+        name: name.map(str::to_string),
+        overrides: overrides.clone(),
+        update,
+    };
+    let added = ctx.change(change).map_err(|e| match e {
+        api::ApiError::Registry(api::RegistryError::Actor(actors::ActorError::Exists(n))) => {
+            CliError::new(
                 "CONFLICT",
                 "Actor already registered - use --update to replace",
             )
@@ -182,10 +189,10 @@ fn add(
             .hint(ctx.suggest(&format!(
                 "actor add --update --config {} {n}",
                 shell_words::quote(&config.display().to_string())
-            ))),
-            other => other.into(),
-        },
-    )?;
+            )))
+        }
+        other => other.into(),
+    })?;
     let a = &added.actor;
     let (provider, model) = a
         .definition
@@ -494,9 +501,11 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
 }
 
 fn remove(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let providers = ctx.config()?.providers();
-    let (a, impact) = actors::remove(&mut store, &providers, name)?;
+    ctx.store()?;
+    ctx.config()?;
+    let (a, impact) = ctx.change(api::RemoveActor {
+        actor: name.to_string(),
+    })?;
     let mut report = Report::ok(
         "actor remove",
         json!({"actor": actor_json(&a), "impact": impact}),

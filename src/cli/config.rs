@@ -95,13 +95,12 @@ fn set_project(ctx: &Context, key: &str, value: &str, project: &str) -> Result<R
         ))
         .hint(ctx.suggest(&format!("config set {key} {value}"))));
     }
-    let mut store = ctx.store()?;
+    ctx.store()?;
     let clear = value == "inherit";
-    let (p, previous) = crate::engine::registry::projects::set_profile(
-        &mut store,
-        project,
-        (!clear).then_some(value),
-    )?;
+    let (p, previous) = ctx.change(crate::engine::api::SetProjectProfile {
+        project: project.to_string(),
+        profile: (!clear).then(|| value.to_string()),
+    })?;
     let shown = p
         .automation_profile
         .clone()

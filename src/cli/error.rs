@@ -634,6 +634,24 @@ impl From<crate::engine::api::ApiError> for CliError {
             E::Store(s) => s.into(),
             E::Review(r) => r.into(),
             E::Export(x) => export_error(x),
+            E::Registry(r) => r.into(),
+        }
+    }
+}
+
+impl From<crate::engine::api::RegistryError> for CliError {
+    fn from(e: crate::engine::api::RegistryError) -> Self {
+        use crate::engine::api::RegistryError as R;
+        match e {
+            R::Resource(x) => x.into(),
+            R::Project(x) => x.into(),
+            R::Action(x) => x.into(),
+            R::Actor(x) => x.into(),
+            R::Invariant(x) => x.into(),
+            R::Profile(x) => x.into(),
+            R::Register(x) => x.into(),
+            R::Type(x) => x.into(),
+            R::Store(x) => x.into(),
         }
     }
 }

@@ -4,6 +4,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
+use crate::engine::api;
 use crate::engine::domain::InvariantScope;
 use crate::engine::registry::invariants::{self, Filter, Invariant, Targets};
 use crate::output::{Column, Element, Level, Report};
@@ -135,8 +136,12 @@ fn add(
     text: &str,
     key: Option<&str>,
 ) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let added = invariants::add(&mut store, targets, text, key)?;
+    ctx.store()?;
+    let added = ctx.change(api::AddInvariant {
+        targets: targets.clone(),
+        text: text.to_string(),
+        key: key.map(str::to_string),
+    })?;
     let n = added.len();
     let mut report = Report::ok(
         "invariant add",
@@ -367,7 +372,7 @@ fn removed_by_correction(
 }
 
 fn remove(ctx: &Context, id: &str, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let inv = invariants::find(&store, id)?;
     confirm(
         &format!(
@@ -380,7 +385,10 @@ fn remove(ctx: &Context, id: &str, yes: bool) -> Result<Report, CliError> {
         &ctx.terminal,
         &ctx.suggest(&format!("invariant remove --yes {}", inv.invariant_id)),
     )?;
-    let inv = invariants::remove(&mut store, &inv.invariant_id)?;
+    drop(store);
+    let inv = ctx.change(api::RemoveInvariant {
+        invariant: inv.invariant_id,
+    })?;
     Ok(Report::ok(
         "invariant remove",
         json!({"invariant": inv}),

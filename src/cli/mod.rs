@@ -342,6 +342,29 @@ impl Context {
     pub fn store(&self) -> Result<Store, CliError> {
         Ok(Store::open(&self.paths.database())?)
     }
+
+    /// The engine for a registry change: this data directory with the configured settings
+    /// (the defaults when `config.toml` is unusable: a command that needs the providers
+    /// checks [`Context::config`] first and reports that error).
+    pub fn registry_engine(&self) -> crate::engine::api::Engine {
+        let settings = self
+            .config()
+            .map(crate::engine::api::Settings::from_config)
+            .unwrap_or_default();
+        crate::engine::api::Engine::new(self.paths.clone(), settings)
+    }
+
+    /// Runs one registry change through the engine (which writes its `registry_changed`
+    /// event with it).
+    ///
+    /// # Errors
+    /// The registry's error, rendered with the hints the CLI has for it.
+    pub fn change<C: crate::engine::api::RegistryChange>(
+        &self,
+        change: C,
+    ) -> Result<C::Output, crate::engine::api::ApiError> {
+        self.registry_engine().change(change)
+    }
 }
 
 /// `agents [--data-dir X] [--config-path Y] rest`, shell-quoted.

@@ -6,6 +6,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
+use crate::engine::api;
 use crate::engine::registry::profiles::{self, FLAG_GROUPS, Profile};
 use crate::output::{Column, Element, Report};
 
@@ -73,15 +74,6 @@ pub fn run(command: ProfileCommand, ctx: &Context) -> Result<Report, CliError> {
     }
 }
 
-fn providers(ctx: &Context) -> Result<Vec<String>, CliError> {
-    Ok(ctx
-        .config()?
-        .providers()
-        .into_iter()
-        .map(|p| p.name)
-        .collect())
-}
-
 /// The profile as structured data: name, source, description, flags (all 13).
 pub fn profile_json(p: &Profile) -> serde_json::Value {
     json!({
@@ -115,19 +107,24 @@ fn add(
     update: bool,
     name: Option<&str>,
 ) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let added =
-        profiles::add(&mut store, config, name, update, &providers(ctx)?).map_err(|e| match e {
-            profiles::ProfileError::Exists(n) => {
-                CliError::new("CONFLICT", format!("automation profile {n} already exists")).hint(
-                    ctx.suggest(&format!(
-                        "automation-profile add --update --config {} {n}",
-                        shell_words::quote(&config.display().to_string())
-                    )),
-                )
-            }
-            other => other.into(),
-        })?;
+    ctx.store()?;
+    ctx.config()?;
+    let change = api::AddProfile {
+        file: config.to_path_buf(),
+        name: name.map(str::to_string),
+        update,
+    };
+    let added = ctx.change(change).map_err(|e| match e {
+        api::ApiError::Registry(api::RegistryError::Profile(profiles::ProfileError::Exists(n))) => {
+            CliError::new("CONFLICT", format!("automation profile {n} already exists")).hint(
+                ctx.suggest(&format!(
+                    "automation-profile add --update --config {} {n}",
+                    shell_words::quote(&config.display().to_string())
+                )),
+            )
+        }
+        other => other.into(),
+    })?;
     let p = &added.profile;
     let mut report = Report::ok(
         "automation-profile add",
@@ -161,7 +158,7 @@ fn add(
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     // Check first, so that refusals never prompt.
     let full = profiles::parse_name(name)?;
     if crate::engine::domain::name::is_builtin_profile(&full) {
@@ -183,7 +180,11 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
         &ctx.terminal,
         &ctx.suggest(&format!("automation-profile remove --yes {}", profile.name)),
     )?;
-    let removed = profiles::remove(&mut store, name, &globals)?;
+    drop(store);
+    let removed = ctx.change(api::RemoveProfile {
+        profile: name.to_string(),
+        globals: levels.clone(),
+    })?;
     Ok(Report::ok(
         "automation-profile remove",
         json!({"profile": profile_json(&removed)}),

@@ -5,6 +5,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
+use crate::engine::api;
 use crate::engine::registry::projects::{self, LinkedResource, Project, Validation};
 use crate::engine::registry::resources;
 use crate::output::{Column, Element, Level, Report};
@@ -294,9 +295,9 @@ fn links_table(title: &str, links: &[LinkedResource]) -> Element {
 }
 
 fn create(ctx: &Context, req: projects::CreateRequest) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let providers = ctx.config()?.providers();
-    let c = projects::create(&mut store, &providers, &req)?;
+    ctx.store()?;
+    ctx.config()?;
+    let c = ctx.change(api::CreateProject(req))?;
     let p = &c.project;
     let mut report = Report::ok(
         "project create",
@@ -358,8 +359,13 @@ fn link(
     read_only: bool,
     alias: Option<&str>,
 ) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let (p, l) = projects::link_resource(&mut store, project, resource, read_only, alias)?;
+    ctx.store()?;
+    let (p, l) = ctx.change(api::LinkProjectResource {
+        project: project.to_string(),
+        resource: resource.to_string(),
+        read_only,
+        alias: alias.map(str::to_string),
+    })?;
     let built = match crate::engine::index::status(&ctx.paths, &l.resource, false).text_index {
         crate::engine::index::IndexState::Disabled => super::indexing::build(ctx, &l.resource),
         _ => match crate::engine::index::refresh_resource(&ctx.paths, &l.resource) {
@@ -439,7 +445,7 @@ fn link(
 }
 
 fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let (p, l, _) = projects::check_unlink(&store, project, resource)?;
     confirm(
         &format!("Unlink {} from {}?", l.resource.name, p.name),
@@ -450,7 +456,10 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
             p.name, l.resource.name
         )),
     )?;
-    let (p, l, active) = projects::unlink_resource(&mut store, project, resource)?;
+    let (p, l, active) = ctx.change(api::UnlinkProjectResource {
+        project: project.to_string(),
+        resource: resource.to_string(),
+    })?;
     let remaining = store.project_resources(&p.project_id)?.len();
     let still_linked = !resources::details(&store, &l.resource.name)
         .map(|d| d.projects.is_empty())
@@ -628,7 +637,7 @@ fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
 }
 
 fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     // Blocked deletions are refused before asking anything.
     let (p, active) = projects::check_delete(&store, project, force)?;
     let question = if active.is_empty() {
@@ -650,12 +659,11 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
             p.name
         )),
     )?;
-    let d = projects::delete(
-        &mut store,
-        &p.name,
+    drop(store);
+    let d = ctx.change(api::DeleteProject {
+        project: p.name.clone(),
         force,
-        &ctx.paths.data_dir.join("backups"),
-    )?;
+    })?;
     let mut report = Report::ok(
         "project delete",
         json!({
@@ -707,8 +715,8 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
 }
 
 fn validation_add(ctx: &Context, req: projects::ValidationRequest) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let v = projects::add_validation(&mut store, &req)?;
+    ctx.store()?;
+    let v = ctx.change(api::AddValidation(req))?;
     let mut entries = vec![
         ("ID", view::id(v.validation_id.clone())),
         ("Project", view::id(v.project.clone())),
@@ -742,7 +750,7 @@ fn validation_remove(
     id: &str,
     yes: bool,
 ) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let (p, v) = projects::find_validation(&store, project, id)?;
     confirm(
         &format!("Remove validation {} from {}?", v.validation_id, p.name),
@@ -753,7 +761,11 @@ fn validation_remove(
             p.name, v.validation_id
         )),
     )?;
-    let v = projects::remove_validation(&mut store, project, id)?;
+    drop(store);
+    let v = ctx.change(api::RemoveValidation {
+        project: project.to_string(),
+        validation: id.to_string(),
+    })?;
     Ok(Report::ok(
         "project validation remove",
         json!({"validation": validation_json(&v)}),

@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::indexing::bytes;
 use super::{CliError, Context, view};
+use crate::engine::api;
 use crate::engine::context::policy::{self, ContextPolicy, Resolved};
 use crate::engine::registry::projects;
 use crate::output::{Element, Report};
@@ -271,7 +272,7 @@ fn panels(
 /// # Errors
 /// Unknown project; `--clear` with other flags.
 pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let (project, view_name, set_args) = match &command {
         ContextCommand::Set(a) => (a.project.clone(), a.view.as_str(), Some(a.as_ref())),
         ContextCommand::Show { view, project } => (project.clone(), view.as_str(), None),
@@ -298,7 +299,11 @@ pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
                 .unwrap_or_default()
                 .merged(&over(a))
         };
-        policy::set_project_policy(&mut store, &p.project_id, view_name, &new)?;
+        ctx.change(api::SetContextPolicy {
+            project: p.project_id,
+            view: view_name.to_string(),
+            policy: new.clone(),
+        })?;
         if new.is_empty() {
             views.remove(view_name);
         } else {

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::resource_type::TypeCommand;
 use super::{CliError, Context, confirm::confirm, view};
+use crate::engine::api;
 use crate::engine::registry::resource_types::{self, ResourceType};
 use crate::engine::registry::resources::{self, AddArgs, Resource};
 use crate::output::{Cell, Column, Element, Level, Report, Tone, TreeNode};
@@ -379,43 +380,44 @@ fn add(
             .into());
         }
     };
-    let mut store = ctx.store()?;
-    let providers: Vec<String> = ctx
-        .config()?
-        .providers()
-        .into_iter()
-        .map(|p| p.name)
-        .collect();
-    let added =
-        resources::add(&mut store, &providers, &type_name, &name, &args).map_err(|e| match e {
-            resources::ResourceError::Exists(n) => {
-                CliError::new("CONFLICT", format!("Resource {n} already exists."))
-                    .detail("use --update to replace it")
-                    .hint(ctx.suggest(&format!("resource add --update {type_name} {n} {flags}")))
-            }
+    ctx.store()?;
+    ctx.config()?;
+    let change = api::AddResource {
+        type_name: type_name.clone(),
+        name: name.clone(),
+        args: args.clone(),
+    };
+    let added = ctx.change(change).map_err(|e| match e {
+        api::ApiError::Registry(api::RegistryError::Resource(
+            resources::ResourceError::Exists(n),
+        )) => CliError::new("CONFLICT", format!("Resource {n} already exists."))
+            .detail("use --update to replace it")
+            .hint(ctx.suggest(&format!("resource add --update {type_name} {n} {flags}"))),
+        api::ApiError::Registry(api::RegistryError::Resource(
             resources::ResourceError::SameTarget {
                 name,
                 existing,
                 what,
                 target,
-            } => {
-                let message = resources::ResourceError::SameTarget {
-                    name,
-                    existing: existing.clone(),
-                    what,
-                    target,
-                }
-                .to_string();
-                let hint = ctx.suggest(&format!(
-                    "resource add --update {type_name} {existing} {flags}"
-                ));
-                CliError::new("CONFLICT", message)
-                    .detail("one target is registered once; update the existing resource instead")
-                    .hint(hint)
-                    .hint(ctx.suggest(&format!("resource show {existing}")))
+            },
+        )) => {
+            let message = resources::ResourceError::SameTarget {
+                name,
+                existing: existing.clone(),
+                what,
+                target,
             }
-            other => other.into(),
-        })?;
+            .to_string();
+            let hint = ctx.suggest(&format!(
+                "resource add --update {type_name} {existing} {flags}"
+            ));
+            CliError::new("CONFLICT", message)
+                .detail("one target is registered once; update the existing resource instead")
+                .hint(hint)
+                .hint(ctx.suggest(&format!("resource show {existing}")))
+        }
+        other => other.into(),
+    })?;
     Ok(added_report(ctx, &added))
 }
 
@@ -719,7 +721,7 @@ fn tree(ctx: &Context, name: &str, depth: u32, ty: Option<&str>) -> Result<Repor
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let plan = resources::plan_removal(&store, name)?;
     confirm(
         &format!(
@@ -730,7 +732,10 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
         &ctx.terminal,
         &ctx.suggest(&format!("resource remove --yes {}", plan.resource.name)),
     )?;
-    let removed = resources::remove(&mut store, name)?;
+    drop(store);
+    let removed = ctx.change(api::RemoveResource {
+        resource: name.to_string(),
+    })?;
     let (cleanup, cleanup_panel) = super::indexing::cleanup(ctx, &removed.resource.name);
     let report = Report::ok(
         "resource remove",
@@ -752,8 +757,11 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
 }
 
 fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let (p, c) = resources::link_child(&mut store, l.parent(), l.child())?;
+    ctx.store()?;
+    let (p, c) = ctx.change(api::LinkResources {
+        parent: l.parent().to_string(),
+        child: l.child().to_string(),
+    })?;
     Ok(Report::ok(
         "resource link-child",
         json!({"parent": resource_json(&p), "child": resource_json(&c)}),
@@ -771,7 +779,7 @@ fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {
 }
 
 fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let (p, c) = resources::check_unlink(&store, l.parent(), l.child())?;
     confirm(
         &format!("Unlink {} from parent {}?", c.name, p.name),
@@ -782,7 +790,11 @@ fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
             p.name, c.name
         )),
     )?;
-    let (p, c) = resources::unlink_child(&mut store, l.parent(), l.child())?;
+    drop(store);
+    let (p, c) = ctx.change(api::UnlinkResources {
+        parent: l.parent().to_string(),
+        child: l.child().to_string(),
+    })?;
     Ok(Report::ok(
         "resource unlink-child",
         json!({"parent": resource_json(&p), "child": resource_json(&c)}),

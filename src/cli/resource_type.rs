@@ -11,6 +11,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
+use crate::engine::api;
 use crate::engine::registry::custom_types::{self, ArgType, CustomType, TypeError, TypeOptions};
 use crate::engine::registry::resource_types::{self, ResourceType};
 use crate::engine::registry::resources::AddArgs;
@@ -134,8 +135,13 @@ fn type_add(
     name: Option<&str>,
     options: &TypeOptions,
 ) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let added = custom_types::add(&mut store, config, name, options, &providers(ctx)?)?;
+    ctx.store()?;
+    providers(ctx)?;
+    let added = ctx.change(api::AddResourceType {
+        file: config.map(std::path::Path::to_path_buf),
+        name: name.map(str::to_string),
+        options: options.clone(),
+    })?;
     let t = &added.custom;
     let mut report = custom_report(
         Report::ok(
@@ -159,7 +165,7 @@ fn type_add(
 }
 
 fn type_remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let t = custom_types::find(&store, name)?;
     confirm(
         &format!("Remove resource type {}?", t.name),
@@ -167,7 +173,10 @@ fn type_remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError>
         &ctx.terminal,
         &ctx.suggest(&format!("resource type remove --yes {}", t.name)),
     )?;
-    let removed = custom_types::remove(&mut store, &t.name)?;
+    drop(store);
+    let removed = ctx.change(api::RemoveResourceType {
+        name: t.name.clone(),
+    })?;
     Ok(Report::ok(
         "resource type remove",
         json!({"resource_type": custom_json(&removed), "resources_using": 0, "subcommand_removed": removed.user_addable}),
@@ -280,16 +289,15 @@ pub fn add_resource(
         .cloned()
         .or(outer.description);
     let update = outer.update || matches.get_flag("update");
-    let mut store = ctx.store()?;
-    let added = custom_types::add_resource(
-        &mut store,
-        &providers(ctx)?,
-        t,
-        &name,
-        &values,
+    ctx.store()?;
+    providers(ctx)?;
+    let added = ctx.change(api::AddCustomResource {
+        custom: t.clone(),
+        name,
+        values,
         description,
         update,
-    )?;
+    })?;
     Ok(super::resource::added_report(ctx, &added))
 }
 

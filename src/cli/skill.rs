@@ -9,7 +9,8 @@ use serde_json::json;
 
 use super::confirm::confirm;
 use super::{CliError, Context, view};
-use crate::engine::registry::tool_registration::{self as register, AddSkill};
+use crate::engine::api;
+use crate::engine::registry::tool_registration::AddSkill;
 use crate::engine::skill_registry::{self, Discovered, ResolvedSkill, ResolvedTool, SkillDef};
 use crate::engine::skills::{self, SOURCES};
 use crate::engine::tools::custom::ToolCapability;
@@ -125,8 +126,8 @@ pub fn run(command: SkillCommand, ctx: &Context) -> Result<Report, CliError> {
 }
 
 fn add(ctx: &Context, input: &AddSkill) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let (reg, skill) = register::add_skill(&mut store, input)?;
+    ctx.store()?;
+    let (reg, skill) = ctx.change(api::RegisterSkill(input.clone()))?;
     let mut data = skill_json(&skill);
     data["tools"] = json!(
         skill
@@ -153,7 +154,7 @@ fn add(ctx: &Context, input: &AddSkill) -> Result<Report, CliError> {
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     if skills::lookup(name).is_err() && store.custom_skill::<SkillDef>(name)?.is_none() {
         return Err(
             CliError::new("NOT_FOUND", format!("skill `{name}` is not registered"))
@@ -168,7 +169,10 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
             &ctx.suggest(&format!("skill remove --yes {name}")),
         )?;
     }
-    let (_, actors) = register::remove_skill(&mut store, name)?;
+    drop(store);
+    let (_, actors) = ctx.change(api::RemoveSkill {
+        name: name.to_string(),
+    })?;
     let mut report = Report::ok(
         "skill remove",
         json!({"skill": name, "actors_naming_it": actors}),

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use super::confirm::confirm;
 use super::skill::{checkpoint_cell, writes_cell};
 use super::{CliError, Context, view};
+use crate::engine::api;
 use crate::engine::registry::tool_registration::{self as register, AddTool};
 use crate::engine::store::tools::Registration;
 use crate::engine::tools;
@@ -56,14 +57,15 @@ fn capability_panel(cap: &ToolCapability) -> Element {
 /// `INVALID_INPUT` naming the field (YAML, schema, capability, command), `CONFLICT` for a
 /// duplicate without `--update`.
 pub fn add(ctx: &Context, input: &AddTool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     let existed = input
         .name
         .as_deref()
         .map(|n| store.registered_tool::<ToolDef>(n).map(|r| r.is_some()))
         .transpose()?
         .unwrap_or(false);
-    let reg = register::add_tool(&mut store, input)?;
+    drop(store);
+    let reg = ctx.change(api::RegisterTool(input.clone()))?;
     let cap = reg.definition.capability().unwrap_or_default();
     let verb = if existed && input.update {
         "updated"
@@ -107,7 +109,7 @@ pub fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> 
         )
         .hint("leave its skill out of an actor's `skills:` instead"));
     }
-    let mut store = ctx.store()?;
+    let store = ctx.store()?;
     if store.registered_tool::<ToolDef>(name)?.is_none() {
         return Err(
             CliError::new("NOT_FOUND", format!("tool `{name}` is not registered"))
@@ -120,7 +122,10 @@ pub fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> 
         &ctx.terminal,
         &ctx.suggest(&format!("tool remove --yes {name}")),
     )?;
-    let reg = register::remove_tool(&mut store, name)?;
+    drop(store);
+    let reg = ctx.change(api::RemoveTool {
+        name: name.to_string(),
+    })?;
     Ok(Report::ok(
         "tool remove",
         json!({"tool": registered_json(&reg)}),

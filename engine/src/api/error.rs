@@ -128,6 +128,9 @@ pub enum ApiError {
     /// A review item could not be named or marked (`docs/review.md`).
     #[error(transparent)]
     Review(#[from] crate::review::ReviewError),
+    /// A registry change failed.
+    #[error(transparent)]
+    Registry(#[from] super::registry::RegistryError),
     /// The sandbox to export could not be chosen.
     #[error(transparent)]
     Export(#[from] super::export::ExportError),

@@ -14,6 +14,7 @@ mod error;
 mod export;
 mod op;
 mod query;
+mod registry;
 mod run;
 mod status;
 
@@ -26,6 +27,7 @@ pub use op::{
     Answered, Cancelled, CorrectMode, Correction, Op, Outcome, Prompted, ReviewRequest, Reviewed,
     UseRequest, Used,
 };
+pub use registry::*;
 pub use status::{ChildView, PlanStatusView, StatusHeadline, StepView, step_name};
 
 use crate::config::{Config, Provider};

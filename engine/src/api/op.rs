@@ -101,6 +101,9 @@ pub enum Op {
     /// Export a plan's sandbox as a branch of the user's repository or as a patch file; the
     /// project is not touched (spec section 11).
     Export(Box<super::export::ExportRequest>),
+    /// Change a registry: resources, projects, actions, actors, invariants, automation
+    /// profiles, tools, skills, resource types (see [`super::RegistryOp`]).
+    Registry(Box<super::registry::RegistryOp>),
     /// Mark items of a plan's review for its current attempt (`docs/review.md`): hunk ids (or
     /// unique prefixes of at least 4 digits) or changed paths (every item of that file), all
     /// in one transaction. Marks change no phase, so no lease is taken.
@@ -219,6 +222,9 @@ pub enum Outcome {
     Reviewed(Box<Reviewed>),
     /// [`Op::Export`].
     Exported(Box<super::export::Exported>),
+    /// [`Op::Registry`] (faces render each change's own result; not serialised).
+    #[serde(skip)]
+    Registry(Box<super::registry::RegistryOutcome>),
 }
 
 impl Outcome {
@@ -235,6 +241,7 @@ impl Outcome {
             Outcome::CleanedUp(_) => "cleanup",
             Outcome::Reviewed(_) => "review",
             Outcome::Exported(_) => "export",
+            Outcome::Registry(_) => "registry",
         }
     }
 }

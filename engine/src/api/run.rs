@@ -55,6 +55,7 @@ pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
             Ok(Outcome::CleanedUp(Box::new(report)))
         }
         Op::Review(r) => review(engine, &r),
+        Op::Registry(r) => super::registry::run(engine, *r).map(|o| Outcome::Registry(Box::new(o))),
         Op::Export(r) => super::export::export(engine, &r).map(|e| Outcome::Exported(Box::new(e))),
     }
 }
