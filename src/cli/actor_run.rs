@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{CliError, Context, env_var};
 use crate::engine::actor_run::{OneShot, OneShotError, OneShotResult, Workspace, run_model_actor};
@@ -135,36 +135,7 @@ fn report(
             "unknown".to_string()
         }
     };
-    let data = json!({
-        "run_id": result.run_id,
-        "actor": result.actor,
-        "provider": result.provider,
-        "model": result.model,
-        "answer": run.answer,
-        "stop": run.stop,
-        "turns": run.turns,
-        "tools": result.tools,
-        "tool_calls": run.tool_calls,
-        "usage": result.usage,
-        "usage_known": usage_known,
-        "cost_usd": result.cost_usd,
-        "model_calls": run.model_calls.iter().map(|c| json!({
-            "turn": c.turn,
-            "attempts": c.attempts,
-            "input_tokens": c.usage_reported.then_some(c.usage.input_tokens),
-            "output_tokens": c.usage_reported.then_some(c.usage.output_tokens),
-            "cache_read_tokens": c.usage.cache_read_tokens,
-            "cache_write_tokens": c.usage.cache_write_tokens,
-            "usage_reported": c.usage_reported,
-            "stop_reason": c.stop_reason,
-            "duration_ms": c.duration_ms,
-            "error": c.error.as_ref().map(|e| json!({"kind": e.0, "message": e.1})),
-        })).collect::<Vec<_>>(),
-        "sandbox": result.sandbox,
-        "context": request.context,
-        "load_context": request.load_context,
-        "files_changed": result.files_changed,
-    });
+    let data = run_json(request, result, usage_known);
     let where_hint = format!(
         "the sandbox is at {}; review it with {}",
         result.sandbox.path,
@@ -271,6 +242,41 @@ fn report(
         );
     }
     Ok(report)
+}
+
+/// The JSON of `actor run`'s report.
+fn run_json(request: &OneShot, result: &OneShotResult, usage_known: bool) -> Value {
+    let run = &result.run;
+    json!({
+        "run_id": result.run_id,
+        "actor": result.actor,
+        "provider": result.provider,
+        "model": result.model,
+        "answer": run.answer,
+        "stop": run.stop,
+        "turns": run.turns,
+        "tools": result.tools,
+        "tool_calls": run.tool_calls,
+        "usage": result.usage,
+        "usage_known": usage_known,
+        "cost_usd": result.cost_usd,
+        "model_calls": run.model_calls.iter().map(|c| json!({
+            "turn": c.turn,
+            "attempts": c.attempts,
+            "input_tokens": c.usage_reported.then_some(c.usage.input_tokens),
+            "output_tokens": c.usage_reported.then_some(c.usage.output_tokens),
+            "cache_read_tokens": c.usage.cache_read_tokens,
+            "cache_write_tokens": c.usage.cache_write_tokens,
+            "usage_reported": c.usage_reported,
+            "stop_reason": c.stop_reason,
+            "duration_ms": c.duration_ms,
+            "error": c.error.as_ref().map(|e| json!({"kind": e.0, "message": e.1})),
+        })).collect::<Vec<_>>(),
+        "sandbox": result.sandbox,
+        "context": request.context,
+        "load_context": request.load_context,
+        "files_changed": result.files_changed,
+    })
 }
 
 /// The tool calls, the files changed in the sandbox and the model calls of a run.

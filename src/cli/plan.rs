@@ -8,7 +8,7 @@ use super::{CliError, Context, view};
 use crate::engine::api;
 use crate::engine::domain::{Phase, Plan, ProcessingState};
 use crate::engine::lifecycle::driver::Stopped;
-use crate::engine::registry::plan_use::Request;
+use crate::engine::registry::plan_use::{Created, Request};
 use crate::output::{Column, Element, Level, Report};
 
 /// `agents plan ...`
@@ -298,10 +298,44 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     for w in &checkout_warnings {
         report = report.message(crate::output::Level::Warn, w.clone());
     }
+    report = created_panels(ctx, report, p, &c, &id, &next);
+    if c.action_archived {
+        report = report.message(
+            Level::Info,
+            format!(
+                "action {} is not reusable and was archived by this use",
+                c.action.name
+            ),
+        );
+    }
+    if not_yet.is_some() {
+        report.status.level = Level::Warn;
+    }
+    if let Some(w) = waiting {
+        report.status = crate::output::Message {
+            level: Level::Warn,
+            text: w.body.message.clone(),
+        };
+        report.exit = crate::output::Exit::NeedsHuman;
+        report.error = Some(*w.body);
+    }
+    Ok(report)
+}
+
+/// The panels of `plan use`'s report: the plan, its arguments, actors, automation, target
+/// projects, invariants and next steps.
+fn created_panels(
+    ctx: &Context,
+    mut report: Report,
+    p: &Plan,
+    c: &Created,
+    id: &str,
+    next: &str,
+) -> Report {
     report = report.with(Element::panel(
         "Plan Created",
         [
-            ("Plan ID", view::id(id.clone())),
+            ("Plan ID", view::id(id.to_string())),
             ("Phase", p.phase().as_str().into()),
             ("State", p.state().as_str().into()),
             ("Action", view::id(p.action_name.clone())),
@@ -384,31 +418,11 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         .with(Element::List {
             title: "Next Steps".into(),
             items: vec![
-                next.clone(),
+                next.to_string(),
                 ctx.suggest(&format!("invariant list --plan {id} --effective")),
             ],
         });
-    if c.action_archived {
-        report = report.message(
-            Level::Info,
-            format!(
-                "action {} is not reusable and was archived by this use",
-                c.action.name
-            ),
-        );
-    }
-    if not_yet.is_some() {
-        report.status.level = Level::Warn;
-    }
-    if let Some(w) = waiting {
-        report.status = crate::output::Message {
-            level: Level::Warn,
-            text: w.body.message.clone(),
-        };
-        report.exit = crate::output::Exit::NeedsHuman;
-        report.error = Some(*w.body);
-    }
-    Ok(report)
+    report
 }
 
 fn plan_row(p: &Plan) -> serde_json::Value {

@@ -310,31 +310,7 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
     if a.show_reasoning {
         data["reasoning"] = json!(d.actor_reasoning);
     }
-    let mut entries: Vec<(String, Cell)> = vec![
-        ("Decision".into(), view::id(d.decision_id.to_string())),
-        ("Type".into(), d.decision_type.as_str().into()),
-        ("Plan".into(), view::id(d.plan_id.to_string())),
-        ("Question".into(), view::or(d.question.as_deref(), "(none)")),
-        ("Chosen".into(), d.chosen_option.clone().into()),
-        (
-            "Confidence".into(),
-            d.confidence_score
-                .map(|c| format!("{c:.2}"))
-                .unwrap_or_else(|| "(none)".into())
-                .into(),
-        ),
-        ("Attempt".into(), d.attempt.to_string().into()),
-    ];
-    if let Some(by) = d.superseded_by {
-        entries.push(("Superseded By".into(), view::id(by.to_string())));
-    }
-    if let Some(c) = d.corrects_decision_id {
-        entries.push(("Corrects".into(), view::id(c.to_string())));
-        entries.push((
-            "Guidance".into(),
-            d.correction_reason.clone().unwrap_or_default().into(),
-        ));
-    }
+    let entries = decision_entries(&d);
     let mut report = Report::ok(
         "plan explain",
         data,
@@ -381,6 +357,52 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
             items: imp.files.clone(),
         });
     }
+    report = context_lists(report, a, &d);
+    Ok(report.with(Element::List {
+        title: "Next Steps".into(),
+        // A superseded decision cannot be corrected: its replacement can.
+        items: vec![match d.superseded_by {
+            Some(by) => ctx.suggest(&format!("plan explain {by}")),
+            None => ctx.suggest(&format!(
+                "plan correct --mode revert -g <guidance> --dry-run {}",
+                d.decision_id
+            )),
+        }],
+    }))
+}
+
+/// The "Decision" panel of `plan explain`.
+fn decision_entries(d: &Decision) -> Vec<(String, Cell)> {
+    let mut entries: Vec<(String, Cell)> = vec![
+        ("Decision".into(), view::id(d.decision_id.to_string())),
+        ("Type".into(), d.decision_type.as_str().into()),
+        ("Plan".into(), view::id(d.plan_id.to_string())),
+        ("Question".into(), view::or(d.question.as_deref(), "(none)")),
+        ("Chosen".into(), d.chosen_option.clone().into()),
+        (
+            "Confidence".into(),
+            d.confidence_score
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_else(|| "(none)".into())
+                .into(),
+        ),
+        ("Attempt".into(), d.attempt.to_string().into()),
+    ];
+    if let Some(by) = d.superseded_by {
+        entries.push(("Superseded By".into(), view::id(by.to_string())));
+    }
+    if let Some(c) = d.corrects_decision_id {
+        entries.push(("Corrects".into(), view::id(c.to_string())));
+        entries.push((
+            "Guidance".into(),
+            d.correction_reason.clone().unwrap_or_default().into(),
+        ));
+    }
+    entries
+}
+
+/// What `--show-context` and `--show-reasoning` add to `plan explain`.
+fn context_lists(mut report: Report, a: &ExplainArgs, d: &Decision) -> Report {
     let hot = d
         .context_snapshot
         .get("hot_context")
@@ -433,17 +455,7 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
             ],
         });
     }
-    Ok(report.with(Element::List {
-        title: "Next Steps".into(),
-        // A superseded decision cannot be corrected: its replacement can.
-        items: vec![match d.superseded_by {
-            Some(by) => ctx.suggest(&format!("plan explain {by}")),
-            None => ctx.suggest(&format!(
-                "plan correct --mode revert -g <guidance> --dry-run {}",
-                d.decision_id
-            )),
-        }],
-    }))
+    report
 }
 
 fn affected_json(imp: &Impact) -> Value {
@@ -613,61 +625,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         ));
     }
     if a.dry_run {
-        let imp = impact_of(ctx, &store, &d.decision_id)?;
-        let refused = revert::check_revertable(&plan, &d).err();
-        let refusal = refused.as_ref().map(ToString::to_string);
-        let rerun =
-            crate::engine::actors::estimate::rerun_cost(&store, &d.plan_id, &imp.steps_rerun)?;
-        let mut affected = affected_json(&imp);
-        affected["estimated_tokens"] = json!(rerun.tokens);
-        affected["estimated_cost_usd"] = json!(rerun.cost_usd);
-        let cost_line = format!(
-            "{} step(s) re-run, est. {} tokens / {}; {} step(s) replayed at no cost (from the re-run steps' recorded usage)",
-            imp.steps_rerun.len(),
-            rerun.tokens,
-            rerun
-                .cost_usd
-                .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.4}")),
-            imp.steps_replayed.len()
-        );
-        let data = json!({
-            "decision_id": d.decision_id,
-            "plan_id": d.plan_id,
-            "mode": "revert",
-            "dry_run": true,
-            "guidance": a.guidance,
-            "affected": affected,
-            "refused": refusal,
-        });
-        let mut report = Report::ok(
-            "plan correct",
-            data,
-            format!(
-                "Dry run: {} decision(s) invalidated, {} step(s) re-run, {} replayed; nothing was changed",
-                imp.decisions.len(),
-                imp.steps_rerun.len(),
-                imp.steps_replayed.len()
-            ),
-        )
-        .message(Level::Info, cost_line)
-        .with(Element::panel(
-            "Correction Preview",
-            [
-                ("Decision", view::id(d.decision_id.to_string())),
-                ("Type", d.decision_type.as_str().into()),
-                ("Plan", view::id(d.plan_id.to_string())),
-                ("Mode", "revert".into()),
-                ("Guidance", a.guidance.clone().into()),
-            ],
-        ));
-        report = impact_elements(report, &imp, &store);
-        if let Some(r) = refusal {
-            report = report.message(Level::Warn, format!("a revert would be refused: {r}"));
-        }
-        return Ok(report.with(Element::List {
-            title: "Next Steps".into(),
-            items: dry_run_next_steps(ctx, a, &d, &plan, refused.as_ref()),
-        }));
+        return dry_run(ctx, a, &store, &d, &plan);
     }
     revert::check_revertable(&plan, &d)?;
     let imp = impact_of(ctx, &store, &d.decision_id)?;
@@ -743,6 +701,85 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             rep
         });
     }
+    Ok(reverted_report(ctx, a, &d, &r, &p, data, next))
+}
+
+/// `plan correct --dry-run` of a revert: what would be invalidated, re-run and replayed, and
+/// its cost, with nothing changed.
+fn dry_run(
+    ctx: &Context,
+    a: &CorrectArgs,
+    store: &Store,
+    d: &Decision,
+    plan: &Plan,
+) -> Result<Report, CliError> {
+    let imp = impact_of(ctx, store, &d.decision_id)?;
+    let refused = revert::check_revertable(plan, d).err();
+    let refusal = refused.as_ref().map(ToString::to_string);
+    let rerun = crate::engine::actors::estimate::rerun_cost(store, &d.plan_id, &imp.steps_rerun)?;
+    let mut affected = affected_json(&imp);
+    affected["estimated_tokens"] = json!(rerun.tokens);
+    affected["estimated_cost_usd"] = json!(rerun.cost_usd);
+    let cost_line = format!(
+        "{} step(s) re-run, est. {} tokens / {}; {} step(s) replayed at no cost (from the re-run steps' recorded usage)",
+        imp.steps_rerun.len(),
+        rerun.tokens,
+        rerun
+            .cost_usd
+            .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.4}")),
+        imp.steps_replayed.len()
+    );
+    let data = json!({
+        "decision_id": d.decision_id,
+        "plan_id": d.plan_id,
+        "mode": "revert",
+        "dry_run": true,
+        "guidance": a.guidance,
+        "affected": affected,
+        "refused": refusal,
+    });
+    let mut report = Report::ok(
+        "plan correct",
+        data,
+        format!(
+            "Dry run: {} decision(s) invalidated, {} step(s) re-run, {} replayed; nothing was changed",
+            imp.decisions.len(),
+            imp.steps_rerun.len(),
+            imp.steps_replayed.len()
+        ),
+    )
+    .message(Level::Info, cost_line)
+    .with(Element::panel(
+        "Correction Preview",
+        [
+            ("Decision", view::id(d.decision_id.to_string())),
+            ("Type", d.decision_type.as_str().into()),
+            ("Plan", view::id(d.plan_id.to_string())),
+            ("Mode", "revert".into()),
+            ("Guidance", a.guidance.clone().into()),
+        ],
+    ));
+    report = impact_elements(report, &imp, store);
+    if let Some(r) = refusal {
+        report = report.message(Level::Warn, format!("a revert would be refused: {r}"));
+    }
+    return Ok(report.with(Element::List {
+        title: "Next Steps".into(),
+        items: dry_run_next_steps(ctx, a, d, plan, refused.as_ref()),
+    }));
+}
+
+/// The report of a revert that stopped where it should (a gate, applied, nothing to do).
+fn reverted_report(
+    ctx: &Context,
+    a: &CorrectArgs,
+    d: &Decision,
+    r: &revert::Reverted,
+    p: &Plan,
+    data: Value,
+    next: String,
+) -> Report {
+    let id = p.plan_id;
     let result = &r.attempt.result;
     let list = |k: &str| -> Vec<String> {
         result[k]
@@ -755,7 +792,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             .filter(|v: &Vec<String>| !v.is_empty())
             .unwrap_or_else(|| vec!["(none)".into()])
     };
-    let report = Report::ok(
+    Report::ok(
         "plan correct",
         data,
         format!(
@@ -797,8 +834,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
                 r.attempt.attempt_id
             )),
         ],
-    });
-    Ok(report)
+    })
 }
 
 /// `agents plan diff --correction ATTEMPT [PLAN]`: the old attempt's changes, the corrected

@@ -336,22 +336,7 @@ pub(crate) fn driven_report(
                 format!("plan {id} waits for a higher budget: {message}"),
             ))
         }
-        Stopped::Errored { code, message } => {
-            Err(crate::engine::lifecycle::report::recovery_hints(p)
-                .into_iter()
-                .fold(
-                    CliError::new(
-                        "PLAN_ERRORED",
-                        format!("plan {id} errored in {}: {message}", p.phase()),
-                    )
-                    .detail(format!(
-                        "error code {code}; the plan is at {}/errored and can be resumed",
-                        p.phase()
-                    )),
-                    |e, h| e.hint(super::next::command(&h.next)),
-                )
-                .data(data))
-        }
+        Stopped::Errored { code, message } => Err(errored(p, code, message, data)),
         Stopped::Cancelled { reason } => Err(CliError::new(
             "CANCELLED",
             format!(
@@ -397,47 +382,69 @@ pub(crate) fn driven_report(
                 items: vec![ctx.next(next)],
             }))
         }
-        Stopped::Applied => {
-            let summary = p
-                .validation_summary
-                .as_ref()
-                .and_then(|v| v.get("apply_summary"))
-                .cloned()
-                .unwrap_or(Value::Null);
-            data["apply_summary"] = summary.clone();
-            let mut report =
-                Report::ok(command, data, format!("Plan {id} applied")).with(plan_panel(p));
-            if let Some(resources) = summary["resources"].as_array() {
-                report = report.with(Element::Table {
-                    title: "Applied".into(),
-                    columns: ["Resource", "Files", "Lines", "Commit"]
-                        .map(Column::left)
-                        .into(),
-                    rows: resources
-                        .iter()
-                        .map(|r| {
-                            vec![
-                                r["resource"]
-                                    .as_str()
-                                    .unwrap_or_default()
-                                    .to_string()
-                                    .into(),
-                                r["files"].as_array().map_or(0, Vec::len).to_string().into(),
-                                format!("+{} -{}", r["additions"], r["deletions"]).into(),
-                                r["commit"]
-                                    .as_str()
-                                    .map(|c| c[..12.min(c.len())].to_string())
-                                    .unwrap_or_else(|| "(not committed)".into())
-                                    .into(),
-                            ]
-                        })
-                        .collect(),
-                    empty: "Nothing to apply: the plan changed no file.".into(),
-                });
-            }
-            Ok(report.message(Level::Info, "git hooks were not run"))
-        }
+        Stopped::Applied => Ok(applied_report(command, data, p)),
     }
+}
+
+/// The report of a plan that was applied: its plan panel and what each resource got.
+fn applied_report(command: &str, mut data: Value, p: &Plan) -> Report {
+    let id = p.plan_id;
+    let summary = p
+        .validation_summary
+        .as_ref()
+        .and_then(|v| v.get("apply_summary"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    data["apply_summary"] = summary.clone();
+    let mut report = Report::ok(command, data, format!("Plan {id} applied")).with(plan_panel(p));
+    if let Some(resources) = summary["resources"].as_array() {
+        report = report.with(Element::Table {
+            title: "Applied".into(),
+            columns: ["Resource", "Files", "Lines", "Commit"]
+                .map(Column::left)
+                .into(),
+            rows: resources
+                .iter()
+                .map(|r| {
+                    vec![
+                        r["resource"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string()
+                            .into(),
+                        r["files"].as_array().map_or(0, Vec::len).to_string().into(),
+                        format!("+{} -{}", r["additions"], r["deletions"]).into(),
+                        r["commit"]
+                            .as_str()
+                            .map(|c| c[..12.min(c.len())].to_string())
+                            .unwrap_or_else(|| "(not committed)".into())
+                            .into(),
+                    ]
+                })
+                .collect(),
+            empty: "Nothing to apply: the plan changed no file.".into(),
+        });
+    }
+    report.message(Level::Info, "git hooks were not run")
+}
+
+/// `PLAN_ERRORED` for a plan that errored, with its recovery steps as hints.
+fn errored(p: &Plan, code: &str, message: &str, data: Value) -> CliError {
+    let id = p.plan_id;
+    crate::engine::lifecycle::report::recovery_hints(p)
+        .into_iter()
+        .fold(
+            CliError::new(
+                "PLAN_ERRORED",
+                format!("plan {id} errored in {}: {message}", p.phase()),
+            )
+            .detail(format!(
+                "error code {code}; the plan is at {}/errored and can be resumed",
+                p.phase()
+            )),
+            |e, h| e.hint(super::next::command(&h.next)),
+        )
+        .data(data)
 }
 
 /// The plan panel shown after driving.

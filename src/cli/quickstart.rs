@@ -210,24 +210,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
             },
             ctx,
         )?;
-        let store = ctx.store()?;
-        let id = store.resolve_plan_id(&plan_id)??;
-        let plan = store
-            .plan(&id)?
-            .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {plan_id} vanished")))?;
-        data["phase"] = json!(plan.phase());
-        data["state"] = json!(plan.state());
-        let mut report = Report::ok(
-            "quickstart",
-            data,
-            format!(
-                "Quickstart plan {plan_id} is at {}/{}",
-                plan.phase(),
-                plan.state()
-            ),
-        );
-        report.messages = warnings;
-        return Ok(report);
+        return after_tui(ctx, &plan_id, data, warnings);
     }
 
     let store = ctx.store()?;
@@ -284,6 +267,46 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
             ctx.suggest(&format!("plan diff {plan_id}")),
         ],
     });
+    Ok(waiting_for_apply(
+        report, &plan_id, &summary, warnings, apply,
+    ))
+}
+
+/// The quickstart's report after the TUI closed: where the plan is now.
+fn after_tui(
+    ctx: &Context,
+    plan_id: &str,
+    mut data: Value,
+    warnings: Vec<Message>,
+) -> Result<Report, CliError> {
+    let store = ctx.store()?;
+    let id = store.resolve_plan_id(&plan_id)??;
+    let plan = store
+        .plan(&id)?
+        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {plan_id} vanished")))?;
+    data["phase"] = json!(plan.phase());
+    data["state"] = json!(plan.state());
+    let mut report = Report::ok(
+        "quickstart",
+        data,
+        format!(
+            "Quickstart plan {plan_id} is at {}/{}",
+            plan.phase(),
+            plan.state()
+        ),
+    );
+    report.messages = warnings;
+    Ok(report)
+}
+
+/// Marks the headless quickstart's report as waiting for the apply approval (exit 3).
+fn waiting_for_apply(
+    mut report: Report,
+    plan_id: &str,
+    summary: &str,
+    warnings: Vec<Message>,
+    apply: String,
+) -> Report {
     let nothing = report.data["diff"]["stats"]["files_changed"].as_u64() == Some(0);
     let message = if nothing {
         format!("plan {plan_id} found nothing to change; applying it records that without a commit")
@@ -307,7 +330,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
         suggestions: vec![apply],
         exit: super::error::exit_of_str("NEEDS_APPROVAL"),
     });
-    Ok(report)
+    report
 }
 
 /// Checks that `path` is the top directory of a git work tree with at least one commit and

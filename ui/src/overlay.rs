@@ -1153,48 +1153,7 @@ pub(crate) fn render(
             plan_id,
             items,
             selected,
-        } => {
-            let height = usize::from(area.height.saturating_sub(6)).max(1);
-            let offset = selected.saturating_sub(height - 1);
-            let mut lines: Vec<Line> = items
-                .iter()
-                .enumerate()
-                .skip(offset)
-                .take(height)
-                .map(|(i, cp)| {
-                    let text = format!(
-                        "#{:<3} {:<5} {} · {} file(s) · {}",
-                        cp.seq,
-                        cp.label,
-                        cp.taken,
-                        cp.files_changed,
-                        cp.step.as_deref().unwrap_or("-"),
-                    );
-                    if i == *selected {
-                        Line::styled(format!("» {text}"), theme.style(Slot::ListSelected))
-                    } else {
-                        Line::styled(format!("  {text}"), theme.style(Slot::Text))
-                    }
-                })
-                .collect();
-            lines.push(Line::default());
-            lines.push(footer(
-                &[
-                    ("j/k", "move"),
-                    ("Enter", "roll back to it"),
-                    ("Esc", "cancel"),
-                ],
-                theme,
-            ));
-            render_box(
-                &format!("Checkpoints of plan {}", short_id(plan_id)),
-                lines,
-                theme,
-                false,
-                area,
-                buf,
-            );
-        }
+        } => render_checkpoints(plan_id, items, *selected, theme, area, buf),
         Overlay::Confirm { title, body, .. } => {
             let mut lines: Vec<Line> = body
                 .lines()
@@ -1273,6 +1232,57 @@ pub(crate) fn render(
             render_box(title, lines, theme, *is_error, area, buf);
         }
     }
+}
+
+/// The checkpoint list a rollback chooses from, scrolled to keep the selection in view.
+fn render_checkpoints(
+    plan_id: &str,
+    items: &[CheckpointItem],
+    selected: usize,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let height = usize::from(area.height.saturating_sub(6)).max(1);
+    let offset = selected.saturating_sub(height - 1);
+    let mut lines: Vec<Line> = items
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(i, cp)| {
+            let text = format!(
+                "#{:<3} {:<5} {} · {} file(s) · {}",
+                cp.seq,
+                cp.label,
+                cp.taken,
+                cp.files_changed,
+                cp.step.as_deref().unwrap_or("-"),
+            );
+            if i == selected {
+                Line::styled(format!("» {text}"), theme.style(Slot::ListSelected))
+            } else {
+                Line::styled(format!("  {text}"), theme.style(Slot::Text))
+            }
+        })
+        .collect();
+    lines.push(Line::default());
+    lines.push(footer(
+        &[
+            ("j/k", "move"),
+            ("Enter", "roll back to it"),
+            ("Esc", "cancel"),
+        ],
+        theme,
+    ));
+    render_box(
+        &format!("Checkpoints of plan {}", short_id(plan_id)),
+        lines,
+        theme,
+        false,
+        area,
+        buf,
+    );
 }
 
 fn render_box(
