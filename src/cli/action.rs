@@ -384,8 +384,8 @@ fn usage(ctx: &Context, a: &Action) -> Element {
 fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
     ctx.store()?;
     ctx.config()?;
-    let created = ctx.change(api::CreateAction(req.clone())).map_err(|e| match e {
-        api::ApiError::Registry(api::RegistryError::Action(actions::ActionError::Exists(name))) => {
+    let created = ctx.change(api::CreateAction(req.clone())).map_err(|e| match e.into_registry() {
+        Ok(api::RegistryError::Action(actions::ActionError::Exists(name))) => {
             let file = shell_words::quote(&req.config.display().to_string()).into_owned();
             CliError::new("CONFLICT", format!("action {name} already exists"))
                 .detail(
@@ -395,7 +395,8 @@ fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
                 .hint(ctx.suggest(&format!("action create --config {file} {name}-v2")))
                 .hint(ctx.suggest(&format!("action show {name}")))
         }
-        other => other.into(),
+        Ok(other) => other.into(),
+        Err(other) => other.into(),
     })?;
     let a = &created.action;
     let texts: Vec<String> = created.invariants.iter().map(|(_, t)| t.clone()).collect();
@@ -668,10 +669,8 @@ fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
     let change = api::DeleteAction {
         action: a.action_id.to_string(),
     };
-    let deleted = ctx.change(change).map_err(|e| match e {
-        api::ApiError::Registry(api::RegistryError::Action(
-            e @ actions::ActionError::InUse { .. },
-        )) => {
+    let deleted = ctx.change(change).map_err(|e| match e.into_registry() {
+        Ok(api::RegistryError::Action(e @ actions::ActionError::InUse { .. })) => {
             let first = match &e {
                 actions::ActionError::InUse { plans, .. } => plans
                     .first()
@@ -685,7 +684,8 @@ fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
                 .hint(ctx.suggest(&format!("plan cancel {first}")))
                 .hint(ctx.suggest(&format!("action archive {}", shell_words::quote(&a.name))))
         }
-        other => other.into(),
+        Ok(other) => other.into(),
+        Err(other) => other.into(),
     })?;
     let a = &deleted.action;
     Ok(Report::ok(

@@ -179,19 +179,18 @@ fn add(
         overrides: overrides.clone(),
         update,
     };
-    let added = ctx.change(change).map_err(|e| match e {
-        api::ApiError::Registry(api::RegistryError::Actor(actors::ActorError::Exists(n))) => {
-            CliError::new(
-                "CONFLICT",
-                "Actor already registered - use --update to replace",
-            )
-            .detail(format!("Actor already exists: {n}"))
-            .hint(ctx.suggest(&format!(
-                "actor add --update --config {} {n}",
-                shell_words::quote(&config.display().to_string())
-            )))
-        }
-        other => other.into(),
+    let added = ctx.change(change).map_err(|e| match e.into_registry() {
+        Ok(api::RegistryError::Actor(actors::ActorError::Exists(n))) => CliError::new(
+            "CONFLICT",
+            "Actor already registered - use --update to replace",
+        )
+        .detail(format!("Actor already exists: {n}"))
+        .hint(ctx.suggest(&format!(
+            "actor add --update --config {} {n}",
+            shell_words::quote(&config.display().to_string())
+        ))),
+        Ok(other) => other.into(),
+        Err(other) => other.into(),
     })?;
     let a = &added.actor;
     let (provider, model) = a

@@ -634,7 +634,7 @@ impl From<crate::engine::api::ApiError> for CliError {
             E::Store(s) => s.into(),
             E::Review(r) => r.into(),
             E::Export(x) => export_error(x),
-            E::Registry(r) => r.into(),
+            E::Registry(r) => (*r).into(),
         }
     }
 }
@@ -651,7 +651,6 @@ impl From<crate::engine::api::RegistryError> for CliError {
             R::Profile(x) => x.into(),
             R::Register(x) => x.into(),
             R::Type(x) => x.into(),
-            R::Store(x) => x.into(),
         }
     }
 }

@@ -763,10 +763,10 @@ fn dry_run(
     if let Some(r) = refusal {
         report = report.message(Level::Warn, format!("a revert would be refused: {r}"));
     }
-    return Ok(report.with(Element::List {
+    Ok(report.with(Element::List {
         title: "Next Steps".into(),
         items: dry_run_next_steps(ctx, a, d, plan, refused.as_ref()),
-    }));
+    }))
 }
 
 /// The report of a revert that stopped where it should (a gate, applied, nothing to do).

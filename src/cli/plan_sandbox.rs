@@ -763,7 +763,7 @@ fn export_cmd(
         .unwrap_or_default();
     let mut report = Report::ok(
         "plan export",
-        &outcome,
+        outcome,
         format!("Exported {} file(s) to {target}", outcome.files_changed),
     )
     .with(Element::panel(

@@ -114,8 +114,8 @@ fn add(
         name: name.map(str::to_string),
         update,
     };
-    let added = ctx.change(change).map_err(|e| match e {
-        api::ApiError::Registry(api::RegistryError::Profile(profiles::ProfileError::Exists(n))) => {
+    let added = ctx.change(change).map_err(|e| match e.into_registry() {
+        Ok(api::RegistryError::Profile(profiles::ProfileError::Exists(n))) => {
             CliError::new("CONFLICT", format!("automation profile {n} already exists")).hint(
                 ctx.suggest(&format!(
                     "automation-profile add --update --config {} {n}",
@@ -123,7 +123,8 @@ fn add(
                 )),
             )
         }
-        other => other.into(),
+        Ok(other) => other.into(),
+        Err(other) => other.into(),
     })?;
     let p = &added.profile;
     let mut report = Report::ok(

@@ -280,7 +280,7 @@ fn after_tui(
     warnings: Vec<Message>,
 ) -> Result<Report, CliError> {
     let store = ctx.store()?;
-    let id = store.resolve_plan_id(&plan_id)??;
+    let id = store.resolve_plan_id(plan_id)??;
     let plan = store
         .plan(&id)?
         .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {plan_id} vanished")))?;

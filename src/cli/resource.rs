@@ -387,20 +387,18 @@ fn add(
         name: name.clone(),
         args: args.clone(),
     };
-    let added = ctx.change(change).map_err(|e| match e {
-        api::ApiError::Registry(api::RegistryError::Resource(
-            resources::ResourceError::Exists(n),
-        )) => CliError::new("CONFLICT", format!("Resource {n} already exists."))
-            .detail("use --update to replace it")
-            .hint(ctx.suggest(&format!("resource add --update {type_name} {n} {flags}"))),
-        api::ApiError::Registry(api::RegistryError::Resource(
-            resources::ResourceError::SameTarget {
-                name,
-                existing,
-                what,
-                target,
-            },
-        )) => {
+    let added = ctx.change(change).map_err(|e| match e.into_registry() {
+        Ok(api::RegistryError::Resource(resources::ResourceError::Exists(n))) => {
+            CliError::new("CONFLICT", format!("Resource {n} already exists."))
+                .detail("use --update to replace it")
+                .hint(ctx.suggest(&format!("resource add --update {type_name} {n} {flags}")))
+        }
+        Ok(api::RegistryError::Resource(resources::ResourceError::SameTarget {
+            name,
+            existing,
+            what,
+            target,
+        })) => {
             let message = resources::ResourceError::SameTarget {
                 name,
                 existing: existing.clone(),
@@ -416,7 +414,8 @@ fn add(
                 .hint(hint)
                 .hint(ctx.suggest(&format!("resource show {existing}")))
         }
-        other => other.into(),
+        Ok(other) => other.into(),
+        Err(other) => other.into(),
     })?;
     Ok(added_report(ctx, &added))
 }

@@ -128,9 +128,9 @@ pub enum ApiError {
     /// A review item could not be named or marked (`docs/review.md`).
     #[error(transparent)]
     Review(#[from] crate::review::ReviewError),
-    /// A registry change failed.
+    /// A registry change failed (boxed: the registries' errors are large).
     #[error(transparent)]
-    Registry(#[from] super::registry::RegistryError),
+    Registry(Box<super::registry::RegistryError>),
     /// The sandbox to export could not be chosen.
     #[error(transparent)]
     Export(#[from] super::export::ExportError),
@@ -139,6 +139,25 @@ pub enum ApiError {
 impl From<crate::lease::LeaseError> for ApiError {
     fn from(e: crate::lease::LeaseError) -> Self {
         ApiError::Run(e.into())
+    }
+}
+
+impl ApiError {
+    /// The registry's error of a failed registry change, or this error as it is.
+    ///
+    /// # Errors
+    /// `self` when it is not [`ApiError::Registry`].
+    pub fn into_registry(self) -> Result<super::registry::RegistryError, ApiError> {
+        match self {
+            ApiError::Registry(r) => Ok(*r),
+            other => Err(other),
+        }
+    }
+}
+
+impl From<super::registry::RegistryError> for ApiError {
+    fn from(e: super::registry::RegistryError) -> Self {
+        ApiError::Registry(Box::new(e))
     }
 }
 

@@ -20,8 +20,8 @@ use crate::registry::resources::{self, AddArgs, RemovalPlan, Resource, ResourceE
 use crate::registry::tool_registration::{self as tools, AddSkill, AddTool, RegisterError};
 use crate::registry::{actions, actors, profiles};
 use crate::skill_registry::{ResolvedSkill, SkillDef};
+use crate::store::Store;
 use crate::store::tools::Registration;
-use crate::store::{Store, StoreError};
 use crate::tools::custom::ToolDef;
 
 /// Why a registry change failed: the registry's own error, unchanged, so a face renders it
@@ -52,10 +52,29 @@ pub enum RegistryError {
     /// Custom resource types.
     #[error(transparent)]
     Type(#[from] TypeError),
-    /// The database failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }
+
+/// Each registry's error is an [`ApiError::Registry`], so a change's `?` needs no mapping.
+macro_rules! into_api_error {
+    ($($t:ty),+) => {
+        $(impl From<$t> for ApiError {
+            fn from(e: $t) -> Self {
+                RegistryError::from(e).into()
+            }
+        })+
+    };
+}
+
+into_api_error!(
+    ResourceError,
+    ProjectError,
+    actions::ActionError,
+    actors::ActorError,
+    InvariantError,
+    profiles::ProfileError,
+    RegisterError,
+    TypeError
+);
 
 /// One registry change: a request that [`Engine::change`] runs on a fresh connection.
 pub trait RegistryChange: Into<RegistryOp> {
@@ -65,8 +84,8 @@ pub trait RegistryChange: Into<RegistryOp> {
     /// Makes the change.
     ///
     /// # Errors
-    /// The registry's error, as [`RegistryError`].
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError>;
+    /// [`ApiError::Registry`] with the registry's error; [`ApiError::Store`].
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError>;
 }
 
 impl Engine {
@@ -77,7 +96,7 @@ impl Engine {
     /// database cannot be opened.
     pub fn change<C: RegistryChange>(&self, change: C) -> Result<C::Output, ApiError> {
         let mut store = self.store()?;
-        Ok(change.apply(self, &mut store)?)
+        change.apply(self, &mut store)
     }
 
     fn provider_names(&self) -> Vec<String> {
@@ -194,7 +213,7 @@ pub struct AddResource {
 
 impl RegistryChange for AddResource {
     type Output = resources::Added;
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let names = engine.provider_names();
         Ok(resources::add(
             store,
@@ -223,7 +242,7 @@ pub struct AddCustomResource {
 
 impl RegistryChange for AddCustomResource {
     type Output = resources::Added;
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let names = engine.provider_names();
         Ok(custom_types::add_resource(
             store,
@@ -246,7 +265,7 @@ pub struct RemoveResource {
 
 impl RegistryChange for RemoveResource {
     type Output = RemovalPlan;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(resources::remove(store, &self.resource)?)
     }
 }
@@ -262,7 +281,7 @@ pub struct LinkResources {
 
 impl RegistryChange for LinkResources {
     type Output = (Resource, Resource);
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(resources::link_child(store, &self.parent, &self.child)?)
     }
 }
@@ -278,7 +297,7 @@ pub struct UnlinkResources {
 
 impl RegistryChange for UnlinkResources {
     type Output = (Resource, Resource);
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(resources::unlink_child(store, &self.parent, &self.child)?)
     }
 }
@@ -296,7 +315,7 @@ pub struct AddResourceType {
 
 impl RegistryChange for AddResourceType {
     type Output = TypeAdded;
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let names = engine.provider_names();
         Ok(custom_types::add(
             store,
@@ -317,7 +336,7 @@ pub struct RemoveResourceType {
 
 impl RegistryChange for RemoveResourceType {
     type Output = CustomType;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(custom_types::remove(store, &self.name)?)
     }
 }
@@ -328,7 +347,7 @@ pub struct CreateProject(pub projects::CreateRequest);
 
 impl RegistryChange for CreateProject {
     type Output = projects::Created;
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(projects::create(
             store,
             &engine.settings.providers,
@@ -352,7 +371,7 @@ pub struct LinkProjectResource {
 
 impl RegistryChange for LinkProjectResource {
     type Output = (Project, LinkedResource);
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(projects::link_resource(
             store,
             &self.project,
@@ -374,7 +393,7 @@ pub struct UnlinkProjectResource {
 
 impl RegistryChange for UnlinkProjectResource {
     type Output = (Project, LinkedResource, Vec<Plan>);
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(projects::unlink_resource(
             store,
             &self.project,
@@ -394,7 +413,7 @@ pub struct DeleteProject {
 
 impl RegistryChange for DeleteProject {
     type Output = projects::Deleted;
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let backups = engine.paths().data_dir.join("backups");
         Ok(projects::delete(
             store,
@@ -416,7 +435,7 @@ pub struct SetProjectProfile {
 
 impl RegistryChange for SetProjectProfile {
     type Output = (Project, Option<String>);
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(projects::set_profile(
             store,
             &self.project,
@@ -431,7 +450,7 @@ pub struct AddValidation(pub projects::ValidationRequest);
 
 impl RegistryChange for AddValidation {
     type Output = Validation;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(projects::add_validation(store, &self.0)?)
     }
 }
@@ -447,7 +466,7 @@ pub struct RemoveValidation {
 
 impl RegistryChange for RemoveValidation {
     type Output = Validation;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(projects::remove_validation(
             store,
             &self.project,
@@ -469,7 +488,7 @@ pub struct SetContextPolicy {
 
 impl RegistryChange for SetContextPolicy {
     type Output = ();
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(policy::set_project_policy(
             store,
             &self.project,
@@ -485,7 +504,7 @@ pub struct CreateAction(pub actions::CreateRequest);
 
 impl RegistryChange for CreateAction {
     type Output = actions::Created;
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(actions::create(store, &engine.settings.providers, &self.0)?)
     }
 }
@@ -499,7 +518,7 @@ pub struct MakeActionAvailable {
 
 impl RegistryChange for MakeActionAvailable {
     type Output = (actions::Action, ActionState, Vec<actions::Check>);
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(actions::make_available(
             store,
             &engine.settings.providers,
@@ -517,7 +536,7 @@ pub struct ArchiveAction {
 
 impl RegistryChange for ArchiveAction {
     type Output = (actions::Action, ActionState);
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(actions::archive(store, &self.action)?)
     }
 }
@@ -531,7 +550,7 @@ pub struct DeleteAction {
 
 impl RegistryChange for DeleteAction {
     type Output = actions::Deleted;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(actions::delete(store, &self.action)?)
     }
 }
@@ -551,7 +570,7 @@ pub struct AddActor {
 
 impl RegistryChange for AddActor {
     type Output = actors::Added;
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(actors::add(
             store,
             &engine.settings.providers,
@@ -572,7 +591,7 @@ pub struct RemoveActor {
 
 impl RegistryChange for RemoveActor {
     type Output = (actors::Actor, actors::Impact);
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(actors::remove(
             store,
             &engine.settings.providers,
@@ -594,7 +613,7 @@ pub struct AddInvariant {
 
 impl RegistryChange for AddInvariant {
     type Output = Vec<Invariant>;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(invariants::add(
             store,
             &self.targets,
@@ -613,7 +632,7 @@ pub struct RemoveInvariant {
 
 impl RegistryChange for RemoveInvariant {
     type Output = Invariant;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(invariants::remove(store, &self.invariant)?)
     }
 }
@@ -631,7 +650,7 @@ pub struct AddProfile {
 
 impl RegistryChange for AddProfile {
     type Output = profiles::Added;
-    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let names = engine.provider_names();
         Ok(profiles::add(
             store,
@@ -654,7 +673,7 @@ pub struct RemoveProfile {
 
 impl RegistryChange for RemoveProfile {
     type Output = profiles::Profile;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let globals: Vec<profiles::GlobalDefault<'_>> = self
             .globals
             .iter()
@@ -670,7 +689,7 @@ pub struct RegisterTool(pub AddTool);
 
 impl RegistryChange for RegisterTool {
     type Output = Registration<ToolDef>;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(tools::add_tool(store, &self.0)?)
     }
 }
@@ -684,7 +703,7 @@ pub struct RemoveTool {
 
 impl RegistryChange for RemoveTool {
     type Output = Registration<ToolDef>;
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(tools::remove_tool(store, &self.name)?)
     }
 }
@@ -695,7 +714,7 @@ pub struct RegisterSkill(pub AddSkill);
 
 impl RegistryChange for RegisterSkill {
     type Output = (Registration<SkillDef>, ResolvedSkill);
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(tools::add_skill(store, &self.0)?)
     }
 }
@@ -709,7 +728,7 @@ pub struct RemoveSkill {
 
 impl RegistryChange for RemoveSkill {
     type Output = (Registration<SkillDef>, Vec<String>);
-    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, RegistryError> {
+    fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         Ok(tools::remove_skill(store, &self.name)?)
     }
 }
@@ -786,8 +805,8 @@ mod tests {
             })
             .unwrap_err();
         assert!(
-            matches!(err, ApiError::Registry(RegistryError::Invariant(_))),
-            "{err:?}"
+            matches!(err.into_registry(), Ok(RegistryError::Invariant(_))),
+            "the registry's own error"
         );
         assert!(registry_events(&engine).is_empty());
     }

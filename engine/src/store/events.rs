@@ -148,6 +148,72 @@ impl Follower {
     }
 }
 
+/// Records in the caller's transaction that `change` happened to item `name` of `registry`
+/// (a `registry_changed` event with no plan), so the change and its event commit together.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub fn registry_changed(
+    tx: &Transaction<'_>,
+    registry: Registry,
+    name: &str,
+    change: Change,
+) -> Result<(), StoreError> {
+    let kind = EventKind::RegistryChanged(RegistryChanged::new(registry, name, change));
+    append(tx, None, &kind).map(|_| ())
+}
+
+/// The `name` column of the row of `table` whose `id_column` is `id`, read in the caller's
+/// transaction (an empty string when there is none), to name an item in its event.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub fn name_in(
+    tx: &Transaction<'_>,
+    table: &str,
+    id_column: &str,
+    id: &str,
+) -> Result<String, StoreError> {
+    use rusqlite::OptionalExtension;
+    let sql = format!("SELECT name FROM {table} WHERE {id_column} = ?1");
+    Ok(tx
+        .query_row(&sql, [id], |r| r.get::<_, String>(0))
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// [`Change::Updated`] when `table` has a row named `name` (read before an upsert),
+/// [`Change::Added`] otherwise.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub fn upsert_change(tx: &Transaction<'_>, table: &str, name: &str) -> Result<Change, StoreError> {
+    let n: i64 = tx.query_row(
+        &format!("SELECT count(*) FROM {table} WHERE name = ?1"),
+        [name],
+        |r| r.get(0),
+    )?;
+    Ok(if n > 0 {
+        Change::Updated
+    } else {
+        Change::Added
+    })
+}
+
+impl Store {
+    /// Records one event of `plan` in a transaction of its own, for changes made outside the
+    /// database (a branch written to the user's repository).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn record_event(&mut self, plan: &Id, kind: &EventKind) -> Result<i64, StoreError> {
+        let tx = self.conn_mut().transaction()?;
+        let seq = append(&tx, Some(plan), kind)?;
+        tx.commit()?;
+        Ok(seq)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,71 +325,5 @@ mod tests {
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["seq", "ts", "plan_id", "type", "data"]);
         assert_eq!(v["type"], "execute_step");
-    }
-}
-
-/// Records in the caller's transaction that `change` happened to item `name` of `registry`
-/// (a `registry_changed` event with no plan), so the change and its event commit together.
-///
-/// # Errors
-/// [`StoreError::Sqlite`].
-pub fn registry_changed(
-    tx: &Transaction<'_>,
-    registry: Registry,
-    name: &str,
-    change: Change,
-) -> Result<(), StoreError> {
-    let kind = EventKind::RegistryChanged(RegistryChanged::new(registry, name, change));
-    append(tx, None, &kind).map(|_| ())
-}
-
-/// The `name` column of the row of `table` whose `id_column` is `id`, read in the caller's
-/// transaction (an empty string when there is none), to name an item in its event.
-///
-/// # Errors
-/// [`StoreError::Sqlite`].
-pub fn name_in(
-    tx: &Transaction<'_>,
-    table: &str,
-    id_column: &str,
-    id: &str,
-) -> Result<String, StoreError> {
-    use rusqlite::OptionalExtension;
-    let sql = format!("SELECT name FROM {table} WHERE {id_column} = ?1");
-    Ok(tx
-        .query_row(&sql, [id], |r| r.get::<_, String>(0))
-        .optional()?
-        .unwrap_or_default())
-}
-
-/// [`Change::Updated`] when `table` has a row named `name` (read before an upsert),
-/// [`Change::Added`] otherwise.
-///
-/// # Errors
-/// [`StoreError::Sqlite`].
-pub fn upsert_change(tx: &Transaction<'_>, table: &str, name: &str) -> Result<Change, StoreError> {
-    let n: i64 = tx.query_row(
-        &format!("SELECT count(*) FROM {table} WHERE name = ?1"),
-        [name],
-        |r| r.get(0),
-    )?;
-    Ok(if n > 0 {
-        Change::Updated
-    } else {
-        Change::Added
-    })
-}
-
-impl Store {
-    /// Records one event of `plan` in a transaction of its own, for changes made outside the
-    /// database (a branch written to the user's repository).
-    ///
-    /// # Errors
-    /// [`StoreError::Sqlite`].
-    pub fn record_event(&mut self, plan: &Id, kind: &EventKind) -> Result<i64, StoreError> {
-        let tx = self.conn_mut().transaction()?;
-        let seq = append(&tx, Some(plan), kind)?;
-        tx.commit()?;
-        Ok(seq)
     }
 }
