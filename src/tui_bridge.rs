@@ -134,16 +134,59 @@ struct Job {
     handle: std::thread::JoinHandle<()>,
 }
 
-/// What the engine asks while it drives a plan for the TUI: whether the user quit. Quitting
-/// sets it, and the engine stops at its next safe point exactly as on Ctrl-C in a terminal
-/// (the plan stays queued with reason `interrupted` and can be resumed).
+/// What the engine asks and tells while it drives a plan for the TUI: whether the user quit
+/// (quitting sets it, and the engine stops at its next safe point exactly as on Ctrl-C in a
+/// terminal: the plan stays queued with reason `interrupted` and can be resumed), and each
+/// event it commits, which becomes a progress line of the live area.
 #[derive(Debug, Default)]
-struct Interrupt(AtomicBool);
+struct Interrupt {
+    quit: AtomicBool,
+    progress: std::sync::Mutex<Option<mpsc::Sender<Msg>>>,
+}
 
 impl Observer for Interrupt {
-    fn interrupted(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+    fn event(&self, event: &crate::engine::domain::event::EngineEvent) {
+        let (Some(plan), Some(text)) = (event.plan_id, progress_text(&event.kind)) else {
+            return;
+        };
+        if let Ok(tx) = self.progress.lock()
+            && let Some(tx) = tx.as_ref()
+        {
+            let _ = tx.send(Msg::Live {
+                plan_id: plan.to_string(),
+                update: LiveUpdate::Progress { text },
+            });
+        }
     }
+
+    fn interrupted(&self) -> bool {
+        self.quit.load(Ordering::SeqCst)
+    }
+}
+
+/// The live area's line for a committed event of a plan driven here: where the plan is in its
+/// lifecycle (spec section 08), so the area follows the plan from its first event.
+fn progress_text(kind: &crate::engine::domain::event::EventKind) -> Option<String> {
+    use crate::engine::domain::event::EventKind as K;
+    Some(match kind {
+        K::StrategizeStarted(p) => format!("Strategize started ({})", p.actor),
+        K::StrategizeComplete(p) => format!("Strategize recorded {} decision(s)", p.decisions),
+        K::ExecuteStarted(p) => format!("Execute started: {} step(s)", p.steps),
+        K::ExecuteStep(p) => match &p.error {
+            Some(e) => format!("step {}: {} ({})", p.step, p.status, one_line(e)),
+            None => format!("step {}: {}", p.step, p.status),
+        },
+        K::ExecuteComplete(p) => format!("Execute complete: {} step(s)", p.steps),
+        K::ApplyStarted(_) => "Apply started".to_string(),
+        K::ApplyComplete(p) => format!(
+            "Applied: {} file(s), +{} -{}",
+            p.files, p.additions, p.deletions
+        ),
+        K::ApprovalRequested(_) => "waiting for an approval".to_string(),
+        K::PlanErrored(_) => "the plan errored".to_string(),
+        K::PlanCancelled(_) => "the plan was cancelled".to_string(),
+        _ => return None,
+    })
 }
 
 /// The live area's form of a live engine event.
@@ -602,6 +645,9 @@ impl Bridge {
     /// worker threads, through `engine`; `global_profile` is the configured automation profile
     /// new plans get unless their action or project names one.
     pub fn with_engine(mut self, engine: Engine, global_profile: Option<String>) -> Self {
+        if let Ok(mut tx) = self.interrupt.progress.lock() {
+            *tx = Some(self.results_tx.clone());
+        }
         let observer: Arc<dyn Observer> = self.interrupt.clone();
         self.engine = Some(engine.with_observer(observer));
         self.global_profile = global_profile;
@@ -680,7 +726,7 @@ impl Bridge {
     /// left queued with reason `interrupted`, resumable), and waits up to `patience` for them
     /// to end.
     pub fn shutdown(&mut self, patience: Duration) {
-        self.interrupt.0.store(true, Ordering::SeqCst);
+        self.interrupt.quit.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + patience;
         while self.jobs.iter().any(|j| !j.handle.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));

@@ -420,6 +420,11 @@ pub enum LiveUpdate {
         /// How long it took, in milliseconds.
         duration_ms: u64,
     },
+    /// Where the plan is in its lifecycle (a phase or step started or ended, an approval).
+    Progress {
+        /// What happened, one line.
+        text: String,
+    },
     /// A line a step printed.
     Output {
         /// The step's name.

@@ -481,6 +481,7 @@ pub fn placement(
         tmp: tmp.clone(),
         policy: policy.shell.clone(),
         cancel: None,
+        on_line: None,
     };
     let mut writable = vec![sandbox.work_dir().to_path_buf(), home, cache, tmp];
     writable.extend(policy.shell.writable_paths.iter().cloned());

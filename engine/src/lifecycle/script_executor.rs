@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::domain::Id;
 use crate::registry::actions::ScriptStep;
+use crate::sandbox::launcher::LineSink;
 use crate::tools::runner::{CallRequest, Policy, RunnerError, ToolRunner};
 
 /// How one step ended.
@@ -47,6 +48,25 @@ fn clip(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+/// The step's output lines as live events of the plan while its command runs (nothing when
+/// no face in this process listens).
+fn live_lines(plan: Id, step: &str) -> Option<LineSink> {
+    if !crate::events::live::has_subscribers() {
+        return None;
+    }
+    let step = step.to_string();
+    Some(LineSink(std::sync::Arc::new(move |stream, line| {
+        crate::events::live::publish(
+            plan,
+            crate::events::live::LiveKind::StepOutput {
+                step: step.clone(),
+                stream,
+                line: line.to_string(),
+            },
+        );
+    })))
 }
 
 /// Runs one script step (its JSON as stored in the decision's context snapshot).
@@ -113,7 +133,10 @@ pub fn run_step(
             output: Value::Null,
         });
     };
-    let call = runner.call(plan_id, policy, request)?;
+    runner.set_output_lines(live_lines(*plan_id, &step.name));
+    let call = runner.call(plan_id, policy, request);
+    runner.set_output_lines(None);
+    let call = call?;
     if cancelled() {
         return Ok(StepEnd::Stopped);
     }
@@ -128,14 +151,6 @@ pub fn run_step(
         // `run:` or as `tool: shell_execute` (which used to count a timed-out command as done).
         Ok(result) if step.run.is_some() || record.tool == "shell_execute" => {
             let exit = result["exit_code"].as_i64();
-            for stream in ["stdout", "stderr"] {
-                crate::events::live::publish_output(
-                    *plan_id,
-                    &step.name,
-                    stream,
-                    result[stream].as_str().unwrap_or_default(),
-                );
-            }
             let output = json!({
                 "tool": "shell_execute",
                 "call_seq": record.seq,

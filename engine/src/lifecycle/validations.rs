@@ -196,6 +196,7 @@ pub fn run_in_sandboxes(
                 ..Default::default()
             },
             cancel: None,
+            on_line: None,
         };
         let result = {
             let _lock = sb.lock()?;
@@ -310,6 +311,7 @@ pub(crate) fn run_command(
             ..Default::default()
         },
         cancel: None,
+        on_line: None,
     };
     let _ = std::fs::create_dir_all(&settings.cache);
     let launch = shell::step_launch(

@@ -83,6 +83,21 @@ pub type Pipes = (
     std::process::ChildStderr,
 );
 
+/// Receives each complete line of a captured command's output as it is written, with its
+/// stream (`stdout` or `stderr`), secrets redacted; the whole (capped) output still comes back
+/// from [`Running::wait`]. A line is cut at [`LINE_LIMIT`] bytes.
+#[derive(Clone)]
+pub struct LineSink(pub Arc<dyn Fn(&'static str, &str) + Send + Sync>);
+
+impl std::fmt::Debug for LineSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineSink")
+    }
+}
+
+/// The longest line a [`LineSink`] is given, in bytes (a longer one arrives in pieces).
+pub const LINE_LIMIT: usize = 4096;
+
 /// One command to start.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -100,6 +115,8 @@ pub struct Launch {
     pub output_cap: usize,
     /// How stdin and stdout are connected.
     pub io: Io,
+    /// Where each line of captured output goes while the command runs, if anywhere.
+    pub on_line: Option<LineSink>,
 }
 
 /// Why a command could not be started.
@@ -386,6 +403,7 @@ fn start(launch: Launch, confine: bool) -> Result<Running, LaunchError> {
     };
     let cap = launch.output_cap;
     let io = launch.io.clone();
+    let on_line = launch.on_line.clone();
     let kill = Arc::new(AtomicBool::new(false));
     let (start_tx, start_rx) = mpsc::channel::<Started>();
     let (done_tx, done_rx) = mpsc::channel();
@@ -429,8 +447,8 @@ fn start(launch: Launch, confine: bool) -> Result<Running, LaunchError> {
                             let _ = stdin.write_all(&bytes);
                         });
                     }
-                    running.stdout = stdout.map(|s| drain(s, cap));
-                    running.stderr = stderr.map(|s| drain(s, cap));
+                    running.stdout = stdout.map(|s| drain(s, cap, lines("stdout", &on_line)));
+                    running.stderr = stderr.map(|s| drain(s, cap, lines("stderr", &on_line)));
                 }
             }
             Ok(running)
@@ -444,7 +462,55 @@ fn start(launch: Launch, confine: bool) -> Result<Running, LaunchError> {
     }
 }
 
-fn drain(mut stream: impl Read + Send + 'static, cap: usize) -> mpsc::Receiver<(Vec<u8>, bool)> {
+/// A [`LineSplitter`] for `stream` when output lines are wanted.
+fn lines(stream: &'static str, sink: &Option<LineSink>) -> Option<LineSplitter> {
+    sink.clone().map(|sink| LineSplitter {
+        stream,
+        sink,
+        partial: Vec::new(),
+    })
+}
+
+/// Cuts a stream's bytes into lines for a [`LineSink`].
+struct LineSplitter {
+    stream: &'static str,
+    sink: LineSink,
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                self.emit();
+            } else {
+                self.partial.push(b);
+                if self.partial.len() >= LINE_LIMIT {
+                    self.emit();
+                }
+            }
+        }
+    }
+
+    fn emit(&mut self) {
+        let line = String::from_utf8_lossy(&self.partial);
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        (self.sink.0)(self.stream, &crate::redact::redact(line));
+        self.partial.clear();
+    }
+
+    fn finish(mut self) {
+        if !self.partial.is_empty() {
+            self.emit();
+        }
+    }
+}
+
+fn drain(
+    mut stream: impl Read + Send + 'static,
+    cap: usize,
+    mut lines: Option<LineSplitter>,
+) -> mpsc::Receiver<(Vec<u8>, bool)> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut kept = Vec::new();
@@ -457,8 +523,14 @@ fn drain(mut stream: impl Read + Send + 'static, cap: usize) -> mpsc::Receiver<(
                     let room = cap.saturating_sub(kept.len());
                     kept.extend_from_slice(&buf[..n.min(room)]);
                     truncated |= n > room;
+                    if let Some(l) = lines.as_mut() {
+                        l.feed(&buf[..n]);
+                    }
                 }
             }
+        }
+        if let Some(l) = lines {
+            l.finish();
         }
         let _ = tx.send((kept, truncated));
     });
@@ -1032,6 +1104,7 @@ mod tests {
                     ..Default::default()
                 },
                 output_cap: 64 * 1024,
+                on_line: None,
                 io: Io::Captured,
             }
         }
@@ -1109,6 +1182,51 @@ mod tests {
             .filter(|c| c.contains("777.25") || c.contains("778.25"))
             .collect();
         assert!(survivors.is_empty(), "{survivors:?}");
+    }
+
+    #[test]
+    fn output_lines_reach_the_sink_while_the_command_runs() {
+        let f = fixture();
+        let (tx, rx) = mpsc::channel::<(&'static str, String)>();
+        let tx = std::sync::Mutex::new(tx);
+        let mut launch = f.launch(
+            "printf 'one\\n'; printf 'oops\\n' >&2; \
+             while [ ! -e go ]; do sleep 0.05; done; printf 'two\\nthree'",
+        );
+        launch.on_line = Some(LineSink(Arc::new(move |stream, line| {
+            let _ = tx.lock().unwrap().send((stream, line.to_string()));
+        })));
+        let running = if confines() {
+            spawn(launch)
+        } else {
+            spawn_unconfined(launch)
+        }
+        .unwrap();
+        let mut early = vec![
+            rx.recv_timeout(Duration::from_secs(60)).unwrap(),
+            rx.recv_timeout(Duration::from_secs(60)).unwrap(),
+        ];
+        early.sort();
+        // The command is still waiting for `go`: these lines came while it ran.
+        assert_eq!(
+            early,
+            [
+                ("stderr", "oops".to_string()),
+                ("stdout", "one".to_string())
+            ]
+        );
+        fs::write(f.work.join("go"), "").unwrap();
+        let done = running.wait(Duration::from_secs(60), None);
+        assert_eq!(String::from_utf8_lossy(&done.stdout), "one\ntwo\nthree");
+        let rest: Vec<(&str, String)> = rx.try_iter().collect();
+        assert_eq!(
+            rest,
+            [
+                ("stdout", "two".to_string()),
+                ("stdout", "three".to_string())
+            ],
+            "the last line is given at the end even without its newline"
+        );
     }
 
     #[test]

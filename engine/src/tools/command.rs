@@ -88,6 +88,7 @@ pub fn spawn_confined(launch: &Launch, io: Io) -> Result<Running, String> {
             limits: launch.limits,
         },
         output_cap: OUTPUT_CAP,
+        on_line: None,
         io,
     };
     if confined {

@@ -352,6 +352,7 @@ impl ToolRunner<'_> {
             tmp,
             policy: policy.shell.clone(),
             cancel: self.cancel.clone(),
+            on_line: None,
         };
         let _lock = sandbox.lock().map_err(failed)?;
         let repo = sandbox.repo().map_err(failed)?;

@@ -196,6 +196,9 @@ pub struct ShellSettings {
     /// Set by the plan's driver when the plan is cancelled or interrupted: a running command's
     /// process group is killed at once.
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Where a running command's output lines go as they are written (a plan's live view of
+    /// a script step), if anywhere.
+    pub on_line: Option<crate::sandbox::launcher::LineSink>,
 }
 
 /// What a tool sees while it runs.

@@ -207,6 +207,7 @@ pub struct ToolRunner<'a> {
     pub(super) store: &'a mut Store,
     pub(super) sandboxes: &'a Sandboxes,
     pub(super) cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub(super) on_line: Option<crate::sandbox::launcher::LineSink>,
 }
 
 pub(crate) fn shorten(value: &Value) -> Value {
@@ -274,7 +275,14 @@ impl<'a> ToolRunner<'a> {
             store,
             sandboxes,
             cancel: None,
+            on_line: None,
         }
+    }
+
+    /// Where shell commands' output lines go while they run (a script step's live output);
+    /// `None` stops sending them.
+    pub fn set_output_lines(&mut self, sink: Option<crate::sandbox::launcher::LineSink>) {
+        self.on_line = sink;
     }
 
     /// A flag that, once set, kills a running shell command's process group (the plan was
@@ -515,6 +523,7 @@ impl<'a> ToolRunner<'a> {
             tmp,
             policy: policy.shell.clone(),
             cancel: self.cancel.clone(),
+            on_line: self.on_line.clone(),
         };
         let _lock = sandbox.lock().map_err(failed)?;
         let fs = SandboxFs::open(sandbox.work_dir(), &policy.deny_patterns)

@@ -465,6 +465,7 @@ pub fn step_launch(
         },
         output_cap: OUTPUT_CAP,
         io: launcher::Io::Captured,
+        on_line: settings.on_line.clone(),
     }
 }
 

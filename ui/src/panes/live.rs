@@ -90,6 +90,7 @@ impl LiveArea {
                 };
                 self.line(kind, format!("{mark} {name} ({duration_ms} ms)"));
             }
+            LiveUpdate::Progress { text } => self.line(LineKind::Tool, format!("▶ {text}")),
             LiveUpdate::Output { step, line } => {
                 self.line(LineKind::Output, format!("{step} │ {line}"));
             }

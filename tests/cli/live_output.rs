@@ -1,0 +1,106 @@
+//! The TUI's live area while a plan runs in its process (spec section 20): a script step's
+//! output lines and the plan's progress arrive as the step runs, not when it ends.
+
+use std::time::{Duration, Instant};
+
+use cleveragents::engine::api::{Engine, Settings};
+use cleveragents::engine::paths::Paths;
+use cleveragents::engine::sandbox::Sandboxes;
+use cleveragents::engine::store::Store;
+use cleveragents::tui_bridge::Bridge;
+use cleveragents_ui::model::LiveUpdate;
+use cleveragents_ui::{Cmd, Msg};
+
+use super::lifecycle::{setup_with, use_plan};
+
+/// One step that prints a line, then waits for `go` to appear in the work tree.
+const WAITING_ACTION: &str = r#"name: local/notes
+description: Count while waiting for {{ version }}
+definition-of-done: the step ended
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: count
+    run: printf 'tick 1\n'; while [ ! -e go ]; do sleep 0.05; done; printf 'tick 2\n'
+"#;
+
+/// Collects the bridge's messages until `until` holds for one, at most 120 s.
+fn collect(bridge: &mut Bridge, seen: &mut Vec<Msg>, what: &str, until: impl Fn(&Msg) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let got = bridge.background();
+        let done = got.iter().any(&until);
+        seen.extend(got);
+        if done {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never saw {what}: {seen:#?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A step's output line of plan `plan` (other tests of this process may drive plans too).
+fn output<'m>(m: &'m Msg, plan: &str) -> Option<&'m str> {
+    match m {
+        Msg::Live {
+            plan_id,
+            update: LiveUpdate::Output { line, .. },
+        } if plan_id == plan => Some(line),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_script_steps_output_reaches_the_live_area_while_the_step_runs() {
+    let s = setup_with(WAITING_ACTION);
+    let (doc, code, id) = use_plan(&s, "supervised");
+    assert_eq!(code, 3, "supervised stops before Execute: {doc:#}");
+    let paths = Paths::at(s.env.data_dir.clone(), s.env.config_path.clone());
+    let engine = Engine::new(paths.clone(), Settings::default());
+    let mut bridge = Bridge::new(
+        Store::open(&paths.database()).unwrap(),
+        Sandboxes::new(&paths),
+    )
+    .with_engine(engine, None);
+    bridge.handle(Cmd::Execute {
+        plan_id: id.clone(),
+    });
+    let mut seen = Vec::new();
+    collect(&mut bridge, &mut seen, "the first line", |m| {
+        output(m, &id) == Some("tick 1")
+    });
+    assert!(
+        !seen.iter().any(|m| matches!(m, Msg::Finished { .. })),
+        "the step is still waiting for `go`"
+    );
+    let progress: Vec<&str> = seen
+        .iter()
+        .filter_map(|m| match m {
+            Msg::Live {
+                plan_id,
+                update: LiveUpdate::Progress { text },
+            } if *plan_id == id => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        progress.iter().any(|t| t.starts_with("Execute started")),
+        "the area follows the plan from its first event: {progress:?}"
+    );
+    let work = {
+        let st = Store::open(&paths.database()).unwrap();
+        st.sandboxes_of_plan(&id.parse().unwrap()).unwrap()[0]
+            .layout()
+            .work_dir
+    };
+    std::fs::write(work.join("go"), "").unwrap();
+    collect(&mut bridge, &mut seen, "the end of the run", |m| {
+        matches!(m, Msg::Finished { .. })
+    });
+    let lines: Vec<&str> = seen.iter().filter_map(|m| output(m, &id)).collect();
+    assert_eq!(lines, ["tick 1", "tick 2"], "each line once, in order");
+}
