@@ -114,6 +114,14 @@ fn every_plan_mutation_writes_events_and_rollback_takes_the_lease() {
     let cancelled: Vec<_> = ev.iter().filter(|(k, _)| k == "plan_cancelled").collect();
     assert_eq!(cancelled.len(), 1, "{ev:?}");
     assert_eq!(cancelled[0].1["project_deleted"], "local/app", "{ev:?}");
+    // Its gate is withdrawn with it, as `plan cancel` does: nothing is left to approve.
+    assert!(
+        ev.iter()
+            .any(|(k, d)| k == "approval_resolved" && d["status"] == "withdrawn"),
+        "{ev:?}"
+    );
+    let (doc, _) = env.json(&["plan", "approvals", &other]);
+    assert_eq!(doc["data"]["approvals"], serde_json::json!([]), "{doc:#}");
 }
 
 #[test]

@@ -549,6 +549,7 @@ pub fn delete(
     let reason = format!("project {} was deleted with --force", project.name);
     store.delete_project(&project.project_id, &statuses, now, |tx| {
         for (id, status) in &statuses {
+            withdraw_approvals(tx, id, &reason)?;
             crate::events::append(
                 tx,
                 Some(id),
@@ -569,6 +570,25 @@ pub fn delete(
         backup: file,
         project,
     })
+}
+
+/// Withdraws the pending approvals of a plan cancelled because its project was deleted, as
+/// `plan cancel` does, so none is left to answer (each with its `approval_resolved` event).
+fn withdraw_approvals(
+    tx: &rusqlite::Transaction<'_>,
+    plan: &Id,
+    reason: &str,
+) -> Result<(), StoreError> {
+    let answer = serde_json::json!({"reason": "the plan was cancelled", "cancel_reason": reason});
+    for id in crate::store::approvals::pending_ids_in(tx, plan, None)? {
+        crate::store::approvals::resolve_in(
+            tx,
+            &id,
+            crate::domain::ApprovalStatus::Withdrawn,
+            &answer,
+        )?;
+    }
+    crate::store::lifecycle_run::set_state_reason(tx, plan, Some("cancelled"))
 }
 
 /// Sets (or with `None` clears) the project's automation profile; returns the project and the
