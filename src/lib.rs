@@ -9,12 +9,14 @@
 //!   (spec section 26, "Output Rendering Framework").
 //! - [`cli`]: clap definitions and one file per command group; parses, calls the engine and
 //!   hands the result to [`output`].
+//! - [`event_text`]: one line of plain English per stored event, for `plan events` and the TUI.
 //! - [`logging`]: tracing to a file in the data directory, never to the terminal.
 //! - [`tui_bridge`]: engine state to TUI messages, TUI commands to engine operations; owns the
 //!   terminal while the TUI (`cleveragents-ui`) runs.
 
 pub mod cli;
 pub use cleveragents_engine as engine;
+pub mod event_text;
 pub mod logging;
 pub mod output;
 pub mod tui_bridge;

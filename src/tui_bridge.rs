@@ -168,25 +168,20 @@ impl Observer for Interrupt {
 /// lifecycle (spec section 08), so the area follows the plan from its first event.
 fn progress_text(kind: &crate::engine::domain::event::EventKind) -> Option<String> {
     use crate::engine::domain::event::EventKind as K;
-    Some(match kind {
-        K::StrategizeStarted(p) => format!("Strategize started ({})", p.actor),
-        K::StrategizeComplete(p) => format!("Strategize recorded {} decision(s)", p.decisions),
-        K::ExecuteStarted(p) => format!("Execute started: {} step(s)", p.steps),
-        K::ExecuteStep(p) => match &p.error {
-            Some(e) => format!("step {}: {} ({})", p.step, p.status, one_line(e)),
-            None => format!("step {}: {}", p.step, p.status),
-        },
-        K::ExecuteComplete(p) => format!("Execute complete: {} step(s)", p.steps),
-        K::ApplyStarted(_) => "Apply started".to_string(),
-        K::ApplyComplete(p) => format!(
-            "Applied: {} file(s), +{} -{}",
-            p.files, p.additions, p.deletions
-        ),
-        K::ApprovalRequested(_) => "waiting for an approval".to_string(),
-        K::PlanErrored(_) => "the plan errored".to_string(),
-        K::PlanCancelled(_) => "the plan was cancelled".to_string(),
-        _ => return None,
-    })
+    matches!(
+        kind,
+        K::StrategizeStarted(_)
+            | K::StrategizeComplete(_)
+            | K::ExecuteStarted(_)
+            | K::ExecuteStep(_)
+            | K::ExecuteComplete(_)
+            | K::ApplyStarted(_)
+            | K::ApplyComplete(_)
+            | K::ApprovalRequested(_)
+            | K::PlanErrored(_)
+            | K::PlanCancelled(_)
+    )
+    .then(|| crate::event_text::summary(kind))
 }
 
 /// The live area's form of a live engine event.

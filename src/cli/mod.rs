@@ -18,6 +18,7 @@ pub mod invariant;
 pub mod next;
 pub mod plan;
 pub mod plan_correct;
+pub mod plan_events;
 pub mod plan_json;
 pub mod plan_logs;
 pub mod plan_review;

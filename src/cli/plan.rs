@@ -40,6 +40,9 @@ pub enum PlanCommand {
     Prompt(super::plan_run::PromptArgs),
     /// Show what a plan's steps printed (stdout and stderr, whole), or one step's
     Logs(super::plan_logs::LogsArgs),
+    /// Show a plan's event log: every phase, step, approval, correction, review mark and
+    /// export, oldest first (--follow keeps printing new ones)
+    Events(super::plan_events::EventsArgs),
     /// Show a plan's errors, retry history and recovery suggestions
     Errors {
         /// Plan id or unique prefix
@@ -132,6 +135,7 @@ impl PlanCommand {
             PlanCommand::Reject(_) => "reject",
             PlanCommand::Prompt(_) => "prompt",
             PlanCommand::Logs(_) => "logs",
+            PlanCommand::Events(_) => "events",
             PlanCommand::Errors { .. } => "errors",
             PlanCommand::Tree(_) => "tree",
             PlanCommand::Explain(_) => "explain",
@@ -171,6 +175,7 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
         PlanCommand::Reject(a) => super::plan_run::reject(ctx, &a),
         PlanCommand::Prompt(a) => super::plan_run::prompt(ctx, &a),
         PlanCommand::Logs(a) => super::plan_logs::logs(ctx, &a),
+        PlanCommand::Events(a) => super::plan_events::events(ctx, &a),
         PlanCommand::Errors { plan } => super::plan_run::errors(ctx, &plan),
         PlanCommand::Tree(a) => super::plan_correct::plan_tree(ctx, &a),
         PlanCommand::Explain(a) => super::plan_correct::explain(ctx, &a),

@@ -283,3 +283,52 @@ fn every_registry_change_writes_an_event_naming_the_item() {
     ok(&["resource", "remove", "--yes", "local/repo"]);
     seen("resource", "local/repo", "removed");
 }
+
+#[test]
+fn plan_events_lists_the_log_filters_by_type_and_names_an_unknown_type() {
+    let s = setup();
+    let env = &s.env;
+    let (_, code, id) = use_plan(&s, "trusted");
+    assert_eq!(code, 3);
+    mutate(env, &id, &["plan", "export", &id, "--branch", "look"], 0);
+    let stored = events_of(env, &id);
+    let (doc, code) = env.json(&["plan", "events", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let shown: Vec<(String, Value)> = doc["data"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["type"].as_str().unwrap().to_string(), e["data"].clone()))
+        .collect();
+    assert_eq!(
+        shown.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        stored.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        "every stored event of the plan, in order"
+    );
+    let (doc, _) = env.json(&["plan", "events", &id, "--type", "plan_exported"]);
+    let only: Vec<&str> = doc["data"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(only, ["plan_exported"]);
+    let out = env.run(&["--format", "plain", "plan", "events", &id]);
+    let text = crate::support::stdout(&out);
+    assert!(
+        text.contains("exported 1 file(s) to branch look") || text.contains("to branch look"),
+        "{text}"
+    );
+    let (doc, code) = env.json(&["plan", "events", &id, "--type", "nope"]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT"))
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--type nope"),
+        "{doc:#}"
+    );
+}
