@@ -763,7 +763,7 @@ fn export_cmd(
         .unwrap_or_default();
     let mut report = Report::ok(
         "plan export",
-        outcome,
+        &exported,
         format!("Exported {} file(s) to {target}", outcome.files_changed),
     )
     .with(Element::panel(
@@ -775,6 +775,24 @@ fn export_cmd(
             ("Files", outcome.files_changed.to_string()),
         ],
     ));
+    if !exported.left_out.is_empty() {
+        report = report
+            .message(
+                Level::Info,
+                format!(
+                    "the review marks items: exported what Apply would write, leaving out {} item(s)",
+                    exported.left_out.len()
+                ),
+            )
+            .with(Element::List {
+                title: "Left Out".into(),
+                items: exported
+                    .left_out
+                    .iter()
+                    .map(|l| format!("{} {} ({})", l.path, l.what, l.why))
+                    .collect(),
+            });
+    }
     if let (Some(b), Some(repo)) = (&outcome.branch, &exported.repository) {
         let repo = repo.display().to_string();
         let repo = shell_words::quote(&repo).into_owned();

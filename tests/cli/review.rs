@@ -79,8 +79,38 @@ fn a_partial_apply_commits_exactly_the_accepted_hunks_and_lists_what_was_left_ou
     assert_eq!(doc["data"]["counts"]["rejected"], 2, "{doc:#}");
     let (doc, code) = env.json(&["plan", "review", &plan, "--accept", "nosuchhunk"]);
     assert_ne!(code, 0, "{doc:#}");
+    // Export takes what Apply would write: the rejected file and hunk stay out of it.
+    let (doc, code) = env.json(&["plan", "export", &plan, "--branch", "reviewed"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        doc["data"]["left_out"].as_array().unwrap().len(),
+        2,
+        "{doc:#}"
+    );
+    assert!(
+        !show(&repo, "reviewed:c.txt").1,
+        "the rejected file is not exported"
+    );
+    let patch = env.root().join("reviewed.patch");
+    let (doc, code) = env.json(&["plan", "export", &plan, "--patch", patch.to_str().unwrap()]);
+    assert_eq!(code, 0, "{doc:#}");
+    let text = std::fs::read_to_string(&patch).unwrap();
+    assert!(text.contains("a.txt") && !text.contains("c.txt"), "{text}");
     let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
     assert_eq!(code, 0, "{doc:#}");
+    let tree = |rev: &str| {
+        let o = Command::new("git")
+            .args(["rev-parse", &format!("{rev}^{{tree}}")])
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(
+        tree("reviewed"),
+        tree("HEAD"),
+        "the exported branch holds exactly the tree Apply committed"
+    );
     assert_eq!(show(&repo, "HEAD:a.txt").0, a.replacen("a1\n", "A1\n", 1));
     assert_eq!(
         show(&repo, "HEAD:b.txt").0,

@@ -9,6 +9,7 @@ use super::{ApiError, Engine};
 use crate::domain::Id;
 use crate::domain::event::{EventKind, PlanExported};
 use crate::lifecycle::RunError;
+use crate::review::partial::{self, ApplyRequest, LeftOut, Selection};
 use crate::sandbox::export::{self, ExportOutcome};
 use crate::sandbox::{Sandbox, plan_commit_message};
 
@@ -44,6 +45,9 @@ pub struct Exported {
     /// What was written.
     #[serde(flatten)]
     pub outcome: ExportOutcome,
+    /// The review items left out, as Apply would leave them out (rejected, or not accepted
+    /// while something is marked); empty when nothing is marked and the whole sandbox went.
+    pub left_out: Vec<LeftOut>,
     /// The user's repository a branch was created in (`None` for a patch).
     #[serde(skip)]
     pub repository: Option<PathBuf>,
@@ -77,12 +81,12 @@ pub(super) fn export(engine: &Engine, req: &ExportRequest) -> Result<Exported, A
     let plan = store.plan(&req.plan)?.ok_or(RunError::NotFound(req.plan))?;
     let active = engine.sandboxes().active(&store, &plan.plan_id)?;
     let sb = choose(&active, req.resource.as_deref())?;
+    let (tree, left_out) = reviewed_part(engine, &store, &plan, sb)?;
     let _lock = sb.lock()?;
+    let message = plan_commit_message(&plan, EXPORT_NOTE);
     let outcome = match &req.target {
-        ExportTarget::Branch(b) => {
-            export::to_branch(sb, b, &plan_commit_message(&plan, EXPORT_NOTE), req.force)?
-        }
-        ExportTarget::Patch(file) => export::to_patch(sb, file, req.force)?,
+        ExportTarget::Branch(b) => export::to_branch(sb, tree, b, &message, req.force)?,
+        ExportTarget::Patch(file) => export::to_patch(sb, tree, file, req.force)?,
     };
     let event = EventKind::PlanExported(PlanExported {
         resource: outcome.resource_name.clone(),
@@ -98,8 +102,40 @@ pub(super) fn export(engine: &Engine, req: &ExportRequest) -> Result<Exported, A
         .map(|_| sb.target.kind.source_path().to_path_buf());
     Ok(Exported {
         outcome,
+        left_out,
         repository,
     })
+}
+
+/// What Apply would write of `sb` (docs/review.md): `None` (the whole sandbox) while no review
+/// item is marked, otherwise the accepted part's tree and the items it leaves out.
+fn reviewed_part(
+    engine: &Engine,
+    store: &crate::store::Store,
+    plan: &crate::domain::Plan,
+    sb: &Sandbox,
+) -> Result<(Option<git2::Oid>, Vec<LeftOut>), ApiError> {
+    let trees = crate::lifecycle::apply::reviewed_trees_in(store, &plan.plan_id)?;
+    let review = crate::review::load(store, &engine.sandboxes(), plan, &trees)?;
+    if !review.any_marked() {
+        return Ok((None, Vec::new()));
+    }
+    let resource = &sb.record.resource_name;
+    let repo = sb.repo()?;
+    let base = repo
+        .find_commit(sb.base_commit()?)
+        .map_err(crate::sandbox::SandboxError::git("reading the base commit"))?
+        .tree_id();
+    let reviewed = match trees.get(resource) {
+        Some(t) => *t,
+        None => {
+            let _lock = sb.lock()?;
+            crate::sandbox::checkpoint::snapshot(&repo)?
+        }
+    };
+    let selection = Selection::new(&ApplyRequest::default())?;
+    let part = partial::build(&repo, resource, base, reviewed, &review, &selection)?;
+    Ok((Some(part.tree), part.left_out))
 }
 
 /// The one sandbox `resource` names, or the plan's only sandbox.

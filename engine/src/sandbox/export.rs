@@ -29,7 +29,12 @@ pub struct ExportOutcome {
     pub files_changed: u64,
 }
 
-fn state(sandbox: &Sandbox) -> Result<(Repository, Oid, Oid, Oid), SandboxError> {
+/// The repository, base commit, base tree and the tree to export: `tree` when given (the
+/// reviewed part Apply would write), else a snapshot of the work tree.
+fn state(
+    sandbox: &Sandbox,
+    tree: Option<Oid>,
+) -> Result<(Repository, Oid, Oid, Oid), SandboxError> {
     let repo = sandbox.repo()?;
     let base = sandbox.base_commit()?;
     let base_tree = repo
@@ -37,12 +42,16 @@ fn state(sandbox: &Sandbox) -> Result<(Repository, Oid, Oid, Oid), SandboxError>
         .and_then(|c| c.tree())
         .map_err(SandboxError::git("reading the base tree"))?
         .id();
-    let tree = snapshot(&repo)?;
+    let tree = match tree {
+        Some(t) => t,
+        None => snapshot(&repo)?,
+    };
     Ok((repo, base, base_tree, tree))
 }
 
-/// Commits the sandbox's current state on top of its base commit and creates `branch` in the
-/// user's repository pointing at it, copying only the objects the user's repository lacks.
+/// Commits the sandbox's current state (or `tree`, a tree of the sandbox's repository) on top
+/// of its base commit and creates `branch` in the user's repository pointing at it, copying
+/// only the objects the user's repository lacks.
 /// The author is the one Apply uses ([`super::user_signature`]).
 /// An existing branch is replaced only with `force`.
 ///
@@ -51,6 +60,7 @@ fn state(sandbox: &Sandbox) -> Result<(Repository, Oid, Oid, Oid), SandboxError>
 /// name, or nothing to export; git errors.
 pub fn to_branch(
     sandbox: &Sandbox,
+    tree: Option<Oid>,
     branch: &str,
     message: &str,
     force: bool,
@@ -69,7 +79,7 @@ pub fn to_branch(
             "`{branch}` is not a valid branch name"
         )));
     }
-    let (repo, base, base_tree, tree) = state(sandbox)?;
+    let (repo, base, base_tree, tree) = state(sandbox, tree)?;
     let files_changed = count_changed(&repo, base_tree, tree)?;
     if files_changed == 0 {
         return Err(SandboxError::InvalidTarget(format!(
@@ -186,12 +196,16 @@ fn copy_missing(from: &Repository, to: &Repository, commit: Oid) -> Result<(), S
     Ok(())
 }
 
-/// The sandbox's changes against its base as a git patch (binary changes included).
+/// The sandbox's changes (or `tree`'s) against its base as a git patch (binary changes
+/// included).
 ///
 /// # Errors
 /// Git errors.
-pub fn patch_text(sandbox: &Sandbox) -> Result<(Vec<u8>, u64, String), SandboxError> {
-    let (repo, base, base_tree, tree) = state(sandbox)?;
+pub fn patch_text(
+    sandbox: &Sandbox,
+    tree: Option<Oid>,
+) -> Result<(Vec<u8>, u64, String), SandboxError> {
+    let (repo, base, base_tree, tree) = state(sandbox, tree)?;
     let old = repo
         .find_tree(base_tree)
         .map_err(SandboxError::git("reading a tree"))?;
@@ -217,13 +231,14 @@ pub fn patch_text(sandbox: &Sandbox) -> Result<(Vec<u8>, u64, String), SandboxEr
     Ok((out, diff.deltas().len() as u64, base.to_string()))
 }
 
-/// Writes the patch to `file` (refusing to replace an existing file unless `force`).
+/// Writes the patch of the sandbox (or of `tree`) to `file` (refusing to replace an existing file unless `force`).
 ///
 /// # Errors
 /// [`SandboxError::InvalidTarget`] for an existing file or nothing to export; I/O and git
 /// errors.
 pub fn to_patch(
     sandbox: &Sandbox,
+    tree: Option<Oid>,
     file: &Path,
     force: bool,
 ) -> Result<ExportOutcome, SandboxError> {
@@ -233,7 +248,7 @@ pub fn to_patch(
             file.display()
         )));
     }
-    let (bytes, files_changed, base) = patch_text(sandbox)?;
+    let (bytes, files_changed, base) = patch_text(sandbox, tree)?;
     if files_changed == 0 {
         return Err(SandboxError::InvalidTarget(format!(
             "the sandbox of {} has no changes to export",
