@@ -268,6 +268,7 @@ fn one_line(text: &str) -> String {
 /// as `plan correct --dry-run` (spec section 13): a revert's affected decisions, steps, child
 /// plans and files, and why it would be refused; an append changes nothing that exists.
 fn correction_preview(
+    engine: &Engine,
     store: &Store,
     sandboxes: &Sandboxes,
     decision_id: &str,
@@ -276,9 +277,6 @@ fn correction_preview(
     let id: Id = decision_id
         .parse()
         .map_err(|_| format!("{decision_id} is not a decision id"))?;
-    if mode == view::CorrectionMode::Append {
-        return Ok(view::CorrectionPreview::default());
-    }
     let d = store
         .decision(&id)
         .map_err(|e| e.to_string())?
@@ -287,6 +285,16 @@ fn correction_preview(
         .plan(&d.plan_id)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("plan {} no longer exists", d.plan_id))?;
+    if mode == view::CorrectionMode::Append {
+        // The child runs with the parent's execution actor, refused as `plan correct --mode
+        // append --dry-run` refuses it when it cannot take guidance.
+        let lc = engine.lifecycle().map_err(|e| e.to_string())?;
+        return Ok(view::CorrectionPreview {
+            refused: crate::engine::correction::append::child_execution_actor(&lc, &plan, None)
+                .err(),
+            ..view::CorrectionPreview::default()
+        });
+    }
     let imp = impact::impact(store, Some(sandboxes), &id).map_err(|e| e.to_string())?;
     let ids = |v: &[Id]| v.iter().map(Id::to_string).collect::<Vec<_>>();
     Ok(view::CorrectionPreview {
@@ -952,7 +960,7 @@ impl Bridge {
                 let what = format!("plan correct --dry-run {}", short(&decision_id));
                 self.spawn(what, move |engine| {
                     let result = engine.store().map_err(|e| e.to_string()).and_then(|store| {
-                        correction_preview(&store, &engine.sandboxes(), &decision_id, mode)
+                        correction_preview(engine, &store, &engine.sandboxes(), &decision_id, mode)
                     });
                     Msg::CorrectionPreview {
                         decision_id,

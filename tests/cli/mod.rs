@@ -19,7 +19,7 @@ mod invariant_checks;
 mod lifecycle;
 mod lifecycle_e2e;
 mod lifecycle_models;
-mod live_output;
+mod tui_in_process;
 mod mutation_events;
 mod plan_loop_actions;
 mod plan_loop_output;

@@ -1,5 +1,6 @@
-//! The TUI's live area while a plan runs in its process (spec section 20): a script step's
-//! output lines and the plan's progress arrive as the step runs, not when it ends.
+//! The TUI's engine in its own process (spec section 20), driven through the bridge as the
+//! TUI drives it: a script step's output lines and the plan's progress reach the live area as
+//! the step runs, and a correction's dry run refuses what `plan correct` refuses.
 
 use std::time::{Duration, Instant};
 
@@ -103,4 +104,58 @@ fn a_script_steps_output_reaches_the_live_area_while_the_step_runs() {
     });
     let lines: Vec<&str> = seen.iter().filter_map(|m| output(m, &id)).collect();
     assert_eq!(lines, ["tick 1", "tick 2"], "each line once, in order");
+}
+
+#[test]
+fn the_tuis_append_dry_run_is_refused_as_plan_correct_refuses_it() {
+    use cleveragents_ui::model::CorrectionMode;
+    let s = setup_with(WAITING_ACTION);
+    let (_, _, id) = use_plan(&s, "supervised");
+    let paths = Paths::at(s.env.data_dir.clone(), s.env.config_path.clone());
+    let decision = {
+        let st = Store::open(&paths.database()).unwrap();
+        st.decisions(&id.parse().unwrap())
+            .unwrap()
+            .into_iter()
+            .find(|d| d.step.is_some())
+            .expect("a step decision")
+            .decision_id
+            .to_string()
+    };
+    let (doc, code) = s.env.json(&[
+        "plan",
+        "correct",
+        "--mode",
+        "append",
+        "-g",
+        "x",
+        "--dry-run",
+        &decision,
+    ]);
+    assert_eq!(code, 1, "{doc:#}");
+    let cli = doc["error"]["message"].as_str().unwrap().to_string();
+    let engine = Engine::new(paths.clone(), Settings::default());
+    let mut bridge = Bridge::new(
+        Store::open(&paths.database()).unwrap(),
+        Sandboxes::new(&paths),
+    )
+    .with_engine(engine, None);
+    bridge.handle(Cmd::PreviewCorrection {
+        decision_id: decision.clone(),
+        mode: CorrectionMode::Append,
+        guidance: "x".into(),
+    });
+    let mut seen = Vec::new();
+    collect(&mut bridge, &mut seen, "the preview", |m| {
+        matches!(m, Msg::CorrectionPreview { .. })
+    });
+    let refused = seen.iter().find_map(|m| match m {
+        Msg::CorrectionPreview { result, .. } => Some(result.clone().unwrap().refused),
+        _ => None,
+    });
+    let refused = refused.flatten().expect("the TUI's dry run refuses it");
+    assert!(
+        refused.contains("never free-text guidance") && cli.contains("never free-text guidance"),
+        "TUI: {refused}\nCLI: {cli}"
+    );
 }
