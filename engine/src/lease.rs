@@ -274,7 +274,7 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
             plan_id: *plan_id,
             pid: lease.pid,
             host: lease.host,
-            kind: lease.kind,
+            kind: doing(&tx, plan_id, lease.kind)?,
         });
     }
     let now = Timestamp::now().to_string();
@@ -285,6 +285,22 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
     )?;
     tx.commit()?;
     Ok(start_heartbeat(store.path(), *plan_id))
+}
+
+/// What the holder of a lease is doing: a driver takes its lease under the phase the plan was
+/// in and runs on through the next ones, so a phase name reads as the plan's phase now.
+fn doing(tx: &rusqlite::Transaction<'_>, plan_id: &Id, kind: String) -> Result<String, LeaseError> {
+    if !["strategize", "execute", "apply"].contains(&kind.as_str()) {
+        return Ok(kind);
+    }
+    let phase: Option<String> = tx
+        .query_row(
+            "SELECT phase FROM plans WHERE plan_id = ?1",
+            [plan_id.to_string()],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(phase.unwrap_or(kind))
 }
 
 fn start_heartbeat(db: &Path, plan_id: Id) -> LeaseGuard {
@@ -389,6 +405,32 @@ mod tests {
         insert_lease(&store, &plan, other, Timestamp::now());
         match acquire(&mut store, &plan, "execute") {
             Err(LeaseError::Held { pid, .. }) => assert_eq!(pid, other),
+            other => panic!("expected Held, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_held_lease_names_the_phase_the_plan_is_in_now() {
+        let (_dir, mut store, plan) = setup();
+        let other = std::os::unix::process::parent_id();
+        // Taken under strategize; the driver has since moved the plan on to Apply.
+        insert_lease(&store, &plan, other, Timestamp::now());
+        store
+            .conn()
+            .execute(
+                "UPDATE plan_leases SET kind = 'strategize' WHERE plan_id = ?1",
+                [plan.to_string()],
+            )
+            .unwrap();
+        store
+            .conn()
+            .execute(
+                "UPDATE plans SET phase = 'apply' WHERE plan_id = ?1",
+                [plan.to_string()],
+            )
+            .unwrap();
+        match acquire(&mut store, &plan, "execute") {
+            Err(LeaseError::Held { kind, .. }) => assert_eq!(kind, "apply"),
             other => panic!("expected Held, got {other:?}"),
         }
     }
