@@ -64,16 +64,17 @@ pub enum PlanSandboxCommand {
         checkpoint: String,
     },
     /// Take a plan's work into your repository as a branch, or into a patch file
+    #[command(group(
+        clap::ArgGroup::new("target")
+            .required(true)
+            .multiple(false)
+            .args(["branch", "patch"])
+    ))]
     Export {
         /// Plan id or unique prefix
         plan: String,
         /// Create this branch in the resource's repository
-        #[arg(
-            long,
-            value_name = "NAME",
-            conflicts_with = "patch",
-            required_unless_present = "patch"
-        )]
+        #[arg(long, value_name = "NAME")]
         branch: Option<String>,
         /// Write a git patch to this file
         #[arg(long, value_name = "FILE")]
