@@ -199,7 +199,7 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
         roots: {
             let mut ids = Vec::new();
             tree_ids(&t.roots, &mut ids);
-            tree_nodes(&t.roots, &view::short_map(ids))
+            tree_nodes(&t.roots, &view::decision_shorts(&store, ids)?)
         },
     });
     report = report.with(Element::panel(

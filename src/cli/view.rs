@@ -49,6 +49,33 @@ pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
     crate::engine::domain::id::unique_prefixes(ids)
 }
 
+/// Shortest prefixes of decision ids, by full id, unique among every decision of the
+/// database that shares their first 8 characters (superseded ones and other plans' included),
+/// so that `plan explain` takes back any id printed.
+///
+/// # Errors
+/// Store errors.
+pub fn decision_shorts<I, S>(
+    store: &crate::engine::store::Store,
+    ids: I,
+) -> Result<std::collections::HashMap<String, String>, crate::engine::store::StoreError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let ids: Vec<String> = ids.into_iter().map(Into::into).collect();
+    let mut all = ids.clone();
+    let heads: std::collections::BTreeSet<String> =
+        ids.iter().map(|i| i.chars().take(8).collect()).collect();
+    for head in heads {
+        all.extend(store.decision_ids_starting_with(&head, 10_000)?);
+    }
+    let wanted: std::collections::HashSet<&String> = ids.iter().collect();
+    let mut shorts = short_map(all);
+    shorts.retain(|k, _| wanted.contains(k));
+    Ok(shorts)
+}
+
 /// Shortest unique prefixes (at least 8 characters) of every id in `ids`, by full id: for
 /// output that names ids in several places (a tree, step lists) so that what is printed can
 /// be typed back. Duplicates count once.

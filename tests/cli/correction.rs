@@ -1525,3 +1525,29 @@ fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
         );
     }
 }
+
+/// Every decision id `plan tree` prints after a correction is taken back by `plan explain`,
+/// although superseded decisions and the new attempt's share its first characters.
+#[test]
+fn every_id_plan_tree_prints_after_a_correction_names_one_decision() {
+    let (s, id, pid) = offline_plan();
+    let st = store(&s.env);
+    let s5 = by_key(&st, &pid)["s5"].decision_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let out = s.env.run(&["--format", "plain", "plan", "tree", &id]);
+    let text = crate::support::stdout(&out);
+    let ids = regex::Regex::new(r"\b01[0-9A-HJKMNP-TV-Z]{6,24}\b").unwrap();
+    let printed: Vec<&str> = ids.find_iter(&text).map(|m| m.as_str()).collect();
+    assert!(printed.len() > 3, "{text}");
+    for short in printed.iter().filter(|p| !id.starts_with(**p)) {
+        let (doc, code) = s.env.json(&["plan", "explain", short]);
+        assert_eq!(
+            code, 0,
+            "`plan explain {short}` from the tree:\n{text}\n{doc:#}"
+        );
+    }
+}

@@ -260,6 +260,27 @@ impl Store {
         Ok(())
     }
 
+    /// Up to `limit` decision ids (of any plan) that start with `prefix`, in order: what a
+    /// printed prefix must be unique among for [`Store::resolve_decision_id`] to take it back.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub fn decision_ids_starting_with(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT decision_id FROM decisions WHERE decision_id >= ?1 AND decision_id < ?1 || 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ' ORDER BY decision_id LIMIT ?2",
+        )?;
+        let ids = stmt
+            .query_map(rusqlite::params![prefix.to_ascii_uppercase(), limit], |r| {
+                r.get(0)
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(ids)
+    }
+
     /// Resolves a full decision id or a unique prefix (at least 4 characters).
     ///
     /// # Errors
