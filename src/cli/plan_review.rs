@@ -44,6 +44,27 @@ impl From<ReviewError> for CliError {
     }
 }
 
+/// A target given to two of `--accept`, `--reject` and `--reset` is refused rather than
+/// marked by whichever runs last.
+fn refuse_contradictions(a: &ReviewArgs) -> Result<(), CliError> {
+    let flags = [
+        ("--accept", &a.accept),
+        ("--reject", &a.reject),
+        ("--reset", &a.reset),
+    ];
+    for (i, (first, these)) in flags.iter().enumerate() {
+        for (second, those) in &flags[i + 1..] {
+            if let Some(t) = these.iter().find(|t| those.contains(t)) {
+                return Err(CliError::invalid_input(format!(
+                    "{t} is given to both {first} and {second}"
+                ))
+                .hint("give each hunk or file one mark per command"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `plan review`.
 ///
 /// # Errors
@@ -56,6 +77,7 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
                 .hint("agents plan review PLAN --reject HUNK --reason TEXT"),
         );
     }
+    refuse_contradictions(a)?;
     // Through the engine's API, as the TUI marks (`Op::Review`).
     let engine = super::plan_run::engine(ctx, false, "Reviewing plan")?;
     let id = engine.resolve_plan(&a.plan)?;

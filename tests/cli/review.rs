@@ -127,6 +127,40 @@ fn a_partial_apply_commits_exactly_the_accepted_hunks_and_lists_what_was_left_ou
         "{message}"
     );
     assert!(message.contains("not now"), "{message}");
+    // The plan is applied: its review is closed.
+    let (doc, code) = env.json(&["plan", "review", &plan, "--accept", "c.txt"]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("CONFLICT")),
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn one_target_given_two_marks_is_refused_naming_it() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "a\n")]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["printf 'b\\n' > a.txt"]);
+    let (doc, code) = env.json(&[
+        "plan", "review", &plan, "--accept", "a.txt", "--reject", "a.txt",
+    ]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT")),
+        "{doc:#}"
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a.txt is given to both --accept and --reject"),
+        "{doc:#}"
+    );
+    let (doc, _) = env.json(&["plan", "review", &plan]);
+    assert_eq!(
+        doc["data"]["counts"]["pending"], 1,
+        "nothing was marked: {doc:#}"
+    );
 }
 
 /// Every review id `plan diff --format json` prints, in order: hunk ids, and the item id of a

@@ -338,16 +338,15 @@ fn correcting_a_decision_shows_the_dry_run_result_in_the_editor() {
         sc.contains("Mention the date") && sc.contains("in the title") && sc.contains("● append")
     });
     tmux.cmd(&["send-keys", "-t", "s", "C-s"]);
-    // Whatever the dry run answers (its impact, or its error message), the editor shows it.
+    // The offline script executor cannot carry free-text guidance: the dry run refuses the
+    // append as `plan correct --mode append --dry-run` does, and offers no confirm.
     let screen = wait_long(&tmux, "the dry-run result", Duration::from_secs(20), |sc| {
-        sc.contains("This correction recomputes") || sc.contains("The dry run failed")
+        sc.contains("This correction would be refused")
     });
-    if screen.contains("The dry run failed") {
-        assert!(
-            screen.contains("correct") && !screen.contains("y/Enter correct"),
-            "{screen}"
-        );
-    }
+    assert!(
+        screen.contains("never free-text") && !screen.contains("y/Enter correct"),
+        "{screen}"
+    );
     tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
     tmux.wait_for("the editor closed", |sc| !sc.contains("Correct decision"));
     tmux.cmd(&["send-keys", "-t", "s", "q"]);

@@ -64,6 +64,21 @@ pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
 fn review(engine: &Engine, r: &ReviewRequest) -> Result<Outcome, ApiError> {
     let mut store = engine.store()?;
     let plan = store.plan(&r.plan)?.ok_or(RunError::NotFound(r.plan))?;
+    if plan.status.is_terminal() {
+        // Marks choose what Apply writes; an applied or cancelled plan applies nothing more.
+        return Err(RunError::WrongState {
+            phase: plan.phase(),
+            state: plan.state(),
+            message: format!(
+                "plan {} is {}/{}: its review is closed, since nothing more will be applied",
+                plan.plan_id,
+                plan.phase(),
+                plan.state()
+            ),
+            hints: vec![crate::domain::Next::PlanDiff { plan: plan.plan_id }],
+        }
+        .into());
+    }
     let sandboxes = engine.sandboxes();
     let trees = crate::lifecycle::apply::reviewed_trees_in(&store, &plan.plan_id)?;
     let before = crate::review::load(&store, &sandboxes, &plan, &trees)?;
