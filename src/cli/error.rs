@@ -562,8 +562,12 @@ impl From<crate::engine::sandbox::SandboxError> for CliError {
                 .hint("a released or removed sandbox cannot be used; start a new plan"),
             E::Checkpoint(_) => CliError::new("CONFLICT", message),
             E::Git { .. } => CliError::new("GIT_ERROR", message).hint("agents diagnostics"),
-            E::Io { .. } => CliError::new("IO_ERROR", message)
-                .hint("check permissions and free disk space in the data directory"),
+            E::Io { path, .. } => {
+                let dir = path.parent().unwrap_or(&path).display().to_string();
+                CliError::new("IO_ERROR", message).hint(format!(
+                    "check that {dir} exists, is writable and has free space"
+                ))
+            }
         }
     }
 }

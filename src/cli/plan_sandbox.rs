@@ -664,7 +664,9 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
 
 fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, CliError> {
     let (store, _sandboxes, plan) = open(ctx, plan)?;
-    let cp_id = store.resolve_checkpoint(&plan.plan_id, cp)??;
+    let cp_id = store.resolve_checkpoint(&plan.plan_id, cp)?.map_err(|e| {
+        CliError::from(e).hint(ctx.suggest(&format!("plan checkpoints {}", plan.plan_id)))
+    })?;
     drop(store);
     let question = format!(
         "Roll plan {} back to {cp_id}, discarding later work?",
