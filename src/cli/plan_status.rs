@@ -173,6 +173,19 @@ fn headline(ctx: &Context, v: &PlanStatusView) -> (Level, String) {
             approval.approval_id,
             ctx.next(&approval.next())
         ),
+        StatusHeadline::GateRejected { phase } => {
+            let run = if *phase == Phase::Strategize {
+                "execute"
+            } else {
+                "apply"
+            };
+            format!(
+                "Plan {phase}/{}: its gate was rejected; `{}` runs it after all, `{}` drops it",
+                v.plan.state(),
+                ctx.suggest(&format!("plan {run} {id}")),
+                ctx.suggest(&format!("plan cancel {id}"))
+            )
+        }
         StatusHeadline::Phase { phase, state } => format!("Plan {phase}/{state}"),
     };
     (level, text)

@@ -99,6 +99,13 @@ fn every_plan_mutation_writes_events_and_rollback_takes_the_lease() {
         0,
     );
     assert!(has(&ev, "approval_resolved"), "{ev:?}");
+    // The status says what the rejection left and what to do next.
+    let out = env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    assert!(
+        text.contains("its gate was rejected") && text.contains(&format!("plan apply {id}")),
+        "{text}"
+    );
 
     let ev = mutate(env, &id, &["plan", "cancel", &id], 0);
     assert!(has(&ev, "plan_cancelled"), "{ev:?}");

@@ -144,6 +144,12 @@ pub enum StatusHeadline {
         /// The approval to answer.
         approval: Box<Approval>,
     },
+    /// The user declined the plan's phase gate with a reason and nothing else waits: the plan
+    /// rests at `phase` until its phase is run after all or it is cancelled.
+    GateRejected {
+        /// The plan's phase.
+        phase: Phase,
+    },
     /// None of the above: the plan is at `phase` in `state`.
     Phase {
         /// The plan's phase.
@@ -182,6 +188,7 @@ impl StatusHeadline {
                     state,
                     approval: Box::new(a.clone()),
                 },
+                None if state_reason == Some("gate_rejected") => Self::GateRejected { phase },
                 None => Self::Phase { phase, state },
             },
         }
@@ -195,6 +202,7 @@ impl StatusHeadline {
                 | Self::ApplyInterrupted
                 | Self::Interrupted { .. }
                 | Self::WaitingForApproval { .. }
+                | Self::GateRejected { .. }
         )
     }
 }
