@@ -759,6 +759,7 @@ impl Bridge {
             }
         };
         let plan = approval.plan_id;
+        let shown = approval_id.clone();
         let (verb, op) = match cmd {
             Cmd::Approve { .. } if approval.kind == ApprovalKind::PhaseGate => {
                 match approval.context["gate"].as_str() {
@@ -811,7 +812,11 @@ impl Bridge {
             ),
             _ => return Vec::new(),
         };
-        let what = format!("plan {verb} {}", short(&plan.to_string()));
+        // As the command a user would type: decide and reject take the approval.
+        let what = match verb {
+            "decide" | "reject" => format!("plan {verb} {shown}"),
+            _ => format!("plan {verb} {}", short(&plan.to_string())),
+        };
         self.run_op(what, move |_| Ok(op))
     }
 
