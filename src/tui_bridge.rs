@@ -618,6 +618,9 @@ pub fn explanation(
             })
             .collect(),
         impact_child_plans: imp.child_plans.iter().map(Id::to_string).collect(),
+        impact_steps: imp.steps_rerun.len(),
+        impact_files: imp.files.clone(),
+        impact_level: imp.level().to_string(),
     })
 }
 

@@ -262,14 +262,6 @@ fn impact_of(ctx: &Context, store: &Store, decision: &Id) -> Result<Impact, CliE
         .map_err(|e| CliError::new("CORRECTION_FAILED", e.to_string()))
 }
 
-fn level(n: usize) -> &'static str {
-    match n {
-        0..=2 => "low",
-        3..=10 => "medium",
-        _ => "high",
-    }
-}
-
 /// `agents plan explain [--show-context] [--show-reasoning] DECISION`.
 ///
 /// # Errors
@@ -304,7 +296,7 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
             "steps": imp.steps_rerun,
             "child_plans": imp.child_plans,
             "files": imp.files,
-            "level": level(downstream.len() + imp.child_plans.len()),
+            "level": imp.level(),
         },
     });
     if a.show_reasoning {
@@ -345,10 +337,7 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
             ("Steps", imp.steps_rerun.len().to_string()),
             ("Child Plans", imp.child_plans.len().to_string()),
             ("Files", imp.files.len().to_string()),
-            (
-                "Correction Impact",
-                level(downstream.len() + imp.child_plans.len()).to_string(),
-            ),
+            ("Correction Impact", imp.level().to_string()),
         ],
     ));
     if !imp.files.is_empty() {

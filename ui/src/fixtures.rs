@@ -332,6 +332,12 @@ pub fn explanation(id: &str) -> Explanation {
             },
         ],
         impact_child_plans: vec![PLAN_C.to_owned()],
+        impact_steps: 2,
+        impact_files: vec![
+            "src/auth/session.rs".to_owned(),
+            "src/auth/store.rs".to_owned(),
+        ],
+        impact_level: "medium".to_owned(),
     }
 }
 

@@ -459,6 +459,12 @@ pub struct Explanation {
     pub impact: Vec<DecisionRef>,
     /// Child plans spawned downstream of it.
     pub impact_child_plans: Vec<String>,
+    /// Steps a correction would run again.
+    pub impact_steps: usize,
+    /// Files those steps changed.
+    pub impact_files: Vec<String>,
+    /// How far a correction reaches: `low`, `medium` or `high` (as `plan explain` says).
+    pub impact_level: String,
 }
 
 /// How a correction treats the corrected decision (spec 27, correction modes).

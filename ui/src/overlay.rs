@@ -830,8 +830,29 @@ fn explanation_lines<'a>(e: &Explanation, theme: &Theme) -> Vec<Line<'a>> {
         (n, 0) => format!("{n} downstream decisions"),
         (n, c) => format!("{n} downstream decisions, {c} child plan(s)"),
     };
-    lines.push(labelled("Impact of a correction", impact, theme));
+    lines.push(labelled(
+        "Impact of a correction",
+        format!(
+            "{impact}; {} step(s) run again, {} file(s) ({})",
+            e.impact_steps,
+            e.impact_files.len(),
+            e.impact_level
+        ),
+        theme,
+    ));
     lines.extend(decision_refs(&e.impact, 8, theme));
+    for file in e.impact_files.iter().take(5) {
+        lines.push(Line::styled(
+            format!("  {file}"),
+            theme.style(Slot::TextDim),
+        ));
+    }
+    if e.impact_files.len() > 5 {
+        lines.push(Line::styled(
+            format!("  … {} more file(s)", e.impact_files.len() - 5),
+            theme.style(Slot::TextDim),
+        ));
+    }
     for plan in &e.impact_child_plans {
         lines.push(Line::styled(
             format!("  child plan {}", short_id(plan)),
@@ -856,7 +877,7 @@ fn preview_lines<'a>(p: &CorrectionPreview, theme: &Theme) -> Vec<Line<'a>> {
     }
     let mut lines = vec![Line::styled(
         format!(
-            "This correction recomputes {} decision(s):",
+            "This correction recomputes {} decision(s) (this one and what depends on it):",
             p.decisions.len()
         ),
         theme.style(Slot::Text),

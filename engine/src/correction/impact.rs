@@ -64,6 +64,18 @@ pub struct Impact {
     pub estimated_model_calls: u64,
 }
 
+impl Impact {
+    /// How far a correction of the decision reaches: `low` (up to 2 downstream decisions and
+    /// child plans), `medium` (up to 10) or `high`.
+    pub fn level(&self) -> &'static str {
+        match self.decisions.len().saturating_sub(1) + self.child_plans.len() {
+            0..=2 => "low",
+            3..=10 => "medium",
+            _ => "high",
+        }
+    }
+}
+
 /// What goes wrong computing an impact.
 #[derive(Debug, thiserror::Error)]
 pub enum ImpactError {
