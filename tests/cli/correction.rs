@@ -1420,15 +1420,7 @@ fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
     use cleveragents::engine::domain::plan::Plan;
     use cleveragents::tui_bridge::Bridge;
     use cleveragents_ui::{Cmd, Msg};
-    let (s, id, pid) = offline_plan();
-    let st = store(&s.env);
-    let s5 = by_key(&st, &pid)["s5"].decision_id.to_string();
-    drop(st);
-    // A correction: s5 and what depends on it are superseded and decided again.
-    let (doc, code) = s.env.json(&[
-        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
-    ]);
-    assert_eq!(code, 0, "{doc:#}");
+    let (s, id, pid) = corrected_offline_plan();
     // Children: one spawned by a decision (linked), one no decision links.
     let mut st = store(&s.env);
     let current = by_key(&st, &pid);
@@ -1530,14 +1522,7 @@ fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
 /// although superseded decisions and the new attempt's share its first characters.
 #[test]
 fn every_id_plan_tree_prints_after_a_correction_names_one_decision() {
-    let (s, id, pid) = offline_plan();
-    let st = store(&s.env);
-    let s5 = by_key(&st, &pid)["s5"].decision_id.to_string();
-    drop(st);
-    let (doc, code) = s.env.json(&[
-        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
-    ]);
-    assert_eq!(code, 0, "{doc:#}");
+    let (s, id, _) = corrected_offline_plan();
     let out = s.env.run(&["--format", "plain", "plan", "tree", &id]);
     let text = crate::support::stdout(&out);
     let ids = regex::Regex::new(r"\b01[0-9A-HJKMNP-TV-Z]{6,24}\b").unwrap();
@@ -1550,4 +1535,18 @@ fn every_id_plan_tree_prints_after_a_correction_names_one_decision() {
             "`plan explain {short}` from the tree:\n{text}\n{doc:#}"
         );
     }
+}
+
+/// [`offline_plan`] with its step `s5` corrected (revert, guidance "again"): `s5` and what
+/// depends on it superseded and decided again.
+fn corrected_offline_plan() -> (Setup, String, Id) {
+    let (s, id, pid) = offline_plan();
+    let st = store(&s.env);
+    let s5 = by_key(&st, &pid)["s5"].decision_id.to_string();
+    drop(st);
+    let (doc, code) = s.env.json(&[
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes", &s5,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    (s, id, pid)
 }
