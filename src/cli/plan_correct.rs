@@ -578,6 +578,20 @@ fn dry_run_next_steps(
             "plan correct --mode revert -g {guidance} --yes {}",
             d.decision_id
         ))],
+        // The offline script executor cannot carry guidance: the child needs a model actor.
+        Some(_)
+            if plan.phase() == Phase::Applied
+                && plan.execution_actor.as_deref()
+                    == Some(crate::engine::registry::actors::SCRIPT_EXECUTOR) =>
+        {
+            vec![
+                ctx.suggest(&format!(
+                    "plan correct --mode append --execution-actor <actor> -g {guidance} --dry-run {}",
+                    d.decision_id
+                )),
+                ctx.suggest("actor list"),
+            ]
+        }
         Some(_) if plan.phase() == Phase::Applied => vec![ctx.suggest(&format!(
             "plan correct --mode append -g {guidance} --dry-run {}",
             d.decision_id

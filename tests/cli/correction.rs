@@ -1362,7 +1362,10 @@ fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
         !text.contains("--mode revert -g again --yes"),
         "the refused revert is not offered: {text}"
     );
-    assert!(text.contains("--mode append"), "what fits instead: {text}");
+    assert!(
+        text.contains("--mode append --execution-actor <actor>") && text.contains("actor list"),
+        "what fits instead (the offline executor cannot carry guidance): {text}"
+    );
     let (doc, _) = s.env.json(&[
         "plan",
         "correct",
