@@ -67,6 +67,10 @@ pub struct CancelArgs {
     /// Why the plan is cancelled
     #[arg(short, long, value_name = "REASON")]
     pub reason: Option<String>,
+    /// Accepted as on other commands that stop work; cancelling asks nothing (the sandbox is
+    /// kept and the plan's record stays)
+    #[arg(short, long)]
+    pub yes: bool,
     /// Plan id or unique prefix
     pub plan: String,
 }
