@@ -97,7 +97,7 @@ fn tail(text: &str, n: usize) -> String {
 pub(crate) fn status_tails(ctx: &Context, plan_id: &str, steps: &[StepView]) -> Vec<Element> {
     steps
         .iter()
-        .filter_map(|StepView { step: st, name }| {
+        .filter_map(|StepView { step: st, name, .. }| {
             let out = StepOutput::of(st)?;
             let mut items = Vec::new();
             for (stream, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {

@@ -405,7 +405,7 @@ fn steps_elements(ctx: &Context, v: &PlanStatusView) -> Vec<Element> {
                     st.position.to_string().into(),
                     s.name.clone().into(),
                     view::id(view::short_in(&shorts, &st.decision_id.to_string())),
-                    st.status.as_str().into(),
+                    s.shown_status.into(),
                     st.runs.to_string().into(),
                 ]
             })

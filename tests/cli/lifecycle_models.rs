@@ -476,6 +476,17 @@ fn ctrl_c_during_execute_exits_130_and_leaves_the_plan_resumable() {
         (&json!("execute"), &json!("queued"), &json!("interrupted")),
         "{status:#}"
     );
+    // Nothing runs the step now: the status says it was interrupted, not running.
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 ") && l.contains("slow"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("interrupted") && !row.contains("running"),
+        "{row}\n{text}"
+    );
     // Resumable: the next `plan execute` runs the interrupted step again from its start.
     let (doc, code) = s.env.json(&["plan", "execute", &id]);
     assert_eq!(code, 3, "{doc:#}");

@@ -16,7 +16,7 @@ use crate::lifecycle::{RunError, estimator};
 use crate::store::Store;
 use crate::store::children::ChildLink;
 use crate::store::corrections::CorrectionAttempt;
-use crate::store::lifecycle_run::PlanStep;
+use crate::store::lifecycle_run::{PlanStep, StepStatus};
 use crate::store::model_calls::UsageRollup;
 use crate::store::plan_links::Origin;
 
@@ -91,6 +91,10 @@ pub struct StepView {
     pub step: PlanStep,
     /// Its name: see [`step_name`].
     pub name: String,
+    /// Its status as a person should read it: the stored one, except that a step left
+    /// `running` by a run that stopped (Ctrl-C, quitting the TUI, a crash) is `interrupted`
+    /// while the plan waits to be resumed (resuming runs it again).
+    pub shown_status: &'static str,
 }
 
 /// One child plan of the plan.
@@ -253,6 +257,12 @@ impl Engine {
             .into_iter()
             .map(|step| StepView {
                 name: step_name(&decisions, &step),
+                shown_status: match step.status {
+                    StepStatus::Running if p.state() != ProcessingState::Processing => {
+                        "interrupted"
+                    }
+                    other => other.as_str(),
+                },
                 step,
             })
             .collect();
