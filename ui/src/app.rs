@@ -431,8 +431,10 @@ impl App {
                         self.quitting = true;
                     } else {
                         if matches!(cmd, Cmd::Apply { .. }) {
+                            // Back where the review started, as Esc leaves it.
                             self.apply_review = None;
                             self.zoomed = false;
+                            self.focus = Pane::Plans;
                         }
                         self.notice = Some(Notice {
                             level: Level::Ok,
@@ -1741,6 +1743,7 @@ mod action_tests {
         );
         assert_eq!(app.apply_review(), None);
         assert!(!app.is_zoomed());
+        assert_eq!(app.focus(), Pane::Plans, "the plans' keys act again");
     }
 
     fn review(plan_id: &str, ids: &[&str], mark: ReviewMark, reason: Option<&str>) -> Cmd {
