@@ -53,6 +53,24 @@ pub fn redact_bytes(bytes: &[u8]) -> Vec<u8> {
     redact_bytes_of(bytes, &secrets())
 }
 
+/// As [`redact_bytes`], without a copy when no secret occurs (the common case: a command's
+/// whole output, megabytes for a large diff, is written as it is).
+pub fn redacted_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
+    let secrets = secrets();
+    if !secrets.iter().any(|(_, v)| occurs(bytes, v)) {
+        return Cow::Borrowed(bytes);
+    }
+    Cow::Owned(redact_bytes_of(bytes, &secrets))
+}
+
+/// Whether `needle` occurs in `bytes` (a literal search, as fast as `memmem`).
+fn occurs(bytes: &[u8], needle: &str) -> bool {
+    match regex::bytes::Regex::new(&regex::escape(needle)) {
+        Ok(literal) => literal.is_match(bytes),
+        Err(_) => bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+    }
+}
+
 /// `bytes` with each value of `secrets` replaced by `[redacted]`, longest first.
 fn redact_bytes_of(bytes: &[u8], secrets: &[(String, String)]) -> Vec<u8> {
     let mut out = bytes.to_vec();
@@ -170,5 +188,17 @@ mod tests {
             b"x [redacted] y [redacted] z \xff [redacted]".to_vec()
         );
         assert_eq!(redact_bytes_of(b"plain", &secrets), b"plain".to_vec());
+    }
+
+    #[test]
+    fn a_secret_is_found_as_literal_bytes_and_output_without_one_is_not_copied() {
+        assert!(occurs(b"x a.b*c(d) y", "a.b*c(d)"));
+        assert!(!occurs(b"x aXb*c(d) y", "a.b*c(d)"));
+        assert!(occurs(b"\xff\xfe k3y-value \xff", "k3y-value"));
+        let text = b"no secret value is in this text \xff";
+        assert!(
+            secrets().iter().any(|(_, v)| occurs(text, v))
+                || matches!(redacted_bytes(text), Cow::Borrowed(_))
+        );
     }
 }

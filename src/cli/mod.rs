@@ -822,7 +822,7 @@ impl Finisher {
         };
         let written = written.and_then(|()| {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(&crate::engine::redact::redact_bytes(&rendered))?;
+            stdout.write_all(&crate::engine::redact::redacted_bytes(&rendered))?;
             stdout.flush()
         });
         match written {

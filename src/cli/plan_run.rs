@@ -492,6 +492,9 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
             discard_rest: a.discard_rest,
         },
     };
+    if a.yes {
+        return apply_without_asking(ctx, a, apply);
+    }
     // What is shown before asking is read with an engine of its own, whose spinner is gone
     // (dropped with it) before the question is asked: a spinner drawing on stderr would
     // overwrite the `[y/N]` prompt.
@@ -538,6 +541,42 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
         e
     })?;
     let engine = engine(ctx, a.stream, "Applying plan")?;
+    let driven = run_driven(&engine, apply(id))?;
+    driven_report(ctx, "plan apply", driven)
+}
+
+/// `plan apply --yes`: nothing is shown or asked, so the confirmation's preview and review
+/// (the whole changeset diffed, as `plan diff` does) are not computed. The answers are those
+/// of the asking path: `CONFLICT` for a finished plan, `INVALID_INPUT` for a bad glob when the
+/// plan can be applied, the driver's own answer when it cannot.
+fn apply_without_asking(
+    ctx: &Context,
+    a: &ApplyArgs,
+    apply: impl Fn(Id) -> Op,
+) -> Result<Report, CliError> {
+    use crate::engine::domain::{Phase, ProcessingState};
+    let engine = engine(ctx, a.stream, "Applying plan")?;
+    let id = resolve_plan(&engine, &a.plan)?;
+    finished_plan(ctx, &id, a.discard_rest)?;
+    let ready = ctx.store()?.plan(&id)?.is_some_and(|p| {
+        matches!(
+            (p.phase(), p.state()),
+            (Phase::Execute, ProcessingState::Complete)
+                | (
+                    Phase::Apply,
+                    ProcessingState::Queued | ProcessingState::Errored
+                )
+        )
+    });
+    if ready {
+        crate::engine::review::partial::Selection::new(
+            &crate::engine::review::partial::ApplyRequest {
+                only: a.only.clone(),
+                exclude: a.exclude.clone(),
+                discard_rest: a.discard_rest,
+            },
+        )?;
+    }
     let driven = run_driven(&engine, apply(id))?;
     driven_report(ctx, "plan apply", driven)
 }

@@ -351,6 +351,60 @@ fn a_repository_with_crlf_line_endings_applies_when_git_status_is_clean() {
 }
 
 #[test]
+fn ident_and_safecrlf_still_clean_the_files_that_need_it() {
+    // `ident` collapses `$Id: ...$` when git stores a file; content without `$Id` or a
+    // carriage return is stored as it is without going through the filters.
+    let env = Env::new();
+    let dir = env.root().join("ident");
+    std::fs::create_dir_all(&dir).unwrap();
+    git(&dir, &["init", "-q"]);
+    std::fs::write(dir.join(".gitattributes"), "*.txt ident\n").unwrap();
+    std::fs::write(dir.join("a.txt"), "one\n").unwrap();
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "base"]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&dir],
+        &["printf 'one $Id: stale $\\n' > a.txt && printf 'plain\\n' > b.txt"],
+    );
+    let base = head(&dir);
+    applies_once(&env, &plan, &dir, &base);
+    assert_eq!(out(&dir, &["show", "HEAD:a.txt"]), "one $Id$\n");
+    assert_eq!(out(&dir, &["show", "HEAD:b.txt"]), "plain\n");
+    let fsck = Command::new("git")
+        .args(["fsck", "--strict"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "the objects Apply brought in are sound: {}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+
+    // `core.safecrlf` refuses a file without carriage returns that `core.autocrlf` would
+    // check out with them: still refused, nothing written.
+    let env = Env::new();
+    let dir = env.root().join("safecrlf");
+    std::fs::create_dir_all(&dir).unwrap();
+    git(&dir, &["init", "-q"]);
+    std::fs::write(dir.join("a.txt"), "one\n").unwrap();
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "base"]);
+    let plan = plan_at_apply_gate(&env, &[&dir], &["printf 'two\\n' > b.txt"]);
+    git(&dir, &["config", "core.autocrlf", "true"]);
+    git(&dir, &["config", "core.safecrlf", "true"]);
+    let base = head(&dir);
+    let message = apply_fails(&env, &plan);
+    assert!(
+        message.contains("b.txt") || message.contains("CRLF"),
+        "{message}"
+    );
+    assert_eq!(head(&dir), base);
+    assert!(!dir.join("b.txt").exists());
+}
+
+#[test]
 fn a_file_that_becomes_a_directory_and_back_applies_exactly() {
     let env = Env::new();
     let repo = repo_with(

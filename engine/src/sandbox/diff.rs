@@ -196,6 +196,91 @@ pub fn trees(
     find_opts.renames(true);
     diff.find_similar(Some(&mut find_opts))
         .map_err(SandboxError::git("detecting renames"))?;
+    let deltas: Vec<Changed> = diff
+        .deltas()
+        .filter_map(|delta| {
+            let status = match delta.status() {
+                Delta::Added => FileStatus::Added,
+                Delta::Deleted => FileStatus::Deleted,
+                Delta::Modified => FileStatus::Modified,
+                Delta::Renamed => FileStatus::Renamed,
+                Delta::Typechange => FileStatus::TypeChanged,
+                _ => return None,
+            };
+            let path_of = |f: git2::DiffFile<'_>| {
+                f.path()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            };
+            Some(Changed {
+                status,
+                old_path: path_of(delta.old_file()),
+                new_path: path_of(delta.new_file()),
+                old_id: delta.old_file().id(),
+                new_id: delta.new_file().id(),
+                old_mode: delta.old_file().mode(),
+                new_mode: delta.new_file().mode(),
+            })
+        })
+        .collect();
+    drop(diff);
+    // Reading the blobs and diffing their lines is most of the work for a large change, and
+    // each file is independent: the files are split in order between threads, each with a
+    // handle of its own on the repository (a handle is not shared between threads).
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    if threads == 1 || deltas.len() < PARALLEL_FILES {
+        return file_diffs(repo, &deltas, request);
+    }
+    let chunk = deltas.len().div_ceil(threads);
+    let git_dir = repo.path().to_path_buf();
+    std::thread::scope(|scope| {
+        let mut parts = deltas.chunks(chunk);
+        let first = parts.next().unwrap_or_default();
+        let others: Vec<_> = parts
+            .map(|part| {
+                let git_dir = &git_dir;
+                scope.spawn(move || {
+                    let own = Repository::open(git_dir)
+                        .map_err(SandboxError::git("opening the repository"))?;
+                    file_diffs(&own, part, request)
+                })
+            })
+            .collect();
+        let mut out = file_diffs(repo, first, request)?;
+        for handle in others {
+            out.extend(
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+            );
+        }
+        Ok(out)
+    })
+}
+
+/// Below this many changed files a diff runs on one thread.
+const PARALLEL_FILES: usize = 64;
+
+/// One changed file as the tree comparison reports it.
+struct Changed {
+    status: FileStatus,
+    old_path: String,
+    new_path: String,
+    old_id: Oid,
+    new_id: Oid,
+    old_mode: git2::FileMode,
+    new_mode: git2::FileMode,
+}
+
+/// The [`FileDiff`] of each changed file, in order.
+fn file_diffs(
+    repo: &Repository,
+    deltas: &[Changed],
+    request: &DiffRequest,
+) -> Result<Vec<FileDiff>, SandboxError> {
     let blob = |oid: Oid| -> Result<Option<Vec<u8>>, SandboxError> {
         if oid.is_zero() {
             return Ok(None);
@@ -206,40 +291,26 @@ pub fn trees(
             Err(_) => Ok(None),
         }
     };
-    let mut out = Vec::new();
-    for delta in diff.deltas() {
-        let status = match delta.status() {
-            Delta::Added => FileStatus::Added,
-            Delta::Deleted => FileStatus::Deleted,
-            Delta::Modified => FileStatus::Modified,
-            Delta::Renamed => FileStatus::Renamed,
-            Delta::Typechange => FileStatus::TypeChanged,
-            _ => continue,
-        };
-        let path_of = |f: git2::DiffFile<'_>| {
-            f.path()
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
-        let old_path = path_of(delta.old_file());
-        let new_path = path_of(delta.new_file());
-        let old_bytes = blob(delta.old_file().id())?;
-        let new_bytes = blob(delta.new_file().id())?;
+    let mut out = Vec::with_capacity(deltas.len());
+    for delta in deltas {
+        let status = delta.status;
+        let old_bytes = blob(delta.old_id)?;
+        let new_bytes = blob(delta.new_id)?;
         let binary = old_bytes.as_deref().is_some_and(is_binary)
             || new_bytes.as_deref().is_some_and(is_binary);
         let mut file = FileDiff {
             path: if status == FileStatus::Deleted {
-                old_path.clone()
+                delta.old_path.clone()
             } else {
-                new_path.clone()
+                delta.new_path.clone()
             },
-            old_path: (status == FileStatus::Renamed).then_some(old_path),
+            old_path: (status == FileStatus::Renamed).then(|| delta.old_path.clone()),
             status,
             binary,
             old_size: old_bytes.as_ref().map(|b| b.len() as u64),
             new_size: new_bytes.as_ref().map(|b| b.len() as u64),
-            old_mode: mode(delta.old_file().mode()),
-            new_mode: mode(delta.new_file().mode()),
+            old_mode: mode(delta.old_mode),
+            new_mode: mode(delta.new_mode),
             additions: 0,
             deletions: 0,
             hunks: Vec::new(),
@@ -489,6 +560,76 @@ mod tests {
                 hunks[0].new_lines
             ),
             (0, 0, 1, 2)
+        );
+    }
+
+    #[test]
+    fn a_diff_of_many_files_split_between_threads_keeps_every_file_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let tree = |files: &[(String, String)]| {
+            let mut b = repo.treebuilder(None).unwrap();
+            for (name, text) in files {
+                let blob = repo.blob(text.as_bytes()).unwrap();
+                b.insert(name, blob, 0o100644).unwrap();
+            }
+            b.write().unwrap()
+        };
+        let old: Vec<(String, String)> = (0..300)
+            .map(|i| (format!("f{i:03}.txt"), format!("a\nb {i}\nc\n")))
+            .collect();
+        // Every third file edited, every seventh removed, and new ones added.
+        let mut new: Vec<(String, String)> = old
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 7 != 0)
+            .map(|(i, (n, t))| {
+                let t = if i % 3 == 0 {
+                    t.replace("b", "B")
+                } else {
+                    t.clone()
+                };
+                (n.clone(), t)
+            })
+            .collect();
+        new.extend((0..40).map(|i| (format!("g{i:03}.txt"), format!("new {i}\n"))));
+        let (old, new) = (tree(&old), tree(&new));
+        let request = DiffRequest {
+            path: None,
+            hunks: true,
+        };
+        let files = trees(&repo, Some(old), Some(new), &request).unwrap();
+        assert!(files.len() >= PARALLEL_FILES, "{} files", files.len());
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let mut sorted = paths.clone();
+        sorted.sort_unstable();
+        assert_eq!(paths, sorted, "files come in git's order");
+        // The same files, diffed on one thread.
+        let one_thread: Vec<FileDiff> = files
+            .iter()
+            .map(|f| {
+                let text = |t: Oid, p: &str| {
+                    repo.find_tree(t)
+                        .unwrap()
+                        .get_path(std::path::Path::new(p))
+                        .ok()
+                        .map(|e| {
+                            String::from_utf8(repo.find_blob(e.id()).unwrap().content().to_vec())
+                                .unwrap()
+                        })
+                        .unwrap_or_default()
+                };
+                let hunks = text_hunks(&text(old, &f.path), &text(new, &f.path));
+                FileDiff { hunks, ..f.clone() }
+            })
+            .collect();
+        assert_eq!(files, one_thread);
+        assert_eq!(
+            files
+                .iter()
+                .filter(|f| f.status == FileStatus::Added)
+                .count(),
+            40
         );
     }
 

@@ -530,12 +530,19 @@ fn normalize(
     cleaner.set_odb(&sr.odb().map_err(&git)?).map_err(&git)?;
     let mut builder = git2::build::TreeUpdateBuilder::new();
     let mut any = false;
+    let refuses_unsafe_crlf = user
+        .config()
+        .and_then(|c| c.get_bool("core.safecrlf"))
+        .unwrap_or(false);
     for c in tree_changes(sr, base_tree, target)? {
         let Some((id, mode)) = c.new else { continue };
         if mode == i32::from(FileMode::Link) {
             continue;
         }
         let blob = sr.find_blob(id).map_err(&git)?;
+        if !refuses_unsafe_crlf && !clean_can_change(blob.content()) {
+            continue;
+        }
         let mut w = cleaner
             .blob_writer(Some(Path::new(&c.path)))
             .map_err(&git)?;
@@ -557,6 +564,16 @@ fn normalize(
     }
     let tree = sr.find_tree(target).map_err(&git)?;
     builder.create_updated(sr, &tree).map_err(&git)
+}
+
+/// Whether git's clean filters can store `bytes` differently from how they are. libgit2 runs
+/// two (it runs no external filter drivers): end-of-line conversion, which only removes
+/// carriage returns, and `ident`, which only collapses `$Id: ...$`. Content with neither is
+/// stored as it is, so it need not go through a filtered write (one temporary file per blob).
+/// With `core.safecrlf` set, a conversion the other way can refuse content without a
+/// carriage return, so every file is cleaned then.
+fn clean_can_change(bytes: &[u8]) -> bool {
+    bytes.contains(&b'\r') || bytes.windows(3).any(|w| w == b"$Id")
 }
 
 /// The target tree three-way merged with the branch tip (base = the plan's base commit).
