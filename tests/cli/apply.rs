@@ -780,3 +780,37 @@ fn an_apply_killed_mid_write_is_rolled_back_by_plan_cancel_and_status_names_the_
         }
     }
 }
+
+/// An Apply killed after its commit point but before it removed its journal directory leaves
+/// that directory in the user's `.git`; the next command on the plan removes it.
+#[test]
+fn a_journal_left_by_an_apply_killed_after_its_commit_point_is_removed_by_the_next_command() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("README", "base\n")]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["echo changed > README"]);
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    // The state such a kill leaves: the journal complete in the database, its directory kept.
+    let journal: String = rusqlite::Connection::open(crate::support::db_file(&env))
+        .unwrap()
+        .query_row(
+            "SELECT journal_id FROM apply_journals WHERE plan_id = ?1 AND status = 'complete'",
+            [&plan],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let left = repo.join(".git/cleveragents-apply").join(&journal);
+    std::fs::create_dir_all(left.join("old")).unwrap();
+    std::fs::write(left.join("old/README"), "base\n").unwrap();
+    // Any command the engine runs on the plan recovers it first (here a cancel, refused since
+    // the plan is applied).
+    let (doc, code) = env.json(&["plan", "cancel", &plan]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("CONFLICT")),
+        "{doc:#}"
+    );
+    assert!(!left.exists(), "the journal directory is removed");
+    assert!(!repo.join(".git/cleveragents-apply").exists());
+    assert_eq!(out(&repo, &["status", "--porcelain"]), "");
+}

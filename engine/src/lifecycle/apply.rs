@@ -951,6 +951,7 @@ fn recover_pending(engine: &mut Engine, plan_id: &Id) -> Result<Vec<String>, Run
 /// # Errors
 /// Store, git and I/O errors.
 pub fn recover(engine: &mut Engine, plan_id: &Id) -> Result<bool, RunError> {
+    remove_finished_journal_dirs(engine, plan_id)?;
     if engine.store().pending_journals(plan_id)?.is_empty() {
         return Ok(false);
     }
@@ -969,6 +970,19 @@ pub fn recover(engine: &mut Engine, plan_id: &Id) -> Result<bool, RunError> {
         tracing::warn!(plan = %plan_id, "an interrupted apply was rolled back: {l}");
     }
     Ok(!lines.is_empty())
+}
+
+/// Removes what an Apply killed between its commit point and its clean-up left in the user's
+/// repository (the journal directory under `.git`): the Apply is complete, so the backups it
+/// kept have nothing left to undo.
+fn remove_finished_journal_dirs(engine: &Engine, plan_id: &Id) -> Result<(), RunError> {
+    for j in engine.store().complete_journals(plan_id)? {
+        let (jdir, _) = undo_of(engine, &j, None);
+        if jdir.exists() {
+            journal::remove_jdir(&jdir);
+        }
+    }
+    Ok(())
 }
 
 fn finish(

@@ -631,12 +631,26 @@ impl Store {
     /// # Errors
     /// Store errors.
     pub fn pending_journals(&self, plan_id: &Id) -> Result<Vec<Journal>, StoreError> {
+        self.journals_with_status(plan_id, "pending")
+    }
+
+    /// The plan's journals whose Apply reached its commit point, oldest first.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn complete_journals(&self, plan_id: &Id) -> Result<Vec<Journal>, StoreError> {
+        self.journals_with_status(plan_id, "complete")
+    }
+
+    fn journals_with_status(&self, plan_id: &Id, status: &str) -> Result<Vec<Journal>, StoreError> {
         let mut stmt = self.conn().prepare(
             "SELECT journal_id, plan_id, resource_name, kind, path, status, entries, commit_id, created_at \
-             FROM apply_journals WHERE plan_id = ?1 AND status = 'pending' ORDER BY created_at, journal_id",
+             FROM apply_journals WHERE plan_id = ?1 AND status = ?2 ORDER BY created_at, journal_id",
         )?;
         let rows: Vec<JournalRow> = stmt
-            .query_map([plan_id.to_string()], |r| r.try_into())?
+            .query_map(rusqlite::params![plan_id.to_string(), status], |r| {
+                r.try_into()
+            })?
             .collect::<Result<_, _>>()?;
         rows.into_iter().map(journal_from).collect()
     }
