@@ -87,7 +87,10 @@ pub type Pipes = (
 /// stream (`stdout` or `stderr`), secrets redacted; the whole (capped) output still comes back
 /// from [`Running::wait`]. A line is cut at [`LINE_LIMIT`] bytes.
 #[derive(Clone)]
-pub struct LineSink(pub Arc<dyn Fn(&'static str, &str) + Send + Sync>);
+pub struct LineSink(pub Arc<LineFn>);
+
+/// What a [`LineSink`] calls: `(stream, line)`.
+pub type LineFn = dyn Fn(&'static str, &str) + Send + Sync;
 
 impl std::fmt::Debug for LineSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
