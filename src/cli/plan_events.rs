@@ -9,12 +9,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::{CliError, Context};
-use crate::engine::api;
+use crate::engine::domain::Id;
 use crate::engine::domain::event::{EngineEvent, EventType};
+use crate::engine::store::Store;
+use crate::engine::store::events::Follower;
 use crate::output::{Column, Element, Report};
-
-/// Events read from the store in one query.
-const PAGE: u32 = 1000;
 
 /// How often `--follow` looks for new events.
 const POLL: Duration = Duration::from_millis(200);
@@ -39,22 +38,19 @@ pub struct EventsArgs {
 /// `NOT_FOUND` / `AMBIGUOUS` for the plan, `INVALID_INPUT` naming an unknown `--type`.
 pub fn events(ctx: &Context, a: &EventsArgs) -> Result<Report, CliError> {
     let types = parse_types(&a.types)?;
-    let engine = api::Engine::new(ctx.paths.clone(), api::Settings::default());
-    let plan = engine.resolve_plan(&a.plan)?;
-    let mut all = Vec::new();
-    let mut last = 0;
-    loop {
-        let page = engine.plan_events(&plan, last, PAGE)?;
-        let Some(end) = page.last().map(|e| e.seq) else {
-            break;
-        };
-        last = end;
-        all.extend(page.into_iter().filter(|e| wanted(&types, e)));
-    }
+    let store = ctx.store()?;
+    let plan = store.resolve_plan_id(&a.plan)??;
+    // One connection and one follower: the history first, then (with --follow) what comes.
+    let mut follower = Follower::new(0, Some(plan));
+    let seen: Vec<EngineEvent> = follower
+        .poll(&store)?
+        .into_iter()
+        .filter(|e| wanted(&types, e))
+        .collect();
     if a.follow {
-        return follow(ctx, &engine, &plan, &types, all, last);
+        return follow(ctx, &store, &plan, follower, &types, seen);
     }
-    Ok(report(&plan.to_string(), &all))
+    Ok(report(&plan.to_string(), &seen))
 }
 
 fn parse_types(given: &[String]) -> Result<Vec<EventType>, CliError> {
@@ -129,36 +125,27 @@ fn print(ctx: &Context, e: &EngineEvent) -> std::io::Result<()> {
 /// the user presses Ctrl-C; the report then only counts what was printed.
 fn follow(
     ctx: &Context,
-    engine: &api::Engine,
-    plan: &crate::engine::domain::Id,
+    store: &Store,
+    plan: &Id,
+    mut follower: Follower,
     types: &[EventType],
     seen: Vec<EngineEvent>,
-    mut last: i64,
 ) -> Result<Report, CliError> {
     let guard = super::interrupt::Guard::new();
     let io = |e: std::io::Error| CliError::new("IO_ERROR", format!("writing an event: {e}"));
-    let mut printed = seen.len();
-    for e in &seen {
-        print(ctx, e).map_err(io)?;
-    }
+    let mut printed = 0;
+    let mut new = seen;
     loop {
-        let page = engine.plan_events(plan, last, PAGE)?;
-        for e in page.iter().filter(|e| wanted(types, e)) {
+        for e in new.iter().filter(|e| wanted(types, e)) {
             print(ctx, e).map_err(io)?;
             printed += 1;
         }
-        if let Some(end) = page.last() {
-            last = end.seq;
-            continue;
-        }
-        let done = engine
-            .store()?
-            .plan(plan)?
-            .is_none_or(|p| p.status.is_terminal());
+        let done = store.plan(plan)?.is_none_or(|p| p.status.is_terminal());
         if done || guard.interrupted() {
             break;
         }
         std::thread::sleep(POLL);
+        new = follower.poll(store)?;
     }
     Ok(Report::ok(
         "plan events",

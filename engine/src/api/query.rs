@@ -68,25 +68,3 @@ impl Engine {
         )?)
     }
 }
-
-impl Engine {
-    /// Plan `plan`'s stored events with a sequence number above `after`, oldest first, at most
-    /// `limit` (spec section 28, "Observability"). Registry changes, which belong to no plan,
-    /// are not among them.
-    ///
-    /// # Errors
-    /// [`ApiError::Store`].
-    pub fn plan_events(
-        &self,
-        plan: &Id,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<crate::domain::event::EngineEvent>, ApiError> {
-        Ok(crate::store::events::after(
-            &self.store()?,
-            after,
-            Some(plan),
-            limit,
-        )?)
-    }
-}
