@@ -143,23 +143,6 @@ pub fn publish(plan: Id, kind: LiveKind) {
     subs.retain(|s| s.send(event.clone()).is_ok());
 }
 
-/// Publishes each line of `text` as [`LiveKind::StepOutput`] of `step`.
-pub fn publish_output(plan: Id, step: &str, stream: &'static str, text: &str) {
-    if text.is_empty() || !has_subscribers() {
-        return;
-    }
-    for line in text.lines() {
-        publish(
-            plan,
-            LiveKind::StepOutput {
-                step: step.to_owned(),
-                stream,
-                line: line.to_owned(),
-            },
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,7 +159,16 @@ mod tests {
             },
         );
         let sub = subscribe();
-        publish_output(plan, "step-1", "stdout", "one\ntwo\n");
+        for line in ["one", "two"] {
+            publish(
+                plan,
+                LiveKind::StepOutput {
+                    step: "step-1".into(),
+                    stream: "stdout",
+                    line: line.into(),
+                },
+            );
+        }
         let mine: Vec<LiveKind> =
             std::iter::from_fn(|| sub.recv_timeout(Duration::from_secs(1)).ok())
                 .filter(|e| e.plan == plan)

@@ -312,33 +312,6 @@ impl Store {
         Ok(())
     }
 
-    /// Changes a sandbox's state, stamping `released_at` / `removed_at`.
-    ///
-    /// # Errors
-    /// [`StoreError::Sqlite`].
-    pub fn set_sandbox_state(
-        &mut self,
-        id: &Id,
-        state: SandboxState,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        let column = match state {
-            SandboxState::Released => Some("released_at"),
-            SandboxState::Removed => Some("removed_at"),
-            _ => None,
-        };
-        let sql = match column {
-            Some(c) => format!("UPDATE sandboxes SET state = ?2, {c} = ?3 WHERE sandbox_id = ?1"),
-            None => "UPDATE sandboxes SET state = ?2 WHERE sandbox_id = ?1 AND ?3 IS NOT NULL"
-                .to_string(),
-        };
-        self.conn().execute(
-            &sql,
-            params![id.to_string(), state.as_str(), now.to_string()],
-        )?;
-        Ok(())
-    }
-
     /// Releases or removes a sandbox (`state` is [`SandboxState::Released`] or
     /// [`SandboxState::Removed`]) and records it on its plan as a `sandbox_cleaned` event with
     /// `reason`, in one transaction.
