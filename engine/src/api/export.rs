@@ -128,10 +128,7 @@ fn reviewed_part(
         .tree_id();
     let reviewed = match trees.get(resource) {
         Some(t) => *t,
-        None => {
-            let _lock = sb.lock()?;
-            crate::sandbox::checkpoint::snapshot(&repo)?
-        }
+        None => crate::sandbox::merge::current_tree(sb)?,
     };
     let selection = Selection::new(&ApplyRequest::default())?;
     let part = partial::build(&repo, resource, base, reviewed, &review, &selection)?;

@@ -270,6 +270,8 @@ impl Store {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>, StoreError> {
+        // A range scan on the primary key: every id with this prefix sorts between the prefix
+        // and the prefix followed by the highest Crockford character.
         let mut stmt = self.conn().prepare(
             "SELECT decision_id FROM decisions WHERE decision_id >= ?1 AND decision_id < ?1 || 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ' ORDER BY decision_id LIMIT ?2",
         )?;
@@ -289,15 +291,7 @@ impl Store {
         &self,
         input: &str,
     ) -> Result<Result<Id, IdPrefixError>, StoreError> {
-        let prefix = input.to_ascii_uppercase();
-        // A range scan on the primary key: every id with this prefix sorts between the prefix
-        // and the prefix followed by the highest Crockford character.
-        let mut stmt = self.conn().prepare(
-            "SELECT decision_id FROM decisions WHERE decision_id >= ?1 AND decision_id < ?1 || 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ' ORDER BY decision_id LIMIT 20",
-        )?;
-        let ids: Vec<String> = stmt
-            .query_map([&prefix], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
+        let ids = self.decision_ids_starting_with(input, 20)?;
         Ok(resolve_prefix("decision", input, ids)
             .map(|s| s.parse().expect("stored decision ids are ULIDs")))
     }
