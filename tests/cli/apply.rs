@@ -105,7 +105,7 @@ pub fn assert_same(before: &RepoState, after: &RepoState) {
     assert_eq!(before.refs, after.refs, "refs differ");
 }
 
-fn out(repo: &Path, args: &[&str]) -> String {
+pub(super) fn out(repo: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
         .args(args)
         .current_dir(repo)

@@ -99,12 +99,9 @@ fn a_partial_apply_commits_exactly_the_accepted_hunks_and_lists_what_was_left_ou
     let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
     assert_eq!(code, 0, "{doc:#}");
     let tree = |rev: &str| {
-        let o = Command::new("git")
-            .args(["rev-parse", &format!("{rev}^{{tree}}")])
-            .current_dir(&repo)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
+        super::apply::out(&repo, &["rev-parse", &format!("{rev}^{{tree}}")])
+            .trim()
+            .to_string()
     };
     assert_eq!(
         tree("reviewed"),
