@@ -281,6 +281,9 @@ pub struct Context {
     /// Global options given on the command line that a suggested follow-up command must
     /// repeat to act on the same environment (`--data-dir X`, `--config-path Y`).
     pub repeat_args: Vec<String>,
+    /// The database [`dispatch`] opened (and migrated) before the command, handed to the
+    /// command's first [`Context::store`] rather than opening a second connection.
+    opened: std::sync::Mutex<Option<Store>>,
 }
 
 impl Context {
@@ -341,7 +344,23 @@ impl Context {
     /// # Errors
     /// Store errors, converted for display.
     pub fn store(&self) -> Result<Store, CliError> {
+        if let Some(store) = self.opened.lock().ok().and_then(|mut kept| kept.take()) {
+            return Ok(store);
+        }
         Ok(Store::open(&self.paths.database())?)
+    }
+
+    /// Opens (creating or migrating if needed) the database and keeps the connection for the
+    /// command's first [`Context::store`].
+    ///
+    /// # Errors
+    /// Store errors, converted for display.
+    fn open_store(&self) -> Result<(), CliError> {
+        let store = self.store()?;
+        if let Ok(mut kept) = self.opened.lock() {
+            *kept = Some(store);
+        }
+        Ok(())
     }
 
     /// The engine for a registry change: this data directory with the configured settings
@@ -651,6 +670,7 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         format: out.format,
         terminal,
         repeat_args,
+        opened: std::sync::Mutex::new(None),
     };
     // Logging starts for every command but `init`, which must not touch the data directory
     // before it is confirmed; it starts logging itself afterwards.
@@ -706,12 +726,12 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         | Command::Tool(_)
         | Command::Skill(_)
         | Command::Session(_) => {
-            ctx.store()?;
+            ctx.open_store()?;
         }
         // These work without it, but still create it on first use when they can, so that
         // every command leaves a usable environment behind.
         Command::Version | Command::Config(_) => {
-            if let Err(e) = ctx.store() {
+            if let Err(e) = ctx.open_store() {
                 tracing::warn!(error = %e.body.message, "database not available");
             }
         }

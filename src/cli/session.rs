@@ -709,6 +709,7 @@ impl Commands for InProcess {
             format: Format::Json,
             terminal,
             repeat_args: self.repeat_args.clone(),
+            opened: std::sync::Mutex::new(None),
         };
         let outcome = match super::dispatch(command, &ctx) {
             Ok(report) => Outcome::Done(report),

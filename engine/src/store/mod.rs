@@ -142,8 +142,17 @@ impl Store {
                 source,
             })?;
         }
-        if path.exists() {
-            let found = read_schema_version(path)?;
+        let existed = path.exists();
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        // Read before anything is set or migrated, on the one connection the store keeps:
+        // reading the version writes nothing, so a database from a newer release is left as
+        // it was.
+        if existed {
+            let found = schema_version_of(&conn).map_err(open_err)?;
             if found > latest_schema_version() {
                 return Err(StoreError::TooNew {
                     path: path.to_path_buf(),
@@ -152,11 +161,6 @@ impl Store {
                 });
             }
         }
-        let open_err = |source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         // Transactions take the write lock when they begin (BEGIN IMMEDIATE), so they wait for
         // another writer under the busy timeout. A deferred transaction that reads first fails
@@ -183,7 +187,13 @@ impl Store {
     /// # Errors
     /// [`StoreError::TooNew`] or [`StoreError::Open`].
     pub fn open_read_only(path: &Path) -> Result<Self, StoreError> {
-        let found = read_schema_version(path)?;
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(open_err)?;
+        let found = schema_version_of(&conn).map_err(open_err)?;
         if found > latest_schema_version() {
             return Err(StoreError::TooNew {
                 path: path.to_path_buf(),
@@ -191,12 +201,6 @@ impl Store {
                 supported: latest_schema_version(),
             });
         }
-        let open_err = |source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         conn.pragma_update(None, "query_only", "ON")
             .map_err(open_err)?;
@@ -306,20 +310,9 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         .map_err(|e| failed(e.to_string()))
 }
 
-/// Reads `PRAGMA user_version` through a read-only connection that changes nothing on disk.
-fn read_schema_version(path: &Path) -> Result<u32, StoreError> {
-    let open_err = |source| StoreError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(open_err)?;
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(open_err)?;
+/// `PRAGMA user_version` of `conn`'s database (a read; nothing is written).
+fn schema_version_of(conn: &Connection) -> rusqlite::Result<u32> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     Ok(u32::try_from(version).unwrap_or(u32::MAX))
 }
 
