@@ -14,6 +14,8 @@ use similar::{ChangeTag, TextDiff};
 
 use super::{Sandbox, SandboxError};
 
+mod tree_walk;
+
 /// Largest side (in bytes) that is diffed as text.
 pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
 /// Context lines around each hunk.
@@ -178,6 +180,77 @@ pub fn trees(
     new: Option<Oid>,
     request: &DiffRequest,
 ) -> Result<Vec<FileDiff>, SandboxError> {
+    trees_each(repo, old, new, request, &|file| file)
+}
+
+/// As [`trees`], handing each file's diff to `each` as soon as it is computed (on whichever
+/// thread computed it) and returning what `each` made of every file, in git's path order. A
+/// caller that turns each file into its output at once never holds every file's lines.
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn trees_each<T: Send>(
+    repo: &Repository,
+    old: Option<Oid>,
+    new: Option<Oid>,
+    request: &DiffRequest,
+    each: &(dyn Fn(FileDiff) -> T + Sync),
+) -> Result<Vec<T>, SandboxError> {
+    // Without a path filter, the plain cases are listed by descending only into subtrees
+    // that differ; renames, changes of kind and submodules go through libgit2.
+    let fast = match request.path {
+        None => tree_walk::changed_files(repo, old, new)
+            .map_err(SandboxError::git("comparing trees"))?,
+        Some(_) => None,
+    };
+    let deltas = match fast {
+        Some(deltas) => deltas,
+        None => libgit2_changes(repo, old, new, request)?,
+    };
+    // Reading the blobs and diffing their lines is most of the work for a large change, and
+    // each file is independent: the files are split in order between threads, each with a
+    // handle of its own on the repository (a handle is not shared between threads).
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    if threads == 1 || deltas.len() < PARALLEL_FILES {
+        return file_diffs(repo, &deltas, request, each);
+    }
+    let chunk = deltas.len().div_ceil(threads);
+    let git_dir = repo.path().to_path_buf();
+    std::thread::scope(|scope| {
+        let mut parts = deltas.chunks(chunk);
+        let first = parts.next().unwrap_or_default();
+        let others: Vec<_> = parts
+            .map(|part| {
+                let git_dir = &git_dir;
+                scope.spawn(move || {
+                    let own = Repository::open(git_dir)
+                        .map_err(SandboxError::git("opening the repository"))?;
+                    file_diffs(&own, part, request, each)
+                })
+            })
+            .collect();
+        let mut out = file_diffs(repo, first, request, each)?;
+        for handle in others {
+            out.extend(
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+            );
+        }
+        Ok(out)
+    })
+}
+
+/// The changed files as libgit2's tree diff lists them, renames paired.
+fn libgit2_changes(
+    repo: &Repository,
+    old: Option<Oid>,
+    new: Option<Oid>,
+    request: &DiffRequest,
+) -> Result<Vec<Changed>, SandboxError> {
     let find = |oid: Option<Oid>| {
         oid.map(|o| repo.find_tree(o))
             .transpose()
@@ -196,7 +269,7 @@ pub fn trees(
     find_opts.renames(true);
     diff.find_similar(Some(&mut find_opts))
         .map_err(SandboxError::git("detecting renames"))?;
-    let deltas: Vec<Changed> = diff
+    let deltas = diff
         .deltas()
         .filter_map(|delta| {
             let status = match delta.status() {
@@ -223,48 +296,14 @@ pub fn trees(
             })
         })
         .collect();
-    drop(diff);
-    // Reading the blobs and diffing their lines is most of the work for a large change, and
-    // each file is independent: the files are split in order between threads, each with a
-    // handle of its own on the repository (a handle is not shared between threads).
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
-    if threads == 1 || deltas.len() < PARALLEL_FILES {
-        return file_diffs(repo, &deltas, request);
-    }
-    let chunk = deltas.len().div_ceil(threads);
-    let git_dir = repo.path().to_path_buf();
-    std::thread::scope(|scope| {
-        let mut parts = deltas.chunks(chunk);
-        let first = parts.next().unwrap_or_default();
-        let others: Vec<_> = parts
-            .map(|part| {
-                let git_dir = &git_dir;
-                scope.spawn(move || {
-                    let own = Repository::open(git_dir)
-                        .map_err(SandboxError::git("opening the repository"))?;
-                    file_diffs(&own, part, request)
-                })
-            })
-            .collect();
-        let mut out = file_diffs(repo, first, request)?;
-        for handle in others {
-            out.extend(
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
-            );
-        }
-        Ok(out)
-    })
+    Ok(deltas)
 }
 
 /// Below this many changed files a diff runs on one thread.
 const PARALLEL_FILES: usize = 64;
 
 /// One changed file as the tree comparison reports it.
+#[derive(Debug, PartialEq, Eq)]
 struct Changed {
     status: FileStatus,
     old_path: String,
@@ -275,12 +314,13 @@ struct Changed {
     new_mode: git2::FileMode,
 }
 
-/// The [`FileDiff`] of each changed file, in order.
-fn file_diffs(
+/// What `each` makes of the [`FileDiff`] of each changed file, in order.
+fn file_diffs<T>(
     repo: &Repository,
     deltas: &[Changed],
     request: &DiffRequest,
-) -> Result<Vec<FileDiff>, SandboxError> {
+    each: &(dyn Fn(FileDiff) -> T + Sync),
+) -> Result<Vec<T>, SandboxError> {
     let blob = |oid: Oid| -> Result<Option<Vec<u8>>, SandboxError> {
         if oid.is_zero() {
             return Ok(None);
@@ -339,7 +379,7 @@ fn file_diffs(
                 file.hunks = hunks;
             }
         }
-        out.push(file);
+        out.push(each(file));
     }
     Ok(out)
 }
@@ -483,6 +523,33 @@ pub fn sandbox_diff(sb: &Sandbox, request: &DiffRequest) -> Result<Vec<FileDiff>
     Ok(sandbox_diff_between(sb, request)?.files)
 }
 
+/// As [`sandbox_diff`], handing each file to `each` as [`trees_each`] does (for output that
+/// needs neither attribution nor review ids, such as the unified text).
+///
+/// # Errors
+/// [`SandboxError`] for git or I/O failures.
+pub fn sandbox_diff_each<T: Send>(
+    sb: &Sandbox,
+    request: &DiffRequest,
+    each: &(dyn Fn(FileDiff) -> T + Sync),
+) -> Result<Vec<T>, SandboxError> {
+    let _lock = sb.lock()?;
+    let repo = sb.repo()?;
+    let base_tree = base_tree(&repo, sb)?;
+    let now_tree = super::checkpoint::snapshot(&repo)?;
+    trees_each(&repo, Some(base_tree), Some(now_tree), request, each)
+}
+
+/// The tree of `sb`'s base commit.
+fn base_tree(repo: &Repository, sb: &Sandbox) -> Result<Oid, SandboxError> {
+    let base = sb.base_commit()?;
+    Ok(repo
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(SandboxError::git("reading the base tree"))?
+        .id())
+}
+
 /// A sandbox diff with the two trees it compares.
 #[derive(Debug)]
 pub struct SandboxDiff {
@@ -505,12 +572,7 @@ pub fn sandbox_diff_between(
 ) -> Result<SandboxDiff, SandboxError> {
     let _lock = sb.lock()?;
     let repo = sb.repo()?;
-    let base = sb.base_commit()?;
-    let base_tree = repo
-        .find_commit(base)
-        .and_then(|c| c.tree())
-        .map_err(SandboxError::git("reading the base tree"))?
-        .id();
+    let base_tree = base_tree(&repo, sb)?;
     let now_tree = super::checkpoint::snapshot(&repo)?;
     let files = trees(&repo, Some(base_tree), Some(now_tree), request)?;
     Ok(SandboxDiff {
