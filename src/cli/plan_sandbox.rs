@@ -330,29 +330,27 @@ fn plan_diff(
     // straight to the output, no `serde_json::Value` per line).
     let structured = ctx.format.is_structured();
     let mut resources = Vec::new();
-    let mut all_files = Vec::new();
+    let mut text = String::new();
     let mut rows = Vec::new();
     let mut stats = diff::DiffStats::default();
     for sb in select(&active, resource)? {
-        let files = resource_diff(&store, sb, &request)?;
-        let own = diff::stats(&files);
-        stats.files_changed += own.files_changed;
-        stats.additions += own.additions;
-        stats.deletions += own.deletions;
-        if structured {
-            resources.push(ResourceDiff {
-                resource_name: sb.target.resource_name.clone(),
-                strategy: sb.record.strategy,
-                base_commit: sb.record.base_commit.clone(),
-                stats: own,
-                files,
-            });
+        if !structured {
+            // The table and the unified text show neither decisions nor review ids: each file
+            // becomes its row and its text as soon as it is diffed, and its lines are dropped.
+            let own = human_diff(sb, &request, &mut rows, &mut text)?;
+            add_stats(&mut stats, own);
             continue;
         }
-        for f in &files {
-            rows.push(file_row(f, &sb.target.resource_name));
-        }
-        all_files.extend(files);
+        let files = resource_diff(&store, sb, &request)?;
+        let own = diff::stats(&files);
+        add_stats(&mut stats, own);
+        resources.push(ResourceDiff {
+            resource_name: sb.target.resource_name.clone(),
+            strategy: sb.record.strategy,
+            base_commit: sb.record.base_commit.clone(),
+            stats: own,
+            files,
+        });
     }
     let status = if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
         "The plan's sandboxes were released or removed; their work trees are gone".to_string()
@@ -376,7 +374,40 @@ fn plan_diff(
         report.data = serde_json::to_value(&data)
             .map_err(|e| CliError::new("INTERNAL", format!("serializing the diff: {e}")))?;
     }
-    Ok(diff_report(report, rows, &all_files, request.hunks))
+    Ok(diff_report(report, rows, text))
+}
+
+/// Adds one resource's totals to the plan's.
+fn add_stats(total: &mut diff::DiffStats, own: diff::DiffStats) {
+    total.files_changed += own.files_changed;
+    total.additions += own.additions;
+    total.deletions += own.deletions;
+}
+
+/// One sandbox's part of the human formats: a Changed Files row per file into `rows` and,
+/// with hunks, its unified text onto `text`; returns the sandbox's totals.
+fn human_diff(
+    sb: &Sandbox,
+    request: &DiffRequest,
+    rows: &mut Vec<Vec<Cell>>,
+    text: &mut String,
+) -> Result<diff::DiffStats, CliError> {
+    let name = sb.target.resource_name.as_str();
+    let parts = diff::sandbox_diff_each(sb, request, &|f| {
+        let unified = request
+            .hunks
+            .then(|| diff::unified(std::slice::from_ref(&f)));
+        (f.additions, f.deletions, file_row(&f, name), unified)
+    })?;
+    let mut own = diff::DiffStats::default();
+    for (additions, deletions, row, unified) in parts {
+        own.files_changed += 1;
+        own.additions += additions;
+        own.deletions += deletions;
+        rows.push(row);
+        text.push_str(unified.as_deref().unwrap_or_default());
+    }
+    Ok(own)
 }
 
 /// `plan diff`'s data: `{plan_id, stats, resources: [{resource_name, strategy, base_commit,
@@ -398,8 +429,8 @@ struct ResourceDiff {
     files: Vec<FileDiff>,
 }
 
-/// The Changed Files table and, with hunks, the unified diff.
-fn diff_report(report: Report, rows: Vec<Vec<Cell>>, files: &[FileDiff], hunks: bool) -> Report {
+/// The Changed Files table and, when there is any, the unified diff `text`.
+fn diff_report(report: Report, rows: Vec<Vec<Cell>>, text: String) -> Report {
     let report = report.with(Element::Table {
         title: "Changed Files".into(),
         columns: vec![
@@ -412,10 +443,10 @@ fn diff_report(report: Report, rows: Vec<Vec<Cell>>, files: &[FileDiff], hunks: 
         rows,
         empty: "No changes.".into(),
     });
-    if hunks && !files.is_empty() {
+    if !text.is_empty() {
         report.with(Element::List {
             title: "Diff".into(),
-            items: vec![diff::unified(files)],
+            items: vec![text],
         })
     } else {
         report
@@ -508,7 +539,12 @@ fn applied_diff(
             "some files are listed from the apply journal only: their sandbox history is gone, so there are no line counts or hunks",
         );
     }
-    Ok(diff_report(report, rows, &all_files, request.hunks))
+    let text = if request.hunks {
+        diff::unified(&all_files)
+    } else {
+        String::new()
+    };
+    Ok(diff_report(report, rows, text))
 }
 
 fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
