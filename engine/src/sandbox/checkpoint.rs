@@ -125,7 +125,10 @@ fn workdir_changes(
         .unwrap_or(1)
         .clamp(1, 8);
     let chunk = tracked.len().div_ceil(threads).max(1);
-    let compared: Vec<(Vec<PathBuf>, Vec<PathBuf>)> = std::thread::scope(|scope| {
+    // The walk for untracked files runs beside the comparison of tracked ones: it is one
+    // thread's work, which would otherwise leave the other cores idle after the comparison.
+    let (compared, mut untracked) = std::thread::scope(|scope| {
+        let walk = scope.spawn(|| untracked_files(&work, &known, &gitlinks));
         let handles: Vec<_> = tracked
             .chunks(chunk)
             .map(|part| {
@@ -198,10 +201,8 @@ fn workdir_changes(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
+        let compared: Vec<(Vec<PathBuf>, Vec<PathBuf>)> = handles.into_iter().map(joined).collect();
+        (compared, joined(walk))
     });
     let mut removed = Vec::new();
     let mut added = Vec::new();
@@ -209,12 +210,18 @@ fn workdir_changes(
         removed.extend(r);
         added.extend(c);
     }
-    let mut untracked = untracked_files(&work, &known, &gitlinks);
     untracked.sort();
     removed.sort();
     added.sort();
     added.extend(untracked);
     Ok((removed, added))
+}
+
+/// What a scoped thread returned (its panic carried on).
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// Files in the work tree that the index does not track and `.gitignore` files do not

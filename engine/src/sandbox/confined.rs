@@ -35,6 +35,11 @@ use sha2::{Digest, Sha256};
 /// of those after a backslash. Snapshots skip such entries as they skip `.git`; tools refuse
 /// them.
 pub fn is_git_alias(name: &[u8]) -> bool {
+    // Every alias spells the letter g in ASCII (the ignored code points and the case folding
+    // never make one), so most names are answered without decoding.
+    if !name.iter().any(|b| b.eq_ignore_ascii_case(&b'g')) {
+        return false;
+    }
     let Ok(name) = std::str::from_utf8(name) else {
         return name.eq_ignore_ascii_case(b".git");
     };
