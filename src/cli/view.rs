@@ -50,8 +50,8 @@ pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
 }
 
 /// Shortest prefixes of decision ids, by full id, unique among every decision of the
-/// database that shares their first 8 characters (superseded ones and other plans' included),
-/// so that `plan explain` takes back any id printed.
+/// database (superseded ones and other plans' included), so that `plan explain` takes back
+/// any id printed.
 ///
 /// # Errors
 /// Store errors.
@@ -64,12 +64,12 @@ where
     S: Into<String>,
 {
     let ids: Vec<String> = ids.into_iter().map(Into::into).collect();
-    let mut all = ids.clone();
-    let heads: std::collections::BTreeSet<String> =
-        ids.iter().map(|i| i.chars().take(8).collect()).collect();
-    for head in heads {
-        all.extend(store.decision_ids_starting_with(&head, 10_000)?);
-    }
+    let (Some(first), Some(last)) = (ids.iter().min(), ids.iter().max()) else {
+        return Ok(std::collections::HashMap::new());
+    };
+    // Only an id's neighbours in the sorted list of every decision decide its prefix.
+    let mut all = store.decision_ids_around(first, last)?;
+    all.extend(ids.iter().cloned());
     let wanted: std::collections::HashSet<&String> = ids.iter().collect();
     let mut shorts = short_map(all);
     shorts.retain(|k, _| wanted.contains(k));

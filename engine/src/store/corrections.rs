@@ -283,6 +283,25 @@ impl Store {
         Ok(ids)
     }
 
+    /// Every decision id from `first` to `last` (inclusive), with the nearest id before
+    /// `first` and after `last` when there are such, in order: the ids that decide how long a
+    /// printed prefix of any id in that range must be to be unique. One range scan on the
+    /// primary key.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn decision_ids_around(&self, first: &str, last: &str) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn().prepare(
+            "SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id < ?1 ORDER BY decision_id DESC LIMIT 1)
+             UNION ALL SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id BETWEEN ?1 AND ?2 ORDER BY decision_id)
+             UNION ALL SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id > ?2 ORDER BY decision_id LIMIT 1)",
+        )?;
+        let ids = stmt
+            .query_map(rusqlite::params![first, last], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(ids)
+    }
+
     /// Resolves a full decision id or a unique prefix (at least 4 characters).
     ///
     /// # Errors
