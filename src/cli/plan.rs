@@ -9,7 +9,7 @@ use crate::engine::api;
 use crate::engine::domain::{Phase, Plan, ProcessingState};
 use crate::engine::lifecycle::driver::Stopped;
 use crate::engine::registry::plan_use::{Created, Request};
-use crate::output::{Column, Element, Level, Report};
+use crate::output::{Column, Element, Level, Payload, Report};
 
 /// `agents plan ...`
 #[derive(Debug, Subcommand)]
@@ -430,19 +430,59 @@ fn created_panels(
     report
 }
 
-fn plan_row(p: &Plan) -> serde_json::Value {
-    json!({
-        "plan_id": p.plan_id.to_string(),
-        "action": p.action_name,
-        "projects": p.project_names(),
-        "phase": p.phase(),
-        "state": p.state(),
-        "attempt": p.status.attempt,
-        "automation_profile": p.automation_profile,
-        "parent_plan_id": p.parent_plan_id.map(|i| i.to_string()),
-        "created_at": p.created_at.to_string(),
-        "updated_at": p.updated_at.to_string(),
-    })
+/// `plan list`'s data: `{plans: [row]}` (rows as [`PlanRow`]).
+struct PlanList {
+    plans: Vec<Plan>,
+}
+
+impl serde::Serialize for PlanList {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("plans", &PlanRows(&self.plans))?;
+        map.end()
+    }
+}
+
+/// The plans as a sequence of rows.
+struct PlanRows<'a>(&'a [Plan]);
+
+impl serde::Serialize for PlanRows<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(PlanRow::of))
+    }
+}
+
+/// One plan as `plan list --format json` shows it, keys in this order.
+#[derive(serde::Serialize)]
+struct PlanRow<'a> {
+    plan_id: String,
+    action: &'a str,
+    projects: Vec<&'a str>,
+    phase: crate::engine::domain::Phase,
+    state: ProcessingState,
+    attempt: u32,
+    automation_profile: &'a Option<String>,
+    parent_plan_id: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl<'a> PlanRow<'a> {
+    fn of(p: &'a Plan) -> Self {
+        PlanRow {
+            plan_id: p.plan_id.to_string(),
+            action: &p.action_name,
+            projects: p.project_names(),
+            phase: p.phase(),
+            state: p.state(),
+            attempt: p.status.attempt,
+            automation_profile: &p.automation_profile,
+            parent_plan_id: p.parent_plan_id.map(|i| i.to_string()),
+            created_at: p.created_at.to_string(),
+            updated_at: p.updated_at.to_string(),
+        }
+    }
 }
 
 fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
@@ -483,7 +523,6 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
         serde_json::Value::Null,
         format!("{n} plan{} listed", if n == 1 { "" } else { "s" }),
     );
-    report.data = json!({"plans": if structured { plans.iter().map(plan_row).collect::<Vec<_>>() } else { Vec::new() }});
     let table_plans = if structured { &plans[..0] } else { &plans[..] };
     report = report.with(Element::Table {
         title: "Plans".into(),
@@ -530,7 +569,7 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
             ],
         ));
     }
-    Ok(report.with(Element::panel(
+    let mut report = report.with(Element::panel(
         "Summary",
         [
             ("Total", n.to_string()),
@@ -540,7 +579,14 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
             ("Errored", count(ProcessingState::Errored)),
             ("Cancelled", count(ProcessingState::Cancelled)),
         ],
-    )))
+    ));
+    if structured {
+        // Serialized row by row from the plans, without a json value per row.
+        report.payload = Some(Payload::new(PlanList { plans }));
+    } else {
+        report.data = json!({"plans": []});
+    }
+    Ok(report)
 }
 
 /// The phases the profile runs without asking (`strategize, execute`), or that none do.
