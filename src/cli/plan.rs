@@ -606,3 +606,44 @@ fn automatic_phases(f: &crate::engine::registry::profiles::Flags) -> String {
         auto.join(", ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_lists_in_json_with_the_keys_values_and_order_of_its_documented_row() {
+        let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        let mut child = Plan::new("local/fix", "fix the parser", now);
+        child.project_links = vec![
+            crate::engine::domain::plan::ProjectLink::new("local/api", Some("api"), false).unwrap(),
+        ];
+        child.automation_profile = Some("trusted".into());
+        child.parent_plan_id = Some(crate::engine::domain::Id::generate());
+        let plain = Plan::new("local/docs", "docs", now);
+        let expected: Vec<serde_json::Value> = [&child, &plain]
+            .iter()
+            .map(|p| {
+                json!({
+                    "plan_id": p.plan_id.to_string(),
+                    "action": p.action_name,
+                    "projects": p.project_names(),
+                    "phase": p.phase(),
+                    "state": p.state(),
+                    "attempt": p.status.attempt,
+                    "automation_profile": p.automation_profile,
+                    "parent_plan_id": p.parent_plan_id.map(|i| i.to_string()),
+                    "created_at": p.created_at.to_string(),
+                    "updated_at": p.updated_at.to_string(),
+                })
+            })
+            .collect();
+        let typed = PlanList {
+            plans: vec![child, plain],
+        };
+        assert_eq!(
+            serde_json::to_string_pretty(&typed).unwrap(),
+            serde_json::to_string_pretty(&json!({ "plans": expected })).unwrap()
+        );
+    }
+}
