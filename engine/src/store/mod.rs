@@ -58,6 +58,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/018_resource_types.sql"),
     include_str!("migrations/019_actor_contexts.sql"),
     include_str!("migrations/020_invariant_violations.sql"),
+    include_str!("migrations/021_plan_link_index.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
