@@ -63,17 +63,25 @@ where
     I: IntoIterator<Item = S>,
     S: Into<String>,
 {
-    let ids: Vec<String> = ids.into_iter().map(Into::into).collect();
-    let (Some(first), Some(last)) = (ids.iter().min(), ids.iter().max()) else {
+    let mut wanted: Vec<String> = ids.into_iter().map(Into::into).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let (Some(first), Some(last)) = (wanted.first(), wanted.last()) else {
         return Ok(std::collections::HashMap::new());
     };
     // Only an id's neighbours in the sorted list of every decision decide its prefix.
     let mut all = store.decision_ids_around(first, last)?;
-    all.extend(ids.iter().cloned());
-    let wanted: std::collections::HashSet<&String> = ids.iter().collect();
-    let mut shorts = short_map(all);
-    shorts.retain(|k, _| wanted.contains(k));
-    Ok(shorts)
+    if wanted.iter().any(|w| all.binary_search(w).is_err()) {
+        all.extend(wanted.iter().cloned());
+        all.sort_unstable();
+        all.dedup();
+    }
+    let shorts = short_ids(&all);
+    Ok(all
+        .into_iter()
+        .zip(shorts)
+        .filter(|(id, _)| wanted.binary_search(id).is_ok())
+        .collect())
 }
 
 /// Shortest unique prefixes (at least 8 characters) of every id in `ids`, by full id: for
