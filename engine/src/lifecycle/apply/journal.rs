@@ -218,6 +218,7 @@ fn copy_missing(from: &Repository, to: &Repository, tree: Oid) -> Result<(), Run
     if missing.is_empty() {
         return Ok(());
     }
+    without_delta_search(from);
     let mut pack = from.packbuilder().map_err(&git)?;
     for oid in &missing {
         pack.insert_object(*oid, None).map_err(&git)?;
@@ -230,6 +231,21 @@ fn copy_missing(from: &Repository, to: &Repository, tree: Oid) -> Result<(), Run
         .map_err(|e| RunError::Sandbox(format!("copying objects into the repository: {e}")))?;
     writer.commit().map_err(&git)?;
     Ok(())
+}
+
+/// Lets the packs Apply writes hold each object whole. libgit2's pack builder searches for
+/// deltas between the new objects (most of the time of packing a 1,000-file change) and has no
+/// switch for it, but stops trying when its delta window may hold no more than one byte
+/// (`pack.windowMemory`, set in the sandbox's own repository, which the builder reads).
+/// `git gc` in the user's repository deltifies them later, as it does loose objects.
+fn without_delta_search(sandbox: &Repository) {
+    const WINDOW_MEMORY: &str = "pack.windowMemory";
+    if let Ok(mut config) = sandbox.config()
+        && config.get_i64(WINDOW_MEMORY).ok() != Some(1)
+    {
+        // Without the setting packing is slower, not wrong.
+        let _ = config.set_i64(WINDOW_MEMORY, 1);
+    }
 }
 
 fn write_new(path: &Path, bytes: &[u8], mode: i32) -> std::io::Result<()> {
