@@ -109,26 +109,7 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
     let mut by_parent: HashMap<(Id, Option<Id>), Vec<usize>> = HashMap::new();
     let mut rows = Vec::new();
     let mut superseded = 0;
-    for raw in store.tree_rows(plan_id)? {
-        let (id, plan, parent, kind, question, chosen, confidence, step, corr, sup) = raw;
-        let row = Row {
-            id: id.parse().map_err(|e| corrupt("decision_id", e))?,
-            plan: plan.parse().map_err(|e| corrupt("plan_id", e))?,
-            parent: parent
-                .map(|p| p.parse().map_err(|e| corrupt("parent_decision_id", e)))
-                .transpose()?,
-            kind: kind
-                .parse()
-                .map_err(|e: String| corrupt("decision_type", e))?,
-            question,
-            chosen,
-            confidence,
-            executable: step,
-            correction: corr,
-            superseded_by: sup
-                .map(|p| p.parse().map_err(|e| corrupt("superseded_by", e)))
-                .transpose()?,
-        };
+    for row in store.tree_rows(plan_id)? {
         if !in_family.contains(&row.plan) {
             continue;
         }
@@ -286,19 +267,6 @@ fn decision_node(cx: &Ctx<'_>, i: usize, depth: usize, s: &mut Summary) -> Node 
 /// One plan of a family: (plan id, parent plan id, name, `phase/state`).
 pub type FamilyPlan = (Id, Option<Id>, String, String);
 
-type TreeRow = (
-    String,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-    String,
-    Option<f64>,
-    bool,
-    bool,
-    Option<String>,
-);
-
 impl Store {
     /// The plan and its descendants (by `root_plan_id`, and by `parent_plan_id` for plans
     /// whose root is not set): (plan id, parent plan id, name, `phase/state`).
@@ -331,16 +299,48 @@ impl Store {
     /// and sequence order. `plan_id IN fam` (not a join) lets SQLite walk the
     /// `(plan_id, sequence_number)` index in order instead of building a transient index
     /// over every decision and sorting the result.
-    fn tree_rows(&self, plan_id: &Id) -> Result<Vec<TreeRow>, StoreError> {
+    fn tree_rows(&self, plan_id: &Id) -> Result<Vec<Row>, StoreError> {
         let mut stmt = self.conn().prepare(
             "WITH RECURSIVE fam(id) AS (SELECT ?1 UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
              SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.decision_type, d.question, d.chosen_option, \
              d.confidence_score, d.step IS NOT NULL, d.is_correction != 0, d.superseded_by \
              FROM decisions d WHERE d.plan_id IN fam ORDER BY d.plan_id, d.sequence_number",
         )?;
-        let rows = stmt
-            .query_map([plan_id.to_string()], |r| r.try_into())?
-            .collect::<Result<_, _>>()?;
+        // Ids and types are decoded from the row's own text, without a string per column.
+        let id = |r: &rusqlite::Row<'_>,
+                  i: usize,
+                  column: &'static str|
+         -> Result<Option<Id>, StoreError> {
+            r.get_ref(i)?
+                .as_str_or_null()
+                .map_err(|e| corrupt(column, e))?
+                .map(|text| text.parse().map_err(|e| corrupt(column, e)))
+                .transpose()
+        };
+        let required = |value: Option<Id>, column: &'static str| {
+            value.ok_or_else(|| corrupt(column, "missing"))
+        };
+        let mut rows = Vec::new();
+        let mut query = stmt.query([plan_id.to_string()])?;
+        while let Some(r) = query.next()? {
+            rows.push(Row {
+                id: required(id(r, 0, "decision_id")?, "decision_id")?,
+                plan: required(id(r, 1, "plan_id")?, "plan_id")?,
+                parent: id(r, 2, "parent_decision_id")?,
+                kind: r
+                    .get_ref(3)?
+                    .as_str()
+                    .map_err(|e| corrupt("decision_type", e))?
+                    .parse()
+                    .map_err(|e: String| corrupt("decision_type", e))?,
+                question: r.get(4)?,
+                chosen: r.get(5)?,
+                confidence: r.get(6)?,
+                executable: r.get(7)?,
+                correction: r.get(8)?,
+                superseded_by: id(r, 9, "superseded_by")?,
+            });
+        }
         Ok(rows)
     }
 

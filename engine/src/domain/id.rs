@@ -46,7 +46,8 @@ impl fmt::Display for Id {
 impl FromStr for Id {
     type Err = ulid::DecodeError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ulid::from_string(&s.to_ascii_uppercase()).map(Self)
+        // Crockford base32 decodes either case.
+        Ulid::from_string(s).map(Self)
     }
 }
 
