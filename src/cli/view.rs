@@ -69,19 +69,39 @@ where
     let (Some(first), Some(last)) = (wanted.first(), wanted.last()) else {
         return Ok(std::collections::HashMap::new());
     };
-    // Only an id's neighbours in the sorted list of every decision decide its prefix.
+    // Only an id's neighbours in the sorted list of every decision decide its prefix; both
+    // lists are sorted, so one merge pairs each wanted id with its place among them.
     let mut all = store.decision_ids_around(first, last)?;
-    if wanted.iter().any(|w| all.binary_search(w).is_err()) {
+    if !sorted_contains_all(&all, &wanted) {
         all.extend(wanted.iter().cloned());
         all.sort_unstable();
         all.dedup();
     }
-    let shorts = short_ids(&all);
-    Ok(all
-        .into_iter()
-        .zip(shorts)
-        .filter(|(id, _)| wanted.binary_search(id).is_ok())
-        .collect())
+    let common = |a: &str, b: &str| {
+        a.bytes()
+            .zip(b.bytes())
+            .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
+            .count()
+    };
+    let mut shorts = std::collections::HashMap::with_capacity(wanted.len());
+    let mut at = 0;
+    for id in wanted {
+        while all[at] != id {
+            at += 1;
+        }
+        let before = at.checked_sub(1).map_or(0, |i| common(&all[i], &id));
+        let after = all.get(at + 1).map_or(0, |next| common(&id, next));
+        let len = (before.max(after) + 1).max(8).min(id.len());
+        let short = id.get(..len).unwrap_or(&id).to_string();
+        shorts.insert(id, short);
+    }
+    Ok(shorts)
+}
+
+/// Whether every id of sorted `wanted` is in sorted `all`.
+fn sorted_contains_all(all: &[String], wanted: &[String]) -> bool {
+    let mut rest = all.iter();
+    wanted.iter().all(|w| rest.any(|a| a == w))
 }
 
 /// Shortest unique prefixes (at least 8 characters) of every id in `ids`, by full id: for
