@@ -261,7 +261,7 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
                 .iter()
                 .map(|c| {
                     vec![
-                        view::id(&c.plan_id.to_string()),
+                        view::id(c.plan_id.to_string()),
                         c.name.as_str().into(),
                         c.status.as_str().into(),
                     ]
