@@ -814,3 +814,53 @@ fn a_journal_left_by_an_apply_killed_after_its_commit_point_is_removed_by_the_ne
     assert!(!repo.join(".git/cleveragents-apply").exists());
     assert_eq!(out(&repo, &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn the_apply_summary_counts_a_moved_file_once_as_plan_diff_does() {
+    let env = Env::new();
+    let moved = "one\ntwo\nthree\nfour\nfive\n";
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[("old/name.txt", moved), ("keep.txt", "a\nb\n")],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["mkdir new && mv old/name.txt new/name.txt && echo c >> keep.txt"],
+    );
+    let (diff, code) = env.json(&["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{diff:#}");
+    let stats = &diff["data"]["stats"];
+    assert_eq!(
+        (
+            stats["files_changed"].as_u64(),
+            stats["additions"].as_u64(),
+            stats["deletions"].as_u64()
+        ),
+        (Some(2), Some(1), Some(0)),
+        "a rename and a one-line edit: {diff:#}"
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let summary = &doc["data"]["apply_summary"];
+    assert_eq!(
+        (
+            summary["files"].as_u64(),
+            summary["additions"].as_u64(),
+            summary["deletions"].as_u64()
+        ),
+        (Some(2), Some(1), Some(0)),
+        "the summary counts what plan diff counted: {doc:#}"
+    );
+    let (events, _) = env.json(&["plan", "events", &plan, "--type", "apply_complete"]);
+    let text = events.to_string();
+    assert!(
+        text.contains(r#""files":2,"additions":1,"deletions":0"#),
+        "the apply_complete event counts the same: {events:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("new/name.txt")).unwrap(),
+        moved
+    );
+}

@@ -44,6 +44,7 @@ use crate::domain::event::{ApplyComplete, ApplyStarted};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::sandbox::checkpoint::snapshot;
+use crate::sandbox::diff::{DiffRequest, FileDiff};
 use crate::sandbox::{Sandbox, Sandboxes};
 use crate::store::lifecycle_run::{BaseKind, Journal, JournalEntry, JournalStatus};
 use decide::Decided;
@@ -83,23 +84,19 @@ fn refused(message: String) -> RunError {
     RunError::Invalid(message)
 }
 
-fn line_counts(old: Option<&[u8]>, new: Option<&[u8]>) -> (u64, u64) {
-    let text = |b: Option<&[u8]>| {
-        b.map(|b| String::from_utf8_lossy(b).into_owned())
-            .unwrap_or_default()
+/// The files that differ between two trees of `repo`, with their line counts, as `plan diff`
+/// lists them (renames paired; no hunks kept).
+fn changed_files(repo: &Repository, old: Oid, new: Oid) -> Result<Vec<FileDiff>, RunError> {
+    let request = DiffRequest {
+        path: None,
+        hunks: false,
     };
-    let (o, n) = (text(old), text(new));
-    let diff = similar::TextDiff::from_lines(&o, &n);
-    let mut add = 0;
-    let mut del = 0;
-    for c in diff.iter_all_changes() {
-        match c.tag() {
-            similar::ChangeTag::Insert => add += 1,
-            similar::ChangeTag::Delete => del += 1,
-            similar::ChangeTag::Equal => {}
-        }
-    }
-    (add, del)
+    Ok(crate::sandbox::diff::trees(
+        repo,
+        Some(old),
+        Some(new),
+        &request,
+    )?)
 }
 
 /// The changed files per resource, for the confirmation (`plan apply` before asking): the
@@ -118,21 +115,22 @@ pub fn preview(engine: &Engine, plan: &Plan) -> Result<Vec<Preview>, RunError> {
             Some(t) => *t,
             None => current_tree(&sb)?,
         };
-        let mut files = Vec::new();
-        for c in decide::tree_changes(&repo, base_tree, target)? {
-            let blob = |side: Option<(Oid, i32)>| {
-                side.and_then(|(id, _)| repo.find_blob(id).ok())
-                    .map(|b| b.content().to_vec())
-            };
-            let (old, new) = (blob(c.old), blob(c.new));
-            let status = match (&c.old, &c.new) {
-                (None, Some(_)) => "A",
-                (Some(_), None) => "D",
-                _ => "M",
-            };
-            let (a, d) = line_counts(old.as_deref(), new.as_deref());
-            files.push((status.to_string(), c.path, a, d));
-        }
+        // Listed as `plan diff` lists them: a moved file is one renamed file.
+        let files = changed_files(&repo, base_tree, target)?
+            .into_iter()
+            .map(|f| {
+                let path = match &f.old_path {
+                    Some(old) => format!("{old} -> {}", f.path),
+                    None => f.path.clone(),
+                };
+                (
+                    f.status.letter().to_string(),
+                    path,
+                    f.additions,
+                    f.deletions,
+                )
+            })
+            .collect();
         out.push(Preview {
             resource: sb.record.resource_name.clone(),
             files,
@@ -468,7 +466,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
     let usage = engine.store().usage_for_plan(&plan_id)?;
     let summary = ApplyComplete {
         resources: json!(written),
-        files: targets.iter().map(|t| t.decided.changes.len() as u64).sum(),
+        files: targets.iter().map(|t| t.files).sum(),
         additions: targets.iter().map(|t| t.additions).sum(),
         deletions: targets.iter().map(|t| t.deletions).sum(),
         validations: json!(validations),
@@ -535,6 +533,8 @@ struct Target {
     decided: Decided,
     /// The reviewed tree (before the merge with the tip).
     reviewed: Oid,
+    /// Files, added and removed lines written, as `plan diff` counts them.
+    files: u64,
     additions: u64,
     deletions: u64,
 }
@@ -614,26 +614,27 @@ fn decide_all(
             ));
             continue;
         }
-        let (additions, deletions) = counts(&sr, &decided);
+        // What the summary reports is what Apply writes (from the tip it found to the tree it
+        // commits), counted as `plan diff` counts: a moved file is one file.
+        let (old, new) = match &decided.git {
+            Some(g) => (
+                sr.find_commit(g.tip)
+                    .map_err(|e| with(git_err(e)))?
+                    .tree_id(),
+                g.tree,
+            ),
+            None => (base_tree, target),
+        };
+        let stats = crate::sandbox::diff::stats(&changed_files(&sr, old, new).map_err(with)?);
         out.push(Target {
             decided,
             reviewed: target,
-            additions,
-            deletions,
+            files: stats.files_changed,
+            additions: stats.additions,
+            deletions: stats.deletions,
         });
     }
     Ok((out, left_out, effective))
-}
-
-fn counts(sr: &Repository, d: &Decided) -> (u64, u64) {
-    let blob = |side: Option<(Oid, i32)>| {
-        side.and_then(|(id, _)| sr.find_blob(id).ok())
-            .map(|b| b.content().to_vec())
-    };
-    d.changes.iter().fold((0, 0), |(a, r), c| {
-        let (x, y) = line_counts(blob(c.old).as_deref(), blob(c.new).as_deref());
-        (a + x, r + y)
-    })
 }
 
 /// Required and informational validations on the merged trees (a copy in the data directory).
