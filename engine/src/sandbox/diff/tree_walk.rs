@@ -10,7 +10,7 @@
 
 use std::cmp::Ordering;
 
-use git2::{FileMode, ObjectType, Oid, Repository, Tree, TreeEntry};
+use git2::{FileMode, Oid, Repository, Tree, TreeEntry};
 
 use super::{Changed, FileStatus};
 
@@ -53,23 +53,22 @@ enum Kind {
     Submodule,
 }
 
+/// The kind of an entry by its mode (libgit2 hands modes normalized: `040000`, `100644`,
+/// `100755`, `120000`, `160000`).
 fn kind(entry: &TreeEntry<'_>) -> Kind {
     match entry.filemode() {
         0o040000 => Kind::Tree,
         0o120000 => Kind::Link,
         0o160000 => Kind::Submodule,
-        _ if entry.kind() == Some(ObjectType::Tree) => Kind::Tree,
         _ => Kind::File,
     }
 }
 
+/// The mode of a file or link entry.
 fn file_mode(raw: i32) -> FileMode {
     match raw {
-        0o040000 => FileMode::Tree,
         0o100755 => FileMode::BlobExecutable,
-        0o100664 => FileMode::BlobGroupWritable,
         0o120000 => FileMode::Link,
-        0o160000 => FileMode::Commit,
         _ => FileMode::Blob,
     }
 }
