@@ -153,14 +153,7 @@ impl Store {
         // reading the version writes nothing, so a database from a newer release is left as
         // it was.
         if existed {
-            let found = schema_version_of(&conn).map_err(open_err)?;
-            if found > latest_schema_version() {
-                return Err(StoreError::TooNew {
-                    path: path.to_path_buf(),
-                    found,
-                    supported: latest_schema_version(),
-                });
-            }
+            refuse_newer(&conn, path)?;
         }
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         // Transactions take the write lock when they begin (BEGIN IMMEDIATE), so they wait for
@@ -194,14 +187,7 @@ impl Store {
         };
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(open_err)?;
-        let found = schema_version_of(&conn).map_err(open_err)?;
-        if found > latest_schema_version() {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found,
-                supported: latest_schema_version(),
-            });
-        }
+        refuse_newer(&conn, path)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         conn.pragma_update(None, "query_only", "ON")
             .map_err(open_err)?;
@@ -263,9 +249,7 @@ impl Store {
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn schema_version(&self) -> Result<u32, StoreError> {
-        Ok(self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))?)
+        Ok(schema_version_of(&self.conn)?)
     }
 
     /// SQLite's `data_version`: changes whenever another connection commits, so a reader can
@@ -309,6 +293,23 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     MIGRATIONS
         .to_latest(conn)
         .map_err(|e| failed(e.to_string()))
+}
+
+/// [`StoreError::TooNew`] when `conn`'s database (at `path`) was made by a newer release;
+/// reading the version writes nothing.
+fn refuse_newer(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let found = schema_version_of(conn).map_err(|source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if found > latest_schema_version() {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: latest_schema_version(),
+        });
+    }
+    Ok(())
 }
 
 /// `PRAGMA user_version` of `conn`'s database (a read; nothing is written).
