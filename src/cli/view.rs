@@ -77,22 +77,14 @@ where
         all.sort_unstable();
         all.dedup();
     }
-    let common = |a: &str, b: &str| {
-        a.bytes()
-            .zip(b.bytes())
-            .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
-            .count()
-    };
+    // ULID text (digits and capitals) sorts the same folded or not.
     let mut shorts = std::collections::HashMap::with_capacity(wanted.len());
     let mut at = 0;
     for id in wanted {
         while all[at] != id {
             at += 1;
         }
-        let before = at.checked_sub(1).map_or(0, |i| common(&all[i], &id));
-        let after = all.get(at + 1).map_or(0, |next| common(&id, next));
-        let len = (before.max(after) + 1).max(8).min(id.len());
-        let short = id.get(..len).unwrap_or(&id).to_string();
+        let short = crate::engine::domain::id::unique_prefix_in_sorted(&all, at);
         shorts.insert(id, short);
     }
     Ok(shorts)

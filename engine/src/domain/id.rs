@@ -123,12 +123,6 @@ where
 /// id) that no other id in `ids` shares, in input order: what a list shows so that every row
 /// can be named by what is printed. Duplicated ids get their whole text.
 pub fn unique_prefixes<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
-    let common = |a: &str, b: &str| {
-        a.chars()
-            .zip(b.chars())
-            .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
-            .count()
-    };
     // The longest prefix an id shares with any other id is the longer of the prefixes it
     // shares with its neighbours in case-folded sorted order: O(n log n) rather than comparing
     // every pair (10,000 plans took seconds).
@@ -138,21 +132,35 @@ pub fn unique_prefixes<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
         .collect();
     let mut order: Vec<usize> = (0..ids.len()).collect();
     order.sort_by(|&a, &b| folded[a].cmp(&folded[b]));
-    let mut longest_shared = vec![0; ids.len()];
-    for pair in order.windows(2) {
-        let (a, b) = (pair[0], pair[1]);
-        let n = common(ids[a].as_ref(), ids[b].as_ref());
-        longest_shared[a] = longest_shared[a].max(n);
-        longest_shared[b] = longest_shared[b].max(n);
+    let sorted: Vec<&str> = order.iter().map(|&i| ids[i].as_ref()).collect();
+    let mut out = vec![String::new(); ids.len()];
+    for (at, &i) in order.iter().enumerate() {
+        out[i] = unique_prefix_in_sorted(&sorted, at);
     }
-    ids.iter()
-        .zip(longest_shared)
-        .map(|(id, shared)| {
-            let id = id.as_ref();
-            let len = (shared + 1).max(SHORT_LEN).min(id.chars().count());
-            id.chars().take(len).collect()
-        })
-        .collect()
+    out
+}
+
+/// The shortest prefix of `sorted[at]` (at least [`SHORT_LEN`] characters, at most the whole
+/// id) that no other id of `sorted` shares; `sorted` is in case-folded order, so only the
+/// neighbours of `at` can share more of it than any other id.
+pub fn unique_prefix_in_sorted<S: AsRef<str>>(sorted: &[S], at: usize) -> String {
+    let common = |a: &str, b: &str| {
+        a.chars()
+            .zip(b.chars())
+            .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
+            .count()
+    };
+    let id = sorted[at].as_ref();
+    let before = at
+        .checked_sub(1)
+        .map_or(0, |i| common(sorted[i].as_ref(), id));
+    let after = sorted
+        .get(at + 1)
+        .map_or(0, |next| common(id, next.as_ref()));
+    let len = (before.max(after) + 1)
+        .max(SHORT_LEN)
+        .min(id.chars().count());
+    id.chars().take(len).collect()
 }
 
 #[cfg(test)]
