@@ -337,13 +337,12 @@ fn plan_diff(
         if !structured {
             // The table and the unified text show neither decisions nor review ids: each file
             // becomes its row and its text as soon as it is diffed, and its lines are dropped.
-            let own = human_diff(sb, &request, &mut rows, &mut text)?;
-            add_stats(&mut stats, own);
+            stats += human_diff(sb, &request, &mut rows, &mut text)?;
             continue;
         }
         let files = resource_diff(&store, sb, &request)?;
         let own = diff::stats(&files);
-        add_stats(&mut stats, own);
+        stats += own;
         resources.push(ResourceDiff {
             resource_name: sb.target.resource_name.clone(),
             strategy: sb.record.strategy,
@@ -377,13 +376,6 @@ fn plan_diff(
     Ok(diff_report(report, rows, text))
 }
 
-/// Adds one resource's totals to the plan's.
-fn add_stats(total: &mut diff::DiffStats, own: diff::DiffStats) {
-    total.files_changed += own.files_changed;
-    total.additions += own.additions;
-    total.deletions += own.deletions;
-}
-
 /// One sandbox's part of the human formats: a Changed Files row per file into `rows` and,
 /// with hunks, its unified text onto `text`; returns the sandbox's totals.
 fn human_diff(
@@ -397,13 +389,11 @@ fn human_diff(
         let unified = request
             .hunks
             .then(|| diff::unified(std::slice::from_ref(&f)));
-        (f.additions, f.deletions, file_row(&f, name), unified)
+        (diff::DiffStats::of(&f), file_row(&f, name), unified)
     })?;
     let mut own = diff::DiffStats::default();
-    for (additions, deletions, row, unified) in parts {
-        own.files_changed += 1;
-        own.additions += additions;
-        own.deletions += deletions;
+    for (file, row, unified) in parts {
+        own += file;
         rows.push(row);
         text.push_str(unified.as_deref().unwrap_or_default());
     }

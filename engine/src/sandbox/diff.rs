@@ -141,13 +141,32 @@ pub struct DiffStats {
     pub deletions: u64,
 }
 
+impl std::ops::AddAssign for DiffStats {
+    fn add_assign(&mut self, other: DiffStats) {
+        self.files_changed += other.files_changed;
+        self.additions += other.additions;
+        self.deletions += other.deletions;
+    }
+}
+
+impl DiffStats {
+    /// The stats of one file.
+    pub fn of(file: &FileDiff) -> DiffStats {
+        DiffStats {
+            files_changed: 1,
+            additions: file.additions,
+            deletions: file.deletions,
+        }
+    }
+}
+
 /// Sums the stats of files.
 pub fn stats(files: &[FileDiff]) -> DiffStats {
-    DiffStats {
-        files_changed: files.len() as u64,
-        additions: files.iter().map(|f| f.additions).sum(),
-        deletions: files.iter().map(|f| f.deletions).sum(),
+    let mut total = DiffStats::default();
+    for f in files {
+        total += DiffStats::of(f);
     }
+    total
 }
 
 /// Options for [`trees`].
