@@ -219,6 +219,115 @@ pub struct ConfigFile {
     /// The code index policy (`[index]`, see [`crate::domain::index::IndexConfig`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<crate::domain::index::IndexConfig>,
+    /// Servers this client knows by name (`[servers.NAME]`, written by `agents server login`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub servers: BTreeMap<String, ServerTable>,
+}
+
+/// One `[servers.NAME]` table: where a server is. Its token is kept apart, in the credentials
+/// file beside the config file ([`credentials_path`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTable {
+    /// The server's base URL (`http://127.0.0.1:7420`).
+    pub url: String,
+}
+
+/// The credentials file beside `config_path` (`credentials.toml`, mode 0600): one
+/// `[servers.NAME]` table with a `token` per server logged in to.
+pub fn credentials_path(config_path: &Path) -> PathBuf {
+    config_path
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join("credentials.toml")
+}
+
+/// Records server `name` at `url` in the config file (comments kept, file locked, atomic
+/// rename, as `config set` does).
+///
+/// # Errors
+/// [`ConfigError`] when the file cannot be read, parsed or written.
+pub fn add_server(config_path: &Path, name: &str, url: &str) -> Result<(), ConfigError> {
+    let segments = ["servers".to_string(), name.to_string(), "url".to_string()];
+    edit_file(config_path, |doc| {
+        set_in(doc, &segments, toml_edit::Value::from(url));
+    })?;
+    Ok(())
+}
+
+/// The token stored for server `name`, if any.
+///
+/// # Errors
+/// [`ConfigError::Read`] or [`ConfigError::Parse`] for an unreadable credentials file.
+pub fn server_token(config_path: &Path, name: &str) -> Result<Option<String>, ConfigError> {
+    let path = credentials_path(config_path);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ConfigError::Read { path, source }),
+    };
+    let doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        let (message, snippet) = split_toml_error(&e.to_string());
+        ConfigError::Parse {
+            path: path.clone(),
+            message,
+            snippet,
+        }
+    })?;
+    Ok(get_in(
+        &doc,
+        &["servers".to_string(), name.to_string(), "token".to_string()],
+    ))
+}
+
+/// Stores `token` for server `name` in the credentials file, created with mode 0600 and
+/// replaced atomically.
+///
+/// # Errors
+/// [`ConfigError`] when the file cannot be read, parsed or written.
+pub fn save_server_token(config_path: &Path, name: &str, token: &str) -> Result<(), ConfigError> {
+    let path = credentials_path(config_path);
+    let dir = path
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .to_path_buf();
+    let write_err = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| ConfigError::Write { path: p, source }
+    };
+    fs::create_dir_all(&dir).map_err(write_err(&dir))?;
+    let _lock = crate::safe_write::lock_dir(&dir).map_err(write_err(&dir))?;
+    let old = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(ConfigError::Read { path, source }),
+    };
+    let mut doc: toml_edit::DocumentMut = old.parse().map_err(|e: toml_edit::TomlError| {
+        let (message, snippet) = split_toml_error(&e.to_string());
+        ConfigError::Parse {
+            path: path.clone(),
+            message,
+            snippet,
+        }
+    })?;
+    let segments = ["servers".to_string(), name.to_string(), "token".to_string()];
+    set_in(&mut doc, &segments, toml_edit::Value::from(token));
+    let tmp = dir.join(".credentials.toml.tmp");
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(write_err(&tmp))?;
+        f.write_all(doc.to_string().as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(write_err(&tmp))?;
+    }
+    fs::rename(&tmp, &path).map_err(write_err(&path))
 }
 
 /// A provider after merging the file over the built-in defaults.

@@ -50,7 +50,8 @@ pub fn exit_of(code: ErrorCode) -> Exit {
         | C::ToolFailed
         | C::UnsafeTool
         | C::ChecksFailed
-        | C::Internal => Exit::Failure,
+        | C::Internal
+        | C::Unauthenticated => Exit::Failure,
     }
 }
 
@@ -639,6 +640,14 @@ impl From<crate::engine::api::ApiError> for CliError {
             E::Review(r) => r.into(),
             E::Export(x) => export_error(x),
             E::Registry(r) => (*r).into(),
+            E::Remote(r) => remote_error(r),
+            E::Unreachable { url, reason } => {
+                CliError::new("IO_ERROR", format!("cannot reach the server at {url}: {reason}"))
+                    .hint(format!("check that `agents server start` runs there: agents --server {url} server status"))
+            }
+            E::Protocol { message } => CliError::new("INTERNAL", message)
+                .hint("the client and the server may be of different versions: compare `agents version` with `agents server status`"),
+            E::Token(t) => token_error(t),
         }
     }
 }
@@ -656,6 +665,29 @@ impl From<crate::engine::api::RegistryError> for CliError {
             R::Register(x) => x.into(),
             R::Type(x) => x.into(),
         }
+    }
+}
+
+/// A server's failure as the server's own CLI would have printed it.
+fn remote_error(r: crate::engine::api::protocol::RemoteError) -> CliError {
+    let mut err = CliError::new(r.code.as_str(), r.message);
+    if let Some(d) = r.detail {
+        err = err.detail(d);
+    }
+    r.hints.into_iter().fold(err, CliError::hint)
+}
+
+/// How the CLI says why a server token could not be created or revoked.
+fn token_error(e: crate::engine::api::tokens::TokenError) -> CliError {
+    use crate::engine::api::tokens::TokenError as T;
+    let message = e.to_string();
+    match e {
+        T::BadName(_) => CliError::invalid_input(message),
+        T::NameTaken(name) => CliError::new("CONFLICT", message).hint(format!(
+            "choose another name, or revoke it first: agents server token revoke {name}"
+        )),
+        T::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents server token list"),
+        T::Random(_) => CliError::new("ENVIRONMENT", message),
     }
 }
 

@@ -30,8 +30,10 @@ pub mod project;
 pub mod project_context;
 pub mod quickstart;
 pub mod reference;
+pub mod remote;
 pub mod resource;
 pub mod resource_type;
+pub mod server;
 pub mod session;
 pub mod skill;
 pub mod system;
@@ -70,6 +72,11 @@ pub struct Cli {
     /// Output format [env: AGENTS_FORMAT; config: format; default: rich on a terminal, plain otherwise]
     #[arg(long, global = true, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
+
+    /// Talk to this server instead of the local engine: a name from `agents server login`, or
+    /// a URL [env: AGENTS_SERVER; token: AGENTS_TOKEN]
+    #[arg(long, global = true, value_name = "NAME|URL")]
+    pub server: Option<String>,
 
     /// More detail in the log file (-v debug, -vv trace)
     #[arg(short = 'v', long = "verbose", global = true, action = clap::ArgAction::Count)]
@@ -140,6 +147,9 @@ pub enum Command {
     /// Conversations with the orchestrator, which runs `agents` commands for you and shows them
     #[command(subcommand)]
     Session(session::SessionCommand),
+    /// Serve the engine to other machines, manage its tokens, log in to a server
+    #[command(subcommand)]
+    Server(server::ServerCommand),
 }
 
 impl Command {
@@ -180,6 +190,18 @@ impl Command {
             Command::Tool(c) => format!("tool {}", c.name()),
             Command::Skill(c) => format!("skill {}", c.name()),
             Command::Session(c) => format!("session {}", c.name()),
+            Command::Server(c) => format!("server {}", c.name()),
+        }
+    }
+
+    /// Whether the command can run against a server (`--server`): it reaches the engine only
+    /// through the [`api::Client`](cleveragents_engine::api::Client). Other commands refuse
+    /// `--server` rather than act on this machine's data directory.
+    pub fn served_remotely(&self) -> bool {
+        match self {
+            Command::Plan(c) => c.served_remotely(),
+            Command::Server(c) => !c.uses_data_dir(),
+            _ => false,
         }
     }
 }
@@ -206,7 +228,7 @@ pub const HELP_GROUPS: [(&str, &[&str]); 3] = [
     ),
     (
         "Setup",
-        &["config", "init", "info", "diagnostics", "version"],
+        &["config", "init", "info", "diagnostics", "version", "server"],
     ),
 ];
 
@@ -281,6 +303,8 @@ pub struct Context {
     /// Global options given on the command line that a suggested follow-up command must
     /// repeat to act on the same environment (`--data-dir X`, `--config-path Y`).
     pub repeat_args: Vec<String>,
+    /// The server chosen with `--server` / `AGENTS_SERVER`; `None`: this machine's engine.
+    pub server: Option<remote::ServerChoice>,
     /// The database [`dispatch`] opened (and migrated) before the command, handed to the
     /// command's first [`Context::store`] rather than opening a second connection.
     opened: std::sync::Mutex<Option<Store>>,
@@ -337,6 +361,20 @@ impl Context {
             .iter()
             .map(|h| self.hint(h))
             .collect()
+    }
+
+    /// The engine's API for this command: the chosen server's, else this machine's in
+    /// process.
+    ///
+    /// # Errors
+    /// `IO_ERROR` when the server's HTTP client cannot be built.
+    pub fn client(&self) -> Result<Box<dyn cleveragents_engine::api::Client>, CliError> {
+        match &self.server {
+            Some(s) => s.client(),
+            None => Ok(Box::new(cleveragents_engine::api::Local::new(
+                self.registry_engine(),
+            ))),
+        }
     }
 
     /// Opens (creating if needed) the database.
@@ -670,7 +708,12 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         format: out.format,
         terminal,
         repeat_args,
+        server: None,
         opened: std::sync::Mutex::new(None),
+    };
+    let ctx = match choose_server(ctx, cli.server, &command) {
+        Ok(ctx) => ctx,
+        Err(e) => return out.finish(Err(e)),
     };
     // Logging starts for every command but `init`, which must not touch the data directory
     // before it is confirmed; it starts logging itself afterwards.
@@ -710,7 +753,43 @@ pub fn start_logging(ctx: &Context) -> Option<tracing_appender::non_blocking::Wo
     }
 }
 
+/// Sets the server `--server` or `AGENTS_SERVER` chose, refusing it for a command that
+/// cannot run against a server.
+fn choose_server(
+    mut ctx: Context,
+    flag: Option<String>,
+    command: &Command,
+) -> Result<Context, CliError> {
+    let Some(given) = flag.or_else(|| env_var("AGENTS_SERVER")) else {
+        return Ok(ctx);
+    };
+    if let Command::Server(c) = command {
+        if c.uses_data_dir() {
+            // `server start` and `server token` act on this machine's data directory.
+            return Ok(ctx);
+        }
+    }
+    if !command.served_remotely() {
+        return Err(CliError::new(
+            "NOT_SUPPORTED",
+            format!("`agents {}` does not run against a server yet", command.path()),
+        )
+        .detail("served today: plan status, plan events, server status")
+        .hint("run it without --server (and without AGENTS_SERVER) on the machine that holds the data"));
+    }
+    ctx.server = Some(remote::choose(&ctx, &given)?);
+    Ok(ctx)
+}
+
 fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
+    if ctx.server.is_some() {
+        // Served by the server: this machine's data directory is not touched.
+        return match command {
+            Command::Plan(c) => plan::run(c, ctx),
+            Command::Server(c) => server::run(c, ctx),
+            _ => Err(CliError::new("NOT_SUPPORTED", "not served remotely")),
+        };
+    }
     match command {
         // These need the database: it is created on first use.
         Command::Info
@@ -728,6 +807,10 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         | Command::Session(_) => {
             ctx.open_store()?;
         }
+        Command::Server(ref c) if c.uses_data_dir() => {
+            ctx.open_store()?;
+        }
+        Command::Server(_) => {}
         // These work without it, but still create it on first use when they can, so that
         // every command leaves a usable environment behind.
         Command::Version | Command::Config(_) => {
@@ -757,6 +840,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         Command::Tool(c) => tool::run(c, ctx),
         Command::Skill(c) => skill::run(c, ctx),
         Command::Session(c) => session::run(c, ctx),
+        Command::Server(c) => server::run(c, ctx),
     }
 }
 

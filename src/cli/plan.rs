@@ -145,6 +145,12 @@ impl PlanCommand {
         }
     }
 
+    /// Whether the subcommand reaches the engine only through the API's client, so that it
+    /// can run against a server (`--server`).
+    pub fn served_remotely(&self) -> bool {
+        matches!(self, PlanCommand::Status { .. } | PlanCommand::Events(_))
+    }
+
     /// Whether `--stream` was given.
     pub fn streams(&self) -> bool {
         match self {

@@ -3,7 +3,7 @@
 //! change the plan went through, oldest first; `--follow` keeps printing new ones until the
 //! plan is applied or cancelled, or Ctrl-C.
 
-use std::time::Duration;
+use std::ops::ControlFlow;
 
 use clap::Args;
 use serde_json::json;
@@ -11,12 +11,11 @@ use serde_json::json;
 use super::{CliError, Context};
 use crate::engine::domain::Id;
 use crate::engine::domain::event::{EngineEvent, EventType};
-use crate::engine::store::Store;
-use crate::engine::store::events::Follower;
 use crate::output::{Column, Element, Report};
+use cleveragents_engine::api::{Client, Followed};
 
-/// How often `--follow` looks for new events.
-const POLL: Duration = Duration::from_millis(200);
+/// Events read per page of the history.
+const PAGE: u32 = 500;
 
 /// `agents plan events` arguments.
 #[derive(Debug, Args)]
@@ -30,25 +29,34 @@ pub struct EventsArgs {
     /// `--format json`) until the plan is applied or cancelled, or Ctrl-C
     #[arg(long)]
     pub follow: bool,
+    /// Only events after this sequence number (resume a follower with the last `seq` it
+    /// printed: nothing is repeated or lost)
+    #[arg(long, value_name = "SEQ", default_value_t = 0)]
+    pub after: i64,
 }
 
-/// Runs `plan events`.
+/// Runs `plan events`, in process or through a server.
 ///
 /// # Errors
 /// `NOT_FOUND` / `AMBIGUOUS` for the plan, `INVALID_INPUT` naming an unknown `--type`.
 pub fn events(ctx: &Context, a: &EventsArgs) -> Result<Report, CliError> {
     let types = parse_types(&a.types)?;
-    let store = ctx.store()?;
-    let plan = store.resolve_plan_id(&a.plan)??;
-    // One connection and one follower: the history first, then (with --follow) what comes.
-    let mut follower = Follower::new(0, Some(plan));
-    let seen: Vec<EngineEvent> = follower
-        .poll(&store)?
-        .into_iter()
-        .filter(|e| wanted(&types, e))
-        .collect();
+    let client = ctx.client()?;
+    let plan = client.resolve_plan(&a.plan)?;
     if a.follow {
-        return follow(ctx, &store, &plan, follower, &types, seen);
+        return follow(ctx, client.as_ref(), &plan, a.after, &types);
+    }
+    let mut seen = Vec::new();
+    let mut after = a.after;
+    loop {
+        let page = client.events(Some(&plan), after, PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        let full = page.len() == PAGE as usize;
+        seen.extend(page.into_iter().filter(|e| wanted(&types, e)));
+        if !full {
+            break;
+        }
     }
     Ok(report(&plan.to_string(), &seen))
 }
@@ -125,31 +133,41 @@ fn print(ctx: &Context, e: &EngineEvent) -> std::io::Result<()> {
 /// the user presses Ctrl-C; the report then only counts what was printed.
 fn follow(
     ctx: &Context,
-    store: &Store,
+    client: &dyn Client,
     plan: &Id,
-    mut follower: Follower,
+    after: i64,
     types: &[EventType],
-    seen: Vec<EngineEvent>,
 ) -> Result<Report, CliError> {
     let guard = super::interrupt::Guard::new();
-    let io = |e: std::io::Error| CliError::new("IO_ERROR", format!("writing an event: {e}"));
     let mut printed = 0;
-    let mut new = seen;
-    loop {
-        for e in new.iter().filter(|e| wanted(types, e)) {
-            print(ctx, e).map_err(io)?;
-            printed += 1;
+    let mut last = after;
+    let mut failed = None;
+    client.follow(Some(plan), after, &mut |f| {
+        match f {
+            Followed::Event(e) => {
+                last = e.seq;
+                if wanted(types, &e) {
+                    if let Err(err) = print(ctx, &e) {
+                        failed = Some(err);
+                        return ControlFlow::Break(());
+                    }
+                    printed += 1;
+                }
+            }
+            Followed::Idle => {}
         }
-        let done = store.plan(plan)?.is_none_or(|p| p.status.is_terminal());
-        if done || guard.interrupted() {
-            break;
+        if guard.interrupted() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
         }
-        std::thread::sleep(POLL);
-        new = follower.poll(store)?;
+    })?;
+    if let Some(e) = failed {
+        return Err(CliError::new("IO_ERROR", format!("writing an event: {e}")));
     }
     Ok(Report::ok(
         "plan events",
-        json!({"plan_id": plan.to_string(), "followed": printed}),
+        json!({"plan_id": plan.to_string(), "followed": printed, "last_seq": last}),
         format!("Followed {printed} event(s) of plan {plan}"),
     ))
 }

@@ -14,9 +14,12 @@ use crate::output::{Cell, Column, Element, Level, Report};
 /// # Errors
 /// `NOT_FOUND` / `AMBIGUOUS` for the plan, `CONFIG_INVALID`, store errors.
 pub(crate) fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let id = ctx.store()?.resolve_plan_id(input)??;
-    let engine = api::Engine::new(ctx.paths.clone(), api::Settings::from_config(ctx.config()?));
-    let v = engine.plan_status(&id)?;
+    if ctx.server.is_none() {
+        // In process the providers of config.toml decide invariant coverage: a broken file is
+        // reported here, as before.
+        ctx.config()?;
+    }
+    let v = ctx.client()?.plan_status(input)?;
     let (level, text) = headline(ctx, &v);
     let mut report = Report::ok("plan status", data(ctx, &v), text);
     for line in cost_lines(&v) {
@@ -405,7 +408,7 @@ fn steps_elements(ctx: &Context, v: &PlanStatusView) -> Vec<Element> {
                     st.position.to_string().into(),
                     s.name.clone().into(),
                     view::id(view::short_in(&shorts, &st.decision_id.to_string())),
-                    s.shown_status.into(),
+                    s.shown_status.as_str().into(),
                     st.runs.to_string().into(),
                 ]
             })

@@ -695,8 +695,11 @@ impl Commands for InProcess {
             Ok(_) => return usage("no command given"),
             Err(e) => return usage(&e.to_string()),
         };
-        if matches!(command, super::Command::Session(_) | super::Command::Tui(_)) {
-            return usage("the orchestrator cannot run session or tui commands");
+        if matches!(
+            command,
+            super::Command::Session(_) | super::Command::Tui(_) | super::Command::Server(_)
+        ) {
+            return usage("the orchestrator cannot run session, tui or server commands");
         }
         let path = command.path();
         let ctx = Context {
@@ -709,6 +712,7 @@ impl Commands for InProcess {
             format: Format::Json,
             terminal,
             repeat_args: self.repeat_args.clone(),
+            server: None,
             opened: std::sync::Mutex::new(None),
         };
         let outcome = match super::dispatch(command, &ctx) {

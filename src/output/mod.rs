@@ -65,13 +65,36 @@ pub fn emit(
     elapsed: Duration,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let text = match format {
-        Format::Json => return structured::write_json(outcome, elapsed, out),
-        Format::Yaml => structured::yaml(outcome, elapsed),
-        human_format => human::render(outcome, human::Style::for_format(human_format, terminal)),
+    let text = match (format, outcome) {
+        (
+            Format::Plain,
+            Outcome::Done(Report {
+                plain_only: Some(line),
+                ..
+            }),
+        ) => format!("{line}\n"),
+        (format, _) => render(outcome, format, terminal, elapsed, out)?,
     };
     out.write_all(text.as_bytes())?;
     out.flush()
+}
+
+/// The text of `outcome` in `format` (json is written to `out` straight away: empty text).
+fn render(
+    outcome: &Outcome,
+    format: Format,
+    terminal: &Terminal,
+    elapsed: Duration,
+    out: &mut dyn Write,
+) -> std::io::Result<String> {
+    Ok(match format {
+        Format::Json => {
+            structured::write_json(outcome, elapsed, out)?;
+            String::new()
+        }
+        Format::Yaml => structured::yaml(outcome, elapsed),
+        human_format => human::render(outcome, human::Style::for_format(human_format, terminal)),
+    })
 }
 
 /// Writes one JSON Lines record (compact JSON, newline) to stdout and flushes it: the events

@@ -264,6 +264,8 @@ pub struct Report {
     /// For a report that ends in failure (exit code not 0) while still carrying data, the
     /// envelope's `error` object.
     pub error: Option<ErrorBody>,
+    /// A value meant for a pipe (a new token): the plain format prints this line alone.
+    pub plain_only: Option<String>,
 }
 
 impl Report {
@@ -281,7 +283,14 @@ impl Report {
             exit: Exit::Ok,
             error: None,
             payload: None,
+            plain_only: None,
         }
+    }
+
+    /// Prints only `line` in the plain format (the other formats are unchanged).
+    pub fn plain_only(mut self, line: impl Into<String>) -> Self {
+        self.plain_only = Some(line.into());
+        self
     }
 
     /// The data as json/yaml show it: the [`Payload`] converted into a value when there is one,

@@ -13,7 +13,7 @@ macro_rules! error_codes {
     ($($(#[$doc:meta])* $variant:ident => $text:literal,)+) => {
         /// A stable error code, serialised as the upper-case string the JSON envelope carries
         /// in `error.code` (`NOT_FOUND`, `IO_ERROR`, ...).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
         pub enum ErrorCode {
             $($(#[$doc])* #[serde(rename = $text)] $variant,)+
         }
@@ -87,6 +87,8 @@ error_codes! {
     ChecksFailed => "CHECKS_FAILED",
     /// A bug: something the engine should never do.
     Internal => "INTERNAL",
+    /// A server was called without a valid token (no token, a wrong, expired or revoked one).
+    Unauthenticated => "UNAUTHENTICATED",
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -134,6 +136,26 @@ pub enum ApiError {
     /// The sandbox to export could not be chosen.
     #[error(transparent)]
     Export(#[from] super::export::ExportError),
+    /// The server answered with a failure (already in the protocol's terms).
+    #[error(transparent)]
+    Remote(#[from] super::protocol::RemoteError),
+    /// The server could not be reached, or its answer was cut off.
+    #[error("cannot reach the server at {url}: {reason}")]
+    Unreachable {
+        /// The server's base URL.
+        url: String,
+        /// What failed (connection refused, timeout, ...).
+        reason: String,
+    },
+    /// The other side answered with something this version cannot read.
+    #[error("the server's answer does not follow the protocol: {message}")]
+    Protocol {
+        /// What was wrong with it.
+        message: String,
+    },
+    /// A server token could not be created, listed or revoked.
+    #[error(transparent)]
+    Token(#[from] super::tokens::TokenError),
 }
 
 impl From<crate::lease::LeaseError> for ApiError {

@@ -10,17 +10,22 @@
 //! driving it is [`ApiError`] with code `CONFLICT`) and records what it changed as events in
 //! the same transaction as the change.
 
+mod client;
 mod error;
 mod export;
 mod op;
+pub mod protocol;
 mod query;
 mod registry;
+mod remote;
 mod run;
 mod status;
+pub mod tokens;
 
 use std::sync::Arc;
 
 pub use crate::domain::next::{CorrectionMode as NextCorrectionMode, Next};
+pub use client::{Client, FOLLOW_POLL, Followed, Local, follow_store, serve};
 pub use error::{ApiError, ErrorCode};
 pub use export::{ExportError, ExportRequest, ExportTarget, Exported};
 pub use op::{
@@ -28,6 +33,7 @@ pub use op::{
     UseRequest, Used,
 };
 pub use registry::*;
+pub use remote::Remote;
 pub use status::{ChildView, PlanStatusView, StatusHeadline, StepView, step_name};
 
 use crate::config::{Config, Provider};

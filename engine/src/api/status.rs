@@ -24,7 +24,7 @@ use crate::store::plan_links::Origin;
 const STEP_NAME_CHARS: usize = 48;
 
 /// Everything `plan status` shows about one plan, read in one go (see [`Engine::plan_status`]).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PlanStatusView {
     /// The plan row, after a stale lease was recovered.
     pub plan: Plan,
@@ -85,7 +85,7 @@ impl PlanStatusView {
 }
 
 /// One Execute step and its name.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StepView {
     /// The step row.
     pub step: PlanStep,
@@ -94,11 +94,11 @@ pub struct StepView {
     /// Its status as a person should read it: the stored one, except that a step left
     /// `running` by a run that stopped (Ctrl-C, quitting the TUI, a crash) is `interrupted`
     /// while the plan waits to be resumed (resuming runs it again).
-    pub shown_status: &'static str,
+    pub shown_status: String,
 }
 
 /// One child plan of the plan.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ChildView {
     /// The link: spawn decision, status, parallel group, detail.
     pub link: ChildLink,
@@ -110,7 +110,8 @@ pub struct ChildView {
 }
 
 /// Where a plan stands, in priority order: the first that holds is the headline.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StatusHeadline {
     /// The plan is applied.
     Applied,
@@ -259,9 +260,9 @@ impl Engine {
                 name: step_name(&decisions, &step),
                 shown_status: match step.status {
                     StepStatus::Running if p.state() != ProcessingState::Processing => {
-                        "interrupted"
+                        "interrupted".to_string()
                     }
-                    other => other.as_str(),
+                    other => other.as_str().to_string(),
                 },
                 step,
             })

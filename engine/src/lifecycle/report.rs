@@ -17,7 +17,7 @@ use crate::store::model_calls::UsageRollup;
 use crate::store::{Store, StoreError};
 
 /// One error of a plan, from its `plan_errored` events.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ErrorEntry {
     /// Event sequence.
     pub seq: i64,

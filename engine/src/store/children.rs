@@ -14,7 +14,7 @@ use super::{Store, StoreError};
 use crate::domain::Id;
 
 /// Where a child plan stands, as its parent sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildStatus {
     /// Created, not started yet (waiting for a free slot).
@@ -44,7 +44,7 @@ crate::domain::lifecycle::str_enum!(ChildStatus {
 });
 
 /// One `child_plans` row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ChildLink {
     /// The child plan.
     pub child_plan_id: Id,

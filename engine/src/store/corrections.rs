@@ -20,7 +20,7 @@ use crate::domain::id::{Id, IdPrefixError, resolve_prefix};
 const T: &str = "correction_attempts";
 
 /// Where a correction attempt stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptStatus {
     /// Recorded; nothing re-run yet.
@@ -42,7 +42,7 @@ crate::domain::lifecycle::str_enum!(AttemptStatus {
 
 /// One correction attempt (spec 27 "CorrectionAttempt"; its schema is ours, see
 /// `docs/decisions.md` "## Corrections").
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CorrectionAttempt {
     /// `attempt_id` (a ULID).
     pub attempt_id: Id,

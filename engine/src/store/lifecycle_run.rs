@@ -77,7 +77,7 @@ crate::domain::lifecycle::str_enum!(StepStatus {
 });
 
 /// Execute's record of one executable decision.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct PlanStep {
     /// The decision carried out.
     pub decision_id: Id,

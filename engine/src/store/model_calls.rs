@@ -53,7 +53,7 @@ pub struct NewModelCall {
 }
 
 /// Totals over a set of model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct UsageRollup {
     /// Calls made.
     pub calls: u64,

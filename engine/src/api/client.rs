@@ -1,0 +1,227 @@
+//! The [`Client`] every face holds (spec section 21, "Client-only vs server mode"): the same
+//! calls answered in process ([`Local`], the embedded database: the default) or by a server
+//! ([`super::Remote`]). [`serve`] answers a [`Request`] on an [`Engine`]; the server answers
+//! with the same function, so both transports give the same views.
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use super::protocol::{self, EVENTS_PAGE_MAX, Hello, Request, Response};
+use super::{ApiError, Engine, PlanStatusView};
+use crate::domain::Id;
+use crate::domain::event::EngineEvent;
+use crate::store::events::Follower;
+
+/// How often an in-process follower looks for new events (a committed write changes SQLite's
+/// `data_version`, which is cheap to read).
+pub const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+/// What a follower is told: an event, or that nothing came for a while (so it can stop on
+/// Ctrl-C).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Followed {
+    /// The next event, in `seq` order.
+    Event(Box<EngineEvent>),
+    /// Nothing new since the last call.
+    Idle,
+}
+
+/// The engine's API as one set of calls, whichever transport carries them.
+pub trait Client: Send + Sync {
+    /// Answers one call.
+    ///
+    /// # Errors
+    /// [`ApiError`]; through a server, [`ApiError::Remote`] carries the server's failure and
+    /// [`ApiError::Unreachable`] a transport failure.
+    fn call(&self, request: Request) -> Result<Response, ApiError>;
+
+    /// Hands `sink` every event after `after` (of `plan` when given) in `seq` order, then each
+    /// new one as it is committed, until the plan is final (applied or cancelled) or `sink`
+    /// breaks. Resuming with the last `seq` seen repeats and loses nothing.
+    ///
+    /// # Errors
+    /// [`ApiError`] for an unknown plan or a failed transport.
+    fn follow(
+        &self,
+        plan: Option<&Id>,
+        after: i64,
+        sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+    ) -> Result<(), ApiError>;
+
+    /// Where the calls go: `in-process` or the server's URL.
+    fn location(&self) -> String;
+}
+
+impl dyn Client + '_ {
+    /// [`Request::Hello`].
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn hello(&self) -> Result<Hello, ApiError> {
+        let asked = Request::Hello;
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::Hello(h) => Ok(h),
+            other => Err(other),
+        })
+    }
+
+    /// The full id of plan `input` (an id or unique prefix).
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; see [`Client::call`].
+    pub fn resolve_plan(&self, input: &str) -> Result<Id, ApiError> {
+        let asked = Request::ResolvePlan {
+            plan: input.to_string(),
+        };
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::PlanId(id) => Ok(id),
+            other => Err(other),
+        })
+    }
+
+    /// Everything `plan status` shows about plan `input`.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn plan_status(&self, input: &str) -> Result<PlanStatusView, ApiError> {
+        let asked = Request::PlanStatus {
+            plan: input.to_string(),
+        };
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::PlanStatus(v) => Ok(*v),
+            other => Err(other),
+        })
+    }
+
+    /// Up to `limit` events after `after` (of `plan` when given), oldest first.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn events(
+        &self,
+        plan: Option<&Id>,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<EngineEvent>, ApiError> {
+        let asked = Request::Events {
+            plan: plan.map(Id::to_string),
+            after,
+            limit,
+        };
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::Events(e) => Ok(e),
+            other => Err(other),
+        })
+    }
+}
+
+/// Answers `request` on `engine`: the one implementation of every call, in process and on
+/// the server.
+///
+/// # Errors
+/// The engine's [`ApiError`].
+pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
+    Ok(match request {
+        Request::Hello => Response::Hello(Hello {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol: protocol::VERSION.to_string(),
+            schema: engine.store()?.schema_version()?,
+            mode: "in-process".to_string(),
+        }),
+        Request::ResolvePlan { plan } => Response::PlanId(engine.resolve_plan(&plan)?),
+        Request::PlanStatus { plan } => {
+            let id = engine.resolve_plan(&plan)?;
+            Response::PlanStatus(Box::new(engine.plan_status(&id)?))
+        }
+        Request::Events { plan, after, limit } => {
+            let store = engine.store()?;
+            let plan = match plan {
+                Some(p) => Some(store.resolve_plan_id(&p)??),
+                None => None,
+            };
+            let limit = limit.clamp(1, EVENTS_PAGE_MAX);
+            Response::Events(crate::store::events::after(
+                &store,
+                after,
+                plan.as_ref(),
+                limit,
+            )?)
+        }
+    })
+}
+
+/// The in-process client: the engine of a local data directory.
+#[derive(Debug, Clone)]
+pub struct Local {
+    engine: Engine,
+}
+
+impl Local {
+    /// A client on `engine`.
+    pub fn new(engine: Engine) -> Self {
+        Self { engine }
+    }
+
+    /// The engine it calls.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl Client for Local {
+    fn call(&self, request: Request) -> Result<Response, ApiError> {
+        serve(&self.engine, request)
+    }
+
+    fn follow(
+        &self,
+        plan: Option<&Id>,
+        after: i64,
+        sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+    ) -> Result<(), ApiError> {
+        follow_store(&self.engine, plan, after, FOLLOW_POLL, sink)
+    }
+
+    fn location(&self) -> String {
+        "in-process".to_string()
+    }
+}
+
+/// [`Client::follow`] on a local database, polling every `poll`: the in-process follower
+/// and the server's event stream both run this loop.
+///
+/// # Errors
+/// Store errors.
+pub fn follow_store(
+    engine: &Engine,
+    plan: Option<&Id>,
+    after: i64,
+    poll: Duration,
+    sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+) -> Result<(), ApiError> {
+    let store = engine.store()?;
+    let mut follower = Follower::new(after, plan.copied());
+    loop {
+        let new = follower.poll(&store)?;
+        let idle = new.is_empty();
+        for e in new {
+            if sink(Followed::Event(Box::new(e))).is_break() {
+                return Ok(());
+            }
+        }
+        let done = match plan {
+            Some(p) => store.plan(p)?.is_none_or(|p| p.status.is_terminal()),
+            None => false,
+        };
+        // A final plan's last events were read by the poll above: nothing can follow them.
+        if done && idle {
+            return Ok(());
+        }
+        if idle && sink(Followed::Idle).is_break() {
+            return Ok(());
+        }
+        if idle {
+            std::thread::sleep(poll);
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The engine's API as a protocol (spec section 21, "Server"): the requests a face sends, the
+//! typed views that answer them and the error every failure becomes, all serde types of one
+//! version ([`VERSION`]). The same values cross a function call ([`super::Local`]) or HTTP
+//! ([`super::Remote`], served by `agents server start`), so a face cannot tell which carried
+//! them.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ApiError, ErrorCode, PlanStatusView};
+use crate::domain::Id;
+use crate::domain::event::EngineEvent;
+
+/// The protocol's version: the path prefix of every call (`/v1/...`). A breaking change gets
+/// a new version.
+pub const VERSION: &str = "v1";
+
+/// Most events one [`Request::Events`] returns.
+pub const EVENTS_PAGE_MAX: u32 = 1_000;
+
+/// One call of the protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum Request {
+    /// Who answers: product version, protocol version, database schema.
+    Hello,
+    /// The full id of the plan with id or unique prefix `plan`.
+    ResolvePlan {
+        /// Plan id or unique prefix.
+        plan: String,
+    },
+    /// Everything `plan status` shows about one plan.
+    PlanStatus {
+        /// Plan id or unique prefix.
+        plan: String,
+    },
+    /// A page of the event log after sequence number `after`, oldest first.
+    Events {
+        /// Only this plan's events (id or unique prefix); every event when `None`.
+        plan: Option<String>,
+        /// Events with a larger sequence number than this (0: from the start).
+        after: i64,
+        /// At most this many (capped at [`EVENTS_PAGE_MAX`]).
+        limit: u32,
+    },
+}
+
+impl Request {
+    /// The call's name as the protocol spells it (`plan_status`, `events`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Hello => "hello",
+            Request::ResolvePlan { .. } => "resolve_plan",
+            Request::PlanStatus { .. } => "plan_status",
+            Request::Events { .. } => "events",
+        }
+    }
+}
+
+/// The answer to a [`Request`], one variant per call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "view", content = "data", rename_all = "snake_case")]
+pub enum Response {
+    /// [`Request::Hello`].
+    Hello(Hello),
+    /// [`Request::ResolvePlan`].
+    PlanId(Id),
+    /// [`Request::PlanStatus`].
+    PlanStatus(Box<PlanStatusView>),
+    /// [`Request::Events`].
+    Events(Vec<EngineEvent>),
+}
+
+impl Response {
+    /// The view's name, for an error that names what came back instead of what was asked.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Response::Hello(_) => "hello",
+            Response::PlanId(_) => "plan_id",
+            Response::PlanStatus(_) => "plan_status",
+            Response::Events(_) => "events",
+        }
+    }
+}
+
+/// What [`Request::Hello`] answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The product's version (`CARGO_PKG_VERSION` of the engine).
+    pub version: String,
+    /// The protocol version ([`VERSION`]).
+    pub protocol: String,
+    /// The database schema version.
+    pub schema: u32,
+    /// `in-process` or `server`.
+    pub mode: String,
+}
+
+/// A failure as it crosses the protocol: the stable code, the message, details and hints as
+/// the command line would print them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct RemoteError {
+    /// The stable code (`NOT_FOUND`, `UNAUTHENTICATED`, ...).
+    pub code: ErrorCode,
+    /// What went wrong.
+    pub message: String,
+    /// More about it, if anything.
+    pub detail: Option<String>,
+    /// What to do next.
+    pub hints: Vec<String>,
+}
+
+/// The body of every non-2xx answer of the server: `{"error": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEnvelope {
+    /// The failure.
+    pub error: RemoteError,
+}
+
+/// Takes the view a call must answer with out of `response`.
+///
+/// # Errors
+/// [`ApiError::Protocol`] naming both when the other side answered with another view.
+pub fn expect<T>(
+    asked: &Request,
+    response: Response,
+    take: impl FnOnce(Response) -> Result<T, Response>,
+) -> Result<T, ApiError> {
+    take(response).map_err(|other| ApiError::Protocol {
+        message: format!(
+            "the call `{}` was answered with the view `{}`",
+            asked.name(),
+            other.name()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_tagged_by_their_call_name() {
+        let r = Request::Events {
+            plan: Some("01J".into()),
+            after: 7,
+            limit: 10,
+        };
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["call"], "events");
+        assert_eq!(json["after"], 7);
+        let back: Request = serde_json::from_value(json).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(
+            serde_json::to_value(Request::Hello).unwrap(),
+            serde_json::json!({"call": "hello"})
+        );
+    }
+
+    #[test]
+    fn an_unknown_call_is_refused_by_name() {
+        let err = serde_json::from_str::<Request>(r#"{"call":"drop_tables"}"#).unwrap_err();
+        assert!(err.to_string().contains("drop_tables"), "{err}");
+    }
+
+    #[test]
+    fn a_view_of_another_call_is_a_protocol_error() {
+        let err = expect(&Request::Hello, Response::Events(Vec::new()), |r| match r {
+            Response::Hello(h) => Ok(h),
+            other => Err(other),
+        })
+        .unwrap_err();
+        assert!(matches!(err, ApiError::Protocol { .. }), "{err:?}");
+        assert!(err.to_string().contains("`hello`"), "{err}");
+    }
+}

@@ -1,0 +1,336 @@
+//! `agents server start|token|login|status` (spec section 21): run the engine's protocol over
+//! HTTP for other machines, manage the tokens it accepts, and point this client at a server.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::{CliError, Context};
+use crate::output::{Column, Element, Report};
+use cleveragents_engine::api::{self, Client};
+use cleveragents_engine::config as engine_config;
+
+/// `agents server` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ServerCommand {
+    /// Serve this data directory's engine over HTTP (protocol v1, Server-Sent Events)
+    Start(StartArgs),
+    /// Tokens the server accepts (run on the server host, against its --data-dir)
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Remember a server under NAME, with a token read from standard input
+    Login(LoginArgs),
+    /// Whether a server answers: its URL, version, protocol and schema
+    Status {
+        /// A server name from `agents server login` (default: --server / AGENTS_SERVER)
+        name: Option<String>,
+    },
+}
+
+/// `agents server token` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it once (plain: the token alone on stdout)
+    Create {
+        /// Who or what uses it (`ci`, `alice-laptop`)
+        name: String,
+    },
+    /// List tokens (never their secrets)
+    List,
+    /// Revoke a token by id or name: its next request is refused
+    Revoke {
+        /// Token id (`tok_...`) or name
+        token: String,
+    },
+}
+
+/// `agents server start` arguments.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// Address to listen on (port 0 picks a free port)
+    #[arg(long, value_name = "ADDR", default_value = crate::server::DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Allow a non-loopback address without TLS (only behind a TLS proxy or on a trusted network)
+    #[arg(long)]
+    pub insecure_http: bool,
+    /// TLS certificate chain (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// `agents server login` arguments.
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The name to use with --server
+    pub name: String,
+    /// The server's URL (`http://127.0.0.1:7420`)
+    pub url: String,
+    /// Read the token from standard input (keeps it out of the shell history)
+    #[arg(long)]
+    pub token_stdin: bool,
+}
+
+impl ServerCommand {
+    /// The subcommand's name as the envelope's `command` shows it.
+    pub fn name(&self) -> String {
+        match self {
+            ServerCommand::Start(_) => "start".into(),
+            ServerCommand::Token(t) => format!(
+                "token {}",
+                match t {
+                    TokenCommand::Create { .. } => "create",
+                    TokenCommand::List => "list",
+                    TokenCommand::Revoke { .. } => "revoke",
+                }
+            ),
+            ServerCommand::Login(_) => "login".into(),
+            ServerCommand::Status { .. } => "status".into(),
+        }
+    }
+
+    /// Whether the command works on this machine's data directory (start, tokens) rather
+    /// than on a chosen server.
+    pub fn uses_data_dir(&self) -> bool {
+        matches!(self, ServerCommand::Start(_) | ServerCommand::Token(_))
+    }
+}
+
+/// Runs an `agents server` subcommand.
+///
+/// # Errors
+/// See each subcommand.
+pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
+    match c {
+        ServerCommand::Start(a) => start(&a, ctx),
+        ServerCommand::Token(TokenCommand::Create { name }) => token_create(ctx, &name),
+        ServerCommand::Token(TokenCommand::List) => token_list(ctx),
+        ServerCommand::Token(TokenCommand::Revoke { token }) => token_revoke(ctx, &token),
+        ServerCommand::Login(a) => login(ctx, &a),
+        ServerCommand::Status { name } => status(ctx, name.as_deref()),
+    }
+}
+
+/// Refuses what `start` must not do: TLS (not built yet) and plain HTTP off loopback.
+fn check_listen(a: &StartArgs) -> Result<(), CliError> {
+    if a.tls_cert.is_some() {
+        return Err(CliError::new(
+            "NOT_SUPPORTED",
+            "--tls-cert/--tls-key: TLS is not built into the server yet",
+        )
+        .hint("listen on loopback and put a TLS-terminating proxy in front, with --insecure-http only between the proxy and the server"));
+    }
+    if !a.listen.ip().is_loopback() && !a.insecure_http {
+        return Err(CliError::invalid_input(format!(
+            "--listen {}: refusing plain HTTP on a non-loopback address (tokens would cross the network in clear text)",
+            a.listen
+        ))
+        .hint(format!("listen on loopback: --listen 127.0.0.1:{}", a.listen.port()))
+        .hint("or, behind a TLS proxy or on a trusted network only, add --insecure-http"));
+    }
+    Ok(())
+}
+
+fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
+    check_listen(a)?;
+    let engine = ctx.registry_engine();
+    let schema = engine.store()?.schema_version()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            CliError::new(
+                "ENVIRONMENT",
+                format!("cannot start the server's runtime: {e}"),
+            )
+        })?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(a.listen))
+        .map_err(|e| {
+            CliError::new("IO_ERROR", format!("cannot listen on {}: {e}", a.listen))
+                .hint("choose another address with --listen, or port 0 for a free one")
+        })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| CliError::new("IO_ERROR", format!("cannot read the bound address: {e}")))?;
+    let url = format!("http://{bound}");
+    announce(ctx, &url, schema);
+    let shared = Arc::new(crate::server::Shared { engine });
+    runtime
+        .block_on(crate::server::serve(
+            listener,
+            crate::server::router(shared),
+        ))
+        .map_err(|e| CliError::new("IO_ERROR", format!("the server failed: {e}")))?;
+    Ok(Report::ok(
+        "server start",
+        json!({"url": url, "stopped": true}),
+        format!("Server at {url} stopped"),
+    ))
+}
+
+/// Says where the server listens, on stdout at once (a script waits for this line).
+fn announce(ctx: &Context, url: &str, schema: u32) {
+    let line = if ctx.format == crate::output::Format::Json {
+        json!({"listening": url, "protocol": api::protocol::VERSION, "schema": schema}).to_string()
+    } else {
+        format!(
+            "Listening on {url} (protocol {}, schema v{schema}, data dir {})",
+            api::protocol::VERSION,
+            ctx.paths.data_dir.display()
+        )
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn token_create(ctx: &Context, name: &str) -> Result<Report, CliError> {
+    let created = ctx.registry_engine().create_token(name)?;
+    let r = &created.record;
+    Ok(Report::ok(
+        "server token create",
+        json!({"token": created.token, "token_id": r.token_id, "name": r.name, "created_at": r.created_at}),
+        format!("Token {} created; it is shown only this once", r.token_id),
+    )
+    .with(Element::panel(
+        "Token",
+        [
+            ("Id", r.token_id.clone()),
+            ("Name", r.name.clone()),
+            ("Token", created.token.clone()),
+        ],
+    ))
+    .plain_only(created.token))
+}
+
+fn token_list(ctx: &Context) -> Result<Report, CliError> {
+    let tokens = ctx.registry_engine().tokens()?;
+    let time = |t: &Option<jiff::Timestamp>| t.map_or("-".to_string(), |t| super::view::time(&t));
+    let rows = tokens
+        .iter()
+        .map(|t| {
+            vec![
+                t.token_id.clone().into(),
+                t.name.clone().into(),
+                super::view::time(&t.created_at).into(),
+                time(&t.last_used_at).into(),
+                time(&t.revoked_at).into(),
+            ]
+        })
+        .collect();
+    let active = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
+    Ok(Report::ok(
+        "server token list",
+        json!({"tokens": tokens}),
+        format!("{active} active token(s), {} in all", tokens.len()),
+    )
+    .with(Element::Table {
+        title: "Tokens".into(),
+        columns: vec![
+            Column::left("Id"),
+            Column::left("Name"),
+            Column::left("Created"),
+            Column::left("Last used"),
+            Column::left("Revoked"),
+        ],
+        rows,
+        empty: "No tokens.".into(),
+    }))
+}
+
+fn token_revoke(ctx: &Context, which: &str) -> Result<Report, CliError> {
+    let revoked = ctx.registry_engine().revoke_token(which)?;
+    Ok(Report::ok(
+        "server token revoke",
+        json!({"token_id": revoked.token_id, "name": revoked.name, "revoked_at": revoked.revoked_at}),
+        format!("Token {} ({}) revoked", revoked.token_id, revoked.name),
+    ))
+}
+
+fn login(ctx: &Context, a: &LoginArgs) -> Result<Report, CliError> {
+    if !a.token_stdin {
+        return Err(
+            CliError::invalid_input("server login needs --token-stdin").hint(format!(
+                "echo \"$TOKEN\" | {}",
+                ctx.suggest(&format!("server login {} {} --token-stdin", a.name, a.url))
+            )),
+        );
+    }
+    check_server_name(&a.name)?;
+    let url = a.url.trim_end_matches('/');
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(CliError::invalid_input(format!(
+            "{url}: a server URL starts with http:// or https://"
+        ))
+        .hint("e.g. http://127.0.0.1:7420"));
+    }
+    let mut token = String::new();
+    std::io::stdin()
+        .take(4096)
+        .read_to_string(&mut token)
+        .map_err(|e| CliError::new("IO_ERROR", format!("reading the token from stdin: {e}")))?;
+    let token = token.trim().to_string();
+    if token.is_empty() {
+        return Err(CliError::invalid_input("no token on standard input")
+            .hint("create one on the server host: agents server token create NAME"));
+    }
+    let client = api::Remote::new(url, Some(token.clone()))?;
+    let hello = (&client as &dyn Client).hello()?;
+    engine_config::add_server(&ctx.paths.config_path, &a.name, url)?;
+    engine_config::save_server_token(&ctx.paths.config_path, &a.name, &token)?;
+    Ok(Report::ok(
+        "server login",
+        json!({"name": a.name, "url": url, "server": hello}),
+        format!(
+            "Logged in to {} at {url} (version {}, schema v{}); use --server {}",
+            a.name, hello.version, hello.schema, a.name
+        ),
+    ))
+}
+
+/// A server name: letters, digits, `-`, `_` (it becomes a TOML key and a flag value).
+fn check_server_name(name: &str) -> Result<(), CliError> {
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        return Ok(());
+    }
+    Err(CliError::invalid_input(format!(
+        "server name `{name}`: use letters, digits, `-` and `_`"
+    )))
+}
+
+fn status(ctx: &Context, name: Option<&str>) -> Result<Report, CliError> {
+    let chosen = match name {
+        Some(n) => super::remote::choose(ctx, n)?,
+        None => ctx.server.clone().ok_or_else(|| {
+            CliError::invalid_input("no server chosen")
+                .hint("agents server status NAME, or --server NAME|URL, or AGENTS_SERVER")
+        })?,
+    };
+    let client = chosen.client()?;
+    let hello = client.hello()?;
+    Ok(Report::ok(
+        "server status",
+        json!({"url": chosen.url, "reachable": true, "server": hello}),
+        format!("Server at {} answers", chosen.url),
+    )
+    .with(Element::panel(
+        "Server",
+        [
+            ("URL", chosen.url.clone()),
+            ("Version", hello.version.clone()),
+            ("Protocol", hello.protocol.clone()),
+            ("Schema", format!("v{}", hello.schema)),
+        ],
+    )))
+}

@@ -1,0 +1,101 @@
+//! `GET /v1/events?plan=ID&after=SEQ`: the event log as Server-Sent Events. Each event's SSE
+//! `id` is its `seq`; a client that reconnects with `after` (or `Last-Event-ID`) set to the
+//! last one it saw gets every later event once, in order. The stream ends with an `end` event
+//! when the plan is final (applied or cancelled); a failure is an `error` event carrying the
+//! protocol's error body.
+//!
+//! Each stream is read by its own blocking follower into a bounded channel: a slow client
+//! only ever waits on its own follower, and a client that went away ends it at the next tick.
+
+use std::convert::Infallible;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use cleveragents_engine::api::{self, Followed};
+
+use super::{Shared, errors};
+
+/// Events buffered per client before its follower waits for it.
+const BUFFER: usize = 256;
+
+/// The query of `/v1/events`.
+#[derive(Debug, Deserialize)]
+pub struct EventsQuery {
+    /// Only this plan's events (id or unique prefix).
+    plan: Option<String>,
+    /// Events after this sequence number (default: `Last-Event-ID`, else 0).
+    after: Option<i64>,
+}
+
+/// Streams the events the query asks for.
+pub async fn stream(
+    State(shared): State<Arc<Shared>>,
+    Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let last_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    let after = query.after.or(last_id).unwrap_or(0);
+    let engine = shared.engine.clone();
+    let plan = match query.plan {
+        None => None,
+        Some(p) => match tokio::task::spawn_blocking(move || engine.resolve_plan(&p)).await {
+            Ok(Ok(id)) => Some(id),
+            Ok(Err(e)) => return errors::api_failure(e),
+            Err(e) => return errors::internal(&format!("resolving the plan failed: {e}")),
+        },
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Event>(BUFFER);
+    let engine = shared.engine.clone();
+    tokio::task::spawn_blocking(move || follow(&engine, plan, after, &tx));
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// Hands every event to `tx` until the plan is final, the client is gone or the store fails.
+fn follow(
+    engine: &api::Engine,
+    plan: Option<cleveragents_engine::domain::Id>,
+    after: i64,
+    tx: &tokio::sync::mpsc::Sender<Event>,
+) {
+    let mut sink = |f: Followed| match f {
+        Followed::Event(e) => {
+            let event = Event::default().id(e.seq.to_string());
+            let sent = event
+                .json_data(&*e)
+                .is_ok_and(|event| tx.blocking_send(event).is_ok());
+            if sent {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            }
+        }
+        Followed::Idle if tx.is_closed() => ControlFlow::Break(()),
+        Followed::Idle => ControlFlow::Continue(()),
+    };
+    let ended = api::follow_store(engine, plan.as_ref(), after, api::FOLLOW_POLL, &mut sink);
+    let last = match ended {
+        Ok(()) => Event::default().event("end").data("{}"),
+        Err(e) => match Event::default()
+            .event("error")
+            .json_data(errors::envelope_of(e))
+        {
+            Ok(event) => event,
+            Err(_) => return,
+        },
+    };
+    let _ = tx.blocking_send(last);
+}

@@ -1,0 +1,162 @@
+//! `agents server start` (spec section 21): the engine's protocol over HTTP. Handlers are
+//! thin: they take the principal from the bearer token, hand the request to
+//! [`api::serve`], the function the in-process client calls, and map a failure to its status
+//! and the error body the CLI prints.
+//!
+//! - `GET /healthz`: the process answers (no token).
+//! - `GET /readyz`: the database opens and is migrated (no token).
+//! - `POST /v1/call`: one [`api::protocol::Request`] as JSON, its `Response` back.
+//! - `GET /v1/events?plan=ID&after=SEQ`: the event log as Server-Sent Events (see [`events`]).
+
+mod auth;
+mod errors;
+mod events;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use cleveragents_engine::api::{self, Engine, protocol};
+
+pub use errors::status_of;
+
+/// Largest request body the server reads.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// How long one call may run before the server answers with a timeout.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(110);
+
+/// The default address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
+
+/// What the handlers share.
+#[derive(Debug)]
+pub struct Shared {
+    /// The engine of the server's data directory.
+    pub engine: Engine,
+}
+
+/// The router of the protocol's version 1 and the health checks.
+pub fn router(shared: Arc<Shared>) -> Router {
+    let v1 = Router::new()
+        .route("/call", post(call))
+        .route("/events", get(events::stream))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&shared),
+            auth::require_token,
+        ));
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .nest(&format!("/{}", protocol::VERSION), v1)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(shared)
+}
+
+/// Serves `router` on `listener` until SIGTERM or Ctrl-C, then lets calls in flight finish.
+///
+/// # Errors
+/// I/O errors of the listener.
+pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("server stopping: signal received");
+}
+
+async fn ready(State(shared): State<Arc<Shared>>) -> Response {
+    let engine = shared.engine.clone();
+    let checked = tokio::task::spawn_blocking(move || {
+        engine
+            .store()
+            .and_then(|s| s.schema_version().map_err(Into::into))
+    })
+    .await;
+    match checked {
+        Ok(Ok(schema)) => {
+            axum::Json(serde_json::json!({"ready": true, "schema": schema})).into_response()
+        }
+        Ok(Err(e)) => errors::api_failure(e),
+        Err(e) => errors::internal(&format!("readiness check failed: {e}")),
+    }
+}
+
+async fn call(
+    State(shared): State<Arc<Shared>>,
+    axum::Extension(principal): axum::Extension<api::tokens::Principal>,
+    body: axum::body::Bytes,
+) -> Response {
+    let request: protocol::Request = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return errors::bad_request(&format!("the request is not a v1 call: {e}")),
+    };
+    tracing::info!(call = request.name(), token = %principal.token_id, "call");
+    let engine = shared.engine.clone();
+    let work = tokio::task::spawn_blocking(move || {
+        api::serve(&engine, request).map(|mut r| {
+            if let protocol::Response::Hello(h) = &mut r {
+                h.mode = "server".to_string();
+            }
+            r
+        })
+    });
+    match tokio::time::timeout(CALL_TIMEOUT, work).await {
+        Ok(Ok(Ok(response))) => axum::Json(response).into_response(),
+        Ok(Ok(Err(e))) => errors::api_failure(e),
+        Ok(Err(e)) => errors::internal(&format!("the call failed: {e}")),
+        Err(_) => (
+            StatusCode::GATEWAY_TIMEOUT,
+            errors::body(
+                "IO_ERROR",
+                format!("the call ran longer than {} s", CALL_TIMEOUT.as_secs()),
+                vec![],
+            ),
+        )
+            .into_response(),
+    }
+}
+
+async fn not_found(uri: axum::http::Uri) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        errors::body(
+            "NOT_FOUND",
+            format!("no such path: {}", uri.path()),
+            vec![format!(
+                "the protocol lives under /{}/ (POST /{}/call, GET /{}/events)",
+                protocol::VERSION,
+                protocol::VERSION,
+                protocol::VERSION
+            )],
+        ),
+    )
+        .into_response()
+}
