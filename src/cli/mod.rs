@@ -778,6 +778,8 @@ fn choose_server(
         .hint("run it without --server (and without AGENTS_SERVER) on the machine that holds the data"));
     }
     ctx.server = Some(remote::choose(&ctx, &given)?);
+    // A suggested follow-up command goes to the same server.
+    ctx.repeat_args.extend(["--server".to_string(), given]);
     Ok(ctx)
 }
 

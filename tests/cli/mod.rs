@@ -33,6 +33,7 @@ mod regressions;
 mod resource_types;
 mod review;
 mod sandbox;
+mod server;
 mod sessions;
 mod skills;
 pub(crate) mod snapshots;

@@ -6,7 +6,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Environment variables that would leak the developer's settings into a test.
-const SCRUBBED: [&str; 10] = [
+const SCRUBBED: [&str; 12] = [
+    "AGENTS_SERVER",
+    "AGENTS_TOKEN",
     "AGENTS_DATA_DIR",
     "AGENTS_CONFIG",
     "AGENTS_FORMAT",
@@ -165,6 +167,7 @@ pub fn shell_quote(p: &Path) -> String {
 pub mod file_tools;
 #[allow(dead_code)]
 pub mod provider_server;
+pub mod server;
 /// Runs git in `dir` with a fixed identity and fixed dates (so commits are reproducible).
 pub fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")

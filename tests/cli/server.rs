@@ -1,0 +1,259 @@
+//! `agents server` (spec section 21): the engine's protocol over HTTP, tried through the real
+//! binary as a server host and as its clients would.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::support::server::Server;
+use crate::support::{Env, db_file};
+
+/// A server whose data directory holds one quickstart plan waiting at its apply gate; the
+/// plan's id.
+fn server_with_a_plan() -> (Server, String) {
+    let env = Env::new();
+    let (doc, code) = env.json(&["quickstart", "--headless"]);
+    assert_eq!(code, 3, "{doc:#}");
+    let plan = doc["data"]["plan_id"]
+        .as_str()
+        .or_else(|| doc["data"]["plan"]["plan_id"].as_str())
+        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
+        .to_string();
+    (Server::start(env), plan)
+}
+
+/// The number of events in the server's log, read in process on the server host.
+fn event_count(server: &Server, plan: &str) -> usize {
+    let (doc, code) = server.env.json(&["plan", "events", plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    doc["data"]["events"].as_array().unwrap().len()
+}
+
+/// `data` with what differs between two environments masked: suggested commands repeat
+/// their own global options.
+fn masked(mut data: Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::String(s) if s.starts_with("agents ") => {
+                if let Some(i) = s.find(" plan ") {
+                    *s = format!("agents{}", &s[i..]);
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            Value::Object(o) => o.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut data);
+    data
+}
+
+#[test]
+fn a_request_without_a_valid_token_gets_401_and_changes_nothing() {
+    let (server, plan) = server_with_a_plan();
+    let before = event_count(&server, &plan);
+    let call = format!(r#"{{"call":"plan_status","plan":"{plan}"}}"#);
+    for token in [None, Some("agt_0000"), Some("not-even-a-token")] {
+        let (status, body) = server.http("POST", "/v1/call", token, &call);
+        assert_eq!(status, 401, "token {token:?}: {body}");
+        let err: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(err["error"]["code"], "UNAUTHENTICATED");
+        let hints = err["error"]["hints"].to_string();
+        assert!(hints.contains("agents server token create"), "{hints}");
+    }
+    let (status, _) = server.http("POST", "/v1/call", Some(&server.token), &call);
+    assert_eq!(status, 200);
+
+    // A revoked token stops working at its next request.
+    let (doc, code) = server.env.json(&["server", "token", "revoke", "tests"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (status, _) = server.http("POST", "/v1/call", Some(&server.token), &call);
+    assert_eq!(status, 401);
+    let client = Env::new();
+    let (doc, code) = server.client_json(&client, &["plan", "status", &plan]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "UNAUTHENTICATED");
+    assert_eq!(event_count(&server, &plan), before);
+}
+
+#[test]
+fn health_checks_answer_without_a_token() {
+    let server = Server::start(Env::new());
+    assert_eq!(server.http("GET", "/healthz", None, "").0, 200);
+    let (status, body) = server.http("GET", "/readyz", None, "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["ready"], true);
+    let (status, body) = server.http("GET", "/v2/call", Some(&server.token), "");
+    assert_eq!(status, 404, "{body}");
+}
+
+#[test]
+fn an_unknown_call_is_refused_by_name() {
+    let server = Server::start(Env::new());
+    let (status, body) = server.http(
+        "POST",
+        "/v1/call",
+        Some(&server.token),
+        r#"{"call":"drop_everything"}"#,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("drop_everything"), "{body}");
+}
+
+#[test]
+fn plain_http_on_a_non_loopback_address_is_refused() {
+    let env = Env::new();
+    let out = env.run(&["--format", "json", "server", "start", "--listen", "0.0.0.0:0"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("0.0.0.0:0"),
+        "{doc:#}"
+    );
+    assert!(doc.to_string().contains("--insecure-http"), "{doc:#}");
+}
+
+#[test]
+fn plan_status_through_a_server_equals_the_in_process_view_and_the_client_keeps_no_database() {
+    let (server, plan) = server_with_a_plan();
+    let (local, code) = server.env.json(&["plan", "status", &plan]);
+    assert_eq!(code, 0, "{local:#}");
+    let client = Env::new();
+    let (remote, code) = server.client_json(&client, &["plan", "status", &plan[..10]]);
+    assert_eq!(code, 0, "{remote:#}");
+    assert_eq!(masked(remote["data"].clone()), masked(local["data"].clone()));
+    assert!(
+        !db_file(&client).exists(),
+        "the client made a database at {}",
+        db_file(&client).display()
+    );
+    // A suggested command goes to the same server.
+    let answer = remote["data"]["pending_approvals"][0]["answer_command"]
+        .as_str()
+        .unwrap();
+    assert!(answer.contains(&format!("--server {}", server.url)), "{answer}");
+}
+
+#[test]
+fn a_command_not_served_yet_refuses_the_server_and_touches_nothing() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let (doc, code) = server.client_json(&client, &["plan", "list"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
+    assert!(!db_file(&client).exists());
+}
+
+#[test]
+fn an_unreachable_server_is_an_io_error_naming_its_url() {
+    let client = Env::new();
+    let (doc, code) = client.json(&["--server", "http://127.0.0.1:9", "plan", "status", "01"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "IO_ERROR");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("http://127.0.0.1:9"),
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn login_keeps_the_token_in_a_private_credentials_file_and_server_status_answers_by_name() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let mut login = client
+        .command(&["server", "login", "team", &server.url, "--token-stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(login.stdin.take().unwrap(), "{}", server.token).unwrap();
+    let out = login.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let credentials = client.config_path.parent().unwrap().join("credentials.toml");
+    let mode = std::fs::metadata(&credentials).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let config = std::fs::read_to_string(&client.config_path).unwrap();
+    assert!(config.contains(&server.url), "{config}");
+    assert!(!config.contains(&server.token), "the token leaked into config.toml");
+
+    let (doc, code) = client.json(&["--server", "team", "server", "status"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["server"]["protocol"], "v1");
+    assert_eq!(doc["data"]["server"]["mode"], "server");
+    let (doc, code) = client.json(&["--server", "nobody", "server", "status"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND");
+    assert!(doc.to_string().contains("known servers: team"), "{doc:#}");
+}
+
+/// Reads `plan events --follow --format json` lines through the server until `stop` says so
+/// or the follower ends; the `seq` of each event line.
+fn follow_seqs(
+    server: &Server,
+    client: &Env,
+    plan: &str,
+    after: i64,
+    mut stop: impl FnMut(&[i64]) -> bool,
+) -> Vec<i64> {
+    let after = after.to_string();
+    let mut child = server
+        .client(
+            client,
+            &["--format", "json", "plan", "events", "--follow", "--after", &after, plan],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seqs = Vec::new();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines {
+        // Events are JSON Lines; the closing envelope spans several lines.
+        let event: Option<Value> = serde_json::from_str(&line.unwrap()).ok();
+        if let Some(seq) = event.as_ref().and_then(|e| e["seq"].as_i64()) {
+            seqs.push(seq);
+        }
+        if stop(&seqs) {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    seqs
+}
+
+#[test]
+fn a_follower_through_the_server_sees_another_clients_work_in_order_and_resumes_without_gap() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let history = event_count(&server, &plan);
+    assert!(history > 4, "{history}");
+    // The first follower is killed after four events.
+    let first = follow_seqs(&server, &client, &plan, 0, |s| s.len() == 4);
+    assert_eq!(first.len(), 4);
+    // Another client (the server host's own CLI) applies the plan meanwhile.
+    let (doc, code) = server.env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    // The restarted follower goes on from the last seq it printed, to the plan's end.
+    let rest = follow_seqs(&server, &client, &plan, *first.last().unwrap(), |_| false);
+    let (all, _) = server.env.json(&["plan", "events", &plan]);
+    let expected: Vec<i64> = all["data"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
+    assert!(expected.len() > history, "Apply wrote no events");
+    let seen: Vec<i64> = first.into_iter().chain(rest).collect();
+    assert_eq!(seen, expected, "lost, repeated or out of order");
+}

@@ -1,0 +1,111 @@
+//! A real `agents server start` on a free loopback port, with its own data directory and a
+//! token, killed on drop; and a few raw HTTP requests to it (std only, so a test sees exactly
+//! what went over the wire).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::Env;
+
+/// A running server.
+pub struct Server {
+    /// The server host's environment (its data directory holds the database).
+    pub env: Env,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// A token the server accepts.
+    pub token: String,
+    child: Child,
+}
+
+impl Server {
+    /// Starts a server on `env`'s data directory after creating a token named `tests`.
+    pub fn start(env: Env) -> Self {
+        let out = env.run(&["--format", "plain", "server", "token", "create", "tests"]);
+        assert!(out.status.success(), "token create: {out:?}");
+        let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let mut child = env
+            .command(&["server", "start", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in the server's first line: {line:?}"))
+            .to_string();
+        Self {
+            env,
+            url,
+            token,
+            child,
+        }
+    }
+
+    /// The binary as a client of this server: `client`'s data directory and config,
+    /// `--server URL`, and the token in `AGENTS_TOKEN`.
+    pub fn client(&self, client: &Env, args: &[&str]) -> Command {
+        let mut all = vec!["--server", self.url.as_str()];
+        all.extend_from_slice(args);
+        let mut cmd = client.command(&all);
+        cmd.env("AGENTS_TOKEN", &self.token);
+        cmd
+    }
+
+    /// Runs a client command with `--format json`; the parsed stdout and the exit code.
+    pub fn client_json(&self, client: &Env, args: &[&str]) -> (serde_json::Value, i32) {
+        let mut all = vec!["--format", "json"];
+        all.extend_from_slice(args);
+        let out = self.client(client, &all).output().expect("the client runs");
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (doc, out.status.code().expect("exit code"))
+    }
+
+    /// One HTTP/1.1 request: the status code and the body.
+    pub fn http(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
+        let host = self.url.trim_start_matches("http://");
+        let mut stream = TcpStream::connect(host).expect("the server accepts connections");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status line: {answer:?}"));
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
