@@ -8,7 +8,8 @@ Names the crate root re-exports (`pub use store::Store;` in lib.rs) count as the
 
 Usage: scripts/module-graph.py [CRATE_SRC_DIR...]   (default: engine/src ui/src src)
 Options: --quiet (only the summary lines), --check (exit 1 on a cycle or an engine function
-over 150 lines)."""
+over 150 lines), --faces (only the faces' references to engine modules other than `api`, and
+their direct `.store()` calls: how far `src/` is from reaching the engine through the API alone)."""
 import os
 import re
 import sys
@@ -223,7 +224,41 @@ def sccs(nodes, edges):
     return sorted(out, key=lambda c: (-len(c), c))
 
 
+ENGINE_PATH = re.compile(r"\b(?:crate::engine|cleveragents_engine)::([a-z_][a-z0-9_]*)")
+STORE_CALL = re.compile(r"\.store\(\)")
+# Engine modules a face may name: the API, and the record types its views are made of.
+FACE_ALLOWED = {"api"}
+
+
+def face_report(root="src"):
+    """How far the faces are from reaching the engine through `api` alone: the references
+    from `root` to each other engine module, and the `.store()` calls (direct database use)."""
+    counts, store_calls, files = {}, 0, set()
+    for d, _, names in os.walk(root):
+        for f in sorted(names):
+            if not f.endswith(".rs"):
+                continue
+            path = os.path.join(d, f)
+            code = strip(open(path, encoding="utf-8").read())
+            for m in ENGINE_PATH.finditer(code):
+                if m.group(1) not in FACE_ALLOWED:
+                    counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+                    files.add(path)
+            n = len(STORE_CALL.findall(code))
+            store_calls += n
+            if n:
+                files.add(path)
+    total = sum(counts.values())
+    print(f"== faces ({root}): {total} references to engine modules other than api, "
+          f"in {len(counts)} modules; {store_calls} .store() calls; {len(files)} files")
+    for mod, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {mod}: {n}")
+
+
 def main():
+    if "--faces" in sys.argv:
+        face_report()
+        return
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quiet, check = "--quiet" in sys.argv, "--check" in sys.argv
     roots = args or ["engine/src", "ui/src", "src"]

@@ -648,6 +648,7 @@ impl From<crate::engine::api::ApiError> for CliError {
             E::Protocol { message } => CliError::new("INTERNAL", message)
                 .hint("the client and the server may be of different versions: compare `agents version` with `agents server status`"),
             E::Token(t) => token_error(t),
+            E::InvalidInput { message } => CliError::invalid_input(message),
         }
     }
 }

@@ -763,11 +763,16 @@ fn choose_server(
     let Some(given) = flag.or_else(|| env_var("AGENTS_SERVER")) else {
         return Ok(ctx);
     };
-    if let Command::Server(c) = command {
-        if c.uses_data_dir() {
-            // `server start` and `server token` act on this machine's data directory.
-            return Ok(ctx);
-        }
+    if let Command::Server(c) = command
+        && c.uses_data_dir()
+    {
+        // `server start` and `server token` act on this machine's data directory.
+        return Ok(ctx);
+    }
+    if matches!(command, Command::Info) {
+        // `info` describes this machine, and names the server in its `Server Mode:` line.
+        ctx.server = Some(remote::choose(&ctx, &given)?);
+        return Ok(ctx);
     }
     if !command.served_remotely() {
         return Err(CliError::new(
@@ -789,6 +794,10 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         return match command {
             Command::Plan(c) => plan::run(c, ctx),
             Command::Server(c) => server::run(c, ctx),
+            Command::Info => {
+                ctx.open_store()?;
+                system::info(ctx)
+            }
             _ => Err(CliError::new("NOT_SUPPORTED", "not served remotely")),
         };
     }

@@ -148,7 +148,10 @@ impl PlanCommand {
     /// Whether the subcommand reaches the engine only through the API's client, so that it
     /// can run against a server (`--server`).
     pub fn served_remotely(&self) -> bool {
-        matches!(self, PlanCommand::Status { .. } | PlanCommand::Events(_))
+        matches!(
+            self,
+            PlanCommand::Status { .. } | PlanCommand::Events(_) | PlanCommand::List(_)
+        )
     }
 
     /// Whether `--stream` was given.
@@ -492,34 +495,16 @@ impl<'a> PlanRow<'a> {
 }
 
 fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let re = view::regex(a.regex.as_deref(), "agents plan list 'coverage'")?;
-    let project = a
-        .project
-        .as_deref()
-        .map(|p| crate::engine::registry::projects::find(&store, p))
-        .transpose()?;
-    let action = a.action.as_deref().map(|x| {
-        crate::engine::domain::QualifiedName::resolve_user_input(x, &[])
-            .map(|q| q.to_string())
-            .unwrap_or_else(|_| x.to_string())
-    });
-    let plans: Vec<Plan> = store
-        .plan_summaries()?
-        .into_iter()
-        .filter(|p| a.phase.as_deref().is_none_or(|ph| p.phase().as_str() == ph))
-        .filter(|p| a.state.as_deref().is_none_or(|s| p.state().as_str() == s))
-        .filter(|p| {
-            project
-                .as_ref()
-                .is_none_or(|pr| p.project_names().contains(&pr.name.as_str()))
-        })
-        .filter(|p| action.as_deref().is_none_or(|ac| p.action_name == ac))
-        .filter(|p| {
-            re.as_ref()
-                .is_none_or(|r| r.is_match(&p.action_name) || r.is_match(&p.name))
-        })
-        .collect();
+    // A bad pattern is named here, with the regex crate's diagram, before anything is asked.
+    view::regex(a.regex.as_deref(), "agents plan list 'coverage'")?;
+    let listed = ctx.client()?.plan_list(crate::engine::api::PlanFilter {
+        phase: a.phase.clone(),
+        state: a.state.clone(),
+        project: a.project.clone(),
+        action: a.action.clone(),
+        regex: a.regex.clone(),
+    })?;
+    let (plans, project, action) = (listed.plans, listed.project, listed.action);
     let n = plans.len();
     let count = |s: ProcessingState| plans.iter().filter(|p| p.state() == s).count().to_string();
     // Each format builds only what it shows: the json rows or the table's cells.
@@ -567,10 +552,7 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
             [
                 ("Phase", a.phase.clone().unwrap_or_else(|| "(any)".into())),
                 ("State", a.state.clone().unwrap_or_else(|| "(any)".into())),
-                (
-                    "Project",
-                    project.map(|p| p.name).unwrap_or_else(|| "(any)".into()),
-                ),
+                ("Project", project.unwrap_or_else(|| "(any)".into())),
                 ("Action", action.unwrap_or_else(|| "(any)".into())),
             ],
         ));

@@ -161,7 +161,10 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         .map_err(|e| CliError::new("IO_ERROR", format!("cannot read the bound address: {e}")))?;
     let url = format!("http://{bound}");
     announce(ctx, &url, schema);
-    let shared = Arc::new(crate::server::Shared { engine });
+    let shared = Arc::new(crate::server::Shared {
+        engine,
+        render: remote_error,
+    });
     runtime
         .block_on(crate::server::serve(
             listener,
@@ -173,6 +176,21 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         json!({"url": url, "stopped": true}),
         format!("Server at {url} stopped"),
     ))
+}
+
+/// An engine failure as the protocol carries it: what this command line would print.
+fn remote_error(e: api::ApiError) -> api::protocol::RemoteError {
+    let rendered = CliError::from(e);
+    api::protocol::RemoteError {
+        code: rendered
+            .body
+            .code
+            .parse()
+            .unwrap_or(api::ErrorCode::Internal),
+        message: rendered.body.message,
+        detail: rendered.body.detail,
+        hints: rendered.body.suggestions,
+    }
 }
 
 /// Says where the server listens, on stdout at once (a script waits for this line).

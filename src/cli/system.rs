@@ -57,6 +57,17 @@ fn resolved(ctx: &Context, key: &str) -> Result<Option<String>, CliError> {
     Ok(config::resolve(config, None, &path, &ctx.setting_flags(), &env_var).value)
 }
 
+/// The spec's `Server Mode:` line: `disabled` without a server, else where calls go.
+fn server_mode(ctx: &Context) -> String {
+    match &ctx.server {
+        None => "disabled".to_string(),
+        Some(s) => match &s.name {
+            Some(name) => format!("{name} at {}", s.url),
+            None => s.url.clone(),
+        },
+    }
+}
+
 /// `agents info`.
 ///
 /// # Errors
@@ -68,6 +79,8 @@ pub fn info(ctx: &Context) -> Result<Report, CliError> {
     let mut data = serde_json::to_value(&info).expect("info serializes");
     data["automation_profile"] = json!(profile);
     data["format"] = json!(ctx.format.as_str());
+    let server_mode = server_mode(ctx);
+    data["server_mode"] = json!(server_mode);
     let indexes = crate::engine::index::statuses(&ctx.paths, false);
     data["indexing"] = json!({
         "text_index": if indexes.is_empty() { "disabled" } else { "ready" },
@@ -89,6 +102,7 @@ pub fn info(ctx: &Context) -> Result<Report, CliError> {
                 ("Data Dir", info.data_dir.display().to_string()),
                 ("Config", config_label),
                 ("Database", info.database_path.display().to_string()),
+                ("Server Mode", server_mode),
                 ("Logs", info.log_file.display().to_string()),
                 ("Platform", info.platform.clone()),
             ],

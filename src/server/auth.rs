@@ -60,7 +60,7 @@ pub async fn require_token(
             next.run(request).await
         }
         Ok(Ok(None)) => refused("the token is not valid (unknown, mistyped or revoked)"),
-        Ok(Err(e)) => errors::api_failure(e),
+        Ok(Err(e)) => errors::api_failure(shared.render, e),
         Err(e) => errors::internal(&format!("checking the token failed: {e}")),
     }
 }

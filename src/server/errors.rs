@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use cleveragents_engine::api::protocol::{ErrorEnvelope, RemoteError};
 use cleveragents_engine::api::{ApiError, ErrorCode};
 
-use crate::cli::CliError;
+use super::Render;
 
 /// The HTTP status of a failure with `code`.
 pub fn status_of(code: ErrorCode) -> StatusCode {
@@ -36,22 +36,9 @@ pub fn body(code: &str, message: String, hints: Vec<String>) -> Json<ErrorEnvelo
     })
 }
 
-/// An engine failure as the CLI renders it (same code, message and hints).
-pub fn envelope_of(e: ApiError) -> ErrorEnvelope {
-    let rendered = CliError::from(e);
-    ErrorEnvelope {
-        error: RemoteError {
-            code: rendered.body.code.parse().unwrap_or(ErrorCode::Internal),
-            message: rendered.body.message,
-            detail: rendered.body.detail,
-            hints: rendered.body.suggestions,
-        },
-    }
-}
-
-/// An engine failure as an answer: its code's status and [`envelope_of`].
-pub fn api_failure(e: ApiError) -> Response {
-    let envelope = envelope_of(e);
+/// An engine failure as an answer: its code's status and the body `render` makes of it.
+pub fn api_failure(render: Render, e: ApiError) -> Response {
+    let envelope = ErrorEnvelope { error: render(e) };
     (status_of(envelope.error.code), Json(envelope)).into_response()
 }
 

@@ -49,13 +49,13 @@ pub async fn stream(
         None => None,
         Some(p) => match tokio::task::spawn_blocking(move || engine.resolve_plan(&p)).await {
             Ok(Ok(id)) => Some(id),
-            Ok(Err(e)) => return errors::api_failure(e),
+            Ok(Err(e)) => return errors::api_failure(shared.render, e),
             Err(e) => return errors::internal(&format!("resolving the plan failed: {e}")),
         },
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Event>(BUFFER);
-    let engine = shared.engine.clone();
-    tokio::task::spawn_blocking(move || follow(&engine, plan, after, &tx));
+    let (engine, render) = (shared.engine.clone(), shared.render);
+    tokio::task::spawn_blocking(move || follow(&engine, render, plan, after, &tx));
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
     });
@@ -67,6 +67,7 @@ pub async fn stream(
 /// Hands every event to `tx` until the plan is final, the client is gone or the store fails.
 fn follow(
     engine: &api::Engine,
+    render: super::Render,
     plan: Option<cleveragents_engine::domain::Id>,
     after: i64,
     tx: &tokio::sync::mpsc::Sender<Event>,
@@ -91,7 +92,7 @@ fn follow(
         Ok(()) => Event::default().event("end").data("{}"),
         Err(e) => match Event::default()
             .event("error")
-            .json_data(errors::envelope_of(e))
+            .json_data(cleveragents_engine::api::protocol::ErrorEnvelope { error: render(e) })
         {
             Ok(event) => event,
             Err(_) => return,

@@ -35,11 +35,17 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(110);
 /// The default address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
 
+/// Renders an engine failure as the protocol's error: the same code, message and hints the
+/// command line prints (handed in by the face that starts the server, which owns them).
+pub type Render = fn(api::ApiError) -> protocol::RemoteError;
+
 /// What the handlers share.
 #[derive(Debug)]
 pub struct Shared {
     /// The engine of the server's data directory.
     pub engine: Engine,
+    /// How failures are worded.
+    pub render: Render,
 }
 
 /// The router of the protocol's version 1 and the health checks.
@@ -104,7 +110,7 @@ async fn ready(State(shared): State<Arc<Shared>>) -> Response {
         Ok(Ok(schema)) => {
             axum::Json(serde_json::json!({"ready": true, "schema": schema})).into_response()
         }
-        Ok(Err(e)) => errors::api_failure(e),
+        Ok(Err(e)) => errors::api_failure(shared.render, e),
         Err(e) => errors::internal(&format!("readiness check failed: {e}")),
     }
 }
@@ -130,7 +136,7 @@ async fn call(
     });
     match tokio::time::timeout(CALL_TIMEOUT, work).await {
         Ok(Ok(Ok(response))) => axum::Json(response).into_response(),
-        Ok(Ok(Err(e))) => errors::api_failure(e),
+        Ok(Ok(Err(e))) => errors::api_failure(shared.render, e),
         Ok(Err(e)) => errors::internal(&format!("the call failed: {e}")),
         Err(_) => (
             StatusCode::GATEWAY_TIMEOUT,

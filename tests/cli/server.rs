@@ -104,7 +104,14 @@ fn an_unknown_call_is_refused_by_name() {
 #[test]
 fn plain_http_on_a_non_loopback_address_is_refused() {
     let env = Env::new();
-    let out = env.run(&["--format", "json", "server", "start", "--listen", "0.0.0.0:0"]);
+    let out = env.run(&[
+        "--format",
+        "json",
+        "server",
+        "start",
+        "--listen",
+        "0.0.0.0:0",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["error"]["code"], "INVALID_INPUT");
@@ -126,7 +133,10 @@ fn plan_status_through_a_server_equals_the_in_process_view_and_the_client_keeps_
     let client = Env::new();
     let (remote, code) = server.client_json(&client, &["plan", "status", &plan[..10]]);
     assert_eq!(code, 0, "{remote:#}");
-    assert_eq!(masked(remote["data"].clone()), masked(local["data"].clone()));
+    assert_eq!(
+        masked(remote["data"].clone()),
+        masked(local["data"].clone())
+    );
     assert!(
         !db_file(&client).exists(),
         "the client made a database at {}",
@@ -136,14 +146,55 @@ fn plan_status_through_a_server_equals_the_in_process_view_and_the_client_keeps_
     let answer = remote["data"]["pending_approvals"][0]["answer_command"]
         .as_str()
         .unwrap();
-    assert!(answer.contains(&format!("--server {}", server.url)), "{answer}");
+    assert!(
+        answer.contains(&format!("--server {}", server.url)),
+        "{answer}"
+    );
+}
+
+#[test]
+fn plan_list_through_a_server_equals_the_in_process_list_with_the_same_filters() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    for filters in [
+        &[][..],
+        &["--state", "complete"][..],
+        &["--phase", "applied"][..],
+        &["--action", "quickstart-format"][..],
+        &["quickstart"][..],
+    ] {
+        let args: Vec<&str> = ["plan", "list"].iter().chain(filters).copied().collect();
+        let (local, code) = server.env.json(&args);
+        assert_eq!(code, 0, "{local:#}");
+        let (remote, code) = server.client_json(&client, &args);
+        assert_eq!(code, 0, "{remote:#}");
+        assert_eq!(remote["data"], local["data"], "plan list {filters:?}");
+    }
+    let (remote, _) = server.client_json(&client, &["plan", "list"]);
+    assert_eq!(remote["data"]["plans"][0]["plan_id"], plan.as_str());
+    let (doc, code) = server.client_json(&client, &["plan", "list", "--project", "nope"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND");
+    assert!(!db_file(&client).exists());
+}
+
+#[test]
+fn info_names_the_server_in_its_server_mode_line() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let (doc, code) = client.json(&["info"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["server_mode"], "disabled");
+    let (doc, code) = server.client_json(&client, &["info"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["server_mode"], server.url.as_str());
 }
 
 #[test]
 fn a_command_not_served_yet_refuses_the_server_and_touches_nothing() {
     let server = Server::start(Env::new());
     let client = Env::new();
-    let (doc, code) = server.client_json(&client, &["plan", "list"]);
+    let (doc, code) = server.client_json(&client, &["plan", "tree", "01"]);
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
     assert!(!db_file(&client).exists());
@@ -179,12 +230,22 @@ fn login_keeps_the_token_in_a_private_credentials_file_and_server_status_answers
     writeln!(login.stdin.take().unwrap(), "{}", server.token).unwrap();
     let out = login.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    let credentials = client.config_path.parent().unwrap().join("credentials.toml");
-    let mode = std::fs::metadata(&credentials).unwrap().permissions().mode();
+    let credentials = client
+        .config_path
+        .parent()
+        .unwrap()
+        .join("credentials.toml");
+    let mode = std::fs::metadata(&credentials)
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     let config = std::fs::read_to_string(&client.config_path).unwrap();
     assert!(config.contains(&server.url), "{config}");
-    assert!(!config.contains(&server.token), "the token leaked into config.toml");
+    assert!(
+        !config.contains(&server.token),
+        "the token leaked into config.toml"
+    );
 
     let (doc, code) = client.json(&["--server", "team", "server", "status"]);
     assert_eq!(code, 0, "{doc:#}");
@@ -209,7 +270,9 @@ fn follow_seqs(
     let mut child = server
         .client(
             client,
-            &["--format", "json", "plan", "events", "--follow", "--after", &after, plan],
+            &[
+                "--format", "json", "plan", "events", "--follow", "--after", &after, plan,
+            ],
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

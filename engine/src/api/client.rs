@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use super::protocol::{self, EVENTS_PAGE_MAX, Hello, Request, Response};
-use super::{ApiError, Engine, PlanStatusView};
+use super::{ApiError, Engine, PlanFilter, PlanListView, PlanStatusView};
 use crate::domain::Id;
 use crate::domain::event::EngineEvent;
 use crate::store::events::Follower;
@@ -79,6 +79,18 @@ impl dyn Client + '_ {
         })
     }
 
+    /// The plans that pass `filter`.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn plan_list(&self, filter: PlanFilter) -> Result<PlanListView, ApiError> {
+        let asked = Request::PlanList(filter);
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::PlanList(v) => Ok(*v),
+            other => Err(other),
+        })
+    }
+
     /// Everything `plan status` shows about plan `input`.
     ///
     /// # Errors
@@ -129,6 +141,7 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
             mode: "in-process".to_string(),
         }),
         Request::ResolvePlan { plan } => Response::PlanId(engine.resolve_plan(&plan)?),
+        Request::PlanList(filter) => Response::PlanList(Box::new(engine.plan_list(&filter)?)),
         Request::PlanStatus { plan } => {
             let id = engine.resolve_plan(&plan)?;
             Response::PlanStatus(Box::new(engine.plan_status(&id)?))

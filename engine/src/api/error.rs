@@ -153,6 +153,12 @@ pub enum ApiError {
         /// What was wrong with it.
         message: String,
     },
+    /// An argument of a call is not acceptable.
+    #[error("{message}")]
+    InvalidInput {
+        /// What is wrong, naming the argument.
+        message: String,
+    },
     /// A server token could not be created, listed or revoked.
     #[error(transparent)]
     Token(#[from] super::tokens::TokenError),

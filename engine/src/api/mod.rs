@@ -32,6 +32,7 @@ pub use op::{
     Answered, Cancelled, CorrectMode, Correction, Op, Outcome, Prompted, ReviewRequest, Reviewed,
     UseRequest, Used,
 };
+pub use query::{PlanFilter, PlanListView};
 pub use registry::*;
 pub use remote::Remote;
 pub use status::{ChildView, PlanStatusView, StatusHeadline, StepView, step_name};

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ErrorCode, PlanStatusView};
+use super::{ApiError, ErrorCode, PlanFilter, PlanListView, PlanStatusView};
 use crate::domain::Id;
 use crate::domain::event::EngineEvent;
 
@@ -28,6 +28,8 @@ pub enum Request {
         /// Plan id or unique prefix.
         plan: String,
     },
+    /// The plans `plan list` shows.
+    PlanList(PlanFilter),
     /// Everything `plan status` shows about one plan.
     PlanStatus {
         /// Plan id or unique prefix.
@@ -50,6 +52,7 @@ impl Request {
         match self {
             Request::Hello => "hello",
             Request::ResolvePlan { .. } => "resolve_plan",
+            Request::PlanList(_) => "plan_list",
             Request::PlanStatus { .. } => "plan_status",
             Request::Events { .. } => "events",
         }
@@ -64,6 +67,8 @@ pub enum Response {
     Hello(Hello),
     /// [`Request::ResolvePlan`].
     PlanId(Id),
+    /// [`Request::PlanList`].
+    PlanList(Box<PlanListView>),
     /// [`Request::PlanStatus`].
     PlanStatus(Box<PlanStatusView>),
     /// [`Request::Events`].
@@ -76,6 +81,7 @@ impl Response {
         match self {
             Response::Hello(_) => "hello",
             Response::PlanId(_) => "plan_id",
+            Response::PlanList(_) => "plan_list",
             Response::PlanStatus(_) => "plan_status",
             Response::Events(_) => "events",
         }

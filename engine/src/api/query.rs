@@ -68,3 +68,91 @@ impl Engine {
         )?)
     }
 }
+
+/// What `plan list` filters on (every filter optional; all given must hold).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PlanFilter {
+    /// Only this phase (`strategize`, `execute`, `apply`, `applied`).
+    pub phase: Option<String>,
+    /// Only this state (`queued`, `processing`, `errored`, `complete`, `cancelled`).
+    pub state: Option<String>,
+    /// Only plans targeting this project (name or id).
+    pub project: Option<String>,
+    /// Only plans of this action (a bare name resolves to `local/`).
+    pub action: Option<String>,
+    /// Only plans whose action or name matches this regular expression.
+    pub regex: Option<String>,
+}
+
+/// The plans `plan list` shows, oldest first, with the filters as resolved.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct PlanListView {
+    /// The plans that pass every filter.
+    pub plans: Vec<crate::domain::Plan>,
+    /// The project filter's resolved name.
+    pub project: Option<String>,
+    /// The action filter's resolved name.
+    pub action: Option<String>,
+}
+
+impl Engine {
+    /// The plans that pass `filter` (see [`PlanFilter`]).
+    ///
+    /// # Errors
+    /// [`ApiError::InvalidInput`] for a bad regular expression, the project registry's
+    /// `NOT_FOUND` for an unknown project, store errors.
+    pub fn plan_list(&self, filter: &PlanFilter) -> Result<PlanListView, ApiError> {
+        let store = self.store()?;
+        let re = filter
+            .regex
+            .as_deref()
+            .map(regex::Regex::new)
+            .transpose()
+            .map_err(|e| ApiError::InvalidInput {
+                message: format!("invalid REGEX: {e}"),
+            })?;
+        let project = filter
+            .project
+            .as_deref()
+            .map(|p| crate::registry::projects::find(&store, p))
+            .transpose()
+            .map_err(|e| ApiError::from(super::RegistryError::Project(e)))?
+            .map(|p| p.name);
+        let action = filter.action.as_deref().map(|x| {
+            crate::domain::QualifiedName::resolve_user_input(x, &[])
+                .map(|q| q.to_string())
+                .unwrap_or_else(|_| x.to_string())
+        });
+        let plans = store
+            .plan_summaries()?
+            .into_iter()
+            .filter(|p| {
+                filter
+                    .phase
+                    .as_deref()
+                    .is_none_or(|ph| p.phase().as_str() == ph)
+            })
+            .filter(|p| {
+                filter
+                    .state
+                    .as_deref()
+                    .is_none_or(|s| p.state().as_str() == s)
+            })
+            .filter(|p| {
+                project
+                    .as_deref()
+                    .is_none_or(|pr| p.project_names().contains(&pr))
+            })
+            .filter(|p| action.as_deref().is_none_or(|ac| p.action_name == ac))
+            .filter(|p| {
+                re.as_ref()
+                    .is_none_or(|r| r.is_match(&p.action_name) || r.is_match(&p.name))
+            })
+            .collect();
+        Ok(PlanListView {
+            plans,
+            project,
+            action,
+        })
+    }
+}
