@@ -371,9 +371,7 @@ impl Context {
     pub fn client(&self) -> Result<Box<dyn cleveragents_engine::api::Client>, CliError> {
         match &self.server {
             Some(s) => s.client(),
-            None => Ok(Box::new(cleveragents_engine::api::Local::new(
-                self.registry_engine(),
-            ))),
+            None => Ok(Box::new(self.registry_engine())),
         }
     }
 
@@ -779,7 +777,7 @@ fn choose_server(
             "NOT_SUPPORTED",
             format!("`agents {}` does not run against a server yet", command.path()),
         )
-        .detail("served today: plan status, plan events, server status")
+        .detail("served today: plan status, list, events, approvals, execute, apply --yes, decide, reject, prompt, cancel; server status; info (names the server)")
         .hint("run it without --server (and without AGENTS_SERVER) on the machine that holds the data"));
     }
     ctx.server = Some(remote::choose(&ctx, &given)?);

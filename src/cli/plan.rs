@@ -148,10 +148,21 @@ impl PlanCommand {
     /// Whether the subcommand reaches the engine only through the API's client, so that it
     /// can run against a server (`--server`).
     pub fn served_remotely(&self) -> bool {
-        matches!(
-            self,
-            PlanCommand::Status { .. } | PlanCommand::Events(_) | PlanCommand::List(_)
-        )
+        match self {
+            PlanCommand::Status { .. }
+            | PlanCommand::Events(_)
+            | PlanCommand::List(_)
+            | PlanCommand::Approvals(_)
+            | PlanCommand::Cancel(_)
+            | PlanCommand::Reject(_) => true,
+            // Events are not streamed from a server yet (`plan events --follow` shows them).
+            PlanCommand::Execute(a) => !a.stream,
+            PlanCommand::Decide(a) => !a.stream,
+            PlanCommand::Prompt(a) => !a.stream,
+            // Asking first needs the preview, which is not served yet.
+            PlanCommand::Apply(a) => a.yes && !a.stream,
+            _ => false,
+        }
     }
 
     /// Whether `--stream` was given.

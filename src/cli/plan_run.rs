@@ -184,8 +184,25 @@ pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<api::
     Ok(api::Engine::new(ctx.paths.clone(), settings).with_observer(std::sync::Arc::new(observer)))
 }
 
-fn resolve_plan(engine: &api::Engine, input: &str) -> Result<Id, CliError> {
-    Ok(engine.resolve_plan(input)?)
+/// Where this command's operations run: through the chosen server, else in process with the
+/// observer of [`engine`] (streamed events or a spinner, Ctrl-C). Through a server the plan
+/// is driven there: leaving the command does not stop it.
+///
+/// # Errors
+/// Config errors (`CONFIG_INVALID`) in process.
+pub(crate) fn driver(
+    ctx: &Context,
+    stream: bool,
+    message: &str,
+) -> Result<Box<dyn api::Client>, CliError> {
+    if ctx.server.is_some() {
+        return ctx.client();
+    }
+    Ok(Box::new(engine(ctx, stream, message)?))
+}
+
+fn resolve_plan(client: &dyn api::Client, input: &str) -> Result<Id, CliError> {
+    Ok(client.resolve_plan(input)?)
 }
 
 /// The error for an outcome of another operation than the one run (a bug).
@@ -203,8 +220,8 @@ pub(crate) fn unexpected(outcome: &Outcome) -> CliError {
 ///
 /// # Errors
 /// The operation's errors; `INTERNAL` for another outcome.
-pub(crate) fn run_driven(engine: &api::Engine, op: Op) -> Result<Driven, CliError> {
-    match engine.run(op)? {
+pub(crate) fn run_driven(client: &dyn api::Client, op: Op) -> Result<Driven, CliError> {
+    match client.run(op)? {
         Outcome::Driven(d) => Ok(*d),
         other => Err(unexpected(&other)),
     }
@@ -228,9 +245,9 @@ fn approval_data(ctx: &Context, a: &Approval) -> Value {
 
 /// The plan's pending `budget` approval, if any.
 fn pending_budget(ctx: &Context, plan_id: &crate::engine::domain::Id) -> Option<Approval> {
-    ctx.store()
+    ctx.client()
         .ok()?
-        .pending_approvals(Some(plan_id))
+        .approvals(Some(&plan_id.to_string()))
         .ok()?
         .into_iter()
         .find(|a| a.kind == crate::engine::domain::approval::ApprovalKind::Budget)
@@ -471,9 +488,9 @@ pub(crate) fn plan_panel(p: &Plan) -> Element {
 /// See [`driven_report`]; `CONFLICT` for plans in apply, applied or cancelled, or driven by
 /// another process.
 pub fn execute(ctx: &Context, a: &ExecuteArgs) -> Result<Report, CliError> {
-    let engine = engine(ctx, a.stream, "Running plan")?;
-    let id = resolve_plan(&engine, &a.plan)?;
-    let driven = run_driven(&engine, Op::Execute { plan: id })?;
+    let client = driver(ctx, a.stream, "Running plan")?;
+    let id = resolve_plan(client.as_ref(), &a.plan)?;
+    let driven = run_driven(client.as_ref(), Op::Execute { plan: id })?;
     driven_report(ctx, "plan execute", driven)
 }
 
@@ -555,10 +572,10 @@ fn apply_without_asking(
     apply: impl Fn(Id) -> Op,
 ) -> Result<Report, CliError> {
     use crate::engine::domain::{Phase, ProcessingState};
-    let engine = engine(ctx, a.stream, "Applying plan")?;
-    let id = resolve_plan(&engine, &a.plan)?;
+    let client = driver(ctx, a.stream, "Applying plan")?;
+    let id = resolve_plan(client.as_ref(), &a.plan)?;
     finished_plan(ctx, &id, a.discard_rest)?;
-    let ready = ctx.store()?.plan(&id)?.is_some_and(|p| {
+    let ready = Some(client.plan(&id.to_string())?).is_some_and(|p| {
         matches!(
             (p.phase(), p.state()),
             (Phase::Execute, ProcessingState::Complete)
@@ -577,7 +594,7 @@ fn apply_without_asking(
             },
         )?;
     }
-    let driven = run_driven(&engine, apply(id))?;
+    let driven = run_driven(client.as_ref(), apply(id))?;
     driven_report(ctx, "plan apply", driven)
 }
 
@@ -586,9 +603,7 @@ fn apply_without_asking(
 /// sandbox and so discards what a partial Apply left there). `Ok` for any other plan.
 fn finished_plan(ctx: &Context, id: &Id, discard_rest: bool) -> Result<(), CliError> {
     use crate::engine::domain::{Phase, ProcessingState};
-    let Some(plan) = ctx.store()?.plan(id)? else {
-        return Ok(());
-    };
+    let plan = ctx.client()?.plan(&id.to_string())?;
     if plan.phase() == Phase::Applied {
         let mut e = CliError::new(
             "CONFLICT",
@@ -717,12 +732,12 @@ fn partial_confirmation(
 /// # Errors
 /// `CONFLICT` for applied or cancelled plans.
 pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
-    let engine = engine(ctx, false, "Cancelling plan")?;
-    let id = resolve_plan(&engine, &a.plan)?;
+    let client = driver(ctx, false, "Cancelling plan")?;
+    let id = resolve_plan(client.as_ref(), &a.plan)?;
     let api::Cancelled {
         plan,
         was_running_in: before,
-    } = match engine.run(Op::Cancel {
+    } = match client.run(Op::Cancel {
         plan: id,
         reason: a.reason.clone(),
         wait: Duration::from_secs(5),
@@ -765,14 +780,7 @@ pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
 /// # Errors
 /// Unknown plans; store errors.
 pub fn approvals(ctx: &Context, a: &ApprovalsArgs) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let plan = a
-        .plan
-        .as_deref()
-        .map(|p| store.resolve_plan_id(p))
-        .transpose()?
-        .transpose()?;
-    let pending = store.pending_approvals(plan.as_ref())?;
+    let pending = ctx.client()?.approvals(a.plan.as_deref())?;
     let n = pending.len();
     let rows = pending
         .iter()
@@ -815,7 +823,7 @@ pub fn approvals(ctx: &Context, a: &ApprovalsArgs) -> Result<Report, CliError> {
 fn answer_report(
     ctx: &Context,
     command: &str,
-    engine: &api::Engine,
+    client: &dyn api::Client,
     op: Op,
 ) -> Result<Report, CliError> {
     let api::Answered {
@@ -823,7 +831,7 @@ fn answer_report(
         plan,
         driven,
         not_yet_supported,
-    } = match engine.run(op)? {
+    } = match client.run(op)? {
         Outcome::Answered(a) => *a,
         other => return Err(unexpected(&other)),
     };
@@ -921,7 +929,7 @@ fn next_after(
 /// # Errors
 /// Unknown or resolved approvals, options out of range, see [`driven_report`].
 pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
-    let engine = engine(ctx, a.stream, "Answering approval")?;
+    let client = driver(ctx, a.stream, "Answering approval")?;
     if a.max_cost_usd.is_some() || a.max_tokens.is_some() {
         if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
             return Err(CliError::invalid_input(
@@ -935,7 +943,7 @@ pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
         return answer_report(
             ctx,
             "plan decide",
-            &engine,
+            client.as_ref(),
             Op::Decide {
                 approval: a.approval.clone(),
                 answer: Answer::Budget(budget),
@@ -946,7 +954,7 @@ pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
         (Some(text), _) => match text.trim().parse::<usize>() {
             Ok(n) => Answer::Option(n),
             Err(_) => {
-                let approval = engine.store()?.approval(&a.approval)?;
+                let approval = client.approval(&a.approval)?;
                 let options = approval.map(|x| x.options).unwrap_or_default();
                 match options
                     .iter()
@@ -976,7 +984,7 @@ pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
     answer_report(
         ctx,
         "plan decide",
-        &engine,
+        client.as_ref(),
         Op::Decide {
             approval: a.approval.clone(),
             answer,
@@ -993,11 +1001,11 @@ pub fn reject(ctx: &Context, a: &RejectArgs) -> Result<Report, CliError> {
         return Err(CliError::invalid_input("--reason cannot be empty"));
     }
     super::refuse_placeholder("--reason", &a.reason)?;
-    let engine = engine(ctx, false, "Rejecting")?;
+    let client = driver(ctx, false, "Rejecting")?;
     answer_report(
         ctx,
         "plan reject",
-        &engine,
+        client.as_ref(),
         Op::Reject {
             approval: a.approval.clone(),
             reason: a.reason.trim().to_string(),
@@ -1015,13 +1023,13 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
         return Err(CliError::invalid_input("TEXT cannot be empty"));
     }
     super::refuse_placeholder("the guidance", &a.text)?;
-    let engine = engine(ctx, a.stream, "Resuming plan")?;
-    let id = resolve_plan(&engine, &a.plan)?;
+    let client = driver(ctx, a.stream, "Resuming plan")?;
+    let id = resolve_plan(client.as_ref(), &a.plan)?;
     let api::Prompted {
         prompted,
         plan,
         driven,
-    } = match engine.run(Op::Prompt {
+    } = match client.run(Op::Prompt {
         plan: id,
         text: a.text.trim().to_string(),
     })? {

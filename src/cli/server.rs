@@ -139,7 +139,10 @@ fn check_listen(a: &StartArgs) -> Result<(), CliError> {
 
 fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
     check_listen(a)?;
-    let engine = ctx.registry_engine();
+    let stopping = crate::server::Stopping::default();
+    let engine = ctx
+        .registry_engine()
+        .with_observer(Arc::new(stopping.clone()));
     let schema = engine.store()?.schema_version()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -169,6 +172,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         .block_on(crate::server::serve(
             listener,
             crate::server::router(shared),
+            stopping,
         ))
         .map_err(|e| CliError::new("IO_ERROR", format!("the server failed: {e}")))?;
     Ok(Report::ok(

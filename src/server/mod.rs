@@ -66,20 +66,36 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// Serves `router` on `listener` until SIGTERM or Ctrl-C, then lets calls in flight finish.
+/// Serves `router` on `listener` until SIGTERM or Ctrl-C, then sets `stopping` (the plans the
+/// engine drives stop at their next safe point) and lets calls in flight finish.
 ///
 /// # Errors
 /// I/O errors of the listener.
-pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    stopping: Stopping,
+) -> std::io::Result<()> {
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
+    .with_graceful_shutdown(shutdown_signal(stopping))
     .await
 }
 
-async fn shutdown_signal() {
+/// Tells the plans this server drives to stop at their next safe point once it is asked to
+/// stop (they stay resumable, as after Ctrl-C).
+#[derive(Debug, Clone, Default)]
+pub struct Stopping(Arc<std::sync::atomic::AtomicBool>);
+
+impl api::Observer for Stopping {
+    fn interrupted(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+async fn shutdown_signal(stopping: Stopping) {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -96,6 +112,7 @@ async fn shutdown_signal() {
         () = term => {},
     }
     tracing::info!("server stopping: signal received");
+    stopping.0.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
 async fn ready(State(shared): State<Arc<Shared>>) -> Response {
@@ -125,6 +142,7 @@ async fn call(
         Err(e) => return errors::bad_request(&format!("the request is not a v1 call: {e}")),
     };
     tracing::info!(call = request.name(), token = %principal.token_id, "call");
+    let runs_an_operation = matches!(request, protocol::Request::Run(_));
     let engine = shared.engine.clone();
     let work = tokio::task::spawn_blocking(move || {
         api::serve(&engine, request).map(|mut r| {
@@ -134,7 +152,13 @@ async fn call(
             r
         })
     });
-    match tokio::time::timeout(CALL_TIMEOUT, work).await {
+    // An operation runs as long as its plan's steps (each bounded by its own deadlines).
+    let limit = if runs_an_operation {
+        Duration::MAX
+    } else {
+        CALL_TIMEOUT
+    };
+    match tokio::time::timeout(limit, work).await {
         Ok(Ok(Ok(response))) => axum::Json(response).into_response(),
         Ok(Ok(Err(e))) => errors::api_failure(shared.render, e),
         Ok(Err(e)) => errors::internal(&format!("the call failed: {e}")),

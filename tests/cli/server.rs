@@ -320,3 +320,46 @@ fn a_follower_through_the_server_sees_another_clients_work_in_order_and_resumes_
     let seen: Vec<i64> = first.into_iter().chain(rest).collect();
     assert_eq!(seen, expected, "lost, repeated or out of order");
 }
+
+#[test]
+fn a_plan_is_answered_applied_and_cancelled_through_a_server_as_in_process() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let (local, _) = server.env.json(&["plan", "approvals"]);
+    let (remote, code) = server.client_json(&client, &["plan", "approvals"]);
+    assert_eq!(code, 0, "{remote:#}");
+    assert_eq!(
+        masked(remote["data"].clone()),
+        masked(local["data"].clone())
+    );
+    assert_eq!(remote["data"]["approvals"].as_array().unwrap().len(), 1);
+
+    // Apply through the server: the server's checkout gets the commit.
+    let (doc, code) = server.client_json(&client, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (status, _) = server.env.json(&["plan", "status", &plan]);
+    assert_eq!(status["data"]["phase"], "applied", "{status:#}");
+    let (doc, code) = server.client_json(&client, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "CONFLICT");
+
+    // A second plan, cancelled from the client.
+    let (doc, code) = server.env.json(&["quickstart", "--headless"]);
+    assert_eq!(code, 3, "{doc:#}");
+    let second = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let (doc, code) = server.client_json(&client, &["plan", "cancel", &second]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["cancelled"], true);
+    let (status, _) = server.env.json(&["plan", "status", &second]);
+    assert_eq!(status["data"]["state"], "cancelled", "{status:#}");
+    assert!(!db_file(&client).exists());
+}
+
+#[test]
+fn a_streamed_command_through_a_server_is_refused_until_events_are_streamed_back() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let (doc, code) = server.client_json(&client, &["plan", "execute", "--stream", &plan]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
+}

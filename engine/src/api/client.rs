@@ -1,5 +1,5 @@
 //! The [`Client`] every face holds (spec section 21, "Client-only vs server mode"): the same
-//! calls answered in process ([`Local`], the embedded database: the default) or by a server
+//! calls answered in process (an [`Engine`], the embedded database: the default) or by a server
 //! ([`super::Remote`]). [`serve`] answers a [`Request`] on an [`Engine`]; the server answers
 //! with the same function, so both transports give the same views.
 
@@ -7,8 +7,10 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use super::protocol::{self, EVENTS_PAGE_MAX, Hello, Request, Response};
-use super::{ApiError, Engine, PlanFilter, PlanListView, PlanStatusView};
+use super::{ApiError, Engine, Op, Outcome, PlanFilter, PlanListView, PlanStatusView};
 use crate::domain::Id;
+use crate::domain::Plan;
+use crate::domain::approval::Approval;
 use crate::domain::event::EngineEvent;
 use crate::store::events::Follower;
 
@@ -91,6 +93,61 @@ impl dyn Client + '_ {
         })
     }
 
+    /// The row of plan `input` (an id or unique prefix).
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; see [`Client::call`].
+    pub fn plan(&self, input: &str) -> Result<Plan, ApiError> {
+        let asked = Request::Plan {
+            plan: input.to_string(),
+        };
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::Plan(p) => Ok(*p),
+            other => Err(other),
+        })
+    }
+
+    /// Pending approvals, oldest first, of plan `input` or of every plan.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn approvals(&self, plan: Option<&str>) -> Result<Vec<Approval>, ApiError> {
+        let asked = Request::Approvals {
+            plan: plan.map(str::to_string),
+        };
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::Approvals(a) => Ok(a),
+            other => Err(other),
+        })
+    }
+
+    /// Approval `id`, whatever its status; `None` when there is none.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn approval(&self, id: &str) -> Result<Option<Approval>, ApiError> {
+        let asked = Request::Approval {
+            approval: id.to_string(),
+        };
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::Approval(a) => Ok(a.map(|a| *a)),
+            other => Err(other),
+        })
+    }
+
+    /// Runs `op` to its end (see [`Engine::run`]).
+    ///
+    /// # Errors
+    /// See [`Engine::run`] and [`Client::call`].
+    pub fn run(&self, op: Op) -> Result<Outcome, ApiError> {
+        let asked = Request::Run(Box::new(op));
+        let answer = self.call(asked.clone())?;
+        protocol::expect(&asked, answer, |r| match r {
+            Response::Outcome(o) => Ok(*o),
+            other => Err(other),
+        })
+    }
+
     /// Everything `plan status` shows about plan `input`.
     ///
     /// # Errors
@@ -142,6 +199,25 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
         }),
         Request::ResolvePlan { plan } => Response::PlanId(engine.resolve_plan(&plan)?),
         Request::PlanList(filter) => Response::PlanList(Box::new(engine.plan_list(&filter)?)),
+        Request::Plan { plan } => {
+            let id = engine.resolve_plan(&plan)?;
+            let row = engine.store()?.plan(&id)?;
+            Response::Plan(Box::new(
+                row.ok_or(crate::lifecycle::RunError::NotFound(id))?,
+            ))
+        }
+        Request::Approvals { plan } => {
+            let store = engine.store()?;
+            let plan = match plan {
+                Some(p) => Some(store.resolve_plan_id(&p)??),
+                None => None,
+            };
+            Response::Approvals(store.pending_approvals(plan.as_ref())?)
+        }
+        Request::Approval { approval } => {
+            Response::Approval(engine.store()?.approval(&approval)?.map(Box::new))
+        }
+        Request::Run(op) => Response::Outcome(Box::new(engine.run(*op)?)),
         Request::PlanStatus { plan } => {
             let id = engine.resolve_plan(&plan)?;
             Response::PlanStatus(Box::new(engine.plan_status(&id)?))
@@ -163,27 +239,11 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
     })
 }
 
-/// The in-process client: the engine of a local data directory.
-#[derive(Debug, Clone)]
-pub struct Local {
-    engine: Engine,
-}
-
-impl Local {
-    /// A client on `engine`.
-    pub fn new(engine: Engine) -> Self {
-        Self { engine }
-    }
-
-    /// The engine it calls.
-    pub fn engine(&self) -> &Engine {
-        &self.engine
-    }
-}
-
-impl Client for Local {
+/// The in-process client: an [`Engine`] on this machine's data directory answers the calls
+/// itself.
+impl Client for Engine {
     fn call(&self, request: Request) -> Result<Response, ApiError> {
-        serve(&self.engine, request)
+        serve(self, request)
     }
 
     fn follow(
@@ -192,7 +252,7 @@ impl Client for Local {
         after: i64,
         sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
     ) -> Result<(), ApiError> {
-        follow_store(&self.engine, plan, after, FOLLOW_POLL, sink)
+        follow_store(self, plan, after, FOLLOW_POLL, sink)
     }
 
     fn location(&self) -> String {

@@ -18,7 +18,7 @@ const EXPORT_NOTE: &str =
     "Exported by CleverAgents with `plan export --branch` (not applied; git hooks were not run).";
 
 /// Where [`super::Op::Export`] writes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum ExportTarget {
     /// A new branch of the user's repository, by name.
     Branch(String),
@@ -27,7 +27,7 @@ pub enum ExportTarget {
 }
 
 /// What [`super::Op::Export`] exports, and where.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ExportRequest {
     /// The plan.
     pub plan: Id,
@@ -40,7 +40,7 @@ pub struct ExportRequest {
 }
 
 /// What [`super::Op::Export`] did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Exported {
     /// What was written.
     #[serde(flatten)]

@@ -25,7 +25,8 @@ pub mod tokens;
 use std::sync::Arc;
 
 pub use crate::domain::next::{CorrectionMode as NextCorrectionMode, Next};
-pub use client::{Client, FOLLOW_POLL, Followed, Local, follow_store, serve};
+pub use crate::lifecycle::{Observer, Quiet};
+pub use client::{Client, FOLLOW_POLL, Followed, follow_store, serve};
 pub use error::{ApiError, ErrorCode};
 pub use export::{ExportError, ExportRequest, ExportTarget, Exported};
 pub use op::{
@@ -39,7 +40,7 @@ pub use status::{ChildView, PlanStatusView, StatusHeadline, StepView, step_name}
 
 use crate::config::{Config, Provider};
 use crate::domain::Id;
-use crate::lifecycle::{self, Observer, Quiet};
+use crate::lifecycle;
 use crate::paths::Paths;
 use crate::sandbox::{CheckpointId, Sandboxes};
 use crate::store::Store;

@@ -12,7 +12,7 @@ use crate::sandbox::CheckpointId;
 use crate::sandbox::lifetime::CleanupReport;
 
 /// Everything `plan use` needs: the plan to create and the budget flags.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UseRequest {
     /// The action, projects, profile, actors, invariants and arguments.
     pub request: Request,
@@ -23,7 +23,7 @@ pub struct UseRequest {
 }
 
 /// How a correction treats the decision it corrects (spec section 13).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CorrectMode {
     /// Revert the decision and what depends on it, and re-run the affected steps.
     Revert,
@@ -37,7 +37,8 @@ pub enum CorrectMode {
 
 /// A typed mutation of the engine's state. Plans are named by full id (resolve prefixes with
 /// [`super::Engine::resolve_plan`]); approvals by their `apr_...` id.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     /// Create a plan from an action and run it as far as its automation profile allows.
     Use(Box<UseRequest>),
@@ -102,7 +103,9 @@ pub enum Op {
     /// project is not touched (spec section 11).
     Export(Box<super::export::ExportRequest>),
     /// Change a registry: resources, projects, actions, actors, invariants, automation
-    /// profiles, tools, skills, resource types (see [`super::RegistryOp`]).
+    /// profiles, tools, skills, resource types (see [`super::RegistryOp`]). Not carried by
+    /// the protocol yet.
+    #[serde(skip)]
     Registry(Box<super::registry::RegistryOp>),
     /// Mark items of a plan's review for its current attempt (`docs/review.md`): hunk ids (or
     /// unique prefixes of at least 4 digits) or changed paths (every item of that file), all
@@ -111,7 +114,7 @@ pub enum Op {
 }
 
 /// What [`Op::Review`] marks.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ReviewRequest {
     /// The plan.
     pub plan: Id,
@@ -124,7 +127,7 @@ pub struct ReviewRequest {
 }
 
 /// What [`Op::Review`] did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Reviewed {
     /// The ids of the items marked.
     pub marked: Vec<String>,
@@ -133,7 +136,7 @@ pub struct Reviewed {
 }
 
 /// A correction of a decision.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Correction {
     /// The decision corrected.
     pub decision: Id,
@@ -148,7 +151,7 @@ pub struct Correction {
 }
 
 /// What `plan use` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Used {
     /// The created plan and what went into it.
     pub created: Created,
@@ -164,7 +167,7 @@ pub struct Used {
 }
 
 /// What `plan cancel` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Cancelled {
     /// The plan as it is now (cancelled, unless another process's driver has not stopped).
     pub plan: Plan,
@@ -173,7 +176,7 @@ pub struct Cancelled {
 }
 
 /// What answering an approval (or rejecting it) did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Answered {
     /// The approval as answered, its effect, whether the plan resumed.
     pub answered: lc_approvals::Answered,
@@ -186,7 +189,7 @@ pub struct Answered {
 }
 
 /// What `plan prompt` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Prompted {
     /// The approval answered with the guidance and whether the plan resumed.
     pub prompted: lc_approvals::Prompted,
@@ -197,7 +200,7 @@ pub struct Prompted {
 }
 
 /// The typed result of an [`Op`], one variant per operation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Outcome {
     /// [`Op::Use`].

@@ -1,13 +1,15 @@
 //! The engine's API as a protocol (spec section 21, "Server"): the requests a face sends, the
 //! typed views that answer them and the error every failure becomes, all serde types of one
-//! version ([`VERSION`]). The same values cross a function call ([`super::Local`]) or HTTP
+//! version ([`VERSION`]). The same values cross a function call (an [`super::Engine`]) or HTTP
 //! ([`super::Remote`], served by `agents server start`), so a face cannot tell which carried
 //! them.
 
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ErrorCode, PlanFilter, PlanListView, PlanStatusView};
+use super::{ApiError, ErrorCode, Op, Outcome, PlanFilter, PlanListView, PlanStatusView};
 use crate::domain::Id;
+use crate::domain::Plan;
+use crate::domain::approval::Approval;
 use crate::domain::event::EngineEvent;
 
 /// The protocol's version: the path prefix of every call (`/v1/...`). A breaking change gets
@@ -18,7 +20,7 @@ pub const VERSION: &str = "v1";
 pub const EVENTS_PAGE_MAX: u32 = 1_000;
 
 /// One call of the protocol.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum Request {
     /// Who answers: product version, protocol version, database schema.
@@ -30,6 +32,24 @@ pub enum Request {
     },
     /// The plans `plan list` shows.
     PlanList(PlanFilter),
+    /// One plan's row.
+    Plan {
+        /// Plan id or unique prefix.
+        plan: String,
+    },
+    /// Pending approvals, oldest first, of one plan (id or unique prefix) or of all.
+    Approvals {
+        /// Only this plan's.
+        plan: Option<String>,
+    },
+    /// One approval by id, whatever its status.
+    Approval {
+        /// The approval (`apr_...`).
+        approval: String,
+    },
+    /// Runs one operation to its end (a gate, a pending decision or a terminal state for the
+    /// ones that drive a plan). Registry changes are not carried yet.
+    Run(Box<Op>),
     /// Everything `plan status` shows about one plan.
     PlanStatus {
         /// Plan id or unique prefix.
@@ -53,6 +73,10 @@ impl Request {
             Request::Hello => "hello",
             Request::ResolvePlan { .. } => "resolve_plan",
             Request::PlanList(_) => "plan_list",
+            Request::Plan { .. } => "plan",
+            Request::Approvals { .. } => "approvals",
+            Request::Approval { .. } => "approval",
+            Request::Run(_) => "run",
             Request::PlanStatus { .. } => "plan_status",
             Request::Events { .. } => "events",
         }
@@ -69,6 +93,14 @@ pub enum Response {
     PlanId(Id),
     /// [`Request::PlanList`].
     PlanList(Box<PlanListView>),
+    /// [`Request::Plan`].
+    Plan(Box<Plan>),
+    /// [`Request::Approvals`].
+    Approvals(Vec<Approval>),
+    /// [`Request::Approval`]: `None` when there is no such approval.
+    Approval(Option<Box<Approval>>),
+    /// [`Request::Run`].
+    Outcome(Box<Outcome>),
     /// [`Request::PlanStatus`].
     PlanStatus(Box<PlanStatusView>),
     /// [`Request::Events`].
@@ -82,6 +114,10 @@ impl Response {
             Response::Hello(_) => "hello",
             Response::PlanId(_) => "plan_id",
             Response::PlanList(_) => "plan_list",
+            Response::Plan(_) => "plan",
+            Response::Approvals(_) => "approvals",
+            Response::Approval(_) => "approval",
+            Response::Outcome(_) => "outcome",
             Response::PlanStatus(_) => "plan_status",
             Response::Events(_) => "events",
         }
@@ -155,8 +191,8 @@ mod tests {
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["call"], "events");
         assert_eq!(json["after"], 7);
-        let back: Request = serde_json::from_value(json).unwrap();
-        assert_eq!(back, r);
+        let back: Request = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(back).unwrap(), json);
         assert_eq!(
             serde_json::to_value(Request::Hello).unwrap(),
             serde_json::json!({"call": "hello"})

@@ -94,9 +94,13 @@ impl Remote {
     }
 
     async fn call_async(&self, request: &Request) -> Result<Response, ApiError> {
-        let sent = self
-            .authorized(self.http.post(self.url("call")))
-            .timeout(CALL_TIMEOUT)
+        let mut post = self.authorized(self.http.post(self.url("call")));
+        // An operation runs as long as its plan's steps do (each bounded by its own
+        // deadlines); a question is answered at once or not at all.
+        if !matches!(request, Request::Run(_)) {
+            post = post.timeout(CALL_TIMEOUT);
+        }
+        let sent = post
             .json(request)
             .send()
             .await

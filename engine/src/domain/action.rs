@@ -174,7 +174,7 @@ pub struct SandboxSpec {
 }
 
 /// A registered action.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Action {
     /// Action id (ULID).
     pub action_id: Id,

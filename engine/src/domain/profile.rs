@@ -50,7 +50,7 @@ pub struct Flags {
 }
 
 /// Whether a profile is built in or registered by a user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProfileSource {
     /// One of the six built-ins.
@@ -60,7 +60,7 @@ pub enum ProfileSource {
 }
 
 /// An automation profile.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Profile {
     /// Bare for built-ins (`trusted`), namespaced for custom profiles (`local/careful`).
     pub name: String,

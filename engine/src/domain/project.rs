@@ -8,7 +8,7 @@ use super::id::Id;
 use super::resource::Resource;
 
 /// A project.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Project {
     /// Project id (ULID).
     pub project_id: Id,

@@ -103,7 +103,7 @@ pub enum Strategy {
 str_enum!(Strategy { GitWorktree => "git_worktree", CopyOnWrite => "copy_on_write" });
 
 /// Where a sandbox is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxState {
     /// Being created; a crash here leaves a partial directory that the next access replaces.
@@ -150,7 +150,7 @@ pub struct SandboxRecord {
 }
 
 /// A checkpoint id: `cp_` followed by a ULID.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct CheckpointId(String);
 
@@ -186,7 +186,7 @@ impl FromStr for CheckpointId {
 }
 
 /// One sandbox's state at a checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CheckpointState {
     /// The sandbox.
     pub sandbox_id: Id,
@@ -197,7 +197,7 @@ pub struct CheckpointState {
 }
 
 /// A plan-wide checkpoint as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CheckpointRecord {
     /// `cp_...`.
     pub checkpoint_id: CheckpointId,

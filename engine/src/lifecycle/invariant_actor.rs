@@ -247,7 +247,7 @@ pub(crate) fn reconcile(
         let d = Dropped {
             dropped: find(id),
             kept: find(kept),
-            reason,
+            reason: (*reason).into(),
         };
         if *reason == "duplicate" {
             out.duplicates.push(d);

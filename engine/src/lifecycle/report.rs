@@ -93,7 +93,7 @@ pub fn errors(store: &Store, plan_id: &Id) -> Result<Vec<ErrorEntry>, StoreError
 
 /// One recovery hint: what it does and the step that does it (the CLI renders the step as
 /// the command a user runs, with `--data-dir` / `--config-path` when they were given).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Hint {
     /// What the step does, for a human.
     pub what: String,

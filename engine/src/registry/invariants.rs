@@ -429,18 +429,18 @@ pub fn list(store: &Store, filter: &Filter) -> Result<Vec<Invariant>, InvariantE
 }
 
 /// How an invariant left the effective view.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Dropped {
     /// The invariant that was dropped.
     pub dropped: Invariant,
     /// The one kept in its place.
     pub kept: Invariant,
     /// `duplicate` (same normalised text) or `conflict` (same key).
-    pub reason: &'static str,
+    pub reason: std::borrow::Cow<'static, str>,
 }
 
 /// A plan's reconciled invariants.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct EffectiveView {
     /// What the plan must respect, broad scopes first (global, project, action, plan).
     pub effective: Vec<Invariant>,
@@ -468,7 +468,7 @@ pub fn reconcile(candidates: Vec<Invariant>) -> EffectiveView {
             duplicates.push(Dropped {
                 dropped: inv,
                 kept: k.clone(),
-                reason: "duplicate",
+                reason: "duplicate".into(),
             });
             continue;
         }
@@ -490,7 +490,7 @@ pub fn reconcile(candidates: Vec<Invariant>) -> EffectiveView {
             conflicts.push(Dropped {
                 dropped: inv,
                 kept: k.clone(),
-                reason: "conflict",
+                reason: "conflict".into(),
             });
             continue;
         }

@@ -27,7 +27,7 @@ use crate::sandbox::{SandboxError, Sandboxes};
 use crate::store::{Store, StoreError};
 
 /// A review mark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mark {
     /// Not reviewed yet.
@@ -94,7 +94,7 @@ pub enum ReviewError {
 }
 
 /// One reviewable item: a hunk, or a whole file without text hunks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Item {
     /// Content id (`[0-9a-f]{12}`), stable across processes.
     pub id: String,
@@ -123,7 +123,7 @@ pub struct Item {
 }
 
 /// One changed file of the review.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ReviewFile {
     /// Resource name.
     pub resource: String,
@@ -150,7 +150,7 @@ pub struct ReviewFile {
 }
 
 /// Counts of items by mark.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Pending items.
     pub pending: u64,
@@ -161,7 +161,7 @@ pub struct Counts {
 }
 
 /// The review of a plan: every item of its reviewed trees with its mark.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Review {
     /// The plan.
     pub plan_id: String,

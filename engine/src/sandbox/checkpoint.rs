@@ -492,7 +492,7 @@ pub fn restore(sandbox: &Sandbox, commit: Oid) -> Result<(), SandboxError> {
 }
 
 /// What a rollback did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RollbackOutcome {
     /// The checkpoint restored.
     pub checkpoint: CheckpointRecord,

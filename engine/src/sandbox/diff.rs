@@ -22,12 +22,13 @@ pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
 pub const CONTEXT_LINES: usize = 3;
 
 /// How a file changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileStatus {
     /// New file.
     Added,
     /// Content or mode changed.
+    #[default]
     Modified,
     /// Removed.
     Deleted,
@@ -51,7 +52,7 @@ impl FileStatus {
 }
 
 /// Kind of a hunk line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LineKind {
     /// Unchanged.
@@ -63,7 +64,7 @@ pub enum LineKind {
 }
 
 /// One line of a hunk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct HunkLine {
     /// Context, added or removed.
     pub kind: LineKind,
@@ -78,7 +79,7 @@ pub struct HunkLine {
 }
 
 /// A hunk with git's ranges: `start` is 1-based, or the line before an empty range.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Hunk {
     /// First old line.
     pub old_start: u32,
@@ -100,7 +101,7 @@ pub struct Hunk {
 }
 
 /// One changed file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FileDiff {
     /// Path in the new tree (the old path for deletions), `/`-separated.
     pub path: String,

@@ -72,7 +72,7 @@ pub struct CorrectionAttempt {
 }
 
 /// A decision reached from a corrected one: what the affected set lists.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Reached {
     /// Decision id.
     pub decision_id: Id,

@@ -35,7 +35,7 @@ impl BaseKind {
 }
 
 /// One target resource of a plan as it was at `plan use`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PlanBase {
     /// The resource's namespaced name.
     pub resource_name: String,
