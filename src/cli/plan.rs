@@ -154,7 +154,8 @@ impl PlanCommand {
             | PlanCommand::List(_)
             | PlanCommand::Approvals(_)
             | PlanCommand::Cancel(_)
-            | PlanCommand::Reject(_) => true,
+            | PlanCommand::Reject(_)
+            | PlanCommand::Review(_) => true,
             // Events are not streamed from a server yet (`plan events --follow` shows them).
             PlanCommand::Execute(a) => !a.stream,
             PlanCommand::Decide(a) => !a.stream,

@@ -79,9 +79,9 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
     }
     refuse_contradictions(a)?;
     // Through the engine's API, as the TUI marks (`Op::Review`).
-    let engine = super::plan_run::engine(ctx, false, "Reviewing plan")?;
-    let id = engine.resolve_plan(&a.plan)?;
-    let mut review = engine.review(&id)?;
+    let client = super::plan_run::driver(ctx, false, "Reviewing plan")?;
+    let id = client.resolve_plan(&a.plan)?;
+    let mut review = client.review(&id.to_string())?;
     let mut marked = Vec::new();
     for (targets, mark) in [
         (&a.accept, Mark::Accepted),
@@ -102,7 +102,7 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
                 _ => None,
             },
         }));
-        match engine.run(op)? {
+        match client.run(op)? {
             Outcome::Reviewed(r) => {
                 marked.push(json!({"mark": mark, "items": r.marked}));
                 review = r.review;
@@ -133,7 +133,7 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
     data["marked"] = json!(marked);
     // Decision ids as in `plan tree` and `plan status`: the shortest prefix unique among all
     // the plan's decisions, so that a printed id can be given to `plan explain`.
-    let decisions = ctx.store()?.decisions(&id)?;
+    let decisions = client.decisions(&id.to_string())?;
     let shorts = view::short_map(decisions.iter().map(|d| d.decision_id.to_string()));
     let rows = review
         .items()

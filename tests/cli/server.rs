@@ -363,3 +363,24 @@ fn a_streamed_command_through_a_server_is_refused_until_events_are_streamed_back
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
 }
+
+#[test]
+fn hunks_are_reviewed_through_a_server_and_the_marks_land_on_the_server() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let (local, code) = server.env.json(&["plan", "review", &plan]);
+    assert_eq!(code, 0, "{local:#}");
+    let (remote, code) = server.client_json(&client, &["plan", "review", &plan]);
+    assert_eq!(code, 0, "{remote:#}");
+    assert_eq!(remote["data"], local["data"]);
+    let first = remote["data"]["files"][0]["path"].as_str().unwrap().to_string();
+    let (doc, code) = server.client_json(
+        &client,
+        &["plan", "review", &plan, "--reject", &first, "--reason", "not this one"],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let (after, _) = server.env.json(&["plan", "review", &plan]);
+    assert_eq!(after["data"]["files"][0]["mark"], "rejected", "{after:#}");
+    assert!(after["data"]["counts"]["rejected"].as_u64().unwrap() >= 1);
+    assert!(!db_file(&client).exists());
+}

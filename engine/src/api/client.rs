@@ -135,6 +135,34 @@ impl dyn Client + '_ {
         })
     }
 
+    /// The review of plan `input`'s changes.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn review(&self, input: &str) -> Result<crate::review::Review, ApiError> {
+        let asked = Request::Review {
+            plan: input.to_string(),
+        };
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::Review(v) => Ok(*v),
+            other => Err(other),
+        })
+    }
+
+    /// Every decision of plan `input`, in sequence.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn decisions(&self, input: &str) -> Result<Vec<crate::domain::decision::Decision>, ApiError> {
+        let asked = Request::Decisions {
+            plan: input.to_string(),
+        };
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::Decisions(d) => Ok(d),
+            other => Err(other),
+        })
+    }
+
     /// Runs `op` to its end (see [`Engine::run`]).
     ///
     /// # Errors
@@ -216,6 +244,14 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
         }
         Request::Approval { approval } => {
             Response::Approval(engine.store()?.approval(&approval)?.map(Box::new))
+        }
+        Request::Review { plan } => {
+            let id = engine.resolve_plan(&plan)?;
+            Response::Review(Box::new(engine.review(&id)?))
+        }
+        Request::Decisions { plan } => {
+            let id = engine.resolve_plan(&plan)?;
+            Response::Decisions(engine.store()?.decisions(&id)?)
         }
         Request::Run(op) => Response::Outcome(Box::new(engine.run(*op)?)),
         Request::PlanStatus { plan } => {

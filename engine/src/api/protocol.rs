@@ -42,6 +42,16 @@ pub enum Request {
         /// Only this plan's.
         plan: Option<String>,
     },
+    /// The review of a plan's changes: every hunk and file with its id and mark.
+    Review {
+        /// Plan id or unique prefix.
+        plan: String,
+    },
+    /// Every decision of a plan (current and superseded), in sequence.
+    Decisions {
+        /// Plan id or unique prefix.
+        plan: String,
+    },
     /// One approval by id, whatever its status.
     Approval {
         /// The approval (`apr_...`).
@@ -76,6 +86,8 @@ impl Request {
             Request::Plan { .. } => "plan",
             Request::Approvals { .. } => "approvals",
             Request::Approval { .. } => "approval",
+            Request::Review { .. } => "review",
+            Request::Decisions { .. } => "decisions",
             Request::Run(_) => "run",
             Request::PlanStatus { .. } => "plan_status",
             Request::Events { .. } => "events",
@@ -99,6 +111,10 @@ pub enum Response {
     Approvals(Vec<Approval>),
     /// [`Request::Approval`]: `None` when there is no such approval.
     Approval(Option<Box<Approval>>),
+    /// [`Request::Review`] (without each file's full diff text, which is not carried yet).
+    Review(Box<crate::review::Review>),
+    /// [`Request::Decisions`].
+    Decisions(Vec<crate::domain::decision::Decision>),
     /// [`Request::Run`].
     Outcome(Box<Outcome>),
     /// [`Request::PlanStatus`].
@@ -118,6 +134,8 @@ impl Response {
             Response::Approvals(_) => "approvals",
             Response::Approval(_) => "approval",
             Response::Outcome(_) => "outcome",
+            Response::Review(_) => "review",
+            Response::Decisions(_) => "decisions",
             Response::PlanStatus(_) => "plan_status",
             Response::Events(_) => "events",
         }
