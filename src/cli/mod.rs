@@ -777,7 +777,7 @@ fn choose_server(
             "NOT_SUPPORTED",
             format!("`agents {}` does not run against a server yet", command.path()),
         )
-        .detail("served today: plan status, list, events, approvals, execute, apply --yes, decide, reject, prompt, cancel; server status; info (names the server)")
+        .detail("served today: plan status, list, events, approvals, review, execute, apply --yes, decide, reject, prompt, cancel; server status; info (names the server)")
         .hint("run it without --server (and without AGENTS_SERVER) on the machine that holds the data"));
     }
     ctx.server = Some(remote::choose(&ctx, &given)?);

@@ -155,13 +155,12 @@ impl PlanCommand {
             | PlanCommand::Approvals(_)
             | PlanCommand::Cancel(_)
             | PlanCommand::Reject(_)
-            | PlanCommand::Review(_) => true,
-            // Events are not streamed from a server yet (`plan events --follow` shows them).
-            PlanCommand::Execute(a) => !a.stream,
-            PlanCommand::Decide(a) => !a.stream,
-            PlanCommand::Prompt(a) => !a.stream,
+            | PlanCommand::Review(_)
+            | PlanCommand::Execute(_)
+            | PlanCommand::Decide(_)
+            | PlanCommand::Prompt(_) => true,
             // Asking first needs the preview, which is not served yet.
-            PlanCommand::Apply(a) => a.yes && !a.stream,
+            PlanCommand::Apply(a) => a.yes,
             _ => false,
         }
     }

@@ -195,10 +195,11 @@ pub(crate) fn driver(
     stream: bool,
     message: &str,
 ) -> Result<Box<dyn api::Client>, CliError> {
-    if ctx.server.is_some() {
-        return ctx.client();
+    match &ctx.server {
+        Some(chosen) if stream => Ok(Box::new(super::remote::Streaming::new(chosen)?)),
+        Some(_) => ctx.client(),
+        None => Ok(Box::new(engine(ctx, stream, message)?)),
     }
-    Ok(Box::new(engine(ctx, stream, message)?))
 }
 
 fn resolve_plan(client: &dyn api::Client, input: &str) -> Result<Id, CliError> {

@@ -3,9 +3,13 @@
 //! `AGENTS_SERVER`, with the token from `AGENTS_TOKEN` or the credentials file that
 //! `agents server login` writes.
 
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
 use super::{CliError, Context, env_var};
-use cleveragents_engine::api::{self, Client};
+use cleveragents_engine::api::{self, Client, Followed};
 use cleveragents_engine::config as engine_config;
+use cleveragents_engine::domain::Id;
 
 /// A chosen server.
 #[derive(Debug, Clone)]
@@ -62,4 +66,106 @@ pub fn choose(ctx: &Context, given: &str) -> Result<ServerChoice, CliError> {
         url: table.url.trim_end_matches('/').to_string(),
         token,
     })
+}
+
+/// A server's client that prints the events of the plan an operation drives as JSON Lines
+/// while the server runs it (`--stream` through a server), as the in-process observer does.
+pub struct Streaming {
+    /// Runs the calls.
+    run: Box<dyn Client>,
+    /// Follows the plan's events meanwhile (a client of its own: one call at a time each).
+    follow: Box<dyn Client>,
+}
+
+impl Streaming {
+    /// Streams the operations `choice`'s server runs.
+    ///
+    /// # Errors
+    /// `IO_ERROR` when an HTTP client cannot be built.
+    pub fn new(choice: &ServerChoice) -> Result<Self, CliError> {
+        Ok(Self {
+            run: choice.client()?,
+            follow: choice.client()?,
+        })
+    }
+
+    /// The plan `op` drives, if it names one.
+    fn plan_of(&self, op: &api::Op) -> Result<Option<Id>, api::ApiError> {
+        use api::Op;
+        Ok(match op {
+            Op::Execute { plan }
+            | Op::Apply { plan, .. }
+            | Op::Cancel { plan, .. }
+            | Op::Rollback { plan, .. }
+            | Op::Prompt { plan, .. } => Some(*plan),
+            Op::Decide { approval, .. } | Op::Reject { approval, .. } => {
+                self.run.approval(approval)?.map(|a| a.plan_id)
+            }
+            _ => None,
+        })
+    }
+}
+
+fn print(e: &cleveragents_engine::domain::event::EngineEvent) {
+    let _ = crate::output::stream_line(&super::next::streamed_event(e));
+}
+
+impl Client for Streaming {
+    fn call(
+        &self,
+        request: api::protocol::Request,
+    ) -> Result<api::protocol::Response, api::ApiError> {
+        let api::protocol::Request::Run(op) = &request else {
+            return self.run.call(request);
+        };
+        let Some(plan) = self.plan_of(op)? else {
+            return self.run.call(request);
+        };
+        let after = self.run.last_seq()?;
+        let stop = AtomicBool::new(false);
+        let printed = AtomicI64::new(after);
+        let answer = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                // A broken stream only ends the printing; the events are read again below.
+                let _ = self.follow.follow(Some(&plan), after, &mut |f| match f {
+                    Followed::Event(e) => {
+                        print(&e);
+                        printed.store(e.seq, Ordering::SeqCst);
+                        ControlFlow::Continue(())
+                    }
+                    Followed::Idle if stop.load(Ordering::SeqCst) => ControlFlow::Break(()),
+                    Followed::Idle => ControlFlow::Continue(()),
+                });
+            });
+            let answer = self.run.call(request.clone());
+            stop.store(true, Ordering::SeqCst);
+            answer
+        });
+        // What the stream had not delivered when the operation ended, in order.
+        let mut last = printed.load(Ordering::SeqCst);
+        loop {
+            let page = self
+                .run
+                .events(Some(&plan), last, api::protocol::EVENTS_PAGE_MAX)?;
+            let Some(end) = page.last().map(|e| e.seq) else {
+                break;
+            };
+            page.iter().for_each(print);
+            last = end;
+        }
+        answer
+    }
+
+    fn follow(
+        &self,
+        plan: Option<&Id>,
+        after: i64,
+        sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+    ) -> Result<(), api::ApiError> {
+        self.run.follow(plan, after, sink)
+    }
+
+    fn location(&self) -> String {
+        self.run.location()
+    }
 }

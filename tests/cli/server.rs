@@ -356,12 +356,41 @@ fn a_plan_is_answered_applied_and_cancelled_through_a_server_as_in_process() {
 }
 
 #[test]
-fn a_streamed_command_through_a_server_is_refused_until_events_are_streamed_back() {
+fn a_streamed_apply_through_a_server_prints_the_plans_events_in_order_then_the_envelope() {
     let (server, plan) = server_with_a_plan();
     let client = Env::new();
-    let (doc, code) = server.client_json(&client, &["plan", "execute", "--stream", &plan]);
-    assert_eq!(code, 1, "{doc:#}");
-    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
+    let before = event_count(&server, &plan);
+    let out = server
+        .client(
+            &client,
+            &[
+                "--format", "json", "plan", "apply", "--yes", "--stream", &plan,
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (envelope, events) = lines.split_last().unwrap();
+    assert_eq!(envelope["command"], "plan apply", "{envelope:#}");
+    let seqs: Vec<i64> = events.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    let (all, _) = server.env.json(&["plan", "events", &plan]);
+    let expected: Vec<i64> = all["data"]["events"].as_array().unwrap()[before..]
+        .iter()
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(seqs, expected, "lost, repeated or out of order");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "apply_complete" || e["kind"]["type"] == "apply_complete"),
+        "{events:#?}"
+    );
 }
 
 #[test]
@@ -373,10 +402,21 @@ fn hunks_are_reviewed_through_a_server_and_the_marks_land_on_the_server() {
     let (remote, code) = server.client_json(&client, &["plan", "review", &plan]);
     assert_eq!(code, 0, "{remote:#}");
     assert_eq!(remote["data"], local["data"]);
-    let first = remote["data"]["files"][0]["path"].as_str().unwrap().to_string();
+    let first = remote["data"]["files"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let (doc, code) = server.client_json(
         &client,
-        &["plan", "review", &plan, "--reject", &first, "--reason", "not this one"],
+        &[
+            "plan",
+            "review",
+            &plan,
+            "--reject",
+            &first,
+            "--reason",
+            "not this one",
+        ],
     );
     assert_eq!(code, 0, "{doc:#}");
     let (after, _) = server.env.json(&["plan", "review", &plan]);

@@ -153,12 +153,27 @@ impl dyn Client + '_ {
     ///
     /// # Errors
     /// See [`Client::call`].
-    pub fn decisions(&self, input: &str) -> Result<Vec<crate::domain::decision::Decision>, ApiError> {
+    pub fn decisions(
+        &self,
+        input: &str,
+    ) -> Result<Vec<crate::domain::decision::Decision>, ApiError> {
         let asked = Request::Decisions {
             plan: input.to_string(),
         };
         protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
             Response::Decisions(d) => Ok(d),
+            other => Err(other),
+        })
+    }
+
+    /// The sequence number of the newest event (0 when there is none).
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn last_seq(&self) -> Result<i64, ApiError> {
+        let asked = Request::LastSeq;
+        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+            Response::Seq(s) => Ok(s),
             other => Err(other),
         })
     }
@@ -253,6 +268,7 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
             let id = engine.resolve_plan(&plan)?;
             Response::Decisions(engine.store()?.decisions(&id)?)
         }
+        Request::LastSeq => Response::Seq(crate::store::events::last_seq(&engine.store()?)?),
         Request::Run(op) => Response::Outcome(Box::new(engine.run(*op)?)),
         Request::PlanStatus { plan } => {
             let id = engine.resolve_plan(&plan)?;

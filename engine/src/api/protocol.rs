@@ -57,6 +57,8 @@ pub enum Request {
         /// The approval (`apr_...`).
         approval: String,
     },
+    /// The sequence number of the newest event (0 when there is none).
+    LastSeq,
     /// Runs one operation to its end (a gate, a pending decision or a terminal state for the
     /// ones that drive a plan). Registry changes are not carried yet.
     Run(Box<Op>),
@@ -88,6 +90,7 @@ impl Request {
             Request::Approval { .. } => "approval",
             Request::Review { .. } => "review",
             Request::Decisions { .. } => "decisions",
+            Request::LastSeq => "last_seq",
             Request::Run(_) => "run",
             Request::PlanStatus { .. } => "plan_status",
             Request::Events { .. } => "events",
@@ -115,6 +118,8 @@ pub enum Response {
     Review(Box<crate::review::Review>),
     /// [`Request::Decisions`].
     Decisions(Vec<crate::domain::decision::Decision>),
+    /// [`Request::LastSeq`].
+    Seq(i64),
     /// [`Request::Run`].
     Outcome(Box<Outcome>),
     /// [`Request::PlanStatus`].
@@ -134,6 +139,7 @@ impl Response {
             Response::Approvals(_) => "approvals",
             Response::Approval(_) => "approval",
             Response::Outcome(_) => "outcome",
+            Response::Seq(_) => "seq",
             Response::Review(_) => "review",
             Response::Decisions(_) => "decisions",
             Response::PlanStatus(_) => "plan_status",
