@@ -158,7 +158,8 @@ impl PlanCommand {
             | PlanCommand::Review(_)
             | PlanCommand::Execute(_)
             | PlanCommand::Decide(_)
-            | PlanCommand::Prompt(_) => true,
+            | PlanCommand::Prompt(_)
+            | PlanCommand::Use(_) => true,
             // Asking first needs the preview, which is not served yet.
             PlanCommand::Apply(a) => a.yes,
             _ => false,
@@ -213,7 +214,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         )
         .hint("e.g. --max-cost-usd 0.50"));
     }
-    let engine = super::plan_run::engine(ctx, a.stream, "Creating plan")?;
+    let client = super::plan_run::driver(ctx, a.stream, "Creating plan")?;
     let req = Request {
         action: a.action,
         projects: a.projects,
@@ -226,7 +227,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         args: a.args,
         global_profile: super::global_setting(ctx, "automation-profile"),
     };
-    let used = match engine.run(api::Op::Use(Box::new(api::UseRequest {
+    let used = match client.run(api::Op::Use(Box::new(api::UseRequest {
         request: req,
         max_cost_usd: a.max_cost_usd,
         max_tokens: a.max_tokens,

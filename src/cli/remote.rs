@@ -89,6 +89,19 @@ impl Streaming {
         })
     }
 
+    /// Prints `plan`'s events after `after`, in order.
+    fn print_after(&self, plan: &Id, after: i64) -> Result<(), api::ApiError> {
+        let mut last = after;
+        loop {
+            let page = self.run.events(Some(plan), last, api::protocol::EVENTS_PAGE_MAX)?;
+            let Some(end) = page.last().map(|e| e.seq) else {
+                return Ok(());
+            };
+            page.iter().for_each(print);
+            last = end;
+        }
+    }
+
     /// The plan `op` drives, if it names one.
     fn plan_of(&self, op: &api::Op) -> Result<Option<Id>, api::ApiError> {
         use api::Op;
@@ -118,10 +131,17 @@ impl Client for Streaming {
         let api::protocol::Request::Run(op) = &request else {
             return self.run.call(request);
         };
-        let Some(plan) = self.plan_of(op)? else {
-            return self.run.call(request);
-        };
         let after = self.run.last_seq()?;
+        let Some(plan) = self.plan_of(op)? else {
+            // A plan made by the operation (`plan use`): its events once it has run.
+            let answer = self.run.call(request)?;
+            if let api::protocol::Response::Outcome(o) = &answer
+                && let api::Outcome::Used(u) = o.as_ref()
+            {
+                self.print_after(&u.plan.plan_id, after)?;
+            }
+            return Ok(answer);
+        };
         let stop = AtomicBool::new(false);
         let printed = AtomicI64::new(after);
         let answer = std::thread::scope(|scope| {
