@@ -180,7 +180,7 @@ pub struct SkillFile {
 }
 
 /// A loaded Agent Skill folder.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct AgentSkill {
     /// Front matter `name`.
     pub name: String,
@@ -196,7 +196,7 @@ pub struct AgentSkill {
 }
 
 /// One tool of a flattened skill.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ResolvedTool {
     /// Name as offered.
     pub name: String,
@@ -226,14 +226,14 @@ impl ResolvedTool {
 }
 
 /// A skill with its tools flattened.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ResolvedSkill {
     /// Name.
     pub name: String,
     /// Description.
     pub description: String,
     /// `builtin` or `custom`.
-    pub kind: &'static str,
+    pub kind: std::borrow::Cow<'static, str>,
     /// Direct includes.
     pub includes: Vec<String>,
     /// Every tool, direct then included.
@@ -495,7 +495,7 @@ fn flatten(
         return Ok(ResolvedSkill {
             name: b.name.clone(),
             description: b.description.clone(),
-            kind: "builtin",
+            kind: "builtin".into(),
             includes: Vec::new(),
             tools: b
                 .tools
@@ -584,7 +584,7 @@ pub fn flatten_def(
     Ok(ResolvedSkill {
         name: name.to_string(),
         description: def.description.clone(),
-        kind: "custom",
+        kind: "custom".into(),
         includes: flat.includes,
         tools: flat.tools,
         mcp_servers: flat.mcp_servers,
@@ -859,7 +859,7 @@ pub fn union(store: &Store, names: &[String]) -> Result<ResolvedSkill, SkillRegE
     let mut all = ResolvedSkill {
         name: names.join(", "),
         description: String::new(),
-        kind: "custom",
+        kind: "custom".into(),
         includes: names.to_vec(),
         tools: Vec::new(),
         mcp_servers: Vec::new(),
@@ -918,7 +918,7 @@ impl Discovered {
         ResolvedSkill {
             name,
             description: self.skill.description.clone(),
-            kind: "discovered",
+            kind: "discovered".into(),
             includes: Vec::new(),
             tools,
             mcp_servers: Vec::new(),

@@ -121,6 +121,14 @@ impl ActionCommand {
             ActionCommand::Delete { .. } => "delete",
         }
     }
+
+    /// Whether the subcommand can run against a server (`--server`).
+    pub fn served_remotely(&self) -> bool {
+        matches!(
+            self,
+            ActionCommand::Create { .. } | ActionCommand::Available { .. }
+        )
+    }
 }
 
 /// Runs an action subcommand.
@@ -151,6 +159,7 @@ pub fn run(command: ActionCommand, ctx: &Context) -> Result<Report, CliError> {
         } => create(
             ctx,
             CreateRequest {
+                config_text: None,
                 config,
                 name,
                 strategy_actor,
@@ -381,8 +390,12 @@ fn usage(ctx: &Context, a: &Action) -> Element {
     }
 }
 
-fn create(ctx: &Context, req: CreateRequest) -> Result<Report, CliError> {
-    ctx.store()?;
+fn create(ctx: &Context, mut req: CreateRequest) -> Result<Report, CliError> {
+    if ctx.server.is_some() {
+        // The file is this machine's: its text goes to the server.
+        req.config_text = Some(super::remote::read_config(&req.config)?);
+    }
+    ctx.check_store()?;
     ctx.config()?;
     let created = ctx.change(api::CreateAction(req.clone())).map_err(|e| match e.into_registry() {
         Ok(api::RegistryError::Action(actions::ActionError::Exists(name))) => {
@@ -576,7 +589,7 @@ fn show(ctx: &Context, input: &str) -> Result<Report, CliError> {
 }
 
 fn make_available(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     ctx.config()?;
     let (a, from, checks) = ctx.change(api::MakeActionAvailable {
         action: input.to_string(),

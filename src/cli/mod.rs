@@ -200,6 +200,8 @@ impl Command {
     pub fn served_remotely(&self) -> bool {
         match self {
             Command::Plan(c) => c.served_remotely(),
+            Command::Action(c) => c.served_remotely(),
+            Command::Project(c) => c.served_remotely(),
             Command::Server(c) => !c.uses_data_dir(),
             _ => false,
         }
@@ -305,6 +307,9 @@ pub struct Context {
     pub repeat_args: Vec<String>,
     /// The server chosen with `--server` / `AGENTS_SERVER`; `None`: this machine's engine.
     pub server: Option<remote::ServerChoice>,
+    /// For `info`, which runs on this machine: the server chosen, as its `Server Mode:` line
+    /// shows it.
+    pub server_mode: Option<String>,
     /// The database [`dispatch`] opened (and migrated) before the command, handed to the
     /// command's first [`Context::store`] rather than opening a second connection.
     opened: std::sync::Mutex<Option<Store>>,
@@ -380,10 +385,30 @@ impl Context {
     /// # Errors
     /// Store errors, converted for display.
     pub fn store(&self) -> Result<Store, CliError> {
+        if let Some(chosen) = &self.server {
+            // A command served remotely never falls back on this machine's data.
+            return Err(CliError::new(
+                "NOT_SUPPORTED",
+                format!("this part of the command reads this machine's database, which is not used with --server {}", chosen.url),
+            )
+            .hint("run the command without --server on the machine that holds the data"));
+        }
         if let Some(store) = self.opened.lock().ok().and_then(|mut kept| kept.take()) {
             return Ok(store);
         }
         Ok(Store::open(&self.paths.database())?)
+    }
+
+    /// Checks that the data this command changes can be reached: this machine's database
+    /// opens (in process); through a server, the server answers for its own.
+    ///
+    /// # Errors
+    /// Store errors, converted for display.
+    pub fn check_store(&self) -> Result<(), CliError> {
+        if self.server.is_some() {
+            return Ok(());
+        }
+        self.store().map(drop)
     }
 
     /// Opens (creating or migrating if needed) the database and keeps the connection for the
@@ -415,11 +440,20 @@ impl Context {
     ///
     /// # Errors
     /// The registry's error, rendered with the hints the CLI has for it.
-    pub fn change<C: crate::engine::api::RegistryChange>(
+    pub fn change<C: crate::engine::api::TakeOutcome>(
         &self,
         change: C,
     ) -> Result<C::Output, crate::engine::api::ApiError> {
-        self.registry_engine().change(change)
+        match &self.server {
+            Some(chosen) => chosen
+                .client()
+                .map_err(|e| crate::engine::api::ApiError::Unreachable {
+                    url: chosen.url.clone(),
+                    reason: e.body.message.clone(),
+                })?
+                .change(change),
+            None => self.registry_engine().change(change),
+        }
     }
 }
 
@@ -707,6 +741,7 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         terminal,
         repeat_args,
         server: None,
+        server_mode: None,
         opened: std::sync::Mutex::new(None),
     };
     let ctx = match choose_server(ctx, cli.server, &command) {
@@ -769,7 +804,11 @@ fn choose_server(
     }
     if matches!(command, Command::Info) {
         // `info` describes this machine, and names the server in its `Server Mode:` line.
-        ctx.server = Some(remote::choose(&ctx, &given)?);
+        let chosen = remote::choose(&ctx, &given)?;
+        ctx.server_mode = Some(match &chosen.name {
+            Some(name) => format!("{name} at {}", chosen.url),
+            None => chosen.url,
+        });
         return Ok(ctx);
     }
     if !command.served_remotely() {
@@ -777,7 +816,7 @@ fn choose_server(
             "NOT_SUPPORTED",
             format!("`agents {}` does not run against a server yet", command.path()),
         )
-        .detail("served today: plan status, list, events, approvals, review, execute, apply --yes, decide, reject, prompt, cancel; server status; info (names the server)")
+        .detail("served today: plan use, status, list, events, approvals, review, execute, apply --yes, decide, reject, prompt, cancel; action create, available; project create, link-resource; server status; info (names the server)")
         .hint("run it without --server (and without AGENTS_SERVER) on the machine that holds the data"));
     }
     ctx.server = Some(remote::choose(&ctx, &given)?);
@@ -791,11 +830,9 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
         // Served by the server: this machine's data directory is not touched.
         return match command {
             Command::Plan(c) => plan::run(c, ctx),
+            Command::Action(c) => action::run(c, ctx),
+            Command::Project(c) => project::run(c, ctx),
             Command::Server(c) => server::run(c, ctx),
-            Command::Info => {
-                ctx.open_store()?;
-                system::info(ctx)
-            }
             _ => Err(CliError::new("NOT_SUPPORTED", "not served remotely")),
         };
     }

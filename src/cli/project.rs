@@ -152,6 +152,14 @@ impl ProjectCommand {
             ),
         }
     }
+
+    /// Whether the subcommand can run against a server (`--server`).
+    pub fn served_remotely(&self) -> bool {
+        matches!(
+            self,
+            ProjectCommand::Create { .. } | ProjectCommand::LinkResource { .. }
+        )
+    }
 }
 
 /// Runs a project subcommand.
@@ -295,7 +303,7 @@ fn links_table(title: &str, links: &[LinkedResource]) -> Element {
 }
 
 fn create(ctx: &Context, req: projects::CreateRequest) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     ctx.config()?;
     let c = ctx.change(api::CreateProject(req))?;
     let p = &c.project;
@@ -359,7 +367,7 @@ fn link(
     read_only: bool,
     alias: Option<&str>,
 ) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     let (p, l) = ctx.change(api::LinkProjectResource {
         project: project.to_string(),
         resource: resource.to_string(),

@@ -68,6 +68,34 @@ pub fn choose(ctx: &Context, given: &str) -> Result<ServerChoice, CliError> {
     })
 }
 
+/// Largest `--config` file sent to a server.
+pub const CONFIG_MAX: u64 = 1024 * 1024;
+
+/// The text of a `--config` file on this machine, to send to a server: a regular file of at
+/// most [`CONFIG_MAX`] bytes.
+///
+/// # Errors
+/// `INVALID_INPUT` naming the file when it is missing, not a regular file, too large or not
+/// UTF-8.
+pub fn read_config(path: &std::path::Path) -> Result<String, CliError> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| CliError::invalid_input(format!("--config {shown}: {e}")))?;
+    if !meta.is_file() {
+        return Err(CliError::invalid_input(format!(
+            "--config {shown}: not a regular file"
+        )));
+    }
+    if meta.len() > CONFIG_MAX {
+        return Err(CliError::invalid_input(format!(
+            "--config {shown}: {} bytes is more than the {CONFIG_MAX} a server accepts",
+            meta.len()
+        )));
+    }
+    std::fs::read_to_string(path)
+        .map_err(|e| CliError::invalid_input(format!("--config {shown}: {e}")))
+}
+
 /// A server's client that prints the events of the plan an operation drives as JSON Lines
 /// while the server runs it (`--stream` through a server), as the in-process observer does.
 pub struct Streaming {
@@ -93,7 +121,9 @@ impl Streaming {
     fn print_after(&self, plan: &Id, after: i64) -> Result<(), api::ApiError> {
         let mut last = after;
         loop {
-            let page = self.run.events(Some(plan), last, api::protocol::EVENTS_PAGE_MAX)?;
+            let page = self
+                .run
+                .events(Some(plan), last, api::protocol::EVENTS_PAGE_MAX)?;
             let Some(end) = page.last().map(|e| e.seq) else {
                 return Ok(());
             };

@@ -431,7 +431,7 @@ pub(super) fn added_report(ctx: &Context, added: &resources::Added) -> Report {
         rows.push(vec![
             view::id(c.name.clone()),
             c.type_name.clone().into(),
-            Cell::new(*status, Tone::Good),
+            Cell::new(status.as_ref(), Tone::Good),
         ]);
     }
     // Branch commit counts overlap the repository's, so the summary counts per repository and

@@ -713,6 +713,7 @@ impl Commands for InProcess {
             terminal,
             repeat_args: self.repeat_args.clone(),
             server: None,
+            server_mode: None,
             opened: std::sync::Mutex::new(None),
         };
         let outcome = match super::dispatch(command, &ctx) {

@@ -212,7 +212,7 @@ fn details(s: &ResolvedSkill) -> Element {
         [
             ("Name", view::id(s.name.clone())),
             ("Description", s.description.clone().into()),
-            ("Source", s.kind.into()),
+            ("Source", s.kind.to_string().into()),
             (
                 "Includes",
                 if s.includes.is_empty() {

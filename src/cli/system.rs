@@ -59,13 +59,9 @@ fn resolved(ctx: &Context, key: &str) -> Result<Option<String>, CliError> {
 
 /// The spec's `Server Mode:` line: `disabled` without a server, else where calls go.
 fn server_mode(ctx: &Context) -> String {
-    match &ctx.server {
-        None => "disabled".to_string(),
-        Some(s) => match &s.name {
-            Some(name) => format!("{name} at {}", s.url),
-            None => s.url.clone(),
-        },
-    }
+    ctx.server_mode
+        .clone()
+        .unwrap_or_else(|| "disabled".to_string())
 }
 
 /// `agents info`.

@@ -424,3 +424,65 @@ fn hunks_are_reviewed_through_a_server_and_the_marks_land_on_the_server() {
     assert!(after["data"]["counts"]["rejected"].as_u64().unwrap() >= 1);
     assert!(!db_file(&client).exists());
 }
+
+/// An action a client keeps in its own file.
+const NOTES_ACTION: &str = "name: local/notes\ndefinition-of-done: NOTES.md says hello\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: printf 'hello\\n' > NOTES.md\n";
+
+#[test]
+fn a_client_defines_an_action_and_a_project_and_runs_a_plan_on_the_server_to_one_commit() {
+    let host = Env::new();
+    let repo = crate::support::git_repo(host.root(), "repo");
+    let (doc, code) = host.json(&[
+        "resource",
+        "add",
+        "git-checkout",
+        "local/repo",
+        "--path",
+        repo.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    let server = Server::start(host);
+    let client = Env::new();
+    // The action file exists only on the client: its text is sent.
+    let file = client.root().join("notes.yaml");
+    std::fs::write(&file, NOTES_ACTION).unwrap();
+    let (doc, code) = server.client_json(
+        &client,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = server.client_json(&client, &["project", "create", "app"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) =
+        server.client_json(&client, &["project", "link-resource", "app", "local/repo"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = server.client_json(
+        &client,
+        &[
+            "plan",
+            "use",
+            "local/notes",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    let plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let (doc, code) = server.client_json(&client, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let notes = std::fs::read_to_string(repo.join("NOTES.md")).unwrap();
+    assert_eq!(notes, "hello\n");
+    assert!(!db_file(&client).exists());
+
+    // A registry command that reads this machine's data is refused, not run locally.
+    let (doc, code) = server.client_json(&client, &["project", "list"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
+}

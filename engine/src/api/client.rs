@@ -166,6 +166,25 @@ impl dyn Client + '_ {
         })
     }
 
+    /// Runs one registry change and returns its own result.
+    ///
+    /// # Errors
+    /// The registry's error (see [`Engine::change`]); see [`Client::call`].
+    pub fn change<C: super::TakeOutcome>(&self, change: C) -> Result<C::Output, ApiError> {
+        let asked = Request::Change(Box::new(change.into()));
+        match self.call(asked)? {
+            Response::Changed(o) => C::take(*o).map_err(|other| ApiError::Protocol {
+                message: format!("the change was answered with the outcome of `{other}`"),
+            }),
+            other => Err(ApiError::Protocol {
+                message: format!(
+                    "the call `change` was answered with the view `{}`",
+                    other.name()
+                ),
+            }),
+        }
+    }
+
     /// The sequence number of the newest event (0 when there is none).
     ///
     /// # Errors
@@ -269,6 +288,7 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
             Response::Decisions(engine.store()?.decisions(&id)?)
         }
         Request::LastSeq => Response::Seq(crate::store::events::last_seq(&engine.store()?)?),
+        Request::Change(op) => Response::Changed(Box::new(super::registry::run(engine, *op)?)),
         Request::Run(op) => Response::Outcome(Box::new(engine.run(*op)?)),
         Request::PlanStatus { plan } => {
             let id = engine.resolve_plan(&plan)?;

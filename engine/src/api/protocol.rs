@@ -59,6 +59,9 @@ pub enum Request {
     },
     /// The sequence number of the newest event (0 when there is none).
     LastSeq,
+    /// One registry change (resources, projects, actions, actors, invariants, profiles, tools,
+    /// skills, resource types).
+    Change(Box<super::RegistryOp>),
     /// Runs one operation to its end (a gate, a pending decision or a terminal state for the
     /// ones that drive a plan). Registry changes are not carried yet.
     Run(Box<Op>),
@@ -91,6 +94,7 @@ impl Request {
             Request::Review { .. } => "review",
             Request::Decisions { .. } => "decisions",
             Request::LastSeq => "last_seq",
+            Request::Change(_) => "change",
             Request::Run(_) => "run",
             Request::PlanStatus { .. } => "plan_status",
             Request::Events { .. } => "events",
@@ -120,6 +124,8 @@ pub enum Response {
     Decisions(Vec<crate::domain::decision::Decision>),
     /// [`Request::LastSeq`].
     Seq(i64),
+    /// [`Request::Change`].
+    Changed(Box<super::RegistryOutcome>),
     /// [`Request::Run`].
     Outcome(Box<Outcome>),
     /// [`Request::PlanStatus`].
@@ -140,6 +146,7 @@ impl Response {
             Response::Approval(_) => "approval",
             Response::Outcome(_) => "outcome",
             Response::Seq(_) => "seq",
+            Response::Changed(_) => "changed",
             Response::Review(_) => "review",
             Response::Decisions(_) => "decisions",
             Response::PlanStatus(_) => "plan_status",

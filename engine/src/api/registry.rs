@@ -88,6 +88,15 @@ pub trait RegistryChange: Into<RegistryOp> {
     fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError>;
 }
 
+/// Takes a change's own result out of the [`RegistryOutcome`] a transport carried back.
+pub trait TakeOutcome: RegistryChange {
+    /// The result, or the name of the other change whose outcome this is.
+    ///
+    /// # Errors
+    /// The other change's name.
+    fn take(outcome: RegistryOutcome) -> Result<Self::Output, &'static str>;
+}
+
 impl Engine {
     /// Runs one registry change and returns its result.
     ///
@@ -111,14 +120,16 @@ impl Engine {
 macro_rules! registry_changes {
     ($($(#[$doc:meta])* $variant:ident($req:ident) -> $out:ty;)+) => {
         /// A registry change (one variant per change, each carrying its request).
-        #[derive(Debug, Clone)]
+        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+        #[serde(tag = "change", content = "request", rename_all = "snake_case")]
         pub enum RegistryOp {
             $($(#[$doc])* $variant($req),)+
         }
 
         /// What a [`RegistryOp`] did, one variant per change (each face renders its own;
         /// not serialised as a whole, since a resolved skill's tools are runtime values).
-        #[derive(Debug, Clone)]
+        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+        #[serde(tag = "change", content = "outcome", rename_all = "snake_case")]
         pub enum RegistryOutcome {
             $($(#[$doc])* $variant($out),)+
         }
@@ -127,10 +138,28 @@ macro_rules! registry_changes {
             fn from(r: $req) -> Self {
                 RegistryOp::$variant(r)
             }
+        }
+
+        impl TakeOutcome for $req {
+            fn take(outcome: RegistryOutcome) -> Result<$out, &'static str> {
+                match outcome {
+                    RegistryOutcome::$variant(out) => Ok(out),
+                    other => Err(other.name()),
+                }
+            }
         })+
 
+        impl RegistryOutcome {
+            /// The change's name, as the protocol spells it.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(RegistryOutcome::$variant(_) => stringify!($variant),)+
+                }
+            }
+        }
+
         /// Runs `op` (see [`super::Op::Registry`]).
-        pub(super) fn run(engine: &Engine, op: RegistryOp) -> Result<RegistryOutcome, ApiError> {
+        pub(crate) fn run(engine: &Engine, op: RegistryOp) -> Result<RegistryOutcome, ApiError> {
             let mut store = engine.store()?;
             Ok(match op {
                 $(RegistryOp::$variant(r) => RegistryOutcome::$variant(r.apply(engine, &mut store)?),)+
@@ -201,7 +230,7 @@ registry_changes! {
 }
 
 /// Registers a resource of a built-in type (and what it discovers).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AddResource {
     /// The type (`git-checkout`, `fs-directory`, ...).
     pub type_name: String,
@@ -226,7 +255,7 @@ impl RegistryChange for AddResource {
 }
 
 /// Registers a resource of a custom type.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AddCustomResource {
     /// The custom type.
     pub custom: CustomType,
@@ -257,7 +286,7 @@ impl RegistryChange for AddCustomResource {
 }
 
 /// Removes a resource (and what it discovered).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoveResource {
     /// The resource, by name or id.
     pub resource: String,
@@ -271,7 +300,7 @@ impl RegistryChange for RemoveResource {
 }
 
 /// Links a child resource under a parent by hand.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LinkResources {
     /// The parent, by name or id.
     pub parent: String,
@@ -287,7 +316,7 @@ impl RegistryChange for LinkResources {
 }
 
 /// Removes a manual link between two resources.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UnlinkResources {
     /// The parent, by name or id.
     pub parent: String,
@@ -303,7 +332,7 @@ impl RegistryChange for UnlinkResources {
 }
 
 /// Registers a custom resource type from a file or from options.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AddResourceType {
     /// The YAML file, if any.
     pub file: Option<PathBuf>,
@@ -328,7 +357,7 @@ impl RegistryChange for AddResourceType {
 }
 
 /// Removes a custom resource type no resource uses.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoveResourceType {
     /// The type's name.
     pub name: String,
@@ -342,7 +371,7 @@ impl RegistryChange for RemoveResourceType {
 }
 
 /// Creates a project.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CreateProject(pub projects::CreateRequest);
 
 impl RegistryChange for CreateProject {
@@ -357,7 +386,7 @@ impl RegistryChange for CreateProject {
 }
 
 /// Links a resource to a project.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LinkProjectResource {
     /// The project, by name or id.
     pub project: String,
@@ -383,7 +412,7 @@ impl RegistryChange for LinkProjectResource {
 }
 
 /// Unlinks a resource from a project; returns the plans that still use it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UnlinkProjectResource {
     /// The project, by name or id.
     pub project: String,
@@ -403,7 +432,7 @@ impl RegistryChange for UnlinkProjectResource {
 }
 
 /// Deletes a project (backed up first); `force` cancels its active plans, each with its event.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct DeleteProject {
     /// The project, by name or id.
     pub project: String,
@@ -425,7 +454,7 @@ impl RegistryChange for DeleteProject {
 }
 
 /// Sets (or with `None`, clears) a project's automation profile.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SetProjectProfile {
     /// The project, by name or id.
     pub project: String,
@@ -445,7 +474,7 @@ impl RegistryChange for SetProjectProfile {
 }
 
 /// Adds a validation to a project.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AddValidation(pub projects::ValidationRequest);
 
 impl RegistryChange for AddValidation {
@@ -456,7 +485,7 @@ impl RegistryChange for AddValidation {
 }
 
 /// Removes a project's validation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoveValidation {
     /// The project, by name or id.
     pub project: String,
@@ -476,7 +505,7 @@ impl RegistryChange for RemoveValidation {
 }
 
 /// Sets (or with an empty policy, clears) one view of a project's context policy.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SetContextPolicy {
     /// The project.
     pub project: Id,
@@ -499,7 +528,7 @@ impl RegistryChange for SetContextPolicy {
 }
 
 /// Creates an action from its YAML file and flags.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CreateAction(pub actions::CreateRequest);
 
 impl RegistryChange for CreateAction {
@@ -510,7 +539,7 @@ impl RegistryChange for CreateAction {
 }
 
 /// Checks an action and marks it available.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct MakeActionAvailable {
     /// The action, by name or id.
     pub action: String,
@@ -528,7 +557,7 @@ impl RegistryChange for MakeActionAvailable {
 }
 
 /// Archives an action.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ArchiveAction {
     /// The action, by name or id.
     pub action: String,
@@ -542,7 +571,7 @@ impl RegistryChange for ArchiveAction {
 }
 
 /// Deletes an action and frees its name.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct DeleteAction {
     /// The action, by name or id.
     pub action: String,
@@ -556,7 +585,7 @@ impl RegistryChange for DeleteAction {
 }
 
 /// Registers (or with `update`, replaces) an actor from its YAML file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AddActor {
     /// The YAML file.
     pub file: PathBuf,
@@ -583,7 +612,7 @@ impl RegistryChange for AddActor {
 }
 
 /// Removes a custom actor; returns what named it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoveActor {
     /// The actor.
     pub actor: String,
@@ -601,7 +630,7 @@ impl RegistryChange for RemoveActor {
 }
 
 /// Adds an invariant to each of the targets.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AddInvariant {
     /// Where it applies (global, projects, actions, plans).
     pub targets: Targets,
@@ -624,7 +653,7 @@ impl RegistryChange for AddInvariant {
 }
 
 /// Removes an invariant.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoveInvariant {
     /// The invariant's id (or a unique prefix).
     pub invariant: String,
@@ -638,7 +667,7 @@ impl RegistryChange for RemoveInvariant {
 }
 
 /// Registers (or with `update`, replaces) a custom automation profile from its YAML file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AddProfile {
     /// The YAML file.
     pub file: PathBuf,
@@ -663,7 +692,7 @@ impl RegistryChange for AddProfile {
 }
 
 /// Removes a custom automation profile that nothing uses as a default.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoveProfile {
     /// The profile.
     pub profile: String,
@@ -684,7 +713,7 @@ impl RegistryChange for RemoveProfile {
 }
 
 /// Registers (or replaces) a custom tool.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RegisterTool(pub AddTool);
 
 impl RegistryChange for RegisterTool {
@@ -695,7 +724,7 @@ impl RegistryChange for RegisterTool {
 }
 
 /// Removes a custom tool.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoveTool {
     /// The tool.
     pub name: String,
@@ -709,7 +738,7 @@ impl RegistryChange for RemoveTool {
 }
 
 /// Registers (or replaces) a custom skill.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RegisterSkill(pub AddSkill);
 
 impl RegistryChange for RegisterSkill {
@@ -720,7 +749,7 @@ impl RegistryChange for RegisterSkill {
 }
 
 /// Removes a custom skill.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoveSkill {
     /// The skill.
     pub name: String,

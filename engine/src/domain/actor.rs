@@ -111,7 +111,7 @@ pub struct ActorMemory {
 }
 
 /// A registered custom actor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Actor {
     /// Actor id (ULID).
     pub actor_id: String,

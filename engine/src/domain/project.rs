@@ -27,7 +27,7 @@ pub struct Project {
 }
 
 /// A resource linked to a project.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct LinkedResource {
     /// The resource.
     pub resource: Resource,
@@ -38,7 +38,7 @@ pub struct LinkedResource {
 }
 
 /// A validation command.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Validation {
     /// `val_<ULID>`.
     pub validation_id: String,

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::id::Id;
 
 /// A registered resource.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Resource {
     /// Resource id (ULID).
     pub resource_id: Id,

@@ -318,10 +318,14 @@ impl From<crate::registry::lookup::LookupError> for ActionError {
 }
 
 /// What `action create` was given on the command line.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct CreateRequest {
     /// `--config FILE`.
     pub config: std::path::PathBuf,
+    /// The file's text, read where the command was given (a client of a server sends it):
+    /// when set, `config` only names it in messages.
+    #[serde(default)]
+    pub config_text: Option<String>,
     /// NAME.
     pub name: Option<String>,
     /// `--strategy-actor`.
@@ -355,7 +359,7 @@ pub struct CreateRequest {
 }
 
 /// One override the command line applied over the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct OverrideApplied {
     /// Field (snake_case).
     pub field: String,
@@ -366,7 +370,7 @@ pub struct OverrideApplied {
 }
 
 /// The result of `action create`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Created {
     /// The action.
     pub action: Action,
@@ -423,7 +427,10 @@ pub fn create(
     req: &CreateRequest,
 ) -> Result<Created, ActionError> {
     let path = req.config.as_path();
-    let (file, text): (ActionFile, String) = yaml::load(path)?;
+    let (file, text): (ActionFile, String) = match &req.config_text {
+        Some(text) => (yaml::parse(path, text)?, text.clone()),
+        None => yaml::load(path)?,
+    };
     let src = Source { path, text: &text };
     let (name, mut overrides) = resolve_name(providers, req, &file, path)?;
     let fields = merge_fields(&src, req, &file, &mut overrides)?;
@@ -1367,7 +1374,7 @@ fn script_reference_problems(store: &Store, action: &Action) -> Vec<String> {
 }
 
 /// One availability check (`action available`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Check {
     /// What was checked (`Strategy Actor`).
     pub label: String,
@@ -1539,7 +1546,7 @@ pub fn archive(store: &mut Store, input: &str) -> Result<(Action, ActionState), 
 }
 
 /// What `action delete` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Deleted {
     /// The action as it was.
     pub action: Action,

@@ -295,7 +295,7 @@ pub fn fingerprint(bytes: &[u8]) -> String {
 }
 
 /// Command-line overrides for `actor add`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Overrides {
     /// `--type`.
     pub actor_type: Option<ActorType>,
@@ -310,7 +310,7 @@ pub struct Overrides {
 }
 
 /// What `add` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Added {
     /// The registered actor.
     pub actor: Actor,
@@ -817,7 +817,7 @@ fn validate_graph(
 }
 
 /// Who still refers to an actor.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Impact {
     /// Actions naming it as one of their actors.
     pub actions: Vec<String>,

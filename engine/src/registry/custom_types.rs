@@ -199,7 +199,7 @@ struct WrappedFile {
 }
 
 /// Command-line options of `resource type add`, applied over the file (spec 06).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TypeOptions {
     /// `--physical` (true) or `--virtual` (false).
     pub physical: Option<bool>,
@@ -894,7 +894,7 @@ fn put(store: &mut Store, t: &CustomType) -> Result<(), TypeError> {
 }
 
 /// The outcome of [`add`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TypeAdded {
     /// The stored type.
     pub custom: CustomType,

@@ -240,7 +240,7 @@ pub fn resolve_plan(store: &Store, input: &str) -> Result<Id, InvariantError> {
 }
 
 /// Where `invariant add` attaches its text.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Targets {
     /// `--global`.
     pub global: bool,

@@ -264,7 +264,7 @@ pub fn list(store: &Store) -> Result<Vec<Profile>, ProfileError> {
 }
 
 /// What `add` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Added {
     /// The registered profile.
     pub profile: Profile,

@@ -237,7 +237,7 @@ impl From<crate::registry::lookup::LookupError> for ResourceError {
 }
 
 /// Type-specific flags of `resource add`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct AddArgs {
     /// `--path` (git-checkout, fs-directory).
     pub path: Option<PathBuf>,
@@ -257,7 +257,7 @@ pub struct AddArgs {
 
 /// What a custom type adds to a resource its handler discovers
 /// ([`crate::registry::custom_types`]).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CustomAdd {
     /// The custom type's name, which the resource keeps as its type.
     pub type_name: String,
@@ -326,12 +326,12 @@ impl Discovery {
 }
 
 /// What `add` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Added {
     /// The registered resource.
     pub resource: Resource,
     /// Discovered children with their status (`created` or `reused`).
-    pub children: Vec<(Resource, &'static str)>,
+    pub children: Vec<(Resource, std::borrow::Cow<'static, str>)>,
     /// Whether an existing resource was replaced.
     pub replaced: bool,
     /// Manual links (parent, child) that were lost because a discovered child they touched is
@@ -867,10 +867,10 @@ pub fn add(
         match node {
             Node::New(n) => {
                 if let Some(r) = resources.iter().find(|r| r.name == n.name) {
-                    children.push((r.clone(), "created"));
+                    children.push((r.clone(), "created".into()));
                 }
             }
-            Node::Existing(r) => children.push((r.clone(), "reused")),
+            Node::Existing(r) => children.push((r.clone(), "reused".into())),
         }
     }
     Ok(Added {
@@ -1041,7 +1041,7 @@ pub fn find(store: &Store, input: &str) -> Result<Resource, ResourceError> {
 }
 
 /// What removing a resource would remove.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RemovalPlan {
     /// The resource.
     pub resource: Resource,
