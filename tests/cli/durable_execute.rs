@@ -42,6 +42,16 @@ fn offers(body: &Value, tool: &str) -> bool {
 /// carries `k` tool results gets a reply that never comes (the model call in flight when the
 /// driver is killed); `stalled` is set then.
 fn model(stall_at: Option<usize>, stalled: Arc<AtomicBool>) -> ProviderServer {
+    model_with(stall_at, stalled, None)
+}
+
+/// As [`model`]; with `gate`, the fifth call appends its line and then waits until the file
+/// `gate` exists (a tool call in flight, its partial effect already made).
+fn model_with(
+    stall_at: Option<usize>,
+    stalled: Arc<AtomicBool>,
+    gate: Option<std::path::PathBuf>,
+) -> ProviderServer {
     let ids = AtomicUsize::new(0);
     ProviderServer::responding(move |body| {
         let n = results_in(body);
@@ -61,7 +71,14 @@ fn model(stall_at: Option<usize>, stalled: Arc<AtomicBool>) -> ProviderServer {
             return Turn::Stall;
         }
         if n < CALLS {
-            let args = serde_json::json!({"command": format!("printf 'call {} ({id})\\n' >> calls.log", n + 1)});
+            let mut command = format!("printf 'call {} ({id})\\n' >> calls.log", n + 1);
+            if let Some(gate) = gate.as_ref().filter(|_| n + 1 == 5) {
+                command.push_str(&format!(
+                    "; while [ ! -e '{}' ]; do sleep 0.05; done",
+                    gate.display()
+                ));
+            }
+            let args = serde_json::json!({"command": command});
             Turn::tools("", &[("shell_execute", &args.to_string())], (100, 7))
         } else {
             Turn::text("Appended six lines.", (100, 7))
@@ -106,12 +123,9 @@ fn chat_requests(server: &ProviderServer) -> usize {
 fn calls_log(s: &Setup, plan: &str) -> Vec<String> {
     let id: cleveragents::engine::domain::Id = plan.parse().unwrap();
     let store = cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap();
-    let sb = store
-        .sandboxes_of_plan(&id)
-        .unwrap()
-        .into_iter()
-        .next()
-        .unwrap();
+    let Some(sb) = store.sandboxes_of_plan(&id).unwrap().into_iter().next() else {
+        return Vec::new();
+    };
     std::fs::read_to_string(sb.root_dir.join("work").join("calls.log"))
         .unwrap_or_default()
         .lines()
@@ -123,6 +137,41 @@ fn usage(s: &Setup, plan: &str) -> cleveragents::engine::store::model_calls::Usa
     let id: cleveragents::engine::domain::Id = plan.parse().unwrap();
     let store = cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap();
     store.usage_for_plan(&id).unwrap()
+}
+
+/// (turn, retry) of the plan's model calls marked as retries.
+fn retries(s: &Setup) -> Vec<(i64, i64)> {
+    let db = rusqlite::Connection::open(db_file(&s.env)).unwrap();
+    let mut stmt = db
+        .prepare("SELECT turn, retry FROM model_calls WHERE retry = 1 ORDER BY started_at")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Spawns `plan execute` and kills it (SIGKILL) once `ready` holds.
+fn kill_when(s: &Setup, id: &str, ready: &dyn Fn() -> bool) {
+    let mut driver = s
+        .env
+        .command(&["--format", "json", "plan", "execute", id])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !ready() {
+        assert!(Instant::now() < deadline, "the moment to kill never came");
+        assert!(
+            driver.try_wait().unwrap().is_none(),
+            "the driver ended early"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    driver.kill().unwrap();
+    driver.wait().unwrap();
 }
 
 fn expected_log() -> Vec<String> {
@@ -146,28 +195,7 @@ fn a_driver_killed_after_the_fourth_tool_call_resumes_at_the_fifth_model_call() 
     let stalled = Arc::new(AtomicBool::new(false));
     let server = model(Some(4), Arc::clone(&stalled));
     let (s, id) = planned(&server);
-    let mut driver = s
-        .env
-        .command(&["--format", "json", "plan", "execute", &id])
-        .env("SCRIPTED_API_KEY", "sk-test")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !stalled.load(Ordering::SeqCst) {
-        assert!(
-            Instant::now() < deadline,
-            "the fifth executor call never came"
-        );
-        assert!(
-            driver.try_wait().unwrap().is_none(),
-            "the driver ended early"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    driver.kill().unwrap();
-    driver.wait().unwrap();
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
     let before_resume = chat_requests(&server);
     assert_eq!(
         before_resume,
@@ -193,5 +221,47 @@ fn a_driver_killed_after_the_fourth_tool_call_resumes_at_the_fifth_model_call() 
         (resumed.calls, resumed.input_tokens, resumed.output_tokens),
         (whole.calls, whole.input_tokens, whole.output_tokens),
         "usage counts each answered call once: {resumed:?} vs {whole:?}"
+    );
+    assert_eq!(
+        retries(&s),
+        vec![(5, 1)],
+        "the call made again is marked as a retry"
+    );
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(
+        status["data"]["resumed"],
+        serde_json::json!({"step": 1, "call": 5, "text": "resumed at call 5 of step 1"}),
+        "{status:#}"
+    );
+}
+
+#[test]
+fn a_driver_killed_during_a_tool_call_re_issues_only_that_call_with_its_partial_effect_undone() {
+    let gate = tempfile::tempdir().unwrap();
+    let go = gate.path().join("go");
+    let server = model_with(None, Arc::new(AtomicBool::new(false)), Some(go.clone()));
+    let (s, id) = planned(&server);
+    // The fifth call has appended its line and waits: it is in flight.
+    kill_when(&s, &id, &|| calls_log(&s, &id).len() == 5);
+    let before_resume = chat_requests(&server);
+    assert_eq!(before_resume, 2 + 5, "strategy and five executor calls");
+    std::fs::write(&go, b"").unwrap();
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "the resumed plan waits at the apply gate: {doc:#}");
+    assert_eq!(
+        chat_requests(&server),
+        2 + CALLS + 1,
+        "no model call is made again: the fifth reply is in the journal"
+    );
+    assert_eq!(
+        calls_log(&s, &id),
+        expected_log(),
+        "the partial effect of the call in flight was rolled back before it ran again"
+    );
+    assert!(retries(&s).is_empty(), "{:?}", retries(&s));
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(
+        status["data"]["resumed"]["text"], "resumed at call 5 of step 1",
+        "{status:#}"
     );
 }

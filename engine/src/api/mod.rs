@@ -28,7 +28,7 @@ pub use op::{
     UseRequest, Used,
 };
 pub use registry::*;
-pub use status::{ChildView, PlanStatusView, StatusHeadline, StepView, step_name};
+pub use status::{ChildView, PlanStatusView, ResumedAt, StatusHeadline, StepView, step_name};
 
 use crate::config::{Config, Provider};
 use crate::domain::Id;

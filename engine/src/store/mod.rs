@@ -25,6 +25,7 @@ pub mod projects;
 pub mod resource_types;
 pub mod resources;
 pub mod sandboxes;
+pub mod step_journal;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
@@ -59,6 +60,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/019_actor_contexts.sql"),
     include_str!("migrations/020_invariant_violations.sql"),
     include_str!("migrations/021_plan_link_index.sql"),
+    include_str!("migrations/022_step_journal.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
