@@ -459,6 +459,7 @@ mod tests {
             kind: "execute".into(),
             acquired_at: Timestamp::now(),
             heartbeat_at: Timestamp::now(),
+            started: None,
         };
         assert_eq!(
             StatusHeadline::of(&plan, Some(&lease), false, None, &approvals),

@@ -61,6 +61,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/020_invariant_violations.sql"),
     include_str!("migrations/021_plan_link_index.sql"),
     include_str!("migrations/022_step_journal.sql"),
+    include_str!("migrations/023_lease_owner_start.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
