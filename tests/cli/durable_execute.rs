@@ -265,3 +265,32 @@ fn a_driver_killed_during_a_tool_call_re_issues_only_that_call_with_its_partial_
         "{status:#}"
     );
 }
+
+#[test]
+fn a_driver_killed_again_while_it_resumes_makes_only_the_call_in_flight_again() {
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    // The resumed driver restores the sandbox, makes the fifth call again, and is killed
+    // while that call is in flight too.
+    stalled.store(false, Ordering::SeqCst);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    assert_eq!(chat_requests(&server), 2 + 4 + 2);
+    assert_eq!(calls_log(&s, &id).len(), 4);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "the resumed plan waits at the apply gate: {doc:#}");
+    assert_eq!(
+        chat_requests(&server),
+        2 + CALLS + 1 + 2,
+        "two kills, each with one call in flight"
+    );
+    assert_eq!(calls_log(&s, &id), expected_log());
+    let u = usage(&s, &id);
+    assert_eq!(
+        (u.calls, u.failed_calls),
+        (2 + CALLS as u64 + 1, 0),
+        "unanswered calls are not counted: {u:?}"
+    );
+    assert_eq!(retries(&s), vec![(5, 1)]);
+}

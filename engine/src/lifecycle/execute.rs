@@ -589,7 +589,8 @@ fn resume_interrupted_step(
             Some(cp) => super::journal::continue_from(engine.store_mut(), sandboxes, &plan_id, cp)?,
             None => roll_back_step(engine, sandboxes, &plan_id, &step)?,
         };
-        save(engine.store_mut(), &plan_id, &again)?;
+        // The step stays `running`: killed again before it starts, the next run restores
+        // and continues it again instead of starting it afresh from a state mid-step.
         *plan = engine.plan(&plan_id)?;
         return Ok(
             json!({"step": step.position, "decision_id": step.decision_id.to_string(), "continued_at_call": call, "restored": restored}),
