@@ -294,3 +294,79 @@ fn a_driver_killed_again_while_it_resumes_makes_only_the_call_in_flight_again() 
     );
     assert_eq!(retries(&s), vec![(5, 1)]);
 }
+
+const FIRST: &str = r#"{"key": "first", "decision_type": "implementation_choice", "question": "What first?", "chosen_option": "FIRST.md", "confidence_score": 0.9, "rationale": "asked for", "step": {"instructions": "write FIRST.md"}}"#;
+
+/// As [`model`] with a first step that writes `FIRST.md` (so that the six-call step starts
+/// at a checkpoint), stalling the six-call step's fifth model call once.
+fn two_step_model(stalled: Arc<AtomicBool>) -> ProviderServer {
+    ProviderServer::responding(move |body| {
+        let n = results_in(body);
+        if offers(body, "finish_strategy") {
+            return match n {
+                0 => Turn::tools("", &[("record_decision", FIRST)], (10, 5)),
+                1 => Turn::tools("", &[("record_decision", DECISION)], (10, 5)),
+                _ => Turn::tools(
+                    "",
+                    &[("finish_strategy", r#"{"summary": "two steps"}"#)],
+                    (10, 5),
+                ),
+            };
+        }
+        let prompt = body["messages"][1]["content"].as_str().unwrap_or_default();
+        if prompt.starts_with("Carry out this step now: write FIRST.md") {
+            return if n == 0 {
+                let args = serde_json::json!({"path": "FIRST.md", "content": "first\n"});
+                Turn::tools("", &[("write_file", &args.to_string())], (100, 7))
+            } else {
+                Turn::text("Wrote FIRST.md.", (100, 7))
+            };
+        }
+        if n == 4 && !stalled.swap(true, Ordering::SeqCst) {
+            return Turn::Stall;
+        }
+        if n < CALLS {
+            let args =
+                serde_json::json!({"command": format!("printf 'call {}\\n' >> calls.log", n + 1)});
+            Turn::tools("", &[("shell_execute", &args.to_string())], (100, 7))
+        } else {
+            Turn::text("Appended six lines.", (100, 7))
+        }
+    })
+}
+
+#[test]
+fn a_rollback_of_an_interrupted_step_runs_it_again_from_its_start_not_from_its_journal() {
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = two_step_model(Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    assert_eq!(calls_log(&s, &id).len(), 4);
+    // Back to the six-call step's start checkpoint.
+    let (doc, code) = run_keyed(&s.env, &["plan", "checkpoints", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let start = doc["data"]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|c| c["label"] == "start")
+        .unwrap_or_else(|| panic!("no start checkpoint: {doc:#}"))["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (doc, code) = run_keyed(&s.env, &["plan", "rollback", "--yes", &id, &start]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(calls_log(&s, &id).is_empty());
+    let before = chat_requests(&server);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "waits at the apply gate: {doc:#}");
+    assert_eq!(calls_log(&s, &id), expected_log());
+    assert_eq!(
+        chat_requests(&server) - before,
+        CALLS + 1,
+        "the whole step was asked for again"
+    );
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(status["data"]["resumed"], Value::Null, "{status:#}");
+}

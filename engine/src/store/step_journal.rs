@@ -110,6 +110,18 @@ impl Store {
         Ok(())
     }
 
+    /// Clears the journals of every step of the plan (a rollback discarded the work they
+    /// recorded: the steps run again from their start).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn journal_clear_plan(&mut self, plan_id: &Id) -> Result<u64, StoreError> {
+        Ok(self.conn().execute(
+            "DELETE FROM step_journal WHERE plan_id = ?1",
+            [plan_id.to_string()],
+        )? as u64)
+    }
+
     /// The plan's latest `resumed` entry: its step's decision and what it records.
     ///
     /// # Errors
