@@ -26,9 +26,8 @@ pub(crate) fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         report = report.message(
             Level::Info,
             format!(
-                "Step {} {} after its driver vanished: no completed model or tool call was made again",
-                r.step,
-                r.describe()
+                "Resumed at call {} of step {} after its driver vanished",
+                r.call, r.step
             ),
         );
     }

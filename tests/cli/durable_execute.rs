@@ -233,6 +233,12 @@ fn a_driver_killed_after_the_fourth_tool_call_resumes_at_the_fifth_model_call() 
         serde_json::json!({"step": 1, "call": 5, "text": "resumed at call 5 of step 1"}),
         "{status:#}"
     );
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    assert!(
+        text.contains("Resumed at call 5 of step 1 after its driver vanished"),
+        "{text}"
+    );
 }
 
 #[test]
