@@ -27,20 +27,33 @@
 #    packed-refs, the entries of .git) or exactly at the new commit (one commit, clean status,
 #    no journal or lock left). Prints `apply-kill runs=N exact=N`.
 #
+# 6. resume: P (default 20, --resume-plans) plans of two model-executor steps of C (default 5)
+#    `shell_execute` calls each, against the scripted model `scripts/scripted-model.py`. Each
+#    plan's `plan execute` is killed with SIGKILL at K (default 10, --resume-kills) random
+#    moments (during model streams, tool calls, checkpoints) and resumed, then compared with
+#    an uninterrupted plan: the same final files; model calls re-bought beyond the one in
+#    flight (a call started again after its answer was recorded in the step's journal, plus
+#    any request the model server saw that no journal holds); tool calls repeated (a
+#    completed call started again, from the steps' journals).
+#    Prints `resume plans=P kills=N same-tree=N/P rebought-beyond-in-flight=N
+#    repeated-beyond-in-flight=N` (docs/sandbox.md, "Resuming a step").
+#
 # Prints a summary and exits non-zero on any failure. CI runs the short versions of 3 in
 # `tests/reliability/`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-RUNS=50 SECONDS_CONC=60 WORKERS=8 KEEP=0 ONLY=all
+RUNS=50 SECONDS_CONC=60 WORKERS=8 KEEP=0 ONLY=all RES_N=20 RES_K=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS=$2; shift 2 ;;
     --seconds) SECONDS_CONC=$2; shift 2 ;;
     --workers) WORKERS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    --only) ONLY=$2; shift 2 ;;   # crash | concurrency | limits | escapes | apply-kill
+    --resume-plans) RES_N=$2; shift 2 ;;
+    --resume-kills) RES_K=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;   # crash | concurrency | limits | escapes | apply-kill | resume
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -83,7 +96,7 @@ script:
   - {name: a, run: "mkdir -p out/{{ n }} && sleep 0.2 && echo a{{ n }} > out/{{ n }}/a"}
   - {name: b, run: "sleep 0.2 && echo b{{ n }} > out/{{ n }}/b"}
   - {name: c, run: "sleep 0.2 && echo c{{ n }} > out/{{ n }}/c && echo {{ n }} >> out/log"}
-  - {name: d, run: "sleep 0.2 && printf 'd{{ n }}\\n' > out/{{ n }}/d"}
+  - {name: d, run: "sleep 0.2 && printf 'd%s\\n' {{ n }} > out/{{ n }}/d"}
 EOF
 a action create --available --config "$WORK/crash.yaml" >/dev/null || { echo "action create failed" >&2; exit 1; }
 
@@ -531,6 +544,105 @@ integrity || true
 echo "apply-kill runs=$KILL_RUNS exact=$KILL_EXACT" >&2
 fi
 
+# ---------------------------------------------------------------- 6. resume
+RES_PLANS=0 RES_KILLS=0 RES_SAME=0 RES_REBOUGHT=0 RES_REPEATED=0 RES_REMADE=0 RES_RERUN=0 RES_U=- RES_RETRIES=0 RES_WIRE=0
+if [ "$ONLY" = all ] || [ "$ONLY" = resume ]; then
+RES_CALLS=5
+echo "== resume: $RES_N plans, up to $RES_K kills each" >&2
+RDATA=$WORK/resume-data RCONF=$WORK/resume.toml RLOG=$WORK/model.log
+: > "$RLOG"
+python3 "$ROOT/scripts/scripted-model.py" "$WORK/model.port" "$RLOG" "$RES_CALLS" &
+MODEL_PID=$!
+for _ in $(seq 1 100); do [ -s "$WORK/model.port" ] && break; sleep 0.05; done
+printf '[providers.scripted]\nkind = "openai"\nbase_url = "http://127.0.0.1:%s/v1"\napi_key_env = "SCRIPTED_API_KEY"\n' \
+  "$(cat "$WORK/model.port")" > "$RCONF"
+export SCRIPTED_API_KEY=sk-reliability
+r() { "$AGENTS_BIN" --data-dir "$RDATA" --config-path "$RCONF" --format json "$@"; }
+RREPO=$WORK/resume-repo
+mkdir -p "$RREPO" && git_q -C "$RREPO" init -q && echo base > "$RREPO/README" \
+  && git_q -C "$RREPO" add -A && git_q -C "$RREPO" commit -qm base
+r resource add git-checkout local/rrepo --path "$RREPO" >/dev/null || fail "resume: resource add"
+r project create --resource local/rrepo rapp >/dev/null || fail "resume: project create"
+printf 'name: local/ab\ndefinition-of-done: a.log and b.log hold %s lines each\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n' \
+  "$RES_CALLS" > "$WORK/ab.yaml"
+r action create --available --config "$WORK/ab.yaml" >/dev/null || fail "resume: action create"
+# A plan at its execute gate (Strategize is not killed here: it keeps no journal yet).
+new_plan() { r plan use --strategy-actor scripted/m --execution-actor scripted/m --automation-profile supervised local/ab rapp | jq -r .data.plan_id; }
+requests() { wc -l < "$RLOG"; }
+# Model requests in the log after line $1: made (all), re-bought (the same conversation was
+# answered before) and remade (the same conversation's call was in flight).
+calls_since() { tail -n +"$(($1 + 1))" "$RLOG" | awk '
+  $1 == "start" { k = $2 " " $3 " " $4; made++; if (k in ended) rebought++; else if (k in started) remade++; started[k] = 1 }
+  $1 == "end" { ended[$2 " " $3 " " $4] = 1 }
+  END { print made + 0, rebought + 0, remade + 0 }'; }
+# The plan's model calls in its steps' journals: started, started again after their answer
+# was recorded, and made again because they were in flight when the driver died.
+model_journal() {
+  sqlite3 -separator ' ' "$RDATA/cleveragents.db" "SELECT
+    (SELECT COUNT(*) FROM step_journal WHERE plan_id = '$1' AND kind = 'model_started'),
+    (SELECT COUNT(*) FROM step_journal s WHERE s.plan_id = '$1' AND s.kind = 'model_started' AND EXISTS (SELECT 1 FROM step_journal t WHERE t.plan_id = s.plan_id AND t.decision_id = s.decision_id AND t.kind = 'model' AND t.seq < s.seq AND json_extract(t.entry, '$.reply') IS NOT NULL AND json_extract(t.entry, '$.turn') = json_extract(s.entry, '$.turn'))),
+    (SELECT COUNT(*) FROM step_journal WHERE plan_id = '$1' AND kind = 'resumed' AND json_extract(entry, '$.model_in_flight') = 1)"
+}
+# Completed tool calls of the plan started again (the journal of its steps).
+tool_repeats() {
+  sqlite3 "$RDATA/cleveragents.db" "SELECT COUNT(*) FROM step_journal s WHERE s.plan_id = '$1' AND s.kind = 'tool_started' AND EXISTS (SELECT 1 FROM step_journal t WHERE t.plan_id = s.plan_id AND t.decision_id = s.decision_id AND t.kind = 'tool' AND t.seq < s.seq AND json_extract(t.entry, '$.record.call_id') = json_extract(s.entry, '$.call_id'))"
+}
+# The files the plan's steps wrote in its sandbox, as one hash.
+tree_of() { for f in a.log b.log; do echo "== $f"; find "$RDATA/sandboxes/$1" -path "*/work/$f" -exec cat {} +; done | sha256sum | cut -d' ' -f1; }
+# Tool calls started for the plan: logged calls (discarded ones included), or journaled starts.
+tool_runs() {
+  sqlite3 "$RDATA/cleveragents.db" "SELECT MAX((SELECT COUNT(*) FROM tool_calls WHERE plan_id = '$1' AND tool = 'shell_execute'), (SELECT COUNT(*) FROM step_journal WHERE plan_id = '$1' AND kind = 'tool_started'))"
+}
+# Execute is done (the plan waits at its apply gate, or for `plan apply`).
+at_gate() { case $(r plan status "$1" | jq -r '.data.phase + "/" + .data.state') in execute/complete|apply/*) true ;; *) false ;; esac; }
+# The uninterrupted reference.
+ref=$(new_plan)
+r0=$(requests)
+r plan execute "$ref" >/dev/null 2>&1
+read -r RES_U _ _ <<< "$(calls_since "$r0")"
+REF_TREE=$(tree_of "$ref")
+REF_TOOLS=$(tool_runs "$ref")
+[ "$REF_TOOLS" = $((2 * RES_CALLS)) ] || fail "resume: the uninterrupted plan ran $REF_TOOLS tool calls, not $((2 * RES_CALLS))"
+at_gate "$ref" || fail "resume: the uninterrupted plan did not reach the apply gate"
+for i in $(seq 1 "$RES_N"); do
+  p=$(new_plan)
+  [ -n "$p" ] && [ "$p" != null ] || { fail "resume plan $i: no plan"; continue; }
+  r0=$(requests) kills=0
+  for _ in $(seq 1 "$RES_K"); do
+    "$AGENTS_BIN" --data-dir "$RDATA" --config-path "$RCONF" --format json plan execute "$p" >/dev/null 2>&1 &
+    pid=$!
+    sleep "0.$(printf '%03d' $((50 + RANDOM % 550)))"
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; kills=$((kills + 1))
+      integrity || true
+    else
+      wait "$pid" 2>/dev/null
+      at_gate "$p" && break
+    fi
+  done
+  for _ in 1 2 3; do at_gate "$p" && break; r plan execute "$p" >/dev/null 2>&1; done
+  at_gate "$p" || { fail "resume plan $i: not at the apply gate after $kills kills: $(r plan status "$p" | jq -c '[.data.phase, .data.state, .data.errors]')"; continue; }
+  read -r made wire _ <<< "$(calls_since "$r0")"
+  tools=$(tool_runs "$p")
+  read -r journaled answered_again retried <<< "$(model_journal "$p")"
+  RES_PLANS=$((RES_PLANS + 1)) RES_KILLS=$((RES_KILLS + kills))
+  RES_REMADE=$((RES_REMADE + made - RES_U)) RES_RERUN=$((RES_RERUN + tools - REF_TOOLS))
+  RES_WIRE=$((RES_WIRE + wire)) RES_RETRIES=$((RES_RETRIES + retried))
+  [ "$retried" -le "$kills" ] || fail "resume plan $i: $retried calls remade as in flight after $kills kills"
+  # Re-bought: a journaled call made again after its answer was recorded, and any request the
+  # journals do not hold (a step run again from its start).
+  unjournaled=$((made - journaled)); [ "$unjournaled" -gt 0 ] || unjournaled=0
+  RES_REBOUGHT=$((RES_REBOUGHT + answered_again + unjournaled)) RES_REPEATED=$((RES_REPEATED + $(tool_repeats "$p")))
+  if [ "$(tree_of "$p")" = "$REF_TREE" ]; then RES_SAME=$((RES_SAME + 1)); else
+    fail "resume plan $i ($p, $kills kills): the final files differ from the uninterrupted run's"
+  fi
+done
+kill "$MODEL_PID" 2>/dev/null; wait "$MODEL_PID" 2>/dev/null
+[ "$RES_REBOUGHT" = 0 ] || fail "resume: $RES_REBOUGHT model calls bought again beyond the one in flight"
+[ "$RES_REPEATED" = 0 ] || fail "resume: $RES_REPEATED tool calls run again beyond the one in flight"
+echo "resume plans=$RES_PLANS kills=$RES_KILLS same-tree=$RES_SAME/$RES_N rebought-beyond-in-flight=$RES_REBOUGHT repeated-beyond-in-flight=$RES_REPEATED" >&2
+fi
+
 echo
 echo "Reliability summary"
 echo "  crash        runs=$RUNS kills=$KILLS killed-before-creation=$EARLY recovered=$RECOVERED applied=$APPLIED integrity=$INTEGRITY"
@@ -538,5 +650,6 @@ echo "  concurrency  workers=$WORKERS seconds=$SECONDS_CONC commands=$COMMANDS c
 echo "  limits       1GB-output peak=${PEAK_OUT}KiB  200MB-file peak=${PEAK_BIG}KiB(use)/${PEAK_BIG_APPLY:-}KiB(apply)  integrity=$INTEGRITY3"
 echo "  escapes      escapes tried=$ESC_TRIED held=$ESC_HELD"
 echo "  apply-kill   runs=$KILL_RUNS exact=$KILL_EXACT"
+echo "  resume       plans=$RES_PLANS kills=$RES_KILLS same-tree=$RES_SAME/$RES_N rebought-beyond-in-flight=$RES_REBOUGHT repeated-beyond-in-flight=$RES_REPEATED (uninterrupted execute: $RES_U model calls; in all: $RES_REMADE model calls made again, $RES_RETRIES resumes with a model call in flight, $RES_WIRE calls made again whose reply the model server had finished sending; $RES_RERUN tool calls started again)"
 echo "  failures     $FAILURES"
 [ "$FAILURES" = 0 ]

@@ -1,8 +1,9 @@
 //! Plan ownership (spec section 08): the process driving a plan holds a lease row
 //! (pid, host, kind) and refreshes its heartbeat every [`HEARTBEAT_INTERVAL`]. Others may read
-//! the plan but cannot drive it. A lease whose process is gone, or whose heartbeat is older than
-//! [`STALE_AFTER`], is stale: the next command moves the plan back to (same phase, queued) with
-//! reason `interrupted`.
+//! the plan but cannot drive it. A lease whose process is gone or defunct (a zombie), whose pid
+//! now belongs to another process (recycled: its start time differs from the one recorded), or
+//! whose heartbeat is older than [`STALE_AFTER`], is stale: the next command moves the plan
+//! back to (same phase, queued) with reason `interrupted`, and the next driver takes it over.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +41,10 @@ pub struct Lease {
     pub acquired_at: Timestamp,
     /// Its last heartbeat.
     pub heartbeat_at: Timestamp,
+    /// The owner's start time (clock ticks after boot, `/proc/PID/stat`), when it could be
+    /// read: a live process with this pid but another start time is not the owner.
+    #[serde(skip)]
+    pub started: Option<u64>,
 }
 
 /// Why a lease could not be taken.
@@ -90,24 +95,38 @@ pub fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// When the process with this pid started (clock ticks after boot, field 22 of
+/// `/proc/PID/stat`), if it runs.
+pub fn process_started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name start with the state (field 3).
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 impl Lease {
     /// Whether the lease no longer protects anything: its heartbeat is older than
-    /// [`STALE_AFTER`], or its owner ran on this host and is gone.
+    /// [`STALE_AFTER`], or its owner ran on this host and is gone, defunct, or not the
+    /// process that now has its pid (a recycled pid).
     pub fn is_stale(&self, now: Timestamp, this_host: &str) -> bool {
         let age = now.duration_since(self.heartbeat_at);
         let too_old = age.as_secs_f64() > STALE_AFTER.as_secs_f64();
-        too_old || (self.host == this_host && !process_alive(self.pid))
+        let recycled = || {
+            self.started
+                .is_some_and(|t| process_started(self.pid).is_some_and(|now| now != t))
+        };
+        too_old || (self.host == this_host && (!process_alive(self.pid) || recycled()))
     }
 }
 
 fn read_lease(conn: &rusqlite::Connection, plan_id: &Id) -> Result<Option<Lease>, StoreError> {
     let row = conn
         .query_row(
-            "SELECT pid, host, kind, acquired_at, heartbeat_at FROM plan_leases WHERE plan_id = ?1",
+            "SELECT pid, host, kind, acquired_at, heartbeat_at, started FROM plan_leases WHERE plan_id = ?1",
             [plan_id.to_string()],
             |r| {
                 Ok((
-                    r.get::<_, i64>(0)?,
+                    (r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(5)?),
                     r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
                     r.get::<_, String>(3)?,
@@ -121,10 +140,11 @@ fn read_lease(conn: &rusqlite::Connection, plan_id: &Id) -> Result<Option<Lease>
         column: "acquired_at",
         message: m,
     };
-    row.map(|(pid, host, kind, acquired, heartbeat)| {
+    row.map(|((pid, started), host, kind, acquired, heartbeat)| {
         Ok(Lease {
             plan_id: *plan_id,
             pid: u32::try_from(pid).unwrap_or(0),
+            started: started.and_then(|t| u64::try_from(t).ok()),
             host,
             kind,
             acquired_at: acquired
@@ -279,9 +299,16 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
     }
     let now = Timestamp::now().to_string();
     tx.execute(
-        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5) \
-         ON CONFLICT (plan_id) DO UPDATE SET kind = excluded.kind, heartbeat_at = excluded.heartbeat_at",
-        params![plan_id.to_string(), pid, host, kind, now],
+        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at, started) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6) \
+         ON CONFLICT (plan_id) DO UPDATE SET kind = excluded.kind, heartbeat_at = excluded.heartbeat_at, started = excluded.started",
+        params![
+            plan_id.to_string(),
+            pid,
+            host,
+            kind,
+            now,
+            process_started(pid).and_then(|t| i64::try_from(t).ok())
+        ],
     )?;
     tx.commit()?;
     Ok(start_heartbeat(store.path(), *plan_id))
@@ -391,7 +418,7 @@ mod tests {
         store
             .conn()
             .execute(
-                "INSERT INTO plan_leases VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
+                "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at) VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
                 params![plan.to_string(), pid, host_name(), heartbeat.to_string()],
             )
             .unwrap();
@@ -463,6 +490,71 @@ mod tests {
         assert!(holder(&store, &plan).unwrap().is_none());
     }
 
+    fn lease_of(pid: u32, started: Option<u64>) -> Lease {
+        Lease {
+            plan_id: Id::generate(),
+            pid,
+            host: host_name(),
+            kind: "execute".into(),
+            acquired_at: Timestamp::now(),
+            heartbeat_at: Timestamp::now(),
+            started,
+        }
+    }
+
+    #[test]
+    fn a_zombie_owner_does_not_hold_its_lease() {
+        // Killed and not yet reaped: defunct, its pid still listed.
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let started = process_started(pid);
+        assert!(started.is_some());
+        assert!(!lease_of(pid, started).is_stale(Timestamp::now(), &host_name()));
+        child.kill().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while process_alive(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never became a zombie"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok(),
+            "still listed as a zombie"
+        );
+        assert!(lease_of(pid, started).is_stale(Timestamp::now(), &host_name()));
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_recycled_pid_does_not_hold_the_lease_of_the_process_that_had_it() {
+        let (_dir, mut store, plan) = setup();
+        let other = std::os::unix::process::parent_id();
+        let started = process_started(other).unwrap();
+        // The recorded owner started at another time: the live process is not it.
+        insert_lease(&store, &plan, other, Timestamp::now());
+        store
+            .conn()
+            .execute(
+                "UPDATE plan_leases SET started = ?2 WHERE plan_id = ?1",
+                params![plan.to_string(), i64::try_from(started + 1).unwrap()],
+            )
+            .unwrap();
+        assert!(lease_of(other, Some(started + 1)).is_stale(Timestamp::now(), &host_name()));
+        assert!(!lease_of(other, Some(started)).is_stale(Timestamp::now(), &host_name()));
+        let guard = acquire(&mut store, &plan, "execute").unwrap();
+        let lease = holder(&store, &plan).unwrap().unwrap();
+        assert_eq!(
+            (lease.pid, lease.started),
+            (std::process::id(), process_started(std::process::id()))
+        );
+        drop(guard);
+    }
+
     #[test]
     fn an_old_heartbeat_is_stale_even_if_the_pid_exists() {
         let lease = Lease {
@@ -472,6 +564,7 @@ mod tests {
             kind: "execute".into(),
             acquired_at: Timestamp::now(),
             heartbeat_at: Timestamp::now() - jiff::SignedDuration::from_secs(11),
+            started: None,
         };
         assert!(lease.is_stale(Timestamp::now(), &host_name()));
         let fresh = Lease {

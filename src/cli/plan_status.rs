@@ -25,6 +25,15 @@ pub(crate) fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
     for line in cost_lines(&v) {
         report = report.message(Level::Info, line);
     }
+    if let Some(r) = &v.resumed {
+        report = report.message(
+            Level::Info,
+            format!(
+                "Resumed at call {} of step {} after its driver vanished",
+                r.call, r.step
+            ),
+        );
+    }
     report.elements.extend(plan_panels(&v));
     report.elements.extend(children_elements(ctx, &v));
     report.elements.extend(progress_elements(ctx, &v));
@@ -55,6 +64,10 @@ fn data(ctx: &Context, v: &PlanStatusView) -> Value {
     data["running_in"] = json!(v.running_in);
     data["apply_journal_pending"] = json!(v.apply_journal_pending);
     data["cancel_requested"] = json!(v.cancel_requested);
+    data["resumed"] = json!(
+        v.resumed
+            .map(|r| json!({"step": r.step, "call": r.call, "text": r.describe()}))
+    );
     data["pending_approvals"] = json!(
         v.approvals
             .iter()

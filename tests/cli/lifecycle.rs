@@ -342,7 +342,7 @@ fn insert_lease(env: &Env, plan: &str, pid: u32) {
     let conn = rusqlite::Connection::open(db_file(env)).unwrap();
     let now = jiff::Timestamp::now().to_string();
     conn.execute(
-        "INSERT INTO plan_leases VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
+        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at) VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
         rusqlite::params![plan, pid, cleveragents::engine::lease::host_name(), now],
     )
     .unwrap();

@@ -512,7 +512,7 @@ fn conflict_hints_name_the_real_plan_id_with_the_data_dir_flags() {
     let conn = rusqlite::Connection::open(db_file(&s.env)).unwrap();
     let now = jiff::Timestamp::now().to_string();
     conn.execute(
-        "INSERT INTO plan_leases VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
+        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at) VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
         rusqlite::params![
             id,
             std::process::id(),

@@ -9,6 +9,7 @@ mod code_index;
 mod config;
 mod context_tiers;
 mod correction;
+mod durable_execute;
 mod envelope;
 mod escalation;
 mod estimation;

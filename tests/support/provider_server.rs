@@ -195,10 +195,14 @@ pub struct Recorded {
     pub at: Instant,
 }
 
+/// Picks the turn for a request from its JSON body, like a model that reads its conversation.
+pub type Responder = Box<dyn Fn(&Value) -> Turn + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Turn>>,
     requests: Mutex<Vec<Recorded>>,
+    responder: Option<Responder>,
 }
 
 /// The running server.
@@ -212,10 +216,25 @@ pub struct ProviderServer {
 impl ProviderServer {
     /// Starts a server replaying `script`, one turn per request.
     pub fn start(script: Vec<Turn>) -> Self {
-        let shared = Arc::new(Shared {
+        Self::serve(Shared {
             script: Mutex::new(script.into()),
             requests: Mutex::new(Vec::new()),
-        });
+            responder: None,
+        })
+    }
+
+    /// Starts a server that answers each chat request with `responder`'s turn for its body
+    /// (no fixed script): a process that is killed and resumed gets the answers its
+    /// conversation calls for, whatever requests the killed one made.
+    pub fn responding(responder: impl Fn(&Value) -> Turn + Send + Sync + 'static) -> Self {
+        Self::serve(Shared {
+            responder: Some(Box::new(responder)),
+            ..Shared::default()
+        })
+    }
+
+    fn serve(shared: Shared) -> Self {
+        let shared = Arc::new(shared);
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (shutdown, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let state = shared.clone();
@@ -387,13 +406,14 @@ async fn handle(
         .map(|v| v.trim_start_matches("Bearer ").to_string())
         .or_else(|| header_map.get("x-api-key").cloned())
         .unwrap_or_default();
+    let responded = shared.responder.as_ref().map(|r| r(&body));
     shared.requests.lock().unwrap().push(Recorded {
         path: uri.path().to_string(),
         headers: header_map,
         body,
         at: Instant::now(),
     });
-    let turn = shared.script.lock().unwrap().pop_front();
+    let turn = responded.or_else(|| shared.script.lock().unwrap().pop_front());
     let Some(turn) = turn else {
         return error_response(
             wire,

@@ -580,6 +580,8 @@ pub fn run_model_actor(
         limits: actor.limits,
         stream: true,
         history,
+        journal: None,
+        resume_at: None,
     };
     let run = drive(&rt, &brain, &run_request, &host, &cancel, interrupted)?;
     let ctx = CallContext {

@@ -85,27 +85,37 @@ pub struct CallContext {
 pub fn call_rows(ctx: &CallContext, provider: &Provider, run: &ActorRun) -> Vec<NewModelCall> {
     run.model_calls
         .iter()
-        .map(|c| NewModelCall {
-            run_id: ctx.run_id,
-            plan_id: ctx.plan_id,
-            decision_id: ctx.decision_id.clone(),
-            actor: ctx.actor.clone(),
-            provider: c.provider.clone(),
-            model: c.model.clone(),
-            turn: c.turn,
-            attempts: c.attempts,
-            input_tokens: c.usage.input_tokens,
-            output_tokens: c.usage.output_tokens,
-            cache_read_tokens: c.usage.cache_read_tokens,
-            cache_write_tokens: c.usage.cache_write_tokens,
-            usage_reported: c.usage_reported,
-            stop_reason: c.stop_reason.clone(),
-            cost_usd: call_cost(provider, c),
-            error: c.error.clone(),
-            started_at: c.started_at,
-            duration_ms: c.duration_ms,
-        })
+        .map(|c| call_row(ctx, provider, c))
         .collect()
+}
+
+/// The row recording one model call, priced with `provider`'s configured prices.
+pub fn call_row(
+    ctx: &CallContext,
+    provider: &Provider,
+    c: &super::runtime::ModelCallRecord,
+) -> NewModelCall {
+    NewModelCall {
+        run_id: ctx.run_id,
+        plan_id: ctx.plan_id,
+        decision_id: ctx.decision_id.clone(),
+        actor: ctx.actor.clone(),
+        provider: c.provider.clone(),
+        model: c.model.clone(),
+        turn: c.turn,
+        attempts: c.attempts,
+        input_tokens: c.usage.input_tokens,
+        output_tokens: c.usage.output_tokens,
+        cache_read_tokens: c.usage.cache_read_tokens,
+        cache_write_tokens: c.usage.cache_write_tokens,
+        usage_reported: c.usage_reported,
+        stop_reason: c.stop_reason.clone(),
+        cost_usd: call_cost(provider, c),
+        error: c.error.clone(),
+        started_at: c.started_at,
+        duration_ms: c.duration_ms,
+        retry: false,
+    }
 }
 
 /// The provider called `name` among `providers`, else `fallback`.

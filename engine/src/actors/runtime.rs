@@ -90,6 +90,54 @@ pub struct RunRequest {
     /// `request_decision` and resumed with the user's answer as the call's result). Turn
     /// counting starts again from zero.
     pub history: Vec<Message>,
+    /// Where the run records each call as it happens, so that it can continue at the exact
+    /// call after its process vanished; `None` records nothing.
+    pub journal: Option<std::sync::Arc<dyn RunJournal>>,
+    /// The point a journaled run continues from (`history` is then the conversation rebuilt
+    /// from its journal).
+    pub resume_at: Option<ResumePoint>,
+}
+
+/// Where a run records each model call and each tool call as it happens (docs/sandbox.md,
+/// "Resuming a step"). Every method is called before the run makes its next call, so what it
+/// writes durably is what a continuation finds.
+pub trait RunJournal: Send + Sync + std::fmt::Debug {
+    /// The run's conversation as it starts (the prompt, or the history it continues).
+    fn started(&self, history: &[Message]);
+    /// Model call `turn` is about to be made.
+    fn model_started(&self, turn: u32);
+    /// A model call ended: its record and, when it was answered, the assistant message.
+    /// `retry` marks the call made again because the one before it was in flight when the
+    /// run's process vanished.
+    fn model_ended(&self, record: &ModelCallRecord, reply: Option<&Message>, retry: bool);
+    /// The engine added a message of its own to the conversation.
+    fn noted(&self, message: &Message);
+    /// A tool call is about to run.
+    fn tool_started(&self, turn: u32, call_id: &str, name: &str);
+    /// A tool call finished; `retry` marks a call re-issued because it was in flight.
+    fn tool_ended(&self, record: &ToolCallRecord, ends_run: bool, retry: bool);
+}
+
+/// Where a journaled run continues: what its journal says was done.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResumePoint {
+    /// Model calls already answered.
+    pub turns: u32,
+    /// Their tokens.
+    pub usage: Usage,
+    /// The last answered reply's tool calls, when some have no recorded result: the ones
+    /// without run first (the call that was in flight is re-issued).
+    pub pending: Vec<super::messages::ToolCall>,
+    /// The recorded results of the last reply's calls.
+    pub done: Vec<ToolResult>,
+    /// Whether the last reply was cut by the completion token limit.
+    pub truncated: bool,
+    /// A model call was in flight: the next one is a retry.
+    pub model_in_flight: bool,
+    /// The id of the tool call that was in flight, re-issued as a retry.
+    pub tool_in_flight: Option<String>,
+    /// The last answered reply called no tool: the run had ended with this answer.
+    pub answered: Option<String>,
 }
 
 /// Progress of a run, in order. Text deltas are for display only and are never stored.
@@ -409,6 +457,14 @@ pub async fn run_actor<H: ToolHost>(
     ));
     let clock = Instant::now();
     let mut oversized_in_a_row = 0;
+    let mut retry_model = false;
+    if let Some(stop) = resume(&mut run, request, &names, tools, cancel, on_event).await {
+        run.stop = stop;
+        return Ok(run);
+    }
+    if let Some(at) = &request.resume_at {
+        retry_model = at.model_in_flight;
+    }
     run.stop = loop {
         if cancel.is_cancelled() {
             break Stop::Cancelled;
@@ -443,6 +499,8 @@ pub async fn run_actor<H: ToolHost>(
             turn: run.turns,
             time_left,
             deadline,
+            journal: request.journal.as_deref(),
+            retry: std::mem::take(&mut retry_model),
         };
         let response = match call.make(&mut run, cancel, on_event).await {
             Made::Reply(r) => r,
@@ -450,11 +508,15 @@ pub async fn run_actor<H: ToolHost>(
             Made::TooLarge(error) if oversized_in_a_row == 0 => {
                 oversized_in_a_row += 1;
                 tracing::warn!(turn = run.turns, %error, "reply discarded; the model is told to work in smaller pieces");
-                run.transcript.push(Message::User {
+                let note = Message::User {
                     text: format!(
                         "Your previous reply was discarded: {error}. Work in smaller pieces: split large edits or outputs into several smaller tool calls."
                     ),
-                });
+                };
+                if let Some(j) = &request.journal {
+                    j.noted(&note);
+                }
+                run.transcript.push(note);
                 continue;
             }
             Made::TooLarge(error) => break Stop::Failed { error },
@@ -467,6 +529,51 @@ pub async fn run_actor<H: ToolHost>(
         }
     };
     Ok(run)
+}
+
+/// Starts a run: records its conversation in the journal, or, continuing a journaled run
+/// ([`RunRequest::resume_at`]), takes its turns and usage so far and runs the tool calls of
+/// its last reply that have no recorded result. `Some` when the run ends there (it had
+/// answered, or a tool ended it).
+async fn resume<H: ToolHost>(
+    run: &mut ActorRun,
+    request: &RunRequest,
+    names: &BTreeSet<String>,
+    tools: &H,
+    cancel: &CancellationToken,
+    on_event: &(dyn Fn(ActorEvent) + Send + Sync),
+) -> Option<Stop> {
+    let Some(at) = &request.resume_at else {
+        if let Some(j) = &request.journal {
+            j.started(&run.transcript);
+        }
+        return None;
+    };
+    run.turns = at.turns;
+    run.usage = at.usage;
+    if let Some(answer) = &at.answered {
+        run.answer.clone_from(answer);
+        return Some(Stop::Answered);
+    }
+    if at.pending.is_empty() {
+        return None;
+    }
+    let turn = Turn {
+        number: at.turns,
+        truncated: at.truncated,
+        retry_tool: at.tool_in_flight.as_deref(),
+    };
+    turn.run_calls(
+        run,
+        at.pending.clone(),
+        at.done.clone(),
+        names,
+        request,
+        tools,
+        cancel,
+        on_event,
+    )
+    .await
 }
 
 /// The stop before a model call that the run's own limits demand: the turn limit, the
@@ -494,6 +601,9 @@ struct Call<'a> {
     turn: u32,
     time_left: Duration,
     deadline: Duration,
+    journal: Option<&'a dyn RunJournal>,
+    /// Made again because the one before it was in flight when the run's process vanished.
+    retry: bool,
 }
 
 /// What a model call gave.
@@ -532,6 +642,14 @@ impl Call<'_> {
         }
     }
 
+    /// Records a call on the run and in its journal.
+    fn record(&self, run: &mut ActorRun, record: ModelCallRecord, reply: Option<&Message>) {
+        if let Some(j) = self.journal {
+            j.model_ended(&record, reply, self.retry);
+        }
+        run.model_calls.push(record);
+    }
+
     /// Makes the call, records it (usage, estimates, stop reason) and reports its events.
     async fn make(
         &self,
@@ -541,6 +659,9 @@ impl Call<'_> {
     ) -> Made {
         let turn = self.turn;
         on_event(ActorEvent::TurnStarted { turn });
+        if let Some(j) = self.journal {
+            j.model_started(turn);
+        }
         let started_at = jiff::Timestamp::now();
         let clock = Instant::now();
         let mut forward = |e: StreamEvent| match e {
@@ -569,11 +690,11 @@ impl Call<'_> {
             Ok(Ok(c)) => c,
             Ok(Err(ProviderError::Cancelled { .. })) => return Made::Stop(Stop::Cancelled),
             Ok(Err(error @ ProviderError::TooLarge { .. })) => {
-                run.model_calls.push(self.failed(&error, started_at, clock));
+                self.record(run, self.failed(&error, started_at, clock), None);
                 return Made::TooLarge(error);
             }
             Ok(Err(error)) => {
-                run.model_calls.push(self.failed(&error, started_at, clock));
+                self.record(run, self.failed(&error, started_at, clock), None);
                 return Made::Stop(Stop::Failed { error });
             }
         };
@@ -594,7 +715,11 @@ impl Call<'_> {
                 ),
             )
         };
-        run.model_calls.push(ModelCallRecord {
+        let reply = Message::Assistant {
+            text: response.text.clone(),
+            tool_calls: response.tool_calls.clone(),
+        };
+        let record = ModelCallRecord {
             turn,
             provider: self.client.provider().name.clone(),
             model: self.client.model().to_string(),
@@ -607,7 +732,8 @@ impl Call<'_> {
             started_at,
             duration_ms: millis(completion.duration),
             error: None,
-        });
+        };
+        self.record(run, record, Some(&reply));
         on_event(ActorEvent::Usage {
             turn,
             usage: response.usage,
@@ -655,60 +781,121 @@ async fn tool_turn<H: ToolHost>(
     if calls.is_empty() {
         return Some(Stop::Answered);
     }
-    let mut results = Vec::with_capacity(calls.len());
-    let mut ended_by = None;
-    let mut cancelled = false;
-    for call in calls {
-        if cancel.is_cancelled() {
-            cancelled = true;
-            break;
+    let turn = Turn {
+        number: turn,
+        truncated,
+        retry_tool: None,
+    };
+    turn.run_calls(
+        run,
+        calls,
+        Vec::new(),
+        names,
+        request,
+        tools,
+        cancel,
+        on_event,
+    )
+    .await
+}
+
+/// The tool calls of one reply being run.
+struct Turn<'a> {
+    /// The model call that made them.
+    number: u32,
+    /// Whether its reply was cut by the completion token limit.
+    truncated: bool,
+    /// A call re-issued because it was in flight when the run's process vanished.
+    retry_tool: Option<&'a str>,
+}
+
+impl Turn<'_> {
+    /// Runs `calls` in order (those with a result in `done` are not run again: their
+    /// recorded result stands), puts their results in the transcript, and returns the stop
+    /// when a tool ended the run or it was cancelled.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_calls<H: ToolHost>(
+        &self,
+        run: &mut ActorRun,
+        calls: Vec<super::messages::ToolCall>,
+        done: Vec<ToolResult>,
+        names: &BTreeSet<String>,
+        request: &RunRequest,
+        tools: &H,
+        cancel: &CancellationToken,
+        on_event: &(dyn Fn(ActorEvent) + Send + Sync),
+    ) -> Option<Stop> {
+        let turn = self.number;
+        let mut results = Vec::with_capacity(calls.len());
+        let mut ended_by = None;
+        let mut cancelled = false;
+        for call in calls {
+            if let Some(r) = done.iter().find(|r| r.call_id == call.id) {
+                results.push(r.clone());
+                continue;
+            }
+            if cancel.is_cancelled() {
+                cancelled = true;
+                break;
+            }
+            on_event(ActorEvent::ToolCallStarted {
+                turn,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            if let Some(j) = &request.journal {
+                j.tool_started(turn, &call.id, &call.name);
+            }
+            let clock = Instant::now();
+            let outcome = match prepare(names, &call.name, &call.arguments) {
+                Ok(args) => tools.call(&call.name, args).await,
+                Err(message) if self.truncated => ToolOutcome::error(format!(
+                    "your reply was cut by the completion token limit, so this call is incomplete: {message}. Make smaller calls"
+                )),
+                Err(message) => ToolOutcome::error(message),
+            };
+            let duration_ms = millis(clock.elapsed());
+            tracing::debug!(turn, tool = %call.name, is_error = outcome.is_error, duration_ms, "tool call finished");
+            on_event(ActorEvent::ToolCallFinished {
+                turn,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                is_error: outcome.is_error,
+                duration_ms,
+            });
+            if outcome.ends_run && ended_by.is_none() {
+                ended_by = Some(call.name.clone());
+            }
+            let record = ToolCallRecord {
+                turn,
+                call_id: call.id.clone(),
+                name: call.name,
+                arguments: call.arguments,
+                result: outcome.content.clone(),
+                is_error: outcome.is_error,
+                duration_ms,
+            };
+            if let Some(j) = &request.journal {
+                j.tool_ended(
+                    &record,
+                    outcome.ends_run,
+                    self.retry_tool == Some(call.id.as_str()),
+                );
+            }
+            run.tool_calls.push(record);
+            results.push(ToolResult {
+                call_id: call.id,
+                content: outcome.content,
+                is_error: outcome.is_error,
+            });
         }
-        on_event(ActorEvent::ToolCallStarted {
-            turn,
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        });
-        let clock = Instant::now();
-        let outcome = match prepare(names, &call.name, &call.arguments) {
-            Ok(args) => tools.call(&call.name, args).await,
-            Err(message) if truncated => ToolOutcome::error(format!(
-                "your reply was cut by the completion token limit, so this call is incomplete: {message}. Make smaller calls"
-            )),
-            Err(message) => ToolOutcome::error(message),
-        };
-        let duration_ms = millis(clock.elapsed());
-        tracing::debug!(turn, tool = %call.name, is_error = outcome.is_error, duration_ms, "tool call finished");
-        on_event(ActorEvent::ToolCallFinished {
-            turn,
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            is_error: outcome.is_error,
-            duration_ms,
-        });
-        if outcome.ends_run && ended_by.is_none() {
-            ended_by = Some(call.name.clone());
+        run.transcript.push(Message::ToolResults { results });
+        if cancelled {
+            return Some(Stop::Cancelled);
         }
-        run.tool_calls.push(ToolCallRecord {
-            turn,
-            call_id: call.id.clone(),
-            name: call.name,
-            arguments: call.arguments,
-            result: outcome.content.clone(),
-            is_error: outcome.is_error,
-            duration_ms,
-        });
-        results.push(ToolResult {
-            call_id: call.id,
-            content: outcome.content,
-            is_error: outcome.is_error,
-        });
+        ended_by.map(|tool| Stop::ToolEnded { tool })
     }
-    run.transcript.push(Message::ToolResults { results });
-    if cancelled {
-        return Some(Stop::Cancelled);
-    }
-    ended_by.map(|tool| Stop::ToolEnded { tool })
 }
 
 /// Whether the next call (`chat`) would pass the plan's budget: this run's calls so far

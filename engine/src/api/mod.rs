@@ -36,7 +36,7 @@ pub use op::{
 pub use query::{PlanFilter, PlanListView};
 pub use registry::*;
 pub use remote::Remote;
-pub use status::{ChildView, PlanStatusView, StatusHeadline, StepView, step_name};
+pub use status::{ChildView, PlanStatusView, ResumedAt, StatusHeadline, StepView, step_name};
 
 use crate::config::{Config, Provider};
 use crate::domain::Id;

@@ -70,6 +70,26 @@ pub struct PlanStatusView {
     pub invariant_checks: Coverage,
     /// The one-line summary of where the plan stands.
     pub headline: StatusHeadline,
+    /// Where the latest step that continued from its journal (its driver vanished mid-step)
+    /// resumed.
+    pub resumed: Option<ResumedAt>,
+}
+
+/// A step that continued from its journal at the exact call (docs/sandbox.md, "Resuming a
+/// step").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ResumedAt {
+    /// The step's position.
+    pub step: u32,
+    /// The model call it continued at (its tool calls re-run, else made).
+    pub call: u32,
+}
+
+impl ResumedAt {
+    /// `resumed at call k of step s`.
+    pub fn describe(&self) -> String {
+        format!("resumed at call {} of step {}", self.call, self.step)
+    }
 }
 
 impl PlanStatusView {
@@ -253,7 +273,7 @@ impl Engine {
         let apply_journal_pending =
             extra.running_in.is_none() && !store.pending_journals(plan)?.is_empty();
         let decisions = store.decisions(plan)?;
-        let steps = extra
+        let steps: Vec<StepView> = extra
             .steps
             .into_iter()
             .map(|step| StepView {
@@ -267,6 +287,7 @@ impl Engine {
                 step,
             })
             .collect();
+        let resumed = resumed_at(&store, plan, &steps)?;
         let children = children(&store, plan, &decisions)?;
         let recorded = estimator::recorded(&store, &p)?;
         let estimate = estimator::current(&store, &p)?;
@@ -299,9 +320,23 @@ impl Engine {
             not_yet_supported: extra.not_yet_supported,
             invariant_checks,
             headline,
+            resumed,
             plan: p,
         })
     }
+}
+
+/// Where the plan's latest journaled step continued, if one did.
+fn resumed_at(store: &Store, plan: &Id, steps: &[StepView]) -> Result<Option<ResumedAt>, ApiError> {
+    let Some((decision, entry)) = store.last_resume(plan)? else {
+        return Ok(None);
+    };
+    let step = steps
+        .iter()
+        .find(|s| s.step.decision_id.to_string() == decision)
+        .map(|s| s.step.position);
+    let call = entry["turn"].as_u64().and_then(|t| u32::try_from(t).ok());
+    Ok(step.zip(call).map(|(step, call)| ResumedAt { step, call }))
 }
 
 /// The plan's children with their rows and whether a correction superseded their spawn.
@@ -425,6 +460,7 @@ mod tests {
             kind: "execute".into(),
             acquired_at: Timestamp::now(),
             heartbeat_at: Timestamp::now(),
+            started: None,
         };
         assert_eq!(
             StatusHeadline::of(&plan, Some(&lease), false, None, &approvals),

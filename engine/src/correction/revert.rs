@@ -492,6 +492,7 @@ fn model_redecide(
             context,
             prompt: prompt.clone(),
             history: Vec::new(),
+            ..Default::default()
         },
         &tools,
     )

@@ -190,6 +190,7 @@ fn ask(engine: &mut Engine, plan: &Plan, actor: &str) -> Result<Estimate, String
             context,
             prompt,
             history: Vec::new(),
+            ..model::Input::default()
         },
         &tools,
     )?;

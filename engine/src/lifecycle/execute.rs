@@ -527,6 +527,10 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
     // Steps whose checkpoints a `plan rollback` discarded run again (their work is gone).
     engine.store_mut().reset_steps_after_rollback(&plan_id)?;
     let resumed = resume_interrupted_step(engine, &sandboxes, plan)?;
+    let continuing = resumed["continued_at_call"]
+        .is_u64()
+        .then(|| resumed["decision_id"].as_str().and_then(|d| d.parse().ok()))
+        .flatten();
     let gates = enter_execute(engine, plan, &actor, resumed)?;
     register_targets(engine, &sandboxes, plan)?;
     let run = StepRun {
@@ -534,6 +538,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
         actor: &actor,
         gates: &gates,
         plan_id,
+        continuing: std::cell::Cell::new(continuing),
     };
     let n = match run.steps(engine, plan)? {
         Ok(n) => n,
@@ -565,13 +570,37 @@ fn resume_interrupted_step(
     else {
         return Ok(Value::Null);
     };
+    let mut again = step.clone();
+    again.status = StepStatus::Pending;
+    if step.status == StepStatus::Running
+        && let Some(rebuilt) = super::journal::rebuild(
+            &engine
+                .store()
+                .journal(&plan_id, &step.decision_id.to_string())?,
+        )
+    {
+        // A model executor's step continues at the exact call (docs/sandbox.md).
+        let call = rebuilt.call();
+        engine.observer().progress(&format!(
+            "Execute: resuming step {} at model call {call}",
+            step.position
+        ));
+        let restored = match &rebuilt.checkpoint {
+            Some(cp) => super::journal::continue_from(engine.store_mut(), sandboxes, &plan_id, cp)?,
+            None => roll_back_step(engine, sandboxes, &plan_id, &step)?,
+        };
+        // The step stays `running`: killed again before it starts, the next run restores
+        // and continues it again instead of starting it afresh from a state mid-step.
+        *plan = engine.plan(&plan_id)?;
+        return Ok(
+            json!({"step": step.position, "decision_id": step.decision_id.to_string(), "continued_at_call": call, "restored": restored}),
+        );
+    }
     engine.observer().progress(&format!(
         "Execute: rolling back step {} to its start",
         step.position
     ));
     let rolled = roll_back_step(engine, sandboxes, &plan_id, &step)?;
-    let mut again = step.clone();
-    again.status = StepStatus::Pending;
     save(engine.store_mut(), &plan_id, &again)?;
     *plan = engine.plan(&plan_id)?;
     Ok(
@@ -653,6 +682,9 @@ struct StepRun<'a> {
     actor: &'a str,
     gates: &'a Gates,
     plan_id: Id,
+    /// The step that continues from its journal (its driver vanished mid-step); taken by
+    /// its first start, so a retry of it starts afresh.
+    continuing: std::cell::Cell<Option<Id>>,
 }
 
 /// A paused step's approval and how its model run continues.
@@ -768,8 +800,9 @@ impl StepRun<'_> {
         }
     }
 
-    /// Marks the step running, with a start checkpoint unless it resumes a paused run (the
-    /// step keeps its start checkpoint then: its work so far stays).
+    /// Marks the step running, with a start checkpoint unless it resumes a paused run or
+    /// continues from its journal (the step keeps its start checkpoint then: its work so far
+    /// stays).
     fn start_step(
         &self,
         engine: &mut Engine,
@@ -779,7 +812,15 @@ impl StepRun<'_> {
         resume: Option<&Resumed>,
     ) -> Result<(), RunError> {
         let plan_id = self.plan_id;
-        let start = if resume.is_some() {
+        let continuing = self.continuing.get() == Some(step.decision_id);
+        self.continuing.set(None);
+        if !continuing {
+            // A fresh run of the step: its journal starts empty.
+            engine
+                .store_mut()
+                .journal_clear(&plan_id, &step.decision_id.to_string())?;
+        }
+        let start = if resume.is_some() || continuing {
             step.start_checkpoints
                 .get("checkpoint")
                 .and_then(Value::as_str)

@@ -91,6 +91,19 @@ impl RunnerHost {
         self.offer.call(&site, name, args, true)
     }
 
+    /// Whether a call to `name` may write to a sandbox: a built-in tool whose capability
+    /// under the policy is not read-only (the shell, the file-writing tools), or a command,
+    /// MCP or Agent Skill tool not declared read-only. Unknown names run nothing.
+    pub fn may_write(&self, name: &str) -> bool {
+        if let Some(writes) = self.offer.may_write(name) {
+            return writes;
+        }
+        crate::tools::builtins()
+            .iter()
+            .find(|t| t.name() == name)
+            .is_some_and(|t| !self.policy.capability(t.as_ref()).read_only)
+    }
+
     /// The names of the tools offered, in the runner's order.
     pub fn names(&self) -> Vec<String> {
         self.specs().into_iter().map(|s| s.name).collect()

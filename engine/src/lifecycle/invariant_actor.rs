@@ -213,6 +213,7 @@ pub(crate) fn reconcile(
             context,
             prompt,
             history: Vec::new(),
+            ..model::Input::default()
         },
         &tools,
     )

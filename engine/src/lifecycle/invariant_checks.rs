@@ -565,6 +565,7 @@ fn check_free_text(
             context,
             prompt,
             history: Vec::new(),
+            ..model::Input::default()
         },
         &tools,
     );

@@ -31,6 +31,7 @@ pub mod gates;
 pub mod host;
 mod invariant_actor;
 pub mod invariant_checks;
+pub(crate) mod journal;
 pub(crate) mod model;
 mod model_executor;
 pub mod offer;

@@ -175,6 +175,7 @@ fn resolve_graph(
 }
 
 /// What a run starts from.
+#[derive(Default)]
 pub(crate) struct Input {
     /// Values for the system prompt template.
     pub context: serde_json::Value,
@@ -182,6 +183,11 @@ pub(crate) struct Input {
     pub prompt: String,
     /// A conversation to continue (a paused run); empty for a new run.
     pub history: Vec<crate::actors::messages::Message>,
+    /// The step's journal: each call is recorded (with its accounting row) as it happens,
+    /// and the run's calls are not recorded again when it ends.
+    pub journal: Option<std::sync::Arc<dyn runtime::RunJournal>>,
+    /// Where a journaled run continues ([`RunRequest::resume_at`]).
+    pub resume_at: Option<runtime::ResumePoint>,
 }
 
 /// Runs `actor` with `tools` for a plan, cancelling the run when the user interrupts, the
@@ -203,7 +209,10 @@ pub(crate) fn run<H: ToolHost>(
         context,
         prompt,
         history,
+        journal,
+        resume_at,
     } = input;
+    let journaled = journal.is_some();
     let mut limits = actor.limits;
     let budget = engine
         .store()
@@ -229,6 +238,8 @@ pub(crate) fn run<H: ToolHost>(
         stream: true,
         limits,
         history,
+        journal,
+        resume_at,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -278,6 +289,9 @@ pub(crate) fn run<H: ToolHost>(
         )
     });
     let run = result.map_err(|e| e.to_string())?;
+    if journaled {
+        return Ok(run);
+    }
     let ctx = CallContext {
         run_id: Id::generate(),
         plan_id: Some(*plan_id),

@@ -624,7 +624,10 @@ pub(crate) fn run_step(
         Ok(t) => t,
         Err(end) => return end,
     };
-    let (input, hot) = step_input(engine, plan, decision, guidance, resume, &tools);
+    let (mut input, hot) = step_input(engine, plan, decision, guidance, resume, &tools);
+    if actor.graph.is_none() {
+        journal_input(engine, plan, decision, &actor, &tools, &mut input);
+    }
     let run = match model::run(
         engine,
         &plan.plan_id,
@@ -741,6 +744,54 @@ fn step_tools(
     })
 }
 
+/// Journals the step's run (docs/sandbox.md, "Resuming a step"): each call is recorded as
+/// it happens, and a step whose journal holds calls (its driver vanished mid-step) continues
+/// from it at the exact call. Without a journal (the database cannot be opened again) the
+/// step runs unjournaled.
+fn journal_input(
+    engine: &Engine,
+    plan: &Plan,
+    decision: &Decision,
+    actor: &model::ModelActor,
+    tools: &ExecutorTools,
+    input: &mut model::Input,
+) {
+    use crate::lifecycle::journal::{Journaled, StepJournal, rebuild};
+    let mut writers: std::collections::BTreeSet<String> = tools
+        .runner
+        .names()
+        .into_iter()
+        .filter(|n| tools.runner.may_write(n))
+        .collect();
+    writers.insert("create_subplan".into());
+    let step = Journaled {
+        plan_id: plan.plan_id,
+        decision_id: decision.decision_id,
+        actor: actor.name.clone(),
+        providers: engine.providers().to_vec(),
+        fallback: actor.client.provider().clone(),
+        writers,
+    };
+    let journal =
+        match StepJournal::open(engine.store().path(), Sandboxes::new(engine.paths()), step) {
+            Ok(j) => Arc::new(j),
+            Err(e) => {
+                tracing::warn!(error = %e, "the step runs without a journal");
+                return;
+            }
+        };
+    let entries = engine
+        .store()
+        .journal(&plan.plan_id, &decision.decision_id.to_string())
+        .unwrap_or_default();
+    if let Some(rebuilt) = rebuild(&entries) {
+        journal.resumed(rebuilt.call(), &rebuilt.point);
+        input.history = rebuilt.history;
+        input.resume_at = Some(rebuilt.point);
+    }
+    input.journal = Some(journal);
+}
+
 /// The model's input for a step (its context, the prompt with the step's hot context, and
 /// on resume the history, an approved call run first), and that hot context.
 fn step_input(
@@ -792,6 +843,7 @@ fn step_input(
             context,
             prompt,
             history,
+            ..model::Input::default()
         },
         hot,
     )

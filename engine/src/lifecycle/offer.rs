@@ -279,6 +279,15 @@ impl Offer {
             .or_else(|| self.tools.iter().find(|t| wire_name(&t.name) == name))
     }
 
+    /// Whether a call to `name` (as the model called it) may write: a tool not declared
+    /// read-only (`load_skill` only reads); `None` when it is not one of these tools.
+    pub fn may_write(&self, name: &str) -> Option<bool> {
+        if name == LOAD_SKILL && !self.agent_skills.is_empty() {
+            return Some(false);
+        }
+        self.find(name).map(|t| !t.capability.read_only)
+    }
+
     /// The connected MCP servers (for tests and diagnostics).
     pub fn pool(&self) -> Option<&McpPool> {
         self.pool.as_deref()

@@ -1,5 +1,6 @@
 //! `plan rollback` (spec section 11): the sandboxes go back to a checkpoint, the steps whose
-//! work was discarded run again at the next Execute, and every approval the plan was waiting
+//! work was discarded run again at the next Execute (a step interrupted mid-way from its
+//! start, not from its journal), and every approval the plan was waiting
 //! for is withdrawn, because what it asked about (the apply gate's diff, a failed step's
 //! recovery) no longer exists. All of it is recorded as one `state_changed` event with
 //! reason `rollback`.
@@ -41,6 +42,9 @@ pub fn to_checkpoint(
     cp: &CheckpointId,
 ) -> Result<RolledBack, SandboxError> {
     let outcome = checkpoint::rollback(store, sandboxes, plan_id, cp)?;
+    // A step interrupted mid-way runs again from its start, not from its journal: the work
+    // the journal recorded is what the user rolled back.
+    store.journal_clear_plan(plan_id)?;
     let steps_to_run_again = store.reset_steps_after_rollback(plan_id)?;
     let plan = store
         .plan(plan_id)?

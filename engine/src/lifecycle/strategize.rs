@@ -205,6 +205,7 @@ fn model_strategy(
             context,
             prompt,
             history: Vec::new(),
+            ..model::Input::default()
         },
         &tools,
     )

@@ -491,6 +491,52 @@ pub fn restore(sandbox: &Sandbox, commit: Oid) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// The trees of every active sandbox of the plan, as they are now (an internal checkpoint of
+/// a step's journal, taken after a tool call that may have written: no commit, no ref, not
+/// listed by `plan checkpoints`). Pairs of (sandbox id, tree id).
+///
+/// # Errors
+/// Git, I/O and store errors.
+pub fn trees(
+    store: &Store,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+) -> Result<Vec<(String, String)>, SandboxError> {
+    let mut out = Vec::new();
+    for sb in sandboxes.active(store, plan_id)? {
+        let _lock = sb.lock()?;
+        let tree = snapshot_with(&sb.repo()?, true)?;
+        out.push((sb.record.sandbox_id.to_string(), tree.to_string()));
+    }
+    Ok(out)
+}
+
+/// Restores one sandbox's work tree and index to `tree` exactly (ignored files are left
+/// alone), leaving the plan branch where it is: the state after a journaled tool call.
+///
+/// # Errors
+/// [`SandboxError::Git`]; [`SandboxError::Checkpoint`] when the restored state does not have
+/// the tree's hash.
+pub fn restore_tree(sandbox: &Sandbox, tree: Oid) -> Result<(), SandboxError> {
+    let repo = sandbox.repo()?;
+    let target = repo
+        .find_tree(tree)
+        .map_err(SandboxError::git("finding the journaled tree"))?;
+    snapshot(&repo)?;
+    let mut checkout = CheckoutBuilder::new();
+    checkout.force().remove_untracked(true);
+    repo.checkout_tree(target.as_object(), Some(&mut checkout))
+        .map_err(SandboxError::git("restoring the journaled tree"))?;
+    let now = snapshot_with(&repo, true)?;
+    if now != tree {
+        return Err(SandboxError::Checkpoint(format!(
+            "restoring {} left tree {now}, expected {tree}",
+            sandbox.record.resource_name
+        )));
+    }
+    Ok(())
+}
+
 /// What a rollback did.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RollbackOutcome {

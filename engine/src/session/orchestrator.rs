@@ -258,6 +258,8 @@ pub fn tell<C: Commands>(
         limits: actor.limits,
         stream: t.stream,
         history,
+        journal: None,
+        resume_at: None,
     };
     let run = drive(&client, &request, &tools, on_event, interrupted)?;
     let run_id = Id::generate();

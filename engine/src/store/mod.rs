@@ -26,6 +26,7 @@ pub mod resource_types;
 pub mod resources;
 pub mod sandboxes;
 pub mod server_tokens;
+pub mod step_journal;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
@@ -60,7 +61,9 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/019_actor_contexts.sql"),
     include_str!("migrations/020_invariant_violations.sql"),
     include_str!("migrations/021_plan_link_index.sql"),
-    include_str!("migrations/022_server_tokens.sql"),
+    include_str!("migrations/022_step_journal.sql"),
+    include_str!("migrations/023_lease_owner_start.sql"),
+    include_str!("migrations/024_server_tokens.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

@@ -1,4 +1,4 @@
-//! Model-call rows (migrations `004_actors.sql`, `012_providers.sql`): one per call to a provider, with tokens and
+//! Model-call rows (migrations `004_actors.sql`, `012_providers.sql`, `022_step_journal.sql`): one per call to a provider, with tokens and
 //! cost, rolled up per plan, per decision and per run.
 //!
 //! Cost is `None` ("unknown") for a call whose model has no configured price; a rollup keeps
@@ -50,6 +50,9 @@ pub struct NewModelCall {
     pub started_at: jiff::Timestamp,
     /// Wall time in milliseconds.
     pub duration_ms: u64,
+    /// Made again because the call before it was in flight when its driver vanished
+    /// (docs/sandbox.md, "Resuming a step").
+    pub retry: bool,
 }
 
 /// Totals over a set of model calls.
@@ -121,6 +124,50 @@ fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// Records one model call inside `tx`.
+///
+/// # Errors
+/// [`StoreError::Sqlite`].
+pub(crate) fn insert_in(
+    tx: &rusqlite::Transaction<'_>,
+    c: &NewModelCall,
+) -> Result<(), StoreError> {
+    tx.prepare_cached(
+        "INSERT INTO model_calls (call_id, run_id, plan_id, decision_id, actor, provider, model, \
+         turn, attempts, input_tokens, output_tokens, usage_reported, cost_usd, outcome, \
+         error_kind, error_message, started_at, duration_ms, cache_read_tokens, \
+         cache_write_tokens, stop_reason, retry) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+    )?
+    .execute(params![
+        Id::generate().to_string(),
+        c.run_id.to_string(),
+        c.plan_id.map(|p| p.to_string()),
+        c.decision_id,
+        c.actor,
+        c.provider,
+        c.model,
+        c.turn.max(1),
+        c.attempts.max(1),
+        int(c.input_tokens),
+        int(c.output_tokens),
+        c.usage_reported,
+        c.cost_usd,
+        if c.error.is_some() { "error" } else { "ok" },
+        c.error.as_ref().map(|e| e.0.as_str()),
+        c.error
+            .as_ref()
+            .map(|e| crate::redact::redact(&e.1).into_owned()),
+        c.started_at.to_string(),
+        int(c.duration_ms),
+        int(c.cache_read_tokens),
+        int(c.cache_write_tokens),
+        c.stop_reason,
+        c.retry,
+    ])?;
+    Ok(())
+}
+
 impl Store {
     /// Records model calls in one transaction.
     ///
@@ -128,41 +175,8 @@ impl Store {
     /// [`StoreError::Sqlite`] (e.g. an unknown `plan_id`); nothing is written then.
     pub fn record_model_calls(&mut self, calls: &[NewModelCall]) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
-        {
-            let mut stmt = tx.prepare(
-                "INSERT INTO model_calls (call_id, run_id, plan_id, decision_id, actor, provider, model, \
-                 turn, attempts, input_tokens, output_tokens, usage_reported, cost_usd, outcome, \
-                 error_kind, error_message, started_at, duration_ms, cache_read_tokens, \
-                 cache_write_tokens, stop_reason) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
-            )?;
-            for c in calls {
-                stmt.execute(params![
-                    Id::generate().to_string(),
-                    c.run_id.to_string(),
-                    c.plan_id.map(|p| p.to_string()),
-                    c.decision_id,
-                    c.actor,
-                    c.provider,
-                    c.model,
-                    c.turn.max(1),
-                    c.attempts.max(1),
-                    int(c.input_tokens),
-                    int(c.output_tokens),
-                    c.usage_reported,
-                    c.cost_usd,
-                    if c.error.is_some() { "error" } else { "ok" },
-                    c.error.as_ref().map(|e| e.0.as_str()),
-                    c.error
-                        .as_ref()
-                        .map(|e| crate::redact::redact(&e.1).into_owned()),
-                    c.started_at.to_string(),
-                    int(c.duration_ms),
-                    int(c.cache_read_tokens),
-                    int(c.cache_write_tokens),
-                    c.stop_reason,
-                ])?;
-            }
+        for c in calls {
+            insert_in(&tx, c)?;
         }
         tx.commit()?;
         Ok(())
@@ -267,6 +281,7 @@ mod tests {
             error: None,
             started_at: jiff::Timestamp::now(),
             duration_ms: 5,
+            retry: false,
         }
     }
 

@@ -465,6 +465,8 @@ async fn run_node<H: ToolHost>(
                 prompt,
                 history: Vec::new(),
                 limits: remaining_limits(walk),
+                journal: None,
+                resume_at: None,
                 ..walk.request.clone()
             };
             let inner = run_graph(sub, &request, tools, cancel, on_event).await?;
@@ -566,6 +568,8 @@ async fn run_llm<H: ToolHost>(
         stream: walk.request.stream,
         limits,
         history,
+        journal: None,
+        resume_at: None,
     };
     let builtins = crate::tools::builtins()
         .iter()

@@ -1,0 +1,442 @@
+//! A model executor's step, journaled call by call (docs/sandbox.md, "Resuming a step").
+//!
+//! [`StepJournal`] is the runtime's [`RunJournal`] for one step: each model call (the
+//! assistant message with its tool calls, and the call's accounting row) and each tool call
+//! (its result and, when the tool may have written, the trees of the plan's sandboxes after
+//! it: an internal checkpoint) is one SQLite transaction, committed before the next call.
+//!
+//! [`rebuild`] reads a journal back: the conversation as it stood, the turns and usage so
+//! far, the tool calls of the last reply without a result (the one in flight is re-issued),
+//! and the internal checkpoint to restore. [`continue_from`] restores the sandboxes to that
+//! checkpoint before the step runs again.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::actors::accounting::{self, CallContext};
+use crate::actors::messages::{Message, ToolCall, ToolResult, Usage};
+use crate::actors::runtime::{ModelCallRecord, ResumePoint, RunJournal, ToolCallRecord};
+use crate::config::Provider;
+use crate::domain::Id;
+use crate::sandbox::checkpoint;
+use crate::sandbox::{SandboxError, Sandboxes};
+use crate::store::Store;
+use crate::store::step_journal::JournalEntry;
+
+/// The journal of one step's run.
+pub(crate) struct StepJournal {
+    store: Mutex<Store>,
+    sandboxes: Sandboxes,
+    plan_id: Id,
+    decision_id: String,
+    ctx: CallContext,
+    providers: Vec<Provider>,
+    fallback: Provider,
+    /// Tools whose calls may have written (checkpointed after each call).
+    writers: BTreeSet<String>,
+}
+
+impl std::fmt::Debug for StepJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepJournal")
+            .field("plan_id", &self.plan_id)
+            .field("decision_id", &self.decision_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who a step's journal accounts its calls to, and what it checkpoints.
+pub(crate) struct Journaled {
+    /// The plan.
+    pub plan_id: Id,
+    /// The step's decision.
+    pub decision_id: Id,
+    /// The actor's name.
+    pub actor: String,
+    /// The configured providers (each call is priced with its own).
+    pub providers: Vec<Provider>,
+    /// The actor's provider.
+    pub fallback: Provider,
+    /// Tools whose calls may have written.
+    pub writers: BTreeSet<String>,
+}
+
+impl StepJournal {
+    /// A journal for `step` on its own connection to the database at `db`.
+    ///
+    /// # Errors
+    /// A message when the database cannot be opened.
+    pub fn open(
+        db: &std::path::Path,
+        sandboxes: Sandboxes,
+        step: Journaled,
+    ) -> Result<Self, String> {
+        let store = Store::open(db).map_err(|e| e.to_string())?;
+        Ok(Self {
+            store: Mutex::new(store),
+            sandboxes,
+            plan_id: step.plan_id,
+            decision_id: step.decision_id.to_string(),
+            ctx: CallContext {
+                run_id: Id::generate(),
+                plan_id: Some(step.plan_id),
+                decision_id: Some(step.decision_id.to_string()),
+                actor: step.actor,
+            },
+            providers: step.providers,
+            fallback: step.fallback,
+            writers: step.writers,
+        })
+    }
+
+    /// Appends one entry (with a model call's row); a failure is logged, and the run goes
+    /// on: it then resumes from an earlier call, or from the step's start.
+    fn append(
+        &self,
+        kind: &str,
+        entry: &Value,
+        call: Option<&crate::store::model_calls::NewModelCall>,
+    ) {
+        let Ok(mut store) = self.store.lock() else {
+            return;
+        };
+        if let Err(e) = store.journal_append(&self.plan_id, &self.decision_id, kind, entry, call) {
+            tracing::warn!(error = %e, kind, "the step journal could not be written");
+        }
+    }
+
+    /// Records that the step continues from its journal at model call `turn`.
+    pub fn resumed(&self, turn: u32, point: &ResumePoint) {
+        self.append(
+            "resumed",
+            &json!({
+                "turn": turn,
+                "model_in_flight": point.model_in_flight,
+                "tool_in_flight": point.tool_in_flight,
+            }),
+            None,
+        );
+    }
+
+    /// The trees of the plan's sandboxes now, with the highest tool-call sequence logged.
+    fn checkpoint(&self) -> Result<Value, SandboxError> {
+        let store = self
+            .store
+            .lock()
+            .map_err(|_| SandboxError::Checkpoint("the journal's store is unavailable".into()))?;
+        let trees = checkpoint::trees(&store, &self.sandboxes, &self.plan_id)?;
+        let seq = store.max_tool_call_seq(&self.plan_id)?;
+        Ok(json!({
+            "trees": trees.into_iter().map(|(s, t)| json!({"sandbox_id": s, "tree": t})).collect::<Vec<_>>(),
+            "tool_call_seq": seq,
+        }))
+    }
+}
+
+impl RunJournal for StepJournal {
+    fn started(&self, history: &[Message]) {
+        self.append("start", &json!({"history": history}), None);
+    }
+
+    fn model_started(&self, turn: u32) {
+        self.append("model_started", &json!({"turn": turn}), None);
+    }
+
+    fn model_ended(&self, record: &ModelCallRecord, reply: Option<&Message>, retry: bool) {
+        let provider = self
+            .providers
+            .iter()
+            .find(|p| p.name == record.provider)
+            .unwrap_or(&self.fallback);
+        let mut row = accounting::call_row(&self.ctx, provider, record);
+        row.retry = retry;
+        self.append(
+            "model",
+            &json!({"turn": record.turn, "reply": reply, "record": record, "retry": retry}),
+            Some(&row),
+        );
+    }
+
+    fn noted(&self, message: &Message) {
+        self.append("note", &json!({"message": message}), None);
+    }
+
+    fn tool_started(&self, turn: u32, call_id: &str, name: &str) {
+        self.append(
+            "tool_started",
+            &json!({"turn": turn, "call_id": call_id, "name": name}),
+            None,
+        );
+    }
+
+    fn tool_ended(&self, record: &ToolCallRecord, ends_run: bool, retry: bool) {
+        let wrote = self.writers.contains(&record.name);
+        let checkpoint = if wrote {
+            match self.checkpoint() {
+                Ok(cp) => cp,
+                Err(e) => {
+                    tracing::warn!(error = %e, "no checkpoint after the tool call");
+                    Value::Null
+                }
+            }
+        } else {
+            Value::Null
+        };
+        self.append(
+            "tool",
+            &json!({"record": record, "ends_run": ends_run, "retry": retry, "may_have_written": wrote, "checkpoint": checkpoint}),
+            None,
+        );
+    }
+}
+
+/// A journal read back: the conversation, where the run continues, and the internal
+/// checkpoint to restore first (`None`: no call that may have written completed, so the
+/// step's start).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Rebuilt {
+    /// The conversation up to the last recorded reply.
+    pub history: Vec<Message>,
+    /// Where the run continues.
+    pub point: ResumePoint,
+    /// The trees and tool-call sequence after the last completed call that may have written.
+    pub checkpoint: Option<Value>,
+}
+
+impl Rebuilt {
+    /// The model call the run continues at: the one whose tool calls are re-run, else the
+    /// next one.
+    pub fn call(&self) -> u32 {
+        if self.point.pending.is_empty() {
+            self.point.turns + 1
+        } else {
+            self.point.turns
+        }
+    }
+}
+
+/// The last reply's tool calls and the results recorded so far.
+struct Open {
+    calls: Vec<ToolCall>,
+    done: Vec<ToolResult>,
+    truncated: bool,
+}
+
+/// Reads a step's journal back. `None` when it cannot be continued and the step runs again
+/// from its start: it is empty, or a tool ended the run (a question or an approval the
+/// journal does not hold), a call that may have written has no checkpoint, or its last reply
+/// was a text cut by the token limit.
+pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
+    let mut history: Option<Vec<Message>> = None;
+    let mut point = ResumePoint::default();
+    let mut checkpoint = None;
+    let mut open: Option<Open> = None;
+    for e in entries {
+        let v = &e.entry;
+        match e.kind.as_str() {
+            "start" => history = Some(serde_json::from_value(v["history"].clone()).ok()?),
+            "model_started" => {
+                point.model_in_flight = true;
+                point.answered = None;
+            }
+            "model" => {
+                point.model_in_flight = false;
+                let record = &v["record"];
+                let turn = u32::try_from(record["turn"].as_u64()?).ok()?;
+                point.turns = point.turns.max(turn);
+                let usage: Usage = serde_json::from_value(record["usage"].clone()).ok()?;
+                point.usage += usage;
+                if v["reply"].is_null() {
+                    continue;
+                }
+                let reply: Message = serde_json::from_value(v["reply"].clone()).ok()?;
+                let Message::Assistant { text, tool_calls } = &reply else {
+                    return None;
+                };
+                let truncated = matches!(
+                    record["stop_reason"].as_str(),
+                    Some("length" | "max_tokens")
+                );
+                if tool_calls.is_empty() {
+                    if truncated {
+                        return None;
+                    }
+                    point.answered = Some(text.clone());
+                } else {
+                    open = Some(Open {
+                        calls: tool_calls.clone(),
+                        done: Vec::new(),
+                        truncated,
+                    });
+                }
+                history.as_mut()?.push(reply);
+            }
+            "note" => history
+                .as_mut()?
+                .push(serde_json::from_value(v["message"].clone()).ok()?),
+            "tool_started" => point.tool_in_flight = v["call_id"].as_str().map(str::to_string),
+            "tool" => {
+                if v["ends_run"] == true {
+                    return None;
+                }
+                point.tool_in_flight = None;
+                if !v["checkpoint"].is_null() {
+                    checkpoint = Some(v["checkpoint"].clone());
+                } else if v["may_have_written"] == true {
+                    // Its effects are in no checkpoint: only the step's start is safe.
+                    return None;
+                }
+                let o = open.as_mut()?;
+                let r = &v["record"];
+                o.done.push(ToolResult {
+                    call_id: r["call_id"].as_str()?.to_string(),
+                    content: r["result"].as_str()?.to_string(),
+                    is_error: r["is_error"].as_bool()?,
+                });
+                if o.done.len() == o.calls.len() {
+                    let o = open.take()?;
+                    let results = o
+                        .calls
+                        .iter()
+                        .filter_map(|c| o.done.iter().find(|r| r.call_id == c.id).cloned())
+                        .collect();
+                    history.as_mut()?.push(Message::ToolResults { results });
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(o) = open {
+        point.pending = o.calls;
+        point.done = o.done;
+        point.truncated = o.truncated;
+    }
+    Some(Rebuilt {
+        history: history?,
+        point,
+        checkpoint,
+    })
+}
+
+/// Restores the plan's sandboxes to a journal's internal checkpoint (a sandbox created after
+/// it goes back to its base) and marks the tool calls logged after it discarded: their
+/// effects are gone. Commands the vanished driver left running are killed first.
+///
+/// # Errors
+/// Git, I/O and store errors.
+pub(crate) fn continue_from(
+    store: &mut Store,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    checkpoint: &Value,
+) -> Result<Value, SandboxError> {
+    let killed = crate::tools::shell::kill_orphans(&sandboxes.plan_dir(plan_id));
+    let mut resources = Vec::new();
+    for sb in sandboxes.active(store, plan_id)? {
+        let _lock = sb.lock()?;
+        let id = sb.record.sandbox_id.to_string();
+        let tree = checkpoint["trees"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["sandbox_id"] == id.as_str())
+            .and_then(|t| t["tree"].as_str())
+            .map(git2::Oid::from_str)
+            .transpose()
+            .map_err(SandboxError::git("reading a journaled tree id"))?;
+        match tree {
+            Some(tree) => checkpoint::restore_tree(&sb, tree)?,
+            None => checkpoint::restore(&sb, sb.base_commit()?)?,
+        }
+        resources.push(sb.record.resource_name.clone());
+    }
+    let seq = checkpoint["tool_call_seq"].as_u64().unwrap_or(u64::MAX);
+    let discarded = store.discard_tool_calls_after(plan_id, seq)?;
+    Ok(
+        json!({"resources": resources, "discarded_tool_calls": discarded, "killed_process_groups": killed}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(seq: u32, kind: &str, entry: Value) -> JournalEntry {
+        JournalEntry {
+            seq,
+            kind: kind.into(),
+            entry,
+        }
+    }
+
+    fn reply(calls: &[&str]) -> Value {
+        json!(Message::Assistant {
+            text: String::new(),
+            tool_calls: calls
+                .iter()
+                .map(|id| ToolCall {
+                    id: (*id).into(),
+                    name: "shell_execute".into(),
+                    arguments: "{}".into(),
+                })
+                .collect(),
+        })
+    }
+
+    fn model(turn: u32, calls: &[&str]) -> Value {
+        json!({"reply": reply(calls), "record": {"turn": turn, "usage": {"input_tokens": 10, "output_tokens": 2}, "stop_reason": null}})
+    }
+
+    fn tool(id: &str, checkpoint: Value) -> Value {
+        json!({"record": {"call_id": id, "result": format!("ok {id}"), "is_error": false}, "ends_run": false, "checkpoint": checkpoint})
+    }
+
+    #[test]
+    fn a_journal_rebuilds_the_conversation_and_re_issues_only_the_call_in_flight() {
+        let start = json!({"history": [Message::User { text: "go".into() }]});
+        let entries = vec![
+            entry(1, "start", start),
+            entry(2, "model_started", json!({"turn": 1})),
+            entry(3, "model", model(1, &["a"])),
+            entry(4, "tool_started", json!({"call_id": "a"})),
+            entry(5, "tool", tool("a", json!({"tool_call_seq": 1}))),
+            entry(6, "model_started", json!({"turn": 2})),
+            entry(7, "model", model(2, &["b", "c"])),
+            entry(8, "tool_started", json!({"call_id": "b"})),
+            entry(9, "tool", tool("b", json!({"tool_call_seq": 2}))),
+            entry(10, "tool_started", json!({"call_id": "c"})),
+        ];
+        let r = rebuild(&entries).unwrap();
+        assert_eq!(r.history.len(), 4, "{:?}", r.history);
+        assert!(
+            matches!(&r.history[2], Message::ToolResults { results } if results[0].content == "ok a")
+        );
+        assert_eq!(r.point.turns, 2);
+        assert_eq!(r.point.usage.input_tokens, 20);
+        assert_eq!(r.point.pending.len(), 2);
+        assert_eq!(r.point.done.len(), 1);
+        assert_eq!(r.point.tool_in_flight.as_deref(), Some("c"));
+        assert!(!r.point.model_in_flight);
+        assert_eq!(r.checkpoint, Some(json!({"tool_call_seq": 2})));
+        assert_eq!(r.call(), 2);
+        // The call finishes and the next model call is in flight.
+        let mut more = entries.clone();
+        more.push(entry(11, "tool", tool("c", Value::Null)));
+        more.push(entry(12, "model_started", json!({"turn": 3})));
+        let r = rebuild(&more).unwrap();
+        assert!(r.point.pending.is_empty() && r.point.model_in_flight);
+        assert_eq!((r.history.len(), r.call()), (5, 3));
+        assert_eq!(
+            r.checkpoint,
+            Some(json!({"tool_call_seq": 2})),
+            "c wrote nothing"
+        );
+        // A tool that ended the run cannot be continued from the journal.
+        let mut ended = entries;
+        ended.push(entry(11, "tool", json!({"ends_run": true})));
+        assert!(rebuild(&ended).is_none());
+        assert!(rebuild(&[]).is_none());
+    }
+}

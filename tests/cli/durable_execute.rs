@@ -1,0 +1,378 @@
+//! Durable Execute: a driver killed with SIGKILL in the middle of a model executor's step
+//! resumes at the exact call (docs/sandbox.md, "Resuming a step"): the next `plan execute`
+//! restores the sandbox to the checkpoint after the last completed tool call, rebuilds the
+//! conversation from the step's journal, and makes again only the model call that was in
+//! flight. No paid call is bought twice, no completed tool call runs twice, and usage counts
+//! each answered call once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::lifecycle::{Setup, run_keyed, scripted_env, setup_with};
+use crate::support::db_file;
+use crate::support::provider_server::{ProviderServer, Turn};
+
+const ACTION: &str = "name: local/six\ndescription: Append six lines\ndefinition-of-done: calls.log has six lines\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n";
+
+const DECISION: &str = r#"{"key": "six", "decision_type": "implementation_choice", "question": "How?", "chosen_option": "six shell calls", "confidence_score": 0.9, "rationale": "asked for", "step": {"instructions": "append six lines to calls.log, one shell call each"}}"#;
+
+/// Executor tool calls in the step.
+const CALLS: usize = 6;
+
+/// Tool results already in a request's conversation.
+fn results_in(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["role"] == "tool").count())
+        .unwrap_or(0)
+}
+
+fn offers(body: &Value, tool: &str) -> bool {
+    body["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == tool))
+}
+
+/// A model that reads its conversation: as strategist it records one decision and finishes;
+/// as executor it appends `call N` to `calls.log` with `shell_execute` until six calls are
+/// answered, then answers. With `stall_at = Some(k)`, the first executor request that
+/// carries `k` tool results gets a reply that never comes (the model call in flight when the
+/// driver is killed); `stalled` is set then.
+fn model(stall_at: Option<usize>, stalled: Arc<AtomicBool>) -> ProviderServer {
+    model_with(stall_at, stalled, None)
+}
+
+/// As [`model`]; with `gate`, the fifth call appends its line and then waits until the file
+/// `gate` exists (a tool call in flight, its partial effect already made).
+fn model_with(
+    stall_at: Option<usize>,
+    stalled: Arc<AtomicBool>,
+    gate: Option<std::path::PathBuf>,
+) -> ProviderServer {
+    let ids = AtomicUsize::new(0);
+    ProviderServer::responding(move |body| {
+        let n = results_in(body);
+        let id = ids.fetch_add(1, Ordering::SeqCst);
+        if offers(body, "finish_strategy") {
+            return if n == 0 {
+                Turn::tools("", &[("record_decision", DECISION)], (10, 5))
+            } else {
+                Turn::tools(
+                    "",
+                    &[("finish_strategy", r#"{"summary": "one step"}"#)],
+                    (10, 5),
+                )
+            };
+        }
+        if stall_at == Some(n) && !stalled.swap(true, Ordering::SeqCst) {
+            return Turn::Stall;
+        }
+        if n < CALLS {
+            let mut command = format!("printf 'call {} ({id})\\n' >> calls.log", n + 1);
+            if let Some(gate) = gate.as_ref().filter(|_| n + 1 == 5) {
+                command.push_str(&format!(
+                    "; while [ ! -e '{}' ]; do sleep 0.05; done",
+                    gate.display()
+                ));
+            }
+            let args = serde_json::json!({"command": command});
+            Turn::tools("", &[("shell_execute", &args.to_string())], (100, 7))
+        } else {
+            Turn::text("Appended six lines.", (100, 7))
+        }
+    })
+}
+
+/// A plan of `local/six` with the scripted strategist and executor, stopped at the execute
+/// gate (`supervised`).
+fn planned(server: &ProviderServer) -> (Setup, String) {
+    let s = setup_with(ACTION);
+    scripted_env(&s, server, "openai");
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--strategy-actor",
+            "scripted/m",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "supervised",
+            "local/six",
+            "app",
+        ],
+    );
+    assert_eq!(code, 3, "stops at the execute gate: {doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    (s, id)
+}
+
+fn chat_requests(server: &ProviderServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .count()
+}
+
+/// `calls.log` in the plan's sandbox, without the ids that tell the replies apart.
+fn calls_log(s: &Setup, plan: &str) -> Vec<String> {
+    let id: cleveragents::engine::domain::Id = plan.parse().unwrap();
+    let store = cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap();
+    let Some(sb) = store.sandboxes_of_plan(&id).unwrap().into_iter().next() else {
+        return Vec::new();
+    };
+    std::fs::read_to_string(sb.root_dir.join("work").join("calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.split(" (").next().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn usage(s: &Setup, plan: &str) -> cleveragents::engine::store::model_calls::UsageRollup {
+    let id: cleveragents::engine::domain::Id = plan.parse().unwrap();
+    let store = cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap();
+    store.usage_for_plan(&id).unwrap()
+}
+
+/// (turn, retry) of the plan's model calls marked as retries.
+fn retries(s: &Setup) -> Vec<(i64, i64)> {
+    let db = rusqlite::Connection::open(db_file(&s.env)).unwrap();
+    let mut stmt = db
+        .prepare("SELECT turn, retry FROM model_calls WHERE retry = 1 ORDER BY started_at")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Spawns `plan execute` and kills it (SIGKILL) once `ready` holds.
+fn kill_when(s: &Setup, id: &str, ready: &dyn Fn() -> bool) {
+    let mut driver = s
+        .env
+        .command(&["--format", "json", "plan", "execute", id])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !ready() {
+        assert!(Instant::now() < deadline, "the moment to kill never came");
+        assert!(
+            driver.try_wait().unwrap().is_none(),
+            "the driver ended early"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+}
+
+fn expected_log() -> Vec<String> {
+    (1..=CALLS).map(|i| format!("call {i}")).collect()
+}
+
+#[test]
+fn a_driver_killed_after_the_fourth_tool_call_resumes_at_the_fifth_model_call() {
+    // Uninterrupted, for comparison.
+    let server = model(None, Arc::new(AtomicBool::new(false)));
+    let (s, id) = planned(&server);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "waits at the apply gate: {doc:#}");
+    let uninterrupted = chat_requests(&server);
+    assert_eq!(uninterrupted, 2 + CALLS + 1);
+    assert_eq!(calls_log(&s, &id), expected_log());
+    let whole = usage(&s, &id);
+    assert_eq!(whole.calls, uninterrupted as u64, "{whole:?}");
+
+    // Killed while the model call after the fourth tool call is in flight.
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    let before_resume = chat_requests(&server);
+    assert_eq!(
+        before_resume,
+        2 + 4 + 1,
+        "strategy, four calls, the stalled one"
+    );
+    assert_eq!(calls_log(&s, &id).len(), 4);
+
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "the resumed plan waits at the apply gate: {doc:#}");
+    let total = chat_requests(&server);
+    assert!(
+        total <= uninterrupted + 1,
+        "{total} model calls, {uninterrupted} uninterrupted: the resumed step bought completed calls again"
+    );
+    assert_eq!(
+        calls_log(&s, &id),
+        expected_log(),
+        "every tool call's effect exactly once"
+    );
+    let resumed = usage(&s, &id);
+    assert_eq!(
+        (resumed.calls, resumed.input_tokens, resumed.output_tokens),
+        (whole.calls, whole.input_tokens, whole.output_tokens),
+        "usage counts each answered call once: {resumed:?} vs {whole:?}"
+    );
+    assert_eq!(
+        retries(&s),
+        vec![(5, 1)],
+        "the call made again is marked as a retry"
+    );
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(
+        status["data"]["resumed"],
+        serde_json::json!({"step": 1, "call": 5, "text": "resumed at call 5 of step 1"}),
+        "{status:#}"
+    );
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    assert!(
+        text.contains("Resumed at call 5 of step 1 after its driver vanished"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_driver_killed_during_a_tool_call_re_issues_only_that_call_with_its_partial_effect_undone() {
+    let gate = tempfile::tempdir().unwrap();
+    let go = gate.path().join("go");
+    let server = model_with(None, Arc::new(AtomicBool::new(false)), Some(go.clone()));
+    let (s, id) = planned(&server);
+    // The fifth call has appended its line and waits: it is in flight.
+    kill_when(&s, &id, &|| calls_log(&s, &id).len() == 5);
+    let before_resume = chat_requests(&server);
+    assert_eq!(before_resume, 2 + 5, "strategy and five executor calls");
+    std::fs::write(&go, b"").unwrap();
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "the resumed plan waits at the apply gate: {doc:#}");
+    assert_eq!(
+        chat_requests(&server),
+        2 + CALLS + 1,
+        "no model call is made again: the fifth reply is in the journal"
+    );
+    assert_eq!(
+        calls_log(&s, &id),
+        expected_log(),
+        "the partial effect of the call in flight was rolled back before it ran again"
+    );
+    assert!(retries(&s).is_empty(), "{:?}", retries(&s));
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(
+        status["data"]["resumed"]["text"], "resumed at call 5 of step 1",
+        "{status:#}"
+    );
+}
+
+#[test]
+fn a_driver_killed_again_while_it_resumes_makes_only_the_call_in_flight_again() {
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    // The resumed driver restores the sandbox, makes the fifth call again, and is killed
+    // while that call is in flight too.
+    stalled.store(false, Ordering::SeqCst);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    assert_eq!(chat_requests(&server), 2 + 4 + 2);
+    assert_eq!(calls_log(&s, &id).len(), 4);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "the resumed plan waits at the apply gate: {doc:#}");
+    assert_eq!(
+        chat_requests(&server),
+        2 + CALLS + 1 + 2,
+        "two kills, each with one call in flight"
+    );
+    assert_eq!(calls_log(&s, &id), expected_log());
+    let u = usage(&s, &id);
+    assert_eq!(
+        (u.calls, u.failed_calls),
+        (2 + CALLS as u64 + 1, 0),
+        "unanswered calls are not counted: {u:?}"
+    );
+    assert_eq!(retries(&s), vec![(5, 1)]);
+}
+
+const FIRST: &str = r#"{"key": "first", "decision_type": "implementation_choice", "question": "What first?", "chosen_option": "FIRST.md", "confidence_score": 0.9, "rationale": "asked for", "step": {"instructions": "write FIRST.md"}}"#;
+
+/// As [`model`] with a first step that writes `FIRST.md` (so that the six-call step starts
+/// at a checkpoint), stalling the six-call step's fifth model call once.
+fn two_step_model(stalled: Arc<AtomicBool>) -> ProviderServer {
+    ProviderServer::responding(move |body| {
+        let n = results_in(body);
+        if offers(body, "finish_strategy") {
+            return match n {
+                0 => Turn::tools("", &[("record_decision", FIRST)], (10, 5)),
+                1 => Turn::tools("", &[("record_decision", DECISION)], (10, 5)),
+                _ => Turn::tools(
+                    "",
+                    &[("finish_strategy", r#"{"summary": "two steps"}"#)],
+                    (10, 5),
+                ),
+            };
+        }
+        let prompt = body["messages"][1]["content"].as_str().unwrap_or_default();
+        if prompt.starts_with("Carry out this step now: write FIRST.md") {
+            return if n == 0 {
+                let args = serde_json::json!({"path": "FIRST.md", "content": "first\n"});
+                Turn::tools("", &[("write_file", &args.to_string())], (100, 7))
+            } else {
+                Turn::text("Wrote FIRST.md.", (100, 7))
+            };
+        }
+        if n == 4 && !stalled.swap(true, Ordering::SeqCst) {
+            return Turn::Stall;
+        }
+        if n < CALLS {
+            let args =
+                serde_json::json!({"command": format!("printf 'call {}\\n' >> calls.log", n + 1)});
+            Turn::tools("", &[("shell_execute", &args.to_string())], (100, 7))
+        } else {
+            Turn::text("Appended six lines.", (100, 7))
+        }
+    })
+}
+
+#[test]
+fn a_rollback_of_an_interrupted_step_runs_it_again_from_its_start_not_from_its_journal() {
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = two_step_model(Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    assert_eq!(calls_log(&s, &id).len(), 4);
+    // Back to the six-call step's start checkpoint.
+    let (doc, code) = run_keyed(&s.env, &["plan", "checkpoints", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+    let start = doc["data"]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|c| c["label"] == "start")
+        .unwrap_or_else(|| panic!("no start checkpoint: {doc:#}"))["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (doc, code) = run_keyed(&s.env, &["plan", "rollback", "--yes", &id, &start]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(calls_log(&s, &id).is_empty());
+    let before = chat_requests(&server);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "waits at the apply gate: {doc:#}");
+    assert_eq!(calls_log(&s, &id), expected_log());
+    assert_eq!(
+        chat_requests(&server) - before,
+        CALLS + 1,
+        "the whole step was asked for again"
+    );
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(status["data"]["resumed"], Value::Null, "{status:#}");
+}
