@@ -54,6 +54,10 @@ pub struct ApplyArgs {
     /// After a partial Apply, discard what was left out instead of keeping it in the sandbox
     #[arg(long)]
     pub discard_rest: bool,
+    /// Write the change even where it holds the value of a secret (an environment variable
+    /// named *_KEY, *_TOKEN, *_SECRET or *_PASSWORD); refused otherwise
+    #[arg(long)]
+    pub allow_secrets: bool,
     /// Print events as JSON Lines, then the envelope as the last line
     #[arg(long)]
     pub stream: bool,
@@ -490,6 +494,7 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
             only: a.only.clone(),
             exclude: a.exclude.clone(),
             discard_rest: a.discard_rest,
+            allow_secrets: a.allow_secrets,
         },
     };
     if a.yes {
@@ -511,6 +516,7 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
             only: a.only.clone(),
             exclude: a.exclude.clone(),
             discard_rest: a.discard_rest,
+            allow_secrets: a.allow_secrets,
         };
         let selection = crate::engine::review::partial::Selection::new(&request)?;
         let review = engine.review(&id)?;
@@ -574,6 +580,7 @@ fn apply_without_asking(
                 only: a.only.clone(),
                 exclude: a.exclude.clone(),
                 discard_rest: a.discard_rest,
+                allow_secrets: a.allow_secrets,
             },
         )?;
     }

@@ -85,6 +85,10 @@ pub enum PlanSandboxCommand {
         /// Replace an existing branch or file
         #[arg(long)]
         force: bool,
+        /// Export the change even where it holds the value of a secret (an environment
+        /// variable named *_KEY, *_TOKEN, *_SECRET or *_PASSWORD); refused otherwise
+        #[arg(long)]
+        allow_secrets: bool,
     },
     /// Remove sandboxes of cancelled and errored plans, release those of applied plans
     Cleanup {
@@ -145,7 +149,15 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
             patch,
             resource,
             force,
-        } => export_cmd(ctx, &plan, branch, patch, resource.as_deref(), force),
+            allow_secrets,
+        } => export_cmd(
+            ctx,
+            &plan,
+            (branch, patch),
+            resource.as_deref(),
+            force,
+            allow_secrets,
+        ),
         PlanSandboxCommand::Cleanup { yes } => cleanup(ctx, yes),
     }
 }
@@ -332,15 +344,17 @@ fn plan_diff(
     let mut resources = Vec::new();
     let mut text = String::new();
     let mut rows = Vec::new();
+    let mut warnings = Vec::new();
     let mut stats = diff::DiffStats::default();
     for sb in select(&active, resource)? {
         if !structured {
             // The table and the unified text show neither decisions nor review ids: each file
             // becomes its row and its text as soon as it is diffed, and its lines are dropped.
-            stats += human_diff(sb, &request, &mut rows, &mut text)?;
+            stats += human_diff(sb, &request, &mut rows, (&mut text, &mut warnings))?;
             continue;
         }
         let files = resource_diff(&store, sb, &request)?;
+        warnings.extend(files.iter().flat_map(secret_flags));
         let own = diff::stats(&files);
         stats += own;
         resources.push(ResourceDiff {
@@ -367,6 +381,9 @@ fn plan_diff(
         resources,
     };
     let mut report = Report::ok("plan diff", serde_json::Value::Null, status);
+    for w in warnings {
+        report = report.message(Level::Warn, w);
+    }
     if structured {
         report.payload = Some(Payload::new(data));
     } else {
@@ -382,22 +399,41 @@ fn human_diff(
     sb: &Sandbox,
     request: &DiffRequest,
     rows: &mut Vec<Vec<Cell>>,
-    text: &mut String,
+    (text, warnings): (&mut String, &mut Vec<String>),
 ) -> Result<diff::DiffStats, CliError> {
     let name = sb.target.resource_name.as_str();
     let parts = diff::sandbox_diff_each(sb, request, &|f| {
         let unified = request
             .hunks
             .then(|| diff::unified(std::slice::from_ref(&f)));
-        (diff::DiffStats::of(&f), file_row(&f, name), unified)
+        let flags = secret_flags(&f);
+        (diff::DiffStats::of(&f), file_row(&f, name), unified, flags)
     })?;
     let mut own = diff::DiffStats::default();
-    for (file, row, unified) in parts {
+    for (file, row, unified, flags) in parts {
         own += file;
         rows.push(row);
+        warnings.extend(flags);
         text.push_str(unified.as_deref().unwrap_or_default());
     }
     Ok(own)
+}
+
+/// What `plan diff` says of each line of `f` that holds a secret's value (shown `[redacted]`,
+/// written as it is): Apply and export refuse it unless allowed (docs/sandbox.md).
+fn secret_flags(f: &FileDiff) -> Vec<String> {
+    f.secrets
+        .iter()
+        .map(|s| {
+            let at = s
+                .line
+                .map_or_else(|| f.path.clone(), |l| format!("{}:{l}", f.path));
+            format!(
+                "{at} contains the value of {}; `plan apply` and `plan export` refuse it unless given --allow-secrets",
+                s.variable
+            )
+        })
+        .collect()
 }
 
 /// `plan diff`'s data: `{plan_id, stats, resources: [{resource_name, strategy, base_commit,
@@ -755,10 +791,10 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
 fn export_cmd(
     ctx: &Context,
     plan: &str,
-    branch: Option<String>,
-    patch: Option<PathBuf>,
+    (branch, patch): (Option<String>, Option<PathBuf>),
     resource: Option<&str>,
     force: bool,
+    allow_secrets: bool,
 ) -> Result<Report, CliError> {
     let plan = open(ctx, plan)?.2.plan_id;
     if let Some(b) = &branch {
@@ -778,6 +814,7 @@ fn export_cmd(
         resource: resource.map(str::to_string),
         target,
         force,
+        allow_secrets,
     };
     let exported = match api_engine(ctx).run(api::Op::Export(Box::new(request)))? {
         api::Outcome::Exported(e) => *e,
