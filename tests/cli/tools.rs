@@ -1302,3 +1302,59 @@ fn an_agent_skill_named_like_a_builtin_tool_does_not_take_over_write_file() {
     );
     assert_eq!(diff_paths(&s, &id), ["NOTES.md"], "the built-in wrote");
 }
+
+#[test]
+fn an_mcp_tool_result_holding_a_key_reaches_the_model_redacted() {
+    const KEY: &str = "sk-live-0123456789abcdef";
+    let s = setup_with(ONE_STEP);
+    let js = everything();
+    // The server is handed the key under a name of its own; `get-env` prints its environment.
+    mcp_skill(
+        &s,
+        &format!(
+            "    - name: everything\n      command: node\n      args: [{js:?}, stdio]\n      env: {{DEPLOY_TOKEN: \"${{OPENAI_API_KEY}}\"}}\n"
+        ),
+    );
+    let server = ProviderServer::start(vec![
+        Turn::tools("", &[("everything_get-env", "{}")], (10, 5)),
+        Turn::text("Done.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    exec_actor(&s, &["local/mcp"]);
+    let out = s
+        .env
+        .command(&[
+            "--format",
+            "json",
+            "plan",
+            "use",
+            "--strategy-actor",
+            "builtin/checklist-strategist",
+            "--execution-actor",
+            "local/exec",
+            "--automation-profile",
+            "trusted",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1.2",
+        ])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let requests = server.requests();
+    let result = requests[1].body.to_string();
+    assert!(
+        result.contains("DEPLOY_TOKEN"),
+        "the result came back: {result}"
+    );
+    assert!(!result.contains(KEY), "the model saw the key: {result}");
+    assert!(result.contains("[redacted]"), "{result}");
+}

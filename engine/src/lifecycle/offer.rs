@@ -433,12 +433,15 @@ impl Offer {
         if bracket && let Err(e) = checkpoint(&mut store, "end") {
             tracing::warn!(error = %e, "checkpoint after a tool call failed");
         }
+        // What the model sees is redacted as the stored copy is (docs/sandbox.md): an MCP
+        // server's result or error may hold a key it was handed.
+        let redacted = |text: String| crate::redact::redact(&text).into_owned();
         match result {
             Ok(call) => match call.result {
-                Ok(v) => ToolOutcome::ok(v.to_string()),
-                Err(e) => ToolOutcome::error(format!("{}: {e}", e.code())),
+                Ok(v) => ToolOutcome::ok(redacted(v.to_string())),
+                Err(e) => ToolOutcome::error(redacted(format!("{}: {e}", e.code()))),
             },
-            Err(e) => ToolOutcome::error(format!("the tool runner failed: {e}")),
+            Err(e) => ToolOutcome::error(redacted(format!("the tool runner failed: {e}"))),
         }
     }
 }
