@@ -741,3 +741,41 @@ fn actor_run_refuses_a_temperature_outside_the_providers_range_before_sending_an
     );
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn actor_run_stopped_by_its_step_deadline_fails_with_unknown_usage_and_records_the_call() {
+    let server = ProviderServer::start(vec![Turn::Drip {
+        every: std::time::Duration::from_millis(100),
+        tokens: true,
+    }]);
+    let env = env_for(&server, "openai");
+    let mut config = std::fs::read_to_string(&env.config_path).unwrap();
+    config = config.replace(
+        "api_key_env = \"SCRIPTED_API_KEY\"\n",
+        "api_key_env = \"SCRIPTED_API_KEY\"\nstep_deadline_secs = 1\n",
+    );
+    std::fs::write(&env.config_path, config).unwrap();
+    let out = run(
+        &env,
+        &["--format", "json", "actor", "run", "scripted/m", "Count."],
+    );
+    let doc = json(&out);
+    assert_ne!(out.status.code(), Some(0), "{doc:#}");
+    let text = doc.to_string();
+    assert!(text.contains("still working after 1 s"), "{doc:#}");
+    assert!(!text.contains("answered"), "{doc:#}");
+    assert!(!text.contains("-0.000000"), "{doc:#}");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let rows: Vec<(i64, String)> = db
+        .prepare("SELECT usage_reported, outcome FROM model_calls")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        rows,
+        [(0, "error".to_string())],
+        "the abandoned call is recorded, its usage not reported"
+    );
+}

@@ -183,6 +183,10 @@ pub struct ToolCallRecord {
     pub duration_ms: u64,
 }
 
+/// The error kind of a call abandoned at the run's deadline: the provider worked on it, so
+/// its usage is unknown (its estimate counts), never zero.
+pub const ABANDONED: &str = "abandoned";
+
 /// One model call of a run (successful or not), for accounting.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelCallRecord {
@@ -532,6 +536,38 @@ impl Call<'_> {
         }
     }
 
+    /// The record of a call abandoned at the run's deadline after `streamed` bytes of text:
+    /// no usage reported, its tokens estimated from the request and what arrived.
+    fn abandoned(
+        &self,
+        started_at: jiff::Timestamp,
+        clock: Instant,
+        streamed: usize,
+    ) -> ModelCallRecord {
+        ModelCallRecord {
+            turn: self.turn,
+            provider: self.client.provider().name.clone(),
+            model: self.client.model().to_string(),
+            usage: Usage::default(),
+            usage_reported: false,
+            estimated_input_tokens: estimate_tokens(
+                self.client.request_body(self.chat).to_string().len(),
+            ),
+            estimated_output_tokens: estimate_tokens(streamed),
+            stop_reason: None,
+            attempts: 1,
+            started_at,
+            duration_ms: millis(clock.elapsed()),
+            error: Some((
+                ABANDONED.to_string(),
+                format!(
+                    "abandoned at the run's deadline of {} s (`providers.NAME.step_deadline_secs`)",
+                    self.deadline.as_secs()
+                ),
+            )),
+        }
+    }
+
     /// Makes the call, records it (usage, estimates, stop reason) and reports its events.
     async fn make(
         &self,
@@ -543,8 +579,12 @@ impl Call<'_> {
         on_event(ActorEvent::TurnStarted { turn });
         let started_at = jiff::Timestamp::now();
         let clock = Instant::now();
+        let streamed = std::sync::atomic::AtomicUsize::new(0);
         let mut forward = |e: StreamEvent| match e {
-            StreamEvent::TextDelta(text) => on_event(ActorEvent::TextDelta { turn, text }),
+            StreamEvent::TextDelta(text) => {
+                streamed.fetch_add(text.len(), std::sync::atomic::Ordering::Relaxed);
+                on_event(ActorEvent::TextDelta { turn, text });
+            }
             StreamEvent::Retrying {
                 attempt,
                 delay,
@@ -562,6 +602,8 @@ impl Call<'_> {
         );
         let completion = match call.await {
             Err(_) => {
+                run.model_calls
+                    .push(self.abandoned(started_at, clock, streamed.into_inner()));
                 return Made::Stop(Stop::Deadline {
                     secs: self.deadline.as_secs(),
                 });
