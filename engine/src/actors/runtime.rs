@@ -536,13 +536,14 @@ impl Call<'_> {
         }
     }
 
-    /// The record of a call abandoned at the run's deadline after `streamed` bytes of text:
+    /// The record of a call abandoned at a deadline (`why`) after `streamed` bytes of text:
     /// no usage reported, its tokens estimated from the request and what arrived.
     fn abandoned(
         &self,
         started_at: jiff::Timestamp,
         clock: Instant,
         streamed: usize,
+        why: String,
     ) -> ModelCallRecord {
         ModelCallRecord {
             turn: self.turn,
@@ -558,13 +559,7 @@ impl Call<'_> {
             attempts: 1,
             started_at,
             duration_ms: millis(clock.elapsed()),
-            error: Some((
-                ABANDONED.to_string(),
-                format!(
-                    "abandoned at the run's deadline of {} s (`providers.NAME.step_deadline_secs`)",
-                    self.deadline.as_secs()
-                ),
-            )),
+            error: Some((ABANDONED.to_string(), why)),
         }
     }
 
@@ -602,8 +597,13 @@ impl Call<'_> {
         );
         let completion = match call.await {
             Err(_) => {
+                let why = format!(
+                    "abandoned at the run's deadline of {} s (`providers.NAME.step_deadline_secs`)",
+                    self.deadline.as_secs()
+                );
+                let streamed = streamed.load(std::sync::atomic::Ordering::Relaxed);
                 run.model_calls
-                    .push(self.abandoned(started_at, clock, streamed.into_inner()));
+                    .push(self.abandoned(started_at, clock, streamed, why));
                 return Made::Stop(Stop::Deadline {
                     secs: self.deadline.as_secs(),
                 });
@@ -613,6 +613,16 @@ impl Call<'_> {
             Ok(Err(error @ ProviderError::TooLarge { .. })) => {
                 run.model_calls.push(self.failed(&error, started_at, clock));
                 return Made::TooLarge(error);
+            }
+            Ok(Err(error)) if error.abandoned() => {
+                let streamed = streamed.load(std::sync::atomic::Ordering::Relaxed);
+                run.model_calls.push(self.abandoned(
+                    started_at,
+                    clock,
+                    streamed,
+                    error.to_string(),
+                ));
+                return Made::Stop(Stop::Failed { error });
             }
             Ok(Err(error)) => {
                 run.model_calls.push(self.failed(&error, started_at, clock));

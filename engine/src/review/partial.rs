@@ -512,7 +512,7 @@ mod tests {
         let s = Selection::new(&ApplyRequest {
             only: vec!["src/**".into()],
             exclude: vec!["*.lock".into()],
-            discard_rest: false,
+            ..Default::default()
         })
         .unwrap();
         assert!(s.includes("src/a/b.rs"));
