@@ -825,3 +825,22 @@ fn an_openai_compatible_call_carries_a_default_completion_cap_and_one_abandoned_
         .unwrap();
     assert_eq!(rows[1], (0, None), "{rows:?}");
 }
+
+#[test]
+fn negative_token_counts_from_a_provider_count_as_unreported_not_as_a_free_call() {
+    let server = ProviderServer::start(vec![Turn::text("Paris.", (1000, 500)).negative_usage()]);
+    let env = env_for(&server, "openai");
+    let out = run(
+        &env,
+        &["--format", "json", "actor", "run", "scripted/m", "Capital?"],
+    );
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    assert_eq!(doc["data"]["usage_known"], false, "{doc:#}");
+    assert!(doc["data"]["cost_usd"].is_null(), "{doc:#}");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let reported: i64 = db
+        .query_row("SELECT usage_reported FROM model_calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(reported, 0);
+}

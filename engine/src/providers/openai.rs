@@ -103,7 +103,9 @@ pub fn request_body(req: &ChatRequest, max_field: MaxTokensField, default_max: u
 }
 
 fn usage_of(v: &Value) -> Option<Usage> {
-    let u = v.get("usage").filter(|u| u.is_object())?;
+    let u = v.get("usage").filter(|u| {
+        u.is_object() && super::wire::counts_valid(u, &["prompt_tokens", "completion_tokens"])
+    })?;
     Some(Usage {
         input_tokens: number(u, "prompt_tokens"),
         output_tokens: number(u, "completion_tokens"),
