@@ -839,27 +839,30 @@ fn answer_report(
         return driven_report(ctx, command, d).map(|r| {
             r.message(
                 Level::Info,
-                format!("{}: {}", approval_id, super::next::effect(&answered)),
+                format!("{}: {}", approval_id, super::next::effect(ctx, &answered)),
             )
         });
     }
     if let Some(what) = not_yet_supported {
         return Ok(Report::ok(
             command,
-            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))}),
+            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(ctx, &answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))}),
             format!("Answered {approval_id}; {what}: not yet supported"),
         )
         .with(plan_panel(&plan)));
     }
     let next = next_after(ctx, &answered.approval, &plan);
-    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))});
+    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(ctx, &answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))});
     if !next.is_empty() {
         data["next"] = json!(next);
     }
     let mut report = Report::ok(
         command,
         data,
-        format!("Answered {approval_id}: {}", super::next::effect(&answered)),
+        format!(
+            "Answered {approval_id}: {}",
+            super::next::effect(ctx, &answered)
+        ),
     )
     .with(plan_panel(&plan));
     if !next.is_empty() {
