@@ -540,7 +540,7 @@ fn flatten(
         .custom_skill(name)
         .map_err(|e| invalid(name, "(store)", e.to_string()))?
         .ok_or_else(|| unknown(store, name))?;
-    flatten_def(store, name, &reg.definition, stack)
+    flatten_def(store, &reg.name, &reg.definition, stack)
 }
 
 fn unknown(store: &Store, name: &str) -> SkillRegError {
