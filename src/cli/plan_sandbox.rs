@@ -39,6 +39,10 @@ pub enum PlanSandboxCommand {
         /// Files and line counts only, no hunks
         #[arg(long)]
         stat: bool,
+        /// After a partial Apply: the sandbox's whole change, what was left out included,
+        /// instead of what the commit wrote
+        #[arg(long, conflicts_with = "correction")]
+        remainder: bool,
     },
     /// List what a plan produced: changed files and the tool calls that changed them
     Artifacts {
@@ -128,13 +132,14 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
             resource,
             path,
             stat,
+            remainder,
             correction: None,
         } => plan_diff(
             ctx,
             plan.as_deref().unwrap_or_default(),
             resource.as_deref(),
             path,
-            stat,
+            (stat, remainder),
         ),
         PlanSandboxCommand::Artifacts { plan } => artifacts(ctx, &plan),
         PlanSandboxCommand::Checkpoints { plan, all } => checkpoints(ctx, &plan, all),
@@ -329,13 +334,15 @@ fn plan_diff(
     plan: &str,
     resource: Option<&str>,
     path: Option<String>,
-    stat: bool,
+    (stat, remainder): (bool, bool),
 ) -> Result<Report, CliError> {
     let (store, sandboxes, plan) = open(ctx, plan)?;
     let active = sandboxes.active(&store, &plan.plan_id)?;
     let request = DiffRequest { path, hunks: !stat };
-    if active.is_empty() && plan.phase() == crate::engine::domain::Phase::Applied {
-        return applied_diff(&store, &plan, resource, &request);
+    // An applied plan's change is what Apply wrote; after a partial Apply the sandbox still
+    // holds the whole change, shown with --remainder.
+    if plan.phase() == crate::engine::domain::Phase::Applied && (active.is_empty() || !remainder) {
+        return applied_diff(ctx, &store, &plan, (resource, &request));
     }
     // The human formats draw only the table and the text diff, the structured ones only the
     // data: each builds its own, and the data takes each file over as it is (serialized
@@ -487,10 +494,10 @@ fn short_commit(c: &str) -> &str {
 /// `plan diff` of an applied plan: what Apply wrote, from stored records (the applied
 /// commit, else the sandbox's history, else the journal), marked applied with its commits.
 fn applied_diff(
+    ctx: &Context,
     store: &Store,
     plan: &Plan,
-    resource: Option<&str>,
-    request: &DiffRequest,
+    (resource, request): (Option<&str>, &DiffRequest),
 ) -> Result<Report, CliError> {
     let applied = crate::engine::sandbox::applied::applied_changes(store, &plan.plan_id, request)?;
     let chosen: Vec<_> = applied
@@ -538,11 +545,13 @@ fn applied_diff(
                 .map(|c| format!("{} on {}", short_commit(c), a.resource_name))
         })
         .collect();
+    let left_out = last_left_out(store, &plan.plan_id)?;
     let data = json!({
         "plan_id": plan.plan_id.to_string(),
         "applied": true,
         "stats": stats,
         "resources": resources,
+        "left_out": left_out,
     });
     let status = format!(
         "Applied{}: {} file(s) changed, +{} -{}",
@@ -556,6 +565,26 @@ fn applied_diff(
         stats.deletions
     );
     let mut report = Report::ok("plan diff", data, status);
+    if let Some(items) = left_out.as_array().filter(|l| !l.is_empty()) {
+        let names: Vec<String> = items
+            .iter()
+            .map(|l| {
+                let path = l["path"].as_str().unwrap_or_default();
+                match l["why"].as_str() {
+                    Some(why) => format!("{path} ({why})"),
+                    None => path.to_string(),
+                }
+            })
+            .collect();
+        report = report.message(
+            Level::Warn,
+            format!(
+                "Apply left out {}; what it left in the sandbox: {}",
+                names.join(", "),
+                ctx.suggest(&format!("plan diff --remainder {}", plan.plan_id))
+            ),
+        );
+    }
     if chosen
         .iter()
         .any(|a| a.source == crate::engine::sandbox::applied::Source::Journal)
@@ -571,6 +600,24 @@ fn applied_diff(
         String::new()
     };
     Ok(diff_report(report, rows, text))
+}
+
+/// The items the plan's last Apply left out (its `apply_complete` event), `[]` when none.
+fn last_left_out(
+    store: &Store,
+    plan: &crate::engine::domain::Id,
+) -> Result<serde_json::Value, CliError> {
+    use crate::engine::domain::event::EventKind;
+    let events = crate::engine::store::events::after(store, 0, Some(plan), u32::MAX)?;
+    Ok(events
+        .into_iter()
+        .rev()
+        .find_map(|e| match e.kind {
+            EventKind::ApplyComplete(c) => Some(c.left_out),
+            _ => None,
+        })
+        .filter(|l| !l.is_null())
+        .unwrap_or_else(|| json!([])))
 }
 
 fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {

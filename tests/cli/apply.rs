@@ -958,3 +958,40 @@ fn a_key_in_the_change_is_flagged_in_the_diff_and_refused_by_apply_and_export_un
     assert_eq!(code, 0, "{doc:#}");
     assert!(out(&repo, &["show", "HEAD:settings.txt"]).contains(KEY));
 }
+
+#[test]
+fn after_a_partial_apply_plan_diff_shows_the_commit_and_what_was_left_out() {
+    let env = Env::new();
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[("a.txt", "one\n"), ("b.txt", "two\n")],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["echo more >> a.txt && echo more >> b.txt"],
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", "--exclude", "b.txt", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let head = head(&repo);
+    let (diff, code) = env.json(&["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{diff:#}");
+    let files: Vec<&str> = diff["data"]["resources"][0]["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{diff:#}"))
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["a.txt"], "what the commit wrote: {diff:#}");
+    assert_eq!(
+        diff["data"]["resources"][0]["commit"],
+        head.as_str(),
+        "{diff:#}"
+    );
+    assert_eq!(diff["data"]["left_out"][0]["path"], "b.txt", "{diff:#}");
+    // The remainder kept in the sandbox stays reachable.
+    let (rest, code) = env.json(&["plan", "diff", "--remainder", &plan]);
+    assert_eq!(code, 0, "{rest:#}");
+    assert!(rest.to_string().contains("b.txt"), "{rest:#}");
+}
