@@ -1176,12 +1176,12 @@ fn plan_explain_summary_names_the_decision_by_a_unique_prefix() {
         .map(|c| c[1].to_string())
         .collect();
     assert!(ids.len() >= 2, "{tree:#}");
+    let summary = regex::Regex::new(r"Decision ([0-9A-Z]+):").unwrap();
     for full in &ids {
         let (doc, code) = s.env.json(&["plan", "explain", full]);
         assert_eq!(code, 0, "{doc:#}");
         let status = doc["messages"].to_string();
-        let short = regex::Regex::new(r"Decision ([0-9A-Z]+):")
-            .unwrap()
+        let short = summary
             .captures(&status)
             .unwrap_or_else(|| panic!("{doc:#}"))[1]
             .to_string();
