@@ -148,7 +148,7 @@ fn report(
         return Err(super::interrupt::cancelled().data(data).hint(where_hint));
     }
     if let Stop::Deadline { .. } = &run.stop {
-        return Err(CliError::new("DEADLINE", run.stop.describe())
+        return Err(CliError::new("PROVIDER_UNAVAILABLE", run.stop.describe())
             .data(data)
             .hint("raise `providers.NAME.step_deadline_secs`, or ask for less in one run")
             .hint(where_hint));
