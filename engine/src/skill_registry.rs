@@ -362,6 +362,7 @@ pub fn load_agent_skill(dir: &Path) -> Result<AgentSkill, String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     scripts.sort();
+    check_script_names(&file, &name, &scripts)?;
     Ok(AgentSkill {
         name,
         description: field("description")?,
@@ -369,6 +370,33 @@ pub fn load_agent_skill(dir: &Path) -> Result<AgentSkill, String> {
         body: body.trim_start_matches(['-', '\n']).trim().to_string(),
         scripts,
     })
+}
+
+/// Refuses scripts whose tools could not be offered: a name that is a built-in's once
+/// offered (`write/scripts/file.sh` is `write_file`), or two scripts of one stem.
+fn check_script_names(file: &Path, skill: &str, scripts: &[String]) -> Result<(), String> {
+    let mut seen: Vec<String> = Vec::new();
+    for script in scripts {
+        let stem = Path::new(script)
+            .file_stem()
+            .map_or_else(|| script.clone(), |s| s.to_string_lossy().into_owned());
+        let tool = format!("{skill}.{stem}");
+        if let Some(why) = crate::tools::external::shadows_builtin(&tool) {
+            return Err(format!(
+                "{}: scripts/{script}: {why}; rename the script or the skill",
+                file.display()
+            ));
+        }
+        let wire = crate::tools::external::wire_name(&tool);
+        if seen.contains(&wire) {
+            return Err(format!(
+                "{}: scripts/{script}: another script is also offered as `{wire}`; rename one",
+                file.display()
+            ));
+        }
+        seen.push(wire);
+    }
+    Ok(())
 }
 
 /// The command tool for an Agent Skill script: `<skill>.<script stem>`, run with the
@@ -512,7 +540,7 @@ fn flatten(
         .custom_skill(name)
         .map_err(|e| invalid(name, "(store)", e.to_string()))?
         .ok_or_else(|| unknown(store, name))?;
-    flatten_def(store, name, &reg.definition, stack)
+    flatten_def(store, &reg.name, &reg.definition, stack)
 }
 
 fn unknown(store: &Store, name: &str) -> SkillRegError {

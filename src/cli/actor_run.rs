@@ -147,6 +147,12 @@ fn report(
     if let Stop::Cancelled = &run.stop {
         return Err(super::interrupt::cancelled().data(data).hint(where_hint));
     }
+    if let Stop::Deadline { .. } = &run.stop {
+        return Err(CliError::new("PROVIDER_UNAVAILABLE", run.stop.describe())
+            .data(data)
+            .hint("raise `providers.NAME.step_deadline_secs`, or ask for less in one run")
+            .hint(where_hint));
+    }
     if let Some(path) = &output {
         std::fs::write(path, &run.answer).map_err(|e| {
             CliError::new(

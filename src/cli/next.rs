@@ -56,13 +56,14 @@ pub(crate) fn rest(next: &Next) -> String {
 }
 
 /// What answering an approval did, as printed: the step to take first, when there is one
-/// (`to correct the step, run `agents plan correct ...`; ...`), then the effect.
-pub fn effect(answered: &Answered) -> String {
+/// (`to correct the step, run `agents plan correct ...`; ...`, repeating `--data-dir` /
+/// `--config-path` when they were given), then the effect.
+pub fn effect(ctx: &super::Context, answered: &Answered) -> String {
     match &answered.first {
         Some(first) => format!(
             "{}, run `{}`; {}",
             first.what,
-            command(&first.next),
+            ctx.next(&first.next),
             answered.effect
         ),
         None => answered.effect.clone(),

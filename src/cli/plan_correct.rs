@@ -341,7 +341,7 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
         data,
         format!(
             "Decision {}: {} downstream decision(s), {} step(s), {} file(s)",
-            view::short(&d.decision_id.to_string()),
+            view::decision_short(&store, &d.decision_id)?,
             downstream.len(),
             imp.steps_rerun.len(),
             imp.files.len()
@@ -665,11 +665,11 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     }
     revert::check_revertable(&plan, &d)?;
     let imp = impact_of(ctx, &store, &d.decision_id)?;
+    let short = view::decision_short(&store, &d.decision_id)?;
     drop(store);
     confirm(
         &format!(
-            "Revert decision {} and recompute {} decision(s), re-running {} step(s)?",
-            view::short(&d.decision_id.to_string()),
+            "Revert decision {short} and recompute {} decision(s), re-running {} step(s)?",
             imp.decisions.len(),
             imp.steps_rerun.len()
         ),

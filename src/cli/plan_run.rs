@@ -54,6 +54,10 @@ pub struct ApplyArgs {
     /// After a partial Apply, discard what was left out instead of keeping it in the sandbox
     #[arg(long)]
     pub discard_rest: bool,
+    /// Write the change even where it holds the value of a secret (an environment variable
+    /// named *_KEY, *_TOKEN, *_SECRET or *_PASSWORD); refused otherwise
+    #[arg(long)]
+    pub allow_secrets: bool,
     /// Print events as JSON Lines, then the envelope as the last line
     #[arg(long)]
     pub stream: bool,
@@ -508,6 +512,7 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
             only: a.only.clone(),
             exclude: a.exclude.clone(),
             discard_rest: a.discard_rest,
+            allow_secrets: a.allow_secrets,
         },
     };
     if a.yes {
@@ -529,6 +534,7 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
             only: a.only.clone(),
             exclude: a.exclude.clone(),
             discard_rest: a.discard_rest,
+            allow_secrets: a.allow_secrets,
         };
         let selection = crate::engine::review::partial::Selection::new(&request)?;
         let review = engine.review(&id)?;
@@ -592,6 +598,7 @@ fn apply_without_asking(
                 only: a.only.clone(),
                 exclude: a.exclude.clone(),
                 discard_rest: a.discard_rest,
+                allow_secrets: a.allow_secrets,
             },
         )?;
     }
@@ -841,27 +848,30 @@ fn answer_report(
         return driven_report(ctx, command, d).map(|r| {
             r.message(
                 Level::Info,
-                format!("{}: {}", approval_id, super::next::effect(&answered)),
+                format!("{}: {}", approval_id, super::next::effect(ctx, &answered)),
             )
         });
     }
     if let Some(what) = not_yet_supported {
         return Ok(Report::ok(
             command,
-            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))}),
+            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(ctx, &answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))}),
             format!("Answered {approval_id}; {what}: not yet supported"),
         )
         .with(plan_panel(&plan)));
     }
     let next = next_after(ctx, &answered.approval, &plan);
-    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(&answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))});
+    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(ctx, &answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))});
     if !next.is_empty() {
         data["next"] = json!(next);
     }
     let mut report = Report::ok(
         command,
         data,
-        format!("Answered {approval_id}: {}", super::next::effect(&answered)),
+        format!(
+            "Answered {approval_id}: {}",
+            super::next::effect(ctx, &answered)
+        ),
     )
     .with(plan_panel(&plan));
     if !next.is_empty() {

@@ -39,6 +39,10 @@ pub enum PlanSandboxCommand {
         /// Files and line counts only, no hunks
         #[arg(long)]
         stat: bool,
+        /// After a partial Apply: the sandbox's whole change, what was left out included,
+        /// instead of what the commit wrote
+        #[arg(long, conflicts_with = "correction")]
+        remainder: bool,
     },
     /// List what a plan produced: changed files and the tool calls that changed them
     Artifacts {
@@ -85,6 +89,10 @@ pub enum PlanSandboxCommand {
         /// Replace an existing branch or file
         #[arg(long)]
         force: bool,
+        /// Export the change even where it holds the value of a secret (an environment
+        /// variable named *_KEY, *_TOKEN, *_SECRET or *_PASSWORD); refused otherwise
+        #[arg(long)]
+        allow_secrets: bool,
     },
     /// Remove sandboxes of cancelled and errored plans, release those of applied plans
     Cleanup {
@@ -124,13 +132,14 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
             resource,
             path,
             stat,
+            remainder,
             correction: None,
         } => plan_diff(
             ctx,
             plan.as_deref().unwrap_or_default(),
             resource.as_deref(),
             path,
-            stat,
+            (stat, remainder),
         ),
         PlanSandboxCommand::Artifacts { plan } => artifacts(ctx, &plan),
         PlanSandboxCommand::Checkpoints { plan, all } => checkpoints(ctx, &plan, all),
@@ -145,7 +154,15 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
             patch,
             resource,
             force,
-        } => export_cmd(ctx, &plan, branch, patch, resource.as_deref(), force),
+            allow_secrets,
+        } => export_cmd(
+            ctx,
+            &plan,
+            (branch, patch),
+            resource.as_deref(),
+            force,
+            allow_secrets,
+        ),
         PlanSandboxCommand::Cleanup { yes } => cleanup(ctx, yes),
     }
 }
@@ -317,13 +334,15 @@ fn plan_diff(
     plan: &str,
     resource: Option<&str>,
     path: Option<String>,
-    stat: bool,
+    (stat, remainder): (bool, bool),
 ) -> Result<Report, CliError> {
     let (store, sandboxes, plan) = open(ctx, plan)?;
     let active = sandboxes.active(&store, &plan.plan_id)?;
     let request = DiffRequest { path, hunks: !stat };
-    if active.is_empty() && plan.phase() == crate::engine::domain::Phase::Applied {
-        return applied_diff(&store, &plan, resource, &request);
+    // An applied plan's change is what Apply wrote; after a partial Apply the sandbox still
+    // holds the whole change, shown with --remainder.
+    if plan.phase() == crate::engine::domain::Phase::Applied && (active.is_empty() || !remainder) {
+        return applied_diff(ctx, &store, &plan, (resource, &request));
     }
     // The human formats draw only the table and the text diff, the structured ones only the
     // data: each builds its own, and the data takes each file over as it is (serialized
@@ -332,15 +351,17 @@ fn plan_diff(
     let mut resources = Vec::new();
     let mut text = String::new();
     let mut rows = Vec::new();
+    let mut warnings = Vec::new();
     let mut stats = diff::DiffStats::default();
     for sb in select(&active, resource)? {
         if !structured {
             // The table and the unified text show neither decisions nor review ids: each file
             // becomes its row and its text as soon as it is diffed, and its lines are dropped.
-            stats += human_diff(sb, &request, &mut rows, &mut text)?;
+            stats += human_diff(sb, &request, &mut rows, (&mut text, &mut warnings))?;
             continue;
         }
         let files = resource_diff(&store, sb, &request)?;
+        warnings.extend(files.iter().flat_map(secret_flags));
         let own = diff::stats(&files);
         stats += own;
         resources.push(ResourceDiff {
@@ -367,6 +388,9 @@ fn plan_diff(
         resources,
     };
     let mut report = Report::ok("plan diff", serde_json::Value::Null, status);
+    for w in warnings {
+        report = report.message(Level::Warn, w);
+    }
     if structured {
         report.payload = Some(Payload::new(data));
     } else {
@@ -382,22 +406,41 @@ fn human_diff(
     sb: &Sandbox,
     request: &DiffRequest,
     rows: &mut Vec<Vec<Cell>>,
-    text: &mut String,
+    (text, warnings): (&mut String, &mut Vec<String>),
 ) -> Result<diff::DiffStats, CliError> {
     let name = sb.target.resource_name.as_str();
     let parts = diff::sandbox_diff_each(sb, request, &|f| {
         let unified = request
             .hunks
             .then(|| diff::unified(std::slice::from_ref(&f)));
-        (diff::DiffStats::of(&f), file_row(&f, name), unified)
+        let flags = secret_flags(&f);
+        (diff::DiffStats::of(&f), file_row(&f, name), unified, flags)
     })?;
     let mut own = diff::DiffStats::default();
-    for (file, row, unified) in parts {
+    for (file, row, unified, flags) in parts {
         own += file;
         rows.push(row);
+        warnings.extend(flags);
         text.push_str(unified.as_deref().unwrap_or_default());
     }
     Ok(own)
+}
+
+/// What `plan diff` says of each line of `f` that holds a secret's value (shown `[redacted]`,
+/// written as it is): Apply and export refuse it unless allowed (docs/sandbox.md).
+fn secret_flags(f: &FileDiff) -> Vec<String> {
+    f.secrets
+        .iter()
+        .map(|s| {
+            let at = s
+                .line
+                .map_or_else(|| f.path.clone(), |l| format!("{}:{l}", f.path));
+            format!(
+                "{at} contains the value of {}; `plan apply` and `plan export` refuse it unless given --allow-secrets",
+                s.variable
+            )
+        })
+        .collect()
 }
 
 /// `plan diff`'s data: `{plan_id, stats, resources: [{resource_name, strategy, base_commit,
@@ -451,10 +494,10 @@ fn short_commit(c: &str) -> &str {
 /// `plan diff` of an applied plan: what Apply wrote, from stored records (the applied
 /// commit, else the sandbox's history, else the journal), marked applied with its commits.
 fn applied_diff(
+    ctx: &Context,
     store: &Store,
     plan: &Plan,
-    resource: Option<&str>,
-    request: &DiffRequest,
+    (resource, request): (Option<&str>, &DiffRequest),
 ) -> Result<Report, CliError> {
     let applied = crate::engine::sandbox::applied::applied_changes(store, &plan.plan_id, request)?;
     let chosen: Vec<_> = applied
@@ -502,11 +545,13 @@ fn applied_diff(
                 .map(|c| format!("{} on {}", short_commit(c), a.resource_name))
         })
         .collect();
+    let left_out = last_left_out(store, &plan.plan_id)?;
     let data = json!({
         "plan_id": plan.plan_id.to_string(),
         "applied": true,
         "stats": stats,
         "resources": resources,
+        "left_out": left_out,
     });
     let status = format!(
         "Applied{}: {} file(s) changed, +{} -{}",
@@ -520,6 +565,26 @@ fn applied_diff(
         stats.deletions
     );
     let mut report = Report::ok("plan diff", data, status);
+    if let Some(items) = left_out.as_array().filter(|l| !l.is_empty()) {
+        let names: Vec<String> = items
+            .iter()
+            .map(|l| {
+                let path = l["path"].as_str().unwrap_or_default();
+                match l["why"].as_str() {
+                    Some(why) => format!("{path} ({why})"),
+                    None => path.to_string(),
+                }
+            })
+            .collect();
+        report = report.message(
+            Level::Warn,
+            format!(
+                "Apply left out {}; what it left in the sandbox: {}",
+                names.join(", "),
+                ctx.suggest(&format!("plan diff --remainder {}", plan.plan_id))
+            ),
+        );
+    }
     if chosen
         .iter()
         .any(|a| a.source == crate::engine::sandbox::applied::Source::Journal)
@@ -535,6 +600,24 @@ fn applied_diff(
         String::new()
     };
     Ok(diff_report(report, rows, text))
+}
+
+/// The items the plan's last Apply left out (its `apply_complete` event), `[]` when none.
+fn last_left_out(
+    store: &Store,
+    plan: &crate::engine::domain::Id,
+) -> Result<serde_json::Value, CliError> {
+    use crate::engine::domain::event::EventKind;
+    let events = crate::engine::store::events::after(store, 0, Some(plan), u32::MAX)?;
+    Ok(events
+        .into_iter()
+        .rev()
+        .find_map(|e| match e.kind {
+            EventKind::ApplyComplete(c) => Some(c.left_out),
+            _ => None,
+        })
+        .filter(|l| !l.is_null())
+        .unwrap_or_else(|| json!([])))
 }
 
 fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
@@ -755,10 +838,10 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
 fn export_cmd(
     ctx: &Context,
     plan: &str,
-    branch: Option<String>,
-    patch: Option<PathBuf>,
+    (branch, patch): (Option<String>, Option<PathBuf>),
     resource: Option<&str>,
     force: bool,
+    allow_secrets: bool,
 ) -> Result<Report, CliError> {
     let plan = open(ctx, plan)?.2.plan_id;
     if let Some(b) = &branch {
@@ -778,6 +861,7 @@ fn export_cmd(
         resource: resource.map(str::to_string),
         target,
         force,
+        allow_secrets,
     };
     let exported = match api_engine(ctx).run(api::Op::Export(Box::new(request)))? {
         api::Outcome::Exported(e) => *e,

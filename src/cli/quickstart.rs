@@ -225,6 +225,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
             resource: None,
             path: None,
             stat: false,
+            remainder: false,
         },
         ctx,
     )?;

@@ -65,11 +65,16 @@ pub enum SessionCommand {
         /// Session id, unique prefix or name
         session: String,
     },
-    /// Import an exported session under a new id (checksum and schema checked)
+    /// Import an exported session under a new id (checksum and schema checked); it runs
+    /// under your default automation profile unless --keep-profile
     Import {
         /// The exported JSON file
         #[arg(short, long, value_name = "FILE")]
         input: PathBuf,
+        /// Keep the automation profile the file names instead of your default (the file can
+        /// be edited: its checksum detects accidents, not tampering)
+        #[arg(long)]
+        keep_profile: bool,
     },
     /// Ask the orchestrator to do something; it runs `agents` commands and shows them
     Tell(TellArgs),
@@ -158,7 +163,10 @@ pub fn run(command: SessionCommand, ctx: &Context) -> Result<Report, CliError> {
         SessionCommand::Show { session } => show(ctx, &session),
         SessionCommand::Delete { yes, session } => delete(ctx, &session, yes),
         SessionCommand::Export { output, session } => export_cmd(ctx, &session, output),
-        SessionCommand::Import { input } => import(ctx, &input),
+        SessionCommand::Import {
+            input,
+            keep_profile,
+        } => import(ctx, &input, keep_profile),
         SessionCommand::Tell(args) => tell(ctx, args),
     }
 }
@@ -222,9 +230,7 @@ fn create(
     let actor = actor.unwrap_or_else(|| DEFAULT_ACTOR.to_string());
     let actor_details = actor_panel(ctx, &actor)?;
     let store = ctx.store()?;
-    let profile_name = profile
-        .or_else(|| super::global_setting(ctx, "automation-profile"))
-        .unwrap_or_else(|| crate::engine::config::DEFAULT_AUTOMATION_PROFILE.to_string());
+    let profile_name = profile.unwrap_or_else(|| default_profile(ctx));
     let profile = crate::engine::registry::profiles::find(&store, &profile_name)?;
     let now = jiff::Timestamp::now();
     let s = Session {
@@ -583,10 +589,32 @@ fn export_cmd(ctx: &Context, input: &str, output: Option<PathBuf>) -> Result<Rep
     )))
 }
 
-fn import(ctx: &Context, input: &Path) -> Result<Report, CliError> {
+/// The automation profile a session gets when none is named: the configured one, else the
+/// built-in default.
+fn default_profile(ctx: &Context) -> String {
+    super::global_setting(ctx, "automation-profile")
+        .unwrap_or_else(|| crate::engine::config::DEFAULT_AUTOMATION_PROFILE.to_string())
+}
+
+/// An imported session runs under the importer's default profile unless `keep` (a session
+/// file can be edited and resealed: its checksum is no signature). Returns the warning to
+/// show when the file's profile was replaced.
+fn imported_profile(ctx: &Context, session: &mut Session, keep: bool) -> Option<String> {
+    let default = default_profile(ctx);
+    if keep || session.automation_profile == default {
+        return None;
+    }
+    let named = std::mem::replace(&mut session.automation_profile, default.clone());
+    Some(format!(
+        "the file names the automation profile {named}; the session runs under your default, {default} (import with --keep-profile to keep {named})"
+    ))
+}
+
+fn import(ctx: &Context, input: &Path, keep_profile: bool) -> Result<Report, CliError> {
     let text = std::fs::read_to_string(input)
         .map_err(|e| CliError::new("NOT_FOUND", format!("cannot read {}: {e}", input.display())))?;
-    let imported = export::parse(&input.display().to_string(), &text)?;
+    let mut imported = export::parse(&input.display().to_string(), &text)?;
+    let replaced = imported_profile(ctx, &mut imported.detail.session, keep_profile);
     let mut store = ctx.store()?;
     let actor = &imported.detail.session.actor;
     let actor_ref = match orchestrator::resolve(&store, ctx.config()?, actor, &env_var) {
@@ -661,6 +689,9 @@ fn import(ctx: &Context, input: &Path) -> Result<Report, CliError> {
         "Merge",
         [("Existing", "none"), ("Strategy", "create new")],
     ));
+    if let Some(w) = replaced {
+        report = report.message(crate::output::Level::Warn, w);
+    }
     if actor_ref != "resolved" {
         report = report.message(
             crate::output::Level::Warn,

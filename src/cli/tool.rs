@@ -394,10 +394,20 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     if tools::builtin(name).is_none() && name.contains('/') {
         return super::tool_registry::show(ctx, name);
     }
+    // A bare name that is no built-in means `local/NAME`, as in every registry.
+    let local = format!("local/{name}");
+    if tools::builtin(name).is_none()
+        && ctx
+            .store()?
+            .registered_tool::<serde_json::Value>(&local)?
+            .is_some()
+    {
+        return super::tool_registry::show(ctx, &local);
+    }
     let tool = tools::builtin(name).ok_or_else(|| {
         let names: Vec<&str> = tools::builtins().iter().map(|t| t.name()).collect();
         let err = CliError::new("NOT_FOUND", format!("tool `{name}` not found"))
-            .detail("built-in tools have bare names; registered tools are namespaced (local/NAME)");
+            .detail("built-in tools have bare names; a bare name that is none means local/NAME, and no tool of that name is registered");
         match crate::engine::config::nearest(name, names) {
             Some(s) => err.hint(format!("agents tool show {s}")),
             None => err.hint("agents tool list"),

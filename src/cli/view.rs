@@ -49,6 +49,20 @@ pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
     crate::engine::domain::id::unique_prefixes(ids)
 }
 
+/// The shortest prefix of one decision id that names it alone ([`decision_shorts`]).
+///
+/// # Errors
+/// Store errors.
+pub fn decision_short(
+    store: &crate::engine::store::Store,
+    id: &crate::engine::domain::Id,
+) -> Result<String, crate::engine::store::StoreError> {
+    let id = id.to_string();
+    Ok(decision_shorts(store, [id.clone()])?
+        .remove(&id)
+        .unwrap_or(id))
+}
+
 /// Shortest prefixes of decision ids, by full id, unique among every decision of the
 /// database (superseded ones and other plans' included), so that `plan explain` takes back
 /// any id printed.

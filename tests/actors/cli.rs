@@ -741,3 +741,106 @@ fn actor_run_refuses_a_temperature_outside_the_providers_range_before_sending_an
     );
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn actor_run_stopped_by_its_step_deadline_fails_with_unknown_usage_and_records_the_call() {
+    let server = ProviderServer::start(vec![Turn::Drip {
+        every: std::time::Duration::from_millis(100),
+        tokens: true,
+    }]);
+    let env = env_for(&server, "openai");
+    let mut config = std::fs::read_to_string(&env.config_path).unwrap();
+    config = config.replace(
+        "api_key_env = \"SCRIPTED_API_KEY\"\n",
+        "api_key_env = \"SCRIPTED_API_KEY\"\nstep_deadline_secs = 1\n",
+    );
+    std::fs::write(&env.config_path, config).unwrap();
+    let out = run(
+        &env,
+        &["--format", "json", "actor", "run", "scripted/m", "Count."],
+    );
+    let doc = json(&out);
+    assert_ne!(out.status.code(), Some(0), "{doc:#}");
+    let text = doc.to_string();
+    assert!(text.contains("still working after 1 s"), "{doc:#}");
+    assert!(!text.contains("answered"), "{doc:#}");
+    assert!(!text.contains("-0.000000"), "{doc:#}");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let rows: Vec<(i64, String)> = db
+        .prepare("SELECT usage_reported, outcome FROM model_calls")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        rows,
+        [(0, "error".to_string())],
+        "the abandoned call is recorded, its usage not reported"
+    );
+}
+
+#[test]
+fn an_openai_compatible_call_carries_a_default_completion_cap_and_one_abandoned_at_its_deadline_has_unknown_usage()
+ {
+    let server = ProviderServer::start(vec![
+        Turn::text("Short.", (10, 5)),
+        Turn::Drip {
+            every: std::time::Duration::from_millis(100),
+            tokens: true,
+        },
+    ]);
+    let env = env_for(&server, "openai");
+    let out = run(
+        &env,
+        &["--format", "json", "actor", "run", "scripted/m", "Hi."],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", json(&out));
+    let body = &server.requests()[0].body;
+    assert_eq!(body["max_tokens"], 8192, "{body:#}");
+    // The model's own limit lowers it; the actor's `options.max-tokens` would replace it.
+    let mut config = std::fs::read_to_string(&env.config_path).unwrap();
+    config = config.replace(
+        "api_key_env = \"SCRIPTED_API_KEY\"\n",
+        "api_key_env = \"SCRIPTED_API_KEY\"\ncall_deadline_secs = 1\n",
+    );
+    config.push_str("max_output_tokens = 300\n");
+    std::fs::write(&env.config_path, config).unwrap();
+    let out = run(
+        &env,
+        &["--format", "json", "actor", "run", "scripted/m", "Count."],
+    );
+    let doc = json(&out);
+    assert_eq!(server.requests()[1].body["max_tokens"], 300, "{doc:#}");
+    // A call abandoned at its deadline was being worked on: its usage is unknown, not 0.
+    assert_ne!(out.status.code(), Some(0), "{doc:#}");
+    assert_eq!(doc["data"]["usage_known"], false, "{doc:#}");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let rows: Vec<(i64, Option<f64>)> = db
+        .prepare("SELECT usage_reported, cost_usd FROM model_calls ORDER BY started_at")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows[1], (0, None), "{rows:?}");
+}
+
+#[test]
+fn negative_token_counts_from_a_provider_count_as_unreported_not_as_a_free_call() {
+    let server = ProviderServer::start(vec![Turn::text("Paris.", (1000, 500)).negative_usage()]);
+    let env = env_for(&server, "openai");
+    let out = run(
+        &env,
+        &["--format", "json", "actor", "run", "scripted/m", "Capital?"],
+    );
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    assert_eq!(doc["data"]["usage_known"], false, "{doc:#}");
+    assert!(doc["data"]["cost_usd"].is_null(), "{doc:#}");
+    let db = rusqlite::Connection::open(env.data_dir.join("cleveragents.db")).unwrap();
+    let reported: i64 = db
+        .query_row("SELECT usage_reported FROM model_calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(reported, 0);
+}

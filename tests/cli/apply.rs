@@ -864,3 +864,134 @@ fn the_apply_summary_counts_a_moved_file_once_as_plan_diff_does() {
         moved
     );
 }
+
+const KEY: &str = "sk-live-0123456789abcdef";
+
+/// `agents --format json ARGS` with `OPENAI_API_KEY` set to [`KEY`].
+fn with_key(env: &Env, args: &[&str]) -> (serde_json::Value, i32) {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = env
+        .command(&all)
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    (doc, out.status.code().unwrap())
+}
+
+#[test]
+fn a_key_in_the_change_is_flagged_in_the_diff_and_refused_by_apply_and_export_unless_allowed() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &[&format!(
+            "echo ok >> a.txt && printf 'name = x\\ntoken = {KEY}\\n' > settings.txt"
+        )],
+    );
+    // The diff shows `[redacted]` and says, at the line, which key's value it hides.
+    let (diff, code) = with_key(&env, &["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{diff:#}");
+    assert!(!diff.to_string().contains(KEY), "{diff:#}");
+    let files = diff["data"]["resources"][0]["files"].as_array().unwrap();
+    let settings = files.iter().find(|f| f["path"] == "settings.txt").unwrap();
+    assert_eq!(
+        settings["secrets"],
+        serde_json::json!([{"line": 2, "variable": "OPENAI_API_KEY"}]),
+        "{settings:#}"
+    );
+    let a = files.iter().find(|f| f["path"] == "a.txt").unwrap();
+    assert!(a.get("secrets").is_none(), "{a:#}");
+    let human = env
+        .command(&["plan", "diff", &plan])
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("settings.txt:2 contains the value of OPENAI_API_KEY"),
+        "{text}"
+    );
+    // Export refuses, writing nothing.
+    let patch = env.root().join("change.patch");
+    let (doc, code) = with_key(
+        &env,
+        &["plan", "export", &plan, "--patch", patch.to_str().unwrap()],
+    );
+    assert_ne!(code, 0, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("settings.txt") && message.contains("OPENAI_API_KEY"),
+        "{doc:#}"
+    );
+    assert!(doc.to_string().contains("--allow-secrets"), "{doc:#}");
+    assert!(!patch.exists());
+    // Apply refuses, changing nothing.
+    let before = RepoState::capture(&repo);
+    let (doc, code) = with_key(&env, &["plan", "apply", "--yes", &plan]);
+    assert_ne!(code, 0, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("settings.txt") && message.contains("OPENAI_API_KEY"),
+        "{doc:#}"
+    );
+    assert!(doc.to_string().contains("--allow-secrets"), "{doc:#}");
+    assert_same(&before, &RepoState::capture(&repo));
+    // Allowed explicitly, both write the key.
+    let (doc, code) = with_key(
+        &env,
+        &[
+            "plan",
+            "export",
+            &plan,
+            "--patch",
+            patch.to_str().unwrap(),
+            "--allow-secrets",
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(std::fs::read_to_string(&patch).unwrap().contains(KEY));
+    let (doc, code) = with_key(&env, &["plan", "apply", "--yes", "--allow-secrets", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(out(&repo, &["show", "HEAD:settings.txt"]).contains(KEY));
+}
+
+#[test]
+fn after_a_partial_apply_plan_diff_shows_the_commit_and_what_was_left_out() {
+    let env = Env::new();
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[("a.txt", "one\n"), ("b.txt", "two\n")],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["echo more >> a.txt && echo more >> b.txt"],
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", "--exclude", "b.txt", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let head = head(&repo);
+    let (diff, code) = env.json(&["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{diff:#}");
+    let files: Vec<&str> = diff["data"]["resources"][0]["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{diff:#}"))
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["a.txt"], "what the commit wrote: {diff:#}");
+    assert_eq!(
+        diff["data"]["resources"][0]["commit"],
+        head.as_str(),
+        "{diff:#}"
+    );
+    assert_eq!(diff["data"]["left_out"][0]["path"], "b.txt", "{diff:#}");
+    // The remainder kept in the sandbox stays reachable.
+    let (rest, code) = env.json(&["plan", "diff", "--remainder", &plan]);
+    assert_eq!(code, 0, "{rest:#}");
+    assert!(rest.to_string().contains("b.txt"), "{rest:#}");
+}

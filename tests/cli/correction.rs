@@ -1163,6 +1163,37 @@ fn tree_and_status_print_short_ids_that_can_be_typed_back() {
     }
 }
 
+/// `plan explain`'s summary names the decision by a prefix that names it alone: decisions
+/// made within a second share their first eight characters.
+#[test]
+fn plan_explain_summary_names_the_decision_by_a_unique_prefix() {
+    let (s, id, _pid) = offline_plan();
+    let (tree, _) = s.env.json(&["plan", "tree", &id]);
+    let text = tree.to_string();
+    let ids: Vec<String> = regex::Regex::new(r#""kind":"decision","id":"([0-9A-Z]{26})""#)
+        .unwrap()
+        .captures_iter(&text)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(ids.len() >= 2, "{tree:#}");
+    let summary = regex::Regex::new(r"Decision ([0-9A-Z]+):").unwrap();
+    for full in &ids {
+        let (doc, code) = s.env.json(&["plan", "explain", full]);
+        assert_eq!(code, 0, "{doc:#}");
+        let status = doc["messages"].to_string();
+        let short = summary
+            .captures(&status)
+            .unwrap_or_else(|| panic!("{doc:#}"))[1]
+            .to_string();
+        let (again, code) = s.env.json(&["plan", "explain", &short]);
+        assert_eq!(
+            code, 0,
+            "`plan explain {short}` from the summary: {again:#}"
+        );
+        assert_eq!(again["data"]["decision_id"], full.as_str());
+    }
+}
+
 /// After correcting an `invariant_enforced` decision the plan's effective invariants (what
 /// `invariant list --plan --effective` shows) no longer include it, and a later correction of
 /// the root keeps it removed instead of silently dropping the record of the removal.

@@ -189,6 +189,13 @@ fn a_step_touching_a_protected_path_stops_the_plan_and_accepting_once_continues(
         doc.to_string().contains("plan correct --mode revert"),
         "{doc:#}"
     );
+    // Like every other hint, it acts on the same environment.
+    let effect = doc["data"]["effect"].as_str().unwrap_or_default();
+    assert!(
+        effect.contains(&format!("--data-dir {}", env.data_dir.display()))
+            && effect.contains("--config-path"),
+        "{doc:#}"
+    );
 
     // Accepted once: the plan goes on and (full-auto) applies; the accepted path is not
     // raised again before Apply.

@@ -469,3 +469,60 @@ fn every_session_command_in_all_six_formats() {
         }
     }
 }
+
+/// `text`'s checksum as `session export` writes it, computed by `sha256sum`: anyone can.
+fn resealed(mut doc: Value) -> String {
+    let content = doc["content"].to_string();
+    let out = std::process::Command::new("sh")
+        .args(["-c", "printf '%s' \"$1\" | sha256sum", "sh", &content])
+        .output()
+        .unwrap();
+    let hex = String::from_utf8(out.stdout).unwrap();
+    doc["checksum"] = json!(format!("sha256:{}", hex.split_whitespace().next().unwrap()));
+    doc.to_string()
+}
+
+#[test]
+fn an_imported_session_edited_to_full_auto_gets_the_importers_default_profile() {
+    let s = setup(vec![Turn::text("hello", (5, 1))]);
+    let id = create(&s, &["--name", "shared"]);
+    let file = s.env.root().join("shared.json");
+    ok(
+        &s,
+        &["session", "export", "-o", file.to_str().unwrap(), &id],
+    );
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(doc["content"]["session"]["automation_profile"], "manual");
+    doc["content"]["session"]["automation_profile"] = json!("full-auto");
+    ok(&s, &["session", "delete", "--yes", &id]);
+    let edited = s.env.root().join("edited.json");
+    std::fs::write(&edited, resealed(doc)).unwrap();
+    // The recomputed checksum matches: it is no protection against an edit.
+    let imported = ok(&s, &["session", "import", "-i", edited.to_str().unwrap()]);
+    let new_id = imported["data"]["session_id"].as_str().unwrap().to_string();
+    let shown = ok(&s, &["session", "show", &new_id]);
+    assert_eq!(
+        shown["data"]["session"]["automation_profile"], "manual",
+        "{shown:#}"
+    );
+    let said = imported["messages"].to_string();
+    assert!(
+        said.contains("full-auto") && said.contains("--keep-profile"),
+        "{imported:#}"
+    );
+    // Kept only when the importer says so.
+    ok(&s, &["session", "delete", "--yes", &new_id]);
+    let kept = ok(
+        &s,
+        &[
+            "session",
+            "import",
+            "--keep-profile",
+            "-i",
+            edited.to_str().unwrap(),
+        ],
+    );
+    let kept_id = kept["data"]["session_id"].as_str().unwrap();
+    let shown = ok(&s, &["session", "show", kept_id]);
+    assert_eq!(shown["data"]["session"]["automation_profile"], "full-auto");
+}

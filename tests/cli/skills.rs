@@ -416,3 +416,41 @@ fn skill_and_tool_snapshots() {
         }
     }
 }
+
+#[test]
+fn bare_tool_and_skill_names_resolve_to_local_as_other_registries_do() {
+    let env = Env::new();
+    let ex = |rel: &str| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples")
+            .join(rel)
+            .display()
+            .to_string()
+    };
+    for t in ["tools/count-lines.yaml", "tools/changelog-entry.yaml"] {
+        ok(&env, &["tool", "add", "-c", &ex(t)]);
+    }
+    for k in ["skills/filesystem-mcp.yaml", "skills/project-tools.yaml"] {
+        ok(&env, &["skill", "add", "-c", &ex(k)]);
+    }
+    let shown = ok(&env, &["tool", "show", "count-lines"]);
+    assert_eq!(
+        shown["data"]["tool"]["name"], "local/count-lines",
+        "{shown:#}"
+    );
+    let shown = ok(&env, &["skill", "show", "project-tools"]);
+    assert_eq!(
+        shown["data"]["skill"]["name"], "local/project-tools",
+        "{shown:#}"
+    );
+    let actor = env.root().join("a.yaml");
+    std::fs::write(
+        &actor,
+        "name: builder\nmodel: openai/gpt-4o\nskills: [project-tools, git_operations]\n",
+    )
+    .unwrap();
+    ok(&env, &["actor", "add", "--config", actor.to_str().unwrap()]);
+    // A built-in keeps its bare name.
+    let shown = ok(&env, &["skill", "show", "git_operations"]);
+    assert_eq!(shown["data"]["skill"]["name"], "git_operations");
+}

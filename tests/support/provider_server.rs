@@ -96,6 +96,8 @@ pub struct ReplyExtra {
     pub cached: (u64, u64),
     /// The reply was cut by the token limit (`length` / `max_tokens`).
     pub cut: bool,
+    /// Report the token counts negated (a broken server).
+    pub negative: bool,
 }
 
 impl Turn {
@@ -122,6 +124,11 @@ impl Turn {
     /// This reply, cut by the completion token limit.
     pub fn cut(self) -> Self {
         self.extra(|e| e.cut = true)
+    }
+
+    /// This reply, reporting its token counts negated.
+    pub fn negative_usage(self) -> Self {
+        self.extra(|e| e.negative = true)
     }
 
     fn extra(mut self, f: impl FnOnce(&mut ReplyExtra)) -> Self {
@@ -607,7 +614,8 @@ impl Scripted<'_> {
     }
 
     fn openai_usage(&self) -> Value {
-        let (i, o) = self.usage;
+        let sign = if self.extra.negative { -1 } else { 1 };
+        let (i, o) = (sign * self.usage.0 as i64, sign * self.usage.1 as i64);
         let mut u = json!({"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o});
         if self.extra.cached.0 > 0 {
             u["prompt_tokens_details"] = json!({"cached_tokens": self.extra.cached.0});

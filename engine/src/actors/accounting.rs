@@ -56,9 +56,19 @@ pub fn cost_usd(kind: ProviderKind, price: Option<&ModelPrice>, usage: Usage) ->
     )
 }
 
-/// The cost of one recorded call: zero for a failed call, unknown when the provider reported
-/// no usage, else priced by [`cost_usd`].
+/// Whether `c` was abandoned at the run's deadline (its usage is unknown, not zero).
+fn abandoned(c: &super::runtime::ModelCallRecord) -> bool {
+    c.error
+        .as_ref()
+        .is_some_and(|e| e.0 == super::runtime::ABANDONED)
+}
+
+/// The cost of one recorded call: zero for a failed call, unknown for an abandoned one or
+/// when the provider reported no usage, else priced by [`cost_usd`].
 fn call_cost(provider: &Provider, c: &super::runtime::ModelCallRecord) -> Option<f64> {
+    if abandoned(c) {
+        return None;
+    }
     if c.error.is_some() {
         return Some(0.0);
     }
@@ -154,19 +164,26 @@ pub fn run_cost_usd_for(
     run.model_calls
         .iter()
         .map(|c| call_cost(provider_named(providers, fallback, &c.provider), c))
-        .sum()
+        .sum::<Option<f64>>()
+        // An empty sum of floats is -0.0, printed `$-0.000000`.
+        .map(|c| c + 0.0)
 }
 
 /// The cost of a run: `Some` when every successful call is priced and reported its usage.
 pub fn run_cost_usd(provider: &Provider, run: &ActorRun) -> Option<f64> {
-    run.model_calls.iter().map(|c| call_cost(provider, c)).sum()
+    run.model_calls
+        .iter()
+        .map(|c| call_cost(provider, c))
+        .sum::<Option<f64>>()
+        .map(|c| c + 0.0)
 }
 
-/// Whether every successful call of `run` reported its usage (else its tokens are unknown).
+/// Whether every successful call of `run` reported its usage and none was abandoned (else
+/// its tokens are unknown).
 pub fn usage_known(run: &ActorRun) -> bool {
     run.model_calls
         .iter()
-        .all(|c| c.error.is_some() || c.usage_reported)
+        .all(|c| c.usage_reported || (c.error.is_some() && !abandoned(c)))
 }
 
 #[cfg(test)]

@@ -231,6 +231,10 @@ pub struct ToolCallRecord {
     pub duration_ms: u64,
 }
 
+/// The error kind of a call abandoned at the run's deadline: the provider worked on it, so
+/// its usage is unknown (its estimate counts), never zero.
+pub const ABANDONED: &str = "abandoned";
+
 /// One model call of a run (successful or not), for accounting.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelCallRecord {
@@ -650,6 +654,33 @@ impl Call<'_> {
         run.model_calls.push(record);
     }
 
+    /// The record of a call abandoned at a deadline (`why`) after `streamed` bytes of text:
+    /// no usage reported, its tokens estimated from the request and what arrived.
+    fn abandoned(
+        &self,
+        started_at: jiff::Timestamp,
+        clock: Instant,
+        streamed: usize,
+        why: String,
+    ) -> ModelCallRecord {
+        ModelCallRecord {
+            turn: self.turn,
+            provider: self.client.provider().name.clone(),
+            model: self.client.model().to_string(),
+            usage: Usage::default(),
+            usage_reported: false,
+            estimated_input_tokens: estimate_tokens(
+                self.client.request_body(self.chat).to_string().len(),
+            ),
+            estimated_output_tokens: estimate_tokens(streamed),
+            stop_reason: None,
+            attempts: 1,
+            started_at,
+            duration_ms: millis(clock.elapsed()),
+            error: Some((ABANDONED.to_string(), why)),
+        }
+    }
+
     /// Makes the call, records it (usage, estimates, stop reason) and reports its events.
     async fn make(
         &self,
@@ -664,8 +695,12 @@ impl Call<'_> {
         }
         let started_at = jiff::Timestamp::now();
         let clock = Instant::now();
+        let streamed = std::sync::atomic::AtomicUsize::new(0);
         let mut forward = |e: StreamEvent| match e {
-            StreamEvent::TextDelta(text) => on_event(ActorEvent::TextDelta { turn, text }),
+            StreamEvent::TextDelta(text) => {
+                streamed.fetch_add(text.len(), std::sync::atomic::Ordering::Relaxed);
+                on_event(ActorEvent::TextDelta { turn, text });
+            }
             StreamEvent::Retrying {
                 attempt,
                 delay,
@@ -683,6 +718,13 @@ impl Call<'_> {
         );
         let completion = match call.await {
             Err(_) => {
+                let why = format!(
+                    "abandoned at the run's deadline of {} s (`providers.NAME.step_deadline_secs`)",
+                    self.deadline.as_secs()
+                );
+                let streamed = streamed.load(std::sync::atomic::Ordering::Relaxed);
+                run.model_calls
+                    .push(self.abandoned(started_at, clock, streamed, why));
                 return Made::Stop(Stop::Deadline {
                     secs: self.deadline.as_secs(),
                 });
@@ -692,6 +734,12 @@ impl Call<'_> {
             Ok(Err(error @ ProviderError::TooLarge { .. })) => {
                 self.record(run, self.failed(&error, started_at, clock), None);
                 return Made::TooLarge(error);
+            }
+            Ok(Err(error)) if error.abandoned() => {
+                let streamed = streamed.load(std::sync::atomic::Ordering::Relaxed);
+                let record = self.abandoned(started_at, clock, streamed, error.to_string());
+                self.record(run, record, None);
+                return Made::Stop(Stop::Failed { error });
             }
             Ok(Err(error)) => {
                 self.record(run, self.failed(&error, started_at, clock), None);

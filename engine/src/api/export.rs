@@ -37,6 +37,8 @@ pub struct ExportRequest {
     pub target: ExportTarget,
     /// Replace an existing branch or file.
     pub force: bool,
+    /// Export a change that holds the value of a secret (`--allow-secrets`); refused otherwise.
+    pub allow_secrets: bool,
 }
 
 /// What [`super::Op::Export`] did.
@@ -83,6 +85,9 @@ pub(super) fn export(engine: &Engine, req: &ExportRequest) -> Result<Exported, A
     let sb = choose(&active, req.resource.as_deref())?;
     let (tree, left_out) = reviewed_part(engine, &store, &plan, sb)?;
     let _lock = sb.lock()?;
+    if !req.allow_secrets {
+        refuse_secrets(sb, tree)?;
+    }
     let message = plan_commit_message(&plan, EXPORT_NOTE);
     let outcome = match &req.target {
         ExportTarget::Branch(b) => export::to_branch(sb, tree, b, &message, req.force)?,
@@ -105,6 +110,30 @@ pub(super) fn export(engine: &Engine, req: &ExportRequest) -> Result<Exported, A
         left_out,
         repository,
     })
+}
+
+/// Refuses an export of `tree` (the work tree when `None`) that holds the value of a secret,
+/// as Apply does (docs/sandbox.md "Secrets in a change"). The caller holds the sandbox lock.
+fn refuse_secrets(sb: &Sandbox, tree: Option<git2::Oid>) -> Result<(), ApiError> {
+    let repo = sb.repo()?;
+    let base = repo
+        .find_commit(sb.base_commit()?)
+        .map_err(crate::sandbox::SandboxError::git("reading the base commit"))?
+        .tree_id();
+    let tree = match tree {
+        Some(t) => t,
+        None => crate::sandbox::checkpoint::snapshot(&repo)?,
+    };
+    let found = crate::redact::find_in_diff(&repo, base, tree)
+        .map_err(crate::sandbox::SandboxError::git("reading the change"))?;
+    match found {
+        Some((path, var)) => Err(RunError::Invalid(format!(
+            "{path} in {} contains the value of {var}; remove the key from the file (or correct the step that wrote it) and export again, or export it as it is with `plan export --allow-secrets`",
+            sb.record.resource_name
+        ))
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// What Apply would write of `sb` (docs/review.md): `None` (the whole sandbox) while no review

@@ -593,12 +593,14 @@ fn decide_all(
         if target == base_tree {
             continue;
         }
-        // A known key in the result never reaches the user's project (docs/sandbox.md).
-        if let Some((path, var)) = crate::redact::find_in_diff(&sr, base_tree, target)
-            .map_err(|e| with(RunError::Sandbox(e.message().to_string())))?
+        // A known key in the result reaches the user's project only when allowed
+        // (docs/sandbox.md "Secrets in a change").
+        if !engine.apply_request().allow_secrets
+            && let Some((path, var)) = crate::redact::find_in_diff(&sr, base_tree, target)
+                .map_err(|e| with(RunError::Sandbox(e.message().to_string())))?
         {
             return Err(with(RunError::Invalid(format!(
-                "{path} in {} contains the value of {var}; remove the key from the file (or correct the step that wrote it) and apply again",
+                "{path} in {} contains the value of {var}; remove the key from the file (or correct the step that wrote it) and apply again, or write it as it is with `plan apply --allow-secrets`",
                 base.resource_name
             ))));
         }

@@ -12,7 +12,9 @@
 //! - A writing call is bracketed by checkpoints (the latest is reused when nothing changed),
 //!   so a rollback covers what it changed in the sandbox.
 //! - Names the model sees are the tool names with characters providers refuse (`/`, `.`)
-//!   replaced by `_` ([`wire_name`]); the execution log keeps the real name.
+//!   replaced by `_` ([`wire_name`]); the execution log keeps the real name. An offered
+//!   name is never a built-in's or another offered tool's: a tool whose name would be is
+//!   not offered, and the system prompt and the log say why ([`Offer::settle_names`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,18 +34,7 @@ use crate::tools::mcp::{McpPool, Placement, plan_pool};
 use crate::tools::runner::{CallRequest, Policy, ToolRunner};
 use crate::tools::{ShellSettings, ToolError};
 
-/// A tool name as providers accept it (`[A-Za-z0-9_-]`): other characters become `_`.
-pub fn wire_name(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+pub use crate::tools::external::wire_name;
 
 /// Where a call runs: the host's database connection, sandboxes, plan, policy and cancel flag.
 #[derive(Clone, Copy)]
@@ -67,6 +58,8 @@ pub struct Offer {
     pool: Option<Arc<McpPool>>,
     /// Servers that could not be started, with why.
     pub failed_servers: Vec<(String, String)>,
+    /// Tools not offered because of their name, with why.
+    pub refused: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Offer {
@@ -88,6 +81,7 @@ impl Offer {
             agent_skills: Vec::new(),
             pool: None,
             failed_servers: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -180,7 +174,35 @@ impl Offer {
             }
             offer.pool = Some(pool);
         }
+        offer.settle_names();
         Ok(offer)
+    }
+
+    /// Drops every tool whose offered name ([`wire_name`]) is a built-in's or role tool's, or
+    /// is shared with another external tool (all of those: no order decides which one a
+    /// call reaches), recording why in [`Offer::refused`].
+    pub fn settle_names(&mut self) {
+        let wires: Vec<String> = self.tools.iter().map(|t| wire_name(&t.name)).collect();
+        let mut keep = Vec::with_capacity(self.tools.len());
+        for (t, wire) in std::mem::take(&mut self.tools).into_iter().zip(&wires) {
+            let shared = wires.iter().filter(|w| *w == wire).count() > 1;
+            let why = crate::tools::external::shadows_builtin(&t.name).or_else(|| {
+                shared.then(|| {
+                    format!(
+                        "`{}` would be offered as `{wire}`, as would another tool of this run",
+                        t.name
+                    )
+                })
+            });
+            match why {
+                Some(why) => {
+                    tracing::warn!(tool = %t.name, %why, "tool not offered");
+                    self.refused.push((t.name.clone(), why));
+                }
+                None => keep.push(t),
+            }
+        }
+        self.tools = keep;
     }
 
     /// The offer for the actor called `actor` (a custom actor's `skills:`; none for other
@@ -229,6 +251,7 @@ impl Offer {
             }
             self.agent_skills.push(d.skill.clone());
         }
+        self.settle_names();
     }
 
     /// The tools offered under `policy` (read-only ones outside Execute), `load_skill` first
@@ -263,6 +286,9 @@ impl Offer {
             .collect();
         for (name, why) in &self.failed_servers {
             parts.push(format!("The MCP server {name} is unavailable in this run ({why}); its tools are not offered."));
+        }
+        for (name, why) in &self.refused {
+            parts.push(format!("The tool {name} is not offered: {why}."));
         }
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
@@ -416,12 +442,15 @@ impl Offer {
         if bracket && let Err(e) = checkpoint(&mut store, "end") {
             tracing::warn!(error = %e, "checkpoint after a tool call failed");
         }
+        // What the model sees is redacted as the stored copy is (docs/sandbox.md): an MCP
+        // server's result or error may hold a key it was handed.
+        let redacted = |text: String| crate::redact::redact(&text).into_owned();
         match result {
             Ok(call) => match call.result {
-                Ok(v) => ToolOutcome::ok(v.to_string()),
-                Err(e) => ToolOutcome::error(format!("{}: {e}", e.code())),
+                Ok(v) => ToolOutcome::ok(redacted(v.to_string())),
+                Err(e) => ToolOutcome::error(redacted(format!("{}: {e}", e.code()))),
             },
-            Err(e) => ToolOutcome::error(format!("the tool runner failed: {e}")),
+            Err(e) => ToolOutcome::error(redacted(format!("the tool runner failed: {e}"))),
         }
     }
 }
@@ -531,4 +560,60 @@ pub fn strategist_host(
         .only(Vec::new())
         .with_offer(offer),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::custom::ToolCapability;
+
+    fn mcp(name: &str) -> ExternalTool {
+        let (server, tool) = name.split_once('.').unwrap();
+        ExternalTool {
+            name: name.into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            capability: ToolCapability::default(),
+            source: ToolSource::Mcp,
+            skill: Some("local/mcp".into()),
+            resources: Vec::new(),
+            runnable: Runnable::Mcp {
+                server: server.into(),
+                tool: tool.into(),
+            },
+        }
+    }
+
+    #[test]
+    fn an_mcp_tool_offered_under_a_builtin_or_a_shared_name_is_not_offered() {
+        let mut offer = Offer::empty();
+        offer.tools = ["write.file", "a.b_c", "a_b.c", "everything.echo"]
+            .into_iter()
+            .map(mcp)
+            .collect();
+        offer.settle_names();
+        let policy = Policy {
+            phase: Phase::Execute,
+            state: crate::domain::ProcessingState::Processing,
+            read_only_action: false,
+            allow_unsafe_tools: false,
+            require_checkpoints: false,
+            deny_patterns: Vec::new(),
+            shell: crate::tools::shell::ShellPolicy::default(),
+            profile: None,
+        };
+        let names: Vec<String> = offer.specs(&policy).into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["everything_echo"]);
+        assert!(
+            !offer.has("write_file"),
+            "the built-in's calls stay with it"
+        );
+        let refused: Vec<&str> = offer.refused.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(refused, ["write.file", "a.b_c", "a_b.c"]);
+        let prompt = offer.prompt_block().unwrap();
+        assert!(
+            prompt.contains("`write.file` would be offered as `write_file`"),
+            "{prompt}"
+        );
+    }
 }

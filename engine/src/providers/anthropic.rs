@@ -176,6 +176,14 @@ fn input_tokens(u: &Value) -> u64 {
         + number(u, "cache_read_input_tokens")
 }
 
+/// The count fields of Anthropic's usage object.
+const COUNT_FIELDS: [&str; 4] = [
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+];
+
 /// The usage object's counts: input including the cache, and the cache's share.
 fn usage_of(u: &Value) -> Usage {
     Usage {
@@ -220,7 +228,9 @@ pub fn parse_response(body: &Value) -> Result<ChatResponse, String> {
             None => return Err(format!("content block {i} has no `type`")),
         }
     }
-    let usage = body.get("usage").filter(|u| u.is_object());
+    let usage = body
+        .get("usage")
+        .filter(|u| u.is_object() && super::wire::counts_valid(u, &COUNT_FIELDS));
     Ok(ChatResponse {
         text,
         tool_calls,
@@ -252,6 +262,8 @@ pub struct StreamAssembler {
     usage: Option<Usage>,
     stop_reason: Option<String>,
     done: bool,
+    /// A usage object had a negative or non-integer count: usage counts as unreported.
+    bad_usage: bool,
 }
 
 impl StreamAssembler {
@@ -290,6 +302,7 @@ impl StreamAssembler {
         match kind.as_str() {
             "message_start" => {
                 if let Some(u) = v.pointer("/message/usage") {
+                    self.bad_usage |= !super::wire::counts_valid(u, &COUNT_FIELDS);
                     self.usage = Some(usage_of(u));
                 }
             }
@@ -354,6 +367,7 @@ impl StreamAssembler {
                     self.stop_reason = Some(r.to_string());
                 }
                 if let Some(u) = v.get("usage") {
+                    self.bad_usage |= !super::wire::counts_valid(u, &COUNT_FIELDS);
                     let usage = self.usage.get_or_insert_with(Usage::default);
                     if let Some(out) = u.get("output_tokens").and_then(Value::as_u64) {
                         usage.output_tokens = out;
@@ -403,8 +417,8 @@ impl StreamAssembler {
         Some(ChatResponse {
             text: self.text,
             tool_calls,
-            usage: self.usage.unwrap_or_default(),
-            usage_reported: self.usage.is_some(),
+            usage: self.usage.filter(|_| !self.bad_usage).unwrap_or_default(),
+            usage_reported: self.usage.is_some() && !self.bad_usage,
             stop_reason: self.stop_reason,
         })
     }

@@ -146,6 +146,9 @@ impl Default for ClientOptions {
     }
 }
 
+/// How a call abandoned at its call deadline is described ([`ProviderError::abandoned`]).
+const CALL_DEADLINE_PASSED: &str = "no complete reply within the call deadline";
+
 /// A provider call that failed. Messages name the provider and say what to fix; they never
 /// contain the API key.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -296,6 +299,12 @@ impl ProviderError {
     /// Whether the failure is transient (worth retrying later, e.g. after user approval).
     pub fn is_transient(&self) -> bool {
         matches!(self, ProviderError::Transient { .. })
+    }
+
+    /// Whether the call was abandoned at its call deadline while the provider worked on it
+    /// (its usage is unknown, not zero).
+    pub fn abandoned(&self) -> bool {
+        matches!(self, ProviderError::Transient { reason, .. } if reason.starts_with(CALL_DEADLINE_PASSED))
     }
 
     /// A short stable kind for records and events: `auth`, `unknown_model`, `transient`, ...
@@ -486,7 +495,7 @@ impl ProviderClient {
                     provider: self.provider.name.clone(),
                     attempts: attempts.load(Ordering::Relaxed).max(1),
                     reason: format!(
-                        "no complete reply within the call deadline of {} s (`providers.{}.call_deadline_secs`)",
+                        "{CALL_DEADLINE_PASSED} of {} s (`providers.{}.call_deadline_secs`)",
                         deadline.as_secs_f64(),
                         self.provider.name
                     ),
@@ -735,19 +744,21 @@ impl ProviderClient {
     }
 
     /// The JSON body `req` is sent as.
+    /// Both wires carry a completion cap: the actor's `max_tokens`, else the default (8192,
+    /// lowered to the model's limit), so that no call generates until its deadline.
     pub fn request_body(&self, req: &ChatRequest) -> Value {
+        let default_max = anthropic::default_max_tokens(
+            &self.model,
+            self.provider
+                .models
+                .get(&self.model)
+                .and_then(|m| m.max_output_tokens),
+        );
         match self.provider.kind {
-            ProviderKind::Openai => openai::request_body(req, self.provider.max_tokens_field()),
-            ProviderKind::Anthropic => anthropic::request_body(
-                req,
-                anthropic::default_max_tokens(
-                    &self.model,
-                    self.provider
-                        .models
-                        .get(&self.model)
-                        .and_then(|m| m.max_output_tokens),
-                ),
-            ),
+            ProviderKind::Openai => {
+                openai::request_body(req, self.provider.max_tokens_field(), default_max)
+            }
+            ProviderKind::Anthropic => anthropic::request_body(req, default_max),
         }
     }
 

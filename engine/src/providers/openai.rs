@@ -19,10 +19,11 @@ pub fn endpoint(base_url: &str) -> String {
     format!("{}/chat/completions", base_url.trim_end_matches('/'))
 }
 
-/// The JSON request body. The completion cap goes in `max_field` (`max_completion_tokens`
-/// for OpenAI itself, `max_tokens` for most compatible servers); sampling options are sent
+/// The JSON request body. The completion cap (the request's, else `default_max`) goes in
+/// `max_field` (`max_completion_tokens` for OpenAI itself, `max_tokens` for most compatible
+/// servers); sampling options are sent
 /// only when set; tool schemas are flattened ([`standard_schema`]).
-pub fn request_body(req: &ChatRequest, max_field: MaxTokensField) -> Value {
+pub fn request_body(req: &ChatRequest, max_field: MaxTokensField, default_max: u32) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &req.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -80,9 +81,7 @@ pub fn request_body(req: &ChatRequest, max_field: MaxTokensField) -> Value {
             })
             .collect();
     }
-    if let Some(max) = req.max_tokens {
-        body[max_field.as_str()] = json!(max);
-    }
+    body[max_field.as_str()] = json!(req.max_tokens.unwrap_or(default_max));
     let sampling = &req.sampling;
     if let Some(t) = sampling.temperature {
         body["temperature"] = json!(super::wire::temperature(t));
@@ -104,7 +103,9 @@ pub fn request_body(req: &ChatRequest, max_field: MaxTokensField) -> Value {
 }
 
 fn usage_of(v: &Value) -> Option<Usage> {
-    let u = v.get("usage").filter(|u| u.is_object())?;
+    let u = v.get("usage").filter(|u| {
+        u.is_object() && super::wire::counts_valid(u, &["prompt_tokens", "completion_tokens"])
+    })?;
     Some(Usage {
         input_tokens: number(u, "prompt_tokens"),
         output_tokens: number(u, "completion_tokens"),
@@ -330,7 +331,7 @@ mod tests {
             stream: true,
             ..ChatRequest::default()
         };
-        let body = request_body(&req, MaxTokensField::MaxCompletionTokens);
+        let body = request_body(&req, MaxTokensField::MaxCompletionTokens, 8192);
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(body["messages"][2]["content"], Value::Null);
         assert_eq!(
@@ -345,7 +346,7 @@ mod tests {
         assert_eq!(body["max_completion_tokens"], 100);
         assert!(body.get("temperature").is_none() && body.get("seed").is_none());
         assert_eq!(
-            request_body(&req, MaxTokensField::MaxTokens)["max_tokens"],
+            request_body(&req, MaxTokensField::MaxTokens, 8192)["max_tokens"],
             100
         );
     }

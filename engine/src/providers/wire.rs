@@ -128,6 +128,20 @@ pub fn number(v: &Value, field: &str) -> u64 {
     v.get(field).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// Whether every one of `fields` that `usage` holds is a non-negative integer. A usage
+/// object with a negative or non-integer count is taken as not reported (its call counts
+/// at the estimate), never as a free call.
+pub fn counts_valid(usage: &Value, fields: &[&str]) -> bool {
+    let ok = fields
+        .iter()
+        .filter_map(|f| usage.get(*f))
+        .all(|v| v.is_null() || v.as_u64().is_some());
+    if !ok {
+        tracing::warn!(%usage, "the provider reported invalid token counts; they are estimated");
+    }
+    ok
+}
+
 /// A non-negative integer at JSON pointer `ptr` of `v`, or 0.
 pub fn pointer_number(v: &Value, ptr: &str) -> u64 {
     v.pointer(ptr).and_then(Value::as_u64).unwrap_or(0)

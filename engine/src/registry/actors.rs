@@ -400,6 +400,13 @@ pub fn add(
     }
     validate(&def, &src, providers, store, file_skills)?;
     validate_graph(&def, &name, &src, providers, store)?;
+    // A bare skill name that is no built-in means `local/NAME`: stored qualified, so every
+    // later reader sees a custom skill where there is one.
+    for s in &mut def.skills {
+        if !s.contains('/') && crate::skills::lookup(s).is_err() {
+            *s = format!("{}/{s}", crate::domain::name::LOCAL_NAMESPACE);
+        }
+    }
     let existing = store.actor(&name)?;
     if existing.is_some() && !update {
         return Err(ActorError::Exists(name));
@@ -625,7 +632,7 @@ fn model_problem(store: &Store, providers: &[Provider], m: &str) -> Option<Strin
 /// Why skill `s` does not resolve (built-in or registered), or `None`.
 fn skill_problem(store: &Store, s: &str) -> Option<crate::skills::SkillError> {
     // A registered custom skill is as good as a built-in one (spec 19).
-    let custom = s.contains('/') && crate::skill_registry::resolve(store, s).is_ok();
+    let custom = crate::skill_registry::resolve(store, s).is_ok();
     match crate::skills::lookup(s) {
         Err(e) if !custom => Some(e),
         _ => None,

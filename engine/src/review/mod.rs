@@ -510,6 +510,7 @@ mod tests {
             deletions: 0,
             hunks,
             item_id: None,
+            secrets: Vec::new(),
         };
         let mut files = vec![
             file("t.txt", diff::text_hunks("a\nb\n", "a\nB\n")),

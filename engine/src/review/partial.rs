@@ -23,6 +23,8 @@ pub struct ApplyRequest {
     pub exclude: Vec<String>,
     /// Release the sandbox after a partial Apply instead of keeping the remainder.
     pub discard_rest: bool,
+    /// Write a change that holds the value of a secret (`--allow-secrets`); refused otherwise.
+    pub allow_secrets: bool,
 }
 
 /// Compiled globs of an [`ApplyRequest`].
@@ -405,6 +407,7 @@ mod tests {
                 deletions: 0,
                 hunks,
                 item_id: None,
+                secrets: Vec::new(),
             };
             let mut items = super::super::items_of("r", &diff);
             for (item, mark) in items.iter_mut().zip(marks.iter()) {
@@ -509,7 +512,7 @@ mod tests {
         let s = Selection::new(&ApplyRequest {
             only: vec!["src/**".into()],
             exclude: vec!["*.lock".into()],
-            discard_rest: false,
+            ..Default::default()
         })
         .unwrap();
         assert!(s.includes("src/a/b.rs"));

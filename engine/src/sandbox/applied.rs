@@ -171,6 +171,7 @@ fn journal_files(j: &Journal) -> Vec<FileDiff> {
             deletions: 0,
             hunks: Vec::new(),
             item_id: None,
+            secrets: Vec::new(),
         })
         .collect()
 }

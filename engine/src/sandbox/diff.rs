@@ -129,6 +129,60 @@ pub struct FileDiff {
     /// when assigned with [`crate::review::assign_ids`]; not serialized while unassigned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub item_id: Option<String>,
+    /// The lines this change adds that hold the value of a secret of this process's
+    /// environment ([`crate::redact`]): shown `[redacted]`, written as they are, so Apply and
+    /// export refuse them unless allowed (`docs/sandbox.md`). Not serialized when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<SecretLine>,
+}
+
+/// A line of a change that holds a secret's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SecretLine {
+    /// The 1-based line of the new file (`None` in a binary file).
+    pub line: Option<u32>,
+    /// The environment variable whose value it holds.
+    pub variable: String,
+}
+
+/// The added lines of `hunks` (or, for a binary file, its `new` bytes) that hold one of
+/// `secrets` (`(variable, value)`, [`crate::redact::secrets`]).
+fn secret_lines(
+    hunks: &[Hunk],
+    new: Option<&[u8]>,
+    secrets: &[(String, String)],
+) -> Vec<SecretLine> {
+    if secrets.is_empty() {
+        return Vec::new();
+    }
+    let held = |text: &[u8]| {
+        secrets
+            .iter()
+            .find(|(_, v)| text.windows(v.len()).any(|w| w == v.as_bytes()))
+            .map(|(k, _)| k.clone())
+    };
+    if hunks.is_empty() {
+        return new
+            .and_then(held)
+            .map(|variable| {
+                vec![SecretLine {
+                    line: None,
+                    variable,
+                }]
+            })
+            .unwrap_or_default();
+    }
+    hunks
+        .iter()
+        .flat_map(|h| &h.lines)
+        .filter(|l| l.kind == LineKind::Added)
+        .filter_map(|l| {
+            held(l.text.as_bytes()).map(|variable| SecretLine {
+                line: l.new_line,
+                variable,
+            })
+        })
+        .collect()
 }
 
 /// Totals over a diff.
@@ -351,6 +405,7 @@ fn file_diffs<T>(
             Err(_) => Ok(None),
         }
     };
+    let secrets = crate::redact::secrets();
     let mut out = Vec::with_capacity(deltas.len());
     for delta in deltas {
         let status = delta.status;
@@ -375,6 +430,7 @@ fn file_diffs<T>(
             deletions: 0,
             hunks: Vec::new(),
             item_id: None,
+            secrets: Vec::new(),
         };
         if !binary {
             let old_text = old_bytes
@@ -395,9 +451,12 @@ fn file_diffs<T>(
                     }
                 }
             }
+            file.secrets = secret_lines(&hunks, None, &secrets);
             if request.hunks {
                 file.hunks = hunks;
             }
+        } else {
+            file.secrets = secret_lines(&[], new_bytes.as_deref(), &secrets);
         }
         out.push(each(file));
     }

@@ -12,10 +12,13 @@
 //!    mounts, and gives the command a private `/dev/shm`;
 //! 4. drops every capability but a few harmless ones from its bounding set, so even a root
 //!    command cannot mount, trace, load modules, make devices or raise its limits;
-//! 5. restricts itself with Landlock: reads only beneath an allow-list minus a deny-list
+//! 5. builds the Landlock ruleset: reads only beneath an allow-list minus a deny-list
 //!    that always wins (the user's keys, `/etc/shadow`, the user's `.git/config`), writes only
 //!    beneath the writable paths, no signals to and no abstract sockets of processes outside;
-//! 6. forks the command with rlimits and a parent-death signal ([`super::sys::limit_child`]).
+//! 6. forks the command with rlimits and a parent-death signal ([`super::sys::limit_child`]);
+//!    the child, PID 1 of its namespace, first mounts a fresh `proc` over `/proc` so that it
+//!    sees no host process, then enforces the Landlock ruleset built in step 5 (Landlock
+//!    forbids mounting, so the child enforces it itself: [`super::sys::fresh_proc_then`]).
 //!
 //! The command is PID 1 of its namespace: when it exits, is killed on timeout or
 //! cancellation, or `agents` itself dies, the kernel kills every process it left behind
@@ -639,7 +642,24 @@ fn prepare_and_spawn(
         }
         hide_sockets(&sockets, policy)?;
         drop_capabilities();
-        restrict(policy)?;
+        let created = ruleset(policy)?;
+        let fd: Option<std::os::fd::OwnedFd> = created
+            .try_clone()
+            .map_err(|e| LaunchError::Setup(format!("Landlock: {e}")))?
+            .into();
+        let fd = fd.ok_or_else(|| {
+            LaunchError::Unavailable("the kernel accepted no part of the Landlock ruleset".into())
+        })?;
+        let mut ruleset = Some(created);
+        sys::fresh_proc_then(&mut command, fd, move || {
+            let Some(r) = ruleset.take() else {
+                return Ok(());
+            };
+            match r.restrict_self() {
+                Ok(status) if status.ruleset != RulesetStatus::NotEnforced => Ok(()),
+                _ => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
+            }
+        });
     }
     // RLIMIT_NPROC counts every process of the user, so without a pids cgroup the limit is
     // what the user runs already plus the command's share; with one, the cgroup counts.
@@ -896,7 +916,10 @@ fn walk(path: &Path, deny: &[PathBuf], out: &mut BTreeSet<PathBuf>, depth: usize
     }
 }
 
-fn restrict(policy: &Policy) -> Result<(), LaunchError> {
+/// The Landlock ruleset of `policy`, built (its paths opened) before the fork and enforced
+/// by the child itself once its fresh `/proc` is mounted ([`sys::fresh_proc_then`]). A kernel
+/// that would enforce none of it is refused here.
+fn ruleset(policy: &Policy) -> Result<landlock::RulesetCreated, LaunchError> {
     let err = |e: landlock::RulesetError| LaunchError::Setup(format!("Landlock: {e}"));
     let abi: ABI = TARGET_ABI;
     let deny = deny_paths(policy);
@@ -939,13 +962,12 @@ fn restrict(policy: &Policy) -> Result<(), LaunchError> {
             .add_rules(path_beneath_rules(["/dev/shm"], write_access))
             .map_err(err)?;
     }
-    let status = created.restrict_self().map_err(err)?;
-    if status.ruleset == RulesetStatus::NotEnforced {
+    if !landlock_probe().filesystem {
         return Err(LaunchError::Unavailable(
             "the kernel accepted no part of the Landlock ruleset".into(),
         ));
     }
-    Ok(())
+    Ok(created)
 }
 
 /// A cgroup v1 group (one directory per controller) holding one command's tree.
@@ -1165,6 +1187,42 @@ mod tests {
                 .iter()
                 .all(|k| ["PATH", "HOME", "PWD", "SHLVL", "_", "OLDPWD"].contains(k)),
             "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_command_sees_only_its_own_processes_not_the_hosts() {
+        if !confines() {
+            return;
+        }
+        let f = fixture();
+        let me = std::process::id();
+        let r = f.sh(&format!(
+            "test -e /proc/{me} && echo agents-visible; \
+             echo procs=$(ls /proc | grep -c '^[0-9]'); \
+             tr '\\0' ' ' < /proc/1/cmdline; echo"
+        ));
+        let text = out(&r);
+        assert!(
+            !text.lines().any(|l| l == "agents-visible"),
+            "{text}{}",
+            err(&r)
+        );
+        let n: usize = text
+            .lines()
+            .find_map(|l| l.strip_prefix("procs="))
+            .unwrap_or_else(|| panic!("{text}{}", err(&r)))
+            .parse()
+            .unwrap();
+        // The shell, `ls` and `grep`: nothing of the host.
+        assert!(n <= 4, "{text}");
+        assert!(
+            text.lines()
+                .last()
+                .unwrap_or_default()
+                .contains("sh -c test -e"),
+            "PID 1 is the command: {text}{}",
+            err(&r)
         );
     }
 

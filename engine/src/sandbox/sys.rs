@@ -92,6 +92,81 @@ pub struct ChildLimits {
     pub open_files: u64,
 }
 
+/// Landlock's rights to read beneath a directory: execute, read files, list directories
+/// (ABI 1; every Landlock kernel handles them).
+const LANDLOCK_READ: u64 = (1 << 0) | (1 << 2) | (1 << 3);
+
+/// `struct landlock_path_beneath_attr` of the kernel's UAPI.
+#[repr(C, packed)]
+struct PathBeneath {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Mounts a fresh `proc` over `/proc` in the calling process (PID 1 of a new PID namespace,
+/// in a private mount namespace) and lets the Landlock ruleset `ruleset` read it: a rule on
+/// the old `/proc` does not cover a filesystem mounted over it. Returns whether it did; when
+/// the kernel refuses either step, the inherited `/proc` is left in place. Raw system calls
+/// only, with static C strings: safe between fork and exec.
+fn mount_fresh_proc(ruleset: i32) -> bool {
+    use rustix::mount::{MountFlags, UnmountFlags};
+    let mounted = rustix::mount::mount(
+        c"proc",
+        c"/proc",
+        c"proc",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        c"",
+    );
+    if mounted.is_err() {
+        return false;
+    }
+    let Ok(dir) = rustix::fs::open(
+        c"/proc",
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) else {
+        let _ = rustix::mount::unmount(c"/proc", UnmountFlags::DETACH);
+        return false;
+    };
+    let attr = PathBeneath {
+        allowed_access: LANDLOCK_READ,
+        parent_fd: dir.as_raw_fd(),
+    };
+    // SAFETY: landlock_add_rule(2) with a ruleset fd, LANDLOCK_RULE_PATH_BENEATH (1) and a
+    // pointer to a live, correctly laid out attribute struct; it reads nothing else.
+    let added =
+        unsafe { libc::syscall(libc::SYS_landlock_add_rule, ruleset, 1, &raw const attr, 0) };
+    if added != 0 {
+        let _ = rustix::mount::unmount(c"/proc", UnmountFlags::DETACH);
+        return false;
+    }
+    true
+}
+
+/// Installs a `pre_exec` hook on `command`, PID 1 of a new PID namespace in a private mount
+/// namespace: it mounts a fresh `proc` over `/proc`, readable through the Landlock ruleset
+/// whose descriptor is `ruleset` ([`mount_fresh_proc`]), so the command sees only its own
+/// processes; then it runs `then` (Landlock's `restrict_self`, which forbids mounting, so it
+/// comes after). A `proc` the kernel refuses to mount (a container that masks parts of the
+/// host's) leaves the inherited one in place.
+pub fn fresh_proc_then(
+    command: &mut Command,
+    ruleset: std::os::fd::OwnedFd,
+    mut then: impl FnMut() -> io::Result<()> + Send + Sync + 'static,
+) {
+    let hook = move || -> io::Result<()> {
+        mount_fresh_proc(ruleset.as_raw_fd());
+        then()
+    };
+    // SAFETY: the hook runs between fork and exec. [`mount_fresh_proc`] makes raw system
+    // calls only; `then` must be async-signal-safe as well (the caller's is two raw system
+    // calls on a ruleset built before the fork: prctl and landlock_restrict_self), so the
+    // hook allocates nothing on its way to exec.
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
+
 /// Installs a `pre_exec` hook on `command`: sets `limits` (soft and hard) and asks the kernel
 /// to SIGKILL the child when the thread that spawned it ends (so nothing outlives `agents`).
 pub fn limit_child(command: &mut Command, limits: ChildLimits) {

@@ -65,6 +65,15 @@ fn registry_of(table: &str) -> Registry {
     }
 }
 
+/// `name`, or `local/<name>` when it has no namespace.
+fn local_if_bare(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.contains('/') {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(format!("{}/{name}", crate::domain::name::LOCAL_NAMESPACE))
+    }
+}
+
 impl Store {
     fn registration<T: DeserializeOwned>(
         &self,
@@ -103,7 +112,9 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// A registered tool by exact name.
+    /// A registered tool by name; a bare name means `local/<name>`, as in every registry
+    /// (`crate::domain::name`: built-ins, which have bare names, are looked up first by the
+    /// callers).
     ///
     /// # Errors
     /// Store errors.
@@ -111,7 +122,7 @@ impl Store {
         &self,
         name: &str,
     ) -> Result<Option<Registration<T>>, StoreError> {
-        self.registration("registered_tools", name)
+        self.registration("registered_tools", &local_if_bare(name))
     }
 
     /// Every registered tool, by name.
@@ -155,7 +166,7 @@ impl Store {
         self.delete_registration("registered_tools", name)
     }
 
-    /// A custom skill by exact name.
+    /// A custom skill by name; a bare name means `local/<name>` (as [`Store::registered_tool`]).
     ///
     /// # Errors
     /// Store errors.
@@ -163,7 +174,7 @@ impl Store {
         &self,
         name: &str,
     ) -> Result<Option<Registration<T>>, StoreError> {
-        self.registration("custom_skills", name)
+        self.registration("custom_skills", &local_if_bare(name))
     }
 
     /// Every custom skill, by name.

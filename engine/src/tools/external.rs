@@ -43,6 +43,37 @@ pub enum Runnable {
     },
 }
 
+/// The tools the engine offers beside the built-ins: the role tools of strategists and
+/// executors, and `load_skill`.
+pub const ROLE_TOOLS: [&str; 5] = [
+    "record_decision",
+    "finish_strategy",
+    "create_subplan",
+    "request_decision",
+    "load_skill",
+];
+
+/// A tool name as providers accept it (`[A-Za-z0-9_-]`): other characters become `_`.
+pub fn wire_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Why the external tool `name` cannot be offered: its wire name ([`wire_name`]) is the name
+/// of a built-in or role tool, whose calls it would receive. `None` when it can.
+pub fn shadows_builtin(name: &str) -> Option<String> {
+    let wire = wire_name(name);
+    (super::builtin(&wire).is_some() || ROLE_TOOLS.contains(&wire.as_str()))
+        .then(|| format!("`{name}` would be offered as `{wire}`, the name of a built-in tool"))
+}
+
 /// A non-built-in tool as offered to an actor.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ExternalTool {
