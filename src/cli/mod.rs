@@ -793,13 +793,29 @@ fn choose_server(
     flag: Option<String>,
     command: &Command,
 ) -> Result<Context, CliError> {
+    let explicit = flag.is_some();
     let Some(given) = flag.or_else(|| env_var("AGENTS_SERVER")) else {
         return Ok(ctx);
     };
     if let Command::Server(c) = command
         && c.uses_data_dir()
     {
-        // `server start` and `server token` act on this machine's data directory.
+        if !explicit {
+            // AGENTS_SERVER exported on the server host itself.
+            return Ok(ctx);
+        }
+        // `server start` and `server token` act on the data directory of the host they run on.
+        return Err(CliError::invalid_input(format!(
+            "`agents {}` runs on the server host, against its data directory, not through --server",
+            command.path()
+        ))
+        .hint("run it on the server host without --server (and without AGENTS_SERVER)"));
+    }
+    if matches!(
+        command,
+        Command::Version | Command::Config(_) | Command::Diagnostics
+    ) {
+        // About this machine: a chosen server changes nothing.
         return Ok(ctx);
     }
     if matches!(command, Command::Info) {

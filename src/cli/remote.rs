@@ -49,6 +49,12 @@ pub fn choose(ctx: &Context, given: &str) -> Result<ServerChoice, CliError> {
     let config = ctx.config()?;
     let Some(table) = config.file.servers.get(given) else {
         let known: Vec<&str> = config.file.servers.keys().map(String::as_str).collect();
+        if given.contains([':', '.', '/']) {
+            return Err(CliError::invalid_input(format!(
+                "--server {given}: a server URL starts with http:// or https://"
+            ))
+            .hint(format!("--server http://{given}")));
+        }
         let err = CliError::new("NOT_FOUND", format!("no server named `{given}`"))
             .hint(format!("agents server login {given} URL --token-stdin"));
         return Err(if known.is_empty() {

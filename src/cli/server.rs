@@ -167,6 +167,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
     let shared = Arc::new(crate::server::Shared {
         engine,
         render: remote_error,
+        stopping: stopping.clone(),
     });
     runtime
         .block_on(crate::server::serve(

@@ -6,6 +6,7 @@
 //!
 //! Each stream is read by its own blocking follower into a bounded channel: a slow client
 //! only ever waits on its own follower, and a client that went away ends it at the next tick.
+//! When the server is asked to stop, every stream ends at its next tick, so that it can.
 
 use std::convert::Infallible;
 use std::ops::ControlFlow;
@@ -54,8 +55,12 @@ pub async fn stream(
         },
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Event>(BUFFER);
-    let (engine, render) = (shared.engine.clone(), shared.render);
-    tokio::task::spawn_blocking(move || follow(&engine, render, plan, after, &tx));
+    let (engine, render, stopping) = (
+        shared.engine.clone(),
+        shared.render,
+        shared.stopping.clone(),
+    );
+    tokio::task::spawn_blocking(move || follow(&engine, render, &stopping, plan, after, &tx));
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
     });
@@ -68,6 +73,7 @@ pub async fn stream(
 fn follow(
     engine: &api::Engine,
     render: super::Render,
+    stopping: &super::Stopping,
     plan: Option<cleveragents_engine::domain::Id>,
     after: i64,
     tx: &tokio::sync::mpsc::Sender<Event>,
@@ -84,10 +90,15 @@ fn follow(
                 ControlFlow::Break(())
             }
         }
-        Followed::Idle if tx.is_closed() => ControlFlow::Break(()),
+        Followed::Idle if tx.is_closed() || stopping.is_set() => ControlFlow::Break(()),
         Followed::Idle => ControlFlow::Continue(()),
     };
     let ended = api::follow_store(engine, plan.as_ref(), after, api::FOLLOW_POLL, &mut sink);
+    if stopping.is_set() {
+        // The stream just ends: a client reconnects (with the last `seq`) to another server
+        // or once this one is back; an `end` would say the plan is final.
+        return;
+    }
     let last = match ended {
         Ok(()) => Event::default().event("end").data("{}"),
         Err(e) => match Event::default()

@@ -46,6 +46,8 @@ pub struct Shared {
     pub engine: Engine,
     /// How failures are worded.
     pub render: Render,
+    /// Set when the server is asked to stop: event streams end, so that it can.
+    pub stopping: Stopping,
 }
 
 /// The router of the protocol's version 1 and the health checks.
@@ -89,9 +91,16 @@ pub async fn serve(
 #[derive(Debug, Clone, Default)]
 pub struct Stopping(Arc<std::sync::atomic::AtomicBool>);
 
+impl Stopping {
+    /// Whether the server was asked to stop.
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 impl api::Observer for Stopping {
     fn interrupted(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
+        self.is_set()
     }
 }
 

@@ -486,3 +486,41 @@ fn a_client_defines_an_action_and_a_project_and_runs_a_plan_on_the_server_to_one
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
 }
+
+#[test]
+fn sigterm_stops_the_server_promptly_even_with_a_follower_connected() {
+    let (mut server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let mut follower = server
+        .client(&client, &["plan", "events", "--follow", &plan])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The follower is connected once it has printed the history.
+    let mut first = String::new();
+    BufReader::new(follower.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty());
+    let status = server.terminate(std::time::Duration::from_secs(10));
+    let _ = follower.kill();
+    let _ = follower.wait();
+    let status = status.expect("the server was still running 10 s after SIGTERM");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn commands_about_this_machine_ignore_the_server_and_host_commands_refuse_it() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let (doc, code) = server.client_json(&client, &["server", "token", "list"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT");
+    assert!(!db_file(&client).exists());
+    let (doc, code) = server.client_json(&client, &["version"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = client.json(&["--server", "127.0.0.1:7420", "plan", "list"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(doc.to_string().contains("http://127.0.0.1:7420"), "{doc:#}");
+}
