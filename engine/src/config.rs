@@ -260,24 +260,33 @@ pub fn add_server(config_path: &Path, name: &str, url: &str) -> Result<(), Confi
 /// # Errors
 /// [`ConfigError::Read`] or [`ConfigError::Parse`] for an unreadable credentials file.
 pub fn server_token(config_path: &Path, name: &str) -> Result<Option<String>, ConfigError> {
-    let path = credentials_path(config_path);
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ConfigError::Read { path, source }),
-    };
-    let doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        let (message, snippet) = split_toml_error(&e.to_string());
-        ConfigError::Parse {
-            path: path.clone(),
-            message,
-            snippet,
-        }
-    })?;
+    let doc = read_credentials(&credentials_path(config_path))?;
     Ok(get_in(
         &doc,
         &["servers".to_string(), name.to_string(), "token".to_string()],
     ))
+}
+
+/// The credentials file at `path`, parsed (empty when there is none).
+fn read_credentials(path: &Path) -> Result<toml_edit::DocumentMut, ConfigError> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    text.parse().map_err(|e: toml_edit::TomlError| {
+        let (message, snippet) = split_toml_error(&e.to_string());
+        ConfigError::Parse {
+            path: path.to_path_buf(),
+            message,
+            snippet,
+        }
+    })
 }
 
 /// Stores `token` for server `name` in the credentials file, created with mode 0600 and
@@ -297,19 +306,7 @@ pub fn save_server_token(config_path: &Path, name: &str, token: &str) -> Result<
     };
     fs::create_dir_all(&dir).map_err(write_err(&dir))?;
     let _lock = crate::safe_write::lock_dir(&dir).map_err(write_err(&dir))?;
-    let old = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => return Err(ConfigError::Read { path, source }),
-    };
-    let mut doc: toml_edit::DocumentMut = old.parse().map_err(|e: toml_edit::TomlError| {
-        let (message, snippet) = split_toml_error(&e.to_string());
-        ConfigError::Parse {
-            path: path.clone(),
-            message,
-            snippet,
-        }
-    })?;
+    let mut doc = read_credentials(&path)?;
     let segments = ["servers".to_string(), name.to_string(), "token".to_string()];
     set_in(&mut doc, &segments, toml_edit::Value::from(token));
     let tmp = dir.join(".credentials.toml.tmp");
