@@ -7,7 +7,7 @@ use crate::engine::domain::Plan;
 use crate::engine::domain::approval::Approval;
 use crate::engine::lifecycle::driver::Stopped;
 
-/// A plan as the ordered map the CLI prints (the seed's `as_cli_dict` key order): ids and
+/// A plan as the ordered map the CLI prints (the specification's `as_cli_dict` key order): ids and
 /// names; phase, state, description; definition of done; projects and automation; actors;
 /// arguments and invariants; execution fields; error fields; tags; timestamps; hierarchy.
 /// Optional groups appear only when set; times are RFC 3339 UTC.

@@ -64,7 +64,7 @@ pub struct PlanStatusView {
     pub budget: PlanBudget,
     /// Errors, oldest first.
     pub errors: Vec<ErrorEntry>,
-    /// Profile flags this milestone does not act on, and what happens instead: (flag, effect).
+    /// Profile flags the engine does not act on yet, and what happens instead: (flag, effect).
     pub not_yet_supported: Vec<(String, String)>,
     /// How the plan's invariants are checked after each step and before Apply.
     pub invariant_checks: Coverage,

@@ -22,7 +22,7 @@ use super::lifecycle::str_enum;
 pub use payload::*;
 pub use state::StateChanged;
 
-/// The kinds of event, named as the plan-executor seed names them: the `type` of a row, for
+/// The kinds of event, named as spec section 27 names them: the `type` of a row, for
 /// queries that filter by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1,4 +1,4 @@
-//! The plan lifecycle (spec section 08 and the plan-model seed).
+//! The plan lifecycle (spec sections 08 and 27).
 //!
 //! A plan moves forward through [`Phase`]s `strategize -> execute -> apply -> applied`, one step
 //! at a time and only when its [`ProcessingState`] is `complete`; `applied` is terminal. The only

@@ -1,4 +1,4 @@
-//! The domain model (spec section 08 and the plan-model seed): ids, namespaced names, the plan
+//! The domain model (spec sections 08 and 27): ids, namespaced names, the plan
 //! lifecycle and the plan record.
 
 pub mod action;

@@ -1,4 +1,4 @@
-//! The plan record (spec section 08, plan-model seed).
+//! The plan record (spec sections 08 and 27).
 
 use std::collections::HashSet;
 
@@ -127,7 +127,7 @@ impl ProjectLink {
     }
 }
 
-/// A plan: one application of an action to projects (plan-model seed).
+/// A plan: one application of an action to projects (spec section 08).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// Plan id.

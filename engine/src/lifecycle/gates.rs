@@ -16,7 +16,7 @@ pub struct Gates {
     pub flags: Flags,
 }
 
-/// Flags this milestone reads but does not act on, with what happens instead (shown by
+/// Flags the engine reads but does not act on yet, with what happens instead (shown by
 /// `plan status`): none now.
 pub const NOT_YET_SUPPORTED: [(&str, &str); 0] = [];
 

@@ -137,7 +137,7 @@ pub enum RunError {
         /// The resource's name.
         resource: String,
     },
-    /// A feature this milestone does not have yet.
+    /// A feature not built yet.
     #[error("{0}: not yet supported")]
     NotYetSupported(String),
     /// The database failed.

@@ -1,5 +1,5 @@
 //! What `plan status` and `plan errors` show beyond the plan row (spec section 27,
-//! plan-executor seed "error recovery"): who runs the plan, why it waits, its steps, its
+//! spec section 27, "error recovery"): who runs the plan, why it waits, its steps, its
 //! pending approvals, tokens and cost, its errors with retry history and recovery hints.
 
 use jiff::Timestamp;
@@ -54,7 +54,7 @@ pub struct Status {
     pub usage: UsageRollup,
     /// Errors, oldest first.
     pub errors: Vec<ErrorEntry>,
-    /// Profile flags this milestone does not act on, and what happens instead.
+    /// Profile flags the engine does not act on yet, and what happens instead.
     pub not_yet_supported: Vec<(String, String)>,
     /// The frozen flags.
     pub gates: Gates,

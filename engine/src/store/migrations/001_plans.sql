@@ -1,4 +1,4 @@
--- Plans (spec section 08, plan-model seed). Structured fields that are read whole are JSON text.
+-- Plans (spec sections 08 and 27). Structured fields that are read whole are JSON text.
 CREATE TABLE plans (
     plan_id                    TEXT PRIMARY KEY NOT NULL,
     name                       TEXT NOT NULL,
