@@ -309,22 +309,14 @@ pub fn save_server_token(config_path: &Path, name: &str, token: &str) -> Result<
     let mut doc = read_credentials(&path)?;
     let segments = ["servers".to_string(), name.to_string(), "token".to_string()];
     set_in(&mut doc, &segments, toml_edit::Value::from(token));
-    let tmp = dir.join(".credentials.toml.tmp");
-    {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(write_err(&tmp))?;
-        f.write_all(doc.to_string().as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(write_err(&tmp))?;
-    }
-    fs::rename(&tmp, &path).map_err(write_err(&path))
+    crate::safe_write::replace_file(&path, doc.to_string().as_bytes()).map_err(write_err(&path))?;
+    // Kept private even when someone widened an existing file's mode.
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(
+        &path,
+        fs::Permissions::from_mode(crate::safe_write::NEW_FILE_MODE),
+    )
+    .map_err(write_err(&path))
 }
 
 /// A provider after merging the file over the built-in defaults.

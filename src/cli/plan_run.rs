@@ -525,7 +525,8 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
         let engine = engine(ctx, a.stream, "Applying plan")?;
         let id = resolve_plan(&engine, &a.plan)?;
         let Some(preview) = engine.apply_preview(&id)? else {
-            finished_plan(ctx, &id, a.discard_rest)?;
+            let client: &dyn api::Client = &engine;
+            finished_plan(ctx, &client.plan(&id.to_string())?, a.discard_rest)?;
             // Let the driver name what is wrong (CONFLICT with hints).
             let driven = run_driven(&engine, apply(id))?;
             return driven_report(ctx, "plan apply", driven);
@@ -581,17 +582,16 @@ fn apply_without_asking(
     use crate::engine::domain::{Phase, ProcessingState};
     let client = driver(ctx, a.stream, "Applying plan")?;
     let id = resolve_plan(client.as_ref(), &a.plan)?;
-    finished_plan(ctx, &id, a.discard_rest)?;
-    let ready = Some(client.plan(&id.to_string())?).is_some_and(|p| {
-        matches!(
-            (p.phase(), p.state()),
-            (Phase::Execute, ProcessingState::Complete)
-                | (
-                    Phase::Apply,
-                    ProcessingState::Queued | ProcessingState::Errored
-                )
-        )
-    });
+    let plan = client.plan(&id.to_string())?;
+    finished_plan(ctx, &plan, a.discard_rest)?;
+    let ready = matches!(
+        (plan.phase(), plan.state()),
+        (Phase::Execute, ProcessingState::Complete)
+            | (
+                Phase::Apply,
+                ProcessingState::Queued | ProcessingState::Errored
+            )
+    );
     if ready {
         crate::engine::review::partial::Selection::new(
             &crate::engine::review::partial::ApplyRequest {
@@ -609,9 +609,13 @@ fn apply_without_asking(
 /// `CONFLICT` for a plan that is already applied or cancelled, with follow-ups that fit it
 /// (what it changed; with `--discard-rest`, `plan cleanup`, which releases an applied plan's
 /// sandbox and so discards what a partial Apply left there). `Ok` for any other plan.
-fn finished_plan(ctx: &Context, id: &Id, discard_rest: bool) -> Result<(), CliError> {
+fn finished_plan(
+    ctx: &Context,
+    plan: &crate::engine::domain::Plan,
+    discard_rest: bool,
+) -> Result<(), CliError> {
     use crate::engine::domain::{Phase, ProcessingState};
-    let plan = ctx.client()?.plan(&id.to_string())?;
+    let id = plan.plan_id;
     if plan.phase() == Phase::Applied {
         let mut e = CliError::new(
             "CONFLICT",

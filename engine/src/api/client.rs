@@ -61,7 +61,7 @@ impl dyn Client + '_ {
     /// See [`Client::call`].
     pub fn hello(&self) -> Result<Hello, ApiError> {
         let asked = Request::Hello;
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Hello(h) => Ok(h),
             other => Err(other),
         })
@@ -75,7 +75,7 @@ impl dyn Client + '_ {
         let asked = Request::ResolvePlan {
             plan: input.to_string(),
         };
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::PlanId(id) => Ok(id),
             other => Err(other),
         })
@@ -87,7 +87,7 @@ impl dyn Client + '_ {
     /// See [`Client::call`].
     pub fn plan_list(&self, filter: PlanFilter) -> Result<PlanListView, ApiError> {
         let asked = Request::PlanList(filter);
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::PlanList(v) => Ok(*v),
             other => Err(other),
         })
@@ -101,7 +101,7 @@ impl dyn Client + '_ {
         let asked = Request::Plan {
             plan: input.to_string(),
         };
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Plan(p) => Ok(*p),
             other => Err(other),
         })
@@ -115,7 +115,7 @@ impl dyn Client + '_ {
         let asked = Request::Approvals {
             plan: plan.map(str::to_string),
         };
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Approvals(a) => Ok(a),
             other => Err(other),
         })
@@ -129,7 +129,7 @@ impl dyn Client + '_ {
         let asked = Request::Approval {
             approval: id.to_string(),
         };
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Approval(a) => Ok(a.map(|a| *a)),
             other => Err(other),
         })
@@ -143,7 +143,7 @@ impl dyn Client + '_ {
         let asked = Request::Review {
             plan: input.to_string(),
         };
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Review(v) => Ok(*v),
             other => Err(other),
         })
@@ -160,7 +160,7 @@ impl dyn Client + '_ {
         let asked = Request::Decisions {
             plan: input.to_string(),
         };
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Decisions(d) => Ok(d),
             other => Err(other),
         })
@@ -191,7 +191,7 @@ impl dyn Client + '_ {
     /// See [`Client::call`].
     pub fn last_seq(&self) -> Result<i64, ApiError> {
         let asked = Request::LastSeq;
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Seq(s) => Ok(s),
             other => Err(other),
         })
@@ -203,8 +203,7 @@ impl dyn Client + '_ {
     /// See [`Engine::run`] and [`Client::call`].
     pub fn run(&self, op: Op) -> Result<Outcome, ApiError> {
         let asked = Request::Run(Box::new(op));
-        let answer = self.call(asked.clone())?;
-        protocol::expect(&asked, answer, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Outcome(o) => Ok(*o),
             other => Err(other),
         })
@@ -218,7 +217,7 @@ impl dyn Client + '_ {
         let asked = Request::PlanStatus {
             plan: input.to_string(),
         };
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::PlanStatus(v) => Ok(*v),
             other => Err(other),
         })
@@ -239,7 +238,7 @@ impl dyn Client + '_ {
             after,
             limit,
         };
-        protocol::expect(&asked, self.call(asked.clone())?, |r| match r {
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::Events(e) => Ok(e),
             other => Err(other),
         })
@@ -284,8 +283,9 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
             Response::Review(Box::new(engine.review(&id)?))
         }
         Request::Decisions { plan } => {
-            let id = engine.resolve_plan(&plan)?;
-            Response::Decisions(engine.store()?.decisions(&id)?)
+            let store = engine.store()?;
+            let id = store.resolve_plan_id(&plan)??;
+            Response::Decisions(store.decisions(&id)?)
         }
         Request::LastSeq => Response::Seq(crate::store::events::last_seq(&engine.store()?)?),
         Request::Change(op) => Response::Changed(Box::new(super::registry::run(engine, *op)?)),

@@ -190,19 +190,18 @@ pub struct ErrorEnvelope {
     pub error: RemoteError,
 }
 
-/// Takes the view a call must answer with out of `response`.
+/// Takes the view the call named `asked` must answer with out of `response`.
 ///
 /// # Errors
 /// [`ApiError::Protocol`] naming both when the other side answered with another view.
 pub fn expect<T>(
-    asked: &Request,
+    asked: &str,
     response: Response,
     take: impl FnOnce(Response) -> Result<T, Response>,
 ) -> Result<T, ApiError> {
     take(response).map_err(|other| ApiError::Protocol {
         message: format!(
-            "the call `{}` was answered with the view `{}`",
-            asked.name(),
+            "the call `{asked}` was answered with the view `{}`",
             other.name()
         ),
     })
@@ -238,10 +237,14 @@ mod tests {
 
     #[test]
     fn a_view_of_another_call_is_a_protocol_error() {
-        let err = expect(&Request::Hello, Response::Events(Vec::new()), |r| match r {
-            Response::Hello(h) => Ok(h),
-            other => Err(other),
-        })
+        let err = expect(
+            Request::Hello.name(),
+            Response::Events(Vec::new()),
+            |r| match r {
+                Response::Hello(h) => Ok(h),
+                other => Err(other),
+            },
+        )
         .unwrap_err();
         assert!(matches!(err, ApiError::Protocol { .. }), "{err:?}");
         assert!(err.to_string().contains("`hello`"), "{err}");
