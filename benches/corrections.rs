@@ -19,10 +19,10 @@
 
 use std::time::{Duration, Instant};
 
-use cleveragents::engine::correction::{impact, tree};
-use cleveragents::engine::domain::Id;
-use cleveragents::engine::domain::plan::Plan;
-use cleveragents::engine::store::Store;
+use cleveragents_engine::correction::{impact, tree};
+use cleveragents_engine::domain::Id;
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::store::Store;
 use criterion::Criterion;
 use rusqlite::params;
 

@@ -15,11 +15,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cleveragents::engine::domain::plan::Plan;
-use cleveragents::engine::paths::Paths;
-use cleveragents::engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
-use cleveragents::engine::store::Store;
-use cleveragents::engine::tools::runner::{CallRequest, Policy, ToolRunner};
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::paths::Paths;
+use cleveragents_engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
+use cleveragents_engine::store::Store;
+use cleveragents_engine::tools::runner::{CallRequest, Policy, ToolRunner};
 use serde_json::json;
 
 const FILES: usize = 20_000;

@@ -17,9 +17,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cleveragents::engine::index::build;
-use cleveragents::engine::index::view::{SearchQuery, View};
-use cleveragents::engine::index::{Policy, Source};
+use cleveragents_engine::index::build;
+use cleveragents_engine::index::view::{SearchQuery, View};
+use cleveragents_engine::index::{Policy, Source};
 
 const FILES: usize = 20_000;
 const QUERIES: usize = 21;
@@ -153,7 +153,7 @@ fn run(label: &str, repo: &Path, change: &str, terms: &[String]) {
         "<= 200 ms",
     );
 
-    let size = cleveragents::engine::index::store::size_of(&dir);
+    let size = cleveragents_engine::index::store::size_of(&dir);
     let ratio = size as f64 / report.source_bytes.max(1) as f64;
     line(
         &format!("{label}: index size"),
@@ -173,7 +173,7 @@ fn main() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    cleveragents::engine::index::synthetic::write_tree(&repo, FILES).unwrap();
+    cleveragents_engine::index::synthetic::write_tree(&repo, FILES).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "generated"]);

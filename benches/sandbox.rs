@@ -17,11 +17,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cleveragents::engine::domain::plan::Plan;
-use cleveragents::engine::paths::Paths;
-use cleveragents::engine::sandbox::checkpoint::{self, CheckpointRequest};
-use cleveragents::engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
-use cleveragents::engine::store::Store;
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::paths::Paths;
+use cleveragents_engine::sandbox::checkpoint::{self, CheckpointRequest};
+use cleveragents_engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
+use cleveragents_engine::store::Store;
 
 const FILES: usize = 20_000;
 const PER_DIR: usize = 100;
@@ -273,11 +273,11 @@ fn main() {
         .unwrap()
         .tree_id();
     let (t_diff, files) = time(|| {
-        cleveragents::engine::sandbox::diff::trees(
+        cleveragents_engine::sandbox::diff::trees(
             &repo2,
             Some(base_tree),
             Some(tree),
-            &cleveragents::engine::sandbox::diff::DiffRequest {
+            &cleveragents_engine::sandbox::diff::DiffRequest {
                 path: None,
                 hunks: true,
             },
@@ -325,10 +325,10 @@ fn main() {
             t4.as_secs_f64() * 1000.0
         );
     }
-    let layout = cleveragents::engine::sandbox::Layout::at(&tmp.path().join("probe"));
+    let layout = cleveragents_engine::sandbox::Layout::at(&tmp.path().join("probe"));
     fs::create_dir_all(&layout.work_dir).unwrap();
     let (t_create, _) =
-        time(|| cleveragents::engine::sandbox::git_sandbox::create(&layout, &repo, &head).unwrap());
+        time(|| cleveragents_engine::sandbox::git_sandbox::create(&layout, &repo, &head).unwrap());
     println!(
         "breakdown: git_sandbox::create {:.1} ms",
         t_create.as_secs_f64() * 1000.0

@@ -1,7 +1,7 @@
 //! One line of plain English for a stored event, shared by `plan events` and the TUI's live
 //! area (spec section 28, "Observability": every phase emits events a person can read).
 
-use crate::engine::domain::event::{EventKind, StateChanged};
+use cleveragents_engine::domain::event::{EventKind, StateChanged};
 
 /// What `kind` says happened, in one line.
 pub fn summary(kind: &EventKind) -> String {

@@ -3,8 +3,8 @@
 //! The library holds everything testable; the binaries `agents` and `cleveragents` only call
 //! [`cli::main`]. Layout (see `docs/decisions.md` and the architecture notes):
 //!
-//! - [`engine`]: the in-process engine. It knows nothing of terminals: paths, configuration,
-//!   the SQLite store and the domain model (plans, phases, names, ids).
+//! - the engine (`cleveragents_engine`, its own crate) knows nothing of terminals; the faces
+//!   reach it through `cleveragents_engine::api` only.
 //! - [`output`]: one structured result per command, rendered in six formats
 //!   (spec section 26, "Output Rendering Framework").
 //! - [`cli`]: clap definitions and one file per command group; parses, calls the engine and
@@ -16,7 +16,6 @@
 //!   terminal while the TUI (`cleveragents-ui`) runs.
 
 pub mod cli;
-pub use cleveragents_engine as engine;
 pub mod event_text;
 pub mod logging;
 pub mod output;

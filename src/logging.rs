@@ -37,7 +37,7 @@ pub fn init(
     level: &str,
     verbose: u8,
 ) -> Result<WorkerGuard, LogOff> {
-    let file = logs_dir.join(crate::engine::paths::LOG_FILE);
+    let file = logs_dir.join(cleveragents_engine::paths::LOG_FILE);
     let unwritable = |e: &dyn std::fmt::Display| {
         LogOff::Unwritable(format!("cannot write {}: {e}", file.display()))
     };
@@ -53,7 +53,7 @@ pub fn init(
         .unwrap_or_else(|| EnvFilter::new(format!("warn,cleveragents={level}")));
     let appender = RollingFileAppender::builder()
         .rotation(Rotation::NEVER)
-        .filename_prefix(crate::engine::paths::LOG_FILE)
+        .filename_prefix(cleveragents_engine::paths::LOG_FILE)
         .build(logs_dir)
         .map_err(|e| unwritable(&e))?;
     // A short queue that makes the command wait rather than drop a line when it is full: the
@@ -65,7 +65,7 @@ pub fn init(
         .finish(appender);
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(move || crate::engine::redact::RedactingWriter(writer.clone()))
+        .with_writer(move || cleveragents_engine::redact::RedactingWriter(writer.clone()))
         .with_ansi(false)
         .try_init()
         .map_err(|_| LogOff::AlreadyInstalled)?;

@@ -18,25 +18,25 @@ use cleveragents_ui::model::{self as view, LiveUpdate, PlanRow};
 use cleveragents_ui::{App, Cmd, Key, Keymap, Mouse, Msg, Pane, Theme};
 use ratatui::crossterm::event::{self, Event};
 
-use crate::engine::api::{
+use cleveragents_engine::api::{
     ApiError, CorrectMode, Correction, Engine, Op, Outcome, ReviewRequest, UseRequest,
 };
-use crate::engine::correction::{impact, tree};
-use crate::engine::domain::action::ActionState;
-use crate::engine::domain::approval::{Approval, ApprovalKind};
-use crate::engine::domain::id::Id;
-use crate::engine::domain::lifecycle::{Phase, ProcessingState};
-use crate::engine::domain::plan::Plan;
-use crate::engine::events::live::{self, LiveEvent, LiveKind};
-use crate::engine::lifecycle::Observer;
-use crate::engine::lifecycle::apply::reviewed_trees_in;
-use crate::engine::lifecycle::approvals::Answer;
-use crate::engine::lifecycle::driver::Stopped;
-use crate::engine::registry::plan_use::Request;
-use crate::engine::review;
-use crate::engine::sandbox::Sandboxes;
-use crate::engine::sandbox::diff::{self, DiffRequest};
-use crate::engine::store::{Store, StoreError};
+use cleveragents_engine::correction::{impact, tree};
+use cleveragents_engine::domain::action::ActionState;
+use cleveragents_engine::domain::approval::{Approval, ApprovalKind};
+use cleveragents_engine::domain::id::Id;
+use cleveragents_engine::domain::lifecycle::{Phase, ProcessingState};
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::events::live::{self, LiveEvent, LiveKind};
+use cleveragents_engine::lifecycle::Observer;
+use cleveragents_engine::lifecycle::apply::reviewed_trees_in;
+use cleveragents_engine::lifecycle::approvals::Answer;
+use cleveragents_engine::lifecycle::driver::Stopped;
+use cleveragents_engine::registry::plan_use::Request;
+use cleveragents_engine::review;
+use cleveragents_engine::sandbox::Sandboxes;
+use cleveragents_engine::sandbox::diff::{self, DiffRequest};
+use cleveragents_engine::store::{Store, StoreError};
 
 /// How often the bridge checks the database for changes made by other processes.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -145,7 +145,7 @@ struct Interrupt {
 }
 
 impl Observer for Interrupt {
-    fn event(&self, event: &crate::engine::domain::event::EngineEvent) {
+    fn event(&self, event: &cleveragents_engine::domain::event::EngineEvent) {
         let (Some(plan), Some(text)) = (event.plan_id, progress_text(&event.kind)) else {
             return;
         };
@@ -166,8 +166,8 @@ impl Observer for Interrupt {
 
 /// The live area's line for a committed event of a plan driven here: where the plan is in its
 /// lifecycle (spec section 08), so the area follows the plan from its first event.
-fn progress_text(kind: &crate::engine::domain::event::EventKind) -> Option<String> {
-    use crate::engine::domain::event::EventKind as K;
+fn progress_text(kind: &cleveragents_engine::domain::event::EventKind) -> Option<String> {
+    use cleveragents_engine::domain::event::EventKind as K;
     matches!(
         kind,
         K::StrategizeStarted(_)
@@ -290,8 +290,10 @@ fn correction_preview(
         // append --dry-run` refuses it when it cannot take guidance.
         let lc = engine.lifecycle().map_err(|e| e.to_string())?;
         return Ok(view::CorrectionPreview {
-            refused: crate::engine::correction::append::child_execution_actor(&lc, &plan, None)
-                .err(),
+            refused: cleveragents_engine::correction::append::child_execution_actor(
+                &lc, &plan, None,
+            )
+            .err(),
             ..view::CorrectionPreview::default()
         });
     }
@@ -313,7 +315,7 @@ fn correction_preview(
         child_plans: ids(&imp.child_plans),
         files: imp.files.clone(),
         estimated_model_calls: Some(imp.estimated_model_calls),
-        refused: crate::engine::correction::revert::check_revertable(&plan, &d)
+        refused: cleveragents_engine::correction::revert::check_revertable(&plan, &d)
             .err()
             .map(|e| e.to_string()),
     })
@@ -431,7 +433,8 @@ fn diff_view(store: &Store, sandboxes: &Sandboxes, plan_id: &str) -> view::DiffV
     };
     let mut files = Vec::new();
     for sb in &active {
-        let Ok(diffs) = crate::engine::sandbox::attribution::attributed_diff(store, sb, &request)
+        let Ok(diffs) =
+            cleveragents_engine::sandbox::attribution::attributed_diff(store, sb, &request)
         else {
             continue;
         };
@@ -444,8 +447,8 @@ fn diff_view(store: &Store, sandboxes: &Sandboxes, plan_id: &str) -> view::DiffV
         };
     }
     // Applied (or not started): what Apply wrote, from the stored records.
-    let applied =
-        crate::engine::sandbox::applied::applied_changes(store, &id, &request).unwrap_or_default();
+    let applied = cleveragents_engine::sandbox::applied::applied_changes(store, &id, &request)
+        .unwrap_or_default();
     if applied.is_empty() {
         return view::DiffView::default();
     }
@@ -1265,14 +1268,15 @@ fn event_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::domain::decision::Decision;
+    use cleveragents_engine::domain::decision::Decision;
 
     #[test]
     fn plans_become_rows_with_phase_state_and_elapsed_time() {
         let created = jiff::Timestamp::from_second(1_000).unwrap();
         let mut plan = Plan::new("local/fmt", "fmt", created);
-        plan.project_links
-            .push(crate::engine::domain::plan::ProjectLink::new("local/api", None, false).unwrap());
+        plan.project_links.push(
+            cleveragents_engine::domain::plan::ProjectLink::new("local/api", None, false).unwrap(),
+        );
         let row = plan_row(&plan, jiff::Timestamp::from_second(1_075).unwrap());
         assert_eq!(row.plan_id, plan.plan_id.to_string());
         assert_eq!(
@@ -1340,7 +1344,7 @@ mod tests {
 
     #[test]
     fn selecting_a_plan_sends_its_decision_tree_nested_by_parent() {
-        use crate::engine::domain::decision::DecisionType;
+        use cleveragents_engine::domain::decision::DecisionType;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         let mut store = Store::open(&path).unwrap();
@@ -1436,7 +1440,7 @@ mod tests {
     fn decision(
         store: &mut Store,
         plan: &Plan,
-        kind: crate::engine::domain::decision::DecisionType,
+        kind: cleveragents_engine::domain::decision::DecisionType,
         chosen: &str,
         parent: Option<&Decision>,
     ) -> Decision {
@@ -1448,7 +1452,7 @@ mod tests {
 
     #[test]
     fn the_explanation_lists_what_the_decision_chose_and_everything_downstream() {
-        use crate::engine::domain::decision::DecisionType as T;
+        use cleveragents_engine::domain::decision::DecisionType as T;
         let mut f = fixture();
         let mut root = Decision::new(
             f.plan.plan_id,
@@ -1552,7 +1556,7 @@ mod tests {
 
     #[test]
     fn child_plans_are_nested_under_their_spawning_decision() {
-        use crate::engine::domain::decision::DecisionType as T;
+        use cleveragents_engine::domain::decision::DecisionType as T;
         let mut f = fixture();
         let root = decision(&mut f.store, &f.plan, T::PromptDefinition, "goal", None);
         let spawn = decision(
@@ -1686,10 +1690,11 @@ mod tests {
     #[test]
     fn operations_run_in_this_process_and_report_their_end() {
         let dir = tempfile::tempdir().unwrap();
-        let paths = crate::engine::Paths::at(dir.path().join("data"), dir.path().join("c.toml"));
+        let paths =
+            cleveragents_engine::Paths::at(dir.path().join("data"), dir.path().join("c.toml"));
         std::fs::create_dir_all(&paths.data_dir).unwrap();
         let store = Store::open(&paths.database()).unwrap();
-        let engine = Engine::new(paths.clone(), crate::engine::api::Settings::default());
+        let engine = Engine::new(paths.clone(), cleveragents_engine::api::Settings::default());
         let mut bridge = Bridge::new(store, Sandboxes::new(&paths)).with_engine(engine, None);
         let msgs = bridge.handle(Cmd::Execute {
             plan_id: "01JDQ4V6B3G9X2K7M5N8P0R1ST".into(),

@@ -6,10 +6,10 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, view};
-use crate::engine::api;
-use crate::engine::domain::ActionState;
-use crate::engine::registry::actions::{self, Action, CreateRequest};
 use crate::output::{Column, Element, Report};
+use cleveragents_engine::api;
+use cleveragents_engine::domain::ActionState;
+use cleveragents_engine::registry::actions::{self, Action, CreateRequest};
 
 /// `agents action ...`
 // Parsed once per process; boxing `Create` would only complicate the clap derive.
@@ -546,14 +546,14 @@ fn list(
 }
 
 fn action_invariants(
-    store: &crate::engine::store::Store,
+    store: &cleveragents_engine::store::Store,
     a: &Action,
-) -> Result<Vec<crate::engine::registry::invariants::Invariant>, CliError> {
+) -> Result<Vec<cleveragents_engine::registry::invariants::Invariant>, CliError> {
     Ok(store
         .invariants()?
         .into_iter()
         .filter(|i| {
-            i.scope == crate::engine::domain::InvariantScope::Action
+            i.scope == cleveragents_engine::domain::InvariantScope::Action
                 && i.plan_id.is_none()
                 && i.action.as_deref() == Some(a.name.as_str())
         })

@@ -7,10 +7,10 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, view};
-use crate::engine::actors::graph::{DEFAULT_MAX_STEPS, GraphDef, NodeDef, NodeKind};
-use crate::engine::api;
-use crate::engine::registry::actors::{self, Actor, ActorRef, ActorType, Overrides};
 use crate::output::{Column, Element, Level, Report};
+use cleveragents_engine::actors::graph::{DEFAULT_MAX_STEPS, GraphDef, NodeDef, NodeKind};
+use cleveragents_engine::api;
+use cleveragents_engine::registry::actors::{self, Actor, ActorRef, ActorType, Overrides};
 
 /// `agents actor ...`
 #[derive(Debug, Subcommand)]
@@ -64,6 +64,11 @@ pub enum ActorCommand {
 }
 
 impl ActorCommand {
+    /// Whether the subcommand can run against a server (`--server`): none yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+
     /// The subcommand name.
     pub fn name(&self) -> &'static str {
         match self {

@@ -1,6 +1,6 @@
 //! `agents actor context list|show|export|import|delete|clear|rm` (spec sections 05 and 06):
 //! the named conversations `agents actor run --context NAME` continues
-//! ([`crate::engine::actor_run::contexts`]).
+//! ([`cleveragents_engine::actor_run::contexts`]).
 
 use std::path::PathBuf;
 
@@ -9,9 +9,9 @@ use serde_json::json;
 
 use super::indexing::bytes;
 use super::{CliError, Context, view};
-use crate::engine::actor_run::contexts::{self, ContextError, ContextItem, Removal};
-use crate::engine::actors::messages::Message;
 use crate::output::{Column, Element, Report};
+use cleveragents_engine::actor_run::contexts::{self, ContextError, ContextItem, Removal};
+use cleveragents_engine::actors::messages::Message;
 
 /// `agents actor context ...`
 #[derive(Debug, Subcommand)]

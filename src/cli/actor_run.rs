@@ -3,7 +3,7 @@
 //!
 //! The actor (`PROVIDER/MODEL`) gets the built-in tools (or only those of `--skill`s) and works
 //! in a fresh empty sandbox under the data directory, or in a sandbox of `--resource R`; the
-//! engine runs every tool call through the tool runner ([`crate::engine::actor_run`]).
+//! engine runs every tool call through the tool runner ([`cleveragents_engine::actor_run`]).
 //! The report says where the sandbox is and what changed in it. A registered LLM actor runs
 //! with its model, prompt, skills, options and limits; a graph actor runs its graph. With
 //! `--context NAME` the run continues that actor context and is saved to it;
@@ -14,10 +14,12 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{CliError, Context, env_var};
-use crate::engine::actor_run::{OneShot, OneShotError, OneShotResult, Workspace, run_model_actor};
-use crate::engine::actors::providers::{ClientOptions, ProviderError};
-use crate::engine::actors::runtime::Stop;
 use crate::output::{Cell, Column, Element, Report, Tone};
+use cleveragents_engine::actor_run::{
+    OneShot, OneShotError, OneShotResult, Workspace, run_model_actor,
+};
+use cleveragents_engine::actors::providers::{ClientOptions, ProviderError};
+use cleveragents_engine::actors::runtime::Stop;
 
 /// Options of `agents actor run`.
 #[derive(Debug, clap::Args)]
@@ -65,7 +67,7 @@ pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
     let workspace = match args.resource.as_deref() {
         None => Workspace::Fresh,
         Some(input) => {
-            let r = crate::engine::registry::resources::find(&store, input)?;
+            let r = cleveragents_engine::registry::resources::find(&store, input)?;
             Workspace::of_resource(&r).map_err(|m| {
                 CliError::invalid_input(format!("--resource {input}: {m}"))
                     .hint(ctx.suggest(&format!("resource show {}", r.name)))
@@ -73,7 +75,7 @@ pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
         }
     };
     if let Some(c) = &args.context {
-        crate::engine::actor_run::contexts::check_name(c)
+        cleveragents_engine::actor_run::contexts::check_name(c)
             .map_err(|e| CliError::invalid_input(format!("--context {e}")))?;
     }
     let ActorRunArgs {
@@ -127,7 +129,7 @@ fn report(
         Some(c) => format!("${c:.6}"),
         None => "unknown".to_string(),
     };
-    let usage_known = crate::engine::actors::accounting::usage_known(run);
+    let usage_known = cleveragents_engine::actors::accounting::usage_known(run);
     let tokens = |n: u64| {
         if usage_known {
             n.to_string()

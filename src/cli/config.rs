@@ -4,8 +4,8 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, env_var};
-use crate::engine::config::{self, KeyPath, Resolution, Source};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
+use cleveragents_engine::config::{self, KeyPath, Resolution, Source};
 
 /// `agents config ...`
 #[derive(Debug, Subcommand)]
@@ -44,6 +44,11 @@ pub enum ConfigCommand {
 }
 
 impl ConfigCommand {
+    /// Whether the subcommand can run against a server (`--server`): none yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+
     /// `set`, `get` or `list`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -97,7 +102,7 @@ fn set_project(ctx: &Context, key: &str, value: &str, project: &str) -> Result<R
     }
     ctx.store()?;
     let clear = value == "inherit";
-    let (p, previous) = ctx.change(crate::engine::api::SetProjectProfile {
+    let (p, previous) = ctx.change(cleveragents_engine::api::SetProjectProfile {
         project: project.to_string(),
         profile: (!clear).then(|| value.to_string()),
     })?;
@@ -213,10 +218,11 @@ fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
         .hint(ctx.suggest("config unset automation-profile"))
         .hint("that clears the global default, so `manual` applies"));
     }
-    if key == "automation-profile" && !crate::engine::domain::name::is_builtin_profile(value) {
+    if key == "automation-profile" && !cleveragents_engine::domain::name::is_builtin_profile(value)
+    {
         // A custom profile must be registered before it can be the default.
         let store = ctx.store()?;
-        crate::engine::registry::profiles::find(&store, value)?;
+        cleveragents_engine::registry::profiles::find(&store, value)?;
     }
     if let Ok(KeyPath::Provider { provider, .. }) = KeyPath::parse(key) {
         refuse_shadowing_provider(ctx, key, &provider)?;
@@ -246,7 +252,7 @@ fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
         ],
     ));
     // Warn when a higher level hides the value just written.
-    let config = crate::engine::Config::load(&ctx.paths.config_path)?;
+    let config = cleveragents_engine::Config::load(&ctx.paths.config_path)?;
     let resolved = config::resolve(&config, None, &path, &ctx.setting_flags(), &env_var);
     if let Some(src @ (Source::Flag | Source::Env)) = resolved.source {
         let origin = resolved

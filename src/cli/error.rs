@@ -1,13 +1,13 @@
 //! The one error type at the CLI edge: a stable code, a message, details and hints, an exit
 //! code. Engine errors convert into it here, and nowhere else.
 
-use crate::engine::api::ErrorCode;
-use crate::engine::config::ConfigError;
-use crate::engine::domain::IdPrefixError;
-use crate::engine::paths::PathsError;
-use crate::engine::store::StoreError;
-use crate::engine::system::InitError;
 use crate::output::{ErrorBody, Exit};
+use cleveragents_engine::api::ErrorCode;
+use cleveragents_engine::config::ConfigError;
+use cleveragents_engine::domain::IdPrefixError;
+use cleveragents_engine::paths::PathsError;
+use cleveragents_engine::store::StoreError;
+use cleveragents_engine::system::InitError;
 
 /// A command failure as shown to the user.
 #[derive(Debug, Clone)]
@@ -193,14 +193,14 @@ impl From<IdPrefixError> for CliError {
     }
 }
 
-use crate::engine::registry::actions::{ActionError, ArgumentError};
-use crate::engine::registry::actors::ActorError;
-use crate::engine::registry::invariants::InvariantError;
-use crate::engine::registry::plan_use::PlanUseError;
-use crate::engine::registry::profiles::ProfileError;
-use crate::engine::registry::projects::ProjectError;
-use crate::engine::registry::resources::ResourceError;
-use crate::engine::registry::yaml::YamlError;
+use cleveragents_engine::registry::actions::{ActionError, ArgumentError};
+use cleveragents_engine::registry::actors::ActorError;
+use cleveragents_engine::registry::invariants::InvariantError;
+use cleveragents_engine::registry::plan_use::PlanUseError;
+use cleveragents_engine::registry::profiles::ProfileError;
+use cleveragents_engine::registry::projects::ProjectError;
+use cleveragents_engine::registry::resources::ResourceError;
+use cleveragents_engine::registry::yaml::YamlError;
 
 impl From<YamlError> for CliError {
     fn from(e: YamlError) -> Self {
@@ -275,9 +275,9 @@ impl From<ActorError> for CliError {
     }
 }
 
-impl From<crate::engine::skills::SkillError> for CliError {
-    fn from(e: crate::engine::skills::SkillError) -> Self {
-        use crate::engine::skills::SkillError;
+impl From<cleveragents_engine::skills::SkillError> for CliError {
+    fn from(e: cleveragents_engine::skills::SkillError) -> Self {
+        use cleveragents_engine::skills::SkillError;
         let message = e.to_string();
         match e {
             SkillError::Name { .. } => CliError::invalid_input(message).hint("agents skill list"),
@@ -302,7 +302,7 @@ impl From<ArgumentError> for CliError {
 /// command.
 pub(super) fn not_found(
     message: String,
-    missing: &crate::engine::registry::lookup::Missing,
+    missing: &cleveragents_engine::registry::lookup::Missing,
     list: &str,
 ) -> CliError {
     let err = CliError::new("NOT_FOUND", message);
@@ -426,7 +426,7 @@ impl From<ProjectError> for CliError {
                     .detail(
                         plans
                             .iter()
-                            .zip(crate::engine::domain::id::unique_prefixes(
+                            .zip(cleveragents_engine::domain::id::unique_prefixes(
                                 &plans.iter().map(|(id, ..)| id.as_str()).collect::<Vec<_>>(),
                             ))
                             .map(|((_, st, action), short)| format!("{short} - {st} ({action})"))
@@ -501,9 +501,9 @@ impl From<PlanUseError> for CliError {
     }
 }
 
-impl From<crate::engine::lifecycle::RunError> for CliError {
-    fn from(e: crate::engine::lifecycle::RunError) -> Self {
-        use crate::engine::lifecycle::RunError;
+impl From<cleveragents_engine::lifecycle::RunError> for CliError {
+    fn from(e: cleveragents_engine::lifecycle::RunError) -> Self {
+        use cleveragents_engine::lifecycle::RunError;
         let message = e.to_string();
         match e {
             RunError::NotFound(id) => CliError::new("NOT_FOUND", message)
@@ -533,7 +533,7 @@ impl From<crate::engine::lifecycle::RunError> for CliError {
             RunError::GateAnswer { approval_id, approve } => CliError::invalid_input(format!(
                 "approval {approval_id} is a phase gate; answer it with `{}` or decline it with `{}`",
                 super::next::command(&approve),
-                super::next::command(&crate::engine::domain::Next::Reject { approval: approval_id.clone() }),
+                super::next::command(&cleveragents_engine::domain::Next::Reject { approval: approval_id.clone() }),
             )),
             RunError::BudgetLimitMissing { approval_id } => CliError::invalid_input(format!(
                 "approval {approval_id} needs the new limit: `agents plan decide {approval_id} --max-cost-usd USD` or `--max-tokens N`"
@@ -548,9 +548,9 @@ impl From<crate::engine::lifecycle::RunError> for CliError {
     }
 }
 
-impl From<crate::engine::sandbox::SandboxError> for CliError {
-    fn from(e: crate::engine::sandbox::SandboxError) -> Self {
-        use crate::engine::sandbox::SandboxError as E;
+impl From<cleveragents_engine::sandbox::SandboxError> for CliError {
+    fn from(e: cleveragents_engine::sandbox::SandboxError) -> Self {
+        use cleveragents_engine::sandbox::SandboxError as E;
         let message = e.to_string();
         match e {
             E::Store(s) => s.into(),
@@ -573,15 +573,15 @@ impl From<crate::engine::sandbox::SandboxError> for CliError {
     }
 }
 
-impl From<crate::engine::lease::LeaseError> for CliError {
-    fn from(e: crate::engine::lease::LeaseError) -> Self {
-        crate::engine::lifecycle::RunError::from(e).into()
+impl From<cleveragents_engine::lease::LeaseError> for CliError {
+    fn from(e: cleveragents_engine::lease::LeaseError) -> Self {
+        cleveragents_engine::lifecycle::RunError::from(e).into()
     }
 }
 
-impl From<crate::engine::tools::runner::RunnerError> for CliError {
-    fn from(e: crate::engine::tools::runner::RunnerError) -> Self {
-        use crate::engine::tools::runner::RunnerError as E;
+impl From<cleveragents_engine::tools::runner::RunnerError> for CliError {
+    fn from(e: cleveragents_engine::tools::runner::RunnerError) -> Self {
+        use cleveragents_engine::tools::runner::RunnerError as E;
         match e {
             E::Store(s) => s.into(),
             E::Sandbox(s) => s.into(),
@@ -592,9 +592,9 @@ impl From<crate::engine::tools::runner::RunnerError> for CliError {
     }
 }
 
-impl From<crate::engine::registry::tool_registration::RegisterError> for CliError {
-    fn from(e: crate::engine::registry::tool_registration::RegisterError) -> Self {
-        use crate::engine::registry::tool_registration::RegisterError as R;
+impl From<cleveragents_engine::registry::tool_registration::RegisterError> for CliError {
+    fn from(e: cleveragents_engine::registry::tool_registration::RegisterError) -> Self {
+        use cleveragents_engine::registry::tool_registration::RegisterError as R;
         match e {
             R::Yaml(y) => y.into(),
             R::Store(s) => s.into(),
@@ -609,9 +609,9 @@ impl From<crate::engine::registry::tool_registration::RegisterError> for CliErro
     }
 }
 
-impl From<crate::engine::skill_registry::SkillRegError> for CliError {
-    fn from(e: crate::engine::skill_registry::SkillRegError) -> Self {
-        use crate::engine::skill_registry::SkillRegError as S;
+impl From<cleveragents_engine::skill_registry::SkillRegError> for CliError {
+    fn from(e: cleveragents_engine::skill_registry::SkillRegError) -> Self {
+        use cleveragents_engine::skill_registry::SkillRegError as S;
         match &e {
             S::Unknown { suggestion, .. } => {
                 let err = CliError::new("NOT_FOUND", e.to_string());
@@ -628,9 +628,9 @@ impl From<crate::engine::skill_registry::SkillRegError> for CliError {
     }
 }
 
-impl From<crate::engine::api::ApiError> for CliError {
-    fn from(e: crate::engine::api::ApiError) -> Self {
-        use crate::engine::api::ApiError as E;
+impl From<cleveragents_engine::api::ApiError> for CliError {
+    fn from(e: cleveragents_engine::api::ApiError) -> Self {
+        use cleveragents_engine::api::ApiError as E;
         match e {
             E::Run(r) => r.into(),
             E::Sandbox(s) => s.into(),
@@ -649,13 +649,15 @@ impl From<crate::engine::api::ApiError> for CliError {
                 .hint("the client and the server may be of different versions: compare `agents version` with `agents server status`"),
             E::Token(t) => token_error(t),
             E::InvalidInput { message } => CliError::invalid_input(message),
+            E::NotSupported { what } => CliError::new("NOT_SUPPORTED", format!("{what} is not answered yet"))
+                .hint("run it without --server on the machine that holds the data"),
         }
     }
 }
 
-impl From<crate::engine::api::RegistryError> for CliError {
-    fn from(e: crate::engine::api::RegistryError) -> Self {
-        use crate::engine::api::RegistryError as R;
+impl From<cleveragents_engine::api::RegistryError> for CliError {
+    fn from(e: cleveragents_engine::api::RegistryError) -> Self {
+        use cleveragents_engine::api::RegistryError as R;
         match e {
             R::Resource(x) => x.into(),
             R::Project(x) => x.into(),
@@ -670,7 +672,7 @@ impl From<crate::engine::api::RegistryError> for CliError {
 }
 
 /// A server's failure as the server's own CLI would have printed it.
-fn remote_error(r: crate::engine::api::protocol::RemoteError) -> CliError {
+fn remote_error(r: cleveragents_engine::api::protocol::RemoteError) -> CliError {
     let mut err = CliError::new(r.code.as_str(), r.message);
     if let Some(d) = r.detail {
         err = err.detail(d);
@@ -679,8 +681,8 @@ fn remote_error(r: crate::engine::api::protocol::RemoteError) -> CliError {
 }
 
 /// How the CLI says why a server token could not be created or revoked.
-fn token_error(e: crate::engine::api::tokens::TokenError) -> CliError {
-    use crate::engine::api::tokens::TokenError as T;
+fn token_error(e: cleveragents_engine::api::tokens::TokenError) -> CliError {
+    use cleveragents_engine::api::tokens::TokenError as T;
     let message = e.to_string();
     match e {
         T::BadName(_) => CliError::invalid_input(message),
@@ -693,8 +695,8 @@ fn token_error(e: crate::engine::api::tokens::TokenError) -> CliError {
 }
 
 /// How the CLI says why no sandbox could be chosen for `plan export`.
-fn export_error(e: crate::engine::api::ExportError) -> CliError {
-    use crate::engine::api::ExportError as X;
+fn export_error(e: cleveragents_engine::api::ExportError) -> CliError {
+    use cleveragents_engine::api::ExportError as X;
     let message = e.to_string();
     match e {
         X::NoSandbox => CliError::new("NOT_FOUND", message),

@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use super::{CliError, Context, view};
-use crate::engine::index::{self, IndexState, IndexStatus};
-use crate::engine::registry::resources::{self, Resource};
 use crate::output::progress::Bar;
 use crate::output::{Cell, Element, Level, Report, Tone};
+use cleveragents_engine::index::{self, IndexState, IndexStatus};
+use cleveragents_engine::registry::resources::{self, Resource};
 
 /// `1536` -> `1.5 KiB`.
 pub fn bytes(n: u64) -> String {

@@ -4,10 +4,10 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
-use crate::engine::api;
-use crate::engine::domain::InvariantScope;
-use crate::engine::registry::invariants::{self, Filter, Invariant, Targets};
 use crate::output::{Column, Element, Level, Report};
+use cleveragents_engine::api;
+use cleveragents_engine::domain::InvariantScope;
+use cleveragents_engine::registry::invariants::{self, Filter, Invariant, Targets};
 
 /// `agents invariant ...`
 #[derive(Debug, Subcommand)]
@@ -63,6 +63,11 @@ pub enum InvariantCommand {
 }
 
 impl InvariantCommand {
+    /// Whether the subcommand can run against a server (`--server`): none yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+
     /// The subcommand name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -353,9 +358,9 @@ fn effective_view(ctx: &Context, plan: &str, regex: Option<&str>) -> Result<Repo
 /// The invariants a correction removed from `plan`: (invariant id, the current correcting
 /// decision), from the `user_intervention` decisions that replaced `invariant_enforced` ones.
 fn removed_by_correction(
-    store: &crate::engine::store::Store,
-    plan: &crate::engine::domain::Id,
-) -> Result<Vec<(String, crate::engine::domain::Id)>, CliError> {
+    store: &cleveragents_engine::store::Store,
+    plan: &cleveragents_engine::domain::Id,
+) -> Result<Vec<(String, cleveragents_engine::domain::Id)>, CliError> {
     let decisions = store.decisions(plan)?;
     Ok(decisions
         .iter()

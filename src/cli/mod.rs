@@ -52,10 +52,10 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use error::CliError;
 
-use crate::engine::config::{Config, FlagValues};
-use crate::engine::paths::Paths;
-use crate::engine::store::Store;
 use crate::output::{self, ErrorBody, Exit, Format, Outcome, Report, Terminal, resolve_format};
+use cleveragents_engine::config::{Config, FlagValues};
+use cleveragents_engine::paths::Paths;
+use cleveragents_engine::store::Store;
 
 /// `agents` / `cleveragents`: supervise AI agents on large, reviewable, correctable work.
 #[derive(Debug, Parser)]
@@ -202,8 +202,21 @@ impl Command {
             Command::Plan(c) => c.served_remotely(),
             Command::Action(c) => c.served_remotely(),
             Command::Project(c) => c.served_remotely(),
+            Command::Resource(c) => c.served_remotely(),
+            Command::Invariant(c) => c.served_remotely(),
+            Command::Actor(c) => c.served_remotely(),
+            Command::AutomationProfile(c) => c.served_remotely(),
+            Command::Config(c) => c.served_remotely(),
+            Command::Tool(c) => c.served_remotely(),
+            Command::Skill(c) => c.served_remotely(),
+            Command::Session(c) => c.served_remotely(),
+            Command::Tui(a) => a.served_remotely(),
             Command::Server(c) => !c.uses_data_dir(),
-            _ => false,
+            Command::Quickstart(_)
+            | Command::Version
+            | Command::Info
+            | Command::Init { .. }
+            | Command::Diagnostics => false,
         }
     }
 }
@@ -348,21 +361,21 @@ impl Context {
 
     /// A next step from the engine as the command that takes it here, repeating
     /// `--data-dir` / `--config-path` when they were given ([`next::command`]).
-    pub fn next(&self, step: &crate::engine::domain::Next) -> String {
+    pub fn next(&self, step: &cleveragents_engine::domain::Next) -> String {
         with_globals(&self.repeat_args, &next::rest(step))
     }
 
     /// A recovery hint as printed: `what: agents [--data-dir X] [--config-path Y] command`.
-    pub fn hint(&self, hint: &crate::engine::lifecycle::report::Hint) -> String {
+    pub fn hint(&self, hint: &cleveragents_engine::lifecycle::report::Hint) -> String {
         format!("{}: {}", hint.what, self.next(&hint.next))
     }
 
     /// An errored plan's recovery hints as printed (empty unless it is errored).
-    pub fn recovery_hints(&self, plan: &crate::engine::domain::Plan) -> Vec<String> {
-        if plan.state() != crate::engine::domain::ProcessingState::Errored {
+    pub fn recovery_hints(&self, plan: &cleveragents_engine::domain::Plan) -> Vec<String> {
+        if plan.state() != cleveragents_engine::domain::ProcessingState::Errored {
             return Vec::new();
         }
-        crate::engine::lifecycle::report::recovery_hints(plan)
+        cleveragents_engine::lifecycle::report::recovery_hints(plan)
             .iter()
             .map(|h| self.hint(h))
             .collect()
@@ -427,12 +440,12 @@ impl Context {
     /// The engine for a registry change: this data directory with the configured settings
     /// (the defaults when `config.toml` is unusable: a command that needs the providers
     /// checks [`Context::config`] first and reports that error).
-    pub fn registry_engine(&self) -> crate::engine::api::Engine {
+    pub fn registry_engine(&self) -> cleveragents_engine::api::Engine {
         let settings = self
             .config()
-            .map(crate::engine::api::Settings::from_config)
+            .map(cleveragents_engine::api::Settings::from_config)
             .unwrap_or_default();
-        crate::engine::api::Engine::new(self.paths.clone(), settings)
+        cleveragents_engine::api::Engine::new(self.paths.clone(), settings)
     }
 
     /// Runs one registry change through the engine (which writes its `registry_changed`
@@ -440,14 +453,14 @@ impl Context {
     ///
     /// # Errors
     /// The registry's error, rendered with the hints the CLI has for it.
-    pub fn change<C: crate::engine::api::TakeOutcome>(
+    pub fn change<C: cleveragents_engine::api::TakeOutcome>(
         &self,
         change: C,
-    ) -> Result<C::Output, crate::engine::api::ApiError> {
+    ) -> Result<C::Output, cleveragents_engine::api::ApiError> {
         match &self.server {
             Some(chosen) => chosen
                 .client()
-                .map_err(|e| crate::engine::api::ApiError::Unreachable {
+                .map_err(|e| cleveragents_engine::api::ApiError::Unreachable {
                     url: chosen.url.clone(),
                     reason: e.body.message.clone(),
                 })?
@@ -586,7 +599,7 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> u8 {
                 message,
                 detail: (!detail.is_empty()).then(|| detail.join("\n")),
                 suggestions: vec!["agents --help".to_string()],
-                exit: error::exit_of(crate::engine::api::ErrorCode::Usage),
+                exit: error::exit_of(cleveragents_engine::api::ErrorCode::Usage),
             },
             data: serde_json::Value::Null,
         };
@@ -848,8 +861,21 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
             Command::Plan(c) => plan::run(c, ctx),
             Command::Action(c) => action::run(c, ctx),
             Command::Project(c) => project::run(c, ctx),
+            Command::Resource(c) => resource::run(c, ctx),
+            Command::Invariant(c) => invariant::run(c, ctx),
+            Command::Actor(c) => actor::run(c, ctx),
+            Command::AutomationProfile(c) => profile::run(c, ctx),
+            Command::Config(c) => config::run(c, ctx),
+            Command::Tool(c) => tool::run(c, ctx),
+            Command::Skill(c) => skill::run(c, ctx),
+            Command::Session(c) => session::run(c, ctx),
+            Command::Tui(args) => tui::run(args, ctx),
             Command::Server(c) => server::run(c, ctx),
-            _ => Err(CliError::new("NOT_SUPPORTED", "not served remotely")),
+            Command::Quickstart(_)
+            | Command::Version
+            | Command::Info
+            | Command::Init { .. }
+            | Command::Diagnostics => Err(CliError::new("NOT_SUPPORTED", "not served remotely")),
         };
     }
     match command {
@@ -910,11 +936,11 @@ fn dispatch(command: Command, ctx: &Context) -> Result<Report, CliError> {
 /// config file and default; `None` when unset or when the config file is unusable.
 pub fn global_setting(ctx: &Context, key: &str) -> Option<String> {
     let config = ctx.config.as_ref().ok()?;
-    let path = crate::engine::config::KeyPath::parse(key).ok()?;
-    crate::engine::config::resolve(config, None, &path, &ctx.setting_flags(), &env_var)
+    let path = cleveragents_engine::config::KeyPath::parse(key).ok()?;
+    cleveragents_engine::config::resolve(config, None, &path, &ctx.setting_flags(), &env_var)
         .chain
         .into_iter()
-        .filter(|c| c.source != crate::engine::config::Source::Default)
+        .filter(|c| c.source != cleveragents_engine::config::Source::Default)
         .find_map(|c| c.value)
 }
 
@@ -923,14 +949,14 @@ pub fn global_setting(ctx: &Context, key: &str) -> Option<String> {
 pub fn global_setting_levels(ctx: &Context, key: &str) -> Vec<(String, String)> {
     let (Ok(config), Ok(path)) = (
         ctx.config.as_ref(),
-        crate::engine::config::KeyPath::parse(key),
+        cleveragents_engine::config::KeyPath::parse(key),
     ) else {
         return Vec::new();
     };
-    crate::engine::config::resolve(config, None, &path, &ctx.setting_flags(), &env_var)
+    cleveragents_engine::config::resolve(config, None, &path, &ctx.setting_flags(), &env_var)
         .chain
         .into_iter()
-        .filter(|c| c.source != crate::engine::config::Source::Default)
+        .filter(|c| c.source != cleveragents_engine::config::Source::Default)
         .filter_map(|c| c.value.map(|v| (v, c.origin)))
         .collect()
 }
@@ -988,7 +1014,7 @@ impl Finisher {
         };
         let written = written.and_then(|()| {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(&crate::engine::redact::redacted_bytes(&rendered))?;
+            stdout.write_all(&cleveragents_engine::redact::redacted_bytes(&rendered))?;
             stdout.flush()
         });
         match written {

@@ -7,10 +7,10 @@
 
 use serde_json::{Map, Value};
 
-use crate::engine::domain::approval::{Approval, ApprovalKind};
-use crate::engine::domain::next::{CorrectionMode, Next};
-use crate::engine::events::EngineEvent;
-use crate::engine::lifecycle::approvals::Answered;
+use cleveragents_engine::domain::approval::{Approval, ApprovalKind};
+use cleveragents_engine::domain::next::{CorrectionMode, Next};
+use cleveragents_engine::events::EngineEvent;
+use cleveragents_engine::lifecycle::approvals::Answered;
 
 /// The command that takes `next`, as `agents ...` without global options.
 ///
@@ -83,7 +83,7 @@ pub fn approval_context(a: &Approval) -> Value {
     }
     let correct = a.context["step_decision_id"]
         .is_string()
-        .then(|| command(&crate::engine::lifecycle::invariant_checks::correct_step(a)));
+        .then(|| command(&cleveragents_engine::lifecycle::invariant_checks::correct_step(a)));
     let cancel = command(&Next::decide(&a.approval_id, "cancel"));
     let mut out = Map::new();
     for (key, value) in context {
@@ -104,7 +104,7 @@ pub fn approval_context(a: &Approval) -> Value {
 /// An event as `--stream` prints it: an `approval_requested` event's `answer_command` (the
 /// typed step the engine records) as its `agents ...` command, as it was always printed.
 pub fn streamed_event(event: &EngineEvent) -> std::borrow::Cow<'_, EngineEvent> {
-    use crate::engine::domain::event::{AnswerStep, EventKind};
+    use cleveragents_engine::domain::event::{AnswerStep, EventKind};
     use std::borrow::Cow;
     match &event.kind {
         EventKind::ApprovalRequested(p) => match &p.answer_command {
@@ -133,8 +133,8 @@ fn mode_name(mode: CorrectionMode) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::domain::approval::{Approval, ApprovalKind};
-    use crate::engine::domain::{Id, Plan};
+    use cleveragents_engine::domain::approval::{Approval, ApprovalKind};
+    use cleveragents_engine::domain::{Id, Plan};
     use serde_json::json;
 
     /// Every step renders to the command a user runs (the texts printed since the first

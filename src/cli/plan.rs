@@ -5,11 +5,11 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{CliError, Context, view};
-use crate::engine::api;
-use crate::engine::domain::{Phase, Plan, ProcessingState};
-use crate::engine::lifecycle::driver::Stopped;
-use crate::engine::registry::plan_use::{Created, Request};
 use crate::output::{Column, Element, Level, Payload, Report};
+use cleveragents_engine::api;
+use cleveragents_engine::domain::{Phase, Plan, ProcessingState};
+use cleveragents_engine::lifecycle::driver::Stopped;
+use cleveragents_engine::registry::plan_use::{Created, Request};
 
 /// `agents plan ...`
 #[derive(Debug, Subcommand)]
@@ -427,7 +427,9 @@ fn created_panels(
                 .rev()
                 .map(|i| {
                     let source = match (i.scope, &i.project, &i.action) {
-                        (crate::engine::domain::InvariantScope::Plan, ..) => "CLI".to_string(),
+                        (cleveragents_engine::domain::InvariantScope::Plan, ..) => {
+                            "CLI".to_string()
+                        }
                         (_, Some(pr), _) => pr.clone(),
                         (_, _, Some(a)) => a.clone(),
                         _ => "global".to_string(),
@@ -480,7 +482,7 @@ struct PlanRow<'a> {
     plan_id: String,
     action: &'a str,
     projects: Vec<&'a str>,
-    phase: crate::engine::domain::Phase,
+    phase: cleveragents_engine::domain::Phase,
     state: ProcessingState,
     attempt: u32,
     automation_profile: &'a Option<String>,
@@ -509,13 +511,15 @@ impl<'a> PlanRow<'a> {
 fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
     // A bad pattern is named here, with the regex crate's diagram, before anything is asked.
     view::regex(a.regex.as_deref(), "agents plan list 'coverage'")?;
-    let listed = ctx.client()?.plan_list(crate::engine::api::PlanFilter {
-        phase: a.phase.clone(),
-        state: a.state.clone(),
-        project: a.project.clone(),
-        action: a.action.clone(),
-        regex: a.regex.clone(),
-    })?;
+    let listed = ctx
+        .client()?
+        .plan_list(cleveragents_engine::api::PlanFilter {
+            phase: a.phase.clone(),
+            state: a.state.clone(),
+            project: a.project.clone(),
+            action: a.action.clone(),
+            regex: a.regex.clone(),
+        })?;
     let (plans, project, action) = (listed.plans, listed.project, listed.action);
     let n = plans.len();
     let count = |s: ProcessingState| plans.iter().filter(|p| p.state() == s).count().to_string();
@@ -590,7 +594,7 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
 }
 
 /// The phases the profile runs without asking (`strategize, execute`), or that none do.
-fn automatic_phases(f: &crate::engine::registry::profiles::Flags) -> String {
+fn automatic_phases(f: &cleveragents_engine::registry::profiles::Flags) -> String {
     let auto: Vec<&str> = [
         (f.auto_strategize, "strategize"),
         (f.auto_execute, "execute"),
@@ -616,10 +620,11 @@ mod tests {
         let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
         let mut child = Plan::new("local/fix", "fix the parser", now);
         child.project_links = vec![
-            crate::engine::domain::plan::ProjectLink::new("local/api", Some("api"), false).unwrap(),
+            cleveragents_engine::domain::plan::ProjectLink::new("local/api", Some("api"), false)
+                .unwrap(),
         ];
         child.automation_profile = Some("trusted".into());
-        child.parent_plan_id = Some(crate::engine::domain::Id::generate());
+        child.parent_plan_id = Some(cleveragents_engine::domain::Id::generate());
         let plain = Plan::new("local/docs", "docs", now);
         let expected: Vec<serde_json::Value> = [&child, &plain]
             .iter()

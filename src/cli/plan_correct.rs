@@ -9,19 +9,19 @@ use serde_json::{Value, json};
 
 use super::confirm::confirm;
 use super::{CliError, Context, view};
-use crate::engine::api;
-use crate::engine::correction::impact::{self, Impact};
-use crate::engine::correction::{append as appending, revert, tree};
-use crate::engine::domain::Id;
-use crate::engine::domain::decision::Decision;
-use crate::engine::domain::lifecycle::Phase;
-use crate::engine::domain::plan::Plan;
-use crate::engine::lifecycle::RunError;
-use crate::engine::lifecycle::driver::Stopped;
-use crate::engine::sandbox::Sandboxes;
-use crate::engine::sandbox::diff;
-use crate::engine::store::Store;
 use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone, TreeNode};
+use cleveragents_engine::api;
+use cleveragents_engine::correction::impact::{self, Impact};
+use cleveragents_engine::correction::{append as appending, revert, tree};
+use cleveragents_engine::domain::Id;
+use cleveragents_engine::domain::decision::Decision;
+use cleveragents_engine::domain::lifecycle::Phase;
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::lifecycle::RunError;
+use cleveragents_engine::lifecycle::driver::Stopped;
+use cleveragents_engine::sandbox::Sandboxes;
+use cleveragents_engine::sandbox::diff;
+use cleveragents_engine::store::Store;
 
 /// `plan tree` arguments.
 #[derive(Debug, Args)]
@@ -165,8 +165,8 @@ fn tree_ids(nodes: &[tree::Node], out: &mut Vec<String>) {
 struct TreeData {
     plan_id: Id,
     attempt: u32,
-    phase: crate::engine::domain::Phase,
-    state: crate::engine::domain::lifecycle::ProcessingState,
+    phase: cleveragents_engine::domain::Phase,
+    state: cleveragents_engine::domain::lifecycle::ProcessingState,
     children: Vec<tree::Node>,
     summary: tree::Summary,
     child_plans: Vec<ChildPlan>,
@@ -615,7 +615,7 @@ fn dry_run_next_steps(
         Some(_)
             if plan.phase() == Phase::Applied
                 && plan.execution_actor.as_deref()
-                    == Some(crate::engine::registry::actors::SCRIPT_EXECUTOR) =>
+                    == Some(cleveragents_engine::registry::actors::SCRIPT_EXECUTOR) =>
         {
             vec![
                 ctx.suggest(&format!(
@@ -752,7 +752,8 @@ fn dry_run(
     let imp = impact_of(ctx, store, &d.decision_id)?;
     let refused = revert::check_revertable(plan, d).err();
     let refusal = refused.as_ref().map(ToString::to_string);
-    let rerun = crate::engine::actors::estimate::rerun_cost(store, &d.plan_id, &imp.steps_rerun)?;
+    let rerun =
+        cleveragents_engine::actors::estimate::rerun_cost(store, &d.plan_id, &imp.steps_rerun)?;
     let mut affected = affected_json(&imp);
     affected["estimated_tokens"] = json!(rerun.tokens);
     affected["estimated_cost_usd"] = json!(rerun.cost_usd);
@@ -885,7 +886,10 @@ pub fn correction_diff(
 ) -> Result<Report, CliError> {
     let store = read_store(ctx)?;
     let a = store.correction_attempt(attempt)?.map_err(|e| {
-        let not_found = matches!(e, crate::engine::domain::id::IdPrefixError::NotFound { .. });
+        let not_found = matches!(
+            e,
+            cleveragents_engine::domain::id::IdPrefixError::NotFound { .. }
+        );
         let err = CliError::from(e);
         if not_found {
             // An attempt id is printed by `plan correct`; `plan status` lists them again.
@@ -1006,7 +1010,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         appending::child_execution_actor(&engine, &parent, a.execution_actor.as_deref()).map_err(
             |why| {
                 let err = CliError::new("NOT_SUPPORTED", why).hint(ctx.suggest("actor list"));
-                if parent.phase() == crate::engine::domain::Phase::Applied {
+                if parent.phase() == cleveragents_engine::domain::Phase::Applied {
                     err
                 } else {
                     err.hint(ctx.suggest(&format!(

@@ -9,10 +9,10 @@ use clap::Args;
 use serde_json::json;
 
 use super::{CliError, Context};
-use crate::engine::domain::Id;
-use crate::engine::domain::event::{EngineEvent, EventType};
 use crate::output::{Column, Element, Report};
 use cleveragents_engine::api::{Client, Followed};
+use cleveragents_engine::domain::Id;
+use cleveragents_engine::domain::event::{EngineEvent, EventType};
 
 /// Events read per page of the history.
 const PAGE: u32 = 500;

@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::domain::Plan;
-use crate::engine::domain::approval::Approval;
-use crate::engine::lifecycle::driver::Stopped;
+use cleveragents_engine::domain::Plan;
+use cleveragents_engine::domain::approval::Approval;
+use cleveragents_engine::lifecycle::driver::Stopped;
 
 /// A plan as the ordered map the CLI prints (the specification's `as_cli_dict` key order): ids and
 /// names; phase, state, description; definition of done; projects and automation; actors;
@@ -127,7 +127,7 @@ pub fn stopped(s: &Stopped) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::domain::{Id, ProjectLink};
+    use cleveragents_engine::domain::{Id, ProjectLink};
     use jiff::Timestamp;
 
     #[test]
@@ -174,7 +174,7 @@ mod tests {
     /// after `options`, written without the global options.
     #[test]
     fn a_stopped_runs_approval_names_its_answer_command_after_its_options() {
-        use crate::engine::domain::approval::ApprovalKind;
+        use cleveragents_engine::domain::approval::ApprovalKind;
         let plan = Plan::new("local/a", "a", Timestamp::UNIX_EPOCH);
         let mut a = Approval::new(
             plan.plan_id,
@@ -214,7 +214,7 @@ mod tests {
             format!("agents plan apply {}", plan.plan_id)
         );
         let next = stopped(&Stopped::NothingToDo {
-            next: crate::engine::domain::Next::ExecutePlan { plan: plan.plan_id },
+            next: cleveragents_engine::domain::Next::ExecutePlan { plan: plan.plan_id },
         });
         assert_eq!(
             next,

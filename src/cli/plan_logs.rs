@@ -6,10 +6,10 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::{CliError, Context};
-use crate::engine::api::StepView;
-use crate::engine::domain::decision::Decision;
-use crate::engine::store::lifecycle_run::PlanStep;
 use crate::output::{Element, Report};
+use cleveragents_engine::api::StepView;
+use cleveragents_engine::domain::decision::Decision;
+use cleveragents_engine::store::lifecycle_run::PlanStep;
 
 /// Lines of stdout and of stderr that `plan status` shows per step.
 pub const STATUS_TAIL_LINES: usize = 5;
@@ -26,7 +26,7 @@ pub struct LogsArgs {
 /// A step's name: the strategy's key for it (a script step's name), else its decision's
 /// choice, shortened.
 pub(crate) fn step_name(decisions: &[Decision], step: &PlanStep) -> String {
-    crate::engine::api::step_name(decisions, step)
+    cleveragents_engine::api::step_name(decisions, step)
 }
 
 /// What one step printed, from its stored output.

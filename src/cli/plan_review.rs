@@ -6,9 +6,9 @@ use clap::Args;
 use serde_json::json;
 
 use super::{CliError, Context, view};
-use crate::engine::api::{Op, Outcome, ReviewRequest};
-use crate::engine::review::{Mark, ReviewError};
 use crate::output::{Cell, Column, Element, Report, Tone};
+use cleveragents_engine::api::{Op, Outcome, ReviewRequest};
+use cleveragents_engine::review::{Mark, ReviewError};
 
 /// `plan review` arguments.
 #[derive(Debug, Args)]

@@ -15,15 +15,15 @@ use serde_json::{Value, json};
 
 use super::interrupt::Guard;
 use super::{CliError, Context, view};
-use crate::engine::api::{self, Op, Outcome};
-use crate::engine::domain::approval::Approval;
-use crate::engine::domain::{Id, Plan};
-use crate::engine::events::EngineEvent;
-use crate::engine::lifecycle::Observer;
-use crate::engine::lifecycle::approvals::Answer;
-use crate::engine::lifecycle::driver::{Driven, Stopped};
 use crate::output::progress::Spinner;
 use crate::output::{Column, Element, Level, Report};
+use cleveragents_engine::api::{self, Op, Outcome};
+use cleveragents_engine::domain::approval::Approval;
+use cleveragents_engine::domain::{Id, Plan};
+use cleveragents_engine::events::EngineEvent;
+use cleveragents_engine::lifecycle::Observer;
+use cleveragents_engine::lifecycle::approvals::Answer;
+use cleveragents_engine::lifecycle::driver::{Driven, Stopped};
 
 /// `plan execute` arguments.
 #[derive(Debug, Args)]
@@ -189,7 +189,7 @@ pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<api::
 }
 
 /// Where this command's operations run: through the chosen server, else in process with the
-/// observer of [`engine`] (streamed events or a spinner, Ctrl-C). Through a server the plan
+/// observer of [`engine()`](engine) (streamed events or a spinner, Ctrl-C). Through a server the plan
 /// is driven there: leaving the command does not stop it.
 ///
 /// # Errors
@@ -249,13 +249,13 @@ fn approval_data(ctx: &Context, a: &Approval) -> Value {
 }
 
 /// The plan's pending `budget` approval, if any.
-fn pending_budget(ctx: &Context, plan_id: &crate::engine::domain::Id) -> Option<Approval> {
+fn pending_budget(ctx: &Context, plan_id: &cleveragents_engine::domain::Id) -> Option<Approval> {
     ctx.client()
         .ok()?
         .approvals(Some(&plan_id.to_string()))
         .ok()?
         .into_iter()
-        .find(|a| a.kind == crate::engine::domain::approval::ApprovalKind::Budget)
+        .find(|a| a.kind == cleveragents_engine::domain::approval::ApprovalKind::Budget)
 }
 
 /// Turns the result of driving into the command's report or its exit-3 / error result.
@@ -288,7 +288,7 @@ pub(crate) fn driven_report(
         }
         if approvals
             .iter()
-            .any(|a| a.kind == crate::engine::domain::approval::ApprovalKind::PhaseGate)
+            .any(|a| a.kind == cleveragents_engine::domain::approval::ApprovalKind::PhaseGate)
         {
             err = err.hint(ctx.suggest(&format!(
                 "plan reject {} --reason <reason>",
@@ -314,9 +314,9 @@ pub(crate) fn driven_report(
             ),
         )),
         Stopped::Decisions { approvals }
-            if approvals
-                .iter()
-                .all(|a| a.kind == crate::engine::domain::approval::ApprovalKind::ChildSpawn) =>
+            if approvals.iter().all(|a| {
+                a.kind == cleveragents_engine::domain::approval::ApprovalKind::ChildSpawn
+            }) =>
         {
             Err(needs(
                 approvals,
@@ -330,7 +330,7 @@ pub(crate) fn driven_report(
         }
         Stopped::Decisions { approvals }
             if approvals.iter().all(|a| {
-                a.kind == crate::engine::domain::approval::ApprovalKind::InvariantViolation
+                a.kind == cleveragents_engine::domain::approval::ApprovalKind::InvariantViolation
             }) =>
         {
             Err(needs(
@@ -383,7 +383,7 @@ pub(crate) fn driven_report(
                 p.state()
             ))
             .hint(ctx.suggest(
-                &if p.phase() == crate::engine::domain::lifecycle::Phase::Apply {
+                &if p.phase() == cleveragents_engine::domain::lifecycle::Phase::Apply {
                     format!("plan apply {id}")
                 } else {
                     format!("plan execute {id}")
@@ -457,7 +457,7 @@ fn applied_report(command: &str, mut data: Value, p: &Plan) -> Report {
 /// `PLAN_ERRORED` for a plan that errored, with its recovery steps as hints.
 fn errored(p: &Plan, code: &str, message: &str, data: Value) -> CliError {
     let id = p.plan_id;
-    crate::engine::lifecycle::report::recovery_hints(p)
+    cleveragents_engine::lifecycle::report::recovery_hints(p)
         .into_iter()
         .fold(
             CliError::new(
@@ -508,7 +508,7 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
     let apply = |plan: Id| Op::Apply {
         plan,
         no_commit: a.no_commit,
-        selection: crate::engine::review::partial::ApplyRequest {
+        selection: cleveragents_engine::review::partial::ApplyRequest {
             only: a.only.clone(),
             exclude: a.exclude.clone(),
             discard_rest: a.discard_rest,
@@ -531,13 +531,13 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
             let driven = run_driven(&engine, apply(id))?;
             return driven_report(ctx, "plan apply", driven);
         };
-        let request = crate::engine::review::partial::ApplyRequest {
+        let request = cleveragents_engine::review::partial::ApplyRequest {
             only: a.only.clone(),
             exclude: a.exclude.clone(),
             discard_rest: a.discard_rest,
             allow_secrets: a.allow_secrets,
         };
-        let selection = crate::engine::review::partial::Selection::new(&request)?;
+        let selection = cleveragents_engine::review::partial::Selection::new(&request)?;
         let review = engine.review(&id)?;
         let confirmation = if review.any_marked() || !selection.is_empty() {
             partial_confirmation(&id, &review, &selection, request.discard_rest)
@@ -579,7 +579,7 @@ fn apply_without_asking(
     a: &ApplyArgs,
     apply: impl Fn(Id) -> Op,
 ) -> Result<Report, CliError> {
-    use crate::engine::domain::{Phase, ProcessingState};
+    use cleveragents_engine::domain::{Phase, ProcessingState};
     let client = driver(ctx, a.stream, "Applying plan")?;
     let id = resolve_plan(client.as_ref(), &a.plan)?;
     let plan = client.plan(&id.to_string())?;
@@ -593,8 +593,8 @@ fn apply_without_asking(
             )
     );
     if ready {
-        crate::engine::review::partial::Selection::new(
-            &crate::engine::review::partial::ApplyRequest {
+        cleveragents_engine::review::partial::Selection::new(
+            &cleveragents_engine::review::partial::ApplyRequest {
                 only: a.only.clone(),
                 exclude: a.exclude.clone(),
                 discard_rest: a.discard_rest,
@@ -611,10 +611,10 @@ fn apply_without_asking(
 /// sandbox and so discards what a partial Apply left there). `Ok` for any other plan.
 fn finished_plan(
     ctx: &Context,
-    plan: &crate::engine::domain::Plan,
+    plan: &cleveragents_engine::domain::Plan,
     discard_rest: bool,
 ) -> Result<(), CliError> {
-    use crate::engine::domain::{Phase, ProcessingState};
+    use cleveragents_engine::domain::{Phase, ProcessingState};
     let id = plan.plan_id;
     if plan.phase() == Phase::Applied {
         let mut e = CliError::new(
@@ -652,8 +652,8 @@ struct Confirmation {
 
 /// The whole reviewed tree, per resource and file.
 fn full_confirmation(
-    id: &crate::engine::domain::Id,
-    preview: &[crate::engine::lifecycle::apply::Preview],
+    id: &cleveragents_engine::domain::Id,
+    preview: &[cleveragents_engine::lifecycle::apply::Preview],
 ) -> Confirmation {
     let files: usize = preview.iter().map(|p| p.files.len()).sum();
     let added: u64 = preview
@@ -684,12 +684,12 @@ fn full_confirmation(
 /// Only what the review marks (and `--only`/`--exclude`) let through, then what is left out
 /// (`docs/review.md`).
 fn partial_confirmation(
-    id: &crate::engine::domain::Id,
-    review: &crate::engine::review::Review,
-    selection: &crate::engine::review::partial::Selection,
+    id: &cleveragents_engine::domain::Id,
+    review: &cleveragents_engine::review::Review,
+    selection: &cleveragents_engine::review::partial::Selection,
     discard_rest: bool,
 ) -> Confirmation {
-    let (written, left_out) = crate::engine::review::partial::outline(review, selection);
+    let (written, left_out) = cleveragents_engine::review::partial::outline(review, selection);
     let items: usize = written.iter().map(|w| w.items).sum();
     let total: usize = review.files.iter().map(|f| f.items.len()).sum();
     let added: u64 = written.iter().map(|w| w.additions).sum();
@@ -757,7 +757,7 @@ pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
         Outcome::Cancelled(c) => *c,
         other => return Err(unexpected(&other)),
     };
-    let cancelled = plan.state() == crate::engine::domain::ProcessingState::Cancelled;
+    let cancelled = plan.state() == cleveragents_engine::domain::ProcessingState::Cancelled;
     let data = json!({
         "plan": Value::Object(super::plan_json::plan_dict(&plan)),
         "cancelled": cancelled,
@@ -891,9 +891,9 @@ fn answer_report(
 fn next_after(
     ctx: &Context,
     approval: &Approval,
-    plan: &crate::engine::domain::Plan,
+    plan: &cleveragents_engine::domain::Plan,
 ) -> Vec<String> {
-    use crate::engine::domain::approval::{ApprovalKind, ApprovalStatus};
+    use cleveragents_engine::domain::approval::{ApprovalKind, ApprovalStatus};
     if approval.kind != ApprovalKind::PhaseGate || approval.status != ApprovalStatus::Rejected {
         return Vec::new();
     }
@@ -951,7 +951,7 @@ pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
                 "--max-cost-usd must be a non-negative number of US dollars",
             ));
         }
-        let budget = crate::engine::actors::budget::PlanBudget {
+        let budget = cleveragents_engine::actors::budget::PlanBudget {
             max_cost_usd: a.max_cost_usd,
             max_tokens: a.max_tokens,
         };
@@ -1083,15 +1083,15 @@ pub fn errors(ctx: &Context, input: &str) -> Result<Report, CliError> {
     let plan = store
         .plan(&id)?
         .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;
-    let errors = crate::engine::lifecycle::report::errors(&store, &id)?;
+    let errors = cleveragents_engine::lifecycle::report::errors(&store, &id)?;
     let recovery_decisions: Vec<Value> = store
         .decisions(&id)?
         .into_iter()
         .filter(|d| {
             matches!(
                 d.decision_type,
-                crate::engine::domain::decision::DecisionType::ErrorRecovery
-                    | crate::engine::domain::decision::DecisionType::UserIntervention
+                cleveragents_engine::domain::decision::DecisionType::ErrorRecovery
+                    | cleveragents_engine::domain::decision::DecisionType::UserIntervention
             )
         })
         .map(|d| {

@@ -9,15 +9,15 @@ use serde_json::json;
 
 use super::confirm::confirm;
 use super::{CliError, Context};
-use crate::engine::api;
-use crate::engine::domain::plan::Plan;
-use crate::engine::sandbox::diff::{self, DiffRequest, FileDiff};
-use crate::engine::sandbox::git_sandbox::preflight;
-use crate::engine::sandbox::{
+use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone};
+use cleveragents_engine::api;
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::sandbox::diff::{self, DiffRequest, FileDiff};
+use cleveragents_engine::sandbox::git_sandbox::preflight;
+use cleveragents_engine::sandbox::{
     DEFAULT_RETENTION_DAYS, Sandbox, SandboxTarget, Sandboxes, TargetKind, lifetime,
 };
-use crate::engine::store::Store;
-use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone};
+use cleveragents_engine::store::Store;
 
 /// `agents plan ...` (sandbox commands).
 #[derive(Debug, Subcommand)]
@@ -293,10 +293,10 @@ fn resource_diff(
     sb: &Sandbox,
     request: &DiffRequest,
 ) -> Result<Vec<FileDiff>, CliError> {
-    let mut files = crate::engine::sandbox::attribution::attributed_diff(store, sb, request)?;
+    let mut files = cleveragents_engine::sandbox::attribution::attributed_diff(store, sb, request)?;
     // The ids `plan review` marks (`docs/review.md`); without hunks (`--stat`) there are none.
     if request.hunks {
-        crate::engine::review::assign_ids(&sb.record.resource_name, &mut files);
+        cleveragents_engine::review::assign_ids(&sb.record.resource_name, &mut files);
     }
     Ok(files)
 }
@@ -341,7 +341,9 @@ fn plan_diff(
     let request = DiffRequest { path, hunks: !stat };
     // An applied plan's change is what Apply wrote; after a partial Apply the sandbox still
     // holds the whole change, shown with --remainder.
-    if plan.phase() == crate::engine::domain::Phase::Applied && (active.is_empty() || !remainder) {
+    if plan.phase() == cleveragents_engine::domain::Phase::Applied
+        && (active.is_empty() || !remainder)
+    {
         return applied_diff(ctx, &store, &plan, (resource, &request));
     }
     // The human formats draw only the table and the text diff, the structured ones only the
@@ -456,7 +458,7 @@ struct DiffData {
 #[derive(serde::Serialize)]
 struct ResourceDiff {
     resource_name: String,
-    strategy: crate::engine::sandbox::Strategy,
+    strategy: cleveragents_engine::sandbox::Strategy,
     base_commit: Option<String>,
     stats: diff::DiffStats,
     files: Vec<FileDiff>,
@@ -499,7 +501,8 @@ fn applied_diff(
     plan: &Plan,
     (resource, request): (Option<&str>, &DiffRequest),
 ) -> Result<Report, CliError> {
-    let applied = crate::engine::sandbox::applied::applied_changes(store, &plan.plan_id, request)?;
+    let applied =
+        cleveragents_engine::sandbox::applied::applied_changes(store, &plan.plan_id, request)?;
     let chosen: Vec<_> = applied
         .iter()
         .filter(|a| {
@@ -587,7 +590,7 @@ fn applied_diff(
     }
     if chosen
         .iter()
-        .any(|a| a.source == crate::engine::sandbox::applied::Source::Journal)
+        .any(|a| a.source == cleveragents_engine::sandbox::applied::Source::Journal)
     {
         report = report.message(
             Level::Info,
@@ -605,10 +608,10 @@ fn applied_diff(
 /// The items the plan's last Apply left out (its `apply_complete` event), `[]` when none.
 fn last_left_out(
     store: &Store,
-    plan: &crate::engine::domain::Id,
+    plan: &cleveragents_engine::domain::Id,
 ) -> Result<serde_json::Value, CliError> {
-    use crate::engine::domain::event::EventKind;
-    let events = crate::engine::store::events::after(store, 0, Some(plan), u32::MAX)?;
+    use cleveragents_engine::domain::event::EventKind;
+    let events = cleveragents_engine::store::events::after(store, 0, Some(plan), u32::MAX)?;
     Ok(events
         .into_iter()
         .rev()
@@ -635,10 +638,10 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
             diff::sandbox_diff(sb, &DiffRequest::default())?,
         ));
     }
-    let applied = active.is_empty() && plan.phase() == crate::engine::domain::Phase::Applied;
+    let applied = active.is_empty() && plan.phase() == cleveragents_engine::domain::Phase::Applied;
     let mut commits = Vec::new();
     if applied {
-        for a in crate::engine::sandbox::applied::applied_changes(
+        for a in cleveragents_engine::sandbox::applied::applied_changes(
             &store,
             &plan.plan_id,
             &DiffRequest::default(),

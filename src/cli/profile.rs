@@ -6,9 +6,9 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
-use crate::engine::api;
-use crate::engine::registry::profiles::{self, FLAG_GROUPS, Profile};
 use crate::output::{Column, Element, Report};
+use cleveragents_engine::api;
+use cleveragents_engine::registry::profiles::{self, FLAG_GROUPS, Profile};
 
 /// `agents automation-profile ...`
 #[derive(Debug, Subcommand)]
@@ -45,6 +45,11 @@ pub enum ProfileCommand {
 }
 
 impl ProfileCommand {
+    /// Whether the subcommand can run against a server (`--server`): none yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+
     /// The subcommand name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -162,7 +167,7 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
     let store = ctx.store()?;
     // Check first, so that refusals never prompt.
     let full = profiles::parse_name(name)?;
-    if crate::engine::domain::name::is_builtin_profile(&full) {
+    if cleveragents_engine::domain::name::is_builtin_profile(&full) {
         return Err(profiles::ProfileError::BuiltIn(full).into());
     }
     let profile = profiles::find(&store, name)?;

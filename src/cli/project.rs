@@ -5,10 +5,10 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
-use crate::engine::api;
-use crate::engine::registry::projects::{self, LinkedResource, Project, Validation};
-use crate::engine::registry::resources;
 use crate::output::{Column, Element, Level, Report};
+use cleveragents_engine::api;
+use cleveragents_engine::registry::projects::{self, LinkedResource, Project, Validation};
+use cleveragents_engine::registry::resources;
 
 /// `agents project ...`
 #[derive(Debug, Subcommand)]
@@ -374,11 +374,14 @@ fn link(
         read_only,
         alias: alias.map(str::to_string),
     })?;
-    let built = match crate::engine::index::status(&ctx.paths, &l.resource, false).text_index {
-        crate::engine::index::IndexState::Disabled => super::indexing::build(ctx, &l.resource),
-        _ => match crate::engine::index::refresh_resource(&ctx.paths, &l.resource) {
+    let built = match cleveragents_engine::index::status(&ctx.paths, &l.resource, false).text_index
+    {
+        cleveragents_engine::index::IndexState::Disabled => {
+            super::indexing::build(ctx, &l.resource)
+        }
+        _ => match cleveragents_engine::index::refresh_resource(&ctx.paths, &l.resource) {
             Ok(_) => {
-                let s = crate::engine::index::status(&ctx.paths, &l.resource, false);
+                let s = cleveragents_engine::index::status(&ctx.paths, &l.resource, false);
                 (
                     super::indexing::status_json(&s),
                     Some(Element::panel(
@@ -592,11 +595,11 @@ fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let d = projects::details(&store, project)?;
     let p = &d.project;
-    let indexing: Vec<crate::engine::index::IndexStatus> = d
+    let indexing: Vec<cleveragents_engine::index::IndexStatus> = d
         .resources
         .iter()
-        .filter(|l| crate::engine::index::target(&l.resource).is_some())
-        .map(|l| crate::engine::index::status(&ctx.paths, &l.resource, true))
+        .filter(|l| cleveragents_engine::index::target(&l.resource).is_some())
+        .map(|l| cleveragents_engine::index::status(&ctx.paths, &l.resource, true))
         .collect();
     Ok(Report::ok(
         "project show",

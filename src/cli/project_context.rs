@@ -5,10 +5,10 @@ use serde_json::json;
 
 use super::indexing::bytes;
 use super::{CliError, Context, view};
-use crate::engine::api;
-use crate::engine::context::policy::{self, ContextPolicy, Resolved};
-use crate::engine::registry::projects;
 use crate::output::{Element, Report};
+use cleveragents_engine::api;
+use cleveragents_engine::context::policy::{self, ContextPolicy, Resolved};
+use cleveragents_engine::registry::projects;
 
 /// What `context show` says when summarization is on: it is stored but nothing is summarized.
 const SUMMARIZE_STATUS: &str = "not yet supported: material is not summarized";

@@ -20,10 +20,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::{CliError, Context};
-use crate::engine::domain::action::ActionState;
-use crate::engine::domain::decision::Decision;
-use crate::engine::store::Store;
 use crate::output::{Cell, Element, ErrorBody, Exit, Level, Message, Report, TreeNode};
+use cleveragents_engine::domain::action::ActionState;
+use cleveragents_engine::domain::decision::Decision;
+use cleveragents_engine::store::Store;
 
 /// Options of `agents quickstart`.
 #[derive(Debug, Clone, clap::Args)]

@@ -8,10 +8,10 @@ use serde_json::json;
 
 use super::resource_type::TypeCommand;
 use super::{CliError, Context, confirm::confirm, view};
-use crate::engine::api;
-use crate::engine::registry::resource_types::{self, ResourceType};
-use crate::engine::registry::resources::{self, AddArgs, Resource};
 use crate::output::{Cell, Column, Element, Level, Report, Tone, TreeNode};
+use cleveragents_engine::api;
+use cleveragents_engine::registry::resource_types::{self, ResourceType};
+use cleveragents_engine::registry::resources::{self, AddArgs, Resource};
 
 /// `agents resource ...`
 #[derive(Debug, Subcommand)]
@@ -178,6 +178,11 @@ pub enum AddKind {
 }
 
 impl ResourceCommand {
+    /// Whether the subcommand can run against a server (`--server`): none yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+
     /// The subcommand path below `resource`.
     pub fn name(&self) -> String {
         match self {
@@ -567,8 +572,8 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let d = resources::details(&store, name)?;
     let r = &d.resource;
-    let indexing =
-        crate::engine::index::target(r).map(|_| crate::engine::index::status(&ctx.paths, r, true));
+    let indexing = cleveragents_engine::index::target(r)
+        .map(|_| cleveragents_engine::index::status(&ctx.paths, r, true));
     let mut report = Report::ok(
         "resource show",
         json!({

@@ -11,11 +11,13 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{CliError, Context, confirm::confirm, view};
-use crate::engine::api;
-use crate::engine::registry::custom_types::{self, ArgType, CustomType, TypeError, TypeOptions};
-use crate::engine::registry::resource_types::{self, ResourceType};
-use crate::engine::registry::resources::AddArgs;
 use crate::output::{Column, Element, Report};
+use cleveragents_engine::api;
+use cleveragents_engine::registry::custom_types::{
+    self, ArgType, CustomType, TypeError, TypeOptions,
+};
+use cleveragents_engine::registry::resource_types::{self, ResourceType};
+use cleveragents_engine::registry::resources::AddArgs;
 
 /// `agents resource type ...`
 #[derive(Debug, Subcommand)]
@@ -736,14 +738,14 @@ pub fn with_custom_types(cmd: clap::Command, args: &[std::ffi::OsString]) -> cla
     let data_dir = flag
         .map(PathBuf::from)
         .or_else(|| super::env_path("AGENTS_DATA_DIR"));
-    let Ok(paths) = crate::engine::paths::Paths::resolve(data_dir, None) else {
+    let Ok(paths) = cleveragents_engine::paths::Paths::resolve(data_dir, None) else {
         return cmd;
     };
     let database = paths.database();
     if !database.exists() {
         return cmd;
     }
-    let Ok(store) = crate::engine::store::Store::open_read_only(&database) else {
+    let Ok(store) = cleveragents_engine::store::Store::open_read_only(&database) else {
         return cmd;
     };
     let types: Vec<CustomType> = custom_types::all(&store)

@@ -1,6 +1,6 @@
 //! `agents session create|list|show|delete|export|import|tell` (spec sections 06 and 20).
 //!
-//! Sessions are stored in the database with stable ids (`crate::engine::session`). `tell`
+//! Sessions are stored in the database with stable ids (`cleveragents_engine::session`). `tell`
 //! runs the orchestrator, whose tools run `agents` commands in-process through
 //! [`dispatch`](super::dispatch) exactly as typed ones, with `--format json`.
 
@@ -11,18 +11,18 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
 use super::{CliError, Context, confirm::confirm, env_var, view};
-use crate::engine::actors::providers::ClientOptions;
-use crate::engine::actors::runtime::{ActorEvent, Stop};
-use crate::engine::config::{Config, FlagValues};
-use crate::engine::paths::Paths;
-use crate::engine::session::export;
-use crate::engine::session::orchestrator::{self, Tell, TellError};
-use crate::engine::session::tools::{CommandResult, Commands};
-use crate::engine::session::{
+use crate::output::{self, Cell, Column, Element, Format, Outcome, Report, Terminal, Tone};
+use cleveragents_engine::actors::providers::ClientOptions;
+use cleveragents_engine::actors::runtime::{ActorEvent, Stop};
+use cleveragents_engine::config::{Config, FlagValues};
+use cleveragents_engine::paths::Paths;
+use cleveragents_engine::session::export;
+use cleveragents_engine::session::orchestrator::{self, Tell, TellError};
+use cleveragents_engine::session::tools::{CommandResult, Commands};
+use cleveragents_engine::session::{
     self as sessions, DEFAULT_ACTOR, DEFAULT_MAX_HISTORY, Role, Session, SessionDetail,
     SessionError,
 };
-use crate::output::{self, Cell, Column, Element, Format, Outcome, Report, Terminal, Tone};
 
 /// `agents session ...`
 #[derive(Debug, Subcommand)]
@@ -97,6 +97,11 @@ pub struct TellArgs {
 }
 
 impl SessionCommand {
+    /// Whether the subcommand can run against a server (`--server`): none yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+
     /// The subcommand name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -231,10 +236,10 @@ fn create(
     let actor_details = actor_panel(ctx, &actor)?;
     let store = ctx.store()?;
     let profile_name = profile.unwrap_or_else(|| default_profile(ctx));
-    let profile = crate::engine::registry::profiles::find(&store, &profile_name)?;
+    let profile = cleveragents_engine::registry::profiles::find(&store, &profile_name)?;
     let now = jiff::Timestamp::now();
     let s = Session {
-        session_id: crate::engine::domain::id::Id::generate(),
+        session_id: cleveragents_engine::domain::id::Id::generate(),
         name,
         actor,
         automation_profile: profile.name.clone(),
@@ -551,7 +556,7 @@ fn export_cmd(ctx: &Context, input: &str, output: Option<PathBuf>) -> Result<Rep
     };
     let (doc, checksum) = export::document(&d);
     let text = serde_json::to_string_pretty(&doc).expect("export serializes") + "\n";
-    crate::engine::safe_write::replace_file(&path, text.as_bytes()).map_err(|e| {
+    cleveragents_engine::safe_write::replace_file(&path, text.as_bytes()).map_err(|e| {
         CliError::new("IO_ERROR", format!("cannot write {}: {e}", path.display()))
             .hint("pass --output FILE in a writable directory")
     })?;
@@ -593,7 +598,7 @@ fn export_cmd(ctx: &Context, input: &str, output: Option<PathBuf>) -> Result<Rep
 /// built-in default.
 fn default_profile(ctx: &Context) -> String {
     super::global_setting(ctx, "automation-profile")
-        .unwrap_or_else(|| crate::engine::config::DEFAULT_AUTOMATION_PROFILE.to_string())
+        .unwrap_or_else(|| cleveragents_engine::config::DEFAULT_AUTOMATION_PROFILE.to_string())
 }
 
 /// An imported session runs under the importer's default profile unless `keep` (a session
@@ -621,7 +626,7 @@ fn import(ctx: &Context, input: &Path, keep_profile: bool) -> Result<Report, Cli
         Ok(_) => "resolved".to_string(),
         Err(e) => format!("unresolved: {e}"),
     };
-    let profile = match crate::engine::registry::profiles::find(
+    let profile = match cleveragents_engine::registry::profiles::find(
         &store,
         &imported.detail.session.automation_profile,
     ) {
@@ -758,7 +763,7 @@ impl Commands for InProcess {
         let exit_code = i32::from(outcome.exit().code());
         let mut buf = Vec::new();
         let _ = output::emit(&outcome, Format::Json, &terminal, Duration::ZERO, &mut buf);
-        let clean = crate::engine::redact::redact_bytes(&buf);
+        let clean = cleveragents_engine::redact::redact_bytes(&buf);
         CommandResult {
             exit_code,
             envelope: serde_json::from_slice(&clean).unwrap_or(Value::Null),
@@ -792,7 +797,7 @@ fn on_event(format: Format) -> impl Fn(ActorEvent) + Send + Sync {
             _ => return,
         };
         let mut out = std::io::stdout().lock();
-        let _ = out.write_all(&crate::engine::redact::redact_bytes(text.as_bytes()));
+        let _ = out.write_all(&cleveragents_engine::redact::redact_bytes(text.as_bytes()));
         let _ = out.flush();
     }
 }
@@ -802,7 +807,7 @@ fn on_event(format: Format) -> impl Fn(ActorEvent) + Send + Sync {
 fn print_stream(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(&crate::engine::redact::redact_bytes(text.as_bytes()));
+    let _ = out.write_all(&cleveragents_engine::redact::redact_bytes(text.as_bytes()));
     let _ = out.flush();
 }
 

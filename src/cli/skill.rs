@@ -9,12 +9,14 @@ use serde_json::json;
 
 use super::confirm::confirm;
 use super::{CliError, Context, view};
-use crate::engine::api;
-use crate::engine::registry::tool_registration::AddSkill;
-use crate::engine::skill_registry::{self, Discovered, ResolvedSkill, ResolvedTool, SkillDef};
-use crate::engine::skills::{self, SOURCES};
-use crate::engine::tools::custom::ToolCapability;
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
+use cleveragents_engine::api;
+use cleveragents_engine::registry::tool_registration::AddSkill;
+use cleveragents_engine::skill_registry::{
+    self, Discovered, ResolvedSkill, ResolvedTool, SkillDef,
+};
+use cleveragents_engine::skills::{self, SOURCES};
+use cleveragents_engine::tools::custom::ToolCapability;
 
 /// `agents skill ...`
 #[derive(Debug, Subcommand)]
@@ -75,6 +77,11 @@ pub enum SkillCommand {
 }
 
 impl SkillCommand {
+    /// Whether the subcommand can run against a server (`--server`): none yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+
     /// The subcommand name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -293,7 +300,7 @@ fn all_skills(ctx: &Context) -> Result<(Vec<ResolvedSkill>, Vec<String>), CliErr
 /// problems found on the way.
 fn discovered(
     ctx: &Context,
-    store: &crate::engine::store::Store,
+    store: &cleveragents_engine::store::Store,
 ) -> Result<(Vec<Discovered>, Vec<String>), CliError> {
     let config = ctx.config()?;
     let resources: Vec<(String, PathBuf)> = if config.agent_skills_in_resources() {
@@ -317,7 +324,7 @@ fn discovered(
 /// A registered or built-in skill, else a discovered one (`discovered/<name>`).
 fn resolve_any(
     ctx: &Context,
-    store: &crate::engine::store::Store,
+    store: &cleveragents_engine::store::Store,
     name: &str,
 ) -> Result<ResolvedSkill, CliError> {
     match skill_registry::resolve(store, name) {
@@ -340,7 +347,7 @@ fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<
         let mut err = CliError::invalid_input(format!(
             "--source `{s}` is not a tool source; use one of: builtin, command, mcp, agent_skill"
         ));
-        if let Some(near) = crate::engine::config::nearest(s, SOURCES) {
+        if let Some(near) = cleveragents_engine::config::nearest(s, SOURCES) {
             err = err.hint(format!("did you mean `--source {near}`?"));
         }
         return Err(err);
@@ -518,7 +525,7 @@ fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
         problems.push(format!("no scratch directory for the MCP servers: {e}"));
         return (tools, problems);
     }
-    let pool = match crate::engine::tools::mcp::McpPool::new() {
+    let pool = match cleveragents_engine::tools::mcp::McpPool::new() {
         Ok(p) => p,
         Err(e) => {
             problems.push(e);
@@ -527,7 +534,7 @@ fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
     };
     let home = scratch.path().join("home");
     let _ = std::fs::create_dir_all(&home);
-    let place = crate::engine::tools::mcp::Placement {
+    let place = cleveragents_engine::tools::mcp::Placement {
         cwd: scratch.path().to_path_buf(),
         writable: vec![scratch.path().to_path_buf()],
         env: vec![
@@ -537,7 +544,7 @@ fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
         network: true,
         allow_unconfined: true,
         log_dir: None,
-        ..crate::engine::tools::mcp::Placement::default()
+        ..cleveragents_engine::tools::mcp::Placement::default()
     };
     for (from, spec) in &skill.mcp_servers {
         match pool.connect(spec, &place) {
@@ -546,7 +553,7 @@ fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
                     tools.push(ResolvedTool {
                         name: t.qualified,
                         description: t.description,
-                        source: crate::engine::tools::custom::ToolSource::Mcp,
+                        source: cleveragents_engine::tools::custom::ToolSource::Mcp,
                         capability: t.capability,
                         from_skill: (from != &skill.name).then(|| from.clone()),
                         external: None,

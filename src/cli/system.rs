@@ -6,11 +6,11 @@ use serde_json::json;
 
 use super::confirm::confirm;
 use super::{CliError, Context, env_var, start_logging};
-use crate::engine::config::{self, KeyPath};
-use crate::engine::store::latest_schema_version;
-use crate::engine::system::{self as sys, CheckStatus};
 use crate::output::progress::Spinner;
 use crate::output::{Cell, Column, Element, ErrorBody, Level, Message, Report, Tone};
+use cleveragents_engine::config::{self, KeyPath};
+use cleveragents_engine::store::latest_schema_version;
+use cleveragents_engine::system::{self as sys, CheckStatus};
 
 /// `agents version`.
 ///
@@ -77,7 +77,7 @@ pub fn info(ctx: &Context) -> Result<Report, CliError> {
     data["format"] = json!(ctx.format.as_str());
     let server_mode = server_mode(ctx);
     data["server_mode"] = json!(server_mode);
-    let indexes = crate::engine::index::statuses(&ctx.paths, false);
+    let indexes = cleveragents_engine::index::statuses(&ctx.paths, false);
     data["indexing"] = json!({
         "text_index": if indexes.is_empty() { "disabled" } else { "ready" },
         "vector_index": if indexes.iter().any(|s| s.vectors.is_some()) { "ready" } else { "disabled" },
@@ -200,7 +200,7 @@ pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
 
 /// A check's fix as printed: its advice, or its step as the command for this environment
 /// (advice that is itself an `agents ...` command repeats `--data-dir` / `--config-path`).
-fn fix_text(ctx: &Context, c: &crate::engine::domain::check::Check) -> Option<String> {
+fn fix_text(ctx: &Context, c: &cleveragents_engine::domain::check::Check) -> Option<String> {
     match (&c.fix, &c.fix_step) {
         (Some(f), _) => Some(ctx.rewrite(f)),
         (None, Some(step)) => Some(ctx.next(step)),
@@ -216,7 +216,7 @@ pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
     let started = Instant::now();
     let spinner = Spinner::start(ctx.format, &ctx.terminal, "Running checks");
     let mut checks = sys::diagnostics(&ctx.paths, &env_var);
-    checks.push(crate::engine::index::check(&ctx.paths));
+    checks.push(cleveragents_engine::index::check(&ctx.paths));
     drop(spinner);
     let count = |s: CheckStatus| checks.iter().filter(|c| c.status == s).count();
     let (warnings, errors) = (count(CheckStatus::Warn), count(CheckStatus::Error));

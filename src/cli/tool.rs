@@ -10,11 +10,11 @@ use super::plan_sandbox::{open, register_dev_target};
 use super::skill::checkpoint_cell;
 use super::view;
 use super::{CliError, Context};
-use crate::engine::registry::tool_registration::AddTool;
-use crate::engine::skills;
-use crate::engine::tools::runner::{CallRequest, Policy, ToolRunner};
-use crate::engine::tools::{self, Tool};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
+use cleveragents_engine::registry::tool_registration::AddTool;
+use cleveragents_engine::skills;
+use cleveragents_engine::tools::runner::{CallRequest, Policy, ToolRunner};
+use cleveragents_engine::tools::{self, Tool};
 
 /// `agents tool ...`
 #[derive(Debug, Subcommand)]
@@ -102,6 +102,11 @@ pub enum ToolCommand {
 }
 
 impl ToolCommand {
+    /// Whether the subcommand can run against a server (`--server`): none yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+
     /// The subcommand name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -408,7 +413,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
         let names: Vec<&str> = tools::builtins().iter().map(|t| t.name()).collect();
         let err = CliError::new("NOT_FOUND", format!("tool `{name}` not found"))
             .detail("built-in tools have bare names; a bare name that is none means local/NAME, and no tool of that name is registered");
-        match crate::engine::config::nearest(name, names) {
+        match cleveragents_engine::config::nearest(name, names) {
             Some(s) => err.hint(format!("agents tool show {s}")),
             None => err.hint("agents tool list"),
         }

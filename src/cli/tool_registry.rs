@@ -5,12 +5,12 @@ use serde_json::{Value, json};
 use super::confirm::confirm;
 use super::skill::{checkpoint_cell, writes_cell};
 use super::{CliError, Context, view};
-use crate::engine::api;
-use crate::engine::registry::tool_registration::{self as register, AddTool};
-use crate::engine::store::tools::Registration;
-use crate::engine::tools;
-use crate::engine::tools::custom::{ToolCapability, ToolDef, ToolSource};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
+use cleveragents_engine::api;
+use cleveragents_engine::registry::tool_registration::{self as register, AddTool};
+use cleveragents_engine::store::tools::Registration;
+use cleveragents_engine::tools;
+use cleveragents_engine::tools::custom::{ToolCapability, ToolDef, ToolSource};
 
 fn registered_json(r: &Registration<ToolDef>) -> Value {
     let d = &r.definition;
@@ -248,7 +248,7 @@ pub fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
             .collect();
         let err = CliError::new("NOT_FOUND", format!("tool `{name}` not found"));
         return Err(
-            match crate::engine::config::nearest(name, names.iter().map(String::as_str)) {
+            match cleveragents_engine::config::nearest(name, names.iter().map(String::as_str)) {
                 Some(s) => err.hint(format!("agents tool show {s}")),
                 None => err.hint("agents tool list"),
             },

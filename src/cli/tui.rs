@@ -23,6 +23,13 @@ pub struct TuiArgs {
     pub theme: Option<String>,
 }
 
+impl TuiArgs {
+    /// Whether the TUI can attach to a server (`--server`): not yet.
+    pub fn served_remotely(&self) -> bool {
+        false
+    }
+}
+
 /// Panes that `--focus` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FocusArg {
@@ -130,17 +137,17 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
         None => None,
     };
     // While the TUI runs, edits keep the code indexes current (dropped when it ends).
-    let _watchers = crate::engine::index::watch::watch_all(&ctx.paths);
+    let _watchers = cleveragents_engine::index::watch::watch_all(&ctx.paths);
     tui_bridge::run(
         store,
-        crate::engine::sandbox::Sandboxes::new(&ctx.paths),
+        cleveragents_engine::sandbox::Sandboxes::new(&ctx.paths),
         // Operations run in this process; an unusable config file leaves the TUI read-only
         // (the headless commands name the file's error).
         ctx.config().ok().map(|config| {
             (
-                crate::engine::api::Engine::new(
+                cleveragents_engine::api::Engine::new(
                     ctx.paths.clone(),
-                    crate::engine::api::Settings::from_config(config),
+                    cleveragents_engine::api::Settings::from_config(config),
                 ),
                 super::global_setting(ctx, "automation-profile"),
             )

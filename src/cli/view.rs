@@ -46,7 +46,7 @@ pub fn short(id: &str) -> String {
 /// The ids of a list's rows as shown: each the shortest prefix (at least 8 characters) that
 /// is unique among `ids`, so that every row can be named by what is printed.
 pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
-    crate::engine::domain::id::unique_prefixes(ids)
+    cleveragents_engine::domain::id::unique_prefixes(ids)
 }
 
 /// The shortest prefix of one decision id that names it alone ([`decision_shorts`]).
@@ -54,9 +54,9 @@ pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
 /// # Errors
 /// Store errors.
 pub fn decision_short(
-    store: &crate::engine::store::Store,
-    id: &crate::engine::domain::Id,
-) -> Result<String, crate::engine::store::StoreError> {
+    store: &cleveragents_engine::store::Store,
+    id: &cleveragents_engine::domain::Id,
+) -> Result<String, cleveragents_engine::store::StoreError> {
     let id = id.to_string();
     Ok(decision_shorts(store, [id.clone()])?
         .remove(&id)
@@ -70,9 +70,9 @@ pub fn decision_short(
 /// # Errors
 /// Store errors.
 pub fn decision_shorts<I, S>(
-    store: &crate::engine::store::Store,
+    store: &cleveragents_engine::store::Store,
     ids: I,
-) -> Result<std::collections::HashMap<String, String>, crate::engine::store::StoreError>
+) -> Result<std::collections::HashMap<String, String>, cleveragents_engine::store::StoreError>
 where
     I: IntoIterator<Item = S>,
     S: Into<String>,
@@ -98,7 +98,7 @@ where
         while all[at] != id {
             at += 1;
         }
-        let short = crate::engine::domain::id::unique_prefix_in_sorted(&all, at);
+        let short = cleveragents_engine::domain::id::unique_prefix_in_sorted(&all, at);
         shorts.insert(id, short);
     }
     Ok(shorts)

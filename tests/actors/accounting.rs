@@ -1,12 +1,12 @@
 //! Usage of a run, recorded in the database and rolled up per plan and decision, with cost
 //! from the configured prices.
 
-use cleveragents::engine::actors::accounting::{CallContext, call_rows, run_cost_usd};
-use cleveragents::engine::actors::runtime::{NoTools, RunRequest, run_actor};
-use cleveragents::engine::config::{ModelPrice, ProviderKind};
-use cleveragents::engine::domain::id::Id;
-use cleveragents::engine::domain::plan::Plan;
-use cleveragents::engine::store::Store;
+use cleveragents_engine::actors::accounting::{CallContext, call_rows, run_cost_usd};
+use cleveragents_engine::actors::runtime::{NoTools, RunRequest, run_actor};
+use cleveragents_engine::config::{ModelPrice, ProviderKind};
+use cleveragents_engine::domain::id::Id;
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::store::Store;
 use tokio_util::sync::CancellationToken;
 
 use super::{client, fast, provider, rt};

@@ -4,12 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-use cleveragents::engine::actors::messages::Message;
-use cleveragents::engine::actors::providers::{ClientOptions, ProviderError};
-use cleveragents::engine::actors::runtime::{
+use cleveragents_engine::actors::messages::Message;
+use cleveragents_engine::actors::providers::{ClientOptions, ProviderError};
+use cleveragents_engine::actors::runtime::{
     ActorRun, Limits, NoTools, RunRequest, Stop, run_actor,
 };
-use cleveragents::engine::config::ProviderKind;
+use cleveragents_engine::config::ProviderKind;
 use tokio_util::sync::CancellationToken;
 
 use super::{MODES, client, fast, provider, rt};

@@ -2,9 +2,9 @@
 //! marked with `cache_control`, and cached input tokens are counted and priced at the cache
 //! prices on both wire formats.
 
-use cleveragents::engine::actors::accounting;
-use cleveragents::engine::actors::runtime::{RunRequest, Stop, run_actor};
-use cleveragents::engine::config::{ModelPrice, ProviderKind};
+use cleveragents_engine::actors::accounting;
+use cleveragents_engine::actors::runtime::{RunRequest, Stop, run_actor};
+use cleveragents_engine::config::{ModelPrice, ProviderKind};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -139,7 +139,7 @@ fn openai_cached_tokens_are_counted_and_priced_at_the_configured_cache_price() {
             .block_on(run_actor(
                 &c,
                 &request,
-                &cleveragents::engine::actors::runtime::NoTools,
+                &cleveragents_engine::actors::runtime::NoTools,
                 &CancellationToken::new(),
                 &|_| {},
             ))
@@ -154,10 +154,10 @@ fn openai_cached_tokens_are_counted_and_priced_at_the_configured_cache_price() {
 
 #[test]
 fn cached_tokens_are_recorded_with_the_call_and_rolled_up_per_plan() {
-    use cleveragents::engine::actors::accounting::CallContext;
-    use cleveragents::engine::domain::id::Id;
-    use cleveragents::engine::domain::plan::Plan;
-    use cleveragents::engine::store::Store;
+    use cleveragents_engine::actors::accounting::CallContext;
+    use cleveragents_engine::domain::id::Id;
+    use cleveragents_engine::domain::plan::Plan;
+    use cleveragents_engine::store::Store;
     let server = ProviderServer::start(vec![Turn::text("hi", (1_000, 10)).cached(900, 50)]);
     let p = provider(&server, ProviderKind::Anthropic);
     let c = client(p.clone(), fast());
@@ -169,7 +169,7 @@ fn cached_tokens_are_recorded_with_the_call_and_rolled_up_per_plan() {
         .block_on(run_actor(
             &c,
             &request,
-            &cleveragents::engine::actors::runtime::NoTools,
+            &cleveragents_engine::actors::runtime::NoTools,
             &CancellationToken::new(),
             &|_| {},
         ))

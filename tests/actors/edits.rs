@@ -1,9 +1,9 @@
 //! Acceptance: an actor with file tools edits a file over several tool-call turns, for both
 //! wire formats, streaming and not; the recorded tool calls and usage match the script.
 
-use cleveragents::engine::actors::messages::Usage;
-use cleveragents::engine::actors::runtime::{ActorEvent, RunRequest, Stop, run_actor};
-use cleveragents::engine::config::ProviderKind;
+use cleveragents_engine::actors::messages::Usage;
+use cleveragents_engine::actors::runtime::{ActorEvent, RunRequest, Stop, run_actor};
+use cleveragents_engine::config::ProviderKind;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -256,12 +256,12 @@ fn an_actor_edits_a_file_over_several_tool_turns_in_every_wire_mode() {
 /// sandbox; the source directory is untouched.
 #[test]
 fn through_the_real_tool_runner_the_edit_lands_in_the_sandbox_and_is_logged_in_every_wire_mode() {
-    use cleveragents::engine::domain::lifecycle::{Phase, ProcessingState};
-    use cleveragents::engine::domain::plan::Plan;
-    use cleveragents::engine::lifecycle::host::RunnerHost;
-    use cleveragents::engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
-    use cleveragents::engine::store::Store;
-    use cleveragents::engine::tools::runner::Policy;
+    use cleveragents_engine::domain::lifecycle::{Phase, ProcessingState};
+    use cleveragents_engine::domain::plan::Plan;
+    use cleveragents_engine::lifecycle::host::RunnerHost;
+    use cleveragents_engine::sandbox::{SandboxTarget, Sandboxes, TargetKind};
+    use cleveragents_engine::store::Store;
+    use cleveragents_engine::tools::runner::Policy;
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 

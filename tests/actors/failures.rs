@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use cleveragents::engine::actors::providers::{ProviderError, RetryMode};
-use cleveragents::engine::actors::runtime::{ActorEvent, NoTools, RunRequest, Stop, run_actor};
-use cleveragents::engine::config::ProviderKind;
+use cleveragents_engine::actors::providers::{ProviderError, RetryMode};
+use cleveragents_engine::actors::runtime::{ActorEvent, NoTools, RunRequest, Stop, run_actor};
+use cleveragents_engine::config::ProviderKind;
 use tokio_util::sync::CancellationToken;
 
 use super::{Events, KEY, MODES, client, fast, provider, rt};
@@ -16,9 +16,9 @@ fn chat(
     kind: ProviderKind,
     stream: bool,
     script: Vec<Turn>,
-    options: cleveragents::engine::actors::providers::ClientOptions,
+    options: cleveragents_engine::actors::providers::ClientOptions,
 ) -> (
-    cleveragents::engine::actors::runtime::ActorRun,
+    cleveragents_engine::actors::runtime::ActorRun,
     ProviderServer,
     Events,
     Duration,
@@ -51,7 +51,7 @@ fn chat(
     (run, server, events, started.elapsed())
 }
 
-fn failed(run: &cleveragents::engine::actors::runtime::ActorRun) -> &ProviderError {
+fn failed(run: &cleveragents_engine::actors::runtime::ActorRun) -> &ProviderError {
     match &run.stop {
         Stop::Failed { error } => error,
         other => panic!("expected a failure, got {other:?}"),

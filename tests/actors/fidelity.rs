@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use cleveragents::engine::actors::messages::{Message, Sampling, ToolCall, ToolResult, ToolSpec};
-use cleveragents::engine::actors::providers::{ClientOptions, ProviderError};
-use cleveragents::engine::actors::runtime::{
+use cleveragents_engine::actors::messages::{Message, Sampling, ToolCall, ToolResult, ToolSpec};
+use cleveragents_engine::actors::providers::{ClientOptions, ProviderError};
+use cleveragents_engine::actors::runtime::{
     ActorEvent, ActorRun, NoTools, RunRequest, Stop, ToolHost, ToolOutcome, run_actor,
 };
-use cleveragents::engine::config::{MaxTokensField, ModelPrice, Provider, ProviderKind};
+use cleveragents_engine::config::{MaxTokensField, ModelPrice, Provider, ProviderKind};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -161,7 +161,7 @@ fn anthropics_default_max_tokens_stays_within_the_models_limit_and_the_table_can
         ..RunRequest::default()
     };
     let p = provider(&server, ProviderKind::Anthropic);
-    let old = cleveragents::engine::actors::providers::ProviderClient::new(
+    let old = cleveragents_engine::actors::providers::ProviderClient::new(
         p.clone(),
         "claude-3-haiku-20240307",
         None,
@@ -392,9 +392,9 @@ fn a_provider_reporting_no_usage_leaves_usage_and_cost_unknown() {
         let (run, _) = run_with(p.clone(), fast(), &request, &NoTools);
         assert!(matches!(run.stop, Stop::Answered), "{:?}", run.stop);
         assert!(!run.model_calls[0].usage_reported, "{kind:?} {stream}");
-        assert!(!cleveragents::engine::actors::accounting::usage_known(&run));
+        assert!(!cleveragents_engine::actors::accounting::usage_known(&run));
         assert_eq!(
-            cleveragents::engine::actors::accounting::run_cost_usd(&p, &run),
+            cleveragents_engine::actors::accounting::run_cost_usd(&p, &run),
             None,
             "no usage means an unknown cost, not $0"
         );

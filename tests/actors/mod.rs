@@ -13,10 +13,10 @@ mod tool_outcomes;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cleveragents::engine::actors::providers::{ClientOptions, ProviderClient, RetryMode};
-use cleveragents::engine::actors::runtime::ActorEvent;
-use cleveragents::engine::actors::secret::ApiKey;
-use cleveragents::engine::config::{Provider, ProviderKind};
+use cleveragents_engine::actors::providers::{ClientOptions, ProviderClient, RetryMode};
+use cleveragents_engine::actors::runtime::ActorEvent;
+use cleveragents_engine::actors::secret::ApiKey;
+use cleveragents_engine::config::{Provider, ProviderKind};
 
 use crate::support::provider_server::ProviderServer;
 

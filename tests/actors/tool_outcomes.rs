@@ -2,7 +2,7 @@
 //! exceeds its token budget or is cancelled gets a clear outcome, and the directory stays
 //! consistent.
 
-use cleveragents::engine::actors::runtime::{ActorRun, Limits, RunRequest, Stop, run_actor};
+use cleveragents_engine::actors::runtime::{ActorRun, Limits, RunRequest, Stop, run_actor};
 use tokio_util::sync::CancellationToken;
 
 use super::{Events, MODES, client, fast, provider, rt};
@@ -10,7 +10,7 @@ use crate::support::file_tools::FileTools;
 use crate::support::provider_server::{ProviderServer, Turn};
 
 fn run_with(
-    kind: cleveragents::engine::config::ProviderKind,
+    kind: cleveragents_engine::config::ProviderKind,
     stream: bool,
     script: Vec<Turn>,
     tools: &FileTools,
@@ -169,7 +169,7 @@ fn a_model_looping_past_the_turn_limit_stops_with_every_finished_call_applied() 
         })
         .collect();
     let (run, server) = run_with(
-        cleveragents::engine::config::ProviderKind::Openai,
+        cleveragents_engine::config::ProviderKind::Openai,
         true,
         script,
         &tools,
@@ -204,7 +204,7 @@ fn the_token_budget_stops_the_run_before_the_next_model_call() {
         .map(|_| Turn::tools("", &[("list_directory", "{}")], (70, 10)))
         .collect();
     let (run, server) = run_with(
-        cleveragents::engine::config::ProviderKind::Anthropic,
+        cleveragents_engine::config::ProviderKind::Anthropic,
         false,
         script,
         &tools,
@@ -241,7 +241,7 @@ fn cancellation_is_checked_before_each_tool_call_and_model_call() {
     let cancel = CancellationToken::new();
     let tools = FileTools::new(dir.path()).cancelling_after(1, cancel.clone());
     let (run, server) = run_with(
-        cleveragents::engine::config::ProviderKind::Openai,
+        cleveragents_engine::config::ProviderKind::Openai,
         false,
         vec![
             Turn::tools(

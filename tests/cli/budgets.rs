@@ -235,10 +235,10 @@ fn after_two_runs_of_an_action_a_third_plan_is_estimated_within_their_range() {
     );
 
     // With no earlier plan of its own action, the estimate says so.
-    let db = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let db = cleveragents_engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
     let mut lonely = db.plan(&third.parse().unwrap()).unwrap().unwrap();
     lonely.action_name = "local/never-ran".into();
-    let none = cleveragents::engine::actors::estimate::estimate(&db, &lonely).unwrap();
+    let none = cleveragents_engine::actors::estimate::estimate(&db, &lonely).unwrap();
     assert_eq!(none.history_plans, 0);
     assert!(none.summary.starts_with("no history"), "{}", none.summary);
 
@@ -275,7 +275,7 @@ fn a_correction_with_its_own_budget_stops_before_a_call_that_would_pass_it() {
     priced(&s, &server, "openai");
     let (_, code, id) = use_notes(&s, "trusted");
     assert_eq!(code, 3);
-    let db = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let db = cleveragents_engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
     let step = db.plan_steps(&id.parse().unwrap()).unwrap()[0]
         .decision_id
         .to_string();

@@ -106,8 +106,8 @@ fn use_plan(s: &Setup, action: &str, profile: &str) -> (Value, i32, String) {
     (doc, code, id)
 }
 
-fn store(env: &Env) -> cleveragents::engine::store::Store {
-    cleveragents::engine::store::Store::open(&db_file(env)).unwrap()
+fn store(env: &Env) -> cleveragents_engine::store::Store {
+    cleveragents_engine::store::Store::open(&db_file(env)).unwrap()
 }
 
 fn children(env: &Env, plan: &str) -> Vec<Value> {
@@ -116,15 +116,15 @@ fn children(env: &Env, plan: &str) -> Vec<Value> {
 }
 
 fn sandbox_file(env: &Env, plan: &str, path: &str) -> Option<String> {
-    let id: cleveragents::engine::domain::Id = plan.parse().unwrap();
+    let id: cleveragents_engine::domain::Id = plan.parse().unwrap();
     let st = store(env);
     let sb = st.sandboxes_of_plan(&id).unwrap().into_iter().next()?;
     std::fs::read_to_string(sb.root_dir.join("work").join(path)).ok()
 }
 
 fn event_kinds(env: &Env, plan: &str) -> Vec<String> {
-    let id: cleveragents::engine::domain::Id = plan.parse().unwrap();
-    cleveragents::engine::events::after(&store(env), 0, Some(&id), 10_000)
+    let id: cleveragents_engine::domain::Id = plan.parse().unwrap();
+    cleveragents_engine::events::after(&store(env), 0, Some(&id), 10_000)
         .unwrap()
         .into_iter()
         .map(|e| e.kind.event_type().as_str().to_string())
@@ -189,7 +189,7 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
     // Each child is a full plan: parent and root ids, its own decisions, the parent's
     // invariants inherited without reconciling, linked to its spawn decision.
     let st = store(&s.env);
-    let parent_id: cleveragents::engine::domain::Id = id.parse().unwrap();
+    let parent_id: cleveragents_engine::domain::Id = id.parse().unwrap();
     let parent_invariants: Vec<String> = st
         .decisions(&parent_id)
         .unwrap()
@@ -199,7 +199,7 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
         .collect();
     assert_eq!(parent_invariants, ["Keep the public API stable"]);
     for k in &kids {
-        let child_id: cleveragents::engine::domain::Id =
+        let child_id: cleveragents_engine::domain::Id =
             k["plan_id"].as_str().unwrap().parse().unwrap();
         let child = st.plan(&child_id).unwrap().unwrap();
         assert_eq!(child.parent_plan_id, Some(parent_id));

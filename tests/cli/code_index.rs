@@ -38,11 +38,11 @@ fn registered(env: &Env) -> (std::path::PathBuf, Value) {
 }
 
 fn search(env: &Env, query: &str) -> Vec<String> {
-    let paths = cleveragents::engine::Paths::at(&env.data_dir, &env.config_path);
-    let store = cleveragents::engine::Store::open(&paths.database()).unwrap();
-    let r = cleveragents::engine::registry::resources::find(&store, "local/repo").unwrap();
-    let view = cleveragents::engine::index::open(&paths, &r, None).unwrap();
-    let q = cleveragents::engine::index::view::SearchQuery {
+    let paths = cleveragents_engine::Paths::at(&env.data_dir, &env.config_path);
+    let store = cleveragents_engine::Store::open(&paths.database()).unwrap();
+    let r = cleveragents_engine::registry::resources::find(&store, "local/repo").unwrap();
+    let view = cleveragents_engine::index::open(&paths, &r, None).unwrap();
+    let q = cleveragents_engine::index::view::SearchQuery {
         query: query.into(),
         limit: 10,
         ..Default::default()
@@ -268,7 +268,7 @@ fn a_model_strategist_reads_the_project_at_the_plan_base_through_read_only_tools
         "write_file refused: {second}"
     );
 
-    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let st = cleveragents_engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
     let ds = st.decisions(&id.parse().unwrap()).unwrap();
     let strategist = &ds[0].context_snapshot["strategist"];
     assert_eq!(strategist["refused_tool_calls"][0]["tool"], "write_file");
@@ -345,7 +345,7 @@ fn the_strategist_hot_context_never_exceeds_hot_max_tokens() {
     let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
     let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
     assert!(code == 0 || code == 3, "{doc:#}");
-    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let st = cleveragents_engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
     let ds = st.decisions(&id.parse().unwrap()).unwrap();
     let hot = &ds[0].context_snapshot["strategist"]["hot_context"];
     assert_eq!(hot["budget"], 120);
@@ -504,7 +504,7 @@ fn an_execution_step_gets_the_definitions_its_decision_names_and_can_call_code_i
         "{prompt}"
     );
     assert!(tool_names(first).contains(&"search_code".to_string()));
-    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let st = cleveragents_engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
     let calls = st.tool_calls(&id.parse().unwrap()).unwrap();
     let seen: Vec<(&str, &str)> = calls
         .iter()
@@ -550,7 +550,7 @@ fn a_file_larger_than_max_file_size_is_left_out_of_the_step_context_and_counted(
             "app",
         ],
     );
-    let id: cleveragents::engine::domain::Id = doc["data"]["plan_id"]
+    let id: cleveragents_engine::domain::Id = doc["data"]["plan_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{doc:#}"))
         .parse()
@@ -560,7 +560,7 @@ fn a_file_larger_than_max_file_size_is_left_out_of_the_step_context_and_counted(
         !prompt.contains("pub fn verify_token(token: &str)"),
         "src/auth.rs is larger than 20 bytes: {prompt}"
     );
-    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
+    let st = cleveragents_engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap();
     let output: Value =
         serde_json::from_str(st.plan_steps(&id).unwrap()[0].output.as_deref().unwrap()).unwrap();
     let hot = &output["hot_context"];
@@ -607,7 +607,7 @@ fn a_tool_step_calls_code_intelligence_offline() {
         .as_str()
         .unwrap_or_else(|| panic!("{doc:#}"))
         .to_string();
-    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&env)).unwrap();
+    let st = cleveragents_engine::store::Store::open(&crate::support::db_file(&env)).unwrap();
     let calls = st.tool_calls(&id.parse().unwrap()).unwrap();
     assert_eq!(
         (calls[0].tool.as_str(), calls[0].outcome.as_str()),
@@ -680,10 +680,10 @@ fn embeddings_config(env: &Env, server: &ProviderServer) {
 /// Calls a `code_intelligence` tool over `local/repo` as the tools see it (index brought up
 /// to date, the configured embeddings setting).
 fn call_tool(env: &Env, name: &str, args: Value) -> Value {
-    use cleveragents::engine::index::{self, embed, skill};
-    let paths = cleveragents::engine::Paths::at(&env.data_dir, &env.config_path);
-    let store = cleveragents::engine::Store::open(&paths.database()).unwrap();
-    let r = cleveragents::engine::registry::resources::find(&store, "local/repo").unwrap();
+    use cleveragents_engine::index::{self, embed, skill};
+    let paths = cleveragents_engine::Paths::at(&env.data_dir, &env.config_path);
+    let store = cleveragents_engine::Store::open(&paths.database()).unwrap();
+    let r = cleveragents_engine::registry::resources::find(&store, "local/repo").unwrap();
     let scopes = [skill::Scope {
         resource: r.name.clone(),
         alias: None,
@@ -884,7 +884,7 @@ fn code_intelligence_tools_in_a_plan_read_with_the_configured_index_policy() {
         .as_str()
         .unwrap_or_else(|| panic!("{doc:#}"))
         .to_string();
-    let st = cleveragents::engine::store::Store::open(&crate::support::db_file(&env)).unwrap();
+    let st = cleveragents_engine::store::Store::open(&crate::support::db_file(&env)).unwrap();
     let calls = st.tool_calls(&id.parse().unwrap()).unwrap();
     let summary = |n: usize| calls[n].result_summary.clone().unwrap_or_default();
     assert_eq!(calls.len(), 2, "{calls:#?}");

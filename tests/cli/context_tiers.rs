@@ -19,8 +19,8 @@ fn ok(s: &Setup, args: &[&str]) -> Value {
     doc
 }
 
-fn store(s: &Setup) -> cleveragents::engine::store::Store {
-    cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap()
+fn store(s: &Setup) -> cleveragents_engine::store::Store {
+    cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap()
 }
 
 /// A project whose first plan (`local/notes`, the checklist strategist and the script

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cleveragents::engine::domain::Id;
-use cleveragents::engine::domain::decision::Decision;
-use cleveragents::engine::store::Store;
+use cleveragents_engine::domain::Id;
+use cleveragents_engine::domain::decision::Decision;
+use cleveragents_engine::store::Store;
 use serde_json::{Value, json};
 
 use super::lifecycle::{Setup, setup_with};
@@ -1450,9 +1450,9 @@ fn same_tree(json: &Value, tui: &[cleveragents_ui::model::DecisionNode], path: &
 
 #[test]
 fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
-    use cleveragents::engine::domain::decision::DecisionType;
-    use cleveragents::engine::domain::plan::Plan;
     use cleveragents::tui_bridge::Bridge;
+    use cleveragents_engine::domain::decision::DecisionType;
+    use cleveragents_engine::domain::plan::Plan;
     use cleveragents_ui::{Cmd, Msg};
     let (s, id, pid) = corrected_offline_plan();
     // Children: one spawned by a decision (linked), one no decision links.
@@ -1500,7 +1500,7 @@ fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
     assert!(tree["data"]["summary"]["superseded"].as_u64().unwrap() > 0);
     let mut bridge = Bridge::new(
         store(&s.env),
-        cleveragents::engine::sandbox::Sandboxes::at(s.env.data_dir.join("sandboxes")),
+        cleveragents_engine::sandbox::Sandboxes::at(s.env.data_dir.join("sandboxes")),
     );
     bridge.handle(Cmd::SelectPlan(id.clone()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

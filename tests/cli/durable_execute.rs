@@ -121,8 +121,8 @@ fn chat_requests(server: &ProviderServer) -> usize {
 
 /// `calls.log` in the plan's sandbox, without the ids that tell the replies apart.
 fn calls_log(s: &Setup, plan: &str) -> Vec<String> {
-    let id: cleveragents::engine::domain::Id = plan.parse().unwrap();
-    let store = cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap();
+    let id: cleveragents_engine::domain::Id = plan.parse().unwrap();
+    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap();
     let Some(sb) = store.sandboxes_of_plan(&id).unwrap().into_iter().next() else {
         return Vec::new();
     };
@@ -133,9 +133,9 @@ fn calls_log(s: &Setup, plan: &str) -> Vec<String> {
         .collect()
 }
 
-fn usage(s: &Setup, plan: &str) -> cleveragents::engine::store::model_calls::UsageRollup {
-    let id: cleveragents::engine::domain::Id = plan.parse().unwrap();
-    let store = cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap();
+fn usage(s: &Setup, plan: &str) -> cleveragents_engine::store::model_calls::UsageRollup {
+    let id: cleveragents_engine::domain::Id = plan.parse().unwrap();
+    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap();
     store.usage_for_plan(&id).unwrap()
 }
 

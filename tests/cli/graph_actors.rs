@@ -137,7 +137,7 @@ fn a_graph_actor_executes_a_plan_step_and_its_tool_node_call_is_recorded() {
     );
 
     // The tool node's calls sit in the plan's tool log with the model's own calls.
-    let store = cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap();
+    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap();
     let calls = store.tool_calls(&id.parse().unwrap()).unwrap();
     let names: Vec<(&str, String)> = calls
         .iter()

@@ -92,9 +92,9 @@ fn status(env: &Env, id: &str) -> Value {
 }
 
 fn events(env: &Env, id: &str, kind: &str) -> Vec<Value> {
-    let store = cleveragents::engine::store::Store::open(&db_file(env)).unwrap();
-    let plan: cleveragents::engine::domain::Id = id.parse().unwrap();
-    cleveragents::engine::store::events::after(&store, 0, Some(&plan), 10_000)
+    let store = cleveragents_engine::store::Store::open(&db_file(env)).unwrap();
+    let plan: cleveragents_engine::domain::Id = id.parse().unwrap();
+    cleveragents_engine::store::events::after(&store, 0, Some(&plan), 10_000)
         .unwrap()
         .into_iter()
         .filter(|e| e.kind.event_type().as_str() == kind)
@@ -370,7 +370,7 @@ fn a_free_text_invariant_the_invariant_actor_judges_violated_stops_the_plan_with
     );
     assert_eq!(code, 3, "{doc:#}");
     let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
-    let store = cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap();
+    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap();
     let inv = store
         .invariants()
         .unwrap()

@@ -99,8 +99,8 @@ pub fn use_plan(s: &Setup, profile: &str) -> (Value, i32, String) {
     (doc, code, id)
 }
 
-fn store(env: &Env) -> cleveragents::engine::store::Store {
-    cleveragents::engine::store::Store::open(&db_file(env)).unwrap()
+fn store(env: &Env) -> cleveragents_engine::store::Store {
+    cleveragents_engine::store::Store::open(&db_file(env)).unwrap()
 }
 
 fn kinds(events: &[Value]) -> Vec<String> {
@@ -184,7 +184,7 @@ fn manual_plans_wait_for_plan_execute_and_stop_at_the_execute_gate() {
 
 #[test]
 fn strategize_records_the_root_the_invariants_and_one_decision_per_script_step() {
-    use cleveragents::engine::domain::decision::DecisionType;
+    use cleveragents_engine::domain::decision::DecisionType;
     let s = setup();
     let (_, code, id) = use_plan(&s, "supervised");
     assert_eq!(code, 3);
@@ -219,7 +219,7 @@ fn strategize_records_the_root_the_invariants_and_one_decision_per_script_step()
     for d in invariants.iter().chain(steps.iter()) {
         assert_eq!(d.parent_decision_id, Some(root.decision_id));
     }
-    let deps = |d: &cleveragents::engine::domain::decision::Decision| {
+    let deps = |d: &cleveragents_engine::domain::decision::Decision| {
         let mut v = st.dependencies_of(&d.decision_id).unwrap();
         v.sort();
         v
@@ -281,10 +281,10 @@ fn a_headless_command_at_a_gate_exits_3_without_reading_stdin() {
 
 #[test]
 fn streamed_events_follow_the_seed_order_and_a_follower_sees_the_same_sequence() {
-    use cleveragents::engine::events;
+    use cleveragents_engine::events;
     let s = setup();
     let (_, _, id) = use_plan(&s, "manual");
-    let plan_id: cleveragents::engine::domain::Id = id.parse().unwrap();
+    let plan_id: cleveragents_engine::domain::Id = id.parse().unwrap();
     let reader = store(&s.env);
     let start = events::last_seq(&reader).unwrap();
     let mut follower = events::Follower::new(start, Some(plan_id));
@@ -343,7 +343,7 @@ fn insert_lease(env: &Env, plan: &str, pid: u32) {
     let now = jiff::Timestamp::now().to_string();
     conn.execute(
         "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at) VALUES (?1, ?2, ?3, 'execute', ?4, ?4)",
-        rusqlite::params![plan, pid, cleveragents::engine::lease::host_name(), now],
+        rusqlite::params![plan, pid, cleveragents_engine::lease::host_name(), now],
     )
     .unwrap();
 }
@@ -861,12 +861,12 @@ script:
 /// one and an applied one, the JSON carries the view's fields and its headline in words.
 #[test]
 fn plan_status_renders_the_engines_status_view() {
-    use cleveragents::engine::api::{Engine, PlanStatusView, Settings, StatusHeadline};
-    use cleveragents::engine::domain::{Phase, ProcessingState};
+    use cleveragents_engine::api::{Engine, PlanStatusView, Settings, StatusHeadline};
+    use cleveragents_engine::domain::{Phase, ProcessingState};
     fn both(s: &Setup, id: &str) -> (Value, PlanStatusView) {
         let (doc, code) = s.env.json(&["plan", "status", id]);
         assert_eq!(code, 0, "{doc:#}");
-        let paths = cleveragents::engine::Paths::at(&s.env.data_dir, &s.env.config_path);
+        let paths = cleveragents_engine::Paths::at(&s.env.data_dir, &s.env.config_path);
         let view = Engine::new(paths, Settings::default())
             .plan_status(&id.parse().unwrap())
             .unwrap();

@@ -492,9 +492,9 @@ fn a_second_process_gets_conflict_and_plan_cancel_stops_the_driver_within_2_seco
     // process starts, which a loaded machine can delay) to the moment the driver has recorded
     // the cancellation.
     let db = crate::support::db_file(&s.env);
-    let plan_id: cleveragents::engine::domain::id::Id = id.parse().unwrap();
+    let plan_id: cleveragents_engine::domain::id::Id = id.parse().unwrap();
     let watcher = std::thread::spawn(move || {
-        let store = cleveragents::engine::store::Store::open(&db).unwrap();
+        let store = cleveragents_engine::store::Store::open(&db).unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut requested = None;
         loop {
@@ -503,12 +503,12 @@ fn a_second_process_gets_conflict_and_plan_cancel_stops_the_driver_within_2_seco
                 "the cancellation was never recorded"
             );
             if requested.is_none()
-                && cleveragents::engine::lease::cancel_requested(&store, &plan_id).unwrap()
+                && cleveragents_engine::lease::cancel_requested(&store, &plan_id).unwrap()
             {
                 requested = Some(Instant::now());
             }
             let state = store.plan(&plan_id).unwrap().unwrap().state();
-            if state == cleveragents::engine::domain::lifecycle::ProcessingState::Cancelled {
+            if state == cleveragents_engine::domain::lifecycle::ProcessingState::Cancelled {
                 // Requested and recorded between two polls: within 10 ms.
                 return requested.map_or(Duration::ZERO, |at| at.elapsed());
             }
@@ -527,15 +527,15 @@ fn a_second_process_gets_conflict_and_plan_cancel_stops_the_driver_within_2_seco
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["error"]["code"], "CANCELLED", "{doc:#}");
     assert_eq!(out.status.code(), Some(1));
-    let events = cleveragents::engine::events::after(
-        &cleveragents::engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap(),
+    let events = cleveragents_engine::events::after(
+        &cleveragents_engine::store::Store::open(&crate::support::db_file(&s.env)).unwrap(),
         0,
         Some(&id.parse().unwrap()),
         100,
     )
     .unwrap();
     let last = events.last().unwrap();
-    let cleveragents::engine::events::EventKind::PlanCancelled(cancelled) = &last.kind else {
+    let cleveragents_engine::events::EventKind::PlanCancelled(cancelled) = &last.kind else {
         panic!("not plan_cancelled: {last:?}");
     };
     assert_eq!(cancelled.reason, "too slow");

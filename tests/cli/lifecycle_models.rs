@@ -8,8 +8,8 @@ use super::lifecycle::{Setup, run_keyed, scripted_env, setup, use_plan};
 use crate::support::db_file;
 use crate::support::provider_server::{ProviderServer, Turn};
 
-fn store(s: &Setup) -> cleveragents::engine::store::Store {
-    cleveragents::engine::store::Store::open(&db_file(&s.env)).unwrap()
+fn store(s: &Setup) -> cleveragents_engine::store::Store {
+    cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap()
 }
 
 /// A plan of the three-step script action executed to (execute, complete) under `trusted`.
@@ -516,7 +516,7 @@ fn conflict_hints_name_the_real_plan_id_with_the_data_dir_flags() {
         rusqlite::params![
             id,
             std::process::id(),
-            cleveragents::engine::lease::host_name(),
+            cleveragents_engine::lease::host_name(),
             now
         ],
     )

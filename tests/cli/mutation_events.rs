@@ -57,7 +57,7 @@ fn every_plan_mutation_writes_events_and_rollback_takes_the_lease() {
     conn.execute(
         "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at) \
          VALUES (?1, ?2, ?3, 'execute', strftime('%Y-%m-%dT%H:%M:%SZ','now'), strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
-        rusqlite::params![id, std::process::id(), cleveragents::engine::lease::host_name()],
+        rusqlite::params![id, std::process::id(), cleveragents_engine::lease::host_name()],
     )
     .unwrap();
     let before = events_of(env, &id).len();
@@ -168,7 +168,7 @@ fn review_export_correct_apply_and_cleanup_each_write_their_events() {
     );
 
     let step = {
-        let st = cleveragents::engine::store::Store::open(&db_file(env)).unwrap();
+        let st = cleveragents_engine::store::Store::open(&db_file(env)).unwrap();
         let pid = id.parse().unwrap();
         st.decisions(&pid)
             .unwrap()

@@ -7,9 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cleveragents::engine::domain::lifecycle::{Phase, ProcessingState};
-use cleveragents::engine::domain::plan::Plan;
-use cleveragents::engine::store::Store;
+use cleveragents_engine::domain::lifecycle::{Phase, ProcessingState};
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::store::Store;
 use serde_json::{Value, json};
 
 use crate::support::Env;
@@ -451,7 +451,7 @@ fn strategize_plans_refuse_writing_tools_with_permission_denied() {
 }
 
 fn landlock_enforced() -> bool {
-    cleveragents::engine::sandbox::landlock::probe().enforced(false)
+    cleveragents_engine::sandbox::landlock::probe().enforced(false)
 }
 
 #[test]

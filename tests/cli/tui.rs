@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use cleveragents::engine::domain::plan::Plan;
-use cleveragents::engine::store::Store;
+use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::store::Store;
 
 use crate::support::{Env, Tmux, shell_quote};
 

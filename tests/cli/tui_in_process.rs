@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use cleveragents::engine::api::{Engine, Settings};
-use cleveragents::engine::paths::Paths;
-use cleveragents::engine::sandbox::Sandboxes;
-use cleveragents::engine::store::Store;
 use cleveragents::tui_bridge::Bridge;
+use cleveragents_engine::api::{Engine, Settings};
+use cleveragents_engine::paths::Paths;
+use cleveragents_engine::sandbox::Sandboxes;
+use cleveragents_engine::store::Store;
 use cleveragents_ui::model::LiveUpdate;
 use cleveragents_ui::{Cmd, Msg};
 

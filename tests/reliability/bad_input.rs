@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use cleveragents::engine::config::Config;
-use cleveragents::engine::registry::{actions, actors, profiles};
-use cleveragents::engine::store::Store;
+use cleveragents_engine::config::Config;
+use cleveragents_engine::registry::{actions, actors, profiles};
+use cleveragents_engine::store::Store;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
@@ -128,7 +128,7 @@ fn fixture() -> Fixture {
     }
 }
 
-fn providers() -> Vec<cleveragents::engine::config::Provider> {
+fn providers() -> Vec<cleveragents_engine::config::Provider> {
     Config::load(Path::new("/nonexistent/config.toml"))
         .unwrap()
         .providers()
@@ -185,7 +185,7 @@ proptest! {
         fields in prop::collection::vec(("[a-z_]{1,12}", yaml_value()), 0..5),
         known in prop::collection::vec(yaml_value(), 0..5),
     ) {
-        let tools = cleveragents::engine::tools::builtins();
+        let tools = cleveragents_engine::tools::builtins();
         let tool = &tools[tool % tools.len()];
         let schema = tool.input_schema();
         let props: Vec<String> = schema["properties"]
@@ -200,7 +200,7 @@ proptest! {
         for (name, v) in props.iter().zip(known) {
             args.insert(name.clone(), serde_json::to_value(v).unwrap_or(Value::Null));
         }
-        let result = cleveragents::engine::tools::validate(tool.as_ref(), &Value::Object(args));
+        let result = cleveragents_engine::tools::validate(tool.as_ref(), &Value::Object(args));
         if let Err(e) = result {
             prop_assert!(!e.to_string().is_empty());
         }

@@ -6,8 +6,8 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
-use cleveragents::engine::actors::messages::ToolSpec;
-use cleveragents::engine::actors::runtime::{ToolHost, ToolOutcome};
+use cleveragents_engine::actors::messages::ToolSpec;
+use cleveragents_engine::actors::runtime::{ToolHost, ToolOutcome};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

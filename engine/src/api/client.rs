@@ -308,6 +308,13 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
                 limit,
             )?)
         }
+        Request::PlanView(r) => Response::PlanView(Box::new(super::plan_views::answer(engine, r)?)),
+        Request::Registry(r) => {
+            Response::Registry(Box::new(super::registry_views::answer(engine, r)?))
+        }
+        Request::Session(r) => {
+            Response::Session(Box::new(super::session_views::answer(engine, r)?))
+        }
     })
 }
 

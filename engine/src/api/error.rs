@@ -162,6 +162,12 @@ pub enum ApiError {
     /// A server token could not be created, listed or revoked.
     #[error(transparent)]
     Token(#[from] super::tokens::TokenError),
+    /// The call exists in the protocol but is not answered yet.
+    #[error("{what} is not answered yet")]
+    NotSupported {
+        /// What was asked.
+        what: String,
+    },
 }
 
 impl From<crate::lease::LeaseError> for ApiError {

@@ -14,11 +14,14 @@ mod client;
 mod error;
 mod export;
 mod op;
+pub mod plan_views;
 pub mod protocol;
 mod query;
 mod registry;
+pub mod registry_views;
 mod remote;
 mod run;
+pub mod session_views;
 mod status;
 pub mod tokens;
 

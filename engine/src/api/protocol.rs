@@ -79,6 +79,12 @@ pub enum Request {
         /// At most this many (capped at [`EVENTS_PAGE_MAX`]).
         limit: u32,
     },
+    /// Plan inspection: tree, explanation, correction preview, diff, checkpoints, logs.
+    PlanView(super::plan_views::PlanViewRequest),
+    /// Registry reads: every registry's list and show, configuration, diagnostics.
+    Registry(super::registry_views::RegistryQuery),
+    /// Sessions, child plans, actor runs.
+    Session(super::session_views::SessionRequest),
 }
 
 impl Request {
@@ -98,6 +104,9 @@ impl Request {
             Request::Run(_) => "run",
             Request::PlanStatus { .. } => "plan_status",
             Request::Events { .. } => "events",
+            Request::PlanView(_) => "plan_view",
+            Request::Registry(_) => "registry",
+            Request::Session(_) => "session",
         }
     }
 }
@@ -132,6 +141,12 @@ pub enum Response {
     PlanStatus(Box<PlanStatusView>),
     /// [`Request::Events`].
     Events(Vec<EngineEvent>),
+    /// [`Request::PlanView`].
+    PlanView(Box<super::plan_views::PlanView>),
+    /// [`Request::Registry`].
+    Registry(Box<super::registry_views::RegistryView>),
+    /// [`Request::Session`].
+    Session(Box<super::session_views::SessionView>),
 }
 
 impl Response {
@@ -151,6 +166,9 @@ impl Response {
             Response::Decisions(_) => "decisions",
             Response::PlanStatus(_) => "plan_status",
             Response::Events(_) => "events",
+            Response::PlanView(_) => "plan_view",
+            Response::Registry(_) => "registry",
+            Response::Session(_) => "session",
         }
     }
 }
