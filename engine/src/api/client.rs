@@ -312,6 +312,9 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
         Request::Registry(r) => {
             Response::Registry(Box::new(super::registry_views::answer(engine, r)?))
         }
+        Request::Definition(r) => {
+            Response::Definition(Box::new(super::definition_views::answer(engine, r)?))
+        }
         Request::Session(r) => {
             Response::Session(Box::new(super::session_views::answer(engine, r)?))
         }

@@ -11,6 +11,7 @@
 //! the same transaction as the change.
 
 mod client;
+pub mod definition_views;
 mod error;
 mod export;
 mod op;

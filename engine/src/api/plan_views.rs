@@ -45,7 +45,10 @@ pub(crate) fn answer(_engine: &Engine, request: PlanViewRequest) -> Result<PlanV
 
 impl dyn Client + '_ {
     /// Sends one call of this family and takes its view.
-    #[expect(dead_code, reason = "the family's typed calls use it once they are answered")]
+    #[expect(
+        dead_code,
+        reason = "the family's typed calls use it once they are answered"
+    )]
     fn plan_view_call(&self, request: PlanViewRequest) -> Result<PlanView, ApiError> {
         let asked = Request::PlanView(request);
         protocol::expect(asked.name(), self.call(asked)?, |r| match r {

@@ -83,6 +83,8 @@ pub enum Request {
     PlanView(super::plan_views::PlanViewRequest),
     /// Registry reads: every registry's list and show, configuration, diagnostics.
     Registry(super::registry_views::RegistryQuery),
+    /// Definition reads: actions, actors, automation profiles, tools, skills.
+    Definition(super::definition_views::DefinitionQuery),
     /// Sessions, child plans, actor runs.
     Session(super::session_views::SessionRequest),
 }
@@ -106,6 +108,7 @@ impl Request {
             Request::Events { .. } => "events",
             Request::PlanView(_) => "plan_view",
             Request::Registry(_) => "registry",
+            Request::Definition(_) => "definition",
             Request::Session(_) => "session",
         }
     }
@@ -145,6 +148,8 @@ pub enum Response {
     PlanView(Box<super::plan_views::PlanView>),
     /// [`Request::Registry`].
     Registry(Box<super::registry_views::RegistryView>),
+    /// [`Request::Definition`].
+    Definition(Box<super::definition_views::DefinitionView>),
     /// [`Request::Session`].
     Session(Box<super::session_views::SessionView>),
 }
@@ -168,6 +173,7 @@ impl Response {
             Response::Events(_) => "events",
             Response::PlanView(_) => "plan_view",
             Response::Registry(_) => "registry",
+            Response::Definition(_) => "definition",
             Response::Session(_) => "session",
         }
     }

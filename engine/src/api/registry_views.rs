@@ -1,4 +1,4 @@
-//! Registry reads (spec sections 06-09, 14, 16-18, 05): every registry's list and show, the resolved configuration and the diagnostics.
+//! Registry reads (spec sections 05-08): resources, resource types, projects and invariants (list and show), the resolved configuration, the diagnostics and the code index.
 //!
 //! One family of calls of the protocol ([`Request::Registry`]): its requests,
 //! its views, how an [`Engine`] answers them and the typed calls on a [`Client`].
@@ -45,7 +45,10 @@ pub(crate) fn answer(_engine: &Engine, request: RegistryQuery) -> Result<Registr
 
 impl dyn Client + '_ {
     /// Sends one call of this family and takes its view.
-    #[expect(dead_code, reason = "the family's typed calls use it once they are answered")]
+    #[expect(
+        dead_code,
+        reason = "the family's typed calls use it once they are answered"
+    )]
     fn registry_call(&self, request: RegistryQuery) -> Result<RegistryView, ApiError> {
         let asked = Request::Registry(request);
         protocol::expect(asked.name(), self.call(asked)?, |r| match r {

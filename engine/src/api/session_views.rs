@@ -45,7 +45,10 @@ pub(crate) fn answer(_engine: &Engine, request: SessionRequest) -> Result<Sessio
 
 impl dyn Client + '_ {
     /// Sends one call of this family and takes its view.
-    #[expect(dead_code, reason = "the family's typed calls use it once they are answered")]
+    #[expect(
+        dead_code,
+        reason = "the family's typed calls use it once they are answered"
+    )]
     fn session_call(&self, request: SessionRequest) -> Result<SessionView, ApiError> {
         let asked = Request::Session(request);
         protocol::expect(asked.name(), self.call(asked)?, |r| match r {
