@@ -29,6 +29,8 @@ pub struct Env {
     pub data_dir: PathBuf,
     /// `--config-path`.
     pub config_path: PathBuf,
+    /// The server this environment's commands go to when the suite runs through one.
+    served: through_server::ServedSlot,
 }
 
 /// The action that [`LICENSE_ACTION`] spawns (`local/update-docs`, argument `topic`).
@@ -53,6 +55,7 @@ impl Env {
             dir,
             data_dir,
             config_path,
+            served: through_server::ServedSlot::default(),
         }
     }
 
@@ -67,18 +70,34 @@ impl Env {
     }
 
     /// A `Command` for the real binary with this environment's paths and a scrubbed
-    /// environment; stdin is closed (not a terminal).
+    /// environment; stdin is closed (not a terminal). When the suite runs through a server
+    /// ([`through_server`]), the command is that server's client.
     pub fn command(&self, args: &[&str]) -> Command {
+        if through_server::enabled() {
+            return self.served_command(args);
+        }
+        self.local_command(args)
+    }
+
+    /// A `Command` on this machine's data directory, even when the suite runs through a
+    /// server (for what only the server's host does: tokens, `server start`).
+    pub fn local_command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.bare_command(&self.data_dir);
+        cmd.args(args);
+        cmd
+    }
+
+    /// The binary with `data_dir`, this environment's config file and a scrubbed environment.
+    fn bare_command(&self, data_dir: &Path) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agents"));
         for var in SCRUBBED {
             cmd.env_remove(var);
         }
         cmd.env("HOME", self.root())
             .arg("--data-dir")
-            .arg(&self.data_dir)
+            .arg(data_dir)
             .arg("--config-path")
             .arg(&self.config_path)
-            .args(args)
             .stdin(Stdio::null());
         cmd
     }
@@ -99,7 +118,17 @@ impl Env {
                 String::from_utf8_lossy(&out.stdout)
             )
         });
-        (doc, out.status.code().expect("exit code"))
+        let code = out.status.code().expect("exit code");
+        through_server::record(self, args, &doc, code);
+        (doc, code)
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if through_server::enabled() && !std::thread::panicking() {
+            self.check_client_kept_no_database();
+        }
     }
 }
 
@@ -168,6 +197,7 @@ pub mod file_tools;
 #[allow(dead_code)]
 pub mod provider_server;
 pub mod server;
+pub mod through_server;
 /// Runs git in `dir` with a fixed identity and fixed dates (so commits are reproducible).
 pub fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")

@@ -23,11 +23,14 @@ pub struct Server {
 impl Server {
     /// Starts a server on `env`'s data directory after creating a token named `tests`.
     pub fn start(env: Env) -> Self {
-        let out = env.run(&["--format", "plain", "server", "token", "create", "tests"]);
+        let out = env
+            .local_command(&["--format", "plain", "server", "token", "create", "tests"])
+            .output()
+            .expect("the binary runs");
         assert!(out.status.success(), "token create: {out:?}");
         let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
         let mut child = env
-            .command(&["server", "start", "--listen", "127.0.0.1:0"])
+            .local_command(&["server", "start", "--listen", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -54,7 +57,7 @@ impl Server {
     pub fn client(&self, client: &Env, args: &[&str]) -> Command {
         let mut all = vec!["--server", self.url.as_str()];
         all.extend_from_slice(args);
-        let mut cmd = client.command(&all);
+        let mut cmd = client.local_command(&all);
         cmd.env("AGENTS_TOKEN", &self.token);
         cmd
     }

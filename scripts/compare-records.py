@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Compares two record directories of tests/support/through_server.rs: one JSON line per
+answer, per test. Prints each test's count of answers and the first difference of each test
+that differs; exits 1 when any test differs or is missing from one side."""
+import json
+import sys
+from pathlib import Path
+
+
+def load(d):
+    return {p.stem: [json.loads(l) for l in p.read_text().splitlines()]
+            for p in Path(d).glob("*.jsonl")} if Path(d).is_dir() else {}
+
+
+def first_difference(a, b, path="data"):
+    if type(a) is not type(b):
+        return f"{path}: {json.dumps(a)[:200]} != {json.dumps(b)[:200]}"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}.{k}: only on the {'in-process' if k in a else 'server'} side"
+            d = first_difference(a[k], b[k], f"{path}.{k}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_difference(x, y, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    return None if a == b else f"{path}: {json.dumps(a)[:200]} != {json.dumps(b)[:200]}"
+
+
+def main():
+    local, served = load(sys.argv[1]), load(sys.argv[2])
+    same = differ = 0
+    for test in sorted(set(local) | set(served)):
+        a, b = local.get(test), served.get(test)
+        if a is None or b is None:
+            differ += 1
+            print(f"DIFF {test}: recorded {'only in process' if b is None else 'only through the server'}")
+            continue
+        problem = None
+        if len(a) != len(b):
+            problem = f"{len(a)} answers in process, {len(b)} through the server"
+        else:
+            for i, (x, y) in enumerate(zip(a, b)):
+                if x["code"] != y["code"]:
+                    problem = f"answer {i} ({' '.join(x['args'])}): exit {x['code']} != {y['code']}"
+                    break
+                d = first_difference(x["data"], y["data"])
+                if d:
+                    problem = f"answer {i} ({' '.join(x['args'])}): {d}"
+                    break
+        if problem:
+            differ += 1
+            print(f"DIFF {test}: {problem}")
+        else:
+            same += 1
+    answers = sum(len(v) for v in local.values())
+    print(f"tests with equal data: {same}, differing: {differ}, answers compared: {answers}")
+    sys.exit(1 if differ or not same else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+//! The suite through a server (spec section 21: output and exit codes are the same in process
+//! and through a server).
+//!
+//! - `AGENTS_TEST_THROUGH_SERVER=1`: every command an [`Env`] runs goes to an `agents server
+//!   start` that serves the environment's data directory and config file, from a client data
+//!   directory of its own (which must hold no database afterwards). The server is started on
+//!   the first command and restarted when the test rewrites the config file, so it always runs
+//!   with the settings the test wrote.
+//! - `AGENTS_TEST_RECORD=DIR`: the `data` of every JSON answer, masked ([`masked`]), is
+//!   appended to `DIR/<test name>.jsonl` with the arguments and the exit code.
+//!
+//! `scripts/test-through-server.sh` runs chosen tests in process and through a server with
+//! recording on, and compares the two records.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use super::Env;
+
+/// Whether the suite runs through a server.
+pub fn enabled() -> bool {
+    std::env::var_os("AGENTS_TEST_THROUGH_SERVER").is_some_and(|v| v == "1")
+}
+
+/// A server started for one [`Env`], and the client's own data directory.
+pub struct Served {
+    url: String,
+    token: String,
+    child: Child,
+    config_stamp: Option<(SystemTime, u64)>,
+}
+
+/// The server of an [`Env`], if one was started.
+#[derive(Default)]
+pub struct ServedSlot(Mutex<Option<Served>>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn config_stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Starts `agents server start` on `env`'s data directory with a new token.
+fn start(env: &Env) -> Served {
+    let out = env
+        .local_command(&["--format", "plain", "server", "token", "create", "suite"])
+        .output()
+        .expect("the binary runs");
+    assert!(out.status.success(), "server token create: {out:?}");
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let config_stamp = config_stamp(&env.config_path);
+    let mut child = env
+        .local_command(&["server", "start", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in the server's first line: {line:?}"))
+        .to_string();
+    Served {
+        url,
+        token,
+        child,
+        config_stamp,
+    }
+}
+
+impl Env {
+    /// The client's data directory when the suite runs through a server.
+    pub fn client_data_dir(&self) -> PathBuf {
+        self.root().join("client-data")
+    }
+
+    /// `args` as a client of this environment's server (started, or restarted after a config
+    /// change, first).
+    pub(super) fn served_command(&self, args: &[&str]) -> Command {
+        let mut slot = self.served.0.lock().unwrap();
+        let stale = slot
+            .as_ref()
+            .is_some_and(|s| s.config_stamp != config_stamp(&self.config_path));
+        if stale {
+            *slot = None;
+        }
+        let served = slot.get_or_insert_with(|| start(self));
+        let mut cmd = self.bare_command(&self.client_data_dir());
+        cmd.arg("--server")
+            .arg(&served.url)
+            .env("AGENTS_TOKEN", &served.token)
+            .args(args);
+        cmd
+    }
+
+    /// Panics when the suite ran through a server and the client's data directory holds a
+    /// database: the client must keep nothing of the server's state.
+    pub(super) fn check_client_kept_no_database(&self) {
+        let db = self.client_data_dir().join("cleveragents.db");
+        assert!(
+            !db.exists(),
+            "the client's data directory holds a database: {}",
+            db.display()
+        );
+    }
+}
+
+/// Appends one JSON answer to the record of the running test, when recording.
+pub fn record(env: &Env, args: &[&str], doc: &Value, code: i32) {
+    let Some(dir) = std::env::var_os("AGENTS_TEST_RECORD") else {
+        return;
+    };
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .replace("::", ".");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = serde_json::json!({
+        "args": args.iter().map(|a| mask_text(env, a)).collect::<Vec<_>>(),
+        "code": code,
+        "data": masked(env, doc.get("data").cloned().unwrap_or(Value::Null)),
+    });
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(Path::new(&dir).join(format!("{test}.jsonl")))
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
+}
+
+/// `data` with what differs between two runs of one test masked: the temporary root, ids,
+/// times, durations, and the global options a suggested command repeats.
+pub fn masked(env: &Env, mut data: Value) -> Value {
+    fn walk(env: &Env, key: Option<&str>, v: &mut Value) {
+        let timing = key.is_some_and(|k| {
+            k.ends_with("_ms")
+                || k.ends_with("_secs")
+                || k.contains("duration")
+                || k.contains("elapsed")
+        });
+        match v {
+            Value::Number(_) if timing => *v = Value::from(0),
+            Value::String(s) if timing => *s = "<duration>".into(),
+            Value::String(s) => *s = mask_text(env, s),
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(env, None, x)),
+            Value::Object(o) => o.iter_mut().for_each(|(k, x)| walk(env, Some(k), x)),
+            _ => {}
+        }
+    }
+    walk(env, None, &mut data);
+    data
+}
+
+fn mask_text(env: &Env, s: &str) -> String {
+    let mut s = s.replace(&env.root().display().to_string(), "<root>");
+    if s.starts_with("agents ")
+        && let Some(i) = s.find(" --server ")
+    {
+        // `agents --server URL plan ...` as in process: `agents plan ...`.
+        let rest = &s[i + " --server ".len()..];
+        let after = rest.split_once(' ').map_or("", |(_, r)| r);
+        s = format!("{} {after}", &s[..i]);
+    }
+    mask_ids_and_times(&s)
+}
+
+/// Ids (`plan_…`, `apr_…`, 26-character ULIDs) and RFC 3339 times become placeholders.
+fn mask_ids_and_times(s: &str) -> String {
+    use std::sync::OnceLock;
+    static PATTERNS: OnceLock<[(regex::Regex, &str); 3]> = OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        [
+            (
+                regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+                    .unwrap(),
+                "<time>",
+            ),
+            (
+                regex::Regex::new(r"\b([a-z]+_)?[0-9A-HJKMNP-TV-Z]{26}\b").unwrap(),
+                "${1}<id>",
+            ),
+            (
+                regex::Regex::new(r"\b(plan|apr|dec|ses|chk|run|evt)_[0-9a-f]{6,}\b").unwrap(),
+                "${1}_<id>",
+            ),
+        ]
+    });
+    patterns.iter().fold(s.to_string(), |acc, (re, to)| {
+        re.replace_all(&acc, *to).into_owned()
+    })
+}
