@@ -7,9 +7,11 @@ re-export or a qualified path) or reaches `b` through `super::` from below the c
 Names the crate root re-exports (`pub use store::Store;` in lib.rs) count as their module.
 
 Usage: scripts/module-graph.py [CRATE_SRC_DIR...]   (default: engine/src ui/src src)
-Options: --quiet (only the summary lines), --check (exit 1 on a cycle or an engine function
-over 150 lines), --faces (only the faces' references to engine modules other than `api`, and
-their direct `.store()` calls: how far `src/` is from reaching the engine through the API alone)."""
+Options: --quiet (only the summary lines), --check (exit 1 on a module or file import cycle, an
+engine function over 150 lines, or a face naming an engine module it may not), --faces (only
+the faces' references to engine modules other than `api`, `domain`, `config` and `paths`, and
+their direct store calls: how far `src/` is from reaching the engine through the API alone;
+with --files, the files that do; with --check, exit 1 when there is any)."""
 import os
 import re
 import sys
@@ -225,9 +227,91 @@ def sccs(nodes, edges):
 
 
 ENGINE_PATH = re.compile(r"\b(?:crate::engine|cleveragents_engine)::([a-z_][a-z0-9_]*)")
-STORE_CALL = re.compile(r"\.store\(\)")
-# Engine modules a face may name: the API, and the record types its views are made of.
-FACE_ALLOWED = {"api"}
+# Direct database use: `.store()` and a method called on a value named `store`.
+STORE_CALL = re.compile(r"\.store\(\)|\bstore\.[a-z_][a-z0-9_]*\(")
+# Engine modules a face may name: the API, and the public record types its views are made of.
+FACE_ALLOWED = {"api", "domain", "config", "paths"}
+SEGMENTS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*::\s*(?:[A-Za-z_][A-Za-z0-9_]*|\{))*")
+
+
+def file_modules(root):
+    """Every file of the crate's module tree, by module path (`('lifecycle', 'apply')`)."""
+    tops, _ = top_modules(root)
+    out = {}
+    for d, _, names in os.walk(root):
+        for f in names:
+            if f.endswith(".rs"):
+                path = os.path.join(d, f)
+                mod = tuple(module_of(root, path))
+                if not mod or mod[0] in tops:
+                    out[mod] = path
+    return out
+
+
+def expand(code, start):
+    """The paths written at `start`: `a::b::c`, or `a::{b, c::d}` as `a::b` and `a::c::d`."""
+    m = SEGMENTS.match(code, start)
+    if not m:
+        return []
+    head = [x.strip() for x in m.group(0).split("::")]
+    if head[-1] != "{":
+        return [head]
+    brace = code.index("{", start + len(m.group(0)) - 1)
+    depth, j, items, cur = 0, brace, [], ""
+    while j < len(code):
+        ch = code[j]
+        depth += ch == "{"
+        depth -= ch == "}"
+        if depth == 0:
+            break
+        if ch == "," and depth == 1:
+            items.append(cur)
+            cur = ""
+        elif j > brace:
+            cur += ch
+        j += 1
+    items.append(cur)
+    out = []
+    for item in items:
+        k = SEGMENTS.search(item)
+        if k:
+            for tail in expand(item, k.start()):
+                out.append(head[:-1] + tail)
+    return out
+
+
+def file_edges(root):
+    """File -> files it names through `crate::` and `super::` paths (the deepest file module
+    each path reaches), within one crate."""
+    files = file_modules(root)
+    edges = {path: set() for path in files.values()}
+    for mod, path in files.items():
+        code = strip(open(path, encoding="utf-8").read())
+        inline = [(i.start(), i.end()) for i in re.finditer(r"\bmod\s+[a-z_0-9]+\s*\{", code)]
+        for m in re.finditer(r"(?<![A-Za-z0-9_:])((?:super::)+|crate::)", code):
+            base = []
+            if m.group(1) != "crate::":
+                # `super` of a file module is its parent; inside an inline module
+                # (`mod tests { ... }`) the first `super` is the file's own module.
+                ups = m.group(1).count("super::")
+                if any(start < m.start() for start, _ in inline):
+                    ups -= 1
+                base = list(mod)[: max(len(mod) - ups, 0)]
+            for segs in expand(code, m.end()):
+                full = tuple(base + [s for s in segs if s != "self"])
+                for n in range(len(full), 0, -1):
+                    target = files.get(full[:n])
+                    if target:
+                        if target != path and full[:n] != mod[: n]:
+                            edges[path].add(target)
+                        break
+    return edges
+
+
+def file_cycles(root):
+    """The import cycles between files of one crate (components of two or more files)."""
+    edges = file_edges(root)
+    return [c for c in sccs(edges.keys(), edges) if len(c) > 1]
 
 
 def face_report(root="src"):
@@ -249,16 +333,20 @@ def face_report(root="src"):
             if n:
                 files.add(path)
     total = sum(counts.values())
-    print(f"== faces ({root}): {total} references to engine modules other than api, "
-          f"in {len(counts)} modules; {store_calls} .store() calls; {len(files)} files")
+    allowed = ", ".join(sorted(FACE_ALLOWED))
+    print(f"== faces ({root}): {total} references to engine modules other than {allowed}, "
+          f"in {len(counts)} modules; {store_calls} store calls; {len(files)} files")
     for mod, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         print(f"  {mod}: {n}")
+    if "--files" in sys.argv:
+        for f in sorted(files):
+            print(f"    {f}")
+    return total + store_calls
 
 
 def main():
     if "--faces" in sys.argv:
-        face_report()
-        return
+        sys.exit(1 if face_report() and "--check" in sys.argv else 0)
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quiet, check = "--quiet" in sys.argv, "--check" in sys.argv
     roots = args or ["engine/src", "ui/src", "src"]
@@ -291,8 +379,16 @@ def main():
         if not quiet:
             for length, path, line, name in over100:
                 print(f"    {length:4} {path}:{line} {name}")
-        if check and (cyclic or (root.rstrip("/").endswith("engine/src") and over150)):
+        file_cyclic = file_cycles(root)
+        print(f"  file-level cycles: {len(file_cyclic)}"
+              + (f" (largest: {len(file_cyclic[0])} files)" if file_cyclic else ""))
+        if not quiet:
+            for c in file_cyclic:
+                print("    " + " <-> ".join(os.path.relpath(f, root) for f in c))
+        if check and (cyclic or file_cyclic or (root.rstrip("/").endswith("engine/src") and over150)):
             failed = True
+    if check and "src" in [r.rstrip("/") for r in roots] and face_report():
+        failed = True
     sys.exit(1 if failed else 0)
 
 

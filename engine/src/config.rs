@@ -231,6 +231,10 @@ pub struct ConfigFile {
 pub struct ServerTable {
     /// The server's base URL (`http://127.0.0.1:7420`).
     pub url: String,
+    /// A PEM file of the certificate authority that signed the server's TLS certificate,
+    /// when no system authority did (`ca-cert`).
+    #[serde(default, rename = "ca-cert")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// The credentials file beside `config_path` (`credentials.toml`, mode 0600): one
@@ -247,10 +251,31 @@ pub fn credentials_path(config_path: &Path) -> PathBuf {
 ///
 /// # Errors
 /// [`ConfigError`] when the file cannot be read, parsed or written.
-pub fn add_server(config_path: &Path, name: &str, url: &str) -> Result<(), ConfigError> {
-    let segments = ["servers".to_string(), name.to_string(), "url".to_string()];
+pub fn add_server(
+    config_path: &Path,
+    name: &str,
+    url: &str,
+    ca_cert: Option<&Path>,
+) -> Result<(), ConfigError> {
+    let key = |k: &str| ["servers".to_string(), name.to_string(), k.to_string()];
     edit_file(config_path, |doc| {
-        set_in(doc, &segments, toml_edit::Value::from(url));
+        set_in(doc, &key("url"), toml_edit::Value::from(url));
+        match ca_cert {
+            Some(p) => set_in(
+                doc,
+                &key("ca-cert"),
+                toml_edit::Value::from(p.display().to_string()),
+            ),
+            None => {
+                if let Some(t) = doc
+                    .get_mut("servers")
+                    .and_then(|s| s.get_mut(name))
+                    .and_then(toml_edit::Item::as_table_like_mut)
+                {
+                    t.remove("ca-cert");
+                }
+            }
+        }
     })?;
     Ok(())
 }

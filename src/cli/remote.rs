@@ -20,6 +20,9 @@ pub struct ServerChoice {
     pub url: String,
     /// The token sent with every call.
     pub token: Option<String>,
+    /// A PEM file of the authority that signed the server's TLS certificate, trusted beside
+    /// the system's (`AGENTS_CA_CERT`, else `ca-cert` of `[servers.NAME]`).
+    pub ca_cert: Option<std::path::PathBuf>,
 }
 
 impl ServerChoice {
@@ -28,7 +31,21 @@ impl ServerChoice {
     /// # Errors
     /// `IO_ERROR` when the HTTP client cannot be built.
     pub fn client(&self) -> Result<Box<dyn Client>, CliError> {
-        Ok(Box::new(api::Remote::new(&self.url, self.token.clone())?))
+        let roots = match &self.ca_cert {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                CliError::invalid_input(format!("certificate authority {}: {e}", path.display()))
+                    .hint("AGENTS_CA_CERT or `ca-cert` of [servers.NAME] names a PEM file")
+            })?),
+            None => None,
+        };
+        let remote = api::Remote::trusting(&self.url, self.token.clone(), roots.as_deref())
+            .map_err(|e| match (e, &self.ca_cert) {
+                (api::ApiError::InvalidInput { message }, Some(path)) => {
+                    CliError::invalid_input(format!("{}: {message}", path.display()))
+                }
+                (e, _) => e.into(),
+            })?;
+        Ok(Box::new(remote))
     }
 }
 
@@ -44,6 +61,7 @@ pub fn choose(ctx: &Context, given: &str) -> Result<ServerChoice, CliError> {
             name: None,
             url: given.trim_end_matches('/').to_string(),
             token: from_env,
+            ca_cert: env_var("AGENTS_CA_CERT").map(Into::into),
         });
     }
     let config = ctx.config()?;
@@ -71,6 +89,9 @@ pub fn choose(ctx: &Context, given: &str) -> Result<ServerChoice, CliError> {
         name: Some(given.to_string()),
         url: table.url.trim_end_matches('/').to_string(),
         token,
+        ca_cert: env_var("AGENTS_CA_CERT")
+            .map(Into::into)
+            .or_else(|| table.ca_cert.clone()),
     })
 }
 

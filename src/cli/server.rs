@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::{CliError, Context};
 use crate::output::{Column, Element, Report};
-use cleveragents_engine::api::{self, Client};
+use cleveragents_engine::api;
 use cleveragents_engine::config as engine_config;
 
 /// `agents server` subcommands.
@@ -75,6 +75,10 @@ pub struct LoginArgs {
     /// Read the token from standard input (keeps it out of the shell history)
     #[arg(long)]
     pub token_stdin: bool,
+    /// PEM file of the authority that signed the server's TLS certificate (when no system
+    /// authority did, e.g. a self-signed certificate)
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 impl ServerCommand {
@@ -117,21 +121,15 @@ pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
     }
 }
 
-/// Refuses what `start` must not do: TLS (not built yet) and plain HTTP off loopback.
+/// Refuses plain HTTP off loopback: tokens would cross the network in clear text.
 fn check_listen(a: &StartArgs) -> Result<(), CliError> {
-    if a.tls_cert.is_some() {
-        return Err(CliError::new(
-            "NOT_SUPPORTED",
-            "--tls-cert/--tls-key: TLS is not built into the server yet",
-        )
-        .hint("listen on loopback and put a TLS-terminating proxy in front, with --insecure-http only between the proxy and the server"));
-    }
-    if !a.listen.ip().is_loopback() && !a.insecure_http {
+    if !a.listen.ip().is_loopback() && !a.insecure_http && a.tls_cert.is_none() {
         return Err(CliError::invalid_input(format!(
             "--listen {}: refusing plain HTTP on a non-loopback address (tokens would cross the network in clear text)",
             a.listen
         ))
         .hint(format!("listen on loopback: --listen 127.0.0.1:{}", a.listen.port()))
+        .hint("or serve TLS: --tls-cert CHAIN.pem --tls-key KEY.pem")
         .hint("or, behind a TLS proxy or on a trusted network only, add --insecure-http"));
     }
     Ok(())
@@ -162,25 +160,53 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
     let bound = listener
         .local_addr()
         .map_err(|e| CliError::new("IO_ERROR", format!("cannot read the bound address: {e}")))?;
-    let url = format!("http://{bound}");
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => Some(runtime.block_on(tls_config(cert, key))?),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{bound}");
     announce(ctx, &url, schema);
     let shared = Arc::new(crate::server::Shared {
         engine,
         render: remote_error,
         stopping: stopping.clone(),
     });
+    let router = crate::server::router(shared);
     runtime
-        .block_on(crate::server::serve(
-            listener,
-            crate::server::router(shared),
-            stopping,
-        ))
+        .block_on(async {
+            match tls {
+                Some(tls) => crate::server::serve_tls(listener, router, tls, stopping).await,
+                None => crate::server::serve(listener, router, stopping).await,
+            }
+        })
         .map_err(|e| CliError::new("IO_ERROR", format!("the server failed: {e}")))?;
     Ok(Report::ok(
         "server start",
         json!({"url": url, "stopped": true}),
         format!("Server at {url} stopped"),
     ))
+}
+
+/// The TLS settings of `--tls-cert` and `--tls-key` (PEM files).
+///
+/// # Errors
+/// `INVALID_INPUT` naming both files when they cannot be read or do not hold a certificate
+/// chain and its private key.
+async fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<axum_server::tls_rustls::RustlsConfig, CliError> {
+    axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+        .await
+        .map_err(|e| {
+            CliError::invalid_input(format!(
+                "--tls-cert {} --tls-key {}: {e}",
+                cert.display(),
+                key.display()
+            ))
+            .hint("--tls-cert takes the PEM certificate chain, --tls-key its PEM private key (PKCS#8, PKCS#1 or SEC1)")
+        })
 }
 
 /// An engine failure as the protocol carries it: what this command line would print.
@@ -304,9 +330,21 @@ fn login(ctx: &Context, a: &LoginArgs) -> Result<Report, CliError> {
         return Err(CliError::invalid_input("no token on standard input")
             .hint("create one on the server host: agents server token create NAME"));
     }
-    let client = api::Remote::new(url, Some(token.clone()))?;
-    let hello = (&client as &dyn Client).hello()?;
-    engine_config::add_server(&ctx.paths.config_path, &a.name, url)?;
+    let ca_cert = match &a.ca_cert {
+        Some(p) => Some(
+            std::path::absolute(p)
+                .map_err(|e| CliError::invalid_input(format!("--ca-cert {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    let chosen = super::remote::ServerChoice {
+        name: Some(a.name.clone()),
+        url: url.to_string(),
+        token: Some(token.clone()),
+        ca_cert: ca_cert.clone(),
+    };
+    let hello = chosen.client()?.hello()?;
+    engine_config::add_server(&ctx.paths.config_path, &a.name, url, ca_cert.as_deref())?;
     engine_config::save_server_token(&ctx.paths.config_path, &a.name, &token)?;
     Ok(Report::ok(
         "server login",

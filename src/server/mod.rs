@@ -86,6 +86,28 @@ pub async fn serve(
     .await
 }
 
+/// [`serve`] over TLS (rustls) with `tls`: the same router, the same graceful stop.
+///
+/// # Errors
+/// I/O errors of the listener.
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    tls: axum_server::tls_rustls::RustlsConfig,
+    stopping: Stopping,
+) -> std::io::Result<()> {
+    let handle = axum_server::Handle::new();
+    let stopper = handle.clone();
+    tokio::spawn(async move {
+        shutdown_signal(stopping).await;
+        stopper.graceful_shutdown(None);
+    });
+    axum_server::from_tcp_rustls(listener.into_std()?, tls)?
+        .handle(handle)
+        .serve(router.into_make_service_with_connect_info::<SocketAddr>())
+        .await
+}
+
 /// Tells the plans this server drives to stop at their next safe point once it is asked to
 /// stop (they stay resumable, as after Ctrl-C).
 #[derive(Debug, Clone, Default)]

@@ -23,6 +23,11 @@ pub struct Server {
 impl Server {
     /// Starts a server on `env`'s data directory after creating a token named `tests`.
     pub fn start(env: Env) -> Self {
+        Self::start_with(env, &["--listen", "127.0.0.1:0"])
+    }
+
+    /// [`Server::start`] with these `server start` arguments.
+    pub fn start_with(env: Env, start_args: &[&str]) -> Self {
         let out = env
             .local_command(&["--format", "plain", "server", "token", "create", "tests"])
             .output()
@@ -30,7 +35,7 @@ impl Server {
         assert!(out.status.success(), "token create: {out:?}");
         let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
         let mut child = env
-            .local_command(&["server", "start", "--listen", "127.0.0.1:0"])
+            .local_command(&[&["server", "start"], start_args].concat())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -41,7 +46,7 @@ impl Server {
             .unwrap();
         let url = line
             .split_whitespace()
-            .find(|w| w.starts_with("http://"))
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .unwrap_or_else(|| panic!("no URL in the server's first line: {line:?}"))
             .to_string();
         Self {

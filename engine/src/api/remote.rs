@@ -42,16 +42,44 @@ impl Remote {
     /// # Errors
     /// [`ApiError::Unreachable`] when the HTTP client or its runtime cannot be built.
     pub fn new(base: &str, token: Option<String>) -> Result<Self, ApiError> {
+        Self::trusting(base, token, None)
+    }
+
+    /// [`Remote::new`] that also trusts the certificate authorities of `roots_pem` (a PEM
+    /// bundle), for a server whose certificate no system authority signed.
+    ///
+    /// # Errors
+    /// [`ApiError::InvalidInput`] when `roots_pem` holds no usable certificate;
+    /// [`ApiError::Unreachable`] when the HTTP client or its runtime cannot be built.
+    pub fn trusting(
+        base: &str,
+        token: Option<String>,
+        roots_pem: Option<&[u8]>,
+    ) -> Result<Self, ApiError> {
         let base = base.trim_end_matches('/').to_string();
         let fail = |e: String| ApiError::Unreachable {
             url: base.clone(),
             reason: e,
         };
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("cleveragents/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| fail(e.to_string()))?;
+            .user_agent(concat!("cleveragents/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = roots_pem {
+            let roots =
+                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| ApiError::InvalidInput {
+                    message: format!("the server's certificate authority: {e}"),
+                })?;
+            if roots.is_empty() {
+                return Err(ApiError::InvalidInput {
+                    message: "the server's certificate authority file holds no PEM certificate"
+                        .to_string(),
+                });
+            }
+            builder = roots
+                .into_iter()
+                .fold(builder, reqwest::ClientBuilder::add_root_certificate);
+        }
+        let http = builder.build().map_err(|e| fail(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
