@@ -72,7 +72,7 @@ impl Source {
 }
 
 /// A provider's wire protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp, vLLM, LM Studio).
@@ -92,7 +92,7 @@ impl ProviderKind {
 }
 
 /// Prices for one model, in US dollars per million tokens.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelPrice {
     /// USD per million input (prompt) tokens.
@@ -115,7 +115,7 @@ pub struct ModelPrice {
 }
 
 /// Which request field carries the completion token cap on the OpenAI-compatible wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxTokensField {
     /// `max_completion_tokens`: OpenAI's current field (o-series and gpt-5 reject
@@ -154,7 +154,7 @@ impl MaxTokensField {
 
 /// One `[providers.NAME]` table as written in the file (every field optional so that built-in
 /// providers can be partly overridden).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderTable {
     /// Wire protocol; required for providers that are not built in.
@@ -190,7 +190,7 @@ pub struct ProviderTable {
 }
 
 /// The whole file, as parsed. Unknown keys are rejected.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ConfigFile {
     /// Default automation profile for new plans.
@@ -226,7 +226,7 @@ pub struct ConfigFile {
 
 /// One `[servers.NAME]` table: where a server is. Its token is kept apart, in the credentials
 /// file beside the config file ([`credentials_path`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerTable {
     /// The server's base URL (`http://127.0.0.1:7420`).

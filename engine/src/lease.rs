@@ -27,7 +27,7 @@ pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 pub const STALE_AFTER: Duration = Duration::from_secs(10);
 
 /// A lease row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Lease {
     /// The plan driven.
     pub plan_id: Id,

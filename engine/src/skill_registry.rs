@@ -36,7 +36,7 @@ pub const LOAD_SKILL: &str = "load_skill";
 
 /// An override at a point of use (spec 18 "Metadata Overrides"): only `capability` and
 /// `description`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Override {
     /// Capability fields to replace (shallow merge).
@@ -48,7 +48,7 @@ pub struct Override {
 }
 
 /// A named tool reference: `local/lint` or `{name, override}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ToolRef {
     /// Just the name.
@@ -73,7 +73,7 @@ impl ToolRef {
 }
 
 /// One `tool_overrides` entry of an include.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOverride {
     /// The included tool's name.
@@ -84,7 +84,7 @@ pub struct ToolOverride {
 }
 
 /// An include: `local/git-ops` or `{name, tool_overrides}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum IncludeRef {
     /// Just the name.
@@ -112,7 +112,7 @@ impl IncludeRef {
 }
 
 /// A built-in group: `file_operations` or `{group: file_operations}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum BuiltinRef {
     /// The group's name.
@@ -125,7 +125,7 @@ pub enum BuiltinRef {
 }
 
 /// An `agent_skills` entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSkillRef {
     /// The folder (relative to the skill YAML, or absolute).
@@ -136,7 +136,7 @@ pub struct AgentSkillRef {
 }
 
 /// The body of a skill YAML (`skill:`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillDef {
     /// Namespaced name.
@@ -169,7 +169,7 @@ pub struct SkillDef {
 }
 
 /// A skill YAML file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillFile {
     /// Format header.
@@ -180,7 +180,7 @@ pub struct SkillFile {
 }
 
 /// A loaded Agent Skill folder.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AgentSkill {
     /// Front matter `name`.
     pub name: String,
@@ -196,7 +196,7 @@ pub struct AgentSkill {
 }
 
 /// One tool of a flattened skill.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ResolvedTool {
     /// Name as offered.
     pub name: String,
@@ -226,7 +226,7 @@ impl ResolvedTool {
 }
 
 /// A skill with its tools flattened.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ResolvedSkill {
     /// Name.
     pub name: String,

@@ -50,7 +50,10 @@ pub struct Shared {
     pub stopping: Stopping,
 }
 
-/// The router of the protocol's version 1 and the health checks.
+/// The protocol's OpenAPI document, generated once (it is public: it holds no data).
+static OPENAPI_DOCUMENT: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+
+/// The router of the protocol's version 1, its OpenAPI document and the health checks.
 pub fn router(shared: Arc<Shared>) -> Router {
     let v1 = Router::new()
         .route("/call", post(call))
@@ -59,9 +62,14 @@ pub fn router(shared: Arc<Shared>) -> Router {
             Arc::clone(&shared),
             auth::require_token,
         ));
+    let published = OPENAPI_DOCUMENT.get_or_init(api::openapi::document).clone();
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
+        .route(
+            &format!("/{}/openapi.json", protocol::VERSION),
+            get(move || async move { axum::Json(published) }),
+        )
         .nest(&format!("/{}", protocol::VERSION), v1)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

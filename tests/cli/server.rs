@@ -524,3 +524,26 @@ fn commands_about_this_machine_ignore_the_server_and_host_commands_refuse_it() {
     assert_eq!(code, 1, "{doc:#}");
     assert!(doc.to_string().contains("http://127.0.0.1:7420"), "{doc:#}");
 }
+
+#[test]
+fn the_protocol_is_published_as_openapi_generated_from_its_types() {
+    let server = Server::start(Env::new());
+    let (status, body) = server.http("GET", "/v1/openapi.json", None, "");
+    assert_eq!(status, 200, "{body}");
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], "v1");
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for name in [
+        "Request",
+        "Response",
+        "ErrorEnvelope",
+        "EngineEvent",
+        "Op",
+        "PlanStatusView",
+    ] {
+        assert!(schemas.contains_key(name), "{name} is not published");
+    }
+    assert!(doc["paths"]["/v1/call"]["post"].is_object(), "{doc:#}");
+    assert!(doc["paths"]["/v1/events"]["get"].is_object(), "{doc:#}");
+}

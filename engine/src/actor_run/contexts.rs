@@ -79,7 +79,7 @@ impl From<rusqlite::Error> for ContextError {
 }
 
 /// A context's summary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextSummary {
     /// Its name.
     pub name: String,
@@ -100,7 +100,7 @@ pub struct ContextSummary {
 }
 
 /// One item of a context: a message or a file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ContextItem {
     /// A message of the conversation.
@@ -126,7 +126,7 @@ pub enum ContextItem {
 }
 
 /// A context with its items, in order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextDetail {
     /// The summary.
     pub summary: ContextSummary,

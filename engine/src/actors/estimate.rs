@@ -14,7 +14,7 @@ use crate::store::{Store, StoreError};
 pub const USAGE_ESTIMATOR: &str = "builtin/usage-estimator";
 
 /// A median and the range around it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spread {
     /// The median.
     pub median: f64,
@@ -54,7 +54,7 @@ impl Spread {
 }
 
 /// What the estimator says about a plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Estimate {
     /// The estimator (`builtin/usage-estimator`, or the plan's model estimation actor).
     pub estimator: String,

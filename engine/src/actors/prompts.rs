@@ -55,7 +55,7 @@ pub fn render(template: &str, vars: &Value) -> Result<String, PromptError> {
 }
 
 /// The role a model actor plays in a plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Strategize: records decisions with read-only tools.
@@ -188,7 +188,7 @@ pub fn request_decision_tool() -> ToolSpec {
 }
 
 /// The `step` of an executable decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepDraft {
     /// What the executor does.
@@ -199,7 +199,7 @@ pub struct StepDraft {
 }
 
 /// A decision as the strategist recorded it (the arguments of `record_decision`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionDraft {
     /// The actor's own key.

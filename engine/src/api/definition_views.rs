@@ -9,7 +9,7 @@ use super::protocol::{self, Request, Response};
 use super::{ApiError, Client, Engine};
 
 /// One call of this family.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "query", rename_all = "snake_case")]
 pub enum DefinitionQuery {
     /// Every action. Not answered yet.
@@ -26,7 +26,7 @@ impl DefinitionQuery {
 }
 
 /// The answer to a [`DefinitionQuery`], one variant per call.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", content = "view", rename_all = "snake_case")]
 pub enum DefinitionView {
     /// Placeholder until the first call of the family is answered.

@@ -13,7 +13,7 @@ macro_rules! error_codes {
     ($($(#[$doc:meta])* $variant:ident => $text:literal,)+) => {
         /// A stable error code, serialised as the upper-case string the JSON envelope carries
         /// in `error.code` (`NOT_FOUND`, `IO_ERROR`, ...).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, schemars::JsonSchema)]
         pub enum ErrorCode {
             $($(#[$doc])* #[serde(rename = $text)] $variant,)+
         }

@@ -18,7 +18,7 @@ const EXPORT_NOTE: &str =
     "Exported by CleverAgents with `plan export --branch` (not applied; git hooks were not run).";
 
 /// Where [`super::Op::Export`] writes.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub enum ExportTarget {
     /// A new branch of the user's repository, by name.
     Branch(String),
@@ -27,7 +27,7 @@ pub enum ExportTarget {
 }
 
 /// What [`super::Op::Export`] exports, and where.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ExportRequest {
     /// The plan.
     pub plan: Id,
@@ -42,7 +42,7 @@ pub struct ExportRequest {
 }
 
 /// What [`super::Op::Export`] did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Exported {
     /// What was written.
     #[serde(flatten)]

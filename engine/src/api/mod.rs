@@ -15,6 +15,7 @@ pub mod definition_views;
 mod error;
 mod export;
 mod op;
+pub mod openapi;
 pub mod plan_views;
 pub mod protocol;
 mod query;

@@ -12,7 +12,7 @@ use crate::sandbox::CheckpointId;
 use crate::sandbox::lifetime::CleanupReport;
 
 /// Everything `plan use` needs: the plan to create and the budget flags.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct UseRequest {
     /// The action, projects, profile, actors, invariants and arguments.
     pub request: Request,
@@ -23,7 +23,9 @@ pub struct UseRequest {
 }
 
 /// How a correction treats the decision it corrects (spec section 13).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub enum CorrectMode {
     /// Revert the decision and what depends on it, and re-run the affected steps.
     Revert,
@@ -37,7 +39,7 @@ pub enum CorrectMode {
 
 /// A typed mutation of the engine's state. Plans are named by full id (resolve prefixes with
 /// [`super::Engine::resolve_plan`]); approvals by their `apr_...` id.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     /// Create a plan from an action and run it as far as its automation profile allows.
@@ -114,7 +116,7 @@ pub enum Op {
 }
 
 /// What [`Op::Review`] marks.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ReviewRequest {
     /// The plan.
     pub plan: Id,
@@ -127,7 +129,7 @@ pub struct ReviewRequest {
 }
 
 /// What [`Op::Review`] did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Reviewed {
     /// The ids of the items marked.
     pub marked: Vec<String>,
@@ -136,7 +138,7 @@ pub struct Reviewed {
 }
 
 /// A correction of a decision.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Correction {
     /// The decision corrected.
     pub decision: Id,
@@ -151,7 +153,7 @@ pub struct Correction {
 }
 
 /// What `plan use` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Used {
     /// The created plan and what went into it.
     pub created: Created,
@@ -167,7 +169,7 @@ pub struct Used {
 }
 
 /// What `plan cancel` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Cancelled {
     /// The plan as it is now (cancelled, unless another process's driver has not stopped).
     pub plan: Plan,
@@ -176,7 +178,7 @@ pub struct Cancelled {
 }
 
 /// What answering an approval (or rejecting it) did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Answered {
     /// The approval as answered, its effect, whether the plan resumed.
     pub answered: lc_approvals::Answered,
@@ -189,7 +191,7 @@ pub struct Answered {
 }
 
 /// What `plan prompt` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Prompted {
     /// The approval answered with the guidance and whether the plan resumed.
     pub prompted: lc_approvals::Prompted,
@@ -200,7 +202,7 @@ pub struct Prompted {
 }
 
 /// The typed result of an [`Op`], one variant per operation.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Outcome {
     /// [`Op::Use`].

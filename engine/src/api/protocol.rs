@@ -20,7 +20,7 @@ pub const VERSION: &str = "v1";
 pub const EVENTS_PAGE_MAX: u32 = 1_000;
 
 /// One call of the protocol.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum Request {
     /// Who answers: product version, protocol version, database schema.
@@ -115,7 +115,7 @@ impl Request {
 }
 
 /// The answer to a [`Request`], one variant per call.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "view", content = "data", rename_all = "snake_case")]
 pub enum Response {
     /// [`Request::Hello`].
@@ -180,7 +180,7 @@ impl Response {
 }
 
 /// What [`Request::Hello`] answers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Hello {
     /// The product's version (`CARGO_PKG_VERSION` of the engine).
     pub version: String,
@@ -194,7 +194,9 @@ pub struct Hello {
 
 /// A failure as it crosses the protocol: the stable code, the message, details and hints as
 /// the command line would print them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[derive(
+    Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error, schemars::JsonSchema,
+)]
 #[error("{message}")]
 pub struct RemoteError {
     /// The stable code (`NOT_FOUND`, `UNAUTHENTICATED`, ...).
@@ -208,7 +210,7 @@ pub struct RemoteError {
 }
 
 /// The body of every non-2xx answer of the server: `{"error": {...}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorEnvelope {
     /// The failure.
     pub error: RemoteError,

@@ -70,7 +70,9 @@ impl Engine {
 }
 
 /// What `plan list` filters on (every filter optional; all given must hold).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct PlanFilter {
     /// Only this phase (`strategize`, `execute`, `apply`, `applied`).
     pub phase: Option<String>,
@@ -85,7 +87,7 @@ pub struct PlanFilter {
 }
 
 /// The plans `plan list` shows, oldest first, with the filters as resolved.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PlanListView {
     /// The plans that pass every filter.
     pub plans: Vec<crate::domain::Plan>,

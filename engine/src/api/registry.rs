@@ -120,7 +120,7 @@ impl Engine {
 macro_rules! registry_changes {
     ($($(#[$doc:meta])* $variant:ident($req:ident) -> $out:ty;)+) => {
         /// A registry change (one variant per change, each carrying its request).
-        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         #[serde(tag = "change", content = "request", rename_all = "snake_case")]
         pub enum RegistryOp {
             $($(#[$doc])* $variant($req),)+
@@ -128,7 +128,7 @@ macro_rules! registry_changes {
 
         /// What a [`RegistryOp`] did, one variant per change (each face renders its own;
         /// not serialised as a whole, since a resolved skill's tools are runtime values).
-        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         #[serde(tag = "change", content = "outcome", rename_all = "snake_case")]
         pub enum RegistryOutcome {
             $($(#[$doc])* $variant($out),)+
@@ -230,7 +230,7 @@ registry_changes! {
 }
 
 /// Registers a resource of a built-in type (and what it discovers).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddResource {
     /// The type (`git-checkout`, `fs-directory`, ...).
     pub type_name: String,
@@ -255,7 +255,7 @@ impl RegistryChange for AddResource {
 }
 
 /// Registers a resource of a custom type.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddCustomResource {
     /// The custom type.
     pub custom: CustomType,
@@ -286,7 +286,7 @@ impl RegistryChange for AddCustomResource {
 }
 
 /// Removes a resource (and what it discovered).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemoveResource {
     /// The resource, by name or id.
     pub resource: String,
@@ -300,7 +300,7 @@ impl RegistryChange for RemoveResource {
 }
 
 /// Links a child resource under a parent by hand.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct LinkResources {
     /// The parent, by name or id.
     pub parent: String,
@@ -316,7 +316,7 @@ impl RegistryChange for LinkResources {
 }
 
 /// Removes a manual link between two resources.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct UnlinkResources {
     /// The parent, by name or id.
     pub parent: String,
@@ -332,7 +332,7 @@ impl RegistryChange for UnlinkResources {
 }
 
 /// Registers a custom resource type from a file or from options.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddResourceType {
     /// The YAML file, if any.
     pub file: Option<PathBuf>,
@@ -357,7 +357,7 @@ impl RegistryChange for AddResourceType {
 }
 
 /// Removes a custom resource type no resource uses.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemoveResourceType {
     /// The type's name.
     pub name: String,
@@ -371,7 +371,7 @@ impl RegistryChange for RemoveResourceType {
 }
 
 /// Creates a project.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CreateProject(pub projects::CreateRequest);
 
 impl RegistryChange for CreateProject {
@@ -386,7 +386,7 @@ impl RegistryChange for CreateProject {
 }
 
 /// Links a resource to a project.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct LinkProjectResource {
     /// The project, by name or id.
     pub project: String,
@@ -412,7 +412,7 @@ impl RegistryChange for LinkProjectResource {
 }
 
 /// Unlinks a resource from a project; returns the plans that still use it.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct UnlinkProjectResource {
     /// The project, by name or id.
     pub project: String,
@@ -432,7 +432,7 @@ impl RegistryChange for UnlinkProjectResource {
 }
 
 /// Deletes a project (backed up first); `force` cancels its active plans, each with its event.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct DeleteProject {
     /// The project, by name or id.
     pub project: String,
@@ -454,7 +454,7 @@ impl RegistryChange for DeleteProject {
 }
 
 /// Sets (or with `None`, clears) a project's automation profile.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct SetProjectProfile {
     /// The project, by name or id.
     pub project: String,
@@ -474,7 +474,7 @@ impl RegistryChange for SetProjectProfile {
 }
 
 /// Adds a validation to a project.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddValidation(pub projects::ValidationRequest);
 
 impl RegistryChange for AddValidation {
@@ -485,7 +485,7 @@ impl RegistryChange for AddValidation {
 }
 
 /// Removes a project's validation.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemoveValidation {
     /// The project, by name or id.
     pub project: String,
@@ -505,7 +505,7 @@ impl RegistryChange for RemoveValidation {
 }
 
 /// Sets (or with an empty policy, clears) one view of a project's context policy.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct SetContextPolicy {
     /// The project.
     pub project: Id,
@@ -528,7 +528,7 @@ impl RegistryChange for SetContextPolicy {
 }
 
 /// Creates an action from its YAML file and flags.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CreateAction(pub actions::CreateRequest);
 
 impl RegistryChange for CreateAction {
@@ -539,7 +539,7 @@ impl RegistryChange for CreateAction {
 }
 
 /// Checks an action and marks it available.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct MakeActionAvailable {
     /// The action, by name or id.
     pub action: String,
@@ -557,7 +557,7 @@ impl RegistryChange for MakeActionAvailable {
 }
 
 /// Archives an action.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ArchiveAction {
     /// The action, by name or id.
     pub action: String,
@@ -571,7 +571,7 @@ impl RegistryChange for ArchiveAction {
 }
 
 /// Deletes an action and frees its name.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct DeleteAction {
     /// The action, by name or id.
     pub action: String,
@@ -585,7 +585,7 @@ impl RegistryChange for DeleteAction {
 }
 
 /// Registers (or with `update`, replaces) an actor from its YAML file.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddActor {
     /// The YAML file.
     pub file: PathBuf,
@@ -612,7 +612,7 @@ impl RegistryChange for AddActor {
 }
 
 /// Removes a custom actor; returns what named it.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemoveActor {
     /// The actor.
     pub actor: String,
@@ -630,7 +630,7 @@ impl RegistryChange for RemoveActor {
 }
 
 /// Adds an invariant to each of the targets.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddInvariant {
     /// Where it applies (global, projects, actions, plans).
     pub targets: Targets,
@@ -653,7 +653,7 @@ impl RegistryChange for AddInvariant {
 }
 
 /// Removes an invariant.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemoveInvariant {
     /// The invariant's id (or a unique prefix).
     pub invariant: String,
@@ -667,7 +667,7 @@ impl RegistryChange for RemoveInvariant {
 }
 
 /// Registers (or with `update`, replaces) a custom automation profile from its YAML file.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddProfile {
     /// The YAML file.
     pub file: PathBuf,
@@ -692,7 +692,7 @@ impl RegistryChange for AddProfile {
 }
 
 /// Removes a custom automation profile that nothing uses as a default.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemoveProfile {
     /// The profile.
     pub profile: String,
@@ -713,7 +713,7 @@ impl RegistryChange for RemoveProfile {
 }
 
 /// Registers (or replaces) a custom tool.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RegisterTool(pub AddTool);
 
 impl RegistryChange for RegisterTool {
@@ -724,7 +724,7 @@ impl RegistryChange for RegisterTool {
 }
 
 /// Removes a custom tool.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemoveTool {
     /// The tool.
     pub name: String,
@@ -738,7 +738,7 @@ impl RegistryChange for RemoveTool {
 }
 
 /// Registers (or replaces) a custom skill.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RegisterSkill(pub AddSkill);
 
 impl RegistryChange for RegisterSkill {
@@ -749,7 +749,7 @@ impl RegistryChange for RegisterSkill {
 }
 
 /// Removes a custom skill.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemoveSkill {
     /// The skill.
     pub name: String,

@@ -9,7 +9,7 @@ use super::protocol::{self, Request, Response};
 use super::{ApiError, Client, Engine};
 
 /// One call of this family.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "query", rename_all = "snake_case")]
 pub enum RegistryQuery {
     /// Every registered resource. Not answered yet.
@@ -26,7 +26,7 @@ impl RegistryQuery {
 }
 
 /// The answer to a [`RegistryQuery`], one variant per call.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", content = "view", rename_all = "snake_case")]
 pub enum RegistryView {
     /// Placeholder until the first call of the family is answered.

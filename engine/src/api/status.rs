@@ -24,7 +24,7 @@ use crate::store::plan_links::Origin;
 const STEP_NAME_CHARS: usize = 48;
 
 /// Everything `plan status` shows about one plan, read in one go (see [`Engine::plan_status`]).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PlanStatusView {
     /// The plan row, after a stale lease was recovered.
     pub plan: Plan,
@@ -77,7 +77,9 @@ pub struct PlanStatusView {
 
 /// A step that continued from its journal at the exact call (docs/sandbox.md, "Resuming a
 /// step").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct ResumedAt {
     /// The step's position.
     pub step: u32,
@@ -105,7 +107,7 @@ impl PlanStatusView {
 }
 
 /// One Execute step and its name.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct StepView {
     /// The step row.
     pub step: PlanStep,
@@ -118,7 +120,7 @@ pub struct StepView {
 }
 
 /// One child plan of the plan.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ChildView {
     /// The link: spawn decision, status, parallel group, detail.
     pub link: ChildLink,
@@ -130,7 +132,7 @@ pub struct ChildView {
 }
 
 /// Where a plan stands, in priority order: the first that holds is the headline.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StatusHeadline {
     /// The plan is applied.

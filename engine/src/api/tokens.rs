@@ -42,7 +42,7 @@ pub struct CreatedToken {
 }
 
 /// Who a request comes from: the token it carried.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Principal {
     /// The token's id.
     pub token_id: String,

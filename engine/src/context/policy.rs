@@ -33,7 +33,7 @@ pub const DEFAULT_MAX_TOTAL_SIZE: u64 = 50 << 20;
 pub const DEFAULT_SUMMARY_MAX_TOKENS: u64 = 500;
 
 /// One view's policy as set (every field optional).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextPolicy {
     /// Only these resources (names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -102,7 +102,7 @@ impl ContextPolicy {
 }
 
 /// A phase's policy with every value filled in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Resolved {
     /// Only these resources (empty: all).
     pub include_resources: Vec<String>,

@@ -26,7 +26,7 @@ use crate::store::corrections::{AttemptStatus, CorrectionAttempt, insert_attempt
 use crate::store::lifecycle_run::{BaseKind, PlanBase};
 
 /// What an append did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Appended {
     /// The child plan as it is now.
     pub child: Plan,

@@ -27,7 +27,7 @@ use crate::store::lifecycle_run::PlanStep;
 use crate::store::{Store, StoreError};
 
 /// A decision's downstream impact.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Impact {
     /// The decision asked about.
     pub decision_id: Id,

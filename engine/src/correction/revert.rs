@@ -50,7 +50,7 @@ use crate::store::decisions::{depend_in, insert_in};
 use crate::store::lifecycle_run::{PlanStep, StepStatus, replace_step_rows, save_step};
 
 /// What a revert did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Reverted {
     /// The attempt recorded.
     pub attempt: CorrectionAttempt,

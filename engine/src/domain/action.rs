@@ -15,7 +15,7 @@ use super::lifecycle::str_enum;
 use super::limits::Limits;
 
 /// The state of an action definition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionState {
     /// Being written; not offered for `plan use` by default.
@@ -53,7 +53,7 @@ pub enum Interpreter {
 }
 
 /// The type of an action argument.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ArgType {
     /// Any text.
@@ -73,7 +73,7 @@ pub enum ArgType {
 }
 
 /// One declared argument (`arguments:` entry, or `--arg name:type:required|optional:desc`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArgumentSpec {
     /// Name used in `--arg name=value` and `{{ name }}`: letters, digits and `_`.
@@ -93,7 +93,7 @@ pub struct ArgumentSpec {
 }
 
 /// A child plan started by a `spawn` step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnSpec {
     /// The action the child plan uses.
@@ -104,7 +104,7 @@ pub struct SpawnSpec {
 }
 
 /// One step of an action's `script` (run by the built-in offline actors).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     rename_all(serialize = "snake_case", deserialize = "kebab-case")
@@ -147,7 +147,7 @@ pub struct ScriptStep {
 }
 
 /// What shell steps may do beyond the default confinement.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     rename_all(serialize = "snake_case", deserialize = "kebab-case")
@@ -174,7 +174,7 @@ pub struct SandboxSpec {
 }
 
 /// A registered action.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Action {
     /// Action id (ULID).
     pub action_id: Id,

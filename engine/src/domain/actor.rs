@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// The kind of a custom actor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ActorType {
     /// One model with a system prompt, skills and options (`agent` in spec 05 is accepted
@@ -17,7 +19,7 @@ pub enum ActorType {
 }
 
 /// Model options (`options:` in the actor file).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     rename_all(serialize = "snake_case", deserialize = "kebab-case")
@@ -54,7 +56,7 @@ impl ActorOptions {
 }
 
 /// Run limits (`limits:` in the actor file).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     rename_all(serialize = "snake_case", deserialize = "kebab-case")
@@ -69,7 +71,7 @@ pub struct ActorLimits {
 }
 
 /// A validated custom actor, as stored (`definition` column, JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActorDefinition {
     /// `llm` or `graph`.
     #[serde(rename = "type")]
@@ -99,7 +101,7 @@ pub struct ActorDefinition {
 
 /// How much of a loaded actor context the actor sees (spec section 16 `memory_enabled`,
 /// `max_history`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActorMemory {
     /// `false` when the file says `memory_enabled: false`: a loaded context is not shown to
     /// the model (the run is still saved to it).
@@ -111,7 +113,7 @@ pub struct ActorMemory {
 }
 
 /// A registered custom actor.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Actor {
     /// Actor id (ULID).
     pub actor_id: String,

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// What a journal entry records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryOp {
     /// A file, symbolic link or deletion at `path`.

@@ -12,7 +12,7 @@ use super::lifecycle::str_enum;
 use super::next::Next;
 
 /// Why a plan waits for a human.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalKind {
     /// The profile stops before the next phase.
@@ -54,7 +54,7 @@ str_enum!(ApprovalKind {
 });
 
 /// Where an approval stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     /// Waiting for a human.
@@ -78,7 +78,7 @@ str_enum!(ApprovalStatus {
 });
 
 /// One approval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Approval {
     /// `apr_` followed by a ULID.
     pub approval_id: String,

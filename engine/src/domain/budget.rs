@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What a plan may spend; `None` is no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanBudget {
     /// US dollars over all model calls of the plan (priced calls only).
     pub max_cost_usd: Option<f64>,

@@ -15,7 +15,7 @@ use super::id::Id;
 use super::lifecycle::str_enum;
 
 /// The kinds of decision the spec defines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionType {
     /// The root: the substituted description the plan works from.
@@ -57,7 +57,7 @@ str_enum!(DecisionType {
 });
 
 /// What an executable decision asks the execution actor to do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// What to do, in the strategist's words (or the script step, for offline actors).
     pub instructions: String,
@@ -67,7 +67,7 @@ pub struct Step {
 }
 
 /// One recorded decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Decision {
     /// Decision id.
     pub decision_id: Id,

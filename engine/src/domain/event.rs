@@ -24,7 +24,7 @@ pub use state::StateChanged;
 
 /// The kinds of event, named as spec section 27 names them: the `type` of a row, for
 /// queries that filter by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventType {
     /// A plan was created by `plan use`.
@@ -113,7 +113,7 @@ str_enum!(EventType {
 });
 
 /// What happened: the kind of event with its payload, stored as `type` and `data`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum EventKind {
     /// A plan was created by `plan use`.
@@ -177,7 +177,7 @@ pub enum EventKind {
 }
 
 /// A stored event whose payload could not be typed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RawEvent {
     /// The row's `type`.
     #[serde(rename = "type")]
@@ -250,7 +250,7 @@ impl EventKind {
 }
 
 /// One event, as stored and as streamed (`--stream` prints these as JSON Lines).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EngineEvent {
     /// Global sequence number, increasing.
     pub seq: i64,

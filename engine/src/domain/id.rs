@@ -16,9 +16,21 @@ pub const MIN_PREFIX: usize = 4;
 pub const SHORT_LEN: usize = 8;
 
 /// A ULID identifier, shown as 26 Crockford base32 characters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(transparent)]
-pub struct Id(Ulid);
+pub struct Id(#[schemars(with = "String")] Ulid);
 
 impl Id {
     /// A new id for the current time (monotonic within the process).

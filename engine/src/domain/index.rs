@@ -36,7 +36,7 @@ pub const DEFAULT_GENERATED: &[&str] = &[
 /// default-excludes = true         # false: only `exclude` (no built-in node_modules, target, ...)
 /// embeddings = "openai/text-embedding-3-small"  # PROVIDER/MODEL for search_code_semantically
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct IndexConfig {
     /// Whether resources are indexed at all (default true).

@@ -7,7 +7,7 @@ use super::id::Id;
 use super::plan::InvariantScope;
 
 /// A registered invariant.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Invariant {
     /// `inv_<ULID>`.
     pub invariant_id: String,

@@ -12,7 +12,19 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The four phases of a plan, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Deciding what to do; read-only by construction.
@@ -26,7 +38,7 @@ pub enum Phase {
 }
 
 /// Where a plan is within its current phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessingState {
     /// Waiting to be driven.
@@ -134,7 +146,7 @@ pub enum LifecycleError {
 }
 
 /// The lifecycle position of a plan: phase, state and attempt number (1-based).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanStatus {
     /// Current phase.
     pub phase: Phase,

@@ -11,7 +11,7 @@ pub const MIB: u64 = 1024 * 1024;
 
 /// Resource limits of one confined command and everything it starts. Sizes are bytes and
 /// accept `512MiB`, `2GiB`, `4G` in action files; 0 means unlimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct Limits {
     /// Processes and threads at once (cgroup `pids.max`; `RLIMIT_NPROC` for non-root users).
@@ -107,7 +107,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
+    #[derive(Deserialize, schemars::JsonSchema)]
     #[serde(untagged)]
     enum Raw {
         Bytes(u64),

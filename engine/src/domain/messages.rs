@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// A tool as offered to a model: its callable name, a description, and the JSON Schema of its
 /// arguments (an object schema).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolSpec {
     /// Callable name (`read_file`); unique among the tools offered in one request.
     pub name: String,
@@ -21,7 +21,7 @@ pub struct ToolSpec {
 }
 
 /// One tool call made by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCall {
     /// The provider's call id (`call_...` / `toolu_...`), echoed back with the result.
     pub id: String,
@@ -32,7 +32,7 @@ pub struct ToolCall {
 }
 
 /// The result of one tool call, as sent back to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolResult {
     /// The id of the [`ToolCall`] this answers.
     pub call_id: String,
@@ -44,7 +44,7 @@ pub struct ToolResult {
 
 /// One message of a conversation. The system prompt is not a message: it travels in
 /// [`ChatRequest::system`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     /// The user (or the engine speaking for the user).
@@ -67,7 +67,9 @@ pub enum Message {
 }
 
 /// Token counts of one model call (or a sum of calls).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Usage {
     /// Prompt tokens, including cached ones (cache reads and writes).
     pub input_tokens: u64,

@@ -34,7 +34,9 @@ pub fn is_builtin_profile(name: &str) -> bool {
 }
 
 /// A parsed `[server:][namespace/]name`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(try_from = "String", into = "String")]
 pub struct QualifiedName {
     /// The server a remote name lives on (`dev` in `dev:freemo/x`); `None` for local items.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::id::Id;
 
 /// How a suggested correction treats the decision it corrects (spec section 13).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CorrectionMode {
     /// Re-decide the decision and what depends on it.
@@ -22,7 +22,7 @@ pub enum CorrectionMode {
 
 /// One suggested next step. Placeholders the user fills in (guidance, a reason, a limit) are
 /// part of the step's rendering, not fields: a suggestion holding one is a template.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "command", rename_all = "snake_case")]
 pub enum Next {
     /// Show the plan's status (`plan status PLAN`).

@@ -12,7 +12,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// How much of the lifecycle runs without a human (derived from the automation profile).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AutomationLevel {
     /// A user triggers each phase transition.
@@ -30,7 +30,9 @@ str_enum!(AutomationLevel {
 });
 
 /// Where an invariant came from, highest precedence first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum InvariantScope {
     /// Given for this plan.
@@ -46,7 +48,7 @@ pub enum InvariantScope {
 str_enum!(InvariantScope { Plan => "plan", Action => "action", Project => "project", Global => "global" });
 
 /// One constraint a plan must respect. Insertion order is kept for stable rendering.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanInvariant {
     /// The constraint text; never empty.
     pub text: String,
@@ -63,7 +65,7 @@ pub struct PlanInvariant {
 }
 
 /// A plan's link to one target project.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProjectLink {
     /// Namespaced project name.
     pub project_name: String,
@@ -128,7 +130,7 @@ impl ProjectLink {
 }
 
 /// A plan: one application of an action to projects (spec section 08).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     /// Plan id.
     pub plan_id: Id,

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The 13 flags of a profile (spec section 27), in the spec's table order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Flags {
     /// Strategize starts right after `plan use`.
@@ -50,7 +50,9 @@ pub struct Flags {
 }
 
 /// Whether a profile is built in or registered by a user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProfileSource {
     /// One of the six built-ins.
@@ -60,7 +62,7 @@ pub enum ProfileSource {
 }
 
 /// An automation profile.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Profile {
     /// Bare for built-ins (`trusted`), namespaced for custom profiles (`local/careful`).
     pub name: String,
@@ -79,7 +81,7 @@ pub struct Profile {
 }
 
 /// Where a plan's profile came from, highest precedence first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResolvedFrom {
     /// `plan use --automation-profile`.

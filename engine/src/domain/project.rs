@@ -8,7 +8,7 @@ use super::id::Id;
 use super::resource::Resource;
 
 /// A project.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Project {
     /// Project id (ULID).
     pub project_id: Id,
@@ -27,7 +27,7 @@ pub struct Project {
 }
 
 /// A resource linked to a project.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct LinkedResource {
     /// The resource.
     pub resource: Resource,
@@ -38,7 +38,7 @@ pub struct LinkedResource {
 }
 
 /// A validation command.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Validation {
     /// `val_<ULID>`.
     pub validation_id: String,

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::id::Id;
 
 /// A registered resource.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Resource {
     /// Resource id (ULID).
     pub resource_id: Id,

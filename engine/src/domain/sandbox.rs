@@ -103,7 +103,9 @@ pub enum Strategy {
 str_enum!(Strategy { GitWorktree => "git_worktree", CopyOnWrite => "copy_on_write" });
 
 /// Where a sandbox is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxState {
     /// Being created; a crash here leaves a partial directory that the next access replaces.
@@ -150,7 +152,18 @@ pub struct SandboxRecord {
 }
 
 /// A checkpoint id: `cp_` followed by a ULID.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct CheckpointId(String);
 
@@ -186,7 +199,7 @@ impl FromStr for CheckpointId {
 }
 
 /// One sandbox's state at a checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CheckpointState {
     /// The sandbox.
     pub sandbox_id: Id,
@@ -197,7 +210,7 @@ pub struct CheckpointState {
 }
 
 /// A plan-wide checkpoint as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CheckpointRecord {
     /// `cp_...`.
     pub checkpoint_id: CheckpointId,

@@ -93,7 +93,7 @@ pub fn reader(index: &Index) -> Result<IndexReader, IndexError> {
 }
 
 /// Kind of resource an index follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// A git checkout: changes come from the diff against the indexed commit and `git status`.
@@ -103,7 +103,7 @@ pub enum Source {
 }
 
 /// What is known of one indexed file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileMeta {
     /// Size in bytes when indexed.
     pub size: u64,
@@ -121,7 +121,7 @@ pub struct FileMeta {
 }
 
 /// The manifest ([`MANIFEST`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Manifest {
     /// [`LAYOUT_VERSION`].
     pub version: u32,

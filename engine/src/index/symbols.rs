@@ -74,7 +74,7 @@ pub fn grammar(language: &str) -> Option<Grammar> {
 }
 
 /// A definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Symbol {
     /// Its name.
     pub name: String,
@@ -99,7 +99,7 @@ pub struct Symbol {
 }
 
 /// An import: the module or path named, as written, and its line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Import {
     /// `crate::index`, `os.path`, `./util`, `net/http`.
     pub module: String,
@@ -108,7 +108,7 @@ pub struct Import {
 }
 
 /// The structure of one file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Structure {
     /// Definitions.
     pub symbols: Vec<Symbol>,

@@ -60,7 +60,9 @@ impl Policy {
 }
 
 /// Files skipped, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Skipped {
     /// Binary contents (a NUL byte, or not UTF-8).
     pub binary: u64,
@@ -78,7 +80,7 @@ impl Skipped {
 }
 
 /// A file the walk found: path relative to the root (with `/`), size and modification time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Found {
     /// Relative path.
     pub path: String,

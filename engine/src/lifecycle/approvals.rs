@@ -34,7 +34,7 @@ use crate::events::EventKind;
 use crate::store::{approvals, decisions};
 
 /// An answer to an approval.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub enum Answer {
     /// Option N (1-based).
     Option(usize),
@@ -47,7 +47,7 @@ pub enum Answer {
 }
 
 /// What answering did, and whether the plan should be driven on.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Answered {
     /// The approval as it is now.
     pub approval: Approval,
@@ -641,7 +641,7 @@ pub fn cancel_now(engine: &mut Engine, plan: &mut Plan, reason: &str) -> Result<
 }
 
 /// What `plan prompt` did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Prompted {
     /// The approval the guidance answered, if any.
     pub answered: Option<String>,

@@ -60,7 +60,7 @@ impl Op {
 }
 
 /// Why driving stopped.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "stopped", rename_all = "snake_case")]
 pub enum Stopped {
     /// A phase gate waits for a human.
@@ -99,7 +99,7 @@ pub enum Stopped {
 }
 
 /// The result of driving.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Driven {
     /// The plan as it is now.
     pub plan: Plan,

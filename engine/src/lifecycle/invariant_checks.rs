@@ -90,7 +90,7 @@ pub fn effective(store: &Store, plan_id: &Id) -> Result<Vec<Effective>, RunError
 }
 
 /// How a plan's invariants are checked: counts by form and the invariant actor, if any.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Coverage {
     /// `paths-unchanged:` invariants.
     pub paths_unchanged: usize,

@@ -17,7 +17,7 @@ use crate::store::model_calls::UsageRollup;
 use crate::store::{Store, StoreError};
 
 /// One error of a plan, from its `plan_errored` events.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ErrorEntry {
     /// Event sequence.
     pub seq: i64,
@@ -93,7 +93,7 @@ pub fn errors(store: &Store, plan_id: &Id) -> Result<Vec<ErrorEntry>, StoreError
 
 /// One recovery hint: what it does and the step that does it (the CLI renders the step as
 /// the command a user runs, with `--data-dir` / `--config-path` when they were given).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Hint {
     /// What the step does, for a human.
     pub what: String,

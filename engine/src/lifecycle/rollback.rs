@@ -19,7 +19,7 @@ use crate::sandbox::{CheckpointId, SandboxError, Sandboxes};
 use crate::store::{Store, StoreError};
 
 /// What a rollback did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RolledBack {
     /// The sandboxes' side: checkpoint, resources, discarded records, the plan's new status.
     #[serde(flatten)]

@@ -173,7 +173,7 @@ impl ScriptStep {
 }
 
 /// An action file as written.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ActionFile {
     /// Namespaced name (the NAME argument overrides it).
@@ -318,7 +318,7 @@ impl From<crate::registry::lookup::LookupError> for ActionError {
 }
 
 /// What `action create` was given on the command line.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CreateRequest {
     /// `--config FILE`.
     pub config: std::path::PathBuf,
@@ -359,7 +359,7 @@ pub struct CreateRequest {
 }
 
 /// One override the command line applied over the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct OverrideApplied {
     /// Field (snake_case).
     pub field: String,
@@ -370,7 +370,7 @@ pub struct OverrideApplied {
 }
 
 /// The result of `action create`.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Created {
     /// The action.
     pub action: Action,
@@ -1374,7 +1374,7 @@ fn script_reference_problems(store: &Store, action: &Action) -> Vec<String> {
 }
 
 /// One availability check (`action available`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Check {
     /// What was checked (`Strategy Actor`).
     pub label: String,
@@ -1546,7 +1546,7 @@ pub fn archive(store: &mut Store, input: &str) -> Result<(Action, ActionState), 
 }
 
 /// What `action delete` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Deleted {
     /// The action as it was.
     pub action: Action,

@@ -52,7 +52,7 @@ impl ActorType {
 }
 
 /// An actor file as written (kebab-case keys; snake_case accepted).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ActorFile {
     /// Namespaced name (optional when given on the command line).
@@ -88,7 +88,7 @@ pub struct ActorFile {
 }
 
 /// The `config:` block of an actor in the spec's file shape.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct SpecConfig {
     /// The provider model the actor runs on (`openai/gpt-4`).
@@ -114,10 +114,11 @@ pub struct SpecConfig {
 }
 
 /// The header of the spec's file shape.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct SpecHeader {
     /// Format version (`"3.0"`).
+    #[schemars(with = "Option<serde_json::Value>")]
     pub version: Option<serde_yaml::Value>,
     /// The actor `actor add` registers when no NAME is given.
     #[serde(alias = "default-actor")]
@@ -126,7 +127,7 @@ pub struct SpecHeader {
 
 /// The spec's actor file shape (spec section 16): `cleveragents: {version, default_actor}`,
 /// `actors: {KEY: actor}`, `routes: {KEY: graph}`, `context: {global: {...}}`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpecFile {
     /// The header.
@@ -140,6 +141,7 @@ pub struct SpecFile {
     pub routes: std::collections::BTreeMap<String, GraphDef>,
     /// Global template values (read; see `docs/decisions.md`).
     #[serde(default)]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub context: Option<serde_yaml::Value>,
 }
 
@@ -295,7 +297,7 @@ pub fn fingerprint(bytes: &[u8]) -> String {
 }
 
 /// Command-line overrides for `actor add`.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Overrides {
     /// `--type`.
     pub actor_type: Option<ActorType>,
@@ -310,7 +312,7 @@ pub struct Overrides {
 }
 
 /// What `add` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Added {
     /// The registered actor.
     pub actor: Actor,
@@ -824,7 +826,7 @@ fn validate_graph(
 }
 
 /// Who still refers to an actor.
-#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Impact {
     /// Actions naming it as one of their actors.
     pub actions: Vec<String>,

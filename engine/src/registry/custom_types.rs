@@ -30,7 +30,9 @@ use crate::store::resource_types::StoredType;
 use crate::store::{Store, StoreError};
 
 /// The value kinds a command-line argument accepts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ArgType {
     /// Any text.
@@ -60,7 +62,7 @@ impl ArgType {
 }
 
 /// `validation:` of a command-line argument.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Validation {
     /// A regular expression the value must match (Rust `regex` syntax).
@@ -68,7 +70,7 @@ pub struct Validation {
 }
 
 /// One argument of `resource add <type>`: `--<name> <VALUE>`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CliArgument {
     /// The flag without dashes (`connection-string`).
@@ -106,7 +108,7 @@ impl CliArgument {
 }
 
 /// One allowed child type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChildType {
     /// The child's type name.
@@ -128,7 +130,7 @@ fn yes() -> bool {
 }
 
 /// `physical_or_virtual:`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Nature {
     /// A concrete thing somewhere.
@@ -138,7 +140,9 @@ pub enum Nature {
 }
 
 /// `capabilities:` as written (each may only narrow what the handler can do).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct CapabilitiesSpec {
     /// Can be read.
@@ -153,7 +157,7 @@ pub struct CapabilitiesSpec {
 
 /// The body of a resource type file, every field optional so that command-line options can
 /// supply or override it (spec 06).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TypeSpec {
     /// Namespaced name (`local/notes`).
@@ -183,14 +187,14 @@ pub struct TypeSpec {
     pub capabilities: Option<CapabilitiesSpec>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Header {
     #[allow(dead_code)]
     version: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct WrappedFile {
     #[allow(dead_code)]
@@ -199,7 +203,9 @@ struct WrappedFile {
 }
 
 /// Command-line options of `resource type add`, applied over the file (spec 06).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct TypeOptions {
     /// `--physical` (true) or `--virtual` (false).
     pub physical: Option<bool>,
@@ -219,7 +225,7 @@ pub struct TypeOptions {
 }
 
 /// A registered custom type, as stored (table `resource_types`, column `definition`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CustomType {
     /// Namespaced name.
     pub name: String,
@@ -894,7 +900,7 @@ fn put(store: &mut Store, t: &CustomType) -> Result<(), TypeError> {
 }
 
 /// The outcome of [`add`].
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct TypeAdded {
     /// The stored type.
     pub custom: CustomType,

@@ -240,7 +240,7 @@ pub fn resolve_plan(store: &Store, input: &str) -> Result<Id, InvariantError> {
 }
 
 /// Where `invariant add` attaches its text.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Targets {
     /// `--global`.
     pub global: bool,
@@ -429,7 +429,7 @@ pub fn list(store: &Store, filter: &Filter) -> Result<Vec<Invariant>, InvariantE
 }
 
 /// How an invariant left the effective view.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Dropped {
     /// The invariant that was dropped.
     pub dropped: Invariant,
@@ -440,7 +440,7 @@ pub struct Dropped {
 }
 
 /// A plan's reconciled invariants.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct EffectiveView {
     /// What the plan must respect, broad scopes first (global, project, action, plan).
     pub effective: Vec<Invariant>,

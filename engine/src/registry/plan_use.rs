@@ -23,7 +23,7 @@ use crate::registry::template::TemplateError;
 use crate::store::{Store, StoreError};
 
 /// What `plan use` was given.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Request {
     /// ACTION (name or id).
     pub action: String,
@@ -133,7 +133,7 @@ impl From<ProjectError> for PlanUseError {
 }
 
 /// A created plan and what went into it.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Created {
     /// The stored plan.
     pub plan: Plan,

@@ -169,7 +169,7 @@ pub fn builtin(name: &str) -> Option<Profile> {
 }
 
 /// A custom profile file: `{name, description, flags: {13 flags}}`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileFile {
     /// Namespaced name (optional when given on the command line).
@@ -264,7 +264,7 @@ pub fn list(store: &Store) -> Result<Vec<Profile>, ProfileError> {
 }
 
 /// What `add` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Added {
     /// The registered profile.
     pub profile: Profile,

@@ -129,7 +129,7 @@ impl From<crate::registry::lookup::LookupError> for ProjectError {
 }
 
 /// What `project create` was given.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CreateRequest {
     /// NAME.
     pub name: String,
@@ -144,7 +144,7 @@ pub struct CreateRequest {
 }
 
 /// A created project.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Created {
     /// The project.
     pub project: Project,
@@ -443,7 +443,7 @@ pub fn details(store: &Store, input: &str) -> Result<Details, ProjectError> {
 }
 
 /// What `project delete` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Deleted {
     /// The deleted project.
     pub project: Project,
@@ -613,7 +613,7 @@ pub fn set_profile(
 }
 
 /// What `project validation add` was given.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ValidationRequest {
     /// PROJECT.
     pub project: String,

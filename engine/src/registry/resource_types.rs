@@ -45,7 +45,9 @@ pub struct ParentRule {
 }
 
 /// What a resource of a type can do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Capabilities {
     /// Can be read.
     pub readable: bool,

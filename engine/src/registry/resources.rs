@@ -237,7 +237,7 @@ impl From<crate::registry::lookup::LookupError> for ResourceError {
 }
 
 /// Type-specific flags of `resource add`.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddArgs {
     /// `--path` (git-checkout, fs-directory).
     pub path: Option<PathBuf>,
@@ -257,7 +257,9 @@ pub struct AddArgs {
 
 /// What a custom type adds to a resource its handler discovers
 /// ([`crate::registry::custom_types`]).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct CustomAdd {
     /// The custom type's name, which the resource keeps as its type.
     pub type_name: String,
@@ -326,7 +328,7 @@ impl Discovery {
 }
 
 /// What `add` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Added {
     /// The registered resource.
     pub resource: Resource,
@@ -1041,7 +1043,7 @@ pub fn find(store: &Store, input: &str) -> Result<Resource, ResourceError> {
 }
 
 /// What removing a resource would remove.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RemovalPlan {
     /// The resource.
     pub resource: Resource,

@@ -51,7 +51,7 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> RegisterErro
 }
 
 /// What `tool add` was given.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddTool {
     /// `-c FILE`.
     pub config: Option<PathBuf>,
@@ -229,7 +229,7 @@ pub fn remove_tool(store: &mut Store, name: &str) -> Result<Registration<ToolDef
 }
 
 /// What `skill add` was given.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddSkill {
     /// `-c FILE`.
     pub config: Option<PathBuf>,

@@ -377,7 +377,7 @@ mod tests {
     use super::*;
     use serde::Deserialize;
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields, rename_all = "kebab-case")]
     struct Doc {
         #[allow(dead_code)]
@@ -387,7 +387,7 @@ mod tests {
         steps: Vec<Step>,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     struct Step {
         #[allow(dead_code)]
@@ -452,7 +452,7 @@ mod tests {
         let e = err("name: [unclosed\n").to_string();
         assert!(e.contains("YAML syntax error"), "{e}");
         assert!(!e.contains("expected a string"), "{e}");
-        #[derive(Debug, Deserialize)]
+        #[derive(Debug, Deserialize, schemars::JsonSchema)]
         struct Limits {
             #[allow(dead_code)]
             turns: u32,

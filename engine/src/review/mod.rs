@@ -27,7 +27,9 @@ use crate::sandbox::{SandboxError, Sandboxes};
 use crate::store::{Store, StoreError};
 
 /// A review mark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Default, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Mark {
     /// Not reviewed yet.
@@ -94,7 +96,7 @@ pub enum ReviewError {
 }
 
 /// One reviewable item: a hunk, or a whole file without text hunks.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Item {
     /// Content id (`[0-9a-f]{12}`), stable across processes.
     pub id: String,
@@ -123,7 +125,7 @@ pub struct Item {
 }
 
 /// One changed file of the review.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ReviewFile {
     /// Resource name.
     pub resource: String,
@@ -150,7 +152,9 @@ pub struct ReviewFile {
 }
 
 /// Counts of items by mark.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Counts {
     /// Pending items.
     pub pending: u64,
@@ -161,7 +165,7 @@ pub struct Counts {
 }
 
 /// The review of a plan: every item of its reviewed trees with its mark.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Review {
     /// The plan.
     pub plan_id: String,

@@ -15,7 +15,9 @@ use crate::sandbox::diff::{FileStatus, Hunk, LineKind};
 
 /// What `plan apply` asks beyond the marks: path globs and whether the left-out remainder is
 /// discarded rather than kept in the sandbox.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct ApplyRequest {
     /// Only files matching one of these globs (`--only`); empty: every file.
     pub only: Vec<String>,
@@ -82,7 +84,7 @@ impl Selection {
 }
 
 /// One item Apply leaves out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct LeftOut {
     /// Resource name.
     pub resource: String,

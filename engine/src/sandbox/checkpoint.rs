@@ -538,7 +538,7 @@ pub fn restore_tree(sandbox: &Sandbox, tree: Oid) -> Result<(), SandboxError> {
 }
 
 /// What a rollback did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RollbackOutcome {
     /// The checkpoint restored.
     pub checkpoint: CheckpointRecord,

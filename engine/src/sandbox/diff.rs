@@ -22,7 +22,9 @@ pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
 pub const CONTEXT_LINES: usize = 3;
 
 /// How a file changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FileStatus {
     /// New file.
@@ -52,7 +54,9 @@ impl FileStatus {
 }
 
 /// Kind of a hunk line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LineKind {
     /// Unchanged.
@@ -64,7 +68,7 @@ pub enum LineKind {
 }
 
 /// One line of a hunk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct HunkLine {
     /// Context, added or removed.
     pub kind: LineKind,
@@ -79,7 +83,7 @@ pub struct HunkLine {
 }
 
 /// A hunk with git's ranges: `start` is 1-based, or the line before an empty range.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Hunk {
     /// First old line.
     pub old_start: u32,
@@ -101,7 +105,9 @@ pub struct Hunk {
 }
 
 /// One changed file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct FileDiff {
     /// Path in the new tree (the old path for deletions), `/`-separated.
     pub path: String,
@@ -137,7 +143,7 @@ pub struct FileDiff {
 }
 
 /// A line of a change that holds a secret's value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct SecretLine {
     /// The 1-based line of the new file (`None` in a binary file).
     pub line: Option<u32>,

@@ -13,7 +13,7 @@ use super::checkpoint::{count_changed, snapshot};
 use super::{Sandbox, SandboxError, TargetKind};
 
 /// What an export wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ExportOutcome {
     /// The resource exported.
     pub resource_name: String,

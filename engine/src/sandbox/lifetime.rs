@@ -24,7 +24,7 @@ use crate::domain::lifecycle::{Phase, ProcessingState};
 use crate::store::Store;
 
 /// One sandbox that cleanup acted on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Cleaned {
     /// The plan.
     pub plan_id: Id,
@@ -39,7 +39,9 @@ pub struct Cleaned {
 }
 
 /// What a cleanup or sweep did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct CleanupReport {
     /// Sandboxes released or removed.
     pub sandboxes: Vec<Cleaned>,

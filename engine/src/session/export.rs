@@ -20,7 +20,7 @@ pub const FORMAT: &str = "cleveragents-session";
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// What an export file holds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Content {
     /// The session as exported.
     pub session: Session,

@@ -30,7 +30,7 @@ pub const DEFAULT_ACTOR: &str = "builtin/orchestrator";
 pub const DEFAULT_MAX_HISTORY: u32 = 50;
 
 /// A stored session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Session {
     /// Stable id (ULID).
     pub session_id: Id,
@@ -57,7 +57,7 @@ pub struct Session {
 }
 
 /// One command a turn executed, with its equivalent `agents` command line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExecutedCommand {
     /// `agents action create --config FILE` (shell-quoted).
     pub command: String,
@@ -71,7 +71,7 @@ pub struct ExecutedCommand {
 }
 
 /// `user` or `assistant`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// What the user said.
@@ -91,7 +91,7 @@ impl Role {
 }
 
 /// One stored message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionMessage {
     /// Position in the session, from 1.
     pub seq: u32,
@@ -118,7 +118,7 @@ pub struct SessionMessage {
 }
 
 /// A plan a session created.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkedPlan {
     /// The plan's id.
     pub plan_id: Id,

@@ -14,7 +14,9 @@ use super::{Store, StoreError};
 use crate::domain::Id;
 
 /// Where a child plan stands, as its parent sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildStatus {
     /// Created, not started yet (waiting for a free slot).
@@ -44,7 +46,7 @@ crate::domain::lifecycle::str_enum!(ChildStatus {
 });
 
 /// One `child_plans` row.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ChildLink {
     /// The child plan.
     pub child_plan_id: Id,

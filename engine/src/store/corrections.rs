@@ -20,7 +20,9 @@ use crate::domain::id::{Id, IdPrefixError, resolve_prefix};
 const T: &str = "correction_attempts";
 
 /// Where a correction attempt stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptStatus {
     /// Recorded; nothing re-run yet.
@@ -42,7 +44,7 @@ crate::domain::lifecycle::str_enum!(AttemptStatus {
 
 /// One correction attempt (spec 27 "CorrectionAttempt"; its schema is ours, see
 /// `docs/decisions.md` "## Corrections").
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CorrectionAttempt {
     /// `attempt_id` (a ULID).
     pub attempt_id: Id,
@@ -72,7 +74,7 @@ pub struct CorrectionAttempt {
 }
 
 /// A decision reached from a corrected one: what the affected set lists.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Reached {
     /// Decision id.
     pub decision_id: Id,

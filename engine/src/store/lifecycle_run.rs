@@ -15,7 +15,7 @@ use super::{Store, StoreError};
 use crate::domain::{Id, Plan};
 
 /// What kind of resource a base describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BaseKind {
     /// A git checkout: sandboxed at `base_commit`, applied as one commit on `branch`.
@@ -35,7 +35,7 @@ impl BaseKind {
 }
 
 /// One target resource of a plan as it was at `plan use`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PlanBase {
     /// The resource's namespaced name.
     pub resource_name: String,
@@ -56,7 +56,7 @@ pub struct PlanBase {
 }
 
 /// Where a step of Execute stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     /// Not started.
@@ -77,7 +77,7 @@ crate::domain::lifecycle::str_enum!(StepStatus {
 });
 
 /// Execute's record of one executable decision.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PlanStep {
     /// The decision carried out.
     pub decision_id: Id,
@@ -106,7 +106,7 @@ pub struct PlanStep {
 }
 
 /// Where an apply journal stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JournalStatus {
     /// Written before the first write; the apply may be half done.
@@ -125,7 +125,7 @@ crate::domain::lifecycle::str_enum!(JournalStatus {
 });
 
 /// One entry of an apply journal, in the order Apply writes (see `docs/apply.md`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JournalEntry {
     /// Path relative to the resource root, `/`-separated.
     pub path: String,

@@ -56,7 +56,9 @@ pub struct NewModelCall {
 }
 
 /// Totals over a set of model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct UsageRollup {
     /// Calls made.
     pub calls: u64,

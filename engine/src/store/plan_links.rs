@@ -11,7 +11,7 @@ use crate::domain::profile::ResolvedFrom;
 use crate::domain::{Id, Plan};
 
 /// Where a plan came from.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Origin {
     /// The action used.
     pub action_id: Id,

@@ -12,7 +12,7 @@ const T: &str = "server_tokens";
 const COLUMNS: &str = "token_id, name, created_at, last_used_at, revoked_at";
 
 /// One token as listed: never its secret, which is not stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TokenRecord {
     /// `tok_` and a ULID.
     pub token_id: String,

@@ -11,7 +11,7 @@ use super::{Store, StoreError};
 use crate::domain::event::{Change, Registry};
 
 /// A stored registration: a tool or a skill definition with where it came from.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Registration<T> {
     /// Namespaced name.
     pub name: String,

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::Capability;
 
 /// Where a tool comes from (spec 18 "source").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolSource {
     /// Compiled in.
@@ -59,7 +59,7 @@ impl ToolSource {
 /// Capability metadata of any tool (spec 18 "Tool Capability Metadata"), owned so that it
 /// can come from YAML, MCP annotations or overrides. A tool that says neither `read_only` nor
 /// `writes` counts as writing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolCapability {
     /// Only reads.
@@ -184,7 +184,7 @@ impl ToolCapability {
 
 /// A resource slot (spec 18 "Resource Slots"): the binding mode is static with `bind`,
 /// parameter with `from_param`, contextual with neither.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceSlot {
     /// Resource type (`git-checkout`, `fs-directory`, ...).
@@ -229,7 +229,7 @@ impl ResourceSlot {
 
 /// An MCP server, as a skill's `mcp_servers` entry or a tool's `mcp_server` (spec 19 "MCP
 /// Server Tools"): stdio with `command` (and `args`), or Streamable HTTP with `url`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerSpec {
     /// The name tools are offered under (`<name>.<tool>`).
@@ -342,7 +342,7 @@ impl McpServerSpec {
 }
 
 /// The body of a tool YAML (`tool:`), also the shape of an anonymous tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDef {
     /// Namespaced name (`local/lint`); absent for an anonymous tool.
@@ -400,7 +400,7 @@ fn empty_map() -> Value {
 }
 
 /// A tool YAML file: `cleveragents:` and `tool:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolFile {
     /// Format header.

@@ -30,7 +30,7 @@ use crate::sandbox::diff::{self, DiffRequest};
 use crate::sandbox::{Sandbox, SandboxTarget};
 
 /// How an external tool runs.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub enum Runnable {
     /// A command tool (registered, anonymous or an Agent Skill script).
     Command(Box<ToolDef>),
@@ -75,7 +75,7 @@ pub fn shadows_builtin(name: &str) -> Option<String> {
 }
 
 /// A non-built-in tool as offered to an actor.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ExternalTool {
     /// The name the model calls (`local/lint`, `everything.echo`).
     pub name: String,

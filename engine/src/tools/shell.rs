@@ -47,7 +47,7 @@ pub const MAX_TIMEOUT_SECS: u64 = 3600;
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The action's `sandbox:` key: how an action widens the shell's defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ShellPolicy {
     /// Extra environment variables passed through by name.

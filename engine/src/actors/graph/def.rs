@@ -34,7 +34,7 @@ pub const END: &str = "end";
 
 /// A graph as written in an actor file (`graph:`, or a `routes:` entry of the spec's file
 /// shape).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct GraphDef {
     /// `graph` (a route of the spec's file shape says so; nothing else is accepted).
@@ -56,7 +56,7 @@ pub struct GraphDef {
 }
 
 /// Limits of a graph run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct GraphLimits {
     /// Node runs allowed per graph run; required when the graph has a cycle.
@@ -65,7 +65,7 @@ pub struct GraphLimits {
 }
 
 /// What a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeKind {
     /// A model call loop with its own model, prompt, skills and limits.
@@ -89,7 +89,7 @@ impl NodeKind {
 }
 
 /// One node as written. Which fields apply depends on `type` (checked by [`check`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct NodeDef {
     /// Unique within the graph; not `start` or `end`.
@@ -158,7 +158,7 @@ pub struct NodeDef {
 }
 
 /// One edge as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct EdgeDef {
     /// A node or `start`.
@@ -173,7 +173,7 @@ pub struct EdgeDef {
 }
 
 /// A test on the output of an edge's source node; every test given must hold.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Condition {
     /// The output contains this text.

@@ -34,7 +34,7 @@ where
 }
 
 /// `plan_created`: a plan was created by `plan use` (or as a child plan).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct PlanCreated {
     /// The action's name.
@@ -50,7 +50,7 @@ pub struct PlanCreated {
 }
 
 /// `strategize_started`: Strategize began.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct StrategizeStarted {
     /// The plan's attempt.
@@ -60,7 +60,7 @@ pub struct StrategizeStarted {
 }
 
 /// One decision as `strategize_decisions` lists it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct DecisionSummary {
     /// The decision.
@@ -74,7 +74,7 @@ pub struct DecisionSummary {
 }
 
 /// `strategize_decisions`: Strategize recorded its decisions.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct StrategizeDecisions {
     /// Decisions recorded, the root included.
@@ -86,7 +86,7 @@ pub struct StrategizeDecisions {
 }
 
 /// `strategize_complete`: Strategize finished.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct StrategizeComplete {
     /// Decisions recorded.
@@ -96,7 +96,7 @@ pub struct StrategizeComplete {
 }
 
 /// `estimate_recorded`: the model estimation actor's estimate (or the built-in's).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct EstimateRecorded {
     /// The estimate, as `crate::actors::estimate::Estimate` serialises.
@@ -104,7 +104,7 @@ pub struct EstimateRecorded {
 }
 
 /// `execute_started`: Execute began.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ExecuteStarted {
     /// The plan's attempt.
@@ -122,7 +122,7 @@ pub struct ExecuteStarted {
 
 /// `execute_step`: one step (or the validations, or a validation fix) started, finished,
 /// failed, was retried, replayed or waits. Which fields are written depends on `status`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ExecuteStep {
     /// The step's label (`validations`, `validation fix: CMD` for those).
@@ -180,7 +180,7 @@ impl ExecuteStep {
 }
 
 /// `execute_complete`: Execute finished.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ExecuteComplete {
     /// Steps run.
@@ -194,7 +194,7 @@ pub struct ExecuteComplete {
 }
 
 /// `apply_started`: Apply began.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ApplyStarted {
     /// The plan's attempt.
@@ -204,7 +204,7 @@ pub struct ApplyStarted {
 }
 
 /// `apply_complete`: Apply finished; also the summary `plan apply` reports.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ApplyComplete {
     /// What was written, per resource.
@@ -237,7 +237,7 @@ pub struct ApplyComplete {
 }
 
 /// `approval_requested`: a human must act.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApprovalRequested {
     /// The approval.
     pub approval_id: String,
@@ -255,7 +255,7 @@ pub struct ApprovalRequested {
 
 /// How an `approval_requested` event records its answer: the typed step (rows written since
 /// steps became typed, D-commands-2) or the command text older rows hold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum AnswerStep {
     /// The step, as the engine suggests it; a face renders it.
@@ -265,7 +265,7 @@ pub enum AnswerStep {
 }
 
 /// `approval_resolved`: a human acted (or the approval was withdrawn).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApprovalResolved {
     /// The approval.
     pub approval_id: String,
@@ -277,7 +277,7 @@ pub struct ApprovalResolved {
 }
 
 /// `plan_errored`: the plan errored (also a budget stop).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanErrored {
     /// The phase that errored.
     pub phase: Phase,
@@ -298,7 +298,7 @@ pub struct PlanErrored {
 }
 
 /// `plan_cancelled`: the plan was cancelled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanCancelled {
     /// The phase it was in.
     pub phase: Phase,
@@ -311,7 +311,7 @@ pub struct PlanCancelled {
 }
 
 /// The process that held a plan's lease.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct LeaseOwner {
     /// Its process id.
@@ -323,7 +323,7 @@ pub struct LeaseOwner {
 }
 
 /// `plan_interrupted`: the driving process stopped (Ctrl-C) or vanished; the plan is queued.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanInterrupted {
     /// The phase.
     pub phase: Phase,
@@ -346,7 +346,7 @@ pub struct PlanInterrupted {
 }
 
 /// `child_spawned`: a spawn step created (or reused) a child plan, on the parent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ChildSpawned {
     /// The child plan.
@@ -372,7 +372,7 @@ pub struct ChildSpawned {
 }
 
 /// `child_started`: a child plan started running, on the parent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ChildStarted {
     /// The child plan.
@@ -382,7 +382,7 @@ pub struct ChildStarted {
 }
 
 /// `child_finished`: a child plan's run ended, on the parent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ChildFinished {
     /// The child plan.
@@ -396,7 +396,7 @@ pub struct ChildFinished {
 }
 
 /// `child_merged`: a child plan's results were merged into the parent's sandbox, or conflicted.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ChildMerged {
     /// The child plan.
@@ -415,7 +415,7 @@ pub struct ChildMerged {
 }
 
 /// One invariant checked, in `invariant_checked`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct CheckedInvariant {
     /// The invariant.
@@ -431,7 +431,7 @@ pub struct CheckedInvariant {
 }
 
 /// One invariant not machine-checked, in `invariant_checked`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct UncheckedInvariant {
     /// The invariant.
@@ -443,7 +443,7 @@ pub struct UncheckedInvariant {
 }
 
 /// `invariant_checked`: the effective invariants were checked after a step or before Apply.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct InvariantChecked {
     /// `step` or `apply`.
@@ -459,7 +459,7 @@ pub struct InvariantChecked {
 }
 
 /// One violation, in `invariant_violated` (fields as the approval's context holds them).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Violation {
     /// The `invariant_violation` approval.
@@ -475,7 +475,7 @@ pub struct Violation {
 }
 
 /// `invariant_violated`: an invariant did not hold; approvals stop the plan.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct InvariantViolated {
     /// `step` or `apply`.
@@ -490,7 +490,7 @@ pub struct InvariantViolated {
 
 /// `plan_exported`: a plan's sandbox was exported as a branch of the user's repository or as
 /// a patch file (spec section 11, `plan export`); the project itself is unchanged.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct PlanExported {
     /// The resource whose sandbox was exported.
@@ -507,7 +507,7 @@ pub struct PlanExported {
 
 /// `review_marked`: items of a plan's review were marked (`plan review`, the TUI's hunk
 /// review; `docs/review.md`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReviewMarked {
     /// The mark set: `accepted`, `rejected` or `pending` (reset).
@@ -520,7 +520,7 @@ pub struct ReviewMarked {
 
 /// `sandbox_cleaned`: a plan's sandbox was released (work tree gone, repository kept) or
 /// removed by `plan cleanup` or the retention sweep (spec section 11).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct SandboxCleaned {
     /// The sandbox.
@@ -535,7 +535,7 @@ pub struct SandboxCleaned {
 
 /// `registry_changed`: an item of a registry was added, changed or removed (spec sections 09,
 /// 14-19 and 23). Not about one plan: its row's `plan_id` is `null`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct RegistryChanged {
     /// The registry: `resource`, `resource_link`, `project`, `project_resource`,

@@ -12,7 +12,7 @@ use crate::domain::lifecycle::{Phase, ProcessingState};
 // The catch-all is the largest shape and the common one; boxing it would only add an
 // allocation per event.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum StateChanged {
     /// A correction (`plan correct`) revised the plan or appended a child plan.
@@ -28,7 +28,7 @@ pub enum StateChanged {
 }
 
 /// `state_changed` of a correction: `reason` is `correction`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Correction {
     /// `correction`.
     pub reason: String,
@@ -69,7 +69,7 @@ pub struct Correction {
 }
 
 /// `state_changed` of a rollback: `reason` is `rollback`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Rollback {
     /// `rollback`.
     pub reason: String,
@@ -88,7 +88,7 @@ pub struct Rollback {
 }
 
 /// `state_changed` of an answered child-spawn approval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChildSpawnAnswered {
     /// The phase.
     pub phase: Phase,
@@ -104,7 +104,7 @@ pub struct ChildSpawnAnswered {
 }
 
 /// `state_changed` when the execution actor recorded a decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DecisionRecorded {
     /// The decision.
     pub decision_id: String,
@@ -116,7 +116,7 @@ pub struct DecisionRecorded {
 
 /// `state_changed` of every other change. `phase` and `state` lead; the rest is written by
 /// the change it describes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Transition {
     /// The phase.
