@@ -845,7 +845,7 @@ fn choose_server(
             "NOT_SUPPORTED",
             format!("`agents {}` does not run against a server yet", command.path()),
         )
-        .detail("served today: plan use, status, list, events, approvals, review, execute, apply --yes, decide, reject, prompt, cancel; action create, available; project create, link-resource; server status; info (names the server)")
+        .detail("docs/server.md, \"What runs remotely today\", lists the commands a server answers")
         .hint("run it without --server (and without AGENTS_SERVER) on the machine that holds the data"));
     }
     ctx.server = Some(remote::choose(&ctx, &given)?);
