@@ -130,7 +130,7 @@ pub struct Actor {
 }
 
 /// What an actor reference resolved to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "resolved_as", rename_all = "snake_case")]
 pub enum ActorRef {
     /// A registered custom actor.
