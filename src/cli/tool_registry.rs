@@ -267,7 +267,7 @@ pub fn show(reg: &Registration<ToolDef>, skills: &[String]) -> Report {
         .unwrap_or_default();
     let mut report = Report::ok(
         "tool show",
-        json!({"tool": registered_json(&reg), "skills": skills}),
+        json!({"tool": registered_json(reg), "skills": skills}),
         "Tool loaded",
     )
     .with(Element::panel(

@@ -296,14 +296,14 @@ pub enum ToolView {
     /// A built-in tool with its input schema.
     Builtin {
         /// The tool.
-        tool: BuiltinTool,
+        tool: Box<BuiltinTool>,
         /// Its input JSON Schema.
         input_schema: Value,
     },
     /// A registered tool with the skills that name it.
     Registered {
         /// The registration.
-        tool: Registration<ToolDef>,
+        tool: Box<Registration<ToolDef>>,
         /// Custom skills naming it.
         skills: Vec<String>,
     },
@@ -465,7 +465,7 @@ fn tool(store: &Store, name: &str) -> Result<ToolView, ApiError> {
     if let Some(t) = crate::tools::builtin(name) {
         return Ok(ToolView::Builtin {
             input_schema: t.input_schema(),
-            tool: BuiltinTool::of(t.as_ref()),
+            tool: Box::new(BuiltinTool::of(t.as_ref())),
         });
     }
     // A bare name that is no built-in means `local/NAME`, as in every registry.
@@ -477,7 +477,10 @@ fn tool(store: &Store, name: &str) -> Result<ToolView, ApiError> {
     };
     if let Some(reg) = store.registered_tool::<ToolDef>(&full)? {
         let skills = tool_registration::skills_naming_tool(store, &full)?;
-        return Ok(ToolView::Registered { tool: reg, skills });
+        return Ok(ToolView::Registered {
+            tool: Box::new(reg),
+            skills,
+        });
     }
     let nearest = if namespaced {
         let names: Vec<String> = store
