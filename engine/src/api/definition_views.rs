@@ -805,3 +805,72 @@ fn unexpected(asked: &str, got: &DefinitionView) -> ApiError {
         message: format!("the definition call `{asked}` was answered with the view `{got}`"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Settings;
+    use crate::paths::Paths;
+
+    fn engine(dir: &std::path::Path) -> Engine {
+        let paths = Paths::resolve(Some(dir.join("data")), Some(dir.join("config.toml"))).unwrap();
+        std::fs::create_dir_all(&paths.data_dir).unwrap();
+        Engine::new(paths, Settings::default())
+    }
+
+    /// The view as it crosses the protocol, read back and written again.
+    fn crossed(view: &DefinitionView) -> (Value, Value) {
+        let sent = serde_json::to_value(view).unwrap();
+        let back: DefinitionView = serde_json::from_value(sent.clone()).unwrap();
+        (sent, serde_json::to_value(back).unwrap())
+    }
+
+    #[test]
+    fn every_list_view_crosses_the_protocol_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine(dir.path());
+        for q in [
+            DefinitionQuery::Actions,
+            DefinitionQuery::Actors,
+            DefinitionQuery::Profiles,
+            DefinitionQuery::Tools,
+            DefinitionQuery::Skills,
+            DefinitionQuery::Tool {
+                name: "read_file".into(),
+            },
+            DefinitionQuery::Skill {
+                name: "file_operations".into(),
+            },
+        ] {
+            let name = q.name();
+            let view = answer(&engine, q).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (sent, again) = crossed(&view);
+            assert_eq!(sent, again, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_bare_unknown_tool_names_the_nearest_built_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine(dir.path());
+        let view = answer(
+            &engine,
+            DefinitionQuery::Tool {
+                name: "read_fil".into(),
+            },
+        )
+        .unwrap();
+        let DefinitionView::Tool(tool) = view else {
+            panic!("a tool call answers with a tool view");
+        };
+        let ToolView::Unknown {
+            namespaced,
+            nearest,
+        } = *tool
+        else {
+            panic!("read_fil is no tool: {tool:?}");
+        };
+        assert!(!namespaced);
+        assert_eq!(nearest.as_deref(), Some("read_file"));
+    }
+}
