@@ -8,8 +8,9 @@ use serde_json::json;
 use super::{CliError, Context, view};
 use crate::output::{Column, Element, Report};
 use cleveragents_engine::api;
+use cleveragents_engine::api::definition_views::{ActionError, CreateRequest};
 use cleveragents_engine::domain::ActionState;
-use cleveragents_engine::registry::actions::{self, Action, CreateRequest};
+use cleveragents_engine::domain::action::Action;
 
 /// `agents action ...`
 // Parsed once per process; boxing `Create` would only complicate the clap derive.
@@ -124,10 +125,7 @@ impl ActionCommand {
 
     /// Whether the subcommand can run against a server (`--server`).
     pub fn served_remotely(&self) -> bool {
-        matches!(
-            self,
-            ActionCommand::Create { .. } | ActionCommand::Available { .. }
-        )
+        true
     }
 }
 
@@ -390,15 +388,31 @@ fn usage(ctx: &Context, a: &Action) -> Element {
     }
 }
 
-fn create(ctx: &Context, mut req: CreateRequest) -> Result<Report, CliError> {
-    if ctx.server.is_some() {
-        // The file is this machine's: its text goes to the server.
-        req.config_text = Some(super::remote::read_config(&req.config)?);
+/// A `--config` file as a registry change names it: as given in process; through a server,
+/// as an absolute path on this machine with its text, which the server reads instead of the
+/// file.
+///
+/// # Errors
+/// `INVALID_INPUT` naming the file when it cannot be sent.
+pub(super) fn sent_config(
+    ctx: &Context,
+    path: &std::path::Path,
+) -> Result<(PathBuf, Option<String>), CliError> {
+    if ctx.server.is_none() {
+        return Ok((path.to_path_buf(), None));
     }
+    let text = super::remote::read_config(path)?;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    Ok((absolute, Some(text)))
+}
+
+fn create(ctx: &Context, mut req: CreateRequest) -> Result<Report, CliError> {
+    // The file is this machine's: through a server, its text goes with the change.
+    (req.config, req.config_text) = sent_config(ctx, &req.config)?;
     ctx.check_store()?;
     ctx.config()?;
     let created = ctx.change(api::CreateAction(req.clone())).map_err(|e| match e.into_registry() {
-        Ok(api::RegistryError::Action(actions::ActionError::Exists(name))) => {
+        Ok(api::RegistryError::Action(ActionError::Exists(name))) => {
             let file = shell_words::quote(&req.config.display().to_string()).into_owned();
             CliError::new("CONFLICT", format!("action {name} already exists"))
                 .detail(
@@ -471,25 +485,29 @@ fn list(
     available: bool,
     regex: Option<&str>,
 ) -> Result<Report, CliError> {
-    let store = ctx.store()?;
+    ctx.check_store()?;
     let re = view::regex(regex, "agents action list 'coverage'")?;
     let wanted = if available { Some("available") } else { state };
-    let all = store.actions()?;
-    let shown: Vec<&Action> = all
+    let rows_all = ctx.client()?.actions()?;
+    let all: Vec<&Action> = rows_all.iter().map(|r| &r.action).collect();
+    let shown: Vec<&api::definition_views::ActionRow> = rows_all
         .iter()
-        .filter(|a| match wanted {
-            None => a.state != ActionState::Archived,
-            Some("all") => true,
-            Some(s) => a.state.as_str() == s,
+        .filter(|r| {
+            let a = &r.action;
+            match wanted {
+                None => a.state != ActionState::Archived,
+                Some("all") => true,
+                Some(s) => a.state.as_str() == s,
+            }
         })
-        .filter(|a| ns.is_none_or(|n| a.name.starts_with(&format!("{n}/"))))
-        .filter(|a| re.as_ref().is_none_or(|r| r.is_match(&a.name)))
+        .filter(|r| ns.is_none_or(|n| r.action.name.starts_with(&format!("{n}/"))))
+        .filter(|r| re.as_ref().is_none_or(|re| re.is_match(&r.action.name)))
         .collect();
     let mut rows = Vec::new();
     let mut data = Vec::new();
     let mut total_plans = 0;
-    for a in &shown {
-        let (plans, _, _) = store.action_plan_counts(&a.action_id)?;
+    for row in &shown {
+        let (a, plans) = (&row.action, row.plans);
         total_plans += plans;
         rows.push(vec![
             view::id(a.name.clone()),
@@ -545,26 +563,15 @@ fn list(
     )))
 }
 
-fn action_invariants(
-    store: &cleveragents_engine::store::Store,
-    a: &Action,
-) -> Result<Vec<cleveragents_engine::registry::invariants::Invariant>, CliError> {
-    Ok(store
-        .invariants()?
-        .into_iter()
-        .filter(|i| {
-            i.scope == cleveragents_engine::domain::InvariantScope::Action
-                && i.plan_id.is_none()
-                && i.action.as_deref() == Some(a.name.as_str())
-        })
-        .collect())
-}
-
 fn show(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let a = actions::find(&store, input)?;
-    let invs = action_invariants(&store, &a)?;
-    let (plans, applied, errored) = store.action_plan_counts(&a.action_id)?;
+    ctx.check_store()?;
+    let detail = ctx.client()?.action(input)?;
+    let (a, invs) = (detail.action, detail.invariants);
+    let (plans, applied, errored) = (
+        detail.plans_created,
+        detail.plans_applied,
+        detail.plans_errored,
+    );
     let mut report = Report::ok(
         "action show",
         json!({"action": action_json(&a), "invariants": invs, "history": {"plans_created": plans, "plans_applied": applied, "plans_errored": errored}}),
@@ -620,11 +627,16 @@ fn make_available(ctx: &Context, input: &str) -> Result<Report, CliError> {
 }
 
 fn archive(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
+    ctx.check_store()?;
     let (a, from) = ctx.change(api::ArchiveAction {
         action: input.to_string(),
     })?;
-    let (plans, applied, errored) = store.action_plan_counts(&a.action_id)?;
+    let history = ctx.client()?.action(&a.action_id.to_string())?;
+    let (plans, applied, errored) = (
+        history.plans_created,
+        history.plans_applied,
+        history.plans_errored,
+    );
     Ok(Report::ok(
         "action archive",
         json!({"action": action_json(&a), "previous_state": from}),
@@ -667,8 +679,8 @@ fn archive(ctx: &Context, input: &str) -> Result<Report, CliError> {
 }
 
 fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let a = actions::find(&store, input)?;
+    ctx.check_store()?;
+    let a = ctx.client()?.action(input)?.action;
     super::confirm::confirm(
         &format!("Delete action {} and free its name?", a.name),
         yes,
@@ -678,14 +690,13 @@ fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
             shell_words::quote(&a.name)
         )),
     )?;
-    drop(store);
     let change = api::DeleteAction {
         action: a.action_id.to_string(),
     };
     let deleted = ctx.change(change).map_err(|e| match e.into_registry() {
-        Ok(api::RegistryError::Action(e @ actions::ActionError::InUse { .. })) => {
+        Ok(api::RegistryError::Action(e @ ActionError::InUse { .. })) => {
             let first = match &e {
-                actions::ActionError::InUse { plans, .. } => plans
+                ActionError::InUse { plans, .. } => plans
                     .first()
                     .and_then(|p| p.split(' ').next())
                     .unwrap_or_default()

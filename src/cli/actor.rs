@@ -8,9 +8,11 @@ use serde_json::json;
 
 use super::{CliError, Context, view};
 use crate::output::{Column, Element, Level, Report};
-use cleveragents_engine::actors::graph::{DEFAULT_MAX_STEPS, GraphDef, NodeDef, NodeKind};
 use cleveragents_engine::api;
-use cleveragents_engine::registry::actors::{self, Actor, ActorRef, ActorType, Overrides};
+use cleveragents_engine::api::definition_views::{
+    ActorError, ActorType, DEFAULT_MAX_STEPS, GraphDef, NodeDef, NodeKind, Overrides,
+};
+use cleveragents_engine::domain::actor::{Actor, ActorRef};
 
 /// `agents actor ...`
 #[derive(Debug, Subcommand)]
@@ -64,9 +66,10 @@ pub enum ActorCommand {
 }
 
 impl ActorCommand {
-    /// Whether the subcommand can run against a server (`--server`): none yet.
+    /// Whether the subcommand can run against a server (`--server`): all but `run` and
+    /// `context`, which act on this machine.
     pub fn served_remotely(&self) -> bool {
-        false
+        !matches!(self, ActorCommand::Run(_) | ActorCommand::Context(_))
     }
 
     /// The subcommand name.
@@ -176,16 +179,18 @@ fn add(
     overrides: &Overrides,
     update: bool,
 ) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     ctx.config()?;
+    let (file, config_text) = super::action::sent_config(ctx, config)?;
     let change = api::AddActor {
-        file: config.to_path_buf(),
+        file,
         name: name.map(str::to_string),
         overrides: overrides.clone(),
         update,
+        config_text,
     };
     let added = ctx.change(change).map_err(|e| match e.into_registry() {
-        Ok(api::RegistryError::Actor(actors::ActorError::Exists(n))) => CliError::new(
+        Ok(api::RegistryError::Actor(ActorError::Exists(n))) => CliError::new(
             "CONFLICT",
             "Actor already registered - use --update to replace",
         )
@@ -319,10 +324,13 @@ fn add(
 }
 
 fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let providers = ctx.config()?.providers();
+    ctx.check_store()?;
+    ctx.config()?;
     let re = view::regex(regex, "agents actor list '^local/'")?;
-    let rows: Vec<actors::ActorRow> = actors::list(&store, &providers)?
+    let listed = ctx.client()?.actors()?;
+    let providers = listed.providers;
+    let rows: Vec<_> = listed
+        .actors
         .into_iter()
         .filter(|r| re.as_ref().is_none_or(|re| re.is_match(&r.name)))
         .collect();
@@ -360,15 +368,16 @@ fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
             ("Total", n.to_string()),
             ("Custom", custom.to_string()),
             ("Built-in", (n - custom).to_string()),
-            ("Providers", providers.len().to_string()),
+            ("Providers", providers.to_string()),
         ],
     )))
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let providers = ctx.config()?.providers();
-    let r = actors::resolve(&store, &providers, name)?;
+    ctx.check_store()?;
+    ctx.config()?;
+    let detail = ctx.client()?.actor(name)?;
+    let (r, referenced) = (detail.actor, detail.referenced_by_actions);
     let report = match &r {
         ActorRef::Custom { actor } => {
             let a = actor.as_ref();
@@ -378,7 +387,6 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
                 .as_deref()
                 .and_then(|m| m.split_once('/'))
                 .unwrap_or(("(none)", "(none)"));
-            let referenced = store.actions_referencing_actor(&a.name)?;
             let mut rep = Report::ok(
                 "actor show",
                 json!({"actor": actor_json(a), "referenced_by_actions": referenced}),
@@ -505,7 +513,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
 }
 
 fn remove(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     ctx.config()?;
     let (a, impact) = ctx.change(api::RemoveActor {
         actor: name.to_string(),

@@ -8,7 +8,8 @@ use serde_json::json;
 use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{Column, Element, Report};
 use cleveragents_engine::api;
-use cleveragents_engine::registry::profiles::{self, FLAG_GROUPS, Profile};
+use cleveragents_engine::api::definition_views::{FLAG_GROUPS, ProfileError};
+use cleveragents_engine::domain::profile::{Profile, ProfileSource};
 
 /// `agents automation-profile ...`
 #[derive(Debug, Subcommand)]
@@ -45,9 +46,9 @@ pub enum ProfileCommand {
 }
 
 impl ProfileCommand {
-    /// Whether the subcommand can run against a server (`--server`): none yet.
+    /// Whether the subcommand can run against a server (`--server`): all of them.
     pub fn served_remotely(&self) -> bool {
-        false
+        true
     }
 
     /// The subcommand name.
@@ -112,15 +113,17 @@ fn add(
     update: bool,
     name: Option<&str>,
 ) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     ctx.config()?;
+    let (file, config_text) = super::action::sent_config(ctx, config)?;
     let change = api::AddProfile {
-        file: config.to_path_buf(),
+        file,
         name: name.map(str::to_string),
         update,
+        config_text,
     };
     let added = ctx.change(change).map_err(|e| match e.into_registry() {
-        Ok(api::RegistryError::Profile(profiles::ProfileError::Exists(n))) => {
+        Ok(api::RegistryError::Profile(ProfileError::Exists(n))) => {
             CliError::new("CONFLICT", format!("automation profile {n} already exists")).hint(
                 ctx.suggest(&format!(
                     "automation-profile add --update --config {} {n}",
@@ -164,19 +167,11 @@ fn add(
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
+    ctx.check_store()?;
     // Check first, so that refusals never prompt.
-    let full = profiles::parse_name(name)?;
-    if cleveragents_engine::domain::name::is_builtin_profile(&full) {
-        return Err(profiles::ProfileError::BuiltIn(full).into());
-    }
-    let profile = profiles::find(&store, name)?;
     let levels = super::global_setting_levels(ctx, "automation-profile");
-    let globals: Vec<profiles::GlobalDefault<'_>> = levels
-        .iter()
-        .map(|(value, origin)| profiles::GlobalDefault { value, origin })
-        .collect();
-    let usage = profiles::usage(&store, &profile.name, &globals)?;
+    let found = ctx.client()?.profile_usage(name, levels.clone())?;
+    let (profile, usage) = (found.profile, found.usage);
     if !usage.is_empty() {
         return Err(in_use(ctx, &profile.name, usage));
     }
@@ -186,7 +181,6 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
         &ctx.terminal,
         &ctx.suggest(&format!("automation-profile remove --yes {}", profile.name)),
     )?;
-    drop(store);
     let removed = ctx.change(api::RemoveProfile {
         profile: name.to_string(),
         globals: levels.clone(),
@@ -204,7 +198,11 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
 
 /// The refusal of `remove` for a profile still in use: who uses it, and one command per user
 /// that moves it to another profile.
-fn in_use(ctx: &Context, name: &str, usage: profiles::Usage) -> CliError {
+fn in_use(
+    ctx: &Context,
+    name: &str,
+    usage: cleveragents_engine::api::definition_views::Usage,
+) -> CliError {
     let mut err = CliError::new(
         "CONFLICT",
         format!(
@@ -233,15 +231,17 @@ fn in_use(ctx: &Context, name: &str, usage: profiles::Usage) -> CliError {
 }
 
 fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
-    let store = ctx.store()?;
+    ctx.check_store()?;
     let re = view::regex(regex, "agents automation-profile list '^local/'")?;
-    let all: Vec<Profile> = profiles::list(&store)?
+    let all: Vec<Profile> = ctx
+        .client()?
+        .profiles()?
         .into_iter()
         .filter(|p| re.as_ref().is_none_or(|r| r.is_match(&p.name)))
         .collect();
     let builtin = all
         .iter()
-        .filter(|p| p.source == profiles::ProfileSource::BuiltIn)
+        .filter(|p| p.source == ProfileSource::BuiltIn)
         .count();
     let n = all.len();
     let rows = all
@@ -280,8 +280,8 @@ fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let p = profiles::find(&store, name)?;
+    ctx.check_store()?;
+    let p = ctx.client()?.profile(name)?;
     let mut report = Report::ok(
         "automation-profile show",
         json!({"profile": profile_json(&p)}),

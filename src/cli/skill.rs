@@ -11,12 +11,9 @@ use super::confirm::confirm;
 use super::{CliError, Context, view};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
 use cleveragents_engine::api;
-use cleveragents_engine::registry::tool_registration::AddSkill;
-use cleveragents_engine::skill_registry::{
-    self, Discovered, ResolvedSkill, ResolvedTool, SkillDef,
+use cleveragents_engine::api::definition_views::{
+    AddSkill, DefinitionKind, ResolvedSkill, ResolvedTool, SKILL_SOURCES as SOURCES, ToolCapability,
 };
-use cleveragents_engine::skills::{self, SOURCES};
-use cleveragents_engine::tools::custom::ToolCapability;
 
 /// `agents skill ...`
 #[derive(Debug, Subcommand)]
@@ -77,9 +74,9 @@ pub enum SkillCommand {
 }
 
 impl SkillCommand {
-    /// Whether the subcommand can run against a server (`--server`): none yet.
+    /// Whether the subcommand can run against a server (`--server`): all of them.
     pub fn served_remotely(&self) -> bool {
-        false
+        true
     }
 
     /// The subcommand name.
@@ -126,6 +123,7 @@ pub fn run(command: SkillCommand, ctx: &Context) -> Result<Report, CliError> {
                 includes: include_skills,
                 mcp_servers,
                 agent_skill,
+                config_text: None,
             },
         ),
         SkillCommand::Remove { name, yes } => remove(ctx, &name, yes),
@@ -133,8 +131,26 @@ pub fn run(command: SkillCommand, ctx: &Context) -> Result<Report, CliError> {
 }
 
 fn add(ctx: &Context, input: &AddSkill) -> Result<Report, CliError> {
-    ctx.store()?;
-    let (reg, skill) = ctx.change(api::RegisterSkill(input.clone()))?;
+    ctx.check_store()?;
+    let mut input = input.clone();
+    if let Some(config) = &input.config {
+        // The file is this machine's: through a server, its text goes with the change.
+        let (path, text) = super::action::sent_config(ctx, config)?;
+        (input.config, input.config_text) = (Some(path), text);
+    }
+    if let (Some(dir), Some(chosen)) = (&input.agent_skill, &ctx.server) {
+        return Err(CliError::new(
+            "NOT_SUPPORTED",
+            format!(
+                "--agent-skill {}: an Agent Skill folder is not sent to a server ({})",
+                dir.display(),
+                chosen.url
+            ),
+        )
+        .hint("copy the folder to the server host and register it there without --server")
+        .hint("or list it in the server's agent-skill-dirs so that it is discovered"));
+    }
+    let (reg, skill) = ctx.change(api::RegisterSkill(input))?;
     let mut data = skill_json(&skill);
     data["tools"] = json!(
         skill
@@ -161,14 +177,15 @@ fn add(ctx: &Context, input: &AddSkill) -> Result<Report, CliError> {
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    if skills::lookup(name).is_err() && store.custom_skill::<SkillDef>(name)?.is_none() {
+    ctx.check_store()?;
+    let kind = ctx.client()?.skill_kind(name)?;
+    if kind.is_none() {
         return Err(
             CliError::new("NOT_FOUND", format!("skill `{name}` is not registered"))
                 .hint("agents skill list"),
         );
     }
-    if skills::lookup(name).is_err() {
+    if kind != Some(DefinitionKind::Builtin) {
         confirm(
             &format!("Remove skill {name}?"),
             yes,
@@ -176,7 +193,6 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
             &ctx.suggest(&format!("skill remove --yes {name}")),
         )?;
     }
-    drop(store);
     let (_, actors) = ctx.change(api::RemoveSkill {
         name: name.to_string(),
     })?;
@@ -277,67 +293,6 @@ pub(super) fn checkpoint_cell(c: &ToolCapability) -> Cell {
     }
 }
 
-/// Every skill (built-in, registered, discovered), with the problems of discovery.
-fn all_skills(ctx: &Context) -> Result<(Vec<ResolvedSkill>, Vec<String>), CliError> {
-    let store = ctx.store()?;
-    let mut all: Vec<ResolvedSkill> = Vec::new();
-    for b in skills::builtin_names() {
-        all.push(skill_registry::resolve(&store, b)?);
-    }
-    for r in store.custom_skills::<SkillDef>()? {
-        match skill_registry::resolve(&store, &r.name) {
-            Ok(s) => all.push(s),
-            Err(e) => tracing::warn!(skill = %r.name, error = %e, "skill does not resolve"),
-        }
-    }
-    let (found, problems) = discovered(ctx, &store)?;
-    all.extend(found.iter().map(Discovered::resolved));
-    Ok((all, problems))
-}
-
-/// The Agent Skills discovered in `agent-skill-dirs` and, when `agent-skills-in-resources`
-/// is true, in `.agents/skills/` of every registered resource with a path; with the
-/// problems found on the way.
-fn discovered(
-    ctx: &Context,
-    store: &cleveragents_engine::store::Store,
-) -> Result<(Vec<Discovered>, Vec<String>), CliError> {
-    let config = ctx.config()?;
-    let resources: Vec<(String, PathBuf)> = if config.agent_skills_in_resources() {
-        store
-            .resources()?
-            .into_iter()
-            .filter_map(|r| {
-                let path = r.properties.get("path")?.as_str()?.to_string();
-                Some((r.name, PathBuf::from(path)))
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    Ok(skill_registry::discover(
-        &config.agent_skill_dirs(),
-        &resources,
-    ))
-}
-
-/// A registered or built-in skill, else a discovered one (`discovered/<name>`).
-fn resolve_any(
-    ctx: &Context,
-    store: &cleveragents_engine::store::Store,
-    name: &str,
-) -> Result<ResolvedSkill, CliError> {
-    match skill_registry::resolve(store, name) {
-        Ok(s) => Ok(s),
-        Err(e) => discovered(ctx, store)?
-            .0
-            .iter()
-            .map(Discovered::resolved)
-            .find(|d| d.name == name)
-            .ok_or_else(|| e.into()),
-    }
-}
-
 fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<Report, CliError> {
     let source = source.map(|s| if s == "custom" { "command" } else { s });
     if let Some(s) = source
@@ -352,7 +307,10 @@ fn list(ctx: &Context, namespace: Option<&str>, source: Option<&str>) -> Result<
         }
         return Err(err);
     }
-    let (all, problems) = all_skills(ctx)?;
+    ctx.check_store()?;
+    ctx.config()?;
+    let listed = ctx.client()?.skills()?;
+    let (all, problems) = (listed.skills, listed.problems);
     let shown: Vec<&ResolvedSkill> = all
         .iter()
         .filter(|s| {
@@ -435,14 +393,9 @@ fn summary_counts(tools: &[ResolvedTool]) -> [(&'static str, String); 4] {
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let skill = resolve_any(ctx, &store, name)?;
-    let actors: Vec<String> = store
-        .actors()?
-        .into_iter()
-        .filter(|a| a.definition.skills.iter().any(|s| s == &skill.name))
-        .map(|a| a.name)
-        .collect();
+    ctx.check_store()?;
+    let detail = ctx.client()?.skill(name)?;
+    let (skill, actors) = (detail.skill, detail.actors);
     let direct: Vec<&ResolvedTool> = skill
         .tools
         .iter()
@@ -497,81 +450,9 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     )))
 }
 
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn path(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The live tools of a skill's MCP servers: each is started in a scratch directory (or
-/// reached), listed and stopped.
-fn live_mcp_tools(skill: &ResolvedSkill) -> (Vec<ResolvedTool>, Vec<String>) {
-    let mut tools = Vec::new();
-    let mut problems = Vec::new();
-    if skill.mcp_servers.is_empty() {
-        return (tools, problems);
-    }
-    let scratch = Scratch(std::env::temp_dir().join(format!("agents-mcp-{}", std::process::id())));
-    if let Err(e) = std::fs::create_dir_all(scratch.path()) {
-        problems.push(format!("no scratch directory for the MCP servers: {e}"));
-        return (tools, problems);
-    }
-    let pool = match cleveragents_engine::tools::mcp::McpPool::new() {
-        Ok(p) => p,
-        Err(e) => {
-            problems.push(e);
-            return (tools, problems);
-        }
-    };
-    let home = scratch.path().join("home");
-    let _ = std::fs::create_dir_all(&home);
-    let place = cleveragents_engine::tools::mcp::Placement {
-        cwd: scratch.path().to_path_buf(),
-        writable: vec![scratch.path().to_path_buf()],
-        env: vec![
-            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
-            ("HOME".into(), home.display().to_string()),
-        ],
-        network: true,
-        allow_unconfined: true,
-        log_dir: None,
-        ..cleveragents_engine::tools::mcp::Placement::default()
-    };
-    for (from, spec) in &skill.mcp_servers {
-        match pool.connect(spec, &place) {
-            Ok(list) => {
-                for t in list {
-                    tools.push(ResolvedTool {
-                        name: t.qualified,
-                        description: t.description,
-                        source: cleveragents_engine::tools::custom::ToolSource::Mcp,
-                        capability: t.capability,
-                        from_skill: (from != &skill.name).then(|| from.clone()),
-                        external: None,
-                    });
-                }
-            }
-            Err(e) => problems.push(e),
-        }
-    }
-    pool.shutdown();
-    (tools, problems)
-}
-
 fn tools(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let mut skill = resolve_any(ctx, &store, name)?;
-    let (live, problems) = live_mcp_tools(&skill);
-    skill.tools.extend(live);
+    ctx.check_store()?;
+    let (skill, problems) = ctx.client()?.skill_tools(name)?;
     let rows = skill
         .tools
         .iter()

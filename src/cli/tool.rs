@@ -11,10 +11,8 @@ use super::skill::checkpoint_cell;
 use super::view;
 use super::{CliError, Context};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
-use cleveragents_engine::registry::tool_registration::AddTool;
-use cleveragents_engine::skills;
+use cleveragents_engine::api::definition_views::{AddTool, BuiltinTool, ToolCapability, ToolView};
 use cleveragents_engine::tools::runner::{CallRequest, Policy, ToolRunner};
-use cleveragents_engine::tools::{self, Tool};
 
 /// `agents tool ...`
 #[derive(Debug, Subcommand)]
@@ -102,9 +100,10 @@ pub enum ToolCommand {
 }
 
 impl ToolCommand {
-    /// Whether the subcommand can run against a server (`--server`): none yet.
+    /// Whether the subcommand can run against a server (`--server`): all but `run`, which
+    /// acts on this machine's sandboxes.
     pub fn served_remotely(&self) -> bool {
-        false
+        !matches!(self, ToolCommand::Run { .. })
     }
 
     /// The subcommand name.
@@ -162,6 +161,7 @@ pub fn run(command: ToolCommand, ctx: &Context) -> Result<Report, CliError> {
                 code,
                 writes: flag(writes, no_writes),
                 checkpointable: flag(checkpointable, no_checkpointable),
+                config_text: None,
             },
         ),
         ToolCommand::Remove { yes, name } => super::tool_registry::remove(ctx, &name, yes),
@@ -327,14 +327,14 @@ fn tool_run(
     Ok(report)
 }
 
-pub(super) fn tool_json(t: &dyn Tool) -> Value {
+pub(super) fn tool_json(t: &BuiltinTool) -> Value {
     json!({
-        "name": t.name(),
-        "description": t.description(),
-        "source": "builtin",
-        "group": t.group().as_str(),
-        "skills": skills::skills_with_tool(t.name()),
-        "capability": t.capability(),
+        "name": t.name,
+        "description": t.description,
+        "source": t.source,
+        "group": t.group,
+        "skills": t.skills,
+        "capability": t.capability,
     })
 }
 
@@ -396,42 +396,39 @@ fn type_of(p: &Value) -> String {
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    if tools::builtin(name).is_none() && name.contains('/') {
-        return super::tool_registry::show(ctx, name);
-    }
-    // A bare name that is no built-in means `local/NAME`, as in every registry.
-    let local = format!("local/{name}");
-    if tools::builtin(name).is_none()
-        && ctx
-            .store()?
-            .registered_tool::<serde_json::Value>(&local)?
-            .is_some()
-    {
-        return super::tool_registry::show(ctx, &local);
-    }
-    let tool = tools::builtin(name).ok_or_else(|| {
-        let names: Vec<&str> = tools::builtins().iter().map(|t| t.name()).collect();
-        let err = CliError::new("NOT_FOUND", format!("tool `{name}` not found"))
-            .detail("built-in tools have bare names; a bare name that is none means local/NAME, and no tool of that name is registered");
-        match cleveragents_engine::config::nearest(name, names) {
-            Some(s) => err.hint(format!("agents tool show {s}")),
-            None => err.hint("agents tool list"),
+    ctx.check_store()?;
+    let (tool, schema) = match ctx.client()?.tool(name)? {
+        ToolView::Builtin { tool, input_schema } => (tool, input_schema),
+        ToolView::Registered { tool, skills } => {
+            return Ok(super::tool_registry::show(&tool, &skills));
         }
-    })?;
-    let cap = tool.capability();
-    let schema = tool.input_schema();
-    let mut data = tool_json(tool.as_ref());
+        ToolView::Unknown {
+            namespaced,
+            nearest,
+        } => {
+            let mut err = CliError::new("NOT_FOUND", format!("tool `{name}` not found"));
+            if !namespaced {
+                err = err.detail("built-in tools have bare names; a bare name that is none means local/NAME, and no tool of that name is registered");
+            }
+            return Err(match nearest {
+                Some(s) => err.hint(format!("agents tool show {s}")),
+                None => err.hint("agents tool list"),
+            });
+        }
+    };
+    let cap = ToolCapability::from(&tool.capability);
+    let mut data = tool_json(&tool);
     data["input_schema"] = schema.clone();
-    let skill_names = skills::skills_with_tool(tool.name());
+    let skill_names = &tool.skills;
     Ok(
         Report::ok("tool show", json!({"tool": data}), "Tool loaded")
             .with(Element::panel(
                 "Tool Details",
                 [
-                    ("Name", view::id(tool.name())),
-                    ("Description", tool.description().into()),
+                    ("Name", view::id(tool.name.clone())),
+                    ("Description", tool.description.clone().into()),
                     ("Source", "builtin".into()),
-                    ("Group", tool.group().as_str().into()),
+                    ("Group", tool.group.clone().into()),
                     ("Skills", skill_names.join(", ").into()),
                 ],
             ))
@@ -445,7 +442,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
                     ("Read-Only", view::yes_no(cap.read_only).into()),
                     ("Writes", view::yes_no(cap.writes).into()),
                     ("Checkpointable", view::yes_no(cap.checkpointable).into()),
-                    ("Checkpoint Scope", checkpoint_cell(&cap.clone().into())),
+                    ("Checkpoint Scope", checkpoint_cell(&cap)),
                     ("Idempotent", view::yes_no(cap.idempotent).into()),
                     ("Unsafe", view::yes_no(cap.is_unsafe).into()),
                     (

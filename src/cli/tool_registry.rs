@@ -7,10 +7,9 @@ use super::skill::{checkpoint_cell, writes_cell};
 use super::{CliError, Context, view};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
 use cleveragents_engine::api;
-use cleveragents_engine::registry::tool_registration::{self as register, AddTool};
-use cleveragents_engine::store::tools::Registration;
-use cleveragents_engine::tools;
-use cleveragents_engine::tools::custom::{ToolCapability, ToolDef, ToolSource};
+use cleveragents_engine::api::definition_views::{
+    AddTool, DefinitionKind, Registration, ToolCapability, ToolDef, ToolSource,
+};
 
 fn registered_json(r: &Registration<ToolDef>) -> Value {
     let d = &r.definition;
@@ -57,14 +56,17 @@ fn capability_panel(cap: &ToolCapability) -> Element {
 /// `INVALID_INPUT` naming the field (YAML, schema, capability, command), `CONFLICT` for a
 /// duplicate without `--update`.
 pub fn add(ctx: &Context, input: &AddTool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let existed = input
-        .name
-        .as_deref()
-        .map(|n| store.registered_tool::<ToolDef>(n).map(|r| r.is_some()))
-        .transpose()?
-        .unwrap_or(false);
-    drop(store);
+    ctx.check_store()?;
+    let existed = match input.name.as_deref() {
+        Some(n) => ctx.client()?.tool_kind(n)? == Some(DefinitionKind::Registered),
+        None => false,
+    };
+    let mut input = input.clone();
+    if let Some(config) = &input.config {
+        // The file is this machine's: through a server, its text goes with the change.
+        let (path, text) = super::action::sent_config(ctx, config)?;
+        (input.config, input.config_text) = (Some(path), text);
+    }
     let reg = ctx.change(api::RegisterTool(input.clone()))?;
     let cap = reg.definition.capability().unwrap_or_default();
     let verb = if existed && input.update {
@@ -102,19 +104,22 @@ pub fn add(ctx: &Context, input: &AddTool) -> Result<Report, CliError> {
 /// # Errors
 /// `NOT_FOUND`, `CONFLICT` while a skill names it, `CONFLICT` for a built-in.
 pub fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    if tools::builtin(name).is_some() {
-        return Err(CliError::new(
-            "CONFLICT",
-            format!("`{name}` is a built-in tool and cannot be removed"),
-        )
-        .hint("leave its skill out of an actor's `skills:` instead"));
-    }
-    let store = ctx.store()?;
-    if store.registered_tool::<ToolDef>(name)?.is_none() {
-        return Err(
-            CliError::new("NOT_FOUND", format!("tool `{name}` is not registered"))
-                .hint("agents tool list"),
-        );
+    ctx.check_store()?;
+    match ctx.client()?.tool_kind(name)? {
+        Some(DefinitionKind::Builtin) => {
+            return Err(CliError::new(
+                "CONFLICT",
+                format!("`{name}` is a built-in tool and cannot be removed"),
+            )
+            .hint("leave its skill out of an actor's `skills:` instead"));
+        }
+        None => {
+            return Err(
+                CliError::new("NOT_FOUND", format!("tool `{name}` is not registered"))
+                    .hint("agents tool list"),
+            );
+        }
+        Some(DefinitionKind::Registered) => {}
     }
     confirm(
         &format!("Remove tool {name}?"),
@@ -122,7 +127,6 @@ pub fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> 
         &ctx.terminal,
         &ctx.suggest(&format!("tool remove --yes {name}")),
     )?;
-    drop(store);
     let reg = ctx.change(api::RemoveTool {
         name: name.to_string(),
     })?;
@@ -167,17 +171,19 @@ pub fn list(
         )));
     }
     let source = source.and_then(ToolSource::parse).map(ToolSource::as_str);
-    let store = ctx.store()?;
-    let mut rows: Vec<Row> = tools::builtins()
+    ctx.check_store()?;
+    let listed = ctx.client()?.tools()?;
+    let mut rows: Vec<Row> = listed
+        .builtins
         .iter()
         .map(|t| Row {
-            name: t.name().to_string(),
+            name: t.name.clone(),
             source: "builtin",
-            cap: t.capability().into(),
-            json: super::tool::tool_json(t.as_ref()),
+            cap: (&t.capability).into(),
+            json: super::tool::tool_json(t),
         })
         .collect();
-    for r in store.registered_tools::<ToolDef>()? {
+    for r in listed.registered {
         rows.push(Row {
             name: r.name.clone(),
             source: r.definition.source.as_str(),
@@ -234,29 +240,10 @@ pub fn list(
     )))
 }
 
-/// `tool show` of a registered tool.
-///
-/// # Errors
-/// `NOT_FOUND` with the nearest name.
-pub fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let Some(reg) = store.registered_tool::<ToolDef>(name)? else {
-        let names: Vec<String> = store
-            .registered_tools::<ToolDef>()?
-            .into_iter()
-            .map(|r| r.name)
-            .collect();
-        let err = CliError::new("NOT_FOUND", format!("tool `{name}` not found"));
-        return Err(
-            match cleveragents_engine::config::nearest(name, names.iter().map(String::as_str)) {
-                Some(s) => err.hint(format!("agents tool show {s}")),
-                None => err.hint("agents tool list"),
-            },
-        );
-    };
+/// `tool show` of a registered tool, with the custom skills that name it.
+pub fn show(reg: &Registration<ToolDef>, skills: &[String]) -> Report {
     let d = &reg.definition;
     let cap = d.capability().unwrap_or_default();
-    let skills = register::skills_naming_tool(&store, name)?;
     let implementation = d
         .command
         .clone()
@@ -280,7 +267,7 @@ pub fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
         .unwrap_or_default();
     let mut report = Report::ok(
         "tool show",
-        json!({"tool": registered_json(&reg), "skills": skills}),
+        json!({"tool": registered_json(reg), "skills": skills}),
         "Tool loaded",
     )
     .with(Element::panel(
@@ -335,5 +322,5 @@ pub fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     if cap.is_unsafe {
         report = report.message(Level::Warn, "this tool is not confined by the kernel here");
     }
-    Ok(report)
+    report
 }

@@ -35,6 +35,7 @@ mod resource_types;
 mod review;
 mod sandbox;
 mod server;
+mod server_definitions;
 mod server_tls;
 mod sessions;
 mod skills;

@@ -595,15 +595,18 @@ pub struct AddActor {
     pub overrides: actors::Overrides,
     /// Replace an existing actor of that name.
     pub update: bool,
+    /// The file's text, read on a client and sent to a server (`None`: read `file` here).
+    #[serde(default)]
+    pub config_text: Option<String>,
 }
 
 impl RegistryChange for AddActor {
     type Output = actors::Added;
     fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
-        Ok(actors::add(
+        Ok(actors::add_given(
             store,
             &engine.settings.providers,
-            &self.file,
+            (&self.file, self.config_text.as_deref()),
             self.name.as_deref(),
             &self.overrides,
             self.update,
@@ -675,15 +678,18 @@ pub struct AddProfile {
     pub name: Option<String>,
     /// Replace an existing profile of that name.
     pub update: bool,
+    /// The file's text, read on a client and sent to a server (`None`: read `file` here).
+    #[serde(default)]
+    pub config_text: Option<String>,
 }
 
 impl RegistryChange for AddProfile {
     type Output = profiles::Added;
     fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let names = engine.provider_names();
-        Ok(profiles::add(
+        Ok(profiles::add_given(
             store,
-            &self.file,
+            (&self.file, self.config_text.as_deref()),
             self.name.as_deref(),
             self.update,
             &names,

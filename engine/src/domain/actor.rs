@@ -132,7 +132,7 @@ pub struct Actor {
 }
 
 /// What an actor reference resolved to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "resolved_as", rename_all = "snake_case")]
 pub enum ActorRef {
     /// A registered custom actor.

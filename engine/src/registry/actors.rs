@@ -365,7 +365,23 @@ pub fn add(
     overrides: &Overrides,
     update: bool,
 ) -> Result<Added, ActorError> {
-    let (loaded, text) = load_file(path, name_arg)?;
+    add_given(store, providers, (path, None), name_arg, overrides, update)
+}
+
+/// [`add`] of the file `path` whose text was read elsewhere (`Some`: on a client, sent to a
+/// server), or read here (`None`).
+///
+/// # Errors
+/// As [`add`].
+pub fn add_given(
+    store: &mut Store,
+    providers: &[Provider],
+    (path, given): (&Path, Option<&str>),
+    name_arg: Option<&str>,
+    overrides: &Overrides,
+    update: bool,
+) -> Result<Added, ActorError> {
+    let (loaded, text) = load_file(path, given, name_arg)?;
     let Loaded {
         file,
         prefix,
@@ -474,8 +490,12 @@ struct Loaded {
 /// Reads an actor file of either shape: today's flat one (`name:`, `model:`, ...) or the
 /// spec's (`cleveragents:`, `actors:`, `routes:`), choosing the entry named `name_arg`, else
 /// `default_actor`, else the only entry.
-fn load_file(path: &Path, name_arg: Option<&str>) -> Result<(Loaded, String), ActorError> {
-    let (probe, text): (serde_yaml::Value, String) = yaml::load(path)?;
+fn load_file(
+    path: &Path,
+    given: Option<&str>,
+    name_arg: Option<&str>,
+) -> Result<(Loaded, String), ActorError> {
+    let (probe, text): (serde_yaml::Value, String) = yaml::load_given(path, given)?;
     let spec_shape = probe.as_mapping().is_some_and(|m| {
         ["cleveragents", "actors", "routes"]
             .iter()
@@ -877,7 +897,7 @@ pub fn remove(
 }
 
 /// One row of `actor list`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActorRow {
     /// Name (`local/x`, `builtin/...`, `openai/*`).
     pub name: String,

@@ -285,7 +285,22 @@ pub fn add(
     update: bool,
     providers: &[String],
 ) -> Result<Added, ProfileError> {
-    let (file, _text): (ProfileFile, String) = yaml::load(path)?;
+    add_given(store, (path, None), name_arg, update, providers)
+}
+
+/// [`add`] of the file `path` whose text was read elsewhere (`Some`: on a client, sent to a
+/// server), or read here (`None`).
+///
+/// # Errors
+/// As [`add`].
+pub fn add_given(
+    store: &mut Store,
+    (path, given): (&Path, Option<&str>),
+    name_arg: Option<&str>,
+    update: bool,
+    providers: &[String],
+) -> Result<Added, ProfileError> {
+    let (file, _text): (ProfileFile, String) = yaml::load_given(path, given)?;
     let raw = name_arg
         .map(str::to_string)
         .or(file.name.clone())
@@ -327,7 +342,7 @@ pub fn add(
 }
 
 /// Who still names a custom profile as their default (spec 27 resolution chain).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {
     /// Where the global default names it (`config.toml automation-profile` or
     /// `AGENTS_AUTOMATION_PROFILE`), if it does.

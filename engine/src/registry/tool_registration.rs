@@ -71,6 +71,9 @@ pub struct AddTool {
     pub writes: Option<bool>,
     /// `--checkpointable` / `--no-checkpointable`.
     pub checkpointable: Option<bool>,
+    /// The text of `config`, read on a client and sent to a server (`None`: read it here).
+    #[serde(default)]
+    pub config_text: Option<String>,
 }
 
 fn check_name(name: &str, what: &str) -> Result<String, RegisterError> {
@@ -108,7 +111,8 @@ pub fn add_tool(
 ) -> Result<Registration<ToolDef>, RegisterError> {
     let (mut def, config_path, hash) = match &input.config {
         Some(path) => {
-            let (file, text): (ToolFile, String) = yaml::load(path)?;
+            let (file, text): (ToolFile, String) =
+                yaml::load_given(path, input.config_text.as_deref())?;
             let mut def = file.tool;
             def.base_dir = base_dir(path);
             (
@@ -247,6 +251,9 @@ pub struct AddSkill {
     pub mcp_servers: Vec<String>,
     /// `--agent-skill DIR`.
     pub agent_skill: Option<PathBuf>,
+    /// The text of `config`, read on a client and sent to a server (`None`: read it here).
+    #[serde(default)]
+    pub config_text: Option<String>,
 }
 
 /// Registers a skill after flattening it (unknown tools and includes, cycles and bad
@@ -260,7 +267,8 @@ pub fn add_skill(
 ) -> Result<(Registration<SkillDef>, ResolvedSkill), RegisterError> {
     let (mut def, config_path, hash) = match &input.config {
         Some(path) => {
-            let (file, text): (SkillFile, String) = yaml::load(path)?;
+            let (file, text): (SkillFile, String) =
+                yaml::load_given(path, input.config_text.as_deref())?;
             let mut def = file.skill;
             def.base_dir = base_dir(path);
             (

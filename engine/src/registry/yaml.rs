@@ -111,6 +111,24 @@ pub fn load<T: DeserializeOwned>(path: &Path) -> Result<(T, String), YamlError> 
     Ok((value, text))
 }
 
+/// [`load`], or with `text` given (a file read on the client and sent to a server), [`parse`]
+/// of that text under the file's name.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_given<T: DeserializeOwned>(
+    path: &Path,
+    text: Option<&str>,
+) -> Result<(T, String), YamlError> {
+    match text {
+        Some(t) => {
+            let t = t.strip_prefix('\u{feff}').unwrap_or(t);
+            Ok((parse(path, t)?, t.to_string()))
+        }
+        None => load(path),
+    }
+}
+
 /// Deserializes YAML `text` (the content of `path`) into `T`.
 ///
 /// # Errors
