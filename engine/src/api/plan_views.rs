@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::apply_preview::{ApplyPreviewQuery, ApplyPreviewView};
+use super::plan_diff::{DiffQuery, DiffView};
 use super::protocol::{self, Request, Response};
 use super::{ApiError, Client, Engine};
 
@@ -12,15 +14,18 @@ use super::{ApiError, Client, Engine};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "query", rename_all = "snake_case")]
 pub enum PlanViewRequest {
-    /// The decision tree of a plan. Not answered yet.
-    Tree,
+    /// A plan's changes against its bases, or what its Apply wrote (`plan diff`).
+    Diff(DiffQuery),
+    /// What `plan apply` shows before asking.
+    ApplyPreview(ApplyPreviewQuery),
 }
 
 impl PlanViewRequest {
     /// The call's name as the protocol spells it.
     pub fn name(&self) -> &'static str {
         match self {
-            PlanViewRequest::Tree => "tree",
+            PlanViewRequest::Diff(_) => "diff",
+            PlanViewRequest::ApplyPreview(_) => "apply_preview",
         }
     }
 }
@@ -29,30 +34,78 @@ impl PlanViewRequest {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "view", rename_all = "snake_case")]
 pub enum PlanView {
-    /// Placeholder until the first call of the family is answered.
-    Nothing,
+    /// [`PlanViewRequest::Diff`].
+    Diff(Box<DiffView>),
+    /// [`PlanViewRequest::ApplyPreview`].
+    ApplyPreview(Box<ApplyPreviewView>),
+}
+
+impl PlanView {
+    /// The view's name, for an error that names what came back instead of what was asked.
+    fn name(&self) -> &'static str {
+        match self {
+            PlanView::Diff(_) => "diff",
+            PlanView::ApplyPreview(_) => "apply_preview",
+        }
+    }
 }
 
 /// Answers `request` on `engine`.
 ///
 /// # Errors
 /// [`ApiError`] as each call documents.
-pub(crate) fn answer(_engine: &Engine, request: PlanViewRequest) -> Result<PlanView, ApiError> {
-    Err(ApiError::NotSupported {
-        what: format!("the `{}` call", request.name()),
+pub(crate) fn answer(engine: &Engine, request: PlanViewRequest) -> Result<PlanView, ApiError> {
+    Ok(match request {
+        PlanViewRequest::Diff(q) => PlanView::Diff(Box::new(super::plan_diff::diff(engine, &q)?)),
+        PlanViewRequest::ApplyPreview(q) => {
+            PlanView::ApplyPreview(Box::new(super::apply_preview::preview(engine, &q)?))
+        }
     })
 }
 
 impl dyn Client + '_ {
     /// Sends one call of this family and takes its view.
-    #[expect(
-        dead_code,
-        reason = "the family's typed calls use it once they are answered"
-    )]
     fn plan_view_call(&self, request: PlanViewRequest) -> Result<PlanView, ApiError> {
         let asked = Request::PlanView(request);
         protocol::expect(asked.name(), self.call(asked)?, |r| match r {
             Response::PlanView(v) => Ok(*v),
+            other => Err(other),
+        })
+    }
+
+    /// The view `take` accepts, or a protocol error naming the call and the view.
+    fn plan_view<T>(
+        &self,
+        request: PlanViewRequest,
+        take: impl FnOnce(PlanView) -> Result<T, PlanView>,
+    ) -> Result<T, ApiError> {
+        let asked = request.name();
+        take(self.plan_view_call(request)?).map_err(|other| ApiError::Protocol {
+            message: format!(
+                "the call `{asked}` was answered with the plan view `{}`",
+                other.name()
+            ),
+        })
+    }
+
+    /// `plan diff`: see [`DiffQuery`].
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; store, sandbox and git failures; see [`Client::call`].
+    pub fn plan_diff(&self, query: DiffQuery) -> Result<DiffView, ApiError> {
+        self.plan_view(PlanViewRequest::Diff(query), |v| match v {
+            PlanView::Diff(d) => Ok(*d),
+            other => Err(other),
+        })
+    }
+
+    /// What `plan apply` shows before asking: see [`ApplyPreviewQuery`].
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`, `INVALID_INPUT`; see [`Client::call`].
+    pub fn apply_preview(&self, query: ApplyPreviewQuery) -> Result<ApplyPreviewView, ApiError> {
+        self.plan_view(PlanViewRequest::ApplyPreview(query), |v| match v {
+            PlanView::ApplyPreview(p) => Ok(*p),
             other => Err(other),
         })
     }

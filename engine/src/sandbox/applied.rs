@@ -20,7 +20,7 @@ use crate::store::Store;
 use crate::store::lifecycle_run::{BaseKind, Journal, JournalStatus};
 
 /// Where an applied resource's diff came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The applied commit against its parent, in the real repository.
@@ -32,7 +32,7 @@ pub enum Source {
 }
 
 /// One resource an applied plan wrote.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct AppliedResource {
     /// The resource's name.
     pub resource_name: String,
