@@ -12,7 +12,6 @@ use super::{CliError, Context};
 use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone};
 use cleveragents_engine::api;
 use cleveragents_engine::domain::plan::Plan;
-use cleveragents_engine::sandbox::diff::{self, DiffRequest, FileDiff};
 use cleveragents_engine::sandbox::git_sandbox::preflight;
 use cleveragents_engine::sandbox::{
     DEFAULT_RETENTION_DAYS, SandboxTarget, Sandboxes, TargetKind, lifetime,
@@ -123,6 +122,9 @@ impl PlanSandboxCommand {
         match self {
             // A correction attempt's comparison is not served yet.
             PlanSandboxCommand::Diff { correction, .. } => correction.is_none(),
+            PlanSandboxCommand::Checkpoints { .. }
+            | PlanSandboxCommand::Rollback { .. }
+            | PlanSandboxCommand::Artifacts { .. } => true,
             _ => false,
         }
     }
@@ -548,81 +550,48 @@ fn applied_diff(
 }
 
 fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
-    let (store, sandboxes, plan) = open(ctx, plan)?;
-    let changes = store.changes(&plan.plan_id, false)?;
-    let calls = store.tool_calls(&plan.plan_id)?;
-    let mut files: Vec<serde_json::Value> = Vec::new();
+    let view = ctx.client()?.artifacts(plan)?;
+    let applied = view.applied;
+    let commits: Vec<String> = view
+        .commits
+        .iter()
+        .map(|c| format!("{} on {}", short_commit(&c.commit), c.resource_name))
+        .collect();
     let mut rows = Vec::new();
-    let active = sandboxes.active(&store, &plan.plan_id)?;
-    // Per resource: its changed files, from the live sandbox or, once applied, from the records.
-    let mut changed: Vec<(String, Vec<FileDiff>)> = Vec::new();
-    for sb in &active {
-        changed.push((
-            sb.target.resource_name.clone(),
-            diff::sandbox_diff(sb, &DiffRequest::default())?,
-        ));
-    }
-    let applied = active.is_empty() && plan.phase() == cleveragents_engine::domain::Phase::Applied;
-    let mut commits = Vec::new();
-    if applied {
-        for a in cleveragents_engine::sandbox::applied::applied_changes(
-            &store,
-            &plan.plan_id,
-            &DiffRequest::default(),
-        )? {
-            if let Some(c) = &a.commit {
-                commits.push(format!("{} on {}", short_commit(c), a.resource_name));
-            }
-            changed.push((a.resource_name, a.files));
-        }
-    }
-    for (resource_name, diffs) in changed {
-        for f in diffs {
-            let made_by: Vec<u64> = calls
-                .iter()
-                .filter(|c| c.discarded_at.is_none())
-                .filter(|c| {
-                    changes.iter().any(|ch| {
-                        ch.call_id == c.call_id
-                            && ch.resource_name == resource_name
-                            && (ch.change.path == f.path
-                                || ch.change.path.starts_with(&format!("{}/", f.path)))
-                    })
-                })
-                .map(|c| c.seq)
-                .collect();
-            rows.push(vec![
-                Cell::new(f.status.letter(), Tone::Normal),
-                Cell::from(f.path.clone()),
-                Cell::from(
-                    f.new_size
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                ),
-                Cell::from(
-                    made_by
-                        .iter()
-                        .map(|s| format!("#{s}"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ),
-                Cell::new(resource_name.clone(), Tone::Dim),
-            ]);
-            files.push(json!({
-                "resource_name": resource_name,
-                "path": f.path, "old_path": f.old_path, "status": f.status,
-                "binary": f.binary, "size": f.new_size, "tool_calls": made_by,
-            }));
-        }
+    let mut files: Vec<serde_json::Value> = Vec::new();
+    for a in &view.files {
+        let f = &a.file;
+        rows.push(vec![
+            Cell::new(f.status.letter(), Tone::Normal),
+            Cell::from(f.path.clone()),
+            Cell::from(
+                f.new_size
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into()),
+            ),
+            Cell::from(
+                a.tool_calls
+                    .iter()
+                    .map(|s| format!("#{s}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            Cell::new(a.resource_name.clone(), Tone::Dim),
+        ]);
+        files.push(json!({
+            "resource_name": a.resource_name,
+            "path": f.path, "old_path": f.old_path, "status": f.status,
+            "binary": f.binary, "size": f.new_size, "tool_calls": a.tool_calls,
+        }));
     }
     let n = files.len();
     let data = json!({
-        "plan_id": plan.plan_id.to_string(),
+        "plan_id": view.plan_id.to_string(),
         "applied": applied,
         "commits": commits,
         "files": files,
-        "changes": changes,
-        "tool_calls": calls,
+        "changes": view.changes,
+        "tool_calls": view.tool_calls,
     });
     let status = match (applied, commits.is_empty()) {
         (true, false) => format!(
@@ -649,12 +618,10 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
 }
 
 fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError> {
-    let (store, _sandboxes, plan) = open(ctx, plan)?;
-    let list: Vec<_> = store
-        .checkpoints(&plan.plan_id)?
-        .into_iter()
-        .filter(|c| all || c.discarded_at.is_none())
-        .collect();
+    let api::CheckpointsView {
+        plan_id,
+        checkpoints: list,
+    } = ctx.client()?.checkpoints(plan, all)?;
     let rows = list
         .iter()
         .map(|c| {
@@ -678,7 +645,7 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
         })
         .collect();
     let n = list.len();
-    let data = json!({"plan_id": plan.plan_id.to_string(), "checkpoints": list});
+    let data = json!({"plan_id": plan_id.to_string(), "checkpoints": list});
     Ok(
         Report::ok("plan checkpoints", data, format!("{n} checkpoint(s)")).with(Element::Table {
             title: "Checkpoints".into(),
@@ -699,19 +666,17 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
 }
 
 fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, CliError> {
-    let (store, _sandboxes, plan) = open(ctx, plan)?;
-    let cp_id = store.resolve_checkpoint(&plan.plan_id, cp)?.map_err(|e| {
-        CliError::from(e).hint(ctx.suggest(&format!("plan checkpoints {}", plan.plan_id)))
-    })?;
-    drop(store);
-    let question = format!(
-        "Roll plan {} back to {cp_id}, discarding later work?",
-        plan.plan_id
-    );
-    let answer_with = ctx.suggest(&format!("plan rollback --yes {} {cp_id}", plan.plan_id));
+    let client = ctx.client()?;
+    let plan_id = client.resolve_plan(plan)?;
+    let cp_id = client
+        .checkpoint(&plan_id.to_string(), cp)
+        .map_err(|e| CliError::from(e).hint(ctx.suggest(&format!("plan checkpoints {plan_id}"))))?
+        .checkpoint_id;
+    let question = format!("Roll plan {plan_id} back to {cp_id}, discarding later work?");
+    let answer_with = ctx.suggest(&format!("plan rollback --yes {plan_id} {cp_id}"));
     confirm(&question, yes, &ctx.terminal, &answer_with)?;
-    let rolled = match api_engine(ctx).run(api::Op::Rollback {
-        plan: plan.plan_id,
+    let rolled = match client.run(api::Op::Rollback {
+        plan: plan_id,
         checkpoint: cp_id.clone(),
     })? {
         api::Outcome::RolledBack(r) => *r,
@@ -720,7 +685,7 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
     let outcome = &rolled.outcome;
     let steps_reset = rolled.steps_to_run_again;
     let data = json!({
-        "plan_id": plan.plan_id.to_string(),
+        "plan_id": plan_id.to_string(),
         "checkpoint_id": outcome.checkpoint.checkpoint_id,
         "resources": outcome.resources,
         "discarded_checkpoints": outcome.discarded_checkpoints,
@@ -734,7 +699,7 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
         Report::ok("plan rollback", data, format!("Rolled back to {cp_id}")).with(Element::panel(
             "Rollback",
             [
-                ("Plan", Cell::new(plan.plan_id.to_string(), Tone::Id)),
+                ("Plan", Cell::new(plan_id.to_string(), Tone::Id)),
                 ("Checkpoint", Cell::new(cp_id.to_string(), Tone::Id)),
                 ("Resources", outcome.resources.join(", ").into()),
                 (

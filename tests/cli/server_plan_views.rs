@@ -125,3 +125,62 @@ fn plan_apply_asks_through_a_server_with_the_preview_it_shows_in_process() {
     assert_eq!(finished["error"]["code"], "CONFLICT", "{finished:#}");
     assert!(!db_file(&client).exists());
 }
+
+/// `data` of a rollback with what names this plan's own records replaced by what they are.
+fn rollback_shape(mut data: Value) -> Value {
+    for key in ["plan_id", "checkpoint_id"] {
+        data[key] = Value::from(data[key].as_str().map_or(0, str::len));
+    }
+    let withdrawn = data["withdrawn_approvals"].as_array().map_or(0, Vec::len);
+    data["withdrawn_approvals"] = Value::from(withdrawn);
+    data
+}
+
+#[test]
+fn checkpoints_artifacts_and_rollback_through_a_server_answer_as_in_process() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let listed = same_data(&server, &client, &["plan", "checkpoints", &plan]);
+    assert!(
+        listed["data"]["checkpoints"].as_array().unwrap().len() >= 2,
+        "{listed:#}"
+    );
+    let made = same_data(&server, &client, &["plan", "artifacts", &plan]);
+    assert!(
+        !made["data"]["files"].as_array().unwrap().is_empty(),
+        "{made:#}"
+    );
+
+    // Without a terminal and without --yes, a rollback asks; an unknown checkpoint is named.
+    let asked = same_data(&server, &client, &["plan", "rollback", &plan, "2"]);
+    assert_eq!(asked["error"]["code"], "NEEDS_APPROVAL", "{asked:#}");
+    let unknown = same_data(
+        &server,
+        &client,
+        &["plan", "rollback", "--yes", &plan, "cp_nope"],
+    );
+    assert_eq!(unknown["exit_code"], 1, "{unknown:#}");
+
+    // The same rollback of two plans alike, one in process and one through the server.
+    let (doc, code) = server.env.json(&["quickstart", "--headless"]);
+    assert_eq!(code, 3, "{doc:#}");
+    let other = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let (local, code) = server.env.json(&["plan", "rollback", "--yes", &other, "2"]);
+    assert_eq!(code, 0, "{local:#}");
+    let (remote, code) = server.client_json(&client, &["plan", "rollback", "--yes", &plan, "2"]);
+    assert_eq!(code, 0, "{remote:#}");
+    assert_eq!(remote["data"]["plan_id"], plan.as_str());
+    assert_eq!(
+        rollback_shape(remote["data"].clone()),
+        rollback_shape(local["data"].clone())
+    );
+    let all = same_data(&server, &client, &["plan", "checkpoints", "--all", &plan]);
+    let discarded = all["data"]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["discarded_at"].is_null())
+        .count();
+    assert!(discarded >= 1, "{all:#}");
+    assert!(!db_file(&client).exists());
+}

@@ -16,6 +16,8 @@ pub mod definition_views;
 mod error;
 mod export;
 mod op;
+mod plan_artifacts;
+mod plan_checkpoints;
 mod plan_diff;
 pub mod plan_views;
 pub mod protocol;
@@ -54,6 +56,8 @@ pub use crate::sandbox::diff::{
     unified as unified_diff,
 };
 pub use apply_preview::{ApplyPreviewQuery, ApplyPreviewView, ApplyShown};
+pub use plan_artifacts::{AppliedCommit, Artifact, ArtifactsView};
+pub use plan_checkpoints::{CheckpointRef, CheckpointsView};
 pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, ResourceDiff, SandboxesDiff};
 
 use crate::config::{Config, Provider};

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::apply_preview::{ApplyPreviewQuery, ApplyPreviewView};
+use super::plan_artifacts::ArtifactsView;
+use super::plan_checkpoints::{self, CheckpointRef, CheckpointsView};
 use super::plan_diff::{DiffQuery, DiffView};
 use super::protocol::{self, Request, Response};
 use super::{ApiError, Client, Engine};
@@ -18,6 +20,25 @@ pub enum PlanViewRequest {
     Diff(DiffQuery),
     /// What `plan apply` shows before asking.
     ApplyPreview(ApplyPreviewQuery),
+    /// A plan's checkpoints (`plan checkpoints`).
+    Checkpoints {
+        /// Plan id or unique prefix.
+        plan: String,
+        /// With those a rollback discarded.
+        all: bool,
+    },
+    /// One checkpoint of a plan, by id, unique prefix or sequence number.
+    Checkpoint {
+        /// Plan id or unique prefix.
+        plan: String,
+        /// Checkpoint id, unique prefix or sequence number.
+        checkpoint: String,
+    },
+    /// What a plan produced: changed files and the tool calls that changed them.
+    Artifacts {
+        /// Plan id or unique prefix.
+        plan: String,
+    },
 }
 
 impl PlanViewRequest {
@@ -26,6 +47,9 @@ impl PlanViewRequest {
         match self {
             PlanViewRequest::Diff(_) => "diff",
             PlanViewRequest::ApplyPreview(_) => "apply_preview",
+            PlanViewRequest::Checkpoints { .. } => "checkpoints",
+            PlanViewRequest::Checkpoint { .. } => "checkpoint",
+            PlanViewRequest::Artifacts { .. } => "artifacts",
         }
     }
 }
@@ -38,6 +62,12 @@ pub enum PlanView {
     Diff(Box<DiffView>),
     /// [`PlanViewRequest::ApplyPreview`].
     ApplyPreview(Box<ApplyPreviewView>),
+    /// [`PlanViewRequest::Checkpoints`].
+    Checkpoints(Box<CheckpointsView>),
+    /// [`PlanViewRequest::Checkpoint`].
+    Checkpoint(Box<CheckpointRef>),
+    /// [`PlanViewRequest::Artifacts`].
+    Artifacts(Box<ArtifactsView>),
 }
 
 impl PlanView {
@@ -46,6 +76,9 @@ impl PlanView {
         match self {
             PlanView::Diff(_) => "diff",
             PlanView::ApplyPreview(_) => "apply_preview",
+            PlanView::Checkpoints(_) => "checkpoints",
+            PlanView::Checkpoint(_) => "checkpoint",
+            PlanView::Artifacts(_) => "artifacts",
         }
     }
 }
@@ -59,6 +92,15 @@ pub(crate) fn answer(engine: &Engine, request: PlanViewRequest) -> Result<PlanVi
         PlanViewRequest::Diff(q) => PlanView::Diff(Box::new(super::plan_diff::diff(engine, &q)?)),
         PlanViewRequest::ApplyPreview(q) => {
             PlanView::ApplyPreview(Box::new(super::apply_preview::preview(engine, &q)?))
+        }
+        PlanViewRequest::Checkpoints { plan, all } => {
+            PlanView::Checkpoints(Box::new(plan_checkpoints::checkpoints(engine, &plan, all)?))
+        }
+        PlanViewRequest::Checkpoint { plan, checkpoint } => PlanView::Checkpoint(Box::new(
+            plan_checkpoints::checkpoint(engine, &plan, &checkpoint)?,
+        )),
+        PlanViewRequest::Artifacts { plan } => {
+            PlanView::Artifacts(Box::new(super::plan_artifacts::artifacts(engine, &plan)?))
         }
     })
 }
@@ -106,6 +148,50 @@ impl dyn Client + '_ {
     pub fn apply_preview(&self, query: ApplyPreviewQuery) -> Result<ApplyPreviewView, ApiError> {
         self.plan_view(PlanViewRequest::ApplyPreview(query), |v| match v {
             PlanView::ApplyPreview(p) => Ok(*p),
+            other => Err(other),
+        })
+    }
+
+    /// `plan checkpoints`: plan `plan`'s checkpoints, with the discarded ones when `all`.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; see [`Client::call`].
+    pub fn checkpoints(&self, plan: &str, all: bool) -> Result<CheckpointsView, ApiError> {
+        let request = PlanViewRequest::Checkpoints {
+            plan: plan.to_string(),
+            all,
+        };
+        self.plan_view(request, |v| match v {
+            PlanView::Checkpoints(c) => Ok(*c),
+            other => Err(other),
+        })
+    }
+
+    /// Checkpoint `checkpoint` (id, unique prefix or sequence number) of plan `plan`.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`, `INVALID_INPUT`; see [`Client::call`].
+    pub fn checkpoint(&self, plan: &str, checkpoint: &str) -> Result<CheckpointRef, ApiError> {
+        let request = PlanViewRequest::Checkpoint {
+            plan: plan.to_string(),
+            checkpoint: checkpoint.to_string(),
+        };
+        self.plan_view(request, |v| match v {
+            PlanView::Checkpoint(c) => Ok(*c),
+            other => Err(other),
+        })
+    }
+
+    /// `plan artifacts`: what plan `plan` produced.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; store, sandbox and git failures; see [`Client::call`].
+    pub fn artifacts(&self, plan: &str) -> Result<ArtifactsView, ApiError> {
+        let request = PlanViewRequest::Artifacts {
+            plan: plan.to_string(),
+        };
+        self.plan_view(request, |v| match v {
+            PlanView::Artifacts(a) => Ok(*a),
             other => Err(other),
         })
     }

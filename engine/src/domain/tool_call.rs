@@ -13,7 +13,7 @@ use super::id::Id;
 use super::lifecycle::str_enum;
 
 /// The kind of a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeOp {
     /// A new file or link.
@@ -41,7 +41,7 @@ str_enum!(ChangeOp {
 
 /// One change to one path. Hashes are SHA-256 (hex) of the content (for links: of the target
 /// text); sizes are bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Change {
     /// What happened.
     pub operation: ChangeOp,
@@ -60,7 +60,7 @@ pub struct Change {
 }
 
 /// A stored change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ChangeRecord {
     /// Change id.
     pub change_id: Id,
@@ -80,7 +80,7 @@ pub struct ChangeRecord {
 }
 
 /// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallOutcome {
     /// Ran and succeeded.
@@ -96,7 +96,7 @@ pub enum CallOutcome {
 str_enum!(CallOutcome { Ok => "ok", Failed => "failed", Denied => "denied", Invalid => "invalid" });
 
 /// One entry of a plan's execution log.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ToolCallRecord {
     /// Call id.
     pub call_id: Id,
