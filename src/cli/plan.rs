@@ -160,7 +160,9 @@ impl PlanCommand {
             | PlanCommand::Decide(_)
             | PlanCommand::Prompt(_)
             | PlanCommand::Use(_)
-            | PlanCommand::Apply(_) => true,
+            | PlanCommand::Apply(_)
+            | PlanCommand::Logs(_)
+            | PlanCommand::Errors { .. } => true,
             PlanCommand::Sandbox(c) => c.served_remotely(),
             _ => false,
         }

@@ -1073,14 +1073,11 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
 /// # Errors
 /// Unknown plans; store errors.
 pub fn errors(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let id = store.resolve_plan_id(input)??;
-    let plan = store
-        .plan(&id)?
-        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;
-    let errors = cleveragents_engine::lifecycle::report::errors(&store, &id)?;
-    let recovery_decisions: Vec<Value> = store
-        .decisions(&id)?
+    let client = ctx.client()?;
+    let api::ErrorsView { plan, errors } = client.plan_errors(input)?;
+    let id = plan.plan_id;
+    let recovery_decisions: Vec<Value> = client
+        .decisions(&id.to_string())?
         .into_iter()
         .filter(|d| {
             matches!(

@@ -184,3 +184,21 @@ fn checkpoints_artifacts_and_rollback_through_a_server_answer_as_in_process() {
     assert!(discarded >= 1, "{all:#}");
     assert!(!db_file(&client).exists());
 }
+
+#[test]
+fn plan_logs_and_errors_through_a_server_answer_as_in_process() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let logs = same_data(&server, &client, &["plan", "logs", &plan]);
+    let steps = logs["data"]["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{logs:#}");
+    let first = steps[0]["position"].to_string();
+    same_data(&server, &client, &["plan", "logs", &plan, &first]);
+    let missing = same_data(&server, &client, &["plan", "logs", &plan, "no-such-step"]);
+    assert_eq!(missing["error"]["code"], "NOT_FOUND", "{missing:#}");
+    let errors = same_data(&server, &client, &["plan", "errors", &plan]);
+    assert_eq!(errors["data"]["plan_id"], plan.as_str(), "{errors:#}");
+    let unknown = same_data(&server, &client, &["plan", "errors", "01NOPE"]);
+    assert_eq!(unknown["exit_code"], 1, "{unknown:#}");
+    assert!(!db_file(&client).exists());
+}

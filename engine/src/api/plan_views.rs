@@ -9,6 +9,7 @@ use super::apply_preview::{ApplyPreviewQuery, ApplyPreviewView};
 use super::plan_artifacts::ArtifactsView;
 use super::plan_checkpoints::{self, CheckpointRef, CheckpointsView};
 use super::plan_diff::{DiffQuery, DiffView};
+use super::plan_record::{self, ErrorsView, StepsView};
 use super::protocol::{self, Request, Response};
 use super::{ApiError, Client, Engine};
 
@@ -39,6 +40,16 @@ pub enum PlanViewRequest {
         /// Plan id or unique prefix.
         plan: String,
     },
+    /// A plan's steps with what they printed (`plan logs`).
+    Steps {
+        /// Plan id or unique prefix.
+        plan: String,
+    },
+    /// A plan's errors (`plan errors`).
+    Errors {
+        /// Plan id or unique prefix.
+        plan: String,
+    },
 }
 
 impl PlanViewRequest {
@@ -50,6 +61,8 @@ impl PlanViewRequest {
             PlanViewRequest::Checkpoints { .. } => "checkpoints",
             PlanViewRequest::Checkpoint { .. } => "checkpoint",
             PlanViewRequest::Artifacts { .. } => "artifacts",
+            PlanViewRequest::Steps { .. } => "steps",
+            PlanViewRequest::Errors { .. } => "errors",
         }
     }
 }
@@ -68,6 +81,10 @@ pub enum PlanView {
     Checkpoint(Box<CheckpointRef>),
     /// [`PlanViewRequest::Artifacts`].
     Artifacts(Box<ArtifactsView>),
+    /// [`PlanViewRequest::Steps`].
+    Steps(Box<StepsView>),
+    /// [`PlanViewRequest::Errors`].
+    Errors(Box<ErrorsView>),
 }
 
 impl PlanView {
@@ -79,6 +96,8 @@ impl PlanView {
             PlanView::Checkpoints(_) => "checkpoints",
             PlanView::Checkpoint(_) => "checkpoint",
             PlanView::Artifacts(_) => "artifacts",
+            PlanView::Steps(_) => "steps",
+            PlanView::Errors(_) => "errors",
         }
     }
 }
@@ -101,6 +120,12 @@ pub(crate) fn answer(engine: &Engine, request: PlanViewRequest) -> Result<PlanVi
         )),
         PlanViewRequest::Artifacts { plan } => {
             PlanView::Artifacts(Box::new(super::plan_artifacts::artifacts(engine, &plan)?))
+        }
+        PlanViewRequest::Steps { plan } => {
+            PlanView::Steps(Box::new(plan_record::steps(engine, &plan)?))
+        }
+        PlanViewRequest::Errors { plan } => {
+            PlanView::Errors(Box::new(plan_record::errors(engine, &plan)?))
         }
     })
 }
@@ -192,6 +217,34 @@ impl dyn Client + '_ {
         };
         self.plan_view(request, |v| match v {
             PlanView::Artifacts(a) => Ok(*a),
+            other => Err(other),
+        })
+    }
+
+    /// `plan logs`: plan `plan`'s steps with what they printed.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; see [`Client::call`].
+    pub fn plan_steps(&self, plan: &str) -> Result<StepsView, ApiError> {
+        let request = PlanViewRequest::Steps {
+            plan: plan.to_string(),
+        };
+        self.plan_view(request, |v| match v {
+            PlanView::Steps(s) => Ok(*s),
+            other => Err(other),
+        })
+    }
+
+    /// `plan errors`: plan `plan`'s row and errors.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; see [`Client::call`].
+    pub fn plan_errors(&self, plan: &str) -> Result<ErrorsView, ApiError> {
+        let request = PlanViewRequest::Errors {
+            plan: plan.to_string(),
+        };
+        self.plan_view(request, |v| match v {
+            PlanView::Errors(e) => Ok(*e),
             other => Err(other),
         })
     }
