@@ -159,9 +159,11 @@ impl PlanCommand {
             | PlanCommand::Execute(_)
             | PlanCommand::Decide(_)
             | PlanCommand::Prompt(_)
-            | PlanCommand::Use(_) => true,
-            // Asking first needs the preview, which is not served yet.
-            PlanCommand::Apply(a) => a.yes,
+            | PlanCommand::Use(_)
+            | PlanCommand::Apply(_)
+            | PlanCommand::Logs(_)
+            | PlanCommand::Errors { .. } => true,
+            PlanCommand::Sandbox(c) => c.served_remotely(),
             _ => false,
         }
     }

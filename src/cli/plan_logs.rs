@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use super::{CliError, Context};
 use crate::output::{Element, Report};
-use cleveragents_engine::api::StepView;
+use cleveragents_engine::api::PlanStep;
+use cleveragents_engine::api::{self, StepView};
 use cleveragents_engine::domain::decision::Decision;
-use cleveragents_engine::store::lifecycle_run::PlanStep;
 
 /// Lines of stdout and of stderr that `plan status` shows per step.
 pub const STATUS_TAIL_LINES: usize = 5;
@@ -131,10 +131,9 @@ pub(crate) fn status_tails(ctx: &Context, plan_id: &str, steps: &[StepView]) -> 
 /// Unknown plans (`NOT_FOUND`), a step the plan does not have (`NOT_FOUND`, listing its
 /// steps), store errors.
 pub fn logs(ctx: &Context, args: &LogsArgs) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let id = store.resolve_plan_id(&args.plan)??;
-    let decisions = store.decisions(&id)?;
-    let steps = store.plan_steps(&id)?;
+    let client = ctx.client()?;
+    let api::StepsView { plan_id: id, steps } = client.plan_steps(&args.plan)?;
+    let decisions = client.decisions(&id.to_string())?;
     let named: Vec<(String, &PlanStep)> = steps
         .iter()
         .map(|st| (step_name(&decisions, st), st))

@@ -508,41 +508,34 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
     let apply = |plan: Id| Op::Apply {
         plan,
         no_commit: a.no_commit,
-        selection: cleveragents_engine::review::partial::ApplyRequest {
-            only: a.only.clone(),
-            exclude: a.exclude.clone(),
-            discard_rest: a.discard_rest,
-            allow_secrets: a.allow_secrets,
-        },
+        selection: selection(a),
     };
     if a.yes {
         return apply_without_asking(ctx, a, apply);
     }
-    // What is shown before asking is read with an engine of its own, whose spinner is gone
+    // What is shown before asking is read with a client of its own, whose spinner is gone
     // (dropped with it) before the question is asked: a spinner drawing on stderr would
     // overwrite the `[y/N]` prompt.
     let (id, confirmation) = {
-        let engine = engine(ctx, a.stream, "Applying plan")?;
-        let id = resolve_plan(&engine, &a.plan)?;
-        let Some(preview) = engine.apply_preview(&id)? else {
-            let client: &dyn api::Client = &engine;
-            finished_plan(ctx, &client.plan(&id.to_string())?, a.discard_rest)?;
-            // Let the driver name what is wrong (CONFLICT with hints).
-            let driven = run_driven(&engine, apply(id))?;
-            return driven_report(ctx, "plan apply", driven);
-        };
-        let request = cleveragents_engine::review::partial::ApplyRequest {
-            only: a.only.clone(),
-            exclude: a.exclude.clone(),
-            discard_rest: a.discard_rest,
-            allow_secrets: a.allow_secrets,
-        };
-        let selection = cleveragents_engine::review::partial::Selection::new(&request)?;
-        let review = engine.review(&id)?;
-        let confirmation = if review.any_marked() || !selection.is_empty() {
-            partial_confirmation(&id, &review, &selection, request.discard_rest)
-        } else {
-            full_confirmation(&id, &preview)
+        let client = driver(ctx, a.stream, "Applying plan")?;
+        let preview = client.apply_preview(api::ApplyPreviewQuery {
+            plan: a.plan.clone(),
+            selection: selection(a),
+        })?;
+        let id = preview.plan.plan_id;
+        let confirmation = match preview.shown {
+            None => {
+                finished_plan(ctx, &preview.plan, a.discard_rest)?;
+                // Let the driver name what is wrong (CONFLICT with hints).
+                let driven = run_driven(client.as_ref(), apply(id))?;
+                return driven_report(ctx, "plan apply", driven);
+            }
+            Some(api::ApplyShown::Whole { resources }) => full_confirmation(&id, &resources),
+            Some(api::ApplyShown::Partial {
+                written,
+                left_out,
+                total_items,
+            }) => partial_confirmation(&id, (&written, &left_out), total_items, a.discard_rest),
         };
         (id, confirmation)
     };
@@ -565,9 +558,20 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
         }
         e
     })?;
-    let engine = engine(ctx, a.stream, "Applying plan")?;
-    let driven = run_driven(&engine, apply(id))?;
+    let client = driver(ctx, a.stream, "Applying plan")?;
+    let driven = run_driven(client.as_ref(), apply(id))?;
     driven_report(ctx, "plan apply", driven)
+}
+
+/// The part of the review `plan apply`'s `--only`, `--exclude`, `--discard-rest` and
+/// `--allow-secrets` select.
+fn selection(a: &ApplyArgs) -> api::ApplyRequest {
+    api::ApplyRequest {
+        only: a.only.clone(),
+        exclude: a.exclude.clone(),
+        discard_rest: a.discard_rest,
+        allow_secrets: a.allow_secrets,
+    }
 }
 
 /// `plan apply --yes`: nothing is shown or asked, so the confirmation's preview and review
@@ -593,14 +597,7 @@ fn apply_without_asking(
             )
     );
     if ready {
-        cleveragents_engine::review::partial::Selection::new(
-            &cleveragents_engine::review::partial::ApplyRequest {
-                only: a.only.clone(),
-                exclude: a.exclude.clone(),
-                discard_rest: a.discard_rest,
-                allow_secrets: a.allow_secrets,
-            },
-        )?;
+        api::ApplySelection::new(&selection(a))?;
     }
     let driven = run_driven(client.as_ref(), apply(id))?;
     driven_report(ctx, "plan apply", driven)
@@ -653,7 +650,7 @@ struct Confirmation {
 /// The whole reviewed tree, per resource and file.
 fn full_confirmation(
     id: &cleveragents_engine::domain::Id,
-    preview: &[cleveragents_engine::lifecycle::apply::Preview],
+    preview: &[api::ApplyPreview],
 ) -> Confirmation {
     let files: usize = preview.iter().map(|p| p.files.len()).sum();
     let added: u64 = preview
@@ -685,20 +682,18 @@ fn full_confirmation(
 /// (`docs/review.md`).
 fn partial_confirmation(
     id: &cleveragents_engine::domain::Id,
-    review: &cleveragents_engine::review::Review,
-    selection: &cleveragents_engine::review::partial::Selection,
+    (written, left_out): (&[api::Written], &[api::LeftOut]),
+    total: usize,
     discard_rest: bool,
 ) -> Confirmation {
-    let (written, left_out) = cleveragents_engine::review::partial::outline(review, selection);
     let items: usize = written.iter().map(|w| w.items).sum();
-    let total: usize = review.files.iter().map(|f| f.items.len()).sum();
     let added: u64 = written.iter().map(|w| w.additions).sum();
     let removed: u64 = written.iter().map(|w| w.deletions).sum();
     let mut text = format!(
         "Accepted part of plan {id}: {items} of {total} item(s) in {} file(s), +{added} -{removed}\n",
         written.len()
     );
-    for w in &written {
+    for w in written {
         let part = if w.items == w.of {
             String::new()
         } else {
@@ -723,7 +718,7 @@ fn partial_confirmation(
                 "kept in the sandbox"
             }
         ));
-        for l in &left_out {
+        for l in left_out {
             text.push_str(&format!("  {} {} ({}", l.path, l.what, l.why));
             if let Some(r) = &l.reason {
                 text.push_str(&format!(": {r}"));
@@ -1078,14 +1073,11 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
 /// # Errors
 /// Unknown plans; store errors.
 pub fn errors(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let id = store.resolve_plan_id(input)??;
-    let plan = store
-        .plan(&id)?
-        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} not found")))?;
-    let errors = cleveragents_engine::lifecycle::report::errors(&store, &id)?;
-    let recovery_decisions: Vec<Value> = store
-        .decisions(&id)?
+    let client = ctx.client()?;
+    let api::ErrorsView { plan, errors } = client.plan_errors(input)?;
+    let id = plan.plan_id;
+    let recovery_decisions: Vec<Value> = client
+        .decisions(&id.to_string())?
         .into_iter()
         .filter(|d| {
             matches!(

@@ -12,10 +12,9 @@ use super::{CliError, Context};
 use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone};
 use cleveragents_engine::api;
 use cleveragents_engine::domain::plan::Plan;
-use cleveragents_engine::sandbox::diff::{self, DiffRequest, FileDiff};
 use cleveragents_engine::sandbox::git_sandbox::preflight;
 use cleveragents_engine::sandbox::{
-    DEFAULT_RETENTION_DAYS, Sandbox, SandboxTarget, Sandboxes, TargetKind, lifetime,
+    DEFAULT_RETENTION_DAYS, SandboxTarget, Sandboxes, TargetKind, lifetime,
 };
 use cleveragents_engine::store::Store;
 
@@ -112,6 +111,21 @@ impl PlanSandboxCommand {
             PlanSandboxCommand::Rollback { .. } => "rollback",
             PlanSandboxCommand::Export { .. } => "export",
             PlanSandboxCommand::Cleanup { .. } => "cleanup",
+        }
+    }
+}
+
+impl PlanSandboxCommand {
+    /// Whether the subcommand reaches the engine only through the API's client, so that it
+    /// can run against a server (`--server`).
+    pub fn served_remotely(&self) -> bool {
+        match self {
+            // A correction attempt's comparison is not served yet.
+            PlanSandboxCommand::Diff { correction, .. } => correction.is_none(),
+            PlanSandboxCommand::Checkpoints { .. }
+            | PlanSandboxCommand::Rollback { .. }
+            | PlanSandboxCommand::Artifacts { .. } => true,
+            _ => false,
         }
     }
 }
@@ -258,58 +272,15 @@ pub(crate) fn register_dev_target(
     Ok(warnings)
 }
 
-fn select<'a>(
-    sandboxes: &'a [Sandbox],
-    resource: Option<&str>,
-) -> Result<Vec<&'a Sandbox>, CliError> {
-    match resource {
-        None => Ok(sandboxes.iter().collect()),
-        Some(name) => {
-            let found: Vec<&Sandbox> = sandboxes
-                .iter()
-                .filter(|s| s.target.answers_to(name))
-                .collect();
-            if found.is_empty() {
-                Err(
-                    CliError::new("NOT_FOUND", format!("the plan has no sandbox for `{name}`"))
-                        .hint(format!(
-                            "sandboxes: {}",
-                            sandboxes
-                                .iter()
-                                .map(|s| s.target.resource_name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )),
-                )
-            } else {
-                Ok(found)
-            }
-        }
-    }
-}
-
-fn resource_diff(
-    store: &Store,
-    sb: &Sandbox,
-    request: &DiffRequest,
-) -> Result<Vec<FileDiff>, CliError> {
-    let mut files = cleveragents_engine::sandbox::attribution::attributed_diff(store, sb, request)?;
-    // The ids `plan review` marks (`docs/review.md`); without hunks (`--stat`) there are none.
-    if request.hunks {
-        cleveragents_engine::review::assign_ids(&sb.record.resource_name, &mut files);
-    }
-    Ok(files)
-}
-
 /// One row of the Changed Files table.
-fn file_row(f: &FileDiff, resource_name: &str) -> Vec<Cell> {
+fn file_row(f: &api::FileDiff, resource_name: &str) -> Vec<Cell> {
     let path = match &f.old_path {
         Some(old) => format!("{old} -> {}", f.path),
         None => f.path.clone(),
     };
     let tone = match f.status {
-        diff::FileStatus::Added => Tone::Good,
-        diff::FileStatus::Deleted => Tone::Bad,
+        api::FileStatus::Added => Tone::Good,
+        api::FileStatus::Deleted => Tone::Bad,
         _ => Tone::Warn,
     };
     vec![
@@ -336,47 +307,67 @@ fn plan_diff(
     path: Option<String>,
     (stat, remainder): (bool, bool),
 ) -> Result<Report, CliError> {
-    let (store, sandboxes, plan) = open(ctx, plan)?;
-    let active = sandboxes.active(&store, &plan.plan_id)?;
-    let request = DiffRequest { path, hunks: !stat };
-    // An applied plan's change is what Apply wrote; after a partial Apply the sandbox still
-    // holds the whole change, shown with --remainder.
-    if plan.phase() == cleveragents_engine::domain::Phase::Applied
-        && (active.is_empty() || !remainder)
-    {
-        return applied_diff(ctx, &store, &plan, (resource, &request));
-    }
-    // The human formats draw only the table and the text diff, the structured ones only the
-    // data: each builds its own, and the data takes each file over as it is (serialized
-    // straight to the output, no `serde_json::Value` per line).
+    // The human formats draw only the table and the text diff, which show neither decisions
+    // nor review ids; the structured ones carry them in the data.
     let structured = ctx.format.is_structured();
-    let mut resources = Vec::new();
+    let view = ctx.client()?.plan_diff(api::DiffQuery {
+        plan: plan.to_string(),
+        resource: resource.map(str::to_string),
+        path,
+        hunks: !stat,
+        remainder,
+        marks: structured,
+    })?;
+    match view {
+        api::DiffView::Applied(applied) => applied_diff(ctx, applied, resource, !stat),
+        api::DiffView::Sandboxes(sandboxes) => sandboxes_diff(ctx, sandboxes, resource),
+    }
+}
+
+/// `NOT_FOUND` when `resource` was asked for and nothing answers to it among `names`.
+fn no_such_resource(
+    resource: Option<&str>,
+    found: bool,
+    (message, listed): (&str, &str),
+    names: &[String],
+) -> Result<(), CliError> {
+    match resource {
+        Some(name) if !found => Err(CliError::new("NOT_FOUND", format!("{message} `{name}`"))
+            .hint(format!("{listed}: {}", names.join(", ")))),
+        _ => Ok(()),
+    }
+}
+
+/// `plan diff` of the plan's live sandboxes.
+fn sandboxes_diff(
+    ctx: &Context,
+    view: api::SandboxesDiff,
+    resource: Option<&str>,
+) -> Result<Report, CliError> {
+    no_such_resource(
+        resource,
+        !view.resources.is_empty(),
+        ("the plan has no sandbox for", "sandboxes"),
+        &view.names,
+    )?;
+    let structured = ctx.format.is_structured();
     let mut text = String::new();
     let mut rows = Vec::new();
     let mut warnings = Vec::new();
-    let mut stats = diff::DiffStats::default();
-    for sb in select(&active, resource)? {
-        if !structured {
-            // The table and the unified text show neither decisions nor review ids: each file
-            // becomes its row and its text as soon as it is diffed, and its lines are dropped.
-            stats += human_diff(sb, &request, &mut rows, (&mut text, &mut warnings))?;
-            continue;
+    let mut stats = api::DiffStats::default();
+    for r in &view.resources {
+        stats += r.stats;
+        for f in &r.files {
+            warnings.extend(secret_flags(f));
+            if !structured {
+                rows.push(file_row(f, &r.resource_name));
+                text.push_str(&api::unified_diff(std::slice::from_ref(f)));
+            }
         }
-        let files = resource_diff(&store, sb, &request)?;
-        warnings.extend(files.iter().flat_map(secret_flags));
-        let own = diff::stats(&files);
-        stats += own;
-        resources.push(ResourceDiff {
-            resource_name: sb.target.resource_name.clone(),
-            strategy: sb.record.strategy,
-            base_commit: sb.record.base_commit.clone(),
-            stats: own,
-            files,
-        });
     }
-    let status = if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
+    let status = if view.names.is_empty() && view.released {
         "The plan's sandboxes were released or removed; their work trees are gone".to_string()
-    } else if active.is_empty() {
+    } else if view.names.is_empty() {
         "The plan has no sandbox yet: nothing has changed".to_string()
     } else {
         format!(
@@ -385,9 +376,13 @@ fn plan_diff(
         )
     };
     let data = DiffData {
-        plan_id: plan.plan_id.to_string(),
+        plan_id: view.plan_id.to_string(),
         stats,
-        resources,
+        resources: if structured {
+            view.resources
+        } else {
+            Vec::new()
+        },
     };
     let mut report = Report::ok("plan diff", serde_json::Value::Null, status);
     for w in warnings {
@@ -402,35 +397,9 @@ fn plan_diff(
     Ok(diff_report(report, rows, text))
 }
 
-/// One sandbox's part of the human formats: a Changed Files row per file into `rows` and,
-/// with hunks, its unified text onto `text`; returns the sandbox's totals.
-fn human_diff(
-    sb: &Sandbox,
-    request: &DiffRequest,
-    rows: &mut Vec<Vec<Cell>>,
-    (text, warnings): (&mut String, &mut Vec<String>),
-) -> Result<diff::DiffStats, CliError> {
-    let name = sb.target.resource_name.as_str();
-    let parts = diff::sandbox_diff_each(sb, request, &|f| {
-        let unified = request
-            .hunks
-            .then(|| diff::unified(std::slice::from_ref(&f)));
-        let flags = secret_flags(&f);
-        (diff::DiffStats::of(&f), file_row(&f, name), unified, flags)
-    })?;
-    let mut own = diff::DiffStats::default();
-    for (file, row, unified, flags) in parts {
-        own += file;
-        rows.push(row);
-        warnings.extend(flags);
-        text.push_str(unified.as_deref().unwrap_or_default());
-    }
-    Ok(own)
-}
-
 /// What `plan diff` says of each line of `f` that holds a secret's value (shown `[redacted]`,
 /// written as it is): Apply and export refuse it unless allowed (docs/sandbox.md).
-fn secret_flags(f: &FileDiff) -> Vec<String> {
+fn secret_flags(f: &api::FileDiff) -> Vec<String> {
     f.secrets
         .iter()
         .map(|s| {
@@ -450,18 +419,8 @@ fn secret_flags(f: &FileDiff) -> Vec<String> {
 #[derive(serde::Serialize)]
 struct DiffData {
     plan_id: String,
-    stats: diff::DiffStats,
-    resources: Vec<ResourceDiff>,
-}
-
-/// One resource's part of [`DiffData`].
-#[derive(serde::Serialize)]
-struct ResourceDiff {
-    resource_name: String,
-    strategy: cleveragents_engine::sandbox::Strategy,
-    base_commit: Option<String>,
-    stats: diff::DiffStats,
-    files: Vec<FileDiff>,
+    stats: api::DiffStats,
+    resources: Vec<api::ResourceDiff>,
 }
 
 /// The Changed Files table and, when there is any, the unified diff `text`.
@@ -497,49 +456,33 @@ fn short_commit(c: &str) -> &str {
 /// commit, else the sandbox's history, else the journal), marked applied with its commits.
 fn applied_diff(
     ctx: &Context,
-    store: &Store,
-    plan: &Plan,
-    (resource, request): (Option<&str>, &DiffRequest),
+    view: api::AppliedDiff,
+    resource: Option<&str>,
+    hunks: bool,
 ) -> Result<Report, CliError> {
-    let applied =
-        cleveragents_engine::sandbox::applied::applied_changes(store, &plan.plan_id, request)?;
-    let chosen: Vec<_> = applied
-        .iter()
-        .filter(|a| {
-            resource
-                .is_none_or(|r| a.resource_name == r || a.resource_name.ends_with(&format!("/{r}")))
-        })
-        .collect();
-    if let Some(r) = resource
-        && chosen.is_empty()
-    {
-        return Err(
-            CliError::new("NOT_FOUND", format!("the plan applied nothing to `{r}`")).hint(format!(
-                "resources it applied to: {}",
-                applied
-                    .iter()
-                    .map(|a| a.resource_name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        );
-    }
+    no_such_resource(
+        resource,
+        !view.resources.is_empty(),
+        ("the plan applied nothing to", "resources it applied to"),
+        &view.names,
+    )?;
+    let chosen = &view.resources;
     let mut rows = Vec::new();
     let mut all_files = Vec::new();
     let mut resources = Vec::new();
-    for a in &chosen {
+    for a in chosen {
         rows.extend(a.files.iter().map(|f| file_row(f, &a.resource_name)));
         resources.push(json!({
             "resource_name": a.resource_name,
             "applied": true,
             "commit": a.commit,
             "source": a.source,
-            "stats": diff::stats(&a.files),
+            "stats": api::diff_stats(&a.files),
             "files": a.files,
         }));
         all_files.extend(a.files.iter().cloned());
     }
-    let stats = diff::stats(&all_files);
+    let stats = api::diff_stats(&all_files);
     let commits: Vec<String> = chosen
         .iter()
         .filter_map(|a| {
@@ -548,9 +491,10 @@ fn applied_diff(
                 .map(|c| format!("{} on {}", short_commit(c), a.resource_name))
         })
         .collect();
-    let left_out = last_left_out(store, &plan.plan_id)?;
+    let left_out = view.left_out;
+    let plan = view.plan_id;
     let data = json!({
-        "plan_id": plan.plan_id.to_string(),
+        "plan_id": plan.to_string(),
         "applied": true,
         "stats": stats,
         "resources": resources,
@@ -584,121 +528,70 @@ fn applied_diff(
             format!(
                 "Apply left out {}; what it left in the sandbox: {}",
                 names.join(", "),
-                ctx.suggest(&format!("plan diff --remainder {}", plan.plan_id))
+                ctx.suggest(&format!("plan diff --remainder {plan}"))
             ),
         );
     }
     if chosen
         .iter()
-        .any(|a| a.source == cleveragents_engine::sandbox::applied::Source::Journal)
+        .any(|a| a.source == api::AppliedSource::Journal)
     {
         report = report.message(
             Level::Info,
             "some files are listed from the apply journal only: their sandbox history is gone, so there are no line counts or hunks",
         );
     }
-    let text = if request.hunks {
-        diff::unified(&all_files)
+    let text = if hunks {
+        api::unified_diff(&all_files)
     } else {
         String::new()
     };
     Ok(diff_report(report, rows, text))
 }
 
-/// The items the plan's last Apply left out (its `apply_complete` event), `[]` when none.
-fn last_left_out(
-    store: &Store,
-    plan: &cleveragents_engine::domain::Id,
-) -> Result<serde_json::Value, CliError> {
-    use cleveragents_engine::domain::event::EventKind;
-    let events = cleveragents_engine::store::events::after(store, 0, Some(plan), u32::MAX)?;
-    Ok(events
-        .into_iter()
-        .rev()
-        .find_map(|e| match e.kind {
-            EventKind::ApplyComplete(c) => Some(c.left_out),
-            _ => None,
-        })
-        .filter(|l| !l.is_null())
-        .unwrap_or_else(|| json!([])))
-}
-
 fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
-    let (store, sandboxes, plan) = open(ctx, plan)?;
-    let changes = store.changes(&plan.plan_id, false)?;
-    let calls = store.tool_calls(&plan.plan_id)?;
-    let mut files: Vec<serde_json::Value> = Vec::new();
+    let view = ctx.client()?.artifacts(plan)?;
+    let applied = view.applied;
+    let commits: Vec<String> = view
+        .commits
+        .iter()
+        .map(|c| format!("{} on {}", short_commit(&c.commit), c.resource_name))
+        .collect();
     let mut rows = Vec::new();
-    let active = sandboxes.active(&store, &plan.plan_id)?;
-    // Per resource: its changed files, from the live sandbox or, once applied, from the records.
-    let mut changed: Vec<(String, Vec<FileDiff>)> = Vec::new();
-    for sb in &active {
-        changed.push((
-            sb.target.resource_name.clone(),
-            diff::sandbox_diff(sb, &DiffRequest::default())?,
-        ));
-    }
-    let applied = active.is_empty() && plan.phase() == cleveragents_engine::domain::Phase::Applied;
-    let mut commits = Vec::new();
-    if applied {
-        for a in cleveragents_engine::sandbox::applied::applied_changes(
-            &store,
-            &plan.plan_id,
-            &DiffRequest::default(),
-        )? {
-            if let Some(c) = &a.commit {
-                commits.push(format!("{} on {}", short_commit(c), a.resource_name));
-            }
-            changed.push((a.resource_name, a.files));
-        }
-    }
-    for (resource_name, diffs) in changed {
-        for f in diffs {
-            let made_by: Vec<u64> = calls
-                .iter()
-                .filter(|c| c.discarded_at.is_none())
-                .filter(|c| {
-                    changes.iter().any(|ch| {
-                        ch.call_id == c.call_id
-                            && ch.resource_name == resource_name
-                            && (ch.change.path == f.path
-                                || ch.change.path.starts_with(&format!("{}/", f.path)))
-                    })
-                })
-                .map(|c| c.seq)
-                .collect();
-            rows.push(vec![
-                Cell::new(f.status.letter(), Tone::Normal),
-                Cell::from(f.path.clone()),
-                Cell::from(
-                    f.new_size
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                ),
-                Cell::from(
-                    made_by
-                        .iter()
-                        .map(|s| format!("#{s}"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ),
-                Cell::new(resource_name.clone(), Tone::Dim),
-            ]);
-            files.push(json!({
-                "resource_name": resource_name,
-                "path": f.path, "old_path": f.old_path, "status": f.status,
-                "binary": f.binary, "size": f.new_size, "tool_calls": made_by,
-            }));
-        }
+    let mut files: Vec<serde_json::Value> = Vec::new();
+    for a in &view.files {
+        let f = &a.file;
+        rows.push(vec![
+            Cell::new(f.status.letter(), Tone::Normal),
+            Cell::from(f.path.clone()),
+            Cell::from(
+                f.new_size
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into()),
+            ),
+            Cell::from(
+                a.tool_calls
+                    .iter()
+                    .map(|s| format!("#{s}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            Cell::new(a.resource_name.clone(), Tone::Dim),
+        ]);
+        files.push(json!({
+            "resource_name": a.resource_name,
+            "path": f.path, "old_path": f.old_path, "status": f.status,
+            "binary": f.binary, "size": f.new_size, "tool_calls": a.tool_calls,
+        }));
     }
     let n = files.len();
     let data = json!({
-        "plan_id": plan.plan_id.to_string(),
+        "plan_id": view.plan_id.to_string(),
         "applied": applied,
         "commits": commits,
         "files": files,
-        "changes": changes,
-        "tool_calls": calls,
+        "changes": view.changes,
+        "tool_calls": view.tool_calls,
     });
     let status = match (applied, commits.is_empty()) {
         (true, false) => format!(
@@ -725,12 +618,10 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
 }
 
 fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError> {
-    let (store, _sandboxes, plan) = open(ctx, plan)?;
-    let list: Vec<_> = store
-        .checkpoints(&plan.plan_id)?
-        .into_iter()
-        .filter(|c| all || c.discarded_at.is_none())
-        .collect();
+    let api::CheckpointsView {
+        plan_id,
+        checkpoints: list,
+    } = ctx.client()?.checkpoints(plan, all)?;
     let rows = list
         .iter()
         .map(|c| {
@@ -754,7 +645,7 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
         })
         .collect();
     let n = list.len();
-    let data = json!({"plan_id": plan.plan_id.to_string(), "checkpoints": list});
+    let data = json!({"plan_id": plan_id.to_string(), "checkpoints": list});
     Ok(
         Report::ok("plan checkpoints", data, format!("{n} checkpoint(s)")).with(Element::Table {
             title: "Checkpoints".into(),
@@ -775,19 +666,17 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
 }
 
 fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, CliError> {
-    let (store, _sandboxes, plan) = open(ctx, plan)?;
-    let cp_id = store.resolve_checkpoint(&plan.plan_id, cp)?.map_err(|e| {
-        CliError::from(e).hint(ctx.suggest(&format!("plan checkpoints {}", plan.plan_id)))
-    })?;
-    drop(store);
-    let question = format!(
-        "Roll plan {} back to {cp_id}, discarding later work?",
-        plan.plan_id
-    );
-    let answer_with = ctx.suggest(&format!("plan rollback --yes {} {cp_id}", plan.plan_id));
+    let client = ctx.client()?;
+    let plan_id = client.resolve_plan(plan)?;
+    let cp_id = client
+        .checkpoint(&plan_id.to_string(), cp)
+        .map_err(|e| CliError::from(e).hint(ctx.suggest(&format!("plan checkpoints {plan_id}"))))?
+        .checkpoint_id;
+    let question = format!("Roll plan {plan_id} back to {cp_id}, discarding later work?");
+    let answer_with = ctx.suggest(&format!("plan rollback --yes {plan_id} {cp_id}"));
     confirm(&question, yes, &ctx.terminal, &answer_with)?;
-    let rolled = match api_engine(ctx).run(api::Op::Rollback {
-        plan: plan.plan_id,
+    let rolled = match client.run(api::Op::Rollback {
+        plan: plan_id,
         checkpoint: cp_id.clone(),
     })? {
         api::Outcome::RolledBack(r) => *r,
@@ -796,7 +685,7 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
     let outcome = &rolled.outcome;
     let steps_reset = rolled.steps_to_run_again;
     let data = json!({
-        "plan_id": plan.plan_id.to_string(),
+        "plan_id": plan_id.to_string(),
         "checkpoint_id": outcome.checkpoint.checkpoint_id,
         "resources": outcome.resources,
         "discarded_checkpoints": outcome.discarded_checkpoints,
@@ -810,7 +699,7 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
         Report::ok("plan rollback", data, format!("Rolled back to {cp_id}")).with(Element::panel(
             "Rollback",
             [
-                ("Plan", Cell::new(plan.plan_id.to_string(), Tone::Id)),
+                ("Plan", Cell::new(plan_id.to_string(), Tone::Id)),
                 ("Checkpoint", Cell::new(cp_id.to_string(), Tone::Id)),
                 ("Resources", outcome.resources.join(", ").into()),
                 (

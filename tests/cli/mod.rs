@@ -36,6 +36,7 @@ mod review;
 mod sandbox;
 mod server;
 mod server_definitions;
+mod server_plan_views;
 mod server_tls;
 mod sessions;
 mod skills;

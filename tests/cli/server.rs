@@ -6,47 +6,14 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::support::server::Server;
+use crate::support::server::{Server, masked, server_with_a_plan};
 use crate::support::{Env, db_file};
-
-/// A server whose data directory holds one quickstart plan waiting at its apply gate; the
-/// plan's id.
-fn server_with_a_plan() -> (Server, String) {
-    let env = Env::new();
-    let (doc, code) = env.json(&["quickstart", "--headless"]);
-    assert_eq!(code, 3, "{doc:#}");
-    let plan = doc["data"]["plan_id"]
-        .as_str()
-        .or_else(|| doc["data"]["plan"]["plan_id"].as_str())
-        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
-        .to_string();
-    (Server::start(env), plan)
-}
 
 /// The number of events in the server's log, read in process on the server host.
 fn event_count(server: &Server, plan: &str) -> usize {
     let (doc, code) = server.env.json(&["plan", "events", plan]);
     assert_eq!(code, 0, "{doc:#}");
     doc["data"]["events"].as_array().unwrap().len()
-}
-
-/// `data` with what differs between two environments masked: suggested commands repeat
-/// their own global options.
-fn masked(mut data: Value) -> Value {
-    fn walk(v: &mut Value) {
-        match v {
-            Value::String(s) if s.starts_with("agents ") => {
-                if let Some(i) = s.find(" plan ") {
-                    *s = format!("agents{}", &s[i..]);
-                }
-            }
-            Value::Array(a) => a.iter_mut().for_each(walk),
-            Value::Object(o) => o.values_mut().for_each(walk),
-            _ => {}
-        }
-    }
-    walk(&mut data);
-    data
 }
 
 #[test]

@@ -7,6 +7,8 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use serde_json::Value;
+
 use super::Env;
 
 /// A running server.
@@ -134,4 +136,37 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A server whose data directory holds one quickstart plan waiting at its apply gate; the
+/// plan's id.
+pub fn server_with_a_plan() -> (Server, String) {
+    let env = Env::new();
+    let (doc, code) = env.json(&["quickstart", "--headless"]);
+    assert_eq!(code, 3, "{doc:#}");
+    let plan = doc["data"]["plan_id"]
+        .as_str()
+        .or_else(|| doc["data"]["plan"]["plan_id"].as_str())
+        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
+        .to_string();
+    (Server::start(env), plan)
+}
+
+/// `data` with what differs between two environments masked: suggested commands repeat
+/// their own global options.
+pub fn masked(mut data: Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::String(s) if s.starts_with("agents ") => {
+                if let Some(i) = s.find(" plan ") {
+                    *s = format!("agents{}", &s[i..]);
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            Value::Object(o) => o.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut data);
+    data
 }

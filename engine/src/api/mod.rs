@@ -10,12 +10,17 @@
 //! driving it is [`ApiError`] with code `CONFLICT`) and records what it changed as events in
 //! the same transaction as the change.
 
+mod apply_preview;
 mod client;
 pub mod definition_views;
 mod error;
 mod export;
 mod op;
 pub mod openapi;
+mod plan_artifacts;
+mod plan_checkpoints;
+mod plan_diff;
+mod plan_record;
 pub mod plan_views;
 pub mod protocol;
 mod query;
@@ -42,6 +47,23 @@ pub use query::{PlanFilter, PlanListView};
 pub use registry::*;
 pub use remote::Remote;
 pub use status::{ChildView, PlanStatusView, ResumedAt, StatusHeadline, StepView, step_name};
+
+// Plan inspection views (`plan_views`): the types `plan diff` and `plan apply`'s preview
+// carry, and what they are made of.
+pub use crate::lifecycle::apply::Preview as ApplyPreview;
+pub use crate::lifecycle::report::ErrorEntry;
+pub use crate::review::partial::{ApplyRequest, LeftOut, Selection as ApplySelection, Written};
+pub use crate::sandbox::applied::{AppliedResource, Source as AppliedSource};
+pub use crate::sandbox::diff::{
+    DiffStats, FileDiff, FileStatus, Hunk, HunkLine, LineKind, stats as diff_stats,
+    unified as unified_diff,
+};
+pub use crate::store::lifecycle_run::PlanStep;
+pub use apply_preview::{ApplyPreviewQuery, ApplyPreviewView, ApplyShown};
+pub use plan_artifacts::{AppliedCommit, Artifact, ArtifactsView};
+pub use plan_checkpoints::{CheckpointRef, CheckpointsView};
+pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, ResourceDiff, SandboxesDiff};
+pub use plan_record::{ErrorsView, StepsView};
 
 use crate::config::{Config, Provider};
 use crate::domain::Id;

@@ -91,7 +91,9 @@ impl SandboxTarget {
 }
 
 /// How a resource is sandboxed (spec section 23).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// A private repository that borrows the user's objects.

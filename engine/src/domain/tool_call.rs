@@ -13,7 +13,9 @@ use super::id::Id;
 use super::lifecycle::str_enum;
 
 /// The kind of a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeOp {
     /// A new file or link.
@@ -41,7 +43,7 @@ str_enum!(ChangeOp {
 
 /// One change to one path. Hashes are SHA-256 (hex) of the content (for links: of the target
 /// text); sizes are bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Change {
     /// What happened.
     pub operation: ChangeOp,
@@ -60,7 +62,7 @@ pub struct Change {
 }
 
 /// A stored change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ChangeRecord {
     /// Change id.
     pub change_id: Id,
@@ -80,7 +82,9 @@ pub struct ChangeRecord {
 }
 
 /// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CallOutcome {
     /// Ran and succeeded.
@@ -96,7 +100,7 @@ pub enum CallOutcome {
 str_enum!(CallOutcome { Ok => "ok", Failed => "failed", Denied => "denied", Invalid => "invalid" });
 
 /// One entry of a plan's execution log.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ToolCallRecord {
     /// Call id.
     pub call_id: Id,

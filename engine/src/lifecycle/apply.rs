@@ -68,7 +68,7 @@ pub enum Ended {
 }
 
 /// What `plan apply` shows before asking: per resource, the files and line counts.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Preview {
     /// Resource name.
     pub resource: String,

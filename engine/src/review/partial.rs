@@ -207,7 +207,7 @@ fn left_out_item(
 }
 
 /// One file of what Apply would write from a review (see [`outline`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Written {
     /// Resource name.
     pub resource: String,

@@ -20,7 +20,9 @@ use crate::store::Store;
 use crate::store::lifecycle_run::{BaseKind, Journal, JournalStatus};
 
 /// Where an applied resource's diff came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The applied commit against its parent, in the real repository.
@@ -32,7 +34,7 @@ pub enum Source {
 }
 
 /// One resource an applied plan wrote.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AppliedResource {
     /// The resource's name.
     pub resource_name: String,

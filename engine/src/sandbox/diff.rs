@@ -138,7 +138,7 @@ pub struct FileDiff {
     /// The lines this change adds that hold the value of a secret of this process's
     /// environment ([`crate::redact`]): shown `[redacted]`, written as they are, so Apply and
     /// export refuse them unless allowed (`docs/sandbox.md`). Not serialized when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<SecretLine>,
 }
 
@@ -192,7 +192,9 @@ fn secret_lines(
 }
 
 /// Totals over a diff.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct DiffStats {
     /// Files changed.
     pub files_changed: u64,
