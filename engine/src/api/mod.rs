@@ -14,6 +14,7 @@ mod client;
 pub mod definition_views;
 mod error;
 mod export;
+mod index_ops;
 mod op;
 pub mod plan_views;
 pub mod protocol;
@@ -41,6 +42,10 @@ pub use query::{PlanFilter, PlanListView};
 pub use registry::*;
 pub use remote::Remote;
 pub use status::{ChildView, PlanStatusView, ResumedAt, StatusHeadline, StepView, step_name};
+// The code index as registry changes (registry views).
+pub use index_ops::{
+    BuildIndex, IndexOutcome, IndexProgress, IndexRemoved, NotIndexed, RemoveIndex,
+};
 
 use crate::config::{Config, Provider};
 use crate::domain::Id;

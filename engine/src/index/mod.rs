@@ -84,7 +84,7 @@ impl IndexError {
 }
 
 /// The state of a resource's index (spec 06 `Text Index: ready`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IndexState {
     /// Current.
@@ -110,7 +110,7 @@ impl IndexState {
 }
 
 /// The status of one resource's index (json `data.indexing`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct IndexStatus {
     /// The resource.
     pub resource: String,
