@@ -12,13 +12,16 @@ use serde::{Deserialize, Serialize};
 
 use super::protocol::{self, Request, Response};
 use super::{ApiError, Client, Engine};
-use crate::domain::{Id, Plan};
+use crate::domain::check::Check;
+use crate::domain::next::Next;
+use crate::domain::{ActionState, Id, Plan};
 use crate::index;
 use crate::store::Store;
 
 pub use crate::context::policy::{
     ContextPolicy, Resolved as ResolvedPolicy, VIEWS as CONTEXT_VIEWS,
 };
+pub use crate::domain::check::CheckStatus;
 pub use crate::index::{IndexState, IndexStatus};
 pub use crate::registry::custom_types::{ArgType, CustomType, TypeError, TypeOptions};
 pub use crate::registry::invariants::{
@@ -36,6 +39,8 @@ pub use crate::registry::resources::{
     self as resources, AddArgs, Added, Details as ResourceDetails, RemovalPlan, Resource,
     ResourceError, TreeNode,
 };
+pub use crate::store::latest_schema_version;
+pub use crate::system::{Info, VERSION, platform};
 
 /// One call of this family.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -154,6 +159,27 @@ pub enum RegistryQuery {
         /// Only texts matching this regular expression (applied after reconciling).
         regex: Option<String>,
     },
+    /// `agents info`: the environment, the database and the code indexes.
+    Info,
+    /// `agents diagnostics`: every health check (answered without opening the database
+    /// first: a broken one is a finding).
+    Diagnostics,
+    /// What is registered in a namespace (`config set providers.NAME...` must not hide it):
+    /// (kind, name) pairs.
+    NamespaceUsers {
+        /// The namespace.
+        namespace: String,
+    },
+    /// Whether a custom automation profile is registered (`NOT_FOUND` when it is not).
+    Profile {
+        /// The profile's name.
+        name: String,
+    },
+    /// The state of the action named `name`, if there is one (`quickstart`).
+    ActionState {
+        /// The action's name.
+        name: String,
+    },
 }
 
 impl RegistryQuery {
@@ -179,6 +205,11 @@ impl RegistryQuery {
             RegistryQuery::Invariants { .. } => "invariants",
             RegistryQuery::Invariant { .. } => "invariant",
             RegistryQuery::EffectiveInvariants { .. } => "effective_invariants",
+            RegistryQuery::Info => "info",
+            RegistryQuery::Diagnostics => "diagnostics",
+            RegistryQuery::NamespaceUsers { .. } => "namespace_users",
+            RegistryQuery::Profile { .. } => "profile",
+            RegistryQuery::ActionState { .. } => "action_state",
         }
     }
 }
@@ -286,6 +317,25 @@ pub enum RegistryView {
     Invariants(Vec<Invariant>),
     /// [`RegistryQuery::EffectiveInvariants`].
     EffectiveInvariants(Box<EffectiveInvariants>),
+    /// [`RegistryQuery::Info`].
+    Info(Box<InfoView>),
+    /// [`RegistryQuery::Diagnostics`]: each check with the step that fixes it, if any.
+    Diagnostics(Vec<(Check, Option<Next>)>),
+    /// [`RegistryQuery::NamespaceUsers`]: (kind, name) pairs.
+    Names(Vec<(String, String)>),
+    /// [`RegistryQuery::Profile`]: found.
+    Found,
+    /// [`RegistryQuery::ActionState`].
+    ActionState(Option<ActionState>),
+}
+
+/// `agents info`: facts about the environment and its code indexes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InfoView {
+    /// Version, paths, schema, plan counts, providers.
+    pub info: Info,
+    /// Every code index of the data directory.
+    pub indexes: Vec<IndexStatus>,
 }
 
 /// Answers `request` on `engine`.
@@ -294,6 +344,21 @@ pub enum RegistryView {
 /// The registry's own error (`NOT_FOUND`, `CONFLICT`, ...) as the matching change would
 /// report it; [`ApiError::InvalidInput`] for a regular expression that does not parse.
 pub(crate) fn answer(engine: &Engine, request: RegistryQuery) -> Result<RegistryView, ApiError> {
+    if let RegistryQuery::Diagnostics = request {
+        let mut checks = crate::system::diagnostics(engine.paths(), &|name| {
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        });
+        checks.push(index::check(engine.paths()));
+        return Ok(RegistryView::Diagnostics(
+            checks
+                .into_iter()
+                .map(|c| {
+                    let step = c.fix_step.clone();
+                    (c, step)
+                })
+                .collect(),
+        ));
+    }
     let store = engine.store()?;
     match request {
         RegistryQuery::Resources(f) => Ok(RegistryView::Resources(resource_rows(&store, &f)?)),
@@ -397,6 +462,43 @@ fn answer_projects(
     })
 }
 
+/// The calls of [`answer`] about the environment.
+fn answer_environment(
+    engine: &Engine,
+    store: &Store,
+    request: RegistryQuery,
+) -> Result<RegistryView, ApiError> {
+    Ok(match request {
+        RegistryQuery::Info => {
+            let paths = engine.paths();
+            let config = crate::config::Config::load(&paths.config_path).map_err(|e| {
+                ApiError::InvalidInput {
+                    message: e.to_string(),
+                }
+            })?;
+            RegistryView::Info(Box::new(InfoView {
+                info: crate::system::info(paths, &config, store)?,
+                indexes: index::statuses(paths, false),
+            }))
+        }
+        RegistryQuery::NamespaceUsers { namespace } => {
+            RegistryView::Names(store.names_in_namespace(&namespace)?)
+        }
+        RegistryQuery::Profile { name } => {
+            crate::registry::profiles::find(store, &name)?;
+            RegistryView::Found
+        }
+        RegistryQuery::ActionState { name } => {
+            RegistryView::ActionState(store.action_by_name(&name)?.map(|a| a.state))
+        }
+        other => {
+            return Err(ApiError::Protocol {
+                message: format!("the registry call `{}` has no answer", other.name()),
+            });
+        }
+    })
+}
+
 /// The invariant calls of [`answer`].
 fn answer_invariants(
     engine: &Engine,
@@ -428,11 +530,7 @@ fn answer_invariants(
             global_actor.as_deref(),
             regex.as_deref(),
         )?)),
-        other => {
-            return Err(ApiError::Protocol {
-                message: format!("the registry call `{}` has no answer", other.name()),
-            });
-        }
+        other => answer_environment(engine, store, other)?,
     })
 }
 
@@ -862,6 +960,76 @@ impl dyn Client + '_ {
         match self.registry_call(q)? {
             RegistryView::Invariants(mut v) if v.len() == 1 => Ok(v.remove(0)),
             _ => Err(unexpected("invariant")),
+        }
+    }
+
+    /// `agents info`: the environment of the data directory that answers.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn info(&self) -> Result<InfoView, ApiError> {
+        match self.registry_call(RegistryQuery::Info)? {
+            RegistryView::Info(v) => Ok(*v),
+            _ => Err(unexpected("info")),
+        }
+    }
+
+    /// `agents diagnostics`: every health check, each with the step that fixes it.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn diagnostics(&self) -> Result<Vec<Check>, ApiError> {
+        match self.registry_call(RegistryQuery::Diagnostics)? {
+            RegistryView::Diagnostics(v) => Ok(v
+                .into_iter()
+                .map(|(mut c, step)| {
+                    c.fix_step = step;
+                    c
+                })
+                .collect()),
+            _ => Err(unexpected("diagnostics")),
+        }
+    }
+
+    /// What is registered in `namespace`: (kind, name) pairs.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn namespace_users(&self, namespace: &str) -> Result<Vec<(String, String)>, ApiError> {
+        let q = RegistryQuery::NamespaceUsers {
+            namespace: namespace.to_string(),
+        };
+        match self.registry_call(q)? {
+            RegistryView::Names(v) => Ok(v),
+            _ => Err(unexpected("namespace_users")),
+        }
+    }
+
+    /// Checks that custom automation profile `name` is registered.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`; see [`Client::call`].
+    pub fn profile_registered(&self, name: &str) -> Result<(), ApiError> {
+        let q = RegistryQuery::Profile {
+            name: name.to_string(),
+        };
+        match self.registry_call(q)? {
+            RegistryView::Found => Ok(()),
+            _ => Err(unexpected("profile")),
+        }
+    }
+
+    /// The state of action `name`, if there is one.
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn action_state(&self, name: &str) -> Result<Option<ActionState>, ApiError> {
+        let q = RegistryQuery::ActionState {
+            name: name.to_string(),
+        };
+        match self.registry_call(q)? {
+            RegistryView::ActionState(v) => Ok(v),
+            _ => Err(unexpected("action_state")),
         }
     }
 

@@ -9,7 +9,7 @@ use crate::domain::lifecycle::{PlanStatus, ProcessingState};
 use crate::domain::plan::Plan;
 
 /// Plan counts by state, for `info`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PlanCounts {
     /// Every plan.
     pub total: u64,
