@@ -21,7 +21,7 @@ pub fn platform() -> String {
 }
 
 /// Facts about the environment, for `agents info`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Info {
     /// CleverAgents version.
     pub version: String,

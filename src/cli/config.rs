@@ -100,7 +100,7 @@ fn set_project(ctx: &Context, key: &str, value: &str, project: &str) -> Result<R
         ))
         .hint(ctx.suggest(&format!("config set {key} {value}"))));
     }
-    ctx.store()?;
+    ctx.check_store()?;
     let clear = value == "inherit";
     let (p, previous) = ctx.change(cleveragents_engine::api::SetProjectProfile {
         project: project.to_string(),
@@ -163,10 +163,10 @@ fn refuse_shadowing_provider(ctx: &Context, key: &str, provider: &str) -> Result
         return Ok(());
     }
     // Without a database nothing can be shadowed.
-    let Ok(store) = ctx.store() else {
+    if ctx.check_store().is_err() {
         return Ok(());
-    };
-    let users = store.names_in_namespace(provider)?;
+    }
+    let users = ctx.client()?.namespace_users(provider)?;
     if users.is_empty() {
         return Ok(());
     }
@@ -221,8 +221,8 @@ fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
     if key == "automation-profile" && !cleveragents_engine::domain::name::is_builtin_profile(value)
     {
         // A custom profile must be registered before it can be the default.
-        let store = ctx.store()?;
-        cleveragents_engine::registry::profiles::find(&store, value)?;
+        ctx.check_store()?;
+        ctx.client()?.profile_registered(value)?;
     }
     if let Ok(KeyPath::Provider { provider, .. }) = KeyPath::parse(key) {
         refuse_shadowing_provider(ctx, key, &provider)?;

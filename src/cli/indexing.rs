@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use super::{CliError, Context, view};
-use crate::output::progress::Bar;
+use crate::output::progress::Spinner;
 use crate::output::{Cell, Element, Level, Report, Tone};
-use cleveragents_engine::index::{self, IndexState, IndexStatus};
-use cleveragents_engine::registry::resources::{self, Resource};
+use cleveragents_engine::api::registry_views::{IndexState, IndexStatus};
+use cleveragents_engine::api::{self, IndexOutcome, IndexRemoved, NotIndexed};
 
 /// `1536` -> `1.5 KiB`.
 pub fn bytes(n: u64) -> String {
@@ -93,54 +93,70 @@ pub fn status_entries(s: &IndexStatus) -> Vec<(&'static str, Cell)> {
     rows
 }
 
-/// Builds a resource's index with a progress bar (rich on a terminal). The json and an
+/// What a build or update of an index shows: its json, an `Indexing` panel, a warning.
+pub type Built = (Value, Option<Element>, Option<String>);
+
+/// Builds the index of resource `name` (with `update`, brings an existing one up to date),
+/// where its data directory is, with a spinner (rich on a terminal). The json and an
 /// `Indexing` panel, or a warning when the build failed (the resource stays registered; the
 /// next read builds it).
-pub fn build(ctx: &Context, r: &Resource) -> (Value, Option<Element>, Option<String>) {
-    if index::target(r).is_none() {
-        return (Value::Null, None, None);
-    }
-    let bar = Bar::start(ctx.format, &ctx.terminal, &format!("Indexing {}", r.name));
-    // The json's progress events: one per twentieth of the files at most.
-    let events = std::sync::Mutex::new(Vec::<Value>::new());
-    let result = index::build_resource(&ctx.paths, r, &|done, total| {
-        bar.set(done, total);
-        if let Ok(mut e) = events.lock() {
-            let step = (total / 20).max(1);
-            let last = e.last().and_then(|v| v["done"].as_u64()).unwrap_or(0);
-            if done == total || done >= last + step {
-                e.push(json!({"event": "progress", "done": done, "total": total}));
-            }
-        }
+///
+/// # Errors
+/// The resource's error; a transport failure.
+pub fn build(ctx: &Context, name: &str, update: bool) -> Result<Built, CliError> {
+    let spinner = Spinner::start(ctx.format, &ctx.terminal, &format!("Indexing {name}"));
+    let outcome = ctx.change(api::BuildIndex {
+        resource: name.to_string(),
+        update,
     });
-    drop(bar);
-    match result {
-        Ok(Some(b)) => {
-            let s = index::status(&ctx.paths, r, false);
-            let mut j = status_json(&s);
-            j["duration_ms"] = json!(b.duration_ms);
-            j["events"] = json!(events.into_inner().unwrap_or_default());
-            let mut rows = status_entries(&s);
+    drop(spinner);
+    Ok(shown(name, outcome?))
+}
+
+/// How an index outcome is shown.
+fn shown(name: &str, outcome: IndexOutcome) -> Built {
+    match outcome {
+        IndexOutcome::NotIndexed { .. } => (Value::Null, None, None),
+        IndexOutcome::Built {
+            status,
+            duration_ms,
+            progress,
+        } => {
+            let mut j = status_json(&status);
+            j["duration_ms"] = json!(duration_ms);
+            j["events"] = progress
+                .iter()
+                .map(|p| json!({"event": "progress", "done": p.done, "total": p.total}))
+                .collect();
+            let mut rows = status_entries(&status);
             rows.push((
                 "Duration",
-                format!("{:.1}s", b.duration_ms as f64 / 1000.0).into(),
+                format!("{:.1}s", duration_ms as f64 / 1000.0).into(),
             ));
             (j, Some(Element::panel("Indexing", rows)), None)
         }
-        Ok(None) => (Value::Null, None, None),
-        Err(e) => (
-            json!({"resource": r.name, "text_index": "disabled", "error": e.to_string()}),
+        IndexOutcome::Updated { status } => (
+            status_json(&status),
+            Some(Element::panel("Indexing", status_entries(&status))),
+            None,
+        ),
+        IndexOutcome::BuildFailed { error } => (
+            json!({"resource": name, "text_index": "disabled", "error": error}),
             None,
             Some(format!(
-                "indexing {} failed: {e}; it is retried before the next read",
-                r.name
+                "indexing {name} failed: {error}; it is retried before the next read"
             )),
+        ),
+        IndexOutcome::UpdateFailed { error } => (
+            json!({"error": error}),
+            None,
+            Some(format!("updating the index of {name} failed: {error}")),
         ),
     }
 }
 
 /// Adds the build's json, panel and warning to a report.
-pub fn attach(mut report: Report, built: (Value, Option<Element>, Option<String>)) -> Report {
+pub fn attach(mut report: Report, built: Built) -> Report {
     let (j, panel, warning) = built;
     if j.is_null() {
         return report;
@@ -160,37 +176,60 @@ pub fn attach(mut report: Report, built: (Value, Option<Element>, Option<String>
 /// # Errors
 /// Unknown resource; a resource type without files; index failures.
 pub fn reindex(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let r = resources::find(&store, name)?;
-    let config = ctx.config()?;
-    if !config.file.index.as_ref().is_none_or(|i| i.enabled()) {
-        return Err(CliError::new(
-            "INVALID_INPUT",
-            format!("code indexing is disabled; {} is not indexed", r.name),
-        )
-        .detail("`[index] enabled = false` in config.toml")
-        .hint(ctx.suggest("config list")));
+    ctx.check_store()?;
+    ctx.config()?;
+    let spinner = Spinner::start(ctx.format, &ctx.terminal, &format!("Indexing {name}"));
+    let outcome = ctx.change(api::BuildIndex {
+        resource: name.to_string(),
+        update: false,
+    });
+    drop(spinner);
+    let outcome = outcome?;
+    let (name, type_name) = match &outcome {
+        IndexOutcome::Built { status, .. } => (status.resource.clone(), None),
+        _ => {
+            let r = ctx.client()?.resource(name)?.details.resource;
+            (r.name, Some(r.type_name))
+        }
+    };
+    match (&outcome, type_name) {
+        (
+            IndexOutcome::NotIndexed {
+                why: NotIndexed::Off,
+            },
+            _,
+        ) => {
+            return Err(CliError::new(
+                "INVALID_INPUT",
+                format!("code indexing is disabled; {name} is not indexed"),
+            )
+            .detail("`[index] enabled = false` in config.toml")
+            .hint(ctx.suggest("config list")));
+        }
+        (
+            IndexOutcome::NotIndexed {
+                why: NotIndexed::NoFiles,
+            },
+            Some(t),
+        ) => {
+            return Err(CliError::new(
+                "INVALID_INPUT",
+                format!("resource {name} ({t}) has no files to index"),
+            )
+            .detail("git-checkout and fs-directory resources are indexed")
+            .hint(ctx.suggest("resource list")));
+        }
+        _ => {}
     }
-    if index::target(&r).is_none() {
-        return Err(CliError::new(
-            "INVALID_INPUT",
-            format!(
-                "resource {} ({}) has no files to index",
-                r.name, r.type_name
-            ),
-        )
-        .detail("git-checkout and fs-directory resources are indexed")
-        .hint(ctx.suggest("resource list")));
-    }
-    let (j, panel, warning) = build(ctx, &r);
+    let (j, panel, warning) = shown(&name, outcome);
     if let Some(w) = warning {
         return Err(
-            CliError::new("IO_ERROR", w).hint(ctx.suggest(&format!("resource show {}", r.name)))
+            CliError::new("IO_ERROR", w).hint(ctx.suggest(&format!("resource show {name}")))
         );
     }
     let mut report = Report::ok(
         "resource reindex",
-        json!({"resource": r.name, "indexing": j}),
+        json!({"resource": name, "indexing": j}),
         "Resource reindexed",
     );
     if let Some(p) = panel {
@@ -201,9 +240,15 @@ pub fn reindex(ctx: &Context, name: &str) -> Result<Report, CliError> {
 
 /// Removes a resource's index after the resource is removed or unlinked; the panel says what
 /// was cleaned up.
-pub fn cleanup(ctx: &Context, name: &str) -> (Value, Option<Element>) {
-    match index::remove_resource(&ctx.paths, name) {
-        Ok(Some(files)) => (
+///
+/// # Errors
+/// A transport failure.
+pub fn cleanup(ctx: &Context, name: &str) -> Result<(Value, Option<Element>), CliError> {
+    let removed = ctx.change(api::RemoveIndex {
+        resource: name.to_string(),
+    })?;
+    Ok(match removed {
+        IndexRemoved::Removed { files } => (
             json!({"text_index_removed": files}),
             Some(Element::panel(
                 "Index Cleanup",
@@ -213,9 +258,9 @@ pub fn cleanup(ctx: &Context, name: &str) -> (Value, Option<Element>) {
                 ],
             )),
         ),
-        Ok(None) => (Value::Null, None),
-        Err(e) => (json!({"error": e.to_string()}), None),
-    }
+        IndexRemoved::Nothing => (Value::Null, None),
+        IndexRemoved::Failed { error } => (json!({"error": error}), None),
+    })
 }
 
 /// The `Code Index` table of several resources (`project show`, `info`).

@@ -6,8 +6,10 @@ use serde_json::json;
 use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{Column, Element, Level, Report};
 use cleveragents_engine::api;
+use cleveragents_engine::api::registry_views::{
+    Invariant, InvariantError, InvariantFilter as Filter, Targets,
+};
 use cleveragents_engine::domain::InvariantScope;
-use cleveragents_engine::registry::invariants::{self, Filter, Invariant, Targets};
 
 /// `agents invariant ...`
 #[derive(Debug, Subcommand)]
@@ -63,9 +65,10 @@ pub enum InvariantCommand {
 }
 
 impl InvariantCommand {
-    /// Whether the subcommand can run against a server (`--server`): none yet.
+    /// Whether the subcommand can run against a server (`--server`): every one, since each
+    /// reaches the engine only through the API.
     pub fn served_remotely(&self) -> bool {
-        false
+        true
     }
 
     /// The subcommand name.
@@ -111,7 +114,7 @@ pub fn run(command: InvariantCommand, ctx: &Context) -> Result<Report, CliError>
             regex,
         } => {
             if effective {
-                let plan = plan.ok_or(invariants::InvariantError::EffectiveNeedsPlan)?;
+                let plan = plan.ok_or(InvariantError::EffectiveNeedsPlan)?;
                 effective_view(ctx, &plan, regex.as_deref())
             } else {
                 list(
@@ -141,7 +144,7 @@ fn add(
     text: &str,
     key: Option<&str>,
 ) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     let added = ctx.change(api::AddInvariant {
         targets: targets.clone(),
         text: text.to_string(),
@@ -184,12 +187,8 @@ fn add(
 }
 
 fn list(ctx: &Context, filter: &Filter, regex: Option<&str>) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let re = view::regex(regex, "agents invariant list 'API'")?;
-    let all: Vec<Invariant> = invariants::list(&store, filter)?
-        .into_iter()
-        .filter(|i| re.as_ref().is_none_or(|r| r.is_match(&i.text)))
-        .collect();
+    view::regex(regex, "agents invariant list 'API'")?;
+    let all: Vec<Invariant> = ctx.client()?.invariants(filter.clone(), regex)?;
     let title = match (filter.global, &filter.project, &filter.plan, &filter.action) {
         (true, None, None, None) => "Global Invariants".to_string(),
         (false, Some(p), None, None) => format!("Project Invariants ({p})"),
@@ -222,24 +221,15 @@ fn list(ctx: &Context, filter: &Filter, regex: Option<&str>) -> Result<Report, C
 }
 
 fn effective_view(ctx: &Context, plan: &str, regex: Option<&str>) -> Result<Report, CliError> {
-    let re = view::regex(regex, "agents invariant list --plan PLAN --effective 'API'")?;
-    let store = ctx.store()?;
-    let providers = ctx.config()?.providers();
+    view::regex(regex, "agents invariant list --plan PLAN --effective 'API'")?;
+    // The reconciler's providers come from the configuration: an unusable one is reported.
+    ctx.config()?;
     let global_actor = super::global_setting(ctx, "invariant-actor");
-    let (plan_id, mut v, choice) =
-        invariants::effective(&store, &providers, plan, global_actor.as_deref())?;
-    // Invariants a correction stopped enforcing for this plan (`plan correct` of an
-    // `invariant_enforced` decision, docs/corrections.md) no longer apply to it.
-    let removed = removed_by_correction(&store, &plan_id)?;
-    let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut v.effective)
-        .into_iter()
-        .partition(|i| removed.iter().any(|(id, _)| *id == i.invariant_id));
-    // REGEX narrows what is shown (spec 05 `invariant list ... [--effective] [<REGEX>]`), as
-    // without --effective; the reconciliation itself ran over every invariant.
-    v.effective = kept
-        .into_iter()
-        .filter(|i| re.as_ref().is_none_or(|r| r.is_match(&i.text)))
-        .collect();
+    let shown = ctx
+        .client()?
+        .effective_invariants(plan, global_actor.as_deref(), regex)?;
+    let (plan_id, v, choice) = (shown.plan_id, shown.view, shown.choice);
+    let (removed, gone) = (shown.removed, shown.gone);
     let count = |s: InvariantScope| v.effective.iter().filter(|i| i.scope == s).count();
     let conflicts = v.conflicts.len();
     let matching = regex
@@ -355,30 +345,8 @@ fn effective_view(ctx: &Context, plan: &str, regex: Option<&str>) -> Result<Repo
     Ok(report.message(Level::Warn, semantic))
 }
 
-/// The invariants a correction removed from `plan`: (invariant id, the current correcting
-/// decision), from the `user_intervention` decisions that replaced `invariant_enforced` ones.
-fn removed_by_correction(
-    store: &cleveragents_engine::store::Store,
-    plan: &cleveragents_engine::domain::Id,
-) -> Result<Vec<(String, cleveragents_engine::domain::Id)>, CliError> {
-    let decisions = store.decisions(plan)?;
-    Ok(decisions
-        .iter()
-        .filter(|d| d.is_current() && d.context_snapshot.get("removed_invariant").is_some())
-        .filter_map(|d| {
-            let old = d.context_snapshot["invariant_decision"].as_str()?;
-            let old = decisions
-                .iter()
-                .find(|o| o.decision_id.to_string() == old)?;
-            let id = old.context_snapshot["references"][0].as_str()?;
-            Some((id.to_string(), d.decision_id))
-        })
-        .collect())
-}
-
 fn remove(ctx: &Context, id: &str, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let inv = invariants::find(&store, id)?;
+    let inv = ctx.client()?.invariant(id)?;
     confirm(
         &format!(
             "Remove invariant {} (\"{}\", scope: {})?",
@@ -390,7 +358,6 @@ fn remove(ctx: &Context, id: &str, yes: bool) -> Result<Report, CliError> {
         &ctx.terminal,
         &ctx.suggest(&format!("invariant remove --yes {}", inv.invariant_id)),
     )?;
-    drop(store);
     let inv = ctx.change(api::RemoveInvariant {
         invariant: inv.invariant_id,
     })?;

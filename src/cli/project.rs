@@ -7,8 +7,9 @@ use serde_json::json;
 use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{Column, Element, Level, Report};
 use cleveragents_engine::api;
-use cleveragents_engine::registry::projects::{self, LinkedResource, Project, Validation};
-use cleveragents_engine::registry::resources;
+use cleveragents_engine::api::registry_views::{
+    IndexStatus, LinkedResource, Project, Validation, projects,
+};
 
 /// `agents project ...`
 #[derive(Debug, Subcommand)]
@@ -153,12 +154,10 @@ impl ProjectCommand {
         }
     }
 
-    /// Whether the subcommand can run against a server (`--server`).
+    /// Whether the subcommand can run against a server (`--server`): every one, since each
+    /// reaches the engine only through the API.
     pub fn served_remotely(&self) -> bool {
-        matches!(
-            self,
-            ProjectCommand::Create { .. } | ProjectCommand::LinkResource { .. }
-        )
+        true
     }
 }
 
@@ -374,33 +373,7 @@ fn link(
         read_only,
         alias: alias.map(str::to_string),
     })?;
-    let built = match cleveragents_engine::index::status(&ctx.paths, &l.resource, false).text_index
-    {
-        cleveragents_engine::index::IndexState::Disabled => {
-            super::indexing::build(ctx, &l.resource)
-        }
-        _ => match cleveragents_engine::index::refresh_resource(&ctx.paths, &l.resource) {
-            Ok(_) => {
-                let s = cleveragents_engine::index::status(&ctx.paths, &l.resource, false);
-                (
-                    super::indexing::status_json(&s),
-                    Some(Element::panel(
-                        "Indexing",
-                        super::indexing::status_entries(&s),
-                    )),
-                    None,
-                )
-            }
-            Err(e) => (
-                json!({"error": e.to_string()}),
-                None,
-                Some(format!(
-                    "updating the index of {} failed: {e}",
-                    l.resource.name
-                )),
-            ),
-        },
-    };
+    let built = super::indexing::build(ctx, &l.resource.name, true)?;
     let writable = l
         .resource
         .resource_type()
@@ -456,8 +429,8 @@ fn link(
 }
 
 fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let (p, l, _) = projects::check_unlink(&store, project, resource)?;
+    let client = ctx.client()?;
+    let (p, l, _) = client.project_unlink(project, resource)?;
     confirm(
         &format!("Unlink {} from {}?", l.resource.name, p.name),
         yes,
@@ -471,14 +444,11 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
         project: project.to_string(),
         resource: resource.to_string(),
     })?;
-    let remaining = store.project_resources(&p.project_id)?.len();
-    let still_linked = !resources::details(&store, &l.resource.name)
-        .map(|d| d.projects.is_empty())
-        .unwrap_or(true);
-    let (cleanup, cleanup_panel) = if still_linked {
+    let (remaining, linking) = client.link_counts(&p.name, &l.resource.name)?;
+    let (cleanup, cleanup_panel) = if linking > 0 {
         (serde_json::Value::Null, None)
     } else {
-        super::indexing::cleanup(ctx, &l.resource.name)
+        super::indexing::cleanup(ctx, &l.resource.name)?
     };
     let mut report = Report::ok(
         "project unlink-resource",
@@ -517,9 +487,8 @@ fn unlink(ctx: &Context, project: &str, resource: &str, yes: bool) -> Result<Rep
 }
 
 fn list(ctx: &Context, ns: Option<&str>, regex: Option<&str>) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let re = view::regex(regex, "agents project list 'api'")?;
-    let all = projects::list(&store, ns, re.as_ref())?;
+    view::regex(regex, "agents project list 'api'")?;
+    let all = ctx.client()?.projects(ns, regex)?;
     let n = all.len();
     let shorts = view::short_ids(
         &all.iter()
@@ -592,15 +561,9 @@ fn validations_table(title: String, vs: &[Validation]) -> Element {
 }
 
 fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let d = projects::details(&store, project)?;
+    let shown = ctx.client()?.project(project)?;
+    let (d, indexing): (_, Vec<IndexStatus>) = (shown.details, shown.indexing);
     let p = &d.project;
-    let indexing: Vec<cleveragents_engine::index::IndexStatus> = d
-        .resources
-        .iter()
-        .filter(|l| cleveragents_engine::index::target(&l.resource).is_some())
-        .map(|l| cleveragents_engine::index::status(&ctx.paths, &l.resource, true))
-        .collect();
     Ok(Report::ok(
         "project show",
         json!({
@@ -648,9 +611,8 @@ fn show(ctx: &Context, project: &str) -> Result<Report, CliError> {
 }
 
 fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
     // Blocked deletions are refused before asking anything.
-    let (p, active) = projects::check_delete(&store, project, force)?;
+    let (p, active) = ctx.client()?.project_deletion(project, force)?;
     let question = if active.is_empty() {
         format!("Delete project {}? This cannot be undone.", p.name)
     } else {
@@ -670,7 +632,6 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
             p.name
         )),
     )?;
-    drop(store);
     let d = ctx.change(api::DeleteProject {
         project: p.name.clone(),
         force,
@@ -726,7 +687,7 @@ fn delete(ctx: &Context, project: &str, force: bool, yes: bool) -> Result<Report
 }
 
 fn validation_add(ctx: &Context, req: projects::ValidationRequest) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     let v = ctx.change(api::AddValidation(req))?;
     let mut entries = vec![
         ("ID", view::id(v.validation_id.clone())),
@@ -761,8 +722,7 @@ fn validation_remove(
     id: &str,
     yes: bool,
 ) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let (p, v) = projects::find_validation(&store, project, id)?;
+    let (p, v) = ctx.client()?.validation(project, id)?;
     confirm(
         &format!("Remove validation {} from {}?", v.validation_id, p.name),
         yes,
@@ -772,7 +732,6 @@ fn validation_remove(
             p.name, v.validation_id
         )),
     )?;
-    drop(store);
     let v = ctx.change(api::RemoveValidation {
         project: project.to_string(),
         validation: id.to_string(),
@@ -793,9 +752,7 @@ fn validation_remove(
 }
 
 fn validation_list(ctx: &Context, project: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let p = projects::find(&store, project)?;
-    let vs = store.validations(&p.project_id)?;
+    let (p, vs) = ctx.client()?.validations(project)?;
     let required = vs.iter().filter(|v| v.required).count();
     let n = vs.len();
     Ok(Report::ok(

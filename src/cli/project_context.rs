@@ -7,8 +7,9 @@ use super::indexing::bytes;
 use super::{CliError, Context, view};
 use crate::output::{Element, Report};
 use cleveragents_engine::api;
-use cleveragents_engine::context::policy::{self, ContextPolicy, Resolved};
-use cleveragents_engine::registry::projects;
+use cleveragents_engine::api::registry_views::{
+    CONTEXT_VIEWS, ContextPolicy, ResolvedPolicy as Resolved,
+};
 
 /// What `context show` says when summarization is on: it is stored but nothing is summarized.
 const SUMMARIZE_STATUS: &str = "not yet supported: material is not summarized";
@@ -272,13 +273,13 @@ fn panels(
 /// # Errors
 /// Unknown project; `--clear` with other flags.
 pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
-    let store = ctx.store()?;
+    let client = ctx.client()?;
     let (project, view_name, set_args) = match &command {
         ContextCommand::Set(a) => (a.project.clone(), a.view.as_str(), Some(a.as_ref())),
         ContextCommand::Show { view, project } => (project.clone(), view.as_str(), None),
     };
-    let p = projects::find(&store, &project)?;
-    let mut views = policy::project_policies(&store, &p.project_id)?;
+    let mut shown = client.project_context(&project, view_name)?;
+    let p = shown.project.clone();
     let status = if let Some(a) = set_args {
         let new = if a.clear {
             if !over(a).is_empty() {
@@ -293,7 +294,8 @@ pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
             }
             ContextPolicy::default()
         } else {
-            views
+            shown
+                .views
                 .get(view_name)
                 .cloned()
                 .unwrap_or_default()
@@ -302,20 +304,16 @@ pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
         ctx.change(api::SetContextPolicy {
             project: p.project_id,
             view: view_name.to_string(),
-            policy: new.clone(),
+            policy: new,
         })?;
-        if new.is_empty() {
-            views.remove(view_name);
-        } else {
-            views.insert(view_name.to_string(), new);
-        }
+        shown = client.project_context(&p.project_id.to_string(), view_name)?;
         "Context policy updated"
     } else {
         "Context policy loaded"
     };
+    let (views, resolved) = (shown.views, shown.resolved);
     let set = views.get(view_name).cloned().unwrap_or_default();
-    let resolved = policy::resolve(&views, view_name);
-    let others: Vec<(String, bool)> = policy::VIEWS
+    let others: Vec<(String, bool)> = CONTEXT_VIEWS
         .iter()
         .filter(|v| **v != view_name)
         .map(|v| (v.to_string(), views.contains_key(*v)))

@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 
 use super::{CliError, Context};
 use crate::output::{Cell, Element, ErrorBody, Exit, Level, Message, Report, TreeNode};
+use cleveragents_engine::api::registry_views::ResourceFilter;
 use cleveragents_engine::domain::action::ActionState;
 use cleveragents_engine::domain::decision::Decision;
-use cleveragents_engine::store::Store;
 
 /// Options of `agents quickstart`.
 #[derive(Debug, Clone, clap::Args)]
@@ -134,19 +134,18 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
             (std::fs::canonicalize(&dir).unwrap_or(dir), true)
         }
     };
-    let store = ctx.store()?;
+    ctx.check_store()?;
     let slug = if sample {
         "sample".to_string()
     } else {
         slug(&repo)
     };
-    let resource = ensure_resource(ctx, &store, &repo, &slug, &mut made)?;
-    let project = ensure_project(ctx, &store, &resource, &slug, &mut made)?;
+    let resource = ensure_resource(ctx, &repo, &slug, &mut made)?;
+    let project = ensure_project(ctx, &resource, &slug, &mut made)?;
     let mut actions = Vec::new();
     for (key, yaml) in OFFLINE_EXAMPLES {
-        actions.push(ensure_action(ctx, &store, key, yaml, &mut made)?);
+        actions.push(ensure_action(ctx, key, yaml, &mut made)?);
     }
-    drop(store);
     let action = format!("local/quickstart-{}", args.example.key());
 
     let used = super::plan::run(
@@ -213,10 +212,7 @@ pub fn run(args: QuickstartArgs, ctx: &Context) -> Result<Report, CliError> {
         return after_tui(ctx, &plan_id, data, warnings);
     }
 
-    let store = ctx.store()?;
-    let id = store.resolve_plan_id(&plan_id)??;
-    let decisions = store.decisions(&id)?;
-    drop(store);
+    let decisions = ctx.client()?.decisions(&plan_id)?;
     data["decisions"] = decisions_json(&decisions);
     let diff = super::plan_sandbox::run(
         super::plan_sandbox::PlanSandboxCommand::Diff {
@@ -280,11 +276,7 @@ fn after_tui(
     mut data: Value,
     warnings: Vec<Message>,
 ) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let id = store.resolve_plan_id(plan_id)??;
-    let plan = store
-        .plan(&id)?
-        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {plan_id} vanished")))?;
+    let plan = ctx.client()?.plan(plan_id)?;
     data["phase"] = json!(plan.phase());
     data["state"] = json!(plan.state());
     let mut report = Report::ok(
@@ -471,20 +463,28 @@ fn free_name(
 /// The registered git checkout at `repo`, or a new `local/quickstart-SLUG`.
 fn ensure_resource(
     ctx: &Context,
-    store: &Store,
     repo: &Path,
     slug: &str,
     made: &mut Made,
 ) -> Result<String, CliError> {
     let path = repo.display().to_string();
-    if let Some(r) = store.resources()?.into_iter().find(|r| {
+    let all: Vec<_> = ctx
+        .client()?
+        .resources(ResourceFilter {
+            all: true,
+            ..ResourceFilter::default()
+        })?
+        .into_iter()
+        .map(|row| row.resource)
+        .collect();
+    if let Some(r) = all.iter().find(|r| {
         r.type_name == "git-checkout" && !r.is_discovered() && r.prop("path") == Some(&path)
     }) {
         made.note(false, format!("resource {}", r.name));
-        return Ok(r.name);
+        return Ok(r.name.clone());
     }
     let name = free_name(&format!("local/quickstart-{slug}"), |n| {
-        Ok(store.resource_by_name(n)?.is_some())
+        Ok(all.iter().any(|r| r.name == n))
     })?;
     super::resource::run(
         super::resource::ResourceCommand::Add {
@@ -505,18 +505,21 @@ fn ensure_resource(
 /// `local/quickstart-SLUG` linking `resource` (reused when it links it already).
 fn ensure_project(
     ctx: &Context,
-    store: &Store,
     resource: &str,
     slug: &str,
     made: &mut Made,
 ) -> Result<String, CliError> {
+    let client = ctx.client()?;
+    let projects = client.projects(None, None)?;
     let links = |name: &str| -> Result<Option<bool>, CliError> {
-        let Some(p) = store.project_by_name(name)? else {
+        if !projects.iter().any(|s| s.project.name == name) {
             return Ok(None);
-        };
+        }
         Ok(Some(
-            store
-                .project_resources(&p.project_id)?
+            client
+                .project(name)?
+                .details
+                .resources
                 .iter()
                 .any(|l| l.resource.name == resource),
         ))
@@ -550,14 +553,13 @@ fn ensure_project(
 /// `local/quickstart-KEY` from an example's YAML, available (reused when it exists).
 fn ensure_action(
     ctx: &Context,
-    store: &Store,
     key: &str,
     yaml: &str,
     made: &mut Made,
 ) -> Result<String, CliError> {
     let name = format!("local/quickstart-{key}");
-    if let Some(a) = store.action_by_name(&name)? {
-        if a.state != ActionState::Available {
+    if let Some(state) = ctx.client()?.action_state(&name)? {
+        if state != ActionState::Available {
             super::action::run(
                 super::action::ActionCommand::Available {
                     action: name.clone(),

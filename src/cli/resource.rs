@@ -10,8 +10,9 @@ use super::resource_type::TypeCommand;
 use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{Cell, Column, Element, Level, Report, Tone, TreeNode};
 use cleveragents_engine::api;
-use cleveragents_engine::registry::resource_types::{self, ResourceType};
-use cleveragents_engine::registry::resources::{self, AddArgs, Resource};
+use cleveragents_engine::api::registry_views::{
+    self as rv, AddArgs, Capabilities, Resource, ResourceError, ResourceFilter, ResourceType,
+};
 
 /// `agents resource ...`
 #[derive(Debug, Subcommand)]
@@ -178,9 +179,13 @@ pub enum AddKind {
 }
 
 impl ResourceCommand {
-    /// Whether the subcommand can run against a server (`--server`): none yet.
+    /// Whether the subcommand can run against a server (`--server`): every one, since each
+    /// reaches the engine only through the API.
     pub fn served_remotely(&self) -> bool {
-        false
+        match self {
+            ResourceCommand::Type(t) => t.served_remotely(),
+            _ => true,
+        }
     }
 
     /// The subcommand path below `resource`.
@@ -299,9 +304,7 @@ fn resource_panel(title: &str, r: &Resource) -> Element {
 
 fn capabilities_panel(r: &Resource, strategy: &str) -> Element {
     let c = r.capabilities();
-    let b = |f: fn(&resource_types::Capabilities) -> bool| {
-        view::yes_no(c.as_ref().is_some_and(f)).to_string()
-    };
+    let b = |f: fn(&Capabilities) -> bool| view::yes_no(c.as_ref().is_some_and(f)).to_string();
     Element::panel(
         "Capabilities",
         [
@@ -375,17 +378,17 @@ fn add(
             if let Some(custom) = super::resource_type::custom(ctx, &ty)? {
                 return super::resource_type::add_resource(ctx, &custom, &words, args);
             }
-            return Err(resources::ResourceError::NotAddable {
+            return Err(ResourceError::NotAddable {
                 name: ty.clone(),
-                why: match resource_types::builtin(&ty) {
-                    Some(_) => format!("is discovered from its parent, not added by hand (addable types: {})", resource_types::user_addable().join(", ")),
-                    None => format!("is not a known type (addable types: {}, or a custom type from `agents resource type add`)", resource_types::user_addable().join(", ")),
+                why: match rv::builtin_type(&ty) {
+                    Some(_) => format!("is discovered from its parent, not added by hand (addable types: {})", rv::user_addable().join(", ")),
+                    None => format!("is not a known type (addable types: {}, or a custom type from `agents resource type add`)", rv::user_addable().join(", ")),
                 },
             }
             .into());
         }
     };
-    ctx.store()?;
+    ctx.check_store()?;
     ctx.config()?;
     let change = api::AddResource {
         type_name: type_name.clone(),
@@ -393,18 +396,18 @@ fn add(
         args: args.clone(),
     };
     let added = ctx.change(change).map_err(|e| match e.into_registry() {
-        Ok(api::RegistryError::Resource(resources::ResourceError::Exists(n))) => {
+        Ok(api::RegistryError::Resource(ResourceError::Exists(n))) => {
             CliError::new("CONFLICT", format!("Resource {n} already exists."))
                 .detail("use --update to replace it")
                 .hint(ctx.suggest(&format!("resource add --update {type_name} {n} {flags}")))
         }
-        Ok(api::RegistryError::Resource(resources::ResourceError::SameTarget {
+        Ok(api::RegistryError::Resource(ResourceError::SameTarget {
             name,
             existing,
             what,
             target,
         })) => {
-            let message = resources::ResourceError::SameTarget {
+            let message = ResourceError::SameTarget {
                 name,
                 existing: existing.clone(),
                 what,
@@ -422,12 +425,15 @@ fn add(
         Ok(other) => other.into(),
         Err(other) => other.into(),
     })?;
-    Ok(added_report(ctx, &added))
+    added_report(ctx, &added)
 }
 
 /// The report of a registered (or updated) resource: the resource, its discovered and counted
 /// children, capabilities, and the index build.
-pub(super) fn added_report(ctx: &Context, added: &resources::Added) -> Report {
+///
+/// # Errors
+/// A transport failure while building the index.
+pub(super) fn added_report(ctx: &Context, added: &rv::Added) -> Result<Report, CliError> {
     let r = &added.resource;
     let mut rows: Vec<Vec<Cell>> = Vec::new();
     let mut counted_total = 0u64;
@@ -481,14 +487,14 @@ pub(super) fn added_report(ctx: &Context, added: &resources::Added) -> Report {
         empty: "(none)".into(),
     })
     .with(capabilities_panel(r, strategy));
-    report = super::indexing::attach(report, super::indexing::build(ctx, r));
+    report = super::indexing::attach(report, super::indexing::build(ctx, &r.name, false)?);
     for (p, c) in &added.dropped_links {
         report = report.message(
             Level::Warn,
             format!("manual link {p} -> {c} was removed: {c} is no longer discovered"),
         );
     }
-    report
+    Ok(report)
 }
 
 fn list(
@@ -498,28 +504,19 @@ fn list(
     all: bool,
     regex: Option<&str>,
 ) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let re = view::regex(regex, "agents resource list 'api'")?;
-    let resources: Vec<Resource> = store
-        .resources()?
-        .into_iter()
-        .filter(|r| all || ty.is_some() || !r.is_discovered())
-        .filter(|r| ty.is_none_or(|t| r.type_name == t))
-        .filter(|r| ns.is_none_or(|n| r.name.starts_with(&format!("{n}/"))))
-        .filter(|r| re.as_ref().is_none_or(|re| re.is_match(&r.name)))
-        .collect();
+    view::regex(regex, "agents resource list 'api'")?;
+    let listed = ctx.client()?.resources(ResourceFilter {
+        namespace: ns.map(str::to_string),
+        type_name: ty.map(str::to_string),
+        all,
+        regex: regex.map(str::to_string),
+    })?;
     let mut rows = Vec::new();
     let mut data = Vec::new();
     let mut total_children = 0;
-    for r in &resources {
-        // Direct children (discovered and manual), as `resource show` lists them.
-        let children = store.children(&r.resource_id)?.len();
+    for row in &listed {
+        let (r, children, projects) = (&row.resource, row.children, &row.projects);
         total_children += children;
-        let projects: Vec<String> = store
-            .project_links_of(&[r.resource_id])?
-            .into_iter()
-            .map(|(p, _, _)| p)
-            .collect();
         rows.push(vec![
             view::id(r.name.clone()),
             r.type_name.clone().into(),
@@ -535,6 +532,7 @@ fn list(
         j["projects"] = json!(projects);
         data.push(j);
     }
+    let resources: Vec<&Resource> = listed.iter().map(|row| &row.resource).collect();
     let n = resources.len();
     let physical = resources
         .iter()
@@ -569,11 +567,9 @@ fn list(
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let d = resources::details(&store, name)?;
+    let shown = ctx.client()?.resource(name)?;
+    let (d, indexing) = (shown.details, shown.indexing);
     let r = &d.resource;
-    let indexing = cleveragents_engine::index::target(r)
-        .map(|_| cleveragents_engine::index::status(&ctx.paths, r, true));
     let mut report = Report::ok(
         "resource show",
         json!({
@@ -651,7 +647,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     Ok(report)
 }
 
-fn to_view(n: &resources::TreeNode, root: bool) -> TreeNode {
+fn to_view(n: &rv::TreeNode, root: bool) -> TreeNode {
     let label = if root
         || n.type_name == "git-checkout"
         || n.type_name == "git"
@@ -684,7 +680,7 @@ fn to_view(n: &resources::TreeNode, root: bool) -> TreeNode {
     }
 }
 
-fn count_nodes(n: &resources::TreeNode) -> (u64, u64) {
+fn count_nodes(n: &rv::TreeNode) -> (u64, u64) {
     n.children
         .iter()
         .map(count_nodes)
@@ -694,16 +690,15 @@ fn count_nodes(n: &resources::TreeNode) -> (u64, u64) {
 }
 
 fn tree(ctx: &Context, name: &str, depth: u32, ty: Option<&str>) -> Result<Report, CliError> {
-    let store = ctx.store()?;
     if let Some(t) = ty
-        && resource_types::builtin(t).is_none()
+        && rv::builtin_type(t).is_none()
     {
         return Err(
             CliError::invalid_input(format!("--type `{t}` is not a resource type"))
                 .hint("agents resource type list"),
         );
     }
-    let t = resources::tree(&store, name, depth, ty)?;
+    let t = ctx.client()?.resource_tree(name, depth, ty)?;
     let (shown, counted) = count_nodes(&t);
     Ok(Report::ok(
         "resource tree",
@@ -725,8 +720,7 @@ fn tree(ctx: &Context, name: &str, depth: u32, ty: Option<&str>) -> Result<Repor
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let plan = resources::plan_removal(&store, name)?;
+    let plan = ctx.client()?.resource_removal(name)?;
     confirm(
         &format!(
             "Remove resource {} and {} child resources?",
@@ -736,11 +730,10 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
         &ctx.terminal,
         &ctx.suggest(&format!("resource remove --yes {}", plan.resource.name)),
     )?;
-    drop(store);
     let removed = ctx.change(api::RemoveResource {
         resource: name.to_string(),
     })?;
-    let (cleanup, cleanup_panel) = super::indexing::cleanup(ctx, &removed.resource.name);
+    let (cleanup, cleanup_panel) = super::indexing::cleanup(ctx, &removed.resource.name)?;
     let report = Report::ok(
         "resource remove",
         json!({"resource": resource_json(&removed.resource), "children_removed": removed.children, "index_cleanup": cleanup}),
@@ -761,7 +754,7 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
 }
 
 fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     let (p, c) = ctx.change(api::LinkResources {
         parent: l.parent().to_string(),
         child: l.child().to_string(),
@@ -783,8 +776,7 @@ fn link(ctx: &Context, l: &LinkArgs) -> Result<Report, CliError> {
 }
 
 fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let (p, c) = resources::check_unlink(&store, l.parent(), l.child())?;
+    let (p, c) = ctx.client()?.manual_link(l.parent(), l.child())?;
     confirm(
         &format!("Unlink {} from parent {}?", c.name, p.name),
         yes,
@@ -794,7 +786,6 @@ fn unlink(ctx: &Context, l: &LinkArgs, yes: bool) -> Result<Report, CliError> {
             p.name, c.name
         )),
     )?;
-    drop(store);
     let (p, c) = ctx.change(api::UnlinkResources {
         parent: l.parent().to_string(),
         child: l.child().to_string(),

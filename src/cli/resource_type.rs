@@ -13,11 +13,9 @@ use serde_json::json;
 use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{Column, Element, Report};
 use cleveragents_engine::api;
-use cleveragents_engine::registry::custom_types::{
-    self, ArgType, CustomType, TypeError, TypeOptions,
+use cleveragents_engine::api::registry_views::{
+    self as rv, AddArgs, ArgType, CustomType, ResourceType, TypeError, TypeOptions,
 };
-use cleveragents_engine::registry::resource_types::{self, ResourceType};
-use cleveragents_engine::registry::resources::AddArgs;
 
 /// `agents resource type ...`
 #[derive(Debug, Subcommand)]
@@ -76,6 +74,14 @@ pub enum TypeCommand {
         /// Type name
         name: String,
     },
+}
+
+impl TypeCommand {
+    /// Whether the subcommand can run against a server (`--server`): every one, since each
+    /// reaches the engine only through the API.
+    pub fn served_remotely(&self) -> bool {
+        true
+    }
 }
 
 /// Runs a `resource type` subcommand.
@@ -137,7 +143,7 @@ fn type_add(
     name: Option<&str>,
     options: &TypeOptions,
 ) -> Result<Report, CliError> {
-    ctx.store()?;
+    ctx.check_store()?;
     providers(ctx)?;
     let added = ctx.change(api::AddResourceType {
         file: config.map(std::path::Path::to_path_buf),
@@ -167,15 +173,13 @@ fn type_add(
 }
 
 fn type_remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let t = custom_types::find(&store, name)?;
+    let t = ctx.client()?.custom_type(name)?;
     confirm(
         &format!("Remove resource type {}?", t.name),
         yes,
         &ctx.terminal,
         &ctx.suggest(&format!("resource type remove --yes {}", t.name)),
     )?;
-    drop(store);
     let removed = ctx.change(api::RemoveResourceType {
         name: t.name.clone(),
     })?;
@@ -203,15 +207,10 @@ fn type_remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError>
 /// # Errors
 /// Store errors.
 pub fn custom(ctx: &Context, word: &str) -> Result<Option<CustomType>, CliError> {
-    if word.is_empty() || word.starts_with('-') || resource_types::builtin(word).is_some() {
+    if word.is_empty() || word.starts_with('-') || rv::builtin_type(word).is_some() {
         return Ok(None);
     }
-    let store = ctx.store()?;
-    match custom_types::find(&store, word) {
-        Ok(t) => Ok(Some(t)),
-        Err(TypeError::NotFound(_) | TypeError::BuiltIn(_)) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+    Ok(ctx.client()?.custom_type_named(word)?)
 }
 
 /// The `resource add <type>` command of a custom type, from its declared arguments.
@@ -291,7 +290,7 @@ pub fn add_resource(
         .cloned()
         .or(outer.description);
     let update = outer.update || matches.get_flag("update");
-    ctx.store()?;
+    ctx.check_store()?;
     providers(ctx)?;
     let added = ctx.change(api::AddCustomResource {
         custom: t.clone(),
@@ -300,7 +299,7 @@ pub fn add_resource(
         description,
         update,
     })?;
-    Ok(super::resource::added_report(ctx, &added))
+    super::resource::added_report(ctx, &added)
 }
 
 /// Help and version print and exit 0, as for every other command; other clap errors are usage
@@ -478,11 +477,8 @@ fn type_json(t: &ResourceType) -> serde_json::Value {
 fn type_list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
     let re = view::regex(regex, "agents resource type list '^git'")?;
     let keep = |n: &str| re.as_ref().is_none_or(|r| r.is_match(n));
-    let types: Vec<&ResourceType> = resource_types::BUILTIN_TYPES
-        .iter()
-        .filter(|t| keep(t.name))
-        .collect();
-    let all_custom = custom_types::all(&ctx.store()?)?;
+    let types: Vec<&ResourceType> = rv::BUILTIN_TYPES.iter().filter(|t| keep(t.name)).collect();
+    let all_custom = ctx.client()?.custom_types()?;
     let custom: Vec<&CustomType> = all_custom.iter().filter(|t| keep(&t.name)).collect();
     let mut rows: Vec<Vec<crate::output::Cell>> = types
         .iter()
@@ -515,8 +511,7 @@ fn type_list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
     let n = types.len() + custom.len();
     let mut listed: Vec<serde_json::Value> = types.iter().map(|t| type_json(t)).collect();
     listed.extend(custom.iter().map(|t| custom_json(t)));
-    let addable =
-        resource_types::user_addable().len() + all_custom.iter().filter(|t| t.user_addable).count();
+    let addable = rv::user_addable().len() + all_custom.iter().filter(|t| t.user_addable).count();
     Ok(Report::ok(
         "resource type list",
         json!({ "resource_types": listed }),
@@ -533,7 +528,7 @@ fn type_list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
     .with(Element::panel(
         "Summary",
         [
-            ("Built-in", resource_types::BUILTIN_TYPES.len().to_string()),
+            ("Built-in", rv::BUILTIN_TYPES.len().to_string()),
             ("Custom", all_custom.len().to_string()),
             ("User Addable", addable.to_string()),
         ],
@@ -541,8 +536,8 @@ fn type_list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
 }
 
 fn type_show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let Some(t) = resource_types::builtin(name) else {
-        let t = custom_types::find(&ctx.store()?, name)?;
+    let Some(t) = rv::builtin_type(name) else {
+        let t = ctx.client()?.custom_type(name)?;
         return Ok(custom_report(
             Report::ok(
                 "resource type show",
@@ -741,18 +736,7 @@ pub fn with_custom_types(cmd: clap::Command, args: &[std::ffi::OsString]) -> cla
     let Ok(paths) = cleveragents_engine::paths::Paths::resolve(data_dir, None) else {
         return cmd;
     };
-    let database = paths.database();
-    if !database.exists() {
-        return cmd;
-    }
-    let Ok(store) = cleveragents_engine::store::Store::open_read_only(&database) else {
-        return cmd;
-    };
-    let types: Vec<CustomType> = custom_types::all(&store)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t.user_addable)
-        .collect();
+    let types = rv::local_addable_types(&paths);
     if types.is_empty() {
         return cmd;
     }

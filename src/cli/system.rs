@@ -8,9 +8,9 @@ use super::confirm::confirm;
 use super::{CliError, Context, env_var, start_logging};
 use crate::output::progress::Spinner;
 use crate::output::{Cell, Column, Element, ErrorBody, Level, Message, Report, Tone};
+use cleveragents_engine::api::registry_views::{self as sys, CheckStatus, latest_schema_version};
 use cleveragents_engine::config::{self, KeyPath};
-use cleveragents_engine::store::latest_schema_version;
-use cleveragents_engine::system::{self as sys, CheckStatus};
+use cleveragents_engine::system as reset;
 
 /// `agents version`.
 ///
@@ -69,15 +69,16 @@ fn server_mode(ctx: &Context) -> String {
 /// # Errors
 /// An unusable config file or database.
 pub fn info(ctx: &Context) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let info = sys::info(&ctx.paths, ctx.config()?, &store)?;
+    ctx.check_store()?;
+    ctx.config()?;
+    let shown = ctx.client()?.info()?;
+    let (info, indexes) = (shown.info, shown.indexes);
     let profile = resolved(ctx, "automation-profile")?.unwrap_or_default();
     let mut data = serde_json::to_value(&info).expect("info serializes");
     data["automation_profile"] = json!(profile);
     data["format"] = json!(ctx.format.as_str());
     let server_mode = server_mode(ctx);
     data["server_mode"] = json!(server_mode);
-    let indexes = cleveragents_engine::index::statuses(&ctx.paths, false);
     data["indexing"] = json!({
         "text_index": if indexes.is_empty() { "disabled" } else { "ready" },
         "vector_index": if indexes.iter().any(|s| s.vectors.is_some()) { "ready" } else { "disabled" },
@@ -153,9 +154,9 @@ pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
     // With someone at the terminal, refuse before asking a question whose answer cannot be
     // acted on. Without one, stop at once and read nothing: `reset` checks again anyway.
     if ctx.terminal.stdin_tty && !yes {
-        let processing = sys::processing_plans(&ctx.paths)?;
+        let processing = reset::processing_plans(&ctx.paths)?;
         if processing > 0 {
-            return Err(sys::InitError::PlansProcessing(processing).into());
+            return Err(reset::InitError::PlansProcessing(processing).into());
         }
     }
     let question = format!(
@@ -165,7 +166,7 @@ pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
     );
     let answer_with = ctx.suggest("init --yes");
     confirm(&question, yes, &ctx.terminal, &answer_with)?;
-    let outcome = sys::reset(&ctx.paths)?;
+    let outcome = reset::reset(&ctx.paths)?;
     let _guard = start_logging(ctx);
     tracing::info!(backup = ?outcome.data_backup, "environment reset");
     let mut data = serde_json::to_value(&outcome).expect("outcome serializes");
@@ -215,9 +216,9 @@ fn fix_text(ctx: &Context, c: &cleveragents_engine::domain::check::Check) -> Opt
 pub fn diagnostics(ctx: &Context) -> Result<Report, CliError> {
     let started = Instant::now();
     let spinner = Spinner::start(ctx.format, &ctx.terminal, "Running checks");
-    let mut checks = sys::diagnostics(&ctx.paths, &env_var);
-    checks.push(cleveragents_engine::index::check(&ctx.paths));
+    let checks = ctx.client()?.diagnostics();
     drop(spinner);
+    let checks = checks?;
     let count = |s: CheckStatus| checks.iter().filter(|c| c.status == s).count();
     let (warnings, errors) = (count(CheckStatus::Warn), count(CheckStatus::Error));
     let rows = checks

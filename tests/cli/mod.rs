@@ -37,6 +37,7 @@ mod sandbox;
 mod server;
 mod server_definitions;
 mod server_plan_views;
+mod server_registry;
 mod server_tls;
 mod sessions;
 mod skills;

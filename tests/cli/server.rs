@@ -448,10 +448,11 @@ fn a_client_defines_an_action_and_a_project_and_runs_a_plan_on_the_server_to_one
     assert_eq!(notes, "hello\n");
     assert!(!db_file(&client).exists());
 
-    // A registry command that reads this machine's data is refused, not run locally.
+    // A registry read is answered by the server, not from this machine's data.
     let (doc, code) = server.client_json(&client, &["project", "list"]);
-    assert_eq!(code, 1, "{doc:#}");
-    assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["projects"][0]["name"], "local/app");
+    assert!(!db_file(&client).exists());
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod client;
 pub mod definition_views;
 mod error;
 mod export;
+mod index_ops;
 mod op;
 pub mod openapi;
 mod plan_artifacts;
@@ -47,6 +48,10 @@ pub use query::{PlanFilter, PlanListView};
 pub use registry::*;
 pub use remote::Remote;
 pub use status::{ChildView, PlanStatusView, ResumedAt, StatusHeadline, StepView, step_name};
+// The code index as registry changes (registry views).
+pub use index_ops::{
+    BuildIndex, IndexOutcome, IndexProgress, IndexRemoved, NotIndexed, RemoveIndex,
+};
 
 // Plan inspection views (`plan_views`): the types `plan diff` and `plan apply`'s preview
 // carry, and what they are made of.

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::index_ops::{BuildIndex, IndexOutcome, IndexRemoved, RemoveIndex};
 use super::{ApiError, Engine};
 use crate::context::policy::{self, ContextPolicy};
 use crate::domain::{ActionState, Id, Plan};
@@ -227,6 +228,11 @@ registry_changes! {
     RegisterSkill(RegisterSkill) -> (Registration<SkillDef>, ResolvedSkill);
     /// `skill remove`: the removed skill and the actors that named it.
     RemoveSkill(RemoveSkill) -> (Registration<SkillDef>, Vec<String>);
+    /// The code index of a resource, built or brought up to date (`resource add`, `resource
+    /// reindex`, `project link-resource`).
+    BuildIndex(BuildIndex) -> IndexOutcome;
+    /// The code index of a removed or unlinked resource, removed.
+    RemoveIndex(RemoveIndex) -> IndexRemoved;
 }
 
 /// Registers a resource of a built-in type (and what it discovers).

@@ -5,7 +5,9 @@ use serde::Serialize;
 use super::next::Next;
 
 /// Outcome of one health check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum CheckStatus {
     /// Healthy.
@@ -28,7 +30,7 @@ impl CheckStatus {
 }
 
 /// One health check's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Check {
     /// What was checked.
     pub name: String,

@@ -29,7 +29,7 @@ pub struct Resource {
 }
 
 /// A parent/child edge.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Edge {
     /// The other resource.
     pub resource: Resource,

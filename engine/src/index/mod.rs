@@ -84,7 +84,9 @@ impl IndexError {
 }
 
 /// The state of a resource's index (spec 06 `Text Index: ready`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum IndexState {
     /// Current.
@@ -110,7 +112,7 @@ impl IndexState {
 }
 
 /// The status of one resource's index (json `data.indexing`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct IndexStatus {
     /// The resource.
     pub resource: String,

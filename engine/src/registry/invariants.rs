@@ -370,7 +370,7 @@ pub fn remove(store: &mut Store, input: &str) -> Result<Invariant, InvariantErro
 }
 
 /// Filters for `invariant list`; no filter lists every invariant.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Filter {
     /// `--global`.
     pub global: bool,
@@ -510,7 +510,7 @@ pub fn reconcile(candidates: Vec<Invariant>) -> EffectiveView {
 }
 
 /// Which invariant actor would reconcile a plan's invariants, and where it was found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ReconcilerChoice {
     /// The actor reference.
     pub actor: String,

@@ -369,7 +369,7 @@ pub fn active_plans(store: &Store, project: &Project) -> Result<Vec<Plan>, Store
 }
 
 /// A row of `project list`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// The project.
     pub project: Project,
@@ -406,7 +406,7 @@ pub fn list(
 }
 
 /// Everything `project show` displays.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Details {
     /// The project.
     pub project: Project,

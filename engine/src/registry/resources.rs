@@ -1209,14 +1209,14 @@ pub fn unlink_child(
 }
 
 /// A node of `resource tree`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct TreeNode {
     /// Resource name.
     pub name: String,
     /// Type.
     pub type_name: String,
     /// `physical` or `virtual`.
-    pub kind: &'static str,
+    pub kind: String,
     /// Created by discovery (edge from the parent).
     pub auto: bool,
     /// Registered children (within the depth limit).
@@ -1244,7 +1244,10 @@ pub fn tree(
         build(store, &root, false, depth, type_filter, &mut seen)?.unwrap_or(TreeNode {
             name: root.name.clone(),
             type_name: root.type_name.clone(),
-            kind: root.resource_type().map(|t| t.kind()).unwrap_or("physical"),
+            kind: root
+                .resource_type()
+                .map_or("physical", |t| t.kind())
+                .to_string(),
             auto: false,
             children: vec![],
             counted: BTreeMap::new(),
@@ -1290,7 +1293,10 @@ fn build(
     Ok(Some(TreeNode {
         name: r.name.clone(),
         type_name: r.type_name.clone(),
-        kind: r.resource_type().map(|t| t.kind()).unwrap_or("physical"),
+        kind: r
+            .resource_type()
+            .map_or("physical", |t| t.kind())
+            .to_string(),
         auto,
         children,
         counted,
@@ -1299,7 +1305,7 @@ fn build(
 }
 
 /// Everything `resource show` displays.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Details {
     /// The resource.
     pub resource: Resource,

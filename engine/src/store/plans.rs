@@ -9,7 +9,17 @@ use crate::domain::lifecycle::{PlanStatus, ProcessingState};
 use crate::domain::plan::Plan;
 
 /// Plan counts by state, for `info`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub struct PlanCounts {
     /// Every plan.
     pub total: u64,
