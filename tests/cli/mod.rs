@@ -43,4 +43,6 @@ mod store;
 mod strategy_revision;
 mod tools;
 mod tui;
+mod tui_bridge;
 mod tui_in_process;
+mod tui_server;

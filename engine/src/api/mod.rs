@@ -14,6 +14,7 @@ mod client;
 pub mod definition_views;
 mod error;
 mod export;
+mod live_feed;
 mod op;
 pub mod plan_views;
 pub mod protocol;
@@ -41,6 +42,10 @@ pub use query::{PlanFilter, PlanListView};
 pub use registry::*;
 pub use remote::Remote;
 pub use status::{ChildView, PlanStatusView, ResumedAt, StatusHeadline, StepView, step_name};
+
+// Sessions and the TUI: the live feed and the live-only events it carries.
+pub use crate::events::live::{LiveEvent, LiveKind};
+pub use live_feed::follow_store_live;
 
 use crate::config::{Config, Provider};
 use crate::domain::Id;
