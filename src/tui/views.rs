@@ -274,3 +274,29 @@ pub fn use_choices(choices: &UseChoices) -> view::UseChoices {
         arguments,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_become_rows_with_phase_state_and_elapsed_time() {
+        let created = jiff::Timestamp::from_second(1_000).unwrap();
+        let mut plan = Plan::new("local/fmt", "fmt", created);
+        plan.project_links.push(
+            cleveragents_engine::domain::plan::ProjectLink::new("local/api", None, false).unwrap(),
+        );
+        let row = plan_row(&plan, jiff::Timestamp::from_second(1_075).unwrap());
+        assert_eq!(row.plan_id, plan.plan_id.to_string());
+        assert_eq!(
+            (row.action.as_str(), row.project.as_str()),
+            ("local/fmt", "local/api")
+        );
+        assert_eq!(
+            (row.phase, row.state),
+            (view::Phase::Strategize, view::ProcessingState::Queued)
+        );
+        assert_eq!(row.elapsed_ms, 75_000);
+        assert_eq!(row.cost_usd, None);
+    }
+}

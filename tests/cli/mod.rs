@@ -35,6 +35,7 @@ mod resource_types;
 mod review;
 mod sandbox;
 mod server;
+mod server_sessions;
 mod sessions;
 mod skills;
 pub(crate) mod snapshots;

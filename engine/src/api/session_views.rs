@@ -23,14 +23,24 @@ pub use crate::lifecycle::driver::{Driven, Stopped};
 pub use crate::registry::plan_use::Request as NewPlan;
 pub use crate::review::{Item as ReviewItem, Mark as ReviewMark, Review, ReviewFile};
 pub use crate::sandbox::diff::{FileDiff, FileStatus, Hunk, HunkLine, LineKind};
+pub use crate::session::{
+    LinkedPlan, Role, Session, SessionDetail, SessionMessage, SessionSummary, Totals,
+};
 pub use crate::store::corrections::Reached;
 
 /// One call of this family.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "query", rename_all = "snake_case")]
 pub enum SessionRequest {
-    /// Every session. Not answered yet.
+    /// Every session, most recently updated first, with its message count and size
+    /// (`session list`).
     Sessions,
+    /// One session with its messages, linked plans and their phase and state (`session
+    /// show`).
+    Session {
+        /// Session id, unique prefix or name.
+        session: String,
+    },
     /// A plan's decision tree with superseded decisions and child plans, as `plan tree
     /// --show-superseded` shows it (the TUI's tree pane).
     PlanTree {
@@ -72,6 +82,7 @@ impl SessionRequest {
     pub fn name(&self) -> &'static str {
         match self {
             SessionRequest::Sessions => "sessions",
+            SessionRequest::Session { .. } => "session",
             SessionRequest::PlanTree { .. } => "plan_tree",
             SessionRequest::Explanation { .. } => "explanation",
             SessionRequest::CorrectionPreview { .. } => "correction_preview",
@@ -86,6 +97,10 @@ impl SessionRequest {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "view", rename_all = "snake_case")]
 pub enum SessionView {
+    /// [`SessionRequest::Sessions`].
+    Sessions(Vec<SessionSummary>),
+    /// [`SessionRequest::Session`].
+    Session(Box<SessionShown>),
     /// [`SessionRequest::PlanTree`]: the top-level nodes.
     PlanTree(Vec<TreeNode>),
     /// [`SessionRequest::Explanation`].
@@ -179,6 +194,47 @@ pub struct UseChoices {
     pub projects: Vec<String>,
 }
 
+/// A session as `session show` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionShown {
+    /// The session, its messages and linked plans.
+    pub detail: SessionDetail,
+    /// Each linked plan's `(phase, state)`, in the order of `detail.plans`; `None` for a plan
+    /// not in this database.
+    pub plan_states: Vec<Option<(String, String)>>,
+}
+
+/// Session `input` with its linked plans' phase and state.
+fn session_shown(engine: &Engine, input: &str) -> Result<SessionShown, ApiError> {
+    let store = engine.store()?;
+    let detail = crate::session::detail(&store, input).map_err(session_failed)?;
+    let plan_states = detail
+        .plans
+        .iter()
+        .map(|p| {
+            Ok(store
+                .plan(&p.plan_id)?
+                .map(|pl| (pl.status.phase.to_string(), pl.status.state.to_string())))
+        })
+        .collect::<Result<_, ApiError>>()?;
+    Ok(SessionShown {
+        detail,
+        plan_states,
+    })
+}
+
+/// A session read's failure as the protocol carries it.
+fn session_failed(e: crate::session::SessionError) -> ApiError {
+    use crate::session::SessionError as E;
+    match e {
+        E::Prefix(p) => ApiError::Id(p),
+        E::Store(s) => ApiError::Store(s),
+        other => ApiError::InvalidInput {
+            message: other.to_string(),
+        },
+    }
+}
+
 /// Answers `request` on `engine`.
 ///
 /// # Errors
@@ -186,9 +242,10 @@ pub struct UseChoices {
 pub(crate) fn answer(engine: &Engine, request: SessionRequest) -> Result<SessionView, ApiError> {
     Ok(match request {
         SessionRequest::Sessions => {
-            return Err(ApiError::NotSupported {
-                what: format!("the `{}` call", request.name()),
-            });
+            SessionView::Sessions(crate::session::list(&engine.store()?).map_err(session_failed)?)
+        }
+        SessionRequest::Session { session } => {
+            SessionView::Session(Box::new(session_shown(engine, &session)?))
         }
         SessionRequest::PlanTree { plan } => {
             SessionView::PlanTree(pane_reads::plan_tree(engine, &plan)?)
@@ -210,6 +267,30 @@ pub(crate) fn answer(engine: &Engine, request: SessionRequest) -> Result<Session
 }
 
 impl dyn Client + '_ {
+    /// Every session (see [`SessionRequest::Sessions`]).
+    ///
+    /// # Errors
+    /// See [`Client::call`].
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, ApiError> {
+        match self.session_call(SessionRequest::Sessions)? {
+            SessionView::Sessions(s) => Ok(s),
+            other => Err(unexpected("sessions", &other)),
+        }
+    }
+
+    /// Session `input` (see [`SessionRequest::Session`]).
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; see [`Client::call`].
+    pub fn session(&self, input: &str) -> Result<SessionShown, ApiError> {
+        match self.session_call(SessionRequest::Session {
+            session: input.to_string(),
+        })? {
+            SessionView::Session(s) => Ok(*s),
+            other => Err(unexpected("session", &other)),
+        }
+    }
+
     /// Sends one call of this family and takes its view.
     fn session_call(&self, request: SessionRequest) -> Result<SessionView, ApiError> {
         let asked = Request::Session(request);
