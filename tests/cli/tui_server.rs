@@ -75,8 +75,13 @@ fn wait_long(tmux: &Tmux, what: &str, limit: Duration, pred: impl Fn(&str) -> bo
     }
 }
 
+/// Quits; when the TUI has not yet seen its last command end, it asks first, and is told yes.
 fn quit(tmux: &Tmux, exit: &Path) {
     tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    std::thread::sleep(Duration::from_millis(500));
+    if !exit.exists() && tmux.screen().contains("Quit?") {
+        tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    }
     let deadline = Instant::now() + Duration::from_secs(15);
     while !exit.exists() {
         assert!(

@@ -132,7 +132,7 @@ pub struct FileDiff {
     /// The lines this change adds that hold the value of a secret of this process's
     /// environment ([`crate::redact`]): shown `[redacted]`, written as they are, so Apply and
     /// export refuse them unless allowed (`docs/sandbox.md`). Not serialized when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<SecretLine>,
 }
 
