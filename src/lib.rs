@@ -12,12 +12,12 @@
 //! - [`event_text`]: one line of plain English per stored event, for `plan events` and the TUI.
 //! - [`logging`]: tracing to a file in the data directory, never to the terminal.
 //! - [`server`]: `agents server start`: the engine's protocol over HTTP and Server-Sent Events.
-//! - [`tui_bridge`]: engine state to TUI messages, TUI commands to engine operations; owns the
-//!   terminal while the TUI (`cleveragents-ui`) runs.
+//! - [`tui`]: the engine's views to TUI messages, TUI commands to calls of the engine's API
+//!   (in process or on a server); owns the terminal while the TUI (`cleveragents-ui`) runs.
 
 pub mod cli;
 pub mod event_text;
 pub mod logging;
 pub mod output;
 pub mod server;
-pub mod tui_bridge;
+pub mod tui;

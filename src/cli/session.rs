@@ -14,6 +14,7 @@ use super::{CliError, Context, confirm::confirm, env_var, view};
 use crate::output::{self, Cell, Column, Element, Format, Outcome, Report, Terminal, Tone};
 use cleveragents_engine::actors::providers::ClientOptions;
 use cleveragents_engine::actors::runtime::{ActorEvent, Stop};
+use cleveragents_engine::api::session_views::{SessionMessage, SessionSummary};
 use cleveragents_engine::config::{Config, FlagValues};
 use cleveragents_engine::paths::Paths;
 use cleveragents_engine::session::export;
@@ -97,9 +98,9 @@ pub struct TellArgs {
 }
 
 impl SessionCommand {
-    /// Whether the subcommand can run against a server (`--server`): none yet.
+    /// Whether the subcommand can run against a server (`--server`): the reads.
     pub fn served_remotely(&self) -> bool {
-        false
+        matches!(self, SessionCommand::List | SessionCommand::Show { .. })
     }
 
     /// The subcommand name.
@@ -281,8 +282,7 @@ fn create(
 }
 
 fn list(ctx: &Context) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let all = sessions::list(&store)?;
+    let all = ctx.client()?.sessions()?;
     let n = all.len();
     let rows = all
         .iter()
@@ -296,7 +296,7 @@ fn list(ctx: &Context) -> Result<Report, CliError> {
             ]
         })
         .collect();
-    let label = |r: &sessions::SessionSummary| {
+    let label = |r: &SessionSummary| {
         r.session
             .name
             .clone()
@@ -379,18 +379,16 @@ fn detail_json(d: &SessionDetail) -> Value {
 }
 
 fn show(ctx: &Context, input: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let d = sessions::detail(&store, input)?;
+    let shown = ctx.client()?.session(input)?;
+    let d = &shown.detail;
     let s = &d.session;
     let t = d.totals();
-    let mut data = detail_json(&d);
+    let mut data = detail_json(d);
     let mut plan_rows = Vec::new();
     let mut plans_json = Vec::new();
-    for p in &d.plans {
-        let plan = store.plan(&p.plan_id)?;
+    for (p, plan) in d.plans.iter().zip(&shown.plan_states) {
         let (phase, state) = plan
-            .as_ref()
-            .map(|pl| (pl.status.phase.to_string(), pl.status.state.to_string()))
+            .clone()
             .unwrap_or_else(|| ("-".into(), "not in this database".into()));
         plan_rows.push(vec![
             view::id(p.plan_id.to_string()),
@@ -400,7 +398,7 @@ fn show(ctx: &Context, input: &str) -> Result<Report, CliError> {
         plans_json.push(json!({"plan_id": p.plan_id, "turn": p.turn, "phase": plan.as_ref().map(|_| &phase), "state": plan.as_ref().map(|_| &state)}));
     }
     data["plans"] = json!(plans_json);
-    let recent: Vec<&sessions::SessionMessage> = d.messages.iter().rev().take(10).rev().collect();
+    let recent: Vec<&SessionMessage> = d.messages.iter().rev().take(10).rev().collect();
     let commands: Vec<String> = d
         .messages
         .iter()

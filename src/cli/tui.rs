@@ -7,7 +7,7 @@ use cleveragents_ui::{Keymap, Pane, Theme};
 
 use super::{CliError, Context};
 use crate::output::Report;
-use crate::tui_bridge::{self, LaunchOptions};
+use crate::tui::{self, Bridge, Connection, LaunchOptions};
 
 /// Options of `agents tui`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -24,9 +24,10 @@ pub struct TuiArgs {
 }
 
 impl TuiArgs {
-    /// Whether the TUI can attach to a server (`--server`): not yet.
+    /// Whether the TUI can attach to a server (`--server`): it reaches the engine only
+    /// through the client.
     pub fn served_remotely(&self) -> bool {
-        false
+        true
     }
 }
 
@@ -131,27 +132,25 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
         ctx.terminal.no_color,
     )?;
     let keymap = load_keymap(ctx.paths.config_dir())?;
-    let store = ctx.store()?;
-    let plan_id = match args.plan.as_deref() {
-        Some(input) => Some(store.resolve_plan_id(input)??.to_string()),
-        None => None,
-    };
-    // While the TUI runs, edits keep the code indexes current (dropped when it ends).
-    let _watchers = cleveragents_engine::index::watch::watch_all(&ctx.paths);
-    tui_bridge::run(
-        store,
-        cleveragents_engine::sandbox::Sandboxes::new(&ctx.paths),
+    let connection = match ctx.server {
+        Some(_) => Connection::remote(ctx.client()?, ctx.client()?),
         // Operations run in this process; an unusable config file leaves the TUI read-only
         // (the headless commands name the file's error).
-        ctx.config().ok().map(|config| {
-            (
-                cleveragents_engine::api::Engine::new(
-                    ctx.paths.clone(),
-                    cleveragents_engine::api::Settings::from_config(config),
-                ),
-                super::global_setting(ctx, "automation-profile"),
-            )
-        }),
+        None => Connection::in_process(ctx.registry_engine(), ctx.config().is_ok()),
+    };
+    let plan_id = match args.plan.as_deref() {
+        Some(input) => Some(connection.client.resolve_plan(input)?.to_string()),
+        None => None,
+    };
+    // While the TUI runs in process, edits keep the code indexes current (dropped when it
+    // ends); a server keeps its own.
+    let _watchers = match ctx.server {
+        Some(_) => Vec::new(),
+        None => cleveragents_engine::api::session_views::watch_code_indexes(&ctx.paths),
+    };
+    let bridge = Bridge::new(connection, super::global_setting(ctx, "automation-profile"))?;
+    tui::run(
+        bridge,
         &theme,
         keymap,
         LaunchOptions {
@@ -159,6 +158,9 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
             focus: args.focus.map(Pane::from),
         },
     )
-    .map_err(|e| CliError::new("TERMINAL", e.to_string()))?;
+    .map_err(|e| match e {
+        tui::TuiError::Api(e) => CliError::from(e),
+        e => CliError::new("TERMINAL", e.to_string()),
+    })?;
     Ok(Report::ok("tui", serde_json::json!({}), "TUI closed"))
 }

@@ -32,6 +32,10 @@ pub struct EventsQuery {
     plan: Option<String>,
     /// Events after this sequence number (default: `Last-Event-ID`, else 0).
     after: Option<i64>,
+    /// Also the live-only events of the plans this server drives (`live` SSE events, without
+    /// an id: they are never stored, so a reconnect cannot repeat them); every plan's events.
+    #[serde(default)]
+    live: bool,
 }
 
 /// Streams the events the query asks for.
@@ -60,7 +64,10 @@ pub async fn stream(
         shared.render,
         shared.stopping.clone(),
     );
-    tokio::task::spawn_blocking(move || follow(&engine, render, &stopping, plan, after, &tx));
+    let live = query.live;
+    tokio::task::spawn_blocking(move || {
+        follow(&engine, render, &stopping, (plan, live), after, &tx);
+    });
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
     });
@@ -74,7 +81,7 @@ fn follow(
     engine: &api::Engine,
     render: super::Render,
     stopping: &super::Stopping,
-    plan: Option<cleveragents_engine::domain::Id>,
+    (plan, live): (Option<cleveragents_engine::domain::Id>, bool),
     after: i64,
     tx: &tokio::sync::mpsc::Sender<Event>,
 ) {
@@ -93,7 +100,18 @@ fn follow(
         Followed::Idle if tx.is_closed() || stopping.is_set() => ControlFlow::Break(()),
         Followed::Idle => ControlFlow::Continue(()),
     };
-    let ended = api::follow_store(engine, plan.as_ref(), after, api::FOLLOW_POLL, &mut sink);
+    let ended = if live {
+        // A live event that cannot be sent at once is dropped: it is never stored, and a
+        // slow client must not hold up the engine.
+        let mut live = |e: api::LiveEvent| {
+            if let Ok(event) = Event::default().event("live").json_data(&e) {
+                let _ = tx.try_send(event);
+            }
+        };
+        api::follow_store_live(engine, after, api::FOLLOW_POLL, &mut sink, &mut live)
+    } else {
+        api::follow_store(engine, plan.as_ref(), after, api::FOLLOW_POLL, &mut sink)
+    };
     if stopping.is_set() {
         // The stream just ends: a client reconnects (with the last `seq`) to another server
         // or once this one is back; an `end` would say the plan is final.

@@ -1450,7 +1450,7 @@ fn same_tree(json: &Value, tui: &[cleveragents_ui::model::DecisionNode], path: &
 
 #[test]
 fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
-    use cleveragents::tui_bridge::Bridge;
+    use cleveragents::tui::{Bridge, Connection};
     use cleveragents_engine::domain::decision::DecisionType;
     use cleveragents_engine::domain::plan::Plan;
     use cleveragents_ui::{Cmd, Msg};
@@ -1498,10 +1498,11 @@ fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
     assert_eq!(code, 0, "{tree:#}");
     assert_eq!(tree["data"]["summary"]["child_plans"], 2, "{tree:#}");
     assert!(tree["data"]["summary"]["superseded"].as_u64().unwrap() > 0);
-    let mut bridge = Bridge::new(
-        store(&s.env),
-        cleveragents_engine::sandbox::Sandboxes::at(s.env.data_dir.join("sandboxes")),
+    let engine = cleveragents_engine::api::Engine::new(
+        cleveragents_engine::paths::Paths::at(s.env.data_dir.clone(), s.env.config_path.clone()),
+        cleveragents_engine::api::Settings::default(),
     );
+    let mut bridge = Bridge::new(Connection::in_process(engine, false), None).unwrap();
     bridge.handle(Cmd::SelectPlan(id.clone()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let nodes = loop {

@@ -11,15 +11,15 @@ use crate::support::{Env, git, git_repo};
 /// The action the orchestrator writes (offline actors, one step).
 const ACTION: &str = "name: local/refresh-locks\ndescription: Refresh the lock files\ndefinition-of-done: LOCKS.md lists the refreshed locks\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: scope\n    type: string\n    required: true\nscript:\n  - name: write\n    run: printf 'refreshed %s\\n' {{ scope }} > LOCKS.md\n";
 
-struct Setup {
-    env: Env,
+pub(crate) struct Setup {
+    pub(crate) env: Env,
     repo: std::path::PathBuf,
-    server: ProviderServer,
+    pub(crate) server: ProviderServer,
 }
 
 /// A git checkout `local/repo` in project `local/app`, and a config whose only model is
 /// `scripted/m` on the scripted server (the orchestrator's default model).
-fn setup(script: Vec<Turn>) -> Setup {
+pub(crate) fn setup(script: Vec<Turn>) -> Setup {
     let env = Env::new();
     let repo = git_repo(env.root(), "repo");
     let server = ProviderServer::start(script);
@@ -67,13 +67,13 @@ fn run(s: &Setup, args: &[&str]) -> (Value, i32) {
     (doc, out.status.code().unwrap())
 }
 
-fn ok(s: &Setup, args: &[&str]) -> Value {
+pub(crate) fn ok(s: &Setup, args: &[&str]) -> Value {
     let (doc, code) = run(s, args);
     assert_eq!(code, 0, "{args:?}: {doc:#}");
     doc
 }
 
-fn create(s: &Setup, extra: &[&str]) -> String {
+pub(crate) fn create(s: &Setup, extra: &[&str]) -> String {
     let mut args = vec!["session", "create"];
     args.extend_from_slice(extra);
     ok(s, &args)["data"]["session"]["session_id"]
@@ -93,7 +93,7 @@ fn request_text(body: &Value) -> String {
         .join("\n")
 }
 
-fn orchestration_script() -> Vec<Turn> {
+pub(crate) fn orchestration_script() -> Vec<Turn> {
     let create = json!({"yaml": ACTION, "available": true}).to_string();
     let use_plan =
         json!({"action": "local/refresh-locks", "project": "app", "arguments": {"scope": "all"}})

@@ -4,10 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use cleveragents::tui_bridge::Bridge;
+use cleveragents::tui::{Bridge, Connection};
 use cleveragents_engine::api::{Engine, Settings};
 use cleveragents_engine::paths::Paths;
-use cleveragents_engine::sandbox::Sandboxes;
 use cleveragents_engine::store::Store;
 use cleveragents_ui::model::LiveUpdate;
 use cleveragents_ui::{Cmd, Msg};
@@ -62,11 +61,7 @@ fn a_script_steps_output_reaches_the_live_area_while_the_step_runs() {
     assert_eq!(code, 3, "supervised stops before Execute: {doc:#}");
     let paths = Paths::at(s.env.data_dir.clone(), s.env.config_path.clone());
     let engine = Engine::new(paths.clone(), Settings::default());
-    let mut bridge = Bridge::new(
-        Store::open(&paths.database()).unwrap(),
-        Sandboxes::new(&paths),
-    )
-    .with_engine(engine, None);
+    let mut bridge = Bridge::new(Connection::in_process(engine, true), None).unwrap();
     bridge.handle(Cmd::Execute {
         plan_id: id.clone(),
     });
@@ -135,11 +130,7 @@ fn the_tuis_append_dry_run_is_refused_as_plan_correct_refuses_it() {
     assert_eq!(code, 1, "{doc:#}");
     let cli = doc["error"]["message"].as_str().unwrap().to_string();
     let engine = Engine::new(paths.clone(), Settings::default());
-    let mut bridge = Bridge::new(
-        Store::open(&paths.database()).unwrap(),
-        Sandboxes::new(&paths),
-    )
-    .with_engine(engine, None);
+    let mut bridge = Bridge::new(Connection::in_process(engine, true), None).unwrap();
     bridge.handle(Cmd::PreviewCorrection {
         decision_id: decision.clone(),
         mode: CorrectionMode::Append,

@@ -52,6 +52,23 @@ pub trait Client: Send + Sync {
 
     /// Where the calls go: `in-process` or the server's URL.
     fn location(&self) -> String;
+
+    /// Like [`Client::follow`] for every plan, without end (until `sink` breaks), and hands
+    /// `live` the live-only events (model text, tool calls, step output lines) of the plans
+    /// the answering engine drives, as they happen (see [`super::follow_store_live`]). A
+    /// client that cannot carry live events follows the stored ones only.
+    ///
+    /// # Errors
+    /// [`ApiError`] for a failed store or transport.
+    fn follow_live(
+        &self,
+        after: i64,
+        sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+        live: &mut dyn FnMut(super::LiveEvent),
+    ) -> Result<(), ApiError> {
+        let _ = live;
+        self.follow(None, after, sink)
+    }
 }
 
 impl dyn Client + '_ {
@@ -339,6 +356,15 @@ impl Client for Engine {
 
     fn location(&self) -> String {
         "in-process".to_string()
+    }
+
+    fn follow_live(
+        &self,
+        after: i64,
+        sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+        live: &mut dyn FnMut(super::LiveEvent),
+    ) -> Result<(), ApiError> {
+        super::follow_store_live(self, after, FOLLOW_POLL, sink, live)
     }
 }
 

@@ -16,6 +16,7 @@ pub mod definition_views;
 mod error;
 mod export;
 mod index_ops;
+mod live_feed;
 mod op;
 pub mod openapi;
 mod plan_artifacts;
@@ -69,6 +70,10 @@ pub use plan_artifacts::{AppliedCommit, Artifact, ArtifactsView};
 pub use plan_checkpoints::{CheckpointRef, CheckpointsView};
 pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, ResourceDiff, SandboxesDiff};
 pub use plan_record::{ErrorsView, StepsView};
+
+// Sessions and the TUI: the live feed and the live-only events it carries.
+pub use crate::events::live::{LiveEvent, LiveKind};
+pub use live_feed::follow_store_live;
 
 use crate::config::{Config, Provider};
 use crate::domain::Id;

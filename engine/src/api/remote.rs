@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::ApiError;
 use super::client::{Client, Followed};
 use super::protocol::{ErrorEnvelope, Request, Response, VERSION};
+use super::{ApiError, LiveEvent};
 use crate::domain::Id;
 use crate::domain::event::EngineEvent;
 
@@ -146,15 +146,19 @@ impl Remote {
     /// Streams events after `after` until the server ends the stream (the plan is final:
     /// `Ok(true)`), the sink breaks (`Ok(true)`) or the connection breaks (`Ok(false)`, with
     /// `after` moved to the last event handed on).
-    async fn stream_once(
+    async fn stream_once<'f>(
         &self,
         plan: Option<&Id>,
         after: &mut i64,
         sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+        mut live: Option<&mut (dyn FnMut(LiveEvent) + 'f)>,
     ) -> Result<bool, ApiError> {
         let mut url = format!("{}?after={after}", self.url("events"));
         if let Some(p) = plan {
             url.push_str(&format!("&plan={p}"));
+        }
+        if live.is_some() {
+            url.push_str("&live=true");
         }
         let sent = self
             .authorized(self.http.get(url))
@@ -182,6 +186,12 @@ impl Remote {
                 Some("error") => {
                     let body: ErrorEnvelope = parse(next.data.as_deref())?;
                     return Err(ApiError::Remote(body.error));
+                }
+                Some("live") => {
+                    if let Some(live) = live.as_mut() {
+                        live(parse(next.data.as_deref())?);
+                    }
+                    continue;
                 }
                 _ => {}
             }
@@ -236,14 +246,43 @@ impl Client for Remote {
         after: i64,
         sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
     ) -> Result<(), ApiError> {
+        self.stream(plan, after, sink, None)
+    }
+
+    fn location(&self) -> String {
+        self.base.clone()
+    }
+
+    fn follow_live(
+        &self,
+        after: i64,
+        sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+        live: &mut dyn FnMut(LiveEvent),
+    ) -> Result<(), ApiError> {
+        self.stream(None, after, sink, Some(live))
+    }
+}
+
+impl Remote {
+    /// Follows the event stream, reconnecting after `after` when it breaks (see
+    /// [`Client::follow`]); live events go to `live` when given.
+    fn stream<'f>(
+        &self,
+        plan: Option<&Id>,
+        after: i64,
+        sink: &mut dyn FnMut(Followed) -> ControlFlow<()>,
+        mut live: Option<&mut (dyn FnMut(LiveEvent) + 'f)>,
+    ) -> Result<(), ApiError> {
         let mut after = after;
         let mut broken = 0;
         loop {
             let seen = after;
-            match self
-                .runtime
-                .block_on(self.stream_once(plan, &mut after, sink))
-            {
+            match self.runtime.block_on(self.stream_once(
+                plan,
+                &mut after,
+                sink,
+                live.as_deref_mut(),
+            )) {
                 Ok(true) => return Ok(()),
                 Ok(false) if broken < RECONNECTS => {
                     broken = if after > seen { 0 } else { broken + 1 };
@@ -258,9 +297,5 @@ impl Client for Remote {
                 Err(e) => return Err(e),
             }
         }
-    }
-
-    fn location(&self) -> String {
-        self.base.clone()
     }
 }

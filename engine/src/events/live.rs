@@ -9,12 +9,12 @@
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, Sender, TryIter};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::domain::id::Id;
 
 /// One live event of a plan.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LiveEvent {
     /// The plan whose work produced it.
     pub plan: Id,
@@ -23,7 +23,7 @@ pub struct LiveEvent {
 }
 
 /// What a live event says.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LiveKind {
     /// A model call started (a new turn of an actor's run).
@@ -80,7 +80,7 @@ pub enum LiveKind {
         /// The step (its name in the action's script).
         step: String,
         /// Which stream: `stdout` or `stderr`.
-        stream: &'static str,
+        stream: String,
         /// The line, without its line break.
         line: String,
     },
@@ -164,7 +164,7 @@ mod tests {
                 plan,
                 LiveKind::StepOutput {
                     step: "step-1".into(),
-                    stream: "stdout",
+                    stream: "stdout".into(),
                     line: line.into(),
                 },
             );

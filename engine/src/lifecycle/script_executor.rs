@@ -62,7 +62,7 @@ fn live_lines(plan: Id, step: &str) -> Option<LineSink> {
             plan,
             crate::events::live::LiveKind::StepOutput {
                 step: step.clone(),
-                stream,
+                stream: stream.to_string(),
                 line: line.to_string(),
             },
         );

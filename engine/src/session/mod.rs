@@ -140,7 +140,7 @@ pub struct Totals {
 }
 
 /// A session with its messages and plans.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionDetail {
     /// The session.
     pub session: Session,
@@ -171,7 +171,7 @@ impl SessionDetail {
 }
 
 /// A row of `session list`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionSummary {
     /// The session.
     pub session: Session,

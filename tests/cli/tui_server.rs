@@ -1,0 +1,226 @@
+//! The TUI attached to a server (`agents --server URL tui`, spec sections 20-21): the real
+//! binary in a real terminal (tmux), its client's data directory empty, the plans on a real
+//! `agents server start`. Same panes and keys as in process: it answers a gate, rejects a hunk,
+//! and its live area shows a running step's output lines before the step ends.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cleveragents_engine::store::Store;
+
+use crate::support::server::Server;
+use crate::support::{Env, Tmux, shell_quote};
+
+/// One step that prints a line, then waits for `go` to appear in the work tree.
+const WAITING_ACTION: &str = r#"name: local/notes
+description: Count while waiting for {{ version }}
+definition-of-done: the step ended
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+arguments:
+  - name: version
+    type: string
+    required: true
+script:
+  - name: count
+    run: printf 'tick 1\n'; while [ ! -e go ]; do sleep 0.05; done; printf 'tick 2\n'
+"#;
+
+/// The TUI as a client of `server`, with `client`'s (empty) data directory; its exit code
+/// goes to `exit`.
+fn remote_tui(server: &Server, client: &Env, args: &str, exit: &Path) -> String {
+    format!(
+        "env -u NO_COLOR HOME={home} TERM=xterm-256color AGENTS_TOKEN={token} {bin} --data-dir {data} --config-path {config} --server {url} tui {args}; echo $? > {exit}",
+        home = shell_quote(client.root()),
+        token = server.token,
+        bin = env!("CARGO_BIN_EXE_agents"),
+        data = shell_quote(&client.data_dir),
+        config = shell_quote(&client.config_path),
+        url = server.url,
+        exit = shell_quote(exit),
+    )
+}
+
+fn open(tmux: &Tmux, command: &str) {
+    let started = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "s",
+        "-x",
+        "140",
+        "-y",
+        "45",
+        command,
+    ]);
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+}
+
+fn wait_long(tmux: &Tmux, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let screen = tmux.screen();
+        if pred(&screen) {
+            return screen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; screen:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Quits; when the TUI has not yet seen its last command end, it asks first, and is told yes.
+fn quit(tmux: &Tmux, exit: &Path) {
+    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    std::thread::sleep(Duration::from_millis(500));
+    if !exit.exists() && tmux.screen().contains("Quit?") {
+        tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !exit.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the TUI did not quit; screen:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(std::fs::read_to_string(exit).unwrap().trim(), "0");
+}
+
+fn no_database(client: &Env) {
+    assert!(
+        !client.data_dir.join("cleveragents.db").exists(),
+        "the client's data directory holds no database"
+    );
+}
+
+#[test]
+fn a_tui_attached_to_a_server_rejects_a_hunk_and_answers_the_apply_gate() {
+    use crate::cli::apply::{plan_at_apply_gate, repo_with};
+    let host = Env::new();
+    let a: String = (1..=20).map(|i| format!("a{i}\n")).collect();
+    let repo = repo_with(host.root(), "repo", &[("a.txt", &a)]);
+    let plan = plan_at_apply_gate(
+        &host,
+        &[&repo],
+        &["sed -i 's/^a1$/A1/; s/^a20$/A20/' a.txt"],
+    );
+    let server = Server::start(host);
+    let client = Env::new();
+    let exit = client.root().join("exit-code");
+    let tmux = Tmux::new("remote-review");
+    open(
+        &tmux,
+        &remote_tui(&server, &client, &format!("--plan {plan}"), &exit),
+    );
+    let keys = |keys: &[&str]| {
+        let mut args = vec!["send-keys", "-t", "s"];
+        args.extend_from_slice(keys);
+        tmux.cmd(&args);
+    };
+    tmux.wait_for("the diff with its marks", |sc| {
+        sc.contains("a.txt") && sc.contains("·2 pending")
+    });
+    // A: the review; Space accepts the first hunk, x rejects the second.
+    keys(&["A"]);
+    tmux.wait_for("the review", |sc| sc.contains("REVIEW BEFORE APPLY"));
+    keys(&["Space"]);
+    tmux.wait_for("one accepted", |sc| sc.contains("✓1 ✗0 ·1 pending"));
+    keys(&["x"]);
+    tmux.wait_for("the reason prompt", |sc| sc.contains("Why (optional"));
+    keys(&["-l", "keep a20"]);
+    keys(&["Enter"]);
+    tmux.wait_for("one rejected", |sc| {
+        sc.contains("✓1 ✗1 ·0 pending") && sc.contains("rejected: keep a20")
+    });
+    // The server holds the marks.
+    let (review, code) = server.client_json(&client, &["plan", "review", &plan]);
+    assert_eq!(code, 0, "{review:#}");
+    let marks: Vec<&str> = review["data"]["files"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["mark"].as_str().unwrap())
+        .collect();
+    assert_eq!(marks, ["accepted", "rejected"]);
+    // Back to the panes; the approvals pane answers the apply gate.
+    keys(&["Escape"]);
+    keys(&["4"]);
+    tmux.wait_for("the pending gate", |sc| sc.contains("1 pending"));
+    keys(&["a"]);
+    std::thread::sleep(Duration::from_millis(300));
+    keys(&["y"]);
+    wait_long(&tmux, "the plan applied", Duration::from_secs(60), |sc| {
+        sc.contains("applied") && sc.contains("0 pending")
+    });
+    let head = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["show", "HEAD:a.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&head.stdout),
+        a.replacen("a1\n", "A1\n", 1),
+        "the accepted hunk is committed, the rejected one is not"
+    );
+    quit(&tmux, &exit);
+    no_database(&client);
+}
+
+#[test]
+fn the_live_area_of_a_tui_attached_to_a_server_shows_a_steps_output_while_it_runs() {
+    let s = crate::cli::lifecycle::setup_with(WAITING_ACTION);
+    let (doc, code, id) = crate::cli::lifecycle::use_plan(&s, "supervised");
+    assert_eq!(code, 3, "supervised stops before Execute: {doc:#}");
+    let server = Server::start(s.env);
+    let client = Env::new();
+    let exit = client.root().join("exit-code");
+    let tmux = Tmux::new("remote-live");
+    open(
+        &tmux,
+        &remote_tui(&server, &client, &format!("--plan {id}"), &exit),
+    );
+    tmux.wait_for("the plan", |sc| sc.contains(&id[..8]));
+    tmux.cmd(&["send-keys", "-t", "s", "e"]);
+    let screen = wait_long(
+        &tmux,
+        "the step's first line in the live area",
+        Duration::from_secs(60),
+        |sc| sc.contains("Live · plan") && sc.contains("tick 1"),
+    );
+    assert!(!screen.contains("tick 2"), "{screen}");
+    // The step has not ended: it waits for `go`.
+    let (status, _) = server.client_json(&client, &["plan", "status", &id]);
+    assert_eq!(
+        (
+            status["data"]["phase"].as_str(),
+            status["data"]["state"].as_str()
+        ),
+        (Some("execute"), Some("processing")),
+        "{status:#}"
+    );
+    let work = {
+        let st = Store::open(&server.env.data_dir.join("cleveragents.db")).unwrap();
+        st.sandboxes_of_plan(&id.parse().unwrap()).unwrap()[0]
+            .layout()
+            .work_dir
+    };
+    std::fs::write(work.join("go"), "").unwrap();
+    wait_long(&tmux, "the second line", Duration::from_secs(60), |sc| {
+        sc.contains("tick 2")
+    });
+    wait_long(&tmux, "the run's end", Duration::from_secs(60), |sc| {
+        sc.contains("done.") || sc.contains("waiting for you")
+    });
+    quit(&tmux, &exit);
+    no_database(&client);
+}
