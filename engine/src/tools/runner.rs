@@ -535,8 +535,20 @@ impl<'a> ToolRunner<'a> {
             changes: Vec::new(),
             config_path: self.sandboxes.config_path(),
         };
+        let writes = policy.capability(tool.as_ref()).writes;
+        let noted = writes && policy.capability(tool.as_ref()).checkpoint_scope == Some("file");
+        note_writes(&sandbox.layout.git_dir, tool.as_ref(), &args, writes, noted);
         let result = tool.execute(&mut ctx, args);
         *changes = std::mem::take(&mut ctx.changes);
+        if noted {
+            crate::sandbox::written::note(
+                &sandbox.layout.git_dir,
+                changes
+                    .iter()
+                    .flat_map(|c| std::iter::once(&c.path).chain(c.old_path.as_ref()))
+                    .map(std::path::PathBuf::from),
+            );
+        }
         result.map_err(|e| {
             let outcome = match e {
                 ToolError::PermissionDenied(_) => CallOutcome::Denied,
@@ -603,6 +615,36 @@ impl<'a> ToolRunner<'a> {
         };
         Ok(StepResult { call, start, end })
     }
+}
+
+/// Before a call that may write: a file tool notes the paths its arguments name (it writes
+/// nothing else; what it reports writing is noted after it), so checkpoints look at those
+/// only; any other writer makes the sandbox's written set unknown (docs/sandbox.md,
+/// "Checkpoints that cost what changed").
+fn note_writes(
+    git_dir: &std::path::Path,
+    tool: &dyn Tool,
+    args: &Value,
+    writes: bool,
+    noted: bool,
+) {
+    use crate::sandbox::written;
+    if !writes {
+        return;
+    }
+    if !noted {
+        written::forget(git_dir);
+        return;
+    }
+    let mut paths = Vec::new();
+    for field in tool.path_fields() {
+        match args.get(*field) {
+            Some(Value::String(p)) => paths.push(std::path::PathBuf::from(p)),
+            None | Some(Value::Null) => {}
+            Some(_) => return written::forget(git_dir),
+        }
+    }
+    written::note(git_dir, paths);
 }
 
 /// A call run as its own step, with the checkpoints around it.
