@@ -1265,4 +1265,78 @@ mod tests {
             super::super::shell::OUTPUT_CAP
         );
     }
+
+    /// The tree a full scan of the plan's one sandbox finds.
+    fn full_tree(f: &Fixture) -> String {
+        let sb = f
+            .sandboxes
+            .active(&f.store, &f.plan.plan_id)
+            .unwrap()
+            .remove(0);
+        crate::sandbox::written::forget(&sb.layout.git_dir);
+        checkpoint::trees(&f.store, &f.sandboxes, &f.plan.plan_id, false)
+            .unwrap()
+            .remove(0)
+            .1
+    }
+
+    fn written_tree(f: &Fixture) -> String {
+        checkpoint::trees(&f.store, &f.sandboxes, &f.plan.plan_id, true)
+            .unwrap()
+            .remove(0)
+            .1
+    }
+
+    #[test]
+    fn a_checkpoint_of_the_written_paths_still_captures_what_shell_commands_wrote() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        let write = |f: &mut Fixture, path: &str, content: &str| {
+            let r = call(
+                f,
+                &policy,
+                "write_file",
+                json!({"path": path, "content": content}),
+            );
+            r.result.unwrap();
+        };
+        write(&mut f, "a.txt", "first\n");
+        let first = written_tree(&f);
+        assert_eq!(first, full_tree(&f));
+        write(&mut f, "docs/new.md", "new\n");
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": "echo by-shell > shell.txt && echo more >> src/lib.rs && rm a.txt"}),
+        );
+        assert_eq!(r.result.unwrap()["exit_code"], 0);
+        write(&mut f, "b.txt", "after the command\n");
+        let ours = written_tree(&f);
+        let full = full_tree(&f);
+        assert_eq!(ours, full, "the written-only checkpoint missed a change");
+        let sb = f
+            .sandboxes
+            .active(&f.store, &f.plan.plan_id)
+            .unwrap()
+            .remove(0);
+        let repo = sb.repo().unwrap();
+        let tree = repo.find_tree(git2::Oid::from_str(&ours).unwrap()).unwrap();
+        for path in ["shell.txt", "docs/new.md", "b.txt"] {
+            assert!(tree.get_path(Path::new(path)).is_ok(), "{path}");
+        }
+        assert!(
+            tree.get_path(Path::new("a.txt")).is_err(),
+            "deleted by the command"
+        );
+        // A command that only writes (the last call before the checkpoint).
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": "mkdir -p gen && echo x > gen/out.txt"}),
+        );
+        assert_eq!(r.result.unwrap()["exit_code"], 0);
+        assert_eq!(written_tree(&f), full_tree(&f));
+    }
 }
