@@ -65,7 +65,7 @@ pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxErr
             .write()
             .map_err(SandboxError::git("writing the index"))?;
     }
-    super::written::synced(repo.path());
+    super::written::synced(repo.path(), tree);
     Ok(tree)
 }
 
@@ -79,10 +79,13 @@ pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxErr
 /// # Errors
 /// [`SandboxError::Git`].
 pub fn snapshot_written(repo: &Repository) -> Result<Oid, SandboxError> {
-    if let Some(paths) = super::written::since_sync(repo.path())
-        && let Some(tree) = snapshot_paths(repo, &paths)?
-    {
-        return Ok(tree);
+    if let Some(since) = super::written::since_sync(repo.path()) {
+        if since.paths.is_empty() {
+            return Ok(since.tree);
+        }
+        if let Some(tree) = snapshot_paths(repo, &since.paths)? {
+            return Ok(tree);
+        }
     }
     snapshot_with(repo, true)
 }
@@ -192,7 +195,7 @@ fn snapshot_paths(
     index
         .write()
         .map_err(SandboxError::git("writing the index"))?;
-    super::written::synced(repo.path());
+    super::written::synced(repo.path(), tree);
     Ok(Some(tree))
 }
 
@@ -1127,7 +1130,7 @@ mod tests {
             let ours = snapshot_written(&repo).unwrap().to_string();
             assert_eq!(ours, git_tree(&w), "{what}");
             assert_eq!(
-                written::since_sync(repo.path()),
+                written::since_sync(repo.path()).map(|s| s.paths),
                 Some(Default::default()),
                 "{what}: the index matches the work tree again"
             );

@@ -17,10 +17,20 @@ use std::sync::{LazyLock, Mutex};
 /// file on every write, so another writer's index has another identity.
 type Stamp = (u64, u64, i64, i64);
 
-/// A sandbox whose work tree matched its index, plus what was written since.
+/// A sandbox whose work tree matched its index (and `tree`), plus what was written since.
 struct Known {
     stamp: Stamp,
+    tree: git2::Oid,
     paths: BTreeSet<PathBuf>,
+}
+
+/// What was written since a sandbox's index last matched its work tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Since {
+    /// The tree of the work tree then.
+    pub tree: git2::Oid,
+    /// The paths written since (relative to the work tree).
+    pub paths: BTreeSet<PathBuf>,
 }
 
 /// Keyed by the sandbox's private git directory.
@@ -45,9 +55,9 @@ fn with<T>(f: impl FnOnce(&mut HashMap<PathBuf, Known>) -> T) -> T {
     f(&mut map)
 }
 
-/// Records that the index of the sandbox at `git_dir` matches its work tree now (after a full
-/// snapshot, or a snapshot of the written paths, wrote it).
-pub(crate) fn synced(git_dir: &Path) {
+/// Records that the index of the sandbox at `git_dir` matches its work tree now, whose tree is
+/// `tree` (after a full snapshot, or a snapshot of the written paths, wrote it).
+pub(crate) fn synced(git_dir: &Path, tree: git2::Oid) {
     let key = key(git_dir);
     match stamp(git_dir) {
         Some(stamp) => with(|m| {
@@ -55,6 +65,7 @@ pub(crate) fn synced(git_dir: &Path) {
                 key,
                 Known {
                     stamp,
+                    tree,
                     paths: BTreeSet::new(),
                 },
             )
@@ -103,12 +114,15 @@ pub fn forget(git_dir: &Path) {
 /// The paths written since the index last matched the work tree, or `None` when that is not
 /// known in this process (nothing synced it here, an unnoted writer ran, or another process
 /// replaced the index since).
-pub(crate) fn since_sync(git_dir: &Path) -> Option<BTreeSet<PathBuf>> {
+pub(crate) fn since_sync(git_dir: &Path) -> Option<Since> {
     let now = stamp(git_dir)?;
     let git_dir = key(git_dir);
     with(|m| {
         let known = m.get(&git_dir)?;
-        (known.stamp == now).then(|| known.paths.clone())
+        (known.stamp == now).then(|| Since {
+            tree: known.tree,
+            paths: known.paths.clone(),
+        })
     })
 }
 
@@ -120,16 +134,19 @@ mod tests {
     fn a_written_set_is_known_only_between_a_sync_and_an_unnoted_writer_or_another_index() {
         let dir = tempfile::tempdir().unwrap();
         let git = dir.path().join("git");
+        let tree = git2::Oid::from_str("4b825dc642cb6eb9a060e54bf8d69288fbee4904").unwrap();
         std::fs::create_dir_all(&git).unwrap();
         assert_eq!(since_sync(&git), None, "no index yet");
         std::fs::write(git.join("index"), "one").unwrap();
         note(&git, [PathBuf::from("a")]);
         assert_eq!(since_sync(&git), None, "nothing synced in this process");
-        synced(&git);
-        assert_eq!(since_sync(&git), Some(BTreeSet::new()));
+        synced(&git, tree);
+        let paths = |g: &Path| since_sync(g).map(|s| s.paths);
+        assert_eq!(since_sync(&git).map(|s| s.tree), Some(tree));
+        assert_eq!(paths(&git), Some(BTreeSet::new()));
         note(&git, [PathBuf::from("./d/b.txt"), PathBuf::from("a")]);
         assert_eq!(
-            since_sync(&git),
+            paths(&git),
             Some([PathBuf::from("a"), PathBuf::from("d/b.txt")].into())
         );
         note(&git, [PathBuf::from("../outside")]);
@@ -138,13 +155,13 @@ mod tests {
             None,
             "a path that cannot be named exactly"
         );
-        synced(&git);
+        synced(&git, tree);
         note(&git, [PathBuf::from(".")]);
         assert_eq!(since_sync(&git), None, "the whole tree");
-        synced(&git);
+        synced(&git, tree);
         forget(&git);
         assert_eq!(since_sync(&git), None);
-        synced(&git);
+        synced(&git, tree);
         // Another writer replaces the index file.
         std::fs::write(git.join("index.new"), "two, longer").unwrap();
         std::fs::rename(git.join("index.new"), git.join("index")).unwrap();
