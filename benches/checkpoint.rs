@@ -201,7 +201,7 @@ fn main() {
     git(&repo, &["commit", "-q", "-m", "generated"]);
     git(&repo, &["gc", "-q"]);
     let head = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
-    let paths = Paths::at(&tmp.path().join("data"), tmp.path().join("config.toml"));
+    let paths = Paths::at(tmp.path().join("data"), tmp.path().join("config.toml"));
 
     // 1. A step's checkpoint after a change of 1 and of 100 files.
     let wt = tmp.path().join("wt");
