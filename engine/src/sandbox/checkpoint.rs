@@ -83,11 +83,104 @@ pub fn snapshot_written(repo: &Repository) -> Result<Oid, SandboxError> {
         if since.paths.is_empty() {
             return Ok(since.tree);
         }
-        if let Some(tree) = snapshot_paths(repo, &since.paths)? {
+        if let Some(tree) = tree_updated(repo, since.tree, &since.paths)? {
+            super::written::advanced(repo.path(), tree);
+            return Ok(tree);
+        }
+        let mut all = since.behind_index;
+        all.extend(since.paths);
+        if let Some(tree) = snapshot_paths(repo, &all)? {
             return Ok(tree);
         }
     }
     snapshot_with(repo, true)
+}
+
+/// The last snapshot's tree with the written files (and links) hashed again and the gone ones
+/// removed, without reading or writing the index. `None`: a path is a directory, or was one,
+/// or lies beneath something that is not a plain directory (the index answers those).
+fn tree_updated(
+    repo: &Repository,
+    base: Oid,
+    paths: &std::collections::BTreeSet<PathBuf>,
+) -> Result<Option<Oid>, SandboxError> {
+    use git2::{FileMode, ObjectType};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let work = repo
+        .workdir()
+        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
+        .to_path_buf();
+    let base_tree = repo
+        .find_tree(base)
+        .map_err(SandboxError::git("reading the last snapshot's tree"))?;
+    let mut ignores = IgnoreChains::new(&work);
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for rel in paths {
+        if rel
+            .components()
+            .any(|c| crate::sandbox::confined::is_git_alias(c.as_os_str().as_bytes()))
+        {
+            continue;
+        }
+        // Every parent must be a plain directory in the tree (or absent from it).
+        let mut at = PathBuf::new();
+        for c in rel.components() {
+            at.push(c);
+            if let Ok(e) = base_tree.get_path(&at) {
+                let last = at.as_path() == rel.as_path();
+                if e.filemode() == 0o160000 || (!last && e.kind() != Some(ObjectType::Tree)) {
+                    return Ok(None);
+                }
+                if last && e.kind() == Some(ObjectType::Tree) {
+                    return Ok(None);
+                }
+            }
+        }
+        let in_tree = base_tree.get_path(rel).is_ok();
+        match look(&work, rel) {
+            None | Some(Now::Dir) => return Ok(None),
+            Some(Now::Gone) => {
+                if in_tree {
+                    update.remove(rel);
+                }
+            }
+            Some(Now::File) => {
+                if !in_tree && !ignores.file_counts(rel.as_os_str().as_bytes()) {
+                    continue;
+                }
+                let abs = work.join(rel);
+                let meta =
+                    std::fs::symlink_metadata(&abs).map_err(SandboxError::io("read", &abs))?;
+                let (blob, mode) = if meta.file_type().is_symlink() {
+                    let target =
+                        std::fs::read_link(&abs).map_err(SandboxError::io("read", &abs))?;
+                    let blob = repo
+                        .blob(target.as_os_str().as_bytes())
+                        .map_err(SandboxError::git("storing a link"))?;
+                    (blob, FileMode::Link)
+                } else {
+                    let blob = repo
+                        .blob_path(&abs)
+                        .map_err(SandboxError::git(format!("storing {}", rel.display())))?;
+                    let exec = meta.permissions().mode() & 0o100 != 0;
+                    (
+                        blob,
+                        if exec {
+                            FileMode::BlobExecutable
+                        } else {
+                            FileMode::Blob
+                        },
+                    )
+                };
+                update.upsert(rel, blob, mode);
+            }
+        }
+    }
+    let tree = update
+        .create_updated(repo, &base_tree)
+        .map_err(SandboxError::git("writing the snapshot tree"))?;
+    Ok(Some(tree))
 }
 
 /// What one written path is now.

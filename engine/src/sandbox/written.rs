@@ -17,10 +17,15 @@ use std::sync::{LazyLock, Mutex};
 /// file on every write, so another writer's index has another identity.
 type Stamp = (u64, u64, i64, i64);
 
-/// A sandbox whose work tree matched its index (and `tree`), plus what was written since.
+/// A sandbox whose work tree matched its index once, and what was written since.
 struct Known {
+    /// The index file then (left as it was while trees are updated without it).
     stamp: Stamp,
+    /// The tree of the work tree at the last snapshot.
     tree: git2::Oid,
+    /// Paths written since the index last matched (the last snapshot's included).
+    behind_index: BTreeSet<PathBuf>,
+    /// Paths written since the last snapshot.
     paths: BTreeSet<PathBuf>,
 }
 
@@ -31,6 +36,9 @@ pub(crate) struct Since {
     pub tree: git2::Oid,
     /// The paths written since (relative to the work tree).
     pub paths: BTreeSet<PathBuf>,
+    /// The paths in which the index lags behind `tree` (snapshots that updated the tree
+    /// alone).
+    pub behind_index: BTreeSet<PathBuf>,
 }
 
 /// Keyed by the sandbox's private git directory.
@@ -66,6 +74,7 @@ pub(crate) fn synced(git_dir: &Path, tree: git2::Oid) {
                 Known {
                     stamp,
                     tree,
+                    behind_index: BTreeSet::new(),
                     paths: BTreeSet::new(),
                 },
             )
@@ -104,6 +113,19 @@ pub fn note<I: IntoIterator<Item = PathBuf>>(git_dir: &Path, paths: I) {
     });
 }
 
+/// Records a snapshot that updated the tree for the written paths without the index: `tree`
+/// is the work tree's now, and the index lags behind in those paths.
+pub(crate) fn advanced(git_dir: &Path, tree: git2::Oid) {
+    let git_dir = key(git_dir);
+    with(|m| {
+        if let Some(known) = m.get_mut(&git_dir) {
+            known.tree = tree;
+            let paths = std::mem::take(&mut known.paths);
+            known.behind_index.extend(paths);
+        }
+    });
+}
+
 /// Makes the written set of the sandbox unknown: something is about to write without noting
 /// its paths. The next checkpoint scans the whole work tree.
 pub fn forget(git_dir: &Path) {
@@ -122,6 +144,7 @@ pub(crate) fn since_sync(git_dir: &Path) -> Option<Since> {
         (known.stamp == now).then(|| Since {
             tree: known.tree,
             paths: known.paths.clone(),
+            behind_index: known.behind_index.clone(),
         })
     })
 }
