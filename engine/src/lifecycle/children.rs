@@ -566,6 +566,7 @@ fn branch_point(
             decision_id: approved.first().map(|s| s.decision_id.to_string()),
             label: "spawn".into(),
             reuse_if_unchanged: true,
+            written_only: false,
         },
     )?;
     let mut branch = Branch {

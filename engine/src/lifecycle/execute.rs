@@ -347,6 +347,7 @@ fn take_checkpoint(
             decision_id: Some(decision.to_string()),
             label: label.to_string(),
             reuse_if_unchanged: false,
+            written_only: true,
         },
     )?
     .map(|c| c.checkpoint_id.to_string()))

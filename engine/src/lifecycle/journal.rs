@@ -36,6 +36,9 @@ pub(crate) struct StepJournal {
     fallback: Provider,
     /// Tools whose calls may have written (checkpointed after each call).
     writers: BTreeSet<String>,
+    /// Writers whose writes the sandboxes' write notes do not see (their checkpoint scans
+    /// every work tree).
+    unnoted: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for StepJournal {
@@ -61,6 +64,9 @@ pub(crate) struct Journaled {
     pub fallback: Provider,
     /// Tools whose calls may have written.
     pub writers: BTreeSet<String>,
+    /// Writers that do not go through the tool runner, so their writes are not noted
+    /// (`create_subplan`): the checkpoint after them scans every work tree.
+    pub unnoted: BTreeSet<String>,
 }
 
 impl StepJournal {
@@ -88,6 +94,7 @@ impl StepJournal {
             providers: step.providers,
             fallback: step.fallback,
             writers: step.writers,
+            unnoted: step.unnoted,
         })
     }
 
@@ -121,12 +128,16 @@ impl StepJournal {
     }
 
     /// The trees of the plan's sandboxes now, with the highest tool-call sequence logged.
-    fn checkpoint(&self) -> Result<Value, SandboxError> {
+    /// After a call through the tool runner only the paths written since the last snapshot
+    /// are looked at, when they are known (docs/sandbox.md, "Checkpoints that cost what
+    /// changed").
+    fn checkpoint(&self, tool: &str) -> Result<Value, SandboxError> {
         let store = self
             .store
             .lock()
             .map_err(|_| SandboxError::Checkpoint("the journal's store is unavailable".into()))?;
-        let trees = checkpoint::trees(&store, &self.sandboxes, &self.plan_id)?;
+        let written_only = !self.unnoted.contains(tool);
+        let trees = checkpoint::trees(&store, &self.sandboxes, &self.plan_id, written_only)?;
         let seq = store.max_tool_call_seq(&self.plan_id)?;
         Ok(json!({
             "trees": trees.into_iter().map(|(s, t)| json!({"sandbox_id": s, "tree": t})).collect::<Vec<_>>(),
@@ -174,7 +185,7 @@ impl RunJournal for StepJournal {
     fn tool_ended(&self, record: &ToolCallRecord, ends_run: bool, retry: bool) {
         let wrote = self.writers.contains(&record.name);
         let checkpoint = if wrote {
-            match self.checkpoint() {
+            match self.checkpoint(&record.name) {
                 Ok(cp) => cp,
                 Err(e) => {
                     tracing::warn!(error = %e, "no checkpoint after the tool call");

@@ -763,7 +763,8 @@ fn journal_input(
         .into_iter()
         .filter(|n| tools.runner.may_write(n))
         .collect();
-    writers.insert("create_subplan".into());
+    let unnoted: std::collections::BTreeSet<String> = ["create_subplan".to_string()].into();
+    writers.extend(unnoted.iter().cloned());
     let step = Journaled {
         plan_id: plan.plan_id,
         decision_id: decision.decision_id,
@@ -771,6 +772,7 @@ fn journal_input(
         providers: engine.providers().to_vec(),
         fallback: actor.client.provider().clone(),
         writers,
+        unnoted,
     };
     let journal =
         match StepJournal::open(engine.store().path(), Sandboxes::new(engine.paths()), step) {

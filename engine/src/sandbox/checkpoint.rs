@@ -65,7 +65,384 @@ pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxErr
             .write()
             .map_err(SandboxError::git("writing the index"))?;
     }
+    super::written::synced(repo.path(), tree);
     Ok(tree)
+}
+
+/// As [`snapshot_with`] (the index file always rewritten), looking only at the paths written
+/// since the index last matched the work tree when this process knows them
+/// ([`super::written`]): the paths the file tools noted, since a full snapshot or the closing
+/// snapshot of a shell command. Falls back to the full scan whenever that set is unknown or
+/// a noted path cannot be looked at alone (a parent replaced by a link or a file, a
+/// submodule, something that is neither a file, a link nor a directory).
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn snapshot_written(repo: &Repository) -> Result<Oid, SandboxError> {
+    if let Some(since) = super::written::since_sync(repo.path()) {
+        if since.paths.is_empty() {
+            return Ok(since.tree);
+        }
+        if let Some(tree) = tree_updated(repo, since.tree, &since.paths)? {
+            super::written::advanced(repo.path(), tree);
+            return Ok(tree);
+        }
+        let mut all = since.behind_index;
+        all.extend(since.paths);
+        if let Some(tree) = snapshot_paths(repo, &all)? {
+            return Ok(tree);
+        }
+    }
+    snapshot_with(repo, true)
+}
+
+/// The last snapshot's tree with the written files (and links) hashed again and the gone ones
+/// removed, without reading or writing the index. `None`: a path is a directory, or was one,
+/// or lies beneath something that is not a plain directory (the index answers those).
+fn tree_updated(
+    repo: &Repository,
+    base: Oid,
+    paths: &std::collections::BTreeSet<PathBuf>,
+) -> Result<Option<Oid>, SandboxError> {
+    use git2::{FileMode, ObjectType};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let work = repo
+        .workdir()
+        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
+        .to_path_buf();
+    let base_tree = repo
+        .find_tree(base)
+        .map_err(SandboxError::git("reading the last snapshot's tree"))?;
+    let mut ignores = IgnoreChains::new(&work);
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for rel in paths {
+        if rel
+            .components()
+            .any(|c| crate::sandbox::confined::is_git_alias(c.as_os_str().as_bytes()))
+        {
+            continue;
+        }
+        // Every parent must be a plain directory in the tree (or absent from it).
+        let mut at = PathBuf::new();
+        for c in rel.components() {
+            at.push(c);
+            if let Ok(e) = base_tree.get_path(&at) {
+                let last = at.as_path() == rel.as_path();
+                if e.filemode() == 0o160000 || (!last && e.kind() != Some(ObjectType::Tree)) {
+                    return Ok(None);
+                }
+                if last && e.kind() == Some(ObjectType::Tree) {
+                    return Ok(None);
+                }
+            }
+        }
+        let in_tree = base_tree.get_path(rel).is_ok();
+        match look(&work, rel) {
+            None | Some(Now::Dir) => return Ok(None),
+            Some(Now::Gone) => {
+                if in_tree {
+                    update.remove(rel);
+                }
+            }
+            Some(Now::File) => {
+                if !in_tree && !ignores.file_counts(rel.as_os_str().as_bytes()) {
+                    continue;
+                }
+                let abs = work.join(rel);
+                let meta =
+                    std::fs::symlink_metadata(&abs).map_err(SandboxError::io("read", &abs))?;
+                let (blob, mode) = if meta.file_type().is_symlink() {
+                    let target =
+                        std::fs::read_link(&abs).map_err(SandboxError::io("read", &abs))?;
+                    let blob = repo
+                        .blob(target.as_os_str().as_bytes())
+                        .map_err(SandboxError::git("storing a link"))?;
+                    (blob, FileMode::Link)
+                } else {
+                    let blob = repo
+                        .blob_path(&abs)
+                        .map_err(SandboxError::git(format!("storing {}", rel.display())))?;
+                    let exec = meta.permissions().mode() & 0o100 != 0;
+                    (
+                        blob,
+                        if exec {
+                            FileMode::BlobExecutable
+                        } else {
+                            FileMode::Blob
+                        },
+                    )
+                };
+                update.upsert(rel, blob, mode);
+            }
+        }
+    }
+    let tree = update
+        .create_updated(repo, &base_tree)
+        .map_err(SandboxError::git("writing the snapshot tree"))?;
+    Ok(Some(tree))
+}
+
+/// What one written path is now.
+enum Now {
+    /// Gone (or beneath something that is no longer a directory).
+    Gone,
+    /// A regular file or a symbolic link.
+    File,
+    /// A real directory.
+    Dir,
+}
+
+/// Looks at one written path beneath the work tree without following links. `None`: it cannot
+/// be looked at alone (a parent is a link or a file; an unusual kind of file).
+fn look(work: &std::path::Path, rel: &std::path::Path) -> Option<Now> {
+    let mut at = work.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let Ok(m) = std::fs::symlink_metadata(&at) else {
+            return Some(Now::Gone);
+        };
+        let kind = m.file_type();
+        if i + 1 == parts.len() {
+            return if kind.is_dir() {
+                Some(Now::Dir)
+            } else if kind.is_file() || kind.is_symlink() {
+                Some(Now::File)
+            } else {
+                None
+            };
+        }
+        if !kind.is_dir() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Updates the index for the written `paths` only (each a file, a link or a directory whose
+/// whole subtree is looked at), writes the tree and the index; the rest of the index is
+/// trusted to match the work tree. `None`: a path cannot be looked at alone (see
+/// [`snapshot_written`]).
+fn snapshot_paths(
+    repo: &Repository,
+    paths: &std::collections::BTreeSet<PathBuf>,
+) -> Result<Option<Oid>, SandboxError> {
+    use std::os::unix::ffi::OsStrExt;
+    let work = repo
+        .workdir()
+        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
+        .to_path_buf();
+    let mut index = repo
+        .index()
+        .map_err(SandboxError::git("opening the index"))?;
+    let mut ignores = IgnoreChains::new(&work);
+    for rel in paths {
+        let bytes = rel.as_os_str().as_bytes();
+        if rel
+            .components()
+            .any(|c| crate::sandbox::confined::is_git_alias(c.as_os_str().as_bytes()))
+        {
+            // Never part of a snapshot (the walk skips `.git` entries).
+            continue;
+        }
+        if under_gitlink(&index, rel) {
+            return Ok(None);
+        }
+        let Some(now) = look(&work, rel) else {
+            return Ok(None);
+        };
+        let tracked = index.get_path(rel, 0).is_some();
+        let remove_below = |index: &mut git2::Index| {
+            index.remove_dir(rel, 0).map_err(SandboxError::git(format!(
+                "removing {} from the index",
+                rel.display()
+            )))
+        };
+        match now {
+            Now::Gone => {
+                if tracked {
+                    remove_path(&mut index, rel)?;
+                }
+                remove_below(&mut index)?;
+            }
+            Now::File => {
+                remove_below(&mut index)?;
+                if tracked || ignores.file_counts(bytes) {
+                    add_path(&mut index, rel)?;
+                }
+            }
+            Now::Dir => {
+                if tracked {
+                    remove_path(&mut index, rel)?;
+                }
+                if !subtree(&mut index, &work, rel, &mut ignores)? {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+    let tree = index
+        .write_tree()
+        .map_err(SandboxError::git("writing the snapshot tree"))?;
+    index
+        .write()
+        .map_err(SandboxError::git("writing the index"))?;
+    super::written::synced(repo.path(), tree);
+    Ok(Some(tree))
+}
+
+fn remove_path(index: &mut git2::Index, rel: &std::path::Path) -> Result<(), SandboxError> {
+    index.remove_path(rel).map_err(SandboxError::git(format!(
+        "removing {} from the index",
+        rel.display()
+    )))
+}
+
+fn add_path(index: &mut git2::Index, rel: &std::path::Path) -> Result<(), SandboxError> {
+    index.add_path(rel).map_err(SandboxError::git(format!(
+        "adding {} to the index",
+        rel.display()
+    )))
+}
+
+/// Whether `rel` or one of its parents is a submodule's gitlink.
+fn under_gitlink(index: &git2::Index, rel: &std::path::Path) -> bool {
+    let mut at = PathBuf::new();
+    rel.components().any(|c| {
+        at.push(c);
+        index.get_path(&at, 0).is_some_and(|e| e.mode == 0o160000)
+    })
+}
+
+/// A written directory: its tracked files are looked at again (gone, replaced or possibly
+/// modified) and its untracked files found as the full walk finds them. `false`: something
+/// beneath it cannot be looked at alone.
+fn subtree(
+    index: &mut git2::Index,
+    work: &std::path::Path,
+    rel: &std::path::Path,
+    ignores: &mut IgnoreChains,
+) -> Result<bool, SandboxError> {
+    use std::collections::HashSet;
+    use std::os::unix::ffi::OsStrExt;
+    let mut prefix = rel.as_os_str().as_bytes().to_vec();
+    prefix.push(b'/');
+    let mut below = Vec::new();
+    let mut gitlinks = HashSet::new();
+    for e in index.iter() {
+        if e.path.starts_with(&prefix) {
+            if e.mode == 0o160000 {
+                gitlinks.insert(e.path);
+            } else {
+                below.push(PathBuf::from(std::ffi::OsStr::from_bytes(&e.path)));
+            }
+        }
+    }
+    for path in &below {
+        match look(work, path) {
+            None => return Ok(false),
+            Some(Now::File) => add_path(index, path)?,
+            Some(Now::Gone | Now::Dir) => remove_path(index, path)?,
+        }
+    }
+    let known: HashSet<&[u8]> = below.iter().map(|p| p.as_os_str().as_bytes()).collect();
+    let dir = rel.as_os_str().as_bytes();
+    if ignores.inside(dir).is_some() {
+        // The walk reads the directory's own `.gitignore` when it enters it.
+        let parent = dir
+            .iter()
+            .rposition(|b| *b == b'/')
+            .map_or(&b""[..], |i| &dir[..i]);
+        let chain = ignores.inside(parent).unwrap_or_default();
+        for path in untracked_under(work, dir, chain, &known, &gitlinks) {
+            add_path(index, &path)?;
+        }
+    }
+    Ok(true)
+}
+
+/// The `.gitignore` files that apply inside each directory, gathered as the full walk gathers
+/// them (deepest last), for written paths looked at one by one.
+struct IgnoreChains {
+    work: PathBuf,
+    /// `None`: the walk never enters the directory (it or a parent is ignored, or a `.git`).
+    dirs:
+        std::collections::HashMap<Vec<u8>, Option<Vec<std::rc::Rc<ignore::gitignore::Gitignore>>>>,
+}
+
+impl IgnoreChains {
+    fn new(work: &std::path::Path) -> Self {
+        Self {
+            work: work.to_path_buf(),
+            dirs: Default::default(),
+        }
+    }
+
+    /// The chain that applies to the entries of directory `dir` (`b""`: the root), or `None`
+    /// when the walk would not enter it.
+    fn inside(&mut self, dir: &[u8]) -> Option<Vec<std::rc::Rc<ignore::gitignore::Gitignore>>> {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        if let Some(known) = self.dirs.get(dir) {
+            return known.clone();
+        }
+        let chain = if dir.is_empty() {
+            Some(Vec::new())
+        } else {
+            let (parent, name) = match dir.iter().rposition(|b| *b == b'/') {
+                Some(i) => (&dir[..i], &dir[i + 1..]),
+                None => (&b""[..], dir),
+            };
+            self.inside(parent).filter(|chain| {
+                !crate::sandbox::confined::is_git_alias(name)
+                    && !ignored(chain, &self.work.join(OsStr::from_bytes(dir)), true)
+            })
+        };
+        let chain = chain.map(|mut chain| {
+            let abs = self.work.join(OsStr::from_bytes(dir));
+            if std::fs::symlink_metadata(abs.join(".gitignore")).is_ok_and(|m| m.is_file()) {
+                let mut builder = ignore::gitignore::GitignoreBuilder::new(&abs);
+                builder.add(abs.join(".gitignore"));
+                if let Ok(gi) = builder.build() {
+                    chain.push(std::rc::Rc::new(gi));
+                }
+            }
+            chain
+        });
+        self.dirs.insert(dir.to_vec(), chain.clone());
+        chain
+    }
+
+    /// Whether an untracked file at `rel` belongs in a snapshot (the walk would find it and no
+    /// `.gitignore` excludes it).
+    fn file_counts(&mut self, rel: &[u8]) -> bool {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let parent = match rel.iter().rposition(|b| *b == b'/') {
+            Some(i) => &rel[..i],
+            None => &b""[..],
+        };
+        self.inside(parent)
+            .is_some_and(|chain| !ignored(&chain, &self.work.join(OsStr::from_bytes(rel)), false))
+    }
+}
+
+/// Whether the deepest `.gitignore` with an opinion on `path` ignores it.
+fn ignored(
+    chain: &[std::rc::Rc<ignore::gitignore::Gitignore>],
+    path: &std::path::Path,
+    is_dir: bool,
+) -> bool {
+    use ignore::Match;
+    for gi in chain.iter().rev() {
+        match gi.matched(path, is_dir) {
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+            Match::None => {}
+        }
+    }
+    false
 }
 
 /// One index entry's stat data, as compared with the work tree.
@@ -234,26 +611,27 @@ fn untracked_files(
     known: &std::collections::HashSet<&[u8]>,
     gitlinks: &std::collections::HashSet<Vec<u8>>,
 ) -> Vec<PathBuf> {
-    use ignore::Match;
-    use ignore::gitignore::{Gitignore, GitignoreBuilder};
+    untracked_under(work, b"", Vec::new(), known, gitlinks)
+}
+
+/// As [`untracked_files`], beneath directory `start` (`b""`: the root) whose applicable
+/// `.gitignore` files, from its parents, are `chain`.
+fn untracked_under(
+    work: &std::path::Path,
+    start: &[u8],
+    chain: Vec<std::rc::Rc<ignore::gitignore::Gitignore>>,
+    known: &std::collections::HashSet<&[u8]>,
+    gitlinks: &std::collections::HashSet<Vec<u8>>,
+) -> Vec<PathBuf> {
+    use ignore::gitignore::GitignoreBuilder;
     use rustix::fs::{AtFlags, FileType, Mode, OFlags};
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     use std::rc::Rc;
 
-    fn ignored(chain: &[Rc<Gitignore>], path: &std::path::Path, is_dir: bool) -> bool {
-        for gi in chain.iter().rev() {
-            match gi.matched(path, is_dir) {
-                Match::Ignore(_) => return true,
-                Match::Whitelist(_) => return false,
-                Match::None => {}
-            }
-        }
-        false
-    }
-
     let mut out = Vec::new();
-    let mut stack: Vec<(Vec<u8>, Vec<Rc<Gitignore>>)> = vec![(Vec::new(), Vec::new())];
+    let mut stack: Vec<(Vec<u8>, Vec<Rc<ignore::gitignore::Gitignore>>)> =
+        vec![(start.to_vec(), chain)];
     while let Some((rel, mut chain)) = stack.pop() {
         let abs = work.join(OsStr::from_bytes(&rel));
         let Ok(fd) = rustix::fs::open(
@@ -364,6 +742,9 @@ pub struct CheckpointRequest {
     /// When true and nothing changed since the latest checkpoint, that checkpoint is returned
     /// instead of a new one (used for the start of a step that follows another step's end).
     pub reuse_if_unchanged: bool,
+    /// Look only at the paths written since each sandbox's index last matched its work tree,
+    /// when this process knows them ([`snapshot_written`]); false: scan every work tree.
+    pub written_only: bool,
 }
 
 /// Takes a checkpoint of every active sandbox of the plan. Returns `None` when the plan has no
@@ -389,7 +770,11 @@ pub fn create(
     for sb in &active {
         locks.push(sb.lock()?);
         let repo = sb.repo()?;
-        let tree = snapshot_with(&repo, true)?;
+        let tree = if request.written_only {
+            snapshot_written(&repo)?
+        } else {
+            snapshot_with(&repo, true)?
+        };
         let (parent_id, parent_tree) = {
             let parent = head_commit(&repo)?;
             (parent.id(), parent.tree_id())
@@ -493,7 +878,8 @@ pub fn restore(sandbox: &Sandbox, commit: Oid) -> Result<(), SandboxError> {
 
 /// The trees of every active sandbox of the plan, as they are now (an internal checkpoint of
 /// a step's journal, taken after a tool call that may have written: no commit, no ref, not
-/// listed by `plan checkpoints`). Pairs of (sandbox id, tree id).
+/// listed by `plan checkpoints`). Pairs of (sandbox id, tree id). `written_only`: as
+/// [`CheckpointRequest::written_only`].
 ///
 /// # Errors
 /// Git, I/O and store errors.
@@ -501,11 +887,17 @@ pub fn trees(
     store: &Store,
     sandboxes: &Sandboxes,
     plan_id: &Id,
+    written_only: bool,
 ) -> Result<Vec<(String, String)>, SandboxError> {
     let mut out = Vec::new();
     for sb in sandboxes.active(store, plan_id)? {
         let _lock = sb.lock()?;
-        let tree = snapshot_with(&sb.repo()?, true)?;
+        let repo = sb.repo()?;
+        let tree = if written_only {
+            snapshot_written(&repo)?
+        } else {
+            snapshot_with(&repo, true)?
+        };
         out.push((sb.record.sandbox_id.to_string(), tree.to_string()));
     }
     Ok(out)
@@ -816,6 +1208,88 @@ mod tests {
             tree.get_path(std::path::Path::new("d")).unwrap().filemode(),
             0o120000
         );
+    }
+
+    #[test]
+    fn a_snapshot_of_the_written_paths_equals_a_full_one_for_every_kind_of_change() {
+        use crate::sandbox::written;
+        let (dir, _store, _sandboxes, _plan, sb) = setup();
+        let w = sb.work_dir().to_path_buf();
+        let repo = sb.repo().unwrap();
+        let git = sb.layout.git_dir.clone();
+        let check = |paths: &[&str], what: &str| {
+            written::note(&git, paths.iter().map(PathBuf::from));
+            assert!(written::since_sync(repo.path()).is_some(), "{what}: known");
+            let ours = snapshot_written(&repo).unwrap().to_string();
+            assert_eq!(ours, git_tree(&w), "{what}");
+            assert_eq!(
+                written::since_sync(repo.path()).map(|s| s.paths),
+                Some(Default::default()),
+                "{what}: the index matches the work tree again"
+            );
+        };
+        snapshot_with(&repo, true).unwrap();
+        fs::write(w.join("a.txt"), "changed\n").unwrap();
+        check(&["a.txt"], "a modified file");
+        fs::create_dir_all(w.join("n/deep")).unwrap();
+        fs::write(w.join("n/deep/x.rs"), "x").unwrap();
+        fs::write(w.join("n/.gitignore"), "*.tmp\n!keep.tmp\n").unwrap();
+        fs::write(w.join("n/drop.tmp"), "ignored").unwrap();
+        fs::write(w.join("n/keep.tmp"), "kept").unwrap();
+        fs::write(w.join("trace.log"), "ignored by the root .gitignore").unwrap();
+        check(&["n"], "a new directory, walked as the full scan walks it");
+        fs::write(w.join("n/later.tmp"), "ignored").unwrap();
+        fs::write(w.join("n/deep/y.log"), "ignored").unwrap();
+        fs::write(w.join("n/deep/z.rs"), "z").unwrap();
+        check(
+            &["n/later.tmp", "n/deep/y.log", "n/deep/z.rs", "trace.log"],
+            "new files, ignored ones left out",
+        );
+        fs::remove_file(w.join("d/b.txt")).unwrap();
+        fs::create_dir_all(w.join("d/b.txt")).unwrap();
+        fs::write(w.join("d/b.txt/inner"), "a directory now").unwrap();
+        check(&["d/b.txt"], "a file replaced by a directory");
+        fs::remove_dir_all(w.join("d/b.txt")).unwrap();
+        fs::write(w.join("d/b.txt"), "a file again").unwrap();
+        check(&["d/b.txt"], "a directory replaced by a file");
+        fs::rename(w.join("n"), w.join("m")).unwrap();
+        check(&["n", "m"], "a moved directory");
+        fs::remove_dir_all(w.join("m")).unwrap();
+        check(&["m/deep/x.rs", "m"], "a deleted directory");
+        std::os::unix::fs::symlink("a.txt", w.join("alias")).unwrap();
+        check(
+            &["alias", ".git/config", "gone/never"],
+            "a link; .git and absent paths",
+        );
+        // A parent replaced by a link cannot be looked at alone: the full scan answers.
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::write(elsewhere.join("b.txt"), "b\n").unwrap();
+        fs::remove_dir_all(w.join("d")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, w.join("d")).unwrap();
+        check(&["d/b.txt"], "a parent replaced by a link");
+    }
+
+    #[test]
+    fn a_written_only_checkpoint_scans_everything_when_the_written_set_is_unknown() {
+        use crate::sandbox::written;
+        let (_dir, mut store, sandboxes, plan, sb) = setup();
+        let w = sb.work_dir().to_path_buf();
+        let request = CheckpointRequest {
+            label: "end".into(),
+            written_only: true,
+            ..Default::default()
+        };
+        cp(&mut store, &sandboxes, &plan, "start");
+        // Written without a note, then the set is forgotten (what every writer other than
+        // a file tool does before it runs).
+        fs::write(w.join("a.txt"), "by a command\n").unwrap();
+        written::forget(&sb.layout.git_dir);
+        let end = create(&mut store, &sandboxes, &plan, &request)
+            .unwrap()
+            .unwrap();
+        assert_eq!(end.states[0].tree_oid, git_tree(&w));
+        assert_eq!(end.files_changed, 1);
     }
 
     #[test]

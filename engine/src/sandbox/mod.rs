@@ -42,6 +42,7 @@ pub mod lifetime;
 pub mod merge;
 pub mod replay;
 pub mod sys;
+pub mod written;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -388,6 +388,8 @@ impl ToolRunner<'_> {
         let _lock = sandbox.lock().map_err(failed)?;
         let repo = sandbox.repo().map_err(failed)?;
         let before = snapshot(&repo).map_err(failed)?;
+        // Unknown until the closing snapshot has looked at everything.
+        crate::sandbox::written::forget(&sandbox.layout.git_dir);
         let ctx = ExternalCtx {
             sandbox: &sandbox,
             shell: &shell,
@@ -396,6 +398,10 @@ impl ToolRunner<'_> {
         };
         let result = exec(&ctx, tool, request.arguments.clone());
         let after = snapshot(&repo).map_err(failed)?;
+        if tool.source == ToolSource::Mcp {
+            // An MCP server outlives the call and may write later.
+            crate::sandbox::written::forget(&sandbox.layout.git_dir);
+        }
         *changes = changes_between(&repo, before, after).map_err(|e| (CallOutcome::Failed, e))?;
         result.map_err(|e| {
             let outcome = match e {

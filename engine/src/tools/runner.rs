@@ -535,8 +535,20 @@ impl<'a> ToolRunner<'a> {
             changes: Vec::new(),
             config_path: self.sandboxes.config_path(),
         };
+        let writes = policy.capability(tool.as_ref()).writes;
+        let noted = writes && policy.capability(tool.as_ref()).checkpoint_scope == Some("file");
+        note_writes(&sandbox.layout.git_dir, tool.as_ref(), &args, writes, noted);
         let result = tool.execute(&mut ctx, args);
         *changes = std::mem::take(&mut ctx.changes);
+        if noted {
+            crate::sandbox::written::note(
+                &sandbox.layout.git_dir,
+                changes
+                    .iter()
+                    .flat_map(|c| std::iter::once(&c.path).chain(c.old_path.as_ref()))
+                    .map(std::path::PathBuf::from),
+            );
+        }
         result.map_err(|e| {
             let outcome = match e {
                 ToolError::PermissionDenied(_) => CallOutcome::Denied,
@@ -603,6 +615,36 @@ impl<'a> ToolRunner<'a> {
         };
         Ok(StepResult { call, start, end })
     }
+}
+
+/// Before a call that may write: a file tool notes the paths its arguments name (it writes
+/// nothing else; what it reports writing is noted after it), so checkpoints look at those
+/// only; any other writer makes the sandbox's written set unknown (docs/sandbox.md,
+/// "Checkpoints that cost what changed").
+fn note_writes(
+    git_dir: &std::path::Path,
+    tool: &dyn Tool,
+    args: &Value,
+    writes: bool,
+    noted: bool,
+) {
+    use crate::sandbox::written;
+    if !writes {
+        return;
+    }
+    if !noted {
+        written::forget(git_dir);
+        return;
+    }
+    let mut paths = Vec::new();
+    for field in tool.path_fields() {
+        match args.get(*field) {
+            Some(Value::String(p)) => paths.push(std::path::PathBuf::from(p)),
+            None | Some(Value::Null) => {}
+            Some(_) => return written::forget(git_dir),
+        }
+    }
+    written::note(git_dir, paths);
 }
 
 /// A call run as its own step, with the checkpoints around it.
@@ -1222,5 +1264,79 @@ mod tests {
             v["stdout"].as_str().unwrap().len(),
             super::super::shell::OUTPUT_CAP
         );
+    }
+
+    /// The tree a full scan of the plan's one sandbox finds.
+    fn full_tree(f: &Fixture) -> String {
+        let sb = f
+            .sandboxes
+            .active(&f.store, &f.plan.plan_id)
+            .unwrap()
+            .remove(0);
+        crate::sandbox::written::forget(&sb.layout.git_dir);
+        checkpoint::trees(&f.store, &f.sandboxes, &f.plan.plan_id, false)
+            .unwrap()
+            .remove(0)
+            .1
+    }
+
+    fn written_tree(f: &Fixture) -> String {
+        checkpoint::trees(&f.store, &f.sandboxes, &f.plan.plan_id, true)
+            .unwrap()
+            .remove(0)
+            .1
+    }
+
+    #[test]
+    fn a_checkpoint_of_the_written_paths_still_captures_what_shell_commands_wrote() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        let write = |f: &mut Fixture, path: &str, content: &str| {
+            let r = call(
+                f,
+                &policy,
+                "write_file",
+                json!({"path": path, "content": content}),
+            );
+            r.result.unwrap();
+        };
+        write(&mut f, "a.txt", "first\n");
+        let first = written_tree(&f);
+        assert_eq!(first, full_tree(&f));
+        write(&mut f, "docs/new.md", "new\n");
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": "echo by-shell > shell.txt && echo more >> src/lib.rs && rm a.txt"}),
+        );
+        assert_eq!(r.result.unwrap()["exit_code"], 0);
+        write(&mut f, "b.txt", "after the command\n");
+        let ours = written_tree(&f);
+        let full = full_tree(&f);
+        assert_eq!(ours, full, "the written-only checkpoint missed a change");
+        let sb = f
+            .sandboxes
+            .active(&f.store, &f.plan.plan_id)
+            .unwrap()
+            .remove(0);
+        let repo = sb.repo().unwrap();
+        let tree = repo.find_tree(git2::Oid::from_str(&ours).unwrap()).unwrap();
+        for path in ["shell.txt", "docs/new.md", "b.txt"] {
+            assert!(tree.get_path(Path::new(path)).is_ok(), "{path}");
+        }
+        assert!(
+            tree.get_path(Path::new("a.txt")).is_err(),
+            "deleted by the command"
+        );
+        // A command that only writes (the last call before the checkpoint).
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": "mkdir -p gen && echo x > gen/out.txt"}),
+        );
+        assert_eq!(r.result.unwrap()["exit_code"], 0);
+        assert_eq!(written_tree(&f), full_tree(&f));
     }
 }

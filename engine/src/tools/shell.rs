@@ -213,6 +213,8 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
         .repo()
         .map_err(|e| ToolError::Failed(e.to_string()))?;
     let before = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
+    // What the command writes is unknown until the closing snapshot has looked at everything.
+    crate::sandbox::written::forget(&ctx.sandbox.layout.git_dir);
 
     let settings = ctx.shell;
     let path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());
@@ -265,6 +267,10 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
     let duration_ms = duration.as_millis() as u64;
 
     let after = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
+    if !confined {
+        // Without its own PID namespace, what the command left running may still write.
+        crate::sandbox::written::forget(&ctx.sandbox.layout.git_dir);
+    }
     let files = diff::trees(&repo, Some(before), Some(after), &DiffRequest::default())
         .map_err(|e| ToolError::Failed(e.to_string()))?;
     let blob = |oid: Option<git2::Oid>| {
