@@ -393,4 +393,105 @@ mod tests {
             "a read or git's internals started an update"
         );
     }
+
+    /// Waits up to 3 s for `word` to become searchable (`true`) or to disappear (`false`).
+    fn eventually(dir: &Path, word: &str, present: bool) -> bool {
+        let started = Instant::now();
+        while finds(dir, word) != present {
+            if started.elapsed() > Duration::from_secs(3) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        true
+    }
+
+    #[test]
+    fn new_directories_removals_and_commits_reach_the_index_and_ignored_files_do_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        repo_with_files(
+            &repo,
+            &[
+                (".gitignore", "*.log\n"),
+                ("src/old.rs", "pub fn soon_removed_marker() {}\n"),
+            ],
+        );
+        let dir = tmp.path().join("index");
+        build::build(
+            &dir,
+            "local/w",
+            &repo,
+            Source::Git,
+            &Policy::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        let w = Watcher::start(&dir, Policy::default()).unwrap();
+        std::fs::create_dir_all(repo.join("pkg/deep")).unwrap();
+        std::fs::write(
+            repo.join("pkg/deep/new.rs"),
+            "pub fn in_a_new_directory() {}\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("pkg/trace.log"), "zebraflagpole\n").unwrap();
+        std::fs::remove_file(repo.join("src/old.rs")).unwrap();
+        assert!(
+            eventually(&dir, "in_a_new_directory", true),
+            "{:?}",
+            w.last_update()
+        );
+        assert!(
+            eventually(&dir, "soon_removed_marker", false),
+            "{:?}",
+            w.last_update()
+        );
+        // A file in the new directory, written after it was followed.
+        std::fs::write(
+            repo.join("pkg/deep/later.rs"),
+            "pub fn written_later() {}\n",
+        )
+        .unwrap();
+        assert!(
+            eventually(&dir, "written_later", true),
+            "{:?}",
+            w.last_update()
+        );
+        assert!(!finds(&dir, "zebraflagpole"));
+        // A commit moves HEAD: the whole update runs and records the new commit.
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+        };
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "more"]);
+        let head = String::from_utf8(
+            std::process::Command::new("git")
+                .args(["rev-parse", "HEAD"])
+                .current_dir(&repo)
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let started = Instant::now();
+        while store::read_manifest(&dir)
+            .unwrap()
+            .indexed_commit
+            .as_deref()
+            != Some(head.trim())
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(3),
+                "HEAD not followed"
+            );
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert_eq!(build::pending(&dir, &Policy::default()).unwrap(), 0);
+    }
 }
