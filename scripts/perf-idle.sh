@@ -11,6 +11,8 @@
 #     included, compared before and after);
 #   - after one file is edited, the time until a search of the index (read as it is, no
 #     update before the read: benches/idle.rs) finds the new word: at most 1 s.
+# PERF_BENCH (default `cargo bench`) builds and runs benches/idle.rs; `cargo test` runs it
+# unoptimized, for a quick look with a debug AGENTS.
 
 idle_row() {
   local d="$WORK/data-idle" c="$WORK/config-idle.toml" out
@@ -51,11 +53,14 @@ PY
   "${I[@]}" resource add git-checkout local/flat --path "$WORK/idle-flat" >/dev/null &&
     "${I[@]}" resource add git-checkout local/mono --path "$WORK/idle-mono" >/dev/null ||
     { row "TUI idle CPU" "-" "-" "-" "FAILED to register the resources"; FAILED=1; return; }
-  cargo bench --locked --bench idle --no-run >/dev/null 2>&1 ||
+  local bench
+  read -r -a bench <<< "${PERF_BENCH:-cargo bench}"
+  "${bench[@]}" --locked --bench idle --no-run >/dev/null 2>&1 ||
     { row "TUI idle CPU" "-" "-" "-" "FAILED to build benches/idle.rs"; FAILED=1; return; }
-  out=$(python3 - "$AGENTS" "$d" "$c" "$WORK/tmux-idle.sock" "$WORK/idle-flat" "$WORK/idle-mono" <<'PY'
+  out=$(python3 - "$AGENTS" "$d" "$c" "$WORK/tmux-idle.sock" "$WORK/idle-flat" "$WORK/idle-mono" "${bench[@]}" <<'PY'
 import os, subprocess, sys, time
 agents, data, config, sock, flat, mono = sys.argv[1:7]
+bench = sys.argv[7:]
 tmux = ["tmux", "-S", sock]
 hz = os.sysconf("SC_CLK_TCK")
 
@@ -114,7 +119,7 @@ try:
     pct = (c1 - c0) / hz / (t1 - t0) * 100
     env = dict(os.environ, BENCH_IDLE_INDEX=f"{data}/indexes/local+flat",
                BENCH_IDLE_FILE=f"{flat}/d123/f12345.rs", BENCH_IDLE_WORD="zanzibarquokka")
-    r = subprocess.run(["cargo", "bench", "--locked", "--bench", "idle"], env=env,
+    r = subprocess.run(bench + ["--locked", "--bench", "idle"], env=env,
                        capture_output=True, text=True)
     ms = "-"
     for line in r.stdout.splitlines():
