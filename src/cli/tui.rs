@@ -137,7 +137,12 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
         None => None,
     };
     // While the TUI runs, edits keep the code indexes current (dropped when it ends).
-    let _watchers = cleveragents_engine::index::watch::watch_all(&ctx.paths);
+    // Following a large work tree walks its directories once, so the first frame does not
+    // wait for it.
+    let watch_paths = ctx.paths.clone();
+    let _watchers = std::thread::Builder::new()
+        .name("index-watch-start".into())
+        .spawn(move || cleveragents_engine::index::watch::watch_all(&watch_paths));
     tui_bridge::run(
         store,
         cleveragents_engine::sandbox::Sandboxes::new(&ctx.paths),
