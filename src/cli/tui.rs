@@ -143,10 +143,17 @@ pub fn run(args: TuiArgs, ctx: &Context) -> Result<Report, CliError> {
         None => None,
     };
     // While the TUI runs in process, edits keep the code indexes current (dropped when it
-    // ends); a server keeps its own.
+    // ends); a server keeps its own. Following a large work tree walks its directories once,
+    // so the watchers start beside the first frame rather than before it.
     let _watchers = match ctx.server {
-        Some(_) => Vec::new(),
-        None => cleveragents_engine::api::session_views::watch_code_indexes(&ctx.paths),
+        Some(_) => None,
+        None => {
+            let paths = ctx.paths.clone();
+            std::thread::Builder::new()
+                .name("index-watch-start".into())
+                .spawn(move || cleveragents_engine::api::session_views::watch_code_indexes(&paths))
+                .ok()
+        }
     };
     let bridge = Bridge::new(connection, super::global_setting(ctx, "automation-profile"))?;
     tui::run(

@@ -387,6 +387,17 @@ struct Changes {
 
 fn changes(m: &Manifest, policy: &Policy) -> Result<Changes, IndexError> {
     let (paths, head, dirty) = candidates(m, policy)?;
+    Ok(changes_of(m, policy, paths, head, dirty))
+}
+
+/// What an update of `paths` would do, recording `head` and `dirty` as the state after it.
+fn changes_of(
+    m: &Manifest,
+    policy: &Policy,
+    paths: BTreeSet<String>,
+    head: Option<String>,
+    dirty: Vec<String>,
+) -> Changes {
     let mut c = Changes {
         index: Vec::new(),
         remove: Vec::new(),
@@ -414,7 +425,7 @@ fn changes(m: &Manifest, policy: &Policy) -> Result<Changes, IndexError> {
             None => {}
         }
     }
-    Ok(c)
+    c
 }
 
 /// How many files an update would touch (0: the index is current).
@@ -433,8 +444,57 @@ pub fn pending(dir: &Path, policy: &Policy) -> Result<usize, IndexError> {
 /// [`IndexError::Missing`] when there is no index; [`IndexError`] otherwise.
 pub fn update(dir: &Path, policy: &Policy) -> Result<UpdateReport, IndexError> {
     let started = Instant::now();
-    let mut m = store::read_manifest(dir).ok_or(IndexError::Missing)?;
-    let mut c = changes(&m, policy)?;
+    let m = store::read_manifest(dir).ok_or(IndexError::Missing)?;
+    let c = changes(&m, policy)?;
+    apply(dir, m, c, started)
+}
+
+/// Brings the index in `dir` up to date for these work-tree paths only (relative, with `/`;
+/// a directory stands for every indexed file under it), as a watcher that saw them change
+/// does: no status and no walk of the rest of the tree. The paths join the manifest's dirty
+/// set, so the next full [`update`] looks at them again whatever git says then.
+///
+/// # Errors
+/// [`IndexError::Missing`] when there is no index; [`IndexError`] otherwise.
+pub fn update_paths(
+    dir: &Path,
+    policy: &Policy,
+    paths: &BTreeSet<String>,
+) -> Result<UpdateReport, IndexError> {
+    let started = Instant::now();
+    let m = store::read_manifest(dir).ok_or(IndexError::Missing)?;
+    let mut wanted = BTreeSet::new();
+    for p in paths {
+        let under = format!("{p}/");
+        wanted.extend(
+            m.files
+                .range(under.clone()..)
+                .take_while(|(k, _)| k.starts_with(&under))
+                .map(|(k, _)| k.clone()),
+        );
+        wanted.insert(p.clone());
+    }
+    let mut dirty: BTreeSet<String> = m.dirty.iter().cloned().collect();
+    if m.source == Source::Git {
+        dirty.extend(wanted.iter().cloned());
+    }
+    let c = changes_of(
+        &m,
+        policy,
+        wanted,
+        m.indexed_commit.clone(),
+        dirty.into_iter().collect(),
+    );
+    apply(dir, m, c, started)
+}
+
+/// Re-indexes and drops what `c` names and records the manifest.
+fn apply(
+    dir: &Path,
+    mut m: Manifest,
+    mut c: Changes,
+    started: Instant,
+) -> Result<UpdateReport, IndexError> {
     let mut report = UpdateReport::default();
     let (_, fields) = store::schema();
     let mut conn = structure::open(dir)?;

@@ -12,6 +12,7 @@
 //! - [`view`]: search, definitions and references, as the work tree is or at a base commit.
 //! - [`overview`]: the `repo_overview` answer.
 //! - [`skill`]: the `code_intelligence` tools.
+//! - [`watch`], [`watch_filter`]: following a work tree's changes while a face runs.
 //!
 //! The functions here are the operations the faces use, with typed results.
 
@@ -27,6 +28,7 @@ pub mod tokenizer;
 pub mod view;
 pub mod walk;
 pub mod watch;
+pub mod watch_filter;
 
 use std::path::{Path, PathBuf};
 

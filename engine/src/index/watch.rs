@@ -1,11 +1,18 @@
 //! Keeping an index current while the user works (spec section 24 "Real-time Index
-//! Synchronization"): a [`Watcher`] follows a resource's directory with `notify` and, a
-//! short quiet moment after the last change, brings the index up to date with
-//! [`super::build::update`] (the same incremental update every read does first), so a search
-//! sees an edit within about a second without waiting for the next read.
+//! Synchronization"): a [`Watcher`] follows the directories of a resource's work tree that
+//! the index walk enters (see [`super::watch_filter`]) and, a short quiet moment after the
+//! last change, re-indexes the paths that changed with [`super::build::update_paths`] (the
+//! whole [`super::build::update`] when HEAD moved or events were lost), so a search sees an
+//! edit within about a second without waiting for the next read.
+//!
+//! It reacts to events only: no timer, no rescan, and nothing while nothing changes. Its own
+//! work cannot wake it: reading files is no change, `.git` internals other than HEAD and refs
+//! are not followed, and the index directory is skipped when it lies inside the work tree.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -14,6 +21,7 @@ use notify::{RecursiveMode, Watcher as _};
 
 use super::build::{self, UpdateReport};
 use super::walk::Policy;
+use super::watch_filter::{Filter, Verdict, changes_contents};
 use super::{IndexError, store};
 
 /// How long the directory must stay quiet before the index is updated.
@@ -22,12 +30,21 @@ pub const QUIET: Duration = Duration::from_millis(150);
 /// What the watcher last did: the update's report or its error.
 pub type LastUpdate = Arc<Mutex<Option<Result<UpdateReport, String>>>>;
 
-/// Follows one resource's directory and updates its index after changes; stops when
+/// What reaches the watcher's thread.
+enum Msg {
+    /// Paths that may have changed; `true` when the event stream lost events.
+    Changed(Vec<PathBuf>, bool),
+    /// The watcher is dropped.
+    Stop,
+}
+
+/// Follows one resource's work tree and updates its index after changes; stops when
 /// dropped.
 pub struct Watcher {
-    watcher: Option<notify::RecommendedWatcher>,
+    stop: mpsc::Sender<Msg>,
     thread: Option<JoinHandle<()>>,
     last: LastUpdate,
+    updates: Arc<AtomicU64>,
     /// The resource's name.
     pub resource: String,
 }
@@ -40,19 +57,96 @@ impl std::fmt::Debug for Watcher {
     }
 }
 
-/// Whether a changed path can change what the index holds: anything in the work tree, and
-/// in `.git` only what moves HEAD (`HEAD`, refs, the index file of `git add`).
-fn relevant(root: &Path, path: &Path) -> bool {
-    let Ok(rel) = path.strip_prefix(root) else {
-        return true;
-    };
-    let mut parts = rel.components();
-    match parts.next() {
-        Some(c) if c.as_os_str() == ".git" => {
-            let rest: PathBuf = parts.collect();
-            rest == Path::new("HEAD") || rest.starts_with("refs") || rest == Path::new("index")
+/// What one quiet-separated burst of events asks for.
+#[derive(Default)]
+struct Burst {
+    paths: BTreeSet<String>,
+    dirs: Vec<PathBuf>,
+    full: bool,
+}
+
+impl Burst {
+    fn add(&mut self, filter: &mut Filter, paths: Vec<PathBuf>, lost: bool) {
+        self.full |= lost;
+        for p in paths {
+            match filter.judge(&p) {
+                Verdict::Ignore => {}
+                Verdict::Head => self.full = true,
+                Verdict::Path(rel) => {
+                    self.paths.insert(rel);
+                }
+                Verdict::NewDir(d) => self.dirs.push(d),
+            }
         }
-        _ => true,
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.full && self.paths.is_empty() && self.dirs.is_empty()
+    }
+}
+
+/// Follows `dirs`, each without recursion (new directories are added as they appear).
+fn follow(watcher: &mut notify::RecommendedWatcher, dirs: &[PathBuf]) {
+    for d in dirs {
+        if let Err(e) = watcher.watch(d, RecursiveMode::NonRecursive) {
+            tracing::debug!(dir = %d.display(), error = %e, "directory not watched");
+        }
+    }
+}
+
+/// The thread's state: the index, its rules and what it reports.
+struct Worker {
+    dir: PathBuf,
+    policy: Policy,
+    filter: Filter,
+    watcher: notify::RecommendedWatcher,
+    last: LastUpdate,
+    updates: Arc<AtomicU64>,
+}
+
+impl Worker {
+    /// Each burst of changes: wait until quiet, then update once; ends on [`Msg::Stop`].
+    fn run(mut self, rx: &Receiver<Msg>) {
+        while let Ok(Msg::Changed(paths, lost)) = rx.recv() {
+            let mut burst = Burst::default();
+            burst.add(&mut self.filter, paths, lost);
+            loop {
+                match rx.recv_timeout(QUIET) {
+                    Ok(Msg::Changed(paths, lost)) => burst.add(&mut self.filter, paths, lost),
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            if !burst.is_empty() {
+                self.update(burst);
+            }
+        }
+    }
+
+    fn update(&mut self, mut burst: Burst) {
+        for d in std::mem::take(&mut burst.dirs) {
+            let dirs = self.filter.directories(&d);
+            follow(&mut self.watcher, &dirs);
+            // Its files, by the rules of the whole tree (a parent's `.gitignore` too).
+            for f in super::walk::walk(&d, &self.policy).0 {
+                if let Verdict::Path(rel) = self.filter.judge(&d.join(&f.path)) {
+                    burst.paths.insert(rel);
+                }
+            }
+        }
+        let r = if burst.full {
+            build::update(&self.dir, &self.policy)
+        } else {
+            build::update_paths(&self.dir, &self.policy, &burst.paths)
+        }
+        .map_err(|e| e.to_string());
+        if let Err(e) = &r {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "index update after a change failed");
+        }
+        self.updates.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut slot) = self.last.lock() {
+            *slot = Some(r);
+        }
     }
 }
 
@@ -65,49 +159,58 @@ impl Watcher {
     pub fn start(dir: &Path, policy: Policy) -> Result<Self, IndexError> {
         let manifest = store::read_manifest(dir).ok_or(IndexError::Missing)?;
         let root = manifest.root.clone();
-        let (tx, rx) = mpsc::channel::<()>();
-        let filter_root = root.clone();
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let events = tx.clone();
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if let Ok(event) = res
-                && event.paths.iter().any(|p| relevant(&filter_root, p))
-            {
-                let _ = tx.send(());
+            let Ok(event) = res else { return };
+            let lost = event.need_rescan();
+            if lost || changes_contents(&event.kind) {
+                let _ = events.send(Msg::Changed(event.paths, lost));
             }
         })
         .map_err(|e| IndexError::Io(format!("watching {}: {e}", root.display())))?;
-        watcher
-            .watch(&root, RecursiveMode::Recursive)
-            .map_err(|e| IndexError::Io(format!("watching {}: {e}", root.display())))?;
+        let mut filter = Filter::new(&root, dir, policy.clone());
+        let dirs = filter.directories(&root);
+        if dirs.is_empty() {
+            return Err(IndexError::Io(format!(
+                "watching {}: not a directory",
+                root.display()
+            )));
+        }
+        follow(&mut watcher, &dirs);
+        let git = root.join(".git");
+        if git.is_dir() {
+            follow(&mut watcher, std::slice::from_ref(&git));
+            if let Err(e) = watcher.watch(&git.join("refs"), RecursiveMode::Recursive) {
+                tracing::debug!(error = %e, "refs not watched");
+            }
+        }
         let last: LastUpdate = Arc::default();
-        let (dir, out) = (dir.to_path_buf(), last.clone());
+        let updates: Arc<AtomicU64> = Arc::default();
+        let worker = Worker {
+            dir: dir.to_path_buf(),
+            policy,
+            filter,
+            watcher,
+            last: last.clone(),
+            updates: updates.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("index-watch".into())
-            .spawn(move || {
-                // Each burst of changes: wait until quiet, then update once.
-                while rx.recv().is_ok() {
-                    loop {
-                        match rx.recv_timeout(QUIET) {
-                            Ok(()) => continue,
-                            Err(RecvTimeoutError::Timeout) => break,
-                            Err(RecvTimeoutError::Disconnected) => return,
-                        }
-                    }
-                    let r = build::update(&dir, &policy).map_err(|e| e.to_string());
-                    if let Err(e) = &r {
-                        tracing::warn!(dir = %dir.display(), error = %e, "index update after a change failed");
-                    }
-                    if let Ok(mut slot) = out.lock() {
-                        *slot = Some(r);
-                    }
-                }
-            })
+            .spawn(move || worker.run(&rx))
             .map_err(|e| IndexError::Io(format!("starting the index watcher: {e}")))?;
         Ok(Self {
-            watcher: Some(watcher),
+            stop: tx,
             thread: Some(thread),
             last,
+            updates,
             resource: manifest.resource,
         })
+    }
+
+    /// How many updates the watcher has run.
+    pub fn updates(&self) -> u64 {
+        self.updates.load(Ordering::Relaxed)
     }
 
     /// What the last update after a change did, if one ran.
@@ -118,8 +221,8 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        // Dropping the notify watcher closes the channel; the thread ends after its update.
-        self.watcher.take();
+        // The thread ends after its update, dropping the notify watcher with it.
+        let _ = self.stop.send(Msg::Stop);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -214,5 +317,181 @@ mod tests {
         );
         assert_eq!(build::pending(&dir, &Policy::default()).unwrap(), 0);
         drop(w);
+    }
+
+    /// Waits until the watcher has run an update and then stayed without one for `quiet`.
+    fn settle(w: &Watcher, quiet: Duration) -> u64 {
+        let started = Instant::now();
+        while w.updates() == 0 && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        loop {
+            let before = w.updates();
+            std::thread::sleep(quiet);
+            if w.updates() == before || started.elapsed() > Duration::from_secs(10) {
+                return w.updates();
+            }
+        }
+    }
+
+    #[test]
+    fn the_watcher_does_not_react_to_its_own_work_or_to_git_internals() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let files: Vec<(String, String)> = (0..200)
+            .map(|i| {
+                (
+                    format!("d{}/f{i}.rs", i % 20),
+                    format!("pub fn f{i}() {{}}\n"),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        repo_with_files(&repo, &refs);
+        let dir = tmp.path().join("index");
+        build::build(
+            &dir,
+            "local/w",
+            &repo,
+            Source::Git,
+            &Policy::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        let w = Watcher::start(&dir, Policy::default()).unwrap();
+        // A change to many files, as an Apply makes: one burst, one update (or a few), then
+        // nothing while nothing changes.
+        for (p, _) in &files {
+            std::fs::write(repo.join(p), "pub fn changed_everywhere() {}\n").unwrap();
+        }
+        let after_burst = settle(&w, Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_secs(2));
+        assert_eq!(
+            w.updates(),
+            after_burst,
+            "the watcher kept updating while nothing changed"
+        );
+        // Reading the work tree, a status that rewrites `.git/index`, and git's own objects
+        // change nothing the index holds.
+        let _ = std::fs::read(repo.join("d0/f0.rs")).unwrap();
+        let status = std::process::Command::new("git")
+            .args(["-C", repo.to_str().unwrap(), "status", "--porcelain"])
+            .output()
+            .unwrap();
+        assert!(status.status.success());
+        std::fs::write(repo.join(".git/index.lock"), b"x").unwrap();
+        std::fs::remove_file(repo.join(".git/index.lock")).unwrap();
+        std::fs::create_dir_all(repo.join(".git/objects/zz")).unwrap();
+        std::fs::write(repo.join(".git/objects/zz/obj"), b"x").unwrap();
+        std::thread::sleep(QUIET * 4);
+        assert_eq!(
+            w.updates(),
+            after_burst,
+            "a read or git's internals started an update"
+        );
+    }
+
+    /// Waits up to 3 s for `word` to become searchable (`true`) or to disappear (`false`).
+    fn eventually(dir: &Path, word: &str, present: bool) -> bool {
+        let started = Instant::now();
+        while finds(dir, word) != present {
+            if started.elapsed() > Duration::from_secs(3) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        true
+    }
+
+    #[test]
+    fn new_directories_removals_and_commits_reach_the_index_and_ignored_files_do_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        repo_with_files(
+            &repo,
+            &[
+                (".gitignore", "*.log\n"),
+                ("src/old.rs", "pub fn soon_removed_marker() {}\n"),
+            ],
+        );
+        let dir = tmp.path().join("index");
+        build::build(
+            &dir,
+            "local/w",
+            &repo,
+            Source::Git,
+            &Policy::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        let w = Watcher::start(&dir, Policy::default()).unwrap();
+        std::fs::create_dir_all(repo.join("pkg/deep")).unwrap();
+        std::fs::write(
+            repo.join("pkg/deep/new.rs"),
+            "pub fn in_a_new_directory() {}\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("pkg/trace.log"), "zebraflagpole\n").unwrap();
+        std::fs::remove_file(repo.join("src/old.rs")).unwrap();
+        assert!(
+            eventually(&dir, "in_a_new_directory", true),
+            "{:?}",
+            w.last_update()
+        );
+        assert!(
+            eventually(&dir, "soon_removed_marker", false),
+            "{:?}",
+            w.last_update()
+        );
+        // A file in the new directory, written after it was followed.
+        std::fs::write(
+            repo.join("pkg/deep/later.rs"),
+            "pub fn written_later() {}\n",
+        )
+        .unwrap();
+        assert!(
+            eventually(&dir, "written_later", true),
+            "{:?}",
+            w.last_update()
+        );
+        assert!(!finds(&dir, "zebraflagpole"));
+        // A commit moves HEAD: the whole update runs and records the new commit.
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+        };
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "more"]);
+        let head = String::from_utf8(
+            std::process::Command::new("git")
+                .args(["rev-parse", "HEAD"])
+                .current_dir(&repo)
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let started = Instant::now();
+        while store::read_manifest(&dir)
+            .unwrap()
+            .indexed_commit
+            .as_deref()
+            != Some(head.trim())
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(3),
+                "HEAD not followed"
+            );
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert_eq!(build::pending(&dir, &Policy::default()).unwrap(), 0);
     }
 }
