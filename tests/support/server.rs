@@ -22,6 +22,33 @@ pub struct Server {
     child: Child,
 }
 
+/// Creates a token named `token_name` on `env`'s data directory and starts `agents server
+/// start START_ARGS` there: the URL of its first line, the token and the process.
+pub fn spawn(env: &Env, token_name: &str, start_args: &[&str]) -> (String, String, Child) {
+    let out = env
+        .local_command(&["--format", "plain", "server", "token", "create", token_name])
+        .output()
+        .expect("the binary runs");
+    assert!(out.status.success(), "token create: {out:?}");
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let mut child = env
+        .local_command(&[&["server", "start"], start_args].concat())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
+        .unwrap_or_else(|| panic!("no URL in the server's first line: {line:?}"))
+        .to_string();
+    (url, token, child)
+}
+
 impl Server {
     /// Starts a server on `env`'s data directory after creating a token named `tests`.
     pub fn start(env: Env) -> Self {
@@ -30,27 +57,7 @@ impl Server {
 
     /// [`Server::start`] with these `server start` arguments.
     pub fn start_with(env: Env, start_args: &[&str]) -> Self {
-        let out = env
-            .local_command(&["--format", "plain", "server", "token", "create", "tests"])
-            .output()
-            .expect("the binary runs");
-        assert!(out.status.success(), "token create: {out:?}");
-        let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
-        let mut child = env
-            .local_command(&[&["server", "start"], start_args].concat())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
-            .unwrap_or_else(|| panic!("no URL in the server's first line: {line:?}"))
-            .to_string();
+        let (url, token, child) = spawn(&env, "tests", start_args);
         Self {
             env,
             url,

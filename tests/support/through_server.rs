@@ -12,9 +12,9 @@
 //! `scripts/test-through-server.sh` runs chosen tests in process and through a server with
 //! recording on, and compares the two records.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -53,28 +53,8 @@ fn config_stamp(path: &Path) -> Option<(SystemTime, u64)> {
 
 /// Starts `agents server start` on `env`'s data directory with a new token.
 fn start(env: &Env) -> Served {
-    let out = env
-        .local_command(&["--format", "plain", "server", "token", "create", "suite"])
-        .output()
-        .expect("the binary runs");
-    assert!(out.status.success(), "server token create: {out:?}");
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let config_stamp = config_stamp(&env.config_path);
-    let mut child = env
-        .local_command(&["server", "start", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the server starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in the server's first line: {line:?}"))
-        .to_string();
+    let (url, token, child) = super::server::spawn(env, "suite", &["--listen", "127.0.0.1:0"]);
     Served {
         url,
         token,
