@@ -127,8 +127,11 @@ pub fn record(env: &Env, args: &[&str], doc: &Value, code: i32) {
 /// times, durations, and the global options a suggested command repeats.
 pub fn masked(env: &Env, mut data: Value) -> Value {
     fn walk(env: &Env, key: Option<&str>, v: &mut Value) {
+        // Times, and sizes of files whose bytes hold times (an index's segments).
         let timing = key.is_some_and(|k| {
-            k.ends_with("_ms")
+            k == "size_bytes"
+                || k == "pid"
+                || k.ends_with("_ms")
                 || k.ends_with("_secs")
                 || k.contains("duration")
                 || k.contains("elapsed")
@@ -148,23 +151,34 @@ pub fn masked(env: &Env, mut data: Value) -> Value {
 
 fn mask_text(env: &Env, s: &str) -> String {
     let mut s = s.replace(&env.root().display().to_string(), "<root>");
-    if s.starts_with("agents ")
-        && let Some(i) = s.find(" --server ")
-    {
-        // `agents --server URL plan ...` as in process: `agents plan ...`.
-        let rest = &s[i + " --server ".len()..];
-        let after = rest.split_once(' ').map_or("", |(_, r)| r);
-        s = format!("{} {after}", &s[..i]);
+    if s.contains("agents ") {
+        // A suggested command repeats the global options of the command that printed it
+        // (`--server URL`, the client's `--data-dir`): compare what it asks to do.
+        for option in [" --server ", " --data-dir ", " --config-path "] {
+            while let Some(i) = s.find(option) {
+                let rest = &s[i + option.len()..];
+                let after = rest.split_once(' ').map_or("", |(_, r)| r);
+                s = format!("{} {after}", &s[..i]);
+            }
+        }
     }
     mask_ids_and_times(&s)
 }
 
-/// Ids (`plan_…`, `apr_…`, 26-character ULIDs) and RFC 3339 times become placeholders.
+/// Ids (`plan_…`, `apr_…`, 26-character ULIDs), object ids, temporary roots and times become
+/// placeholders.
 fn mask_ids_and_times(s: &str) -> String {
     use std::sync::OnceLock;
-    static PATTERNS: OnceLock<[(regex::Regex, &str); 3]> = OnceLock::new();
+    static PATTERNS: OnceLock<[(regex::Regex, &str); 6]> = OnceLock::new();
     let patterns = PATTERNS.get_or_init(|| {
         [
+            // Commits and trees (their hashes hold commit times) and other test roots.
+            (regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap(), "<oid>"),
+            (
+                regex::Regex::new(r"/tmp/\.tmp[A-Za-z0-9]+").unwrap(),
+                "<tmp>",
+            ),
+            (regex::Regex::new(r"\b\d{8}T\d{6}Z\b").unwrap(), "<time>"),
             (
                 regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
                     .unwrap(),
