@@ -27,7 +27,8 @@
 #    packed-refs, the entries of .git) or exactly at the new commit (one commit, clean status,
 #    no journal or lock left). Prints `apply-kill runs=N exact=N`.
 #
-# 6. resume: P (default 20, --resume-plans) plans of two model-executor steps of C (default 5)
+# 6. resume: P (default 20, --resume-plans) plans of two model-executor steps of C (default 5,
+#    --resume-calls)
 #    `shell_execute` calls each, against the scripted model `scripts/scripted-model.py`. Each
 #    plan's `plan execute` is killed with SIGKILL at K (default 10, --resume-kills) random
 #    moments (during model streams, tool calls, checkpoints) and resumed, then compared with
@@ -44,7 +45,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-RUNS=50 SECONDS_CONC=60 WORKERS=8 KEEP=0 ONLY=all RES_N=20 RES_K=10
+RUNS=50 SECONDS_CONC=60 WORKERS=8 KEEP=0 ONLY=all RES_N=20 RES_K=10 RES_CALLS=5
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS=$2; shift 2 ;;
@@ -53,6 +54,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift ;;
     --resume-plans) RES_N=$2; shift 2 ;;
     --resume-kills) RES_K=$2; shift 2 ;;
+    --resume-calls) RES_CALLS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;   # crash | concurrency | limits | escapes | apply-kill | resume
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -547,7 +549,6 @@ fi
 # ---------------------------------------------------------------- 6. resume
 RES_PLANS=0 RES_KILLS=0 RES_SAME=0 RES_REBOUGHT=0 RES_REPEATED=0 RES_REMADE=0 RES_RERUN=0 RES_U=- RES_RETRIES=0 RES_WIRE=0
 if [ "$ONLY" = all ] || [ "$ONLY" = resume ]; then
-RES_CALLS=5
 echo "== resume: $RES_N plans, up to $RES_K kills each" >&2
 RDATA=$WORK/resume-data RCONF=$WORK/resume.toml RLOG=$WORK/model.log
 : > "$RLOG"
