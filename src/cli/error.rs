@@ -673,7 +673,8 @@ impl From<cleveragents_engine::api::RegistryError> for CliError {
 
 /// A server's failure as the server's own CLI would have printed it.
 fn remote_error(r: cleveragents_engine::api::protocol::RemoteError) -> CliError {
-    let mut err = CliError::new(r.code.as_str(), r.message);
+    let mut err = CliError::new(r.code.as_str(), r.message)
+        .data(r.data.map_or(serde_json::Value::Null, |d| *d));
     if let Some(d) = r.detail {
         err = err.detail(d);
     }

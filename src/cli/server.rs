@@ -221,6 +221,7 @@ fn remote_error(e: api::ApiError) -> api::protocol::RemoteError {
         message: rendered.body.message,
         detail: rendered.body.detail,
         hints: rendered.body.suggestions,
+        data: (!rendered.data.is_null()).then(|| Box::new(rendered.data)),
     }
 }
 

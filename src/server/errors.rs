@@ -32,6 +32,7 @@ pub fn body(code: &str, message: String, hints: Vec<String>) -> Json<ErrorEnvelo
             message,
             detail: None,
             hints,
+            data: None,
         },
     })
 }

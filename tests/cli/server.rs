@@ -515,3 +515,21 @@ fn the_protocol_is_published_as_openapi_generated_from_its_types() {
     assert!(doc["paths"]["/v1/call"]["post"].is_object(), "{doc:#}");
     assert!(doc["paths"]["/v1/events"]["get"].is_object(), "{doc:#}");
 }
+
+#[test]
+fn a_refusal_through_a_server_carries_the_data_the_command_line_shows_beside_it() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let (doc, code) = server.client_json(&client, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    // Executing an applied plan is refused with its phase and state as the envelope's data.
+    let (remote, remote_code) = server.client_json(&client, &["plan", "execute", &plan]);
+    let (local, local_code) = server.env.json(&["plan", "execute", &plan]);
+    assert_eq!(remote_code, local_code, "{remote:#}\n{local:#}");
+    assert_eq!(
+        remote["error"]["code"], local["error"]["code"],
+        "{remote:#}"
+    );
+    assert!(!local["data"].is_null(), "{local:#}");
+    assert_eq!(remote["data"], local["data"], "{remote:#}\n{local:#}");
+}

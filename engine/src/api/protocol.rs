@@ -207,6 +207,10 @@ pub struct RemoteError {
     pub detail: Option<String>,
     /// What to do next.
     pub hints: Vec<String>,
+    /// What the command line shows beside the error (`data` of its envelope: e.g. the state of
+    /// a plan an operation refused), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Box<serde_json::Value>>,
 }
 
 /// The body of every non-2xx answer of the server: `{"error": {...}}`.
