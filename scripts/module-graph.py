@@ -126,11 +126,10 @@ def path_targets(code, start):
     return [m.group(0)] if m else []
 
 
-def edges_of_file(code, mod, tops, aliases):
-    """Top-level modules this file's code names, outside its own top-level module."""
-    found = set()
-    # inline modules (`mod tests { ... }`) deepen the module path for `super::`
-    inline = []
+def inline_modules(code):
+    """The inline modules of a file (`mod tests { ... }`), as (start, end, name): they deepen
+    the module path for `super::` between start and end."""
+    out = []
     for m in re.finditer(r"\bmod\s+([a-z_0-9]+)\s*\{", code):
         depth, end = 0, code.index("{", m.start())
         while end < len(code):
@@ -141,7 +140,14 @@ def edges_of_file(code, mod, tops, aliases):
                 if depth == 0:
                     break
             end += 1
-        inline.append((m.start(), end, m.group(1)))
+        out.append((m.start(), end, m.group(1)))
+    return out
+
+
+def edges_of_file(code, mod, tops, aliases):
+    """Top-level modules this file's code names, outside its own top-level module."""
+    found = set()
+    inline = inline_modules(code)
 
     def mod_at(pos):
         return list(mod) + [name for start, end, name in inline if start < pos < end]
@@ -287,15 +293,14 @@ def file_edges(root):
     edges = {path: set() for path in files.values()}
     for mod, path in files.items():
         code = strip(open(path, encoding="utf-8").read())
-        inline = [(i.start(), i.end()) for i in re.finditer(r"\bmod\s+[a-z_0-9]+\s*\{", code)]
+        inline = inline_modules(code)
         for m in re.finditer(r"(?<![A-Za-z0-9_:])((?:super::)+|crate::)", code):
             base = []
             if m.group(1) != "crate::":
                 # `super` of a file module is its parent; inside an inline module
                 # (`mod tests { ... }`) the first `super` is the file's own module.
                 ups = m.group(1).count("super::")
-                if any(start < m.start() for start, _ in inline):
-                    ups -= 1
+                ups -= sum(1 for start, end, _ in inline if start < m.start() < end)
                 base = list(mod)[: max(len(mod) - ups, 0)]
             for segs in expand(code, m.end()):
                 full = tuple(base + [s for s in segs if s != "self"])

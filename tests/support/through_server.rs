@@ -27,7 +27,7 @@ pub fn enabled() -> bool {
     std::env::var_os("AGENTS_TEST_THROUGH_SERVER").is_some_and(|v| v == "1")
 }
 
-/// A server started for one [`Env`], and the client's own data directory.
+/// A server started for one [`Env`], and the config file it was started with.
 pub struct Served {
     url: String,
     token: String,
