@@ -65,7 +65,7 @@ pub fn init(
         .finish(appender);
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(move || cleveragents_engine::redact::RedactingWriter(writer.clone()))
+        .with_writer(move || cleveragents_engine::api::RedactingWriter(writer.clone()))
         .with_ansi(false)
         .try_init()
         .map_err(|_| LogOff::AlreadyInstalled)?;

@@ -3,11 +3,10 @@
 
 use crate::output::{ErrorBody, Exit};
 use cleveragents_engine::api::ErrorCode;
+use cleveragents_engine::api::failures::{self, InitError, StoreError};
 use cleveragents_engine::config::ConfigError;
 use cleveragents_engine::domain::IdPrefixError;
 use cleveragents_engine::paths::PathsError;
-use cleveragents_engine::store::StoreError;
-use cleveragents_engine::system::InitError;
 
 /// A command failure as shown to the user.
 #[derive(Debug, Clone)]
@@ -193,14 +192,10 @@ impl From<IdPrefixError> for CliError {
     }
 }
 
-use cleveragents_engine::registry::actions::{ActionError, ArgumentError};
-use cleveragents_engine::registry::actors::ActorError;
-use cleveragents_engine::registry::invariants::InvariantError;
-use cleveragents_engine::registry::plan_use::PlanUseError;
-use cleveragents_engine::registry::profiles::ProfileError;
-use cleveragents_engine::registry::projects::ProjectError;
-use cleveragents_engine::registry::resources::ResourceError;
-use cleveragents_engine::registry::yaml::YamlError;
+use cleveragents_engine::api::failures::{
+    ActionError, ActorError, ArgumentError, InvariantError, PlanUseError, ProfileError,
+    ProjectError, ResourceError, YamlError,
+};
 
 impl From<YamlError> for CliError {
     fn from(e: YamlError) -> Self {
@@ -275,9 +270,9 @@ impl From<ActorError> for CliError {
     }
 }
 
-impl From<cleveragents_engine::skills::SkillError> for CliError {
-    fn from(e: cleveragents_engine::skills::SkillError) -> Self {
-        use cleveragents_engine::skills::SkillError;
+impl From<failures::SkillError> for CliError {
+    fn from(e: failures::SkillError) -> Self {
+        use failures::SkillError;
         let message = e.to_string();
         match e {
             SkillError::Name { .. } => CliError::invalid_input(message).hint("agents skill list"),
@@ -300,11 +295,7 @@ impl From<ArgumentError> for CliError {
 
 /// `NOT_FOUND` with "did you mean `NAME`?" when a registered name is close, then the list
 /// command.
-pub(super) fn not_found(
-    message: String,
-    missing: &cleveragents_engine::registry::lookup::Missing,
-    list: &str,
-) -> CliError {
+pub(super) fn not_found(message: String, missing: &failures::Missing, list: &str) -> CliError {
     let err = CliError::new("NOT_FOUND", message);
     match &missing.suggestion {
         Some(s) => err.hint(format!("did you mean `{s}`?")),
@@ -501,9 +492,9 @@ impl From<PlanUseError> for CliError {
     }
 }
 
-impl From<cleveragents_engine::lifecycle::RunError> for CliError {
-    fn from(e: cleveragents_engine::lifecycle::RunError) -> Self {
-        use cleveragents_engine::lifecycle::RunError;
+impl From<failures::RunError> for CliError {
+    fn from(e: failures::RunError) -> Self {
+        use failures::RunError;
         let message = e.to_string();
         match e {
             RunError::NotFound(id) => CliError::new("NOT_FOUND", message)
@@ -548,9 +539,9 @@ impl From<cleveragents_engine::lifecycle::RunError> for CliError {
     }
 }
 
-impl From<cleveragents_engine::sandbox::SandboxError> for CliError {
-    fn from(e: cleveragents_engine::sandbox::SandboxError) -> Self {
-        use cleveragents_engine::sandbox::SandboxError as E;
+impl From<failures::SandboxError> for CliError {
+    fn from(e: failures::SandboxError) -> Self {
+        use failures::SandboxError as E;
         let message = e.to_string();
         match e {
             E::Store(s) => s.into(),
@@ -573,15 +564,15 @@ impl From<cleveragents_engine::sandbox::SandboxError> for CliError {
     }
 }
 
-impl From<cleveragents_engine::lease::LeaseError> for CliError {
-    fn from(e: cleveragents_engine::lease::LeaseError) -> Self {
-        cleveragents_engine::lifecycle::RunError::from(e).into()
+impl From<failures::LeaseError> for CliError {
+    fn from(e: failures::LeaseError) -> Self {
+        failures::RunError::from(e).into()
     }
 }
 
-impl From<cleveragents_engine::tools::runner::RunnerError> for CliError {
-    fn from(e: cleveragents_engine::tools::runner::RunnerError) -> Self {
-        use cleveragents_engine::tools::runner::RunnerError as E;
+impl From<failures::RunnerError> for CliError {
+    fn from(e: failures::RunnerError) -> Self {
+        use failures::RunnerError as E;
         match e {
             E::Store(s) => s.into(),
             E::Sandbox(s) => s.into(),
@@ -592,9 +583,9 @@ impl From<cleveragents_engine::tools::runner::RunnerError> for CliError {
     }
 }
 
-impl From<cleveragents_engine::registry::tool_registration::RegisterError> for CliError {
-    fn from(e: cleveragents_engine::registry::tool_registration::RegisterError) -> Self {
-        use cleveragents_engine::registry::tool_registration::RegisterError as R;
+impl From<failures::RegisterError> for CliError {
+    fn from(e: failures::RegisterError) -> Self {
+        use failures::RegisterError as R;
         match e {
             R::Yaml(y) => y.into(),
             R::Store(s) => s.into(),
@@ -609,9 +600,9 @@ impl From<cleveragents_engine::registry::tool_registration::RegisterError> for C
     }
 }
 
-impl From<cleveragents_engine::skill_registry::SkillRegError> for CliError {
-    fn from(e: cleveragents_engine::skill_registry::SkillRegError) -> Self {
-        use cleveragents_engine::skill_registry::SkillRegError as S;
+impl From<failures::SkillRegError> for CliError {
+    fn from(e: failures::SkillRegError) -> Self {
+        use failures::SkillRegError as S;
         match &e {
             S::Unknown { suggestion, .. } => {
                 let err = CliError::new("NOT_FOUND", e.to_string());

@@ -366,7 +366,7 @@ impl Context {
     }
 
     /// A recovery hint as printed: `what: agents [--data-dir X] [--config-path Y] command`.
-    pub fn hint(&self, hint: &cleveragents_engine::lifecycle::report::Hint) -> String {
+    pub fn hint(&self, hint: &cleveragents_engine::api::Hint) -> String {
         format!("{}: {}", hint.what, self.next(&hint.next))
     }
 
@@ -375,7 +375,7 @@ impl Context {
         if plan.state() != cleveragents_engine::domain::ProcessingState::Errored {
             return Vec::new();
         }
-        cleveragents_engine::lifecycle::report::recovery_hints(plan)
+        cleveragents_engine::api::recovery_hints(plan)
             .iter()
             .map(|h| self.hint(h))
             .collect()
@@ -1014,7 +1014,7 @@ impl Finisher {
         };
         let written = written.and_then(|()| {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(&cleveragents_engine::redact::redacted_bytes(&rendered))?;
+            stdout.write_all(&cleveragents_engine::api::redacted_bytes(&rendered))?;
             stdout.flush()
         });
         match written {

@@ -7,10 +7,10 @@
 
 use serde_json::{Map, Value};
 
+use cleveragents_engine::api::ApprovalAnswered as Answered;
 use cleveragents_engine::domain::approval::{Approval, ApprovalKind};
+use cleveragents_engine::domain::event::EngineEvent;
 use cleveragents_engine::domain::next::{CorrectionMode, Next};
-use cleveragents_engine::events::EngineEvent;
-use cleveragents_engine::lifecycle::approvals::Answered;
 
 /// The command that takes `next`, as `agents ...` without global options.
 ///
@@ -83,7 +83,7 @@ pub fn approval_context(a: &Approval) -> Value {
     }
     let correct = a.context["step_decision_id"]
         .is_string()
-        .then(|| command(&cleveragents_engine::lifecycle::invariant_checks::correct_step(a)));
+        .then(|| command(&cleveragents_engine::api::correct_step(a)));
     let cancel = command(&Next::decide(&a.approval_id, "cancel"));
     let mut out = Map::new();
     for (key, value) in context {

@@ -7,9 +7,8 @@ use serde_json::json;
 use super::{CliError, Context, view};
 use crate::output::{Column, Element, Level, Payload, Report};
 use cleveragents_engine::api;
+use cleveragents_engine::api::{PlanCreated as Created, PlanUseArgs as Request, Stopped};
 use cleveragents_engine::domain::{Phase, Plan, ProcessingState};
-use cleveragents_engine::lifecycle::driver::Stopped;
-use cleveragents_engine::registry::plan_use::{Created, Request};
 
 /// `agents plan ...`
 #[derive(Debug, Subcommand)]
@@ -596,7 +595,7 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
 }
 
 /// The phases the profile runs without asking (`strategize, execute`), or that none do.
-fn automatic_phases(f: &cleveragents_engine::registry::profiles::Flags) -> String {
+fn automatic_phases(f: &cleveragents_engine::api::ProfileFlags) -> String {
     let auto: Vec<&str> = [
         (f.auto_strategize, "strategize"),
         (f.auto_execute, "execute"),

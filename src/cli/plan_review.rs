@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::{CliError, Context, view};
 use crate::output::{Cell, Column, Element, Report, Tone};
+use cleveragents_engine::api::{Mark, ReviewError};
 use cleveragents_engine::api::{Op, Outcome, ReviewRequest};
-use cleveragents_engine::review::{Mark, ReviewError};
 
 /// `plan review` arguments.
 #[derive(Debug, Args)]

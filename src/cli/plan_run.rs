@@ -18,12 +18,10 @@ use super::{CliError, Context, view};
 use crate::output::progress::Spinner;
 use crate::output::{Column, Element, Level, Report};
 use cleveragents_engine::api::{self, Op, Outcome};
+use cleveragents_engine::api::{Answer, Driven, Observer, Stopped};
 use cleveragents_engine::domain::approval::Approval;
+use cleveragents_engine::domain::event::EngineEvent;
 use cleveragents_engine::domain::{Id, Plan};
-use cleveragents_engine::events::EngineEvent;
-use cleveragents_engine::lifecycle::Observer;
-use cleveragents_engine::lifecycle::approvals::Answer;
-use cleveragents_engine::lifecycle::driver::{Driven, Stopped};
 
 /// `plan execute` arguments.
 #[derive(Debug, Args)]
@@ -457,7 +455,7 @@ fn applied_report(command: &str, mut data: Value, p: &Plan) -> Report {
 /// `PLAN_ERRORED` for a plan that errored, with its recovery steps as hints.
 fn errored(p: &Plan, code: &str, message: &str, data: Value) -> CliError {
     let id = p.plan_id;
-    cleveragents_engine::lifecycle::report::recovery_hints(p)
+    cleveragents_engine::api::recovery_hints(p)
         .into_iter()
         .fold(
             CliError::new(
@@ -946,7 +944,7 @@ pub fn decide(ctx: &Context, a: &DecideArgs) -> Result<Report, CliError> {
                 "--max-cost-usd must be a non-negative number of US dollars",
             ));
         }
-        let budget = cleveragents_engine::actors::budget::PlanBudget {
+        let budget = cleveragents_engine::api::PlanBudget {
             max_cost_usd: a.max_cost_usd,
             max_tokens: a.max_tokens,
         };

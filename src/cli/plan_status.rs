@@ -210,7 +210,7 @@ fn headline(ctx: &Context, v: &PlanStatusView) -> (Level, String) {
 /// The lines shown for the plan's estimate (the built-in `builtin/usage-estimator`) and
 /// budget: only when there is history, a recorded estimate or a budget.
 fn cost_lines(v: &PlanStatusView) -> Vec<String> {
-    use cleveragents_engine::actors::estimate::USAGE_ESTIMATOR;
+    use cleveragents_engine::api::USAGE_ESTIMATOR;
     let e = &v.estimate;
     let mut lines = Vec::new();
     if let Some(named) = v.pending_estimation_actor() {
@@ -227,7 +227,7 @@ fn cost_lines(v: &PlanStatusView) -> Vec<String> {
     if v.budget.is_set() {
         lines.push(format!(
             "Budget: {}",
-            cleveragents_engine::lifecycle::approvals::describe_budget(&v.budget)
+            cleveragents_engine::api::describe_budget(&v.budget)
         ));
     }
     lines
@@ -545,7 +545,7 @@ fn usage_panel(v: &PlanStatusView) -> Element {
 }
 
 /// `N in / M out`, with the cache's share and calls whose usage is unknown when there are any.
-fn tokens_cell(u: &cleveragents_engine::store::model_calls::UsageRollup) -> String {
+fn tokens_cell(u: &cleveragents_engine::api::UsageRollup) -> String {
     let mut text = format!("{} in / {} out", u.input_tokens, u.output_tokens);
     if u.cache_read_tokens > 0 {
         text.push_str(&format!(" ({} in from the cache)", u.cache_read_tokens));
@@ -561,9 +561,7 @@ fn tokens_cell(u: &cleveragents_engine::store::model_calls::UsageRollup) -> Stri
 
 /// How the plan's invariants are checked after each step and before Apply, in words (`None`
 /// when it has none); free text without an invariant actor is said to be unchecked.
-fn invariant_checks_line(
-    c: &cleveragents_engine::lifecycle::invariant_checks::Coverage,
-) -> Option<String> {
+fn invariant_checks_line(c: &cleveragents_engine::api::InvariantCoverage) -> Option<String> {
     let machine = c.paths_unchanged + c.command;
     let mut parts = Vec::new();
     if machine > 0 {

@@ -141,7 +141,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
     let engine = ctx
         .registry_engine()
         .with_observer(Arc::new(stopping.clone()));
-    let schema = engine.store()?.schema_version()?;
+    let schema = engine.schema_version()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -10,7 +10,6 @@ use crate::output::progress::Spinner;
 use crate::output::{Cell, Column, Element, ErrorBody, Level, Message, Report, Tone};
 use cleveragents_engine::api::registry_views::{self as sys, CheckStatus, latest_schema_version};
 use cleveragents_engine::config::{self, KeyPath};
-use cleveragents_engine::system as reset;
 
 /// `agents version`.
 ///
@@ -154,9 +153,11 @@ pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
     // With someone at the terminal, refuse before asking a question whose answer cannot be
     // acted on. Without one, stop at once and read nothing: `reset` checks again anyway.
     if ctx.terminal.stdin_tty && !yes {
-        let processing = reset::processing_plans(&ctx.paths)?;
+        let processing = cleveragents_engine::api::processing_plans(&ctx.paths)?;
         if processing > 0 {
-            return Err(reset::InitError::PlansProcessing(processing).into());
+            return Err(
+                cleveragents_engine::api::failures::InitError::PlansProcessing(processing).into(),
+            );
         }
     }
     let question = format!(
@@ -166,7 +167,7 @@ pub fn init(ctx: &Context, yes: bool) -> Result<Report, CliError> {
     );
     let answer_with = ctx.suggest("init --yes");
     confirm(&question, yes, &ctx.terminal, &answer_with)?;
-    let outcome = reset::reset(&ctx.paths)?;
+    let outcome = cleveragents_engine::api::reset_data_dir(&ctx.paths)?;
     let _guard = start_logging(ctx);
     tracing::info!(backup = ?outcome.data_backup, "environment reset");
     let mut data = serde_json::to_value(&outcome).expect("outcome serializes");

@@ -156,12 +156,7 @@ async fn shutdown_signal(stopping: Stopping) {
 
 async fn ready(State(shared): State<Arc<Shared>>) -> Response {
     let engine = shared.engine.clone();
-    let checked = tokio::task::spawn_blocking(move || {
-        engine
-            .store()
-            .and_then(|s| s.schema_version().map_err(Into::into))
-    })
-    .await;
+    let checked = tokio::task::spawn_blocking(move || engine.schema_version()).await;
     match checked {
         Ok(Ok(schema)) => {
             axum::Json(serde_json::json!({"ready": true, "schema": schema})).into_response()

@@ -15,6 +15,7 @@ mod client;
 pub mod definition_views;
 mod error;
 mod export;
+pub mod failures;
 mod index_ops;
 mod live_feed;
 mod op;
@@ -70,6 +71,23 @@ pub use plan_artifacts::{AppliedCommit, Artifact, ArtifactsView};
 pub use plan_checkpoints::{CheckpointRef, CheckpointsView};
 pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, ResourceDiff, SandboxesDiff};
 pub use plan_record::{ErrorsView, StepsView};
+
+// What the faces show beside the views: a driven plan's stop, answers to approvals and their
+// budgets, recovery hints, invariant coverage, model usage, review marks, a plan's creation,
+// an automation profile's flags, redaction of what they print, and a reset of the data
+// directory.
+pub use crate::actors::budget::PlanBudget;
+pub use crate::actors::estimate::USAGE_ESTIMATOR;
+pub use crate::lifecycle::approvals::{Answer, Answered as ApprovalAnswered, describe_budget};
+pub use crate::lifecycle::driver::{Driven, Stopped};
+pub use crate::lifecycle::invariant_checks::{Coverage as InvariantCoverage, correct_step};
+pub use crate::lifecycle::report::{Hint, recovery_hints};
+pub use crate::redact::{RedactingWriter, redacted_bytes};
+pub use crate::registry::plan_use::{Created as PlanCreated, Request as PlanUseArgs};
+pub use crate::registry::profiles::Flags as ProfileFlags;
+pub use crate::review::{Mark, ReviewError};
+pub use crate::store::model_calls::UsageRollup;
+pub use crate::system::{ResetOutcome, processing_plans, reset as reset_data_dir};
 
 // Sessions and the TUI: the live feed and the live-only events it carries.
 pub use crate::events::live::{LiveEvent, LiveKind};
@@ -173,6 +191,14 @@ impl Engine {
     /// [`ApiError::Store`] when the database cannot be opened or migrated.
     pub fn store(&self) -> Result<Store, ApiError> {
         Ok(Store::open(&self.paths.database())?)
+    }
+
+    /// The database's schema version (opening the database migrates it first).
+    ///
+    /// # Errors
+    /// [`ApiError::Store`] when the database cannot be opened or read.
+    pub fn schema_version(&self) -> Result<u32, ApiError> {
+        Ok(self.store()?.schema_version()?)
     }
 
     /// The sandboxes of this data directory.
