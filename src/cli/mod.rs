@@ -32,7 +32,6 @@ pub mod quickstart;
 pub mod reference;
 pub mod remote;
 pub mod resource;
-pub mod resource_type;
 pub mod server;
 pub mod session;
 pub mod skill;
@@ -544,7 +543,7 @@ pub fn main() -> ExitCode {
     let terminal = Terminal::detect();
     let args: Vec<OsString> = std::env::args_os().collect();
     let parsed = parse(&args).and_then(|(cli, repeat_args)| {
-        match resource_type::hoist_globals(&cli, &args) {
+        match resource::types::hoist_globals(&cli, &args) {
             Some(hoisted) => parse(&hoisted),
             None => Ok((cli, repeat_args)),
         }
@@ -560,7 +559,7 @@ pub fn main() -> ExitCode {
 /// must repeat (`--data-dir X`, `--config-path Y`). Help for `resource add` lists the custom
 /// resource types too.
 fn parse(args: &[OsString]) -> Result<(Cli, Vec<String>), clap::Error> {
-    resource_type::with_custom_types(cli_command(), args)
+    resource::types::with_custom_types(cli_command(), args)
         .try_get_matches_from(args)
         .and_then(|matches| {
             let mut repeat_args = Vec::new();

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::json;
 
-use super::{CliError, Context, confirm::confirm, view};
+use crate::cli::{CliError, Context, confirm::confirm, view};
 use crate::output::{Column, Element, Report};
 use cleveragents_engine::api;
 use cleveragents_engine::api::registry_views::{
@@ -299,7 +299,7 @@ pub fn add_resource(
         description,
         update,
     })?;
-    super::resource::added_report(ctx, &added)
+    super::added_report(ctx, &added)
 }
 
 /// Help and version print and exit 0, as for every other command; other clap errors are usage
@@ -444,7 +444,7 @@ impl From<TypeError> for CliError {
                 |err, r| err.hint(format!("agents resource remove {}", shell_words::quote(r))),
             ),
             TypeError::NotFound(m) => {
-                super::error::not_found(message, &m, "agents resource type list")
+                crate::cli::error::not_found(message, &m, "agents resource type list")
             }
             TypeError::NotAddable(n) => {
                 CliError::invalid_input(message).hint(format!("agents resource type show {n}"))
@@ -650,11 +650,11 @@ const GLOBALS_WITH_VALUE: [&str; 3] = ["--format", "--data-dir", "--config-path"
 /// command is not `resource add <custom type>` or carries no global option there. Words after
 /// `--` are left alone.
 pub fn hoist_globals(
-    cli: &super::Cli,
+    cli: &crate::cli::Cli,
     args: &[std::ffi::OsString],
 ) -> Option<Vec<std::ffi::OsString>> {
-    use super::resource::{AddKind, ResourceCommand};
-    let Some(super::Command::Resource(ResourceCommand::Add {
+    use super::{AddKind, ResourceCommand};
+    let Some(crate::cli::Command::Resource(ResourceCommand::Add {
         kind: AddKind::Other(words),
         ..
     })) = &cli.command
@@ -732,7 +732,7 @@ pub fn with_custom_types(cmd: clap::Command, args: &[std::ffi::OsString]) -> cla
     });
     let data_dir = flag
         .map(PathBuf::from)
-        .or_else(|| super::env_path("AGENTS_DATA_DIR"));
+        .or_else(|| crate::cli::env_path("AGENTS_DATA_DIR"));
     let Ok(paths) = cleveragents_engine::paths::Paths::resolve(data_dir, None) else {
         return cmd;
     };

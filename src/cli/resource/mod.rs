@@ -6,13 +6,15 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::resource_type::TypeCommand;
+pub mod types;
+
 use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{Cell, Column, Element, Level, Report, Tone, TreeNode};
 use cleveragents_engine::api;
 use cleveragents_engine::api::registry_views::{
     self as rv, AddArgs, Capabilities, Resource, ResourceError, ResourceFilter, ResourceType,
 };
+use types::TypeCommand;
 
 /// `agents resource ...`
 #[derive(Debug, Subcommand)]
@@ -246,7 +248,7 @@ pub fn run(command: ResourceCommand, ctx: &Context) -> Result<Report, CliError> 
         ResourceCommand::Reindex { name } => super::indexing::reindex(ctx, &name),
         ResourceCommand::LinkChild(l) => link(ctx, &l),
         ResourceCommand::UnlinkChild { link, yes } => unlink(ctx, &link, yes),
-        ResourceCommand::Type(t) => super::resource_type::run(t, ctx),
+        ResourceCommand::Type(t) => types::run(t, ctx),
     }
 }
 
@@ -375,8 +377,8 @@ fn add(
         }
         AddKind::Other(words) => {
             let ty = words.first().cloned().unwrap_or_default();
-            if let Some(custom) = super::resource_type::custom(ctx, &ty)? {
-                return super::resource_type::add_resource(ctx, &custom, &words, args);
+            if let Some(custom) = types::custom(ctx, &ty)? {
+                return types::add_resource(ctx, &custom, &words, args);
             }
             return Err(ResourceError::NotAddable {
                 name: ty.clone(),
