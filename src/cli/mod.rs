@@ -27,7 +27,6 @@ pub mod plan_sandbox;
 pub mod plan_status;
 pub mod profile;
 pub mod project;
-pub mod project_context;
 pub mod quickstart;
 pub mod reference;
 pub mod remote;

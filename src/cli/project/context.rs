@@ -3,8 +3,8 @@
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
-use super::indexing::bytes;
-use super::{CliError, Context, view};
+use crate::cli::indexing::bytes;
+use crate::cli::{CliError, Context, view};
 use crate::output::{Element, Report};
 use cleveragents_engine::api;
 use cleveragents_engine::api::registry_views::{

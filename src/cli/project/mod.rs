@@ -1,6 +1,8 @@
 //! `agents project create|link-resource|unlink-resource|list|show|delete` and
 //! `agents project validation add|remove|list` (spec sections 06 and 14).
 
+pub mod context;
+
 use clap::Subcommand;
 use serde_json::json;
 
@@ -83,7 +85,7 @@ pub enum ProjectCommand {
     Validation(ValidationCommand),
     /// A project's context policy per view (what actors see without asking)
     #[command(subcommand)]
-    Context(super::project_context::ContextCommand),
+    Context(context::ContextCommand),
 }
 
 /// `agents project validation ...`
@@ -198,7 +200,7 @@ pub fn run(command: ProjectCommand, ctx: &Context) -> Result<Report, CliError> {
             list(ctx, namespace.as_deref(), regex.as_deref())
         }
         ProjectCommand::Show { project } => show(ctx, &project),
-        ProjectCommand::Context(c) => super::project_context::run(c, ctx),
+        ProjectCommand::Context(c) => context::run(c, ctx),
         ProjectCommand::Delete {
             force,
             yes,
