@@ -193,9 +193,10 @@ fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> {
             &ctx.suggest(&format!("skill remove --yes {name}")),
         )?;
     }
-    let (_, actors) = ctx.change(api::RemoveSkill {
+    let (removed, actors) = ctx.change(api::RemoveSkill {
         name: name.to_string(),
     })?;
+    let name = removed.name.as_str();
     let mut report = Report::ok(
         "skill remove",
         json!({"skill": name, "actors_naming_it": actors}),

@@ -130,6 +130,7 @@ pub fn remove(ctx: &Context, name: &str, yes: bool) -> Result<Report, CliError> 
     let reg = ctx.change(api::RemoveTool {
         name: name.to_string(),
     })?;
+    let name = reg.name.as_str();
     Ok(Report::ok(
         "tool remove",
         json!({"tool": registered_json(&reg)}),

@@ -1167,3 +1167,74 @@ fn actor_show_spells_options_as_in_yaml() {
     assert!(plain.contains("max-tokens: 100"), "{plain}");
     assert!(!plain.contains("max_tokens"), "{plain}");
 }
+
+const COUNT_TOOL: &str = "tool:\n  name: local/count-lines\n  description: Count the lines of a file\n  input_schema:\n    type: object\n    properties:\n      path: {type: string}\n    required: [path]\n  capability:\n    read_only: true\n  command: \"wc -l < {{ path }}\"\n";
+
+const COUNTING_SKILL: &str =
+    "skill:\n  name: local/counting\n  description: Counts lines\n  tools: [local/count-lines]\n";
+
+/// The names `tool list` and `skill list` print, in order.
+fn listed(env: &Env, registry: &str) -> Vec<String> {
+    let doc = ok(env, &[registry, "list"]);
+    let rows = doc["data"]
+        .as_array()
+        .or_else(|| doc["data"][format!("{registry}s")].as_array())
+        .cloned()
+        .unwrap_or_default();
+    rows.iter()
+        .filter_map(|r| r["name"].as_str().map(str::to_string))
+        .filter(|n| n.starts_with("local/"))
+        .collect()
+}
+
+#[test]
+fn bare_tool_and_skill_names_mean_local_as_in_every_other_registry() {
+    let env = Env::new();
+    ok(
+        &env,
+        &[
+            "tool",
+            "add",
+            "--config",
+            &file(&env, "count.yaml", COUNT_TOOL),
+        ],
+    );
+    ok(
+        &env,
+        &[
+            "skill",
+            "add",
+            "--config",
+            &file(&env, "counting.yaml", COUNTING_SKILL),
+        ],
+    );
+    assert_eq!(
+        ok(&env, &["tool", "show", "count-lines"])["data"]["tool"]["name"],
+        "local/count-lines"
+    );
+
+    // A skill still names the tool: the bare name is refused as the full one is.
+    let refused = fails(
+        &env,
+        &["tool", "remove", "--yes", "count-lines"],
+        "CONFLICT",
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("local/counting"),
+        "{refused:#}"
+    );
+
+    let removed = ok(&env, &["skill", "remove", "--yes", "counting"]);
+    assert_eq!(removed["data"]["skill"], "local/counting", "{removed:#}");
+    assert_eq!(listed(&env, "skill"), Vec::<String>::new());
+
+    let removed = ok(&env, &["tool", "remove", "--yes", "count-lines"]);
+    assert_eq!(
+        removed["data"]["tool"]["name"], "local/count-lines",
+        "{removed:#}"
+    );
+    assert_eq!(listed(&env, "tool"), Vec::<String>::new());
+}

@@ -221,6 +221,8 @@ pub fn remove_tool(store: &mut Store, name: &str) -> Result<Registration<ToolDef
     let reg = store
         .registered_tool::<ToolDef>(name)?
         .ok_or_else(|| RegisterError::NotFound(format!("tool `{name}` is not registered")))?;
+    // A bare name found `local/NAME`: what follows acts on the registered name.
+    let name = reg.name.as_str();
     let users = skills_naming_tool(store, name)?;
     if !users.is_empty() {
         return Err(RegisterError::Conflict(format!(
@@ -389,6 +391,9 @@ pub fn remove_skill(
     let reg = store
         .custom_skill::<SkillDef>(name)?
         .ok_or_else(|| RegisterError::NotFound(format!("skill `{name}` is not registered")))?;
+    // A bare name found `local/NAME`: what follows acts on the registered name.
+    let name = reg.name.clone();
+    let name = name.as_str();
     let parents: Vec<String> = store
         .custom_skills::<SkillDef>()?
         .into_iter()
