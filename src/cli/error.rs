@@ -205,6 +205,8 @@ impl From<YamlError> for CliError {
                 "check that {} exists and is readable",
                 path.display()
             )),
+            YamlError::NotLoadable { .. } => CliError::invalid_input(message)
+                .hint("pass the definition's YAML file itself: a regular file of at most 1 MiB"),
             YamlError::Invalid { path, field, .. } | YamlError::Rule { path, field, .. } => {
                 let err = CliError::invalid_input(message).detail(format!(
                     "file: {}{}",

@@ -95,8 +95,8 @@ pub fn choose(ctx: &Context, given: &str) -> Result<ServerChoice, CliError> {
     })
 }
 
-/// Largest `--config` file sent to a server.
-pub const CONFIG_MAX: u64 = 1024 * 1024;
+/// Largest `--config` file sent to a server: the largest definition file the engine reads.
+pub const CONFIG_MAX: u64 = cleveragents_engine::api::DEFINITION_MAX_BYTES;
 
 /// The text of a `--config` file on this machine, to send to a server: a regular file of at
 /// most [`CONFIG_MAX`] bytes.

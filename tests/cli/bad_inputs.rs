@@ -428,3 +428,30 @@ fn plan_use_without_a_required_arg_is_refused() {
         &["licence", "license, year, check"],
     );
 }
+
+#[test]
+fn a_config_file_that_is_not_a_regular_file_or_is_too_large_is_refused_before_reading() {
+    let env = env();
+    // A device is refused without being read (reading `/dev/zero` would never end).
+    let doc = rejected(
+        &env,
+        &["action", "create", "--config", "/dev/null"],
+        &["/dev/null", "not a regular file"],
+    );
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT", "{doc:#}");
+
+    let big = env.root().join("big.yaml");
+    let mut text = String::from("name: local/big\n");
+    text.push_str(&format!(
+        "description: \"{}\"\n",
+        "x".repeat(2 * 1024 * 1024)
+    ));
+    fs::write(&big, text).unwrap();
+    let big = big.to_str().unwrap();
+    let doc = rejected(
+        &env,
+        &["action", "create", "--config", big],
+        &[big, "more than"],
+    );
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT", "{doc:#}");
+}

@@ -85,6 +85,7 @@ pub use crate::lifecycle::report::{Hint, recovery_hints};
 pub use crate::redact::{RedactingWriter, redacted_bytes};
 pub use crate::registry::plan_use::{Created as PlanCreated, Request as PlanUseArgs};
 pub use crate::registry::profiles::Flags as ProfileFlags;
+pub use crate::registry::yaml::MAX_BYTES as DEFINITION_MAX_BYTES;
 pub use crate::review::{Mark, ReviewError};
 pub use crate::store::model_calls::UsageRollup;
 pub use crate::system::{ResetOutcome, processing_plans, reset as reset_data_dir};

@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
+/// Largest definition file (`--config`) read, in bytes; a client sends at most this much to a
+/// server too.
+pub const MAX_BYTES: u64 = 1024 * 1024;
+
 /// Why a YAML file could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum YamlError {
@@ -19,6 +23,15 @@ pub enum YamlError {
         path: PathBuf,
         /// The I/O error.
         message: String,
+    },
+    /// The file is not one a definition is read from: not a regular file, or larger than
+    /// [`MAX_BYTES`].
+    #[error("{}: {reason}", path.display())]
+    NotLoadable {
+        /// The file.
+        path: PathBuf,
+        /// Why it is not read.
+        reason: String,
     },
     /// The file is not valid YAML, or a field is unknown, missing or of the wrong type.
     #[error("{}{}: {}{message}", path.display(), location(*line, *column), field_prefix(field))]
@@ -69,7 +82,7 @@ impl YamlError {
     /// The field path the error names (empty for syntax errors at the root).
     pub fn field(&self) -> &str {
         match self {
-            YamlError::Read { .. } => "",
+            YamlError::Read { .. } | YamlError::NotLoadable { .. } => "",
             YamlError::Invalid { field, .. } | YamlError::Rule { field, .. } => field,
         }
     }
@@ -78,6 +91,7 @@ impl YamlError {
     pub fn path(&self) -> &Path {
         match self {
             YamlError::Read { path, .. }
+            | YamlError::NotLoadable { path, .. }
             | YamlError::Invalid { path, .. }
             | YamlError::Rule { path, .. } => path,
         }
@@ -99,6 +113,26 @@ pub fn stored_path(path: &Path) -> String {
 /// [`YamlError::Read`] when the file cannot be read; [`YamlError::Invalid`] with line, column
 /// and field path for syntax errors, unknown or missing fields and wrong types.
 pub fn load<T: DeserializeOwned>(path: &Path) -> Result<(T, String), YamlError> {
+    let meta = std::fs::metadata(path).map_err(|e| YamlError::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    // Checked before reading: a device such as `/dev/zero` would be read without end.
+    if !meta.is_file() {
+        return Err(YamlError::NotLoadable {
+            path: path.to_path_buf(),
+            reason: "not a regular file".into(),
+        });
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(YamlError::NotLoadable {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{} bytes is more than the {MAX_BYTES} a definition may have",
+                meta.len()
+            ),
+        });
+    }
     let mut text = std::fs::read_to_string(path).map_err(|e| YamlError::Read {
         path: path.to_path_buf(),
         message: e.to_string(),
