@@ -240,6 +240,21 @@ fn io_err(path: &str) -> impl FnOnce(std::io::Error) -> FsError + '_ {
     }
 }
 
+/// Refuses a change under an installed-dependency directory (`node_modules`): the spec's
+/// deny-list keeps the file tools from changing it; reading it stays allowed.
+///
+/// # Errors
+/// [`FsError::Denied`] naming the directory.
+fn may_change(path: &RelPath) -> Result<(), FsError> {
+    if path.as_str().split('/').any(|p| p == "node_modules") {
+        return Err(FsError::Denied(format!(
+            "`{}` is inside `node_modules`, which file tools may read but not change; change dependencies with the package manager in a command step",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 impl SandboxFs {
     /// Opens the work tree at `root` with extra deny globs (matched against relative paths,
     /// such as `secrets/**`).
@@ -522,6 +537,7 @@ impl SandboxFs {
     /// # Errors
     /// [`FsError::NotADirectory`] when a component is a file, confinement refusals.
     pub fn create_dir_all(&self, path: &RelPath) -> Result<Vec<RelPath>, FsError> {
+        may_change(path)?;
         let mut created = Vec::new();
         let mut cur = self
             .open_beneath(
@@ -575,6 +591,7 @@ impl SandboxFs {
         bytes: &[u8],
         create_parents: bool,
     ) -> Result<Vec<RelPath>, FsError> {
+        may_change(path)?;
         if path.is_root() {
             return Err(FsError::IsADirectory(".".into()));
         }
@@ -643,6 +660,7 @@ impl SandboxFs {
     /// # Errors
     /// [`FsError::NotFound`], [`FsError::IsADirectory`], confinement refusals.
     pub fn remove_file(&self, path: &RelPath) -> Result<(), FsError> {
+        may_change(path)?;
         let (dir, name) = self.parent_for_write(path)?;
         let st = rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| self.map_errno(path, e, true))?;
@@ -769,6 +787,7 @@ impl SandboxFs {
     /// [`FsError::NotEmpty`] without `recursive`, [`FsError::NotADirectory`], confinement
     /// refusals (the work tree itself cannot be deleted).
     pub fn remove_dir(&self, path: &RelPath, recursive: bool) -> Result<(), FsError> {
+        may_change(path)?;
         if path.is_root() {
             return Err(FsError::Denied(
                 "the sandbox root itself cannot be deleted".into(),
@@ -814,6 +833,8 @@ impl SandboxFs {
     /// # Errors
     /// [`FsError::NotFound`], [`FsError::AlreadyExists`], confinement refusals.
     pub fn rename(&self, from: &RelPath, to: &RelPath, overwrite: bool) -> Result<(), FsError> {
+        may_change(from)?;
+        may_change(to)?;
         if from.is_root() || to.is_root() {
             return Err(FsError::Denied("the sandbox root cannot be moved".into()));
         }

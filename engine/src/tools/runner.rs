@@ -833,6 +833,63 @@ mod tests {
     }
 
     #[test]
+    fn installed_dependencies_under_node_modules_are_read_but_never_changed_by_file_tools() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        call(&mut f, &policy, "read_file", json!({"path": "a.txt"}));
+        let sb = f
+            .sandboxes
+            .existing(&f.store, &f.plan.plan_id, "local/user")
+            .unwrap()
+            .unwrap();
+        let pkg = sb.work_dir().join("web/node_modules/pkg");
+        fs::create_dir_all(&pkg).unwrap();
+        fs::write(pkg.join("index.js"), "module.exports = 1;\n").unwrap();
+        let r = call(
+            &mut f,
+            &policy,
+            "read_file",
+            json!({"path": "web/node_modules/pkg/index.js"}),
+        );
+        assert!(r.result.is_ok(), "{:?}", r.result);
+        let attempts = [
+            (
+                "write_file",
+                json!({"path": "web/node_modules/pkg/index.js", "content": "pwned"}),
+            ),
+            (
+                "edit_file",
+                json!({"path": "web/node_modules/pkg/index.js", "edits": [{"old_text": "1", "new_text": "2"}]}),
+            ),
+            (
+                "delete_file",
+                json!({"path": "web/node_modules/pkg/index.js"}),
+            ),
+            ("create_directory", json!({"path": "node_modules/new"})),
+            (
+                "move_file",
+                json!({"source": "a.txt", "destination": "node_modules/a.txt"}),
+            ),
+            (
+                "delete_directory",
+                json!({"path": "web/node_modules", "recursive": true}),
+            ),
+        ];
+        for (tool, args) in attempts {
+            let r = call(&mut f, &policy, tool, args.clone());
+            assert!(
+                matches!(&r.result, Err(ToolError::PermissionDenied(m)) if m.contains("node_modules")),
+                "{tool} {args}: {:?}",
+                r.result
+            );
+        }
+        assert_eq!(
+            fs::read_to_string(pkg.join("index.js")).unwrap(),
+            "module.exports = 1;\n"
+        );
+    }
+
+    #[test]
     fn escape_attempts_through_file_tools_are_refused_and_leave_nothing_outside() {
         let mut f = fixture(Phase::Execute);
         let policy = Policy::for_plan(&f.plan);
