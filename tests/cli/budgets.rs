@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup_with};
+use super::lifecycle::{Setup, scripted_env, setup_with};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::run_keyed;
 
 const ONE_STEP: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
 

@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup, use_plan};
-use crate::support::db_file;
+use super::lifecycle::{Setup, scripted_env, setup, use_plan};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{db_file, git_out, run_keyed};
 
 fn store(s: &Setup) -> cleveragents_engine::store::Store {
     cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap()
@@ -359,21 +359,6 @@ fn an_invariant_actor_that_never_answers_errors_strategize_instead_of_guessing()
             .is_empty(),
         "no strategy was recorded on unreconciled invariants"
     );
-}
-
-fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 // An Apply killed in the middle is rolled back by the next command: `cli::apply` kills real

@@ -5,20 +5,7 @@
 
 use serde_json::Value;
 
-use crate::support::Env;
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
-}
-
-fn fails(env: &Env, args: &[&str], code: &str) -> Value {
-    let (doc, exit) = env.json(args);
-    assert_ne!(exit, 0, "{args:?}: {doc:#}");
-    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc:#}");
-    doc
-}
+use crate::support::{Env, fails, ok};
 
 /// Writes `text` to `<root>/<name>` and returns its path.
 fn file(env: &Env, name: &str, text: &str) -> String {
