@@ -1,5 +1,5 @@
-//! The plan loop as a new user meets it on real repositories, the action side, each test named
-//! after what broke: argument quoting, the shell interpreter, YAML byte order
+//! Actions and their scripts on real repositories, each test named after what broke: argument
+//! quoting, the shell interpreter, YAML byte order
 //! marks, names git refuses, append dry runs, rollback approvals, updating and deleting
 //! actions.
 

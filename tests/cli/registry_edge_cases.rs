@@ -1,4 +1,6 @@
-//! Regressions of the registries found by using them from a fresh data directory, each named after what broke.
+//! The registries' edge cases, found by using them from a fresh data directory: refusals,
+//! id prefixes, did-you-mean and hints, rule and YAML errors, and how items show; each test
+//! named after what broke.
 
 use serde_json::Value;
 

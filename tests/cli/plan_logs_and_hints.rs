@@ -1,5 +1,6 @@
-//! The plan loop as a new user meets it on real repositories: what misled or broke, each
-//! test named after the behaviour that broke.
+//! What a plan tells its user on real repositories: step output in `plan logs` and `plan
+//! status`, recovery hints that work as printed, the diff after apply, multi-project run
+//! steps; each test named after the behaviour that broke.
 
 use std::fs;
 
