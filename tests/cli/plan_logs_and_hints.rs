@@ -7,7 +7,7 @@ use std::fs;
 use serde_json::Value;
 
 use super::lifecycle::{Setup, setup_with};
-use crate::support::Env;
+use crate::support::{Env, git_out};
 
 fn check<'a>(diagnostics: &'a Value, name: &str) -> &'a Value {
     diagnostics["data"]["checks"]
@@ -521,13 +521,7 @@ fn applied_plan(s: &Setup) -> String {
 }
 
 fn head_commit(repo: &std::path::Path) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    git_out(repo, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
 #[test]
