@@ -9,7 +9,7 @@ use std::time::Duration;
 use cleveragents_engine::store::Store;
 
 use crate::support::server::Server;
-use crate::support::{Env, Tmux, shell_quote};
+use crate::support::{Env, Tmux, git_out, shell_quote};
 
 /// One step that prints a line, then waits for `go` to appear in the work tree.
 const WAITING_ACTION: &str = r#"name: local/notes
@@ -103,6 +103,10 @@ fn a_tui_attached_to_a_server_rejects_a_hunk_and_answers_the_apply_gate() {
     assert_eq!(marks, ["accepted", "rejected"]);
     // Back to the panes; the approvals pane answers the apply gate.
     tmux.keys(&["Escape"]);
+    // An Escape read together with the next key is Alt+key: wait until it has left the review.
+    tmux.wait_for("the review closed", |sc| {
+        !sc.contains("REVIEW BEFORE APPLY")
+    });
     tmux.keys(&["4"]);
     tmux.wait_for("the pending gate", |sc| sc.contains("1 pending"));
     tmux.keys(&["a"]);
@@ -111,14 +115,8 @@ fn a_tui_attached_to_a_server_rejects_a_hunk_and_answers_the_apply_gate() {
     tmux.wait_up_to("the plan applied", Duration::from_secs(60), |sc| {
         sc.contains("applied") && sc.contains("0 pending")
     });
-    let head = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&repo)
-        .args(["show", "HEAD:a.txt"])
-        .output()
-        .unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&head.stdout),
+        git_out(&repo, &["show", "HEAD:a.txt"]),
         a.replacen("a1\n", "A1\n", 1),
         "the accepted hunk is committed, the rejected one is not"
     );
