@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 filters=("$@")
 if [ ${#filters[@]} -eq 0 ]; then
     filters=(
-        cli::plan_loop_actions
+        cli::action_scripts
         cli::review
         cli::correction
         cli::registries

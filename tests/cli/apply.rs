@@ -8,7 +8,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{Env, git};
+use crate::support::{Env, git, git_out};
 
 /// Everything of a repository a user could see change.
 #[derive(Debug, PartialEq, Eq)]
@@ -105,15 +105,6 @@ pub fn assert_same(before: &RepoState, after: &RepoState) {
     assert_eq!(before.refs, after.refs, "refs differ");
 }
 
-pub(super) fn out(repo: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// A repository with the given files committed on `main`.
 pub fn repo_with(parent: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
     let dir = parent.join(name);
@@ -207,25 +198,25 @@ fn applies_once(env: &Env, plan: &str, repo: &Path, before: &str) {
     let (doc, code) = env.json(&["plan", "apply", "--yes", plan]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(
-        out(repo, &["rev-list", "--count", &format!("{before}..HEAD")]).trim(),
+        git_out(repo, &["rev-list", "--count", &format!("{before}..HEAD")]).trim(),
         "1"
     );
-    assert_eq!(out(repo, &["rev-parse", "HEAD~1"]).trim(), before);
+    assert_eq!(git_out(repo, &["rev-parse", "HEAD~1"]).trim(), before);
     assert_eq!(
-        out(repo, &["status", "--porcelain"]),
+        git_out(repo, &["status", "--porcelain"]),
         "",
         "clean after apply"
     );
     let (doc, code) = env.json(&["plan", "apply", "--yes", plan]);
     assert_ne!(code, 0, "a second apply is refused: {doc:#}");
     assert_eq!(
-        out(repo, &["rev-list", "--count", &format!("{before}..HEAD")]).trim(),
+        git_out(repo, &["rev-list", "--count", &format!("{before}..HEAD")]).trim(),
         "1"
     );
 }
 
 fn head(repo: &Path) -> String {
-    out(repo, &["rev-parse", "HEAD"]).trim().to_string()
+    git_out(repo, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
 #[test]
@@ -326,7 +317,7 @@ fn a_repository_with_crlf_line_endings_applies_when_git_status_is_clean() {
         std::fs::remove_file(dir.join("a.txt")).unwrap();
         git(&dir, &["checkout", "--", "a.txt"]);
         assert_eq!(
-            out(&dir, &["status", "--porcelain"]),
+            git_out(&dir, &["status", "--porcelain"]),
             "",
             "{name}: clean before"
         );
@@ -338,7 +329,7 @@ fn a_repository_with_crlf_line_endings_applies_when_git_status_is_clean() {
         let base = head(&dir);
         applies_once(&env, &plan, &dir, &base);
         assert_eq!(
-            out(&dir, &["show", "HEAD:a.txt"]),
+            git_out(&dir, &["show", "HEAD:a.txt"]),
             "one\ntwo\nthree\n",
             "{name}: committed as git would"
         );
@@ -369,8 +360,8 @@ fn ident_and_safecrlf_still_clean_the_files_that_need_it() {
     );
     let base = head(&dir);
     applies_once(&env, &plan, &dir, &base);
-    assert_eq!(out(&dir, &["show", "HEAD:a.txt"]), "one $Id$\n");
-    assert_eq!(out(&dir, &["show", "HEAD:b.txt"]), "plain\n");
+    assert_eq!(git_out(&dir, &["show", "HEAD:a.txt"]), "one $Id$\n");
+    assert_eq!(git_out(&dir, &["show", "HEAD:b.txt"]), "plain\n");
     let fsck = Command::new("git")
         .args(["fsck", "--strict"])
         .current_dir(&dir)
@@ -484,11 +475,11 @@ fn apply_commits_the_reviewed_tree_and_refuses_when_the_sandbox_changed_after_re
     let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(
-        out(&repo, &["show", "HEAD:a.txt"]),
+        git_out(&repo, &["show", "HEAD:a.txt"]),
         "reviewed\n",
         "exactly the reviewed tree"
     );
-    assert_eq!(out(&repo, &["rev-parse", "HEAD~1"]).trim(), base);
+    assert_eq!(git_out(&repo, &["rev-parse", "HEAD~1"]).trim(), base);
 }
 
 #[test]
@@ -605,8 +596,8 @@ fn two_repositories_apply_all_or_nothing_when_the_second_cannot_be_written() {
     let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
     assert_eq!(code, 0, "{doc:#}");
     for (repo, h) in [(&first, h1), (&second, h2)] {
-        assert_eq!(out(repo, &["rev-parse", "HEAD~1"]).trim(), h);
-        assert_eq!(out(repo, &["status", "--porcelain"]), "");
+        assert_eq!(git_out(repo, &["rev-parse", "HEAD~1"]).trim(), h);
+        assert_eq!(git_out(repo, &["status", "--porcelain"]), "");
     }
 }
 
@@ -639,8 +630,8 @@ fn a_failure_in_the_second_repository_rolls_the_committed_first_back() {
     let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
     assert_eq!(code, 0, "{doc:#}");
     for (repo, h) in [(&first, h1), (&second, h2)] {
-        assert_eq!(out(repo, &["rev-parse", "HEAD~1"]).trim(), h);
-        assert_eq!(out(repo, &["status", "--porcelain"]), "");
+        assert_eq!(git_out(repo, &["rev-parse", "HEAD~1"]).trim(), h);
+        assert_eq!(git_out(repo, &["status", "--porcelain"]), "");
     }
 }
 
@@ -686,9 +677,13 @@ fn kill_runs(files: usize, points: usize) {
             assert_same(&before, &now);
             exact += 1;
         } else {
-            assert_eq!(out(&repo, &["rev-parse", "HEAD~1"]).trim(), base, "run {k}");
             assert_eq!(
-                out(&repo, &["status", "--porcelain"]),
+                git_out(&repo, &["rev-parse", "HEAD~1"]).trim(),
+                base,
+                "run {k}"
+            );
+            assert_eq!(
+                git_out(&repo, &["status", "--porcelain"]),
                 "",
                 "run {k}: exactly the new commit"
             );
@@ -812,7 +807,7 @@ fn a_journal_left_by_an_apply_killed_after_its_commit_point_is_removed_by_the_ne
     );
     assert!(!left.exists(), "the journal directory is removed");
     assert!(!repo.join(".git/cleveragents-apply").exists());
-    assert_eq!(out(&repo, &["status", "--porcelain"]), "");
+    assert_eq!(git_out(&repo, &["status", "--porcelain"]), "");
 }
 
 #[test]
@@ -956,7 +951,7 @@ fn a_key_in_the_change_is_flagged_in_the_diff_and_refused_by_apply_and_export_un
     assert!(std::fs::read_to_string(&patch).unwrap().contains(KEY));
     let (doc, code) = with_key(&env, &["plan", "apply", "--yes", "--allow-secrets", &plan]);
     assert_eq!(code, 0, "{doc:#}");
-    assert!(out(&repo, &["show", "HEAD:settings.txt"]).contains(KEY));
+    assert!(git_out(&repo, &["show", "HEAD:settings.txt"]).contains(KEY));
 }
 
 #[test]

@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup_with};
+use super::lifecycle::{Setup, scripted_env, setup_with};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{run_keyed, use_plan_keyed};
 
 const ONE_STEP: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
 
@@ -166,27 +167,14 @@ fn a_config_default_budget_applies_to_new_plans() {
     assert_eq!(server.requests().len(), 1);
 }
 
+/// `plan use local/notes app --arg version=1.2` under `profile`, `scripted/m` executing.
 fn use_notes(s: &Setup, profile: &str) -> (Value, i32, String) {
-    let (doc, code) = run_keyed(
+    use_plan_keyed(
         &s.env,
-        &[
-            "plan",
-            "use",
-            "--execution-actor",
-            "scripted/m",
-            "--automation-profile",
-            profile,
-            "local/notes",
-            "app",
-            "--arg",
-            "version=1.2",
-        ],
-    );
-    let id = doc["data"]["plan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{doc:#}"))
-        .to_string();
-    (doc, code, id)
+        "local/notes",
+        profile,
+        &["--execution-actor", "scripted/m", "--arg", "version=1.2"],
+    )
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Env, db_file, git_repo};
+use crate::support::{Env, db_file, git_out, git_repo, ok, use_plan};
 
 /// A child action that writes `text` into `file` (after an optional shell `before`).
 const ADD_FILE: &str = r#"name: local/add-file
@@ -36,12 +36,6 @@ script:
 struct Setup {
     env: Env,
     repo: PathBuf,
-}
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
 }
 
 /// A git checkout `local/repo` in project `local/app` (with a project invariant), and the
@@ -89,23 +83,6 @@ fn setup(actions: &[&str]) -> Setup {
     Setup { env, repo }
 }
 
-/// `plan use ACTION app --automation-profile PROFILE`: (doc, exit, plan id).
-fn use_plan(s: &Setup, action: &str, profile: &str) -> (Value, i32, String) {
-    let (doc, code) = s.env.json(&[
-        "plan",
-        "use",
-        action,
-        "app",
-        "--automation-profile",
-        profile,
-    ]);
-    let id = doc["data"]["plan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
-        .to_string();
-    (doc, code, id)
-}
-
 fn store(env: &Env) -> cleveragents_engine::store::Store {
     cleveragents_engine::store::Store::open(&db_file(env)).unwrap()
 }
@@ -135,15 +112,6 @@ fn repo_file(repo: &Path, path: &str) -> Option<String> {
     std::fs::read_to_string(repo.join(path)).ok()
 }
 
-fn git_out(repo: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap()
-}
-
 const SEQUENTIAL: &str = r#"name: local/parent
 description: Prepare, let two children write, then combine
 definition-of-done: ALL.md combines the children's files
@@ -167,7 +135,7 @@ script:
 #[test]
 fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_one_commit() {
     let s = setup(&[ADD_FILE, SEQUENTIAL]);
-    let (doc, code, id) = use_plan(&s, "local/parent", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/parent", "trusted", &[]);
     assert_eq!(code, 3, "trusted stops at the apply gate: {doc:#}");
     // Each child saw the parent's state at its spawn (its `before` check passed) and its file
     // was merged before the next step ran.
@@ -325,7 +293,7 @@ script:
 #[test]
 fn in_a_sequential_chain_a_failing_child_stops_the_later_spawns() {
     let s = setup(&[ADD_FILE, CHAIN]);
-    let (doc, code, id) = use_plan(&s, "local/chain", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/chain", "trusted", &[]);
     assert_ne!(code, 0, "{doc:#}");
     assert_eq!(doc["error"]["code"], "PLAN_ERRORED", "{doc:#}");
     let st = status(&s.env, &id);
@@ -420,7 +388,7 @@ fn children_of_one_parallel_group_run_at_the_same_time_up_to_max_parallel_childr
     let (left, right) = rendezvous_actions(flags.path());
     // 30 s guard: 300 tries of 0.1 s.
     let s = setup(&[&left, &right, &rendezvous_parent(300, flags.path())]);
-    let (doc, code, id) = use_plan(&s, "local/meet", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/meet", "trusted", &[]);
     assert_eq!(
         code, 3,
         "both children met and the plan reached the apply gate: {doc:#}"
@@ -473,7 +441,7 @@ fn children_of_one_parallel_group_run_at_the_same_time_up_to_max_parallel_childr
             file.to_str().unwrap(),
         ],
     );
-    let (doc, code, id) = use_plan(&s, "local/meet-short", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/meet-short", "trusted", &[]);
     assert_ne!(code, 0, "{doc:#}");
     let st = status(&s.env, &id);
     assert_eq!(st["error_code"], "CHILD_FAILED", "{st:#}");
@@ -505,7 +473,7 @@ script:
       args: {file: GOOD.md, text: good, before: "sleep 1"}
 "#;
     let s = setup(&[ADD_FILE, parent]);
-    let (doc, code, id) = use_plan(&s, "local/pair", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/pair", "trusted", &[]);
     assert_ne!(code, 0, "{doc:#}");
     let st = status(&s.env, &id);
     assert_eq!(st["error_code"], "CHILD_FAILED");
@@ -558,7 +526,7 @@ script:
       args: {file: SAME.md, text: two}
 "#;
     let s = setup(&[ADD_FILE, parent]);
-    let (doc, code, id) = use_plan(&s, "local/clash", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/clash", "trusted", &[]);
     assert_ne!(code, 0, "{doc:#}");
     let st = status(&s.env, &id);
     assert_eq!(st["error_code"], "MERGE_CONFLICT", "{st:#}");
@@ -602,7 +570,7 @@ script:
       args: {file: B.md, text: beta}
 "#;
     let s = setup(&[ADD_FILE, parent]);
-    let (doc, code, id) = use_plan(&s, "local/ask", "supervised");
+    let (doc, code, id) = use_plan(&s.env, "local/ask", "supervised", &[]);
     assert_eq!(code, 3, "the execute gate: {doc:#}");
     let (doc, code) = s.env.json(&["plan", "execute", &id]);
     assert_eq!(code, 3, "{doc:#}");
@@ -888,7 +856,7 @@ script:
       args: {file: A.md, text: alpha}
 "#;
     let s = setup(&[ADD_FILE, parent]);
-    let (doc, code, id) = use_plan(&s, "local/one-child", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/one-child", "trusted", &[]);
     assert_eq!(code, 3, "{doc:#}");
     let child = children(&s.env, &id)[0]["plan_id"]
         .as_str()
@@ -945,7 +913,7 @@ script:
         ok_flag.display()
     );
     let s = setup(&[ADD_FILE, &parent]);
-    let (doc, code, id) = use_plan(&s, "local/retry", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/retry", "trusted", &[]);
     assert_ne!(code, 0, "{doc:#}");
     let first = children(&s.env, &id);
     assert_eq!(
@@ -1166,7 +1134,7 @@ script:
       args: {level: "{{ level + 1 }}"}
 "#;
     let s = setup(&[recurse]);
-    let (doc, code, id) = use_plan(&s, "local/recurse", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/recurse", "trusted", &[]);
     assert_ne!(code, 0, "{doc:#}");
     let st = store(&s.env);
     let plans = st.plans().unwrap();
@@ -1223,7 +1191,7 @@ script:
         ok_flag.display()
     );
     let s = setup(&[ADD_FILE, &parent]);
-    let (doc, code, id) = use_plan(&s, "local/fixable", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/fixable", "trusted", &[]);
     assert_ne!(code, 0, "{doc:#}");
     let child = children(&s.env, &id)[0]["plan_id"]
         .as_str()
@@ -1273,7 +1241,7 @@ script:
       args: {file: A.md, text: alpha}
 "#;
     let s = setup(&[ADD_FILE, parent]);
-    let (doc, code, id) = use_plan(&s, "local/one-child", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/one-child", "trusted", &[]);
     assert_eq!(code, 3, "{doc:#}");
     let old = children(&s.env, &id)[0].clone();
     let spawn = old["spawn_decision_id"].as_str().unwrap().to_string();
@@ -1338,7 +1306,7 @@ script:
       action: local/fetcher
 "#;
     let s = setup(&[networked, parent]);
-    let (doc, code, id) = use_plan(&s, "local/offline-parent", "trusted");
+    let (doc, code, id) = use_plan(&s.env, "local/offline-parent", "trusted", &[]);
     assert_eq!(code, 3, "{doc:#}");
     assert!(
         children(&s.env, &id).is_empty(),

@@ -5,17 +5,11 @@
 
 use serde_json::{Value, json};
 
-use super::lifecycle::{run_keyed, scripted_env};
+use super::lifecycle::scripted_env;
 use crate::support::provider_server::{ProviderServer, Turn};
-use crate::support::{Env, git, git_repo};
+use crate::support::{Env, git, git_repo, ok, run_keyed};
 
 const AUTH: &str = "/// Checks a session token.\npub fn verify_token(token: &str) -> bool {\n    !token.is_empty()\n}\n";
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
-}
 
 /// A git checkout `local/repo` with `src/auth.rs`, registered.
 fn registered(env: &Env) -> (std::path::PathBuf, Value) {

@@ -6,18 +6,12 @@
 use serde_json::{Value, json};
 
 use super::correction::by_key;
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup, use_plan};
-use crate::support::db_file;
+use super::lifecycle::{Setup, scripted_env, setup, use_plan};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{db_file, ok, run_keyed};
 
 /// What the checklist strategist gives as the reason of every script step.
 const SCRIPT_RATIONALE: &str = "builtin/checklist-strategist follows the script as written";
-
-fn ok(s: &Setup, args: &[&str]) -> Value {
-    let (doc, code) = s.env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
-}
 
 fn store(s: &Setup) -> cleveragents_engine::store::Store {
     cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap()
@@ -29,7 +23,7 @@ fn applied_first_plan() -> (Setup, String) {
     let s = setup();
     let (doc, code, id) = use_plan(&s, "full-auto");
     assert_eq!(code, 0, "{doc:#}");
-    let status = ok(&s, &["plan", "status", &id]);
+    let status = ok(&s.env, &["plan", "status", &id]);
     assert_eq!(status["data"]["phase"], "applied", "{status:#}");
     (s, id)
 }
@@ -80,7 +74,7 @@ fn explained_hot_context(s: &Setup, plan: &str) -> Value {
     let root = store(s).decisions(&plan.parse().unwrap()).unwrap()[0]
         .decision_id
         .to_string();
-    let doc = ok(s, &["plan", "explain", "--show-context", &root]);
+    let doc = ok(&s.env, &["plan", "explain", "--show-context", &root]);
     doc["data"]["context"]["strategist"]["hot_context"].clone()
 }
 
@@ -141,7 +135,7 @@ fn a_second_plan_gets_the_applied_first_plans_decisions_in_its_strategist_prompt
 fn with_cold_max_decisions_0_no_earlier_plan_reaches_the_prompt() {
     let (s, _) = applied_first_plan();
     ok(
-        &s,
+        &s.env,
         &[
             "project",
             "context",
@@ -167,7 +161,7 @@ fn with_cold_max_decisions_0_no_earlier_plan_reaches_the_prompt() {
         "{hot:#}"
     );
     let shown = ok(
-        &s,
+        &s.env,
         &["project", "context", "show", "--view", "strategize", "app"],
     );
     assert_eq!(
@@ -180,7 +174,7 @@ fn with_cold_max_decisions_0_no_earlier_plan_reaches_the_prompt() {
 fn with_a_small_hot_max_tokens_promoted_items_are_dropped_and_the_prompt_stays_in_budget() {
     let (s, first) = applied_first_plan();
     ok(
-        &s,
+        &s.env,
         &[
             "project",
             "context",

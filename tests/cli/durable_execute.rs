@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup_with};
-use crate::support::db_file;
+use super::lifecycle::{Setup, scripted_env, setup_with};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{db_file, run_keyed};
 
 const ACTION: &str = "name: local/six\ndescription: Append six lines\ndefinition-of-done: calls.log has six lines\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n";
 

@@ -4,8 +4,9 @@
 
 use serde_json::Value;
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup_with};
+use super::lifecycle::{Setup, scripted_env, setup_with};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{run_keyed, use_plan_keyed};
 
 const ONE_STEP: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
 
@@ -33,30 +34,16 @@ fn server(confidence: f64) -> ProviderServer {
     ])
 }
 
-fn use_plan(s: &Setup, profile: &str) -> (Value, i32, String) {
-    let (doc, code) = run_keyed(
-        &s.env,
-        &[
-            "plan",
-            "use",
-            "--strategy-actor",
-            "scripted/m",
-            "--execution-actor",
-            "scripted/m",
-            "--automation-profile",
-            profile,
-            "local/notes",
-            "app",
-            "--arg",
-            "version=1.2",
-        ],
-    );
-    let id = doc["data"]["plan_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    (doc, code, id)
-}
+/// `plan use local/notes app --arg version=1.2` with the scripted model as strategist and
+/// executor.
+const BY_MODELS: &[&str] = &[
+    "--strategy-actor",
+    "scripted/m",
+    "--execution-actor",
+    "scripted/m",
+    "--arg",
+    "version=1.2",
+];
 
 fn pending(s: &Setup, id: &str) -> Vec<Value> {
     let (doc, code) = run_keyed(&s.env, &["plan", "status", id]);
@@ -69,7 +56,7 @@ fn a_low_confidence_decision_asks_under_trusted_and_resumes_once_decided() {
     let server = server(0.3);
     let s = setup_with(ONE_STEP);
     scripted_env(&s, &server, "openai");
-    let (doc, code, id) = use_plan(&s, "trusted");
+    let (doc, code, id) = use_plan_keyed(&s.env, "local/notes", "trusted", BY_MODELS);
     assert_eq!(code, 3, "{doc:#}");
     let waiting = pending(&s, &id);
     assert_eq!(waiting.len(), 1, "{waiting:#?}");
@@ -110,7 +97,7 @@ fn full_auto_does_not_escalate_and_a_confident_decision_does_not_ask_under_trust
     let server = server(0.3);
     let s = setup_with(ONE_STEP);
     scripted_env(&s, &server, "openai");
-    let (doc, code, id) = use_plan(&s, "full-auto");
+    let (doc, code, id) = use_plan_keyed(&s.env, "local/notes", "full-auto", BY_MODELS);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["phase"], "applied", "{doc:#}");
     assert!(pending(&s, &id).is_empty());
@@ -118,7 +105,7 @@ fn full_auto_does_not_escalate_and_a_confident_decision_does_not_ask_under_trust
     let server = server_confident();
     let s = setup_with(ONE_STEP);
     scripted_env(&s, &server, "openai");
-    let (doc, code, id) = use_plan(&s, "trusted");
+    let (doc, code, id) = use_plan_keyed(&s.env, "local/notes", "trusted", BY_MODELS);
     assert_eq!(code, 3, "{doc:#}");
     let waiting = pending(&s, &id);
     assert_eq!(waiting.len(), 1, "{waiting:#?}");

@@ -4,8 +4,9 @@
 
 use serde_json::Value;
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup_with};
+use super::lifecycle::{Setup, scripted_env, setup_with};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{run_keyed, use_plan_keyed};
 
 const ONE_STEP: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
 
@@ -24,27 +25,23 @@ fn strategize_then(estimator: Vec<Turn>) -> ProviderServer {
     ProviderServer::start(turns)
 }
 
-/// `plan use` under `supervised` (stops at the execute gate) with the scripted estimator.
-fn use_plan(s: &Setup) -> (Value, String) {
-    let (doc, code) = run_keyed(
+/// `plan use local/notes app` under `supervised`, the scripted model strategizing and
+/// estimating: the plan's status at the execute gate, and its id.
+fn estimated_plan(s: &Setup) -> (Value, String) {
+    let (doc, code, id) = use_plan_keyed(
         &s.env,
+        "local/notes",
+        "supervised",
         &[
-            "plan",
-            "use",
             "--strategy-actor",
             "scripted/m",
             "--estimation-actor",
             "scripted/m",
-            "--automation-profile",
-            "supervised",
-            "local/notes",
-            "app",
             "--arg",
             "version=1.2",
         ],
     );
     assert_eq!(code, 3, "the execute gate: {doc:#}");
-    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
     let (status, code) = run_keyed(&s.env, &["plan", "status", &id]);
     assert_eq!(code, 0, "{status:#}");
     (status["data"].clone(), id)
@@ -72,7 +69,7 @@ fn a_model_estimator_reports_the_estimate_after_a_refused_answer() {
     ]);
     let s = setup_with(ONE_STEP);
     scripted_env(&s, &server, "openai");
-    let (data, id) = use_plan(&s);
+    let (data, id) = estimated_plan(&s);
     let e = &data["estimate"];
     assert_eq!(e["estimator"], "scripted/m", "{data:#}");
     assert_eq!(e["plan_tokens"]["median"], 1200.0, "{e:#}");
@@ -117,7 +114,7 @@ fn an_estimator_that_fails_falls_back_to_the_builtin_with_a_warning() {
     let server = strategize_then(vec![Turn::status(400, "no such model")]);
     let s = setup_with(ONE_STEP);
     scripted_env(&s, &server, "openai");
-    let (data, id) = use_plan(&s);
+    let (data, id) = estimated_plan(&s);
     let e = &data["estimate"];
     assert_eq!(e["estimator"], "builtin/usage-estimator", "{data:#}");
     let warning = e["warning"].as_str().unwrap_or_default();

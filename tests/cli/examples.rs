@@ -7,28 +7,12 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{Env, git};
+use crate::support::{Env, git, git_out, ok};
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
         .join(name)
-}
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
-}
-
-fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A repository `repo` with `files` committed, registered and in project `local/app`; the

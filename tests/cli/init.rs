@@ -130,44 +130,16 @@ fn ctrl_c_at_the_prompt_exits_130_with_a_cancelled_result() {
     env.run(&["config", "set", "format", "yaml"]);
     let before = fs::read(&env.config_path).unwrap();
     let out_file = env.root().join("out.json");
-    let command = format!(
-        "env HOME={home} {bin} --format json --data-dir {data} --config-path {config} init > {out}; echo $? >> {out}.code",
-        home = shell_quote(env.root()),
-        bin = env!("CARGO_BIN_EXE_agents"),
-        data = shell_quote(&env.data_dir),
-        config = shell_quote(&env.config_path),
-        out = shell_quote(&out_file),
-    );
+    let command = env.terminal_command(&format!(
+        "--format json init > {out}; echo $? >> {out}.code",
+        out = shell_quote(&out_file)
+    ));
     let tmux = Tmux::new("init");
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "120",
-            "-y",
-            "20",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(120, 20, &command);
     tmux.wait_for("the prompt", |s| s.contains("[y/N]"));
-    tmux.cmd(&["send-keys", "-t", "s", "C-c"]);
+    tmux.keys(&["C-c"]);
     let code_file = env.root().join("out.json.code");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !code_file.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "no exit after Ctrl-C; screen:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(fs::read_to_string(&code_file).unwrap().trim(), "130");
+    assert_eq!(tmux.exit_code(&code_file, Duration::from_secs(10)), "130");
     let doc: serde_json::Value = serde_json::from_slice(&fs::read(&out_file).unwrap()).unwrap();
     assert_eq!(doc["status"], "cancelled");
     assert_eq!(doc["exit_code"], 130);

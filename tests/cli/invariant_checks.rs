@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::apply::repo_with;
-use super::lifecycle::{Setup, run_keyed, scripted_env};
+use super::lifecycle::{Setup, scripted_env};
 use crate::support::provider_server::{ProviderServer, Turn};
-use crate::support::{Env, db_file};
+use crate::support::{Env, db_file, run_keyed, use_plan};
 
 const MIGRATIONS: &str = r#"paths-unchanged: "migrations/**""#;
 
@@ -59,25 +59,10 @@ fn project(env: &Env, steps: &[&str]) -> PathBuf {
     repo
 }
 
-/// `plan use local/change app` under `profile` with plan invariants `invariants`.
-fn use_plan(env: &Env, profile: &str, invariants: &[&str]) -> (Value, i32, String) {
-    let mut args = vec![
-        "plan",
-        "use",
-        "local/change",
-        "app",
-        "--automation-profile",
-        profile,
-    ];
-    for i in invariants {
-        args.extend(["--invariant", i]);
-    }
-    let (doc, code) = env.json(&args);
-    let id = doc["data"]["plan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
-        .to_string();
-    (doc, code, id)
+/// `plan use local/change app` under `profile`, with `invariants` for this plan.
+fn use_change(env: &Env, profile: &str, invariants: &[&str]) -> (Value, i32, String) {
+    let extra: Vec<&str> = invariants.iter().flat_map(|i| ["--invariant", i]).collect();
+    use_plan(env, "local/change", profile, &extra)
 }
 
 /// The approval a stopped command reports.
@@ -126,7 +111,7 @@ fn a_step_touching_a_protected_path_stops_the_plan_and_accepting_once_continues(
             "echo three > a.txt",
         ],
     );
-    let (doc, code, id) = use_plan(&env, "full-auto", &[MIGRATIONS]);
+    let (doc, code, id) = use_change(&env, "full-auto", &[MIGRATIONS]);
     assert_eq!(code, 3, "a violation stops even full-auto: {doc:#}");
     let a = stopped_approval(&doc);
     assert_eq!(a["kind"], "invariant_violation", "{doc:#}");
@@ -219,7 +204,7 @@ fn a_step_touching_a_protected_path_stops_the_plan_and_accepting_once_continues(
 fn cancelling_at_a_violation_cancels_the_plan_and_a_step_elsewhere_passes() {
     let env = Env::new();
     let repo = project(&env, &["echo 'drop table a;' > migrations/000.sql"]);
-    let (doc, code, id) = use_plan(&env, "trusted", &[MIGRATIONS]);
+    let (doc, code, id) = use_change(&env, "trusted", &[MIGRATIONS]);
     assert_eq!(code, 3, "{doc:#}");
     let apr = stopped_approval(&doc)["approval_id"]
         .as_str()
@@ -240,7 +225,7 @@ fn cancelling_at_a_violation_cancels_the_plan_and_a_step_elsewhere_passes() {
     // A plan whose step stays away from migrations/ reaches the apply gate.
     let env = Env::new();
     project(&env, &["echo two > a.txt"]);
-    let (doc, code, id) = use_plan(&env, "trusted", &[MIGRATIONS]);
+    let (doc, code, id) = use_change(&env, "trusted", &[MIGRATIONS]);
     assert_eq!(code, 3, "{doc:#}");
     assert_eq!(stopped_approval(&doc)["kind"], "phase_gate", "{doc:#}");
     assert_eq!(
@@ -253,7 +238,7 @@ fn cancelling_at_a_violation_cancels_the_plan_and_a_step_elsewhere_passes() {
 fn a_command_invariant_must_exit_zero_on_the_changed_tree() {
     let env = Env::new();
     project(&env, &["rm README.md"]);
-    let (doc, code, _) = use_plan(&env, "trusted", &["command: test -f README.md"]);
+    let (doc, code, _) = use_change(&env, "trusted", &["command: test -f README.md"]);
     assert_eq!(code, 3, "{doc:#}");
     let a = stopped_approval(&doc);
     assert_eq!(a["kind"], "invariant_violation", "{doc:#}");
@@ -263,7 +248,7 @@ fn a_command_invariant_must_exit_zero_on_the_changed_tree() {
 
     let env = Env::new();
     project(&env, &["echo two > a.txt"]);
-    let (doc, code, id) = use_plan(&env, "trusted", &["command: test -f README.md"]);
+    let (doc, code, id) = use_change(&env, "trusted", &["command: test -f README.md"]);
     assert_eq!(code, 3, "{doc:#}");
     assert_eq!(stopped_approval(&doc)["kind"], "phase_gate", "{doc:#}");
     let checked = events(&env, &id, "invariant_checked");
@@ -275,7 +260,7 @@ fn a_command_invariant_must_exit_zero_on_the_changed_tree() {
 fn the_check_before_apply_catches_a_change_made_in_the_sandbox_by_hand() {
     let env = Env::new();
     let repo = project(&env, &["rm README.md"]);
-    let (doc, code, id) = use_plan(&env, "trusted", &[MIGRATIONS, "command: test -f README.md"]);
+    let (doc, code, id) = use_change(&env, "trusted", &[MIGRATIONS, "command: test -f README.md"]);
     assert_eq!(code, 3, "{doc:#}");
     let apr = stopped_approval(&doc)["approval_id"]
         .as_str()
@@ -419,7 +404,7 @@ fn a_free_text_invariant_the_invariant_actor_judges_violated_stops_the_plan_with
 fn without_an_invariant_actor_plan_status_says_free_text_is_not_machine_checked() {
     let env = Env::new();
     project(&env, &["echo two > a.txt"]);
-    let (doc, code, id) = use_plan(&env, "trusted", &[MIGRATIONS, "Keep the tone friendly"]);
+    let (doc, code, id) = use_change(&env, "trusted", &[MIGRATIONS, "Keep the tone friendly"]);
     assert_eq!(code, 3, "{doc:#}");
     let st = status(&env, &id);
     let summary = st["data"]["invariant_checks"]["summary"].as_str().unwrap();
@@ -482,7 +467,7 @@ fn accepting_one_of_two_violations_names_the_one_still_waiting() {
         &env,
         &["echo 'create table b;' > migrations/001.sql && rm README.md"],
     );
-    let (doc, code, id) = use_plan(
+    let (doc, code, id) = use_change(
         &env,
         "full-auto",
         &[MIGRATIONS, "command: test -f README.md"],

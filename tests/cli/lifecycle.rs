@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::provider_server::{ProviderServer, Turn};
-use crate::support::{Env, db_file, git_repo};
+use crate::support::{Env, db_file, git_repo, ok, run_keyed};
 
 /// An action whose steps write files in the sandbox.
 pub const SCRIPT_ACTION: &str = r#"name: local/notes
@@ -46,57 +46,48 @@ pub fn setup() -> Setup {
 pub fn setup_with(action: &str) -> Setup {
     let env = Env::new();
     let repo = git_repo(env.root(), "repo");
-    let ok = |args: &[&str]| {
-        let (doc, code) = env.json(args);
-        assert_eq!(code, 0, "{args:?}: {doc:#}");
-        doc
-    };
-    ok(&[
-        "resource",
-        "add",
-        "git-checkout",
-        "local/repo",
-        "--path",
-        repo.to_str().unwrap(),
-    ]);
-    ok(&[
-        "project",
-        "create",
-        "--resource",
-        "local/repo",
-        "--invariant",
-        "Keep the public API stable",
-        "app",
-    ]);
+    ok(
+        &env,
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ],
+    );
+    ok(
+        &env,
+        &[
+            "project",
+            "create",
+            "--resource",
+            "local/repo",
+            "--invariant",
+            "Keep the public API stable",
+            "app",
+        ],
+    );
     let file = env.root().join("action.yaml");
     std::fs::write(&file, action).unwrap();
-    ok(&[
-        "action",
-        "create",
-        "--available",
-        "--config",
-        file.to_str().unwrap(),
-    ]);
+    ok(
+        &env,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
     Setup { env, repo }
 }
 
-/// `plan use local/notes app --arg version=1.2 --automation-profile PROFILE`: (doc, exit).
+/// `plan use local/notes app --arg version=1.2 --automation-profile PROFILE`: the answer,
+/// the exit code and the plan's id.
 pub fn use_plan(s: &Setup, profile: &str) -> (Value, i32, String) {
-    let (doc, code) = s.env.json(&[
-        "plan",
-        "use",
-        "local/notes",
-        "app",
-        "--arg",
-        "version=1.2",
-        "--automation-profile",
-        profile,
-    ]);
-    let id = doc["data"]["plan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
-        .to_string();
-    (doc, code, id)
+    crate::support::use_plan(&s.env, "local/notes", profile, &["--arg", "version=1.2"])
 }
 
 fn store(env: &Env) -> cleveragents_engine::store::Store {
@@ -438,19 +429,6 @@ pub fn scripted_env(s: &Setup, server: &ProviderServer, kind: &str) {
         ),
     )
     .unwrap();
-}
-
-pub fn run_keyed(env: &Env, args: &[&str]) -> (Value, i32) {
-    let mut all = vec!["--format", "json"];
-    all.extend_from_slice(args);
-    let out = env
-        .command(&all)
-        .env("SCRIPTED_API_KEY", "sk-test")
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
-    (doc, out.status.code().unwrap())
 }
 
 fn tree_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

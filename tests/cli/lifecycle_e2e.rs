@@ -10,21 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::lifecycle::{SCRIPT_ACTION, Setup, setup, setup_with, use_plan};
-use crate::support::git;
-
-fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use crate::support::{git, git_out};
 
 /// Everything a refusal must leave alone: HEAD, refs, index, working tree files, and the
 /// object database.

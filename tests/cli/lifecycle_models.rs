@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup, use_plan};
-use crate::support::db_file;
+use super::lifecycle::{Setup, scripted_env, setup, use_plan};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{db_file, git_out, run_keyed, use_plan_keyed};
 
 fn store(s: &Setup) -> cleveragents_engine::store::Store {
     cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap()
@@ -73,27 +73,14 @@ fn every_json_diff_hunk_names_the_decisions_whose_steps_produced_its_lines() {
 /// An action with one step from its definition of done (for a model execution actor).
 const ONE_STEP: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
 
+/// `plan use local/notes app --arg version=1.2` under `profile`, `scripted/m` executing.
 fn use_with_model_executor(s: &Setup, profile: &str) -> (Value, i32, String) {
-    let (doc, code) = run_keyed(
+    use_plan_keyed(
         &s.env,
-        &[
-            "plan",
-            "use",
-            "--execution-actor",
-            "scripted/m",
-            "--automation-profile",
-            profile,
-            "local/notes",
-            "app",
-            "--arg",
-            "version=1.2",
-        ],
-    );
-    let id = doc["data"]["plan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{doc:#}"))
-        .to_string();
-    (doc, code, id)
+        "local/notes",
+        profile,
+        &["--execution-actor", "scripted/m", "--arg", "version=1.2"],
+    )
 }
 
 #[test]
@@ -359,21 +346,6 @@ fn an_invariant_actor_that_never_answers_errors_strategize_instead_of_guessing()
             .is_empty(),
         "no strategy was recorded on unreconciled invariants"
     );
-}
-
-fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 // An Apply killed in the middle is rolled back by the next command: `cli::apply` kills real

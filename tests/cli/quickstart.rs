@@ -1,22 +1,11 @@
 //! `agents quickstart`: the main job on a real git repository with no network and no key
 //!. Each run goes through the real binary on a temp data directory.
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{Env, git, git_repo};
-
-fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
+use crate::support::{Env, git, git_out, git_repo};
 
 fn changed_paths(doc: &Value) -> Vec<String> {
     let mut paths: Vec<String> = doc["data"]["diff"]["resources"]
@@ -274,43 +263,24 @@ fn quickstart_output_in_plain_and_json() {
 
 #[test]
 fn in_a_terminal_the_quickstart_opens_the_tui_at_the_approval_queue_and_approving_applies() {
-    use crate::support::{Tmux, shell_quote};
+    use crate::support::Tmux;
     let env = Env::new();
-    let command = format!(
-        "env -u NO_COLOR -u AGENTS_DATA_DIR -u AGENTS_CONFIG HOME={home} TERM=xterm-256color {bin} --data-dir {data} --config-path {config} quickstart --example license-header; echo quickstart-exit=$?; sleep 30",
-        home = shell_quote(env.root()),
-        bin = env!("CARGO_BIN_EXE_agents"),
-        data = shell_quote(&env.data_dir),
-        config = shell_quote(&env.config_path),
-    );
+    let command = env
+        .terminal_command("quickstart --example license-header; echo quickstart-exit=$?; sleep 30");
     let tmux = Tmux::new("quickstart");
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "140",
-            "-y",
-            "45",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(140, 45, &command);
     tmux.wait_for("the apply gate in the approval queue", |sc| {
         sc.contains("1 pending")
     });
-    tmux.cmd(&["send-keys", "-t", "s", "a"]);
+    tmux.keys(&["a"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    tmux.keys(&["y"]);
     // The plan reads applied as soon as Apply commits; the `plan apply` this TUI started
     // ends a moment later (under load, seconds), and `q` before that asks first.
     tmux.wait_for("the plan applied and its command ended", |sc| {
         sc.contains("applied") && sc.contains("0 pending") && !sc.contains("● plan apply")
     });
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.keys(&["q"]);
     tmux.wait_for("the quickstart's exit", |sc| {
         sc.contains("quickstart-exit=0")
     });

@@ -680,3 +680,10 @@ pub fn expected_exit(args: &[&str]) -> i32 {
         0
     }
 }
+
+/// Runs with `--format json` and expects the exit [`expected_exit`] gives: the answer.
+pub fn ok_or_gated(env: &Env, args: &[&str]) -> Value {
+    let (doc, code) = env.json(args);
+    assert_eq!(code, expected_exit(args), "{args:?}: {doc:#}");
+    doc
+}

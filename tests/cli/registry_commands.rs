@@ -3,30 +3,14 @@
 
 use serde_json::json;
 
-use crate::support::{Env, git_repo};
-
-fn ok(env: &Env, args: &[&str]) -> serde_json::Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(
-        code,
-        super::registries::expected_exit(args),
-        "{args:?}: {doc:#}"
-    );
-    doc
-}
-
-fn fails(env: &Env, args: &[&str], code: &str) -> serde_json::Value {
-    let (doc, exit) = env.json(args);
-    assert_ne!(exit, 0, "{args:?}: {doc:#}");
-    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc:#}");
-    doc
-}
+use super::registries::ok_or_gated;
+use crate::support::{Env, fails, git_repo};
 
 #[test]
 fn validations_default_to_required_with_a_300_second_timeout_and_can_be_scoped() {
     let env = Env::new();
     let repo = git_repo(env.root(), "api");
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -37,8 +21,8 @@ fn validations_default_to_required_with_a_300_second_timeout_and_can_be_scoped()
             repo.to_str().unwrap(),
         ],
     );
-    ok(&env, &["project", "create", "p"]);
-    let linked = ok(
+    ok_or_gated(&env, &["project", "create", "p"]);
+    let linked = ok_or_gated(
         &env,
         &[
             "project",
@@ -56,7 +40,7 @@ fn validations_default_to_required_with_a_300_second_timeout_and_can_be_scoped()
     );
     fails(&env, &["project", "link-resource", "p", "api"], "CONFLICT");
 
-    let v = ok(&env, &["project", "validation", "add", "p", "cargo test"]);
+    let v = ok_or_gated(&env, &["project", "validation", "add", "p", "cargo test"]);
     assert_eq!(v["data"]["validation"]["mode"], "required");
     assert_eq!(v["data"]["validation"]["timeout_secs"], 300);
     assert!(
@@ -65,7 +49,7 @@ fn validations_default_to_required_with_a_300_second_timeout_and_can_be_scoped()
             .unwrap()
             .starts_with("val_")
     );
-    let scoped = ok(
+    let scoped = ok_or_gated(
         &env,
         &[
             "project",
@@ -103,7 +87,7 @@ fn validations_default_to_required_with_a_300_second_timeout_and_can_be_scoped()
         "NOT_FOUND",
     );
 
-    let list = ok(&env, &["project", "validation", "list", "p"]);
+    let list = ok_or_gated(&env, &["project", "validation", "list", "p"]);
     assert_eq!(list["data"]["validations"].as_array().unwrap().len(), 2);
     // A resource a validation is scoped to cannot be unlinked until the validation is gone.
     let id = scoped["data"]["validation"]["validation_id"]
@@ -114,10 +98,10 @@ fn validations_default_to_required_with_a_300_second_timeout_and_can_be_scoped()
         &["project", "unlink-resource", "--yes", "p", "repo"],
         "CONFLICT",
     );
-    ok(&env, &["project", "validation", "remove", "--yes", "p", id]);
-    ok(&env, &["project", "unlink-resource", "--yes", "p", "repo"]);
+    ok_or_gated(&env, &["project", "validation", "remove", "--yes", "p", id]);
+    ok_or_gated(&env, &["project", "unlink-resource", "--yes", "p", "repo"]);
     assert_eq!(
-        ok(&env, &["project", "show", "p"])["data"]["resources"],
+        ok_or_gated(&env, &["project", "show", "p"])["data"]["resources"],
         json!([])
     );
 }
@@ -131,7 +115,7 @@ fn actors_register_show_and_remove_with_their_impact() {
         "name: reviewer\nmodel: anthropic/claude-sonnet-4-5\nsystem-prompt: You review.\nskills: [git_operations]\noptions: {temperature: 0.2, max-tokens: 2048}\nlimits: {max-turns: 5}\n",
     )
     .unwrap();
-    let added = ok(
+    let added = ok_or_gated(
         &env,
         &[
             "actor",
@@ -147,7 +131,7 @@ fn actors_register_show_and_remove_with_their_impact() {
         added["data"]["actor"]["options"],
         json!({"temperature": 0.1, "max_tokens": 2048})
     );
-    let list = ok(&env, &["actor", "list"]);
+    let list = ok_or_gated(&env, &["actor", "list"]);
     let names: Vec<&str> = list["data"]["actors"]
         .as_array()
         .unwrap()
@@ -164,7 +148,7 @@ fn actors_register_show_and_remove_with_their_impact() {
             "openai/*"
         ]
     );
-    let provider = ok(&env, &["actor", "show", "openai/gpt-4o"]);
+    let provider = ok_or_gated(&env, &["actor", "show", "openai/gpt-4o"]);
     assert_eq!(provider["data"]["actor"]["resolved_as"], "provider");
     assert_eq!(provider["data"]["actor"]["api_key_env"], "OPENAI_API_KEY");
     fails(&env, &["actor", "show", "nobody"], "NOT_FOUND");
@@ -176,7 +160,7 @@ fn actors_register_show_and_remove_with_their_impact() {
 
     let action = env.root().join("a.yaml");
     std::fs::write(&action, "name: review\ndefinition-of-done: reviewed\nstrategy-actor: reviewer\nexecution-actor: reviewer\n").unwrap();
-    ok(
+    ok_or_gated(
         &env,
         &[
             "action",
@@ -186,7 +170,7 @@ fn actors_register_show_and_remove_with_their_impact() {
             action.to_str().unwrap(),
         ],
     );
-    let removed = ok(&env, &["actor", "remove", "reviewer"]);
+    let removed = ok_or_gated(&env, &["actor", "remove", "reviewer"]);
     assert_eq!(
         removed["data"]["impact"]["actions"],
         json!(["local/review"])
@@ -219,8 +203,8 @@ fn a_configured_provider_makes_its_models_resolve() {
         ],
         "INVALID_INPUT",
     );
-    ok(&env, &["config", "set", "providers.ollama.kind", "openai"]);
-    ok(
+    ok_or_gated(&env, &["config", "set", "providers.ollama.kind", "openai"]);
+    ok_or_gated(
         &env,
         &[
             "config",
@@ -229,7 +213,7 @@ fn a_configured_provider_makes_its_models_resolve() {
             "http://127.0.0.1:11434/v1",
         ],
     );
-    let doc = ok(
+    let doc = ok_or_gated(
         &env,
         &[
             "action",
@@ -240,7 +224,7 @@ fn a_configured_provider_makes_its_models_resolve() {
         ],
     );
     assert_eq!(doc["data"]["action"]["state"], "available");
-    let names: Vec<String> = ok(&env, &["actor", "list"])["data"]["actors"]
+    let names: Vec<String> = ok_or_gated(&env, &["actor", "list"])["data"]["actors"]
         .as_array()
         .unwrap()
         .iter()
@@ -253,7 +237,7 @@ fn a_configured_provider_makes_its_models_resolve() {
 fn git_directories_and_mounts_register_and_other_types_are_refused() {
     let env = Env::new();
     let repo = git_repo(env.root(), "api");
-    let git = ok(
+    let git = ok_or_gated(
         &env,
         &[
             "resource",
@@ -295,7 +279,7 @@ fn git_directories_and_mounts_register_and_other_types_are_refused() {
     let docs = env.root().join("docs");
     std::fs::create_dir_all(docs.join("a/b")).unwrap();
     std::fs::write(docs.join("a/b/c.md"), "x").unwrap();
-    let dir = ok(
+    let dir = ok_or_gated(
         &env,
         &[
             "resource",
@@ -308,7 +292,7 @@ fn git_directories_and_mounts_register_and_other_types_are_refused() {
     );
     assert_eq!(dir["data"]["resource"]["properties"]["files"], 1);
     assert_eq!(dir["data"]["resource"]["properties"]["directories"], 2);
-    let mount = ok(
+    let mount = ok_or_gated(
         &env,
         &[
             "resource",
@@ -325,8 +309,8 @@ fn git_directories_and_mounts_register_and_other_types_are_refused() {
     );
     assert_eq!(mount["data"]["children"][0]["status"], "reused");
     // Removing the mount keeps the reused directory.
-    ok(&env, &["resource", "remove", "--yes", "m"]);
-    ok(&env, &["resource", "show", "docs"]);
+    ok_or_gated(&env, &["resource", "remove", "--yes", "m"]);
+    ok_or_gated(&env, &["resource", "show", "docs"]);
 
     let doc = fails(
         &env,
@@ -361,7 +345,7 @@ fn git_directories_and_mounts_register_and_other_types_are_refused() {
         &["resource", "remove", "--yes", "local/mirror:main"],
         "CONFLICT",
     );
-    let types = ok(&env, &["resource", "type", "list"]);
+    let types = ok_or_gated(&env, &["resource", "type", "list"]);
     assert_eq!(
         types["data"]["resource_types"].as_array().unwrap().len(),
         24
@@ -390,7 +374,7 @@ fn removals_without_a_terminal_ask_for_yes_and_change_nothing() {
     let env = Env::new();
     let docs = env.root().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -410,7 +394,7 @@ fn removals_without_a_terminal_ask_for_yes_and_change_nothing() {
             .unwrap()
             .ends_with("resource remove --yes local/docs")
     );
-    ok(&env, &["resource", "show", "docs"]);
+    ok_or_gated(&env, &["resource", "show", "docs"]);
 }
 
 #[test]
@@ -418,8 +402,8 @@ fn plan_use_actor_overrides_must_resolve_and_are_recorded() {
     let env = Env::new();
     let action = env.root().join("a.yaml");
     std::fs::write(&action, "name: x\ndefinition-of-done: d\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n").unwrap();
-    ok(&env, &["project", "create", "p"]);
-    ok(
+    ok_or_gated(&env, &["project", "create", "p"]);
+    ok_or_gated(
         &env,
         &[
             "action",
@@ -441,7 +425,7 @@ fn plan_use_actor_overrides_must_resolve_and_are_recorded() {
             .starts_with("--strategy-actor: actor `nobody` does not resolve"),
         "{doc:#}"
     );
-    let plan = ok(
+    let plan = ok_or_gated(
         &env,
         &[
             "plan",

@@ -7,20 +7,7 @@ use std::fs;
 
 use serde_json::Value;
 
-use crate::support::{Env, git_repo};
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
-}
-
-fn fails(env: &Env, args: &[&str], code: &str) -> Value {
-    let (doc, exit) = env.json(args);
-    assert_ne!(exit, 0, "{args:?}: {doc:#}");
-    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc:#}");
-    doc
-}
+use crate::support::{Env, fails, git_repo, ok};
 
 const NOTES: &str = r#"cleveragents:
   version: "3.0"

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use super::apply::{plan_at_apply_gate, repo_with};
-use crate::support::Env;
+use crate::support::{Env, git_out};
 
 fn show(repo: &std::path::Path, what: &str) -> (String, bool) {
     let o = Command::new("git")
@@ -99,7 +99,7 @@ fn a_partial_apply_commits_exactly_the_accepted_hunks_and_lists_what_was_left_ou
     let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
     assert_eq!(code, 0, "{doc:#}");
     let tree = |rev: &str| {
-        super::apply::out(&repo, &["rev-parse", &format!("{rev}^{{tree}}")])
+        git_out(&repo, &["rev-parse", &format!("{rev}^{{tree}}")])
             .trim()
             .to_string()
     };

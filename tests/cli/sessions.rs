@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::support::provider_server::{ProviderServer, Turn};
-use crate::support::{Env, git, git_repo};
+use crate::support::{Env, git, git_out, git_repo};
 
 /// The action the orchestrator writes (offline actors, one step).
 const ACTION: &str = "name: local/refresh-locks\ndescription: Refresh the lock files\ndefinition-of-done: LOCKS.md lists the refreshed locks\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: scope\n    type: string\n    required: true\nscript:\n  - name: write\n    run: printf 'refreshed %s\\n' {{ scope }} > LOCKS.md\n";
@@ -165,16 +165,8 @@ fn the_orchestrator_lists_projects_creates_an_action_and_plans_it_under_the_sess
     assert_eq!(show["data"]["plans"][0]["phase"], "strategize");
     assert_eq!(show["data"]["usage"]["input_tokens"], 1000);
     // Nothing was written to the project.
-    let out = std::process::Command::new("git")
-        .args(["status", "--porcelain"])
-        .current_dir(&s.repo)
-        .output()
-        .unwrap();
-    assert!(
-        out.stdout.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let status = git_out(&s.repo, &["status", "--porcelain"]);
+    assert!(status.is_empty(), "{status}");
 }
 
 #[test]
@@ -283,17 +275,7 @@ fn an_apply_under_a_profile_that_gates_apply_is_refused_and_reported_to_the_mode
         ),
         Turn::text("I cannot apply it; please review it.", (20, 5)),
     ]);
-    let head = |repo: &std::path::Path| {
-        String::from_utf8(
-            std::process::Command::new("git")
-                .args(["rev-parse", "HEAD"])
-                .current_dir(repo)
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap()
-    };
+    let head = |repo: &std::path::Path| git_out(repo, &["rev-parse", "HEAD"]);
     let before = head(&s.repo);
     let id = create(&s, &["--automation-profile", "manual"]);
     let doc = ok(

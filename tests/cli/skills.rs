@@ -4,13 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::cli::snapshots::{output_text, settings};
-use crate::support::Env;
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
-}
+use crate::support::{Env, ok};
 
 fn fails(env: &Env, args: &[&str], code: &str) -> Value {
     let (doc, exit) = env.json(args);

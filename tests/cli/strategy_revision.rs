@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup_with};
+use super::lifecycle::{Setup, scripted_env, setup_with};
 use crate::support::provider_server::{ProviderServer, Turn};
-use crate::support::{Env, db_file};
+use crate::support::{Env, db_file, run_keyed};
 
 const FAILING: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\nscript:\n  - name: broken\n    run: exit 3\n";
 

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::lifecycle::{Setup, run_keyed, scripted_env, setup_with};
+use super::lifecycle::{Setup, scripted_env, setup_with};
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{run_keyed, use_plan_keyed};
 
 const ONE_STEP: &str = "name: local/notes\ndescription: Write release notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
 
@@ -75,29 +76,22 @@ fn exec_actor(s: &Setup, skills: &[&str]) {
     ok(&s.env, &["actor", "add", "--config", &file]);
 }
 
-fn use_plan(s: &Setup, strategist: &str) -> (Value, i32, String) {
-    let (doc, code) = run_keyed(
+/// `plan use local/notes app --arg version=1.2` under `trusted`, `strategist` planning and
+/// `local/exec` executing.
+fn use_notes(s: &Setup, strategist: &str) -> (Value, i32, String) {
+    use_plan_keyed(
         &s.env,
+        "local/notes",
+        "trusted",
         &[
-            "plan",
-            "use",
             "--strategy-actor",
             strategist,
             "--execution-actor",
             "local/exec",
-            "--automation-profile",
-            "trusted",
-            "local/notes",
-            "app",
             "--arg",
             "version=1.2",
         ],
-    );
-    let id = doc["data"]["plan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{doc:#}"))
-        .to_string();
-    (doc, code, id)
+    )
 }
 
 fn tool_names(body: &Value) -> Vec<String> {
@@ -161,7 +155,7 @@ fn a_command_tool_is_offered_by_capability_runs_in_the_sandbox_and_rolls_back() 
     );
     ok(&s.env, &["skill", "add", "-c", &skill]);
     exec_actor(&s, &["local/mine"]);
-    let (doc, code, id) = use_plan(&s, "local/exec");
+    let (doc, code, id) = use_notes(&s, "local/exec");
     assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
 
     let requests = server.requests();
@@ -264,7 +258,7 @@ fn a_tool_needing_approval_pauses_the_plan_runs_once_approved_and_is_refused_whe
     );
     ok(&s.env, &["skill", "add", "-c", &skill]);
     exec_actor(&s, &["local/mine"]);
-    let (doc, code, id) = use_plan(&s, "local/exec");
+    let (doc, code, id) = use_notes(&s, "local/exec");
     assert_eq!(code, 3, "waits for the tool approval: {doc:#}");
     assert_eq!(doc["status"], "needs_approval", "{doc:#}");
     let pending = pending_approvals(&s, &id);
@@ -548,7 +542,7 @@ fn server_pid(root: &Path) -> Option<u32> {
 
 fn echo_and_error_round_trip(s: &Setup, server: &ProviderServer) {
     exec_actor(s, &["local/mcp"]);
-    let (doc, code, id) = use_plan(s, "builtin/checklist-strategist");
+    let (doc, code, id) = use_notes(s, "builtin/checklist-strategist");
     assert_eq!(code, 3, "{doc:#}");
     let requests = server.requests();
     let offered = tool_names(&requests[0].body);
@@ -648,7 +642,7 @@ fn dies_mid_plan(s: &Setup, kill: &(dyn Fn() -> Option<u32> + Sync)) {
             }
             kill()
         });
-        let (doc, code, id) = use_plan(s, "builtin/checklist-strategist");
+        let (doc, code, id) = use_notes(s, "builtin/checklist-strategist");
         (doc, code, id, killer.join().unwrap())
     });
     assert!(killed.is_some(), "the server process was found and killed");
@@ -760,7 +754,7 @@ fn a_plans_stdio_server_is_started_once_for_all_its_steps_and_stopped_when_the_p
             }
             seen
         });
-        let (doc, code, _id) = use_plan(&s, "local/exec");
+        let (doc, code, _id) = use_notes(&s, "local/exec");
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         (doc, code, watcher.join().unwrap())
     });
@@ -882,7 +876,7 @@ fn a_server_that_died_in_one_step_is_started_again_for_the_next() {
                 .ok()?;
             Some(pid)
         });
-        let (doc, code, _id) = use_plan(&s, "local/exec");
+        let (doc, code, _id) = use_notes(&s, "local/exec");
         (doc, code, killer.join().unwrap())
     });
     assert!(killed.is_some(), "the server was found and killed");
@@ -959,7 +953,7 @@ fn server_filesystem_writes_land_in_the_sandbox_checkpointed_and_outside_paths_a
     ]);
     scripted_env(&s, &server, "openai");
     exec_actor(&s, &["local/mcp"]);
-    let (doc, code, id) = use_plan(&s, "builtin/checklist-strategist");
+    let (doc, code, id) = use_notes(&s, "builtin/checklist-strategist");
     assert_eq!(code, 3, "{doc:#}");
     let results = server.requests()[1].body.to_string();
     assert_eq!(results.matches("PERMISSION_DENIED").count(), 2, "{results}");
@@ -1017,7 +1011,7 @@ fn an_agent_skill_is_described_in_the_prompt_loaded_on_demand_and_its_script_run
     ]);
     scripted_env(&s, &server, "openai");
     exec_actor(&s, &["local/release-stamp"]);
-    let (doc, code, id) = use_plan(&s, "builtin/checklist-strategist");
+    let (doc, code, id) = use_notes(&s, "builtin/checklist-strategist");
     assert_eq!(code, 3, "{doc:#}");
     let requests = server.requests();
     let first = requests[0].body.to_string();
@@ -1147,7 +1141,7 @@ fn agent_skills_are_discovered_in_configured_directories_and_opted_in_resources(
 
     let file = write(&s, "exec.yaml", "name: exec\nmodel: scripted/m\n");
     ok(&s.env, &["actor", "add", "--config", &file]);
-    let (doc, code, id) = use_plan(&s, "builtin/checklist-strategist");
+    let (doc, code, id) = use_notes(&s, "builtin/checklist-strategist");
     assert_eq!(code, 3, "{doc:#}");
     let requests = server.requests();
     let first = requests[0].body.to_string();
@@ -1292,7 +1286,7 @@ fn an_agent_skill_named_like_a_builtin_tool_does_not_take_over_write_file() {
     );
     let file = write(&s, "exec.yaml", "name: exec\nmodel: scripted/m\n");
     ok(&s.env, &["actor", "add", "--config", &file]);
-    let (doc, code, id) = use_plan(&s, "builtin/checklist-strategist");
+    let (doc, code, id) = use_notes(&s, "builtin/checklist-strategist");
     assert_eq!(code, 3, "{doc:#}");
     let offered = tool_names(&server.requests()[0].body);
     assert_eq!(

@@ -1,11 +1,12 @@
 //! The real binary in a real terminal (tmux): launch, live updates from another process, quit.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cleveragents_engine::domain::plan::Plan;
 use cleveragents_engine::store::Store;
 
-use crate::support::{Env, Tmux, shell_quote};
+use crate::support::{Env, Tmux, git_out, shell_quote};
 
 #[test]
 fn the_tui_shows_plans_follows_other_processes_and_quits_on_q() {
@@ -16,31 +17,9 @@ fn the_tui_shows_plans_follows_other_processes_and_quits_on_q() {
     store.insert_plan(&first).unwrap();
 
     let exit_file = env.root().join("exit-code");
-    let command = format!(
-        "env -u NO_COLOR HOME={home} TERM=xterm-256color {bin} --data-dir {data} --config-path {config} tui; echo $? > {exit}",
-        home = shell_quote(env.root()),
-        bin = env!("CARGO_BIN_EXE_agents"),
-        data = shell_quote(&env.data_dir),
-        config = shell_quote(&env.config_path),
-        exit = shell_quote(&exit_file),
-    );
+    let command = tui_command(&env, "", &exit_file);
     let tmux = Tmux::new("tui");
-    let started = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "s",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &command,
-    ]);
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
+    tmux.open(120, 40, &command);
 
     let screen = tmux.wait_for("the first plan", |s| s.contains(&first.plan_id.short()));
     assert!(screen.contains("local/format-code"), "{screen}");
@@ -53,18 +32,8 @@ fn the_tui_shows_plans_follows_other_processes_and_quits_on_q() {
         s.contains(&second.plan_id.short()) && s.contains("local/add-license")
     });
 
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !exit_file.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the TUI did not quit on q; screen:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(std::fs::read_to_string(&exit_file).unwrap().trim(), "0");
+    tmux.keys(&["q"]);
+    assert_eq!(tmux.exit_code(&exit_file, Duration::from_secs(10)), "0");
     let _ = tmux.alive();
 }
 
@@ -95,33 +64,13 @@ fn approving_the_apply_gate_in_the_tui_applies_the_plan() {
     let (doc, code, id) = crate::cli::lifecycle::use_plan(&s, "trusted");
     assert_eq!(code, 3, "trusted waits at the apply gate: {doc:#}");
     let env = &s.env;
-    let command = format!(
-        "env -u NO_COLOR HOME={home} TERM=xterm-256color {bin} --data-dir {data} --config-path {config} tui --focus approvals",
-        home = shell_quote(env.root()),
-        bin = env!("CARGO_BIN_EXE_agents"),
-        data = shell_quote(&env.data_dir),
-        config = shell_quote(&env.config_path),
-    );
+    let command = env.terminal_command("tui --focus approvals");
     let tmux = Tmux::new("approve");
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "140",
-            "-y",
-            "45",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(140, 45, &command);
     tmux.wait_for("the pending gate", |sc| sc.contains("1 pending"));
-    tmux.cmd(&["send-keys", "-t", "s", "a"]);
+    tmux.keys(&["a"]);
     std::thread::sleep(Duration::from_millis(300));
-    tmux.cmd(&["send-keys", "-t", "s", "y"]);
+    tmux.keys(&["y"]);
     tmux.wait_for("the plan applied", |sc| {
         sc.contains("applied") && sc.contains("0 pending")
     });
@@ -129,15 +78,9 @@ fn approving_the_apply_gate_in_the_tui_applies_the_plan() {
     tmux.wait_for("the applied diff", |sc| {
         sc.contains("Diff · applied in ") && sc.contains("NOTES.md")
     });
-    let log = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&s.repo)
-        .args(["log", "--format=%B", "-1"])
-        .output()
-        .unwrap();
-    let message = String::from_utf8_lossy(&log.stdout);
+    let message = git_out(&s.repo, &["log", "--format=%B", "-1"]);
     assert!(message.contains(&format!("Plan-Id: {id}")), "{message}");
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.keys(&["q"]);
 }
 
 /// An action whose second step takes long enough to resize the terminal around it.
@@ -157,44 +100,18 @@ script:
     run: sleep 8; printf 'More\n' >> NOTES.md
 "#;
 
-fn tui_command(env: &Env, args: &str, exit: &std::path::Path) -> String {
+/// The TUI with `args` in `env`, its exit code written to `exit`.
+fn tui_command(env: &Env, args: &str, exit: &Path) -> String {
+    tui_command_with(env, "", args, exit)
+}
+
+/// [`tui_command`] with more variables, `vars` (`NAME=value ...`).
+fn tui_command_with(env: &Env, vars: &str, args: &str, exit: &Path) -> String {
     format!(
-        "env -u NO_COLOR HOME={home} TERM=xterm-256color {bin} --data-dir {data} --config-path {config} tui {args}; echo $? > {exit}",
-        home = shell_quote(env.root()),
-        bin = env!("CARGO_BIN_EXE_agents"),
-        data = shell_quote(&env.data_dir),
-        config = shell_quote(&env.config_path),
-        exit = shell_quote(exit),
+        "{}; echo $? > {}",
+        env.terminal_command_with(vars, &format!("tui {args}")),
+        shell_quote(exit)
     )
-}
-
-fn wait_long(tmux: &Tmux, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + limit;
-    loop {
-        let screen = tmux.screen();
-        if pred(&screen) {
-            return screen;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; screen:\n{screen}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn wait_exit(tmux: &Tmux, exit: &std::path::Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !exit.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the TUI did not quit; screen:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    std::fs::read_to_string(exit).unwrap().trim().to_owned()
 }
 
 #[test]
@@ -207,31 +124,17 @@ fn executing_from_the_keyboard_and_resizing_repeatedly_while_the_plan_runs_keeps
     let exit = s.env.root().join("exit-code");
     let tmux = Tmux::new("resize");
     let command = tui_command(&s.env, &format!("--plan {id}"), &exit);
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(120, 40, &command);
     tmux.wait_for("the plan", |sc| sc.contains(short));
     // `e` on the plans pane runs `plan execute` in the TUI's process; the status bar says so.
-    tmux.cmd(&["send-keys", "-t", "s", "e"]);
+    tmux.keys(&["e"]);
     tmux.wait_for("the plan running", |sc| {
         sc.contains("processing") && sc.contains(&format!("plan execute {short}"))
     });
     // Quitting while a command started here runs asks first.
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.keys(&["q"]);
     tmux.wait_for("the quit question", |sc| sc.contains("Quit?"));
-    tmux.cmd(&["send-keys", "-t", "s", "n"]);
+    tmux.keys(&["n"]);
     tmux.wait_for("the question gone", |sc| !sc.contains("Quit?"));
 
     for (w, h) in [
@@ -256,15 +159,10 @@ fn executing_from_the_keyboard_and_resizing_repeatedly_while_the_plan_runs_keeps
     // After the last resize (100x30) the screen is whole: the plans pane's top border spans
     // exactly 100 columns, 30 rows are drawn, the status bar is on the last one. A capture can
     // land in the middle of a redraw, so wait for the last row too, not only the first.
-    let screen = wait_long(
-        &tmux,
-        "the redraw at 100x30",
-        Duration::from_secs(5),
-        |sc| {
-            let lines: Vec<&str> = sc.lines().collect();
-            lines.len() == 30 && lines[0].chars().count() == 100 && lines[29].contains("help")
-        },
-    );
+    let screen = tmux.wait_up_to("the redraw at 100x30", Duration::from_secs(5), |sc| {
+        let lines: Vec<&str> = sc.lines().collect();
+        lines.len() == 30 && lines[0].chars().count() == 100 && lines[29].contains("help")
+    });
     assert!(tmux.alive(), "the TUI is still running");
     assert!(!screen.contains("panicked"), "{screen}");
     let lines: Vec<&str> = screen.lines().collect();
@@ -282,12 +180,12 @@ fn executing_from_the_keyboard_and_resizing_repeatedly_while_the_plan_runs_keeps
     // The plan reaches the apply gate; the operation has ended, so q quits at once.
     // The operation's end is reported once its result arrived; its thread may end a frame
     // later, so give the next frame time to drop it from the running list.
-    wait_long(&tmux, "the apply gate", Duration::from_secs(60), |sc| {
+    tmux.wait_up_to("the apply gate", Duration::from_secs(60), |sc| {
         sc.contains("1 pending") && sc.contains("waiting for you") && !sc.contains("processing")
     });
     std::thread::sleep(Duration::from_millis(600));
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
-    assert_eq!(wait_exit(&tmux, &exit), "0");
+    tmux.keys(&["q"]);
+    assert_eq!(tmux.exit_code(&exit, Duration::from_secs(15)), "0");
     let (doc, _) = s.env.json(&["plan", "status", &id]);
     assert_eq!(doc["data"]["phase"], "execute", "{doc:#}");
 }
@@ -300,57 +198,43 @@ fn correcting_a_decision_shows_the_dry_run_result_in_the_editor() {
     let exit = s.env.root().join("exit-code");
     let tmux = Tmux::new("correct");
     let command = tui_command(&s.env, &format!("--plan {id} --focus tree"), &exit);
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(120, 40, &command);
     tmux.wait_for("the decision tree", |sc| sc.contains("prompt_definition"));
     // Enter explains the selected decision from the store.
-    tmux.cmd(&["send-keys", "-t", "s", "Enter"]);
+    tmux.keys(&["Enter"]);
     tmux.wait_for("the explanation", |sc| {
         sc.contains("Why prompt_definition") && sc.contains("Impact of a correction")
     });
     // (Wait after Esc: a key right behind it would arrive as Alt-key.)
-    tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
+    tmux.keys(&["Escape"]);
     tmux.wait_for("the explanation closed", |sc| {
         !sc.contains("Why prompt_definition")
     });
-    tmux.cmd(&["send-keys", "-t", "s", "c"]);
+    tmux.keys(&["c"]);
     tmux.wait_for("the editor", |sc| {
         sc.contains("Guidance") && sc.contains("revert")
     });
-    tmux.cmd(&["send-keys", "-t", "s", "-l", "Mention the date"]);
-    tmux.cmd(&["send-keys", "-t", "s", "Enter"]);
-    tmux.cmd(&["send-keys", "-t", "s", "-l", "in the title"]);
-    tmux.cmd(&["send-keys", "-t", "s", "Tab"]);
+    tmux.keys(&["-l", "Mention the date"]);
+    tmux.keys(&["Enter"]);
+    tmux.keys(&["-l", "in the title"]);
+    tmux.keys(&["Tab"]);
     tmux.wait_for("two lines and append", |sc| {
         sc.contains("Mention the date") && sc.contains("in the title") && sc.contains("● append")
     });
-    tmux.cmd(&["send-keys", "-t", "s", "C-s"]);
+    tmux.keys(&["C-s"]);
     // The offline script executor cannot carry free-text guidance: the dry run refuses the
     // append as `plan correct --mode append --dry-run` does, and offers no confirm.
-    let screen = wait_long(&tmux, "the dry-run result", Duration::from_secs(20), |sc| {
+    let screen = tmux.wait_up_to("the dry-run result", Duration::from_secs(20), |sc| {
         sc.contains("This correction would be refused")
     });
     assert!(
         screen.contains("never free-text") && !screen.contains("y/Enter correct"),
         "{screen}"
     );
-    tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
+    tmux.keys(&["Escape"]);
     tmux.wait_for("the editor closed", |sc| !sc.contains("Correct decision"));
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
-    assert_eq!(wait_exit(&tmux, &exit), "0");
+    tmux.keys(&["q"]);
+    assert_eq!(tmux.exit_code(&exit, Duration::from_secs(15)), "0");
 }
 
 #[test]
@@ -361,46 +245,23 @@ fn reviewing_the_diff_then_applying_from_the_plans_pane_commits_the_plan() {
     let exit = s.env.root().join("exit-code");
     let tmux = Tmux::new("apply");
     let command = tui_command(&s.env, &format!("--plan {id}"), &exit);
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(120, 40, &command);
     tmux.wait_for("the plan's diff", |sc| sc.contains("NOTES.md"));
     // A shows the diff zoomed for review; nothing is applied yet.
-    tmux.cmd(&["send-keys", "-t", "s", "A"]);
+    tmux.keys(&["A"]);
     let review = tmux.wait_for("the review", |sc| sc.contains("REVIEW BEFORE APPLY"));
     assert!(review.contains("+Release 1.2"), "{review}");
-    tmux.cmd(&["send-keys", "-t", "s", "n"]);
-    tmux.cmd(&["send-keys", "-t", "s", "A"]);
+    tmux.keys(&["n"]);
+    tmux.keys(&["A"]);
     tmux.wait_for("the confirm", |sc| sc.contains("Apply?"));
-    tmux.cmd(&["send-keys", "-t", "s", "y"]);
-    wait_long(&tmux, "the plan applied", Duration::from_secs(60), |sc| {
+    tmux.keys(&["y"]);
+    tmux.wait_up_to("the plan applied", Duration::from_secs(60), |sc| {
         sc.contains("applied") && sc.contains("done.")
     });
-    let log = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&s.repo)
-        .args(["log", "--format=%B", "-1"])
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&log.stdout).contains(&format!("Plan-Id: {id}")),
-        "{}",
-        String::from_utf8_lossy(&log.stdout)
-    );
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
-    assert_eq!(wait_exit(&tmux, &exit), "0");
+    let message = git_out(&s.repo, &["log", "--format=%B", "-1"]);
+    assert!(message.contains(&format!("Plan-Id: {id}")), "{message}");
+    tmux.keys(&["q"]);
+    assert_eq!(tmux.exit_code(&exit, Duration::from_secs(15)), "0");
 }
 
 #[test]
@@ -414,22 +275,8 @@ fn a_keymap_file_rebinds_keys_and_a_bad_one_is_refused_naming_the_entry() {
     let tmux = Tmux::new("keymap");
     // Keep the pane open after the TUI exits so its message can be read.
     let command = format!("{}; sleep 30", tui_command(&env, "", &exit));
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &command
-        ])
-        .status
-        .success()
-    );
-    assert_eq!(wait_exit(&tmux, &exit), "1");
+    tmux.open(120, 40, &command);
+    assert_eq!(tmux.exit_code(&exit, Duration::from_secs(15)), "1");
     let screen = tmux.screen();
     assert!(screen.contains("keys.toml is invalid"), "{screen}");
     assert!(screen.contains("\"next_hunks\" in [diff]"), "{screen}");
@@ -440,32 +287,18 @@ fn a_keymap_file_rebinds_keys_and_a_bad_one_is_refused_naming_the_entry() {
     std::fs::remove_file(&exit).unwrap();
     let tmux = Tmux::new("keymap2");
     let command = tui_command(&env, "", &exit);
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(120, 40, &command);
     tmux.wait_for("the TUI", |sc| sc.contains("1 Plans"));
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
-    tmux.cmd(&["send-keys", "-t", "s", "?"]);
+    tmux.keys(&["q"]);
+    tmux.keys(&["?"]);
     tmux.wait_for("the keys", |sc| {
         sc.contains("Ctrl-q") && sc.contains("quit")
     });
     assert!(!exit.exists(), "q did not quit");
-    tmux.cmd(&["send-keys", "-t", "s", "Escape"]);
+    tmux.keys(&["Escape"]);
     tmux.wait_for("help closed", |sc| !sc.contains("Everywhere"));
-    tmux.cmd(&["send-keys", "-t", "s", "C-q"]);
-    assert_eq!(wait_exit(&tmux, &exit), "0");
+    tmux.keys(&["C-q"]);
+    assert_eq!(tmux.exit_code(&exit, Duration::from_secs(15)), "0");
 }
 
 #[test]
@@ -474,35 +307,21 @@ fn the_use_form_asks_for_the_actions_arguments_and_creates_the_plan_with_them() 
     let exit = s.env.root().join("exit");
     let tmux = Tmux::new("use-args");
     let command = tui_command(&s.env, "", &exit);
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(120, 40, &command);
     tmux.wait_for("the empty list", |sc| sc.contains("No plans yet"));
-    tmux.cmd(&["send-keys", "-t", "s", "u"]);
+    tmux.keys(&["u"]);
     tmux.wait_for("the form with the argument", |sc| {
         sc.contains("Use an action on a project") && sc.contains("version*")
     });
     // Enter without the required argument is refused in the form.
-    tmux.cmd(&["send-keys", "-t", "s", "Enter"]);
+    tmux.keys(&["Enter"]);
     tmux.wait_for("the refusal", |sc| sc.contains("`version` is required"));
-    tmux.cmd(&["send-keys", "-t", "s", "-l", "3.4-rc1"]);
-    tmux.cmd(&["send-keys", "-t", "s", "Enter"]);
-    wait_long(&tmux, "the new plan", Duration::from_secs(20), |sc| {
+    tmux.keys(&["-l", "3.4-rc1"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_up_to("the new plan", Duration::from_secs(20), |sc| {
         sc.contains("local/notes") && !sc.contains("Use an action on a project")
     });
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.keys(&["q"]);
     let deadline = Instant::now() + Duration::from_secs(20);
     let plan = loop {
         let (list, _) = s.env.json(&["plan", "list"]);
@@ -558,7 +377,7 @@ fn the_live_area_streams_the_models_text_and_tool_calls_while_the_step_runs_in_p
     ]);
     let s = crate::cli::lifecycle::setup_with(MODEL_STEP);
     crate::cli::lifecycle::scripted_env(&s, &server, "openai");
-    let (doc, code) = crate::cli::lifecycle::run_keyed(
+    let (doc, code) = crate::support::run_keyed(
         &s.env,
         &[
             "plan",
@@ -578,30 +397,16 @@ fn the_live_area_streams_the_models_text_and_tool_calls_while_the_step_runs_in_p
     let short = &id[..8];
     let exit = s.env.root().join("exit-code");
     let tmux = Tmux::new("live");
-    let command = tui_command(&s.env, &format!("--plan {id}"), &exit).replacen(
-        "env -u NO_COLOR",
-        "env -u NO_COLOR SCRIPTED_API_KEY=sk-test",
-        1,
+    let command = tui_command_with(
+        &s.env,
+        "SCRIPTED_API_KEY=sk-test",
+        &format!("--plan {id}"),
+        &exit,
     );
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "140",
-            "-y",
-            "45",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(140, 45, &command);
     tmux.wait_for("the plan", |sc| sc.contains(short));
-    tmux.cmd(&["send-keys", "-t", "s", "e"]);
-    let screen = wait_long(
-        &tmux,
+    tmux.keys(&["e"]);
+    let screen = tmux.wait_up_to(
         "the streamed text in the live area",
         Duration::from_secs(60),
         |sc| sc.contains("Live · plan") && sc.contains("aaaaaaaaaa"),
@@ -625,7 +430,7 @@ fn the_live_area_streams_the_models_text_and_tool_calls_while_the_step_runs_in_p
     );
     // The text keeps coming while the screen is watched.
     let before = screen.matches('a').count();
-    wait_long(&tmux, "more streamed text", Duration::from_secs(10), |sc| {
+    tmux.wait_up_to("more streamed text", Duration::from_secs(10), |sc| {
         sc.matches('a').count() > before
     });
     // The TUI runs the plan itself: the shell's child is the TUI, and the TUI has no child
@@ -657,10 +462,10 @@ fn the_live_area_streams_the_models_text_and_tool_calls_while_the_step_runs_in_p
     );
     // Quitting while the plan runs here asks, then interrupts it like Ctrl-C: queued,
     // resumable.
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.keys(&["q"]);
     tmux.wait_for("the quit question", |sc| sc.contains("Quit?"));
-    tmux.cmd(&["send-keys", "-t", "s", "y"]);
-    assert_eq!(wait_exit(&tmux, &exit), "0");
+    tmux.keys(&["y"]);
+    assert_eq!(tmux.exit_code(&exit, Duration::from_secs(15)), "0");
     let (status, _) = s.env.json(&["plan", "status", &id]);
     assert_eq!(
         (
@@ -706,31 +511,12 @@ fn reviewing_hunk_by_hunk_in_the_tui_applies_exactly_the_accepted_part() {
     let exit = env.root().join("exit-code");
     let tmux = Tmux::new("review");
     let command = tui_command(&env, &format!("--plan {plan}"), &exit);
-    assert!(
-        tmux.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            "s",
-            "-x",
-            "140",
-            "-y",
-            "45",
-            &command
-        ])
-        .status
-        .success()
-    );
+    tmux.open(140, 45, &command);
     tmux.wait_for("the diff with its marks", |sc| {
         sc.contains("c.txt") && sc.contains("·4 pending")
     });
-    let keys = |keys: &[&str]| {
-        let mut args = vec!["send-keys", "-t", "s"];
-        args.extend_from_slice(keys);
-        tmux.cmd(&args);
-    };
     // A: the diff zoomed for review, the file list beside it.
-    keys(&["A"]);
+    tmux.keys(&["A"]);
     // The file list is waited for as a whole: a capture may catch the frame half drawn.
     tmux.wait_for("the review with its three files", |sc| {
         sc.contains("REVIEW BEFORE APPLY")
@@ -739,22 +525,22 @@ fn reviewing_hunk_by_hunk_in_the_tui_applies_exactly_the_accepted_part() {
             && sc.contains("A c.txt")
     });
     // Space accepts a.txt's first hunk and moves to its second; x rejects that one.
-    keys(&["Space"]);
+    tmux.keys(&["Space"]);
     tmux.wait_for("one accepted", |sc| sc.contains("✓1 ✗0 ·3 pending"));
-    keys(&["x"]);
+    tmux.keys(&["x"]);
     tmux.wait_for("the reason prompt", |sc| sc.contains("Why (optional"));
-    keys(&["-l", "keep a20"]);
-    keys(&["Enter"]);
+    tmux.keys(&["-l", "keep a20"]);
+    tmux.keys(&["Enter"]);
     tmux.wait_for("one rejected", |sc| {
         sc.contains("✓1 ✗1 ·2 pending") && sc.contains("rejected: keep a20")
     });
     // ] goes to b.txt; a accepts the rest of it and moves to c.txt, which x rejects.
-    keys(&["]"]);
-    keys(&["a"]);
+    tmux.keys(&["]"]);
+    tmux.keys(&["a"]);
     tmux.wait_for("b.txt accepted", |sc| sc.contains("✓2 ✗1 ·1 pending"));
-    keys(&["x"]);
+    tmux.keys(&["x"]);
     tmux.wait_for("the reason prompt", |sc| sc.contains("Why (optional"));
-    keys(&["Enter"]);
+    tmux.keys(&["Enter"]);
     tmux.wait_for("c.txt rejected", |sc| sc.contains("✓2 ✗2 ·0 pending"));
     // Another process sees the marks.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -773,7 +559,7 @@ fn reviewing_hunk_by_hunk_in_the_tui_applies_exactly_the_accepted_part() {
         std::thread::sleep(Duration::from_millis(200));
     }
     // Apply: the confirmation names only the accepted part.
-    keys(&["A"]);
+    tmux.keys(&["A"]);
     let confirm = tmux.wait_for("the confirm", |sc| sc.contains("y/Enter yes"));
     assert!(
         confirm.contains("Apply only the accepted part")
@@ -783,8 +569,8 @@ fn reviewing_hunk_by_hunk_in_the_tui_applies_exactly_the_accepted_part() {
             && confirm.contains("2 rejected, 0 pending"),
         "{confirm}"
     );
-    keys(&["y"]);
-    wait_long(&tmux, "the plan applied", Duration::from_secs(60), |sc| {
+    tmux.keys(&["y"]);
+    tmux.wait_up_to("the plan applied", Duration::from_secs(60), |sc| {
         sc.contains("applied") && sc.contains("done.")
     });
     let show = |what: &str| {
@@ -807,6 +593,6 @@ fn reviewing_hunk_by_hunk_in_the_tui_applies_exactly_the_accepted_part() {
         message.contains("Left out") && message.contains("keep a20"),
         "{message}"
     );
-    keys(&["q"]);
-    assert_eq!(wait_exit(&tmux, &exit), "0");
+    tmux.keys(&["q"]);
+    assert_eq!(tmux.exit_code(&exit, Duration::from_secs(15)), "0");
 }

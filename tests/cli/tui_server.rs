@@ -4,12 +4,12 @@
 //! and its live area shows a running step's output lines before the step ends.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cleveragents_engine::store::Store;
 
 use crate::support::server::Server;
-use crate::support::{Env, Tmux, shell_quote};
+use crate::support::{Env, Tmux, git_out, shell_quote};
 
 /// One step that prints a line, then waits for `go` to appear in the work tree.
 const WAITING_ACTION: &str = r#"name: local/notes
@@ -30,69 +30,23 @@ script:
 /// goes to `exit`.
 fn remote_tui(server: &Server, client: &Env, args: &str, exit: &Path) -> String {
     format!(
-        "env -u NO_COLOR HOME={home} TERM=xterm-256color AGENTS_TOKEN={token} {bin} --data-dir {data} --config-path {config} --server {url} tui {args}; echo $? > {exit}",
-        home = shell_quote(client.root()),
-        token = server.token,
-        bin = env!("CARGO_BIN_EXE_agents"),
-        data = shell_quote(&client.data_dir),
-        config = shell_quote(&client.config_path),
-        url = server.url,
-        exit = shell_quote(exit),
+        "{}; echo $? > {}",
+        client.terminal_command_with(
+            &format!("AGENTS_TOKEN={}", server.token),
+            &format!("--server {} tui {args}", server.url)
+        ),
+        shell_quote(exit)
     )
-}
-
-fn open(tmux: &Tmux, command: &str) {
-    let started = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "s",
-        "-x",
-        "140",
-        "-y",
-        "45",
-        command,
-    ]);
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
-}
-
-fn wait_long(tmux: &Tmux, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + limit;
-    loop {
-        let screen = tmux.screen();
-        if pred(&screen) {
-            return screen;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; screen:\n{screen}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Quits; when the TUI has not yet seen its last command end, it asks first, and is told yes.
 fn quit(tmux: &Tmux, exit: &Path) {
-    tmux.cmd(&["send-keys", "-t", "s", "q"]);
+    tmux.keys(&["q"]);
     std::thread::sleep(Duration::from_millis(500));
     if !exit.exists() && tmux.screen().contains("Quit?") {
-        tmux.cmd(&["send-keys", "-t", "s", "y"]);
+        tmux.keys(&["y"]);
     }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !exit.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the TUI did not quit; screen:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(std::fs::read_to_string(exit).unwrap().trim(), "0");
+    assert_eq!(tmux.exit_code(exit, Duration::from_secs(15)), "0");
 }
 
 fn no_database(client: &Env) {
@@ -117,27 +71,23 @@ fn a_tui_attached_to_a_server_rejects_a_hunk_and_answers_the_apply_gate() {
     let client = Env::new();
     let exit = client.root().join("exit-code");
     let tmux = Tmux::new("remote-review");
-    open(
-        &tmux,
+    tmux.open(
+        140,
+        45,
         &remote_tui(&server, &client, &format!("--plan {plan}"), &exit),
     );
-    let keys = |keys: &[&str]| {
-        let mut args = vec!["send-keys", "-t", "s"];
-        args.extend_from_slice(keys);
-        tmux.cmd(&args);
-    };
     tmux.wait_for("the diff with its marks", |sc| {
         sc.contains("a.txt") && sc.contains("·2 pending")
     });
     // A: the review; Space accepts the first hunk, x rejects the second.
-    keys(&["A"]);
+    tmux.keys(&["A"]);
     tmux.wait_for("the review", |sc| sc.contains("REVIEW BEFORE APPLY"));
-    keys(&["Space"]);
+    tmux.keys(&["Space"]);
     tmux.wait_for("one accepted", |sc| sc.contains("✓1 ✗0 ·1 pending"));
-    keys(&["x"]);
+    tmux.keys(&["x"]);
     tmux.wait_for("the reason prompt", |sc| sc.contains("Why (optional"));
-    keys(&["-l", "keep a20"]);
-    keys(&["Enter"]);
+    tmux.keys(&["-l", "keep a20"]);
+    tmux.keys(&["Enter"]);
     tmux.wait_for("one rejected", |sc| {
         sc.contains("✓1 ✗1 ·0 pending") && sc.contains("rejected: keep a20")
     });
@@ -152,23 +102,21 @@ fn a_tui_attached_to_a_server_rejects_a_hunk_and_answers_the_apply_gate() {
         .collect();
     assert_eq!(marks, ["accepted", "rejected"]);
     // Back to the panes; the approvals pane answers the apply gate.
-    keys(&["Escape"]);
-    keys(&["4"]);
+    tmux.keys(&["Escape"]);
+    // An Escape read together with the next key is Alt+key: wait until it has left the review.
+    tmux.wait_for("the review closed", |sc| {
+        !sc.contains("REVIEW BEFORE APPLY")
+    });
+    tmux.keys(&["4"]);
     tmux.wait_for("the pending gate", |sc| sc.contains("1 pending"));
-    keys(&["a"]);
+    tmux.keys(&["a"]);
     std::thread::sleep(Duration::from_millis(300));
-    keys(&["y"]);
-    wait_long(&tmux, "the plan applied", Duration::from_secs(60), |sc| {
+    tmux.keys(&["y"]);
+    tmux.wait_up_to("the plan applied", Duration::from_secs(60), |sc| {
         sc.contains("applied") && sc.contains("0 pending")
     });
-    let head = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&repo)
-        .args(["show", "HEAD:a.txt"])
-        .output()
-        .unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&head.stdout),
+        git_out(&repo, &["show", "HEAD:a.txt"]),
         a.replacen("a1\n", "A1\n", 1),
         "the accepted hunk is committed, the rejected one is not"
     );
@@ -185,14 +133,14 @@ fn the_live_area_of_a_tui_attached_to_a_server_shows_a_steps_output_while_it_run
     let client = Env::new();
     let exit = client.root().join("exit-code");
     let tmux = Tmux::new("remote-live");
-    open(
-        &tmux,
+    tmux.open(
+        140,
+        45,
         &remote_tui(&server, &client, &format!("--plan {id}"), &exit),
     );
     tmux.wait_for("the plan", |sc| sc.contains(&id[..8]));
-    tmux.cmd(&["send-keys", "-t", "s", "e"]);
-    let screen = wait_long(
-        &tmux,
+    tmux.keys(&["e"]);
+    let screen = tmux.wait_up_to(
         "the step's first line in the live area",
         Duration::from_secs(60),
         |sc| sc.contains("Live · plan") && sc.contains("tick 1"),
@@ -215,10 +163,10 @@ fn the_live_area_of_a_tui_attached_to_a_server_shows_a_steps_output_while_it_run
             .work_dir
     };
     std::fs::write(work.join("go"), "").unwrap();
-    wait_long(&tmux, "the second line", Duration::from_secs(60), |sc| {
+    tmux.wait_up_to("the second line", Duration::from_secs(60), |sc| {
         sc.contains("tick 2")
     });
-    wait_long(&tmux, "the run's end", Duration::from_secs(60), |sc| {
+    tmux.wait_up_to("the run's end", Duration::from_secs(60), |sc| {
         sc.contains("done.") || sc.contains("waiting for you")
     });
     quit(&tmux, &exit);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Env, db_file, git, git_repo};
+use crate::support::{Env, db_file, git, git_repo, plan_id};
 
 /// Peak resident memory allowed for the `agents` process, in KiB.
 const PEAK_KIB: u64 = 200 * 1024;
@@ -98,7 +98,9 @@ fn tool_calls(env: &Env, plan: &str) -> Vec<(String, String, Option<String>, Opt
         .collect()
 }
 
-fn use_plan(s: &Setup, action: &str) -> (Value, i32, u64, Duration, String) {
+/// `plan use ACTION app --automation-profile trusted`, measured: the answer, the exit code,
+/// the peak memory (KiB), the time it took and the plan's id.
+fn use_measured(s: &Setup, action: &str) -> (Value, i32, u64, Duration, String) {
     let (doc, code, peak, took) = run_measured(
         &s.env,
         &[
@@ -110,10 +112,7 @@ fn use_plan(s: &Setup, action: &str) -> (Value, i32, u64, Duration, String) {
             "trusted",
         ],
     );
-    let id = doc["data"]["plan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{doc:#}"))
-        .to_string();
+    let id = plan_id(&doc);
     (doc, code, peak, took, id)
 }
 
@@ -123,7 +122,7 @@ fn a_step_printing_50_mb_is_capped_and_memory_stays_bounded() {
         "name: local/loud\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: loud\n    run: \"head -c 52428800 /dev/zero | tr '\\\\0' x; echo finished > out.txt\"\n",
         |_| {},
     );
-    let (doc, code, peak, _, id) = use_plan(&s, "local/loud");
+    let (doc, code, peak, _, id) = use_measured(&s, "local/loud");
     assert_eq!(code, 3, "reaches the apply gate: {doc:#}");
     assert!(peak > 0 && peak < PEAK_KIB, "peak {peak} KiB");
     let calls = tool_calls(&s.env, &id);
@@ -144,7 +143,7 @@ fn a_command_that_never_ends_is_killed_at_its_timeout_with_a_clear_error() {
         "name: local/hang\ndefinition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: hang\n    tool: shell_execute\n    args: {command: \"sleep 600 & sleep 600\", timeout_secs: 2}\n",
         |_| {},
     );
-    let (doc, code, _, took, id) = use_plan(&s, "local/hang");
+    let (doc, code, _, took, id) = use_measured(&s, "local/hang");
     assert!(took < Duration::from_secs(60), "took {took:?}");
     assert_eq!(code, 1, "{doc:#}");
     let text = doc["error"].to_string();
@@ -189,7 +188,7 @@ fn binary_and_non_utf8_files_round_trip_through_diff_and_apply() {
             std::fs::write(repo.join("logo.png"), logo).unwrap();
         },
     );
-    let (doc, code, _, _, id) = use_plan(&s, "local/bytes");
+    let (doc, code, _, _, id) = use_measured(&s, "local/bytes");
     assert_eq!(code, 3, "{doc:#}");
     let (diff, code) = s.env.json(&["plan", "diff", &id]);
     assert_eq!(code, 0, "{diff:#}");
@@ -232,7 +231,7 @@ fn a_large_file_in_the_repository_keeps_memory_bounded_and_is_left_alone() {
             std::fs::write(repo.join("big.dat"), big).unwrap();
         },
     );
-    let (doc, code, peak, _, id) = use_plan(&s, "local/small");
+    let (doc, code, peak, _, id) = use_measured(&s, "local/small");
     assert_eq!(code, 3, "{doc:#}");
     assert!(peak < PEAK_KIB, "peak {peak} KiB with a {SIZE}-byte file");
     let (diff, _, peak, _) = run_measured(&s.env, &["plan", "diff", &id]);

@@ -102,6 +102,30 @@ impl Env {
         cmd
     }
 
+    /// A shell command line that runs the binary with `args` (shell text, e.g. `tui --focus
+    /// approvals`) in a terminal: this environment's paths, HOME and a scrubbed environment as
+    /// [`Env::command`] has, and `TERM=xterm-256color`; for [`Tmux::open`].
+    pub fn terminal_command(&self, args: &str) -> String {
+        self.terminal_command_with("", args)
+    }
+
+    /// [`Env::terminal_command`] with more variables, `vars` (shell text, `NAME=value ...`).
+    pub fn terminal_command_with(&self, vars: &str, args: &str) -> String {
+        let unset: String = SCRUBBED.iter().map(|v| format!("-u {v} ")).collect();
+        let vars = if vars.is_empty() {
+            String::new()
+        } else {
+            format!("{vars} ")
+        };
+        format!(
+            "env {unset}HOME={home} TERM=xterm-256color {vars}{bin} --data-dir {data} --config-path {config} {args}",
+            home = shell_quote(self.root()),
+            bin = env!("CARGO_BIN_EXE_agents"),
+            data = shell_quote(&self.data_dir),
+            config = shell_quote(&self.config_path),
+        )
+    }
+
     /// Runs the binary and returns its output.
     pub fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().expect("the binary runs")
@@ -137,6 +161,86 @@ pub fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
 }
 
+/// Runs with `--format json` and expects exit 0: the answer.
+pub fn ok(env: &Env, args: &[&str]) -> serde_json::Value {
+    let (doc, code) = env.json(args);
+    assert_eq!(code, 0, "{args:?}: {doc:#}");
+    doc
+}
+
+/// Runs with `--format json` and expects a failure (any non-zero exit) with the error `code`:
+/// the answer.
+pub fn fails(env: &Env, args: &[&str], code: &str) -> serde_json::Value {
+    let (doc, exit) = env.json(args);
+    assert_ne!(exit, 0, "{args:?}: {doc:#}");
+    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc:#}");
+    doc
+}
+
+/// Runs with `--format json` and the scripted provider's key (`SCRIPTED_API_KEY`) set, for
+/// plans whose actors are models: the answer and the exit code.
+pub fn run_keyed(env: &Env, args: &[&str]) -> (serde_json::Value, i32) {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = env
+        .command(&all)
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    (doc, out.status.code().unwrap())
+}
+
+/// `plan use ACTION app --automation-profile PROFILE EXTRA...`: the answer, the exit code and
+/// the id of the plan it created.
+pub fn use_plan(
+    env: &Env,
+    action: &str,
+    profile: &str,
+    extra: &[&str],
+) -> (serde_json::Value, i32, String) {
+    use_plan_by(|args| env.json(args), action, profile, extra)
+}
+
+/// [`use_plan`] with the scripted provider's key set ([`run_keyed`]).
+pub fn use_plan_keyed(
+    env: &Env,
+    action: &str,
+    profile: &str,
+    extra: &[&str],
+) -> (serde_json::Value, i32, String) {
+    use_plan_by(|args| run_keyed(env, args), action, profile, extra)
+}
+
+fn use_plan_by(
+    run: impl FnOnce(&[&str]) -> (serde_json::Value, i32),
+    action: &str,
+    profile: &str,
+    extra: &[&str],
+) -> (serde_json::Value, i32, String) {
+    let mut args = vec![
+        "plan",
+        "use",
+        action,
+        "app",
+        "--automation-profile",
+        profile,
+    ];
+    args.extend_from_slice(extra);
+    let (doc, code) = run(&args);
+    let id = plan_id(&doc);
+    (doc, code, id)
+}
+
+/// The id of the plan a `plan use` answer names (it fails the test when there is none).
+pub fn plan_id(doc: &serde_json::Value) -> String {
+    doc["data"]["plan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no plan id: {doc:#}"))
+        .to_string()
+}
+
 /// A tmux server of our own (its own socket), killed on drop.
 pub struct Tmux {
     socket: String,
@@ -162,8 +266,43 @@ impl Tmux {
         String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "s"]).stdout).into_owned()
     }
 
+    /// Opens the session `s`, `width` columns by `height` rows, running the shell command
+    /// line `command` (see [`Env::terminal_command`]).
+    pub fn open(&self, width: u16, height: u16, command: &str) {
+        let (width, height) = (width.to_string(), height.to_string());
+        let started = self.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            &width,
+            "-y",
+            &height,
+            command,
+        ]);
+        assert!(
+            started.status.success(),
+            "{}",
+            String::from_utf8_lossy(&started.stderr)
+        );
+    }
+
+    /// Types `keys` (tmux key names, or `-l` then literal text).
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "s"];
+        args.extend_from_slice(keys);
+        self.cmd(&args);
+    }
+
+    /// Waits up to 15 s for a screen that `pred` accepts, and returns it.
     pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
+        self.wait_up_to(what, Duration::from_secs(15), pred)
+    }
+
+    /// Waits up to `limit` for a screen that `pred` accepts, and returns it.
+    pub fn wait_up_to(&self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + limit;
         loop {
             let screen = self.screen();
             if pred(&screen) {
@@ -175,6 +314,23 @@ impl Tmux {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Waits up to `limit` for the command to write its exit code to `file` (`echo $? > FILE`
+    /// after it), and returns that code.
+    pub fn exit_code(&self, file: &Path, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        while !file.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "the command did not end; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // The file exists once the shell opened it: let `echo` write.
+        std::thread::sleep(Duration::from_millis(100));
+        std::fs::read_to_string(file).unwrap().trim().to_owned()
     }
 
     pub fn alive(&self) -> bool {
@@ -223,6 +379,22 @@ pub fn git(dir: &Path, args: &[&str]) {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Runs git in `dir` as it is (no fixed identity or dates, unlike [`git`]) and expects it to
+/// succeed: its stdout.
+pub fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A real git repository under `parent/name`: two commits on `main` (README, src/lib.rs,

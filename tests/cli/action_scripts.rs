@@ -1,24 +1,11 @@
-//! The plan loop as a new user meets it on real repositories, the action side, each test named
-//! after what broke: argument quoting, the shell interpreter, YAML byte order
+//! Actions and their scripts on real repositories, each test named after what broke: argument
+//! quoting, the shell interpreter, YAML byte order
 //! marks, names git refuses, append dry runs, rollback approvals, updating and deleting
 //! actions.
 
 use serde_json::Value;
 
-use crate::support::Env;
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
-}
-
-fn fails(env: &Env, args: &[&str], code: &str) -> Value {
-    let (doc, exit) = env.json(args);
-    assert_ne!(exit, 0, "{args:?}: {doc:#}");
-    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc:#}");
-    doc
-}
+use crate::support::{Env, fails, ok};
 
 /// Writes `text` to `<root>/<name>` and returns its path.
 fn file(env: &Env, name: &str, text: &str) -> String {

@@ -8,13 +8,7 @@ use std::fs;
 use serde_json::Value;
 
 use super::apply::{plan_at_apply_gate, repo_with};
-use crate::support::{Env, Tmux, shell_quote, stdout};
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc:#}");
-    doc
-}
+use crate::support::{Env, Tmux, ok, stdout};
 
 const NOTES: &str = r#"cleveragents:
   version: "3.0"
@@ -273,30 +267,9 @@ fn the_apply_question_stays_on_screen_until_answered() {
     let env = Env::new();
     let repo = repo_with(env.root(), "repo", &[("README.md", "hello\n")]);
     let plan = plan_at_apply_gate(&env, &[&repo], &["echo x > x.txt"]);
-    let command = format!(
-        "env -u NO_COLOR -u AGENTS_FORMAT HOME={home} TERM=xterm-256color {bin} --data-dir {data} --config-path {config} plan apply {plan}; echo exit=$?; sleep 30",
-        home = shell_quote(env.root()),
-        bin = env!("CARGO_BIN_EXE_agents"),
-        data = shell_quote(&env.data_dir),
-        config = shell_quote(&env.config_path),
-    );
+    let command = env.terminal_command(&format!("plan apply {plan}; echo exit=$?; sleep 30"));
     let tmux = Tmux::new("apply-prompt");
-    let started = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "s",
-        "-x",
-        "150",
-        "-y",
-        "30",
-        &command,
-    ]);
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
+    tmux.open(150, 30, &command);
     let question = format!("Apply changes for plan {}", plan);
     tmux.wait_for("the question", |s| {
         s.contains(&question) && s.contains("[y/N]")
@@ -314,7 +287,7 @@ fn the_apply_question_stays_on_screen_until_answered() {
             "a spinner is drawn:\n{screen}"
         );
     }
-    tmux.cmd(&["send-keys", "-t", "s", "n", "Enter"]);
+    tmux.keys(&["n", "Enter"]);
     let screen = tmux.wait_for("the answer", |s| s.contains("exit="));
     assert!(screen.contains("exit=1"), "declining exits 1:\n{screen}");
     assert!(screen.contains("declined"), "{screen}");

@@ -1,25 +1,11 @@
-//! Regressions of the registries found by using them from a fresh data directory, each named after what broke.
+//! The registries' edge cases, found by using them from a fresh data directory: refusals,
+//! id prefixes, did-you-mean and hints, rule and YAML errors, and how items show; each test
+//! named after what broke.
 
 use serde_json::Value;
 
-use crate::support::Env;
-
-fn ok(env: &Env, args: &[&str]) -> Value {
-    let (doc, code) = env.json(args);
-    assert_eq!(
-        code,
-        super::registries::expected_exit(args),
-        "{args:?}: {doc:#}"
-    );
-    doc
-}
-
-fn fails(env: &Env, args: &[&str], code: &str) -> Value {
-    let (doc, exit) = env.json(args);
-    assert_ne!(exit, 0, "{args:?}: {doc:#}");
-    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc:#}");
-    doc
-}
+use super::registries::ok_or_gated;
+use crate::support::{Env, fails};
 
 /// The hints of an error envelope, joined with newlines.
 fn hints(doc: &Value) -> String {
@@ -47,19 +33,19 @@ fn file(env: &Env, name: &str, text: &str) -> String {
 
 fn add_careful(env: &Env) {
     let path = file(env, "careful.yaml", CAREFUL);
-    ok(env, &["automation-profile", "add", "--config", &path]);
+    ok_or_gated(env, &["automation-profile", "add", "--config", &path]);
 }
 
 #[test]
 fn removing_a_profile_still_used_globally_by_a_project_or_an_action_is_refused() {
     let env = Env::new();
     add_careful(&env);
-    ok(
+    ok_or_gated(
         &env,
         &["config", "set", "automation-profile", "local/careful"],
     );
-    ok(&env, &["project", "create", "p"]);
-    ok(
+    ok_or_gated(&env, &["project", "create", "p"]);
+    ok_or_gated(
         &env,
         &[
             "config",
@@ -75,7 +61,7 @@ fn removing_a_profile_still_used_globally_by_a_project_or_an_action_is_refused()
         "a.yaml",
         &format!("name: a\nautomation-profile: careful\n{MINIMAL_ACTION}"),
     );
-    ok(&env, &["action", "create", "--config", &action]);
+    ok_or_gated(&env, &["action", "create", "--config", &action]);
 
     let doc = fails(
         &env,
@@ -94,11 +80,11 @@ fn removing_a_profile_still_used_globally_by_a_project_or_an_action_is_refused()
     );
     assert!(hints.contains("action archive local/a"), "{hints}");
     // Nothing was removed.
-    ok(&env, &["automation-profile", "show", "careful"]);
+    ok_or_gated(&env, &["automation-profile", "show", "careful"]);
 
     // Once nobody uses it, it goes.
-    ok(&env, &["config", "unset", "automation-profile"]);
-    ok(
+    ok_or_gated(&env, &["config", "unset", "automation-profile"]);
+    ok_or_gated(
         &env,
         &[
             "config",
@@ -109,15 +95,15 @@ fn removing_a_profile_still_used_globally_by_a_project_or_an_action_is_refused()
             "inherit",
         ],
     );
-    ok(&env, &["action", "archive", "a"]);
-    ok(&env, &["automation-profile", "remove", "--yes", "careful"]);
+    ok_or_gated(&env, &["action", "archive", "a"]);
+    ok_or_gated(&env, &["automation-profile", "remove", "--yes", "careful"]);
 }
 
 #[test]
 fn diagnostics_report_a_global_profile_that_is_not_registered() {
     let env = Env::new();
     add_careful(&env);
-    ok(
+    ok_or_gated(
         &env,
         &["config", "set", "automation-profile", "local/careful"],
     );
@@ -147,9 +133,9 @@ fn diagnostics_report_a_global_profile_that_is_not_registered() {
 #[test]
 fn config_unset_removes_a_key_and_a_whole_provider() {
     let env = Env::new();
-    ok(&env, &["config", "set", "format", "json"]);
-    ok(&env, &["config", "set", "providers.corp.kind", "openai"]);
-    ok(
+    ok_or_gated(&env, &["config", "set", "format", "json"]);
+    ok_or_gated(&env, &["config", "set", "providers.corp.kind", "openai"]);
+    ok_or_gated(
         &env,
         &[
             "config",
@@ -158,22 +144,22 @@ fn config_unset_removes_a_key_and_a_whole_provider() {
             "http://127.0.0.1:9/v1",
         ],
     );
-    let doc = ok(&env, &["config", "unset", "format"]);
+    let doc = ok_or_gated(&env, &["config", "unset", "format"]);
     assert_eq!(doc["data"]["previous"], "json");
     assert_eq!(
-        ok(&env, &["config", "get", "format"])["data"]["source"],
+        ok_or_gated(&env, &["config", "get", "format"])["data"]["source"],
         "default"
     );
     // Unsetting again changes nothing and says so.
-    let doc = ok(&env, &["config", "unset", "format"]);
+    let doc = ok_or_gated(&env, &["config", "unset", "format"]);
     assert_eq!(doc["data"]["previous"], Value::Null);
-    ok(&env, &["config", "unset", "providers.corp.base_url"]);
+    ok_or_gated(&env, &["config", "unset", "providers.corp.base_url"]);
     let text = std::fs::read_to_string(&env.config_path).unwrap();
     assert!(
         text.contains("[providers.corp]") && !text.contains("base_url"),
         "{text}"
     );
-    ok(&env, &["config", "unset", "providers.corp"]);
+    ok_or_gated(&env, &["config", "unset", "providers.corp"]);
     let text = std::fs::read_to_string(&env.config_path).unwrap();
     assert!(!text.contains("corp"), "{text}");
     // Unknown keys are named, as for `config set`.
@@ -201,8 +187,8 @@ const REVIEWER: &str =
 fn configuring_a_provider_named_like_a_custom_namespace_is_refused() {
     let env = Env::new();
     let actor = file(&env, "rev.yaml", REVIEWER);
-    ok(&env, &["actor", "add", "--config", &actor]);
-    ok(&env, &["project", "create", "acme/p"]);
+    ok_or_gated(&env, &["actor", "add", "--config", &actor]);
+    ok_or_gated(&env, &["project", "create", "acme/p"]);
     for (key, who) in [
         ("providers.corp.kind", "actor corp/rev"),
         ("providers.acme.kind", "project acme/p"),
@@ -220,14 +206,14 @@ fn configuring_a_provider_named_like_a_custom_namespace_is_refused() {
         "nothing written"
     );
     // Unrelated providers are fine.
-    ok(&env, &["config", "set", "providers.ollama.kind", "openai"]);
+    ok_or_gated(&env, &["config", "set", "providers.ollama.kind", "openai"]);
 }
 
 #[test]
 fn a_custom_actor_stays_custom_and_removable_when_a_provider_takes_its_namespace() {
     let env = Env::new();
     let actor = file(&env, "rev.yaml", REVIEWER);
-    ok(&env, &["actor", "add", "--config", &actor]);
+    ok_or_gated(&env, &["actor", "add", "--config", &actor]);
     // The provider appears by hand-editing config.toml, past the `config set` check.
     std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
     std::fs::write(
@@ -235,19 +221,19 @@ fn a_custom_actor_stays_custom_and_removable_when_a_provider_takes_its_namespace
         "[providers.corp]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
     )
     .unwrap();
-    let shown = ok(&env, &["actor", "show", "corp/rev"]);
+    let shown = ok_or_gated(&env, &["actor", "show", "corp/rev"]);
     assert_eq!(shown["data"]["actor"]["name"], "corp/rev", "{shown:#}");
     // A provider model is not an actor; the message does not call it built-in.
     let doc = fails(&env, &["actor", "remove", "corp/other"], "CONFLICT");
     let message = doc["error"]["message"].as_str().unwrap();
     assert!(!message.contains("built-in"), "{message}");
     assert!(message.contains("not a registered actor"), "{message}");
-    ok(&env, &["actor", "remove", "corp/rev"]);
+    ok_or_gated(&env, &["actor", "remove", "corp/rev"]);
 }
 
 /// `(parent, child)` names of `resource show NAME`'s children.
 fn child_names(env: &Env, name: &str) -> Vec<String> {
-    ok(env, &["resource", "show", name])["data"]["children"]
+    ok_or_gated(env, &["resource", "show", name])["data"]["children"]
         .as_array()
         .unwrap()
         .iter()
@@ -262,11 +248,11 @@ fn resource_add_update_keeps_manual_links_to_discovered_children() {
     let repo = repo.to_str().unwrap();
     let d1 = env.root().join("d1");
     std::fs::create_dir(&d1).unwrap();
-    ok(
+    ok_or_gated(
         &env,
         &["resource", "add", "git-checkout", "api", "--path", repo],
     );
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -277,7 +263,7 @@ fn resource_add_update_keeps_manual_links_to_discovered_children() {
             d1.to_str().unwrap(),
         ],
     );
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -288,8 +274,8 @@ fn resource_add_update_keeps_manual_links_to_discovered_children() {
             "d1",
         ],
     );
-    let before = ok(&env, &["resource", "show", "local/api:worktree"]);
-    let doc = ok(
+    let before = ok_or_gated(&env, &["resource", "show", "local/api:worktree"]);
+    let doc = ok_or_gated(
         &env,
         &[
             "resource",
@@ -307,7 +293,7 @@ fn resource_add_update_keeps_manual_links_to_discovered_children() {
         "manual link kept"
     );
     // The child kept its identity.
-    let after = ok(&env, &["resource", "show", "local/api:worktree"]);
+    let after = ok_or_gated(&env, &["resource", "show", "local/api:worktree"]);
     assert!(before["data"]["resource"]["resource_id"].is_string());
     assert_eq!(
         before["data"]["resource"]["resource_id"],
@@ -322,11 +308,11 @@ fn resource_add_update_reports_manual_links_to_children_that_are_gone() {
     let d1 = env.root().join("d1");
     std::fs::create_dir(&d1).unwrap();
     let repo_s = repo.to_str().unwrap();
-    ok(
+    ok_or_gated(
         &env,
         &["resource", "add", "git-checkout", "api", "--path", repo_s],
     );
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -337,7 +323,7 @@ fn resource_add_update_reports_manual_links_to_children_that_are_gone() {
             d1.to_str().unwrap(),
         ],
     );
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -350,11 +336,11 @@ fn resource_add_update_reports_manual_links_to_children_that_are_gone() {
     );
     // The work tree is now a registered directory, so the update links that one instead and
     // the discovered local/api:worktree (with its manual link) is gone.
-    ok(
+    ok_or_gated(
         &env,
         &["resource", "add", "fs-directory", "wt", "--path", repo_s],
     );
-    let doc = ok(
+    let doc = ok_or_gated(
         &env,
         &[
             "resource",
@@ -383,7 +369,7 @@ fn the_same_checkout_or_directory_cannot_be_registered_twice() {
     let env = Env::new();
     let repo = crate::support::git_repo(env.root(), "api");
     let repo = repo.to_str().unwrap();
-    ok(
+    ok_or_gated(
         &env,
         &["resource", "add", "git-checkout", "api", "--path", repo],
     );
@@ -405,7 +391,7 @@ fn the_same_checkout_or_directory_cannot_be_registered_twice() {
     );
     fails(&env, &["resource", "show", "api2"], "NOT_FOUND");
     // Updating the original under its own name still works.
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -420,7 +406,7 @@ fn the_same_checkout_or_directory_cannot_be_registered_twice() {
     let d = env.root().join("d");
     std::fs::create_dir(&d).unwrap();
     let d = d.to_str().unwrap();
-    ok(&env, &["resource", "add", "fs-directory", "d", "--path", d]);
+    ok_or_gated(&env, &["resource", "add", "fs-directory", "d", "--path", d]);
     fails(
         &env,
         &["resource", "add", "fs-directory", "d2", "--path", d],
@@ -457,8 +443,8 @@ fn collide_ids(env: &Env, table: &str, column: &str, prefix: &str) -> [String; 2
 #[test]
 fn list_ids_of_items_created_in_the_same_second_are_unique_and_resolve() {
     let env = Env::new();
-    ok(&env, &["project", "create", "p1"]);
-    ok(&env, &["project", "create", "p2"]);
+    ok_or_gated(&env, &["project", "create", "p1"]);
+    ok_or_gated(&env, &["project", "create", "p2"]);
     let [a, b] = collide_ids(&env, "projects", "project_id", "");
     let plain = crate::support::stdout(&env.run(&["--format", "plain", "project", "list"]));
     assert!(
@@ -466,11 +452,11 @@ fn list_ids_of_items_created_in_the_same_second_are_unique_and_resolve() {
         "{plain}"
     );
     assert_eq!(
-        ok(&env, &["project", "show", "01M8MK9C00A"])["data"]["project"]["project_id"],
+        ok_or_gated(&env, &["project", "show", "01M8MK9C00A"])["data"]["project"]["project_id"],
         a.as_str()
     );
     assert_eq!(
-        ok(&env, &["project", "show", "01m8mk9c00b"])["data"]["project"]["project_id"],
+        ok_or_gated(&env, &["project", "show", "01m8mk9c00b"])["data"]["project"]["project_id"],
         b.as_str()
     );
 }
@@ -478,8 +464,8 @@ fn list_ids_of_items_created_in_the_same_second_are_unique_and_resolve() {
 #[test]
 fn an_ambiguous_id_prefix_is_ambiguous_for_every_registry() {
     let env = Env::new();
-    ok(&env, &["project", "create", "p1"]);
-    ok(&env, &["project", "create", "p2"]);
+    ok_or_gated(&env, &["project", "create", "p1"]);
+    ok_or_gated(&env, &["project", "create", "p2"]);
     collide_ids(&env, "projects", "project_id", "");
     let doc = fails(&env, &["project", "show", "01M8MK9C"], "AMBIGUOUS");
     let message = doc["error"]["message"].as_str().unwrap();
@@ -491,14 +477,14 @@ fn an_ambiguous_id_prefix_is_ambiguous_for_every_registry() {
             &format!("{name}.yaml"),
             &format!("name: {name}\n{MINIMAL_ACTION}"),
         );
-        ok(&env, &["action", "create", "--config", &path]);
+        ok_or_gated(&env, &["action", "create", "--config", &path]);
     }
     collide_ids(&env, "actions", "action_id", "");
     fails(&env, &["action", "show", "01M8MK9C"], "AMBIGUOUS");
-    ok(&env, &["action", "show", "01M8MK9C00A"]);
+    ok_or_gated(&env, &["action", "show", "01M8MK9C00A"]);
 
-    ok(&env, &["invariant", "add", "--global", "one"]);
-    ok(&env, &["invariant", "add", "--global", "two"]);
+    ok_or_gated(&env, &["invariant", "add", "--global", "one"]);
+    ok_or_gated(&env, &["invariant", "add", "--global", "two"]);
     collide_ids(&env, "invariants", "invariant_id", "inv_");
     fails(
         &env,
@@ -512,7 +498,7 @@ fn a_resource_is_found_by_its_full_id_and_by_a_unique_prefix() {
     let env = Env::new();
     let d = env.root().join("d");
     std::fs::create_dir(&d).unwrap();
-    let added = ok(
+    let added = ok_or_gated(
         &env,
         &[
             "resource",
@@ -526,7 +512,7 @@ fn a_resource_is_found_by_its_full_id_and_by_a_unique_prefix() {
     let id = added["data"]["resource"]["resource_id"].as_str().unwrap();
     for given in [id, &id[..12]] {
         assert_eq!(
-            ok(&env, &["resource", "show", given])["data"]["resource"]["name"],
+            ok_or_gated(&env, &["resource", "show", given])["data"]["resource"]["name"],
             "local/d"
         );
     }
@@ -535,10 +521,10 @@ fn a_resource_is_found_by_its_full_id_and_by_a_unique_prefix() {
 #[test]
 fn a_misspelt_name_gets_a_did_you_mean_for_every_registry() {
     let env = Env::new();
-    ok(&env, &["project", "create", "api-service"]);
+    ok_or_gated(&env, &["project", "create", "api-service"]);
     let d = env.root().join("d");
     std::fs::create_dir(&d).unwrap();
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -554,7 +540,7 @@ fn a_misspelt_name_gets_a_did_you_mean_for_every_registry() {
         "a.yaml",
         &format!("name: add-license\n{MINIMAL_ACTION}"),
     );
-    ok(
+    ok_or_gated(
         &env,
         &["action", "create", "--available", "--config", &action],
     );
@@ -563,7 +549,7 @@ fn a_misspelt_name_gets_a_did_you_mean_for_every_registry() {
         "r.yaml",
         "name: reviewer\nmodel: anthropic/claude-sonnet-4-5\n",
     );
-    ok(&env, &["actor", "add", "--config", &actor]);
+    ok_or_gated(&env, &["actor", "add", "--config", &actor]);
     for (args, code, wanted) in [
         (
             vec!["project", "show", "local/api-servic"],
@@ -618,7 +604,7 @@ fn action_available_refuses_unknown_spawn_targets_tools_and_undeclared_spawn_arg
             "name: a\n{MINIMAL_ACTION}script:\n  - name: t\n    tool: read_fil\n  - name: s\n    spawn: {{action: local/does-not-exist}}\n"
         ),
     );
-    ok(&env, &["action", "create", "--config", &action]);
+    ok_or_gated(&env, &["action", "create", "--config", &action]);
     let doc = fails(&env, &["action", "available", "a"], "INVALID_INPUT");
     let detail = doc["error"]["detail"].as_str().unwrap();
     assert!(detail.contains("unknown tool `read_fil`"), "{detail}");
@@ -656,7 +642,7 @@ fn action_available_refuses_unknown_spawn_targets_tools_and_undeclared_spawn_arg
             "name: c\n{MINIMAL_ACTION}script:\n  - name: t\n    tool: read_file\n    args: {{path: README}}\n  - name: s\n    spawn: {{action: local/update-docs, args: {{topic: x}}}}\n  - name: again\n    spawn: {{action: c}}\n"
         ),
     );
-    ok(
+    ok_or_gated(
         &env,
         &["action", "create", "--available", "--config", &action],
     );
@@ -696,7 +682,7 @@ fn hints_are_runnable_commands_with_real_names_and_the_environment_flags() {
     let env = Env::new();
     let d = env.root().join("d");
     std::fs::create_dir(&d).unwrap();
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -707,7 +693,7 @@ fn hints_are_runnable_commands_with_real_names_and_the_environment_flags() {
             d.to_str().unwrap(),
         ],
     );
-    ok(&env, &["project", "create", "--resource", "api", "p"]);
+    ok_or_gated(&env, &["project", "create", "--resource", "api", "p"]);
     let data_dir = env.data_dir.to_str().unwrap().to_string();
     let every_hint_is_a_command = |doc: &Value| {
         for h in doc["error"]["suggestions"].as_array().unwrap() {
@@ -725,11 +711,11 @@ fn hints_are_runnable_commands_with_real_names_and_the_environment_flags() {
     );
 
     let action = file(&env, "a.yaml", &format!("name: a\n{MINIMAL_ACTION}"));
-    ok(
+    ok_or_gated(
         &env,
         &["action", "create", "--available", "--config", &action],
     );
-    ok(&env, &["plan", "use", "a", "p"]);
+    ok_or_gated(&env, &["plan", "use", "a", "p"]);
     let doc = fails(&env, &["project", "delete", "--yes", "p"], "CONFLICT");
     every_hint_is_a_command(&doc);
     assert!(
@@ -742,7 +728,7 @@ fn hints_are_runnable_commands_with_real_names_and_the_environment_flags() {
         "b.yaml",
         "name: b\ndefinition-of-done: d\nstrategy-actor: local/nobody\nexecution-actor: builtin/script-executor\n",
     );
-    ok(&env, &["action", "create", "--config", &bad]);
+    ok_or_gated(&env, &["action", "create", "--config", &bad]);
     let doc = fails(&env, &["action", "available", "b"], "INVALID_INPUT");
     every_hint_is_a_command(&doc);
     assert!(hints(&doc).contains("action available local/b"), "{doc:#}");
@@ -752,8 +738,8 @@ fn hints_are_runnable_commands_with_real_names_and_the_environment_flags() {
 fn the_duplicate_action_hint_suggests_a_new_name_that_works_after_archiving() {
     let env = Env::new();
     let action = file(&env, "a.yaml", &format!("name: a\n{MINIMAL_ACTION}"));
-    ok(&env, &["action", "create", "--config", &action]);
-    ok(&env, &["action", "archive", "a"]);
+    ok_or_gated(&env, &["action", "create", "--config", &action]);
+    ok_or_gated(&env, &["action", "archive", "a"]);
     let doc = fails(&env, &["action", "create", "--config", &action], "CONFLICT");
     let hints = hints(&doc);
     assert!(!hints.contains("archive"), "{hints}");
@@ -800,7 +786,7 @@ fn reusable_and_no_reusable_together_are_refused_and_overrides_list_name_and_inv
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc = ok(
+    let doc = ok_or_gated(
         &env,
         &[
             "action",
@@ -911,9 +897,9 @@ fn yaml_syntax_errors_are_plain_and_name_no_internal_types() {
 #[test]
 fn plan_use_shows_the_automatic_phases_instead_of_a_contradicting_level() {
     let env = Env::new();
-    ok(&env, &["project", "create", "p"]);
+    ok_or_gated(&env, &["project", "create", "p"]);
     let action = file(&env, "a.yaml", &format!("name: a\n{MINIMAL_ACTION}"));
-    ok(
+    ok_or_gated(
         &env,
         &["action", "create", "--available", "--config", &action],
     );
@@ -936,7 +922,7 @@ fn plan_use_shows_the_automatic_phases_instead_of_a_contradicting_level() {
 fn children_counts_agree_between_list_and_show_and_a_branch_is_not_sandboxable_without_strategy() {
     let env = Env::new();
     let repo = crate::support::git_repo(env.root(), "api");
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -951,7 +937,7 @@ fn children_counts_agree_between_list_and_show_and_a_branch_is_not_sandboxable_w
     let d2 = env.root().join("d2");
     std::fs::create_dir(&d1).unwrap();
     std::fs::create_dir(&d2).unwrap();
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -962,7 +948,7 @@ fn children_counts_agree_between_list_and_show_and_a_branch_is_not_sandboxable_w
             d1.to_str().unwrap(),
         ],
     );
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -973,8 +959,8 @@ fn children_counts_agree_between_list_and_show_and_a_branch_is_not_sandboxable_w
             d2.to_str().unwrap(),
         ],
     );
-    ok(&env, &["resource", "link-child", "-p", "d1", "-c", "d2"]);
-    let list = ok(&env, &["resource", "list", "--all"]);
+    ok_or_gated(&env, &["resource", "link-child", "-p", "d1", "-c", "d2"]);
+    let list = ok_or_gated(&env, &["resource", "list", "--all"]);
     for r in list["data"]["resources"].as_array().unwrap() {
         let name = r["name"].as_str().unwrap();
         let shown = child_names(&env, name).len();
@@ -991,7 +977,7 @@ fn children_counts_agree_between_list_and_show_and_a_branch_is_not_sandboxable_w
     };
     assert_eq!(count("local/d1"), 1);
     assert_eq!(count("local/api"), 2, "repository and work tree");
-    let branch = ok(&env, &["resource", "show", "local/api:repo:dev"]);
+    let branch = ok_or_gated(&env, &["resource", "show", "local/api:repo:dev"]);
     assert_eq!(branch["data"]["sandbox_strategy"], "none");
     assert_eq!(branch["data"]["sandboxable"], false);
     let plain = crate::support::stdout(&env.run(&[
@@ -1034,7 +1020,7 @@ fn action_show_displays_sandbox_settings_and_create_refuses_root_or_escaping_wri
             "name: ok\n{MINIMAL_ACTION}sandbox:\n  network: true\n  writable-paths: [/tmp/cache]\n"
         ),
     );
-    ok(&env, &["action", "create", "--config", &action]);
+    ok_or_gated(&env, &["action", "create", "--config", &action]);
     let plain = crate::support::stdout(&env.run(&["--format", "plain", "action", "show", "ok"]));
     assert!(plain.contains("Sandbox"), "{plain}");
     assert!(plain.contains("Network: yes"), "{plain}");
@@ -1045,7 +1031,7 @@ fn action_show_displays_sandbox_settings_and_create_refuses_root_or_escaping_wri
 fn linking_a_read_only_resource_type_never_shows_read_only_no() {
     let env = Env::new();
     let repo = crate::support::git_repo(env.root(), "api");
-    ok(
+    ok_or_gated(
         &env,
         &[
             "resource",
@@ -1056,7 +1042,7 @@ fn linking_a_read_only_resource_type_never_shows_read_only_no() {
             repo.to_str().unwrap(),
         ],
     );
-    ok(&env, &["project", "create", "p"]);
+    ok_or_gated(&env, &["project", "create", "p"]);
     let plain = crate::support::stdout(&env.run(&[
         "--format",
         "plain",
@@ -1098,9 +1084,9 @@ fn action_list_summary_does_not_count_hidden_archived_actions_as_listed() {
             &format!("{name}.yaml"),
             &format!("name: {name}\n{MINIMAL_ACTION}"),
         );
-        ok(&env, &["action", "create", "--config", &action]);
+        ok_or_gated(&env, &["action", "create", "--config", &action]);
     }
-    ok(&env, &["action", "archive", "b"]);
+    ok_or_gated(&env, &["action", "archive", "b"]);
     let plain = crate::support::stdout(&env.run(&["--format", "plain", "action", "list"]));
     assert!(plain.contains("Listed: 1"), "{plain}");
     assert!(plain.contains("Registered: 2"), "{plain}");
@@ -1147,8 +1133,8 @@ fn a_relative_config_path_is_stored_absolute() {
 #[test]
 fn the_project_backup_ends_with_a_newline() {
     let env = Env::new();
-    ok(&env, &["project", "create", "p"]);
-    let doc = ok(&env, &["project", "delete", "--yes", "p"]);
+    ok_or_gated(&env, &["project", "create", "p"]);
+    let doc = ok_or_gated(&env, &["project", "delete", "--yes", "p"]);
     let backup = doc["data"]["backup"].as_str().unwrap();
     let text = std::fs::read_to_string(backup).unwrap();
     assert!(text.ends_with("}\n"), "{text}");
@@ -1162,7 +1148,7 @@ fn actor_show_spells_options_as_in_yaml() {
         "r.yaml",
         "name: r\nmodel: anthropic/claude-sonnet-4-5\noptions: {max-tokens: 100}\nlimits: {max-turns: 5}\n",
     );
-    ok(&env, &["actor", "add", "--config", &actor]);
+    ok_or_gated(&env, &["actor", "add", "--config", &actor]);
     let plain = crate::support::stdout(&env.run(&["--format", "plain", "actor", "show", "r"]));
     assert!(plain.contains("max-tokens: 100"), "{plain}");
     assert!(!plain.contains("max_tokens"), "{plain}");

@@ -1,5 +1,6 @@
-//! Regressions found by a new user's first session with the foundation, each named after
-//! what broke.
+//! Setting up and configuring: `config` (permissions, symlinks, providers, headers, path
+//! variables), `init`, an unusable data directory, diagnostics, usage errors, completions and
+//! the binary's own name; each test named after what broke.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

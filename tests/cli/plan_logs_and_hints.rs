@@ -1,12 +1,13 @@
-//! The plan loop as a new user meets it on real repositories: what misled or broke, each
-//! test named after the behaviour that broke.
+//! What a plan tells its user on real repositories: step output in `plan logs` and `plan
+//! status`, recovery hints that work as printed, the diff after apply, multi-project run
+//! steps; each test named after the behaviour that broke.
 
 use std::fs;
 
 use serde_json::Value;
 
 use super::lifecycle::{Setup, setup_with};
-use crate::support::Env;
+use crate::support::{Env, git_out};
 
 fn check<'a>(diagnostics: &'a Value, name: &str) -> &'a Value {
     diagnostics["data"]["checks"]
@@ -520,13 +521,7 @@ fn applied_plan(s: &Setup) -> String {
 }
 
 fn head_commit(repo: &std::path::Path) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    git_out(repo, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
 #[test]
