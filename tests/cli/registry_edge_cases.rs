@@ -1161,7 +1161,7 @@ const COUNTING_SKILL: &str =
 
 /// The names `tool list` and `skill list` print, in order.
 fn listed(env: &Env, registry: &str) -> Vec<String> {
-    let doc = ok(env, &[registry, "list"]);
+    let doc = ok_or_gated(env, &[registry, "list"]);
     let rows = doc["data"]
         .as_array()
         .or_else(|| doc["data"][format!("{registry}s")].as_array())
@@ -1176,7 +1176,7 @@ fn listed(env: &Env, registry: &str) -> Vec<String> {
 #[test]
 fn bare_tool_and_skill_names_mean_local_as_in_every_other_registry() {
     let env = Env::new();
-    ok(
+    ok_or_gated(
         &env,
         &[
             "tool",
@@ -1185,7 +1185,7 @@ fn bare_tool_and_skill_names_mean_local_as_in_every_other_registry() {
             &file(&env, "count.yaml", COUNT_TOOL),
         ],
     );
-    ok(
+    ok_or_gated(
         &env,
         &[
             "skill",
@@ -1195,7 +1195,7 @@ fn bare_tool_and_skill_names_mean_local_as_in_every_other_registry() {
         ],
     );
     assert_eq!(
-        ok(&env, &["tool", "show", "count-lines"])["data"]["tool"]["name"],
+        ok_or_gated(&env, &["tool", "show", "count-lines"])["data"]["tool"]["name"],
         "local/count-lines"
     );
 
@@ -1213,11 +1213,11 @@ fn bare_tool_and_skill_names_mean_local_as_in_every_other_registry() {
         "{refused:#}"
     );
 
-    let removed = ok(&env, &["skill", "remove", "--yes", "counting"]);
+    let removed = ok_or_gated(&env, &["skill", "remove", "--yes", "counting"]);
     assert_eq!(removed["data"]["skill"], "local/counting", "{removed:#}");
     assert_eq!(listed(&env, "skill"), Vec::<String>::new());
 
-    let removed = ok(&env, &["tool", "remove", "--yes", "count-lines"]);
+    let removed = ok_or_gated(&env, &["tool", "remove", "--yes", "count-lines"]);
     assert_eq!(
         removed["data"]["tool"]["name"], "local/count-lines",
         "{removed:#}"
