@@ -524,6 +524,12 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
     let (plans, project, action) = (listed.plans, listed.project, listed.action);
     let n = plans.len();
     let count = |s: ProcessingState| plans.iter().filter(|p| p.state() == s).count().to_string();
+    // A phase that completed waits for the next one (or its gate); only an applied plan is done.
+    let applied = plans.iter().filter(|p| p.phase() == Phase::Applied).count();
+    let waiting = plans
+        .iter()
+        .filter(|p| p.state() == ProcessingState::Complete && p.phase() != Phase::Applied)
+        .count();
     // Each format builds only what it shows: the json rows or the table's cells.
     let structured = ctx.format.is_structured();
     let mut report = Report::ok(
@@ -580,7 +586,8 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
             ("Total", n.to_string()),
             ("Queued", count(ProcessingState::Queued)),
             ("Processing", count(ProcessingState::Processing)),
-            ("Completed", count(ProcessingState::Complete)),
+            ("Waiting", waiting.to_string()),
+            ("Applied", applied.to_string()),
             ("Errored", count(ProcessingState::Errored)),
             ("Cancelled", count(ProcessingState::Cancelled)),
         ],

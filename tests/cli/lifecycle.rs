@@ -922,3 +922,40 @@ fn plan_status_renders_the_engines_status_view() {
     assert_eq!(v.plan.state(), ProcessingState::Complete);
     assert_eq!(doc["headline"]["text"], "Plan applied");
 }
+
+#[test]
+fn plan_list_counts_plans_waiting_at_a_gate_apart_from_applied_ones() {
+    let s = setup();
+    // Waits at the execute gate, and at the apply gate.
+    let (_, code, _) = use_plan(&s, "supervised");
+    assert_eq!(code, 3);
+    let (_, code, at_apply) = use_plan(&s, "supervised");
+    assert_eq!(code, 3);
+    let (_, code) = s.env.json(&["plan", "execute", &at_apply]);
+    assert_eq!(code, 3, "stops at the apply gate");
+    // Applied.
+    let (_, _, applied) = use_plan(&s, "supervised");
+    s.env.json(&["plan", "execute", &applied]);
+    ok(&s.env, &["plan", "apply", "--yes", &applied]);
+
+    let out = s.env.run(&["--format", "plain", "plan", "list"]);
+    let text = crate::support::stdout(&out);
+    let summary: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Summary"))
+        .collect();
+    let row = |name: &str| {
+        summary
+            .iter()
+            .find(|l| l.trim_start().starts_with(&format!("{name}:")))
+            .map(|l| l.split(':').nth(1).unwrap().trim().to_string())
+            .unwrap_or_else(|| panic!("no {name} row in:\n{text}"))
+    };
+    assert_eq!(row("Total"), "3", "{text}");
+    assert_eq!(row("Waiting"), "2", "{text}");
+    assert_eq!(row("Applied"), "1", "{text}");
+    assert!(
+        !summary.iter().any(|l| l.contains("Completed")),
+        "a plan waiting at a gate is not completed:\n{text}"
+    );
+}
