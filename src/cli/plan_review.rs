@@ -13,10 +13,10 @@ use cleveragents_engine::api::{Op, Outcome, ReviewRequest};
 /// `plan review` arguments.
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
-    /// Accept these hunks (id or unique prefix) or files (path); repeatable
+    /// Accept these hunks (id or unique prefix) or files (a path, a directory, or a glob such as `tests/**`); repeatable
     #[arg(long, value_name = "HUNK|PATH", num_args = 1..)]
     pub accept: Vec<String>,
-    /// Reject these hunks (id or unique prefix) or files (path); repeatable
+    /// Reject these hunks (id or unique prefix) or files (a path, a directory, or a glob such as `tests/**`); repeatable
     #[arg(long, value_name = "HUNK|PATH", num_args = 1..)]
     pub reject: Vec<String>,
     /// Set these back to pending; repeatable

@@ -395,3 +395,38 @@ fn a_reason_given_with_both_accept_and_reject_belongs_to_the_rejection() {
         "{doc:#}"
     );
 }
+
+#[test]
+fn a_directory_or_a_glob_marks_every_changed_file_it_names() {
+    let env = Env::new();
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[
+            ("src/lib.rs", "a\n"),
+            ("tests/one.rs", "a\n"),
+            ("tests/two.rs", "a\n"),
+        ],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["for f in src/lib.rs tests/one.rs tests/two.rs; do printf 'b\\n' > $f; done"],
+    );
+    let (doc, code) = env.json(&["plan", "review", &plan, "--reject", "tests"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&["plan", "review", &plan, "--accept", "src/*.rs"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let marks: Vec<(String, String)> = items(&env, &plan)
+        .into_iter()
+        .map(|(_, path, _, mark)| (path, mark))
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            ("src/lib.rs".to_string(), "accepted".to_string()),
+            ("tests/one.rs".to_string(), "rejected".to_string()),
+            ("tests/two.rs".to_string(), "rejected".to_string()),
+        ]
+    );
+}

@@ -66,7 +66,9 @@ impl Mark {
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
     /// A named hunk or path is not in the plan's diff.
-    #[error("`{target}` is neither a hunk id nor a changed path of the plan's diff")]
+    #[error(
+        "`{target}` is neither a hunk id nor a changed path, directory or glob of the plan's diff"
+    )]
     NotFound {
         /// What was named.
         target: String,
@@ -416,12 +418,68 @@ fn file_mark(items: &[Item]) -> Mark {
     }
 }
 
-/// Resolves what `plan review --accept/--reject` names: a hunk id (or a unique prefix of at
-/// least 4 digits) or a changed path (every item of that file). Returns `(item id, resource,
-/// path)` per item.
+/// How a `plan review` target names files: a changed path, a directory (every changed file
+/// under it) or a glob (`tests/**`, `*.snap`: `*` stays within one directory).
+enum PathTarget {
+    Exact(String),
+    Directory(String),
+    Glob(globset::GlobMatcher),
+}
+
+impl PathTarget {
+    fn of(target: &str) -> Result<Self, ReviewError> {
+        if target.contains(['*', '?', '[', '{']) {
+            let glob = globset::GlobBuilder::new(target)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| ReviewError::Glob {
+                    glob: target.to_string(),
+                    message: e.kind().to_string(),
+                })?;
+            return Ok(PathTarget::Glob(glob.compile_matcher()));
+        }
+        Ok(match target.strip_suffix('/') {
+            Some(dir) => PathTarget::Directory(dir.to_string()),
+            None => PathTarget::Exact(target.to_string()),
+        })
+    }
+
+    fn names(&self, path: &str) -> bool {
+        match self {
+            PathTarget::Exact(p) => path == p,
+            PathTarget::Directory(d) => path
+                .strip_prefix(d.as_str())
+                .is_some_and(|r| r.starts_with('/')),
+            PathTarget::Glob(g) => g.is_match(path),
+        }
+    }
+
+    /// The same target read as a directory (`tests` names `tests/...` when no file is
+    /// `tests`).
+    fn as_directory(&self) -> Option<Self> {
+        match self {
+            PathTarget::Exact(p) => Some(PathTarget::Directory(p.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// The items of the files `target` names (by new or old path).
+fn items_named<'a>(review: &'a Review, target: &PathTarget) -> Vec<(&'a ReviewFile, &'a Item)> {
+    review
+        .items()
+        .filter(|(f, _)| {
+            target.names(&f.path) || f.old_path.as_deref().is_some_and(|o| target.names(o))
+        })
+        .collect()
+}
+
+/// Resolves what `plan review --accept/--reject` names: a changed path, a directory or a glob
+/// (every item of the files it names), or a hunk id (or a unique prefix of at least 4
+/// digits). Returns `(item id, resource, path)` per item.
 ///
 /// # Errors
-/// [`ReviewError::NotFound`], [`ReviewError::Ambiguous`].
+/// [`ReviewError::NotFound`], [`ReviewError::Ambiguous`], [`ReviewError::Glob`].
 pub fn resolve(
     review: &Review,
     targets: &[String],
@@ -429,10 +487,13 @@ pub fn resolve(
     let mut out: Vec<(String, String, String)> = Vec::new();
     for t in targets {
         let t = t.trim();
-        let by_path: Vec<_> = review
-            .items()
-            .filter(|(f, _)| f.path == t || f.old_path.as_deref() == Some(t))
-            .collect();
+        let named = PathTarget::of(t)?;
+        let mut by_path = items_named(review, &named);
+        if by_path.is_empty()
+            && let Some(dir) = named.as_directory()
+        {
+            by_path = items_named(review, &dir);
+        }
         let chosen = if !by_path.is_empty() {
             by_path
         } else {
@@ -497,6 +558,90 @@ mod tests {
         assert_ne!(hunk_id("r", "f", &a[0]), hunk_id("r", "g", &a[0]));
         let c = diff::text_hunks("a\nb\nc\n", "a\nX\nc\n");
         assert_ne!(hunk_id("r", "f", &a[0]), hunk_id("r", "f", &c[0]));
+    }
+
+    /// A review of one resource `r` with one hunk per path.
+    fn review_of(paths: &[&str]) -> Review {
+        let files = paths
+            .iter()
+            .enumerate()
+            .map(|(n, p)| ReviewFile {
+                resource: "r".into(),
+                path: (*p).into(),
+                old_path: None,
+                status: FileStatus::Modified,
+                binary: false,
+                additions: 1,
+                deletions: 1,
+                mark: Mark::Pending,
+                items: vec![Item {
+                    id: format!("{n:012x}"),
+                    whole_file: false,
+                    old_start: 1,
+                    old_lines: 1,
+                    new_start: 1,
+                    new_lines: 1,
+                    additions: 1,
+                    deletions: 1,
+                    decision_ids: Vec::new(),
+                    mark: Mark::Pending,
+                    reason: None,
+                    marked_in_attempt: None,
+                }],
+                diff: FileDiff::default(),
+            })
+            .collect();
+        Review {
+            plan_id: "p".into(),
+            attempt: 1,
+            counts: Counts::default(),
+            files,
+        }
+    }
+
+    fn resolved_paths(review: &Review, targets: &[&str]) -> Result<Vec<String>, ReviewError> {
+        let targets: Vec<String> = targets.iter().map(|t| (*t).to_string()).collect();
+        Ok(resolve(review, &targets)?
+            .into_iter()
+            .map(|(_, _, path)| path)
+            .collect())
+    }
+
+    #[test]
+    fn a_directory_or_a_glob_names_every_changed_file_under_it() {
+        let review = review_of(&[
+            "src/lib.rs",
+            "src/util/mod.rs",
+            "tests/a_test.rs",
+            "tests/b_test.rs",
+            "testsuite.txt",
+        ]);
+        assert_eq!(
+            resolved_paths(&review, &["tests"]).unwrap(),
+            ["tests/a_test.rs", "tests/b_test.rs"],
+            "a directory names the files under it, not a sibling sharing its prefix"
+        );
+        assert_eq!(
+            resolved_paths(&review, &["src/"]).unwrap(),
+            ["src/lib.rs", "src/util/mod.rs"]
+        );
+        assert_eq!(
+            resolved_paths(&review, &["**/*_test.rs"]).unwrap(),
+            ["tests/a_test.rs", "tests/b_test.rs"]
+        );
+        assert_eq!(
+            resolved_paths(&review, &["src/*.rs"]).unwrap(),
+            ["src/lib.rs"],
+            "`*` stays within one directory"
+        );
+        assert!(matches!(
+            resolved_paths(&review, &["docs/**"]),
+            Err(ReviewError::NotFound { .. })
+        ));
+        assert!(matches!(
+            resolved_paths(&review, &["src/[a"]),
+            Err(ReviewError::Glob { .. })
+        ));
     }
 
     #[test]
