@@ -686,7 +686,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             "--max-cost-usd must be a non-negative number of US dollars",
         ));
     }
-    let engine = super::plan_run::engine(ctx, false, "Correcting")?;
+    let engine = super::plan::run::engine(ctx, false, "Correcting")?;
     let r = match engine.run(api::Op::Correct(Box::new(api::Correction {
         decision: d.decision_id,
         mode: api::CorrectMode::Revert,
@@ -695,7 +695,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         max_tokens: a.max_tokens,
     })))? {
         api::Outcome::Reverted(r) => *r,
-        other => return Err(super::plan_run::unexpected(&other)),
+        other => return Err(super::plan::run::unexpected(&other)),
     };
     let Some(driven) = r.driven.clone() else {
         return Err(CliError::new(
@@ -724,7 +724,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         "attempt_status": r.attempt.status,
         "phase": p.phase(),
         "state": p.state(),
-        "stopped": super::plan_json::stopped(&driven.stopped),
+        "stopped": super::plan::json::stopped(&driven.stopped),
         "next": next,
     });
     let ok_stop = matches!(
@@ -732,7 +732,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         Stopped::Gate { .. } | Stopped::Applied | Stopped::NothingToDo { .. }
     );
     if !ok_stop {
-        return super::plan_run::driven_report(ctx, "plan correct", driven).map(|mut rep| {
+        return super::plan::run::driven_report(ctx, "plan correct", driven).map(|mut rep| {
             rep.data = data.clone();
             rep
         });
@@ -1005,7 +1005,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         d.decision_id
     ));
     {
-        let engine = super::plan_run::engine(ctx, false, "Reading")?.lifecycle()?;
+        let engine = super::plan::run::engine(ctx, false, "Reading")?.lifecycle()?;
         let parent = engine.plan(&d.plan_id)?;
         appending::child_execution_actor(&engine, &parent, a.execution_actor.as_deref()).map_err(
             |why| {
@@ -1023,7 +1023,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         )?;
     }
     if a.dry_run {
-        let engine = super::plan_run::engine(ctx, false, "Reading")?.lifecycle()?;
+        let engine = super::plan::run::engine(ctx, false, "Reading")?.lifecycle()?;
         let parent = engine.plan(&d.plan_id)?;
         let bases = appending::child_bases(&engine, &parent)?;
         let data = json!({
@@ -1061,7 +1061,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         &ctx.terminal,
         &again,
     )?;
-    let engine = super::plan_run::engine(ctx, false, "Adding a child plan")?;
+    let engine = super::plan::run::engine(ctx, false, "Adding a child plan")?;
     let r = match engine.run(api::Op::Correct(Box::new(api::Correction {
         decision: d.decision_id,
         mode: api::CorrectMode::Append {
@@ -1072,7 +1072,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         max_tokens: None,
     })))? {
         api::Outcome::Appended(r) => *r,
-        other => return Err(super::plan_run::unexpected(&other)),
+        other => return Err(super::plan::run::unexpected(&other)),
     };
     let child = &r.child;
     let next = match r.driven.as_ref().map(|x| &x.stopped) {
@@ -1089,7 +1089,7 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         "new_decision_id": r.root.decision_id,
         "child": {"phase": child.phase(), "state": child.state()},
         "based_on": r.bases,
-        "stopped": r.driven.as_ref().map(|x| super::plan_json::stopped(&x.stopped)),
+        "stopped": r.driven.as_ref().map(|x| super::plan::json::stopped(&x.stopped)),
         "next": next,
     });
     let mut report = Report::ok(

@@ -680,7 +680,7 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
         checkpoint: cp_id.clone(),
     })? {
         api::Outcome::RolledBack(r) => *r,
-        other => return Err(super::plan_run::unexpected(&other)),
+        other => return Err(super::plan::run::unexpected(&other)),
     };
     let outcome = &rolled.outcome;
     let steps_reset = rolled.steps_to_run_again;
@@ -757,7 +757,7 @@ fn export_cmd(
     };
     let exported = match api_engine(ctx).run(api::Op::Export(Box::new(request)))? {
         api::Outcome::Exported(e) => *e,
-        other => return Err(super::plan_run::unexpected(&other)),
+        other => return Err(super::plan::run::unexpected(&other)),
     };
     let outcome = &exported.outcome;
     let target = outcome
@@ -822,7 +822,7 @@ fn cleanup(ctx: &Context, yes: bool) -> Result<Report, CliError> {
     )?;
     let report = match api_engine(ctx).run(api::Op::Cleanup)? {
         api::Outcome::CleanedUp(r) => *r,
-        other => return Err(super::plan_run::unexpected(&other)),
+        other => return Err(super::plan::run::unexpected(&other)),
     };
     let rows = report
         .sandboxes

@@ -13,8 +13,8 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::interrupt::Guard;
-use super::{CliError, Context, view};
+use crate::cli::interrupt::Guard;
+use crate::cli::{CliError, Context, view};
 use crate::output::progress::Spinner;
 use crate::output::{Column, Element, Level, Report};
 use cleveragents_engine::api::{self, Op, Outcome};
@@ -152,7 +152,7 @@ fn describe(e: &EngineEvent) -> String {
 impl Observer for CliObserver {
     fn event(&self, event: &EngineEvent) {
         if self.stream {
-            let _ = crate::output::stream_line(&super::next::streamed_event(event));
+            let _ = crate::output::stream_line(&crate::cli::next::streamed_event(event));
         } else {
             self.spinner.set_message(&describe(event));
         }
@@ -198,7 +198,7 @@ pub(crate) fn driver(
     message: &str,
 ) -> Result<Box<dyn api::Client>, CliError> {
     match &ctx.server {
-        Some(chosen) if stream => Ok(Box::new(super::remote::Streaming::new(chosen)?)),
+        Some(chosen) if stream => Ok(Box::new(crate::cli::remote::Streaming::new(chosen)?)),
         Some(_) => ctx.client(),
         None => Ok(Box::new(engine(ctx, stream, message)?)),
     }
@@ -240,7 +240,7 @@ fn approval_data(ctx: &Context, a: &Approval) -> Value {
         "status": a.status,
         "summary": a.summary,
         "options": a.options,
-        "context": super::next::approval_context(a),
+        "context": crate::cli::next::approval_context(a),
         "answer_command": ctx.next(&a.next()),
         "created_at": a.created_at.to_string(),
     })
@@ -268,8 +268,8 @@ pub(crate) fn driven_report(
 ) -> Result<Report, CliError> {
     let p = &driven.plan;
     let id = p.plan_id.to_string();
-    let mut data = Value::Object(super::plan_json::plan_dict(p));
-    data["stopped"] = super::plan_json::stopped(&driven.stopped);
+    let mut data = Value::Object(crate::cli::plan::json::plan_dict(p));
+    data["stopped"] = crate::cli::plan::json::stopped(&driven.stopped);
     data["events"] = json!(driven.events.len());
     let needs = |approvals: &[Approval], what: String| {
         let first = &approvals[0];
@@ -374,7 +374,7 @@ pub(crate) fn driven_report(
         .detail("the sandbox is kept")
         .hint(ctx.suggest(&format!("plan status {id}")))
         .data(data)),
-        Stopped::Interrupted => Err(super::interrupt::cancelled()
+        Stopped::Interrupted => Err(crate::cli::interrupt::cancelled()
             .detail(format!(
                 "plan {id} is at {}/{} and can be resumed",
                 p.phase(),
@@ -466,7 +466,7 @@ fn errored(p: &Plan, code: &str, message: &str, data: Value) -> CliError {
                 "error code {code}; the plan is at {}/errored and can be resumed",
                 p.phase()
             )),
-            |e, h| e.hint(super::next::command(&h.next)),
+            |e, h| e.hint(crate::cli::next::command(&h.next)),
         )
         .data(data)
 }
@@ -540,7 +540,7 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
     if !a.yes && ctx.terminal.stdin_tty {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), confirmation.text.as_bytes());
     }
-    super::confirm::confirm(
+    crate::cli::confirm::confirm(
         &format!("Apply changes for plan {id}?"),
         a.yes,
         &ctx.terminal,
@@ -752,7 +752,7 @@ pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
     };
     let cancelled = plan.state() == cleveragents_engine::domain::ProcessingState::Cancelled;
     let data = json!({
-        "plan": Value::Object(super::plan_json::plan_dict(&plan)),
+        "plan": Value::Object(crate::cli::plan::json::plan_dict(&plan)),
         "cancelled": cancelled,
         "reason": a.reason,
         "was_running_in": before.as_ref().map(|l| json!({"pid": l.pid, "host": l.host, "kind": l.kind})),
@@ -845,20 +845,24 @@ fn answer_report(
         return driven_report(ctx, command, d).map(|r| {
             r.message(
                 Level::Info,
-                format!("{}: {}", approval_id, super::next::effect(ctx, &answered)),
+                format!(
+                    "{}: {}",
+                    approval_id,
+                    crate::cli::next::effect(ctx, &answered)
+                ),
             )
         });
     }
     if let Some(what) = not_yet_supported {
         return Ok(Report::ok(
             command,
-            json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(ctx, &answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))}),
+            json!({"approval": approval_data(ctx, &answered.approval), "effect": crate::cli::next::effect(ctx, &answered), "plan": Value::Object(crate::cli::plan::json::plan_dict(&plan))}),
             format!("Answered {approval_id}; {what}: not yet supported"),
         )
         .with(plan_panel(&plan)));
     }
     let next = next_after(ctx, &answered.approval, &plan);
-    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": super::next::effect(ctx, &answered), "plan": Value::Object(super::plan_json::plan_dict(&plan))});
+    let mut data = json!({"approval": approval_data(ctx, &answered.approval), "effect": crate::cli::next::effect(ctx, &answered), "plan": Value::Object(crate::cli::plan::json::plan_dict(&plan))});
     if !next.is_empty() {
         data["next"] = json!(next);
     }
@@ -867,7 +871,7 @@ fn answer_report(
         data,
         format!(
             "Answered {approval_id}: {}",
-            super::next::effect(ctx, &answered)
+            crate::cli::next::effect(ctx, &answered)
         ),
     )
     .with(plan_panel(&plan));
@@ -1008,7 +1012,7 @@ pub fn reject(ctx: &Context, a: &RejectArgs) -> Result<Report, CliError> {
     if a.reason.trim().is_empty() {
         return Err(CliError::invalid_input("--reason cannot be empty"));
     }
-    super::refuse_placeholder("--reason", &a.reason)?;
+    crate::cli::refuse_placeholder("--reason", &a.reason)?;
     let client = driver(ctx, false, "Rejecting")?;
     answer_report(
         ctx,
@@ -1030,7 +1034,7 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
     if a.text.trim().is_empty() {
         return Err(CliError::invalid_input("TEXT cannot be empty"));
     }
-    super::refuse_placeholder("the guidance", &a.text)?;
+    crate::cli::refuse_placeholder("the guidance", &a.text)?;
     let client = driver(ctx, a.stream, "Resuming plan")?;
     let id = resolve_plan(client.as_ref(), &a.plan)?;
     let api::Prompted {
@@ -1051,7 +1055,7 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
     let Some(driven) = driven else {
         let mut r = Report::ok(
             "plan prompt",
-            json!({"plan": Value::Object(super::plan_json::plan_dict(&plan)), "guidance": a.text.trim(), "resumed": false}),
+            json!({"plan": Value::Object(crate::cli::plan::json::plan_dict(&plan)), "guidance": a.text.trim(), "resumed": false}),
             format!("Guidance recorded for plan {id}; the next actor run follows it"),
         )
         .with(plan_panel(&plan));

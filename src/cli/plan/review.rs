@@ -5,7 +5,7 @@
 use clap::Args;
 use serde_json::json;
 
-use super::{CliError, Context, view};
+use crate::cli::{CliError, Context, view};
 use crate::output::{Cell, Column, Element, Report, Tone};
 use cleveragents_engine::api::{Mark, ReviewError};
 use cleveragents_engine::api::{Op, Outcome, ReviewRequest};
@@ -79,7 +79,7 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
     }
     refuse_contradictions(a)?;
     // Through the engine's API, as the TUI marks (`Op::Review`).
-    let client = super::plan_run::driver(ctx, false, "Reviewing plan")?;
+    let client = crate::cli::plan::run::driver(ctx, false, "Reviewing plan")?;
     let id = client.resolve_plan(&a.plan)?;
     let mut review = client.review(&id.to_string())?;
     let mut marked = Vec::new();

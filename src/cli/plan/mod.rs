@@ -1,6 +1,18 @@
 //! `agents plan ...` (spec sections 06 and 08): `use`, `list`, `status`, `execute`, `apply`,
 //! `cancel`, `tree` and the rest, one variant of [`PlanCommand`] each.
 
+pub mod status;
+
+pub mod run;
+
+pub mod review;
+
+pub mod logs;
+
+pub mod json;
+
+pub mod events;
+
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -24,24 +36,24 @@ pub enum PlanCommand {
     },
     /// Run the plan's next phase (start Strategize, enter Execute, resume), then continue as
     /// its automation profile allows
-    Execute(super::plan_run::ExecuteArgs),
+    Execute(run::ExecuteArgs),
     /// Apply an executed plan's changes to its projects
-    Apply(super::plan_run::ApplyArgs),
+    Apply(run::ApplyArgs),
     /// Cancel a plan (the process running it stops within 2 seconds; the sandbox is kept)
-    Cancel(super::plan_run::CancelArgs),
+    Cancel(run::CancelArgs),
     /// List what waits for a human (phase gates, decisions, errored plans)
-    Approvals(super::plan_run::ApprovalsArgs),
+    Approvals(run::ApprovalsArgs),
     /// Answer an approval with an option or guidance
-    Decide(super::plan_run::DecideArgs),
+    Decide(run::DecideArgs),
     /// Decline an approval with a reason
-    Reject(super::plan_run::RejectArgs),
+    Reject(run::RejectArgs),
     /// Give a plan guidance; an errored or waiting plan resumes with it
-    Prompt(super::plan_run::PromptArgs),
+    Prompt(run::PromptArgs),
     /// Show what a plan's steps printed (stdout and stderr, whole), or one step's
-    Logs(super::plan_logs::LogsArgs),
+    Logs(logs::LogsArgs),
     /// Show a plan's event log: every phase, step, approval, correction, review mark and
     /// export, oldest first (--follow keeps printing new ones)
-    Events(super::plan_events::EventsArgs),
+    Events(events::EventsArgs),
     /// Show a plan's errors, retry history and recovery suggestions
     Errors {
         /// Plan id or unique prefix
@@ -54,7 +66,7 @@ pub enum PlanCommand {
     /// Correct a decision: revert it and recompute only what depends on it, or append a fix
     Correct(super::plan_correct::CorrectArgs),
     /// Review hunk by hunk: accept or reject hunks and files; Apply writes only what is accepted
-    Review(super::plan_review::ReviewArgs),
+    Review(review::ReviewArgs),
     /// Sandbox commands: diff, artifacts, checkpoints, rollback, export, cleanup
     #[command(flatten)]
     Sandbox(super::plan_sandbox::PlanSandboxCommand),
@@ -188,21 +200,21 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
     match command {
         PlanCommand::Use(a) => use_action(ctx, a),
         PlanCommand::List(a) => list(ctx, &a),
-        PlanCommand::Status { plan } => super::plan_status::status(ctx, &plan),
-        PlanCommand::Execute(a) => super::plan_run::execute(ctx, &a),
-        PlanCommand::Apply(a) => super::plan_run::apply(ctx, &a),
-        PlanCommand::Cancel(a) => super::plan_run::cancel(ctx, &a),
-        PlanCommand::Approvals(a) => super::plan_run::approvals(ctx, &a),
-        PlanCommand::Decide(a) => super::plan_run::decide(ctx, &a),
-        PlanCommand::Reject(a) => super::plan_run::reject(ctx, &a),
-        PlanCommand::Prompt(a) => super::plan_run::prompt(ctx, &a),
-        PlanCommand::Logs(a) => super::plan_logs::logs(ctx, &a),
-        PlanCommand::Events(a) => super::plan_events::events(ctx, &a),
-        PlanCommand::Errors { plan } => super::plan_run::errors(ctx, &plan),
+        PlanCommand::Status { plan } => status::status(ctx, &plan),
+        PlanCommand::Execute(a) => run::execute(ctx, &a),
+        PlanCommand::Apply(a) => run::apply(ctx, &a),
+        PlanCommand::Cancel(a) => run::cancel(ctx, &a),
+        PlanCommand::Approvals(a) => run::approvals(ctx, &a),
+        PlanCommand::Decide(a) => run::decide(ctx, &a),
+        PlanCommand::Reject(a) => run::reject(ctx, &a),
+        PlanCommand::Prompt(a) => run::prompt(ctx, &a),
+        PlanCommand::Logs(a) => logs::logs(ctx, &a),
+        PlanCommand::Events(a) => events::events(ctx, &a),
+        PlanCommand::Errors { plan } => run::errors(ctx, &plan),
         PlanCommand::Tree(a) => super::plan_correct::plan_tree(ctx, &a),
         PlanCommand::Explain(a) => super::plan_correct::explain(ctx, &a),
         PlanCommand::Correct(a) => super::plan_correct::correct(ctx, &a),
-        PlanCommand::Review(a) => super::plan_review::run(ctx, &a),
+        PlanCommand::Review(a) => review::run(ctx, &a),
         PlanCommand::Sandbox(c) => super::plan_sandbox::run(c, ctx),
     }
 }
@@ -215,7 +227,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         )
         .hint("e.g. --max-cost-usd 0.50"));
     }
-    let client = super::plan_run::driver(ctx, a.stream, "Creating plan")?;
+    let client = run::driver(ctx, a.stream, "Creating plan")?;
     let req = Request {
         action: a.action,
         projects: a.projects,
@@ -234,7 +246,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         max_tokens: a.max_tokens,
     })))? {
         api::Outcome::Used(u) => *u,
-        other => return Err(super::plan_run::unexpected(&other)),
+        other => return Err(run::unexpected(&other)),
     };
     let api::Used {
         created: c,
@@ -260,7 +272,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
                 data["ran"] = json!(true);
             }
         };
-        match super::plan_run::driven_report(ctx, "plan use", d) {
+        match run::driven_report(ctx, "plan use", d) {
             Err(e) if e.body.exit == crate::output::Exit::NeedsHuman => waiting = Some(e),
             other => {
                 return other
@@ -280,7 +292,7 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     }
     let p = &p;
     let id = p.plan_id.to_string();
-    let mut data = serde_json::Value::Object(super::plan_json::plan_dict(p));
+    let mut data = serde_json::Value::Object(json::plan_dict(p));
     data["profile_source"] = json!(c.profile_source);
     data["effective_invariants"] = json!(c.invariants.effective);
     data["action_archived"] = json!(c.action_archived);

@@ -83,7 +83,7 @@ pub fn plan_dict(plan: &Plan) -> Map<String, Value> {
 }
 
 /// An approval as it appears inside `data.stopped`: its fields in record order, with the
-/// context as printed ([`super::next::approval_context`]) and `answer_command` after
+/// context as printed ([`crate::cli::next::approval_context`]) and `answer_command` after
 /// `options`, written as `agents ...` without the global options (`data.approval` and
 /// `data.approvals` carry the command for this environment).
 pub fn approval_record(a: &Approval) -> Value {
@@ -93,7 +93,7 @@ pub fn approval_record(a: &Approval) -> Value {
     let mut out = Map::new();
     for (key, value) in fields {
         let value = if key == "context" {
-            super::next::approval_context(a)
+            crate::cli::next::approval_context(a)
         } else {
             value
         };
@@ -102,7 +102,7 @@ pub fn approval_record(a: &Approval) -> Value {
         if options {
             out.insert(
                 "answer_command".into(),
-                json!(super::next::command(&a.next())),
+                json!(crate::cli::next::command(&a.next())),
             );
         }
     }
@@ -118,7 +118,7 @@ pub fn stopped(s: &Stopped) -> Value {
         Stopped::Decisions { approvals } => {
             v["approvals"] = approvals.iter().map(approval_record).collect();
         }
-        Stopped::NothingToDo { next } => v["next"] = json!(super::next::command(next)),
+        Stopped::NothingToDo { next } => v["next"] = json!(crate::cli::next::command(next)),
         _ => {}
     }
     v

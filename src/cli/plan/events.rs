@@ -8,7 +8,7 @@ use std::ops::ControlFlow;
 use clap::Args;
 use serde_json::json;
 
-use super::{CliError, Context};
+use crate::cli::{CliError, Context};
 use crate::output::{Column, Element, Report};
 use cleveragents_engine::api::{Client, Followed};
 use cleveragents_engine::domain::Id;
@@ -82,7 +82,7 @@ fn wanted(types: &[EventType], e: &EngineEvent) -> bool {
 fn report(plan: &str, events: &[EngineEvent]) -> Report {
     let shown: Vec<_> = events
         .iter()
-        .map(|e| super::next::streamed_event(e).into_owned())
+        .map(|e| crate::cli::next::streamed_event(e).into_owned())
         .collect();
     Report::ok(
         "plan events",
@@ -114,7 +114,7 @@ fn row(e: &EngineEvent) -> Vec<crate::output::Cell> {
 /// One line of `--follow` output.
 fn print(ctx: &Context, e: &EngineEvent) -> std::io::Result<()> {
     if ctx.format == crate::output::Format::Json {
-        return crate::output::stream_line(&super::next::streamed_event(e));
+        return crate::output::stream_line(&crate::cli::next::streamed_event(e));
     }
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -138,7 +138,7 @@ fn follow(
     after: i64,
     types: &[EventType],
 ) -> Result<Report, CliError> {
-    let guard = super::interrupt::Guard::new();
+    let guard = crate::cli::interrupt::Guard::new();
     let mut printed = 0;
     let mut last = after;
     let mut failed = None;

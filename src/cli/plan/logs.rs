@@ -5,7 +5,7 @@
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::{CliError, Context};
+use crate::cli::{CliError, Context};
 use crate::output::{Element, Report};
 use cleveragents_engine::api::PlanStep;
 use cleveragents_engine::api::{self, StepView};

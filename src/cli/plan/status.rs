@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{CliError, Context, view};
+use crate::cli::{CliError, Context, view};
 use crate::output::{Cell, Column, Element, Level, Report};
 use cleveragents_engine::api::{self, PlanStatusView, StatusHeadline};
 use cleveragents_engine::domain::{Phase, Plan, ProcessingState};
@@ -57,7 +57,7 @@ pub(crate) fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
 
 /// The JSON data: the plan's CLI dictionary and everything the view adds, in a fixed order.
 fn data(ctx: &Context, v: &PlanStatusView) -> Value {
-    let mut data = Value::Object(super::plan_json::plan_dict(&v.plan));
+    let mut data = Value::Object(crate::cli::plan::json::plan_dict(&v.plan));
     data["profile_source"] = json!(v.origin.as_ref().map(|o| o.profile_source));
     data["script"] = json!(v.origin.as_ref().and_then(|o| o.script.clone()));
     data["state_reason"] = json!(v.state_reason);
@@ -74,7 +74,7 @@ fn data(ctx: &Context, v: &PlanStatusView) -> Value {
             .map(|a| json!({
                 "approval_id": a.approval_id, "kind": a.kind, "summary": a.summary,
                 "options": a.options, "answer_command": ctx.next(&a.next()),
-                "context": super::next::approval_context(a),
+                "context": crate::cli::next::approval_context(a),
             }))
             .collect::<Vec<_>>()
     );
@@ -428,7 +428,7 @@ fn steps_elements(ctx: &Context, v: &PlanStatusView) -> Vec<Element> {
             .collect(),
         empty: String::new(),
     }];
-    out.extend(super::plan_logs::status_tails(
+    out.extend(crate::cli::plan::logs::status_tails(
         ctx,
         &v.plan.plan_id.to_string(),
         &v.steps,
