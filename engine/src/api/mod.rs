@@ -12,6 +12,7 @@
 
 mod apply_preview;
 mod client;
+pub mod correction_views;
 pub mod definition_views;
 mod error;
 mod export;
@@ -70,6 +71,19 @@ pub use plan_artifacts::{AppliedCommit, Artifact, ArtifactsView};
 pub use plan_checkpoints::{CheckpointRef, CheckpointsView};
 pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, ResourceDiff, SandboxesDiff};
 pub use plan_record::{ErrorsView, StepsView};
+
+// Decisions and corrections (`correction_views`): what their views are made of.
+pub use crate::actors::estimate::RerunCost;
+pub use crate::correction::compare::ResourceComparison;
+pub use crate::correction::impact::Impact;
+pub use crate::correction::tree::{Node as TreeNode, Summary as TreeSummary};
+pub use crate::lifecycle::driver::Stopped;
+pub use crate::store::corrections::{AttemptStatus, CorrectionAttempt, Reached};
+pub use crate::store::lifecycle_run::PlanBase;
+pub use correction_views::{
+    AppendPreview, AttemptView, ChildPlan, CorrectionView, CorrectionViewRequest, ExplainView,
+    Refusal, RevertPreview, StepLabel, TreeView,
+};
 
 // Sessions and the TUI: the live feed and the live-only events it carries.
 pub use crate::events::live::{LiveEvent, LiveKind};
