@@ -74,7 +74,9 @@ pub use plan_record::{ErrorsView, StepsView};
 
 // Decisions and corrections (`correction_views`): what their views are made of.
 pub use crate::actors::estimate::RerunCost;
+pub use crate::correction::append::Appended;
 pub use crate::correction::compare::ResourceComparison;
+pub use crate::correction::revert::Reverted;
 pub use crate::correction::impact::Impact;
 pub use crate::correction::tree::{Node as TreeNode, Summary as TreeSummary};
 pub use crate::lifecycle::driver::Stopped;
