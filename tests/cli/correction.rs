@@ -133,7 +133,7 @@ fn sandbox_bytes(env: &Env) -> BTreeMap<String, Vec<u8>> {
     files(&env.data_dir.join("sandboxes"))
 }
 
-fn offline_plan() -> (Setup, String, Id) {
+pub(crate) fn offline_plan() -> (Setup, String, Id) {
     let s = setup_with(EIGHT_STEPS);
     let (doc, code) = s.env.json(&[
         "plan",

@@ -51,3 +51,4 @@ mod tui;
 mod tui_bridge;
 mod tui_in_process;
 mod tui_server;
+mod server_corrections;
