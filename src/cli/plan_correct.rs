@@ -144,11 +144,9 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
     // The structured formats print only the data, the human ones only the tree and tables
     // (with short ids): each asks for what it prints (for 100,000 decisions, either is most of
     // the command's time).
-    let t = ctx.client()?.decision_tree(
-        &a.plan,
-        a.show_superseded,
-        !ctx.format.is_structured(),
-    )?;
+    let t = ctx
+        .client()?
+        .decision_tree(&a.plan, a.show_superseded, !ctx.format.is_structured())?;
     let plan = t.plan;
     let id = plan.plan_id;
     let s = t.summary;
@@ -434,7 +432,10 @@ fn affected_json(imp: &Impact) -> Value {
 }
 
 /// Step lines: `<short id>  <chosen option>` (the full ids are in json).
-fn step_lines(v: &[Id], labels: &std::collections::BTreeMap<String, api::StepLabel>) -> Vec<String> {
+fn step_lines(
+    v: &[Id],
+    labels: &std::collections::BTreeMap<String, api::StepLabel>,
+) -> Vec<String> {
     if v.is_empty() {
         return vec!["(none)".into()];
     }

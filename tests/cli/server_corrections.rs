@@ -43,13 +43,21 @@ fn tree_explain_and_correction_previews_through_a_server_answer_as_in_process() 
     let client = Env::new();
     let tree = same_data(&server, &client, &["plan", "tree", &plan]);
     assert_eq!(tree["data"]["summary"]["nodes"], 10, "{tree:#}");
-    same_data(&server, &client, &["plan", "tree", "--show-superseded", &plan]);
+    same_data(
+        &server,
+        &client,
+        &["plan", "tree", "--show-superseded", &plan],
+    );
     let (local, remote) = plain_both(&server, &client, &["plan", "tree", &plan]);
     assert_eq!(remote, local);
     assert!(remote.contains(&s5[..8]), "{remote}");
 
     let explained = same_data(&server, &client, &["plan", "explain", &s5]);
-    assert_eq!(explained["data"]["decision_id"], s5.as_str(), "{explained:#}");
+    assert_eq!(
+        explained["data"]["decision_id"],
+        s5.as_str(),
+        "{explained:#}"
+    );
     same_data(
         &server,
         &client,
@@ -58,7 +66,14 @@ fn tree_explain_and_correction_previews_through_a_server_answer_as_in_process() 
     let (local, remote) = plain_both(&server, &client, &["plan", "explain", &s5]);
     assert_eq!(remote, local);
 
-    let revert = ["plan", "correct", "--mode", "revert", "-g", "use a fixed value"];
+    let revert = [
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "use a fixed value",
+    ];
     let dry: Vec<&str> = revert.iter().copied().chain(["--dry-run", &s5]).collect();
     let preview = same_data(&server, &client, &dry);
     assert_eq!(
@@ -77,7 +92,14 @@ fn tree_explain_and_correction_previews_through_a_server_answer_as_in_process() 
     assert_eq!(asked["error"]["code"], "NEEDS_APPROVAL", "{asked:#}");
     // The offline executor cannot carry guidance: an appended child plan is refused alike.
     let append = [
-        "plan", "correct", "--mode", "append", "-g", "x", "--dry-run", &s5,
+        "plan",
+        "correct",
+        "--mode",
+        "append",
+        "-g",
+        "x",
+        "--dry-run",
+        &s5,
     ];
     let (local, local_code) = server.env.json(&append);
     let (refused, code) = server.client_json(&client, &append);
@@ -101,11 +123,9 @@ fn without_ids(value: &Value) -> Value {
     ]
     .map(|(re, to)| (regex::Regex::new(re).unwrap(), to));
     match value {
-        Value::String(s) => Value::from(
-            masks
-                .iter()
-                .fold(s.clone(), |s, (re, to)| re.replace_all(&s, *to).into_owned()),
-        ),
+        Value::String(s) => Value::from(masks.iter().fold(s.clone(), |s, (re, to)| {
+            re.replace_all(&s, *to).into_owned()
+        })),
         Value::Array(a) => a.iter().map(without_ids).collect(),
         Value::Object(o) => o
             .iter()
@@ -139,7 +159,9 @@ fn a_revert_through_a_server_is_the_revert_in_process_and_its_comparison_reads_a
         .to_string();
     drop(st);
 
-    let revert = ["plan", "correct", "--mode", "revert", "-g", "again", "--yes"];
+    let revert = [
+        "plan", "correct", "--mode", "revert", "-g", "again", "--yes",
+    ];
     let args: Vec<&str> = revert.iter().copied().chain([other_s5.as_str()]).collect();
     let (local, code) = server.env.json(&args);
     assert_eq!(code, 0, "{local:#}");

@@ -4,8 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{
-    AppendPreview, AttemptView, ChildPlan, ExplainView, Refusal, RevertPreview, StepLabel,
-    TreeView,
+    AppendPreview, AttemptView, ChildPlan, ExplainView, Refusal, RevertPreview, StepLabel, TreeView,
 };
 use crate::api::protocol::RemoteError;
 use crate::api::{ApiError, Engine, ErrorCode};
