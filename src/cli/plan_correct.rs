@@ -1,6 +1,7 @@
 //! `agents plan tree|explain|correct` and `plan diff --correction` (spec sections 06 and 27).
-//! `tree`, `explain`, `correct --dry-run` and `diff --correction` only read: they
-//! open the database with `query_only` and never take a sandbox snapshot.
+//! Each reads and corrects through the engine's API ([`api::Client`]), so it runs in process
+//! or through a server alike; `tree`, `explain`, `correct --dry-run` and `diff --correction`
+//! only read: the engine opens the database with `query_only` and takes no sandbox snapshot.
 
 use std::collections::HashMap;
 
@@ -10,18 +11,10 @@ use serde_json::{Value, json};
 use super::confirm::confirm;
 use super::{CliError, Context, view};
 use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone, TreeNode};
-use cleveragents_engine::api;
-use cleveragents_engine::correction::impact::{self, Impact};
-use cleveragents_engine::correction::{append as appending, revert, tree};
+use cleveragents_engine::api::{self, Impact, Stopped};
 use cleveragents_engine::domain::Id;
 use cleveragents_engine::domain::decision::Decision;
 use cleveragents_engine::domain::lifecycle::Phase;
-use cleveragents_engine::domain::plan::Plan;
-use cleveragents_engine::lifecycle::RunError;
-use cleveragents_engine::lifecycle::driver::Stopped;
-use cleveragents_engine::sandbox::Sandboxes;
-use cleveragents_engine::sandbox::diff;
-use cleveragents_engine::store::Store;
 
 /// `plan tree` arguments.
 #[derive(Debug, Args)]
@@ -75,22 +68,6 @@ pub struct CorrectArgs {
     pub decision: String,
 }
 
-/// Opens the database for reading only (`query_only`); the file is never written.
-///
-/// # Errors
-/// `NOT_FOUND` when no database exists yet; store errors.
-pub(crate) fn read_store(ctx: &Context) -> Result<Store, CliError> {
-    let db = ctx.paths.database();
-    if !db.exists() {
-        return Err(CliError::new(
-            "NOT_FOUND",
-            format!("no database at {}: no plan exists yet", db.display()),
-        )
-        .hint("agents plan use <action> <project>"));
-    }
-    Ok(Store::open_read_only(&db)?)
-}
-
 fn first_line(s: &str, max: usize) -> String {
     let line = s.lines().next().unwrap_or_default();
     if line.chars().count() > max || s.lines().nth(1).is_some() {
@@ -101,7 +78,7 @@ fn first_line(s: &str, max: usize) -> String {
     }
 }
 
-fn tree_label(n: &tree::Node, shorts: &HashMap<String, String>) -> Cell {
+fn tree_label(n: &api::TreeNode, shorts: &HashMap<String, String>) -> Cell {
     let short = view::short_in(shorts, &n.id.to_string());
     if n.kind == "plan" {
         return Cell::new(
@@ -136,7 +113,7 @@ fn tree_label(n: &tree::Node, shorts: &HashMap<String, String>) -> Cell {
     Cell::from(text)
 }
 
-fn tree_nodes(nodes: &[tree::Node], shorts: &HashMap<String, String>) -> Vec<TreeNode> {
+fn tree_nodes(nodes: &[api::TreeNode], shorts: &HashMap<String, String>) -> Vec<TreeNode> {
     nodes
         .iter()
         .map(|n| TreeNode {
@@ -144,19 +121,6 @@ fn tree_nodes(nodes: &[tree::Node], shorts: &HashMap<String, String>) -> Vec<Tre
             children: tree_nodes(&n.children, shorts),
         })
         .collect()
-}
-
-/// Every decision id a tree shows (its nodes and what superseded them).
-fn tree_ids(nodes: &[tree::Node], out: &mut Vec<String>) {
-    for n in nodes {
-        if n.kind != "plan" {
-            out.push(n.id.to_string());
-        }
-        if let Some(by) = n.superseded_by {
-            out.push(by.to_string());
-        }
-        tree_ids(&n.children, out);
-    }
 }
 
 /// `plan tree`'s data: `{plan_id, attempt, phase, state, children: [node], summary,
@@ -167,18 +131,9 @@ struct TreeData {
     attempt: u32,
     phase: cleveragents_engine::domain::Phase,
     state: cleveragents_engine::domain::lifecycle::ProcessingState,
-    children: Vec<tree::Node>,
-    summary: tree::Summary,
-    child_plans: Vec<ChildPlan>,
-}
-
-/// One child plan in [`TreeData`].
-#[derive(serde::Serialize)]
-struct ChildPlan {
-    plan_id: Id,
-    parent_plan_id: Option<Id>,
-    name: String,
-    status: String,
+    children: Vec<api::TreeNode>,
+    summary: api::TreeSummary,
+    child_plans: Vec<api::ChildPlan>,
 }
 
 /// `agents plan tree [--show-superseded] PLAN`.
@@ -186,24 +141,16 @@ struct ChildPlan {
 /// # Errors
 /// `NOT_FOUND` / `AMBIGUOUS` for the plan; store errors.
 pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
-    let store = read_store(ctx)?;
-    let id = store.resolve_plan_id(&a.plan)??;
-    let plan = store
-        .plan(&id)?
-        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} does not exist")))?;
-    let t = tree::load(&store, &id, a.show_superseded)?;
+    // The structured formats print only the data, the human ones only the tree and tables
+    // (with short ids): each asks for what it prints (for 100,000 decisions, either is most of
+    // the command's time).
+    let t = ctx
+        .client()?
+        .decision_tree(&a.plan, a.show_superseded, !ctx.format.is_structured())?;
+    let plan = t.plan;
+    let id = plan.plan_id;
     let s = t.summary;
-    let children: Vec<ChildPlan> = store
-        .family_plans(&id)?
-        .into_iter()
-        .filter(|p| p.0 != id)
-        .map(|(plan_id, parent_plan_id, name, status)| ChildPlan {
-            plan_id,
-            parent_plan_id,
-            name,
-            status,
-        })
-        .collect();
+    let children = t.child_plans;
     let status = if s.nodes == 0 {
         format!("Plan {id} has no decisions yet (Strategize has not run)")
     } else {
@@ -212,8 +159,6 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
             s.nodes, s.depth, s.child_plans
         )
     };
-    // The structured formats print only the data, the human ones only the tree and tables:
-    // each builds its own (for 100,000 decisions, either is most of the command's time).
     if ctx.format.is_structured() {
         let mut report = Report::ok("plan tree", Value::Null, status);
         report.payload = Some(Payload::new(TreeData {
@@ -229,11 +174,7 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
     }
     let mut report = Report::ok("plan tree", Value::Null, status).with(Element::Tree {
         title: format!("Decision Tree: {}", plan.name),
-        roots: {
-            let mut ids = Vec::new();
-            tree_ids(&t.roots, &mut ids);
-            tree_nodes(&t.roots, &view::decision_shorts(&store, ids)?)
-        },
+        roots: tree_nodes(&t.roots, &t.short_ids),
     });
     report = report.with(Element::panel(
         "Tree Summary",
@@ -282,27 +223,16 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
     Ok(report)
 }
 
-fn load_decision(store: &Store, input: &str) -> Result<Decision, CliError> {
-    let id = store.resolve_decision_id(input)??;
-    store
-        .decision(&id)?
-        .ok_or_else(|| CliError::new("NOT_FOUND", format!("decision {id} does not exist")))
-}
-
-fn impact_of(ctx: &Context, store: &Store, decision: &Id) -> Result<Impact, CliError> {
-    let sandboxes = Sandboxes::new(&ctx.paths);
-    impact::impact(store, Some(&sandboxes), decision)
-        .map_err(|e| CliError::new("CORRECTION_FAILED", e.to_string()))
-}
-
 /// `agents plan explain [--show-context] [--show-reasoning] DECISION`.
 ///
 /// # Errors
 /// `NOT_FOUND` / `AMBIGUOUS` for the decision; store errors.
 pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
-    let store = read_store(ctx)?;
-    let d = load_decision(&store, &a.decision)?;
-    let imp = impact_of(ctx, &store, &d.decision_id)?;
+    let api::ExplainView {
+        decision: d,
+        short_id,
+        impact: imp,
+    } = ctx.client()?.explain_decision(&a.decision)?;
     let downstream: Vec<Id> = imp
         .decisions
         .iter()
@@ -341,7 +271,7 @@ pub fn explain(ctx: &Context, a: &ExplainArgs) -> Result<Report, CliError> {
         data,
         format!(
             "Decision {}: {} downstream decision(s), {} step(s), {} file(s)",
-            view::decision_short(&store, &d.decision_id)?,
+            short_id,
             downstream.len(),
             imp.steps_rerun.len(),
             imp.files.len()
@@ -502,21 +432,20 @@ fn affected_json(imp: &Impact) -> Value {
 }
 
 /// Step lines: `<short id>  <chosen option>` (the full ids are in json).
-fn step_lines(v: &[Id], labels: &std::collections::HashMap<Id, String>) -> Vec<String> {
+fn step_lines(
+    v: &[Id],
+    labels: &std::collections::BTreeMap<String, api::StepLabel>,
+) -> Vec<String> {
     if v.is_empty() {
         return vec!["(none)".into()];
     }
-    let shorts = view::short_map(v.iter().chain(labels.keys()).map(Id::to_string));
     v.iter()
         .map(|id| {
-            format!(
-                "{}  {}",
-                view::short_in(&shorts, &id.to_string()),
-                labels
-                    .get(id)
-                    .map(|l| first_line(l, 60))
-                    .unwrap_or_default()
-            )
+            let id = id.to_string();
+            match labels.get(&id) {
+                Some(l) => format!("{}  {}", l.short, first_line(&l.chosen, 60)),
+                None => format!("{}  ", view::short(&id)),
+            }
         })
         .collect()
 }
@@ -529,13 +458,11 @@ fn ids(v: &[Id]) -> Vec<String> {
     }
 }
 
-fn impact_elements(report: Report, imp: &Impact, store: &Store) -> Report {
-    let labels: std::collections::HashMap<Id, String> = store
-        .decisions(&imp.plan_id)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| (d.decision_id, d.chosen_option))
-        .collect();
+fn impact_elements(
+    report: Report,
+    imp: &Impact,
+    labels: &std::collections::BTreeMap<String, api::StepLabel>,
+) -> Report {
     report
         .with(Element::Table {
             title: "Decisions to Invalidate".into(),
@@ -555,15 +482,15 @@ fn impact_elements(report: Report, imp: &Impact, store: &Store) -> Report {
         })
         .with(Element::List {
             title: "Steps to Re-run".into(),
-            items: step_lines(&imp.steps_rerun, &labels),
+            items: step_lines(&imp.steps_rerun, labels),
         })
         .with(Element::List {
             title: "Steps to Replay (no model or tool call)".into(),
-            items: step_lines(&imp.steps_replayed, &labels),
+            items: step_lines(&imp.steps_replayed, labels),
         })
         .with(Element::List {
             title: "Steps That May Re-run If Their Replay Conflicts".into(),
-            items: step_lines(&imp.steps_may_rerun, &labels),
+            items: step_lines(&imp.steps_may_rerun, labels),
         })
         .with(Element::List {
             title: "Child Plans".into(),
@@ -593,30 +520,19 @@ fn impact_elements(report: Report, imp: &Impact, store: &Store) -> Report {
         ))
 }
 
-/// A correction's own budget (`--max-cost-usd`, `--max-tokens`): the plan's budget becomes
-/// what it has spent plus these, so the correction and the re-run it drives may spend that
-/// much more (and stop with a `budget` approval before passing it).
 /// What a revert dry run suggests: running the revert, or, when it would be refused, what fits
 /// instead (never the refused command).
-fn dry_run_next_steps(
-    ctx: &Context,
-    a: &CorrectArgs,
-    d: &Decision,
-    plan: &Plan,
-    refused: Option<&RunError>,
-) -> Vec<String> {
+fn dry_run_next_steps(ctx: &Context, a: &CorrectArgs, p: &api::RevertPreview) -> Vec<String> {
     let guidance = shell_words::quote(&a.guidance);
-    match refused {
+    let d = &p.decision;
+    let plan = &p.plan;
+    match &p.refused {
         None => vec![ctx.suggest(&format!(
             "plan correct --mode revert -g {guidance} --yes {}",
             d.decision_id
         ))],
         // The offline script executor cannot carry guidance: the child needs a model actor.
-        Some(_)
-            if plan.phase() == Phase::Applied
-                && plan.execution_actor.as_deref()
-                    == Some(cleveragents_engine::registry::actors::SCRIPT_EXECUTOR) =>
-        {
+        Some(_) if plan.phase() == Phase::Applied && p.script_executor => {
             vec![
                 ctx.suggest(&format!(
                     "plan correct --mode append --execution-actor <actor> -g {guidance} --dry-run {}",
@@ -629,7 +545,9 @@ fn dry_run_next_steps(
             "plan correct --mode append -g {guidance} --dry-run {}",
             d.decision_id
         ))],
-        Some(RunError::WrongState { hints, .. }) => hints.iter().map(|h| ctx.next(h)).collect(),
+        Some(api::Refusal {
+            hints: Some(hints), ..
+        }) => hints.iter().map(|h| ctx.next(h)).collect(),
         Some(_) => vec![ctx.suggest(&format!("plan status {}", d.plan_id))],
     }
 }
@@ -646,27 +564,21 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             .hint("say what was wrong and what to do instead, e.g. -g \"use gRPC, not REST\""));
     }
     super::refuse_placeholder("--guidance", &a.guidance)?;
-    let store = read_store(ctx)?;
-    let d = load_decision(&store, &a.decision)?;
-    let plan = store
-        .plan(&d.plan_id)?
-        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {} does not exist", d.plan_id)))?;
     if a.mode == "append" {
-        drop(store);
-        return append(ctx, a, &d);
+        return append(ctx, a);
     }
     if a.execution_actor.is_some() {
         return Err(CliError::invalid_input(
             "--execution-actor chooses the child plan's actor of --mode append; a revert re-runs the plan with its own actors",
         ));
     }
+    let client = ctx.client()?;
     if a.dry_run {
-        return dry_run(ctx, a, &store, &d, &plan);
+        return Ok(dry_run(ctx, a, client.revert_preview(&a.decision, false)?));
     }
-    revert::check_revertable(&plan, &d)?;
-    let imp = impact_of(ctx, &store, &d.decision_id)?;
-    let short = view::decision_short(&store, &d.decision_id)?;
-    drop(store);
+    let preview = client.revert_preview(&a.decision, true)?;
+    drop(client);
+    let (d, imp, short) = (&preview.decision, &preview.impact, &preview.short_id);
     confirm(
         &format!(
             "Revert decision {short} and recompute {} decision(s), re-running {} step(s)?",
@@ -686,8 +598,8 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             "--max-cost-usd must be a non-negative number of US dollars",
         ));
     }
-    let engine = super::plan::run::engine(ctx, false, "Correcting")?;
-    let r = match engine.run(api::Op::Correct(Box::new(api::Correction {
+    let client = super::plan::run::driver(ctx, false, "Correcting")?;
+    let r = match client.run(api::Op::Correct(Box::new(api::Correction {
         decision: d.decision_id,
         mode: api::CorrectMode::Revert,
         guidance: a.guidance.clone(),
@@ -737,24 +649,15 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             rep
         });
     }
-    Ok(reverted_report(ctx, a, &d, &r, &p, data, next))
+    Ok(reverted_report(ctx, a, d, &r, &p, data, next))
 }
 
 /// `plan correct --dry-run` of a revert: what would be invalidated, re-run and replayed, and
 /// its cost, with nothing changed.
-fn dry_run(
-    ctx: &Context,
-    a: &CorrectArgs,
-    store: &Store,
-    d: &Decision,
-    plan: &Plan,
-) -> Result<Report, CliError> {
-    let imp = impact_of(ctx, store, &d.decision_id)?;
-    let refused = revert::check_revertable(plan, d).err();
-    let refusal = refused.as_ref().map(ToString::to_string);
-    let rerun =
-        cleveragents_engine::actors::estimate::rerun_cost(store, &d.plan_id, &imp.steps_rerun)?;
-    let mut affected = affected_json(&imp);
+fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
+    let (d, imp, rerun) = (&p.decision, &p.impact, &p.rerun);
+    let refusal = p.refused.as_ref().map(|r| r.message.clone());
+    let mut affected = affected_json(imp);
     affected["estimated_tokens"] = json!(rerun.tokens);
     affected["estimated_cost_usd"] = json!(rerun.cost_usd);
     let cost_line = format!(
@@ -796,14 +699,14 @@ fn dry_run(
             ("Guidance", a.guidance.clone().into()),
         ],
     ));
-    report = impact_elements(report, &imp, store);
+    report = impact_elements(report, imp, &p.steps);
     if let Some(r) = refusal {
         report = report.message(Level::Warn, format!("a revert would be refused: {r}"));
     }
-    Ok(report.with(Element::List {
+    report.with(Element::List {
         title: "Next Steps".into(),
-        items: dry_run_next_steps(ctx, a, d, plan, refused.as_ref()),
-    }))
+        items: dry_run_next_steps(ctx, a, &p),
+    })
 }
 
 /// The report of a revert that stopped where it should (a gate, applied, nothing to do).
@@ -811,8 +714,8 @@ fn reverted_report(
     ctx: &Context,
     a: &CorrectArgs,
     d: &Decision,
-    r: &revert::Reverted,
-    p: &Plan,
+    r: &api::Reverted,
+    p: &cleveragents_engine::domain::Plan,
     data: Value,
     next: String,
 ) -> Report {
@@ -884,14 +787,13 @@ pub fn correction_diff(
     attempt: &str,
     plan: Option<&str>,
 ) -> Result<Report, CliError> {
-    let store = read_store(ctx)?;
-    let a = store.correction_attempt(attempt)?.map_err(|e| {
-        let not_found = matches!(
-            e,
-            cleveragents_engine::domain::id::IdPrefixError::NotFound { .. }
-        );
+    let client = ctx.client()?;
+    let api::AttemptView {
+        attempt: a,
+        resources: compared,
+    } = client.correction_attempt(attempt).map_err(|e| {
         let err = CliError::from(e);
-        if not_found {
+        if err.body.code == "NOT_FOUND" {
             // An attempt id is printed by `plan correct`; `plan status` lists them again.
             err.hint(ctx.suggest(&format!("plan status {}", plan.unwrap_or("<plan>"))))
         } else {
@@ -899,7 +801,7 @@ pub fn correction_diff(
         }
     })?;
     if let Some(p) = plan {
-        let pid = store.resolve_plan_id(p)??;
+        let pid = client.resolve_plan(p)?;
         if pid != a.plan_id {
             return Err(CliError::invalid_input(format!(
                 "correction attempt {} belongs to plan {}, not {pid}",
@@ -911,8 +813,6 @@ pub fn correction_diff(
             )));
         }
     }
-    let compared =
-        api::Engine::new(ctx.paths.clone(), api::Settings::default()).compare_correction(&a)?;
     let mut resources = Vec::new();
     let mut all_changes = Vec::new();
     let mut rows = Vec::new();
@@ -928,13 +828,13 @@ pub fn correction_diff(
         }
         resources.push(json!({
             "resource_name": r.resource_name,
-            "before": {"stats": diff::stats(&r.before), "files": r.before},
-            "after": {"stats": diff::stats(&r.after), "files": r.after},
-            "changes": {"stats": diff::stats(&r.changes), "files": r.changes},
+            "before": {"stats": api::diff_stats(&r.before), "files": r.before},
+            "after": {"stats": api::diff_stats(&r.after), "files": r.after},
+            "changes": {"stats": api::diff_stats(&r.changes), "files": r.changes},
         }));
         all_changes.extend(r.changes);
     }
-    let stats = diff::stats(&all_changes);
+    let stats = api::diff_stats(&all_changes);
     let data = json!({
         "attempt_id": a.attempt_id,
         "plan_id": a.plan_id,
@@ -986,14 +886,18 @@ pub fn correction_diff(
     if !all_changes.is_empty() {
         report = report.with(Element::List {
             title: "Diff (original -> corrected)".into(),
-            items: vec![diff::unified(&all_changes)],
+            items: vec![api::unified_diff(&all_changes)],
         });
     }
     Ok(report)
 }
 
 /// `plan correct --mode append`: a child plan carrying the guidance.
-fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliError> {
+fn append(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
+    let preview =
+        ctx.client()?
+            .append_preview(&a.decision, a.execution_actor.as_deref(), a.dry_run)?;
+    let d = &preview.decision;
     let actor_flag = a
         .execution_actor
         .as_deref()
@@ -1004,28 +908,20 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         shell_words::quote(&a.guidance),
         d.decision_id
     ));
-    {
-        let engine = super::plan::run::engine(ctx, false, "Reading")?.lifecycle()?;
-        let parent = engine.plan(&d.plan_id)?;
-        appending::child_execution_actor(&engine, &parent, a.execution_actor.as_deref()).map_err(
-            |why| {
-                let err = CliError::new("NOT_SUPPORTED", why).hint(ctx.suggest("actor list"));
-                if parent.phase() == cleveragents_engine::domain::Phase::Applied {
-                    err
-                } else {
-                    err.hint(ctx.suggest(&format!(
-                        "plan correct --mode revert -g {} --dry-run {}",
-                        shell_words::quote(&a.guidance),
-                        d.decision_id
-                    )))
-                }
-            },
-        )?;
+    if let Some(why) = &preview.actor_refusal {
+        let err = CliError::new("NOT_SUPPORTED", why.clone()).hint(ctx.suggest("actor list"));
+        return Err(if preview.parent_phase == Phase::Applied {
+            err
+        } else {
+            err.hint(ctx.suggest(&format!(
+                "plan correct --mode revert -g {} --dry-run {}",
+                shell_words::quote(&a.guidance),
+                d.decision_id
+            )))
+        });
     }
     if a.dry_run {
-        let engine = super::plan::run::engine(ctx, false, "Reading")?.lifecycle()?;
-        let parent = engine.plan(&d.plan_id)?;
-        let bases = appending::child_bases(&engine, &parent)?;
+        let bases = &preview.bases;
         let data = json!({
             "decision_id": d.decision_id,
             "plan_id": d.plan_id,
@@ -1061,8 +957,8 @@ fn append(ctx: &Context, a: &CorrectArgs, d: &Decision) -> Result<Report, CliErr
         &ctx.terminal,
         &again,
     )?;
-    let engine = super::plan::run::engine(ctx, false, "Adding a child plan")?;
-    let r = match engine.run(api::Op::Correct(Box::new(api::Correction {
+    let client = super::plan::run::driver(ctx, false, "Adding a child plan")?;
+    let r = match client.run(api::Op::Correct(Box::new(api::Correction {
         decision: d.decision_id,
         mode: api::CorrectMode::Append {
             execution_actor: a.execution_actor.clone(),

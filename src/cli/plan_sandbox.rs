@@ -120,12 +120,12 @@ impl PlanSandboxCommand {
     /// can run against a server (`--server`).
     pub fn served_remotely(&self) -> bool {
         match self {
-            // A correction attempt's comparison is not served yet.
-            PlanSandboxCommand::Diff { correction, .. } => correction.is_none(),
-            PlanSandboxCommand::Checkpoints { .. }
+            PlanSandboxCommand::Diff { .. }
+            | PlanSandboxCommand::Checkpoints { .. }
             | PlanSandboxCommand::Rollback { .. }
-            | PlanSandboxCommand::Artifacts { .. } => true,
-            _ => false,
+            | PlanSandboxCommand::Artifacts { .. }
+            | PlanSandboxCommand::Export { .. }
+            | PlanSandboxCommand::Cleanup { .. } => true,
         }
     }
 }
@@ -186,19 +186,6 @@ fn retention(ctx: &Context) -> u32 {
     ctx.config()
         .map(|c| c.sandbox_retention_days())
         .unwrap_or(DEFAULT_RETENTION_DAYS)
-}
-
-/// The engine's API for the sandbox commands: they run with the configured retention, or the
-/// default one when `config.toml` is unusable, and need no providers.
-fn api_engine(ctx: &Context) -> api::Engine {
-    let settings = ctx
-        .config()
-        .map(api::Settings::from_config)
-        .unwrap_or_else(|_| api::Settings {
-            sandbox_retention_days: retention(ctx),
-            ..api::Settings::default()
-        });
-    api::Engine::new(ctx.paths.clone(), settings)
 }
 
 /// Opens the store, sweeps orphaned and expired sandboxes, and loads a plan by id or prefix.
@@ -735,7 +722,8 @@ fn export_cmd(
     force: bool,
     allow_secrets: bool,
 ) -> Result<Report, CliError> {
-    let plan = open(ctx, plan)?.2.plan_id;
+    let client = ctx.client()?;
+    let plan = client.resolve_plan(plan)?;
     if let Some(b) = &branch {
         super::refuse_placeholder("--branch", b)?;
     }
@@ -755,7 +743,7 @@ fn export_cmd(
         force,
         allow_secrets,
     };
-    let exported = match api_engine(ctx).run(api::Op::Export(Box::new(request)))? {
+    let exported = match client.run(api::Op::Export(Box::new(request)))? {
         api::Outcome::Exported(e) => *e,
         other => return Err(super::plan::run::unexpected(&other)),
     };
@@ -813,14 +801,16 @@ fn export_cmd(
 }
 
 fn cleanup(ctx: &Context, yes: bool) -> Result<Report, CliError> {
-    ctx.store()?;
+    // The database is opened (and created when missing) before asking, as the cleanup will.
+    let client = ctx.client()?;
+    client.last_seq()?;
     confirm(
         "Remove the sandboxes of cancelled and errored plans and release those of applied plans?",
         yes,
         &ctx.terminal,
         &ctx.suggest("plan cleanup --yes"),
     )?;
-    let report = match api_engine(ctx).run(api::Op::Cleanup)? {
+    let report = match client.run(api::Op::Cleanup)? {
         api::Outcome::CleanedUp(r) => *r,
         other => return Err(super::plan::run::unexpected(&other)),
     };

@@ -49,67 +49,6 @@ pub fn short_ids<S: AsRef<str>>(ids: &[S]) -> Vec<String> {
     cleveragents_engine::domain::id::unique_prefixes(ids)
 }
 
-/// The shortest prefix of one decision id that names it alone ([`decision_shorts`]).
-///
-/// # Errors
-/// Store errors.
-pub fn decision_short(
-    store: &cleveragents_engine::store::Store,
-    id: &cleveragents_engine::domain::Id,
-) -> Result<String, cleveragents_engine::store::StoreError> {
-    let id = id.to_string();
-    Ok(decision_shorts(store, [id.clone()])?
-        .remove(&id)
-        .unwrap_or(id))
-}
-
-/// Shortest prefixes of decision ids, by full id, unique among every decision of the
-/// database (superseded ones and other plans' included), so that `plan explain` takes back
-/// any id printed.
-///
-/// # Errors
-/// Store errors.
-pub fn decision_shorts<I, S>(
-    store: &cleveragents_engine::store::Store,
-    ids: I,
-) -> Result<std::collections::HashMap<String, String>, cleveragents_engine::store::StoreError>
-where
-    I: IntoIterator<Item = S>,
-    S: Into<String>,
-{
-    let mut wanted: Vec<String> = ids.into_iter().map(Into::into).collect();
-    wanted.sort_unstable();
-    wanted.dedup();
-    let (Some(first), Some(last)) = (wanted.first(), wanted.last()) else {
-        return Ok(std::collections::HashMap::new());
-    };
-    // Only an id's neighbours in the sorted list of every decision decide its prefix; both
-    // lists are sorted, so one merge pairs each wanted id with its place among them.
-    let mut all = store.decision_ids_around(first, last)?;
-    if !sorted_contains_all(&all, &wanted) {
-        all.extend(wanted.iter().cloned());
-        all.sort_unstable();
-        all.dedup();
-    }
-    // ULID text (digits and capitals) sorts the same folded or not.
-    let mut shorts = std::collections::HashMap::with_capacity(wanted.len());
-    let mut at = 0;
-    for id in wanted {
-        while all[at] != id {
-            at += 1;
-        }
-        let short = cleveragents_engine::domain::id::unique_prefix_in_sorted(&all, at);
-        shorts.insert(id, short);
-    }
-    Ok(shorts)
-}
-
-/// Whether every id of sorted `wanted` is in sorted `all`.
-fn sorted_contains_all(all: &[String], wanted: &[String]) -> bool {
-    let mut rest = all.iter();
-    wanted.iter().all(|w| rest.any(|a| a == w))
-}
-
 /// Shortest unique prefixes (at least 8 characters) of every id in `ids`, by full id: for
 /// output that names ids in several places (a tree, step lists) so that what is printed can
 /// be typed back. Duplicates count once.

@@ -35,6 +35,7 @@ mod resource_types;
 mod review;
 mod sandbox;
 mod server;
+mod server_corrections;
 mod server_definitions;
 mod server_plan_views;
 mod server_registry;

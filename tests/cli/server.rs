@@ -161,7 +161,7 @@ fn info_names_the_server_in_its_server_mode_line() {
 fn a_command_not_served_yet_refuses_the_server_and_touches_nothing() {
     let server = Server::start(Env::new());
     let client = Env::new();
-    let (doc, code) = server.client_json(&client, &["plan", "tree", "01"]);
+    let (doc, code) = server.client_json(&client, &["quickstart", "--headless"]);
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(doc["error"]["code"], "NOT_SUPPORTED");
     assert!(!db_file(&client).exists());

@@ -8,7 +8,7 @@ use crate::support::{Env, db_file, stdout};
 
 /// Runs `args` in process on the server host and through the server from `client`, asserts
 /// the same exit code, and returns both JSON documents (local first).
-fn both(server: &Server, client: &Env, args: &[&str]) -> (Value, Value) {
+pub(crate) fn both(server: &Server, client: &Env, args: &[&str]) -> (Value, Value) {
     let (local, local_code) = server.env.json(args);
     let (remote, remote_code) = server.client_json(client, args);
     assert_eq!(
@@ -19,7 +19,7 @@ fn both(server: &Server, client: &Env, args: &[&str]) -> (Value, Value) {
 }
 
 /// Asserts that `args` answers with the same `data` (or the same error) both ways.
-fn same_data(server: &Server, client: &Env, args: &[&str]) -> Value {
+pub(crate) fn same_data(server: &Server, client: &Env, args: &[&str]) -> Value {
     let (local, remote) = both(server, client, args);
     assert_eq!(
         masked(remote["data"].clone()),
@@ -35,7 +35,7 @@ fn same_data(server: &Server, client: &Env, args: &[&str]) -> Value {
 }
 
 /// The plain text `args` prints in process and through the server.
-fn plain_both(server: &Server, client: &Env, args: &[&str]) -> (String, String) {
+pub(crate) fn plain_both(server: &Server, client: &Env, args: &[&str]) -> (String, String) {
     let mut all = vec!["--format", "plain"];
     all.extend_from_slice(args);
     let local = server.env.run(&all);

@@ -33,6 +33,12 @@ pub(crate) fn settings(env: &Env, args: &[&str]) -> insta::Settings {
     // Filters apply to the snapshot body only, so the description masks the temp root itself.
     settings.set_description(format!("agents {}", args.join(" ")).replace(&root, "[TMP]"));
     settings.add_filter(&regex::escape(&root), "[TMP]");
+    // Through a server (tests/support/through_server.rs) a suggested command repeats the
+    // client's data directory and the server: it reads as the command run on the host.
+    settings.add_filter(
+        r"/client-data --config-path (\S+) --server http://127\.0\.0\.1:\d+",
+        "/data --config-path $1",
+    );
     settings.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
     settings.add_filter(r"Duration: \d+ ms", "Duration: [MS] ms");
     settings.add_filter(

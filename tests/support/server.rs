@@ -31,8 +31,11 @@ pub fn spawn(env: &Env, token_name: &str, start_args: &[&str]) -> (String, Strin
         .expect("the binary runs");
     assert!(out.status.success(), "token create: {out:?}");
     let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    // The scripted test provider's key, which every test gives the commands that call it
+    // (`sk-test`): through a server those run there, where the client's environment is not.
     let mut child = env
         .local_command(&[&["server", "start"], start_args].concat())
+        .env("SCRIPTED_API_KEY", "sk-test")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -54,7 +54,11 @@ fn config_stamp(path: &Path) -> Option<(SystemTime, u64)> {
 /// Starts `agents server start` on `env`'s data directory with a new token.
 fn start(env: &Env) -> Served {
     let config_stamp = config_stamp(&env.config_path);
-    let (url, token, child) = super::server::spawn(env, "suite", &["--listen", "127.0.0.1:0"]);
+    // A restarted server takes a token of its own: the first one's name is still active.
+    static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("suite-{n}");
+    let (url, token, child) = super::server::spawn(env, &name, &["--listen", "127.0.0.1:0"]);
     Served {
         url,
         token,

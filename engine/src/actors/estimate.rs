@@ -153,7 +153,9 @@ pub fn estimate(store: &Store, plan: &Plan) -> Result<Estimate, StoreError> {
 }
 
 /// The cost of re-running `steps` of a plan, from what they used when they last ran.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct RerunCost {
     /// Tokens the steps used.
     pub tokens: u64,

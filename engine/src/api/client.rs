@@ -335,6 +335,9 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
         Request::Session(r) => {
             Response::Session(Box::new(super::session_views::answer(engine, r)?))
         }
+        Request::CorrectionView(r) => {
+            Response::CorrectionView(Box::new(super::correction_views::answer(engine, r)?))
+        }
     })
 }
 

@@ -79,8 +79,8 @@ pub enum ExportError {
 
 /// Exports the chosen sandbox under its lock and records the `plan_exported` event.
 pub(super) fn export(engine: &Engine, req: &ExportRequest) -> Result<Exported, ApiError> {
-    let mut store = engine.store()?;
-    let plan = store.plan(&req.plan)?.ok_or(RunError::NotFound(req.plan))?;
+    // Expired and orphaned sandboxes go first, as for every read of a plan's sandboxes.
+    let (mut store, plan) = super::plan_diff::open_swept(engine, &req.plan.to_string())?;
     let active = engine.sandboxes().active(&store, &plan.plan_id)?;
     let sb = choose(&active, req.resource.as_deref())?;
     let (tree, left_out) = reviewed_part(engine, &store, &plan, sb)?;

@@ -12,6 +12,7 @@
 
 mod apply_preview;
 mod client;
+pub mod correction_views;
 pub mod definition_views;
 mod error;
 mod export;
@@ -89,6 +90,20 @@ pub use crate::registry::yaml::MAX_BYTES as DEFINITION_MAX_BYTES;
 pub use crate::review::{Mark, ReviewError};
 pub use crate::store::model_calls::UsageRollup;
 pub use crate::system::{ResetOutcome, processing_plans, reset as reset_data_dir};
+
+// Decisions and corrections (`correction_views`): what their views are made of.
+pub use crate::actors::estimate::RerunCost;
+pub use crate::correction::append::Appended;
+pub use crate::correction::compare::ResourceComparison;
+pub use crate::correction::impact::Impact;
+pub use crate::correction::revert::Reverted;
+pub use crate::correction::tree::{Node as TreeNode, Summary as TreeSummary};
+pub use crate::store::corrections::{AttemptStatus, CorrectionAttempt, Reached};
+pub use crate::store::lifecycle_run::PlanBase;
+pub use correction_views::{
+    AppendPreview, AttemptView, ChildPlan, CorrectionView, CorrectionViewRequest, ExplainView,
+    Refusal, RevertPreview, StepLabel, TreeView,
+};
 
 // Sessions and the TUI: the live feed and the live-only events it carries.
 pub use crate::events::live::{LiveEvent, LiveKind};

@@ -79,7 +79,7 @@ pub enum Request {
         /// At most this many (capped at [`EVENTS_PAGE_MAX`]).
         limit: u32,
     },
-    /// Plan inspection: tree, explanation, correction preview, diff, checkpoints, logs.
+    /// Plan inspection: diff, apply preview, checkpoints, artifacts, logs, errors.
     PlanView(super::plan_views::PlanViewRequest),
     /// Registry reads: every registry's list and show, configuration, diagnostics.
     Registry(super::registry_views::RegistryQuery),
@@ -87,6 +87,8 @@ pub enum Request {
     Definition(super::definition_views::DefinitionQuery),
     /// Sessions, child plans, actor runs.
     Session(super::session_views::SessionRequest),
+    /// Decisions and corrections: tree, explanation, correction previews, attempts.
+    CorrectionView(super::correction_views::CorrectionViewRequest),
 }
 
 impl Request {
@@ -110,6 +112,7 @@ impl Request {
             Request::Registry(_) => "registry",
             Request::Definition(_) => "definition",
             Request::Session(_) => "session",
+            Request::CorrectionView(_) => "correction_view",
         }
     }
 }
@@ -152,6 +155,8 @@ pub enum Response {
     Definition(Box<super::definition_views::DefinitionView>),
     /// [`Request::Session`].
     Session(Box<super::session_views::SessionView>),
+    /// [`Request::CorrectionView`].
+    CorrectionView(Box<super::correction_views::CorrectionView>),
 }
 
 impl Response {
@@ -175,6 +180,7 @@ impl Response {
             Response::Registry(_) => "registry",
             Response::Definition(_) => "definition",
             Response::Session(_) => "session",
+            Response::CorrectionView(_) => "correction_view",
         }
     }
 }

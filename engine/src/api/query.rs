@@ -49,26 +49,6 @@ impl Engine {
     }
 }
 
-impl Engine {
-    /// What correction attempt `attempt` changed, per active sandbox of its plan: the original
-    /// and corrected attempts' changes against the base, and corrected vs original (spec
-    /// section 13, `plan diff --correction`).
-    ///
-    /// # Errors
-    /// [`ApiError::Sandbox`] for store, sandbox and git failures.
-    pub fn compare_correction(
-        &self,
-        attempt: &crate::store::corrections::CorrectionAttempt,
-    ) -> Result<Vec<crate::correction::compare::ResourceComparison>, ApiError> {
-        let store = self.store()?;
-        Ok(crate::correction::compare::compare(
-            &store,
-            &self.sandboxes(),
-            attempt,
-        )?)
-    }
-}
-
 /// What `plan list` filters on (every filter optional; all given must hold).
 #[derive(
     Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,

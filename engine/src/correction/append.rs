@@ -37,7 +37,7 @@ pub struct Appended {
     /// Where the child starts from, per resource.
     pub bases: Vec<PlanBase>,
     /// The result of driving the child.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driven: Option<Driven>,
 }
 

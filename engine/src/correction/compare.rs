@@ -11,7 +11,7 @@ use crate::store::Store;
 use crate::store::corrections::CorrectionAttempt;
 
 /// One resource's side of a correction attempt.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ResourceComparison {
     /// The resource.
     pub resource_name: String,

@@ -517,7 +517,7 @@ mod tests {
         let root = &t.roots[0];
         let spawn = root.children.iter().find(|n| n.id == f.spawn).unwrap();
         let child = &spawn.children[0];
-        assert_eq!((child.kind, child.id), ("plan", f.child));
+        assert_eq!((child.kind.as_str(), child.id), ("plan", f.child));
         let child_step = &child.children[0].children[0];
         assert_eq!(child_step.id, f.child_step);
         assert_eq!(child_step.children[0].id, f.grandchild);

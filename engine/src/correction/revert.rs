@@ -63,7 +63,7 @@ pub struct Reverted {
     /// What the sandbox rollback did (`null` when nothing had run).
     pub rollback: Value,
     /// The result of driving the plan afterwards.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driven: Option<Driven>,
 }
 

@@ -17,10 +17,10 @@ use crate::domain::id::Id;
 use crate::store::{Store, StoreError};
 
 /// A node of the tree: a decision, or a child plan under its spawn decision.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Node {
     /// `decision` or `plan`.
-    pub kind: &'static str,
+    pub kind: String,
     /// Decision id (decisions) or plan id (plans).
     pub id: Id,
     /// The decision's type (decisions only).
@@ -51,7 +51,9 @@ pub struct Node {
 }
 
 /// Totals shown under the tree.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Summary {
     /// Decision nodes shown.
     pub nodes: usize,
@@ -213,7 +215,7 @@ fn child_plan_node(cx: &Ctx<'_>, child: Id, depth: usize, s: &mut Summary) -> No
         .map(|p| (p.2.clone(), p.3.clone()))
         .unwrap_or_default();
     Node {
-        kind: "plan",
+        kind: "plan".into(),
         id: child,
         decision_type: None,
         label: name,
@@ -250,7 +252,7 @@ fn decision_node(cx: &Ctx<'_>, i: usize, depth: usize, s: &mut Summary) -> Node 
         }
     }
     Node {
-        kind: "decision",
+        kind: "decision".into(),
         id: r.id,
         decision_type: Some(r.kind),
         label: r.chosen.clone(),

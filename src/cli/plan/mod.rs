@@ -173,9 +173,11 @@ impl PlanCommand {
             | PlanCommand::Use(_)
             | PlanCommand::Apply(_)
             | PlanCommand::Logs(_)
-            | PlanCommand::Errors { .. } => true,
+            | PlanCommand::Errors { .. }
+            | PlanCommand::Tree(_)
+            | PlanCommand::Explain(_)
+            | PlanCommand::Correct(_) => true,
             PlanCommand::Sandbox(c) => c.served_remotely(),
-            _ => false,
         }
     }
 
