@@ -8,7 +8,7 @@ use super::{CliError, Context, view};
 use crate::output::{Column, Element, Level, Payload, Report};
 use cleveragents_engine::api;
 use cleveragents_engine::domain::{Phase, Plan, ProcessingState};
-use cleveragents_engine::lifecycle::driver::Stopped;
+use cleveragents_engine::lifecycle::driven::Stopped;
 use cleveragents_engine::registry::plan_use::{Created, Request};
 
 /// `agents plan ...`

@@ -18,7 +18,7 @@ use cleveragents_engine::domain::decision::Decision;
 use cleveragents_engine::domain::lifecycle::Phase;
 use cleveragents_engine::domain::plan::Plan;
 use cleveragents_engine::lifecycle::RunError;
-use cleveragents_engine::lifecycle::driver::Stopped;
+use cleveragents_engine::lifecycle::driven::Stopped;
 use cleveragents_engine::sandbox::Sandboxes;
 use cleveragents_engine::sandbox::diff;
 use cleveragents_engine::store::Store;

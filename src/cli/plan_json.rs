@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use cleveragents_engine::domain::Plan;
 use cleveragents_engine::domain::approval::Approval;
-use cleveragents_engine::lifecycle::driver::Stopped;
+use cleveragents_engine::lifecycle::driven::Stopped;
 
 /// A plan as the ordered map the CLI prints (the specification's `as_cli_dict` key order): ids and
 /// names; phase, state, description; definition of done; projects and automation; actors;

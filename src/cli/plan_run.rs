@@ -23,7 +23,7 @@ use cleveragents_engine::domain::{Id, Plan};
 use cleveragents_engine::events::EngineEvent;
 use cleveragents_engine::lifecycle::Observer;
 use cleveragents_engine::lifecycle::approvals::Answer;
-use cleveragents_engine::lifecycle::driver::{Driven, Stopped};
+use cleveragents_engine::lifecycle::driven::{Driven, Stopped};
 
 /// `plan execute` arguments.
 #[derive(Debug, Args)]

@@ -229,7 +229,7 @@ fn revise(
     engine: &mut lifecycle::Engine,
     decision: &crate::domain::Id,
     guidance: &str,
-) -> Result<Option<lifecycle::driver::Driven>, lifecycle::RunError> {
+) -> Result<Option<lifecycle::driven::Driven>, lifecycle::RunError> {
     Ok(crate::correction::revert::revert(engine, decision, guidance)?.driven)
 }
 

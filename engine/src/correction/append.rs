@@ -20,7 +20,8 @@ use serde_json::json;
 
 use crate::domain::decision::{Decision, DecisionType};
 use crate::domain::{Id, Phase, Plan};
-use crate::lifecycle::driver::{self, Driven, Op};
+use crate::lifecycle::driven::Driven;
+use crate::lifecycle::driver::{self, Op};
 use crate::lifecycle::{Engine, RunError, execute};
 use crate::store::corrections::{AttemptStatus, CorrectionAttempt, insert_attempt_in};
 use crate::store::lifecycle_run::{BaseKind, PlanBase};

@@ -37,7 +37,9 @@ use serde_json::{Map, Value, json};
 use super::gates::Gates;
 use super::script_executor::StepEnd;
 use super::transitions::{self, Drive, Next};
-use super::{Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driver};
+use super::{
+    Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driven, driver, stop,
+};
 use super::{execute, strategize};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType};
@@ -143,10 +145,10 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
         if guard.is_lost() {
             break Outcome::Interrupted;
         }
-        if let Some(cause) = driver::stop_cause(&engine, &child_id)? {
+        if let Some(cause) = stop::stop_cause(&engine, &child_id)? {
             let mut plan = engine.plan(&child_id)?;
-            break match driver::stop(&mut engine, &mut plan, cause)? {
-                driver::Stopped::Cancelled { .. } => Outcome::Cancelled,
+            break match stop::stop(&mut engine, &mut plan, cause)? {
+                driven::Stopped::Cancelled { .. } => Outcome::Cancelled,
                 _ => Outcome::Interrupted,
             };
         }
@@ -206,7 +208,7 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
         }
         // A phase stopped: find out why at the top of the loop; a stop nobody asked for
         // (a lost lease) ends the run.
-        if driver::stop_cause(&engine, &child_id)?.is_none() {
+        if stop::stop_cause(&engine, &child_id)?.is_none() {
             break Outcome::Interrupted;
         }
     };
@@ -803,7 +805,7 @@ fn run_children(
     })?;
     engine.flush(plan_id)?;
     if let Some(cause) = stop_cause {
-        if cause == driver::StopCause::Cancel {
+        if cause == stop::StopCause::Cancel {
             cancel_unstarted(&pool.seed, children)?;
         }
         return Ok(None);
@@ -918,7 +920,7 @@ fn watch_children(
     pool: &ChildPool,
     children: &[(Id, &Spawn)],
     stop: &AtomicBool,
-) -> Result<Option<driver::StopCause>, RunError> {
+) -> Result<Option<stop::StopCause>, RunError> {
     let mut stop_cause = None;
     loop {
         if pool
@@ -930,12 +932,12 @@ fn watch_children(
         {
             return Ok(stop_cause);
         }
-        let cause = driver::stop_cause(engine, plan_id)?;
+        let cause = stop::stop_cause(engine, plan_id)?;
         if (cause.is_some() || stop.load(Ordering::SeqCst)) && !pool.stop_all.load(Ordering::SeqCst)
         {
             pool.stop_all.store(true, Ordering::SeqCst);
-            stop_cause = cause.or(Some(driver::StopCause::Cancel));
-            if cause != Some(driver::StopCause::Interrupt) {
+            stop_cause = cause.or(Some(stop::StopCause::Cancel));
+            if cause != Some(stop::StopCause::Interrupt) {
                 let reason = engine.store().plan_cancel_reason(plan_id)?;
                 let why = format!(
                     "its parent {plan_id} was cancelled{}",

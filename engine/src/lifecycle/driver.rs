@@ -21,16 +21,16 @@ use serde_json::json;
 
 use super::approvals::{self, Gate};
 use super::gates::Gates;
-use super::state::{self, commit};
+
+use super::driven::{Driven, Stopped};
+use super::stop::{stop, stop_cause};
 use super::transitions::{self, Drive, Next};
 use super::{Engine, RunError, apply, execute, strategize};
 use crate::domain::approval::{Approval, ApprovalKind};
 use crate::domain::decision::DecisionType;
-use crate::domain::event::PlanInterrupted;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 // `Next` here is the lifecycle transition; a suggested next step for the user is `Suggest`.
 use crate::domain::next::Next as Suggest;
-use crate::events::{EngineEvent, EventKind};
 use crate::lease;
 
 /// What the caller asks for.
@@ -57,79 +57,6 @@ impl Op {
             Op::Apply { .. } => Drive::Apply,
         }
     }
-}
-
-/// Why driving stopped.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(tag = "stopped", rename_all = "snake_case")]
-pub enum Stopped {
-    /// A phase gate waits for a human.
-    Gate {
-        /// The gate's approval.
-        approval: Box<Approval>,
-    },
-    /// Decisions wait for a human.
-    Decisions {
-        /// The pending decision approvals.
-        approvals: Vec<Approval>,
-    },
-    /// Nothing to do now (`plan execute` on a complete Execute).
-    NothingToDo {
-        /// The step that moves the plan on.
-        next: Suggest,
-    },
-    /// The plan is applied.
-    Applied,
-    /// The plan was cancelled.
-    Cancelled {
-        /// The reason given.
-        reason: Option<String>,
-    },
-    /// The plan errored.
-    Errored {
-        /// Error code.
-        code: String,
-        /// What failed.
-        message: String,
-    },
-    /// The user pressed Ctrl-C; the plan is queued and resumable.
-    Interrupted,
-    /// Another process took the plan over (this one's lease went stale).
-    LeaseLost,
-}
-
-/// The result of driving.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Driven {
-    /// The plan as it is now.
-    pub plan: Plan,
-    /// Why driving stopped.
-    pub stopped: Stopped,
-    /// The events this run committed, in order.
-    pub events: Vec<EngineEvent>,
-}
-
-/// Why the work in flight must stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopCause {
-    /// `plan cancel` was requested.
-    Cancel,
-    /// Ctrl-C.
-    Interrupt,
-}
-
-/// Whether the plan's work must stop now (checked at every step, model turn and tool call).
-///
-/// # Errors
-/// [`RunError::Store`].
-pub fn stop_cause(engine: &Engine, plan_id: &Id) -> Result<Option<StopCause>, RunError> {
-    if lease::cancel_requested(engine.store(), plan_id)? {
-        return Ok(Some(StopCause::Cancel));
-    }
-    if engine.observer().interrupted() {
-        return Ok(Some(StopCause::Interrupt));
-    }
-    Ok(None)
 }
 
 fn wrong_state(plan: &Plan, message: String, hints: Vec<Suggest>) -> RunError {
@@ -197,53 +124,6 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
             ],
         ),
     })
-}
-
-/// Records why a run stopped: a requested cancellation cancels the plan; Ctrl-C re-queues it
-/// with reason `interrupted`.
-///
-/// # Errors
-/// [`RunError`].
-pub(crate) fn stop(
-    engine: &mut Engine,
-    plan: &mut Plan,
-    cause: StopCause,
-) -> Result<Stopped, RunError> {
-    match cause {
-        StopCause::Cancel => {
-            let reason = engine.store().plan_cancel_reason(&plan.plan_id)?;
-            *plan = engine.plan(&plan.plan_id)?;
-            if plan.state() != ProcessingState::Cancelled && plan.phase() != Phase::Applied {
-                approvals::cancel_now(
-                    engine,
-                    plan,
-                    reason.as_deref().unwrap_or("cancelled by the user"),
-                )?;
-            }
-            Ok(Stopped::Cancelled { reason })
-        }
-        StopCause::Interrupt => {
-            *plan = engine.plan(&plan.plan_id)?;
-            if plan.state() == ProcessingState::Processing {
-                state::set_state(plan, ProcessingState::Queued)?;
-                let snapshot = plan.clone();
-                commit(
-                    engine.store_mut(),
-                    plan,
-                    EventKind::PlanInterrupted(PlanInterrupted {
-                        phase: snapshot.phase(),
-                        state: ProcessingState::Queued,
-                        reason: "interrupted".into(),
-                        previous_owner: None,
-                        by: Some("user (Ctrl-C)".into()),
-                    }),
-                    |tx| state::reason(tx, &snapshot, Some("interrupted")),
-                )?;
-                engine.flush(&plan.plan_id)?;
-            }
-            Ok(Stopped::Interrupted)
-        }
-    }
 }
 
 /// Guidance the user gave that the next Strategize run should follow: the current

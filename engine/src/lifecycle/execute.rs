@@ -741,7 +741,7 @@ impl StepRun<'_> {
         let plan_id = self.plan_id;
         let mut retries_left = self.gates.step_retries();
         loop {
-            if watcher.stopped() || super::driver::stop_cause(engine, &plan_id)?.is_some() {
+            if watcher.stopped() || super::stop::stop_cause(engine, &plan_id)?.is_some() {
                 return Ok(Some(Ended::Stopped));
             }
             let resume = match pending_resume(engine, &plan_id, step)? {
@@ -1017,7 +1017,7 @@ impl StepRun<'_> {
                 break;
             };
             rounds -= 1;
-            if super::driver::stop_cause(engine, &plan_id)?.is_some() {
+            if super::stop::stop_cause(engine, &plan_id)?.is_some() {
                 return Ok(Some(Ended::Stopped));
             }
             if self.fix_validation(engine, plan, &failed)? == StepEnd::Stopped {

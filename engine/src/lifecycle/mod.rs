@@ -15,6 +15,8 @@
 //! - [`script_executor`]: the offline executor `builtin/script-executor`.
 //! - [`validations`]: the projects' validation commands.
 //! - [`driver`]: runs a plan until a gate, a pause or a terminal state; owns the lease.
+//! - [`driven`]: what driving returns ([`driven::Driven`], [`driven::Stopped`]).
+//! - [`stop`]: the stop check (a requested cancel, Ctrl-C) and recording why a run stopped.
 //! - [`report`]: what `plan status` and `plan errors` show.
 //!
 //! The engine knows no terminal: progress leaves it as [`EngineEvent`]s through an
@@ -24,6 +26,7 @@ pub mod apply;
 pub mod approvals;
 pub mod checklist;
 pub mod children;
+pub mod driven;
 pub mod driver;
 pub mod estimator;
 pub mod execute;
@@ -40,6 +43,7 @@ pub mod revision;
 pub mod rollback;
 pub mod script_executor;
 pub mod state;
+pub mod stop;
 pub mod strategize;
 pub mod transitions;
 pub mod validations;
@@ -74,7 +78,7 @@ impl Observer for Quiet {}
 
 /// Errors of the lifecycle engine. Failures of the work itself (an actor that fails, a step
 /// that errors) are not errors of the engine: they move the plan to `errored` and come back
-/// as a [`driver::Stopped`].
+/// as a [`driven::Stopped`].
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// No plan with that id.
@@ -177,7 +181,7 @@ pub type EnvLookup = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync
 /// (the revert correction, spec section 15), for `auto_strategy_revision` (spec section 27).
 /// The correction layer sits above the lifecycle, so the face that opens the engine hands
 /// it in ([`Engine::with_reviser`]); `Ok(None)` when the plan was not driven afterwards.
-pub type Reviser = fn(&mut Engine, &Id, &str) -> Result<Option<driver::Driven>, RunError>;
+pub type Reviser = fn(&mut Engine, &Id, &str) -> Result<Option<driven::Driven>, RunError>;
 
 /// The engine service: a store, where files live, the configured providers and an observer.
 /// The CLI and the TUI each hold one per command or session.

@@ -12,7 +12,7 @@
 
 use serde_json::json;
 
-use super::driver::{Driven, Stopped};
+use super::driven::{Driven, Stopped};
 use super::gates::Gates;
 use super::state::commit;
 use super::{Engine, RunError};

@@ -331,7 +331,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
         Some(choice) => match super::invariant_actor::reconcile(engine, plan, choice, &view) {
             Ok(done) => done,
             Err((code, message)) => {
-                if super::driver::stop_cause(engine, &plan.plan_id)?.is_some() {
+                if super::stop::stop_cause(engine, &plan.plan_id)?.is_some() {
                     return Ok(Ended::Stopped);
                 }
                 state::errored(
@@ -379,7 +379,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
     } else {
         model_strategy(engine, plan, &actor, &effective, guidance)
     };
-    if super::driver::stop_cause(engine, &plan.plan_id)?.is_some() {
+    if super::stop::stop_cause(engine, &plan.plan_id)?.is_some() {
         return Ok(Ended::Stopped);
     }
     let strategy = match strategy {
