@@ -35,6 +35,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::ended::Ended;
 use super::execute::sandboxes;
 use super::state::{self, commit};
 use super::validations::{self, Outcome};
@@ -49,23 +50,6 @@ use crate::sandbox::{Sandbox, Sandboxes};
 use crate::store::lifecycle_run::{BaseKind, Journal, JournalEntry, JournalStatus};
 use decide::Decided;
 use journal::{BranchUndo, EntryOp, UndoEntry};
-
-/// How Apply ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ended {
-    /// The changes are in the project.
-    Applied(Value),
-    /// An invariant does not hold for the changeset: nothing was written and the plan waits
-    /// for these `invariant_violation` approvals (its phase and state unchanged).
-    AwaitingApproval(Vec<crate::domain::approval::Approval>),
-    /// A check refused the apply (nothing was written) or a journal could not be completed.
-    Errored {
-        /// Error code (`APPLY_REFUSED`, `VALIDATION_FAILED`, `APPLY_JOURNAL`).
-        code: String,
-        /// What failed.
-        message: String,
-    },
-}
 
 /// What `plan apply` shows before asking: per resource, the files and line counts.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -349,7 +333,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ende
     // Spec 12, prevention: the whole changeset against the effective invariants, first.
     let violations = super::invariant_checks::before_apply(engine, plan, &sbs)?;
     if !violations.is_empty() {
-        return Ok(Ended::AwaitingApproval(violations));
+        return Ok(Ended::Awaiting(violations));
     }
     if plan.phase() == Phase::Execute {
         plan.status
@@ -999,7 +983,7 @@ fn finish(
     let summary = json!(&complete);
     let mut vs = plan.validation_summary.clone().unwrap_or(json!({}));
     vs["apply"] = summary["validations"].clone();
-    vs["apply_summary"] = summary.clone();
+    vs["apply_summary"] = summary;
     plan.validation_summary = Some(vs);
     state::set_state(plan, ProcessingState::Complete)?;
     plan.status
@@ -1020,13 +1004,13 @@ fn finish(
     engine.flush(&plan_id)?;
     if keep_sandboxes {
         // A partial Apply: the remainder stays for a follow-up plan (`docs/review.md`).
-        return Ok(Ended::Applied(summary));
+        return Ok(Ended::Complete);
     }
     if let Err(e) = crate::sandbox::lifetime::release_after_apply(engine.store_mut(), sbs, &plan_id)
     {
         tracing::warn!(error = %e, "sandboxes could not be released after apply");
     }
-    Ok(Ended::Applied(summary))
+    Ok(Ended::Complete)
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
+use super::ended::Ended;
 use super::gates::Gates;
 use super::script_executor::StepEnd;
 use super::transitions::{self, Drive, Next};
@@ -156,9 +157,9 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
         match transitions::next(plan.phase(), plan.state(), Drive::Child) {
             Next::Cancelled => break Outcome::Cancelled,
             Next::Strategize => match strategize::run(&mut engine, &mut plan, &[])? {
-                strategize::Ended::Complete { .. } => continue,
-                strategize::Ended::Stopped => {}
-                strategize::Ended::AwaitingDecisions(a) => {
+                Ended::Complete => continue,
+                Ended::Stopped => {}
+                Ended::Awaiting(a) => {
                     break Outcome::Failed {
                         code: "CHILD_NEEDS_HUMAN".into(),
                         message: format!(
@@ -172,15 +173,15 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
                         ),
                     };
                 }
-                strategize::Ended::Errored { code, message } => {
+                Ended::Errored { code, message } => {
                     break Outcome::Failed { code, message };
                 }
             },
             Next::EnterExecute | Next::ResumeExecute => {
                 match execute::run(&mut engine, &mut plan)? {
-                    execute::Ended::Complete => continue,
-                    execute::Ended::Stopped => {}
-                    execute::Ended::AwaitingApproval(a) | execute::Ended::AwaitingDecision(a) => {
+                    Ended::Complete => continue,
+                    Ended::Stopped => {}
+                    Ended::Awaiting(a) => {
                         break Outcome::Failed {
                             code: "CHILD_NEEDS_HUMAN".into(),
                             message: format!(
@@ -189,7 +190,7 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
                             ),
                         };
                     }
-                    execute::Ended::Errored { code, message } => {
+                    Ended::Errored { code, message } => {
                         break Outcome::Failed { code, message };
                     }
                 }

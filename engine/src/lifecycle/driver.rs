@@ -23,6 +23,7 @@ use super::approvals::{self, Gate};
 use super::gates::Gates;
 
 use super::driven::{Driven, Stopped};
+use super::ended::Ended;
 use super::stop::{stop, stop_cause};
 use super::transitions::{self, Drive, Next};
 use super::{Engine, RunError, apply, execute, strategize};
@@ -284,15 +285,11 @@ impl Driving {
         if self.op != Op::Continue || gates.auto_strategize() {
             resolve_gate(engine, &mut self.plan, Gate::Strategize)?;
         }
-        Ok(match strategize::run(engine, &mut self.plan, &guidance)? {
-            strategize::Ended::Complete { .. } | strategize::Ended::Stopped => None,
-            strategize::Ended::AwaitingDecisions(approvals) => {
-                Some(Stopped::Decisions { approvals })
-            }
-            strategize::Ended::Errored { code, message } => {
-                Some(Stopped::Errored { code, message })
-            }
-        })
+        Ok(stopped_by(strategize::run(
+            engine,
+            &mut self.plan,
+            &guidance,
+        )?))
     }
 
     /// Strategize complete: Execute when asked for or allowed, otherwise the execute gate.
@@ -338,12 +335,7 @@ impl Driving {
 
     /// Runs Execute; `Some` unless it completed or was stopped (the loop finds out why).
     fn execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
-        Ok(match execute::run(engine, &mut self.plan)? {
-            execute::Ended::Complete | execute::Ended::Stopped => None,
-            execute::Ended::AwaitingDecision(approvals)
-            | execute::Ended::AwaitingApproval(approvals) => Some(Stopped::Decisions { approvals }),
-            execute::Ended::Errored { code, message } => Some(Stopped::Errored { code, message }),
-        })
+        Ok(stopped_by(execute::run(engine, &mut self.plan)?))
     }
 
     /// Execute complete: a child waits for its parent; `plan execute` stops here; Apply when
@@ -392,11 +384,17 @@ impl Driving {
     /// Runs Apply; `None` once applied.
     fn apply(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
         let no_commit = matches!(self.op, Op::Apply { no_commit: true });
-        Ok(match apply::run(engine, &mut self.plan, no_commit)? {
-            apply::Ended::Applied(_) => None,
-            apply::Ended::AwaitingApproval(approvals) => Some(Stopped::Decisions { approvals }),
-            apply::Ended::Errored { code, message } => Some(Stopped::Errored { code, message }),
-        })
+        Ok(stopped_by(apply::run(engine, &mut self.plan, no_commit)?))
+    }
+}
+
+/// Where a phase run's end leaves driving: `None` when the phase completed or was stopped (the
+/// loop finds out why), otherwise why driving stops.
+fn stopped_by(ended: Ended) -> Option<Stopped> {
+    match ended {
+        Ended::Complete | Ended::Stopped => None,
+        Ended::Awaiting(approvals) => Some(Stopped::Decisions { approvals }),
+        Ended::Errored { code, message } => Some(Stopped::Errored { code, message }),
     }
 }
 

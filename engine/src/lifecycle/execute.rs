@@ -25,6 +25,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::ended::Ended;
 use super::gates::Gates;
 use super::script_executor::{self, StepEnd};
 use super::state::{self, commit};
@@ -43,27 +44,6 @@ use crate::store::lifecycle_run::{BaseKind, PlanStep, StepStatus, replace_steps,
 use crate::store::{Store, StoreError};
 use crate::tools::runner::{Policy, ToolRunner};
 use crate::tools::shell::ShellPolicy;
-
-/// How Execute ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ended {
-    /// Every step and the required validations passed.
-    Complete,
-    /// A step or a required validation failed; the plan is errored.
-    Errored {
-        /// Error code.
-        code: String,
-        /// What failed.
-        message: String,
-    },
-    /// Cancelled or interrupted; the driver records which.
-    Stopped,
-    /// The execution actor asked the user (`request_decision`); the plan waits at
-    /// execute/queued for these `decision` approvals.
-    AwaitingDecision(Vec<crate::domain::approval::Approval>),
-    /// A step waits for a human (`child_spawn` approvals); the plan is at (execute, queued).
-    AwaitingApproval(Vec<crate::domain::approval::Approval>),
-}
 
 /// The user's answer to a `request_decision`, in words for the model.
 fn answer_text(a: &crate::domain::approval::Approval) -> String {
@@ -765,11 +745,11 @@ impl StepRun<'_> {
                 StepEnd::Stopped => return Ok(Some(Ended::Stopped)),
                 StepEnd::Paused(q) => {
                     let approval = pause_step(engine, plan, step, label, *q)?;
-                    return Ok(Some(Ended::AwaitingDecision(vec![approval])));
+                    return Ok(Some(Ended::Awaiting(vec![approval])));
                 }
                 StepEnd::Awaiting { approvals } => {
                     await_approvals(engine, plan, step, label, &approvals)?;
-                    return Ok(Some(Ended::AwaitingApproval(approvals)));
+                    return Ok(Some(Ended::Awaiting(approvals)));
                 }
                 StepEnd::Done { output } => {
                     finish_step(engine, plan, self.sandboxes, step, label, output, "done")?;
@@ -1165,7 +1145,7 @@ fn pending_resume(
         return Ok(Ok(None));
     };
     Ok(match engine.store().approval(&pause.approval_id)? {
-        Some(a) if a.status == ApprovalStatus::Pending => Err(Ended::AwaitingDecision(vec![a])),
+        Some(a) if a.status == ApprovalStatus::Pending => Err(Ended::Awaiting(vec![a])),
         Some(a) => Ok(Some((
             pause.approval_id.clone(),
             super::model_executor::Resume::after(

@@ -28,7 +28,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::approvals::{Answer, cancel_now};
-use super::execute::Ended;
+use super::ended::Ended;
 use super::report::Hint;
 use super::state::{self, commit};
 use super::{Engine, RunError, model};
@@ -853,7 +853,7 @@ pub(crate) fn after_step(
     label: &str,
 ) -> Result<Option<Ended>, RunError> {
     let raised = check_and_record(engine, plan, sbs, &At::Step { step, label }, true)?;
-    Ok((!raised.is_empty()).then_some(Ended::AwaitingApproval(raised)))
+    Ok((!raised.is_empty()).then_some(Ended::Awaiting(raised)))
 }
 
 /// Before Apply writes anything: checks the plan's invariants against the whole changeset.

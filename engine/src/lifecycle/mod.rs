@@ -16,6 +16,7 @@
 //! - [`validations`]: the projects' validation commands.
 //! - [`driver`]: runs a plan until a gate, a pause or a terminal state; owns the lease.
 //! - [`driven`]: what driving returns ([`driven::Driven`], [`driven::Stopped`]).
+//! - [`ended`]: how a phase run ended ([`ended::Ended`]).
 //! - [`stop`]: the stop check (a requested cancel, Ctrl-C) and recording why a run stopped.
 //! - [`report`]: what `plan status` and `plan errors` show.
 //!
@@ -28,6 +29,7 @@ pub mod checklist;
 pub mod children;
 pub mod driven;
 pub mod driver;
+pub mod ended;
 pub mod estimator;
 pub mod execute;
 pub mod gates;

@@ -21,6 +21,7 @@ use std::sync::Mutex;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::ended::Ended;
 use super::gates::Gates;
 use super::model;
 use super::state::{self, commit};
@@ -41,27 +42,6 @@ use crate::events::EventKind;
 use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR, fingerprint};
 use crate::registry::invariants;
 use crate::store::{approvals, decisions};
-
-/// How Strategize ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ended {
-    /// The decision tree is recorded and the phase is complete.
-    Complete {
-        /// Decisions recorded (root and invariants included).
-        decisions: usize,
-    },
-    /// Decisions wait for a human (`plan decide` / `plan reject`).
-    AwaitingDecisions(Vec<Approval>),
-    /// The strategy actor failed; the plan is errored.
-    Errored {
-        /// Error code.
-        code: String,
-        /// What failed.
-        message: String,
-    },
-    /// The run was stopped (cancel, Ctrl-C, lost lease) before anything was recorded.
-    Stopped,
-}
 
 /// What the strategy actor produced.
 struct Strategy {
@@ -754,7 +734,7 @@ fn raise_decision_approvals(
         },
     )?;
     engine.flush(&plan.plan_id)?;
-    Ok(Ended::AwaitingDecisions(raised))
+    Ok(Ended::Awaiting(raised))
 }
 
 /// Completes Strategize: (strategize, complete) with a `strategize_complete` event.
@@ -778,5 +758,5 @@ pub fn complete(engine: &mut Engine, plan: &mut Plan, count: usize) -> Result<En
     )?;
     engine.flush(&plan.plan_id)?;
     super::estimator::after_strategize(engine, plan)?;
-    Ok(Ended::Complete { decisions: count })
+    Ok(Ended::Complete)
 }
