@@ -80,7 +80,7 @@ fn review(engine: &Engine, r: &ReviewRequest) -> Result<Outcome, ApiError> {
         .into());
     }
     let sandboxes = engine.sandboxes();
-    let trees = crate::lifecycle::apply::reviewed_trees_in(&store, &plan.plan_id)?;
+    let trees = crate::lifecycle::trees::reviewed_trees_in(&store, &plan.plan_id)?;
     let before = crate::review::load(&store, &sandboxes, &plan, &trees)?;
     let reason = match r.mark {
         crate::review::Mark::Pending => None,

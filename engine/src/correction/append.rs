@@ -22,7 +22,7 @@ use crate::domain::decision::{Decision, DecisionType};
 use crate::domain::{Id, Phase, Plan};
 use crate::lifecycle::driven::Driven;
 use crate::lifecycle::driver::{self, Op};
-use crate::lifecycle::{Engine, RunError, execute};
+use crate::lifecycle::{Engine, RunError};
 use crate::store::corrections::{AttemptStatus, CorrectionAttempt, insert_attempt_in};
 use crate::store::lifecycle_run::{BaseKind, PlanBase};
 
@@ -47,7 +47,7 @@ pub struct Appended {
 /// # Errors
 /// [`RunError`] for store, sandbox or git failures.
 pub fn child_bases(engine: &Engine, parent: &Plan) -> Result<Vec<PlanBase>, RunError> {
-    let sandboxes = execute::sandboxes(engine);
+    let sandboxes = engine.sandboxes();
     let active = sandboxes.active(engine.store(), &parent.plan_id)?;
     let mut out = Vec::new();
     for mut b in engine.store().plan_bases(&parent.plan_id)? {

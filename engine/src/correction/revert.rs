@@ -631,7 +631,7 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
     let mut plan = engine.plan(&plan_id)?;
     check_revertable(&plan, &target)?;
     let guard = lease::acquire(engine.store_mut(), &plan_id, "correct")?;
-    let sandboxes = execute::sandboxes(engine);
+    let sandboxes = engine.sandboxes();
     let impact = impact::impact(engine.store(), Some(&sandboxes), decision_id)
         .map_err(|e| RunError::Invalid(e.to_string()))?;
     let attempt = plan.status.attempt + 1;

@@ -119,7 +119,7 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
     a.options = vec!["approve".into()];
     if gate == Gate::Apply {
         // The trees the user reviews now are the ones Apply commits (spec section 13).
-        a.context["trees"] = super::apply::reviewable_trees(engine, plan)?;
+        a.context["trees"] = super::trees::reviewable_trees(engine, plan)?;
     }
     engine.store_mut().insert_approval(&a)?;
     engine.flush(&id)?;

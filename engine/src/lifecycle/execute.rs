@@ -151,11 +151,6 @@ fn guidance_for(store: &Store, plan_id: &Id) -> Result<Vec<String>, RunError> {
         .collect())
 }
 
-/// The sandboxes of the engine's data directory.
-pub(crate) fn sandboxes(engine: &Engine) -> Sandboxes {
-    Sandboxes::new(engine.paths())
-}
-
 /// Registers the plan's bases as sandbox targets (idempotent); sandboxes themselves are
 /// created on first use.
 pub(crate) fn register_targets(
@@ -496,7 +491,7 @@ fn pause_step(
 /// # Errors
 /// [`RunError`] for store and sandbox failures; step failures are [`Ended::Errored`].
 pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
-    let sandboxes = sandboxes(engine);
+    let sandboxes = engine.sandboxes();
     let plan_id = plan.plan_id;
     // The plan's MCP servers: started by the first step that uses them, reused by the later
     // ones, stopped when this run returns (done, paused, failed or cancelled).

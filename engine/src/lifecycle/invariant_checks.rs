@@ -219,7 +219,7 @@ fn changes(
         ),
         At::Apply => (Vec::new(), Vec::new()),
     };
-    let reviewed = super::apply::reviewed_trees(engine, &plan.plan_id)?;
+    let reviewed = super::trees::reviewed_trees(engine, &plan.plan_id)?;
     let mut out = Vec::new();
     for sb in sbs.active(engine.store(), &plan.plan_id)? {
         let find = |v: &[(Id, Oid)]| {
@@ -308,7 +308,7 @@ fn check_command(
             .observer()
             .progress(&format!("Checking invariant `{command}` on {}", c.resource));
         let dir = root.join(c.resource.replace(['/', ':'], "_"));
-        super::apply::materialize(&c.sandbox.repo()?, c.new, &dir)?;
+        super::trees::materialize(&c.sandbox.repo()?, c.new, &dir)?;
         std::fs::create_dir_all(&tmp).map_err(|e| RunError::Sandbox(e.to_string()))?;
         let r = super::validations::run_command(
             command,

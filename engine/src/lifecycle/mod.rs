@@ -17,6 +17,7 @@
 //! - [`driver`]: runs a plan until a gate, a pause or a terminal state; owns the lease.
 //! - [`driven`]: what driving returns ([`driven::Driven`], [`driven::Stopped`]).
 //! - [`ended`]: how a phase run ended ([`ended::Ended`]).
+//! - [`trees`]: the trees a plan's changes are reviewed and applied as.
 //! - [`stop`]: the stop check (a requested cancel, Ctrl-C) and recording why a run stopped.
 //! - [`report`]: what `plan status` and `plan errors` show.
 //!
@@ -48,6 +49,7 @@ pub mod state;
 pub mod stop;
 pub mod strategize;
 pub mod transitions;
+pub mod trees;
 pub mod validations;
 
 use crate::config::Provider;
@@ -363,6 +365,11 @@ impl Engine {
     /// Where files live.
     pub fn paths(&self) -> &Paths {
         &self.paths
+    }
+
+    /// The sandboxes of the data directory.
+    pub fn sandboxes(&self) -> crate::sandbox::Sandboxes {
+        crate::sandbox::Sandboxes::new(&self.paths)
     }
 
     /// The configured providers.
