@@ -23,6 +23,8 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::invariant_checks::{correct_step, pending_violations};
+use super::report::Hint;
 use super::state::{self, commit};
 use super::{Engine, RunError};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
@@ -253,8 +255,7 @@ pub fn answer(
         }
         (ApprovalKind::ToolApproval, _) => answer_tool(engine, &approval, &mut plan, &answer)?,
         (ApprovalKind::InvariantViolation, _) => {
-            let (effect, resume, hint) =
-                super::invariant_checks::answer(engine, &approval, &mut plan, &answer)?;
+            let (effect, resume, hint) = answer_violation(engine, &approval, &mut plan, &answer)?;
             first = hint;
             (effect, resume)
         }
@@ -591,6 +592,79 @@ pub fn describe_budget(b: &crate::actors::budget::PlanBudget) -> String {
         "no limit".into()
     } else {
         parts.join(", ")
+    }
+}
+
+/// Answers an `invariant_violation`: 1 `accept` (once: the plan goes on once no other
+/// violation waits), 2 `correct` (nothing changes; the effect names the `plan correct` command,
+/// which withdraws the approval), 3 `cancel` or a rejection (the plan is cancelled).
+///
+/// # Errors
+/// [`RunError::Invalid`] for guidance or an option out of range; store errors.
+fn answer_violation(
+    engine: &mut Engine,
+    approval: &Approval,
+    plan: &mut Plan,
+    answer: &Answer,
+) -> Result<(String, bool, Option<Hint>), RunError> {
+    let id = approval.approval_id.as_str();
+    let text = approval.context["invariant"].as_str().unwrap_or("?");
+    match answer {
+        Answer::Option(1) => {
+            let tx_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                plan,
+                EventKind::StateChanged(StateChanged::Transition(Transition {
+                    approval_id: Some(id.to_owned()),
+                    invariant_violation: Some("accepted".into()),
+                    invariant_id: Some(approval.context["invariant_id"].clone()),
+                    ..Transition::at(tx_plan.phase(), tx_plan.state())
+                })),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        id,
+                        ApprovalStatus::Approved,
+                        &json!({"option": "accept", "at": Timestamp::now().to_string()}),
+                    )
+                    .map(|_| ())
+                },
+            )?;
+            let waiting = pending_violations(engine.store(), &plan.plan_id)?;
+            let effect = match waiting.as_slice() {
+                [] => format!("the violation of `{text}` is accepted once; the plan goes on"),
+                rest => format!(
+                    "the violation of `{text}` is accepted once; the plan goes on when {} more waiting violation(s) are answered: {}",
+                    rest.len(),
+                    rest.iter()
+                        .map(|a| a.approval_id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            Ok((effect, waiting.is_empty(), None))
+        }
+        Answer::Option(2) => Ok((
+            "the correction withdraws this approval and re-runs the step (the plan waits until then)"
+                .into(),
+            false,
+            Some(Hint::new("to correct the step", correct_step(approval))),
+        )),
+        Answer::Option(3) | Answer::Reject(_) => {
+            let reason = match answer {
+                Answer::Reject(r) => r.clone(),
+                _ => format!("cancelled at the violation of invariant `{text}`"),
+            };
+            cancel_now(engine, plan, &reason)?;
+            Ok((format!("the plan is cancelled: {reason}"), false, None))
+        }
+        Answer::Option(n) => Err(RunError::Invalid(format!(
+            "--option {n} is out of range: approval {id} has options 1 (accept), 2 (correct) and 3 (cancel)"
+        ))),
+        Answer::Guidance(_) | Answer::Budget(_) => Err(RunError::Invalid(format!(
+            "approval {id} asks about a violated invariant; answer it with --option accept|correct|cancel"
+        ))),
     }
 }
 

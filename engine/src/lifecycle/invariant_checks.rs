@@ -27,9 +27,7 @@ use git2::{Oid, Repository};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::approvals::{Answer, cancel_now};
 use super::ended::Ended;
-use super::report::Hint;
 use super::state::{self, commit};
 use super::{Engine, RunError, model};
 use crate::actors::messages::ToolSpec;
@@ -37,10 +35,8 @@ use crate::actors::prompts::Role;
 use crate::actors::runtime::{ToolHost, ToolOutcome};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::DecisionType;
-use crate::domain::event::state::Transition;
 use crate::domain::event::{
-    CheckedInvariant, InvariantChecked, InvariantViolated, StateChanged, UncheckedInvariant,
-    Violation,
+    CheckedInvariant, InvariantChecked, InvariantViolated, UncheckedInvariant, Violation,
 };
 use crate::domain::sandbox::CheckpointId;
 use crate::domain::{CorrectionMode, Id, Next, Plan, ProcessingState};
@@ -900,79 +896,6 @@ pub fn correct_step(approval: &Approval) -> Next {
             mode,
             plan: approval.plan_id,
         },
-    }
-}
-
-/// Answers an `invariant_violation`: 1 `accept` (once: the plan goes on once no other
-/// violation waits), 2 `correct` (nothing changes; the effect names the `plan correct` command,
-/// which withdraws the approval), 3 `cancel` or a rejection (the plan is cancelled).
-///
-/// # Errors
-/// [`RunError::Invalid`] for guidance or an option out of range; store errors.
-pub(crate) fn answer(
-    engine: &mut Engine,
-    approval: &Approval,
-    plan: &mut Plan,
-    answer: &Answer,
-) -> Result<(String, bool, Option<Hint>), RunError> {
-    let id = approval.approval_id.as_str();
-    let text = approval.context["invariant"].as_str().unwrap_or("?");
-    match answer {
-        Answer::Option(1) => {
-            let tx_plan = plan.clone();
-            commit(
-                engine.store_mut(),
-                plan,
-                EventKind::StateChanged(StateChanged::Transition(Transition {
-                    approval_id: Some(id.to_owned()),
-                    invariant_violation: Some("accepted".into()),
-                    invariant_id: Some(approval.context["invariant_id"].clone()),
-                    ..Transition::at(tx_plan.phase(), tx_plan.state())
-                })),
-                |tx| {
-                    approvals::resolve_in(
-                        tx,
-                        id,
-                        ApprovalStatus::Approved,
-                        &json!({"option": "accept", "at": Timestamp::now().to_string()}),
-                    )
-                    .map(|_| ())
-                },
-            )?;
-            let waiting = pending_violations(engine.store(), &plan.plan_id)?;
-            let effect = match waiting.as_slice() {
-                [] => format!("the violation of `{text}` is accepted once; the plan goes on"),
-                rest => format!(
-                    "the violation of `{text}` is accepted once; the plan goes on when {} more waiting violation(s) are answered: {}",
-                    rest.len(),
-                    rest.iter()
-                        .map(|a| a.approval_id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-            Ok((effect, waiting.is_empty(), None))
-        }
-        Answer::Option(2) => Ok((
-            "the correction withdraws this approval and re-runs the step (the plan waits until then)"
-                .into(),
-            false,
-            Some(Hint::new("to correct the step", correct_step(approval))),
-        )),
-        Answer::Option(3) | Answer::Reject(_) => {
-            let reason = match answer {
-                Answer::Reject(r) => r.clone(),
-                _ => format!("cancelled at the violation of invariant `{text}`"),
-            };
-            cancel_now(engine, plan, &reason)?;
-            Ok((format!("the plan is cancelled: {reason}"), false, None))
-        }
-        Answer::Option(n) => Err(RunError::Invalid(format!(
-            "--option {n} is out of range: approval {id} has options 1 (accept), 2 (correct) and 3 (cancel)"
-        ))),
-        Answer::Guidance(_) | Answer::Budget(_) => Err(RunError::Invalid(format!(
-            "approval {id} asks about a violated invariant; answer it with --option accept|correct|cancel"
-        ))),
     }
 }
 
