@@ -173,7 +173,7 @@ fn cancel(
 ) -> Result<Outcome, ApiError> {
     let mut lc = engine.lifecycle()?;
     let was_running_in = lease::holder(lc.store(), plan)?;
-    let plan = driver::cancel(&mut lc, plan, reason, wait)?;
+    let plan = lifecycle::cancel::cancel(&mut lc, plan, reason, wait)?;
     Ok(Outcome::Cancelled(Box::new(Cancelled {
         plan,
         was_running_in,

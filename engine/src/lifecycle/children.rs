@@ -38,9 +38,7 @@ use super::ended::Ended;
 use super::gates::Gates;
 use super::script_executor::StepEnd;
 use super::transitions::{self, Drive, Next};
-use super::{
-    Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driven, driver, stop,
-};
+use super::{Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driven, stop};
 use super::{execute, strategize};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType};
@@ -1123,42 +1121,6 @@ fn merge_child_in(
         }),
     )?;
     Ok(Ok(merged))
-}
-
-/// Cancels the children of a plan that nobody drives any more (the parent was cancelled while
-/// no process ran it), recursively.
-///
-/// # Errors
-/// [`RunError`].
-pub(crate) fn cancel_children(engine: &Engine, parent: &Id, reason: &str) -> Result<(), RunError> {
-    let seed = engine.seed();
-    for link in engine.store().children_of(parent)? {
-        let mut e = seed.open()?;
-        let Some(p) = e.store().plan(&link.child_plan_id)? else {
-            continue;
-        };
-        if p.state() == ProcessingState::Cancelled || p.phase() == Phase::Applied {
-            continue;
-        }
-        let _ = driver::cancel(
-            &mut e,
-            &link.child_plan_id,
-            Some(&format!("its parent {parent} was cancelled: {reason}")),
-            Duration::from_secs(5),
-        );
-        if matches!(
-            link.status,
-            ChildStatus::Pending | ChildStatus::Running | ChildStatus::Succeeded
-        ) {
-            e.store_mut().set_child_status(
-                &link.child_plan_id,
-                ChildStatus::Cancelled,
-                Some(&json!({"reason": "the parent was cancelled"})),
-                true,
-            )?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

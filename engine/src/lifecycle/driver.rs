@@ -26,7 +26,7 @@ use super::driven::{Driven, Stopped};
 use super::ended::Ended;
 use super::stop::{stop, stop_cause};
 use super::transitions::{self, Drive, Next};
-use super::{Engine, RunError, apply, execute, strategize};
+use super::{Engine, RunError, apply, execute, strategize, wrong_state};
 use crate::domain::approval::{Approval, ApprovalKind};
 use crate::domain::decision::DecisionType;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
@@ -57,15 +57,6 @@ impl Op {
             Op::Execute => Drive::Execute,
             Op::Apply { .. } => Drive::Apply,
         }
-    }
-}
-
-fn wrong_state(plan: &Plan, message: String, hints: Vec<Suggest>) -> RunError {
-    RunError::WrongState {
-        phase: plan.phase(),
-        state: plan.state(),
-        message,
-        hints,
     }
 }
 
@@ -425,67 +416,4 @@ fn resolve_gate(engine: &mut Engine, plan: &mut Plan, gate: Gate) -> Result<(), 
     }
     engine.flush(&plan.plan_id)?;
     Ok(())
-}
-
-/// `plan cancel`: when a live process drives the plan, asks it to stop (it records the
-/// cancellation within 2 s) and waits up to `wait` for that; otherwise cancels at once.
-/// Returns whether the plan is cancelled now.
-///
-/// # Errors
-/// [`RunError::WrongState`] for applied or cancelled plans; store errors.
-pub fn cancel(
-    engine: &mut Engine,
-    plan_id: &Id,
-    reason: Option<&str>,
-    wait: std::time::Duration,
-) -> Result<Plan, RunError> {
-    engine.recover(plan_id)?;
-    let mut plan = engine.plan(plan_id)?;
-    if plan.phase() == Phase::Applied || plan.state() == ProcessingState::Cancelled {
-        return Err(wrong_state(
-            &plan,
-            format!(
-                "plan {plan_id} is {}/{}, which is final; there is nothing to cancel",
-                plan.phase(),
-                plan.state()
-            ),
-            vec![Suggest::PlanStatus { plan: *plan_id }],
-        ));
-    }
-    lease::request_cancel(engine.store_mut(), plan_id, reason)?;
-    match lease::acquire(engine.store_mut(), plan_id, "cancel") {
-        Ok(guard) => {
-            plan = engine.plan(plan_id)?;
-            if plan.state() != ProcessingState::Cancelled {
-                approvals::cancel_now(
-                    engine,
-                    &mut plan,
-                    reason.unwrap_or("cancelled by the user"),
-                )?;
-            }
-            drop(guard);
-            super::children::cancel_children(
-                engine,
-                plan_id,
-                reason.unwrap_or("cancelled by the user"),
-            )?;
-            Ok(plan)
-        }
-        Err(lease::LeaseError::Held { .. }) => {
-            let deadline = std::time::Instant::now() + wait;
-            loop {
-                plan = engine.plan(plan_id)?;
-                if plan.state() == ProcessingState::Cancelled {
-                    engine.flush(plan_id)?;
-                    return Ok(plan);
-                }
-                if std::time::Instant::now() >= deadline {
-                    return Ok(plan);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                engine.recover(plan_id)?;
-            }
-        }
-        Err(e) => Err(e.into()),
-    }
 }

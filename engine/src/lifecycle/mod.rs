@@ -14,6 +14,7 @@
 //! - [`execute`]: the Execute phase (sandboxes, steps, checkpoints, resume).
 //! - [`script_executor`]: the offline executor `builtin/script-executor`.
 //! - [`validations`]: the projects' validation commands.
+//! - [`cancel`]: `plan cancel`, of a driven plan or one nobody drives, and its children.
 //! - [`driver`]: runs a plan until a gate, a pause or a terminal state; owns the lease.
 //! - [`driven`]: what driving returns ([`driven::Driven`], [`driven::Stopped`]).
 //! - [`ended`]: how a phase run ended ([`ended::Ended`]).
@@ -26,6 +27,7 @@
 
 pub mod apply;
 pub mod approvals;
+pub mod cancel;
 pub mod checklist;
 pub mod children;
 pub mod driven;
@@ -175,6 +177,20 @@ impl From<LeaseError> for RunError {
 impl From<rusqlite::Error> for RunError {
     fn from(e: rusqlite::Error) -> Self {
         RunError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// A [`RunError::WrongState`] for `plan` at its phase and state.
+pub(crate) fn wrong_state(
+    plan: &Plan,
+    message: String,
+    hints: Vec<crate::domain::Next>,
+) -> RunError {
+    RunError::WrongState {
+        phase: plan.phase(),
+        state: plan.state(),
+        message,
+        hints,
     }
 }
 
