@@ -10,8 +10,11 @@
 //! - The project's required validations run as the last step, in the sandbox; what they write
 //!   is rolled back, so they never change the result. `auto_validation_fix` hands a failure
 //!   back to a model execution actor at most twice (the offline script executor cannot fix).
-//! - The execution actor is `builtin/script-executor` or a model
-//!   ([`super::model_executor`]).
+//! - The execution actor is `builtin/script-executor` ([`script_executor`]) or a model
+//!   ([`model_executor`]); a spawn step runs child plans instead ([`children`]), each of which
+//!   runs this phase again on its own thread. Those are this module's parts, so the recursion
+//!   of a child plan through Execute stays inside it.
+
 //! - A step left `running` by a driver that vanished (or a failed step being retried) is rolled
 //!   back to its start checkpoint before anything else runs; commands it left running are
 //!   killed first.
@@ -22,12 +25,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+pub mod children;
+mod model_executor;
+pub mod script_executor;
+pub mod step_end;
+
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::ended::Ended;
 use super::gates::Gates;
-use super::script_executor::{self, StepEnd};
 use super::state::{self, commit};
 use super::{Engine, RunError};
 use crate::domain::approval::ApprovalStatus;
@@ -44,6 +51,7 @@ use crate::store::lifecycle_run::{BaseKind, PlanStep, StepStatus, replace_steps,
 use crate::store::{Store, StoreError};
 use crate::tools::runner::{Policy, ToolRunner};
 use crate::tools::shell::ShellPolicy;
+use step_end::{Question, StepEnd};
 
 /// The user's answer to a `request_decision`, in words for the model.
 fn answer_text(a: &crate::domain::approval::Approval) -> String {
@@ -396,7 +404,7 @@ fn pause_step(
     plan: &mut Plan,
     step: &PlanStep,
     label: &str,
-    q: super::model_executor::Question,
+    q: Question,
 ) -> Result<crate::domain::approval::Approval, RunError> {
     use crate::domain::approval::{Approval, ApprovalKind};
     use crate::domain::decision::DecisionType;
@@ -443,7 +451,7 @@ fn pause_step(
     // A tool call waiting for approval records no decision: the approval is the record.
     let d = match &q.tool {
         Some(ask) => {
-            super::model_executor::tool_approval(&mut a, ask, step.decision_id, label);
+            model_executor::tool_approval(&mut a, ask, step.decision_id, label);
             None
         }
         None => Some(d),
@@ -664,7 +672,7 @@ struct StepRun<'a> {
 }
 
 /// A paused step's approval and how its model run continues.
-type Resumed = (String, super::model_executor::Resume);
+type Resumed = (String, model_executor::Resume);
 
 impl StepRun<'_> {
     /// Runs every step not done yet, in order. The number of steps, or how the run ended early.
@@ -907,8 +915,8 @@ impl StepRun<'_> {
         let policy = policy(engine, plan)?;
         let flag = Arc::clone(&watcher.flag);
         let stop_flag = Arc::clone(&watcher.flag);
-        if super::children::is_spawn_step(decision) {
-            return super::children::run_step(engine, plan, decision, flag);
+        if children::is_spawn_step(decision) {
+            return children::run_step(engine, plan, decision, flag);
         }
         if self.actor == SCRIPT_EXECUTOR {
             let mut runner = ToolRunner::new(engine.store_mut(), self.sandboxes).with_cancel(flag);
@@ -927,7 +935,7 @@ impl StepRun<'_> {
         if let Some(reason) = &decision.correction_reason {
             guidance.push(format!("Correction of this step: {reason}"));
         }
-        Ok(super::model_executor::run_step(
+        Ok(model_executor::run_step(
             engine,
             plan,
             decision,
@@ -1088,7 +1096,7 @@ impl StepRun<'_> {
         let snapshot = plan.clone();
         let flag = Arc::new(AtomicBool::new(false));
         let ended =
-            super::model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance, None);
+            model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance, None);
         let ended = match ended {
             StepEnd::Awaiting { .. } => StepEnd::Failed {
                 code: "STEP_FAILED".into(),
@@ -1143,12 +1151,7 @@ fn pending_resume(
         Some(a) if a.status == ApprovalStatus::Pending => Err(Ended::Awaiting(vec![a])),
         Some(a) => Ok(Some((
             pause.approval_id.clone(),
-            super::model_executor::Resume::after(
-                &a,
-                pause.transcript,
-                pause.call_id,
-                answer_text(&a),
-            ),
+            model_executor::Resume::after(&a, pause.transcript, pause.call_id, answer_text(&a)),
         ))),
         None => Ok(None),
     })

@@ -9,10 +9,10 @@
 //! - [`approvals`]: raising and answering the places a human must act.
 //! - [`bases`]: what each target resource looked like at `plan use`.
 //! - [`checklist`]: the offline strategist `builtin/checklist-strategist`.
-//! - [`children`]: child plans (spawn steps, parallel groups, merge-back).
+//! - [`execute::children`]: child plans (spawn steps, parallel groups, merge-back).
 //! - [`strategize`]: the Strategize phase (root decision, invariants, strategy actor).
 //! - [`execute`]: the Execute phase (sandboxes, steps, checkpoints, resume).
-//! - [`script_executor`]: the offline executor `builtin/script-executor`.
+//! - [`execute::script_executor`]: the offline executor `builtin/script-executor`.
 //! - [`validations`]: the projects' validation commands.
 //! - [`cancel`]: `plan cancel`, of a driven plan or one nobody drives, and its children.
 //! - [`driver`]: runs a plan until a gate, a pause or a terminal state; owns the lease.
@@ -29,7 +29,6 @@ pub mod apply;
 pub mod approvals;
 pub mod cancel;
 pub mod checklist;
-pub mod children;
 pub mod driven;
 pub mod driver;
 pub mod ended;
@@ -41,12 +40,10 @@ mod invariant_actor;
 pub mod invariant_checks;
 pub(crate) mod journal;
 pub(crate) mod model;
-mod model_executor;
 pub mod offer;
 pub mod report;
 pub mod revision;
 pub mod rollback;
-pub mod script_executor;
 pub mod state;
 pub mod stop;
 pub mod strategize;

@@ -34,18 +34,19 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::ended::Ended;
-use super::gates::Gates;
-use super::script_executor::StepEnd;
-use super::transitions::{self, Drive, Next};
-use super::{Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driven, stop};
-use super::{execute, strategize};
+use super::step_end::StepEnd;
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType};
 use crate::domain::event::{ChildFinished, ChildMerged, ChildSpawned, ChildStarted};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::{self, EventKind};
 use crate::lease;
+use crate::lifecycle::ended::Ended;
+use crate::lifecycle::gates::Gates;
+use crate::lifecycle::transitions::{self, Drive, Next};
+use crate::lifecycle::{
+    Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driven, stop, strategize,
+};
 use crate::registry::plan_use::{self, ChildRequest};
 use crate::sandbox::Sandboxes;
 use crate::sandbox::checkpoint::{self, CheckpointRequest};
@@ -175,24 +176,22 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
                     break Outcome::Failed { code, message };
                 }
             },
-            Next::EnterExecute | Next::ResumeExecute => {
-                match execute::run(&mut engine, &mut plan)? {
-                    Ended::Complete => continue,
-                    Ended::Stopped => {}
-                    Ended::Awaiting(a) => {
-                        break Outcome::Failed {
-                            code: "CHILD_NEEDS_HUMAN".into(),
-                            message: format!(
-                                "it waits for approval {}; answer it, then run the parent again",
-                                a.first().map(|a| a.approval_id.as_str()).unwrap_or("?")
-                            ),
-                        };
-                    }
-                    Ended::Errored { code, message } => {
-                        break Outcome::Failed { code, message };
-                    }
+            Next::EnterExecute | Next::ResumeExecute => match super::run(&mut engine, &mut plan)? {
+                Ended::Complete => continue,
+                Ended::Stopped => {}
+                Ended::Awaiting(a) => {
+                    break Outcome::Failed {
+                        code: "CHILD_NEEDS_HUMAN".into(),
+                        message: format!(
+                            "it waits for approval {}; answer it, then run the parent again",
+                            a.first().map(|a| a.approval_id.as_str()).unwrap_or("?")
+                        ),
+                    };
                 }
-            }
+                Ended::Errored { code, message } => {
+                    break Outcome::Failed { code, message };
+                }
+            },
             Next::ExecuteDone => break Outcome::Succeeded,
             Next::EnterApply | Next::ResumeApply | Next::Applied | Next::Refused => {
                 break Outcome::Failed {
@@ -243,7 +242,7 @@ pub(crate) fn sandbox_widening(
     plan: &Plan,
     s: &Spawn,
 ) -> Result<Vec<String>, RunError> {
-    let parent = super::execute::policy(engine, plan)?.shell;
+    let parent = super::policy(engine, plan)?.shell;
     let Some(action) = engine.store().action_by_name(&s.action)? else {
         return Ok(Vec::new());
     };
