@@ -185,8 +185,8 @@ impl Engine {
     ///
     /// # Errors
     /// [`ApiError::Store`].
-    pub fn lifecycle(&self) -> Result<lifecycle::Engine, ApiError> {
-        Ok(lifecycle::Engine::new(
+    pub fn lifecycle(&self) -> Result<lifecycle::Lifecycle, ApiError> {
+        Ok(lifecycle::Lifecycle::new(
             self.store()?,
             self.paths.clone(),
             self.settings.providers.clone(),
@@ -226,7 +226,7 @@ impl Engine {
 
 /// [`lifecycle::Reviser`]: the revert correction, driving the plan on.
 fn revise(
-    engine: &mut lifecycle::Engine,
+    engine: &mut lifecycle::Lifecycle,
     decision: &crate::domain::Id,
     guidance: &str,
 ) -> Result<Option<lifecycle::driven::Driven>, lifecycle::RunError> {

@@ -282,7 +282,11 @@ fn correct(engine: &Engine, c: &Correction) -> Result<Outcome, ApiError> {
 }
 
 /// A revert's `--max-cost-usd` / `--max-tokens` are on top of what the plan has spent.
-fn raise_budget(lc: &mut lifecycle::Engine, plan_id: &Id, c: &Correction) -> Result<(), ApiError> {
+fn raise_budget(
+    lc: &mut lifecycle::Lifecycle,
+    plan_id: &Id,
+    c: &Correction,
+) -> Result<(), ApiError> {
     if c.max_cost_usd.is_none() && c.max_tokens.is_none() {
         return Ok(());
     }

@@ -38,7 +38,7 @@ use super::ended::Ended;
 use super::state::{self, commit};
 use super::trees::{current_tree, materialize, reviewed_trees};
 use super::validations::{self, Outcome};
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::approval::ApprovalStatus;
 use crate::domain::event::{ApplyComplete, ApplyStarted};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
@@ -86,7 +86,7 @@ fn changed_files(repo: &Repository, old: Oid, new: Oid) -> Result<Vec<FileDiff>,
 ///
 /// # Errors
 /// Sandbox and store errors.
-pub fn preview(engine: &Engine, plan: &Plan) -> Result<Vec<Preview>, RunError> {
+pub fn preview(engine: &Lifecycle, plan: &Plan) -> Result<Vec<Preview>, RunError> {
     let sbs = engine.sandboxes();
     let reviewed = reviewed_trees(engine, &plan.plan_id)?;
     let mut out = Vec::new();
@@ -154,7 +154,7 @@ fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunEr
 }
 
 fn fail(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     code: &str,
     message: String,
@@ -176,7 +176,7 @@ fn fail(
 /// [`RunError::ResourceBusy`] when another process holds one; I/O errors as
 /// [`RunError::Sandbox`].
 fn lock_resources(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan_id: &Id,
 ) -> Result<Vec<crate::safe_write::DirLock>, RunError> {
     let targets: Vec<(String, String)> = engine
@@ -217,7 +217,7 @@ fn lock_paths(
 ///
 /// # Errors
 /// Store and sandbox errors; refusals are [`Ended::Errored`] with nothing written.
-pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ended, RunError> {
+pub fn run(engine: &mut Lifecycle, plan: &mut Plan, no_commit: bool) -> Result<Ended, RunError> {
     let started = Instant::now();
     let plan_id = plan.plan_id;
     let sbs = engine.sandboxes();
@@ -419,7 +419,7 @@ struct Target {
 /// Decides every resource (step 3 of the module documentation). A resource whose merged tree
 /// equals what it already has is left out (no empty commit).
 fn decide_all(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     review: &crate::review::Review,
@@ -518,7 +518,7 @@ fn decide_all(
 
 /// Required and informational validations on the merged trees (a copy in the data directory).
 fn run_validations(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     targets: &[Target],
@@ -601,7 +601,7 @@ fn journal_of(plan_id: Id, d: &Decided, commit: Option<Oid>) -> Journal {
 }
 
 /// Where a journal's directory is, and how to undo its branch move.
-fn undo_of(engine: &Engine, j: &Journal, branch: Option<&str>) -> (PathBuf, Option<BranchUndo>) {
+fn undo_of(engine: &Lifecycle, j: &Journal, branch: Option<&str>) -> (PathBuf, Option<BranchUndo>) {
     let root = Path::new(&j.path);
     let git_dir = match j.kind {
         BaseKind::GitCheckout => Repository::open(root).ok().map(|r| r.path().to_path_buf()),
@@ -647,7 +647,7 @@ fn undo_entries(j: &Journal) -> Vec<UndoEntry> {
 
 /// Rolls one journal back; returns what had to be left (see [`journal::rollback`]).
 fn rollback_one(
-    engine: &Engine,
+    engine: &Lifecycle,
     j: &Journal,
     branch: Option<&str>,
 ) -> Result<Vec<String>, RunError> {
@@ -664,7 +664,7 @@ fn rollback_one(
 /// Steps 5 and 6 of the module documentation. `Ok(Err(message))` is a failure after which
 /// every resource is as it was.
 fn write_all(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     targets: &[Target],
     message: &str,
@@ -794,7 +794,7 @@ fn plain(e: &RunError) -> String {
 ///
 /// # Errors
 /// Store, git and I/O errors (running it again continues the rollback).
-fn recover_pending(engine: &mut Engine, plan_id: &Id) -> Result<Vec<String>, RunError> {
+fn recover_pending(engine: &mut Lifecycle, plan_id: &Id) -> Result<Vec<String>, RunError> {
     let pending = engine.store().pending_journals(plan_id)?;
     if pending.is_empty() {
         return Ok(Vec::new());
@@ -826,11 +826,11 @@ fn recover_pending(engine: &mut Engine, plan_id: &Id) -> Result<Vec<String>, Run
 
 /// Rolls back an Apply that was interrupted (`kill -9`, power loss) before its commit point,
 /// unless a live process is applying the plan right now. Runs at the start of every command on
-/// the plan ([`Engine::recover`]). Returns whether it rolled anything back.
+/// the plan ([`Lifecycle::recover`]). Returns whether it rolled anything back.
 ///
 /// # Errors
 /// Store, git and I/O errors.
-pub fn recover(engine: &mut Engine, plan_id: &Id) -> Result<bool, RunError> {
+pub fn recover(engine: &mut Lifecycle, plan_id: &Id) -> Result<bool, RunError> {
     remove_finished_journal_dirs(engine, plan_id)?;
     if engine.store().pending_journals(plan_id)?.is_empty() {
         return Ok(false);
@@ -855,7 +855,7 @@ pub fn recover(engine: &mut Engine, plan_id: &Id) -> Result<bool, RunError> {
 /// Removes what an Apply killed between its commit point and its clean-up left in the user's
 /// repository (the journal directory under `.git`): the Apply is complete, so the backups it
 /// kept have nothing left to undo.
-fn remove_finished_journal_dirs(engine: &Engine, plan_id: &Id) -> Result<(), RunError> {
+fn remove_finished_journal_dirs(engine: &Lifecycle, plan_id: &Id) -> Result<(), RunError> {
     for j in engine.store().complete_journals(plan_id)? {
         let (jdir, _) = undo_of(engine, &j, None);
         if jdir.exists() {
@@ -866,7 +866,7 @@ fn remove_finished_journal_dirs(engine: &Engine, plan_id: &Id) -> Result<(), Run
 }
 
 fn finish(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sbs: &Sandboxes,
     complete: ApplyComplete,

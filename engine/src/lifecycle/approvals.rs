@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use super::invariant_checks::{correct_step, pending_violations};
 use super::report::Hint;
 use super::state::{self, commit};
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType};
 use crate::domain::event::state::{ChildSpawnAnswered, Transition};
@@ -88,7 +88,7 @@ impl Gate {
 ///
 /// # Errors
 /// [`RunError`].
-pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approval, RunError> {
+pub fn raise_gate(engine: &mut Lifecycle, plan: &Plan, gate: Gate) -> Result<Approval, RunError> {
     let id = plan.plan_id;
     if let Some(a) = engine
         .store()
@@ -132,7 +132,7 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
 /// continues; option 2 (`reject`), a rejection or guidance refuse it, and the model is told
 /// why. Either way the step continues.
 fn answer_tool(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     answer: &Answer,
@@ -181,7 +181,7 @@ fn answer_tool(
     Ok((effect, true))
 }
 
-fn find(engine: &Engine, approval_id: &str) -> Result<Approval, RunError> {
+fn find(engine: &Lifecycle, approval_id: &str) -> Result<Approval, RunError> {
     engine
         .store()
         .approval(approval_id)?
@@ -211,7 +211,7 @@ fn user_intervention(plan: &Plan, parent: Option<&Decision>, text: &str) -> Deci
 /// [`RunError::ApprovalNotFound`], [`RunError::Invalid`] (option out of range, an answer that
 /// does not fit the kind), store errors.
 pub fn answer(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval_id: &str,
     answer: Answer,
 ) -> Result<Answered, RunError> {
@@ -324,7 +324,7 @@ type Effect = (String, bool);
 
 /// A rejected phase gate: the gate stays closed and the rejection is recorded.
 fn reject_gate(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     reason: &str,
@@ -360,7 +360,7 @@ fn reject_gate(
 /// Option `n` of a decision approval: the decision is chosen again; the plan goes on once no
 /// other decision waits.
 fn choose_option(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     n: usize,
@@ -424,7 +424,7 @@ fn choose_option(
 /// Guidance for (or a rejection of) a decision approval: a `user_intervention` decision, the
 /// other open decisions withdrawn, and the actor decides again with it.
 fn guide_decision(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     text: &str,
@@ -483,7 +483,7 @@ fn guide_decision(
 /// A child-spawn approval answered: spawn, or skip (with the reason of a rejection). The
 /// spawn step goes on once no other spawn waits.
 fn answer_spawn(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     spawn: bool,
@@ -528,7 +528,7 @@ fn answer_spawn(
 /// Higher budget limits for a `budget` approval: refused unless above what the plan has
 /// spent; the plan's phase runs again.
 fn raise_budget(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     new: crate::actors::budget::PlanBudget,
@@ -602,7 +602,7 @@ pub fn describe_budget(b: &crate::actors::budget::PlanBudget) -> String {
 /// # Errors
 /// [`RunError::Invalid`] for guidance or an option out of range; store errors.
 fn answer_violation(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     answer: &Answer,
@@ -673,7 +673,7 @@ fn answer_violation(
 ///
 /// # Errors
 /// [`RunError::WrongState`] for applied or already cancelled plans.
-pub fn cancel_now(engine: &mut Engine, plan: &mut Plan, reason: &str) -> Result<(), RunError> {
+pub fn cancel_now(engine: &mut Lifecycle, plan: &mut Plan, reason: &str) -> Result<(), RunError> {
     if plan.phase() == Phase::Applied || plan.state() == ProcessingState::Cancelled {
         return Err(RunError::WrongState {
             phase: plan.phase(),
@@ -730,7 +730,7 @@ pub struct Prompted {
 /// # Errors
 /// [`RunError::WrongState`] for applied or cancelled plans.
 pub fn prompt(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &crate::domain::Id,
     text: &str,
 ) -> Result<Prompted, RunError> {

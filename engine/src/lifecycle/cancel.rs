@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Engine, RunError, approvals, wrong_state};
+use super::{Lifecycle, RunError, approvals, wrong_state};
 use crate::domain::next::Next as Suggest;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::lease;
@@ -18,7 +18,7 @@ use crate::store::children::ChildStatus;
 /// # Errors
 /// [`RunError::WrongState`] for applied or cancelled plans; store errors.
 pub fn cancel(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     reason: Option<&str>,
     wait: std::time::Duration,
@@ -75,7 +75,7 @@ pub fn cancel(
 ///
 /// # Errors
 /// [`RunError`].
-fn cancel_children(engine: &Engine, parent: &Id, reason: &str) -> Result<(), RunError> {
+fn cancel_children(engine: &Lifecycle, parent: &Id, reason: &str) -> Result<(), RunError> {
     let seed = engine.seed();
     for link in engine.store().children_of(parent)? {
         let mut e = seed.open()?;

@@ -26,7 +26,7 @@ use super::driven::{Driven, Stopped};
 use super::ended::Ended;
 use super::stop::{stop, stop_cause};
 use super::transitions::{self, Drive, Next};
-use super::{Engine, RunError, apply, execute, strategize, wrong_state};
+use super::{Lifecycle, RunError, apply, execute, strategize, wrong_state};
 use crate::domain::approval::{Approval, ApprovalKind};
 use crate::domain::decision::DecisionType;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
@@ -61,7 +61,7 @@ impl Op {
 }
 
 /// Checks that `op` fits the plan's state before taking the lease.
-fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
+fn check_op(engine: &Lifecycle, plan: &Plan, op: Op) -> Result<(), RunError> {
     let id = plan.plan_id;
     if plan.state() == ProcessingState::Cancelled {
         return Err(wrong_state(
@@ -120,7 +120,7 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
 
 /// Guidance the user gave that the next Strategize run should follow: the current
 /// `user_intervention` decisions.
-fn pending_guidance(engine: &Engine, plan: &Plan) -> Result<Vec<String>, RunError> {
+fn pending_guidance(engine: &Lifecycle, plan: &Plan) -> Result<Vec<String>, RunError> {
     Ok(engine
         .store()
         .decisions(&plan.plan_id)?
@@ -135,7 +135,7 @@ fn pending_guidance(engine: &Engine, plan: &Plan) -> Result<Vec<String>, RunErro
 /// # Errors
 /// [`RunError::Busy`] naming the pid driving it; [`RunError::WrongState`] when `op` does not
 /// fit; [`RunError::NotYetSupported`]; store errors.
-pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunError> {
+pub fn drive(engine: &mut Lifecycle, plan_id: &Id, op: Op) -> Result<Driven, RunError> {
     engine.recover(plan_id)?;
     let plan = engine.plan(plan_id)?;
     if engine.store().is_actor_run(plan_id)? {
@@ -195,7 +195,7 @@ struct Driving {
 impl Driving {
     /// The piece of work the transition table names for the plan's state; `Some` when
     /// driving stops.
-    fn turn(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn turn(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let plan_id = self.plan.plan_id;
         let drive = if self.explicit {
             self.op.drive()
@@ -234,7 +234,7 @@ impl Driving {
 
     /// Strategize, queued or errored: decisions a human must answer first, an error to
     /// report, the strategize gate, or a Strategize run.
-    fn strategize(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn strategize(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let plan_id = self.plan.plan_id;
         let gates = Gates::of(&self.plan);
         let reason = engine.store().plan_state_reason(&plan_id)?;
@@ -284,7 +284,7 @@ impl Driving {
     }
 
     /// Strategize complete: Execute when asked for or allowed, otherwise the execute gate.
-    fn enter_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn enter_execute(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         if self.explicit || Gates::of(&self.plan).auto_after(Phase::Strategize) {
             self.explicit = false;
             resolve_gate(engine, &mut self.plan, Gate::Execute)?;
@@ -299,7 +299,7 @@ impl Driving {
     /// Execute, queued or errored: the execution actor's question (`request_decision`) and a
     /// spawn (`plan decide APR --option spawn|skip`) wait for their answers; an error is
     /// reported unless this run retries it; otherwise Execute resumes.
-    fn resume_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn resume_execute(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let pending: Vec<Approval> = engine
             .store()
             .pending_approvals(Some(&self.plan.plan_id))?
@@ -325,13 +325,13 @@ impl Driving {
     }
 
     /// Runs Execute; `Some` unless it completed or was stopped (the loop finds out why).
-    fn execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn execute(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         Ok(stopped_by(execute::run(engine, &mut self.plan)?))
     }
 
     /// Execute complete: a child waits for its parent; `plan execute` stops here; Apply when
     /// asked for or allowed, otherwise the apply gate.
-    fn after_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn after_execute(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let plan_id = self.plan.plan_id;
         // A child is merged by its parent's spawn step, never applied by itself.
         if let Some(parent) = self.plan.parent_plan_id
@@ -357,7 +357,7 @@ impl Driving {
     }
 
     /// Apply, queued or errored: resumed by `plan apply`, reported otherwise.
-    fn resume_apply(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn resume_apply(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         if !self.explicit {
             return Ok(Some(Stopped::Errored {
                 code: self.plan.error_code.clone().unwrap_or_default(),
@@ -373,7 +373,7 @@ impl Driving {
     }
 
     /// Runs Apply; `None` once applied.
-    fn apply(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn apply(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let no_commit = matches!(self.op, Op::Apply { no_commit: true });
         Ok(stopped_by(apply::run(engine, &mut self.plan, no_commit)?))
     }
@@ -391,7 +391,7 @@ fn stopped_by(ended: Ended) -> Option<Stopped> {
 
 /// Resolves the pending gate approval `gate` as approved (the user ran the command that
 /// answers it, or the profile opened it), with its event.
-fn resolve_gate(engine: &mut Engine, plan: &mut Plan, gate: Gate) -> Result<(), RunError> {
+fn resolve_gate(engine: &mut Lifecycle, plan: &mut Plan, gate: Gate) -> Result<(), RunError> {
     let name = match gate {
         Gate::Strategize => "strategize",
         Gate::Execute => "execute",

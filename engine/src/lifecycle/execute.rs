@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use super::ended::Ended;
 use super::gates::Gates;
 use super::state::{self, commit};
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::approval::ApprovalStatus;
 use crate::domain::decision::Decision;
 use crate::domain::event::state::Transition;
@@ -107,7 +107,7 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn start(engine: &Engine, plan_id: Id) -> Self {
+    fn start(engine: &Lifecycle, plan_id: Id) -> Self {
         let flag = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
         let db = engine.store().path().to_path_buf();
@@ -162,7 +162,7 @@ fn guidance_for(store: &Store, plan_id: &Id) -> Result<Vec<String>, RunError> {
 /// Registers the plan's bases as sandbox targets (idempotent); sandboxes themselves are
 /// created on first use.
 pub(crate) fn register_targets(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan: &Plan,
 ) -> Result<(), RunError> {
@@ -192,7 +192,7 @@ pub(crate) fn register_targets(
 
 /// The policy tools run under: the plan's phase and state, its frozen flags, its action's
 /// read-only flag and `sandbox:` widening.
-pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
+pub(crate) fn policy(engine: &Lifecycle, plan: &Plan) -> Result<Policy, RunError> {
     let gates = Gates::of(plan);
     let origin = engine.store().plan_origin(&plan.plan_id)?;
     let mut p = Policy::for_plan(plan);
@@ -281,7 +281,7 @@ fn save(store: &mut Store, plan_id: &Id, step: &PlanStep) -> Result<(), StoreErr
 /// Rolls the sandboxes back to the start of `step` (its start checkpoint, or the sandboxes'
 /// bases when none existed yet). Leaves the plan at execute / queued.
 pub(crate) fn roll_back_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     step: &PlanStep,
@@ -314,7 +314,7 @@ pub(crate) fn roll_back_step(
 }
 
 fn take_checkpoint(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     label: &str,
@@ -361,7 +361,7 @@ pub fn event_output(output: &Value) -> Value {
 /// Ends `step` as done: takes its end checkpoint, records its output and an `execute_step`
 /// event with `status` (`done`, or `replayed` for a correction's replay), in one transaction.
 fn finish_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sandboxes: &Sandboxes,
     step: &mut PlanStep,
@@ -400,7 +400,7 @@ fn finish_step(
 /// pending with its start checkpoint, and the plan at execute/queued (`awaiting_decision`),
 /// all in one transaction.
 fn pause_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     step: &PlanStep,
     label: &str,
@@ -498,7 +498,7 @@ fn pause_step(
 ///
 /// # Errors
 /// [`RunError`] for store and sandbox failures; step failures are [`Ended::Errored`].
-pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
+pub fn run(engine: &mut Lifecycle, plan: &mut Plan) -> Result<Ended, RunError> {
     let sandboxes = engine.sandboxes();
     let plan_id = plan.plan_id;
     // The plan's MCP servers: started by the first step that uses them, reused by the later
@@ -538,7 +538,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
 /// Resume: a step left running (its driver vanished) or failed is rolled back first. Returns
 /// what the `execute_started` event reports about it (`null` when nothing was resumed).
 fn resume_interrupted_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan: &mut Plan,
 ) -> Result<Value, RunError> {
@@ -595,7 +595,7 @@ fn resume_interrupted_step(
 /// Enters (or re-enters) Execute: the plan processing, its steps laid out on first entry,
 /// errored approvals resolved, `execute_started` written. Returns the plan's gates.
 fn enter_execute(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     actor: &str,
     resumed: Value,
@@ -678,7 +678,7 @@ impl StepRun<'_> {
     /// Runs every step not done yet, in order. The number of steps, or how the run ended early.
     fn steps(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
     ) -> Result<Result<usize, Ended>, RunError> {
         let plan_id = self.plan_id;
@@ -714,7 +714,7 @@ impl StepRun<'_> {
     /// run ends with it (stopped, paused, awaiting approvals, errored).
     fn step(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         watcher: &Watcher,
         decision: &Decision,
@@ -789,7 +789,7 @@ impl StepRun<'_> {
     /// stays).
     fn start_step(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         step: &mut PlanStep,
         label: &str,
@@ -856,7 +856,7 @@ impl StepRun<'_> {
     /// the step; otherwise the replay conflict (`null` when there was nothing to replay).
     fn replay_kept(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         step: &mut PlanStep,
         label: &str,
@@ -905,7 +905,7 @@ impl StepRun<'_> {
     /// Runs the step by its kind: a spawn step, a script step, or a model executor's step.
     fn dispatch(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &Plan,
         watcher: &Watcher,
         decision: &Decision,
@@ -950,7 +950,7 @@ impl StepRun<'_> {
     /// (`auto_checkpoint_restore`).
     fn retry_step(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         step: &PlanStep,
         label: &str,
@@ -984,7 +984,11 @@ impl StepRun<'_> {
     /// Required validations, as the last step, in the sandboxes. `auto_validation_fix`: a
     /// model executor gets the failure output and another try, at most twice; each try is a
     /// `validation_response` decision with its own checkpoints. `Some` when the run ends here.
-    fn validations(&self, engine: &mut Engine, plan: &mut Plan) -> Result<Option<Ended>, RunError> {
+    fn validations(
+        &self,
+        engine: &mut Lifecycle,
+        plan: &mut Plan,
+    ) -> Result<Option<Ended>, RunError> {
         let plan_id = self.plan_id;
         engine
             .observer()
@@ -1063,7 +1067,7 @@ impl StepRun<'_> {
     /// executor between its own checkpoints.
     fn fix_validation(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         failed: &super::validations::Outcome,
     ) -> Result<StepEnd, RunError> {
@@ -1140,7 +1144,7 @@ impl StepRun<'_> {
 /// A run paused by `request_decision` continues once the user has answered. `Err` while the
 /// question is still open; `None` when the step has no pause.
 fn pending_resume(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan_id: &Id,
     step: &PlanStep,
 ) -> Result<Result<Option<Resumed>, Ended>, RunError> {
@@ -1159,7 +1163,7 @@ fn pending_resume(
 
 /// A spawn step waits for child-spawn approvals: the step pending again, the plan queued.
 fn await_approvals(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     step: &mut PlanStep,
     label: &str,
@@ -1192,7 +1196,7 @@ fn await_approvals(
 
 /// A step failed for good: recorded failed, the plan errored.
 fn fail_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     step: &mut PlanStep,
     label: &str,
@@ -1254,7 +1258,7 @@ fn validation_fix_decision(plan: &Plan, failed: &super::validations::Outcome) ->
 /// Execute finished: the sandboxes and last checkpoint recorded on the plan, which is
 /// complete; `execute_complete` written and the correction attempts closed.
 fn complete(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sandboxes: &Sandboxes,
     n: usize,

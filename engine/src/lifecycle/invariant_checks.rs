@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::ended::Ended;
 use super::state::{self, commit};
-use super::{Engine, RunError, model};
+use super::{Lifecycle, RunError, model};
 use crate::actors::messages::ToolSpec;
 use crate::actors::prompts::Role;
 use crate::actors::runtime::{ToolHost, ToolOutcome};
@@ -203,7 +203,7 @@ fn current_tree(sb: &Sandbox) -> Result<Oid, RunError> {
 /// The changes under check: a step's (start to end checkpoint), or the whole changeset (base
 /// to the reviewed tree, else the sandbox as it is).
 fn changes(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     at: &At<'_>,
@@ -288,7 +288,7 @@ fn check_paths(
 }
 
 fn check_command(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     inv: &Effective,
@@ -509,7 +509,7 @@ impl ToolHost for CheckTools {
 /// results that did not hold, with the reason as evidence (the plan never goes on with a
 /// configured check that did not happen).
 fn check_free_text(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     actor_ref: &(String, String),
     free: &[Effective],
@@ -670,7 +670,7 @@ fn unchecked(inv: &Effective, why: &str) -> UncheckedInvariant {
 
 /// Runs every check at `at`. Returns the results and the invariants not machine-checked.
 fn judge(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     at: &At<'_>,
@@ -752,7 +752,7 @@ fn violation_approval(plan: &Plan, at: &At<'_>, j: &Judged) -> Approval {
 /// and `invariant_violated` events, the plan at `queued` (reason `invariant_violation`) when
 /// `queue`. Returns the approvals raised.
 fn check_and_record(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sbs: &Sandboxes,
     at: &At<'_>,
@@ -842,7 +842,7 @@ fn check_and_record(
 /// # Errors
 /// Store and sandbox errors.
 pub(crate) fn after_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sbs: &Sandboxes,
     step: &PlanStep,
@@ -859,7 +859,7 @@ pub(crate) fn after_step(
 /// # Errors
 /// Store and sandbox errors.
 pub(crate) fn before_apply(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sbs: &Sandboxes,
 ) -> Result<Vec<Approval>, RunError> {

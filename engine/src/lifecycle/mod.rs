@@ -197,12 +197,13 @@ pub type EnvLookup = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync
 /// Re-decides a decision and its downstream subtree with guidance and drives the plan on
 /// (the revert correction, spec section 15), for `auto_strategy_revision` (spec section 27).
 /// The correction layer sits above the lifecycle, so the face that opens the engine hands
-/// it in ([`Engine::with_reviser`]); `Ok(None)` when the plan was not driven afterwards.
-pub type Reviser = fn(&mut Engine, &Id, &str) -> Result<Option<driven::Driven>, RunError>;
+/// it in ([`Lifecycle::with_reviser`]); `Ok(None)` when the plan was not driven afterwards.
+pub type Reviser = fn(&mut Lifecycle, &Id, &str) -> Result<Option<driven::Driven>, RunError>;
 
-/// The engine service: a store, where files live, the configured providers and an observer.
-/// The CLI and the TUI each hold one per command or session.
-pub struct Engine {
+/// The lifecycle engine at work on one database connection: a store, where files live, the
+/// configured providers and an observer. The API's [`crate::api::Engine`] (the engine a face
+/// holds) opens one per operation ([`crate::api::Engine::lifecycle`]).
+pub struct Lifecycle {
     store: Store,
     paths: Paths,
     providers: Vec<Provider>,
@@ -216,10 +217,10 @@ pub struct Engine {
     reviser: Option<Reviser>,
 }
 
-/// Everything needed to open another [`Engine`] on the same data directory in another thread
+/// Everything needed to open another [`Lifecycle`] on the same data directory in another thread
 /// (child plans run on their own threads, each with its own database connection).
 #[derive(Clone)]
-pub(crate) struct EngineSeed {
+pub(crate) struct LifecycleSeed {
     db: std::path::PathBuf,
     paths: Paths,
     providers: Vec<Provider>,
@@ -230,15 +231,15 @@ pub(crate) struct EngineSeed {
     reviser: Option<Reviser>,
 }
 
-impl EngineSeed {
+impl LifecycleSeed {
     /// Opens the engine (a new connection to the same database).
     ///
     /// # Errors
     /// [`StoreError`] opening the database.
-    pub(crate) fn open(&self) -> Result<Engine, StoreError> {
+    pub(crate) fn open(&self) -> Result<Lifecycle, StoreError> {
         let store = Store::open(&self.db)?;
         let streamed = events::last_seq(&store)?;
-        Ok(Engine {
+        Ok(Lifecycle {
             store,
             paths: self.paths.clone(),
             providers: self.providers.clone(),
@@ -260,16 +261,16 @@ impl EngineSeed {
     }
 }
 
-impl std::fmt::Debug for Engine {
+impl std::fmt::Debug for Lifecycle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine")
+        f.debug_struct("Lifecycle")
             .field("store", &self.store.path())
             .field("streamed", &self.streamed)
             .finish_non_exhaustive()
     }
 }
 
-impl Engine {
+impl Lifecycle {
     /// An engine over an open store. Events committed before this call are history: only
     /// later ones reach the observer.
     ///
@@ -341,13 +342,13 @@ impl Engine {
         self.apply_request = request;
     }
 
-    /// What [`Engine::set_apply_request`] set (empty by default).
+    /// What [`Lifecycle::set_apply_request`] set (empty by default).
     pub fn apply_request(&self) -> &crate::review::partial::ApplyRequest {
         &self.apply_request
     }
 
-    pub(crate) fn seed(&self) -> EngineSeed {
-        EngineSeed {
+    pub(crate) fn seed(&self) -> LifecycleSeed {
+        LifecycleSeed {
             db: self.store.path().to_path_buf(),
             paths: self.paths.clone(),
             providers: self.providers.clone(),

@@ -211,7 +211,7 @@ impl Offer {
     /// # Errors
     /// A skill that does not resolve.
     pub fn for_actor(
-        engine: &crate::lifecycle::Engine,
+        engine: &crate::lifecycle::Lifecycle,
         store: &mut Store,
         plan_id: &Id,
         policy: &Policy,
@@ -460,7 +460,7 @@ impl Offer {
 /// those in `.agents/skills/` of the plan's resources. A config file that does not load
 /// discovers none (it is reported where it is loaded).
 pub fn discovered_for_plan(
-    engine: &crate::lifecycle::Engine,
+    engine: &crate::lifecycle::Lifecycle,
     store: &Store,
     plan_id: &Id,
 ) -> Vec<Discovered> {
@@ -539,7 +539,7 @@ pub fn placement(
 /// servers are started in Strategize), as a host with no built-ins, or `None` when its
 /// skills have none.
 pub fn strategist_host(
-    engine: &crate::lifecycle::Engine,
+    engine: &crate::lifecycle::Lifecycle,
     plan: &crate::domain::Plan,
     actor: &str,
 ) -> Option<super::host::RunnerHost> {

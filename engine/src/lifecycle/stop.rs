@@ -4,7 +4,7 @@
 
 use super::driven::Stopped;
 use super::state::{self, commit};
-use super::{Engine, RunError, approvals};
+use super::{Lifecycle, RunError, approvals};
 use crate::domain::event::PlanInterrupted;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
@@ -23,7 +23,7 @@ pub enum StopCause {
 ///
 /// # Errors
 /// [`RunError::Store`].
-pub fn stop_cause(engine: &Engine, plan_id: &Id) -> Result<Option<StopCause>, RunError> {
+pub fn stop_cause(engine: &Lifecycle, plan_id: &Id) -> Result<Option<StopCause>, RunError> {
     if lease::cancel_requested(engine.store(), plan_id)? {
         return Ok(Some(StopCause::Cancel));
     }
@@ -39,7 +39,7 @@ pub fn stop_cause(engine: &Engine, plan_id: &Id) -> Result<Option<StopCause>, Ru
 /// # Errors
 /// [`RunError`].
 pub(crate) fn stop(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     cause: StopCause,
 ) -> Result<Stopped, RunError> {

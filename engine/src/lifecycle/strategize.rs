@@ -25,7 +25,7 @@ use super::ended::Ended;
 use super::gates::Gates;
 use super::model;
 use super::state::{self, commit};
-use super::{Engine, RunError, checklist};
+use super::{Lifecycle, RunError, checklist};
 use crate::actors::messages::ToolSpec;
 use crate::actors::prompts::{self, DecisionDraft, Role, StrategyDraft};
 use crate::actors::runtime::{Stop, ToolHost, ToolOutcome};
@@ -116,7 +116,7 @@ impl ToolHost for StrategistTools {
 }
 
 fn model_strategy(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     actor_name: &str,
     effective: &[String],
@@ -250,7 +250,11 @@ fn model_strategy(
 /// # Errors
 /// [`RunError`] for store failures and impossible states; actor failures are
 /// [`Ended::Errored`].
-pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<Ended, RunError> {
+pub fn run(
+    engine: &mut Lifecycle,
+    plan: &mut Plan,
+    guidance: &[String],
+) -> Result<Ended, RunError> {
     let actor = plan
         .strategy_actor
         .clone()
@@ -426,7 +430,7 @@ fn inherited_invariants(
 
 #[allow(clippy::too_many_arguments)]
 fn record(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     actor: &str,
     effective: &[String],
@@ -484,7 +488,7 @@ fn record(
 /// The root decision (`prompt_definition`) of a strategy, with whether it is a child's root
 /// its parent recorded (kept, not inserted again), and the hash of what it was built from.
 fn root_decision(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     effective: &[String],
     reconciler: Value,
@@ -622,7 +626,7 @@ fn strategy_decisions(
 /// with its `strategize_decisions` event, superseding the previous one. Returns the number
 /// of decisions.
 fn store_decisions(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     root: &Decision,
     reuse_root: bool,
@@ -683,7 +687,7 @@ fn store_decisions(
 /// Raises one decision approval per draft with alternatives and queues the plan
 /// (`awaiting_decision`).
 fn raise_decision_approvals(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     needs_human: Vec<NeedsHuman>,
 ) -> Result<Ended, RunError> {
@@ -741,7 +745,7 @@ fn raise_decision_approvals(
 ///
 /// # Errors
 /// [`RunError`].
-pub fn complete(engine: &mut Engine, plan: &mut Plan, count: usize) -> Result<Ended, RunError> {
+pub fn complete(engine: &mut Lifecycle, plan: &mut Plan, count: usize) -> Result<Ended, RunError> {
     if plan.state() != ProcessingState::Processing {
         state::set_state(plan, ProcessingState::Processing)?;
     }

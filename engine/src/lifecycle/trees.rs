@@ -10,7 +10,7 @@ use std::path::Path;
 use git2::{FileMode, ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use serde_json::{Value, json};
 
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::approval::{ApprovalKind, ApprovalStatus};
 use crate::domain::{Id, Plan};
 use crate::sandbox::Sandbox;
@@ -27,7 +27,7 @@ pub(crate) fn current_tree(sb: &Sandbox) -> Result<Oid, RunError> {
 ///
 /// # Errors
 /// Sandbox and store errors.
-pub fn reviewable_trees(engine: &Engine, plan: &Plan) -> Result<Value, RunError> {
+pub fn reviewable_trees(engine: &Lifecycle, plan: &Plan) -> Result<Value, RunError> {
     let mut out = serde_json::Map::new();
     for sb in engine.sandboxes().active(engine.store(), &plan.plan_id)? {
         out.insert(
@@ -43,7 +43,7 @@ pub fn reviewable_trees(engine: &Engine, plan: &Plan) -> Result<Value, RunError>
 ///
 /// # Errors
 /// Store errors.
-pub fn reviewed_trees(engine: &Engine, plan_id: &Id) -> Result<BTreeMap<String, Oid>, RunError> {
+pub fn reviewed_trees(engine: &Lifecycle, plan_id: &Id) -> Result<BTreeMap<String, Oid>, RunError> {
     reviewed_trees_in(engine.store(), plan_id)
 }
 

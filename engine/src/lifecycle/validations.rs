@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::{Id, Plan};
 use crate::registry::projects::Validation;
 use crate::sandbox::Sandboxes;
@@ -62,7 +62,7 @@ fn clip(text: &str) -> String {
 
 /// Every validation of the plan's target projects with the resource it runs on: its own
 /// `--resource`, else the project's first sandboxable resource.
-fn planned(engine: &Engine, plan: &Plan) -> Result<Vec<(Validation, String)>, RunError> {
+fn planned(engine: &Lifecycle, plan: &Plan) -> Result<Vec<(Validation, String)>, RunError> {
     let bases = engine.store().plan_bases(&plan.plan_id)?;
     let mut out = Vec::new();
     for pid in engine.store().plan_project_ids(&plan.plan_id)? {
@@ -95,7 +95,7 @@ fn planned(engine: &Engine, plan: &Plan) -> Result<Vec<(Validation, String)>, Ru
 ///
 /// # Errors
 /// Store errors.
-pub fn any_for(engine: &Engine, plan: &Plan, resource: &str) -> Result<bool, RunError> {
+pub fn any_for(engine: &Lifecycle, plan: &Plan, resource: &str) -> Result<bool, RunError> {
     Ok(planned(engine, plan)?.iter().any(|(_, r)| r == resource))
 }
 
@@ -157,7 +157,7 @@ fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> 
 /// # Errors
 /// Sandbox and store errors; a validation that fails or cannot start is an [`Outcome`].
 pub fn run_in_sandboxes(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan: &Plan,
 ) -> Result<Vec<Outcome>, RunError> {
@@ -254,7 +254,7 @@ pub fn run_in_sandboxes(
 /// # Errors
 /// Store errors; a validation that fails or cannot start is an [`Outcome`].
 pub fn run_in_dir(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     resource: &str,
     dir: &Path,

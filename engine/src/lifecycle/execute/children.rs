@@ -45,7 +45,8 @@ use crate::lifecycle::ended::Ended;
 use crate::lifecycle::gates::Gates;
 use crate::lifecycle::transitions::{self, Drive, Next};
 use crate::lifecycle::{
-    Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driven, stop, strategize,
+    Lifecycle, LifecycleSeed, Observer, RunError, approvals as lc_approvals, driven, stop,
+    strategize,
 };
 use crate::registry::plan_use::{self, ChildRequest};
 use crate::sandbox::Sandboxes;
@@ -138,7 +139,7 @@ fn parent_event(store: &mut Store, parent: &Id, event: EventKind) -> Result<(), 
 }
 
 /// Drives one child from where it is to the end of its Execute, on the calling thread.
-fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
+fn run_child(seed: &LifecycleSeed, child_id: Id) -> Result<Outcome, RunError> {
     let mut engine = seed.open()?;
     let guard = lease::acquire(engine.store_mut(), &child_id, "child")?;
     let outcome = loop {
@@ -238,7 +239,7 @@ fn members(store: &Store, step: &Decision) -> Result<Vec<Decision>, RunError> {
 /// # Errors
 /// Store errors.
 pub(crate) fn sandbox_widening(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     s: &Spawn,
 ) -> Result<Vec<String>, RunError> {
@@ -332,7 +333,7 @@ fn spawn_approval(store: &Store, plan: &Id, decision: &Id) -> Result<Option<Appr
 /// [`RunError`] for store and sandbox failures; a child that fails or conflicts is a
 /// [`StepEnd::Failed`].
 pub(crate) fn run_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     step: &Decision,
     stop: Arc<AtomicBool>,
@@ -382,7 +383,7 @@ pub(crate) fn run_step(
 /// # Errors
 /// [`RunError`] for store and sandbox failures.
 pub(crate) fn spawns_in(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     spawns: &[Spawn],
     group: Option<&str>,
@@ -429,7 +430,7 @@ type MergeResult = Result<Map<String, Value>, (String, Vec<String>)>;
 
 /// Step 0 of a spawn: nesting. Each level's sandbox borrows its parent's objects, and git
 /// follows at most five levels of alternates.
-fn nesting_refused(engine: &Engine, plan: &Plan) -> Result<Option<StepEnd>, RunError> {
+fn nesting_refused(engine: &Lifecycle, plan: &Plan) -> Result<Option<StepEnd>, RunError> {
     let mut depth = 0;
     let mut up = plan.parent_plan_id;
     while let Some(p) = up {
@@ -454,7 +455,7 @@ fn nesting_refused(engine: &Engine, plan: &Plan) -> Result<Option<StepEnd>, RunE
 /// yes, whatever the profile says (docs/sandbox.md, "Child plans"). Returns the approved
 /// spawns and the report rows of the rejected ones, or the step's end while approvals wait.
 fn approve<'s>(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     spawns: &'s [Spawn],
     group: Option<&str>,
@@ -547,7 +548,7 @@ struct Branch {
 
 /// Step 2 of a spawn: the branch point, every target sandboxed and checkpointed.
 fn branch_point(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     approved: &[&Spawn],
@@ -608,7 +609,7 @@ fn branch_point(
 /// run again); its other children that did not finish are cancelled. Returns the reused
 /// children by spawn decision.
 fn settle_earlier_run(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     approved: &[&Spawn],
@@ -662,7 +663,11 @@ fn settle_earlier_run(
 
 /// Cancels a child of an earlier run of the spawn step that did not finish; commands a
 /// vanished process left running in its sandboxes go first.
-fn cancel_stale_child(engine: &Engine, sandboxes: &Sandboxes, child: Plan) -> Result<(), RunError> {
+fn cancel_stale_child(
+    engine: &Lifecycle,
+    sandboxes: &Sandboxes,
+    child: Plan,
+) -> Result<(), RunError> {
     crate::tools::shell::kill_orphans(&sandboxes.plan_dir(&child.plan_id));
     let mut e = engine.seed().open()?;
     e.recover(&child.plan_id)?;
@@ -681,7 +686,7 @@ struct Spawned<'s> {
 
 /// Step 4 of a spawn: creates the children (or reuses them), in spawn order.
 fn create_children<'s>(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     approved: &[&'s Spawn],
     group: Option<&str>,
@@ -773,7 +778,7 @@ fn create_children<'s>(
 /// `max-parallel-children` at once for a group; every child of a group runs to its end
 /// whatever its siblings do. `None` when the parent was stopped (cancelled or interrupted).
 fn run_children(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     group: Option<&str>,
     spawned: &Spawned<'_>,
@@ -826,7 +831,7 @@ struct ChildPool {
     queue: Mutex<VecDeque<usize>>,
     results: Mutex<Vec<Option<Outcome>>>,
     stop_all: AtomicBool,
-    seed: EngineSeed,
+    seed: LifecycleSeed,
     parent_observer: Arc<dyn Observer>,
     db: std::path::PathBuf,
     plan_id: Id,
@@ -913,7 +918,7 @@ impl ChildPool {
 /// The parent watches for cancellation and Ctrl-C while its children run; on either it stops
 /// the pool and (on cancel) asks every child to cancel. Returns why it stopped, if it did.
 fn watch_children(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     pool: &ChildPool,
     children: &[(Id, &Spawn)],
@@ -954,7 +959,7 @@ fn watch_children(
 }
 
 /// Children never started are cancelled with the parent.
-fn cancel_unstarted(seed: &EngineSeed, children: &[(Id, &Spawn)]) -> Result<(), RunError> {
+fn cancel_unstarted(seed: &LifecycleSeed, children: &[(Id, &Spawn)]) -> Result<(), RunError> {
     for (child, _) in children {
         let mut e = seed.open()?;
         let mut p = e.plan(child)?;
@@ -1021,7 +1026,7 @@ fn outcome_report(
 /// Step 6 of a spawn: merges every child back into the parent's sandboxes, in spawn order;
 /// the first conflict ends the step.
 fn merge_back(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     children: &[(Id, &Spawn)],
@@ -1056,7 +1061,7 @@ fn merge_back(
 /// Merges one child's sandboxes into its parent's and records the result on both; the
 /// merged resources, or the resource and paths of a conflict.
 fn merge_child_in(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     child: &Id,

@@ -38,7 +38,7 @@ use crate::actors::runtime::{ToolHost, ToolOutcome};
 use crate::domain::decision::Decision;
 use crate::domain::{Id, Plan};
 use crate::lifecycle::host::RunnerHost;
-use crate::lifecycle::{Engine, model};
+use crate::lifecycle::{Lifecycle, model};
 use crate::sandbox::Sandboxes;
 use crate::store::Store;
 use crate::tools::runner::Policy;
@@ -214,7 +214,7 @@ fn parse_question(args: &Value) -> Result<Asked, String> {
 
 /// `create_subplan` for one step.
 struct Subplans {
-    seed: crate::lifecycle::EngineSeed,
+    seed: crate::lifecycle::LifecycleSeed,
     plan: Plan,
     step: Decision,
     /// The queued parallel group: its label, its decision and its spawns.
@@ -239,7 +239,7 @@ impl Subplans {
     /// Records a spawn decision (and its group's decision when `group` is new).
     fn record(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         kind: crate::domain::decision::DecisionType,
         parent: Id,
         text: String,
@@ -524,7 +524,7 @@ impl ToolHost for ExecutorTools {
 /// The step's hot context (files and definitions its decision names, then the warm and cold
 /// decisions sharing its words, spec 25); empty when the plan's resources cannot be read.
 fn step_context(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     decision: &Decision,
     step: &crate::domain::decision::Step,
@@ -563,7 +563,7 @@ fn step_context(
 /// A message when the actor cannot be resolved or the run cannot start (reported as a failed
 /// step by the caller).
 pub(crate) fn run_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     decision: &Decision,
     policy: Policy,
@@ -649,7 +649,7 @@ pub(crate) fn run_step(
 /// tools of the actor's skills (spec 18, 19; their prompt block is added to the actor's
 /// template), `request_decision`, approvals and child plans. `Err` is the step's failure.
 fn step_tools(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     decision: &Decision,
     policy: Policy,
@@ -719,7 +719,7 @@ fn step_tools(
 /// from it at the exact call. Without a journal (the database cannot be opened again) the
 /// step runs unjournaled.
 fn journal_input(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     decision: &Decision,
     actor: &model::ModelActor,
@@ -767,7 +767,7 @@ fn journal_input(
 /// The model's input for a step (its context, the prompt with the step's hot context, and
 /// on resume the history, an approved call run first), and that hot context.
 fn step_input(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     decision: &Decision,
     guidance: &[String],
