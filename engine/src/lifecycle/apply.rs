@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use super::ended::Ended;
 use super::state::{self, commit};
 use super::trees::{current_tree, materialize, reviewed_trees};
-use super::validations::{self, Outcome};
+use super::validations::{self, ValidationRun};
 use super::{Lifecycle, RunError};
 use crate::domain::approval::ApprovalStatus;
 use crate::domain::event::{ApplyComplete, ApplyStarted};
@@ -523,7 +523,7 @@ fn run_validations(
     sbs: &Sandboxes,
     targets: &[Target],
     effective: &BTreeMap<String, Oid>,
-) -> Result<Vec<Outcome>, RunError> {
+) -> Result<Vec<ValidationRun>, RunError> {
     let plan_id = plan.plan_id;
     let check_root = sbs.plan_dir(&plan_id).join("apply-check");
     let tmp = check_root.join("tmp");

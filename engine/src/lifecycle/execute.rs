@@ -1012,7 +1012,7 @@ impl StepRun<'_> {
             }
             results = super::validations::run_in_sandboxes(engine, self.sandboxes, plan)?;
         }
-        let failed_required: Vec<&super::validations::Outcome> =
+        let failed_required: Vec<&super::validations::ValidationRun> =
             results.iter().filter(|r| r.required && !r.passed).collect();
         let summary = json!({"execute": results});
         commit(
@@ -1069,7 +1069,7 @@ impl StepRun<'_> {
         &self,
         engine: &mut Lifecycle,
         plan: &mut Plan,
-        failed: &super::validations::Outcome,
+        failed: &super::validations::ValidationRun,
     ) -> Result<StepEnd, RunError> {
         let plan_id = self.plan_id;
         let fix = validation_fix_decision(plan, failed);
@@ -1234,7 +1234,7 @@ fn fail_step(
 }
 
 /// The `validation_response` decision of one `auto_validation_fix` try.
-fn validation_fix_decision(plan: &Plan, failed: &super::validations::Outcome) -> Decision {
+fn validation_fix_decision(plan: &Plan, failed: &super::validations::ValidationRun) -> Decision {
     let mut fix = Decision::new(
         plan.plan_id,
         crate::domain::decision::DecisionType::ValidationResponse,
