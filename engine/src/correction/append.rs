@@ -21,7 +21,7 @@ use serde_json::json;
 use crate::domain::decision::{Decision, DecisionType};
 use crate::domain::{Id, Phase, Plan};
 use crate::lifecycle::driven::Driven;
-use crate::lifecycle::driver::{self, Op};
+use crate::lifecycle::driver::{self, Goal};
 use crate::lifecycle::{Lifecycle, RunError};
 use crate::store::corrections::{AttemptStatus, CorrectionAttempt, insert_attempt_in};
 use crate::store::lifecycle_run::{BaseKind, PlanBase};
@@ -244,7 +244,7 @@ pub fn append(
         tx.commit()?;
     }
     engine.flush(&parent.plan_id)?;
-    let driven = driver::drive(engine, &child.plan_id, Op::Continue)?;
+    let driven = driver::drive(engine, &child.plan_id, Goal::Continue)?;
     let root = engine.store().decision(&root.decision_id)?.unwrap_or(root);
     Ok(Appended {
         child: driven.plan.clone(),

@@ -40,7 +40,7 @@ use crate::domain::{CorrectionMode, Id, Next, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::lease;
 use crate::lifecycle::driven::Driven;
-use crate::lifecycle::driver::{self, Op};
+use crate::lifecycle::driver::{self, Goal};
 use crate::lifecycle::state::{self, commit};
 use crate::lifecycle::{Lifecycle, RunError, checklist, execute};
 use crate::registry::actors::CHECKLIST_STRATEGIST;
@@ -667,7 +667,7 @@ pub fn revert(
     let attempt_row = record_attempt(engine, &mut plan, &t, &re, correcting_id, &impact, &new)?;
     let rollback = roll_back_sandbox(engine, &sandboxes, &plan_id, new.rollback_to.as_ref())?;
     drop(guard);
-    let driven = driver::drive(engine, &plan_id, Op::Continue)?;
+    let driven = driver::drive(engine, &plan_id, Goal::Continue)?;
     let attempt = engine
         .store()
         .correction_attempts(&plan_id)?

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{Lifecycle, RunError, approvals, wrong_state};
-use crate::domain::next::Next as Suggest;
+use crate::domain::Next;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::lease;
 use crate::store::children::ChildStatus;
@@ -33,7 +33,7 @@ pub fn cancel(
                 plan.phase(),
                 plan.state()
             ),
-            vec![Suggest::PlanStatus { plan: *plan_id }],
+            vec![Next::PlanStatus { plan: *plan_id }],
         ));
     }
     lease::request_cancel(engine.store_mut(), plan_id, reason)?;

@@ -4,10 +4,9 @@
 
 use serde::Serialize;
 
+use crate::domain::Next;
 use crate::domain::Plan;
 use crate::domain::approval::Approval;
-// A suggested next step for the user (the lifecycle's own next work is `transitions::Work`).
-use crate::domain::next::Next as Suggest;
 use crate::events::EngineEvent;
 
 /// Why driving stopped.
@@ -27,7 +26,7 @@ pub enum Stopped {
     /// Nothing to do now (`plan execute` on a complete Execute).
     NothingToDo {
         /// The step that moves the plan on.
-        next: Suggest,
+        next: Next,
     },
     /// The plan is applied.
     Applied,

@@ -25,19 +25,19 @@ use super::gates::Gates;
 use super::driven::{Driven, Stopped};
 use super::ended::Ended;
 use super::stop::{stop, stop_cause};
-use super::transitions::{self, Drive, Next};
+use super::transitions::{self, Drive, Work};
 use super::{Lifecycle, RunError, apply, execute, strategize, wrong_state};
 use crate::domain::approval::{Approval, ApprovalKind};
 use crate::domain::decision::DecisionType;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
-// `Next` here is the lifecycle transition; a suggested next step for the user is `Suggest`.
+// A suggested next step for the user (beside the lifecycle's own next work, `Work`).
 use crate::domain::next::Next as Suggest;
 use crate::lease;
 
-/// What the caller asks for.
+/// How far the caller asks the driver to take the plan (the command it stands for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Op {
+pub enum Goal {
     /// Only what the profile allows without a human (after `plan use`, `plan decide`).
     Continue,
     /// `plan execute`: answers the gate at the plan's current state, then continues.
@@ -49,19 +49,19 @@ pub enum Op {
     },
 }
 
-impl Op {
-    /// The operation's column in the transition table ([`transitions`]).
+impl Goal {
+    /// The goal's column in the transition table ([`transitions`]).
     pub fn drive(self) -> Drive {
         match self {
-            Op::Continue => Drive::Continue,
-            Op::Execute => Drive::Execute,
-            Op::Apply { .. } => Drive::Apply,
+            Goal::Continue => Drive::Continue,
+            Goal::Execute => Drive::Execute,
+            Goal::Apply { .. } => Drive::Apply,
         }
     }
 }
 
-/// Checks that `op` fits the plan's state before taking the lease.
-fn check_op(engine: &Lifecycle, plan: &Plan, op: Op) -> Result<(), RunError> {
+/// Checks that `goal` fits the plan's state before taking the lease.
+fn check_goal(engine: &Lifecycle, plan: &Plan, goal: Goal) -> Result<(), RunError> {
     let id = plan.plan_id;
     if plan.state() == ProcessingState::Cancelled {
         return Err(wrong_state(
@@ -79,7 +79,7 @@ fn check_op(engine: &Lifecycle, plan: &Plan, op: Op) -> Result<(), RunError> {
         Some(parent) if engine.store().child_link(&plan.plan_id)?.is_some() => Some(parent),
         _ => None,
     };
-    if let (Op::Apply { .. }, Some(parent)) = (op, spawned_parent) {
+    if let (Goal::Apply { .. }, Some(parent)) = (goal, spawned_parent) {
         return Err(wrong_state(
             plan,
             format!(
@@ -97,12 +97,14 @@ fn check_op(engine: &Lifecycle, plan: &Plan, op: Op) -> Result<(), RunError> {
         ProcessingState::Processing => ProcessingState::Queued,
         s => s,
     };
-    if op == Op::Continue || transitions::next(plan.phase(), state, op.drive()) != Next::Refused {
+    if goal == Goal::Continue
+        || transitions::next(plan.phase(), state, goal.drive()) != Work::Refused
+    {
         return Ok(());
     }
     let at = format!("plan {id} is at {}/{}", plan.phase(), plan.state());
-    Err(match op {
-        Op::Execute => wrong_state(
+    Err(match goal {
+        Goal::Execute => wrong_state(
             plan,
             format!("{at}; `plan execute` runs Strategize and Execute only"),
             vec![Suggest::PlanStatus { plan: id }],
@@ -133,9 +135,9 @@ fn pending_guidance(engine: &Lifecycle, plan: &Plan) -> Result<Vec<String>, RunE
 /// Drives a plan (see the module documentation). Takes the plan's lease first.
 ///
 /// # Errors
-/// [`RunError::Busy`] naming the pid driving it; [`RunError::WrongState`] when `op` does not
+/// [`RunError::Busy`] naming the pid driving it; [`RunError::WrongState`] when `goal` does not
 /// fit; [`RunError::NotYetSupported`]; store errors.
-pub fn drive(engine: &mut Lifecycle, plan_id: &Id, op: Op) -> Result<Driven, RunError> {
+pub fn drive(engine: &mut Lifecycle, plan_id: &Id, goal: Goal) -> Result<Driven, RunError> {
     engine.recover(plan_id)?;
     let plan = engine.plan(plan_id)?;
     if engine.store().is_actor_run(plan_id)? {
@@ -148,13 +150,13 @@ pub fn drive(engine: &mut Lifecycle, plan_id: &Id, op: Op) -> Result<Driven, Run
             vec![Suggest::PlanDiff { plan: *plan_id }],
         ));
     }
-    check_op(engine, &plan, op)?;
+    check_goal(engine, &plan, goal)?;
     let guard = lease::acquire(engine.store_mut(), plan_id, plan.phase().as_str())?;
     engine.take_log();
     engine.flush(plan_id)?;
     let mut driving = Driving {
-        op,
-        explicit: op != Op::Continue,
+        goal,
+        explicit: goal != Goal::Continue,
         plan,
     };
     let stopped = loop {
@@ -184,10 +186,10 @@ pub fn drive(engine: &mut Lifecycle, plan_id: &Id, op: Op) -> Result<Driven, Run
     )
 }
 
-/// One run of [`drive`]: the operation asked for, whether its first piece of work is still
-/// to come (the operation answers the gate in front of it), and the plan.
+/// One run of [`drive`]: the goal asked for, whether its first piece of work is still to come
+/// (the goal's command answers the gate in front of it), and the plan.
 struct Driving {
-    op: Op,
+    goal: Goal,
     explicit: bool,
     plan: Plan,
 }
@@ -198,21 +200,21 @@ impl Driving {
     fn turn(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let plan_id = self.plan.plan_id;
         let drive = if self.explicit {
-            self.op.drive()
+            self.goal.drive()
         } else {
             Drive::Continue
         };
         match transitions::next(self.plan.phase(), self.plan.state(), drive) {
-            Next::Cancelled => Ok(Some(Stopped::Cancelled {
+            Work::Cancelled => Ok(Some(Stopped::Cancelled {
                 reason: engine.store().plan_cancel_reason(&plan_id)?,
             })),
-            Next::Applied => Ok(Some(Stopped::Applied)),
-            Next::Strategize => self.strategize(engine),
-            Next::EnterExecute => self.enter_execute(engine),
-            Next::ResumeExecute => self.resume_execute(engine),
-            Next::ExecuteDone | Next::EnterApply => self.after_execute(engine),
-            Next::ResumeApply => self.resume_apply(engine),
-            Next::Refused => Err(wrong_state(
+            Work::Applied => Ok(Some(Stopped::Applied)),
+            Work::Strategize => self.strategize(engine),
+            Work::EnterExecute => self.enter_execute(engine),
+            Work::ResumeExecute => self.resume_execute(engine),
+            Work::ExecuteDone | Work::EnterApply => self.after_execute(engine),
+            Work::ResumeApply => self.resume_apply(engine),
+            Work::Refused => Err(wrong_state(
                 &self.plan,
                 format!(
                     "plan {plan_id} is at {}/{}, which this command cannot continue from",
@@ -273,7 +275,7 @@ impl Driving {
         } else {
             Vec::new()
         };
-        if self.op != Op::Continue || gates.auto_strategize() {
+        if self.goal != Goal::Continue || gates.auto_strategize() {
             resolve_gate(engine, &mut self.plan, Gate::Strategize)?;
         }
         Ok(stopped_by(strategize::run(
@@ -341,12 +343,14 @@ impl Driving {
                 next: Suggest::ExecutePlan { plan: parent },
             }));
         }
-        if self.op == Op::Execute && self.explicit {
+        if self.goal == Goal::Execute && self.explicit {
             return Ok(Some(Stopped::NothingToDo {
                 next: Suggest::ApplyPlan { plan: plan_id },
             }));
         }
-        if matches!(self.op, Op::Apply { .. }) || Gates::of(&self.plan).auto_after(Phase::Execute) {
+        if matches!(self.goal, Goal::Apply { .. })
+            || Gates::of(&self.plan).auto_after(Phase::Execute)
+        {
             self.explicit = false;
             return self.apply(engine);
         }
@@ -374,7 +378,7 @@ impl Driving {
 
     /// Runs Apply; `None` once applied.
     fn apply(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
-        let no_commit = matches!(self.op, Op::Apply { no_commit: true });
+        let no_commit = matches!(self.goal, Goal::Apply { no_commit: true });
         Ok(stopped_by(apply::run(engine, &mut self.plan, no_commit)?))
     }
 }

@@ -43,7 +43,7 @@ use crate::events::{self, EventKind};
 use crate::lease;
 use crate::lifecycle::ended::Ended;
 use crate::lifecycle::gates::Gates;
-use crate::lifecycle::transitions::{self, Drive, Next};
+use crate::lifecycle::transitions::{self, Drive, Work};
 use crate::lifecycle::{
     Lifecycle, LifecycleSeed, Observer, RunError, approvals as lc_approvals, driven, stop,
     strategize,
@@ -124,7 +124,7 @@ impl Observer for ChildObserver {
 
 /// How a child's run ended.
 #[derive(Debug, Clone, PartialEq)]
-enum Outcome {
+enum ChildEnded {
     Succeeded,
     Failed { code: String, message: String },
     Cancelled,
@@ -139,28 +139,28 @@ fn parent_event(store: &mut Store, parent: &Id, event: EventKind) -> Result<(), 
 }
 
 /// Drives one child from where it is to the end of its Execute, on the calling thread.
-fn run_child(seed: &LifecycleSeed, child_id: Id) -> Result<Outcome, RunError> {
+fn run_child(seed: &LifecycleSeed, child_id: Id) -> Result<ChildEnded, RunError> {
     let mut engine = seed.open()?;
     let guard = lease::acquire(engine.store_mut(), &child_id, "child")?;
     let outcome = loop {
         if guard.is_lost() {
-            break Outcome::Interrupted;
+            break ChildEnded::Interrupted;
         }
         if let Some(cause) = stop::stop_cause(&engine, &child_id)? {
             let mut plan = engine.plan(&child_id)?;
             break match stop::stop(&mut engine, &mut plan, cause)? {
-                driven::Stopped::Cancelled { .. } => Outcome::Cancelled,
-                _ => Outcome::Interrupted,
+                driven::Stopped::Cancelled { .. } => ChildEnded::Cancelled,
+                _ => ChildEnded::Interrupted,
             };
         }
         let mut plan = engine.plan(&child_id)?;
         match transitions::next(plan.phase(), plan.state(), Drive::Child) {
-            Next::Cancelled => break Outcome::Cancelled,
-            Next::Strategize => match strategize::run(&mut engine, &mut plan, &[])? {
+            Work::Cancelled => break ChildEnded::Cancelled,
+            Work::Strategize => match strategize::run(&mut engine, &mut plan, &[])? {
                 Ended::Complete => continue,
                 Ended::Stopped => {}
                 Ended::Awaiting(a) => {
-                    break Outcome::Failed {
+                    break ChildEnded::Failed {
                         code: "CHILD_NEEDS_HUMAN".into(),
                         message: format!(
                             // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
@@ -174,14 +174,14 @@ fn run_child(seed: &LifecycleSeed, child_id: Id) -> Result<Outcome, RunError> {
                     };
                 }
                 Ended::Errored { code, message } => {
-                    break Outcome::Failed { code, message };
+                    break ChildEnded::Failed { code, message };
                 }
             },
-            Next::EnterExecute | Next::ResumeExecute => match super::run(&mut engine, &mut plan)? {
+            Work::EnterExecute | Work::ResumeExecute => match super::run(&mut engine, &mut plan)? {
                 Ended::Complete => continue,
                 Ended::Stopped => {}
                 Ended::Awaiting(a) => {
-                    break Outcome::Failed {
+                    break ChildEnded::Failed {
                         code: "CHILD_NEEDS_HUMAN".into(),
                         message: format!(
                             "it waits for approval {}; answer it, then run the parent again",
@@ -190,12 +190,12 @@ fn run_child(seed: &LifecycleSeed, child_id: Id) -> Result<Outcome, RunError> {
                     };
                 }
                 Ended::Errored { code, message } => {
-                    break Outcome::Failed { code, message };
+                    break ChildEnded::Failed { code, message };
                 }
             },
-            Next::ExecuteDone => break Outcome::Succeeded,
-            Next::EnterApply | Next::ResumeApply | Next::Applied | Next::Refused => {
-                break Outcome::Failed {
+            Work::ExecuteDone => break ChildEnded::Succeeded,
+            Work::EnterApply | Work::ResumeApply | Work::Applied | Work::Refused => {
+                break ChildEnded::Failed {
                     code: "CHILD_FAILED".into(),
                     message: format!(
                         "it is at {}/{}, which a child cannot run from",
@@ -208,7 +208,7 @@ fn run_child(seed: &LifecycleSeed, child_id: Id) -> Result<Outcome, RunError> {
         // A phase stopped: find out why at the top of the loop; a stop nobody asked for
         // (a lost lease) ends the run.
         if stop::stop_cause(&engine, &child_id)?.is_none() {
-            break Outcome::Interrupted;
+            break ChildEnded::Interrupted;
         }
     };
     drop(guard);
@@ -783,7 +783,7 @@ fn run_children(
     group: Option<&str>,
     spawned: &Spawned<'_>,
     stop: &AtomicBool,
-) -> Result<Option<Vec<Outcome>>, RunError> {
+) -> Result<Option<Vec<ChildEnded>>, RunError> {
     let children = &spawned.children;
     let limit = if group.is_some() {
         engine.max_parallel_children().min(children.len()).max(1)
@@ -813,14 +813,14 @@ fn run_children(
         }
         return Ok(None);
     }
-    let outcomes: Vec<Outcome> = pool
+    let outcomes: Vec<ChildEnded> = pool
         .results
         .into_inner()
         .expect("results lock")
         .into_iter()
-        .map(|o| o.unwrap_or(Outcome::Interrupted))
+        .map(|o| o.unwrap_or(ChildEnded::Interrupted))
         .collect();
-    if outcomes.contains(&Outcome::Interrupted) {
+    if outcomes.contains(&ChildEnded::Interrupted) {
         return Ok(None);
     }
     Ok(Some(outcomes))
@@ -829,7 +829,7 @@ fn run_children(
 /// What the worker threads of [`run_children`] share.
 struct ChildPool {
     queue: Mutex<VecDeque<usize>>,
-    results: Mutex<Vec<Option<Outcome>>>,
+    results: Mutex<Vec<Option<ChildEnded>>>,
     stop_all: AtomicBool,
     seed: LifecycleSeed,
     parent_observer: Arc<dyn Observer>,
@@ -846,7 +846,7 @@ impl ChildPool {
             };
             let (child_id, spawn) = spawned.children[i];
             let outcome = if spawned.reused.contains(&child_id) {
-                Outcome::Succeeded
+                ChildEnded::Succeeded
             } else {
                 self.run_one(child_id, spawn)
             };
@@ -855,7 +855,7 @@ impl ChildPool {
     }
 
     /// Runs one child and records its start and end on the parent.
-    fn run_one(&self, child_id: Id, spawn: &Spawn) -> Outcome {
+    fn run_one(&self, child_id: Id, spawn: &Spawn) -> ChildEnded {
         let id = child_id.to_string();
         let label = format!("child {} ({})", &id[..10.min(id.len())], spawn.action);
         let seed = self.seed.clone().with_observer(Arc::new(ChildObserver {
@@ -863,7 +863,7 @@ impl ChildPool {
             label,
         }));
         let outcome = if self.stop_all.load(Ordering::SeqCst) {
-            Ok(Outcome::Cancelled)
+            Ok(ChildEnded::Cancelled)
         } else {
             if let Ok(mut store) = Store::open(&self.db) {
                 let _ = store.set_child_status(&child_id, ChildStatus::Running, None, false);
@@ -878,18 +878,18 @@ impl ChildPool {
             }
             run_child(&seed, child_id)
         };
-        let outcome = outcome.unwrap_or_else(|e| Outcome::Failed {
+        let outcome = outcome.unwrap_or_else(|e| ChildEnded::Failed {
             code: "CHILD_FAILED".into(),
             message: e.to_string(),
         });
         if let Ok(mut store) = Store::open(&self.db) {
             let (status, detail) = match &outcome {
-                Outcome::Succeeded => (ChildStatus::Succeeded, json!({})),
-                Outcome::Failed { code, message } => (
+                ChildEnded::Succeeded => (ChildStatus::Succeeded, json!({})),
+                ChildEnded::Failed { code, message } => (
                     ChildStatus::Failed,
                     json!({"code": code, "message": message}),
                 ),
-                Outcome::Cancelled | Outcome::Interrupted => (
+                ChildEnded::Cancelled | ChildEnded::Interrupted => (
                     ChildStatus::Cancelled,
                     json!({"stopped": format!("{outcome:?}").to_lowercase()}),
                 ),
@@ -898,7 +898,7 @@ impl ChildPool {
                 &child_id,
                 status,
                 Some(&detail),
-                !matches!(outcome, Outcome::Succeeded),
+                !matches!(outcome, ChildEnded::Succeeded),
             );
             let _ = parent_event(
                 &mut store,
@@ -975,7 +975,7 @@ fn cancel_unstarted(seed: &LifecycleSeed, children: &[(Id, &Spawn)]) -> Result<(
 /// merged then).
 fn outcome_report(
     children: &[(Id, &Spawn)],
-    outcomes: &[Outcome],
+    outcomes: &[ChildEnded],
     skipped: Vec<Value>,
 ) -> Early<Vec<Value>> {
     let mut report: Vec<Value> = children
@@ -986,8 +986,8 @@ fn outcome_report(
                 "child_plan_id": id.to_string(),
                 "action": s.action,
                 "spawn_decision_id": s.decision_id.to_string(),
-                "status": match o { Outcome::Succeeded => "succeeded", Outcome::Failed { .. } => "failed", _ => "cancelled" },
-                "error": match o { Outcome::Failed { code, message } => json!({"code": code, "message": message}), _ => Value::Null },
+                "status": match o { ChildEnded::Succeeded => "succeeded", ChildEnded::Failed { .. } => "failed", _ => "cancelled" },
+                "error": match o { ChildEnded::Failed { code, message } => json!({"code": code, "message": message}), _ => Value::Null },
             })
         })
         .collect();
@@ -996,11 +996,11 @@ fn outcome_report(
         .iter()
         .zip(outcomes)
         .filter_map(|((id, s), o)| match o {
-            Outcome::Failed { code, message } => Some(format!(
+            ChildEnded::Failed { code, message } => Some(format!(
                 "child plan {id} ({}) failed ({code}): {message}",
                 s.action
             )),
-            Outcome::Cancelled => Some(format!("child plan {id} ({}) was cancelled", s.action)),
+            ChildEnded::Cancelled => Some(format!("child plan {id} ({}) was cancelled", s.action)),
             _ => None,
         })
         .collect();
