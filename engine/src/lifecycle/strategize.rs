@@ -151,7 +151,7 @@ fn model_strategy(
     let tools = StrategistTools {
         draft: Mutex::new(StrategyDraft::default()),
         summary: Mutex::new(None),
-        external: crate::lifecycle::offer::strategist_host(engine, plan, actor_name),
+        external: crate::lifecycle::host::strategist_host(engine, plan, actor_name),
         base: BaseTools::new(scopes),
     };
     let description = plan.description.clone().unwrap_or_default();
