@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod actors;
 pub mod custom_types;
+pub mod invariant_form;
 pub mod invariants;
 pub mod lookup;
 pub mod plan_use;
