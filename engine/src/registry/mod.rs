@@ -14,6 +14,7 @@ pub mod lookup;
 pub mod plan_use;
 pub mod profiles;
 pub mod projects;
+pub mod resource_error;
 pub mod resource_types;
 pub mod resources;
 pub mod template;
