@@ -255,14 +255,18 @@ def file_modules(root):
 
 
 def expand(code, start):
-    """The paths written at `start`: `a::b::c`, or `a::{b, c::d}` as `a::b` and `a::c::d`."""
-    m = SEGMENTS.match(code, start)
-    if not m:
-        return []
-    head = [x.strip() for x in m.group(0).split("::")]
-    if head[-1] != "{":
-        return [head]
-    brace = code.index("{", start + len(m.group(0)) - 1)
+    """The paths written at `start`: `a::b::c`, `a::{b, c::d}` as `a::b` and `a::c::d`, or a
+    group `{b, c::d}` as `b` and `c::d`."""
+    if code[start:start + 1] == "{":
+        head, brace = ["{"], start  # `super::{a, b}`: a group right after the prefix
+    else:
+        m = SEGMENTS.match(code, start)
+        if not m:
+            return []
+        head = [x.strip() for x in m.group(0).split("::")]
+        if head[-1] != "{":
+            return [head]
+        brace = code.index("{", start + len(m.group(0)) - 1)
     depth, j, items, cur = 0, brace, [], ""
     while j < len(code):
         ch = code[j]

@@ -8,6 +8,7 @@
 //!   boundary to the tool runner.
 //! - [`prompts`]: system prompt rendering, role prompts, role tool schemas.
 //! - [`accounting`]: token and cost accounting per call.
+//! - [`pricing`]: the cost of a call from the configured prices.
 //! - [`budget`]: plan budgets checked before each call, provider rate limits that queue (in
 //!   [`crate::providers`]).
 //! - [`estimate`]: the built-in estimation actor `builtin/usage-estimator`.
@@ -18,6 +19,7 @@ pub use crate::providers::budget;
 pub mod estimate;
 pub mod graph;
 pub use crate::domain::messages;
+pub mod pricing;
 pub mod prompts;
 pub use crate::providers;
 pub mod runtime;

@@ -970,7 +970,7 @@ fn budget_stop(
             }
         };
         tokens += usage.total();
-        usd += super::accounting::cost_usd(provider.kind, price, usage).unwrap_or(0.0);
+        usd += super::pricing::cost_usd(provider.kind, price, usage).unwrap_or(0.0);
     }
     let next = estimate_tokens(client.request_body(chat).to_string().len());
     budget.check(tokens, usd, next, price.and_then(|p| p.input_usd_per_mtok))

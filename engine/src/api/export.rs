@@ -144,7 +144,7 @@ fn reviewed_part(
     plan: &crate::domain::Plan,
     sb: &Sandbox,
 ) -> Result<(Option<git2::Oid>, Vec<LeftOut>), ApiError> {
-    let trees = crate::lifecycle::apply::reviewed_trees_in(store, &plan.plan_id)?;
+    let trees = crate::lifecycle::trees::reviewed_trees_in(store, &plan.plan_id)?;
     let review = crate::review::load(store, &engine.sandboxes(), plan, &trees)?;
     if !review.any_marked() {
         return Ok((None, Vec::new()));

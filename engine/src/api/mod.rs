@@ -80,7 +80,7 @@ pub use plan_record::{ErrorsView, StepsView};
 pub use crate::actors::budget::PlanBudget;
 pub use crate::actors::estimate::USAGE_ESTIMATOR;
 pub use crate::lifecycle::approvals::{Answer, Answered as ApprovalAnswered, describe_budget};
-pub use crate::lifecycle::driver::{Driven, Stopped};
+pub use crate::lifecycle::driven::{Driven, Stopped};
 pub use crate::lifecycle::invariant_checks::{Coverage as InvariantCoverage, correct_step};
 pub use crate::lifecycle::report::{Hint, recovery_hints};
 pub use crate::redact::{RedactingWriter, redacted_bytes};
@@ -227,8 +227,8 @@ impl Engine {
     ///
     /// # Errors
     /// [`ApiError::Store`].
-    pub fn lifecycle(&self) -> Result<lifecycle::Engine, ApiError> {
-        Ok(lifecycle::Engine::new(
+    pub fn lifecycle(&self) -> Result<lifecycle::Lifecycle, ApiError> {
+        Ok(lifecycle::Lifecycle::new(
             self.store()?,
             self.paths.clone(),
             self.settings.providers.clone(),
@@ -268,10 +268,10 @@ impl Engine {
 
 /// [`lifecycle::Reviser`]: the revert correction, driving the plan on.
 fn revise(
-    engine: &mut lifecycle::Engine,
+    engine: &mut lifecycle::Lifecycle,
     decision: &crate::domain::Id,
     guidance: &str,
-) -> Result<Option<lifecycle::driver::Driven>, lifecycle::RunError> {
+) -> Result<Option<lifecycle::driven::Driven>, lifecycle::RunError> {
     Ok(crate::correction::revert::revert(engine, decision, guidance)?.driven)
 }
 

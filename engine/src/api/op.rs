@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::domain::{Id, Plan};
 use crate::lease::Lease;
 use crate::lifecycle::approvals::{self as lc_approvals, Answer};
-use crate::lifecycle::driver::Driven;
+use crate::lifecycle::driven::Driven;
 use crate::lifecycle::rollback::RolledBack;
 use crate::registry::plan_use::{Created, Request};
 use crate::sandbox::CheckpointId;

@@ -44,7 +44,7 @@ impl Engine {
         let p = store
             .plan(plan)?
             .ok_or(crate::lifecycle::RunError::NotFound(*plan))?;
-        let trees = apply::reviewed_trees_in(&store, plan)?;
+        let trees = crate::lifecycle::trees::reviewed_trees_in(&store, plan)?;
         Ok(crate::review::load(&store, &self.sandboxes(), &p, &trees)?)
     }
 }

@@ -279,7 +279,7 @@ impl RegistryChange for AddCustomResource {
     type Output = resources::Added;
     fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let names = engine.provider_names();
-        Ok(custom_types::add_resource(
+        Ok(resources::add_custom(
             store,
             &names,
             &self.custom,

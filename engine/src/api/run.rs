@@ -15,7 +15,7 @@ use crate::correction::{append, revert};
 use crate::domain::Id;
 use crate::lease;
 use crate::lifecycle::approvals::{self as lc_approvals, Answer};
-use crate::lifecycle::driver::{self, Op as Drive};
+use crate::lifecycle::driver::{self, Goal};
 use crate::lifecycle::{self, RunError};
 use crate::registry::plan_use;
 use crate::sandbox::CheckpointId;
@@ -25,7 +25,7 @@ use crate::sandbox::lifetime;
 pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
     match op {
         Op::Use(req) => use_action(engine, &req).map(|u| Outcome::Used(Box::new(u))),
-        Op::Execute { plan } => drive(engine, &plan, Drive::Execute),
+        Op::Execute { plan } => drive(engine, &plan, Goal::Execute),
         Op::Apply {
             plan,
             no_commit,
@@ -33,7 +33,7 @@ pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
         } => {
             let mut lc = engine.lifecycle()?;
             lc.set_apply_request(selection);
-            let driven = driver::drive(&mut lc, &plan, Drive::Apply { no_commit })?;
+            let driven = driver::drive(&mut lc, &plan, Goal::Apply { no_commit })?;
             Ok(Outcome::Driven(Box::new(driven)))
         }
         Op::Cancel { plan, reason, wait } => cancel(engine, &plan, reason.as_deref(), wait),
@@ -80,7 +80,7 @@ fn review(engine: &Engine, r: &ReviewRequest) -> Result<Outcome, ApiError> {
         .into());
     }
     let sandboxes = engine.sandboxes();
-    let trees = crate::lifecycle::apply::reviewed_trees_in(&store, &plan.plan_id)?;
+    let trees = crate::lifecycle::trees::reviewed_trees_in(&store, &plan.plan_id)?;
     let before = crate::review::load(&store, &sandboxes, &plan, &trees)?;
     let reason = match r.mark {
         crate::review::Mark::Pending => None,
@@ -98,7 +98,7 @@ fn review(engine: &Engine, r: &ReviewRequest) -> Result<Outcome, ApiError> {
     Ok(Outcome::Reviewed(Box::new(Reviewed { marked, review })))
 }
 
-fn drive(engine: &Engine, plan: &Id, op: Drive) -> Result<Outcome, ApiError> {
+fn drive(engine: &Engine, plan: &Id, op: Goal) -> Result<Outcome, ApiError> {
     let mut lc = engine.lifecycle()?;
     let driven = driver::drive(&mut lc, plan, op)?;
     Ok(Outcome::Driven(Box::new(driven)))
@@ -129,7 +129,7 @@ fn use_action(engine: &Engine, req: &UseRequest) -> Result<Used, ApiError> {
     lc.store_mut().set_plan_budget(&plan_id, &budget, source)?;
     lc.flush(&plan_id)?;
     let checkout_warnings = checkout_warnings(lc.store(), &plan_id);
-    let (driven, not_yet_supported) = match driver::drive(&mut lc, &plan_id, Drive::Continue) {
+    let (driven, not_yet_supported) = match driver::drive(&mut lc, &plan_id, Goal::Continue) {
         Ok(d) => (Some(d), None),
         Err(RunError::NotYetSupported(what)) => (None, Some(what)),
         Err(e) => return Err(e.into()),
@@ -173,7 +173,7 @@ fn cancel(
 ) -> Result<Outcome, ApiError> {
     let mut lc = engine.lifecycle()?;
     let was_running_in = lease::holder(lc.store(), plan)?;
-    let plan = driver::cancel(&mut lc, plan, reason, wait)?;
+    let plan = lifecycle::cancel::cancel(&mut lc, plan, reason, wait)?;
     Ok(Outcome::Cancelled(Box::new(Cancelled {
         plan,
         was_running_in,
@@ -217,9 +217,9 @@ fn answer_approval(engine: &Engine, approval: &str, answer: Answer) -> Result<Ou
     };
     let (driven, not_yet_supported) = if answered.resume {
         let op = if retries(answered.approval.kind) {
-            Drive::Execute
+            Goal::Execute
         } else {
-            Drive::Continue
+            Goal::Continue
         };
         match driver::drive(&mut lc, &plan_id, op) {
             Ok(d) => (Some(d), None),
@@ -245,7 +245,7 @@ fn prompt(engine: &Engine, plan: &Id, text: &str) -> Result<Outcome, ApiError> {
         lc_approvals::prompt(&mut lc, plan, text)?
     };
     let driven = if prompted.resume {
-        Some(driver::drive(&mut lc, plan, Drive::Execute)?)
+        Some(driver::drive(&mut lc, plan, Goal::Execute)?)
     } else {
         None
     };
@@ -282,7 +282,11 @@ fn correct(engine: &Engine, c: &Correction) -> Result<Outcome, ApiError> {
 }
 
 /// A revert's `--max-cost-usd` / `--max-tokens` are on top of what the plan has spent.
-fn raise_budget(lc: &mut lifecycle::Engine, plan_id: &Id, c: &Correction) -> Result<(), ApiError> {
+fn raise_budget(
+    lc: &mut lifecycle::Lifecycle,
+    plan_id: &Id,
+    c: &Correction,
+) -> Result<(), ApiError> {
     if c.max_cost_usd.is_none() && c.max_tokens.is_none() {
         return Ok(());
     }

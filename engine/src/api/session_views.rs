@@ -19,7 +19,7 @@ pub use crate::domain::sandbox::CheckpointRecord;
 /// (the TUI in process); dropping the watchers ends it.
 pub use crate::index::watch::watch_all as watch_code_indexes;
 pub use crate::lifecycle::approvals::Answer;
-pub use crate::lifecycle::driver::{Driven, Stopped};
+pub use crate::lifecycle::driven::{Driven, Stopped};
 pub use crate::registry::plan_use::Request as NewPlan;
 pub use crate::review::{Item as ReviewItem, Mark as ReviewMark, Review, ReviewFile};
 pub use crate::sandbox::diff::{FileDiff, FileStatus, Hunk, HunkLine, LineKind};

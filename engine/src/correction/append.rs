@@ -20,8 +20,9 @@ use serde_json::json;
 
 use crate::domain::decision::{Decision, DecisionType};
 use crate::domain::{Id, Phase, Plan};
-use crate::lifecycle::driver::{self, Driven, Op};
-use crate::lifecycle::{Engine, RunError, execute};
+use crate::lifecycle::driven::Driven;
+use crate::lifecycle::driver::{self, Goal};
+use crate::lifecycle::{Lifecycle, RunError};
 use crate::store::corrections::{AttemptStatus, CorrectionAttempt, insert_attempt_in};
 use crate::store::lifecycle_run::{BaseKind, PlanBase};
 
@@ -45,8 +46,8 @@ pub struct Appended {
 ///
 /// # Errors
 /// [`RunError`] for store, sandbox or git failures.
-pub fn child_bases(engine: &Engine, parent: &Plan) -> Result<Vec<PlanBase>, RunError> {
-    let sandboxes = execute::sandboxes(engine);
+pub fn child_bases(engine: &Lifecycle, parent: &Plan) -> Result<Vec<PlanBase>, RunError> {
+    let sandboxes = engine.sandboxes();
     let active = sandboxes.active(engine.store(), &parent.plan_id)?;
     let mut out = Vec::new();
     for mut b in engine.store().plan_bases(&parent.plan_id)? {
@@ -85,7 +86,7 @@ pub fn child_bases(engine: &Engine, parent: &Plan) -> Result<Vec<PlanBase>, RunE
 /// # Errors
 /// A message saying why the child could not run and what to pass instead.
 pub fn child_execution_actor(
-    engine: &Engine,
+    engine: &Lifecycle,
     parent: &Plan,
     execution_actor: Option<&str>,
 ) -> Result<String, String> {
@@ -118,7 +119,7 @@ pub fn child_execution_actor(
 /// [`RunError::Invalid`] for an unknown decision, a cancelled parent or an execution actor
 /// that cannot carry out guidance; store, sandbox and git errors.
 pub fn append(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     decision_id: &Id,
     guidance: &str,
     execution_actor: Option<&str>,
@@ -243,7 +244,7 @@ pub fn append(
         tx.commit()?;
     }
     engine.flush(&parent.plan_id)?;
-    let driven = driver::drive(engine, &child.plan_id, Op::Continue)?;
+    let driven = driver::drive(engine, &child.plan_id, Goal::Continue)?;
     let root = engine.store().decision(&root.decision_id)?.unwrap_or(root);
     Ok(Appended {
         child: driven.plan.clone(),

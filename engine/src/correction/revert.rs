@@ -39,9 +39,10 @@ use crate::domain::event::state::Correction;
 use crate::domain::{CorrectionMode, Id, Next, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::lease;
-use crate::lifecycle::driver::{self, Driven, Op};
+use crate::lifecycle::driven::Driven;
+use crate::lifecycle::driver::{self, Goal};
 use crate::lifecycle::state::{self, commit};
-use crate::lifecycle::{Engine, RunError, checklist, execute};
+use crate::lifecycle::{Lifecycle, RunError, checklist, execute};
 use crate::registry::actors::CHECKLIST_STRATEGIST;
 use crate::store::corrections::{
     AttemptStatus, CorrectionAttempt, insert_attempt_in, supersede_in,
@@ -263,7 +264,7 @@ fn structural(
 /// The offline strategist: re-derives the affected keyed decisions from the action (script
 /// or definition of done), keeping the old dependency structure with replaced ids.
 fn checklist_redecide(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     keyed: &[&Decision],
     target: &Decision,
@@ -441,7 +442,7 @@ fn check_stop(stop: &Stop) -> Result<(), RunError> {
 /// A model strategist re-decides the affected keyed decisions.
 #[allow(clippy::too_many_arguments)]
 fn model_redecide(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     actor_name: &str,
     plan_decisions: &[Decision],
@@ -620,7 +621,11 @@ fn checkpoint_of(m: &serde_json::Map<String, Value>) -> Option<String> {
 /// [`RunError::WrongState`] for applied, cancelled, running or unfinished plans;
 /// [`RunError::Invalid`] for a superseded decision or a strategy actor that fails (nothing is
 /// written then); [`RunError::Busy`]; store and sandbox errors.
-pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<Reverted, RunError> {
+pub fn revert(
+    engine: &mut Lifecycle,
+    decision_id: &Id,
+    guidance: &str,
+) -> Result<Reverted, RunError> {
     let target = engine
         .store()
         .decision(decision_id)?
@@ -630,7 +635,7 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
     let mut plan = engine.plan(&plan_id)?;
     check_revertable(&plan, &target)?;
     let guard = lease::acquire(engine.store_mut(), &plan_id, "correct")?;
-    let sandboxes = execute::sandboxes(engine);
+    let sandboxes = engine.sandboxes();
     let impact = impact::impact(engine.store(), Some(&sandboxes), decision_id)
         .map_err(|e| RunError::Invalid(e.to_string()))?;
     let attempt = plan.status.attempt + 1;
@@ -662,7 +667,7 @@ pub fn revert(engine: &mut Engine, decision_id: &Id, guidance: &str) -> Result<R
     let attempt_row = record_attempt(engine, &mut plan, &t, &re, correcting_id, &impact, &new)?;
     let rollback = roll_back_sandbox(engine, &sandboxes, &plan_id, new.rollback_to.as_ref())?;
     drop(guard);
-    let driven = driver::drive(engine, &plan_id, Op::Continue)?;
+    let driven = driver::drive(engine, &plan_id, Goal::Continue)?;
     let attempt = engine
         .store()
         .correction_attempts(&plan_id)?
@@ -709,7 +714,7 @@ struct Target<'a> {
 /// checklist or a model). Returns whether the re-made decisions keep the old dependency
 /// structure (the checklist, or nothing re-decided).
 fn redecide(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     t: &Target<'_>,
     invariants: &[Id],
@@ -800,7 +805,7 @@ fn correcting_decision(t: &Target<'_>, re: &mut Redecided) -> Id {
 /// them the dependencies of the decisions they replace; decisions of a removed invariant are
 /// dropped from both (their children hang under `root`).
 fn rewire(
-    engine: &Engine,
+    engine: &Lifecycle,
     re: &mut Redecided,
     keep_structure: bool,
     root: Option<Id>,
@@ -867,7 +872,7 @@ struct NewSteps {
 /// pending (a done step replays its delta), in dependency order; the first step to redo is
 /// marked running at the rollback target (crash safety).
 fn new_steps(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan_id: &Id,
     t: &Target<'_>,
     re: &Redecided,
@@ -990,7 +995,7 @@ fn new_steps(
 /// new decisions and dependencies, the superseded ones, the attempt row, the new steps, and
 /// the plan's new attempt (withdrawing pending approvals). Returns the attempt row.
 fn record_attempt(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     t: &Target<'_>,
     re: &Redecided,
@@ -1120,7 +1125,7 @@ fn record_attempt(
 /// Rolls the sandboxes back to the start of the first affected step (the step marked
 /// running), then marks it pending. Returns what the rollback did (`null` when nothing).
 fn roll_back_sandbox(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &crate::sandbox::Sandboxes,
     plan_id: &Id,
     rollback_to: Option<&Option<String>>,

@@ -26,46 +26,28 @@ mod write_tests;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use git2::{FileMode, ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+use git2::{Oid, Repository};
 use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::execute::sandboxes;
+use super::ended::Ended;
 use super::state::{self, commit};
-use super::validations::{self, Outcome};
-use super::{Engine, RunError};
-use crate::domain::approval::{ApprovalKind, ApprovalStatus};
+use super::trees::{current_tree, materialize, reviewed_trees};
+use super::validations::{self, ValidationRun};
+use super::{Lifecycle, RunError};
+use crate::domain::approval::ApprovalStatus;
 use crate::domain::event::{ApplyComplete, ApplyStarted};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
-use crate::sandbox::checkpoint::snapshot;
 use crate::sandbox::diff::{DiffRequest, FileDiff};
 use crate::sandbox::{Sandbox, Sandboxes};
 use crate::store::lifecycle_run::{BaseKind, Journal, JournalEntry, JournalStatus};
 use decide::Decided;
 use journal::{BranchUndo, EntryOp, UndoEntry};
-
-/// How Apply ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ended {
-    /// The changes are in the project.
-    Applied(Value),
-    /// An invariant does not hold for the changeset: nothing was written and the plan waits
-    /// for these `invariant_violation` approvals (its phase and state unchanged).
-    AwaitingApproval(Vec<crate::domain::approval::Approval>),
-    /// A check refused the apply (nothing was written) or a journal could not be completed.
-    Errored {
-        /// Error code (`APPLY_REFUSED`, `VALIDATION_FAILED`, `APPLY_JOURNAL`).
-        code: String,
-        /// What failed.
-        message: String,
-    },
-}
 
 /// What `plan apply` shows before asking: per resource, the files and line counts.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -104,8 +86,8 @@ fn changed_files(repo: &Repository, old: Oid, new: Oid) -> Result<Vec<FileDiff>,
 ///
 /// # Errors
 /// Sandbox and store errors.
-pub fn preview(engine: &Engine, plan: &Plan) -> Result<Vec<Preview>, RunError> {
-    let sbs = sandboxes(engine);
+pub fn preview(engine: &Lifecycle, plan: &Plan) -> Result<Vec<Preview>, RunError> {
+    let sbs = engine.sandboxes();
     let reviewed = reviewed_trees(engine, &plan.plan_id)?;
     let mut out = Vec::new();
     for sb in sbs.active(engine.store(), &plan.plan_id)? {
@@ -151,60 +133,6 @@ fn base_tree(sb: &Sandbox) -> Result<Oid, RunError> {
         .tree_id())
 }
 
-fn current_tree(sb: &Sandbox) -> Result<Oid, RunError> {
-    let _lock = sb.lock()?;
-    Ok(snapshot(&sb.repo()?)?)
-}
-
-/// Every active sandbox's tree now, by resource name: recorded with the apply gate when Execute
-/// finishes (the tree the user reviews and Apply commits).
-///
-/// # Errors
-/// Sandbox and store errors.
-pub fn reviewable_trees(engine: &Engine, plan: &Plan) -> Result<Value, RunError> {
-    let mut out = serde_json::Map::new();
-    for sb in sandboxes(engine).active(engine.store(), &plan.plan_id)? {
-        out.insert(
-            sb.record.resource_name.clone(),
-            json!(current_tree(&sb)?.to_string()),
-        );
-    }
-    Ok(Value::Object(out))
-}
-
-/// The trees recorded with the plan's latest apply gate (empty when none was raised, as under
-/// a profile that applies without asking).
-///
-/// # Errors
-/// Store errors.
-pub fn reviewed_trees(engine: &Engine, plan_id: &Id) -> Result<BTreeMap<String, Oid>, RunError> {
-    reviewed_trees_in(engine.store(), plan_id)
-}
-
-/// As [`reviewed_trees`], from a store alone (for `plan review`).
-///
-/// # Errors
-/// Store errors.
-pub fn reviewed_trees_in(
-    store: &crate::store::Store,
-    plan_id: &Id,
-) -> Result<BTreeMap<String, Oid>, RunError> {
-    let gate = store.approvals_of(plan_id)?.into_iter().rev().find(|a| {
-        a.kind == ApprovalKind::PhaseGate
-            && a.context["gate"] == "apply"
-            && matches!(a.status, ApprovalStatus::Pending | ApprovalStatus::Approved)
-    });
-    let mut out = BTreeMap::new();
-    if let Some(trees) = gate.as_ref().and_then(|g| g.context["trees"].as_object()) {
-        for (name, tree) in trees {
-            if let Some(oid) = tree.as_str().and_then(|t| Oid::from_str(t).ok()) {
-                out.insert(name.clone(), oid);
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Refuses when the sandbox no longer holds the reviewed tree, naming what changed.
 fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunError> {
     let now = current_tree(sb)?;
@@ -225,59 +153,8 @@ fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunEr
     )))
 }
 
-/// Writes `tree` of `repo` into `dir` (files, executable bits, symlinks).
-pub(crate) fn materialize(repo: &Repository, tree: Oid, dir: &Path) -> Result<(), RunError> {
-    let _ = fs::remove_dir_all(dir);
-    fs::create_dir_all(dir).map_err(|e| RunError::Sandbox(format!("{}: {e}", dir.display())))?;
-    let tree = repo
-        .find_tree(tree)
-        .map_err(|e| RunError::Sandbox(e.message().to_string()))?;
-    let mut failure = None;
-    tree.walk(TreeWalkMode::PreOrder, |root, entry| {
-        let Ok(name) = entry.name() else {
-            return TreeWalkResult::Skip;
-        };
-        let path = dir.join(root).join(name);
-        let result = match entry.kind() {
-            Some(ObjectType::Tree) => fs::create_dir_all(&path),
-            Some(ObjectType::Blob) => match repo.find_blob(entry.id()) {
-                Ok(blob) if entry.filemode() == i32::from(FileMode::Link) => {
-                    std::os::unix::fs::symlink(
-                        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
-                            blob.content(),
-                        ),
-                        &path,
-                    )
-                }
-                Ok(blob) => fs::write(&path, blob.content()).and_then(|()| {
-                    let mode = if entry.filemode() == i32::from(FileMode::BlobExecutable) {
-                        0o755
-                    } else {
-                        0o644
-                    };
-                    fs::set_permissions(&path, fs::Permissions::from_mode(mode))
-                }),
-                Err(e) => Err(std::io::Error::other(e.message().to_string())),
-            },
-            _ => Ok(()),
-        };
-        match result {
-            Ok(()) => TreeWalkResult::Ok,
-            Err(e) => {
-                failure = Some(format!("{}: {e}", path.display()));
-                TreeWalkResult::Abort
-            }
-        }
-    })
-    .ok();
-    match failure {
-        Some(f) => Err(RunError::Sandbox(f)),
-        None => Ok(()),
-    }
-}
-
 fn fail(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     code: &str,
     message: String,
@@ -299,7 +176,7 @@ fn fail(
 /// [`RunError::ResourceBusy`] when another process holds one; I/O errors as
 /// [`RunError::Sandbox`].
 fn lock_resources(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan_id: &Id,
 ) -> Result<Vec<crate::safe_write::DirLock>, RunError> {
     let targets: Vec<(String, String)> = engine
@@ -340,16 +217,16 @@ fn lock_paths(
 ///
 /// # Errors
 /// Store and sandbox errors; refusals are [`Ended::Errored`] with nothing written.
-pub fn run(engine: &mut Engine, plan: &mut Plan, no_commit: bool) -> Result<Ended, RunError> {
+pub fn run(engine: &mut Lifecycle, plan: &mut Plan, no_commit: bool) -> Result<Ended, RunError> {
     let started = Instant::now();
     let plan_id = plan.plan_id;
-    let sbs = sandboxes(engine);
+    let sbs = engine.sandboxes();
     // One apply per resource at a time: held until this function returns.
     let _resource_locks = lock_resources(engine, &plan_id)?;
     // Spec 12, prevention: the whole changeset against the effective invariants, first.
     let violations = super::invariant_checks::before_apply(engine, plan, &sbs)?;
     if !violations.is_empty() {
-        return Ok(Ended::AwaitingApproval(violations));
+        return Ok(Ended::Awaiting(violations));
     }
     if plan.phase() == Phase::Execute {
         plan.status
@@ -542,7 +419,7 @@ struct Target {
 /// Decides every resource (step 3 of the module documentation). A resource whose merged tree
 /// equals what it already has is left out (no empty commit).
 fn decide_all(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     review: &crate::review::Review,
@@ -641,12 +518,12 @@ fn decide_all(
 
 /// Required and informational validations on the merged trees (a copy in the data directory).
 fn run_validations(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     targets: &[Target],
     effective: &BTreeMap<String, Oid>,
-) -> Result<Vec<Outcome>, RunError> {
+) -> Result<Vec<ValidationRun>, RunError> {
     let plan_id = plan.plan_id;
     let check_root = sbs.plan_dir(&plan_id).join("apply-check");
     let tmp = check_root.join("tmp");
@@ -724,7 +601,7 @@ fn journal_of(plan_id: Id, d: &Decided, commit: Option<Oid>) -> Journal {
 }
 
 /// Where a journal's directory is, and how to undo its branch move.
-fn undo_of(engine: &Engine, j: &Journal, branch: Option<&str>) -> (PathBuf, Option<BranchUndo>) {
+fn undo_of(engine: &Lifecycle, j: &Journal, branch: Option<&str>) -> (PathBuf, Option<BranchUndo>) {
     let root = Path::new(&j.path);
     let git_dir = match j.kind {
         BaseKind::GitCheckout => Repository::open(root).ok().map(|r| r.path().to_path_buf()),
@@ -770,7 +647,7 @@ fn undo_entries(j: &Journal) -> Vec<UndoEntry> {
 
 /// Rolls one journal back; returns what had to be left (see [`journal::rollback`]).
 fn rollback_one(
-    engine: &Engine,
+    engine: &Lifecycle,
     j: &Journal,
     branch: Option<&str>,
 ) -> Result<Vec<String>, RunError> {
@@ -787,7 +664,7 @@ fn rollback_one(
 /// Steps 5 and 6 of the module documentation. `Ok(Err(message))` is a failure after which
 /// every resource is as it was.
 fn write_all(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     targets: &[Target],
     message: &str,
@@ -917,7 +794,7 @@ fn plain(e: &RunError) -> String {
 ///
 /// # Errors
 /// Store, git and I/O errors (running it again continues the rollback).
-fn recover_pending(engine: &mut Engine, plan_id: &Id) -> Result<Vec<String>, RunError> {
+fn recover_pending(engine: &mut Lifecycle, plan_id: &Id) -> Result<Vec<String>, RunError> {
     let pending = engine.store().pending_journals(plan_id)?;
     if pending.is_empty() {
         return Ok(Vec::new());
@@ -949,11 +826,11 @@ fn recover_pending(engine: &mut Engine, plan_id: &Id) -> Result<Vec<String>, Run
 
 /// Rolls back an Apply that was interrupted (`kill -9`, power loss) before its commit point,
 /// unless a live process is applying the plan right now. Runs at the start of every command on
-/// the plan ([`Engine::recover`]). Returns whether it rolled anything back.
+/// the plan ([`Lifecycle::recover`]). Returns whether it rolled anything back.
 ///
 /// # Errors
 /// Store, git and I/O errors.
-pub fn recover(engine: &mut Engine, plan_id: &Id) -> Result<bool, RunError> {
+pub fn recover(engine: &mut Lifecycle, plan_id: &Id) -> Result<bool, RunError> {
     remove_finished_journal_dirs(engine, plan_id)?;
     if engine.store().pending_journals(plan_id)?.is_empty() {
         return Ok(false);
@@ -978,7 +855,7 @@ pub fn recover(engine: &mut Engine, plan_id: &Id) -> Result<bool, RunError> {
 /// Removes what an Apply killed between its commit point and its clean-up left in the user's
 /// repository (the journal directory under `.git`): the Apply is complete, so the backups it
 /// kept have nothing left to undo.
-fn remove_finished_journal_dirs(engine: &Engine, plan_id: &Id) -> Result<(), RunError> {
+fn remove_finished_journal_dirs(engine: &Lifecycle, plan_id: &Id) -> Result<(), RunError> {
     for j in engine.store().complete_journals(plan_id)? {
         let (jdir, _) = undo_of(engine, &j, None);
         if jdir.exists() {
@@ -989,7 +866,7 @@ fn remove_finished_journal_dirs(engine: &Engine, plan_id: &Id) -> Result<(), Run
 }
 
 fn finish(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sbs: &Sandboxes,
     complete: ApplyComplete,
@@ -999,7 +876,7 @@ fn finish(
     let summary = json!(&complete);
     let mut vs = plan.validation_summary.clone().unwrap_or(json!({}));
     vs["apply"] = summary["validations"].clone();
-    vs["apply_summary"] = summary.clone();
+    vs["apply_summary"] = summary;
     plan.validation_summary = Some(vs);
     state::set_state(plan, ProcessingState::Complete)?;
     plan.status
@@ -1020,13 +897,13 @@ fn finish(
     engine.flush(&plan_id)?;
     if keep_sandboxes {
         // A partial Apply: the remainder stays for a follow-up plan (`docs/review.md`).
-        return Ok(Ended::Applied(summary));
+        return Ok(Ended::Complete);
     }
     if let Err(e) = crate::sandbox::lifetime::release_after_apply(engine.store_mut(), sbs, &plan_id)
     {
         tracing::warn!(error = %e, "sandboxes could not be released after apply");
     }
-    Ok(Ended::Applied(summary))
+    Ok(Ended::Complete)
 }
 
 #[cfg(test)]

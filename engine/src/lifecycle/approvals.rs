@@ -23,8 +23,10 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::invariant_checks::{correct_step, pending_violations};
+use super::report::Hint;
 use super::state::{self, commit};
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType};
 use crate::domain::event::state::{ChildSpawnAnswered, Transition};
@@ -86,7 +88,7 @@ impl Gate {
 ///
 /// # Errors
 /// [`RunError`].
-pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approval, RunError> {
+pub fn raise_gate(engine: &mut Lifecycle, plan: &Plan, gate: Gate) -> Result<Approval, RunError> {
     let id = plan.plan_id;
     if let Some(a) = engine
         .store()
@@ -119,7 +121,7 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
     a.options = vec!["approve".into()];
     if gate == Gate::Apply {
         // The trees the user reviews now are the ones Apply commits (spec section 13).
-        a.context["trees"] = super::apply::reviewable_trees(engine, plan)?;
+        a.context["trees"] = super::trees::reviewable_trees(engine, plan)?;
     }
     engine.store_mut().insert_approval(&a)?;
     engine.flush(&id)?;
@@ -130,7 +132,7 @@ pub fn raise_gate(engine: &mut Engine, plan: &Plan, gate: Gate) -> Result<Approv
 /// continues; option 2 (`reject`), a rejection or guidance refuse it, and the model is told
 /// why. Either way the step continues.
 fn answer_tool(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     answer: &Answer,
@@ -179,7 +181,7 @@ fn answer_tool(
     Ok((effect, true))
 }
 
-fn find(engine: &Engine, approval_id: &str) -> Result<Approval, RunError> {
+fn find(engine: &Lifecycle, approval_id: &str) -> Result<Approval, RunError> {
     engine
         .store()
         .approval(approval_id)?
@@ -209,7 +211,7 @@ fn user_intervention(plan: &Plan, parent: Option<&Decision>, text: &str) -> Deci
 /// [`RunError::ApprovalNotFound`], [`RunError::Invalid`] (option out of range, an answer that
 /// does not fit the kind), store errors.
 pub fn answer(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval_id: &str,
     answer: Answer,
 ) -> Result<Answered, RunError> {
@@ -253,8 +255,7 @@ pub fn answer(
         }
         (ApprovalKind::ToolApproval, _) => answer_tool(engine, &approval, &mut plan, &answer)?,
         (ApprovalKind::InvariantViolation, _) => {
-            let (effect, resume, hint) =
-                super::invariant_checks::answer(engine, &approval, &mut plan, &answer)?;
+            let (effect, resume, hint) = answer_violation(engine, &approval, &mut plan, &answer)?;
             first = hint;
             (effect, resume)
         }
@@ -323,7 +324,7 @@ type Effect = (String, bool);
 
 /// A rejected phase gate: the gate stays closed and the rejection is recorded.
 fn reject_gate(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     reason: &str,
@@ -359,7 +360,7 @@ fn reject_gate(
 /// Option `n` of a decision approval: the decision is chosen again; the plan goes on once no
 /// other decision waits.
 fn choose_option(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     n: usize,
@@ -423,7 +424,7 @@ fn choose_option(
 /// Guidance for (or a rejection of) a decision approval: a `user_intervention` decision, the
 /// other open decisions withdrawn, and the actor decides again with it.
 fn guide_decision(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     text: &str,
@@ -482,7 +483,7 @@ fn guide_decision(
 /// A child-spawn approval answered: spawn, or skip (with the reason of a rejection). The
 /// spawn step goes on once no other spawn waits.
 fn answer_spawn(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     spawn: bool,
@@ -527,7 +528,7 @@ fn answer_spawn(
 /// Higher budget limits for a `budget` approval: refused unless above what the plan has
 /// spent; the plan's phase runs again.
 fn raise_budget(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     approval: &Approval,
     plan: &mut Plan,
     new: crate::actors::budget::PlanBudget,
@@ -594,12 +595,85 @@ pub fn describe_budget(b: &crate::actors::budget::PlanBudget) -> String {
     }
 }
 
+/// Answers an `invariant_violation`: 1 `accept` (once: the plan goes on once no other
+/// violation waits), 2 `correct` (nothing changes; the effect names the `plan correct` command,
+/// which withdraws the approval), 3 `cancel` or a rejection (the plan is cancelled).
+///
+/// # Errors
+/// [`RunError::Invalid`] for guidance or an option out of range; store errors.
+fn answer_violation(
+    engine: &mut Lifecycle,
+    approval: &Approval,
+    plan: &mut Plan,
+    answer: &Answer,
+) -> Result<(String, bool, Option<Hint>), RunError> {
+    let id = approval.approval_id.as_str();
+    let text = approval.context["invariant"].as_str().unwrap_or("?");
+    match answer {
+        Answer::Option(1) => {
+            let tx_plan = plan.clone();
+            commit(
+                engine.store_mut(),
+                plan,
+                EventKind::StateChanged(StateChanged::Transition(Transition {
+                    approval_id: Some(id.to_owned()),
+                    invariant_violation: Some("accepted".into()),
+                    invariant_id: Some(approval.context["invariant_id"].clone()),
+                    ..Transition::at(tx_plan.phase(), tx_plan.state())
+                })),
+                |tx| {
+                    approvals::resolve_in(
+                        tx,
+                        id,
+                        ApprovalStatus::Approved,
+                        &json!({"option": "accept", "at": Timestamp::now().to_string()}),
+                    )
+                    .map(|_| ())
+                },
+            )?;
+            let waiting = pending_violations(engine.store(), &plan.plan_id)?;
+            let effect = match waiting.as_slice() {
+                [] => format!("the violation of `{text}` is accepted once; the plan goes on"),
+                rest => format!(
+                    "the violation of `{text}` is accepted once; the plan goes on when {} more waiting violation(s) are answered: {}",
+                    rest.len(),
+                    rest.iter()
+                        .map(|a| a.approval_id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            Ok((effect, waiting.is_empty(), None))
+        }
+        Answer::Option(2) => Ok((
+            "the correction withdraws this approval and re-runs the step (the plan waits until then)"
+                .into(),
+            false,
+            Some(Hint::new("to correct the step", correct_step(approval))),
+        )),
+        Answer::Option(3) | Answer::Reject(_) => {
+            let reason = match answer {
+                Answer::Reject(r) => r.clone(),
+                _ => format!("cancelled at the violation of invariant `{text}`"),
+            };
+            cancel_now(engine, plan, &reason)?;
+            Ok((format!("the plan is cancelled: {reason}"), false, None))
+        }
+        Answer::Option(n) => Err(RunError::Invalid(format!(
+            "--option {n} is out of range: approval {id} has options 1 (accept), 2 (correct) and 3 (cancel)"
+        ))),
+        Answer::Guidance(_) | Answer::Budget(_) => Err(RunError::Invalid(format!(
+            "approval {id} asks about a violated invariant; answer it with --option accept|correct|cancel"
+        ))),
+    }
+}
+
 /// Cancels a plan nobody is driving: (phase, cancelled), pending approvals withdrawn, a
 /// `plan_cancelled` event, all in one transaction. The sandbox is kept.
 ///
 /// # Errors
 /// [`RunError::WrongState`] for applied or already cancelled plans.
-pub fn cancel_now(engine: &mut Engine, plan: &mut Plan, reason: &str) -> Result<(), RunError> {
+pub fn cancel_now(engine: &mut Lifecycle, plan: &mut Plan, reason: &str) -> Result<(), RunError> {
     if plan.phase() == Phase::Applied || plan.state() == ProcessingState::Cancelled {
         return Err(RunError::WrongState {
             phase: plan.phase(),
@@ -656,7 +730,7 @@ pub struct Prompted {
 /// # Errors
 /// [`RunError::WrongState`] for applied or cancelled plans.
 pub fn prompt(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &crate::domain::Id,
     text: &str,
 ) -> Result<Prompted, RunError> {

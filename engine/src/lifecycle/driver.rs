@@ -21,22 +21,23 @@ use serde_json::json;
 
 use super::approvals::{self, Gate};
 use super::gates::Gates;
-use super::state::{self, commit};
-use super::transitions::{self, Drive, Next};
-use super::{Engine, RunError, apply, execute, strategize};
+
+use super::driven::{Driven, Stopped};
+use super::ended::Ended;
+use super::stop::{stop, stop_cause};
+use super::transitions::{self, Drive, Work};
+use super::{Lifecycle, RunError, apply, execute, strategize, wrong_state};
 use crate::domain::approval::{Approval, ApprovalKind};
 use crate::domain::decision::DecisionType;
-use crate::domain::event::PlanInterrupted;
 use crate::domain::{Id, Phase, Plan, ProcessingState};
-// `Next` here is the lifecycle transition; a suggested next step for the user is `Suggest`.
+// A suggested next step for the user (beside the lifecycle's own next work, `Work`).
 use crate::domain::next::Next as Suggest;
-use crate::events::{EngineEvent, EventKind};
 use crate::lease;
 
-/// What the caller asks for.
+/// How far the caller asks the driver to take the plan (the command it stands for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Op {
+pub enum Goal {
     /// Only what the profile allows without a human (after `plan use`, `plan decide`).
     Continue,
     /// `plan execute`: answers the gate at the plan's current state, then continues.
@@ -48,101 +49,19 @@ pub enum Op {
     },
 }
 
-impl Op {
-    /// The operation's column in the transition table ([`transitions`]).
+impl Goal {
+    /// The goal's column in the transition table ([`transitions`]).
     pub fn drive(self) -> Drive {
         match self {
-            Op::Continue => Drive::Continue,
-            Op::Execute => Drive::Execute,
-            Op::Apply { .. } => Drive::Apply,
+            Goal::Continue => Drive::Continue,
+            Goal::Execute => Drive::Execute,
+            Goal::Apply { .. } => Drive::Apply,
         }
     }
 }
 
-/// Why driving stopped.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(tag = "stopped", rename_all = "snake_case")]
-pub enum Stopped {
-    /// A phase gate waits for a human.
-    Gate {
-        /// The gate's approval.
-        approval: Box<Approval>,
-    },
-    /// Decisions wait for a human.
-    Decisions {
-        /// The pending decision approvals.
-        approvals: Vec<Approval>,
-    },
-    /// Nothing to do now (`plan execute` on a complete Execute).
-    NothingToDo {
-        /// The step that moves the plan on.
-        next: Suggest,
-    },
-    /// The plan is applied.
-    Applied,
-    /// The plan was cancelled.
-    Cancelled {
-        /// The reason given.
-        reason: Option<String>,
-    },
-    /// The plan errored.
-    Errored {
-        /// Error code.
-        code: String,
-        /// What failed.
-        message: String,
-    },
-    /// The user pressed Ctrl-C; the plan is queued and resumable.
-    Interrupted,
-    /// Another process took the plan over (this one's lease went stale).
-    LeaseLost,
-}
-
-/// The result of driving.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Driven {
-    /// The plan as it is now.
-    pub plan: Plan,
-    /// Why driving stopped.
-    pub stopped: Stopped,
-    /// The events this run committed, in order.
-    pub events: Vec<EngineEvent>,
-}
-
-/// Why the work in flight must stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopCause {
-    /// `plan cancel` was requested.
-    Cancel,
-    /// Ctrl-C.
-    Interrupt,
-}
-
-/// Whether the plan's work must stop now (checked at every step, model turn and tool call).
-///
-/// # Errors
-/// [`RunError::Store`].
-pub fn stop_cause(engine: &Engine, plan_id: &Id) -> Result<Option<StopCause>, RunError> {
-    if lease::cancel_requested(engine.store(), plan_id)? {
-        return Ok(Some(StopCause::Cancel));
-    }
-    if engine.observer().interrupted() {
-        return Ok(Some(StopCause::Interrupt));
-    }
-    Ok(None)
-}
-
-fn wrong_state(plan: &Plan, message: String, hints: Vec<Suggest>) -> RunError {
-    RunError::WrongState {
-        phase: plan.phase(),
-        state: plan.state(),
-        message,
-        hints,
-    }
-}
-
-/// Checks that `op` fits the plan's state before taking the lease.
-fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
+/// Checks that `goal` fits the plan's state before taking the lease.
+fn check_goal(engine: &Lifecycle, plan: &Plan, goal: Goal) -> Result<(), RunError> {
     let id = plan.plan_id;
     if plan.state() == ProcessingState::Cancelled {
         return Err(wrong_state(
@@ -160,7 +79,7 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
         Some(parent) if engine.store().child_link(&plan.plan_id)?.is_some() => Some(parent),
         _ => None,
     };
-    if let (Op::Apply { .. }, Some(parent)) = (op, spawned_parent) {
+    if let (Goal::Apply { .. }, Some(parent)) = (goal, spawned_parent) {
         return Err(wrong_state(
             plan,
             format!(
@@ -178,12 +97,14 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
         ProcessingState::Processing => ProcessingState::Queued,
         s => s,
     };
-    if op == Op::Continue || transitions::next(plan.phase(), state, op.drive()) != Next::Refused {
+    if goal == Goal::Continue
+        || transitions::next(plan.phase(), state, goal.drive()) != Work::Refused
+    {
         return Ok(());
     }
     let at = format!("plan {id} is at {}/{}", plan.phase(), plan.state());
-    Err(match op {
-        Op::Execute => wrong_state(
+    Err(match goal {
+        Goal::Execute => wrong_state(
             plan,
             format!("{at}; `plan execute` runs Strategize and Execute only"),
             vec![Suggest::PlanStatus { plan: id }],
@@ -199,56 +120,9 @@ fn check_op(engine: &Engine, plan: &Plan, op: Op) -> Result<(), RunError> {
     })
 }
 
-/// Records why a run stopped: a requested cancellation cancels the plan; Ctrl-C re-queues it
-/// with reason `interrupted`.
-///
-/// # Errors
-/// [`RunError`].
-pub(crate) fn stop(
-    engine: &mut Engine,
-    plan: &mut Plan,
-    cause: StopCause,
-) -> Result<Stopped, RunError> {
-    match cause {
-        StopCause::Cancel => {
-            let reason = engine.store().plan_cancel_reason(&plan.plan_id)?;
-            *plan = engine.plan(&plan.plan_id)?;
-            if plan.state() != ProcessingState::Cancelled && plan.phase() != Phase::Applied {
-                approvals::cancel_now(
-                    engine,
-                    plan,
-                    reason.as_deref().unwrap_or("cancelled by the user"),
-                )?;
-            }
-            Ok(Stopped::Cancelled { reason })
-        }
-        StopCause::Interrupt => {
-            *plan = engine.plan(&plan.plan_id)?;
-            if plan.state() == ProcessingState::Processing {
-                state::set_state(plan, ProcessingState::Queued)?;
-                let snapshot = plan.clone();
-                commit(
-                    engine.store_mut(),
-                    plan,
-                    EventKind::PlanInterrupted(PlanInterrupted {
-                        phase: snapshot.phase(),
-                        state: ProcessingState::Queued,
-                        reason: "interrupted".into(),
-                        previous_owner: None,
-                        by: Some("user (Ctrl-C)".into()),
-                    }),
-                    |tx| state::reason(tx, &snapshot, Some("interrupted")),
-                )?;
-                engine.flush(&plan.plan_id)?;
-            }
-            Ok(Stopped::Interrupted)
-        }
-    }
-}
-
 /// Guidance the user gave that the next Strategize run should follow: the current
 /// `user_intervention` decisions.
-fn pending_guidance(engine: &Engine, plan: &Plan) -> Result<Vec<String>, RunError> {
+fn pending_guidance(engine: &Lifecycle, plan: &Plan) -> Result<Vec<String>, RunError> {
     Ok(engine
         .store()
         .decisions(&plan.plan_id)?
@@ -261,9 +135,9 @@ fn pending_guidance(engine: &Engine, plan: &Plan) -> Result<Vec<String>, RunErro
 /// Drives a plan (see the module documentation). Takes the plan's lease first.
 ///
 /// # Errors
-/// [`RunError::Busy`] naming the pid driving it; [`RunError::WrongState`] when `op` does not
+/// [`RunError::Busy`] naming the pid driving it; [`RunError::WrongState`] when `goal` does not
 /// fit; [`RunError::NotYetSupported`]; store errors.
-pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunError> {
+pub fn drive(engine: &mut Lifecycle, plan_id: &Id, goal: Goal) -> Result<Driven, RunError> {
     engine.recover(plan_id)?;
     let plan = engine.plan(plan_id)?;
     if engine.store().is_actor_run(plan_id)? {
@@ -276,13 +150,13 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
             vec![Suggest::PlanDiff { plan: *plan_id }],
         ));
     }
-    check_op(engine, &plan, op)?;
+    check_goal(engine, &plan, goal)?;
     let guard = lease::acquire(engine.store_mut(), plan_id, plan.phase().as_str())?;
     engine.take_log();
     engine.flush(plan_id)?;
     let mut driving = Driving {
-        op,
-        explicit: op != Op::Continue,
+        goal,
+        explicit: goal != Goal::Continue,
         plan,
     };
     let stopped = loop {
@@ -312,10 +186,10 @@ pub fn drive(engine: &mut Engine, plan_id: &Id, op: Op) -> Result<Driven, RunErr
     )
 }
 
-/// One run of [`drive`]: the operation asked for, whether its first piece of work is still
-/// to come (the operation answers the gate in front of it), and the plan.
+/// One run of [`drive`]: the goal asked for, whether its first piece of work is still to come
+/// (the goal's command answers the gate in front of it), and the plan.
 struct Driving {
-    op: Op,
+    goal: Goal,
     explicit: bool,
     plan: Plan,
 }
@@ -323,24 +197,24 @@ struct Driving {
 impl Driving {
     /// The piece of work the transition table names for the plan's state; `Some` when
     /// driving stops.
-    fn turn(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn turn(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let plan_id = self.plan.plan_id;
         let drive = if self.explicit {
-            self.op.drive()
+            self.goal.drive()
         } else {
             Drive::Continue
         };
         match transitions::next(self.plan.phase(), self.plan.state(), drive) {
-            Next::Cancelled => Ok(Some(Stopped::Cancelled {
+            Work::Cancelled => Ok(Some(Stopped::Cancelled {
                 reason: engine.store().plan_cancel_reason(&plan_id)?,
             })),
-            Next::Applied => Ok(Some(Stopped::Applied)),
-            Next::Strategize => self.strategize(engine),
-            Next::EnterExecute => self.enter_execute(engine),
-            Next::ResumeExecute => self.resume_execute(engine),
-            Next::ExecuteDone | Next::EnterApply => self.after_execute(engine),
-            Next::ResumeApply => self.resume_apply(engine),
-            Next::Refused => Err(wrong_state(
+            Work::Applied => Ok(Some(Stopped::Applied)),
+            Work::Strategize => self.strategize(engine),
+            Work::EnterExecute => self.enter_execute(engine),
+            Work::ResumeExecute => self.resume_execute(engine),
+            Work::ExecuteDone | Work::EnterApply => self.after_execute(engine),
+            Work::ResumeApply => self.resume_apply(engine),
+            Work::Refused => Err(wrong_state(
                 &self.plan,
                 format!(
                     "plan {plan_id} is at {}/{}, which this command cannot continue from",
@@ -362,7 +236,7 @@ impl Driving {
 
     /// Strategize, queued or errored: decisions a human must answer first, an error to
     /// report, the strategize gate, or a Strategize run.
-    fn strategize(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn strategize(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let plan_id = self.plan.plan_id;
         let gates = Gates::of(&self.plan);
         let reason = engine.store().plan_state_reason(&plan_id)?;
@@ -401,22 +275,18 @@ impl Driving {
         } else {
             Vec::new()
         };
-        if self.op != Op::Continue || gates.auto_strategize() {
+        if self.goal != Goal::Continue || gates.auto_strategize() {
             resolve_gate(engine, &mut self.plan, Gate::Strategize)?;
         }
-        Ok(match strategize::run(engine, &mut self.plan, &guidance)? {
-            strategize::Ended::Complete { .. } | strategize::Ended::Stopped => None,
-            strategize::Ended::AwaitingDecisions(approvals) => {
-                Some(Stopped::Decisions { approvals })
-            }
-            strategize::Ended::Errored { code, message } => {
-                Some(Stopped::Errored { code, message })
-            }
-        })
+        Ok(stopped_by(strategize::run(
+            engine,
+            &mut self.plan,
+            &guidance,
+        )?))
     }
 
     /// Strategize complete: Execute when asked for or allowed, otherwise the execute gate.
-    fn enter_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn enter_execute(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         if self.explicit || Gates::of(&self.plan).auto_after(Phase::Strategize) {
             self.explicit = false;
             resolve_gate(engine, &mut self.plan, Gate::Execute)?;
@@ -431,7 +301,7 @@ impl Driving {
     /// Execute, queued or errored: the execution actor's question (`request_decision`) and a
     /// spawn (`plan decide APR --option spawn|skip`) wait for their answers; an error is
     /// reported unless this run retries it; otherwise Execute resumes.
-    fn resume_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn resume_execute(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let pending: Vec<Approval> = engine
             .store()
             .pending_approvals(Some(&self.plan.plan_id))?
@@ -457,18 +327,13 @@ impl Driving {
     }
 
     /// Runs Execute; `Some` unless it completed or was stopped (the loop finds out why).
-    fn execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
-        Ok(match execute::run(engine, &mut self.plan)? {
-            execute::Ended::Complete | execute::Ended::Stopped => None,
-            execute::Ended::AwaitingDecision(approvals)
-            | execute::Ended::AwaitingApproval(approvals) => Some(Stopped::Decisions { approvals }),
-            execute::Ended::Errored { code, message } => Some(Stopped::Errored { code, message }),
-        })
+    fn execute(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
+        Ok(stopped_by(execute::run(engine, &mut self.plan)?))
     }
 
     /// Execute complete: a child waits for its parent; `plan execute` stops here; Apply when
     /// asked for or allowed, otherwise the apply gate.
-    fn after_execute(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn after_execute(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         let plan_id = self.plan.plan_id;
         // A child is merged by its parent's spawn step, never applied by itself.
         if let Some(parent) = self.plan.parent_plan_id
@@ -478,12 +343,14 @@ impl Driving {
                 next: Suggest::ExecutePlan { plan: parent },
             }));
         }
-        if self.op == Op::Execute && self.explicit {
+        if self.goal == Goal::Execute && self.explicit {
             return Ok(Some(Stopped::NothingToDo {
                 next: Suggest::ApplyPlan { plan: plan_id },
             }));
         }
-        if matches!(self.op, Op::Apply { .. }) || Gates::of(&self.plan).auto_after(Phase::Execute) {
+        if matches!(self.goal, Goal::Apply { .. })
+            || Gates::of(&self.plan).auto_after(Phase::Execute)
+        {
             self.explicit = false;
             return self.apply(engine);
         }
@@ -494,7 +361,7 @@ impl Driving {
     }
 
     /// Apply, queued or errored: resumed by `plan apply`, reported otherwise.
-    fn resume_apply(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
+    fn resume_apply(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
         if !self.explicit {
             return Ok(Some(Stopped::Errored {
                 code: self.plan.error_code.clone().unwrap_or_default(),
@@ -510,19 +377,25 @@ impl Driving {
     }
 
     /// Runs Apply; `None` once applied.
-    fn apply(&mut self, engine: &mut Engine) -> Result<Option<Stopped>, RunError> {
-        let no_commit = matches!(self.op, Op::Apply { no_commit: true });
-        Ok(match apply::run(engine, &mut self.plan, no_commit)? {
-            apply::Ended::Applied(_) => None,
-            apply::Ended::AwaitingApproval(approvals) => Some(Stopped::Decisions { approvals }),
-            apply::Ended::Errored { code, message } => Some(Stopped::Errored { code, message }),
-        })
+    fn apply(&mut self, engine: &mut Lifecycle) -> Result<Option<Stopped>, RunError> {
+        let no_commit = matches!(self.goal, Goal::Apply { no_commit: true });
+        Ok(stopped_by(apply::run(engine, &mut self.plan, no_commit)?))
+    }
+}
+
+/// Where a phase run's end leaves driving: `None` when the phase completed or was stopped (the
+/// loop finds out why), otherwise why driving stops.
+fn stopped_by(ended: Ended) -> Option<Stopped> {
+    match ended {
+        Ended::Complete | Ended::Stopped => None,
+        Ended::Awaiting(approvals) => Some(Stopped::Decisions { approvals }),
+        Ended::Errored { code, message } => Some(Stopped::Errored { code, message }),
     }
 }
 
 /// Resolves the pending gate approval `gate` as approved (the user ran the command that
 /// answers it, or the profile opened it), with its event.
-fn resolve_gate(engine: &mut Engine, plan: &mut Plan, gate: Gate) -> Result<(), RunError> {
+fn resolve_gate(engine: &mut Lifecycle, plan: &mut Plan, gate: Gate) -> Result<(), RunError> {
     let name = match gate {
         Gate::Strategize => "strategize",
         Gate::Execute => "execute",
@@ -547,67 +420,4 @@ fn resolve_gate(engine: &mut Engine, plan: &mut Plan, gate: Gate) -> Result<(), 
     }
     engine.flush(&plan.plan_id)?;
     Ok(())
-}
-
-/// `plan cancel`: when a live process drives the plan, asks it to stop (it records the
-/// cancellation within 2 s) and waits up to `wait` for that; otherwise cancels at once.
-/// Returns whether the plan is cancelled now.
-///
-/// # Errors
-/// [`RunError::WrongState`] for applied or cancelled plans; store errors.
-pub fn cancel(
-    engine: &mut Engine,
-    plan_id: &Id,
-    reason: Option<&str>,
-    wait: std::time::Duration,
-) -> Result<Plan, RunError> {
-    engine.recover(plan_id)?;
-    let mut plan = engine.plan(plan_id)?;
-    if plan.phase() == Phase::Applied || plan.state() == ProcessingState::Cancelled {
-        return Err(wrong_state(
-            &plan,
-            format!(
-                "plan {plan_id} is {}/{}, which is final; there is nothing to cancel",
-                plan.phase(),
-                plan.state()
-            ),
-            vec![Suggest::PlanStatus { plan: *plan_id }],
-        ));
-    }
-    lease::request_cancel(engine.store_mut(), plan_id, reason)?;
-    match lease::acquire(engine.store_mut(), plan_id, "cancel") {
-        Ok(guard) => {
-            plan = engine.plan(plan_id)?;
-            if plan.state() != ProcessingState::Cancelled {
-                approvals::cancel_now(
-                    engine,
-                    &mut plan,
-                    reason.unwrap_or("cancelled by the user"),
-                )?;
-            }
-            drop(guard);
-            super::children::cancel_children(
-                engine,
-                plan_id,
-                reason.unwrap_or("cancelled by the user"),
-            )?;
-            Ok(plan)
-        }
-        Err(lease::LeaseError::Held { .. }) => {
-            let deadline = std::time::Instant::now() + wait;
-            loop {
-                plan = engine.plan(plan_id)?;
-                if plan.state() == ProcessingState::Cancelled {
-                    engine.flush(plan_id)?;
-                    return Ok(plan);
-                }
-                if std::time::Instant::now() >= deadline {
-                    return Ok(plan);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                engine.recover(plan_id)?;
-            }
-        }
-        Err(e) => Err(e.into()),
-    }
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::model;
 use super::state::commit;
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::actors::estimate::{self, Estimate, Spread, USAGE_ESTIMATOR};
 use crate::actors::messages::ToolSpec;
 use crate::actors::prompts::Role;
@@ -154,7 +154,7 @@ impl ToolHost for EstimateTools {
 }
 
 /// Runs the model estimator `actor` on `plan`'s decision tree.
-fn ask(engine: &mut Engine, plan: &Plan, actor: &str) -> Result<Estimate, String> {
+fn ask(engine: &mut Lifecycle, plan: &Plan, actor: &str) -> Result<Estimate, String> {
     let model_actor = model::resolve(engine, plan, actor, Role::Estimator)?;
     let decisions: Vec<Value> = engine
         .store()
@@ -208,7 +208,7 @@ fn ask(engine: &mut Engine, plan: &Plan, actor: &str) -> Result<Estimate, String
 ///
 /// # Errors
 /// [`RunError`] for store failures only; the actor's failures become the warning.
-pub fn after_strategize(engine: &mut Engine, plan: &mut Plan) -> Result<(), RunError> {
+pub fn after_strategize(engine: &mut Lifecycle, plan: &mut Plan) -> Result<(), RunError> {
     let Some(actor) = plan
         .estimation_actor
         .clone()

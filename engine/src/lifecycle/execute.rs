@@ -10,8 +10,11 @@
 //! - The project's required validations run as the last step, in the sandbox; what they write
 //!   is rolled back, so they never change the result. `auto_validation_fix` hands a failure
 //!   back to a model execution actor at most twice (the offline script executor cannot fix).
-//! - The execution actor is `builtin/script-executor` or a model
-//!   ([`super::model_executor`]).
+//! - The execution actor is `builtin/script-executor` ([`script_executor`]) or a model
+//!   ([`model_executor`]); a spawn step runs child plans instead ([`children`]), each of which
+//!   runs this phase again on its own thread. Those are this module's parts, so the recursion
+//!   of a child plan through Execute stays inside it.
+
 //! - A step left `running` by a driver that vanished (or a failed step being retried) is rolled
 //!   back to its start checkpoint before anything else runs; commands it left running are
 //!   killed first.
@@ -22,13 +25,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+pub mod children;
+mod model_executor;
+pub mod script_executor;
+pub mod step_end;
+
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::ended::Ended;
 use super::gates::Gates;
-use super::script_executor::{self, StepEnd};
 use super::state::{self, commit};
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::approval::ApprovalStatus;
 use crate::domain::decision::Decision;
 use crate::domain::event::state::Transition;
@@ -43,27 +51,7 @@ use crate::store::lifecycle_run::{BaseKind, PlanStep, StepStatus, replace_steps,
 use crate::store::{Store, StoreError};
 use crate::tools::runner::{Policy, ToolRunner};
 use crate::tools::shell::ShellPolicy;
-
-/// How Execute ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ended {
-    /// Every step and the required validations passed.
-    Complete,
-    /// A step or a required validation failed; the plan is errored.
-    Errored {
-        /// Error code.
-        code: String,
-        /// What failed.
-        message: String,
-    },
-    /// Cancelled or interrupted; the driver records which.
-    Stopped,
-    /// The execution actor asked the user (`request_decision`); the plan waits at
-    /// execute/queued for these `decision` approvals.
-    AwaitingDecision(Vec<crate::domain::approval::Approval>),
-    /// A step waits for a human (`child_spawn` approvals); the plan is at (execute, queued).
-    AwaitingApproval(Vec<crate::domain::approval::Approval>),
-}
+use step_end::{Question, StepEnd};
 
 /// The user's answer to a `request_decision`, in words for the model.
 fn answer_text(a: &crate::domain::approval::Approval) -> String {
@@ -119,7 +107,7 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn start(engine: &Engine, plan_id: Id) -> Self {
+    fn start(engine: &Lifecycle, plan_id: Id) -> Self {
         let flag = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
         let db = engine.store().path().to_path_buf();
@@ -171,15 +159,10 @@ fn guidance_for(store: &Store, plan_id: &Id) -> Result<Vec<String>, RunError> {
         .collect())
 }
 
-/// The sandboxes of the engine's data directory.
-pub(crate) fn sandboxes(engine: &Engine) -> Sandboxes {
-    Sandboxes::new(engine.paths())
-}
-
 /// Registers the plan's bases as sandbox targets (idempotent); sandboxes themselves are
 /// created on first use.
 pub(crate) fn register_targets(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan: &Plan,
 ) -> Result<(), RunError> {
@@ -209,7 +192,7 @@ pub(crate) fn register_targets(
 
 /// The policy tools run under: the plan's phase and state, its frozen flags, its action's
 /// read-only flag and `sandbox:` widening.
-pub(crate) fn policy(engine: &Engine, plan: &Plan) -> Result<Policy, RunError> {
+pub(crate) fn policy(engine: &Lifecycle, plan: &Plan) -> Result<Policy, RunError> {
     let gates = Gates::of(plan);
     let origin = engine.store().plan_origin(&plan.plan_id)?;
     let mut p = Policy::for_plan(plan);
@@ -298,7 +281,7 @@ fn save(store: &mut Store, plan_id: &Id, step: &PlanStep) -> Result<(), StoreErr
 /// Rolls the sandboxes back to the start of `step` (its start checkpoint, or the sandboxes'
 /// bases when none existed yet). Leaves the plan at execute / queued.
 pub(crate) fn roll_back_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     step: &PlanStep,
@@ -331,7 +314,7 @@ pub(crate) fn roll_back_step(
 }
 
 fn take_checkpoint(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     label: &str,
@@ -378,7 +361,7 @@ pub fn event_output(output: &Value) -> Value {
 /// Ends `step` as done: takes its end checkpoint, records its output and an `execute_step`
 /// event with `status` (`done`, or `replayed` for a correction's replay), in one transaction.
 fn finish_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sandboxes: &Sandboxes,
     step: &mut PlanStep,
@@ -417,11 +400,11 @@ fn finish_step(
 /// pending with its start checkpoint, and the plan at execute/queued (`awaiting_decision`),
 /// all in one transaction.
 fn pause_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     step: &PlanStep,
     label: &str,
-    q: super::model_executor::Question,
+    q: Question,
 ) -> Result<crate::domain::approval::Approval, RunError> {
     use crate::domain::approval::{Approval, ApprovalKind};
     use crate::domain::decision::DecisionType;
@@ -468,7 +451,7 @@ fn pause_step(
     // A tool call waiting for approval records no decision: the approval is the record.
     let d = match &q.tool {
         Some(ask) => {
-            super::model_executor::tool_approval(&mut a, ask, step.decision_id, label);
+            model_executor::tool_approval(&mut a, ask, step.decision_id, label);
             None
         }
         None => Some(d),
@@ -515,8 +498,8 @@ fn pause_step(
 ///
 /// # Errors
 /// [`RunError`] for store and sandbox failures; step failures are [`Ended::Errored`].
-pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
-    let sandboxes = sandboxes(engine);
+pub fn run(engine: &mut Lifecycle, plan: &mut Plan) -> Result<Ended, RunError> {
+    let sandboxes = engine.sandboxes();
     let plan_id = plan.plan_id;
     // The plan's MCP servers: started by the first step that uses them, reused by the later
     // ones, stopped when this run returns (done, paused, failed or cancelled).
@@ -555,7 +538,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan) -> Result<Ended, RunError> {
 /// Resume: a step left running (its driver vanished) or failed is rolled back first. Returns
 /// what the `execute_started` event reports about it (`null` when nothing was resumed).
 fn resume_interrupted_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan: &mut Plan,
 ) -> Result<Value, RunError> {
@@ -612,7 +595,7 @@ fn resume_interrupted_step(
 /// Enters (or re-enters) Execute: the plan processing, its steps laid out on first entry,
 /// errored approvals resolved, `execute_started` written. Returns the plan's gates.
 fn enter_execute(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     actor: &str,
     resumed: Value,
@@ -689,13 +672,13 @@ struct StepRun<'a> {
 }
 
 /// A paused step's approval and how its model run continues.
-type Resumed = (String, super::model_executor::Resume);
+type Resumed = (String, model_executor::Resume);
 
 impl StepRun<'_> {
     /// Runs every step not done yet, in order. The number of steps, or how the run ended early.
     fn steps(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
     ) -> Result<Result<usize, Ended>, RunError> {
         let plan_id = self.plan_id;
@@ -731,7 +714,7 @@ impl StepRun<'_> {
     /// run ends with it (stopped, paused, awaiting approvals, errored).
     fn step(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         watcher: &Watcher,
         decision: &Decision,
@@ -741,7 +724,7 @@ impl StepRun<'_> {
         let plan_id = self.plan_id;
         let mut retries_left = self.gates.step_retries();
         loop {
-            if watcher.stopped() || super::driver::stop_cause(engine, &plan_id)?.is_some() {
+            if watcher.stopped() || super::stop::stop_cause(engine, &plan_id)?.is_some() {
                 return Ok(Some(Ended::Stopped));
             }
             let resume = match pending_resume(engine, &plan_id, step)? {
@@ -765,11 +748,11 @@ impl StepRun<'_> {
                 StepEnd::Stopped => return Ok(Some(Ended::Stopped)),
                 StepEnd::Paused(q) => {
                     let approval = pause_step(engine, plan, step, label, *q)?;
-                    return Ok(Some(Ended::AwaitingDecision(vec![approval])));
+                    return Ok(Some(Ended::Awaiting(vec![approval])));
                 }
                 StepEnd::Awaiting { approvals } => {
                     await_approvals(engine, plan, step, label, &approvals)?;
-                    return Ok(Some(Ended::AwaitingApproval(approvals)));
+                    return Ok(Some(Ended::Awaiting(approvals)));
                 }
                 StepEnd::Done { output } => {
                     finish_step(engine, plan, self.sandboxes, step, label, output, "done")?;
@@ -806,7 +789,7 @@ impl StepRun<'_> {
     /// stays).
     fn start_step(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         step: &mut PlanStep,
         label: &str,
@@ -873,7 +856,7 @@ impl StepRun<'_> {
     /// the step; otherwise the replay conflict (`null` when there was nothing to replay).
     fn replay_kept(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         step: &mut PlanStep,
         label: &str,
@@ -922,7 +905,7 @@ impl StepRun<'_> {
     /// Runs the step by its kind: a spawn step, a script step, or a model executor's step.
     fn dispatch(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &Plan,
         watcher: &Watcher,
         decision: &Decision,
@@ -932,8 +915,8 @@ impl StepRun<'_> {
         let policy = policy(engine, plan)?;
         let flag = Arc::clone(&watcher.flag);
         let stop_flag = Arc::clone(&watcher.flag);
-        if super::children::is_spawn_step(decision) {
-            return super::children::run_step(engine, plan, decision, flag);
+        if children::is_spawn_step(decision) {
+            return children::run_step(engine, plan, decision, flag);
         }
         if self.actor == SCRIPT_EXECUTOR {
             let mut runner = ToolRunner::new(engine.store_mut(), self.sandboxes).with_cancel(flag);
@@ -952,7 +935,7 @@ impl StepRun<'_> {
         if let Some(reason) = &decision.correction_reason {
             guidance.push(format!("Correction of this step: {reason}"));
         }
-        Ok(super::model_executor::run_step(
+        Ok(model_executor::run_step(
             engine,
             plan,
             decision,
@@ -967,7 +950,7 @@ impl StepRun<'_> {
     /// (`auto_checkpoint_restore`).
     fn retry_step(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
         step: &PlanStep,
         label: &str,
@@ -1001,7 +984,11 @@ impl StepRun<'_> {
     /// Required validations, as the last step, in the sandboxes. `auto_validation_fix`: a
     /// model executor gets the failure output and another try, at most twice; each try is a
     /// `validation_response` decision with its own checkpoints. `Some` when the run ends here.
-    fn validations(&self, engine: &mut Engine, plan: &mut Plan) -> Result<Option<Ended>, RunError> {
+    fn validations(
+        &self,
+        engine: &mut Lifecycle,
+        plan: &mut Plan,
+    ) -> Result<Option<Ended>, RunError> {
         let plan_id = self.plan_id;
         engine
             .observer()
@@ -1017,7 +1004,7 @@ impl StepRun<'_> {
                 break;
             };
             rounds -= 1;
-            if super::driver::stop_cause(engine, &plan_id)?.is_some() {
+            if super::stop::stop_cause(engine, &plan_id)?.is_some() {
                 return Ok(Some(Ended::Stopped));
             }
             if self.fix_validation(engine, plan, &failed)? == StepEnd::Stopped {
@@ -1025,7 +1012,7 @@ impl StepRun<'_> {
             }
             results = super::validations::run_in_sandboxes(engine, self.sandboxes, plan)?;
         }
-        let failed_required: Vec<&super::validations::Outcome> =
+        let failed_required: Vec<&super::validations::ValidationRun> =
             results.iter().filter(|r| r.required && !r.passed).collect();
         let summary = json!({"execute": results});
         commit(
@@ -1080,9 +1067,9 @@ impl StepRun<'_> {
     /// executor between its own checkpoints.
     fn fix_validation(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         plan: &mut Plan,
-        failed: &super::validations::Outcome,
+        failed: &super::validations::ValidationRun,
     ) -> Result<StepEnd, RunError> {
         let plan_id = self.plan_id;
         let fix = validation_fix_decision(plan, failed);
@@ -1113,7 +1100,7 @@ impl StepRun<'_> {
         let snapshot = plan.clone();
         let flag = Arc::new(AtomicBool::new(false));
         let ended =
-            super::model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance, None);
+            model_executor::run_step(engine, &snapshot, &fix, policy, flag, &guidance, None);
         let ended = match ended {
             StepEnd::Awaiting { .. } => StepEnd::Failed {
                 code: "STEP_FAILED".into(),
@@ -1157,7 +1144,7 @@ impl StepRun<'_> {
 /// A run paused by `request_decision` continues once the user has answered. `Err` while the
 /// question is still open; `None` when the step has no pause.
 fn pending_resume(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan_id: &Id,
     step: &PlanStep,
 ) -> Result<Result<Option<Resumed>, Ended>, RunError> {
@@ -1165,15 +1152,10 @@ fn pending_resume(
         return Ok(Ok(None));
     };
     Ok(match engine.store().approval(&pause.approval_id)? {
-        Some(a) if a.status == ApprovalStatus::Pending => Err(Ended::AwaitingDecision(vec![a])),
+        Some(a) if a.status == ApprovalStatus::Pending => Err(Ended::Awaiting(vec![a])),
         Some(a) => Ok(Some((
             pause.approval_id.clone(),
-            super::model_executor::Resume::after(
-                &a,
-                pause.transcript,
-                pause.call_id,
-                answer_text(&a),
-            ),
+            model_executor::Resume::after(&a, pause.transcript, pause.call_id, answer_text(&a)),
         ))),
         None => Ok(None),
     })
@@ -1181,7 +1163,7 @@ fn pending_resume(
 
 /// A spawn step waits for child-spawn approvals: the step pending again, the plan queued.
 fn await_approvals(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     step: &mut PlanStep,
     label: &str,
@@ -1214,7 +1196,7 @@ fn await_approvals(
 
 /// A step failed for good: recorded failed, the plan errored.
 fn fail_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     step: &mut PlanStep,
     label: &str,
@@ -1252,7 +1234,7 @@ fn fail_step(
 }
 
 /// The `validation_response` decision of one `auto_validation_fix` try.
-fn validation_fix_decision(plan: &Plan, failed: &super::validations::Outcome) -> Decision {
+fn validation_fix_decision(plan: &Plan, failed: &super::validations::ValidationRun) -> Decision {
     let mut fix = Decision::new(
         plan.plan_id,
         crate::domain::decision::DecisionType::ValidationResponse,
@@ -1276,7 +1258,7 @@ fn validation_fix_decision(plan: &Plan, failed: &super::validations::Outcome) ->
 /// Execute finished: the sandboxes and last checkpoint recorded on the plan, which is
 /// complete; `execute_complete` written and the correction attempts closed.
 fn complete(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sandboxes: &Sandboxes,
     n: usize,

@@ -163,3 +163,30 @@ impl ToolHost for RunnerHost {
         }
     }
 }
+
+/// The strategist's share of its skills' external tools (read-only ones only; no MCP
+/// servers are started in Strategize), as a host with no built-ins, or `None` when its
+/// skills have none.
+pub fn strategist_host(
+    engine: &crate::lifecycle::Lifecycle,
+    plan: &crate::domain::Plan,
+    actor: &str,
+) -> Option<RunnerHost> {
+    let mut store = Store::open(engine.store().path()).ok()?;
+    let policy = Policy::for_plan(plan);
+    let offer = Offer::for_actor(engine, &mut store, &plan.plan_id, &policy, actor, false).ok()?;
+    if offer.specs(&policy).is_empty() {
+        return None;
+    }
+    Some(
+        RunnerHost::new(
+            store,
+            Sandboxes::new(engine.paths()),
+            plan.plan_id,
+            policy,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .only(Vec::new())
+        .with_offer(offer),
+    )
+}

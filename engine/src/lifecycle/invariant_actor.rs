@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
-use super::{Engine, model};
+use super::{Lifecycle, model};
 use crate::actors::messages::ToolSpec;
 use crate::actors::prompts::Role;
 use crate::actors::runtime::{ToolHost, ToolOutcome};
@@ -162,7 +162,7 @@ impl ToolHost for ReconcileTools {
 /// `(code, message)`: `ACTOR_UNAVAILABLE` when the actor cannot run, `ACTOR_FAILED` when it
 /// ended without a valid answer.
 pub(crate) fn reconcile(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     choice: &ReconcilerChoice,
     view: &EffectiveView,

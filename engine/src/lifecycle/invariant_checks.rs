@@ -27,20 +27,16 @@ use git2::{Oid, Repository};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::approvals::{Answer, cancel_now};
-use super::execute::Ended;
-use super::report::Hint;
+use super::ended::Ended;
 use super::state::{self, commit};
-use super::{Engine, RunError, model};
+use super::{Lifecycle, RunError, model};
 use crate::actors::messages::ToolSpec;
 use crate::actors::prompts::Role;
 use crate::actors::runtime::{ToolHost, ToolOutcome};
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::DecisionType;
-use crate::domain::event::state::Transition;
 use crate::domain::event::{
-    CheckedInvariant, InvariantChecked, InvariantViolated, StateChanged, UncheckedInvariant,
-    Violation,
+    CheckedInvariant, InvariantChecked, InvariantViolated, UncheckedInvariant, Violation,
 };
 use crate::domain::sandbox::CheckpointId;
 use crate::domain::{CorrectionMode, Id, Next, Plan, ProcessingState};
@@ -207,7 +203,7 @@ fn current_tree(sb: &Sandbox) -> Result<Oid, RunError> {
 /// The changes under check: a step's (start to end checkpoint), or the whole changeset (base
 /// to the reviewed tree, else the sandbox as it is).
 fn changes(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     at: &At<'_>,
@@ -219,7 +215,7 @@ fn changes(
         ),
         At::Apply => (Vec::new(), Vec::new()),
     };
-    let reviewed = super::apply::reviewed_trees(engine, &plan.plan_id)?;
+    let reviewed = super::trees::reviewed_trees(engine, &plan.plan_id)?;
     let mut out = Vec::new();
     for sb in sbs.active(engine.store(), &plan.plan_id)? {
         let find = |v: &[(Id, Oid)]| {
@@ -292,7 +288,7 @@ fn check_paths(
 }
 
 fn check_command(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     inv: &Effective,
@@ -308,7 +304,7 @@ fn check_command(
             .observer()
             .progress(&format!("Checking invariant `{command}` on {}", c.resource));
         let dir = root.join(c.resource.replace(['/', ':'], "_"));
-        super::apply::materialize(&c.sandbox.repo()?, c.new, &dir)?;
+        super::trees::materialize(&c.sandbox.repo()?, c.new, &dir)?;
         std::fs::create_dir_all(&tmp).map_err(|e| RunError::Sandbox(e.to_string()))?;
         let r = super::validations::run_command(
             command,
@@ -513,7 +509,7 @@ impl ToolHost for CheckTools {
 /// results that did not hold, with the reason as evidence (the plan never goes on with a
 /// configured check that did not happen).
 fn check_free_text(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     actor_ref: &(String, String),
     free: &[Effective],
@@ -674,7 +670,7 @@ fn unchecked(inv: &Effective, why: &str) -> UncheckedInvariant {
 
 /// Runs every check at `at`. Returns the results and the invariants not machine-checked.
 fn judge(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     sbs: &Sandboxes,
     at: &At<'_>,
@@ -756,7 +752,7 @@ fn violation_approval(plan: &Plan, at: &At<'_>, j: &Judged) -> Approval {
 /// and `invariant_violated` events, the plan at `queued` (reason `invariant_violation`) when
 /// `queue`. Returns the approvals raised.
 fn check_and_record(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sbs: &Sandboxes,
     at: &At<'_>,
@@ -846,14 +842,14 @@ fn check_and_record(
 /// # Errors
 /// Store and sandbox errors.
 pub(crate) fn after_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sbs: &Sandboxes,
     step: &PlanStep,
     label: &str,
 ) -> Result<Option<Ended>, RunError> {
     let raised = check_and_record(engine, plan, sbs, &At::Step { step, label }, true)?;
-    Ok((!raised.is_empty()).then_some(Ended::AwaitingApproval(raised)))
+    Ok((!raised.is_empty()).then_some(Ended::Awaiting(raised)))
 }
 
 /// Before Apply writes anything: checks the plan's invariants against the whole changeset.
@@ -863,7 +859,7 @@ pub(crate) fn after_step(
 /// # Errors
 /// Store and sandbox errors.
 pub(crate) fn before_apply(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     sbs: &Sandboxes,
 ) -> Result<Vec<Approval>, RunError> {
@@ -900,79 +896,6 @@ pub fn correct_step(approval: &Approval) -> Next {
             mode,
             plan: approval.plan_id,
         },
-    }
-}
-
-/// Answers an `invariant_violation`: 1 `accept` (once: the plan goes on once no other
-/// violation waits), 2 `correct` (nothing changes; the effect names the `plan correct` command,
-/// which withdraws the approval), 3 `cancel` or a rejection (the plan is cancelled).
-///
-/// # Errors
-/// [`RunError::Invalid`] for guidance or an option out of range; store errors.
-pub(crate) fn answer(
-    engine: &mut Engine,
-    approval: &Approval,
-    plan: &mut Plan,
-    answer: &Answer,
-) -> Result<(String, bool, Option<Hint>), RunError> {
-    let id = approval.approval_id.as_str();
-    let text = approval.context["invariant"].as_str().unwrap_or("?");
-    match answer {
-        Answer::Option(1) => {
-            let tx_plan = plan.clone();
-            commit(
-                engine.store_mut(),
-                plan,
-                EventKind::StateChanged(StateChanged::Transition(Transition {
-                    approval_id: Some(id.to_owned()),
-                    invariant_violation: Some("accepted".into()),
-                    invariant_id: Some(approval.context["invariant_id"].clone()),
-                    ..Transition::at(tx_plan.phase(), tx_plan.state())
-                })),
-                |tx| {
-                    approvals::resolve_in(
-                        tx,
-                        id,
-                        ApprovalStatus::Approved,
-                        &json!({"option": "accept", "at": Timestamp::now().to_string()}),
-                    )
-                    .map(|_| ())
-                },
-            )?;
-            let waiting = pending_violations(engine.store(), &plan.plan_id)?;
-            let effect = match waiting.as_slice() {
-                [] => format!("the violation of `{text}` is accepted once; the plan goes on"),
-                rest => format!(
-                    "the violation of `{text}` is accepted once; the plan goes on when {} more waiting violation(s) are answered: {}",
-                    rest.len(),
-                    rest.iter()
-                        .map(|a| a.approval_id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-            Ok((effect, waiting.is_empty(), None))
-        }
-        Answer::Option(2) => Ok((
-            "the correction withdraws this approval and re-runs the step (the plan waits until then)"
-                .into(),
-            false,
-            Some(Hint::new("to correct the step", correct_step(approval))),
-        )),
-        Answer::Option(3) | Answer::Reject(_) => {
-            let reason = match answer {
-                Answer::Reject(r) => r.clone(),
-                _ => format!("cancelled at the violation of invariant `{text}`"),
-            };
-            cancel_now(engine, plan, &reason)?;
-            Ok((format!("the plan is cancelled: {reason}"), false, None))
-        }
-        Answer::Option(n) => Err(RunError::Invalid(format!(
-            "--option {n} is out of range: approval {id} has options 1 (accept), 2 (correct) and 3 (cancel)"
-        ))),
-        Answer::Guidance(_) | Answer::Budget(_) => Err(RunError::Invalid(format!(
-            "approval {id} asks about a violated invariant; answer it with --option accept|correct|cancel"
-        ))),
     }
 }
 

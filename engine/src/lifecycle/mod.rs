@@ -9,12 +9,17 @@
 //! - [`approvals`]: raising and answering the places a human must act.
 //! - [`bases`]: what each target resource looked like at `plan use`.
 //! - [`checklist`]: the offline strategist `builtin/checklist-strategist`.
-//! - [`children`]: child plans (spawn steps, parallel groups, merge-back).
+//! - [`execute::children`]: child plans (spawn steps, parallel groups, merge-back).
 //! - [`strategize`]: the Strategize phase (root decision, invariants, strategy actor).
 //! - [`execute`]: the Execute phase (sandboxes, steps, checkpoints, resume).
-//! - [`script_executor`]: the offline executor `builtin/script-executor`.
+//! - [`execute::script_executor`]: the offline executor `builtin/script-executor`.
 //! - [`validations`]: the projects' validation commands.
+//! - [`cancel`]: `plan cancel`, of a driven plan or one nobody drives, and its children.
 //! - [`driver`]: runs a plan until a gate, a pause or a terminal state; owns the lease.
+//! - [`driven`]: what driving returns ([`driven::Driven`], [`driven::Stopped`]).
+//! - [`ended`]: how a phase run ended ([`ended::Ended`]).
+//! - [`trees`]: the trees a plan's changes are reviewed and applied as.
+//! - [`stop`]: the stop check (a requested cancel, Ctrl-C) and recording why a run stopped.
 //! - [`report`]: what `plan status` and `plan errors` show.
 //!
 //! The engine knows no terminal: progress leaves it as [`EngineEvent`]s through an
@@ -22,9 +27,11 @@
 
 pub mod apply;
 pub mod approvals;
+pub mod cancel;
 pub mod checklist;
-pub mod children;
+pub mod driven;
 pub mod driver;
+pub mod ended;
 pub mod estimator;
 pub mod execute;
 pub mod gates;
@@ -33,15 +40,15 @@ mod invariant_actor;
 pub mod invariant_checks;
 pub(crate) mod journal;
 pub(crate) mod model;
-mod model_executor;
 pub mod offer;
 pub mod report;
 pub mod revision;
 pub mod rollback;
-pub mod script_executor;
 pub mod state;
+pub mod stop;
 pub mod strategize;
 pub mod transitions;
+pub mod trees;
 pub mod validations;
 
 use crate::config::Provider;
@@ -74,7 +81,7 @@ impl Observer for Quiet {}
 
 /// Errors of the lifecycle engine. Failures of the work itself (an actor that fails, a step
 /// that errors) are not errors of the engine: they move the plan to `errored` and come back
-/// as a [`driver::Stopped`].
+/// as a [`driven::Stopped`].
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// No plan with that id.
@@ -170,18 +177,33 @@ impl From<rusqlite::Error> for RunError {
     }
 }
 
+/// A [`RunError::WrongState`] for `plan` at its phase and state.
+pub(crate) fn wrong_state(
+    plan: &Plan,
+    message: String,
+    hints: Vec<crate::domain::Next>,
+) -> RunError {
+    RunError::WrongState {
+        phase: plan.phase(),
+        state: plan.state(),
+        message,
+        hints,
+    }
+}
+
 /// Reads an environment variable (API keys); `None` when unset.
 pub type EnvLookup = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// Re-decides a decision and its downstream subtree with guidance and drives the plan on
 /// (the revert correction, spec section 15), for `auto_strategy_revision` (spec section 27).
 /// The correction layer sits above the lifecycle, so the face that opens the engine hands
-/// it in ([`Engine::with_reviser`]); `Ok(None)` when the plan was not driven afterwards.
-pub type Reviser = fn(&mut Engine, &Id, &str) -> Result<Option<driver::Driven>, RunError>;
+/// it in ([`Lifecycle::with_reviser`]); `Ok(None)` when the plan was not driven afterwards.
+pub type Reviser = fn(&mut Lifecycle, &Id, &str) -> Result<Option<driven::Driven>, RunError>;
 
-/// The engine service: a store, where files live, the configured providers and an observer.
-/// The CLI and the TUI each hold one per command or session.
-pub struct Engine {
+/// The lifecycle engine at work on one database connection: a store, where files live, the
+/// configured providers and an observer. The API's [`crate::api::Engine`] (the engine a face
+/// holds) opens one per operation ([`crate::api::Engine::lifecycle`]).
+pub struct Lifecycle {
     store: Store,
     paths: Paths,
     providers: Vec<Provider>,
@@ -195,10 +217,10 @@ pub struct Engine {
     reviser: Option<Reviser>,
 }
 
-/// Everything needed to open another [`Engine`] on the same data directory in another thread
+/// Everything needed to open another [`Lifecycle`] on the same data directory in another thread
 /// (child plans run on their own threads, each with its own database connection).
 #[derive(Clone)]
-pub(crate) struct EngineSeed {
+pub(crate) struct LifecycleSeed {
     db: std::path::PathBuf,
     paths: Paths,
     providers: Vec<Provider>,
@@ -209,15 +231,15 @@ pub(crate) struct EngineSeed {
     reviser: Option<Reviser>,
 }
 
-impl EngineSeed {
+impl LifecycleSeed {
     /// Opens the engine (a new connection to the same database).
     ///
     /// # Errors
     /// [`StoreError`] opening the database.
-    pub(crate) fn open(&self) -> Result<Engine, StoreError> {
+    pub(crate) fn open(&self) -> Result<Lifecycle, StoreError> {
         let store = Store::open(&self.db)?;
         let streamed = events::last_seq(&store)?;
-        Ok(Engine {
+        Ok(Lifecycle {
             store,
             paths: self.paths.clone(),
             providers: self.providers.clone(),
@@ -239,16 +261,16 @@ impl EngineSeed {
     }
 }
 
-impl std::fmt::Debug for Engine {
+impl std::fmt::Debug for Lifecycle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine")
+        f.debug_struct("Lifecycle")
             .field("store", &self.store.path())
             .field("streamed", &self.streamed)
             .finish_non_exhaustive()
     }
 }
 
-impl Engine {
+impl Lifecycle {
     /// An engine over an open store. Events committed before this call are history: only
     /// later ones reach the observer.
     ///
@@ -320,13 +342,13 @@ impl Engine {
         self.apply_request = request;
     }
 
-    /// What [`Engine::set_apply_request`] set (empty by default).
+    /// What [`Lifecycle::set_apply_request`] set (empty by default).
     pub fn apply_request(&self) -> &crate::review::partial::ApplyRequest {
         &self.apply_request
     }
 
-    pub(crate) fn seed(&self) -> EngineSeed {
-        EngineSeed {
+    pub(crate) fn seed(&self) -> LifecycleSeed {
+        LifecycleSeed {
             db: self.store.path().to_path_buf(),
             paths: self.paths.clone(),
             providers: self.providers.clone(),
@@ -357,6 +379,11 @@ impl Engine {
     /// Where files live.
     pub fn paths(&self) -> &Paths {
         &self.paths
+    }
+
+    /// The sandboxes of the data directory.
+    pub fn sandboxes(&self) -> crate::sandbox::Sandboxes {
+        crate::sandbox::Sandboxes::new(&self.paths)
     }
 
     /// The configured providers.

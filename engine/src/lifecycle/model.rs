@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::Engine;
+use super::Lifecycle;
 use crate::actors::accounting::{self, CallContext};
 use crate::actors::prompts::{self, Role};
 use crate::actors::runtime::{self, ActorRun, Limits, RunRequest, ToolHost};
@@ -41,7 +41,7 @@ pub(crate) struct ModelActor {
 /// # Errors
 /// A message saying why the actor cannot run (unknown, graph actor, missing key, ...).
 pub(crate) fn resolve(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &crate::domain::plan::Plan,
     name: &str,
     role: Role,
@@ -95,7 +95,7 @@ pub(crate) fn resolve(
 /// `auto_retry_transient` the first transient failure stops the phase and raises a
 /// `transient_failure` approval (retry or abort) instead of retrying.
 fn connect(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &crate::domain::plan::Plan,
     model: &str,
 ) -> Result<ProviderClient, String> {
@@ -112,7 +112,7 @@ fn connect(
 /// a strategist node knows to record decisions), its clients follow the plan's retry rule,
 /// and its skills' tools are the phase's.
 fn resolve_graph(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &crate::domain::plan::Plan,
     actor: &crate::registry::actors::Actor,
     role: Role,
@@ -198,7 +198,7 @@ pub(crate) struct Input {
 /// # Errors
 /// A message when the prompt does not render or the async runtime cannot start.
 pub(crate) fn run<H: ToolHost>(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     decision: Option<&Id>,
     actor: &ModelActor,

@@ -211,7 +211,7 @@ impl Offer {
     /// # Errors
     /// A skill that does not resolve.
     pub fn for_actor(
-        engine: &crate::lifecycle::Engine,
+        engine: &crate::lifecycle::Lifecycle,
         store: &mut Store,
         plan_id: &Id,
         policy: &Policy,
@@ -460,7 +460,7 @@ impl Offer {
 /// those in `.agents/skills/` of the plan's resources. A config file that does not load
 /// discovers none (it is reported where it is loaded).
 pub fn discovered_for_plan(
-    engine: &crate::lifecycle::Engine,
+    engine: &crate::lifecycle::Lifecycle,
     store: &Store,
     plan_id: &Id,
 ) -> Vec<Discovered> {
@@ -533,33 +533,6 @@ pub fn placement(
         allow_unconfined: policy.allow_unsafe_tools,
         log_dir: Some(sandboxes.plan_dir(plan_id)),
     })
-}
-
-/// The strategist's share of its skills' external tools (read-only ones only; no MCP
-/// servers are started in Strategize), as a host with no built-ins, or `None` when its
-/// skills have none.
-pub fn strategist_host(
-    engine: &crate::lifecycle::Engine,
-    plan: &crate::domain::Plan,
-    actor: &str,
-) -> Option<super::host::RunnerHost> {
-    let mut store = Store::open(engine.store().path()).ok()?;
-    let policy = Policy::for_plan(plan);
-    let offer = Offer::for_actor(engine, &mut store, &plan.plan_id, &policy, actor, false).ok()?;
-    if offer.specs(&policy).is_empty() {
-        return None;
-    }
-    Some(
-        super::host::RunnerHost::new(
-            store,
-            Sandboxes::new(engine.paths()),
-            plan.plan_id,
-            policy,
-            Arc::new(AtomicBool::new(false)),
-        )
-        .only(Vec::new())
-        .with_offer(offer),
-    )
 }
 
 #[cfg(test)]

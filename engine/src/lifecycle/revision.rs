@@ -12,10 +12,10 @@
 
 use serde_json::json;
 
-use super::driver::{Driven, Stopped};
+use super::driven::{Driven, Stopped};
 use super::gates::Gates;
 use super::state::commit;
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::event::StateChanged;
 use crate::domain::event::state::Transition;
 use crate::domain::{Id, Phase, ProcessingState};
@@ -39,7 +39,7 @@ struct Failure {
 
 /// The failed step of a plan that `driven` left errored in Execute, when its profile allows
 /// a revision.
-fn failure(engine: &Engine, driven: &Driven) -> Result<Option<Failure>, RunError> {
+fn failure(engine: &Lifecycle, driven: &Driven) -> Result<Option<Failure>, RunError> {
     let Stopped::Errored { code, message } = &driven.stopped else {
         return Ok(None);
     };
@@ -66,7 +66,7 @@ fn failure(engine: &Engine, driven: &Driven) -> Result<Option<Failure>, RunError
 /// Marks the plan's `executing` correction attempts `failed`: the Execute run they started
 /// ended on `failure`.
 fn fail_open_attempts(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     failure: &Failure,
 ) -> Result<(), RunError> {
@@ -94,7 +94,7 @@ fn fail_open_attempts(
 }
 
 /// How many automatic revisions `plan_id` has had.
-fn revisions_so_far(engine: &Engine, plan_id: &Id) -> Result<usize, RunError> {
+fn revisions_so_far(engine: &Lifecycle, plan_id: &Id) -> Result<usize, RunError> {
     Ok(engine
         .store()
         .correction_attempts(plan_id)?
@@ -114,7 +114,7 @@ fn revisions_so_far(engine: &Engine, plan_id: &Id) -> Result<usize, RunError> {
 /// # Errors
 /// [`RunError`] from the store or the correction; a strategy actor that cannot re-decide
 /// leaves the plan errored as it was.
-pub fn after_failure(engine: &mut Engine, driven: Driven) -> Result<Driven, RunError> {
+pub fn after_failure(engine: &mut Lifecycle, driven: Driven) -> Result<Driven, RunError> {
     let Some(revise) = engine.reviser() else {
         return Ok(driven);
     };

@@ -21,10 +21,11 @@ use std::sync::Mutex;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::ended::Ended;
 use super::gates::Gates;
 use super::model;
 use super::state::{self, commit};
-use super::{Engine, RunError, checklist};
+use super::{Lifecycle, RunError, checklist};
 use crate::actors::messages::ToolSpec;
 use crate::actors::prompts::{self, DecisionDraft, Role, StrategyDraft};
 use crate::actors::runtime::{Stop, ToolHost, ToolOutcome};
@@ -41,27 +42,6 @@ use crate::events::EventKind;
 use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR, fingerprint};
 use crate::registry::invariants;
 use crate::store::{approvals, decisions};
-
-/// How Strategize ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ended {
-    /// The decision tree is recorded and the phase is complete.
-    Complete {
-        /// Decisions recorded (root and invariants included).
-        decisions: usize,
-    },
-    /// Decisions wait for a human (`plan decide` / `plan reject`).
-    AwaitingDecisions(Vec<Approval>),
-    /// The strategy actor failed; the plan is errored.
-    Errored {
-        /// Error code.
-        code: String,
-        /// What failed.
-        message: String,
-    },
-    /// The run was stopped (cancel, Ctrl-C, lost lease) before anything was recorded.
-    Stopped,
-}
 
 /// What the strategy actor produced.
 struct Strategy {
@@ -136,7 +116,7 @@ impl ToolHost for StrategistTools {
 }
 
 fn model_strategy(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     actor_name: &str,
     effective: &[String],
@@ -171,7 +151,7 @@ fn model_strategy(
     let tools = StrategistTools {
         draft: Mutex::new(StrategyDraft::default()),
         summary: Mutex::new(None),
-        external: crate::lifecycle::offer::strategist_host(engine, plan, actor_name),
+        external: crate::lifecycle::host::strategist_host(engine, plan, actor_name),
         base: BaseTools::new(scopes),
     };
     let description = plan.description.clone().unwrap_or_default();
@@ -270,7 +250,11 @@ fn model_strategy(
 /// # Errors
 /// [`RunError`] for store failures and impossible states; actor failures are
 /// [`Ended::Errored`].
-pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<Ended, RunError> {
+pub fn run(
+    engine: &mut Lifecycle,
+    plan: &mut Plan,
+    guidance: &[String],
+) -> Result<Ended, RunError> {
     let actor = plan
         .strategy_actor
         .clone()
@@ -331,7 +315,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
         Some(choice) => match super::invariant_actor::reconcile(engine, plan, choice, &view) {
             Ok(done) => done,
             Err((code, message)) => {
-                if super::driver::stop_cause(engine, &plan.plan_id)?.is_some() {
+                if super::stop::stop_cause(engine, &plan.plan_id)?.is_some() {
                     return Ok(Ended::Stopped);
                 }
                 state::errored(
@@ -379,7 +363,7 @@ pub fn run(engine: &mut Engine, plan: &mut Plan, guidance: &[String]) -> Result<
     } else {
         model_strategy(engine, plan, &actor, &effective, guidance)
     };
-    if super::driver::stop_cause(engine, &plan.plan_id)?.is_some() {
+    if super::stop::stop_cause(engine, &plan.plan_id)?.is_some() {
         return Ok(Ended::Stopped);
     }
     let strategy = match strategy {
@@ -446,7 +430,7 @@ fn inherited_invariants(
 
 #[allow(clippy::too_many_arguments)]
 fn record(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     actor: &str,
     effective: &[String],
@@ -504,7 +488,7 @@ fn record(
 /// The root decision (`prompt_definition`) of a strategy, with whether it is a child's root
 /// its parent recorded (kept, not inserted again), and the hash of what it was built from.
 fn root_decision(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     effective: &[String],
     reconciler: Value,
@@ -642,7 +626,7 @@ fn strategy_decisions(
 /// with its `strategize_decisions` event, superseding the previous one. Returns the number
 /// of decisions.
 fn store_decisions(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     root: &Decision,
     reuse_root: bool,
@@ -703,7 +687,7 @@ fn store_decisions(
 /// Raises one decision approval per draft with alternatives and queues the plan
 /// (`awaiting_decision`).
 fn raise_decision_approvals(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &mut Plan,
     needs_human: Vec<NeedsHuman>,
 ) -> Result<Ended, RunError> {
@@ -754,14 +738,14 @@ fn raise_decision_approvals(
         },
     )?;
     engine.flush(&plan.plan_id)?;
-    Ok(Ended::AwaitingDecisions(raised))
+    Ok(Ended::Awaiting(raised))
 }
 
 /// Completes Strategize: (strategize, complete) with a `strategize_complete` event.
 ///
 /// # Errors
 /// [`RunError`].
-pub fn complete(engine: &mut Engine, plan: &mut Plan, count: usize) -> Result<Ended, RunError> {
+pub fn complete(engine: &mut Lifecycle, plan: &mut Plan, count: usize) -> Result<Ended, RunError> {
     if plan.state() != ProcessingState::Processing {
         state::set_state(plan, ProcessingState::Processing)?;
     }
@@ -778,5 +762,5 @@ pub fn complete(engine: &mut Engine, plan: &mut Plan, count: usize) -> Result<En
     )?;
     engine.flush(&plan.plan_id)?;
     super::estimator::after_strategize(engine, plan)?;
-    Ok(Ended::Complete { decisions: count })
+    Ok(Ended::Complete)
 }

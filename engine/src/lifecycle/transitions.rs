@@ -43,7 +43,7 @@ impl Drive {
 /// The work that comes next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Next {
+pub enum Work {
     /// Run (or run again) Strategize.
     Strategize,
     /// Strategize is complete: enter Execute (behind the execute gate).
@@ -65,26 +65,26 @@ pub enum Next {
 }
 
 /// The work after (`phase`, `state`) for `drive` (see the module's table).
-pub fn next(phase: Phase, state: ProcessingState, drive: Drive) -> Next {
+pub fn next(phase: Phase, state: ProcessingState, drive: Drive) -> Work {
     use Drive as D;
     use Phase as P;
     use ProcessingState as S;
     match (phase, state, drive) {
-        (_, S::Cancelled, _) => Next::Cancelled,
-        (_, S::Processing, _) => Next::Refused,
-        (P::Strategize, S::Queued | S::Errored, D::Apply) => Next::Refused,
-        (P::Strategize, S::Queued | S::Errored, _) => Next::Strategize,
-        (P::Strategize, S::Complete, D::Apply) => Next::Refused,
-        (P::Strategize, S::Complete, _) => Next::EnterExecute,
-        (P::Execute, S::Queued | S::Errored, D::Apply) => Next::Refused,
-        (P::Execute, S::Queued | S::Errored, _) => Next::ResumeExecute,
-        (P::Execute, S::Complete, D::Execute | D::Child) => Next::ExecuteDone,
-        (P::Execute, S::Complete, D::Continue | D::Apply) => Next::EnterApply,
-        (P::Apply, S::Queued | S::Errored, D::Continue | D::Apply) => Next::ResumeApply,
-        (P::Apply, S::Queued | S::Errored, D::Execute | D::Child) => Next::Refused,
-        (P::Apply, S::Complete, _) => Next::Refused,
-        (P::Applied, _, D::Continue) => Next::Applied,
-        (P::Applied, _, D::Execute | D::Apply | D::Child) => Next::Refused,
+        (_, S::Cancelled, _) => Work::Cancelled,
+        (_, S::Processing, _) => Work::Refused,
+        (P::Strategize, S::Queued | S::Errored, D::Apply) => Work::Refused,
+        (P::Strategize, S::Queued | S::Errored, _) => Work::Strategize,
+        (P::Strategize, S::Complete, D::Apply) => Work::Refused,
+        (P::Strategize, S::Complete, _) => Work::EnterExecute,
+        (P::Execute, S::Queued | S::Errored, D::Apply) => Work::Refused,
+        (P::Execute, S::Queued | S::Errored, _) => Work::ResumeExecute,
+        (P::Execute, S::Complete, D::Execute | D::Child) => Work::ExecuteDone,
+        (P::Execute, S::Complete, D::Continue | D::Apply) => Work::EnterApply,
+        (P::Apply, S::Queued | S::Errored, D::Continue | D::Apply) => Work::ResumeApply,
+        (P::Apply, S::Queued | S::Errored, D::Execute | D::Child) => Work::Refused,
+        (P::Apply, S::Complete, _) => Work::Refused,
+        (P::Applied, _, D::Continue) => Work::Applied,
+        (P::Applied, _, D::Execute | D::Apply | D::Child) => Work::Refused,
     }
 }
 
@@ -93,8 +93,8 @@ mod tests {
     use super::*;
 
     /// The module's table, row by row, as data: every phase x state x operation.
-    fn expected(phase: Phase, state: ProcessingState, drive: Drive) -> Next {
-        use Next as N;
+    fn expected(phase: Phase, state: ProcessingState, drive: Drive) -> Work {
+        use Work as N;
         let col = Drive::ALL.iter().position(|d| *d == drive).unwrap();
         let row: [N; 4] = match (phase, state) {
             (_, ProcessingState::Cancelled) => [N::Cancelled; 4],
@@ -149,18 +149,18 @@ mod tests {
         for drive in Drive::ALL {
             let after_execute = next(Phase::Execute, ProcessingState::Complete, drive);
             assert_eq!(
-                after_execute == Next::EnterApply,
+                after_execute == Work::EnterApply,
                 matches!(drive, Drive::Continue | Drive::Apply)
             );
             for phase in Phase::ALL {
                 assert_eq!(
                     next(*phase, ProcessingState::Cancelled, drive),
-                    Next::Cancelled
+                    Work::Cancelled
                 );
             }
             assert!(matches!(
                 next(Phase::Applied, ProcessingState::Complete, drive),
-                Next::Applied | Next::Refused
+                Work::Applied | Work::Refused
             ));
         }
     }

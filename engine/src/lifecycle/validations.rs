@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Engine, RunError};
+use super::{Lifecycle, RunError};
 use crate::domain::{Id, Plan};
 use crate::registry::projects::Validation;
 use crate::sandbox::Sandboxes;
@@ -24,7 +24,7 @@ pub const OUTPUT_KEPT: usize = 8 * 1024;
 
 /// One validation's result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Outcome {
+pub struct ValidationRun {
     /// `val_...`.
     pub validation_id: String,
     /// Its project.
@@ -62,7 +62,7 @@ fn clip(text: &str) -> String {
 
 /// Every validation of the plan's target projects with the resource it runs on: its own
 /// `--resource`, else the project's first sandboxable resource.
-fn planned(engine: &Engine, plan: &Plan) -> Result<Vec<(Validation, String)>, RunError> {
+fn planned(engine: &Lifecycle, plan: &Plan) -> Result<Vec<(Validation, String)>, RunError> {
     let bases = engine.store().plan_bases(&plan.plan_id)?;
     let mut out = Vec::new();
     for pid in engine.store().plan_project_ids(&plan.plan_id)? {
@@ -95,7 +95,7 @@ fn planned(engine: &Engine, plan: &Plan) -> Result<Vec<(Validation, String)>, Ru
 ///
 /// # Errors
 /// Store errors.
-pub fn any_for(engine: &Engine, plan: &Plan, resource: &str) -> Result<bool, RunError> {
+pub fn any_for(engine: &Lifecycle, plan: &Plan, resource: &str) -> Result<bool, RunError> {
     Ok(planned(engine, plan)?.iter().any(|(_, r)| r == resource))
 }
 
@@ -113,7 +113,7 @@ pub fn tail(text: &str, lines: usize) -> String {
     out
 }
 
-fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> Outcome {
+fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> ValidationRun {
     let exit = result["exit_code"].as_i64();
     let timed_out = result["timed_out"] == json!(true);
     let passed = exit == Some(0) && !timed_out;
@@ -126,7 +126,7 @@ fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> 
             format!("{head}: {t}")
         }
     };
-    Outcome {
+    ValidationRun {
         validation_id: v.validation_id.clone(),
         project: v.project.clone(),
         resource: resource.to_string(),
@@ -155,12 +155,12 @@ fn outcome(v: &Validation, resource: &str, result: &Value, started: Instant) -> 
 /// change the plan's result.
 ///
 /// # Errors
-/// Sandbox and store errors; a validation that fails or cannot start is an [`Outcome`].
+/// Sandbox and store errors; a validation that fails or cannot start is an [`ValidationRun`].
 pub fn run_in_sandboxes(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan: &Plan,
-) -> Result<Vec<Outcome>, RunError> {
+) -> Result<Vec<ValidationRun>, RunError> {
     let list = planned(engine, plan)?;
     if list.is_empty() {
         return Ok(Vec::new());
@@ -216,7 +216,7 @@ pub fn run_in_sandboxes(
         };
         out.push(match result {
             Ok(r) => outcome(v, resource, &r, started),
-            Err(e) => Outcome {
+            Err(e) => ValidationRun {
                 validation_id: v.validation_id.clone(),
                 project: v.project.clone(),
                 resource: resource.clone(),
@@ -252,14 +252,14 @@ pub fn run_in_sandboxes(
 /// kernel-confined to writing beneath `dir` and `tmp`, with their timeouts.
 ///
 /// # Errors
-/// Store errors; a validation that fails or cannot start is an [`Outcome`].
+/// Store errors; a validation that fails or cannot start is an [`ValidationRun`].
 pub fn run_in_dir(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     resource: &str,
     dir: &Path,
     tmp: &Path,
-) -> Result<Vec<Outcome>, RunError> {
+) -> Result<Vec<ValidationRun>, RunError> {
     let mut out = Vec::new();
     for (v, r) in planned(engine, plan)? {
         if r != resource {
@@ -275,7 +275,7 @@ pub fn run_in_dir(
         );
         out.push(match result {
             Ok(r) => outcome(&v, resource, &r, started),
-            Err(e) => Outcome {
+            Err(e) => ValidationRun {
                 validation_id: v.validation_id.clone(),
                 project: v.project.clone(),
                 resource: resource.to_string(),

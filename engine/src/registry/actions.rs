@@ -927,7 +927,7 @@ fn collect_invariants(
                 "an invariant cannot be empty".into(),
             ));
         }
-        if let Err(m) = crate::registry::invariants::machine_form(t) {
+        if let Err(m) = crate::registry::invariant_form::machine_form(t) {
             return Err(src.rule(&format!("invariants[{i}]"), "invariants", m));
         }
         invariants.push(t.trim().to_string());
@@ -939,7 +939,7 @@ fn collect_invariants(
                 message: "an invariant cannot be empty".into(),
             });
         }
-        if let Err(m) = crate::registry::invariants::machine_form(t) {
+        if let Err(m) = crate::registry::invariant_form::machine_form(t) {
             return Err(ActionError::Flag {
                 flag: "--invariant",
                 message: format!("`{}`: {m}", t.trim()),

@@ -14,17 +14,16 @@
 //! A resource of a custom type keeps the custom name as its type; the properties `handler`
 //! and `sandbox_strategy` tell the engine how to treat it ([`Resource::handler_type`]).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::domain::name::{NameError, QualifiedName};
 use crate::domain::resource::Resource;
 use crate::registry::lookup::Missing;
+use crate::registry::resource_error::ResourceError;
 use crate::registry::resource_types::{self, Capabilities};
-use crate::registry::resources::{self, AddArgs, Added, CustomAdd, ResourceError};
 use crate::registry::yaml::{self, YamlError};
 use crate::store::resource_types::StoredType;
 use crate::store::{Store, StoreError};
@@ -985,139 +984,6 @@ pub fn remove(store: &mut Store, input: &str) -> Result<CustomType, TypeError> {
     }
     store.delete_resource_type_row(&t.name)?;
     Ok(t)
-}
-
-/// Checks the values given to `resource add <type>` (by argument name; booleans as
-/// `"true"`) and turns them into the handler's inputs plus stored properties.
-///
-/// # Errors
-/// [`TypeError::Value`] naming the flag; [`TypeError::NotAddable`].
-pub fn add_args(
-    custom: &CustomType,
-    values: &BTreeMap<String, String>,
-) -> Result<(String, AddArgs), TypeError> {
-    let handler = match (&custom.handler, custom.user_addable) {
-        (Some(h), true) => h.clone(),
-        _ => return Err(TypeError::NotAddable(custom.name.clone())),
-    };
-    let mut args = AddArgs::default();
-    let mut properties = Map::new();
-    for a in &custom.cli_arguments {
-        let value = match (values.get(&a.name), &a.default) {
-            (Some(v), _) => Some(typed(a, v)?),
-            (None, Some(d)) => Some(d.clone()),
-            (None, None) if a.required => {
-                return Err(TypeError::Value {
-                    flag: a.name.clone(),
-                    message: format!("is required for {}", custom.name),
-                });
-            }
-            (None, None) => None,
-        };
-        let Some(value) = value else { continue };
-        let text = value
-            .as_str()
-            .map_or_else(|| value.to_string(), str::to_string);
-        match a.input(&handler) {
-            Some("path") => args.path = Some(PathBuf::from(text)),
-            Some("branch") => args.branch = Some(text),
-            Some("url") => args.url = Some(text),
-            Some("mount-path") => args.mount_path = Some(PathBuf::from(text)),
-            _ => {
-                properties.insert(a.name.clone(), value);
-            }
-        }
-    }
-    args.custom = Some(CustomAdd {
-        type_name: custom.name.clone(),
-        sandbox_strategy: custom.sandbox_strategy.clone(),
-        properties,
-    });
-    Ok((handler, args))
-}
-
-fn typed(a: &CliArgument, v: &str) -> Result<Value, TypeError> {
-    let bad = |m: String| TypeError::Value {
-        flag: a.name.clone(),
-        message: m,
-    };
-    if let Some(p) = a.validation.as_ref().and_then(|x| x.pattern.as_deref())
-        && !regex::Regex::new(p).is_ok_and(|r| r.is_match(v))
-    {
-        return Err(bad(format!("`{v}` does not match the pattern `{p}`")));
-    }
-    Ok(match a.value_type {
-        ArgType::Boolean => Value::Bool(v == "true"),
-        ArgType::Integer => Value::from(
-            v.parse::<i64>()
-                .map_err(|_| bad(format!("`{v}` is not a whole number")))?,
-        ),
-        ArgType::Path => Value::from(
-            std::fs::canonicalize(v)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| v.to_string()),
-        ),
-        ArgType::String | ArgType::Url => Value::from(v),
-    })
-}
-
-/// Registers a resource of a custom type: the handler discovers it as its built-in type would,
-/// the resource keeps the custom type's name, and the extra arguments are its properties.
-///
-/// # Errors
-/// [`TypeError::Value`], [`TypeError::NotAddable`], and the errors of [`resources::add`].
-pub fn add_resource(
-    store: &mut Store,
-    providers: &[String],
-    custom: &CustomType,
-    name: &str,
-    values: &BTreeMap<String, String>,
-    description: Option<String>,
-    update: bool,
-) -> Result<Added, TypeError> {
-    let (handler, mut args) = add_args(custom, values)?;
-    args.description = description;
-    args.update = update;
-    resources::add(store, providers, &handler, name, &args)
-        .map_err(|e| own_flag(custom, &handler, e))
-}
-
-/// A handler's complaint about one of its inputs, named by the custom type's own argument
-/// (`--root`, not the handler's `--path`).
-fn own_flag(custom: &CustomType, handler: &str, e: ResourceError) -> TypeError {
-    let arg_for = |input: &str| {
-        custom
-            .cli_arguments
-            .iter()
-            .find(|a| a.input(handler) == Some(input))
-            .map(|a| a.name.clone())
-    };
-    match e {
-        ResourceError::Path {
-            flag,
-            path,
-            problem,
-        } => match arg_for(flag.trim_start_matches("--")) {
-            Some(name) => TypeError::Value {
-                flag: name,
-                message: format!("{}: {problem}", path.display()),
-            },
-            None => ResourceError::Path {
-                flag,
-                path,
-                problem,
-            }
-            .into(),
-        },
-        ResourceError::NotWorkTree { path, problem } => match arg_for("path") {
-            Some(name) => TypeError::Value {
-                flag: name,
-                message: format!("{}: {problem}", path.display()),
-            },
-            None => ResourceError::NotWorkTree { path, problem }.into(),
-        },
-        other => other.into(),
-    }
 }
 
 impl Resource {

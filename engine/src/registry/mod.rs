@@ -8,11 +8,13 @@
 pub mod actions;
 pub mod actors;
 pub mod custom_types;
+pub mod invariant_form;
 pub mod invariants;
 pub mod lookup;
 pub mod plan_use;
 pub mod profiles;
 pub mod projects;
+pub mod resource_error;
 pub mod resource_types;
 pub mod resources;
 pub mod template;

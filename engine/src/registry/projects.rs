@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::config::Provider;
+use crate::domain::invariant::{Invariant, NewInvariant};
 use crate::domain::name::{NameError, QualifiedName};
 pub use crate::domain::project::{LinkedResource, Project, Validation};
 use crate::domain::{Id, InvariantScope, Plan, ProcessingState, ProjectLink};
 use crate::registry::actors::{self, ActorError};
-use crate::registry::invariants::{Invariant, NewInvariant};
 use crate::registry::profiles::{self, ProfileError};
 use crate::registry::resources::{self, ResourceError};
 use crate::store::{Store, StoreError};
@@ -216,7 +216,7 @@ pub fn create(
                 message: "an invariant cannot be empty".into(),
             });
         }
-        if let Err(m) = crate::registry::invariants::machine_form(t) {
+        if let Err(m) = crate::registry::invariant_form::machine_form(t) {
             return Err(ProjectError::Invalid {
                 flag: "--invariant",
                 message: format!("invariant `{}`: {m}", t.trim()),

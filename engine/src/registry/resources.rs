@@ -14,10 +14,12 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::domain::Id;
-use crate::domain::name::{NameError, QualifiedName};
+use crate::domain::name::QualifiedName;
 pub use crate::domain::resource::{Edge, Resource};
+use crate::registry::custom_types::{ArgType, CliArgument, CustomType, TypeError};
+pub use crate::registry::resource_error::ResourceError;
 use crate::registry::resource_types::{self, ResourceType};
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 
 impl Resource {
     /// The metadata of the built-in type that handles it (its own type, or for a resource
@@ -57,182 +59,6 @@ impl Resource {
                     .map(|n| (*t, n))
             })
             .collect()
-    }
-}
-
-/// Errors from the resource registry.
-#[derive(Debug, thiserror::Error)]
-pub enum ResourceError {
-    /// The name is invalid or reserved.
-    #[error("resource name `{name}`: {source}")]
-    Name {
-        /// The name as given.
-        name: String,
-        /// Why.
-        source: NameError,
-    },
-    /// Users may not use `:` (reserved for discovered children).
-    #[error(
-        "resource name `{0}`: `:` is reserved for discovered children (like local/api:repo); choose a name without it"
-    )]
-    ChildName(String),
-    /// A resource of that name exists and `--update` was not given.
-    #[error("resource {0} already exists")]
-    Exists(String),
-    /// The same target (path, mount path or repository) is registered under another name.
-    #[error("{what} {target} is already registered as {existing}")]
-    SameTarget {
-        /// The name the user wanted.
-        name: String,
-        /// The registered resource with that target.
-        existing: String,
-        /// `checkout`, `directory`, `mount` or `repository`.
-        what: &'static str,
-        /// The path.
-        target: String,
-    },
-    /// The type cannot be added by users.
-    #[error("resource type `{name}` {why}")]
-    NotAddable {
-        /// The type given.
-        name: String,
-        /// Why (`is discovered from its parent`, `is not a known type`).
-        why: String,
-    },
-    /// A path given on the command line does not exist or is not a directory.
-    #[error("{flag} {}: {problem}", path.display())]
-    Path {
-        /// The flag (`--path`).
-        flag: &'static str,
-        /// The path as given.
-        path: PathBuf,
-        /// What is wrong.
-        problem: String,
-    },
-    /// The directory is not the top of a git work tree.
-    #[error("--path {}: {problem}", path.display())]
-    NotWorkTree {
-        /// The path as given.
-        path: PathBuf,
-        /// What it is instead.
-        problem: String,
-    },
-    /// `--branch` is not the checked-out branch.
-    #[error("--branch {given}: the work tree at {} has `{checked_out}` checked out", path.display())]
-    BranchMismatch {
-        /// The branch given.
-        given: String,
-        /// The branch checked out.
-        checked_out: String,
-        /// The work tree.
-        path: PathBuf,
-    },
-    /// HEAD is detached.
-    #[error("--path {}: HEAD is detached (no branch is checked out)", path.display())]
-    Detached {
-        /// The work tree.
-        path: PathBuf,
-    },
-    /// A repository URL uses a network transport.
-    #[error(
-        "--url {0}: only local paths and file:// URLs are supported (this build has no network transports)"
-    )]
-    NetworkUrl(String),
-    /// Reading the repository failed.
-    #[error("cannot read the git repository at {}: {message}", path.display())]
-    Git {
-        /// The repository.
-        path: PathBuf,
-        /// The libgit2 message.
-        message: String,
-    },
-    /// No resource of that name.
-    #[error("resource `{0}` not found")]
-    NotFound(crate::registry::lookup::Missing),
-    /// An id prefix matches several items.
-    #[error(transparent)]
-    Ambiguous(crate::domain::IdPrefixError),
-    /// The resource (or a discovered child) is linked to projects.
-    #[error("resource {name} is linked to {}", projects.join(", "))]
-    Linked {
-        /// The resource.
-        name: String,
-        /// `project (via resource)` entries.
-        projects: Vec<String>,
-        /// The links as (project, linked resource) pairs.
-        links: Vec<(String, String)>,
-    },
-    /// `--update` while plans that are not finished use the resource through a project.
-    #[error("resource {name} is used by unfinished plans: {}", plans.join(", "))]
-    UsedByPlans {
-        /// The resource.
-        name: String,
-        /// Plan ids.
-        plans: Vec<String>,
-    },
-    /// A discovered resource cannot be removed or replaced on its own.
-    #[error("resource {name} was discovered from {owner}; remove or update {owner} instead")]
-    Discovered {
-        /// The discovered resource.
-        name: String,
-        /// The resource that discovered it.
-        owner: String,
-    },
-    /// A manual link breaks the type rules.
-    #[error("cannot link {child} under {parent}: {reason}")]
-    LinkRule {
-        /// Parent name.
-        parent: String,
-        /// Child name.
-        child: String,
-        /// The broken rule.
-        reason: String,
-    },
-    /// A manual link would make a cycle.
-    #[error(
-        "cannot link {child} under {parent}: {child} is already an ancestor of {parent}, so the link would make a cycle"
-    )]
-    Cycle {
-        /// Parent name.
-        parent: String,
-        /// Child name.
-        child: String,
-    },
-    /// The link exists already.
-    #[error("{child} is already a child of {parent}")]
-    AlreadyLinked {
-        /// Parent name.
-        parent: String,
-        /// Child name.
-        child: String,
-    },
-    /// There is no such link.
-    #[error("{child} is not a child of {parent}")]
-    NotLinked {
-        /// Parent name.
-        parent: String,
-        /// Child name.
-        child: String,
-    },
-    /// Discovered links cannot be removed by hand.
-    #[error("the link {parent} -> {child} was discovered and cannot be unlinked by hand")]
-    AutoLink {
-        /// Parent name.
-        parent: String,
-        /// Child name.
-        child: String,
-    },
-    /// The database failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl From<crate::registry::lookup::LookupError> for ResourceError {
-    fn from(e: crate::registry::lookup::LookupError) -> Self {
-        match e {
-            crate::registry::lookup::LookupError::NotFound(m) => ResourceError::NotFound(m),
-            crate::registry::lookup::LookupError::Ambiguous(a) => ResourceError::Ambiguous(a),
-        }
     }
 }
 
@@ -1364,6 +1190,138 @@ pub fn details(store: &Store, input: &str) -> Result<Details, ResourceError> {
         children,
         projects,
     })
+}
+
+/// Checks the values given to `resource add <type>` (by argument name; booleans as
+/// `"true"`) and turns them into the handler's inputs plus stored properties.
+///
+/// # Errors
+/// [`TypeError::Value`] naming the flag; [`TypeError::NotAddable`].
+pub fn add_args(
+    custom: &CustomType,
+    values: &BTreeMap<String, String>,
+) -> Result<(String, AddArgs), TypeError> {
+    let handler = match (&custom.handler, custom.user_addable) {
+        (Some(h), true) => h.clone(),
+        _ => return Err(TypeError::NotAddable(custom.name.clone())),
+    };
+    let mut args = AddArgs::default();
+    let mut properties = Map::new();
+    for a in &custom.cli_arguments {
+        let value = match (values.get(&a.name), &a.default) {
+            (Some(v), _) => Some(typed(a, v)?),
+            (None, Some(d)) => Some(d.clone()),
+            (None, None) if a.required => {
+                return Err(TypeError::Value {
+                    flag: a.name.clone(),
+                    message: format!("is required for {}", custom.name),
+                });
+            }
+            (None, None) => None,
+        };
+        let Some(value) = value else { continue };
+        let text = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_string);
+        match a.input(&handler) {
+            Some("path") => args.path = Some(PathBuf::from(text)),
+            Some("branch") => args.branch = Some(text),
+            Some("url") => args.url = Some(text),
+            Some("mount-path") => args.mount_path = Some(PathBuf::from(text)),
+            _ => {
+                properties.insert(a.name.clone(), value);
+            }
+        }
+    }
+    args.custom = Some(CustomAdd {
+        type_name: custom.name.clone(),
+        sandbox_strategy: custom.sandbox_strategy.clone(),
+        properties,
+    });
+    Ok((handler, args))
+}
+
+fn typed(a: &CliArgument, v: &str) -> Result<Value, TypeError> {
+    let bad = |m: String| TypeError::Value {
+        flag: a.name.clone(),
+        message: m,
+    };
+    if let Some(p) = a.validation.as_ref().and_then(|x| x.pattern.as_deref())
+        && !regex::Regex::new(p).is_ok_and(|r| r.is_match(v))
+    {
+        return Err(bad(format!("`{v}` does not match the pattern `{p}`")));
+    }
+    Ok(match a.value_type {
+        ArgType::Boolean => Value::Bool(v == "true"),
+        ArgType::Integer => Value::from(
+            v.parse::<i64>()
+                .map_err(|_| bad(format!("`{v}` is not a whole number")))?,
+        ),
+        ArgType::Path => Value::from(
+            std::fs::canonicalize(v)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| v.to_string()),
+        ),
+        ArgType::String | ArgType::Url => Value::from(v),
+    })
+}
+
+/// Registers a resource of a custom type: the handler discovers it as its built-in type would,
+/// the resource keeps the custom type's name, and the extra arguments are its properties.
+///
+/// # Errors
+/// [`TypeError::Value`], [`TypeError::NotAddable`], and the errors of [`add`].
+pub fn add_custom(
+    store: &mut Store,
+    providers: &[String],
+    custom: &CustomType,
+    name: &str,
+    values: &BTreeMap<String, String>,
+    description: Option<String>,
+    update: bool,
+) -> Result<Added, TypeError> {
+    let (handler, mut args) = add_args(custom, values)?;
+    args.description = description;
+    args.update = update;
+    add(store, providers, &handler, name, &args).map_err(|e| own_flag(custom, &handler, e))
+}
+
+/// A handler's complaint about one of its inputs, named by the custom type's own argument
+/// (`--root`, not the handler's `--path`).
+fn own_flag(custom: &CustomType, handler: &str, e: ResourceError) -> TypeError {
+    let arg_for = |input: &str| {
+        custom
+            .cli_arguments
+            .iter()
+            .find(|a| a.input(handler) == Some(input))
+            .map(|a| a.name.clone())
+    };
+    match e {
+        ResourceError::Path {
+            flag,
+            path,
+            problem,
+        } => match arg_for(flag.trim_start_matches("--")) {
+            Some(name) => TypeError::Value {
+                flag: name,
+                message: format!("{}: {problem}", path.display()),
+            },
+            None => ResourceError::Path {
+                flag,
+                path,
+                problem,
+            }
+            .into(),
+        },
+        ResourceError::NotWorkTree { path, problem } => match arg_for("path") {
+            Some(name) => TypeError::Value {
+                flag: name,
+                message: format!("{}: {problem}", path.display()),
+            },
+            None => ResourceError::NotWorkTree { path, problem }.into(),
+        },
+        other => other.into(),
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::correction::tree;
 use crate::domain::action::ActionState;
 use crate::domain::decision::Decision;
 use crate::domain::id::Id;
-use crate::lifecycle::apply::reviewed_trees_in;
+use crate::lifecycle::trees::reviewed_trees_in;
 use crate::sandbox::diff::DiffRequest;
 use crate::store::Store;
 

@@ -634,7 +634,7 @@ pub fn dir(
     let mkdirs = check_prefixes(name, root, &changes)?;
     for c in &changes {
         let at = root.join(&c.path);
-        let now = super::journal::content_of(&at);
+        let now = content_of(&at);
         let expected = match c.old {
             Some((id, mode)) => Some((
                 sr.find_blob(id)
@@ -672,6 +672,31 @@ pub fn dir(
         rmdirs,
         new_bytes,
     })
+}
+
+/// A file's bytes and git mode (a symbolic link's bytes are its target); `None` when absent or
+/// a directory.
+pub fn content_of(path: &Path) -> Option<(Vec<u8>, i32)> {
+    let m = fs::symlink_metadata(path).ok()?;
+    if m.file_type().is_symlink() {
+        let t = fs::read_link(path).ok()?;
+        return Some((
+            t.into_os_string().into_encoded_bytes(),
+            i32::from(FileMode::Link),
+        ));
+    }
+    if m.is_dir() {
+        return None;
+    }
+    let exec = m.mode() & 0o111 != 0;
+    Some((
+        fs::read(path).ok()?,
+        i32::from(if exec {
+            FileMode::BlobExecutable
+        } else {
+            FileMode::Blob
+        }),
+    ))
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use git2::build::CheckoutBuilder;
 use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository};
 
 use super::RunError;
-use super::decide::{Decided, Fingerprint};
+use super::decide::{Decided, Fingerprint, content_of};
 pub use crate::domain::apply::EntryOp;
 
 /// Where one resource's journal directory is.
@@ -45,31 +45,6 @@ fn io(what: impl std::fmt::Display) -> impl Fn(std::io::Error) -> RunError {
 
 fn git_err(what: &str) -> impl Fn(git2::Error) -> RunError + '_ {
     move |e| RunError::Sandbox(format!("{what}: {}", e.message()))
-}
-
-/// A file's bytes and git mode (a symbolic link's bytes are its target); `None` when absent or
-/// a directory.
-pub fn content_of(path: &Path) -> Option<(Vec<u8>, i32)> {
-    let m = fs::symlink_metadata(path).ok()?;
-    if m.file_type().is_symlink() {
-        let t = fs::read_link(path).ok()?;
-        return Some((
-            t.into_os_string().into_encoded_bytes(),
-            i32::from(FileMode::Link),
-        ));
-    }
-    if m.is_dir() {
-        return None;
-    }
-    let exec = m.mode() & 0o111 != 0;
-    Some((
-        fs::read(path).ok()?,
-        i32::from(if exec {
-            FileMode::BlobExecutable
-        } else {
-            FileMode::Blob
-        }),
-    ))
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -5,39 +5,11 @@
 
 use serde_json::{Value, json};
 
+use super::step_end::StepEnd;
 use crate::domain::Id;
 use crate::registry::actions::ScriptStep;
 use crate::sandbox::launcher::LineSink;
 use crate::tools::runner::{CallRequest, Policy, RunnerError, ToolRunner};
-
-/// How one step ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StepEnd {
-    /// It did what it says.
-    Done {
-        /// A short record of what it produced (command output, tool result).
-        output: Value,
-    },
-    /// It failed; the message says why.
-    Failed {
-        /// Error code (`STEP_FAILED`, `NOT_SUPPORTED`).
-        code: String,
-        /// What failed.
-        message: String,
-        /// What it produced.
-        output: Value,
-    },
-    /// The plan was cancelled or interrupted while it ran.
-    Stopped,
-    /// A model execution actor asked the user a question (`request_decision`); its run is
-    /// paused until the answer.
-    Paused(Box<super::model_executor::Question>),
-    /// A human must approve first (`child_spawn`); the step runs again once answered.
-    Awaiting {
-        /// The pending approvals.
-        approvals: Vec<crate::domain::approval::Approval>,
-    },
-}
 
 fn clip(text: &str, max: usize) -> String {
     if text.len() <= max {

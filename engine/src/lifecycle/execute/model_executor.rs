@@ -29,8 +29,7 @@ use serde_json::{Value, json};
 
 use std::sync::Mutex;
 
-use super::script_executor::StepEnd;
-use super::{Engine, model};
+use super::step_end::{Question, StepEnd, ToolAsk};
 use crate::actors::messages::{Message, ToolSpec};
 use crate::actors::prompts::Role;
 use crate::actors::prompts::request_decision_tool;
@@ -39,42 +38,10 @@ use crate::actors::runtime::{ToolHost, ToolOutcome};
 use crate::domain::decision::Decision;
 use crate::domain::{Id, Plan};
 use crate::lifecycle::host::RunnerHost;
+use crate::lifecycle::{Lifecycle, model};
 use crate::sandbox::Sandboxes;
 use crate::store::Store;
 use crate::tools::runner::Policy;
-
-/// A question the execution actor asked with `request_decision`, and the paused run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Question {
-    /// The question.
-    pub question: String,
-    /// The options (two or more).
-    pub options: Vec<String>,
-    /// The option the actor would choose, if it said.
-    pub recommended: Option<String>,
-    /// What the user needs to know to decide.
-    pub context: Option<String>,
-    /// The provider's id of the `request_decision` call.
-    pub call_id: String,
-    /// The conversation so far, ending with the call's placeholder result.
-    pub transcript: Vec<Message>,
-    /// Set when the pause is for a tool call's approval (a `tool_approval`) rather than a
-    /// question.
-    pub tool: Option<ToolAsk>,
-}
-
-/// A tool call waiting for a human's approval.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolAsk {
-    /// The tool's real name (`local/deploy`, `everything.echo`).
-    pub tool: String,
-    /// The name the model called it by (the provider-safe form).
-    pub called_as: String,
-    /// The arguments, as the model sent them.
-    pub arguments: Value,
-    /// Why it needs approval.
-    pub reason: String,
-}
 
 /// A paused run to continue: its transcript, and the answer that becomes the result of call
 /// `call_id`.
@@ -247,7 +214,7 @@ fn parse_question(args: &Value) -> Result<Asked, String> {
 
 /// `create_subplan` for one step.
 struct Subplans {
-    seed: super::EngineSeed,
+    seed: crate::lifecycle::LifecycleSeed,
     plan: Plan,
     step: Decision,
     /// The queued parallel group: its label, its decision and its spawns.
@@ -257,9 +224,9 @@ struct Subplans {
 }
 
 /// Passes progress and Ctrl-C on, but no events: the parent's own engine streams those.
-struct Relay(Arc<dyn super::Observer>);
+struct Relay(Arc<dyn crate::lifecycle::Observer>);
 
-impl super::Observer for Relay {
+impl crate::lifecycle::Observer for Relay {
     fn progress(&self, message: &str) {
         self.0.progress(message);
     }
@@ -272,7 +239,7 @@ impl Subplans {
     /// Records a spawn decision (and its group's decision when `group` is new).
     fn record(
         &self,
-        engine: &mut Engine,
+        engine: &mut Lifecycle,
         kind: crate::domain::decision::DecisionType,
         parent: Id,
         text: String,
@@ -288,7 +255,7 @@ impl Subplans {
         let id = d.decision_id;
         let plan_id = self.plan.plan_id;
         let mut plan = engine.plan(&plan_id).map_err(|e| e.to_string())?;
-        super::state::commit(
+        crate::lifecycle::state::commit(
             engine.store_mut(),
             &mut plan,
             crate::events::EventKind::StateChanged(
@@ -376,7 +343,10 @@ impl Subplans {
         };
         let group = args["parallel_group"].as_str().map(str::to_string);
         let guidance = args["guidance"].as_str().map(str::to_string);
-        if !super::gates::Gates::of(&self.plan).flags.auto_child_plans {
+        if !crate::lifecycle::gates::Gates::of(&self.plan)
+            .flags
+            .auto_child_plans
+        {
             return ToolOutcome::error(format!(
                 "create_subplan: profile {} needs a child_spawn approval before each spawn (auto_child_plans = false), and pausing a model executor for it is not yet supported; carry out the work yourself",
                 self.plan.automation_profile.as_deref().unwrap_or("?")
@@ -554,7 +524,7 @@ impl ToolHost for ExecutorTools {
 /// The step's hot context (files and definitions its decision names, then the warm and cold
 /// decisions sharing its words, spec 25); empty when the plan's resources cannot be read.
 fn step_context(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     decision: &Decision,
     step: &crate::domain::decision::Step,
@@ -593,7 +563,7 @@ fn step_context(
 /// A message when the actor cannot be resolved or the run cannot start (reported as a failed
 /// step by the caller).
 pub(crate) fn run_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     decision: &Decision,
     policy: Policy,
@@ -679,7 +649,7 @@ pub(crate) fn run_step(
 /// tools of the actor's skills (spec 18, 19; their prompt block is added to the actor's
 /// template), `request_decision`, approvals and child plans. `Err` is the step's failure.
 fn step_tools(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     decision: &Decision,
     policy: Policy,
@@ -749,7 +719,7 @@ fn step_tools(
 /// from it at the exact call. Without a journal (the database cannot be opened again) the
 /// step runs unjournaled.
 fn journal_input(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     decision: &Decision,
     actor: &model::ModelActor,
@@ -797,7 +767,7 @@ fn journal_input(
 /// The model's input for a step (its context, the prompt with the step's hot context, and
 /// on resume the history, an approved call run first), and that hot context.
 fn step_input(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     decision: &Decision,
     guidance: &[String],

@@ -34,17 +34,20 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::gates::Gates;
-use super::script_executor::StepEnd;
-use super::transitions::{self, Drive, Next};
-use super::{Engine, EngineSeed, Observer, RunError, approvals as lc_approvals, driver};
-use super::{execute, strategize};
+use super::step_end::StepEnd;
 use crate::domain::approval::{Approval, ApprovalKind, ApprovalStatus};
 use crate::domain::decision::{Decision, DecisionType};
 use crate::domain::event::{ChildFinished, ChildMerged, ChildSpawned, ChildStarted};
 use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::{self, EventKind};
 use crate::lease;
+use crate::lifecycle::ended::Ended;
+use crate::lifecycle::gates::Gates;
+use crate::lifecycle::transitions::{self, Drive, Work};
+use crate::lifecycle::{
+    Lifecycle, LifecycleSeed, Observer, RunError, approvals as lc_approvals, driven, stop,
+    strategize,
+};
 use crate::registry::plan_use::{self, ChildRequest};
 use crate::sandbox::Sandboxes;
 use crate::sandbox::checkpoint::{self, CheckpointRequest};
@@ -121,7 +124,7 @@ impl Observer for ChildObserver {
 
 /// How a child's run ended.
 #[derive(Debug, Clone, PartialEq)]
-enum Outcome {
+enum ChildEnded {
     Succeeded,
     Failed { code: String, message: String },
     Cancelled,
@@ -136,28 +139,28 @@ fn parent_event(store: &mut Store, parent: &Id, event: EventKind) -> Result<(), 
 }
 
 /// Drives one child from where it is to the end of its Execute, on the calling thread.
-fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
+fn run_child(seed: &LifecycleSeed, child_id: Id) -> Result<ChildEnded, RunError> {
     let mut engine = seed.open()?;
     let guard = lease::acquire(engine.store_mut(), &child_id, "child")?;
     let outcome = loop {
         if guard.is_lost() {
-            break Outcome::Interrupted;
+            break ChildEnded::Interrupted;
         }
-        if let Some(cause) = driver::stop_cause(&engine, &child_id)? {
+        if let Some(cause) = stop::stop_cause(&engine, &child_id)? {
             let mut plan = engine.plan(&child_id)?;
-            break match driver::stop(&mut engine, &mut plan, cause)? {
-                driver::Stopped::Cancelled { .. } => Outcome::Cancelled,
-                _ => Outcome::Interrupted,
+            break match stop::stop(&mut engine, &mut plan, cause)? {
+                driven::Stopped::Cancelled { .. } => ChildEnded::Cancelled,
+                _ => ChildEnded::Interrupted,
             };
         }
         let mut plan = engine.plan(&child_id)?;
         match transitions::next(plan.phase(), plan.state(), Drive::Child) {
-            Next::Cancelled => break Outcome::Cancelled,
-            Next::Strategize => match strategize::run(&mut engine, &mut plan, &[])? {
-                strategize::Ended::Complete { .. } => continue,
-                strategize::Ended::Stopped => {}
-                strategize::Ended::AwaitingDecisions(a) => {
-                    break Outcome::Failed {
+            Work::Cancelled => break ChildEnded::Cancelled,
+            Work::Strategize => match strategize::run(&mut engine, &mut plan, &[])? {
+                Ended::Complete => continue,
+                Ended::Stopped => {}
+                Ended::Awaiting(a) => {
+                    break ChildEnded::Failed {
                         code: "CHILD_NEEDS_HUMAN".into(),
                         message: format!(
                             // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
@@ -170,31 +173,29 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
                         ),
                     };
                 }
-                strategize::Ended::Errored { code, message } => {
-                    break Outcome::Failed { code, message };
+                Ended::Errored { code, message } => {
+                    break ChildEnded::Failed { code, message };
                 }
             },
-            Next::EnterExecute | Next::ResumeExecute => {
-                match execute::run(&mut engine, &mut plan)? {
-                    execute::Ended::Complete => continue,
-                    execute::Ended::Stopped => {}
-                    execute::Ended::AwaitingApproval(a) | execute::Ended::AwaitingDecision(a) => {
-                        break Outcome::Failed {
-                            code: "CHILD_NEEDS_HUMAN".into(),
-                            message: format!(
-                                "it waits for approval {}; answer it, then run the parent again",
-                                a.first().map(|a| a.approval_id.as_str()).unwrap_or("?")
-                            ),
-                        };
-                    }
-                    execute::Ended::Errored { code, message } => {
-                        break Outcome::Failed { code, message };
-                    }
+            Work::EnterExecute | Work::ResumeExecute => match super::run(&mut engine, &mut plan)? {
+                Ended::Complete => continue,
+                Ended::Stopped => {}
+                Ended::Awaiting(a) => {
+                    break ChildEnded::Failed {
+                        code: "CHILD_NEEDS_HUMAN".into(),
+                        message: format!(
+                            "it waits for approval {}; answer it, then run the parent again",
+                            a.first().map(|a| a.approval_id.as_str()).unwrap_or("?")
+                        ),
+                    };
                 }
-            }
-            Next::ExecuteDone => break Outcome::Succeeded,
-            Next::EnterApply | Next::ResumeApply | Next::Applied | Next::Refused => {
-                break Outcome::Failed {
+                Ended::Errored { code, message } => {
+                    break ChildEnded::Failed { code, message };
+                }
+            },
+            Work::ExecuteDone => break ChildEnded::Succeeded,
+            Work::EnterApply | Work::ResumeApply | Work::Applied | Work::Refused => {
+                break ChildEnded::Failed {
                     code: "CHILD_FAILED".into(),
                     message: format!(
                         "it is at {}/{}, which a child cannot run from",
@@ -206,8 +207,8 @@ fn run_child(seed: &EngineSeed, child_id: Id) -> Result<Outcome, RunError> {
         }
         // A phase stopped: find out why at the top of the loop; a stop nobody asked for
         // (a lost lease) ends the run.
-        if driver::stop_cause(&engine, &child_id)?.is_none() {
-            break Outcome::Interrupted;
+        if stop::stop_cause(&engine, &child_id)?.is_none() {
+            break ChildEnded::Interrupted;
         }
     };
     drop(guard);
@@ -238,11 +239,11 @@ fn members(store: &Store, step: &Decision) -> Result<Vec<Decision>, RunError> {
 /// # Errors
 /// Store errors.
 pub(crate) fn sandbox_widening(
-    engine: &Engine,
+    engine: &Lifecycle,
     plan: &Plan,
     s: &Spawn,
 ) -> Result<Vec<String>, RunError> {
-    let parent = super::execute::policy(engine, plan)?.shell;
+    let parent = super::policy(engine, plan)?.shell;
     let Some(action) = engine.store().action_by_name(&s.action)? else {
         return Ok(Vec::new());
     };
@@ -332,7 +333,7 @@ fn spawn_approval(store: &Store, plan: &Id, decision: &Id) -> Result<Option<Appr
 /// [`RunError`] for store and sandbox failures; a child that fails or conflicts is a
 /// [`StepEnd::Failed`].
 pub(crate) fn run_step(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     step: &Decision,
     stop: Arc<AtomicBool>,
@@ -382,7 +383,7 @@ pub(crate) fn run_step(
 /// # Errors
 /// [`RunError`] for store and sandbox failures.
 pub(crate) fn spawns_in(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     spawns: &[Spawn],
     group: Option<&str>,
@@ -429,7 +430,7 @@ type MergeResult = Result<Map<String, Value>, (String, Vec<String>)>;
 
 /// Step 0 of a spawn: nesting. Each level's sandbox borrows its parent's objects, and git
 /// follows at most five levels of alternates.
-fn nesting_refused(engine: &Engine, plan: &Plan) -> Result<Option<StepEnd>, RunError> {
+fn nesting_refused(engine: &Lifecycle, plan: &Plan) -> Result<Option<StepEnd>, RunError> {
     let mut depth = 0;
     let mut up = plan.parent_plan_id;
     while let Some(p) = up {
@@ -454,7 +455,7 @@ fn nesting_refused(engine: &Engine, plan: &Plan) -> Result<Option<StepEnd>, RunE
 /// yes, whatever the profile says (docs/sandbox.md, "Child plans"). Returns the approved
 /// spawns and the report rows of the rejected ones, or the step's end while approvals wait.
 fn approve<'s>(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     spawns: &'s [Spawn],
     group: Option<&str>,
@@ -547,7 +548,7 @@ struct Branch {
 
 /// Step 2 of a spawn: the branch point, every target sandboxed and checkpointed.
 fn branch_point(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     approved: &[&Spawn],
@@ -608,7 +609,7 @@ fn branch_point(
 /// run again); its other children that did not finish are cancelled. Returns the reused
 /// children by spawn decision.
 fn settle_earlier_run(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     approved: &[&Spawn],
@@ -662,7 +663,11 @@ fn settle_earlier_run(
 
 /// Cancels a child of an earlier run of the spawn step that did not finish; commands a
 /// vanished process left running in its sandboxes go first.
-fn cancel_stale_child(engine: &Engine, sandboxes: &Sandboxes, child: Plan) -> Result<(), RunError> {
+fn cancel_stale_child(
+    engine: &Lifecycle,
+    sandboxes: &Sandboxes,
+    child: Plan,
+) -> Result<(), RunError> {
     crate::tools::shell::kill_orphans(&sandboxes.plan_dir(&child.plan_id));
     let mut e = engine.seed().open()?;
     e.recover(&child.plan_id)?;
@@ -681,7 +686,7 @@ struct Spawned<'s> {
 
 /// Step 4 of a spawn: creates the children (or reuses them), in spawn order.
 fn create_children<'s>(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan: &Plan,
     approved: &[&'s Spawn],
     group: Option<&str>,
@@ -773,12 +778,12 @@ fn create_children<'s>(
 /// `max-parallel-children` at once for a group; every child of a group runs to its end
 /// whatever its siblings do. `None` when the parent was stopped (cancelled or interrupted).
 fn run_children(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     group: Option<&str>,
     spawned: &Spawned<'_>,
     stop: &AtomicBool,
-) -> Result<Option<Vec<Outcome>>, RunError> {
+) -> Result<Option<Vec<ChildEnded>>, RunError> {
     let children = &spawned.children;
     let limit = if group.is_some() {
         engine.max_parallel_children().min(children.len()).max(1)
@@ -803,19 +808,19 @@ fn run_children(
     })?;
     engine.flush(plan_id)?;
     if let Some(cause) = stop_cause {
-        if cause == driver::StopCause::Cancel {
+        if cause == stop::StopCause::Cancel {
             cancel_unstarted(&pool.seed, children)?;
         }
         return Ok(None);
     }
-    let outcomes: Vec<Outcome> = pool
+    let outcomes: Vec<ChildEnded> = pool
         .results
         .into_inner()
         .expect("results lock")
         .into_iter()
-        .map(|o| o.unwrap_or(Outcome::Interrupted))
+        .map(|o| o.unwrap_or(ChildEnded::Interrupted))
         .collect();
-    if outcomes.contains(&Outcome::Interrupted) {
+    if outcomes.contains(&ChildEnded::Interrupted) {
         return Ok(None);
     }
     Ok(Some(outcomes))
@@ -824,9 +829,9 @@ fn run_children(
 /// What the worker threads of [`run_children`] share.
 struct ChildPool {
     queue: Mutex<VecDeque<usize>>,
-    results: Mutex<Vec<Option<Outcome>>>,
+    results: Mutex<Vec<Option<ChildEnded>>>,
     stop_all: AtomicBool,
-    seed: EngineSeed,
+    seed: LifecycleSeed,
     parent_observer: Arc<dyn Observer>,
     db: std::path::PathBuf,
     plan_id: Id,
@@ -841,7 +846,7 @@ impl ChildPool {
             };
             let (child_id, spawn) = spawned.children[i];
             let outcome = if spawned.reused.contains(&child_id) {
-                Outcome::Succeeded
+                ChildEnded::Succeeded
             } else {
                 self.run_one(child_id, spawn)
             };
@@ -850,7 +855,7 @@ impl ChildPool {
     }
 
     /// Runs one child and records its start and end on the parent.
-    fn run_one(&self, child_id: Id, spawn: &Spawn) -> Outcome {
+    fn run_one(&self, child_id: Id, spawn: &Spawn) -> ChildEnded {
         let id = child_id.to_string();
         let label = format!("child {} ({})", &id[..10.min(id.len())], spawn.action);
         let seed = self.seed.clone().with_observer(Arc::new(ChildObserver {
@@ -858,7 +863,7 @@ impl ChildPool {
             label,
         }));
         let outcome = if self.stop_all.load(Ordering::SeqCst) {
-            Ok(Outcome::Cancelled)
+            Ok(ChildEnded::Cancelled)
         } else {
             if let Ok(mut store) = Store::open(&self.db) {
                 let _ = store.set_child_status(&child_id, ChildStatus::Running, None, false);
@@ -873,18 +878,18 @@ impl ChildPool {
             }
             run_child(&seed, child_id)
         };
-        let outcome = outcome.unwrap_or_else(|e| Outcome::Failed {
+        let outcome = outcome.unwrap_or_else(|e| ChildEnded::Failed {
             code: "CHILD_FAILED".into(),
             message: e.to_string(),
         });
         if let Ok(mut store) = Store::open(&self.db) {
             let (status, detail) = match &outcome {
-                Outcome::Succeeded => (ChildStatus::Succeeded, json!({})),
-                Outcome::Failed { code, message } => (
+                ChildEnded::Succeeded => (ChildStatus::Succeeded, json!({})),
+                ChildEnded::Failed { code, message } => (
                     ChildStatus::Failed,
                     json!({"code": code, "message": message}),
                 ),
-                Outcome::Cancelled | Outcome::Interrupted => (
+                ChildEnded::Cancelled | ChildEnded::Interrupted => (
                     ChildStatus::Cancelled,
                     json!({"stopped": format!("{outcome:?}").to_lowercase()}),
                 ),
@@ -893,7 +898,7 @@ impl ChildPool {
                 &child_id,
                 status,
                 Some(&detail),
-                !matches!(outcome, Outcome::Succeeded),
+                !matches!(outcome, ChildEnded::Succeeded),
             );
             let _ = parent_event(
                 &mut store,
@@ -913,12 +918,12 @@ impl ChildPool {
 /// The parent watches for cancellation and Ctrl-C while its children run; on either it stops
 /// the pool and (on cancel) asks every child to cancel. Returns why it stopped, if it did.
 fn watch_children(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     plan_id: &Id,
     pool: &ChildPool,
     children: &[(Id, &Spawn)],
     stop: &AtomicBool,
-) -> Result<Option<driver::StopCause>, RunError> {
+) -> Result<Option<stop::StopCause>, RunError> {
     let mut stop_cause = None;
     loop {
         if pool
@@ -930,12 +935,12 @@ fn watch_children(
         {
             return Ok(stop_cause);
         }
-        let cause = driver::stop_cause(engine, plan_id)?;
+        let cause = stop::stop_cause(engine, plan_id)?;
         if (cause.is_some() || stop.load(Ordering::SeqCst)) && !pool.stop_all.load(Ordering::SeqCst)
         {
             pool.stop_all.store(true, Ordering::SeqCst);
-            stop_cause = cause.or(Some(driver::StopCause::Cancel));
-            if cause != Some(driver::StopCause::Interrupt) {
+            stop_cause = cause.or(Some(stop::StopCause::Cancel));
+            if cause != Some(stop::StopCause::Interrupt) {
                 let reason = engine.store().plan_cancel_reason(plan_id)?;
                 let why = format!(
                     "its parent {plan_id} was cancelled{}",
@@ -954,7 +959,7 @@ fn watch_children(
 }
 
 /// Children never started are cancelled with the parent.
-fn cancel_unstarted(seed: &EngineSeed, children: &[(Id, &Spawn)]) -> Result<(), RunError> {
+fn cancel_unstarted(seed: &LifecycleSeed, children: &[(Id, &Spawn)]) -> Result<(), RunError> {
     for (child, _) in children {
         let mut e = seed.open()?;
         let mut p = e.plan(child)?;
@@ -970,7 +975,7 @@ fn cancel_unstarted(seed: &EngineSeed, children: &[(Id, &Spawn)]) -> Result<(), 
 /// merged then).
 fn outcome_report(
     children: &[(Id, &Spawn)],
-    outcomes: &[Outcome],
+    outcomes: &[ChildEnded],
     skipped: Vec<Value>,
 ) -> Early<Vec<Value>> {
     let mut report: Vec<Value> = children
@@ -981,8 +986,8 @@ fn outcome_report(
                 "child_plan_id": id.to_string(),
                 "action": s.action,
                 "spawn_decision_id": s.decision_id.to_string(),
-                "status": match o { Outcome::Succeeded => "succeeded", Outcome::Failed { .. } => "failed", _ => "cancelled" },
-                "error": match o { Outcome::Failed { code, message } => json!({"code": code, "message": message}), _ => Value::Null },
+                "status": match o { ChildEnded::Succeeded => "succeeded", ChildEnded::Failed { .. } => "failed", _ => "cancelled" },
+                "error": match o { ChildEnded::Failed { code, message } => json!({"code": code, "message": message}), _ => Value::Null },
             })
         })
         .collect();
@@ -991,11 +996,11 @@ fn outcome_report(
         .iter()
         .zip(outcomes)
         .filter_map(|((id, s), o)| match o {
-            Outcome::Failed { code, message } => Some(format!(
+            ChildEnded::Failed { code, message } => Some(format!(
                 "child plan {id} ({}) failed ({code}): {message}",
                 s.action
             )),
-            Outcome::Cancelled => Some(format!("child plan {id} ({}) was cancelled", s.action)),
+            ChildEnded::Cancelled => Some(format!("child plan {id} ({}) was cancelled", s.action)),
             _ => None,
         })
         .collect();
@@ -1021,7 +1026,7 @@ fn outcome_report(
 /// Step 6 of a spawn: merges every child back into the parent's sandboxes, in spawn order;
 /// the first conflict ends the step.
 fn merge_back(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     children: &[(Id, &Spawn)],
@@ -1056,7 +1061,7 @@ fn merge_back(
 /// Merges one child's sandboxes into its parent's and records the result on both; the
 /// merged resources, or the resource and paths of a conflict.
 fn merge_child_in(
-    engine: &mut Engine,
+    engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     child: &Id,
@@ -1120,42 +1125,6 @@ fn merge_child_in(
         }),
     )?;
     Ok(Ok(merged))
-}
-
-/// Cancels the children of a plan that nobody drives any more (the parent was cancelled while
-/// no process ran it), recursively.
-///
-/// # Errors
-/// [`RunError`].
-pub(crate) fn cancel_children(engine: &Engine, parent: &Id, reason: &str) -> Result<(), RunError> {
-    let seed = engine.seed();
-    for link in engine.store().children_of(parent)? {
-        let mut e = seed.open()?;
-        let Some(p) = e.store().plan(&link.child_plan_id)? else {
-            continue;
-        };
-        if p.state() == ProcessingState::Cancelled || p.phase() == Phase::Applied {
-            continue;
-        }
-        let _ = driver::cancel(
-            &mut e,
-            &link.child_plan_id,
-            Some(&format!("its parent {parent} was cancelled: {reason}")),
-            Duration::from_secs(5),
-        );
-        if matches!(
-            link.status,
-            ChildStatus::Pending | ChildStatus::Running | ChildStatus::Succeeded
-        ) {
-            e.store_mut().set_child_status(
-                &link.child_plan_id,
-                ChildStatus::Cancelled,
-                Some(&json!({"reason": "the parent was cancelled"})),
-                true,
-            )?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
