@@ -106,17 +106,15 @@ pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
 }
 
 /// The CLI error for a context error.
-pub(crate) fn context_error(e: ContextError, ctx: &Context) -> CliError {
+pub(crate) fn context_error(e: ContextError) -> CliError {
     let message = e.to_string();
     match e {
         ContextError::NotFound { .. } => {
-            CliError::new("NOT_FOUND", message).hint(ctx.suggest("actor context list"))
+            CliError::new("NOT_FOUND", message).hint("agents actor context list")
         }
         ContextError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
             "replace it with --update: {}",
-            ctx.suggest(&format!(
-                "actor context import --update --input FILE {name}"
-            ))
+            format!("agents actor context import --update --input FILE {name}")
         )),
         ContextError::BadName(_) | ContextError::Import { .. } => CliError::invalid_input(message),
         ContextError::File { .. } => CliError::new("IO_ERROR", message),
@@ -132,7 +130,7 @@ fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
     let store = ctx.store()?;
     let re = view::regex(regex, "agents actor context list '^docs'")?;
     let rows: Vec<contexts::ContextSummary> = contexts::list(&store)
-        .map_err(|e| context_error(e, ctx))?
+        .map_err(|e| context_error(e))?
         .into_iter()
         .filter(|c| re.as_ref().is_none_or(|re| re.is_match(&c.name)))
         .collect();
@@ -191,7 +189,7 @@ fn message_row(m: &Message) -> (&'static str, String) {
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let store = ctx.store()?;
-    let d = contexts::get(&store, name).map_err(|e| context_error(e, ctx))?;
+    let d = contexts::get(&store, name).map_err(|e| context_error(e))?;
     let s = &d.summary;
     let mut messages = Vec::new();
     let mut files = Vec::new();
@@ -260,7 +258,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
 
 fn export(ctx: &Context, name: &str, output: &std::path::Path) -> Result<Report, CliError> {
     let store = ctx.store()?;
-    let (doc, sum, d) = contexts::export(&store, name).map_err(|e| context_error(e, ctx))?;
+    let (doc, sum, d) = contexts::export(&store, name).map_err(|e| context_error(e))?;
     let text = serde_json::to_string_pretty(&doc).expect("a document serializes");
     std::fs::write(output, format!("{text}\n")).map_err(|e| {
         CliError::new(
@@ -301,7 +299,7 @@ fn import(
     let mut store = ctx.store()?;
     let done = contexts::import(&mut store, input, name, update).map_err(|e| match e {
         ContextError::File { .. } => CliError::new("IO_ERROR", format!("--input {e}")),
-        other => context_error(other, ctx),
+        other => context_error(other),
     })?;
     let s = &done.summary;
     Ok(Report::ok(
@@ -342,7 +340,7 @@ fn remove(ctx: &Context, t: &Target, what: Removal) -> Result<Report, CliError> 
     let names = t.name.clone().map(|n| vec![n]);
     if let Some(n) = &names {
         // Name the miss before asking anything.
-        contexts::get(&store, &n[0]).map_err(|e| context_error(e, ctx))?;
+        contexts::get(&store, &n[0]).map_err(|e| context_error(e))?;
     }
     let target = match &t.name {
         Some(n) => format!("context {n}"),
@@ -361,7 +359,7 @@ fn remove(ctx: &Context, t: &Target, what: Removal) -> Result<Report, CliError> 
         )),
     )?;
     let removed =
-        contexts::remove(&mut store, names.as_deref(), what).map_err(|e| context_error(e, ctx))?;
+        contexts::remove(&mut store, names.as_deref(), what).map_err(|e| context_error(e))?;
     let items: u64 = removed.iter().map(|r| r.items).sum();
     let freed: u64 = removed.iter().map(|r| r.bytes).sum();
     Ok(Report::ok(

@@ -112,7 +112,7 @@ pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
         env_var,
         &interrupted,
     )
-    .map_err(|e| start_error(e, &name, ctx))?;
+    .map_err(|e| start_error(e, &name))?;
     report(ctx, &request, &result, output)
 }
 
@@ -144,7 +144,7 @@ fn report(
         ctx.suggest(&format!("plan diff {}", result.run_id))
     );
     if let Stop::Failed { error } = &run.stop {
-        return Err(provider_error(error, ctx).data(data).hint(where_hint));
+        return Err(provider_error(error).data(data).hint(where_hint));
     }
     if let Stop::Cancelled = &run.stop {
         return Err(super::interrupt::cancelled().data(data).hint(where_hint));
@@ -362,11 +362,24 @@ fn known(reported: bool, n: u64) -> Cell {
     }
 }
 
+/// A model run that stopped without its answer: why, with the run's data and `hints` after
+/// the stop's own.
+pub(crate) fn stopped_error(stop: &Stop, hints: Vec<String>, data: Value) -> CliError {
+    let err = match stop {
+        Stop::Failed { error } => provider_error(error).data(data),
+        Stop::Cancelled => super::interrupt::cancelled().data(data),
+        other => CliError::new("PROVIDER_UNAVAILABLE", other.describe())
+            .data(data)
+            .hint("raise `providers.NAME.step_deadline_secs`, or ask for less in one run"),
+    };
+    hints.into_iter().fold(err, CliError::hint)
+}
+
 /// Errors before the first model call.
-fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
+pub(crate) fn start_error(e: OneShotError, name: &str) -> CliError {
     match e {
         OneShotError::Provider(ProviderError::UnknownProvider { .. }) if !name.contains('/') => {
-            provider_error(&ProviderError::BadModelName { name: name.into() }, ctx)
+            provider_error(&ProviderError::BadModelName { name: name.into() })
         }
         OneShotError::Provider(ProviderError::UnknownProvider { name: ns, known }) => {
             CliError::new(
@@ -377,11 +390,11 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
             )
             .hint(format!(
                 "configure it: {}",
-                ctx.suggest(&format!("config set providers.{ns}.kind openai"))
+                format!("agents config set providers.{ns}.kind openai")
             ))
-            .hint(ctx.suggest(&format!("actor show {name}")))
+            .hint(format!("agents actor show {name}"))
         }
-        OneShotError::Provider(p) => provider_error(&p, ctx),
+        OneShotError::Provider(p) => provider_error(&p),
         OneShotError::Skill(s) => s.into(),
         OneShotError::CustomSkill(s) => s.into(),
         OneShotError::Tools(m) => CliError::new("TOOL_FAILED", m),
@@ -391,12 +404,12 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
         OneShotError::Runtime(r) => CliError::invalid_input(r.to_string()),
         OneShotError::Store(s) => s.into(),
         OneShotError::Io(io) => CliError::new("IO_ERROR", io.to_string()),
-        OneShotError::Context(c) => super::actor_context::context_error(c, ctx),
+        OneShotError::Context(c) => super::actor_context::context_error(c),
     }
 }
 
 /// A provider failure, with what to do about it.
-pub(crate) fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
+pub(crate) fn provider_error(e: &ProviderError) -> CliError {
     let message = e.to_string();
     match e {
         ProviderError::BadModelName { .. } | ProviderError::Invalid { .. } => {
@@ -411,7 +424,7 @@ pub(crate) fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
         ProviderError::UnknownProvider { .. } => CliError::new("NOT_FOUND", message),
         ProviderError::Config { provider, .. } | ProviderError::NotFound { provider, .. } => {
             CliError::new("PROVIDER_ERROR", message)
-                .hint(ctx.suggest(&format!("config list providers.{provider}")))
+                .hint(format!("agents config list providers.{provider}"))
         }
         _ => CliError::new("PROVIDER_ERROR", message),
     }

@@ -33,6 +33,8 @@ pub fn spawn(env: &Env, token_name: &str, start_args: &[&str]) -> (String, Strin
     let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let mut child = env
         .local_command(&[&["server", "start"], start_args].concat())
+        // The server makes the model calls with its own keys: the scripted provider's.
+        .env("SCRIPTED_API_KEY", "sk-test")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
