@@ -335,6 +335,7 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
         Request::Session(r) => {
             Response::Session(Box::new(super::session_views::answer(engine, r)?))
         }
+        Request::RunCall(r) => Response::RunCall(Box::new(super::run_views::answer(engine, r)?)),
     })
 }
 

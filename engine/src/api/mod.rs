@@ -30,6 +30,7 @@ mod registry;
 pub mod registry_views;
 mod remote;
 mod run;
+pub mod run_views;
 pub mod session_views;
 mod status;
 pub mod tokens;

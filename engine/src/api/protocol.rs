@@ -87,6 +87,8 @@ pub enum Request {
     Definition(super::definition_views::DefinitionQuery),
     /// Sessions, child plans, actor runs.
     Session(super::session_views::SessionRequest),
+    /// Direct runs: `actor run`, actor contexts, `tool run`.
+    RunCall(super::run_views::RunRequest),
 }
 
 impl Request {
@@ -110,6 +112,7 @@ impl Request {
             Request::Registry(_) => "registry",
             Request::Definition(_) => "definition",
             Request::Session(_) => "session",
+            Request::RunCall(_) => "run_call",
         }
     }
 }
@@ -152,6 +155,8 @@ pub enum Response {
     Definition(Box<super::definition_views::DefinitionView>),
     /// [`Request::Session`].
     Session(Box<super::session_views::SessionView>),
+    /// [`Request::RunCall`].
+    RunCall(Box<super::run_views::RunView>),
 }
 
 impl Response {
@@ -175,6 +180,7 @@ impl Response {
             Response::Registry(_) => "registry",
             Response::Definition(_) => "definition",
             Response::Session(_) => "session",
+            Response::RunCall(_) => "run_call",
         }
     }
 }
