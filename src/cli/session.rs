@@ -1,6 +1,7 @@
 //! `agents session create|list|show|delete|export|import|tell` (spec sections 06 and 20).
 //!
-//! Sessions are stored in the database with stable ids (`cleveragents_engine::session`). `tell`
+//! Sessions are stored in the database with stable ids, and go through the engine's protocol
+//! ([`cleveragents_engine::api::session_views`]). `tell`
 //! runs the orchestrator, whose tools run `agents` commands in-process through
 //! [`dispatch`](super::dispatch) exactly as typed ones, with `--format json`.
 
@@ -526,7 +527,7 @@ fn export_cmd(ctx: &Context, input: &str, output: Option<PathBuf>) -> Result<Rep
         }
     };
     let text = &e.text;
-    cleveragents_engine::safe_write::replace_file(&path, text.as_bytes()).map_err(|err| {
+    api_sessions::replace_file(&path, text.as_bytes()).map_err(|err| {
         CliError::new("IO_ERROR", format!("cannot write {}: {err}", path.display()))
             .hint("pass --output FILE in a writable directory")
     })?;
@@ -690,7 +691,7 @@ impl Commands for InProcess {
         let exit_code = i32::from(outcome.exit().code());
         let mut buf = Vec::new();
         let _ = output::emit(&outcome, Format::Json, &terminal, Duration::ZERO, &mut buf);
-        let clean = cleveragents_engine::redact::redact_bytes(&buf);
+        let clean = api_sessions::redact_bytes(&buf);
         CommandResult {
             exit_code,
             envelope: serde_json::from_slice(&clean).unwrap_or(Value::Null),
@@ -726,7 +727,7 @@ fn on_event(format: Format) -> impl Fn(Value) + Send + Sync {
             _ => return,
         };
         let mut out = std::io::stdout().lock();
-        let _ = out.write_all(&cleveragents_engine::redact::redact_bytes(text.as_bytes()));
+        let _ = out.write_all(&api_sessions::redact_bytes(text.as_bytes()));
         let _ = out.flush();
     }
 }
@@ -736,7 +737,7 @@ fn on_event(format: Format) -> impl Fn(Value) + Send + Sync {
 fn print_stream(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(&cleveragents_engine::redact::redact_bytes(text.as_bytes()));
+    let _ = out.write_all(&api_sessions::redact_bytes(text.as_bytes()));
     let _ = out.flush();
 }
 

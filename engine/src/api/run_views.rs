@@ -21,7 +21,10 @@ pub use crate::actor_run::contexts::{
     ContextDetail, ContextError, ContextItem, ContextSummary, ImportedContext, Removal, Removed,
     SCHEMA_VERSION as CONTEXT_SCHEMA_VERSION,
 };
+pub use crate::actor_run::OneShotError;
 pub use crate::actors::messages::Message;
+pub use crate::actors::providers::ProviderError;
+pub use crate::actors::runtime::Stop;
 pub use actor_runs::{ActorRan, ActorRunRequest, ModelCallShown, ToolCallShown, run_actor};
 pub use tool_runs::{ToolChange, ToolRan, ToolRunRequest};
 

@@ -36,6 +36,9 @@ pub use session_changes::{
 };
 /// The orchestrator's commands and how one is answered (handed to [`super::Engine::with_commands`]).
 pub use crate::session::tools::{CommandResult, Commands};
+/// What the orchestrator's commands and streamed text pass through before they are shown or
+/// handed to the model (secrets masked), and how an export file is written (atomically).
+pub use crate::{redact::redact_bytes, safe_write::replace_file};
 /// Limits and the version of a session's export.
 pub use crate::session::{DEFAULT_ACTOR, DEFAULT_MAX_HISTORY, export::SCHEMA_VERSION as EXPORT_SCHEMA_VERSION};
 
