@@ -51,7 +51,7 @@ pub(crate) fn setup(script: Vec<Turn>) -> Setup {
     s
 }
 
-fn run(s: &Setup, args: &[&str]) -> (Value, i32) {
+pub(crate) fn run(s: &Setup, args: &[&str]) -> (Value, i32) {
     let mut all = vec!["--format", "json"];
     all.extend_from_slice(args);
     let out = s
