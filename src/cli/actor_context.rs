@@ -114,8 +114,7 @@ pub(crate) fn context_error(e: ContextError) -> CliError {
             CliError::new("NOT_FOUND", message).hint("agents actor context list")
         }
         ContextError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
-            "replace it with --update: {}",
-            format!("agents actor context import --update --input FILE {name}")
+            "replace it with --update: agents actor context import --update --input FILE {name}"
         )),
         ContextError::BadName(_) | ContextError::Import { .. } => CliError::invalid_input(message),
         ContextError::File { .. } => CliError::new("IO_ERROR", message),
@@ -302,12 +301,9 @@ fn import(
         };
         CliError::new("IO_ERROR", format!("--input {e}"))
     })?;
-    let done = ctx.client()?.import_actor_context(
-        &input.display().to_string(),
-        &text,
-        name,
-        update,
-    )?;
+    let done =
+        ctx.client()?
+            .import_actor_context(&input.display().to_string(), &text, name, update)?;
     let s = &done.summary;
     Ok(Report::ok(
         "actor context import",

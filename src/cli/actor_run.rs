@@ -309,8 +309,7 @@ pub(crate) fn start_error(e: OneShotError, name: &str) -> CliError {
                 ),
             )
             .hint(format!(
-                "configure it: {}",
-                format!("agents config set providers.{ns}.kind openai")
+                "configure it: agents config set providers.{ns}.kind openai"
             ))
             .hint(format!("agents actor show {name}"))
         }

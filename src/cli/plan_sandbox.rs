@@ -12,9 +12,7 @@ use super::{CliError, Context};
 use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone};
 use cleveragents_engine::api;
 use cleveragents_engine::domain::plan::Plan;
-use cleveragents_engine::sandbox::{
-    DEFAULT_RETENTION_DAYS, Sandboxes, lifetime,
-};
+use cleveragents_engine::sandbox::{DEFAULT_RETENTION_DAYS, Sandboxes, lifetime};
 use cleveragents_engine::store::Store;
 
 /// `agents plan ...` (sandbox commands).

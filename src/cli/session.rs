@@ -528,8 +528,11 @@ fn export_cmd(ctx: &Context, input: &str, output: Option<PathBuf>) -> Result<Rep
     };
     let text = &e.text;
     api_sessions::replace_file(&path, text.as_bytes()).map_err(|err| {
-        CliError::new("IO_ERROR", format!("cannot write {}: {err}", path.display()))
-            .hint("pass --output FILE in a writable directory")
+        CliError::new(
+            "IO_ERROR",
+            format!("cannot write {}: {err}", path.display()),
+        )
+        .hint("pass --output FILE in a writable directory")
     })?;
     Ok(Report::ok(
         "session export",
@@ -800,7 +803,12 @@ fn tell(ctx: &Context, args: TellArgs) -> Result<Report, CliError> {
     tell_report(&args.prompt, &told, args.stream, ctx)
 }
 
-fn tell_report(prompt: &str, told: &Told, streamed: bool, ctx: &Context) -> Result<Report, CliError> {
+fn tell_report(
+    prompt: &str,
+    told: &Told,
+    streamed: bool,
+    ctx: &Context,
+) -> Result<Report, CliError> {
     let data = &told.data;
     let text = |k: &str| data[k].as_str().unwrap_or_default().to_string();
     let number = |v: &Value| v.as_u64().unwrap_or_default();
@@ -808,10 +816,19 @@ fn tell_report(prompt: &str, told: &Told, streamed: bool, ctx: &Context) -> Resu
         serde_json::from_value(data["commands"].clone()).unwrap_or_default();
     let plans: Vec<String> = data["plans"]
         .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
-    let (actor, model, session_id, answer) =
-        (text("actor"), text("model"), text("session_id"), text("answer"));
+    let (actor, model, session_id, answer) = (
+        text("actor"),
+        text("model"),
+        text("session_id"),
+        text("answer"),
+    );
     let ran = commands.iter().filter(|c| c.status != "refused").count();
     let mut report = Report::ok(
         "session tell",
@@ -876,10 +893,19 @@ fn tell_report(prompt: &str, told: &Told, streamed: bool, ctx: &Context) -> Resu
     Ok(report.with(Element::panel(
         "Usage",
         [
-            ("Input Tokens", number(&data["usage"]["input_tokens"]).to_string()),
-            ("Output Tokens", number(&data["usage"]["output_tokens"]).to_string()),
+            (
+                "Input Tokens",
+                number(&data["usage"]["input_tokens"]).to_string(),
+            ),
+            (
+                "Output Tokens",
+                number(&data["usage"]["output_tokens"]).to_string(),
+            ),
             ("Cost", cost_text(data["cost_usd"].as_f64())),
-            ("Duration", format!("{:.1}s", told.duration_ms as f64 / 1000.0)),
+            (
+                "Duration",
+                format!("{:.1}s", told.duration_ms as f64 / 1000.0),
+            ),
             ("Tool Calls", number(&data["tool_calls"]).to_string()),
         ],
     )))

@@ -209,7 +209,7 @@ fn tool_run(
     let result = &ran.result;
     let mut report = Report::ok(
         "tool run",
-        &data,
+        data,
         format!("{tool} ran ({} change(s))", ran.changes.len()),
     )
     .with(Element::panel(

@@ -107,7 +107,8 @@ fn same_in_process_and_through_a_server(
     let server = Server::start(remote.env);
     let client = Env::new();
     let mut answers = Vec::new();
-    for ((args, (doc, code)), remote_args) in local_steps.iter().zip(local_answers).zip(&remote_steps)
+    for ((args, (doc, code)), remote_args) in
+        local_steps.iter().zip(local_answers).zip(&remote_steps)
     {
         let remote_args: Vec<&str> = remote_args.iter().map(String::as_str).collect();
         let (got, got_code) = server.client_json(&client, &remote_args);
@@ -145,7 +146,14 @@ fn session_create_tell_export_delete_and_import_through_a_server_answer_as_in_pr
         &|_, root| {
             let file = root.join("weekly.json").display().to_string();
             vec![
-                words(&["session", "create", "--name", "weekly", "--max-history", "5"]),
+                words(&[
+                    "session",
+                    "create",
+                    "--name",
+                    "weekly",
+                    "--max-history",
+                    "5",
+                ]),
                 words(&["session", "create", "--name", "weekly"]),
                 words(&["session", "tell", "--session", "weekly", "What is there?"]),
                 words(&["session", "show", "weekly"]),
@@ -160,7 +168,10 @@ fn session_create_tell_export_delete_and_import_through_a_server_answer_as_in_pr
     assert_eq!(codes(&answers), [0, 1, 0, 0, 0, 0, 1, 0, 0]);
     assert_eq!(answers[1].0["error"]["code"], "CONFLICT");
     assert_eq!(answers[2].0["data"]["answer"], "Nothing to do yet.");
-    assert_eq!(answers[3].0["data"]["messages"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        answers[3].0["data"]["messages"].as_array().map(Vec::len),
+        Some(2)
+    );
     assert_eq!(answers[7].0["data"]["messages"], 2, "{:#}", answers[7].0);
 }
 
@@ -176,7 +187,14 @@ fn actor_run_and_actor_contexts_through_a_server_answer_as_in_process() {
         &|_, root| {
             let file = root.join("notes.json").display().to_string();
             vec![
-                words(&["actor", "run", "--context", "notes", "scripted/m", "Say hello"]),
+                words(&[
+                    "actor",
+                    "run",
+                    "--context",
+                    "notes",
+                    "scripted/m",
+                    "Say hello",
+                ]),
                 words(&["actor", "run", "--context", "notes", "scripted/m", "Again"]),
                 words(&["actor", "run", "nope/m", "hi"]),
                 words(&["actor", "context", "list"]),
@@ -203,10 +221,8 @@ fn tool_run_through_a_server_runs_in_the_servers_sandbox_and_answers_as_in_proce
         let target = root.join("target");
         std::fs::create_dir_all(&target).unwrap();
         std::fs::write(target.join("a.txt"), "alpha\n").unwrap();
-        let mut store = cleveragents_engine::store::Store::open(
-            &env.data_dir.join("cleveragents.db"),
-        )
-        .unwrap();
+        let mut store =
+            cleveragents_engine::store::Store::open(&env.data_dir.join("cleveragents.db")).unwrap();
         let mut plan = cleveragents_engine::domain::plan::Plan::new(
             "local/refactor",
             "refactor",
@@ -240,5 +256,9 @@ fn tool_run_through_a_server_runs_in_the_servers_sandbox_and_answers_as_in_proce
     assert_eq!(codes(&answers), [0, 0, 0, 1, 1]);
     assert_eq!(answers[2].0["data"]["result"]["content"], "bravo\n");
     assert_eq!(answers[3].0["error"]["code"], "INVALID_INPUT");
-    assert!(answers[3].0["data"]["call"]["seq"].is_number(), "{:#}", answers[3].0);
+    assert!(
+        answers[3].0["data"]["call"]["seq"].is_number(),
+        "{:#}",
+        answers[3].0
+    );
 }

@@ -175,7 +175,10 @@ fn mask_ids_and_times(s: &str) -> String {
             // Commits and trees (their hashes hold commit times) and other test roots.
             (regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap(), "<oid>"),
             // Checksums of exported documents (they hold ids and times).
-            (regex::Regex::new(r"sha256:[0-9a-f]{64}").unwrap(), "sha256:<sum>"),
+            (
+                regex::Regex::new(r"sha256:[0-9a-f]{64}").unwrap(),
+                "sha256:<sum>",
+            ),
             (
                 regex::Regex::new(r"/tmp/\.tmp[A-Za-z0-9]+").unwrap(),
                 "<tmp>",

@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 use super::protocol::{self, Request, Response};
 use super::{ApiError, Client, Engine};
 
+pub use crate::actor_run::OneShotError;
 pub use crate::actor_run::contexts::{
     ContextDetail, ContextError, ContextItem, ContextSummary, ImportedContext, Removal, Removed,
     SCHEMA_VERSION as CONTEXT_SCHEMA_VERSION,
 };
-pub use crate::actor_run::OneShotError;
 pub use crate::actors::messages::Message;
 pub use crate::actors::providers::ProviderError;
 pub use crate::actors::runtime::Stop;

@@ -25,22 +25,24 @@ pub use crate::registry::plan_use::Request as NewPlan;
 pub use crate::review::{Item as ReviewItem, Mark as ReviewMark, Review, ReviewFile};
 pub use crate::sandbox::diff::{FileDiff, FileStatus, Hunk, HunkLine, LineKind};
 pub use crate::session::orchestrator::TellError;
+/// The orchestrator's commands and how one is answered (handed to [`super::Engine::with_commands`]).
+pub use crate::session::tools::{CommandResult, Commands};
+/// Limits and the version of a session's export.
+pub use crate::session::{
+    DEFAULT_ACTOR, DEFAULT_MAX_HISTORY, export::SCHEMA_VERSION as EXPORT_SCHEMA_VERSION,
+};
 pub use crate::session::{
     ExecutedCommand, LinkedPlan, Role, Session, SessionDetail, SessionError, SessionMessage,
     SessionSummary, Totals,
 };
 pub use crate::store::corrections::Reached;
+/// What the orchestrator's commands and streamed text pass through before they are shown or
+/// handed to the model (secrets masked), and how an export file is written (atomically).
+pub use crate::{redact::redact_bytes, safe_write::replace_file};
 pub use session_changes::{
     ActorShown, SessionCreated, SessionDeleted, SessionExported, SessionImported, TellRequest,
     Told, tell,
 };
-/// The orchestrator's commands and how one is answered (handed to [`super::Engine::with_commands`]).
-pub use crate::session::tools::{CommandResult, Commands};
-/// What the orchestrator's commands and streamed text pass through before they are shown or
-/// handed to the model (secrets masked), and how an export file is written (atomically).
-pub use crate::{redact::redact_bytes, safe_write::replace_file};
-/// Limits and the version of a session's export.
-pub use crate::session::{DEFAULT_ACTOR, DEFAULT_MAX_HISTORY, export::SCHEMA_VERSION as EXPORT_SCHEMA_VERSION};
 
 /// One call of this family.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

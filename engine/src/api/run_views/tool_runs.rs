@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::api::{ApiError, ErrorCode, Engine};
+use crate::api::{ApiError, Engine, ErrorCode};
 use crate::domain::plan::Plan;
 use crate::sandbox::git_sandbox::preflight;
 use crate::sandbox::{SandboxTarget, Sandboxes, TargetKind};
@@ -67,7 +67,12 @@ pub struct ToolRan {
 }
 
 /// Loads a plan by id or prefix after sweeping orphaned and expired sandboxes.
-fn open(engine: &Engine, store: &mut Store, sandboxes: &Sandboxes, plan: &str) -> Result<Plan, ApiError> {
+fn open(
+    engine: &Engine,
+    store: &mut Store,
+    sandboxes: &Sandboxes,
+    plan: &str,
+) -> Result<Plan, ApiError> {
     if let Err(e) = crate::sandbox::lifetime::sweep(
         store,
         sandboxes,
@@ -196,8 +201,8 @@ pub(super) fn run(engine: &Engine, r: ToolRunRequest) -> Result<ToolRan, ApiErro
     Ok(ToolRan {
         plan_id: plan.plan_id.to_string(),
         resource_name: call.record.resource_name.clone(),
-        seq: call.record.seq as u64,
-        duration_ms: call.record.duration_ms as u64,
+        seq: call.record.seq,
+        duration_ms: call.record.duration_ms,
         changes: call
             .changes
             .iter()
@@ -205,7 +210,7 @@ pub(super) fn run(engine: &Engine, r: ToolRunRequest) -> Result<ToolRan, ApiErro
                 operation: c.operation.as_str().to_string(),
                 path: c.path.clone(),
                 old_path: c.old_path.clone(),
-                new_size: c.new_size.map(|s| s as u64),
+                new_size: c.new_size,
             })
             .collect(),
         result,

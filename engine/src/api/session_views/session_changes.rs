@@ -210,7 +210,11 @@ pub(super) fn delete(engine: &Engine, input: &str) -> Result<SessionDeleted, Api
     let id = d.session.session_id;
     let bytes: u64 = d.messages.iter().map(|m| m.content.len() as u64).sum();
     sessions::delete(&mut store, &id)?;
-    let actions_dir = engine.paths().data_dir.join("sessions").join(id.to_string());
+    let actions_dir = engine
+        .paths()
+        .data_dir
+        .join("sessions")
+        .join(id.to_string());
     let files_removed = actions_dir.exists() && std::fs::remove_dir_all(&actions_dir).is_ok();
     Ok(SessionDeleted {
         session_id: id.to_string(),
@@ -264,14 +268,13 @@ pub(super) fn import(
     });
     let mut store = engine.store()?;
     let actor = imported.detail.session.actor.clone();
-    let actor_ref = match engine
-        .config()
-        .map_err(|e| e.to_string())
-        .and_then(|c| orchestrator::resolve(&store, c, &actor, &env_var).map_err(|e| e.to_string()))
-    {
-        Ok(_) => "resolved".to_string(),
-        Err(e) => format!("unresolved: {e}"),
-    };
+    let actor_ref =
+        match engine.config().map_err(|e| e.to_string()).and_then(|c| {
+            orchestrator::resolve(&store, c, &actor, &env_var).map_err(|e| e.to_string())
+        }) {
+            Ok(_) => "resolved".to_string(),
+            Err(e) => format!("unresolved: {e}"),
+        };
     let automation_profile_ref = match crate::registry::profiles::find(
         &store,
         &imported.detail.session.automation_profile,
