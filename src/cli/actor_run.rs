@@ -80,7 +80,8 @@ pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
         resource,
         unsafe_tools: unsafe_,
         context,
-        context_dir,
+        // Relative to where the command was typed, wherever the actor runs.
+        context_dir: context_dir.map(|p| std::path::absolute(&p).unwrap_or(p)),
         load_context,
     };
     let ran = if ctx.server.is_some() {

@@ -49,6 +49,8 @@ pub fn exit_of(code: ErrorCode) -> Exit {
         | C::ProviderError
         | C::ToolFailed
         | C::UnsafeTool
+        | C::PermissionDenied
+        | C::AlreadyExists
         | C::ChecksFailed
         | C::Internal
         | C::Unauthenticated => Exit::Failure,

@@ -203,7 +203,8 @@ fn tool_run(
         arguments,
         resource,
         skill,
-        target_path,
+        // Relative to where the command was typed, wherever the tool runs.
+        target_path: target_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
     })?;
     let data = &ran.data;
     let result = &ran.result;

@@ -83,6 +83,10 @@ error_codes! {
     ToolFailed => "TOOL_FAILED",
     /// A tool would act outside what the plan may touch.
     UnsafeTool => "UNSAFE_TOOL",
+    /// A tool call was refused by the plan's policy or the sandbox's confinement.
+    PermissionDenied => "PERMISSION_DENIED",
+    /// A tool would create a file that exists (without `overwrite`).
+    AlreadyExists => "ALREADY_EXISTS",
     /// `diagnostics` found errors.
     ChecksFailed => "CHECKS_FAILED",
     /// A bug: something the engine should never do.
