@@ -87,6 +87,7 @@ pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
     let ran = if ctx.server.is_some() {
         ctx.client()?.run_actor(request.clone())?
     } else {
+        ctx.config()?;
         let guard = super::interrupt::Guard::new();
         let interrupted = move || guard.interrupted();
         run_views::run_actor(&ctx.registry_engine(), &request, &interrupted)?

@@ -199,6 +199,10 @@ fn create(
     profile: Option<String>,
     max_history: u32,
 ) -> Result<Report, CliError> {
+    if ctx.server.is_none() {
+        // An unusable config.toml is reported as the command line words it.
+        ctx.config()?;
+    }
     let created = ctx
         .client()?
         .create_session(actor, name, profile, max_history)?;
@@ -785,6 +789,7 @@ fn tell(ctx: &Context, args: TellArgs) -> Result<Report, CliError> {
         told.events.iter().cloned().for_each(&events);
         told
     } else {
+        ctx.config()?;
         let engine = ctx.registry_engine();
         if human_stream {
             let session = ctx.client()?.session(&args.session)?.detail.session;

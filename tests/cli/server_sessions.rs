@@ -113,9 +113,16 @@ fn same_in_process_and_through_a_server(
         let remote_args: Vec<&str> = remote_args.iter().map(String::as_str).collect();
         let (got, got_code) = server.client_json(&client, &remote_args);
         assert_eq!(got_code, code, "{args:?}: {got:#}\nin process: {doc:#}");
+        // An export's size varies with the length of the fractional seconds of its times.
+        let sized = |mut data: Value| {
+            if args.iter().any(|a| a == "export") && data.get("bytes").is_some() {
+                data["bytes"] = Value::from(0);
+            }
+            data
+        };
         assert_eq!(
-            masked(&server.env, got["data"].clone()),
-            masked(&local.env, doc["data"].clone()),
+            sized(masked(&server.env, got["data"].clone())),
+            sized(masked(&local.env, doc["data"].clone())),
             "{args:?}"
         );
         if code != 0 {
