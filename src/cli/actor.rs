@@ -66,10 +66,11 @@ pub enum ActorCommand {
 }
 
 impl ActorCommand {
-    /// Whether the subcommand can run against a server (`--server`): all but `run` and
-    /// `context`, which act on this machine.
+    /// Whether the subcommand can run against a server (`--server`): all of them. Through a
+    /// server, `run` makes its model calls there with the server's configuration and keys
+    /// and writes `--output` here; `context export|import` write and read the file here.
     pub fn served_remotely(&self) -> bool {
-        !matches!(self, ActorCommand::Run(_) | ActorCommand::Context(_))
+        true
     }
 
     /// The subcommand name.

@@ -10,8 +10,9 @@ use serde_json::json;
 use super::indexing::bytes;
 use super::{CliError, Context, view};
 use crate::output::{Column, Element, Report};
-use cleveragents_engine::actor_run::contexts::{self, ContextError, ContextItem, Removal};
-use cleveragents_engine::actors::messages::Message;
+use cleveragents_engine::api::run_views::{
+    CONTEXT_SCHEMA_VERSION, ContextError, ContextItem, ContextSummary, Message, Removal,
+};
 
 /// `agents actor context ...`
 #[derive(Debug, Subcommand)]
@@ -106,17 +107,14 @@ pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
 }
 
 /// The CLI error for a context error.
-pub(crate) fn context_error(e: ContextError, ctx: &Context) -> CliError {
+pub(crate) fn context_error(e: ContextError) -> CliError {
     let message = e.to_string();
     match e {
         ContextError::NotFound { .. } => {
-            CliError::new("NOT_FOUND", message).hint(ctx.suggest("actor context list"))
+            CliError::new("NOT_FOUND", message).hint("agents actor context list")
         }
         ContextError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
-            "replace it with --update: {}",
-            ctx.suggest(&format!(
-                "actor context import --update --input FILE {name}"
-            ))
+            "replace it with --update: agents actor context import --update --input FILE {name}"
         )),
         ContextError::BadName(_) | ContextError::Import { .. } => CliError::invalid_input(message),
         ContextError::File { .. } => CliError::new("IO_ERROR", message),
@@ -124,15 +122,15 @@ pub(crate) fn context_error(e: ContextError, ctx: &Context) -> CliError {
     }
 }
 
-fn summary_json(s: &contexts::ContextSummary) -> serde_json::Value {
+fn summary_json(s: &ContextSummary) -> serde_json::Value {
     serde_json::to_value(s).expect("a summary serializes")
 }
 
 fn list(ctx: &Context, regex: Option<&str>) -> Result<Report, CliError> {
-    let store = ctx.store()?;
     let re = view::regex(regex, "agents actor context list '^docs'")?;
-    let rows: Vec<contexts::ContextSummary> = contexts::list(&store)
-        .map_err(|e| context_error(e, ctx))?
+    let rows: Vec<ContextSummary> = ctx
+        .client()?
+        .actor_contexts()?
         .into_iter()
         .filter(|c| re.as_ref().is_none_or(|re| re.is_match(&c.name)))
         .collect();
@@ -190,8 +188,7 @@ fn message_row(m: &Message) -> (&'static str, String) {
 }
 
 fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let d = contexts::get(&store, name).map_err(|e| context_error(e, ctx))?;
+    let d = ctx.client()?.actor_context(name)?;
     let s = &d.summary;
     let mut messages = Vec::new();
     let mut files = Vec::new();
@@ -259,9 +256,8 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
 }
 
 fn export(ctx: &Context, name: &str, output: &std::path::Path) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let (doc, sum, d) = contexts::export(&store, name).map_err(|e| context_error(e, ctx))?;
-    let text = serde_json::to_string_pretty(&doc).expect("a document serializes");
+    let exported = ctx.client()?.export_actor_context(name)?;
+    let (text, sum, d) = (&exported.text, &exported.checksum, &exported.detail);
     std::fs::write(output, format!("{text}\n")).map_err(|e| {
         CliError::new(
             "IO_ERROR",
@@ -270,7 +266,7 @@ fn export(ctx: &Context, name: &str, output: &std::path::Path) -> Result<Report,
     })?;
     Ok(Report::ok(
         "actor context export",
-        json!({"context": d.summary.name, "output": output.display().to_string(), "items": d.items.len(), "bytes": text.len() + 1, "checksum": sum, "schema_version": contexts::SCHEMA_VERSION}),
+        json!({"context": d.summary.name, "output": output.display().to_string(), "items": d.items.len(), "bytes": text.len() + 1, "checksum": sum, "schema_version": CONTEXT_SCHEMA_VERSION}),
         "Export completed",
     )
     .with(Element::panel(
@@ -286,7 +282,7 @@ fn export(ctx: &Context, name: &str, output: &std::path::Path) -> Result<Report,
         "Integrity",
         [
             ("Checksum", sum.clone()),
-            ("Schema Version", contexts::SCHEMA_VERSION.to_string()),
+            ("Schema Version", CONTEXT_SCHEMA_VERSION.to_string()),
             ("Compressed", "no".to_string()),
         ],
     )))
@@ -298,11 +294,16 @@ fn import(
     name: Option<&str>,
     update: bool,
 ) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let done = contexts::import(&mut store, input, name, update).map_err(|e| match e {
-        ContextError::File { .. } => CliError::new("IO_ERROR", format!("--input {e}")),
-        other => context_error(other, ctx),
+    let text = std::fs::read_to_string(input).map_err(|e| {
+        let e = ContextError::File {
+            path: input.display().to_string(),
+            message: e.to_string(),
+        };
+        CliError::new("IO_ERROR", format!("--input {e}"))
     })?;
+    let done =
+        ctx.client()?
+            .import_actor_context(&input.display().to_string(), &text, name, update)?;
     let s = &done.summary;
     Ok(Report::ok(
         "actor context import",
@@ -328,7 +329,7 @@ fn import(
 }
 
 fn remove(ctx: &Context, t: &Target, what: Removal) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
+    let client = ctx.client()?;
     let (verb, command, title, done) = match what {
         Removal::Context => ("Delete", "delete", "Context Deleted", "Context deleted"),
         Removal::Items => ("Clear", "clear", "Context Cleared", "Context cleared"),
@@ -342,7 +343,7 @@ fn remove(ctx: &Context, t: &Target, what: Removal) -> Result<Report, CliError> 
     let names = t.name.clone().map(|n| vec![n]);
     if let Some(n) = &names {
         // Name the miss before asking anything.
-        contexts::get(&store, &n[0]).map_err(|e| context_error(e, ctx))?;
+        client.actor_context(&n[0])?;
     }
     let target = match &t.name {
         Some(n) => format!("context {n}"),
@@ -360,8 +361,7 @@ fn remove(ctx: &Context, t: &Target, what: Removal) -> Result<Report, CliError> 
                 .unwrap_or_else(|| "--all".into())
         )),
     )?;
-    let removed =
-        contexts::remove(&mut store, names.as_deref(), what).map_err(|e| context_error(e, ctx))?;
+    let removed = client.remove_actor_contexts(names, what)?;
     let items: u64 = removed.iter().map(|r| r.items).sum();
     let freed: u64 = removed.iter().map(|r| r.bytes).sum();
     Ok(Report::ok(

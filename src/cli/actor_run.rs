@@ -11,15 +11,13 @@
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{CliError, Context, env_var};
+use super::{CliError, Context};
 use crate::output::{Cell, Column, Element, Report, Tone};
-use cleveragents_engine::actor_run::{
-    OneShot, OneShotError, OneShotResult, Workspace, run_model_actor,
+use cleveragents_engine::api::run_views::{
+    self, ActorRan, ActorRunRequest, OneShotError, ProviderError, Stop,
 };
-use cleveragents_engine::actors::providers::{ClientOptions, ProviderError};
-use cleveragents_engine::actors::runtime::Stop;
 
 /// Options of `agents actor run`.
 #[derive(Debug, clap::Args)]
@@ -62,101 +60,68 @@ pub struct ActorRunArgs {
 /// `PROVIDER_UNAVAILABLE` (transient failure after retries), `PROVIDER_ERROR` (other
 /// provider failures); `IO_ERROR` when `--output` cannot be written.
 pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
-    let config = ctx.config()?;
-    let mut store = ctx.store()?;
-    let workspace = match args.resource.as_deref() {
-        None => Workspace::Fresh,
-        Some(input) => {
-            let r = cleveragents_engine::registry::resources::find(&store, input)?;
-            Workspace::of_resource(&r).map_err(|m| {
-                CliError::invalid_input(format!("--resource {input}: {m}"))
-                    .hint(ctx.suggest(&format!("resource show {}", r.name)))
-            })?
-        }
-    };
-    if let Some(c) = &args.context {
-        cleveragents_engine::actor_run::contexts::check_name(c)
-            .map_err(|e| CliError::invalid_input(format!("--context {e}")))?;
-    }
     let ActorRunArgs {
         temperature,
         skills,
+        resource,
         output,
-        name,
-        prompt,
         unsafe_,
         context,
         context_dir,
         load_context,
-        ..
+        name,
+        prompt,
     } = args;
-    let request = OneShot {
-        actor: name.clone(),
+    let request = ActorRunRequest {
+        actor: name,
         prompt,
         temperature,
         skills,
-        workspace,
-        options: ClientOptions::default(),
+        resource,
         unsafe_tools: unsafe_,
         context,
+        // Relative to where the command was typed, wherever the actor runs.
+        context_dir: context_dir.map(|p| std::path::absolute(&p).unwrap_or(p)),
         load_context,
-        context_dir,
     };
-    let guard = super::interrupt::Guard::new();
-    let interrupted = move || guard.interrupted();
-    let result = run_model_actor(
-        config,
-        &mut store,
-        &ctx.paths,
-        &request,
-        env_var,
-        &interrupted,
-    )
-    .map_err(|e| start_error(e, &name, ctx))?;
-    report(ctx, &request, &result, output)
+    let ran = if ctx.server.is_some() {
+        ctx.client()?.run_actor(request.clone())?
+    } else {
+        ctx.config()?;
+        let guard = super::interrupt::Guard::new();
+        let interrupted = move || guard.interrupted();
+        run_views::run_actor(&ctx.registry_engine(), &request, &interrupted)?
+    };
+    report(ctx, &request, &ran, output)
 }
 
-/// The report of a finished run: the answer, the run panel, the tables; an error for a
-/// failed or cancelled run (with the run's data); the answer written to `--output`.
+/// The report of a run that answered: the answer, the run panel, the tables; the answer
+/// written to `--output`.
 fn report(
     ctx: &Context,
-    request: &OneShot,
-    result: &OneShotResult,
+    request: &ActorRunRequest,
+    ran: &ActorRan,
     output: Option<PathBuf>,
 ) -> Result<Report, CliError> {
-    let run = &result.run;
-    let cost = match result.cost_usd {
+    let cost = match ran.cost_usd {
         Some(c) => format!("${c:.6}"),
         None => "unknown".to_string(),
     };
-    let usage_known = cleveragents_engine::actors::accounting::usage_known(run);
     let tokens = |n: u64| {
-        if usage_known {
+        if ran.usage_known {
             n.to_string()
         } else {
             "unknown".to_string()
         }
     };
-    let data = run_json(request, result, usage_known);
+    let data = &ran.data;
     let where_hint = format!(
         "the sandbox is at {}; review it with {}",
-        result.sandbox.path,
-        ctx.suggest(&format!("plan diff {}", result.run_id))
+        ran.sandbox_path,
+        ctx.suggest(&format!("plan diff {}", ran.run_id))
     );
-    if let Stop::Failed { error } = &run.stop {
-        return Err(provider_error(error, ctx).data(data).hint(where_hint));
-    }
-    if let Stop::Cancelled = &run.stop {
-        return Err(super::interrupt::cancelled().data(data).hint(where_hint));
-    }
-    if let Stop::Deadline { .. } = &run.stop {
-        return Err(CliError::new("PROVIDER_UNAVAILABLE", run.stop.describe())
-            .data(data)
-            .hint("raise `providers.NAME.step_deadline_secs`, or ask for less in one run")
-            .hint(where_hint));
-    }
     if let Some(path) = &output {
-        std::fs::write(path, &run.answer).map_err(|e| {
+        std::fs::write(path, &ran.answer).map_err(|e| {
             CliError::new(
                 "IO_ERROR",
                 format!("cannot write the answer to {}: {e}", path.display()),
@@ -166,36 +131,36 @@ fn report(
     }
     let mut report = Report::ok(
         "actor run",
-        &data,
+        data,
         format!(
             "{} answered in {} turn(s): {} tokens in{}, {} out, cost {cost}",
-            result.actor,
-            run.turns,
-            tokens(result.usage.input_tokens),
-            match result.usage.cache_read_tokens {
+            ran.actor,
+            ran.turns,
+            tokens(ran.input_tokens),
+            match ran.cache_read_tokens {
                 0 => String::new(),
                 n => format!(" ({n} from the cache)"),
             },
-            tokens(result.usage.output_tokens)
+            tokens(ran.output_tokens)
         ),
     )
     .with(Element::List {
         title: "Answer".into(),
-        items: run.answer.lines().map(str::to_string).collect(),
+        items: ran.answer.lines().map(str::to_string).collect(),
     })
     .with(Element::panel(
         "Actor Run",
         [
-            ("Actor", Cell::new(result.actor.clone(), Tone::Id)),
-            ("Run ID", Cell::new(result.run_id.to_string(), Tone::Id)),
-            ("Stop", run.stop.describe().into()),
-            ("Turns", run.turns.to_string().into()),
+            ("Actor", Cell::new(ran.actor.clone(), Tone::Id)),
+            ("Run ID", Cell::new(ran.run_id.clone(), Tone::Id)),
+            ("Stop", ran.stop.clone().into()),
+            ("Turns", ran.turns.to_string().into()),
             (
                 "Tools",
-                if result.tools.is_empty() {
+                if ran.tools.is_empty() {
                     Cell::new("none", Tone::Dim)
                 } else {
-                    result.tools.join(", ").into()
+                    ran.tools.join(", ").into()
                 },
             ),
             (
@@ -206,40 +171,33 @@ fn report(
                     (None, None) => Cell::new("none", Tone::Dim),
                 },
             ),
-            ("Sandbox", result.sandbox.path.clone().into()),
+            ("Sandbox", ran.sandbox_path.clone().into()),
             (
                 "Sandboxed",
-                match &result.sandbox.source {
-                    Some(src) => format!("{} ({src})", result.sandbox.resource).into(),
+                match &ran.sandbox_source {
+                    Some(src) => format!("{} ({src})", ran.sandbox_resource).into(),
                     None => Cell::new("a fresh empty directory", Tone::Dim),
                 },
             ),
         ],
     ));
-    report = with_tables(report, result);
-    if !usage_known {
+    report = with_tables(report, ran);
+    if !ran.usage_known {
         report = report.message(
             crate::output::Level::Warn,
             "the provider reported no token usage for some calls: their tokens and cost are unknown",
         );
     }
-    if run
-        .model_calls
-        .iter()
-        .any(|c| matches!(c.stop_reason.as_deref(), Some("length" | "max_tokens")))
-    {
+    if ran.cut_reply {
         report = report.message(
             crate::output::Level::Warn,
             "a reply was cut by the completion token limit; raise `options.max-tokens` of the actor",
         );
     }
-    if matches!(
-        run.stop,
-        Stop::TurnLimit { .. } | Stop::TokenBudget { .. } | Stop::StepLimit { .. }
-    ) {
+    if ran.at_limit {
         report = report.message(
             crate::output::Level::Warn,
-            format!("{}; the answer may be incomplete", run.stop.describe()),
+            format!("{}; the answer may be incomplete", ran.stop),
         );
     }
     report = report.message(crate::output::Level::Info, where_hint);
@@ -252,44 +210,8 @@ fn report(
     Ok(report)
 }
 
-/// The JSON of `actor run`'s report.
-fn run_json(request: &OneShot, result: &OneShotResult, usage_known: bool) -> Value {
-    let run = &result.run;
-    json!({
-        "run_id": result.run_id,
-        "actor": result.actor,
-        "provider": result.provider,
-        "model": result.model,
-        "answer": run.answer,
-        "stop": run.stop,
-        "turns": run.turns,
-        "tools": result.tools,
-        "tool_calls": run.tool_calls,
-        "usage": result.usage,
-        "usage_known": usage_known,
-        "cost_usd": result.cost_usd,
-        "model_calls": run.model_calls.iter().map(|c| json!({
-            "turn": c.turn,
-            "attempts": c.attempts,
-            "input_tokens": c.usage_reported.then_some(c.usage.input_tokens),
-            "output_tokens": c.usage_reported.then_some(c.usage.output_tokens),
-            "cache_read_tokens": c.usage.cache_read_tokens,
-            "cache_write_tokens": c.usage.cache_write_tokens,
-            "usage_reported": c.usage_reported,
-            "stop_reason": c.stop_reason,
-            "duration_ms": c.duration_ms,
-            "error": c.error.as_ref().map(|e| json!({"kind": e.0, "message": e.1})),
-        })).collect::<Vec<_>>(),
-        "sandbox": result.sandbox,
-        "context": request.context,
-        "load_context": request.load_context,
-        "files_changed": result.files_changed,
-    })
-}
-
 /// The tool calls, the files changed in the sandbox and the model calls of a run.
-fn with_tables(report: Report, result: &OneShotResult) -> Report {
-    let run = &result.run;
+fn with_tables(report: Report, ran: &ActorRan) -> Report {
     report
         .with(Element::Table {
             title: "Tool Calls".into(),
@@ -299,7 +221,7 @@ fn with_tables(report: Report, result: &OneShotResult) -> Report {
                 Column::left("Outcome"),
                 Column::left("Arguments"),
             ],
-            rows: run
+            rows: ran
                 .tool_calls
                 .iter()
                 .map(|c| {
@@ -320,10 +242,10 @@ fn with_tables(report: Report, result: &OneShotResult) -> Report {
         .with(Element::Table {
             title: "Files Changed".into(),
             columns: vec![Column::left("Status"), Column::left("Path")],
-            rows: result
+            rows: ran
                 .files_changed
                 .iter()
-                .map(|f| vec![f.status.letter().into(), f.path.clone().into()])
+                .map(|(status, path)| vec![status.clone().into(), path.clone().into()])
                 .collect(),
             empty: "No files changed in the sandbox.".into(),
         })
@@ -336,15 +258,15 @@ fn with_tables(report: Report, result: &OneShotResult) -> Report {
                 Column::right("Output Tokens"),
                 Column::right("Duration (ms)"),
             ],
-            rows: run
+            rows: ran
                 .model_calls
                 .iter()
                 .map(|c| {
                     vec![
                         c.turn.to_string().into(),
                         c.attempts.to_string().into(),
-                        known(c.usage_reported, c.usage.input_tokens),
-                        known(c.usage_reported, c.usage.output_tokens),
+                        known(c.usage_reported, c.input_tokens),
+                        known(c.usage_reported, c.output_tokens),
                         c.duration_ms.to_string().into(),
                     ]
                 })
@@ -362,11 +284,24 @@ fn known(reported: bool, n: u64) -> Cell {
     }
 }
 
+/// A model run that stopped without its answer: why, with the run's data and `hints` after
+/// the stop's own.
+pub(crate) fn stopped_error(stop: &Stop, hints: Vec<String>, data: Value) -> CliError {
+    let err = match stop {
+        Stop::Failed { error } => provider_error(error).data(data),
+        Stop::Cancelled => super::interrupt::cancelled().data(data),
+        other => CliError::new("PROVIDER_UNAVAILABLE", other.describe())
+            .data(data)
+            .hint("raise `providers.NAME.step_deadline_secs`, or ask for less in one run"),
+    };
+    hints.into_iter().fold(err, CliError::hint)
+}
+
 /// Errors before the first model call.
-fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
+pub(crate) fn start_error(e: OneShotError, name: &str) -> CliError {
     match e {
         OneShotError::Provider(ProviderError::UnknownProvider { .. }) if !name.contains('/') => {
-            provider_error(&ProviderError::BadModelName { name: name.into() }, ctx)
+            provider_error(&ProviderError::BadModelName { name: name.into() })
         }
         OneShotError::Provider(ProviderError::UnknownProvider { name: ns, known }) => {
             CliError::new(
@@ -376,12 +311,11 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
                 ),
             )
             .hint(format!(
-                "configure it: {}",
-                ctx.suggest(&format!("config set providers.{ns}.kind openai"))
+                "configure it: agents config set providers.{ns}.kind openai"
             ))
-            .hint(ctx.suggest(&format!("actor show {name}")))
+            .hint(format!("agents actor show {name}"))
         }
-        OneShotError::Provider(p) => provider_error(&p, ctx),
+        OneShotError::Provider(p) => provider_error(&p),
         OneShotError::Skill(s) => s.into(),
         OneShotError::CustomSkill(s) => s.into(),
         OneShotError::Tools(m) => CliError::new("TOOL_FAILED", m),
@@ -391,12 +325,12 @@ fn start_error(e: OneShotError, name: &str, ctx: &Context) -> CliError {
         OneShotError::Runtime(r) => CliError::invalid_input(r.to_string()),
         OneShotError::Store(s) => s.into(),
         OneShotError::Io(io) => CliError::new("IO_ERROR", io.to_string()),
-        OneShotError::Context(c) => super::actor_context::context_error(c, ctx),
+        OneShotError::Context(c) => super::actor_context::context_error(c),
     }
 }
 
 /// A provider failure, with what to do about it.
-pub(crate) fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
+pub(crate) fn provider_error(e: &ProviderError) -> CliError {
     let message = e.to_string();
     match e {
         ProviderError::BadModelName { .. } | ProviderError::Invalid { .. } => {
@@ -411,7 +345,7 @@ pub(crate) fn provider_error(e: &ProviderError, ctx: &Context) -> CliError {
         ProviderError::UnknownProvider { .. } => CliError::new("NOT_FOUND", message),
         ProviderError::Config { provider, .. } | ProviderError::NotFound { provider, .. } => {
             CliError::new("PROVIDER_ERROR", message)
-                .hint(ctx.suggest(&format!("config list providers.{provider}")))
+                .hint(format!("agents config list providers.{provider}"))
         }
         _ => CliError::new("PROVIDER_ERROR", message),
     }

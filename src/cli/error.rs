@@ -48,6 +48,8 @@ pub fn exit_of(code: ErrorCode) -> Exit {
         | C::ProviderError
         | C::ToolFailed
         | C::UnsafeTool
+        | C::PermissionDenied
+        | C::AlreadyExists
         | C::ChecksFailed
         | C::Internal
         | C::Unauthenticated => Exit::Failure,
@@ -644,6 +646,20 @@ impl From<cleveragents_engine::api::ApiError> for CliError {
             E::InvalidInput { message } => CliError::invalid_input(message),
             E::NotSupported { what } => CliError::new("NOT_SUPPORTED", format!("{what} is not answered yet"))
                 .hint("run it without --server on the machine that holds the data"),
+            E::Config { message } => CliError::new("CONFIG_INVALID", message),
+            E::Session(s) => s.into(),
+            E::Tell(t) => super::session::tell_error(*t),
+            E::OneShot { actor, error } => super::actor_run::start_error(*error, &actor),
+            E::Context(c) => super::actor_context::context_error(c),
+            E::ToolRunner(r) => r.into(),
+            E::Stopped { stop, hints, data } => super::actor_run::stopped_error(&stop, hints, *data),
+            E::Failed { code, message, detail, hints, data } => {
+                let mut err = CliError::new(code.as_str(), message).data(*data);
+                if let Some(d) = detail {
+                    err = err.detail(d);
+                }
+                hints.into_iter().fold(err, CliError::hint)
+            }
         }
     }
 }

@@ -437,7 +437,12 @@ impl Context {
             .config()
             .map(cleveragents_engine::api::Settings::from_config)
             .unwrap_or_default();
-        cleveragents_engine::api::Engine::new(self.paths.clone(), settings)
+        let engine = cleveragents_engine::api::Engine::new(self.paths.clone(), settings)
+            .with_commands(session::commands(self));
+        match self.config() {
+            Ok(config) => engine.with_config(config.clone()),
+            Err(_) => engine,
+        }
     }
 
     /// Runs one registry change through the engine (which writes its `registry_changed`

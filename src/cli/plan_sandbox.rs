@@ -1,22 +1,15 @@
 //! `agents plan diff|artifacts|checkpoints|rollback|export|cleanup` (spec sections 06 and 11):
 //! the sandbox side of plans. `plan use|list|status` live in `plan.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Subcommand;
-use jiff::Timestamp;
 use serde_json::json;
 
 use super::confirm::confirm;
 use super::{CliError, Context};
 use crate::output::{Cell, Column, Element, Level, Payload, Report, Tone};
 use cleveragents_engine::api;
-use cleveragents_engine::domain::plan::Plan;
-use cleveragents_engine::sandbox::git_sandbox::preflight;
-use cleveragents_engine::sandbox::{
-    DEFAULT_RETENTION_DAYS, SandboxTarget, Sandboxes, TargetKind, lifetime,
-};
-use cleveragents_engine::store::Store;
 
 /// `agents plan ...` (sandbox commands).
 #[derive(Debug, Subcommand)]
@@ -179,84 +172,6 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
         ),
         PlanSandboxCommand::Cleanup { yes } => cleanup(ctx, yes),
     }
-}
-
-/// `sandbox-retention-days` from the config (the default when the file is unusable).
-fn retention(ctx: &Context) -> u32 {
-    ctx.config()
-        .map(|c| c.sandbox_retention_days())
-        .unwrap_or(DEFAULT_RETENTION_DAYS)
-}
-
-/// Opens the store, sweeps orphaned and expired sandboxes, and loads a plan by id or prefix.
-///
-/// # Errors
-/// Store errors, `NOT_FOUND` / `AMBIGUOUS` for the plan.
-pub(crate) fn open(ctx: &Context, plan: &str) -> Result<(Store, Sandboxes, Plan), CliError> {
-    let mut store = ctx.store()?;
-    let sandboxes = Sandboxes::new(&ctx.paths);
-    if let Err(e) = lifetime::sweep(&mut store, &sandboxes, Timestamp::now(), retention(ctx)) {
-        tracing::warn!(error = %e, "sandbox sweep failed");
-    }
-    let id = store.resolve_plan_id(plan)??;
-    let plan = store
-        .plan(&id)?
-        .ok_or_else(|| CliError::new("NOT_FOUND", format!("plan {id} does not exist")))?;
-    Ok((store, sandboxes, plan))
-}
-
-/// Registers `path` as a sandbox target of `plan` (the hidden `--target-path` developer flag):
-/// a git work tree root is sandboxed at its HEAD commit, anything else as a directory. Returns
-/// warnings for the user.
-///
-/// # Errors
-/// `INVALID_INPUT` for a missing path, `CONFLICT` for a different target under the same name.
-pub(crate) fn register_dev_target(
-    store: &mut Store,
-    sandboxes: &Sandboxes,
-    plan: &Plan,
-    path: &Path,
-) -> Result<Vec<String>, CliError> {
-    let path = std::fs::canonicalize(path)
-        .map_err(|e| CliError::invalid_input(format!("--target-path {}: {e}", path.display())))?;
-    let name = format!(
-        "local/{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "root".into())
-    );
-    if let Some(existing) = store.sandbox_target(&plan.plan_id, &name)?
-        && existing.kind.source_path() == path
-    {
-        return Ok(Vec::new());
-    }
-    let is_git_root = git2::Repository::open(&path)
-        .ok()
-        .and_then(|r| r.workdir().and_then(|w| std::fs::canonicalize(w).ok()))
-        .is_some_and(|w| w == path);
-    let (kind, warnings) = if is_git_root {
-        let pre = preflight(&path)?;
-        (
-            TargetKind::GitCheckout {
-                repo: path.clone(),
-                base_commit: pre.head_commit.clone(),
-            },
-            pre.warnings(),
-        )
-    } else {
-        (TargetKind::Directory { root: path.clone() }, Vec::new())
-    };
-    sandboxes.register_target(
-        store,
-        &SandboxTarget {
-            plan_id: plan.plan_id,
-            resource_name: name,
-            alias: None,
-            kind,
-            read_only: false,
-        },
-    )?;
-    Ok(warnings)
 }
 
 /// One row of the Changed Files table.

@@ -1,29 +1,26 @@
 //! `agents session create|list|show|delete|export|import|tell` (spec sections 06 and 20).
 //!
-//! Sessions are stored in the database with stable ids (`cleveragents_engine::session`). `tell`
+//! Sessions are stored in the database with stable ids, and go through the engine's protocol
+//! ([`cleveragents_engine::api::session_views`]). `tell`
 //! runs the orchestrator, whose tools run `agents` commands in-process through
 //! [`dispatch`](super::dispatch) exactly as typed ones, with `--format json`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
-use super::{CliError, Context, confirm::confirm, env_var, view};
+use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{self, Cell, Column, Element, Format, Outcome, Report, Terminal, Tone};
-use cleveragents_engine::actors::providers::ClientOptions;
-use cleveragents_engine::actors::runtime::{ActorEvent, Stop};
-use cleveragents_engine::api::session_views::{SessionMessage, SessionSummary};
+use cleveragents_engine::api::session_views::{
+    self as api_sessions, CommandResult, Commands, DEFAULT_MAX_HISTORY, EXPORT_SCHEMA_VERSION,
+    ExecutedCommand, Role, Session, SessionDetail, SessionError, SessionMessage, SessionSummary,
+    TellError, TellRequest, Told,
+};
 use cleveragents_engine::config::{Config, FlagValues};
 use cleveragents_engine::paths::Paths;
-use cleveragents_engine::session::export;
-use cleveragents_engine::session::orchestrator::{self, Tell, TellError};
-use cleveragents_engine::session::tools::{CommandResult, Commands};
-use cleveragents_engine::session::{
-    self as sessions, DEFAULT_ACTOR, DEFAULT_MAX_HISTORY, Role, Session, SessionDetail,
-    SessionError,
-};
 
 /// `agents session ...`
 #[derive(Debug, Subcommand)]
@@ -98,9 +95,11 @@ pub struct TellArgs {
 }
 
 impl SessionCommand {
-    /// Whether the subcommand can run against a server (`--server`): the reads.
+    /// Whether the subcommand can run against a server (`--server`): all of them. Through
+    /// a server, `tell` runs its model calls and commands there, and `export` / `import`
+    /// write and read the file here.
     pub fn served_remotely(&self) -> bool {
-        matches!(self, SessionCommand::List | SessionCommand::Show { .. })
+        true
     }
 
     /// The subcommand name.
@@ -138,10 +137,11 @@ impl From<SessionError> for CliError {
     }
 }
 
-fn tell_error(e: TellError, ctx: &Context) -> CliError {
+/// Why an orchestrator turn could not start, as the command line says it.
+pub(crate) fn tell_error(e: TellError) -> CliError {
     match e {
         TellError::Session(s) => s.into(),
-        TellError::Provider(p) => super::actor_run::provider_error(&p, ctx),
+        TellError::Provider(p) => super::actor_run::provider_error(&p),
         TellError::Actor(a) => a.into(),
         TellError::Profile(p) => p.into(),
         TellError::Store(s) => s.into(),
@@ -192,37 +192,6 @@ fn session_json(s: &Session) -> Value {
     })
 }
 
-/// Checks that an actor can orchestrate, returning what to show about it.
-fn actor_panel(ctx: &Context, actor: &str) -> Result<Element, CliError> {
-    let store = ctx.store()?;
-    let resolved = orchestrator::resolve(&store, ctx.config()?, actor, &env_var);
-    Ok(match resolved {
-        Ok(r) => Element::panel(
-            "Actor Details",
-            [
-                ("Actor", view::id(r.name.clone())),
-                ("Model", r.model.clone().into()),
-                (
-                    "Prompt",
-                    if r.system == orchestrator::PROMPT {
-                        "builtin/orchestrator".into()
-                    } else {
-                        "the actor's own".into()
-                    },
-                ),
-            ],
-        ),
-        Err(TellError::NotSupported(m)) if actor == DEFAULT_ACTOR => Element::panel(
-            "Actor Details",
-            [
-                ("Actor", view::id(actor)),
-                ("Model", Cell::new(format!("none yet: {m}"), Tone::Warn)),
-            ],
-        ),
-        Err(e) => return Err(tell_error(e, ctx)),
-    })
-}
-
 fn create(
     ctx: &Context,
     actor: Option<String>,
@@ -230,31 +199,48 @@ fn create(
     profile: Option<String>,
     max_history: u32,
 ) -> Result<Report, CliError> {
-    if let Some(n) = &name {
-        sessions::check_name(n)?;
+    if ctx.server.is_none() {
+        // An unusable config.toml is reported as the command line words it.
+        ctx.config()?;
     }
-    let actor = actor.unwrap_or_else(|| DEFAULT_ACTOR.to_string());
-    let actor_details = actor_panel(ctx, &actor)?;
-    let store = ctx.store()?;
-    let profile_name = profile.unwrap_or_else(|| default_profile(ctx));
-    let profile = cleveragents_engine::registry::profiles::find(&store, &profile_name)?;
-    let now = jiff::Timestamp::now();
-    let s = Session {
-        session_id: cleveragents_engine::domain::id::Id::generate(),
-        name,
-        actor,
-        automation_profile: profile.name.clone(),
-        max_history,
-        summary: None,
-        summarized_turns: 0,
-        imported_from: None,
-        created_at: now,
-        updated_at: now,
+    let created = ctx
+        .client()?
+        .create_session(actor, name, profile, max_history)?;
+    let s = &created.session;
+    let a = &created.actor;
+    let actor_details = match (&a.model, &a.unavailable) {
+        (Some(model), _) => Element::panel(
+            "Actor Details",
+            [
+                ("Actor", view::id(a.name.clone())),
+                ("Model", model.clone().into()),
+                (
+                    "Prompt",
+                    if a.builtin_prompt {
+                        "builtin/orchestrator".into()
+                    } else {
+                        "the actor's own".into()
+                    },
+                ),
+            ],
+        ),
+        (None, why) => Element::panel(
+            "Actor Details",
+            [
+                ("Actor", view::id(a.name.clone())),
+                (
+                    "Model",
+                    Cell::new(
+                        format!("none yet: {}", why.as_deref().unwrap_or_default()),
+                        Tone::Warn,
+                    ),
+                ),
+            ],
+        ),
     };
-    sessions::insert(&store, &s)?;
     Ok(Report::ok(
         "session create",
-        json!({"session": session_json(&s)}),
+        json!({"session": session_json(s)}),
         "Session created",
     )
     .with(Element::panel(
@@ -272,7 +258,7 @@ fn create(
             ("Automation", s.automation_profile.clone()),
             (
                 "Apply Without Review",
-                view::yes_no(profile.flags.auto_apply).into(),
+                view::yes_no(created.auto_apply).into(),
             ),
             ("Persistence", "database (every turn is stored)".into()),
             ("Max History", format!("{} turns", s.max_history)),
@@ -495,158 +481,111 @@ fn show(ctx: &Context, input: &str) -> Result<Report, CliError> {
 }
 
 fn delete(ctx: &Context, input: &str, yes: bool) -> Result<Report, CliError> {
-    let mut store = ctx.store()?;
-    let d = sessions::detail(&store, input)?;
-    let id = d.session.session_id;
+    let client = ctx.client()?;
+    let id = client.session(input)?.detail.session.session_id;
     confirm(
         &format!("Delete session {id}?"),
         yes,
         &ctx.terminal,
         &ctx.suggest(&format!("session delete --yes {id}")),
     )?;
-    let bytes: u64 = d.messages.iter().map(|m| m.content.len() as u64).sum();
-    sessions::delete(&mut store, &id)?;
-    let actions_dir = ctx.paths.data_dir.join("sessions").join(id.to_string());
-    let files_removed = actions_dir.exists() && std::fs::remove_dir_all(&actions_dir).is_ok();
+    let d = client.delete_session(&id.to_string())?;
     Ok(Report::ok(
         "session delete",
         json!({
-            "session_id": id,
-            "messages_removed": d.messages.len(),
-            "plans_unlinked": d.plans.len(),
-            "files_removed": files_removed,
+            "session_id": d.session_id,
+            "messages_removed": d.messages_removed,
+            "plans_unlinked": d.plans_unlinked,
+            "files_removed": d.files_removed,
         }),
         "Session deleted",
     )
     .with(Element::panel(
         "Deletion Summary",
         [
-            ("Session", view::id(id.to_string())),
-            ("Messages", format!("{} removed", d.messages.len()).into()),
-            ("Storage", format!("{} freed", human_bytes(bytes)).into()),
+            ("Session", view::id(d.session_id.clone())),
+            ("Messages", format!("{} removed", d.messages_removed).into()),
+            ("Storage", format!("{} freed", human_bytes(d.bytes)).into()),
             (
                 "Plans Unlinked",
-                format!("{} (the plans stay)", d.plans.len()).into(),
+                format!("{} (the plans stay)", d.plans_unlinked).into(),
             ),
         ],
     )))
 }
 
 fn export_cmd(ctx: &Context, input: &str, output: Option<PathBuf>) -> Result<Report, CliError> {
-    let store = ctx.store()?;
-    let d = sessions::detail(&store, input)?;
+    let e = ctx.client()?.export_session(input)?;
     let path = match output {
         Some(p) => p,
         None => {
-            let p = PathBuf::from(format!("{}.json", d.session.session_id));
+            let p = PathBuf::from(format!("{}.json", e.session_id));
             if p.exists() {
                 return Err(
                     CliError::new("CONFLICT", format!("{} already exists", p.display())).hint(
-                        ctx.suggest(&format!(
-                            "session export --output FILE {}",
-                            d.session.session_id
-                        )),
+                        ctx.suggest(&format!("session export --output FILE {}", e.session_id)),
                     ),
                 );
             }
             p
         }
     };
-    let (doc, checksum) = export::document(&d);
-    let text = serde_json::to_string_pretty(&doc).expect("export serializes") + "\n";
-    cleveragents_engine::safe_write::replace_file(&path, text.as_bytes()).map_err(|e| {
-        CliError::new("IO_ERROR", format!("cannot write {}: {e}", path.display()))
-            .hint("pass --output FILE in a writable directory")
+    let text = &e.text;
+    api_sessions::replace_file(&path, text.as_bytes()).map_err(|err| {
+        CliError::new(
+            "IO_ERROR",
+            format!("cannot write {}: {err}", path.display()),
+        )
+        .hint("pass --output FILE in a writable directory")
     })?;
     Ok(Report::ok(
         "session export",
         json!({
-            "session_id": d.session.session_id,
+            "session_id": e.session_id,
             "output": path.display().to_string(),
-            "messages": d.messages.len(),
-            "plans": d.plans.len(),
+            "messages": e.messages,
+            "plans": e.plans,
             "size_bytes": text.len(),
-            "schema_version": export::SCHEMA_VERSION,
-            "checksum": checksum,
+            "schema_version": e.schema_version,
+            "checksum": e.checksum,
         }),
         "Export completed",
     )
     .with(Element::panel(
         "Session Export",
         [
-            ("Session", view::id(d.session.session_id.to_string())),
+            ("Session", view::id(e.session_id.clone())),
             ("Output", path.display().to_string().into()),
-            ("Messages", d.messages.len().to_string().into()),
-            ("Plan References", d.plans.len().to_string().into()),
+            ("Messages", e.messages.to_string().into()),
+            ("Plan References", e.plans.to_string().into()),
             ("Size", human_bytes(text.len() as u64).into()),
             ("Format", "JSON".into()),
-            (
-                "Schema Version",
-                format!("v{}", export::SCHEMA_VERSION).into(),
-            ),
+            ("Schema Version", format!("v{EXPORT_SCHEMA_VERSION}").into()),
         ],
     ))
     .with(Element::panel(
         "Integrity",
-        [("Checksum", checksum), ("Encrypted", "no".into())],
+        [("Checksum", e.checksum.clone()), ("Encrypted", "no".into())],
     )))
-}
-
-/// The automation profile a session gets when none is named: the configured one, else the
-/// built-in default.
-fn default_profile(ctx: &Context) -> String {
-    super::global_setting(ctx, "automation-profile")
-        .unwrap_or_else(|| cleveragents_engine::config::DEFAULT_AUTOMATION_PROFILE.to_string())
-}
-
-/// An imported session runs under the importer's default profile unless `keep` (a session
-/// file can be edited and resealed: its checksum is no signature). Returns the warning to
-/// show when the file's profile was replaced.
-fn imported_profile(ctx: &Context, session: &mut Session, keep: bool) -> Option<String> {
-    let default = default_profile(ctx);
-    if keep || session.automation_profile == default {
-        return None;
-    }
-    let named = std::mem::replace(&mut session.automation_profile, default.clone());
-    Some(format!(
-        "the file names the automation profile {named}; the session runs under your default, {default} (import with --keep-profile to keep {named})"
-    ))
 }
 
 fn import(ctx: &Context, input: &Path, keep_profile: bool) -> Result<Report, CliError> {
     let text = std::fs::read_to_string(input)
         .map_err(|e| CliError::new("NOT_FOUND", format!("cannot read {}: {e}", input.display())))?;
-    let mut imported = export::parse(&input.display().to_string(), &text)?;
-    let replaced = imported_profile(ctx, &mut imported.detail.session, keep_profile);
-    let mut store = ctx.store()?;
-    let actor = &imported.detail.session.actor;
-    let actor_ref = match orchestrator::resolve(&store, ctx.config()?, actor, &env_var) {
-        Ok(_) => "resolved".to_string(),
-        Err(e) => format!("unresolved: {e}"),
-    };
-    let profile = match cleveragents_engine::registry::profiles::find(
-        &store,
-        &imported.detail.session.automation_profile,
-    ) {
-        Ok(_) => "resolved".to_string(),
-        Err(e) => format!("unresolved: {e}"),
-    };
-    let mut found = 0;
-    for p in &imported.detail.plans {
-        if store.plan(&p.plan_id)?.is_some() {
-            found += 1;
-        }
-    }
-    sessions::insert_detail(&mut store, &imported.detail)?;
-    let s = &imported.detail.session;
+    let imported =
+        ctx.client()?
+            .import_session(&input.display().to_string(), &text, keep_profile)?;
+    let actor_ref = &imported.actor_ref;
+    let profile = &imported.automation_profile_ref;
+    let found = imported.plans_found;
     let mut report = Report::ok(
         "session import",
         json!({
-            "session_id": s.session_id,
+            "session_id": imported.session_id,
             "imported_from": imported.original_id,
             "input": input.display().to_string(),
-            "messages": imported.detail.messages.len(),
-            "plans": imported.detail.plans.len(),
+            "messages": imported.messages,
+            "plans": imported.plans,
             "plans_found": found,
             "schema_version": imported.schema_version,
             "checksum": imported.checksum,
@@ -659,12 +598,9 @@ fn import(ctx: &Context, input: &Path, keep_profile: bool) -> Result<Report, Cli
         "Session Import",
         [
             ("Input", input.display().to_string().into()),
-            ("Session ID", view::id(s.session_id.to_string())),
-            ("Imported From", imported.original_id.to_string().into()),
-            (
-                "Messages",
-                imported.detail.messages.len().to_string().into(),
-            ),
+            ("Session ID", view::id(imported.session_id.clone())),
+            ("Imported From", imported.original_id.clone().into()),
+            ("Messages", imported.messages.to_string().into()),
             ("Schema", format!("v{}", imported.schema_version).into()),
         ],
     ))
@@ -684,7 +620,7 @@ fn import(ctx: &Context, input: &Path, keep_profile: bool) -> Result<Report, Cli
             ("Automation Profile", Cell::from(profile.clone())),
             (
                 "Plan References",
-                format!("{} ({found} in this database)", imported.detail.plans.len()).into(),
+                format!("{} ({found} in this database)", imported.plans).into(),
             ),
         ],
     ))
@@ -692,14 +628,15 @@ fn import(ctx: &Context, input: &Path, keep_profile: bool) -> Result<Report, Cli
         "Merge",
         [("Existing", "none"), ("Strategy", "create new")],
     ));
-    if let Some(w) = replaced {
-        report = report.message(crate::output::Level::Warn, w);
+    if let Some(w) = &imported.profile_replaced {
+        report = report.message(crate::output::Level::Warn, w.clone());
     }
     if actor_ref != "resolved" {
         report = report.message(
             crate::output::Level::Warn,
             format!(
-                "the session's actor {actor} does not resolve here; pass --actor to `session tell`"
+                "the session's actor {} does not resolve here; pass --actor to `session tell`",
+                imported.actor
             ),
         );
     }
@@ -761,7 +698,7 @@ impl Commands for InProcess {
         let exit_code = i32::from(outcome.exit().code());
         let mut buf = Vec::new();
         let _ = output::emit(&outcome, Format::Json, &terminal, Duration::ZERO, &mut buf);
-        let clean = cleveragents_engine::redact::redact_bytes(&buf);
+        let clean = api_sessions::redact_bytes(&buf);
         CommandResult {
             exit_code,
             envelope: serde_json::from_slice(&clean).unwrap_or(Value::Null),
@@ -776,12 +713,12 @@ fn usage(message: &str) -> CommandResult {
     }
 }
 
-/// Prints streamed progress: text as it arrives (human formats) or one JSON line per event.
-fn on_event(format: Format) -> impl Fn(ActorEvent) + Send + Sync {
-    move |event| {
+/// Prints streamed progress: text as it arrives (human formats) or one JSON line per event
+/// (each event is JSON with its `event` kind).
+fn on_event(format: Format) -> impl Fn(Value) + Send + Sync {
+    move |mut v| {
         use std::io::Write;
         if format == Format::Json {
-            let mut v = serde_json::to_value(&event).unwrap_or(Value::Null);
             if let Some(obj) = v.as_object_mut() {
                 let kind = obj.remove("event").unwrap_or(Value::Null);
                 obj.insert("type".into(), kind);
@@ -789,13 +726,15 @@ fn on_event(format: Format) -> impl Fn(ActorEvent) + Send + Sync {
             let _ = output::stream_line(&v);
             return;
         }
-        let text = match &event {
-            ActorEvent::TextDelta { text, .. } => text.clone(),
-            ActorEvent::ToolCallStarted { name, .. } => format!("\n[tool] {name}\n"),
+        let text = match v["event"].as_str() {
+            Some("text_delta") => v["text"].as_str().unwrap_or_default().to_string(),
+            Some("tool_call_started") => {
+                format!("\n[tool] {}\n", v["name"].as_str().unwrap_or_default())
+            }
             _ => return,
         };
         let mut out = std::io::stdout().lock();
-        let _ = out.write_all(&cleveragents_engine::redact::redact_bytes(text.as_bytes()));
+        let _ = out.write_all(&api_sessions::redact_bytes(text.as_bytes()));
         let _ = out.flush();
     }
 }
@@ -805,8 +744,18 @@ fn on_event(format: Format) -> impl Fn(ActorEvent) + Send + Sync {
 fn print_stream(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(&cleveragents_engine::redact::redact_bytes(text.as_bytes()));
+    let _ = out.write_all(&api_sessions::redact_bytes(text.as_bytes()));
     let _ = out.flush();
+}
+
+/// The runner of the orchestrator's commands for an engine of this command line: each runs
+/// in process as `agents --format json ARGS` would, on the engine's data directory.
+pub(crate) fn commands(ctx: &Context) -> Arc<dyn Commands> {
+    Arc::new(InProcess {
+        paths: ctx.paths.clone(),
+        config: ctx.config.clone(),
+        repeat_args: ctx.repeat_args.clone(),
+    })
 }
 
 fn tell(ctx: &Context, args: TellArgs) -> Result<Report, CliError> {
@@ -815,88 +764,80 @@ fn tell(ctx: &Context, args: TellArgs) -> Result<Report, CliError> {
         return Err(CliError::invalid_input("PROMPT is empty")
             .hint("agents session tell --session ID \"what to do\""));
     }
-    let config = ctx.config()?;
-    let mut store = ctx.store()?;
-    let mut session = sessions::find(&store, &args.session)?;
-    if let Some(actor) = &args.actor {
-        orchestrator::resolve(&store, config, actor, &env_var).map_err(|e| tell_error(e, ctx))?;
-        sessions::set_actor(&store, &session.session_id, actor)?;
-        session.actor = actor.clone();
-    }
     let format = ctx.format;
     let human_stream = args.stream && format != Format::Json;
-    if human_stream {
-        print_stream(&format!(
-            "Session: {}  Actor: {}  Mode: streaming\n\n",
-            session.session_id, session.actor
-        ));
-    }
-    let guard = super::interrupt::Guard::new();
-    let interrupted = move || guard.interrupted();
+    let request = TellRequest {
+        session: args.session.clone(),
+        actor: args.actor.clone(),
+        prompt: args.prompt.clone(),
+        stream: args.stream,
+    };
+    let header = |session_id: &str, actor: &str| {
+        if human_stream {
+            print_stream(&format!(
+                "Session: {session_id}  Actor: {actor}  Mode: streaming\n\n"
+            ));
+        }
+    };
     let events = on_event(format);
-    let quiet = |_: ActorEvent| {};
-    let outcome = orchestrator::tell(
-        config,
-        &mut store,
-        &ctx.paths,
-        Tell {
-            session: &session,
-            prompt: &args.prompt,
-            commands: InProcess {
-                paths: ctx.paths.clone(),
-                config: ctx.config.clone(),
-                repeat_args: ctx.repeat_args.clone(),
-            },
-            stream: args.stream,
-            options: ClientOptions::default(),
-        },
-        &env_var,
-        if args.stream { &events } else { &quiet },
-        &interrupted,
-    )
-    .map_err(|e| tell_error(e, ctx))?;
+    let told = if ctx.server.is_some() {
+        // Through a server the events arrive with the answer, and are shown then.
+        let client = ctx.client()?;
+        let told = client.tell_session(request)?;
+        let session = client.session(&args.session)?.detail.session;
+        header(&session.session_id.to_string(), &session.actor);
+        told.events.iter().cloned().for_each(&events);
+        told
+    } else {
+        ctx.config()?;
+        let engine = ctx.registry_engine();
+        if human_stream {
+            let session = ctx.client()?.session(&args.session)?.detail.session;
+            header(
+                &session.session_id.to_string(),
+                args.actor.as_deref().unwrap_or(&session.actor),
+            );
+        }
+        let guard = super::interrupt::Guard::new();
+        let interrupted = move || guard.interrupted();
+        api_sessions::tell(&engine, &request, &events, &interrupted)?
+    };
     if human_stream {
         print_stream("\n\n");
     }
-    tell_report(&session, &args.prompt, &outcome, args.stream, ctx)
+    tell_report(&args.prompt, &told, args.stream, ctx)
 }
 
 fn tell_report(
-    session: &Session,
     prompt: &str,
-    o: &orchestrator::TellOutcome,
+    told: &Told,
     streamed: bool,
     ctx: &Context,
 ) -> Result<Report, CliError> {
-    let data = json!({
-        "session_id": session.session_id,
-        "turn": o.turn,
-        "actor": o.actor,
-        "model": o.model,
-        "automation_profile": session.automation_profile,
-        "prompt": prompt,
-        "answer": o.answer,
-        "stop": o.stop,
-        "commands": o.commands,
-        "plans": o.plans,
-        "usage": o.usage,
-        "cost_usd": o.cost_usd,
-        "tool_calls": o.tool_calls,
-        "history_messages": o.history_messages,
-        "summarized": o.summarized,
-    });
-    if let Stop::Failed { error } = &o.stop {
-        return Err(super::actor_run::provider_error(error, ctx)
-            .data(data)
-            .hint(ctx.suggest(&format!("session show {}", session.session_id))));
-    }
-    if let Stop::Cancelled = &o.stop {
-        return Err(super::interrupt::cancelled().data(data));
-    }
-    let ran = o.commands.iter().filter(|c| c.status != "refused").count();
+    let data = &told.data;
+    let text = |k: &str| data[k].as_str().unwrap_or_default().to_string();
+    let number = |v: &Value| v.as_u64().unwrap_or_default();
+    let commands: Vec<ExecutedCommand> =
+        serde_json::from_value(data["commands"].clone()).unwrap_or_default();
+    let plans: Vec<String> = data["plans"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let (actor, model, session_id, answer) = (
+        text("actor"),
+        text("model"),
+        text("session_id"),
+        text("answer"),
+    );
+    let ran = commands.iter().filter(|c| c.status != "refused").count();
     let mut report = Report::ok(
         "session tell",
-        &data,
+        data,
         if streamed {
             "Stream complete".to_string()
         } else {
@@ -909,26 +850,26 @@ fn tell_report(
     .with(Element::panel(
         "Plan Request",
         [
-            ("Actor", view::id(o.actor.clone())),
-            ("Model", o.model.clone().into()),
-            ("Session", view::id(session.session_id.to_string())),
-            ("Turn", o.turn.to_string().into()),
-            ("Automation", session.automation_profile.clone().into()),
+            ("Actor", view::id(actor)),
+            ("Model", model.into()),
+            ("Session", view::id(session_id)),
+            ("Turn", number(&data["turn"]).to_string().into()),
+            ("Automation", text("automation_profile").into()),
             ("Prompt", clip(prompt, 60).into()),
         ],
     ));
     if !streamed {
         report = report.with(Element::List {
             title: "Answer".into(),
-            items: o.answer.lines().map(str::to_string).collect(),
+            items: answer.lines().map(str::to_string).collect(),
         });
     }
     report = report.with(Element::List {
         title: "Commands Executed".into(),
-        items: if o.commands.is_empty() {
+        items: if commands.is_empty() {
             vec!["(none)".into()]
         } else {
-            o.commands
+            commands
                 .iter()
                 .map(|c| {
                     if c.ok {
@@ -940,11 +881,10 @@ fn tell_report(
                 .collect()
         },
     });
-    if !o.plans.is_empty() {
+    if !plans.is_empty() {
         report = report.with(Element::List {
             title: "Plans Created".into(),
-            items: o
-                .plans
+            items: plans
                 .iter()
                 .map(|p| {
                     format!(
@@ -958,11 +898,20 @@ fn tell_report(
     Ok(report.with(Element::panel(
         "Usage",
         [
-            ("Input Tokens", o.usage.input_tokens.to_string()),
-            ("Output Tokens", o.usage.output_tokens.to_string()),
-            ("Cost", cost_text(o.cost_usd)),
-            ("Duration", format!("{:.1}s", o.duration_ms as f64 / 1000.0)),
-            ("Tool Calls", o.tool_calls.to_string()),
+            (
+                "Input Tokens",
+                number(&data["usage"]["input_tokens"]).to_string(),
+            ),
+            (
+                "Output Tokens",
+                number(&data["usage"]["output_tokens"]).to_string(),
+            ),
+            ("Cost", cost_text(data["cost_usd"].as_f64())),
+            (
+                "Duration",
+                format!("{:.1}s", told.duration_ms as f64 / 1000.0),
+            ),
+            ("Tool Calls", number(&data["tool_calls"]).to_string()),
         ],
     )))
 }

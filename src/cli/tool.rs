@@ -6,13 +6,12 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use super::plan_sandbox::{open, register_dev_target};
 use super::skill::checkpoint_cell;
 use super::view;
 use super::{CliError, Context};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
 use cleveragents_engine::api::definition_views::{AddTool, BuiltinTool, ToolCapability, ToolView};
-use cleveragents_engine::tools::runner::{CallRequest, Policy, ToolRunner};
+use cleveragents_engine::api::run_views::ToolRunRequest;
 
 /// `agents tool ...`
 #[derive(Debug, Subcommand)]
@@ -100,10 +99,10 @@ pub enum ToolCommand {
 }
 
 impl ToolCommand {
-    /// Whether the subcommand can run against a server (`--server`): all but `run`, which
-    /// acts on this machine's sandboxes.
+    /// Whether the subcommand can run against a server (`--server`): all of them. Through a
+    /// server, `run` runs the tool in the server's sandboxes, on the server's host.
     pub fn served_remotely(&self) -> bool {
-        !matches!(self, ToolCommand::Run { .. })
+        true
     }
 
     /// The subcommand name.
@@ -198,69 +197,36 @@ fn tool_run(
         CliError::invalid_input(format!("--args is not valid JSON: {e}"))
             .hint(r#"e.g. --args '{"path": "src/main.rs"}'"#)
     })?;
-    let (mut store, sandboxes, plan) = open(ctx, plan)?;
-    let mut messages = Vec::new();
-    if let Some(path) = target_path {
-        messages = register_dev_target(&mut store, &sandboxes, &plan, &path)?;
-    }
-    let policy = Policy::for_plan(&plan);
-    let step = ToolRunner::new(&mut store, &sandboxes).step(
-        &plan.plan_id,
-        &policy,
-        CallRequest {
-            tool: tool.to_string(),
-            arguments,
-            parent_skill: skill,
-            resource,
-        },
-    )?;
-    let call = &step.call;
-    let data = json!({
-        "plan_id": plan.plan_id.to_string(),
-        "call": call.record,
-        "result": call.result.as_ref().ok(),
-        "changes": call.changes,
-        "checkpoints": {
-            "start": step.start.as_ref().map(|c| c.checkpoint_id.to_string()),
-            "end": step.end.as_ref().map(|c| c.checkpoint_id.to_string()),
-        },
-    });
-    if let Err(e) = &call.result {
-        let code = match e.code() {
-            "INVALID_ARGUMENTS" => "INVALID_INPUT",
-            other => other,
-        };
-        let mut err = CliError::new(code, format!("{tool}: {e}"))
-            .detail(format!(
-                "the call was logged as #{} ({}); the plan is unchanged and can continue",
-                call.record.seq, call.record.outcome
-            ))
-            .data(data);
-        if code == "INVALID_INPUT" {
-            err = err.hint("the tool's input schema lists its arguments; fix the named field");
-        }
-        return Err(err);
-    }
-    let result = call.result.as_ref().expect("checked above");
+    let ran = ctx.client()?.run_tool(ToolRunRequest {
+        tool: tool.to_string(),
+        plan: plan.to_string(),
+        arguments,
+        resource,
+        skill,
+        // Relative to where the command was typed, wherever the tool runs.
+        target_path: target_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
+    })?;
+    let data = &ran.data;
+    let result = &ran.result;
     let mut report = Report::ok(
         "tool run",
-        &data,
-        format!("{tool} ran ({} change(s))", call.changes.len()),
+        data,
+        format!("{tool} ran ({} change(s))", ran.changes.len()),
     )
     .with(Element::panel(
         "Tool Call",
         [
             ("Tool", Cell::new(tool, Tone::Id)),
-            ("Plan", Cell::new(plan.plan_id.to_string(), Tone::Id)),
+            ("Plan", Cell::new(ran.plan_id.clone(), Tone::Id)),
             (
                 "Resource",
-                call.record.resource_name.clone().unwrap_or_default().into(),
+                ran.resource_name.clone().unwrap_or_default().into(),
             ),
-            ("Call", format!("#{}", call.record.seq).into()),
-            ("Duration", format!("{} ms", call.record.duration_ms).into()),
+            ("Call", format!("#{}", ran.seq).into()),
+            ("Duration", format!("{} ms", ran.duration_ms).into()),
         ],
     ));
-    if !call.changes.is_empty() {
+    if !ran.changes.is_empty() {
         report = report.with(Element::Table {
             title: "Changes".into(),
             columns: vec![
@@ -268,7 +234,7 @@ fn tool_run(
                 Column::left("Path"),
                 Column::right("Size"),
             ],
-            rows: call
+            rows: ran
                 .changes
                 .iter()
                 .map(|c| {
@@ -321,8 +287,8 @@ fn tool_run(
             entries: rest,
         });
     }
-    for m in messages {
-        report = report.message(Level::Warn, m);
+    for m in &ran.warnings {
+        report = report.message(Level::Warn, m.clone());
     }
     Ok(report)
 }

@@ -51,7 +51,7 @@ pub(crate) fn setup(script: Vec<Turn>) -> Setup {
     s
 }
 
-fn run(s: &Setup, args: &[&str]) -> (Value, i32) {
+pub(crate) fn run(s: &Setup, args: &[&str]) -> (Value, i32) {
     let mut all = vec!["--format", "json"];
     all.extend_from_slice(args);
     let out = s
@@ -64,7 +64,9 @@ fn run(s: &Setup, args: &[&str]) -> (Value, i32) {
     let doc: Value = serde_json::from_str(&text)
         .or_else(|_| serde_json::from_str(text.lines().last().unwrap_or("")))
         .unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-    (doc, out.status.code().unwrap())
+    let code = out.status.code().unwrap();
+    crate::support::through_server::record(&s.env, args, &doc, code);
+    (doc, code)
 }
 
 pub(crate) fn ok(s: &Setup, args: &[&str]) -> Value {

@@ -35,6 +35,7 @@ pub fn spawn(env: &Env, token_name: &str, start_args: &[&str]) -> (String, Strin
     // (`sk-test`): through a server those run there, where the client's environment is not.
     let mut child = env
         .local_command(&[&["server", "start"], start_args].concat())
+        // The server makes the model calls with its own keys: the scripted provider's.
         .env("SCRIPTED_API_KEY", "sk-test")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -169,15 +169,20 @@ fn mask_text(env: &Env, s: &str) -> String {
     mask_ids_and_times(&s)
 }
 
-/// Ids (`plan_…`, `apr_…`, 26-character ULIDs), object ids, temporary roots and times become
-/// placeholders.
+/// Ids (`plan_…`, `apr_…`, 26-character ULIDs), object ids, checksums, temporary roots and
+/// times become placeholders.
 fn mask_ids_and_times(s: &str) -> String {
     use std::sync::OnceLock;
-    static PATTERNS: OnceLock<[(regex::Regex, &str); 6]> = OnceLock::new();
+    static PATTERNS: OnceLock<[(regex::Regex, &str); 7]> = OnceLock::new();
     let patterns = PATTERNS.get_or_init(|| {
         [
             // Commits and trees (their hashes hold commit times) and other test roots.
             (regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap(), "<oid>"),
+            // Checksums of exported documents (they hold ids and times).
+            (
+                regex::Regex::new(r"sha256:[0-9a-f]{64}").unwrap(),
+                "sha256:<sum>",
+            ),
             (
                 regex::Regex::new(r"/tmp/\.tmp[A-Za-z0-9]+").unwrap(),
                 "<tmp>",

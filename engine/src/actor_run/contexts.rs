@@ -356,7 +356,7 @@ fn insert_item(
 }
 
 /// What `delete`, `clear` or `rm` removed from one context.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Removed {
     /// The context.
     pub name: String,
@@ -367,7 +367,8 @@ pub struct Removed {
 }
 
 /// What to remove.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Removal {
     /// The whole context (`delete`).
     Context,
@@ -461,12 +462,21 @@ pub fn read_export(path: &Path) -> Result<(ContextDetail, String), ContextError>
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
+    parse_export(&path.display().to_string(), &text)
+}
+
+/// Checks an export file's `text`; `source` names the file in errors.
+///
+/// # Errors
+/// [`ContextError::Import`] naming what is wrong (not JSON, another format or schema
+/// version, a checksum mismatch).
+pub fn parse_export(source: &str, text: &str) -> Result<(ContextDetail, String), ContextError> {
     let bad = |message: String| ContextError::Import {
-        path: path.display().to_string(),
+        path: source.to_string(),
         message,
     };
     let (content, sum) =
-        crate::session::export::unseal(FORMAT, "an actor context export", SCHEMA_VERSION, &text)
+        crate::session::export::unseal(FORMAT, "an actor context export", SCHEMA_VERSION, text)
             .map_err(bad)?;
     let detail: ContextDetail = serde_json::from_value(content)
         .map_err(|e| bad(format!("the content does not read back ({e})")))?;
@@ -474,7 +484,7 @@ pub fn read_export(path: &Path) -> Result<(ContextDetail, String), ContextError>
 }
 
 /// What `import` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ImportedContext {
     /// The stored context.
     pub summary: ContextSummary,
@@ -495,7 +505,25 @@ pub fn import(
     name: Option<&str>,
     update: bool,
 ) -> Result<ImportedContext, ContextError> {
-    let (detail, checksum) = read_export(path)?;
+    let text = std::fs::read_to_string(path).map_err(|e| ContextError::File {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    import_text(store, &path.display().to_string(), &text, name, update)
+}
+
+/// [`import`] of an export file's `text`, read elsewhere; `source` names the file.
+///
+/// # Errors
+/// Import errors, a bad name, [`ContextError::Exists`] without `update`.
+pub fn import_text(
+    store: &mut Store,
+    source: &str,
+    text: &str,
+    name: Option<&str>,
+    update: bool,
+) -> Result<ImportedContext, ContextError> {
+    let (detail, checksum) = parse_export(source, text)?;
     let name = name.unwrap_or(&detail.summary.name).to_string();
     check_name(&name)?;
     let replaced = find(store, &name)?.is_some();
@@ -510,7 +538,7 @@ pub fn import(
         rusqlite::params![
             name,
             detail.summary.actor,
-            path.display().to_string(),
+            source,
             detail.summary.created_at.to_string(),
             now
         ],

@@ -338,6 +338,7 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
         Request::CorrectionView(r) => {
             Response::CorrectionView(Box::new(super::correction_views::answer(engine, r)?))
         }
+        Request::RunCall(r) => Response::RunCall(Box::new(super::run_views::answer(engine, r)?)),
     })
 }
 

@@ -83,6 +83,10 @@ error_codes! {
     ToolFailed => "TOOL_FAILED",
     /// A tool would act outside what the plan may touch.
     UnsafeTool => "UNSAFE_TOOL",
+    /// A tool call was refused by the plan's policy or the sandbox's confinement.
+    PermissionDenied => "PERMISSION_DENIED",
+    /// A tool would create a file that exists (without `overwrite`).
+    AlreadyExists => "ALREADY_EXISTS",
     /// `diagnostics` found errors.
     ChecksFailed => "CHECKS_FAILED",
     /// A bug: something the engine should never do.
@@ -168,6 +172,65 @@ pub enum ApiError {
         /// What was asked.
         what: String,
     },
+    /// `config.toml` cannot be used for a call that needs it (model runs).
+    #[error("{message}")]
+    Config {
+        /// Why.
+        message: String,
+    },
+    /// A session could not be created, found, imported or changed.
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    /// An orchestrator turn could not start (actor, model, key, profile) or be recorded.
+    #[error(transparent)]
+    Tell(Box<crate::session::orchestrator::TellError>),
+    /// A one-shot actor run could not start or be recorded.
+    #[error("{error}")]
+    OneShot {
+        /// The actor as named.
+        actor: String,
+        /// Why.
+        error: Box<crate::actor_run::OneShotError>,
+    },
+    /// An actor context could not be read, written or removed.
+    #[error(transparent)]
+    Context(#[from] crate::actor_run::contexts::ContextError),
+    /// A tool call could not be run (its plan, the database, a sandbox).
+    #[error(transparent)]
+    ToolRunner(#[from] crate::tools::runner::RunnerError),
+    /// A model run stopped without its answer (a failed or cancelled model call, a
+    /// deadline): the run was recorded, and `data` is what the command shows beside the
+    /// failure.
+    #[error("{}", stop.describe())]
+    Stopped {
+        /// Why the run stopped.
+        stop: Box<crate::actors::runtime::Stop>,
+        /// What to do next (`agents ...` commands), after the stop's own.
+        hints: Vec<String>,
+        /// The run as the command shows it.
+        data: Box<serde_json::Value>,
+    },
+    /// A command's work failed after it was recorded (a logged tool call): the stable code,
+    /// and the data the command shows beside the failure.
+    #[error("{message}")]
+    Failed {
+        /// The stable code.
+        code: ErrorCode,
+        /// What failed.
+        message: String,
+        /// More about it.
+        detail: Option<String>,
+        /// What to do next.
+        hints: Vec<String>,
+        /// What the command shows beside the failure.
+        data: Box<serde_json::Value>,
+    },
+}
+
+impl From<crate::session::orchestrator::TellError> for ApiError {
+    fn from(e: crate::session::orchestrator::TellError) -> Self {
+        ApiError::Tell(Box::new(e))
+    }
 }
 
 impl From<crate::lease::LeaseError> for ApiError {

@@ -32,6 +32,7 @@ mod registry;
 pub mod registry_views;
 mod remote;
 mod run;
+pub mod run_views;
 pub mod session_views;
 mod status;
 pub mod tokens;
@@ -162,6 +163,12 @@ pub struct Engine {
     paths: Paths,
     settings: Settings,
     observer: Arc<dyn Observer>,
+    /// The whole configuration, for the calls that run a model actor (`session tell`, `actor
+    /// run`); `None` when `config.toml` cannot be used.
+    config: Option<Arc<Config>>,
+    /// How the orchestrator of `session tell` runs `agents` commands (handed in by the face
+    /// that owns the command line).
+    commands: Option<Arc<dyn crate::session::tools::Commands>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -181,7 +188,38 @@ impl Engine {
             paths,
             settings,
             observer: Arc::new(Quiet),
+            config: None,
+            commands: None,
         }
+    }
+
+    /// This engine with the whole configuration, for the calls that run model actors.
+    pub fn with_config(mut self, config: Config) -> Self {
+        self.config = Some(Arc::new(config));
+        self
+    }
+
+    /// This engine with the runner of the orchestrator's `agents` commands (`session tell`).
+    pub fn with_commands(mut self, commands: Arc<dyn crate::session::tools::Commands>) -> Self {
+        self.commands = Some(commands);
+        self
+    }
+
+    /// The whole configuration.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the engine was made without a usable `config.toml`.
+    pub(crate) fn config(&self) -> Result<&Config, ApiError> {
+        self.config.as_deref().ok_or_else(|| ApiError::Config {
+            message: "config.toml cannot be used; run `agents config list` for details".into(),
+        })
+    }
+
+    /// The runner of the orchestrator's commands.
+    pub(crate) fn commands(&self) -> Result<Arc<dyn crate::session::tools::Commands>, ApiError> {
+        self.commands.clone().ok_or_else(|| ApiError::NotSupported {
+            what: "running the orchestrator's commands on this engine".into(),
+        })
     }
 
     /// Sends this handle's progress (committed events, spinner lines) to `observer`, which

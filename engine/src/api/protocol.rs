@@ -89,6 +89,8 @@ pub enum Request {
     Session(super::session_views::SessionRequest),
     /// Decisions and corrections: tree, explanation, correction previews, attempts.
     CorrectionView(super::correction_views::CorrectionViewRequest),
+    /// Direct runs: `actor run`, actor contexts, `tool run`.
+    RunCall(super::run_views::RunRequest),
 }
 
 impl Request {
@@ -113,6 +115,7 @@ impl Request {
             Request::Definition(_) => "definition",
             Request::Session(_) => "session",
             Request::CorrectionView(_) => "correction_view",
+            Request::RunCall(_) => "run_call",
         }
     }
 }
@@ -157,6 +160,8 @@ pub enum Response {
     Session(Box<super::session_views::SessionView>),
     /// [`Request::CorrectionView`].
     CorrectionView(Box<super::correction_views::CorrectionView>),
+    /// [`Request::RunCall`].
+    RunCall(Box<super::run_views::RunView>),
 }
 
 impl Response {
@@ -181,6 +186,7 @@ impl Response {
             Response::Definition(_) => "definition",
             Response::Session(_) => "session",
             Response::CorrectionView(_) => "correction_view",
+            Response::RunCall(_) => "run_call",
         }
     }
 }

@@ -5,6 +5,7 @@
 //! its views, how an [`Engine`] answers them and the typed calls on a [`Client`].
 
 mod pane_reads;
+mod session_changes;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,10 +24,25 @@ pub use crate::lifecycle::driven::{Driven, Stopped};
 pub use crate::registry::plan_use::Request as NewPlan;
 pub use crate::review::{Item as ReviewItem, Mark as ReviewMark, Review, ReviewFile};
 pub use crate::sandbox::diff::{FileDiff, FileStatus, Hunk, HunkLine, LineKind};
+pub use crate::session::orchestrator::TellError;
+/// The orchestrator's commands and how one is answered (handed to [`super::Engine::with_commands`]).
+pub use crate::session::tools::{CommandResult, Commands};
+/// Limits and the version of a session's export.
 pub use crate::session::{
-    LinkedPlan, Role, Session, SessionDetail, SessionMessage, SessionSummary, Totals,
+    DEFAULT_ACTOR, DEFAULT_MAX_HISTORY, export::SCHEMA_VERSION as EXPORT_SCHEMA_VERSION,
+};
+pub use crate::session::{
+    ExecutedCommand, LinkedPlan, Role, Session, SessionDetail, SessionError, SessionMessage,
+    SessionSummary, Totals,
 };
 pub use crate::store::corrections::Reached;
+/// What the orchestrator's commands and streamed text pass through before they are shown or
+/// handed to the model (secrets masked), and how an export file is written (atomically).
+pub use crate::{redact::redact_bytes, safe_write::replace_file};
+pub use session_changes::{
+    ActorShown, SessionCreated, SessionDeleted, SessionExported, SessionImported, TellRequest,
+    Told, tell,
+};
 
 /// One call of this family.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -75,6 +91,40 @@ pub enum SessionRequest {
     /// What a new plan can be made of: the available actions with their arguments, and every
     /// project (the TUI's use form).
     UseChoices,
+    /// Creates a session (`session create`).
+    Create {
+        /// Orchestrator actor (default: builtin/orchestrator).
+        actor: Option<String>,
+        /// A unique name.
+        name: Option<String>,
+        /// Automation profile of the plans it creates (default: the configured one).
+        automation_profile: Option<String>,
+        /// Turns the orchestrator sees in full.
+        max_history: u32,
+    },
+    /// Deletes a session and its conversation; its plans stay (`session delete`).
+    Delete {
+        /// Session id, unique prefix or name.
+        session: String,
+    },
+    /// A session's export document (`session export`; the face writes the file).
+    Export {
+        /// Session id, unique prefix or name.
+        session: String,
+    },
+    /// Stores an exported session under a new id (`session import`; the face reads the
+    /// file).
+    Import {
+        /// The file's name, for errors.
+        source: String,
+        /// The file's text.
+        text: String,
+        /// Keep the automation profile the file names instead of the default one.
+        keep_profile: bool,
+    },
+    /// Runs one orchestrator turn where the data is (`session tell`): the model call is made
+    /// with that side's configuration and keys.
+    Tell(TellRequest),
 }
 
 impl SessionRequest {
@@ -89,6 +139,11 @@ impl SessionRequest {
             SessionRequest::PlanChanges { .. } => "plan_changes",
             SessionRequest::Checkpoints { .. } => "checkpoints",
             SessionRequest::UseChoices => "use_choices",
+            SessionRequest::Create { .. } => "create",
+            SessionRequest::Delete { .. } => "delete",
+            SessionRequest::Export { .. } => "export",
+            SessionRequest::Import { .. } => "import",
+            SessionRequest::Tell(_) => "tell",
         }
     }
 }
@@ -113,6 +168,16 @@ pub enum SessionView {
     Checkpoints(Vec<CheckpointRecord>),
     /// [`SessionRequest::UseChoices`].
     UseChoices(UseChoices),
+    /// [`SessionRequest::Create`].
+    Created(Box<SessionCreated>),
+    /// [`SessionRequest::Delete`].
+    Deleted(SessionDeleted),
+    /// [`SessionRequest::Export`].
+    Exported(Box<SessionExported>),
+    /// [`SessionRequest::Import`].
+    Imported(Box<SessionImported>),
+    /// [`SessionRequest::Tell`].
+    Told(Box<Told>),
 }
 
 /// A node of a plan's decision tree: a decision, or a child plan under the decision that
@@ -263,6 +328,37 @@ pub(crate) fn answer(engine: &Engine, request: SessionRequest) -> Result<Session
             SessionView::Checkpoints(pane_reads::checkpoints(engine, &plan)?)
         }
         SessionRequest::UseChoices => SessionView::UseChoices(pane_reads::use_choices(engine)?),
+        SessionRequest::Create {
+            actor,
+            name,
+            automation_profile,
+            max_history,
+        } => SessionView::Created(Box::new(session_changes::create(
+            engine,
+            actor,
+            name,
+            automation_profile,
+            max_history,
+        )?)),
+        SessionRequest::Delete { session } => {
+            SessionView::Deleted(session_changes::delete(engine, &session)?)
+        }
+        SessionRequest::Export { session } => {
+            SessionView::Exported(Box::new(session_changes::export(engine, &session)?))
+        }
+        SessionRequest::Import {
+            source,
+            text,
+            keep_profile,
+        } => SessionView::Imported(Box::new(session_changes::import(
+            engine,
+            &source,
+            &text,
+            keep_profile,
+        )?)),
+        SessionRequest::Tell(request) => {
+            SessionView::Told(Box::new(session_changes::tell_collected(engine, &request)?))
+        }
     })
 }
 
@@ -368,6 +464,87 @@ impl dyn Client + '_ {
         })? {
             SessionView::Checkpoints(c) => Ok(c),
             other => Err(unexpected("checkpoints", &other)),
+        }
+    }
+
+    /// Creates a session (see [`SessionRequest::Create`]).
+    ///
+    /// # Errors
+    /// `INVALID_INPUT`, `CONFLICT` for a taken name, an actor that cannot orchestrate, an
+    /// unknown profile; see [`Client::call`].
+    pub fn create_session(
+        &self,
+        actor: Option<String>,
+        name: Option<String>,
+        automation_profile: Option<String>,
+        max_history: u32,
+    ) -> Result<SessionCreated, ApiError> {
+        match self.session_call(SessionRequest::Create {
+            actor,
+            name,
+            automation_profile,
+            max_history,
+        })? {
+            SessionView::Created(c) => Ok(*c),
+            other => Err(unexpected("create", &other)),
+        }
+    }
+
+    /// Deletes session `input` (see [`SessionRequest::Delete`]).
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; see [`Client::call`].
+    pub fn delete_session(&self, input: &str) -> Result<SessionDeleted, ApiError> {
+        match self.session_call(SessionRequest::Delete {
+            session: input.to_string(),
+        })? {
+            SessionView::Deleted(d) => Ok(d),
+            other => Err(unexpected("delete", &other)),
+        }
+    }
+
+    /// Session `input`'s export document (see [`SessionRequest::Export`]).
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `AMBIGUOUS`; see [`Client::call`].
+    pub fn export_session(&self, input: &str) -> Result<SessionExported, ApiError> {
+        match self.session_call(SessionRequest::Export {
+            session: input.to_string(),
+        })? {
+            SessionView::Exported(e) => Ok(*e),
+            other => Err(unexpected("export", &other)),
+        }
+    }
+
+    /// Stores an exported session (see [`SessionRequest::Import`]).
+    ///
+    /// # Errors
+    /// `INVALID_INPUT` naming the file; see [`Client::call`].
+    pub fn import_session(
+        &self,
+        source: &str,
+        text: &str,
+        keep_profile: bool,
+    ) -> Result<SessionImported, ApiError> {
+        match self.session_call(SessionRequest::Import {
+            source: source.to_string(),
+            text: text.to_string(),
+            keep_profile,
+        })? {
+            SessionView::Imported(i) => Ok(*i),
+            other => Err(unexpected("import", &other)),
+        }
+    }
+
+    /// Runs one orchestrator turn (see [`SessionRequest::Tell`]); streamed events come back
+    /// in [`Told::events`].
+    ///
+    /// # Errors
+    /// See [`tell`] and [`Client::call`].
+    pub fn tell_session(&self, request: TellRequest) -> Result<Told, ApiError> {
+        match self.session_call(SessionRequest::Tell(request))? {
+            SessionView::Told(t) => Ok(*t),
+            other => Err(unexpected("tell", &other)),
         }
     }
 
