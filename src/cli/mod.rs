@@ -47,7 +47,6 @@ pub use error::CliError;
 use crate::output::{self, ErrorBody, Exit, Format, Outcome, Report, Terminal, resolve_format};
 use cleveragents_engine::config::{Config, FlagValues};
 use cleveragents_engine::paths::Paths;
-use cleveragents_engine::store::Store;
 
 /// `agents` / `cleveragents`: supervise AI agents on large, reviewable, correctable work.
 #[derive(Debug, Parser)]
@@ -315,9 +314,6 @@ pub struct Context {
     /// For `info`, which runs on this machine: the server chosen, as its `Server Mode:` line
     /// shows it.
     pub server_mode: Option<String>,
-    /// The database [`dispatch`] opened (and migrated) before the command, handed to the
-    /// command's first [`Context::store`] rather than opening a second connection.
-    opened: std::sync::Mutex<Option<Store>>,
 }
 
 impl Context {
@@ -385,27 +381,9 @@ impl Context {
         }
     }
 
-    /// Opens (creating if needed) the database.
-    ///
-    /// # Errors
-    /// Store errors, converted for display.
-    pub fn store(&self) -> Result<Store, CliError> {
-        if let Some(chosen) = &self.server {
-            // A command served remotely never falls back on this machine's data.
-            return Err(CliError::new(
-                "NOT_SUPPORTED",
-                format!("this part of the command reads this machine's database, which is not used with --server {}", chosen.url),
-            )
-            .hint("run the command without --server on the machine that holds the data"));
-        }
-        if let Some(store) = self.opened.lock().ok().and_then(|mut kept| kept.take()) {
-            return Ok(store);
-        }
-        Ok(Store::open(&self.paths.database())?)
-    }
-
     /// Checks that the data this command changes can be reached: this machine's database
-    /// opens (in process); through a server, the server answers for its own.
+    /// opens, created or migrated when needed (in process); through a server, the server
+    /// answers for its own.
     ///
     /// # Errors
     /// Store errors, converted for display.
@@ -413,20 +391,17 @@ impl Context {
         if self.server.is_some() {
             return Ok(());
         }
-        self.store().map(drop)
+        self.registry_engine().schema_version()?;
+        Ok(())
     }
 
-    /// Opens (creating or migrating if needed) the database and keeps the connection for the
-    /// command's first [`Context::store`].
+    /// Opens (creating or migrating if needed) this machine's database before a command that
+    /// needs it.
     ///
     /// # Errors
     /// Store errors, converted for display.
     fn open_store(&self) -> Result<(), CliError> {
-        let store = self.store()?;
-        if let Ok(mut kept) = self.opened.lock() {
-            *kept = Some(store);
-        }
-        Ok(())
+        self.check_store()
     }
 
     /// The engine for a registry change: this data directory with the configured settings
@@ -752,7 +727,6 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         repeat_args,
         server: None,
         server_mode: None,
-        opened: std::sync::Mutex::new(None),
     };
     let ctx = match choose_server(ctx, cli.server, &command) {
         Ok(ctx) => ctx,

@@ -685,7 +685,6 @@ impl Commands for InProcess {
             repeat_args: self.repeat_args.clone(),
             server: None,
             server_mode: None,
-            opened: std::sync::Mutex::new(None),
         };
         let outcome = match super::dispatch(command, &ctx) {
             Ok(report) => Outcome::Done(report),
