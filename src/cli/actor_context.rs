@@ -106,22 +106,6 @@ pub fn run(command: ContextCommand, ctx: &Context) -> Result<Report, CliError> {
     }
 }
 
-/// The CLI error for a context error.
-pub(crate) fn context_error(e: ContextError) -> CliError {
-    let message = e.to_string();
-    match e {
-        ContextError::NotFound { .. } => {
-            CliError::new("NOT_FOUND", message).hint("agents actor context list")
-        }
-        ContextError::Exists(name) => CliError::new("CONFLICT", message).hint(format!(
-            "replace it with --update: agents actor context import --update --input FILE {name}"
-        )),
-        ContextError::BadName(_) | ContextError::Import { .. } => CliError::invalid_input(message),
-        ContextError::File { .. } => CliError::new("IO_ERROR", message),
-        ContextError::Store(s) => s.into(),
-    }
-}
-
 fn summary_json(s: &ContextSummary) -> serde_json::Value {
     serde_json::to_value(s).expect("a summary serializes")
 }

@@ -11,13 +11,9 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
-
 use super::{CliError, Context};
 use crate::output::{Cell, Column, Element, Report, Tone};
-use cleveragents_engine::api::run_views::{
-    self, ActorRan, ActorRunRequest, OneShotError, ProviderError, Stop,
-};
+use cleveragents_engine::api::run_views::{self, ActorRan, ActorRunRequest};
 
 /// Options of `agents actor run`.
 #[derive(Debug, clap::Args)]
@@ -281,72 +277,5 @@ fn known(reported: bool, n: u64) -> Cell {
         n.to_string().into()
     } else {
         Cell::new("unknown", Tone::Dim)
-    }
-}
-
-/// A model run that stopped without its answer: why, with the run's data and `hints` after
-/// the stop's own.
-pub(crate) fn stopped_error(stop: &Stop, hints: Vec<String>, data: Value) -> CliError {
-    let err = match stop {
-        Stop::Failed { error } => provider_error(error).data(data),
-        Stop::Cancelled => super::interrupt::cancelled().data(data),
-        other => CliError::new("PROVIDER_UNAVAILABLE", other.describe())
-            .data(data)
-            .hint("raise `providers.NAME.step_deadline_secs`, or ask for less in one run"),
-    };
-    hints.into_iter().fold(err, CliError::hint)
-}
-
-/// Errors before the first model call.
-pub(crate) fn start_error(e: OneShotError, name: &str) -> CliError {
-    match e {
-        OneShotError::Provider(ProviderError::UnknownProvider { .. }) if !name.contains('/') => {
-            provider_error(&ProviderError::BadModelName { name: name.into() })
-        }
-        OneShotError::Provider(ProviderError::UnknownProvider { name: ns, known }) => {
-            CliError::new(
-                "NOT_FOUND",
-                format!(
-                    "actor `{name}` uses provider `{ns}`, which is not configured (configured providers: {known})"
-                ),
-            )
-            .hint(format!(
-                "configure it: agents config set providers.{ns}.kind openai"
-            ))
-            .hint(format!("agents actor show {name}"))
-        }
-        OneShotError::Provider(p) => provider_error(&p),
-        OneShotError::Skill(s) => s.into(),
-        OneShotError::CustomSkill(s) => s.into(),
-        OneShotError::Tools(m) => CliError::new("TOOL_FAILED", m),
-        OneShotError::Actor(a) => a.into(),
-        OneShotError::NotSupported(m) => CliError::new("NOT_SUPPORTED", m),
-        OneShotError::Sandbox(s) => s.into(),
-        OneShotError::Runtime(r) => CliError::invalid_input(r.to_string()),
-        OneShotError::Store(s) => s.into(),
-        OneShotError::Io(io) => CliError::new("IO_ERROR", io.to_string()),
-        OneShotError::Context(c) => super::actor_context::context_error(c),
-    }
-}
-
-/// A provider failure, with what to do about it.
-pub(crate) fn provider_error(e: &ProviderError) -> CliError {
-    let message = e.to_string();
-    match e {
-        ProviderError::BadModelName { .. } | ProviderError::Invalid { .. } => {
-            CliError::invalid_input(message)
-        }
-        ProviderError::MissingKey { env, .. } => {
-            CliError::new("PROVIDER_AUTH", message).hint(format!("export {env}=<your key>"))
-        }
-        ProviderError::Auth { .. } => CliError::new("PROVIDER_AUTH", message),
-        ProviderError::Transient { .. } => CliError::new("PROVIDER_UNAVAILABLE", message)
-            .hint("try again later; the provider may be overloaded or unreachable"),
-        ProviderError::UnknownProvider { .. } => CliError::new("NOT_FOUND", message),
-        ProviderError::Config { provider, .. } | ProviderError::NotFound { provider, .. } => {
-            CliError::new("PROVIDER_ERROR", message)
-                .hint(format!("agents config list providers.{provider}"))
-        }
-        _ => CliError::new("PROVIDER_ERROR", message),
     }
 }

@@ -60,5 +60,5 @@ impl Drop for Guard {
 
 /// The error for an interrupted command: exit 130, status `cancelled`.
 pub fn cancelled() -> CliError {
-    CliError::new("INTERRUPTED", "Operation cancelled")
+    CliError::interrupted()
 }

@@ -30,7 +30,6 @@ pub mod session;
 pub mod skill;
 pub mod system;
 pub mod tool;
-pub mod tool_registry;
 pub mod tui;
 pub mod view;
 

@@ -16,8 +16,8 @@ use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{self, Cell, Column, Element, Format, Outcome, Report, Terminal, Tone};
 use cleveragents_engine::api::session_views::{
     self as api_sessions, CommandResult, Commands, DEFAULT_MAX_HISTORY, EXPORT_SCHEMA_VERSION,
-    ExecutedCommand, Role, Session, SessionDetail, SessionError, SessionMessage, SessionSummary,
-    TellError, TellRequest, Told,
+    ExecutedCommand, Role, Session, SessionDetail, SessionMessage, SessionSummary, TellRequest,
+    Told,
 };
 use cleveragents_engine::config::{Config, FlagValues};
 use cleveragents_engine::paths::Paths;
@@ -118,37 +118,6 @@ impl SessionCommand {
     /// Whether `--stream` was given (JSON Lines in the json format).
     pub fn streams(&self) -> bool {
         matches!(self, SessionCommand::Tell(a) if a.stream)
-    }
-}
-
-impl From<SessionError> for CliError {
-    fn from(e: SessionError) -> Self {
-        match e {
-            SessionError::Prefix(p) => p.into(),
-            SessionError::Store(s) => s.into(),
-            SessionError::NameTaken(n) => {
-                CliError::new("CONFLICT", format!("a session named `{n}` already exists"))
-                    .hint(format!("agents session show {n}"))
-            }
-            SessionError::Invalid(m) => CliError::invalid_input(m),
-            SessionError::Import(m) => CliError::invalid_input(m)
-                .hint("export the session again with `agents session export`"),
-        }
-    }
-}
-
-/// Why an orchestrator turn could not start, as the command line says it.
-pub(crate) fn tell_error(e: TellError) -> CliError {
-    match e {
-        TellError::Session(s) => s.into(),
-        TellError::Provider(p) => super::actor_run::provider_error(&p),
-        TellError::Actor(a) => a.into(),
-        TellError::Profile(p) => p.into(),
-        TellError::Store(s) => s.into(),
-        TellError::NotSupported(m) => CliError::new("NOT_SUPPORTED", m),
-        TellError::Runtime(r) => CliError::new("INVALID_INPUT", r.to_string())
-            .hint("check the actor's system prompt template"),
-        TellError::Io(e) => CliError::new("IO_ERROR", e.to_string()),
     }
 }
 

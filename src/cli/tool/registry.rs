@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::confirm::confirm;
-use super::skill::{checkpoint_cell, writes_cell};
-use super::{CliError, Context, view};
+use crate::cli::confirm::confirm;
+use crate::cli::skill::{checkpoint_cell, writes_cell};
+use crate::cli::{CliError, Context, view};
 use crate::output::{Cell, Column, Element, Level, Report, Tone};
 use cleveragents_engine::api;
 use cleveragents_engine::api::definition_views::{
@@ -64,7 +64,7 @@ pub fn add(ctx: &Context, input: &AddTool) -> Result<Report, CliError> {
     let mut input = input.clone();
     if let Some(config) = &input.config {
         // The file is this machine's: through a server, its text goes with the change.
-        let (path, text) = super::action::sent_config(ctx, config)?;
+        let (path, text) = crate::cli::action::sent_config(ctx, config)?;
         (input.config, input.config_text) = (Some(path), text);
     }
     let reg = ctx.change(api::RegisterTool(input.clone()))?;
@@ -181,7 +181,7 @@ pub fn list(
             name: t.name.clone(),
             source: "builtin",
             cap: (&t.capability).into(),
-            json: super::tool::tool_json(t),
+            json: super::tool_json(t),
         })
         .collect();
     for r in listed.registered {
@@ -291,7 +291,7 @@ pub fn show(reg: &Registration<ToolDef>, skills: &[String]) -> Report {
     ))
     .with(Element::Panel {
         title: "Input Schema".into(),
-        entries: super::tool::schema_lines(&d.input_schema),
+        entries: super::schema_lines(&d.input_schema),
     })
     .with(capability_panel(&cap));
     if !d.resources.is_empty() {

@@ -1,6 +1,8 @@
 //! The one error type at the CLI edge: a stable code, a message, details and hints, an exit
 //! code. Engine errors convert into it here, and nowhere else.
 
+pub mod runs;
+
 use crate::output::{ErrorBody, Exit};
 use cleveragents_engine::api::ErrorCode;
 use cleveragents_engine::api::failures::{self, InitError, StoreError};
@@ -63,6 +65,11 @@ pub fn exit_of_str(code: &str) -> Exit {
 }
 
 impl CliError {
+    /// The error for an interrupted command: exit 130, status `cancelled`.
+    pub fn interrupted() -> Self {
+        CliError::new("INTERRUPTED", "Operation cancelled")
+    }
+
     /// A failure with a code and message; its exit code is the code's ([`exit_of`]).
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
         Self {
@@ -648,11 +655,11 @@ impl From<cleveragents_engine::api::ApiError> for CliError {
                 .hint("run it without --server on the machine that holds the data"),
             E::Config { message } => CliError::new("CONFIG_INVALID", message),
             E::Session(s) => s.into(),
-            E::Tell(t) => super::session::tell_error(*t),
-            E::OneShot { actor, error } => super::actor_run::start_error(*error, &actor),
-            E::Context(c) => super::actor_context::context_error(c),
+            E::Tell(t) => runs::tell_error(*t),
+            E::OneShot { actor, error } => runs::start_error(*error, &actor),
+            E::Context(c) => runs::context_error(c),
             E::ToolRunner(r) => r.into(),
-            E::Stopped { stop, hints, data } => super::actor_run::stopped_error(&stop, hints, *data),
+            E::Stopped { stop, hints, data } => runs::stopped_error(&stop, hints, *data),
             E::Failed { code, message, detail, hints, data } => {
                 let mut err = CliError::new(code.as_str(), message).data(*data);
                 if let Some(d) = detail {

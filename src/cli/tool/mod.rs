@@ -1,6 +1,8 @@
 //! `agents tool list|show|run` (spec 06, 18): the built-in tools, their schemas and
 //! capabilities, and running one headlessly against a plan's sandbox.
 
+pub mod registry;
+
 use std::path::PathBuf;
 
 use clap::Subcommand;
@@ -148,7 +150,7 @@ pub fn run(command: ToolCommand, ctx: &Context) -> Result<Report, CliError> {
             checkpointable,
             no_checkpointable,
             name,
-        } => super::tool_registry::add(
+        } => registry::add(
             ctx,
             &AddTool {
                 config,
@@ -163,7 +165,7 @@ pub fn run(command: ToolCommand, ctx: &Context) -> Result<Report, CliError> {
                 config_text: None,
             },
         ),
-        ToolCommand::Remove { yes, name } => super::tool_registry::remove(ctx, &name, yes),
+        ToolCommand::Remove { yes, name } => registry::remove(ctx, &name, yes),
         ToolCommand::Run {
             tool,
             plan,
@@ -310,7 +312,7 @@ fn list(
     source: Option<&str>,
     regex: Option<&str>,
 ) -> Result<Report, CliError> {
-    super::tool_registry::list(ctx, namespace, source, regex)
+    registry::list(ctx, namespace, source, regex)
 }
 
 /// One line per argument of a JSON Schema object: `name: type (required) - description`.
@@ -366,7 +368,7 @@ fn show(ctx: &Context, name: &str) -> Result<Report, CliError> {
     let (tool, schema) = match ctx.client()?.tool(name)? {
         ToolView::Builtin { tool, input_schema } => (tool, input_schema),
         ToolView::Registered { tool, skills } => {
-            return Ok(super::tool_registry::show(&tool, &skills));
+            return Ok(registry::show(&tool, &skills));
         }
         ToolView::Unknown {
             namespaced,
