@@ -17,7 +17,6 @@ pub mod definition_views;
 mod error;
 mod export;
 pub mod failures;
-mod index_ops;
 mod live_feed;
 mod op;
 pub mod openapi;
@@ -53,7 +52,7 @@ pub use registry::*;
 pub use remote::Remote;
 pub use status::{ChildView, PlanStatusView, ResumedAt, StatusHeadline, StepView, step_name};
 // The code index as registry changes (registry views).
-pub use index_ops::{
+pub use registry::index_ops::{
     BuildIndex, IndexOutcome, IndexProgress, IndexRemoved, NotIndexed, RemoveIndex,
 };
 

@@ -7,10 +7,11 @@
 //! (the store does it, so no path can forget it); a change that cancels plans (a forced project
 //! delete) writes their events in that transaction too.
 
+pub(super) mod index_ops;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::index_ops::{BuildIndex, IndexOutcome, IndexRemoved, RemoveIndex};
 use super::{ApiError, Engine};
 use crate::context::policy::{self, ContextPolicy};
 use crate::domain::{ActionState, Id, Plan};
@@ -24,6 +25,7 @@ use crate::skill_registry::{ResolvedSkill, SkillDef};
 use crate::store::Store;
 use crate::store::tools::Registration;
 use crate::tools::custom::ToolDef;
+use index_ops::{BuildIndex, IndexOutcome, IndexRemoved, RemoveIndex};
 
 /// Why a registry change failed: the registry's own error, unchanged, so a face renders it
 /// with the hints it knows for that registry.

@@ -11,8 +11,8 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::registry::RegistryChange;
-use super::{ApiError, Engine};
+use super::RegistryChange;
+use crate::api::{ApiError, Engine};
 use crate::index::{self, IndexStatus};
 use crate::registry::resources;
 use crate::store::Store;
