@@ -87,6 +87,9 @@ def top_modules(root):
         lib = os.path.join(root, "main.rs")
     code = strip(open(lib).read())
     mods = re.findall(r"^\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([a-z_0-9]+)\s*;", code, re.M)
+    # Modules declared through a macro listing them (`internal_modules!(a, b, ...);`).
+    for listed in re.findall(r"^\s*[a-z_]+_modules!\(([^)]*)\)", code, re.M):
+        mods += [m for m in IDENT.findall(listed) if m not in mods]
     aliases = {}
     for m in re.finditer(r"pub\s+use\s+([a-z_0-9]+)::(\{[^}]*\}|[A-Za-z_0-9]+)\s*;", code):
         if m.group(1) in mods:

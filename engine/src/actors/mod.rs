@@ -21,6 +21,9 @@ pub mod graph;
 pub use crate::domain::messages;
 pub mod pricing;
 pub mod prompts;
+#[cfg(feature = "internals")]
 pub use crate::providers;
+#[cfg(not(feature = "internals"))]
+pub(crate) use crate::providers;
 pub mod runtime;
 pub use crate::providers::secret;

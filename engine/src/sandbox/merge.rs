@@ -17,7 +17,7 @@ use super::{Sandbox, SandboxError};
 /// What merging one child sandbox did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum Merged {
+pub enum MergeOutcome {
     /// The child changed nothing in this resource.
     Unchanged,
     /// The child's changes are in the parent's work tree now.
@@ -75,9 +75,9 @@ pub fn merge_child(
     child: &Sandbox,
     ancestor: Oid,
     theirs: Oid,
-) -> Result<Merged, SandboxError> {
+) -> Result<MergeOutcome, SandboxError> {
     if ancestor == theirs {
-        return Ok(Merged::Unchanged);
+        return Ok(MergeOutcome::Unchanged);
     }
     let _lock = parent.lock()?;
     // One handle that also reads the child's objects, one that sees only the parent's own.
@@ -110,13 +110,13 @@ pub fn merge_child(
         }
         paths.sort();
         paths.dedup();
-        return Ok(Merged::Conflict { paths });
+        return Ok(MergeOutcome::Conflict { paths });
     }
     let merged = index
         .write_tree_to(&with_child)
         .map_err(SandboxError::git("writing the merged tree"))?;
     if merged == ours {
-        return Ok(Merged::Unchanged);
+        return Ok(MergeOutcome::Unchanged);
     }
     // Copy the objects the merged tree needs that only the child's repository holds (libgit2
     // does not write an object that any backend, alternates included, already has).
@@ -170,7 +170,7 @@ pub fn merge_child(
             parent.record.resource_name
         )));
     }
-    Ok(Merged::Merged {
+    Ok(MergeOutcome::Merged {
         files,
         tree: merged.to_string(),
     })
@@ -260,7 +260,7 @@ mod tests {
         );
         assert_eq!(
             merge_child(&parent, &child, ancestor, current_tree(&child).unwrap()).unwrap(),
-            Merged::Unchanged
+            MergeOutcome::Unchanged
         );
         fs::write(child.work_dir().join("a.txt"), "one\ntwo\nthree\nfour\n").unwrap();
         fs::write(child.work_dir().join("new.txt"), "from the child\n").unwrap();
@@ -268,7 +268,7 @@ mod tests {
         fs::write(parent.work_dir().join("a.txt"), "zero\none\ntwo\nthree\n").unwrap();
         fs::write(parent.work_dir().join("mine.txt"), "parent after\n").unwrap();
         let theirs = current_tree(&child).unwrap();
-        let Merged::Merged { files, .. } = merge_child(&parent, &child, ancestor, theirs).unwrap()
+        let MergeOutcome::Merged { files, .. } = merge_child(&parent, &child, ancestor, theirs).unwrap()
         else {
             panic!("expected a merge")
         };
@@ -306,7 +306,7 @@ mod tests {
         let theirs = current_tree(&child).unwrap();
         assert_eq!(
             merge_child(&parent, &child, ancestor, theirs).unwrap(),
-            Merged::Conflict {
+            MergeOutcome::Conflict {
                 paths: vec!["a.txt".into()]
             }
         );

@@ -51,7 +51,7 @@ use crate::lifecycle::{
 use crate::registry::plan_use::{self, ChildRequest};
 use crate::sandbox::Sandboxes;
 use crate::sandbox::checkpoint::{self, CheckpointRequest};
-use crate::sandbox::merge::{self, Merged};
+use crate::sandbox::merge::{self, MergeOutcome};
 use crate::store::children::{ChildLink, ChildStatus};
 use crate::store::lifecycle_run::{BaseKind, PlanBase};
 use crate::store::{Store, StoreError};
@@ -1081,7 +1081,7 @@ fn merge_child_in(
         let Some(ancestor) = ancestor else { continue };
         let theirs = merge::current_tree(&child_sb)?;
         match merge::merge_child(&sb, &child_sb, ancestor, theirs)? {
-            Merged::Conflict { paths } => {
+            MergeOutcome::Conflict { paths } => {
                 let resource = sb.record.resource_name.clone();
                 let detail = json!({"resource": resource, "paths": paths});
                 engine.store_mut().set_child_status(
