@@ -267,28 +267,43 @@ impl Drop for LeaseGuard {
         if let Some(handle) = self.heartbeat.take() {
             let _ = handle.join();
         }
+        // The row goes before this process may take the lease again (see `held_here`).
+        let mut held = held_here().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Ok(store) = Store::open(&self.db) {
             let _ = store.conn().execute(
                 "DELETE FROM plan_leases WHERE plan_id = ?1 AND pid = ?2",
                 params![self.plan_id.to_string(), std::process::id()],
             );
         }
+        held.remove(&(self.db.clone(), self.plan_id));
     }
+}
+
+/// The leases this process holds, by database and plan: a server drives many plans in one
+/// process, so the row's pid alone cannot tell a driver of this process from another request
+/// of it (a second `plan execute`, a `plan cancel`) that must wait or be refused.
+fn held_here() -> &'static std::sync::Mutex<std::collections::HashSet<(PathBuf, Id)>> {
+    static HELD: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<(PathBuf, Id)>>> =
+        std::sync::OnceLock::new();
+    HELD.get_or_init(Default::default)
 }
 
 /// Takes the lease on a plan for this process, recovering a stale lease first.
 ///
 /// # Errors
-/// [`LeaseError::Held`] naming the live owner; [`LeaseError::Store`].
+/// [`LeaseError::Held`] naming the live owner (this process too, when another of its drivers
+/// holds the plan); [`LeaseError::Store`].
 pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard, LeaseError> {
     let host = host_name();
     let pid = std::process::id();
+    let key = (store.path().to_path_buf(), *plan_id);
+    let mut held = held_here().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let tx = store
         .conn_mut()
         .transaction_with_behavior(TransactionBehavior::Immediate)?;
     recover_in(&tx, plan_id, &host)?;
     if let Some(lease) = read_lease(&tx, plan_id)?
-        && lease.pid != pid
+        && (lease.pid != pid || held.contains(&key))
     {
         return Err(LeaseError::Held {
             plan_id: *plan_id,
@@ -311,6 +326,7 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
         ],
     )?;
     tx.commit()?;
+    held.insert(key);
     Ok(start_heartbeat(store.path(), *plan_id))
 }
 

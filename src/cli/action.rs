@@ -406,13 +406,31 @@ pub(super) fn sent_config(
     Ok((absolute, Some(text)))
 }
 
+/// The name of the action a refused `action create` found already registered, in process or
+/// through a server (whose rendering of the refusal carries it as `existing_action`).
+fn existing_action(e: api::ApiError) -> Result<String, api::ApiError> {
+    match e {
+        api::ApiError::Remote(r) => {
+            match r.data.as_ref().and_then(|d| d["existing_action"].as_str()) {
+                Some(name) => Ok(name.to_string()),
+                None => Err(api::ApiError::Remote(r)),
+            }
+        }
+        other => match other.into_registry() {
+            Ok(api::RegistryError::Action(ActionError::Exists(name))) => Ok(name),
+            Ok(registry) => Err(registry.into()),
+            Err(other) => Err(other),
+        },
+    }
+}
+
 fn create(ctx: &Context, mut req: CreateRequest) -> Result<Report, CliError> {
     // The file is this machine's: through a server, its text goes with the change.
     (req.config, req.config_text) = sent_config(ctx, &req.config)?;
     ctx.check_store()?;
     ctx.config()?;
-    let created = ctx.change(api::CreateAction(req.clone())).map_err(|e| match e.into_registry() {
-        Ok(api::RegistryError::Action(ActionError::Exists(name))) => {
+    let created = ctx.change(api::CreateAction(req.clone())).map_err(|e| match existing_action(e) {
+        Ok(name) => {
             let file = shell_words::quote(&req.config.display().to_string()).into_owned();
             CliError::new("CONFLICT", format!("action {name} already exists"))
                 .detail(
@@ -421,8 +439,8 @@ fn create(ctx: &Context, mut req: CreateRequest) -> Result<Report, CliError> {
                 .hint(ctx.suggest(&format!("action create --update --config {file} {name}")))
                 .hint(ctx.suggest(&format!("action create --config {file} {name}-v2")))
                 .hint(ctx.suggest(&format!("action show {name}")))
+                .data(json!({ "existing_action": name }))
         }
-        Ok(other) => other.into(),
         Err(other) => other.into(),
     })?;
     let a = &created.action;

@@ -44,9 +44,12 @@ pub enum ConfigCommand {
 }
 
 impl ConfigCommand {
-    /// Whether the subcommand can run against a server (`--server`): none yet.
+    /// Whether the subcommand can run against a server (`--server`): all of them. The keys of
+    /// `config.toml` are this machine's file (read and written here, with no database opened
+    /// here); a project's automation profile and a custom profile's registration are the
+    /// server's registry.
     pub fn served_remotely(&self) -> bool {
-        false
+        true
     }
 
     /// `set`, `get` or `list`.

@@ -794,10 +794,7 @@ fn choose_server(
         ))
         .hint("run it on the server host without --server (and without AGENTS_SERVER)"));
     }
-    if matches!(
-        command,
-        Command::Version | Command::Config(_) | Command::Diagnostics
-    ) {
+    if matches!(command, Command::Version | Command::Diagnostics) {
         // About this machine: a chosen server changes nothing.
         return Ok(ctx);
     }

@@ -961,6 +961,11 @@ script:
 
 #[test]
 fn after_the_parent_process_is_killed_resuming_cancels_the_orphaned_child_and_spawns_again() {
+    if crate::support::through_server::in_process_only(
+        "it kills the process that drives the plan; through a server that is the server, and killing the client only ends its wait",
+    ) {
+        return;
+    }
     let flags = tempfile::tempdir().unwrap();
     let ok_flag = flags.path().join("ok");
     let parent = format!(
@@ -1029,6 +1034,11 @@ script:
 
 #[test]
 fn ctrl_c_interrupts_the_parent_with_its_children_and_the_plan_resumes() {
+    if crate::support::through_server::in_process_only(
+        "it interrupts the process that drives the plan; through a server Ctrl-C on the client only ends its wait",
+    ) {
+        return;
+    }
     let flags = tempfile::tempdir().unwrap();
     let ok_flag = flags.path().join("ok");
     let parent = format!(

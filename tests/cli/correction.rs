@@ -121,47 +121,6 @@ pub fn tool_calls_per_step(st: &Store, plan: &Id) -> BTreeMap<Id, u64> {
         .collect()
 }
 
-/// What a read leaves as it was: the database's bytes in process; through a server, whose
-/// every request records its token's last use, the rows of every other table.
-fn db_bytes(env: &Env) -> Vec<Vec<u8>> {
-    if crate::support::through_server::enabled() {
-        return db_rows(env);
-    }
-    let db = db_file(env);
-    ["", "-wal"]
-        .iter()
-        .map(|ext| std::fs::read(format!("{}{ext}", db.display())).unwrap_or_default())
-        .collect()
-}
-
-/// Every row of every table but the server tokens, each as text.
-fn db_rows(env: &Env) -> Vec<Vec<u8>> {
-    let conn = rusqlite::Connection::open_with_flags(
-        db_file(env),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'server_tokens' ORDER BY name")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let mut rows = Vec::new();
-    for table in tables {
-        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
-        let width = stmt.column_count();
-        let mut found = stmt.query([]).unwrap();
-        while let Some(row) = found.next().unwrap() {
-            let values: Vec<rusqlite::types::Value> =
-                (0..width).map(|i| row.get(i).unwrap()).collect();
-            rows.push(format!("{table}: {values:?}").into_bytes());
-        }
-    }
-    rows
-}
-
 fn sandbox_bytes(env: &Env) -> BTreeMap<String, Vec<u8>> {
     files(&env.data_dir.join("sandboxes"))
 }
@@ -195,7 +154,10 @@ fn a_dry_run_lists_the_affected_work_and_changes_nothing() {
     let keys = by_key(&st, &pid);
     let s5 = keys["s5"].decision_id.to_string();
     drop(st);
-    let (db_before, sb_before) = (db_bytes(&s.env), sandbox_bytes(&s.env));
+    let (db_before, sb_before) = (
+        crate::support::database_state(&s.env),
+        sandbox_bytes(&s.env),
+    );
     let (doc, code) = s.env.json(&[
         "plan",
         "correct",
@@ -247,7 +209,7 @@ fn a_dry_run_lists_the_affected_work_and_changes_nothing() {
         "offline actors make no model call"
     );
     assert_eq!(
-        db_bytes(&s.env),
+        crate::support::database_state(&s.env),
         db_before,
         "the database is byte-identical"
     );
@@ -262,7 +224,7 @@ fn a_dry_run_lists_the_affected_work_and_changes_nothing() {
         .json(&["plan", "correct", "--mode", "revert", "-g", "x", &s5]);
     assert_eq!(code, 3, "{doc:#}");
     assert_eq!(doc["error"]["code"], "NEEDS_APPROVAL");
-    assert_eq!(db_bytes(&s.env), db_before);
+    assert_eq!(crate::support::database_state(&s.env), db_before);
     assert_eq!(sandbox_bytes(&s.env), sb_before);
 }
 

@@ -445,8 +445,7 @@ fn project_delete_with_a_queued_plan_is_refused_without_force() {
     ]);
     let (plan, code) = env.json(&["plan", "use", "x", "p"]);
     assert_eq!(code, 3, "waits at the strategize gate: {plan:#}");
-    let db = crate::support::db_file(&env);
-    let before = std::fs::read(&db).unwrap();
+    let before = crate::support::database_state(&env);
     let (doc, code) = env.json(&["project", "delete", "--yes", "p"]);
     assert_eq!(code, 1);
     assert_eq!(doc["error"]["code"], "CONFLICT");
@@ -463,7 +462,11 @@ fn project_delete_with_a_queued_plan_is_refused_without_force() {
             .unwrap()
             .contains("--force")
     );
-    assert_eq!(std::fs::read(&db).unwrap(), before, "nothing was written");
+    assert_eq!(
+        crate::support::database_state(&env),
+        before,
+        "nothing was written"
+    );
 
     let (doc, code) = env.json(&["project", "delete", "--force", "--yes", "p"]);
     assert_eq!(code, 0, "{doc:#}");

@@ -464,3 +464,44 @@ sandbox:
   network: false
   writable-paths: []
 "#;
+
+/// What a read leaves as it was: the database's bytes in process; through a server, whose
+/// every request records its token's last use, the rows of every other table.
+pub fn database_state(env: &Env) -> Vec<Vec<u8>> {
+    if through_server::enabled() {
+        return database_rows(env);
+    }
+    let db = db_file(env);
+    ["", "-wal"]
+        .iter()
+        .map(|ext| std::fs::read(format!("{}{ext}", db.display())).unwrap_or_default())
+        .collect()
+}
+
+/// Every row of every table but the server tokens, each as text.
+fn database_rows(env: &Env) -> Vec<Vec<u8>> {
+    let conn = rusqlite::Connection::open_with_flags(
+        db_file(env),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'server_tokens' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut rows = Vec::new();
+    for table in tables {
+        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+        let width = stmt.column_count();
+        let mut found = stmt.query([]).unwrap();
+        while let Some(row) = found.next().unwrap() {
+            let values: Vec<rusqlite::types::Value> =
+                (0..width).map(|i| row.get(i).unwrap()).collect();
+            rows.push(format!("{table}: {values:?}").into_bytes());
+        }
+    }
+    rows
+}

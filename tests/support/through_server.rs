@@ -127,6 +127,26 @@ pub fn record(env: &Env, args: &[&str], doc: &Value, code: i32) {
     writeln!(file, "{line}").unwrap();
 }
 
+/// Whether the calling test must end here because it runs through a server and tests what
+/// only a process that drives its own plans does (killing or interrupting the client, which
+/// through a server stops only the client's wait). Says so on stderr and, when recording, in
+/// `DIR/<test name>.in-process-only`, which `scripts/compare-records.py` lists.
+pub fn in_process_only(why: &str) -> bool {
+    if !enabled() {
+        return false;
+    }
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .replace("::", ".");
+    eprintln!("{test}: in process only: {why}");
+    if let Some(dir) = std::env::var_os("AGENTS_TEST_RECORD") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(Path::new(&dir).join(format!("{test}.in-process-only")), why).unwrap();
+    }
+    true
+}
+
 /// `data` with what differs between two runs of one test masked: the temporary root, ids,
 /// times, durations, and the global options a suggested command repeats.
 pub fn masked(env: &Env, mut data: Value) -> Value {

@@ -325,7 +325,8 @@ impl From<ActionError> for CliError {
             ActionError::Profile(p) => p.into(),
             ActionError::Exists(name) => CliError::new("CONFLICT", message)
                 .detail("action names are never reused, also after archiving; choose a new name")
-                .hint(format!("agents action show {name}")),
+                .hint(format!("agents action show {name}"))
+                .data(serde_json::json!({ "existing_action": name })),
             ActionError::NotFound(m) => not_found(message, &m, "agents action list --state all"),
             ActionError::Ambiguous(a) => a.into(),
             ActionError::NotReady { failures, name } => CliError::new("INVALID_INPUT", message)
