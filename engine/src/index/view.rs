@@ -170,6 +170,33 @@ pub struct DefinitionHit {
     pub snippets: Vec<Line>,
 }
 
+/// Other forms of an English word a query may use where the code uses another: plural
+/// and singular, `-ing`, `-ed` and `-ion` stripped (`completions` gives `completion`,
+/// `parsing` gives `pars`, `parse`). Only for plain words of 5 letters or more.
+pub fn word_forms(term: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if term.len() < 5 || !term.chars().all(|c| c.is_ascii_lowercase()) {
+        return out;
+    }
+    for suffix in ["ies", "es", "s", "ing", "ed", "ions", "ion"] {
+        if let Some(base) = term.strip_suffix(suffix) {
+            if base.len() >= 3 {
+                out.push(base.to_string());
+                match suffix {
+                    "ies" => out.push(format!("{base}y")),
+                    "ing" | "ed" | "ion" | "ions" => out.push(format!("{base}e")),
+                    _ => {}
+                }
+            }
+            break;
+        }
+    }
+    if !term.ends_with('s') {
+        out.push(format!("{term}s"));
+    }
+    out
+}
+
 /// Lines of `text` between `start` and `end` (1-based, inclusive) holding a wanted term,
 /// outside `skip` ranges, at most `max`.
 fn matching_lines(
@@ -567,7 +594,8 @@ impl View {
     fn prepare(
         &self,
         q: &SearchQuery,
-    ) -> Result<(Vec<String>, Option<globset::GlobMatcher>, BooleanQuery), IndexError> {
+    ) -> Result<(Vec<String>, Vec<String>, Option<globset::GlobMatcher>, BooleanQuery), IndexError>
+    {
         let terms = Self::terms(&q.query);
         if terms.is_empty() {
             return Err(IndexError::InvalidQuery(format!(
@@ -588,7 +616,15 @@ impl View {
             .transpose()?;
         let f = self.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut forms: Vec<String> = Vec::new();
         for t in &terms {
+            for v in word_forms(t) {
+                if !terms.contains(&v) && !forms.contains(&v) {
+                    forms.push(v);
+                }
+            }
+        }
+        for t in terms.iter().chain(&forms) {
             let tq = |field, boost: f32| -> Box<dyn Query> {
                 let q = TermQuery::new(
                     Term::from_field_text(field, t),
@@ -610,7 +646,7 @@ impl View {
                 )),
             ));
         }
-        Ok((terms, glob, BooleanQuery::new(clauses)))
+        Ok((terms, forms, glob, BooleanQuery::new(clauses)))
     }
 
     /// Ranked search over contents, definition names and paths.
@@ -618,14 +654,14 @@ impl View {
     /// # Errors
     /// [`IndexError::InvalidQuery`] for an empty query or a bad glob; [`IndexError`].
     pub fn search(&self, q: &SearchQuery) -> Result<Vec<Hit>, IndexError> {
-        let (terms, glob, query) = self.prepare(q)?;
+        let (terms, forms, glob, query) = self.prepare(q)?;
         let limit = q.limit.max(1);
         let fetch = if glob.is_some() {
             limit * 20
         } else {
             limit * 2
         };
-        let wanted: HashSet<&str> = terms.iter().map(String::as_str).collect();
+        let wanted: HashSet<&str> = terms.iter().chain(&forms).map(String::as_str).collect();
         let mut hits = Vec::new();
         let mut seen = HashSet::new();
         let mut ranked: Vec<(Score, Hit)> = Vec::new();
@@ -710,14 +746,14 @@ impl View {
     /// # Errors
     /// [`IndexError::InvalidQuery`] for an empty query or a bad glob; [`IndexError`].
     pub fn search_files(&self, q: &SearchQuery) -> Result<Vec<FileHit>, IndexError> {
-        let (terms, glob, query) = self.prepare(q)?;
+        let (terms, forms, glob, query) = self.prepare(q)?;
         let limit = q.limit.max(1);
         let fetch = if glob.is_some() {
             limit * 20
         } else {
             limit * 3 + 10
         };
-        let wanted: HashSet<&str> = terms.iter().map(String::as_str).collect();
+        let wanted: HashSet<&str> = terms.iter().chain(&forms).map(String::as_str).collect();
         let mut seen = HashSet::new();
         let mut files: Vec<FileHit> = Vec::new();
         for (score, loc) in self.run(&query, fetch)? {
@@ -785,10 +821,17 @@ impl View {
                 .chain(tokenizer::tokens(&path))
                 .filter(|t| wanted.contains(t.as_str()))
                 .collect();
-            let best = defs.first().map_or(score, |d| d.score.max(score));
+            let matched: Vec<String> = terms
+                .iter()
+                .filter(|t| held.contains(*t) || word_forms(t).iter().any(|v| held.contains(v)))
+                .cloned()
+                .collect();
+            // A file holding more of the query's terms ranks higher than one repeating a few.
+            let coverage = 1.0 + matched.len() as f32 / terms.len() as f32;
+            let best = defs.first().map_or(score, |d| d.score.max(score)) * coverage;
             files.push(FileHit {
                 language: symbols::language_of(&path).map(str::to_string),
-                terms: terms.iter().filter(|t| held.contains(*t)).cloned().collect(),
+                terms: matched,
                 path,
                 score: best,
                 lines: loc.lines,
