@@ -158,7 +158,7 @@ pub fn overview(view: &View, depth: usize, max_dirs: usize) -> Overview {
 /// A README (Markdown, HTML or plain text) as a few sentences of prose: HTML tags and
 /// comments, images and badges, fenced code, tables, headings, reference definitions and
 /// lists go; links keep their text. Paragraphs are taken from the top until
-/// [`ABOUT_CHARS`] (cut at a sentence end), stopping at a heading once there is some prose.
+/// [`ABOUT_CHARS`] (cut at a sentence end) or, once there is some prose, the next heading.
 /// `None` when fewer than a few words of prose remain.
 pub fn about(readme: &str) -> Option<String> {
     let mut paragraphs: Vec<String> = Vec::new();
@@ -202,7 +202,7 @@ pub fn about(readme: &str) -> Option<String> {
         if t.is_empty() || heading || list || skip {
             end_paragraph(&mut current, &mut paragraphs);
             let total = paragraphs.iter().map(|p| p.len() + 1).sum::<usize>();
-            if total >= ABOUT_CHARS || (heading && total >= ABOUT_CHARS / 3) {
+            if total >= ABOUT_CHARS || (heading && !paragraphs.is_empty()) {
                 stop = true;
                 break;
             }
