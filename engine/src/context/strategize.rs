@@ -91,6 +91,8 @@ pub fn initial_context(
 pub const CODE_SHARE: u64 = 4;
 /// A file scoring below this fraction of the best file is not shown.
 pub const MIN_RELATIVE_SCORE: f32 = 0.2;
+/// The best files whose test files are shown after them.
+pub const TESTS_FOR_TOP: usize = 5;
 /// Most files named in the line saying what was left out for budget.
 const LEFT_OUT_NAMED: usize = 10;
 /// Longest snippet line in hot context, in characters.
@@ -104,6 +106,101 @@ fn short(line: &str) -> String {
     let mut s: String = t.chars().take(HOT_LINE_CHARS).collect();
     s.push('…');
     s
+}
+
+/// The test files that go with `path` (`x.go`: `x_test.go`; `pkg/x.py`: `pkg/test_x.py`,
+/// `tests/test_x.py`; `x.ts`: `x.test.ts`, `x.spec.ts`), those among `files`.
+fn companions(path: &str, files: &std::collections::HashSet<String>) -> Vec<String> {
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let Some((stem, ext)) = name.rsplit_once('.') else {
+        return Vec::new();
+    };
+    let stem = stem.trim_start_matches('_');
+    let join = |n: String| {
+        if dir.is_empty() {
+            n
+        } else {
+            format!("{dir}/{n}")
+        }
+    };
+    let mut out = vec![
+        join(format!("{stem}_test.{ext}")),
+        join(format!("test_{stem}.{ext}")),
+        join(format!("{stem}.test.{ext}")),
+        join(format!("{stem}.spec.{ext}")),
+        format!("tests/test_{stem}.{ext}"),
+        format!("test/test_{stem}.{ext}"),
+    ];
+    out.retain(|c| c != path && files.contains(c));
+    out
+}
+
+/// The files to show: each of the best [`TESTS_FOR_TOP`] files followed by its test files
+/// (moved up when ranked lower, added when not matched at all), where a change to it
+/// usually goes too.
+fn with_tests(
+    scopes: &[Scope],
+    files: Vec<(String, FileHit)>,
+    policy: &Resolved,
+) -> Vec<(String, FileHit, Option<String>)> {
+    let mut all = std::collections::HashMap::new();
+    for s in scopes {
+        all.insert(
+            s.resource.clone(),
+            s.view
+                .files()
+                .into_iter()
+                .collect::<std::collections::HashSet<_>>(),
+        );
+    }
+    let mut out: Vec<(String, FileHit, Option<String>)> = Vec::new();
+    let mut rest: Vec<Option<(String, FileHit)>> = files.into_iter().map(Some).collect();
+    for i in 0..rest.len() {
+        let Some((resource, f)) = rest[i].take() else {
+            continue;
+        };
+        let tests = if i < TESTS_FOR_TOP {
+            all.get(&resource)
+                .map(|set| companions(&f.path, set))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let path = f.path.clone();
+        out.push((resource.clone(), f, None));
+        for t in tests {
+            if !policy.takes_path(&t) || out.iter().any(|(r, g, _)| *r == resource && g.path == t) {
+                continue;
+            }
+            let ranked = rest.iter_mut().find(|x| {
+                x.as_ref()
+                    .is_some_and(|(r, g)| *r == resource && g.path == t)
+            });
+            match ranked.and_then(Option::take) {
+                Some((r, g)) => out.push((r, g, None)),
+                None => out.push((
+                    resource.clone(),
+                    FileHit {
+                        path: t,
+                        language: None,
+                        score: 0.0,
+                        terms: Vec::new(),
+                        lines: 0,
+                        definitions: Vec::new(),
+                        more_definitions: 0,
+                        snippets: Vec::new(),
+                    },
+                    Some(path.clone()),
+                )),
+            }
+        }
+    }
+    out
+}
+
+/// The entry of a test file shown for the file it tests.
+fn test_entry(resource: &str, f: &FileHit, of: &str) -> String {
+    format!("- {resource}:{} (tests of {of})", f.path)
 }
 
 /// One file's entry: its path, score and matched terms, its best definitions with a
@@ -167,6 +264,7 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     if files.is_empty() {
         return;
     }
+    let files = with_tests(scopes, files, policy);
     let heading = format!(
         "## Code that matches the task (search_code; terms: {})",
         View::terms(task).join(", ")
@@ -178,8 +276,11 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let share = (policy.hot_max_tokens / CODE_SHARE).min(b.left());
     let floor = b.left().saturating_sub(share);
     let mut left_out = Vec::new();
-    for (resource, f) in &files {
-        let entry = file_entry(resource, f);
+    for (resource, f, tests_of) in &files {
+        let entry = match tests_of {
+            Some(of) => test_entry(resource, f, of),
+            None => file_entry(resource, f),
+        };
         let cost = b.cost(&entry);
         let reference = format!("{resource}:{}", f.path);
         if b.left().saturating_sub(cost) < floor || !b.push(&entry, None) {
