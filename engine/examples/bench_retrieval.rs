@@ -19,7 +19,6 @@ use std::time::Instant;
 
 use cleveragents_engine::context::{policy, strategize};
 use cleveragents_engine::index::skill::{self, Scope, SearchCode};
-use cleveragents_engine::index::view::{FileHit, SearchQuery};
 use cleveragents_engine::index::{Policy, Source, View, build, embed, symbols, tokenizer};
 
 /// Languages whose files count as source files a commit changed.
@@ -116,81 +115,12 @@ impl Scores {
     }
 }
 
-const SYSTEMS: [&str; 8] = [
+const SYSTEMS: [&str; 4] = [
     "hot context",
     "search_code (default limit)",
     "search_code (limit 100)",
     "BM25 over files",
-    "x: files + tests",
-    "x: coverage",
-    "x: coverage + tests",
-    "x: stems",
 ];
-
-fn stems(q: &str) -> String {
-    let mut out: Vec<String> = Vec::new();
-    for t in View::terms(q) {
-        out.push(t.clone());
-        if t.chars().all(|c| c.is_ascii_alphabetic()) && t.len() > 4 {
-            for suf in ["ies", "es", "s", "ing", "ed", "ion", "ions"] {
-                if let Some(b) = t.strip_suffix(suf) {
-                    if b.len() >= 3 {
-                        out.push(b.to_string());
-                        if suf == "ies" {
-                            out.push(format!("{b}y"));
-                        }
-                        if suf == "ing" || suf == "ed" || suf == "ion" || suf == "ions" {
-                            out.push(format!("{b}e"));
-                        }
-                    }
-                    break;
-                }
-            }
-            if !t.ends_with('s') {
-                out.push(format!("{t}s"));
-            }
-        }
-    }
-    out.join(" ")
-}
-
-/// The test files that go with `path` among `files` (`x.go` -> `x_test.go`,
-/// `pkg/x.py` -> `tests/test_x.py`, `x.ts` -> `x.test.ts`).
-fn companions(path: &str, files: &HashSet<String>) -> Vec<String> {
-    let (dir, name) = path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
-    let Some((stem, ext)) = name.rsplit_once('.') else {
-        return Vec::new();
-    };
-    let stem = stem.trim_start_matches('_');
-    let join = |d: &str, n: String| if d.is_empty() { n } else { format!("{d}/{n}") };
-    let mut out = vec![
-        join(dir, format!("{stem}_test.{ext}")),
-        join(dir, format!("test_{stem}.{ext}")),
-        join(dir, format!("{stem}.test.{ext}")),
-        join(dir, format!("{stem}.spec.{ext}")),
-        format!("tests/test_{stem}.{ext}"),
-        format!("test/test_{stem}.{ext}"),
-    ];
-    out.retain(|c| c != path && files.contains(c));
-    out
-}
-
-fn with_tests(ranked: &[String], files: &HashSet<String>, top: usize) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for (i, p) in ranked.iter().enumerate() {
-        if !out.contains(p) {
-            out.push(p.clone());
-        }
-        if i < top {
-            for c in companions(p, files) {
-                if !out.contains(&c) {
-                    out.push(c);
-                }
-            }
-        }
-    }
-    out
-}
 
 fn is_source(path: &str) -> bool {
     symbols::language_of(path).is_some_and(|l| SOURCE_LANGUAGES.contains(&l))
@@ -240,7 +170,12 @@ fn tasks(repo: &git2::Repository, max: usize) -> Vec<Task> {
             continue;
         }
         let message = String::from_utf8_lossy(c.message_bytes()).into_owned();
-        let subject = message.lines().next().unwrap_or_default().trim().to_string();
+        let subject = message
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
         if !useful_subject(&subject) {
             continue;
         }
@@ -437,43 +372,11 @@ fn bench_repo(root: &Path, max_tasks: usize, verbose: bool) -> Option<(String, V
             semantic: embed::Setting::Off,
         }];
         let hot = strategize::initial_context(&scopes, &t.subject, &resolved, &[]);
-        let fh = scopes[0]
-            .view
-            .search_files(&SearchQuery {
-                query: t.subject.clone(),
-                limit: 50,
-                ..Default::default()
-            })
-            .unwrap_or_default();
-        let nterms = View::terms(&t.subject).len().max(1) as f32;
-        let order = |key: &dyn Fn(&FileHit) -> f32| {
-            let mut v: Vec<(f32, String)> = fh.iter().map(|f| (key(f), f.path.clone())).collect();
-            v.sort_by(|a, b| b.0.total_cmp(&a.0));
-            v.into_iter().map(|x| x.1).collect::<Vec<_>>()
-        };
-        let alpha: f32 = std::env::var("X_ALPHA").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0);
-        let cov = order(&|f: &FileHit| f.score * (1.0 + alpha * f.terms.len() as f32 / nterms));
-        let plain: Vec<String> = fh.iter().map(|f| f.path.clone()).collect();
-        let fileonly: Vec<String> = scopes[0]
-            .view
-            .search_files(&SearchQuery {
-                query: stems(&t.subject),
-                limit: 50,
-                ..Default::default()
-            })
-            .unwrap_or_default()
-            .into_iter()
-            .map(|f| f.path)
-            .collect();
         let ranked = [
             hot_files(&hot.references, &name),
             search_files(&scopes, &t.subject, None),
             search_files(&scopes, &t.subject, Some(100)),
             bm25.rank(&repo, t.parent, &files, &View::terms(&t.subject)),
-            with_tests(&plain, &files, 5),
-            cov.clone(),
-            with_tests(&cov, &files, 5),
-            fileonly,
         ];
         for (i, r) in ranked.iter().enumerate() {
             scores[i].add(r, &t.targets, (i == 0).then_some(hot.tokens));
@@ -529,13 +432,10 @@ fn main() {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--tasks" => {
-                max_tasks = args
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or_else(|| {
-                        eprintln!("--tasks takes a number");
-                        std::process::exit(2)
-                    });
+                max_tasks = args.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| {
+                    eprintln!("--tasks takes a number");
+                    std::process::exit(2)
+                });
             }
             "--verbose" | "-v" => verbose = true,
             _ => roots.push(PathBuf::from(a)),

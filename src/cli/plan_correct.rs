@@ -426,7 +426,11 @@ fn decision_entries(d: &Decision) -> Vec<(String, Cell)> {
 /// Why each hot-context item was included (tier, score, query terms) and what was left out
 /// for budget, one line each.
 fn why_lines(h: &Value) -> Vec<String> {
-    let score = |v: &Value| v["score"].as_f64().map_or("-".into(), |s| format!("{s:.1}"));
+    let score = |v: &Value| {
+        v["score"]
+            .as_f64()
+            .map_or("-".into(), |s| format!("{s:.1}"))
+    };
     let mut out: Vec<String> = h["items"]
         .as_array()
         .into_iter()
@@ -443,7 +447,11 @@ fn why_lines(h: &Value) -> Vec<String> {
                 i["reference"].as_str().unwrap_or_default(),
                 i["tier"].as_str().unwrap_or_default(),
                 score(i),
-                if terms.is_empty() { "(none)".to_string() } else { terms.join(", ") }
+                if terms.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    terms.join(", ")
+                }
             )
         })
         .collect();

@@ -242,7 +242,10 @@ fn strip_html(text: &str) -> String {
             rest = body.find("-->").map_or("", |j| &body[j + 3..]);
             continue;
         }
-        let tag = after[1..].chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '/');
+        let tag = after[1..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '/');
         match (tag, after.find('>')) {
             (true, Some(j)) => {
                 out.push('\n');
@@ -293,21 +296,23 @@ fn inline_markdown(line: &str) -> String {
     }
     while i < chars.len() {
         let c = chars[i];
-        if c == '!' && chars.get(i + 1) == Some(&'[') {
-            if let Some((_, _, after)) = link(&chars, i + 1) {
-                i = after;
-                continue;
-            }
+        if c == '!'
+            && chars.get(i + 1) == Some(&'[')
+            && let Some((_, _, after)) = link(&chars, i + 1)
+        {
+            i = after;
+            continue;
         }
-        if c == '[' {
-            if let Some((from, to, after)) = link(&chars, i) {
-                let inner: String = chars[from..to].iter().collect();
-                out.push_str(&inline_markdown(&inner));
-                i = after;
-                continue;
-            }
+        if c == '['
+            && let Some((from, to, after)) = link(&chars, i)
+        {
+            let inner: String = chars[from..to].iter().collect();
+            out.push_str(&inline_markdown(&inner));
+            i = after;
+            continue;
         }
-        if !matches!(c, '*' | '`') && !(c == '_' && chars.get(i + 1) == Some(&'_')) {
+        let emphasis = matches!(c, '*' | '`') || (c == '_' && chars.get(i + 1) == Some(&'_'));
+        if !emphasis {
             out.push(c);
         } else if c == '_' {
             i += 1;

@@ -594,8 +594,15 @@ impl View {
     fn prepare(
         &self,
         q: &SearchQuery,
-    ) -> Result<(Vec<String>, Vec<String>, Option<globset::GlobMatcher>, BooleanQuery), IndexError>
-    {
+    ) -> Result<
+        (
+            Vec<String>,
+            Vec<String>,
+            Option<globset::GlobMatcher>,
+            BooleanQuery,
+        ),
+        IndexError,
+    > {
         let terms = Self::terms(&q.query);
         if terms.is_empty() {
             return Err(IndexError::InvalidQuery(format!(
