@@ -353,6 +353,50 @@ fn decision_entries(d: &Decision) -> Vec<(String, Cell)> {
     entries
 }
 
+/// Why each hot-context item was included (tier, score, query terms) and what was left out
+/// for budget, one line each.
+fn why_lines(h: &Value) -> Vec<String> {
+    let score = |v: &Value| {
+        v["score"]
+            .as_f64()
+            .map_or("-".into(), |s| format!("{s:.1}"))
+    };
+    let mut out: Vec<String> = h["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            let terms: Vec<&str> = i["terms"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!(
+                "included {}: tier {}, score {}, terms: {}",
+                i["reference"].as_str().unwrap_or_default(),
+                i["tier"].as_str().unwrap_or_default(),
+                score(i),
+                if terms.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    terms.join(", ")
+                }
+            )
+        })
+        .collect();
+    out.extend(h["left_out"].as_array().into_iter().flatten().map(|i| {
+        format!(
+            "left out for budget {}: tier {}, score {}, {} tokens",
+            i["reference"].as_str().unwrap_or_default(),
+            i["tier"].as_str().unwrap_or_default(),
+            score(i),
+            i["tokens"]
+        )
+    }));
+    out
+}
+
 /// What `--show-context` and `--show-reasoning` add to `plan explain`.
 fn context_lists(mut report: Report, a: &ExplainArgs, d: &Decision) -> Report {
     let hot = d
@@ -388,7 +432,10 @@ fn context_lists(mut report: Report, a: &ExplainArgs, d: &Decision) -> Report {
                         .unwrap_or_default()
                 ),
                 h["text"].as_str().unwrap_or_default().to_string(),
-            ],
+            ]
+            .into_iter()
+            .chain(why_lines(h))
+            .collect(),
         });
     }
     if a.show_context {

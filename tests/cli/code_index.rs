@@ -238,8 +238,9 @@ fn a_model_strategist_reads_the_project_at_the_plan_base_through_read_only_tools
     );
     assert!(prompt.contains("## Code that matches the task"), "{prompt}");
     assert!(
-        prompt.contains("src/auth.rs lines 2-4 (function verify_token)"),
-        "{prompt}"
+        prompt.contains("local/repo:src/auth.rs (score")
+            && prompt.contains("function verify_token (lines 2-4)"),
+        "one entry per file, its definitions under it: {prompt}"
     );
     assert!(
         !prompt.contains("check_token") && !prompt.contains("wip.rs"),
@@ -806,7 +807,7 @@ fn semantic_search_without_embeddings_falls_back_to_text_and_an_anthropic_provid
             .unwrap()
             .contains("[index] embeddings")
     );
-    assert_eq!(found["hits"][0]["path"], "src/auth.rs");
+    assert_eq!(found["files"][0]["path"], "src/auth.rs");
 
     std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
     std::fs::write(

@@ -115,6 +115,15 @@ fn a_second_plan_gets_the_applied_first_plans_decisions_in_its_strategist_prompt
             reference.starts_with(&format!("history:{first}:")),
             "{hot:#}"
         );
+        let why = hot["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["reference"] == json!(reference))
+            .unwrap_or_else(|| panic!("{reference} says why it was included: {hot:#}"));
+        assert_eq!(why["tier"], "cold", "{why:#}");
+        assert!(why["score"].as_f64().unwrap() >= 1.0, "{why:#}");
+        assert!(!why["terms"].as_array().unwrap().is_empty(), "{why:#}");
         assert!(
             hot["references"]
                 .as_array()

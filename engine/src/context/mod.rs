@@ -51,6 +51,36 @@ pub struct Hot {
     pub too_large: usize,
     /// Whether the policy asks for summarization (not yet supported: nothing is summarized).
     pub summarize_requested: bool,
+    /// Why each item is in the text, in order.
+    pub items: Vec<Why>,
+    /// Items that were relevant but left out because the budget was spent, best first.
+    pub left_out: Vec<LeftOut>,
+}
+
+/// Why an item entered the hot context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Why {
+    /// Its reference (`resource:path`, `overview:resource`, `decision:<id>`, ...).
+    pub reference: String,
+    /// `hot` (retrieved for the query: overview, files), `warm` or `cold` (promoted).
+    pub tier: String,
+    /// Its relevance: BM25 score for a file, shared words for a decision, 0 for an overview.
+    pub score: f64,
+    /// The query terms it holds.
+    pub terms: Vec<String>,
+}
+
+/// An item left out for budget.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeftOut {
+    /// Its reference.
+    pub reference: String,
+    /// Its tier (`hot`, `warm`, `cold`).
+    pub tier: String,
+    /// Its relevance, as in [`Why`].
+    pub score: f64,
+    /// The tokens it would have taken.
+    pub tokens: u64,
 }
 
 impl Hot {
@@ -73,6 +103,8 @@ impl Hot {
             "references": self.references,
             "dropped": self.dropped,
             "promoted": self.promoted,
+            "items": self.items,
+            "left_out": self.left_out,
             "tiers": {"warm_considered": self.considered_warm, "cold_considered": self.considered_cold},
             "too_large_files": self.too_large,
             "summarization": if self.summarize_requested { "not yet supported: nothing was summarized" } else { "off" },
@@ -157,6 +189,38 @@ impl Budget {
             self.hot.references.push(r);
         }
         all
+    }
+
+    /// Adds `reference` to what the context holds (once).
+    pub fn reference(&mut self, reference: String) {
+        if !self.hot.references.contains(&reference) {
+            self.hot.references.push(reference);
+        }
+    }
+
+    /// Records why the item `reference` was included.
+    pub fn why(&mut self, reference: String, tier: &str, score: f64, terms: Vec<String>) {
+        self.hot.items.push(Why {
+            reference,
+            tier: tier.into(),
+            score,
+            terms,
+        });
+    }
+
+    /// Records an item left out for budget.
+    pub fn left_out(&mut self, reference: String, tier: &str, score: f64, tokens: u64) {
+        self.hot.left_out.push(LeftOut {
+            reference,
+            tier: tier.into(),
+            score,
+            tokens,
+        });
+    }
+
+    /// Tokens `part` would take if pushed now.
+    pub fn cost(&self, part: &str) -> u64 {
+        tokens(&format!("{}{part}\n", self.hot.text)) - self.hot.tokens
     }
 
     /// The assembled context.

@@ -16,8 +16,8 @@ use crate::domain::Id;
 use crate::domain::messages::ToolSpec;
 use crate::domain::tool_host::ToolOutcome;
 use crate::index::skill::{self, Scope};
-use crate::index::view::SearchQuery;
-use crate::index::{self, overview};
+use crate::index::view::{FileHit, SearchQuery};
+use crate::index::{self, View, overview};
 use crate::paths::Paths;
 use crate::registry::resources;
 use crate::store::Store;
@@ -86,52 +86,234 @@ pub fn initial_context(
     b.finish()
 }
 
+/// Share of `hot-max-tokens` the files matching the task may take (the rest is left to the
+/// overview and promoted decisions).
+pub const CODE_SHARE: u64 = 4;
+/// A file scoring below this fraction of the best file is not shown.
+pub const MIN_RELATIVE_SCORE: f32 = 0.2;
+/// The best files whose test files are shown after them.
+pub const TESTS_FOR_TOP: usize = 5;
+/// Most files named in the line saying what was left out for budget.
+const LEFT_OUT_NAMED: usize = 10;
+/// Longest snippet line in hot context, in characters.
+const HOT_LINE_CHARS: usize = 120;
+
+fn short(line: &str) -> String {
+    let t = line.trim();
+    if t.chars().count() <= HOT_LINE_CHARS {
+        return t.to_string();
+    }
+    let mut s: String = t.chars().take(HOT_LINE_CHARS).collect();
+    s.push('…');
+    s
+}
+
+/// The test files that go with `path` (`x.go`: `x_test.go`; `pkg/x.py`: `pkg/test_x.py`,
+/// `tests/test_x.py`; `x.ts`: `x.test.ts`, `x.spec.ts`), those among `files`.
+fn companions(path: &str, files: &std::collections::HashSet<String>) -> Vec<String> {
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let Some((stem, ext)) = name.rsplit_once('.') else {
+        return Vec::new();
+    };
+    let stem = stem.trim_start_matches('_');
+    let join = |n: String| {
+        if dir.is_empty() {
+            n
+        } else {
+            format!("{dir}/{n}")
+        }
+    };
+    let mut out = vec![
+        join(format!("{stem}_test.{ext}")),
+        join(format!("test_{stem}.{ext}")),
+        join(format!("{stem}.test.{ext}")),
+        join(format!("{stem}.spec.{ext}")),
+        format!("tests/test_{stem}.{ext}"),
+        format!("test/test_{stem}.{ext}"),
+    ];
+    out.retain(|c| c != path && files.contains(c));
+    out
+}
+
+/// The files to show: each of the best [`TESTS_FOR_TOP`] files followed by its test files
+/// (moved up when ranked lower, added when not matched at all), where a change to it
+/// usually goes too.
+fn with_tests(
+    scopes: &[Scope],
+    files: Vec<(String, FileHit)>,
+    policy: &Resolved,
+) -> Vec<(String, FileHit, Option<String>)> {
+    let mut all = std::collections::HashMap::new();
+    for s in scopes {
+        all.insert(
+            s.resource.clone(),
+            s.view
+                .files()
+                .into_iter()
+                .collect::<std::collections::HashSet<_>>(),
+        );
+    }
+    let mut out: Vec<(String, FileHit, Option<String>)> = Vec::new();
+    let mut rest: Vec<Option<(String, FileHit)>> = files.into_iter().map(Some).collect();
+    for i in 0..rest.len() {
+        let Some((resource, f)) = rest[i].take() else {
+            continue;
+        };
+        let tests = if i < TESTS_FOR_TOP {
+            all.get(&resource)
+                .map(|set| companions(&f.path, set))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let path = f.path.clone();
+        out.push((resource.clone(), f, None));
+        for t in tests {
+            if !policy.takes_path(&t) || out.iter().any(|(r, g, _)| *r == resource && g.path == t) {
+                continue;
+            }
+            let ranked = rest.iter_mut().find(|x| {
+                x.as_ref()
+                    .is_some_and(|(r, g)| *r == resource && g.path == t)
+            });
+            match ranked.and_then(Option::take) {
+                Some((r, g)) => out.push((r, g, None)),
+                None => out.push((
+                    resource.clone(),
+                    FileHit {
+                        path: t,
+                        language: None,
+                        score: 0.0,
+                        terms: Vec::new(),
+                        lines: 0,
+                        definitions: Vec::new(),
+                        more_definitions: 0,
+                        snippets: Vec::new(),
+                    },
+                    Some(path.clone()),
+                )),
+            }
+        }
+    }
+    out
+}
+
+/// The entry of a test file shown for the file it tests.
+fn test_entry(resource: &str, f: &FileHit, of: &str) -> String {
+    format!("- {resource}:{} (tests of {of})", f.path)
+}
+
+/// One file's entry: its path, score and matched terms, its best definitions with a
+/// matching line each, then its other matching lines.
+fn file_entry(resource: &str, f: &FileHit) -> String {
+    let mut block = format!(
+        "- {resource}:{} (score {:.1}; terms: {})",
+        f.path,
+        f.score,
+        f.terms.join(", ")
+    );
+    for d in &f.definitions {
+        block.push_str(&format!(
+            "\n    {} {} (lines {}-{})",
+            d.kind,
+            d.symbol.as_deref().unwrap_or("?"),
+            d.start_line,
+            d.end_line
+        ));
+        for l in d.snippets.iter().take(1) {
+            block.push_str(&format!("\n      {}: {}", l.line, short(&l.text)));
+        }
+    }
+    if f.more_definitions > 0 {
+        block.push_str(&format!(
+            "\n    ({} more matching definitions)",
+            f.more_definitions
+        ));
+    }
+    for l in f.snippets.iter().take(2) {
+        block.push_str(&format!("\n    {}: {}", l.line, short(&l.text)));
+    }
+    block
+}
+
 fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Resolved) {
     b.push("## Project overview (at the plan's base)", None);
     for s in scopes {
         let o = overview::overview(&s.view, 2, 12);
-        b.push_lines(
-            &overview::render(&o),
-            Some(format!("overview:{}", s.resource)),
-        );
+        let reference = format!("overview:{}", s.resource);
+        if b.push_lines(&overview::render(&o), Some(reference.clone())) {
+            b.why(reference, "hot", 0.0, Vec::new());
+        }
     }
     let q = SearchQuery {
         query: task.to_string(),
         limit: policy.query_limit as usize,
         ..Default::default()
     };
-    let mut hits = Vec::new();
+    let mut files = Vec::new();
     for s in scopes {
-        if let Ok(found) = s.view.search(&q) {
-            hits.extend(found.into_iter().map(|h| (s.resource.clone(), h)));
+        if let Ok(found) = s.view.search_files(&q) {
+            files.extend(found.into_iter().map(|f| (s.resource.clone(), f)));
         }
     }
-    hits.retain(|(_, h)| policy.takes_path(&h.path));
-    hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
-    hits.truncate(policy.query_limit as usize);
-    if hits.is_empty() {
+    files.retain(|(_, f)| policy.takes_path(&f.path));
+    files.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+    let best = files.first().map_or(0.0, |f| f.1.score);
+    files.retain(|(_, f)| f.score >= best * MIN_RELATIVE_SCORE);
+    files.truncate(policy.query_limit as usize);
+    if files.is_empty() {
         return;
     }
-    b.push("## Code that matches the task (search_code)", None);
-    for (resource, h) in hits {
-        let what = match (&h.symbol_kind, &h.symbol) {
-            (Some(k), Some(n)) => format!("{k} {n}"),
-            _ => "file".into(),
+    let files = with_tests(scopes, files, policy);
+    let heading = format!(
+        "## Code that matches the task (search_code; terms: {})",
+        View::terms(task).join(", ")
+    );
+    if !b.push(&heading, None) {
+        return;
+    }
+    // The files share a part of the budget, so what follows keeps room.
+    let share = (policy.hot_max_tokens / CODE_SHARE).min(b.left());
+    let floor = b.left().saturating_sub(share);
+    let mut left_out = Vec::new();
+    for (resource, f, tests_of) in &files {
+        let entry = match tests_of {
+            Some(of) => test_entry(resource, f, of),
+            None => file_entry(resource, f),
         };
-        let mut block = format!(
-            "- {resource}:{} lines {}-{} ({what})",
-            h.path, h.start_line, h.end_line
-        );
-        for l in &h.snippets {
-            block.push_str(&format!("\n    {}: {}", l.line, l.text.trim()));
+        let cost = b.cost(&entry);
+        let reference = format!("{resource}:{}", f.path);
+        if b.left().saturating_sub(cost) < floor || !b.push(&entry, None) {
+            left_out.push((reference, f, cost));
+            continue;
         }
-        if !b.push(
-            &block,
-            Some(format!("{resource}:{}:{}", h.path, h.start_line)),
-        ) && b.left() < 8
-        {
-            break;
+        b.reference(reference.clone());
+        for d in &f.definitions {
+            b.reference(format!("{resource}:{}:{}", f.path, d.start_line));
         }
+        b.why(reference, "hot", f64::from(f.score), f.terms.clone());
+    }
+    if left_out.is_empty() {
+        return;
+    }
+    let mut names: Vec<String> = left_out
+        .iter()
+        .take(LEFT_OUT_NAMED)
+        .map(|(r, _, _)| r.clone())
+        .collect();
+    if left_out.len() > LEFT_OUT_NAMED {
+        names.push("…".into());
+    }
+    b.push(
+        &format!(
+            "(left out for budget, {} more matching files: {})",
+            left_out.len(),
+            names.join(", ")
+        ),
+        None,
+    );
+    for (reference, f, cost) in left_out {
+        b.left_out(reference, "hot", f64::from(f.score), cost);
     }
 }
 

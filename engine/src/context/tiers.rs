@@ -159,14 +159,25 @@ pub fn promote(b: &mut Budget, items: &[Item], query: &str) {
         b.hot.dropped += ranked.len();
         return;
     }
+    let q = words(query);
     for (item, score) in ranked {
         let reference = item.reference();
-        if b.push(&item.render(), Some(reference.clone())) {
+        let tier = match item.tier {
+            Tier::Warm => "warm",
+            Tier::Cold => "cold",
+        };
+        let text = item.render();
+        let cost = b.cost(&text);
+        if b.push(&text, Some(reference.clone())) {
+            let terms = words(&item.text()).intersection(&q).cloned().collect();
+            b.why(reference.clone(), tier, score as f64, terms);
             b.hot.promoted.push(Promoted {
                 reference,
                 tier: item.tier,
                 score,
             });
+        } else {
+            b.left_out(reference, tier, score as f64, cost);
         }
     }
 }

@@ -413,7 +413,7 @@ mod tests {
             &[
                 (
                     "src/auth.rs",
-                    "/// Checks a token.\npub fn verify_token(t: &str) -> bool { !t.is_empty() }\n",
+                    "/// Verifies a token.\npub fn verify_token(t: &str) -> bool { !t.is_empty() }\n",
                 ),
                 ("README.md", "# Demo\nA demo project.\n"),
             ],

@@ -64,7 +64,7 @@ pub struct SearchCode {
     /// Only this resource (name or alias); default: every resource of the plan.
     #[serde(default)]
     pub resource: Option<String>,
-    /// Most hits (default 10).
+    /// Most files (default 10); each comes with its best definitions and matching lines.
     #[serde(default = "default_limit")]
     #[schemars(range(min = 1, max = 200))]
     pub limit: usize,
@@ -145,7 +145,7 @@ pub fn specs() -> Vec<(&'static str, &'static str, Value)> {
     vec![
         (
             "search_code",
-            "Ranked search of the project's code index: files and definitions for words, identifiers or paths, with line-numbered snippets (filters: path glob, language)",
+            "Ranked search of the project's code index for words, identifiers or paths: the best files, each with its matching definitions and line-numbered snippets (filters: path glob, language)",
             schemars::schema_for!(SearchCode).to_value(),
         ),
         (
@@ -246,7 +246,8 @@ fn one<'a>(scopes: &'a [Scope], resource: Option<&str>) -> Result<&'a Scope, Cal
     }
 }
 
-/// `search_code` over every scope, merged by score.
+/// `search_code` over every scope: files merged by score, at most `limit`, each with its
+/// best definitions and matching lines.
 ///
 /// # Errors
 /// [`CallError`].
@@ -257,21 +258,22 @@ pub fn search_code(scopes: &[Scope], a: &SearchCode) -> Result<Value, CallError>
         language: a.language.clone(),
         limit: a.limit,
     };
-    let mut hits = Vec::new();
+    let mut files = Vec::new();
     for s in pick(scopes, a.resource.as_deref())? {
-        for h in s.view.search(&q).map_err(|e| match e {
+        for f in s.view.search_files(&q).map_err(|e| match e {
             IndexError::InvalidQuery(m) => CallError::Invalid("query".into(), m),
             e => e.into(),
         })? {
-            hits.push((s.resource.clone(), h));
+            files.push((s.resource.clone(), f));
         }
     }
-    hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
-    hits.truncate(a.limit);
+    files.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+    files.truncate(a.limit);
     Ok(json!({
         "query": a.query,
-        "count": hits.len(),
-        "hits": hits.iter().map(|(r, h)| { let mut v = serde_json::to_value(h).unwrap_or_default(); v["resource"] = json!(r); v }).collect::<Vec<_>>(),
+        "terms": View::terms(&a.query),
+        "count": files.len(),
+        "files": files.iter().map(|(r, f)| { let mut v = serde_json::to_value(f).unwrap_or_default(); v["resource"] = json!(r); v }).collect::<Vec<_>>(),
     }))
 }
 

@@ -125,6 +125,112 @@ pub struct Hit {
     pub snippets: Vec<Line>,
 }
 
+/// Most definitions shown under one file of a grouped search.
+pub const DEFINITIONS_PER_FILE: usize = 3;
+/// Most matching lines shown under one definition of a grouped search.
+pub const SNIPPETS_PER_DEFINITION: usize = 2;
+
+/// One file of a grouped search ([`View::search_files`]): its best definitions and its
+/// matching lines under one entry.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FileHit {
+    /// Relative path.
+    pub path: String,
+    /// Language.
+    pub language: Option<String>,
+    /// Relevance: the file's BM25 score, or its best definition's when higher.
+    pub score: f32,
+    /// The query's terms the file holds (in its text or path), in query order.
+    pub terms: Vec<String>,
+    /// The file's line count.
+    pub lines: u64,
+    /// Its definitions that name (or document) a query term, best first, at most
+    /// [`DEFINITIONS_PER_FILE`].
+    pub definitions: Vec<DefinitionHit>,
+    /// How many more of its definitions matched.
+    pub more_definitions: usize,
+    /// Matching lines outside the definitions shown.
+    pub snippets: Vec<Line>,
+}
+
+/// A definition under a [`FileHit`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DefinitionHit {
+    /// Its name.
+    pub symbol: Option<String>,
+    /// Its kind (`function`, `struct`, ...).
+    pub kind: String,
+    /// First line.
+    pub start_line: u64,
+    /// Last line.
+    pub end_line: u64,
+    /// Relevance (the file's BM25 score, boosted when the name holds a query term).
+    pub score: f32,
+    /// Matching lines inside it.
+    pub snippets: Vec<Line>,
+}
+
+/// Other forms of an English word a query may use where the code uses another: plural
+/// and singular, `-ing`, `-ed` and `-ion` stripped (`completions` gives `completion`,
+/// `parsing` gives `pars`, `parse`). Only for plain words of 5 letters or more.
+pub fn word_forms(term: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if term.len() < 5 || !term.chars().all(|c| c.is_ascii_lowercase()) {
+        return out;
+    }
+    for suffix in ["ies", "es", "s", "ing", "ed", "ions", "ion"] {
+        if let Some(base) = term.strip_suffix(suffix) {
+            if base.len() >= 3 {
+                out.push(base.to_string());
+                match suffix {
+                    "ies" => out.push(format!("{base}y")),
+                    "ing" | "ed" | "ion" | "ions" => out.push(format!("{base}e")),
+                    _ => {}
+                }
+            }
+            break;
+        }
+    }
+    if !term.ends_with('s') {
+        out.push(format!("{term}s"));
+    }
+    out
+}
+
+/// Lines of `text` between `start` and `end` (1-based, inclusive) holding a wanted term,
+/// outside `skip` ranges, at most `max`.
+fn matching_lines(
+    text: &str,
+    wanted: &HashSet<&str>,
+    (start, end): (u64, u64),
+    skip: &[(u64, u64)],
+    max: usize,
+) -> Vec<Line> {
+    let mut out = Vec::new();
+    if max == 0 {
+        return out;
+    }
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u64 + 1;
+        if n < start || (end > 0 && n > end) || skip.iter().any(|(a, b)| n >= *a && n <= *b) {
+            continue;
+        }
+        if tokenizer::tokens(line)
+            .iter()
+            .any(|t| wanted.contains(t.as_str()))
+        {
+            out.push(Line {
+                line: n,
+                text: clip(line),
+            });
+            if out.len() == max {
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// A reference to a name.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Reference {
@@ -483,11 +589,20 @@ impl View {
             .collect()
     }
 
-    /// Ranked search over contents, definition names and paths.
-    ///
-    /// # Errors
-    /// [`IndexError::InvalidQuery`] for an empty query or a bad glob; [`IndexError`].
-    pub fn search(&self, q: &SearchQuery) -> Result<Vec<Hit>, IndexError> {
+    /// The query's terms, its path glob and the index query for them.
+    #[allow(clippy::type_complexity)]
+    fn prepare(
+        &self,
+        q: &SearchQuery,
+    ) -> Result<
+        (
+            Vec<String>,
+            Vec<String>,
+            Option<globset::GlobMatcher>,
+            BooleanQuery,
+        ),
+        IndexError,
+    > {
         let terms = Self::terms(&q.query);
         if terms.is_empty() {
             return Err(IndexError::InvalidQuery(format!(
@@ -508,7 +623,15 @@ impl View {
             .transpose()?;
         let f = self.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut forms: Vec<String> = Vec::new();
         for t in &terms {
+            for v in word_forms(t) {
+                if !terms.contains(&v) && !forms.contains(&v) {
+                    forms.push(v);
+                }
+            }
+        }
+        for t in terms.iter().chain(&forms) {
             let tq = |field, boost: f32| -> Box<dyn Query> {
                 let q = TermQuery::new(
                     Term::from_field_text(field, t),
@@ -530,14 +653,22 @@ impl View {
                 )),
             ));
         }
-        let query = BooleanQuery::new(clauses);
+        Ok((terms, forms, glob, BooleanQuery::new(clauses)))
+    }
+
+    /// Ranked search over contents, definition names and paths.
+    ///
+    /// # Errors
+    /// [`IndexError::InvalidQuery`] for an empty query or a bad glob; [`IndexError`].
+    pub fn search(&self, q: &SearchQuery) -> Result<Vec<Hit>, IndexError> {
+        let (terms, forms, glob, query) = self.prepare(q)?;
         let limit = q.limit.max(1);
         let fetch = if glob.is_some() {
             limit * 20
         } else {
             limit * 2
         };
-        let wanted: HashSet<&str> = terms.iter().map(String::as_str).collect();
+        let wanted: HashSet<&str> = terms.iter().chain(&forms).map(String::as_str).collect();
         let mut hits = Vec::new();
         let mut seen = HashSet::new();
         let mut ranked: Vec<(Score, Hit)> = Vec::new();
@@ -613,6 +744,112 @@ impl View {
             }
         }
         Ok(hits)
+    }
+
+    /// Ranked search grouped by file: at most `q.limit` files, each with its best
+    /// definitions and matching lines, best file first (its score is the higher of its own
+    /// and its best definition's, so a file defining what the query names comes first).
+    ///
+    /// # Errors
+    /// [`IndexError::InvalidQuery`] for an empty query or a bad glob; [`IndexError`].
+    pub fn search_files(&self, q: &SearchQuery) -> Result<Vec<FileHit>, IndexError> {
+        let (terms, forms, glob, query) = self.prepare(q)?;
+        let limit = q.limit.max(1);
+        let fetch = if glob.is_some() {
+            limit * 20
+        } else {
+            limit * 3 + 10
+        };
+        let wanted: HashSet<&str> = terms.iter().chain(&forms).map(String::as_str).collect();
+        let mut seen = HashSet::new();
+        let mut files: Vec<FileHit> = Vec::new();
+        for (score, loc) in self.run(&query, fetch)? {
+            let path = loc.path;
+            if glob.as_ref().is_some_and(|g| !g.is_match(&path)) || !seen.insert(path.clone()) {
+                continue;
+            }
+            let text = self.read(&path).unwrap_or_default();
+            let mut defs: Vec<DefinitionHit> = Vec::new();
+            for d in loc.defs {
+                let named = d.name.as_deref().map_or(0, |n| {
+                    tokenizer::tokens(n)
+                        .iter()
+                        .filter(|t| wanted.contains(t.as_str()))
+                        .count()
+                });
+                let documented = d.doc.as_deref().is_some_and(|doc| {
+                    tokenizer::tokens(doc)
+                        .iter()
+                        .any(|t| wanted.contains(t.as_str()))
+                });
+                if named == 0 && !documented {
+                    continue;
+                }
+                let boost = if named > 0 {
+                    DEFINITION_BOOST + named as f32 / (terms.len() as f32 * 10.0)
+                } else {
+                    1.0
+                };
+                defs.push(DefinitionHit {
+                    symbol: d.name,
+                    kind: d.kind,
+                    start_line: d.start,
+                    end_line: d.end,
+                    score: score * boost,
+                    snippets: Vec::new(),
+                });
+            }
+            defs.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then(a.start_line.cmp(&b.start_line))
+            });
+            let more_definitions = defs.len().saturating_sub(DEFINITIONS_PER_FILE);
+            defs.truncate(DEFINITIONS_PER_FILE);
+            for d in &mut defs {
+                d.snippets = matching_lines(
+                    &text,
+                    &wanted,
+                    (d.start_line, d.end_line),
+                    &[],
+                    SNIPPETS_PER_DEFINITION,
+                );
+            }
+            let shown: Vec<(u64, u64)> = defs.iter().map(|d| (d.start_line, d.end_line)).collect();
+            let snippets = matching_lines(
+                &text,
+                &wanted,
+                (1, loc.lines.max(1)),
+                &shown,
+                SNIPPETS_PER_HIT,
+            );
+            let held: HashSet<String> = tokenizer::tokens(&text)
+                .into_iter()
+                .chain(tokenizer::tokens(&path))
+                .filter(|t| wanted.contains(t.as_str()))
+                .collect();
+            let matched: Vec<String> = terms
+                .iter()
+                .filter(|t| held.contains(*t) || word_forms(t).iter().any(|v| held.contains(v)))
+                .cloned()
+                .collect();
+            // A file holding more of the query's terms ranks higher than one repeating a few.
+            let coverage = 1.0 + matched.len() as f32 / terms.len() as f32;
+            let best = defs.first().map_or(score, |d| d.score.max(score)) * coverage;
+            files.push(FileHit {
+                language: symbols::language_of(&path).map(str::to_string),
+                terms: matched,
+                path,
+                score: best,
+                lines: loc.lines,
+                definitions: defs,
+                more_definitions,
+                snippets,
+            });
+        }
+        files.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.path.cmp(&b.path)));
+        files.truncate(limit);
+        Ok(files)
     }
 
     /// Lines of `path` between `start` and `end` holding a wanted term.
