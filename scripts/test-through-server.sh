@@ -5,10 +5,19 @@
 # runs, and compares them test by test. Exits non-zero when a test fails in either run or
 # one answer differs.
 #
-# usage: scripts/test-through-server.sh [FILTER ...]   (default: the served suites below)
+# With --postgres the server keeps its records in a throwaway PostgreSQL database
+# (AGENTS_TEST_SERVER_DATABASE=postgres, tests/support/postgres.rs), and its answers are compared
+# with the in-process ones on SQLite.
+#
+# usage: scripts/test-through-server.sh [--postgres] [FILTER ...]   (default: the served suites below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+database=sqlite
+if [ "${1:-}" = "--postgres" ]; then
+    database=postgres
+    shift
+fi
 filters=("$@")
 if [ ${#filters[@]} -eq 0 ]; then
     filters=(
@@ -43,6 +52,6 @@ run() {
 
 failed=0
 run in-process AGENTS_TEST_THROUGH_SERVER=0 || failed=1
-run through-server AGENTS_TEST_THROUGH_SERVER=1 || failed=1
+run through-server AGENTS_TEST_THROUGH_SERVER=1 AGENTS_TEST_SERVER_DATABASE=$database || failed=1
 python3 scripts/compare-records.py "$out/in-process" "$out/through-server" || failed=1
 exit $failed

@@ -5,21 +5,21 @@
 //! whose heartbeat is older than [`STALE_AFTER`], is stale: the next command moves the plan
 //! back to (same phase, queued) with reason `interrupted`, and the next driver takes it over.
 
-use std::path::{Path, PathBuf};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::domain::event::{LeaseOwner, PlanInterrupted};
 use super::domain::id::Id;
 use super::domain::lifecycle::{Phase, ProcessingState};
 use super::events::{self, EventKind};
-use super::store::{Store, StoreError};
+use super::store::{Location, Store, StoreError};
 
 /// How often the owner refreshes its heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
@@ -119,7 +119,7 @@ impl Lease {
     }
 }
 
-fn read_lease(conn: &rusqlite::Connection, plan_id: &Id) -> Result<Option<Lease>, StoreError> {
+fn read_lease(conn: &crate::store::Connection, plan_id: &Id) -> Result<Option<Lease>, StoreError> {
     let row = conn
         .query_row(
             "SELECT pid, host, kind, acquired_at, heartbeat_at, started FROM plan_leases WHERE plan_id = ?1",
@@ -176,14 +176,14 @@ pub fn recover_if_stale(store: &mut Store, plan_id: &Id) -> Result<bool, StoreEr
     let host = host_name();
     let tx = store
         .conn_mut()
-        .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        .transaction()?;
     let changed = recover_in(&tx, plan_id, &host)?;
     tx.commit()?;
     Ok(changed)
 }
 
 fn recover_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Transaction<'_>,
     plan_id: &Id,
     host: &str,
 ) -> Result<bool, StoreError> {
@@ -242,7 +242,7 @@ fn recover_in(
 #[derive(Debug)]
 pub struct LeaseGuard {
     plan_id: Id,
-    db: PathBuf,
+    db: Location,
     stop: Option<mpsc::Sender<()>>,
     heartbeat: Option<JoinHandle<()>>,
     lost: Arc<AtomicBool>,
@@ -269,7 +269,7 @@ impl Drop for LeaseGuard {
         }
         // The row goes before this process may take the lease again (see `held_here`).
         let mut held = held_here().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Ok(store) = Store::open(&self.db) {
+        if let Ok(store) = self.db.open() {
             let _ = store.conn().execute(
                 "DELETE FROM plan_leases WHERE plan_id = ?1 AND pid = ?2",
                 params![self.plan_id.to_string(), std::process::id()],
@@ -282,8 +282,8 @@ impl Drop for LeaseGuard {
 /// The leases this process holds, by database and plan: a server drives many plans in one
 /// process, so the row's pid alone cannot tell a driver of this process from another request
 /// of it (a second `plan execute`, a `plan cancel`) that must wait or be refused.
-fn held_here() -> &'static std::sync::Mutex<std::collections::HashSet<(PathBuf, Id)>> {
-    static HELD: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<(PathBuf, Id)>>> =
+fn held_here() -> &'static std::sync::Mutex<std::collections::HashSet<(Location, Id)>> {
+    static HELD: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<(Location, Id)>>> =
         std::sync::OnceLock::new();
     HELD.get_or_init(Default::default)
 }
@@ -296,11 +296,11 @@ fn held_here() -> &'static std::sync::Mutex<std::collections::HashSet<(PathBuf, 
 pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard, LeaseError> {
     let host = host_name();
     let pid = std::process::id();
-    let key = (store.path().to_path_buf(), *plan_id);
+    let key = (store.location().clone(), *plan_id);
     let mut held = held_here().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let tx = store
         .conn_mut()
-        .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        .transaction()?;
     recover_in(&tx, plan_id, &host)?;
     if let Some(lease) = read_lease(&tx, plan_id)?
         && (lease.pid != pid || held.contains(&key))
@@ -327,12 +327,12 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
     )?;
     tx.commit()?;
     held.insert(key);
-    Ok(start_heartbeat(store.path(), *plan_id))
+    Ok(start_heartbeat(store.location(), *plan_id))
 }
 
 /// What the holder of a lease is doing: a driver takes its lease under the phase the plan was
 /// in and runs on through the next ones, so a phase name reads as the plan's phase now.
-fn doing(tx: &rusqlite::Transaction<'_>, plan_id: &Id, kind: String) -> Result<String, LeaseError> {
+fn doing(tx: &crate::store::Transaction<'_>, plan_id: &Id, kind: String) -> Result<String, LeaseError> {
     if !["strategize", "execute", "apply"].contains(&kind.as_str()) {
         return Ok(kind);
     }
@@ -346,15 +346,15 @@ fn doing(tx: &rusqlite::Transaction<'_>, plan_id: &Id, kind: String) -> Result<S
     Ok(phase.unwrap_or(kind))
 }
 
-fn start_heartbeat(db: &Path, plan_id: Id) -> LeaseGuard {
+fn start_heartbeat(db: &Location, plan_id: Id) -> LeaseGuard {
     let (stop, stopped) = mpsc::channel::<()>();
     let lost = Arc::new(AtomicBool::new(false));
     let thread_lost = Arc::clone(&lost);
-    let path = db.to_path_buf();
+    let location = db.clone();
     let heartbeat = std::thread::Builder::new()
         .name(format!("lease-{}", plan_id.short()))
         .spawn(move || {
-            let Ok(store) = Store::open(&path) else {
+            let Ok(store) = location.open() else {
                 return;
             };
             while let Err(mpsc::RecvTimeoutError::Timeout) =
@@ -377,7 +377,7 @@ fn start_heartbeat(db: &Path, plan_id: Id) -> LeaseGuard {
         .ok();
     LeaseGuard {
         plan_id,
-        db: db.to_path_buf(),
+        db: db.clone(),
         stop: Some(stop),
         heartbeat,
         lost,

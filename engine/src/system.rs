@@ -10,7 +10,7 @@ use super::config::{self, Config, Provider};
 pub use super::domain::check::{Check, CheckStatus};
 use super::paths::Paths;
 use super::store::plans::PlanCounts;
-use super::store::{Store, StoreError, latest_schema_version};
+use super::store::{Location, Store, StoreError, latest_schema_version};
 
 /// The version of this build (`CARGO_PKG_VERSION`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -62,8 +62,11 @@ pub fn info(paths: &Paths, config: &Config, store: &Store) -> Result<Info, Store
         data_dir: paths.data_dir.clone(),
         config_path: paths.config_path.clone(),
         config_exists: config.exists,
-        database_path: store.path().to_path_buf(),
-        database_size_bytes: fs::metadata(store.path()).map(|m| m.len()).unwrap_or(0),
+        database_path: PathBuf::from(store.location().to_string()),
+        database_size_bytes: match store.location() {
+            Location::Sqlite(path) => fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            Location::Postgres(_) => 0,
+        },
         schema_version: store.schema_version()?,
         latest_schema_version: latest_schema_version(),
         log_file: paths.log_file(),

@@ -403,6 +403,21 @@ impl Context {
         self.check_store()
     }
 
+    /// `engine` keeping its records in the PostgreSQL database `AGENTS_DATABASE_URL` names,
+    /// when it is set (a server host's administrator acting on the team's records; spec
+    /// section 21), else in this data directory's SQLite file.
+    pub fn with_database(
+        &self,
+        engine: cleveragents_engine::api::Engine,
+    ) -> cleveragents_engine::api::Engine {
+        match std::env::var("AGENTS_DATABASE_URL") {
+            Ok(url) if !url.trim().is_empty() => {
+                engine.with_database(cleveragents_engine::api::DatabaseLocation::Postgres(url))
+            }
+            _ => engine,
+        }
+    }
+
     /// The engine for a registry change: this data directory with the configured settings
     /// (the defaults when `config.toml` is unusable: a command that needs the providers
     /// checks [`Context::config`] first and reports that error).
@@ -411,7 +426,11 @@ impl Context {
             .config()
             .map(cleveragents_engine::api::Settings::from_config)
             .unwrap_or_default();
-        let engine = cleveragents_engine::api::Engine::new(self.paths.clone(), settings)
+        let engine = self
+            .with_database(cleveragents_engine::api::Engine::new(
+                self.paths.clone(),
+                settings,
+            ))
             .with_commands(session::commands(self));
         match self.config() {
             Ok(config) => engine.with_config(config.clone()),

@@ -24,6 +24,9 @@ pub enum ServerCommand {
     Token(TokenCommand),
     /// Remember a server under NAME, with a token read from standard input
     Login(LoginArgs),
+    /// Migrate the server's database to this version's schema and exit (for deploys that
+    /// migrate before starting instances; `server start` migrates too)
+    Migrate(DatabaseArg),
     /// Whether a server answers: its URL, version, protocol and schema
     Status {
         /// A server name from `agents server login` (default: --server / AGENTS_SERVER)
@@ -38,14 +41,34 @@ pub enum TokenCommand {
     Create {
         /// Who or what uses it (`ci`, `alice-laptop`)
         name: String,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
     },
     /// List tokens (never their secrets)
-    List,
+    List(DatabaseArg),
     /// Revoke a token by id or name: its next request is refused
     Revoke {
         /// Token id (`tok_...`) or name
         token: String,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
     },
+}
+
+/// Where a server keeps its records.
+#[derive(Debug, Args)]
+pub struct DatabaseArg {
+    /// PostgreSQL database for the server's records (`postgres://USER:PASSWORD@HOST:PORT/DB`;
+    /// default: the SQLite file in --data-dir). Several instances may share one.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "AGENTS_DATABASE_URL",
+        hide_env_values = true
+    )]
+    pub database: Option<String>,
 }
 
 /// `agents server start` arguments.
@@ -63,6 +86,9 @@ pub struct StartArgs {
     /// TLS private key (PEM)
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Where the server keeps its records.
+    #[command(flatten)]
+    pub database: DatabaseArg,
 }
 
 /// `agents server login` arguments.
@@ -90,11 +116,12 @@ impl ServerCommand {
                 "token {}",
                 match t {
                     TokenCommand::Create { .. } => "create",
-                    TokenCommand::List => "list",
+                    TokenCommand::List(_) => "list",
                     TokenCommand::Revoke { .. } => "revoke",
                 }
             ),
             ServerCommand::Login(_) => "login".into(),
+            ServerCommand::Migrate(_) => "migrate".into(),
             ServerCommand::Status { .. } => "status".into(),
         }
     }
@@ -102,7 +129,10 @@ impl ServerCommand {
     /// Whether the command works on this machine's data directory (start, tokens) rather
     /// than on a chosen server.
     pub fn uses_data_dir(&self) -> bool {
-        matches!(self, ServerCommand::Start(_) | ServerCommand::Token(_))
+        matches!(
+            self,
+            ServerCommand::Start(_) | ServerCommand::Token(_) | ServerCommand::Migrate(_)
+        )
     }
 }
 
@@ -113,9 +143,14 @@ impl ServerCommand {
 pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
     match c {
         ServerCommand::Start(a) => start(&a, ctx),
-        ServerCommand::Token(TokenCommand::Create { name }) => token_create(ctx, &name),
-        ServerCommand::Token(TokenCommand::List) => token_list(ctx),
-        ServerCommand::Token(TokenCommand::Revoke { token }) => token_revoke(ctx, &token),
+        ServerCommand::Token(TokenCommand::Create { name, database }) => {
+            token_create(&engine(ctx, &database)?, &name)
+        }
+        ServerCommand::Token(TokenCommand::List(database)) => token_list(&engine(ctx, &database)?),
+        ServerCommand::Token(TokenCommand::Revoke { token, database }) => {
+            token_revoke(&engine(ctx, &database)?, &token)
+        }
+        ServerCommand::Migrate(database) => migrate(&engine(ctx, &database)?),
         ServerCommand::Login(a) => login(ctx, &a),
         ServerCommand::Status { name } => status(ctx, name.as_deref()),
     }
@@ -135,12 +170,38 @@ fn check_listen(a: &StartArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The engine of this data directory, keeping its records where `--database` says.
+///
+/// # Errors
+/// `INVALID_INPUT` naming `--database` when it is not a PostgreSQL URL.
+fn engine(ctx: &Context, a: &DatabaseArg) -> Result<api::Engine, CliError> {
+    let engine = ctx.registry_engine();
+    let Some(url) = a.database.as_deref() else {
+        return Ok(engine);
+    };
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(CliError::invalid_input(
+            "--database: not a PostgreSQL URL (it starts with postgres:// or postgresql://)",
+        )
+        .hint("e.g. --database postgres://agents@127.0.0.1:5432/agents (or AGENTS_DATABASE_URL)"));
+    }
+    Ok(engine.with_database(api::DatabaseLocation::Postgres(url.to_string())))
+}
+
+fn migrate(engine: &api::Engine) -> Result<Report, CliError> {
+    let schema = engine.schema_version()?;
+    let database = engine.database().to_string();
+    Ok(Report::ok(
+        "server migrate",
+        json!({"database": database, "schema": schema}),
+        format!("{database} is at schema v{schema}"),
+    ))
+}
+
 fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
     check_listen(a)?;
     let stopping = crate::server::Stopping::default();
-    let engine = ctx
-        .registry_engine()
-        .with_observer(Arc::new(stopping.clone()));
+    let engine = engine(ctx, &a.database)?.with_observer(Arc::new(stopping.clone()));
     let schema = engine.schema_version()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -166,7 +227,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{bound}");
-    announce(ctx, &url, schema);
+    announce(ctx, &url, schema, &engine.database().to_string());
     let shared = Arc::new(crate::server::Shared {
         engine,
         render: remote_error,
@@ -226,12 +287,12 @@ fn remote_error(e: api::ApiError) -> api::protocol::RemoteError {
 }
 
 /// Says where the server listens, on stdout at once (a script waits for this line).
-fn announce(ctx: &Context, url: &str, schema: u32) {
+fn announce(ctx: &Context, url: &str, schema: u32, database: &str) {
     let line = if ctx.format == crate::output::Format::Json {
-        json!({"listening": url, "protocol": api::protocol::VERSION, "schema": schema}).to_string()
+        json!({"listening": url, "protocol": api::protocol::VERSION, "schema": schema, "database": database}).to_string()
     } else {
         format!(
-            "Listening on {url} (protocol {}, schema v{schema}, data dir {})",
+            "Listening on {url} (protocol {}, schema v{schema}, data dir {}, database {database})",
             api::protocol::VERSION,
             ctx.paths.data_dir.display()
         )
@@ -241,8 +302,8 @@ fn announce(ctx: &Context, url: &str, schema: u32) {
     let _ = out.flush();
 }
 
-fn token_create(ctx: &Context, name: &str) -> Result<Report, CliError> {
-    let created = ctx.registry_engine().create_token(name)?;
+fn token_create(engine: &api::Engine, name: &str) -> Result<Report, CliError> {
+    let created = engine.create_token(name)?;
     let r = &created.record;
     Ok(Report::ok(
         "server token create",
@@ -260,8 +321,8 @@ fn token_create(ctx: &Context, name: &str) -> Result<Report, CliError> {
     .plain_only(created.token))
 }
 
-fn token_list(ctx: &Context) -> Result<Report, CliError> {
-    let tokens = ctx.registry_engine().tokens()?;
+fn token_list(engine: &api::Engine) -> Result<Report, CliError> {
+    let tokens = engine.tokens()?;
     let time = |t: &Option<jiff::Timestamp>| t.map_or("-".to_string(), |t| super::view::time(&t));
     let rows = tokens
         .iter()
@@ -295,8 +356,8 @@ fn token_list(ctx: &Context) -> Result<Report, CliError> {
     }))
 }
 
-fn token_revoke(ctx: &Context, which: &str) -> Result<Report, CliError> {
-    let revoked = ctx.registry_engine().revoke_token(which)?;
+fn token_revoke(engine: &api::Engine, which: &str) -> Result<Report, CliError> {
+    let revoked = engine.revoke_token(which)?;
     Ok(Report::ok(
         "server token revoke",
         json!({"token_id": revoked.token_id, "name": revoked.name, "revoked_at": revoked.revoked_at}),

@@ -549,7 +549,7 @@ fn action_create_update_raises_the_version_and_plans_keep_the_definition_they_we
     assert_eq!(code, 3, "{doc:#}");
     let new_plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
     assert!(diff_text(&env, &new_plan).contains("second"));
-    let st = cleveragents_engine::store::Store::open(&crate::support::db_file(&env)).unwrap();
+    let st = crate::support::open_store(&env);
     assert_eq!(
         st.plan_action_version(&old_plan.parse().unwrap()).unwrap(),
         Some(1)

@@ -84,7 +84,7 @@ fn setup(actions: &[&str]) -> Setup {
 }
 
 fn store(env: &Env) -> cleveragents_engine::store::Store {
-    cleveragents_engine::store::Store::open(&db_file(env)).unwrap()
+    crate::support::open_store(env)
 }
 
 fn children(env: &Env, plan: &str) -> Vec<Value> {

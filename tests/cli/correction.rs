@@ -54,7 +54,7 @@ script:
 "#;
 
 pub fn store(env: &Env) -> Store {
-    Store::open(&db_file(env)).unwrap()
+    crate::support::open_store(env)
 }
 
 fn plan_id(doc: &Value) -> String {

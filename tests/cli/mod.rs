@@ -38,6 +38,7 @@ mod server;
 mod server_corrections;
 mod server_definitions;
 mod server_plan_views;
+mod server_postgres;
 mod server_registry;
 mod server_sessions;
 mod server_tls;

@@ -6,8 +6,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Environment variables that would leak the developer's settings into a test.
-const SCRUBBED: [&str; 12] = [
+const SCRUBBED: [&str; 13] = [
     "AGENTS_SERVER",
+    "AGENTS_DATABASE_URL",
     "AGENTS_TOKEN",
     "AGENTS_DATA_DIR",
     "AGENTS_CONFIG",
@@ -99,6 +100,11 @@ impl Env {
             .arg("--config-path")
             .arg(&self.config_path)
             .stdin(Stdio::null());
+        // With servers on PostgreSQL, an environment's own commands keep their records where
+        // its server does.
+        if let Some(url) = server::server_database(self).or_else(|| server::known_database(self)) {
+            cmd.env("AGENTS_DATABASE_URL", url);
+        }
         cmd
     }
 
@@ -350,6 +356,7 @@ pub fn shell_quote(p: &Path) -> String {
 // Shared with later lifecycle and TUI tests; not every helper is used by every module yet.
 #[allow(dead_code)]
 pub mod file_tools;
+pub mod postgres;
 #[allow(dead_code)]
 pub mod provider_server;
 pub mod server;
@@ -478,8 +485,21 @@ pub fn database_state(env: &Env) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The store where `env`'s commands keep their records: its server's PostgreSQL database when
+/// servers run on PostgreSQL, else its data directory's SQLite file.
+pub fn open_store(env: &Env) -> cleveragents_engine::store::Store {
+    match server::known_database(env) {
+        Some(url) => cleveragents_engine::store::Location::Postgres(url).open(),
+        None => cleveragents_engine::store::Store::open(&db_file(env)),
+    }
+    .unwrap()
+}
+
 /// Every row of every table but the server tokens, each as text.
 fn database_rows(env: &Env) -> Vec<Vec<u8>> {
+    if let Some(url) = server::server_database(env) {
+        return vec![postgres::rows(&url)];
+    }
     let conn = rusqlite::Connection::open_with_flags(
         db_file(env),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,

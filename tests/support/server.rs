@@ -25,16 +25,32 @@ pub struct Server {
 /// Creates a token named `token_name` on `env`'s data directory and starts `agents server
 /// start START_ARGS` there: the URL of its first line, the token and the process.
 pub fn spawn(env: &Env, token_name: &str, start_args: &[&str]) -> (String, String, Child) {
-    let out = env
-        .local_command(&["--format", "plain", "server", "token", "create", token_name])
-        .output()
-        .expect("the binary runs");
+    spawn_on(env, server_database(env), token_name, start_args)
+}
+
+/// [`spawn`] with the server's records in `database` (a PostgreSQL URL) when given.
+pub fn spawn_on(
+    env: &Env,
+    database: Option<String>,
+    token_name: &str,
+    start_args: &[&str],
+) -> (String, String, Child) {
+    let with_database = |mut cmd: Command| {
+        if let Some(url) = &database {
+            cmd.env("AGENTS_DATABASE_URL", url);
+        }
+        cmd
+    };
+    let out = with_database(
+        env.local_command(&["--format", "plain", "server", "token", "create", token_name]),
+    )
+    .output()
+    .expect("the binary runs");
     assert!(out.status.success(), "token create: {out:?}");
     let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
     // The scripted test provider's key, which every test gives the commands that call it
     // (`sk-test`): through a server those run there, where the client's environment is not.
-    let mut child = env
-        .local_command(&[&["server", "start"], start_args].concat())
+    let mut child = with_database(env.local_command(&[&["server", "start"], start_args].concat()))
         // The server makes the model calls with its own keys: the scripted provider's.
         .env("SCRIPTED_API_KEY", "sk-test")
         .stdout(Stdio::piped())
@@ -53,10 +69,68 @@ pub fn spawn(env: &Env, token_name: &str, start_args: &[&str]) -> (String, Strin
     (url, token, child)
 }
 
+/// The PostgreSQL databases of the environments whose servers keep their records there.
+static DATABASES: std::sync::Mutex<Vec<(std::path::PathBuf, String)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The database `env`'s server keeps its records in, if it was given one.
+pub fn known_database(env: &Env) -> Option<String> {
+    DATABASES
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(root, _)| root == env.root())
+        .map(|(_, url)| url.clone())
+}
+
+/// Whether servers keep their records in PostgreSQL (`AGENTS_TEST_SERVER_DATABASE=postgres`)
+/// rather than in their data directory's SQLite file.
+pub fn on_postgres() -> bool {
+    std::env::var("AGENTS_TEST_SERVER_DATABASE").is_ok_and(|v| v == "postgres")
+}
+
+/// The PostgreSQL database of `env`'s server when [`on_postgres`]: a fresh one per
+/// environment, the same across the server's restarts.
+pub fn server_database(env: &Env) -> Option<String> {
+    if !on_postgres() {
+        return None;
+    }
+    let mut known = DATABASES.lock().unwrap();
+    if let Some((_, url)) = known.iter().find(|(root, _)| root == env.root()) {
+        return Some(url.clone());
+    }
+    let url = super::postgres::fresh_database();
+    known.push((env.root().to_path_buf(), url.clone()));
+    Some(url)
+}
+
 impl Server {
     /// Starts a server on `env`'s data directory after creating a token named `tests`.
     pub fn start(env: Env) -> Self {
         Self::start_with(env, &["--listen", "127.0.0.1:0"])
+    }
+
+    /// A server on `env`'s data directory keeping its records in the PostgreSQL `database`.
+    /// Each instance takes a token of its own name: instances may share the database.
+    pub fn start_on_postgres(env: Env, database: &str) -> Self {
+        DATABASES
+            .lock()
+            .unwrap()
+            .push((env.root().to_path_buf(), database.to_string()));
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (url, token, child) = spawn_on(
+            &env,
+            Some(database.to_string()),
+            &format!("instance-{n}"),
+            &["--listen", "127.0.0.1:0"],
+        );
+        Self {
+            env,
+            url,
+            token,
+            child,
+        }
     }
 
     /// [`Server::start`] with these `server start` arguments.

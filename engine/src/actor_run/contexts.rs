@@ -309,7 +309,7 @@ fn append(
 }
 
 fn insert_item(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Transaction<'_>,
     name: &str,
     seq: i64,
     item: &ContextItem,

@@ -462,7 +462,7 @@ fn build_host(
     let mut policy = Policy::for_plan(plan);
     policy.allow_unsafe_tools = actor.unsafe_tools || unsafe_flag;
     let host = RunnerHost::new(
-        Store::open(store.path())?,
+        store.reopen()?,
         sandboxes.clone(),
         plan.plan_id,
         policy.clone(),

@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 pub use crate::domain::next::{CorrectionMode as NextCorrectionMode, Next};
 pub use crate::lifecycle::{Observer, Quiet};
+pub use crate::store::Location as DatabaseLocation;
 pub use client::{Client, FOLLOW_POLL, Followed, follow_store, serve};
 pub use error::{ApiError, ErrorCode};
 pub use export::{ExportError, ExportRequest, ExportTarget, Exported};
@@ -160,6 +161,9 @@ impl Settings {
 #[derive(Clone)]
 pub struct Engine {
     paths: Paths,
+    /// Where the records live: the data directory's SQLite file unless a server was given a
+    /// PostgreSQL database.
+    database: crate::store::Location,
     settings: Settings,
     observer: Arc<dyn Observer>,
     /// The whole configuration, for the calls that run a model actor (`session tell`, `actor
@@ -184,6 +188,7 @@ impl Engine {
     /// progress goes nowhere until [`Engine::with_observer`].
     pub fn new(paths: Paths, settings: Settings) -> Self {
         Self {
+            database: crate::store::Location::Sqlite(paths.database()),
             paths,
             settings,
             observer: Arc::new(Quiet),
@@ -243,7 +248,19 @@ impl Engine {
     /// # Errors
     /// [`ApiError::Store`] when the database cannot be opened or migrated.
     pub fn store(&self) -> Result<Store, ApiError> {
-        Ok(Store::open(&self.paths.database())?)
+        Ok(self.database.open()?)
+    }
+
+    /// This engine keeping its records in `database` (a server's PostgreSQL database, spec
+    /// section 21) instead of the data directory's SQLite file.
+    pub fn with_database(mut self, database: crate::store::Location) -> Self {
+        self.database = database;
+        self
+    }
+
+    /// Where the records live.
+    pub fn database(&self) -> &crate::store::Location {
+        &self.database
     }
 
     /// The database's schema version (opening the database migrates it first).

@@ -182,7 +182,7 @@ pub fn promote(b: &mut Budget, items: &[Item], query: &str) {
     }
 }
 
-fn read_item(tier: Tier) -> impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<Item> {
+fn read_item(tier: Tier) -> impl Fn(&crate::store::db::Row<'_>) -> rusqlite::Result<Item> {
     move |r| {
         Ok(Item {
             tier,

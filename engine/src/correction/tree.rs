@@ -277,7 +277,7 @@ impl Store {
     /// [`StoreError`].
     pub fn family_plans(&self, plan_id: &Id) -> Result<Vec<FamilyPlan>, StoreError> {
         let mut stmt = self.conn().prepare(
-            "WITH RECURSIVE fam(id) AS (SELECT ?1 UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
+            "WITH RECURSIVE fam(id) AS (SELECT CAST(?1 AS TEXT) UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
              SELECT p.plan_id, p.parent_plan_id, p.name, p.phase || '/' || p.state FROM plans p JOIN fam f ON p.plan_id = f.id ORDER BY p.plan_id",
         )?;
         let rows: Vec<(String, Option<String>, String, String)> = stmt
@@ -298,18 +298,18 @@ impl Store {
     }
 
     /// The decision columns the tree shows, for the plan and every descendant plan, in plan
-    /// and sequence order. `plan_id IN fam` (not a join) lets SQLite walk the
+    /// and sequence order. `plan_id IN (SELECT id FROM fam)` (not a join) lets SQLite walk the
     /// `(plan_id, sequence_number)` index in order instead of building a transient index
     /// over every decision and sorting the result.
     fn tree_rows(&self, plan_id: &Id) -> Result<Vec<Row>, StoreError> {
         let mut stmt = self.conn().prepare(
-            "WITH RECURSIVE fam(id) AS (SELECT ?1 UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
+            "WITH RECURSIVE fam(id) AS (SELECT CAST(?1 AS TEXT) UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
              SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.decision_type, d.question, d.chosen_option, \
              d.confidence_score, d.step IS NOT NULL, d.is_correction != 0, d.superseded_by \
-             FROM decisions d WHERE d.plan_id IN fam ORDER BY d.plan_id, d.sequence_number",
+             FROM decisions d WHERE d.plan_id IN (SELECT id FROM fam) ORDER BY d.plan_id, d.sequence_number",
         )?;
         // Ids and types are decoded from the row's own text, without a string per column.
-        let id = |r: &rusqlite::Row<'_>,
+        let id = |r: &crate::store::db::Row<'_>,
                   i: usize,
                   column: &'static str|
          -> Result<Option<Id>, StoreError> {
@@ -323,8 +323,7 @@ impl Store {
             value.ok_or_else(|| corrupt(column, "missing"))
         };
         let mut rows = Vec::new();
-        let mut query = stmt.query([plan_id.to_string()])?;
-        while let Some(r) = query.next()? {
+        stmt.for_each([plan_id.to_string()], |r| {
             rows.push(Row {
                 id: required(id(r, 0, "decision_id")?, "decision_id")?,
                 plan: required(id(r, 1, "plan_id")?, "plan_id")?,
@@ -342,7 +341,8 @@ impl Store {
                 correction: r.get(8)?,
                 superseded_by: id(r, 9, "superseded_by")?,
             });
-        }
+            Ok::<_, StoreError>(())
+        })?;
         Ok(rows)
     }
 
@@ -356,10 +356,10 @@ impl Store {
     /// [`StoreError`].
     pub fn family_spawns(&self, plan_id: &Id) -> Result<Vec<(Id, Id)>, StoreError> {
         let mut stmt = self.conn().prepare(
-            "WITH RECURSIVE fam(id) AS (SELECT ?1 UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
+            "WITH RECURSIVE fam(id) AS (SELECT CAST(?1 AS TEXT) UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
              SELECT dd.upstream_decision_id, dd.downstream_ref FROM decision_dependencies dd \
              CROSS JOIN decisions d ON d.decision_id = dd.upstream_decision_id \
-             WHERE dd.dependency_type = 'plan' AND d.plan_id IN fam ORDER BY dd.downstream_ref",
+             WHERE dd.dependency_type = 'plan' AND d.plan_id IN (SELECT id FROM fam) ORDER BY dd.downstream_ref",
         )?;
         let rows: Vec<(String, String)> = stmt
             .query_map([plan_id.to_string()], |r| r.try_into())?

@@ -110,13 +110,13 @@ impl Watcher {
     fn start(engine: &Lifecycle, plan_id: Id) -> Self {
         let flag = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
-        let db = engine.store().path().to_path_buf();
+        let db = engine.store().location().clone();
         let observer = engine.observer_arc();
         let (f, d) = (Arc::clone(&flag), Arc::clone(&done));
         let handle = std::thread::Builder::new()
             .name("plan-cancel-watch".into())
             .spawn(move || {
-                let store = Store::open(&db).ok();
+                let store = db.open().ok();
                 while !d.load(Ordering::SeqCst) {
                     let requested = store
                         .as_ref()

@@ -172,7 +172,7 @@ pub fn strategist_host(
     plan: &crate::domain::Plan,
     actor: &str,
 ) -> Option<RunnerHost> {
-    let mut store = Store::open(engine.store().path()).ok()?;
+    let mut store = engine.store().reopen().ok()?;
     let policy = Policy::for_plan(plan);
     let offer = Offer::for_actor(engine, &mut store, &plan.plan_id, &policy, actor, false).ok()?;
     if offer.specs(&policy).is_empty() {

@@ -75,11 +75,11 @@ impl StepJournal {
     /// # Errors
     /// A message when the database cannot be opened.
     pub fn open(
-        db: &std::path::Path,
+        db: &crate::store::Location,
         sandboxes: Sandboxes,
         step: Journaled,
     ) -> Result<Self, String> {
-        let store = Store::open(db).map_err(|e| e.to_string())?;
+        let store = db.open().map_err(|e| e.to_string())?;
         Ok(Self {
             store: Mutex::new(store),
             sandboxes,

@@ -221,7 +221,7 @@ pub struct Lifecycle {
 /// (child plans run on their own threads, each with its own database connection).
 #[derive(Clone)]
 pub(crate) struct LifecycleSeed {
-    db: std::path::PathBuf,
+    db: crate::store::Location,
     paths: Paths,
     providers: Vec<Provider>,
     env: EnvLookup,
@@ -237,7 +237,7 @@ impl LifecycleSeed {
     /// # Errors
     /// [`StoreError`] opening the database.
     pub(crate) fn open(&self) -> Result<Lifecycle, StoreError> {
-        let store = Store::open(&self.db)?;
+        let store = self.db.open()?;
         let streamed = events::last_seq(&store)?;
         Ok(Lifecycle {
             store,
@@ -264,7 +264,7 @@ impl LifecycleSeed {
 impl std::fmt::Debug for Lifecycle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lifecycle")
-            .field("store", &self.store.path())
+            .field("store", self.store.location())
             .field("streamed", &self.streamed)
             .finish_non_exhaustive()
     }
@@ -349,7 +349,7 @@ impl Lifecycle {
 
     pub(crate) fn seed(&self) -> LifecycleSeed {
         LifecycleSeed {
-            db: self.store.path().to_path_buf(),
+            db: self.store.location().clone(),
             paths: self.paths.clone(),
             providers: self.providers.clone(),
             env: std::sync::Arc::clone(&self.env),

@@ -15,7 +15,6 @@ use crate::events::live::LiveKind;
 use crate::lease;
 use crate::providers::{ModelRef, ProviderClient};
 use crate::registry::actors::{self as actor_registry, ActorRef, ActorType};
-use crate::store::Store;
 
 /// A model actor ready to run.
 pub(crate) struct ModelActor {
@@ -247,10 +246,10 @@ pub(crate) fn run<H: ToolHost>(
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let cancel = CancellationToken::new();
     let done = CancellationToken::new();
-    let db = engine.store().path().to_path_buf();
+    let db = engine.store().location().clone();
     let observer = engine.observer();
     let watcher = async {
-        let watch_store = Store::open(&db).ok();
+        let watch_store = db.open().ok();
         loop {
             tokio::select! {
                 () = done.cancelled() => break,

@@ -5,7 +5,7 @@
 //! the event and runs any extra statements (decisions, approvals, steps) before one commit.
 
 use jiff::Timestamp;
-use rusqlite::{Transaction, TransactionBehavior};
+use crate::store::Transaction;
 use serde_json::{Value, json};
 
 use super::RunError;
@@ -30,7 +30,7 @@ pub(crate) fn commit(
     plan.updated_at = Timestamp::now();
     let tx = store
         .conn_mut()
-        .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        .transaction()?;
     save_plan(&tx, plan)?;
     extra(&tx)?;
     let seq = events::append(&tx, Some(&plan.plan_id), &event)?;

@@ -575,7 +575,7 @@ pub fn delete(
 /// Withdraws the pending approvals of a plan cancelled because its project was deleted, as
 /// `plan cancel` does, so none is left to answer (each with its `approval_resolved` event).
 fn withdraw_approvals(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Transaction<'_>,
     plan: &Id,
     reason: &str,
 ) -> Result<(), StoreError> {

@@ -510,7 +510,7 @@ pub fn insert_detail(store: &mut Store, d: &SessionDetail) -> Result<(), Session
 }
 
 fn insert_message(
-    conn: &rusqlite::Connection,
+    conn: &crate::store::Connection,
     id: &Id,
     m: &SessionMessage,
 ) -> Result<(), rusqlite::Error> {

@@ -1,6 +1,7 @@
 //! Actions (table `actions`) and their action-level invariants.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, params};
+use crate::store::Connection;
 
 use super::codec::{from_json, opt_ts, to_json, ts};
 use super::events::registry_changed;
@@ -25,7 +26,7 @@ struct Raw {
     version: i64,
 }
 
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+fn raw(r: &crate::store::db::Row<'_>) -> rusqlite::Result<Raw> {
     let mut s = Vec::with_capacity(20);
     for i in 0..20 {
         if i == 11 || i == 12 {

@@ -34,7 +34,7 @@ type Raw = (
     Option<String>,
 );
 
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+fn raw(r: &crate::store::db::Row<'_>) -> rusqlite::Result<Raw> {
     r.try_into()
 }
 
@@ -110,7 +110,7 @@ impl Store {
     /// [`StoreError`].
     pub fn pending_approvals(&self, plan_id: Option<&Id>) -> Result<Vec<Approval>, StoreError> {
         let mut stmt = self.conn().prepare(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND (?1 IS NULL OR plan_id = ?1) ORDER BY created_at, approval_id"
+            "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND (plan_id = ?1 OR ?1 IS NULL) ORDER BY created_at, approval_id"
         ))?;
         let rows = stmt
             .query_map([plan_id.map(Id::to_string)], raw)?
@@ -141,7 +141,7 @@ impl Store {
 /// # Errors
 /// [`StoreError::Sqlite`].
 pub(crate) fn insert_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Transaction<'_>,
     approval: &Approval,
 ) -> Result<(), StoreError> {
     tx.execute(
@@ -182,7 +182,7 @@ pub(crate) fn insert_in(
 /// # Errors
 /// [`StoreError`].
 pub(crate) fn resolve_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Transaction<'_>,
     approval_id: &str,
     status: ApprovalStatus,
     answer: &Value,
@@ -222,12 +222,12 @@ pub(crate) fn resolve_in(
 /// # Errors
 /// [`StoreError::Sqlite`].
 pub(crate) fn pending_ids_in(
-    conn: &rusqlite::Connection,
+    conn: &crate::store::Connection,
     plan_id: &Id,
     kind: Option<&str>,
 ) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT approval_id FROM approvals WHERE plan_id = ?1 AND status = 'pending' AND (?2 IS NULL OR kind = ?2) ORDER BY created_at, approval_id",
+        "SELECT approval_id FROM approvals WHERE plan_id = ?1 AND status = 'pending' AND (kind = ?2 OR ?2 IS NULL) ORDER BY created_at, approval_id",
     )?;
     let ids = stmt
         .query_map(params![plan_id.to_string(), kind], |r| r.get(0))?

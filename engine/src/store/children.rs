@@ -117,7 +117,7 @@ fn convert(r: Row) -> Result<ChildLink, StoreError> {
 ///
 /// # Errors
 /// [`StoreError::Sqlite`].
-pub(crate) fn insert_in(conn: &rusqlite::Connection, link: &ChildLink) -> Result<(), StoreError> {
+pub(crate) fn insert_in(conn: &crate::store::Connection, link: &ChildLink) -> Result<(), StoreError> {
     conn.execute(
         &format!(
             "INSERT INTO child_plans ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
@@ -194,7 +194,7 @@ impl Store {
         finished: bool,
     ) -> Result<(), StoreError> {
         self.conn().execute(
-            "UPDATE child_plans SET status = ?2, detail = coalesce(?3, detail), finished_at = CASE WHEN ?4 THEN ?5 ELSE finished_at END WHERE child_plan_id = ?1",
+            "UPDATE child_plans SET status = ?2, detail = coalesce(?3, detail), finished_at = CASE WHEN ?4 <> 0 THEN ?5 ELSE finished_at END WHERE child_plan_id = ?1",
             params![
                 child_plan_id.to_string(),
                 status.as_str(),

@@ -162,7 +162,7 @@ fn attempt_from(r: AttemptRow) -> Result<CorrectionAttempt, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`].
 pub(crate) fn insert_attempt_in(
-    conn: &rusqlite::Connection,
+    conn: &crate::store::Connection,
     a: &CorrectionAttempt,
 ) -> Result<(), StoreError> {
     conn.execute(
@@ -190,7 +190,7 @@ pub(crate) fn insert_attempt_in(
 /// # Errors
 /// [`StoreError::Sqlite`].
 pub(crate) fn supersede_in(
-    conn: &rusqlite::Connection,
+    conn: &crate::store::Connection,
     decision: &Id,
     by: &Id,
 ) -> Result<(), StoreError> {
@@ -294,9 +294,9 @@ impl Store {
     /// [`StoreError::Sqlite`].
     pub fn decision_ids_around(&self, first: &str, last: &str) -> Result<Vec<String>, StoreError> {
         let mut stmt = self.conn().prepare(
-            "SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id < ?1 ORDER BY decision_id DESC LIMIT 1)
-             UNION ALL SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id BETWEEN ?1 AND ?2 ORDER BY decision_id)
-             UNION ALL SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id > ?2 ORDER BY decision_id LIMIT 1)",
+            "SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id < ?1 ORDER BY decision_id DESC LIMIT 1) AS before_range
+             UNION ALL SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id BETWEEN ?1 AND ?2 ORDER BY decision_id) AS in_range
+             UNION ALL SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id > ?2 ORDER BY decision_id LIMIT 1) AS after_range",
         )?;
         let ids = stmt
             .query_map(rusqlite::params![first, last], |r| r.get(0))?
@@ -354,7 +354,7 @@ impl Store {
         except: &Id,
     ) -> Result<Vec<Reached>, StoreError> {
         let mut stmt = self.conn().prepare(
-            "WITH RECURSIVE fam(id) AS (SELECT ?1 UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
+            "WITH RECURSIVE fam(id) AS (SELECT CAST(?1 AS TEXT) UNION SELECT p.plan_id FROM plans p JOIN fam f ON p.parent_plan_id = f.id) \
              SELECT d.decision_id, d.plan_id, d.decision_type, d.chosen_option, d.sequence_number \
              FROM fam f CROSS JOIN decisions d ON d.plan_id = f.id \
              WHERE d.superseded_by IS NULL AND d.decision_id != ?2",

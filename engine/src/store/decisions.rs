@@ -23,7 +23,7 @@ fn opt_id(column: &'static str, v: Option<String>) -> Result<Option<Id>, StoreEr
         .transpose()
 }
 
-fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Decision, StoreError>> {
+fn read(r: &crate::store::db::Row<'_>) -> rusqlite::Result<Result<Decision, StoreError>> {
     let text = |i| r.get::<_, String>(i);
     let opt = |i| r.get::<_, Option<String>>(i);
     let (id, plan, parent, seq, attempt, kind) = (
@@ -164,7 +164,7 @@ impl Store {
 ///
 /// # Errors
 /// [`StoreError::Sqlite`].
-pub(crate) fn insert_in(tx: &rusqlite::Connection, decision: &Decision) -> Result<u32, StoreError> {
+pub(crate) fn insert_in(tx: &crate::store::Connection, decision: &Decision) -> Result<u32, StoreError> {
     let seq: i64 = tx.query_row(
         "SELECT coalesce(max(sequence_number), 0) + 1 FROM decisions WHERE plan_id = ?1",
         [decision.plan_id.to_string()],
@@ -202,7 +202,7 @@ pub(crate) fn insert_in(tx: &rusqlite::Connection, decision: &Decision) -> Resul
 /// # Errors
 /// [`StoreError::Sqlite`].
 pub(crate) fn depend_in(
-    tx: &rusqlite::Connection,
+    tx: &crate::store::Connection,
     upstream: &Id,
     downstream: &Id,
 ) -> Result<(), StoreError> {
@@ -219,7 +219,7 @@ pub(crate) fn depend_in(
 /// # Errors
 /// [`StoreError::Sqlite`].
 pub(crate) fn rechoose_in(
-    tx: &rusqlite::Connection,
+    tx: &crate::store::Connection,
     decision: &Id,
     chosen: &str,
     alternatives: &[String],
@@ -243,7 +243,7 @@ pub(crate) fn rechoose_in(
 /// # Errors
 /// [`StoreError::Sqlite`].
 pub(crate) fn supersede_all_in(
-    tx: &rusqlite::Connection,
+    tx: &crate::store::Connection,
     plan: &Id,
     by: &Id,
     keep: &[Id],

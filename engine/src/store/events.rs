@@ -2,7 +2,8 @@
 //! and [`Follower`] for readers in any process. The record types are [`crate::domain::event`].
 
 use jiff::Timestamp;
-use rusqlite::{Transaction, params};
+use rusqlite::params;
+use crate::store::Transaction;
 use serde_json::Value;
 
 use super::{Store, StoreError};
@@ -19,16 +20,16 @@ pub fn append(
     plan_id: Option<&Id>,
     kind: &EventKind,
 ) -> Result<i64, StoreError> {
-    tx.execute(
-        "INSERT INTO events (ts, plan_id, type, data) VALUES (?1, ?2, ?3, ?4)",
+    Ok(tx.query_row(
+        "INSERT INTO events (ts, plan_id, type, data) VALUES (?1, ?2, ?3, ?4) RETURNING seq",
         params![
             Timestamp::now().to_string(),
             plan_id.map(Id::to_string),
             kind.event_type().as_str(),
             crate::redact::redact(&kind.data().to_string()).into_owned()
         ],
-    )?;
-    Ok(tx.last_insert_rowid())
+        |r| r.get(0),
+    )?)
 }
 
 fn corrupt(column: &'static str, message: String) -> StoreError {
@@ -52,7 +53,7 @@ pub fn after(
 ) -> Result<Vec<EngineEvent>, StoreError> {
     let mut stmt = store.conn().prepare(
         "SELECT seq, ts, plan_id, type, data FROM events \
-         WHERE seq > ?1 AND (?2 IS NULL OR plan_id = ?2) ORDER BY seq LIMIT ?3",
+         WHERE seq > ?1 AND (plan_id = ?2 OR ?2 IS NULL) ORDER BY seq LIMIT ?3",
     )?;
     let rows = stmt
         .query_map(params![after, plan_id.map(Id::to_string), limit], |r| {

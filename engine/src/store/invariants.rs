@@ -1,7 +1,8 @@
 //! Invariants (table `invariants`). Plan-scoped rows are mirrored into the plan record's
 //! `invariants` JSON in the same transaction, so the plan always carries its own constraints.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, params};
+use crate::store::Connection;
 
 use super::codec::{to_json, ts};
 use super::events::registry_changed;
@@ -27,7 +28,7 @@ type Raw = (
     i64,
 );
 
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+fn raw(r: &crate::store::db::Row<'_>) -> rusqlite::Result<Raw> {
     r.try_into()
 }
 

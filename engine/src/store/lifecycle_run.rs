@@ -6,7 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, params};
+use crate::store::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -4,6 +4,10 @@
 //! a database written by a newer CleverAgents is refused and left byte-identical. Otherwise the
 //! connection is set to WAL, a busy timeout and foreign keys, and pending migrations are applied.
 //! Each schema change is its own migration file; versions are `PRAGMA user_version`.
+//!
+//! A server may keep the same records in PostgreSQL instead ([`Location::Postgres`], spec
+//! section 21): [`db::Connection`] runs the same statements there, and [`pg_schema`] keeps its
+//! schema at the same version numbers.
 
 pub mod actions;
 pub mod actors;
@@ -11,6 +15,8 @@ pub mod approvals;
 pub mod budgets;
 pub mod children;
 pub(crate) mod codec;
+pub(crate) mod db;
+pub(crate) mod pg_schema;
 pub mod corrections;
 pub mod decisions;
 pub mod events;
@@ -33,8 +39,10 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection as SqliteConnection, OpenFlags};
 use rusqlite_migration::{M, Migrations};
+
+pub(crate) use db::{Connection, Transaction};
 
 /// How long a connection waits for another writer before failing with "database is locked".
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -113,6 +121,14 @@ pub enum StoreError {
         /// What failed.
         message: String,
     },
+    /// The PostgreSQL database cannot be reached or refused the connection.
+    #[error("cannot connect to {database}: {message}")]
+    Connect {
+        /// The database, as [`Location`] shows it (never with its password).
+        database: String,
+        /// Why.
+        message: String,
+    },
     /// A query failed.
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -128,11 +144,48 @@ pub enum StoreError {
     },
 }
 
+/// Where the store's records live.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// A SQLite file (the default: one per data directory).
+    Sqlite(PathBuf),
+    /// A PostgreSQL database, by URL (a server's team state).
+    Postgres(String),
+}
+
+impl Location {
+    /// Opens the store here, migrating it to the latest schema.
+    ///
+    /// # Errors
+    /// As [`Store::open`] and [`Store::connect`].
+    pub fn open(&self) -> Result<Store, StoreError> {
+        match self {
+            Self::Sqlite(path) => Store::open(path),
+            Self::Postgres(url) => Store::connect(url),
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sqlite(path) => write!(f, "{}", path.display()),
+            Self::Postgres(url) => f.write_str(&db::postgres::describe(url)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Location({self})")
+    }
+}
+
 /// An open database connection with the schema migrated to the latest version.
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
-    path: PathBuf,
+    location: Location,
 }
 
 impl Store {
@@ -153,7 +206,7 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
-        let mut conn = Connection::open(path).map_err(open_err)?;
+        let mut conn = SqliteConnection::open(path).map_err(open_err)?;
         // Read before anything is set or migrated, on the one connection the store keeps:
         // reading the version writes nothing, so a database from a newer release is left as
         // it was.
@@ -175,8 +228,28 @@ impl Store {
             .map_err(open_err)?;
         migrate(&mut conn, path)?;
         Ok(Self {
-            conn,
-            path: path.to_path_buf(),
+            conn: Connection::sqlite(conn),
+            location: Location::Sqlite(path.to_path_buf()),
+        })
+    }
+
+    /// Connects to the PostgreSQL database at `url` (pooled per process) and migrates it to the
+    /// latest schema, refusing one written by a newer CleverAgents.
+    ///
+    /// # Errors
+    /// [`StoreError::Connect`], [`StoreError::TooNew`] or [`StoreError::Migrate`].
+    pub fn connect(url: &str) -> Result<Self, StoreError> {
+        let location = Location::Postgres(url.to_string());
+        let connect_err = |message: String| StoreError::Connect {
+            database: location.to_string(),
+            message,
+        };
+        let pool = db::postgres::pool(url).map_err(connect_err)?;
+        let mut client = db::postgres::connect(&pool).map_err(connect_err)?;
+        pg_schema::migrate(&mut client, &location)?;
+        Ok(Self {
+            conn: Connection::postgres(client),
+            location,
         })
     }
 
@@ -190,21 +263,29 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        let conn = SqliteConnection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(open_err)?;
         refuse_newer(&conn, path)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         conn.pragma_update(None, "query_only", "ON")
             .map_err(open_err)?;
         Ok(Self {
-            conn,
-            path: path.to_path_buf(),
+            conn: Connection::sqlite(conn),
+            location: Location::Sqlite(path.to_path_buf()),
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the records live.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Another connection to the same database.
+    ///
+    /// # Errors
+    /// As [`Location::open`].
+    pub fn reopen(&self) -> Result<Self, StoreError> {
+        self.location.open()
     }
 
     /// The connection, for repositories in this module tree.
@@ -254,26 +335,40 @@ impl Store {
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn schema_version(&self) -> Result<u32, StoreError> {
-        Ok(schema_version_of(&self.conn)?)
+        match self.conn.as_sqlite() {
+            Some(conn) => Ok(schema_version_of(conn)?),
+            None => pg_schema::version(&self.conn),
+        }
     }
 
-    /// SQLite's `data_version`: changes whenever another connection commits, so a reader can
-    /// poll it cheaply to learn that something changed.
+    /// A number that changes whenever something a follower reads was committed, cheap to poll:
+    /// SQLite's `data_version` (any other connection's commit), on PostgreSQL the newest
+    /// event's `seq` (events are appended in commit order, see [`events::append`]).
     ///
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn data_version(&self) -> Result<i64, StoreError> {
-        Ok(self
-            .conn
-            .pragma_query_value(None, "data_version", |r| r.get(0))?)
+        match self.conn.as_sqlite() {
+            Some(conn) => Ok(conn.pragma_query_value(None, "data_version", |r| r.get(0))?),
+            None => Ok(self.conn.query_row(
+                "SELECT COALESCE(MAX(seq), 0) FROM events",
+                [],
+                |r| r.get(0),
+            )?),
+        }
     }
 
-    /// Runs SQLite's `quick_check` and returns its findings (`["ok"]` when healthy).
+    /// Runs SQLite's `quick_check` and returns its findings (`["ok"]` when healthy). A
+    /// PostgreSQL server checks its own pages; there a database that answers is `["ok"]`.
     ///
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn quick_check(&self) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self.conn.prepare("PRAGMA quick_check")?;
+        let Some(conn) = self.conn.as_sqlite() else {
+            self.conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?;
+            return Ok(vec!["ok".into()]);
+        };
+        let mut stmt = conn.prepare("PRAGMA quick_check")?;
         let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -281,7 +376,7 @@ impl Store {
 
 /// Applies pending migrations. Processes that open a new database at the same moment are
 /// serialized by an exclusive lock on the data directory, so exactly one of them migrates.
-fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+fn migrate(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {
     let failed = |message: String| StoreError::Migrate {
         path: path.to_path_buf(),
         message,
@@ -302,7 +397,7 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
 
 /// [`StoreError::TooNew`] when `conn`'s database (at `path`) was made by a newer release;
 /// reading the version writes nothing.
-fn refuse_newer(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+fn refuse_newer(conn: &SqliteConnection, path: &Path) -> Result<(), StoreError> {
     let found = schema_version_of(conn).map_err(|source| StoreError::Open {
         path: path.to_path_buf(),
         source,
@@ -318,7 +413,7 @@ fn refuse_newer(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 }
 
 /// `PRAGMA user_version` of `conn`'s database (a read; nothing is written).
-fn schema_version_of(conn: &Connection) -> rusqlite::Result<u32> {
+fn schema_version_of(conn: &SqliteConnection) -> rusqlite::Result<u32> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     Ok(u32::try_from(version).unwrap_or(u32::MAX))
 }
@@ -334,11 +429,15 @@ mod tests {
         assert_eq!(store.schema_version().unwrap(), latest_schema_version());
         let mode: String = store
             .conn()
+            .as_sqlite()
+            .unwrap()
             .pragma_query_value(None, "journal_mode", |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
         let fk: i64 = store
             .conn()
+            .as_sqlite()
+            .unwrap()
             .pragma_query_value(None, "foreign_keys", |r| r.get(0))
             .unwrap();
         assert_eq!(fk, 1);
@@ -351,12 +450,12 @@ mod tests {
         use crate::domain::plan::Plan;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
-        let mut conn = Connection::open(&path).unwrap();
+        let mut conn = SqliteConnection::open(&path).unwrap();
         conn.pragma_update(None, "foreign_keys", "ON").unwrap();
         MIGRATIONS.to_version(&mut conn, 9).unwrap();
         let mut store = Store {
-            conn,
-            path: path.clone(),
+            conn: Connection::sqlite(conn),
+            location: Location::Sqlite(path.clone()),
         };
         let plan = Plan::new("local/a", "a", jiff::Timestamp::now());
         store.insert_plan(&plan).unwrap();
@@ -417,6 +516,8 @@ mod tests {
         assert_eq!(store.quick_check().unwrap(), ["ok"]);
         let fk: Vec<String> = store
             .conn()
+            .as_sqlite()
+            .unwrap()
             .prepare("PRAGMA foreign_key_check")
             .unwrap()
             .query_map([], |r| r.get(0))
@@ -442,7 +543,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         {
-            let conn = Connection::open(&path).unwrap();
+            let conn = SqliteConnection::open(&path).unwrap();
             conn.execute_batch("CREATE TABLE future(x); PRAGMA user_version = 999;")
                 .unwrap();
         }

@@ -86,21 +86,21 @@ pub struct UsageRollup {
 }
 
 const ROLLUP: &str = "SELECT COUNT(*), \
-    COALESCE(SUM(outcome = 'error'), 0), \
+    COALESCE(SUM(CASE WHEN outcome = 'error' THEN 1 ELSE 0 END), 0), \
     COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
     COALESCE(SUM(cost_usd), 0.0), \
-    COALESCE(SUM(outcome = 'ok' AND cost_usd IS NULL), 0), \
+    COALESCE(SUM(CASE WHEN outcome = 'ok' AND cost_usd IS NULL THEN 1 ELSE 0 END), 0), \
     COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), \
-    COALESCE(SUM(outcome = 'ok' AND usage_reported = 0), 0), \
-    COALESCE(SUM(outcome = 'ok' AND stop_reason IN ('length', 'max_tokens')), 0) \
+    COALESCE(SUM(CASE WHEN outcome = 'ok' AND usage_reported = 0 THEN 1 ELSE 0 END), 0), \
+    COALESCE(SUM(CASE WHEN outcome = 'ok' AND stop_reason IN ('length', 'max_tokens') THEN 1 ELSE 0 END), 0) \
     FROM model_calls";
 
-fn rollup_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<UsageRollup> {
+fn rollup_row(row: &crate::store::db::Row<'_>) -> rusqlite::Result<UsageRollup> {
     rollup_at(row, 0)
 }
 
 /// Reads the ten rollup columns starting at column `base`.
-fn rollup_at(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Result<UsageRollup> {
+fn rollup_at(row: &crate::store::db::Row<'_>, base: usize) -> rusqlite::Result<UsageRollup> {
     let n = |i: usize| {
         row.get::<_, i64>(base + i)
             .map(|v| u64::try_from(v).unwrap_or(0))
@@ -131,7 +131,7 @@ fn int(v: u64) -> i64 {
 /// # Errors
 /// [`StoreError::Sqlite`].
 pub(crate) fn insert_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Transaction<'_>,
     c: &NewModelCall,
 ) -> Result<(), StoreError> {
     tx.prepare_cached(
@@ -244,13 +244,13 @@ impl Store {
 }
 
 const ROLLUP_BY_DECISION: &str = "SELECT decision_id, COUNT(*), \
-    COALESCE(SUM(outcome = 'error'), 0), \
+    COALESCE(SUM(CASE WHEN outcome = 'error' THEN 1 ELSE 0 END), 0), \
     COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
     COALESCE(SUM(cost_usd), 0.0), \
-    COALESCE(SUM(outcome = 'ok' AND cost_usd IS NULL), 0), \
+    COALESCE(SUM(CASE WHEN outcome = 'ok' AND cost_usd IS NULL THEN 1 ELSE 0 END), 0), \
     COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), \
-    COALESCE(SUM(outcome = 'ok' AND usage_reported = 0), 0), \
-    COALESCE(SUM(outcome = 'ok' AND stop_reason IN ('length', 'max_tokens')), 0) \
+    COALESCE(SUM(CASE WHEN outcome = 'ok' AND usage_reported = 0 THEN 1 ELSE 0 END), 0), \
+    COALESCE(SUM(CASE WHEN outcome = 'ok' AND stop_reason IN ('length', 'max_tokens') THEN 1 ELSE 0 END), 0) \
     FROM model_calls WHERE plan_id = ?1 GROUP BY decision_id";
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! so that any process can resume after the answer"): the `actor_pauses` table of migration
 //! 009, one row per `request_decision` of a model execution actor.
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{OptionalExtension, params};
+use crate::store::Transaction;
 
 use super::{Store, StoreError};
 use crate::domain::id::Id;

@@ -1,6 +1,7 @@
 //! Plan rows: insert, load, list, resolve ids and prefixes, count.
 
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{OptionalExtension, params};
+use crate::store::db::Row;
 use serde::de::DeserializeOwned;
 
 use super::{Store, StoreError};
@@ -151,7 +152,7 @@ impl RawPlan {
 }
 
 /// Inserts a plan row on an open connection or transaction (the caller commits).
-pub(crate) fn insert_plan_row(conn: &rusqlite::Connection, plan: &Plan) -> Result<(), StoreError> {
+pub(crate) fn insert_plan_row(conn: &crate::store::Connection, plan: &Plan) -> Result<(), StoreError> {
     conn.execute(
             &format!("INSERT INTO plans ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
                 ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)"),

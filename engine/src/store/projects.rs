@@ -23,7 +23,7 @@ type Raw = (
     String,
 );
 
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+fn raw(r: &crate::store::db::Row<'_>) -> rusqlite::Result<Raw> {
     r.try_into()
 }
 
@@ -391,7 +391,7 @@ impl Store {
         project: &Id,
         statuses: &[(Id, PlanStatus)],
         now: jiff::Timestamp,
-        record: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<(), StoreError>,
+        record: impl FnOnce(&crate::store::Transaction<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         for (id, s) in statuses {
@@ -414,7 +414,7 @@ impl Store {
 
 /// A project-resource link as its event names it: `project -> resource`.
 fn link_name(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Transaction<'_>,
     project: &Id,
     resource: &Id,
 ) -> Result<String, StoreError> {

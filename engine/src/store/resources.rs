@@ -21,7 +21,7 @@ type Raw = (
     String,
 );
 
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+fn raw(r: &crate::store::db::Row<'_>) -> rusqlite::Result<Raw> {
     r.try_into()
 }
 
@@ -334,7 +334,7 @@ impl Store {
 
 /// A manual resource link as its event names it: `parent -> child`.
 fn edge_name(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Transaction<'_>,
     parent: &Id,
     child: &Id,
 ) -> Result<String, StoreError> {

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{OptionalExtension, params};
+use crate::store::db::Row;
 
 use super::{Store, StoreError};
 use crate::domain::event::{EventKind, SandboxCleaned};
@@ -293,7 +294,11 @@ impl Store {
             ],
         )?;
         tx.execute(
-            "UPDATE plans SET sandbox_refs = json_insert(sandbox_refs, '$[#]', ?2) WHERE plan_id = ?1",
+            if tx.is_postgres() {
+                "UPDATE plans SET sandbox_refs = (sandbox_refs::jsonb || to_jsonb(CAST(?2 AS TEXT)))::text WHERE plan_id = ?1"
+            } else {
+                "UPDATE plans SET sandbox_refs = json_insert(sandbox_refs, '$[#]', ?2) WHERE plan_id = ?1"
+            },
             params![r.plan_id.to_string(), r.sandbox_id.to_string()],
         )?;
         tx.commit()?;
@@ -356,8 +361,14 @@ impl Store {
     pub fn delete_sandbox(&mut self, id: &Id) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         tx.execute(
-            "UPDATE plans SET sandbox_refs = (SELECT json_group_array(value) FROM json_each(plans.sandbox_refs) WHERE value != ?1) \
-             WHERE plan_id = (SELECT plan_id FROM sandboxes WHERE sandbox_id = ?1)",
+            if tx.is_postgres() {
+                "UPDATE plans SET sandbox_refs = (SELECT COALESCE(jsonb_agg(v), '[]'::jsonb)::text \
+                 FROM jsonb_array_elements_text(plans.sandbox_refs::jsonb) AS e(v) WHERE v != ?1) \
+                 WHERE plan_id = (SELECT plan_id FROM sandboxes WHERE sandbox_id = ?1)"
+            } else {
+                "UPDATE plans SET sandbox_refs = (SELECT json_group_array(value) FROM json_each(plans.sandbox_refs) WHERE value != ?1) \
+                 WHERE plan_id = (SELECT plan_id FROM sandboxes WHERE sandbox_id = ?1)"
+            },
             [id.to_string()],
         )?;
         tx.execute(

@@ -28,7 +28,7 @@ pub struct TokenRecord {
 
 type Row = (String, String, String, Option<String>, Option<String>);
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+fn row(r: &crate::store::db::Row<'_>) -> rusqlite::Result<Row> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
 

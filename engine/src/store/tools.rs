@@ -36,7 +36,7 @@ type Raw = (
     String,
 );
 
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+fn raw(r: &crate::store::db::Row<'_>) -> rusqlite::Result<Raw> {
     r.try_into()
 }
 

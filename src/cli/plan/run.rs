@@ -183,7 +183,9 @@ pub(crate) fn engine(ctx: &Context, stream: bool, message: &str) -> Result<api::
         },
         guard: Guard::new(),
     };
-    Ok(api::Engine::new(ctx.paths.clone(), settings).with_observer(std::sync::Arc::new(observer)))
+    Ok(ctx
+        .with_database(api::Engine::new(ctx.paths.clone(), settings))
+        .with_observer(std::sync::Arc::new(observer)))
 }
 
 /// Where this command's operations run: through the chosen server, else in process with the

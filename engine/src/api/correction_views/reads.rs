@@ -31,7 +31,9 @@ fn failure(code: ErrorCode, message: String, hints: Vec<String>) -> ApiError {
 /// # Errors
 /// `NOT_FOUND` when no database exists yet; store errors.
 fn read_store(engine: &Engine) -> Result<Store, ApiError> {
-    let db = engine.paths().database();
+    let crate::store::Location::Sqlite(db) = engine.database() else {
+        return engine.store();
+    };
     if !db.exists() {
         return Err(failure(
             ErrorCode::NotFound,
@@ -39,7 +41,7 @@ fn read_store(engine: &Engine) -> Result<Store, ApiError> {
             vec!["agents plan use <action> <project>".into()],
         ));
     }
-    Ok(Store::open_read_only(&db)?)
+    Ok(Store::open_read_only(db)?)
 }
 
 /// Decision `input` (an id or unique prefix) as stored.

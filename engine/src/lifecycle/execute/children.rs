@@ -796,7 +796,7 @@ fn run_children(
         stop_all: AtomicBool::new(false),
         seed: engine.seed(),
         parent_observer: engine.observer_arc(),
-        db: engine.store().path().to_path_buf(),
+        db: engine.store().location().clone(),
         plan_id: *plan_id,
     };
     let stop_cause = std::thread::scope(|scope| {
@@ -833,7 +833,7 @@ struct ChildPool {
     stop_all: AtomicBool,
     seed: LifecycleSeed,
     parent_observer: Arc<dyn Observer>,
-    db: std::path::PathBuf,
+    db: crate::store::Location,
     plan_id: Id,
 }
 
@@ -865,7 +865,7 @@ impl ChildPool {
         let outcome = if self.stop_all.load(Ordering::SeqCst) {
             Ok(ChildEnded::Cancelled)
         } else {
-            if let Ok(mut store) = Store::open(&self.db) {
+            if let Ok(mut store) = self.db.open() {
                 let _ = store.set_child_status(&child_id, ChildStatus::Running, None, false);
                 let _ = parent_event(
                     &mut store,
@@ -882,7 +882,7 @@ impl ChildPool {
             code: "CHILD_FAILED".into(),
             message: e.to_string(),
         });
-        if let Ok(mut store) = Store::open(&self.db) {
+        if let Ok(mut store) = self.db.open() {
             let (status, detail) = match &outcome {
                 ChildEnded::Succeeded => (ChildStatus::Succeeded, json!({})),
                 ChildEnded::Failed { code, message } => (

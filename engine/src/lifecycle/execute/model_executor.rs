@@ -40,7 +40,6 @@ use crate::domain::{Id, Plan};
 use crate::lifecycle::host::RunnerHost;
 use crate::lifecycle::{Lifecycle, model};
 use crate::sandbox::Sandboxes;
-use crate::store::Store;
 use crate::tools::runner::Policy;
 
 /// A paused run to continue: its transcript, and the answer that becomes the result of call
@@ -657,7 +656,7 @@ fn step_tools(
     actor_name: &str,
     actor: &mut model::ModelActor,
 ) -> Result<ExecutorTools, StepEnd> {
-    let mut store = match Store::open(engine.store().path()) {
+    let mut store = match engine.store().reopen() {
         Ok(s) => s,
         Err(e) => {
             return Err(StepEnd::Failed {
@@ -745,7 +744,7 @@ fn journal_input(
         unnoted,
     };
     let journal =
-        match StepJournal::open(engine.store().path(), Sandboxes::new(engine.paths()), step) {
+        match StepJournal::open(engine.store().location(), Sandboxes::new(engine.paths()), step) {
             Ok(j) => Arc::new(j),
             Err(e) => {
                 tracing::warn!(error = %e, "the step runs without a journal");
