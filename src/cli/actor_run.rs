@@ -78,7 +78,18 @@ pub fn run(args: ActorRunArgs, ctx: &Context) -> Result<Report, CliError> {
         context,
         // Relative to where the command was typed, wherever the actor runs.
         context_dir: context_dir.map(|p| std::path::absolute(&p).unwrap_or(p)),
-        load_context,
+        // A context file named relative to where the command was typed (a context's name
+        // stays a name).
+        load_context: load_context.map(|l| {
+            let path = std::path::Path::new(&l);
+            if path.is_relative() && path.is_file() {
+                super::remote::absolute(path.to_path_buf())
+                    .display()
+                    .to_string()
+            } else {
+                l
+            }
+        }),
     };
     let ran = if ctx.server.is_some() {
         ctx.client()?.run_actor(request.clone())?

@@ -198,7 +198,11 @@ fn refuse_shadowing_provider(ctx: &Context, key: &str, provider: &str) -> Result
 fn unset(ctx: &Context, key: &str) -> Result<Report, CliError> {
     let outcome = config::unset_value(&ctx.paths.config_path, key)?;
     let status = match &outcome.previous {
-        Some(_) => format!("Unset {}", outcome.key),
+        Some(_) => format!("Unset {}{}", outcome.key, on_this_machine(ctx)).replacen(
+            "; set in",
+            "; unset in",
+            1,
+        ),
         None => format!("{} was not set; nothing changed", outcome.key),
     };
     Ok(
@@ -211,6 +215,18 @@ fn unset(ctx: &Context, key: &str) -> Result<Report, CliError> {
             ],
         )),
     )
+}
+
+/// Through `--server`, where a global key was written: this machine's `config.toml`; the
+/// server reads its own (empty without a server).
+fn on_this_machine(ctx: &Context) -> String {
+    match &ctx.server {
+        Some(s) => format!(
+            "; set in this machine's config; the server at {} is unchanged (edit config.toml on the server host: the server reads it again when it changes)",
+            s.name.as_deref().unwrap_or(&s.url)
+        ),
+        None => String::new(),
+    }
 }
 
 fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
@@ -235,7 +251,12 @@ fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
     let mut report = Report::ok(
         "config set",
         &outcome,
-        format!("Set {} = {}", outcome.key, outcome.value),
+        format!(
+            "Set {} = {}{}",
+            outcome.key,
+            outcome.value,
+            on_this_machine(ctx)
+        ),
     )
     .with(Element::panel(
         "Config Updated",
@@ -254,6 +275,10 @@ fn set(ctx: &Context, key: &str, value: &str) -> Result<Report, CliError> {
             ),
         ],
     ));
+    if ctx.server.is_some() {
+        let text = on_this_machine(ctx);
+        report = report.message(Level::Warn, text.trim_start_matches("; "));
+    }
     // Warn when a higher level hides the value just written.
     let config = cleveragents_engine::Config::load(&ctx.paths.config_path)?;
     let resolved = config::resolve(&config, None, &path, &ctx.setting_flags(), &env_var);

@@ -496,10 +496,33 @@ pub fn refuse_placeholder(arg: &str, value: &str) -> Result<(), CliError> {
 fn rewrite_suggestion(repeat_args: &[String], suggestion: &str) -> String {
     match suggestion.strip_prefix("agents ") {
         // Already written for this environment (e.g. by `Context::suggest`).
-        Some(rest) if rest.starts_with("--data-dir ") || rest.starts_with("--config-path ") => {
+        Some(rest)
+            if ["--data-dir ", "--config-path ", "--server "]
+                .iter()
+                .any(|g| rest.starts_with(g)) =>
+        {
             suggestion.to_string()
         }
         Some(rest) => with_globals(repeat_args, rest),
+        // A command quoted inside a sentence (`agents plan review PLAN` lists ...).
+        None if !repeat_args.is_empty() && suggestion.contains("`agents ") => {
+            let globals = with_globals(repeat_args, "");
+            let mut parts = suggestion.split("`agents ");
+            let mut out = parts.next().unwrap_or_default().to_string();
+            for part in parts {
+                out.push('`');
+                if ["--data-dir ", "--config-path ", "--server "]
+                    .iter()
+                    .any(|g| part.starts_with(g))
+                {
+                    out.push_str("agents ");
+                } else {
+                    out.push_str(&globals);
+                }
+                out.push_str(part);
+            }
+            out
+        }
         None => suggestion.to_string(),
     }
 }
@@ -750,6 +773,8 @@ pub fn run(cli: Cli, repeat_args: Vec<String>, terminal: Terminal, started: Inst
         Ok(ctx) => ctx,
         Err(e) => return out.finish(Err(e)),
     };
+    // The commands an error suggests go to the same server, named as the user typed it.
+    out.repeat_args.clone_from(&ctx.repeat_args);
     // Logging starts for every command but `init`, which must not touch the data directory
     // before it is confirmed; it starts logging itself afterwards.
     let _guard = match command {

@@ -95,6 +95,25 @@ pub fn choose(ctx: &Context, given: &str) -> Result<ServerChoice, CliError> {
     })
 }
 
+/// `path` made absolute against this process's directory: a relative path an argument gives
+/// names a place where the user typed it, not where a server runs (unchanged when the
+/// directory cannot be read).
+pub fn absolute(path: std::path::PathBuf) -> std::path::PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// A repository location: a URL (`https://...`, `file://...`, `user@host:repo`) unchanged, a
+/// local path made [`absolute`].
+pub fn absolute_repository(location: &str) -> String {
+    let scp_like = location
+        .split_once(':')
+        .is_some_and(|(before, _)| !before.is_empty() && !before.contains('/'));
+    if location.contains("://") || scp_like || location.is_empty() {
+        return location.to_string();
+    }
+    absolute(location.into()).display().to_string()
+}
+
 /// Largest `--config` file sent to a server: the largest definition file the engine reads.
 pub const CONFIG_MAX: u64 = cleveragents_engine::api::DEFINITION_MAX_BYTES;
 

@@ -225,11 +225,49 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         (Some(cert), Some(key)) => Some(runtime.block_on(tls_config(cert, key))?),
         _ => None,
     };
+    runtime
+        .block_on(async { stopping.watch_signals() })
+        .map_err(|e| {
+            CliError::new(
+                "ENVIRONMENT",
+                format!("cannot watch for SIGTERM and Ctrl-C: {e}"),
+            )
+        })?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{bound}");
     announce(ctx, &url, schema, &engine.database().to_string());
+    // The engine is made again when config.toml changes on the server host.
+    let rebuild = {
+        let (paths, flags, format, terminal, repeat_args) = (
+            ctx.paths.clone(),
+            ctx.flags.clone(),
+            ctx.format,
+            ctx.terminal,
+            ctx.repeat_args.clone(),
+        );
+        let stopping = stopping.clone();
+        let database = engine.database().clone();
+        move || {
+            let config = cleveragents_engine::Config::load(&paths.config_path)
+                .map_err(|e| CliError::from(e).body.message)?;
+            let fresh = Context {
+                paths: paths.clone(),
+                config: Ok(config),
+                flags: flags.clone(),
+                format,
+                terminal,
+                repeat_args: repeat_args.clone(),
+                server: None,
+                server_mode: None,
+            };
+            Ok(fresh
+                .registry_engine()
+                .with_database(database.clone())
+                .with_observer(Arc::new(stopping.clone())))
+        }
+    };
     let shared = Arc::new(crate::server::Shared {
-        engine,
+        engine: crate::server::Live::new(engine, ctx.paths.config_path.clone(), rebuild),
         render: remote_error,
         stopping: stopping.clone(),
     });
@@ -242,11 +280,14 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
             }
         })
         .map_err(|e| CliError::new("IO_ERROR", format!("the server failed: {e}")))?;
+    // In json the listening line was the command's one document (a script reads it to find
+    // the URL); the stop is its exit code.
     Ok(Report::ok(
         "server start",
         json!({"url": url, "stopped": true}),
         format!("Server at {url} stopped"),
-    ))
+    )
+    .announced())
 }
 
 /// The TLS settings of `--tls-cert` and `--tls-key` (PEM files).
@@ -272,7 +313,21 @@ async fn tls_config(
 
 /// An engine failure as the protocol carries it: what this command line would print.
 fn remote_error(e: api::ApiError) -> api::protocol::RemoteError {
-    let rendered = CliError::from(e);
+    let rendered = match e {
+        // The lease is the server's own: another request of this server drives the plan. It
+        // is not someone else's process to cancel.
+        api::ApiError::Run(api::failures::RunError::Busy {
+            plan_id, pid, kind, ..
+        }) if pid == std::process::id() => CliError::new(
+            "CONFLICT",
+            format!("the server is running this plan ({kind}) for another request"),
+        )
+        .detail("wait for it to finish, or follow it as it runs")
+        .hint(format!("agents plan events --follow {plan_id}"))
+        .hint(format!("agents plan status {plan_id}"))
+        .data(json!({"owner": {"server": true, "kind": kind}})),
+        e => CliError::from(e),
+    };
     api::protocol::RemoteError {
         code: rendered
             .body

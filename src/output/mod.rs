@@ -73,6 +73,12 @@ pub fn emit(
                 ..
             }),
         ) => format!("{line}\n"),
+        (
+            Format::Json,
+            Outcome::Done(Report {
+                announced: true, ..
+            }),
+        ) => return Ok(()),
         (format, _) => render(outcome, format, terminal, elapsed, out)?,
     };
     out.write_all(text.as_bytes())?;

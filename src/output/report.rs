@@ -266,6 +266,9 @@ pub struct Report {
     pub error: Option<ErrorBody>,
     /// A value meant for a pipe (a new token): the plain format prints this line alone.
     pub plain_only: Option<String>,
+    /// The json format already printed this command's one document while it ran (`server
+    /// start`'s `{"listening": ...}`): nothing more is printed on stdout in json.
+    pub announced: bool,
 }
 
 impl Report {
@@ -284,7 +287,14 @@ impl Report {
             error: None,
             payload: None,
             plain_only: None,
+            announced: false,
         }
+    }
+
+    /// Marks the report as already announced in json ([`Report::announced`]).
+    pub fn announced(mut self) -> Self {
+        self.announced = true;
+        self
     }
 
     /// Prints only `line` in the plain format (the other formats are unchanged).

@@ -52,7 +52,7 @@ pub async fn require_token(
     else {
         return refused("the Authorization header is not `Bearer TOKEN`");
     };
-    let engine = shared.engine.clone();
+    let engine = shared.engine.engine();
     let secret = secret.to_string();
     match tokio::task::spawn_blocking(move || engine.authenticate(&secret)).await {
         Ok(Ok(Some(principal))) => {

@@ -49,7 +49,7 @@ pub async fn stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok());
     let after = query.after.or(last_id).unwrap_or(0);
-    let engine = shared.engine.clone();
+    let engine = shared.engine.engine();
     let plan = match query.plan {
         None => None,
         Some(p) => match tokio::task::spawn_blocking(move || engine.resolve_plan(&p)).await {
@@ -60,7 +60,7 @@ pub async fn stream(
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Event>(BUFFER);
     let (engine, render, stopping) = (
-        shared.engine.clone(),
+        shared.engine.engine(),
         shared.render,
         shared.stopping.clone(),
     );

@@ -42,12 +42,78 @@ pub type Render = fn(api::ApiError) -> protocol::RemoteError;
 /// What the handlers share.
 #[derive(Debug)]
 pub struct Shared {
-    /// The engine of the server's data directory.
-    pub engine: Engine,
+    /// The engine of the server's data directory, with the configuration as it is now.
+    pub engine: Live,
     /// How failures are worded.
     pub render: Render,
     /// Set when the server is asked to stop: event streams end, so that it can.
     pub stopping: Stopping,
+}
+
+/// When a file was last changed and its size: a change of either is a new file.
+type Stamp = Option<(std::time::SystemTime, u64)>;
+
+fn stamp(path: &std::path::Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// The server's engine, made again from `config.toml` when the file changes (compared by
+/// modification time and size at each request), so that a provider or setting added on the
+/// server host is used without a restart. A file that no longer loads keeps the engine made
+/// from the last one that did, and says why in the server's log.
+pub struct Live {
+    current: std::sync::Mutex<(Engine, Stamp)>,
+    config_path: std::path::PathBuf,
+    rebuild: Box<dyn Fn() -> Result<Engine, String> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("config_path", &self.config_path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Live {
+    /// `engine`, made from `config_path` as it is now; `rebuild` makes it again.
+    pub fn new(
+        engine: Engine,
+        config_path: std::path::PathBuf,
+        rebuild: impl Fn() -> Result<Engine, String> + Send + Sync + 'static,
+    ) -> Self {
+        let stamp = stamp(&config_path);
+        Self {
+            current: std::sync::Mutex::new((engine, stamp)),
+            config_path,
+            rebuild: Box::new(rebuild),
+        }
+    }
+
+    /// The engine with the configuration file as it is now.
+    pub fn engine(&self) -> Engine {
+        let now = stamp(&self.config_path);
+        let mut current = self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if current.1 != now {
+            current.1 = now;
+            match (self.rebuild)() {
+                Ok(engine) => {
+                    tracing::info!(config = %self.config_path.display(), "configuration reloaded");
+                    current.0 = engine;
+                }
+                Err(why) => tracing::warn!(
+                    config = %self.config_path.display(),
+                    error = %why,
+                    "the changed configuration cannot be used; the last one stays in force"
+                ),
+            }
+        }
+        current.0.clone()
+    }
 }
 
 /// The protocol's OpenAPI document, generated once (it is public: it holds no data).
@@ -73,7 +139,60 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .nest(&format!("/{}", protocol::VERSION), v1)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(json_errors))
         .with_state(shared)
+}
+
+/// Every failure is the protocol's error body, also those the HTTP layers answer by
+/// themselves with plain text or nothing (a body over the limit: `413`; a route asked with
+/// the wrong method: `405`).
+async fn json_errors(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    use axum::http::header::{ALLOW, CONTENT_TYPE};
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let v = protocol::VERSION;
+    let routes = format!(
+        "the protocol: POST /{v}/call, GET /{v}/events, GET /{v}/openapi.json, GET /healthz, GET /readyz"
+    );
+    let (code, message, hints) = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "INVALID_INPUT",
+            format!(
+                "the request body is larger than the {BODY_LIMIT} bytes (1 MiB) a call may carry"
+            ),
+            vec![
+                "send a file's text in smaller parts, or keep the file on the server host"
+                    .to_string(),
+            ],
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "INVALID_INPUT",
+            format!("{method} is not answered on {path}"),
+            vec![routes],
+        ),
+        s if s.is_server_error() => ("INTERNAL", format!("{path}: {s}"), vec![]),
+        s => (
+            "INVALID_INPUT",
+            format!("{method} {path}: {s}"),
+            vec![routes],
+        ),
+    };
+    let allow = response.headers().get(ALLOW).cloned();
+    let mut answer = (status, errors::body(code, message, hints)).into_response();
+    if let Some(allow) = allow {
+        answer.headers_mut().insert(ALLOW, allow);
+    }
+    answer
 }
 
 /// Serves `router` on `listener` until SIGTERM or Ctrl-C, then sets `stopping` (the plans the
@@ -119,12 +238,45 @@ pub async fn serve_tls(
 /// Tells the plans this server drives to stop at their next safe point once it is asked to
 /// stop (they stay resumable, as after Ctrl-C).
 #[derive(Debug, Clone, Default)]
-pub struct Stopping(Arc<std::sync::atomic::AtomicBool>);
+pub struct Stopping(Arc<StopFlag>);
+
+#[derive(Debug, Default)]
+struct StopFlag {
+    set: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
 
 impl Stopping {
     /// Whether the server was asked to stop.
     pub fn is_set(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
+        self.0.set.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn set(&self) {
+        self.0.set.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.notify.notify_one();
+    }
+
+    /// Sets this flag on SIGTERM or Ctrl-C from now on: call it (inside the server's runtime)
+    /// before saying where the server listens, so that a script that stops the server as soon
+    /// as it has read that line stops it gracefully.
+    ///
+    /// # Errors
+    /// When the signal handlers cannot be installed.
+    pub fn watch_signals(&self) -> std::io::Result<()> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let stopping = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = interrupt.recv() => {},
+            }
+            tracing::info!("server stopping: signal received");
+            stopping.set();
+        });
+        Ok(())
     }
 }
 
@@ -134,28 +286,15 @@ impl api::Observer for Stopping {
     }
 }
 
+/// Waits until the server is asked to stop ([`Stopping::watch_signals`]).
 async fn shutdown_signal(stopping: Stopping) {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+    if !stopping.is_set() {
+        stopping.0.notify.notified().await;
     }
-    tracing::info!("server stopping: signal received");
-    stopping.0.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
 async fn ready(State(shared): State<Arc<Shared>>) -> Response {
-    let engine = shared.engine.clone();
+    let engine = shared.engine.engine();
     let checked = tokio::task::spawn_blocking(move || engine.schema_version()).await;
     match checked {
         Ok(Ok(schema)) => {
@@ -177,7 +316,7 @@ async fn call(
     };
     tracing::info!(call = request.name(), token = %principal.token_id, "call");
     let runs_an_operation = matches!(request, protocol::Request::Run(_));
-    let engine = shared.engine.clone();
+    let engine = shared.engine.engine();
     let work = tokio::task::spawn_blocking(move || {
         api::serve(&engine, request).map(|mut r| {
             if let protocol::Response::Hello(h) = &mut r {

@@ -533,3 +533,452 @@ fn a_refusal_through_a_server_carries_the_data_the_command_line_shows_beside_it(
     assert!(!local["data"].is_null(), "{local:#}");
     assert_eq!(remote["data"], local["data"], "{remote:#}\n{local:#}");
 }
+
+/// Runs `client` with `--format json ARGS` in `dir`: the parsed stdout and the exit code.
+fn json_in(cmd: &mut std::process::Command, dir: &std::path::Path) -> (Value, i32) {
+    let out = cmd.current_dir(dir).output().expect("the client runs");
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (doc, out.status.code().expect("exit code"))
+}
+
+#[test]
+fn relative_paths_through_a_server_name_places_where_the_client_typed_them() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let repo = crate::support::git_repo(client.root(), "here");
+    let repo_text = repo.to_str().unwrap();
+    let add = |args: &[&str]| {
+        let all = [&["--format", "json", "resource", "add"][..], args].concat();
+        json_in(&mut server.client(&client, &all), &repo)
+    };
+    let (doc, code) = add(&["git-checkout", "local/here", "--path", "."]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = add(&["fs-directory", "local/docs", "--path", "docs"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = add(&["git", "local/here-git", "--url", "."]);
+    assert_eq!(code, 0, "{doc:#}");
+    for (name, place) in [
+        ("local/here", repo_text.to_string()),
+        ("local/docs", repo.join("docs").display().to_string()),
+        ("local/here-git", repo_text.to_string()),
+    ] {
+        let (shown, code) = server.env.json(&["resource", "show", name]);
+        assert_eq!(code, 0, "{shown:#}");
+        assert!(
+            shown["data"].to_string().contains(&format!("\"{place}\"")),
+            "{name} does not name {place}: {shown:#}"
+        );
+    }
+}
+
+/// The scripted provider's table, as a server host would add it to its config.toml.
+const SCRIPTED_PROVIDER: &str = "[providers.scripted]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"SCRIPTED_API_KEY\"\n\n[providers.scripted.models.\"m\"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n";
+
+#[test]
+fn a_provider_added_to_the_server_hosts_config_is_used_without_a_restart() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let create = ["session", "create", "--actor", "scripted/m"];
+    let (doc, code) = server.client_json(&client, &create);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+    let config = &server.env.config_path;
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(config, SCRIPTED_PROVIDER).unwrap();
+    let (doc, code) = server.client_json(&client, &create);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["session"]["actor"], "scripted/m", "{doc:#}");
+}
+
+#[test]
+fn config_set_through_a_server_says_it_changed_this_machines_file_not_the_servers() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let (doc, code) = server.client_json(&client, &["config", "set", "log-level", "debug"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let text = doc.to_string();
+    assert!(
+        text.contains("set in this machine's config")
+            && text.contains(&format!("the server at {} is unchanged", server.url)),
+        "{doc:#}"
+    );
+    let written = std::fs::read_to_string(&client.config_path).unwrap();
+    assert!(written.contains("debug"), "{written}");
+    // In process nothing is said about a server.
+    let (doc, code) = client.json(&["config", "set", "log-level", "info"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(!doc.to_string().contains("the server at"), "{doc:#}");
+}
+
+/// `client` logged in to `server` as `name`.
+fn login(server: &Server, client: &Env, name: &str) {
+    use std::io::Write;
+    let mut login = client
+        .command(&["server", "login", name, &server.url, "--token-stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(login.stdin.take().unwrap(), "{}", server.token).unwrap();
+    let out = login.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// Every suggested `agents ...` command of an error envelope, without the `--data-dir` and
+/// `--config-path` every test environment gives.
+fn suggested_commands(doc: &Value) -> Vec<String> {
+    doc["error"]["suggestions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no suggestions: {doc:#}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|h| h.starts_with("agents "))
+        .map(|h| {
+            let mut words = h.split_whitespace();
+            let mut kept = Vec::new();
+            while let Some(w) = words.next() {
+                if w == "--data-dir" || w == "--config-path" {
+                    words.next();
+                } else {
+                    kept.push(w);
+                }
+            }
+            kept.join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn hints_of_a_failure_through_a_server_repeat_the_server_as_the_user_named_it() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    login(&server, &client, "team");
+    let (doc, code) = client.json(&[
+        "--server",
+        "team",
+        "plan",
+        "review",
+        &plan,
+        "--accept",
+        "nonexistent.txt",
+    ]);
+    assert_ne!(code, 0, "{doc:#}");
+    let hints = doc["error"]["suggestions"].as_array().unwrap();
+    assert!(!hints.is_empty(), "{doc:#}");
+    for h in hints {
+        let h = h.as_str().unwrap();
+        if h.contains("agents ") {
+            assert!(
+                h.contains("agents --data-dir") && h.contains(" --server team "),
+                "{h}: {doc:#}"
+            );
+            assert!(!h.contains(&server.url), "{h}: {doc:#}");
+        }
+    }
+
+    // A named server that does not answer: the hint names it, not its URL.
+    std::fs::write(
+        &client.config_path,
+        "[servers.gone]\nurl = \"http://127.0.0.1:9\"\n",
+    )
+    .unwrap();
+    let mut cmd = client.command(&["--format", "json", "--server", "gone", "plan", "list"]);
+    cmd.env("AGENTS_TOKEN", "agt_whatever");
+    let (doc, code) = json_in(&mut cmd, client.root());
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "IO_ERROR", "{doc:#}");
+    let commands = suggested_commands(&doc);
+    assert_eq!(
+        commands,
+        vec!["agents --server gone server status".to_string()],
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn protocol_errors_are_the_json_error_body_whatever_layer_answers() {
+    let server = Server::start(Env::new());
+    let too_big = 1024 * 1024 + 1;
+    let (status, body) = server.raw(
+        &format!(
+            "POST /v1/call HTTP/1.1\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {too_big}",
+            server.token
+        ),
+        &vec![b' '; too_big],
+    );
+    assert_eq!(status, 413, "{body}");
+    let err: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body:?}"));
+    assert_eq!(err["error"]["code"], "INVALID_INPUT", "{err:#}");
+    assert!(
+        err["error"]["message"].as_str().unwrap().contains("1 MiB"),
+        "{err:#}"
+    );
+
+    let (status, body) = server.http("GET", "/v1/call", Some(&server.token), "");
+    assert_eq!(status, 405, "{body}");
+    let err: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body:?}"));
+    assert_eq!(err["error"]["code"], "INVALID_INPUT", "{err:#}");
+    assert!(err.to_string().contains("POST /v1/call"), "{err:#}");
+}
+
+#[test]
+fn server_start_in_json_prints_one_document() {
+    let env = Env::new();
+    let mut child = env
+        .local_command(&[
+            "--format",
+            "json",
+            "server",
+            "start",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let listening: Value = serde_json::from_str(&first).unwrap();
+    assert!(
+        listening["listening"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:"),
+        "{listening:#}"
+    );
+    let pid = child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(rest.trim(), "", "a second document after {first}");
+}
+
+#[test]
+fn a_follower_cut_off_by_a_server_stop_is_told_the_last_seq_and_how_to_go_on() {
+    let (mut server, plan) = server_with_a_plan();
+    let client = Env::new();
+    let mut follower = server
+        .client(
+            &client,
+            &["--format", "json", "plan", "events", "--follow", &plan],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(follower.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(!first.is_empty());
+    let history = event_count(&server, &plan);
+    // Every event of the history was printed before the server stops.
+    let mut lines = vec![first];
+    while lines.len() < history {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        lines.push(line);
+    }
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let last_seq = last["seq"].as_i64().unwrap();
+    server
+        .terminate(std::time::Duration::from_secs(10))
+        .expect("the server stops");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let status = follower.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{rest}");
+    let doc: Value = serde_json::from_str(&rest).unwrap_or_else(|e| panic!("{e}: {rest}"));
+    assert_eq!(doc["error"]["code"], "IO_ERROR", "{doc:#}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("seq {last_seq}")),
+        "{doc:#}"
+    );
+    let commands = suggested_commands(&doc);
+    assert_eq!(
+        commands,
+        vec![format!(
+            "agents --server {} plan events --follow --after {last_seq} {plan}",
+            server.url
+        )],
+        "{doc:#}"
+    );
+}
+
+/// An action whose one step takes a few seconds.
+const SLOW_ACTION: &str = "name: local/slow\ndefinition-of-done: NOTES.md says hello\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: sleep 3 && printf 'hello\\n' > NOTES.md\n";
+
+/// A server host with a repository, a project `app` on it and the slow action; the client
+/// starts `plan use local/slow app` through the server and gets it back once the plan is in
+/// Execute: the running client and the plan's id.
+#[allow(
+    clippy::zombie_processes,
+    reason = "the running client is handed to the caller, which waits for it"
+)]
+fn a_plan_executing_for_a_client(server: &Server, client: &Env) -> (std::process::Child, String) {
+    let file = client.root().join("slow.yaml");
+    std::fs::write(&file, SLOW_ACTION).unwrap();
+    for args in [
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ][..],
+        &["project", "create", "--resource", "local/repo", "app"][..],
+    ] {
+        let (doc, code) = server.client_json(client, args);
+        assert_eq!(code, 0, "{doc:#}");
+    }
+    let mut running = server
+        .client(
+            client,
+            &[
+                "--format",
+                "json",
+                "plan",
+                "use",
+                "local/slow",
+                "app",
+                "--automation-profile",
+                "trusted",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (doc, _) = server.env.json(&["plan", "list"]);
+        let executing = doc["data"]["plans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["phase"] == "execute" && p["state"] == "processing");
+        if let Some(p) = executing {
+            return (running, p["plan_id"].as_str().unwrap().to_string());
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = running.kill();
+            let _ = running.wait();
+            panic!("no plan reached Execute: {doc:#}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A server host with a repository registered as `local/repo`.
+fn host_with_a_repository() -> Server {
+    let host = Env::new();
+    let repo = crate::support::git_repo(host.root(), "repo");
+    let (doc, code) = host.json(&[
+        "resource",
+        "add",
+        "git-checkout",
+        "local/repo",
+        "--path",
+        repo.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    Server::start(host)
+}
+
+#[test]
+fn a_server_stopped_while_it_runs_a_clients_plan_says_so_and_how_to_resume() {
+    let mut server = host_with_a_repository();
+    let client = Env::new();
+    let (running, plan) = a_plan_executing_for_a_client(&server, &client);
+    server
+        .terminate(std::time::Duration::from_secs(30))
+        .expect("the server stops");
+    let out = running.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    assert_ne!(doc["error"]["code"], "INTERRUPTED", "{doc:#}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the server stopped while running plan"),
+        "{doc:#}"
+    );
+    let resume = format!("agents --server {} plan execute {plan}", server.url);
+    assert!(suggested_commands(&doc).contains(&resume), "{doc:#}");
+    // The plan waits to be resumed on the server host.
+    let (status, code) = server.env.json(&["plan", "status", &plan]);
+    assert_eq!(code, 0, "{status:#}");
+    assert_eq!(status["data"]["phase"], "execute", "{status:#}");
+    let (doc, code) = server.env.json(&["plan", "execute", &plan]);
+    assert_eq!(code, 3, "resumed to its apply gate: {doc:#}");
+}
+
+#[test]
+fn a_server_killed_while_it_runs_a_clients_plan_is_not_called_unreachable() {
+    let mut server = host_with_a_repository();
+    let client = Env::new();
+    let (running, plan) = a_plan_executing_for_a_client(&server, &client);
+    server.kill_hard();
+    let out = running.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    assert_eq!(doc["error"]["code"], "IO_ERROR", "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(!message.contains("cannot reach"), "{doc:#}");
+    assert!(message.contains("stopped answering"), "{doc:#}");
+    assert!(
+        suggested_commands(&doc).contains(&format!("agents --server {} plan list", server.url)),
+        "{doc:#} (plan {plan})"
+    );
+}
+
+#[test]
+fn a_plan_the_server_runs_for_one_request_is_refused_to_another_as_the_servers_own_work() {
+    let server = host_with_a_repository();
+    let client = Env::new();
+    let (running, plan) = a_plan_executing_for_a_client(&server, &client);
+    let (doc, code) = server.client_json(&client, &["plan", "execute", &plan]);
+    let _ = running.wait_with_output();
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "CONFLICT", "{doc:#}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the server is running this plan"),
+        "{doc:#}"
+    );
+    let commands = suggested_commands(&doc);
+    assert!(
+        commands.iter().all(|c| !c.contains("plan cancel")),
+        "{doc:#}"
+    );
+    assert!(
+        commands.contains(&format!(
+            "agents --server {} plan status {plan}",
+            server.url
+        )),
+        "{doc:#}"
+    );
+}

@@ -83,6 +83,10 @@ fn masked(doc: &Value) -> Value {
                     *s = format!("agents{}", &s[i..]);
                 }
             }
+            // A command quoted in a sentence repeats each side's global options.
+            Value::String(s) if s.contains("`agents ") => {
+                *s = crate::support::server::without_globals(s);
+            }
             Value::Array(a) => a.iter_mut().for_each(|x| walk(key, x)),
             Value::Object(o) => o.iter_mut().for_each(|(k, x)| walk(k, x)),
             _ => {}

@@ -165,3 +165,97 @@ fn unreadable_tls_files_are_refused_naming_both() {
         "{doc:#}"
     );
 }
+
+/// A self-signed certificate for `127.0.0.1` made the usual way (OpenSSL 3 marks it
+/// `CA:TRUE`), in `dir`: the certificate and its key.
+fn self_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let (cert, key) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            key.to_str().unwrap(),
+            "-out",
+            cert.to_str().unwrap(),
+        ])
+        .output()
+        .expect("the openssl command is installed (.ci/run installs it)");
+    assert!(out.status.success(), "openssl: {out:?}");
+    (cert, key)
+}
+
+#[test]
+fn a_self_signed_certificate_given_to_the_client_is_trusted_as_the_servers_own() {
+    let keys = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(keys.path(), "server");
+    let (other, _) = self_signed(keys.path(), "other");
+    let server = Server::start_with(
+        Env::new(),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let client = Env::new();
+    let with_cert = |pem: &Path, args: &[&str]| {
+        let mut cmd = server.client(&client, &[&["--format", "json"], args].concat());
+        cmd.env("AGENTS_CA_CERT", pem);
+        let out = cmd.output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (doc, out.status.code().unwrap())
+    };
+    let (doc, code) = with_cert(&cert, &["server", "status"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = with_cert(&cert, &["plan", "list"]);
+    assert_eq!(code, 0, "{doc:#}");
+
+    // `server login --ca-cert` keeps it, and the name works afterwards.
+    let mut login = client
+        .command(&[
+            "server",
+            "login",
+            "tls",
+            &server.url,
+            "--token-stdin",
+            "--ca-cert",
+            cert.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        writeln!(login.stdin.take().unwrap(), "{}", server.token).unwrap();
+    }
+    let out = login.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (doc, code) = client.json(&["--server", "tls", "server", "status"]);
+    assert_eq!(code, 0, "{doc:#}");
+
+    // Another self-signed certificate is no authority for this one: refused, with a hint
+    // about the certificate.
+    let (doc, code) = with_cert(&other, &["plan", "list"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "IO_ERROR", "{doc:#}");
+    let hints = doc["error"]["suggestions"].to_string();
+    assert!(hints.contains("AGENTS_CA_CERT"), "{doc:#}");
+    assert!(!hints.contains("server start"), "{doc:#}");
+}

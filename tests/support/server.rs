@@ -216,6 +216,43 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Kills the server with SIGKILL (no chance to answer anyone) and waits for it.
+    pub fn kill_hard(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Sends a raw HTTP/1.1 request `head` (request line and headers, without the blank line
+    /// that ends them) and `body`, even when the server answers before it has read it all:
+    /// the status code and the body of the answer.
+    pub fn raw(&self, head: &str, body: &[u8]) -> (u16, String) {
+        let host = self.url.trim_start_matches("http://");
+        let mut stream = TcpStream::connect(host).expect("the server accepts connections");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut request =
+            format!("{head}\r\nHost: {host}\r\nConnection: close\r\n\r\n").into_bytes();
+        request.extend_from_slice(body);
+        // The server may answer and close before it read the whole body.
+        let _ = stream.write_all(&request);
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status line: {answer:?}"));
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -254,4 +291,18 @@ pub fn masked(mut data: Value) -> Value {
     }
     walk(&mut data);
     data
+}
+
+/// `text` without the global options a suggested command repeats (`--server X`, `--data-dir
+/// X`, `--config-path X`), wherever the command is quoted in it.
+pub fn without_globals(text: &str) -> String {
+    let mut s = text.to_string();
+    for option in [" --server ", " --data-dir ", " --config-path "] {
+        while let Some(i) = s.find(option) {
+            let rest = &s[i + option.len()..];
+            let after = rest.split_once(' ').map_or("", |(_, r)| r);
+            s = format!("{} {after}", &s[..i]);
+        }
+    }
+    s
 }

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
+mod pinned;
+
 use super::client::{Client, Followed};
 use super::protocol::{ErrorEnvelope, Request, Response, VERSION};
 use super::{ApiError, LiveEvent};
@@ -65,19 +67,8 @@ impl Remote {
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("cleveragents/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = roots_pem {
-            let roots =
-                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| ApiError::InvalidInput {
-                    message: format!("the server's certificate authority: {e}"),
-                })?;
-            if roots.is_empty() {
-                return Err(ApiError::InvalidInput {
-                    message: "the server's certificate authority file holds no PEM certificate"
-                        .to_string(),
-                });
-            }
-            builder = roots
-                .into_iter()
-                .fold(builder, reqwest::ClientBuilder::add_root_certificate);
+            let tls = pinned::client_config(pem)?;
+            builder = builder.tls_backend_preconfigured(tls);
         }
         let http = builder.build().map_err(|e| fail(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -100,6 +91,50 @@ impl Remote {
         ApiError::Unreachable {
             url: self.base.clone(),
             reason: reason(e),
+        }
+    }
+
+    /// The connection broke after `op` was sent: the server stopped (or the network failed)
+    /// while it ran the operation; the plan stays where the server left it.
+    fn lost_during(&self, op: &super::Op, e: &reqwest::Error) -> ApiError {
+        use super::Op;
+        let plan = match op {
+            Op::Execute { plan }
+            | Op::Apply { plan, .. }
+            | Op::Prompt { plan, .. }
+            | Op::Rollback { plan, .. }
+            | Op::Cancel { plan, .. } => Some(*plan),
+            _ => None,
+        };
+        let resume = match op {
+            Op::Apply { .. } => "apply",
+            _ => "execute",
+        };
+        let (what, hints) = match plan {
+            Some(p) => (
+                format!("plan {p}"),
+                vec![
+                    format!("agents plan status {p}"),
+                    format!("agents plan {resume} {p}"),
+                ],
+            ),
+            None => (
+                "the operation".to_string(),
+                vec!["agents plan list".to_string()],
+            ),
+        };
+        ApiError::Failed {
+            code: super::ErrorCode::IoError,
+            message: format!(
+                "the server at {} stopped answering while it ran {what}: {}",
+                self.base,
+                reason(e)
+            ),
+            detail: Some(
+                "the server was reached and had the operation; it stopped or the connection broke. A plan it drove stays where it was left and resumes once the server runs again".to_string(),
+            ),
+            hints,
+            data: Box::new(serde_json::Value::Null),
         }
     }
 
@@ -128,11 +163,13 @@ impl Remote {
         if !matches!(request, Request::Run(_)) {
             post = post.timeout(CALL_TIMEOUT);
         }
-        let sent = post
-            .json(request)
-            .send()
-            .await
-            .map_err(|e| self.unreachable(&e))?;
+        let sent = post.json(request).send().await.map_err(|e| match request {
+            // Reached, then lost while it drove a plan: not "cannot reach".
+            Request::Run(op) if !e.is_connect() && !e.is_builder() && !e.is_timeout() => {
+                self.lost_during(op, &e)
+            }
+            _ => self.unreachable(&e),
+        })?;
         if !sent.status().is_success() {
             return Err(self.failure(sent).await);
         }
@@ -275,6 +312,7 @@ impl Remote {
     ) -> Result<(), ApiError> {
         let mut after = after;
         let mut broken = 0;
+        let mut connected = false;
         loop {
             let seen = after;
             match self.runtime.block_on(self.stream_once(
@@ -285,17 +323,44 @@ impl Remote {
             )) {
                 Ok(true) => return Ok(()),
                 Ok(false) if broken < RECONNECTS => {
+                    connected = true;
                     broken = if after > seen { 0 } else { broken + 1 };
                     std::thread::sleep(IDLE_TICK);
                 }
                 Ok(false) => {
-                    return Err(ApiError::Unreachable {
-                        url: self.base.clone(),
-                        reason: format!("the event stream broke {RECONNECTS} times in a row"),
-                    });
+                    return Err(self.stream_cut(
+                        plan,
+                        after,
+                        &format!("it broke {RECONNECTS} times in a row"),
+                    ));
+                }
+                Err(ApiError::Unreachable { reason, .. }) if connected => {
+                    return Err(self.stream_cut(plan, after, &reason));
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// The event stream ended before its plan did and could not be opened again (the server
+    /// stopped): the last `seq` handed on, and how to go on from it.
+    fn stream_cut(&self, plan: Option<&Id>, after: i64, reason: &str) -> ApiError {
+        let hint = match plan {
+            Some(p) => format!("agents plan events --follow --after {after} {p}"),
+            None => format!("agents plan events --follow --after {after} PLAN"),
+        };
+        ApiError::Failed {
+            code: super::ErrorCode::IoError,
+            message: format!(
+                "the event stream of the server at {} ended (the server stopped or the connection broke: {reason}); the last event seen is seq {after}",
+                self.base
+            ),
+            detail: Some(
+                "once the server runs again, follow on from that seq: nothing is lost or repeated"
+                    .to_string(),
+            ),
+            hints: vec![hint],
+            data: Box::new(serde_json::json!({"last_seq": after})),
         }
     }
 }

@@ -644,9 +644,16 @@ impl From<cleveragents_engine::api::ApiError> for CliError {
             E::Export(x) => export_error(x),
             E::Registry(r) => (*r).into(),
             E::Remote(r) => remote_error(r),
+            E::Unreachable { url, reason } if is_certificate_failure(&reason) => {
+                CliError::new("IO_ERROR", format!("the server at {url} presented a TLS certificate this machine does not trust: {reason}"))
+                    .detail("nothing was sent. For a self-signed certificate, or one signed by your own authority, give that certificate (or the authority's) in PEM to the client")
+                    .hint("AGENTS_CA_CERT=CERT.pem, or log in with it: agents server login NAME URL --token-stdin --ca-cert CERT.pem")
+                    .hint("the certificate to give is the --tls-cert file the server was started with (or the authority that signed it)")
+            }
             E::Unreachable { url, reason } => {
                 CliError::new("IO_ERROR", format!("cannot reach the server at {url}: {reason}"))
-                    .hint(format!("check that `agents server start` runs there: agents --server {url} server status"))
+                    .hint("check that `agents server start` runs on the server host and listens on that address")
+                    .hint("agents server status")
             }
             E::Protocol { message } => CliError::new("INTERNAL", message)
                 .hint("the client and the server may be of different versions: compare `agents version` with `agents server status`"),
@@ -689,6 +696,11 @@ impl From<cleveragents_engine::api::RegistryError> for CliError {
 }
 
 /// A server's failure as the server's own CLI would have printed it.
+/// Whether a transport failure is the server's TLS certificate failing verification here.
+fn is_certificate_failure(reason: &str) -> bool {
+    reason.contains("certificate") || reason.contains("UnknownIssuer")
+}
+
 fn remote_error(r: cleveragents_engine::api::protocol::RemoteError) -> CliError {
     let mut err = CliError::new(r.code.as_str(), r.message)
         .data(r.data.map_or(serde_json::Value::Null, |d| *d));

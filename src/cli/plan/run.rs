@@ -376,6 +376,30 @@ pub(crate) fn driven_report(
         .detail("the sandbox is kept")
         .hint(ctx.suggest(&format!("plan status {id}")))
         .data(data)),
+        // Through a server, Ctrl-C here ends only the waiting: a plan the server reports
+        // interrupted was stopped by the server itself stopping.
+        Stopped::Interrupted if ctx.server.is_some() => {
+            let resume = if p.phase() == cleveragents_engine::domain::lifecycle::Phase::Apply {
+                format!("plan apply {id}")
+            } else {
+                format!("plan execute {id}")
+            };
+            Err(CliError::new(
+                "IO_ERROR",
+                format!(
+                    "the server stopped while running plan {id}; it resumes with `{}`",
+                    ctx.suggest(&resume)
+                ),
+            )
+            .detail(format!(
+                "the plan stopped at a safe point, at {}/{}, and is kept; once the server runs again, resume it",
+                p.phase(),
+                p.state()
+            ))
+            .hint(ctx.suggest(&resume))
+            .hint(ctx.suggest(&format!("plan status {id}")))
+            .data(data))
+        }
         Stopped::Interrupted => Err(crate::cli::interrupt::cancelled()
             .detail(format!(
                 "plan {id} is at {}/{} and can be resumed",

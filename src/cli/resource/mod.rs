@@ -343,8 +343,11 @@ fn add(
         update,
         ..Default::default()
     };
+    // A relative path or local repository names a place in this shell's directory, also
+    // when a server registers it: it is made absolute here, before it is sent.
     let (type_name, name, flags): (String, String, String) = match kind {
         AddKind::GitCheckout { path, branch, name } => {
+            let path = super::remote::absolute(path);
             let f = format!(
                 "--path {}{}",
                 shell_words::quote(&path.display().to_string()),
@@ -358,16 +361,19 @@ fn add(
             ("git-checkout".into(), name, f)
         }
         AddKind::Git { url, name } => {
+            let url = super::remote::absolute_repository(&url);
             let f = format!("--url {}", shell_words::quote(&url));
             args.url = Some(url);
             ("git".into(), name, f)
         }
         AddKind::FsDirectory { path, name } => {
+            let path = super::remote::absolute(path);
             let f = format!("--path {}", shell_words::quote(&path.display().to_string()));
             args.path = Some(path);
             ("fs-directory".into(), name, f)
         }
         AddKind::FsMount { mount_path, name } => {
+            let mount_path = super::remote::absolute(mount_path);
             let f = format!(
                 "--mount-path {}",
                 shell_words::quote(&mount_path.display().to_string())

@@ -278,7 +278,15 @@ pub fn add_resource(
                 values.insert(a.name.clone(), "true".to_string());
             }
         } else if let Some(v) = matches.get_one::<String>(&a.name) {
-            values.insert(a.name.clone(), v.clone());
+            // A path names a place in this shell's directory, also when a server registers it.
+            let v = match a.value_type {
+                ArgType::Path => super::super::remote::absolute(v.into())
+                    .display()
+                    .to_string(),
+                ArgType::Url => super::super::remote::absolute_repository(v),
+                _ => v.clone(),
+            };
+            values.insert(a.name.clone(), v);
         }
     }
     let name = matches
