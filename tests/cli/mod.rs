@@ -16,6 +16,7 @@ mod envelope;
 mod escalation;
 mod estimation;
 mod examples;
+mod execute_context;
 mod graph_actors;
 mod init;
 mod invariant_checks;

@@ -28,6 +28,7 @@ use std::time::Duration;
 pub mod children;
 mod model_executor;
 pub mod script_executor;
+mod so_far;
 pub mod step_end;
 
 use jiff::Timestamp;

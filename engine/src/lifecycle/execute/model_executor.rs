@@ -521,8 +521,9 @@ impl ToolHost for ExecutorTools {
     }
 }
 
-/// The step's hot context (files and definitions its decision names, then the warm and cold
-/// decisions sharing its words, spec 25); empty when the plan's resources cannot be read.
+/// The step's hot context (files and definitions its decision names, what earlier steps did,
+/// then the warm and cold decisions sharing its words, spec 25); empty when the plan's
+/// resources cannot be read.
 fn step_context(
     engine: &Lifecycle,
     plan: &Plan,
@@ -554,7 +555,8 @@ fn step_context(
         Some(&decision.decision_id),
         &p,
     );
-    execute::step_context(&scopes, &text, &p, &memory)
+    let so_far = super::so_far::gather(engine, plan, decision, &p);
+    execute::step_context(&scopes, &text, &p, &memory, &so_far)
 }
 
 /// Runs one step with a model execution actor.
