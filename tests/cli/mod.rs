@@ -17,6 +17,7 @@ mod escalation;
 mod estimation;
 mod examples;
 mod execute_context;
+mod expected_outputs;
 mod graph_actors;
 mod init;
 mod invariant_checks;

@@ -14,7 +14,8 @@ use crate::index::tokenizer;
 /// Lines of a named file or definition taken at most.
 pub const MAX_LINES: usize = 60;
 
-fn looks_like_path(word: &str) -> bool {
+/// Whether `word` reads as a file path: it has a `/` or a short alphanumeric extension.
+pub fn looks_like_path(word: &str) -> bool {
     word.contains('/')
         || word.rsplit_once('.').is_some_and(|(a, b)| {
             !a.is_empty()

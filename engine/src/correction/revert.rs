@@ -293,10 +293,7 @@ fn checklist_redecide(
             "{}; re-derived for a correction with the user's guidance: {guidance}",
             draft.rationale
         ));
-        d.step = draft.step.as_ref().map(|s| Step {
-            instructions: s.instructions.clone(),
-            expected_outputs: s.expected_outputs.clone(),
-        });
+        d.step = draft.step.as_ref().map(Step::from);
         let mut snapshot = old.context_snapshot.clone();
         if let Some(obj) = snapshot.as_object_mut() {
             obj.insert("script_step".into(), json!(c.script_steps[i]));
@@ -533,10 +530,7 @@ fn model_redecide(
         d.alternatives_considered = draft.alternatives_considered.clone();
         d.confidence_score = draft.confidence_score;
         d.rationale = Some(draft.rationale.clone());
-        d.step = draft.step.as_ref().map(|s| Step {
-            instructions: s.instructions.clone(),
-            expected_outputs: s.expected_outputs.clone(),
-        });
+        d.step = draft.step.as_ref().map(Step::from);
         d.is_correction = true;
         d.corrects_decision_id = Some(target.decision_id);
         d.correction_reason = Some(guidance.to_string());

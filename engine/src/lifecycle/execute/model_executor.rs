@@ -783,6 +783,7 @@ fn step_input(
         .unwrap_or(crate::domain::decision::Step {
             instructions: decision.chosen_option.clone(),
             expected_outputs: Vec::new(),
+            ..Default::default()
         });
     let context = json!({
         "decision": {
