@@ -11,6 +11,7 @@ mod command_synopsis;
 mod config;
 mod context_tiers;
 mod correction;
+mod correction_context;
 mod durable_execute;
 mod envelope;
 mod escalation;

@@ -5,6 +5,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use serde_json::Value;
+
 use super::Budget;
 use crate::sandbox::diff::{FileDiff, unified};
 
@@ -70,6 +72,26 @@ pub fn inside(root: &Path, path: &str) -> Option<PathBuf> {
         .components()
         .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
     (plain && !path.is_empty()).then(|| root.join(p))
+}
+
+/// A step's recorded outcome in words: a model's answer, a command's output, a replay.
+pub fn outcome(output: &Value) -> String {
+    if let Some(rerun) = output.get("rerun") {
+        return outcome(rerun);
+    }
+    if output.get("replayed").is_some() {
+        return "(replayed its recorded change)".into();
+    }
+    if let Some(answer) = output["answer"].as_str() {
+        return answer.to_string();
+    }
+    let mut parts = Vec::new();
+    for key in ["stdout", "stderr"] {
+        if let Some(t) = output[key].as_str().filter(|t| !t.trim().is_empty()) {
+            parts.push(format!("{key}: {}", t.trim()));
+        }
+    }
+    parts.join("\n")
 }
 
 fn shorten(text: &str, max: usize) -> String {

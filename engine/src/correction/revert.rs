@@ -314,22 +314,36 @@ fn checklist_redecide(
 }
 
 /// The tools of a re-deciding model strategist: `record_decision` (keys of preserved
-/// decisions may be named in `parent` and `depends_on`) and `finish_strategy`.
+/// decisions may be named in `parent` and `depends_on`), `finish_strategy`, and the
+/// read-only tools the first Strategize had (over the plan's bases, and its skills').
 struct Redecider {
     draft: Mutex<StrategyDraft>,
     seeded: usize,
     finished: Mutex<Option<String>>,
+    base: crate::context::strategize::BaseTools,
+    external: Option<crate::lifecycle::host::RunnerHost>,
 }
 
 impl ToolHost for Redecider {
     fn specs(&self) -> Vec<ToolSpec> {
-        vec![
+        let mut specs = vec![
             prompts::record_decision_tool(),
             prompts::finish_strategy_tool(),
-        ]
+        ];
+        if let Some(h) = &self.external {
+            specs.extend(h.specs());
+        }
+        specs.extend(self.base.specs());
+        specs
     }
 
     async fn call(&self, name: &str, args: Value) -> ToolOutcome {
+        if self.base.offers(name) {
+            return self.base.call(name, args);
+        }
+        if let Some(h) = self.external.as_ref().filter(|h| h.offer().has(name)) {
+            return h.call(name, args).await;
+        }
         match name {
             "record_decision" => match self.draft.lock().expect("draft lock").record(args) {
                 Ok(d) => ToolOutcome::ok(format!("recorded decision {}", d.key)),
@@ -377,6 +391,7 @@ fn redecide_prompt(
     target: &Decision,
     keyed: &[&Decision],
     guidance: &str,
+    briefing: &str,
 ) -> String {
     let mut prompt = String::from(
         "You are correcting part of an existing plan. Re-decide ONLY the affected decisions listed below; every preserved decision stays as it is and its work is kept.\n\nPreserved decisions (you may name their keys in `parent` and `depends_on`):\n",
@@ -414,8 +429,12 @@ fn redecide_prompt(
             d.chosen_option
         ));
     }
+    if !briefing.is_empty() {
+        prompt.push('\n');
+        prompt.push_str(briefing);
+    }
     prompt.push_str(
-        "\nRecord the replacement decisions with record_decision, then call finish_strategy.",
+        "\nYou may read the project (read_file, list_files, code_intelligence) as it was at the plan's base. Record the replacement decisions with record_decision, then call finish_strategy.",
     );
     prompt
 }
@@ -465,7 +484,24 @@ fn model_redecide(
         .filter(|d| invariants.contains(&d.decision_id))
         .map(|d| d.chosen_option.clone())
         .collect();
-    let prompt = redecide_prompt(&preserved, &invariant_texts, target, keyed, guidance);
+    let briefing = super::briefing::gather(
+        engine,
+        plan,
+        &super::briefing::Redo {
+            keyed,
+            target,
+            affected,
+            guidance,
+        },
+    );
+    let prompt = redecide_prompt(
+        &preserved,
+        &invariant_texts,
+        target,
+        keyed,
+        guidance,
+        &briefing.text,
+    );
     let seed: Vec<DecisionDraft> = preserved
         .iter()
         .map(|d| placeholder(d, key_of(d).unwrap_or_default()))
@@ -474,6 +510,8 @@ fn model_redecide(
         seeded: seed.len(),
         draft: Mutex::new(StrategyDraft { decisions: seed }),
         finished: Mutex::new(None),
+        base: briefing.tools,
+        external: crate::lifecycle::host::strategist_host(engine, plan, actor_name),
     };
     let context = json!({
         "description": plan.description,
@@ -565,6 +603,8 @@ fn model_redecide(
         "stop": run.stop.describe(),
         "summary": tools.finished.into_inner().expect("finish lock"),
         "prompt": prompt,
+        "read": run.tool_calls.iter().filter(|c| !c.is_error && !matches!(c.name.as_str(), "record_decision" | "finish_strategy")).map(|c| json!({"tool": c.name, "arguments": c.arguments})).collect::<Vec<_>>(),
+        "briefing": briefing.snapshot,
     });
     Ok(())
 }

@@ -2,10 +2,8 @@
 //! before it, with their recorded outputs, and every active sandbox's changes against the
 //! plan's base, as the sandbox is now.
 
-use serde_json::Value;
-
 use crate::context::policy::Resolved;
-use crate::context::so_far::{Changes, EarlierStep, SoFar};
+use crate::context::so_far::{Changes, EarlierStep, SoFar, outcome};
 use crate::domain::Plan;
 use crate::domain::decision::Decision;
 use crate::lifecycle::Lifecycle;
@@ -65,26 +63,6 @@ fn earlier_steps(engine: &Lifecycle, plan: &Plan, decision: &Decision) -> Vec<Ea
             }
         })
         .collect()
-}
-
-/// A step's recorded outcome in words: a model's answer, a command's output, a replay.
-pub(crate) fn outcome(output: &Value) -> String {
-    if let Some(rerun) = output.get("rerun") {
-        return outcome(rerun);
-    }
-    if output.get("replayed").is_some() {
-        return "(replayed its recorded change)".into();
-    }
-    if let Some(answer) = output["answer"].as_str() {
-        return answer.to_string();
-    }
-    let mut parts = Vec::new();
-    for key in ["stdout", "stderr"] {
-        if let Some(t) = output[key].as_str().filter(|t| !t.trim().is_empty()) {
-            parts.push(format!("{key}: {}", t.trim()));
-        }
-    }
-    parts.join("\n")
 }
 
 /// Every active sandbox of the plan (that the policy takes) with its diff against the base.
