@@ -21,7 +21,7 @@ fn tool_names(body: &Value) -> Vec<String> {
 
 #[test]
 fn a_revert_corrections_strategist_gets_the_read_tools_the_original_step_its_diff_and_the_rejection()
-{
+ {
     let d1 = step_decision("d1", &[], json!({"instructions": "Write a.txt"}));
     let d2 = step_decision(
         "d2",
@@ -38,7 +38,11 @@ fn a_revert_corrections_strategist_gets_the_read_tools_the_original_step_its_dif
         &["d1"],
         json!({"instructions": "Write b.txt in capitals", "expected_outputs": ["b.txt"]}),
     );
-    script.push(Turn::tools("", &[("list_files", r#"{"pattern":"**/*"}"#)], (10, 5)));
+    script.push(Turn::tools(
+        "",
+        &[("list_files", r#"{"pattern":"**/*"}"#)],
+        (10, 5),
+    ));
     script.extend(strategist(&[new2]));
     script.extend(write_turns("b.txt", "SECOND VALUE\n"));
     let server = ProviderServer::start(script);
@@ -79,7 +83,14 @@ fn a_revert_corrections_strategist_gets_the_read_tools_the_original_step_its_dif
     let requests = server.requests();
     let first = &requests[6].body;
     let tools = tool_names(first);
-    for t in ["record_decision", "finish_strategy", "read_file", "list_files", "search_code", "find_definition"] {
+    for t in [
+        "record_decision",
+        "finish_strategy",
+        "read_file",
+        "list_files",
+        "search_code",
+        "find_definition",
+    ] {
         assert!(tools.iter().any(|n| n == t), "{t} is offered: {tools:?}");
     }
     assert!(
@@ -102,9 +113,15 @@ fn a_revert_corrections_strategist_gets_the_read_tools_the_original_step_its_dif
         // The code context.
         "## Project overview",
     ] {
-        assert!(prompt.contains(needle), "the prompt lacks {needle:?}: {prompt}");
+        assert!(
+            prompt.contains(needle),
+            "the prompt lacks {needle:?}: {prompt}"
+        );
     }
-    assert!(!prompt.contains("+one"), "d1's change is not d2's: {prompt}");
+    assert!(
+        !prompt.contains("+one"),
+        "d1's change is not d2's: {prompt}"
+    );
     // The read call ran against the plan's base.
     let after_read = requests[7].body["messages"].to_string();
     assert!(after_read.contains("src/lib.rs"), "{after_read}");

@@ -111,6 +111,9 @@ fn step_2s_executor_prompt_holds_what_step_1_wrote_and_said() {
         "A local/repo:notes.txt (+1 -0)",
         "+first line from step one",
     ] {
-        assert!(step2.contains(needle), "step 2's prompt lacks {needle:?}: {step2}");
+        assert!(
+            step2.contains(needle),
+            "step 2's prompt lacks {needle:?}: {step2}"
+        );
     }
 }

@@ -68,7 +68,10 @@ fn a_missing_expected_output_fails_the_step_naming_the_file() {
         error.contains("expected output `summary.txt`"),
         "the failure names the missing file: {error}"
     );
-    assert!(!error.contains("notes.txt"), "notes.txt was written: {error}");
+    assert!(
+        !error.contains("notes.txt"),
+        "notes.txt was written: {error}"
+    );
     let text = doc.to_string();
     assert!(
         text.contains("EXPECTED_OUTPUT_MISSING") && text.contains("summary.txt"),
@@ -84,7 +87,10 @@ fn a_missing_expected_output_is_retried_as_the_profile_says() {
     script.extend(writes(&["notes.txt", "summary.txt"]));
     let server = ProviderServer::start(script);
     let (s, doc, code) = model_plan(&server, "autonomous");
-    assert_eq!(code, 3, "the retry passed; the plan waits at the apply gate: {doc:#}");
+    assert_eq!(
+        code, 3,
+        "the retry passed; the plan waits at the apply gate: {doc:#}"
+    );
     assert_eq!(server.remaining(), 0);
     let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
     let (error, _) = step_output(&s, &id);

@@ -4,8 +4,10 @@
 //! 2. The strategy actor re-decides only the affected subtree, before anything is written:
 //!    `builtin/checklist-strategist` re-derives the affected steps from the action (the
 //!    guidance is recorded on them); a model strategist gets a prompt with the preserved
-//!    upstream decisions, the invariants, the corrected decision and the guidance, and records
-//!    replacements with `record_decision`. The root `prompt_definition` and
+//!    upstream decisions, the invariants, the corrected decision and the guidance, and what
+//!    the original attempt did with the code context ([`super::briefing`]), may read the
+//!    project with the first Strategize's read-only tools, and records replacements with
+//!    `record_decision`. The root `prompt_definition` and
 //!    `invariant_enforced` decisions are re-made by the engine: a corrected root carries the
 //!    guidance (and everything is redone); a corrected invariant stops being enforced for
 //!    this plan (the correcting decision records that).
@@ -324,6 +326,29 @@ struct Redecider {
     external: Option<crate::lifecycle::host::RunnerHost>,
 }
 
+impl Redecider {
+    /// The tools of `actor` re-deciding `plan`, with the `preserved` decisions' keys known.
+    fn new(
+        engine: &Lifecycle,
+        plan: &Plan,
+        actor: &str,
+        preserved: &[&Decision],
+        base: crate::context::strategize::BaseTools,
+    ) -> Self {
+        let seed: Vec<DecisionDraft> = preserved
+            .iter()
+            .map(|d| placeholder(d, key_of(d).unwrap_or_default()))
+            .collect();
+        Self {
+            seeded: seed.len(),
+            draft: Mutex::new(StrategyDraft { decisions: seed }),
+            finished: Mutex::new(None),
+            base,
+            external: crate::lifecycle::host::strategist_host(engine, plan, actor),
+        }
+    }
+}
+
 impl ToolHost for Redecider {
     fn specs(&self) -> Vec<ToolSpec> {
         let mut specs = vec![
@@ -502,17 +527,7 @@ fn model_redecide(
         guidance,
         &briefing.text,
     );
-    let seed: Vec<DecisionDraft> = preserved
-        .iter()
-        .map(|d| placeholder(d, key_of(d).unwrap_or_default()))
-        .collect();
-    let tools = Redecider {
-        seeded: seed.len(),
-        draft: Mutex::new(StrategyDraft { decisions: seed }),
-        finished: Mutex::new(None),
-        base: briefing.tools,
-        external: crate::lifecycle::host::strategist_host(engine, plan, actor_name),
-    };
+    let tools = Redecider::new(engine, plan, actor_name, &preserved, briefing.tools);
     let context = json!({
         "description": plan.description,
         "definition_of_done": plan.definition_of_done,
