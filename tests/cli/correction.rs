@@ -382,9 +382,9 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
 }
 
 /// An action without a script: the strategy and the work come from the scripted model.
-const MODEL_ACTION: &str = "name: local/notes\ndescription: Write eight files\ndefinition-of-done: eight files exist\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
+pub(crate) const MODEL_ACTION: &str = "name: local/notes\ndescription: Write eight files\ndefinition-of-done: eight files exist\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\n";
 
-fn decision(key: &str, file: &str, depends: &[&str]) -> String {
+pub(crate) fn decision(key: &str, file: &str, depends: &[&str]) -> String {
     json!({
         "key": key,
         "decision_type": "implementation_choice",
@@ -398,7 +398,7 @@ fn decision(key: &str, file: &str, depends: &[&str]) -> String {
     .to_string()
 }
 
-fn write_turns(path: &str, content: &str) -> Vec<Turn> {
+pub(crate) fn write_turns(path: &str, content: &str) -> Vec<Turn> {
     vec![
         Turn::tools(
             "",
@@ -412,7 +412,7 @@ fn write_turns(path: &str, content: &str) -> Vec<Turn> {
     ]
 }
 
-fn scripted_config(env: &Env, server: &ProviderServer) {
+pub(crate) fn scripted_config(env: &Env, server: &ProviderServer) {
     std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
     std::fs::write(
         &env.config_path,
@@ -424,7 +424,7 @@ fn scripted_config(env: &Env, server: &ProviderServer) {
     .unwrap();
 }
 
-fn keyed(env: &Env, args: &[&str]) -> (Value, i32) {
+pub(crate) fn keyed(env: &Env, args: &[&str]) -> (Value, i32) {
     let mut all = vec!["--format", "json"];
     all.extend_from_slice(args);
     let out = env

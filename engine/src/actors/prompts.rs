@@ -122,7 +122,8 @@ pub fn record_decision_tool() -> ToolSpec {
                     "additionalProperties": false,
                     "properties": {
                         "instructions": {"type": "string", "minLength": 1},
-                        "expected_outputs": {"type": "array", "items": {"type": "string"}}
+                        "expected_outputs": {"type": "array", "items": {"type": "string"}, "description": "Files (paths) the step must leave in the sandbox; a missing one fails the step."},
+                        "optional_outputs": {"type": "array", "items": {"type": "string"}, "description": "Files the step may leave out: a missing one is only a warning."}
                     },
                     "required": ["instructions"]
                 }
@@ -188,7 +189,7 @@ pub fn request_decision_tool() -> ToolSpec {
 }
 
 /// The `step` of an executable decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepDraft {
     /// What the executor does.
@@ -196,6 +197,19 @@ pub struct StepDraft {
     /// What it produces.
     #[serde(default)]
     pub expected_outputs: Vec<String>,
+    /// What it may produce (a missing one is only a warning).
+    #[serde(default)]
+    pub optional_outputs: Vec<String>,
+}
+
+impl From<&StepDraft> for crate::domain::decision::Step {
+    fn from(s: &StepDraft) -> Self {
+        Self {
+            instructions: s.instructions.clone(),
+            expected_outputs: s.expected_outputs.clone(),
+            optional_outputs: s.optional_outputs.clone(),
+        }
+    }
 }
 
 /// A decision as the strategist recorded it (the arguments of `record_decision`).

@@ -1,9 +1,12 @@
 //! An execution step's hot context (spec section 25): the files and definitions its
-//! decision names — paths that exist in the project, identifiers the index defines — read
-//! at the plan's base (files up to `max-file-size`), then the warm and cold decisions that
-//! share its words, within the execute view's `hot-max-tokens`.
+//! decision names — a file as the sandbox holds it now (earlier steps' work included), or at
+//! the plan's base when no sandbox holds its resource yet; definitions at the plan's base —,
+//! then what earlier steps did ([`so_far`]: their recorded outputs and the diff so far), then
+//! the warm and cold decisions that share its words, within the execute view's
+//! `hot-max-tokens`.
 
 use super::policy::Resolved;
+use super::so_far::{self, SoFar};
 use super::{Budget, Hot, tiers};
 use crate::index::skill::Scope;
 use crate::index::tokenizer;
@@ -11,7 +14,8 @@ use crate::index::tokenizer;
 /// Lines of a named file or definition taken at most.
 pub const MAX_LINES: usize = 60;
 
-fn looks_like_path(word: &str) -> bool {
+/// Whether `word` reads as a file path: it has a `/` or a short alphanumeric extension.
+pub fn looks_like_path(word: &str) -> bool {
     word.contains('/')
         || word.rsplit_once('.').is_some_and(|(a, b)| {
             !a.is_empty()
@@ -25,17 +29,19 @@ fn looks_like_identifier(word: &str) -> bool {
 }
 
 /// The context of a step whose decision reads `text` (instructions, chosen option, expected
-/// outputs): the files and definitions it names, then the warm and cold `memory` items that
-/// share words with `text` ([`tiers::promote`]), within the policy's hot budget. A file
-/// larger than `max-file-size` is left out and counted (`too_large`).
+/// outputs): the files and definitions it names, then what the plan did `so_far`, then the
+/// warm and cold `memory` items that share words with `text` ([`tiers::promote`]), within the
+/// policy's hot budget. A file larger than `max-file-size` is left out and counted
+/// (`too_large`).
 pub fn step_context(
     scopes: &[Scope],
     text: &str,
     policy: &Resolved,
     memory: &[tiers::Item],
+    so_far: &SoFar,
 ) -> Hot {
     let mut b = Budget::for_policy(policy);
-    let files = named_files(scopes, text, policy);
+    let files = named_files(scopes, text, policy, so_far);
     let mut names: Vec<String> = Vec::new();
     for (_, w) in tokenizer::words(text) {
         if looks_like_identifier(w) && !names.iter().any(|n| n == w) {
@@ -43,19 +49,36 @@ pub fn step_context(
         }
     }
     if !files.is_empty() || !names.is_empty() {
-        b.push("## Named in this step (at the plan's base)", None);
+        b.push("## Named in this step", None);
         push_files(&mut b, scopes, files, policy);
         for n in names {
             push_definitions(&mut b, scopes, &n, policy);
         }
     }
+    so_far::push(&mut b, so_far);
     tiers::promote(&mut b, memory, text);
     b.finish()
 }
 
-/// The paths `text` names that exist in a scope and the policy takes, as (scope, path).
-fn named_files(scopes: &[Scope], text: &str, policy: &Resolved) -> Vec<(usize, String)> {
-    let mut files: Vec<(usize, String)> = Vec::new();
+/// A named file: its scope, path, where it was read and its text.
+struct Named {
+    scope: usize,
+    path: String,
+    now: bool,
+    content: String,
+}
+
+/// `path` of scope `s` as the sandbox holds it now, else at the plan's base: (text, now).
+fn current_text(s: &Scope, path: &str, so_far: &SoFar) -> Option<(String, bool)> {
+    match so_far.read(&s.resource, path) {
+        Some(now) => now.map(|t| (t, true)),
+        None => s.view.read(path).map(|t| (t, false)),
+    }
+}
+
+/// The paths `text` names that exist in a scope (now, or at the base) and the policy takes.
+fn named_files(scopes: &[Scope], text: &str, policy: &Resolved, so_far: &SoFar) -> Vec<Named> {
+    let mut files: Vec<Named> = Vec::new();
     for raw in text
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '`' | '"' | '\'' | '(' | ')'))
     {
@@ -64,8 +87,16 @@ fn named_files(scopes: &[Scope], text: &str, policy: &Resolved) -> Vec<(usize, S
             continue;
         }
         for (i, s) in scopes.iter().enumerate() {
-            if s.view.read(word).is_some() && !files.iter().any(|(j, f)| *j == i && f == word) {
-                files.push((i, word.to_string()));
+            if files.iter().any(|f| f.scope == i && f.path == word) {
+                continue;
+            }
+            if let Some((content, now)) = current_text(s, word, so_far) {
+                files.push(Named {
+                    scope: i,
+                    path: word.to_string(),
+                    now,
+                    content,
+                });
             }
         }
     }
@@ -76,28 +107,39 @@ fn too_large(content: &str, policy: &Resolved) -> bool {
     content.len() as u64 > policy.max_file_size
 }
 
-fn push_files(b: &mut Budget, scopes: &[Scope], files: Vec<(usize, String)>, policy: &Resolved) {
-    for (i, f) in files {
-        let s = &scopes[i];
-        let Some(content) = s.view.read(&f) else {
-            continue;
-        };
-        if too_large(&content, policy) {
+/// Each named file whole when it fits, else its first [`MAX_LINES`] lines, else a line
+/// saying to read it.
+fn push_files(b: &mut Budget, scopes: &[Scope], files: Vec<Named>, policy: &Resolved) {
+    for f in files {
+        let resource = &scopes[f.scope].resource;
+        let (path, content) = (&f.path, &f.content);
+        if too_large(content, policy) {
             b.too_large();
+            continue;
+        }
+        let reference = Some(format!("{resource}:{path}"));
+        let title = format!(
+            "### {resource}:{path} ({})",
+            if f.now {
+                "as the sandbox holds it now"
+            } else {
+                "at the plan's base"
+            }
+        );
+        let whole = format!("{title}\n{content}");
+        if b.cost(&whole) <= b.left() {
+            b.push(&whole, reference);
             continue;
         }
         let head: Vec<&str> = content.lines().take(MAX_LINES).collect();
         let more = content.lines().count().saturating_sub(head.len());
-        let mut block = format!("### {}:{f}\n{}", s.resource, head.join("\n"));
+        let mut block = format!("{title}\n{}", head.join("\n"));
         if more > 0 {
             block.push_str(&format!("\n… {more} more lines (read_file for the rest)"));
         }
-        if !b.push(&block, Some(format!("{}:{f}", s.resource))) {
+        if !b.push(&block, reference) {
             b.push(
-                &format!(
-                    "### {}:{f} (too long for the context budget; read_file it)",
-                    s.resource
-                ),
+                &format!("### {resource}:{path} (too long for the context budget; read_file it)"),
                 None,
             );
         }

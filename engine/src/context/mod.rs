@@ -9,11 +9,15 @@
 //!   hot context after the rest, within the same budget.
 //! - [`policy`]: the per-project, per-view policy (`project context set|show`), resolved
 //!   per phase and frozen on the plan.
+//! - [`correction`]: what a correction's strategist is shown of the attempt it corrects.
+//! - [`so_far`]: what earlier steps of the plan did, for a step's prompt.
 //! - [`strategize`]: the strategist's scopes (indexes at the plan's base commits), read-only
 //!   tools over them and its initial context.
 
 pub mod execute;
+pub mod correction;
 pub mod policy;
+pub mod so_far;
 pub mod strategize;
 pub mod tiers;
 

@@ -346,6 +346,7 @@ mod tests {
             d.step = Some(crate::domain::decision::Step {
                 instructions: text.into(),
                 expected_outputs: vec![],
+                ..Default::default()
             });
         }
         store.insert_decision(&d).unwrap();

@@ -4,7 +4,8 @@
 //! decision tree across child plans.
 //!
 //! - [`impact`]: the affected set of a decision (decisions, steps, child plans, files).
-//! - [`revert`]: `plan correct --mode revert`.
+//! - [`revert`]: `plan correct --mode revert`; `briefing`: what its model strategist is
+//!   shown of the original attempt, and its read-only tools.
 //! - [`crate::sandbox::replay`]: three-way merging a kept step's recorded delta into the
 //!   corrected sandbox.
 //! - [`append`]: `plan correct --mode append` (a child plan carrying the guidance).
@@ -12,6 +13,7 @@
 //! - [`compare`]: `plan diff --correction` data.
 
 pub mod append;
+mod briefing;
 pub mod compare;
 pub mod impact;
 pub mod revert;

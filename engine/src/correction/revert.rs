@@ -4,8 +4,10 @@
 //! 2. The strategy actor re-decides only the affected subtree, before anything is written:
 //!    `builtin/checklist-strategist` re-derives the affected steps from the action (the
 //!    guidance is recorded on them); a model strategist gets a prompt with the preserved
-//!    upstream decisions, the invariants, the corrected decision and the guidance, and records
-//!    replacements with `record_decision`. The root `prompt_definition` and
+//!    upstream decisions, the invariants, the corrected decision and the guidance, and what
+//!    the original attempt did with the code context ([`super::briefing`]), may read the
+//!    project with the first Strategize's read-only tools, and records replacements with
+//!    `record_decision`. The root `prompt_definition` and
 //!    `invariant_enforced` decisions are re-made by the engine: a corrected root carries the
 //!    guidance (and everything is redone); a corrected invariant stops being enforced for
 //!    this plan (the correcting decision records that).
@@ -293,10 +295,7 @@ fn checklist_redecide(
             "{}; re-derived for a correction with the user's guidance: {guidance}",
             draft.rationale
         ));
-        d.step = draft.step.as_ref().map(|s| Step {
-            instructions: s.instructions.clone(),
-            expected_outputs: s.expected_outputs.clone(),
-        });
+        d.step = draft.step.as_ref().map(Step::from);
         let mut snapshot = old.context_snapshot.clone();
         if let Some(obj) = snapshot.as_object_mut() {
             obj.insert("script_step".into(), json!(c.script_steps[i]));
@@ -317,22 +316,59 @@ fn checklist_redecide(
 }
 
 /// The tools of a re-deciding model strategist: `record_decision` (keys of preserved
-/// decisions may be named in `parent` and `depends_on`) and `finish_strategy`.
+/// decisions may be named in `parent` and `depends_on`), `finish_strategy`, and the
+/// read-only tools the first Strategize had (over the plan's bases, and its skills').
 struct Redecider {
     draft: Mutex<StrategyDraft>,
     seeded: usize,
     finished: Mutex<Option<String>>,
+    base: crate::context::strategize::BaseTools,
+    external: Option<crate::lifecycle::host::RunnerHost>,
+}
+
+impl Redecider {
+    /// The tools of `actor` re-deciding `plan`, with the `preserved` decisions' keys known.
+    fn new(
+        engine: &Lifecycle,
+        plan: &Plan,
+        actor: &str,
+        preserved: &[&Decision],
+        base: crate::context::strategize::BaseTools,
+    ) -> Self {
+        let seed: Vec<DecisionDraft> = preserved
+            .iter()
+            .map(|d| placeholder(d, key_of(d).unwrap_or_default()))
+            .collect();
+        Self {
+            seeded: seed.len(),
+            draft: Mutex::new(StrategyDraft { decisions: seed }),
+            finished: Mutex::new(None),
+            base,
+            external: crate::lifecycle::host::strategist_host(engine, plan, actor),
+        }
+    }
 }
 
 impl ToolHost for Redecider {
     fn specs(&self) -> Vec<ToolSpec> {
-        vec![
+        let mut specs = vec![
             prompts::record_decision_tool(),
             prompts::finish_strategy_tool(),
-        ]
+        ];
+        if let Some(h) = &self.external {
+            specs.extend(h.specs());
+        }
+        specs.extend(self.base.specs());
+        specs
     }
 
     async fn call(&self, name: &str, args: Value) -> ToolOutcome {
+        if self.base.offers(name) {
+            return self.base.call(name, args);
+        }
+        if let Some(h) = self.external.as_ref().filter(|h| h.offer().has(name)) {
+            return h.call(name, args).await;
+        }
         match name {
             "record_decision" => match self.draft.lock().expect("draft lock").record(args) {
                 Ok(d) => ToolOutcome::ok(format!("recorded decision {}", d.key)),
@@ -380,6 +416,7 @@ fn redecide_prompt(
     target: &Decision,
     keyed: &[&Decision],
     guidance: &str,
+    briefing: &str,
 ) -> String {
     let mut prompt = String::from(
         "You are correcting part of an existing plan. Re-decide ONLY the affected decisions listed below; every preserved decision stays as it is and its work is kept.\n\nPreserved decisions (you may name their keys in `parent` and `depends_on`):\n",
@@ -417,8 +454,12 @@ fn redecide_prompt(
             d.chosen_option
         ));
     }
+    if !briefing.is_empty() {
+        prompt.push('\n');
+        prompt.push_str(briefing);
+    }
     prompt.push_str(
-        "\nRecord the replacement decisions with record_decision, then call finish_strategy.",
+        "\nYou may read the project (read_file, list_files, code_intelligence) as it was at the plan's base. Record the replacement decisions with record_decision, then call finish_strategy.",
     );
     prompt
 }
@@ -468,16 +509,25 @@ fn model_redecide(
         .filter(|d| invariants.contains(&d.decision_id))
         .map(|d| d.chosen_option.clone())
         .collect();
-    let prompt = redecide_prompt(&preserved, &invariant_texts, target, keyed, guidance);
-    let seed: Vec<DecisionDraft> = preserved
-        .iter()
-        .map(|d| placeholder(d, key_of(d).unwrap_or_default()))
-        .collect();
-    let tools = Redecider {
-        seeded: seed.len(),
-        draft: Mutex::new(StrategyDraft { decisions: seed }),
-        finished: Mutex::new(None),
-    };
+    let briefing = super::briefing::gather(
+        engine,
+        plan,
+        &super::briefing::Redo {
+            keyed,
+            target,
+            affected,
+            guidance,
+        },
+    );
+    let prompt = redecide_prompt(
+        &preserved,
+        &invariant_texts,
+        target,
+        keyed,
+        guidance,
+        &briefing.text,
+    );
+    let tools = Redecider::new(engine, plan, actor_name, &preserved, briefing.tools);
     let context = json!({
         "description": plan.description,
         "definition_of_done": plan.definition_of_done,
@@ -533,10 +583,7 @@ fn model_redecide(
         d.alternatives_considered = draft.alternatives_considered.clone();
         d.confidence_score = draft.confidence_score;
         d.rationale = Some(draft.rationale.clone());
-        d.step = draft.step.as_ref().map(|s| Step {
-            instructions: s.instructions.clone(),
-            expected_outputs: s.expected_outputs.clone(),
-        });
+        d.step = draft.step.as_ref().map(Step::from);
         d.is_correction = true;
         d.corrects_decision_id = Some(target.decision_id);
         d.correction_reason = Some(guidance.to_string());
@@ -571,6 +618,8 @@ fn model_redecide(
         "stop": run.stop.describe(),
         "summary": tools.finished.into_inner().expect("finish lock"),
         "prompt": prompt,
+        "read": run.tool_calls.iter().filter(|c| !c.is_error && !matches!(c.name.as_str(), "record_decision" | "finish_strategy")).map(|c| json!({"tool": c.name, "arguments": c.arguments})).collect::<Vec<_>>(),
+        "briefing": briefing.snapshot,
     });
     Ok(())
 }

@@ -57,13 +57,18 @@ str_enum!(DecisionType {
 });
 
 /// What an executable decision asks the execution actor to do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// What to do, in the strategist's words (or the script step, for offline actors).
     pub instructions: String,
-    /// What the step should leave behind.
+    /// What the step should leave behind. Each entry that is a path must exist in the sandbox
+    /// after the step, or the step fails (`EXPECTED_OUTPUT_MISSING`, docs/context.md).
     #[serde(default)]
     pub expected_outputs: Vec<String>,
+    /// Outputs the strategist marked optional: checked like `expected_outputs`, but a missing
+    /// one is only a warning in the step's output. Absent in plans stored before the marker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optional_outputs: Vec<String>,
 }
 
 /// One recorded decision.

@@ -174,6 +174,7 @@ fn from_script(steps: &[ScriptStep]) -> Checklist {
             step: Some(StepDraft {
                 instructions: describe(step),
                 expected_outputs: Vec::new(),
+                ..Default::default()
             }),
         });
         raw.push(Some(json!(step)));
@@ -223,6 +224,7 @@ fn group_draft(steps: &[ScriptStep], group: &str) -> (DecisionDraft, Vec<String>
         step: Some(StepDraft {
             instructions: what,
             expected_outputs: Vec::new(),
+            ..Default::default()
         }),
     };
     (draft, members.iter().map(|(_, s)| s.name.clone()).collect())
@@ -256,6 +258,7 @@ fn from_definition_of_done(definition_of_done: &str, description: &str) -> Check
             step: Some(StepDraft {
                 instructions: item.clone(),
                 expected_outputs: Vec::new(),
+                ..Default::default()
             }),
         })
         .collect();

@@ -26,8 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub mod children;
+mod expected;
 mod model_executor;
 pub mod script_executor;
+mod so_far;
 pub mod step_end;
 
 use jiff::Timestamp;
@@ -738,6 +740,7 @@ impl StepRun<'_> {
                 None => return Ok(None),
             };
             let ended = self.dispatch(engine, plan, watcher, decision, resume.as_ref())?;
+            let ended = expected::check(engine, self.sandboxes, plan, decision, ended);
             let ended = match ended {
                 StepEnd::Done { output } if !replay_conflict.is_null() => StepEnd::Done {
                     output: json!({"replay_conflict": replay_conflict, "rerun": output}),
@@ -1251,6 +1254,7 @@ fn validation_fix_decision(plan: &Plan, failed: &super::validations::ValidationR
             failed.command, failed.result, failed.stdout, failed.stderr
         ),
         expected_outputs: Vec::new(),
+        ..Default::default()
     });
     fix
 }

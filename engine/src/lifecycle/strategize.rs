@@ -583,10 +583,7 @@ fn strategy_decisions(
         d.alternatives_considered = draft.alternatives_considered.clone();
         d.confidence_score = draft.confidence_score;
         d.rationale = Some(draft.rationale.clone());
-        d.step = draft.step.as_ref().map(|s| Step {
-            instructions: s.instructions.clone(),
-            expected_outputs: s.expected_outputs.clone(),
-        });
+        d.step = draft.step.as_ref().map(Step::from);
         d.context_snapshot = json!({
             "hash": base_hash,
             "key": draft.key,

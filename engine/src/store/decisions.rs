@@ -379,6 +379,7 @@ mod tests {
         step.step = Some(Step {
             instructions: "cargo fmt".into(),
             expected_outputs: vec![],
+            ..Default::default()
         });
         assert_eq!(store.insert_decision(&root).unwrap(), 1);
         assert_eq!(store.insert_decision(&step).unwrap(), 2);

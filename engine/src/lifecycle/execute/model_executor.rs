@@ -520,8 +520,9 @@ impl ToolHost for ExecutorTools {
     }
 }
 
-/// The step's hot context (files and definitions its decision names, then the warm and cold
-/// decisions sharing its words, spec 25); empty when the plan's resources cannot be read.
+/// The step's hot context (files and definitions its decision names, what earlier steps did,
+/// then the warm and cold decisions sharing its words, spec 25); empty when the plan's
+/// resources cannot be read.
 fn step_context(
     engine: &Lifecycle,
     plan: &Plan,
@@ -553,7 +554,8 @@ fn step_context(
         Some(&decision.decision_id),
         &p,
     );
-    execute::step_context(&scopes, &text, &p, &memory)
+    let so_far = super::so_far::gather(engine, plan, decision, &p);
+    execute::step_context(&scopes, &text, &p, &memory, &so_far)
 }
 
 /// Runs one step with a model execution actor.
@@ -780,6 +782,7 @@ fn step_input(
         .unwrap_or(crate::domain::decision::Step {
             instructions: decision.chosen_option.clone(),
             expected_outputs: Vec::new(),
+            ..Default::default()
         });
     let context = json!({
         "decision": {
