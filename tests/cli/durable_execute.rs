@@ -700,3 +700,118 @@ fn a_lease_whose_live_owner_has_the_recorded_start_time_is_not_taken_over() {
     owner.kill().unwrap();
     owner.wait().unwrap();
 }
+
+const CHILD_SIX: &str = "name: local/child-six\ndescription: Append six lines\ndefinition-of-done: calls.log has six lines\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: scripted/m\nreusable: true\n";
+
+const PARENT_SIX: &str = "name: local/parent-six\ndescription: Let a child append six lines\ndefinition-of-done: calls.log has six lines\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: six\n    spawn:\n      action: local/child-six\n      args: {}\n";
+
+/// The parent's and the child's ids once the child plan exists.
+fn parent_and_child(s: &Setup) -> Option<(String, String)> {
+    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).ok()?;
+    let child = store
+        .plans()
+        .ok()?
+        .into_iter()
+        .find(|p| p.parent_plan_id.is_some())?;
+    Some((child.parent_plan_id?.to_string(), child.plan_id.to_string()))
+}
+
+#[test]
+fn a_child_plans_step_killed_with_its_parent_resumes_at_the_exact_call() {
+    if crate::support::through_server::in_process_only(
+        "it kills the process that drives the plan; through a server that is the server",
+    ) {
+        return;
+    }
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let s = setup_with(ACTION);
+    scripted_env(&s, &server, "openai");
+    for (name, action) in [("child-six", CHILD_SIX), ("parent-six", PARENT_SIX)] {
+        let file = s.env.root().join(format!("{name}.yaml"));
+        std::fs::write(&file, action).unwrap();
+        crate::support::ok(
+            &s.env,
+            &[
+                "action",
+                "create",
+                "--available",
+                "--config",
+                file.to_str().unwrap(),
+            ],
+        );
+    }
+    // The parent drives its child in its own process; both are killed while the child's
+    // fifth model call is in flight.
+    let mut driver = s
+        .env
+        .command(&[
+            "--format",
+            "json",
+            "plan",
+            "use",
+            "--automation-profile",
+            "trusted",
+            "local/parent-six",
+            "app",
+        ])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !stalled.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the child's fifth call never came"
+        );
+        assert!(
+            driver.try_wait().unwrap().is_none(),
+            "the driver ended early"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let (parent, child) = parent_and_child(&s).expect("a child plan");
+    assert_eq!(
+        chat_requests(&server),
+        4 + 1,
+        "four answered, one in flight"
+    );
+    assert_eq!(calls_log(&s, &child).len(), 4);
+
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &parent]);
+    assert_eq!(code, 3, "the parent resumes to its apply gate: {doc:#}");
+    assert_eq!(
+        chat_requests(&server),
+        CALLS + 1 + 1,
+        "the child continued at its fifth call: only the call in flight was made again"
+    );
+    assert_eq!(calls_log(&s, &child), expected_log());
+    assert_eq!(
+        calls_log(&s, &parent),
+        expected_log(),
+        "merged into the parent"
+    );
+    let (kids, _) = run_keyed(&s.env, &["plan", "status", &parent]);
+    let kids = kids["data"]["children"].as_array().unwrap().clone();
+    assert_eq!(kids.len(), 1, "the same child continued: {kids:#?}");
+    assert_eq!(kids[0]["plan_id"], child.as_str());
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &child]);
+    assert_eq!(
+        status["data"]["resumed"]["text"], "resumed at call 5 of step 1",
+        "{status:#}"
+    );
+    let u = &status["data"]["usage"];
+    assert_eq!(
+        (&u["calls"], &u["interrupted_calls"], &u["retried_calls"]),
+        (
+            &serde_json::json!(CALLS + 1 + 1),
+            &serde_json::json!(1),
+            &serde_json::json!(1)
+        ),
+        "{status:#}"
+    );
+}
