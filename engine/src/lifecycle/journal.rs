@@ -264,6 +264,78 @@ impl RunJournal for StepJournal {
     }
 }
 
+/// Records each model call of a run that keeps no journal (a graph actor's nodes) as it is
+/// made, so that a run killed midway still counts the calls it paid for (docs/cost.md). It
+/// writes no journal entries: such a run is never continued, only run again. Turns are
+/// numbered in the order the calls end, across the graph's nodes.
+pub(crate) struct CallRecorder {
+    store: Mutex<Store>,
+    ctx: CallContext,
+    providers: Vec<Provider>,
+    fallback: Provider,
+    turns: std::sync::atomic::AtomicU32,
+}
+
+impl std::fmt::Debug for CallRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallRecorder")
+            .field("plan_id", &self.ctx.plan_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallRecorder {
+    /// A recorder on its own connection to the database at `db`.
+    ///
+    /// # Errors
+    /// A message when the database cannot be opened.
+    pub fn open(
+        db: &std::path::Path,
+        ctx: CallContext,
+        providers: Vec<Provider>,
+        fallback: Provider,
+    ) -> Result<Self, String> {
+        Ok(Self {
+            store: Mutex::new(Store::open(db).map_err(|e| e.to_string())?),
+            ctx,
+            providers,
+            fallback,
+            turns: std::sync::atomic::AtomicU32::new(0),
+        })
+    }
+}
+
+impl RunJournal for CallRecorder {
+    fn started(&self, _: &[Message]) {}
+
+    fn model_started(&self, _: u32, _: &str, _: &str, _: bool) {}
+
+    fn model_ended(&self, record: &ModelCallRecord, _: Option<&Message>, _: bool) {
+        let provider = self
+            .providers
+            .iter()
+            .find(|p| p.name == record.provider)
+            .unwrap_or(&self.fallback);
+        let mut row = accounting::call_row(&self.ctx, provider, record);
+        row.turn = self
+            .turns
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .saturating_add(1);
+        let Ok(mut store) = self.store.lock() else {
+            return;
+        };
+        if let Err(e) = store.record_model_calls(&[row]) {
+            tracing::warn!(error = %e, "a model call could not be recorded");
+        }
+    }
+
+    fn noted(&self, _: &Message) {}
+
+    fn tool_started(&self, _: u32, _: &str, _: &str) {}
+
+    fn tool_ended(&self, _: &ToolCallRecord, _: bool, _: bool) {}
+}
+
 /// A journal read back: the conversation, where the run continues, and the internal
 /// checkpoint to restore first (`None`: no call that may have written completed, so the
 /// step's start).
