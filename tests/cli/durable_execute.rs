@@ -3,7 +3,7 @@
 //! restores the sandbox to the checkpoint after the last completed tool call, rebuilds the
 //! conversation from the step's journal, and makes again only the model call that was in
 //! flight. No paid call is bought twice, no completed tool call runs twice, and usage counts
-//! each answered call once.
+//! each call once: the one in flight as interrupted (tokens unknown), its re-issue as a retry.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -151,8 +151,27 @@ fn retries(s: &Setup) -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// (turn, retry) of the plan's model calls recorded as in flight when their driver vanished.
+fn interrupted(s: &Setup) -> Vec<(i64, i64)> {
+    let db = rusqlite::Connection::open(db_file(&s.env)).unwrap();
+    let mut stmt = db
+        .prepare("SELECT turn, retry FROM model_calls WHERE error_kind = 'interrupted' ORDER BY started_at")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 /// Spawns `plan execute` and kills it (SIGKILL) once `ready` holds.
 fn kill_when(s: &Setup, id: &str, ready: &dyn Fn() -> bool) {
+    let mut driver = kill_unreaped_when(s, id, ready);
+    driver.wait().unwrap();
+}
+
+/// As [`kill_when`], without reaping the driver: it stays defunct (a zombie, its pid still
+/// listed) until the caller waits for it.
+fn kill_unreaped_when(s: &Setup, id: &str, ready: &dyn Fn() -> bool) -> std::process::Child {
     let mut driver = s
         .env
         .command(&["--format", "json", "plan", "execute", id])
@@ -171,7 +190,7 @@ fn kill_when(s: &Setup, id: &str, ready: &dyn Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
     driver.kill().unwrap();
-    driver.wait().unwrap();
+    driver
 }
 
 fn expected_log() -> Vec<String> {
@@ -218,25 +237,60 @@ fn a_driver_killed_after_the_fourth_tool_call_resumes_at_the_fifth_model_call() 
     );
     let resumed = usage(&s, &id);
     assert_eq!(
-        (resumed.calls, resumed.input_tokens, resumed.output_tokens),
-        (whole.calls, whole.input_tokens, whole.output_tokens),
-        "usage counts each answered call once: {resumed:?} vs {whole:?}"
+        (
+            resumed.calls,
+            resumed.failed_calls,
+            resumed.input_tokens,
+            resumed.output_tokens,
+            resumed.cost_usd
+        ),
+        (
+            whole.calls + 1,
+            whole.failed_calls + 1,
+            whole.input_tokens,
+            whole.output_tokens,
+            whole.cost_usd
+        ),
+        "usage is the uninterrupted run's plus only the call in flight, its tokens unknown: {resumed:?} vs {whole:?}"
+    );
+    assert_eq!(
+        (resumed.interrupted_calls, resumed.retried_calls),
+        (1, 1),
+        "{resumed:?}"
     );
     assert_eq!(
         retries(&s),
         vec![(5, 1)],
         "the call made again is marked as a retry"
     );
+    assert_eq!(interrupted(&s), vec![(5, 0)], "the call in flight, once");
     let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
     assert_eq!(
         status["data"]["resumed"],
-        serde_json::json!({"step": 1, "call": 5, "text": "resumed at call 5 of step 1"}),
+        serde_json::json!({"phase": "execute", "step": 1, "call": 5, "text": "resumed at call 5 of step 1"}),
+        "{status:#}"
+    );
+    let u = &status["data"]["usage"];
+    assert_eq!(
+        (&u["calls"], &u["retried_calls"], &u["interrupted_calls"]),
+        (
+            &serde_json::json!(whole.calls + 1),
+            &serde_json::json!(1),
+            &serde_json::json!(1)
+        ),
         "{status:#}"
     );
     let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
     let text = crate::support::stdout(&out);
     assert!(
         text.contains("Resumed at call 5 of step 1 after its driver vanished"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{} (1 in flight when the driver vanished, tokens unknown; 1 retry)",
+            whole.calls + 1
+        )),
         "{text}"
     );
 }
@@ -265,6 +319,7 @@ fn a_driver_killed_during_a_tool_call_re_issues_only_that_call_with_its_partial_
         "the partial effect of the call in flight was rolled back before it ran again"
     );
     assert!(retries(&s).is_empty(), "{:?}", retries(&s));
+    assert!(interrupted(&s).is_empty(), "no model call was in flight");
     let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
     assert_eq!(
         status["data"]["resumed"]["text"], "resumed at call 5 of step 1",
@@ -294,11 +349,21 @@ fn a_driver_killed_again_while_it_resumes_makes_only_the_call_in_flight_again() 
     assert_eq!(calls_log(&s, &id), expected_log());
     let u = usage(&s, &id);
     assert_eq!(
-        (u.calls, u.failed_calls),
-        (2 + CALLS as u64 + 1, 0),
-        "unanswered calls are not counted: {u:?}"
+        (
+            u.calls,
+            u.failed_calls,
+            u.interrupted_calls,
+            u.retried_calls
+        ),
+        (2 + CALLS as u64 + 1 + 2, 2, 2, 2),
+        "each call in flight counted once, never answered: {u:?}"
     );
-    assert_eq!(retries(&s), vec![(5, 1)]);
+    assert_eq!(
+        interrupted(&s),
+        vec![(5, 0), (5, 1)],
+        "the first call in flight, then its retry in flight"
+    );
+    assert_eq!(retries(&s), vec![(5, 1), (5, 1)]);
 }
 
 const FIRST: &str = r#"{"key": "first", "decision_type": "implementation_choice", "question": "What first?", "chosen_option": "FIRST.md", "confidence_score": 0.9, "rationale": "asked for", "step": {"instructions": "write FIRST.md"}}"#;
@@ -375,4 +440,378 @@ fn a_rollback_of_an_interrupted_step_runs_it_again_from_its_start_not_from_its_j
     );
     let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
     assert_eq!(status["data"]["resumed"], Value::Null, "{status:#}");
+}
+
+const NOTES: &str = r#"{"key": "notes", "decision_type": "implementation_choice", "question": "Where do notes go?", "chosen_option": "NOTES.md", "confidence_score": 0.9, "rationale": "asked for", "depends_on": ["six"], "step": {"instructions": "write NOTES.md"}}"#;
+
+/// A strategist that reads before each decision: `read_file README`, `record_decision`
+/// six, `list_files`, `record_decision` notes, `finish_strategy` (five model calls). With
+/// `stall_at = Some(k)`, the first request carrying `k` tool results gets a reply that never
+/// comes; `stalled` is set then.
+fn strategist(stall_at: Option<usize>, stalled: Arc<AtomicBool>) -> ProviderServer {
+    ProviderServer::responding(move |body| {
+        let n = results_in(body);
+        if stall_at == Some(n) && !stalled.swap(true, Ordering::SeqCst) {
+            return Turn::Stall;
+        }
+        match n {
+            0 => Turn::tools("", &[("read_file", r#"{"path": "README"}"#)], (50, 5)),
+            1 => Turn::tools("", &[("record_decision", DECISION)], (60, 6)),
+            2 => Turn::tools("", &[("list_files", r#"{"glob": "**"}"#)], (70, 7)),
+            3 => Turn::tools("", &[("record_decision", NOTES)], (80, 8)),
+            _ => Turn::tools(
+                "",
+                &[("finish_strategy", r#"{"summary": "two steps"}"#)],
+                (90, 9),
+            ),
+        }
+    })
+}
+
+/// A plan of `local/six` with the scripted strategist under `manual`: created, waiting at
+/// its strategize gate.
+fn waiting_to_strategize(server: &ProviderServer) -> (Setup, String) {
+    let s = setup_with(ACTION);
+    scripted_env(&s, server, "openai");
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--strategy-actor",
+            "scripted/m",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "manual",
+            "local/six",
+            "app",
+        ],
+    );
+    assert_eq!(code, 3, "waits at the strategize gate: {doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    (s, id)
+}
+
+/// (question, chosen option) of the plan's strategist decisions, in order.
+fn strategist_decisions(s: &Setup, plan: &str) -> Vec<(String, String)> {
+    let db = rusqlite::Connection::open(db_file(&s.env)).unwrap();
+    let mut stmt = db
+        .prepare("SELECT question, chosen_option FROM decisions WHERE plan_id = ?1 AND decision_type = 'implementation_choice' ORDER BY sequence_number")
+        .unwrap();
+    stmt.query_map([plan], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn a_strategist_killed_during_its_fourth_model_call_resumes_at_that_call() {
+    // Uninterrupted, for comparison.
+    let server = strategist(None, Arc::new(AtomicBool::new(false)));
+    let (s, id) = waiting_to_strategize(&server);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "waits at the execute gate: {doc:#}");
+    assert_eq!(chat_requests(&server), 5);
+    let decisions = strategist_decisions(&s, &id);
+    assert_eq!(decisions.len(), 2, "{decisions:?}");
+    let whole = usage(&s, &id);
+    assert_eq!(whole.calls, 5, "{whole:?}");
+
+    // Killed while the fourth model call (after read, decision, list) is in flight.
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = strategist(Some(3), Arc::clone(&stalled));
+    let (s, id) = waiting_to_strategize(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    assert_eq!(chat_requests(&server), 4, "three answered, one in flight");
+
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(
+        code, 3,
+        "the resumed Strategize waits at the execute gate: {doc:#}"
+    );
+    assert_eq!(
+        chat_requests(&server),
+        5 + 1,
+        "only the call in flight was made again, not the whole Strategize"
+    );
+    assert_eq!(
+        strategist_decisions(&s, &id),
+        decisions,
+        "the decision recorded before the kill is kept, once"
+    );
+    let u = usage(&s, &id);
+    assert_eq!(
+        (
+            u.calls,
+            u.input_tokens,
+            u.output_tokens,
+            u.interrupted_calls,
+            u.retried_calls
+        ),
+        (
+            whole.calls + 1,
+            whole.input_tokens,
+            whole.output_tokens,
+            1,
+            1
+        ),
+        "{u:?} vs {whole:?}"
+    );
+    assert_eq!(interrupted(&s), vec![(4, 0)]);
+    assert_eq!(retries(&s), vec![(4, 1)]);
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(
+        status["data"]["resumed"],
+        serde_json::json!({"phase": "strategize", "step": null, "call": 4, "text": "resumed at call 4 of Strategize"}),
+        "{status:#}"
+    );
+    let out = s.env.run(&["--format", "plain", "plan", "status", &id]);
+    let text = crate::support::stdout(&out);
+    assert!(
+        text.contains("Resumed at call 4 of Strategize after its driver vanished"),
+        "{text}"
+    );
+    let id_: cleveragents_engine::domain::Id = id.parse().unwrap();
+    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap();
+    let left: Vec<String> = store
+        .journal(&id_, "strategize")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        left,
+        vec!["resumed".to_string()],
+        "a recorded strategy leaves nothing to continue"
+    );
+}
+
+/// The state letter of process `pid` (`Z` for a zombie), if it is listed.
+fn process_state(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().next().map(str::to_string)
+}
+
+/// (pid, start time) recorded with the plan's lease, if it has one.
+fn lease_row(s: &Setup, plan: &str) -> Option<(i64, Option<i64>)> {
+    let db = rusqlite::Connection::open(db_file(&s.env)).unwrap();
+    db.query_row(
+        "SELECT pid, started FROM plan_leases WHERE plan_id = ?1",
+        [plan],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .ok()
+}
+
+#[test]
+fn a_driver_left_defunct_after_sigkill_does_not_hold_its_plan() {
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    let mut driver = kill_unreaped_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    let pid = driver.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_state(pid).as_deref() != Some("Z") {
+        assert!(
+            Instant::now() < deadline,
+            "the killed driver never became defunct"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        lease_row(&s, &id).map(|(p, _)| p),
+        Some(i64::from(pid)),
+        "the dead driver's lease is still recorded, its heartbeat fresh"
+    );
+    // The zombie is still listed under its pid while the plan is taken over.
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "taken over and resumed to the apply gate: {doc:#}");
+    assert_eq!(process_state(pid).as_deref(), Some("Z"));
+    assert_eq!(calls_log(&s, &id), expected_log());
+    assert_eq!(chat_requests(&server), 2 + CALLS + 1 + 1);
+    driver.wait().unwrap();
+}
+
+#[test]
+fn a_lease_whose_pid_now_belongs_to_another_process_is_taken_over() {
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    let (_, started) = lease_row(&s, &id).expect("the dead driver's lease");
+    assert!(
+        started.is_some(),
+        "the lease records its owner's start time"
+    );
+    // The pid is recycled: a live process has it now, started later than the driver.
+    let mut other = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let db = rusqlite::Connection::open(db_file(&s.env)).unwrap();
+    db.execute(
+        "UPDATE plan_leases SET pid = ?2 WHERE plan_id = ?1",
+        rusqlite::params![id, other.id()],
+    )
+    .unwrap();
+    drop(db);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "taken over and resumed to the apply gate: {doc:#}");
+    assert_eq!(calls_log(&s, &id), expected_log());
+    assert_eq!(chat_requests(&server), 2 + CALLS + 1 + 1);
+    other.kill().unwrap();
+    other.wait().unwrap();
+}
+
+#[test]
+fn a_lease_whose_live_owner_has_the_recorded_start_time_is_not_taken_over() {
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    // A live process recorded with its own start time: the owner, alive.
+    let mut owner = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", owner.id())).unwrap();
+    let started: i64 = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let db = rusqlite::Connection::open(db_file(&s.env)).unwrap();
+    db.execute(
+        "UPDATE plan_leases SET pid = ?2, started = ?3 WHERE plan_id = ?1",
+        rusqlite::params![id, owner.id(), started],
+    )
+    .unwrap();
+    drop(db);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "CONFLICT", "{doc:#}");
+    assert_eq!(calls_log(&s, &id).len(), 4, "nothing ran");
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+}
+
+const CHILD_SIX: &str = "name: local/child-six\ndescription: Append six lines\ndefinition-of-done: calls.log has six lines\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: scripted/m\nreusable: true\n";
+
+const PARENT_SIX: &str = "name: local/parent-six\ndescription: Let a child append six lines\ndefinition-of-done: calls.log has six lines\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: six\n    spawn:\n      action: local/child-six\n      args: {}\n";
+
+/// The parent's and the child's ids once the child plan exists.
+fn parent_and_child(s: &Setup) -> Option<(String, String)> {
+    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).ok()?;
+    let child = store
+        .plans()
+        .ok()?
+        .into_iter()
+        .find(|p| p.parent_plan_id.is_some())?;
+    Some((child.parent_plan_id?.to_string(), child.plan_id.to_string()))
+}
+
+#[test]
+fn a_child_plans_step_killed_with_its_parent_resumes_at_the_exact_call() {
+    if crate::support::through_server::in_process_only(
+        "it kills the process that drives the plan; through a server that is the server",
+    ) {
+        return;
+    }
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let s = setup_with(ACTION);
+    scripted_env(&s, &server, "openai");
+    for (name, action) in [("child-six", CHILD_SIX), ("parent-six", PARENT_SIX)] {
+        let file = s.env.root().join(format!("{name}.yaml"));
+        std::fs::write(&file, action).unwrap();
+        crate::support::ok(
+            &s.env,
+            &[
+                "action",
+                "create",
+                "--available",
+                "--config",
+                file.to_str().unwrap(),
+            ],
+        );
+    }
+    // The parent drives its child in its own process; both are killed while the child's
+    // fifth model call is in flight.
+    let mut driver = s
+        .env
+        .command(&[
+            "--format",
+            "json",
+            "plan",
+            "use",
+            "--automation-profile",
+            "trusted",
+            "local/parent-six",
+            "app",
+        ])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !stalled.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the child's fifth call never came"
+        );
+        assert!(
+            driver.try_wait().unwrap().is_none(),
+            "the driver ended early"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let (parent, child) = parent_and_child(&s).expect("a child plan");
+    assert_eq!(
+        chat_requests(&server),
+        4 + 1,
+        "four answered, one in flight"
+    );
+    assert_eq!(calls_log(&s, &child).len(), 4);
+
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &parent]);
+    assert_eq!(code, 3, "the parent resumes to its apply gate: {doc:#}");
+    assert_eq!(
+        chat_requests(&server),
+        CALLS + 1 + 1,
+        "the child continued at its fifth call: only the call in flight was made again"
+    );
+    assert_eq!(calls_log(&s, &child), expected_log());
+    assert_eq!(
+        calls_log(&s, &parent),
+        expected_log(),
+        "merged into the parent"
+    );
+    let (kids, _) = run_keyed(&s.env, &["plan", "status", &parent]);
+    let kids = kids["data"]["children"].as_array().unwrap().clone();
+    assert_eq!(kids.len(), 1, "the same child continued: {kids:#?}");
+    assert_eq!(kids[0]["plan_id"], child.as_str());
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &child]);
+    assert_eq!(
+        status["data"]["resumed"]["text"], "resumed at call 5 of step 1",
+        "{status:#}"
+    );
+    let u = &status["data"]["usage"];
+    assert_eq!(
+        (&u["calls"], &u["interrupted_calls"], &u["retried_calls"]),
+        (
+            &serde_json::json!(CALLS + 1 + 1),
+            &serde_json::json!(1),
+            &serde_json::json!(1)
+        ),
+        "{status:#}"
+    );
 }

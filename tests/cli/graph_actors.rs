@@ -358,3 +358,115 @@ fn a_graph_strategist_reads_with_a_tool_node_and_its_llm_node_records_the_decisi
     assert_eq!(status["data"]["steps"][0]["status"], "done", "{status:#}");
     assert_eq!(status["data"]["usage"]["calls"], 4, "{status:#}");
 }
+
+/// The writer loop's model, answering by node: the draft node writes NOTES.md (dated on the
+/// second pass, whose prompt is the review's REVISE) and says so; the review node asks for
+/// the date once. The first request of the second draft pass stalls once (`stalled` is set).
+fn writer_model(stalled: std::sync::Arc<std::sync::atomic::AtomicBool>) -> ProviderServer {
+    use std::sync::atomic::Ordering;
+    ProviderServer::responding(move |body| {
+        let text = body["messages"].to_string();
+        let results = body["messages"]
+            .as_array()
+            .map(|m| m.iter().filter(|m| m["role"] == "tool").count())
+            .unwrap_or(0);
+        if text.contains("You review release notes") {
+            return if text.contains("(2026") {
+                Turn::text("LGTM", (50, 8))
+            } else {
+                Turn::text("REVISE: add the date", (30, 6))
+            };
+        }
+        let second = text.contains("REVISE");
+        if second && results == 0 && !stalled.swap(true, Ordering::SeqCst) {
+            return Turn::Stall;
+        }
+        match (second, results) {
+            (false, 0) => Turn::tools(
+                "",
+                &[(
+                    "write_file",
+                    r#"{"path": "NOTES.md", "content": "Release 1.2\n"}"#,
+                )],
+                (20, 5),
+            ),
+            (true, 0) => Turn::tools(
+                "",
+                &[(
+                    "write_file",
+                    r#"{"path": "NOTES.md", "content": "Release 1.2 (2026-12-01)\n"}"#,
+                )],
+                (40, 7),
+            ),
+            (false, _) => Turn::text("Drafted NOTES.md", (21, 5)),
+            (true, _) => Turn::text("Added the date", (41, 7)),
+        }
+    })
+}
+
+#[test]
+fn a_graph_actors_step_killed_midway_still_counts_the_calls_it_paid_for() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if crate::support::through_server::in_process_only(
+        "it kills the process that drives the plan; through a server that is the server",
+    ) {
+        return;
+    }
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = writer_model(Arc::clone(&stalled));
+    let s = setup_with(ONE_STEP);
+    scripted_env(&s, &server, "openai");
+    let (doc, code) = add_graph(&s.env, GRAPH);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "local/writer-loop",
+            "--automation-profile",
+            "supervised",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1.2",
+        ],
+    );
+    assert_eq!(code, 3, "waits at the execute gate: {doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let mut driver = s
+        .env
+        .command(&["--format", "json", "plan", "execute", &id])
+        .env("SCRIPTED_API_KEY", "sk-test")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !stalled.load(Ordering::SeqCst) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second draft never came"
+        );
+        assert!(
+            driver.try_wait().unwrap().is_none(),
+            "the driver ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    // Draft (two calls) and review answered, the second draft's first call in flight.
+    assert_eq!(server.requests().len(), 4);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "the step ran again to the apply gate: {doc:#}");
+    // A graph actor keeps no journal: the step ran again from its start (six calls).
+    assert_eq!(server.requests().len(), 4 + 6);
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    assert_eq!(
+        status["data"]["usage"]["calls"], 9,
+        "the three calls answered before the kill are counted, with the six of the run again: {status:#}"
+    );
+}

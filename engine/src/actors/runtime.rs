@@ -104,8 +104,10 @@ pub struct RunRequest {
 pub trait RunJournal: Send + Sync + std::fmt::Debug {
     /// The run's conversation as it starts (the prompt, or the history it continues).
     fn started(&self, history: &[Message]);
-    /// Model call `turn` is about to be made.
-    fn model_started(&self, turn: u32);
+    /// Model call `turn` is about to be made to `provider`'s `model`; `retry` as in
+    /// [`RunJournal::model_ended`]. Should the process vanish before the call ends, the call
+    /// is recorded, when the run continues, as made but never answered (`interrupted`).
+    fn model_started(&self, turn: u32, provider: &str, model: &str, retry: bool);
     /// A model call ended: its record and, when it was answered, the assistant message.
     /// `retry` marks the call made again because the one before it was in flight when the
     /// run's process vanished.
@@ -691,7 +693,12 @@ impl Call<'_> {
         let turn = self.turn;
         on_event(ActorEvent::TurnStarted { turn });
         if let Some(j) = self.journal {
-            j.model_started(turn);
+            j.model_started(
+                turn,
+                &self.client.provider().name,
+                self.client.model(),
+                self.retry,
+            );
         }
         let started_at = jiff::Timestamp::now();
         let clock = Instant::now();

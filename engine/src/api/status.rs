@@ -81,16 +81,21 @@ pub struct PlanStatusView {
     Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
 pub struct ResumedAt {
-    /// The step's position.
-    pub step: u32,
+    /// The phase whose run continued: `execute` (a step) or `strategize` (the strategist).
+    pub phase: Phase,
+    /// The step's position (`None` for Strategize).
+    pub step: Option<u32>,
     /// The model call it continued at (its tool calls re-run, else made).
     pub call: u32,
 }
 
 impl ResumedAt {
-    /// `resumed at call k of step s`.
+    /// `resumed at call k of step s`, or `resumed at call k of Strategize`.
     pub fn describe(&self) -> String {
-        format!("resumed at call {} of step {}", self.call, self.step)
+        match self.step {
+            Some(step) => format!("resumed at call {} of step {step}", self.call),
+            None => format!("resumed at call {} of Strategize", self.call),
+        }
     }
 }
 
@@ -333,12 +338,24 @@ fn resumed_at(store: &Store, plan: &Id, steps: &[StepView]) -> Result<Option<Res
     let Some((decision, entry)) = store.last_resume(plan)? else {
         return Ok(None);
     };
-    let step = steps
+    let Some(call) = entry["turn"].as_u64().and_then(|t| u32::try_from(t).ok()) else {
+        return Ok(None);
+    };
+    if decision == crate::lifecycle::journal::STRATEGIZE_KEY {
+        return Ok(Some(ResumedAt {
+            phase: Phase::Strategize,
+            step: None,
+            call,
+        }));
+    }
+    Ok(steps
         .iter()
         .find(|s| s.step.decision_id.to_string() == decision)
-        .map(|s| s.step.position);
-    let call = entry["turn"].as_u64().and_then(|t| u32::try_from(t).ok());
-    Ok(step.zip(call).map(|(step, call)| ResumedAt { step, call }))
+        .map(|s| ResumedAt {
+            phase: Phase::Execute,
+            step: Some(s.step.position),
+            call,
+        }))
 }
 
 /// The plan's children with their rows and whether a correction superseded their spawn.

@@ -18,6 +18,14 @@ use serde_json::{Value, json};
 use crate::actors::accounting::{self, CallContext};
 use crate::actors::messages::{Message, ToolCall, ToolResult, Usage};
 use crate::actors::runtime::{ModelCallRecord, ResumePoint, RunJournal, ToolCallRecord};
+
+/// The journal key of a plan's Strategize run (a step's journal is keyed by its decision id):
+/// the strategist's calls are journaled as a step's are (docs/sandbox.md, "Resuming a step").
+pub(crate) const STRATEGIZE_KEY: &str = "strategize";
+
+/// The error kind of a model call that was in flight when the process driving its run
+/// vanished: made, never answered (docs/sandbox.md, "Resuming a step").
+pub(crate) const INTERRUPTED: &str = "interrupted";
 use crate::config::Provider;
 use crate::domain::Id;
 use crate::sandbox::checkpoint;
@@ -30,7 +38,8 @@ pub(crate) struct StepJournal {
     store: Mutex<Store>,
     sandboxes: Sandboxes,
     plan_id: Id,
-    decision_id: String,
+    /// The journal's key: the step's decision id, or [`STRATEGIZE_KEY`].
+    key: String,
     ctx: CallContext,
     providers: Vec<Provider>,
     fallback: Provider,
@@ -45,7 +54,7 @@ impl std::fmt::Debug for StepJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StepJournal")
             .field("plan_id", &self.plan_id)
-            .field("decision_id", &self.decision_id)
+            .field("key", &self.key)
             .finish_non_exhaustive()
     }
 }
@@ -54,8 +63,10 @@ impl std::fmt::Debug for StepJournal {
 pub(crate) struct Journaled {
     /// The plan.
     pub plan_id: Id,
-    /// The step's decision.
-    pub decision_id: Id,
+    /// The journal's key: the step's decision id, or [`STRATEGIZE_KEY`] for the strategist.
+    pub key: String,
+    /// The decision the model calls are accounted to (`None`: the plan's, as Strategize's).
+    pub decision_id: Option<Id>,
     /// The actor's name.
     pub actor: String,
     /// The configured providers (each call is priced with its own).
@@ -84,11 +95,11 @@ impl StepJournal {
             store: Mutex::new(store),
             sandboxes,
             plan_id: step.plan_id,
-            decision_id: step.decision_id.to_string(),
+            key: step.key,
             ctx: CallContext {
                 run_id: Id::generate(),
                 plan_id: Some(step.plan_id),
-                decision_id: Some(step.decision_id.to_string()),
+                decision_id: step.decision_id.map(|d| d.to_string()),
                 actor: step.actor,
             },
             providers: step.providers,
@@ -109,21 +120,67 @@ impl StepJournal {
         let Ok(mut store) = self.store.lock() else {
             return;
         };
-        if let Err(e) = store.journal_append(&self.plan_id, &self.decision_id, kind, entry, call) {
+        if let Err(e) = store.journal_append(&self.plan_id, &self.key, kind, entry, call) {
             tracing::warn!(error = %e, kind, "the step journal could not be written");
         }
     }
 
-    /// Records that the step continues from its journal at model call `turn`.
-    pub fn resumed(&self, turn: u32, point: &ResumePoint) {
+    /// Records that the step continues from its journal at model call `turn`; a model call
+    /// that was in flight (`lost`, its `model_started` entry) is recorded, in the same
+    /// transaction, as made but never answered: the provider may have billed it, so it counts
+    /// as a call, with unknown tokens and cost (docs/cost.md).
+    pub fn resumed(&self, turn: u32, point: &ResumePoint, lost: Option<&Value>) {
+        let row = lost.map(|lost| {
+            let provider_name = lost["provider"].as_str().unwrap_or(&self.fallback.name);
+            let provider = self
+                .providers
+                .iter()
+                .find(|p| p.name == provider_name)
+                .unwrap_or(&self.fallback);
+            let started_at = lost["started_at"]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(jiff::Timestamp::now);
+            let record = ModelCallRecord {
+                turn: lost["turn"]
+                    .as_u64()
+                    .and_then(|t| u32::try_from(t).ok())
+                    .unwrap_or(turn),
+                provider: provider_name.to_string(),
+                model: lost["model"].as_str().unwrap_or("unknown").to_string(),
+                usage: Usage::default(),
+                usage_reported: false,
+                estimated_input_tokens: 0,
+                estimated_output_tokens: 0,
+                stop_reason: None,
+                attempts: 1,
+                started_at,
+                duration_ms: u64::try_from(
+                    jiff::Timestamp::now()
+                        .duration_since(started_at)
+                        .as_millis()
+                        .max(0),
+                )
+                .unwrap_or(0),
+                error: Some((
+                    INTERRUPTED.to_string(),
+                    "in flight when the process driving the plan vanished: never answered, its tokens and cost are unknown".to_string(),
+                )),
+            };
+            let mut row = accounting::call_row(&self.ctx, provider, &record);
+            row.cost_usd = None;
+            row.retry = lost["retry"] == true;
+            row
+        });
         self.append(
             "resumed",
             &json!({
                 "turn": turn,
                 "model_in_flight": point.model_in_flight,
                 "tool_in_flight": point.tool_in_flight,
+                "interrupted_call_recorded": row.is_some(),
             }),
-            None,
+            row.as_ref(),
         );
     }
 
@@ -151,8 +208,12 @@ impl RunJournal for StepJournal {
         self.append("start", &json!({"history": history}), None);
     }
 
-    fn model_started(&self, turn: u32) {
-        self.append("model_started", &json!({"turn": turn}), None);
+    fn model_started(&self, turn: u32, provider: &str, model: &str, retry: bool) {
+        self.append(
+            "model_started",
+            &json!({"turn": turn, "provider": provider, "model": model, "retry": retry, "started_at": jiff::Timestamp::now()}),
+            None,
+        );
     }
 
     fn model_ended(&self, record: &ModelCallRecord, reply: Option<&Message>, retry: bool) {
@@ -203,6 +264,78 @@ impl RunJournal for StepJournal {
     }
 }
 
+/// Records each model call of a run that keeps no journal (a graph actor's nodes) as it is
+/// made, so that a run killed midway still counts the calls it paid for (docs/cost.md). It
+/// writes no journal entries: such a run is never continued, only run again. Turns are
+/// numbered in the order the calls end, across the graph's nodes.
+pub(crate) struct CallRecorder {
+    store: Mutex<Store>,
+    ctx: CallContext,
+    providers: Vec<Provider>,
+    fallback: Provider,
+    turns: std::sync::atomic::AtomicU32,
+}
+
+impl std::fmt::Debug for CallRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallRecorder")
+            .field("plan_id", &self.ctx.plan_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallRecorder {
+    /// A recorder on its own connection to the database at `db`.
+    ///
+    /// # Errors
+    /// A message when the database cannot be opened.
+    pub fn open(
+        db: &std::path::Path,
+        ctx: CallContext,
+        providers: Vec<Provider>,
+        fallback: Provider,
+    ) -> Result<Self, String> {
+        Ok(Self {
+            store: Mutex::new(Store::open(db).map_err(|e| e.to_string())?),
+            ctx,
+            providers,
+            fallback,
+            turns: std::sync::atomic::AtomicU32::new(0),
+        })
+    }
+}
+
+impl RunJournal for CallRecorder {
+    fn started(&self, _: &[Message]) {}
+
+    fn model_started(&self, _: u32, _: &str, _: &str, _: bool) {}
+
+    fn model_ended(&self, record: &ModelCallRecord, _: Option<&Message>, _: bool) {
+        let provider = self
+            .providers
+            .iter()
+            .find(|p| p.name == record.provider)
+            .unwrap_or(&self.fallback);
+        let mut row = accounting::call_row(&self.ctx, provider, record);
+        row.turn = self
+            .turns
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .saturating_add(1);
+        let Ok(mut store) = self.store.lock() else {
+            return;
+        };
+        if let Err(e) = store.record_model_calls(&[row]) {
+            tracing::warn!(error = %e, "a model call could not be recorded");
+        }
+    }
+
+    fn noted(&self, _: &Message) {}
+
+    fn tool_started(&self, _: u32, _: &str, _: &str) {}
+
+    fn tool_ended(&self, _: &ToolCallRecord, _: bool, _: bool) {}
+}
+
 /// A journal read back: the conversation, where the run continues, and the internal
 /// checkpoint to restore first (`None`: no call that may have written completed, so the
 /// step's start).
@@ -214,6 +347,9 @@ pub(crate) struct Rebuilt {
     pub point: ResumePoint,
     /// The trees and tool-call sequence after the last completed call that may have written.
     pub checkpoint: Option<Value>,
+    /// The `model_started` entry of a model call that was in flight and is not accounted
+    /// for yet (no earlier continuation recorded it as interrupted).
+    pub lost: Option<Value>,
 }
 
 impl Rebuilt {
@@ -243,6 +379,7 @@ pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
     let mut history: Option<Vec<Message>> = None;
     let mut point = ResumePoint::default();
     let mut checkpoint = None;
+    let mut lost = None;
     let mut open: Option<Open> = None;
     for e in entries {
         let v = &e.entry;
@@ -251,9 +388,14 @@ pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
             "model_started" => {
                 point.model_in_flight = true;
                 point.answered = None;
+                lost = Some(v.clone());
             }
+            // A continuation recorded the call in flight as interrupted: it is not counted
+            // again, though the next call is still its retry.
+            "resumed" => lost = None,
             "model" => {
                 point.model_in_flight = false;
+                lost = None;
                 let record = &v["record"];
                 let turn = u32::try_from(record["turn"].as_u64()?).ok()?;
                 point.turns = point.turns.max(turn);
@@ -328,6 +470,7 @@ pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
         history: history?,
         point,
         checkpoint,
+        lost,
     })
 }
 
@@ -444,6 +587,12 @@ mod tests {
             Some(json!({"tool_call_seq": 2})),
             "c wrote nothing"
         );
+        // The call in flight is lost, to be recorded once: a continuation that recorded it
+        // (`resumed`) leaves it accounted, though the next call is still its retry.
+        assert_eq!(r.lost, Some(json!({"turn": 3})));
+        more.push(entry(13, "resumed", json!({"turn": 3, "model_in_flight": true})));
+        let r = rebuild(&more).unwrap();
+        assert!(r.lost.is_none() && r.point.model_in_flight);
         // A tool that ended the run cannot be continued from the journal.
         let mut ended = entries;
         ended.push(entry(11, "tool", json!({"ends_run": true})));

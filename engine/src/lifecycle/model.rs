@@ -208,9 +208,27 @@ pub(crate) fn run<H: ToolHost>(
         context,
         prompt,
         history,
-        journal,
+        mut journal,
         resume_at,
     } = input;
+    let ctx = CallContext {
+        run_id: Id::generate(),
+        plan_id: Some(*plan_id),
+        decision_id: decision.map(Id::to_string),
+        actor: actor.name.clone(),
+    };
+    if journal.is_none() && actor.graph.is_some() {
+        // A graph's nodes keep no journal, but their calls are recorded as they are made.
+        match crate::lifecycle::journal::CallRecorder::open(
+            engine.store().path(),
+            ctx.clone(),
+            engine.providers().to_vec(),
+            actor.client.provider().clone(),
+        ) {
+            Ok(r) => journal = Some(std::sync::Arc::new(r)),
+            Err(e) => tracing::warn!(error = %e, "the graph's calls are recorded when it ends"),
+        }
+    }
     let journaled = journal.is_some();
     let mut limits = actor.limits;
     let budget = engine
@@ -291,12 +309,6 @@ pub(crate) fn run<H: ToolHost>(
     if journaled {
         return Ok(run);
     }
-    let ctx = CallContext {
-        run_id: Id::generate(),
-        plan_id: Some(*plan_id),
-        decision_id: decision.map(Id::to_string),
-        actor: actor.name.clone(),
-    };
     let rows = accounting::call_rows_for(&ctx, engine.providers(), actor.client.provider(), &run);
     if let Err(e) = engine.store_mut().record_model_calls(&rows) {
         tracing::warn!(error = %e, "model calls could not be recorded");

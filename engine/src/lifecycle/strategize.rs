@@ -176,20 +176,20 @@ fn model_strategy(
         prompt.push_str("\n\n");
         prompt.push_str(&hot.text);
     }
-    let run = model::run(
-        engine,
-        &plan.plan_id,
-        None,
-        &actor,
-        model::Input {
-            context,
-            prompt,
-            history: Vec::new(),
-            ..model::Input::default()
-        },
-        &tools,
-    )
-    .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
+    let mut input = model::Input {
+        context,
+        prompt,
+        history: Vec::new(),
+        ..model::Input::default()
+    };
+    // A graph actor's nodes run their own loops, which keep no journal yet.
+    let replayed = if actor.graph.is_none() {
+        journal_input(engine, plan, &actor, &tools, &mut input)
+    } else {
+        Replayed::default()
+    };
+    let run = model::run(engine, &plan.plan_id, None, &actor, input, &tools)
+        .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
     let refused: Vec<Value> = run
         .tool_calls
         .iter()
@@ -235,13 +235,138 @@ fn model_strategy(
             "turns": run.turns,
             "stop": run.stop.describe(),
             "summary": tools.summary.into_inner().expect("summary lock"),
-            "read": run.tool_calls.iter().filter(|c| !c.is_error && !matches!(c.name.as_str(), "record_decision" | "finish_strategy")).map(|c| json!({"tool": c.name, "arguments": c.arguments})).collect::<Vec<_>>(),
+            "read": replayed.read.into_iter().chain(run.tool_calls.iter().filter(|c| !c.is_error && !matches!(c.name.as_str(), "record_decision" | "finish_strategy")).map(|c| json!({"tool": c.name, "arguments": c.arguments}))).collect::<Vec<_>>(),
+            "resumed_at_call": replayed.call,
             "refused_tool_calls": refused,
             "hot_context": hot.snapshot(),
             "context_policy": policy,
             "unreadable_resources": unreadable,
         }),
     })
+}
+
+/// What a Strategize run continued from its journal had already done.
+#[derive(Default)]
+struct Replayed {
+    /// The model call the run continued at (`None`: it started afresh).
+    call: Option<u32>,
+    /// The read-only calls answered before (for the context snapshot).
+    read: Vec<Value>,
+}
+
+/// Journals the strategist's run as a step's run is (docs/sandbox.md, "Resuming a step"):
+/// each model call and tool call is recorded as it happens, so that a Strategize whose
+/// driver vanished continues at the exact call instead of buying every answered call again.
+/// It continues only from a journal that starts from the same prompt (the same task,
+/// guidance and hot context) and whose recorded decisions replay into the draft; otherwise
+/// the journal is cleared and the run starts afresh. The strategist's tools only read, so
+/// nothing is restored.
+fn journal_input(
+    engine: &mut Lifecycle,
+    plan: &Plan,
+    actor: &model::ModelActor,
+    tools: &StrategistTools,
+    input: &mut model::Input,
+) -> Replayed {
+    use super::journal::{Journaled, STRATEGIZE_KEY, StepJournal, rebuild};
+    let step = Journaled {
+        plan_id: plan.plan_id,
+        key: STRATEGIZE_KEY.to_string(),
+        decision_id: None,
+        actor: actor.name.clone(),
+        providers: engine.providers().to_vec(),
+        fallback: actor.client.provider().clone(),
+        writers: Default::default(),
+        unnoted: Default::default(),
+    };
+    let entries = engine
+        .store()
+        .journal(&plan.plan_id, STRATEGIZE_KEY)
+        .unwrap_or_default();
+    let continued = rebuild(&entries).and_then(|rebuilt| {
+        let same_start = matches!(
+            rebuilt.history.first(),
+            Some(crate::actors::messages::Message::User { text }) if *text == input.prompt
+        );
+        let read = replay(tools, &rebuilt)?;
+        same_start.then_some((rebuilt, read))
+    });
+    if continued.is_none()
+        && let Err(e) = engine
+            .store_mut()
+            .journal_clear(&plan.plan_id, STRATEGIZE_KEY)
+    {
+        tracing::warn!(error = %e, "Strategize runs without a journal");
+        return Replayed::default();
+    }
+    let journal = match StepJournal::open(
+        engine.store().path(),
+        crate::sandbox::Sandboxes::new(engine.paths()),
+        step,
+    ) {
+        Ok(j) => std::sync::Arc::new(j),
+        Err(e) => {
+            tracing::warn!(error = %e, "Strategize runs without a journal");
+            return Replayed::default();
+        }
+    };
+    let mut replayed = Replayed::default();
+    if let Some((rebuilt, read)) = continued {
+        let call = rebuilt.call();
+        engine
+            .observer()
+            .progress(&format!("Strategize: resuming at model call {call}"));
+        journal.resumed(call, &rebuilt.point, rebuilt.lost.as_ref());
+        input.history = rebuilt.history;
+        input.resume_at = Some(rebuilt.point);
+        replayed = Replayed {
+            call: Some(call),
+            read,
+        };
+    }
+    input.journal = Some(journal);
+    replayed
+}
+
+/// Replays the answered calls of a journaled strategist run into `tools`: each
+/// `record_decision` that succeeded is recorded in the draft again (the draft lives in
+/// memory; the same arguments in the same order give the same draft). Returns the read-only
+/// calls that succeeded, or `None` when a recorded decision no longer replays (the run then
+/// starts afresh).
+fn replay(tools: &StrategistTools, rebuilt: &super::journal::Rebuilt) -> Option<Vec<Value>> {
+    use crate::actors::messages::Message;
+    let mut ok: HashMap<&str, bool> = HashMap::new();
+    for m in &rebuilt.history {
+        if let Message::ToolResults { results } = m {
+            for r in results {
+                ok.insert(r.call_id.as_str(), !r.is_error);
+            }
+        }
+    }
+    for r in &rebuilt.point.done {
+        ok.insert(r.call_id.as_str(), !r.is_error);
+    }
+    let mut read = Vec::new();
+    let mut draft = tools.draft.lock().ok()?;
+    for m in &rebuilt.history {
+        let Message::Assistant { tool_calls, .. } = m else {
+            continue;
+        };
+        for c in tool_calls {
+            if ok.get(c.id.as_str()) != Some(&true) {
+                continue;
+            }
+            match c.name.as_str() {
+                "record_decision" => {
+                    let args: Value = serde_json::from_str(&c.arguments).ok()?;
+                    draft.record(args).ok()?;
+                }
+                "finish_strategy" => {}
+                _ => read.push(json!({"tool": c.name, "arguments": c.arguments})),
+            }
+        }
+    }
+    Some(read)
 }
 
 /// Runs Strategize for a plan at (strategize, queued|errored). `guidance` is user guidance
@@ -372,19 +497,9 @@ pub fn run(
             let _ = message;
             return Ok(Ended::Stopped);
         }
-        Err((code, message)) => {
-            state::errored(
-                engine.store_mut(),
-                plan,
-                &code,
-                &message,
-                json!({"actor": actor}),
-            )?;
-            engine.flush(&plan.plan_id)?;
-            return Ok(Ended::Errored { code, message });
-        }
+        Err((code, message)) => return failed(engine, plan, &actor, code, message),
     };
-    record(
+    let ended = record(
         engine,
         plan,
         &actor,
@@ -393,7 +508,39 @@ pub fn run(
         reconciler_note,
         strategy,
         script.as_deref(),
-    )
+    )?;
+    // The strategy is recorded: its run is over, and the next Strategize (a revision) starts
+    // afresh. A kill before this line leaves a journal that ends with `finish_strategy`, which
+    // is never continued (or with an answer whose draft is already recorded: the next run's
+    // prompt, with the revision's guidance, differs).
+    engine
+        .store_mut()
+        .journal_close(&plan.plan_id, super::journal::STRATEGIZE_KEY)?;
+    Ok(ended)
+}
+
+/// The strategy actor failed: the plan errors. A failed Strategize runs again from its start,
+/// as a failed step does, so its journal is closed first (killed in between, the plan is
+/// interrupted and starts afresh too).
+fn failed(
+    engine: &mut Lifecycle,
+    plan: &mut Plan,
+    actor: &str,
+    code: String,
+    message: String,
+) -> Result<Ended, RunError> {
+    engine
+        .store_mut()
+        .journal_close(&plan.plan_id, super::journal::STRATEGIZE_KEY)?;
+    state::errored(
+        engine.store_mut(),
+        plan,
+        &code,
+        &message,
+        json!({"actor": actor}),
+    )?;
+    engine.flush(&plan.plan_id)?;
+    Ok(Ended::Errored { code, message })
 }
 
 /// The parent's effective invariants: its current `invariant_enforced` decisions.

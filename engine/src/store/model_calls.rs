@@ -83,6 +83,13 @@ pub struct UsageRollup {
     pub unreported_calls: u64,
     /// Successful calls whose reply was cut by the completion token limit.
     pub truncated_calls: u64,
+    /// Calls made again because the one before them was in flight when the process driving
+    /// the plan vanished (docs/sandbox.md, "Resuming a step"); each is also in `calls`.
+    pub retried_calls: u64,
+    /// Calls that were in flight when the process driving the plan vanished: made (the
+    /// provider may have billed them) but never answered, so their tokens and cost are
+    /// unknown; counted in `calls` and `failed_calls`.
+    pub interrupted_calls: u64,
 }
 
 const ROLLUP: &str = "SELECT COUNT(*), \
@@ -92,14 +99,16 @@ const ROLLUP: &str = "SELECT COUNT(*), \
     COALESCE(SUM(CASE WHEN outcome = 'ok' AND cost_usd IS NULL THEN 1 ELSE 0 END), 0), \
     COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), \
     COALESCE(SUM(CASE WHEN outcome = 'ok' AND usage_reported = 0 THEN 1 ELSE 0 END), 0), \
-    COALESCE(SUM(CASE WHEN outcome = 'ok' AND stop_reason IN ('length', 'max_tokens') THEN 1 ELSE 0 END), 0) \
+    COALESCE(SUM(CASE WHEN outcome = 'ok' AND stop_reason IN ('length', 'max_tokens') THEN 1 ELSE 0 END), 0), \
+    COALESCE(SUM(CASE WHEN retry = 1 THEN 1 ELSE 0 END), 0), \
+    COALESCE(SUM(CASE WHEN outcome = 'error' AND error_kind = 'interrupted' THEN 1 ELSE 0 END), 0) \
     FROM model_calls";
 
 fn rollup_row(row: &crate::store::db::Row<'_>) -> rusqlite::Result<UsageRollup> {
     rollup_at(row, 0)
 }
 
-/// Reads the ten rollup columns starting at column `base`.
+/// Reads the twelve rollup columns starting at column `base`.
 fn rollup_at(row: &crate::store::db::Row<'_>, base: usize) -> rusqlite::Result<UsageRollup> {
     let n = |i: usize| {
         row.get::<_, i64>(base + i)
@@ -119,6 +128,8 @@ fn rollup_at(row: &crate::store::db::Row<'_>, base: usize) -> rusqlite::Result<U
         cache_write_tokens: n(7)?,
         unreported_calls: n(8)?,
         truncated_calls: n(9)?,
+        retried_calls: n(10)?,
+        interrupted_calls: n(11)?,
     })
 }
 
@@ -250,7 +261,9 @@ const ROLLUP_BY_DECISION: &str = "SELECT decision_id, COUNT(*), \
     COALESCE(SUM(CASE WHEN outcome = 'ok' AND cost_usd IS NULL THEN 1 ELSE 0 END), 0), \
     COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), \
     COALESCE(SUM(CASE WHEN outcome = 'ok' AND usage_reported = 0 THEN 1 ELSE 0 END), 0), \
-    COALESCE(SUM(CASE WHEN outcome = 'ok' AND stop_reason IN ('length', 'max_tokens') THEN 1 ELSE 0 END), 0) \
+    COALESCE(SUM(CASE WHEN outcome = 'ok' AND stop_reason IN ('length', 'max_tokens') THEN 1 ELSE 0 END), 0), \
+    COALESCE(SUM(CASE WHEN retry = 1 THEN 1 ELSE 0 END), 0), \
+    COALESCE(SUM(CASE WHEN outcome = 'error' AND error_kind = 'interrupted' THEN 1 ELSE 0 END), 0) \
     FROM model_calls WHERE plan_id = ?1 GROUP BY decision_id";
 
 #[cfg(test)]

@@ -110,6 +110,21 @@ impl Store {
         Ok(())
     }
 
+    /// Closes a run's journal that must not be continued (its run ended): its entries go, but
+    /// the `resumed` ones stay, so that `plan status` still says where the run continued.
+    /// A journal of only `resumed` entries rebuilds to nothing and the next run starts
+    /// afresh.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn journal_close(&mut self, plan_id: &Id, key: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "DELETE FROM step_journal WHERE plan_id = ?1 AND decision_id = ?2 AND kind <> 'resumed'",
+            params![plan_id.to_string(), key],
+        )?;
+        Ok(())
+    }
+
     /// Clears the journals of every step of the plan (a rollback discarded the work they
     /// recorded: the steps run again from their start).
     ///

@@ -26,13 +26,9 @@ pub(crate) fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         report = report.message(Level::Info, line);
     }
     if let Some(r) = &v.resumed {
-        report = report.message(
-            Level::Info,
-            format!(
-                "Resumed at call {} of step {} after its driver vanished",
-                r.call, r.step
-            ),
-        );
+        let mut line = r.describe();
+        line[..1].make_ascii_uppercase();
+        report = report.message(Level::Info, format!("{line} after its driver vanished"));
     }
     report.elements.extend(plan_panels(&v));
     report.elements.extend(children_elements(ctx, &v));
@@ -64,10 +60,10 @@ fn data(ctx: &Context, v: &PlanStatusView) -> Value {
     data["running_in"] = json!(v.running_in);
     data["apply_journal_pending"] = json!(v.apply_journal_pending);
     data["cancel_requested"] = json!(v.cancel_requested);
-    data["resumed"] = json!(
-        v.resumed
-            .map(|r| json!({"step": r.step, "call": r.call, "text": r.describe()}))
-    );
+    data["resumed"] =
+        json!(v.resumed.map(
+            |r| json!({"phase": r.phase, "step": r.step, "call": r.call, "text": r.describe()})
+        ));
     data["pending_approvals"] = json!(
         v.approvals
             .iter()
@@ -537,11 +533,39 @@ fn usage_panel(v: &PlanStatusView) -> Element {
         "Usage",
         [
             ("Decisions", v.decisions.to_string()),
-            ("Model Calls", u.calls.to_string()),
+            ("Model Calls", calls_cell(u)),
             ("Tokens", tokens_cell(u)),
             ("Cost", cost),
         ],
     )
+}
+
+/// `N`, with the calls in flight when a driver vanished and the calls made again for them
+/// (docs/sandbox.md, "Resuming a step") when there are any.
+fn calls_cell(u: &cleveragents_engine::api::UsageRollup) -> String {
+    let mut notes = Vec::new();
+    if u.interrupted_calls > 0 {
+        notes.push(format!(
+            "{} in flight when the driver vanished, tokens unknown",
+            u.interrupted_calls
+        ));
+    }
+    if u.retried_calls > 0 {
+        notes.push(format!(
+            "{} {}",
+            u.retried_calls,
+            if u.retried_calls == 1 {
+                "retry"
+            } else {
+                "retries"
+            }
+        ));
+    }
+    if notes.is_empty() {
+        u.calls.to_string()
+    } else {
+        format!("{} ({})", u.calls, notes.join("; "))
+    }
 }
 
 /// `N in / M out`, with the cache's share and calls whose usage is unknown when there are any.

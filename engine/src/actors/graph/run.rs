@@ -465,7 +465,9 @@ async fn run_node<H: ToolHost>(
                 prompt,
                 history: Vec::new(),
                 limits: remaining_limits(walk),
-                journal: None,
+                // Passed on so that each call is recorded as it is made (a graph's nodes are
+                // never continued from a journal: `resume_at` stays unset).
+                journal: walk.request.journal.clone(),
                 resume_at: None,
                 ..walk.request.clone()
             };
@@ -568,7 +570,8 @@ async fn run_llm<H: ToolHost>(
         stream: walk.request.stream,
         limits,
         history,
-        journal: None,
+        // Each node's calls are recorded as they are made; a node is never continued.
+        journal: walk.request.journal.clone(),
         resume_at: None,
     };
     let builtins = crate::tools::builtins()

@@ -604,17 +604,49 @@ fn branch_point(
     Ok(branch)
 }
 
+/// What an earlier run of a spawn step left for one spawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Earlier {
+    /// A child that completed from the same parent state: merged again, not run again.
+    Reuse(Id),
+    /// A child from the same parent state whose run was cut off (its driver vanished or was
+    /// interrupted): it continues where it stopped, a model step at the exact call
+    /// (docs/sandbox.md, "Resuming a step").
+    Continue(Id),
+}
+
+/// Whether a child's run was cut off rather than ended: its link says it was pending or
+/// running (the process driving the parent vanished) or stopped by an interruption, and the
+/// child plan itself can still run.
+fn cut_off(link: &ChildLink, child: &Plan) -> bool {
+    let stopped = match link.status {
+        ChildStatus::Pending | ChildStatus::Running => true,
+        ChildStatus::Cancelled => link
+            .detail
+            .as_ref()
+            .is_some_and(|d| d["stopped"] == "interrupted"),
+        _ => false,
+    };
+    stopped
+        && matches!(child.phase(), Phase::Strategize | Phase::Execute)
+        && matches!(
+            child.state(),
+            ProcessingState::Queued | ProcessingState::Processing
+        )
+}
+
 /// Step 3 of a spawn: an earlier run of this step (a sibling failed, the process died, a
 /// rollback). A child that completed from the same parent state is reused (merged again, not
-/// run again); its other children that did not finish are cancelled. Returns the reused
-/// children by spawn decision.
+/// run again); one from the same parent state whose run was cut off continues; the earlier
+/// run's other children that did not finish are cancelled. Returns what is reused or
+/// continued, by spawn decision.
 fn settle_earlier_run(
     engine: &mut Lifecycle,
     sandboxes: &Sandboxes,
     plan_id: &Id,
     approved: &[&Spawn],
     branch: &Branch,
-) -> Result<HashMap<Id, Id>, RunError> {
+) -> Result<HashMap<Id, Earlier>, RunError> {
     let ids: Vec<Id> = approved.iter().map(|s| s.decision_id).collect();
     let same_base = |old: &ChildLink| {
         old.bases.len() == branch.trees.len()
@@ -640,7 +672,14 @@ fn settle_earlier_run(
             )
             && same_base(&old)
         {
-            reuse.insert(old.spawn_decision_id, old.child_plan_id);
+            reuse.insert(old.spawn_decision_id, Earlier::Reuse(old.child_plan_id));
+            continue;
+        }
+        if same_base(&old)
+            && cut_off(&old, &p)
+            && !reuse.contains_key(&old.spawn_decision_id)
+        {
+            reuse.insert(old.spawn_decision_id, Earlier::Continue(old.child_plan_id));
             continue;
         }
         if !complete && p.state() != ProcessingState::Cancelled && p.phase() != Phase::Applied {
@@ -691,7 +730,7 @@ fn create_children<'s>(
     approved: &[&'s Spawn],
     group: Option<&str>,
     branch: &Branch,
-    reuse: &HashMap<Id, Id>,
+    reuse: &HashMap<Id, Earlier>,
 ) -> Result<Early<Spawned<'s>>, RunError> {
     let plan_id = plan.plan_id;
     let mut spawned = Spawned {
@@ -699,7 +738,27 @@ fn create_children<'s>(
         reused: Vec::new(),
     };
     for s in approved.iter().copied() {
-        if let Some(old) = reuse.get(&s.decision_id) {
+        if let Some(Earlier::Continue(old)) = reuse.get(&s.decision_id) {
+            parent_event(
+                engine.store_mut(),
+                &plan_id,
+                EventKind::ChildSpawned(ChildSpawned {
+                    child_plan_id: old.to_string(),
+                    action: s.action.clone(),
+                    spawn_decision_id: s.decision_id.to_string(),
+                    parallel_group: group.map(str::to_owned),
+                    reused: Some(true),
+                    why: Some(
+                        "its run was cut off in an earlier run of this step from the same parent state; it continues where it stopped"
+                            .into(),
+                    ),
+                    ..ChildSpawned::default()
+                }),
+            )?;
+            spawned.children.push((*old, s));
+            continue;
+        }
+        if let Some(Earlier::Reuse(old)) = reuse.get(&s.decision_id) {
             parent_event(
                 engine.store_mut(),
                 &plan_id,

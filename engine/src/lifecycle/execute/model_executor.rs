@@ -738,7 +738,8 @@ fn journal_input(
     writers.extend(unnoted.iter().cloned());
     let step = Journaled {
         plan_id: plan.plan_id,
-        decision_id: decision.decision_id,
+        key: decision.decision_id.to_string(),
+        decision_id: Some(decision.decision_id),
         actor: actor.name.clone(),
         providers: engine.providers().to_vec(),
         fallback: actor.client.provider().clone(),
@@ -758,7 +759,7 @@ fn journal_input(
         .journal(&plan.plan_id, &decision.decision_id.to_string())
         .unwrap_or_default();
     if let Some(rebuilt) = rebuild(&entries) {
-        journal.resumed(rebuilt.call(), &rebuilt.point);
+        journal.resumed(rebuilt.call(), &rebuilt.point, rebuilt.lost.as_ref());
         input.history = rebuilt.history;
         input.resume_at = Some(rebuilt.point);
     }
