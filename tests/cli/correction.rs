@@ -12,8 +12,8 @@ use cleveragents_engine::store::Store;
 use serde_json::{Value, json};
 
 use super::lifecycle::{Setup, setup_with};
+use crate::support::Env;
 use crate::support::provider_server::{ProviderServer, Turn};
-use crate::support::{Env, db_file};
 
 /// Eight script steps writing their own files. `s6` depends on `s5` (it copies `e.txt`);
 /// `s7` and `s8` come after `s5` but do not depend on it. `s5` writes a fresh nonce, so a

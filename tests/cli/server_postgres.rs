@@ -37,7 +37,14 @@ fn plan_through(server: &Server, client: &Env) -> (std::path::PathBuf, String) {
     }
     let (doc, code) = server.client_json(
         client,
-        &["plan", "use", "local/notes", "app", "--automation-profile", "trusted"],
+        &[
+            "plan",
+            "use",
+            "local/notes",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ],
     );
     assert_eq!(code, 3, "{doc:#}");
     (repo, doc["data"]["plan_id"].as_str().unwrap().to_string())
@@ -171,7 +178,7 @@ fn server_start_says_which_database_it_serves_and_never_prints_its_password() {
     let out = child.wait_with_output().unwrap();
     let name = database.rsplit_once('/').unwrap().1;
     assert!(line.contains("schema v24"), "{line}");
-    assert!(line.contains(&format!("agents@127.0.0.1")), "{line}");
+    assert!(line.contains("agents@127.0.0.1"), "{line}");
     assert!(line.contains(name), "{line}");
     assert!(!line.contains("s3cret"), "{line}");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("s3cret"));

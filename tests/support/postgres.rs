@@ -166,6 +166,8 @@ fn start() -> Cluster {
 }
 
 /// Stops the cluster and removes its directory once this test process is gone.
+// The watchdog outlives this process by design, so nothing here waits for it.
+#[allow(clippy::zombie_processes)]
 fn watchdog(as_root: bool, bin: &Path, dir: &Path) {
     let script = format!(
         "while [ -d /proc/{pid} ]; do sleep 1; done; \

@@ -139,7 +139,8 @@ pub fn in_process_only(why: &str) -> bool {
         .name()
         .unwrap_or("unnamed")
         .replace("::", ".");
-    eprintln!("{test}: in process only: {why}");
+    // Said on stderr too, so a run that records nothing still shows which tests stayed local.
+    let _ = writeln!(std::io::stderr(), "{test}: in process only: {why}");
     if let Some(dir) = std::env::var_os("AGENTS_TEST_RECORD") {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(Path::new(&dir).join(format!("{test}.in-process-only")), why).unwrap();

@@ -290,13 +290,13 @@ impl CallRecorder {
     /// # Errors
     /// A message when the database cannot be opened.
     pub fn open(
-        db: &std::path::Path,
+        db: &crate::store::Location,
         ctx: CallContext,
         providers: Vec<Provider>,
         fallback: Provider,
     ) -> Result<Self, String> {
         Ok(Self {
-            store: Mutex::new(Store::open(db).map_err(|e| e.to_string())?),
+            store: Mutex::new(db.open().map_err(|e| e.to_string())?),
             ctx,
             providers,
             fallback,

@@ -220,7 +220,7 @@ pub(crate) fn run<H: ToolHost>(
     if journal.is_none() && actor.graph.is_some() {
         // A graph's nodes keep no journal, but their calls are recorded as they are made.
         match crate::lifecycle::journal::CallRecorder::open(
-            engine.store().path(),
+            engine.store().location(),
             ctx.clone(),
             engine.providers().to_vec(),
             actor.client.provider().clone(),

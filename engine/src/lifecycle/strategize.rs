@@ -300,7 +300,7 @@ fn journal_input(
         return Replayed::default();
     }
     let journal = match StepJournal::open(
-        engine.store().path(),
+        engine.store().location(),
         crate::sandbox::Sandboxes::new(engine.paths()),
         step,
     ) {

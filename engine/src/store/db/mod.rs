@@ -32,7 +32,7 @@ pub struct Connection {
 
 enum Inner {
     Sqlite(rusqlite::Connection),
-    Postgres(RefCell<PgClient>),
+    Postgres(Box<RefCell<PgClient>>),
 }
 
 impl std::fmt::Debug for Connection {
@@ -56,7 +56,7 @@ impl Connection {
     /// Wraps a PostgreSQL client taken from a pool.
     pub(crate) fn postgres(client: PgClient) -> Self {
         Self {
-            inner: Inner::Postgres(RefCell::new(client)),
+            inner: Inner::Postgres(Box::new(RefCell::new(client))),
             in_transaction: std::cell::Cell::new(false),
         }
     }
