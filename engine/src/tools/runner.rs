@@ -1349,15 +1349,19 @@ mod tests {
         let mut f = fixture(Phase::Execute);
         let policy = Policy::for_plan(&f.plan);
         // A full snapshot makes the written set known; the file tools then note their paths.
-        written_tree(&f);
-        for (path, content) in [("a.txt", "by the tool\n"), ("docs/new.md", "new\n")] {
+        let write = |f: &mut Fixture, path: &str, content: &str| {
             let r = call(
-                &mut f,
+                f,
                 &policy,
                 "write_file",
                 json!({"path": path, "content": content}),
             );
             r.result.unwrap();
+        };
+        write(&mut f, "a.txt", "first\n");
+        written_tree(&f);
+        for (path, content) in [("a.txt", "by the tool\n"), ("docs/new.md", "new\n")] {
+            write(&mut f, path, content);
         }
         let r = call(
             &mut f,
