@@ -3,6 +3,9 @@
 //! - the checkpoint at the end of a step that changed 1 file, then 100 files, through the file
 //!   tools, against `git add -A && git commit` after the same change in a worktree of the same
 //!   repository (target: at most 1.0x);
+//! - the same for a shell step (a `run:` step or `shell_execute`): the step's checkpoints and
+//!   the trees the shell tool takes before and after the command, whose writes nobody notes
+//!   (target: at most 1.0x);
 //! - 40 tool calls of a step (reads, file writes and shell commands) with the internal
 //!   checkpoint Execute takes after every call that may write, against the same calls without
 //!   them (target: at most 1.2x). The model's time is left out, which only makes the ratio
@@ -248,6 +251,65 @@ fn main() {
             &format!("checkpoint of a step that changed {n} file(s), {FILES} files"),
             median(ours),
             median(theirs),
+            "git add -A && git commit",
+            1.0,
+        );
+    }
+    // A `run:` step (a shell command) that changed 1 and 100 files: the step's start
+    // checkpoint, the tree the shell tool takes before the command and after it (to report its
+    // changes and capture what it wrote, which nobody noted), and the step's end checkpoint.
+    // The command's own work (writing the files) is not timed, nor on git's side. Each run
+    // also times the same with a full scan before the command (what the shell tool did
+    // before it looked only at the paths written since the last snapshot), for comparison.
+    for n in [1, 100] {
+        let mut ours = Vec::new();
+        let mut full_before = Vec::new();
+        let mut theirs = Vec::new();
+        for run in 0..2 * RUNS {
+            version += 1;
+            std::thread::sleep(Duration::from_millis(1100));
+            let sb = b.sandboxes.active(&b.store, &b.id()).unwrap().remove(0);
+            let repo = sb.repo().unwrap();
+            let t = Instant::now();
+            b.step_checkpoint();
+            if run % 2 == 0 {
+                checkpoint::before_command(&repo).unwrap();
+            } else {
+                checkpoint::snapshot(&repo).unwrap();
+                cleveragents_engine::sandbox::written::forget(&sb.layout.git_dir);
+            }
+            let mut took = t.elapsed();
+            for i in changed(n) {
+                fs::write(b.work.join(rel(i)), content(i, version)).unwrap();
+                fs::write(wt.join(rel(i)), content(i, version)).unwrap();
+            }
+            let t = Instant::now();
+            checkpoint::after_command(&repo, false).unwrap();
+            let files = b.step_checkpoint();
+            took += t.elapsed();
+            assert_eq!(files, n as u64);
+            if run % 2 == 0 {
+                ours.push(took);
+            } else {
+                full_before.push(took);
+            }
+            let t = Instant::now();
+            git(&wt, &["add", "-A"]);
+            git(&wt, &["commit", "-q", "-m", "bench"]);
+            theirs.push(t.elapsed());
+        }
+        let base = median(theirs);
+        row(
+            &format!("checkpoint of a shell step that changed {n} file(s), {FILES} files"),
+            median(ours),
+            base,
+            "git add -A && git commit",
+            1.0,
+        );
+        row(
+            "  the same, full scan before the command (old)",
+            median(full_before),
+            base,
             "git add -A && git commit",
             1.0,
         );

@@ -2,7 +2,8 @@
 # Checkpoint benchmark (release build; CI never runs it). On a generated repository of 20,000
 # files, in one run (benches/checkpoint.rs):
 #   - the checkpoint of a step that changed 1 file / 100 files  vs `git add -A && git commit`
-#     after the same change (<= 1.0x)
+#     after the same change (<= 1.0x), for a step of file tools and for a shell step (its
+#     checkpoints and the trees the shell tool takes around the command)
 #   - 40 tool calls of a step with a checkpoint after each call that may write  vs the same
 #     calls without them (<= 1.2x; the model's time is left out)
 #

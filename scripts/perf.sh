@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Performance suite. Release build; CI never runs it.
 #
-#   scripts/perf.sh [--quick] [--only large|idle]
+#   scripts/perf.sh [--quick] [--only large|idle|checkpoint|tree]
 #     --quick: skip the 20,000-file sandbox benchmark
 #     --only large: only the large-change rows (plan diff of 1,000 and of 10 files)
 #     --only idle: only the idle-TUI rows
+#     --only checkpoint: only the checkpoint rows (benches/checkpoint.rs)
+#     --only tree: only the `plan tree` rows of the 100,000-decision family
 #
 # Prints one table: each measurement, its baseline measured in the same run, the ratio, and
 # PASS/MISS against its target (targets and why: docs/decisions.md, "Quickstart and suites").
@@ -12,6 +14,9 @@
 #     writes over 30 s, then an edit searchable within 1 s (scripts/perf-idle.sh)
 #   - `agents version` start-up              vs `git --version`
 #   - `agents plan list` with 10,000 plans    vs `sqlite3 -json` selecting the same rows (<= 2x)
+#   - the checkpoint of a step that changed 1 file / 100 files of a 20,000-file repository,
+#     through the file tools and through a shell command, vs `git add -A && git commit` after
+#     the same change, and per-call checkpoints (benches/checkpoint.rs)
 #   - sandbox creation / checkpoint / diff    vs `git worktree add` / `git commit` / `git diff`
 #     (benches/sandbox.rs, 20,000 files): the first plan at a base, another plan at the same
 #     base, and the disk one more plan takes against the checkout
@@ -34,7 +39,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --only) ONLY="${2:-}"; shift ;;
-    *) echo "unknown argument: $1 (use --quick, --only large|idle)" >&2; exit 2 ;;
+    *) echo "unknown argument: $1 (use --quick, --only large|idle|checkpoint|tree)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -91,13 +96,28 @@ PY
 if [ -z "$ONLY" ] || [ "$ONLY" = idle ]; then idle_row; fi
 if [ "$ONLY" = idle ]; then print_table; [ "${FAILED:-0}" = 0 ]; exit; fi
 
+# 0b. checkpoints of a step (benches/checkpoint.rs), each against `git add -A && git commit`
+# of the same change in a worktree of the same repository, measured in the same run.
+checkpoint_rows() {
+  local out
+  if out=$(cargo bench --locked --bench checkpoint 2>/dev/null); then
+    echo "$out" | sed -n 's/^ROW\t//p' >> "$ROWS"
+    echo "$out" | grep '^breakdown:' >&2
+  else
+    row "checkpoint benchmark" "-" "-" "-" "FAILED to run"; FAILED=1
+  fi
+}
+if [ -z "$ONLY" ] || [ "$ONLY" = checkpoint ]; then checkpoint_rows; fi
+if [ "$ONLY" = checkpoint ]; then print_table; [ "${FAILED:-0}" = 0 ]; exit; fi
+
 # 0. large change: plan diff of 1,000 and of 10 files vs git diff (scripts/perf-large.sh).
 # shellcheck source=scripts/perf-large.sh
 . scripts/perf-large.sh
-large_change
+[ "$ONLY" = tree ] || large_change
 if [ "$ONLY" = large ]; then print_table; [ "${FAILED:-0}" = 0 ]; exit; fi
 
 # 1. start-up
+[ "$ONLY" = tree ] || {
 ours=$(median_ms 21 "${A[@]}" version); base=$(median_ms 21 git --version)
 le "$ours" 50 && v=PASS || v=MISS
 row "agents version (start-up)" "$ours ms" "git --version $base ms" "$(ratio "$ours" "$base")" "$v (<= 50 ms)"
@@ -132,6 +152,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
 else
   row "agents plan list (10,000 plans)" "-" "-" "-" "SKIP (no sqlite3)"
 fi
+}
 
 # 2b. plan tree of a 100,000-decision family (benches/corrections.rs builds and keeps it) vs
 # `sqlite3 -json` of the same decision rows.
@@ -153,6 +174,7 @@ if out=$(BENCH_TREE_DATA_DIR="$tree_dir" cargo bench --locked --bench correction
 else
   row "agents plan tree (100,000 decisions)" "-" "-" "-" "FAILED to run"; FAILED=1
 fi
+if [ "$ONLY" = tree ]; then print_table; [ "${FAILED:-0}" = 0 ]; exit; fi
 
 # 3. engine: tool-call overhead and search_files (benches/engine.rs).
 if out=$(cargo bench --locked --bench engine 2>/dev/null); then

@@ -96,6 +96,35 @@ pub fn snapshot_written(repo: &Repository) -> Result<Oid, SandboxError> {
     snapshot_with(repo, true)
 }
 
+/// The tree of a sandbox's work tree just before a command (a shell command, a command tool,
+/// an MCP tool) runs in it, whose writes nobody notes: after this the sandbox's written set
+/// is unknown until [`after_command`] (docs/sandbox.md, "Checkpoints that cost what changed").
+/// When this process knows what was written since the index last matched the work tree, only
+/// those paths are looked at ([`snapshot_written`]; nothing at all when nothing was written,
+/// as after the step's start checkpoint or another command's closing snapshot).
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn before_command(repo: &Repository) -> Result<Oid, SandboxError> {
+    let tree = snapshot_written(repo)?;
+    super::written::forget(repo.path());
+    Ok(tree)
+}
+
+/// The tree of a sandbox's work tree after a command ran in it (see [`before_command`]): a
+/// full snapshot, which makes the written set known again unless `may_still_write` (an
+/// unconfined command may have left processes behind; an MCP server outlives its call).
+///
+/// # Errors
+/// [`SandboxError::Git`].
+pub fn after_command(repo: &Repository, may_still_write: bool) -> Result<Oid, SandboxError> {
+    let tree = snapshot(repo)?;
+    if may_still_write {
+        super::written::forget(repo.path());
+    }
+    Ok(tree)
+}
+
 /// The last snapshot's tree with the written files (and links) hashed again and the gone ones
 /// removed, without reading or writing the index. `None`: a path is a directory, or was one,
 /// or lies beneath something that is not a plain directory (the index answers those).

@@ -25,7 +25,7 @@ use super::runner::{
 };
 use super::{ShellSettings, ToolError, validate_schema};
 use crate::domain::id::Id;
-use crate::sandbox::checkpoint::snapshot;
+use crate::sandbox::checkpoint;
 use crate::sandbox::diff::{self, DiffRequest};
 use crate::sandbox::{Sandbox, SandboxTarget};
 
@@ -387,9 +387,8 @@ impl ToolRunner<'_> {
         };
         let _lock = sandbox.lock().map_err(failed)?;
         let repo = sandbox.repo().map_err(failed)?;
-        let before = snapshot(&repo).map_err(failed)?;
-        // Unknown until the closing snapshot has looked at everything.
-        crate::sandbox::written::forget(&sandbox.layout.git_dir);
+        // Unknown until the closing snapshot has looked at it.
+        let before = checkpoint::before_command(&repo).map_err(failed)?;
         let ctx = ExternalCtx {
             sandbox: &sandbox,
             shell: &shell,
@@ -397,11 +396,9 @@ impl ToolRunner<'_> {
             cancel: self.cancel.clone(),
         };
         let result = exec(&ctx, tool, request.arguments.clone());
-        let after = snapshot(&repo).map_err(failed)?;
-        if tool.source == ToolSource::Mcp {
-            // An MCP server outlives the call and may write later.
-            crate::sandbox::written::forget(&sandbox.layout.git_dir);
-        }
+        // An MCP server outlives the call and may write later.
+        let after =
+            checkpoint::after_command(&repo, tool.source == ToolSource::Mcp).map_err(failed)?;
         *changes = changes_between(&repo, before, after).map_err(|e| (CallOutcome::Failed, e))?;
         result.map_err(|e| {
             let outcome = match e {

@@ -1345,6 +1345,49 @@ mod tests {
     }
 
     #[test]
+    fn a_command_after_file_tool_writes_reports_only_what_the_command_changed() {
+        let mut f = fixture(Phase::Execute);
+        let policy = Policy::for_plan(&f.plan);
+        // A full snapshot makes the written set known; the file tools then note their paths.
+        let write = |f: &mut Fixture, path: &str, content: &str| {
+            let r = call(
+                f,
+                &policy,
+                "write_file",
+                json!({"path": path, "content": content}),
+            );
+            r.result.unwrap();
+        };
+        write(&mut f, "a.txt", "first\n");
+        written_tree(&f);
+        for (path, content) in [("a.txt", "by the tool\n"), ("docs/new.md", "new\n")] {
+            write(&mut f, path, content);
+        }
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": "echo by-shell > shell.txt && echo more >> src/lib.rs"}),
+        );
+        let out = r.result.unwrap();
+        assert_eq!(out["exit_code"], 0);
+        assert_eq!(out["files_changed"], 2, "{out}");
+        let mut changed: Vec<_> = r.changes.iter().map(|c| c.path.clone()).collect();
+        changed.sort();
+        assert_eq!(changed, ["shell.txt", "src/lib.rs"]);
+        assert_eq!(written_tree(&f), full_tree(&f));
+        // Twice in a row: the second command starts from the first one's closing tree.
+        let r = call(
+            &mut f,
+            &policy,
+            "shell_execute",
+            json!({"command": "rm shell.txt"}),
+        );
+        assert_eq!(r.result.unwrap()["files_changed"], 1);
+        assert_eq!(written_tree(&f), full_tree(&f));
+    }
+
+    #[test]
     fn a_checkpoint_of_the_written_paths_still_captures_what_shell_commands_wrote() {
         let mut f = fixture(Phase::Execute);
         let policy = Policy::for_plan(&f.plan);

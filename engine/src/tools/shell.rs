@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use super::change::Change;
 use super::{Builtin, Capability, ShellSettings, Tool, ToolContext, ToolError, ToolGroup};
 pub use crate::domain::action::Interpreter;
-use crate::sandbox::checkpoint::snapshot;
+use crate::sandbox::checkpoint;
 use crate::sandbox::confined::EntryKind;
 use crate::sandbox::diff::{self, DiffRequest};
 use crate::sandbox::launcher::{self, Finished, Launch, Limits, Policy};
@@ -212,9 +212,8 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
         .sandbox
         .repo()
         .map_err(|e| ToolError::Failed(e.to_string()))?;
-    let before = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
-    // What the command writes is unknown until the closing snapshot has looked at everything.
-    crate::sandbox::written::forget(&ctx.sandbox.layout.git_dir);
+    // What the command writes is unknown until the closing snapshot has looked at it.
+    let before = checkpoint::before_command(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
 
     let settings = ctx.shell;
     let path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());
@@ -266,11 +265,9 @@ fn shell_execute(ctx: &mut ToolContext<'_>, a: ShellExecute) -> Result<Value, To
     } = &done;
     let duration_ms = duration.as_millis() as u64;
 
-    let after = snapshot(&repo).map_err(|e| ToolError::Failed(e.to_string()))?;
-    if !confined {
-        // Without its own PID namespace, what the command left running may still write.
-        crate::sandbox::written::forget(&ctx.sandbox.layout.git_dir);
-    }
+    // Without its own PID namespace, what the command left running may still write.
+    let after = checkpoint::after_command(&repo, !confined)
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
     let files = diff::trees(&repo, Some(before), Some(after), &DiffRequest::default())
         .map_err(|e| ToolError::Failed(e.to_string()))?;
     let blob = |oid: Option<git2::Oid>| {
