@@ -406,14 +406,15 @@ fn rollback_withdraws_the_apply_approval_it_invalidates() {
         "nothing stale waits"
     );
     // The event log says why.
-    let db = rusqlite::Connection::open(crate::support::db_file(&env)).unwrap();
-    let data: String = db
-        .query_row(
-            "SELECT data FROM events WHERE plan_id = ?1 AND type = 'state_changed' ORDER BY seq DESC LIMIT 1",
-            [&id],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let (events, code) = env.json(&["plan", "events", &id]);
+    assert_eq!(code, 0, "{events:#}");
+    let data = events["data"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.to_string())
+        .rfind(|e| e.contains("state_changed"))
+        .expect("a state change");
     assert!(data.contains("\"reason\":\"rollback\""), "{data}");
     // Execute again reaches a fresh gate, and approving it applies.
     let (doc, code) = env.json(&["plan", "execute", &id]);
