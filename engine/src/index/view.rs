@@ -279,6 +279,28 @@ const FIND_CANDIDATES: usize = 400;
 /// How much a definition whose name holds a query term outranks its file.
 const DEFINITION_BOOST: f32 = 1.5;
 
+/// How much a definition that matches the query lifts its hit: [`DEFINITION_BOOST`] plus a
+/// little per query word in its name, 1.0 when only its doc comment matches, `None` when
+/// neither does (it is not a hit).
+fn definition_boost(d: &LocatedDef, wanted: &HashSet<&str>, terms: usize) -> Option<f32> {
+    let named = d.name.as_deref().map_or(0, |n| {
+        tokenizer::tokens(n)
+            .iter()
+            .filter(|t| wanted.contains(t.as_str()))
+            .count()
+    });
+    let documented = d.doc.as_deref().is_some_and(|doc| {
+        tokenizer::tokens(doc)
+            .iter()
+            .any(|t| wanted.contains(t.as_str()))
+    });
+    match (named, documented) {
+        (0, false) => None,
+        (0, true) => Some(1.0),
+        _ => Some(DEFINITION_BOOST + named as f32 / (terms as f32 * 10.0)),
+    }
+}
+
 /// A read-only view of one resource's index.
 pub struct View {
     /// The resource.
@@ -681,24 +703,8 @@ impl View {
             }
             let language = symbols::language_of(&path).map(str::to_string);
             for d in loc.defs {
-                let named = d.name.as_deref().map_or(0, |n| {
-                    tokenizer::tokens(n)
-                        .iter()
-                        .filter(|t| wanted.contains(t.as_str()))
-                        .count()
-                });
-                let documented = d.doc.as_deref().is_some_and(|doc| {
-                    tokenizer::tokens(doc)
-                        .iter()
-                        .any(|t| wanted.contains(t.as_str()))
-                });
-                if named == 0 && !documented {
+                let Some(boost) = definition_boost(&d, &wanted, terms.len()) else {
                     continue;
-                }
-                let boost = if named > 0 {
-                    DEFINITION_BOOST + named as f32 / (terms.len() as f32 * 10.0)
-                } else {
-                    1.0
                 };
                 let snippets = self.snippets(&path, &wanted, d.start, d.end);
                 ranked.push((
@@ -771,24 +777,8 @@ impl View {
             let text = self.read(&path).unwrap_or_default();
             let mut defs: Vec<DefinitionHit> = Vec::new();
             for d in loc.defs {
-                let named = d.name.as_deref().map_or(0, |n| {
-                    tokenizer::tokens(n)
-                        .iter()
-                        .filter(|t| wanted.contains(t.as_str()))
-                        .count()
-                });
-                let documented = d.doc.as_deref().is_some_and(|doc| {
-                    tokenizer::tokens(doc)
-                        .iter()
-                        .any(|t| wanted.contains(t.as_str()))
-                });
-                if named == 0 && !documented {
+                let Some(boost) = definition_boost(&d, &wanted, terms.len()) else {
                     continue;
-                }
-                let boost = if named > 0 {
-                    DEFINITION_BOOST + named as f32 / (terms.len() as f32 * 10.0)
-                } else {
-                    1.0
                 };
                 defs.push(DefinitionHit {
                     symbol: d.name,
