@@ -393,7 +393,8 @@ fn hunks_are_reviewed_through_a_server_and_the_marks_land_on_the_server() {
 }
 
 /// An action a client keeps in its own file.
-const NOTES_ACTION: &str = "name: local/notes\ndefinition-of-done: NOTES.md says hello\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: printf 'hello\\n' > NOTES.md\n";
+/// An action whose one script step writes NOTES.md (shared with the PostgreSQL server tests).
+pub(crate) const NOTES_ACTION: &str = "name: local/notes\ndefinition-of-done: NOTES.md says hello\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: printf 'hello\\n' > NOTES.md\n";
 
 #[test]
 fn a_client_defines_an_action_and_a_project_and_runs_a_plan_on_the_server_to_one_commit() {

@@ -5,11 +5,10 @@
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
+use super::server::NOTES_ACTION;
 use crate::support::postgres::{fresh_database, rows, sql};
 use crate::support::server::Server;
 use crate::support::{Env, db_file};
-
-const NOTES_ACTION: &str = "name: local/notes\ndefinition-of-done: NOTES.md says hello\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: printf 'hello\\n' > NOTES.md\n";
 
 /// Registers a repository, the notes action and a project through `server` from `client`,
 /// and starts a plan that stops at its apply gate; the repository and the plan id.

@@ -75,9 +75,11 @@ static DATABASES: std::sync::Mutex<Vec<(std::path::PathBuf, String)>> =
 
 /// The database `env`'s server keeps its records in, if it was given one.
 pub fn known_database(env: &Env) -> Option<String> {
-    DATABASES
-        .lock()
-        .unwrap()
+    database_in(&DATABASES.lock().unwrap(), env)
+}
+
+fn database_in(known: &[(std::path::PathBuf, String)], env: &Env) -> Option<String> {
+    known
         .iter()
         .find(|(root, _)| root == env.root())
         .map(|(_, url)| url.clone())
@@ -96,8 +98,8 @@ pub fn server_database(env: &Env) -> Option<String> {
         return None;
     }
     let mut known = DATABASES.lock().unwrap();
-    if let Some((_, url)) = known.iter().find(|(root, _)| root == env.root()) {
-        return Some(url.clone());
+    if let Some(url) = database_in(&known, env) {
+        return Some(url);
     }
     let url = super::postgres::fresh_database();
     known.push((env.root().to_path_buf(), url.clone()));
