@@ -35,6 +35,10 @@ pub const DEFAULT_RETENTION_DAYS: u32 = 7;
 /// otherwise.
 pub const DEFAULT_MAX_PARALLEL_CHILDREN: usize = 2;
 
+/// The `lease-expiry-secs` a configuration may set: at least a few heartbeats (one every two
+/// seconds), at most an hour.
+const LEASE_EXPIRY_RANGE: std::ops::RangeInclusive<i64> = 5..=3600;
+
 /// Where a resolved value came from, in precedence order (lowest level number wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -205,6 +209,9 @@ pub struct ConfigFile {
     pub sandbox_retention_days: Option<u32>,
     /// How many children of one parallel spawn group run at once.
     pub max_parallel_children: Option<u32>,
+    /// Seconds a plan's driver may stay silent before another process (another server
+    /// instance) takes the plan over.
+    pub lease_expiry_secs: Option<u32>,
     /// Default budget of a new plan's model calls, in US dollars.
     pub max_cost_usd: Option<f64>,
     /// Default budget of a new plan's model calls, in tokens.
@@ -537,6 +544,16 @@ impl Config {
             .unwrap_or(DEFAULT_RETENTION_DAYS)
     }
 
+    /// How long a plan's driver may stay silent (no heartbeat) before another process takes
+    /// the plan over (`lease-expiry-secs`, default 30).
+    pub fn lease_expiry(&self) -> std::time::Duration {
+        self.file
+            .lease_expiry_secs
+            .map_or(crate::lease::DEFAULT_EXPIRY, |s| {
+                std::time::Duration::from_secs(u64::from(s))
+            })
+    }
+
     /// How many children of one `subplan_parallel_spawn` group run at once
     /// (`max-parallel-children`, default 2).
     pub fn max_parallel_children(&self) -> usize {
@@ -683,7 +700,7 @@ pub struct KeySpec {
 }
 
 /// Every top-level key, in display order.
-pub const KEYS: [KeySpec; 10] = [
+pub const KEYS: [KeySpec; 11] = [
     KeySpec {
         name: "automation-profile",
         description: "automation profile for new plans (built-in name or namespaced custom profile)",
@@ -718,6 +735,13 @@ pub const KEYS: [KeySpec; 10] = [
         env: None,
         flag: None,
         default: Some("7"),
+    },
+    KeySpec {
+        name: "lease-expiry-secs",
+        description: "seconds a plan's driver may stay silent before another server instance takes the plan over",
+        env: None,
+        flag: None,
+        default: Some("30"),
     },
     KeySpec {
         name: "max-parallel-children",
@@ -939,6 +963,10 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
         KeyPath::Top(spec) if spec.name == "sandbox-retention-days" => match value.parse::<i64>() {
             Ok(n) if (0..=3650).contains(&n) => Ok(n.into()),
             _ => Err(invalid("a whole number of days from 0 to 3650")),
+        },
+        KeyPath::Top(spec) if spec.name == "lease-expiry-secs" => match value.parse::<i64>() {
+            Ok(n) if (LEASE_EXPIRY_RANGE).contains(&n) => Ok(n.into()),
+            _ => Err(invalid("a whole number of seconds from 5 to 3600")),
         },
         KeyPath::Top(spec) if spec.name == "max-parallel-children" => match value.parse::<i64>() {
             Ok(n) if (1..=64).contains(&n) => Ok(n.into()),
@@ -1180,6 +1208,14 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
             format!("is `{n}`; expected a whole number from 1 to 64"),
         ));
     }
+    if let Some(secs) = file.lease_expiry_secs
+        && !LEASE_EXPIRY_RANGE.contains(&i64::from(secs))
+    {
+        return Err(bad(
+            "lease-expiry-secs".to_string(),
+            format!("is `{secs}`; expected a whole number of seconds from 5 to 3600"),
+        ));
+    }
     if let Some(days) = file.sandbox_retention_days
         && days > 3650
     {
@@ -1355,6 +1391,7 @@ fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
             "log-level" => file.log_level.clone(),
             "sandbox-retention-days" => file.sandbox_retention_days.map(|d| d.to_string()),
             "max-parallel-children" => file.max_parallel_children.map(|d| d.to_string()),
+            "lease-expiry-secs" => file.lease_expiry_secs.map(|d| d.to_string()),
             "max-cost-usd" => file.max_cost_usd.map(|d| d.to_string()),
             "max-tokens" => file.max_tokens.map(|d| d.to_string()),
             "agent-skill-dirs" => file.agent_skill_dirs.clone(),

@@ -2,8 +2,11 @@
 //! (pid, host, kind) and refreshes its heartbeat every [`HEARTBEAT_INTERVAL`]. Others may read
 //! the plan but cannot drive it. A lease whose process is gone or defunct (a zombie), whose pid
 //! now belongs to another process (recycled: its start time differs from the one recorded), or
-//! whose heartbeat is older than [`STALE_AFTER`], is stale: the next command moves the plan
-//! back to (same phase, queued) with reason `interrupted`, and the next driver takes it over.
+//! whose heartbeat is older than the expiry its owner declared (`lease-expiry-secs`, default
+//! [`DEFAULT_EXPIRY`]), is stale: the next command moves the plan back to (same phase, queued)
+//! with reason `interrupted`, and the next driver takes it over. An owner is a process on a
+//! host: instances of a server on several machines share the database (spec section 21), and
+//! their pids may coincide.
 
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,8 +26,24 @@ use super::store::{Location, Store, StoreError};
 
 /// How often the owner refreshes its heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
-/// How old a heartbeat may be before the lease counts as stale.
-pub const STALE_AFTER: Duration = Duration::from_secs(10);
+/// How old a heartbeat may be before the lease counts as stale, unless `lease-expiry-secs`
+/// says otherwise.
+pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(30);
+
+/// The expiry this process declares on the leases it takes, in seconds (one per process: the
+/// engine sets it from its settings).
+static EXPIRY_SECS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(DEFAULT_EXPIRY.as_secs());
+
+/// Sets the expiry this process declares on the leases it takes from now on.
+pub fn set_expiry(expiry: Duration) {
+    EXPIRY_SECS.store(expiry.as_secs().max(1), Ordering::SeqCst);
+}
+
+/// The expiry this process declares on the leases it takes.
+pub fn expiry() -> Duration {
+    Duration::from_secs(EXPIRY_SECS.load(Ordering::SeqCst))
+}
 
 /// A lease row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -41,6 +60,9 @@ pub struct Lease {
     pub acquired_at: Timestamp,
     /// Its last heartbeat.
     pub heartbeat_at: Timestamp,
+    /// How long its heartbeat may be silent before the lease is stale.
+    #[serde(skip)]
+    pub expiry: Option<Duration>,
     /// The owner's start time (clock ticks after boot, `/proc/PID/stat`), when it could be
     /// read: a live process with this pid but another start time is not the owner.
     #[serde(skip)]
@@ -105,12 +127,13 @@ pub fn process_started(pid: u32) -> Option<u64> {
 }
 
 impl Lease {
-    /// Whether the lease no longer protects anything: its heartbeat is older than
-    /// [`STALE_AFTER`], or its owner ran on this host and is gone, defunct, or not the
-    /// process that now has its pid (a recycled pid).
+    /// Whether the lease no longer protects anything: its heartbeat is older than its expiry
+    /// ([`DEFAULT_EXPIRY`] when it declared none), or its owner ran on this host and is gone,
+    /// defunct, or not the process that now has its pid (a recycled pid).
     pub fn is_stale(&self, now: Timestamp, this_host: &str) -> bool {
         let age = now.duration_since(self.heartbeat_at);
-        let too_old = age.as_secs_f64() > STALE_AFTER.as_secs_f64();
+        let expiry = self.expiry.unwrap_or(DEFAULT_EXPIRY);
+        let too_old = age.as_secs_f64() > expiry.as_secs_f64();
         let recycled = || {
             self.started
                 .is_some_and(|t| process_started(self.pid).is_some_and(|now| now != t))
@@ -122,11 +145,15 @@ impl Lease {
 fn read_lease(conn: &crate::store::Connection, plan_id: &Id) -> Result<Option<Lease>, StoreError> {
     let row = conn
         .query_row(
-            "SELECT pid, host, kind, acquired_at, heartbeat_at, started FROM plan_leases WHERE plan_id = ?1",
+            "SELECT pid, host, kind, acquired_at, heartbeat_at, started, expiry_secs FROM plan_leases WHERE plan_id = ?1",
             [plan_id.to_string()],
             |r| {
                 Ok((
-                    (r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(5)?),
+                    (
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Option<i64>>(5)?,
+                        r.get::<_, Option<i64>>(6)?,
+                    ),
                     r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
                     r.get::<_, String>(3)?,
@@ -140,11 +167,14 @@ fn read_lease(conn: &crate::store::Connection, plan_id: &Id) -> Result<Option<Le
         column: "acquired_at",
         message: m,
     };
-    row.map(|((pid, started), host, kind, acquired, heartbeat)| {
+    row.map(|((pid, started, expiry), host, kind, acquired, heartbeat)| {
         Ok(Lease {
             plan_id: *plan_id,
             pid: u32::try_from(pid).unwrap_or(0),
             started: started.and_then(|t| u64::try_from(t).ok()),
+            expiry: expiry
+                .and_then(|s| u64::try_from(s).ok())
+                .map(Duration::from_secs),
             host,
             kind,
             acquired_at: acquired
@@ -232,6 +262,7 @@ fn recover_in(
                 kind: l.kind.clone(),
             })),
             by: None,
+            handover: false,
         }),
     )?;
     Ok(true)
@@ -243,6 +274,7 @@ fn recover_in(
 pub struct LeaseGuard {
     plan_id: Id,
     db: Location,
+    host: String,
     stop: Option<mpsc::Sender<()>>,
     heartbeat: Option<JoinHandle<()>>,
     lost: Arc<AtomicBool>,
@@ -271,8 +303,8 @@ impl Drop for LeaseGuard {
         let mut held = held_here().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Ok(store) = self.db.open() {
             let _ = store.conn().execute(
-                "DELETE FROM plan_leases WHERE plan_id = ?1 AND pid = ?2",
-                params![self.plan_id.to_string(), std::process::id()],
+                "DELETE FROM plan_leases WHERE plan_id = ?1 AND pid = ?2 AND host = ?3",
+                params![self.plan_id.to_string(), std::process::id(), self.host],
             );
         }
         held.remove(&(self.db.clone(), self.plan_id));
@@ -303,7 +335,7 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
         .transaction()?;
     recover_in(&tx, plan_id, &host)?;
     if let Some(lease) = read_lease(&tx, plan_id)?
-        && (lease.pid != pid || held.contains(&key))
+        && (lease.pid != pid || lease.host != host || held.contains(&key))
     {
         return Err(LeaseError::Held {
             plan_id: *plan_id,
@@ -314,20 +346,22 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
     }
     let now = Timestamp::now().to_string();
     tx.execute(
-        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at, started) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6) \
-         ON CONFLICT (plan_id) DO UPDATE SET kind = excluded.kind, heartbeat_at = excluded.heartbeat_at, started = excluded.started",
+        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at, started, expiry_secs) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7) \
+         ON CONFLICT (plan_id) DO UPDATE SET kind = excluded.kind, heartbeat_at = excluded.heartbeat_at, started = excluded.started, expiry_secs = excluded.expiry_secs",
         params![
             plan_id.to_string(),
             pid,
             host,
             kind,
             now,
-            process_started(pid).and_then(|t| i64::try_from(t).ok())
+            process_started(pid).and_then(|t| i64::try_from(t).ok()),
+            i64::try_from(expiry().as_secs()).unwrap_or(i64::MAX)
         ],
     )?;
     tx.commit()?;
-    held.insert(key);
-    Ok(start_heartbeat(store.location(), *plan_id))
+    lost_here().remove(&key);
+    held.insert(key.clone());
+    Ok(start_heartbeat(key, host))
 }
 
 /// What the holder of a lease is doing: a driver takes its lease under the phase the plan was
@@ -346,10 +380,29 @@ fn doing(tx: &crate::store::Transaction<'_>, plan_id: &Id, kind: String) -> Resu
     Ok(phase.unwrap_or(kind))
 }
 
-fn start_heartbeat(db: &Location, plan_id: Id) -> LeaseGuard {
+/// The leases of this process that another process took over (its heartbeat found the row
+/// gone or another owner's): the work under them stops at its next check ([`is_lost`]).
+fn lost_here() -> std::sync::MutexGuard<'static, std::collections::HashSet<(Location, Id)>> {
+    static LOST: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<(Location, Id)>>> =
+        std::sync::OnceLock::new();
+    LOST.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether this process's lease on `plan_id` in `db` was taken over by another process (one
+/// that judged it stale, for instance while this process was frozen): whoever works under it
+/// must stop without writing more.
+pub fn is_lost(db: &Location, plan_id: &Id) -> bool {
+    lost_here().contains(&(db.clone(), *plan_id))
+}
+
+fn start_heartbeat(key: (Location, Id), host: String) -> LeaseGuard {
+    let guard_host = host.clone();
     let (stop, stopped) = mpsc::channel::<()>();
     let lost = Arc::new(AtomicBool::new(false));
     let thread_lost = Arc::clone(&lost);
+    let (db, plan_id) = key.clone();
     let location = db.clone();
     let heartbeat = std::thread::Builder::new()
         .name(format!("lease-{}", plan_id.short()))
@@ -361,15 +414,18 @@ fn start_heartbeat(db: &Location, plan_id: Id) -> LeaseGuard {
                 stopped.recv_timeout(HEARTBEAT_INTERVAL)
             {
                 let updated = store.conn().execute(
-                    "UPDATE plan_leases SET heartbeat_at = ?3 WHERE plan_id = ?1 AND pid = ?2",
+                    "UPDATE plan_leases SET heartbeat_at = ?3 WHERE plan_id = ?1 AND pid = ?2 AND host = ?4",
                     params![
                         plan_id.to_string(),
                         std::process::id(),
-                        Timestamp::now().to_string()
+                        Timestamp::now().to_string(),
+                        host
                     ],
                 );
                 if matches!(updated, Ok(0)) {
                     thread_lost.store(true, Ordering::SeqCst);
+                    lost_here().insert(key);
+                    tracing::warn!(plan = %plan_id, "another process took this plan's lease over; its work here stops");
                     return;
                 }
             }
@@ -377,7 +433,8 @@ fn start_heartbeat(db: &Location, plan_id: Id) -> LeaseGuard {
         .ok();
     LeaseGuard {
         plan_id,
-        db: db.clone(),
+        db,
+        host: guard_host,
         stop: Some(stop),
         heartbeat,
         lost,
@@ -515,6 +572,7 @@ mod tests {
             acquired_at: Timestamp::now(),
             heartbeat_at: Timestamp::now(),
             started,
+            expiry: None,
         }
     }
 
@@ -579,8 +637,9 @@ mod tests {
             host: host_name(),
             kind: "execute".into(),
             acquired_at: Timestamp::now(),
-            heartbeat_at: Timestamp::now() - jiff::SignedDuration::from_secs(11),
+            heartbeat_at: Timestamp::now() - jiff::SignedDuration::from_secs(31),
             started: None,
+            expiry: None,
         };
         assert!(lease.is_stale(Timestamp::now(), &host_name()));
         let fresh = Lease {
@@ -588,6 +647,36 @@ mod tests {
             ..lease
         };
         assert!(!fresh.is_stale(Timestamp::now(), &host_name()));
+    }
+
+    #[test]
+    fn a_lease_is_judged_by_the_expiry_its_owner_declared() {
+        let lease = Lease {
+            heartbeat_at: Timestamp::now() - jiff::SignedDuration::from_secs(6),
+            expiry: Some(Duration::from_secs(5)),
+            ..lease_of(std::process::id(), None)
+        };
+        assert!(lease.is_stale(Timestamp::now(), &host_name()));
+        let patient = Lease {
+            expiry: Some(Duration::from_secs(60)),
+            ..lease
+        };
+        assert!(!patient.is_stale(Timestamp::now(), &host_name()));
+    }
+
+    #[test]
+    fn a_live_owner_on_another_host_holds_its_lease_until_its_heartbeat_expires() {
+        // Its pid may well be alive here: on another machine it is another process.
+        let elsewhere = Lease {
+            host: format!("{}-elsewhere", host_name()),
+            ..lease_of(1, None)
+        };
+        assert!(!elsewhere.is_stale(Timestamp::now(), &host_name()));
+        let silent = Lease {
+            heartbeat_at: Timestamp::now() - jiff::SignedDuration::from_secs(31),
+            ..elsewhere
+        };
+        assert!(silent.is_stale(Timestamp::now(), &host_name()));
     }
 
     #[test]

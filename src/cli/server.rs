@@ -271,9 +271,11 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         render: remote_error,
         stopping: stopping.clone(),
     });
-    let router = crate::server::router(shared);
+    let router = crate::server::router(Arc::clone(&shared));
     runtime
         .block_on(async {
+            // Plans whose driver is gone are resumed here (spec section 21).
+            crate::server::takeover::spawn(shared);
             match tls {
                 Some(tls) => crate::server::serve_tls(listener, router, tls, stopping).await,
                 None => crate::server::serve(listener, router, stopping).await,

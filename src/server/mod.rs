@@ -11,6 +11,7 @@
 mod auth;
 mod errors;
 mod events;
+pub mod takeover;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -254,7 +255,7 @@ impl Stopping {
 
     fn set(&self) {
         self.0.set.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.0.notify.notify_one();
+        self.0.notify.notify_waiters();
     }
 
     /// Sets this flag on SIGTERM or Ctrl-C from now on: call it (inside the server's runtime)
@@ -284,13 +285,28 @@ impl api::Observer for Stopping {
     fn interrupted(&self) -> bool {
         self.is_set()
     }
+
+    fn interrupted_by(&self) -> String {
+        format!("the server stopping (pid {})", std::process::id())
+    }
+
+    fn hands_over(&self) -> bool {
+        true
+    }
 }
 
-/// Waits until the server is asked to stop ([`Stopping::watch_signals`]).
-async fn shutdown_signal(stopping: Stopping) {
-    if !stopping.is_set() {
-        stopping.0.notify.notified().await;
+impl Stopping {
+    /// Waits until the server is asked to stop ([`Stopping::watch_signals`]).
+    pub async fn wait(&self) {
+        let notified = self.0.notify.notified();
+        if !self.is_set() {
+            notified.await;
+        }
     }
+}
+
+async fn shutdown_signal(stopping: Stopping) {
+    stopping.wait().await;
 }
 
 async fn ready(State(shared): State<Arc<Shared>>) -> Response {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Env, db_file, git_out, git_repo, ok, use_plan};
+use crate::support::{Env, git_out, git_repo, ok, use_plan};
 
 /// A child action that writes `text` into `file` (after an optional shell `before`).
 const ADD_FILE: &str = r#"name: local/add-file
@@ -185,14 +185,14 @@ fn sequential_children_branch_from_the_parents_sandbox_merge_back_and_apply_in_o
             .map(|d| d.chosen_option.as_str())
             .collect();
         assert_eq!(inherited, parent_invariants);
-        let link: (String, String, String) = rusqlite::Connection::open(db_file(&s.env))
-            .unwrap()
-            .query_row(
-                "SELECT upstream_decision_id, downstream_decision_id, dependency_type FROM decision_dependencies WHERE downstream_ref = ?1",
-                [child_id.to_string()],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .unwrap();
+        let link = crate::support::query_rows(
+            &s.env,
+            &format!(
+                "SELECT upstream_decision_id, downstream_decision_id, dependency_type FROM decision_dependencies WHERE downstream_ref = '{child_id}'"
+            ),
+        );
+        assert_eq!(link.len(), 1, "{link:?}");
+        let link = (link[0][0].clone(), link[0][1].clone(), link[0][2].clone());
         assert_eq!(link.0, k["spawn_decision_id"].as_str().unwrap());
         assert_eq!(link.1, root.decision_id.to_string());
         assert_eq!(link.2, "plan");

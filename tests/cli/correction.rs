@@ -1493,10 +1493,14 @@ fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
     assert_eq!(code, 0, "{tree:#}");
     assert_eq!(tree["data"]["summary"]["child_plans"], 2, "{tree:#}");
     assert!(tree["data"]["summary"]["superseded"].as_u64().unwrap() > 0);
-    let engine = cleveragents_engine::api::Engine::new(
+    let mut engine = cleveragents_engine::api::Engine::new(
         cleveragents_engine::paths::Paths::at(s.env.data_dir.clone(), s.env.config_path.clone()),
         cleveragents_engine::api::Settings::default(),
     );
+    // Where this environment's server keeps its records, when that is PostgreSQL.
+    if let Some(url) = crate::support::server::known_database(&s.env) {
+        engine = engine.with_database(cleveragents_engine::api::DatabaseLocation::Postgres(url));
+    }
     let mut bridge = Bridge::new(Connection::in_process(engine, false), None).unwrap();
     bridge.handle(Cmd::SelectPlan(id.clone()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

@@ -44,6 +44,7 @@ mod server_plan_views;
 mod server_postgres;
 mod server_registry;
 mod server_sessions;
+mod server_takeover;
 mod server_tls;
 mod sessions;
 mod setup_and_config;

@@ -495,6 +495,34 @@ pub fn open_store(env: &Env) -> cleveragents_engine::store::Store {
     .unwrap()
 }
 
+/// The rows of one query, each column as text, read where `env`'s records live: its SQLite
+/// file, or its server's PostgreSQL database. `query` takes no parameters (ids are ULIDs, safe
+/// to write in it).
+pub fn query_rows(env: &Env, query: &str) -> Vec<Vec<String>> {
+    if let Some(url) = server::known_database(env) {
+        return postgres::sql(&url, query)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.split('|').map(str::to_string).collect())
+            .collect();
+    }
+    let conn = rusqlite::Connection::open_with_flags(
+        db_file(env),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut stmt = conn.prepare(query).unwrap();
+    let columns = stmt.column_count();
+    stmt.query_map([], |r| {
+        (0..columns)
+            .map(|i| r.get::<_, String>(i))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
 /// Every row of every table but the server tokens, each as text.
 fn database_rows(env: &Env) -> Vec<Vec<u8>> {
     if let Some(url) = server::server_database(env) {

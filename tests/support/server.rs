@@ -225,6 +225,15 @@ impl Server {
         let _ = self.child.wait();
     }
 
+    /// Starts the server again on the same data directory (and database) after it stopped or
+    /// was killed; it listens on a new port.
+    pub fn start_again(&mut self) {
+        let database = known_database(&self.env);
+        let (url, token, child) =
+            spawn_on(&self.env, database, "again", &["--listen", "127.0.0.1:0"]);
+        (self.url, self.token, self.child) = (url, token, child);
+    }
+
     /// Sends a raw HTTP/1.1 request `head` (request line and headers, without the blank line
     /// that ends them) and `body`, even when the server answers before it has read it all:
     /// the status code and the body of the answer.

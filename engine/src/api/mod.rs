@@ -34,6 +34,7 @@ mod run;
 pub mod run_views;
 pub mod session_views;
 mod status;
+mod takeover;
 pub mod tokens;
 
 use std::sync::Arc;
@@ -130,6 +131,9 @@ pub struct Settings {
     pub max_cost_usd: Option<f64>,
     /// The default plan budget in tokens (`max-tokens`), if any.
     pub max_tokens: Option<u64>,
+    /// How long a driver's heartbeat may be silent before another process takes its plan
+    /// over (`lease-expiry-secs`).
+    pub lease_expiry: std::time::Duration,
 }
 
 impl Default for Settings {
@@ -140,6 +144,7 @@ impl Default for Settings {
             sandbox_retention_days: crate::sandbox::DEFAULT_RETENTION_DAYS,
             max_cost_usd: None,
             max_tokens: None,
+            lease_expiry: crate::lease::DEFAULT_EXPIRY,
         }
     }
 }
@@ -153,6 +158,7 @@ impl Settings {
             sandbox_retention_days: config.sandbox_retention_days(),
             max_cost_usd: config.file.max_cost_usd,
             max_tokens: config.file.max_tokens,
+            lease_expiry: config.lease_expiry(),
         }
     }
 }
@@ -187,6 +193,8 @@ impl Engine {
     /// A handle on the data directory `paths` with `settings`; nothing is opened yet, and
     /// progress goes nowhere until [`Engine::with_observer`].
     pub fn new(paths: Paths, settings: Settings) -> Self {
+        // The expiry this process declares on the leases it takes (one per process).
+        crate::lease::set_expiry(settings.lease_expiry);
         Self {
             database: crate::store::Location::Sqlite(paths.database()),
             paths,

@@ -480,6 +480,7 @@ mod tests {
             acquired_at: Timestamp::now(),
             heartbeat_at: Timestamp::now(),
             started: None,
+            expiry: None,
         };
         assert_eq!(
             StatusHeadline::of(&plan, Some(&lease), false, None, &approvals),

@@ -47,6 +47,7 @@ pub mod rollback;
 pub mod state;
 pub mod stop;
 pub mod strategize;
+pub mod takeover;
 pub mod transitions;
 pub mod trees;
 pub mod validations;
@@ -69,6 +70,15 @@ pub trait Observer: Send + Sync {
     /// Whether the user asked to stop (Ctrl-C); the engine then stops at the next safe point
     /// and leaves the plan resumable.
     fn interrupted(&self) -> bool {
+        false
+    }
+    /// Who asked to stop, as the `plan_interrupted` event records it.
+    fn interrupted_by(&self) -> String {
+        "user (Ctrl-C)".to_string()
+    }
+    /// Whether a stop hands the plan over: the server driving it is stopping, so another
+    /// instance of it may resume the plan (spec section 21); a user's Ctrl-C does not.
+    fn hands_over(&self) -> bool {
         false
     }
 }

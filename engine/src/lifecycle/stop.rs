@@ -15,8 +15,11 @@ use crate::lease;
 pub enum StopCause {
     /// `plan cancel` was requested.
     Cancel,
-    /// Ctrl-C.
+    /// Ctrl-C, or the server driving the plan was asked to stop.
     Interrupt,
+    /// Another process took the plan's lease over (it judged this one gone: frozen past the
+    /// lease's expiry): this process stops and records nothing, the plan is no longer its own.
+    LeaseLost,
 }
 
 /// Whether the plan's work must stop now (checked at every step, model turn and tool call).
@@ -24,6 +27,9 @@ pub enum StopCause {
 /// # Errors
 /// [`RunError::Store`].
 pub fn stop_cause(engine: &Lifecycle, plan_id: &Id) -> Result<Option<StopCause>, RunError> {
+    if lease::is_lost(engine.store().location(), plan_id) {
+        return Ok(Some(StopCause::LeaseLost));
+    }
     if lease::cancel_requested(engine.store(), plan_id)? {
         return Ok(Some(StopCause::Cancel));
     }
@@ -61,6 +67,10 @@ pub(crate) fn stop(
             if plan.state() == ProcessingState::Processing {
                 state::set_state(plan, ProcessingState::Queued)?;
                 let snapshot = plan.clone();
+                let (by, handover) = (
+                    engine.observer().interrupted_by(),
+                    engine.observer().hands_over(),
+                );
                 commit(
                     engine.store_mut(),
                     plan,
@@ -69,7 +79,8 @@ pub(crate) fn stop(
                         state: ProcessingState::Queued,
                         reason: "interrupted".into(),
                         previous_owner: None,
-                        by: Some("user (Ctrl-C)".into()),
+                        by: Some(by),
+                        handover,
                     }),
                     |tx| state::reason(tx, &snapshot, Some("interrupted")),
                 )?;
@@ -77,5 +88,6 @@ pub(crate) fn stop(
             }
             Ok(Stopped::Interrupted)
         }
+        StopCause::LeaseLost => Ok(Stopped::LeaseLost),
     }
 }

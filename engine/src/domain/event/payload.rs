@@ -343,6 +343,9 @@ pub struct PlanInterrupted {
     /// Who interrupted (written on Ctrl-C).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// The server driving the plan stopped: another instance may resume it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handover: bool,
 }
 
 /// `child_spawned`: a spawn step created (or reused) a child plan, on the parent.

@@ -999,7 +999,12 @@ fn watch_children(
         {
             pool.stop_all.store(true, Ordering::SeqCst);
             stop_cause = cause.or(Some(stop::StopCause::Cancel));
-            if cause != Some(stop::StopCause::Interrupt) {
+            // An interrupted parent, or one whose lease another process took over, leaves its
+            // children to be resumed with it.
+            if !matches!(
+                cause,
+                Some(stop::StopCause::Interrupt | stop::StopCause::LeaseLost)
+            ) {
                 let reason = engine.store().plan_cancel_reason(plan_id)?;
                 let why = format!(
                     "its parent {plan_id} was cancelled{}",
