@@ -29,6 +29,19 @@ fn corrupt(message: String) -> StoreError {
     }
 }
 
+/// A `LIKE` pattern for the keys nested under `key` (`key/...`).
+fn nested(key: &str) -> String {
+    let mut pattern = String::with_capacity(key.len() + 2);
+    for c in key.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push_str("/%");
+    pattern
+}
+
 impl Store {
     /// Appends an entry to the journal of `decision`'s step, with `call` (a model call's
     /// accounting row) in the same transaction. Returns the entry's sequence number.
@@ -98,14 +111,15 @@ impl Store {
         Ok(out)
     }
 
-    /// Clears the journal of `decision`'s step (the step starts afresh).
+    /// Clears the journal of `decision`'s step, with the journals nested under it (a graph
+    /// actor's nodes, keyed `<decision>/<step>:<node>`): the step starts afresh.
     ///
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn journal_clear(&mut self, plan_id: &Id, decision_id: &str) -> Result<(), StoreError> {
         self.conn().execute(
-            "DELETE FROM step_journal WHERE plan_id = ?1 AND decision_id = ?2",
-            params![plan_id.to_string(), decision_id],
+            "DELETE FROM step_journal WHERE plan_id = ?1 AND (decision_id = ?2 OR decision_id LIKE ?3 ESCAPE '\\')",
+            params![plan_id.to_string(), decision_id, nested(decision_id)],
         )?;
         Ok(())
     }
@@ -119,8 +133,8 @@ impl Store {
     /// [`StoreError::Sqlite`].
     pub fn journal_close(&mut self, plan_id: &Id, key: &str) -> Result<(), StoreError> {
         self.conn().execute(
-            "DELETE FROM step_journal WHERE plan_id = ?1 AND decision_id = ?2 AND kind <> 'resumed'",
-            params![plan_id.to_string(), key],
+            "DELETE FROM step_journal WHERE plan_id = ?1 AND (decision_id = ?2 OR decision_id LIKE ?3 ESCAPE '\\') AND kind <> 'resumed'",
+            params![plan_id.to_string(), key, nested(key)],
         )?;
         Ok(())
     }
