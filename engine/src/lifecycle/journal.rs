@@ -383,6 +383,10 @@ pub(crate) struct Rebuilt {
     /// The `model_started` entry of a model call that was in flight and is not accounted
     /// for yet (no earlier continuation recorded it as interrupted).
     pub lost: Option<Value>,
+    /// The journal ends with a model call that failed (a provider error ended the run, which
+    /// the user chose to retry): the run continues with that call made again, and its driver
+    /// did not vanish.
+    pub failed_call: bool,
 }
 
 impl Rebuilt {
@@ -414,8 +418,10 @@ pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
     let mut checkpoint = None;
     let mut lost = None;
     let mut open: Option<Open> = None;
+    let mut failed_call = false;
     for e in entries {
         let v = &e.entry;
+        failed_call = e.kind == "model" && v["reply"].is_null() && !v["record"]["error"].is_null();
         match e.kind.as_str() {
             "start" => history = Some(serde_json::from_value(v["history"].clone()).ok()?),
             "model_started" => {
@@ -504,6 +510,7 @@ pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
         point,
         checkpoint,
         lost,
+        failed_call,
     })
 }
 
