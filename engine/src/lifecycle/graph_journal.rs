@@ -254,3 +254,64 @@ pub(crate) fn continuation(
     }
     Ok(Some(Continuation { checkpoint, call }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Plan;
+
+    fn store() -> (tempfile::TempDir, Store, Id) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/x", "x", jiff::Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let id = plan.plan_id;
+        (dir, store, id)
+    }
+
+    fn add(store: &mut Store, plan: &Id, key: &str, kind: &str, entry: Value) {
+        store.journal_append(plan, key, kind, &entry, None).unwrap();
+    }
+
+    fn done(step: u32, node: &str, turns: u32, checkpoint: Value, wrote: bool) -> Value {
+        json!({"done": {"step": step, "node": node, "output": "ok", "is_error": false, "turns": turns,
+            "usage": {"input_tokens": 1, "output_tokens": 1}, "spent_usd": 0.0, "tool_calls": []},
+            "may_have_written": wrote, "checkpoint": checkpoint})
+    }
+
+    #[test]
+    fn a_walk_continues_from_the_latest_checkpoint_of_its_finished_nodes_or_of_the_open_nested_node()
+     {
+        let (_dir, mut store, plan) = store();
+        assert_eq!(continuation(&store, &plan, "d").unwrap(), None, "no journal");
+        let cp = |n: u64| json!({"trees": [], "tool_call_seq": n});
+        add(&mut store, &plan, "d", "node_started", json!({"step": 1, "node": "draft", "kind": "llm"}));
+        add(&mut store, &plan, "d", "node_done", done(1, "draft", 2, cp(1), true));
+        add(&mut store, &plan, "d", "node_started", json!({"step": 2, "node": "read", "kind": "tool"}));
+        add(&mut store, &plan, "d", "node_done", done(2, "read", 0, Value::Null, false));
+        add(&mut store, &plan, "d", "node_started", json!({"step": 3, "node": "sub", "kind": "graph"}));
+        // The tool node in flight is run again after the draft's checkpoint is restored.
+        assert_eq!(
+            continuation(&store, &plan, "d").unwrap(),
+            Some(Continuation { checkpoint: Some(cp(1)), call: 3 })
+        );
+        // The nested walk finished a writing tool node and is in its llm node's second call.
+        add(&mut store, &plan, "d/3:sub", "node_started", json!({"step": 1, "node": "stamp", "kind": "tool"}));
+        add(&mut store, &plan, "d/3:sub", "node_done", done(1, "stamp", 0, cp(2), true));
+        add(&mut store, &plan, "d/3:sub", "node_started", json!({"step": 2, "node": "inner", "kind": "llm"}));
+        let history = json!([{"role": "user", "text": "go"}]);
+        add(&mut store, &plan, "d/3:sub/2:inner", "start", json!({"history": history}));
+        add(&mut store, &plan, "d/3:sub/2:inner", "model", json!({"reply": {"role": "assistant", "text": "", "tool_calls": [{"id": "a", "name": "read_file", "arguments": "{}"}]},
+            "record": {"turn": 1, "usage": {"input_tokens": 1, "output_tokens": 1}, "stop_reason": null}}));
+        add(&mut store, &plan, "d/3:sub/2:inner", "tool", json!({"record": {"call_id": "a", "result": "x", "is_error": false}, "ends_run": false, "may_have_written": false, "checkpoint": null}));
+        add(&mut store, &plan, "d/3:sub/2:inner", "model_started", json!({"turn": 2}));
+        assert_eq!(
+            continuation(&store, &plan, "d").unwrap(),
+            Some(Continuation { checkpoint: Some(cp(2)), call: 2 + 2 }),
+            "the draft's two calls, then the inner node's second"
+        );
+        // A node that may have written without a checkpoint cannot be continued.
+        add(&mut store, &plan, "d/3:sub", "node_done", done(2, "inner", 2, Value::Null, true));
+        assert_eq!(continuation(&store, &plan, "d").unwrap(), None);
+    }
+}

@@ -242,4 +242,31 @@ mod tests {
         assert_eq!(store.journal(&id, "d2").unwrap().len(), 1);
         assert!(store.last_resume(&id).unwrap().is_none());
     }
+
+    #[test]
+    fn clearing_or_closing_a_journal_takes_the_journals_nested_under_its_key_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/x", "x", jiff::Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let id = plan.plan_id;
+        let keys = ["d_1", "d_1/1:draft", "d_1/2:sub/1:inner", "dx1/1:draft", "d_10/1:a"];
+        for key in keys {
+            for kind in ["node_started", "resumed"] {
+                store
+                    .journal_append(&id, key, kind, &serde_json::json!({}), None)
+                    .unwrap();
+            }
+        }
+        let left = |store: &Store| -> Vec<usize> {
+            keys.iter()
+                .map(|k| store.journal(&id, k).unwrap().len())
+                .collect()
+        };
+        store.journal_close(&id, "d_1").unwrap();
+        assert_eq!(left(&store), [1, 1, 1, 2, 2], "closing keeps the `resumed` entries");
+        // `_` is no wildcard here: `dx1/...` and `d_10/...` are other steps' journals.
+        store.journal_clear(&id, "d_1").unwrap();
+        assert_eq!(left(&store), [0, 0, 0, 2, 2]);
+    }
 }
