@@ -147,6 +147,13 @@ pub struct WalkRecord {
     pub open: bool,
 }
 
+/// An llm node's journal, with the conversation and the point it continues from when it had
+/// begun (see [`GraphJournal::node_run`]).
+pub type NodeRun = (
+    std::sync::Arc<dyn RunJournal>,
+    Option<(Vec<Message>, ResumePoint)>,
+);
+
 /// Where a graph actor's walk records its progress (docs/actors.md, "Graph actors"). Each
 /// method is called before the walk goes on, so what it writes durably is what a
 /// continuation finds.
@@ -161,14 +168,7 @@ pub trait GraphJournal: Send + Sync + std::fmt::Debug {
     fn node_done(&self, path: &str, done: &NodeDone);
     /// The journal of the llm node whose loop is at `path` (its calls numbered after
     /// `offset`), with the conversation and the point it continues from when it had begun.
-    fn node_run(
-        &self,
-        path: &str,
-        offset: u32,
-    ) -> (
-        std::sync::Arc<dyn RunJournal>,
-        Option<(Vec<Message>, ResumePoint)>,
-    );
+    fn node_run(&self, path: &str, offset: u32) -> NodeRun;
     /// The walk at `path` continues after what it recorded, at model call `call` of the run
     /// (no node's own journal was continued).
     fn resumed(&self, path: &str, call: u32);

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::journal::{Journaled, StepJournal, internal_checkpoint, rebuild};
 use crate::actors::messages::Message;
-use crate::actors::runtime::{GraphJournal, NodeDone, ResumePoint, RunJournal, WalkRecord};
+use crate::actors::runtime::{GraphJournal, NodeDone, NodeRun, RunJournal, WalkRecord};
 use crate::domain::Id;
 use crate::sandbox::Sandboxes;
 use crate::store::step_journal::JournalEntry;
@@ -128,11 +128,7 @@ impl GraphJournal for GraphStepJournal {
         );
     }
 
-    fn node_run(
-        &self,
-        path: &str,
-        offset: u32,
-    ) -> (Arc<dyn RunJournal>, Option<(Vec<Message>, ResumePoint)>) {
+    fn node_run(&self, path: &str, offset: u32) -> NodeRun {
         let mut step = self.step.clone();
         step.key = path.to_string();
         let journal = match StepJournal::open(&self.db, self.sandboxes.clone(), step) {
