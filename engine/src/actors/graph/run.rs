@@ -18,6 +18,10 @@
 //!   [`Stop::StepLimit`] after `limits.max-steps` steps ([`DEFAULT_MAX_STEPS`] without one).
 //! - A node's run that stops for any reason but an answer (a tool that ends the run, the
 //!   turn limit, the budget, cancellation, a provider failure) stops the graph the same way.
+//! - With a graph journal ([`RunRequest::graph`]) the walk records each node as it starts
+//!   and, when it answered, what it gave; each llm node's loop journals its calls under the
+//!   node's path. A run continued from its journal replays the finished nodes (their outputs
+//!   decide the same edges) without running them and continues the node that was open.
 
 use std::collections::BTreeSet;
 use std::future::Future;
