@@ -567,7 +567,8 @@ r project create --resource local/rrepo rapp >/dev/null || fail "resume: project
 printf 'name: local/ab\ndefinition-of-done: a.log and b.log hold %s lines each\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n' \
   "$RES_CALLS" > "$WORK/ab.yaml"
 r action create --available --config "$WORK/ab.yaml" >/dev/null || fail "resume: action create"
-# A plan at its execute gate (Strategize is not killed here: it keeps no journal yet).
+# A plan at its execute gate (its Strategize runs in `plan use`, before the kills;
+# `cli::durable_execute` kills Strategize and the invariant actor).
 new_plan() { r plan use --strategy-actor scripted/m --execution-actor scripted/m --automation-profile supervised local/ab rapp | jq -r .data.plan_id; }
 requests() { wc -l < "$RLOG"; }
 # Model requests in the log after line $1: made (all), re-bought (the same conversation was

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::lifecycle::{Setup, scripted_env, setup_with};
+use crate::support::kill::{self, chat_requests};
 use crate::support::provider_server::{ProviderServer, Turn};
 use crate::support::{db_file, run_keyed};
 
@@ -111,14 +112,6 @@ fn planned(server: &ProviderServer) -> (Setup, String) {
     (s, id)
 }
 
-fn chat_requests(server: &ProviderServer) -> usize {
-    server
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("/chat/completions"))
-        .count()
-}
-
 /// `calls.log` in the plan's sandbox, without the ids that tell the replies apart.
 fn calls_log(s: &Setup, plan: &str) -> Vec<String> {
     let id: cleveragents_engine::domain::Id = plan.parse().unwrap();
@@ -165,32 +158,18 @@ fn interrupted(s: &Setup) -> Vec<(i64, i64)> {
 
 /// Spawns `plan execute` and kills it (SIGKILL) once `ready` holds.
 fn kill_when(s: &Setup, id: &str, ready: &dyn Fn() -> bool) {
-    let mut driver = kill_unreaped_when(s, id, ready);
-    driver.wait().unwrap();
+    kill::kill_when(&s.env, &["plan", "execute", id], ready);
 }
 
-/// As [`kill_when`], without reaping the driver: it stays defunct (a zombie, its pid still
-/// listed) until the caller waits for it.
-fn kill_unreaped_when(s: &Setup, id: &str, ready: &dyn Fn() -> bool) -> std::process::Child {
-    let mut driver = s
-        .env
-        .command(&["--format", "json", "plan", "execute", id])
-        .env("SCRIPTED_API_KEY", "sk-test")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !ready() {
-        assert!(Instant::now() < deadline, "the moment to kill never came");
-        assert!(
-            driver.try_wait().unwrap().is_none(),
-            "the driver ended early"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    driver.kill().unwrap();
-    driver
+/// A plan of [`model`] whose driver was killed while the model call after the fourth tool
+/// call (the fifth executor call) was in flight; `stalled` is set. The plan's next `plan
+/// execute` resumes it.
+fn killed_during_the_fifth_call() -> (ProviderServer, Setup, String, Arc<AtomicBool>) {
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = model(Some(4), Arc::clone(&stalled));
+    let (s, id) = planned(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    (server, s, id, stalled)
 }
 
 fn expected_log() -> Vec<String> {
@@ -211,10 +190,7 @@ fn a_driver_killed_after_the_fourth_tool_call_resumes_at_the_fifth_model_call() 
     assert_eq!(whole.calls, uninterrupted as u64, "{whole:?}");
 
     // Killed while the model call after the fourth tool call is in flight.
-    let stalled = Arc::new(AtomicBool::new(false));
-    let server = model(Some(4), Arc::clone(&stalled));
-    let (s, id) = planned(&server);
-    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    let (server, s, id, _stalled) = killed_during_the_fifth_call();
     let before_resume = chat_requests(&server);
     assert_eq!(
         before_resume,
@@ -329,10 +305,7 @@ fn a_driver_killed_during_a_tool_call_re_issues_only_that_call_with_its_partial_
 
 #[test]
 fn a_driver_killed_again_while_it_resumes_makes_only_the_call_in_flight_again() {
-    let stalled = Arc::new(AtomicBool::new(false));
-    let server = model(Some(4), Arc::clone(&stalled));
-    let (s, id) = planned(&server);
-    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    let (server, s, id, stalled) = killed_during_the_fifth_call();
     // The resumed driver restores the sandbox, makes the fifth call again, and is killed
     // while that call is in flight too.
     stalled.store(false, Ordering::SeqCst);
@@ -450,22 +423,26 @@ const NOTES: &str = r#"{"key": "notes", "decision_type": "implementation_choice"
 /// comes; `stalled` is set then.
 fn strategist(stall_at: Option<usize>, stalled: Arc<AtomicBool>) -> ProviderServer {
     ProviderServer::responding(move |body| {
-        let n = results_in(body);
-        if stall_at == Some(n) && !stalled.swap(true, Ordering::SeqCst) {
+        if stall_at == Some(results_in(body)) && !stalled.swap(true, Ordering::SeqCst) {
             return Turn::Stall;
         }
-        match n {
-            0 => Turn::tools("", &[("read_file", r#"{"path": "README"}"#)], (50, 5)),
-            1 => Turn::tools("", &[("record_decision", DECISION)], (60, 6)),
-            2 => Turn::tools("", &[("list_files", r#"{"glob": "**"}"#)], (70, 7)),
-            3 => Turn::tools("", &[("record_decision", NOTES)], (80, 8)),
-            _ => Turn::tools(
-                "",
-                &[("finish_strategy", r#"{"summary": "two steps"}"#)],
-                (90, 9),
-            ),
-        }
+        strategist_reply(body)
     })
+}
+
+/// The reply of [`strategist`] to a request.
+fn strategist_reply(body: &Value) -> Turn {
+    match results_in(body) {
+        0 => Turn::tools("", &[("read_file", r#"{"path": "README"}"#)], (50, 5)),
+        1 => Turn::tools("", &[("record_decision", DECISION)], (60, 6)),
+        2 => Turn::tools("", &[("list_files", r#"{"glob": "**"}"#)], (70, 7)),
+        3 => Turn::tools("", &[("record_decision", NOTES)], (80, 8)),
+        _ => Turn::tools(
+            "",
+            &[("finish_strategy", r#"{"summary": "two steps"}"#)],
+            (90, 9),
+        ),
+    }
 }
 
 /// A plan of `local/six` with the scripted strategist under `manual`: created, waiting at
@@ -610,7 +587,9 @@ fn a_driver_left_defunct_after_sigkill_does_not_hold_its_plan() {
     let stalled = Arc::new(AtomicBool::new(false));
     let server = model(Some(4), Arc::clone(&stalled));
     let (s, id) = planned(&server);
-    let mut driver = kill_unreaped_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    let mut driver = kill::kill_unreaped_when(&s.env, &["plan", "execute", &id], &|| {
+        stalled.load(Ordering::SeqCst)
+    });
     let pid = driver.id();
     let deadline = Instant::now() + Duration::from_secs(10);
     while process_state(pid).as_deref() != Some("Z") {
@@ -636,10 +615,7 @@ fn a_driver_left_defunct_after_sigkill_does_not_hold_its_plan() {
 
 #[test]
 fn a_lease_whose_pid_now_belongs_to_another_process_is_taken_over() {
-    let stalled = Arc::new(AtomicBool::new(false));
-    let server = model(Some(4), Arc::clone(&stalled));
-    let (s, id) = planned(&server);
-    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    let (server, s, id, _stalled) = killed_during_the_fifth_call();
     let (_, started) = lease_row(&s, &id).expect("the dead driver's lease");
     assert!(
         started.is_some(),
@@ -667,10 +643,7 @@ fn a_lease_whose_pid_now_belongs_to_another_process_is_taken_over() {
 
 #[test]
 fn a_lease_whose_live_owner_has_the_recorded_start_time_is_not_taken_over() {
-    let stalled = Arc::new(AtomicBool::new(false));
-    let server = model(Some(4), Arc::clone(&stalled));
-    let (s, id) = planned(&server);
-    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    let (_server, s, id, _stalled) = killed_during_the_fifth_call();
     // A live process recorded with its own start time: the owner, alive.
     let mut owner = std::process::Command::new("sleep")
         .arg("60")
@@ -743,37 +716,18 @@ fn a_child_plans_step_killed_with_its_parent_resumes_at_the_exact_call() {
     }
     // The parent drives its child in its own process; both are killed while the child's
     // fifth model call is in flight.
-    let mut driver = s
-        .env
-        .command(&[
-            "--format",
-            "json",
+    kill::kill_when(
+        &s.env,
+        &[
             "plan",
             "use",
             "--automation-profile",
             "trusted",
             "local/parent-six",
             "app",
-        ])
-        .env("SCRIPTED_API_KEY", "sk-test")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !stalled.load(Ordering::SeqCst) {
-        assert!(
-            Instant::now() < deadline,
-            "the child's fifth call never came"
-        );
-        assert!(
-            driver.try_wait().unwrap().is_none(),
-            "the driver ended early"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    driver.kill().unwrap();
-    driver.wait().unwrap();
+        ],
+        &|| stalled.load(Ordering::SeqCst),
+    );
     let (parent, child) = parent_and_child(&s).expect("a child plan");
     assert_eq!(
         chat_requests(&server),
@@ -812,6 +766,184 @@ fn a_child_plans_step_killed_with_its_parent_resumes_at_the_exact_call() {
             &serde_json::json!(1),
             &serde_json::json!(1)
         ),
+        "{status:#}"
+    );
+}
+
+#[test]
+fn a_strategist_whose_fourth_call_failed_transiently_retries_at_that_call() {
+    // `manual` does not retry a transient failure in the client: the plan asks whether to
+    // retry, and the retry continues Strategize at the call that failed.
+    let failed = AtomicBool::new(false);
+    let server = ProviderServer::responding(move |body| {
+        if results_in(body) == 3 && !failed.swap(true, Ordering::SeqCst) {
+            return Turn::status(503, "overloaded");
+        }
+        strategist_reply(body)
+    });
+    let (s, id) = waiting_to_strategize(&server);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(
+        chat_requests(&server),
+        4,
+        "three answered, the fourth failed"
+    );
+    let (doc, _) = run_keyed(&s.env, &["plan", "approvals", &id]);
+    let approvals = doc["data"]["approvals"].as_array().unwrap();
+    assert_eq!(approvals[0]["kind"], "transient_failure", "{doc:#}");
+    let apr = approvals[0]["approval_id"].as_str().unwrap().to_string();
+
+    let (doc, code) = run_keyed(&s.env, &["plan", "decide", &apr, "--option", "1"]);
+    assert_eq!(
+        code, 3,
+        "the retried Strategize waits at the execute gate: {doc:#}"
+    );
+    assert_eq!(
+        chat_requests(&server),
+        5 + 1,
+        "the retry asked again only for the call that failed, not for the three answered"
+    );
+    let decisions = strategist_decisions(&s, &id);
+    assert_eq!(
+        decisions.len(),
+        2,
+        "each decision recorded once: {decisions:?}"
+    );
+    let u = usage(&s, &id);
+    assert_eq!(
+        (u.calls, u.failed_calls, u.interrupted_calls),
+        (6, 1, 0),
+        "five answered and the one that failed: {u:?}"
+    );
+}
+
+/// The ids of the candidate invariants listed in an invariant actor's system prompt.
+fn candidate_ids(body: &Value) -> Vec<String> {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("- ")?.split_once(" (").map(|(id, _)| id))
+        .filter(|id| !id.contains(' '))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A model that is the plan's invariant actor and its strategist. As invariant actor it
+/// first answers without a candidate (an error comes back), then with every candidate
+/// effective; as strategist it is [`strategist`]. `stall` names what stalls once:
+/// `"invariants"` (the invariant actor's second call) or `"strategist"` (the strategist's
+/// second call); `stalled` is set then.
+fn reconciling(stall: &'static str, stalled: Arc<AtomicBool>) -> ProviderServer {
+    ProviderServer::responding(move |body| {
+        let n = results_in(body);
+        if offers(body, "reconcile_invariants") {
+            if stall == "invariants" && n == 1 && !stalled.swap(true, Ordering::SeqCst) {
+                return Turn::Stall;
+            }
+            let ids = candidate_ids(body);
+            let effective = if n == 0 { &ids[..0] } else { &ids[..] };
+            let args = serde_json::json!({"effective": effective, "dropped": []});
+            return Turn::tools("", &[("reconcile_invariants", &args.to_string())], (30, 3));
+        }
+        if stall == "strategist" && n == 1 && !stalled.swap(true, Ordering::SeqCst) {
+            return Turn::Stall;
+        }
+        strategist_reply(body)
+    })
+}
+
+/// A plan of `local/six` with `scripted/m` as its invariant actor and strategist, waiting at
+/// its strategize gate (`manual`).
+fn waiting_to_reconcile(server: &ProviderServer) -> (Setup, String) {
+    let s = setup_with(ACTION);
+    scripted_env(&s, server, "openai");
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--invariant-actor",
+            "scripted/m",
+            "--strategy-actor",
+            "scripted/m",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "manual",
+            "local/six",
+            "app",
+        ],
+    );
+    assert_eq!(code, 3, "waits at the strategize gate: {doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    (s, id)
+}
+
+/// The chat requests that offered `tool` (the invariant actor's, or the strategist's).
+fn requests_offering(server: &ProviderServer, tool: &str) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions") && offers(&r.body, tool))
+        .count()
+}
+
+#[test]
+fn an_invariant_actor_killed_during_its_second_call_resumes_at_that_call_and_is_not_asked_again() {
+    // Uninterrupted: two invariant actor calls, five strategist calls.
+    let server = reconciling("none", Arc::new(AtomicBool::new(false)));
+    let (s, id) = waiting_to_reconcile(&server);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "waits at the execute gate: {doc:#}");
+    assert_eq!(requests_offering(&server, "reconcile_invariants"), 2);
+    assert_eq!(requests_offering(&server, "finish_strategy"), 5);
+    let decisions = strategist_decisions(&s, &id);
+
+    // Killed while the invariant actor's second call is in flight.
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = reconciling("invariants", Arc::clone(&stalled));
+    let (s, id) = waiting_to_reconcile(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    assert_eq!(requests_offering(&server, "reconcile_invariants"), 2);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(
+        code, 3,
+        "the resumed plan waits at the execute gate: {doc:#}"
+    );
+    assert_eq!(
+        requests_offering(&server, "reconcile_invariants"),
+        2 + 1,
+        "only the call in flight was made again"
+    );
+    assert_eq!(strategist_decisions(&s, &id), decisions);
+    assert_eq!(interrupted(&s), vec![(2, 0)], "the call in flight, once");
+
+    // Killed while the strategist's second call is in flight, after the invariant actor
+    // answered: the answer is in its journal, so the invariant actor is not asked again.
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = reconciling("strategist", Arc::clone(&stalled));
+    let (s, id) = waiting_to_reconcile(&server);
+    kill_when(&s, &id, &|| stalled.load(Ordering::SeqCst));
+    assert_eq!(requests_offering(&server, "reconcile_invariants"), 2);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(
+        code, 3,
+        "the resumed plan waits at the execute gate: {doc:#}"
+    );
+    assert_eq!(
+        requests_offering(&server, "reconcile_invariants"),
+        2,
+        "the invariant actor's answer was not bought again"
+    );
+    assert_eq!(requests_offering(&server, "finish_strategy"), 5 + 1);
+    assert_eq!(strategist_decisions(&s, &id), decisions);
+    let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
+    let u = &status["data"]["usage"];
+    assert_eq!(
+        (&u["calls"], &u["interrupted_calls"]),
+        (&serde_json::json!(2 + 5 + 1), &serde_json::json!(1)),
         "{status:#}"
     );
 }

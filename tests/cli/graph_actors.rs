@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use super::lifecycle::{scripted_env, setup_with};
+use crate::support::kill::{chat_requests, kill_when};
 use crate::support::provider_server::{ProviderServer, Turn};
 use crate::support::{Env, db_file, run_keyed};
 
@@ -404,28 +405,25 @@ fn writer_model(stalled: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Provi
     })
 }
 
-#[test]
-fn a_graph_actors_step_killed_midway_still_counts_the_calls_it_paid_for() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    if crate::support::through_server::in_process_only(
-        "it kills the process that drives the plan; through a server that is the server",
-    ) {
-        return;
-    }
-    let stalled = Arc::new(AtomicBool::new(false));
-    let server = writer_model(Arc::clone(&stalled));
+/// A plan of `local/notes` whose execution actor is the graph `yaml`, waiting at its
+/// execute gate (`supervised`).
+fn graph_plan(server: &ProviderServer, yaml: &str) -> (super::lifecycle::Setup, String) {
     let s = setup_with(ONE_STEP);
-    scripted_env(&s, &server, "openai");
-    let (doc, code) = add_graph(&s.env, GRAPH);
+    scripted_env(&s, server, "openai");
+    let (doc, code) = add_graph(&s.env, yaml);
     assert_eq!(code, 0, "{doc:#}");
+    let name = yaml
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("name: "))
+        .unwrap();
     let (doc, code) = run_keyed(
         &s.env,
         &[
             "plan",
             "use",
             "--execution-actor",
-            "local/writer-loop",
+            name,
             "--automation-profile",
             "supervised",
             "local/notes",
@@ -436,37 +434,187 @@ fn a_graph_actors_step_killed_midway_still_counts_the_calls_it_paid_for() {
     );
     assert_eq!(code, 3, "waits at the execute gate: {doc:#}");
     let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
-    let mut driver = s
-        .env
-        .command(&["--format", "json", "plan", "execute", &id])
-        .env("SCRIPTED_API_KEY", "sk-test")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !stalled.load(Ordering::SeqCst) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second draft never came"
-        );
-        assert!(
-            driver.try_wait().unwrap().is_none(),
-            "the driver ended early"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    (s, id)
+}
+
+/// The file `path` in the plan's sandbox (empty before it exists).
+fn sandbox_file(s: &super::lifecycle::Setup, plan: &str, path: &str) -> String {
+    let id: cleveragents_engine::domain::Id = plan.parse().unwrap();
+    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap();
+    let Some(sb) = store.sandboxes_of_plan(&id).unwrap().into_iter().next() else {
+        return String::new();
+    };
+    std::fs::read_to_string(sb.root_dir.join("work").join(path)).unwrap_or_default()
+}
+
+#[test]
+fn a_graph_actors_step_killed_in_a_model_node_resumes_at_that_node_and_call() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if crate::support::through_server::in_process_only(
+        "it kills the process that drives the plan; through a server that is the server",
+    ) {
+        return;
     }
-    driver.kill().unwrap();
-    driver.wait().unwrap();
-    // Draft (two calls) and review answered, the second draft's first call in flight.
-    assert_eq!(server.requests().len(), 4);
+    // Uninterrupted, for comparison: six model calls.
+    let server = writer_model(Arc::new(AtomicBool::new(true)));
+    let (s, id) = graph_plan(&server, GRAPH);
     let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
-    assert_eq!(code, 3, "the step ran again to the apply gate: {doc:#}");
-    // A graph actor keeps no journal: the step ran again from its start (six calls).
-    assert_eq!(server.requests().len(), 4 + 6);
+    assert_eq!(code, 3, "waits at the apply gate: {doc:#}");
+    let uninterrupted = chat_requests(&server);
+    assert_eq!(uninterrupted, 6);
+    let notes = sandbox_file(&s, &id, "NOTES.md");
+    assert_eq!(notes, "Release 1.2 (2026-12-01)\n");
+
+    // Killed while the second draft pass's first call is in flight: the draft (two calls),
+    // check and review nodes are done.
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = writer_model(Arc::clone(&stalled));
+    let (s, id) = graph_plan(&server, GRAPH);
+    kill_when(&s.env, &["plan", "execute", &id], &|| {
+        stalled.load(Ordering::SeqCst)
+    });
+    assert_eq!(chat_requests(&server), 4);
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "the resumed step reaches the apply gate: {doc:#}");
+    assert!(
+        chat_requests(&server) <= uninterrupted + 1,
+        "{} model calls, {uninterrupted} uninterrupted: finished nodes were run again",
+        chat_requests(&server)
+    );
+    assert_eq!(
+        chat_requests(&server),
+        4 + 3,
+        "the call in flight, then the rest"
+    );
+    assert_eq!(sandbox_file(&s, &id, "NOTES.md"), notes);
     let (status, _) = run_keyed(&s.env, &["plan", "status", &id]);
     assert_eq!(
-        status["data"]["usage"]["calls"], 9,
-        "the three calls answered before the kill are counted, with the six of the run again: {status:#}"
+        status["data"]["usage"]["calls"], 7,
+        "six answered and the one in flight, each once: {status:#}"
+    );
+    assert_eq!(
+        status["data"]["usage"]["interrupted_calls"], 1,
+        "{status:#}"
+    );
+    assert_eq!(
+        status["data"]["resumed"]["text"], "resumed at call 4 of step 1",
+        "{status:#}"
+    );
+}
+
+/// draft (llm) -> stamp (tool: appends a line to calls.log, then waits for `GATE` when it
+/// exists as a path) -> review (llm).
+const STAMPED: &str = r#"name: local/stamped
+type: graph
+graph:
+  entry: draft
+  nodes:
+    - name: draft
+      type: llm
+      model: scripted/m
+    - name: stamp
+      type: tool
+      tool: shell_execute
+      args: { command: "printf 'stamped\\n' >> calls.log; while [ -e GATE ] && [ ! -e GATE/go ]; do sleep 0.05; done" }
+    - name: review
+      type: llm
+      model: scripted/m
+      system-prompt: You review release notes. Answer LGTM or REVISE.
+  edges:
+    - { source: draft, target: stamp }
+    - { source: stamp, target: review }
+    - { source: review, target: end }
+"#;
+
+/// The stamped graph's model: the draft node writes NOTES.md and answers, the review node
+/// answers LGTM (its first call stalls once when `stall_review`; `stalled` is set then).
+fn stamped_model(
+    stall_review: bool,
+    stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> ProviderServer {
+    use std::sync::atomic::Ordering;
+    ProviderServer::responding(move |body| {
+        let text = body["messages"].to_string();
+        if text.contains("You review release notes") {
+            if stall_review && !stalled.swap(true, Ordering::SeqCst) {
+                return Turn::Stall;
+            }
+            return Turn::text("LGTM", (50, 8));
+        }
+        if text.contains("\"tool\"") {
+            Turn::text("Drafted NOTES.md", (21, 5))
+        } else {
+            Turn::tools(
+                "",
+                &[(
+                    "write_file",
+                    r#"{"path": "NOTES.md", "content": "Release 1.2\n"}"#,
+                )],
+                (20, 5),
+            )
+        }
+    })
+}
+
+#[test]
+fn a_graph_actors_finished_tool_node_is_not_run_again_and_one_in_flight_is_re_issued_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if crate::support::through_server::in_process_only(
+        "it kills the process that drives the plan; through a server that is the server",
+    ) {
+        return;
+    }
+    // Killed while the review node's call is in flight, after the tool node stamped.
+    let stalled = Arc::new(AtomicBool::new(false));
+    let server = stamped_model(true, Arc::clone(&stalled));
+    let (s, id) = graph_plan(&server, STAMPED);
+    kill_when(&s.env, &["plan", "execute", &id], &|| {
+        stalled.load(Ordering::SeqCst)
+    });
+    assert_eq!(
+        chat_requests(&server),
+        3,
+        "draft (two calls) and the review in flight"
+    );
+    assert_eq!(sandbox_file(&s, &id, "calls.log"), "stamped\n");
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "the resumed step reaches the apply gate: {doc:#}");
+    assert_eq!(
+        chat_requests(&server),
+        3 + 1,
+        "only the review's call again"
+    );
+    assert_eq!(
+        sandbox_file(&s, &id, "calls.log"),
+        "stamped\n",
+        "the finished tool node did not run again"
+    );
+    assert_eq!(sandbox_file(&s, &id, "NOTES.md"), "Release 1.2\n");
+
+    // Killed while the tool node itself runs: its line appended, it waits at the gate.
+    let gate = tempfile::tempdir().unwrap();
+    std::fs::create_dir(gate.path().join("gate")).unwrap();
+    let gated = STAMPED.replace("GATE", &gate.path().join("gate").display().to_string());
+    let server = stamped_model(false, Arc::new(AtomicBool::new(false)));
+    let (s, id) = graph_plan(&server, &gated);
+    kill_when(&s.env, &["plan", "execute", &id], &|| {
+        sandbox_file(&s, &id, "calls.log") == "stamped\n"
+    });
+    assert_eq!(chat_requests(&server), 2, "the draft's two calls");
+    std::fs::write(gate.path().join("gate").join("go"), b"").unwrap();
+    let (doc, code) = run_keyed(&s.env, &["plan", "execute", &id]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(chat_requests(&server), 3, "no model call made again");
+    assert_eq!(
+        sandbox_file(&s, &id, "calls.log"),
+        "stamped\n",
+        "the partial effect of the tool node in flight was undone before it ran again"
+    );
+    assert_eq!(
+        sandbox_file(&s, &id, "NOTES.md"),
+        "Release 1.2\n",
+        "restored to the checkpoint after the draft node, whose work stays"
     );
 }

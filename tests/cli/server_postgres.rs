@@ -136,7 +136,11 @@ fn a_database_migrated_by_a_newer_release_is_refused_by_name_and_left_unchanged(
     let out = migrate(&host);
     assert!(out.status.success(), "{out:?}");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["data"]["schema"], 25, "{doc:#}");
+    assert_eq!(
+        doc["data"]["schema"],
+        cleveragents_engine::store::latest_schema_version(),
+        "the schema SQLite's migrations build: {doc:#}"
+    );
     sql(
         &database,
         "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (999, 'future', 'now', '0')",
@@ -176,7 +180,11 @@ fn server_start_says_which_database_it_serves_and_never_prints_its_password() {
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
     let name = database.rsplit_once('/').unwrap().1;
-    assert!(line.contains("schema v25"), "{line}");
+    let schema = format!(
+        "schema v{}",
+        cleveragents_engine::store::latest_schema_version()
+    );
+    assert!(line.contains(&schema), "{line}");
     assert!(line.contains("agents@127.0.0.1"), "{line}");
     assert!(line.contains(name), "{line}");
     assert!(!line.contains("s3cret"), "{line}");

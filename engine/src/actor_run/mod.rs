@@ -582,6 +582,7 @@ pub fn run_model_actor(
         history,
         journal: None,
         resume_at: None,
+        graph: None,
     };
     let run = drive(&rt, &brain, &run_request, &host, &cancel, interrupted)?;
     let ctx = CallContext {

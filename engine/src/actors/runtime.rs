@@ -96,6 +96,82 @@ pub struct RunRequest {
     /// The point a journaled run continues from (`history` is then the conversation rebuilt
     /// from its journal).
     pub resume_at: Option<ResumePoint>,
+    /// For a graph actor's run: where the walk records each node as it starts and ends, and
+    /// where each llm node's loop keeps its own journal, so that a run whose process vanished
+    /// continues at the node, and in it at the call, where it was (docs/actors.md, "Graph
+    /// actors"). `None` runs the graph afresh.
+    pub graph: Option<GraphJournalAt>,
+}
+
+/// A graph walk's place in its journal: the journal, the walk's path (the step's key, then
+/// `/<step>:<node>` for each nested graph node) and the calls made before the walk began
+/// (model calls are numbered across the whole run).
+#[derive(Debug, Clone)]
+pub struct GraphJournalAt {
+    /// The journal.
+    pub journal: std::sync::Arc<dyn GraphJournal>,
+    /// The walk's path.
+    pub path: String,
+    /// Model calls made before this walk began.
+    pub offset: u32,
+}
+
+/// A graph node the walk finished (its node run answered), as journaled.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct NodeDone {
+    /// The walk's step the node ran at (1-based).
+    pub step: u32,
+    /// The node.
+    pub node: String,
+    /// Its output.
+    pub output: String,
+    /// Whether the output is an error.
+    pub is_error: bool,
+    /// Model calls it made.
+    pub turns: u32,
+    /// Their tokens.
+    pub usage: Usage,
+    /// Their priced cost.
+    pub spent_usd: f64,
+    /// Its tool calls (turns within the node).
+    pub tool_calls: Vec<ToolCallRecord>,
+}
+
+/// What a graph walk's journal says happened (see [`GraphJournal::walk`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WalkRecord {
+    /// The nodes finished, in order.
+    pub done: Vec<NodeDone>,
+    /// Whether a node had started after them (it is continued, or run again when it was a
+    /// tool node: its partial effects were rolled back).
+    pub open: bool,
+}
+
+/// An llm node's journal, with the conversation and the point it continues from when it had
+/// begun (see [`GraphJournal::node_run`]).
+pub type NodeRun = (
+    std::sync::Arc<dyn RunJournal>,
+    Option<(Vec<Message>, ResumePoint)>,
+);
+
+/// Where a graph actor's walk records its progress (docs/actors.md, "Graph actors"). Each
+/// method is called before the walk goes on, so what it writes durably is what a
+/// continuation finds.
+pub trait GraphJournal: Send + Sync + std::fmt::Debug {
+    /// What the walk at `path` recorded so far (empty for a walk that never ran).
+    fn walk(&self, path: &str) -> WalkRecord;
+    /// Node `node` (`kind`: `llm`, `tool` or `graph`) starts at step `step` of the walk at
+    /// `path`; its own journal, if any, is `path/<step>:<node>`.
+    fn node_started(&self, path: &str, step: u32, node: &str, kind: &str);
+    /// A node finished with an answer; its effects are checkpointed when it may have
+    /// written.
+    fn node_done(&self, path: &str, done: &NodeDone);
+    /// The journal of the llm node whose loop is at `path` (its calls numbered after
+    /// `offset`), with the conversation and the point it continues from when it had begun.
+    fn node_run(&self, path: &str, offset: u32) -> NodeRun;
+    /// The walk at `path` continues after what it recorded, at model call `call` of the run
+    /// (no node's own journal was continued).
+    fn resumed(&self, path: &str, call: u32);
 }
 
 /// Where a run records each model call and each tool call as it happens (docs/sandbox.md,
@@ -215,7 +291,7 @@ pub enum ActorEvent {
 }
 
 /// One tool call of a run, as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ToolCallRecord {
     /// Turn.
     pub turn: u32,

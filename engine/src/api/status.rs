@@ -341,6 +341,9 @@ fn resumed_at(store: &Store, plan: &Id, steps: &[StepView]) -> Result<Option<Res
     let Some(call) = entry["turn"].as_u64().and_then(|t| u32::try_from(t).ok()) else {
         return Ok(None);
     };
+    // A graph actor's node journals under `<step's key>/<step>:<node>`; its calls are
+    // numbered across the graph's run.
+    let decision = decision.split('/').next().unwrap_or_default();
     if decision == crate::lifecycle::journal::STRATEGIZE_KEY {
         return Ok(Some(ResumedAt {
             phase: Phase::Strategize,

@@ -559,19 +559,15 @@ fn resume_interrupted_step(
     let mut again = step.clone();
     again.status = StepStatus::Pending;
     if step.status == StepStatus::Running
-        && let Some(rebuilt) = super::journal::rebuild(
-            &engine
-                .store()
-                .journal(&plan_id, &step.decision_id.to_string())?,
-        )
+        && let Some((call, checkpoint)) = continuation(engine, &plan_id, &step)?
     {
-        // A model executor's step continues at the exact call (docs/sandbox.md).
-        let call = rebuilt.call();
+        // A model executor's step continues at the exact call, a graph actor's at the node
+        // and call (docs/sandbox.md).
         engine.observer().progress(&format!(
             "Execute: resuming step {} at model call {call}",
             step.position
         ));
-        let restored = match &rebuilt.checkpoint {
+        let restored = match &checkpoint {
             Some(cp) => super::journal::continue_from(engine.store_mut(), sandboxes, &plan_id, cp)?,
             None => roll_back_step(engine, sandboxes, &plan_id, &step)?,
         };
@@ -591,6 +587,23 @@ fn resume_interrupted_step(
     *plan = engine.plan(&plan_id)?;
     Ok(
         json!({"step": step.position, "decision_id": step.decision_id.to_string(), "rolled_back": rolled}),
+    )
+}
+
+/// Where an interrupted step continues, from its journal: the model call and the internal
+/// checkpoint to restore first. `None` when it runs again from its start.
+fn continuation(
+    engine: &Lifecycle,
+    plan_id: &Id,
+    step: &PlanStep,
+) -> Result<Option<(u32, Option<Value>)>, RunError> {
+    let key = step.decision_id.to_string();
+    if let Some(rebuilt) = super::journal::rebuild(&engine.store().journal(plan_id, &key)?) {
+        return Ok(Some((rebuilt.call(), rebuilt.checkpoint)));
+    }
+    Ok(
+        super::graph_journal::continuation(engine.store(), plan_id, &key)?
+            .map(|c| (c.call, c.checkpoint)),
     )
 }
 

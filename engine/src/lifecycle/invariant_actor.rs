@@ -204,30 +204,32 @@ pub(crate) fn reconcile(
         "Reconcile these {} candidate invariants and answer with reconcile_invariants.",
         candidates.len()
     );
-    let run = model::run(
-        engine,
-        &plan.plan_id,
-        None,
-        &actor,
-        model::Input {
-            context,
-            prompt,
-            history: Vec::new(),
-            ..model::Input::default()
-        },
-        &tools,
-    )
-    .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
-    let Some(answer) = tools.answer.into_inner().ok().flatten() else {
-        return Err((
-            "ACTOR_FAILED".to_string(),
-            format!(
-                "the invariant actor {} did not reconcile the invariants: {}",
-                choice.actor,
-                run.stop.describe()
-            ),
-        ));
+    let mut input = model::Input {
+        context,
+        prompt,
+        history: Vec::new(),
+        ..model::Input::default()
     };
+    let (answer, turns) = match journal_input(engine, plan, &actor, &tools.ids, &mut input) {
+        Journaled::Answered { answer, turns } => (Some(answer), turns),
+        Journaled::Run => {
+            let run = model::run(engine, &plan.plan_id, None, &actor, input, &tools)
+                .map_err(|m| ("ACTOR_FAILED".to_string(), m))?;
+            let answer = tools.answer.into_inner().ok().flatten();
+            if answer.is_none() {
+                return Err((
+                    "ACTOR_FAILED".to_string(),
+                    format!(
+                        "the invariant actor {} did not reconcile the invariants: {}",
+                        choice.actor,
+                        run.stop.describe()
+                    ),
+                ));
+            }
+            (answer, run.turns)
+        }
+    };
+    let answer = answer.expect("an answer, or the error returned above");
     let find = |id: &str| {
         candidates
             .iter()
@@ -260,10 +262,118 @@ pub(crate) fn reconcile(
         "used": "invariant_actor",
         "invariant_actor": choice.actor,
         "from": choice.from,
-        "turns": run.turns,
+        "turns": turns,
         "dropped": answer.dropped.iter().map(|(id, kept, reason, why)| json!({"invariant_id": id, "kept": kept, "reason": reason, "why": why})).collect::<Vec<_>>(),
     });
     Ok((out, note))
+}
+
+/// The journal key of the plan's invariant actor run (a step's journal is keyed by its
+/// decision id, the strategist's by `strategize`).
+pub(crate) const INVARIANTS_KEY: &str = "invariants";
+
+/// What the invariant actor's journal holds.
+enum Journaled {
+    /// Its valid answer (a run whose driver vanished before Strategize recorded it): the
+    /// actor is not asked again.
+    Answered { answer: Answer, turns: u32 },
+    /// The actor runs, journaled, continuing from where its journal ends when it holds calls.
+    Run,
+}
+
+/// Journals the invariant actor's run as a step's run is (docs/sandbox.md, "Resuming a
+/// step"): each model call and tool call is recorded as it happens, so that a driver killed
+/// during it, or after it answered and before Strategize recorded the answer, does not buy
+/// its answered calls again. A journal continues only when it starts from the same prompt
+/// and a recorded answer still holds for the candidates; otherwise it is cleared. The actor's
+/// one tool writes nothing, so nothing is checkpointed or restored.
+fn journal_input(
+    engine: &mut Lifecycle,
+    plan: &Plan,
+    actor: &model::ModelActor,
+    ids: &[String],
+    input: &mut model::Input,
+) -> Journaled {
+    use super::journal::{self, StepJournal, rebuild};
+    let entries = engine
+        .store()
+        .journal(&plan.plan_id, INVARIANTS_KEY)
+        .unwrap_or_default();
+    let same_start = |history: &[crate::actors::messages::Message]| {
+        matches!(history.first(), Some(crate::actors::messages::Message::User { text }) if *text == input.prompt)
+    };
+    if let Some(answered) = recorded_answer(&entries, ids) {
+        return answered;
+    }
+    let continued = rebuild(&entries).filter(|r| same_start(&r.history));
+    if continued.is_none()
+        && let Err(e) = engine
+            .store_mut()
+            .journal_clear(&plan.plan_id, INVARIANTS_KEY)
+    {
+        tracing::warn!(error = %e, "the invariant actor runs without a journal");
+        return Journaled::Run;
+    }
+    let step = journal::Journaled {
+        plan_id: plan.plan_id,
+        key: INVARIANTS_KEY.to_string(),
+        decision_id: None,
+        actor: actor.name.clone(),
+        providers: engine.providers().to_vec(),
+        fallback: actor.client.provider().clone(),
+        writers: Default::default(),
+        unnoted: Default::default(),
+    };
+    let journal = match StepJournal::open(
+        engine.store().location(),
+        crate::sandbox::Sandboxes::new(engine.paths()),
+        step,
+    ) {
+        Ok(j) => std::sync::Arc::new(j),
+        Err(e) => {
+            tracing::warn!(error = %e, "the invariant actor runs without a journal");
+            return Journaled::Run;
+        }
+    };
+    if let Some(rebuilt) = continued {
+        let call = rebuilt.call();
+        engine.observer().progress(&format!(
+            "Strategize: resuming the invariant actor at model call {call}"
+        ));
+        journal.resumed(call, &rebuilt.point, rebuilt.lost.as_ref());
+        input.history = rebuilt.history;
+        input.resume_at = Some(rebuilt.point);
+    }
+    input.journal = Some(journal);
+    Journaled::Run
+}
+
+/// The valid `reconcile_invariants` answer a journal recorded, with the model calls made.
+fn recorded_answer(
+    entries: &[crate::store::step_journal::JournalEntry],
+    ids: &[String],
+) -> Option<Journaled> {
+    let mut turns = 0;
+    for e in entries {
+        let v = &e.entry;
+        match e.kind.as_str() {
+            "model" => {
+                turns = turns.max(v["record"]["turn"].as_u64().and_then(|t| u32::try_from(t).ok())?);
+            }
+            "tool"
+                if v["record"]["name"] == "reconcile_invariants"
+                    && v["record"]["is_error"] == false =>
+            {
+                let args: Value =
+                    serde_json::from_str(v["record"]["arguments"].as_str()?).ok()?;
+                return parse(ids, &args)
+                    .ok()
+                    .map(|answer| Journaled::Answered { answer, turns });
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 #[cfg(test)]

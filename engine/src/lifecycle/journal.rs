@@ -48,6 +48,10 @@ pub(crate) struct StepJournal {
     /// Writers whose writes the sandboxes' write notes do not see (their checkpoint scans
     /// every work tree).
     unnoted: BTreeSet<String>,
+    /// Model calls of the run made before this journal's (a graph node's loop: the calls of
+    /// the nodes before it), added to the turns of its accounting rows and `resumed`
+    /// entries so that they count across the whole run.
+    offset: u32,
 }
 
 impl std::fmt::Debug for StepJournal {
@@ -60,6 +64,7 @@ impl std::fmt::Debug for StepJournal {
 }
 
 /// Who a step's journal accounts its calls to, and what it checkpoints.
+#[derive(Clone)]
 pub(crate) struct Journaled {
     /// The plan.
     pub plan_id: Id,
@@ -106,7 +111,14 @@ impl StepJournal {
             fallback: step.fallback,
             writers: step.writers,
             unnoted: step.unnoted,
+            offset: 0,
         })
+    }
+
+    /// This journal, its calls numbered after `offset` calls of the run.
+    pub fn after(mut self, offset: u32) -> Self {
+        self.offset = offset;
+        self
     }
 
     /// Appends one entry (with a model call's row); a failure is logged, and the run goes
@@ -170,12 +182,13 @@ impl StepJournal {
             let mut row = accounting::call_row(&self.ctx, provider, &record);
             row.cost_usd = None;
             row.retry = lost["retry"] == true;
+            row.turn += self.offset;
             row
         });
         self.append(
             "resumed",
             &json!({
-                "turn": turn,
+                "turn": turn + self.offset,
                 "model_in_flight": point.model_in_flight,
                 "tool_in_flight": point.tool_in_flight,
                 "interrupted_call_recorded": row.is_some(),
@@ -193,14 +206,33 @@ impl StepJournal {
             .store
             .lock()
             .map_err(|_| SandboxError::Checkpoint("the journal's store is unavailable".into()))?;
-        let written_only = !self.unnoted.contains(tool);
-        let trees = checkpoint::trees(&store, &self.sandboxes, &self.plan_id, written_only)?;
-        let seq = store.max_tool_call_seq(&self.plan_id)?;
-        Ok(json!({
-            "trees": trees.into_iter().map(|(s, t)| json!({"sandbox_id": s, "tree": t})).collect::<Vec<_>>(),
-            "tool_call_seq": seq,
-        }))
+        internal_checkpoint(
+            &store,
+            &self.sandboxes,
+            &self.plan_id,
+            !self.unnoted.contains(tool),
+        )
     }
+}
+
+/// An internal checkpoint: the trees of the plan's sandboxes now, with the highest tool-call
+/// sequence logged. With `written_only`, only the paths written since the last snapshot are
+/// looked at, when they are known (docs/sandbox.md, "Checkpoints that cost what changed").
+///
+/// # Errors
+/// Git, I/O and store errors.
+pub(crate) fn internal_checkpoint(
+    store: &Store,
+    sandboxes: &Sandboxes,
+    plan_id: &Id,
+    written_only: bool,
+) -> Result<Value, SandboxError> {
+    let trees = checkpoint::trees(store, sandboxes, plan_id, written_only)?;
+    let seq = store.max_tool_call_seq(plan_id)?;
+    Ok(json!({
+        "trees": trees.into_iter().map(|(s, t)| json!({"sandbox_id": s, "tree": t})).collect::<Vec<_>>(),
+        "tool_call_seq": seq,
+    }))
 }
 
 impl RunJournal for StepJournal {
@@ -224,6 +256,7 @@ impl RunJournal for StepJournal {
             .unwrap_or(&self.fallback);
         let mut row = accounting::call_row(&self.ctx, provider, record);
         row.retry = retry;
+        row.turn += self.offset;
         self.append(
             "model",
             &json!({"turn": record.turn, "reply": reply, "record": record, "retry": retry}),
@@ -350,6 +383,10 @@ pub(crate) struct Rebuilt {
     /// The `model_started` entry of a model call that was in flight and is not accounted
     /// for yet (no earlier continuation recorded it as interrupted).
     pub lost: Option<Value>,
+    /// The journal ends with a model call that failed (a provider error ended the run, which
+    /// the user chose to retry): the run continues with that call made again, and its driver
+    /// did not vanish.
+    pub failed_call: bool,
 }
 
 impl Rebuilt {
@@ -381,8 +418,10 @@ pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
     let mut checkpoint = None;
     let mut lost = None;
     let mut open: Option<Open> = None;
+    let mut failed_call = false;
     for e in entries {
         let v = &e.entry;
+        failed_call = e.kind == "model" && v["reply"].is_null() && !v["record"]["error"].is_null();
         match e.kind.as_str() {
             "start" => history = Some(serde_json::from_value(v["history"].clone()).ok()?),
             "model_started" => {
@@ -471,6 +510,7 @@ pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
         point,
         checkpoint,
         lost,
+        failed_call,
     })
 }
 

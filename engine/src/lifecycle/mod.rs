@@ -35,6 +35,7 @@ pub mod ended;
 pub mod estimator;
 pub mod execute;
 pub mod gates;
+pub(crate) mod graph_journal;
 pub mod host;
 mod invariant_actor;
 pub mod invariant_checks;

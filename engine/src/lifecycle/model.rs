@@ -187,6 +187,9 @@ pub(crate) struct Input {
     pub journal: Option<std::sync::Arc<dyn runtime::RunJournal>>,
     /// Where a journaled run continues ([`RunRequest::resume_at`]).
     pub resume_at: Option<runtime::ResumePoint>,
+    /// A graph actor's journal ([`RunRequest::graph`]): its nodes and each node's calls are
+    /// recorded (with their accounting rows) as they happen.
+    pub graph: Option<runtime::GraphJournalAt>,
 }
 
 /// Runs `actor` with `tools` for a plan, cancelling the run when the user interrupts, the
@@ -210,6 +213,7 @@ pub(crate) fn run<H: ToolHost>(
         history,
         mut journal,
         resume_at,
+        graph,
     } = input;
     let ctx = CallContext {
         run_id: Id::generate(),
@@ -217,8 +221,8 @@ pub(crate) fn run<H: ToolHost>(
         decision_id: decision.map(Id::to_string),
         actor: actor.name.clone(),
     };
-    if journal.is_none() && actor.graph.is_some() {
-        // A graph's nodes keep no journal, but their calls are recorded as they are made.
+    if journal.is_none() && graph.is_none() && actor.graph.is_some() {
+        // A graph run without a journal of its own records its calls as they are made.
         match crate::lifecycle::journal::CallRecorder::open(
             engine.store().location(),
             ctx.clone(),
@@ -229,7 +233,7 @@ pub(crate) fn run<H: ToolHost>(
             Err(e) => tracing::warn!(error = %e, "the graph's calls are recorded when it ends"),
         }
     }
-    let journaled = journal.is_some();
+    let journaled = journal.is_some() || graph.is_some();
     let mut limits = actor.limits;
     let budget = engine
         .store()
@@ -257,6 +261,7 @@ pub(crate) fn run<H: ToolHost>(
         history,
         journal,
         resume_at,
+        graph,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

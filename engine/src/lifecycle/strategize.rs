@@ -313,10 +313,18 @@ fn journal_input(
     let mut replayed = Replayed::default();
     if let Some((rebuilt, read)) = continued {
         let call = rebuilt.call();
-        engine
-            .observer()
-            .progress(&format!("Strategize: resuming at model call {call}"));
-        journal.resumed(call, &rebuilt.point, rebuilt.lost.as_ref());
+        if rebuilt.failed_call {
+            // Retried after a provider error: the calls answered before it stand.
+            engine.observer().progress(&format!(
+                "Strategize: retrying after model call {} failed",
+                rebuilt.point.turns
+            ));
+        } else {
+            engine
+                .observer()
+                .progress(&format!("Strategize: resuming at model call {call}"));
+            journal.resumed(call, &rebuilt.point, rebuilt.lost.as_ref());
+        }
         input.history = rebuilt.history;
         input.resume_at = Some(rebuilt.point);
         replayed = Replayed {
@@ -443,6 +451,7 @@ pub fn run(
                 if super::stop::stop_cause(engine, &plan.plan_id)?.is_some() {
                     return Ok(Ended::Stopped);
                 }
+                close_journals(engine, &plan.plan_id)?;
                 state::errored(
                     engine.store_mut(),
                     plan,
@@ -513,15 +522,26 @@ pub fn run(
     // afresh. A kill before this line leaves a journal that ends with `finish_strategy`, which
     // is never continued (or with an answer whose draft is already recorded: the next run's
     // prompt, with the revision's guidance, differs).
-    engine
-        .store_mut()
-        .journal_close(&plan.plan_id, super::journal::STRATEGIZE_KEY)?;
+    close_journals(engine, &plan.plan_id)?;
     Ok(ended)
+}
+
+/// Closes the journals of Strategize's runs (the invariant actor's and the strategist's):
+/// the next Strategize runs them afresh.
+fn close_journals(engine: &mut Lifecycle, plan_id: &Id) -> Result<(), RunError> {
+    for key in [
+        super::invariant_actor::INVARIANTS_KEY,
+        super::journal::STRATEGIZE_KEY,
+    ] {
+        engine.store_mut().journal_close(plan_id, key)?;
+    }
+    Ok(())
 }
 
 /// The strategy actor failed: the plan errors. A failed Strategize runs again from its start,
 /// as a failed step does, so its journal is closed first (killed in between, the plan is
-/// interrupted and starts afresh too).
+/// interrupted and starts afresh too); after a transient provider error it is kept, so that
+/// the retry continues at the call that failed instead of buying the answered ones again.
 fn failed(
     engine: &mut Lifecycle,
     plan: &mut Plan,
@@ -529,9 +549,9 @@ fn failed(
     code: String,
     message: String,
 ) -> Result<Ended, RunError> {
-    engine
-        .store_mut()
-        .journal_close(&plan.plan_id, super::journal::STRATEGIZE_KEY)?;
+    if code != "TRANSIENT_FAILURE" {
+        close_journals(engine, &plan.plan_id)?;
+    }
     state::errored(
         engine.store_mut(),
         plan,

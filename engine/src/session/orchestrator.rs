@@ -260,6 +260,7 @@ pub fn tell<C: Commands>(
         history,
         journal: None,
         resume_at: None,
+        graph: None,
     };
     let run = drive(&client, &request, &tools, on_event, interrupted)?;
     let run_id = Id::generate();

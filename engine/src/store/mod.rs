@@ -72,7 +72,8 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/022_step_journal.sql"),
     include_str!("migrations/023_lease_owner_start.sql"),
     include_str!("migrations/024_server_tokens.sql"),
-    include_str!("migrations/025_lease_expiry.sql"),
+    include_str!("migrations/025_graph_journal.sql"),
+    include_str!("migrations/026_lease_expiry.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

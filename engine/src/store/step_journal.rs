@@ -29,6 +29,19 @@ fn corrupt(message: String) -> StoreError {
     }
 }
 
+/// A `LIKE` pattern for the keys nested under `key` (`key/...`).
+fn nested(key: &str) -> String {
+    let mut pattern = String::with_capacity(key.len() + 2);
+    for c in key.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push_str("/%");
+    pattern
+}
+
 impl Store {
     /// Appends an entry to the journal of `decision`'s step, with `call` (a model call's
     /// accounting row) in the same transaction. Returns the entry's sequence number.
@@ -98,14 +111,15 @@ impl Store {
         Ok(out)
     }
 
-    /// Clears the journal of `decision`'s step (the step starts afresh).
+    /// Clears the journal of `decision`'s step, with the journals nested under it (a graph
+    /// actor's nodes, keyed `<decision>/<step>:<node>`): the step starts afresh.
     ///
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn journal_clear(&mut self, plan_id: &Id, decision_id: &str) -> Result<(), StoreError> {
         self.conn().execute(
-            "DELETE FROM step_journal WHERE plan_id = ?1 AND decision_id = ?2",
-            params![plan_id.to_string(), decision_id],
+            "DELETE FROM step_journal WHERE plan_id = ?1 AND (decision_id = ?2 OR decision_id LIKE ?3 ESCAPE '\\')",
+            params![plan_id.to_string(), decision_id, nested(decision_id)],
         )?;
         Ok(())
     }
@@ -119,8 +133,8 @@ impl Store {
     /// [`StoreError::Sqlite`].
     pub fn journal_close(&mut self, plan_id: &Id, key: &str) -> Result<(), StoreError> {
         self.conn().execute(
-            "DELETE FROM step_journal WHERE plan_id = ?1 AND decision_id = ?2 AND kind <> 'resumed'",
-            params![plan_id.to_string(), key],
+            "DELETE FROM step_journal WHERE plan_id = ?1 AND (decision_id = ?2 OR decision_id LIKE ?3 ESCAPE '\\') AND kind <> 'resumed'",
+            params![plan_id.to_string(), key, nested(key)],
         )?;
         Ok(())
     }
@@ -227,5 +241,32 @@ mod tests {
         assert!(store.journal(&id, "d1").unwrap().is_empty());
         assert_eq!(store.journal(&id, "d2").unwrap().len(), 1);
         assert!(store.last_resume(&id).unwrap().is_none());
+    }
+
+    #[test]
+    fn clearing_or_closing_a_journal_takes_the_journals_nested_under_its_key_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let plan = Plan::new("local/x", "x", jiff::Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        let id = plan.plan_id;
+        let keys = ["d_1", "d_1/1:draft", "d_1/2:sub/1:inner", "dx1/1:draft", "d_10/1:a"];
+        for key in keys {
+            for kind in ["node_started", "resumed"] {
+                store
+                    .journal_append(&id, key, kind, &serde_json::json!({}), None)
+                    .unwrap();
+            }
+        }
+        let left = |store: &Store| -> Vec<usize> {
+            keys.iter()
+                .map(|k| store.journal(&id, k).unwrap().len())
+                .collect()
+        };
+        store.journal_close(&id, "d_1").unwrap();
+        assert_eq!(left(&store), [1, 1, 1, 2, 2], "closing keeps the `resumed` entries");
+        // `_` is no wildcard here: `dx1/...` and `d_10/...` are other steps' journals.
+        store.journal_clear(&id, "d_1").unwrap();
+        assert_eq!(left(&store), [0, 0, 0, 2, 2]);
     }
 }

@@ -18,6 +18,10 @@
 //!   [`Stop::StepLimit`] after `limits.max-steps` steps ([`DEFAULT_MAX_STEPS`] without one).
 //! - A node's run that stops for any reason but an answer (a tool that ends the run, the
 //!   turn limit, the budget, cancellation, a provider failure) stops the graph the same way.
+//! - With a graph journal ([`RunRequest::graph`]) the walk records each node as it starts
+//!   and, when it answered, what it gave; each llm node's loop journals its calls under the
+//!   node's path. A run continued from its journal replays the finished nodes (their outputs
+//!   decide the same edges) without running them and continues the node that was open.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -32,8 +36,8 @@ use crate::actors::budget::BudgetCheck;
 use crate::actors::messages::{Message, Sampling, ToolSpec};
 use crate::actors::prompts;
 use crate::actors::runtime::{
-    self, ActorEvent, ActorRun, Limits, RunRequest, RuntimeError, Stop, ToolCallRecord, ToolHost,
-    ToolOutcome,
+    self, ActorEvent, ActorRun, GraphJournalAt, Limits, NodeDone, RunRequest, RuntimeError, Stop,
+    ToolCallRecord, ToolHost, ToolOutcome,
 };
 use crate::domain::actor::{ActorRef, ActorType};
 use crate::providers::ProviderClient;
@@ -88,6 +92,17 @@ enum Body {
     },
     Anonymous,
     Graph(Box<Compiled>),
+}
+
+impl Body {
+    /// The node's kind as journaled.
+    fn kind(&self) -> &'static str {
+        match self {
+            Body::Llm(_) => "llm",
+            Body::Tool { .. } | Body::Anonymous => "tool",
+            Body::Graph(_) => "graph",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -349,9 +364,13 @@ pub fn run_graph<'a, H: ToolHost>(
             },
             spent_usd: 0.0,
         };
+        let at = request.graph.clone();
         let mut current = Some(graph.entry);
         let mut steps = 0u32;
-        while let Some(at) = current {
+        if let Some(at) = &at {
+            (current, steps) = replay(graph, &mut walk, at);
+        }
+        while let Some(i) = current {
             if cancel.is_cancelled() {
                 walk.run.stop = Stop::Cancelled;
                 break;
@@ -363,14 +382,28 @@ pub fn run_graph<'a, H: ToolHost>(
                 break;
             }
             steps += 1;
-            let node = &graph.nodes[at];
+            let node = &graph.nodes[i];
+            let before = Before::of(&walk);
+            let child = at.as_ref().map(|at| {
+                at.journal
+                    .node_started(&at.path, steps, &node.name, node.body.kind());
+                GraphJournalAt {
+                    journal: std::sync::Arc::clone(&at.journal),
+                    path: format!("{}/{steps}:{}", at.path, node.name),
+                    offset: at.offset + walk.run.turns,
+                }
+            });
             let (output, is_error, stop) =
-                run_node(graph, node, &mut walk, tools, cancel, on_event).await?;
+                run_node(graph, node, &mut walk, tools, cancel, on_event, child.as_ref()).await?;
             record(&mut walk.state, &node.name, &output, is_error, steps);
             walk.run.answer = output.clone();
             if let Some(stop) = stop {
                 walk.run.stop = stop;
                 break;
+            }
+            if let Some(at) = &at {
+                at.journal
+                    .node_done(&at.path, &before.done(&walk, steps, node, &output, is_error));
             }
             current = next_node(graph, &node.name, &output, is_error);
         }
@@ -386,6 +419,77 @@ pub fn run_graph<'a, H: ToolHost>(
         ];
         Ok(run)
     })
+}
+
+/// The walk's counters before a node runs, to journal what the node added.
+struct Before {
+    turns: u32,
+    usage: crate::actors::messages::Usage,
+    spent_usd: f64,
+    tool_calls: usize,
+}
+
+impl Before {
+    fn of(walk: &Walk<'_>) -> Self {
+        Self {
+            turns: walk.run.turns,
+            usage: walk.run.usage,
+            spent_usd: walk.spent_usd,
+            tool_calls: walk.run.tool_calls.len(),
+        }
+    }
+
+    /// The journal entry of `node`, finished at `step` with `output`.
+    fn done(&self, walk: &Walk<'_>, step: u32, node: &Node, output: &str, is_error: bool) -> NodeDone {
+        let u = walk.run.usage;
+        NodeDone {
+            step,
+            node: node.name.clone(),
+            output: output.to_string(),
+            is_error,
+            turns: walk.run.turns - self.turns,
+            usage: crate::actors::messages::Usage {
+                input_tokens: u.input_tokens.saturating_sub(self.usage.input_tokens),
+                output_tokens: u.output_tokens.saturating_sub(self.usage.output_tokens),
+                cache_read_tokens: u.cache_read_tokens.saturating_sub(self.usage.cache_read_tokens),
+                cache_write_tokens: u
+                    .cache_write_tokens
+                    .saturating_sub(self.usage.cache_write_tokens),
+            },
+            spent_usd: walk.spent_usd - self.spent_usd,
+            tool_calls: walk.run.tool_calls[self.tool_calls..].to_vec(),
+        }
+    }
+}
+
+/// Replays what the walk's journal recorded: each finished node's output goes into the
+/// state, its calls and cost into the run, and the walk takes the same edges (a node's
+/// output decides them). Returns the node to run next and the steps taken. A journal that no
+/// longer matches the graph (the actor was changed) is followed as far as it matches.
+fn replay(graph: &Compiled, walk: &mut Walk<'_>, at: &GraphJournalAt) -> (Option<usize>, u32) {
+    let journaled = at.journal.walk(&at.path);
+    let mut current = Some(graph.entry);
+    let mut steps = 0;
+    for d in &journaled.done {
+        let Some(i) = current else { break };
+        if graph.nodes[i].name != d.node || d.step != steps + 1 {
+            tracing::warn!(node = %d.node, step = d.step, "the graph's journal no longer matches its nodes; the walk goes on from here");
+            break;
+        }
+        steps += 1;
+        walk.run.turns += d.turns;
+        walk.run.usage += d.usage;
+        walk.spent_usd += d.spent_usd;
+        walk.run.tool_calls.extend(d.tool_calls.iter().cloned());
+        record(&mut walk.state, &d.node, &d.output, d.is_error, steps);
+        walk.run.answer.clone_from(&d.output);
+        current = next_node(graph, &d.node, &d.output, d.is_error);
+    }
+    if !journaled.done.is_empty() || journaled.open {
+        at.journal
+            .resumed(&at.path, at.offset + walk.run.turns + 1);
+    }
+    (current, steps)
 }
 
 fn next_node(graph: &Compiled, from: &str, output: &str, is_error: bool) -> Option<usize> {
@@ -446,9 +550,10 @@ async fn run_node<H: ToolHost>(
     tools: &H,
     cancel: &CancellationToken,
     on_event: &(dyn Fn(ActorEvent) + Send + Sync),
+    journal: Option<&GraphJournalAt>,
 ) -> NodeResult {
     match &node.body {
-        Body::Llm(llm) => run_llm(node, llm, walk, tools, cancel, on_event).await,
+        Body::Llm(llm) => run_llm(node, llm, walk, tools, cancel, on_event, journal).await,
         Body::Tool { tool, args } => run_tool(node, tool, args, walk, tools, on_event).await,
         Body::Anonymous => Ok((
             format!(
@@ -465,10 +570,11 @@ async fn run_node<H: ToolHost>(
                 prompt,
                 history: Vec::new(),
                 limits: remaining_limits(walk),
-                // Passed on so that each call is recorded as it is made (a graph's nodes are
-                // never continued from a journal: `resume_at` stays unset).
+                // Passed on so that each call is recorded as it is made; with a graph
+                // journal the nested walk journals its own nodes under this node's path.
                 journal: walk.request.journal.clone(),
                 resume_at: None,
+                graph: journal.cloned(),
                 ..walk.request.clone()
             };
             let inner = run_graph(sub, &request, tools, cancel, on_event).await?;
@@ -541,6 +647,7 @@ async fn run_llm<H: ToolHost>(
     tools: &H,
     cancel: &CancellationToken,
     on_event: &(dyn Fn(ActorEvent) + Send + Sync),
+    journal: Option<&GraphJournalAt>,
 ) -> NodeResult {
     let prompt = node_prompt(node, walk)?;
     let suffix = walk
@@ -556,10 +663,23 @@ async fn run_llm<H: ToolHost>(
     let mut limits = remaining_limits(walk);
     limits.max_turns = llm.limits.max_turns;
     limits.token_budget = llm.limits.token_budget.or(walk.request.limits.token_budget);
-    let history = if walk.run.turns == 0 && !walk.request.history.is_empty() {
+    let mut history = if walk.run.turns == 0 && !walk.request.history.is_empty() {
         walk.request.history.clone()
     } else {
         Vec::new()
+    };
+    // With a graph journal the node's loop keeps a journal of its own, and a node that had
+    // begun continues from it at the exact call; without one each call is only recorded.
+    let (node_journal, resume_at) = match journal {
+        Some(at) => {
+            let (j, resumed) = at.journal.node_run(&at.path, at.offset);
+            let resume_at = resumed.map(|(h, point)| {
+                history = h;
+                point
+            });
+            (Some(j), resume_at)
+        }
+        None => (walk.request.journal.clone(), None),
     };
     let request = RunRequest {
         system_template,
@@ -570,9 +690,9 @@ async fn run_llm<H: ToolHost>(
         stream: walk.request.stream,
         limits,
         history,
-        // Each node's calls are recorded as they are made; a node is never continued.
-        journal: walk.request.journal.clone(),
-        resume_at: None,
+        journal: node_journal,
+        resume_at,
+        graph: None,
     };
     let builtins = crate::tools::builtins()
         .iter()

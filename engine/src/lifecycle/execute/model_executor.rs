@@ -596,9 +596,7 @@ pub(crate) fn run_step(
         Err(end) => return end,
     };
     let (mut input, hot) = step_input(engine, plan, decision, guidance, resume, &tools);
-    if actor.graph.is_none() {
-        journal_input(engine, plan, decision, &actor, &tools, &mut input);
-    }
+    journal_input(engine, plan, decision, &actor, &tools, &mut input);
     let run = match model::run(
         engine,
         &plan.plan_id,
@@ -717,8 +715,9 @@ fn step_tools(
 
 /// Journals the step's run (docs/sandbox.md, "Resuming a step"): each call is recorded as
 /// it happens, and a step whose journal holds calls (its driver vanished mid-step) continues
-/// from it at the exact call. Without a journal (the database cannot be opened again) the
-/// step runs unjournaled.
+/// from it at the exact call; a graph actor's step journals its walk node by node and
+/// continues at the node, and in it at the call. Without a journal (the database cannot be
+/// opened again) the step runs unjournaled.
 fn journal_input(
     engine: &Lifecycle,
     plan: &Plan,
@@ -746,6 +745,25 @@ fn journal_input(
         writers,
         unnoted,
     };
+    if actor.graph.is_some() {
+        // A graph actor's walk journals its nodes; each llm node's loop keeps a journal of
+        // its own under the node's path (docs/actors.md, "Graph actors").
+        match crate::lifecycle::graph_journal::GraphStepJournal::open(
+            engine.store().location(),
+            Sandboxes::new(engine.paths()),
+            step,
+        ) {
+            Ok(j) => {
+                input.graph = Some(crate::actors::runtime::GraphJournalAt {
+                    journal: Arc::new(j),
+                    path: decision.decision_id.to_string(),
+                    offset: 0,
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "the step runs without a journal"),
+        }
+        return;
+    }
     let journal =
         match StepJournal::open(engine.store().location(), Sandboxes::new(engine.paths()), step) {
             Ok(j) => Arc::new(j),
