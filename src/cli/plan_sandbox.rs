@@ -219,6 +219,11 @@ fn plan_diff(
         hunks: !stat,
         remainder,
         marks: structured,
+        // json prints each file's JSON text as the engine (or the server) wrote it, on the
+        // threads that diffed the files; yaml is written from the typed files.
+        encoded: ctx.format == crate::output::Format::Json,
+        // The human formats show each file's unified text, made where the file was diffed.
+        unified: !structured,
     })?;
     match view {
         api::DiffView::Applied(applied) => applied_diff(ctx, applied, resource, !stat),
@@ -259,11 +264,17 @@ fn sandboxes_diff(
     let mut stats = api::DiffStats::default();
     for r in &view.resources {
         stats += r.stats;
-        for f in &r.files {
-            warnings.extend(secret_flags(f));
+        for s in &r.secrets {
+            warnings.extend(secret_flags(&s.path, &s.lines));
+        }
+        for (i, f) in r.files.iter().enumerate() {
+            warnings.extend(secret_flags(&f.path, &f.secrets));
             if !structured {
                 rows.push(file_row(f, &r.resource_name));
-                text.push_str(&api::unified_diff(std::slice::from_ref(f)));
+                match r.texts.get(i) {
+                    Some(t) => text.push_str(t),
+                    None => text.push_str(&api::unified_diff(std::slice::from_ref(f))),
+                }
             }
         }
     }
@@ -281,7 +292,7 @@ fn sandboxes_diff(
         plan_id: view.plan_id.to_string(),
         stats,
         resources: if structured {
-            view.resources
+            view.resources.into_iter().map(ResourceData).collect()
         } else {
             Vec::new()
         },
@@ -299,15 +310,16 @@ fn sandboxes_diff(
     Ok(diff_report(report, rows, text))
 }
 
-/// What `plan diff` says of each line of `f` that holds a secret's value (shown `[redacted]`,
-/// written as it is): Apply and export refuse it unless allowed (docs/sandbox.md).
-fn secret_flags(f: &api::FileDiff) -> Vec<String> {
-    f.secrets
+/// What `plan diff` says of each line of file `path` that holds a secret's value (shown
+/// `[redacted]`, written as it is): Apply and export refuse it unless allowed
+/// (docs/sandbox.md).
+fn secret_flags(path: &str, secrets: &[api::SecretLine]) -> Vec<String> {
+    secrets
         .iter()
         .map(|s| {
             let at = s
                 .line
-                .map_or_else(|| f.path.clone(), |l| format!("{}:{l}", f.path));
+                .map_or_else(|| path.to_string(), |l| format!("{path}:{l}"));
             format!(
                 "{at} contains the value of {}; `plan apply` and `plan export` refuse it unless given --allow-secrets",
                 s.variable
@@ -322,7 +334,30 @@ fn secret_flags(f: &api::FileDiff) -> Vec<String> {
 struct DiffData {
     plan_id: String,
     stats: api::DiffStats,
-    resources: Vec<api::ResourceDiff>,
+    resources: Vec<ResourceData>,
+}
+
+/// One resource of [`DiffData`]: `{resource_name, strategy, base_commit, stats, files}`, the
+/// files typed or, when the engine encoded them ([`api::DiffQuery::encoded`]), their JSON text
+/// as it came (re-indented by the json writer, so the bytes are those of the typed files).
+struct ResourceData(api::ResourceDiff);
+
+impl serde::Serialize for ResourceData {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let r = &self.0;
+        let mut s = serializer.serialize_struct("ResourceDiff", 5)?;
+        s.serialize_field("resource_name", &r.resource_name)?;
+        s.serialize_field("strategy", &r.strategy)?;
+        s.serialize_field("base_commit", &r.base_commit)?;
+        s.serialize_field("stats", &r.stats)?;
+        if r.files_json.is_empty() {
+            s.serialize_field("files", &r.files)?;
+        } else {
+            s.serialize_field("files", &r.files_json)?;
+        }
+        s.end()
+    }
 }
 
 /// The Changed Files table and, when there is any, the unified diff `text`.

@@ -81,10 +81,9 @@ fn envelope(outcome: &Outcome, elapsed: Duration) -> Envelope<'_> {
 
 /// The envelope as pretty-printed JSON, ending with a newline.
 pub fn json(outcome: &Outcome, elapsed: Duration) -> String {
-    let mut s =
-        serde_json::to_string_pretty(&envelope(outcome, elapsed)).expect("values always serialize");
-    s.push('\n');
-    s
+    let mut out = Vec::new();
+    write_json(outcome, elapsed, &mut out).expect("values always serialize");
+    String::from_utf8(out).expect("JSON is UTF-8")
 }
 
 /// As [`json`], written to `out` as it is serialized (no copy of the whole document).
@@ -97,10 +96,189 @@ pub fn write_json(
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let mut buffered = std::io::BufWriter::with_capacity(1 << 16, out);
-    serde_json::to_writer_pretty(&mut buffered, &envelope(outcome, elapsed))
+    let mut serializer = serde_json::Serializer::with_formatter(&mut buffered, Pretty::default());
+    envelope(outcome, elapsed)
+        .serialize(&mut serializer)
         .map_err(std::io::Error::from)?;
     buffered.write_all(b"\n")?;
     buffered.flush()
+}
+
+/// serde_json's pretty layout (two spaces), which also lays out a raw JSON fragment (a
+/// [`serde_json::value::RawValue`], such as a file of `plan diff` serialized where it was
+/// diffed) as if it had been serialized here: the same bytes as the typed value would give.
+#[derive(Debug, Default)]
+struct Pretty {
+    depth: usize,
+    has_value: bool,
+}
+
+/// A newline and the deepest indentation written in one piece.
+static NEWLINE_INDENT: [u8; 257] = {
+    let mut bytes = [b' '; 257];
+    bytes[0] = b'\n';
+    bytes
+};
+
+/// Writes a newline and the indentation of `depth` levels.
+fn newline_indent<W: ?Sized + std::io::Write>(w: &mut W, depth: usize) -> std::io::Result<()> {
+    let mut spaces = depth * 2;
+    let first = spaces.min(NEWLINE_INDENT.len() - 1);
+    w.write_all(&NEWLINE_INDENT[..=first])?;
+    spaces -= first;
+    while spaces > 0 {
+        let n = spaces.min(NEWLINE_INDENT.len() - 1);
+        w.write_all(&NEWLINE_INDENT[1..=n])?;
+        spaces -= n;
+    }
+    Ok(())
+}
+
+impl serde_json::ser::Formatter for Pretty {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            newline_indent(w, self.depth)?;
+        }
+        w.write_all(b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        newline_indent(w, self.depth)
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            newline_indent(w, self.depth)?;
+        }
+        w.write_all(b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        newline_indent(w, self.depth)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn write_raw_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut laid_out = Vec::with_capacity(fragment.len() * 2);
+        lay_out(fragment.as_bytes(), self.depth, &mut laid_out)?;
+        w.write_all(&laid_out)
+    }
+}
+
+/// Writes the JSON text `json` (valid JSON, any whitespace) to `out` in [`Pretty`]'s layout,
+/// its first line at `depth`: whitespace between tokens dropped, a newline and indentation
+/// after each opening bracket of a non-empty array or object and after each comma, one
+/// before each closing bracket, `": "` after each key; strings, numbers and literals copied
+/// as they are.
+fn lay_out(json: &[u8], depth: usize, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let mut depth = depth;
+    let mut i = 0;
+    while i < json.len() {
+        match json[i] {
+            b'"' => {
+                let mut j = i + 1;
+                while j < json.len() {
+                    match json[j] {
+                        b'\\' => j += 2,
+                        b'"' => break,
+                        _ => j += 1,
+                    }
+                }
+                let end = (j + 1).min(json.len());
+                out.extend_from_slice(&json[i..end]);
+                i = end;
+            }
+            open @ (b'{' | b'[') => {
+                let close = if open == b'{' { b'}' } else { b']' };
+                let mut k = i + 1;
+                while k < json.len() && is_space(json[k]) {
+                    k += 1;
+                }
+                if json.get(k) == Some(&close) {
+                    out.extend_from_slice(&[open, close]);
+                    i = k + 1;
+                } else {
+                    depth += 1;
+                    out.push(open);
+                    newline_indent(out, depth)?;
+                    i += 1;
+                }
+            }
+            close @ (b'}' | b']') => {
+                depth = depth.saturating_sub(1);
+                newline_indent(out, depth)?;
+                out.push(close);
+                i += 1;
+            }
+            b',' => {
+                out.push(b',');
+                newline_indent(out, depth)?;
+                i += 1;
+            }
+            b':' => {
+                out.extend_from_slice(b": ");
+                i += 1;
+            }
+            b if is_space(b) => i += 1,
+            _ => {
+                let start = i;
+                while i < json.len()
+                    && !matches!(json[i], b',' | b':' | b'}' | b']' | b'"')
+                    && !is_space(json[i])
+                {
+                    i += 1;
+                }
+                out.extend_from_slice(&json[start..i]);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The envelope as compact JSON on one line, ending with a newline (the last line of a
@@ -162,6 +340,74 @@ mod tests {
         let from_json: Value = serde_json::from_str(&json(&out, Duration::ZERO)).unwrap();
         assert_eq!(from_yaml, from_json);
         assert!(y.starts_with("command:"), "key order is kept: {y}");
+    }
+
+    #[test]
+    fn a_raw_json_fragment_is_written_as_its_typed_value_would_be() {
+        let value = serde_json::json!({
+            "plan_id": "01J",
+            "empty_list": [],
+            "empty_map": {},
+            "resources": [{
+                "files": [
+                    {"path": "a \"quoted\" \\ name, {with} [brackets]: yes", "hunks": [], "n": -1.5e3,
+                     "lines": [{"text": "  let x = [1, {}];", "old": null, "ok": true}]},
+                    {"path": "b", "deep": [[[{"x": [[]]}]]], "unicode": "é ✓ \u{1}"}
+                ],
+            }],
+        });
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        // The same document with its files as raw compact fragments (and one with spaces).
+        let files: Vec<Box<serde_json::value::RawValue>> = value["resources"][0]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let text = if i == 0 {
+                    serde_json::to_string(f).unwrap()
+                } else {
+                    serde_json::to_string_pretty(f)
+                        .unwrap()
+                        .replace('\n', " \r\n\t")
+                };
+                serde_json::value::RawValue::from_string(text).unwrap()
+            })
+            .collect();
+        #[derive(Serialize)]
+        struct WithRaw<'a> {
+            plan_id: &'a Value,
+            empty_list: &'a Value,
+            empty_map: &'a Value,
+            resources: [Files<'a>; 1],
+        }
+        #[derive(Serialize)]
+        struct Files<'a> {
+            files: &'a [Box<serde_json::value::RawValue>],
+        }
+        let doc = WithRaw {
+            plan_id: &value["plan_id"],
+            empty_list: &value["empty_list"],
+            empty_map: &value["empty_map"],
+            resources: [Files { files: &files }],
+        };
+        let mut out = Vec::new();
+        doc.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out,
+            Pretty::default(),
+        ))
+        .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), pretty);
+    }
+
+    #[test]
+    fn the_envelope_is_laid_out_as_serde_json_lays_it_out() {
+        let data = serde_json::json!({"a": [1, {"b": []}], "c": {}, "d": "x\ny"});
+        let out = Outcome::Done(Report::ok("x", data, "ok"));
+        let ours = json(&out, Duration::from_millis(3));
+        let theirs =
+            serde_json::to_string_pretty(&envelope(&out, Duration::from_millis(3))).unwrap();
+        assert_eq!(ours, theirs + "\n");
     }
 
     #[test]

@@ -90,6 +90,48 @@ fn plan_diff_through_a_server_equals_the_in_process_diff_with_every_option() {
 }
 
 #[test]
+fn plan_diff_json_through_a_server_is_the_in_process_text_byte_for_byte() {
+    let (server, plan) = server_with_a_plan();
+    let client = Env::new();
+    // Everything before `timing` (command, status, exit code, data) as printed.
+    let printed = |out: &std::process::Output, timing: &str| {
+        let text = stdout(out);
+        let end = text
+            .find(timing)
+            .unwrap_or_else(|| panic!("no {timing:?} in {text}"));
+        text[..end].to_string()
+    };
+    for extra in [&[][..], &["--stat"][..]] {
+        let mut args = vec!["--format", "json", "plan", "diff", &plan];
+        args.extend_from_slice(extra);
+        let local = server.env.run(&args);
+        let remote = server
+            .client(&client, &args)
+            .output()
+            .expect("the client runs");
+        let json = printed(&local, "\n  \"timing\"");
+        assert_eq!(printed(&remote, "\n  \"timing\""), json, "{args:?}");
+        assert!(json.contains("\"files\": [\n"), "{json}");
+
+        // The yaml, written from the typed files, holds the same data as the json.
+        args[1] = "yaml";
+        let yaml_out = server.env.run(&args);
+        let remote_yaml = server
+            .client(&client, &args)
+            .output()
+            .expect("the client runs");
+        assert_eq!(
+            printed(&remote_yaml, "\ntiming:"),
+            printed(&yaml_out, "\ntiming:"),
+            "{args:?}"
+        );
+        let from_yaml: Value = serde_yaml::from_str(&stdout(&yaml_out)).unwrap();
+        let from_json: Value = serde_json::from_str(&stdout(&local)).unwrap();
+        assert_eq!(from_yaml["data"], from_json["data"], "{args:?}");
+    }
+}
+
+#[test]
 fn plan_apply_asks_through_a_server_with_the_preview_it_shows_in_process() {
     let (server, plan) = server_with_a_plan();
     let client = Env::new();

@@ -65,14 +65,14 @@ pub use crate::lifecycle::report::ErrorEntry;
 pub use crate::review::partial::{ApplyRequest, LeftOut, Selection as ApplySelection, Written};
 pub use crate::sandbox::applied::{AppliedResource, Source as AppliedSource};
 pub use crate::sandbox::diff::{
-    DiffStats, FileDiff, FileStatus, Hunk, HunkLine, LineKind, stats as diff_stats,
+    DiffStats, FileDiff, FileStatus, Hunk, HunkLine, LineKind, SecretLine, stats as diff_stats,
     unified as unified_diff,
 };
 pub use crate::store::lifecycle_run::PlanStep;
 pub use apply_preview::{ApplyPreviewQuery, ApplyPreviewView, ApplyShown};
 pub use plan_artifacts::{AppliedCommit, Artifact, ArtifactsView};
 pub use plan_checkpoints::{CheckpointRef, CheckpointsView};
-pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, ResourceDiff, SandboxesDiff};
+pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, FileSecrets, ResourceDiff, SandboxesDiff};
 pub use plan_record::{ErrorsView, StepsView};
 
 // What the faces show beside the views: a driven plan's stop, answers to approvals and their

@@ -240,12 +240,17 @@ pub fn file_item_id(resource: &str, f: &FileDiff) -> String {
 /// `plan diff` names the same items `plan review` marks.
 pub fn assign_ids(resource: &str, files: &mut [FileDiff]) {
     for f in files {
-        if f.hunks.is_empty() {
-            f.item_id = Some(file_item_id(resource, f));
-        } else {
-            for h in &mut f.hunks {
-                h.id = Some(hunk_id(resource, &f.path, h));
-            }
+        assign_file_ids(resource, f);
+    }
+}
+
+/// [`assign_ids`] of one file.
+pub fn assign_file_ids(resource: &str, f: &mut FileDiff) {
+    if f.hunks.is_empty() {
+        f.item_id = Some(file_item_id(resource, f));
+    } else {
+        for h in &mut f.hunks {
+            h.id = Some(hunk_id(resource, &f.path, h));
         }
     }
 }

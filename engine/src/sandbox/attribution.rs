@@ -66,38 +66,43 @@ pub fn attribute_between(
     }
     let steps = step_changes(store, sb, whole)?;
     for file in files.iter_mut() {
-        for hunk in &mut file.hunks {
-            let added: Vec<&str> = hunk
-                .lines
-                .iter()
-                .filter(|l| l.kind == LineKind::Added)
-                .map(|l| l.text.as_str())
-                .collect();
-            let removed: Vec<&str> = hunk
-                .lines
-                .iter()
-                .filter(|l| l.kind == LineKind::Removed)
-                .map(|l| l.text.as_str())
-                .collect();
-            for step in &steps {
-                let produced = match &step.files {
-                    None => true,
-                    Some(step_files) => [Some(&file.path), file.old_path.as_ref()]
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| step_files.get(p))
-                        .any(|lines| {
-                            added.iter().any(|t| lines.added.contains(*t))
-                                || removed.iter().any(|t| lines.removed.contains(*t))
-                        }),
-                };
-                if produced && !hunk.decision_ids.contains(&step.decision_id) {
-                    hunk.decision_ids.push(step.decision_id.clone());
-                }
+        attribute_file(&steps, file);
+    }
+    Ok(())
+}
+
+/// Fills `decision_ids` on every hunk of `file` from the own changes of `steps`.
+fn attribute_file(steps: &[StepChanges], file: &mut FileDiff) {
+    for hunk in &mut file.hunks {
+        let added: Vec<&str> = hunk
+            .lines
+            .iter()
+            .filter(|l| l.kind == LineKind::Added)
+            .map(|l| l.text.as_str())
+            .collect();
+        let removed: Vec<&str> = hunk
+            .lines
+            .iter()
+            .filter(|l| l.kind == LineKind::Removed)
+            .map(|l| l.text.as_str())
+            .collect();
+        for step in steps {
+            let produced = match &step.files {
+                None => true,
+                Some(step_files) => [Some(&file.path), file.old_path.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| step_files.get(p))
+                    .any(|lines| {
+                        added.iter().any(|t| lines.added.contains(*t))
+                            || removed.iter().any(|t| lines.removed.contains(*t))
+                    }),
+            };
+            if produced && !hunk.decision_ids.contains(&step.decision_id) {
+                hunk.decision_ids.push(step.decision_id.clone());
             }
         }
     }
-    Ok(())
 }
 
 /// The own changes of every executed step in `sb`, in execution order.
@@ -205,4 +210,37 @@ pub fn attributed_diff(
     });
     attribute_between(store, sb, &mut diff.files, whole)?;
     Ok(diff.files)
+}
+
+/// As [`attributed_diff`], handing each attributed file to `each` on the thread that diffed
+/// it ([`diff::trees_each`]), so that a caller turning every file into its output at once
+/// (the json of `plan diff`) does that work on every core and never holds every file's lines.
+/// The steps' own changes are read before the files are diffed (none when the sandbox has not
+/// changed or no hunks are asked for).
+///
+/// # Errors
+/// Store, git and I/O failures.
+pub fn attributed_diff_each<T: Send>(
+    store: &Store,
+    sb: &Sandbox,
+    request: &DiffRequest,
+    each: &(dyn Fn(FileDiff) -> T + Sync),
+) -> Result<Vec<T>, SandboxError> {
+    let _lock = sb.lock()?;
+    let repo = sb.repo()?;
+    let base = diff::base_tree(&repo, sb)?;
+    let now = super::checkpoint::snapshot(&repo)?;
+    let whole = request
+        .path
+        .is_none()
+        .then_some(DiffTrees { base, now });
+    let steps = if request.hunks && base != now {
+        step_changes(store, sb, whole)?
+    } else {
+        Vec::new()
+    };
+    diff::trees_each(&repo, Some(base), Some(now), request, &|mut file| {
+        attribute_file(&steps, &mut file);
+        each(file)
+    })
 }

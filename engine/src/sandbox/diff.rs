@@ -628,7 +628,7 @@ pub fn sandbox_diff_each<T: Send>(
 }
 
 /// The tree of `sb`'s base commit.
-fn base_tree(repo: &Repository, sb: &Sandbox) -> Result<Oid, SandboxError> {
+pub(crate) fn base_tree(repo: &Repository, sb: &Sandbox) -> Result<Oid, SandboxError> {
     let base = sb.base_commit()?;
     Ok(repo
         .find_commit(base)
