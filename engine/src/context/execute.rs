@@ -194,33 +194,50 @@ fn changed_definitions(scopes: &[Scope], so_far: &SoFar, policy: &Resolved) -> C
             if too_large(&content, policy) {
                 continue;
             }
-            let symbols = symbols::extract(grammar, &content).symbols;
+            let defined = symbols::extract(grammar, &content).symbols;
             out.files.push(ChangedFile {
                 scope: i,
                 path: f.path.clone(),
                 content,
-                symbols,
+                symbols: defined,
             });
         }
     }
     out
 }
 
+/// A definition to show: where it is, its lines' text and whether it is read from the
+/// sandbox now.
+struct FoundDefinition<'a> {
+    path: String,
+    kind: String,
+    start: u64,
+    end: u64,
+    content: std::borrow::Cow<'a, str>,
+    now: bool,
+}
+
 /// The definitions named `n`: in the files earlier steps changed as the sandbox holds them
 /// now, then in the other files at the plan's base (from the index).
-fn push_definitions(b: &mut Budget, scopes: &[Scope], n: &str, policy: &Resolved, changed: &Changed) {
+fn push_definitions(
+    b: &mut Budget,
+    scopes: &[Scope],
+    n: &str,
+    policy: &Resolved,
+    changed: &Changed,
+) {
     for (i, s) in scopes.iter().enumerate() {
-        let mut found: Vec<(String, String, u64, u64, std::borrow::Cow<'_, str>, bool)> = Vec::new();
+        let mut found: Vec<FoundDefinition<'_>> = Vec::new();
         for f in changed.files.iter().filter(|f| f.scope == i) {
             for d in f.symbols.iter().filter(|d| d.name == n) {
-                found.push((
-                    f.path.clone(),
-                    d.kind.clone(),
-                    d.start_line,
-                    d.end_line,
-                    f.content.as_str().into(),
-                    true,
-                ));
+                found.push(FoundDefinition {
+                    path: f.path.clone(),
+                    kind: d.kind.clone(),
+                    start: d.start_line,
+                    end: d.end_line,
+                    content: f.content.as_str().into(),
+                    now: true,
+                });
             }
         }
         let at_base = s.view.find_definition(n, 2).unwrap_or_default();
@@ -236,34 +253,40 @@ fn push_definitions(b: &mut Budget, scopes: &[Scope], n: &str, policy: &Resolved
                 b.too_large();
                 continue;
             }
-            found.push((
-                d.path.clone(),
-                d.symbol_kind.clone().unwrap_or_else(|| "definition".into()),
-                d.start_line,
-                d.end_line,
-                content.into(),
-                false,
-            ));
+            found.push(FoundDefinition {
+                path: d.path.clone(),
+                kind: d.symbol_kind.clone().unwrap_or_else(|| "definition".into()),
+                start: d.start_line,
+                end: d.end_line,
+                content: content.into(),
+                now: false,
+            });
         }
-        for (path, kind, start, end, content, now) in found {
-            let lines: Vec<String> = content
+        for d in found {
+            let lines: Vec<String> = d
+                .content
                 .lines()
                 .enumerate()
-                .skip(start.saturating_sub(1) as usize)
-                .take((end + 1).saturating_sub(start).min(MAX_LINES as u64) as usize)
+                .skip(d.start.saturating_sub(1) as usize)
+                .take((d.end + 1).saturating_sub(d.start).min(MAX_LINES as u64) as usize)
                 .map(|(k, l)| format!("{}: {l}", k + 1))
                 .collect();
             let block = format!(
-                "### {kind} {n} in {}:{path} ({})\n{}",
+                "### {} {n} in {}:{} ({})\n{}",
+                d.kind,
                 s.resource,
-                if now {
+                d.path,
+                if d.now {
                     "as the sandbox holds it now"
                 } else {
                     "at the plan's base"
                 },
                 lines.join("\n")
             );
-            b.push(&block, Some(format!("{}:{path}:{start}", s.resource)));
+            b.push(
+                &block,
+                Some(format!("{}:{}:{}", s.resource, d.path, d.start)),
+            );
         }
     }
 }
