@@ -67,5 +67,5 @@ for entry in $SOURCES; do
 	checkouts+=("$dest")
 done
 
-cargo build --locked --quiet -p cleveragents-engine --release --example bench_retrieval
+cargo build --locked --quiet -p cleveragents-engine --release --features internals --example bench_retrieval
 exec target/release/examples/bench_retrieval --tasks "$TASKS" "$@" "${checkouts[@]}"
