@@ -11,7 +11,11 @@
 # the same tasks. BENCH_RETRIEVAL_SOURCES replaces the list: space-separated
 # `SOURCE[@COMMIT]` entries where SOURCE is a git URL or a local repository (a work tree
 # or a bare git directory); the clone is named after SOURCE's last path part (a trailing
-# `/repo` or `.git` dropped). BENCH_RETRIEVAL_TASKS sets the tasks per repository
+# `/repo` or `.git` dropped, and anything up to a `+`, so `owner+name/repo` gives `name`).
+# Without network, BENCH_RETRIEVAL_MIRRORS=DIR reads the default repositories at their pins
+# from local mirrors laid out as DIR/OWNER+NAME/repo (bare or not), e.g.
+# `BENCH_RETRIEVAL_MIRRORS=/work/.mirror scripts/bench-retrieval.sh`.
+# BENCH_RETRIEVAL_TASKS sets the tasks per repository
 # (default 40); extra arguments go to the benchmark (`--verbose` lists every task).
 # Builds one example of the engine crate in release. Not run by CI.
 set -euo pipefail
@@ -23,6 +27,14 @@ https://github.com/pallets/click@2c8cd3ac958a7eb316d67f2d316c27086c4c0369
 https://github.com/spf13/cobra@adbc8813901bba65827259daa8e22ff94ec1f30e
 "
 SOURCES="${BENCH_RETRIEVAL_SOURCES:-$DEFAULT_SOURCES}"
+if [ -z "${BENCH_RETRIEVAL_SOURCES:-}" ] && [ -n "${BENCH_RETRIEVAL_MIRRORS:-}" ]; then
+	SOURCES=""
+	for entry in $DEFAULT_SOURCES; do
+		url="${entry%@*}"
+		owner_name="${url#https://github.com/}"
+		SOURCES+=" ${BENCH_RETRIEVAL_MIRRORS%/}/${owner_name/\//+}/repo@${entry##*@}"
+	done
+fi
 WORK="${BENCH_RETRIEVAL_DIR:-/tmp/bench-retrieval}"
 TASKS="${BENCH_RETRIEVAL_TASKS:-40}"
 mkdir -p "$WORK"
@@ -55,5 +67,5 @@ for entry in $SOURCES; do
 	checkouts+=("$dest")
 done
 
-cargo build --locked --quiet -p cleveragents-engine --release --example bench_retrieval
+cargo build --locked --quiet -p cleveragents-engine --release --features internals --example bench_retrieval
 exec target/release/examples/bench_retrieval --tasks "$TASKS" "$@" "${checkouts[@]}"

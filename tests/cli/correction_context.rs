@@ -118,6 +118,11 @@ fn a_revert_corrections_strategist_gets_the_read_tools_the_original_step_its_dif
             "the prompt lacks {needle:?}: {prompt}"
         );
     }
+    assert_eq!(
+        prompt.matches("use capitals").count(),
+        1,
+        "the guidance is given once: {prompt}"
+    );
     assert!(
         !prompt.contains("+one"),
         "d1's change is not d2's: {prompt}"

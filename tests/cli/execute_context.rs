@@ -117,3 +117,43 @@ fn step_2s_executor_prompt_holds_what_step_1_wrote_and_said() {
         );
     }
 }
+
+#[test]
+fn a_definition_an_earlier_step_added_is_shown_to_a_later_step_that_names_it() {
+    let d1 = step_decision(
+        "d1",
+        &[],
+        json!({"instructions": "Add a summary function to the library"}),
+    );
+    let d2 = step_decision(
+        "d2",
+        &["d1"],
+        json!({"instructions": "Document what render_summary returns"}),
+    );
+    let mut script = strategist(&[d1, d2]);
+    script.extend(write_turns(
+        "src/lib.rs",
+        "pub fn f() {}\n\npub fn render_summary(items: &[u32]) -> String {\n    format!(\"{} items counted\", items.len())\n}\n",
+    ));
+    script.extend(write_turns(
+        "notes.txt",
+        "render_summary returns a sentence\n",
+    ));
+    let server = ProviderServer::start(script);
+    let (_s, doc, code) = model_plan(&server, "trusted");
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    assert_eq!(server.remaining(), 0);
+    let step2 = server.requests()[4].body["messages"].to_string();
+    // The definition step 1 added, read from the sandbox (the plan's base has none).
+    for needle in [
+        "## Named in this step",
+        "render_summary in local/repo:src/lib.rs (as the sandbox holds it now)",
+        "3: pub fn render_summary(items: &[u32]) -> String {",
+        "4:     format!(",
+    ] {
+        assert!(
+            step2.contains(needle),
+            "step 2's prompt lacks {needle:?}: {step2}"
+        );
+    }
+}

@@ -1,8 +1,8 @@
 //! What a correction's strategist is shown of the attempt it corrects (spec section 27,
 //! "Revert flow"; section 25): the corrected decisions' steps (instructions and expected
-//! outputs), why the work was rejected (the user's guidance, the rejected hunks and their
-//! reasons) and what the original attempt changed (its diff, the hunks the corrected
-//! decisions produced), within a budget.
+//! outputs), why the work was rejected (the hunks rejected in review and their reasons; the
+//! user's guidance is stated once, by the prompt that holds this) and what the original
+//! attempt changed (its diff, the hunks the corrected decisions produced), within a budget.
 
 use super::Budget;
 use crate::sandbox::diff::{FileDiff, Hunk, unified};
@@ -40,8 +40,6 @@ pub struct Rejected {
 /// The original attempt of the decisions a correction re-decides.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Original {
-    /// The user's guidance.
-    pub guidance: String,
     /// The decisions re-decided, the corrected one first.
     pub decisions: Vec<Corrected>,
     /// Hunks rejected in review that these decisions produced.
@@ -87,9 +85,13 @@ fn push_steps(b: &mut Budget, decisions: &[Corrected]) {
     }
 }
 
+/// The hunks rejected in review, under a heading that points at the guidance (given once,
+/// before this section); nothing when review rejected none.
 fn push_rejection(b: &mut Budget, original: &Original) {
-    b.push("## Why it is corrected", None);
-    b.push_lines(&format!("Guidance from the user: {}", original.guidance), None);
+    if original.rejected.is_empty() {
+        return;
+    }
+    b.push("## Why it is corrected (besides the guidance above)", None);
     for r in &original.rejected {
         let (range, text) = match &r.hunk {
             Some(h) => (
@@ -159,7 +161,6 @@ mod tests {
     fn original() -> Original {
         let hunk = text_hunks("", "five\n").remove(0);
         Original {
-            guidance: "write it in capitals".into(),
             decisions: vec![Corrected {
                 key: "d5".into(),
                 choice: "What goes into e.txt? -> write e.txt".into(),
@@ -196,7 +197,6 @@ mod tests {
             "- d5: What goes into e.txt? -> write e.txt",
             "step instructions: Write e.txt",
             "expected outputs: e.txt",
-            "Guidance from the user: write it in capitals",
             "Rejected in review: local/repo:e.txt @@ -0,0 +1,1 @@ — reason: lower case",
             "+five",
             "## What the original attempt changed",

@@ -1,15 +1,19 @@
 //! An execution step's hot context (spec section 25): the files and definitions its
-//! decision names — a file as the sandbox holds it now (earlier steps' work included), or at
-//! the plan's base when no sandbox holds its resource yet; definitions at the plan's base —,
+//! decision names — as the sandbox holds them now (earlier steps' work included), or at the
+//! plan's base where no earlier step changed them —,
 //! then what earlier steps did ([`so_far`]: their recorded outputs and the diff so far), then
 //! the warm and cold decisions that share its words, within the execute view's
 //! `hot-max-tokens`.
+
+use std::collections::HashSet;
 
 use super::policy::Resolved;
 use super::so_far::{self, SoFar};
 use super::{Budget, Hot, tiers};
 use crate::index::skill::Scope;
+use crate::index::symbols::{self, Symbol};
 use crate::index::tokenizer;
+use crate::sandbox::diff::FileStatus;
 
 /// Lines of a named file or definition taken at most.
 pub const MAX_LINES: usize = 60;
@@ -51,8 +55,13 @@ pub fn step_context(
     if !files.is_empty() || !names.is_empty() {
         b.push("## Named in this step", None);
         push_files(&mut b, scopes, files, policy);
+        let changed = if names.is_empty() {
+            Changed::default()
+        } else {
+            changed_definitions(scopes, so_far, policy)
+        };
         for n in names {
-            push_definitions(&mut b, scopes, &n, policy);
+            push_definitions(&mut b, scopes, &n, policy, &changed);
         }
     }
     so_far::push(&mut b, so_far);
@@ -146,12 +155,97 @@ fn push_files(b: &mut Budget, scopes: &[Scope], files: Vec<Named>, policy: &Reso
     }
 }
 
-fn push_definitions(b: &mut Budget, scopes: &[Scope], n: &str, policy: &Resolved) {
-    for s in scopes {
-        let Ok(defs) = s.view.find_definition(n, 2) else {
+/// A file an earlier step changed, as the sandbox holds it now, with its definitions.
+struct ChangedFile {
+    scope: usize,
+    path: String,
+    content: String,
+    symbols: Vec<Symbol>,
+}
+
+/// The files earlier steps changed: parsed as they are now, and every changed path (old and
+/// new names, deleted files too), whose definitions at the plan's base no longer stand.
+#[derive(Default)]
+struct Changed {
+    files: Vec<ChangedFile>,
+    paths: HashSet<(usize, String)>,
+}
+
+fn changed_definitions(scopes: &[Scope], so_far: &SoFar, policy: &Resolved) -> Changed {
+    let mut out = Changed::default();
+    for (i, s) in scopes.iter().enumerate() {
+        let Some(c) = so_far.changes.iter().find(|c| c.resource == s.resource) else {
             continue;
         };
-        for d in defs.iter().filter(|d| d.symbol.as_deref() == Some(n)) {
+        for f in &c.files {
+            out.paths.insert((i, f.path.clone()));
+            if let Some(old) = &f.old_path {
+                out.paths.insert((i, old.clone()));
+            }
+            if f.status == FileStatus::Deleted || !policy.takes_path(&f.path) {
+                continue;
+            }
+            let Some(Some(content)) = so_far.read(&s.resource, &f.path) else {
+                continue;
+            };
+            let Some(grammar) = symbols::language_of(&f.path).and_then(symbols::grammar) else {
+                continue;
+            };
+            if too_large(&content, policy) {
+                continue;
+            }
+            let defined = symbols::extract(grammar, &content).symbols;
+            out.files.push(ChangedFile {
+                scope: i,
+                path: f.path.clone(),
+                content,
+                symbols: defined,
+            });
+        }
+    }
+    out
+}
+
+/// A definition to show: where it is, its lines' text and whether it is read from the
+/// sandbox now.
+struct FoundDefinition<'a> {
+    path: String,
+    kind: String,
+    start: u64,
+    end: u64,
+    content: std::borrow::Cow<'a, str>,
+    now: bool,
+}
+
+/// The definitions named `n`: in the files earlier steps changed as the sandbox holds them
+/// now, then in the other files at the plan's base (from the index).
+fn push_definitions(
+    b: &mut Budget,
+    scopes: &[Scope],
+    n: &str,
+    policy: &Resolved,
+    changed: &Changed,
+) {
+    for (i, s) in scopes.iter().enumerate() {
+        let mut found: Vec<FoundDefinition<'_>> = Vec::new();
+        for f in changed.files.iter().filter(|f| f.scope == i) {
+            for d in f.symbols.iter().filter(|d| d.name == n) {
+                found.push(FoundDefinition {
+                    path: f.path.clone(),
+                    kind: d.kind.clone(),
+                    start: d.start_line,
+                    end: d.end_line,
+                    content: f.content.as_str().into(),
+                    now: true,
+                });
+            }
+        }
+        let at_base = s.view.find_definition(n, 2).unwrap_or_default();
+        for d in at_base
+            .iter()
+            .filter(|d| d.symbol.as_deref() == Some(n))
+            .filter(|d| !changed.paths.contains(&(i, d.path.clone())))
+        {
             let Some(content) = s.view.read(&d.path) else {
                 continue;
             };
@@ -159,27 +253,39 @@ fn push_definitions(b: &mut Budget, scopes: &[Scope], n: &str, policy: &Resolved
                 b.too_large();
                 continue;
             }
-            let lines: Vec<String> = content
+            found.push(FoundDefinition {
+                path: d.path.clone(),
+                kind: d.symbol_kind.clone().unwrap_or_else(|| "definition".into()),
+                start: d.start_line,
+                end: d.end_line,
+                content: content.into(),
+                now: false,
+            });
+        }
+        for d in found {
+            let lines: Vec<String> = d
+                .content
                 .lines()
                 .enumerate()
-                .skip(d.start_line.saturating_sub(1) as usize)
-                .take(
-                    (d.end_line + 1)
-                        .saturating_sub(d.start_line)
-                        .min(MAX_LINES as u64) as usize,
-                )
+                .skip(d.start.saturating_sub(1) as usize)
+                .take((d.end + 1).saturating_sub(d.start).min(MAX_LINES as u64) as usize)
                 .map(|(k, l)| format!("{}: {l}", k + 1))
                 .collect();
             let block = format!(
-                "### {} {n} in {}:{}\n{}",
-                d.symbol_kind.as_deref().unwrap_or("definition"),
+                "### {} {n} in {}:{} ({})\n{}",
+                d.kind,
                 s.resource,
                 d.path,
+                if d.now {
+                    "as the sandbox holds it now"
+                } else {
+                    "at the plan's base"
+                },
                 lines.join("\n")
             );
             b.push(
                 &block,
-                Some(format!("{}:{}:{}", s.resource, d.path, d.start_line)),
+                Some(format!("{}:{}:{}", s.resource, d.path, d.start)),
             );
         }
     }

@@ -122,7 +122,6 @@ fn original(engine: &Lifecycle, plan: &Plan, redo: &Redo<'_>) -> Original {
     let mut keyed: Vec<&&Decision> = redo.keyed.iter().collect();
     keyed.sort_by_key(|d| d.decision_id != redo.target.decision_id);
     Original {
-        guidance: redo.guidance.to_string(),
         decisions: keyed.iter().map(|d| corrected(engine, plan, d)).collect(),
         rejected: review.as_ref().map(|r| rejected(r, &ids)).unwrap_or_default(),
         diff: review.as_ref().map(|r| produced(r, &ids)).unwrap_or_default(),

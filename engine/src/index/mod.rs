@@ -469,6 +469,61 @@ mod tests {
         assert_eq!(o.readme.as_deref(), Some("# Demo\nA demo project.\n"));
     }
 
+    #[test]
+    fn a_file_read_at_the_base_scores_as_its_twin_kept_in_the_index() {
+        // src/a.rs changed after the base, so a view at the base answers it from its base
+        // version; src/b.rs, unchanged, is answered by the index. At the base the two are
+        // the same text, so they score the same.
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let same = "pub fn parse_config(text: &str) -> usize { text.len() }\n";
+        let mut files = vec![
+            ("src/a.rs".to_string(), same.to_string()),
+            ("src/b.rs".to_string(), same.to_string()),
+        ];
+        for i in 0..6 {
+            files.push((
+                format!("src/other{i}.rs"),
+                format!("pub fn other_{i}() -> u32 {{ {i} }}\n"),
+            ));
+        }
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let base = repo_with_files(&repo, &refs);
+        std::fs::write(repo.join("src/a.rs"), format!("{same}// moved on\n")).unwrap();
+        git(&repo, &["commit", "-q", "-am", "later"]);
+        let dir = tmp.path().join("index");
+        build::build(
+            &dir,
+            "local/demo",
+            &repo,
+            Source::Git,
+            &Policy::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        let at = View::open(&dir, Some(&base), &Policy::default()).unwrap();
+        assert!(at.is_shadowed("src/a.rs") && !at.is_shadowed("src/b.rs"));
+        let found = at
+            .search_files(&SearchQuery {
+                query: "parse config".into(),
+                limit: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        let score = |p: &str| {
+            found
+                .iter()
+                .find(|f| f.path == p)
+                .unwrap_or_else(|| panic!("{p} is found: {found:?}"))
+                .score
+        };
+        let (a, b) = (score("src/a.rs"), score("src/b.rs"));
+        assert!((a - b).abs() < 1e-3 * b, "a.rs {a} and b.rs {b} score the same");
+    }
+
     fn search_or_empty(v: &View, q: &str) -> Vec<String> {
         search(v, q)
     }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use globset::GlobBuilder;
 use serde::Serialize;
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::IndexRecordOption;
+use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, Index, IndexReader, Score, Searcher, TantivyDocument, Term};
 
 use super::IndexError;
@@ -301,6 +301,26 @@ fn definition_boost(d: &LocatedDef, wanted: &HashSet<&str>, terms: usize) -> Opt
     }
 }
 
+/// BM25 statistics over several searchers (the index and the overlay of a view at a base).
+struct Together<'a>(Vec<&'a Searcher>);
+
+impl Bm25StatisticsProvider for Together<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        self.0.iter().map(|s| s.total_num_tokens(field)).sum()
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        self.0
+            .iter()
+            .map(|s| Bm25StatisticsProvider::total_num_docs(*s))
+            .sum()
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.0.iter().map(|s| s.doc_freq(term)).sum()
+    }
+}
+
 /// A read-only view of one resource's index.
 pub struct View {
     /// The resource.
@@ -575,16 +595,25 @@ impl View {
     }
 
     /// Runs `query` on the index and overlay; hits on shadowed paths of the index are dropped.
+    /// Both are scored with the statistics of the two together, so a file answered from the
+    /// base scores as it would in one index of the base (the overlay's few files alone
+    /// would give every term a low rarity).
     fn run(&self, query: &dyn Query, limit: usize) -> Result<Vec<(Score, Located)>, IndexError> {
         let mut out = Vec::new();
-        for (searcher, overlay) in self.searchers()? {
+        let searchers = self.searchers()?;
+        let together = Together(searchers.iter().map(|(s, _)| s).collect());
+        for (searcher, overlay) in &searchers {
+            let overlay = *overlay;
             let extra = if overlay {
                 0
             } else {
                 self.shadowed.len().min(1000)
             };
-            let top: Vec<(Score, DocAddress)> =
-                searcher.search(query, &TopDocs::with_limit(limit + extra).order_by_score())?;
+            let top: Vec<(Score, DocAddress)> = searcher.search_with_statistics_provider(
+                query,
+                &TopDocs::with_limit(limit + extra).order_by_score(),
+                &together,
+            )?;
             for (score, addr) in top {
                 let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
                 let file = ff.u64("file")?.first(addr.doc_id).unwrap_or(0);
