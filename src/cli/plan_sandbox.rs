@@ -487,11 +487,22 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
         }));
     }
     let n = files.len();
+    let left_out: Vec<String> = view
+        .left_out
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| {
+            let field = |k: &str| l[k].as_str().unwrap_or_default().to_string();
+            format!("{} {} ({})", field("path"), field("what"), field("why"))
+        })
+        .collect();
     let data = json!({
         "plan_id": view.plan_id.to_string(),
         "applied": applied,
         "commits": commits,
         "files": files,
+        "left_out": view.left_out,
         "changes": view.changes,
         "tool_calls": view.tool_calls,
     });
@@ -503,20 +514,34 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
         (true, true) => format!("{n} changed file(s), applied"),
         _ => format!("{n} changed file(s)"),
     };
-    Ok(
-        Report::ok("plan artifacts", data, status).with(Element::Table {
-            title: "Artifacts".into(),
-            columns: vec![
-                Column::left("St"),
-                Column::left("Path"),
-                Column::right("Size"),
-                Column::left("Tool Calls"),
-                Column::left("Resource"),
-            ],
-            rows,
-            empty: "No files changed.".into(),
-        }),
-    )
+    let mut report = Report::ok("plan artifacts", data, status).with(Element::Table {
+        title: "Artifacts".into(),
+        columns: vec![
+            Column::left("St"),
+            Column::left("Path"),
+            Column::right("Size"),
+            Column::left("Tool Calls"),
+            Column::left("Resource"),
+        ],
+        rows,
+        empty: "No files changed.".into(),
+    });
+    if !left_out.is_empty() {
+        report = report
+            .message(
+                Level::Warn,
+                format!(
+                    "Apply left out {} item(s); while the plan's sandbox is kept, {} shows them",
+                    left_out.len(),
+                    ctx.suggest(&format!("plan diff --remainder {}", view.plan_id))
+                ),
+            )
+            .with(Element::List {
+                title: "Left Out".into(),
+                items: left_out,
+            });
+    }
+    Ok(report)
 }
 
 fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError> {

@@ -106,7 +106,7 @@ pub struct DecisionNode {
 pub struct DiffView {
     /// The changed files, in display order.
     pub files: Vec<DiffFile>,
-    /// For an applied plan (its sandboxes gone): what the diff is, for the pane's title
+    /// For an applied plan: what the diff is, for the pane's title
     /// (`applied in 451487da7410`). The files are then what Apply wrote.
     #[serde(default)]
     pub applied: Option<String>,
