@@ -552,7 +552,7 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
     let rows = list
         .iter()
         .map(|c| {
-            vec![
+            let mut row = vec![
                 Cell::new(c.checkpoint_id.to_string(), Tone::Id),
                 Cell::from(c.seq.to_string()),
                 Cell::from(c.step.clone().unwrap_or_else(|| "-".into())),
@@ -560,32 +560,39 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
                 Cell::from(c.decision_id.clone().unwrap_or_else(|| "-".into())),
                 Cell::from(c.created_at.strftime("%Y-%m-%d %H:%M:%S").to_string()),
                 Cell::from(c.files_changed.to_string()),
-                Cell::new(
+            ];
+            // Only `--all` lists discarded checkpoints, so only it needs the column.
+            if all {
+                row.push(Cell::new(
                     if c.discarded_at.is_some() {
                         "discarded"
                     } else {
-                        ""
+                        "kept"
                     },
                     Tone::Dim,
-                ),
-            ]
+                ));
+            }
+            row
         })
         .collect();
     let n = list.len();
     let data = json!({"plan_id": plan_id.to_string(), "checkpoints": list});
+    let mut columns = vec![
+        Column::left("ID"),
+        Column::right("#"),
+        Column::left("Step"),
+        Column::left("Label"),
+        Column::left("Decision"),
+        Column::left("Time"),
+        Column::right("Files"),
+    ];
+    if all {
+        columns.push(Column::left("State"));
+    }
     Ok(
         Report::ok("plan checkpoints", data, format!("{n} checkpoint(s)")).with(Element::Table {
             title: "Checkpoints".into(),
-            columns: vec![
-                Column::left("ID"),
-                Column::right("#"),
-                Column::left("Step"),
-                Column::left("Label"),
-                Column::left("Decision"),
-                Column::left("Time"),
-                Column::right("Files"),
-                Column::left(""),
-            ],
+            columns,
             rows,
             empty: "No checkpoints yet.".into(),
         }),

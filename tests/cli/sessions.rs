@@ -387,6 +387,22 @@ fn bad_inputs_name_what_is_wrong() {
     );
 }
 
+#[test]
+fn a_session_name_that_does_not_exist_is_reported_as_no_such_session() {
+    let s = setup(vec![]);
+    for name in ["ops", "release-train"] {
+        let (doc, code) = run(&s, &["session", "tell", "--session", name, "hi"]);
+        assert_eq!(code, 1, "{doc:#}");
+        assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("no session is named `{name}`")),
+            "{doc:#}"
+        );
+        assert!(!message.contains("too short"), "{doc:#}");
+    }
+}
+
 /// Every session command in every format, with ids, times, paths and sizes masked.
 #[test]
 fn every_session_command_in_all_six_formats() {

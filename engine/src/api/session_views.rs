@@ -299,6 +299,7 @@ fn session_failed(e: crate::session::SessionError) -> ApiError {
     match e {
         E::Prefix(p) => ApiError::Id(p),
         E::Store(s) => ApiError::Store(s),
+        missing @ E::NotFound(_) => ApiError::Session(missing),
         other => ApiError::InvalidInput {
             message: other.to_string(),
         },
