@@ -1428,3 +1428,45 @@ fn an_mcp_tool_result_holding_a_key_reaches_the_model_redacted() {
     assert!(!result.contains(KEY), "the model saw the key: {result}");
     assert!(result.contains("[redacted]"), "{result}");
 }
+
+#[test]
+fn a_violation_by_a_model_executor_offers_correct_and_its_command_keeps_the_environment() {
+    let s = setup_with(ONE_STEP);
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[("write_file", r#"{"path": "NOTES.md", "content": "notes\n"}"#)],
+            (10, 5),
+        ),
+        Turn::text("Done.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    exec_actor(&s, &[]);
+    let (doc, code, _) = use_plan_keyed(
+        &s.env,
+        "local/notes",
+        "trusted",
+        &[
+            "--execution-actor",
+            "local/exec",
+            "--arg",
+            "version=1.2",
+            "--invariant",
+            r#"paths-unchanged: "NOTES.md""#,
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    let a = &doc["data"]["approval"];
+    assert_eq!(a["kind"], "invariant_violation", "{doc:#}");
+    assert_eq!(a["options"], json!(["accept", "correct", "cancel"]), "{a:#}");
+    let apr = a["approval_id"].as_str().unwrap();
+    let (doc, code) = run_keyed(&s.env, &["plan", "decide", apr, "--option", "correct"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(doc.to_string().contains("plan correct --mode revert"), "{doc:#}");
+    let effect = doc.to_string();
+    assert!(
+        effect.contains(&format!("--data-dir {}", s.env.data_dir.display()))
+            && effect.contains("--config-path"),
+        "like every other hint, it acts on the same environment: {doc:#}"
+    );
+}

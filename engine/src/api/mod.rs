@@ -88,6 +88,7 @@ pub use crate::redact::{RedactingWriter, redacted_bytes};
 pub use crate::registry::plan_use::{Created as PlanCreated, Request as PlanUseArgs};
 pub use crate::registry::profiles::Flags as ProfileFlags;
 pub use crate::registry::yaml::MAX_BYTES as DEFINITION_MAX_BYTES;
+pub use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR};
 pub use crate::review::{Mark, ReviewError};
 pub use crate::safe_read::{IMPORT_MAX_BYTES, read_regular_text};
 pub use crate::store::model_calls::UsageRollup;
