@@ -1023,5 +1023,8 @@ fn after_a_partial_apply_plan_artifacts_lists_what_the_commit_wrote_and_what_was
     let out = env.run(&["--format", "plain", "plan", "artifacts", &plan]);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("Left Out") && text.contains("b.txt"), "{text}");
+    assert!(
+        text.contains("Left Out") && text.contains("b.txt"),
+        "{text}"
+    );
 }

@@ -1586,7 +1586,15 @@ fn a_revert_whose_actors_cannot_act_on_guidance_warns_and_does_not_claim_a_corre
     let (s, _id, pid) = offline_plan();
     let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
     let dry = s.env.run(&[
-        "--format", "plain", "plan", "correct", "--mode", "revert", "-g", "use tabs", "--dry-run",
+        "--format",
+        "plain",
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "use tabs",
+        "--dry-run",
         &s5,
     ]);
     let text = crate::support::stdout(&dry);

@@ -762,7 +762,10 @@ script:
 fn a_step_failing_for_lack_of_network_points_to_the_actions_network_setting() {
     let (_s, _id, doc) = failed_plan(OFFLINE_LOOKUP_ACTION, false);
     let message = doc["error"]["message"].as_str().unwrap();
-    assert!(message.contains("step fetch exited with status 1"), "{message}");
+    assert!(
+        message.contains("step fetch exited with status 1"),
+        "{message}"
+    );
     assert!(
         message.contains("no network") && message.contains("sandbox: network: true"),
         "{message}"

@@ -560,7 +560,11 @@ fn an_imported_session_whose_name_holds_terminal_escapes_is_refused_and_the_name
     }
     // Nothing was stored, so no list can print it.
     let listed = ok(&s, &["session", "list"]);
-    assert_eq!(listed["data"]["sessions"].as_array().unwrap().len(), 0, "{listed:#}");
+    assert_eq!(
+        listed["data"]["sessions"].as_array().unwrap().len(),
+        0,
+        "{listed:#}"
+    );
 }
 
 #[test]
@@ -591,10 +595,7 @@ fn session_import_refuses_a_device_and_a_file_over_the_cap_before_reading_it() {
             .contains("67108865 bytes is more than"),
         "{doc:#}"
     );
-    let (doc, code) = run(
-        &s,
-        &["actor", "context", "import", "--input", "/dev/zero"],
-    );
+    let (doc, code) = run(&s, &["actor", "context", "import", "--input", "/dev/zero"]);
     assert_eq!(code, 1, "{doc:#}");
     assert!(
         doc["error"]["message"]

@@ -623,7 +623,10 @@ fn resource_links_and_images_of_an_mcp_result_reach_the_model_as_text() {
     let results = server.requests()[1].body.to_string();
     assert!(results.contains("Here are 2 resource links"), "{results}");
     for link in ["Blob Resource 1", "Text Resource 2"] {
-        assert!(results.contains(link), "the link {link} is passed on: {results}");
+        assert!(
+            results.contains(link),
+            "the link {link} is passed on: {results}"
+        );
     }
     assert!(results.contains("[resource link demo://"), "{results}");
     assert!(
@@ -1435,7 +1438,10 @@ fn a_violation_by_a_model_executor_offers_correct_and_its_command_keeps_the_envi
     let server = ProviderServer::start(vec![
         Turn::tools(
             "",
-            &[("write_file", r#"{"path": "NOTES.md", "content": "notes\n"}"#)],
+            &[(
+                "write_file",
+                r#"{"path": "NOTES.md", "content": "notes\n"}"#,
+            )],
             (10, 5),
         ),
         Turn::text("Done.", (10, 5)),
@@ -1458,11 +1464,18 @@ fn a_violation_by_a_model_executor_offers_correct_and_its_command_keeps_the_envi
     assert_eq!(code, 3, "{doc:#}");
     let a = &doc["data"]["approval"];
     assert_eq!(a["kind"], "invariant_violation", "{doc:#}");
-    assert_eq!(a["options"], json!(["accept", "correct", "cancel"]), "{a:#}");
+    assert_eq!(
+        a["options"],
+        json!(["accept", "correct", "cancel"]),
+        "{a:#}"
+    );
     let apr = a["approval_id"].as_str().unwrap();
     let (doc, code) = run_keyed(&s.env, &["plan", "decide", apr, "--option", "correct"]);
     assert_eq!(code, 0, "{doc:#}");
-    assert!(doc.to_string().contains("plan correct --mode revert"), "{doc:#}");
+    assert!(
+        doc.to_string().contains("plan correct --mode revert"),
+        "{doc:#}"
+    );
     let effect = doc.to_string();
     assert!(
         effect.contains(&format!("--data-dir {}", s.env.data_dir.display()))

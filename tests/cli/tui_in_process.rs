@@ -173,9 +173,12 @@ fn after_a_partial_apply_the_diff_pane_shows_the_commit_and_what_was_left_out() 
     let mut bridge = Bridge::new(Connection::in_process(engine, true), None).unwrap();
     bridge.handle(Cmd::SelectPlan(plan.clone()));
     let mut seen = Vec::new();
-    collect(&mut bridge, &mut seen, "the plan's diff", |m| {
-        matches!(m, Msg::DiffUpdated { plan_id, .. } if *plan_id == plan)
-    });
+    collect(
+        &mut bridge,
+        &mut seen,
+        "the plan's diff",
+        |m| matches!(m, Msg::DiffUpdated { plan_id, .. } if *plan_id == plan),
+    );
     let diff = seen
         .iter()
         .rev()

@@ -557,7 +557,9 @@ impl App {
             .diff()
             .filter(|_| self.diff.plan_id() == Some(plan_id));
         let body = match (diff, diff.and_then(DiffView::review_counts)) {
-            (Some(d), Some(c)) if c.any_marked() => partial_apply_body(&self.plans.short(plan_id), &project, d, c),
+            (Some(d), Some(c)) if c.any_marked() => {
+                partial_apply_body(&self.plans.short(plan_id), &project, d, c)
+            }
             (Some(d), _) => format!(
                 "Apply plan {} to {project}: {} file(s), +{} -{}?\nValidations run first; then one commit lands in the project.",
                 self.plans.short(plan_id),

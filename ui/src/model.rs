@@ -606,9 +606,7 @@ pub fn unique_prefixes(ids: &[&str]) -> Vec<String> {
     let mut out = vec![String::new(); ids.len()];
     for (at, &i) in order.iter().enumerate() {
         let id = ids[i];
-        let before = at
-            .checked_sub(1)
-            .map_or(0, |p| common(ids[order[p]], id));
+        let before = at.checked_sub(1).map_or(0, |p| common(ids[order[p]], id));
         let after = order.get(at + 1).map_or(0, |&n| common(id, ids[n]));
         let len = (before.max(after) + 1).max(8).min(id.chars().count());
         out[i] = id.chars().take(len).collect();

@@ -129,7 +129,11 @@ pub(crate) fn render(
     }
 
     let header = Row::new(["kind", "plan", "question"]).style(theme.style(Slot::ListHeader));
-    let shorts: Vec<String> = pane.items().iter().map(|i| plans.short(&i.plan_id)).collect();
+    let shorts: Vec<String> = pane
+        .items()
+        .iter()
+        .map(|i| plans.short(&i.plan_id))
+        .collect();
     let id_width = shorts.iter().map(String::len).max().unwrap_or(8);
     let rows = pane.items().iter().zip(shorts).map(|(item, short)| {
         let mut question = vec![Span::styled(item.summary.clone(), theme.style(Slot::Text))];

@@ -7,9 +7,7 @@ use ratatui::widgets::{Cell, HighlightSpacing, Row, StatefulWidget, Table, Table
 
 use super::{Pane, pane_block, render_message, step};
 use crate::keymap::Action;
-use crate::model::{
-    Phase, PlanRow, ProcessingState, format_cost, format_elapsed, unique_prefixes,
-};
+use crate::model::{Phase, PlanRow, ProcessingState, format_cost, format_elapsed, unique_prefixes};
 use crate::theme::{Slot, Theme};
 
 /// Shown when the engine reported no plans at all.
