@@ -82,7 +82,7 @@ pub fn approval_context(a: &Approval) -> Value {
         return a.context.clone();
     }
     let correct = (a.context["step_decision_id"].is_string()
-        && a.options.iter().any(|o| o == "correct"))
+        && (a.options.is_empty() || a.options.iter().any(|o| o == "correct")))
     .then(|| command(&cleveragents_engine::api::correct_step(a)));
     let cancel = command(&Next::decide(&a.approval_id, "cancel"));
     let mut out = Map::new();
