@@ -1,7 +1,27 @@
 //! One line of plain English for a stored event, shared by `plan events` and the TUI's live
 //! area (spec section 28, "Observability": every phase emits events a person can read).
 
-use cleveragents_engine::domain::event::{EventKind, StateChanged};
+use cleveragents_engine::domain::event::{EventKind, PlanInterrupted, StateChanged};
+
+/// `interrupted in execute by user (Ctrl-C), queued`: the reason only where it says more
+/// than the word itself.
+fn interrupted(p: &PlanInterrupted) -> String {
+    let mut line = format!("interrupted in {}", p.phase);
+    if let Some(by) = &p.by {
+        line.push_str(&format!(" by {by}"));
+    } else if let Some(Some(owner)) = &p.previous_owner {
+        line.push_str(&format!(
+            ": its process {} on {} ({}) is gone",
+            owner.pid, owner.host, owner.kind
+        ));
+    }
+    let reason = one_line(&p.reason);
+    if !reason.is_empty() && reason != "interrupted" {
+        line.push_str(&format!(" ({reason})"));
+    }
+    line.push_str(&format!(", {}", p.state));
+    line
+}
 
 /// What `kind` says happened, in one line.
 pub fn summary(kind: &EventKind) -> String {
@@ -31,7 +51,7 @@ pub fn summary(kind: &EventKind) -> String {
         K::ApprovalResolved(p) => format!("approval {} {}", p.approval_id, p.status),
         K::PlanErrored(p) => format!("errored in {}: {}", p.phase, one_line(&p.message)),
         K::PlanCancelled(p) => format!("cancelled: {}", one_line(&p.reason)),
-        K::PlanInterrupted(p) => format!("interrupted: {}", one_line(&p.reason)),
+        K::PlanInterrupted(p) => interrupted(p),
         K::StateChanged(s) => state_changed(s),
         K::ChildSpawned(p) => format!(
             "child plan {} spawned ({})",
@@ -105,5 +125,42 @@ fn one_line(text: &str) -> String {
     match flat.char_indices().nth(120) {
         Some((i, _)) => format!("{}…", &flat[..i]),
         None => flat,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cleveragents_engine::domain::event::LeaseOwner;
+    use cleveragents_engine::domain::{Phase, ProcessingState};
+
+    #[test]
+    fn an_interruption_says_who_or_what_stopped_the_plan_not_the_word_twice() {
+        let by_user = PlanInterrupted {
+            phase: Phase::Execute,
+            state: ProcessingState::Queued,
+            reason: "interrupted".into(),
+            previous_owner: None,
+            by: Some("user (Ctrl-C)".into()),
+        };
+        assert_eq!(
+            summary(&EventKind::PlanInterrupted(by_user)),
+            "interrupted in execute by user (Ctrl-C), queued"
+        );
+        let vanished = PlanInterrupted {
+            phase: Phase::Strategize,
+            state: ProcessingState::Queued,
+            reason: "interrupted".into(),
+            previous_owner: Some(Some(LeaseOwner {
+                pid: 4242,
+                host: "box".into(),
+                kind: "execute".into(),
+            })),
+            by: None,
+        };
+        assert_eq!(
+            summary(&EventKind::PlanInterrupted(vanished)),
+            "interrupted in strategize: its process 4242 on box (execute) is gone, queued"
+        );
     }
 }

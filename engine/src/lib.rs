@@ -56,6 +56,7 @@ internal_modules!(
     redact,
     registry,
     review,
+    safe_read,
     safe_write,
     sandbox,
     session,

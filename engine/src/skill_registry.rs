@@ -1016,14 +1016,41 @@ pub fn discover(
             let origin = format!("resource {name}: {}", d.display());
             (d, origin)
         }));
-    for (dir, origin) in places {
+    let roots = dirs
+        .iter()
+        .map(|_| None)
+        .chain(resources.iter().map(|(_, root)| Some(root.as_path())));
+    for ((dir, origin), root) in places.zip(roots) {
         let (found, broken) = discover_in(&dir);
         problems.extend(
             broken
                 .into_iter()
                 .map(|p| format!("Agent Skill skipped: {p}")),
         );
-        for skill in found {
+        for mut skill in found {
+            // A repository's skill is the repository's: a `SKILL.md`, a folder or a script
+            // linked out of it would send the model (or run) a file the repository does not
+            // hold.
+            if let Some(root) = root {
+                if let Some(why) = leaves(root, &skill) {
+                    problems.push(format!(
+                        "Agent Skill {} in {origin} skipped: {why}",
+                        skill.name
+                    ));
+                    continue;
+                }
+                skill.scripts.retain(|script| {
+                    let path = skill.dir.join("scripts").join(script);
+                    let inside = within(root, &path);
+                    if !inside {
+                        problems.push(format!(
+                            "Agent Skill {} in {origin}: script {script} skipped: it links out of the resource",
+                            skill.name
+                        ));
+                    }
+                    inside
+                });
+            }
             if let Some(first) = out.iter().find(|d| d.skill.name == skill.name) {
                 problems.push(format!(
                     "Agent Skill {} in {origin} skipped: the one in {} has that name",
@@ -1038,6 +1065,31 @@ pub fn discover(
         }
     }
     (out, problems)
+}
+
+/// Whether `path`, links resolved, lies beneath `root` (links resolved); a path that cannot
+/// be resolved does not.
+fn within(root: &Path, path: &Path) -> bool {
+    match (std::fs::canonicalize(root), std::fs::canonicalize(path)) {
+        (Ok(root), Ok(path)) => path.starts_with(root),
+        _ => false,
+    }
+}
+
+/// Why a skill found in resource `root` reaches out of it: its folder or its `SKILL.md` is a
+/// link to somewhere else.
+fn leaves(root: &Path, skill: &AgentSkill) -> Option<String> {
+    if !within(root, &skill.dir) {
+        return Some(format!(
+            "its folder links out of the resource (to {})",
+            skill.dir.display()
+        ));
+    }
+    let file = skill.dir.join("SKILL.md");
+    (!within(root, &file)).then(|| {
+        let to = std::fs::canonicalize(&file).unwrap_or(file);
+        format!("its SKILL.md links out of the resource (to {})", to.display())
+    })
 }
 
 fn load_skill_tool() -> ResolvedTool {
@@ -1081,6 +1133,38 @@ mod tests {
                 .unwrap_err()
                 .contains("front matter")
         );
+    }
+
+    #[test]
+    fn a_resources_skill_linked_out_of_the_resource_is_skipped() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside");
+        folder(&outside.join("secret-skill"), "secret-skill");
+        std::fs::write(outside.join("notes.md"), "---\nname: notes\ndescription: host notes\n---\nprivate\n").unwrap();
+        std::fs::write(outside.join("run.sh"), "echo host\n").unwrap();
+        let repo = root.path().join("repo");
+        let skills = repo.join(RESOURCE_SKILLS_DIR);
+        // SKILL.md itself a link out of the repository.
+        std::fs::create_dir_all(skills.join("notes")).unwrap();
+        std::os::unix::fs::symlink(outside.join("notes.md"), skills.join("notes/SKILL.md")).unwrap();
+        // The whole folder a link out.
+        std::os::unix::fs::symlink(outside.join("secret-skill"), skills.join("secret-skill")).unwrap();
+        // A good skill whose one script links out.
+        folder(&skills.join("good"), "good");
+        std::fs::create_dir_all(skills.join("good/scripts")).unwrap();
+        std::fs::write(skills.join("good/scripts/ok.sh"), "echo ok\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("run.sh"), skills.join("good/scripts/host.sh")).unwrap();
+        let (found, problems) = discover(&[], &[("local/repo".into(), repo)]);
+        let names: Vec<&str> = found.iter().map(|d| d.skill.name.as_str()).collect();
+        assert_eq!(names, ["good"], "{problems:?}");
+        assert_eq!(found[0].skill.scripts, ["ok.sh"], "{problems:?}");
+        let all = problems.join("\n");
+        assert!(all.contains("notes in resource local/repo") && all.contains("SKILL.md links out"), "{all}");
+        assert!(all.contains("secret-skill") && all.contains("folder links out"), "{all}");
+        assert!(all.contains("script host.sh skipped"), "{all}");
+        // The same folders configured in `agent-skill-dirs` are the user's own: followed.
+        let (mine, _) = discover(&[outside], &[]);
+        assert_eq!(mine.len(), 1);
     }
 
     fn folder(dir: &Path, name: &str) {

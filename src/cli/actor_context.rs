@@ -10,6 +10,7 @@ use serde_json::json;
 use super::indexing::bytes;
 use super::{CliError, Context, view};
 use crate::output::{Column, Element, Report};
+use cleveragents_engine::api;
 use cleveragents_engine::api::run_views::{
     CONTEXT_SCHEMA_VERSION, ContextError, ContextItem, ContextSummary, Message, Removal,
 };
@@ -278,12 +279,17 @@ fn import(
     name: Option<&str>,
     update: bool,
 ) -> Result<Report, CliError> {
-    let text = std::fs::read_to_string(input).map_err(|e| {
+    let text = api::read_regular_text(input, api::IMPORT_MAX_BYTES).map_err(|message| {
+        let code = if input.exists() {
+            "INVALID_INPUT"
+        } else {
+            "IO_ERROR"
+        };
         let e = ContextError::File {
             path: input.display().to_string(),
-            message: e.to_string(),
+            message,
         };
-        CliError::new("IO_ERROR", format!("--input {e}"))
+        CliError::new(code, format!("--input {e}"))
     })?;
     let done =
         ctx.client()?

@@ -81,9 +81,9 @@ pub fn approval_context(a: &Approval) -> Value {
     if a.kind != ApprovalKind::InvariantViolation {
         return a.context.clone();
     }
-    let correct = a.context["step_decision_id"]
-        .is_string()
-        .then(|| command(&cleveragents_engine::api::correct_step(a)));
+    let correct = (a.context["step_decision_id"].is_string()
+        && (a.options.is_empty() || a.options.iter().any(|o| o == "correct")))
+    .then(|| command(&cleveragents_engine::api::correct_step(a)));
     let cancel = command(&Next::decide(&a.approval_id, "cancel"));
     let mut out = Map::new();
     for (key, value) in context {

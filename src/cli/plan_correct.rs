@@ -699,6 +699,25 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     Ok(reverted_report(ctx, a, d, &r, &p, data, next))
 }
 
+/// Why a revert of `plan` would not act on the guidance, when it would not: its steps are run
+/// by the offline script executor, which runs the action's script as written (only a model
+/// strategist, if any, reads the guidance when it re-decides).
+fn guidance_ignored(plan: &cleveragents_engine::domain::Plan) -> Option<String> {
+    let executor = plan.execution_actor.as_deref()?;
+    if executor != api::SCRIPT_EXECUTOR {
+        return None;
+    }
+    let strategist = plan.strategy_actor.as_deref().unwrap_or_default();
+    let decides = if strategist == api::CHECKLIST_STRATEGIST {
+        format!("nor does its strategist {strategist}, so the re-run repeats the same work")
+    } else {
+        format!("only its strategist {strategist} reads the guidance when it re-decides")
+    };
+    Some(format!(
+        "the plan's execution actor {executor} cannot act on guidance (it runs the action's script as written); {decides}. To carry the guidance out, correct with --mode append --execution-actor PROVIDER/MODEL"
+    ))
+}
+
 /// `plan correct --dry-run` of a revert: what would be invalidated, re-run and replayed, and
 /// its cost, with nothing changed.
 fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
@@ -747,6 +766,9 @@ fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
         ],
     ));
     report = impact_elements(report, imp, &p.steps);
+    if let Some(why) = guidance_ignored(&p.plan) {
+        report = report.message(Level::Warn, why);
+    }
     if let Some(r) = refusal {
         report = report.message(Level::Warn, format!("a revert would be refused: {r}"));
     }
@@ -779,11 +801,17 @@ fn reverted_report(
             .filter(|v: &Vec<String>| !v.is_empty())
             .unwrap_or_else(|| vec!["(none)".into()])
     };
-    Report::ok(
+    let ignored = guidance_ignored(p);
+    let report = Report::ok(
         "plan correct",
         data,
         format!(
-            "Corrected: attempt {} re-ran {} step(s) and replayed {}; plan at {}/{}",
+            "{}: attempt {} re-ran {} step(s) and replayed {}; plan at {}/{}",
+            if ignored.is_some() {
+                "Re-ran without the guidance"
+            } else {
+                "Corrected"
+            },
             p.status.attempt,
             result["steps_rerun"].as_array().map_or(0, Vec::len),
             result["steps_replayed"].as_array().map_or(0, Vec::len),
@@ -821,7 +849,11 @@ fn reverted_report(
                 r.attempt.attempt_id
             )),
         ],
-    })
+    });
+    match ignored {
+        Some(why) => report.message(Level::Warn, why),
+        None => report,
+    }
 }
 
 /// `agents plan diff --correction ATTEMPT [PLAN]`: the old attempt's changes, the corrected

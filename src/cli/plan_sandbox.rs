@@ -522,11 +522,22 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
         }));
     }
     let n = files.len();
+    let left_out: Vec<String> = view
+        .left_out
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| {
+            let field = |k: &str| l[k].as_str().unwrap_or_default().to_string();
+            format!("{} {} ({})", field("path"), field("what"), field("why"))
+        })
+        .collect();
     let data = json!({
         "plan_id": view.plan_id.to_string(),
         "applied": applied,
         "commits": commits,
         "files": files,
+        "left_out": view.left_out,
         "changes": view.changes,
         "tool_calls": view.tool_calls,
     });
@@ -538,20 +549,34 @@ fn artifacts(ctx: &Context, plan: &str) -> Result<Report, CliError> {
         (true, true) => format!("{n} changed file(s), applied"),
         _ => format!("{n} changed file(s)"),
     };
-    Ok(
-        Report::ok("plan artifacts", data, status).with(Element::Table {
-            title: "Artifacts".into(),
-            columns: vec![
-                Column::left("St"),
-                Column::left("Path"),
-                Column::right("Size"),
-                Column::left("Tool Calls"),
-                Column::left("Resource"),
-            ],
-            rows,
-            empty: "No files changed.".into(),
-        }),
-    )
+    let mut report = Report::ok("plan artifacts", data, status).with(Element::Table {
+        title: "Artifacts".into(),
+        columns: vec![
+            Column::left("St"),
+            Column::left("Path"),
+            Column::right("Size"),
+            Column::left("Tool Calls"),
+            Column::left("Resource"),
+        ],
+        rows,
+        empty: "No files changed.".into(),
+    });
+    if !left_out.is_empty() {
+        report = report
+            .message(
+                Level::Warn,
+                format!(
+                    "Apply left out {} item(s); while the plan's sandbox is kept, {} shows them",
+                    left_out.len(),
+                    ctx.suggest(&format!("plan diff --remainder {}", view.plan_id))
+                ),
+            )
+            .with(Element::List {
+                title: "Left Out".into(),
+                items: left_out,
+            });
+    }
+    Ok(report)
 }
 
 fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError> {
@@ -562,7 +587,7 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
     let rows = list
         .iter()
         .map(|c| {
-            vec![
+            let mut row = vec![
                 Cell::new(c.checkpoint_id.to_string(), Tone::Id),
                 Cell::from(c.seq.to_string()),
                 Cell::from(c.step.clone().unwrap_or_else(|| "-".into())),
@@ -570,32 +595,39 @@ fn checkpoints(ctx: &Context, plan: &str, all: bool) -> Result<Report, CliError>
                 Cell::from(c.decision_id.clone().unwrap_or_else(|| "-".into())),
                 Cell::from(c.created_at.strftime("%Y-%m-%d %H:%M:%S").to_string()),
                 Cell::from(c.files_changed.to_string()),
-                Cell::new(
+            ];
+            // Only `--all` lists discarded checkpoints, so only it needs the column.
+            if all {
+                row.push(Cell::new(
                     if c.discarded_at.is_some() {
                         "discarded"
                     } else {
-                        ""
+                        "kept"
                     },
                     Tone::Dim,
-                ),
-            ]
+                ));
+            }
+            row
         })
         .collect();
     let n = list.len();
     let data = json!({"plan_id": plan_id.to_string(), "checkpoints": list});
+    let mut columns = vec![
+        Column::left("ID"),
+        Column::right("#"),
+        Column::left("Step"),
+        Column::left("Label"),
+        Column::left("Decision"),
+        Column::left("Time"),
+        Column::right("Files"),
+    ];
+    if all {
+        columns.push(Column::left("State"));
+    }
     Ok(
         Report::ok("plan checkpoints", data, format!("{n} checkpoint(s)")).with(Element::Table {
             title: "Checkpoints".into(),
-            columns: vec![
-                Column::left("ID"),
-                Column::right("#"),
-                Column::left("Step"),
-                Column::left("Label"),
-                Column::left("Decision"),
-                Column::left("Time"),
-                Column::right("Files"),
-                Column::left(""),
-            ],
+            columns,
             rows,
             empty: "No checkpoints yet.".into(),
         }),

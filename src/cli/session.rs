@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::{CliError, Context, confirm::confirm, view};
 use crate::output::{self, Cell, Column, Element, Format, Outcome, Report, Terminal, Tone};
+use cleveragents_engine::api;
 use cleveragents_engine::api::session_views::{
     self as api_sessions, CommandResult, Commands, DEFAULT_MAX_HISTORY, EXPORT_SCHEMA_VERSION,
     ExecutedCommand, Role, Session, SessionDetail, SessionMessage, SessionSummary, TellRequest,
@@ -539,8 +540,14 @@ fn export_cmd(ctx: &Context, input: &str, output: Option<PathBuf>) -> Result<Rep
 }
 
 fn import(ctx: &Context, input: &Path, keep_profile: bool) -> Result<Report, CliError> {
-    let text = std::fs::read_to_string(input)
-        .map_err(|e| CliError::new("NOT_FOUND", format!("cannot read {}: {e}", input.display())))?;
+    let text = api::read_regular_text(input, api::IMPORT_MAX_BYTES).map_err(|e| {
+        let code = if input.exists() {
+            "INVALID_INPUT"
+        } else {
+            "NOT_FOUND"
+        };
+        CliError::new(code, format!("cannot read {}: {e}", input.display()))
+    })?;
     let imported =
         ctx.client()?
             .import_session(&input.display().to_string(), &text, keep_profile)?;

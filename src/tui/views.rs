@@ -100,14 +100,26 @@ pub fn changes_view(changes: &PlanChanges) -> view::DiffView {
             files: files.iter().map(diff_file).collect(),
             applied: None,
         },
-        PlanChanges::Applied { files, commits } => view::DiffView {
-            files: files.iter().map(diff_file).collect(),
-            applied: Some(if commits.is_empty() {
+        PlanChanges::Applied {
+            files,
+            commits,
+            left_out,
+        } => {
+            let mut title = if commits.is_empty() {
                 "applied".to_owned()
             } else {
                 format!("applied in {}", commits.join(", "))
-            }),
-        },
+            };
+            if !left_out.is_empty() {
+                let mut paths: Vec<&str> = left_out.iter().map(String::as_str).collect();
+                paths.dedup();
+                title.push_str(&format!(" · left out: {}", paths.join(", ")));
+            }
+            view::DiffView {
+                files: files.iter().map(diff_file).collect(),
+                applied: Some(title),
+            }
+        }
     }
 }
 

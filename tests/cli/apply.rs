@@ -8,7 +8,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{Env, git, git_out};
+use crate::support::{Env, git, git_out, stdout};
 
 /// Everything of a repository a user could see change.
 #[derive(Debug, PartialEq, Eq)]
@@ -989,4 +989,42 @@ fn after_a_partial_apply_plan_diff_shows_the_commit_and_what_was_left_out() {
     let (rest, code) = env.json(&["plan", "diff", "--remainder", &plan]);
     assert_eq!(code, 0, "{rest:#}");
     assert!(rest.to_string().contains("b.txt"), "{rest:#}");
+}
+
+#[test]
+fn after_a_partial_apply_plan_artifacts_lists_what_the_commit_wrote_and_what_was_left_out() {
+    let env = Env::new();
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[("a.txt", "one\n"), ("b.txt", "two\n")],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["echo more >> a.txt && echo more >> b.txt"],
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", "--exclude", "b.txt", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let head = head(&repo);
+    let (made, code) = env.json(&["plan", "artifacts", &plan]);
+    assert_eq!(code, 0, "{made:#}");
+    let files: Vec<&str> = made["data"]["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{made:#}"))
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["a.txt"], "what the commit wrote: {made:#}");
+    assert_eq!(made["data"]["applied"], true, "{made:#}");
+    let commits = made["data"]["commits"].to_string();
+    assert!(commits.contains(&head[..12]), "names the commit: {made:#}");
+    assert_eq!(made["data"]["left_out"][0]["path"], "b.txt", "{made:#}");
+    let out = env.run(&["--format", "plain", "plan", "artifacts", &plan]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("Left Out") && text.contains("b.txt"),
+        "{text}"
+    );
 }

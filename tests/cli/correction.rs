@@ -1584,3 +1584,36 @@ fn corrected_offline_plan() -> (Setup, String, Id) {
     assert_eq!(code, 0, "{doc:#}");
     (s, id, pid)
 }
+
+#[test]
+fn a_revert_whose_actors_cannot_act_on_guidance_warns_and_does_not_claim_a_correction() {
+    let (s, _id, pid) = offline_plan();
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let dry = s.env.run(&[
+        "--format",
+        "plain",
+        "plan",
+        "correct",
+        "--mode",
+        "revert",
+        "-g",
+        "use tabs",
+        "--dry-run",
+        &s5,
+    ]);
+    let text = crate::support::stdout(&dry);
+    assert!(
+        text.contains("cannot act on guidance") && text.contains("builtin/script-executor"),
+        "the dry run warns: {text}"
+    );
+    let run = s.env.run(&[
+        "--format", "plain", "plan", "correct", "--mode", "revert", "-g", "use tabs", "--yes", &s5,
+    ]);
+    let text = crate::support::stdout(&run);
+    assert!(run.status.success(), "{text}");
+    assert!(text.contains("cannot act on guidance"), "{text}");
+    assert!(
+        !text.contains("Corrected:") && text.contains("Re-ran without the guidance"),
+        "{text}"
+    );
+}

@@ -135,9 +135,15 @@ fn a_step_touching_a_protected_path_stops_the_plan_and_accepting_once_continues(
             .contains("migrations/001.sql"),
         "{a:#}"
     );
-    assert_eq!(
-        a["options"],
-        serde_json::json!(["accept", "correct", "cancel"])
+    // The offline script executor cannot act on guidance: a correction would re-run the same
+    // script to the same violation, so it is not offered.
+    assert_eq!(a["options"], serde_json::json!(["accept", "cancel"]));
+    assert!(
+        a["context"]["correct_unavailable"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot act on guidance"),
+        "{a:#}"
     );
     let apr = a["approval_id"].as_str().unwrap().to_string();
 
@@ -167,19 +173,16 @@ fn a_step_touching_a_protected_path_stops_the_plan_and_accepting_once_continues(
     assert!(text.contains("migrations/001.sql"), "{text}");
     assert_eq!(file(&repo, "a.txt").as_deref(), Some("one\n"));
 
-    // The correct option names the command; the approval stays.
+    // `correct` is refused, naming the options there are; the approval stays.
     let (doc, code) = env.json(&["plan", "decide", &apr, "--option", "correct"]);
-    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT", "{doc:#}");
+    assert!(doc.to_string().contains("accept, cancel"), "{doc:#}");
+    let (list, _) = env.json(&["plan", "approvals", &id]);
+    assert_eq!(list["data"]["approvals"][0]["approval_id"], apr.as_str());
     assert!(
-        doc.to_string().contains("plan correct --mode revert"),
-        "{doc:#}"
-    );
-    // Like every other hint, it acts on the same environment.
-    let effect = doc["data"]["effect"].as_str().unwrap_or_default();
-    assert!(
-        effect.contains(&format!("--data-dir {}", env.data_dir.display()))
-            && effect.contains("--config-path"),
-        "{doc:#}"
+        list["data"]["approvals"][0]["context"]["correct_command"].is_null(),
+        "{list:#}"
     );
 
     // Accepted once: the plan goes on and (full-auto) applies; the accepted path is not

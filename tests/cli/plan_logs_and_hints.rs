@@ -747,3 +747,27 @@ fn a_spawn_step_with_a_resource_is_refused_at_action_create() {
         "{doc:#}"
     );
 }
+
+/// A step that looks a host name up, in a sandbox without network (the default).
+const OFFLINE_LOOKUP_ACTION: &str = r#"name: local/notes
+definition-of-done: the package index is reachable
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+script:
+  - name: fetch
+    run: python3 -c "import socket; socket.getaddrinfo('example.com', 443)"
+"#;
+
+#[test]
+fn a_step_failing_for_lack_of_network_points_to_the_actions_network_setting() {
+    let (_s, _id, doc) = failed_plan(OFFLINE_LOOKUP_ACTION, false);
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("step fetch exited with status 1"),
+        "{message}"
+    );
+    assert!(
+        message.contains("no network") && message.contains("sandbox: network: true"),
+        "{message}"
+    );
+}

@@ -387,6 +387,22 @@ fn bad_inputs_name_what_is_wrong() {
     );
 }
 
+#[test]
+fn a_session_name_that_does_not_exist_is_reported_as_no_such_session() {
+    let s = setup(vec![]);
+    for name in ["ops", "release-train"] {
+        let (doc, code) = run(&s, &["session", "tell", "--session", name, "hi"]);
+        assert_eq!(code, 1, "{doc:#}");
+        assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("no session is named `{name}`")),
+            "{doc:#}"
+        );
+        assert!(!message.contains("too short"), "{doc:#}");
+    }
+}
+
 /// Every session command in every format, with ids, times, paths and sizes masked.
 #[test]
 fn every_session_command_in_all_six_formats() {
@@ -509,4 +525,83 @@ fn an_imported_session_edited_to_full_auto_gets_the_importers_default_profile() 
     let kept_id = kept["data"]["session_id"].as_str().unwrap();
     let shown = ok(&s, &["session", "show", kept_id]);
     assert_eq!(shown["data"]["session"]["automation_profile"], "full-auto");
+}
+
+#[test]
+fn an_imported_session_whose_name_holds_terminal_escapes_is_refused_and_the_name_shown_escaped() {
+    let s = setup(vec![]);
+    let id = create(&s, &["--name", "shared"]);
+    let file = s.env.root().join("shared.json");
+    ok(
+        &s,
+        &["session", "export", "-o", file.to_str().unwrap(), &id],
+    );
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    doc["content"]["session"]["name"] = json!("\u{1b}]0;owned\u{7}\u{1b}[31mred\u{9b}2J");
+    ok(&s, &["session", "delete", "--yes", &id]);
+    let edited = s.env.root().join("edited.json");
+    std::fs::write(&edited, resealed(doc)).unwrap();
+    let path = edited.to_str().unwrap();
+    for format in ["rich", "color", "table", "plain", "json", "yaml"] {
+        let out = s
+            .env
+            .run(&["--format", format, "session", "import", "-i", path]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{format}: {text}");
+        assert!(text.contains("session create --name"), "{format}: {text:?}");
+        assert!(
+            !text.contains("\u{1b}]0;")
+                && !text.contains("\u{1b}[31mred")
+                && !text.contains('\u{7}')
+                && !text.contains('\u{9b}'),
+            "{format} prints the name's control characters raw: {text:?}"
+        );
+    }
+    // Nothing was stored, so no list can print it.
+    let listed = ok(&s, &["session", "list"]);
+    assert_eq!(
+        listed["data"]["sessions"].as_array().unwrap().len(),
+        0,
+        "{listed:#}"
+    );
+}
+
+#[test]
+fn session_import_refuses_a_device_and_a_file_over_the_cap_before_reading_it() {
+    let s = setup(vec![]);
+    let (doc, code) = run(&s, &["session", "import", "-i", "/dev/zero"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT", "{doc:#}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file"),
+        "{doc:#}"
+    );
+    // A sparse file: its length is over the cap, its blocks are not on disk.
+    let huge = s.env.root().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(64 * 1024 * 1024 + 1)
+        .unwrap();
+    let (doc, code) = run(&s, &["session", "import", "-i", huge.to_str().unwrap()]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("67108865 bytes is more than"),
+        "{doc:#}"
+    );
+    let (doc, code) = run(&s, &["actor", "context", "import", "--input", "/dev/zero"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file"),
+        "{doc:#}"
+    );
 }

@@ -601,6 +601,40 @@ fn a_stdio_mcp_server_lists_its_tools_and_its_results_and_errors_reach_the_model
     echo_and_error_round_trip(&s, &server);
 }
 
+#[test]
+fn resource_links_and_images_of_an_mcp_result_reach_the_model_as_text() {
+    let s = setup_with(ONE_STEP);
+    mcp_skill(&s, &stdio_everything());
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[
+                ("everything_get-resource-links", r#"{"count": 2}"#),
+                ("everything_get-tiny-image", "{}"),
+            ],
+            (10, 5),
+        ),
+        Turn::text("Done.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    exec_actor(&s, &["local/mcp"]);
+    let (doc, code, _) = use_notes(&s, "builtin/checklist-strategist");
+    assert_eq!(code, 3, "{doc:#}");
+    let results = server.requests()[1].body.to_string();
+    assert!(results.contains("Here are 2 resource links"), "{results}");
+    for link in ["Blob Resource 1", "Text Resource 2"] {
+        assert!(
+            results.contains(link),
+            "the link {link} is passed on: {results}"
+        );
+    }
+    assert!(results.contains("[resource link demo://"), "{results}");
+    assert!(
+        results.contains("[image image/png, "),
+        "the image is named with its type and size: {results}"
+    );
+}
+
 /// Runs a plan whose model calls `echo`, waits (`sleep 3`) while `kill` stops the server from
 /// outside, calls `echo` again and then writes a file: the second call is a tool error for
 /// the model and the plan carries on to its end.
@@ -825,6 +859,51 @@ fn a_streamable_http_mcp_server_works_the_same() {
     let server = ProviderServer::start(echo_script());
     scripted_env(&s, &server, "openai");
     echo_and_error_round_trip(&s, &server);
+}
+
+#[test]
+fn path_arguments_to_an_http_mcp_server_on_this_machine_are_confined_as_stdio_ones_are() {
+    let port = free_port();
+    let child = std::process::Command::new("node")
+        .args([everything().as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("node starts");
+    let _guard = Kill(child);
+    wait_listening(port);
+    let s = setup_with(ONE_STEP);
+    // `echo`'s `message` stands in for a path argument, so the server's answer shows what it got.
+    mcp_skill(
+        &s,
+        &format!(
+            "    - name: everything\n      url: http://localhost:{port}/mcp\n      path_arguments: [message]\n"
+        ),
+    );
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[
+                ("everything_echo", r#"{"message": "/etc/passwd"}"#),
+                ("everything_echo", r#"{"message": "../outside.txt"}"#),
+                ("everything_echo", r#"{"message": "inside.txt"}"#),
+            ],
+            (10, 5),
+        ),
+        Turn::text("Done.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    exec_actor(&s, &["local/mcp"]);
+    let (doc, code, _) = use_notes(&s, "builtin/checklist-strategist");
+    assert_eq!(code, 3, "{doc:#}");
+    let results = server.requests()[1].body.to_string();
+    assert_eq!(results.matches("PERMISSION_DENIED").count(), 2, "{results}");
+    assert!(!results.contains("Echo: /etc/passwd"), "{results}");
+    assert!(
+        results.contains("Echo: /") && results.contains("/inside.txt"),
+        "a relative path is resolved in the sandbox: {results}"
+    );
 }
 
 #[test]
@@ -1351,4 +1430,56 @@ fn an_mcp_tool_result_holding_a_key_reaches_the_model_redacted() {
     );
     assert!(!result.contains(KEY), "the model saw the key: {result}");
     assert!(result.contains("[redacted]"), "{result}");
+}
+
+#[test]
+fn a_violation_by_a_model_executor_offers_correct_and_its_command_keeps_the_environment() {
+    let s = setup_with(ONE_STEP);
+    let server = ProviderServer::start(vec![
+        Turn::tools(
+            "",
+            &[(
+                "write_file",
+                r#"{"path": "NOTES.md", "content": "notes\n"}"#,
+            )],
+            (10, 5),
+        ),
+        Turn::text("Done.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "openai");
+    exec_actor(&s, &[]);
+    let (doc, code, _) = use_plan_keyed(
+        &s.env,
+        "local/notes",
+        "trusted",
+        &[
+            "--execution-actor",
+            "local/exec",
+            "--arg",
+            "version=1.2",
+            "--invariant",
+            r#"paths-unchanged: "NOTES.md""#,
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    let a = &doc["data"]["approval"];
+    assert_eq!(a["kind"], "invariant_violation", "{doc:#}");
+    assert_eq!(
+        a["options"],
+        json!(["accept", "correct", "cancel"]),
+        "{a:#}"
+    );
+    let apr = a["approval_id"].as_str().unwrap();
+    let (doc, code) = run_keyed(&s.env, &["plan", "decide", apr, "--option", "correct"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(
+        doc.to_string().contains("plan correct --mode revert"),
+        "{doc:#}"
+    );
+    let effect = doc.to_string();
+    assert!(
+        effect.contains(&format!("--data-dir {}", s.env.data_dir.display()))
+            && effect.contains("--config-path"),
+        "like every other hint, it acts on the same environment: {doc:#}"
+    );
 }

@@ -150,3 +150,49 @@ fn the_tuis_append_dry_run_is_refused_as_plan_correct_refuses_it() {
         "TUI: {refused}\nCLI: {cli}"
     );
 }
+
+#[test]
+fn after_a_partial_apply_the_diff_pane_shows_the_commit_and_what_was_left_out() {
+    use super::apply::{plan_at_apply_gate, repo_with};
+    let env = crate::support::Env::new();
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[("a.txt", "one\n"), ("b.txt", "two\n")],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["echo more >> a.txt && echo more >> b.txt"],
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", "--exclude", "b.txt", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let head = crate::support::git_out(&repo, &["rev-parse", "HEAD"]);
+    let paths = Paths::at(env.data_dir.clone(), env.config_path.clone());
+    let engine = Engine::new(paths, Settings::default());
+    let mut bridge = Bridge::new(Connection::in_process(engine, true), None).unwrap();
+    bridge.handle(Cmd::SelectPlan(plan.clone()));
+    let mut seen = Vec::new();
+    collect(
+        &mut bridge,
+        &mut seen,
+        "the plan's diff",
+        |m| matches!(m, Msg::DiffUpdated { plan_id, .. } if *plan_id == plan),
+    );
+    let diff = seen
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Msg::DiffUpdated { plan_id, diff } if *plan_id == plan => Some(diff),
+            _ => None,
+        })
+        .unwrap();
+    let files: Vec<&str> = diff.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, ["a.txt"], "what the commit wrote: {diff:#?}");
+    let title = diff.applied.clone().unwrap_or_default();
+    assert!(
+        title.contains(&format!("applied in {}", &head.trim()[..12])),
+        "{title}"
+    );
+    assert!(title.contains("left out: b.txt"), "{title}");
+}

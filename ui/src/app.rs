@@ -271,7 +271,7 @@ impl App {
                 if items.is_empty() {
                     self.warn(&format!(
                         "Plan {} has no checkpoints to roll back to.",
-                        short_id(&plan_id)
+                        self.plans.short(&plan_id)
                     ));
                 } else {
                     let selected = items.len() - 1;
@@ -438,7 +438,7 @@ impl App {
                         }
                         self.notice = Some(Notice {
                             level: Level::Ok,
-                            text: sent(&cmd),
+                            text: sent(&cmd, &self.plans),
                         });
                         if let Cmd::Review {
                             item_ids,
@@ -557,17 +557,19 @@ impl App {
             .diff()
             .filter(|_| self.diff.plan_id() == Some(plan_id));
         let body = match (diff, diff.and_then(DiffView::review_counts)) {
-            (Some(d), Some(c)) if c.any_marked() => partial_apply_body(plan_id, &project, d, c),
+            (Some(d), Some(c)) if c.any_marked() => {
+                partial_apply_body(&self.plans.short(plan_id), &project, d, c)
+            }
             (Some(d), _) => format!(
                 "Apply plan {} to {project}: {} file(s), +{} -{}?\nValidations run first; then one commit lands in the project.",
-                short_id(plan_id),
+                self.plans.short(plan_id),
                 d.files.len(),
                 d.added(),
                 d.removed()
             ),
             (None, _) => format!(
                 "Apply plan {} to {project}: changes not loaded?\nValidations run first; then one commit lands in the project.",
-                short_id(plan_id)
+                self.plans.short(plan_id)
             ),
         };
         self.overlays.push(Overlay::Confirm {
@@ -702,7 +704,7 @@ impl App {
                 Some(plan_id) => {
                     self.notice = Some(Notice {
                         level: Level::Ok,
-                        text: format!("Running plan execute {}…", short_id(&plan_id)),
+                        text: format!("Running plan execute {}…", self.plans.short(&plan_id)),
                     });
                     vec![Cmd::Execute { plan_id }]
                 }
@@ -727,7 +729,7 @@ impl App {
                         title: "Cancel plan?".to_owned(),
                         body: format!(
                             "Cancel plan {}? The process running it stops; the sandbox is kept.",
-                            short_id(&plan_id)
+                            self.plans.short(&plan_id)
                         ),
                         on_yes: Cmd::Cancel { plan_id },
                     });
@@ -745,7 +747,7 @@ impl App {
                         title: "Guidance".to_owned(),
                         prompt: format!(
                             "Guidance for plan {} (agents plan prompt):",
-                            short_id(&plan_id)
+                            self.plans.short(&plan_id)
                         ),
                         text: String::new(),
                         error: None,
@@ -860,8 +862,8 @@ impl App {
         };
         let plan = self.plans.rows().iter().find(|p| p.plan_id == item.plan_id);
         let plan_name = match plan {
-            Some(p) => format!("plan {} ({})", short_id(&item.plan_id), p.action),
-            None => format!("plan {}", short_id(&item.plan_id)),
+            Some(p) => format!("plan {} ({})", self.plans.short(&item.plan_id), p.action),
+            None => format!("plan {}", self.plans.short(&item.plan_id)),
         };
         let project = plan.map_or_else(String::new, |p| format!(" on {}", p.project));
         let context = format!(
@@ -914,7 +916,8 @@ impl App {
 
 /// The apply question once items are marked: only the accepted part, file by file, and
 /// what is left out.
-fn partial_apply_body(plan_id: &str, project: &str, d: &DiffView, c: ReviewCounts) -> String {
+/// `plan` is the plan's id as shown.
+fn partial_apply_body(plan: &str, project: &str, d: &DiffView, c: ReviewCounts) -> String {
     let files: Vec<String> = d
         .files
         .iter()
@@ -930,7 +933,7 @@ fn partial_apply_body(plan_id: &str, project: &str, d: &DiffView, c: ReviewCount
         .collect();
     format!(
         "Apply only the accepted part of plan {} to {project}: {} of {} item(s) in {} file(s)?\n{}\nLeft out, kept in the sandbox: {} rejected, {} pending.\nValidations run first on exactly that; then one commit lands in the project.",
-        short_id(plan_id),
+        plan,
         c.accepted,
         c.total(),
         files.len(),
@@ -948,7 +951,8 @@ fn capitalize(text: &str) -> String {
     })
 }
 
-fn sent(cmd: &Cmd) -> String {
+/// What the status bar says of `cmd`, sent; plans named as `plan list` names them.
+fn sent(cmd: &Cmd, plans: &PlansPane) -> String {
     match cmd {
         Cmd::Approve { approval_id } => format!("Approval sent for {}.", short_id(approval_id)),
         Cmd::Reject { approval_id, .. } => format!("Rejection sent for {}.", short_id(approval_id)),
@@ -961,16 +965,16 @@ fn sent(cmd: &Cmd) -> String {
         Cmd::Guidance { approval_id, .. } => {
             format!("Guidance sent for {}.", short_id(approval_id))
         }
-        Cmd::Apply { plan_id } => format!("Applying plan {}…", short_id(plan_id)),
-        Cmd::Cancel { plan_id } => format!("Cancelling plan {}…", short_id(plan_id)),
+        Cmd::Apply { plan_id } => format!("Applying plan {}…", plans.short(plan_id)),
+        Cmd::Cancel { plan_id } => format!("Cancelling plan {}…", plans.short(plan_id)),
         Cmd::Rollback {
             plan_id,
             checkpoint_id,
         } => format!(
             "Rolling plan {} back to {checkpoint_id}…",
-            short_id(plan_id)
+            plans.short(plan_id)
         ),
-        Cmd::Prompt { plan_id, .. } => format!("Guidance sent to plan {}.", short_id(plan_id)),
+        Cmd::Prompt { plan_id, .. } => format!("Guidance sent to plan {}.", plans.short(plan_id)),
         Cmd::Use {
             action, project, ..
         } => format!("Creating a plan: {action} on {project}…"),

@@ -106,7 +106,7 @@ pub struct DecisionNode {
 pub struct DiffView {
     /// The changed files, in display order.
     pub files: Vec<DiffFile>,
-    /// For an applied plan (its sandboxes gone): what the diff is, for the pane's title
+    /// For an applied plan: what the diff is, for the pane's title
     /// (`applied in 451487da7410`). The files are then what Apply wrote.
     #[serde(default)]
     pub applied: Option<String>,
@@ -587,6 +587,31 @@ pub fn unique_prefix_len<'a>(ids: impl IntoIterator<Item = &'a str>, min: usize)
         len = len.max(common + 1);
     }
     len
+}
+
+/// The shortest prefix of each of `ids` (at least eight characters, at most the whole id)
+/// that no other id of `ids` shares, compared without case, in input order: what `plan list`
+/// prints, so that a plan shown can be typed back into a command. Duplicates get their whole
+/// text.
+pub fn unique_prefixes(ids: &[&str]) -> Vec<String> {
+    let folded: Vec<String> = ids.iter().map(|i| i.to_ascii_lowercase()).collect();
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by(|&a, &b| folded[a].cmp(&folded[b]));
+    let common = |a: &str, b: &str| {
+        a.chars()
+            .zip(b.chars())
+            .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
+            .count()
+    };
+    let mut out = vec![String::new(); ids.len()];
+    for (at, &i) in order.iter().enumerate() {
+        let id = ids[i];
+        let before = at.checked_sub(1).map_or(0, |p| common(ids[order[p]], id));
+        let after = order.get(at + 1).map_or(0, |&n| common(id, ids[n]));
+        let len = (before.max(after) + 1).max(8).min(id.chars().count());
+        out[i] = id.chars().take(len).collect();
+    }
+    out
 }
 
 /// The first `len` characters of `id` (all of it when shorter).

@@ -65,10 +65,12 @@ fn render_pane(app: &App, theme: &Theme, pane: Pane, area: Rect, buf: &mut Buffe
         Pane::Diff => {
             let banner = app
                 .apply_review()
-                .map(|id| format!("REVIEW BEFORE APPLY {}", crate::model::short_id(id)));
+                .map(|id| format!("REVIEW BEFORE APPLY {}", app.plans().short(id)));
             panes::diff::render_titled(app.diff(), theme, focused, banner, area, buf);
         }
-        Pane::Approvals => panes::approvals::render(app.approvals(), theme, focused, area, buf),
+        Pane::Approvals => {
+            panes::approvals::render(app.approvals(), app.plans(), theme, focused, area, buf);
+        }
     }
 }
 
@@ -765,6 +767,34 @@ mod tests {
         assert_eq!(
             text(&buf),
             text(&draw(&loaded(), &Theme::default(), 120, 40))
+        );
+    }
+
+    #[test]
+    fn plans_made_in_the_same_second_are_shown_by_the_prefix_plan_list_prints() {
+        // Two plans whose ids share their first eight characters (made in the same second).
+        let twin_a = "01M947R8X1AAAAAAAAAAAAAAAA";
+        let twin_b = "01M947R8X2BBBBBBBBBBBBBBBB";
+        let mut plans = fixtures::plans();
+        plans[0].plan_id = twin_a.to_owned();
+        plans[1].plan_id = twin_b.to_owned();
+        let mut approvals = fixtures::approvals();
+        approvals[0].plan_id = twin_a.to_owned();
+        approvals[1].plan_id = twin_b.to_owned();
+        let mut app = App::new();
+        app.update(Msg::PlansUpdated(plans));
+        app.update(Msg::ApprovalsUpdated(approvals));
+        let screen = text(&draw(&app, &Theme::default(), 160, 40));
+        for shown in ["01M947R8X1", "01M947R8X2"] {
+            // Once in Plans, once in Approvals.
+            assert_eq!(screen.matches(shown).count(), 2, "{shown}:\n{screen}");
+        }
+        // The status bar names the plan the same way.
+        press(&mut app, &[Key::Char('e')]);
+        let screen = text(&draw(&app, &Theme::default(), 160, 40));
+        assert!(
+            screen.contains("Running plan execute 01M947R8X1"),
+            "{screen}"
         );
     }
 

@@ -458,10 +458,11 @@ pub fn export(
 /// [`ContextError::File`] when it cannot be read, [`ContextError::Import`] naming what is
 /// wrong (not JSON, another format or schema version, a checksum mismatch).
 pub fn read_export(path: &Path) -> Result<(ContextDetail, String), ContextError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ContextError::File {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::safe_read::read_regular_text(path, crate::safe_read::IMPORT_MAX_BYTES)
+        .map_err(|message| ContextError::File {
+            path: path.display().to_string(),
+            message,
+        })?;
     parse_export(&path.display().to_string(), &text)
 }
 
@@ -505,10 +506,11 @@ pub fn import(
     name: Option<&str>,
     update: bool,
 ) -> Result<ImportedContext, ContextError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ContextError::File {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::safe_read::read_regular_text(path, crate::safe_read::IMPORT_MAX_BYTES)
+        .map_err(|message| ContextError::File {
+            path: path.display().to_string(),
+            message,
+        })?;
     import_text(store, &path.display().to_string(), &text, name, update)
 }
 

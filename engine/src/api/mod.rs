@@ -86,10 +86,12 @@ pub use crate::lifecycle::driven::{Driven, Stopped};
 pub use crate::lifecycle::invariant_checks::{Coverage as InvariantCoverage, correct_step};
 pub use crate::lifecycle::report::{Hint, recovery_hints};
 pub use crate::redact::{RedactingWriter, redacted_bytes};
+pub use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR};
 pub use crate::registry::plan_use::{Created as PlanCreated, Request as PlanUseArgs};
 pub use crate::registry::profiles::Flags as ProfileFlags;
 pub use crate::registry::yaml::MAX_BYTES as DEFINITION_MAX_BYTES;
 pub use crate::review::{Mark, ReviewError};
+pub use crate::safe_read::{IMPORT_MAX_BYTES, read_regular_text};
 pub use crate::store::model_calls::UsageRollup;
 pub use crate::system::{ResetOutcome, processing_plans, reset as reset_data_dir};
 

@@ -15,12 +15,17 @@ use crate::sandbox::diff::{self, DiffRequest, FileDiff};
 pub struct ArtifactsView {
     /// The plan.
     pub plan_id: Id,
-    /// Whether the files come from the plan's Apply (its sandboxes are gone).
+    /// Whether the files are what the plan's Apply wrote (its commit), not its sandboxes'
+    /// change: after Apply, even a partial one whose sandbox keeps the remainder.
     pub applied: bool,
     /// The commits Apply made, with their resources.
     pub commits: Vec<AppliedCommit>,
     /// The changed files, per resource.
     pub files: Vec<Artifact>,
+    /// What the plan's last Apply left out (its `apply_complete` event), `[]` when nothing;
+    /// `plan diff --remainder` shows it.
+    #[serde(default)]
+    pub left_out: serde_json::Value,
     /// Every change the plan's tool calls recorded.
     pub changes: Vec<ChangeRecord>,
     /// Every tool call of the plan.
@@ -55,13 +60,16 @@ pub(crate) fn artifacts(engine: &Engine, input: &str) -> Result<ArtifactsView, A
     let (store, plan) = open_swept(engine, input)?;
     let changes = store.changes(&plan.plan_id, false)?;
     let calls = store.tool_calls(&plan.plan_id)?;
-    let active = engine.sandboxes().active(&store, &plan.plan_id)?;
+    // Once applied, the plan produced what its commit holds: a partial Apply keeps the
+    // remainder in the sandbox, which is not the plan's change.
+    let applied = plan.phase() == Phase::Applied;
     let mut changed: Vec<(String, Vec<FileDiff>)> = Vec::new();
-    for sb in &active {
-        let files = diff::sandbox_diff(sb, &DiffRequest::default())?;
-        changed.push((sb.target.resource_name.clone(), files));
+    if !applied {
+        for sb in &engine.sandboxes().active(&store, &plan.plan_id)? {
+            let files = diff::sandbox_diff(sb, &DiffRequest::default())?;
+            changed.push((sb.target.resource_name.clone(), files));
+        }
     }
-    let applied = active.is_empty() && plan.phase() == Phase::Applied;
     let mut commits = Vec::new();
     if applied {
         for a in applied::applied_changes(&store, &plan.plan_id, &DiffRequest::default())? {
@@ -92,6 +100,11 @@ pub(crate) fn artifacts(engine: &Engine, input: &str) -> Result<ArtifactsView, A
         applied,
         commits,
         files,
+        left_out: if applied {
+            super::plan_diff::last_left_out(&store, &plan.plan_id)?
+        } else {
+            serde_json::json!([])
+        },
         changes,
         tool_calls: calls,
     })

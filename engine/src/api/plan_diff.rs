@@ -346,7 +346,7 @@ fn applied_diff(
 }
 
 /// The items the plan's last Apply left out (its `apply_complete` event), `[]` when none.
-fn last_left_out(store: &Store, plan: &Id) -> Result<serde_json::Value, ApiError> {
+pub(crate) fn last_left_out(store: &Store, plan: &Id) -> Result<serde_json::Value, ApiError> {
     let events = crate::store::events::after(store, 0, Some(plan), u32::MAX)?;
     Ok(events
         .into_iter()

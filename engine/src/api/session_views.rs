@@ -248,6 +248,10 @@ pub enum PlanChanges {
         files: Vec<FileDiff>,
         /// The commits Apply made, abbreviated to 12 digits.
         commits: Vec<String>,
+        /// The paths of what the plan's last Apply left out (kept in the sandbox until
+        /// `plan cleanup`), `[]` when nothing.
+        #[serde(default)]
+        left_out: Vec<String>,
     },
 }
 
@@ -295,6 +299,7 @@ fn session_failed(e: crate::session::SessionError) -> ApiError {
     match e {
         E::Prefix(p) => ApiError::Id(p),
         E::Store(s) => ApiError::Store(s),
+        missing @ E::NotFound(_) => ApiError::Session(missing),
         other => ApiError::InvalidInput {
             message: other.to_string(),
         },

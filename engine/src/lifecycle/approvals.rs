@@ -609,7 +609,18 @@ fn answer_violation(
 ) -> Result<(String, bool, Option<Hint>), RunError> {
     let id = approval.approval_id.as_str();
     let text = approval.context["invariant"].as_str().unwrap_or("?");
-    match answer {
+    // Options are answered by their place in the approval's list, which leaves `correct` out
+    // where the plan's executor cannot act on guidance: read each by its name.
+    let named = match answer {
+        Answer::Option(n) => match n.checked_sub(1).and_then(|i| approval.options.get(i)) {
+            Some(o) if o == "accept" => Answer::Option(1),
+            Some(o) if o == "correct" => Answer::Option(2),
+            Some(o) if o == "cancel" => Answer::Option(3),
+            _ => Answer::Option(usize::MAX),
+        },
+        other => other.clone(),
+    };
+    match &named {
         Answer::Option(1) => {
             let tx_plan = plan.clone();
             commit(
@@ -659,8 +670,19 @@ fn answer_violation(
             cancel_now(engine, plan, &reason)?;
             Ok((format!("the plan is cancelled: {reason}"), false, None))
         }
-        Answer::Option(n) => Err(RunError::Invalid(format!(
-            "--option {n} is out of range: approval {id} has options 1 (accept), 2 (correct) and 3 (cancel)"
+        Answer::Option(_) => Err(RunError::Invalid(format!(
+            "--option {} is out of range: approval {id} has options {}",
+            match answer {
+                Answer::Option(n) => n.to_string(),
+                _ => String::new(),
+            },
+            approval
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{} ({o})", i + 1))
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
         Answer::Guidance(_) | Answer::Budget(_) => Err(RunError::Invalid(format!(
             "approval {id} asks about a violated invariant; answer it with --option accept|correct|cancel"

@@ -744,7 +744,17 @@ fn violation_approval(plan: &Plan, at: &At<'_>, j: &Judged) -> Approval {
     });
     // The commands for `correct` and `cancel` are the face's to write (`correct_step`, and
     // `plan decide APR --option cancel`); the CLI adds them to the context it prints.
-    a.options = vec!["accept".into(), "correct".into(), "cancel".into()];
+    // A correction re-runs the step with guidance; the offline script executor runs the
+    // action's script as written, so correcting would loop to the same violation.
+    a.options = if plan.execution_actor.as_deref() == Some(crate::registry::actors::SCRIPT_EXECUTOR) {
+        a.context["correct_unavailable"] = json!(format!(
+            "the plan's execution actor {} cannot act on guidance; fix the step with `plan correct --mode append --execution-actor PROVIDER/MODEL`",
+            crate::registry::actors::SCRIPT_EXECUTOR
+        ));
+        vec!["accept".into(), "cancel".into()]
+    } else {
+        vec!["accept".into(), "correct".into(), "cancel".into()]
+    };
     a
 }
 

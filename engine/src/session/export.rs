@@ -128,6 +128,16 @@ pub fn parse(source: &str, text: &str) -> Result<Imported, SessionError> {
         unseal(FORMAT, "a session export", SCHEMA_VERSION, text).map_err(err)?;
     let content: Content = serde_json::from_value(content)
         .map_err(|e| err(format!("the content does not read back ({e})")))?;
+    // The name is checked as `session create --name` checks it: an edited file could hold
+    // terminal escapes that every later `session list` would print.
+    if let Some(name) = &content.session.name
+        && super::check_name(name).is_err()
+    {
+        return Err(err(format!(
+            "the session's name \"{}\" is not one `session create --name` accepts (1 to 64 letters, digits, `-`, `_` or `.`)",
+            name.escape_default()
+        )));
+    }
     let original_id = content.session.session_id;
     let mut session = content.session;
     session.session_id = Id::generate();

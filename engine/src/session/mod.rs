@@ -187,6 +187,9 @@ pub enum SessionError {
     /// No session has this id (or prefix or name).
     #[error(transparent)]
     Prefix(#[from] IdPrefixError),
+    /// No session has this name, and none has an id starting with it.
+    #[error("no session is named `{0}`, and no session id starts with it")]
+    NotFound(String),
     /// Another session has this name.
     #[error("a session named `{0}` already exists")]
     NameTaken(String),
@@ -355,7 +358,15 @@ pub fn find(store: &Store, input: &str) -> Result<Session, SessionError> {
         .prepare("SELECT session_id FROM sessions")?
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
-    let id = resolve_prefix("session", input, ids)?;
+    let id = match resolve_prefix("session", input, ids) {
+        Ok(id) => id,
+        // A name is what most people type: say that nothing answers to it, not how long an
+        // id prefix must be.
+        Err(IdPrefixError::TooShort(_) | IdPrefixError::NotFound { .. }) => {
+            return Err(SessionError::NotFound(input.to_string()));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let raw: Raw = store.conn().query_row(
         &format!("SELECT {COLS} FROM sessions WHERE session_id = ?1"),
         [id],

@@ -25,6 +25,7 @@
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
@@ -140,11 +141,13 @@ pub struct Placement {
 struct Conn {
     spec: McpServerSpec,
     peer: Peer<RoleClient>,
-    service: Option<RunningService<RoleClient, ()>>,
+    service: Option<RunningService<RoleClient, Client>>,
     /// A stdio server's process tree (dropping it kills the tree).
     running: Option<Running>,
     version: Option<String>,
     tools: Vec<McpTool>,
+    /// Set when the server said its tool list changed since [`Self::tools`] was listed.
+    tools_changed: Arc<AtomicBool>,
     cwd: PathBuf,
 }
 
@@ -181,25 +184,108 @@ fn expand_env(value: &str) -> Result<String, String> {
     Ok(out)
 }
 
-/// The text of a call result: the text blocks joined, else the structured content, else
-/// the content as JSON.
+/// The text of a call result: every content block in order, one per line (text as it is,
+/// a `resource_link` as its URI, name, type and description, an embedded text resource with
+/// its text, and image, audio and binary blocks named with their type and size, as in
+/// `[image image/png, 1.2 KB]`), else the structured content, else the content as JSON.
 fn result_text(result: &Value) -> Value {
-    let texts: Vec<&str> = result["content"]
+    let blocks: Vec<String> = result["content"]
         .as_array()
-        .map(|c| {
-            c.iter()
-                .filter(|b| b["type"] == "text")
-                .filter_map(|b| b["text"].as_str())
-                .collect()
-        })
+        .map(|c| c.iter().filter_map(block_text).collect())
         .unwrap_or_default();
-    if !texts.is_empty() {
-        return Value::String(texts.join("\n"));
+    if !blocks.is_empty() {
+        return Value::String(blocks.join("\n"));
     }
     if let Some(s) = result.get("structuredContent") {
         return s.clone();
     }
     result["content"].clone()
+}
+
+/// One content block as text for the model; `None` for a block with nothing to say.
+fn block_text(b: &Value) -> Option<String> {
+    let field = |k: &str| b[k].as_str().filter(|s| !s.is_empty());
+    match b["type"].as_str()? {
+        "text" => field("text").map(str::to_string),
+        "resource_link" => {
+            let mut line = format!("[resource link {}", field("uri")?);
+            if let Some(name) = field("name") {
+                line.push_str(&format!(" \"{name}\""));
+            }
+            if let Some(mime) = field("mimeType") {
+                line.push_str(&format!(", {mime}"));
+            }
+            line.push(']');
+            if let Some(d) = field("description") {
+                line.push_str(&format!(" {d}"));
+            }
+            Some(line)
+        }
+        kind @ ("image" | "audio") => Some(format!(
+            "[{kind} {}, {}]",
+            field("mimeType").unwrap_or("of unknown type"),
+            human_size(base64_len(field("data").unwrap_or_default()))
+        )),
+        "resource" => {
+            let r = &b["resource"];
+            let uri = r["uri"].as_str().unwrap_or("(no uri)");
+            let mime = r["mimeType"].as_str().unwrap_or("of unknown type");
+            match (r["text"].as_str(), r["blob"].as_str()) {
+                (Some(text), _) => Some(format!("[resource {uri}, {mime}]\n{text}")),
+                (None, Some(blob)) => Some(format!(
+                    "[resource {uri}, {mime}, {}]",
+                    human_size(base64_len(blob))
+                )),
+                (None, None) => Some(format!("[resource {uri}, {mime}]")),
+            }
+        }
+        other => Some(format!("[{other} content]")),
+    }
+}
+
+/// The decoded length of base64 `data`.
+fn base64_len(data: &str) -> usize {
+    let trimmed = data.trim_end_matches('=');
+    let n = trimmed.bytes().filter(|b| !b.is_ascii_whitespace()).count();
+    n * 3 / 4
+}
+
+/// `512 B`, `1.2 KB`, `3.4 MB` (binary units).
+fn human_size(bytes: usize) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let b = bytes as f64;
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else if b < 1024.0 * 1024.0 {
+        format!("{:.1} KB", b / 1024.0)
+    } else {
+        format!("{:.1} MB", b / (1024.0 * 1024.0))
+    }
+}
+
+/// The client side of a connection: it introduces itself as this product in `initialize`
+/// and marks the server's tool list stale when the server sends
+/// `notifications/tools/list_changed`, so that the next use lists the tools again.
+#[derive(Clone, Default)]
+struct Client {
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl rmcp::ClientHandler for Client {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new("cleveragents", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.tools_changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
 }
 
 impl McpPool {
@@ -243,7 +329,20 @@ impl McpPool {
         let dead = {
             let conns = self.conns.lock().expect("mcp lock");
             match conns.get(&spec.name) {
-                Some(c) if c.alive() => return Ok(c.tools.clone()),
+                Some(c) if c.alive() && !c.tools_changed.load(Ordering::SeqCst) => {
+                    return Ok(c.tools.clone());
+                }
+                Some(c) if c.alive() => {
+                    // The server said its tools changed: list them again.
+                    c.tools_changed.store(false, Ordering::SeqCst);
+                    let peer = c.peer.clone();
+                    drop(conns);
+                    let tools = self.list_tools(spec, peer)?;
+                    if let Some(c) = self.conns.lock().expect("mcp lock").get_mut(&spec.name) {
+                        c.tools = tools.clone();
+                    }
+                    return Ok(tools);
+                }
                 Some(_) => true,
                 None => false,
             }
@@ -260,10 +359,12 @@ impl McpPool {
             .map_err(|e| format!("MCP server {}: {e}", spec.name))?;
         let name = spec.name.clone();
         let timeout = Duration::from_secs(CONNECT_TIMEOUT_SECS);
+        let client = Client::default();
+        let tools_changed = Arc::clone(&client.tools_changed);
         let (service, running) = if let Some(url) = &spec.url {
-            (self.open_http(spec, url, timeout)?, None)
+            (self.open_http(spec, url, (client, timeout))?, None)
         } else {
-            let (service, running) = self.open_stdio(spec, place, timeout)?;
+            let (service, running) = self.open_stdio(spec, place, (client, timeout))?;
             (service, Some(running))
         };
         let peer = service.peer().clone();
@@ -272,10 +373,40 @@ impl McpPool {
                 .ok()
                 .and_then(|v| v["serverInfo"]["version"].as_str().map(str::to_string))
         });
-        let p = peer.clone();
+        let mut conn = Conn {
+            spec: spec.clone(),
+            peer: peer.clone(),
+            service: Some(service),
+            running,
+            version,
+            tools: Vec::new(),
+            tools_changed,
+            cwd: place.cwd.clone(),
+        };
+        // A change notified before this first listing is in it.
+        conn.tools_changed.store(false, Ordering::SeqCst);
+        let tools = match self.list_tools(spec, peer) {
+            Ok(t) => t,
+            Err(e) => {
+                self.stop_conn(&mut conn);
+                return Err(e);
+            }
+        };
+        conn.tools = tools.clone();
+        self.conns.lock().expect("mcp lock").insert(name, conn);
+        Ok(tools)
+    }
+
+    /// Lists a connected server's tools, each with its capability.
+    ///
+    /// # Errors
+    /// A message naming the server: it does not answer in time, or refuses.
+    fn list_tools(&self, spec: &McpServerSpec, peer: Peer<RoleClient>) -> Result<Vec<McpTool>, String> {
+        let timeout = Duration::from_secs(CONNECT_TIMEOUT_SECS);
+        let name = spec.name.clone();
         let n = name.clone();
         let listed = self.wait(async move {
-            tokio::time::timeout(timeout, p.list_all_tools())
+            tokio::time::timeout(timeout, peer.list_all_tools())
                 .await
                 .map_err(|_| {
                     format!(
@@ -284,23 +415,7 @@ impl McpPool {
                     )
                 })?
                 .map_err(|e| format!("MCP server {n} could not list its tools: {e}"))
-        });
-        let mut conn = Conn {
-            spec: spec.clone(),
-            peer,
-            service: Some(service),
-            running,
-            version,
-            tools: Vec::new(),
-            cwd: place.cwd.clone(),
-        };
-        let listed = match listed {
-            Ok(l) => l,
-            Err(e) => {
-                self.stop_conn(&mut conn);
-                return Err(e);
-            }
-        };
+        })?;
         let mut tools = Vec::new();
         for t in listed {
             let v = serde_json::to_value(&t).unwrap_or(Value::Null);
@@ -317,8 +432,6 @@ impl McpPool {
                 tool,
             });
         }
-        conn.tools = tools.clone();
-        self.conns.lock().expect("mcp lock").insert(name, conn);
         Ok(tools)
     }
 
@@ -327,8 +440,8 @@ impl McpPool {
         &self,
         spec: &McpServerSpec,
         url: &str,
-        timeout: Duration,
-    ) -> Result<RunningService<RoleClient, ()>, String> {
+        (client, timeout): (Client, Duration),
+    ) -> Result<RunningService<RoleClient, Client>, String> {
         let name = spec.name.clone();
         let url = url.to_string();
         let mut config =
@@ -357,7 +470,7 @@ impl McpPool {
         let n = name.clone();
         self.wait(async move {
             let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-            tokio::time::timeout(timeout, ().serve(transport))
+            tokio::time::timeout(timeout, client.serve(transport))
                 .await
                 .map_err(|_| {
                     format!(
@@ -375,8 +488,8 @@ impl McpPool {
         &self,
         spec: &McpServerSpec,
         place: &Placement,
-        timeout: Duration,
-    ) -> Result<(RunningService<RoleClient, ()>, Running), String> {
+        (client, timeout): (Client, Duration),
+    ) -> Result<(RunningService<RoleClient, Client>, Running), String> {
         let name = spec.name.clone();
         let launch = self.launch(spec, place)?;
         let mut running = spawn_confined(&launch, Io::Interactive)
@@ -412,7 +525,7 @@ impl McpPool {
                 .map_err(|e| format!("MCP server {n}: {e}"))?;
             let stdin = tokio::process::ChildStdin::from_std(stdin)
                 .map_err(|e| format!("MCP server {n}: {e}"))?;
-            tokio::time::timeout(timeout, ().serve((stdout, stdin)))
+            tokio::time::timeout(timeout, client.serve((stdout, stdin)))
                 .await
                 .map_err(|_| {
                     format!(
@@ -516,9 +629,10 @@ impl McpPool {
                 fields,
             )
         };
-        if c_is_url(self, server) {
-            // A remote server's paths are its own; nothing to confine.
+        if remote(self, server) {
+            // A server on another machine reads its own files; nothing to confine.
         } else {
+            // A stdio server, or an HTTP one on this machine, reads this machine's files.
             confine_paths(&mut args, &cwd, &fields)?;
         }
         let mut params = CallToolRequestParams::new(tool.to_string());
@@ -710,12 +824,39 @@ fn own_code(path: &Path) -> Option<PathBuf> {
     }
 }
 
-fn c_is_url(pool: &McpPool, server: &str) -> bool {
+/// Whether `server` is reached over HTTP on another machine: a URL whose host is not this
+/// machine's (`localhost`, `*.localhost`, a loopback or unspecified address).
+fn remote(pool: &McpPool, server: &str) -> bool {
     pool.conns
         .lock()
         .expect("mcp lock")
         .get(server)
-        .is_some_and(|c| c.spec.url.is_some())
+        .and_then(|c| c.spec.url.clone())
+        .is_some_and(|url| !on_this_machine(&url))
+}
+
+/// Whether `url`'s host is this machine; an unparsable URL counts as this machine, so its
+/// paths are confined.
+fn on_this_machine(url: &str) -> bool {
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return true;
+    };
+    let Some(host) = u.host_str() else {
+        return true;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_unspecified(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        Err(_) => {
+            let d = host.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+    }
 }
 
 impl Drop for McpPool {
@@ -808,6 +949,50 @@ mod tests {
         }
     }
     #[test]
+    fn an_http_server_on_this_machine_counts_as_local() {
+        for url in [
+            "http://127.0.0.1:8080/mcp",
+            "http://127.1.2.3/mcp",
+            "http://localhost:3000/mcp",
+            "http://API.localhost/mcp",
+            "http://[::1]:9000/mcp",
+            "http://0.0.0.0:1/mcp",
+            "http://[::ffff:127.0.0.1]/mcp",
+            "not a url",
+        ] {
+            assert!(on_this_machine(url), "{url}");
+        }
+        for url in ["https://mcp.example.com/mcp", "http://10.0.0.5/mcp", "http://[2001:db8::1]/"] {
+            assert!(!on_this_machine(url), "{url}");
+        }
+    }
+
+    #[test]
+    fn every_content_block_reaches_the_model_as_text() {
+        let result = json!({"content": [
+            {"type": "text", "text": "Here are 2 links:"},
+            {"type": "resource_link", "uri": "demo://resource/2", "name": "Text Resource 2",
+             "mimeType": "text/plain", "description": "a plaintext resource"},
+            {"type": "image", "mimeType": "image/png", "data": "A".repeat(1640)},
+            {"type": "audio", "mimeType": "audio/wav", "data": "QUJD"},
+            {"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "hello"}},
+            {"type": "resource", "resource": {"uri": "file:///b.bin", "blob": "AAAA"}},
+        ]});
+        assert_eq!(
+            result_text(&result),
+            "Here are 2 links:\n\
+             [resource link demo://resource/2 \"Text Resource 2\", text/plain] a plaintext resource\n\
+             [image image/png, 1.2 KB]\n\
+             [audio audio/wav, 3 B]\n\
+             [resource file:///a.txt, text/plain]\nhello\n\
+             [resource file:///b.bin, of unknown type, 3 B]"
+        );
+        // Without content blocks, the structured content.
+        let structured = json!({"content": [], "structuredContent": {"sum": 3}});
+        assert_eq!(result_text(&structured), json!({"sum": 3}));
+    }
+
+    #[test]
     fn a_plans_pool_is_shared_while_its_run_is_open_and_gone_after() {
         let plan = Id::generate();
         assert!(plan_pool(&plan).is_none(), "no pool outside an Execute run");
@@ -856,6 +1041,66 @@ mod live {
             "../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
         );
         js.exists().then(|| js.display().to_string())
+    }
+
+    /// The test servers' folder; missing is a failure, never a silent pass.
+    fn test_servers() -> PathBuf {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp");
+        assert!(
+            dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
+            "the MCP test servers are not installed: run `npm ci --prefix tests/mcp`"
+        );
+        dir
+    }
+
+    fn scratch_place(dir: &Path) -> Placement {
+        Placement {
+            cwd: dir.to_path_buf(),
+            writable: vec![dir.to_path_buf()],
+            env: vec![
+                ("PATH".into(), std::env::var("PATH").unwrap()),
+                ("HOME".into(), dir.display().to_string()),
+            ],
+            allow_unconfined: true,
+            ..Placement::default()
+        }
+    }
+
+    #[test]
+    fn the_client_introduces_itself_as_this_product_and_follows_a_changed_tool_list() {
+        let servers = std::fs::canonicalize(test_servers()).unwrap();
+        let probe = servers.join("servers/probe.mjs");
+        // It reads the SDK from the test servers' node_modules beside it.
+        let spec: McpServerSpec = serde_json::from_value(json!({
+            "name": "probe", "command": "node", "args": [probe.display().to_string()],
+            "readable": [servers.display().to_string()],
+        }))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let place = scratch_place(dir.path());
+        let pool = McpPool::new().unwrap();
+        let names = |tools: &[McpTool]| tools.iter().map(|t| t.tool.clone()).collect::<Vec<_>>();
+        let first = pool.connect(&spec, &place).unwrap();
+        assert_eq!(names(&first), ["whoami", "add-tool"]);
+        let who = pool.call("probe", "whoami", json!({})).unwrap();
+        assert_eq!(
+            who["result"],
+            format!("cleveragents {}", env!("CARGO_PKG_VERSION")),
+            "the name sent in initialize"
+        );
+        pool.call("probe", "add-tool", json!({})).unwrap();
+        // The notification may follow the call's answer.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let again = loop {
+            let tools = pool.connect(&spec, &place).unwrap();
+            if tools.len() > 2 || std::time::Instant::now() > deadline {
+                break tools;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(names(&again), ["whoami", "add-tool", "added"]);
+        let added = pool.call("probe", "added", json!({})).unwrap();
+        assert_eq!(added["result"], "added answers");
     }
 
     #[test]

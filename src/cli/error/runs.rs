@@ -12,6 +12,11 @@ impl From<SessionError> for CliError {
         match e {
             SessionError::Prefix(p) => p.into(),
             SessionError::Store(s) => s.into(),
+            SessionError::NotFound(n) => CliError::new(
+                "NOT_FOUND",
+                format!("no session is named `{n}`, and no session id starts with it"),
+            )
+            .hint("agents session list"),
             SessionError::NameTaken(n) => {
                 CliError::new("CONFLICT", format!("a session named `{n}` already exists"))
                     .hint(format!("agents session show {n}"))

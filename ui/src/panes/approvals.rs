@@ -7,7 +7,8 @@ use ratatui::widgets::{Cell, HighlightSpacing, Row, StatefulWidget, Table, Table
 
 use super::{Pane, pane_block, render_message, step};
 use crate::keymap::Action;
-use crate::model::{ApprovalItem, short_id};
+use crate::model::ApprovalItem;
+use crate::panes::plans::PlansPane;
 use crate::theme::{Slot, Theme};
 
 /// Shown when nothing is pending.
@@ -109,6 +110,7 @@ impl ApprovalsPane {
 
 pub(crate) fn render(
     pane: &ApprovalsPane,
+    plans: &PlansPane,
     theme: &Theme,
     focused: bool,
     area: Rect,
@@ -127,7 +129,13 @@ pub(crate) fn render(
     }
 
     let header = Row::new(["kind", "plan", "question"]).style(theme.style(Slot::ListHeader));
-    let rows = pane.items().iter().map(|item| {
+    let shorts: Vec<String> = pane
+        .items()
+        .iter()
+        .map(|i| plans.short(&i.plan_id))
+        .collect();
+    let id_width = shorts.iter().map(String::len).max().unwrap_or(8);
+    let rows = pane.items().iter().zip(shorts).map(|(item, short)| {
         let mut question = vec![Span::styled(item.summary.clone(), theme.style(Slot::Text))];
         if !item.options.is_empty() {
             question.push(Span::styled(
@@ -140,14 +148,14 @@ pub(crate) fn render(
                 item.kind.label(),
                 theme.style(Slot::ApprovalKind),
             )),
-            Cell::from(short_id(&item.plan_id).to_owned()),
+            Cell::from(short),
             Cell::from(Line::from(question)),
         ])
         .style(theme.style(Slot::Text))
     });
     let widths = [
         Constraint::Length(17),
-        Constraint::Length(8),
+        Constraint::Length(u16::try_from(id_width).unwrap_or(u16::MAX)),
         Constraint::Fill(1),
     ];
     let table = Table::new(rows, widths)

@@ -7,7 +7,7 @@ use ratatui::widgets::{Cell, HighlightSpacing, Row, StatefulWidget, Table, Table
 
 use super::{Pane, pane_block, render_message, step};
 use crate::keymap::Action;
-use crate::model::{Phase, PlanRow, ProcessingState, format_cost, format_elapsed, short_id};
+use crate::model::{Phase, PlanRow, ProcessingState, format_cost, format_elapsed, unique_prefixes};
 use crate::theme::{Slot, Theme};
 
 /// Shown when the engine reported no plans at all.
@@ -110,6 +110,17 @@ pub fn fuzzy_filter(rows: &[PlanRow], filter: &str) -> Vec<usize> {
 }
 
 impl PlansPane {
+    /// Plan `id` as `plan list` prints it: its shortest prefix (at least eight characters)
+    /// that no other plan listed here shares.
+    pub fn short(&self, id: &str) -> String {
+        let mut ids: Vec<&str> = self.rows().iter().map(|r| r.plan_id.as_str()).collect();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+        let at = ids.iter().position(|i| *i == id).unwrap_or_default();
+        unique_prefixes(&ids).swap_remove(at)
+    }
+
     /// The plans, in engine order (empty until loaded).
     pub fn rows(&self) -> &[PlanRow] {
         self.rows.as_deref().unwrap_or_default()
@@ -333,9 +344,17 @@ pub(crate) fn render(
         "id", "action", "project", "phase", "state", "elapsed", "cost",
     ])
     .style(theme.style(Slot::ListHeader));
+    let ids: Vec<&str> = pane.rows().iter().map(|r| r.plan_id.as_str()).collect();
+    let shorts = unique_prefixes(&ids);
+    let id_width = shorts.iter().map(String::len).max().unwrap_or(8);
+    let short_of = |row: &PlanRow| {
+        ids.iter()
+            .position(|i| *i == row.plan_id)
+            .map_or_else(String::new, |at| shorts[at].clone())
+    };
     let rows = pane.shown().map(|row| {
         Row::new([
-            Cell::from(short_id(&row.plan_id).to_owned()),
+            Cell::from(short_of(row)),
             Cell::from(row.action.clone()),
             Cell::from(row.project.clone()),
             Cell::from(Span::styled(
@@ -356,7 +375,7 @@ pub(crate) fn render(
         .style(text)
     });
     let widths = [
-        Constraint::Length(8),
+        Constraint::Length(u16::try_from(id_width).unwrap_or(u16::MAX)),
         Constraint::Fill(3),
         Constraint::Fill(2),
         Constraint::Length(10),

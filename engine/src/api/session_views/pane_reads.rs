@@ -120,7 +120,12 @@ pub(super) fn plan_changes(engine: &Engine, input: &str) -> Result<PlanChanges, 
         path: None,
         hunks: true,
     };
-    if !active.is_empty() {
+    // Once applied, the plan's change is what its commit holds: a partial Apply keeps the
+    // remainder in the sandbox, which is not shown as the plan's change.
+    let applied_phase = store
+        .plan(&id)?
+        .is_some_and(|p| p.phase() == crate::domain::Phase::Applied);
+    if !active.is_empty() && !applied_phase {
         if let Some(review) = review(engine, &store, &id) {
             let diffs = review.files.iter().map(|f| f.diff.clone()).collect();
             return Ok(PlanChanges::Review { review, diffs });
@@ -145,6 +150,13 @@ pub(super) fn plan_changes(engine: &Engine, input: &str) -> Result<PlanChanges, 
             .filter_map(|a| a.commit.as_deref().map(|c| c[..c.len().min(12)].to_owned()))
             .collect(),
         files: applied.into_iter().flat_map(|a| a.files).collect(),
+        left_out: crate::api::plan_diff::last_left_out(&store, &id)
+            .ok()
+            .and_then(|l| l.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|l| l["path"].as_str().map(str::to_owned))
+            .collect(),
     })
 }
 

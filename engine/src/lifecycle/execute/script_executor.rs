@@ -150,14 +150,23 @@ pub fn run_step(
                         None => "was killed by a signal".to_string(),
                     }
                 };
+                let mut message = failure_message(
+                    &step.name,
+                    &why,
+                    result["stderr"].as_str().unwrap_or_default(),
+                    step.run.as_deref().or(request_command(&step)),
+                );
+                if !policy.shell.network
+                    && (looks_offline(result["stderr"].as_str().unwrap_or_default())
+                        || looks_offline(result["stdout"].as_str().unwrap_or_default()))
+                {
+                    message.push_str(
+                        "; the step ran with no network (the sandbox's default): if it needs it, set `sandbox: network: true` in the action",
+                    );
+                }
                 Ok(StepEnd::Failed {
                     code: "STEP_FAILED".into(),
-                    message: failure_message(
-                        &step.name,
-                        &why,
-                        result["stderr"].as_str().unwrap_or_default(),
-                        step.run.as_deref().or(request_command(&step)),
-                    ),
+                    message,
                     output,
                 })
             }
@@ -182,6 +191,24 @@ fn failure_message(name: &str, why: &str, stderr: &str, command: Option<&str>) -
         message.push_str(&format!(" (command `{}`)", command_label(command)));
     }
     message
+}
+
+/// Whether a failed command's output reads like a name lookup or connection that found no
+/// network (curl, wget, git, pip, npm, cargo, Python and Go say it in these words).
+fn looks_offline(output: &str) -> bool {
+    const SIGNS: [&str; 9] = [
+        "could not resolve host",
+        "temporary failure in name resolution",
+        "name or service not known",
+        "network is unreachable",
+        "no address associated with hostname",
+        "failed to lookup address",
+        "getaddrinfo enotfound",
+        "getaddrinfo eai_again",
+        "dial tcp: lookup",
+    ];
+    let lower = output.to_ascii_lowercase();
+    SIGNS.iter().any(|s| lower.contains(s))
 }
 
 /// The first line of a command, at most 60 characters, with `…` when more follows.
