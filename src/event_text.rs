@@ -142,6 +142,7 @@ mod tests {
             reason: "interrupted".into(),
             previous_owner: None,
             by: Some("user (Ctrl-C)".into()),
+            handover: false,
         };
         assert_eq!(
             summary(&EventKind::PlanInterrupted(by_user)),
@@ -157,6 +158,7 @@ mod tests {
                 kind: "execute".into(),
             })),
             by: None,
+            handover: false,
         };
         assert_eq!(
             summary(&EventKind::PlanInterrupted(vanished)),
