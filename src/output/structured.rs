@@ -134,19 +134,47 @@ fn newline_indent<W: ?Sized + std::io::Write>(w: &mut W, depth: usize) -> std::i
     Ok(())
 }
 
-impl serde_json::ser::Formatter for Pretty {
-    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+impl Pretty {
+    /// An array or object opens one level deeper, empty so far.
+    fn open<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
         self.depth += 1;
         self.has_value = false;
-        w.write_all(b"[")
+        w.write_all(bracket)
     }
 
-    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+    /// It closes on a line of its own unless it stayed empty.
+    fn close<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
         self.depth -= 1;
         if self.has_value {
             newline_indent(w, self.depth)?;
         }
-        w.write_all(b"]")
+        w.write_all(bracket)
+    }
+
+    /// Each element or key starts a line, after a comma unless it is the first.
+    fn item<W: ?Sized + std::io::Write>(&self, w: &mut W, first: bool) -> std::io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        newline_indent(w, self.depth)
+    }
+}
+
+impl serde_json::ser::Formatter for Pretty {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open(w, b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.close(w, b"]")
     }
 
     fn begin_array_value<W: ?Sized + std::io::Write>(
@@ -154,10 +182,7 @@ impl serde_json::ser::Formatter for Pretty {
         w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if !first {
-            w.write_all(b",")?;
-        }
-        newline_indent(w, self.depth)
+        self.item(w, first)
     }
 
     fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
@@ -166,17 +191,11 @@ impl serde_json::ser::Formatter for Pretty {
     }
 
     fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.depth += 1;
-        self.has_value = false;
-        w.write_all(b"{")
+        self.open(w, b"{")
     }
 
     fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.depth -= 1;
-        if self.has_value {
-            newline_indent(w, self.depth)?;
-        }
-        w.write_all(b"}")
+        self.close(w, b"}")
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(
@@ -184,10 +203,7 @@ impl serde_json::ser::Formatter for Pretty {
         w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if !first {
-            w.write_all(b",")?;
-        }
-        newline_indent(w, self.depth)
+        self.item(w, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {

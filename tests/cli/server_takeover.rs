@@ -28,7 +28,13 @@ fn host() -> Env {
 
 /// Registers a repository, the slow action and a project through `server` from `client`.
 fn define(server: &Server, client: &Env, repo: &std::path::Path) {
-    let file = client.root().join("slow.yaml");
+    define_with(client, repo, |args| server.client_json(client, args));
+}
+
+/// Registers a repository, the slow action and a project with `run` (a command and its
+/// answer); the action file is written in `env`.
+fn define_with(env: &Env, repo: &std::path::Path, run: impl Fn(&[&str]) -> (Value, i32)) {
+    let file = env.root().join("slow.yaml");
     std::fs::write(&file, SLOW_NOTES).unwrap();
     for args in [
         &[
@@ -49,7 +55,7 @@ fn define(server: &Server, client: &Env, repo: &std::path::Path) {
         &["project", "create", "app"],
         &["project", "link-resource", "app", "local/repo"],
     ] {
-        let (doc, code) = server.client_json(client, args);
+        let (doc, code) = run(args);
         assert_eq!(code, 0, "{args:?}: {doc:#}");
     }
 }
@@ -206,18 +212,24 @@ fn a_server_restarted_after_sigkill_resumes_the_plan_it_was_driving_to_its_gate(
     assert_eq!(files.as_array().unwrap().len(), 2, "{files:#}");
 }
 
-#[test]
-fn an_instance_killed_mid_step_leaves_its_plan_to_another_instance_on_the_same_database() {
+/// Two instances on one fresh database, and a plan started through the first whose slow step
+/// runs: (first, second, client, plan, the client's waiting `plan use`).
+fn two_instances_mid_step() -> (Server, Server, Env, String, Child) {
     let database = fresh_database();
-    let mut a = Server::start_on_postgres(host(), &database);
+    let a = Server::start_on_postgres(host(), &database);
     let b = Server::start_on_postgres(host(), &database);
     let repo = git_repo(a.env.root(), "repo");
     let client = Env::new();
     define(&a, &client, &repo);
-    let mut waiting = start_plan(&a, &client);
+    let waiting = start_plan(&a, &client);
     let plan = the_plan(&b, &client);
     wait_for_slow_step(&b, &client, &plan);
+    (a, b, client, plan, waiting)
+}
 
+#[test]
+fn an_instance_killed_mid_step_leaves_its_plan_to_another_instance_on_the_same_database() {
+    let (mut a, b, client, plan, mut waiting) = two_instances_mid_step();
     a.kill_hard();
     let _ = waiting.wait();
 
@@ -231,16 +243,7 @@ fn an_instance_killed_mid_step_leaves_its_plan_to_another_instance_on_the_same_d
 
 #[test]
 fn an_instance_stopped_mid_step_hands_its_plan_over_to_another_instance() {
-    let database = fresh_database();
-    let mut a = Server::start_on_postgres(host(), &database);
-    let b = Server::start_on_postgres(host(), &database);
-    let repo = git_repo(a.env.root(), "repo");
-    let client = Env::new();
-    define(&a, &client, &repo);
-    let mut waiting = start_plan(&a, &client);
-    let plan = the_plan(&b, &client);
-    wait_for_slow_step(&b, &client, &plan);
-
+    let (mut a, b, client, plan, mut waiting) = two_instances_mid_step();
     // SIGTERM: the instance stops the plan at its next safe point and hands it over.
     assert!(
         a.terminate(Duration::from_secs(60)).is_some(),
@@ -267,30 +270,7 @@ fn an_instance_stopped_mid_step_hands_its_plan_over_to_another_instance() {
 fn a_plan_stopped_by_ctrl_c_is_not_taken_over_by_a_server() {
     let env = host();
     let repo = git_repo(env.root(), "repo");
-    let file = env.root().join("slow.yaml");
-    std::fs::write(&file, SLOW_NOTES).unwrap();
-    for args in [
-        &[
-            "resource",
-            "add",
-            "git-checkout",
-            "local/repo",
-            "--path",
-            repo.to_str().unwrap(),
-        ][..],
-        &[
-            "action",
-            "create",
-            "--available",
-            "--config",
-            file.to_str().unwrap(),
-        ],
-        &["project", "create", "app"],
-        &["project", "link-resource", "app", "local/repo"],
-    ] {
-        let (doc, code) = env.json(args);
-        assert_eq!(code, 0, "{args:?}: {doc:#}");
-    }
+    define_with(&env, &repo, |args| env.json(args));
     let mut driver = env
         .local_command(&USE)
         .stdout(Stdio::null())
