@@ -279,7 +279,7 @@ fn import(
     name: Option<&str>,
     update: bool,
 ) -> Result<Report, CliError> {
-    let text = api::read_regular_text(input, api::IMPORT_MAX_BYTES).map_err(|message| {
+    let text = api::read_regular_text(input, api::IMPORT_MAX_BYTES).map_err(|e| {
         let code = if input.exists() {
             "INVALID_INPUT"
         } else {
@@ -287,7 +287,7 @@ fn import(
         };
         let e = ContextError::File {
             path: input.display().to_string(),
-            message,
+            message: e.to_string(),
         };
         CliError::new(code, format!("--input {e}"))
     })?;

@@ -459,9 +459,9 @@ pub fn export(
 /// wrong (not JSON, another format or schema version, a checksum mismatch).
 pub fn read_export(path: &Path) -> Result<(ContextDetail, String), ContextError> {
     let text = crate::safe_read::read_regular_text(path, crate::safe_read::IMPORT_MAX_BYTES)
-        .map_err(|message| ContextError::File {
+        .map_err(|e| ContextError::File {
             path: path.display().to_string(),
-            message,
+            message: e.to_string(),
         })?;
     parse_export(&path.display().to_string(), &text)
 }
@@ -507,9 +507,9 @@ pub fn import(
     update: bool,
 ) -> Result<ImportedContext, ContextError> {
     let text = crate::safe_read::read_regular_text(path, crate::safe_read::IMPORT_MAX_BYTES)
-        .map_err(|message| ContextError::File {
+        .map_err(|e| ContextError::File {
             path: path.display().to_string(),
-            message,
+            message: e.to_string(),
         })?;
     import_text(store, &path.display().to_string(), &text, name, update)
 }

@@ -113,29 +113,21 @@ pub fn stored_path(path: &Path) -> String {
 /// [`YamlError::Read`] when the file cannot be read; [`YamlError::Invalid`] with line, column
 /// and field path for syntax errors, unknown or missing fields and wrong types.
 pub fn load<T: DeserializeOwned>(path: &Path) -> Result<(T, String), YamlError> {
-    let meta = std::fs::metadata(path).map_err(|e| YamlError::Read {
+    use crate::safe_read::{ReadError, read_regular_text};
+    let not_loadable = |reason: String| YamlError::NotLoadable {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    // Checked before reading: a device such as `/dev/zero` would be read without end.
-    if !meta.is_file() {
-        return Err(YamlError::NotLoadable {
+        reason,
+    };
+    // A device such as `/dev/zero` would be read without end: refused before reading.
+    let mut text = read_regular_text(path, MAX_BYTES).map_err(|e| match e {
+        ReadError::NotRegular => not_loadable(e.to_string()),
+        ReadError::TooBig { len, .. } => not_loadable(format!(
+            "{len} bytes is more than the {MAX_BYTES} a definition may have"
+        )),
+        ReadError::Io(_) | ReadError::NotUtf8 => YamlError::Read {
             path: path.to_path_buf(),
-            reason: "not a regular file".into(),
-        });
-    }
-    if meta.len() > MAX_BYTES {
-        return Err(YamlError::NotLoadable {
-            path: path.to_path_buf(),
-            reason: format!(
-                "{} bytes is more than the {MAX_BYTES} a definition may have",
-                meta.len()
-            ),
-        });
-    }
-    let mut text = std::fs::read_to_string(path).map_err(|e| YamlError::Read {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+            message: e.to_string(),
+        },
     })?;
     // Editors on Windows write a UTF-8 byte order mark; it is not part of the document.
     if let Some(rest) = text.strip_prefix('\u{feff}') {
