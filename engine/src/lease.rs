@@ -300,7 +300,7 @@ impl Drop for LeaseGuard {
             let _ = handle.join();
         }
         // The row goes before this process may take the lease again (see `held_here`).
-        let mut held = held_here().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut held = held_here();
         if let Ok(store) = self.db.open() {
             let _ = store.conn().execute(
                 "DELETE FROM plan_leases WHERE plan_id = ?1 AND pid = ?2 AND host = ?3",
@@ -314,10 +314,20 @@ impl Drop for LeaseGuard {
 /// The leases this process holds, by database and plan: a server drives many plans in one
 /// process, so the row's pid alone cannot tell a driver of this process from another request
 /// of it (a second `plan execute`, a `plan cancel`) that must wait or be refused.
-fn held_here() -> &'static std::sync::Mutex<std::collections::HashSet<(Location, Id)>> {
-    static HELD: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<(Location, Id)>>> =
-        std::sync::OnceLock::new();
-    HELD.get_or_init(Default::default)
+fn held_here() -> PlanSetGuard {
+    static HELD: PlanSet = std::sync::OnceLock::new();
+    locked(&HELD)
+}
+
+/// A process-wide set of (database, plan), made on first use.
+type PlanSet = std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<(Location, Id)>>>;
+type PlanSetGuard = std::sync::MutexGuard<'static, std::collections::HashSet<(Location, Id)>>;
+
+/// `set`, locked (a panic elsewhere while it was held does not make it unusable).
+fn locked(set: &'static PlanSet) -> PlanSetGuard {
+    set.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Takes the lease on a plan for this process, recovering a stale lease first.
@@ -329,7 +339,7 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
     let host = host_name();
     let pid = std::process::id();
     let key = (store.location().clone(), *plan_id);
-    let mut held = held_here().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut held = held_here();
     let tx = store
         .conn_mut()
         .transaction()?;
@@ -382,12 +392,9 @@ fn doing(tx: &crate::store::Transaction<'_>, plan_id: &Id, kind: String) -> Resu
 
 /// The leases of this process that another process took over (its heartbeat found the row
 /// gone or another owner's): the work under them stops at its next check ([`is_lost`]).
-fn lost_here() -> std::sync::MutexGuard<'static, std::collections::HashSet<(Location, Id)>> {
-    static LOST: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<(Location, Id)>>> =
-        std::sync::OnceLock::new();
-    LOST.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+fn lost_here() -> PlanSetGuard {
+    static LOST: PlanSet = std::sync::OnceLock::new();
+    locked(&LOST)
 }
 
 /// Whether this process's lease on `plan_id` in `db` was taken over by another process (one
