@@ -124,6 +124,35 @@ fn two_instances_on_one_database_answer_for_each_other_in_the_same_event_order()
 }
 
 #[test]
+fn a_server_on_postgres_serves_more_open_event_streams_than_it_keeps_database_connections() {
+    let database = fresh_database();
+    let server = Server::start_on_postgres(Env::new(), &database);
+    // Each stream is followed by a store of its own; idle between polls, none may keep a
+    // connection, or a few dozen watchers would starve the plans they watch.
+    let streams: Vec<_> = (0..40)
+        .map(|_| server.open_event_stream("?live=true"))
+        .collect();
+    let client = Env::new();
+    let started = std::time::Instant::now();
+    let (_, plan) = plan_through(&server, &client);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "a plan took {:?} beside 40 streams",
+        started.elapsed()
+    );
+    // Every stream still carries the plan's events.
+    for mut stream in streams {
+        let mut line = String::new();
+        let mut saw_plan = false;
+        while !saw_plan && stream.read_line(&mut line).unwrap() > 0 {
+            saw_plan = line.contains(&plan);
+            line.clear();
+        }
+        assert!(saw_plan, "a stream ended without the plan's events");
+    }
+}
+
+#[test]
 fn a_database_migrated_by_a_newer_release_is_refused_by_name_and_left_unchanged() {
     let database = fresh_database();
     let host = Env::new();

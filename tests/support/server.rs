@@ -171,6 +171,34 @@ impl Server {
         (doc, out.status.code().expect("exit code"))
     }
 
+    /// Opens `GET /v1/events{query}` and reads up to its status line and headers; the open
+    /// stream, which the server keeps serving until it is dropped.
+    pub fn open_event_stream(&self, query: &str) -> BufReader<TcpStream> {
+        let host = self.url.trim_start_matches("http://");
+        let mut stream = TcpStream::connect(host).expect("the server accepts connections");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /v1/events{query} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\r\n",
+            self.token
+        )
+        .unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        assert!(
+            status.contains(" 200 "),
+            "the event stream opens: {status:?}"
+        );
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+            line.clear();
+        }
+        reader
+    }
+
     /// One HTTP/1.1 request: the status code and the body.
     pub fn http(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
         let host = self.url.trim_start_matches("http://");

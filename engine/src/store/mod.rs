@@ -250,7 +250,7 @@ impl Store {
         let mut client = db::postgres::connect(&pool).map_err(connect_err)?;
         pg_schema::migrate(&mut client, &location)?;
         Ok(Self {
-            conn: Connection::postgres(client),
+            conn: Connection::postgres(pool, client),
             location,
         })
     }

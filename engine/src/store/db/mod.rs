@@ -10,13 +10,13 @@
 //! on both.
 
 pub(crate) mod dialect;
+mod pg_session;
 pub(crate) mod postgres;
-
-use std::cell::RefCell;
 
 use rusqlite::types::{FromSql, Value};
 
-pub(crate) use self::postgres::PgClient;
+use self::pg_session::PgSession;
+pub(crate) use self::postgres::{PgClient, PgPool};
 
 /// The advisory lock every writing transaction on PostgreSQL holds (any fixed number).
 const WRITE_LOCK: i64 = 0x0043_4c45_5645_5257;
@@ -32,7 +32,7 @@ pub struct Connection {
 
 enum Inner {
     Sqlite(rusqlite::Connection),
-    Postgres(Box<RefCell<PgClient>>),
+    Postgres(Box<PgSession>),
 }
 
 impl std::fmt::Debug for Connection {
@@ -53,10 +53,11 @@ impl Connection {
         }
     }
 
-    /// Wraps a PostgreSQL client taken from a pool.
-    pub(crate) fn postgres(client: PgClient) -> Self {
+    /// A connection drawing from `pool`, starting with `client` (taken from it); see
+    /// [`PgSession`] for when a connection is held.
+    pub(crate) fn postgres(pool: PgPool, client: PgClient) -> Self {
         Self {
-            inner: Inner::Postgres(Box::new(RefCell::new(client))),
+            inner: Inner::Postgres(Box::new(PgSession::new(pool, client))),
             in_transaction: std::cell::Cell::new(false),
         }
     }
@@ -81,8 +82,11 @@ impl Connection {
     pub fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
         match &self.inner {
             Inner::Sqlite(conn) => conn.execute(sql, params),
-            Inner::Postgres(client) => {
-                postgres::execute(&mut client.borrow_mut(), self.in_transaction.get(), sql, params)
+            Inner::Postgres(session) => {
+                let in_transaction = self.in_transaction.get();
+                session.with(in_transaction, |client| {
+                    postgres::execute(client, in_transaction, sql, params)
+                })
             }
         }
     }
@@ -94,7 +98,9 @@ impl Connection {
     pub fn execute_batch(&self, sql: &str) -> rusqlite::Result<()> {
         match &self.inner {
             Inner::Sqlite(conn) => conn.execute_batch(sql),
-            Inner::Postgres(client) => postgres::execute_batch(&mut client.borrow_mut(), sql),
+            Inner::Postgres(session) => session.with(self.in_transaction.get(), |client| {
+                postgres::execute_batch(client, sql)
+            }),
         }
     }
 
@@ -119,8 +125,8 @@ impl Connection {
         Ok(Statement {
             inner: match &self.inner {
                 Inner::Sqlite(conn) => StatementInner::Sqlite(conn.prepare_cached(sql)?),
-                Inner::Postgres(client) => StatementInner::Postgres {
-                    client,
+                Inner::Postgres(session) => StatementInner::Postgres {
+                    session,
                     sql: sql.to_string(),
                     in_transaction: self.in_transaction.get(),
                 },
@@ -145,12 +151,21 @@ impl Connection {
     /// # Errors
     /// The database's error, as a rusqlite error.
     pub fn transaction(&mut self) -> rusqlite::Result<Transaction<'_>> {
-        match self.inner {
+        match &self.inner {
             Inner::Sqlite(_) => self.execute_batch("BEGIN IMMEDIATE")?,
-            Inner::Postgres(_) => self.execute_batch(&format!(
-                "BEGIN; SET LOCAL lock_timeout = '{}ms'; SELECT pg_advisory_xact_lock({WRITE_LOCK})",
-                super::BUSY_TIMEOUT.as_millis()
-            ))?,
+            Inner::Postgres(session) => {
+                let begin = format!(
+                    "BEGIN; SET LOCAL lock_timeout = '{}ms'; SELECT pg_advisory_xact_lock({WRITE_LOCK})",
+                    super::BUSY_TIMEOUT.as_millis()
+                );
+                // The connection stays held from BEGIN on; one whose BEGIN failed is rolled
+                // back before it goes back to the pool.
+                if let Err(e) = session.with(true, |client| postgres::execute_batch(client, &begin))
+                {
+                    let _ = session.with(false, |client| postgres::execute_batch(client, "ROLLBACK"));
+                    return Err(e);
+                }
+            }
         }
         self.in_transaction.set(true);
         Ok(Transaction {
@@ -215,7 +230,7 @@ pub struct Statement<'c> {
 enum StatementInner<'c> {
     Sqlite(rusqlite::CachedStatement<'c>),
     Postgres {
-        client: &'c RefCell<PgClient>,
+        session: &'c PgSession,
         sql: String,
         in_transaction: bool,
     },
@@ -240,11 +255,12 @@ impl Statement<'_> {
                 .query_map(params, |r| f(&Row::Sqlite(r)))?
                 .collect(),
             StatementInner::Postgres {
-                client,
+                session,
                 sql,
                 in_transaction,
             } => {
-                postgres::query(&mut client.borrow_mut(), *in_transaction, sql, params)?
+                session
+                    .with(*in_transaction, |c| postgres::query(c, *in_transaction, sql, params))?
                     .iter()
                     .map(|r| f(&Row::Postgres(r)))
                     .collect()
@@ -265,11 +281,12 @@ impl Statement<'_> {
         match &mut self.inner {
             StatementInner::Sqlite(stmt) => stmt.query_row(params, |r| f(&Row::Sqlite(r))),
             StatementInner::Postgres {
-                client,
+                session,
                 sql,
                 in_transaction,
             } => {
-                let rows = postgres::query(&mut client.borrow_mut(), *in_transaction, sql, params)?;
+                let rows = session
+                    .with(*in_transaction, |c| postgres::query(c, *in_transaction, sql, params))?;
                 let first = rows.first().ok_or(rusqlite::Error::QueryReturnedNoRows)?;
                 f(&Row::Postgres(first))
             }
@@ -294,11 +311,13 @@ impl Statement<'_> {
                 }
             }
             StatementInner::Postgres {
-                client,
+                session,
                 sql,
                 in_transaction,
             } => {
-                for r in &postgres::query(&mut client.borrow_mut(), *in_transaction, sql, params)? {
+                let rows = session
+                    .with(*in_transaction, |c| postgres::query(c, *in_transaction, sql, params))?;
+                for r in &rows {
                     f(&Row::Postgres(r))?;
                 }
             }
@@ -314,12 +333,12 @@ impl Statement<'_> {
         match &mut self.inner {
             StatementInner::Sqlite(stmt) => stmt.exists(params),
             StatementInner::Postgres {
-                client,
+                session,
                 sql,
                 in_transaction,
-            } => {
-                Ok(!postgres::query(&mut client.borrow_mut(), *in_transaction, sql, params)?.is_empty())
-            }
+            } => Ok(!session
+                .with(*in_transaction, |c| postgres::query(c, *in_transaction, sql, params))?
+                .is_empty()),
         }
     }
 
@@ -331,12 +350,12 @@ impl Statement<'_> {
         match &mut self.inner {
             StatementInner::Sqlite(stmt) => stmt.execute(params),
             StatementInner::Postgres {
-                client,
+                session,
                 sql,
                 in_transaction,
-            } => {
-                postgres::execute(&mut client.borrow_mut(), *in_transaction, sql, params)
-            }
+            } => session.with(*in_transaction, |c| {
+                postgres::execute(c, *in_transaction, sql, params)
+            }),
         }
     }
 }
