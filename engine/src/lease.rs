@@ -237,24 +237,39 @@ fn recover_in(
         "DELETE FROM plan_leases WHERE plan_id = ?1",
         [plan_id.to_string()],
     )?;
-    if state != ProcessingState::Processing.as_str() {
-        return Ok(lease.is_some());
-    }
-    tx.execute(
-        "UPDATE plans SET state = 'queued', state_reason = 'interrupted', updated_at = ?2 WHERE plan_id = ?1",
-        params![plan_id.to_string(), Timestamp::now().to_string()],
-    )?;
+    let state: ProcessingState = state.parse().map_err(|m| StoreError::Corrupt {
+        table: "plans",
+        column: "state",
+        message: m,
+    })?;
     let phase: Phase = phase.parse().map_err(|m| StoreError::Corrupt {
         table: "plans",
         column: "phase",
         message: m,
     })?;
+    let after = match state {
+        ProcessingState::Processing => ProcessingState::Queued,
+        // Between two pieces of work (just created, or one phase done and the next not yet
+        // begun): the driver would have moved on by itself unless the plan waits for a human.
+        ProcessingState::Queued | ProcessingState::Complete
+            if lease.is_some()
+                && phase != Phase::Applied
+                && crate::store::approvals::pending_ids_in(tx, plan_id, None)?.is_empty() =>
+        {
+            state
+        }
+        _ => return Ok(lease.is_some()),
+    };
+    tx.execute(
+        "UPDATE plans SET state = ?2, state_reason = 'interrupted', updated_at = ?3 WHERE plan_id = ?1",
+        params![plan_id.to_string(), after.as_str(), Timestamp::now().to_string()],
+    )?;
     events::append(
         tx,
         Some(plan_id),
         &EventKind::PlanInterrupted(PlanInterrupted {
             phase,
-            state: ProcessingState::Queued,
+            state: after,
             reason: "interrupted".into(),
             previous_owner: Some(lease.as_ref().map(|l| LeaseOwner {
                 pid: l.pid,
@@ -266,6 +281,35 @@ fn recover_in(
         }),
     )?;
     Ok(true)
+}
+
+/// Makes this process the holder of a plan it is creating, in the transaction that creates
+/// it: the plan is never without a driver between its creation and the moment its driver
+/// takes the lease ([`acquire`], which this process may do without a conflict). A creator that
+/// dies in between leaves a stale lease, so the plan is taken over rather than left queued.
+///
+/// # Errors
+/// [`StoreError`].
+pub(crate) fn claim_in(
+    tx: &crate::store::Transaction<'_>,
+    plan_id: &Id,
+    kind: &str,
+) -> Result<(), StoreError> {
+    let pid = std::process::id();
+    let now = Timestamp::now().to_string();
+    tx.execute(
+        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at, started, expiry_secs) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)",
+        params![
+            plan_id.to_string(),
+            pid,
+            host_name(),
+            kind,
+            now,
+            process_started(pid).and_then(|t| i64::try_from(t).ok()),
+            i64::try_from(expiry().as_secs()).unwrap_or(i64::MAX)
+        ],
+    )?;
+    Ok(())
 }
 
 /// A held lease. Its heartbeat runs on a background thread with its own connection; dropping

@@ -286,6 +286,7 @@ pub fn create(
         archive.then_some(&archived),
         &bases,
         None,
+        true,
     )?;
     let plan = store.plan(&plan.plan_id)?.unwrap_or(plan);
     let (_, view, _) =
@@ -565,6 +566,6 @@ pub fn create_child(
     for b in &mut bases {
         b.read_only |= read_only;
     }
-    store.create_plan(&plan, &projects, &origin, &[], None, &bases, Some(&link))?;
+    store.create_plan(&plan, &projects, &origin, &[], None, &bases, Some(&link), false)?;
     Ok(store.plan(&plan.plan_id)?.unwrap_or(plan))
 }

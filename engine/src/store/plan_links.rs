@@ -29,8 +29,9 @@ impl Store {
     /// Creates a plan in one transaction: the plan row, its project links in order, its origin,
     /// its invariants (the plan record's `invariants` is filled from them), optionally the
     /// action's new state (a non-reusable action is archived by its first use), the bases of
-    /// its target resources, its link to its parent when it is a child plan, and a
-    /// `plan_created` event.
+    /// its target resources, its link to its parent when it is a child plan, when `driven` a
+    /// lease for the creating process (which drives it next, see [`crate::lease::claim_in`]),
+    /// and a `plan_created` event.
     ///
     /// # Errors
     /// Store errors; nothing is written then.
@@ -44,6 +45,7 @@ impl Store {
         archive: Option<&Action>,
         bases: &[super::lifecycle_run::PlanBase],
         child: Option<&super::children::ChildLink>,
+        driven: bool,
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         super::plans::insert_plan_row(&tx, plan)?;
@@ -72,6 +74,9 @@ impl Store {
         super::lifecycle_run::insert_bases(&tx, &plan.plan_id, bases)?;
         if let Some(link) = child {
             super::children::insert_in(&tx, link)?;
+        }
+        if driven {
+            crate::lease::claim_in(&tx, &plan.plan_id, plan.phase().as_str())?;
         }
         super::events::append(
             &tx,
