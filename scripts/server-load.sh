@@ -2,7 +2,7 @@
 # Several server instances on one PostgreSQL database under load (release build; CI never runs
 # it). See scripts/server-load.py for what it measures and the goals.
 #
-#   scripts/server-load.sh [--plans N] [--followers N] [--no-kill] [--seed N] [--debug]
+#   scripts/server-load.sh [--plans N] [--followers N] [--no-kill] [--seed N] [--keep] [--debug]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PROFILE=release
