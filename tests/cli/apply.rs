@@ -1092,3 +1092,46 @@ fn a_plan_of_several_resources_whose_script_steps_name_none_is_refused_at_plan_u
     let (list, _) = env.json(&["plan", "list"]);
     assert_eq!(list["data"]["plans"], serde_json::json!([]), "{list:#}");
 }
+
+#[test]
+fn plan_rollback_can_return_to_the_base_through_the_checkpoint_before_step_one() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
+    let before = RepoState::capture(&repo);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["printf 'two\\n' > a.txt", "printf 'new\\n' > b.txt"],
+    );
+    let (doc, code) = env.json(&["plan", "checkpoints", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let cps = doc["data"]["checkpoints"].as_array().unwrap().clone();
+    assert_eq!(
+        cps[0]["label"], "base",
+        "the first checkpoint is the base: {doc:#}"
+    );
+    assert_eq!(cps[0]["seq"], 1, "{doc:#}");
+    assert_eq!(cps[0]["files_changed"], 0, "{doc:#}");
+
+    let (doc, code) = env.json(&["plan", "rollback", "--yes", &plan, "1"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        (doc["data"]["phase"].as_str(), doc["data"]["state"].as_str()),
+        (Some("execute"), Some("queued")),
+        "{doc:#}"
+    );
+    assert_eq!(doc["data"]["steps_to_run_again"], 2, "{doc:#}");
+    let (diff, code) = env.json(&["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{diff:#}");
+    assert_eq!(
+        diff["data"]["stats"]["files_changed"], 0,
+        "the sandbox holds the base again: {diff:#}"
+    );
+    assert_same(&before, &RepoState::capture(&repo));
+
+    // The steps run again from the base and the plan reaches the gate with the same change.
+    let (doc, code) = env.json(&["plan", "execute", &plan]);
+    assert_eq!(code, 3, "{doc:#}");
+    let (diff, _) = env.json(&["plan", "diff", &plan]);
+    assert_eq!(diff["data"]["stats"]["files_changed"], 2, "{diff:#}");
+}
