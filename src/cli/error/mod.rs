@@ -500,7 +500,10 @@ impl From<PlanUseError> for CliError {
                         .map(|r| r.rsplit('/').next().unwrap_or(r))
                         .unwrap_or_default()
                 ))
-                .hint("or give a tool step a `resource` argument or a path://RESOURCE/... path"),
+                .hint(format!(
+                    "or give a tool step a `resource` argument, or a path://{}/... path",
+                    resources.first().map(String::as_str).unwrap_or("RESOURCE")
+                )),
             PlanUseError::UnsafeShell { .. } => CliError::new("UNSAFE_TOOL", message)
                 .detail("nothing was saved; `agents diagnostics` shows the Shell sandbox mode")
                 .hint("run on a kernel with Landlock (Linux 5.13+), or")
