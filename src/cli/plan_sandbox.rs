@@ -56,7 +56,7 @@ pub enum PlanSandboxCommand {
         yes: bool,
         /// Plan id or unique prefix
         plan: String,
-        /// Checkpoint id (cp_...), unique prefix, or sequence number
+        /// Checkpoint id (cp_...), unique prefix, or sequence number (1, the `base` checkpoint, is the state before step 1)
         checkpoint: String,
     },
     /// Take a plan's work into your repository as a branch, or into a patch file

@@ -123,6 +123,20 @@ pub fn repo_with(parent: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
 /// Registers `repos` as one project `app`, creates an action running `steps` (shell) and
 /// starts a plan under `trusted`: it stops at the apply gate. Returns the plan id.
 pub fn plan_at_apply_gate(env: &Env, repos: &[&Path], steps: &[&str]) -> String {
+    let doc = use_to_apply_gate(env, repos, steps);
+    doc["data"]["plan_id"].as_str().unwrap().to_string()
+}
+
+/// As [`plan_at_apply_gate`], returning what `plan use` printed (json).
+pub fn use_to_apply_gate(env: &Env, repos: &[&Path], steps: &[&str]) -> serde_json::Value {
+    let (doc, code) = use_action(env, repos, steps);
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    doc
+}
+
+/// Registers `repos` as project `app`, creates the action running `steps` and runs `plan use`
+/// under `trusted`: what it printed (json) and its exit code.
+pub fn use_action(env: &Env, repos: &[&Path], steps: &[&str]) -> (serde_json::Value, i32) {
     let mut project = vec!["project", "create"];
     let names: Vec<String> = (0..repos.len()).map(|i| format!("local/r{i}")).collect();
     for (i, r) in repos.iter().enumerate() {
@@ -173,8 +187,7 @@ pub fn plan_at_apply_gate(env: &Env, repos: &[&Path], steps: &[&str]) -> String 
         "--automation-profile",
         "trusted",
     ]);
-    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
-    doc["data"]["plan_id"].as_str().unwrap().to_string()
+    (doc, code)
 }
 
 /// `plan apply --yes`, expected to be refused or to fail: returns the error message.
@@ -1027,4 +1040,98 @@ fn after_a_partial_apply_plan_artifacts_lists_what_the_commit_wrote_and_what_was
         text.contains("Left Out") && text.contains("b.txt"),
         "{text}"
     );
+}
+
+#[test]
+fn plan_use_says_how_much_changed_when_its_plan_reaches_the_apply_gate() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\ntwo\n")]);
+    let doc = use_to_apply_gate(
+        &env,
+        &[&repo],
+        &["printf 'one\\nTWO\\nthree\\n' > a.txt && printf 'new\\n' > b.txt"],
+    );
+    assert_eq!(
+        doc["data"]["changes"],
+        serde_json::json!({"files_changed": 2, "additions": 3, "deletions": 1}),
+        "{doc:#}"
+    );
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("2 file(s) changed, +3 -1"),
+        "the gate's message says how much changed: {message}"
+    );
+}
+
+#[test]
+fn a_plan_of_several_resources_whose_script_steps_name_none_is_refused_at_plan_use() {
+    let env = Env::new();
+    let one = repo_with(env.root(), "one", &[("a.txt", "a\n")]);
+    let two = repo_with(env.root(), "two", &[("b.txt", "b\n")]);
+    let (doc, code) = use_action(
+        &env,
+        &[&one, &two],
+        &[
+            "printf x > a.txt",
+            "@local/r1: printf y > b.txt",
+            "printf z > c.txt",
+        ],
+    );
+    assert!(
+        code != 0 && code != 3,
+        "refused before any plan exists: {doc:#}"
+    );
+    assert_eq!(doc["error"]["code"], "INVALID_INPUT", "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    for needle in ["s0", "s2", "local/r0", "local/r1"] {
+        assert!(message.contains(needle), "names {needle}: {message}");
+    }
+    assert!(!message.contains("s1"), "s1 names its resource: {message}");
+    let hints = doc["error"]["suggestions"].to_string();
+    assert!(hints.contains("resource:"), "the fix is named: {doc:#}");
+    let (list, _) = env.json(&["plan", "list"]);
+    assert_eq!(list["data"]["plans"], serde_json::json!([]), "{list:#}");
+}
+
+#[test]
+fn plan_rollback_can_return_to_the_base_through_the_checkpoint_before_step_one() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
+    let before = RepoState::capture(&repo);
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["printf 'two\\n' > a.txt", "printf 'new\\n' > b.txt"],
+    );
+    let (doc, code) = env.json(&["plan", "checkpoints", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let cps = doc["data"]["checkpoints"].as_array().unwrap().clone();
+    assert_eq!(
+        cps[0]["label"], "base",
+        "the first checkpoint is the base: {doc:#}"
+    );
+    assert_eq!(cps[0]["seq"], 1, "{doc:#}");
+    assert_eq!(cps[0]["files_changed"], 0, "{doc:#}");
+
+    let (doc, code) = env.json(&["plan", "rollback", "--yes", &plan, "1"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        (doc["data"]["phase"].as_str(), doc["data"]["state"].as_str()),
+        (Some("execute"), Some("queued")),
+        "{doc:#}"
+    );
+    assert_eq!(doc["data"]["steps_to_run_again"], 2, "{doc:#}");
+    let (diff, code) = env.json(&["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{diff:#}");
+    assert_eq!(
+        diff["data"]["stats"]["files_changed"], 0,
+        "the sandbox holds the base again: {diff:#}"
+    );
+    assert_same(&before, &RepoState::capture(&repo));
+
+    // The steps run again from the base and the plan reaches the gate with the same change.
+    let (doc, code) = env.json(&["plan", "execute", &plan]);
+    assert_eq!(code, 3, "{doc:#}");
+    let (diff, _) = env.json(&["plan", "diff", &plan]);
+    assert_eq!(diff["data"]["stats"]["files_changed"], 2, "{diff:#}");
 }

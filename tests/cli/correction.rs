@@ -1617,3 +1617,146 @@ fn a_revert_whose_actors_cannot_act_on_guidance_warns_and_does_not_claim_a_corre
         "{text}"
     );
 }
+
+/// The labels of the tree's decision nodes, depth first, as `plan tree` lists them.
+fn tree_labels(nodes: &Value, out: &mut Vec<String>) {
+    for n in nodes.as_array().into_iter().flatten() {
+        if n["kind"] == "decision" {
+            out.push(n["label"].as_str().unwrap_or_default().to_string());
+        }
+        tree_labels(&n["children"], out);
+    }
+}
+
+/// A plan of three model-decided steps (`d1`, `d2`, `d3`, each writing one file), at the
+/// apply gate, with a correction of `d2` scripted after it: the re-decide (one turn recording
+/// the replacement, one finishing the strategy) and the re-run of `d2`.
+fn three_model_steps_with_a_scripted_correction() -> (Setup, ProviderServer, String, Id) {
+    let steps = [
+        ("d1", "a.txt", "one\n"),
+        ("d2", "b.txt", "two\n"),
+        ("d3", "c.txt", "three\n"),
+    ];
+    let records: Vec<String> = steps.iter().map(|(k, f, _)| decision(k, f, &[])).collect();
+    let calls: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| ("record_decision", r.as_str()))
+        .collect();
+    let mut script = vec![
+        Turn::tools("", &calls, (100, 50)),
+        Turn::tools(
+            "",
+            &[("finish_strategy", r#"{"summary":"three files"}"#)],
+            (10, 5),
+        ),
+    ];
+    for (_, f, c) in &steps {
+        script.extend(write_turns(f, c));
+    }
+    let new2 = decision("d2", "b.txt", &[]).replace("write b.txt", "write b.txt in capitals");
+    script.push(Turn::tools("", &[("record_decision", &new2)], (80, 40)));
+    script.push(Turn::tools(
+        "",
+        &[("finish_strategy", r#"{"summary":"fixed"}"#)],
+        (10, 5),
+    ));
+    script.extend(write_turns("b.txt", "TWO\n"));
+    let server = ProviderServer::start(script);
+    let s = setup_with(MODEL_ACTION);
+    scripted_config(&s.env, &server);
+    let (doc, code) = keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--strategy-actor",
+            "scripted/m",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "trusted",
+            "local/notes",
+            "app",
+            "--arg",
+            "version=1",
+        ],
+    );
+    assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
+    let id = plan_id(&doc);
+    let pid: Id = id.parse().unwrap();
+    (s, server, id, pid)
+}
+
+#[test]
+fn a_correction_dry_run_estimates_exactly_the_model_calls_the_correction_then_makes() {
+    let (s, server, _id, pid) = three_model_steps_with_a_scripted_correction();
+    let d2 = by_key(&store(&s.env), &pid)["d2"].decision_id.to_string();
+    let correct = |extra: &str| {
+        keyed(
+            &s.env,
+            &[
+                "plan", "correct", "--mode", "revert", "-g", "capitals", extra, &d2,
+            ],
+        )
+    };
+    let (dry, code) = correct("--dry-run");
+    assert_eq!(code, 0, "{dry:#}");
+    let estimated = dry["data"]["affected"]["estimated_model_calls"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no estimate: {dry:#}"));
+    let before = server.requests().len();
+    let (doc, code) = correct("--yes");
+    assert_eq!(code, 0, "{doc:#}");
+    let made = (server.requests().len() - before) as u64;
+    assert_eq!(server.remaining(), 0, "every scripted turn was used");
+    assert_eq!(
+        estimated, made,
+        "the dry run's estimate is the number of requests the model server received"
+    );
+}
+
+#[test]
+fn a_corrected_decision_keeps_its_place_in_the_tree() {
+    let (s, _server, id, pid) = three_model_steps_with_a_scripted_correction();
+    let d2 = by_key(&store(&s.env), &pid)["d2"].decision_id.to_string();
+    let (doc, code) = keyed(
+        &s.env,
+        &[
+            "plan", "correct", "--mode", "revert", "-g", "capitals", "--yes", &d2,
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let (tree, code) = s.env.json(&["plan", "tree", &id]);
+    assert_eq!(code, 0, "{tree:#}");
+    let mut labels = Vec::new();
+    tree_labels(&tree["data"]["children"], &mut labels);
+    let steps: Vec<&str> = labels
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("write "))
+        .collect();
+    assert_eq!(
+        steps,
+        ["write a.txt", "write b.txt in capitals", "write c.txt"],
+        "the replacement stands where the decision it corrects stood: {labels:?}"
+    );
+    // With the superseded decisions shown, the old one stands just before its replacement.
+    let (tree, _) = s.env.json(&["plan", "tree", "--show-superseded", &id]);
+    let mut labels = Vec::new();
+    tree_labels(&tree["data"]["children"], &mut labels);
+    let steps: Vec<&str> = labels
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("write "))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "write a.txt",
+            "write b.txt",
+            "write b.txt in capitals",
+            "write c.txt"
+        ],
+        "{labels:?}"
+    );
+}

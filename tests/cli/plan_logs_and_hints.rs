@@ -703,25 +703,66 @@ script:
 }
 
 #[test]
-fn a_multi_project_run_step_without_a_resource_fails_with_a_hint_that_works() {
+fn a_multi_project_run_step_without_a_resource_is_refused_at_plan_use_with_a_hint_that_works() {
     let action = "name: local/notes\ndefinition-of-done: notes\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: printf 'x\\n' > NOTES.md\n";
     let (s, _) = two_projects(action);
+    let use_it = || {
+        s.env.json(&[
+            "plan",
+            "use",
+            "local/notes",
+            "app",
+            "web",
+            "--automation-profile",
+            "full-auto",
+        ])
+    };
+    let (doc, code) = use_it();
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT")),
+        "refused before the plan runs: {doc:#}"
+    );
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`write`") && message.contains("local/repo, local/site"),
+        "{message}"
+    );
+    let hints = doc["error"]["suggestions"].to_string();
+    assert!(
+        hints.contains("`resource: repo`") && hints.contains("path://local/repo/..."),
+        "{hints}"
+    );
+    let (list, _) = s.env.json(&["plan", "list"]);
+    assert_eq!(
+        list["data"]["plans"],
+        serde_json::json!([]),
+        "nothing saved"
+    );
+    // The hint works: with `resource: repo` on the step, the plan runs and applies.
+    let fixed = action
+        .replace("local/notes", "local/fixed")
+        .replace("    run:", "    resource: repo\n    run:");
+    let file = s.env.root().join("fixed.yaml");
+    fs::write(&file, fixed).unwrap();
+    let (doc, code) = s.env.json(&[
+        "action",
+        "create",
+        "--available",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
     let (doc, code) = s.env.json(&[
         "plan",
         "use",
-        "local/notes",
+        "local/fixed",
         "app",
         "web",
         "--automation-profile",
         "full-auto",
     ]);
-    assert_eq!(code, 1, "{doc:#}");
-    let message = doc["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("`resource: repo` on a script step")
-            && message.contains("path://local/repo/..."),
-        "{message}"
-    );
+    assert_eq!(code, 0, "{doc:#}");
 }
 
 #[test]

@@ -430,3 +430,156 @@ fn a_directory_or_a_glob_marks_every_changed_file_it_names() {
         ]
     );
 }
+
+#[test]
+fn a_path_directory_or_glob_that_names_no_changed_file_is_refused_naming_it() {
+    let env = Env::new();
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[("src/lib.rs", "a\n"), ("tests/one.rs", "a\n")],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["printf 'b\\n' > src/lib.rs; printf 'b\\n' > tests/one.rs"],
+    );
+    for target in ["docs/", "docs/**", "*.md"] {
+        let (doc, code) = env.json(&["plan", "review", &plan, "--reject", target]);
+        assert_ne!(code, 0, "{target}: {doc:#}");
+        assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+        assert!(
+            doc["error"]["message"].as_str().unwrap().contains(target),
+            "the error names {target}: {doc:#}"
+        );
+    }
+    let (doc, code) = env.json(&["plan", "review", &plan, "--reject", "tests/**"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let marks: Vec<(String, String)> = items(&env, &plan)
+        .into_iter()
+        .map(|(_, path, _, mark)| (path, mark))
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            ("src/lib.rs".to_string(), "pending".to_string()),
+            ("tests/one.rs".to_string(), "rejected".to_string()),
+        ]
+    );
+}
+
+/// Old and new text of one file where diff algorithms disagree on the line counts: 1,500
+/// lines drawn from ten common code lines, then 500 random insertions, deletions and
+/// replacements (a fixed xorshift sequence). Git's own Myers with its heuristics counts
+/// `+270 -281` here; other Myers implementations count `+271 -282`.
+fn hard_change() -> (String, String) {
+    let pool = [
+        "{",
+        "}",
+        "",
+        "  return x;",
+        "  x += 1;",
+        "if (a) {",
+        "} else {",
+        "foo();",
+        "bar();",
+        "// c",
+    ];
+    let mut seed: u64 = 13u64.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let old: Vec<&str> = (0..1500)
+        .map(|_| pool[(next() % pool.len() as u64) as usize])
+        .collect();
+    let mut new = old.clone();
+    for _ in 0..500 {
+        let i = (next() % new.len() as u64) as usize;
+        match next() % 3 {
+            0 => {
+                new.remove(i);
+            }
+            1 => new.insert(i, pool[(next() % pool.len() as u64) as usize]),
+            _ => new[i] = pool[(next() % pool.len() as u64) as usize],
+        }
+    }
+    (old.join("\n") + "\n", new.join("\n") + "\n")
+}
+
+/// `git diff --numstat` of a change: (added, removed) of its one file.
+fn git_numstat(dir: &std::path::Path, args: &[&str]) -> (u64, u64) {
+    let mut all = vec![
+        "-c",
+        "diff.algorithm=default",
+        "-c",
+        "diff.indentHeuristic=true",
+    ];
+    all.extend_from_slice(args);
+    all.push("--numstat");
+    let out = git_out(dir, &all);
+    let mut f = out.split_whitespace();
+    (
+        f.next().unwrap().parse().unwrap(),
+        f.next().unwrap().parse().unwrap(),
+    )
+}
+
+#[test]
+fn line_counts_are_the_ones_git_reports_for_the_same_change() {
+    let env = Env::new();
+    let (old, new) = hard_change();
+    let repo = repo_with(env.root(), "repo", &[("code.c", &old), ("next.c", &new)]);
+    // What git itself counts for this change, in a copy of the repository.
+    let copy = env.root().join("copy");
+    git_out(
+        env.root(),
+        &[
+            "clone",
+            "-q",
+            repo.to_str().unwrap(),
+            copy.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(copy.join("code.c"), &new).unwrap();
+    let by_git = git_numstat(&copy, &["diff"]);
+    assert_eq!(by_git, (270, 281), "the change this test is built on");
+
+    let plan = plan_at_apply_gate(&env, &[&repo], &["cp next.c code.c"]);
+    let (doc, code) = env.json(&["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let file = &doc["data"]["resources"][0]["files"][0];
+    assert_eq!(file["path"], "code.c");
+    let counted = |f: &serde_json::Value| {
+        (
+            f["additions"].as_u64().unwrap(),
+            f["deletions"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(counted(file), by_git, "plan diff counts as git diff does");
+    let hunk_lines = |kind: &str| {
+        file["hunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|h| h["lines"].as_array().unwrap())
+            .filter(|l| l["kind"] == kind)
+            .count() as u64
+    };
+    assert_eq!(
+        (hunk_lines("added"), hunk_lines("removed")),
+        by_git,
+        "the hunks shown are the ones counted"
+    );
+
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let applied = &doc["data"]["apply_summary"]["resources"][0];
+    assert_eq!(
+        counted(applied),
+        git_numstat(&repo, &["diff", "HEAD~1", "HEAD"]),
+        "Apply's summary counts as git does for its commit: {doc:#}"
+    );
+}

@@ -26,6 +26,11 @@ use crate::store::corrections::Reached;
 use crate::store::lifecycle_run::PlanStep;
 use crate::store::{Store, StoreError};
 
+
+/// Model calls a model strategist makes to re-decide a correction, as the dry run counts them:
+/// a turn recording the replacement decisions and a turn finishing the strategy.
+pub const STRATEGIST_CALLS: u64 = 2;
+
 /// A decision's downstream impact.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Impact {
@@ -291,7 +296,13 @@ pub fn impact(
         .as_ref()
         .and_then(|p| p.execution_actor.as_deref())
         .is_some_and(|a| a != crate::registry::actors::SCRIPT_EXECUTOR);
-    let mut estimated_model_calls = u64::from(model_strategist);
+    // A model strategist re-decides in at least two turns: one recording the replacement
+    // decisions and one calling `finish_strategy` after seeing them recorded.
+    let mut estimated_model_calls = if model_strategist {
+        STRATEGIST_CALLS
+    } else {
+        0
+    };
     if model_executor {
         for d in &steps_rerun {
             let calls = store

@@ -111,7 +111,9 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
     let mut by_parent: HashMap<(Id, Option<Id>), Vec<usize>> = HashMap::new();
     let mut rows = Vec::new();
     let mut superseded = 0;
-    for row in store.tree_rows(plan_id)? {
+    let all = store.tree_rows(plan_id)?;
+    let place = original_places(&all);
+    for row in all {
         if !in_family.contains(&row.plan) {
             continue;
         }
@@ -126,6 +128,11 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
             .or_default()
             .push(rows.len());
         rows.push(row);
+    }
+    // Siblings stand in their original order: a replacement where the decision it corrects
+    // stood (just after it when superseded decisions are shown), not after every later one.
+    for siblings in by_parent.values_mut() {
+        siblings.sort_by_key(|&i| (place[&rows[i].id], i));
     }
     // Child plans by spawn decision, and by parent plan when no decision links them.
     let mut linked: HashMap<Id, Vec<Id>> = HashMap::new();
@@ -183,6 +190,22 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
         roots,
         summary,
     })
+}
+
+/// The place of each decision among its siblings: its own position in sequence order, or,
+/// for a replacement, the place of the decision it superseded (followed back through every
+/// correction of it).
+fn original_places(rows: &[Row]) -> HashMap<Id, usize> {
+    let mut place: HashMap<Id, usize> = HashMap::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        // A replacement comes later in sequence order than what it supersedes, so its
+        // predecessor has already passed its place on.
+        let own = *place.entry(r.id).or_insert(i);
+        if let Some(next) = r.superseded_by {
+            place.insert(next, own);
+        }
+    }
+    place
 }
 
 /// What building the nodes of a plan family reads.

@@ -98,10 +98,19 @@ pub fn raise_gate(engine: &mut Lifecycle, plan: &Plan, gate: Gate) -> Result<App
     {
         return Ok(a);
     }
-    let summary = match gate {
-        Gate::Strategize => format!("Start Strategize for plan {id}"),
-        Gate::Execute => format!("Review the strategy and start Execute for plan {id}"),
-        Gate::Apply => format!("Review the changes and apply plan {id}"),
+    // The apply gate says how much it asks about, as `plan diff` counts it.
+    let changes = match gate {
+        Gate::Apply => Some(super::trees::reviewable_changes(engine, plan)?),
+        _ => None,
+    };
+    let summary = match (gate, &changes) {
+        (Gate::Strategize, _) => format!("Start Strategize for plan {id}"),
+        (Gate::Execute, _) => format!("Review the strategy and start Execute for plan {id}"),
+        (Gate::Apply, Some(c)) if c.files_changed > 0 => format!(
+            "Review the changes ({} file(s) changed, +{} -{}) and apply plan {id}",
+            c.files_changed, c.additions, c.deletions
+        ),
+        (Gate::Apply, _) => format!("Review the changes (no file changed) and apply plan {id}"),
     };
     // The answer (`plan execute`, `plan apply` for the apply gate) follows from the context's
     // `gate` (`Approval::next`).
@@ -122,6 +131,7 @@ pub fn raise_gate(engine: &mut Lifecycle, plan: &Plan, gate: Gate) -> Result<App
     if gate == Gate::Apply {
         // The trees the user reviews now are the ones Apply commits (spec section 13).
         a.context["trees"] = super::trees::reviewable_trees(engine, plan)?;
+        a.context["changes"] = json!(changes.unwrap_or_default());
     }
     engine.store_mut().insert_approval(&a)?;
     engine.flush(&id)?;

@@ -838,6 +838,10 @@ impl StepRun<'_> {
             if let Some(cp) = &start {
                 step.start_checkpoints
                     .insert("checkpoint".into(), json!(cp));
+            } else {
+                // No sandbox exists yet: the plan's base is recorded as its first checkpoint,
+                // so that a rollback can return to it (the step keeps no start checkpoint).
+                checkpoint::record_base(engine.store_mut(), &plan_id, label)?;
             }
             start
         };

@@ -15,6 +15,7 @@ use crate::domain::approval::{ApprovalKind, ApprovalStatus};
 use crate::domain::{Id, Plan};
 use crate::sandbox::Sandbox;
 use crate::sandbox::checkpoint::snapshot;
+use crate::sandbox::diff::{DiffRequest, DiffStats, sandbox_diff_each};
 
 /// The sandbox's tree now (a snapshot of its work tree, under its lock).
 pub(crate) fn current_tree(sb: &Sandbox) -> Result<Oid, RunError> {
@@ -36,6 +37,25 @@ pub fn reviewable_trees(engine: &Lifecycle, plan: &Plan) -> Result<Value, RunErr
         );
     }
     Ok(Value::Object(out))
+}
+
+/// What every active sandbox changes against its base, summed (files, added and removed
+/// lines, counted as `plan diff` counts them): what the apply gate asks about.
+///
+/// # Errors
+/// Sandbox and store errors.
+pub fn reviewable_changes(engine: &Lifecycle, plan: &Plan) -> Result<DiffStats, RunError> {
+    let mut total = DiffStats::default();
+    let request = DiffRequest {
+        path: None,
+        hunks: false,
+    };
+    for sb in engine.sandboxes().active(engine.store(), &plan.plan_id)? {
+        for s in sandbox_diff_each(&sb, &request, &|f| DiffStats::of(&f))? {
+            total += s;
+        }
+    }
+    Ok(total)
 }
 
 /// The trees recorded with the plan's latest apply gate (empty when none was raised, as under

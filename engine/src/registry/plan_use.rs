@@ -115,6 +115,21 @@ pub enum PlanUseError {
         /// The profile that blocks unsafe tools.
         profile: String,
     },
+    /// The plan has several resources and script steps the script executor runs name none,
+    /// so Execute could not tell where they run.
+    #[error(
+        "the plan has several resources ({}) and script step{} {} name{} none of them",
+        resources.join(", "),
+        if steps.len() == 1 { "" } else { "s" },
+        steps.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
+        if steps.len() == 1 { "s" } else { "" }
+    )]
+    UnboundSteps {
+        /// The steps that name no resource, in script order.
+        steps: Vec<String>,
+        /// The plan's resources.
+        resources: Vec<String>,
+    },
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -278,6 +293,11 @@ pub fn create(
             crate::sandbox::bases::BaseError::Store(s) => PlanUseError::Store(s),
             other => PlanUseError::Base(other.to_string()),
         })?;
+    check_steps_name_resources(
+        plan.execution_actor.as_deref(),
+        origin.script.as_deref(),
+        &bases,
+    )?;
     store.create_plan(
         &plan,
         &targets.iter().map(|p| p.project_id).collect::<Vec<Id>>(),
@@ -307,6 +327,67 @@ pub fn create(
         actor_overrides: overrides,
         invariants: view,
         action_archived: archive,
+    })
+}
+
+/// Refuses a script the script executor would run in a plan of several resources when some
+/// of its `run:` or `tool:` steps say nowhere which resource they work on (spec section 14,
+/// bindings resolve per step): Execute would stop at the first of them, after the earlier
+/// steps ran. A step names its resource with `resource:`, a `resource` argument, or a
+/// `path://RESOURCE/...` argument; a resource whose alias is the tool's slot (`directory`,
+/// `repo`) binds without one, and a git tool binds the only git checkout.
+fn check_steps_name_resources(
+    execution_actor: Option<&str>,
+    script: Option<&[ScriptStep]>,
+    bases: &[crate::store::lifecycle_run::PlanBase],
+) -> Result<(), PlanUseError> {
+    use crate::store::lifecycle_run::BaseKind;
+    use crate::tools::ToolGroup;
+    let (Some(actors::SCRIPT_EXECUTOR), Some(script)) = (execution_actor, script) else {
+        return Ok(());
+    };
+    if bases.len() < 2 {
+        return Ok(());
+    }
+    let names_one = |step: &ScriptStep| {
+        step.resource.is_some()
+            || step.args.as_ref().is_some_and(|args| {
+                args.contains_key("resource")
+                    || args
+                        .values()
+                        .any(|v| v.as_str().is_some_and(|s| s.starts_with("path://")))
+            })
+    };
+    let binds_alone = |tool: &str| {
+        let Some(group) = crate::tools::builtin(tool).map(|t| t.group()) else {
+            // Another tool (MCP, skill script) binds as it declares: not judged here.
+            return true;
+        };
+        let fits: Vec<_> = bases
+            .iter()
+            .filter(|b| group != ToolGroup::GitOperations || b.kind == BaseKind::GitCheckout)
+            .collect();
+        fits.len() < 2
+            || fits
+                .iter()
+                .any(|b| b.alias.as_deref() == Some(group.slot()))
+    };
+    let steps: Vec<String> = script
+        .iter()
+        .filter(|s| s.spawn.is_none() && !names_one(s))
+        .filter(|s| match (&s.run, &s.tool) {
+            (Some(_), _) => !binds_alone("shell_execute"),
+            (None, Some(tool)) => !binds_alone(tool),
+            (None, None) => false,
+        })
+        .map(|s| s.name.clone())
+        .collect();
+    if steps.is_empty() {
+        return Ok(());
+    }
+    Err(PlanUseError::UnboundSteps {
+        steps,
+        resources: bases.iter().map(|b| b.resource_name.clone()).collect(),
     })
 }
 

@@ -874,6 +874,43 @@ pub fn create(
     Ok(Some(record))
 }
 
+/// Records the plan's base as its first checkpoint (label `base`), when the plan has no
+/// checkpoint yet and no sandbox to capture: Execute calls it where step 1 starts before any
+/// sandbox exists, so that `plan rollback` can return to the state before step 1. The record
+/// names no sandbox state: rolling back to it restores every sandbox to its base commit (as
+/// for any sandbox a checkpoint does not name). It names no decision either, so attribution
+/// and a step's own start and end are not affected. Returns `None` when the plan already
+/// has a checkpoint.
+///
+/// # Errors
+/// Store errors.
+pub fn record_base(
+    store: &mut Store,
+    plan_id: &Id,
+    step: &str,
+) -> Result<Option<CheckpointRecord>, SandboxError> {
+    if store.latest_checkpoint(plan_id)?.is_some() {
+        return Ok(None);
+    }
+    let record = CheckpointRecord {
+        checkpoint_id: CheckpointId::generate(),
+        plan_id: *plan_id,
+        seq: 0,
+        step: Some(step.to_string()),
+        decision_id: None,
+        label: BASE_LABEL.to_string(),
+        files_changed: 0,
+        tool_call_seq: store.max_tool_call_seq(plan_id)?,
+        created_at: Timestamp::now(),
+        discarded_at: None,
+        states: Vec::new(),
+    };
+    Ok(Some(store.insert_checkpoint(&record)?))
+}
+
+/// The label of the checkpoint [`record_base`] makes.
+pub const BASE_LABEL: &str = "base";
+
 /// Restores one sandbox's work tree and index to `commit` exactly (ignored files are left
 /// alone) and moves the plan branch there.
 ///

@@ -1,16 +1,15 @@
 //! Diffs of a sandbox against its base (spec section 11 "reviewable diff").
 //!
-//! libgit2 finds which files differ between two trees (with rename detection); `similar`
-//! computes the text hunks. A file is binary when either side has a NUL byte in its first
-//! 8000 bytes (git's rule), is not UTF-8, or is larger than [`MAX_TEXT_BYTES`]; binary files
-//! get sizes but no hunks. The structured form serializes as json/yaml for scripts and the TUI;
+//! libgit2 finds which files differ between two trees (with rename detection) and computes
+//! the text hunks with git's own diff code, so the line counts are `git diff --stat`'s. A file
+//! is binary when either side has a NUL byte in its first 8000 bytes (git's rule), is not
+//! UTF-8, or is larger than [`MAX_TEXT_BYTES`]; binary files get sizes but no hunks. The structured form serializes as json/yaml for scripts and the TUI;
 //! [`unified`] renders git-style text for the human formats.
 
 use std::fmt::Write as _;
 
 use git2::{Delta, DiffFindOptions, DiffOptions, Oid, Repository};
 use serde::Serialize;
-use similar::{ChangeTag, TextDiff};
 
 use super::{Sandbox, SandboxError};
 
@@ -471,50 +470,58 @@ fn file_diffs<T>(
     Ok(out)
 }
 
-/// Line hunks between two texts with [`CONTEXT_LINES`] of context.
+/// Line hunks between two texts with [`CONTEXT_LINES`] of context, as `git diff` makes them:
+/// libgit2's copy of git's xdiff, its Myers algorithm with git's heuristics and the indent
+/// heuristic git turns on by default, so the hunks and the `+N -M` counts are git's own for
+/// the same change (`docs/review.md`).
 pub fn text_hunks(old: &str, new: &str) -> Vec<Hunk> {
     if old == new {
         return Vec::new();
     }
-    let diff = TextDiff::from_lines(old, new);
-    let mut hunks = Vec::new();
-    for group in diff.grouped_ops(CONTEXT_LINES) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+    let mut opts = DiffOptions::new();
+    opts.context_lines(CONTEXT_LINES as u32)
+        .interhunk_lines(0)
+        .indent_heuristic(true)
+        .force_text(true);
+    let Ok(patch) =
+        git2::Patch::from_buffers(old.as_bytes(), None, new.as_bytes(), None, Some(&mut opts))
+    else {
+        // libgit2 fails on these buffers only when out of memory: the file shows unchanged
+        // rather than with made-up lines.
+        return Vec::new();
+    };
+    let mut hunks = Vec::with_capacity(patch.num_hunks());
+    for h in 0..patch.num_hunks() {
+        let Ok((header, count)) = patch.hunk(h) else {
             continue;
         };
-        let old_range = first.old_range().start..last.old_range().end;
-        let new_range = first.new_range().start..last.new_range().end;
-        let start = |r: &std::ops::Range<usize>| {
-            if r.is_empty() {
-                r.start as u32
-            } else {
-                r.start as u32 + 1
-            }
-        };
-        let mut lines = Vec::new();
-        for op in &group {
-            for change in diff.iter_changes(op) {
-                let kind = match change.tag() {
-                    ChangeTag::Equal => LineKind::Context,
-                    ChangeTag::Insert => LineKind::Added,
-                    ChangeTag::Delete => LineKind::Removed,
-                };
-                let value = change.value();
-                let text = value.strip_suffix('\n').unwrap_or(value);
-                lines.push(HunkLine {
-                    kind,
-                    old_line: change.old_index().map(|i| i as u32 + 1),
-                    new_line: change.new_index().map(|i| i as u32 + 1),
-                    text: text.to_string(),
-                    no_newline: !value.ends_with('\n'),
-                });
-            }
+        let mut lines = Vec::with_capacity(count);
+        for l in 0..count {
+            let Ok(line) = patch.line_in_hunk(h, l) else {
+                continue;
+            };
+            let kind = match line.origin() {
+                ' ' => LineKind::Context,
+                '+' => LineKind::Added,
+                '-' => LineKind::Removed,
+                // `\ No newline at end of file` markers: carried by `no_newline` instead.
+                _ => continue,
+            };
+            let content = line.content();
+            let text = content.strip_suffix(b"\n").unwrap_or(content);
+            lines.push(HunkLine {
+                kind,
+                old_line: line.old_lineno(),
+                new_line: line.new_lineno(),
+                text: String::from_utf8_lossy(text).into_owned(),
+                no_newline: !content.ends_with(b"\n"),
+            });
         }
         hunks.push(Hunk {
-            old_start: start(&old_range),
-            old_lines: old_range.len() as u32,
-            new_start: start(&new_range),
-            new_lines: new_range.len() as u32,
+            old_start: header.old_start(),
+            old_lines: header.old_lines(),
+            new_start: header.new_start(),
+            new_lines: header.new_lines(),
             lines,
             decision_ids: Vec::new(),
             id: None,

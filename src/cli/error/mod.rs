@@ -491,6 +491,19 @@ impl From<PlanUseError> for CliError {
             PlanUseError::Base(_) => CliError::invalid_input(message)
                 .detail("nothing was saved")
                 .hint("make a first commit in the checkout, or link a directory resource instead"),
+            PlanUseError::UnboundSteps { resources, .. } => CliError::invalid_input(message)
+                .detail("nothing was saved; Execute would stop at the first of these steps")
+                .hint(format!(
+                    "name the resource on each of these steps of the action's script: `resource: {}`",
+                    resources
+                        .first()
+                        .map(|r| r.rsplit('/').next().unwrap_or(r))
+                        .unwrap_or_default()
+                ))
+                .hint(format!(
+                    "or give a tool step a `resource` argument, or a path://{}/... path",
+                    resources.first().map(String::as_str).unwrap_or("RESOURCE")
+                )),
             PlanUseError::UnsafeShell { .. } => CliError::new("UNSAFE_TOOL", message)
                 .detail("nothing was saved; `agents diagnostics` shows the Shell sandbox mode")
                 .hint("run on a kernel with Landlock (Linux 5.13+), or")

@@ -303,6 +303,10 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         for key in ["stopped", "approval", "approvals"] {
             data[key] = w.data[key].clone();
         }
+        // At the apply gate: how much the plan changed (`plan diff`'s counts).
+        if !w.data["changes"].is_null() {
+            data["changes"] = w.data["changes"].clone();
+        }
     }
     data["approval"] = match driven.as_ref().map(|d| &d.stopped) {
         _ if waiting.is_some() => data["approval"].clone(),

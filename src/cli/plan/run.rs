@@ -306,13 +306,21 @@ pub(crate) fn driven_report(
         err.data(d)
     };
     match &driven.stopped {
-        Stopped::Gate { approval } => Err(needs(
-            std::slice::from_ref(approval),
-            format!(
-                "plan {id} waits for approval {}: {}",
-                approval.approval_id, approval.summary
-            ),
-        )),
+        Stopped::Gate { approval } => {
+            let mut err = needs(
+                std::slice::from_ref(approval),
+                format!(
+                    "plan {id} waits for approval {}: {}",
+                    approval.approval_id, approval.summary
+                ),
+            );
+            // The apply gate's change, as `plan diff` counts it, where scripts find it.
+            let changes = &approval.context["changes"];
+            if changes.is_object() {
+                err.data["changes"] = changes.clone();
+            }
+            Err(err)
+        }
         Stopped::Decisions { approvals }
             if approvals.iter().all(|a| {
                 a.kind == cleveragents_engine::domain::approval::ApprovalKind::ChildSpawn
