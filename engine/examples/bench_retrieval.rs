@@ -402,6 +402,23 @@ fn bench_repo(root: &Path, max_tasks: usize, verbose: bool) -> Option<(String, V
                 rank_of(&ranked[1]),
                 rank_of(&ranked[3]),
             );
+            if t.targets
+                .iter()
+                .any(|x| !ranked[0].iter().take(10).any(|p| p == x))
+            {
+                let shown: Vec<String> = ranked[0]
+                    .iter()
+                    .take(12)
+                    .map(|p| {
+                        if t.targets.contains(p) {
+                            format!("*{p}")
+                        } else {
+                            p.clone()
+                        }
+                    })
+                    .collect();
+                println!("      hot top 12: {}", shown.join(" "));
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -372,7 +372,7 @@ fn why_lines(h: &Value) -> Vec<String> {
                 .flatten()
                 .filter_map(Value::as_str)
                 .collect();
-            format!(
+            let mut line = format!(
                 "included {}: tier {}, score {}, terms: {}",
                 i["reference"].as_str().unwrap_or_default(),
                 i["tier"].as_str().unwrap_or_default(),
@@ -382,7 +382,11 @@ fn why_lines(h: &Value) -> Vec<String> {
                 } else {
                     terms.join(", ")
                 }
-            )
+            );
+            if let Some(via) = i["via"].as_str() {
+                line.push_str(&format!(", {via}"));
+            }
+            line
         })
         .collect();
     out.extend(h["left_out"].as_array().into_iter().flatten().map(|i| {

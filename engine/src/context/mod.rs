@@ -72,6 +72,10 @@ pub struct Why {
     pub score: f64,
     /// The query terms it holds.
     pub terms: Vec<String>,
+    /// What else brought it in, where not only its own match: the file above it whose
+    /// tests it holds, or the file it changed with in the history at the base and how often.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// An item left out for budget.
@@ -203,12 +207,20 @@ impl Budget {
     }
 
     /// Records why the item `reference` was included.
-    pub fn why(&mut self, reference: String, tier: &str, score: f64, terms: Vec<String>) {
+    pub fn why(
+        &mut self,
+        reference: String,
+        tier: &str,
+        score: f64,
+        terms: Vec<String>,
+        via: Option<String>,
+    ) {
         self.hot.items.push(Why {
             reference,
             tier: tier.into(),
             score,
             terms,
+            via,
         });
     }
 

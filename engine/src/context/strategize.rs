@@ -135,14 +135,188 @@ fn companions(path: &str, files: &std::collections::HashSet<String>) -> Vec<Stri
     out
 }
 
-/// The files to show: each of the best [`TESTS_FOR_TOP`] files followed by its test files
-/// (moved up when ranked lower, added when not matched at all), where a change to it
-/// usually goes too.
-fn with_tests(
+/// Why a file is shown in the hot context.
+#[derive(Debug, Clone, PartialEq)]
+enum Reason {
+    /// It matched the task's words.
+    Matched,
+    /// It holds the tests of a file shown above it (by name) and did not match itself.
+    TestsOf(String),
+    /// It did not match, but changed together with a file that did.
+    ChangesWith(ChangedWith),
+}
+
+/// The file shown above it that a file changed with most, in the history at the base.
+#[derive(Debug, Clone, PartialEq)]
+struct ChangedWith {
+    path: String,
+    shared: u32,
+    of: u32,
+}
+
+impl ChangedWith {
+    fn text(&self, resource: &str) -> String {
+        format!(
+            "changes with {resource}:{} (in {} of its {} commits)",
+            self.path, self.shared, self.of
+        )
+    }
+}
+
+/// One file of the hot context, in the order shown.
+struct Shown {
+    resource: String,
+    file: FileHit,
+    reason: Reason,
+    /// The file's rank: its search score relative to the best file, plus
+    /// [`HISTORY_WEIGHT`] times what it shares with the best files' history.
+    rank: f32,
+    /// The matched file it changed with most, where history ranked it up.
+    with: Option<ChangedWith>,
+}
+
+/// The files ranked by search whose history brings related files: the best this many.
+pub const HISTORY_SEEDS: usize = 5;
+/// Weight of a file's co-change with the best files, against its relative search score.
+pub const HISTORY_WEIGHT: f32 = 1.0;
+/// Share of a file's rank its test files (by name) are lent.
+pub const TEST_SHARE: f32 = 0.5;
+/// Most files shown only for changing with the matched ones.
+pub const RELATED_MAX: usize = 10;
+
+/// What a matched file that is not code (prose, configuration, a changelog) ranks at,
+/// against its relative search score: the strategist plans changes to code, and a
+/// document describing a feature often repeats the task's words more than the code does.
+pub const PROSE_FACTOR: f32 = 0.5;
+
+/// Languages the index knows that are prose, markup or configuration rather than code.
+const NOT_CODE: &[&str] = &["markdown", "toml", "yaml", "json", "html", "css", "text"];
+
+/// Whether `path` is in a programming language the index knows (not prose, markup or
+/// configuration, nor a file of a kind it does not know).
+fn is_code(path: &str) -> bool {
+    index::symbols::language_of(path).is_some_and(|l| !NOT_CODE.contains(&l))
+}
+
+fn empty_hit(path: String) -> FileHit {
+    FileHit {
+        path,
+        language: None,
+        score: 0.0,
+        terms: Vec::new(),
+        lines: 0,
+        definitions: Vec::new(),
+        more_definitions: 0,
+        snippets: Vec::new(),
+    }
+}
+
+/// The matched files re-ranked by the history at the base (spec section 25): each of the
+/// best [`HISTORY_SEEDS`] matched files of a resource lends the files that changed with it
+/// its relative score times how strongly they changed together
+/// ([`index::history::History::related`]); a file's rank is its own relative score plus
+/// [`HISTORY_WEIGHT`] times what it is lent. A file lent something that did not match is
+/// added (at most [`RELATED_MAX`] of them), so a change's usual companions (its tests, the
+/// code reading a definition) are shown even when the task's words are not in them.
+fn rank_with_history(
     scopes: &[Scope],
     files: Vec<(String, FileHit)>,
     policy: &Resolved,
-) -> Vec<(String, FileHit, Option<String>)> {
+) -> Vec<Shown> {
+    let best = files.first().map_or(0.0, |f| f.1.score).max(f32::MIN_POSITIVE);
+    let mut shown: Vec<Shown> = files
+        .into_iter()
+        .map(|(resource, f)| Shown {
+            rank: f.score / best * if is_code(&f.path) { 1.0 } else { PROSE_FACTOR },
+            resource,
+            file: f,
+            reason: Reason::Matched,
+            with: None,
+        })
+        .collect();
+    shown.sort_by(|a, b| b.rank.total_cmp(&a.rank));
+    let mut added = Vec::new();
+    for s in scopes {
+        let Some(history) = index::history::History::of_view(&s.view) else {
+            continue;
+        };
+        let exists: std::collections::HashSet<String> = s.view.files().into_iter().collect();
+        // What each file is lent, and by which seed most.
+        let mut lent: std::collections::HashMap<String, (f32, f32, ChangedWith)> =
+            std::collections::HashMap::new();
+        let seeds: Vec<(String, f32)> = shown
+            .iter()
+            .filter(|x| x.resource == s.resource)
+            .take(HISTORY_SEEDS)
+            .map(|x| (x.file.path.clone(), x.rank))
+            .collect();
+        for (seed, rank) in &seeds {
+            for r in history.related(seed) {
+                if !is_code(&r.path) || !exists.contains(&r.path) || !policy.takes_path(&r.path)
+                {
+                    continue;
+                }
+                let part = rank * r.strength;
+                let e = lent.entry(r.path.clone()).or_insert((
+                    0.0,
+                    0.0,
+                    ChangedWith {
+                        path: seed.clone(),
+                        shared: r.shared,
+                        of: r.of,
+                    },
+                ));
+                e.0 += part;
+                if part > e.1 {
+                    e.1 = part;
+                    e.2 = ChangedWith {
+                        path: seed.clone(),
+                        shared: r.shared,
+                        of: r.of,
+                    };
+                }
+            }
+        }
+        for (path, (total, _, with)) in lent {
+            match shown
+                .iter_mut()
+                .find(|x| x.resource == s.resource && x.file.path == path)
+            {
+                Some(x) => {
+                    x.rank += HISTORY_WEIGHT * total;
+                    x.with = Some(with);
+                }
+                None => added.push(Shown {
+                    resource: s.resource.clone(),
+                    file: empty_hit(path),
+                    reason: Reason::ChangesWith(with.clone()),
+                    rank: HISTORY_WEIGHT * total,
+                    with: Some(with),
+                }),
+            }
+        }
+    }
+    added.sort_by(|a, b| {
+        b.rank
+            .total_cmp(&a.rank)
+            .then(a.file.path.cmp(&b.file.path))
+    });
+    added.truncate(RELATED_MAX);
+    shown.extend(added);
+    shown.sort_by(|a, b| {
+        b.rank
+            .total_cmp(&a.rank)
+            .then(a.resource.cmp(&b.resource))
+            .then(a.file.path.cmp(&b.file.path))
+    });
+    shown
+}
+
+/// Lends each of the best [`TESTS_FOR_TOP`] files' test files (by name: [`companions`])
+/// [`TEST_SHARE`] of its rank, adding those not shown, then orders all files by rank: the
+/// tests of a file go where a change to it usually goes too, without crowding out other
+/// files that rank better than half of it.
+fn with_tests(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec<Shown> {
     let mut all = std::collections::HashMap::new();
     for s in scopes {
         all.insert(
@@ -153,65 +327,71 @@ fn with_tests(
                 .collect::<std::collections::HashSet<_>>(),
         );
     }
-    let mut out: Vec<(String, FileHit, Option<String>)> = Vec::new();
-    let mut rest: Vec<Option<(String, FileHit)>> = files.into_iter().map(Some).collect();
-    for i in 0..rest.len() {
-        let Some((resource, f)) = rest[i].take() else {
-            continue;
-        };
-        let tests = if i < TESTS_FOR_TOP {
-            all.get(&resource)
-                .map(|set| companions(&f.path, set))
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let path = f.path.clone();
-        out.push((resource.clone(), f, None));
+    let top: Vec<(String, String, f32)> = files
+        .iter()
+        .take(TESTS_FOR_TOP)
+        .map(|x| (x.resource.clone(), x.file.path.clone(), x.rank))
+        .collect();
+    for (resource, path, rank) in top {
+        let tests = all
+            .get(&resource)
+            .map(|set| companions(&path, set))
+            .unwrap_or_default();
+        let lent = rank * TEST_SHARE;
         for t in tests {
-            if !policy.takes_path(&t) || out.iter().any(|(r, g, _)| *r == resource && g.path == t) {
+            if !policy.takes_path(&t) {
                 continue;
             }
-            let ranked = rest.iter_mut().find(|x| {
-                x.as_ref()
-                    .is_some_and(|(r, g)| *r == resource && g.path == t)
-            });
-            match ranked.and_then(Option::take) {
-                Some((r, g)) => out.push((r, g, None)),
-                None => out.push((
-                    resource.clone(),
-                    FileHit {
-                        path: t,
-                        language: None,
-                        score: 0.0,
-                        terms: Vec::new(),
-                        lines: 0,
-                        definitions: Vec::new(),
-                        more_definitions: 0,
-                        snippets: Vec::new(),
-                    },
-                    Some(path.clone()),
-                )),
+            match files
+                .iter_mut()
+                .find(|g| g.resource == resource && g.file.path == t)
+            {
+                Some(g) => {
+                    if lent > g.rank {
+                        g.rank = lent;
+                        if g.reason != Reason::Matched {
+                            g.reason = Reason::TestsOf(path.clone());
+                        }
+                    }
+                }
+                None => files.push(Shown {
+                    resource: resource.clone(),
+                    file: empty_hit(t),
+                    reason: Reason::TestsOf(path.clone()),
+                    rank: lent,
+                    with: None,
+                }),
             }
         }
     }
-    out
+    files.sort_by(|a, b| {
+        b.rank
+            .total_cmp(&a.rank)
+            .then(a.resource.cmp(&b.resource))
+            .then(a.file.path.cmp(&b.file.path))
+    });
+    files
 }
 
-/// The entry of a test file shown for the file it tests.
-fn test_entry(resource: &str, f: &FileHit, of: &str) -> String {
-    format!("- {resource}:{} (tests of {of})", f.path)
+/// The entry of a file shown for a file above it (its tests, or a file it changes with).
+fn short_entry(resource: &str, f: &FileHit, why: &str) -> String {
+    format!("- {resource}:{} ({why})", f.path)
 }
 
 /// One file's entry: its path, score and matched terms, its best definitions with a
 /// matching line each, then its other matching lines.
-fn file_entry(resource: &str, f: &FileHit) -> String {
+fn file_entry(resource: &str, f: &FileHit, with: Option<&ChangedWith>) -> String {
     let mut block = format!(
-        "- {resource}:{} (score {:.1}; terms: {})",
+        "- {resource}:{} (score {:.1}; terms: {}",
         f.path,
         f.score,
         f.terms.join(", ")
     );
+    if let Some(w) = with {
+        block.push_str("; ");
+        block.push_str(&w.text(resource));
+    }
+    block.push(')');
     for d in &f.definitions {
         block.push_str(&format!(
             "\n    {} {} (lines {}-{})",
@@ -242,7 +422,7 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
         let o = overview::overview(&s.view, 2, 12);
         let reference = format!("overview:{}", s.resource);
         if b.push_lines(&overview::render(&o), Some(reference.clone())) {
-            b.why(reference, "hot", 0.0, Vec::new());
+            b.why(reference, "hot", 0.0, Vec::new(), None);
         }
     }
     let q = SearchQuery {
@@ -264,9 +444,9 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     if files.is_empty() {
         return;
     }
-    let files = with_tests(scopes, files, policy);
+    let files = with_tests(scopes, rank_with_history(scopes, files, policy), policy);
     let heading = format!(
-        "## Code that matches the task (search_code; terms: {})",
+        "## Code that matches the task (search_code; terms: {}), and files that changed with it",
         View::terms(task).join(", ")
     );
     if !b.push(&heading, None) {
@@ -276,22 +456,38 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let share = (policy.hot_max_tokens / CODE_SHARE).min(b.left());
     let floor = b.left().saturating_sub(share);
     let mut left_out = Vec::new();
-    for (resource, f, tests_of) in &files {
-        let entry = match tests_of {
-            Some(of) => test_entry(resource, f, of),
-            None => file_entry(resource, f),
+    for x in &files {
+        let (resource, f) = (&x.resource, &x.file);
+        let (entry, score, via) = match &x.reason {
+            Reason::Matched => (
+                file_entry(resource, f, x.with.as_ref()),
+                f64::from(f.score),
+                x.with.as_ref().map(|w| w.text(resource)),
+            ),
+            Reason::TestsOf(of) => {
+                let why = format!("tests of {of}");
+                (short_entry(resource, f, &why), 0.0, Some(why))
+            }
+            Reason::ChangesWith(w) => {
+                let why = w.text(resource);
+                (
+                    short_entry(resource, f, &why),
+                    f64::from(x.rank),
+                    Some(why),
+                )
+            }
         };
         let cost = b.cost(&entry);
         let reference = format!("{resource}:{}", f.path);
         if b.left().saturating_sub(cost) < floor || !b.push(&entry, None) {
-            left_out.push((reference, f, cost));
+            left_out.push((reference, score, cost));
             continue;
         }
         b.reference(reference.clone());
         for d in &f.definitions {
             b.reference(format!("{resource}:{}:{}", f.path, d.start_line));
         }
-        b.why(reference, "hot", f64::from(f.score), f.terms.clone());
+        b.why(reference, "hot", score, f.terms.clone(), via);
     }
     if left_out.is_empty() {
         return;
@@ -306,14 +502,14 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     }
     b.push(
         &format!(
-            "(left out for budget, {} more matching files: {})",
+            "(left out for budget, {} more files: {})",
             left_out.len(),
             names.join(", ")
         ),
         None,
     );
-    for (reference, f, cost) in left_out {
-        b.left_out(reference, "hot", f64::from(f.score), cost);
+    for (reference, score, cost) in left_out {
+        b.left_out(reference, "hot", score, cost);
     }
 }
 
@@ -500,5 +696,152 @@ impl BaseTools {
         Ok(
             json!({"pattern": a.pattern, "files": files, "count": files.len(), "truncated": truncated}),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{Policy, Source, build, embed};
+    use crate::sandbox::testing::{git, repo_with_files};
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    fn commit(repo: &Path, files: &[(&str, &str)], message: &str) -> String {
+        for (path, content) in files {
+            std::fs::write(repo.join(path), content).unwrap();
+        }
+        git(repo, &["add", "-A"]);
+        git(repo, &["commit", "-q", "-m", message]);
+        git(repo, &["rev-parse", "HEAD"]).trim().to_string()
+    }
+
+    /// The strategist's initial context for `task` over `repo`'s index read at `base`.
+    fn hot_at(tmp: &Path, repo: &Path, base: &str, task: &str) -> Hot {
+        let dir = tmp.join("index");
+        let policy = Policy::default();
+        build::build(&dir, "local/demo", repo, Source::Git, &policy, &|_, _| {}).unwrap();
+        let view = View::open(&dir, Some(base), &policy).unwrap();
+        let scopes = [Scope {
+            resource: "local/demo".into(),
+            alias: None,
+            view,
+            semantic: embed::Setting::Off,
+        }];
+        let resolved = super::super::policy::resolve(&BTreeMap::new(), "strategize");
+        initial_context(&scopes, task, &resolved, &[])
+    }
+
+    fn position(hot: &Hot, path: &str) -> Option<usize> {
+        let r = format!("local/demo:{path}");
+        hot.references
+            .iter()
+            .filter(|x| x.matches(':').count() == 1 && !x.starts_with("overview:"))
+            .position(|x| *x == r)
+    }
+
+    #[test]
+    fn a_file_that_changed_with_the_best_match_before_the_base_is_shown_and_says_why() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let flags = |n: u32| format!("/// Disables the index flags.\npub fn disable_index_flags() -> u32 {{ {n} }}\n");
+        let plain = |name: &str, n: u32| format!("pub fn {name}() -> u32 {{ {n} }}\n");
+        repo_with_files(
+            &repo,
+            &[
+                ("src/flags.rs", &flags(0)),
+                ("src/hiargs.rs", &plain("build_matcher", 0)),
+                ("src/printer.rs", &plain("print_line", 0)),
+            ],
+        );
+        for n in 1..=2 {
+            commit(
+                &repo,
+                &[("src/flags.rs", &flags(n)), ("src/hiargs.rs", &plain("build_matcher", n))],
+                "together",
+            );
+        }
+        let base = commit(&repo, &[("src/printer.rs", &plain("print_line", 1))], "alone");
+        // After the base, printer.rs changes with flags.rs twice: not visible at the base.
+        for n in 3..=4 {
+            commit(
+                &repo,
+                &[("src/flags.rs", &flags(n)), ("src/printer.rs", &plain("print_line", n))],
+                "later",
+            );
+        }
+        let hot = hot_at(tmp.path(), &repo, &base, "disable the index flags");
+        assert_eq!(position(&hot, "src/flags.rs"), Some(0), "{}", hot.text);
+        assert_eq!(position(&hot, "src/hiargs.rs"), Some(1), "{}", hot.text);
+        assert_eq!(position(&hot, "src/printer.rs"), None, "{}", hot.text);
+        let why = "changes with local/demo:src/flags.rs (in 3 of its 3 commits)";
+        assert!(
+            hot.text.contains(&format!("- local/demo:src/hiargs.rs ({why})")),
+            "{}",
+            hot.text
+        );
+        let item = hot
+            .items
+            .iter()
+            .find(|i| i.reference == "local/demo:src/hiargs.rs")
+            .unwrap();
+        assert_eq!(item.via.as_deref(), Some(why));
+        assert!(item.score > 0.0 && item.terms.is_empty(), "{item:?}");
+    }
+
+    #[test]
+    fn a_document_repeating_the_task_words_ranks_below_the_code_that_matches_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let base = repo_with_files(
+            &repo,
+            &[
+                (
+                    "docs/pager.md",
+                    "# Pager\nThe pager file writes to the pager file. The pager file pages.\n",
+                ),
+                ("src/pager.py", "def page(out):\n    return out  # the pager file\n"),
+                ("src/other.py", "def unrelated():\n    return 1\n"),
+            ],
+        );
+        let hot = hot_at(tmp.path(), &repo, &base, "add a pager file");
+        let score = |p: &str| {
+            let r = format!("local/demo:{p}");
+            hot.items.iter().find(|i| i.reference == r).unwrap().score
+        };
+        // The document scores higher, but not twice as high.
+        assert!(score("docs/pager.md") > score("src/pager.py"), "{}", hot.text);
+        assert!(score("docs/pager.md") < 2.0 * score("src/pager.py"), "{}", hot.text);
+        let code = position(&hot, "src/pager.py").expect("code shown");
+        let doc = position(&hot, "docs/pager.md").expect("document shown");
+        assert!(code < doc, "{}", hot.text);
+    }
+
+    #[test]
+    fn a_matched_files_tests_are_shown_with_half_its_rank_and_say_whose_tests_they_are() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let base = repo_with_files(
+            &repo,
+            &[
+                ("command.go", "package cobra\n\nfunc HelpTemplate() string { return \"help template\" }\n"),
+                ("command_test.go", "package cobra\n\nfunc TestNothing() {}\n"),
+            ],
+        );
+        let hot = hot_at(tmp.path(), &repo, &base, "fix the help template");
+        assert_eq!(position(&hot, "command.go"), Some(0), "{}", hot.text);
+        assert_eq!(position(&hot, "command_test.go"), Some(1), "{}", hot.text);
+        assert!(
+            hot.text
+                .contains("- local/demo:command_test.go (tests of command.go)"),
+            "{}",
+            hot.text
+        );
+        let item = hot
+            .items
+            .iter()
+            .find(|i| i.reference == "local/demo:command_test.go")
+            .unwrap();
+        assert_eq!(item.via.as_deref(), Some("tests of command.go"));
     }
 }

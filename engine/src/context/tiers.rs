@@ -170,7 +170,7 @@ pub fn promote(b: &mut Budget, items: &[Item], query: &str) {
         let cost = b.cost(&text);
         if b.push(&text, Some(reference.clone())) {
             let terms = words(&item.text()).intersection(&q).cloned().collect();
-            b.why(reference.clone(), tier, score as f64, terms);
+            b.why(reference.clone(), tier, score as f64, terms, None);
             b.hot.promoted.push(Promoted {
                 reference,
                 tier: item.tier,

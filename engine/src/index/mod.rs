@@ -18,6 +18,7 @@
 
 pub mod build;
 pub mod embed;
+pub mod history;
 pub mod overview;
 pub mod skill;
 pub mod store;
