@@ -959,3 +959,65 @@ fn plan_list_counts_plans_waiting_at_a_gate_apart_from_applied_ones() {
         "a plan waiting at a gate is not completed:\n{text}"
     );
 }
+
+/// Gives the data directory's two plans ids that share their first 10 characters (as plans
+/// made within the same quarter second do), in every table that names a plan.
+fn collide_plan_ids(env: &Env) -> [String; 2] {
+    let conn = rusqlite::Connection::open(crate::support::db_file(env)).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    let ids: Vec<String> = conn
+        .prepare("SELECT plan_id FROM plans ORDER BY plan_id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let new = [
+        "01M8MK9C00AAAAAAAAAAAAAAAA".to_string(),
+        "01M8MK9C00BBBBBBBBBBBBBBBB".to_string(),
+    ];
+    for table in &tables {
+        let columns: Vec<String> = conn
+            .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for column in columns.iter().filter(|c| c.ends_with("plan_id")) {
+            for (old, new) in ids.iter().zip(&new) {
+                conn.execute(
+                    &format!("UPDATE \"{table}\" SET {column} = ?2 WHERE {column} = ?1"),
+                    [old, new],
+                )
+                .unwrap();
+            }
+        }
+    }
+    new
+}
+
+#[test]
+fn approvals_name_plans_made_within_a_moment_by_prefixes_that_resolve() {
+    let s = setup();
+    for _ in 0..2 {
+        let (_, code, _) = use_plan(&s, "supervised");
+        assert_eq!(code, 3);
+    }
+    let [a, b] = collide_plan_ids(&s.env);
+    let text = crate::support::stdout(&s.env.run(&["--format", "plain", "plan", "approvals"]));
+    for (full, short) in [(&a, "01M8MK9C00A"), (&b, "01M8MK9C00B")] {
+        assert!(text.contains(&format!("{short} ")), "{text}");
+        let (doc, code) = s.env.json(&["plan", "status", short]);
+        assert_eq!(code, 0, "{doc:#}");
+        assert_eq!(doc["data"]["plan_id"], full.as_str(), "{doc:#}");
+    }
+}

@@ -556,6 +556,13 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
         format!("{n} plan{} listed", if n == 1 { "" } else { "s" }),
     );
     let table_plans = if structured { &plans[..0] } else { &plans[..] };
+    // One prefix per id wherever it appears (a parent is often listed too).
+    let shorts = view::short_map(
+        table_plans
+            .iter()
+            .flat_map(|p| std::iter::once(p.plan_id).chain(p.parent_plan_id))
+            .map(|i| i.to_string()),
+    );
     report = report.with(Element::Table {
         title: "Plans".into(),
         columns: [
@@ -565,21 +572,15 @@ fn list(ctx: &Context, a: &ListArgs) -> Result<Report, CliError> {
         .into(),
         rows: table_plans
             .iter()
-            .zip(view::short_ids(
-                &table_plans
-                    .iter()
-                    .map(|p| p.plan_id.to_string())
-                    .collect::<Vec<_>>(),
-            ))
-            .map(|(p, short)| {
+            .map(|p| {
                 vec![
-                    view::id(short),
+                    view::id(view::short_in(&shorts, &p.plan_id.to_string())),
                     p.phase().as_str().into(),
                     p.state().as_str().into(),
                     p.action_name.clone().into(),
                     p.project_names().join(", ").into(),
                     p.parent_plan_id
-                        .map(|i| view::id(view::short(&i.to_string())))
+                        .map(|i| view::id(view::short_in(&shorts, &i.to_string())))
                         .unwrap_or_else(|| "-".into()),
                     view::time(&p.created_at).into(),
                 ]

@@ -821,12 +821,13 @@ pub fn cancel(ctx: &Context, a: &CancelArgs) -> Result<Report, CliError> {
 pub fn approvals(ctx: &Context, a: &ApprovalsArgs) -> Result<Report, CliError> {
     let pending = ctx.client()?.approvals(a.plan.as_deref())?;
     let n = pending.len();
+    let plan_ids = view::short_map(pending.iter().map(|a| a.plan_id.to_string()));
     let rows = pending
         .iter()
         .map(|a| {
             vec![
                 view::id(a.approval_id.clone()),
-                view::id(view::short(&a.plan_id.to_string())),
+                view::id(view::short_in(&plan_ids, &a.plan_id.to_string())),
                 a.kind.as_str().into(),
                 a.summary.clone().into(),
                 if a.options.len() > 1 {
