@@ -351,6 +351,39 @@ pub fn save_server_token(config_path: &Path, name: &str, token: &str) -> Result<
     .map_err(write_err(&path))
 }
 
+/// Forgets server `name`: its `[servers.NAME]` table in the config file and its token in the
+/// credentials file (each locked and replaced atomically). Whether either held it.
+///
+/// # Errors
+/// [`ConfigError`] when a file cannot be read, parsed or written.
+pub fn remove_server(config_path: &Path, name: &str) -> Result<bool, ConfigError> {
+    let remove = |doc: &mut toml_edit::DocumentMut| {
+        doc.get_mut("servers")
+            .and_then(toml_edit::Item::as_table_like_mut)
+            .and_then(|t| t.remove(name))
+            .is_some()
+    };
+    // A config file that is not there holds no server, and is not created to say so.
+    let in_config = config_path.exists() && edit_file(config_path, remove)?.0;
+    let path = credentials_path(config_path);
+    if !path.exists() {
+        return Ok(in_config);
+    }
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let write_err = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| ConfigError::Write { path: p, source }
+    };
+    let _lock = crate::safe_write::lock_dir(dir).map_err(write_err(dir))?;
+    let mut doc = read_credentials(&path)?;
+    let in_credentials = remove(&mut doc);
+    if in_credentials {
+        crate::safe_write::replace_file(&path, doc.to_string().as_bytes())
+            .map_err(write_err(&path))?;
+    }
+    Ok(in_config || in_credentials)
+}
+
 /// A provider after merging the file over the built-in defaults.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Provider {

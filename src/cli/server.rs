@@ -24,6 +24,11 @@ pub enum ServerCommand {
     Token(TokenCommand),
     /// Remember a server under NAME, with a token read from standard input
     Login(LoginArgs),
+    /// Forget a server remembered by `server login`: its entry and its stored token
+    Logout {
+        /// The name given to `agents server login`
+        name: String,
+    },
     /// Migrate the server's database to this version's schema and exit (for deploys that
     /// migrate before starting instances; `server start` migrates too)
     Migrate(DatabaseArg),
@@ -121,6 +126,7 @@ impl ServerCommand {
                 }
             ),
             ServerCommand::Login(_) => "login".into(),
+            ServerCommand::Logout { .. } => "logout".into(),
             ServerCommand::Migrate(_) => "migrate".into(),
             ServerCommand::Status { .. } => "status".into(),
         }
@@ -152,6 +158,7 @@ pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
         }
         ServerCommand::Migrate(database) => migrate(&engine(ctx, &database)?),
         ServerCommand::Login(a) => login(ctx, &a),
+        ServerCommand::Logout { name } => logout(ctx, &name),
         ServerCommand::Status { name } => status(ctx, name.as_deref()),
     }
 }
@@ -472,6 +479,23 @@ fn login(ctx: &Context, a: &LoginArgs) -> Result<Report, CliError> {
             "Logged in to {} at {url} (version {}, schema v{}); use --server {}",
             a.name, hello.version, hello.schema, a.name
         ),
+    ))
+}
+
+fn logout(ctx: &Context, name: &str) -> Result<Report, CliError> {
+    check_server_name(name)?;
+    if !engine_config::remove_server(&ctx.paths.config_path, name)? {
+        return Err(CliError::new(
+            "NOT_FOUND",
+            format!("no server named `{name}` is remembered here"),
+        )
+        .hint("agents config get servers")
+        .hint(format!("agents server login {name} URL --token-stdin")));
+    }
+    Ok(Report::ok(
+        "server logout",
+        json!({"name": name}),
+        format!("Forgot server {name} and its token"),
     ))
 }
 

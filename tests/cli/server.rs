@@ -983,3 +983,31 @@ fn a_plan_the_server_runs_for_one_request_is_refused_to_another_as_the_servers_o
         "{doc:#}"
     );
 }
+
+#[test]
+fn logout_forgets_the_server_and_its_token_and_a_second_logout_changes_nothing() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    login(&server, &client, "team");
+    let credentials = client
+        .config_path
+        .parent()
+        .unwrap()
+        .join("credentials.toml");
+    let (doc, code) = client.json(&["server", "logout", "team"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let config = std::fs::read_to_string(&client.config_path).unwrap();
+    assert!(!config.contains(&server.url), "{config}");
+    let stored = std::fs::read_to_string(&credentials).unwrap();
+    assert!(!stored.contains(&server.token), "the token is still stored");
+    // The name no longer means a server.
+    let (doc, code) = client.json(&["--server", "team", "project", "list"]);
+    assert_ne!(code, 0, "{doc:#}");
+    let (doc, code) = client.json(&["server", "logout", "team"]);
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+    assert_ne!(code, 0);
+    assert_eq!(
+        std::fs::read_to_string(&client.config_path).unwrap(),
+        config
+    );
+}
