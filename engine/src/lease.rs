@@ -283,33 +283,20 @@ fn recover_in(
     Ok(true)
 }
 
-/// Makes this process the holder of a plan it is creating, in the transaction that creates
-/// it: the plan is never without a driver between its creation and the moment its driver
-/// takes the lease ([`acquire`], which this process may do without a conflict). A creator that
-/// dies in between leaves a stale lease, so the plan is taken over rather than left queued.
-///
-/// # Errors
-/// [`StoreError`].
-pub(crate) fn claim_in(
-    tx: &crate::store::Transaction<'_>,
-    plan_id: &Id,
-    kind: &str,
-) -> Result<(), StoreError> {
+/// The lease this process writes on a plan it is creating, in the transaction that creates it
+/// ([`Store::create_plan`]): the plan is never without a driver between its creation and the
+/// moment its driver takes the lease ([`acquire`], which this process may do without a
+/// conflict). A creator that dies in between leaves a stale lease, so the plan is taken over
+/// rather than left queued.
+pub fn claim_for_creation(kind: &str) -> crate::store::CreatorLease {
     let pid = std::process::id();
-    let now = Timestamp::now().to_string();
-    tx.execute(
-        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at, started, expiry_secs) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)",
-        params![
-            plan_id.to_string(),
-            pid,
-            host_name(),
-            kind,
-            now,
-            process_started(pid).and_then(|t| i64::try_from(t).ok()),
-            i64::try_from(expiry().as_secs()).unwrap_or(i64::MAX)
-        ],
-    )?;
-    Ok(())
+    crate::store::CreatorLease {
+        pid,
+        host: host_name(),
+        kind: kind.to_string(),
+        started: process_started(pid),
+        expiry: expiry(),
+    }
 }
 
 /// A held lease. Its heartbeat runs on a background thread with its own connection; dropping

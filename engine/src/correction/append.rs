@@ -191,7 +191,7 @@ pub fn append(
     child.decision_root_id = Some(root.decision_id);
     engine
         .store_mut()
-        .create_plan(&child, &projects, &origin, &[], None, &bases, None, false)?;
+        .create_plan(&child, &projects, &origin, &[], None, &bases, None, None)?;
     let attempt = CorrectionAttempt {
         attempt_id: Id::generate(),
         plan_id: parent.plan_id,

@@ -306,7 +306,7 @@ pub fn create(
         archive.then_some(&archived),
         &bases,
         None,
-        true,
+        Some(&crate::lease::claim_for_creation(plan.phase().as_str())),
     )?;
     let plan = store.plan(&plan.plan_id)?.unwrap_or(plan);
     let (_, view, _) =
@@ -647,6 +647,6 @@ pub fn create_child(
     for b in &mut bases {
         b.read_only |= read_only;
     }
-    store.create_plan(&plan, &projects, &origin, &[], None, &bases, Some(&link), false)?;
+    store.create_plan(&plan, &projects, &origin, &[], None, &bases, Some(&link), None)?;
     Ok(store.plan(&plan.plan_id)?.unwrap_or(plan))
 }

@@ -25,6 +25,7 @@ pub mod lifecycle_run;
 pub mod model_calls;
 pub mod pauses;
 pub mod plan_links;
+pub use plan_links::CreatorLease;
 pub mod plans;
 pub mod profiles;
 pub mod projects;
