@@ -307,17 +307,19 @@ fn without_a_checkpoint_store_a_sandbox_lost_with_its_machine_is_named_with_the_
             .is_some_and(|e| e.iter().any(|e| e["type"] == "plan_interrupted"));
         (tried, doc)
     });
-    let (doc, code) = b.client_json(&client, &["plan", "diff", &plan]);
-    assert_ne!(code, 0, "{doc:#}");
-    let error = doc["error"].to_string();
-    assert!(
-        error.contains(&lost.display().to_string()),
-        "the error names the missing sandbox: {doc:#}"
-    );
-    assert!(
-        error.contains("checkpoint-store"),
-        "the error names the key that keeps sandboxes restorable: {doc:#}"
-    );
+    for command in [["plan", "diff"], ["plan", "execute"]] {
+        let (doc, code) = b.client_json(&client, &[command[0], command[1], &plan]);
+        assert_ne!(code, 0, "{doc:#}");
+        let error = doc["error"].to_string();
+        assert!(
+            error.contains(&lost.display().to_string()),
+            "the error names the missing sandbox: {doc:#}"
+        );
+        assert!(
+            error.contains("checkpoint-store"),
+            "the error names the key that keeps sandboxes restorable: {doc:#}"
+        );
+    }
 }
 
 #[test]
