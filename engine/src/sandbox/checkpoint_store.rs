@@ -375,6 +375,58 @@ mod tests {
     }
 
     #[test]
+    fn a_child_plan_branched_from_its_parents_sandbox_is_rebuilt_with_the_parent_on_the_new_machine()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("user");
+        let head = repo_with_files(&repo, &[("a.txt", "a\n")]);
+        let mut store = Store::open(&dir.path().join("db")).unwrap();
+        let parent = plan_with_target(
+            &mut store,
+            TargetKind::GitCheckout {
+                repo,
+                base_commit: head,
+            },
+        );
+        let (a, b) = two_machines(dir.path());
+        let psb = a.ensure(&mut store, &parent, "local/user").unwrap();
+        fs::write(psb.work_dir().join("before.txt"), "parent before the spawn\n").unwrap();
+        let request = CheckpointRequest {
+            label: "spawn".into(),
+            ..Default::default()
+        };
+        let cp = checkpoint::create(&mut store, &a, &parent, &request)
+            .unwrap()
+            .unwrap();
+        // The child branches from the parent's private repository at the spawn checkpoint.
+        let child = plan_with_target(
+            &mut store,
+            TargetKind::GitCheckout {
+                repo: psb.layout.git_dir.clone(),
+                base_commit: cp.states[0].commit_oid.clone(),
+            },
+        );
+        let csb = a.ensure(&mut store, &child, "local/user").unwrap();
+        fs::write(csb.work_dir().join("child.txt"), "the child's work\n").unwrap();
+        checkpoint::create(&mut store, &a, &child, &request).unwrap();
+        fs::remove_dir_all(a.root()).unwrap();
+
+        let sb = b.existing(&store, &child, "local/user").unwrap().unwrap();
+        assert!(sb.layout.root.starts_with(b.root()));
+        for (file, text) in [
+            ("a.txt", "a\n"),
+            ("before.txt", "parent before the spawn\n"),
+            ("child.txt", "the child's work\n"),
+        ] {
+            assert_eq!(fs::read_to_string(sb.work_dir().join(file)).unwrap(), text);
+        }
+        assert!(
+            b.plan_dir(&parent).join(psb.record.sandbox_id.to_string()).join("git").is_dir(),
+            "the parent's sandbox, which the child borrows from, was rebuilt here too"
+        );
+    }
+
+    #[test]
     fn a_copied_directory_is_rebuilt_with_its_base_from_the_store_alone() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("project");

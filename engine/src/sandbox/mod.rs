@@ -666,7 +666,7 @@ impl Sandboxes {
             .ok()
             .and_then(|r| r.refname_to_id(PLAN_REF).ok());
         if current != Some(want) || !local.work_dir.is_dir() {
-            if let Err(e) = rebuild(cs, store, &record, target, &local, want) {
+            if let Err(e) = self.rebuild(cs, store, &record, target, &local, want) {
                 let _ = remove_dir_if_exists(&local.root);
                 return Err(e);
             }
@@ -707,26 +707,76 @@ fn newest_commit(store: &Store, record: &SandboxRecord) -> Result<git2::Oid, San
     git2::Oid::from_str(&text).map_err(SandboxError::git("reading a checkpoint commit id"))
 }
 
-/// Builds the sandbox of `record` anew in `layout` from the checkpoint store, at `commit`:
-/// its private repository (borrowing the user's objects again for a git checkout), the
-/// store's objects of the sandbox, the plan branch and one ref per checkpoint, and the work
-/// tree and index of `commit`.
-fn rebuild(
+impl Sandboxes {
+    /// Builds the sandbox of `record` anew in `layout` from the checkpoint store, at `commit`:
+    /// its private repository (borrowing the user's objects again for a git checkout), the
+    /// store's objects of the sandbox, the plan branch and one ref per checkpoint, and the
+    /// work tree and index of `commit`.
+    fn rebuild(
+        &self,
+        cs: &checkpoint_store::CheckpointStore,
+        store: &Store,
+        record: &SandboxRecord,
+        target: &SandboxTarget,
+        layout: &Layout,
+        commit: git2::Oid,
+    ) -> Result<(), SandboxError> {
+        remove_dir_if_exists(&layout.root)?;
+        fs::create_dir_all(&layout.work_dir)
+            .map_err(SandboxError::io("create", &layout.work_dir))?;
+        match &target.kind {
+            TargetKind::GitCheckout { repo, .. } => {
+                let repo = self.borrowed_from(store, repo)?;
+                git_sandbox::init_borrowing(layout, &repo)?;
+            }
+            TargetKind::Directory { .. } => {
+                git_sandbox::init_private(&layout.git_dir)?;
+            }
+        }
+        rebuild_at(cs, store, record, layout, commit)
+    }
+
+    /// The repository a git sandbox borrows from on this machine: `repo` itself when it is
+    /// here, else, for a child plan branched from its parent's sandbox (`repo` is the parent's
+    /// private repository, `<sandboxes>/<plan>/<sandbox>/git`, on another machine), the
+    /// parent's sandbox as this machine reaches it (rebuilt from the store if need be).
+    fn borrowed_from(&self, store: &Store, repo: &Path) -> Result<PathBuf, SandboxError> {
+        if repo.exists() || repo.file_name().is_none_or(|n| n != "git") {
+            return Ok(repo.to_path_buf());
+        }
+        let ids = repo
+            .parent()
+            .and_then(|sandbox| Some((sandbox.file_name()?, sandbox.parent()?.file_name()?)));
+        let Some((sandbox, plan)) = ids.and_then(|(s, p)| {
+            Some((
+                s.to_str()?.parse::<Id>().ok()?,
+                p.to_str()?.parse::<Id>().ok()?,
+            ))
+        }) else {
+            return Ok(repo.to_path_buf());
+        };
+        let Some(parent) = store
+            .sandboxes_of_plan(&plan)?
+            .into_iter()
+            .find(|r| r.sandbox_id == sandbox && r.state == SandboxState::Active)
+        else {
+            return Ok(repo.to_path_buf());
+        };
+        let Some(target) = store.sandbox_target(&plan, &parent.resource_name)? else {
+            return Ok(repo.to_path_buf());
+        };
+        Ok(self.here(store, parent, &target)?.layout().git_dir)
+    }
+}
+
+/// The second half of [`Sandboxes::rebuild`], once the private repository exists.
+fn rebuild_at(
     cs: &checkpoint_store::CheckpointStore,
     store: &Store,
     record: &SandboxRecord,
-    target: &SandboxTarget,
     layout: &Layout,
     commit: git2::Oid,
 ) -> Result<(), SandboxError> {
-    remove_dir_if_exists(&layout.root)?;
-    fs::create_dir_all(&layout.work_dir).map_err(SandboxError::io("create", &layout.work_dir))?;
-    match &target.kind {
-        TargetKind::GitCheckout { repo, .. } => git_sandbox::init_borrowing(layout, repo)?,
-        TargetKind::Directory { .. } => {
-            git_sandbox::init_private(&layout.git_dir)?;
-        }
-    }
     cs.fetch(layout, &record.plan_id, &record.sandbox_id)?;
     let repo = open_repo(layout)?;
     let found = repo.find_commit(commit).map_err(|_| {
