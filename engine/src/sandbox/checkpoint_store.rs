@@ -127,18 +127,34 @@ fn ref_prefix(plan: &Id, sandbox: &Id) -> String {
     format!("refs/plans/{plan}/{sandbox}/")
 }
 
-/// The object databases a sandbox borrows (the lines of its `objects/info/alternates`).
+/// The object databases of user repositories a sandbox borrows (the lines of its
+/// `objects/info/alternates`). A child plan's sandbox borrows its parent's private
+/// repository, whose own objects may never have been copied (a snapshot no checkpoint kept):
+/// that one is looked through to the user's repository it borrows in turn.
 fn borrowed_objects(git_dir: &Path) -> Result<Vec<Odb<'static>>, SandboxError> {
-    let file = git_dir.join("objects/info/alternates");
-    let Ok(text) = std::fs::read_to_string(&file) else {
-        return Ok(Vec::new());
-    };
     let mut out = Vec::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let odb = Odb::new().map_err(SandboxError::git("opening borrowed objects"))?;
-        odb.add_disk_alternate(line)
-            .map_err(SandboxError::git(format!("opening borrowed objects {line}")))?;
-        out.push(odb);
+    let mut dirs = vec![git_dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let file = dir.join("objects/info/alternates");
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let objects = Path::new(line);
+            if let Some(repo) = objects.parent()
+                && Repository::open_bare(repo)
+                    .is_ok_and(|r| r.find_reference(super::PLAN_REF).is_ok())
+            {
+                if dirs.len() < 8 {
+                    dirs.push(repo.to_path_buf());
+                }
+                continue;
+            }
+            let odb = Odb::new().map_err(SandboxError::git("opening borrowed objects"))?;
+            odb.add_disk_alternate(line)
+                .map_err(SandboxError::git(format!("opening borrowed objects {line}")))?;
+            out.push(odb);
+        }
     }
     Ok(out)
 }
@@ -420,6 +436,17 @@ mod tests {
         ] {
             assert_eq!(fs::read_to_string(sb.work_dir().join(file)).unwrap(), text);
         }
+        let shared = Repository::open_bare(dir.path().join("shared/checkpoints")).unwrap();
+        let child_commit = shared
+            .find_reference(&format!("{}base", ref_prefix(&child, &sb.record.sandbox_id)))
+            .unwrap()
+            .target()
+            .unwrap();
+        assert_eq!(
+            child_commit.to_string(),
+            cp.states[0].commit_oid,
+            "the child's base, its parent's checkpoint, is kept for the child too"
+        );
         assert!(
             b.plan_dir(&parent).join(psb.record.sandbox_id.to_string()).join("git").is_dir(),
             "the parent's sandbox, which the child borrows from, was rebuilt here too"
