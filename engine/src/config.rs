@@ -212,6 +212,9 @@ pub struct ConfigFile {
     /// Seconds a plan's driver may stay silent before another process (another server
     /// instance) takes the plan over.
     pub lease_expiry_secs: Option<u32>,
+    /// A directory every server instance can read and write where sandboxes' checkpoints are
+    /// also kept, so that another instance can rebuild a plan's sandbox (absolute path).
+    pub checkpoint_store: Option<PathBuf>,
     /// Default budget of a new plan's model calls, in US dollars.
     pub max_cost_usd: Option<f64>,
     /// Default budget of a new plan's model calls, in tokens.
@@ -587,6 +590,11 @@ impl Config {
             })
     }
 
+    /// Where sandboxes' checkpoints are also kept for other instances (`checkpoint-store`).
+    pub fn checkpoint_store(&self) -> Option<&Path> {
+        self.file.checkpoint_store.as_deref()
+    }
+
     /// How many children of one `subplan_parallel_spawn` group run at once
     /// (`max-parallel-children`, default 2).
     pub fn max_parallel_children(&self) -> usize {
@@ -733,7 +741,7 @@ pub struct KeySpec {
 }
 
 /// Every top-level key, in display order.
-pub const KEYS: [KeySpec; 11] = [
+pub const KEYS: [KeySpec; 12] = [
     KeySpec {
         name: "automation-profile",
         description: "automation profile for new plans (built-in name or namespaced custom profile)",
@@ -775,6 +783,13 @@ pub const KEYS: [KeySpec; 11] = [
         env: None,
         flag: None,
         default: Some("30"),
+    },
+    KeySpec {
+        name: "checkpoint-store",
+        description: "directory every server instance reads where sandboxes' checkpoints are also kept, so another instance can rebuild a plan's sandbox",
+        env: None,
+        flag: None,
+        default: None,
     },
     KeySpec {
         name: "max-parallel-children",
@@ -1101,6 +1116,8 @@ pub fn typed_value(path: &KeyPath, value: &str) -> Result<toml_edit::Value, Conf
 fn check_top_value(key: &str, value: &str) -> Result<(), String> {
     match key {
         "format" if FORMATS.contains(&value) => Ok(()),
+        "checkpoint-store" if Path::new(value).is_absolute() => Ok(()),
+        "checkpoint-store" => Err("an absolute directory path".into()),
         "format" => Err(format!("one of: {}", FORMATS.join(", "))),
         "log-level" if LOG_LEVELS.contains(&value.to_ascii_lowercase().as_str()) => Ok(()),
         "log-level" => Err(format!("one of: {}", LOG_LEVELS.join(", "))),
@@ -1247,6 +1264,17 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
         return Err(bad(
             "lease-expiry-secs".to_string(),
             format!("is `{secs}`; expected a whole number of seconds from 5 to 3600"),
+        ));
+    }
+    if let Some(dir) = &file.checkpoint_store
+        && !dir.is_absolute()
+    {
+        return Err(bad(
+            "checkpoint-store".to_string(),
+            format!(
+                "is `{}`; expected an absolute directory path",
+                dir.display()
+            ),
         ));
     }
     if let Some(days) = file.sandbox_retention_days
@@ -1425,6 +1453,10 @@ fn file_value(file: &ConfigFile, path: &KeyPath) -> Option<String> {
             "sandbox-retention-days" => file.sandbox_retention_days.map(|d| d.to_string()),
             "max-parallel-children" => file.max_parallel_children.map(|d| d.to_string()),
             "lease-expiry-secs" => file.lease_expiry_secs.map(|d| d.to_string()),
+            "checkpoint-store" => file
+                .checkpoint_store
+                .as_ref()
+                .map(|p| p.display().to_string()),
             "max-cost-usd" => file.max_cost_usd.map(|d| d.to_string()),
             "max-tokens" => file.max_tokens.map(|d| d.to_string()),
             "agent-skill-dirs" => file.agent_skill_dirs.clone(),

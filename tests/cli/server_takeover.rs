@@ -19,10 +19,19 @@ const SLOW_NOTES: &str = "name: local/slow-notes\ndefinition-of-done: ONE.md and
 /// A server host whose leases expire after 5 s (the shortest allowed), so that an instance
 /// that stops beating is found within seconds.
 fn host() -> Env {
+    host_with("")
+}
+
+/// [`host`] with more lines of `config.toml`.
+fn host_with(extra: &str) -> Env {
     let env = Env::new();
     let config = env.root().join("config");
     std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.toml"), "lease-expiry-secs = 5\n").unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("lease-expiry-secs = 5\n{extra}"),
+    )
+    .unwrap();
     env
 }
 
@@ -215,9 +224,14 @@ fn a_server_restarted_after_sigkill_resumes_the_plan_it_was_driving_to_its_gate(
 /// Two instances on one fresh database, and a plan started through the first whose slow step
 /// runs: (first, second, client, plan, the client's waiting `plan use`).
 fn two_instances_mid_step() -> (Server, Server, Env, String, Child) {
+    two_instances_mid_step_with("")
+}
+
+/// [`two_instances_mid_step`] with more lines in both instances' `config.toml`.
+fn two_instances_mid_step_with(extra: &str) -> (Server, Server, Env, String, Child) {
     let database = fresh_database();
-    let a = Server::start_on_postgres(host(), &database);
-    let b = Server::start_on_postgres(host(), &database);
+    let a = Server::start_on_postgres(host_with(extra), &database);
+    let b = Server::start_on_postgres(host_with(extra), &database);
     let repo = git_repo(a.env.root(), "repo");
     let client = Env::new();
     define(&a, &client, &repo);
@@ -239,6 +253,73 @@ fn an_instance_killed_mid_step_leaves_its_plan_to_another_instance_on_the_same_d
     let files = diff_files(&b, &client, &plan);
     assert_eq!(files, uninterrupted_files(&b, &client));
     assert_eq!(files.as_array().unwrap().len(), 2, "{files:#}");
+}
+
+/// The sandboxes of the plan `plan` under `server`'s data directory.
+fn sandboxes_of(server: &Server, plan: &str) -> std::path::PathBuf {
+    server.env.data_dir.join("sandboxes").join(plan)
+}
+
+#[test]
+fn a_takeover_on_another_machine_rebuilds_the_sandbox_from_the_shared_checkpoint_store() {
+    let shared = tempfile::tempdir().unwrap();
+    let store = shared.path().join("checkpoints");
+    let (mut a, b, client, plan, mut waiting) = two_instances_mid_step_with(&format!(
+        "checkpoint-store = {:?}\n",
+        store.display().to_string()
+    ));
+    assert!(
+        sandboxes_of(&a, &plan).is_dir(),
+        "the plan's sandbox lives on the disk of its driver"
+    );
+    a.kill_hard();
+    let _ = waiting.wait();
+    // The machine is gone, and its disk with it.
+    std::fs::remove_dir_all(a.env.data_dir.join("sandboxes")).unwrap();
+
+    let at_gate = wait_for_gate(&b, &client, &plan);
+    assert_ne!(at_gate["data"]["state"], "errored", "{at_gate:#}");
+    assert_events_tell_the_takeover(&b, &client, &plan);
+    assert!(
+        sandboxes_of(&b, &plan).is_dir(),
+        "the survivor rebuilt the sandbox in its own data directory"
+    );
+    assert!(!sandboxes_of(&a, &plan).exists());
+    let files = diff_files(&b, &client, &plan);
+    assert_eq!(files, uninterrupted_files(&b, &client));
+    assert_eq!(files.as_array().unwrap().len(), 2, "{files:#}");
+}
+
+#[test]
+fn without_a_checkpoint_store_a_sandbox_lost_with_its_machine_is_named_with_the_key_that_would_keep_it()
+ {
+    let (mut a, b, client, plan, mut waiting) = two_instances_mid_step();
+    let lost = sandboxes_of(&a, &plan);
+    a.kill_hard();
+    let _ = waiting.wait();
+    std::fs::remove_dir_all(a.env.data_dir.join("sandboxes")).unwrap();
+
+    // The survivor finds the plan abandoned and fails to resume it.
+    wait_for("the takeover to be tried", Duration::from_secs(60), || {
+        let (doc, _) = b.client_json(&client, &["plan", "events", &plan]);
+        let tried = doc["data"]["events"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["type"] == "plan_interrupted"));
+        (tried, doc)
+    });
+    for command in [["plan", "diff"], ["plan", "execute"]] {
+        let (doc, code) = b.client_json(&client, &[command[0], command[1], &plan]);
+        assert_ne!(code, 0, "{doc:#}");
+        let error = doc["error"].to_string();
+        assert!(
+            error.contains(&lost.display().to_string()),
+            "the error names the missing sandbox: {doc:#}"
+        );
+        assert!(
+            error.contains("checkpoint-store"),
+            "the error names the key that keeps sandboxes restorable: {doc:#}"
+        );
+    }
 }
 
 #[test]

@@ -850,6 +850,7 @@ pub fn create(
             "checkpoint",
         )
         .map_err(SandboxError::git("creating the checkpoint ref"))?;
+        sandboxes.keep(sb, commit, &format!("checkpoints/{id}"))?;
         states.push(CheckpointState {
             sandbox_id: sb.record.sandbox_id,
             commit_oid: commit.to_string(),
@@ -964,6 +965,7 @@ pub fn trees(
         } else {
             snapshot_with(&repo, true)?
         };
+        sandboxes.keep(&sb, tree, &format!("trees/{tree}"))?;
         out.push((sb.record.sandbox_id.to_string(), tree.to_string()));
     }
     Ok(out)

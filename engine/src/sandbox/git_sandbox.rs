@@ -157,13 +157,7 @@ pub fn check_base(repo: &Path, base_commit: &str) -> Result<(), SandboxError> {
 /// # Errors
 /// [`SandboxError::InvalidTarget`] for a missing repository or commit, git and I/O errors.
 pub fn create(layout: &Layout, repo: &Path, base_commit: &str) -> Result<Oid, SandboxError> {
-    let user = open_user(repo)?;
-    let objects = user_objects_dir(&user)?;
-    drop(user);
-    init_private(&layout.git_dir)?;
-    let alternates = layout.git_dir.join("objects/info/alternates");
-    fs::write(&alternates, format!("{}\n", objects.display()))
-        .map_err(SandboxError::io("write", &alternates))?;
+    init_borrowing(layout, repo)?;
     let sandbox = open_repo(layout)?;
     let oid = Oid::from_str(base_commit).map_err(|_| {
         SandboxError::InvalidTarget(format!("base commit `{base_commit}` is not a commit id"))
@@ -187,6 +181,22 @@ pub fn create(layout: &Layout, repo: &Path, base_commit: &str) -> Result<Oid, Sa
     Ok(oid)
 }
 
+/// Creates the private repository in `layout.git_dir`, borrowing the objects of the user's
+/// repository at `repo`.
+///
+/// # Errors
+/// [`SandboxError::InvalidTarget`] when `repo` is not a git checkout, git and I/O errors.
+pub(crate) fn init_borrowing(layout: &Layout, repo: &Path) -> Result<(), SandboxError> {
+    let user = open_user(repo)?;
+    let objects = user_objects_dir(&user)?;
+    drop(user);
+    init_private(&layout.git_dir)?;
+    let alternates = layout.git_dir.join("objects/info/alternates");
+    fs::write(&alternates, format!("{}\n", objects.display()))
+        .map_err(SandboxError::io("write", &alternates))?;
+    Ok(())
+}
+
 /// One entry to write: path (validated), blob or commit id, git file mode.
 struct Item {
     path: String,
@@ -208,7 +218,11 @@ fn safe_name(name: &str) -> bool {
 /// conversion), in parallel, then builds the index with each file's stat data so the first
 /// snapshot does not rehash anything. Files are created with `O_EXCL`, so nothing is written
 /// through a symbolic link.
-fn checkout(layout: &Layout, repo: &Repository, tree: &git2::Tree<'_>) -> Result<(), SandboxError> {
+pub(crate) fn checkout(
+    layout: &Layout,
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+) -> Result<(), SandboxError> {
     let mut items = Vec::new();
     let mut dirs = Vec::new();
     let mut bad = None;

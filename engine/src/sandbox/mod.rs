@@ -20,6 +20,8 @@
 //! - [`dir_sandbox`] (`copy_on_write`): a reflink-or-copy of the directory honouring ignore
 //!   files, then a first commit of that state in the private repository.
 //! - [`checkpoint`]: snapshots of the work tree as trees and commits, and exact rollback.
+//! - [`checkpoint_store`]: a copy of every checkpoint where other server instances read it,
+//!   so a sandbox whose machine is gone is rebuilt at its last checkpoint.
 //! - [`diff`]: per-file diffs against the base with stats, binary and rename detection.
 //! - [`confined`]: file operations that the kernel keeps beneath the work tree.
 //! - [`landlock`]: kernel confinement of shell commands.
@@ -31,6 +33,7 @@ pub mod applied;
 pub mod attribution;
 pub mod bases;
 pub mod checkpoint;
+pub mod checkpoint_store;
 pub mod confined;
 pub mod diff;
 pub mod dir_sandbox;
@@ -155,6 +158,20 @@ pub enum SandboxError {
     /// A checkpoint does not belong to the plan or is unusable.
     #[error("{0}")]
     Checkpoint(String),
+    /// The sandbox's directory is not on this machine (it was made by another instance, whose
+    /// disk this one cannot read) and no checkpoint store is configured to rebuild it from.
+    #[error(
+        "the sandbox of {resource} for plan {plan_id} is not on this machine: {path} does not \
+         exist, and no `checkpoint-store` is configured to rebuild it from"
+    )]
+    Missing {
+        /// The plan.
+        plan_id: Id,
+        /// The resource.
+        resource: String,
+        /// The directory the sandbox was recorded at.
+        path: PathBuf,
+    },
 }
 
 impl SandboxError {
@@ -324,22 +341,69 @@ pub(crate) fn signature() -> Result<git2::Signature<'static>, SandboxError> {
 pub struct Sandboxes {
     root: PathBuf,
     config_path: Option<PathBuf>,
+    checkpoint_store: Option<checkpoint_store::CheckpointStore>,
 }
 
 impl Sandboxes {
-    /// The sandboxes of a data directory.
+    /// The sandboxes of a data directory, with the checkpoint store its `config.toml` names
+    /// (`checkpoint-store`; none when the file cannot be used: the command that loads it
+    /// reports why).
     pub fn new(paths: &Paths) -> Self {
+        let checkpoint_store = crate::config::Config::load(&paths.config_path)
+            .ok()
+            .and_then(|c| c.checkpoint_store().map(checkpoint_store::CheckpointStore::at));
         Self {
             root: paths.data_dir.join(SANDBOXES_DIR),
             config_path: Some(paths.config_path.clone()),
+            checkpoint_store,
         }
     }
 
-    /// The sandboxes under an explicit directory (tests, benchmarks).
+    /// The sandboxes under an explicit directory (tests, benchmarks), without a checkpoint
+    /// store.
     pub fn at(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
             config_path: None,
+            checkpoint_store: None,
+        }
+    }
+
+    /// These sandboxes with checkpoints also kept in `store` (or not).
+    #[must_use]
+    pub fn with_checkpoint_store(
+        mut self,
+        store: Option<checkpoint_store::CheckpointStore>,
+    ) -> Self {
+        self.checkpoint_store = store;
+        self
+    }
+
+    /// Where checkpoints are also kept for other instances, when configured.
+    pub fn checkpoint_store(&self) -> Option<&checkpoint_store::CheckpointStore> {
+        self.checkpoint_store.as_ref()
+    }
+
+    /// Copies `object` (a base or checkpoint commit, or a journaled tree) of `sandbox` to the
+    /// checkpoint store as `name`, when one is configured.
+    ///
+    /// # Errors
+    /// [`SandboxError`] when the store cannot be written.
+    pub(crate) fn keep(
+        &self,
+        sandbox: &Sandbox,
+        object: git2::Oid,
+        name: &str,
+    ) -> Result<(), SandboxError> {
+        match &self.checkpoint_store {
+            Some(store) => store.push(
+                &sandbox.layout,
+                &sandbox.record.plan_id,
+                &sandbox.record.sandbox_id,
+                object,
+                name,
+            ),
+            None => Ok(()),
         }
     }
 
@@ -445,6 +509,8 @@ impl Sandboxes {
         if let Some(record) = store.sandbox(plan_id, resource)? {
             match record.state {
                 SandboxState::Active => {
+                    drop(_plan_lock);
+                    let record = self.here(store, record, &target)?;
                     let layout = record.layout();
                     return Ok(Sandbox {
                         record,
@@ -488,6 +554,7 @@ impl Sandboxes {
         let Some(target) = store.sandbox_target(plan_id, resource)? else {
             return Ok(None);
         };
+        let record = self.here(store, record, &target)?;
         let layout = record.layout();
         Ok(Some(Sandbox {
             record,
@@ -539,6 +606,12 @@ impl Sandboxes {
                 }
                 TargetKind::Directory { root } => dir_sandbox::create(&layout, root),
             });
+        let built = built.and_then(|base| match &self.checkpoint_store {
+            Some(cs) => cs
+                .push(&layout, &record.plan_id, &record.sandbox_id, base, "base")
+                .map(|()| base),
+            None => Ok(base),
+        });
         let base = match built {
             Ok(base) => base,
             Err(e) => {
@@ -558,6 +631,187 @@ impl Sandboxes {
             layout,
         })
     }
+}
+
+impl Sandboxes {
+    /// `record` as this machine reaches it. A sandbox whose directory exists here is used
+    /// where it is. One made on another machine (its recorded directory is not here) is
+    /// rebuilt from the checkpoint store under this data directory, at its newest checkpoint,
+    /// unless a copy there is at that checkpoint already. The process that holds the plan's
+    /// lease (the instance that took it over) records the new directory, so the sandbox
+    /// moves with its driver; any other process (`plan diff`, review, apply from another
+    /// instance) reads its own copy and leaves the record to the driver.
+    fn here(
+        &self,
+        store: &Store,
+        mut record: SandboxRecord,
+        target: &SandboxTarget,
+    ) -> Result<SandboxRecord, SandboxError> {
+        if record.state != SandboxState::Active || record.root_dir.exists() {
+            return Ok(record);
+        }
+        let Some(cs) = &self.checkpoint_store else {
+            return Err(SandboxError::Missing {
+                plan_id: record.plan_id,
+                resource: record.resource_name.clone(),
+                path: record.root_dir.clone(),
+            });
+        };
+        let plan_dir = self.plan_dir(&record.plan_id);
+        fs::create_dir_all(&plan_dir).map_err(SandboxError::io("create", &plan_dir))?;
+        let _plan_lock = lock_file(&plan_dir.join("lock"))?;
+        let local = Layout::at(&plan_dir.join(record.sandbox_id.to_string()));
+        let want = newest_commit(store, &record)?;
+        let current = git2::Repository::open_bare(&local.git_dir)
+            .ok()
+            .and_then(|r| r.refname_to_id(PLAN_REF).ok());
+        if current != Some(want) || !local.work_dir.is_dir() {
+            if let Err(e) = self.rebuild(cs, store, &record, target, &local, want) {
+                let _ = remove_dir_if_exists(&local.root);
+                return Err(e);
+            }
+            tracing::info!(plan = %record.plan_id, resource = %record.resource_name,
+                commit = %want, dir = %local.root.display(),
+                "sandbox rebuilt from the checkpoint store");
+        }
+        let driving = crate::lease::holder(store, &record.plan_id)?.is_some_and(|l| {
+            l.pid == std::process::id() && l.host == crate::lease::host_name()
+        });
+        if driving {
+            // The driver may resume a step from a tree its journal recorded after the
+            // checkpoint a reader's copy was made at: every tree the store keeps comes along.
+            cs.fetch(&local, &record.plan_id, &record.sandbox_id)?;
+            store.move_sandbox(&record.sandbox_id, &local.root)?;
+        }
+        record.root_dir = local.root;
+        Ok(record)
+    }
+}
+
+/// The commit a sandbox is at after its newest checkpoint that was not discarded (its base
+/// when no checkpoint holds it).
+fn newest_commit(store: &Store, record: &SandboxRecord) -> Result<git2::Oid, SandboxError> {
+    let checkpoints = store.checkpoints(&record.plan_id)?;
+    let text = checkpoints
+        .iter()
+        .rev()
+        .filter(|c| c.discarded_at.is_none())
+        .find_map(|c| {
+            c.states
+                .iter()
+                .find(|s| s.sandbox_id == record.sandbox_id)
+                .map(|s| s.commit_oid.clone())
+        })
+        .or_else(|| record.base_commit.clone())
+        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no base commit yet".into()))?;
+    git2::Oid::from_str(&text).map_err(SandboxError::git("reading a checkpoint commit id"))
+}
+
+impl Sandboxes {
+    /// Builds the sandbox of `record` anew in `layout` from the checkpoint store, at `commit`:
+    /// its private repository (borrowing the user's objects again for a git checkout), the
+    /// store's objects of the sandbox, the plan branch and one ref per checkpoint, and the
+    /// work tree and index of `commit`.
+    fn rebuild(
+        &self,
+        cs: &checkpoint_store::CheckpointStore,
+        store: &Store,
+        record: &SandboxRecord,
+        target: &SandboxTarget,
+        layout: &Layout,
+        commit: git2::Oid,
+    ) -> Result<(), SandboxError> {
+        remove_dir_if_exists(&layout.root)?;
+        fs::create_dir_all(&layout.work_dir)
+            .map_err(SandboxError::io("create", &layout.work_dir))?;
+        match &target.kind {
+            TargetKind::GitCheckout { repo, .. } => {
+                let repo = self.borrowed_from(store, repo)?;
+                git_sandbox::init_borrowing(layout, &repo)?;
+            }
+            TargetKind::Directory { .. } => {
+                git_sandbox::init_private(&layout.git_dir)?;
+            }
+        }
+        rebuild_at(cs, store, record, layout, commit)
+    }
+
+    /// The repository a git sandbox borrows from on this machine: `repo` itself when it is
+    /// here, else, for a child plan branched from its parent's sandbox (`repo` is the parent's
+    /// private repository, `<sandboxes>/<plan>/<sandbox>/git`, on another machine), the
+    /// parent's sandbox as this machine reaches it (rebuilt from the store if need be).
+    fn borrowed_from(&self, store: &Store, repo: &Path) -> Result<PathBuf, SandboxError> {
+        if repo.exists() || repo.file_name().is_none_or(|n| n != "git") {
+            return Ok(repo.to_path_buf());
+        }
+        let ids = repo
+            .parent()
+            .and_then(|sandbox| Some((sandbox.file_name()?, sandbox.parent()?.file_name()?)));
+        let Some((sandbox, plan)) = ids.and_then(|(s, p)| {
+            Some((
+                s.to_str()?.parse::<Id>().ok()?,
+                p.to_str()?.parse::<Id>().ok()?,
+            ))
+        }) else {
+            return Ok(repo.to_path_buf());
+        };
+        let Some(parent) = store
+            .sandboxes_of_plan(&plan)?
+            .into_iter()
+            .find(|r| r.sandbox_id == sandbox && r.state == SandboxState::Active)
+        else {
+            return Ok(repo.to_path_buf());
+        };
+        let Some(target) = store.sandbox_target(&plan, &parent.resource_name)? else {
+            return Ok(repo.to_path_buf());
+        };
+        Ok(self.here(store, parent, &target)?.layout().git_dir)
+    }
+}
+
+/// The second half of [`Sandboxes::rebuild`], once the private repository exists.
+fn rebuild_at(
+    cs: &checkpoint_store::CheckpointStore,
+    store: &Store,
+    record: &SandboxRecord,
+    layout: &Layout,
+    commit: git2::Oid,
+) -> Result<(), SandboxError> {
+    cs.fetch(layout, &record.plan_id, &record.sandbox_id)?;
+    let repo = open_repo(layout)?;
+    let found = repo.find_commit(commit).map_err(|_| {
+        SandboxError::Checkpoint(format!(
+            "the checkpoint store {} lacks commit {commit} of the sandbox of {} for plan {}",
+            cs.dir().display(),
+            record.resource_name,
+            record.plan_id
+        ))
+    })?;
+    repo.reference(PLAN_REF, commit, true, "rebuilt from the checkpoint store")
+        .map_err(SandboxError::git("creating the plan branch"))?;
+    repo.set_head(PLAN_REF)
+        .map_err(SandboxError::git("pointing HEAD at the plan branch"))?;
+    for cp in store.checkpoints(&record.plan_id)? {
+        if let Some(state) = cp
+            .states
+            .iter()
+            .find(|s| s.sandbox_id == record.sandbox_id)
+            && let Ok(oid) = git2::Oid::from_str(&state.commit_oid)
+            && repo.find_commit(oid).is_ok()
+        {
+            repo.reference(
+                &format!("{CHECKPOINT_REF_PREFIX}{}", cp.checkpoint_id),
+                oid,
+                true,
+                "checkpoint",
+            )
+            .map_err(SandboxError::git("creating a checkpoint ref"))?;
+        }
+    }
+    let tree = found
+        .tree()
+        .map_err(SandboxError::git("reading the checkpoint's tree"))?;
+    git_sandbox::checkout(layout, &repo, &tree)
 }
 
 /// Removes a directory tree if it exists.

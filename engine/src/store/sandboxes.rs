@@ -317,6 +317,19 @@ impl Store {
         Ok(())
     }
 
+    /// Records that a sandbox's files now live in `root_dir` (an instance on another machine
+    /// rebuilt them from the checkpoint store to drive the plan).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn move_sandbox(&self, id: &Id, root_dir: &std::path::Path) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE sandboxes SET root_dir = ?2 WHERE sandbox_id = ?1",
+            params![id.to_string(), root_dir.to_string_lossy()],
+        )?;
+        Ok(())
+    }
+
     /// Releases or removes a sandbox (`state` is [`SandboxState::Released`] or
     /// [`SandboxState::Removed`]) and records it on its plan as a `sandbox_cleaned` event with
     /// `reason`, in one transaction.

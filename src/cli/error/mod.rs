@@ -578,6 +578,11 @@ impl From<failures::SandboxError> for CliError {
             E::Gone { .. } => CliError::new("CONFLICT", message)
                 .hint("a released or removed sandbox cannot be used; start a new plan"),
             E::Checkpoint(_) => CliError::new("CONFLICT", message),
+            E::Missing { .. } => CliError::new("SANDBOX_ERROR", message).hint(
+                "set `checkpoint-store` in config.toml to a directory every instance can read \
+                 (agents config set checkpoint-store /shared/agents-checkpoints), so another \
+                 instance can rebuild a plan's sandbox; see docs/server.md",
+            ),
             E::Git { .. } => CliError::new("GIT_ERROR", message).hint("agents diagnostics"),
             E::Io { path, .. } => {
                 let dir = path.parent().unwrap_or(&path).display().to_string();
