@@ -213,7 +213,10 @@ fn use_action(
     profile: Option<String>,
     args: Vec<(String, String)>,
 ) -> Vec<Msg> {
-    let what = format!("plan use {action} {project}");
+    let what = match &profile {
+        Some(p) => format!("plan use {action} {project} --automation-profile {p}"),
+        None => format!("plan use {action} {project}"),
+    };
     let request = NewPlan {
         action: action.clone(),
         projects: vec![project.clone()],

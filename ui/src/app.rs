@@ -1071,6 +1071,12 @@ fn sent(cmd: &Cmd, plans: &PlansPane) -> String {
         ),
         Cmd::Prompt { plan_id, .. } => format!("Guidance sent to plan {}.", plans.short(plan_id)),
         Cmd::Use {
+            action,
+            project,
+            profile: Some(profile),
+            ..
+        } => format!("Creating a plan: {action} on {project} (profile {profile})…"),
+        Cmd::Use {
             action, project, ..
         } => format!("Creating a plan: {action} on {project}…"),
         Cmd::Correct {
