@@ -192,10 +192,23 @@ impl Bridge {
                 }],
                 Err(e) => vec![error("Cannot list checkpoints", e.to_string())],
             },
-            Cmd::ListUseChoices => match self.client.use_choices() {
-                Ok(c) => vec![Msg::UseChoices(views::use_choices(&c))],
-                Err(e) => vec![error("Cannot list actions and projects", e.to_string())],
-            },
+            Cmd::ListUseChoices => {
+                let listed = self
+                    .client
+                    .use_choices()
+                    .and_then(|c| Ok((c, self.client.profiles()?)));
+                match listed {
+                    Ok((c, profiles)) => vec![Msg::UseChoices(views::use_choices(
+                        &c,
+                        &profiles,
+                        self.global_profile.as_deref(),
+                    ))],
+                    Err(e) => vec![error(
+                        "Cannot list actions, projects and profiles",
+                        e.to_string(),
+                    )],
+                }
+            }
             cmd if !self.operations => vec![not_yet(match cmd {
                 Cmd::Approve { .. }
                 | Cmd::Reject { .. }

@@ -165,27 +165,9 @@ pub fn operation(jobs: &mut Jobs, global_profile: Option<&str>, cmd: Cmd) -> Vec
         Cmd::Use {
             action,
             project,
+            profile,
             args,
-        } => {
-            let what = format!("plan use {action} {project}");
-            let request = NewPlan {
-                action,
-                projects: vec![project],
-                args: args
-                    .into_iter()
-                    .map(|(name, value)| format!("{name}={value}"))
-                    .collect(),
-                global_profile: global_profile.map(str::to_string),
-                ..NewPlan::default()
-            };
-            jobs.run_op(what, move |_| {
-                Ok(Op::Use(Box::new(UseRequest {
-                    request,
-                    max_cost_usd: None,
-                    max_tokens: None,
-                })))
-            })
-        }
+        } => use_action(jobs, global_profile, action, project, profile, args),
         Cmd::Correct {
             decision_id,
             mode,
@@ -218,6 +200,54 @@ pub fn operation(jobs: &mut Jobs, global_profile: Option<&str>, cmd: Cmd) -> Vec
         } => review(jobs, plan_id, item_ids, mark, reason),
         _ => Vec::new(),
     }
+}
+
+/// `plan use ACTION PROJECT [--automation-profile PROFILE] --arg NAME=VALUE...`: the plan's id
+/// goes back with the end of the command ([`Msg::UseEnded`]), so the form's plan is selected
+/// even when the command ends before the plans list shows it.
+fn use_action(
+    jobs: &mut Jobs,
+    global_profile: Option<&str>,
+    action: String,
+    project: String,
+    profile: Option<String>,
+    args: Vec<(String, String)>,
+) -> Vec<Msg> {
+    let what = match &profile {
+        Some(p) => format!("plan use {action} {project} --automation-profile {p}"),
+        None => format!("plan use {action} {project}"),
+    };
+    let request = NewPlan {
+        action: action.clone(),
+        projects: vec![project.clone()],
+        automation_profile: profile,
+        args: args
+            .into_iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect(),
+        global_profile: global_profile.map(str::to_string),
+        ..NewPlan::default()
+    };
+    let label = what.clone();
+    jobs.spawn_all(what, move |client| {
+        let result = client.run(Op::Use(Box::new(UseRequest {
+            request,
+            max_cost_usd: None,
+            max_tokens: None,
+        })));
+        let plan_id = match &result {
+            Ok(Outcome::Used(u)) => Some(u.plan.plan_id.to_string()),
+            _ => None,
+        };
+        vec![
+            Msg::UseEnded {
+                action,
+                project,
+                plan_id,
+            },
+            super::jobs::finished(&label, result),
+        ]
+    })
 }
 
 /// Marks review items; the diff pane then shows the review as it now is.

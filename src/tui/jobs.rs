@@ -79,12 +79,23 @@ impl Jobs {
         what: String,
         job: impl FnOnce(&dyn Client) -> Msg + Send + 'static,
     ) -> Vec<Msg> {
+        self.spawn_all(what, move |client| vec![job(client)])
+    }
+
+    /// [`Jobs::spawn`] for a job that answers with several messages, sent in order.
+    pub fn spawn_all(
+        &mut self,
+        what: String,
+        job: impl FnOnce(&dyn Client) -> Vec<Msg> + Send + 'static,
+    ) -> Vec<Msg> {
         let tx = self.results_tx.clone();
         let client = Arc::clone(&self.client);
         let spawned = std::thread::Builder::new()
             .name("agents-tui-op".into())
             .spawn(move || {
-                let _ = tx.send(job(client.as_ref()));
+                for msg in job(client.as_ref()) {
+                    let _ = tx.send(msg);
+                }
             });
         match spawned {
             Ok(handle) => {
@@ -143,7 +154,7 @@ impl Jobs {
 
 /// The status line for an operation that ended: done, waiting for an answer, errored,
 /// interrupted, or failed with the engine's message.
-fn finished(what: &str, result: Result<Outcome, ApiError>) -> Msg {
+pub fn finished(what: &str, result: Result<Outcome, ApiError>) -> Msg {
     let outcome = match result {
         Ok(o) => o,
         Err(e) => {

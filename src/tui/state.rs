@@ -3,22 +3,27 @@
 //! from what was last sent, so a change made anywhere (another terminal, another client of the
 //! same server) shows without a key press, and an idle TUI redraws nothing.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use cleveragents_engine::api::{ApiError, Client, PlanFilter};
 use cleveragents_engine::domain::approval::Approval;
+use cleveragents_engine::domain::id::Id;
 use cleveragents_engine::domain::plan::Plan;
 use cleveragents_ui::Msg;
 
-use super::views::{approval_item, plan_row};
+use super::views::{approval_item, gate_rejected, plan_row};
 
 /// How often the plans and approvals are read again.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
 
+/// What was last sent: the plans, their state reasons and the pending approvals.
+type Sent = (Vec<Plan>, BTreeMap<Id, String>, Vec<Approval>);
+
 /// What was last sent.
 #[derive(Debug, Default)]
 pub struct PlansAndApprovals {
-    sent: Option<(Vec<Plan>, Vec<Approval>)>,
+    sent: Option<Sent>,
 }
 
 impl PlansAndApprovals {
@@ -28,19 +33,32 @@ impl PlansAndApprovals {
     /// # Errors
     /// [`ApiError`] when the engine cannot be asked.
     pub fn refresh(&mut self, client: &dyn Client) -> Result<Vec<Msg>, ApiError> {
-        let plans = client.plan_list(PlanFilter::default())?.plans;
+        let listed = client.plan_list(PlanFilter::default())?;
+        let (plans, reasons) = (listed.plans, listed.state_reasons);
         let approvals = client.approvals(None)?;
         if self
             .sent
             .as_ref()
-            .is_some_and(|(p, a)| *p == plans && *a == approvals)
+            .is_some_and(|(p, r, a)| *p == plans && *r == reasons && *a == approvals)
         {
             return Ok(Vec::new());
         }
         let now = jiff::Timestamp::now();
-        let rows = plans.iter().map(|p| plan_row(p, now)).collect();
+        let rows = plans
+            .iter()
+            .map(|p| {
+                // The headline looks at the plan's oldest pending approval only.
+                let pending = approvals
+                    .iter()
+                    .find(|a| a.plan_id == p.plan_id)
+                    .map(std::slice::from_ref)
+                    .unwrap_or_default();
+                let reason = reasons.get(&p.plan_id).map(String::as_str);
+                plan_row(p, now, gate_rejected(p, reason, pending))
+            })
+            .collect();
         let items = approvals.iter().map(approval_item).collect();
-        self.sent = Some((plans, approvals));
+        self.sent = Some((plans, reasons, approvals));
         Ok(vec![Msg::PlansUpdated(rows), Msg::ApprovalsUpdated(items)])
     }
 }

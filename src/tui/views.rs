@@ -2,6 +2,7 @@
 //! the decision tree, the diff and review, the explanation, the correction preview,
 //! checkpoints and the use form's choices. Pure conversions: nothing here reads or waits.
 
+use cleveragents_engine::api::StatusHeadline;
 use cleveragents_engine::api::session_views::{
     self as sv, CheckpointRecord, CorrectionPreview, Explained, FileDiff, LineKind, PlanChanges,
     Reached, ReviewMark, TreeNode, UseChoices,
@@ -10,6 +11,7 @@ use cleveragents_engine::domain::approval::{Approval, ApprovalKind};
 use cleveragents_engine::domain::id::Id;
 use cleveragents_engine::domain::lifecycle::{Phase, ProcessingState};
 use cleveragents_engine::domain::plan::Plan;
+use cleveragents_engine::domain::profile::Profile;
 use cleveragents_ui::model::{self as view, PlanRow};
 
 fn phase(p: Phase) -> view::Phase {
@@ -32,8 +34,9 @@ fn state(s: ProcessingState) -> view::ProcessingState {
 }
 
 /// The plans list row for a plan. Elapsed time runs from creation to completion (or now);
-/// cost is unknown until model calls are accounted.
-pub fn plan_row(plan: &Plan, now: jiff::Timestamp) -> PlanRow {
+/// cost is unknown until model calls are accounted. `gate_rejected`: `plan status` would say
+/// "its gate was rejected" (see [`gate_rejected`]).
+pub fn plan_row(plan: &Plan, now: jiff::Timestamp, gate_rejected: bool) -> PlanRow {
     let end = plan.completed_at.unwrap_or(now);
     let elapsed_ms = end.duration_since(plan.created_at).as_millis().max(0);
     PlanRow {
@@ -44,7 +47,19 @@ pub fn plan_row(plan: &Plan, now: jiff::Timestamp) -> PlanRow {
         state: state(plan.state()),
         elapsed_ms: u64::try_from(elapsed_ms).unwrap_or(u64::MAX),
         cost_usd: None,
+        gate_rejected,
     }
+}
+
+/// Whether `agents plan status` heads plan `plan` with "its gate was rejected", by the same
+/// rule ([`StatusHeadline::of`]): the plan's state reason and its pending approvals decide. A
+/// plan being processed is shown as processing (the process driving it is not looked up here).
+pub fn gate_rejected(plan: &Plan, state_reason: Option<&str>, pending: &[Approval]) -> bool {
+    plan.state() != ProcessingState::Processing
+        && matches!(
+            StatusHeadline::of(plan, None, false, state_reason, pending),
+            StatusHeadline::GateRejected { .. }
+        )
 }
 
 /// The approval queue row for a pending approval.
@@ -258,8 +273,13 @@ pub fn checkpoint_item(cp: &CheckpointRecord) -> view::CheckpointItem {
 }
 
 /// The actions that can be used and every project, by name, with each action's arguments
-/// (only the actions that declare some).
-pub fn use_choices(choices: &UseChoices) -> view::UseChoices {
+/// (only the actions that declare some), the registered automation profiles and the
+/// configured one (`automation-profile`), the default's last resort before `manual`.
+pub fn use_choices(
+    choices: &UseChoices,
+    profiles: &[Profile],
+    configured_profile: Option<&str>,
+) -> view::UseChoices {
     let arguments = choices
         .actions
         .iter()
@@ -284,6 +304,8 @@ pub fn use_choices(choices: &UseChoices) -> view::UseChoices {
         actions: choices.actions.iter().map(|(n, _)| n.clone()).collect(),
         projects: choices.projects.clone(),
         arguments,
+        profiles: profiles.iter().map(|p| p.name.clone()).collect(),
+        configured_profile: configured_profile.map(str::to_owned),
     }
 }
 
@@ -298,7 +320,7 @@ mod tests {
         plan.project_links.push(
             cleveragents_engine::domain::plan::ProjectLink::new("local/api", None, false).unwrap(),
         );
-        let row = plan_row(&plan, jiff::Timestamp::from_second(1_075).unwrap());
+        let row = plan_row(&plan, jiff::Timestamp::from_second(1_075).unwrap(), false);
         assert_eq!(row.plan_id, plan.plan_id.to_string());
         assert_eq!(
             (row.action.as_str(), row.project.as_str()),

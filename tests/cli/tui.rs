@@ -596,3 +596,68 @@ fn reviewing_hunk_by_hunk_in_the_tui_applies_exactly_the_accepted_part() {
     tmux.keys(&["q"]);
     assert_eq!(tmux.exit_code(&exit, Duration::from_secs(15)), "0");
 }
+
+#[test]
+fn the_tui_says_a_rejected_gate_and_its_use_form_makes_a_plan_under_the_chosen_profile_and_selects_it()
+ {
+    let s = crate::cli::lifecycle::setup();
+    let (doc, code, first) = crate::cli::lifecycle::use_plan(&s, "trusted");
+    assert_eq!(code, 3, "trusted waits at the apply gate: {doc:#}");
+    let apr = doc["data"]["approval"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let env = &s.env;
+    let (doc, code) = env.json(&["plan", "reject", &apr, "--reason", "not now"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let tmux = Tmux::new("useform");
+    tmux.open(140, 45, &env.terminal_command("tui"));
+    // `plan status` says "its gate was rejected": the plans list does not say `complete`.
+    let screen = tmux.wait_for("the rejected plan", |sc| sc.contains(&first[..8]));
+    let row = screen.lines().find(|l| l.contains(&first[..8])).unwrap();
+    assert!(
+        row.contains("gate rejected") && !row.contains("complete"),
+        "{row}"
+    );
+    // The use form: actions, projects, then the profile (the default to start with).
+    tmux.keys(&["u"]);
+    tmux.wait_for("the use form", |sc| sc.contains("Profile ‹ default ›"));
+    tmux.keys(&["Tab", "Tab"]);
+    for _ in 0..8 {
+        if tmux.screen().contains("‹ supervised ›") {
+            break;
+        }
+        tmux.keys(&["Right"]);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    tmux.wait_for("supervised chosen", |sc| sc.contains("‹ supervised ›"));
+    tmux.keys(&["Tab", "-l", "2.0"]);
+    tmux.keys(&["Enter"]);
+    // The plan is created; the TUI selects it (plans pane and the tree's title).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let made = loop {
+        let (list, _) = env.json(&["plan", "list"]);
+        let ids: Vec<String> = list["data"]["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["plan_id"].as_str().unwrap().to_string())
+            .filter(|id| *id != first)
+            .collect();
+        if let [id] = &ids[..] {
+            break id.clone();
+        }
+        assert!(Instant::now() < deadline, "no plan was made: {list:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    tmux.wait_for("the new plan selected", |sc| {
+        sc.contains(&format!("» {}", &made[..8]))
+            && sc.contains(&format!("Decisions · plan {}", &made[..8]))
+    });
+    let (status, _) = env.json(&["plan", "status", &made]);
+    assert_eq!(
+        status["data"]["automation_profile"], "supervised",
+        "{status:#}"
+    );
+    tmux.keys(&["q"]);
+}

@@ -350,10 +350,18 @@ fn child_plans_are_nested_under_their_spawning_decision() {
 }
 
 #[test]
-fn the_use_form_offers_available_actions_and_every_project() {
+fn the_use_form_offers_available_actions_every_project_and_the_registered_profiles() {
     let mut f = fixture();
     let msgs = f.bridge.handle(Cmd::ListUseChoices);
-    assert_eq!(msgs, [Msg::UseChoices(view::UseChoices::default())]);
+    let [Msg::UseChoices(choices)] = msgs.as_slice() else {
+        panic!("{msgs:?}")
+    };
+    assert!(choices.actions.is_empty() && choices.projects.is_empty());
+    // The built-in profiles are registered from the start; none is configured here.
+    for builtin in ["manual", "supervised", "trusted"] {
+        assert!(choices.profiles.iter().any(|p| p == builtin), "{choices:?}");
+    }
+    assert_eq!(choices.configured_profile, None);
 }
 
 #[test]

@@ -196,3 +196,152 @@ fn after_a_partial_apply_the_diff_pane_shows_the_commit_and_what_was_left_out() 
     );
     assert!(title.contains("left out: b.txt"), "{title}");
 }
+
+/// The screen the TUI draws from everything `bridge` sent so far, `width` x `height`, as text.
+fn screen_of(app: &cleveragents_ui::App, width: u16, height: u16) -> String {
+    let area = ratatui::layout::Rect::new(0, 0, width, height);
+    let mut buf = ratatui::buffer::Buffer::empty(area);
+    cleveragents_ui::render(app, &cleveragents_ui::Theme::default(), area, &mut buf);
+    (0..height)
+        .map(|y| {
+            (0..width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_plan_whose_apply_gate_was_rejected_is_not_shown_as_complete_but_as_plan_status_words_it() {
+    let s = super::lifecycle::setup();
+    let (doc, code, id) = use_plan(&s, "trusted");
+    assert_eq!(code, 3, "trusted waits at the apply gate: {doc:#}");
+    let apr = doc["data"]["approval"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (doc, code) = s.env.json(&["plan", "reject", &apr, "--reason", "not now"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let status = crate::support::stdout(&s.env.run(&["--format", "plain", "plan", "status", &id]));
+    assert!(status.contains("its gate was rejected"), "{status}");
+
+    let paths = Paths::at(s.env.data_dir.clone(), s.env.config_path.clone());
+    let engine = Engine::new(paths, Settings::default());
+    let mut bridge = Bridge::new(Connection::in_process(engine, true), None).unwrap();
+    let mut app = cleveragents_ui::App::new();
+    for msg in bridge.refresh().unwrap() {
+        app.update(msg);
+    }
+    let screen = screen_of(&app, 120, 40);
+    let row = screen
+        .lines()
+        .find(|l| l.contains(&id[..8]))
+        .unwrap_or_else(|| panic!("the plan is listed:\n{screen}"));
+    assert!(
+        row.contains("gate rejected") && !row.contains("complete"),
+        "the row says what `plan status` says, not `complete`: {row}"
+    );
+}
+
+/// Applies `msgs` to the UI and carries out every command it answers with on the bridge, and
+/// every message those answer with, until nothing is left.
+fn pump(app: &mut cleveragents_ui::App, bridge: &mut Bridge, msgs: Vec<Msg>) {
+    let mut pending = msgs;
+    while !pending.is_empty() {
+        for msg in std::mem::take(&mut pending) {
+            for cmd in app.update(msg) {
+                pending.extend(bridge.handle(cmd));
+            }
+        }
+    }
+}
+
+/// Runs the TUI's loop (refresh, background work) until `until` holds for the UI, at most
+/// 120 s.
+fn settle(
+    app: &mut cleveragents_ui::App,
+    bridge: &mut Bridge,
+    what: &str,
+    until: impl Fn(&cleveragents_ui::App) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut msgs = bridge.refresh().unwrap();
+        msgs.extend(bridge.background());
+        pump(app, bridge, msgs);
+        if until(app) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never saw {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn keys(app: &mut cleveragents_ui::App, bridge: &mut Bridge, keys: &[cleveragents_ui::Key]) {
+    pump(app, bridge, keys.iter().map(|k| Msg::Key(*k)).collect());
+}
+
+#[test]
+fn the_use_form_creates_the_plan_under_the_profile_chosen_as_plan_use_does_and_selects_it() {
+    use cleveragents_ui::Key;
+    use cleveragents_ui::overlay::{Overlay, UseForm};
+    let s = super::lifecycle::setup();
+    let (_, code, first) = use_plan(&s, "manual");
+    assert_eq!(code, 3, "manual waits at the strategize gate");
+    let paths = Paths::at(s.env.data_dir.clone(), s.env.config_path.clone());
+    let engine = Engine::new(paths, Settings::default());
+    let mut bridge = Bridge::new(Connection::in_process(engine, true), None).unwrap();
+    let mut app = cleveragents_ui::App::new();
+    settle(&mut app, &mut bridge, "the first plan selected", |a| {
+        a.plans().selected_id() == Some(first.as_str())
+    });
+    keys(&mut app, &mut bridge, &[Key::Char('u')]);
+    let form = |app: &cleveragents_ui::App| -> UseForm {
+        match app.overlays().last() {
+            Some(Overlay::Use(form)) => form.clone(),
+            other => panic!("the use form is open: {other:?}"),
+        }
+    };
+    // The registered profiles, as `automation-profile list` lists them; the default first.
+    let (list, _) = s.env.json(&["automation-profile", "list"]);
+    let names: Vec<String> = list["data"]["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(form(&app).profiles, names);
+    assert_eq!(form(&app).chosen_profile(), None);
+    // Actions, projects, then the profile: `supervised`.
+    keys(&mut app, &mut bridge, &[Key::Tab, Key::Tab]);
+    for _ in 0..names.len() {
+        if form(&app).chosen_profile() == Some("supervised") {
+            break;
+        }
+        keys(&mut app, &mut bridge, &[Key::Right]);
+    }
+    assert_eq!(form(&app).chosen_profile(), Some("supervised"));
+    keys(&mut app, &mut bridge, &[Key::Tab]);
+    keys(
+        &mut app,
+        &mut bridge,
+        &"2.0".chars().map(Key::Char).collect::<Vec<_>>(),
+    );
+    keys(&mut app, &mut bridge, &[Key::Enter]);
+    assert!(app.overlays().is_empty(), "{:?}", app.overlays());
+    settle(&mut app, &mut bridge, "the new plan selected", |a| {
+        a.plans().selected_id().is_some_and(|id| id != first)
+    });
+    let made = app.plans().selected_id().unwrap().to_string();
+    let (status, _) = s.env.json(&["plan", "status", &made]);
+    assert_eq!(
+        status["data"]["automation_profile"], "supervised",
+        "{status:#}"
+    );
+    assert_eq!(status["data"]["arguments"]["version"], "2.0", "{status:#}");
+    // The tree pane follows the new plan.
+    settle(&mut app, &mut bridge, "the new plan's tree", |a| {
+        a.tree().plan_id() == Some(made.as_str())
+    });
+}

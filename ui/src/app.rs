@@ -8,7 +8,7 @@ use crate::model::{DiffView, ReviewCounts, ReviewMark, short_id};
 use crate::msg::{Cmd, Key, Mouse, Msg};
 use crate::overlay::{CorrectForm, CorrectStage, Editor, InputPurpose, Outcome, Overlay, UseForm};
 use crate::panes::Pane;
-use crate::panes::approvals::ApprovalsPane;
+use crate::panes::approvals::{ApprovalsPane, Moved};
 use crate::panes::diff::DiffPane;
 use crate::panes::live::LiveArea;
 use crate::panes::plans::{FilterOutcome, PlansPane};
@@ -56,6 +56,22 @@ pub struct App {
     /// A plan chosen by message (`--plan`, the quickstart) whose first approval is selected
     /// once the approvals arrive.
     approvals_of: Option<String>,
+    /// The plan the use form asked for, selected once it is listed.
+    new_plan: Option<NewPlanWatch>,
+}
+
+/// A plan asked for with the use form ([`Cmd::Use`]), to be selected when it is listed: the
+/// command creates it and then drives it (Strategize may take minutes), so the plan is
+/// recognised as soon as it is listed, by what it was made of, and by its id once the command
+/// ends.
+#[derive(Clone, Debug, PartialEq)]
+struct NewPlanWatch {
+    action: String,
+    project: String,
+    /// The plans listed when it was asked for.
+    known: Vec<String>,
+    /// Its id, once the command ended.
+    plan_id: Option<String>,
 }
 
 /// How many errors the errors overlay keeps.
@@ -93,6 +109,7 @@ impl App {
             errors: Vec::new(),
             apply_review: None,
             approvals_of: None,
+            new_plan: None,
         }
     }
 
@@ -208,9 +225,15 @@ impl App {
         match msg {
             Msg::Key(key) => self.on_key(key),
             Msg::PlansUpdated(rows) => {
-                let changed = self.plans.set_rows(rows);
-                self.after_plan_selection(changed)
+                let moved = self.plans.set_rows(rows);
+                let chosen = self.select_new_plan();
+                self.after_plan_selection(moved || chosen)
             }
+            Msg::UseEnded {
+                action,
+                project,
+                plan_id,
+            } => self.on_use_ended(&action, &project, plan_id),
             Msg::TreeUpdated { plan_id, nodes } => {
                 self.tree.set_nodes(&plan_id, nodes);
                 Vec::new()
@@ -224,19 +247,7 @@ impl App {
                 Vec::new()
             }
             Msg::ApprovalsUpdated(items) => {
-                self.approvals.set_items(items);
-                if let Some(plan) = &self.approvals_of
-                    && self.approvals.select_plan(plan)
-                {
-                    self.approvals_of = None;
-                }
-                let before = self.overlays.len();
-                let approvals = &self.approvals;
-                self.overlays
-                    .retain(|o| o.approval_id().is_none_or(|id| approvals.contains(id)));
-                if self.overlays.len() < before {
-                    self.warn("That approval was answered elsewhere.");
-                }
+                self.on_approvals(items);
                 Vec::new()
             }
             Msg::Explanation(explanation) => {
@@ -373,6 +384,74 @@ impl App {
         });
     }
 
+    /// A new approval queue: the selection moves as [`ApprovalsPane`] says (the status line
+    /// tells when it moved to another plan); a popup answering an approval that left closes.
+    fn on_approvals(&mut self, items: Vec<crate::model::ApprovalItem>) {
+        if let Moved::ToAnotherPlan { from, to } = self.approvals.set_items(items) {
+            self.warn(&format!(
+                "Nothing else waits for plan {}; the cursor is on plan {}'s approval.",
+                self.plans.short(&from),
+                self.plans.short(&to)
+            ));
+        }
+        if let Some(plan) = &self.approvals_of
+            && self.approvals.select_plan(plan)
+        {
+            self.approvals_of = None;
+        }
+        let before = self.overlays.len();
+        let approvals = &self.approvals;
+        self.overlays
+            .retain(|o| o.approval_id().is_none_or(|id| approvals.contains(id)));
+        if self.overlays.len() < before {
+            self.warn("That approval was answered elsewhere.");
+        }
+    }
+
+    /// The use form's command ended: select the plan it created (if not selected yet), or
+    /// forget the request when none was created.
+    fn on_use_ended(&mut self, action: &str, project: &str, plan_id: Option<String>) -> Vec<Cmd> {
+        let Some(watch) = self
+            .new_plan
+            .as_mut()
+            .filter(|w| w.action == action && w.project == project)
+        else {
+            return Vec::new();
+        };
+        match plan_id {
+            Some(id) => {
+                watch.plan_id = Some(id);
+                let chosen = self.select_new_plan();
+                self.after_plan_selection(chosen)
+            }
+            None => {
+                self.new_plan = None;
+                Vec::new()
+            }
+        }
+    }
+
+    /// Selects the plan the use form asked for if it is listed now (once); returns whether the
+    /// selection changed.
+    fn select_new_plan(&mut self) -> bool {
+        let Some(watch) = &self.new_plan else {
+            return false;
+        };
+        let found = self.plans.rows().iter().find(|r| match &watch.plan_id {
+            Some(id) => r.plan_id == *id,
+            None => {
+                r.action == watch.action
+                    && r.project == watch.project
+                    && !watch.known.contains(&r.plan_id)
+            }
+        });
+        let Some(id) = found.map(|r| r.plan_id.clone()) else {
+            return false;
+        };
+        self.new_plan = None;
+        self.plans.reveal(&id)
+    }
+
     fn after_plan_selection(&mut self, changed: bool) -> Vec<Cmd> {
         if !changed {
             return Vec::new();
@@ -430,6 +509,22 @@ impl App {
                     if cmd == Cmd::Quit {
                         self.quitting = true;
                     } else {
+                        if let Cmd::Use {
+                            action, project, ..
+                        } = &cmd
+                        {
+                            self.new_plan = Some(NewPlanWatch {
+                                action: action.clone(),
+                                project: project.clone(),
+                                known: self
+                                    .plans
+                                    .rows()
+                                    .iter()
+                                    .map(|r| r.plan_id.clone())
+                                    .collect(),
+                                plan_id: None,
+                            });
+                        }
                         if matches!(cmd, Cmd::Apply { .. }) {
                             // Back where the review started, as Esc leaves it.
                             self.apply_review = None;
@@ -976,6 +1071,12 @@ fn sent(cmd: &Cmd, plans: &PlansPane) -> String {
         ),
         Cmd::Prompt { plan_id, .. } => format!("Guidance sent to plan {}.", plans.short(plan_id)),
         Cmd::Use {
+            action,
+            project,
+            profile: Some(profile),
+            ..
+        } => format!("Creating a plan: {action} on {project} (profile {profile})…"),
+        Cmd::Use {
             action, project, ..
         } => format!("Creating a plan: {action} on {project}…"),
         Cmd::Correct {
@@ -1256,9 +1357,10 @@ mod tests {
     }
 
     #[test]
-    fn a_running_plans_approval_leaving_the_list_does_not_move_the_cursor_onto_another_plan() {
+    fn an_answered_approval_leaving_the_list_leaves_the_cursor_on_the_next_pending_one() {
         let mut app = loaded();
-        // The user answers plan B's approval.
+        let selected = |app: &App| app.approvals().selected().map(|a| a.approval_id.clone());
+        // The user answers plan B's approval, the second of three.
         let cmds = run(&mut app, keys("4jay"));
         assert_eq!(
             cmds,
@@ -1266,30 +1368,35 @@ mod tests {
                 approval_id: "A2".into()
             }]
         );
-        // Plan B runs: its approval leaves the list, plan A's and plan C's stay.
+        // Plan B runs: its approval leaves the list; the cursor is on the one now in its
+        // place, plan C's, and the status line says it is another plan's.
         let mut queue = fixtures::approvals();
         queue.remove(1);
         app.update(Msg::ApprovalsUpdated(queue.clone()));
-        assert_eq!(app.approvals().selected(), None);
-        assert_eq!(run(&mut app, keys("a")), [], "no other plan is approved");
-        assert_eq!(
-            app.notice().map(|n| n.text.as_str()),
-            Some("No approval is selected.")
+        assert_eq!(selected(&app).as_deref(), Some("A3"));
+        let notice = app.notice().map(|n| n.text.clone()).unwrap_or_default();
+        assert!(
+            notice.contains("01JDQ5A2") && notice.contains("01JDQ6B3"),
+            "{notice}"
         );
-        assert_eq!(run(&mut app, keys("y")), []);
-        // Plan B's next approval arrives below plan A's: the cursor goes to it.
-        let mut next = fixtures::approvals()[1].clone();
-        next.approval_id = "A4".into();
-        next.kind = crate::model::ApprovalKind::PhaseGate;
-        next.options.clear();
-        queue.push(next);
+        // The confirm of the next answer names that plan.
+        run(&mut app, keys("a"));
+        let Some(Overlay::Confirm { title, .. }) = app.overlays().last() else {
+            panic!("{:?}", app.overlays())
+        };
+        assert!(title.contains("01JDQ6B3"), "{title}");
+        run(&mut app, keys("n"));
+        // The last row answered: the cursor goes up to the row above, never to none.
+        queue.remove(1);
+        app.update(Msg::ApprovalsUpdated(queue.clone()));
+        assert_eq!(selected(&app).as_deref(), Some("A1"));
         app.update(Msg::ApprovalsUpdated(queue));
-        assert_eq!(
-            run(&mut app, keys("ay")),
-            [Cmd::Approve {
-                approval_id: "A4".into()
-            }]
-        );
+        assert_eq!(selected(&app).as_deref(), Some("A1"), "a refresh keeps it");
+        // Only an empty queue selects nothing; the next approval to arrive is selected.
+        app.update(Msg::ApprovalsUpdated(Vec::new()));
+        assert_eq!(selected(&app), None);
+        app.update(Msg::ApprovalsUpdated(fixtures::approvals()[2..].to_vec()));
+        assert_eq!(selected(&app).as_deref(), Some("A3"));
     }
 
     #[test]
@@ -1429,6 +1536,7 @@ mod launch_tests {
             state: ProcessingState::Queued,
             elapsed_ms: 0,
             cost_usd: None,
+            gate_rejected: false,
         }
     }
 
@@ -1462,7 +1570,7 @@ mod action_tests {
     //! Key sequences in, the exact commands out: every keyboard action of the TUI (docs/tui.md).
     use super::*;
     use crate::fixtures::{self, PLAN_A, PLAN_B, PLAN_D};
-    use crate::model::CorrectionMode;
+    use crate::model::{CorrectionMode, Phase, PlanRow, ProcessingState};
 
     fn loaded() -> App {
         let mut app = App::new();
@@ -1936,6 +2044,7 @@ mod action_tests {
             [Cmd::Use {
                 action: "local/refactor-auth".into(),
                 project: "local/infra".into(),
+                profile: None,
                 args: Vec::new(),
             }]
         );
@@ -1969,6 +2078,7 @@ mod action_tests {
             [Cmd::Use {
                 action: "local/add-search".into(),
                 project: "local/docs-site".into(),
+                profile: None,
                 args: vec![
                     ("engine".into(), "jqkit".into()),
                     ("limit".into(), "25".into())
@@ -1982,7 +2092,8 @@ mod action_tests {
         let mut app = loaded();
         press(&mut app, &[Key::Char('u')]);
         app.update(Msg::UseChoices(fixtures::use_choices()));
-        press(&mut app, &[Key::Char('j'), Key::Tab, Key::Tab]);
+        // Actions, projects, the profile, the first argument.
+        press(&mut app, &[Key::Char('j'), Key::Tab, Key::Tab, Key::Tab]);
         typed(&mut app, "x");
         // Tab from the last field comes back to the actions.
         press(&mut app, &[Key::Tab, Key::Tab, Key::Char('k')]);
@@ -1998,6 +2109,142 @@ mod action_tests {
             panic!()
         };
         assert_eq!(form.values, ["", "20"]);
+    }
+
+    #[test]
+    fn the_plan_the_use_form_creates_is_selected_once_it_is_listed() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('u')]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        let cmds = press(&mut app, &[Key::Tab, Key::Char('j'), Key::Enter]);
+        assert!(matches!(&cmds[..], [Cmd::Use { .. }]), "{cmds:?}");
+        // A plan another process made meanwhile, of another action, leaves the selection.
+        let mut rows = fixtures::plans();
+        let mut elsewhere = rows[1].clone();
+        elsewhere.plan_id = "01JDQ8D5F1M7B9C4Z6H8J0K2NP".into();
+        rows.push(elsewhere);
+        assert_eq!(app.update(Msg::PlansUpdated(rows.clone())), []);
+        assert_eq!(app.plans().selected_id(), Some(PLAN_A));
+        // The plan of the action and project used arrives: it is selected, its tree asked for.
+        let made = "01JDQ9E6G2N8C0D5A7J9K1M3PQ";
+        rows.push(PlanRow {
+            plan_id: made.into(),
+            action: "local/refactor-auth".into(),
+            project: "local/docs-site".into(),
+            phase: Phase::Strategize,
+            state: ProcessingState::Queued,
+            elapsed_ms: 0,
+            cost_usd: None,
+            gate_rejected: false,
+        });
+        assert_eq!(
+            app.update(Msg::PlansUpdated(rows.clone())),
+            [Cmd::SelectPlan(made.into())]
+        );
+        assert_eq!(app.plans().selected_id(), Some(made));
+        // Once: moving away is not undone by later updates.
+        press(&mut app, &[Key::Char('1'), Key::Home]);
+        assert_eq!(app.update(Msg::PlansUpdated(rows)), []);
+        assert_eq!(app.plans().selected_id(), Some(PLAN_A));
+    }
+
+    #[test]
+    fn the_use_form_passes_the_chosen_automation_profile_as_plan_use_does() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('u')]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        // Tab order: actions, projects, the profile; it starts at the default.
+        press(&mut app, &[Key::Tab, Key::Tab]);
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!("{:?}", app.overlays())
+        };
+        assert_eq!(form.cursor, crate::overlay::UseCursor::Profile);
+        assert_eq!(
+            form.chosen_profile(),
+            None,
+            "the default, as without the flag"
+        );
+        assert_eq!(
+            form.default_profile_hint(),
+            "the action's, else the project's, else manual"
+        );
+        // → and l (or j) move through the registered profiles, ← and k back; letters stay keys.
+        press(
+            &mut app,
+            &[Key::Right, Key::Char('l'), Key::Char('j'), Key::Char('k')],
+        );
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!()
+        };
+        assert_eq!(form.chosen_profile(), Some("supervised"));
+        press(&mut app, &[Key::End]);
+        assert_eq!(
+            press(&mut app, &[Key::Enter]),
+            [Cmd::Use {
+                action: "local/refactor-auth".into(),
+                project: "local/webshop".into(),
+                profile: Some("local/careful".into()),
+                args: Vec::new(),
+            }]
+        );
+        // Back to the default: no profile is passed.
+        press(&mut app, &[Key::Char('u')]);
+        let mut choices = fixtures::use_choices();
+        choices.configured_profile = Some("trusted".into());
+        app.update(Msg::UseChoices(choices));
+        press(&mut app, &[Key::Tab, Key::Tab, Key::Right, Key::Left]);
+        let Some(Overlay::Use(form)) = top(&app) else {
+            panic!()
+        };
+        assert_eq!(
+            form.default_profile_hint(),
+            "the action's, else the project's, else trusted"
+        );
+        assert!(matches!(
+            &press(&mut app, &[Key::Enter])[..],
+            [Cmd::Use { profile: None, .. }]
+        ));
+    }
+
+    #[test]
+    fn the_plan_the_use_form_creates_is_selected_by_its_id_when_the_command_ends_first() {
+        let mut app = loaded();
+        press(&mut app, &[Key::Char('u')]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        press(&mut app, &[Key::Enter]);
+        let made = "01JDQ9E6G2N8C0D5A7J9K1M3PQ";
+        let ended = |plan_id: Option<&str>| Msg::UseEnded {
+            action: "local/refactor-auth".into(),
+            project: "local/webshop".into(),
+            plan_id: plan_id.map(str::to_owned),
+        };
+        assert_eq!(app.update(ended(Some(made))), [], "not listed yet");
+        // Listed under another project name than the form's (several projects, say): its id
+        // decides.
+        let mut rows = fixtures::plans();
+        let mut row = rows[0].clone();
+        row.plan_id = made.into();
+        rows.push(row);
+        // A filter hiding it is cleared.
+        press(&mut app, &[Key::Char('/')]);
+        typed(&mut app, "bump\n");
+        assert_eq!(
+            app.update(Msg::PlansUpdated(rows.clone())),
+            [Cmd::SelectPlan(made.into())]
+        );
+        assert_eq!(app.plans().filter(), "");
+        // A failed command leaves the selection alone.
+        press(&mut app, &[Key::Char('u')]);
+        app.update(Msg::UseChoices(fixtures::use_choices()));
+        press(&mut app, &[Key::Enter]);
+        assert_eq!(app.update(ended(None)), []);
+        let mut other = rows[0].clone();
+        other.plan_id = "01JDQAF7H3P9D1E6B8K0M2N4QR".into();
+        other.action = "local/refactor-auth".into();
+        other.project = "local/webshop".into();
+        rows.push(other);
+        assert_eq!(app.update(Msg::PlansUpdated(rows)), []);
+        assert_eq!(app.plans().selected_id(), Some(made));
     }
 
     #[test]

@@ -31,6 +31,7 @@ fn plan(
         state,
         elapsed_ms,
         cost_usd,
+        gate_rejected: false,
     }
 }
 
@@ -400,6 +401,16 @@ pub fn use_choices() -> UseChoices {
         )]
         .into_iter()
         .collect(),
+        profiles: [
+            "manual",
+            "supervised",
+            "trusted",
+            "full-auto",
+            "local/careful",
+        ]
+        .map(str::to_owned)
+        .into(),
+        configured_profile: None,
     }
 }
 

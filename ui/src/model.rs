@@ -78,6 +78,11 @@ pub struct PlanRow {
     pub elapsed_ms: u64,
     /// Money spent on model calls so far, when known.
     pub cost_usd: Option<f64>,
+    /// The user rejected the plan's phase gate and nothing else waits: the plan rests at its
+    /// phase (`complete`, or `queued` before Strategize) until the phase is run after all or the
+    /// plan is cancelled; `agents plan status` says "its gate was rejected".
+    #[serde(default)]
+    pub gate_rejected: bool,
 }
 
 /// A recorded decision, with the decisions and child plans that follow from it.
@@ -546,6 +551,13 @@ pub struct UseChoices {
     /// The arguments each action declares, by action name (absent: none).
     #[serde(default)]
     pub arguments: std::collections::BTreeMap<String, Vec<ArgumentField>>,
+    /// The registered automation profiles (`agents profile list`), built-in ones first.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    /// The profile a plan gets when none is chosen, when the configuration names one
+    /// (`automation-profile`); an action's or project's own profile still comes first.
+    #[serde(default)]
+    pub configured_profile: Option<String>,
 }
 
 /// One argument an action declares, as the "use an action" form asks for it.

@@ -175,6 +175,16 @@ pub enum Msg {
     /// Commands this TUI started that are still running (one line each), for the status bar
     /// and the quit question.
     Activity(Vec<String>),
+    /// A [`Cmd::Use`] this TUI sent ended: the plan it created (then selected, if the form's
+    /// plan was not selected yet), or `None` when no plan was created.
+    UseEnded {
+        /// The action used.
+        action: String,
+        /// The project used.
+        project: String,
+        /// The plan created.
+        plan_id: Option<String>,
+    },
     /// A command this TUI started finished; shown in the status line.
     Finished {
         /// Whether it succeeded (exit 0, or 3 for "waiting for you").
@@ -294,12 +304,16 @@ pub enum Cmd {
     /// `agents action list`, `agents project list`.
     ListUseChoices,
     /// Use an action on a project, creating a plan:
-    /// `agents plan use ACTION PROJECT [--arg NAME=VALUE]...`.
+    /// `agents plan use ACTION PROJECT [--automation-profile PROFILE] [--arg NAME=VALUE]...`.
+    /// Answered by [`Msg::UseEnded`] (and [`Msg::Finished`]).
     Use {
         /// The action's name.
         action: String,
         /// The project's name.
         project: String,
+        /// The automation profile chosen; `None` for the default (as without
+        /// `--automation-profile`).
+        profile: Option<String>,
         /// The arguments given, in the action's order (empty values left out).
         args: Vec<(String, String)>,
     },

@@ -296,6 +296,28 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_a_plan_whose_gate_was_rejected_is_not_shown_complete() {
+        // PLAN_D rests at execute/complete after its apply gate was rejected; nothing waits.
+        let mut plans = fixtures::plans();
+        plans[3].phase = crate::model::Phase::Execute;
+        plans[3].gate_rejected = true;
+        let mut app = loaded();
+        app.update(Msg::PlansUpdated(plans));
+        for (w, h) in SIZES {
+            snapshot("plans_gate_rejected", &app, &Theme::default(), w, h);
+        }
+        let row = text(&draw(&app, &Theme::default(), 80, 24))
+            .lines()
+            .find(|l| l.contains("bump-deps"))
+            .map(str::to_owned)
+            .unwrap_or_default();
+        assert!(
+            row.contains("execute") && row.contains("gate rejected") && !row.contains("complete"),
+            "{row}"
+        );
+    }
+
+    #[test]
     fn snapshot_live_area_while_a_plan_runs() {
         use crate::model::LiveUpdate;
         let mut app = loaded();
@@ -525,6 +547,12 @@ mod tests {
         press(&mut app, &[Key::BackTab, Key::Char('j'), Key::Enter]);
         typed(&mut app, "tantivy");
         both("use_form_arguments", &app);
+        // The profile field: `trusted` chosen (third of the registered ones, after the default).
+        press(
+            &mut app,
+            &[Key::BackTab, Key::Right, Key::Right, Key::Right],
+        );
+        both("use_form_profile", &app);
     }
 
     #[test]

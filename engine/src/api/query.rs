@@ -75,6 +75,11 @@ pub struct PlanListView {
     pub project: Option<String>,
     /// The action filter's resolved name.
     pub action: Option<String>,
+    /// Why listed plans are in their state, where recorded (`gate_rejected`, `interrupted`,
+    /// ...), by plan id: with the pending approvals, what a face needs to word a plan as
+    /// [`super::StatusHeadline::of`] (`plan status`) words it.
+    #[serde(default)]
+    pub state_reasons: std::collections::BTreeMap<crate::domain::Id, String>,
 }
 
 impl Engine {
@@ -130,11 +135,15 @@ impl Engine {
                 re.as_ref()
                     .is_none_or(|r| r.is_match(&p.action_name) || r.is_match(&p.name))
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let mut state_reasons = store.plan_state_reasons()?;
+        let listed: std::collections::HashSet<_> = plans.iter().map(|p| p.plan_id).collect();
+        state_reasons.retain(|id, _| listed.contains(id));
         Ok(PlanListView {
             plans,
             project,
             action,
+            state_reasons,
         })
     }
 }

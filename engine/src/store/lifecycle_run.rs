@@ -672,6 +672,26 @@ impl Store {
             .flatten())
     }
 
+    /// Every plan's `state_reason` where one is recorded, by plan id (the plans list reads
+    /// them in one query rather than one per plan).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn plan_state_reasons(
+        &self,
+    ) -> Result<std::collections::BTreeMap<Id, String>, StoreError> {
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT plan_id, state_reason FROM plans WHERE state_reason IS NOT NULL")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, reason)| Some((id.parse().ok()?, reason)))
+            .collect())
+    }
+
     /// The plan's cancellation reason, if one was requested.
     ///
     /// # Errors

@@ -1,5 +1,5 @@
-//! The "use an action on a project" form: pick an action and a project, fill the action's
-//! arguments, create the plan.
+//! The "use an action on a project" form: pick an action, a project and an automation profile,
+//! fill the action's arguments, create the plan (`agents plan use`).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -20,6 +20,13 @@ pub struct UseForm {
     pub projects: Vec<String>,
     /// The arguments each action declares, by name.
     pub arguments: std::collections::BTreeMap<String, Vec<ArgumentField>>,
+    /// The registered automation profiles.
+    pub profiles: Vec<String>,
+    /// The configured default profile, if any (shown with the default choice).
+    pub configured_profile: Option<String>,
+    /// The chosen profile: 0 is the default (no `--automation-profile`), `n` is
+    /// `profiles[n - 1]`.
+    pub profile: usize,
     /// Highlighted action.
     pub action: usize,
     /// Highlighted project.
@@ -39,6 +46,8 @@ pub enum UseCursor {
     Actions,
     /// The project list.
     Projects,
+    /// The automation profile.
+    Profile,
     /// The argument field at this index.
     Argument(usize),
 }
@@ -50,6 +59,9 @@ impl UseForm {
             actions: choices.actions,
             projects: choices.projects,
             arguments: choices.arguments,
+            profiles: choices.profiles,
+            configured_profile: choices.configured_profile,
+            profile: 0,
             action: 0,
             project: 0,
             cursor: UseCursor::Actions,
@@ -76,11 +88,30 @@ impl UseForm {
             .collect();
     }
 
-    /// Tab order: actions, projects, then each argument.
+    /// The chosen profile's name, `None` for the default.
+    pub fn chosen_profile(&self) -> Option<&str> {
+        self.profile
+            .checked_sub(1)
+            .and_then(|i| self.profiles.get(i))
+            .map(String::as_str)
+    }
+
+    /// What the default choice means, as `agents plan use` without `--automation-profile`
+    /// resolves it: the action's profile, else the project's, else the configured one, else
+    /// `manual`.
+    pub fn default_profile_hint(&self) -> String {
+        format!(
+            "the action's, else the project's, else {}",
+            self.configured_profile.as_deref().unwrap_or("manual")
+        )
+    }
+
+    /// Tab order: actions, projects, the profile, then each argument.
     fn next_cursor(&self, back: bool) -> UseCursor {
         let n = self.fields().len();
         let order: Vec<UseCursor> = [UseCursor::Actions, UseCursor::Projects]
             .into_iter()
+            .chain((!self.profiles.is_empty()).then_some(UseCursor::Profile))
             .chain((0..n).map(UseCursor::Argument))
             .collect();
         let at = order.iter().position(|c| *c == self.cursor).unwrap_or(0);
@@ -119,6 +150,7 @@ impl UseForm {
         Outcome::Submit(Cmd::Use {
             action,
             project,
+            profile: self.chosen_profile().map(str::to_owned),
             args,
         })
     }
@@ -144,6 +176,15 @@ impl UseForm {
                     _ => return Outcome::Stay,
                 }
                 self.error = None;
+                Outcome::Stay
+            }
+            (UseCursor::Profile, key) => {
+                let key = match key {
+                    Key::Right | Key::Char('l') => Key::Down,
+                    Key::Left | Key::Char('h') => Key::Up,
+                    other => other,
+                };
+                move_index(&mut self.profile, self.profiles.len() + 1, key);
                 Outcome::Stay
             }
             (
@@ -182,18 +223,20 @@ pub(super) fn render(form: &UseForm, theme: &Theme, area: Rect, buf: &mut Buffer
     } else {
         fields.len() + 2
     };
+    let profile_height = if form.profiles.is_empty() { 0 } else { 2 };
     let rect = centered(
         area,
         72,
-        u16::try_from(rows + 6 + args_height).unwrap_or(24),
+        u16::try_from(rows + 6 + profile_height + args_height).unwrap_or(24),
     );
     Clear.render(rect, buf);
     let block = frame("Use an action on a project", theme, false)
         .padding(ratatui::widgets::Padding::horizontal(1));
     let inner = block.inner(rect);
     block.render(rect, buf);
-    let [body, args, foot] = Layout::vertical([
+    let [body, profile, args, foot] = Layout::vertical([
         Constraint::Fill(1),
+        Constraint::Length(u16::try_from(profile_height).unwrap_or(0)),
         Constraint::Length(u16::try_from(args_height).unwrap_or(0)),
         Constraint::Length(2),
     ])
@@ -240,6 +283,9 @@ pub(super) fn render(form: &UseForm, theme: &Theme, area: Rect, buf: &mut Buffer
         form.cursor == UseCursor::Projects,
     )
     .render(right, buf);
+    if !form.profiles.is_empty() {
+        render_profile(form, theme, profile, buf);
+    }
     if !fields.is_empty() {
         let on_args = matches!(form.cursor, UseCursor::Argument(_));
         let mut lines = vec![
@@ -295,4 +341,34 @@ pub(super) fn render(form: &UseForm, theme: &Theme, area: Rect, buf: &mut Buffer
         ),
     ])
     .render(foot, buf);
+}
+
+/// The profile field: `default` (with what it means) or the chosen profile.
+fn render_profile(form: &UseForm, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let active = form.cursor == UseCursor::Profile;
+    let mut spans = vec![
+        Span::styled(
+            format!("{} Profile ", if active { "»" } else { " " }),
+            theme.style(if active {
+                Slot::PaneTitle
+            } else {
+                Slot::TextDim
+            }),
+        ),
+        Span::styled(
+            format!("‹ {} ›", form.chosen_profile().unwrap_or("default")),
+            theme.style(if active {
+                Slot::ListSelected
+            } else {
+                Slot::Text
+            }),
+        ),
+    ];
+    if form.chosen_profile().is_none() {
+        spans.push(Span::styled(
+            format!("  {}", form.default_profile_hint()),
+            theme.style(Slot::TextDim),
+        ));
+    }
+    Paragraph::new(vec![Line::default(), Line::from(spans)]).render(area, buf);
 }

@@ -16,15 +16,31 @@ pub const EMPTY: &str = "Nothing is waiting for you.";
 /// Shown until the first list of approvals arrives.
 pub const LOADING: &str = "Loading approvals…";
 
-/// State of the approvals pane. The selection follows the approval id, then its plan; it never
-/// lands on another plan's approval unless the user moves the cursor there.
+/// State of the approvals pane. The selection follows the approval id; when it leaves the
+/// list, the same plan's next approval, else the row now in its place (the one after it, or the
+/// last row). There is no selection only while the queue is empty.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ApprovalsPane {
     items: Option<Vec<ApprovalItem>>,
     selected: Option<String>,
-    /// The plan whose approval was selected when it left the list: its next approval is
-    /// selected when it arrives.
+    /// The plan whose approval was selected when the queue emptied: its approval is selected
+    /// first when approvals arrive again.
     follow_plan: Option<String>,
+}
+
+/// How a new list moved the selection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Moved {
+    /// The same approval, the same plan's next one, or the first of a new queue.
+    Kept,
+    /// The selected approval left and its plan has no other: the selection is on another
+    /// plan's approval (`from` and `to` are plan ids).
+    ToAnotherPlan {
+        /// The plan whose approval left.
+        from: String,
+        /// The plan of the approval selected now.
+        to: String,
+    },
 }
 
 impl ApprovalsPane {
@@ -50,24 +66,44 @@ impl ApprovalsPane {
     }
 
     /// Replaces the list. The selection stays on the same approval while it is pending, else
-    /// moves to the same plan's next approval (now or whenever it arrives), else there is none,
-    /// so an answer key names no approval rather than another plan's. The top row is selected
-    /// only when no approval was selected before (the first list, or after an empty one).
-    pub(crate) fn set_items(&mut self, items: Vec<ApprovalItem>) {
-        let old_plan = self.selected().map(|item| item.plan_id.clone());
+    /// moves to the same plan's next approval, else to the row now at its position (clamped
+    /// to the last row): answering one approval leaves the cursor on the next, as in any list.
+    /// Every answer key asks first, naming the plan, so a cursor on another plan's approval
+    /// cannot answer it unseen; the result says when the cursor moved to another plan.
+    pub(crate) fn set_items(&mut self, items: Vec<ApprovalItem>) -> Moved {
+        let old = self
+            .selected_index()
+            .map(|at| (at, self.items()[at].plan_id.clone()));
         self.items = Some(items);
         if self.selected_index().is_some() {
-            return;
+            return Moved::Kept;
         }
         self.selected = None;
-        match old_plan.or_else(|| self.follow_plan.take()) {
-            Some(plan) => {
-                if !self.select_plan(&plan) {
-                    self.follow_plan = Some(plan);
-                }
+        if self.items().is_empty() {
+            if let Some((_, plan)) = old {
+                self.follow_plan = Some(plan);
             }
-            None => self.selected = self.items().first().map(|item| item.approval_id.clone()),
+            return Moved::Kept;
         }
+        let Some((at, plan)) = old else {
+            // A queue after none: the plan selected last, else the first row.
+            let first = self.items()[0].approval_id.clone();
+            if !self
+                .follow_plan
+                .take()
+                .is_some_and(|p| self.select_plan(&p))
+            {
+                self.selected = Some(first);
+            }
+            return Moved::Kept;
+        };
+        if self.select_plan(&plan) {
+            return Moved::Kept;
+        }
+        let item = &self.items()[at.min(self.items().len() - 1)];
+        let to = item.plan_id.clone();
+        self.selected = Some(item.approval_id.clone());
+        Moved::ToAnotherPlan { from: plan, to }
     }
 
     /// Selects the first pending approval of `plan_id`; returns whether there was one.
@@ -174,28 +210,47 @@ mod tests {
     use crate::fixtures;
 
     #[test]
-    fn selection_follows_the_approval_then_its_plan_and_never_lands_on_another_plan() {
+    fn selection_follows_the_approval_then_its_plan_then_the_row_in_its_place() {
+        let id = |pane: &ApprovalsPane| pane.selected().map(|a| a.approval_id.clone());
         let mut pane = ApprovalsPane::default();
         let mut items = fixtures::approvals();
         pane.set_items(items.clone());
-        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A1"));
+        assert_eq!(id(&pane).as_deref(), Some("A1"));
         pane.handle(Action::Down);
-        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A2"));
+        assert_eq!(id(&pane).as_deref(), Some("A2"));
+        // Plan B's next approval is pending too: the cursor goes to it, wherever it is.
+        let mut b_next = items[1].clone();
+        b_next.approval_id = "A4".into();
+        items.push(b_next);
         let a2 = items.remove(1);
         pane.set_items(items.clone());
-        assert_eq!(pane.selected(), None, "not A3, which is another plan's");
-        assert!(!pane.contains("A2"));
-        pane.set_items(items.clone());
-        assert_eq!(pane.selected(), None, "a refresh does not pick one either");
-        let mut next = a2.clone();
-        next.approval_id = "A4".into();
-        items.push(next);
-        pane.set_items(items.clone());
-        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A4"));
+        assert_eq!(id(&pane).as_deref(), Some("A4"));
         pane.handle(Action::Up);
-        assert_eq!(pane.selected().map(|a| a.approval_id.as_str()), Some("A3"));
+        assert_eq!(id(&pane).as_deref(), Some("A3"));
+        // Nothing else of plan C: the row now in its place (plan B's), not none, not the top.
+        items.retain(|a| a.approval_id != "A3");
+        pane.set_items(items.clone());
+        assert_eq!(id(&pane).as_deref(), Some("A4"));
+        // The last row leaves: the row above.
+        items.pop();
+        pane.set_items(items.clone());
+        assert_eq!(id(&pane).as_deref(), Some("A1"));
+        assert!(!pane.contains("A2"));
+        // An empty queue selects nothing; the plan last selected is preferred when they arrive.
         pane.set_items(Vec::new());
         assert_eq!(pane.selected(), None);
         assert!(pane.is_loaded());
+        let mut a_next = fixtures::approvals()[0].clone();
+        a_next.approval_id = "A5".into();
+        pane.set_items(vec![a2.clone(), a_next]);
+        assert_eq!(
+            id(&pane).as_deref(),
+            Some("A5"),
+            "plan A's, the plan last selected"
+        );
+        pane.set_items(Vec::new());
+        pane.handle(Action::Down);
+        pane.set_items(vec![a2]);
+        assert_eq!(id(&pane).as_deref(), Some("A2"), "else the first");
     }
 }

@@ -265,6 +265,20 @@ impl PlansPane {
         changed && self.is_loaded()
     }
 
+    /// Selects the listed plan `id`, clearing a filter that hides it (a plan made from this
+    /// TUI is shown at once). Returns whether the selection changed.
+    pub(crate) fn reveal(&mut self, id: &str) -> bool {
+        let Some(index) = self.rows().iter().position(|row| row.plan_id == id) else {
+            return false;
+        };
+        if !self.shown.contains(&index) {
+            self.filter.clear();
+            self.editing_filter = false;
+            self.shown = fuzzy_filter(self.rows(), &self.filter);
+        }
+        self.select(id)
+    }
+
     /// Moves the selection among the shown plans; returns whether it changed.
     pub(crate) fn handle(&mut self, action: Action) -> bool {
         let Some(index) = step(self.shown_index(), self.shown.len(), action) else {
@@ -300,9 +314,27 @@ pub fn state_slot(state: ProcessingState) -> Slot {
     }
 }
 
+/// The state column's word for a plan whose gate was rejected.
+pub const GATE_REJECTED: &str = "gate rejected";
+
+/// The state column of `row`: `waiting`, `gate rejected` or the processing state.
+fn state_cell<'a>(row: &PlanRow, waiting: &[&str], theme: &Theme) -> Span<'a> {
+    if row.state == ProcessingState::Errored {
+        Span::styled(row.state.label(), theme.style(state_slot(row.state)))
+    } else if waiting.contains(&row.plan_id.as_str()) {
+        Span::styled("waiting", theme.style(Slot::StatusWarn))
+    } else if row.gate_rejected {
+        Span::styled(GATE_REJECTED, theme.style(Slot::StatusWarn))
+    } else {
+        Span::styled(row.state.label(), theme.style(state_slot(row.state)))
+    }
+}
+
 /// Draws the plans list; a plan with a pending approval in `waiting` (plan ids) shows its state
 /// as `waiting` (a user looks here first, and `execute complete` alone does not say that the
-/// plan waits for them); an errored plan keeps saying `errored`.
+/// plan waits for them), a plan whose gate the user rejected as `gate rejected` (as `agents
+/// plan status` words it: not done, resting until its phase is run after all); an errored plan
+/// keeps saying `errored`.
 pub(crate) fn render(
     pane: &PlansPane,
     waiting: &[&str],
@@ -352,6 +384,14 @@ pub(crate) fn render(
             .position(|i| *i == row.plan_id)
             .map_or_else(String::new, |at| shorts[at].clone())
     };
+    // Ten cells hold every processing state; the column widens while a row says more.
+    let state_width = pane
+        .shown()
+        .map(|row| state_cell(row, waiting, theme).width())
+        .max()
+        .unwrap_or_default()
+        .max(10);
+    let state_width = u16::try_from(state_width).unwrap_or(u16::MAX);
     let rows = pane.shown().map(|row| {
         Row::new([
             Cell::from(short_of(row)),
@@ -361,14 +401,7 @@ pub(crate) fn render(
                 row.phase.label(),
                 theme.style(phase_slot(row.phase)),
             )),
-            Cell::from(
-                if row.state != ProcessingState::Errored && waiting.contains(&row.plan_id.as_str())
-                {
-                    Span::styled("waiting", theme.style(Slot::StatusWarn))
-                } else {
-                    Span::styled(row.state.label(), theme.style(state_slot(row.state)))
-                },
-            ),
+            Cell::from(state_cell(row, waiting, theme)),
             Cell::from(format_elapsed(row.elapsed_ms)),
             Cell::from(format_cost(row.cost_usd)),
         ])
@@ -379,7 +412,7 @@ pub(crate) fn render(
         Constraint::Fill(3),
         Constraint::Fill(2),
         Constraint::Length(10),
-        Constraint::Length(10),
+        Constraint::Length(state_width),
         Constraint::Length(8),
         Constraint::Length(7),
     ];
