@@ -952,7 +952,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path().join("repo");
         let shell = |sh: &str| {
-            format!("package cobra\n\n// {sh} completion descriptions: completion descriptions for {sh}.\nfunc Gen{sh}Completion() string {{ return \"completion descriptions completion\" }}\n")
+            format!("package cobra\n\n// {sh} completion descriptions: completion descriptions for {sh}.\nfunc Gen{sh}Completion() string {{ return \"completion descriptions\" }}\n")
         };
         let (bash, zsh, fish, pwsh) = (shell("bash"), shell("zsh"), shell("fish"), shell("powershell"));
         let base = repo_with_files(
@@ -962,15 +962,21 @@ mod tests {
                 ("zsh_completions.go", zsh.as_str()),
                 ("fish_completions.go", fish.as_str()),
                 ("powershell_completions.go", pwsh.as_str()),
+                ("args.go", "package cobra\n\nfunc NoArgs() int { return 0 }\n"),
+                ("flags.go", "package cobra\n\nfunc ParseFlags() int { return 1 }\n"),
+                ("usage.go", "package cobra\n\nfunc UsageString() int { return 2 }\n"),
+                ("version.go", "package cobra\n\nfunc Version() int { return 3 }\n"),
+                ("hooks.go", "package cobra\n\nfunc RunHooks() int { return 4 }\n"),
+                ("errors.go", "package cobra\n\nfunc Fail() int { return 5 }\n"),
                 (
                     "active_help.go",
-                    "package cobra\n\n// Descriptions of completion help.\nfunc AppendActiveHelp() string { return \"completion\" }\n",
+                    "package cobra\n\n// Active help next to completion descriptions.\nfunc CompletionDescriptionsHelp() string { return \"completion descriptions: completion descriptions, completion descriptions\" }\n",
                 ),
             ],
         );
-        let hot = hot_at(tmp.path(), &repo, &base, "suppress completion descriptions");
+        let hot = hot_at(tmp.path(), &repo, &base, "show completion descriptions");
         let family = ["bash_completions.go", "zsh_completions.go", "fish_completions.go", "powershell_completions.go"];
-        let active = position(&hot, "active_help.go").expect("active_help.go shown");
+        let active = position(&hot, "active_help.go").unwrap_or_else(|| panic!("{}", hot.text));
         // The differently named file scores lower than every shell file...
         let score = |p: &str| {
             let r = format!("local/demo:{p}");
