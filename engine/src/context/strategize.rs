@@ -373,6 +373,104 @@ fn with_tests(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec
     files
 }
 
+/// Files of one family past this many (in rank order) rank lower ([`FAMILY_FACTOR`]).
+pub const FAMILY_KEEP: usize = 2;
+/// What a file ranks at, against its rank, once [`FAMILY_KEEP`] files of its family rank
+/// above it.
+pub const FAMILY_FACTOR: f32 = 0.5;
+
+/// The words of a file name's stem (split at `_`, `-`, `.` and lower-to-upper case
+/// changes, lowercased), test markers (`test`, `tests`, `spec`) and words holding a digit
+/// left out.
+fn name_words(path: &str) -> Vec<String> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in stem.chars() {
+        if !c.is_alphanumeric() {
+            words.push(std::mem::take(&mut cur));
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower {
+            words.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.extend(c.to_lowercase());
+    }
+    words.push(cur);
+    words.retain(|w| {
+        !w.is_empty()
+            && !["test", "tests", "spec"].contains(&w.as_str())
+            && !w.chars().any(|c| c.is_ascii_digit())
+    });
+    words
+}
+
+/// The families a file belongs to: files of one directory whose names start with the same
+/// word (`typing_options.py`, `typing_help_option.py`) or end with it (`bash_completions.go`,
+/// `zsh_completions.go`). A name of one word (`command.go`, `core.py`) is in no family.
+fn families(resource: &str, path: &str) -> Vec<String> {
+    let words = name_words(path);
+    if words.len() < 2 {
+        return Vec::new();
+    }
+    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+    let (first, last) = (&words[0], &words[words.len() - 1]);
+    vec![
+        format!("{resource}:{dir}/{first}_*"),
+        format!("{resource}:{dir}/*_{last}"),
+    ]
+}
+
+/// Orders the files so that one family of similarly named files (spec section 25: distinct,
+/// relevant files) does not fill the first places: going down the ranking, a file of which
+/// [`FAMILY_KEEP`] files of one of its families ([`families`]) are already placed ranks at
+/// [`FAMILY_FACTOR`] of its rank, and the best rank left is placed next.
+fn diversify(mut files: Vec<Shown>) -> Vec<Shown> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(files.len());
+    let keys: Vec<Vec<String>> = files
+        .iter()
+        .map(|x| families(&x.resource, &x.file.path))
+        .collect();
+    let mut keys: Vec<Option<Vec<String>>> = keys.into_iter().map(Some).collect();
+    let mut left: Vec<usize> = (0..files.len()).collect();
+    let effective = |i: usize, keys: &[Option<Vec<String>>], seen: &std::collections::HashMap<String, usize>, rank: f32| {
+        let crowded = keys[i]
+            .as_ref()
+            .is_some_and(|k| k.iter().any(|k| seen.get(k).copied().unwrap_or(0) >= FAMILY_KEEP));
+        if crowded { rank * FAMILY_FACTOR } else { rank }
+    };
+    let mut order = Vec::with_capacity(files.len());
+    while !left.is_empty() {
+        let mut best = 0;
+        for (j, &i) in left.iter().enumerate() {
+            let (a, b) = (
+                effective(i, &keys, &seen, files[i].rank),
+                effective(left[best], &keys, &seen, files[left[best]].rank),
+            );
+            if a > b {
+                best = j;
+            }
+        }
+        let i = left.remove(best);
+        for k in keys[i].take().unwrap_or_default() {
+            *seen.entry(k).or_insert(0) += 1;
+        }
+        order.push(i);
+    }
+    let mut slots: Vec<Option<Shown>> = files.drain(..).map(Some).collect();
+    for i in order {
+        if let Some(x) = slots[i].take() {
+            out.push(x);
+        }
+    }
+    out
+}
+
 /// The entry of a file shown for a file above it (its tests, or a file it changes with).
 fn short_entry(resource: &str, f: &FileHit, why: &str) -> String {
     format!("- {resource}:{} ({why})", f.path)
@@ -444,7 +542,11 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     if files.is_empty() {
         return;
     }
-    let files = with_tests(scopes, rank_with_history(scopes, files, policy), policy);
+    let files = diversify(with_tests(
+        scopes,
+        rank_with_history(scopes, files, policy),
+        policy,
+    ));
     let heading = format!(
         "## Code that matches the task (search_code; terms: {}), and files that changed with it",
         View::terms(task).join(", ")
@@ -843,5 +945,64 @@ mod tests {
             .find(|i| i.reference == "local/demo:command_test.go")
             .unwrap();
         assert_eq!(item.via.as_deref(), Some("tests of command.go"));
+    }
+
+    #[test]
+    fn similarly_named_files_past_two_rank_below_a_differently_named_match() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let shell = |sh: &str| {
+            format!("package cobra\n\n// {sh} completion descriptions: completion descriptions for {sh}.\nfunc Gen{sh}Completion() string {{ return \"completion descriptions\" }}\n")
+        };
+        let (bash, zsh, fish, pwsh) = (shell("bash"), shell("zsh"), shell("fish"), shell("powershell"));
+        let base = repo_with_files(
+            &repo,
+            &[
+                ("bash_completions.go", bash.as_str()),
+                ("zsh_completions.go", zsh.as_str()),
+                ("fish_completions.go", fish.as_str()),
+                ("powershell_completions.go", pwsh.as_str()),
+                ("args.go", "package cobra\n\nfunc NoArgs() int { return 0 }\n"),
+                ("flags.go", "package cobra\n\nfunc ParseFlags() int { return 1 }\n"),
+                ("usage.go", "package cobra\n\nfunc UsageString() int { return 2 }\n"),
+                ("version.go", "package cobra\n\nfunc Version() int { return 3 }\n"),
+                ("hooks.go", "package cobra\n\nfunc RunHooks() int { return 4 }\n"),
+                ("errors.go", "package cobra\n\nfunc Fail() int { return 5 }\n"),
+                (
+                    "active_help.go",
+                    "package cobra\n\n// Active help next to completion descriptions.\nfunc CompletionDescriptionsHelp() string { return \"completion descriptions: completion descriptions, completion descriptions\" }\n",
+                ),
+            ],
+        );
+        let hot = hot_at(tmp.path(), &repo, &base, "show completion descriptions");
+        let family = ["bash_completions.go", "zsh_completions.go", "fish_completions.go", "powershell_completions.go"];
+        let active = position(&hot, "active_help.go").unwrap_or_else(|| panic!("{}", hot.text));
+        // The differently named file scores lower than every shell file...
+        let score = |p: &str| {
+            let r = format!("local/demo:{p}");
+            hot.items.iter().find(|i| i.reference == r).unwrap().score
+        };
+        assert!(family.iter().all(|f| score(f) > score("active_help.go")), "{}", hot.text);
+        // ...yet only two of the family come before it.
+        let before = family
+            .iter()
+            .filter(|f| position(&hot, f).expect("shown") < active)
+            .count();
+        assert_eq!(before, 2, "{}", hot.text);
+    }
+
+    #[test]
+    fn file_families_are_a_directory_and_a_shared_first_or_last_name_word() {
+        assert_eq!(
+            families("r", "tests/typing/typing_help_option.py"),
+            ["r:tests/typing/typing_*", "r:tests/typing/*_option"]
+        );
+        assert_eq!(
+            families("r", "bash_completionsV2_test.go"),
+            ["r:/bash_*", "r:/*_completions"]
+        );
+        assert!(families("r", "command.go").is_empty());
+        assert!(families("r", "tests/test_options.py").is_empty());
+        assert!(families("r", "src/click/_termui_impl.py").len() == 2);
     }
 }
