@@ -22,6 +22,7 @@ use super::domain::event::{LeaseOwner, PlanInterrupted};
 use super::domain::id::Id;
 use super::domain::lifecycle::{Phase, ProcessingState};
 use super::events::{self, EventKind};
+use super::store::leases::LeaseRow;
 use super::store::{Location, Store, StoreError};
 
 /// How often the owner refreshes its heartbeat.
@@ -283,14 +284,14 @@ fn recover_in(
     Ok(true)
 }
 
-/// The lease this process writes on a plan it is creating, in the transaction that creates it
-/// ([`Store::create_plan`]): the plan is never without a driver between its creation and the
-/// moment its driver takes the lease ([`acquire`], which this process may do without a
-/// conflict). A creator that dies in between leaves a stale lease, so the plan is taken over
-/// rather than left queued.
-pub fn claim_for_creation(kind: &str) -> crate::store::CreatorLease {
+/// This process's lease row for doing `kind`: what [`acquire`] writes, and what
+/// `Store::create_plan` writes for the plan's creator, in the transaction that creates it, so
+/// that the plan is never without a driver before its driver takes the lease (which this
+/// process may do without a conflict). A creator that dies in between leaves a stale lease, so
+/// the plan is taken over rather than left queued.
+pub fn this_process(kind: &str) -> LeaseRow {
     let pid = std::process::id();
-    crate::store::CreatorLease {
+    LeaseRow {
         pid,
         host: host_name(),
         kind: kind.to_string(),
@@ -385,20 +386,7 @@ pub fn acquire(store: &mut Store, plan_id: &Id, kind: &str) -> Result<LeaseGuard
             kind: doing(&tx, plan_id, lease.kind)?,
         });
     }
-    let now = Timestamp::now().to_string();
-    tx.execute(
-        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at, started, expiry_secs) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7) \
-         ON CONFLICT (plan_id) DO UPDATE SET kind = excluded.kind, heartbeat_at = excluded.heartbeat_at, started = excluded.started, expiry_secs = excluded.expiry_secs",
-        params![
-            plan_id.to_string(),
-            pid,
-            host,
-            kind,
-            now,
-            process_started(pid).and_then(|t| i64::try_from(t).ok()),
-            i64::try_from(expiry().as_secs()).unwrap_or(i64::MAX)
-        ],
-    )?;
+    crate::store::leases::write_in(&tx, plan_id, &this_process(kind))?;
     tx.commit()?;
     lost_here().remove(&key);
     held.insert(key.clone());

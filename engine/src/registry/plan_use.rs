@@ -306,7 +306,7 @@ pub fn create(
         archive.then_some(&archived),
         &bases,
         None,
-        Some(&crate::lease::claim_for_creation(plan.phase().as_str())),
+        Some(&crate::lease::this_process(plan.phase().as_str())),
     )?;
     let plan = store.plan(&plan.plan_id)?.unwrap_or(plan);
     let (_, view, _) =

@@ -25,48 +25,12 @@ pub struct Origin {
     pub sandbox: Option<SandboxSpec>,
 }
 
-/// The lease of the process creating a plan it drives next (see `lease::claim_for_creation`).
-#[derive(Debug, Clone)]
-pub struct CreatorLease {
-    /// The creating process.
-    pub pid: u32,
-    /// Its host.
-    pub host: String,
-    /// What it does next (the plan's phase).
-    pub kind: String,
-    /// Its start time, to tell a recycled pid.
-    pub started: Option<u64>,
-    /// The expiry it declares.
-    pub expiry: std::time::Duration,
-}
-
-fn insert_creator_lease(
-    tx: &super::Transaction<'_>,
-    plan_id: &Id,
-    lease: &CreatorLease,
-) -> Result<(), StoreError> {
-    let now = jiff::Timestamp::now().to_string();
-    tx.execute(
-        "INSERT INTO plan_leases (plan_id, pid, host, kind, acquired_at, heartbeat_at, started, expiry_secs) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)",
-        params![
-            plan_id.to_string(),
-            lease.pid,
-            lease.host,
-            lease.kind,
-            now,
-            lease.started.and_then(|t| i64::try_from(t).ok()),
-            i64::try_from(lease.expiry.as_secs()).unwrap_or(i64::MAX)
-        ],
-    )?;
-    Ok(())
-}
-
 impl Store {
     /// Creates a plan in one transaction: the plan row, its project links in order, its origin,
     /// its invariants (the plan record's `invariants` is filled from them), optionally the
     /// action's new state (a non-reusable action is archived by its first use), the bases of
     /// its target resources, its link to its parent when it is a child plan, the creating
-    /// process's lease when it drives the plan next ([`CreatorLease`]), and a `plan_created`
+    /// process's lease when it drives the plan next ([`super::leases::LeaseRow`]), and a `plan_created`
     /// event.
     ///
     /// # Errors
@@ -81,7 +45,7 @@ impl Store {
         archive: Option<&Action>,
         bases: &[super::lifecycle_run::PlanBase],
         child: Option<&super::children::ChildLink>,
-        creator: Option<&CreatorLease>,
+        creator: Option<&super::leases::LeaseRow>,
     ) -> Result<(), StoreError> {
         let tx = self.conn_mut().transaction()?;
         super::plans::insert_plan_row(&tx, plan)?;
@@ -112,7 +76,7 @@ impl Store {
             super::children::insert_in(&tx, link)?;
         }
         if let Some(lease) = creator {
-            insert_creator_lease(&tx, &plan.plan_id, lease)?;
+            super::leases::write_in(&tx, &plan.plan_id, lease)?;
         }
         super::events::append(
             &tx,
