@@ -205,6 +205,11 @@ pub fn holder(store: &Store, plan_id: &Id) -> Result<Option<Lease>, StoreError> 
 /// [`StoreError`].
 pub fn recover_if_stale(store: &mut Store, plan_id: &Id) -> Result<bool, StoreError> {
     let host = host_name();
+    // A live lease is the common case (every sweep and command asks): it is read without
+    // taking the write lock; the transaction below checks again.
+    if read_lease(store.conn(), plan_id)?.is_some_and(|l| !l.is_stale(Timestamp::now(), &host)) {
+        return Ok(false);
+    }
     let tx = store
         .conn_mut()
         .transaction()?;
