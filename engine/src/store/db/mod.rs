@@ -259,8 +259,7 @@ impl Statement<'_> {
                 sql,
                 in_transaction,
             } => {
-                session
-                    .with(*in_transaction, |c| postgres::query(c, *in_transaction, sql, params))?
+                session.query(*in_transaction, sql, params)?
                     .iter()
                     .map(|r| f(&Row::Postgres(r)))
                     .collect()
@@ -285,8 +284,7 @@ impl Statement<'_> {
                 sql,
                 in_transaction,
             } => {
-                let rows = session
-                    .with(*in_transaction, |c| postgres::query(c, *in_transaction, sql, params))?;
+                let rows = session.query(*in_transaction, sql, params)?;
                 let first = rows.first().ok_or(rusqlite::Error::QueryReturnedNoRows)?;
                 f(&Row::Postgres(first))
             }
@@ -315,8 +313,7 @@ impl Statement<'_> {
                 sql,
                 in_transaction,
             } => {
-                let rows = session
-                    .with(*in_transaction, |c| postgres::query(c, *in_transaction, sql, params))?;
+                let rows = session.query(*in_transaction, sql, params)?;
                 for r in &rows {
                     f(&Row::Postgres(r))?;
                 }
@@ -336,8 +333,7 @@ impl Statement<'_> {
                 session,
                 sql,
                 in_transaction,
-            } => Ok(!session
-                .with(*in_transaction, |c| postgres::query(c, *in_transaction, sql, params))?
+            } => Ok(!session.query(*in_transaction, sql, params)?
                 .is_empty()),
         }
     }

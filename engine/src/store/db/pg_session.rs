@@ -51,4 +51,17 @@ impl PgSession {
         }
         result
     }
+
+    /// Runs a query on a connection as [`PgSession::with`] takes one.
+    ///
+    /// # Errors
+    /// As [`PgSession::with`] and [`postgres::query`].
+    pub(crate) fn query<P: rusqlite::Params>(
+        &self,
+        in_transaction: bool,
+        sql: &str,
+        params: P,
+    ) -> rusqlite::Result<Vec<postgres::PgRow>> {
+        self.with(in_transaction, |c| postgres::query(c, in_transaction, sql, params))
+    }
 }
