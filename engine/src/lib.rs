@@ -64,6 +64,7 @@ internal_modules!(
     skills,
     store,
     system,
+    team,
     tools,
 );
 

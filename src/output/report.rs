@@ -13,6 +13,8 @@ pub enum Exit {
     Usage,
     /// 3: stopped because a human must answer (an approval or a confirmation).
     NeedsHuman,
+    /// 4: refused: the caller's role or an organization's policy does not allow it.
+    Denied,
     /// 130: interrupted (Ctrl-C).
     Interrupted,
 }
@@ -25,6 +27,7 @@ impl Exit {
             Exit::Failure => 1,
             Exit::Usage => 2,
             Exit::NeedsHuman => 3,
+            Exit::Denied => 4,
             Exit::Interrupted => 130,
         }
     }
@@ -33,7 +36,7 @@ impl Exit {
     pub fn status(self) -> &'static str {
         match self {
             Exit::Ok => "ok",
-            Exit::Failure | Exit::Usage => "error",
+            Exit::Failure | Exit::Usage | Exit::Denied => "error",
             Exit::NeedsHuman => "needs_approval",
             Exit::Interrupted => "cancelled",
         }

@@ -18,7 +18,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         C::Ambiguous | C::InvalidInput | C::Usage => StatusCode::BAD_REQUEST,
         C::Conflict | C::NeedsApproval | C::Cancelled | C::PlanErrored => StatusCode::CONFLICT,
         C::Unauthenticated => StatusCode::UNAUTHORIZED,
-        C::PermissionDenied => StatusCode::FORBIDDEN,
+        C::PermissionDenied | C::PolicyDenied => StatusCode::FORBIDDEN,
         C::AlreadyExists => StatusCode::CONFLICT,
         C::NotSupported => StatusCode::NOT_IMPLEMENTED,
         C::ProviderUnavailable => StatusCode::BAD_GATEWAY,

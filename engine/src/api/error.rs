@@ -85,6 +85,8 @@ error_codes! {
     UnsafeTool => "UNSAFE_TOOL",
     /// A tool call was refused by the plan's policy or the sandbox's confinement.
     PermissionDenied => "PERMISSION_DENIED",
+    /// An organization's policy refuses the call (spec section 22).
+    PolicyDenied => "POLICY_DENIED",
     /// A tool would create a file that exists (without `overwrite`).
     AlreadyExists => "ALREADY_EXISTS",
     /// `diagnostics` found errors.
@@ -166,6 +168,15 @@ pub enum ApiError {
     /// A server token could not be created, listed or revoked.
     #[error(transparent)]
     Token(#[from] super::tokens::TokenError),
+    /// A user, organization or membership could not be changed.
+    #[error(transparent)]
+    Team(#[from] super::team::TeamError),
+    /// The caller's role does not allow the call (spec section 22); nothing was changed.
+    #[error("permission denied: {0}")]
+    PermissionDenied(Box<crate::team::Denial>),
+    /// An organization's policy refuses the call; nothing was changed.
+    #[error("{0}")]
+    PolicyDenied(Box<crate::team::policy::PolicyDenial>),
     /// The call exists in the protocol but is not answered yet.
     #[error("{what} is not answered yet")]
     NotSupported {

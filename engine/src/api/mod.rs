@@ -35,6 +35,7 @@ pub mod run_views;
 pub mod session_views;
 mod status;
 mod takeover;
+pub mod team;
 pub mod tokens;
 
 use std::sync::Arc;
@@ -42,6 +43,8 @@ use std::sync::Arc;
 pub use crate::domain::next::{CorrectionMode as NextCorrectionMode, Next};
 pub use crate::lifecycle::{Observer, Quiet};
 pub use crate::store::Location as DatabaseLocation;
+pub use crate::team::policy::PolicyDenial;
+pub use crate::team::{Credential, Decision, Denial, Operation, Principal, Role};
 pub use client::{Client, FOLLOW_POLL, Followed, follow_store, serve};
 pub use error::{ApiError, ErrorCode};
 pub use export::{ExportError, ExportRequest, ExportTarget, Exported};

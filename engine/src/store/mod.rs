@@ -34,6 +34,7 @@ pub mod resources;
 pub mod sandboxes;
 pub mod server_tokens;
 pub mod step_journal;
+pub mod team;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
@@ -75,6 +76,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/024_server_tokens.sql"),
     include_str!("migrations/025_graph_journal.sql"),
     include_str!("migrations/026_lease_expiry.sql"),
+    include_str!("migrations/027_team.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =

@@ -28,6 +28,7 @@ pub fn exit_of(code: ErrorCode) -> Exit {
         C::Usage => Exit::Usage,
         C::NeedsApproval => Exit::NeedsHuman,
         C::Interrupted => Exit::Interrupted,
+        C::PermissionDenied | C::PolicyDenied => Exit::Denied,
         C::NotFound
         | C::Ambiguous
         | C::InvalidInput
@@ -50,7 +51,6 @@ pub fn exit_of(code: ErrorCode) -> Exit {
         | C::ProviderError
         | C::ToolFailed
         | C::UnsafeTool
-        | C::PermissionDenied
         | C::AlreadyExists
         | C::ChecksFailed
         | C::Internal
@@ -676,6 +676,11 @@ impl From<cleveragents_engine::api::ApiError> for CliError {
             E::Protocol { message } => CliError::new("INTERNAL", message)
                 .hint("the client and the server may be of different versions: compare `agents version` with `agents server status`"),
             E::Token(t) => token_error(t),
+            E::Team(t) => team_error(t),
+            E::PermissionDenied(d) => permission_denied(&d),
+            E::PolicyDenied(d) => CliError::new("POLICY_DENIED", d.to_string())
+                .data(serde_json::json!({"org": d.org, "key": d.key}))
+                .hint(format!("an owner of {} can show or change the policy: agents server policy show {}", d.org, d.org)),
             E::InvalidInput { message } => CliError::invalid_input(message),
             E::NotSupported { what } => CliError::new("NOT_SUPPORTED", format!("{what} is not answered yet"))
                 .hint("run it without --server on the machine that holds the data"),
@@ -740,6 +745,42 @@ fn token_error(e: cleveragents_engine::api::tokens::TokenError) -> CliError {
         T::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents server token list"),
         T::Random(_) => CliError::new("ENVIRONMENT", message),
     }
+}
+
+/// How the CLI says why a user, organization or membership could not be changed.
+fn team_error(e: cleveragents_engine::api::team::TeamError) -> CliError {
+    use cleveragents_engine::api::team::TeamError as T;
+    let message = e.to_string();
+    match e {
+        T::BadName { .. } => CliError::invalid_input(message),
+        T::NameTaken(_) => CliError::new("CONFLICT", message)
+            .hint("agents server user list; agents server org list"),
+        T::UnknownUser(name) => CliError::new("NOT_FOUND", message)
+            .hint(format!("add the user first: agents server user add {name}")),
+        T::UnknownOrg(name) => CliError::new("NOT_FOUND", message).hint(format!(
+            "add it first: agents server org add {name} --owner USER"
+        )),
+        T::NotMember { org, .. } => {
+            CliError::new("NOT_FOUND", message).hint(format!("agents server org show {org}"))
+        }
+        T::LastOwner { org, .. } => CliError::new("CONFLICT", message).hint(format!(
+            "agents server org member add {org} USER --role owner"
+        )),
+    }
+}
+
+/// How the CLI says that the caller's role does not allow a call, and who could allow it.
+fn permission_denied(d: &cleveragents_engine::api::Denial) -> CliError {
+    let hint = match d.needed {
+        Some(role) => format!(
+            "an owner of `{}` can grant it: agents server org member add {} {} --role {role}",
+            d.namespace, d.namespace, d.user
+        ),
+        None => "ask a server administrator".to_string(),
+    };
+    CliError::new("PERMISSION_DENIED", format!("permission denied: {d}"))
+        .data(serde_json::to_value(d).unwrap_or_default())
+        .hint(hint)
 }
 
 /// How the CLI says why no sandbox could be chosen for `plan export`.
