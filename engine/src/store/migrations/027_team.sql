@@ -36,12 +36,14 @@ CREATE TABLE org_policies (
     updated_by  TEXT NOT NULL
 );
 
--- Every mutation and every denied request, each row chained to the one before by hash.
+-- Every mutation and every denied request, each row chained to the one before by hash; the
+-- namespace is the target's (an organization's rows are read by its owners).
 CREATE TABLE audit_log (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     at         TEXT NOT NULL,
     user_name  TEXT,
     operation  TEXT NOT NULL,
+    namespace  TEXT,
     target     TEXT,
     address    TEXT,
     allowed    INTEGER NOT NULL,
