@@ -1,0 +1,409 @@
+//! Who may make which call (spec section 22): every call a server answers is checked here
+//! before it runs. A call is reduced to the operations it performs on its targets (a plan, an
+//! approval, a decision, a namespaced item, the server); each target's namespace gives the
+//! caller's role there; [`crate::team::decide`] answers. A denied call runs nothing and
+//! changes nothing; it is answered with [`ApiError::PermissionDenied`].
+//!
+//! Lists are not refused but narrowed: plans, approvals and events of plans the caller may
+//! not read are left out.
+
+use std::collections::HashMap;
+
+use super::protocol::{Request, Response};
+use super::{ApiError, Engine, Op, RegistryOp};
+use crate::domain::{Id, QualifiedName};
+use crate::domain::approval::ApprovalKind;
+use crate::team::{Decision, Operation, Principal, Role, Standing, decide};
+use crate::team::permissions::role_in;
+
+/// What one check is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Scope {
+    /// A plan by id or unique prefix.
+    Plan(String),
+    /// An approval by id; answering a phase gate is [`Operation::Approve`], any other
+    /// approval [`Operation::DrivePlan`].
+    Approval(String),
+    /// A decision by id or unique prefix: its plan.
+    Decision(String),
+    /// A correction attempt by id or unique prefix: its plan.
+    Attempt(String),
+    /// An item by its (possibly bare) name: its namespace.
+    Item(String),
+    /// The server itself.
+    Server,
+}
+
+/// One operation on one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Check {
+    operation: Operation,
+    scope: Scope,
+}
+
+fn check(operation: Operation, scope: Scope) -> Check {
+    Check { operation, scope }
+}
+
+/// One resolved target: where it lives and how it is named in the audit log.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    /// The operation, after the target decided it (an approval's kind).
+    pub operation: Operation,
+    /// The namespace.
+    pub namespace: String,
+    /// How the audit log names it (`plan 01J...`, `action acme/review`).
+    pub name: String,
+}
+
+/// The caller and the organizations they belong to, looked up once per call.
+struct Caller<'a> {
+    principal: &'a Principal,
+    memberships: Vec<(String, Role)>,
+}
+
+impl Caller<'_> {
+    fn standing(&self, namespace: &str) -> Standing {
+        Standing {
+            namespace: namespace.to_string(),
+            role: role_in(self.principal, namespace, &self.memberships),
+            restricted_to: None,
+        }
+    }
+}
+
+/// Serves `request` for `principal`: checks every operation it performs, then runs it as
+/// [`super::serve`] would, with the caller recorded on what it changes; lists are narrowed
+/// to what the caller may read.
+///
+/// # Errors
+/// [`ApiError::PermissionDenied`] (nothing ran), or the call's own errors.
+pub fn serve_as(
+    engine: &Engine,
+    principal: &Principal,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let engine = engine.as_caller(principal.clone());
+    if principal.server_admin {
+        return super::serve(&engine, request);
+    }
+    let caller = Caller {
+        principal,
+        memberships: engine.memberships(&principal.user)?,
+    };
+    for check in checks(&request) {
+        for target in resolve(&engine, &check)? {
+            let standing = caller.standing(&target.namespace);
+            if let Decision::Deny(denial) = decide(principal, target.operation, &standing) {
+                return Err(ApiError::PermissionDenied(Box::new(denial)));
+            }
+        }
+    }
+    let response = super::serve(&engine, request)?;
+    narrow(&engine, &caller, response)
+}
+
+/// Whether `principal` may read the plan `plan` (id or unique prefix): the event stream's
+/// check.
+///
+/// # Errors
+/// [`ApiError::PermissionDenied`], or the plan cannot be found.
+pub fn check_read_plan(engine: &Engine, principal: &Principal, plan: &str) -> Result<(), ApiError> {
+    if principal.server_admin {
+        return Ok(());
+    }
+    let caller = Caller {
+        principal,
+        memberships: engine.memberships(&principal.user)?,
+    };
+    for target in resolve(engine, &check(Operation::ReadPlan, Scope::Plan(plan.to_string())))? {
+        if let Decision::Deny(denial) =
+            decide(principal, target.operation, &caller.standing(&target.namespace))
+        {
+            return Err(ApiError::PermissionDenied(Box::new(denial)));
+        }
+    }
+    Ok(())
+}
+
+/// The operations a request performs, on what.
+fn checks(request: &Request) -> Vec<Check> {
+    use Operation as O;
+    let plan = |op, p: &str| vec![check(op, Scope::Plan(p.to_string()))];
+    match request {
+        Request::Hello | Request::LastSeq | Request::PlanList(_) => vec![],
+        Request::Approvals { plan: None } | Request::Events { plan: None, .. } => vec![],
+        Request::ResolvePlan { plan: p }
+        | Request::Plan { plan: p }
+        | Request::PlanStatus { plan: p }
+        | Request::Review { plan: p }
+        | Request::Decisions { plan: p }
+        | Request::Approvals { plan: Some(p) }
+        | Request::Events { plan: Some(p), .. } => plan(O::ReadPlan, p),
+        Request::Approval { approval } => vec![check(O::ReadPlan, Scope::Approval(approval.clone()))],
+        Request::PlanView(view) => plan(O::ReadPlan, view.plan()),
+        Request::CorrectionView(view) => vec![check(O::ReadPlan, correction_scope(view))],
+        Request::Registry(_) | Request::Definition(_) => {
+            vec![check(O::ReadItem, Scope::Item(String::new()))]
+        }
+        // Sessions run the orchestrator's commands and direct runs reach the server host's
+        // files: server administrators only until they carry the caller (D-team-3).
+        Request::Session(_) | Request::RunCall(_) => vec![check(O::ManageServer, Scope::Server)],
+        Request::Change(op) => registry_checks(op),
+        Request::Run(op) => op_checks(op),
+    }
+}
+
+fn correction_scope(view: &super::correction_views::CorrectionViewRequest) -> Scope {
+    use super::correction_views::CorrectionViewRequest as V;
+    match view {
+        V::Tree { plan, .. } => Scope::Plan(plan.clone()),
+        V::Explain { decision }
+        | V::RevertPreview { decision, .. }
+        | V::AppendPreview { decision, .. } => Scope::Decision(decision.clone()),
+        V::Attempt { attempt } => Scope::Attempt(attempt.clone()),
+    }
+}
+
+fn op_checks(op: &Op) -> Vec<Check> {
+    use Operation as O;
+    let plan = |operation, id: &Id| vec![check(operation, Scope::Plan(id.to_string()))];
+    match op {
+        Op::Use(u) => {
+            let mut checks = vec![check(O::RunAction, Scope::Item(u.request.action.clone()))];
+            checks.extend(
+                u.request
+                    .projects
+                    .iter()
+                    .map(|p| check(O::RunAction, Scope::Item(p.clone()))),
+            );
+            checks
+        }
+        Op::Execute { plan: p } | Op::Prompt { plan: p, .. } | Op::Rollback { plan: p, .. } => {
+            plan(O::DrivePlan, p)
+        }
+        Op::Apply { plan: p, .. } => plan(O::Apply, p),
+        Op::Export(x) => plan(O::Apply, &x.plan),
+        Op::Cancel { plan: p, .. } => plan(O::Cancel, p),
+        Op::Review(r) => plan(O::Review, &r.plan),
+        Op::Decide { approval, .. } | Op::Reject { approval, .. } => {
+            vec![check(O::Approve, Scope::Approval(approval.clone()))]
+        }
+        Op::Correct(c) => vec![check(O::Correct, Scope::Decision(c.decision.to_string()))],
+        Op::Cleanup => vec![check(O::ManageServer, Scope::Server)],
+        Op::Registry(r) => registry_checks(r),
+    }
+}
+
+/// The name an action, actor, tool, skill or profile definition gives itself in its text.
+fn name_in_config(text: Option<&str>) -> Option<String> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text?).ok()?;
+    value.get("name")?.as_str().map(str::to_string)
+}
+
+fn named(given: Option<&String>, text: Option<&str>) -> Scope {
+    Scope::Item(
+        given
+            .cloned()
+            .or_else(|| name_in_config(text))
+            .unwrap_or_default(),
+    )
+}
+
+fn registry_checks(op: &RegistryOp) -> Vec<Check> {
+    use Operation as O;
+    let item = |operation, name: &str| vec![check(operation, Scope::Item(name.to_string()))];
+    match op {
+        RegistryOp::AddResource(r) => item(O::RegisterResource, &r.name),
+        RegistryOp::AddCustomResource(r) => item(O::RegisterResource, &r.name),
+        RegistryOp::RemoveResource(r) => item(O::RegisterResource, &r.resource),
+        RegistryOp::LinkResources(l) => {
+            [&l.parent, &l.child].iter().flat_map(|n| item(O::LinkResource, n)).collect()
+        }
+        RegistryOp::UnlinkResources(l) => {
+            [&l.parent, &l.child].iter().flat_map(|n| item(O::LinkResource, n)).collect()
+        }
+        RegistryOp::AddResourceType(t) => vec![check(O::CreateItem, named(t.name.as_ref(), None))],
+        RegistryOp::RemoveResourceType(t) => item(O::EditItem, &t.name),
+        RegistryOp::CreateProject(p) => item(O::CreateItem, &p.0.name),
+        RegistryOp::LinkProjectResource(l) => [
+            check(O::LinkResource, Scope::Item(l.project.clone())),
+            check(O::LinkResource, Scope::Item(l.resource.clone())),
+        ]
+        .to_vec(),
+        RegistryOp::UnlinkProjectResource(l) => item(O::LinkResource, &l.project),
+        RegistryOp::DeleteProject(p) => item(O::EditItem, &p.project),
+        RegistryOp::SetProjectProfile(p) => item(O::EditItem, &p.project),
+        RegistryOp::AddValidation(v) => item(O::EditItem, &v.0.project),
+        RegistryOp::RemoveValidation(v) => item(O::EditItem, &v.project),
+        RegistryOp::SetContextPolicy(_) => vec![check(O::EditItem, Scope::Item(String::new()))],
+        RegistryOp::CreateAction(a) => vec![check(
+            O::CreateItem,
+            named(a.0.name.as_ref(), a.0.config_text.as_deref()),
+        )],
+        RegistryOp::MakeActionAvailable(a) => item(O::EditItem, &a.action),
+        RegistryOp::ArchiveAction(a) => item(O::EditItem, &a.action),
+        RegistryOp::DeleteAction(a) => item(O::EditItem, &a.action),
+        RegistryOp::AddActor(a) => vec![check(
+            O::CreateItem,
+            named(a.name.as_ref(), a.config_text.as_deref()),
+        )],
+        RegistryOp::RemoveActor(a) => item(O::EditItem, &a.actor),
+        RegistryOp::AddInvariant(i) => invariant_checks(&i.targets),
+        RegistryOp::RemoveInvariant(_) => vec![check(O::EditItem, Scope::Item(String::new()))],
+        RegistryOp::AddProfile(p) => vec![check(
+            O::CreateItem,
+            named(p.name.as_ref(), p.config_text.as_deref()),
+        )],
+        RegistryOp::RemoveProfile(p) => item(O::EditItem, &p.profile),
+        RegistryOp::RegisterTool(t) => vec![check(O::CreateItem, named(t.0.name.as_ref(), None))],
+        RegistryOp::RemoveTool(t) => item(O::EditItem, &t.name),
+        RegistryOp::RegisterSkill(s) => vec![check(O::CreateItem, named(s.0.name.as_ref(), None))],
+        RegistryOp::RemoveSkill(s) => item(O::EditItem, &s.name),
+        RegistryOp::BuildIndex(b) => item(O::EditItem, &b.resource),
+        RegistryOp::RemoveIndex(b) => item(O::EditItem, &b.resource),
+    }
+}
+
+fn invariant_checks(targets: &crate::registry::invariants::Targets) -> Vec<Check> {
+    use Operation as O;
+    let mut checks: Vec<Check> = targets
+        .project
+        .iter()
+        .chain(&targets.actions)
+        .map(|n| check(O::EditItem, Scope::Item(n.clone())))
+        .collect();
+    checks.extend(targets.plans.iter().map(|p| check(O::DrivePlan, Scope::Plan(p.clone()))));
+    if targets.global || checks.is_empty() {
+        checks.push(check(O::EditItem, Scope::Item(String::new())));
+    }
+    checks
+}
+
+/// The namespace of an item named `name` (bare names are the server host's `local`).
+fn namespace_of(name: &str) -> String {
+    QualifiedName::resolve_user_input(name, &[])
+        .ok()
+        .and_then(|q| q.namespace)
+        .unwrap_or_else(|| crate::domain::name::LOCAL_NAMESPACE.to_string())
+}
+
+/// The targets a check reaches: a plan's are its projects' namespaces.
+fn resolve(engine: &Engine, check: &Check) -> Result<Vec<Target>, ApiError> {
+    let store = engine.store()?;
+    let of_plan = |id: &Id, operation: Operation| -> Result<Vec<Target>, ApiError> {
+        Ok(plan_namespaces(engine, id)?
+            .into_iter()
+            .map(|namespace| Target {
+                operation,
+                namespace,
+                name: format!("plan {id}"),
+            })
+            .collect())
+    };
+    match &check.scope {
+        Scope::Plan(p) => of_plan(&store.resolve_plan_id(p)??, check.operation),
+        Scope::Approval(a) => {
+            let approval = store
+                .approval(a)?
+                .ok_or_else(|| crate::lifecycle::RunError::ApprovalNotFound(a.clone()))?;
+            let operation = match (check.operation, approval.kind) {
+                (Operation::Approve, ApprovalKind::PhaseGate) => Operation::Approve,
+                (Operation::Approve, _) => Operation::DrivePlan,
+                (other, _) => other,
+            };
+            of_plan(&approval.plan_id, operation)
+        }
+        Scope::Decision(d) => {
+            let id = store.resolve_decision_id(d)??;
+            let decision = store
+                .decision(&id)?
+                .ok_or_else(|| crate::lifecycle::RunError::Invalid(format!("no decision {id}")))?;
+            of_plan(&decision.plan_id, check.operation)
+        }
+        Scope::Attempt(a) => {
+            let attempt = store.correction_attempt(a)??;
+            of_plan(&attempt.plan_id, check.operation)
+        }
+        Scope::Item(name) => Ok(vec![Target {
+            operation: check.operation,
+            namespace: namespace_of(name),
+            name: name.clone(),
+        }]),
+        Scope::Server => Ok(vec![Target {
+            operation: check.operation,
+            namespace: "(server)".to_string(),
+            name: "the server".to_string(),
+        }]),
+    }
+}
+
+/// The namespaces a plan lives in: its projects', else its action's.
+fn plan_namespaces(engine: &Engine, id: &Id) -> Result<Vec<String>, ApiError> {
+    let plan = engine
+        .store()?
+        .plan(id)?
+        .ok_or_else(|| crate::lifecycle::RunError::NotFound(id.clone()))?;
+    let mut namespaces: Vec<String> = plan
+        .project_links
+        .iter()
+        .map(|l| namespace_of(&l.project_name))
+        .collect();
+    if namespaces.is_empty() {
+        namespaces.push(namespace_of(&plan.action_name));
+    }
+    namespaces.sort();
+    namespaces.dedup();
+    Ok(namespaces)
+}
+
+/// Leaves out of a list what the caller may not read.
+fn narrow(engine: &Engine, caller: &Caller<'_>, response: Response) -> Result<Response, ApiError> {
+    let mut readable: HashMap<Id, bool> = HashMap::new();
+    let mut may_read = |id: &Id| -> Result<bool, ApiError> {
+        if let Some(known) = readable.get(id) {
+            return Ok(*known);
+        }
+        let allowed = plan_namespaces(engine, id)?.iter().all(|ns| {
+            decide(caller.principal, Operation::ReadPlan, &caller.standing(ns)) == Decision::Allow
+        });
+        readable.insert(id.clone(), allowed);
+        Ok(allowed)
+    };
+    Ok(match response {
+        Response::PlanList(mut list) => {
+            let mut kept = Vec::new();
+            for plan in std::mem::take(&mut list.plans) {
+                if may_read(&plan.plan_id)? {
+                    kept.push(plan);
+                }
+            }
+            list.state_reasons.retain(|id, _| kept.iter().any(|p| &p.plan_id == id));
+            list.plans = kept;
+            Response::PlanList(list)
+        }
+        Response::Approvals(approvals) => {
+            let mut kept = Vec::new();
+            for approval in approvals {
+                if may_read(&approval.plan_id)? {
+                    kept.push(approval);
+                }
+            }
+            Response::Approvals(kept)
+        }
+        Response::Events(events) => {
+            let mut kept = Vec::new();
+            for event in events {
+                let allowed = match &event.plan_id {
+                    Some(id) => may_read(id)?,
+                    None => true,
+                };
+                if allowed {
+                    kept.push(event);
+                }
+            }
+            Response::Events(kept)
+        }
+        other => other,
+    })
+}
