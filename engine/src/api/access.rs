@@ -11,10 +11,10 @@ use std::collections::HashMap;
 
 use super::protocol::{Request, Response};
 use super::{ApiError, Engine, Op, RegistryOp};
-use crate::domain::{Id, QualifiedName};
 use crate::domain::approval::ApprovalKind;
-use crate::team::{Decision, Operation, Principal, Role, Standing, decide};
+use crate::domain::{Id, QualifiedName};
 use crate::team::permissions::role_in;
+use crate::team::{Decision, Operation, Principal, Role, Standing, decide};
 
 /// What one check is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,8 @@ enum Scope {
     Attempt(String),
     /// An item by its (possibly bare) name: its namespace.
     Item(String),
+    /// The server host's own namespace (`local`).
+    Host,
     /// The server itself.
     Server,
 }
@@ -87,20 +89,31 @@ pub fn serve_as(
     if principal.server_admin {
         return super::serve(&engine, request);
     }
+    crate::domain::name::with_default_namespace(&principal.user, || {
+        serve_checked(&engine, principal, request)
+    })
+}
+
+/// [`serve_as`] for a caller who is not a server administrator.
+fn serve_checked(
+    engine: &Engine,
+    principal: &Principal,
+    request: Request,
+) -> Result<Response, ApiError> {
     let caller = Caller {
         principal,
         memberships: engine.memberships(&principal.user)?,
     };
     for check in checks(&request) {
-        for target in resolve(&engine, &check)? {
+        for target in resolve(engine, &check)? {
             let standing = caller.standing(&target.namespace);
             if let Decision::Deny(denial) = decide(principal, target.operation, &standing) {
                 return Err(ApiError::PermissionDenied(Box::new(denial)));
             }
         }
     }
-    let response = super::serve(&engine, request)?;
-    narrow(&engine, &caller, response)
+    let response = super::serve(engine, request)?;
+    narrow(engine, &caller, response)
 }
 
 /// Whether `principal` may read the plan `plan` (id or unique prefix): the event stream's
@@ -116,10 +129,15 @@ pub fn check_read_plan(engine: &Engine, principal: &Principal, plan: &str) -> Re
         principal,
         memberships: engine.memberships(&principal.user)?,
     };
-    for target in resolve(engine, &check(Operation::ReadPlan, Scope::Plan(plan.to_string())))? {
-        if let Decision::Deny(denial) =
-            decide(principal, target.operation, &caller.standing(&target.namespace))
-        {
+    for target in resolve(
+        engine,
+        &check(Operation::ReadPlan, Scope::Plan(plan.to_string())),
+    )? {
+        if let Decision::Deny(denial) = decide(
+            principal,
+            target.operation,
+            &caller.standing(&target.namespace),
+        ) {
             return Err(ApiError::PermissionDenied(Box::new(denial)));
         }
     }
@@ -140,12 +158,12 @@ fn checks(request: &Request) -> Vec<Check> {
         | Request::Decisions { plan: p }
         | Request::Approvals { plan: Some(p) }
         | Request::Events { plan: Some(p), .. } => plan(O::ReadPlan, p),
-        Request::Approval { approval } => vec![check(O::ReadPlan, Scope::Approval(approval.clone()))],
+        Request::Approval { approval } => {
+            vec![check(O::ReadPlan, Scope::Approval(approval.clone()))]
+        }
         Request::PlanView(view) => plan(O::ReadPlan, view.plan()),
         Request::CorrectionView(view) => vec![check(O::ReadPlan, correction_scope(view))],
-        Request::Registry(_) | Request::Definition(_) => {
-            vec![check(O::ReadItem, Scope::Item(String::new()))]
-        }
+        Request::Registry(_) | Request::Definition(_) => vec![check(O::ReadItem, Scope::Host)],
         // Sessions run the orchestrator's commands and direct runs reach the server host's
         // files: server administrators only until they carry the caller (D-team-3).
         Request::Session(_) | Request::RunCall(_) => vec![check(O::ManageServer, Scope::Server)],
@@ -217,12 +235,14 @@ fn registry_checks(op: &RegistryOp) -> Vec<Check> {
         RegistryOp::AddResource(r) => item(O::RegisterResource, &r.name),
         RegistryOp::AddCustomResource(r) => item(O::RegisterResource, &r.name),
         RegistryOp::RemoveResource(r) => item(O::RegisterResource, &r.resource),
-        RegistryOp::LinkResources(l) => {
-            [&l.parent, &l.child].iter().flat_map(|n| item(O::LinkResource, n)).collect()
-        }
-        RegistryOp::UnlinkResources(l) => {
-            [&l.parent, &l.child].iter().flat_map(|n| item(O::LinkResource, n)).collect()
-        }
+        RegistryOp::LinkResources(l) => [&l.parent, &l.child]
+            .iter()
+            .flat_map(|n| item(O::LinkResource, n))
+            .collect(),
+        RegistryOp::UnlinkResources(l) => [&l.parent, &l.child]
+            .iter()
+            .flat_map(|n| item(O::LinkResource, n))
+            .collect(),
         RegistryOp::AddResourceType(t) => vec![check(O::CreateItem, named(t.name.as_ref(), None))],
         RegistryOp::RemoveResourceType(t) => item(O::EditItem, &t.name),
         RegistryOp::CreateProject(p) => item(O::CreateItem, &p.0.name),
@@ -236,7 +256,7 @@ fn registry_checks(op: &RegistryOp) -> Vec<Check> {
         RegistryOp::SetProjectProfile(p) => item(O::EditItem, &p.project),
         RegistryOp::AddValidation(v) => item(O::EditItem, &v.0.project),
         RegistryOp::RemoveValidation(v) => item(O::EditItem, &v.project),
-        RegistryOp::SetContextPolicy(_) => vec![check(O::EditItem, Scope::Item(String::new()))],
+        RegistryOp::SetContextPolicy(_) => vec![check(O::EditItem, Scope::Host)],
         RegistryOp::CreateAction(a) => vec![check(
             O::CreateItem,
             named(a.0.name.as_ref(), a.0.config_text.as_deref()),
@@ -250,7 +270,7 @@ fn registry_checks(op: &RegistryOp) -> Vec<Check> {
         )],
         RegistryOp::RemoveActor(a) => item(O::EditItem, &a.actor),
         RegistryOp::AddInvariant(i) => invariant_checks(&i.targets),
-        RegistryOp::RemoveInvariant(_) => vec![check(O::EditItem, Scope::Item(String::new()))],
+        RegistryOp::RemoveInvariant(_) => vec![check(O::EditItem, Scope::Host)],
         RegistryOp::AddProfile(p) => vec![check(
             O::CreateItem,
             named(p.name.as_ref(), p.config_text.as_deref()),
@@ -273,19 +293,24 @@ fn invariant_checks(targets: &crate::registry::invariants::Targets) -> Vec<Check
         .chain(&targets.actions)
         .map(|n| check(O::EditItem, Scope::Item(n.clone())))
         .collect();
-    checks.extend(targets.plans.iter().map(|p| check(O::DrivePlan, Scope::Plan(p.clone()))));
+    checks.extend(
+        targets
+            .plans
+            .iter()
+            .map(|p| check(O::DrivePlan, Scope::Plan(p.clone()))),
+    );
     if targets.global || checks.is_empty() {
-        checks.push(check(O::EditItem, Scope::Item(String::new())));
+        checks.push(check(O::EditItem, Scope::Host));
     }
     checks
 }
 
-/// The namespace of an item named `name` (bare names are the server host's `local`).
+/// The namespace of an item named `name` (a bare name's is the caller's default).
 fn namespace_of(name: &str) -> String {
     QualifiedName::resolve_user_input(name, &[])
         .ok()
         .and_then(|q| q.namespace)
-        .unwrap_or_else(|| crate::domain::name::LOCAL_NAMESPACE.to_string())
+        .unwrap_or_else(crate::domain::name::default_namespace)
 }
 
 /// The targets a check reaches: a plan's are its projects' namespaces.
@@ -329,6 +354,11 @@ fn resolve(engine: &Engine, check: &Check) -> Result<Vec<Target>, ApiError> {
             operation: check.operation,
             namespace: namespace_of(name),
             name: name.clone(),
+        }]),
+        Scope::Host => Ok(vec![Target {
+            operation: check.operation,
+            namespace: crate::domain::name::LOCAL_NAMESPACE.to_string(),
+            name: "the server host's items".to_string(),
         }]),
         Scope::Server => Ok(vec![Target {
             operation: check.operation,
@@ -378,7 +408,8 @@ fn narrow(engine: &Engine, caller: &Caller<'_>, response: Response) -> Result<Re
                     kept.push(plan);
                 }
             }
-            list.state_reasons.retain(|id, _| kept.iter().any(|p| &p.plan_id == id));
+            list.state_reasons
+                .retain(|id, _| kept.iter().any(|p| &p.plan_id == id));
             list.plans = kept;
             Response::PlanList(list)
         }

@@ -114,12 +114,24 @@ fn people_panel(who: &api::Attribution) -> Option<Element> {
     if *who == api::Attribution::default() {
         return None;
     }
-    let names = |v: Vec<String>| if v.is_empty() { "-".to_string() } else { v.join(", ") };
+    let names = |v: Vec<String>| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
     Some(Element::panel(
         "People",
         [
-            ("Created by", who.created_by.clone().unwrap_or_else(|| "-".into())),
-            ("Driven by", who.driven_by.clone().unwrap_or_else(|| "-".into())),
+            (
+                "Created by",
+                who.created_by.clone().unwrap_or_else(|| "-".into()),
+            ),
+            (
+                "Driven by",
+                who.driven_by.clone().unwrap_or_else(|| "-".into()),
+            ),
             (
                 "Approved by",
                 names(who.apply_approvals.iter().map(|a| a.user.clone()).collect()),
