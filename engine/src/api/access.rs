@@ -21,6 +21,9 @@ use crate::team::{Decision, Operation, Principal, Role, Standing, decide};
 enum Scope {
     /// A plan by id or unique prefix.
     Plan(String),
+    /// A plan that is driven on: passing a pending phase gate is [`Operation::Approve`],
+    /// anything else [`Operation::DrivePlan`].
+    PlanGate(Id),
     /// An approval by id; answering a phase gate is [`Operation::Approve`], any other
     /// approval [`Operation::DrivePlan`].
     Approval(String),
@@ -197,9 +200,8 @@ fn op_checks(op: &Op) -> Vec<Check> {
             );
             checks
         }
-        Op::Execute { plan: p } | Op::Prompt { plan: p, .. } | Op::Rollback { plan: p, .. } => {
-            plan(O::DrivePlan, p)
-        }
+        Op::Execute { plan: p } => vec![check(O::DrivePlan, Scope::PlanGate(p.clone()))],
+        Op::Prompt { plan: p, .. } | Op::Rollback { plan: p, .. } => plan(O::DrivePlan, p),
         Op::Apply { plan: p, .. } => plan(O::Apply, p),
         Op::Export(x) => plan(O::Apply, &x.plan),
         Op::Cancel { plan: p, .. } => plan(O::Cancel, p),
@@ -328,6 +330,20 @@ fn resolve(engine: &Engine, check: &Check) -> Result<Vec<Target>, ApiError> {
     };
     match &check.scope {
         Scope::Plan(p) => of_plan(&store.resolve_plan_id(p)??, check.operation),
+        Scope::PlanGate(id) => {
+            let at_gate = store
+                .pending_approvals(Some(id))?
+                .iter()
+                .any(|a| a.kind == ApprovalKind::PhaseGate);
+            of_plan(
+                id,
+                if at_gate {
+                    Operation::Approve
+                } else {
+                    check.operation
+                },
+            )
+        }
         Scope::Approval(a) => {
             let approval = store
                 .approval(a)?

@@ -174,6 +174,10 @@ pub enum ApiError {
     /// The caller's role does not allow the call (spec section 22); nothing was changed.
     #[error("permission denied: {0}")]
     PermissionDenied(Box<crate::team::Denial>),
+    /// An Apply waits for more humans' approvals (`apply.min_approvals`); the caller's is
+    /// recorded.
+    #[error("{0}")]
+    ApprovalsNeeded(Box<super::apply_approvals::ApprovalsNeeded>),
     /// An organization's policy refuses the call; nothing was changed.
     #[error("{0}")]
     PolicyDenied(Box<crate::team::policy::PolicyDenial>),

@@ -11,6 +11,7 @@
 //! the same transaction as the change.
 
 pub mod access;
+mod apply_approvals;
 mod apply_preview;
 mod client;
 pub mod correction_views;
@@ -47,6 +48,7 @@ pub use crate::store::Location as DatabaseLocation;
 pub use crate::store::attribution::{ApplyApproval, Attribution};
 pub use crate::team::policy::PolicyDenial;
 pub use crate::team::{Credential, Decision, Denial, Operation, Principal, Role};
+pub use apply_approvals::ApprovalsNeeded;
 pub use client::{Client, FOLLOW_POLL, Followed, follow_store, serve};
 pub use error::{ApiError, ErrorCode};
 pub use export::{ExportError, ExportRequest, ExportTarget, Exported};

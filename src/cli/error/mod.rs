@@ -678,6 +678,12 @@ impl From<cleveragents_engine::api::ApiError> for CliError {
             E::Token(t) => token_error(t),
             E::Team(t) => team_error(t),
             E::PermissionDenied(d) => permission_denied(&d),
+            E::ApprovalsNeeded(n) => CliError::new("NEEDS_APPROVAL", n.to_string())
+                .data(serde_json::to_value(&*n).unwrap_or_default())
+                .hint(format!(
+                    "another maintainer of `{}` approves and applies it: agents plan apply --yes {}",
+                    n.org, n.plan
+                )),
             E::PolicyDenied(d) => CliError::new("POLICY_DENIED", d.to_string())
                 .data(serde_json::json!({"org": d.org, "key": d.key}))
                 .hint(format!("an owner of {} can show or change the policy: agents server policy show {}", d.org, d.org)),
