@@ -22,7 +22,11 @@ pub struct Server {
     child: Child,
 }
 
-/// Creates a token named `token_name` on `env`'s data directory and starts `agents server
+/// The user every test server's tokens sign in as: the first token of a server makes it
+/// the server's administrator.
+pub const SERVER_ADMIN: &str = "tests";
+
+/// Creates a token named `token_name` for [`SERVER_ADMIN`] on `env`'s data directory and starts `agents server
 /// start START_ARGS` there: the URL of its first line, the token and the process.
 pub fn spawn(env: &Env, token_name: &str, start_args: &[&str]) -> (String, String, Child) {
     spawn_on(env, server_database(env), token_name, start_args)
@@ -42,7 +46,16 @@ pub fn spawn_on(
         cmd
     };
     let out = with_database(
-        env.local_command(&["--format", "plain", "server", "token", "create", token_name]),
+        env.local_command(&[
+            "--format",
+            "plain",
+            "server",
+            "token",
+            "create",
+            "--user",
+            SERVER_ADMIN,
+            token_name,
+        ]),
     )
     .output()
     .expect("the binary runs");
