@@ -276,10 +276,16 @@ impl OidcIssuer {
     /// Checks one table: its field name and why, when it is unusable.
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.issuer.trim().is_empty() {
-            return Err(("issuer", "is empty; expected the issuer's `iss` value".into()));
+            return Err((
+                "issuer",
+                "is empty; expected the issuer's `iss` value".into(),
+            ));
         }
         if self.audience.trim().is_empty() {
-            return Err(("audience", "is empty; expected the `aud` its tokens name".into()));
+            return Err((
+                "audience",
+                "is empty; expected the `aud` its tokens name".into(),
+            ));
         }
         match (&self.jwks_url, &self.jwks_file) {
             (Some(_), Some(_)) => {
@@ -310,7 +316,10 @@ impl OidcIssuer {
             _ => {}
         }
         if self.user_claim().trim().is_empty() {
-            return Err(("user-claim", "is empty; expected a claim's name, e.g. sub".into()));
+            return Err((
+                "user-claim",
+                "is empty; expected a claim's name, e.g. sub".into(),
+            ));
         }
         Ok(())
     }
@@ -1351,7 +1360,10 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
             if !issuers.insert(issuer.issuer.as_str()) {
                 return Err(bad(
                     format!("server.oidc[{i}].issuer"),
-                    format!("`{}` is configured twice; give each issuer one table", issuer.issuer),
+                    format!(
+                        "`{}` is configured twice; give each issuer one table",
+                        issuer.issuer
+                    ),
                 ));
             }
         }

@@ -403,12 +403,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         }
     };
     let shared = Arc::new(crate::server::Shared {
-        engine: crate::server::Live::new(
-            engine,
-            verifier,
-            ctx.paths.config_path.clone(),
-            rebuild,
-        ),
+        engine: crate::server::Live::new(engine, verifier, ctx.paths.config_path.clone(), rebuild),
         render: remote_error,
         stopping: stopping.clone(),
     });

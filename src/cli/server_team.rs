@@ -8,9 +8,9 @@ use serde_json::json;
 use super::server::{DatabaseArg, MemberCommand, OrgCommand, TokenCommand, UserCommand, engine};
 use super::{CliError, Context};
 use crate::output::{Column, Element, Report};
+use cleveragents_engine::api;
 use cleveragents_engine::api::team::{Org, TeamRequest, TeamView, User};
 use cleveragents_engine::api::tokens::{NewToken, TokenRecord, parse_lifetime};
-use cleveragents_engine::api;
 
 /// Answers `request` on the chosen server, else on this host's records.
 fn call(ctx: &Context, database: &DatabaseArg, request: TeamRequest) -> Result<TeamView, CliError> {
@@ -322,8 +322,9 @@ pub fn org(c: OrgCommand, ctx: &Context) -> Result<Report, CliError> {
         _ => format!("Organization {}: {} member(s)", org.name, org.members.len()),
     };
     match call(ctx, &database, request)? {
-        TeamView::Org(org) => Ok(Report::ok(command, json!({"org": org}), status_of(&org))
-            .with(members_table(&org))),
+        TeamView::Org(org) => {
+            Ok(Report::ok(command, json!({"org": org}), status_of(&org)).with(members_table(&org)))
+        }
         other => Err(unexpected(&other)),
     }
 }

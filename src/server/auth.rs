@@ -64,8 +64,7 @@ pub async fn require_token(
         .map(|ConnectInfo(a)| a.to_string());
     let (engine, verifier) = shared.engine.current();
     let secret = secret.to_string();
-    let answer = if !secret.starts_with(api::tokens::SECRET_PREFIX)
-        && oidc::looks_like_jwt(&secret)
+    let answer = if !secret.starts_with(api::tokens::SECRET_PREFIX) && oidc::looks_like_jwt(&secret)
     {
         if verifier.is_empty() {
             return refused("the token is a JWT, and this server trusts no OIDC issuer");
@@ -79,13 +78,9 @@ pub async fn require_token(
             issuer: accepted.issuer,
         };
         tokio::task::spawn_blocking(move || {
-            engine
-                .principal_of(&user, credential, address)
-                .map(|p| {
-                    p.ok_or_else(|| {
-                        format!("the JWT's user `{user}` has no account on this server")
-                    })
-                })
+            engine.principal_of(&user, credential, address).map(|p| {
+                p.ok_or_else(|| format!("the JWT's user `{user}` has no account on this server"))
+            })
         })
         .await
     } else {

@@ -55,7 +55,9 @@ pub struct CreatedToken {
 }
 
 /// What a token to create is for.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct NewToken {
     /// The user it signs in as.
     pub user: String,
@@ -332,16 +334,21 @@ mod tests {
 
     #[test]
     fn the_first_token_of_a_server_without_users_makes_an_administrator_and_later_ones_need_a_user()
-     {
+    {
         let (_dir, engine) = engine();
-        let first = engine.create_token(&token_for("ann", Some("laptop"))).unwrap();
+        let first = engine
+            .create_token(&token_for("ann", Some("laptop")))
+            .unwrap();
         assert!(first.user_created);
         let who = engine.authenticate(&first.token, None).unwrap().unwrap();
         assert_eq!((who.user.as_str(), who.server_admin), ("ann", true));
 
         let err = engine.create_token(&token_for("bob", None)).unwrap_err();
         assert!(
-            matches!(err, ApiError::Team(super::super::team::TeamError::UnknownUser(_))),
+            matches!(
+                err,
+                ApiError::Team(super::super::team::TeamError::UnknownUser(_))
+            ),
             "{err:?}"
         );
         engine.add_user("bob", false).unwrap();
@@ -360,15 +367,24 @@ mod tests {
         let expires = created.record.expires_at.unwrap();
         let day = jiff::SignedDuration::from_hours(24);
         let within = expires.checked_sub(day).unwrap();
-        assert!(engine.authenticate_at(&created.token, None, within).unwrap().is_ok());
-        let after = expires.checked_add(jiff::SignedDuration::from_secs(1)).unwrap();
+        assert!(
+            engine
+                .authenticate_at(&created.token, None, within)
+                .unwrap()
+                .is_ok()
+        );
+        let after = expires
+            .checked_add(jiff::SignedDuration::from_secs(1))
+            .unwrap();
         assert_eq!(
             engine.authenticate_at(&created.token, None, after).unwrap(),
             Err(Refusal::Expired)
         );
         // At the very instant it ends, it no longer works.
         assert_eq!(
-            engine.authenticate_at(&created.token, None, expires).unwrap(),
+            engine
+                .authenticate_at(&created.token, None, expires)
+                .unwrap(),
             Err(Refusal::Expired)
         );
         assert_eq!(engine.tokens().unwrap()[0].expires_at, Some(expires));
@@ -379,7 +395,8 @@ mod tests {
         let (dir, engine) = engine();
         let created = engine.create_token(&token_for("ci", Some("old"))).unwrap();
         let db = rusqlite::Connection::open(dir.path().join("cleveragents.db")).unwrap();
-        db.execute("UPDATE server_tokens SET user_name = NULL", []).unwrap();
+        db.execute("UPDATE server_tokens SET user_name = NULL", [])
+            .unwrap();
         db.execute("DELETE FROM users", []).unwrap();
         let who = engine.authenticate(&created.token, None).unwrap().unwrap();
         assert_eq!((who.user.as_str(), who.server_admin), ("old", true));
