@@ -1893,6 +1893,45 @@ mod tests {
     }
 
     #[test]
+    fn oidc_issuers_are_tables_of_server_oidc_each_with_one_source_of_keys() {
+        let path = Path::new("/x/config.toml");
+        let ok = "[[server.oidc]]\nissuer = \"https://a\"\naudience = \"agents\"\njwks-url = \"https://a/jwks\"\n\n[[server.oidc]]\nissuer = \"https://b\"\naudience = \"agents\"\njwks-file = \"/etc/b.json\"\nuser-claim = \"email\"\n";
+        let file = parse_and_validate(path, ok).unwrap();
+        let config = Config {
+            file,
+            path: path.to_path_buf(),
+            exists: true,
+        };
+        let issuers = config.oidc_issuers();
+        assert_eq!(issuers.len(), 2);
+        assert_eq!(issuers[0].user_claim(), "sub");
+        assert_eq!(issuers[1].user_claim(), "email");
+        for (text, key) in [
+            (
+                "[[server.oidc]]\nissuer = \"https://a\"\naudience = \"x\"\n",
+                "server.oidc[0].jwks-url",
+            ),
+            (
+                "[[server.oidc]]\nissuer = \"https://a\"\naudience = \"x\"\njwks-file = \"rel.json\"\n",
+                "server.oidc[0].jwks-file",
+            ),
+            (
+                "[[server.oidc]]\nissuer = \"\"\naudience = \"x\"\njwks-url = \"https://a\"\n",
+                "server.oidc[0].issuer",
+            ),
+        ] {
+            match parse_and_validate(path, text) {
+                Err(ConfigError::InvalidEntry { key: k, .. }) => assert_eq!(k, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            parse_and_validate(path, "[server]\nport = 1\n"),
+            Err(ConfigError::Parse { .. })
+        ));
+    }
+
+    #[test]
     fn unknown_top_level_key_suggests_the_nearest() {
         match KeyPath::parse("formt") {
             Err(ConfigError::UnknownKey { suggestion, .. }) => {
