@@ -15,6 +15,9 @@ use crate::output::{Element, Report};
 use cleveragents_engine::api;
 use cleveragents_engine::config as engine_config;
 
+pub use super::server_host::{DatabaseArg, engine};
+pub use super::server_team::{MemberCommand, OrgCommand, TokenCommand, UserCommand};
+
 /// `agents server` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ServerCommand {
@@ -45,127 +48,6 @@ pub enum ServerCommand {
         /// A server name from `agents server login` (default: --server / AGENTS_SERVER)
         name: Option<String>,
     },
-}
-
-/// `agents server token` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum TokenCommand {
-    /// Create a token for a user and print it once (plain: the token alone on stdout). The
-    /// first token of a server without users makes its user, a server administrator
-    Create {
-        /// The token's name (`ci`, `alice-laptop`; default: the user's name); without
-        /// --user, the user it signs in as
-        name: Option<String>,
-        /// The user it signs in as
-        #[arg(long, value_name = "USER")]
-        user: Option<String>,
-        /// How long it works: a number and a unit, s, m, h, d or w (`30d`; default: until
-        /// revoked)
-        #[arg(long, value_name = "DURATION")]
-        expires: Option<String>,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-    /// List tokens with their user and expiry (never their secrets)
-    List(DatabaseArg),
-    /// Revoke a token by id or name: its next request is refused
-    Revoke {
-        /// Token id (`tok_...`) or name
-        token: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-}
-
-/// `agents server user` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum UserCommand {
-    /// Add a user (their name is also their namespace on the server)
-    Add {
-        /// The user's name
-        name: String,
-        /// Make the user a server administrator (may do everything)
-        #[arg(long)]
-        admin: bool,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-    /// List the server's users
-    List(DatabaseArg),
-}
-
-/// `agents server org` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum OrgCommand {
-    /// Add an organization with its first owner (an existing user)
-    Add {
-        /// The organization's name (also its namespace)
-        org: String,
-        /// Its first owner
-        #[arg(long, value_name = "USER")]
-        owner: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-    /// List the organizations with their members
-    List(DatabaseArg),
-    /// Show one organization and its members
-    Show {
-        /// The organization
-        org: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-    /// An organization's members
-    #[command(subcommand)]
-    Member(MemberCommand),
-}
-
-/// `agents server org member` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum MemberCommand {
-    /// Make a user a member of an organization, or change their role
-    Add {
-        /// The organization
-        org: String,
-        /// The user
-        user: String,
-        /// Their role
-        #[arg(long, value_parser = ["owner", "maintainer", "member", "viewer"])]
-        role: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-    /// Remove a member from an organization (its last owner stays)
-    Remove {
-        /// The organization
-        org: String,
-        /// The user
-        user: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-}
-
-/// Where a server keeps its records.
-#[derive(Debug, Args)]
-pub struct DatabaseArg {
-    /// PostgreSQL database for the server's records (`postgres://USER:PASSWORD@HOST:PORT/DB`;
-    /// default: the SQLite file in --data-dir). Several instances may share one.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "AGENTS_DATABASE_URL",
-        hide_env_values = true
-    )]
-    pub database: Option<String>,
 }
 
 /// `agents server start` arguments.
@@ -299,24 +181,6 @@ fn check_listen(a: &StartArgs) -> Result<(), CliError> {
         .hint("or, behind a TLS proxy or on a trusted network only, add --insecure-http"));
     }
     Ok(())
-}
-
-/// The engine of this data directory, keeping its records where `--database` says.
-///
-/// # Errors
-/// `INVALID_INPUT` naming `--database` when it is not a PostgreSQL URL.
-pub(super) fn engine(ctx: &Context, a: &DatabaseArg) -> Result<api::Engine, CliError> {
-    let engine = ctx.registry_engine();
-    let Some(url) = a.database.as_deref() else {
-        return Ok(engine);
-    };
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err(CliError::invalid_input(
-            "--database: not a PostgreSQL URL (it starts with postgres:// or postgresql://)",
-        )
-        .hint("e.g. --database postgres://agents@127.0.0.1:5432/agents (or AGENTS_DATABASE_URL)"));
-    }
-    Ok(engine.with_database(api::DatabaseLocation::Postgres(url.to_string())))
 }
 
 fn migrate(engine: &api::Engine) -> Result<Report, CliError> {

@@ -5,12 +5,122 @@
 
 use serde_json::json;
 
-use super::server::{DatabaseArg, MemberCommand, OrgCommand, TokenCommand, UserCommand, engine};
+use clap::Subcommand;
+
+use super::server_host::{DatabaseArg, engine};
 use super::{CliError, Context};
 use crate::output::{Column, Element, Report};
 use cleveragents_engine::api;
-use cleveragents_engine::api::team::{Org, TeamRequest, TeamView, User};
+use cleveragents_engine::api::team::{Org, User};
+use cleveragents_engine::api::team_views::{TeamRequest, TeamView};
 use cleveragents_engine::api::tokens::{NewToken, TokenRecord, parse_lifetime};
+
+/// `agents server token` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for a user and print it once (plain: the token alone on stdout). The
+    /// first token of a server without users makes its user, a server administrator
+    Create {
+        /// The token's name (`ci`, `alice-laptop`; default: the user's name); without
+        /// --user, the user it signs in as
+        name: Option<String>,
+        /// The user it signs in as
+        #[arg(long, value_name = "USER")]
+        user: Option<String>,
+        /// How long it works: a number and a unit, s, m, h, d or w (`30d`; default: until
+        /// revoked)
+        #[arg(long, value_name = "DURATION")]
+        expires: Option<String>,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// List tokens with their user and expiry (never their secrets)
+    List(DatabaseArg),
+    /// Revoke a token by id or name: its next request is refused
+    Revoke {
+        /// Token id (`tok_...`) or name
+        token: String,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+}
+
+/// `agents server user` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a user (their name is also their namespace on the server)
+    Add {
+        /// The user's name
+        name: String,
+        /// Make the user a server administrator (may do everything)
+        #[arg(long)]
+        admin: bool,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// List the server's users
+    List(DatabaseArg),
+}
+
+/// `agents server org` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum OrgCommand {
+    /// Add an organization with its first owner (an existing user)
+    Add {
+        /// The organization's name (also its namespace)
+        org: String,
+        /// Its first owner
+        #[arg(long, value_name = "USER")]
+        owner: String,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// List the organizations with their members
+    List(DatabaseArg),
+    /// Show one organization and its members
+    Show {
+        /// The organization
+        org: String,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// An organization's members
+    #[command(subcommand)]
+    Member(MemberCommand),
+}
+
+/// `agents server org member` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum MemberCommand {
+    /// Make a user a member of an organization, or change their role
+    Add {
+        /// The organization
+        org: String,
+        /// The user
+        user: String,
+        /// Their role
+        #[arg(long, value_parser = ["owner", "maintainer", "member", "viewer"])]
+        role: String,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+    /// Remove a member from an organization (its last owner stays)
+    Remove {
+        /// The organization
+        org: String,
+        /// The user
+        user: String,
+        /// Where the server keeps its records.
+        #[command(flatten)]
+        database: DatabaseArg,
+    },
+}
 
 /// Answers `request` on the chosen server, else on this host's records.
 fn call(ctx: &Context, database: &DatabaseArg, request: TeamRequest) -> Result<TeamView, CliError> {

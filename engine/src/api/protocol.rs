@@ -92,7 +92,7 @@ pub enum Request {
     /// Direct runs: `actor run`, actor contexts, `tool run`.
     RunCall(super::run_views::RunRequest),
     /// The server's users, organizations, members and tokens.
-    Team(super::team::TeamRequest),
+    Team(super::team_views::TeamRequest),
 }
 
 impl Request {
@@ -166,7 +166,7 @@ pub enum Response {
     /// [`Request::RunCall`].
     RunCall(Box<super::run_views::RunView>),
     /// [`Request::Team`].
-    Team(Box<super::team::TeamView>),
+    Team(Box<super::team_views::TeamView>),
 }
 
 impl Response {
