@@ -293,3 +293,54 @@ fn a_server_trusting_no_issuer_refuses_a_jwt_saying_so() {
     assert_eq!(status, 401);
     assert!(message.contains("trusts no OIDC issuer"), "{message}");
 }
+
+/// Serves `body` as JSON to every request on a loopback port: the URL and how many requests
+/// were answered.
+fn serve_json(body: String) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                line.clear();
+            }
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, count)
+}
+
+#[test]
+fn an_issuers_keys_are_fetched_from_its_jwks_url_once_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let issuer = TestIssuer::new(dir.path(), "https://sso.example", "agents-test", "k9");
+    let (url, fetched) = serve_json(std::fs::read_to_string(&issuer.jwks).unwrap());
+    let env = Env::new();
+    std::fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &env.config_path,
+        format!(
+            "[[server.oidc]]\nissuer = \"{}\"\naudience = \"{}\"\njwks-url = \"{url}\"\nuser-claim = \"preferred_username\"\n",
+            issuer.issuer, issuer.audience
+        ),
+    )
+    .unwrap();
+    let server = Server::start(env);
+    let claims = serde_json::json!({"sub": "0042", "preferred_username": SERVER_ADMIN});
+    for _ in 0..2 {
+        let jwt = issuer.jwt("0042", 600, claims.clone());
+        assert_eq!(hello(&server, &jwt), (200, String::new()));
+    }
+    assert_eq!(fetched.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
