@@ -1,5 +1,6 @@
-//! `agents server start|token|login|status` (spec section 21): run the engine's protocol over
-//! HTTP for other machines, manage the tokens it accepts, and point this client at a server.
+//! `agents server start|token|user|org|login|status` (spec section 21): run the engine's
+//! protocol over HTTP for other machines, manage the users, organizations and tokens it
+//! accepts ([`super::server_team`]), and point this client at a server.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -10,18 +11,28 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{CliError, Context};
-use crate::output::{Column, Element, Report};
+use crate::output::{Element, Report};
 use cleveragents_engine::api;
 use cleveragents_engine::config as engine_config;
+
+pub use super::server_host::{DatabaseArg, engine};
+pub use super::server_team::{MemberCommand, OrgCommand, TokenCommand, UserCommand};
 
 /// `agents server` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ServerCommand {
     /// Serve this data directory's engine over HTTP (protocol v1, Server-Sent Events)
     Start(StartArgs),
-    /// Tokens the server accepts (run on the server host, against its --data-dir)
+    /// Tokens the server accepts (on the server host against its --data-dir, or --server
+    /// SERVER)
     #[command(subcommand)]
     Token(TokenCommand),
+    /// The server's users (on the server host, or --server SERVER)
+    #[command(subcommand)]
+    User(UserCommand),
+    /// The server's organizations and their members (on the server host, or --server SERVER)
+    #[command(subcommand)]
+    Org(OrgCommand),
     /// Remember a server under NAME, with a token read from standard input
     Login(LoginArgs),
     /// Forget a server remembered by `server login`: its entry and its stored token
@@ -37,43 +48,6 @@ pub enum ServerCommand {
         /// A server name from `agents server login` (default: --server / AGENTS_SERVER)
         name: Option<String>,
     },
-}
-
-/// `agents server token` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum TokenCommand {
-    /// Create a token and print it once (plain: the token alone on stdout)
-    Create {
-        /// Who or what uses it (`ci`, `alice-laptop`)
-        name: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-    /// List tokens (never their secrets)
-    List(DatabaseArg),
-    /// Revoke a token by id or name: its next request is refused
-    Revoke {
-        /// Token id (`tok_...`) or name
-        token: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-}
-
-/// Where a server keeps its records.
-#[derive(Debug, Args)]
-pub struct DatabaseArg {
-    /// PostgreSQL database for the server's records (`postgres://USER:PASSWORD@HOST:PORT/DB`;
-    /// default: the SQLite file in --data-dir). Several instances may share one.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "AGENTS_DATABASE_URL",
-        hide_env_values = true
-    )]
-    pub database: Option<String>,
 }
 
 /// `agents server start` arguments.
@@ -125,6 +99,23 @@ impl ServerCommand {
                     TokenCommand::Revoke { .. } => "revoke",
                 }
             ),
+            ServerCommand::User(u) => format!(
+                "user {}",
+                match u {
+                    UserCommand::Add { .. } => "add",
+                    UserCommand::List(_) => "list",
+                }
+            ),
+            ServerCommand::Org(o) => format!(
+                "org {}",
+                match o {
+                    OrgCommand::Add { .. } => "add",
+                    OrgCommand::List(_) => "list",
+                    OrgCommand::Show { .. } => "show",
+                    OrgCommand::Member(MemberCommand::Add { .. }) => "member add",
+                    OrgCommand::Member(MemberCommand::Remove { .. }) => "member remove",
+                }
+            ),
             ServerCommand::Login(_) => "login".into(),
             ServerCommand::Logout { .. } => "logout".into(),
             ServerCommand::Migrate(_) => "migrate".into(),
@@ -132,13 +123,32 @@ impl ServerCommand {
         }
     }
 
-    /// Whether the command works on this machine's data directory (start, tokens) rather
-    /// than on a chosen server.
+    /// Whether the command works on this machine's data directory (start, migrate; tokens,
+    /// users and organizations when no server is chosen) rather than on a chosen server.
     pub fn uses_data_dir(&self) -> bool {
         matches!(
             self,
-            ServerCommand::Start(_) | ServerCommand::Token(_) | ServerCommand::Migrate(_)
+            ServerCommand::Start(_)
+                | ServerCommand::Token(_)
+                | ServerCommand::User(_)
+                | ServerCommand::Org(_)
+                | ServerCommand::Migrate(_)
         )
+    }
+
+    /// Whether the command administers a server's tokens, users or organizations: on the
+    /// server host (its data directory or --database) without --server, or through the
+    /// protocol with it.
+    pub fn administers(&self) -> bool {
+        matches!(
+            self,
+            ServerCommand::Token(_) | ServerCommand::User(_) | ServerCommand::Org(_)
+        )
+    }
+
+    /// Whether the command runs against a chosen server.
+    pub fn served_remotely(&self) -> bool {
+        !self.uses_data_dir() || self.administers()
     }
 }
 
@@ -149,13 +159,9 @@ impl ServerCommand {
 pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
     match c {
         ServerCommand::Start(a) => start(&a, ctx),
-        ServerCommand::Token(TokenCommand::Create { name, database }) => {
-            token_create(&engine(ctx, &database)?, &name)
-        }
-        ServerCommand::Token(TokenCommand::List(database)) => token_list(&engine(ctx, &database)?),
-        ServerCommand::Token(TokenCommand::Revoke { token, database }) => {
-            token_revoke(&engine(ctx, &database)?, &token)
-        }
+        ServerCommand::Token(c) => super::server_team::token(c, ctx),
+        ServerCommand::User(c) => super::server_team::user(c, ctx),
+        ServerCommand::Org(c) => super::server_team::org(c, ctx),
         ServerCommand::Migrate(database) => migrate(&engine(ctx, &database)?),
         ServerCommand::Login(a) => login(ctx, &a),
         ServerCommand::Logout { name } => logout(ctx, &name),
@@ -177,24 +183,6 @@ fn check_listen(a: &StartArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The engine of this data directory, keeping its records where `--database` says.
-///
-/// # Errors
-/// `INVALID_INPUT` naming `--database` when it is not a PostgreSQL URL.
-fn engine(ctx: &Context, a: &DatabaseArg) -> Result<api::Engine, CliError> {
-    let engine = ctx.registry_engine();
-    let Some(url) = a.database.as_deref() else {
-        return Ok(engine);
-    };
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err(CliError::invalid_input(
-            "--database: not a PostgreSQL URL (it starts with postgres:// or postgresql://)",
-        )
-        .hint("e.g. --database postgres://agents@127.0.0.1:5432/agents (or AGENTS_DATABASE_URL)"));
-    }
-    Ok(engine.with_database(api::DatabaseLocation::Postgres(url.to_string())))
-}
-
 fn migrate(engine: &api::Engine) -> Result<Report, CliError> {
     let schema = engine.schema_version()?;
     let database = engine.database().to_string();
@@ -210,6 +198,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
     let stopping = crate::server::Stopping::default();
     let engine = engine(ctx, &a.database)?.with_observer(Arc::new(stopping.clone()));
     let schema = engine.schema_version()?;
+    let verifier = oidc_verifier(ctx.config()?.oidc_issuers())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -257,6 +246,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         move || {
             let config = cleveragents_engine::Config::load(&paths.config_path)
                 .map_err(|e| CliError::from(e).body.message)?;
+            let verifier = crate::server::oidc::Verifier::new(config.oidc_issuers())?;
             let fresh = Context {
                 paths: paths.clone(),
                 config: Ok(config),
@@ -267,14 +257,17 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
                 server: None,
                 server_mode: None,
             };
-            Ok(fresh
-                .registry_engine()
-                .with_database(database.clone())
-                .with_observer(Arc::new(stopping.clone())))
+            Ok((
+                fresh
+                    .registry_engine()
+                    .with_database(database.clone())
+                    .with_observer(Arc::new(stopping.clone())),
+                verifier,
+            ))
         }
     };
     let shared = Arc::new(crate::server::Shared {
-        engine: crate::server::Live::new(engine, ctx.paths.config_path.clone(), rebuild),
+        engine: crate::server::Live::new(engine, verifier, ctx.paths.config_path.clone(), rebuild),
         render: remote_error,
         stopping: stopping.clone(),
     });
@@ -297,6 +290,20 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         format!("Server at {url} stopped"),
     )
     .announced())
+}
+
+/// The verifier of the JWTs of the OIDC issuers `config.toml` names (`[[server.oidc]]`),
+/// their JWKS files read now.
+///
+/// # Errors
+/// `INVALID_INPUT` naming the file that cannot be read.
+fn oidc_verifier(
+    issuers: &[engine_config::OidcIssuer],
+) -> Result<crate::server::oidc::Verifier, CliError> {
+    crate::server::oidc::Verifier::new(issuers).map_err(|why| {
+        CliError::invalid_input(format!("[[server.oidc]]: {why}"))
+            .hint("fix jwks-file in config.toml (a JWK set as JSON), or use jwks-url")
+    })
 }
 
 /// The TLS settings of `--tls-cert` and `--tls-key` (PEM files).
@@ -366,69 +373,6 @@ fn announce(ctx: &Context, url: &str, schema: u32, database: &str) {
     let _ = out.flush();
 }
 
-fn token_create(engine: &api::Engine, name: &str) -> Result<Report, CliError> {
-    let created = engine.create_token(name)?;
-    let r = &created.record;
-    Ok(Report::ok(
-        "server token create",
-        json!({"token": created.token, "token_id": r.token_id, "name": r.name, "created_at": r.created_at}),
-        format!("Token {} created; it is shown only this once", r.token_id),
-    )
-    .with(Element::panel(
-        "Token",
-        [
-            ("Id", r.token_id.clone()),
-            ("Name", r.name.clone()),
-            ("Token", created.token.clone()),
-        ],
-    ))
-    .plain_only(created.token))
-}
-
-fn token_list(engine: &api::Engine) -> Result<Report, CliError> {
-    let tokens = engine.tokens()?;
-    let time = |t: &Option<jiff::Timestamp>| t.map_or("-".to_string(), |t| super::view::time(&t));
-    let rows = tokens
-        .iter()
-        .map(|t| {
-            vec![
-                t.token_id.clone().into(),
-                t.name.clone().into(),
-                super::view::time(&t.created_at).into(),
-                time(&t.last_used_at).into(),
-                time(&t.revoked_at).into(),
-            ]
-        })
-        .collect();
-    let active = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
-    Ok(Report::ok(
-        "server token list",
-        json!({"tokens": tokens}),
-        format!("{active} active token(s), {} in all", tokens.len()),
-    )
-    .with(Element::Table {
-        title: "Tokens".into(),
-        columns: vec![
-            Column::left("Id"),
-            Column::left("Name"),
-            Column::left("Created"),
-            Column::left("Last used"),
-            Column::left("Revoked"),
-        ],
-        rows,
-        empty: "No tokens.".into(),
-    }))
-}
-
-fn token_revoke(engine: &api::Engine, which: &str) -> Result<Report, CliError> {
-    let revoked = engine.revoke_token(which)?;
-    Ok(Report::ok(
-        "server token revoke",
-        json!({"token_id": revoked.token_id, "name": revoked.name, "revoked_at": revoked.revoked_at}),
-        format!("Token {} ({}) revoked", revoked.token_id, revoked.name),
-    ))
-}
-
 fn login(ctx: &Context, a: &LoginArgs) -> Result<Report, CliError> {
     if !a.token_stdin {
         return Err(
@@ -454,7 +398,7 @@ fn login(ctx: &Context, a: &LoginArgs) -> Result<Report, CliError> {
     let token = token.trim().to_string();
     if token.is_empty() {
         return Err(CliError::invalid_input("no token on standard input")
-            .hint("create one on the server host: agents server token create NAME"));
+            .hint("create one on the server host: agents server token create --user USER"));
     }
     let ca_cert = match &a.ca_cert {
         Some(p) => Some(

@@ -40,6 +40,7 @@ mod sandbox;
 mod server;
 mod server_corrections;
 mod server_definitions;
+mod server_identity;
 mod server_plan_views;
 mod server_postgres;
 mod server_registry;

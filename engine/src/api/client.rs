@@ -339,6 +339,7 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
             Response::CorrectionView(Box::new(super::correction_views::answer(engine, r)?))
         }
         Request::RunCall(r) => Response::RunCall(Box::new(super::run_views::answer(engine, r)?)),
+        Request::Team(r) => Response::Team(Box::new(super::team_views::answer(engine, r)?)),
     })
 }
 

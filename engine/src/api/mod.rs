@@ -38,6 +38,7 @@ pub mod session_views;
 mod status;
 mod takeover;
 pub mod team;
+pub mod team_views;
 pub mod tokens;
 
 use std::sync::Arc;

@@ -744,10 +744,12 @@ fn token_error(e: cleveragents_engine::api::tokens::TokenError) -> CliError {
     use cleveragents_engine::api::tokens::TokenError as T;
     let message = e.to_string();
     match e {
-        T::BadName(_) => CliError::invalid_input(message),
-        T::NameTaken(name) => CliError::new("CONFLICT", message).hint(format!(
-            "choose another name, or revoke it first: agents server token revoke {name}"
-        )),
+        T::BadName(_) | T::BadLifetime(_) => CliError::invalid_input(message),
+        T::NameTaken(name) => CliError::new("CONFLICT", message)
+            .hint(format!(
+                "choose another name, or revoke it first: agents server token revoke {name}"
+            ))
+            .hint("name the token: agents server token create --user USER NAME"),
         T::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents server token list"),
         T::Random(_) => CliError::new("ENVIRONMENT", message),
     }
