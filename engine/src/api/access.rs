@@ -35,6 +35,11 @@ enum Scope {
     Item(String),
     /// The server host's own namespace (`local`).
     Host,
+    /// A namespace by name (an organization).
+    Namespace(String),
+    /// Something of the user named: their own is allowed to them, anyone else's needs the
+    /// check's operation.
+    SelfOr(String),
     /// The server itself.
     Server,
 }
@@ -108,7 +113,7 @@ fn serve_checked(
         memberships: engine.memberships(&principal.user)?,
     };
     for check in checks(&request) {
-        for target in resolve(engine, &check)? {
+        for target in resolve(engine, &check, &principal.user)? {
             let standing = caller.standing(&target.namespace);
             if let Decision::Deny(denial) = decide(principal, target.operation, &standing) {
                 return Err(ApiError::PermissionDenied(Box::new(denial)));
@@ -135,6 +140,7 @@ pub fn check_read_plan(engine: &Engine, principal: &Principal, plan: &str) -> Re
     for target in resolve(
         engine,
         &check(Operation::ReadPlan, Scope::Plan(plan.to_string())),
+        &principal.user,
     )? {
         if let Decision::Deny(denial) = decide(
             principal,
@@ -172,6 +178,24 @@ fn checks(request: &Request) -> Vec<Check> {
         Request::Session(_) | Request::RunCall(_) => vec![check(O::ManageServer, Scope::Server)],
         Request::Change(op) => registry_checks(op),
         Request::Run(op) => op_checks(op),
+        Request::Team(team) => team_checks(team),
+    }
+}
+
+fn team_checks(request: &super::team_views::TeamRequest) -> Vec<Check> {
+    use super::team_views::TeamRequest as T;
+    use Operation as O;
+    match request {
+        T::Users | T::Orgs => vec![check(O::ReadItem, Scope::Host)],
+        T::Org { name } => vec![check(O::ReadItem, Scope::Namespace(name.clone()))],
+        T::SetMember { org, .. } | T::RemoveMember { org, .. } => {
+            vec![check(O::ManageMembers, Scope::Namespace(org.clone()))]
+        }
+        // A user may issue tokens for themself; anyone else's are the administrators'.
+        T::CreateToken(new) => vec![check(O::ManageServer, Scope::SelfOr(new.user.clone()))],
+        T::AddUser { .. } | T::AddOrg { .. } | T::Tokens | T::RevokeToken { .. } => {
+            vec![check(O::ManageServer, Scope::Server)]
+        }
     }
 }
 
@@ -315,8 +339,9 @@ fn namespace_of(name: &str) -> String {
         .unwrap_or_else(crate::domain::name::default_namespace)
 }
 
-/// The targets a check reaches: a plan's are its projects' namespaces.
-fn resolve(engine: &Engine, check: &Check) -> Result<Vec<Target>, ApiError> {
+/// The targets a check reaches for the user `caller`: a plan's are its projects'
+/// namespaces.
+fn resolve(engine: &Engine, check: &Check, caller: &str) -> Result<Vec<Target>, ApiError> {
     let store = engine.store()?;
     let of_plan = |id: &Id, operation: Operation| -> Result<Vec<Target>, ApiError> {
         Ok(plan_namespaces(engine, id)?
@@ -370,6 +395,21 @@ fn resolve(engine: &Engine, check: &Check) -> Result<Vec<Target>, ApiError> {
             operation: check.operation,
             namespace: namespace_of(name),
             name: name.clone(),
+        }]),
+        Scope::Namespace(namespace) => Ok(vec![Target {
+            operation: check.operation,
+            namespace: namespace.clone(),
+            name: format!("`{namespace}`"),
+        }]),
+        Scope::SelfOr(user) if user == caller => Ok(vec![Target {
+            operation: Operation::ReadItem,
+            namespace: user.clone(),
+            name: format!("user {user}"),
+        }]),
+        Scope::SelfOr(user) => Ok(vec![Target {
+            operation: check.operation,
+            namespace: "(server)".to_string(),
+            name: format!("user {user}"),
         }]),
         Scope::Host => Ok(vec![Target {
             operation: check.operation,
