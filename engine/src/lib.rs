@@ -45,6 +45,7 @@ macro_rules! internal_modules {
 
 internal_modules!(
     actor_run,
+    audit,
     actors,
     context,
     correction,

@@ -91,6 +91,8 @@ pub enum Request {
     CorrectionView(super::correction_views::CorrectionViewRequest),
     /// Direct runs: `actor run`, actor contexts, `tool run`.
     RunCall(super::run_views::RunRequest),
+    /// The audit log: its rows, and the check of its hash chain.
+    Audit(super::audit::AuditRequest),
 }
 
 impl Request {
@@ -116,6 +118,7 @@ impl Request {
             Request::Session(_) => "session",
             Request::CorrectionView(_) => "correction_view",
             Request::RunCall(_) => "run_call",
+            Request::Audit(_) => "audit",
         }
     }
 }
@@ -162,6 +165,8 @@ pub enum Response {
     CorrectionView(Box<super::correction_views::CorrectionView>),
     /// [`Request::RunCall`].
     RunCall(Box<super::run_views::RunView>),
+    /// [`Request::Audit`].
+    Audit(Box<super::audit::AuditView>),
 }
 
 impl Response {
@@ -187,6 +192,7 @@ impl Response {
             Response::Session(_) => "session",
             Response::CorrectionView(_) => "correction_view",
             Response::RunCall(_) => "run_call",
+            Response::Audit(_) => "audit",
         }
     }
 }
