@@ -32,13 +32,9 @@ pub struct AuditArgs {
     #[arg(long, value_name = "N")]
     pub limit: Option<u32>,
     /// PostgreSQL database of the server's records, on the server host
-    /// (`postgres://USER:PASSWORD@HOST:PORT/DB`; default: the SQLite file in --data-dir)
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "AGENTS_DATABASE_URL",
-        hide_env_values = true
-    )]
+    /// (`postgres://USER:PASSWORD@HOST:PORT/DB`; default: AGENTS_DATABASE_URL, else the SQLite
+    /// file in --data-dir)
+    #[arg(long, value_name = "URL")]
     pub database: Option<String>,
 }
 
@@ -57,13 +53,9 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "SEQ:HASH")]
     pub head: Option<String>,
     /// PostgreSQL database of the server's records, on the server host
-    /// (`postgres://USER:PASSWORD@HOST:PORT/DB`; default: the SQLite file in --data-dir)
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "AGENTS_DATABASE_URL",
-        hide_env_values = true
-    )]
+    /// (`postgres://USER:PASSWORD@HOST:PORT/DB`; default: AGENTS_DATABASE_URL, else the SQLite
+    /// file in --data-dir)
+    #[arg(long, value_name = "URL")]
     pub database: Option<String>,
 }
 
@@ -111,15 +103,19 @@ fn client(
 ) -> Result<Box<dyn Client>, CliError> {
     match &ctx.server {
         Some(chosen) => {
+            // AGENTS_DATABASE_URL exported on a client is ignored, as by every command sent
+            // to a server; the flag typed with --server is refused rather than ignored.
             if database.is_some() {
                 return Err(CliError::invalid_input(
                     "--database names the server host's own database; through --server the server reads its own",
                 )
-                .hint("drop --database (and unset AGENTS_DATABASE_URL), or run the command on the server host without --server"));
+                .hint("drop --database, or run the command on the server host without --server"));
             }
             chosen.client()
         }
-        None => Ok(Box::new(host(database)?)),
+        None => Ok(Box::new(host(
+            database.or_else(|| super::env_var("AGENTS_DATABASE_URL")),
+        )?)),
     }
 }
 

@@ -97,6 +97,24 @@ fn verify_names_the_row_edited_by_hand(env: &Env, database: Option<&str>, edit: 
     assert_eq!(doc["data"]["intact"], true);
     assert_eq!(doc["data"]["head"]["seq"], 4);
     let head = format!("4:{}", doc["data"]["head"]["hash"].as_str().unwrap());
+    let (doc, code) = host_json(
+        env,
+        database,
+        &[
+            "server", "audit", "--user", "alice", "--org", "acme", "--since", "1h",
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let seqs: Vec<&Value> = doc["data"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["seq"])
+        .collect();
+    assert_eq!(seqs, [&Value::from(1), &Value::from(3)], "{doc:#}");
+    let (doc, code) = host_json(env, database, &["server", "audit"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["rows"].as_array().unwrap().len(), 4);
 
     edit("UPDATE audit_log SET allowed = 1, reason = NULL WHERE seq = 2");
 
@@ -312,5 +330,14 @@ fn a_client_reads_and_verifies_the_servers_log_through_the_protocol() {
         (code, &doc["error"]["code"]),
         (1, &Value::from("INVALID_INPUT"))
     );
+    // A client's AGENTS_DATABASE_URL is ignored, as by every command sent to a server.
+    let out = server
+        .client(&client, &["--format", "json", "server", "audit"])
+        .env("AGENTS_DATABASE_URL", "postgres://x@127.0.0.1:1/x")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    assert_eq!(doc["data"]["rows"].as_array().unwrap().len(), 4);
     assert!(!db_file(&client).exists(), "the client wrote a database");
 }

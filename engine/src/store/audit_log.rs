@@ -136,10 +136,12 @@ impl Store {
     /// # Errors
     /// [`StoreError`]; [`StoreError::Corrupt`] for a row whose time cannot be read.
     pub fn audit_rows(&self, filter: &RowFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        // Each parameter is compared with its column before `IS NULL`: PostgreSQL takes its
+        // type from the first use.
         let mut stmt = self.conn().prepare(&format!(
             "SELECT {COLUMNS} FROM audit_log \
-             WHERE (?1 IS NULL OR user_name = ?1) AND (?2 IS NULL OR namespace = ?2) \
-             AND (?3 IS NULL OR at >= ?3) ORDER BY seq DESC LIMIT ?4"
+             WHERE (user_name = ?1 OR ?1 IS NULL) AND (namespace = ?2 OR ?2 IS NULL) \
+             AND (at >= ?3 OR ?3 IS NULL) ORDER BY seq DESC LIMIT ?4"
         ))?;
         let mut rows = stmt
             .query_map(
