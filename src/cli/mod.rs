@@ -26,6 +26,7 @@ pub mod reference;
 pub mod remote;
 pub mod resource;
 pub mod server;
+pub mod server_audit;
 pub mod server_host;
 pub mod server_team;
 pub mod session;

@@ -43,6 +43,8 @@ pub enum ServerCommand {
     /// Migrate the server's database to this version's schema and exit (for deploys that
     /// migrate before starting instances; `server start` migrates too)
     Migrate(DatabaseArg),
+    /// The audit log: who did or was refused what, when, from where (`verify` checks its chain)
+    Audit(super::server_audit::AuditArgs),
     /// Whether a server answers: its URL, version, protocol and schema
     Status {
         /// A server name from `agents server login` (default: --server / AGENTS_SERVER)
@@ -120,6 +122,7 @@ impl ServerCommand {
             ServerCommand::Logout { .. } => "logout".into(),
             ServerCommand::Migrate(_) => "migrate".into(),
             ServerCommand::Status { .. } => "status".into(),
+            ServerCommand::Audit(a) => a.name().into(),
         }
     }
 
@@ -166,6 +169,9 @@ pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
         ServerCommand::Login(a) => login(ctx, &a),
         ServerCommand::Logout { name } => logout(ctx, &name),
         ServerCommand::Status { name } => status(ctx, name.as_deref()),
+        ServerCommand::Audit(a) => {
+            super::server_audit::run(a, ctx, &|database| engine(ctx, &DatabaseArg { database }))
+        }
     }
 }
 

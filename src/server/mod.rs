@@ -354,7 +354,7 @@ async fn call(
     let runs_an_operation = matches!(request, protocol::Request::Run(_));
     let engine = shared.engine.engine();
     let work = tokio::task::spawn_blocking(move || {
-        api::serve(&engine, request).map(|mut r| {
+        api::access::serve_as(&engine, &principal, request).map(|mut r| {
             if let protocol::Response::Hello(h) = &mut r {
                 h.mode = "server".to_string();
             }

@@ -38,6 +38,7 @@ mod resource_types;
 mod review;
 mod sandbox;
 mod server;
+mod server_audit;
 mod server_corrections;
 mod server_definitions;
 mod server_identity;

@@ -84,7 +84,7 @@ impl Caller<'_> {
 
 /// Serves `request` for `principal`: checks every operation it performs, then runs it as
 /// [`super::serve`] would, with the caller recorded on what it changes; lists are narrowed
-/// to what the caller may read.
+/// to what the caller may read. Every mutation and every denial is appended to the audit log.
 ///
 /// # Errors
 /// [`ApiError::PermissionDenied`] (nothing ran), or the call's own errors.
@@ -94,34 +94,124 @@ pub fn serve_as(
     request: Request,
 ) -> Result<Response, ApiError> {
     let engine = engine.as_caller(principal.clone());
-    if principal.server_admin {
-        return super::serve(&engine, request);
+    let operation = label(&request);
+    let mutation = is_mutation(&request);
+    let (result, targets) = if principal.server_admin {
+        let targets = targets_of(&engine, &request, &principal.user);
+        (super::serve(&engine, request), targets)
+    } else {
+        crate::domain::name::with_default_namespace(&principal.user, || {
+            serve_checked(&engine, principal, request)
+        })
+    };
+    let denied = matches!(result, Err(ApiError::PermissionDenied(_)));
+    if mutation || denied {
+        record(&engine, principal, operation, &targets, &result);
     }
-    crate::domain::name::with_default_namespace(&principal.user, || {
-        serve_checked(&engine, principal, request)
-    })
+    result
 }
 
-/// [`serve_as`] for a caller who is not a server administrator.
+/// The targets of `request` as far as they can be found; an administrator's call is not
+/// refused for a target that cannot (the call itself says what is wrong).
+fn targets_of(engine: &Engine, request: &Request, caller: &str) -> Vec<Target> {
+    checks(request)
+        .iter()
+        .filter_map(|c| resolve(engine, c, caller).ok())
+        .flatten()
+        .collect()
+}
+
+/// [`serve_as`] for a caller who is not a server administrator: the answer, and the targets
+/// checked (the last one the refused target when a check failed).
 fn serve_checked(
     engine: &Engine,
     principal: &Principal,
     request: Request,
-) -> Result<Response, ApiError> {
-    let caller = Caller {
-        principal,
-        memberships: engine.memberships(&principal.user)?,
-    };
-    for check in checks(&request) {
-        for target in resolve(engine, &check, &principal.user)? {
-            let standing = caller.standing(&target.namespace);
-            if let Decision::Deny(denial) = decide(principal, target.operation, &standing) {
-                return Err(ApiError::PermissionDenied(Box::new(denial)));
+) -> (Result<Response, ApiError>, Vec<Target>) {
+    let mut checked = Vec::new();
+    let result = (|| {
+        let caller = Caller {
+            principal,
+            memberships: engine.memberships(&principal.user)?,
+        };
+        for check in checks(&request) {
+            for target in resolve(engine, &check, &principal.user)? {
+                let standing = caller.standing(&target.namespace);
+                let decision = decide(principal, target.operation, &standing);
+                checked.push(target);
+                if let Decision::Deny(denial) = decision {
+                    return Err(ApiError::PermissionDenied(Box::new(denial)));
+                }
             }
         }
+        let response = super::serve(engine, request)?;
+        narrow(engine, principal, response)
+    })();
+    (result, checked)
+}
+
+/// Appends the audit row of one call: who, what, on which targets, from where, allowed or
+/// why not. A failure to append is logged; it does not undo the call.
+fn record(
+    engine: &Engine,
+    principal: &Principal,
+    operation: String,
+    targets: &[Target],
+    result: &Result<Response, ApiError>,
+) {
+    let refused = match result {
+        Err(ApiError::PermissionDenied(denial)) => Some(denial.as_ref()),
+        _ => None,
+    };
+    let named = match refused {
+        Some(d) => targets.iter().rev().find(|t| t.namespace == d.namespace),
+        None => targets.first(),
+    };
+    let mut names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+    names.dedup();
+    let entry = super::audit::AuditEntry {
+        user: Some(principal.user.clone()),
+        operation,
+        namespace: named.map(|t| t.namespace.clone()),
+        target: (!names.is_empty()).then(|| names.join(", ")),
+        address: principal.address.clone(),
+        outcome: match refused {
+            Some(d) => super::audit::AuditOutcome::Denied {
+                reason: d.to_string(),
+            },
+            None => super::audit::AuditOutcome::Allowed,
+        },
+    };
+    if let Err(e) = engine.audit(&entry) {
+        tracing::error!(error = %e, operation = %entry.operation, "the audit log could not be appended");
     }
-    let response = super::serve(engine, request)?;
-    narrow(engine, &caller, response)
+}
+
+/// How the audit log names a call: `run.apply`, `change.create_project`, `team.add_user`.
+fn label(request: &Request) -> String {
+    match request {
+        Request::Run(op) => format!("run.{}", op.name()),
+        Request::Change(op) => format!("change.{}", op.name()),
+        Request::Team(t) => format!("team.{}", t.name()),
+        Request::Session(s) => format!("session.{}", s.name()),
+        Request::RunCall(r) => format!("run_call.{}", r.name()),
+        other => other.name().to_string(),
+    }
+}
+
+/// Whether a call changes records (and so is audited even when allowed).
+fn is_mutation(request: &Request) -> bool {
+    use super::session_views::SessionRequest as S;
+    use super::team_views::TeamRequest as T;
+    match request {
+        Request::Run(_) | Request::Change(_) | Request::RunCall(_) => true,
+        Request::Session(s) => matches!(
+            s,
+            S::Create { .. } | S::Delete { .. } | S::Import { .. } | S::Tell(_)
+        ),
+        Request::Team(t) => !matches!(t, T::Users | T::Orgs | T::Org { .. } | T::Tokens),
+        _ => false,
+    }
 }
 
 /// Whether `principal` may read the plan `plan` (id or unique prefix): the event stream's
@@ -179,6 +269,14 @@ fn checks(request: &Request) -> Vec<Check> {
         Request::Change(op) => registry_checks(op),
         Request::Run(op) => op_checks(op),
         Request::Team(team) => team_checks(team),
+        // The whole log is the administrators'; an organization's rows are its owners'.
+        Request::Audit(super::audit::AuditRequest::List(filter)) => match &filter.namespace {
+            Some(org) => vec![check(O::ReadAudit, Scope::Namespace(org.clone()))],
+            None => vec![check(O::ManageServer, Scope::Server)],
+        },
+        Request::Audit(super::audit::AuditRequest::Verify { .. }) => {
+            vec![check(O::ManageServer, Scope::Server)]
+        }
     }
 }
 
@@ -443,53 +541,79 @@ fn plan_namespaces(engine: &Engine, id: &Id) -> Result<Vec<String>, ApiError> {
     Ok(namespaces)
 }
 
-/// Leaves out of a list what the caller may not read.
-fn narrow(engine: &Engine, caller: &Caller<'_>, response: Response) -> Result<Response, ApiError> {
-    let mut readable: HashMap<Id, bool> = HashMap::new();
-    let mut may_read = |id: &Id| -> Result<bool, ApiError> {
-        if let Some(known) = readable.get(id) {
-            return Ok(*known);
+/// Which plans one caller may read, remembered per plan: what narrows lists and event
+/// streams.
+pub struct PlanReader {
+    engine: Engine,
+    principal: Principal,
+    memberships: Vec<(String, Role)>,
+    known: HashMap<Id, bool>,
+}
+
+impl PlanReader {
+    /// The reader for `principal`.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn new(engine: &Engine, principal: &Principal) -> Result<Self, ApiError> {
+        let memberships = if principal.server_admin {
+            Vec::new()
+        } else {
+            engine.memberships(&principal.user)?
+        };
+        Ok(Self {
+            engine: engine.clone(),
+            principal: principal.clone(),
+            memberships,
+            known: HashMap::new(),
+        })
+    }
+
+    /// Whether the caller may read the plan `plan` (a plan that vanished is not readable).
+    pub fn may_read(&mut self, plan: &Id) -> bool {
+        if self.principal.server_admin {
+            return true;
         }
-        let allowed = plan_namespaces(engine, id)?.iter().all(|ns| {
-            decide(caller.principal, Operation::ReadPlan, &caller.standing(ns)) == Decision::Allow
+        if let Some(known) = self.known.get(plan) {
+            return *known;
+        }
+        let caller = Caller {
+            principal: &self.principal,
+            memberships: self.memberships.clone(),
+        };
+        let allowed = plan_namespaces(&self.engine, plan).is_ok_and(|namespaces| {
+            namespaces.iter().all(|ns| {
+                decide(&self.principal, Operation::ReadPlan, &caller.standing(ns))
+                    == Decision::Allow
+            })
         });
-        readable.insert(id.clone(), allowed);
-        Ok(allowed)
-    };
+        self.known.insert(plan.clone(), allowed);
+        allowed
+    }
+}
+
+/// Leaves out of a list what the caller may not read.
+fn narrow(
+    engine: &Engine,
+    principal: &Principal,
+    response: Response,
+) -> Result<Response, ApiError> {
+    let mut reader = PlanReader::new(engine, principal)?;
     Ok(match response {
         Response::PlanList(mut list) => {
-            let mut kept = Vec::new();
-            for plan in std::mem::take(&mut list.plans) {
-                if may_read(&plan.plan_id)? {
-                    kept.push(plan);
-                }
-            }
-            list.state_reasons
-                .retain(|id, _| kept.iter().any(|p| &p.plan_id == id));
-            list.plans = kept;
+            list.plans.retain(|p| reader.may_read(&p.plan_id));
+            let kept: std::collections::HashSet<Id> =
+                list.plans.iter().map(|p| p.plan_id.clone()).collect();
+            list.state_reasons.retain(|id, _| kept.contains(id));
             Response::PlanList(list)
         }
-        Response::Approvals(approvals) => {
-            let mut kept = Vec::new();
-            for approval in approvals {
-                if may_read(&approval.plan_id)? {
-                    kept.push(approval);
-                }
-            }
-            Response::Approvals(kept)
+        Response::Approvals(mut approvals) => {
+            approvals.retain(|a| reader.may_read(&a.plan_id));
+            Response::Approvals(approvals)
         }
-        Response::Events(events) => {
-            let mut kept = Vec::new();
-            for event in events {
-                let allowed = match &event.plan_id {
-                    Some(id) => may_read(id)?,
-                    None => true,
-                };
-                if allowed {
-                    kept.push(event);
-                }
-            }
-            Response::Events(kept)
+        Response::Events(mut events) => {
+            events.retain(|e| e.plan_id.as_ref().is_none_or(|id| reader.may_read(id)));
+            Response::Events(events)
         }
         other => other,
     })

@@ -13,6 +13,7 @@
 pub mod access;
 mod apply_approvals;
 mod apply_preview;
+pub mod audit;
 mod client;
 pub mod correction_views;
 pub mod definition_views;
@@ -78,6 +79,10 @@ pub use crate::sandbox::diff::{
 };
 pub use crate::store::lifecycle_run::PlanStep;
 pub use apply_preview::{ApplyPreviewQuery, ApplyPreviewView, ApplyShown};
+pub use audit::{
+    AuditBreak, AuditEntry, AuditFilter, AuditHead, AuditOutcome, AuditRecord, AuditRequest,
+    AuditVerdict, AuditView, BreakKind as AuditBreakKind,
+};
 pub use plan_artifacts::{AppliedCommit, Artifact, ArtifactsView};
 pub use plan_checkpoints::{CheckpointRef, CheckpointsView};
 pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, FileSecrets, ResourceDiff, SandboxesDiff};

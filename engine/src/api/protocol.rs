@@ -93,6 +93,8 @@ pub enum Request {
     RunCall(super::run_views::RunRequest),
     /// The server's users, organizations, members and tokens.
     Team(super::team_views::TeamRequest),
+    /// The audit log: its rows, and the check of its hash chain.
+    Audit(super::audit::AuditRequest),
 }
 
 impl Request {
@@ -119,6 +121,7 @@ impl Request {
             Request::CorrectionView(_) => "correction_view",
             Request::RunCall(_) => "run_call",
             Request::Team(_) => "team",
+            Request::Audit(_) => "audit",
         }
     }
 }
@@ -167,6 +170,8 @@ pub enum Response {
     RunCall(Box<super::run_views::RunView>),
     /// [`Request::Team`].
     Team(Box<super::team_views::TeamView>),
+    /// [`Request::Audit`].
+    Audit(Box<super::audit::AuditView>),
 }
 
 impl Response {
@@ -193,6 +198,7 @@ impl Response {
             Response::CorrectionView(_) => "correction_view",
             Response::RunCall(_) => "run_call",
             Response::Team(_) => "team",
+            Response::Audit(_) => "audit",
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod actions;
 pub mod actors;
 pub mod approvals;
 pub mod attribution;
+pub mod audit_log;
 pub mod budgets;
 pub mod children;
 pub(crate) mod codec;
