@@ -83,7 +83,8 @@ error_codes! {
     ToolFailed => "TOOL_FAILED",
     /// A tool would act outside what the plan may touch.
     UnsafeTool => "UNSAFE_TOOL",
-    /// A tool call was refused by the plan's policy or the sandbox's confinement.
+    /// A tool call was refused by the plan's policy or the sandbox's confinement, or the
+    /// caller's role does not allow the call (spec section 22).
     PermissionDenied => "PERMISSION_DENIED",
     /// An organization's policy refuses the call (spec section 22).
     PolicyDenied => "POLICY_DENIED",

@@ -811,7 +811,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_usage_approvals_and_interrupts_leave_the_failure_exit_code() {
+    fn only_usage_approvals_denials_and_interrupts_leave_the_failure_exit_code() {
         let special: Vec<(ErrorCode, u8)> = ErrorCode::ALL
             .iter()
             .map(|c| (*c, exit_of(*c).code()))
@@ -822,7 +822,9 @@ mod tests {
             [
                 (ErrorCode::Usage, 2),
                 (ErrorCode::NeedsApproval, 3),
-                (ErrorCode::Interrupted, 130)
+                (ErrorCode::Interrupted, 130),
+                (ErrorCode::PermissionDenied, 4),
+                (ErrorCode::PolicyDenied, 4)
             ]
         );
         assert_eq!(
