@@ -240,6 +240,21 @@ impl dyn Client + '_ {
         })
     }
 
+    /// Sets or reads an organization's policy.
+    ///
+    /// # Errors
+    /// See [`Engine::set_policy`], [`Engine::policy`] and [`Client::call`].
+    pub fn policy(
+        &self,
+        request: super::policies::PolicyRequest,
+    ) -> Result<super::policies::PolicyView, ApiError> {
+        let asked = Request::Policy(request);
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
+            Response::Policy(v) => Ok(*v),
+            other => Err(other),
+        })
+    }
+
     /// Up to `limit` events after `after` (of `plan` when given), oldest first.
     ///
     /// # Errors
@@ -339,6 +354,12 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
             Response::CorrectionView(Box::new(super::correction_views::answer(engine, r)?))
         }
         Request::RunCall(r) => Response::RunCall(Box::new(super::run_views::answer(engine, r)?)),
+        Request::Policy(r) => {
+            // Until a call carries its principal into the engine, a policy is recorded as
+            // set by the user this engine runs as.
+            let by = crate::team::Principal::local().user;
+            Response::Policy(Box::new(super::policies::answer(engine, r, &by)?))
+        }
     })
 }
 

@@ -91,6 +91,8 @@ pub enum Request {
     CorrectionView(super::correction_views::CorrectionViewRequest),
     /// Direct runs: `actor run`, actor contexts, `tool run`.
     RunCall(super::run_views::RunRequest),
+    /// An organization's policy: set or show (`agents server policy`).
+    Policy(super::policies::PolicyRequest),
 }
 
 impl Request {
@@ -116,6 +118,7 @@ impl Request {
             Request::Session(_) => "session",
             Request::CorrectionView(_) => "correction_view",
             Request::RunCall(_) => "run_call",
+            Request::Policy(_) => "policy",
         }
     }
 }
@@ -162,6 +165,8 @@ pub enum Response {
     CorrectionView(Box<super::correction_views::CorrectionView>),
     /// [`Request::RunCall`].
     RunCall(Box<super::run_views::RunView>),
+    /// [`Request::Policy`].
+    Policy(Box<super::policies::PolicyView>),
 }
 
 impl Response {
@@ -187,6 +192,7 @@ impl Response {
             Response::Session(_) => "session",
             Response::CorrectionView(_) => "correction_view",
             Response::RunCall(_) => "run_call",
+            Response::Policy(_) => "policy",
         }
     }
 }
