@@ -26,6 +26,7 @@ pub mod reference;
 pub mod remote;
 pub mod resource;
 pub mod server;
+pub mod server_policy;
 pub mod session;
 pub mod skill;
 pub mod system;

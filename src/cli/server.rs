@@ -22,6 +22,9 @@ pub enum ServerCommand {
     /// Tokens the server accepts (run on the server host, against its --data-dir)
     #[command(subcommand)]
     Token(TokenCommand),
+    /// An organization's policy (on the server host, or through --server)
+    #[command(subcommand)]
+    Policy(super::server_policy::PolicyCommand),
     /// Remember a server under NAME, with a token read from standard input
     Login(LoginArgs),
     /// Forget a server remembered by `server login`: its entry and its stored token
@@ -125,6 +128,7 @@ impl ServerCommand {
                     TokenCommand::Revoke { .. } => "revoke",
                 }
             ),
+            ServerCommand::Policy(p) => p.name(),
             ServerCommand::Login(_) => "login".into(),
             ServerCommand::Logout { .. } => "logout".into(),
             ServerCommand::Migrate(_) => "migrate".into(),
@@ -156,6 +160,7 @@ pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
         ServerCommand::Token(TokenCommand::Revoke { token, database }) => {
             token_revoke(&engine(ctx, &database)?, &token)
         }
+        ServerCommand::Policy(p) => super::server_policy::run(p, ctx),
         ServerCommand::Migrate(database) => migrate(&engine(ctx, &database)?),
         ServerCommand::Login(a) => login(ctx, &a),
         ServerCommand::Logout { name } => logout(ctx, &name),
@@ -181,7 +186,7 @@ fn check_listen(a: &StartArgs) -> Result<(), CliError> {
 ///
 /// # Errors
 /// `INVALID_INPUT` naming `--database` when it is not a PostgreSQL URL.
-fn engine(ctx: &Context, a: &DatabaseArg) -> Result<api::Engine, CliError> {
+pub(super) fn engine(ctx: &Context, a: &DatabaseArg) -> Result<api::Engine, CliError> {
     let engine = ctx.registry_engine();
     let Some(url) = a.database.as_deref() else {
         return Ok(engine);

@@ -41,6 +41,7 @@ mod server;
 mod server_corrections;
 mod server_definitions;
 mod server_plan_views;
+mod server_policies;
 mod server_postgres;
 mod server_registry;
 mod server_sessions;
