@@ -27,6 +27,7 @@ pub mod remote;
 pub mod resource;
 pub mod server;
 pub mod server_policy;
+pub mod server_records;
 pub mod session;
 pub mod skill;
 pub mod system;

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+pub use super::server_records::DatabaseArg;
+use super::server_records::engine;
 use super::{CliError, Context};
 use crate::output::{Column, Element, Report};
 use cleveragents_engine::api;
@@ -63,20 +65,6 @@ pub enum TokenCommand {
         #[command(flatten)]
         database: DatabaseArg,
     },
-}
-
-/// Where a server keeps its records.
-#[derive(Debug, Args)]
-pub struct DatabaseArg {
-    /// PostgreSQL database for the server's records (`postgres://USER:PASSWORD@HOST:PORT/DB`;
-    /// default: the SQLite file in --data-dir). Several instances may share one.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "AGENTS_DATABASE_URL",
-        hide_env_values = true
-    )]
-    pub database: Option<String>,
 }
 
 /// `agents server start` arguments.
@@ -180,24 +168,6 @@ fn check_listen(a: &StartArgs) -> Result<(), CliError> {
         .hint("or, behind a TLS proxy or on a trusted network only, add --insecure-http"));
     }
     Ok(())
-}
-
-/// The engine of this data directory, keeping its records where `--database` says.
-///
-/// # Errors
-/// `INVALID_INPUT` naming `--database` when it is not a PostgreSQL URL.
-pub(super) fn engine(ctx: &Context, a: &DatabaseArg) -> Result<api::Engine, CliError> {
-    let engine = ctx.registry_engine();
-    let Some(url) = a.database.as_deref() else {
-        return Ok(engine);
-    };
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err(CliError::invalid_input(
-            "--database: not a PostgreSQL URL (it starts with postgres:// or postgresql://)",
-        )
-        .hint("e.g. --database postgres://agents@127.0.0.1:5432/agents (or AGENTS_DATABASE_URL)"));
-    }
-    Ok(engine.with_database(api::DatabaseLocation::Postgres(url.to_string())))
 }
 
 fn migrate(engine: &api::Engine) -> Result<Report, CliError> {

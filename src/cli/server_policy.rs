@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::json;
 
-use super::server::DatabaseArg;
+use super::server_records::{DatabaseArg, engine};
 use super::{CliError, Context};
 use crate::output::{Element, Report};
 use cleveragents_engine::api::policies::{PolicyRecord, PolicyRequest, PolicyView};
@@ -46,22 +46,17 @@ impl PolicyCommand {
     }
 }
 
-/// The client the command goes through: the chosen server, or this host's engine (on the
-/// server host, against its data directory or `--database`).
+/// The client the command goes through: the chosen server (which keeps its records where it
+/// was started to; `--database` and `AGENTS_DATABASE_URL` are for the server host), or this
+/// host's engine (on the server host, against its data directory or `--database`).
 fn client(ctx: &Context, database: &DatabaseArg) -> Result<Box<dyn Client>, CliError> {
     if ctx.server.is_some() {
-        if database.database.is_some() {
-            return Err(CliError::invalid_input(
-                "--database is for the server host; through --server the server uses its own",
-            )
-            .hint("drop --database, or run the command on the server host without --server"));
-        }
         return ctx.client();
     }
     if database.database.is_none() {
         ctx.open_store()?;
     }
-    Ok(Box::new(super::server::engine(ctx, database)?))
+    Ok(Box::new(engine(ctx, database)?))
 }
 
 /// Runs an `agents server policy` subcommand.

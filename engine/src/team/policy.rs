@@ -8,12 +8,61 @@
 //! them, and each refusal names the policy key that refused.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::Role;
-use crate::registry::yaml::{self, YamlError};
+use crate::domain::name::{BUILTIN_PROFILES, QualifiedName};
+
+/// Why a policy file is not a policy: the file, the line when known, the key and what is
+/// accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {}{message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), if field.is_empty() { String::new() } else { format!("field `{field}`: ") })]
+pub struct PolicyError {
+    /// The file, as named.
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The key (`apply.min_approvals`); empty for the document itself.
+    pub field: String,
+    /// What is wrong, and what is accepted.
+    pub message: String,
+}
+
+impl PolicyError {
+    /// The key the error names (empty for the document itself).
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+}
+
+/// A serde message in the words of a policy file's writer.
+fn plain(message: &str) -> String {
+    // The parser's own position (`at line 2 column 3`) is given as the error's line.
+    let message = match message.find(" at line ") {
+        Some(i) => &message[..i],
+        None => message,
+    };
+    let mut m = message
+        .replace("expected u32", "expected a whole number >= 0")
+        .replace("expected f64", "expected a number")
+        .replace("expected a boolean", "expected true or false")
+        .replace("invalid type: sequence", "found a list")
+        .replace("invalid type: map", "found a mapping")
+        .replace("invalid type: ", "found ")
+        .replace("invalid value: ", "found ");
+    if let Some(i) = m.find("expected struct ") {
+        let end = m[i + 16..]
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .map_or(m.len(), |e| i + 16 + e);
+        m.replace_range(i..end, "expected a mapping");
+    }
+    if m.contains("unknown field") || m.contains("unknown variant") {
+        m.push_str("; docs/server.md, \"Organization policies\", lists every key and value");
+    }
+    m
+}
 
 /// Why a policy refused a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -184,35 +233,51 @@ impl OrgPolicy {
     ///
     /// # Errors
     /// [`YamlError`] naming the file, the line, the key and what is accepted.
-    pub fn parse(file: &Path, text: &str) -> Result<Self, YamlError> {
-        let policy: OrgPolicy = yaml::parse(file, text).map_err(|e| match e {
-            YamlError::Invalid {
-                path,
-                line,
-                column,
-                field,
-                message,
-            } if message.contains("unknown field") || message.contains("unknown variant") => {
-                YamlError::Invalid {
-                    path,
-                    line,
-                    column,
-                    field,
-                    message: format!(
-                        "{message}; docs/server.md, \"Organization policies\", lists every key and value"
-                    ),
-                }
-            }
-            other => other,
+    pub fn parse(file: &Path, text: &str) -> Result<Self, PolicyError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let error = |line: Option<usize>, field: String, message: String| PolicyError {
+            file: file.to_path_buf(),
+            line,
+            field,
+            message,
+        };
+        if text.trim().is_empty() {
+            return Err(error(
+                Some(1),
+                String::new(),
+                "the file is empty; expected a YAML mapping of policy keys".to_string(),
+            ));
+        }
+        // Syntax first, so that a broken document is reported as such.
+        if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(text) {
+            return Err(error(
+                e.location().map(|l| l.line()),
+                String::new(),
+                format!("YAML syntax error: {}", plain(&e.to_string())),
+            ));
+        }
+        let de = serde_yaml::Deserializer::from_str(text);
+        let policy: OrgPolicy = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            error(
+                inner.location().map(|l| l.line()),
+                if field == "." || field == "?" {
+                    String::new()
+                } else {
+                    field
+                },
+                plain(&inner.to_string()),
+            )
         })?;
         policy.check(file, text)?;
         Ok(policy)
     }
 
     /// The rules a well-formed document may still break.
-    fn check(&self, file: &Path, text: &str) -> Result<(), YamlError> {
-        let rule = |field: &str, message: String| YamlError::Rule {
-            path: file.to_path_buf(),
+    fn check(&self, file: &Path, text: &str) -> Result<(), PolicyError> {
+        let rule = |field: &str, message: String| PolicyError {
+            file: file.to_path_buf(),
             line: line_of(text, field.rsplit('.').next().unwrap_or(field)),
             field: field.to_string(),
             message,
@@ -233,10 +298,10 @@ impl OrgPolicy {
                 ));
             }
             for name in allowed {
-                crate::registry::profiles::parse_name(name).map_err(|e| {
+                QualifiedName::resolve_user_input(name, &BUILTIN_PROFILES).map_err(|e| {
                     rule(
                         keys::PROFILES_ALLOWED,
-                        format!("{e}; name a built-in profile ({}) or a custom one (`ns/name`)", crate::domain::name::BUILTIN_PROFILES.join(", ")),
+                        format!("{e}; name a built-in profile ({}) or a custom one (`ns/name`)", BUILTIN_PROFILES.join(", ")),
                     )
                 })?;
             }
@@ -488,7 +553,7 @@ resources:
     acme/keys: owner
 ";
 
-    fn parse(text: &str) -> Result<OrgPolicy, YamlError> {
+    fn parse(text: &str) -> Result<OrgPolicy, PolicyError> {
         OrgPolicy::parse(Path::new("policy.yaml"), text)
     }
 
