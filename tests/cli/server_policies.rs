@@ -17,6 +17,8 @@ budgets:
   max_cost_usd_per_plan: 5
 apply:
   min_approvals: 2
+skills:
+  require_approval: [deploy]
 ";
 
 const ACTION: &str = "definition-of-done: done\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nreusable: true\nscript:\n  - name: hello\n    run: echo hello\n";
@@ -170,7 +172,8 @@ fn a_profile_outside_profiles_allowed_is_refused_listing_the_allowed_ones() {
 }
 
 #[test]
-fn the_budget_cap_refuses_a_larger_budget_and_becomes_the_budget_when_none_is_given() {
+fn the_budget_cap_refuses_a_larger_budget_and_becomes_the_budget_when_none_is_given_and_the_plan_keeps_the_skills_needing_approval()
+ {
     let client = Env::new();
     let server = acme_server(&client);
     refused(
@@ -206,6 +209,18 @@ fn the_budget_cap_refuses_a_larger_budget_and_becomes_the_budget_when_none_is_gi
     let (status, code) = server.client_json(&client, &["plan", "status", &id]);
     assert_eq!(code, 0, "{status:#}");
     assert_eq!(status["data"]["budget"]["max_cost_usd"], 5.0, "{status:#}");
+    // The skills each of whose calls needs an approval are frozen with the plan's profile,
+    // where the tool runner reads them.
+    let rows = crate::support::query_rows(
+        &server.env,
+        &format!("SELECT effective_profile_snapshot FROM plans WHERE plan_id = '{id}'"),
+    );
+    let snapshot: Value = serde_json::from_str(&rows[0][0]).unwrap();
+    assert_eq!(
+        snapshot["org_policy"],
+        serde_json::json!({"orgs": ["acme"], "skills_require_approval": ["deploy"]}),
+        "{snapshot:#}"
+    );
 }
 
 #[test]

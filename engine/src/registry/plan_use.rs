@@ -568,8 +568,10 @@ pub struct ChildRequest {
 }
 
 /// Creates a child plan of `parent` (one transaction: plan, origin, bases, child link, event).
-/// It inherits the parent's projects and frozen automation profile; its actors, text and
-/// script come from the spawned action with the spawn's arguments. It is stored at
+/// It inherits the parent's projects and frozen automation profile (with what the
+/// organizations' policies asked of it); its actors, text and script come from the spawned
+/// action with the spawn's arguments. A spawned action whose sandbox asks for the network is
+/// refused as `plan use` would refuse it. It is stored at
 /// strategize/queued; the parent's process runs it.
 ///
 /// # Errors
@@ -596,6 +598,10 @@ pub fn create_child(
         })
         .collect();
     let bound = actions::bind_arguments(&action, &given)?;
+    // A child runs on its parent's projects: their organizations' policies bind it too.
+    store
+        .policies_of_items(parent.project_links.iter().map(|l| l.project_name.as_str()))?
+        .check_network(action.sandbox.as_ref().is_some_and(|sb| sb.network))?;
     let actor = |field: &str, r: Option<&String>| -> Result<Option<String>, PlanUseError> {
         r.map(|r| {
             check_actor(
