@@ -286,3 +286,108 @@ fn a_policy_is_shown_on_the_host_and_through_the_server_and_a_bad_one_is_refused
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
 }
+
+#[test]
+fn a_budget_approval_cannot_raise_a_plan_above_the_cap_but_may_raise_it_within() {
+    use super::lifecycle::{Setup, scripted_env};
+    use crate::support::provider_server::{ProviderServer, Turn};
+    use crate::support::{ok, run_keyed};
+    let server = ProviderServer::start(vec![
+        // $1.00 of input: over the plan's $0.01 once it is reported.
+        Turn::tools(
+            "",
+            &[(
+                "write_file",
+                r#"{"path": "DRAFT.md", "content": "draft\n"}"#,
+            )],
+            (1_000_000, 10),
+        ),
+        Turn::text("Wrote DRAFT.md.", (100, 5)),
+    ]);
+    let env = Env::new();
+    let repo = git_repo(env.root(), "repo");
+    let s = Setup { env, repo };
+    scripted_env(&s, &server, "openai");
+    let mut config = std::fs::read_to_string(&s.env.config_path).unwrap();
+    config.push_str(
+        "[providers.scripted.models.m]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 1.0\n",
+    );
+    std::fs::write(&s.env.config_path, config).unwrap();
+    ok(&s.env, &["info"]);
+    let host = host_engine(&s.env);
+    host.add_user("ann", false).unwrap();
+    host.add_org("acme", "ann").unwrap();
+    let policy = write(
+        &s.env,
+        "policy.yaml",
+        "budgets:\n  max_cost_usd_per_plan: 2\n",
+    );
+    ok(
+        &s.env,
+        &["server", "policy", "set", "acme", "--config", &policy],
+    );
+    let action = write(
+        &s.env,
+        "notes.yaml",
+        "name: acme/notes\ndefinition-of-done: DRAFT.md exists\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\n",
+    );
+    for args in [
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "acme/repo",
+            "--path",
+            s.repo.to_str().unwrap(),
+        ][..],
+        &["project", "create", "--resource", "acme/repo", "acme/app"],
+        &["action", "create", "--config", &action],
+        &["action", "available", "acme/notes"],
+    ] {
+        ok(&s.env, args);
+    }
+    let (doc, code) = run_keyed(
+        &s.env,
+        &[
+            "plan",
+            "use",
+            "--execution-actor",
+            "scripted/m",
+            "--automation-profile",
+            "trusted",
+            "--max-cost-usd",
+            "0.01",
+            "acme/notes",
+            "acme/app",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let (approvals, _) = run_keyed(&s.env, &["plan", "approvals", &id]);
+    let budget = approvals["data"]["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "budget" && a["status"] == "pending")
+        .unwrap_or_else(|| panic!("{approvals:#}"))
+        .clone();
+    let apr = budget["approval_id"].as_str().unwrap().to_string();
+    let (doc, code) = run_keyed(&s.env, &["plan", "decide", &apr, "--max-cost-usd", "100"]);
+    assert_eq!(code, 4, "{doc:#}");
+    assert_eq!(
+        doc["data"]["key"], "budgets.max_cost_usd_per_plan",
+        "{doc:#}"
+    );
+    let (approvals, _) = run_keyed(&s.env, &["plan", "approvals", &id]);
+    assert!(
+        approvals["data"]["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["approval_id"] == apr && a["status"] == "pending"),
+        "the refused answer left the approval pending: {approvals:#}"
+    );
+    let (doc, code) = run_keyed(&s.env, &["plan", "decide", &apr, "--max-cost-usd", "1.5"]);
+    assert!(code == 0 || code == 3, "{doc:#}");
+    assert_eq!(server.remaining(), 0, "the plan went on: {doc:#}");
+}

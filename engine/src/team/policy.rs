@@ -499,6 +499,16 @@ impl Policies {
             .unwrap_or(0)
     }
 
+    /// The organization whose `apply.min_approvals` is the largest, with it; `None` when no
+    /// policy asks for approvals (for the Apply's "N of M" message).
+    pub fn strictest_min_approvals(&self) -> Option<(&str, u32)> {
+        self.each
+            .iter()
+            .map(|(org, p)| (org.as_str(), p.apply.min_approvals))
+            .filter(|(_, n)| *n > 0)
+            .max_by_key(|(_, n)| *n)
+    }
+
     /// Whether any policy sets `apply.require_all_hunks_marked`.
     pub fn require_all_hunks_marked(&self) -> bool {
         self.each.iter().any(|(_, p)| p.apply.require_all_hunks_marked)
@@ -680,6 +690,8 @@ resources:
         assert_eq!(denial.org, "a");
         assert_eq!(both.check_network(true).unwrap_err().org, "b");
         assert_eq!(both.min_approvals(), 3);
+        assert_eq!(both.strictest_min_approvals(), Some(("a", 3)));
+        assert_eq!(Policies::default().strictest_min_approvals(), None);
         assert!(Policies::default().check_budget(Some(7.0)).unwrap() == Some(7.0));
     }
 }
