@@ -384,7 +384,13 @@ impl OrgPolicy {
         let Some(allowed) = &self.profiles.allowed else {
             return Ok(());
         };
-        if allowed.iter().any(|a| a == profile) {
+        // A bare custom name is read as `plan use` reads it (`careful` is `local/careful`).
+        let names_it = |a: &String| {
+            a == profile
+                || QualifiedName::resolve_user_input(a, &BUILTIN_PROFILES)
+                    .is_ok_and(|q| q.to_string() == profile)
+        };
+        if allowed.iter().any(names_it) {
             return Ok(());
         }
         Err(PolicyDenial {
@@ -644,6 +650,8 @@ resources:
         let p = parse(FULL).unwrap();
         assert!(p.check_profile("acme", "supervised").is_ok());
         assert!(p.check_profile("acme", "acme/careful").is_ok());
+        let bare = parse("profiles:\n  allowed: [careful]\n").unwrap();
+        assert!(bare.check_profile("acme", "local/careful").is_ok());
         let denial = p.check_profile("acme", "full-auto").unwrap_err();
         assert_eq!(denial.key, "profiles.allowed");
         assert!(
