@@ -232,6 +232,107 @@ pub struct ConfigFile {
     /// Servers this client knows by name (`[servers.NAME]`, written by `agents server login`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub servers: BTreeMap<String, ServerTable>,
+    /// What `agents server start` uses when this machine is a server (`[server]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerSettings>,
+}
+
+/// The `[server]` table: settings of this machine's server (spec section 21).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ServerSettings {
+    /// OIDC issuers whose JWTs the server accepts (`[[server.oidc]]`, one table each).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oidc: Vec<OidcIssuer>,
+}
+
+/// One `[[server.oidc]]` table: an issuer of JWTs (a CI system, a single sign-on provider)
+/// whose tokens sign in as the server's user named by one of their claims.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct OidcIssuer {
+    /// The issuer, exactly as its tokens' `iss` claim says it.
+    pub issuer: String,
+    /// The audience the tokens must name in `aud` (this server).
+    pub audience: String,
+    /// Where the issuer publishes its signing keys (a JWKS document, `https://...`).
+    pub jwks_url: Option<String>,
+    /// A JWKS document on this machine instead (an absolute path), read at start and when
+    /// the configuration changes.
+    pub jwks_file: Option<PathBuf>,
+    /// The claim whose value is the user's name on this server (default `sub`).
+    pub user_claim: Option<String>,
+}
+
+/// The claim that names the user when `user-claim` is not set.
+pub const DEFAULT_USER_CLAIM: &str = "sub";
+
+impl OidcIssuer {
+    /// The claim that names the user.
+    pub fn user_claim(&self) -> &str {
+        self.user_claim.as_deref().unwrap_or(DEFAULT_USER_CLAIM)
+    }
+
+    /// Checks one table: its field name and why, when it is unusable.
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.issuer.trim().is_empty() {
+            return Err((
+                "issuer",
+                "is empty; expected the issuer's `iss` value".into(),
+            ));
+        }
+        if self.audience.trim().is_empty() {
+            return Err((
+                "audience",
+                "is empty; expected the `aud` its tokens name".into(),
+            ));
+        }
+        match (&self.jwks_url, &self.jwks_file) {
+            (Some(_), Some(_)) => {
+                return Err((
+                    "jwks-url",
+                    "and jwks-file are both set; give one of them".into(),
+                ));
+            }
+            (None, None) => {
+                return Err((
+                    "jwks-url",
+                    "is missing; give jwks-url (the issuer's JWKS URL) or jwks-file (a JWKS file)"
+                        .into(),
+                ));
+            }
+            (Some(url), None) if !(url.starts_with("https://") || url.starts_with("http://")) => {
+                return Err((
+                    "jwks-url",
+                    format!("is `{url}`; expected an https:// (or http://) URL"),
+                ));
+            }
+            (None, Some(file)) if !file.is_absolute() => {
+                return Err((
+                    "jwks-file",
+                    format!("is `{}`; expected an absolute path", file.display()),
+                ));
+            }
+            _ => {}
+        }
+        if self.user_claim().trim().is_empty() {
+            return Err((
+                "user-claim",
+                "is empty; expected a claim's name, e.g. sub".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// The OIDC issuers whose JWTs this machine's server accepts (`[[server.oidc]]`).
+    pub fn oidc_issuers(&self) -> &[OidcIssuer] {
+        self.file
+            .server
+            .as_ref()
+            .map_or(&[][..], |s| s.oidc.as_slice())
+    }
 }
 
 /// One `[servers.NAME]` table: where a server is. Its token is kept apart, in the credentials
@@ -1250,6 +1351,23 @@ fn parse_and_validate(path: &Path, text: &str) -> Result<ConfigFile, ConfigError
             .validate()
             .map_err(|(key, message)| bad(format!("index.{key}"), message))?;
     }
+    if let Some(server) = &file.server {
+        let mut issuers = std::collections::BTreeSet::new();
+        for (i, issuer) in server.oidc.iter().enumerate() {
+            issuer
+                .validate()
+                .map_err(|(key, message)| bad(format!("server.oidc[{i}].{key}"), message))?;
+            if !issuers.insert(issuer.issuer.as_str()) {
+                return Err(bad(
+                    format!("server.oidc[{i}].issuer"),
+                    format!(
+                        "`{}` is configured twice; give each issuer one table",
+                        issuer.issuer
+                    ),
+                ));
+            }
+        }
+    }
     if let Some(n) = file.max_parallel_children
         && !(1..=64).contains(&n)
     {
@@ -1772,6 +1890,45 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn oidc_issuers_are_tables_of_server_oidc_each_with_one_source_of_keys() {
+        let path = Path::new("/x/config.toml");
+        let ok = "[[server.oidc]]\nissuer = \"https://a\"\naudience = \"agents\"\njwks-url = \"https://a/jwks\"\n\n[[server.oidc]]\nissuer = \"https://b\"\naudience = \"agents\"\njwks-file = \"/etc/b.json\"\nuser-claim = \"email\"\n";
+        let file = parse_and_validate(path, ok).unwrap();
+        let config = Config {
+            file,
+            path: path.to_path_buf(),
+            exists: true,
+        };
+        let issuers = config.oidc_issuers();
+        assert_eq!(issuers.len(), 2);
+        assert_eq!(issuers[0].user_claim(), "sub");
+        assert_eq!(issuers[1].user_claim(), "email");
+        for (text, key) in [
+            (
+                "[[server.oidc]]\nissuer = \"https://a\"\naudience = \"x\"\n",
+                "server.oidc[0].jwks-url",
+            ),
+            (
+                "[[server.oidc]]\nissuer = \"https://a\"\naudience = \"x\"\njwks-file = \"rel.json\"\n",
+                "server.oidc[0].jwks-file",
+            ),
+            (
+                "[[server.oidc]]\nissuer = \"\"\naudience = \"x\"\njwks-url = \"https://a\"\n",
+                "server.oidc[0].issuer",
+            ),
+        ] {
+            match parse_and_validate(path, text) {
+                Err(ConfigError::InvalidEntry { key: k, .. }) => assert_eq!(k, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            parse_and_validate(path, "[server]\nport = 1\n"),
+            Err(ConfigError::Parse { .. })
+        ));
     }
 
     #[test]

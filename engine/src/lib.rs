@@ -18,6 +18,7 @@
 //! - [`skills`]: the built-in skills (collections of tools actors name) and their resolution.
 //! - [`review`]: review marks per hunk and file, and the partial tree Apply writes from them.
 //! - [`session`]: sessions, their history and the orchestrator that drives the product.
+//! - [`audit`]: the server's audit log as a hash chain, and its verification.
 
 // Without `internals`, what only the integration tests and benchmarks reach through the
 // internal modules looks unused; the lints that matter run with the feature on (every
@@ -45,6 +46,7 @@ macro_rules! internal_modules {
 
 internal_modules!(
     actor_run,
+    audit,
     actors,
     context,
     correction,

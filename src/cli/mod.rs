@@ -26,8 +26,10 @@ pub mod reference;
 pub mod remote;
 pub mod resource;
 pub mod server;
+pub mod server_audit;
+pub mod server_host;
 pub mod server_policy;
-pub mod server_records;
+pub mod server_team;
 pub mod session;
 pub mod skill;
 pub mod system;
@@ -203,7 +205,7 @@ impl Command {
             Command::Skill(c) => c.served_remotely(),
             Command::Session(c) => c.served_remotely(),
             Command::Tui(a) => a.served_remotely(),
-            Command::Server(c) => !c.uses_data_dir(),
+            Command::Server(c) => c.served_remotely(),
             Command::Quickstart(_)
             | Command::Version
             | Command::Info
@@ -827,13 +829,23 @@ fn choose_server(
         return Ok(ctx);
     };
     if let Command::Server(c) = command
+        && c.administers()
+        && !explicit
+    {
+        // AGENTS_SERVER exported on the server host itself: tokens, users and organizations
+        // go through a server only when --server asks for it.
+        return Ok(ctx);
+    }
+    if let Command::Server(c) = command
         && c.uses_data_dir()
+        && !c.administers()
     {
         if !explicit {
             // AGENTS_SERVER exported on the server host itself.
             return Ok(ctx);
         }
-        // `server start` and `server token` act on the data directory of the host they run on.
+        // `server start` and `server migrate` act on the data directory of the host they run
+        // on.
         return Err(CliError::invalid_input(format!(
             "`agents {}` runs on the server host, against its data directory, not through --server",
             command.path()

@@ -1,5 +1,6 @@
-//! `agents server start|token|login|status` (spec section 21): run the engine's protocol over
-//! HTTP for other machines, manage the tokens it accepts, and point this client at a server.
+//! `agents server start|token|user|org|login|status` (spec section 21): run the engine's
+//! protocol over HTTP for other machines, manage the users, organizations and tokens it
+//! accepts ([`super::server_team`]), and point this client at a server.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -9,24 +10,32 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-pub use super::server_records::DatabaseArg;
-use super::server_records::engine;
 use super::{CliError, Context};
-use crate::output::{Column, Element, Report};
+use crate::output::{Element, Report};
 use cleveragents_engine::api;
 use cleveragents_engine::config as engine_config;
+
+pub use super::server_host::{DatabaseArg, engine};
+pub use super::server_team::{MemberCommand, OrgCommand, TokenCommand, UserCommand};
 
 /// `agents server` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ServerCommand {
     /// Serve this data directory's engine over HTTP (protocol v1, Server-Sent Events)
     Start(StartArgs),
-    /// Tokens the server accepts (run on the server host, against its --data-dir)
+    /// Tokens the server accepts (on the server host against its --data-dir, or --server
+    /// SERVER)
     #[command(subcommand)]
     Token(TokenCommand),
     /// An organization's policy (on the server host, or through --server)
     #[command(subcommand)]
     Policy(super::server_policy::PolicyCommand),
+    /// The server's users (on the server host, or --server SERVER)
+    #[command(subcommand)]
+    User(UserCommand),
+    /// The server's organizations and their members (on the server host, or --server SERVER)
+    #[command(subcommand)]
+    Org(OrgCommand),
     /// Remember a server under NAME, with a token read from standard input
     Login(LoginArgs),
     /// Forget a server remembered by `server login`: its entry and its stored token
@@ -37,33 +46,12 @@ pub enum ServerCommand {
     /// Migrate the server's database to this version's schema and exit (for deploys that
     /// migrate before starting instances; `server start` migrates too)
     Migrate(DatabaseArg),
+    /// The audit log: who did or was refused what, when, from where (`verify` checks its chain)
+    Audit(super::server_audit::AuditArgs),
     /// Whether a server answers: its URL, version, protocol and schema
     Status {
         /// A server name from `agents server login` (default: --server / AGENTS_SERVER)
         name: Option<String>,
-    },
-}
-
-/// `agents server token` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum TokenCommand {
-    /// Create a token and print it once (plain: the token alone on stdout)
-    Create {
-        /// Who or what uses it (`ci`, `alice-laptop`)
-        name: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
-    },
-    /// List tokens (never their secrets)
-    List(DatabaseArg),
-    /// Revoke a token by id or name: its next request is refused
-    Revoke {
-        /// Token id (`tok_...`) or name
-        token: String,
-        /// Where the server keeps its records.
-        #[command(flatten)]
-        database: DatabaseArg,
     },
 }
 
@@ -117,20 +105,61 @@ impl ServerCommand {
                 }
             ),
             ServerCommand::Policy(p) => p.name(),
+            ServerCommand::User(u) => format!(
+                "user {}",
+                match u {
+                    UserCommand::Add { .. } => "add",
+                    UserCommand::List(_) => "list",
+                }
+            ),
+            ServerCommand::Org(o) => format!(
+                "org {}",
+                match o {
+                    OrgCommand::Add { .. } => "add",
+                    OrgCommand::List(_) => "list",
+                    OrgCommand::Show { .. } => "show",
+                    OrgCommand::Member(MemberCommand::Add { .. }) => "member add",
+                    OrgCommand::Member(MemberCommand::Remove { .. }) => "member remove",
+                }
+            ),
             ServerCommand::Login(_) => "login".into(),
             ServerCommand::Logout { .. } => "logout".into(),
             ServerCommand::Migrate(_) => "migrate".into(),
             ServerCommand::Status { .. } => "status".into(),
+            ServerCommand::Audit(a) => a.name().into(),
         }
     }
 
-    /// Whether the command works on this machine's data directory (start, tokens) rather
-    /// than on a chosen server.
+    /// Whether the command works on this machine's data directory (start, migrate; tokens,
+    /// users and organizations when no server is chosen) rather than on a chosen server.
     pub fn uses_data_dir(&self) -> bool {
         matches!(
             self,
-            ServerCommand::Start(_) | ServerCommand::Token(_) | ServerCommand::Migrate(_)
+            ServerCommand::Start(_)
+                | ServerCommand::Token(_)
+                | ServerCommand::User(_)
+                | ServerCommand::Org(_)
+                | ServerCommand::Policy(_)
+                | ServerCommand::Migrate(_)
         )
+    }
+
+    /// Whether the command administers a server's tokens, users or organizations: on the
+    /// server host (its data directory or --database) without --server, or through the
+    /// protocol with it.
+    pub fn administers(&self) -> bool {
+        matches!(
+            self,
+            ServerCommand::Token(_)
+                | ServerCommand::User(_)
+                | ServerCommand::Org(_)
+                | ServerCommand::Policy(_)
+        )
+    }
+
+    /// Whether the command runs against a chosen server.
+    pub fn served_remotely(&self) -> bool {
+        !self.uses_data_dir() || self.administers()
     }
 }
 
@@ -141,18 +170,17 @@ impl ServerCommand {
 pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
     match c {
         ServerCommand::Start(a) => start(&a, ctx),
-        ServerCommand::Token(TokenCommand::Create { name, database }) => {
-            token_create(&engine(ctx, &database)?, &name)
-        }
-        ServerCommand::Token(TokenCommand::List(database)) => token_list(&engine(ctx, &database)?),
-        ServerCommand::Token(TokenCommand::Revoke { token, database }) => {
-            token_revoke(&engine(ctx, &database)?, &token)
-        }
+        ServerCommand::Token(c) => super::server_team::token(c, ctx),
+        ServerCommand::User(c) => super::server_team::user(c, ctx),
+        ServerCommand::Org(c) => super::server_team::org(c, ctx),
         ServerCommand::Policy(p) => super::server_policy::run(p, ctx),
         ServerCommand::Migrate(database) => migrate(&engine(ctx, &database)?),
         ServerCommand::Login(a) => login(ctx, &a),
         ServerCommand::Logout { name } => logout(ctx, &name),
         ServerCommand::Status { name } => status(ctx, name.as_deref()),
+        ServerCommand::Audit(a) => {
+            super::server_audit::run(a, ctx, &|database| engine(ctx, &DatabaseArg { database }))
+        }
     }
 }
 
@@ -185,6 +213,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
     let stopping = crate::server::Stopping::default();
     let engine = engine(ctx, &a.database)?.with_observer(Arc::new(stopping.clone()));
     let schema = engine.schema_version()?;
+    let verifier = oidc_verifier(ctx.config()?.oidc_issuers())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -232,6 +261,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         move || {
             let config = cleveragents_engine::Config::load(&paths.config_path)
                 .map_err(|e| CliError::from(e).body.message)?;
+            let verifier = crate::server::oidc::Verifier::new(config.oidc_issuers())?;
             let fresh = Context {
                 paths: paths.clone(),
                 config: Ok(config),
@@ -242,14 +272,17 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
                 server: None,
                 server_mode: None,
             };
-            Ok(fresh
-                .registry_engine()
-                .with_database(database.clone())
-                .with_observer(Arc::new(stopping.clone())))
+            Ok((
+                fresh
+                    .registry_engine()
+                    .with_database(database.clone())
+                    .with_observer(Arc::new(stopping.clone())),
+                verifier,
+            ))
         }
     };
     let shared = Arc::new(crate::server::Shared {
-        engine: crate::server::Live::new(engine, ctx.paths.config_path.clone(), rebuild),
+        engine: crate::server::Live::new(engine, verifier, ctx.paths.config_path.clone(), rebuild),
         render: remote_error,
         stopping: stopping.clone(),
     });
@@ -272,6 +305,20 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         format!("Server at {url} stopped"),
     )
     .announced())
+}
+
+/// The verifier of the JWTs of the OIDC issuers `config.toml` names (`[[server.oidc]]`),
+/// their JWKS files read now.
+///
+/// # Errors
+/// `INVALID_INPUT` naming the file that cannot be read.
+fn oidc_verifier(
+    issuers: &[engine_config::OidcIssuer],
+) -> Result<crate::server::oidc::Verifier, CliError> {
+    crate::server::oidc::Verifier::new(issuers).map_err(|why| {
+        CliError::invalid_input(format!("[[server.oidc]]: {why}"))
+            .hint("fix jwks-file in config.toml (a JWK set as JSON), or use jwks-url")
+    })
 }
 
 /// The TLS settings of `--tls-cert` and `--tls-key` (PEM files).
@@ -341,69 +388,6 @@ fn announce(ctx: &Context, url: &str, schema: u32, database: &str) {
     let _ = out.flush();
 }
 
-fn token_create(engine: &api::Engine, name: &str) -> Result<Report, CliError> {
-    let created = engine.create_token(name)?;
-    let r = &created.record;
-    Ok(Report::ok(
-        "server token create",
-        json!({"token": created.token, "token_id": r.token_id, "name": r.name, "created_at": r.created_at}),
-        format!("Token {} created; it is shown only this once", r.token_id),
-    )
-    .with(Element::panel(
-        "Token",
-        [
-            ("Id", r.token_id.clone()),
-            ("Name", r.name.clone()),
-            ("Token", created.token.clone()),
-        ],
-    ))
-    .plain_only(created.token))
-}
-
-fn token_list(engine: &api::Engine) -> Result<Report, CliError> {
-    let tokens = engine.tokens()?;
-    let time = |t: &Option<jiff::Timestamp>| t.map_or("-".to_string(), |t| super::view::time(&t));
-    let rows = tokens
-        .iter()
-        .map(|t| {
-            vec![
-                t.token_id.clone().into(),
-                t.name.clone().into(),
-                super::view::time(&t.created_at).into(),
-                time(&t.last_used_at).into(),
-                time(&t.revoked_at).into(),
-            ]
-        })
-        .collect();
-    let active = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
-    Ok(Report::ok(
-        "server token list",
-        json!({"tokens": tokens}),
-        format!("{active} active token(s), {} in all", tokens.len()),
-    )
-    .with(Element::Table {
-        title: "Tokens".into(),
-        columns: vec![
-            Column::left("Id"),
-            Column::left("Name"),
-            Column::left("Created"),
-            Column::left("Last used"),
-            Column::left("Revoked"),
-        ],
-        rows,
-        empty: "No tokens.".into(),
-    }))
-}
-
-fn token_revoke(engine: &api::Engine, which: &str) -> Result<Report, CliError> {
-    let revoked = engine.revoke_token(which)?;
-    Ok(Report::ok(
-        "server token revoke",
-        json!({"token_id": revoked.token_id, "name": revoked.name, "revoked_at": revoked.revoked_at}),
-        format!("Token {} ({}) revoked", revoked.token_id, revoked.name),
-    ))
-}
-
 fn login(ctx: &Context, a: &LoginArgs) -> Result<Report, CliError> {
     if !a.token_stdin {
         return Err(
@@ -429,7 +413,7 @@ fn login(ctx: &Context, a: &LoginArgs) -> Result<Report, CliError> {
     let token = token.trim().to_string();
     if token.is_empty() {
         return Err(CliError::invalid_input("no token on standard input")
-            .hint("create one on the server host: agents server token create NAME"));
+            .hint("create one on the server host: agents server token create --user USER"));
     }
     let ca_cert = match &a.ca_cert {
         Some(p) => Some(

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::json;
 
-use super::server_records::{DatabaseArg, engine};
+use super::server_host::{DatabaseArg, engine};
 use super::{CliError, Context};
 use crate::output::{Element, Report};
 use cleveragents_engine::api::policies::{PolicyRecord, PolicyRequest, PolicyView};

@@ -1,19 +1,23 @@
-//! The bearer token every call but the health checks carries. The token is looked up by the
-//! SHA-256 of its secret ([`cleveragents_engine::api::tokens`]); a request without a valid one is answered 401 and
-//! nothing runs.
+//! The bearer credential every call but the health checks carries: a token of this server,
+//! looked up by the SHA-256 of its secret ([`cleveragents_engine::api::tokens`]), or a JWT of a
+//! configured OIDC issuer ([`super::oidc`]). A request without a valid one is answered 401
+//! naming why (expired, revoked or unknown, the JWT's fault) and nothing runs.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{Shared, errors};
+use cleveragents_engine::api;
+
+use super::{Shared, errors, oidc};
 
 /// What a refused request is told: how to get a token.
 const HOW: [&str; 2] = [
-    "create a token on the server host: agents server token create NAME",
+    "create a token on the server host: agents server token create --user USER",
     "then on this machine: agents server login NAME URL --token-stdin (or set AGENTS_TOKEN)",
 ];
 
@@ -30,8 +34,10 @@ fn refused(message: &str) -> Response {
         .into_response()
 }
 
-/// Lets the request through with its [`cleveragents_engine::api::tokens::Principal`] when it carries an active
-/// token; answers 401 otherwise.
+/// Lets the request through with its [`cleveragents_engine::api::Principal`] (its user,
+/// credential and the client's address) when it carries an active token of this server or a
+/// JWT of a configured OIDC issuer whose user the server has; answers 401 naming the reason
+/// otherwise.
 pub async fn require_token(
     State(shared): State<Arc<Shared>>,
     mut request: Request,
@@ -52,14 +58,45 @@ pub async fn require_token(
     else {
         return refused("the Authorization header is not `Bearer TOKEN`");
     };
-    let engine = shared.engine.engine();
+    let address = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(a)| a.to_string());
+    let (engine, verifier) = shared.engine.current();
     let secret = secret.to_string();
-    match tokio::task::spawn_blocking(move || engine.authenticate(&secret)).await {
-        Ok(Ok(Some(principal))) => {
+    let answer = if !secret.starts_with(api::tokens::SECRET_PREFIX) && oidc::looks_like_jwt(&secret)
+    {
+        if verifier.is_empty() {
+            return refused("the token is a JWT, and this server trusts no OIDC issuer");
+        }
+        let accepted = match verifier.verify(&secret).await {
+            Ok(a) => a,
+            Err(why) => return refused(&why),
+        };
+        let user = accepted.user.clone();
+        let credential = api::Credential::Jwt {
+            issuer: accepted.issuer,
+        };
+        tokio::task::spawn_blocking(move || {
+            engine.principal_of(&user, credential, address).map(|p| {
+                p.ok_or_else(|| format!("the JWT's user `{user}` has no account on this server"))
+            })
+        })
+        .await
+    } else {
+        tokio::task::spawn_blocking(move || {
+            engine
+                .authenticate(&secret, address)
+                .map(|r| r.map_err(|why| why.to_string()))
+        })
+        .await
+    };
+    match answer {
+        Ok(Ok(Ok(principal))) => {
             request.extensions_mut().insert(principal);
             next.run(request).await
         }
-        Ok(Ok(None)) => refused("the token is not valid (unknown, mistyped or revoked)"),
+        Ok(Ok(Err(why))) => refused(&why),
         Ok(Err(e)) => errors::api_failure(shared.render, e),
         Err(e) => errors::internal(&format!("checking the token failed: {e}")),
     }

@@ -41,6 +41,7 @@ pub struct EventsQuery {
 /// Streams the events the query asks for.
 pub async fn stream(
     State(shared): State<Arc<Shared>>,
+    axum::Extension(principal): axum::Extension<api::Principal>,
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Response {
@@ -50,9 +51,15 @@ pub async fn stream(
         .and_then(|v| v.parse::<i64>().ok());
     let after = query.after.or(last_id).unwrap_or(0);
     let engine = shared.engine.engine();
+    let who = principal.clone();
     let plan = match query.plan {
         None => None,
-        Some(p) => match tokio::task::spawn_blocking(move || engine.resolve_plan(&p)).await {
+        Some(p) => match tokio::task::spawn_blocking(move || {
+            api::access::check_read_plan(&engine, &who, &p)?;
+            engine.resolve_plan(&p)
+        })
+        .await
+        {
             Ok(Ok(id)) => Some(id),
             Ok(Err(e)) => return errors::api_failure(shared.render, e),
             Err(e) => return errors::internal(&format!("resolving the plan failed: {e}")),
@@ -66,7 +73,14 @@ pub async fn stream(
     );
     let live = query.live;
     tokio::task::spawn_blocking(move || {
-        follow(&engine, render, &stopping, (plan, live), after, &tx);
+        let reader = match api::access::PlanReader::new(&engine, &principal) {
+            Ok(reader) => reader,
+            Err(e) => {
+                let _ = tx.blocking_send(error_event(render, e));
+                return;
+            }
+        };
+        follow(&engine, render, &stopping, (plan, live, reader), after, &tx);
     });
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
@@ -76,16 +90,38 @@ pub async fn stream(
         .into_response()
 }
 
-/// Hands every event to `tx` until the plan is final, the client is gone or the store fails.
+/// The `error` event carrying `e` as the protocol's error body.
+fn error_event(render: super::Render, e: api::ApiError) -> Event {
+    Event::default()
+        .event("error")
+        .json_data(cleveragents_engine::api::protocol::ErrorEnvelope { error: render(e) })
+        .unwrap_or_else(|_| Event::default().event("error").data("{}"))
+}
+
+/// Hands every event the caller may read to `tx` until the plan is final, the client is gone
+/// or the store fails.
 fn follow(
     engine: &api::Engine,
     render: super::Render,
     stopping: &super::Stopping,
-    (plan, live): (Option<cleveragents_engine::domain::Id>, bool),
+    (plan, live, mut reader): (
+        Option<cleveragents_engine::domain::Id>,
+        bool,
+        api::access::PlanReader,
+    ),
     after: i64,
     tx: &tokio::sync::mpsc::Sender<Event>,
 ) {
+    let readable =
+        std::cell::RefCell::new(|id: &cleveragents_engine::domain::Id| reader.may_read(id));
     let mut sink = |f: Followed| match f {
+        Followed::Event(e)
+            if e.plan_id
+                .as_ref()
+                .is_some_and(|id| !(readable.borrow_mut())(id)) =>
+        {
+            ControlFlow::Continue(())
+        }
         Followed::Event(e) => {
             let event = Event::default().id(e.seq.to_string());
             let sent = event
@@ -104,6 +140,9 @@ fn follow(
         // A live event that cannot be sent at once is dropped: it is never stored, and a
         // slow client must not hold up the engine.
         let mut live = |e: api::LiveEvent| {
+            if !(readable.borrow_mut())(&e.plan) {
+                return;
+            }
             if let Ok(event) = Event::default().event("live").json_data(&e) {
                 let _ = tx.try_send(event);
             }
@@ -119,13 +158,7 @@ fn follow(
     }
     let last = match ended {
         Ok(()) => Event::default().event("end").data("{}"),
-        Err(e) => match Event::default()
-            .event("error")
-            .json_data(cleveragents_engine::api::protocol::ErrorEnvelope { error: render(e) })
-        {
-            Ok(event) => event,
-            Err(_) => return,
-        },
+        Err(e) => error_event(render, e),
     };
     let _ = tx.blocking_send(last);
 }

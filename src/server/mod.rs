@@ -1,5 +1,5 @@
 //! `agents server start` (spec section 21): the engine's protocol over HTTP. Handlers are
-//! thin: they take the principal from the bearer token, hand the request to
+//! thin: they take the principal from the bearer token or OIDC JWT, hand the request to
 //! [`api::serve`], the function the in-process client calls, and map a failure to its status
 //! and the error body the CLI prints.
 //!
@@ -11,6 +11,7 @@
 mod auth;
 mod errors;
 mod events;
+pub mod oidc;
 pub mod takeover;
 
 use std::net::SocketAddr;
@@ -64,9 +65,9 @@ fn stamp(path: &std::path::Path) -> Stamp {
 /// server host is used without a restart. A file that no longer loads keeps the engine made
 /// from the last one that did, and says why in the server's log.
 pub struct Live {
-    current: std::sync::Mutex<(Engine, Stamp)>,
+    current: std::sync::Mutex<(Engine, Arc<oidc::Verifier>, Stamp)>,
     config_path: std::path::PathBuf,
-    rebuild: Box<dyn Fn() -> Result<Engine, String> + Send + Sync>,
+    rebuild: Box<dyn Fn() -> Result<(Engine, oidc::Verifier), String> + Send + Sync>,
 }
 
 impl std::fmt::Debug for Live {
@@ -78,15 +79,17 @@ impl std::fmt::Debug for Live {
 }
 
 impl Live {
-    /// `engine`, made from `config_path` as it is now; `rebuild` makes it again.
+    /// `engine` and the OIDC `verifier`, made from `config_path` as it is now; `rebuild`
+    /// makes them again.
     pub fn new(
         engine: Engine,
+        verifier: oidc::Verifier,
         config_path: std::path::PathBuf,
-        rebuild: impl Fn() -> Result<Engine, String> + Send + Sync + 'static,
+        rebuild: impl Fn() -> Result<(Engine, oidc::Verifier), String> + Send + Sync + 'static,
     ) -> Self {
         let stamp = stamp(&config_path);
         Self {
-            current: std::sync::Mutex::new((engine, stamp)),
+            current: std::sync::Mutex::new((engine, Arc::new(verifier), stamp)),
             config_path,
             rebuild: Box::new(rebuild),
         }
@@ -94,17 +97,23 @@ impl Live {
 
     /// The engine with the configuration file as it is now.
     pub fn engine(&self) -> Engine {
+        self.current().0
+    }
+
+    /// The engine and the OIDC issuers' verifier with the configuration file as it is now.
+    pub fn current(&self) -> (Engine, Arc<oidc::Verifier>) {
         let now = stamp(&self.config_path);
         let mut current = self
             .current
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if current.1 != now {
-            current.1 = now;
+        if current.2 != now {
+            current.2 = now;
             match (self.rebuild)() {
-                Ok(engine) => {
+                Ok((engine, verifier)) => {
                     tracing::info!(config = %self.config_path.display(), "configuration reloaded");
                     current.0 = engine;
+                    current.1 = Arc::new(verifier);
                 }
                 Err(why) => tracing::warn!(
                     config = %self.config_path.display(),
@@ -113,7 +122,7 @@ impl Live {
                 ),
             }
         }
-        current.0.clone()
+        (current.0.clone(), Arc::clone(&current.1))
     }
 }
 
@@ -323,18 +332,29 @@ async fn ready(State(shared): State<Arc<Shared>>) -> Response {
 
 async fn call(
     State(shared): State<Arc<Shared>>,
-    axum::Extension(principal): axum::Extension<api::tokens::Principal>,
+    axum::Extension(principal): axum::Extension<api::Principal>,
     body: axum::body::Bytes,
 ) -> Response {
     let request: protocol::Request = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => return errors::bad_request(&format!("the request is not a v1 call: {e}")),
     };
-    tracing::info!(call = request.name(), token = %principal.token_id, "call");
+    let credential = match &principal.credential {
+        api::Credential::Token { token_id } => token_id.clone(),
+        api::Credential::Jwt { issuer } => format!("jwt:{issuer}"),
+        api::Credential::Local => "local".to_string(),
+    };
+    tracing::info!(
+        call = request.name(),
+        user = %principal.user,
+        credential = %credential,
+        address = principal.address.as_deref().unwrap_or("-"),
+        "call"
+    );
     let runs_an_operation = matches!(request, protocol::Request::Run(_));
     let engine = shared.engine.engine();
     let work = tokio::task::spawn_blocking(move || {
-        api::serve(&engine, request).map(|mut r| {
+        api::access::serve_as(&engine, &principal, request).map(|mut r| {
             if let protocol::Response::Hello(h) = &mut r {
                 h.mode = "server".to_string();
             }

@@ -76,7 +76,7 @@ fn follow(
             return ControlFlow::Break(());
         }
         if let Followed::Event(e) = f
-            && let (Some(plan), Some(text)) = (e.plan_id, progress_text(&e.kind))
+            && let (Some(plan), Some(text)) = (e.plan_id, progress_text(&e))
         {
             let msg = Msg::Live {
                 plan_id: plan.to_string(),
@@ -106,9 +106,11 @@ fn feed_stopped(why: &str) -> Msg {
 }
 
 /// The live area's line for a committed event: where the plan is in its lifecycle (spec
-/// section 08), so the area follows a plan from its first event.
-fn progress_text(kind: &EventKind) -> Option<String> {
+/// section 08), so the area follows a plan from its first event; on a server, with the human
+/// who caused it.
+fn progress_text(event: &cleveragents_engine::domain::event::EngineEvent) -> Option<String> {
     use EventKind as K;
+    let kind = &event.kind;
     matches!(
         kind,
         K::StrategizeStarted(_)
@@ -122,7 +124,10 @@ fn progress_text(kind: &EventKind) -> Option<String> {
             | K::PlanErrored(_)
             | K::PlanCancelled(_)
     )
-    .then(|| crate::event_text::summary(kind))
+    .then(|| match &event.caused_by {
+        Some(who) => format!("{} (by {who})", crate::event_text::summary(kind)),
+        None => crate::event_text::summary(kind),
+    })
 }
 
 /// The live area's form of a live engine event.

@@ -437,7 +437,7 @@ fn strategize_plans_refuse_writing_tools_with_permission_denied() {
         ("shell_execute", json!({"command": "touch x"})),
     ] {
         let (doc, code) = tool(&env, &plan, &repo, name, args);
-        assert_eq!(code, 1);
+        assert_eq!(code, 4, "a refused tool call exits 4 (D-team-4)");
         assert_eq!(doc["error"]["code"], "PERMISSION_DENIED", "{doc:#}");
         assert!(
             doc["error"]["message"]
@@ -770,7 +770,7 @@ fn directory_resources_are_copied_with_a_private_git_dir_and_diffed_the_same_way
             .contains("--patch")
     );
     let (doc, code) = tool(&env, &plan, &dir, "git_status", json!({}));
-    assert_eq!(code, 1);
+    assert_eq!(code, 4, "a refused tool call exits 4 (D-team-4)");
     assert_eq!(doc["error"]["code"], "PERMISSION_DENIED");
 }
 

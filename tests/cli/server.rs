@@ -483,7 +483,7 @@ fn sigterm_stops_the_server_promptly_even_with_a_follower_connected() {
 fn commands_about_this_machine_ignore_the_server_and_host_commands_refuse_it() {
     let server = Server::start(Env::new());
     let client = Env::new();
-    let (doc, code) = server.client_json(&client, &["server", "token", "list"]);
+    let (doc, code) = server.client_json(&client, &["server", "migrate"]);
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(doc["error"]["code"], "INVALID_INPUT");
     assert!(!db_file(&client).exists());

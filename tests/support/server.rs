@@ -22,7 +22,11 @@ pub struct Server {
     child: Child,
 }
 
-/// Creates a token named `token_name` on `env`'s data directory and starts `agents server
+/// The user every test server's tokens sign in as: the first token of a server makes it
+/// the server's administrator.
+pub const SERVER_ADMIN: &str = "tests";
+
+/// Creates a token named `token_name` for [`SERVER_ADMIN`] on `env`'s data directory and starts `agents server
 /// start START_ARGS` there: the URL of its first line, the token and the process.
 pub fn spawn(env: &Env, token_name: &str, start_args: &[&str]) -> (String, String, Child) {
     spawn_on(env, server_database(env), token_name, start_args)
@@ -41,9 +45,16 @@ pub fn spawn_on(
         }
         cmd
     };
-    let out = with_database(
-        env.local_command(&["--format", "plain", "server", "token", "create", token_name]),
-    )
+    let out = with_database(env.local_command(&[
+        "--format",
+        "plain",
+        "server",
+        "token",
+        "create",
+        "--user",
+        SERVER_ADMIN,
+        token_name,
+    ]))
     .output()
     .expect("the binary runs");
     assert!(out.status.success(), "token create: {out:?}");
@@ -344,4 +355,92 @@ pub fn without_globals(text: &str) -> String {
         }
     }
     s
+}
+
+/// An OIDC issuer for tests: an ES256 key made for the test, its JWKS written to a file, and
+/// the JWTs it signs.
+pub struct TestIssuer {
+    /// The issuer (`iss`).
+    pub issuer: String,
+    /// The audience the server is configured with.
+    pub audience: String,
+    /// The JWKS file.
+    pub jwks: std::path::PathBuf,
+    kid: String,
+    pkcs8: Vec<u8>,
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+impl TestIssuer {
+    /// A new key for `issuer` and `audience`, its JWKS written under `dir` (key id `kid`).
+    pub fn new(dir: &std::path::Path, issuer: &str, audience: &str, kid: &str) -> Self {
+        use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+            .unwrap()
+            .as_ref()
+            .to_vec();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8).unwrap();
+        // An uncompressed point: 0x04, then x and y (32 bytes each).
+        let point = pair.public_key().as_ref();
+        assert_eq!(point.len(), 65);
+        let jwks = serde_json::json!({"keys": [{
+            "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid,
+            "x": base64url(&point[1..33]), "y": base64url(&point[33..]),
+        }]});
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join(format!("jwks-{kid}-{}.json", std::process::id()));
+        std::fs::write(&path, jwks.to_string()).unwrap();
+        Self {
+            issuer: issuer.to_string(),
+            audience: audience.to_string(),
+            jwks: path,
+            kid: kid.to_string(),
+            pkcs8,
+        }
+    }
+
+    /// The `[[server.oidc]]` table that trusts this issuer.
+    pub fn config(&self) -> String {
+        format!(
+            "[[server.oidc]]\nissuer = \"{}\"\naudience = \"{}\"\njwks-file = \"{}\"\n",
+            self.issuer,
+            self.audience,
+            self.jwks.display()
+        )
+    }
+
+    /// A JWT signed by this issuer's key: `iss`, `aud` = the configured audience, `sub` =
+    /// `user`, valid from a minute ago for `lifetime_secs` (negative: expired that long ago),
+    /// with `extra` claims laid over them.
+    pub fn jwt(&self, user: &str, lifetime_secs: i64, extra: serde_json::Value) -> String {
+        let now = jiff::Timestamp::now().as_second();
+        let mut claims = serde_json::json!({
+            "iss": self.issuer, "aud": self.audience, "sub": user,
+            "iat": now - 60, "nbf": now - 60, "exp": now + lifetime_secs,
+        });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            claims[k] = v.clone();
+        }
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(
+            &header,
+            &claims,
+            &jsonwebtoken::EncodingKey::from_ec_der(&self.pkcs8),
+        )
+        .unwrap()
+    }
+
+    /// The same claims as [`TestIssuer::jwt`] with no signature at all (`alg: none`).
+    pub fn unsigned_jwt(&self, user: &str) -> String {
+        let signed = self.jwt(user, 600, serde_json::json!({}));
+        let claims = signed.split('.').nth(1).unwrap().to_string();
+        let header = base64url(br#"{"alg":"none","typ":"JWT"}"#);
+        format!("{header}.{claims}.")
+    }
 }

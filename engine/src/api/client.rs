@@ -277,6 +277,48 @@ impl dyn Client + '_ {
     }
 }
 
+impl dyn Client + '_ {
+    /// The audit log's rows that pass `filter`, oldest first.
+    ///
+    /// # Errors
+    /// See [`Engine::audit_log`] and [`Client::call`].
+    pub fn audit_log(
+        &self,
+        filter: super::AuditFilter,
+    ) -> Result<Vec<super::AuditRecord>, ApiError> {
+        let asked = Request::Audit(super::AuditRequest::List(filter));
+        match protocol::expect(asked.name(), self.call(asked)?, |r| match r {
+            Response::Audit(v) => Ok(*v),
+            other => Err(other),
+        })? {
+            super::AuditView::List(rows) => Ok(rows),
+            super::AuditView::Verdict(_) => Err(ApiError::Protocol {
+                message: "the audit log's rows were answered with a verdict".into(),
+            }),
+        }
+    }
+
+    /// The check of the audit log's chain, and that it still holds `head` when given.
+    ///
+    /// # Errors
+    /// See [`Engine::audit_verify_against`] and [`Client::call`].
+    pub fn audit_verify(
+        &self,
+        head: Option<super::AuditHead>,
+    ) -> Result<super::AuditVerdict, ApiError> {
+        let asked = Request::Audit(super::AuditRequest::Verify { head });
+        match protocol::expect(asked.name(), self.call(asked)?, |r| match r {
+            Response::Audit(v) => Ok(*v),
+            other => Err(other),
+        })? {
+            super::AuditView::Verdict(v) => Ok(v),
+            super::AuditView::List(_) => Err(ApiError::Protocol {
+                message: "the audit log's check was answered with its rows".into(),
+            }),
+        }
+    }
+}
+
 /// Answers `request` on `engine`: the one implementation of every call, in process and on
 /// the server.
 ///
@@ -355,11 +397,14 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
         }
         Request::RunCall(r) => Response::RunCall(Box::new(super::run_views::answer(engine, r)?)),
         Request::Policy(r) => {
-            // Until a call carries its principal into the engine, a policy is recorded as
-            // set by the user this engine runs as.
-            let by = crate::team::Principal::local().user;
+            // Recorded as set by the caller's human; the local user on one machine.
+            let by = engine
+                .human()
+                .unwrap_or_else(|| crate::team::Principal::local().user);
             Response::Policy(Box::new(super::policies::answer(engine, r, &by)?))
         }
+        Request::Team(r) => Response::Team(Box::new(super::team_views::answer(engine, r)?)),
+        Request::Audit(r) => Response::Audit(Box::new(super::audit::answer(engine, r)?)),
     })
 }
 
@@ -367,7 +412,7 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
 /// itself.
 impl Client for Engine {
     fn call(&self, request: Request) -> Result<Response, ApiError> {
-        serve(self, request)
+        super::access::serve_as(self, &self.caller(), request)
     }
 
     fn follow(

@@ -83,7 +83,8 @@ error_codes! {
     ToolFailed => "TOOL_FAILED",
     /// A tool would act outside what the plan may touch.
     UnsafeTool => "UNSAFE_TOOL",
-    /// A tool call was refused by the plan's policy or the sandbox's confinement.
+    /// A tool call was refused by the plan's policy or the sandbox's confinement, or the
+    /// caller's role does not allow the call (spec section 22).
     PermissionDenied => "PERMISSION_DENIED",
     /// An organization's policy refuses the call (spec section 22).
     PolicyDenied => "POLICY_DENIED",
@@ -174,6 +175,10 @@ pub enum ApiError {
     /// The caller's role does not allow the call (spec section 22); nothing was changed.
     #[error("permission denied: {0}")]
     PermissionDenied(Box<crate::team::Denial>),
+    /// An Apply waits for more humans' approvals (`apply.min_approvals`); the caller's is
+    /// recorded.
+    #[error("{0}")]
+    ApprovalsNeeded(Box<super::apply_approvals::ApprovalsNeeded>),
     /// An organization's policy refuses the call; nothing was changed.
     #[error("{0}")]
     PolicyDenied(Box<crate::team::policy::PolicyDenial>),

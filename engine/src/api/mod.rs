@@ -10,7 +10,10 @@
 //! driving it is [`ApiError`] with code `CONFLICT`) and records what it changed as events in
 //! the same transaction as the change.
 
+pub mod access;
+mod apply_approvals;
 mod apply_preview;
+pub mod audit;
 mod client;
 pub mod correction_views;
 pub mod definition_views;
@@ -37,6 +40,7 @@ pub mod session_views;
 mod status;
 mod takeover;
 pub mod team;
+pub mod team_views;
 pub mod tokens;
 
 use std::sync::Arc;
@@ -44,8 +48,10 @@ use std::sync::Arc;
 pub use crate::domain::next::{CorrectionMode as NextCorrectionMode, Next};
 pub use crate::lifecycle::{Observer, Quiet};
 pub use crate::store::Location as DatabaseLocation;
+pub use crate::store::attribution::{ApplyApproval, Attribution};
 pub use crate::team::policy::PolicyDenial;
 pub use crate::team::{Credential, Decision, Denial, Operation, Principal, Role};
+pub use apply_approvals::ApprovalsNeeded;
 pub use client::{Client, FOLLOW_POLL, Followed, follow_store, serve};
 pub use error::{ApiError, ErrorCode};
 pub use export::{ExportError, ExportRequest, ExportTarget, Exported};
@@ -74,6 +80,10 @@ pub use crate::sandbox::diff::{
 };
 pub use crate::store::lifecycle_run::PlanStep;
 pub use apply_preview::{ApplyPreviewQuery, ApplyPreviewView, ApplyShown};
+pub use audit::{
+    AuditBreak, AuditEntry, AuditFilter, AuditHead, AuditOutcome, AuditRecord, AuditRequest,
+    AuditVerdict, AuditView, BreakKind as AuditBreakKind,
+};
 pub use plan_artifacts::{AppliedCommit, Artifact, ArtifactsView};
 pub use plan_checkpoints::{CheckpointRef, CheckpointsView};
 pub use plan_diff::{AppliedDiff, DiffQuery, DiffView, FileSecrets, ResourceDiff, SandboxesDiff};
@@ -184,6 +194,8 @@ pub struct Engine {
     /// How the orchestrator of `session tell` runs `agents` commands (handed in by the face
     /// that owns the command line).
     commands: Option<Arc<dyn crate::session::tools::Commands>>,
+    /// Who the calls made through this handle come from; `None`: the local user.
+    caller: Option<Arc<crate::team::Principal>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -208,7 +220,23 @@ impl Engine {
             observer: Arc::new(Quiet),
             config: None,
             commands: None,
+            caller: None,
         }
+    }
+
+    /// This engine acting for `principal`: what its calls change is attributed to them.
+    pub fn as_caller(&self, principal: crate::team::Principal) -> Self {
+        let mut engine = self.clone();
+        engine.caller = Some(Arc::new(principal));
+        engine
+    }
+
+    /// Who calls through this handle: the principal a server set, else the local user.
+    pub fn caller(&self) -> crate::team::Principal {
+        self.caller
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(crate::team::Principal::local)
     }
 
     /// This engine with the whole configuration, for the calls that run model actors.
@@ -262,7 +290,16 @@ impl Engine {
     /// # Errors
     /// [`ApiError::Store`] when the database cannot be opened or migrated.
     pub fn store(&self) -> Result<Store, ApiError> {
-        Ok(self.database.open()?)
+        Ok(self.database.open()?.acting_for(self.human()))
+    }
+
+    /// The human a server call came from, for attribution; `None` for the local user, whose
+    /// records need no name.
+    pub fn human(&self) -> Option<String> {
+        self.caller
+            .as_deref()
+            .filter(|p| !p.is_local())
+            .map(|p| p.user.clone())
     }
 
     /// This engine keeping its records in `database` (a server's PostgreSQL database, spec

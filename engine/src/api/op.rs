@@ -232,6 +232,27 @@ pub enum Outcome {
     Registry(Box<super::registry::RegistryOutcome>),
 }
 
+impl Op {
+    /// The operation's name, as the protocol spells it (`execute`, `apply`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Use(_) => "use",
+            Op::Execute { .. } => "execute",
+            Op::Apply { .. } => "apply",
+            Op::Cancel { .. } => "cancel",
+            Op::Rollback { .. } => "rollback",
+            Op::Decide { .. } => "decide",
+            Op::Reject { .. } => "reject",
+            Op::Prompt { .. } => "prompt",
+            Op::Correct(_) => "correct",
+            Op::Cleanup => "cleanup",
+            Op::Export(_) => "export",
+            Op::Registry(r) => r.name(),
+            Op::Review(_) => "review",
+        }
+    }
+}
+
 impl Outcome {
     /// The operation's name, as the CLI spells the command (`execute`, `rollback`, ...).
     pub fn name(&self) -> &'static str {

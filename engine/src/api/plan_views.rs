@@ -54,6 +54,19 @@ pub enum PlanViewRequest {
 }
 
 impl PlanViewRequest {
+    /// The plan asked about, as given (id or unique prefix).
+    pub fn plan(&self) -> &str {
+        match self {
+            PlanViewRequest::Diff(q) => &q.plan,
+            PlanViewRequest::ApplyPreview(q) => &q.plan,
+            PlanViewRequest::Checkpoints { plan, .. }
+            | PlanViewRequest::Checkpoint { plan, .. }
+            | PlanViewRequest::Artifacts { plan }
+            | PlanViewRequest::Steps { plan }
+            | PlanViewRequest::Errors { plan } => plan,
+        }
+    }
+
     /// The call's name as the protocol spells it.
     pub fn name(&self) -> &'static str {
         match self {

@@ -93,6 +93,10 @@ pub enum Request {
     RunCall(super::run_views::RunRequest),
     /// An organization's policy: set or show (`agents server policy`).
     Policy(super::policies::PolicyRequest),
+    /// The server's users, organizations, members and tokens.
+    Team(super::team_views::TeamRequest),
+    /// The audit log: its rows, and the check of its hash chain.
+    Audit(super::audit::AuditRequest),
 }
 
 impl Request {
@@ -119,6 +123,8 @@ impl Request {
             Request::CorrectionView(_) => "correction_view",
             Request::RunCall(_) => "run_call",
             Request::Policy(_) => "policy",
+            Request::Team(_) => "team",
+            Request::Audit(_) => "audit",
         }
     }
 }
@@ -167,6 +173,10 @@ pub enum Response {
     RunCall(Box<super::run_views::RunView>),
     /// [`Request::Policy`].
     Policy(Box<super::policies::PolicyView>),
+    /// [`Request::Team`].
+    Team(Box<super::team_views::TeamView>),
+    /// [`Request::Audit`].
+    Audit(Box<super::audit::AuditView>),
 }
 
 impl Response {
@@ -193,6 +203,8 @@ impl Response {
             Response::CorrectionView(_) => "correction_view",
             Response::RunCall(_) => "run_call",
             Response::Policy(_) => "policy",
+            Response::Team(_) => "team",
+            Response::Audit(_) => "audit",
         }
     }
 }

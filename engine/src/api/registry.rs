@@ -152,6 +152,15 @@ macro_rules! registry_changes {
             }
         })+
 
+        impl RegistryOp {
+            /// The change's name (`CreateProject`).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(RegistryOp::$variant(_) => stringify!($variant),)+
+                }
+            }
+        }
+
         impl RegistryOutcome {
             /// The change's name, as the protocol spells it.
             pub fn name(&self) -> &'static str {

@@ -21,8 +21,33 @@ use crate::registry::plan_use;
 use crate::sandbox::CheckpointId;
 use crate::sandbox::lifetime;
 
+/// The plan a human's `op` acts on: from then on its events and its actors' work are
+/// attributed to them.
+fn plan_of(engine: &Engine, op: &Op) -> Result<Option<Id>, ApiError> {
+    let store = engine.store()?;
+    Ok(match op {
+        Op::Execute { plan }
+        | Op::Apply { plan, .. }
+        | Op::Cancel { plan, .. }
+        | Op::Rollback { plan, .. }
+        | Op::Prompt { plan, .. } => Some(plan.clone()),
+        Op::Review(r) => Some(r.plan.clone()),
+        Op::Export(x) => Some(x.plan.clone()),
+        Op::Decide { approval, .. } | Op::Reject { approval, .. } => {
+            store.approval(approval)?.map(|a| a.plan_id)
+        }
+        Op::Correct(c) => store.decision(&c.decision)?.map(|d| d.plan_id),
+        Op::Use(_) | Op::Cleanup | Op::Registry(_) => None,
+    })
+}
+
 /// Runs `op` on `engine` (see [`Engine::run`]).
 pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
+    if engine.human().is_some()
+        && let Some(plan) = plan_of(engine, &op)?
+    {
+        engine.store()?.drive_as_human(&plan)?;
+    }
     match op {
         Op::Use(req) => use_action(engine, &req).map(|u| Outcome::Used(Box::new(u))),
         Op::Execute { plan } => drive(engine, &plan, Goal::Execute),

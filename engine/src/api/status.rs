@@ -73,6 +73,9 @@ pub struct PlanStatusView {
     /// Where the latest step that continued from its journal (its driver vanished mid-step)
     /// resumed.
     pub resumed: Option<ResumedAt>,
+    /// The humans behind the plan on a server (empty on one machine).
+    #[serde(default)]
+    pub attribution: crate::store::attribution::Attribution,
 }
 
 /// A step that continued from its journal at the exact call (docs/sandbox.md, "Resuming a
@@ -328,6 +331,7 @@ impl Engine {
             invariant_checks,
             headline,
             resumed,
+            attribution: store.attribution(plan)?,
             plan: p,
         })
     }

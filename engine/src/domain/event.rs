@@ -261,6 +261,10 @@ pub struct EngineEvent {
     /// What happened, with its details (`type` and `data`).
     #[serde(flatten)]
     pub kind: EventKind,
+    /// The human whose call caused it on a server (for an actor's work, the one who last
+    /// started, resumed or approved the plan); `None` on one machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caused_by: Option<String>,
 }
 
 #[cfg(test)]

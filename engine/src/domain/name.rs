@@ -15,6 +15,35 @@ use serde::{Deserialize, Serialize};
 pub const LOCAL_NAMESPACE: &str = "local";
 /// Namespaces no user-created item may use, besides configured provider names.
 pub const RESERVED_NAMESPACES: [&str; 3] = ["builtin", "openai", "anthropic"];
+thread_local! {
+    /// The namespace bare names get on this thread while a server user's call runs.
+    static DEFAULT_NAMESPACE: std::cell::RefCell<Option<String>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The namespace a bare name gets: `local` on one machine and for a server's
+/// administrators, the user's own on a server (spec section 15: "a user's default namespace
+/// on a server is theirs").
+pub fn default_namespace() -> String {
+    DEFAULT_NAMESPACE
+        .with(|d| d.borrow().clone())
+        .unwrap_or_else(|| LOCAL_NAMESPACE.to_string())
+}
+
+/// Runs `f` with bare names meaning `namespace/NAME` on this thread.
+pub fn with_default_namespace<T>(namespace: &str, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<String>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            DEFAULT_NAMESPACE.with(|d| *d.borrow_mut() = previous);
+        }
+    }
+    let previous = DEFAULT_NAMESPACE.with(|d| d.replace(Some(namespace.to_string())));
+    let _restore = Restore(previous);
+    f()
+}
+
 /// Longest accepted name, in bytes (server, namespace and name together).
 pub const MAX_NAME_LEN: usize = 200;
 
@@ -149,7 +178,8 @@ impl QualifiedName {
     }
 
     /// Parses a name a user typed for an item of some kind: a bare name that is one of
-    /// `builtins` stays bare (the built-in); any other bare name gets the `local` namespace.
+    /// `builtins` stays bare (the built-in); any other bare name gets the caller's default
+    /// namespace ([`default_namespace`]: `local`, or a server user's own).
     ///
     /// # Errors
     /// As [`QualifiedName::parse`].
@@ -159,7 +189,7 @@ impl QualifiedName {
             && parsed.server.is_none()
             && !builtins.contains(&parsed.name.as_str())
         {
-            parsed.namespace = Some(LOCAL_NAMESPACE.to_string());
+            parsed.namespace = Some(default_namespace());
         }
         Ok(parsed)
     }

@@ -335,7 +335,10 @@ pub fn run(engine: &mut Lifecycle, plan: &mut Plan, no_commit: bool) -> Result<E
             json!({"validations": validations}),
         );
     }
-    let message = crate::sandbox::plan_commit_message(plan, &commit_note(&left_out));
+    let message = with_trailers(
+        crate::sandbox::plan_commit_message(plan, &commit_note(&left_out)),
+        &engine.store().attribution(&plan_id)?,
+    );
     let written = match write_all(engine, &plan_id, &targets, &message, no_commit)? {
         Ok(w) => w,
         Err(message) => return fail(engine, plan, "APPLY_FAILED", message, Value::Null),
@@ -904,6 +907,19 @@ fn finish(
         tracing::warn!(error = %e, "sandboxes could not be released after apply");
     }
     Ok(Ended::Complete)
+}
+
+/// `message` with an `Approved-by:` trailer for each human who approved the Apply on a server
+/// and a `Reviewed-by:` trailer for each who marked its hunks (spec section 22, attribution).
+fn with_trailers(message: String, who: &crate::store::attribution::Attribution) -> String {
+    let mut out = message;
+    for approval in &who.apply_approvals {
+        out.push_str(&format!("Approved-by: {}\n", approval.user));
+    }
+    for reviewer in &who.reviewers {
+        out.push_str(&format!("Reviewed-by: {reviewer}\n"));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -80,13 +80,15 @@ impl Store {
         reason: Option<&str>,
     ) -> Result<(), StoreError> {
         let now = jiff::Timestamp::now().to_string();
+        let reviewer = self.human().map(str::to_string);
         let tx = self.conn_mut().transaction()?;
         for (id, resource, path) in items {
             tx.execute(
-                "INSERT INTO review_marks (plan_id, attempt, item_id, resource, path, mark, reason, updated_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                "INSERT INTO review_marks (plan_id, attempt, item_id, resource, path, mark, reason, updated_at, reviewer) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
                  ON CONFLICT (plan_id, attempt, item_id) DO UPDATE SET \
-                 mark = excluded.mark, reason = excluded.reason, updated_at = excluded.updated_at",
+                 mark = excluded.mark, reason = excluded.reason, updated_at = excluded.updated_at, \
+                 reviewer = excluded.reviewer",
                 params![
                     plan_id.to_string(),
                     i64::from(attempt),
@@ -95,7 +97,8 @@ impl Store {
                     path,
                     mark.as_str(),
                     reason,
-                    now
+                    now,
+                    reviewer
                 ],
             )?;
         }

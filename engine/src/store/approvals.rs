@@ -196,7 +196,9 @@ pub(crate) fn resolve_in(
         .optional()?;
     let Some(plan) = plan else { return Ok(false) };
     tx.execute(
-        "UPDATE approvals SET status = ?2, answer = ?3, resolved_at = ?4 WHERE approval_id = ?1",
+        "UPDATE approvals SET status = ?2, answer = ?3, resolved_at = ?4, \
+         decided_by = (SELECT driven_by FROM plans WHERE plans.plan_id = approvals.plan_id) \
+         WHERE approval_id = ?1",
         params![
             approval_id,
             status.as_str(),

@@ -21,7 +21,8 @@ pub fn append(
     kind: &EventKind,
 ) -> Result<i64, StoreError> {
     Ok(tx.query_row(
-        "INSERT INTO events (ts, plan_id, type, data) VALUES (?1, ?2, ?3, ?4) RETURNING seq",
+        "INSERT INTO events (ts, plan_id, type, data, caused_by) \
+         VALUES (?1, ?2, ?3, ?4, (SELECT driven_by FROM plans WHERE plan_id = ?2)) RETURNING seq",
         params![
             Timestamp::now().to_string(),
             plan_id.map(Id::to_string),
@@ -52,7 +53,7 @@ pub fn after(
     limit: u32,
 ) -> Result<Vec<EngineEvent>, StoreError> {
     let mut stmt = store.conn().prepare(
-        "SELECT seq, ts, plan_id, type, data FROM events \
+        "SELECT seq, ts, plan_id, type, data, caused_by FROM events \
          WHERE seq > ?1 AND (plan_id = ?2 OR ?2 IS NULL) ORDER BY seq LIMIT ?3",
     )?;
     let rows = stmt
@@ -63,11 +64,12 @@ pub fn after(
                 r.get::<_, Option<String>>(2)?,
                 r.get::<_, String>(3)?,
                 r.get::<_, String>(4)?,
+                r.get::<_, Option<String>>(5)?,
             ))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     rows.into_iter()
-        .map(|(seq, ts, plan, kind, data)| {
+        .map(|(seq, ts, plan, kind, data, caused_by)| {
             Ok(EngineEvent {
                 seq,
                 ts: ts
@@ -84,6 +86,7 @@ pub fn after(
                     serde_json::from_str::<Value>(&data)
                         .map_err(|e| corrupt("data", e.to_string()))?,
                 ),
+                caused_by,
             })
         })
         .collect()
@@ -321,6 +324,7 @@ mod tests {
             ts: Timestamp::UNIX_EPOCH,
             plan_id: None,
             kind: EventKind::ExecuteStep(ExecuteStep::new("step 1", "started")),
+            caused_by: None,
         };
         let v = serde_json::to_value(&event).unwrap();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();

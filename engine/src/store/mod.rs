@@ -12,6 +12,8 @@
 pub mod actions;
 pub mod actors;
 pub mod approvals;
+pub mod attribution;
+pub mod audit_log;
 pub mod budgets;
 pub mod children;
 pub(crate) mod codec;
@@ -192,6 +194,9 @@ impl std::fmt::Debug for Location {
 pub struct Store {
     conn: Connection,
     location: Location,
+    /// The human a server call came from: written on the plans it creates, the approvals it
+    /// answers and the marks it sets (attribution, spec section 22). `None` on one machine.
+    human: Option<String>,
 }
 
 impl Store {
@@ -236,6 +241,7 @@ impl Store {
         Ok(Self {
             conn: Connection::sqlite(conn),
             location: Location::Sqlite(path.to_path_buf()),
+            human: None,
         })
     }
 
@@ -256,6 +262,7 @@ impl Store {
         Ok(Self {
             conn: Connection::postgres(pool, client),
             location,
+            human: None,
         })
     }
 
@@ -278,10 +285,22 @@ impl Store {
         Ok(Self {
             conn: Connection::sqlite(conn),
             location: Location::Sqlite(path.to_path_buf()),
+            human: None,
         })
     }
 
-    /// Where the records live.
+    /// This store acting for the human `human` (attribution).
+    pub fn acting_for(mut self, human: Option<String>) -> Self {
+        self.human = human;
+        self
+    }
+
+    /// The human this store acts for, when a server call opened it.
+    pub fn human(&self) -> Option<&str> {
+        self.human.as_deref()
+    }
+
+    /// Where this store's records live.
     pub fn location(&self) -> &Location {
         &self.location
     }
@@ -462,6 +481,7 @@ mod tests {
         let mut store = Store {
             conn: Connection::sqlite(conn),
             location: Location::Sqlite(path.clone()),
+            human: None,
         };
         let plan = Plan::new("local/a", "a", jiff::Timestamp::now());
         store.insert_plan(&plan).unwrap();

@@ -47,8 +47,20 @@ impl Store {
         child: Option<&super::children::ChildLink>,
         creator: Option<&super::leases::LeaseRow>,
     ) -> Result<(), StoreError> {
+        let human = self.human.clone();
         let tx = self.conn_mut().transaction()?;
         super::plans::insert_plan_row(&tx, plan)?;
+        // Attribution: the human whose call creates the plan; a child plan's is its parent's
+        // driver.
+        tx.execute(
+            "UPDATE plans SET created_by = COALESCE(?2, (SELECT p.driven_by FROM plans p WHERE p.plan_id = ?3)), \
+             driven_by = COALESCE(?2, (SELECT p.driven_by FROM plans p WHERE p.plan_id = ?3)) WHERE plan_id = ?1",
+            params![
+                plan.plan_id.to_string(),
+                human,
+                plan.parent_plan_id.map(|p| p.to_string())
+            ],
+        )?;
         for (i, p) in projects.iter().enumerate() {
             tx.execute(
                 "INSERT INTO plan_projects (plan_id, project_id, position) VALUES (?1, ?2, ?3)",

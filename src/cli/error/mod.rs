@@ -679,6 +679,12 @@ impl From<cleveragents_engine::api::ApiError> for CliError {
             E::Token(t) => token_error(t),
             E::Team(t) => team_error(t),
             E::PermissionDenied(d) => permission_denied(&d),
+            E::ApprovalsNeeded(n) => CliError::new("NEEDS_APPROVAL", n.to_string())
+                .data(serde_json::to_value(&*n).unwrap_or_default())
+                .hint(format!(
+                    "another maintainer of `{}` approves and applies it: agents plan apply --yes {}",
+                    n.org, n.plan
+                )),
             E::PolicyDenied(d) => CliError::new("POLICY_DENIED", d.to_string())
                 .data(serde_json::json!({"org": d.org, "key": d.key}))
                 .hint(format!("an owner of {} can show or change the policy: agents server policy show {}", d.org, d.org)),
@@ -739,10 +745,12 @@ fn token_error(e: cleveragents_engine::api::tokens::TokenError) -> CliError {
     use cleveragents_engine::api::tokens::TokenError as T;
     let message = e.to_string();
     match e {
-        T::BadName(_) => CliError::invalid_input(message),
-        T::NameTaken(name) => CliError::new("CONFLICT", message).hint(format!(
-            "choose another name, or revoke it first: agents server token revoke {name}"
-        )),
+        T::BadName(_) | T::BadLifetime(_) => CliError::invalid_input(message),
+        T::NameTaken(name) => CliError::new("CONFLICT", message)
+            .hint(format!(
+                "choose another name, or revoke it first: agents server token revoke {name}"
+            ))
+            .hint("name the token: agents server token create --user USER NAME"),
         T::NotFound(_) => CliError::new("NOT_FOUND", message).hint("agents server token list"),
         T::Random(_) => CliError::new("ENVIRONMENT", message),
     }
@@ -804,7 +812,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_usage_approvals_and_interrupts_leave_the_failure_exit_code() {
+    fn only_usage_approvals_denials_and_interrupts_leave_the_failure_exit_code() {
         let special: Vec<(ErrorCode, u8)> = ErrorCode::ALL
             .iter()
             .map(|c| (*c, exit_of(*c).code()))
@@ -815,7 +823,9 @@ mod tests {
             [
                 (ErrorCode::Usage, 2),
                 (ErrorCode::NeedsApproval, 3),
-                (ErrorCode::Interrupted, 130)
+                (ErrorCode::Interrupted, 130),
+                (ErrorCode::PermissionDenied, 4),
+                (ErrorCode::PolicyDenied, 4)
             ]
         );
         assert_eq!(

@@ -107,8 +107,17 @@ fn row(e: &EngineEvent) -> Vec<crate::output::Cell> {
         e.seq.to_string().into(),
         e.ts.strftime("%Y-%m-%d %H:%M:%S").to_string().into(),
         e.kind.event_type().as_str().into(),
-        crate::event_text::summary(&e.kind).into(),
+        what(e).into(),
     ]
+}
+
+/// What happened, and on a server who caused it.
+fn what(e: &EngineEvent) -> String {
+    let summary = crate::event_text::summary(&e.kind);
+    match &e.caused_by {
+        Some(who) => format!("{summary} (by {who})"),
+        None => summary,
+    }
 }
 
 /// One line of `--follow` output.
@@ -124,7 +133,7 @@ fn print(ctx: &Context, e: &EngineEvent) -> std::io::Result<()> {
         e.seq,
         e.ts.strftime("%H:%M:%S"),
         e.kind.event_type().as_str(),
-        crate::event_text::summary(&e.kind)
+        what(e)
     )?;
     out.flush()
 }

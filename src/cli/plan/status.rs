@@ -31,6 +31,7 @@ pub(crate) fn status(ctx: &Context, input: &str) -> Result<Report, CliError> {
         report = report.message(Level::Info, format!("{line} after its driver vanished"));
     }
     report.elements.extend(plan_panels(&v));
+    report.elements.extend(people_panel(&v.attribution));
     report.elements.extend(children_elements(ctx, &v));
     report.elements.extend(progress_elements(ctx, &v));
     if let Some(l) = &v.running_in {
@@ -98,11 +99,46 @@ fn data(ctx: &Context, v: &PlanStatusView) -> Value {
             .map(|(f, w)| json!({"flag": f, "effect": w}))
             .collect::<Vec<_>>()
     );
+    if v.attribution != api::Attribution::default() {
+        data["attribution"] = json!(v.attribution);
+    }
     data["invariant_checks"] = json!({
         "coverage": v.invariant_checks,
         "summary": invariant_checks_line(&v.invariant_checks),
     });
     data
+}
+
+/// Who created, drove, approved and reviewed the plan on a server; nothing on one machine.
+fn people_panel(who: &api::Attribution) -> Option<Element> {
+    if *who == api::Attribution::default() {
+        return None;
+    }
+    let names = |v: Vec<String>| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    Some(Element::panel(
+        "People",
+        [
+            (
+                "Created by",
+                who.created_by.clone().unwrap_or_else(|| "-".into()),
+            ),
+            (
+                "Driven by",
+                who.driven_by.clone().unwrap_or_else(|| "-".into()),
+            ),
+            (
+                "Approved by",
+                names(who.apply_approvals.iter().map(|a| a.user.clone()).collect()),
+            ),
+            ("Reviewed by", names(who.reviewers.clone())),
+        ],
+    ))
 }
 
 /// The children as JSON, each with whether a correction superseded its spawn.

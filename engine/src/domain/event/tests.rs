@@ -20,6 +20,7 @@ fn event(kind: EventKind) -> EngineEvent {
         ts: Timestamp::UNIX_EPOCH,
         plan_id: Some(ID.parse().unwrap()),
         kind,
+        caused_by: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! Where `agents server` keeps its records: the data directory's SQLite file, or the
-//! PostgreSQL database `--database` names (spec section 21).
+//! Where `agents server` commands that run on the server host find its records: its data
+//! directory, or the PostgreSQL database `--database` names.
 
 use clap::Args;
 

@@ -1,0 +1,353 @@
+//! Who may do what on a server (spec section 22): the four roles of an organization against
+//! the operations of the permission table, through the command line, each denial changing
+//! nothing in the event log; attribution on the records; `apply.min_approvals`.
+
+use serde_json::Value;
+
+use crate::support::server::Server;
+use crate::support::{Env, git_repo};
+
+/// The organization's roles, weakest first, and the user holding each.
+const ROLES: [(&str, &str); 4] = [
+    ("viewer", "vic"),
+    ("member", "meg"),
+    ("maintainer", "mat"),
+    ("owner", "olga"),
+];
+
+const NOTES: &str = "definition-of-done: NOTES.md says hello\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: write\n    run: printf 'hello\\n' > NOTES.md\n";
+
+/// A server with the organization `acme` (one user per role), its action `acme/notes`, a
+/// project `acme/web-ROLE` on a repository of its own for each role, a resource
+/// `acme/prod-db` its policy restricts to owners, and a client whose token is each user's.
+struct Team {
+    server: Server,
+    admin: Env,
+    tokens: Vec<String>,
+}
+
+impl Team {
+    fn new() -> Self {
+        let server = Server::start(Env::new());
+        let admin = Env::new();
+        let team = Team {
+            server,
+            admin,
+            tokens: Vec::new(),
+        };
+        for (_, user) in ROLES.iter().chain(&[("", "zed")]) {
+            team.admin_ok(&["server", "user", "add", user]);
+        }
+        team.admin_ok(&["server", "org", "add", "acme", "--owner", "olga"]);
+        for (role, user) in &ROLES[..3] {
+            team.admin_ok(&["server", "org", "member", "add", "acme", user, "--role", role]);
+        }
+        let tokens = ROLES
+            .iter()
+            .map(|(_, user)| {
+                let doc = team.admin_ok(&["server", "token", "create", "--user", user]);
+                doc["data"]["token"].as_str().unwrap().to_string()
+            })
+            .collect();
+        let mut team = Team { tokens, ..team };
+        team.define_acme();
+        team
+    }
+
+    fn define_acme(&mut self) {
+        let root = self.server.env.root().to_path_buf();
+        self.action("acme/notes");
+        for (role, _) in ROLES {
+            self.action(&format!("acme/edit-{role}"));
+            let repo = git_repo(&root, &format!("repo-{role}"));
+            let resource = format!("acme/repo-{role}");
+            let project = format!("acme/web-{role}");
+            self.admin_ok(&[
+                "resource",
+                "add",
+                "git-checkout",
+                &resource,
+                "--path",
+                repo.to_str().unwrap(),
+            ]);
+            self.admin_ok(&["project", "create", &project]);
+            self.admin_ok(&["project", "link-resource", &project, &resource]);
+        }
+        let prod = git_repo(&root, "prod");
+        self.admin_ok(&[
+            "resource",
+            "add",
+            "git-checkout",
+            "acme/prod-db",
+            "--path",
+            prod.to_str().unwrap(),
+        ]);
+        let policy = self.admin.root().join("policy.yaml");
+        std::fs::write(
+            &policy,
+            "resources:\n  restricted:\n    acme/prod-db: owner\n    acme/prod-new: owner\n",
+        )
+        .unwrap();
+        self.admin_ok(&["server", "policy", "set", "acme", "--config", policy.to_str().unwrap()]);
+    }
+
+    fn action(&self, name: &str) {
+        let file = self.admin.root().join(format!("{}.yaml", name.replace('/', "-")));
+        std::fs::write(&file, format!("name: {name}\n{NOTES}")).unwrap();
+        self.admin_ok(&["action", "create", "--available", "--config", file.to_str().unwrap()]);
+    }
+
+    fn admin_ok(&self, args: &[&str]) -> Value {
+        let (doc, code) = self.server.client_json(&self.admin, args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+        doc
+    }
+
+    /// Runs `args` as the user holding role number `who`: the JSON document and exit code.
+    fn run_as(&self, who: usize, args: &[&str]) -> (Value, i32) {
+        let mut cmd = self.server.client(&self.admin, &[&["--format", "json"], args].concat());
+        cmd.env("AGENTS_TOKEN", &self.tokens[who]);
+        let out = cmd.output().expect("the binary runs");
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (doc, out.status.code().unwrap_or(-1))
+    }
+
+    /// A plan of `acme/notes` on role `role`'s project, made by the administrator and run
+    /// under `profile` to its first stop.
+    fn plan(&self, role: &str, profile: &str) -> String {
+        let project = format!("acme/web-{role}");
+        let (doc, code) = self.server.client_json(
+            &self.admin,
+            &["plan", "use", "acme/notes", &project, "--automation-profile", profile],
+        );
+        assert_eq!(code, 3, "{doc:#}");
+        doc["data"]["plan_id"].as_str().unwrap().to_string()
+    }
+
+    /// The newest event's sequence number.
+    fn last_seq(&self) -> i64 {
+        let (status, body) =
+            self.server
+                .http("POST", "/v1/call", Some(&self.server.token), r#"{"call":"last_seq"}"#);
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()["data"].as_i64().unwrap()
+    }
+}
+
+/// One operation of the table: how to run it for a role, the exit code it has when allowed,
+/// and which roles may.
+struct Row {
+    what: &'static str,
+    args: Box<dyn Fn(&Fixtures, usize) -> Vec<String>>,
+    allowed_exit: &'static [i32],
+    allowed: [bool; 4],
+}
+
+/// What each role's operations act on.
+struct Fixtures {
+    /// At the apply gate (review, apply).
+    gated: Vec<String>,
+    /// Waiting at the gate before Execute (approve).
+    supervised: Vec<String>,
+    /// At the apply gate (cancel).
+    to_cancel: Vec<String>,
+    /// A decision of a plan at the apply gate (correct).
+    decisions: Vec<String>,
+    dir: std::path::PathBuf,
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_string()).collect()
+}
+
+fn table() -> Vec<Row> {
+    let role = |i: usize| ROLES[i].0;
+    vec![
+        Row {
+            what: "read a plan",
+            args: Box::new(|f, i| strings(&["plan", "status", &f.gated[i]])),
+            allowed_exit: &[0, 3],
+            allowed: [true, true, true, true],
+        },
+        Row {
+            what: "create an org action",
+            args: Box::new(move |f, i| {
+                let file = f.dir.join(format!("made-{}.yaml", role(i)));
+                std::fs::write(&file, format!("name: acme/made-{}\n{NOTES}", role(i))).unwrap();
+                strings(&["action", "create", "--config", file.to_str().unwrap()])
+            }),
+            allowed_exit: &[0],
+            allowed: [false, false, true, true],
+        },
+        Row {
+            what: "edit an org action",
+            args: Box::new(move |_, i| {
+                strings(&["action", "archive", &format!("acme/edit-{}", role(i))])
+            }),
+            allowed_exit: &[0],
+            allowed: [false, false, true, true],
+        },
+        Row {
+            what: "run an org action",
+            args: Box::new(move |_, i| {
+                strings(&[
+                    "plan",
+                    "use",
+                    "acme/notes",
+                    &format!("acme/web-{}", role(i)),
+                    "--automation-profile",
+                    "trusted",
+                ])
+            }),
+            allowed_exit: &[3],
+            allowed: [false, true, true, true],
+        },
+        Row {
+            what: "register a restricted resource",
+            args: Box::new(|f, _| {
+                let path = f.dir.join("prod-new");
+                std::fs::create_dir_all(&path).unwrap();
+                strings(&[
+                    "resource",
+                    "add",
+                    "fs-directory",
+                    "acme/prod-new",
+                    "--path",
+                    path.to_str().unwrap(),
+                ])
+            }),
+            allowed_exit: &[0],
+            allowed: [false, false, false, true],
+        },
+        Row {
+            what: "link a restricted resource",
+            args: Box::new(move |_, i| {
+                strings(&[
+                    "project",
+                    "link-resource",
+                    &format!("acme/web-{}", role(i)),
+                    "acme/prod-db",
+                ])
+            }),
+            allowed_exit: &[0],
+            allowed: [false, false, false, true],
+        },
+        Row {
+            what: "approve (run Execute past its gate)",
+            args: Box::new(|f, i| strings(&["plan", "execute", &f.supervised[i]])),
+            allowed_exit: &[0, 3],
+            allowed: [false, false, true, true],
+        },
+        Row {
+            what: "review",
+            args: Box::new(|f, i| {
+                strings(&["plan", "review", &f.gated[i], "--accept", "NOTES.md"])
+            }),
+            allowed_exit: &[0],
+            allowed: [false, true, true, true],
+        },
+        Row {
+            what: "apply",
+            args: Box::new(|f, i| strings(&["plan", "apply", "--yes", &f.gated[i]])),
+            allowed_exit: &[0],
+            allowed: [false, false, true, true],
+        },
+        Row {
+            what: "correct",
+            args: Box::new(|f, i| {
+                strings(&[
+                    "plan",
+                    "correct",
+                    &f.decisions[i],
+                    "--mode",
+                    "revert",
+                    "--guidance",
+                    "say hello twice",
+                    "--yes",
+                ])
+            }),
+            allowed_exit: &[0, 3],
+            allowed: [false, true, true, true],
+        },
+        Row {
+            what: "cancel",
+            args: Box::new(|f, i| strings(&["plan", "cancel", &f.to_cancel[i]])),
+            allowed_exit: &[0],
+            allowed: [false, true, true, true],
+        },
+        Row {
+            what: "change a policy",
+            args: Box::new(|f, _| {
+                let file = f.dir.join("stricter.yaml");
+                std::fs::write(&file, "apply:\n  min_approvals: 1\n").unwrap();
+                strings(&["server", "policy", "set", "acme", "--config", file.to_str().unwrap()])
+            }),
+            allowed_exit: &[0],
+            allowed: [false, false, false, true],
+        },
+        Row {
+            what: "add a member",
+            args: Box::new(|_, _| {
+                strings(&["server", "org", "member", "add", "acme", "zed", "--role", "viewer"])
+            }),
+            allowed_exit: &[0],
+            allowed: [false, false, false, true],
+        },
+        Row {
+            what: "read the audit log",
+            args: Box::new(|_, _| strings(&["server", "audit", "--org", "acme"])),
+            allowed_exit: &[0],
+            allowed: [false, false, false, true],
+        },
+        Row {
+            what: "read the plan's events",
+            args: Box::new(|f, i| strings(&["plan", "events", &f.gated[i]])),
+            allowed_exit: &[0],
+            allowed: [true, true, true, true],
+        },
+    ]
+}
+
+#[test]
+fn four_roles_against_the_permission_table_get_exactly_the_expected_answers_and_denials_change_nothing()
+ {
+    let team = Team::new();
+    let mut f = Fixtures {
+        gated: Vec::new(),
+        supervised: Vec::new(),
+        to_cancel: Vec::new(),
+        decisions: Vec::new(),
+        dir: team.admin.root().to_path_buf(),
+    };
+    for (role, _) in ROLES {
+        f.gated.push(team.plan(role, "trusted"));
+        f.supervised.push(team.plan(role, "supervised"));
+        f.to_cancel.push(team.plan(role, "trusted"));
+        let corrected = team.plan(role, "trusted");
+        let (doc, code) = team.server.client_json(&team.admin, &["plan", "status", &corrected]);
+        assert_eq!(code, 0, "{doc:#}");
+        f.decisions
+            .push(doc["data"]["decision_ids"][0].as_str().unwrap().to_string());
+    }
+    let mut wrong = Vec::new();
+    for row in table() {
+        for (i, (role, user)) in ROLES.iter().enumerate() {
+            let args = (row.args)(&f, i);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let before = team.last_seq();
+            let (doc, code) = team.run_as(i, &args);
+            let denied = code == 4 && doc["error"]["code"] == "PERMISSION_DENIED";
+            if row.allowed[i] && !row.allowed_exit.contains(&code) {
+                wrong.push(format!("{role} {user} may {}: exit {code} {doc}", row.what));
+            }
+            if !row.allowed[i] {
+                if !denied {
+                    wrong.push(format!("{role} {user} may not {}: exit {code} {doc}", row.what));
+                } else if team.last_seq() != before {
+                    wrong.push(format!("{role} {user}'s denied {} wrote events", row.what));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
