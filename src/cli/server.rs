@@ -27,6 +27,9 @@ pub enum ServerCommand {
     /// SERVER)
     #[command(subcommand)]
     Token(TokenCommand),
+    /// An organization's policy (on the server host, or through --server)
+    #[command(subcommand)]
+    Policy(super::server_policy::PolicyCommand),
     /// The server's users (on the server host, or --server SERVER)
     #[command(subcommand)]
     User(UserCommand),
@@ -101,6 +104,7 @@ impl ServerCommand {
                     TokenCommand::Revoke { .. } => "revoke",
                 }
             ),
+            ServerCommand::Policy(p) => p.name(),
             ServerCommand::User(u) => format!(
                 "user {}",
                 match u {
@@ -135,6 +139,7 @@ impl ServerCommand {
                 | ServerCommand::Token(_)
                 | ServerCommand::User(_)
                 | ServerCommand::Org(_)
+                | ServerCommand::Policy(_)
                 | ServerCommand::Migrate(_)
         )
     }
@@ -145,7 +150,10 @@ impl ServerCommand {
     pub fn administers(&self) -> bool {
         matches!(
             self,
-            ServerCommand::Token(_) | ServerCommand::User(_) | ServerCommand::Org(_)
+            ServerCommand::Token(_)
+                | ServerCommand::User(_)
+                | ServerCommand::Org(_)
+                | ServerCommand::Policy(_)
         )
     }
 
@@ -165,6 +173,7 @@ pub fn run(c: ServerCommand, ctx: &Context) -> Result<Report, CliError> {
         ServerCommand::Token(c) => super::server_team::token(c, ctx),
         ServerCommand::User(c) => super::server_team::user(c, ctx),
         ServerCommand::Org(c) => super::server_team::org(c, ctx),
+        ServerCommand::Policy(p) => super::server_policy::run(p, ctx),
         ServerCommand::Migrate(database) => migrate(&engine(ctx, &database)?),
         ServerCommand::Login(a) => login(ctx, &a),
         ServerCommand::Logout { name } => logout(ctx, &name),

@@ -43,6 +43,7 @@ mod server_corrections;
 mod server_definitions;
 mod server_identity;
 mod server_plan_views;
+mod server_policies;
 mod server_postgres;
 mod server_registry;
 mod server_sessions;

@@ -195,6 +195,8 @@ fn label(request: &Request) -> String {
         Request::Team(t) => format!("team.{}", t.name()),
         Request::Session(s) => format!("session.{}", s.name()),
         Request::RunCall(r) => format!("run_call.{}", r.name()),
+        Request::Policy(super::policies::PolicyRequest::Set { .. }) => "policy.set".to_string(),
+        Request::Policy(super::policies::PolicyRequest::Show { .. }) => "policy.show".to_string(),
         other => other.name().to_string(),
     }
 }
@@ -210,6 +212,7 @@ fn is_mutation(request: &Request) -> bool {
             S::Create { .. } | S::Delete { .. } | S::Import { .. } | S::Tell(_)
         ),
         Request::Team(t) => !matches!(t, T::Users | T::Orgs | T::Org { .. } | T::Tokens),
+        Request::Policy(p) => matches!(p, super::policies::PolicyRequest::Set { .. }),
         _ => false,
     }
 }
@@ -276,6 +279,13 @@ fn checks(request: &Request) -> Vec<Check> {
         },
         Request::Audit(super::audit::AuditRequest::Verify { .. }) => {
             vec![check(O::ManageServer, Scope::Server)]
+        }
+        // An organization's policy is changed by its owners and read by its members.
+        Request::Policy(super::policies::PolicyRequest::Set { org, .. }) => {
+            vec![check(O::ChangePolicy, Scope::Namespace(org.clone()))]
+        }
+        Request::Policy(super::policies::PolicyRequest::Show { org }) => {
+            vec![check(O::ReadItem, Scope::Namespace(org.clone()))]
         }
     }
 }

@@ -240,6 +240,21 @@ impl dyn Client + '_ {
         })
     }
 
+    /// Sets or reads an organization's policy.
+    ///
+    /// # Errors
+    /// See [`Engine::set_policy`], [`Engine::policy`] and [`Client::call`].
+    pub fn policy(
+        &self,
+        request: super::policies::PolicyRequest,
+    ) -> Result<super::policies::PolicyView, ApiError> {
+        let asked = Request::Policy(request);
+        protocol::expect(asked.name(), self.call(asked)?, |r| match r {
+            Response::Policy(v) => Ok(*v),
+            other => Err(other),
+        })
+    }
+
     /// Up to `limit` events after `after` (of `plan` when given), oldest first.
     ///
     /// # Errors
@@ -381,6 +396,13 @@ pub fn serve(engine: &Engine, request: Request) -> Result<Response, ApiError> {
             Response::CorrectionView(Box::new(super::correction_views::answer(engine, r)?))
         }
         Request::RunCall(r) => Response::RunCall(Box::new(super::run_views::answer(engine, r)?)),
+        Request::Policy(r) => {
+            // Recorded as set by the caller's human; the local user on one machine.
+            let by = engine
+                .human()
+                .unwrap_or_else(|| crate::team::Principal::local().user);
+            Response::Policy(Box::new(super::policies::answer(engine, r, &by)?))
+        }
         Request::Team(r) => Response::Team(Box::new(super::team_views::answer(engine, r)?)),
         Request::Audit(r) => Response::Audit(Box::new(super::audit::answer(engine, r)?)),
     })

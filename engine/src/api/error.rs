@@ -127,7 +127,7 @@ pub enum ApiError {
     Sandbox(#[from] SandboxError),
     /// Creating a plan failed (unknown action, bad argument, ...).
     #[error(transparent)]
-    PlanUse(#[from] PlanUseError),
+    PlanUse(PlanUseError),
     /// An id or prefix matched nothing or several things.
     #[error(transparent)]
     Id(#[from] IdPrefixError),
@@ -246,6 +246,16 @@ pub enum ApiError {
 impl From<crate::session::orchestrator::TellError> for ApiError {
     fn from(e: crate::session::orchestrator::TellError) -> Self {
         ApiError::Tell(Box::new(e))
+    }
+}
+
+impl From<PlanUseError> for ApiError {
+    /// A policy's refusal of a new plan is the policy's denial, whatever refused it.
+    fn from(e: PlanUseError) -> Self {
+        match e {
+            PlanUseError::Policy(d) => ApiError::PolicyDenied(d),
+            e => ApiError::PlanUse(e),
+        }
     }
 }
 

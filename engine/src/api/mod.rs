@@ -28,6 +28,7 @@ mod plan_checkpoints;
 mod plan_diff;
 mod plan_record;
 pub mod plan_views;
+pub mod policies;
 pub mod protocol;
 mod query;
 mod registry;

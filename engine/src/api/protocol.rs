@@ -91,6 +91,8 @@ pub enum Request {
     CorrectionView(super::correction_views::CorrectionViewRequest),
     /// Direct runs: `actor run`, actor contexts, `tool run`.
     RunCall(super::run_views::RunRequest),
+    /// An organization's policy: set or show (`agents server policy`).
+    Policy(super::policies::PolicyRequest),
     /// The server's users, organizations, members and tokens.
     Team(super::team_views::TeamRequest),
     /// The audit log: its rows, and the check of its hash chain.
@@ -120,6 +122,7 @@ impl Request {
             Request::Session(_) => "session",
             Request::CorrectionView(_) => "correction_view",
             Request::RunCall(_) => "run_call",
+            Request::Policy(_) => "policy",
             Request::Team(_) => "team",
             Request::Audit(_) => "audit",
         }
@@ -168,6 +171,8 @@ pub enum Response {
     CorrectionView(Box<super::correction_views::CorrectionView>),
     /// [`Request::RunCall`].
     RunCall(Box<super::run_views::RunView>),
+    /// [`Request::Policy`].
+    Policy(Box<super::policies::PolicyView>),
     /// [`Request::Team`].
     Team(Box<super::team_views::TeamView>),
     /// [`Request::Audit`].
@@ -197,6 +202,7 @@ impl Response {
             Response::Session(_) => "session",
             Response::CorrectionView(_) => "correction_view",
             Response::RunCall(_) => "run_call",
+            Response::Policy(_) => "policy",
             Response::Team(_) => "team",
             Response::Audit(_) => "audit",
         }

@@ -482,6 +482,15 @@ pub struct SetProjectProfile {
 impl RegistryChange for SetProjectProfile {
     type Output = (Project, Option<String>);
     fn apply(self, _: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
+        // The policy of the project's organization must allow the profile (spec 22): a
+        // project setting cannot widen it. Unknown names are left to `set_profile` to report.
+        if let (Some(profile), Ok(project)) = (&self.profile, projects::find(store, &self.project))
+            && let Ok(found) = crate::registry::profiles::find(store, profile)
+        {
+            store
+                .policies_of_items([project.name.as_str()])?
+                .check_profile(&found.name)?;
+        }
         Ok(projects::set_profile(
             store,
             &self.project,

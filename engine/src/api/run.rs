@@ -129,12 +129,20 @@ fn drive(engine: &Engine, plan: &Id, op: Goal) -> Result<Outcome, ApiError> {
     Ok(Outcome::Driven(Box::new(driven)))
 }
 
-/// Creates the plan, records its budget, and runs it as far as its profile allows.
+/// Creates the plan, records its budget, and runs it as far as its profile allows. The
+/// policies binding the plan cap its `max-cost-usd` (a larger `--max-cost-usd` is refused
+/// before anything is written; the configured budget is lowered to the cap; the cap is the
+/// budget when none is set).
 fn use_action(engine: &Engine, req: &UseRequest) -> Result<Used, ApiError> {
     let mut lc = engine.lifecycle()?;
-    let created = plan_use::create(lc.store_mut(), &engine.settings.providers, &req.request)?;
+    let created = plan_use::create(
+        lc.store_mut(),
+        &engine.settings.providers,
+        &req.request,
+        req.max_cost_usd,
+    )?;
     let plan_id = created.plan.plan_id;
-    let (budget, source) = if req.max_cost_usd.is_some() || req.max_tokens.is_some() {
+    let (mut budget, mut source) = if req.max_cost_usd.is_some() || req.max_tokens.is_some() {
         (
             PlanBudget {
                 max_cost_usd: req.max_cost_usd.or(engine.settings.max_cost_usd),
@@ -151,6 +159,12 @@ fn use_action(engine: &Engine, req: &UseRequest) -> Result<Used, ApiError> {
             "config",
         )
     };
+    if let Some(cap) = created.policies.cost_cap()
+        && budget.max_cost_usd.is_none_or(|b| b > cap)
+    {
+        budget.max_cost_usd = Some(cap);
+        source = "policy";
+    }
     lc.store_mut().set_plan_budget(&plan_id, &budget, source)?;
     lc.flush(&plan_id)?;
     let checkout_warnings = checkout_warnings(lc.store(), &plan_id);
@@ -236,6 +250,10 @@ fn answer_approval(engine: &Engine, approval: &str, answer: Answer) -> Result<Ou
         .approval(approval)?
         .map(|a| a.plan_id)
         .ok_or_else(|| RunError::ApprovalNotFound(approval.to_string()))?;
+    if let Answer::Budget(new) = &answer {
+        let raised = lc.store().plan_budget(&plan_id)?.raised(*new);
+        check_policy_budget(lc.store(), &plan_id, &raised)?;
+    }
     let answered = {
         let _guard = lease::acquire(lc.store_mut(), &plan_id, "answer")?;
         lc_approvals::answer(&mut lc, approval, answer)?
@@ -329,7 +347,33 @@ fn raise_budget(
             .max_tokens
             .map(|t| spent.input_tokens + spent.output_tokens + t),
     });
+    check_policy_budget(lc.store(), plan_id, &budget)?;
     lc.store_mut()
         .set_plan_budget(plan_id, &budget, "correction")?;
+    Ok(())
+}
+
+/// Refuses a plan budget above the cap of a policy binding the plan
+/// (`budgets.max_cost_usd_per_plan`): no answer or correction widens a policy.
+fn check_policy_budget(
+    store: &crate::store::Store,
+    plan_id: &Id,
+    budget: &PlanBudget,
+) -> Result<(), ApiError> {
+    if budget.max_cost_usd.is_none() {
+        return Ok(());
+    }
+    let names: Vec<String> = store
+        .plan(plan_id)?
+        .map(|p| {
+            p.project_links
+                .into_iter()
+                .map(|l| l.project_name)
+                .collect()
+        })
+        .unwrap_or_default();
+    store
+        .policies_of_items(names.iter().map(String::as_str))?
+        .check_budget(budget.max_cost_usd)?;
     Ok(())
 }

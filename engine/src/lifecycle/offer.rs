@@ -574,6 +574,7 @@ mod tests {
             deny_patterns: Vec::new(),
             shell: crate::tools::shell::ShellPolicy::default(),
             profile: None,
+            approval_skills: Vec::new(),
         };
         let names: Vec<String> = offer.specs(&policy).into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["everything_echo"]);

@@ -130,9 +130,18 @@ pub enum PlanUseError {
         /// The plan's resources.
         resources: Vec<String>,
     },
+    /// An organization's policy refuses the plan (spec section 22); nothing was written.
+    #[error("{0}")]
+    Policy(Box<crate::team::policy::PolicyDenial>),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<crate::team::policy::PolicyDenial> for PlanUseError {
+    fn from(d: crate::team::policy::PolicyDenial) -> Self {
+        PlanUseError::Policy(Box::new(d))
+    }
 }
 
 impl From<ActionError> for PlanUseError {
@@ -167,6 +176,9 @@ pub struct Created {
     pub invariants: EffectiveView,
     /// Whether the action was archived because it is not reusable.
     pub action_archived: bool,
+    /// The organization policies that bind the plan (those of its projects' namespaces).
+    #[serde(default, skip_serializing_if = "crate::team::policy::Policies::is_empty")]
+    pub policies: crate::team::policy::Policies,
 }
 
 fn check_actor(
@@ -184,13 +196,17 @@ fn check_actor(
 }
 
 /// Creates a plan (see the module documentation). Nothing is written when anything is wrong.
+/// The policies of the organizations whose namespaces the projects live in bind the plan
+/// (spec section 22): a sandbox asking for the network, a profile they do not allow or a
+/// budget (`max_cost_usd`, as asked for on the command line) above their cap is refused.
 ///
 /// # Errors
-/// [`PlanUseError`] naming the argument, actor, project or template at fault.
+/// [`PlanUseError`] naming the argument, actor, project, template or policy key at fault.
 pub fn create(
     store: &mut Store,
     providers: &[Provider],
     req: &Request,
+    max_cost_usd: Option<f64>,
 ) -> Result<Created, PlanUseError> {
     let action = actions::find(store, &req.action)?;
     if action.state != ActionState::Available {
@@ -210,6 +226,12 @@ pub fn create(
         project_profile.as_deref(),
         req.global_profile.as_deref(),
     )?;
+    let policies = store.policies_of_items(targets.iter().map(|p| p.name.as_str()))?;
+    policies.check_network(action.sandbox.as_ref().is_some_and(|sb| sb.network))?;
+    policies.check_profile(&profile.name)?;
+    if max_cost_usd.is_some() {
+        policies.check_budget(max_cost_usd)?;
+    }
     let values = actions::template_values(&action, &bound);
     let render = |field: &str, text: &str| {
         crate::registry::template::render(text, &values).map_err(|source| PlanUseError::Template {
@@ -264,6 +286,15 @@ pub fn create(
         "source": source,
         "flags": profile.flags,
     }));
+    if !policies.is_empty()
+        && let Some(snapshot) = plan.effective_profile_snapshot.as_mut()
+    {
+        // What the policies ask of the plan's tool calls, frozen with the profile.
+        snapshot["org_policy"] = json!({
+            "orgs": policies.each.iter().map(|(org, _)| org).collect::<Vec<_>>(),
+            "skills_require_approval": policies.skills_requiring_approval(),
+        });
+    }
     [
         plan.strategy_actor,
         plan.execution_actor,
@@ -327,6 +358,7 @@ pub fn create(
         actor_overrides: overrides,
         invariants: view,
         action_archived: archive,
+        policies,
     })
 }
 
@@ -536,8 +568,10 @@ pub struct ChildRequest {
 }
 
 /// Creates a child plan of `parent` (one transaction: plan, origin, bases, child link, event).
-/// It inherits the parent's projects and frozen automation profile; its actors, text and
-/// script come from the spawned action with the spawn's arguments. It is stored at
+/// It inherits the parent's projects and frozen automation profile (with what the
+/// organizations' policies asked of it); its actors, text and script come from the spawned
+/// action with the spawn's arguments. A spawned action whose sandbox asks for the network is
+/// refused as `plan use` would refuse it. It is stored at
 /// strategize/queued; the parent's process runs it.
 ///
 /// # Errors
@@ -564,6 +598,10 @@ pub fn create_child(
         })
         .collect();
     let bound = actions::bind_arguments(&action, &given)?;
+    // A child runs on its parent's projects: their organizations' policies bind it too.
+    store
+        .policies_of_items(parent.project_links.iter().map(|l| l.project_name.as_str()))?
+        .check_network(action.sandbox.as_ref().is_some_and(|sb| sb.network))?;
     let actor = |field: &str, r: Option<&String>| -> Result<Option<String>, PlanUseError> {
         r.map(|r| {
             check_actor(

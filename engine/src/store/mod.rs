@@ -24,6 +24,7 @@ pub mod decisions;
 pub mod events;
 pub mod invariants;
 pub mod leases;
+pub mod org_policies;
 pub mod lifecycle_run;
 pub mod model_calls;
 pub mod pauses;

@@ -223,6 +223,18 @@ impl ToolRunner<'_> {
     /// `tool_approval`), or `None`: `human_approval_required`, or an open-world writing
     /// tool, under every profile but `full-auto`.
     pub fn approval_needed(policy: &Policy, tool: &ExternalTool) -> Option<String> {
+        // An organization's `skills.require_approval` holds under every profile.
+        if let Some(skill) = tool.skill.as_deref()
+            && policy
+                .approval_skills
+                .iter()
+                .any(|entry| crate::team::policy::names_item(entry, skill))
+        {
+            return Some(format!(
+                "{} belongs to skill {skill}, whose every call needs an approval under the organization's policy (skills.require_approval)",
+                tool.name
+            ));
+        }
         if !tool.needs_approval() || policy.profile.as_deref() == Some("full-auto") {
             return None;
         }
@@ -505,7 +517,21 @@ mod tests {
             deny_patterns: Vec::new(),
             shell: Default::default(),
             profile: Some(profile.into()),
+            approval_skills: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_skill_an_organization_requires_approval_for_asks_even_under_full_auto() {
+        let mut deploy = tool(json!({"read_only": true}));
+        deploy.skill = Some("acme/deploy".into());
+        let mut full_auto = policy(Phase::Execute, "full-auto");
+        assert!(ToolRunner::approval_needed(&full_auto, &deploy).is_none());
+        full_auto.approval_skills = vec!["deploy".into()];
+        let why = ToolRunner::approval_needed(&full_auto, &deploy).unwrap();
+        assert!(why.contains("skills.require_approval"), "{why}");
+        deploy.skill = Some("acme/lint".into());
+        assert!(ToolRunner::approval_needed(&full_auto, &deploy).is_none());
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub struct Policy {
     pub shell: ShellPolicy,
     /// The plan's automation profile (`full-auto` runs tools that need approval).
     pub profile: Option<String>,
+    /// Skills each of whose tool calls needs a human's approval under every profile: the
+    /// `skills.require_approval` of the organization policies that bound the plan when it
+    /// was made (frozen in its snapshot under `org_policy`).
+    pub approval_skills: Vec<String>,
 }
 
 impl Policy {
@@ -85,6 +89,18 @@ impl Policy {
             deny_patterns: Vec::new(),
             shell: ShellPolicy::default(),
             profile: plan.automation_profile.clone(),
+            approval_skills: plan
+                .effective_profile_snapshot
+                .as_ref()
+                .and_then(|s| s.pointer("/org_policy/skills_require_approval"))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 

@@ -477,6 +477,7 @@ impl From<PlanUseError> for CliError {
         let message = e.to_string();
         match e {
             PlanUseError::Store(s) => s.into(),
+            PlanUseError::Policy(d) => cleveragents_engine::api::ApiError::PolicyDenied(d).into(),
             PlanUseError::Action(a) => (*a).into(),
             PlanUseError::Project(p) => (*p).into(),
             PlanUseError::Profile(p) => p.into(),
