@@ -42,6 +42,7 @@ mod server_audit;
 mod server_corrections;
 mod server_definitions;
 mod server_identity;
+mod server_permissions;
 mod server_plan_views;
 mod server_policies;
 mod server_postgres;

@@ -28,6 +28,12 @@ struct Team {
 
 impl Team {
     fn new() -> Self {
+        Self::with(&ROLES, &["zed"])
+    }
+
+    /// `acme` with `members` (role, user; the first owner founds it) and users `others`
+    /// outside it; a token for each member, in order.
+    fn with(members: &[(&str, &str)], others: &[&str]) -> Self {
         let server = Server::start(Env::new());
         let admin = Env::new();
         let team = Team {
@@ -35,29 +41,38 @@ impl Team {
             admin,
             tokens: Vec::new(),
         };
-        for (_, user) in ROLES.iter().chain(&[("", "zed")]) {
+        for user in members
+            .iter()
+            .map(|(_, u)| *u)
+            .chain(others.iter().copied())
+        {
             team.admin_ok(&["server", "user", "add", user]);
         }
-        team.admin_ok(&["server", "org", "add", "acme", "--owner", "olga"]);
-        for (role, user) in &ROLES[..3] {
-            team.admin_ok(&["server", "org", "member", "add", "acme", user, "--role", role]);
+        let founder = members.iter().find(|(r, _)| *r == "owner").unwrap().1;
+        team.admin_ok(&["server", "org", "add", "acme", "--owner", founder]);
+        for (role, user) in members.iter().filter(|(_, u)| *u != founder) {
+            team.admin_ok(&[
+                "server", "org", "member", "add", "acme", user, "--role", role,
+            ]);
         }
-        let tokens = ROLES
+        let tokens = members
             .iter()
             .map(|(_, user)| {
                 let doc = team.admin_ok(&["server", "token", "create", "--user", user]);
                 doc["data"]["token"].as_str().unwrap().to_string()
             })
             .collect();
-        let mut team = Team { tokens, ..team };
-        team.define_acme();
+        let team = Team { tokens, ..team };
+        team.define_acme(members);
         team
     }
 
-    fn define_acme(&mut self) {
+    fn define_acme(&self, members: &[(&str, &str)]) {
         let root = self.server.env.root().to_path_buf();
         self.action("acme/notes");
-        for (role, _) in ROLES {
+        let mut roles: Vec<&str> = members.iter().map(|(r, _)| *r).collect();
+        roles.dedup();
+        for role in roles {
             self.action(&format!("acme/edit-{role}"));
             let repo = git_repo(&root, &format!("repo-{role}"));
             let resource = format!("acme/repo-{role}");
@@ -82,19 +97,37 @@ impl Team {
             "--path",
             prod.to_str().unwrap(),
         ]);
-        let policy = self.admin.root().join("policy.yaml");
-        std::fs::write(
-            &policy,
+        self.set_policy(
             "resources:\n  restricted:\n    acme/prod-db: owner\n    acme/prod-new: owner\n",
-        )
-        .unwrap();
-        self.admin_ok(&["server", "policy", "set", "acme", "--config", policy.to_str().unwrap()]);
+        );
+    }
+
+    fn set_policy(&self, yaml: &str) {
+        let policy = self.admin.root().join("policy.yaml");
+        std::fs::write(&policy, yaml).unwrap();
+        self.admin_ok(&[
+            "server",
+            "policy",
+            "set",
+            "acme",
+            "--config",
+            policy.to_str().unwrap(),
+        ]);
     }
 
     fn action(&self, name: &str) {
-        let file = self.admin.root().join(format!("{}.yaml", name.replace('/', "-")));
+        let file = self
+            .admin
+            .root()
+            .join(format!("{}.yaml", name.replace('/', "-")));
         std::fs::write(&file, format!("name: {name}\n{NOTES}")).unwrap();
-        self.admin_ok(&["action", "create", "--available", "--config", file.to_str().unwrap()]);
+        self.admin_ok(&[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ]);
     }
 
     fn admin_ok(&self, args: &[&str]) -> Value {
@@ -105,7 +138,9 @@ impl Team {
 
     /// Runs `args` as the user holding role number `who`: the JSON document and exit code.
     fn run_as(&self, who: usize, args: &[&str]) -> (Value, i32) {
-        let mut cmd = self.server.client(&self.admin, &[&["--format", "json"], args].concat());
+        let mut cmd = self
+            .server
+            .client(&self.admin, &[&["--format", "json"], args].concat());
         cmd.env("AGENTS_TOKEN", &self.tokens[who]);
         let out = cmd.output().expect("the binary runs");
         let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -118,7 +153,14 @@ impl Team {
         let project = format!("acme/web-{role}");
         let (doc, code) = self.server.client_json(
             &self.admin,
-            &["plan", "use", "acme/notes", &project, "--automation-profile", profile],
+            &[
+                "plan",
+                "use",
+                "acme/notes",
+                &project,
+                "--automation-profile",
+                profile,
+            ],
         );
         assert_eq!(code, 3, "{doc:#}");
         doc["data"]["plan_id"].as_str().unwrap().to_string()
@@ -126,19 +168,27 @@ impl Team {
 
     /// The newest event's sequence number.
     fn last_seq(&self) -> i64 {
-        let (status, body) =
-            self.server
-                .http("POST", "/v1/call", Some(&self.server.token), r#"{"call":"last_seq"}"#);
+        let (status, body) = self.server.http(
+            "POST",
+            "/v1/call",
+            Some(&self.server.token),
+            r#"{"call":"last_seq"}"#,
+        );
         assert_eq!(status, 200, "{body}");
-        serde_json::from_str::<Value>(&body).unwrap()["data"].as_i64().unwrap()
+        serde_json::from_str::<Value>(&body).unwrap()["data"]
+            .as_i64()
+            .unwrap()
     }
 }
+
+/// The arguments of one operation for the role number given.
+type Args = Box<dyn Fn(&Fixtures, usize) -> Vec<String>>;
 
 /// One operation of the table: how to run it for a role, the exit code it has when allowed,
 /// and which roles may.
 struct Row {
     what: &'static str,
-    args: Box<dyn Fn(&Fixtures, usize) -> Vec<String>>,
+    args: Args,
     allowed_exit: &'static [i32],
     allowed: [bool; 4],
 }
@@ -280,7 +330,14 @@ fn table() -> Vec<Row> {
             args: Box::new(|f, _| {
                 let file = f.dir.join("stricter.yaml");
                 std::fs::write(&file, "apply:\n  min_approvals: 1\n").unwrap();
-                strings(&["server", "policy", "set", "acme", "--config", file.to_str().unwrap()])
+                strings(&[
+                    "server",
+                    "policy",
+                    "set",
+                    "acme",
+                    "--config",
+                    file.to_str().unwrap(),
+                ])
             }),
             allowed_exit: &[0],
             allowed: [false, false, false, true],
@@ -288,7 +345,9 @@ fn table() -> Vec<Row> {
         Row {
             what: "add a member",
             args: Box::new(|_, _| {
-                strings(&["server", "org", "member", "add", "acme", "zed", "--role", "viewer"])
+                strings(&[
+                    "server", "org", "member", "add", "acme", "zed", "--role", "viewer",
+                ])
             }),
             allowed_exit: &[0],
             allowed: [false, false, false, true],
@@ -324,7 +383,9 @@ fn four_roles_against_the_permission_table_get_exactly_the_expected_answers_and_
         f.supervised.push(team.plan(role, "supervised"));
         f.to_cancel.push(team.plan(role, "trusted"));
         let corrected = team.plan(role, "trusted");
-        let (doc, code) = team.server.client_json(&team.admin, &["plan", "status", &corrected]);
+        let (doc, code) = team
+            .server
+            .client_json(&team.admin, &["plan", "status", &corrected]);
         assert_eq!(code, 0, "{doc:#}");
         f.decisions
             .push(doc["data"]["decision_ids"][0].as_str().unwrap().to_string());
@@ -342,7 +403,10 @@ fn four_roles_against_the_permission_table_get_exactly_the_expected_answers_and_
             }
             if !row.allowed[i] {
                 if !denied {
-                    wrong.push(format!("{role} {user} may not {}: exit {code} {doc}", row.what));
+                    wrong.push(format!(
+                        "{role} {user} may not {}: exit {code} {doc}",
+                        row.what
+                    ));
                 } else if team.last_seq() != before {
                     wrong.push(format!("{role} {user}'s denied {} wrote events", row.what));
                 }
@@ -350,4 +414,108 @@ fn four_roles_against_the_permission_table_get_exactly_the_expected_answers_and_
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn two_maintainers_must_approve_an_apply_when_the_policy_asks_two_and_the_commit_names_both() {
+    let members = [
+        ("member", "meg"),
+        ("maintainer", "mat"),
+        ("maintainer", "max"),
+        ("owner", "olga"),
+    ];
+    let team = Team::with(&members, &[]);
+    team.set_policy("apply:\n  min_approvals: 2\n");
+    // meg, a member, makes the plan: her approval would not count even if she could apply.
+    let (doc, code) = team.run_as(
+        0,
+        &[
+            "plan",
+            "use",
+            "acme/notes",
+            "acme/web-member",
+            "--automation-profile",
+            "trusted",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    let plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
+
+    let (doc, code) = team.run_as(1, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NEEDS_APPROVAL");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.contains("1 of 2"), "{message}");
+    assert_eq!(doc["data"]["approvers"], serde_json::json!(["mat"]));
+    // The same maintainer again adds nothing.
+    let (doc, code) = team.run_as(1, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 3, "{doc:#}");
+    assert!(doc["error"]["message"].as_str().unwrap().contains("1 of 2"));
+
+    let (doc, code) = team.run_as(2, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let repo = team.server.env.root().join("repo-member");
+    let log = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%B"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let message = String::from_utf8(log.stdout).unwrap();
+    assert!(message.contains("Approved-by: mat\n"), "{message}");
+    assert!(message.contains("Approved-by: max\n"), "{message}");
+
+    // The records name the humans: plan status and the events.
+    let (doc, code) = team.run_as(3, &["plan", "status", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let who = &doc["data"]["attribution"];
+    assert_eq!(who["created_by"], "meg", "{who:#}");
+    assert_eq!(who["driven_by"], "max", "{who:#}");
+    let (doc, code) = team.run_as(3, &["plan", "events", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let events = doc["data"]["events"].as_array().unwrap();
+    let by = |kind: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == kind)
+            .map(|e| e["caused_by"].clone())
+    };
+    assert_eq!(by("plan_created"), Some(Value::from("meg")), "{events:#?}");
+    assert_eq!(
+        by("apply_complete"),
+        Some(Value::from("max")),
+        "{events:#?}"
+    );
+}
+
+#[test]
+fn a_creator_who_is_a_maintainer_does_not_count_toward_the_approvals() {
+    let members = [
+        ("maintainer", "mat"),
+        ("maintainer", "max"),
+        ("owner", "olga"),
+    ];
+    let team = Team::with(&members, &[]);
+    team.set_policy("apply:\n  min_approvals: 1\n");
+    let (doc, code) = team.run_as(
+        0,
+        &[
+            "plan",
+            "use",
+            "acme/notes",
+            "acme/web-maintainer",
+            "--automation-profile",
+            "trusted",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    let plan = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    let (doc, code) = team.run_as(0, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 3, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("creator does not count") && message.contains("0 of 1"),
+        "{message}"
+    );
+    let (doc, code) = team.run_as(1, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
 }

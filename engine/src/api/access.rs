@@ -14,10 +14,11 @@ use super::{ApiError, Engine, Op, RegistryOp};
 use crate::domain::approval::ApprovalKind;
 use crate::domain::{Id, QualifiedName};
 use crate::team::permissions::role_in;
+use crate::team::policy::RestrictedKind;
 use crate::team::{Decision, Operation, Principal, Role, Standing, decide};
 
 /// What one check is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Scope {
     /// A plan by id or unique prefix.
     Plan(String),
@@ -33,6 +34,8 @@ enum Scope {
     Attempt(String),
     /// An item by its (possibly bare) name: its namespace.
     Item(String),
+    /// The skills the actors of a plan about to be made bring (each a target of its own).
+    SkillsOf(Box<super::op::UseRequest>),
     /// The server host's own namespace (`local`).
     Host,
     /// A namespace by name (an organization).
@@ -45,7 +48,7 @@ enum Scope {
 }
 
 /// One operation on one target.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 struct Check {
     operation: Operation,
     scope: Scope,
@@ -62,8 +65,10 @@ pub(crate) struct Target {
     pub operation: Operation,
     /// The namespace.
     pub namespace: String,
-    /// How the audit log names it (`plan 01J...`, `action acme/review`).
+    /// How the audit log names it (`plan 01J...`, `acme/review`).
     pub name: String,
+    /// The kind of restricted item an organization's policy may name it as.
+    pub restrictable: Option<RestrictedKind>,
 }
 
 /// The caller and the organizations they belong to, looked up once per call.
@@ -136,7 +141,7 @@ fn serve_checked(
         };
         for check in checks(&request) {
             for target in resolve(engine, &check, &principal.user)? {
-                let standing = caller.standing(&target.namespace);
+                let standing = restricted(engine, caller.standing(&target.namespace), &target)?;
                 let decision = decide(principal, target.operation, &standing);
                 checked.push(target);
                 if let Decision::Deny(denial) = decision {
@@ -215,6 +220,22 @@ fn is_mutation(request: &Request) -> bool {
         Request::Policy(p) => matches!(p, super::policies::PolicyRequest::Set { .. }),
         _ => false,
     }
+}
+
+/// `standing` with the restriction an organization's policy puts on the target, if any.
+fn restricted(engine: &Engine, standing: Standing, target: &Target) -> Result<Standing, ApiError> {
+    let Some(kind) = target.restrictable else {
+        return Ok(standing);
+    };
+    let Some((_, policy)) = engine.policy_for_namespace(&target.namespace)? else {
+        return Ok(standing);
+    };
+    Ok(Standing {
+        restricted_to: policy
+            .restriction_of(kind, &target.name)
+            .map(|role| (role, target.name.clone())),
+        ..standing
+    })
 }
 
 /// Whether `principal` may read the plan `plan` (id or unique prefix): the event stream's
@@ -330,9 +351,10 @@ fn op_checks(op: &Op) -> Vec<Check> {
                     .iter()
                     .map(|p| check(O::RunAction, Scope::Item(p.clone()))),
             );
+            checks.push(check(O::UseSkill, Scope::SkillsOf(u.clone())));
             checks
         }
-        Op::Execute { plan: p } => vec![check(O::DrivePlan, Scope::PlanGate(p.clone()))],
+        Op::Execute { plan: p } => vec![check(O::DrivePlan, Scope::PlanGate(*p))],
         Op::Prompt { plan: p, .. } | Op::Rollback { plan: p, .. } => plan(O::DrivePlan, p),
         Op::Apply { plan: p, .. } => plan(O::Apply, p),
         Op::Export(x) => plan(O::Apply, &x.plan),
@@ -458,6 +480,7 @@ fn resolve(engine: &Engine, check: &Check, caller: &str) -> Result<Vec<Target>, 
                 operation,
                 namespace,
                 name: format!("plan {id}"),
+                restrictable: None,
             })
             .collect())
     };
@@ -499,37 +522,95 @@ fn resolve(engine: &Engine, check: &Check, caller: &str) -> Result<Vec<Target>, 
             let attempt = store.correction_attempt(a)??;
             of_plan(&attempt.plan_id, check.operation)
         }
-        Scope::Item(name) => Ok(vec![Target {
-            operation: check.operation,
-            namespace: namespace_of(name),
-            name: name.clone(),
-        }]),
+        Scope::Item(name) => Ok(vec![item(check.operation, name)]),
+        Scope::SkillsOf(u) => Ok(skills_of(engine, u)?
+            .iter()
+            .map(|skill| item(check.operation, skill))
+            .collect()),
         Scope::Namespace(namespace) => Ok(vec![Target {
             operation: check.operation,
             namespace: namespace.clone(),
             name: format!("`{namespace}`"),
+            restrictable: None,
         }]),
         Scope::SelfOr(user) if user == caller => Ok(vec![Target {
             operation: Operation::ReadItem,
             namespace: user.clone(),
             name: format!("user {user}"),
+            restrictable: None,
         }]),
         Scope::SelfOr(user) => Ok(vec![Target {
             operation: check.operation,
             namespace: "(server)".to_string(),
             name: format!("user {user}"),
+            restrictable: None,
         }]),
         Scope::Host => Ok(vec![Target {
             operation: check.operation,
             namespace: crate::domain::name::LOCAL_NAMESPACE.to_string(),
             name: "the server host's items".to_string(),
+            restrictable: None,
         }]),
         Scope::Server => Ok(vec![Target {
             operation: check.operation,
             namespace: "(server)".to_string(),
             name: "the server".to_string(),
+            restrictable: None,
         }]),
     }
+}
+
+/// The target an item named `name` is for `operation`: by its qualified name, restrictable
+/// where a policy may restrict it.
+fn item(operation: Operation, name: &str) -> Target {
+    let namespace = namespace_of(name);
+    let qualified = match name.split_once('/') {
+        Some(_) => name.to_string(),
+        None if name.is_empty() => name.to_string(),
+        None => format!("{namespace}/{name}"),
+    };
+    Target {
+        operation,
+        namespace,
+        name: qualified,
+        restrictable: match operation {
+            Operation::RegisterResource | Operation::LinkResource => Some(RestrictedKind::Resource),
+            Operation::UseSkill => Some(RestrictedKind::Skill),
+            _ => None,
+        },
+    }
+}
+
+/// The skills the strategy and execution actors of a plan made by `u` would bring.
+fn skills_of(engine: &Engine, u: &super::op::UseRequest) -> Result<Vec<String>, ApiError> {
+    let store = engine.store()?;
+    let action = QualifiedName::resolve_user_input(&u.request.action, &[])
+        .ok()
+        .map(|q| q.to_string())
+        .and_then(|name| store.action_by_name(&name).transpose())
+        .transpose()?;
+    let Some(action) = action else {
+        return Ok(Vec::new());
+    };
+    let actors = [
+        u.request
+            .strategy_actor
+            .clone()
+            .unwrap_or(action.strategy_actor),
+        u.request
+            .execution_actor
+            .clone()
+            .unwrap_or(action.execution_actor),
+    ];
+    let mut skills = Vec::new();
+    for actor in actors {
+        if let Some(found) = store.actor(&actor)? {
+            skills.extend(found.definition.skills);
+        }
+    }
+    skills.sort();
+    skills.dedup();
+    Ok(skills)
 }
 
 /// The namespaces a plan lives in: its projects', else its action's.
@@ -537,7 +618,7 @@ fn plan_namespaces(engine: &Engine, id: &Id) -> Result<Vec<String>, ApiError> {
     let plan = engine
         .store()?
         .plan(id)?
-        .ok_or_else(|| crate::lifecycle::RunError::NotFound(id.clone()))?;
+        .ok_or_else(|| crate::lifecycle::RunError::NotFound(*id))?;
     let mut namespaces: Vec<String> = plan
         .project_links
         .iter()
@@ -597,7 +678,7 @@ impl PlanReader {
                     == Decision::Allow
             })
         });
-        self.known.insert(plan.clone(), allowed);
+        self.known.insert(*plan, allowed);
         allowed
     }
 }
@@ -613,7 +694,7 @@ fn narrow(
         Response::PlanList(mut list) => {
             list.plans.retain(|p| reader.may_read(&p.plan_id));
             let kept: std::collections::HashSet<Id> =
-                list.plans.iter().map(|p| p.plan_id.clone()).collect();
+                list.plans.iter().map(|p| p.plan_id).collect();
             list.state_reasons.retain(|id, _| kept.contains(id));
             Response::PlanList(list)
         }

@@ -72,7 +72,7 @@ pub(super) fn approve(engine: &Engine, plan: &Id, org: &str, need: u32) -> Resul
         return Ok(());
     }
     Err(ApiError::ApprovalsNeeded(Box::new(ApprovalsNeeded {
-        plan: plan.clone(),
+        plan: *plan,
         org: org.to_string(),
         have,
         need,

@@ -30,15 +30,34 @@ fn plan_of(engine: &Engine, op: &Op) -> Result<Option<Id>, ApiError> {
         | Op::Apply { plan, .. }
         | Op::Cancel { plan, .. }
         | Op::Rollback { plan, .. }
-        | Op::Prompt { plan, .. } => Some(plan.clone()),
-        Op::Review(r) => Some(r.plan.clone()),
-        Op::Export(x) => Some(x.plan.clone()),
+        | Op::Prompt { plan, .. } => Some(*plan),
+        Op::Review(r) => Some(r.plan),
+        Op::Export(x) => Some(x.plan),
         Op::Decide { approval, .. } | Op::Reject { approval, .. } => {
             store.approval(approval)?.map(|a| a.plan_id)
         }
         Op::Correct(c) => store.decision(&c.decision)?.map(|d| d.plan_id),
         Op::Use(_) | Op::Cleanup | Op::Registry(_) => None,
     })
+}
+
+/// Records the caller's approval of `plan`'s Apply and holds the Apply until as many humans
+/// as the strictest of its organizations' `apply.min_approvals` approved; a plan that cannot
+/// be applied (already applied, cancelled) records nothing and is refused by the lifecycle.
+fn approve_apply(engine: &Engine, plan: &Id) -> Result<(), ApiError> {
+    use crate::domain::{Phase, ProcessingState};
+    let Some(found) = engine.store()?.plan(plan)? else {
+        return Ok(());
+    };
+    if found.phase() == Phase::Applied || found.state() == ProcessingState::Cancelled {
+        return Ok(());
+    }
+    let policies = engine.policies_for_plan(plan)?;
+    let (org, need) = policies
+        .strictest_min_approvals()
+        .map(|(org, need)| (org.to_string(), need))
+        .unwrap_or_default();
+    super::apply_approvals::approve(engine, plan, &org, need)
 }
 
 /// Runs `op` on `engine` (see [`Engine::run`]).
@@ -56,6 +75,7 @@ pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
             no_commit,
             selection,
         } => {
+            approve_apply(engine, &plan)?;
             let mut lc = engine.lifecycle()?;
             lc.set_apply_request(selection);
             let driven = driver::drive(&mut lc, &plan, Goal::Apply { no_commit })?;

@@ -335,10 +335,7 @@ pub fn run(engine: &mut Lifecycle, plan: &mut Plan, no_commit: bool) -> Result<E
             json!({"validations": validations}),
         );
     }
-    let message = with_trailers(
-        crate::sandbox::plan_commit_message(plan, &commit_note(&left_out)),
-        &engine.store().attribution(&plan_id)?,
-    );
+    let message = commit_message(engine, plan, &left_out)?;
     let written = match write_all(engine, &plan_id, &targets, &message, no_commit)? {
         Ok(w) => w,
         Err(message) => return fail(engine, plan, "APPLY_FAILED", message, Value::Null),
@@ -907,6 +904,19 @@ fn finish(
         tracing::warn!(error = %e, "sandboxes could not be released after apply");
     }
     Ok(Ended::Complete)
+}
+
+/// The Apply commit's message: the plan's, with what was left out and who approved and
+/// reviewed it.
+fn commit_message(
+    engine: &Lifecycle,
+    plan: &Plan,
+    left_out: &[crate::review::partial::LeftOut],
+) -> Result<String, RunError> {
+    Ok(with_trailers(
+        crate::sandbox::plan_commit_message(plan, &commit_note(left_out)),
+        &engine.store().attribution(&plan.plan_id)?,
+    ))
 }
 
 /// `message` with an `Approved-by:` trailer for each human who approved the Apply on a server

@@ -196,6 +196,36 @@ fn check_actor(
 }
 
 /// Creates a plan (see the module documentation). Nothing is written when anything is wrong.
+/// The policies binding a plan on `targets`, once the action's network, the profile and an
+/// explicit budget passed them.
+fn checked_policies(
+    store: &Store,
+    targets: &[Project],
+    action: &Action,
+    profile: &str,
+    max_cost_usd: Option<f64>,
+) -> Result<crate::team::policy::Policies, PlanUseError> {
+    let policies = store.policies_of_items(targets.iter().map(|p| p.name.as_str()))?;
+    policies.check_network(action.sandbox.as_ref().is_some_and(|sb| sb.network))?;
+    policies.check_profile(profile)?;
+    if max_cost_usd.is_some() {
+        policies.check_budget(max_cost_usd)?;
+    }
+    Ok(policies)
+}
+
+/// Freezes what the policies ask of the plan's tool calls into its profile snapshot.
+fn freeze_policies(plan: &mut Plan, policies: &crate::team::policy::Policies) {
+    if !policies.is_empty()
+        && let Some(snapshot) = plan.effective_profile_snapshot.as_mut()
+    {
+        snapshot["org_policy"] = json!({
+            "orgs": policies.each.iter().map(|(org, _)| org).collect::<Vec<_>>(),
+            "skills_require_approval": policies.skills_requiring_approval(),
+        });
+    }
+}
+
 /// The policies of the organizations whose namespaces the projects live in bind the plan
 /// (spec section 22): a sandbox asking for the network, a profile they do not allow or a
 /// budget (`max_cost_usd`, as asked for on the command line) above their cap is refused.
@@ -226,12 +256,7 @@ pub fn create(
         project_profile.as_deref(),
         req.global_profile.as_deref(),
     )?;
-    let policies = store.policies_of_items(targets.iter().map(|p| p.name.as_str()))?;
-    policies.check_network(action.sandbox.as_ref().is_some_and(|sb| sb.network))?;
-    policies.check_profile(&profile.name)?;
-    if max_cost_usd.is_some() {
-        policies.check_budget(max_cost_usd)?;
-    }
+    let policies = checked_policies(store, &targets, &action, &profile.name, max_cost_usd)?;
     let values = actions::template_values(&action, &bound);
     let render = |field: &str, text: &str| {
         crate::registry::template::render(text, &values).map_err(|source| PlanUseError::Template {
@@ -286,15 +311,7 @@ pub fn create(
         "source": source,
         "flags": profile.flags,
     }));
-    if !policies.is_empty()
-        && let Some(snapshot) = plan.effective_profile_snapshot.as_mut()
-    {
-        // What the policies ask of the plan's tool calls, frozen with the profile.
-        snapshot["org_policy"] = json!({
-            "orgs": policies.each.iter().map(|(org, _)| org).collect::<Vec<_>>(),
-            "skills_require_approval": policies.skills_requiring_approval(),
-        });
-    }
+    freeze_policies(&mut plan, &policies);
     [
         plan.strategy_actor,
         plan.execution_actor,
