@@ -89,7 +89,8 @@ impl Caller<'_> {
 
 /// Serves `request` for `principal`: checks every operation it performs, then runs it as
 /// [`super::serve`] would, with the caller recorded on what it changes; lists are narrowed
-/// to what the caller may read. Every mutation and every denial is appended to the audit log.
+/// to what the caller may read. Every mutation that went through and every denial is appended
+/// to the audit log.
 ///
 /// # Errors
 /// [`ApiError::PermissionDenied`] (nothing ran), or the call's own errors.
@@ -109,8 +110,10 @@ pub fn serve_as(
             serve_checked(&engine, principal, request)
         })
     };
+    // A refused call is recorded; a call that failed otherwise changed nothing, so only the
+    // mutations that went through are (a bad argument leaves the records byte for byte).
     let denied = matches!(result, Err(ApiError::PermissionDenied(_)));
-    if mutation || denied {
+    if (mutation && result.is_ok()) || denied {
         record(&engine, principal, operation, &targets, &result);
     }
     result
