@@ -491,7 +491,22 @@ mod tests {
             "Which?",
             jiff::Timestamp::now(),
         );
-        store.insert_approval(&approval).unwrap();
+        // The row as schema 9 holds it (today's insert also writes columns of later
+        // migrations, such as the event's `caused_by`).
+        store
+            .conn()
+            .execute(
+                "INSERT INTO approvals (approval_id, plan_id, kind, status, summary, context, \
+                 options, answer_command, created_at) VALUES (?1, ?2, 'decision', 'pending', \
+                 ?3, '{}', '[]', 'agents plan decide', ?4)",
+                rusqlite::params![
+                    approval.approval_id,
+                    approval.plan_id.to_string(),
+                    approval.summary,
+                    approval.created_at.to_string()
+                ],
+            )
+            .unwrap();
         let decision = crate::domain::Id::generate();
         {
             let tx = store.conn_mut().transaction().unwrap();
