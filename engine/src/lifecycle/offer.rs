@@ -427,13 +427,19 @@ impl Offer {
             return ToolOutcome::error(format!("the checkpoint before {} failed: {e}", tool.name));
         }
         let pool = self.pool.as_deref();
+        // An MCP tool's images go to the model beside the text, not into the call log.
+        let images = std::cell::RefCell::new(Vec::new());
         let exec =
             |ctx: &ExternalCtx<'_>, t: &ExternalTool, args: Value| -> Result<Value, ToolError> {
                 match &t.runnable {
                     Runnable::Command(def) => run_command(ctx, def, args),
-                    Runnable::Mcp { server, tool } => pool
-                        .ok_or_else(|| ToolError::Failed("no MCP server is connected".into()))?
-                        .call(server, tool, args),
+                    Runnable::Mcp { server, tool } => {
+                        let (v, found) = pool
+                            .ok_or_else(|| ToolError::Failed("no MCP server is connected".into()))?
+                            .call_with_images(server, tool, args)?;
+                        *images.borrow_mut() = found;
+                        Ok(v)
+                    }
                 }
             };
         let result = ToolRunner::new(&mut store, sandboxes)
@@ -447,7 +453,7 @@ impl Offer {
         let redacted = |text: String| crate::redact::redact(&text).into_owned();
         match result {
             Ok(call) => match call.result {
-                Ok(v) => ToolOutcome::ok(redacted(v.to_string())),
+                Ok(v) => ToolOutcome::ok(redacted(v.to_string())).with_images(images.take()),
                 Err(e) => ToolOutcome::error(redacted(format!("{}: {e}", e.code()))),
             },
             Err(e) => ToolOutcome::error(redacted(format!("the tool runner failed: {e}"))),

@@ -38,6 +38,7 @@ use super::ToolError;
 use super::command::{Launch, spawn_confined};
 use super::custom::{McpServerSpec, ToolCapability};
 use crate::domain::Id;
+use crate::domain::messages::ToolImage;
 use crate::sandbox::launcher::{Io, Limits, Running};
 
 /// Default seconds an MCP call may take.
@@ -241,6 +242,36 @@ fn block_text(b: &Value) -> Option<String> {
         }
         other => Some(format!("[{other} content]")),
     }
+}
+
+/// The largest image, decoded, passed to the model as an image; a larger one is only named
+/// in the result's text (with its size).
+pub const MAX_IMAGE_BYTES: usize = 1024 * 1024;
+
+/// The `image` blocks of a call result that a model can take: each with a MIME type and at
+/// most [`MAX_IMAGE_BYTES`] decoded (the text names every image, these included).
+fn result_images(result: &Value) -> Vec<ToolImage> {
+    result["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter(|b| b["type"] == "image")
+                .filter_map(|b| {
+                    let mime = b["mimeType"].as_str().filter(|m| !m.is_empty())?;
+                    let data = b["data"].as_str().filter(|d| !d.is_empty())?;
+                    let data: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+                    // A provider refuses a request whose image is not base64.
+                    let base64 = data
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+                    (base64 && base64_len(&data) <= MAX_IMAGE_BYTES).then(|| ToolImage {
+                        mime_type: mime.to_string(),
+                        data,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The decoded length of base64 `data`.
@@ -611,7 +642,21 @@ impl McpPool {
     /// # Errors
     /// [`ToolError::PermissionDenied`] for a path outside the sandbox; [`ToolError::Failed`]
     /// for a tool error (`isError`), a timeout, a dead server or a protocol error.
-    pub fn call(&self, server: &str, tool: &str, mut args: Value) -> Result<Value, ToolError> {
+    pub fn call(&self, server: &str, tool: &str, args: Value) -> Result<Value, ToolError> {
+        self.call_with_images(server, tool, args).map(|(v, _)| v)
+    }
+
+    /// As [`McpPool::call`], with the images of the result that a model can take (see
+    /// [`MAX_IMAGE_BYTES`]); the text names them all.
+    ///
+    /// # Errors
+    /// As [`McpPool::call`].
+    pub fn call_with_images(
+        &self,
+        server: &str,
+        tool: &str,
+        mut args: Value,
+    ) -> Result<(Value, Vec<ToolImage>), ToolError> {
         let (peer, timeout, cwd, fields) = {
             let conns = self.conns.lock().expect("mcp lock");
             let c = conns.get(server).ok_or_else(|| {
@@ -662,7 +707,7 @@ impl McpPool {
                 "{server}.{tool} failed: {message}"
             )));
         }
-        Ok(json!({"result": text}))
+        Ok((json!({"result": text}), result_images(&result)))
     }
 
     fn stop_conn(&self, c: &mut Conn) {
@@ -990,6 +1035,36 @@ mod tests {
         // Without content blocks, the structured content.
         let structured = json!({"content": [], "structuredContent": {"sum": 3}});
         assert_eq!(result_text(&structured), json!({"sum": 3}));
+    }
+
+    #[test]
+    fn images_up_to_a_mebibyte_go_to_the_model_and_larger_ones_are_only_named() {
+        // Exactly 1 MiB decoded: 1_398_102 base64 characters and `==`; one byte more is
+        // 1_398_103 and `=`.
+        let at_limit = format!("{}==", "A".repeat(1_398_102));
+        let too_big = format!("{}=", "A".repeat(1_398_103));
+        assert_eq!(base64_len(&at_limit), MAX_IMAGE_BYTES);
+        assert_eq!(base64_len(&too_big), MAX_IMAGE_BYTES + 1);
+        let small = "iVBO\nRw0K";
+        let result = json!({"content": [
+            {"type": "text", "text": "pictures"},
+            {"type": "image", "mimeType": "image/png", "data": small},
+            {"type": "image", "mimeType": "image/webp", "data": at_limit},
+            {"type": "image", "mimeType": "image/jpeg", "data": too_big},
+            {"type": "image", "data": "QUJD"},
+            {"type": "image", "mimeType": "image/gif", "data": "not base64!"},
+            {"type": "audio", "mimeType": "audio/wav", "data": "QUJD"},
+        ]});
+        let images = result_images(&result);
+        let kinds: Vec<&str> = images.iter().map(|i| i.mime_type.as_str()).collect();
+        assert_eq!(kinds, ["image/png", "image/webp"]);
+        assert_eq!(images[0].data, "iVBORw0K", "whitespace in the data is dropped");
+        assert!(
+            result_text(&result)
+                .as_str()
+                .unwrap()
+                .contains("[image image/jpeg, 1.0 MB]")
+        );
     }
 
     #[test]
