@@ -429,6 +429,21 @@ impl Offer {
         let pool = self.pool.as_deref();
         // An MCP tool's images go to the model beside the text, not into the call log.
         let images = std::cell::RefCell::new(Vec::new());
+        // Its progress notifications are shown live (never stored).
+        let progress: crate::tools::mcp::ProgressSink = {
+            let (plan, name) = (*plan_id, tool.name.clone());
+            Arc::new(move |p: crate::tools::mcp::McpProgress| {
+                crate::events::live::publish(
+                    plan,
+                    crate::events::live::LiveKind::ToolProgress {
+                        name: name.clone(),
+                        progress: p.progress,
+                        total: p.total,
+                        message: p.message,
+                    },
+                );
+            })
+        };
         let exec =
             |ctx: &ExternalCtx<'_>, t: &ExternalTool, args: Value| -> Result<Value, ToolError> {
                 match &t.runnable {
@@ -436,7 +451,7 @@ impl Offer {
                     Runnable::Mcp { server, tool } => {
                         let (v, found) = pool
                             .ok_or_else(|| ToolError::Failed("no MCP server is connected".into()))?
-                            .call_with_images(server, tool, args)?;
+                            .call_with_images(server, tool, args, Some(progress.clone()))?;
                         *images.borrow_mut() = found;
                         Ok(v)
                     }

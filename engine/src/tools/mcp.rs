@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ProgressToken, ServerResult};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -149,6 +149,7 @@ struct Conn {
     tools: Vec<McpTool>,
     /// Set when the server said its tool list changed since [`Self::tools`] was listed.
     tools_changed: Arc<AtomicBool>,
+    progress: Progressing,
     cwd: PathBuf,
 }
 
@@ -294,12 +295,32 @@ fn human_size(bytes: usize) -> String {
     }
 }
 
-/// The client side of a connection: it introduces itself as this product in `initialize`
-/// and marks the server's tool list stale when the server sends
-/// `notifications/tools/list_changed`, so that the next use lists the tools again.
+/// One `notifications/progress` of a tool call: how far it is, of what total, and what it
+/// is doing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpProgress {
+    /// The progress so far (it increases with each notification).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// What the server says it is doing.
+    pub message: Option<String>,
+}
+
+/// Where a call's progress notifications go.
+pub type ProgressSink = Arc<dyn Fn(McpProgress) + Send + Sync>;
+
+/// The calls in flight that want their progress, by the progress token their request carries.
+type Progressing = Arc<Mutex<HashMap<ProgressToken, ProgressSink>>>;
+
+/// The client side of a connection: it introduces itself as this product in `initialize`,
+/// marks the server's tool list stale when the server sends
+/// `notifications/tools/list_changed`, so that the next use lists the tools again, and hands
+/// each `notifications/progress` to the call whose progress token it names.
 #[derive(Clone, Default)]
 struct Client {
     tools_changed: Arc<AtomicBool>,
+    progress: Progressing,
 }
 
 impl rmcp::ClientHandler for Client {
@@ -315,6 +336,27 @@ impl rmcp::ClientHandler for Client {
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) -> impl std::future::Future<Output = ()> + Send + '_ {
         self.tools_changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+
+    fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        let sink = self
+            .progress
+            .lock()
+            .expect("progress lock")
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(sink) = sink {
+            sink(McpProgress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
         std::future::ready(())
     }
 }
@@ -392,6 +434,7 @@ impl McpPool {
         let timeout = Duration::from_secs(CONNECT_TIMEOUT_SECS);
         let client = Client::default();
         let tools_changed = Arc::clone(&client.tools_changed);
+        let progress = Arc::clone(&client.progress);
         let (service, running) = if let Some(url) = &spec.url {
             (self.open_http(spec, url, (client, timeout))?, None)
         } else {
@@ -412,6 +455,7 @@ impl McpPool {
             version,
             tools: Vec::new(),
             tools_changed,
+            progress,
             cwd: place.cwd.clone(),
         };
         // A change notified before this first listing is in it.
@@ -643,11 +687,13 @@ impl McpPool {
     /// [`ToolError::PermissionDenied`] for a path outside the sandbox; [`ToolError::Failed`]
     /// for a tool error (`isError`), a timeout, a dead server or a protocol error.
     pub fn call(&self, server: &str, tool: &str, args: Value) -> Result<Value, ToolError> {
-        self.call_with_images(server, tool, args).map(|(v, _)| v)
+        self.call_with_images(server, tool, args, None)
+            .map(|(v, _)| v)
     }
 
     /// As [`McpPool::call`], with the images of the result that a model can take (see
-    /// [`MAX_IMAGE_BYTES`]); the text names them all.
+    /// [`MAX_IMAGE_BYTES`]; the text names them all); each progress notification the server
+    /// sends for the call goes to `progress`.
     ///
     /// # Errors
     /// As [`McpPool::call`].
@@ -656,8 +702,9 @@ impl McpPool {
         server: &str,
         tool: &str,
         mut args: Value,
+        progress: Option<ProgressSink>,
     ) -> Result<(Value, Vec<ToolImage>), ToolError> {
-        let (peer, timeout, cwd, fields) = {
+        let (peer, timeout, cwd, fields, progressing) = {
             let conns = self.conns.lock().expect("mcp lock");
             let c = conns.get(server).ok_or_else(|| {
                 ToolError::Failed(format!("MCP server {server} is not connected"))
@@ -672,6 +719,7 @@ impl McpPool {
                 Duration::from_secs(c.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS)),
                 c.cwd.clone(),
                 fields,
+                Arc::clone(&c.progress),
             )
         };
         if remote(self, server) {
@@ -684,16 +732,46 @@ impl McpPool {
         params.arguments = args.as_object().cloned();
         let s = server.to_string();
         let result = self.wait(async move {
-            match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-                Err(_) => Err(format!(
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            // The request carries a progress token (rmcp gives every request one); the
+            // server's notifications naming it go to `progress` until the answer comes. One
+            // sent before the token is registered here is not shown.
+            let handle = peer
+                .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+                .await;
+            let token = match (&handle, progress) {
+                (Ok(h), Some(sink)) => {
+                    let token = h.progress_token.clone();
+                    progressing
+                        .lock()
+                        .expect("progress lock")
+                        .insert(token.clone(), sink);
+                    Some(token)
+                }
+                _ => None,
+            };
+            let answer = match handle {
+                Ok(h) => h.await_response().await,
+                Err(e) => Err(e),
+            };
+            if let Some(token) = token {
+                progressing.lock().expect("progress lock").remove(&token);
+            }
+            match answer {
+                Err(rmcp::ServiceError::Timeout { .. }) => Err(format!(
                     "MCP server {s} did not answer within {} s; the call was abandoned",
                     timeout.as_secs()
                 )),
-                Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(format!(
+                Err(rmcp::ServiceError::TransportClosed) => Err(format!(
                     "MCP server {s} is not running any more (its connection closed)"
                 )),
-                Ok(Err(e)) => Err(format!("MCP server {s}: {e}")),
-                Ok(Ok(r)) => Ok(serde_json::to_value(&r).unwrap_or(Value::Null)),
+                Err(e) => Err(format!("MCP server {s}: {e}")),
+                Ok(ServerResult::CallToolResult(r)) => {
+                    Ok(serde_json::to_value(&r).unwrap_or(Value::Null))
+                }
+                Ok(_) => Err(format!(
+                    "MCP server {s} answered the tool call with something else than a result"
+                )),
             }
         });
         let result = result.map_err(ToolError::Failed)?;
@@ -1176,6 +1254,50 @@ mod live {
         assert_eq!(names(&again), ["whoami", "add-tool", "added"]);
         let added = pool.call("probe", "added", json!({})).unwrap();
         assert_eq!(added["result"], "added answers");
+    }
+
+    #[test]
+    fn a_calls_progress_notifications_reach_its_sink_in_order() {
+        let js = test_servers()
+            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+            .display()
+            .to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let spec: McpServerSpec = serde_json::from_value(
+            json!({"name": "e", "command": "node", "args": [js, "stdio"]}),
+        )
+        .unwrap();
+        let pool = McpPool::new().unwrap();
+        pool.connect(&spec, &scratch_place(dir.path())).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink: ProgressSink = {
+            let seen = Arc::clone(&seen);
+            Arc::new(move |p| seen.lock().unwrap().push(p))
+        };
+        let (r, images) = pool
+            .call_with_images(
+                "e",
+                "trigger-long-running-operation",
+                json!({"duration": 0.9, "steps": 3}),
+                Some(sink),
+            )
+            .unwrap();
+        assert!(
+            r["result"].as_str().unwrap().contains("Steps: 3"),
+            "{r}"
+        );
+        assert!(images.is_empty());
+        let seen = seen.lock().unwrap().clone();
+        let steps: Vec<(f64, Option<f64>)> = seen.iter().map(|p| (p.progress, p.total)).collect();
+        assert_eq!(
+            steps,
+            [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+        );
+        // A call without a sink still answers, and the finished call's sink is gone.
+        pool.call("e", "trigger-long-running-operation", json!({"duration": 0.2, "steps": 2}))
+            .unwrap();
+        assert!(pool.conns.lock().unwrap()["e"].progress.lock().unwrap().is_empty());
+        pool.shutdown();
     }
 
     #[test]
