@@ -429,21 +429,7 @@ impl Offer {
         let pool = self.pool.as_deref();
         // An MCP tool's images go to the model beside the text, not into the call log.
         let images = std::cell::RefCell::new(Vec::new());
-        // Its progress notifications are shown live (never stored).
-        let progress: crate::tools::mcp::ProgressSink = {
-            let (plan, name) = (*plan_id, tool.name.clone());
-            Arc::new(move |p: crate::tools::mcp::McpProgress| {
-                crate::events::live::publish(
-                    plan,
-                    crate::events::live::LiveKind::ToolProgress {
-                        name: name.clone(),
-                        progress: p.progress,
-                        total: p.total,
-                        message: p.message,
-                    },
-                );
-            })
-        };
+        let progress = live_progress(*plan_id, tool.name.clone());
         let exec =
             |ctx: &ExternalCtx<'_>, t: &ExternalTool, args: Value| -> Result<Value, ToolError> {
                 match &t.runnable {
@@ -474,6 +460,23 @@ impl Offer {
             Err(e) => ToolOutcome::error(redacted(format!("the tool runner failed: {e}"))),
         }
     }
+}
+
+/// Where an MCP call's progress notifications go: the plan's live events, as
+/// [`LiveKind::ToolProgress`](crate::events::live::LiveKind::ToolProgress) of tool `name`
+/// (shown in the live area, never stored).
+fn live_progress(plan: Id, name: String) -> crate::tools::mcp::ProgressSink {
+    Arc::new(move |p: crate::tools::mcp::McpProgress| {
+        crate::events::live::publish(
+            plan,
+            crate::events::live::LiveKind::ToolProgress {
+                name: name.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            },
+        );
+    })
 }
 
 /// The Agent Skills discovered for a plan (spec 18 "Agent Skills Integration Details"): those
@@ -576,6 +579,31 @@ mod tests {
                 tool: tool.into(),
             },
         }
+    }
+
+    #[test]
+    fn an_mcp_calls_progress_is_published_as_a_live_event_of_its_plan() {
+        use crate::events::live::{self, LiveKind};
+        let plan = Id::generate();
+        let sub = live::subscribe();
+        let sink = live_progress(plan, "everything.slow".into());
+        sink(crate::tools::mcp::McpProgress {
+            progress: 2.0,
+            total: Some(5.0),
+            message: Some("copying".into()),
+        });
+        let event = std::iter::from_fn(|| sub.recv_timeout(std::time::Duration::from_secs(1)).ok())
+            .find(|e| e.plan == plan)
+            .expect("the progress is published");
+        assert_eq!(
+            event.kind,
+            LiveKind::ToolProgress {
+                name: "everything.slow".into(),
+                progress: 2.0,
+                total: Some(5.0),
+                message: Some("copying".into()),
+            }
+        );
     }
 
     #[test]
