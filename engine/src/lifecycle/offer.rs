@@ -473,7 +473,8 @@ fn live_progress(plan: Id, name: String) -> crate::tools::mcp::ProgressSink {
                 name: name.clone(),
                 progress: p.progress,
                 total: p.total,
-                message: p.message,
+                // Redacted as the call's result is: the server may hold a key it was handed.
+                message: p.message.map(|m| crate::redact::redact(&m).into_owned()),
             },
         );
     })
