@@ -151,6 +151,17 @@ pub fn live_msg(event: LiveEvent) -> Msg {
             is_error,
             duration_ms,
         },
+        LiveKind::ToolProgress {
+            name,
+            progress,
+            total,
+            message,
+        } => LiveUpdate::ToolProgress {
+            name,
+            progress,
+            total,
+            message,
+        },
         LiveKind::StepOutput { step, line, .. } => LiveUpdate::Output { step, line },
     };
     Msg::Live {

@@ -253,6 +253,7 @@ fn whitespace_only_text_and_an_empty_prompt_are_never_sent_to_anthropic() {
                 call_id: "t1".into(),
                 content: "3".into(),
                 is_error: false,
+                images: Vec::new(),
             }],
         },
         Message::User { text: " ".into() },

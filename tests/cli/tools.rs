@@ -633,6 +633,67 @@ fn resource_links_and_images_of_an_mcp_result_reach_the_model_as_text() {
         results.contains("[image image/png, "),
         "the image is named with its type and size: {results}"
     );
+    // Chat Completions tool messages are text: the image follows them in a user message.
+    let messages = server.requests()[1].body["messages"].clone();
+    let last = messages.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user", "{messages:#}");
+    let text = last["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("Images returned by tool everything_get-tiny-image ("),
+        "{last:#}"
+    );
+    let url = last["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(url.starts_with("data:image/png;base64,iVBOR"), "{last:#}");
+}
+
+#[test]
+fn an_mcp_tools_image_reaches_an_anthropic_model_as_an_image_block_of_its_tool_result() {
+    let s = setup_with(ONE_STEP);
+    mcp_skill(&s, &stdio_everything());
+    let server = ProviderServer::start(vec![
+        Turn::tools("", &[("everything_get-tiny-image", "{}")], (10, 5)),
+        Turn::text("Done.", (10, 5)),
+    ]);
+    scripted_env(&s, &server, "anthropic");
+    exec_actor(&s, &["local/mcp"]);
+    let (doc, code, _) = use_notes(&s, "builtin/checklist-strategist");
+    assert_eq!(code, 3, "{doc:#}");
+    let requests = server.requests();
+    assert_eq!(requests[1].path, "/v1/messages");
+    let messages = requests[1].body["messages"].clone();
+    let result = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("{messages:#}"));
+    let blocks = result["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{result:#}"));
+    assert_eq!(blocks[0]["type"], "text", "{result:#}");
+    assert!(
+        blocks[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[image image/png, "),
+        "{result:#}"
+    );
+    let image = blocks
+        .iter()
+        .find(|b| b["type"] == "image")
+        .unwrap_or_else(|| panic!("{result:#}"));
+    assert_eq!(image["source"]["type"], "base64");
+    assert_eq!(image["source"]["media_type"], "image/png");
+    assert!(
+        image["source"]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBOR"),
+        "a PNG: {image:#}"
+    );
 }
 
 /// Runs a plan whose model calls `echo`, waits (`sleep 3`) while `kill` stops the server from

@@ -388,7 +388,7 @@ pub struct DecisionRef {
 }
 
 /// Something a plan driven by this TUI is doing right now, for the live area (never stored).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum LiveUpdate {
     /// A model call started.
     Turn {
@@ -424,6 +424,17 @@ pub enum LiveUpdate {
         is_error: bool,
         /// How long it took, in milliseconds.
         duration_ms: u64,
+    },
+    /// A running tool reported progress; it replaces the tool's previous progress line.
+    ToolProgress {
+        /// The tool.
+        name: String,
+        /// The progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// What the tool says it is doing.
+        message: Option<String>,
     },
     /// Where the plan is in its lifecycle (a phase or step started or ended, an approval).
     Progress {

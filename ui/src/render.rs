@@ -365,6 +365,40 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_live_area_with_a_tools_progress_line() {
+        use crate::model::LiveUpdate;
+        let mut app = loaded();
+        app.update(Msg::Activity(vec!["plan execute 01ARZ3ND".into()]));
+        let plan = fixtures::PLAN_A.to_owned();
+        let progress = |progress: f64, message: Option<&str>| LiveUpdate::ToolProgress {
+            name: "everything.trigger-long-running-operation".into(),
+            progress,
+            total: Some(5.0),
+            message: message.map(Into::into),
+        };
+        let updates = [
+            LiveUpdate::Turn {
+                actor: "openai/gpt-4o".into(),
+                turn: 1,
+            },
+            LiveUpdate::ToolStarted {
+                name: "everything.trigger-long-running-operation".into(),
+                arguments: "{\"duration\": 10, \"steps\": 5}".into(),
+            },
+            progress(1.0, None),
+            progress(2.0, Some("halfway there")),
+            progress(3.0, Some("copying the last files")),
+        ];
+        for update in updates {
+            app.update(Msg::Live {
+                plan_id: plan.clone(),
+                update,
+            });
+        }
+        snapshot("live_tool_progress", &app, &Theme::default(), 80, 24);
+    }
+
+    #[test]
     fn snapshot_tree_focused_with_superseded_and_diff_scrolled() {
         let mut app = loaded();
         press(

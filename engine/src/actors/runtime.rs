@@ -1019,6 +1019,7 @@ impl Turn<'_> {
                 call_id: call.id,
                 content: outcome.content,
                 is_error: outcome.is_error,
+                images: outcome.images,
             });
         }
         run.transcript.push(Message::ToolResults { results });

@@ -40,6 +40,19 @@ pub struct ToolResult {
     pub content: String,
     /// Whether the call failed (unknown tool, invalid arguments, tool error).
     pub is_error: bool,
+    /// Images the tool returned (an MCP tool's `image` blocks), for providers that take
+    /// images; `content` names them too, so a text-only provider loses nothing but pixels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
+}
+
+/// One image returned by a tool: base64 data and its MIME type (`image/png`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ToolImage {
+    /// The MIME type, e.g. `image/png`.
+    pub mime_type: String,
+    /// The image, base64-encoded (standard alphabet, padded).
+    pub data: String,
 }
 
 /// One message of a conversation. The system prompt is not a message: it travels in

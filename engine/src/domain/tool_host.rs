@@ -7,7 +7,7 @@ use std::future::Future;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::messages::ToolSpec;
+use super::messages::{ToolImage, ToolSpec};
 
 /// What a tool call produced, as the model will see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -18,6 +18,8 @@ pub struct ToolOutcome {
     pub is_error: bool,
     /// Whether the run ends after this turn's tool calls (e.g. `finish_strategy`).
     pub ends_run: bool,
+    /// Images returned with the output (named in `content` as well).
+    pub images: Vec<ToolImage>,
 }
 
 impl ToolOutcome {
@@ -27,6 +29,7 @@ impl ToolOutcome {
             content: content.into(),
             is_error: false,
             ends_run: false,
+            images: Vec::new(),
         }
     }
 
@@ -36,6 +39,7 @@ impl ToolOutcome {
             content: content.into(),
             is_error: true,
             ends_run: false,
+            images: Vec::new(),
         }
     }
 
@@ -45,7 +49,15 @@ impl ToolOutcome {
             content: content.into(),
             is_error: false,
             ends_run: true,
+            images: Vec::new(),
         }
+    }
+
+    /// This outcome with `images` attached.
+    #[must_use]
+    pub fn with_images(mut self, images: Vec<ToolImage>) -> Self {
+        self.images = images;
+        self
     }
 }
 

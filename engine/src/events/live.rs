@@ -75,6 +75,18 @@ pub enum LiveKind {
         /// How long it took, in milliseconds.
         duration_ms: u64,
     },
+    /// A running tool reported progress (an MCP server's `notifications/progress`); each
+    /// replaces the previous one of the same tool.
+    ToolProgress {
+        /// The tool.
+        name: String,
+        /// The progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// What the tool says it is doing.
+        message: Option<String>,
+    },
     /// One line of what a step printed (a script step's command output).
     StepOutput {
         /// The step (its name in the action's script).

@@ -486,6 +486,8 @@ pub(crate) fn rebuild(entries: &[JournalEntry]) -> Option<Rebuilt> {
                     call_id: r["call_id"].as_str()?.to_string(),
                     content: r["result"].as_str()?.to_string(),
                     is_error: r["is_error"].as_bool()?,
+                    // A resumed call's images are not journaled; its text names them.
+                    images: Vec::new(),
                 });
                 if o.done.len() == o.calls.len() {
                     let o = open.take()?;

@@ -427,13 +427,20 @@ impl Offer {
             return ToolOutcome::error(format!("the checkpoint before {} failed: {e}", tool.name));
         }
         let pool = self.pool.as_deref();
+        // An MCP tool's images go to the model beside the text, not into the call log.
+        let images = std::cell::RefCell::new(Vec::new());
+        let progress = live_progress(*plan_id, tool.name.clone());
         let exec =
             |ctx: &ExternalCtx<'_>, t: &ExternalTool, args: Value| -> Result<Value, ToolError> {
                 match &t.runnable {
                     Runnable::Command(def) => run_command(ctx, def, args),
-                    Runnable::Mcp { server, tool } => pool
-                        .ok_or_else(|| ToolError::Failed("no MCP server is connected".into()))?
-                        .call(server, tool, args),
+                    Runnable::Mcp { server, tool } => {
+                        let (v, found) = pool
+                            .ok_or_else(|| ToolError::Failed("no MCP server is connected".into()))?
+                            .call_with_images(server, tool, args, Some(progress.clone()))?;
+                        *images.borrow_mut() = found;
+                        Ok(v)
+                    }
                 }
             };
         let result = ToolRunner::new(&mut store, sandboxes)
@@ -447,12 +454,30 @@ impl Offer {
         let redacted = |text: String| crate::redact::redact(&text).into_owned();
         match result {
             Ok(call) => match call.result {
-                Ok(v) => ToolOutcome::ok(redacted(v.to_string())),
+                Ok(v) => ToolOutcome::ok(redacted(v.to_string())).with_images(images.take()),
                 Err(e) => ToolOutcome::error(redacted(format!("{}: {e}", e.code()))),
             },
             Err(e) => ToolOutcome::error(redacted(format!("the tool runner failed: {e}"))),
         }
     }
+}
+
+/// Where an MCP call's progress notifications go: the plan's live events, as
+/// [`LiveKind::ToolProgress`](crate::events::live::LiveKind::ToolProgress) of tool `name`
+/// (shown in the live area, never stored).
+fn live_progress(plan: Id, name: String) -> crate::tools::mcp::ProgressSink {
+    Arc::new(move |p: crate::tools::mcp::McpProgress| {
+        crate::events::live::publish(
+            plan,
+            crate::events::live::LiveKind::ToolProgress {
+                name: name.clone(),
+                progress: p.progress,
+                total: p.total,
+                // Redacted as the call's result is: the server may hold a key it was handed.
+                message: p.message.map(|m| crate::redact::redact(&m).into_owned()),
+            },
+        );
+    })
 }
 
 /// The Agent Skills discovered for a plan (spec 18 "Agent Skills Integration Details"): those
@@ -555,6 +580,31 @@ mod tests {
                 tool: tool.into(),
             },
         }
+    }
+
+    #[test]
+    fn an_mcp_calls_progress_is_published_as_a_live_event_of_its_plan() {
+        use crate::events::live::{self, LiveKind};
+        let plan = Id::generate();
+        let sub = live::subscribe();
+        let sink = live_progress(plan, "everything.slow".into());
+        sink(crate::tools::mcp::McpProgress {
+            progress: 2.0,
+            total: Some(5.0),
+            message: Some("copying".into()),
+        });
+        let event = std::iter::from_fn(|| sub.recv_timeout(std::time::Duration::from_secs(1)).ok())
+            .find(|e| e.plan == plan)
+            .expect("the progress is published");
+        assert_eq!(
+            event.kind,
+            LiveKind::ToolProgress {
+                name: "everything.slow".into(),
+                progress: 2.0,
+                total: Some(5.0),
+                message: Some("copying".into()),
+            }
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::wire::{StreamFailure, StreamStep, number, standard_schema};
 use crate::domain::messages::{
-    ChatRequest, ChatResponse, DEFAULT_MAX_TOKENS, Message, ToolCall, Usage,
+    ChatRequest, ChatResponse, DEFAULT_MAX_TOKENS, Message, ToolCall, ToolResult, Usage,
 };
 
 /// The API version header value sent with every request.
@@ -70,6 +70,25 @@ fn input_object(arguments: &str) -> Value {
     }
 }
 
+/// A `tool_result`'s `content`: its text, or, when the tool returned images, an array of
+/// the text block and one base64 `image` block per image.
+fn tool_result_content(r: &ToolResult) -> Value {
+    if r.images.is_empty() {
+        return json!(r.content);
+    }
+    let mut blocks = Vec::with_capacity(r.images.len() + 1);
+    if !blank(&r.content) {
+        blocks.push(json!({"type": "text", "text": r.content}));
+    }
+    blocks.extend(r.images.iter().map(|i| {
+        json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": i.mime_type, "data": i.data},
+        })
+    }));
+    Value::Array(blocks)
+}
+
 /// The JSON request body. `default_max` is sent as `max_tokens` when the request sets none
 /// (see [`default_max_tokens`]).
 ///
@@ -119,7 +138,7 @@ pub fn request_body(req: &ChatRequest, default_max: u32) -> Value {
                         json!({
                             "type": "tool_result",
                             "tool_use_id": r.call_id,
-                            "content": r.content,
+                            "content": tool_result_content(r),
                             "is_error": r.is_error,
                         })
                     })
@@ -429,6 +448,62 @@ mod tests {
     use super::*;
     use crate::domain::messages::ToolResult;
 
+    /// A turn in which `shot` returned a PNG and `plain` returned text only.
+    fn image_turn() -> ChatRequest {
+        let result = |id: &str, images: Vec<crate::domain::messages::ToolImage>| ToolResult {
+            call_id: id.into(),
+            content: format!("output of {id}"),
+            is_error: false,
+            images,
+        };
+        let call = |id: &str, name: &str| ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: "{}".into(),
+        };
+        ChatRequest {
+            model: "m".into(),
+            messages: vec![
+                Message::User { text: "look".into() },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call("c1", "srv.shot"), call("c2", "plain")],
+                },
+                Message::ToolResults {
+                    results: vec![
+                        result(
+                            "c1",
+                            vec![crate::domain::messages::ToolImage {
+                                mime_type: "image/png".into(),
+                                data: "iVBORw0KGgo=".into(),
+                            }],
+                        ),
+                        result("c2", Vec::new()),
+                    ],
+                },
+            ],
+            ..ChatRequest::default()
+        }
+    }
+
+    #[test]
+    fn a_tool_result_with_images_is_its_text_block_then_one_base64_image_block_each() {
+        let body = request_body(&image_turn(), DEFAULT_MAX_TOKENS);
+        let results = body["messages"][2]["content"].as_array().unwrap();
+        assert_eq!(
+            results[0]["content"],
+            json!([
+                {"type": "text", "text": "output of c1"},
+                {"type": "image", "source": {
+                    "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo=",
+                }},
+            ])
+        );
+        // A result without images keeps its plain string content.
+        assert_eq!(results[1]["content"], "output of c2");
+        assert_eq!(results[1]["tool_use_id"], "c2");
+    }
+
     #[test]
     fn tool_results_and_a_following_user_turn_merge_into_one_user_message() {
         let req = ChatRequest {
@@ -449,6 +524,7 @@ mod tests {
                         call_id: "t1".into(),
                         content: "bad arguments".into(),
                         is_error: true,
+                        images: Vec::new(),
                     }],
                 },
                 Message::User {

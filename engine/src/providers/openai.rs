@@ -61,6 +61,24 @@ pub fn request_body(req: &ChatRequest, max_field: MaxTokensField, default_max: u
                         json!({"role": "tool", "tool_call_id": r.call_id, "content": content}),
                     );
                 }
+                // Tool messages carry text only: the turn's images follow in one user message.
+                let mut images = Vec::new();
+                for r in results.iter().filter(|r| !r.images.is_empty()) {
+                    let tool = tool_name(&req.messages, &r.call_id).unwrap_or("?");
+                    images.push(json!({
+                        "type": "text",
+                        "text": format!("Images returned by tool {tool} ({}):", r.call_id),
+                    }));
+                    images.extend(r.images.iter().map(|i| {
+                        json!({
+                            "type": "image_url",
+                            "image_url": {"url": format!("data:{};base64,{}", i.mime_type, i.data)},
+                        })
+                    }));
+                }
+                if !images.is_empty() {
+                    messages.push(json!({"role": "user", "content": images}));
+                }
             }
         }
     }
@@ -100,6 +118,17 @@ pub fn request_body(req: &ChatRequest, max_field: MaxTokensField, default_max: u
         body["stream_options"] = json!({"include_usage": true});
     }
     body
+}
+
+/// The name of the tool that call `call_id` invoked, from the assistant message that made it.
+fn tool_name<'m>(messages: &'m [Message], call_id: &str) -> Option<&'m str> {
+    messages.iter().rev().find_map(|m| match m {
+        Message::Assistant { tool_calls, .. } => tool_calls
+            .iter()
+            .find(|c| c.id == call_id)
+            .map(|c| c.name.as_str()),
+        _ => None,
+    })
 }
 
 fn usage_of(v: &Value) -> Option<Usage> {
@@ -299,6 +328,78 @@ mod tests {
     use super::*;
     use crate::domain::messages::{ToolResult, ToolSpec};
 
+    /// A turn in which `shot` returned a PNG and `plain` returned text only.
+    fn image_turn() -> ChatRequest {
+        let result = |id: &str, images: Vec<crate::domain::messages::ToolImage>| ToolResult {
+            call_id: id.into(),
+            content: format!("output of {id}"),
+            is_error: false,
+            images,
+        };
+        let call = |id: &str, name: &str| ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: "{}".into(),
+        };
+        ChatRequest {
+            model: "m".into(),
+            messages: vec![
+                Message::User { text: "look".into() },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call("c1", "srv.shot"), call("c2", "plain")],
+                },
+                Message::ToolResults {
+                    results: vec![
+                        result(
+                            "c1",
+                            vec![crate::domain::messages::ToolImage {
+                                mime_type: "image/png".into(),
+                                data: "iVBORw0KGgo=".into(),
+                            }],
+                        ),
+                        result("c2", Vec::new()),
+                    ],
+                },
+            ],
+            ..ChatRequest::default()
+        }
+    }
+
+    #[test]
+    fn a_turns_tool_images_follow_its_tool_messages_in_one_user_message() {
+        let body = request_body(&image_turn(), MaxTokensField::MaxTokens, 100);
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 5);
+        assert_eq!(msgs[2]["role"], "tool");
+        assert_eq!(msgs[2]["content"], "output of c1");
+        assert_eq!(msgs[3]["role"], "tool");
+        assert_eq!(msgs[3]["tool_call_id"], "c2");
+        assert_eq!(
+            msgs[4],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "Images returned by tool srv.shot (c1):"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ]})
+        );
+    }
+
+    #[test]
+    fn tool_results_without_images_add_no_user_message() {
+        let mut req = image_turn();
+        if let Message::ToolResults { results } = &mut req.messages[2] {
+            results[0].images.clear();
+        }
+        let body = request_body(&req, MaxTokensField::MaxTokens, 100);
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "tool"]);
+    }
+
     #[test]
     fn request_carries_system_tools_tool_calls_and_results() {
         let req = ChatRequest {
@@ -319,6 +420,7 @@ mod tests {
                         call_id: "c1".into(),
                         content: "no such file".into(),
                         is_error: true,
+                        images: Vec::new(),
                     }],
                 },
             ],

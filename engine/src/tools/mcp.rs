@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ProgressToken, ServerResult};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -38,6 +38,7 @@ use super::ToolError;
 use super::command::{Launch, spawn_confined};
 use super::custom::{McpServerSpec, ToolCapability};
 use crate::domain::Id;
+use crate::domain::messages::ToolImage;
 use crate::sandbox::launcher::{Io, Limits, Running};
 
 /// Default seconds an MCP call may take.
@@ -148,6 +149,7 @@ struct Conn {
     tools: Vec<McpTool>,
     /// Set when the server said its tool list changed since [`Self::tools`] was listed.
     tools_changed: Arc<AtomicBool>,
+    progress: Progressing,
     cwd: PathBuf,
 }
 
@@ -243,6 +245,36 @@ fn block_text(b: &Value) -> Option<String> {
     }
 }
 
+/// The largest image, decoded, passed to the model as an image; a larger one is only named
+/// in the result's text (with its size).
+pub const MAX_IMAGE_BYTES: usize = 1024 * 1024;
+
+/// The `image` blocks of a call result that a model can take: each with a MIME type and at
+/// most [`MAX_IMAGE_BYTES`] decoded (the text names every image, these included).
+fn result_images(result: &Value) -> Vec<ToolImage> {
+    result["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter(|b| b["type"] == "image")
+                .filter_map(|b| {
+                    let mime = b["mimeType"].as_str().filter(|m| !m.is_empty())?;
+                    let data = b["data"].as_str().filter(|d| !d.is_empty())?;
+                    let data: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+                    // A provider refuses a request whose image is not base64.
+                    let base64 = data
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+                    (base64 && base64_len(&data) <= MAX_IMAGE_BYTES).then(|| ToolImage {
+                        mime_type: mime.to_string(),
+                        data,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The decoded length of base64 `data`.
 fn base64_len(data: &str) -> usize {
     let trimmed = data.trim_end_matches('=');
@@ -263,12 +295,32 @@ fn human_size(bytes: usize) -> String {
     }
 }
 
-/// The client side of a connection: it introduces itself as this product in `initialize`
-/// and marks the server's tool list stale when the server sends
-/// `notifications/tools/list_changed`, so that the next use lists the tools again.
+/// One `notifications/progress` of a tool call: how far it is, of what total, and what it
+/// is doing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpProgress {
+    /// The progress so far (it increases with each notification).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// What the server says it is doing.
+    pub message: Option<String>,
+}
+
+/// Where a call's progress notifications go.
+pub type ProgressSink = Arc<dyn Fn(McpProgress) + Send + Sync>;
+
+/// The calls in flight that want their progress, by the progress token their request carries.
+type Progressing = Arc<Mutex<HashMap<ProgressToken, ProgressSink>>>;
+
+/// The client side of a connection: it introduces itself as this product in `initialize`,
+/// marks the server's tool list stale when the server sends
+/// `notifications/tools/list_changed`, so that the next use lists the tools again, and hands
+/// each `notifications/progress` to the call whose progress token it names.
 #[derive(Clone, Default)]
 struct Client {
     tools_changed: Arc<AtomicBool>,
+    progress: Progressing,
 }
 
 impl rmcp::ClientHandler for Client {
@@ -284,6 +336,27 @@ impl rmcp::ClientHandler for Client {
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) -> impl std::future::Future<Output = ()> + Send + '_ {
         self.tools_changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+
+    fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        let sink = self
+            .progress
+            .lock()
+            .expect("progress lock")
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(sink) = sink {
+            sink(McpProgress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
         std::future::ready(())
     }
 }
@@ -361,6 +434,7 @@ impl McpPool {
         let timeout = Duration::from_secs(CONNECT_TIMEOUT_SECS);
         let client = Client::default();
         let tools_changed = Arc::clone(&client.tools_changed);
+        let progress = Arc::clone(&client.progress);
         let (service, running) = if let Some(url) = &spec.url {
             (self.open_http(spec, url, (client, timeout))?, None)
         } else {
@@ -381,6 +455,7 @@ impl McpPool {
             version,
             tools: Vec::new(),
             tools_changed,
+            progress,
             cwd: place.cwd.clone(),
         };
         // A change notified before this first listing is in it.
@@ -611,8 +686,25 @@ impl McpPool {
     /// # Errors
     /// [`ToolError::PermissionDenied`] for a path outside the sandbox; [`ToolError::Failed`]
     /// for a tool error (`isError`), a timeout, a dead server or a protocol error.
-    pub fn call(&self, server: &str, tool: &str, mut args: Value) -> Result<Value, ToolError> {
-        let (peer, timeout, cwd, fields) = {
+    pub fn call(&self, server: &str, tool: &str, args: Value) -> Result<Value, ToolError> {
+        self.call_with_images(server, tool, args, None)
+            .map(|(v, _)| v)
+    }
+
+    /// As [`McpPool::call`], with the images of the result that a model can take (see
+    /// [`MAX_IMAGE_BYTES`]; the text names them all); each progress notification the server
+    /// sends for the call goes to `progress`.
+    ///
+    /// # Errors
+    /// As [`McpPool::call`].
+    pub fn call_with_images(
+        &self,
+        server: &str,
+        tool: &str,
+        mut args: Value,
+        progress: Option<ProgressSink>,
+    ) -> Result<(Value, Vec<ToolImage>), ToolError> {
+        let (peer, timeout, cwd, fields, progressing) = {
             let conns = self.conns.lock().expect("mcp lock");
             let c = conns.get(server).ok_or_else(|| {
                 ToolError::Failed(format!("MCP server {server} is not connected"))
@@ -627,6 +719,7 @@ impl McpPool {
                 Duration::from_secs(c.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS)),
                 c.cwd.clone(),
                 fields,
+                Arc::clone(&c.progress),
             )
         };
         if remote(self, server) {
@@ -639,16 +732,49 @@ impl McpPool {
         params.arguments = args.as_object().cloned();
         let s = server.to_string();
         let result = self.wait(async move {
-            match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-                Err(_) => Err(format!(
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            // The request carries a progress token (rmcp gives every request one); the
+            // server's notifications naming it go to `progress` until the answer comes. One
+            // sent before the token is registered here is not shown.
+            let handle = peer
+                .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+                .await;
+            let token = match (&handle, progress) {
+                (Ok(h), Some(sink)) => {
+                    let token = h.progress_token.clone();
+                    progressing
+                        .lock()
+                        .expect("progress lock")
+                        .insert(token.clone(), sink);
+                    Some(token)
+                }
+                _ => None,
+            };
+            let answer = match handle {
+                Ok(h) => h.await_response().await,
+                Err(e) => Err(e),
+            };
+            if let Some(token) = token {
+                // A notification read just before the answer is handled in a task of its
+                // own: let it run before the call stops listening.
+                tokio::task::yield_now().await;
+                progressing.lock().expect("progress lock").remove(&token);
+            }
+            match answer {
+                Err(rmcp::ServiceError::Timeout { .. }) => Err(format!(
                     "MCP server {s} did not answer within {} s; the call was abandoned",
                     timeout.as_secs()
                 )),
-                Ok(Err(rmcp::ServiceError::TransportClosed)) => Err(format!(
+                Err(rmcp::ServiceError::TransportClosed) => Err(format!(
                     "MCP server {s} is not running any more (its connection closed)"
                 )),
-                Ok(Err(e)) => Err(format!("MCP server {s}: {e}")),
-                Ok(Ok(r)) => Ok(serde_json::to_value(&r).unwrap_or(Value::Null)),
+                Err(e) => Err(format!("MCP server {s}: {e}")),
+                Ok(ServerResult::CallToolResult(r)) => {
+                    Ok(serde_json::to_value(&r).unwrap_or(Value::Null))
+                }
+                Ok(_) => Err(format!(
+                    "MCP server {s} answered the tool call with something else than a result"
+                )),
             }
         });
         let result = result.map_err(ToolError::Failed)?;
@@ -662,7 +788,7 @@ impl McpPool {
                 "{server}.{tool} failed: {message}"
             )));
         }
-        Ok(json!({"result": text}))
+        Ok((json!({"result": text}), result_images(&result)))
     }
 
     fn stop_conn(&self, c: &mut Conn) {
@@ -993,6 +1119,36 @@ mod tests {
     }
 
     #[test]
+    fn images_up_to_a_mebibyte_go_to_the_model_and_larger_ones_are_only_named() {
+        // Exactly 1 MiB decoded: 1_398_102 base64 characters and `==`; one byte more is
+        // 1_398_103 and `=`.
+        let at_limit = format!("{}==", "A".repeat(1_398_102));
+        let too_big = format!("{}=", "A".repeat(1_398_103));
+        assert_eq!(base64_len(&at_limit), MAX_IMAGE_BYTES);
+        assert_eq!(base64_len(&too_big), MAX_IMAGE_BYTES + 1);
+        let small = "iVBO\nRw0K";
+        let result = json!({"content": [
+            {"type": "text", "text": "pictures"},
+            {"type": "image", "mimeType": "image/png", "data": small},
+            {"type": "image", "mimeType": "image/webp", "data": at_limit},
+            {"type": "image", "mimeType": "image/jpeg", "data": too_big},
+            {"type": "image", "data": "QUJD"},
+            {"type": "image", "mimeType": "image/gif", "data": "not base64!"},
+            {"type": "audio", "mimeType": "audio/wav", "data": "QUJD"},
+        ]});
+        let images = result_images(&result);
+        let kinds: Vec<&str> = images.iter().map(|i| i.mime_type.as_str()).collect();
+        assert_eq!(kinds, ["image/png", "image/webp"]);
+        assert_eq!(images[0].data, "iVBORw0K", "whitespace in the data is dropped");
+        assert!(
+            result_text(&result)
+                .as_str()
+                .unwrap()
+                .contains("[image image/jpeg, 1.0 MB]")
+        );
+    }
+
+    #[test]
     fn a_plans_pool_is_shared_while_its_run_is_open_and_gone_after() {
         let plan = Id::generate();
         assert!(plan_pool(&plan).is_none(), "no pool outside an Execute run");
@@ -1101,6 +1257,50 @@ mod live {
         assert_eq!(names(&again), ["whoami", "add-tool", "added"]);
         let added = pool.call("probe", "added", json!({})).unwrap();
         assert_eq!(added["result"], "added answers");
+    }
+
+    #[test]
+    fn a_calls_progress_notifications_reach_its_sink_in_order() {
+        let js = test_servers()
+            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+            .display()
+            .to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let spec: McpServerSpec = serde_json::from_value(
+            json!({"name": "e", "command": "node", "args": [js, "stdio"]}),
+        )
+        .unwrap();
+        let pool = McpPool::new().unwrap();
+        pool.connect(&spec, &scratch_place(dir.path())).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink: ProgressSink = {
+            let seen = Arc::clone(&seen);
+            Arc::new(move |p| seen.lock().unwrap().push(p))
+        };
+        let (r, images) = pool
+            .call_with_images(
+                "e",
+                "trigger-long-running-operation",
+                json!({"duration": 0.9, "steps": 3}),
+                Some(sink),
+            )
+            .unwrap();
+        assert!(
+            r["result"].as_str().unwrap().contains("Steps: 3"),
+            "{r}"
+        );
+        assert!(images.is_empty());
+        let seen = seen.lock().unwrap().clone();
+        let steps: Vec<(f64, Option<f64>)> = seen.iter().map(|p| (p.progress, p.total)).collect();
+        // The last step's notification races the answer (rmcp handles each notification in a
+        // task of its own), so it may be missing; the earlier ones arrive, in order.
+        let all = [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))];
+        assert!(steps == all || steps == all[..2], "{steps:?}");
+        // A call without a sink still answers, and the finished call's sink is gone.
+        pool.call("e", "trigger-long-running-operation", json!({"duration": 0.2, "steps": 2}))
+            .unwrap();
+        assert!(pool.conns.lock().unwrap()["e"].progress.lock().unwrap().is_empty());
+        pool.shutdown();
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub struct LiveArea {
     lines: VecDeque<(LineKind, String)>,
     /// Whether the last text line is still being streamed into.
     open_text: bool,
+    /// The tool whose progress the last line shows (the next progress of it replaces it).
+    open_progress: Option<String>,
 }
 
 impl LiveArea {
@@ -90,6 +92,12 @@ impl LiveArea {
                 };
                 self.line(kind, format!("{mark} {name} ({duration_ms} ms)"));
             }
+            LiveUpdate::ToolProgress {
+                name,
+                progress,
+                total,
+                message,
+            } => self.progress(name, progress, total, message.as_deref()),
             LiveUpdate::Progress { text } => self.line(LineKind::Tool, format!("▶ {text}")),
             LiveUpdate::Output { step, line } => {
                 self.line(LineKind::Output, format!("{step} │ {line}"));
@@ -97,7 +105,28 @@ impl LiveArea {
         }
     }
 
+    /// One line `⋯ tool: 3/5 message`, replaced in place by the same tool's next progress.
+    fn progress(&mut self, name: String, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let mut line = format!("⋯ {name}: {}", number(progress));
+        if let Some(total) = total {
+            line.push_str(&format!("/{}", number(total)));
+        }
+        if let Some(message) = message.map(one_line).filter(|m| !m.is_empty()) {
+            line.push(' ');
+            line.push_str(&message);
+        }
+        if self.open_progress.as_deref() == Some(name.as_str())
+            && let Some((_, last)) = self.lines.back_mut()
+        {
+            *last = line;
+        } else {
+            self.line(LineKind::Tool, line);
+            self.open_progress = Some(name);
+        }
+    }
+
     fn text(&mut self, text: &str) {
+        self.open_progress = None;
         for (i, piece) in text.split('\n').enumerate() {
             if i > 0 {
                 self.open_text = false;
@@ -116,6 +145,7 @@ impl LiveArea {
 
     fn line(&mut self, kind: LineKind, text: String) {
         self.open_text = false;
+        self.open_progress = None;
         self.lines.push_back((kind, text));
         self.trim();
     }
@@ -124,6 +154,15 @@ impl LiveArea {
         while self.lines.len() > KEPT_LINES {
             self.lines.pop_front();
         }
+    }
+}
+
+/// `3` for a whole number, `0.25` otherwise.
+fn number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{n:.0}")
+    } else {
+        format!("{n}")
     }
 }
 
@@ -239,6 +278,52 @@ mod tests {
                 "✓ file_read (3 ms)",
                 "done"
             ]
+        );
+    }
+
+    fn progress(
+        name: &str,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> LiveUpdate {
+        LiveUpdate::ToolProgress {
+            name: name.into(),
+            progress,
+            total,
+            message: message.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_tools_progress_is_one_line_replaced_in_place_until_something_else_is_shown() {
+        let mut live = LiveArea::default();
+        live.push(
+            "P1",
+            LiveUpdate::ToolStarted {
+                name: "everything.slow".into(),
+                arguments: "{}".into(),
+            },
+        );
+        live.push("P1", progress("everything.slow", 1.0, Some(5.0), None));
+        live.push(
+            "P1",
+            progress("everything.slow", 3.0, Some(5.0), Some("copying\nfiles")),
+        );
+        assert_eq!(
+            shown(&live),
+            [
+                "⚙ everything.slow {}",
+                "⋯ everything.slow: 3/5 copying files"
+            ]
+        );
+        // Another tool's progress gets its own line; after other lines a new one starts.
+        live.push("P1", progress("other", 0.5, None, None));
+        live.push("P1", text("still working"));
+        live.push("P1", progress("other", 0.75, None, None));
+        assert_eq!(
+            shown(&live)[2..],
+            ["⋯ other: 0.5", "still working", "⋯ other: 0.75"]
         );
     }
 

@@ -944,6 +944,7 @@ mod tests {
                     call_id: "c1".into(),
                     content: "The question is with the user.".into(),
                     is_error: false,
+                    images: Vec::new(),
                 }],
             },
         ];
