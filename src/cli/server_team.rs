@@ -126,7 +126,10 @@ pub enum MemberCommand {
 fn call(ctx: &Context, database: &DatabaseArg, request: TeamRequest) -> Result<TeamView, CliError> {
     let client: Box<dyn api::Client> = match &ctx.server {
         Some(chosen) => {
-            if database.database.is_some() {
+            // An exported AGENTS_DATABASE_URL is ignored with --server, as by every served
+            // command; a typed --database is refused.
+            let exported = super::env_var("AGENTS_DATABASE_URL");
+            if database.database.is_some() && database.database != exported {
                 return Err(CliError::invalid_input(
                     "--database names the server host's records; through --server the server uses its own",
                 )
