@@ -448,47 +448,10 @@ mod tests {
     use super::*;
     use crate::domain::messages::ToolResult;
 
-    /// A turn in which `shot` returned a PNG and `plain` returned text only.
-    fn image_turn() -> ChatRequest {
-        let result = |id: &str, images: Vec<crate::domain::messages::ToolImage>| ToolResult {
-            call_id: id.into(),
-            content: format!("output of {id}"),
-            is_error: false,
-            images,
-        };
-        let call = |id: &str, name: &str| ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: "{}".into(),
-        };
-        ChatRequest {
-            model: "m".into(),
-            messages: vec![
-                Message::User { text: "look".into() },
-                Message::Assistant {
-                    text: String::new(),
-                    tool_calls: vec![call("c1", "srv.shot"), call("c2", "plain")],
-                },
-                Message::ToolResults {
-                    results: vec![
-                        result(
-                            "c1",
-                            vec![crate::domain::messages::ToolImage {
-                                mime_type: "image/png".into(),
-                                data: "iVBORw0KGgo=".into(),
-                            }],
-                        ),
-                        result("c2", Vec::new()),
-                    ],
-                },
-            ],
-            ..ChatRequest::default()
-        }
-    }
 
     #[test]
     fn a_tool_result_with_images_is_its_text_block_then_one_base64_image_block_each() {
-        let body = request_body(&image_turn(), DEFAULT_MAX_TOKENS);
+        let body = request_body(&super::super::test_turns::image_turn(), DEFAULT_MAX_TOKENS);
         let results = body["messages"][2]["content"].as_array().unwrap();
         assert_eq!(
             results[0]["content"],

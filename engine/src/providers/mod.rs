@@ -31,6 +31,8 @@ pub mod budget;
 pub mod embeddings;
 pub mod openai;
 pub mod secret;
+#[cfg(test)]
+mod test_turns;
 pub mod wire;
 
 use std::time::{Duration, Instant};

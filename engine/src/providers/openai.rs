@@ -328,47 +328,10 @@ mod tests {
     use super::*;
     use crate::domain::messages::{ToolResult, ToolSpec};
 
-    /// A turn in which `shot` returned a PNG and `plain` returned text only.
-    fn image_turn() -> ChatRequest {
-        let result = |id: &str, images: Vec<crate::domain::messages::ToolImage>| ToolResult {
-            call_id: id.into(),
-            content: format!("output of {id}"),
-            is_error: false,
-            images,
-        };
-        let call = |id: &str, name: &str| ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: "{}".into(),
-        };
-        ChatRequest {
-            model: "m".into(),
-            messages: vec![
-                Message::User { text: "look".into() },
-                Message::Assistant {
-                    text: String::new(),
-                    tool_calls: vec![call("c1", "srv.shot"), call("c2", "plain")],
-                },
-                Message::ToolResults {
-                    results: vec![
-                        result(
-                            "c1",
-                            vec![crate::domain::messages::ToolImage {
-                                mime_type: "image/png".into(),
-                                data: "iVBORw0KGgo=".into(),
-                            }],
-                        ),
-                        result("c2", Vec::new()),
-                    ],
-                },
-            ],
-            ..ChatRequest::default()
-        }
-    }
 
     #[test]
     fn a_turns_tool_images_follow_its_tool_messages_in_one_user_message() {
-        let body = request_body(&image_turn(), MaxTokensField::MaxTokens, 100);
+        let body = request_body(&super::super::test_turns::image_turn(), MaxTokensField::MaxTokens, 100);
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 5);
         assert_eq!(msgs[2]["role"], "tool");
@@ -386,7 +349,7 @@ mod tests {
 
     #[test]
     fn tool_results_without_images_add_no_user_message() {
-        let mut req = image_turn();
+        let mut req = super::super::test_turns::image_turn();
         if let Message::ToolResults { results } = &mut req.messages[2] {
             results[0].images.clear();
         }
