@@ -150,24 +150,13 @@ pub fn fetch_action(ctx: &Context, given: &str) -> Result<Option<(Level, String)
     let detail = match choice.client()?.action(&on_server) {
         Ok(d) => d,
         Err(api::ApiError::Unreachable { reason, .. }) => {
-            let local = ctx.registry_engine();
-            let local: &dyn api::Client = &local;
-            return match (cache.actions.get(&on_server), local.action(&local_name)) {
-                (Some(c), Ok(_)) => Ok(Some((
-                    Level::Warn,
-                    format!(
-                        "server {server} unreachable: using the cached copy of {local_name} (version {}, fetched at {})",
-                        c.version, c.fetched_at
-                    ),
-                ))),
-                _ => Err(CliError::new(
-                    "IO_ERROR",
-                    format!(
-                        "server {server} unreachable ({reason}) and no cached copy of {local_name} exists"
-                    ),
-                )
-                .hint(format!("agents server status {server}"))),
-            };
+            return offline(
+                ctx,
+                &server,
+                &reason,
+                &local_name,
+                cache.actions.get(&on_server),
+            );
         }
         Err(e) => return Err(e.into()),
     };
@@ -181,36 +170,7 @@ pub fn fetch_action(ctx: &Context, given: &str) -> Result<Option<(Level, String)
             .get(&on_server)
             .is_some_and(|c| c.version == version);
     if !current {
-        let text = action_file(&detail, &local_name);
-        let req = CreateRequest {
-            config: path.clone(),
-            config_text: Some(text),
-            name: None,
-            strategy_actor: None,
-            execution_actor: None,
-            estimation_actor: None,
-            invariant_actor: None,
-            definition_of_done: None,
-            description: None,
-            long_description: None,
-            automation_profile: None,
-            reusable: None,
-            read_only: None,
-            available: true,
-            invariants: Vec::new(),
-            args: Vec::new(),
-            update: registered,
-        };
-        ctx.change(api::CreateAction(req)).map_err(|e| {
-            let e: CliError = e.into();
-            CliError::new(
-                e.body.code,
-                format!(
-                    "{local_name} from server {server} cannot be registered here: {}",
-                    e.body.message
-                ),
-            )
-        })?;
+        register(ctx, &server, &detail, &local_name, &path, registered)?;
     }
     let fetched_at = jiff::Timestamp::now().to_string();
     cache.actions.insert(
@@ -225,4 +185,74 @@ pub fn fetch_action(ctx: &Context, given: &str) -> Result<Option<(Level, String)
         Level::Info,
         format!("fetched {local_name} version {version} from {server}"),
     )))
+}
+
+/// With `server` unreachable: the copy of `local_name` cached at its last fetch.
+fn offline(
+    ctx: &Context,
+    server: &str,
+    reason: &str,
+    local_name: &str,
+    cached: Option<&Cached>,
+) -> Result<Option<(Level, String)>, CliError> {
+    let local = ctx.registry_engine();
+    let local: &dyn api::Client = &local;
+    match (cached, local.action(local_name)) {
+        (Some(c), Ok(_)) => Ok(Some((
+            Level::Warn,
+            format!(
+                "server {server} unreachable: using the cached copy of {local_name} (version {}, fetched at {})",
+                c.version, c.fetched_at
+            ),
+        ))),
+        _ => Err(CliError::new(
+            "IO_ERROR",
+            format!(
+                "server {server} unreachable ({reason}) and no cached copy of {local_name} exists"
+            ),
+        )
+        .hint(format!("agents server status {server}"))),
+    }
+}
+
+/// Registers (or, when `replace`, replaces) `detail`'s action here as `local_name`, available;
+/// `path`, the server's cache file, names where its definition came from.
+fn register(
+    ctx: &Context,
+    server: &str,
+    detail: &api::definition_views::ActionDetail,
+    local_name: &str,
+    path: &Path,
+    replace: bool,
+) -> Result<(), CliError> {
+    let req = CreateRequest {
+        config: path.to_path_buf(),
+        config_text: Some(action_file(detail, local_name)),
+        name: None,
+        strategy_actor: None,
+        execution_actor: None,
+        estimation_actor: None,
+        invariant_actor: None,
+        definition_of_done: None,
+        description: None,
+        long_description: None,
+        automation_profile: None,
+        reusable: None,
+        read_only: None,
+        available: true,
+        invariants: Vec::new(),
+        args: Vec::new(),
+        update: replace,
+    };
+    ctx.change(api::CreateAction(req)).map_err(|e| {
+        let e: CliError = e.into();
+        CliError::new(
+            e.body.code,
+            format!(
+                "{local_name} from server {server} cannot be registered here: {}",
+                e.body.message
+            ),
+        )
+    })?;
+    Ok(())
 }
