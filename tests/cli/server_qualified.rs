@@ -216,3 +216,93 @@ fn a_server_name_not_in_the_servers_table_is_refused_with_the_login_command() {
         "{doc:#}"
     );
 }
+
+/// An action using every part of an action file a local copy must keep.
+const FULL: &str = r#"name: local/full
+description: Write {{ title }}
+long-description: A longer text
+definition-of-done: "{{ title }} exists"
+strategy-actor: builtin/checklist-strategist
+execution-actor: builtin/script-executor
+reusable: true
+read-only: false
+invariants:
+  - Never rewrite git history
+arguments:
+  - name: title
+    type: string
+    default: NOTES.md
+  - name: lines
+    type: integer
+    default: 2
+shell: bash
+script:
+  - name: write
+    run: "echo {{ lines }} > {{ title }}"
+  - name: check
+    run: "test -f {{ title }}"
+    depends-on: [write]
+sandbox:
+  network: false
+  writable-paths: []
+  env: [LANG]
+"#;
+
+#[test]
+fn a_fetched_action_keeps_its_arguments_script_sandbox_and_invariants() {
+    let server = Server::start(Env::new());
+    let admin = Env::new();
+    let file = admin.root().join("full.yaml");
+    std::fs::write(&file, FULL).unwrap();
+    let (doc, code) = server.client_json(
+        &admin,
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let client = client_with_project();
+    login(&server, &client, "dev");
+    let (doc, code) = local_json(
+        &client,
+        &[
+            "plan",
+            "use",
+            "dev:local/full",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    let (there, code) = server.client_json(&admin, &["action", "show", "local/full"]);
+    assert_eq!(code, 0, "{there:#}");
+    let here = local_ok(&client, &["action", "show", "dev:local/full"]);
+    for key in [
+        "description",
+        "long_description",
+        "definition_of_done",
+        "strategy_actor",
+        "execution_actor",
+        "reusable",
+        "read_only",
+        "arguments",
+        "script",
+        "sandbox",
+    ] {
+        assert_eq!(
+            here["data"]["action"][key], there["data"]["action"][key],
+            "{key}: {here:#}"
+        );
+    }
+    assert!(
+        here["data"]["invariants"]
+            .to_string()
+            .contains("Never rewrite git history"),
+        "{here:#}"
+    );
+}
