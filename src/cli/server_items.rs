@@ -158,7 +158,11 @@ pub fn fetch_action(ctx: &Context, given: &str) -> Result<Option<(Level, String)
                 cache.actions.get(&on_server),
             );
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            let mut e: CliError = e.into();
+            e.body.message = format!("server {server}: {}", e.body.message);
+            return Err(e);
+        }
     };
     let version = detail.action.version;
     let local = ctx.registry_engine();
@@ -245,14 +249,12 @@ fn register(
         update: replace,
     };
     ctx.change(api::CreateAction(req)).map_err(|e| {
-        let e: CliError = e.into();
-        CliError::new(
-            e.body.code,
-            format!(
-                "{local_name} from server {server} cannot be registered here: {}",
-                e.body.message
-            ),
-        )
+        let mut e: CliError = e.into();
+        e.body.message = format!(
+            "{local_name} from server {server} cannot be registered here: {}",
+            e.body.message
+        );
+        e
     })?;
     Ok(())
 }

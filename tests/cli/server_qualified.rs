@@ -306,3 +306,19 @@ fn a_fetched_action_keeps_its_arguments_script_sandbox_and_invariants() {
         "{here:#}"
     );
 }
+
+#[test]
+fn an_action_the_server_does_not_have_is_not_found_there_and_nothing_is_cached() {
+    let server = server_with_notes();
+    let client = client_with_project();
+    login(&server, &client, "dev");
+    let (doc, code) = local_json(&client, &["plan", "use", "dev:local/absent", "app"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "NOT_FOUND", "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("server dev: "), "{message}");
+    assert!(message.contains("local/absent"), "{message}");
+    assert!(!client.data_dir.join("server-cache/dev.json").exists());
+    let (doc, code) = local_json(&client, &["action", "show", "dev:local/absent"]);
+    assert_eq!(code, 1, "{doc:#}");
+}
