@@ -28,6 +28,7 @@ pub mod resource;
 pub mod server;
 pub mod server_audit;
 pub mod server_host;
+pub mod server_items;
 pub mod server_policy;
 pub mod server_team;
 pub mod session;

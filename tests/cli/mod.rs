@@ -46,6 +46,7 @@ mod server_permissions;
 mod server_plan_views;
 mod server_policies;
 mod server_postgres;
+mod server_qualified;
 mod server_registry;
 mod server_sessions;
 mod server_takeover;

@@ -221,7 +221,8 @@ pub fn run(command: PlanCommand, ctx: &Context) -> Result<Report, CliError> {
     }
 }
 
-/// Warnings about the plan's git checkouts, each naming its resource.
+/// `plan use`: a server-qualified action fetched first (spec section 21, server items in
+/// local plans), then the plan created and driven as its automation profile allows.
 fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     if a.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
         return Err(CliError::invalid_input(
@@ -229,6 +230,18 @@ fn use_action(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
         )
         .hint("e.g. --max-cost-usd 0.50"));
     }
+    // A server-qualified action (`dev:acme/review`) is fetched, or taken from the cache.
+    let fetched = super::server_items::fetch_action(ctx, &a.action)?;
+    let report = create_plan(ctx, a)?;
+    Ok(match fetched {
+        Some((level, text)) => report.message(level, text),
+        None => report,
+    })
+}
+
+/// Creates the plan and drives it; the report carries the checkouts' warnings, each naming
+/// its resource.
+fn create_plan(ctx: &Context, a: UseArgs) -> Result<Report, CliError> {
     let client = run::driver(ctx, a.stream, "Creating plan")?;
     let req = Request {
         action: a.action,
