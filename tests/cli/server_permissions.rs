@@ -495,6 +495,19 @@ fn two_maintainers_must_approve_an_apply_when_the_policy_asks_two_and_the_commit
         Some(Value::from("max")),
         "{events:#?}"
     );
+
+    // The audit log has each human's Apply, the one that waited too.
+    let (doc, code) = team.run_as(3, &["server", "audit", "--org", "acme"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let applies: Vec<&Value> = doc["data"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["operation"] == "run.apply")
+        .map(|r| &r["user"])
+        .collect();
+    let expected = ["mat", "mat", "max"].map(Value::from);
+    assert_eq!(applies, expected.iter().collect::<Vec<_>>(), "{doc:#}");
 }
 
 #[test]

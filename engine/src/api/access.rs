@@ -103,7 +103,11 @@ pub fn serve_as(
     let operation = label(&request);
     let mutation = is_mutation(&request);
     let (result, targets) = if principal.server_admin {
-        let targets = targets_of(&engine, &request, &principal.user);
+        let targets = if mutation {
+            targets_of(&engine, &request, &principal.user)
+        } else {
+            Vec::new()
+        };
         (super::serve(&engine, request), targets)
     } else {
         crate::domain::name::with_default_namespace(&principal.user, || {
@@ -111,9 +115,11 @@ pub fn serve_as(
         })
     };
     // A refused call is recorded; a call that failed otherwise changed nothing, so only the
-    // mutations that went through are (a bad argument leaves the records byte for byte).
+    // mutations that went through are (a bad argument leaves the records byte for byte),
+    // and an Apply that recorded its caller's approval while it waits for more.
     let denied = matches!(result, Err(ApiError::PermissionDenied(_)));
-    if (mutation && result.is_ok()) || denied {
+    let went_through = result.is_ok() || matches!(result, Err(ApiError::ApprovalsNeeded(_)));
+    if (mutation && went_through) || denied {
         record(&engine, principal, operation, &targets, &result);
     }
     result
