@@ -542,3 +542,58 @@ fn a_creator_who_is_a_maintainer_does_not_count_toward_the_approvals() {
     let (doc, code) = team.run_as(1, &["plan", "apply", "--yes", &plan]);
     assert_eq!(code, 0, "{doc:#}");
 }
+
+#[test]
+fn a_policy_refusal_is_audited_and_a_member_reads_a_plans_tree_as_the_tui_does() {
+    let members = [("member", "meg"), ("owner", "olga")];
+    let team = Team::with(&members, &[]);
+    team.set_policy("profiles:\n  allowed: [trusted]\n");
+    let web = "acme/web-member";
+    let use_as = |profile: &str| {
+        team.run_as(
+            0,
+            &[
+                "plan",
+                "use",
+                "acme/notes",
+                web,
+                "--automation-profile",
+                profile,
+            ],
+        )
+    };
+    let (doc, code) = use_as("full-auto");
+    assert_eq!(
+        (code, &doc["error"]["code"]),
+        (4, &Value::from("POLICY_DENIED")),
+        "{doc:#}"
+    );
+    let (doc, code) = team.run_as(1, &["server", "audit", "--org", "acme"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let refused = doc["data"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["operation"] == "run.use" && r["user"] == "meg")
+        .unwrap_or_else(|| panic!("no row of meg's refused plan use: {doc:#}"));
+    assert_eq!(refused["allowed"], false, "{refused:#}");
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .contains("profiles.allowed"),
+        "{refused:#}"
+    );
+
+    // The TUI reads a plan's tree and changes through the session views: a member may.
+    let (doc, code) = use_as("trusted");
+    assert_eq!(code, 3, "{doc:#}");
+    let plan = doc["data"]["plan_id"].as_str().unwrap();
+    for query in ["plan_tree", "plan_changes"] {
+        let body = format!(r#"{{"call":"session","query":"{query}","plan":"{plan}"}}"#);
+        let (status, answer) = team
+            .server
+            .http("POST", "/v1/call", Some(&team.tokens[0]), &body);
+        assert_eq!(status, 200, "{query}: {answer}");
+    }
+}

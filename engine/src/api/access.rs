@@ -43,8 +43,8 @@ enum Scope {
     /// Something of the user named: their own is allowed to them, anyone else's needs the
     /// check's operation.
     SelfOr(String),
-    /// The server itself.
-    Server,
+    /// The server itself, and what is asked of it (for a refusal's message).
+    Server(&'static str),
 }
 
 /// One operation on one target.
@@ -117,7 +117,10 @@ pub fn serve_as(
     // A refused call is recorded; a call that failed otherwise changed nothing, so only the
     // mutations that went through are (a bad argument leaves the records byte for byte),
     // and an Apply that recorded its caller's approval while it waits for more.
-    let denied = matches!(result, Err(ApiError::PermissionDenied(_)));
+    let denied = matches!(
+        result,
+        Err(ApiError::PermissionDenied(_) | ApiError::PolicyDenied(_))
+    );
     let went_through = result.is_ok() || matches!(result, Err(ApiError::ApprovalsNeeded(_)));
     if (mutation && went_through) || denied {
         record(&engine, principal, operation, &targets, &result);
@@ -153,7 +156,10 @@ fn serve_checked(
                 let standing = restricted(engine, caller.standing(&target.namespace), &target)?;
                 let decision = decide(principal, target.operation, &standing);
                 checked.push(target);
-                if let Decision::Deny(denial) = decision {
+                if let Decision::Deny(mut denial) = decision {
+                    if denial.namespace == crate::team::permissions::SERVER {
+                        denial.what = checked.last().map(|t: &Target| t.name.clone());
+                    }
                     return Err(ApiError::PermissionDenied(Box::new(denial)));
                 }
             }
@@ -173,12 +179,13 @@ fn record(
     targets: &[Target],
     result: &Result<Response, ApiError>,
 ) {
-    let refused = match result {
-        Err(ApiError::PermissionDenied(denial)) => Some(denial.as_ref()),
-        _ => None,
+    let (refused, namespace) = match result {
+        Err(ApiError::PermissionDenied(d)) => (Some(d.to_string()), Some(d.namespace.clone())),
+        Err(ApiError::PolicyDenied(d)) => (Some(d.to_string()), Some(d.org.clone())),
+        _ => (None, None),
     };
-    let named = match refused {
-        Some(d) => targets.iter().rev().find(|t| t.namespace == d.namespace),
+    let named = match &namespace {
+        Some(ns) => targets.iter().rev().find(|t| &t.namespace == ns),
         None => targets.first(),
     };
     let mut names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
@@ -186,13 +193,11 @@ fn record(
     let entry = super::audit::AuditEntry {
         user: Some(principal.user.clone()),
         operation,
-        namespace: named.map(|t| t.namespace.clone()),
+        namespace: namespace.or_else(|| named.map(|t| t.namespace.clone())),
         target: (!names.is_empty()).then(|| names.join(", ")),
         address: principal.address.clone(),
         outcome: match refused {
-            Some(d) => super::audit::AuditOutcome::Denied {
-                reason: d.to_string(),
-            },
+            Some(reason) => super::audit::AuditOutcome::Denied { reason },
             None => super::audit::AuditOutcome::Allowed,
         },
     };
@@ -205,7 +210,7 @@ fn record(
 fn label(request: &Request) -> String {
     match request {
         Request::Run(op) => format!("run.{}", op.name()),
-        Request::Change(op) => format!("change.{}", op.name()),
+        Request::Change(op) => format!("change.{}", snake_case(op.name())),
         Request::Team(t) => format!("team.{}", t.name()),
         Request::Session(s) => format!("session.{}", s.name()),
         Request::RunCall(r) => format!("run_call.{}", r.name()),
@@ -213,6 +218,18 @@ fn label(request: &Request) -> String {
         Request::Policy(super::policies::PolicyRequest::Show { .. }) => "policy.show".to_string(),
         other => other.name().to_string(),
     }
+}
+
+/// `CreateProject` as `create_project`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
 }
 
 /// Whether a call changes records (and so is audited even when allowed).
@@ -296,19 +313,31 @@ fn checks(request: &Request) -> Vec<Check> {
         Request::PlanView(view) => plan(O::ReadPlan, view.plan()),
         Request::CorrectionView(view) => vec![check(O::ReadPlan, correction_scope(view))],
         Request::Registry(_) | Request::Definition(_) => vec![check(O::ReadItem, Scope::Host)],
-        // Sessions run the orchestrator's commands and direct runs reach the server host's
-        // files: server administrators only until they carry the caller (D-team-3).
-        Request::Session(_) | Request::RunCall(_) => vec![check(O::ManageServer, Scope::Server)],
+        Request::Session(s) => session_checks(s),
+        // Direct runs reach the server host's files: server administrators only until they
+        // carry the caller (D-team-3).
+        Request::RunCall(_) => vec![check(
+            O::ManageServer,
+            Scope::Server("run actors and tools on the server host"),
+        )],
         Request::Change(op) => registry_checks(op),
         Request::Run(op) => op_checks(op),
         Request::Team(team) => team_checks(team),
         // The whole log is the administrators'; an organization's rows are its owners'.
         Request::Audit(super::audit::AuditRequest::List(filter)) => match &filter.namespace {
             Some(org) => vec![check(O::ReadAudit, Scope::Namespace(org.clone()))],
-            None => vec![check(O::ManageServer, Scope::Server)],
+            None => vec![check(
+                O::ManageServer,
+                Scope::Server(
+                    "read the whole audit log (an organization's owners read theirs with --org ORG)",
+                ),
+            )],
         },
         Request::Audit(super::audit::AuditRequest::Verify { .. }) => {
-            vec![check(O::ManageServer, Scope::Server)]
+            vec![check(
+                O::ManageServer,
+                Scope::Server("verify the audit log"),
+            )]
         }
         // An organization's policy is changed by its owners and read by its members.
         Request::Policy(super::policies::PolicyRequest::Set { org, .. }) => {
@@ -332,8 +361,31 @@ fn team_checks(request: &super::team_views::TeamRequest) -> Vec<Check> {
         // A user may issue tokens for themself; anyone else's are the administrators'.
         T::CreateToken(new) => vec![check(O::ManageServer, Scope::SelfOr(new.user.clone()))],
         T::AddUser { .. } | T::AddOrg { .. } | T::Tokens | T::RevokeToken { .. } => {
-            vec![check(O::ManageServer, Scope::Server)]
+            vec![check(
+                O::ManageServer,
+                Scope::Server("manage the server's users, organizations and tokens"),
+            )]
         }
+    }
+}
+
+/// The TUI's plan views are reads of their plan; sessions run the orchestrator's commands,
+/// so they are server administrators' until those carry the caller (D-team-3).
+fn session_checks(request: &super::session_views::SessionRequest) -> Vec<Check> {
+    use super::session_views::SessionRequest as S;
+    use Operation as O;
+    match request {
+        S::PlanTree { plan } | S::PlanChanges { plan } | S::Checkpoints { plan } => {
+            vec![check(O::ReadPlan, Scope::Plan(plan.clone()))]
+        }
+        S::Explanation { decision } | S::CorrectionPreview { decision, .. } => {
+            vec![check(O::ReadPlan, Scope::Decision(decision.clone()))]
+        }
+        S::UseChoices => vec![check(O::ReadItem, Scope::Host)],
+        _ => vec![check(
+            O::ManageServer,
+            Scope::Server("use sessions on the server"),
+        )],
     }
 }
 
@@ -373,7 +425,10 @@ fn op_checks(op: &Op) -> Vec<Check> {
             vec![check(O::Approve, Scope::Approval(approval.clone()))]
         }
         Op::Correct(c) => vec![check(O::Correct, Scope::Decision(c.decision.to_string()))],
-        Op::Cleanup => vec![check(O::ManageServer, Scope::Server)],
+        Op::Cleanup => vec![check(
+            O::ManageServer,
+            Scope::Server("clean up every plan's sandboxes"),
+        )],
         Op::Registry(r) => registry_checks(r),
     }
 }
@@ -550,8 +605,8 @@ fn resolve(engine: &Engine, check: &Check, caller: &str) -> Result<Vec<Target>, 
         }]),
         Scope::SelfOr(user) => Ok(vec![Target {
             operation: check.operation,
-            namespace: "(server)".to_string(),
-            name: format!("user {user}"),
+            namespace: crate::team::permissions::SERVER.to_string(),
+            name: format!("issue a token for {user}"),
             restrictable: None,
         }]),
         Scope::Host => Ok(vec![Target {
@@ -560,10 +615,10 @@ fn resolve(engine: &Engine, check: &Check, caller: &str) -> Result<Vec<Target>, 
             name: "the server host's items".to_string(),
             restrictable: None,
         }]),
-        Scope::Server => Ok(vec![Target {
+        Scope::Server(what) => Ok(vec![Target {
             operation: check.operation,
-            namespace: "(server)".to_string(),
-            name: "the server".to_string(),
+            namespace: crate::team::permissions::SERVER.to_string(),
+            name: (*what).to_string(),
             restrictable: None,
         }]),
     }

@@ -32,9 +32,10 @@ impl std::fmt::Display for ApprovalsNeeded {
         } else {
             "your approval is recorded"
         };
+        let plural = if self.need == 1 { "" } else { "s" };
         write!(
             f,
-            "plan {} needs {} approvals to apply ({yours}): {} of {} so far (apply.min_approvals of `{}`)",
+            "plan {} needs {} approval{plural} to apply ({yours}): {} of {} so far (apply.min_approvals of `{}`)",
             self.plan, self.need, self.have, self.need, self.org
         )
     }

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Principal, Role};
 
+/// The namespace a refusal names for what only the server's administrators may do.
+pub const SERVER: &str = "(server)";
+
 /// What a caller asks to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -159,10 +162,22 @@ pub struct Denial {
     pub needed: Option<Role>,
     /// The restricted resource or skill that raised the role needed.
     pub restricted: Option<String>,
+    /// What was asked of the server, when only its administrators may (says it better than
+    /// the operation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
 }
 
 impl std::fmt::Display for Denial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace == SERVER || self.needed.is_none() {
+            let what = self.what.as_deref().unwrap_or(self.operation.phrase());
+            return write!(
+                f,
+                "{} is not a server administrator; only one may {what}",
+                self.user
+            );
+        }
         let held = match self.held {
             Some(role) => format!("is {} {role} of `{}`", article(role), self.namespace),
             None => format!("holds no role in `{}`", self.namespace),
@@ -217,6 +232,7 @@ pub fn decide(principal: &Principal, operation: Operation, standing: &Standing) 
         restricted: restriction
             .filter(|(raised, _)| Some(*raised) == needed && operation.least_role() < needed)
             .map(|(_, what)| what.clone()),
+        what: None,
     })
 }
 
