@@ -34,7 +34,16 @@ impl Team {
     /// `acme` with `members` (role, user; the first owner founds it) and users `others`
     /// outside it; a token for each member, in order.
     fn with(members: &[(&str, &str)], others: &[&str]) -> Self {
-        let server = Server::start(Env::new());
+        let host = Env::new();
+        // A provider for the actor that brings `acme/deploy`; never called (the plans that
+        // use it stop before Strategize).
+        std::fs::create_dir_all(host.config_path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &host.config_path,
+            "[providers.scripted]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\napi_key_env = \"SCRIPTED_API_KEY\"\n",
+        )
+        .unwrap();
+        let server = Server::start(host);
         let admin = Env::new();
         let team = Team {
             server,
@@ -70,6 +79,18 @@ impl Team {
     fn define_acme(&self, members: &[(&str, &str)]) {
         let root = self.server.env.root().to_path_buf();
         self.action("acme/notes");
+        self.definition(
+            "skill",
+            "skill:\n  name: acme/deploy\n  description: Deploys\n  includes: [file_operations]\n",
+        );
+        self.definition(
+            "actor",
+            "name: acme/deployer\nmodel: scripted/m\nskills: [acme/deploy]\n",
+        );
+        self.definition(
+            "action",
+            "name: acme/deploy-notes\ndefinition-of-done: deployed\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: acme/deployer\n",
+        );
         let mut roles: Vec<&str> = members.iter().map(|(r, _)| *r).collect();
         roles.dedup();
         for role in roles {
@@ -98,7 +119,7 @@ impl Team {
             prod.to_str().unwrap(),
         ]);
         self.set_policy(
-            "resources:\n  restricted:\n    acme/prod-db: owner\n    acme/prod-new: owner\n",
+            "resources:\n  restricted:\n    acme/prod-db: owner\n    acme/prod-new: owner\nskills:\n  restricted:\n    acme/deploy: owner\n",
         );
     }
 
@@ -113,6 +134,23 @@ impl Team {
             "--config",
             policy.to_str().unwrap(),
         ]);
+    }
+
+    /// Registers a definition of `kind` (`skill`, `actor`, `action`) from `yaml`.
+    fn definition(&self, kind: &str, yaml: &str) {
+        let file = self.admin.root().join(format!("{kind}.yaml"));
+        std::fs::write(&file, yaml).unwrap();
+        let mut args = vec![kind, "add", "--config", file.to_str().unwrap()];
+        if kind == "action" {
+            args = vec![
+                "action",
+                "create",
+                "--available",
+                "--config",
+                file.to_str().unwrap(),
+            ];
+        }
+        self.admin_ok(&args);
     }
 
     fn action(&self, name: &str) {
@@ -295,6 +333,21 @@ fn table() -> Vec<Row> {
                 ])
             }),
             allowed_exit: &[0],
+            allowed: [false, false, false, true],
+        },
+        Row {
+            what: "use a restricted skill",
+            args: Box::new(move |_, i| {
+                strings(&[
+                    "plan",
+                    "use",
+                    "acme/deploy-notes",
+                    &format!("acme/web-{}", role(i)),
+                    "--automation-profile",
+                    "manual",
+                ])
+            }),
+            allowed_exit: &[3],
             allowed: [false, false, false, true],
         },
         Row {
