@@ -58,10 +58,15 @@ fn login(server: &Server, client: &Env, name: &str) {
 
 /// A server holding the available action `local/notes`.
 fn server_with_notes() -> Server {
+    server_with_action(NOTES)
+}
+
+/// A server holding the available action `definition` defines.
+fn server_with_action(definition: &str) -> Server {
     let server = Server::start(Env::new());
     let admin = Env::new();
-    let file = admin.root().join("notes.yaml");
-    std::fs::write(&file, NOTES).unwrap();
+    let file = admin.root().join("action.yaml");
+    std::fs::write(&file, definition).unwrap();
     let (doc, code) = server.client_json(
         &admin,
         &[
@@ -250,21 +255,7 @@ sandbox:
 
 #[test]
 fn a_fetched_action_keeps_its_arguments_script_sandbox_and_invariants() {
-    let server = Server::start(Env::new());
-    let admin = Env::new();
-    let file = admin.root().join("full.yaml");
-    std::fs::write(&file, FULL).unwrap();
-    let (doc, code) = server.client_json(
-        &admin,
-        &[
-            "action",
-            "create",
-            "--available",
-            "--config",
-            file.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "{doc:#}");
+    let server = server_with_action(FULL);
     let client = client_with_project();
     login(&server, &client, "dev");
     let (doc, code) = local_json(
@@ -279,7 +270,7 @@ fn a_fetched_action_keeps_its_arguments_script_sandbox_and_invariants() {
         ],
     );
     assert_eq!(code, 3, "{doc:#}");
-    let (there, code) = server.client_json(&admin, &["action", "show", "local/full"]);
+    let (there, code) = server.client_json(&Env::new(), &["action", "show", "local/full"]);
     assert_eq!(code, 0, "{there:#}");
     let here = local_ok(&client, &["action", "show", "dev:local/full"]);
     for key in [
