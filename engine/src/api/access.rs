@@ -151,19 +151,7 @@ fn serve_checked(
             principal,
             memberships: engine.memberships(&principal.user)?,
         };
-        for check in checks(&request) {
-            for target in resolve(engine, &check, &principal.user)? {
-                let standing = restricted(engine, caller.standing(&target.namespace), &target)?;
-                let decision = decide(principal, target.operation, &standing);
-                checked.push(target);
-                if let Decision::Deny(mut denial) = decision {
-                    if denial.namespace == crate::team::permissions::SERVER {
-                        denial.what = checked.last().map(|t: &Target| t.name.clone());
-                    }
-                    return Err(ApiError::PermissionDenied(Box::new(denial)));
-                }
-            }
-        }
+        enforce(engine, &caller, &checks(&request), &mut checked)?;
         let response = super::serve(engine, request)?;
         narrow(engine, principal, response)
     })();
@@ -277,17 +265,30 @@ pub fn check_read_plan(engine: &Engine, principal: &Principal, plan: &str) -> Re
         principal,
         memberships: engine.memberships(&principal.user)?,
     };
-    for target in resolve(
-        engine,
-        &check(Operation::ReadPlan, Scope::Plan(plan.to_string())),
-        &principal.user,
-    )? {
-        if let Decision::Deny(denial) = decide(
-            principal,
-            target.operation,
-            &caller.standing(&target.namespace),
-        ) {
-            return Err(ApiError::PermissionDenied(Box::new(denial)));
+    let read = [check(Operation::ReadPlan, Scope::Plan(plan.to_string()))];
+    enforce(engine, &caller, &read, &mut Vec::new())
+}
+
+/// Decides every target of `checks` for `caller`, each pushed onto `checked` as it is
+/// decided; the first refusal is the error.
+fn enforce(
+    engine: &Engine,
+    caller: &Caller<'_>,
+    checks: &[Check],
+    checked: &mut Vec<Target>,
+) -> Result<(), ApiError> {
+    let principal = caller.principal;
+    for check in checks {
+        for target in resolve(engine, check, &principal.user)? {
+            let standing = restricted(engine, caller.standing(&target.namespace), &target)?;
+            let decision = decide(principal, target.operation, &standing);
+            checked.push(target);
+            if let Decision::Deny(mut denial) = decision {
+                if denial.namespace == crate::team::permissions::SERVER {
+                    denial.what = checked.last().map(|t| t.name.clone());
+                }
+                return Err(ApiError::PermissionDenied(Box::new(denial)));
+            }
         }
     }
     Ok(())
