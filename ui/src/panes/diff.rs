@@ -461,6 +461,7 @@ impl DiffPane {
 fn mark_slot(mark: ReviewMark) -> Slot {
     match mark {
         ReviewMark::Pending => Slot::StatusWarn,
+        ReviewMark::Reviewed => Slot::TextDim,
         ReviewMark::Accepted => Slot::StatusOk,
         ReviewMark::Rejected => Slot::StatusError,
     }
@@ -487,6 +488,31 @@ fn reason_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Option<Span<'a
         format!("  rejected{reason}"),
         theme.style(Slot::StatusError),
     ))
+}
+
+/// Who marked an item what after a header (`  by alice ✓ · bob ✗: too broad`), when a
+/// server's user marked it or several reviewers did.
+fn reviewers_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Vec<Span<'a>> {
+    let Some(r) = review.filter(|r| r.names_reviewers()) else {
+        return Vec::new();
+    };
+    let mut spans = vec![Span::styled("  by ", theme.style(Slot::TextDim))];
+    for (n, m) in r.marks.iter().enumerate() {
+        if n > 0 {
+            spans.push(Span::styled(" · ", theme.style(Slot::TextDim)));
+        }
+        spans.push(Span::styled(
+            format!("{} {}", m.who(), m.mark.glyph()),
+            theme.style(mark_slot(m.mark)),
+        ));
+        if let Some(reason) = &m.reason {
+            spans.push(Span::styled(
+                format!(": {reason}"),
+                theme.style(Slot::TextDim),
+            ));
+        }
+    }
+    spans
 }
 
 /// The narrowest pane text that gets a file list beside the diff.
@@ -551,6 +577,7 @@ fn file_line<'a>(diff: &DiffView, file: usize, theme: &Theme) -> Line<'a> {
         Span::styled(format!("-{}", f.removed), theme.style(Slot::DiffRemove)),
     ]);
     spans.extend(reason_span(f.review.as_ref(), theme));
+    spans.extend(reviewers_span(f.review.as_ref(), theme));
     Line::from(spans)
 }
 
@@ -581,6 +608,7 @@ fn hunk_line<'a>(diff: &DiffView, file: usize, hunk: usize, theme: &Theme) -> Li
         ));
     }
     spans.extend(reason_span(h.review.as_ref(), theme));
+    spans.extend(reviewers_span(h.review.as_ref(), theme));
     Line::from(spans)
 }
 
@@ -646,10 +674,11 @@ pub(crate) fn render_titled(
             detail.push_str(" · side by side");
         }
         if let Some(c) = diff.review_counts() {
-            detail.push_str(&format!(
-                " · ✓{} ✗{} ·{} pending",
-                c.accepted, c.rejected, c.pending
-            ));
+            detail.push_str(&format!(" · ✓{} ✗{}", c.accepted, c.rejected));
+            if c.reviewed > 0 {
+                detail.push_str(&format!(" ○{}", c.reviewed));
+            }
+            detail.push_str(&format!(" ·{} pending", c.pending));
         }
         detail
     });
