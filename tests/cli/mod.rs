@@ -36,6 +36,7 @@ mod registry_edge_cases;
 mod registry_snapshots;
 mod resource_types;
 mod review;
+mod review_team;
 mod sandbox;
 mod server;
 mod server_audit;

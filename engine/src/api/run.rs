@@ -98,6 +98,10 @@ fn require_all_marked(engine: &Engine, plan: &Id) -> Result<(), ApiError> {
 
 /// Runs `op` on `engine` (see [`Engine::run`]).
 pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
+    if let Op::Apply { plan, .. } = &op {
+        // Before the plan is attributed to the caller: a refused Apply records nothing.
+        require_all_marked(engine, plan)?;
+    }
     if engine.human().is_some()
         && let Some(plan) = plan_of(engine, &op)?
     {
@@ -111,7 +115,6 @@ pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
             no_commit,
             selection,
         } => {
-            require_all_marked(engine, &plan)?;
             approve_apply(engine, &plan)?;
             let mut lc = engine.lifecycle()?;
             lc.set_apply_request(selection);
