@@ -477,9 +477,10 @@ fn mark_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Option<Span<'a>>
     })
 }
 
-/// A rejection's reason after a header.
+/// A rejection's reason after a header (when the reviewers are named, each mark carries its
+/// own reason instead: [`reviewers_span`]).
 fn reason_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Option<Span<'a>> {
-    let r = review.filter(|r| r.mark == ReviewMark::Rejected)?;
+    let r = review.filter(|r| r.mark == ReviewMark::Rejected && !r.names_reviewers())?;
     let reason = r
         .reason
         .as_deref()
