@@ -1984,11 +1984,21 @@ mod action_tests {
         // `m` marks the item reviewed: seen, no verdict.
         assert_eq!(
             press(&mut app, &[Key::Char('m')]),
-            [review(PLAN_A, &["99ff88ee77dd"], ReviewMark::Reviewed, None)]
+            [review(
+                PLAN_A,
+                &["99ff88ee77dd"],
+                ReviewMark::Reviewed,
+                None
+            )]
         );
         let counts = app.diff().diff().and_then(DiffView::review_counts).unwrap();
         assert_eq!(
-            (counts.accepted, counts.rejected, counts.reviewed, counts.pending),
+            (
+                counts.accepted,
+                counts.rejected,
+                counts.reviewed,
+                counts.pending
+            ),
             (2, 1, 1, 0)
         );
     }

@@ -316,7 +316,12 @@ pub const DEFAULTS: &[(Scope, &[Key], Action, &str)] = &[
     (DIFF, &[Key::Char('x')], Action::RejectHunk, "reject"),
     (DIFF, &[Key::Char('a')], Action::AcceptFile, "accept file"),
     (DIFF, &[Key::Char('r')], Action::ResetHunk, "reset mark"),
-    (DIFF, &[Key::Char('m')], Action::MarkReviewed, "mark reviewed"),
+    (
+        DIFF,
+        &[Key::Char('m')],
+        Action::MarkReviewed,
+        "mark reviewed",
+    ),
     (DIFF, &[Key::Char('c')], Action::CorrectHunk, "correct it"),
     (APPROVALS, &[Key::Char('a')], Action::Approve, "approve"),
     (APPROVALS, &[Key::Char('r')], Action::Reject, "reject"),
