@@ -386,14 +386,14 @@ impl DiffPane {
         }
     }
 
-    /// The ids of the pending items of `file`.
+    /// The ids of the items of `file` without a verdict (pending or only reviewed).
     pub fn pending_items_of(&self, file: usize) -> Vec<String> {
         self.diff
             .as_ref()
             .and_then(|d| d.files.get(file))
             .map(|f| {
                 f.review_items()
-                    .filter(|r| r.mark == ReviewMark::Pending)
+                    .filter(|r| matches!(r.mark, ReviewMark::Pending | ReviewMark::Reviewed))
                     .map(|r| r.id.clone())
                     .collect()
             })
