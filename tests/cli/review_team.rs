@@ -137,6 +137,12 @@ impl Reviewers {
 
     /// ann's plan of `acme/shout` on `acme/web`, at its apply gate.
     fn plan(&self) -> String {
+        self.plan_under("trusted")
+    }
+
+    /// ann's plan of `acme/shout` on `acme/web` under `profile`, which stops at its apply
+    /// gate.
+    fn plan_under(&self, profile: &str) -> String {
         let (doc, code) = self.run_as(
             0,
             &[
@@ -145,7 +151,7 @@ impl Reviewers {
                 "acme/shout",
                 "acme/web",
                 "--automation-profile",
-                "trusted",
+                profile,
             ],
         );
         assert_eq!(code, 3, "stops at the apply gate: {doc:#}");
@@ -424,6 +430,30 @@ fn marks_only_reviewed_are_no_verdict_and_apply_writes_everything() {
     let (doc, code) = r.run_as(0, &["plan", "apply", "--yes", &plan]);
     assert_eq!(code, 0, "{doc:#}");
     let every: Vec<usize> = all.iter().map(|i| i.line).collect();
+    assert_eq!(
+        git_out(&r.repo(), &["show", "HEAD:big.txt"]),
+        text_with(&every)
+    );
+}
+
+#[test]
+fn under_require_all_hunks_marked_a_plan_whose_profile_applies_on_its_own_waits_for_its_reviewers()
+{
+    let r = Reviewers::new();
+    r.set_policy("apply:\n  require_all_hunks_marked: true\n");
+    let head = git_out(&r.repo(), &["rev-parse", "HEAD"]);
+    // `full-auto` applies without a human, but nobody has marked a hunk yet.
+    let plan = r.plan_under("full-auto");
+    assert_eq!(
+        git_out(&r.repo(), &["rev-parse", "HEAD"]),
+        head,
+        "nothing applied"
+    );
+    let doc = r.ok_as(1, &["plan", "review", &plan, "--accept", "big.txt"]);
+    assert_eq!(doc["data"]["counts"]["accepted"], HUNKS);
+    let (doc, code) = r.run_as(0, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let every: Vec<usize> = (1..=HUNKS).map(|n| n * 10).collect();
     assert_eq!(
         git_out(&r.repo(), &["show", "HEAD:big.txt"]),
         text_with(&every)
