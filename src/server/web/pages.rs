@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Form;
+use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -59,8 +60,10 @@ pub async fn login(
     State(web): State<Arc<Web>>,
     ConnectInfo(address): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Form(fields): Form<Fields>,
+    form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
+    // A body that is not a form has none of its fields (so no form token: refused below).
+    let fields = form.map(|Form(f)| f).unwrap_or_default();
     if !session::same_origin(&headers, web.shared.tls) {
         return web.forbidden(
             None,
@@ -108,8 +111,10 @@ pub async fn logout(
     State(web): State<Arc<Web>>,
     ConnectInfo(address): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Form(fields): Form<Fields>,
+    form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
+    // A body that is not a form has none of its fields (so no form token: refused below).
+    let fields = form.map(|Form(f)| f).unwrap_or_default();
     let caller = match web.poster(&headers, address, fields.get("csrf")).await {
         Ok(c) => c,
         Err(refused) => return refused,
@@ -476,8 +481,10 @@ pub async fn review(
     ConnectInfo(address): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Path(plan): Path<String>,
-    Form(fields): Form<Fields>,
+    form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
+    // A body that is not a form has none of its fields (so no form token: refused below).
+    let fields = form.map(|Form(f)| f).unwrap_or_default();
     let caller = match web.poster(&headers, address, fields.get("csrf")).await {
         Ok(c) => c,
         Err(refused) => return refused,
@@ -548,8 +555,10 @@ pub async fn approve(
     ConnectInfo(address): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Path(approval): Path<String>,
-    Form(fields): Form<Fields>,
+    form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
+    // A body that is not a form has none of its fields (so no form token: refused below).
+    let fields = form.map(|Form(f)| f).unwrap_or_default();
     let caller = match web.poster(&headers, address, fields.get("csrf")).await {
         Ok(c) => c,
         Err(refused) => return refused,
@@ -563,8 +572,10 @@ pub async fn reject(
     ConnectInfo(address): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Path(approval): Path<String>,
-    Form(fields): Form<Fields>,
+    form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
+    // A body that is not a form has none of its fields (so no form token: refused below).
+    let fields = form.map(|Form(f)| f).unwrap_or_default();
     let caller = match web.poster(&headers, address, fields.get("csrf")).await {
         Ok(c) => c,
         Err(refused) => return refused,
@@ -726,8 +737,10 @@ pub async fn correct(
     ConnectInfo(address): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Path((plan, decision)): Path<(String, String)>,
-    Form(fields): Form<Fields>,
+    form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
+    // A body that is not a form has none of its fields (so no form token: refused below).
+    let fields = form.map(|Form(f)| f).unwrap_or_default();
     let caller = match web.poster(&headers, address, fields.get("csrf")).await {
         Ok(c) => c,
         Err(refused) => return refused,
