@@ -222,6 +222,8 @@ fn the_plan_page_fits_a_phone_and_every_control_is_reachable_by_tab() {
     browser.goto(&page);
     let dir = screenshot_dir();
     browser.screenshot(&dir.join("plan-1280x800.png"));
+    browser.js("document.getElementById('changes').scrollIntoView(); return null");
+    browser.screenshot(&dir.join("plan-1280x800-changes.png"));
 
     browser.resize(390, 844);
     browser.goto(&page);
@@ -245,7 +247,18 @@ fn the_plan_page_fits_a_phone_and_every_control_is_reachable_by_tab() {
         "{boxes}"
     );
 
-    // Tab from the top of the page visits every control once, each with a visible focus.
+    browser.js("document.getElementById('changes').scrollIntoView(); return null");
+    browser.screenshot(&dir.join("plan-390x844-changes.png"));
+    // The other theme, chosen with the toggle (the system's until then).
+    browser.click(".theme-toggle");
+    browser.screenshot(&dir.join("plan-390x844-changes-other-theme.png"));
+    browser.js("document.getElementById('tree').scrollIntoView(); return null");
+    browser.screenshot(&dir.join("plan-390x844-tree-other-theme.png"));
+    browser.goto(&page);
+
+    // Tab from the top of the page visits every control once, each with a visible focus
+    // (once the script has shown the theme toggle).
+    browser.wait_for("return !document.querySelector('.theme-toggle').hidden");
     let count = browser.js(TAG_FOCUSABLE).as_u64().unwrap() as usize;
     assert!(count > 10, "the plan page has its controls: {count}");
     browser.js("document.activeElement.blur(); window.scrollTo(0, 0); return null");
@@ -275,4 +288,57 @@ fn the_plan_page_fits_a_phone_and_every_control_is_reachable_by_tab() {
     }
     let expected: Vec<usize> = (0..count).collect();
     assert_eq!(reached, expected, "Tab visits every control, in order");
+}
+
+/// A token for a new user `user` of `server` (created through the CLI by the administrator).
+fn token_for(server: &Server, user: &str) -> String {
+    let admin = Env::new();
+    let (_, code) = server.client_json(&admin, &["server", "user", "add", user]);
+    assert_eq!(code, 0);
+    let (doc, code) = server.client_json(&admin, &["server", "token", "create", "--user", user]);
+    assert_eq!(code, 0, "{doc:#}");
+    doc["data"]["token"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_refused_action_shows_the_engines_message_and_hint_and_changes_nothing() {
+    let (server, plan) = server_with_a_plan();
+    let token = token_for(&server, "vic");
+    let browser = Browser::start(1280, 800);
+    sign_in(&browser, &server, &token);
+    browser.goto(&format!("{}/plans/{plan}", server.url));
+    browser.click(".approval button.approve");
+    let page = browser.text("main");
+    assert!(page.contains("PERMISSION_DENIED"), "{page}");
+    assert!(page.contains("needs maintainer or above"), "{page}");
+    assert!(page.contains("agents server org member add"), "the hint: {page}");
+    let (doc, _) = server.client_json(&Env::new(), &["plan", "status", &plan]);
+    assert_eq!(doc["data"]["phase"], "execute", "{doc:#}");
+}
+
+#[test]
+fn revoking_the_token_ends_its_web_session() {
+    let (server, plan) = server_with_a_plan();
+    let admin = Env::new();
+    let (doc, code) = server.client_json(
+        &admin,
+        &["server", "token", "create", "--user", "tests", "browser"],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let token = doc["data"]["token"].as_str().unwrap().to_string();
+    let browser = Browser::start(1280, 800);
+    sign_in(&browser, &server, &token);
+    browser.goto(&format!("{}/plans/{plan}", server.url));
+    assert_eq!(browser.js("return location.pathname"), format!("/plans/{plan}"));
+    // The page follows the plan's events, the stored ones first.
+    let events = browser.wait_for(
+        "const l = document.querySelector('#events .events');
+         return l && l.textContent.includes('plan_created') ? l.textContent : null",
+    );
+    assert!(events.as_str().unwrap().contains("phase_"), "{events}");
+
+    let (doc, code) = server.client_json(&admin, &["server", "token", "revoke", "browser"]);
+    assert_eq!(code, 0, "{doc:#}");
+    browser.goto(&format!("{}/plans/{plan}", server.url));
+    assert_eq!(browser.js("return location.pathname"), "/login");
 }
