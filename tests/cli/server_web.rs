@@ -50,7 +50,12 @@ fn a_wrong_token_gets_one_message_that_names_no_user_and_the_right_one_signs_in(
             .all(|m| m == "that token is not valid on this server"),
         "{messages:?}"
     );
-    assert!(browser.cookies().iter().all(|(n, _, _)| n != "agents_session"));
+    assert!(
+        browser
+            .cookies()
+            .iter()
+            .all(|(n, _, _)| n != "agents_session")
+    );
 
     sign_in(&browser, &server, &server.token);
     assert_eq!(browser.js("return location.pathname"), "/");
@@ -72,7 +77,11 @@ fn a_wrong_token_gets_one_message_that_names_no_user_and_the_right_one_signs_in(
 
     // The filters are the plan list's: a state no plan is in shows none.
     browser.goto(&format!("{}/?state=cancelled", server.url));
-    assert!(browser.text("main").contains("No plan matches these filters"));
+    assert!(
+        browser
+            .text("main")
+            .contains("No plan matches these filters")
+    );
 
     // Signing out ends the session: the list asks for a token again.
     browser.goto(&server.url);
@@ -93,24 +102,38 @@ fn a_reviewer_rejects_one_hunk_with_a_reason_and_approves_through_the_page() {
     assert!(browser.text(".status").contains("execute/complete"));
     let tree = browser.text("#tree");
     assert!(tree.contains("prompt definition"), "{tree}");
-    assert!(tree.contains("Why:"), "the decisions carry their explanation: {tree}");
+    assert!(
+        tree.contains("Why:"),
+        "the decisions carry their explanation: {tree}"
+    );
     let files = browser.text("nav[aria-label='Changed files']");
-    assert!(files.contains("src/summary.py") && files.contains("tests/run.sh"), "{files}");
+    assert!(
+        files.contains("src/summary.py") && files.contains("tests/run.sh"),
+        "{files}"
+    );
     assert!(browser.text("#approvals").contains("phase gate: apply"));
-    let hunks: Vec<String> = serde_json::from_value(browser.js(
-        "return [...document.querySelectorAll('.hunk[data-hunk]')].map(h => h.dataset.hunk)",
-    ))
-    .unwrap();
+    let hunks: Vec<String> =
+        serde_json::from_value(browser.js(
+            "return [...document.querySelectorAll('.hunk[data-hunk]')].map(h => h.dataset.hunk)",
+        ))
+        .unwrap();
     assert!(hunks.len() >= 2, "{hunks:?}");
     let diffs = browser.text("#changes");
     assert!(diffs.contains("def summary(text):"), "{diffs}");
 
     // Reject the first hunk with a reason.
     let reason = "keep the trailing tab: a test compares it";
-    browser.fill(&format!("#hunk-{} .reject-form input[name=reason]", hunks[0]), reason);
+    browser.fill(
+        &format!("#hunk-{} .reject-form input[name=reason]", hunks[0]),
+        reason,
+    );
     browser.click(&format!("#hunk-{} button.reject", hunks[0]));
     browser.notice("rejected");
-    assert!(browser.text(&format!("#hunk-{}", hunks[0])).contains(reason));
+    assert!(
+        browser
+            .text(&format!("#hunk-{}", hunks[0]))
+            .contains(reason)
+    );
 
     // The command line sees the same mark, reason and all.
     let items = review_items(&server, &plan);
@@ -169,9 +192,8 @@ fn a_forged_post_without_the_form_token_changes_nothing() {
     browser.settle();
     let page = browser.text("main");
     assert!(page.contains("nothing was changed"), "{page}");
-    let approvals = browser.js(&format!(
-        "return fetch('/approvals/x/approve', {{method: 'POST'}}).then(r => r.status)"
-    ));
+    let approvals =
+        browser.js("return fetch('/approvals/x/approve', {method: 'POST'}).then(r => r.status)");
     assert_eq!(approvals, 403);
 
     // With the right form token but from another site's page (its Origin), refused too.
@@ -228,10 +250,8 @@ fn the_plan_page_fits_a_phone_and_every_control_is_reachable_by_tab() {
     browser.resize(390, 844);
     browser.goto(&page);
     browser.screenshot(&dir.join("plan-390x844.png"));
-    let fits = browser.js(
-        "const d = document.documentElement;
-         return {scroll: d.scrollWidth, inner: innerWidth, client: d.clientWidth}",
-    );
+    let fits = browser.js("const d = document.documentElement;
+         return {scroll: d.scrollWidth, inner: innerWidth, client: d.clientWidth}");
     assert_eq!(fits["inner"], 390, "{fits}");
     assert!(
         fits["scroll"].as_u64() <= fits["inner"].as_u64()
@@ -265,13 +285,11 @@ fn the_plan_page_fits_a_phone_and_every_control_is_reachable_by_tab() {
     let mut reached = Vec::new();
     for _ in 0..count + 3 {
         browser.tab();
-        let at = browser.js(
-            "const e = document.activeElement;
+        let at = browser.js("const e = document.activeElement;
              if (!e || e === document.body) return null;
              const s = getComputedStyle(e);
              return {tab: e.getAttribute('data-tab'), html: e.outerHTML.slice(0, 120),
-                     outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0}",
-        );
+                     outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0}");
         if at.is_null() {
             continue;
         }
@@ -311,7 +329,10 @@ fn a_refused_action_shows_the_engines_message_and_hint_and_changes_nothing() {
     let page = browser.text("main");
     assert!(page.contains("PERMISSION_DENIED"), "{page}");
     assert!(page.contains("needs maintainer or above"), "{page}");
-    assert!(page.contains("agents server org member add"), "the hint: {page}");
+    assert!(
+        page.contains("agents server org member add"),
+        "the hint: {page}"
+    );
     let (doc, _) = server.client_json(&Env::new(), &["plan", "status", &plan]);
     assert_eq!(doc["data"]["phase"], "execute", "{doc:#}");
 }
@@ -329,7 +350,10 @@ fn revoking_the_token_ends_its_web_session() {
     let browser = Browser::start(1280, 800);
     sign_in(&browser, &server, &token);
     browser.goto(&format!("{}/plans/{plan}", server.url));
-    assert_eq!(browser.js("return location.pathname"), format!("/plans/{plan}"));
+    assert_eq!(
+        browser.js("return location.pathname"),
+        format!("/plans/{plan}")
+    );
     // The page follows the plan's events, the stored ones first.
     let events = browser.wait_for(
         "const l = document.querySelector('#events .events');

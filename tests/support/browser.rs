@@ -54,7 +54,9 @@ impl Browser {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("{} does not start ({e}): {INSTALL}", chromedriver.display()));
+            .unwrap_or_else(|e| {
+                panic!("{} does not start ({e}): {INSTALL}", chromedriver.display())
+            });
         let profile = tempfile::tempdir().unwrap();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -113,11 +115,17 @@ impl Browser {
                 .execute("return [window.innerWidth, window.innerHeight]", vec![])
                 .await
                 .unwrap();
-            let (w, h) = (inner[0].as_u64().unwrap() as u32, inner[1].as_u64().unwrap() as u32);
+            let (w, h) = (
+                inner[0].as_u64().unwrap() as u32,
+                inner[1].as_u64().unwrap() as u32,
+            );
             if (w, h) != (width, height) {
-                c.set_window_size(width + width.saturating_sub(w), height + height.saturating_sub(h))
-                    .await
-                    .unwrap();
+                c.set_window_size(
+                    width + width.saturating_sub(w),
+                    height + height.saturating_sub(h),
+                )
+                .await
+                .unwrap();
             }
         });
     }
@@ -170,7 +178,10 @@ impl Browser {
     pub fn settle(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while self.js("return document.readyState") != "complete" {
-            assert!(Instant::now() < deadline, "the page does not finish loading");
+            assert!(
+                Instant::now() < deadline,
+                "the page does not finish loading"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -196,7 +207,10 @@ impl Browser {
             "const n = document.querySelector('.notice'); return n && n.textContent.includes({}) ? n.textContent : null",
             json!(words)
         );
-        self.wait_for(&script).as_str().unwrap_or_default().to_string()
+        self.wait_for(&script)
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// The text of the element `css` names (waiting up to 10 s for it).
@@ -240,10 +254,7 @@ impl Browser {
 
     /// Writes a PNG of the viewport to `path`.
     pub fn screenshot(&self, path: &Path) {
-        let png = self
-            .runtime
-            .block_on(self.client().screenshot())
-            .unwrap();
+        let png = self.runtime.block_on(self.client().screenshot()).unwrap();
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, png).unwrap();
     }

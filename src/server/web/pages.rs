@@ -36,10 +36,7 @@ const NOT_VALID: &str = "that token is not valid on this server";
 
 /// The field `name`, trimmed, when it is not empty.
 fn field<'a>(fields: &'a Fields, name: &str) -> Option<&'a str> {
-    fields
-        .get(name)
-        .map(|v| v.trim())
-        .filter(|v| !v.is_empty())
+    fields.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
 }
 
 /// `GET /login`.
@@ -82,10 +79,9 @@ pub async fn login(
     };
     let engine = web.shared.engine.engine();
     let given = secret.clone();
-    let checked = tokio::task::spawn_blocking(move || {
-        engine.authenticate(&given, Some(address.to_string()))
-    })
-    .await;
+    let checked =
+        tokio::task::spawn_blocking(move || engine.authenticate(&given, Some(address.to_string())))
+            .await;
     match checked {
         Ok(Ok(Ok(principal))) => {
             tracing::info!(user = %principal.user, address = %address, "web sign-in");
@@ -121,9 +117,10 @@ pub async fn logout(
     };
     web.sessions.close(&caller.session_id);
     let mut answer = Redirect::to("/login").into_response();
-    answer
-        .headers_mut()
-        .insert(header::SET_COOKIE, session::set_cookie(None, web.shared.tls));
+    answer.headers_mut().insert(
+        header::SET_COOKIE,
+        session::set_cookie(None, web.shared.tls),
+    );
     answer
 }
 
@@ -173,11 +170,10 @@ pub async fn plan_list(
         Ok(a) => a,
         Err(page) => return page,
     };
-    let waiting: BTreeMap<String, usize> =
-        approvals.iter().fold(BTreeMap::new(), |mut m, a| {
-            *m.entry(a.plan_id.to_string()).or_default() += 1;
-            m
-        });
+    let waiting: BTreeMap<String, usize> = approvals.iter().fold(BTreeMap::new(), |mut m, a| {
+        *m.entry(a.plan_id.to_string()).or_default() += 1;
+        m
+    });
     let plans: Vec<Value> = list
         .plans
         .iter()
@@ -288,12 +284,14 @@ fn changes_view(changes: PlanChanges) -> Value {
                             });
                             let mut v = serde_json::to_value(item).unwrap_or(Value::Null);
                             v["lines"] = json!(hunk.map(lines).unwrap_or_default());
-                            v["header"] = json!(hunk.map_or_else(
-                                || "whole file".to_string(),
-                                hunk_header
-                            ));
-                            v["decisions"] =
-                                json!(item.decision_ids.iter().map(|d| short(d)).collect::<Vec<_>>());
+                            v["header"] =
+                                json!(hunk.map_or_else(|| "whole file".to_string(), hunk_header));
+                            v["decisions"] = json!(
+                                item.decision_ids
+                                    .iter()
+                                    .map(|d| short(d))
+                                    .collect::<Vec<_>>()
+                            );
                             v
                         })
                         .collect();
@@ -749,8 +747,7 @@ pub async fn correct(
         return web.failure(
             Some(&caller),
             ApiError::InvalidInput {
-                message: "the guidance is empty: say what was wrong and what to do instead"
-                    .into(),
+                message: "the guidance is empty: say what was wrong and what to do instead".into(),
             },
         );
     };

@@ -194,13 +194,18 @@ mod tests {
         let plain = plain.to_str().unwrap();
         assert!(plain.contains("HttpOnly") && plain.contains("SameSite=Strict"));
         assert!(!plain.contains("Secure"));
-        assert!(set_cookie(Some("ab"), true).to_str().unwrap().contains("; Secure"));
+        assert!(
+            set_cookie(Some("ab"), true)
+                .to_str()
+                .unwrap()
+                .contains("; Secure")
+        );
     }
 
     #[test]
     fn a_post_from_another_origin_is_not_this_servers() {
         let host = (header::HOST, "127.0.0.1:7420");
-        assert!(same_origin(&headers(&[host.clone()]), false));
+        assert!(same_origin(&headers(std::slice::from_ref(&host)), false));
         let ours = (header::ORIGIN, "http://127.0.0.1:7420");
         assert!(same_origin(&headers(&[host.clone(), ours]), false));
         let theirs = (header::ORIGIN, "http://evil.example");
