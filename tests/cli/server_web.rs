@@ -366,3 +366,37 @@ fn revoking_the_token_ends_its_web_session() {
     browser.goto(&format!("{}/plans/{plan}", server.url));
     assert_eq!(browser.js("return location.pathname"), "/login");
 }
+
+#[test]
+fn a_decision_shows_its_explanation_impact_and_dry_run_estimate_and_is_corrected_from_its_page() {
+    let (server, plan) = server_with_a_plan();
+    let browser = Browser::start(1280, 800);
+    sign_in(&browser, &server, &server.token);
+    browser.goto(&format!("{}/plans/{plan}", server.url));
+    // The decision that produced the first hunk, from the hunk's header.
+    browser.click(".hunk .hunk-head a");
+    let page = browser.text("main");
+    for shown in [
+        "Explanation",
+        "Script step",
+        "Impact of correcting it",
+        "step(s) re-run",
+        "Dry run:",
+        "Nothing has changed yet",
+    ] {
+        assert!(page.contains(shown), "{shown}: {page}");
+    }
+    let (before, _) = server.client_json(&Env::new(), &["plan", "status", &plan]);
+
+    browser.fill("#guidance", "tidy only the files the tests do not compare");
+    browser.click("form[action$='/correct'] button[type=submit]");
+    let notice = browser.notice("Correction attempt");
+    assert!(notice.contains("the plan is now at"), "{notice}");
+    let (after, code) = server.client_json(&Env::new(), &["plan", "status", &plan]);
+    assert_eq!(code, 0, "{after:#}");
+    assert_eq!(
+        after["data"]["corrections"].as_array().map(Vec::len),
+        Some(before["data"]["corrections"].as_array().map_or(0, Vec::len) + 1),
+        "one correction attempt recorded: {after:#}"
+    );
+}

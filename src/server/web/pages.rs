@@ -286,12 +286,6 @@ fn changes_view(changes: PlanChanges) -> Value {
                             v["lines"] = json!(hunk.map(lines).unwrap_or_default());
                             v["header"] =
                                 json!(hunk.map_or_else(|| "whole file".to_string(), hunk_header));
-                            v["decisions"] = json!(
-                                item.decision_ids
-                                    .iter()
-                                    .map(|d| short(d))
-                                    .collect::<Vec<_>>()
-                            );
                             v
                         })
                         .collect();
@@ -467,7 +461,8 @@ pub async fn plan(
             usage => v(&status.usage),
             attribution => v(&status.attribution),
             errors => v(&status.errors),
-            mark_reviewed => false,
+            // The "reviewed" mark (seen, no verdict yet), where the engine has it.
+            mark_reviewed => Mark::parse("reviewed").is_some(),
         },
     )
 }
