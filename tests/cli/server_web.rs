@@ -269,6 +269,26 @@ fn the_plan_page_fits_a_phone_and_every_control_is_reachable_by_tab() {
 
     browser.js("document.getElementById('changes').scrollIntoView(); return null");
     browser.screenshot(&dir.join("plan-390x844-changes.png"));
+    browser.js("document.querySelector('.hunk .actions').scrollIntoView(); return null");
+    browser.screenshot(&dir.join("plan-390x844-hunk-actions.png"));
+    // The plan list and a decision's page fit too.
+    let decision = browser.js("return document.querySelector('.hunk .hunk-head a').href");
+    for (other, name) in [
+        (server.url.clone(), "plans-390x844.png"),
+        (
+            decision.as_str().unwrap().to_string(),
+            "decision-390x844.png",
+        ),
+    ] {
+        browser.goto(&other);
+        browser.screenshot(&dir.join(name));
+        let fits = browser.js(
+            "const d = document.documentElement; return d.scrollWidth <= Math.min(innerWidth, d.clientWidth)",
+        );
+        assert_eq!(fits, true, "{other} scrolls sideways at 390 px");
+    }
+    browser.goto(&page);
+    browser.js("document.getElementById('changes').scrollIntoView(); return null");
     // The other theme, chosen with the toggle (the system's until then).
     browser.click(".theme-toggle");
     browser.screenshot(&dir.join("plan-390x844-changes-other-theme.png"));
