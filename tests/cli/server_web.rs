@@ -420,3 +420,28 @@ fn a_decision_shows_its_explanation_impact_and_dry_run_estimate_and_is_corrected
         "one correction attempt recorded: {after:#}"
     );
 }
+
+#[test]
+fn rejecting_the_apply_gate_through_the_page_is_plan_reject_with_its_reason() {
+    let (server, plan) = server_with_a_plan();
+    let browser = Browser::start(1280, 800);
+    sign_in(&browser, &server, &server.token);
+    browser.goto(&format!("{}/plans/{plan}", server.url));
+    browser.fill(".approval .reject-form input[name=reason]", "not this week");
+    browser.click(".approval .reject-form button");
+    let notice = browser.notice("Rejected apr_");
+    assert!(notice.contains("execute/complete"), "{notice}");
+    assert!(
+        browser
+            .text("#approvals")
+            .contains("Nothing waits for an answer")
+    );
+    let (doc, code) = server.client_json(&Env::new(), &["plan", "status", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["state_reason"], "gate_rejected", "{doc:#}");
+    assert_eq!(
+        doc["data"]["pending_approvals"],
+        serde_json::json!([]),
+        "{doc:#}"
+    );
+}

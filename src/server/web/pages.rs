@@ -599,9 +599,10 @@ async fn answer_approval(
                 });
             };
             let plan = approval.plan_id;
+            let id_shown = id.clone();
             let (what, op) = match reason {
                 Some(reason) => (
-                    "rejected",
+                    "Rejected",
                     Op::Reject {
                         approval: id,
                         reason,
@@ -610,35 +611,36 @@ async fn answer_approval(
                 None if approval.kind == ApprovalKind::PhaseGate => {
                     match approval.context["gate"].as_str() {
                         Some("apply") => (
-                            "approved: applied",
+                            "Approved (plan apply)",
                             Op::Apply {
                                 plan,
                                 no_commit: false,
                                 selection: Default::default(),
                             },
                         ),
-                        _ => ("approved: executed", Op::Execute { plan }),
+                        _ => ("Approved (plan execute)", Op::Execute { plan }),
                     }
                 }
                 None => (
-                    "approved",
+                    "Approved (option 1)",
                     Op::Decide {
                         approval: id,
                         answer: Answer::Option(1),
                     },
                 ),
             };
-            let outcome = c.run(op)?;
+            let label = format!("{what} {id_shown}");
+            c.run(op)?;
             let now = c.plan(&plan.to_string())?;
-            Ok((plan, what, outcome.name(), now))
+            Ok((plan, label, now))
         })
         .await;
     match answer {
-        Ok((plan, what, _, now)) => web.done(
+        Ok((plan, what, now)) => web.done(
             caller,
             &plan_path(&plan),
             format!(
-                "Approval {what}; the plan is now at {}/{}",
+                "{what}; the plan is now at {}/{}",
                 now.phase().as_str(),
                 now.state().as_str()
             ),
