@@ -156,10 +156,16 @@ pub fn use_action(env: &Env, repos: &[&Path], steps: &[&str]) -> (serde_json::Va
     project.push("app");
     let (doc, code) = env.json(&project);
     assert_eq!(code, 0, "{doc:#}");
+    script_action(env, steps);
+    use_script_action(env, "app")
+}
+
+/// Creates the action `local/change`, whose executor runs `steps` (shell commands; `@RESOURCE:
+/// COMMAND` runs COMMAND in that resource of a project of several) without a model.
+pub fn script_action(env: &Env, steps: &[&str]) {
     let mut yaml = String::from(
         "name: local/change\ndefinition-of-done: the change is made\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n",
     );
-    // `@RESOURCE: COMMAND` runs COMMAND in that resource (a project of several).
     for (i, s) in steps.iter().enumerate() {
         match s.strip_prefix('@').and_then(|r| r.split_once(": ")) {
             Some((resource, cmd)) => yaml.push_str(&format!(
@@ -179,15 +185,18 @@ pub fn use_action(env: &Env, repos: &[&Path], steps: &[&str]) -> (serde_json::Va
         file.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{doc:#}");
-    let (doc, code) = env.json(&[
+}
+
+/// `plan use local/change PROJECT` under `trusted`: what it printed (json) and its exit code.
+pub fn use_script_action(env: &Env, project: &str) -> (serde_json::Value, i32) {
+    env.json(&[
         "plan",
         "use",
         "local/change",
-        "app",
+        project,
         "--automation-profile",
         "trusted",
-    ]);
-    (doc, code)
+    ])
 }
 
 /// `plan apply --yes`, expected to be refused or to fail: returns the error message.

@@ -34,6 +34,7 @@ mod registries;
 mod registry_commands;
 mod registry_edge_cases;
 mod registry_snapshots;
+mod remote_repositories;
 mod resource_types;
 mod review;
 mod sandbox;

@@ -287,3 +287,35 @@ fn registry_changes_through_a_server_answer_as_in_process_and_index_on_the_serve
     );
     assert!(!db_file(&client).exists());
 }
+
+#[test]
+fn registering_a_path_the_server_host_does_not_have_is_refused_naming_the_host_and_nothing_is_stored()
+ {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    let elsewhere = "/nonexistent/checkout/of/the/client";
+    for (ty, flag) in [("git-checkout", "--path"), ("fs-directory", "--path")] {
+        let (doc, code) = server.client_json(
+            &client,
+            &["resource", "add", ty, "local/here", flag, elsewhere],
+        );
+        assert_eq!(
+            (code, doc["error"]["code"].as_str()),
+            (1, Some("INVALID_INPUT")),
+            "{doc:#}"
+        );
+        let message = doc["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(elsewhere), "names the path: {message}");
+        assert!(
+            message.contains(&format!("server host {host}")),
+            "names the server host: {message}"
+        );
+    }
+    let (doc, code) = server.client_json(&client, &["resource", "list"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["resources"], serde_json::json!([]), "{doc:#}");
+}

@@ -89,8 +89,12 @@ pub(super) fn export(engine: &Engine, req: &ExportRequest) -> Result<Exported, A
         refuse_secrets(sb, tree)?;
     }
     let message = plan_commit_message(&plan, EXPORT_NOTE);
+    let remote = crate::sandbox::remote::url_of(&store, &sb.target.resource_name)?;
     let outcome = match &req.target {
-        ExportTarget::Branch(b) => export::to_branch(sb, tree, b, &message, req.force)?,
+        ExportTarget::Branch(b) => match &remote {
+            Some(url) => to_remote_branch(sb, tree, url, b, &message, req.force)?,
+            None => export::to_branch(sb, tree, b, &message, req.force)?,
+        },
         ExportTarget::Patch(file) => export::to_patch(sb, tree, file, req.force)?,
     };
     let event = EventKind::PlanExported(PlanExported {
@@ -101,15 +105,44 @@ pub(super) fn export(engine: &Engine, req: &ExportRequest) -> Result<Exported, A
         files_changed: outcome.files_changed,
     });
     store.record_event(&plan.plan_id, &event)?;
-    let repository = outcome
-        .branch
-        .as_ref()
-        .map(|_| sb.target.kind.source_path().to_path_buf());
+    let repository = outcome.branch.as_ref().map(|_| match &remote {
+        Some(url) => PathBuf::from(url),
+        None => sb.target.kind.source_path().to_path_buf(),
+    });
     Ok(Exported {
         outcome,
         left_out,
         repository,
     })
+}
+
+/// A repository by URL: the branch is made in the engine's clone of it and created in the
+/// repository itself (spec section 21).
+fn to_remote_branch(
+    sb: &Sandbox,
+    tree: Option<git2::Oid>,
+    url: &str,
+    branch: &str,
+    message: &str,
+    force: bool,
+) -> Result<ExportOutcome, ApiError> {
+    let clone = sb.target.kind.source_path().to_path_buf();
+    let refuse = |m: String| ApiError::from(crate::sandbox::SandboxError::InvalidTarget(m));
+    if !force
+        && crate::sandbox::remote::tip(url, branch)
+            .map_err(refuse)?
+            .is_some()
+    {
+        return Err(refuse(format!(
+            "branch `{branch}` already exists in {url}; choose another name or pass --force"
+        )));
+    }
+    crate::sandbox::remote::forget_branch(&clone, branch);
+    let outcome = export::to_branch(sb, tree, branch, message, true)?;
+    let commit = outcome.commit.clone().unwrap_or_default();
+    crate::sandbox::remote::export_branch(&clone, url, branch, &commit, force).map_err(refuse)?;
+    crate::sandbox::remote::forget_branch(&clone, branch);
+    Ok(outcome)
 }
 
 /// Refuses an export of `tree` (the work tree when `None`) that holds the value of a secret,

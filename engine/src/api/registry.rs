@@ -261,13 +261,26 @@ impl RegistryChange for AddResource {
     type Output = resources::Added;
     fn apply(self, engine: &Engine, store: &mut Store) -> Result<Self::Output, ApiError> {
         let names = engine.provider_names();
-        Ok(resources::add(
-            store,
-            &names,
-            &self.type_name,
-            &self.name,
-            &self.args,
-        )?)
+        resources::add(store, &names, &self.type_name, &self.name, &self.args)
+            .map_err(|e| on_server_host(engine, e).into())
+    }
+}
+
+/// A path a server cannot find is named as missing on the server's host: the client that
+/// sent it may well have it (spec section 21, "paths on the server host").
+fn on_server_host(engine: &Engine, e: resources::ResourceError) -> resources::ResourceError {
+    match e {
+        resources::ResourceError::Path {
+            flag,
+            path,
+            problem,
+        } if !engine.caller().is_local() => resources::ResourceError::NotOnServerHost {
+            flag,
+            path,
+            problem,
+            host: crate::lease::host_name(),
+        },
+        other => other,
     }
 }
 

@@ -155,8 +155,10 @@ fn drive(engine: &Engine, plan: &Id, op: Goal) -> Result<Outcome, ApiError> {
 /// budget when none is set).
 fn use_action(engine: &Engine, req: &UseRequest) -> Result<Used, ApiError> {
     let mut lc = engine.lifecycle()?;
+    let data_dir = lc.paths().data_dir.clone();
     let created = plan_use::create(
         lc.store_mut(),
+        &data_dir,
         &engine.settings.providers,
         &req.request,
         req.max_cost_usd,

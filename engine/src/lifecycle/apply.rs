@@ -45,7 +45,7 @@ use crate::domain::{Id, Phase, Plan, ProcessingState};
 use crate::events::EventKind;
 use crate::sandbox::diff::{DiffRequest, FileDiff};
 use crate::sandbox::{Sandbox, Sandboxes};
-use crate::store::lifecycle_run::{BaseKind, Journal, JournalEntry, JournalStatus};
+use crate::store::lifecycle_run::{BaseKind, Journal, JournalEntry, JournalStatus, PlanBase};
 use decide::Decided;
 use journal::{BranchUndo, EntryOp, UndoEntry};
 
@@ -410,6 +410,9 @@ struct Target {
     decided: Decided,
     /// The reviewed tree (before the merge with the tip).
     reviewed: Oid,
+    /// The URL of the repository the commit lands in (a repository by URL, worked on in the
+    /// engine's clone of it).
+    remote: Option<String>,
     /// Files, added and removed lines written, as `plan diff` counts them.
     files: u64,
     additions: u64,
@@ -481,6 +484,7 @@ fn decide_all(
                 base.resource_name
             ))));
         }
+        let remote = check_remote(engine, base).map_err(with)?;
         let decided = match base.kind {
             BaseKind::GitCheckout => decide::git(base, &sr, target),
             BaseKind::Directory => decide::dir(base, &sr, base_tree, target),
@@ -508,12 +512,68 @@ fn decide_all(
         out.push(Target {
             decided,
             reviewed: target,
+            remote,
             files: stats.files_changed,
             additions: stats.additions,
             deletions: stats.deletions,
         });
     }
     Ok((out, left_out, effective))
+}
+
+/// The URL of `base`'s repository when it is a repository by URL, after checking that its
+/// branch still points at the plan's base: the commit lands there only on that base.
+fn check_remote(engine: &Lifecycle, base: &PlanBase) -> Result<Option<String>, RunError> {
+    let Some(url) = crate::sandbox::remote::url_of(engine.store(), &base.resource_name)? else {
+        return Ok(None);
+    };
+    crate::sandbox::remote::check_unmoved(
+        &base.resource_name,
+        &url,
+        base.branch.as_deref().unwrap_or_default(),
+        base.base_commit.as_deref().unwrap_or_default(),
+    )
+    .map_err(RunError::Invalid)?;
+    Ok(Some(url))
+}
+
+/// Lands each commit written to a clone of a repository by URL on the repository's branch,
+/// while the branch still points at the commit's parent. On a failure the branches landed
+/// before it are set back (each only while it still points at the new commit) and the
+/// sentence to show is returned.
+fn land_remotes(targets: &[Target], commits: &[Option<Oid>]) -> Result<(), String> {
+    let mut landed: Vec<(&Target, String)> = Vec::new();
+    for (t, c) in targets.iter().zip(commits) {
+        let (Some(url), Some(git)) = (&t.remote, &t.decided.git) else {
+            continue;
+        };
+        let name = &t.decided.base.resource_name;
+        let Some(c) = c else {
+            return Err(format!(
+                "{name} is a repository by URL: `--no-commit` has no work tree there to write to; nothing was applied. Apply with a commit, or `plan export --branch NAME`"
+            ));
+        };
+        let clone = Path::new(&t.decided.base.path);
+        let tip = git.tip.to_string();
+        let pushed = crate::sandbox::remote::push(clone, url, &git.branch, &c.to_string(), Some(&tip));
+        if let Err(e) = pushed {
+            for (done, commit) in &landed {
+                let g = done.decided.git.as_ref().map(|g| (g.branch.as_str(), g.tip.to_string()));
+                if let (Some(url), Some((branch, old))) = (&done.remote, g) {
+                    let path = Path::new(&done.decided.base.path);
+                    if let Err(e) = crate::sandbox::remote::push(path, url, branch, &old, Some(commit)) {
+                        tracing::warn!(error = %e, url, "a landed commit could not be set back");
+                    }
+                }
+            }
+            return Err(format!(
+                "{name}: the commit could not land on branch {} of {url} ({e}); nothing was applied. Run `agents plan status` and apply again",
+                git.branch
+            ));
+        }
+        landed.push((t, c.to_string()));
+    }
+    Ok(())
 }
 
 /// Required and informational validations on the merged trees (a copy in the data directory).
@@ -729,14 +789,7 @@ fn write_all(
             t.decided.base.resource_name
         ));
         if let Err(e) = journal::commit(&t.decided, jdir, &j.journal_id.to_string(), commits[i]) {
-            let mut kept = Vec::new();
-            for k in (0..=i).rev() {
-                let branch = targets[k].decided.git.as_ref().map(|g| g.branch.as_str());
-                kept.extend(rollback_one(engine, &journals[k], branch)?);
-            }
-            for d in &jdirs[i + 1..] {
-                journal::remove_jdir(d);
-            }
+            let kept = roll_back_written(engine, targets, &journals, &jdirs, i)?;
             engine
                 .store_mut()
                 .finish_journals(&ids, JournalStatus::Stopped)?;
@@ -748,16 +801,15 @@ fn write_all(
             } else {
                 String::new()
             };
-            let left = if kept.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " Left as found (changed by someone else meanwhile): {}.",
-                    kept.join(", ")
-                )
-            };
-            return Ok(Err(format!("{}{others}.{left}", plain(&e))));
+            return Ok(Err(format!("{}{others}.{}", plain(&e), left_as_found(&kept))));
         }
+    }
+    if let Err(message) = land_remotes(targets, &commits) {
+        let kept = roll_back_written(engine, targets, &journals, &jdirs, targets.len() - 1)?;
+        engine
+            .store_mut()
+            .finish_journals(&ids, JournalStatus::Stopped)?;
+        return Ok(Err(format!("{message}{}", left_as_found(&kept))));
     }
     // The commit point: every resource is written.
     engine
@@ -780,6 +832,37 @@ fn write_all(
             })
         })
         .collect()))
+}
+
+/// Rolls back the journals of `targets[..=last]`, newest first, and removes the staging
+/// directories of those not written: what had to be left as found.
+fn roll_back_written(
+    engine: &Lifecycle,
+    targets: &[Target],
+    journals: &[Journal],
+    jdirs: &[PathBuf],
+    last: usize,
+) -> Result<Vec<String>, RunError> {
+    let mut kept = Vec::new();
+    for k in (0..=last).rev() {
+        let branch = targets[k].decided.git.as_ref().map(|g| g.branch.as_str());
+        kept.extend(rollback_one(engine, &journals[k], branch)?);
+    }
+    for d in &jdirs[last + 1..] {
+        journal::remove_jdir(d);
+    }
+    Ok(kept)
+}
+
+fn left_as_found(kept: &[String]) -> String {
+    if kept.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Left as found (changed by someone else meanwhile): {}.",
+            kept.join(", ")
+        )
+    }
 }
 
 fn plain(e: &RunError) -> String {

@@ -234,6 +234,7 @@ fn freeze_policies(plan: &mut Plan, policies: &crate::team::policy::Policies) {
 /// [`PlanUseError`] naming the argument, actor, project, template or policy key at fault.
 pub fn create(
     store: &mut Store,
+    data_dir: &std::path::Path,
     providers: &[Provider],
     req: &Request,
     max_cost_usd: Option<f64>,
@@ -337,7 +338,7 @@ pub fn create(
         sandbox: action.sandbox.clone(),
     };
     let bases =
-        crate::sandbox::bases::collect(store, &targets, action.read_only).map_err(|e| match e {
+        crate::sandbox::bases::collect(store, data_dir, &targets, action.read_only).map_err(|e| match e {
             crate::sandbox::bases::BaseError::Store(s) => PlanUseError::Store(s),
             other => PlanUseError::Base(other.to_string()),
         })?;

@@ -80,6 +80,19 @@ pub enum ResourceError {
         /// The work tree.
         path: PathBuf,
     },
+    /// A path a server was asked to register is not on the server's host (spec section 21:
+    /// the server reads paths on its own host).
+    #[error("{flag} {}: {problem} on the server host {host}", path.display())]
+    NotOnServerHost {
+        /// The flag (`--path`).
+        flag: &'static str,
+        /// The path as given.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+        /// The server's host name.
+        host: String,
+    },
     /// A repository URL uses a network transport.
     #[error(
         "--url {0}: only local paths and file:// URLs are supported (this build has no network transports)"

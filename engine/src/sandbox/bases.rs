@@ -50,13 +50,17 @@ pub fn head_of(path: &Path) -> Result<(String, Option<String>), String> {
     Ok((commit, branch))
 }
 
-/// The bases of `projects`' linked resources, in project and link order. Resource types that
-/// cannot be sandboxed (`git` repositories, branches, commits, ...) are skipped.
+/// The bases of `projects`' linked resources, in project and link order. A repository by URL
+/// (`git`) is worked on in the engine's clone of it under `data_dir`, brought to its branch's
+/// tip now ([`super::remote`]). Resource types that cannot be sandboxed (branches, commits,
+/// ...) are skipped.
 ///
 /// # Errors
-/// [`BaseError::Git`] for a checkout without commits or that cannot be opened.
+/// [`BaseError::Git`] for a checkout without commits or that cannot be opened, or a
+/// repository that cannot be reached.
 pub fn collect(
     store: &Store,
+    data_dir: &Path,
     projects: &[Project],
     read_only_action: bool,
 ) -> Result<Vec<PlanBase>, BaseError> {
@@ -65,6 +69,25 @@ pub fn collect(
         for link in store.project_resources(&project.project_id)? {
             let r = &link.resource;
             if out.iter().any(|b| b.resource_name == r.name) {
+                continue;
+            }
+            if r.handler_type() == "git" {
+                let (clone, commit, branch) =
+                    super::remote::prepare(data_dir, r).map_err(|message| BaseError::Git {
+                        resource: r.name.clone(),
+                        path: r.prop("url").unwrap_or_default().to_string(),
+                        message,
+                    })?;
+                out.push(PlanBase {
+                    resource_name: r.name.clone(),
+                    project_name: project.name.clone(),
+                    alias: link.alias.clone(),
+                    kind: BaseKind::GitCheckout,
+                    path: clone.display().to_string(),
+                    base_commit: Some(commit),
+                    branch: Some(branch),
+                    read_only: link.read_only || read_only_action || r.read_only_type(),
+                });
                 continue;
             }
             let Some(path) = r.prop("path").map(str::to_string) else {

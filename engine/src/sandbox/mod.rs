@@ -43,6 +43,7 @@ pub mod landlock;
 pub mod launcher;
 pub mod lifetime;
 pub mod merge;
+pub mod remote;
 pub mod replay;
 pub mod sys;
 pub mod written;

@@ -394,6 +394,8 @@ impl From<ResourceError> for CliError {
             ResourceError::Detached { .. } => CliError::invalid_input(message).hint("check out a branch first (git switch BRANCH)"),
             ResourceError::NetworkUrl(_) => CliError::invalid_input(message)
                 .hint("clone the repository locally and register the clone's path"),
+            ResourceError::NotOnServerHost { .. } => CliError::invalid_input(message)
+                .hint("the server reads paths on its own host: give a path there, or register the repository by URL (agents resource add git NAME --url URL)"),
             ResourceError::Path { .. } | ResourceError::Name { .. } | ResourceError::ChildName(_) | ResourceError::Git { .. } => {
                 CliError::invalid_input(message)
             }
