@@ -285,6 +285,7 @@ fn start(a: &StartArgs, ctx: &Context) -> Result<Report, CliError> {
         engine: crate::server::Live::new(engine, verifier, ctx.paths.config_path.clone(), rebuild),
         render: remote_error,
         stopping: stopping.clone(),
+        tls: scheme == "https",
     });
     let router = crate::server::router(Arc::clone(&shared));
     runtime

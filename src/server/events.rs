@@ -45,14 +45,43 @@ pub async fn stream(
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Response {
+    let asked = Asked {
+        plan: query.plan,
+        after: query.after,
+        live: query.live,
+        narrow: false,
+    };
+    stream_for(shared, principal, asked, &headers).await
+}
+
+/// What a stream is asked for.
+pub struct Asked {
+    /// Only this plan's stored events (id or unique prefix).
+    pub plan: Option<String>,
+    /// Events after this sequence number (default: `Last-Event-ID`, else 0).
+    pub after: Option<i64>,
+    /// Also the live-only events of the plans this server drives.
+    pub live: bool,
+    /// With `live` and `plan`: only that plan's events, stored and live (the web page's
+    /// box); without, `live` streams every plan's, as `/v1/events?live=true` does.
+    pub narrow: bool,
+}
+
+/// Streams what `asked` names to `principal` (the events they may read).
+pub async fn stream_for(
+    shared: Arc<Shared>,
+    principal: api::Principal,
+    asked: Asked,
+    headers: &HeaderMap,
+) -> Response {
     let last_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok());
-    let after = query.after.or(last_id).unwrap_or(0);
+    let after = asked.after.or(last_id).unwrap_or(0);
     let engine = shared.engine.engine();
     let who = principal.clone();
-    let plan = match query.plan {
+    let plan = match asked.plan {
         None => None,
         Some(p) => match tokio::task::spawn_blocking(move || {
             api::access::check_read_plan(&engine, &who, &p)?;
@@ -71,7 +100,8 @@ pub async fn stream(
         shared.render,
         shared.stopping.clone(),
     );
-    let live = query.live;
+    let live = asked.live;
+    let only = if asked.narrow { plan } else { None };
     tokio::task::spawn_blocking(move || {
         let reader = match api::access::PlanReader::new(&engine, &principal) {
             Ok(reader) => reader,
@@ -80,7 +110,14 @@ pub async fn stream(
                 return;
             }
         };
-        follow(&engine, render, &stopping, (plan, live, reader), after, &tx);
+        follow(
+            &engine,
+            render,
+            &stopping,
+            (plan, live, only, reader),
+            after,
+            &tx,
+        );
     });
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
@@ -104,9 +141,10 @@ fn follow(
     engine: &api::Engine,
     render: super::Render,
     stopping: &super::Stopping,
-    (plan, live, mut reader): (
+    (plan, live, only, mut reader): (
         Option<cleveragents_engine::domain::Id>,
         bool,
+        Option<cleveragents_engine::domain::Id>,
         api::access::PlanReader,
     ),
     after: i64,
@@ -115,6 +153,7 @@ fn follow(
     let readable =
         std::cell::RefCell::new(|id: &cleveragents_engine::domain::Id| reader.may_read(id));
     let mut sink = |f: Followed| match f {
+        Followed::Event(e) if only.is_some() && e.plan_id != only => ControlFlow::Continue(()),
         Followed::Event(e)
             if e.plan_id
                 .as_ref()
@@ -140,7 +179,7 @@ fn follow(
         // A live event that cannot be sent at once is dropped: it is never stored, and a
         // slow client must not hold up the engine.
         let mut live = |e: api::LiveEvent| {
-            if !(readable.borrow_mut())(&e.plan) {
+            if only.is_some_and(|p| p != e.plan) || !(readable.borrow_mut())(&e.plan) {
                 return;
             }
             if let Ok(event) = Event::default().event("live").json_data(&e) {

@@ -7,12 +7,14 @@
 //! - `GET /readyz`: the database opens and is migrated (no token).
 //! - `POST /v1/call`: one [`api::protocol::Request`] as JSON, its `Response` back.
 //! - `GET /v1/events?plan=ID&after=SEQ`: the event log as Server-Sent Events (see [`events`]).
+//! - `GET /` and the page's other routes: the web page, signed in with a token (see [`web`]).
 
 mod auth;
 mod errors;
 mod events;
 pub mod oidc;
 pub mod takeover;
+mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -50,6 +52,8 @@ pub struct Shared {
     pub render: Render,
     /// Set when the server is asked to stop: event streams end, so that it can.
     pub stopping: Stopping,
+    /// Whether the server answers over TLS (the web page's session cookie is then `Secure`).
+    pub tls: bool,
 }
 
 /// When a file was last changed and its size: a change of either is a new file.
@@ -147,6 +151,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
             get(move || async move { axum::Json(published) }),
         )
         .nest(&format!("/{}", protocol::VERSION), v1)
+        .merge(web::router(Arc::clone(&shared)))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(json_errors))
@@ -162,12 +167,13 @@ async fn json_errors(request: axum::extract::Request, next: axum::middleware::Ne
     let path = request.uri().path().to_string();
     let response = next.run(request).await;
     let status = response.status();
-    let is_json = response
+    // The web page's own answers are pages (its errors too).
+    let is_json_or_page = response
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    if is_json_or_page || !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
     let v = protocol::VERSION;

@@ -53,6 +53,7 @@ mod server_registry;
 mod server_sessions;
 mod server_takeover;
 mod server_tls;
+mod server_web;
 mod sessions;
 mod setup_and_config;
 mod skills;

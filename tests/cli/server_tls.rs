@@ -259,3 +259,39 @@ fn a_self_signed_certificate_given_to_the_client_is_trusted_as_the_servers_own()
     assert!(hints.contains("AGENTS_CA_CERT"), "{doc:#}");
     assert!(!hints.contains("server start"), "{doc:#}");
 }
+
+#[test]
+fn over_tls_the_web_pages_session_cookie_is_secure() {
+    let keys = tempfile::tempdir().unwrap();
+    let certs = certificates(keys.path());
+    let server = tls_server(&certs, "127.0.0.1:0");
+    let host = server.url.trim_start_matches("https://").to_string();
+    let body = format!("token={}", server.token);
+    let request = format!(
+        "POST /login HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut child = Command::new("openssl")
+        .args([
+            "s_client", "-quiet", "-ign_eof", "-connect", &host, "-CAfile",
+        ])
+        .arg(&certs.0)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the openssl command is installed (.ci/run installs it)");
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), request.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    let cookie = answer
+        .lines()
+        .find(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("set-cookie: agents_session=")
+        })
+        .unwrap_or_else(|| panic!("no session cookie: {answer}"));
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Secure"] {
+        assert!(cookie.contains(attribute), "{attribute}: {cookie}");
+    }
+}

@@ -355,6 +355,7 @@ pub fn shell_quote(p: &Path) -> String {
 }
 // Shared with later lifecycle and TUI tests; not every helper is used by every module yet.
 #[allow(dead_code)]
+pub mod browser;
 pub mod file_tools;
 pub mod kill;
 pub mod postgres;
