@@ -459,3 +459,22 @@ fn under_require_all_hunks_marked_a_plan_whose_profile_applies_on_its_own_waits_
         text_with(&every)
     );
 }
+
+#[test]
+fn under_min_approvals_a_plan_whose_profile_applies_on_its_own_waits_for_its_approvers() {
+    let r = Reviewers::new();
+    r.set_policy("apply:\n  min_approvals: 1\n");
+    let head = git_out(&r.repo(), &["rev-parse", "HEAD"]);
+    // `full-auto` applies without a human, but nobody has approved the Apply.
+    let plan = r.plan_under("full-auto");
+    assert_eq!(
+        git_out(&r.repo(), &["rev-parse", "HEAD"]),
+        head,
+        "nothing applied"
+    );
+    // bob, who did not make the plan, approves: that is the one approval asked for.
+    let (doc, code) = r.run_as(1, &["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let log = git_out(&r.repo(), &["log", "-1", "--format=%B"]);
+    assert!(log.contains("Approved-by: bob"), "{log}");
+}

@@ -350,7 +350,7 @@ impl Driving {
         }
         if matches!(self.goal, Goal::Apply { .. })
             || (Gates::of(&self.plan).auto_after(Phase::Execute)
-                && !held_for_marks(engine, &self.plan)?)
+                && !held_at_gate(engine, &self.plan)?)
         {
             self.explicit = false;
             return self.apply(engine);
@@ -384,13 +384,18 @@ impl Driving {
     }
 }
 
-/// Whether a policy binding `plan` sets `apply.require_all_hunks_marked` while an item of its
-/// review has no mark from anyone: then its profile's `auto_apply` does not apply it, and it
-/// waits at the apply gate for its reviewers (`docs/review.md`, D-review-9).
-fn held_for_marks(engine: &Lifecycle, plan: &Plan) -> Result<bool, RunError> {
+/// Whether a policy binding `plan` keeps its profile's `auto_apply` from applying it, so that
+/// it waits at the apply gate for its humans: `apply.min_approvals` (approvals are given by
+/// `plan apply`, which no automatic Apply has), or `apply.require_all_hunks_marked` while an
+/// item of its review has no mark from anyone (`docs/review.md`, D-review-9).
+fn held_at_gate(engine: &Lifecycle, plan: &Plan) -> Result<bool, RunError> {
     let store = engine.store();
     let projects = plan.project_links.iter().map(|l| l.project_name.as_str());
-    if !store.policies_of_items(projects)?.require_all_hunks_marked() {
+    let policies = store.policies_of_items(projects)?;
+    if policies.min_approvals() > 0 {
+        return Ok(true);
+    }
+    if !policies.require_all_hunks_marked() {
         return Ok(false);
     }
     let trees = super::trees::reviewed_trees_in(store, &plan.plan_id)?;
