@@ -50,6 +50,7 @@ mod server_policies;
 mod server_postgres;
 mod server_qualified;
 mod server_registry;
+mod server_remote_plan;
 mod server_sessions;
 mod server_takeover;
 mod server_tls;
