@@ -478,3 +478,57 @@ fn under_min_approvals_a_plan_whose_profile_applies_on_its_own_waits_for_its_app
     let log = git_out(&r.repo(), &["log", "-1", "--format=%B"]);
     assert!(log.contains("Approved-by: bob"), "{log}");
 }
+
+#[test]
+fn a_reviewer_in_the_browser_and_one_on_the_command_line_marking_50_hunks_at_once_keep_all_100_marks()
+ {
+    let r = Reviewers::new();
+    let plan = r.plan();
+    let ids: Vec<String> = items(&r.ok_as(0, &["plan", "review", &plan]))
+        .iter()
+        .map(|i| i.id.clone())
+        .collect();
+    assert_eq!(ids.len(), HUNKS);
+    std::thread::scope(|s| {
+        // bob rejects every hunk from the command line, five per process...
+        s.spawn(|| {
+            for batch in ids.chunks(5) {
+                let mut args = vec!["plan", "review", plan.as_str(), "--reject"];
+                args.extend(batch.iter().map(String::as_str));
+                let (doc, code) = r.run_as(1, &args);
+                assert_eq!(code, 0, "{args:?}: {doc:#}");
+            }
+        });
+        // ...while ann accepts every hunk on the plan's web page.
+        let browser = crate::support::browser::Browser::start(1280, 800);
+        browser.goto(&format!("{}/login", r.server.url));
+        browser.fill("#token", &r.tokens[0]);
+        browser.click("form[action='/login'] button[type=submit]");
+        browser.goto(&format!("{}/plans/{plan}", r.server.url));
+        for id in &ids {
+            // The click posts the mark and loads the page again: wait for the new document.
+            browser.js("window.stale = true; return null");
+            browser.click(&format!("#hunk-{id} button.accept"));
+            browser.wait_for(
+                "return !window.stale && document.readyState === 'complete' ? true : null",
+            );
+        }
+    });
+    let after = items(&r.ok_as(0, &["plan", "review", &plan]));
+    let stored: usize = after.iter().map(|i| i.marks.len()).sum();
+    assert_eq!(stored, 2 * HUNKS, "every mark of both reviewers is kept");
+    for i in &after {
+        let mut marks = i.marks.clone();
+        marks.sort();
+        assert_eq!(
+            marks,
+            [
+                ("ann".to_string(), "accepted".to_string(), None),
+                ("bob".to_string(), "rejected".to_string(), None)
+            ],
+            "{}",
+            i.id
+        );
+        assert_eq!(i.verdict, "rejected", "a rejection wins: {}", i.id);
+    }
+}
