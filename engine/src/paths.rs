@@ -86,6 +86,12 @@ impl Paths {
         self.data_dir.join(DATABASE_FILE)
     }
 
+    /// The engine's clone of a repository by URL (a `git` resource), where plans work on it
+    /// (spec section 21).
+    pub fn remote_clone(&self, resource_id: &str) -> PathBuf {
+        self.data_dir.join("remotes").join(resource_id)
+    }
+
     /// The directory holding log files.
     pub fn logs_dir(&self) -> PathBuf {
         self.data_dir.join(LOGS_DIR)

@@ -180,3 +180,33 @@ fn a_network_url_that_does_not_answer_is_refused_and_nothing_is_stored() {
     let (doc, _) = env.json(&["resource", "list"]);
     assert_eq!(doc["data"]["resources"], serde_json::json!([]), "{doc:#}");
 }
+
+#[test]
+fn the_code_of_a_repository_by_url_is_indexed_from_the_engines_clone_and_searched() {
+    let env = Env::new();
+    let (_, url) = upstream(
+        &env,
+        &[(
+            "src/auth.rs",
+            "/// Verifies a token.\npub fn verify_token(t: &str) -> bool { !t.is_empty() }\n",
+        )],
+    );
+    let plan = plan_on(&env, &url, &["echo note > NOTES.md"]);
+    let (doc, code) = env.json(&[
+        "tool",
+        "run",
+        "search_code",
+        "--plan",
+        &plan,
+        "--args",
+        r#"{"query":"verify_token"}"#,
+    ]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(
+        doc.to_string().contains("src/auth.rs"),
+        "the definition is found: {doc:#}"
+    );
+    let (doc, code) = env.json(&["resource", "show", "local/up"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["indexing"]["text_index"], "ready", "{doc:#}");
+}

@@ -365,7 +365,7 @@ pub(crate) fn answer(engine: &Engine, request: RegistryQuery) -> Result<Registry
         RegistryQuery::Resources(f) => Ok(RegistryView::Resources(resource_rows(&store, &f)?)),
         RegistryQuery::Resource { resource } => {
             let details = resources::details(&store, &resource)?;
-            let indexing = index::target(&details.resource)
+            let indexing = index::target(engine.paths(), &details.resource)
                 .map(|_| index::status(engine.paths(), &details.resource, true));
             Ok(RegistryView::Resource(Box::new(ResourceShown {
                 details,
@@ -418,7 +418,7 @@ fn answer_projects(
             let indexing = details
                 .resources
                 .iter()
-                .filter(|l| index::target(&l.resource).is_some())
+                .filter(|l| index::target(engine.paths(), &l.resource).is_some())
                 .map(|l| index::status(engine.paths(), &l.resource, true))
                 .collect();
             RegistryView::Project(Box::new(ProjectShown { details, indexing }))

@@ -189,6 +189,22 @@ fn drive(engine: &Engine, plan: &Id, op: Goal) -> Result<Outcome, ApiError> {
     Ok(Outcome::Driven(Box::new(driven)))
 }
 
+/// Brings the code index of each repository by URL the plan works on up to its base: the
+/// engine's clone of it was just brought there (a failure is logged; the code tools then say
+/// the index is missing).
+fn index_remotes(engine: &Engine, store: &crate::store::Store, plan_id: &Id) {
+    for base in store.plan_bases(plan_id).unwrap_or_default() {
+        let Ok(Some(resource)) = store.resource_by_name(&base.resource_name) else {
+            continue;
+        };
+        if resource.handler_type() == "git"
+            && let Err(e) = crate::index::refresh_resource(engine.paths(), &resource)
+        {
+            tracing::warn!(resource = %resource.name, error = %e, "repository not indexed");
+        }
+    }
+}
+
 /// Creates the plan, records its budget, and runs it as far as its profile allows. The
 /// policies binding the plan cap its `max-cost-usd` (a larger `--max-cost-usd` is refused
 /// before anything is written; the configured budget is lowered to the cap; the cap is the
@@ -204,6 +220,7 @@ fn use_action(engine: &Engine, req: &UseRequest) -> Result<Used, ApiError> {
         req.max_cost_usd,
     )?;
     let plan_id = created.plan.plan_id;
+    index_remotes(engine, lc.store(), &plan_id);
     let (mut budget, mut source) = if req.max_cost_usd.is_some() || req.max_tokens.is_some() {
         (
             PlanBudget {

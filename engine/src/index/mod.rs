@@ -141,8 +141,13 @@ pub struct IndexStatus {
 }
 
 /// The directory and kind of a resource that has files to index: git checkouts and
-/// directories with a path; `None` for other types.
-pub fn target(resource: &Resource) -> Option<(PathBuf, Source)> {
+/// directories with a path, and a repository by URL once the engine has its clone (made at
+/// the first `plan use` on it); `None` for other types.
+pub fn target(paths: &Paths, resource: &Resource) -> Option<(PathBuf, Source)> {
+    if resource.handler_type() == "git" {
+        let clone = paths.remote_clone(&resource.resource_id.to_string());
+        return clone.join(".git").is_dir().then_some((clone, Source::Git));
+    }
     let path = PathBuf::from(resource.prop("path")?);
     match resource.handler_type() {
         "git-checkout" => Some((path, Source::Git)),
@@ -191,7 +196,7 @@ pub fn build_resource(
     resource: &Resource,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Option<BuildReport>, IndexError> {
-    let Some((root, source)) = target(resource) else {
+    let Some((root, source)) = target(paths, resource) else {
         return Ok(None);
     };
     let config = config(paths);
@@ -234,7 +239,7 @@ pub fn refresh_resource(
     paths: &Paths,
     resource: &Resource,
 ) -> Result<Option<UpdateReport>, IndexError> {
-    let Some(_) = target(resource) else {
+    let Some(_) = target(paths, resource) else {
         return Ok(None);
     };
     if !config(paths).enabled() {
@@ -276,7 +281,7 @@ pub fn remove_resource(paths: &Paths, name: &str) -> Result<Option<u64>, IndexEr
 /// status`), which turns a ready index `stale`.
 pub fn status(paths: &Paths, resource: &Resource, check: bool) -> IndexStatus {
     let dir = store::dir(paths, &resource.name);
-    match target(resource) {
+    match target(paths, resource) {
         Some(_) if config(paths).enabled() => {
             status_of_dir(&dir, &resource.name, check, &policy_of(paths))
         }

@@ -14,14 +14,10 @@ use std::process::Command;
 use crate::domain::resource::Resource;
 use crate::store::{Store, StoreError};
 
-/// The folder of the data directory that holds the clones.
-const REMOTES: &str = "remotes";
-
 /// Where a `git` resource's clone lives.
 pub fn clone_dir(data_dir: &Path, resource: &Resource) -> PathBuf {
-    data_dir
-        .join(REMOTES)
-        .join(resource.resource_id.to_string())
+    crate::paths::Paths::at(data_dir, PathBuf::new())
+        .remote_clone(&resource.resource_id.to_string())
 }
 
 /// The URL of `resource_name` when it is a repository by URL (a `git` resource).
@@ -67,8 +63,9 @@ pub fn prepare(data_dir: &Path, resource: &Resource) -> Result<(PathBuf, String,
         .ok_or_else(|| format!("resource {} has no url", resource.name))?;
     let dir = clone_dir(data_dir, resource);
     if !dir.join(".git").is_dir() {
-        std::fs::create_dir_all(data_dir.join(REMOTES))
-            .map_err(|e| format!("cannot create {}: {e}", data_dir.join(REMOTES).display()))?;
+        let parent = dir.parent().unwrap_or(data_dir);
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         let _ = std::fs::remove_dir_all(&dir);
         let target = dir.to_string_lossy().into_owned();
         git(None, &["clone", "--quiet", "--no-tags", url, &target])?;

@@ -92,7 +92,7 @@ impl RegistryChange for BuildIndex {
                 why: NotIndexed::Off,
             });
         }
-        if index::target(&r).is_none() {
+        if index::target(paths, &r).is_none() {
             return Ok(IndexOutcome::NotIndexed {
                 why: NotIndexed::NoFiles,
             });
