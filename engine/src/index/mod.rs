@@ -411,6 +411,53 @@ mod tests {
     }
 
     #[test]
+    fn a_file_defining_the_whole_identifier_outranks_files_that_only_repeat_its_sub_words() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        // Fixtures whose paths and text share the identifier's sub-words, and a long file
+        // that defines it once.
+        let mut files: Vec<(String, String)> = (0..40)
+            .map(|i| {
+                (
+                    format!("test/parse-expression-{i}/options.json"),
+                    "{\"parse\": \"expression\"}\n".to_string(),
+                )
+            })
+            .collect();
+        let filler: String = (0..400)
+            .map(|i| format!("const value{i} = compute({i});\n"))
+            .collect();
+        files.push((
+            "src/parser/index.ts".into(),
+            format!("{filler}export function parseExpression(input) {{\n  return input;\n}}\n"),
+        ));
+        let borrowed: Vec<(&str, &str)> =
+            files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        repo_with_files(&repo, &borrowed);
+        let dir = tmp.path().join("index");
+        build::build(&dir, "local/demo", &repo, Source::Git, &Policy::default(), &|_, _| {})
+            .unwrap();
+        let v = View::open(&dir, None, &Policy::default()).unwrap();
+        let files = v
+            .search_files(&SearchQuery {
+                query: "parseExpression".into(),
+                limit: 5,
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(
+            files.first().map(|f| f.path.as_str()),
+            Some("src/parser/index.ts"),
+            "{:?}",
+            files.iter().map(|f| &f.path).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            files[0].definitions[0].symbol.as_deref(),
+            Some("parseExpression")
+        );
+    }
+
+    #[test]
     fn a_git_index_follows_commits_edits_and_reads_a_base_as_it_was() {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path().join("repo");

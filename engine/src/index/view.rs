@@ -279,6 +279,19 @@ const FIND_CANDIDATES: usize = 400;
 /// How much a definition whose name holds a query term outranks its file.
 const DEFINITION_BOOST: f32 = 1.5;
 
+/// How much more a whole identifier of the query weighs than each of its sub-words.
+const COMPOUND_BOOST: f32 = 3.0;
+
+/// Whether `term` is a whole identifier whose sub-words are terms of the query too
+/// (`parseexpression` beside `parse` and `expression`).
+fn is_compound(term: &str, terms: &[String]) -> bool {
+    terms
+        .iter()
+        .filter(|u| u.len() < term.len() && term.contains(u.as_str()))
+        .count()
+        >= 2
+}
+
 /// How much a definition that matches the query lifts its hit: [`DEFINITION_BOOST`] plus a
 /// little per query word in its name, 1.0 when only its doc comment matches, `None` when
 /// neither does (it is not a hit).
@@ -690,8 +703,15 @@ impl View {
                 );
                 Box::new(BoostQuery::new(Box::new(q), boost))
             };
-            should.push((Occur::Should, tq(f.content, 1.0)));
-            should.push((Occur::Should, tq(f.path_text, 2.0)));
+            // A whole identifier (`parseExpression`) outweighs its sub-words, which files
+            // that only share them repeat.
+            let whole = if is_compound(t, &terms) {
+                COMPOUND_BOOST
+            } else {
+                1.0
+            };
+            should.push((Occur::Should, tq(f.content, whole)));
+            should.push((Occur::Should, tq(f.path_text, 2.0 * whole)));
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
             vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
@@ -866,9 +886,55 @@ impl View {
                 snippets,
             });
         }
+        self.lift_definitions_of_named_identifiers(&terms, &wanted, glob.as_ref(), &mut files)?;
         files.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.path.cmp(&b.path)));
         files.truncate(limit);
         Ok(files)
+    }
+
+    /// A whole identifier the query names (`parseExpression`): the files defining it come
+    /// first, above files that only share its sub-words (in their paths, say), and are added
+    /// when the ranking left them out.
+    fn lift_definitions_of_named_identifiers(
+        &self,
+        terms: &[String],
+        wanted: &HashSet<&str>,
+        glob: Option<&globset::GlobMatcher>,
+        files: &mut Vec<FileHit>,
+    ) -> Result<(), IndexError> {
+        let top = files.iter().map(|f| f.score).fold(0.0_f32, f32::max);
+        for term in terms.iter().filter(|t| is_compound(t, terms)) {
+            for d in self.find_definition(term, DEFINITIONS_PER_FILE)? {
+                if glob.is_some_and(|g| !g.is_match(&d.path)) {
+                    continue;
+                }
+                let lifted = top + 1.0 + d.score;
+                if let Some(f) = files.iter_mut().find(|f| f.path == d.path) {
+                    f.score = f.score.max(lifted);
+                    continue;
+                }
+                let text = self.read(&d.path).unwrap_or_default();
+                let span = (d.start_line, d.end_line);
+                files.push(FileHit {
+                    language: d.language.clone(),
+                    terms: vec![term.clone()],
+                    path: d.path.clone(),
+                    score: lifted,
+                    lines: text.lines().count() as u64,
+                    definitions: vec![DefinitionHit {
+                        symbol: d.symbol.clone(),
+                        kind: d.symbol_kind.clone().unwrap_or_default(),
+                        start_line: d.start_line,
+                        end_line: d.end_line,
+                        score: lifted,
+                        snippets: matching_lines(&text, wanted, span, &[], SNIPPETS_PER_DEFINITION),
+                    }],
+                    more_definitions: 0,
+                    snippets: Vec::new(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Lines of `path` between `start` and `end` holding a wanted term.
