@@ -445,3 +445,75 @@ fn rejecting_the_apply_gate_through_the_page_is_plan_reject_with_its_reason() {
         "{doc:#}"
     );
 }
+
+/// A step that waits (time for the page to open its event stream), then one that prints a
+/// line a second.
+const TALKING: &str = "name: local/talking\ndefinition-of-done: TWO.md exists\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: wait\n    run: sleep 8\n  - name: talk\n    run: for i in 1 2 3 4 5 6; do echo live-line-$i; sleep 1; done; printf 'two\\n' > TWO.md\n";
+
+#[test]
+fn the_live_events_box_shows_a_running_steps_output_lines() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let repo = crate::support::git_repo(client.root(), "repo");
+    let action = client.root().join("talking.yaml");
+    std::fs::write(&action, TALKING).unwrap();
+    for args in [
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ][..],
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            action.to_str().unwrap(),
+        ],
+        &["project", "create", "app"],
+        &["project", "link-resource", "app", "local/repo"],
+    ] {
+        let (doc, code) = server.client_json(&client, args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+    }
+    let browser = Browser::start(1280, 800);
+    sign_in(&browser, &server, &server.token);
+    let mut running = server
+        .client(
+            &client,
+            &[
+                "plan",
+                "use",
+                "local/talking",
+                "app",
+                "--automation-profile=trusted",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The plan, once it exists, from the list.
+    let plan = browser.wait_for(
+        "return fetch('/').then(r => r.text()).then(t => (t.match(/href=\"\\/plans\\/([0-9A-Z]{26})\"/) || [])[1] || null)",
+    );
+    browser.goto(&format!("{}/plans/{}", server.url, plan.as_str().unwrap()));
+    // The page opens while the first step runs, without waiting for it.
+    assert!(browser.text("#changes").contains("A step is running"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    loop {
+        let shown = browser.js("return document.getElementById('events').innerText");
+        if shown.as_str().unwrap().contains("live-line-") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no output line in the live events box: {shown}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _ = running.wait();
+}

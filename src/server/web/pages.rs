@@ -392,7 +392,12 @@ pub async fn plan(
         .ask(&caller, move |c| {
             let id = c.resolve_plan(&plan)?.to_string();
             let status = c.plan_status(&id)?;
-            let changes = c.plan_changes(&id)?;
+            // While a process drives the plan its sandboxes are being written: reading the
+            // changes would wait for the running step to end, and the page would hang.
+            let changes = match status.running_in {
+                Some(_) => None,
+                None => Some(c.plan_changes(&id)?),
+            };
             let tree = c.decision_tree(&id, false, true)?;
             let decisions = c.decisions(&id)?;
             Ok((id, status, changes, tree, decisions))
@@ -456,7 +461,10 @@ pub async fn plan(
             progress => v(&json!({"done": done, "total": status.steps.len()})),
             steps => v(&steps),
             approvals => v(&approvals),
-            changes => v(&changes_view(changes)),
+            changes => v(&changes.map_or_else(
+                || json!({"state": "running", "files": []}),
+                changes_view
+            )),
             tree => v(&rows),
             usage => v(&status.usage),
             attribution => v(&status.attribution),
