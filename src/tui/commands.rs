@@ -266,6 +266,7 @@ fn review(
                 targets: item_ids,
                 mark: match mark {
                     view::ReviewMark::Pending => ReviewMark::Pending,
+                    view::ReviewMark::Reviewed => ReviewMark::Reviewed,
                     view::ReviewMark::Accepted => ReviewMark::Accepted,
                     view::ReviewMark::Rejected => ReviewMark::Rejected,
                 },

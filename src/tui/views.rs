@@ -139,16 +139,28 @@ pub fn changes_view(changes: &PlanChanges) -> view::DiffView {
 }
 
 /// A review as the diff pane shows it: every file (its diff at the same index of `diffs`)
-/// with its hunks, each hunk (or the whole file without hunks) with its id, mark and reason.
+/// with its hunks, each hunk (or the whole file without hunks) with its id, verdict, reason
+/// and every reviewer's mark.
 pub fn review_view(review: &sv::Review, diffs: &[FileDiff]) -> view::DiffView {
+    let mark = |m: ReviewMark| match m {
+        ReviewMark::Pending => view::ReviewMark::Pending,
+        ReviewMark::Reviewed => view::ReviewMark::Reviewed,
+        ReviewMark::Accepted => view::ReviewMark::Accepted,
+        ReviewMark::Rejected => view::ReviewMark::Rejected,
+    };
     let item = |i: &sv::ReviewItem| view::ReviewItem {
         id: i.id.clone(),
-        mark: match i.mark {
-            ReviewMark::Pending => view::ReviewMark::Pending,
-            ReviewMark::Accepted => view::ReviewMark::Accepted,
-            ReviewMark::Rejected => view::ReviewMark::Rejected,
-        },
+        mark: mark(i.mark),
         reason: i.reason.clone(),
+        marks: i
+            .marks
+            .iter()
+            .map(|m| view::ReviewerMark {
+                reviewer: m.reviewer.clone(),
+                mark: mark(m.mark),
+                reason: m.reason.clone(),
+            })
+            .collect(),
     };
     let files = review
         .files

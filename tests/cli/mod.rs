@@ -37,6 +37,7 @@ mod registry_snapshots;
 mod remote_repositories;
 mod resource_types;
 mod review;
+mod review_team;
 mod sandbox;
 mod server;
 mod server_audit;

@@ -94,3 +94,89 @@ fn plan_export_branch_creates_the_branch_in_the_repository() {
     assert_eq!(git_out(&bare, &["show", "agent/change:a.txt"]), "two\n");
     assert_eq!(tip(&bare, "main"), base, "main is untouched");
 }
+
+/// A `git daemon` serving `root` on a free loopback port, pushes allowed; stopped on drop.
+struct GitDaemon(std::process::Child);
+
+impl GitDaemon {
+    fn serve(root: &Path) -> (Self, u16) {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("git")
+            .args([
+                "daemon",
+                "--export-all",
+                "--enable=receive-pack",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                &format!("--base-path={}", root.display()),
+                &root.display().to_string(),
+            ])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("git daemon (Debian's git) starts");
+        let daemon = Self(child);
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return (daemon, port);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("git daemon did not listen on port {port}");
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_repository_by_a_network_url_is_registered_worked_on_and_applied_to() {
+    let env = Env::new();
+    let (bare, _) = upstream(&env, &[("a.txt", "one\n")]);
+    let base = tip(&bare, "main");
+    let (_daemon, port) = GitDaemon::serve(env.root());
+    let url = format!("git://127.0.0.1:{port}/up.git");
+    let plan = plan_on(&env, &url, &["echo two > a.txt"]);
+    let (doc, code) = env.json(&["resource", "show", "local/up"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        doc["data"]["resource"]["properties"]["branch"], "main",
+        "{doc:#}"
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(git_out(&bare, &["show", "main:a.txt"]), "two\n");
+    assert_eq!(
+        git_out(&bare, &["rev-parse", "main~1"]).trim(),
+        base,
+        "one commit on the base"
+    );
+}
+
+#[test]
+fn a_network_url_that_does_not_answer_is_refused_and_nothing_is_stored() {
+    let env = Env::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("git://127.0.0.1:{port}/none.git");
+    let (doc, code) = env.json(&["resource", "add", "git", "local/up", "--url", &url]);
+    assert_eq!(
+        (code, doc["error"]["code"].as_str()),
+        (1, Some("INVALID_INPUT")),
+        "{doc:#}"
+    );
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&url), "names the URL: {message}");
+    let (doc, _) = env.json(&["resource", "list"]);
+    assert_eq!(doc["data"]["resources"], serde_json::json!([]), "{doc:#}");
+}

@@ -88,8 +88,10 @@ fn a_tui_attached_to_a_server_rejects_a_hunk_and_answers_the_apply_gate() {
     tmux.wait_for("the reason prompt", |sc| sc.contains("Why (optional"));
     tmux.keys(&["-l", "keep a20"]);
     tmux.keys(&["Enter"]);
+    // Once the server's review comes back, the hunk names who rejected it, and why.
+    let by = format!("by {} ✗: keep a20", crate::support::server::SERVER_ADMIN);
     tmux.wait_for("one rejected", |sc| {
-        sc.contains("✓1 ✗1 ·0 pending") && sc.contains("rejected: keep a20")
+        sc.contains("✓1 ✗1 ·0 pending") && sc.contains(&by)
     });
     // The server holds the marks.
     let (review, code) = server.client_json(&client, &["plan", "review", &plan]);

@@ -694,6 +694,7 @@ impl App {
             | Action::RejectHunk
             | Action::AcceptFile
             | Action::ResetHunk
+            | Action::MarkReviewed
             | Action::CorrectHunk => self.review_action(action),
             _ => {
                 let page = self.diff_height();
@@ -729,6 +730,11 @@ impl App {
                 cmds
             }
             Action::ResetHunk => self.mark(plan_id, vec![item.id], ReviewMark::Pending, None),
+            Action::MarkReviewed => {
+                let cmds = self.mark(plan_id, vec![item.id], ReviewMark::Reviewed, None);
+                self.diff.next_item();
+                cmds
+            }
             Action::AcceptFile => {
                 let ids = self.diff.pending_items_of(file);
                 if ids.is_empty() {
@@ -1974,6 +1980,26 @@ mod action_tests {
         assert_eq!(
             (counts.accepted, counts.rejected, counts.pending),
             (2, 1, 1)
+        );
+        // `m` marks the item reviewed: seen, no verdict.
+        assert_eq!(
+            press(&mut app, &[Key::Char('m')]),
+            [review(
+                PLAN_A,
+                &["99ff88ee77dd"],
+                ReviewMark::Reviewed,
+                None
+            )]
+        );
+        let counts = app.diff().diff().and_then(DiffView::review_counts).unwrap();
+        assert_eq!(
+            (
+                counts.accepted,
+                counts.rejected,
+                counts.reviewed,
+                counts.pending
+            ),
+            (2, 1, 1, 0)
         );
     }
 

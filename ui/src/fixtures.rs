@@ -5,7 +5,7 @@
 use crate::model::{
     ApprovalItem, ApprovalKind, ArgumentField, CheckpointItem, CorrectionPreview, DecisionNode,
     DecisionRef, DiffFile, DiffHunk, DiffLine, DiffLineKind, DiffView, Explanation, Phase, PlanRow,
-    ProcessingState, ReviewItem, ReviewMark, UseChoices,
+    ProcessingState, ReviewItem, ReviewMark, ReviewerMark, UseChoices,
 };
 use crate::msg::Msg;
 
@@ -244,6 +244,15 @@ pub fn reviewed_diff() -> DiffView {
             id: id.to_owned(),
             mark,
             reason: reason.map(str::to_owned),
+            // The local user's own marks, which the pane does not name.
+            marks: (mark != ReviewMark::Pending)
+                .then(|| ReviewerMark {
+                    reviewer: None,
+                    mark,
+                    reason: reason.map(str::to_owned),
+                })
+                .into_iter()
+                .collect(),
         })
     };
     diff.files[0].hunks[0].review = item("a1b2c3d4e5f6", ReviewMark::Accepted, None);
@@ -261,6 +270,49 @@ pub fn reviewed_diff() -> DiffView {
         status: "A".to_owned(),
         review: item("99ff88ee77dd", ReviewMark::Pending, None),
     });
+    diff
+}
+
+/// [`reviewed_diff`] as two of a server's users marked it: alice accepted the first hunk and
+/// bob only saw it; bob rejected the second with a reason alice accepted it with none; both
+/// saw the third; nobody marked the file without hunks.
+pub fn diff_reviewed_by_two() -> DiffView {
+    let mut diff = reviewed_diff();
+    let by = |who: &str, mark, reason: Option<&str>| ReviewerMark {
+        reviewer: Some(who.to_owned()),
+        mark,
+        reason: reason.map(str::to_owned),
+    };
+    let set = |item: &mut Option<ReviewItem>, mark, marks: Vec<ReviewerMark>| {
+        if let Some(i) = item.as_mut() {
+            i.mark = mark;
+            i.marks = marks;
+        }
+    };
+    set(
+        &mut diff.files[0].hunks[0].review,
+        ReviewMark::Accepted,
+        vec![
+            by("alice", ReviewMark::Accepted, None),
+            by("bob", ReviewMark::Reviewed, None),
+        ],
+    );
+    set(
+        &mut diff.files[0].hunks[1].review,
+        ReviewMark::Rejected,
+        vec![
+            by("alice", ReviewMark::Accepted, None),
+            by("bob", ReviewMark::Rejected, Some("keep get private")),
+        ],
+    );
+    set(
+        &mut diff.files[1].hunks[0].review,
+        ReviewMark::Reviewed,
+        vec![
+            by("alice", ReviewMark::Reviewed, None),
+            by("bob", ReviewMark::Reviewed, None),
+        ],
+    );
     diff
 }
 

@@ -96,6 +96,8 @@ pub enum Action {
     AcceptFile,
     /// Set the current hunk back to pending.
     ResetHunk,
+    /// Mark the current hunk reviewed (seen, no verdict yet) and go to the next.
+    MarkReviewed,
     /// Correct the decision that produced the current (rejected) hunk, the rejection's reason
     /// as guidance.
     CorrectHunk,
@@ -152,6 +154,7 @@ impl Action {
             Self::RejectHunk => "reject_hunk",
             Self::AcceptFile => "accept_file",
             Self::ResetHunk => "reset",
+            Self::MarkReviewed => "mark_reviewed",
             Self::CorrectHunk => "correct_hunk",
             Self::PageUp => "page_up",
             Self::PageDown => "page_down",
@@ -313,6 +316,12 @@ pub const DEFAULTS: &[(Scope, &[Key], Action, &str)] = &[
     (DIFF, &[Key::Char('x')], Action::RejectHunk, "reject"),
     (DIFF, &[Key::Char('a')], Action::AcceptFile, "accept file"),
     (DIFF, &[Key::Char('r')], Action::ResetHunk, "reset mark"),
+    (
+        DIFF,
+        &[Key::Char('m')],
+        Action::MarkReviewed,
+        "mark reviewed",
+    ),
     (DIFF, &[Key::Char('c')], Action::CorrectHunk, "correct it"),
     (APPROVALS, &[Key::Char('a')], Action::Approve, "approve"),
     (APPROVALS, &[Key::Char('r')], Action::Reject, "reject"),

@@ -142,6 +142,7 @@ impl DiffView {
             any = true;
             match item.mark {
                 ReviewMark::Pending => counts.pending += 1,
+                ReviewMark::Reviewed => counts.reviewed += 1,
                 ReviewMark::Accepted => counts.accepted += 1,
                 ReviewMark::Rejected => counts.rejected += 1,
             }
@@ -171,6 +172,8 @@ pub enum ReviewMark {
     /// Not reviewed yet.
     #[default]
     Pending,
+    /// Seen, no verdict yet.
+    Reviewed,
     /// Apply writes it.
     Accepted,
     /// Apply leaves it in the sandbox.
@@ -178,35 +181,69 @@ pub enum ReviewMark {
 }
 
 impl ReviewMark {
-    /// The one-cell sign the diff pane shows (`·`, `✓`, `✗`).
+    /// The one-cell sign the diff pane shows (`·`, `○`, `✓`, `✗`).
     pub fn glyph(self) -> &'static str {
         match self {
             Self::Pending => "·",
+            Self::Reviewed => "○",
             Self::Accepted => "✓",
             Self::Rejected => "✗",
         }
     }
 
-    /// The word (`pending`, `accepted`, `rejected`).
+    /// The word (`pending`, `reviewed`, `accepted`, `rejected`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
+            Self::Reviewed => "reviewed",
             Self::Accepted => "accepted",
             Self::Rejected => "rejected",
         }
     }
 }
 
-/// One reviewable item: its id in the engine, its mark and the reason given with it.
+/// One reviewable item: its id in the engine, its verdict from every reviewer's mark, the
+/// reason given with it, and each reviewer's mark.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewItem {
     /// The item's id (12 hex digits, as `agents plan review` lists it).
     pub id: String,
-    /// Its mark.
+    /// Its verdict (a rejection by anyone wins, then an acceptance; `docs/review.md`).
     pub mark: ReviewMark,
-    /// The reason given with the mark.
+    /// The reason given with the verdict.
     #[serde(default)]
     pub reason: Option<String>,
+    /// Every reviewer's mark, in reviewer order.
+    #[serde(default)]
+    pub marks: Vec<ReviewerMark>,
+}
+
+impl ReviewItem {
+    /// Whether the pane names the reviewers: when a server's user marked it or several
+    /// reviewers did (the local user alone, who has no name, is not named).
+    pub fn names_reviewers(&self) -> bool {
+        self.marks.len() > 1 || self.marks.iter().any(|m| m.reviewer.is_some())
+    }
+}
+
+/// One reviewer's mark of an item.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewerMark {
+    /// The server user who set it; `None` for the local user.
+    #[serde(default)]
+    pub reviewer: Option<String>,
+    /// The mark.
+    pub mark: ReviewMark,
+    /// The reason given with it.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl ReviewerMark {
+    /// Who set it as the pane names them (`you` for the local user).
+    pub fn who(&self) -> &str {
+        self.reviewer.as_deref().unwrap_or("you")
+    }
 }
 
 /// Items of a review by mark.
@@ -214,6 +251,8 @@ pub struct ReviewItem {
 pub struct ReviewCounts {
     /// Not reviewed yet.
     pub pending: usize,
+    /// Seen, no verdict yet.
+    pub reviewed: usize,
     /// Accepted.
     pub accepted: usize,
     /// Rejected.
@@ -228,7 +267,7 @@ impl ReviewCounts {
 
     /// Every item.
     pub fn total(self) -> usize {
-        self.pending + self.accepted + self.rejected
+        self.pending + self.reviewed + self.accepted + self.rejected
     }
 }
 

@@ -444,6 +444,17 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_review_marks_of_two_reviewers_name_each_reviewer() {
+        let mut app = loaded();
+        app.update(Msg::DiffUpdated {
+            plan_id: fixtures::PLAN_A.into(),
+            diff: fixtures::diff_reviewed_by_two(),
+        });
+        press(&mut app, &[Key::Char('3'), Key::Char('z')]);
+        both("review_marks_two_reviewers", &app);
+    }
+
+    #[test]
     fn snapshot_review_reject_asks_for_an_optional_reason() {
         let mut app = reviewing();
         // The third item: the hunk of src/auth/mod.rs.

@@ -104,7 +104,7 @@ pub use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR};
 pub use crate::registry::plan_use::{Created as PlanCreated, Request as PlanUseArgs};
 pub use crate::registry::profiles::Flags as ProfileFlags;
 pub use crate::registry::yaml::MAX_BYTES as DEFINITION_MAX_BYTES;
-pub use crate::review::{Mark, ReviewError};
+pub use crate::review::{Mark, ReviewError, ReviewerMark};
 pub use crate::safe_read::{IMPORT_MAX_BYTES, ReadError, read_regular_text};
 pub use crate::store::model_calls::UsageRollup;
 pub use crate::system::{ResetOutcome, processing_plans, reset as reset_data_dir};

@@ -60,8 +60,48 @@ fn approve_apply(engine: &Engine, plan: &Id) -> Result<(), ApiError> {
     super::apply_approvals::approve(engine, plan, &org, need)
 }
 
+/// Refuses the Apply of `plan`, before anything is recorded, while a policy binding it sets
+/// `apply.require_all_hunks_marked` and some item of its review has no mark from anyone
+/// (`reviewed` counts as a mark; `docs/review.md`). A plan that cannot be applied is left to
+/// the lifecycle's refusal.
+fn require_all_marked(engine: &Engine, plan: &Id) -> Result<(), ApiError> {
+    let policies = engine.policies_for_plan(plan)?;
+    let Some(org) = policies.org_requiring_all_hunks_marked() else {
+        return Ok(());
+    };
+    let store = engine.store()?;
+    let Some(found) = store.plan(plan)? else {
+        return Ok(());
+    };
+    if found.status.is_terminal() {
+        return Ok(());
+    }
+    let trees = crate::lifecycle::trees::reviewed_trees_in(&store, plan)?;
+    let review = crate::review::load(&store, &engine.sandboxes(), &found, &trees)?;
+    let unmarked = review.counts.pending;
+    if unmarked == 0 {
+        return Ok(());
+    }
+    let total = review.items().count();
+    let verb = if unmarked == 1 { "has" } else { "have" };
+    Err(crate::team::policy::PolicyDenial {
+        org: org.to_string(),
+        key: crate::team::policy::keys::REQUIRE_ALL_HUNKS_MARKED.to_string(),
+        message: format!(
+            "{unmarked} of {total} items {verb} no review mark from anyone; mark them with \
+             `agents plan review {plan} --accept|--reject|--reviewed TARGET...` \
+             (`agents plan review {plan}` lists them), then apply again"
+        ),
+    }
+    .into())
+}
+
 /// Runs `op` on `engine` (see [`Engine::run`]).
 pub(super) fn run(engine: &Engine, op: Op) -> Result<Outcome, ApiError> {
+    if let Op::Apply { plan, .. } = &op {
+        // Before the plan is attributed to the caller: a refused Apply records nothing.
+        require_all_marked(engine, plan)?;
+    }
     if engine.human().is_some()
         && let Some(plan) = plan_of(engine, &op)?
     {

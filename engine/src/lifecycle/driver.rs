@@ -349,7 +349,8 @@ impl Driving {
             }));
         }
         if matches!(self.goal, Goal::Apply { .. })
-            || Gates::of(&self.plan).auto_after(Phase::Execute)
+            || (Gates::of(&self.plan).auto_after(Phase::Execute)
+                && !held_for_marks(engine, &self.plan)?)
         {
             self.explicit = false;
             return self.apply(engine);
@@ -381,6 +382,21 @@ impl Driving {
         let no_commit = matches!(self.goal, Goal::Apply { no_commit: true });
         Ok(stopped_by(apply::run(engine, &mut self.plan, no_commit)?))
     }
+}
+
+/// Whether a policy binding `plan` sets `apply.require_all_hunks_marked` while an item of its
+/// review has no mark from anyone: then its profile's `auto_apply` does not apply it, and it
+/// waits at the apply gate for its reviewers (`docs/review.md`, D-review-9).
+fn held_for_marks(engine: &Lifecycle, plan: &Plan) -> Result<bool, RunError> {
+    let store = engine.store();
+    let projects = plan.project_links.iter().map(|l| l.project_name.as_str());
+    if !store.policies_of_items(projects)?.require_all_hunks_marked() {
+        return Ok(false);
+    }
+    let trees = super::trees::reviewed_trees_in(store, &plan.plan_id)?;
+    let review = crate::review::load(store, &engine.sandboxes(), plan, &trees)
+        .map_err(|e| RunError::Sandbox(e.to_string()))?;
+    Ok(review.counts.pending > 0)
 }
 
 /// Where a phase run's end leaves driving: `None` when the phase completed or was stopped (the

@@ -93,11 +93,14 @@ pub enum ResourceError {
         /// The server's host name.
         host: String,
     },
-    /// A repository URL uses a network transport.
-    #[error(
-        "--url {0}: only local paths and file:// URLs are supported (this build has no network transports)"
-    )]
-    NetworkUrl(String),
+    /// A repository by a network URL does not answer.
+    #[error("--url {url}: the repository cannot be reached: {message}")]
+    Unreachable {
+        /// The URL.
+        url: String,
+        /// What git said.
+        message: String,
+    },
     /// Reading the repository failed.
     #[error("cannot read the git repository at {}: {message}", path.display())]
     Git {

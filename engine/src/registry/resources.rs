@@ -4,8 +4,9 @@
 //! `add` validates the target, discovers children (for a git checkout: the repository, its
 //! remotes and branches, and the work tree directory; commits, tags, files and directories are
 //! counted in properties rather than registered one row each) and stores the resource, its
-//! children and the edges in one transaction. git2 is built without network transports, so
-//! repositories are local paths or `file://` URLs.
+//! children and the edges in one transaction. A repository by a network URL is asked for its
+//! default branch with the host's `git` (git2 is built without network transports) and has
+//! no discovered children.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -441,15 +442,16 @@ fn dir_node(store: &Store, name: String, path: &Path) -> Result<Node, ResourceEr
 }
 
 /// Parses a `--url` for the `git` type: a local path or `file://` URL.
-fn local_repo_path(url: &str) -> Result<PathBuf, ResourceError> {
+/// The local path of a repository URL (`None`: a network URL).
+fn local_repo_path(url: &str) -> Option<PathBuf> {
     if let Some(rest) = url.strip_prefix("file://") {
-        return Ok(PathBuf::from(rest));
+        return Some(PathBuf::from(rest));
     }
     let scp_like = url.contains('@') && url.contains(':') && !url.starts_with('/');
     if url.contains("://") || scp_like {
-        return Err(ResourceError::NetworkUrl(url.to_string()));
+        return None;
     }
-    Ok(PathBuf::from(url))
+    Some(PathBuf::from(url))
 }
 
 /// Validates the target of `resource add` and discovers its children (nothing is written).
@@ -520,7 +522,19 @@ pub fn discover(
                 .url
                 .clone()
                 .ok_or_else(|| missing_flag("--url", "git"))?;
-            let path = local_repo_path(&url)?;
+            let Some(path) = local_repo_path(&url) else {
+                let branch = crate::sandbox::remote::default_branch(&url).map_err(|message| {
+                    ResourceError::Unreachable {
+                        url: url.clone(),
+                        message,
+                    }
+                })?;
+                d.push(
+                    None,
+                    root(props(json!({"url": url, "branch": branch})), "git"),
+                );
+                return Ok(d);
+            };
             let _ = existing_dir("--url", &path)?;
             let mut repo = git2::Repository::open(&path).map_err(|_| ResourceError::Path {
                 flag: "--url",

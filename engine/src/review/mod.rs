@@ -6,8 +6,9 @@
 //! - Items and their ids: [`hunk_id`] and [`file_item_id`] hash the resource, the path, the
 //!   ranges and the lines, so the same content has the same id in every process and every
 //!   `plan diff`, and a hunk a correction changes gets a new id (pending again).
-//! - Marks are rows of `review_marks` ([`store`]), written per plan attempt; an item's mark is
-//!   the one of the newest attempt that marked it.
+//! - Marks are rows of `review_marks` ([`store`]), written per plan attempt and reviewer; a
+//!   reviewer's mark of an item is the one of the newest attempt in which they marked it, and
+//!   the item's verdict combines every reviewer's ([`effective`]).
 //! - [`load`] computes the review of a plan: every item of the reviewed trees with its mark
 //!   and the decisions that produced it.
 
@@ -35,6 +36,8 @@ pub enum Mark {
     /// Not reviewed yet.
     #[default]
     Pending,
+    /// Seen, no verdict yet: Apply treats it as not accepted once any item has a verdict.
+    Reviewed,
     /// Apply writes it.
     Accepted,
     /// Apply leaves it in the sandbox.
@@ -42,10 +45,11 @@ pub enum Mark {
 }
 
 impl Mark {
-    /// The stored word (`pending`, `accepted`, `rejected`).
+    /// The stored word (`pending`, `reviewed`, `accepted`, `rejected`).
     pub fn as_str(self) -> &'static str {
         match self {
             Mark::Pending => "pending",
+            Mark::Reviewed => "reviewed",
             Mark::Accepted => "accepted",
             Mark::Rejected => "rejected",
         }
@@ -55,11 +59,38 @@ impl Mark {
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "pending" => Some(Mark::Pending),
+            "reviewed" => Some(Mark::Reviewed),
             "accepted" => Some(Mark::Accepted),
             "rejected" => Some(Mark::Rejected),
             _ => None,
         }
     }
+}
+
+/// One reviewer's mark of an item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ReviewerMark {
+    /// The server user who set it; `None` for the local user (who has no name).
+    pub reviewer: Option<String>,
+    /// The mark (never `pending`: a reset mark is not listed).
+    pub mark: Mark,
+    /// The reason given with it.
+    pub reason: Option<String>,
+    /// The attempt that wrote it.
+    pub attempt: u32,
+    /// When it was set (RFC 3339).
+    pub at: String,
+}
+
+/// The verdict of an item from its reviewers' marks (`docs/review.md`, D-review-8): any
+/// `rejected` wins (a hunk someone objects to is not applied until they change their mark),
+/// then any `accepted`; `reviewed` is no verdict (the item is `reviewed`, which Apply treats
+/// as not accepted once any item has a verdict); with no mark it is `pending`.
+pub fn effective(marks: &[ReviewerMark]) -> Mark {
+    [Mark::Rejected, Mark::Accepted, Mark::Reviewed]
+        .into_iter()
+        .find(|m| marks.iter().any(|r| r.mark == *m))
+        .unwrap_or(Mark::Pending)
 }
 
 /// Errors of review operations.
@@ -118,12 +149,15 @@ pub struct Item {
     pub deletions: u64,
     /// The decisions whose Execute steps produced it (see [`attribution`]).
     pub decision_ids: Vec<String>,
-    /// Its mark.
+    /// Its verdict from every reviewer's mark ([`effective`]).
     pub mark: Mark,
-    /// The reason given with the mark.
+    /// The reasons given with the marks that make the verdict (joined with `; `).
     pub reason: Option<String>,
-    /// The attempt whose mark it carries (`None` while pending and never marked).
+    /// The newest attempt among the marks that make the verdict (`None` while pending).
     pub marked_in_attempt: Option<u32>,
+    /// Every reviewer's mark, in reviewer order (the local user first).
+    #[serde(default)]
+    pub marks: Vec<ReviewerMark>,
 }
 
 /// One changed file of the review.
@@ -158,8 +192,11 @@ pub struct ReviewFile {
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
 pub struct Counts {
-    /// Pending items.
+    /// Items nobody marked.
     pub pending: u64,
+    /// Items seen by someone, with no verdict.
+    #[serde(default)]
+    pub reviewed: u64,
     /// Accepted items.
     pub accepted: u64,
     /// Rejected items.
@@ -271,6 +308,7 @@ fn items_of(resource: &str, f: &FileDiff) -> Vec<Item> {
             mark: Mark::Pending,
             reason: None,
             marked_in_attempt: None,
+            marks: Vec::new(),
         }];
     }
     f.hunks
@@ -290,6 +328,7 @@ fn items_of(resource: &str, f: &FileDiff) -> Vec<Item> {
                 mark: Mark::Pending,
                 reason: None,
                 marked_in_attempt: None,
+                marks: Vec::new(),
             }
         })
         .collect()
@@ -350,10 +389,8 @@ pub fn load(
         for d in diffs {
             let mut items = items_of(&resource, &d);
             for item in &mut items {
-                if let Some(m) = marks.get(&item.id) {
-                    item.mark = m.mark;
-                    item.reason = m.reason.clone();
-                    item.marked_in_attempt = Some(m.attempt);
+                if let Some(stored) = marks.get(&item.id) {
+                    set_marks(item, stored);
                 }
             }
             let mark = file_mark(&items);
@@ -376,6 +413,7 @@ pub fn load(
         for i in &f.items {
             match i.mark {
                 Mark::Pending => counts.pending += 1,
+                Mark::Reviewed => counts.reviewed += 1,
                 Mark::Accepted => counts.accepted += 1,
                 Mark::Rejected => counts.rejected += 1,
             }
@@ -412,6 +450,32 @@ pub fn load_for_apply(
         });
     }
     load(store, sandboxes, plan, reviewed)
+}
+
+/// Sets `item`'s reviewer marks from the stored rows (a reset mark is left out) and its
+/// verdict, reason and attempt from them.
+fn set_marks(item: &mut Item, stored: &[store::StoredMark]) {
+    item.marks = stored
+        .iter()
+        .filter(|m| m.mark != Mark::Pending)
+        .map(|m| ReviewerMark {
+            reviewer: (!m.reviewer.is_empty()).then(|| m.reviewer.clone()),
+            mark: m.mark,
+            reason: m.reason.clone(),
+            attempt: m.attempt,
+            at: m.updated_at.clone(),
+        })
+        .collect();
+    item.mark = effective(&item.marks);
+    let deciding: Vec<&ReviewerMark> = item.marks.iter().filter(|m| m.mark == item.mark).collect();
+    let mut reasons: Vec<&str> = Vec::new();
+    for r in deciding.iter().filter_map(|m| m.reason.as_deref()) {
+        if !reasons.contains(&r) {
+            reasons.push(r);
+        }
+    }
+    item.reason = (!reasons.is_empty()).then(|| reasons.join("; "));
+    item.marked_in_attempt = deciding.iter().map(|m| m.attempt).max();
 }
 
 fn file_mark(items: &[Item]) -> Mark {
@@ -565,6 +629,57 @@ mod tests {
         assert_ne!(hunk_id("r", "f", &a[0]), hunk_id("r", "f", &c[0]));
     }
 
+    fn by(who: Option<&str>, mark: Mark, reason: Option<&str>) -> ReviewerMark {
+        ReviewerMark {
+            reviewer: who.map(str::to_string),
+            mark,
+            reason: reason.map(str::to_string),
+            attempt: 1,
+            at: String::new(),
+        }
+    }
+
+    #[test]
+    fn any_rejection_wins_then_any_acceptance_and_reviewed_is_no_verdict() {
+        use Mark::{Accepted, Pending, Rejected, Reviewed};
+        let verdict = |marks: &[Mark]| {
+            let marks: Vec<ReviewerMark> = marks.iter().map(|m| by(Some("x"), *m, None)).collect();
+            effective(&marks)
+        };
+        assert_eq!(verdict(&[]), Pending);
+        assert_eq!(verdict(&[Reviewed]), Reviewed);
+        assert_eq!(verdict(&[Reviewed, Accepted]), Accepted);
+        assert_eq!(verdict(&[Accepted, Rejected]), Rejected);
+        assert_eq!(verdict(&[Rejected, Accepted, Reviewed]), Rejected);
+    }
+
+    #[test]
+    fn an_items_reason_is_the_one_of_the_marks_that_make_its_verdict() {
+        let stored = |who: &str, mark, reason: Option<&str>, attempt| store::StoredMark {
+            reviewer: who.to_string(),
+            mark,
+            reason: reason.map(str::to_string),
+            attempt,
+            resource: "r".into(),
+            path: "f".into(),
+            updated_at: String::new(),
+        };
+        let mut item = review_of(&["f"]).files[0].items[0].clone();
+        set_marks(
+            &mut item,
+            &[
+                stored("", Mark::Pending, None, 1),
+                stored("alice", Mark::Accepted, Some("fine"), 2),
+                stored("bob", Mark::Rejected, Some("too broad"), 1),
+            ],
+        );
+        assert_eq!(item.mark, Mark::Rejected);
+        assert_eq!(item.reason.as_deref(), Some("too broad"));
+        assert_eq!(item.marked_in_attempt, Some(1));
+        let who: Vec<Option<&str>> = item.marks.iter().map(|m| m.reviewer.as_deref()).collect();
+        assert_eq!(who, [Some("alice"), Some("bob")], "a reset mark is not listed");
+    }
+
     /// A review of one resource `r` with one hunk per path.
     fn review_of(paths: &[&str]) -> Review {
         let files = paths
@@ -592,6 +707,7 @@ mod tests {
                     mark: Mark::Pending,
                     reason: None,
                     marked_in_attempt: None,
+                    marks: Vec::new(),
                 }],
                 diff: FileDiff::default(),
             })

@@ -179,7 +179,7 @@ fn verdict(
     match item.mark {
         Mark::Accepted => Ok(()),
         Mark::Rejected => Err(("rejected", item.reason.clone())),
-        Mark::Pending => Err(("not accepted", None)),
+        Mark::Pending | Mark::Reviewed => Err(("not accepted", None)),
     }
 }
 
@@ -419,6 +419,7 @@ mod tests {
                 }
                 match mark {
                     Mark::Pending => counts.pending += 1,
+                    Mark::Reviewed => counts.reviewed += 1,
                     Mark::Accepted => counts.accepted += 1,
                     Mark::Rejected => counts.rejected += 1,
                 }

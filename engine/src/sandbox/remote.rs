@@ -90,6 +90,20 @@ pub fn prepare(data_dir: &Path, resource: &Resource) -> Result<(PathBuf, String,
     Ok((dir, tip, branch))
 }
 
+/// The branch the repository at `url` has checked out as its HEAD (its default branch).
+///
+/// # Errors
+/// What git said when the repository cannot be reached or has no default branch.
+pub fn default_branch(url: &str) -> Result<String, String> {
+    let listed = git(None, &["ls-remote", "--symref", url, "HEAD"])?;
+    listed
+        .lines()
+        .find_map(|l| l.strip_prefix("ref: refs/heads/"))
+        .and_then(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .ok_or_else(|| "it has no default branch (is it empty?)".to_string())
+}
+
 /// The commit `branch` points at in the repository at `url` (`None`: no such branch).
 ///
 /// # Errors

@@ -93,7 +93,7 @@ impl Store {
             .collect::<Result<_, StoreError>>()?;
         let mut stmt = self.conn().prepare(
             "SELECT DISTINCT reviewer FROM review_marks WHERE plan_id = ?1 \
-             AND reviewer IS NOT NULL AND mark <> 'pending' ORDER BY reviewer",
+             AND reviewer <> '' AND mark <> 'pending' ORDER BY reviewer",
         )?;
         let reviewers = stmt
             .query_map([&id], |r| r.get(0))?

@@ -80,6 +80,7 @@ const MIGRATION_SQL: &[&str] = &[
     include_str!("migrations/025_graph_journal.sql"),
     include_str!("migrations/026_lease_expiry.sql"),
     include_str!("migrations/027_team.sql"),
+    include_str!("migrations/028_review_per_reviewer.sql"),
 ];
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
@@ -566,6 +567,46 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert!(fk.is_empty(), "{fk:?}");
+    }
+
+    #[test]
+    fn review_marks_written_before_marks_per_reviewer_keep_their_reviewer_or_become_the_local_users()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut conn = SqliteConnection::open(&path).unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        MIGRATIONS.to_version(&mut conn, 27).unwrap();
+        let mut store = Store {
+            conn: Connection::sqlite(conn),
+            location: Location::Sqlite(path.clone()),
+            human: None,
+        };
+        let plan = crate::domain::plan::Plan::new("local/a", "a", jiff::Timestamp::now());
+        store.insert_plan(&plan).unwrap();
+        for (item, reviewer, mark) in [("aaaa", None, "accepted"), ("bbbb", Some("alice"), "rejected")] {
+            store
+                .conn()
+                .execute(
+                    "INSERT INTO review_marks (plan_id, attempt, item_id, resource, path, mark, \
+                     reason, updated_at, reviewer) VALUES (?1, 1, ?2, 'r', 'f', ?3, NULL, \
+                     '2026-01-01T00:00:00Z', ?4)",
+                    rusqlite::params![plan.plan_id.to_string(), item, mark, reviewer],
+                )
+                .unwrap();
+        }
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), latest_schema_version());
+        let marks = store.review_marks(&plan.plan_id).unwrap();
+        let of = |item: &str| {
+            let m = &marks[item];
+            assert_eq!(m.len(), 1, "{m:?}");
+            (m[0].reviewer.clone(), m[0].mark.as_str())
+        };
+        assert_eq!(of("aaaa"), (String::new(), "accepted"));
+        assert_eq!(of("bbbb"), ("alice".to_string(), "rejected"));
+        assert_eq!(store.quick_check().unwrap(), ["ok"]);
     }
 
     #[test]

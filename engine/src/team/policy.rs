@@ -520,6 +520,15 @@ impl Policies {
         self.each.iter().any(|(_, p)| p.apply.require_all_hunks_marked)
     }
 
+    /// The first organization whose policy sets `apply.require_all_hunks_marked` (for the
+    /// denial naming it); `None` when no policy does.
+    pub fn org_requiring_all_hunks_marked(&self) -> Option<&str> {
+        self.each
+            .iter()
+            .find(|(_, p)| p.apply.require_all_hunks_marked)
+            .map(|(org, _)| org.as_str())
+    }
+
     /// Whether any policy lists the skill `name` under `skills.require_approval`.
     pub fn skill_needs_approval(&self, name: &str) -> bool {
         self.each.iter().any(|(_, p)| p.skill_needs_approval(name))

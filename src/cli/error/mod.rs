@@ -392,8 +392,8 @@ impl From<ResourceError> for CliError {
             ResourceError::BranchMismatch { checked_out, .. } => CliError::invalid_input(message)
                 .hint(format!("omit --branch to use `{checked_out}`, or check out the branch first (git switch BRANCH)")),
             ResourceError::Detached { .. } => CliError::invalid_input(message).hint("check out a branch first (git switch BRANCH)"),
-            ResourceError::NetworkUrl(_) => CliError::invalid_input(message)
-                .hint("clone the repository locally and register the clone's path"),
+            ResourceError::Unreachable { .. } => CliError::invalid_input(message)
+                .hint("check the URL with `git ls-remote URL` on this host (the server's, with --server): its credentials are the ones used"),
             ResourceError::NotOnServerHost { .. } => CliError::invalid_input(message)
                 .hint("the server reads paths on its own host: give a path there, or register the repository by URL (agents resource add git NAME --url URL)"),
             ResourceError::Path { .. } | ResourceError::Name { .. } | ResourceError::ChildName(_) | ResourceError::Git { .. } => {

@@ -1,13 +1,14 @@
-//! `agents plan review PLAN [--accept|--reject HUNK|PATH...] [--reason TEXT]` (`docs/review.md`):
-//! marks hunks and files of the diff the apply gate shows, then lists every item with its
-//! mark, id and the decisions that produced it. Apply writes only what is accepted.
+//! `agents plan review PLAN [--accept|--reject|--reviewed HUNK|PATH...] [--reason TEXT]`
+//! (`docs/review.md`): marks hunks and files of the diff the apply gate shows as the caller's
+//! marks, then lists every item with its verdict, id, the decisions that produced it and
+//! every reviewer's mark. Apply writes only what is accepted.
 
 use clap::Args;
 use serde_json::json;
 
 use crate::cli::{CliError, Context, view};
 use crate::output::{Cell, Column, Element, Report, Tone};
-use cleveragents_engine::api::{Mark, ReviewError};
+use cleveragents_engine::api::{Mark, ReviewError, ReviewerMark};
 use cleveragents_engine::api::{Op, Outcome, ReviewRequest};
 
 /// `plan review` arguments.
@@ -19,7 +20,10 @@ pub struct ReviewArgs {
     /// Reject these hunks (id or unique prefix) or files (a path, a directory, or a glob such as `tests/**`); repeatable
     #[arg(long, value_name = "HUNK|PATH", num_args = 1..)]
     pub reject: Vec<String>,
-    /// Set these back to pending; repeatable
+    /// Mark these as reviewed: seen, no verdict yet (hunk id, prefix, path, directory or glob); repeatable
+    #[arg(long, value_name = "HUNK|PATH", num_args = 1..)]
+    pub reviewed: Vec<String>,
+    /// Withdraw your mark of these (pending again unless another reviewer marked them); repeatable
     #[arg(long, value_name = "HUNK|PATH", num_args = 1..)]
     pub reset: Vec<String>,
     /// Why (kept with the mark; a rejection's reason guides its correction)
@@ -50,6 +54,7 @@ fn refuse_contradictions(a: &ReviewArgs) -> Result<(), CliError> {
     let flags = [
         ("--accept", &a.accept),
         ("--reject", &a.reject),
+        ("--reviewed", &a.reviewed),
         ("--reset", &a.reset),
     ];
     for (i, (first, these)) in flags.iter().enumerate() {
@@ -65,17 +70,34 @@ fn refuse_contradictions(a: &ReviewArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Who marked an item what, and why: `alice accepted; bob rejected: too risky` (the local
+/// user, who has no name, is `you`).
+fn marks_cell(marks: &[ReviewerMark]) -> String {
+    marks
+        .iter()
+        .map(|m| {
+            let who = m.reviewer.as_deref().unwrap_or("you");
+            match &m.reason {
+                Some(r) => format!("{who} {}: {r}", m.mark.as_str()),
+                None => format!("{who} {}", m.mark.as_str()),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// `plan review`.
 ///
 /// # Errors
 /// `NOT_FOUND` for an unknown plan, hunk or path; `INVALID_INPUT` for an ambiguous hunk id or
 /// a `--reason` without a mark.
 pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
-    if a.reason.is_some() && a.accept.is_empty() && a.reject.is_empty() {
-        return Err(
-            CliError::new("INVALID_INPUT", "--reason needs --accept or --reject")
-                .hint("agents plan review PLAN --reject HUNK --reason TEXT"),
-        );
+    if a.reason.is_some() && a.accept.is_empty() && a.reject.is_empty() && a.reviewed.is_empty() {
+        return Err(CliError::new(
+            "INVALID_INPUT",
+            "--reason needs --accept, --reject or --reviewed",
+        )
+        .hint("agents plan review PLAN --reject HUNK --reason TEXT"));
     }
     refuse_contradictions(a)?;
     // Through the engine's API, as the TUI marks (`Op::Review`).
@@ -86,6 +108,7 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
     for (targets, mark) in [
         (&a.accept, Mark::Accepted),
         (&a.reject, Mark::Rejected),
+        (&a.reviewed, Mark::Reviewed),
         (&a.reset, Mark::Pending),
     ] {
         if targets.is_empty() {
@@ -95,10 +118,12 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
             plan: id,
             targets: targets.clone(),
             mark,
-            // With both --accept and --reject, the reason is the rejection's; a reset clears it.
+            // With several marks, the reason is the rejection's, else the acceptance's; a
+            // reset clears it.
             reason: match mark {
                 Mark::Rejected => a.reason.clone(),
                 Mark::Accepted if a.reject.is_empty() => a.reason.clone(),
+                Mark::Reviewed if a.reject.is_empty() && a.accept.is_empty() => a.reason.clone(),
                 _ => None,
             },
         }));
@@ -117,10 +142,11 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
     }
     let c = review.counts;
     let status = format!(
-        "{} item(s): {} accepted, {} rejected, {} pending{}",
-        c.accepted + c.rejected + c.pending,
+        "{} item(s): {} accepted, {} rejected, {} reviewed, {} pending{}",
+        c.accepted + c.rejected + c.reviewed + c.pending,
         c.accepted,
         c.rejected,
+        c.reviewed,
         c.pending,
         if review.any_marked() {
             "; Apply writes only the accepted ones"
@@ -141,7 +167,7 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
             let tone = match i.mark {
                 Mark::Accepted => Tone::Good,
                 Mark::Rejected => Tone::Bad,
-                Mark::Pending => Tone::Warn,
+                Mark::Pending | Mark::Reviewed => Tone::Warn,
             };
             vec![
                 Cell::new(i.mark.as_str(), tone),
@@ -164,6 +190,7 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
                         .join(" "),
                     Tone::Dim,
                 ),
+                Cell::from(marks_cell(&i.marks)),
                 Cell::from(i.reason.clone().unwrap_or_default()),
             ]
         })
@@ -179,6 +206,7 @@ pub fn run(ctx: &Context, a: &ReviewArgs) -> Result<Report, CliError> {
             Column::left("Lines"),
             Column::right("Changes"),
             Column::left("Decisions"),
+            Column::left("Marks"),
             Column::left("Reason"),
         ],
         rows,

@@ -386,14 +386,14 @@ impl DiffPane {
         }
     }
 
-    /// The ids of the pending items of `file`.
+    /// The ids of the items of `file` without a verdict (pending or only reviewed).
     pub fn pending_items_of(&self, file: usize) -> Vec<String> {
         self.diff
             .as_ref()
             .and_then(|d| d.files.get(file))
             .map(|f| {
                 f.review_items()
-                    .filter(|r| r.mark == ReviewMark::Pending)
+                    .filter(|r| matches!(r.mark, ReviewMark::Pending | ReviewMark::Reviewed))
                     .map(|r| r.id.clone())
                     .collect()
             })
@@ -461,6 +461,7 @@ impl DiffPane {
 fn mark_slot(mark: ReviewMark) -> Slot {
     match mark {
         ReviewMark::Pending => Slot::StatusWarn,
+        ReviewMark::Reviewed => Slot::TextDim,
         ReviewMark::Accepted => Slot::StatusOk,
         ReviewMark::Rejected => Slot::StatusError,
     }
@@ -476,9 +477,10 @@ fn mark_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Option<Span<'a>>
     })
 }
 
-/// A rejection's reason after a header.
+/// A rejection's reason after a header (when the reviewers are named, each mark carries its
+/// own reason instead: [`reviewers_span`]).
 fn reason_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Option<Span<'a>> {
-    let r = review.filter(|r| r.mark == ReviewMark::Rejected)?;
+    let r = review.filter(|r| r.mark == ReviewMark::Rejected && !r.names_reviewers())?;
     let reason = r
         .reason
         .as_deref()
@@ -487,6 +489,31 @@ fn reason_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Option<Span<'a
         format!("  rejected{reason}"),
         theme.style(Slot::StatusError),
     ))
+}
+
+/// Who marked an item what after a header (`  by alice ✓ · bob ✗: too broad`), when a
+/// server's user marked it or several reviewers did.
+fn reviewers_span<'a>(review: Option<&ReviewItem>, theme: &Theme) -> Vec<Span<'a>> {
+    let Some(r) = review.filter(|r| r.names_reviewers()) else {
+        return Vec::new();
+    };
+    let mut spans = vec![Span::styled("  by ", theme.style(Slot::TextDim))];
+    for (n, m) in r.marks.iter().enumerate() {
+        if n > 0 {
+            spans.push(Span::styled(" · ", theme.style(Slot::TextDim)));
+        }
+        spans.push(Span::styled(
+            format!("{} {}", m.who(), m.mark.glyph()),
+            theme.style(mark_slot(m.mark)),
+        ));
+        if let Some(reason) = &m.reason {
+            spans.push(Span::styled(
+                format!(": {reason}"),
+                theme.style(Slot::TextDim),
+            ));
+        }
+    }
+    spans
 }
 
 /// The narrowest pane text that gets a file list beside the diff.
@@ -551,6 +578,7 @@ fn file_line<'a>(diff: &DiffView, file: usize, theme: &Theme) -> Line<'a> {
         Span::styled(format!("-{}", f.removed), theme.style(Slot::DiffRemove)),
     ]);
     spans.extend(reason_span(f.review.as_ref(), theme));
+    spans.extend(reviewers_span(f.review.as_ref(), theme));
     Line::from(spans)
 }
 
@@ -581,6 +609,7 @@ fn hunk_line<'a>(diff: &DiffView, file: usize, hunk: usize, theme: &Theme) -> Li
         ));
     }
     spans.extend(reason_span(h.review.as_ref(), theme));
+    spans.extend(reviewers_span(h.review.as_ref(), theme));
     Line::from(spans)
 }
 
@@ -646,10 +675,11 @@ pub(crate) fn render_titled(
             detail.push_str(" · side by side");
         }
         if let Some(c) = diff.review_counts() {
-            detail.push_str(&format!(
-                " · ✓{} ✗{} ·{} pending",
-                c.accepted, c.rejected, c.pending
-            ));
+            detail.push_str(&format!(" · ✓{} ✗{}", c.accepted, c.rejected));
+            if c.reviewed > 0 {
+                detail.push_str(&format!(" ○{}", c.reviewed));
+            }
+            detail.push_str(&format!(" ·{} pending", c.pending));
         }
         detail
     });
