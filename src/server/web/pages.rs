@@ -476,7 +476,8 @@ pub async fn plan(
 }
 
 /// `POST /plans/PLAN/review` with `item` (a hunk or file id), `mark` (`accepted`,
-/// `rejected`, `pending`) and, for a rejection, `reason`: `plan review --accept|--reject|--reset`.
+/// `rejected`, `reviewed`, `pending`) and, for a rejection, `reason`: `plan review
+/// --accept|--reject|--reviewed|--reset`.
 pub async fn review(
     State(web): State<Arc<Web>>,
     ConnectInfo(address): ConnectInfo<SocketAddr>,
@@ -502,7 +503,9 @@ pub async fn review(
         return web.failure(
             Some(&caller),
             ApiError::InvalidInput {
-                message: format!("`{mark}` is not a review mark (accepted, rejected, pending)"),
+                message: format!(
+                    "`{mark}` is not a review mark (accepted, rejected, reviewed, pending)"
+                ),
             },
         );
     };
@@ -536,7 +539,7 @@ pub async fn review(
     match answer {
         Ok((id, marked)) => {
             let verb = match mark {
-                Mark::Pending => "set back to pending",
+                Mark::Pending => "with your mark withdrawn",
                 other => other.as_str(),
             };
             web.done(
