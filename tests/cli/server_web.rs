@@ -180,7 +180,8 @@ fn a_forged_post_without_the_form_token_changes_nothing() {
 
     // A form another page would post: the session's cookie goes along, its token does not.
     browser.js(&format!(
-        "const f = document.createElement('form'); f.method = 'post';
+        "window.__agentsLeaving = true;
+         const f = document.createElement('form'); f.method = 'post';
          f.action = '/plans/{plan}/review';
          for (const [k, v] of [['item', '{hunk}'], ['mark', 'rejected'], ['reason', 'forged']]) {{
            const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v;
@@ -188,8 +189,7 @@ fn a_forged_post_without_the_form_token_changes_nothing() {
          }}
          document.body.appendChild(f); f.submit(); return null"
     ));
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    browser.settle();
+    browser.wait_for("return !window.__agentsLeaving && document.readyState === 'complete'");
     let page = browser.text("main");
     assert!(page.contains("nothing was changed"), "{page}");
     let approvals =
@@ -290,7 +290,7 @@ fn the_plan_page_fits_a_phone_and_every_control_is_reachable_by_tab() {
     browser.goto(&page);
     browser.js("document.getElementById('changes').scrollIntoView(); return null");
     // The other theme, chosen with the toggle (the system's until then).
-    browser.click(".theme-toggle");
+    browser.click_in_page(".theme-toggle");
     browser.screenshot(&dir.join("plan-390x844-changes-other-theme.png"));
     browser.js("document.getElementById('tree').scrollIntoView(); return null");
     browser.screenshot(&dir.join("plan-390x844-tree-other-theme.png"));
@@ -444,4 +444,105 @@ fn rejecting_the_apply_gate_through_the_page_is_plan_reject_with_its_reason() {
         serde_json::json!([]),
         "{doc:#}"
     );
+}
+
+/// A step that waits (time for the page to open its event stream), then one that prints a
+/// line a second.
+const TALKING: &str = "name: local/talking\ndefinition-of-done: TWO.md exists\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\nscript:\n  - name: wait\n    run: sleep 8\n  - name: talk\n    run: for i in 1 2 3 4 5 6; do echo live-line-$i; sleep 1; done; printf 'two\\n' > TWO.md\n";
+
+#[test]
+fn the_live_events_box_shows_a_running_steps_output_lines() {
+    let server = Server::start(Env::new());
+    let client = Env::new();
+    let repo = crate::support::git_repo(client.root(), "repo");
+    let action = client.root().join("talking.yaml");
+    std::fs::write(&action, TALKING).unwrap();
+    for args in [
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "local/repo",
+            "--path",
+            repo.to_str().unwrap(),
+        ][..],
+        &[
+            "action",
+            "create",
+            "--available",
+            "--config",
+            action.to_str().unwrap(),
+        ],
+        &["project", "create", "app"],
+        &["project", "link-resource", "app", "local/repo"],
+    ] {
+        let (doc, code) = server.client_json(&client, args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+    }
+    let browser = Browser::start(1280, 800);
+    sign_in(&browser, &server, &server.token);
+    let mut running = server
+        .client(
+            &client,
+            &[
+                "plan",
+                "use",
+                "local/talking",
+                "app",
+                "--automation-profile=trusted",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The plan, once it exists, from the list.
+    let plan = browser.wait_for(
+        "return fetch('/').then(r => r.text()).then(t => (t.match(/href=\"\\/plans\\/([0-9A-Z]{26})\"/) || [])[1] || null)",
+    );
+    browser.goto(&format!("{}/plans/{}", server.url, plan.as_str().unwrap()));
+    // The page opens while the first step runs, without waiting for it.
+    assert!(browser.text("#changes").contains("A step is running"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    loop {
+        let shown = browser.js("return document.getElementById('events').innerText");
+        if shown.as_str().unwrap().contains("live-line-") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no output line in the live events box: {shown}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _ = running.wait();
+}
+
+#[test]
+fn marking_a_hunk_reviewed_through_the_page_names_its_reviewer_on_the_command_line() {
+    let (server, plan) = server_with_a_plan();
+    let browser = Browser::start(1280, 800);
+    sign_in(&browser, &server, &server.token);
+    browser.goto(&format!("{}/plans/{plan}", server.url));
+    let hunk = browser.js("return document.querySelector('.hunk[data-hunk]').dataset.hunk");
+    let hunk = hunk.as_str().unwrap().to_string();
+    // By keyboard, as in the TUI: j selects the first hunk, m marks it reviewed.
+    browser.press('j');
+    browser.press('m');
+    browser.notice("reviewed");
+    let items = review_items(&server, &plan);
+    let item = items.iter().find(|i| i["id"] == hunk.as_str()).unwrap();
+    assert_eq!(item["mark"], "reviewed", "{item:#}");
+    assert_eq!(item["marks"][0]["reviewer"], "tests", "{item:#}");
+    // The page names who marked it, and the mark can be withdrawn.
+    assert!(
+        browser
+            .text(&format!("#hunk-{hunk} .marks"))
+            .contains("tests reviewed")
+    );
+    browser.click(&format!("#hunk-{hunk} button.reset"));
+    browser.notice("withdrawn");
+    let items = review_items(&server, &plan);
+    let item = items.iter().find(|i| i["id"] == hunk.as_str()).unwrap();
+    assert_eq!(item["mark"], "pending", "{item:#}");
 }

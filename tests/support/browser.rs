@@ -159,8 +159,16 @@ impl Browser {
         });
     }
 
-    /// Clicks the element `css` names and waits for the page it leads to to load.
+    /// Clicks the element `css` names (a link or a form's button) and waits until the page it
+    /// leads to has replaced this one and loaded.
     pub fn click(&self, css: &str) {
+        self.js("window.__agentsLeaving = true; return null");
+        self.click_in_page(css);
+        self.wait_for("return !window.__agentsLeaving && document.readyState === 'complete'");
+    }
+
+    /// Clicks the element `css` names, which changes this page without leaving it.
+    pub fn click_in_page(&self, css: &str) {
         self.runtime.block_on(async {
             let e = self
                 .client()
@@ -171,19 +179,6 @@ impl Browser {
                 .unwrap_or_else(|e| panic!("no {css}: {e}"));
             e.click().await.unwrap();
         });
-        self.settle();
-    }
-
-    /// Waits until the page has loaded.
-    pub fn settle(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.js("return document.readyState") != "complete" {
-            assert!(
-                Instant::now() < deadline,
-                "the page does not finish loading"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
     }
 
     /// Waits up to 30 s until `script` returns something other than `null` or `false`: that.

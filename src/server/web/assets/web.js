@@ -1,7 +1,7 @@
 // The page's only script: everything works without it except the live events box.
 // - the theme toggle (light/dark, kept in localStorage; the system's theme until chosen);
-// - the TUI's keys on the plan page: j/k next/previous hunk, a accept, r reject (focuses the
-//   reason), u reset;
+// - the TUI's keys on the plan page: j/k (or n/p) next/previous hunk, a or Space accept,
+//   r or x reject (focuses the reason), m mark reviewed, u withdraw the mark;
 // - the live events of the plan, from its event stream (Server-Sent Events).
 (function () {
   "use strict";
@@ -63,26 +63,29 @@
       if (h) return h;
       return current >= 0 ? hunks[current] : null;
     }
+    function press(h, css) {
+      var b = h && h.querySelector(css);
+      if (!b) return false;
+      b.click();
+      return true;
+    }
     document.addEventListener("keydown", function (e) {
       if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
-      var h;
+      var h = within(e);
       switch (e.key) {
-        case "j": select(Math.min(current + 1, hunks.length - 1)); break;
-        case "k": select(Math.max(current - 1, 0)); break;
-        case "a":
-          h = within(e);
-          if (!h || !h.querySelector("button.accept")) return;
-          h.querySelector("button.accept").click();
+        case "j": case "n": select(Math.min(current + 1, hunks.length - 1)); break;
+        case "k": case "p": select(Math.max(current - 1, 0)); break;
+        case " ":
+          // Space on a button or link is that control's own.
+          if (e.target && /^(BUTTON|A|SUMMARY)$/.test(e.target.tagName)) return;
+          if (!press(h, "button.accept")) return;
           break;
-        case "r":
-          h = within(e);
+        case "a": if (!press(h, "button.accept")) return; break;
+        case "m": if (!press(h, "button.seen")) return; break;
+        case "u": if (!press(h, "button.reset")) return; break;
+        case "r": case "x":
           if (!h || !h.querySelector(".reject-form input[name=reason]")) return;
           h.querySelector(".reject-form input[name=reason]").focus();
-          break;
-        case "u":
-          h = within(e);
-          if (!h || !h.querySelector("button.reset")) return;
-          h.querySelector("button.reset").click();
           break;
         default: return;
       }
