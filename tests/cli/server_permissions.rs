@@ -650,3 +650,33 @@ fn a_policy_refusal_is_audited_and_a_member_reads_a_plans_tree_as_the_tui_does()
         assert_eq!(status, 200, "{query}: {answer}");
     }
 }
+
+#[test]
+fn an_item_named_by_its_id_is_checked_in_its_own_namespace_not_the_callers() {
+    let members = [("member", "meg"), ("owner", "olga")];
+    let team = Team::with(&members, &[]);
+    let (doc, code) = team.run_as(0, &["action", "show", "acme/notes"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let id = doc["data"]["action"]["action_id"]
+        .as_str()
+        .or_else(|| doc["data"]["action_id"].as_str())
+        .unwrap_or_else(|| panic!("an action id: {doc:#}"))
+        .to_string();
+    // meg, a member, may not remove acme's items: by name or by id (or its prefix).
+    for given in [id.as_str(), &id[..12], "acme/notes"] {
+        for verb in ["delete", "archive"] {
+            let mut args = vec!["action", verb, given];
+            if verb == "delete" {
+                args.push("--yes");
+            }
+            let (doc, code) = team.run_as(0, &args);
+            assert_eq!(
+                (code, doc["error"]["code"].as_str()),
+                (4, Some("PERMISSION_DENIED")),
+                "{args:?}: {doc:#}"
+            );
+        }
+    }
+    let (doc, code) = team.run_as(0, &["action", "show", "acme/notes"]);
+    assert_eq!(code, 0, "the action is still there: {doc:#}");
+}

@@ -587,7 +587,10 @@ fn resolve(engine: &Engine, check: &Check, caller: &str) -> Result<Vec<Target>, 
             let attempt = store.correction_attempt(a)??;
             of_plan(&attempt.plan_id, check.operation)
         }
-        Scope::Item(name) => Ok(vec![item(check.operation, name)]),
+        Scope::Item(name) => {
+            let name = by_id(&store, name).unwrap_or_else(|| name.clone());
+            Ok(vec![item(check.operation, &name)])
+        }
         Scope::SkillsOf(u) => Ok(skills_of(engine, u)?
             .iter()
             .map(|skill| item(check.operation, skill))
@@ -622,6 +625,31 @@ fn resolve(engine: &Engine, check: &Check, caller: &str) -> Result<Vec<Target>, 
             name: (*what).to_string(),
             restrictable: None,
         }]),
+    }
+}
+
+/// The qualified name of the action, project or resource `input` gives by its id (or an
+/// id's unique prefix), as a command may send it: the item is checked in its own namespace,
+/// not as a bare name in the caller's. `None` for a name.
+fn by_id(store: &crate::store::Store, input: &str) -> Option<String> {
+    if input.len() < 4 || !input.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let upper = input.to_ascii_uppercase();
+    let is_id = |id: String| id.starts_with(&upper);
+    if let Ok(a) = crate::registry::actions::find(store, input)
+        && is_id(a.action_id.to_string())
+    {
+        return Some(a.name);
+    }
+    if let Ok(p) = crate::registry::projects::find(store, input)
+        && is_id(p.project_id.to_string())
+    {
+        return Some(p.name);
+    }
+    match crate::registry::resources::find(store, input) {
+        Ok(r) if is_id(r.resource_id.to_string()) => Some(r.name),
+        _ => None,
     }
 }
 
