@@ -58,6 +58,22 @@ pub fn answer(jobs: &mut Jobs, client: &dyn Client, cmd: Cmd) -> Vec<Msg> {
                 _ => ("execute", Op::Execute { plan }),
             }
         }
+        // Retrying an Apply that failed is `plan apply`, with its approvals rule.
+        Cmd::Approve { .. }
+            if approval.kind == ApprovalKind::Errored
+                && client
+                    .plan(&plan.to_string())
+                    .is_ok_and(|p| p.phase().as_str() == "apply") =>
+        {
+            (
+                "apply",
+                Op::Apply {
+                    plan,
+                    no_commit: false,
+                    selection: Default::default(),
+                },
+            )
+        }
         Cmd::Approve { .. } => (
             "decide",
             Op::Decide {

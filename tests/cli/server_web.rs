@@ -546,3 +546,33 @@ fn marking_a_hunk_reviewed_through_the_page_names_its_reviewer_on_the_command_li
     let item = items.iter().find(|i| i["id"] == hunk.as_str()).unwrap();
     assert_eq!(item["mark"], "pending", "{item:#}");
 }
+
+#[test]
+fn approving_a_failed_apply_on_the_page_retries_the_apply() {
+    let (server, plan) = server_with_a_plan();
+    let (doc, code) = server.client_json(&Env::new(), &["resource", "list"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let repo = doc["data"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["type"] == "git-checkout")
+        .and_then(|r| r["path"].as_str().or(r["properties"]["path"].as_str()))
+        .unwrap_or_else(|| panic!("a checkout: {doc:#}"))
+        .to_string();
+    // A stale lock makes the first Apply fail: the plan waits with an errored approval.
+    let lock = std::path::Path::new(&repo).join(".git/index.lock");
+    std::fs::write(&lock, b"").unwrap();
+    let (doc, code) = server.client_json(&Env::new(), &["plan", "apply", "--yes", &plan]);
+    assert_ne!(code, 0, "{doc:#}");
+    std::fs::remove_file(&lock).unwrap();
+    let browser = Browser::start(1280, 800);
+    sign_in(&browser, &server, &server.token);
+    browser.goto(&format!("{}/plans/{plan}", server.url));
+    assert!(browser.text("#approvals").contains("errored"));
+    browser.click(".approval button.approve");
+    browser.notice("applied/");
+    let (doc, code) = server.client_json(&Env::new(), &["plan", "status", &plan]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["data"]["phase"], "applied", "{doc:#}");
+}

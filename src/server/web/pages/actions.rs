@@ -175,6 +175,19 @@ async fn answer_approval(
                         _ => ("Approved (plan execute)", Op::Execute { plan }),
                     }
                 }
+                // Retrying an Apply that failed is `plan apply`, with its approvals rule.
+                None if approval.kind == ApprovalKind::Errored
+                    && c.plan(&plan.to_string())?.phase().as_str() == "apply" =>
+                {
+                    (
+                        "Approved (plan apply)",
+                        Op::Apply {
+                            plan,
+                            no_commit: false,
+                            selection: Default::default(),
+                        },
+                    )
+                }
                 None => (
                     "Approved (option 1)",
                     Op::Decide {
