@@ -680,3 +680,57 @@ fn an_item_named_by_its_id_is_checked_in_its_own_namespace_not_the_callers() {
     let (doc, code) = team.run_as(0, &["action", "show", "acme/notes"]);
     assert_eq!(code, 0, "the action is still there: {doc:#}");
 }
+
+#[test]
+fn a_users_own_namespace_is_theirs_to_read_and_other_users_neither_list_nor_show_it() {
+    let members = [("member", "meg"), ("owner", "olga")];
+    let team = Team::with(&members, &[]);
+    let repo = git_repo(team.server.env.root(), "megs-notes");
+    for args in [
+        &[
+            "resource",
+            "add",
+            "git-checkout",
+            "meg/notes",
+            "--path",
+            repo.to_str().unwrap(),
+        ][..],
+        &["project", "create", "--resource", "meg/notes", "meg/diary"],
+    ] {
+        let (doc, code) = team.run_as(0, args);
+        assert_eq!(code, 0, "{args:?}: {doc:#}");
+    }
+    let names = |who: usize, what: &str, field: &str| -> Vec<String> {
+        let (doc, code) = team.run_as(who, &[what, "list"]);
+        assert_eq!(code, 0, "{doc:#}");
+        let key = if what == "resource" {
+            "resources"
+        } else {
+            "projects"
+        };
+        doc["data"][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[field].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert!(names(0, "resource", "name").contains(&"meg/notes".to_string()));
+    assert!(names(0, "project", "name").contains(&"meg/diary".to_string()));
+    assert!(!names(1, "resource", "name").contains(&"meg/notes".to_string()));
+    assert!(!names(1, "project", "name").contains(&"meg/diary".to_string()));
+    for args in [
+        &["resource", "show", "meg/notes"][..],
+        &["project", "show", "meg/diary"],
+    ] {
+        let (doc, code) = team.run_as(1, args);
+        assert_eq!(
+            (code, doc["error"]["code"].as_str()),
+            (4, Some("PERMISSION_DENIED")),
+            "{args:?}: {doc:#}"
+        );
+    }
+    // Built-in items stay everyone's to read.
+    let (doc, code) = team.run_as(0, &["actor", "show", "builtin/checklist-strategist"]);
+    assert_eq!(code, 0, "{doc:#}");
+}

@@ -313,7 +313,8 @@ fn checks(request: &Request) -> Vec<Check> {
         }
         Request::PlanView(view) => plan(O::ReadPlan, view.plan()),
         Request::CorrectionView(view) => vec![check(O::ReadPlan, correction_scope(view))],
-        Request::Registry(_) | Request::Definition(_) => vec![check(O::ReadItem, Scope::Host)],
+        Request::Registry(q) => registry_read_checks(q),
+        Request::Definition(q) => definition_read_checks(q),
         Request::Session(s) => session_checks(s),
         // Direct runs reach the server host's files: server administrators only until they
         // carry the caller (D-team-3).
@@ -348,6 +349,36 @@ fn checks(request: &Request) -> Vec<Check> {
             vec![check(O::ReadItem, Scope::Namespace(org.clone()))]
         }
     }
+}
+
+/// Reading one item is reading its namespace (a user's own `USER/` is theirs alone); lists
+/// are narrowed to the namespaces the caller reads ([`narrow`]).
+fn registry_read_checks(query: &super::registry_views::RegistryQuery) -> Vec<Check> {
+    use super::registry_views::RegistryQuery as Q;
+    let name = match query {
+        Q::Resource { resource } | Q::ResourceTree { resource, .. } => Some(resource),
+        Q::Project { project } | Q::Validations { project } | Q::ProjectContext { project, .. } => {
+            Some(project)
+        }
+        _ => None,
+    };
+    read_item(name)
+}
+
+fn definition_read_checks(query: &super::definition_views::DefinitionQuery) -> Vec<Check> {
+    use super::definition_views::DefinitionQuery as Q;
+    // Actors, profiles, tools and skills may be named by provider (`ollama/MODEL`): only
+    // actions are checked by their namespace so far.
+    let name = match query {
+        Q::Action { action } => Some(action),
+        _ => None,
+    };
+    read_item(name)
+}
+
+fn read_item(name: Option<&String>) -> Vec<Check> {
+    let scope = name.map_or(Scope::Host, |n| Scope::Item(n.clone()));
+    vec![check(Operation::ReadItem, scope)]
 }
 
 fn team_checks(request: &super::team_views::TeamRequest) -> Vec<Check> {
@@ -799,6 +830,44 @@ fn narrow(
             events.retain(|e| e.plan_id.as_ref().is_none_or(|id| reader.may_read(id)));
             Response::Events(events)
         }
+        Response::Registry(mut view) => {
+            use super::registry_views::RegistryView as V;
+            let reads = NamespaceReader::new(engine, principal)?;
+            match view.as_mut() {
+                V::Resources(rows) => rows.retain(|r| reads.may_read(&r.resource.name)),
+                V::Projects(rows) => rows.retain(|p| reads.may_read(&p.project.name)),
+                _ => {}
+            }
+            Response::Registry(view)
+        }
+        Response::Definition(mut view) => {
+            use super::definition_views::DefinitionView as V;
+            let reads = NamespaceReader::new(engine, principal)?;
+            if let V::Actions(rows) = view.as_mut() {
+                rows.retain(|a| reads.may_read(&a.action.name));
+            }
+            Response::Definition(view)
+        }
         other => other,
     })
+}
+
+/// Whether a caller reads the namespace of an item, by its qualified name.
+struct NamespaceReader<'a>(Caller<'a>);
+
+impl<'a> NamespaceReader<'a> {
+    fn new(engine: &Engine, principal: &'a Principal) -> Result<Self, ApiError> {
+        Ok(Self(Caller {
+            principal,
+            memberships: engine.memberships(&principal.user)?,
+        }))
+    }
+
+    fn may_read(&self, name: &str) -> bool {
+        let standing = self.0.standing(&namespace_of(name));
+        matches!(
+            decide(self.0.principal, Operation::ReadItem, &standing),
+            Decision::Allow
+        )
+    }
 }

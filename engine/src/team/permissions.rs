@@ -239,13 +239,18 @@ pub fn decide(principal: &Principal, operation: Operation, standing: &Standing) 
 /// The role `principal` holds in `namespace`, given the organizations it belongs to:
 /// their own personal namespace and everything for a server administrator make an owner;
 /// the server host's `local` namespace makes every user a member (its administrators write
-/// it); an organization gives the member's role; another user's namespace gives none.
+/// it); the reserved namespaces (`builtin`, the providers') make every user a viewer; an
+/// organization gives the member's role; another user's namespace gives none.
 pub fn role_in(principal: &Principal, namespace: &str, memberships: &[(String, Role)]) -> Option<Role> {
     if principal.server_admin || namespace == principal.user {
         return Some(Role::Owner);
     }
     if namespace == crate::domain::name::LOCAL_NAMESPACE {
         return Some(Role::Member);
+    }
+    // The built-in items and the providers' models are everyone's to read.
+    if crate::domain::name::RESERVED_NAMESPACES.contains(&namespace) {
+        return Some(Role::Viewer);
     }
     memberships
         .iter()
