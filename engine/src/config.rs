@@ -839,6 +839,9 @@ pub struct KeySpec {
     pub flag: Option<&'static str>,
     /// Compiled-in default, if any.
     pub default: Option<&'static str>,
+    /// A valid value of the key's own type as a TOML literal (the default where there is
+    /// one), shown commented out in the file `init` writes.
+    pub example: &'static str,
 }
 
 /// Every top-level key, in display order.
@@ -849,6 +852,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: Some("AGENTS_AUTOMATION_PROFILE"),
         flag: None,
         default: Some(DEFAULT_AUTOMATION_PROFILE),
+        example: "\"manual\"",
     },
     KeySpec {
         name: "format",
@@ -856,6 +860,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: Some("AGENTS_FORMAT"),
         flag: Some("--format"),
         default: Some("rich"),
+        example: "\"rich\"",
     },
     KeySpec {
         name: "invariant-actor",
@@ -863,6 +868,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: Some("AGENTS_INVARIANT_ACTOR"),
         flag: None,
         default: None,
+        example: "\"local/reconciler\"",
     },
     KeySpec {
         name: "log-level",
@@ -870,6 +876,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: Some("AGENTS_LOG"),
         flag: Some("-v"),
         default: Some("info"),
+        example: "\"info\"",
     },
     KeySpec {
         name: "sandbox-retention-days",
@@ -877,6 +884,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: Some("7"),
+        example: "7",
     },
     KeySpec {
         name: "lease-expiry-secs",
@@ -884,6 +892,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: Some("30"),
+        example: "30",
     },
     KeySpec {
         name: "checkpoint-store",
@@ -891,6 +900,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: None,
+        example: "\"/srv/agents/checkpoints\"",
     },
     KeySpec {
         name: "max-parallel-children",
@@ -898,6 +908,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: Some("2"),
+        example: "2",
     },
     KeySpec {
         name: "max-cost-usd",
@@ -905,6 +916,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: None,
+        example: "5.0",
     },
     KeySpec {
         name: "max-tokens",
@@ -912,6 +924,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: None,
+        example: "2000000",
     },
     KeySpec {
         name: "agent-skill-dirs",
@@ -919,6 +932,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: None,
+        example: "\"~/.agents/skills\"",
     },
     KeySpec {
         name: "agent-skills-in-resources",
@@ -926,6 +940,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: Some("false"),
+        example: "false",
     },
 ];
 
@@ -1866,13 +1881,7 @@ pub fn default_file_text() -> String {
     );
     for spec in KEYS {
         s.push_str(&format!("# {}\n", spec.description));
-        match spec.default {
-            Some(d) if d.parse::<u32>().is_ok() => {
-                s.push_str(&format!("# {} = {}\n\n", spec.name, d));
-            }
-            Some(d) => s.push_str(&format!("# {} = \"{}\"\n\n", spec.name, d)),
-            None => s.push_str(&format!("# {} = \"local/reconciler\"\n\n", spec.name)),
-        }
+        s.push_str(&format!("# {} = {}\n\n", spec.name, spec.example));
     }
     s.push_str(
         "# Providers: built in are `openai` (OPENAI_API_KEY) and `anthropic` (ANTHROPIC_API_KEY).\n\
