@@ -625,7 +625,11 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     }
     let client = ctx.client()?;
     if a.dry_run {
-        return Ok(dry_run(ctx, a, client.revert_preview(&a.decision, false)?));
+        let preview = client.revert_preview(&a.decision, false)?;
+        if preview.refused.is_some() {
+            return Err(refused_dry_run(ctx, a, client.as_ref(), preview));
+        }
+        return Ok(dry_run(ctx, a, preview));
     }
     let preview = client.revert_preview(&a.decision, true)?;
     drop(client);
@@ -780,6 +784,26 @@ fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
         title: "Next Steps".into(),
         items: dry_run_next_steps(ctx, a, &p),
     })
+}
+
+/// A revert dry run that would be refused ends as the revert would: with the refusal's own
+/// error (`CONFLICT` for the plan's phase or state), its preview as the data, and what fits
+/// instead as the hints (never the refused command).
+fn refused_dry_run(
+    ctx: &Context,
+    a: &CorrectArgs,
+    client: &dyn api::Client,
+    p: api::RevertPreview,
+) -> CliError {
+    let hints = dry_run_next_steps(ctx, a, &p);
+    let data = dry_run(ctx, a, p).data;
+    let mut err = match client.revert_preview(&a.decision, true) {
+        Err(e) => CliError::from(e),
+        Ok(p) => CliError::new("CONFLICT", p.refused.map(|r| r.message).unwrap_or_default()),
+    };
+    err.body.message = format!("a revert would be refused: {}", err.body.message);
+    err.body.suggestions = hints;
+    err.data(data)
 }
 
 /// The report of a revert that stopped where it should (a gate, applied, nothing to do).

@@ -1366,13 +1366,17 @@ fn explaining_a_superseded_decision_suggests_its_replacement_not_a_refused_corre
     assert_eq!(code, 0, "{doc:#}");
 }
 
+/// A dry run of a revert that would be refused ends as refused, as the revert would: a
+/// non-zero exit with the refusal's code, no OK, and what fits instead as the hints.
 #[test]
-fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
+fn a_dry_run_revert_that_would_be_refused_ends_refused_and_does_not_suggest_running_it() {
     let (s, id, pid) = offline_plan();
     let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
     assert_eq!(code, 0, "{doc:#}");
     let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
     let out = s.env.run(&[
+        "--format",
+        "plain",
         "plan",
         "correct",
         "--mode",
@@ -1382,8 +1386,18 @@ fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
         "--dry-run",
         &s5,
     ]);
-    let text = crate::support::stdout(&out);
+    let text = format!(
+        "{}{}",
+        crate::support::stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "a refused dry run fails: {text}"
+    );
     assert!(text.contains("a revert would be refused"), "{text}");
+    assert!(!text.contains("[OK]"), "{text}");
     assert!(
         !text.contains("--mode revert -g again --yes"),
         "the refused revert is not offered: {text}"
@@ -1392,7 +1406,7 @@ fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
         text.contains("--mode append --execution-actor <actor>") && text.contains("actor list"),
         "what fits instead (the offline executor cannot carry guidance): {text}"
     );
-    let (doc, _) = s.env.json(&[
+    let (doc, code) = s.env.json(&[
         "plan",
         "correct",
         "--mode",
@@ -1402,6 +1416,13 @@ fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
         "--dry-run",
         &s5,
     ]);
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(doc["status"], "error", "{doc:#}");
+    assert_eq!(doc["error"]["code"], "CONFLICT", "{doc:#}");
+    assert!(
+        doc["data"]["refused"].is_string(),
+        "the preview is the data: {doc:#}"
+    );
     assert!(!doc.to_string().contains("--yes"), "{doc:#}");
 }
 
