@@ -1027,6 +1027,14 @@ fn append(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             )))
         });
     }
+    // An actor that cannot run now (its provider's key is not set) would leave an errored
+    // child: the dry run says so, and the real run refuses before writing anything.
+    if let Some(why) = &preview.actor_unavailable {
+        return Err(CliError::new("ENVIRONMENT", why.clone())
+            .detail("the child plan's Execute would error with ACTOR_UNAVAILABLE")
+            .hint(ctx.suggest("actor list"))
+            .hint(ctx.suggest("diagnostics")));
+    }
     if a.dry_run {
         let bases = &preview.bases;
         let data = json!({
@@ -1095,7 +1103,7 @@ fn append(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         "stopped": r.driven.as_ref().map(|x| super::plan::json::stopped(&x.stopped)),
         "next": next,
     });
-    let mut report = Report::ok(
+    let report = Report::ok(
         "plan correct",
         data,
         format!(
@@ -1106,12 +1114,10 @@ fn append(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             view::short(&d.decision_id.to_string())
         ),
     );
+    // The correction did not carry the guidance out: the command fails, as `plan use` does
+    // for a plan that errors, with the child's recovery hints.
     if let Some(Stopped::Errored { code, message }) = r.driven.as_ref().map(|x| &x.stopped) {
-        report.status.level = Level::Warn;
-        report = report.message(
-            Level::Warn,
-            format!("the child plan errored ({code}): {message}"),
-        );
+        return Err(super::plan::run::errored(child, code, message, report.data));
     }
     Ok(report
         .with(Element::panel(

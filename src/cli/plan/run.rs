@@ -487,7 +487,7 @@ fn applied_report(command: &str, mut data: Value, p: &Plan) -> Report {
 }
 
 /// `PLAN_ERRORED` for a plan that errored, with its recovery steps as hints.
-fn errored(p: &Plan, code: &str, message: &str, data: Value) -> CliError {
+pub(crate) fn errored(p: &Plan, code: &str, message: &str, data: Value) -> CliError {
     let id = p.plan_id;
     cleveragents_engine::api::recovery_hints(p)
         .into_iter()
@@ -591,8 +591,59 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
         e
     })?;
     let client = driver(ctx, a.stream, "Applying plan")?;
+    let unfinished = unfinished_children(client.as_ref(), id)?;
     let driven = run_driven(client.as_ref(), apply(id))?;
-    driven_report(ctx, "plan apply", driven)
+    driven_report(ctx, "plan apply", driven).map(|r| warn_unfinished(ctx, r, &unfinished))
+}
+
+/// The child plans of `plan` (an appended correction's, a spawned one's) that are neither
+/// applied nor cancelled: applying the parent does not carry their work.
+fn unfinished_children(client: &dyn api::Client, plan: Id) -> Result<Vec<Plan>, CliError> {
+    use cleveragents_engine::domain::{Phase, ProcessingState};
+    Ok(client
+        .plan_list(api::PlanFilter::default())?
+        .plans
+        .into_iter()
+        .filter(|p| {
+            p.parent_plan_id == Some(plan)
+                && p.phase() != Phase::Applied
+                && p.state() != ProcessingState::Cancelled
+        })
+        .collect())
+}
+
+/// `plan apply`'s report with a warning for each unfinished child plan: the parent is applied
+/// without the child's work (a correction appended but errored or not run yet), and the
+/// child's status is the next step.
+fn warn_unfinished(ctx: &Context, mut report: Report, children: &[Plan]) -> Report {
+    for c in children {
+        report = report.message(
+            Level::Warn,
+            format!(
+                "child plan {} ({}) is at {}/{}: its work is not part of this apply",
+                c.plan_id,
+                c.name,
+                c.phase(),
+                c.state()
+            ),
+        );
+    }
+    if let Some(c) = children.first() {
+        let next = ctx.suggest(&format!("plan status {}", c.plan_id));
+        match report.elements.iter_mut().rev().find_map(|e| match e {
+            Element::List { title, items } if title == "Next Steps" => Some(items),
+            _ => None,
+        }) {
+            Some(items) => items.push(next),
+            None => {
+                report = report.with(Element::List {
+                    title: "Next Steps".into(),
+                    items: vec![next],
+                })
+            }
+        }
+    }
+    report
 }
 
 /// The part of the review `plan apply`'s `--only`, `--exclude`, `--discard-rest` and
@@ -631,8 +682,9 @@ fn apply_without_asking(
     if ready {
         api::ApplySelection::new(&selection(a))?;
     }
+    let unfinished = unfinished_children(client.as_ref(), id)?;
     let driven = run_driven(client.as_ref(), apply(id))?;
-    driven_report(ctx, "plan apply", driven)
+    driven_report(ctx, "plan apply", driven).map(|r| warn_unfinished(ctx, r, &unfinished))
 }
 
 /// `CONFLICT` for a plan that is already applied or cancelled, with follow-ups that fit it
