@@ -710,7 +710,7 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
 /// Why a revert of `plan` would not act on the guidance, when it would not: its steps are run
 /// by the offline script executor, which runs the action's script as written (only a model
 /// strategist, if any, reads the guidance when it re-decides).
-fn guidance_ignored(plan: &cleveragents_engine::domain::Plan) -> Option<String> {
+pub(crate) fn guidance_ignored(plan: &cleveragents_engine::domain::Plan) -> Option<String> {
     let executor = plan.execution_actor.as_deref()?;
     if executor != api::SCRIPT_EXECUTOR {
         return None;

@@ -1001,20 +1001,24 @@ fn next_after(
                 ctx.suggest(&format!("plan apply {id}"))
             ),
         ],
-        _ => vec![
-            format!(
+        _ => {
+            let mut next = vec![format!(
                 "review the strategy: {}",
                 ctx.suggest(&format!("plan status {id}"))
-            ),
-            format!(
-                "give guidance: {}",
-                ctx.suggest(&format!("plan prompt {id} <guidance>"))
-            ),
-            format!(
+            )];
+            // Guidance is offered only to a plan with an actor that reads it.
+            if api::guidance_heard(plan) {
+                next.push(format!(
+                    "give guidance: {}",
+                    ctx.suggest(&format!("plan prompt {id} <guidance>"))
+                ));
+            }
+            next.push(format!(
                 "go ahead after all: {}",
                 ctx.suggest(&format!("plan execute {id}"))
-            ),
-        ],
+            ));
+            next
+        }
     };
     next.push(format!(
         "drop the plan: {}",
@@ -1139,6 +1143,12 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
         .answered
         .as_ref()
         .map(|apr| format!("answered {apr} with the guidance"));
+    // As `plan correct` does: say when no actor of the plan can act on the guidance.
+    let ignored = crate::cli::plan_correct::guidance_ignored(&plan);
+    let warn = |r: Report| match &ignored {
+        Some(why) => r.message(Level::Warn, why.clone()),
+        None => r,
+    };
     let Some(driven) = driven else {
         let mut r = Report::ok(
             "plan prompt",
@@ -1149,12 +1159,24 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
         if let Some(n) = note {
             r = r.message(Level::Info, n);
         }
-        return Ok(r);
+        return Ok(warn(r));
     };
-    driven_report(ctx, "plan prompt", driven).map(|r| match note {
-        Some(n) => r.message(Level::Info, n),
-        None => r,
-    })
+    driven_report(ctx, "plan prompt", driven)
+        .map(|r| match note {
+            Some(n) => r.message(Level::Info, n),
+            None => r,
+        })
+        .map(warn)
+        .map_err(|mut e| {
+            // The plan failed again: the error says why the guidance did not help.
+            if let Some(why) = &ignored {
+                e.body.detail = Some(match e.body.detail.take() {
+                    Some(d) => format!("{d}; {why}"),
+                    None => why.clone(),
+                });
+            }
+            e
+        })
 }
 
 /// `plan errors PLAN`: error history, retry history (from events) and recovery suggestions.
