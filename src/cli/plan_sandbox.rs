@@ -226,7 +226,7 @@ fn plan_diff(
         unified: !structured,
     })?;
     match view {
-        api::DiffView::Applied(applied) => applied_diff(ctx, applied, resource, !stat),
+        api::DiffView::Applied(applied) => applied_diff(ctx, applied, resource, (!stat, remainder)),
         api::DiffView::Sandboxes(sandboxes) => sandboxes_diff(ctx, sandboxes, resource),
     }
 }
@@ -395,7 +395,7 @@ fn applied_diff(
     ctx: &Context,
     view: api::AppliedDiff,
     resource: Option<&str>,
-    hunks: bool,
+    (hunks, remainder): (bool, bool),
 ) -> Result<Report, CliError> {
     no_such_resource(
         resource,
@@ -462,11 +462,23 @@ fn applied_diff(
             .collect();
         report = report.message(
             Level::Warn,
-            format!(
-                "Apply left out {}; what it left in the sandbox: {}",
-                names.join(", "),
-                ctx.suggest(&format!("plan diff --remainder {plan}"))
-            ),
+            if view.sandbox_released {
+                format!(
+                    "Apply left out {}; the remainder is gone: the plan's sandbox was released (plan cleanup)",
+                    names.join(", ")
+                )
+            } else {
+                format!(
+                    "Apply left out {}; what it left in the sandbox: {}",
+                    names.join(", "),
+                    ctx.suggest(&format!("plan diff --remainder {plan}"))
+                )
+            },
+        );
+    } else if remainder && view.sandbox_released {
+        report = report.message(
+            Level::Warn,
+            "the remainder is gone: the plan's sandbox was released (plan cleanup); shown is what Apply committed",
         );
     }
     if chosen
