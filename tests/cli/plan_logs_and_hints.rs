@@ -834,3 +834,37 @@ fn a_step_failing_for_lack_of_network_points_to_the_actions_network_setting() {
         "{message}"
     );
 }
+
+/// `diagnostics` tries to connect to a keyless (local) provider's `base_url`: one where nothing
+/// listens is a warning naming the address, one that listens is OK.
+#[test]
+fn diagnostics_warns_when_nothing_listens_at_a_local_providers_base_url() {
+    let env = Env::new();
+    let listening = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let up = listening.local_addr().unwrap().port();
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    fs::write(
+        &env.config_path,
+        format!(
+            "[providers.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{down}/v1\"\n\n[providers.up]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{up}/v1\"\n"
+        ),
+    )
+    .unwrap();
+    let (doc, _) = env.json(&["diagnostics"]);
+    let down_check = check(&doc, "Provider down");
+    assert_eq!(down_check["status"], "warn", "{down_check:#}");
+    assert!(
+        down_check["details"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("127.0.0.1:{down}")),
+        "{down_check:#}"
+    );
+    let up_check = check(&doc, "Provider up");
+    assert_eq!(up_check["status"], "ok", "{up_check:#}");
+    drop(listening);
+}
