@@ -707,25 +707,6 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     Ok(reverted_report(ctx, a, d, &r, &p, data, next))
 }
 
-/// Why a revert of `plan` would not act on the guidance, when it would not: its steps are run
-/// by the offline script executor, which runs the action's script as written (only a model
-/// strategist, if any, reads the guidance when it re-decides).
-pub(crate) fn guidance_ignored(plan: &cleveragents_engine::domain::Plan) -> Option<String> {
-    let executor = plan.execution_actor.as_deref()?;
-    if executor != api::SCRIPT_EXECUTOR {
-        return None;
-    }
-    let strategist = plan.strategy_actor.as_deref().unwrap_or_default();
-    let decides = if strategist == api::CHECKLIST_STRATEGIST {
-        format!("nor does its strategist {strategist}, so the re-run repeats the same work")
-    } else {
-        format!("only its strategist {strategist} reads the guidance when it re-decides")
-    };
-    Some(format!(
-        "the plan's execution actor {executor} cannot act on guidance (it runs the action's script as written); {decides}. To carry the guidance out, correct with --mode append --execution-actor PROVIDER/MODEL"
-    ))
-}
-
 /// `plan correct --dry-run` of a revert: what would be invalidated, re-run and replayed, and
 /// its cost, with nothing changed.
 fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
@@ -774,7 +755,7 @@ fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
         ],
     ));
     report = impact_elements(report, imp, &p.steps);
-    if let Some(why) = guidance_ignored(&p.plan) {
+    if let Some(why) = super::plan::run::guidance_ignored(&p.plan) {
         report = report.message(Level::Warn, why);
     }
     if let Some(r) = refusal {
@@ -829,7 +810,7 @@ fn reverted_report(
             .filter(|v: &Vec<String>| !v.is_empty())
             .unwrap_or_else(|| vec!["(none)".into()])
     };
-    let ignored = guidance_ignored(p);
+    let ignored = super::plan::run::guidance_ignored(p);
     let report = Report::ok(
         "plan correct",
         data,

@@ -1144,7 +1144,7 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
         .as_ref()
         .map(|apr| format!("answered {apr} with the guidance"));
     // As `plan correct` does: say when no actor of the plan can act on the guidance.
-    let ignored = crate::cli::plan_correct::guidance_ignored(&plan);
+    let ignored = guidance_ignored(&plan);
     let warn = |r: Report| match &ignored {
         Some(why) => r.message(Level::Warn, why.clone()),
         None => r,
@@ -1268,4 +1268,23 @@ pub fn errors(ctx: &Context, input: &str) -> Result<Report, CliError> {
         });
     }
     Ok(report)
+}
+
+/// Why a revert of `plan` would not act on the guidance, when it would not: its steps are run
+/// by the offline script executor, which runs the action's script as written (only a model
+/// strategist, if any, reads the guidance when it re-decides).
+pub(crate) fn guidance_ignored(plan: &cleveragents_engine::domain::Plan) -> Option<String> {
+    let executor = plan.execution_actor.as_deref()?;
+    if executor != api::SCRIPT_EXECUTOR {
+        return None;
+    }
+    let strategist = plan.strategy_actor.as_deref().unwrap_or_default();
+    let decides = if strategist == api::CHECKLIST_STRATEGIST {
+        format!("nor does its strategist {strategist}, so the re-run repeats the same work")
+    } else {
+        format!("only its strategist {strategist} reads the guidance when it re-decides")
+    };
+    Some(format!(
+        "the plan's execution actor {executor} cannot act on guidance (it runs the action's script as written); {decides}. To carry the guidance out, correct with --mode append --execution-actor PROVIDER/MODEL"
+    ))
 }
