@@ -839,6 +839,9 @@ pub struct KeySpec {
     pub flag: Option<&'static str>,
     /// Compiled-in default, if any.
     pub default: Option<&'static str>,
+    /// A valid value of the key's own type as a TOML literal (the default where there is
+    /// one), shown commented out in the file `init` writes.
+    pub example: &'static str,
 }
 
 /// Every top-level key, in display order.
@@ -849,6 +852,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: Some("AGENTS_AUTOMATION_PROFILE"),
         flag: None,
         default: Some(DEFAULT_AUTOMATION_PROFILE),
+        example: "\"manual\"",
     },
     KeySpec {
         name: "format",
@@ -856,6 +860,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: Some("AGENTS_FORMAT"),
         flag: Some("--format"),
         default: Some("rich"),
+        example: "\"rich\"",
     },
     KeySpec {
         name: "invariant-actor",
@@ -863,6 +868,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: Some("AGENTS_INVARIANT_ACTOR"),
         flag: None,
         default: None,
+        example: "\"local/reconciler\"",
     },
     KeySpec {
         name: "log-level",
@@ -870,6 +876,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: Some("AGENTS_LOG"),
         flag: Some("-v"),
         default: Some("info"),
+        example: "\"info\"",
     },
     KeySpec {
         name: "sandbox-retention-days",
@@ -877,6 +884,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: Some("7"),
+        example: "7",
     },
     KeySpec {
         name: "lease-expiry-secs",
@@ -884,6 +892,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: Some("30"),
+        example: "30",
     },
     KeySpec {
         name: "checkpoint-store",
@@ -891,6 +900,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: None,
+        example: "\"/srv/agents/checkpoints\"",
     },
     KeySpec {
         name: "max-parallel-children",
@@ -898,6 +908,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: Some("2"),
+        example: "2",
     },
     KeySpec {
         name: "max-cost-usd",
@@ -905,6 +916,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: None,
+        example: "5.0",
     },
     KeySpec {
         name: "max-tokens",
@@ -912,6 +924,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: None,
+        example: "2000000",
     },
     KeySpec {
         name: "agent-skill-dirs",
@@ -919,6 +932,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: None,
+        example: "\"~/.agents/skills\"",
     },
     KeySpec {
         name: "agent-skills-in-resources",
@@ -926,6 +940,7 @@ pub const KEYS: [KeySpec; 12] = [
         env: None,
         flag: None,
         default: Some("false"),
+        example: "false",
     },
 ];
 
@@ -1784,7 +1799,10 @@ fn edit_file<R>(
             snippet,
         }
     })?;
+    let comments_only = doc.as_table().is_empty();
+    let had_root_values = !doc.as_table().get_values().is_empty();
     let result = edit(&mut doc);
+    keep_leading_comments_first(&mut doc, comments_only, had_root_values);
     let new_text = doc.to_string();
     if new_text == old_text && !created {
         return Ok((result, new_text, created));
@@ -1799,6 +1817,78 @@ fn edit_file<R>(
     crate::safe_write::replace_file(config_path, new_text.as_bytes())
         .map_err(write_err(config_path))?;
     Ok((result, new_text, created))
+}
+
+/// Keeps a file's leading comments (the header and commented examples `init` writes) above
+/// what an edit added. A file of comments only holds them as the document's trailing text,
+/// printed after every item; a file whose root has no keys holds them before its first table,
+/// and root keys print before every table. Either way the comments become the document's
+/// leading text, so a new root key follows them and a new table goes at the end.
+fn keep_leading_comments_first(
+    doc: &mut toml_edit::DocumentMut,
+    comments_only: bool,
+    had_root_values: bool,
+) {
+    let separated = |c: &str| {
+        if c.ends_with("\n\n") {
+            c.to_string()
+        } else {
+            format!("{c}\n")
+        }
+    };
+    if comments_only {
+        let trailing = doc.trailing().as_str().unwrap_or_default().to_string();
+        if !doc.as_table().is_empty() && !trailing.trim().is_empty() {
+            doc.decor_mut().set_prefix(separated(&trailing));
+            doc.set_trailing("");
+        }
+        return;
+    }
+    if had_root_values || doc.as_table().get_values().is_empty() {
+        return;
+    }
+    // Root keys were added to a file that had only tables: the first table's leading comments
+    // are the file's header.
+    let mut first: Option<(isize, Vec<String>)> = None;
+    fn visit(
+        t: &toml_edit::Table,
+        path: &mut Vec<String>,
+        first: &mut Option<(isize, Vec<String>)>,
+    ) {
+        for (k, item) in t.iter() {
+            if let Some(sub) = item.as_table() {
+                path.push(k.to_string());
+                if let Some(pos) = sub.position()
+                    && !sub.is_implicit()
+                    && first.as_ref().is_none_or(|(p, _)| pos < *p)
+                {
+                    *first = Some((pos, path.clone()));
+                }
+                visit(sub, path, first);
+                path.pop();
+            }
+        }
+    }
+    visit(doc.as_table(), &mut Vec::new(), &mut first);
+    let Some((_, path)) = first else { return };
+    let mut table = doc.as_table_mut();
+    for k in &path {
+        match table.get_mut(k).and_then(toml_edit::Item::as_table_mut) {
+            Some(t) => table = t,
+            None => return,
+        }
+    }
+    let leading = table
+        .decor()
+        .prefix()
+        .and_then(|p| p.as_str())
+        .unwrap_or_default()
+        .to_string();
+    if leading.trim().is_empty() {
+        return;
+    }
+    table.decor_mut().set_prefix("\n");
+    doc.decor_mut().set_prefix(separated(&leading));
 }
 
 fn get_in(doc: &toml_edit::DocumentMut, segments: &[String]) -> Option<String> {
@@ -1866,13 +1956,7 @@ pub fn default_file_text() -> String {
     );
     for spec in KEYS {
         s.push_str(&format!("# {}\n", spec.description));
-        match spec.default {
-            Some(d) if d.parse::<u32>().is_ok() => {
-                s.push_str(&format!("# {} = {}\n\n", spec.name, d));
-            }
-            Some(d) => s.push_str(&format!("# {} = \"{}\"\n\n", spec.name, d)),
-            None => s.push_str(&format!("# {} = \"local/reconciler\"\n\n", spec.name)),
-        }
+        s.push_str(&format!("# {} = {}\n\n", spec.name, spec.example));
     }
     s.push_str(
         "# Providers: built in are `openai` (OPENAI_API_KEY) and `anthropic` (ANTHROPIC_API_KEY).\n\

@@ -407,16 +407,31 @@ fn shell_sandbox_check() -> Check {
 fn provider_check(provider: &Provider, env: &dyn Fn(&str) -> Option<String>) -> Check {
     let name = format!("Provider {}", provider.name);
     match &provider.api_key_env {
-        None => Check::new(
-            name,
-            CheckStatus::Ok,
-            format!(
-                "{} at {} (no key needed)",
-                provider.kind.as_str(),
-                provider.base_url
+        None => match reachable(&provider.base_url) {
+            Ok(()) => Check::new(
+                name,
+                CheckStatus::Ok,
+                format!(
+                    "{} at {} (no key needed; it accepts connections)",
+                    provider.kind.as_str(),
+                    provider.base_url
+                ),
+                None,
             ),
-            None,
-        ),
+            Err(why) => Check::new(
+                name,
+                CheckStatus::Warn,
+                format!(
+                    "{} at {}: {why}",
+                    provider.kind.as_str(),
+                    provider.base_url
+                ),
+                Some(format!(
+                    "start the server (for Ollama: `ollama serve`) or correct providers.{}.base_url",
+                    provider.name
+                )),
+            ),
+        },
         Some(var) if env(var).is_some_and(|v| !v.is_empty()) => {
             Check::new(name, CheckStatus::Ok, format!("{var} is set"), None)
         }
@@ -430,6 +445,34 @@ fn provider_check(provider: &Provider, env: &dyn Fn(&str) -> Option<String>) -> 
             )),
         ),
     }
+}
+
+/// How long `diagnostics` waits for a local provider to accept a connection.
+const PROVIDER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether something accepts TCP connections at `base_url`'s host and port (connect only,
+/// within [`PROVIDER_CONNECT_TIMEOUT`]; no request is sent): a keyless provider is a local
+/// server, and one that is not running is the usual reason its actors fail.
+fn reachable(base_url: &str) -> Result<(), String> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let url = reqwest::Url::parse(base_url).map_err(|e| format!("not a URL ({e})"))?;
+    let host = url.host_str().ok_or("the URL has no host")?;
+    let port = url
+        .port_or_known_default()
+        .ok_or("the URL has no port")?;
+    let shown = format!("{host}:{port}");
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {shown} ({e})"))?
+        .collect();
+    let mut last = format!("nothing accepts connections at {shown}");
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, PROVIDER_CONNECT_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = format!("nothing accepts connections at {shown} ({e})"),
+        }
+    }
+    Err(last)
 }
 
 /// Why `init` refused or failed.

@@ -625,7 +625,11 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     }
     let client = ctx.client()?;
     if a.dry_run {
-        return Ok(dry_run(ctx, a, client.revert_preview(&a.decision, false)?));
+        let preview = client.revert_preview(&a.decision, false)?;
+        if preview.refused.is_some() {
+            return Err(refused_dry_run(ctx, a, client.as_ref(), preview));
+        }
+        return Ok(dry_run(ctx, a, preview));
     }
     let preview = client.revert_preview(&a.decision, true)?;
     drop(client);
@@ -703,25 +707,6 @@ pub fn correct(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
     Ok(reverted_report(ctx, a, d, &r, &p, data, next))
 }
 
-/// Why a revert of `plan` would not act on the guidance, when it would not: its steps are run
-/// by the offline script executor, which runs the action's script as written (only a model
-/// strategist, if any, reads the guidance when it re-decides).
-fn guidance_ignored(plan: &cleveragents_engine::domain::Plan) -> Option<String> {
-    let executor = plan.execution_actor.as_deref()?;
-    if executor != api::SCRIPT_EXECUTOR {
-        return None;
-    }
-    let strategist = plan.strategy_actor.as_deref().unwrap_or_default();
-    let decides = if strategist == api::CHECKLIST_STRATEGIST {
-        format!("nor does its strategist {strategist}, so the re-run repeats the same work")
-    } else {
-        format!("only its strategist {strategist} reads the guidance when it re-decides")
-    };
-    Some(format!(
-        "the plan's execution actor {executor} cannot act on guidance (it runs the action's script as written); {decides}. To carry the guidance out, correct with --mode append --execution-actor PROVIDER/MODEL"
-    ))
-}
-
 /// `plan correct --dry-run` of a revert: what would be invalidated, re-run and replayed, and
 /// its cost, with nothing changed.
 fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
@@ -770,7 +755,7 @@ fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
         ],
     ));
     report = impact_elements(report, imp, &p.steps);
-    if let Some(why) = guidance_ignored(&p.plan) {
+    if let Some(why) = super::plan::run::guidance_ignored(&p.plan) {
         report = report.message(Level::Warn, why);
     }
     if let Some(r) = refusal {
@@ -780,6 +765,26 @@ fn dry_run(ctx: &Context, a: &CorrectArgs, p: api::RevertPreview) -> Report {
         title: "Next Steps".into(),
         items: dry_run_next_steps(ctx, a, &p),
     })
+}
+
+/// A revert dry run that would be refused ends as the revert would: with the refusal's own
+/// error (`CONFLICT` for the plan's phase or state), its preview as the data, and what fits
+/// instead as the hints (never the refused command).
+fn refused_dry_run(
+    ctx: &Context,
+    a: &CorrectArgs,
+    client: &dyn api::Client,
+    p: api::RevertPreview,
+) -> CliError {
+    let hints = dry_run_next_steps(ctx, a, &p);
+    let data = dry_run(ctx, a, p).data;
+    let mut err = match client.revert_preview(&a.decision, true) {
+        Err(e) => CliError::from(e),
+        Ok(p) => CliError::new("CONFLICT", p.refused.map(|r| r.message).unwrap_or_default()),
+    };
+    err.body.message = format!("a revert would be refused: {}", err.body.message);
+    err.body.suggestions = hints;
+    err.data(data)
 }
 
 /// The report of a revert that stopped where it should (a gate, applied, nothing to do).
@@ -805,7 +810,7 @@ fn reverted_report(
             .filter(|v: &Vec<String>| !v.is_empty())
             .unwrap_or_else(|| vec!["(none)".into()])
     };
-    let ignored = guidance_ignored(p);
+    let ignored = super::plan::run::guidance_ignored(p);
     let report = Report::ok(
         "plan correct",
         data,
@@ -1003,6 +1008,14 @@ fn append(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             )))
         });
     }
+    // An actor that cannot run now (its provider's key is not set) would leave an errored
+    // child: the dry run says so, and the real run refuses before writing anything.
+    if let Some(why) = &preview.actor_unavailable {
+        return Err(CliError::new("ENVIRONMENT", why.clone())
+            .detail("the child plan's Execute would error with ACTOR_UNAVAILABLE")
+            .hint(ctx.suggest("actor list"))
+            .hint(ctx.suggest("diagnostics")));
+    }
     if a.dry_run {
         let bases = &preview.bases;
         let data = json!({
@@ -1071,7 +1084,7 @@ fn append(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
         "stopped": r.driven.as_ref().map(|x| super::plan::json::stopped(&x.stopped)),
         "next": next,
     });
-    let mut report = Report::ok(
+    let report = Report::ok(
         "plan correct",
         data,
         format!(
@@ -1082,12 +1095,10 @@ fn append(ctx: &Context, a: &CorrectArgs) -> Result<Report, CliError> {
             view::short(&d.decision_id.to_string())
         ),
     );
+    // The correction did not carry the guidance out: the command fails, as `plan use` does
+    // for a plan that errors, with the child's recovery hints.
     if let Some(Stopped::Errored { code, message }) = r.driven.as_ref().map(|x| &x.stopped) {
-        report.status.level = Level::Warn;
-        report = report.message(
-            Level::Warn,
-            format!("the child plan errored ({code}): {message}"),
-        );
+        return Err(super::plan::run::errored(child, code, message, report.data));
     }
     Ok(report
         .with(Element::panel(

@@ -226,7 +226,7 @@ fn plan_diff(
         unified: !structured,
     })?;
     match view {
-        api::DiffView::Applied(applied) => applied_diff(ctx, applied, resource, !stat),
+        api::DiffView::Applied(applied) => applied_diff(ctx, applied, resource, (!stat, remainder)),
         api::DiffView::Sandboxes(sandboxes) => sandboxes_diff(ctx, sandboxes, resource),
     }
 }
@@ -395,7 +395,7 @@ fn applied_diff(
     ctx: &Context,
     view: api::AppliedDiff,
     resource: Option<&str>,
-    hunks: bool,
+    (hunks, remainder): (bool, bool),
 ) -> Result<Report, CliError> {
     no_such_resource(
         resource,
@@ -462,11 +462,23 @@ fn applied_diff(
             .collect();
         report = report.message(
             Level::Warn,
-            format!(
-                "Apply left out {}; what it left in the sandbox: {}",
-                names.join(", "),
-                ctx.suggest(&format!("plan diff --remainder {plan}"))
-            ),
+            if view.sandbox_released {
+                format!(
+                    "Apply left out {}; the remainder is gone: the plan's sandbox was released (plan cleanup)",
+                    names.join(", ")
+                )
+            } else {
+                format!(
+                    "Apply left out {}; what it left in the sandbox: {}",
+                    names.join(", "),
+                    ctx.suggest(&format!("plan diff --remainder {plan}"))
+                )
+            },
+        );
+    } else if remainder && view.sandbox_released {
+        report = report.message(
+            Level::Warn,
+            "the remainder is gone: the plan's sandbox was released (plan cleanup); shown is what Apply committed",
         );
     }
     if chosen
@@ -665,35 +677,56 @@ fn rollback(ctx: &Context, plan: &str, cp: &str, yes: bool) -> Result<Report, Cl
         "state": outcome.status.state,
     });
     Ok(
-        Report::ok("plan rollback", data, format!("Rolled back to {cp_id}")).with(Element::panel(
-            "Rollback",
-            [
-                ("Plan", Cell::new(plan_id.to_string(), Tone::Id)),
-                ("Checkpoint", Cell::new(cp_id.to_string(), Tone::Id)),
-                ("Resources", outcome.resources.join(", ").into()),
-                (
-                    "Discarded Checkpoints",
-                    outcome.discarded_checkpoints.to_string().into(),
-                ),
-                (
-                    "Discarded Tool Calls",
-                    outcome.discarded_tool_calls.to_string().into(),
-                ),
-                (
-                    "Plan Status",
-                    format!("{} / {}", outcome.status.phase, outcome.status.state).into(),
-                ),
-                (
-                    "Withdrawn Approvals",
-                    if rolled.withdrawn_approvals.is_empty() {
-                        "none".into()
-                    } else {
-                        rolled.withdrawn_approvals.join(", ").into()
-                    },
-                ),
-            ],
-        )),
+        Report::ok("plan rollback", data, format!("Rolled back to {cp_id}"))
+            .with(Element::panel(
+                "Rollback",
+                [
+                    ("Plan", Cell::new(plan_id.to_string(), Tone::Id)),
+                    ("Checkpoint", Cell::new(cp_id.to_string(), Tone::Id)),
+                    ("Resources", outcome.resources.join(", ").into()),
+                    (
+                        "Discarded Checkpoints",
+                        outcome.discarded_checkpoints.to_string().into(),
+                    ),
+                    (
+                        "Discarded Tool Calls",
+                        outcome.discarded_tool_calls.to_string().into(),
+                    ),
+                    (
+                        "Plan Status",
+                        format!("{} / {}", outcome.status.phase, outcome.status.state).into(),
+                    ),
+                    (
+                        "Withdrawn Approvals",
+                        if rolled.withdrawn_approvals.is_empty() {
+                            "none".into()
+                        } else {
+                            rolled.withdrawn_approvals.join(", ").into()
+                        },
+                    ),
+                ],
+            ))
+            .with(Element::List {
+                title: "Next Steps".into(),
+                items: rollback_next(ctx, plan_id, &outcome.status),
+            }),
     )
+}
+
+/// What follows a rollback: a plan back at execute/queued runs the discarded steps again
+/// with `plan execute`; the sandbox as it now is shows with `plan diff`.
+fn rollback_next(
+    ctx: &Context,
+    plan: cleveragents_engine::domain::Id,
+    status: &cleveragents_engine::domain::PlanStatus,
+) -> Vec<String> {
+    use cleveragents_engine::domain::{Phase, ProcessingState};
+    let mut next = Vec::new();
+    if status.phase == Phase::Execute && status.state == ProcessingState::Queued {
+        next.push(ctx.suggest(&format!("plan execute {plan}")));
+    }
+    next.push(ctx.suggest(&format!("plan diff {plan}")));
+    next
 }
 
 fn export_cmd(

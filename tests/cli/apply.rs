@@ -1013,6 +1013,46 @@ fn after_a_partial_apply_plan_diff_shows_the_commit_and_what_was_left_out() {
     assert!(rest.to_string().contains("b.txt"), "{rest:#}");
 }
 
+/// Once `plan cleanup` released the sandbox, the remainder a partial Apply left there is
+/// gone: `plan diff --remainder` says so (and shows the commit), and nothing suggests
+/// `--remainder` any more.
+#[test]
+fn after_cleanup_plan_diff_remainder_says_the_remainder_is_gone_and_stops_suggesting_it() {
+    let env = Env::new();
+    let repo = repo_with(
+        env.root(),
+        "repo",
+        &[("a.txt", "one\n"), ("b.txt", "two\n")],
+    );
+    let plan = plan_at_apply_gate(
+        &env,
+        &[&repo],
+        &["echo more >> a.txt && echo more >> b.txt"],
+    );
+    let (doc, code) = env.json(&["plan", "apply", "--yes", "--exclude", "b.txt", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = env.json(&["plan", "cleanup", "--yes"]);
+    assert_eq!(code, 0, "{doc:#}");
+    for args in [
+        &["plan", "diff", "--remainder", &plan][..],
+        &["plan", "diff", &plan][..],
+    ] {
+        let mut all = vec!["--format", "plain"];
+        all.extend_from_slice(args);
+        let out = env.run(&all);
+        let text = crate::support::stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {text}");
+        assert!(
+            !text.contains("--remainder"),
+            "{args:?}: does not suggest --remainder: {text}"
+        );
+        assert!(
+            text.contains("sandbox was released"),
+            "{args:?}: says why the remainder is gone: {text}"
+        );
+    }
+}
+
 #[test]
 fn after_a_partial_apply_plan_artifacts_lists_what_the_commit_wrote_and_what_was_left_out() {
     let env = Env::new();

@@ -256,3 +256,31 @@ fn diagnostics_reports_the_free_disk_space_of_the_data_directory() {
         "{disk:#}"
     );
 }
+
+/// `config set` on the file `init` wrote (comments only) keeps its header comments at the top:
+/// a new key or table goes after them, a new table at the end.
+#[test]
+fn config_set_on_the_file_init_wrote_adds_after_its_comments_not_above_them() {
+    let env = crate::support::Env::new();
+    let (doc, code) = env.json(&["init", "--yes"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let template = std::fs::read_to_string(&env.config_path).unwrap();
+    for (key, value) in [
+        ("providers.ollama.base_url", "http://127.0.0.1:11434/v1"),
+        ("format", "plain"),
+    ] {
+        let (doc, code) = env.json(&["config", "set", key, value]);
+        assert_eq!(code, 0, "{doc:#}");
+    }
+    let text = std::fs::read_to_string(&env.config_path).unwrap();
+    assert!(
+        text.starts_with(&template),
+        "the template's comments stay first, unchanged:\n{text}"
+    );
+    let added = &text[template.len()..];
+    let format_at = added.find("format = \"plain\"").expect(&text);
+    let table_at = added.find("[providers.ollama]").expect(&text);
+    assert!(format_at < table_at, "the new table is last:\n{text}");
+    let (doc, code) = env.json(&["config", "list"]);
+    assert_eq!(code, 0, "{doc:#}");
+}

@@ -1366,13 +1366,17 @@ fn explaining_a_superseded_decision_suggests_its_replacement_not_a_refused_corre
     assert_eq!(code, 0, "{doc:#}");
 }
 
+/// A dry run of a revert that would be refused ends as refused, as the revert would: a
+/// non-zero exit with the refusal's code, no OK, and what fits instead as the hints.
 #[test]
-fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
+fn a_dry_run_revert_that_would_be_refused_ends_refused_and_does_not_suggest_running_it() {
     let (s, id, pid) = offline_plan();
     let (doc, code) = s.env.json(&["plan", "apply", "--yes", &id]);
     assert_eq!(code, 0, "{doc:#}");
     let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
     let out = s.env.run(&[
+        "--format",
+        "plain",
         "plan",
         "correct",
         "--mode",
@@ -1382,8 +1386,18 @@ fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
         "--dry-run",
         &s5,
     ]);
-    let text = crate::support::stdout(&out);
+    let text = format!(
+        "{}{}",
+        crate::support::stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "a refused dry run fails: {text}"
+    );
     assert!(text.contains("a revert would be refused"), "{text}");
+    assert!(!text.contains("[OK]"), "{text}");
     assert!(
         !text.contains("--mode revert -g again --yes"),
         "the refused revert is not offered: {text}"
@@ -1392,7 +1406,7 @@ fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
         text.contains("--mode append --execution-actor <actor>") && text.contains("actor list"),
         "what fits instead (the offline executor cannot carry guidance): {text}"
     );
-    let (doc, _) = s.env.json(&[
+    let (doc, code) = s.env.json(&[
         "plan",
         "correct",
         "--mode",
@@ -1402,6 +1416,13 @@ fn a_dry_run_revert_that_would_be_refused_does_not_suggest_running_it() {
         "--dry-run",
         &s5,
     ]);
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(doc["status"], "error", "{doc:#}");
+    assert_eq!(doc["error"]["code"], "CONFLICT", "{doc:#}");
+    assert!(
+        doc["data"]["refused"].is_string(),
+        "the preview is the data: {doc:#}"
+    );
     assert!(!doc.to_string().contains("--yes"), "{doc:#}");
 }
 
@@ -1758,5 +1779,115 @@ fn a_corrected_decision_keeps_its_place_in_the_tree() {
             "write c.txt"
         ],
         "{labels:?}"
+    );
+}
+
+/// An append whose child's model execution actor cannot run now (its provider's API key is
+/// not set) is refused by the dry run as by the real run, before anything is written: the
+/// child would only error with `ACTOR_UNAVAILABLE`.
+#[test]
+fn an_append_whose_execution_actor_is_unavailable_is_refused_by_the_dry_run_and_the_real_run() {
+    let (s, _id, pid) = offline_plan();
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let plans_before = store(&s.env).plans().unwrap().len();
+    for last in ["--dry-run", "--yes"] {
+        let (doc, code) = s.env.json(&[
+            "plan",
+            "correct",
+            "--mode",
+            "append",
+            "-g",
+            "also update the changelog",
+            "--execution-actor",
+            "anthropic/claude-sonnet-4-5",
+            last,
+            &s5,
+        ]);
+        assert_ne!(code, 0, "{last}: {doc:#}");
+        assert_eq!(doc["status"], "error", "{last}: {doc:#}");
+        assert_eq!(doc["error"]["code"], "ENVIRONMENT", "{last}: {doc:#}");
+        assert!(
+            doc["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("ANTHROPIC_API_KEY"),
+            "{last}: says what to set: {doc:#}"
+        );
+    }
+    assert_eq!(
+        store(&s.env).plans().unwrap().len(),
+        plans_before,
+        "no child plan was created"
+    );
+}
+
+/// A real append whose child plan errors fails (`PLAN_ERRORED`, non-zero exit) with the
+/// child's recovery hints: the guidance was not carried out.
+#[test]
+fn an_append_whose_child_plan_errors_exits_non_zero() {
+    let (s, _id, pid) = offline_plan();
+    let server = ProviderServer::start(vec![Turn::status(400, "the model refuses")]);
+    scripted_config(&s.env, &server);
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let (doc, code) = keyed(
+        &s.env,
+        &[
+            "plan",
+            "correct",
+            "--mode",
+            "append",
+            "-g",
+            "also update the changelog",
+            "--execution-actor",
+            "scripted/m",
+            "--yes",
+            &s5,
+        ],
+    );
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(doc["error"]["code"], "PLAN_ERRORED", "{doc:#}");
+    let child = doc["data"]["child_plan_id"].as_str().unwrap();
+    assert!(
+        doc["error"]["message"].as_str().unwrap().contains(child),
+        "names the child plan: {doc:#}"
+    );
+}
+
+/// Applying a parent whose appended correction child errored warns that the child's work is
+/// not part of the apply and points to the child's status.
+#[test]
+fn applying_a_parent_whose_appended_correction_errored_warns_about_the_child() {
+    let (s, id, pid) = offline_plan();
+    let server = ProviderServer::start(vec![Turn::status(400, "the model refuses")]);
+    scripted_config(&s.env, &server);
+    let s5 = by_key(&store(&s.env), &pid)["s5"].decision_id.to_string();
+    let (doc, _) = keyed(
+        &s.env,
+        &[
+            "plan",
+            "correct",
+            "--mode",
+            "append",
+            "-g",
+            "also update the changelog",
+            "--execution-actor",
+            "scripted/m",
+            "--yes",
+            &s5,
+        ],
+    );
+    let child = doc["data"]["child_plan_id"].as_str().unwrap().to_string();
+    let out = s
+        .env
+        .run(&["--format", "plain", "plan", "apply", "--yes", &id]);
+    let text = crate::support::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(&format!("child plan {child}")) && text.contains("not part of this apply"),
+        "warns about the errored child: {text}"
+    );
+    assert!(
+        text.contains(&format!("plan status {child}")),
+        "suggests the child's status: {text}"
     );
 }

@@ -149,3 +149,53 @@ fn ctrl_c_at_the_prompt_exits_130_with_a_cancelled_result() {
         "nothing changed"
     );
 }
+
+/// Every commented-out `key = value` example of the file `init` writes loads when uncommented
+/// on its own (with the commented table header it sits under, if any): each example has a
+/// value of its key's own type.
+#[test]
+fn every_commented_example_in_the_config_init_writes_loads_when_uncommented() {
+    let env = Env::new();
+    let (doc, code) = env.json(&["init", "--yes"]);
+    assert_eq!(code, 0, "{doc}");
+    let template = fs::read_to_string(&env.config_path).unwrap();
+    let lines: Vec<&str> = template.lines().collect();
+    let is_key_line = |line: &str| {
+        line.strip_prefix("# ").is_some_and(|rest| {
+            rest.split_once(" = ")
+                .is_some_and(|(key, _)| !key.is_empty() && !key.contains(' '))
+        })
+    };
+    let mut tried = 0;
+    let mut table_header: Option<usize> = None;
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with("# [") && line.ends_with(']') {
+            table_header = Some(i);
+            continue;
+        }
+        if line.is_empty() {
+            table_header = None;
+        }
+        if !is_key_line(line) {
+            continue;
+        }
+        let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        edited[i] = line[2..].to_string();
+        if let Some(h) = table_header {
+            edited[h] = lines[h][2..].to_string();
+        }
+        fs::write(&env.config_path, edited.join("\n") + "\n").unwrap();
+        let (doc, code) = env.json(&["config", "list"]);
+        assert_eq!(
+            code,
+            0,
+            "uncommenting `{}` breaks the config: {doc:#}",
+            &line[2..]
+        );
+        tried += 1;
+    }
+    assert!(
+        tried >= 12,
+        "every top-level key has an example ({tried} tried)"
+    );
+}

@@ -778,6 +778,36 @@ fn steps_rolled_back_run_again_at_the_next_execute_and_their_work_is_applied() {
     assert_eq!(notes, "Release 1.2\nMore\n");
 }
 
+/// A rollback leaves the plan at execute/queued: its report suggests `plan execute`, which
+/// runs the discarded steps again.
+#[test]
+fn a_rollback_suggests_plan_execute_to_run_the_discarded_steps_again() {
+    let s = setup();
+    let (doc, code, id) = use_plan(&s, "trusted");
+    assert_eq!(code, 3, "trusted stops at the apply gate: {doc:#}");
+    let (doc, _) = s.env.json(&["plan", "checkpoints", &id]);
+    let first = doc["data"]["checkpoints"][0]["checkpoint_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .to_string();
+    let out = s.env.run(&[
+        "--format", "plain", "plan", "rollback", "--yes", &id, &first,
+    ]);
+    let text = crate::support::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let next: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Next Steps"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(
+        next.iter()
+            .any(|l| l.trim_end().ends_with(&format!("plan execute {id}"))),
+        "{text}"
+    );
+}
+
 #[test]
 fn an_errored_plan_rolled_back_before_its_failed_step_runs_again_instead_of_sticking() {
     // The second step fails until a guard file exists in the sandbox.

@@ -234,20 +234,17 @@ fn every_hint_runs_as_printed(action: &str, dirty: bool, phase: &str) {
     }
 }
 
+/// `plan prompt`'s template, typed as printed with its `<guidance>` placeholder, is refused and
+/// records nothing.
 #[test]
-fn a_recovery_hint_that_needs_guidance_is_a_template_the_command_refuses_as_printed() {
-    let (s, id, doc) = failed_plan(FAILING_ACTION, false);
-    let hints = printed_hints(&s, &id, &doc);
-    let prompt = hints
-        .iter()
-        .find(|h| h.contains("plan prompt"))
-        .unwrap_or_else(|| panic!("{hints:#?}"));
-    assert!(!prompt.contains("GUIDANCE"), "{prompt}");
-    assert!(
-        prompt.contains(&format!("plan prompt {id} <guidance>")),
-        "{prompt}"
+fn the_plan_prompt_template_typed_with_its_placeholder_is_refused() {
+    let (s, id, _doc) = failed_plan(FAILING_ACTION, false);
+    let template = format!(
+        "agents --data-dir {} --config-path {} plan prompt {id} <guidance>",
+        shell_words::quote(&s.env.data_dir.display().to_string()),
+        shell_words::quote(&s.env.config_path.display().to_string()),
     );
-    let (code, out) = run_printed(&s, command_of(prompt));
+    let (code, out) = run_printed(&s, &template);
     assert_eq!(
         (code, out["error"]["code"].as_str()),
         (1, Some("INVALID_INPUT")),
@@ -262,6 +259,31 @@ fn a_recovery_hint_that_needs_guidance_is_a_template_the_command_refuses_as_prin
             .iter()
             .all(|d| !format!("{d:?}").contains("<guidance>")),
         "no guidance was recorded"
+    );
+}
+
+/// A plan whose strategist and executor are both offline built-ins cannot act on guidance:
+/// its recovery hints do not offer `plan prompt`, and `plan prompt` itself warns, as `plan
+/// correct` does, that the re-run repeats the same work.
+#[test]
+fn a_plan_of_offline_built_in_actors_is_not_offered_plan_prompt_and_prompting_it_warns() {
+    let (s, id, doc) = failed_plan(FAILING_ACTION, false);
+    let hints = printed_hints(&s, &id, &doc);
+    assert!(
+        hints.iter().all(|h| !h.contains("plan prompt")),
+        "{hints:#?}"
+    );
+    // The re-run fails again (the script is as it was): the error says why.
+    let (doc, code) = s
+        .env
+        .json(&["plan", "prompt", &id, "write the version too"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(
+        doc["error"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot act on guidance"),
+        "{doc:#}"
     );
 }
 
@@ -811,4 +833,38 @@ fn a_step_failing_for_lack_of_network_points_to_the_actions_network_setting() {
         message.contains("no network") && message.contains("sandbox: network: true"),
         "{message}"
     );
+}
+
+/// `diagnostics` tries to connect to a keyless (local) provider's `base_url`: one where nothing
+/// listens is a warning naming the address, one that listens is OK.
+#[test]
+fn diagnostics_warns_when_nothing_listens_at_a_local_providers_base_url() {
+    let env = Env::new();
+    let listening = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let up = listening.local_addr().unwrap().port();
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    fs::create_dir_all(env.config_path.parent().unwrap()).unwrap();
+    fs::write(
+        &env.config_path,
+        format!(
+            "[providers.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{down}/v1\"\n\n[providers.up]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{up}/v1\"\n"
+        ),
+    )
+    .unwrap();
+    let (doc, _) = env.json(&["diagnostics"]);
+    let down_check = check(&doc, "Provider down");
+    assert_eq!(down_check["status"], "warn", "{down_check:#}");
+    assert!(
+        down_check["details"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("127.0.0.1:{down}")),
+        "{down_check:#}"
+    );
+    let up_check = check(&doc, "Provider up");
+    assert_eq!(up_check["status"], "ok", "{up_check:#}");
+    drop(listening);
 }

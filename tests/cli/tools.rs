@@ -1544,3 +1544,42 @@ fn a_violation_by_a_model_executor_offers_correct_and_its_command_keeps_the_envi
         "like every other hint, it acts on the same environment: {doc:#}"
     );
 }
+
+/// A plan that has only finished Strategize has no sandbox yet: `tool run` on it says so and
+/// points to `plan execute`, with or without `--resource`, instead of saying the plan has no
+/// resources.
+#[test]
+fn a_tool_run_on_a_plan_before_execute_says_it_has_no_sandbox_until_execute() {
+    let s = super::lifecycle::setup();
+    let (doc, code, id) = super::lifecycle::use_plan(&s, "manual");
+    assert_eq!(code, 3, "waits at the strategize gate: {doc:#}");
+    for extra in [&[][..], &["--resource", "local/babel"][..]] {
+        let mut args = vec![
+            "tool",
+            "run",
+            "find_definition",
+            "--plan",
+            &id,
+            "--args",
+            r#"{"symbol": "f"}"#,
+        ];
+        args.extend_from_slice(extra);
+        let (doc, code) = s.env.json(&args);
+        assert_ne!(code, 0, "{extra:?}: {doc:#}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("no sandbox until Execute"),
+            "{extra:?}: {doc:#}"
+        );
+        assert!(
+            !message.contains("resources"),
+            "{extra:?}: not about resources: {doc:#}"
+        );
+        assert!(
+            doc["error"]["suggestions"]
+                .to_string()
+                .contains(&format!("plan execute {id}")),
+            "{extra:?}: {doc:#}"
+        );
+    }
+}

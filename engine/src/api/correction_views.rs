@@ -195,6 +195,10 @@ pub struct AppendPreview {
     pub parent_phase: Phase,
     /// Why the child plan's execution actor could not carry the guidance, if it could not.
     pub actor_refusal: Option<String>,
+    /// Why the child plan's model execution actor could not run now (a provider's API key
+    /// not set, ...): its Execute would error with `ACTOR_UNAVAILABLE`.
+    #[serde(default)]
+    pub actor_unavailable: Option<String>,
     /// What the child plan would be based on (when asked for and the actor fits).
     pub bases: Vec<PlanBase>,
 }

@@ -98,7 +98,7 @@ pub use crate::actors::estimate::USAGE_ESTIMATOR;
 pub use crate::lifecycle::approvals::{Answer, Answered as ApprovalAnswered, describe_budget};
 pub use crate::lifecycle::driven::{Driven, Stopped};
 pub use crate::lifecycle::invariant_checks::{Coverage as InvariantCoverage, correct_step};
-pub use crate::lifecycle::report::{Hint, recovery_hints};
+pub use crate::lifecycle::report::{Hint, guidance_heard, recovery_hints};
 pub use crate::redact::{RedactingWriter, redacted_bytes};
 pub use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR};
 pub use crate::registry::plan_use::{Created as PlanCreated, Request as PlanUseArgs};

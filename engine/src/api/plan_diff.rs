@@ -170,6 +170,10 @@ pub struct AppliedDiff {
     pub names: Vec<String>,
     /// What the plan's last Apply left out (its `apply_complete` event), `[]` when nothing.
     pub left_out: serde_json::Value,
+    /// The plan's sandboxes were released (`plan cleanup`) or removed: what Apply left out
+    /// is no longer anywhere to diff (`--remainder` has nothing to show).
+    #[serde(default)]
+    pub sandbox_released: bool,
 }
 
 /// Answers `query` on `engine`; orphaned and expired sandboxes are swept first, as every
@@ -186,7 +190,11 @@ pub(crate) fn diff(engine: &Engine, query: &DiffQuery) -> Result<DiffView, ApiEr
         hunks: query.hunks,
     };
     if plan.phase() == Phase::Applied && (active.is_empty() || !query.remainder) {
-        return applied_diff(&store, &plan, query.resource.as_deref(), &request);
+        let mut view = applied_diff(&store, &plan, query.resource.as_deref(), &request)?;
+        if let DiffView::Applied(a) = &mut view {
+            a.sandbox_released = active.is_empty();
+        }
+        return Ok(view);
     }
     let mut resources = Vec::new();
     for sb in active.iter().filter(|s| {
@@ -342,6 +350,7 @@ fn applied_diff(
         resources,
         names,
         left_out: last_left_out(store, &plan.plan_id)?,
+        sandbox_released: false,
     }))
 }
 

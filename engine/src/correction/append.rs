@@ -112,6 +112,23 @@ pub fn child_execution_actor(
     Ok(actor)
 }
 
+/// Why the child plan's model execution actor `actor` could not run now (its provider's API
+/// key is not set, its model is unknown, ...), as its Execute would fail with
+/// `ACTOR_UNAVAILABLE`; `None` when it can run or is an offline built-in actor.
+pub fn child_actor_unavailable(engine: &Lifecycle, parent: &Plan, actor: &str) -> Option<String> {
+    if actor.starts_with("builtin/") {
+        return None;
+    }
+    crate::lifecycle::model::resolve(
+        engine,
+        parent,
+        actor,
+        crate::actors::prompts::Role::Executor,
+    )
+    .err()
+    .map(|why| format!("the child plan's execution actor {actor} is unavailable: {why}"))
+}
+
 /// Appends a child plan carrying `guidance` for `decision_id` and drives it; the child runs
 /// with `execution_actor` when given, else with the parent's (see [`child_execution_actor`]).
 ///

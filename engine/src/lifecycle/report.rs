@@ -115,6 +115,24 @@ impl Hint {
 /// and Execute resume with `plan execute` or `plan prompt`; Apply is retried with `plan apply`
 /// (the other two refuse a plan at Apply). A failed step's output is in `plan logs`.
 pub fn recovery_hints(plan: &Plan) -> Vec<Hint> {
+    let mut hints = phase_recovery_hints(plan);
+    // `plan prompt` is offered only to a plan with an actor that reads guidance.
+    if !guidance_heard(plan) {
+        hints.retain(|h| !matches!(h.next, Next::PromptPlan { .. }));
+    }
+    hints
+}
+
+/// Whether one of `plan`'s actors can act on guidance: not when its strategist and executor
+/// are both offline built-ins (the checklist strategist and the script executor follow the
+/// action as written).
+pub fn guidance_heard(plan: &Plan) -> bool {
+    use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR};
+    !(plan.execution_actor.as_deref() == Some(SCRIPT_EXECUTOR)
+        && plan.strategy_actor.as_deref() == Some(CHECKLIST_STRATEGIST))
+}
+
+fn phase_recovery_hints(plan: &Plan) -> Vec<Hint> {
     let plan_id = plan.plan_id;
     let code = plan.error_code.as_deref().unwrap_or_default();
     let cancel = Hint::new(

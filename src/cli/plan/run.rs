@@ -487,7 +487,7 @@ fn applied_report(command: &str, mut data: Value, p: &Plan) -> Report {
 }
 
 /// `PLAN_ERRORED` for a plan that errored, with its recovery steps as hints.
-fn errored(p: &Plan, code: &str, message: &str, data: Value) -> CliError {
+pub(crate) fn errored(p: &Plan, code: &str, message: &str, data: Value) -> CliError {
     let id = p.plan_id;
     cleveragents_engine::api::recovery_hints(p)
         .into_iter()
@@ -591,8 +591,59 @@ pub fn apply(ctx: &Context, a: &ApplyArgs) -> Result<Report, CliError> {
         e
     })?;
     let client = driver(ctx, a.stream, "Applying plan")?;
+    let unfinished = unfinished_children(client.as_ref(), id)?;
     let driven = run_driven(client.as_ref(), apply(id))?;
-    driven_report(ctx, "plan apply", driven)
+    driven_report(ctx, "plan apply", driven).map(|r| warn_unfinished(ctx, r, &unfinished))
+}
+
+/// The child plans of `plan` (an appended correction's, a spawned one's) that are neither
+/// applied nor cancelled: applying the parent does not carry their work.
+fn unfinished_children(client: &dyn api::Client, plan: Id) -> Result<Vec<Plan>, CliError> {
+    use cleveragents_engine::domain::{Phase, ProcessingState};
+    Ok(client
+        .plan_list(api::PlanFilter::default())?
+        .plans
+        .into_iter()
+        .filter(|p| {
+            p.parent_plan_id == Some(plan)
+                && p.phase() != Phase::Applied
+                && p.state() != ProcessingState::Cancelled
+        })
+        .collect())
+}
+
+/// `plan apply`'s report with a warning for each unfinished child plan: the parent is applied
+/// without the child's work (a correction appended but errored or not run yet), and the
+/// child's status is the next step.
+fn warn_unfinished(ctx: &Context, mut report: Report, children: &[Plan]) -> Report {
+    for c in children {
+        report = report.message(
+            Level::Warn,
+            format!(
+                "child plan {} ({}) is at {}/{}: its work is not part of this apply",
+                c.plan_id,
+                c.name,
+                c.phase(),
+                c.state()
+            ),
+        );
+    }
+    if let Some(c) = children.first() {
+        let next = ctx.suggest(&format!("plan status {}", c.plan_id));
+        match report.elements.iter_mut().rev().find_map(|e| match e {
+            Element::List { title, items } if title == "Next Steps" => Some(items),
+            _ => None,
+        }) {
+            Some(items) => items.push(next),
+            None => {
+                report = report.with(Element::List {
+                    title: "Next Steps".into(),
+                    items: vec![next],
+                })
+            }
+        }
+    }
+    report
 }
 
 /// The part of the review `plan apply`'s `--only`, `--exclude`, `--discard-rest` and
@@ -631,8 +682,9 @@ fn apply_without_asking(
     if ready {
         api::ApplySelection::new(&selection(a))?;
     }
+    let unfinished = unfinished_children(client.as_ref(), id)?;
     let driven = run_driven(client.as_ref(), apply(id))?;
-    driven_report(ctx, "plan apply", driven)
+    driven_report(ctx, "plan apply", driven).map(|r| warn_unfinished(ctx, r, &unfinished))
 }
 
 /// `CONFLICT` for a plan that is already applied or cancelled, with follow-ups that fit it
@@ -949,20 +1001,24 @@ fn next_after(
                 ctx.suggest(&format!("plan apply {id}"))
             ),
         ],
-        _ => vec![
-            format!(
+        _ => {
+            let mut next = vec![format!(
                 "review the strategy: {}",
                 ctx.suggest(&format!("plan status {id}"))
-            ),
-            format!(
-                "give guidance: {}",
-                ctx.suggest(&format!("plan prompt {id} <guidance>"))
-            ),
-            format!(
+            )];
+            // Guidance is offered only to a plan with an actor that reads it.
+            if api::guidance_heard(plan) {
+                next.push(format!(
+                    "give guidance: {}",
+                    ctx.suggest(&format!("plan prompt {id} <guidance>"))
+                ));
+            }
+            next.push(format!(
                 "go ahead after all: {}",
                 ctx.suggest(&format!("plan execute {id}"))
-            ),
-        ],
+            ));
+            next
+        }
     };
     next.push(format!(
         "drop the plan: {}",
@@ -1087,6 +1143,12 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
         .answered
         .as_ref()
         .map(|apr| format!("answered {apr} with the guidance"));
+    // As `plan correct` does: say when no actor of the plan can act on the guidance.
+    let ignored = guidance_ignored(&plan);
+    let warn = |r: Report| match &ignored {
+        Some(why) => r.message(Level::Warn, why.clone()),
+        None => r,
+    };
     let Some(driven) = driven else {
         let mut r = Report::ok(
             "plan prompt",
@@ -1097,12 +1159,24 @@ pub fn prompt(ctx: &Context, a: &PromptArgs) -> Result<Report, CliError> {
         if let Some(n) = note {
             r = r.message(Level::Info, n);
         }
-        return Ok(r);
+        return Ok(warn(r));
     };
-    driven_report(ctx, "plan prompt", driven).map(|r| match note {
-        Some(n) => r.message(Level::Info, n),
-        None => r,
-    })
+    driven_report(ctx, "plan prompt", driven)
+        .map(|r| match note {
+            Some(n) => r.message(Level::Info, n),
+            None => r,
+        })
+        .map(warn)
+        .map_err(|mut e| {
+            // The plan failed again: the error says why the guidance did not help.
+            if let Some(why) = &ignored {
+                e.body.detail = Some(match e.body.detail.take() {
+                    Some(d) => format!("{d}; {why}"),
+                    None => why.clone(),
+                });
+            }
+            e
+        })
 }
 
 /// `plan errors PLAN`: error history, retry history (from events) and recovery suggestions.
@@ -1194,4 +1268,23 @@ pub fn errors(ctx: &Context, input: &str) -> Result<Report, CliError> {
         });
     }
     Ok(report)
+}
+
+/// Why a revert of `plan` would not act on the guidance, when it would not: its steps are run
+/// by the offline script executor, which runs the action's script as written (only a model
+/// strategist, if any, reads the guidance when it re-decides).
+pub(crate) fn guidance_ignored(plan: &cleveragents_engine::domain::Plan) -> Option<String> {
+    let executor = plan.execution_actor.as_deref()?;
+    if executor != api::SCRIPT_EXECUTOR {
+        return None;
+    }
+    let strategist = plan.strategy_actor.as_deref().unwrap_or_default();
+    let decides = if strategist == api::CHECKLIST_STRATEGIST {
+        format!("nor does its strategist {strategist}, so the re-run repeats the same work")
+    } else {
+        format!("only its strategist {strategist} reads the guidance when it re-decides")
+    };
+    Some(format!(
+        "the plan's execution actor {executor} cannot act on guidance (it runs the action's script as written); {decides}. To carry the guidance out, correct with --mode append --execution-actor PROVIDER/MODEL"
+    ))
 }

@@ -230,7 +230,12 @@ pub(super) fn append_preview(
     drop(store);
     let lc = engine.lifecycle()?;
     let parent = lc.plan(&d.plan_id)?;
-    let actor_refusal = append::child_execution_actor(&lc, &parent, execution_actor).err();
+    let actor = append::child_execution_actor(&lc, &parent, execution_actor);
+    let actor_unavailable = actor
+        .as_ref()
+        .ok()
+        .and_then(|a| append::child_actor_unavailable(&lc, &parent, a));
+    let actor_refusal = actor.err();
     let bases = if bases && actor_refusal.is_none() {
         append::child_bases(&lc, &parent)?
     } else {
@@ -240,6 +245,7 @@ pub(super) fn append_preview(
         decision: d,
         parent_phase: parent.phase(),
         actor_refusal,
+        actor_unavailable,
         bases,
     })
 }

@@ -152,6 +152,22 @@ pub(super) fn run(engine: &Engine, r: ToolRunRequest) -> Result<ToolRan, ApiErro
     if let Some(path) = &r.target_path {
         warnings = register_dev_target(&mut store, &sandboxes, &plan, path)?;
     }
+    // Execute creates a plan's sandbox: before it, there is nothing for a tool to work on.
+    if r.target_path.is_none()
+        && plan.phase() == crate::domain::Phase::Strategize
+        && store.sandbox_targets(&plan.plan_id)?.is_empty()
+    {
+        return Err(crate::lifecycle::RunError::WrongState {
+            phase: plan.phase(),
+            state: plan.state(),
+            message: format!(
+                "plan {} has no sandbox until Execute: tools run in the sandbox Execute creates",
+                plan.plan_id
+            ),
+            hints: vec![crate::domain::Next::ExecutePlan { plan: plan.plan_id }],
+        }
+        .into());
+    }
     let policy = Policy::for_plan(&plan);
     let step = ToolRunner::new(&mut store, &sandboxes).step(
         &plan.plan_id,
