@@ -50,32 +50,15 @@ impl Reviewers {
     fn new() -> Self {
         let server = Server::start(Env::new());
         let admin = Env::new();
+        let tokens: [String; 2] = server
+            .organization(&admin, "acme", &[("owner", "ann"), ("maintainer", "bob")])
+            .try_into()
+            .unwrap();
         let ok = |args: &[&str]| {
             let (doc, code) = server.client_json(&admin, args);
             assert_eq!(code, 0, "{args:?}: {doc:#}");
             doc
         };
-        for user in ["ann", "bob"] {
-            ok(&["server", "user", "add", user]);
-        }
-        ok(&["server", "org", "add", "acme", "--owner", "ann"]);
-        ok(&[
-            "server",
-            "org",
-            "member",
-            "add",
-            "acme",
-            "bob",
-            "--role",
-            "maintainer",
-        ]);
-        let token = |user: &str| {
-            ok(&["server", "token", "create", "--user", user])["data"]["token"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        };
-        let tokens = [token("ann"), token("bob")];
         let repo = repo_with(server.env.root(), "web", &[("big.txt", &base_text())]);
         ok(&[
             "resource",

@@ -42,34 +42,15 @@ impl Team {
     fn new() -> Self {
         let server = Server::start(Env::new());
         let admin = Env::new();
-        let ok = |args: &[&str]| {
-            let (doc, code) = server.client_json(&admin, args);
-            assert_eq!(code, 0, "{args:?}: {doc:#}");
-            doc
-        };
-        for user in ["alice", "rita", "bob"] {
-            ok(&["server", "user", "add", user]);
-        }
-        ok(&["server", "org", "add", "acme", "--owner", "alice"]);
-        for user in ["rita", "bob"] {
-            ok(&[
-                "server",
-                "org",
-                "member",
-                "add",
-                "acme",
-                user,
-                "--role",
-                "maintainer",
-            ]);
-        }
-        let token = |user: &str| {
-            ok(&["server", "token", "create", "--user", user])["data"]["token"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        };
-        let (alice, rita, bob) = (token("alice"), token("rita"), token("bob"));
+        let members = [
+            ("owner", "alice"),
+            ("maintainer", "rita"),
+            ("maintainer", "bob"),
+        ];
+        let [alice, rita, bob]: [String; 3] = server
+            .organization(&admin, "acme", &members)
+            .try_into()
+            .unwrap();
         Self {
             server,
             admin,

@@ -182,6 +182,33 @@ impl Server {
         (doc, out.status.code().expect("exit code"))
     }
 
+    /// The organization `org` with `members` (role, user), the first owner founding it, made
+    /// by the server's administrator from `admin`: a token of each member, in order.
+    pub fn organization(&self, admin: &Env, org: &str, members: &[(&str, &str)]) -> Vec<String> {
+        let ok = |args: &[&str]| {
+            let (doc, code) = self.client_json(admin, args);
+            assert_eq!(code, 0, "{args:?}: {doc:#}");
+            doc
+        };
+        for (_, user) in members {
+            ok(&["server", "user", "add", user]);
+        }
+        let founder = members.iter().find(|(r, _)| *r == "owner").unwrap().1;
+        ok(&["server", "org", "add", org, "--owner", founder]);
+        for (role, user) in members.iter().filter(|(_, u)| *u != founder) {
+            ok(&["server", "org", "member", "add", org, user, "--role", role]);
+        }
+        members
+            .iter()
+            .map(|(_, user)| {
+                ok(&["server", "token", "create", "--user", user])["data"]["token"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
     /// Opens `GET /v1/events{query}` and reads up to its status line and headers; the open
     /// stream, which the server keeps serving until it is dropped.
     pub fn open_event_stream(&self, query: &str) -> BufReader<TcpStream> {

@@ -28,10 +28,8 @@ pub async fn review(
     Path(plan): Path<String>,
     form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
-    // A body that is not a form has none of its fields (so no form token: refused below).
-    let fields = form.map(|Form(f)| f).unwrap_or_default();
-    let caller = match web.poster(&headers, address, fields.get("csrf")).await {
-        Ok(c) => c,
+    let (caller, fields) = match super::posted(&web, &headers, address, form).await {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
     let (Some(item), Some(mark)) = (field(&fields, "item"), field(&fields, "mark")) else {
@@ -104,10 +102,8 @@ pub async fn approve(
     Path(approval): Path<String>,
     form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
-    // A body that is not a form has none of its fields (so no form token: refused below).
-    let fields = form.map(|Form(f)| f).unwrap_or_default();
-    let caller = match web.poster(&headers, address, fields.get("csrf")).await {
-        Ok(c) => c,
+    let (caller, _) = match super::posted(&web, &headers, address, form).await {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
     answer_approval(&web, &caller, approval, None).await
@@ -121,10 +117,8 @@ pub async fn reject(
     Path(approval): Path<String>,
     form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
-    // A body that is not a form has none of its fields (so no form token: refused below).
-    let fields = form.map(|Form(f)| f).unwrap_or_default();
-    let caller = match web.poster(&headers, address, fields.get("csrf")).await {
-        Ok(c) => c,
+    let (caller, fields) = match super::posted(&web, &headers, address, form).await {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
     let Some(reason) = field(&fields, "reason").map(str::to_string) else {
@@ -225,10 +219,8 @@ pub async fn correct(
     Path((plan, decision)): Path<(String, String)>,
     form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
-    // A body that is not a form has none of its fields (so no form token: refused below).
-    let fields = form.map(|Form(f)| f).unwrap_or_default();
-    let caller = match web.poster(&headers, address, fields.get("csrf")).await {
-        Ok(c) => c,
+    let (caller, fields) = match super::posted(&web, &headers, address, form).await {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
     let Some(guidance) = field(&fields, "guidance").map(str::to_string) else {

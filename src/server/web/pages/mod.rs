@@ -23,6 +23,20 @@ fn v(value: &impl serde::Serialize) -> minijinja::Value {
 /// A form's fields.
 type Fields = HashMap<String, String>;
 
+/// The caller of a POST and its form's fields, or the answer refusing it (no session, a
+/// foreign origin, a missing or wrong form token). A body that is not a form has none of
+/// its fields, so no form token: refused.
+async fn posted(
+    web: &super::Web,
+    headers: &axum::http::HeaderMap,
+    address: std::net::SocketAddr,
+    form: Result<axum::Form<Fields>, axum::extract::rejection::FormRejection>,
+) -> Result<(super::Caller, Fields), axum::response::Response> {
+    let fields = form.map(|axum::Form(f)| f).unwrap_or_default();
+    let caller = web.poster(headers, address, fields.get("csrf")).await?;
+    Ok((caller, fields))
+}
+
 /// The field `name`, trimmed, when it is not empty.
 fn field<'a>(fields: &'a Fields, name: &str) -> Option<&'a str> {
     fields.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())

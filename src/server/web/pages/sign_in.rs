@@ -87,10 +87,8 @@ pub async fn logout(
     headers: HeaderMap,
     form: Result<Form<Fields>, FormRejection>,
 ) -> Response {
-    // A body that is not a form has none of its fields (so no form token: refused below).
-    let fields = form.map(|Form(f)| f).unwrap_or_default();
-    let caller = match web.poster(&headers, address, fields.get("csrf")).await {
-        Ok(c) => c,
+    let (caller, _) = match super::posted(&web, &headers, address, form).await {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
     web.sessions.close(&caller.session_id);
