@@ -662,7 +662,9 @@ fn snap(name: &str, env: &Env, args: &[&str]) {
             .to_string(),
     );
     settings.add_filter(r"[0-9A-HJKMNP-TV-Z]{26}", "[ID]");
-    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8,12}\b", "[SHORT]");
+    // A short id is the shortest unique prefix: longer than 12 when two decisions were made
+    // in the same millisecond.
+    settings.add_filter(r"\b[0-9A-HJKMNP-TV-Z]{8,25}\b", "[SHORT]");
     settings.add_filter(r"cp_[0-9A-Za-z]+", "cp_[ID]");
     settings.add_filter(r"\b[0-9a-f]{40}\b", "[OID]");
     settings.bind(|| insta::assert_snapshot!(name, text));

@@ -150,13 +150,16 @@ pub fn in_process_only(why: &str) -> bool {
 
 /// `data` with what differs between two runs of one test masked: the temporary root, ids,
 /// times, durations, and the global options a suggested command repeats. Attribution (who
-/// caused an event, created or approved a plan) is recorded only for a server's users, so it
-/// is left out.
+/// caused an event, created or approved a plan, set a review mark) is recorded only for a
+/// server's users, so it is left out.
 pub fn masked(env: &Env, mut data: Value) -> Value {
     fn walk(env: &Env, key: Option<&str>, v: &mut Value) {
         if let Value::Object(o) = v {
             o.remove("caused_by");
             o.remove("attribution");
+            if o.contains_key("mark") && o.contains_key("reviewer") {
+                o.remove("reviewer");
+            }
         }
         // Times, and sizes of files whose bytes hold times (an index's segments).
         let timing = key.is_some_and(|k| {
