@@ -128,19 +128,13 @@ fn to_remote_branch(
 ) -> Result<ExportOutcome, ApiError> {
     let clone = sb.target.kind.source_path().to_path_buf();
     let refuse = |m: String| ApiError::from(crate::sandbox::SandboxError::InvalidTarget(m));
-    if !force
-        && crate::sandbox::remote::tip(url, branch)
-            .map_err(refuse)?
-            .is_some()
-    {
-        return Err(refuse(format!(
-            "branch `{branch}` already exists in {url}; choose another name or pass --force"
-        )));
-    }
+    // Checked before the commit is made, and the push replaces only what was seen here.
+    let existing = crate::sandbox::remote::branch_to_replace(url, branch, force).map_err(refuse)?;
     crate::sandbox::remote::forget_branch(&clone, branch);
     let outcome = export::to_branch(sb, tree, branch, message, true)?;
     let commit = outcome.commit.clone().unwrap_or_default();
-    crate::sandbox::remote::export_branch(&clone, url, branch, &commit, force).map_err(refuse)?;
+    crate::sandbox::remote::push(&clone, url, branch, &commit, existing.as_deref())
+        .map_err(refuse)?;
     crate::sandbox::remote::forget_branch(&clone, branch);
     Ok(outcome)
 }

@@ -152,25 +152,19 @@ pub fn push(
     git(Some(clone), &["push", "--quiet", "--no-verify", &lease, url, &spec]).map(|_| ())
 }
 
-/// Creates `branch` at `commit` in the repository at `url` (replacing one that exists only
-/// with `force`), from the clone that holds the commit.
+/// The commit `branch` of `url` points at now, for the lease of a push that replaces it
+/// (`None`: it does not exist); an existing branch is refused unless `force`.
 ///
 /// # Errors
-/// The sentence to show: the branch exists, or git failed.
-pub fn export_branch(
-    clone: &Path,
-    url: &str,
-    branch: &str,
-    commit: &str,
-    force: bool,
-) -> Result<(), String> {
+/// The sentence to show: the branch exists, or the repository cannot be reached.
+pub fn branch_to_replace(url: &str, branch: &str, force: bool) -> Result<Option<String>, String> {
     let existing = tip(url, branch)?;
     if existing.is_some() && !force {
         return Err(format!(
             "branch `{branch}` already exists in {url}; choose another name or pass --force"
         ));
     }
-    push(clone, url, branch, commit, existing.as_deref())
+    Ok(existing)
 }
 
 /// Deletes `branch` from the engine's clone, where an earlier export left it: the repository
