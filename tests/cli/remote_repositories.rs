@@ -105,9 +105,11 @@ impl GitDaemon {
             .local_addr()
             .unwrap()
             .port();
-        let child = std::process::Command::new("git")
+        // The daemon itself, not `git daemon`: `git` runs it as a child of its own, which
+        // killing `git` would leave serving (and holding the test's output open).
+        let exec_path = git_out(Path::new("."), &["--exec-path"]);
+        let child = std::process::Command::new(Path::new(exec_path.trim()).join("git-daemon"))
             .args([
-                "daemon",
                 "--export-all",
                 "--enable=receive-pack",
                 "--listen=127.0.0.1",
@@ -115,9 +117,10 @@ impl GitDaemon {
                 &format!("--base-path={}", root.display()),
                 &root.display().to_string(),
             ])
+            .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("git daemon (Debian's git) starts");
+            .expect("git-daemon (Debian's git) starts");
         let daemon = Self(child);
         for _ in 0..100 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
