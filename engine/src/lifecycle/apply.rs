@@ -21,6 +21,7 @@
 
 pub mod decide;
 pub mod journal;
+mod staging;
 #[cfg(test)]
 mod write_tests;
 

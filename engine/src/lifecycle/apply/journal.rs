@@ -4,8 +4,9 @@
 //! alone (so the undo after `kill -9` is the same code as the undo after an error):
 //!
 //! 1. [`stage`]: the new blobs, tree and commit go into the user's object database, and every
-//!    new file is checked out (through git's filters) into `JDIR/new/`. The work tree, the
-//!    index and every ref are untouched.
+//!    new file is staged in `JDIR/new/` as a checkout would write it ([`super::staging`]:
+//!    through git's filters where any apply). The work tree, the index and every ref are
+//!    untouched.
 //! 2. [`commit`]: git's `index.lock` is taken (a hard link of `JDIR/lock`, so an undo knows it
 //!    is its own); then file by file, each re-checked just before it is replaced, the old file
 //!    is kept as a hard link in `JDIR/old/` and the staged one renamed into place; then the new
@@ -24,7 +25,6 @@ use std::io::{ErrorKind, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use git2::build::CheckoutBuilder;
 use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository};
 
 use super::RunError;
@@ -129,39 +129,8 @@ pub fn stage(
                 .map_err(&git)?,
         )
     };
-    // Check the new files out, through the repository's filters, into the staging directory.
-    let writes: Vec<&str> = d
-        .changes
-        .iter()
-        .filter(|c| c.new.is_some())
-        .map(|c| c.path.as_str())
-        .collect();
-    if !writes.is_empty() {
-        let mut co = CheckoutBuilder::new();
-        co.force()
-            .update_index(false)
-            .refresh(false)
-            .disable_pathspec_match(true)
-            .recreate_missing(true)
-            .target_dir(&jdir.join("new"));
-        for p in &writes {
-            co.path(*p);
-        }
-        // An empty in-memory index (this handle only; nothing is written): the baseline is
-        // then empty, so every new file is written fresh into the empty staging directory,
-        // a file where the tip has a directory included.
-        let mut empty = git2::Index::new().map_err(&git)?;
-        user.set_index(&mut empty).map_err(&git)?;
-        user.checkout_tree(tree_obj.as_object(), Some(&mut co))
-            .map_err(git_err("checking the new files out"))?;
-        for p in &writes {
-            if fs::symlink_metadata(jdir.join("new").join(p)).is_err() {
-                return Err(RunError::Sandbox(format!(
-                    "{p} was not staged; nothing was applied"
-                )));
-            }
-        }
-    }
+    // The new files as a checkout of the new tree would write them.
+    super::staging::stage_files(&user, &tree_obj, &d.changes, &jdir.join("new"))?;
     Ok(commit)
 }
 

@@ -1,0 +1,371 @@
+//! Apply's staged files (`docs/apply.md`, step 1): every new file written into `JDIR/new/`
+//! with the bytes a `git checkout` of the new tree would give it.
+//!
+//! Where nothing could make a checkout differ from the stored blob (no attributes file
+//! anywhere git reads one, `core.autocrlf` not `true`, links and file modes kept, no
+//! submodule among the files), the blobs are written as they are, on several threads; a
+//! checkout through libgit2 walks the whole tree for the few paths it writes. Otherwise the
+//! files go through libgit2's checkout and so through the repository's filters.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use git2::build::CheckoutBuilder;
+use git2::{FileMode, Oid, Repository};
+
+use super::RunError;
+use super::decide::Change;
+
+fn git_err(what: &str) -> impl Fn(git2::Error) -> RunError + '_ {
+    move |e| RunError::Sandbox(format!("{what}: {}", e.message()))
+}
+
+/// Writes every new file of `changes` into `staging` as a checkout of `tree` in `user` would.
+///
+/// # Errors
+/// Git and I/O errors; a file that did not come out staged.
+pub fn stage_files(
+    user: &Repository,
+    tree: &git2::Tree<'_>,
+    changes: &[Change],
+    staging: &Path,
+) -> Result<(), RunError> {
+    let writes: Vec<(&str, Oid, i32)> = changes
+        .iter()
+        .filter_map(|c| c.new.map(|(id, mode)| (c.path.as_str(), id, mode)))
+        .collect();
+    if writes.is_empty() {
+        return Ok(());
+    }
+    if checkout_writes_blobs_as_stored(user, tree, &writes)? {
+        write_blobs(user.path(), staging, &writes)?;
+    } else {
+        checkout_through_filters(user, tree, &writes, staging)?;
+    }
+    for (path, _, _) in &writes {
+        if fs::symlink_metadata(staging.join(path)).is_err() {
+            return Err(RunError::Sandbox(format!(
+                "{path} was not staged; nothing was applied"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a checkout would write each of `writes` byte for byte as stored, with its mode:
+/// no `.gitattributes` in `tree`, no `info/attributes` in the repository, no user or system
+/// attributes file, `core.autocrlf` not `true`, `core.symlinks` and `core.filemode` not off,
+/// and no submodule among the files.
+fn checkout_writes_blobs_as_stored(
+    user: &Repository,
+    tree: &git2::Tree<'_>,
+    writes: &[(&str, Oid, i32)],
+) -> Result<bool, RunError> {
+    if writes
+        .iter()
+        .any(|(_, _, mode)| *mode == i32::from(FileMode::Commit))
+    {
+        return Ok(false);
+    }
+    let config = user.config().map_err(git_err("reading the git config"))?;
+    let off = |key: &str| config.get_bool(key).is_ok_and(|on| !on);
+    let autocrlf = config
+        .get_string("core.autocrlf")
+        .is_ok_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "false" | "input"));
+    if autocrlf || off("core.symlinks") || off("core.filemode") {
+        return Ok(false);
+    }
+    if attributes_files(user, &config)
+        .iter()
+        .any(|f| fs::symlink_metadata(f).is_ok())
+    {
+        return Ok(false);
+    }
+    Ok(!holds_attributes_file(tree)?)
+}
+
+/// The attributes files git reads besides those in the tree: the repository's
+/// `info/attributes`, the user's (`core.attributesFile`, else the XDG default) and the
+/// system's.
+fn attributes_files(user: &Repository, config: &git2::Config) -> Vec<PathBuf> {
+    let mut files = vec![
+        user.path().join("info/attributes"),
+        PathBuf::from("/etc/gitattributes"),
+    ];
+    match config.get_path("core.attributesFile") {
+        Ok(path) => files.push(path),
+        Err(_) => {
+            let xdg = std::env::var_os("XDG_CONFIG_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+            if let Some(dir) = xdg {
+                files.push(dir.join("git/attributes"));
+            }
+        }
+    }
+    files
+}
+
+/// Whether any directory of `tree` holds a `.gitattributes` entry.
+fn holds_attributes_file(tree: &git2::Tree<'_>) -> Result<bool, RunError> {
+    let mut found = false;
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        if entry.name_bytes() == b".gitattributes" {
+            found = true;
+            return git2::TreeWalkResult::Abort;
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .or_else(|e| {
+        if found {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })
+    .map_err(git_err("listing the new tree"))?;
+    Ok(found)
+}
+
+/// Writes each blob as it is stored, a link as a link, on up to eight threads (each with its
+/// own handle on the repository at `git_dir`). New files get the modes a checkout gives them
+/// (`0666` or `0777` less the umask).
+fn write_blobs(
+    git_dir: &Path,
+    staging: &Path,
+    writes: &[(&str, Oid, i32)],
+) -> Result<(), RunError> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = writes.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = writes
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || write_part(git_dir, staging, part)))
+            .collect();
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(RunError::Sandbox("a staging thread panicked".into())))
+        })
+    })
+}
+
+fn write_part(git_dir: &Path, staging: &Path, part: &[(&str, Oid, i32)]) -> Result<(), RunError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let repo = Repository::open_bare(git_dir).map_err(git_err("opening the repository"))?;
+    let odb = repo.odb().map_err(git_err("opening the objects"))?;
+    let mut made = std::collections::HashSet::new();
+    for (path, id, mode) in part {
+        let at = staging.join(path);
+        let io = |e: std::io::Error| RunError::Sandbox(format!("staging {path}: {e}"));
+        if let Some(parent) = at.parent()
+            && !made.contains(parent)
+        {
+            fs::create_dir_all(parent).map_err(io)?;
+            made.insert(parent.to_path_buf());
+        }
+        let object = odb.read(*id).map_err(git_err("reading a new file"))?;
+        if *mode == i32::from(FileMode::Link) {
+            use std::os::unix::ffi::OsStrExt;
+            let target = std::ffi::OsStr::from_bytes(object.data());
+            std::os::unix::fs::symlink(target, &at).map_err(io)?;
+            continue;
+        }
+        let permissions = if *mode == i32::from(FileMode::BlobExecutable) {
+            0o777
+        } else {
+            0o666
+        };
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(permissions)
+            .open(&at)
+            .and_then(|mut f| f.write_all(object.data()))
+            .map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Checks `writes` out of `tree` into `staging` through libgit2, and so through the
+/// repository's filters.
+fn checkout_through_filters(
+    user: &Repository,
+    tree: &git2::Tree<'_>,
+    writes: &[(&str, Oid, i32)],
+    staging: &Path,
+) -> Result<(), RunError> {
+    let git = git_err("checking the new files out");
+    let mut co = CheckoutBuilder::new();
+    co.force()
+        .update_index(false)
+        .refresh(false)
+        .disable_pathspec_match(true)
+        .recreate_missing(true)
+        .target_dir(staging);
+    for (path, _, _) in writes {
+        co.path(*path);
+    }
+    // An empty in-memory index (this handle only; nothing is written): the baseline is then
+    // empty, so every new file is written fresh into the empty staging directory, a file
+    // where the tip has a directory included.
+    let mut empty = git2::Index::new().map_err(&git)?;
+    user.set_index(&mut empty).map_err(&git)?;
+    user.checkout_tree(tree.as_object(), Some(&mut co))
+        .map_err(&git)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::MetadataExt;
+    use std::process::Command;
+
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .args(["-c", "user.name=T", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// A repository whose own config names an attributes file that does not exist, so the
+    /// user's attributes file of the machine running the test is not read.
+    fn repo(dir: &Path, files: &[(&str, &[u8])]) -> Repository {
+        git(dir, &["init", "-q"]);
+        git(dir, &["config", "core.attributesFile", "no-such-attributes"]);
+        for (path, bytes) in files {
+            let at = dir.join(path);
+            fs::create_dir_all(at.parent().unwrap()).unwrap();
+            fs::write(&at, bytes).unwrap();
+        }
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "base"]);
+        Repository::open(dir).unwrap()
+    }
+
+    /// The new tree of a change: `files` written over the head's tree, executable where asked,
+    /// plus a link `link -> a.txt`.
+    fn changed(repo: &Repository, files: &[(&str, &[u8], bool)]) -> (Oid, Vec<Change>) {
+        let head = repo.head().unwrap().peel_to_tree().unwrap();
+        let mut b = git2::build::TreeUpdateBuilder::new();
+        let mut changes = Vec::new();
+        let mut add = |path: &str, id: Oid, mode: FileMode| {
+            b.upsert(path, id, mode);
+            changes.push(Change {
+                path: path.into(),
+                old: None,
+                new: Some((id, i32::from(mode))),
+            });
+        };
+        for (path, bytes, exec) in files {
+            let mode = if *exec {
+                FileMode::BlobExecutable
+            } else {
+                FileMode::Blob
+            };
+            add(path, repo.blob(bytes).unwrap(), mode);
+        }
+        add("link", repo.blob(b"a.txt").unwrap(), FileMode::Link);
+        (b.create_updated(repo, &head).unwrap(), changes)
+    }
+
+    /// Every entry under `dir`: its mode and its bytes (a link's target).
+    fn listing(dir: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                let m = fs::symlink_metadata(&p).unwrap();
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                let bytes = if m.file_type().is_symlink() {
+                    fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()
+                } else if m.is_dir() {
+                    stack.push(p.clone());
+                    Vec::new()
+                } else {
+                    fs::read(&p).unwrap()
+                };
+                out.insert(rel, (m.mode(), bytes));
+            }
+        }
+        out
+    }
+
+    fn writes(changes: &[Change]) -> Vec<(&str, Oid, i32)> {
+        changes
+            .iter()
+            .filter_map(|c| c.new.map(|(id, mode)| (c.path.as_str(), id, mode)))
+            .collect()
+    }
+
+    #[test]
+    fn blobs_written_as_stored_are_what_a_checkout_writes_where_no_filter_applies() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        fs::create_dir(&root).unwrap();
+        let repo = repo(&root, &[("a.txt", b"one\n")]);
+        let (tree, changes) = changed(
+            &repo,
+            &[
+                ("a.txt", b"one\r\ntwo $Id$\n", false),
+                ("bin/run.sh", b"#!/bin/sh\necho hi\n", true),
+                ("deep/er/b.txt", b"no newline", false),
+            ],
+        );
+        let tree = repo.find_tree(tree).unwrap();
+        assert!(
+            checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap(),
+            "no attributes, no autocrlf (and no /etc/gitattributes on this machine)"
+        );
+        let (ours, theirs) = (tmp.path().join("ours"), tmp.path().join("theirs"));
+        stage_files(&repo, &tree, &changes, &ours).unwrap();
+        checkout_through_filters(&repo, &tree, &writes(&changes), &theirs).unwrap();
+        let staged = listing(&ours);
+        assert_eq!(staged.len(), 7, "{staged:?}");
+        assert_eq!(staged, listing(&theirs));
+    }
+
+    #[test]
+    fn an_attributes_file_or_autocrlf_sends_the_files_through_the_filters() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        fs::create_dir(&root).unwrap();
+        let repo = repo(&root, &[("a.txt", b"one\n")]);
+        // The change itself adds the attributes file.
+        let (tree, changes) = changed(
+            &repo,
+            &[
+                (".gitattributes", b"*.txt text eol=crlf\n", false),
+                ("a.txt", b"one\ntwo\n", false),
+            ],
+        );
+        let tree = repo.find_tree(tree).unwrap();
+        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        let staging = tmp.path().join("staged");
+        stage_files(&repo, &tree, &changes, &staging).unwrap();
+        let theirs = tmp.path().join("theirs");
+        checkout_through_filters(&repo, &tree, &writes(&changes), &theirs).unwrap();
+        assert_eq!(listing(&staging), listing(&theirs));
+
+        let (tree, changes) = changed(&repo, &[("a.txt", b"one\ntwo\n", false)]);
+        let tree = repo.find_tree(tree).unwrap();
+        assert!(checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        git(&root, &["config", "core.autocrlf", "true"]);
+        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        git(&root, &["config", "core.autocrlf", "input"]);
+        assert!(checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        fs::write(root.join(".git/info/attributes"), "*.txt ident\n").unwrap();
+        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+    }
+}
