@@ -328,7 +328,8 @@ mod tests {
     #[test]
     fn every_field_changes_the_hash_and_absent_differs_from_empty() {
         let base = chain(1).remove(0);
-        let variants: Vec<Box<dyn Fn(&mut StoredRow)>> = vec![
+        type Change = Box<dyn Fn(&mut StoredRow)>;
+        let variants: Vec<Change> = vec![
             Box::new(|r| r.seq = 2),
             Box::new(|r| r.at.push('0')),
             Box::new(|r| r.user = None),

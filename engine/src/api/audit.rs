@@ -434,7 +434,7 @@ mod tests {
                 ..AuditFilter::default()
             })
             .unwrap();
-        assert_eq!(by_org, [globex.clone()]);
+        assert_eq!(by_org, std::slice::from_ref(&globex));
         let newest = engine
             .audit_log(&AuditFilter {
                 limit: Some(2),
