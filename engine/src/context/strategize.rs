@@ -147,6 +147,9 @@ enum Reason {
     /// Too few files were found for the task; this one is among the files the history at
     /// the base changed most (in `changes` of its `of` commits).
     OftenChanged { changes: u32, of: u32 },
+    /// It is the package entry file of the directory of a file shown above it and
+    /// re-exports names from that file's module.
+    EntryOf(String),
 }
 
 /// The file shown above it that a file changed with most, in the history at the base.
@@ -380,6 +383,138 @@ fn with_tests(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec
             .then(a.resource.cmp(&b.resource))
             .then(a.file.path.cmp(&b.file.path))
     });
+    files
+}
+
+/// The best files whose package entry file (of their directory) comes just after them.
+pub const ENTRIES_FOR_TOP: usize = 3;
+/// Names of a directory's package entry file, by language.
+const ENTRY_NAMES: &[&str] = &[
+    "__init__.py",
+    "mod.rs",
+    "lib.rs",
+    "index.js",
+    "index.ts",
+    "index.jsx",
+    "index.tsx",
+];
+
+/// The package entry file of `path`'s directory among `files` that re-exports names from
+/// `path`'s module (`from .m import`, `pub use ...m::`, `export ... from './m'`), read
+/// with `read`. A new public name is usually defined in a module and re-exported by its
+/// package's entry file, so a change to the module often changes the entry file too.
+fn entry_of(
+    path: &str,
+    files: &std::collections::HashSet<String>,
+    read: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let (dir, name) = path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
+    if ENTRY_NAMES.contains(&name) {
+        return None;
+    }
+    let stem = name.split_once('.').map_or(name, |(s, _)| s);
+    if stem.is_empty() {
+        return None;
+    }
+    for entry in ENTRY_NAMES {
+        let candidate = if dir.is_empty() {
+            (*entry).to_string()
+        } else {
+            format!("{dir}/{entry}")
+        };
+        if !files.contains(&candidate) {
+            continue;
+        }
+        let Some(text) = read(&candidate) else {
+            continue;
+        };
+        let reexports = text.lines().any(|l| {
+            let l = l.trim();
+            (l.starts_with(&format!("from .{stem} import")))
+                || (l.starts_with("pub use ")
+                    && (l.contains(&format!("::{stem}::")) || l.contains(&format!(" {stem}::"))))
+                || (l.starts_with("export ")
+                    && (l.contains(&format!("from './{stem}'"))
+                        || l.contains(&format!("from \"./{stem}\""))))
+        });
+        if reexports {
+            return Some(candidate);
+        }
+    }
+    None
+}
+
+/// Words of a task saying it adds something (a name, a feature, a type).
+const ADDING_WORDS: &[&str] = &[
+    "add",
+    "adds",
+    "added",
+    "adding",
+    "new",
+    "introduce",
+    "introduces",
+    "introduced",
+];
+
+/// Whether the task's words say it adds something: only then is a new public name likely,
+/// and with it a change to the package's exports.
+fn adds_a_name(task: &str) -> bool {
+    task.split(|c: char| !c.is_alphanumeric())
+        .any(|w| ADDING_WORDS.contains(&w.to_lowercase().as_str()))
+}
+
+/// Places after each of the best [`ENTRIES_FOR_TOP`] files the package entry file of its
+/// directory that re-exports from it ([`entry_of`]), where it is not already shown above,
+/// when the task adds something ([`adds_a_name`]): a change adding a public name to a
+/// module usually adds it to the package's exports too.
+fn with_entries(
+    scopes: &[Scope],
+    task: &str,
+    mut files: Vec<Shown>,
+    policy: &Resolved,
+) -> Vec<Shown> {
+    if !adds_a_name(task) {
+        return files;
+    }
+    let top: Vec<(String, String)> = files
+        .iter()
+        .take(ENTRIES_FOR_TOP)
+        .filter(|x| is_code(&x.file.path))
+        .map(|x| (x.resource.clone(), x.file.path.clone()))
+        .collect();
+    for (resource, path) in top {
+        let Some(s) = scopes.iter().find(|s| s.resource == resource) else {
+            continue;
+        };
+        let all: std::collections::HashSet<String> = s.view.files().into_iter().collect();
+        let Some(entry) = entry_of(&path, &all, |p| s.view.read(p)) else {
+            continue;
+        };
+        if !policy.takes_path(&entry) {
+            continue;
+        }
+        let Some(at) = files
+            .iter()
+            .position(|x| x.resource == resource && x.file.path == path)
+        else {
+            continue;
+        };
+        let found = files
+            .iter()
+            .position(|x| x.resource == resource && x.file.path == entry);
+        let moved = match found {
+            Some(i) if i < at => continue,
+            Some(i) => files.remove(i),
+            None => Shown {
+                resource: resource.clone(),
+                file: empty_hit(entry),
+                reason: Reason::EntryOf(path.clone()),
+                rank: 0.0,
+                with: None,
+            },
+        };
+        files.insert(at + 1, moved);
+    }
     files
 }
 
@@ -627,11 +762,16 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let mut files = if files.is_empty() {
         Vec::new()
     } else {
-        diversify(with_tests(
+        with_entries(
             scopes,
-            rank_with_history(scopes, files, policy),
+            task,
+            diversify(with_tests(
+                scopes,
+                rank_with_history(scopes, files, policy),
+                policy,
+            )),
             policy,
-        ))
+        )
     };
     often_changed(scopes, &mut files, policy);
     if files.is_empty() {
@@ -668,6 +808,10 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
             }
             Reason::OftenChanged { changes, of } => {
                 let why = format!("changed in {changes} of the last {of} commits");
+                (short_entry(resource, f, &why), 0.0, Some(why))
+            }
+            Reason::EntryOf(of) => {
+                let why = format!("package entry re-exporting from {of}");
                 (short_entry(resource, f, &why), 0.0, Some(why))
             }
             Reason::ChangesWith(w) => {
@@ -1146,6 +1290,78 @@ mod tests {
         assert_eq!(position(&hot, "src/pager.py"), Some(0), "{}", hot.text);
         assert_eq!(position(&hot, "tests/test_pager.py"), Some(1), "{}", hot.text);
         assert_eq!(position(&hot, "src/echo.py"), Some(2), "{}", hot.text);
+    }
+
+    #[test]
+    fn the_package_entry_re_exporting_from_a_top_file_comes_just_after_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let base = repo_with_files(
+            &repo,
+            &[
+                (
+                    "src/pkg/pager.py",
+                    "def get_pager():\n    \"Opens a scrolling viewer for long listings.\"\n    return scrolling_viewer(listings)\n",
+                ),
+                (
+                    "src/pkg/echo.py",
+                    "def echo(text):\n    \"Writes text, or long listings to a viewer.\"\n    return text\n",
+                ),
+                (
+                    "src/pkg/__init__.py",
+                    "from .pager import get_pager as get_pager\nfrom .echo import echo as echo\n",
+                ),
+                ("src/pkg/other.py", "def unrelated():\n    return 1\n"),
+            ],
+        );
+        let hot = hot_at(tmp.path(), &repo, &base, "Add a scrolling viewer for listings");
+        assert_eq!(position(&hot, "src/pkg/pager.py"), Some(0), "{}", hot.text);
+        assert_eq!(position(&hot, "src/pkg/__init__.py"), Some(1), "{}", hot.text);
+        assert_eq!(position(&hot, "src/pkg/echo.py"), Some(2), "{}", hot.text);
+        assert!(
+            hot.text
+                .contains("package entry re-exporting from src/pkg/pager.py"),
+            "{}",
+            hot.text
+        );
+        // A task adding nothing leaves the entry file where its own rank puts it.
+        let tmp2 = tempfile::tempdir().unwrap();
+        let hot = hot_at(tmp2.path(), &repo, &base, "Fix the scrolling viewer listings");
+        assert_eq!(position(&hot, "src/pkg/echo.py"), Some(1), "{}", hot.text);
+        assert!(!hot.text.contains("package entry"), "{}", hot.text);
+    }
+
+    #[test]
+    fn an_entry_file_re_exports_only_from_the_modules_it_imports_names_from() {
+        let files: std::collections::HashSet<String> = [
+            "src/pkg/__init__.py",
+            "src/pkg/core.py",
+            "src/pkg/_impl.py",
+            "crates/x/src/lib.rs",
+            "crates/x/src/walk.rs",
+            "crates/x/src/dir.rs",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let read = |p: &str| match p {
+            "src/pkg/__init__.py" => Some("from .core import Command as Command\n".to_string()),
+            "crates/x/src/lib.rs" => {
+                Some("pub use crate::walk::{Walk, WalkBuilder};\nmod dir;\nmod walk;\n".into())
+            }
+            _ => None,
+        };
+        assert_eq!(
+            entry_of("src/pkg/core.py", &files, read).as_deref(),
+            Some("src/pkg/__init__.py")
+        );
+        assert_eq!(entry_of("src/pkg/_impl.py", &files, read), None);
+        assert_eq!(entry_of("src/pkg/__init__.py", &files, read), None);
+        assert_eq!(
+            entry_of("crates/x/src/walk.rs", &files, read).as_deref(),
+            Some("crates/x/src/lib.rs")
+        );
+        assert_eq!(entry_of("crates/x/src/dir.rs", &files, read), None);
     }
 
     #[test]
