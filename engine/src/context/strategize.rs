@@ -144,6 +144,12 @@ enum Reason {
     TestsOf(String),
     /// It did not match, but changed together with a file that did.
     ChangesWith(ChangedWith),
+    /// Too few files were found for the task; this one is among the files the history at
+    /// the base changed most (in `changes` of its `of` commits).
+    OftenChanged { changes: u32, of: u32 },
+    /// It is the package entry file of the directory of a file shown above it and
+    /// re-exports names from that file's module.
+    EntryOf(String),
 }
 
 /// The file shown above it that a file changed with most, in the history at the base.
@@ -181,6 +187,9 @@ pub const HISTORY_SEEDS: usize = 5;
 pub const HISTORY_WEIGHT: f32 = 1.0;
 /// Share of a file's rank its test files (by name) are lent.
 pub const TEST_SHARE: f32 = 0.5;
+/// Highest rank, against its source's, a matched test file reaches with what its source
+/// lends it: just below the source.
+pub const TEST_CAP: f32 = 0.99;
 /// Most files shown only for changing with the matched ones.
 pub const RELATED_MAX: usize = 10;
 
@@ -347,7 +356,11 @@ fn with_tests(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec
                 .find(|g| g.resource == resource && g.file.path == t)
             {
                 Some(g) => {
-                    if lent > g.rank {
+                    if g.reason == Reason::Matched {
+                        // Matched by its own words too: what it is lent adds to its rank,
+                        // up to just below its source's.
+                        g.rank = (g.rank + lent).min(rank * TEST_CAP).max(g.rank);
+                    } else if lent > g.rank {
                         g.rank = lent;
                         if g.reason != Reason::Matched {
                             g.reason = Reason::TestsOf(path.clone());
@@ -370,6 +383,138 @@ fn with_tests(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec
             .then(a.resource.cmp(&b.resource))
             .then(a.file.path.cmp(&b.file.path))
     });
+    files
+}
+
+/// The best files whose package entry file (of their directory) comes just after them.
+pub const ENTRIES_FOR_TOP: usize = 3;
+/// Names of a directory's package entry file, by language.
+const ENTRY_NAMES: &[&str] = &[
+    "__init__.py",
+    "mod.rs",
+    "lib.rs",
+    "index.js",
+    "index.ts",
+    "index.jsx",
+    "index.tsx",
+];
+
+/// The package entry file of `path`'s directory among `files` that re-exports names from
+/// `path`'s module (`from .m import`, `pub use ...m::`, `export ... from './m'`), read
+/// with `read`. A new public name is usually defined in a module and re-exported by its
+/// package's entry file, so a change to the module often changes the entry file too.
+fn entry_of(
+    path: &str,
+    files: &std::collections::HashSet<String>,
+    read: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let (dir, name) = path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
+    if ENTRY_NAMES.contains(&name) {
+        return None;
+    }
+    let stem = name.split_once('.').map_or(name, |(s, _)| s);
+    if stem.is_empty() {
+        return None;
+    }
+    for entry in ENTRY_NAMES {
+        let candidate = if dir.is_empty() {
+            (*entry).to_string()
+        } else {
+            format!("{dir}/{entry}")
+        };
+        if !files.contains(&candidate) {
+            continue;
+        }
+        let Some(text) = read(&candidate) else {
+            continue;
+        };
+        let reexports = text.lines().any(|l| {
+            let l = l.trim();
+            (l.starts_with(&format!("from .{stem} import")))
+                || (l.starts_with("pub use ")
+                    && (l.contains(&format!("::{stem}::")) || l.contains(&format!(" {stem}::"))))
+                || (l.starts_with("export ")
+                    && (l.contains(&format!("from './{stem}'"))
+                        || l.contains(&format!("from \"./{stem}\""))))
+        });
+        if reexports {
+            return Some(candidate);
+        }
+    }
+    None
+}
+
+/// Words of a task saying it adds something (a name, a feature, a type).
+const ADDING_WORDS: &[&str] = &[
+    "add",
+    "adds",
+    "added",
+    "adding",
+    "new",
+    "introduce",
+    "introduces",
+    "introduced",
+];
+
+/// Whether the task's words say it adds something: only then is a new public name likely,
+/// and with it a change to the package's exports.
+fn adds_a_name(task: &str) -> bool {
+    task.split(|c: char| !c.is_alphanumeric())
+        .any(|w| ADDING_WORDS.contains(&w.to_lowercase().as_str()))
+}
+
+/// Places after each of the best [`ENTRIES_FOR_TOP`] files the package entry file of its
+/// directory that re-exports from it ([`entry_of`]), where it is not already shown above,
+/// when the task adds something ([`adds_a_name`]): a change adding a public name to a
+/// module usually adds it to the package's exports too.
+fn with_entries(
+    scopes: &[Scope],
+    task: &str,
+    mut files: Vec<Shown>,
+    policy: &Resolved,
+) -> Vec<Shown> {
+    if !adds_a_name(task) {
+        return files;
+    }
+    let top: Vec<(String, String)> = files
+        .iter()
+        .take(ENTRIES_FOR_TOP)
+        .filter(|x| is_code(&x.file.path))
+        .map(|x| (x.resource.clone(), x.file.path.clone()))
+        .collect();
+    for (resource, path) in top {
+        let Some(s) = scopes.iter().find(|s| s.resource == resource) else {
+            continue;
+        };
+        let all: std::collections::HashSet<String> = s.view.files().into_iter().collect();
+        let Some(entry) = entry_of(&path, &all, |p| s.view.read(p)) else {
+            continue;
+        };
+        if !policy.takes_path(&entry) {
+            continue;
+        }
+        let Some(at) = files
+            .iter()
+            .position(|x| x.resource == resource && x.file.path == path)
+        else {
+            continue;
+        };
+        let found = files
+            .iter()
+            .position(|x| x.resource == resource && x.file.path == entry);
+        let moved = match found {
+            Some(i) if i < at => continue,
+            Some(i) => files.remove(i),
+            None => Shown {
+                resource: resource.clone(),
+                file: empty_hit(entry),
+                reason: Reason::EntryOf(path.clone()),
+                rank: 0.0,
+                with: None,
+            },
+        };
+        files.insert(at + 1, moved);
+    }
     files
 }
 
@@ -423,6 +568,81 @@ fn families(resource: &str, path: &str) -> Vec<String> {
         format!("{resource}:{dir}/{first}_*"),
         format!("{resource}:{dir}/*_{last}"),
     ]
+}
+
+/// Fewest files the hot context shows when the project has them: a task whose words
+/// find fewer files (a subject naming no code, such as `Micro-optimizations`) is shown
+/// the code files the history at the base changed most, after the files it found.
+pub const MIN_FILES: usize = 10;
+
+/// Tops `files` up to [`MIN_FILES`] with each resource's most changed code files in the
+/// history at the base ([`index::history::History::most_changed`]) that exist there, the
+/// policy takes and are not tests ([`is_test`]: a change lands in the code, and a source's
+/// tests are found by name once it is), most changed first (by share of each resource's
+/// commits).
+fn often_changed(scopes: &[Scope], files: &mut Vec<Shown>, policy: &Resolved) {
+    let found = files.len();
+    if found >= MIN_FILES {
+        return;
+    }
+    let mut candidates: Vec<(String, String, u32, u32)> = Vec::new();
+    for s in scopes {
+        let Some(history) = index::history::History::of_view(&s.view) else {
+            continue;
+        };
+        let exists: std::collections::HashSet<String> = s.view.files().into_iter().collect();
+        let of = history.commits() as u32;
+        candidates.extend(
+            history
+                .most_changed()
+                .into_iter()
+                .filter(|(p, _)| is_code(p) && exists.contains(p) && policy.takes_path(p))
+                .filter(|(p, _)| !is_test(p))
+                .filter(|(p, _)| {
+                    !files
+                        .iter()
+                        .any(|x| x.resource == s.resource && &x.file.path == p)
+                })
+                .take(MIN_FILES)
+                .map(|(p, n)| (s.resource.clone(), p, n, of)),
+        );
+    }
+    candidates.sort_by(|a, b| {
+        (u64::from(b.2) * u64::from(a.3.max(1)))
+            .cmp(&(u64::from(a.2) * u64::from(b.3.max(1))))
+            .then(a.0.cmp(&b.0))
+            .then(a.1.cmp(&b.1))
+    });
+    for (resource, path, changes, of) in candidates.into_iter().take(MIN_FILES - found) {
+        files.push(Shown {
+            resource,
+            file: empty_hit(path),
+            reason: Reason::OftenChanged { changes, of },
+            rank: 0.0,
+            with: None,
+        });
+    }
+}
+
+/// Whether `path` holds tests: under a `test`, `tests`, `spec` or `__tests__` directory,
+/// or named as tests are (`x_test.go`, `test_x.py`, `x.test.ts`, `x.spec.ts`,
+/// `conftest.py`).
+fn is_test(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop().unwrap_or(path);
+    if parts
+        .iter()
+        .any(|d| ["test", "tests", "spec", "specs", "__tests__"].contains(d))
+    {
+        return true;
+    }
+    let stem = name.split_once('.').map_or(name, |(s, _)| s);
+    stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || stem == "conftest"
+        || name.contains(".test.")
+        || name.contains(".spec.")
 }
 
 /// Orders the files so that one family of similarly named files (spec section 25: distinct,
@@ -539,18 +759,34 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let best = files.first().map_or(0.0, |f| f.1.score);
     files.retain(|(_, f)| f.score >= best * MIN_RELATIVE_SCORE);
     files.truncate(policy.query_limit as usize);
+    let mut files = if files.is_empty() {
+        Vec::new()
+    } else {
+        with_entries(
+            scopes,
+            task,
+            diversify(with_tests(
+                scopes,
+                rank_with_history(scopes, files, policy),
+                policy,
+            )),
+            policy,
+        )
+    };
+    often_changed(scopes, &mut files, policy);
     if files.is_empty() {
         return;
     }
-    let files = diversify(with_tests(
-        scopes,
-        rank_with_history(scopes, files, policy),
-        policy,
-    ));
-    let heading = format!(
+    let mut heading = format!(
         "## Code that matches the task (search_code; terms: {}), and files that changed with it",
         View::terms(task).join(", ")
     );
+    if files
+        .iter()
+        .any(|x| matches!(x.reason, Reason::OftenChanged { .. }))
+    {
+        heading.push_str("; too few files matched, so also the code the history changed most");
+    }
     if !b.push(&heading, None) {
         return;
     }
@@ -568,6 +804,14 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
             ),
             Reason::TestsOf(of) => {
                 let why = format!("tests of {of}");
+                (short_entry(resource, f, &why), 0.0, Some(why))
+            }
+            Reason::OftenChanged { changes, of } => {
+                let why = format!("changed in {changes} of the last {of} commits");
+                (short_entry(resource, f, &why), 0.0, Some(why))
+            }
+            Reason::EntryOf(of) => {
+                let why = format!("package entry re-exporting from {of}");
                 (short_entry(resource, f, &why), 0.0, Some(why))
             }
             Reason::ChangesWith(w) => {
@@ -875,7 +1119,12 @@ mod tests {
         let hot = hot_at(tmp.path(), &repo, &base, "disable the index flags");
         assert_eq!(position(&hot, "src/flags.rs"), Some(0), "{}", hot.text);
         assert_eq!(position(&hot, "src/hiargs.rs"), Some(1), "{}", hot.text);
-        assert_eq!(position(&hot, "src/printer.rs"), None, "{}", hot.text);
+        // printer.rs is shown only to top the short list up, not as changing with flags.rs.
+        assert!(
+            !hot.text.contains("local/demo:src/printer.rs (changes with"),
+            "{}",
+            hot.text
+        );
         let why = "changes with local/demo:src/flags.rs (in 3 of its 3 commits)";
         assert!(
             hot.text.contains(&format!("- local/demo:src/hiargs.rs ({why})")),
@@ -889,6 +1138,72 @@ mod tests {
             .unwrap();
         assert_eq!(item.via.as_deref(), Some(why));
         assert!(item.score > 0.0 && item.terms.is_empty(), "{item:?}");
+    }
+
+    /// A repository whose history at `base` changed `src/core.py` in 4 commits,
+    /// `src/util.py` in 3, `README.md` in 6 and `src/rare.py` once, and after `base`
+    /// `src/rare.py` in 5 more. Its code's words are `parse`, `render`, `spare`.
+    fn often_changed_repo(repo: &Path) -> String {
+        let core = |n: u32| format!("def parse():\n    return {n}\n");
+        let util = |n: u32| format!("def render():\n    return {n}\n");
+        let rare = |n: u32| format!("def spare():\n    return {n}\n");
+        repo_with_files(
+            repo,
+            &[
+                ("src/core.py", &core(0)),
+                ("src/util.py", &util(0)),
+                ("src/rare.py", &rare(0)),
+                ("README.md", "# demo\n0\n"),
+            ],
+        );
+        for n in 1..=3 {
+            commit(repo, &[("src/core.py", &core(n)), ("README.md", &format!("# demo\n{n}\n"))], "core");
+        }
+        for n in 1..=2 {
+            commit(repo, &[("src/util.py", &util(n)), ("README.md", &format!("# demo\n{}\n", n + 3))], "util");
+        }
+        let base = git(repo, &["rev-parse", "HEAD"]).trim().to_string();
+        for n in 1..=5 {
+            commit(repo, &[("src/rare.py", &rare(n))], "rare after the base");
+        }
+        base
+    }
+
+    #[test]
+    fn a_task_whose_words_find_nothing_is_shown_the_code_changed_most_at_the_base() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let base = often_changed_repo(&repo);
+        let hot = hot_at(tmp.path(), &repo, &base, "Micro-optimizations everywhere");
+        // Most changed first; the README changed most but is not code; what rare.py's
+        // history after the base says is not read.
+        assert_eq!(position(&hot, "src/core.py"), Some(0), "{}", hot.text);
+        assert_eq!(position(&hot, "src/util.py"), Some(1), "{}", hot.text);
+        assert_eq!(position(&hot, "src/rare.py"), Some(2), "{}", hot.text);
+        assert_eq!(position(&hot, "README.md"), None, "{}", hot.text);
+        let why = "changed in 4 of the last 6 commits";
+        assert!(
+            hot.text.contains(&format!("- local/demo:src/core.py ({why})")),
+            "{}",
+            hot.text
+        );
+        let item = hot
+            .items
+            .iter()
+            .find(|i| i.reference == "local/demo:src/core.py")
+            .unwrap();
+        assert_eq!(item.via.as_deref(), Some(why));
+    }
+
+    #[test]
+    fn too_few_files_found_are_topped_up_with_the_code_changed_most_after_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let base = often_changed_repo(&repo);
+        let hot = hot_at(tmp.path(), &repo, &base, "spare the rare cases");
+        assert_eq!(position(&hot, "src/rare.py"), Some(0), "{}", hot.text);
+        assert_eq!(position(&hot, "src/core.py"), Some(1), "{}", hot.text);
+        assert_eq!(position(&hot, "src/util.py"), Some(2), "{}", hot.text);
     }
 
     #[test]
@@ -945,6 +1260,108 @@ mod tests {
             .find(|i| i.reference == "local/demo:command_test.go")
             .unwrap();
         assert_eq!(item.via.as_deref(), Some("tests of command.go"));
+    }
+
+    #[test]
+    fn a_matched_test_of_the_best_file_adds_half_its_rank_but_stays_below_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let base = repo_with_files(
+            &repo,
+            &[
+                (
+                    "src/pager.py",
+                    "def pager_file():\n    return open_pager()\n",
+                ),
+                (
+                    "src/echo.py",
+                    "def echo_via_pager(text):\n    \"Echoes to the pager file.\"\n    pager_file = open_pager_file()\n    return pager_file.write(text)\n",
+                ),
+                (
+                    "tests/test_pager.py",
+                    "def test_it():\n    assert run() == 1\n",
+                ),
+                ("src/other.py", "def unrelated():\n    return 1\n"),
+            ],
+        );
+        let hot = hot_at(tmp.path(), &repo, &base, "pager file");
+        // The test matched less than echo.py; its own rank plus half its source's
+        // puts it above echo.py, never above the source itself.
+        assert_eq!(position(&hot, "src/pager.py"), Some(0), "{}", hot.text);
+        assert_eq!(position(&hot, "tests/test_pager.py"), Some(1), "{}", hot.text);
+        assert_eq!(position(&hot, "src/echo.py"), Some(2), "{}", hot.text);
+    }
+
+    #[test]
+    fn the_package_entry_re_exporting_from_a_top_file_comes_just_after_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let base = repo_with_files(
+            &repo,
+            &[
+                (
+                    "src/pkg/pager.py",
+                    "def get_pager():\n    \"Opens a scrolling viewer for long listings.\"\n    return scrolling_viewer(listings)\n",
+                ),
+                (
+                    "src/pkg/echo.py",
+                    "def echo(text):\n    \"Writes text, or long listings to a viewer.\"\n    return text\n",
+                ),
+                (
+                    "src/pkg/__init__.py",
+                    "from .pager import get_pager as get_pager\nfrom .echo import echo as echo\n",
+                ),
+                ("src/pkg/other.py", "def unrelated():\n    return 1\n"),
+            ],
+        );
+        let hot = hot_at(tmp.path(), &repo, &base, "Add a scrolling viewer for listings");
+        assert_eq!(position(&hot, "src/pkg/pager.py"), Some(0), "{}", hot.text);
+        assert_eq!(position(&hot, "src/pkg/__init__.py"), Some(1), "{}", hot.text);
+        assert_eq!(position(&hot, "src/pkg/echo.py"), Some(2), "{}", hot.text);
+        assert!(
+            hot.text
+                .contains("package entry re-exporting from src/pkg/pager.py"),
+            "{}",
+            hot.text
+        );
+        // A task adding nothing leaves the entry file where its own rank puts it.
+        let tmp2 = tempfile::tempdir().unwrap();
+        let hot = hot_at(tmp2.path(), &repo, &base, "Fix the scrolling viewer listings");
+        assert_eq!(position(&hot, "src/pkg/echo.py"), Some(1), "{}", hot.text);
+        assert!(!hot.text.contains("package entry"), "{}", hot.text);
+    }
+
+    #[test]
+    fn an_entry_file_re_exports_only_from_the_modules_it_imports_names_from() {
+        let files: std::collections::HashSet<String> = [
+            "src/pkg/__init__.py",
+            "src/pkg/core.py",
+            "src/pkg/_impl.py",
+            "crates/x/src/lib.rs",
+            "crates/x/src/walk.rs",
+            "crates/x/src/dir.rs",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let read = |p: &str| match p {
+            "src/pkg/__init__.py" => Some("from .core import Command as Command\n".to_string()),
+            "crates/x/src/lib.rs" => {
+                Some("pub use crate::walk::{Walk, WalkBuilder};\nmod dir;\nmod walk;\n".into())
+            }
+            _ => None,
+        };
+        assert_eq!(
+            entry_of("src/pkg/core.py", &files, read).as_deref(),
+            Some("src/pkg/__init__.py")
+        );
+        assert_eq!(entry_of("src/pkg/_impl.py", &files, read), None);
+        assert_eq!(entry_of("src/pkg/__init__.py", &files, read), None);
+        assert_eq!(
+            entry_of("crates/x/src/walk.rs", &files, read).as_deref(),
+            Some("crates/x/src/lib.rs")
+        );
+        assert_eq!(entry_of("crates/x/src/dir.rs", &files, read), None);
     }
 
     #[test]

@@ -146,6 +146,18 @@ impl History {
         self.by_file.get(path).map_or(0, |v| v.len() as u32)
     }
 
+    /// Every file the counted commits changed, with how many of them changed it, most
+    /// changed first (ties by path).
+    pub fn most_changed(&self) -> Vec<(String, u32)> {
+        let mut out: Vec<(String, u32)> = self
+            .by_file
+            .iter()
+            .map(|(f, v)| (f.clone(), v.len() as u32))
+            .collect();
+        out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+
     /// The files that changed in at least [`MIN_SHARED`] of the commits that changed
     /// `path`, strongest first.
     pub fn related(&self, path: &str) -> Vec<Related> {
