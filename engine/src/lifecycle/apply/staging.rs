@@ -31,10 +31,7 @@ pub fn stage_files(
     changes: &[Change],
     staging: &Path,
 ) -> Result<(), RunError> {
-    let writes: Vec<(&str, Oid, i32)> = changes
-        .iter()
-        .filter_map(|c| c.new.map(|(id, mode)| (c.path.as_str(), id, mode)))
-        .collect();
+    let writes = new_files(changes);
     if writes.is_empty() {
         return Ok(());
     }
@@ -51,6 +48,14 @@ pub fn stage_files(
         }
     }
     Ok(())
+}
+
+/// The path, blob and mode of each file `changes` writes.
+fn new_files(changes: &[Change]) -> Vec<(&str, Oid, i32)> {
+    changes
+        .iter()
+        .filter_map(|c| c.new.map(|(id, mode)| (c.path.as_str(), id, mode)))
+        .collect()
 }
 
 /// Whether a checkout would write each of `writes` byte for byte as stored, with its mode:
@@ -302,35 +307,33 @@ mod tests {
         out
     }
 
-    fn writes(changes: &[Change]) -> Vec<(&str, Oid, i32)> {
-        changes
-            .iter()
-            .filter_map(|c| c.new.map(|(id, mode)| (c.path.as_str(), id, mode)))
-            .collect()
-    }
-
-    #[test]
-    fn blobs_written_as_stored_are_what_a_checkout_writes_where_no_filter_applies() {
+    /// A repository holding `a.txt` in a temporary directory, and the change writing `files`.
+    fn repository_and_change(
+        files: &[(&str, &[u8], bool)],
+    ) -> (tempfile::TempDir, PathBuf, Repository, Oid, Vec<Change>) {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("repo");
         fs::create_dir(&root).unwrap();
         let repo = repo(&root, &[("a.txt", b"one\n")]);
-        let (tree, changes) = changed(
-            &repo,
-            &[
-                ("a.txt", b"one\r\ntwo $Id$\n", false),
-                ("bin/run.sh", b"#!/bin/sh\necho hi\n", true),
-                ("deep/er/b.txt", b"no newline", false),
-            ],
-        );
+        let (tree, changes) = changed(&repo, files);
+        (tmp, root, repo, tree, changes)
+    }
+
+    #[test]
+    fn blobs_written_as_stored_are_what_a_checkout_writes_where_no_filter_applies() {
+        let (tmp, _, repo, tree, changes) = repository_and_change(&[
+            ("a.txt", b"one\r\ntwo $Id$\n", false),
+            ("bin/run.sh", b"#!/bin/sh\necho hi\n", true),
+            ("deep/er/b.txt", b"no newline", false),
+        ]);
         let tree = repo.find_tree(tree).unwrap();
         assert!(
-            checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap(),
+            checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap(),
             "no attributes, no autocrlf (and no /etc/gitattributes on this machine)"
         );
         let (ours, theirs) = (tmp.path().join("ours"), tmp.path().join("theirs"));
         stage_files(&repo, &tree, &changes, &ours).unwrap();
-        checkout_through_filters(&repo, &tree, &writes(&changes), &theirs).unwrap();
+        checkout_through_filters(&repo, &tree, &new_files(&changes), &theirs).unwrap();
         let staged = listing(&ours);
         assert_eq!(staged.len(), 7, "{staged:?}");
         assert_eq!(staged, listing(&theirs));
@@ -338,34 +341,27 @@ mod tests {
 
     #[test]
     fn an_attributes_file_or_autocrlf_sends_the_files_through_the_filters() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("repo");
-        fs::create_dir(&root).unwrap();
-        let repo = repo(&root, &[("a.txt", b"one\n")]);
         // The change itself adds the attributes file.
-        let (tree, changes) = changed(
-            &repo,
-            &[
-                (".gitattributes", b"*.txt text eol=crlf\n", false),
-                ("a.txt", b"one\ntwo\n", false),
-            ],
-        );
+        let (tmp, root, repo, tree, changes) = repository_and_change(&[
+            (".gitattributes", b"*.txt text eol=crlf\n", false),
+            ("a.txt", b"one\ntwo\n", false),
+        ]);
         let tree = repo.find_tree(tree).unwrap();
-        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap());
         let staging = tmp.path().join("staged");
         stage_files(&repo, &tree, &changes, &staging).unwrap();
         let theirs = tmp.path().join("theirs");
-        checkout_through_filters(&repo, &tree, &writes(&changes), &theirs).unwrap();
+        checkout_through_filters(&repo, &tree, &new_files(&changes), &theirs).unwrap();
         assert_eq!(listing(&staging), listing(&theirs));
 
         let (tree, changes) = changed(&repo, &[("a.txt", b"one\ntwo\n", false)]);
         let tree = repo.find_tree(tree).unwrap();
-        assert!(checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        assert!(checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap());
         git(&root, &["config", "core.autocrlf", "true"]);
-        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap());
         git(&root, &["config", "core.autocrlf", "input"]);
-        assert!(checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        assert!(checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap());
         fs::write(root.join(".git/info/attributes"), "*.txt ident\n").unwrap();
-        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &writes(&changes)).unwrap());
+        assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap());
     }
 }
