@@ -91,11 +91,13 @@ fn checkout_writes_blobs_as_stored(
 }
 
 /// The attributes files git reads besides those in the tree: the repository's
-/// `info/attributes`, the user's (`core.attributesFile`, else the XDG default) and the
+/// `info/attributes` (its common directory's too), the user's (`core.attributesFile`, else the XDG default) and the
 /// system's.
 fn attributes_files(user: &Repository, config: &git2::Config) -> Vec<PathBuf> {
+    // A linked work tree reads the `info/attributes` of the repository it shares.
     let mut files = vec![
         user.path().join("info/attributes"),
+        user.commondir().join("info/attributes"),
         PathBuf::from("/etc/gitattributes"),
     ];
     match config.get_path("core.attributesFile") {
