@@ -363,7 +363,13 @@ mod tests {
         assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap());
         git(&root, &["config", "core.autocrlf", "input"]);
         assert!(checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap());
+        // A linked work tree of the repository reads the attributes its common directory holds.
+        let linked = tmp.path().join("linked");
+        git(&root, &["worktree", "add", "-q", "--detach", linked.to_str().unwrap()]);
+        let linked = Repository::open(&linked).unwrap();
+        assert!(checkout_writes_blobs_as_stored(&linked, &tree, &new_files(&changes)).unwrap());
         fs::write(root.join(".git/info/attributes"), "*.txt ident\n").unwrap();
         assert!(!checkout_writes_blobs_as_stored(&repo, &tree, &new_files(&changes)).unwrap());
+        assert!(!checkout_writes_blobs_as_stored(&linked, &tree, &new_files(&changes)).unwrap());
     }
 }
