@@ -482,12 +482,17 @@ fn with_entries(
         .filter(|x| is_code(&x.file.path))
         .map(|x| (x.resource.clone(), x.file.path.clone()))
         .collect();
+    // Each resource's files, listed once (at a base commit, a walk of its whole tree).
+    let mut listed: std::collections::HashMap<String, std::collections::HashSet<String>> =
+        std::collections::HashMap::new();
     for (resource, path) in top {
         let Some(s) = scopes.iter().find(|s| s.resource == resource) else {
             continue;
         };
-        let all: std::collections::HashSet<String> = s.view.files().into_iter().collect();
-        let Some(entry) = entry_of(&path, &all, |p| s.view.read(p)) else {
+        let all = listed
+            .entry(resource.clone())
+            .or_insert_with(|| s.view.files().into_iter().collect());
+        let Some(entry) = entry_of(&path, all, |p| s.view.read(p)) else {
             continue;
         };
         if !policy.takes_path(&entry) {
