@@ -526,10 +526,7 @@ fn workdir_changes(
         .iter()
         .map(|t| t.path.as_os_str().as_bytes())
         .collect();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let threads = super::parallel::threads();
     let chunk = tracked.len().div_ceil(threads).max(1);
     // The walk for untracked files runs beside the comparison of tracked ones: it is one
     // thread's work, which would otherwise leave the other cores idle after the comparison.

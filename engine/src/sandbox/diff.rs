@@ -291,10 +291,7 @@ pub fn trees_each<T: Send>(
     // Reading the blobs and diffing their lines is most of the work for a large change, and
     // each file is independent: the files are split in order between threads, each with a
     // handle of its own on the repository (a handle is not shared between threads).
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let threads = super::parallel::threads();
     if threads == 1 || deltas.len() < PARALLEL_FILES {
         return file_diffs(repo, &deltas, request, each);
     }

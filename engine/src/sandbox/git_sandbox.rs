@@ -256,27 +256,11 @@ pub(crate) fn checkout(
         let p = layout.work_dir.join(dir);
         fs::create_dir(&p).map_err(SandboxError::io("create", &p))?;
     }
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
-    let chunk = items.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || write_items(layout, part)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(SandboxError::Checkpoint(
-                        "a checkout thread panicked".into(),
-                    ))
-                })
-            })
-            .collect::<Result<Vec<()>, SandboxError>>()
-    })?;
+    super::parallel::each_chunk(
+        &items,
+        || SandboxError::Checkpoint("a checkout thread panicked".into()),
+        |part| write_items(layout, part),
+    )?;
     let mut index = repo
         .index()
         .map_err(SandboxError::git("opening the index"))?;

@@ -43,6 +43,7 @@ pub mod landlock;
 pub mod launcher;
 pub mod lifetime;
 pub mod merge;
+pub(crate) mod parallel;
 pub mod remote;
 pub mod replay;
 pub mod sys;

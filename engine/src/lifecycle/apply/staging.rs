@@ -91,8 +91,8 @@ fn checkout_writes_blobs_as_stored(
 }
 
 /// The attributes files git reads besides those in the tree: the repository's
-/// `info/attributes` (its common directory's too), the user's (`core.attributesFile`, else the XDG default) and the
-/// system's.
+/// `info/attributes` (its common directory's too), the user's (`core.attributesFile`, else
+/// the XDG default) and the system's.
 fn attributes_files(user: &Repository, config: &git2::Config) -> Vec<PathBuf> {
     // A linked work tree reads the `info/attributes` of the repository it shares.
     let mut files = vec![
@@ -144,21 +144,11 @@ fn write_blobs(
     staging: &Path,
     writes: &[(&str, Oid, i32)],
 ) -> Result<(), RunError> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
-    let chunk = writes.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = writes
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || write_part(git_dir, staging, part)))
-            .collect();
-        handles.into_iter().try_for_each(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(RunError::Sandbox("a staging thread panicked".into())))
-        })
-    })
+    crate::sandbox::parallel::each_chunk(
+        writes,
+        || RunError::Sandbox("a staging thread panicked".into()),
+        |part| write_part(git_dir, staging, part),
+    )
 }
 
 fn write_part(git_dir: &Path, staging: &Path, part: &[(&str, Oid, i32)]) -> Result<(), RunError> {
