@@ -24,6 +24,8 @@ use crate::domain::lifecycle::PlanStatus;
 pub use crate::domain::sandbox::{CheckpointRecord, CheckpointState};
 use crate::store::Store;
 
+mod index_file;
+
 /// Updates the private index from the work tree and writes it as a tree; returns the tree id.
 /// The index file is rewritten only when something changed.
 ///
@@ -39,10 +41,37 @@ pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
 /// # Errors
 /// [`SandboxError::Git`].
 pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxError> {
+    // A snapshot that may leave the index as it is compares the work tree with the index file
+    // read directly (see `index_file`); when nothing differs and the index caches its whole
+    // tree, that tree is the snapshot, as libgit2's `write_tree` would return it, and libgit2
+    // never opens the index. Its callers hold the sandbox lock, so the index read here is the
+    // one libgit2 reads below when something did change.
+    let known = if persist {
+        None
+    } else {
+        std::fs::read(repo.path().join("index"))
+            .ok()
+            .and_then(|bytes| index_file::parse(&bytes))
+    };
+    let (removed, added) = match known {
+        Some(file) => {
+            let changes = work_tree_changes(repo, &file.tracked, &file.gitlinks)?;
+            if let (Some(tree), ([], [])) = (file.tree, (&changes.0[..], &changes.1[..])) {
+                super::written::synced(repo.path(), tree);
+                return Ok(tree);
+            }
+            changes
+        }
+        None => {
+            let index = repo
+                .index()
+                .map_err(SandboxError::git("opening the index"))?;
+            workdir_changes(repo, &index)?
+        }
+    };
     let mut index = repo
         .index()
         .map_err(SandboxError::git("opening the index"))?;
-    let (removed, added) = workdir_changes(repo, &index)?;
     for path in &removed {
         index.remove_path(path).map_err(SandboxError::git(format!(
             "removing {} from the index",
@@ -497,15 +526,7 @@ fn workdir_changes(
 ) -> Result<(Vec<PathBuf>, Vec<PathBuf>), SandboxError> {
     use std::collections::HashSet;
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::MetadataExt;
 
-    let work = repo
-        .workdir()
-        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
-        .to_path_buf();
-    let index_time = std::fs::metadata(repo.path().join("index"))
-        .ok()
-        .map(|m| (m.mtime(), m.mtime_nsec()));
     let mut tracked = Vec::with_capacity(index.len());
     let mut gitlinks: HashSet<Vec<u8>> = HashSet::new();
     for e in index.iter() {
@@ -522,6 +543,26 @@ fn workdir_changes(
             ino: e.ino,
         });
     }
+    work_tree_changes(repo, &tracked, &gitlinks)
+}
+
+/// [`workdir_changes`] for the index's `tracked` entries and `gitlinks`.
+fn work_tree_changes(
+    repo: &Repository,
+    tracked: &[Tracked],
+    gitlinks: &std::collections::HashSet<Vec<u8>>,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), SandboxError> {
+    use std::collections::HashSet;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+
+    let work = repo
+        .workdir()
+        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
+        .to_path_buf();
+    let index_time = std::fs::metadata(repo.path().join("index"))
+        .ok()
+        .map(|m| (m.mtime(), m.mtime_nsec()));
     let known: HashSet<&[u8]> = tracked
         .iter()
         .map(|t| t.path.as_os_str().as_bytes())
@@ -531,7 +572,7 @@ fn workdir_changes(
     // The walk for untracked files runs beside the comparison of tracked ones: it is one
     // thread's work, which would otherwise leave the other cores idle after the comparison.
     let (compared, mut untracked) = std::thread::scope(|scope| {
-        let walk = scope.spawn(|| untracked_files(&work, &known, &gitlinks));
+        let walk = scope.spawn(|| untracked_files(&work, &known, gitlinks));
         let handles: Vec<_> = tracked
             .chunks(chunk)
             .map(|part| {
