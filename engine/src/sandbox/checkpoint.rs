@@ -711,6 +711,9 @@ fn untracked_under(
         let Ok(mut dir) = rustix::fs::Dir::read_from(&fd) else {
             continue;
         };
+        // The names, one after another in `names`, each entry its end there and its kind (one
+        // allocation per directory, not per name).
+        let mut names = Vec::new();
         let mut entries = Vec::new();
         while let Some(Ok(entry)) = dir.read() {
             let name = entry.file_name().to_bytes();
@@ -723,11 +726,16 @@ fn untracked_under(
                     .map(|st| FileType::from_raw_mode(st.st_mode))
                     .unwrap_or(FileType::Unknown);
             }
-            entries.push((name.to_vec(), kind));
+            names.extend_from_slice(name);
+            entries.push((names.len(), kind));
         }
-        if entries
-            .iter()
-            .any(|(n, k)| n == b".gitignore" && *k == FileType::RegularFile)
+        let named = |i: usize| {
+            let start = if i == 0 { 0 } else { entries[i - 1].0 };
+            (&names[start..entries[i].0], entries[i].1)
+        };
+        if (0..entries.len())
+            .map(named)
+            .any(|(n, k)| n == b".gitignore" && k == FileType::RegularFile)
         {
             let mut builder = GitignoreBuilder::new(&abs);
             builder.add(abs.join(".gitignore"));
@@ -735,15 +743,18 @@ fn untracked_under(
                 chain.push(Rc::new(gi));
             }
         }
-        for (name, kind) in entries {
-            if crate::sandbox::confined::is_git_alias(&name) {
+        // Each entry's path is made in the same buffer and copied only when kept.
+        let mut child = Vec::with_capacity(rel.len() + 64);
+        for (name, kind) in (0..entries.len()).map(named) {
+            if crate::sandbox::confined::is_git_alias(name) {
                 continue;
             }
-            let mut child = rel.clone();
+            child.clear();
+            child.extend_from_slice(&rel);
             if !child.is_empty() {
                 child.push(b'/');
             }
-            child.extend_from_slice(&name);
+            child.extend_from_slice(name);
             let is_dir = kind == FileType::Directory;
             if is_dir && gitlinks.contains(&child) {
                 continue;
@@ -761,7 +772,7 @@ fn untracked_under(
                 continue;
             }
             if is_dir {
-                stack.push((child, chain.clone()));
+                stack.push((child.clone(), chain.clone()));
             } else {
                 out.push(PathBuf::from(OsStr::from_bytes(&child)));
             }
