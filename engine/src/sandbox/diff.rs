@@ -399,17 +399,24 @@ fn file_diffs<T>(
     request: &DiffRequest,
     each: &(dyn Fn(FileDiff) -> T + Sync),
 ) -> Result<Vec<T>, SandboxError> {
-    // Submodule commits are not blobs.
-    let blob = |oid: Oid| (!oid.is_zero()).then(|| repo.find_blob(oid).ok()).flatten();
+    let blob = |oid: Oid| -> Result<Option<Vec<u8>>, SandboxError> {
+        if oid.is_zero() {
+            return Ok(None);
+        }
+        match repo.find_blob(oid) {
+            Ok(b) => Ok(Some(b.content().to_vec())),
+            // Submodule commits are not blobs.
+            Err(_) => Ok(None),
+        }
+    };
     let secrets = crate::redact::secrets();
     let mut out = Vec::with_capacity(deltas.len());
     for delta in deltas {
         let status = delta.status;
-        let old_blob = blob(delta.old_id);
-        let new_blob = blob(delta.new_id);
-        let old_bytes = old_blob.as_ref().map(git2::Blob::content);
-        let new_bytes = new_blob.as_ref().map(git2::Blob::content);
-        let binary = old_bytes.is_some_and(is_binary) || new_bytes.is_some_and(is_binary);
+        let old_bytes = blob(delta.old_id)?;
+        let new_bytes = blob(delta.new_id)?;
+        let binary = old_bytes.as_deref().is_some_and(is_binary)
+            || new_bytes.as_deref().is_some_and(is_binary);
         let mut file = FileDiff {
             path: if status == FileStatus::Deleted {
                 delta.old_path.clone()
@@ -419,8 +426,8 @@ fn file_diffs<T>(
             old_path: (status == FileStatus::Renamed).then(|| delta.old_path.clone()),
             status,
             binary,
-            old_size: old_bytes.map(|b| b.len() as u64),
-            new_size: new_bytes.map(|b| b.len() as u64),
+            old_size: old_bytes.as_ref().map(|b| b.len() as u64),
+            new_size: new_bytes.as_ref().map(|b| b.len() as u64),
             old_mode: mode(delta.old_mode),
             new_mode: mode(delta.new_mode),
             additions: 0,
@@ -430,18 +437,15 @@ fn file_diffs<T>(
             secrets: Vec::new(),
         };
         if !binary {
-            let hunks = match (&old_blob, &new_blob) {
-                // Both sides stored: diffed as the blobs they are, whose ids libgit2 then
-                // knows instead of hashing both texts again.
-                (Some(old), Some(new)) => blob_hunks(old, new),
-                _ => {
-                    fn text(b: Option<&[u8]>) -> &str {
-                        b.map(|b| std::str::from_utf8(b).unwrap_or_default())
-                            .unwrap_or_default()
-                    }
-                    text_hunks(text(old_bytes), text(new_bytes))
-                }
-            };
+            let old_text = old_bytes
+                .as_deref()
+                .map(|b| std::str::from_utf8(b).unwrap_or_default())
+                .unwrap_or_default();
+            let new_text = new_bytes
+                .as_deref()
+                .map(|b| std::str::from_utf8(b).unwrap_or_default())
+                .unwrap_or_default();
+            let hunks = text_hunks(old_text, new_text);
             for h in &hunks {
                 for l in &h.lines {
                     match l.kind {
@@ -456,7 +460,7 @@ fn file_diffs<T>(
                 file.hunks = hunks;
             }
         } else {
-            file.secrets = secret_lines(&[], new_bytes, &secrets);
+            file.secrets = secret_lines(&[], new_bytes.as_deref(), &secrets);
         }
         out.push(each(file));
     }
@@ -471,42 +475,18 @@ pub fn text_hunks(old: &str, new: &str) -> Vec<Hunk> {
     if old == new {
         return Vec::new();
     }
-    let patch = git2::Patch::from_buffers(
-        old.as_bytes(),
-        None,
-        new.as_bytes(),
-        None,
-        Some(&mut hunk_options()),
-    );
-    // libgit2 fails on these buffers only when out of memory: the file shows unchanged
-    // rather than with made-up lines.
-    patch.map(|p| patch_hunks(&p)).unwrap_or_default()
-}
-
-/// As [`text_hunks`] for two stored blobs (text, as [`is_binary`] judges it): the same
-/// options and the same hunks, without libgit2 hashing each side again to name it (which
-/// [`git2::Patch::from_buffers`] does, and which was a tenth of a large diff's time).
-fn blob_hunks(old: &git2::Blob<'_>, new: &git2::Blob<'_>) -> Vec<Hunk> {
-    if old.id() == new.id() {
-        return Vec::new();
-    }
-    git2::Patch::from_blobs(old, None, new, None, Some(&mut hunk_options()))
-        .map(|p| patch_hunks(&p))
-        .unwrap_or_default()
-}
-
-/// The options of every text diff: git's context, hunks not merged, the indent heuristic.
-fn hunk_options() -> DiffOptions {
     let mut opts = DiffOptions::new();
     opts.context_lines(CONTEXT_LINES as u32)
         .interhunk_lines(0)
         .indent_heuristic(true)
         .force_text(true);
-    opts
-}
-
-/// The hunks of a patch, each line decoded.
-fn patch_hunks(patch: &git2::Patch<'_>) -> Vec<Hunk> {
+    let Ok(patch) =
+        git2::Patch::from_buffers(old.as_bytes(), None, new.as_bytes(), None, Some(&mut opts))
+    else {
+        // libgit2 fails on these buffers only when out of memory: the file shows unchanged
+        // rather than with made-up lines.
+        return Vec::new();
+    };
     let mut hunks = Vec::with_capacity(patch.num_hunks());
     for h in 0..patch.num_hunks() {
         let Ok((header, count)) = patch.hunk(h) else {
