@@ -1388,6 +1388,29 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_reads_the_cached_tree_when_nothing_changed_and_still_sees_every_edit_by_hand() {
+        let (_dir, _store, _sandboxes, _plan, sb) = setup();
+        let w = sb.work_dir().to_path_buf();
+        let repo = sb.repo().unwrap();
+        let index = sb.layout.git_dir.join("index");
+        let first = snapshot_with(&repo, true).unwrap();
+        let written = fs::read(&index).unwrap();
+        assert_eq!(snapshot(&repo).unwrap(), first, "nothing changed");
+        assert_eq!(fs::read(&index).unwrap(), written, "the index is left as it is");
+        // The same size, written by hand after the index.
+        fs::write(w.join("a.txt"), "A\n").unwrap();
+        let edited = snapshot(&repo).unwrap();
+        assert_ne!(edited, first);
+        assert_eq!(edited.to_string(), git_tree(&w), "an edit by hand");
+        assert_eq!(snapshot(&repo).unwrap(), edited, "and again, from the index it wrote");
+        fs::write(w.join("d/new.txt"), "new\n").unwrap();
+        fs::write(w.join("d/skip.log"), "ignored\n").unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w), "a new file");
+        fs::remove_file(w.join("a.txt")).unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w), "a removed file");
+    }
+
+    #[test]
     fn a_written_only_checkpoint_scans_everything_when_the_written_set_is_unknown() {
         use crate::sandbox::written;
         let (_dir, mut store, sandboxes, plan, sb) = setup();

@@ -157,7 +157,7 @@ mod tests {
                 uid: 0,
                 gid: 0,
                 file_size: 5,
-                id: git2::Oid::zero(),
+                id: git2::Oid::ZERO_SHA1,
                 flags: 0,
                 flags_extended: 0,
                 path: long.into_bytes(),
