@@ -24,6 +24,8 @@ use crate::domain::lifecycle::PlanStatus;
 pub use crate::domain::sandbox::{CheckpointRecord, CheckpointState};
 use crate::store::Store;
 
+mod index_file;
+
 /// Updates the private index from the work tree and writes it as a tree; returns the tree id.
 /// The index file is rewritten only when something changed.
 ///
@@ -39,10 +41,37 @@ pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
 /// # Errors
 /// [`SandboxError::Git`].
 pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxError> {
+    // A snapshot that may leave the index as it is compares the work tree with the index file
+    // read directly (see `index_file`); when nothing differs and the index caches its whole
+    // tree, that tree is the snapshot, as libgit2's `write_tree` would return it, and libgit2
+    // never opens the index. Its callers hold the sandbox lock, so the index read here is the
+    // one libgit2 reads below when something did change.
+    let known = if persist {
+        None
+    } else {
+        std::fs::read(repo.path().join("index"))
+            .ok()
+            .and_then(|bytes| index_file::parse(&bytes))
+    };
+    let (removed, added) = match known {
+        Some(file) => {
+            let changes = work_tree_changes(repo, &file.tracked, &file.gitlinks)?;
+            if let (Some(tree), ([], [])) = (file.tree, (&changes.0[..], &changes.1[..])) {
+                super::written::synced(repo.path(), tree);
+                return Ok(tree);
+            }
+            changes
+        }
+        None => {
+            let index = repo
+                .index()
+                .map_err(SandboxError::git("opening the index"))?;
+            workdir_changes(repo, &index)?
+        }
+    };
     let mut index = repo
         .index()
         .map_err(SandboxError::git("opening the index"))?;
-    let (removed, added) = workdir_changes(repo, &index)?;
     for path in &removed {
         index.remove_path(path).map_err(SandboxError::git(format!(
             "removing {} from the index",
@@ -497,15 +526,7 @@ fn workdir_changes(
 ) -> Result<(Vec<PathBuf>, Vec<PathBuf>), SandboxError> {
     use std::collections::HashSet;
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::MetadataExt;
 
-    let work = repo
-        .workdir()
-        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
-        .to_path_buf();
-    let index_time = std::fs::metadata(repo.path().join("index"))
-        .ok()
-        .map(|m| (m.mtime(), m.mtime_nsec()));
     let mut tracked = Vec::with_capacity(index.len());
     let mut gitlinks: HashSet<Vec<u8>> = HashSet::new();
     for e in index.iter() {
@@ -522,6 +543,26 @@ fn workdir_changes(
             ino: e.ino,
         });
     }
+    work_tree_changes(repo, &tracked, &gitlinks)
+}
+
+/// [`workdir_changes`] for the index's `tracked` entries and `gitlinks`.
+fn work_tree_changes(
+    repo: &Repository,
+    tracked: &[Tracked],
+    gitlinks: &std::collections::HashSet<Vec<u8>>,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), SandboxError> {
+    use std::collections::HashSet;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+
+    let work = repo
+        .workdir()
+        .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
+        .to_path_buf();
+    let index_time = std::fs::metadata(repo.path().join("index"))
+        .ok()
+        .map(|m| (m.mtime(), m.mtime_nsec()));
     let known: HashSet<&[u8]> = tracked
         .iter()
         .map(|t| t.path.as_os_str().as_bytes())
@@ -531,7 +572,7 @@ fn workdir_changes(
     // The walk for untracked files runs beside the comparison of tracked ones: it is one
     // thread's work, which would otherwise leave the other cores idle after the comparison.
     let (compared, mut untracked) = std::thread::scope(|scope| {
-        let walk = scope.spawn(|| untracked_files(&work, &known, &gitlinks));
+        let walk = scope.spawn(|| untracked_files(&work, &known, gitlinks));
         let handles: Vec<_> = tracked
             .chunks(chunk)
             .map(|part| {
@@ -670,6 +711,9 @@ fn untracked_under(
         let Ok(mut dir) = rustix::fs::Dir::read_from(&fd) else {
             continue;
         };
+        // The names, one after another in `names`, each entry its end there and its kind (one
+        // allocation per directory, not per name).
+        let mut names = Vec::new();
         let mut entries = Vec::new();
         while let Some(Ok(entry)) = dir.read() {
             let name = entry.file_name().to_bytes();
@@ -682,11 +726,16 @@ fn untracked_under(
                     .map(|st| FileType::from_raw_mode(st.st_mode))
                     .unwrap_or(FileType::Unknown);
             }
-            entries.push((name.to_vec(), kind));
+            names.extend_from_slice(name);
+            entries.push((names.len(), kind));
         }
-        if entries
-            .iter()
-            .any(|(n, k)| n == b".gitignore" && *k == FileType::RegularFile)
+        let named = |i: usize| {
+            let start = if i == 0 { 0 } else { entries[i - 1].0 };
+            (&names[start..entries[i].0], entries[i].1)
+        };
+        if (0..entries.len())
+            .map(named)
+            .any(|(n, k)| n == b".gitignore" && k == FileType::RegularFile)
         {
             let mut builder = GitignoreBuilder::new(&abs);
             builder.add(abs.join(".gitignore"));
@@ -694,15 +743,18 @@ fn untracked_under(
                 chain.push(Rc::new(gi));
             }
         }
-        for (name, kind) in entries {
-            if crate::sandbox::confined::is_git_alias(&name) {
+        // Each entry's path is made in the same buffer and copied only when kept.
+        let mut child = Vec::with_capacity(rel.len() + 64);
+        for (name, kind) in (0..entries.len()).map(named) {
+            if crate::sandbox::confined::is_git_alias(name) {
                 continue;
             }
-            let mut child = rel.clone();
+            child.clear();
+            child.extend_from_slice(&rel);
             if !child.is_empty() {
                 child.push(b'/');
             }
-            child.extend_from_slice(&name);
+            child.extend_from_slice(name);
             let is_dir = kind == FileType::Directory;
             if is_dir && gitlinks.contains(&child) {
                 continue;
@@ -720,7 +772,7 @@ fn untracked_under(
                 continue;
             }
             if is_dir {
-                stack.push((child, chain.clone()));
+                stack.push((child.clone(), chain.clone()));
             } else {
                 out.push(PathBuf::from(OsStr::from_bytes(&child)));
             }
@@ -1333,6 +1385,29 @@ mod tests {
         fs::remove_dir_all(w.join("d")).unwrap();
         std::os::unix::fs::symlink(&elsewhere, w.join("d")).unwrap();
         check(&["d/b.txt"], "a parent replaced by a link");
+    }
+
+    #[test]
+    fn a_snapshot_reads_the_cached_tree_when_nothing_changed_and_still_sees_every_edit_by_hand() {
+        let (_dir, _store, _sandboxes, _plan, sb) = setup();
+        let w = sb.work_dir().to_path_buf();
+        let repo = sb.repo().unwrap();
+        let index = sb.layout.git_dir.join("index");
+        let first = snapshot_with(&repo, true).unwrap();
+        let written = fs::read(&index).unwrap();
+        assert_eq!(snapshot(&repo).unwrap(), first, "nothing changed");
+        assert_eq!(fs::read(&index).unwrap(), written, "the index is left as it is");
+        // The same size, written by hand after the index.
+        fs::write(w.join("a.txt"), "A\n").unwrap();
+        let edited = snapshot(&repo).unwrap();
+        assert_ne!(edited, first);
+        assert_eq!(edited.to_string(), git_tree(&w), "an edit by hand");
+        assert_eq!(snapshot(&repo).unwrap(), edited, "and again, from the index it wrote");
+        fs::write(w.join("d/new.txt"), "new\n").unwrap();
+        fs::write(w.join("d/skip.log"), "ignored\n").unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w), "a new file");
+        fs::remove_file(w.join("a.txt")).unwrap();
+        assert_eq!(snapshot(&repo).unwrap().to_string(), git_tree(&w), "a removed file");
     }
 
     #[test]
