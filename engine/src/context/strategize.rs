@@ -152,6 +152,21 @@ enum Reason {
     EntryOf(String),
 }
 
+impl Reason {
+    /// Why a file the task's words did not match is shown; `None` for a matched file.
+    fn why(&self, resource: &str) -> Option<String> {
+        match self {
+            Reason::Matched => None,
+            Reason::TestsOf(of) => Some(format!("tests of {of}")),
+            Reason::ChangesWith(w) => Some(w.text(resource)),
+            Reason::OftenChanged { changes, of } => {
+                Some(format!("changed in {changes} of the last {of} commits"))
+            }
+            Reason::EntryOf(of) => Some(format!("package entry re-exporting from {of}")),
+        }
+    }
+}
+
 /// The file shown above it that a file changed with most, in the history at the base.
 #[derive(Debug, Clone, PartialEq)]
 struct ChangedWith {
@@ -408,7 +423,7 @@ fn entry_of(
     files: &std::collections::HashSet<String>,
     read: impl Fn(&str) -> Option<String>,
 ) -> Option<String> {
-    let (dir, name) = path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
     if ENTRY_NAMES.contains(&name) {
         return None;
     }
@@ -416,6 +431,10 @@ fn entry_of(
     if stem.is_empty() {
         return None;
     }
+    // The lines that re-export from the module, made once for every line of every entry.
+    let python = format!("from .{stem} import");
+    let rust = [format!("::{stem}::"), format!(" {stem}::")];
+    let js = [format!("from './{stem}'"), format!("from \"./{stem}\"")];
     for entry in ENTRY_NAMES {
         let candidate = if dir.is_empty() {
             (*entry).to_string()
@@ -430,12 +449,9 @@ fn entry_of(
         };
         let reexports = text.lines().any(|l| {
             let l = l.trim();
-            (l.starts_with(&format!("from .{stem} import")))
-                || (l.starts_with("pub use ")
-                    && (l.contains(&format!("::{stem}::")) || l.contains(&format!(" {stem}::"))))
-                || (l.starts_with("export ")
-                    && (l.contains(&format!("from './{stem}'"))
-                        || l.contains(&format!("from \"./{stem}\""))))
+            l.starts_with(&python)
+                || (l.starts_with("pub use ") && rust.iter().any(|r| l.contains(r.as_str())))
+                || (l.starts_with("export ") && js.iter().any(|j| l.contains(j.as_str())))
         });
         if reexports {
             return Some(candidate);
@@ -801,31 +817,19 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let mut left_out = Vec::new();
     for x in &files {
         let (resource, f) = (&x.resource, &x.file);
-        let (entry, score, via) = match &x.reason {
-            Reason::Matched => (
+        let (entry, score, via) = match x.reason.why(resource) {
+            None => (
                 file_entry(resource, f, x.with.as_ref()),
                 f64::from(f.score),
                 x.with.as_ref().map(|w| w.text(resource)),
             ),
-            Reason::TestsOf(of) => {
-                let why = format!("tests of {of}");
-                (short_entry(resource, f, &why), 0.0, Some(why))
-            }
-            Reason::OftenChanged { changes, of } => {
-                let why = format!("changed in {changes} of the last {of} commits");
-                (short_entry(resource, f, &why), 0.0, Some(why))
-            }
-            Reason::EntryOf(of) => {
-                let why = format!("package entry re-exporting from {of}");
-                (short_entry(resource, f, &why), 0.0, Some(why))
-            }
-            Reason::ChangesWith(w) => {
-                let why = w.text(resource);
-                (
-                    short_entry(resource, f, &why),
-                    f64::from(x.rank),
-                    Some(why),
-                )
+            Some(why) => {
+                // A file lent its rank by a related one is scored by that rank.
+                let score = match x.reason {
+                    Reason::ChangesWith(_) => f64::from(x.rank),
+                    _ => 0.0,
+                };
+                (short_entry(resource, f, &why), score, Some(why))
             }
         };
         let cost = b.cost(&entry);
