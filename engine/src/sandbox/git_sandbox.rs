@@ -294,9 +294,30 @@ pub(crate) fn checkout(
     Ok(())
 }
 
-fn write_items(layout: &Layout, items: &[Item]) -> Result<(), SandboxError> {
+/// Writes a blob's `data` at `path` as a checkout writes an entry of `mode`: a link to the
+/// target it holds, or a new file created with `permissions` (less the umask).
+pub(crate) fn write_blob(
+    path: &Path,
+    data: &[u8],
+    mode: i32,
+    permissions: u32,
+) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
+    if mode == i32::from(git2::FileMode::Link) {
+        use std::os::unix::ffi::OsStrExt;
+        return std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(data), path);
+    }
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(permissions)
+        .open(path)?
+        .write_all(data)
+}
+
+fn write_items(layout: &Layout, items: &[Item]) -> Result<(), SandboxError> {
+    use std::os::unix::fs::PermissionsExt;
     let repo = open_repo(layout)?;
     let odb = repo
         .odb()
@@ -311,21 +332,8 @@ fn write_items(layout: &Layout, items: &[Item]) -> Result<(), SandboxError> {
         let object = odb
             .read(item.id)
             .map_err(SandboxError::git(format!("reading {}", item.path)))?;
-        if item.mode == 0o120000 {
-            use std::os::unix::ffi::OsStrExt;
-            let target = std::ffi::OsStr::from_bytes(object.data());
-            std::os::unix::fs::symlink(target, &path)
-                .map_err(SandboxError::io("create link", &path))?;
-            continue;
-        }
-        let mode = if item.mode == 0o100755 { 0o755 } else { 0o644 };
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&path)
-            .map_err(SandboxError::io("create", &path))?;
-        file.write_all(object.data())
+        let permissions = if item.mode == 0o100755 { 0o755 } else { 0o644 };
+        write_blob(&path, object.data(), item.mode, permissions)
             .map_err(SandboxError::io("write", &path))?;
         if item.mode == 0o100755 {
             // The umask may have cleared execute bits.

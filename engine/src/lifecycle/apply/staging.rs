@@ -152,7 +152,6 @@ fn write_blobs(
 }
 
 fn write_part(git_dir: &Path, staging: &Path, part: &[(&str, Oid, i32)]) -> Result<(), RunError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let repo = Repository::open_bare(git_dir).map_err(git_err("opening the repository"))?;
     let odb = repo.odb().map_err(git_err("opening the objects"))?;
     let mut made = std::collections::HashSet::new();
@@ -166,23 +165,12 @@ fn write_part(git_dir: &Path, staging: &Path, part: &[(&str, Oid, i32)]) -> Resu
             made.insert(parent.to_path_buf());
         }
         let object = odb.read(*id).map_err(git_err("reading a new file"))?;
-        if *mode == i32::from(FileMode::Link) {
-            use std::os::unix::ffi::OsStrExt;
-            let target = std::ffi::OsStr::from_bytes(object.data());
-            std::os::unix::fs::symlink(target, &at).map_err(io)?;
-            continue;
-        }
         let permissions = if *mode == i32::from(FileMode::BlobExecutable) {
             0o777
         } else {
             0o666
         };
-        fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(permissions)
-            .open(&at)
-            .and_then(|mut f| f.write_all(object.data()))
+        crate::sandbox::git_sandbox::write_blob(&at, object.data(), *mode, permissions)
             .map_err(io)?;
     }
     Ok(())
