@@ -8,7 +8,6 @@
 //! files go through libgit2's checkout and so through the repository's filters.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
