@@ -9,7 +9,8 @@
 //!    untouched.
 //! 2. [`commit`]: git's `index.lock` is taken (a hard link of `JDIR/lock`, so an undo knows it
 //!    is its own); then file by file, each re-checked just before it is replaced, the old file
-//!    is kept as a hard link in `JDIR/old/` and the staged one renamed into place; then the new
+//!    is kept as a hard link in `JDIR/old/` and the staged one renamed into place (both
+//!    directories flat, a file at its [`slot`](super::staging::slot)); then the new
 //!    index is written into the lock and renamed over `index`; then the branch moves with a
 //!    compare-and-swap from the tip that was checked.
 //!
@@ -29,6 +30,7 @@ use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository};
 
 use super::RunError;
 use super::decide::{Decided, Fingerprint, content_of};
+use super::staging::slot;
 pub use crate::domain::apply::EntryOp;
 
 /// Where one resource's journal directory is.
@@ -108,7 +110,7 @@ pub fn stage(
         for c in &d.changes {
             if let Some((id, mode)) = c.new {
                 let blob = sr.find_blob(id).map_err(git_err("reading a new file"))?;
-                write_new(&jdir.join("new").join(&c.path), blob.content(), mode)
+                write_new(&slot(&jdir.join("new"), &c.path), blob.content(), mode)
                     .map_err(io(&c.path))?;
             }
         }
@@ -253,10 +255,8 @@ pub fn commit(
         recheck(&c.path)?;
         let at = root.join(&c.path);
         if fs::symlink_metadata(&at).is_ok() {
-            if let Some(parent) = old.join(&c.path).parent() {
-                fs::create_dir_all(parent).map_err(io(jdir.display()))?;
-            }
-            fs::rename(&at, old.join(&c.path)).map_err(io(at.display()))?;
+            fs::create_dir_all(&old).map_err(io(jdir.display()))?;
+            fs::rename(&at, slot(&old, &c.path)).map_err(io(at.display()))?;
         }
     }
     for dir in &d.rmdirs {
@@ -279,13 +279,13 @@ pub fn commit(
     }
     for c in d.changes.iter().filter(|c| c.new.is_some()) {
         let at = root.join(&c.path);
-        let staged = new.join(&c.path);
+        let staged = slot(&new, &c.path);
         let tmp = temp_beside(&at, journal);
         let _ = fs::remove_file(&tmp);
         link_or_copy(&staged, &tmp).map_err(io(tmp.display()))?;
         recheck(&c.path)?;
         if fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()) {
-            link_or_copy(&at, &old.join(&c.path)).map_err(io(jdir.display()))?;
+            link_or_copy(&at, &slot(&old, &c.path)).map_err(io(jdir.display()))?;
         }
         fs::rename(&tmp, &at).map_err(io(at.display()))?;
     }
@@ -463,6 +463,25 @@ pub struct UndoEntry {
     pub writes: bool,
 }
 
+/// Where `side` of a journal directory keeps `path`: its [`slot`], or the path itself below
+/// `side` where a journal written before the slots holds it there.
+fn kept_at(side: &Path, path: &str) -> PathBuf {
+    let at = slot(side, path);
+    if fs::symlink_metadata(&at).is_err() && fs::symlink_metadata(side.join(path)).is_ok() {
+        return side.join(path);
+    }
+    at
+}
+
+/// Moves an original the undo could not put back to `JDIR/kept/<path>`, where the user finds
+/// it by its path. Where the move fails it stays at its slot, still kept.
+fn keep_original(jdir: &Path, backup: &Path, path: &str) {
+    let to = jdir.join("kept").join(path);
+    if to.parent().is_some_and(|p| fs::create_dir_all(p).is_ok()) {
+        let _ = fs::rename(backup, &to);
+    }
+}
+
 /// Undoes a resource's write (any part of it): the branch back to the old tip if it points at
 /// Apply's commit, the index back if it is Apply's, every file back from `JDIR/old/` if it is
 /// Apply's, created directories removed, removed ones recreated; then `jdir` is removed.
@@ -489,8 +508,8 @@ pub fn rollback(
         match e.op {
             EntryOp::File if e.writes => {
                 let _ = fs::remove_file(temp_beside(&at, journal));
-                let backup = old.join(&e.path);
-                if same_or_equal(&at, &new.join(&e.path)) {
+                let backup = kept_at(&old, &e.path);
+                if same_or_equal(&at, &kept_at(&new, &e.path)) {
                     if fs::symlink_metadata(&backup).is_ok() {
                         fs::rename(&backup, &at).map_err(io(at.display()))?;
                     } else {
@@ -501,11 +520,12 @@ pub fn rollback(
                 {
                     fs::rename(&backup, &at).map_err(io(at.display()))?;
                 } else if fs::symlink_metadata(&backup).is_ok() && !same_or_equal(&at, &backup) {
+                    keep_original(jdir, &backup, &e.path);
                     kept.push(e.path.clone());
                 }
             }
             EntryOp::File => {
-                let backup = old.join(&e.path);
+                let backup = kept_at(&old, &e.path);
                 if fs::symlink_metadata(&backup).is_ok() {
                     if fs::symlink_metadata(&at).is_err() {
                         if let Some(parent) = at.parent() {
@@ -513,6 +533,7 @@ pub fn rollback(
                         }
                         fs::rename(&backup, &at).map_err(io(at.display()))?;
                     } else {
+                        keep_original(jdir, &backup, &e.path);
                         kept.push(e.path.clone());
                     }
                 }

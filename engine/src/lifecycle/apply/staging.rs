@@ -1,6 +1,11 @@
 //! Apply's staged files (`docs/apply.md`, step 1): every new file written into `JDIR/new/`
 //! with the bytes a `git checkout` of the new tree would give it.
 //!
+//! The journal directory is flat: a file's staged copy (and, in `JDIR/old/`, its original) is
+//! named by the SHA-1 of its path ([`slot`]), so a change of a thousand files in two hundred
+//! directories creates and removes two directories rather than four hundred. On ext4 a
+//! directory costs milliseconds to remove where a file costs microseconds.
+//!
 //! Where nothing could make a checkout differ from the stored blob (no attributes file
 //! anywhere git reads one, `core.autocrlf` not `true`, links and file modes kept, no
 //! submodule among the files), the blobs are written as they are, on several threads; a
@@ -20,7 +25,16 @@ fn git_err(what: &str) -> impl Fn(git2::Error) -> RunError + '_ {
     move |e| RunError::Sandbox(format!("{what}: {}", e.message()))
 }
 
-/// Writes every new file of `changes` into `staging` as a checkout of `tree` in `user` would.
+/// Where the journal directory `side` (`JDIR/new` or `JDIR/old`) keeps the file at `path`: a
+/// name made of the SHA-1 of the path, directly in `side`.
+pub(super) fn slot(side: &Path, path: &str) -> PathBuf {
+    let name = Oid::hash_object(git2::ObjectType::Blob, path.as_bytes())
+        .map_or_else(|_| path.replace('/', "%"), |id| id.to_string());
+    side.join(name)
+}
+
+/// Writes every new file of `changes` into `staging` as a checkout of `tree` in `user` would,
+/// each at its [`slot`].
 ///
 /// # Errors
 /// Git and I/O errors; a file that did not come out staged.
@@ -34,13 +48,15 @@ pub fn stage_files(
     if writes.is_empty() {
         return Ok(());
     }
+    fs::create_dir_all(staging)
+        .map_err(|e| RunError::Sandbox(format!("creating {}: {e}", staging.display())))?;
     if checkout_writes_blobs_as_stored(user, tree, &writes)? {
         write_blobs(user.path(), staging, &writes)?;
     } else {
-        checkout_through_filters(user, tree, &writes, staging)?;
+        checkout_into_slots(user, tree, &writes, staging)?;
     }
     for (path, _, _) in &writes {
-        if fs::symlink_metadata(staging.join(path)).is_err() {
+        if fs::symlink_metadata(slot(staging, path)).is_err() {
             return Err(RunError::Sandbox(format!(
                 "{path} was not staged; nothing was applied"
             )));
@@ -153,16 +169,9 @@ fn write_blobs(
 fn write_part(git_dir: &Path, staging: &Path, part: &[(&str, Oid, i32)]) -> Result<(), RunError> {
     let repo = Repository::open_bare(git_dir).map_err(git_err("opening the repository"))?;
     let odb = repo.odb().map_err(git_err("opening the objects"))?;
-    let mut made = std::collections::HashSet::new();
     for (path, id, mode) in part {
-        let at = staging.join(path);
+        let at = slot(staging, path);
         let io = |e: std::io::Error| RunError::Sandbox(format!("staging {path}: {e}"));
-        if let Some(parent) = at.parent()
-            && !made.contains(parent)
-        {
-            fs::create_dir_all(parent).map_err(io)?;
-            made.insert(parent.to_path_buf());
-        }
         let object = odb.read(*id).map_err(git_err("reading a new file"))?;
         let permissions = if *mode == i32::from(FileMode::BlobExecutable) {
             0o777
@@ -173,6 +182,24 @@ fn write_part(git_dir: &Path, staging: &Path, part: &[(&str, Oid, i32)]) -> Resu
             .map_err(io)?;
     }
     Ok(())
+}
+
+/// Checks `writes` out of `tree` through the repository's filters into a directory inside
+/// `staging`, then moves each file to its [`slot`] and removes that directory.
+fn checkout_into_slots(
+    user: &Repository,
+    tree: &git2::Tree<'_>,
+    writes: &[(&str, Oid, i32)],
+    staging: &Path,
+) -> Result<(), RunError> {
+    let tree_dir = staging.join("checkout");
+    checkout_through_filters(user, tree, writes, &tree_dir)?;
+    for (path, _, _) in writes {
+        // A file the checkout did not write is reported by the caller.
+        let _ = fs::rename(tree_dir.join(path), slot(staging, path));
+    }
+    fs::remove_dir_all(&tree_dir)
+        .map_err(|e| RunError::Sandbox(format!("removing {}: {e}", tree_dir.display())))
 }
 
 /// Checks `writes` out of `tree` into `staging` through libgit2, and so through the
@@ -286,6 +313,19 @@ mod tests {
         out
     }
 
+    /// The files of `changes` as a checkout wrote them under `tree_dir`, each under the name
+    /// of its slot: what staging writes.
+    fn in_slots(tree_dir: &Path, changes: &[Change]) -> BTreeMap<String, (u32, Vec<u8>)> {
+        let checkout = listing(tree_dir);
+        changes
+            .iter()
+            .map(|c| {
+                let name = slot(Path::new(""), &c.path).display().to_string();
+                (name, checkout[&c.path].clone())
+            })
+            .collect()
+    }
+
     /// A repository holding `a.txt` in a temporary directory, and the change writing `files`.
     fn repository_and_change(
         files: &[(&str, &[u8], bool)],
@@ -314,8 +354,8 @@ mod tests {
         stage_files(&repo, &tree, &changes, &ours).unwrap();
         checkout_through_filters(&repo, &tree, &new_files(&changes), &theirs).unwrap();
         let staged = listing(&ours);
-        assert_eq!(staged.len(), 7, "{staged:?}");
-        assert_eq!(staged, listing(&theirs));
+        assert_eq!(staged.len(), 4, "one flat entry per file: {staged:?}");
+        assert_eq!(staged, in_slots(&theirs, &changes));
     }
 
     #[test]
@@ -331,7 +371,7 @@ mod tests {
         stage_files(&repo, &tree, &changes, &staging).unwrap();
         let theirs = tmp.path().join("theirs");
         checkout_through_filters(&repo, &tree, &new_files(&changes), &theirs).unwrap();
-        assert_eq!(listing(&staging), listing(&theirs));
+        assert_eq!(listing(&staging), in_slots(&theirs, &changes));
 
         let (tree, changes) = changed(&repo, &[("a.txt", b"one\ntwo\n", false)]);
         let tree = repo.find_tree(tree).unwrap();

@@ -294,3 +294,77 @@ fn an_edit_made_after_the_checks_is_never_overwritten_and_the_write_is_rolled_ba
     assert_eq!(sr.find_commit(commit).unwrap().parent_id(0).unwrap(), head);
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
 }
+
+/// Every directory under `dir`, relative to it.
+fn directories_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                out.push(e.path().strip_prefix(dir).unwrap().display().to_string());
+                stack.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_change_over_many_directories_is_staged_in_one_flat_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, head) = repo(dir.path(), 0);
+    let r = Repository::open(&root).unwrap();
+    let mut b = git2::build::TreeUpdateBuilder::new();
+    for k in 0..20 {
+        let blob = r.blob(format!("{k}\n").as_bytes()).unwrap();
+        b.upsert(format!("d{k}/sub/new.txt"), blob, FileMode::Blob);
+    }
+    let tree = b
+        .create_updated(&r, &r.find_commit(head).unwrap().tree().unwrap())
+        .unwrap();
+    let d = decide::git(&base(&root, head), &r, tree).unwrap();
+    let mut staged = (Vec::new(), 0);
+    write(&d, || {
+        let journals = root.join(".git/cleveragents-apply");
+        let jdir = fs::read_dir(&journals).unwrap().next().unwrap().unwrap().path();
+        staged = (
+            directories_under(&jdir),
+            fs::read_dir(jdir.join("new")).unwrap().count(),
+        );
+    })
+    .unwrap();
+    assert_eq!(staged, (vec!["new".to_string()], 20));
+    assert_eq!(fs::read_to_string(root.join("d7/sub/new.txt")).unwrap(), "7\n");
+    assert!(!root.join(".git/cleveragents-apply").exists());
+}
+
+#[test]
+fn an_original_the_undo_cannot_put_back_is_kept_under_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 5;
+    let (root, head) = repo(dir.path(), n);
+    let tree = target(&root, head, n);
+    let r = Repository::open(&root).unwrap();
+    let d = decide::git(&base(&root, head), &r, tree).unwrap();
+    let id = crate::domain::Id::generate().to_string();
+    let jdir = journal::jdir(Some(&root.join(".git")), Path::new("/nonexistent"), &id);
+    let commit = journal::stage(&d, &jdir, "plan\n", false).unwrap().unwrap();
+    journal::commit(&d, &jdir, &id, Some(commit)).unwrap();
+    // After Apply wrote it, the user saves one file as most editors do (a new file renamed
+    // over it) before the undo runs.
+    fs::write(root.join("f/3.txt.swp"), "mine\n").unwrap();
+    fs::rename(root.join("f/3.txt.swp"), root.join("f/3.txt")).unwrap();
+    let undo = BranchUndo {
+        git_dir: root.join(".git"),
+        branch: "main".into(),
+        old_tip: head,
+        new_commit: Some(commit),
+    };
+    let kept = journal::rollback(&root, &jdir, &id, &undo_entries(&d), Some(&undo)).unwrap();
+    assert_eq!(kept, ["f/3.txt"]);
+    assert_eq!(fs::read_to_string(root.join("f/3.txt")).unwrap(), "mine\n");
+    assert_eq!(fs::read_to_string(jdir.join("kept/f/3.txt")).unwrap(), "3\n");
+    assert_eq!(fs::read_to_string(root.join("f/2.txt")).unwrap(), "2\n");
+}
