@@ -39,6 +39,7 @@ mod resource_types;
 mod review;
 mod review_team;
 mod sandbox;
+mod shared_checkouts;
 mod server;
 mod server_audit;
 mod server_corrections;
