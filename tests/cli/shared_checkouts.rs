@@ -19,9 +19,21 @@ const SWITCH: &str = "CLEVERAGENTS_SANDBOX_OVERLAY";
 
 /// Runs the binary on this machine with shared checkouts asked for, `--format json`.
 fn run(env: &Env, args: &[&str]) -> (Value, i32) {
+    run_as(env, None, args)
+}
+
+/// [`run`] as the user `uid` (and its group), when given.
+fn run_as(env: &Env, uid: Option<u32>, args: &[&str]) -> (Value, i32) {
+    use std::os::unix::process::CommandExt;
     let mut all = vec!["--format", "json"];
     all.extend_from_slice(args);
-    let out = env.local_command(&all).env(SWITCH, "1").output().unwrap();
+    let mut cmd = env.local_command(&all);
+    cmd.env(SWITCH, "1");
+    if let Some(uid) = uid {
+        // Dropping root's privileges also drops its supplementary groups.
+        cmd.uid(uid).gid(uid);
+    }
+    let out = cmd.output().unwrap();
     let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not JSON ({e}): {}{}",
@@ -38,7 +50,15 @@ fn tool(env: &Env, plan: &str, repo: &Path, name: &str, args: Value) -> Value {
     let (doc, code) = run(
         env,
         &[
-            "tool", "run", name, "--plan", plan, "--target-path", target, "--args", &args,
+            "tool",
+            "run",
+            name,
+            "--plan",
+            plan,
+            "--target-path",
+            target,
+            "--args",
+            &args,
         ],
     );
     assert_eq!(code, 0, "{name}: {doc:#}");
@@ -133,7 +153,8 @@ fn a_second_plan_at_the_same_base_writes_no_second_copy_of_the_files() {
     let (doc, code) = run(&env, &["diagnostics"]);
     assert_eq!(code, 0, "{doc:#}");
     assert!(
-        doc.to_string().contains("share a checkout through an overlay"),
+        doc.to_string()
+            .contains("share a checkout through an overlay"),
         "{doc:#}"
     );
 }
@@ -150,18 +171,27 @@ fn an_edit_in_one_plans_sandbox_is_seen_by_neither_another_plan_nor_the_shared_b
     assert_eq!(read(&env, &second, &repo, "a.txt"), "alpha\n");
     assert_eq!(read(&env, &second, &repo, "b.txt"), "bravo\n");
     let base = &bases(&env)[0];
-    assert_eq!(fs::read_to_string(base.join("work/a.txt")).unwrap(), "alpha\n");
+    assert_eq!(
+        fs::read_to_string(base.join("work/a.txt")).unwrap(),
+        "alpha\n"
+    );
     assert!(base.join("work/b.txt").is_file());
 
     // The first plan's upper directory holds exactly what it wrote: the new a.txt and the
     // whiteout (a 0/0 character device) that hides b.txt.
     let upper = sandbox_root(&env, &first).join("upper");
-    assert_eq!(fs::read_to_string(upper.join("a.txt")).unwrap(), "changed\n");
+    assert_eq!(
+        fs::read_to_string(upper.join("a.txt")).unwrap(),
+        "changed\n"
+    );
     let whiteout = fs::symlink_metadata(upper.join("b.txt")).unwrap();
     assert!(whiteout.file_type().is_char_device());
     assert_eq!(
         diff_files(&env, &first),
-        [("a.txt".into(), "modified".into()), ("b.txt".into(), "deleted".into())]
+        [
+            ("a.txt".into(), "modified".into()),
+            ("b.txt".into(), "deleted".into())
+        ]
     );
     assert_eq!(diff_files(&env, &second), []);
 }
@@ -187,10 +217,19 @@ fn a_shell_command_sees_and_writes_the_merged_tree() {
     let repo = user_repo(env.root());
     let plan = plan_in(&env, Phase::Execute);
     let command = "cat a.txt > copy.txt && echo more >> docs/readme.md && mv src lib && ls";
-    let shell = tool(&env, &plan, &repo, "shell_execute", json!({ "command": command }));
+    let shell = tool(
+        &env,
+        &plan,
+        &repo,
+        "shell_execute",
+        json!({ "command": command }),
+    );
     assert_eq!(shell["result"]["exit_code"], 0, "{shell:#}");
     assert!(
-        shell["result"]["stdout"].as_str().unwrap().contains("tracked.txt"),
+        shell["result"]["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("tracked.txt"),
         "{shell:#}"
     );
     assert_eq!(read(&env, &plan, &repo, "copy.txt"), "alpha\n");
@@ -209,7 +248,10 @@ fn a_shell_command_sees_and_writes_the_merged_tree() {
         ]
     );
     let upper = sandbox_root(&env, &plan).join("upper");
-    assert_eq!(fs::read_to_string(upper.join("copy.txt")).unwrap(), "alpha\n");
+    assert_eq!(
+        fs::read_to_string(upper.join("copy.txt")).unwrap(),
+        "alpha\n"
+    );
     assert!(!bases(&env)[0].join("work/copy.txt").exists());
 }
 
@@ -220,10 +262,21 @@ fn apply_of_a_shared_sandbox_commits_exactly_its_change_and_cleanup_then_removes
     git(&repo, &["checkout", "-q", "--", "."]);
     fs::remove_file(repo.join("untracked.txt")).unwrap();
     let before = git_out(&repo, &["rev-parse", "HEAD"]).trim().to_string();
-    script_project(&env, &repo, "\"echo added >> a.txt; echo new > new.txt; rm b.txt\"");
+    script_project(
+        &env,
+        &repo,
+        "\"echo added >> a.txt; echo new > new.txt; rm b.txt\"",
+    );
     let (doc, code) = run(
         &env,
-        &["plan", "use", "local/step", "app", "--automation-profile", "trusted"],
+        &[
+            "plan",
+            "use",
+            "local/step",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ],
     );
     assert_eq!(code, 3, "{doc:#}");
     let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
@@ -233,11 +286,97 @@ fn apply_of_a_shared_sandbox_commits_exactly_its_change_and_cleanup_then_removes
 
     let changed = git_out(&repo, &["diff", "--name-status", &before, "HEAD"]);
     assert_eq!(changed.trim(), "M\ta.txt\nD\tb.txt\nA\tnew.txt");
-    assert_eq!(fs::read_to_string(repo.join("a.txt")).unwrap(), "alpha\nadded\n");
+    assert_eq!(
+        fs::read_to_string(repo.join("a.txt")).unwrap(),
+        "alpha\nadded\n"
+    );
     assert_eq!(git_out(&repo, &["status", "--porcelain"]).trim(), "");
 
     // The applied plan's sandbox no longer names the base, so cleanup removes it.
     let (doc, code) = run(&env, &["plan", "cleanup", "--yes"]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(bases(&env), Vec::<PathBuf>::new(), "{doc:#}");
+}
+
+#[test]
+fn an_unprivileged_agents_shares_checkouts_inside_a_user_namespace_of_its_own() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    // Under root (the CI), the commands run as `nobody`, owning the data and the repository.
+    let me = {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata("/proc/self").unwrap().uid()
+    };
+    let uid = (me == 0).then_some(65534);
+    if let Some(uid) = uid {
+        use std::os::unix::fs::PermissionsExt;
+        let owner = format!("{uid}:{uid}");
+        let chown = std::process::Command::new("chown")
+            .args(["-R", &owner])
+            .arg(env.root())
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        fs::set_permissions(env.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (doc, code) = run_as(&env, uid, &["diagnostics"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(
+        doc.to_string()
+            .contains("(user and mount namespace of its own)"),
+        "{doc:#}"
+    );
+    let target = repo.to_str().unwrap();
+    let tool = |name: &str, args: Value| {
+        let args = args.to_string();
+        let cmd = [
+            "tool",
+            "run",
+            name,
+            "--plan",
+            &plan,
+            "--target-path",
+            target,
+            "--args",
+            &args,
+        ];
+        let (doc, code) = run_as(&env, uid, &cmd);
+        assert_eq!(code, 0, "{name}: {doc:#}");
+        doc["data"].clone()
+    };
+    tool(
+        "write_file",
+        json!({"path": "a.txt", "content": "changed\n"}),
+    );
+    let shell = tool(
+        "shell_execute",
+        json!({"command": "cat a.txt; echo x >> b.txt; id -u"}),
+    );
+    let stdout = shell["result"]["stdout"].as_str().unwrap().to_string();
+    // The namespace maps the user to itself: a step runs as the same uid.
+    let expected_uid = uid.unwrap_or(me);
+    assert_eq!(stdout, format!("changed\n{expected_uid}\n"), "{shell:#}");
+    let upper = sandbox_root(&env, &plan).join("upper");
+    assert_eq!(
+        fs::read_to_string(upper.join("a.txt")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(
+        fs::read_to_string(upper.join("b.txt")).unwrap(),
+        "bravo\nx\n"
+    );
+    assert_eq!(
+        fs::read_to_string(bases(&env)[0].join("work/a.txt")).unwrap(),
+        "alpha\n"
+    );
+    let (doc, code) = run_as(&env, uid, &["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let files: Vec<&str> = doc["data"]["resources"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["a.txt", "b.txt"], "{doc:#}");
 }
