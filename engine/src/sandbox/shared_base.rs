@@ -141,7 +141,7 @@ pub fn sweep(store: &Store, root: &Path) -> Result<Vec<String>, SandboxError> {
         .flatten()
         .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter_map(|n| Some(n.strip_suffix(".building").unwrap_or(&n).to_string()))
+        .map(|n| n.strip_suffix(".building").unwrap_or(&n).to_string())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
