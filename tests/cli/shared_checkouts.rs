@@ -380,3 +380,19 @@ fn an_unprivileged_agents_shares_checkouts_inside_a_user_namespace_of_its_own() 
         .collect();
     assert_eq!(files, ["a.txt", "b.txt"], "{doc:#}");
 }
+
+#[test]
+fn a_shared_checkout_removed_by_hand_is_built_again_under_the_plans_changes() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    let edit = json!({"path": "a.txt", "content": "changed\n"});
+    tool(&env, &plan, &repo, "write_file", edit);
+    fs::remove_dir_all(&bases(&env)[0]).unwrap();
+    assert_eq!(read(&env, &plan, &repo, "a.txt"), "changed\n");
+    assert_eq!(read(&env, &plan, &repo, "b.txt"), "bravo\n");
+    assert_eq!(
+        diff_files(&env, &plan),
+        [("a.txt".into(), "modified".into())]
+    );
+}

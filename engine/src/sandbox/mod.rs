@@ -245,7 +245,15 @@ impl Sandbox {
     fn open(record: SandboxRecord, target: SandboxTarget) -> Result<Self, SandboxError> {
         let layout = record.layout();
         let mounted = match layout.shared_base() {
-            Some(base) => overlay::mount(&layout, &shared_base::work_of(&base))?,
+            Some(base) => {
+                if let TargetKind::GitCheckout { repo, base_commit } = &target.kind
+                    && overlay::in_use()
+                    && !shared_base::work_of(&base).is_dir()
+                {
+                    shared_base::restore(&base, repo, base_commit)?;
+                }
+                overlay::mount(&layout, &shared_base::work_of(&base))?
+            }
             None => overlay::MountGuard::default(),
         };
         Ok(Sandbox {

@@ -53,8 +53,33 @@ fn ensure(root: &Path, repo: &Path, commit: &str) -> Result<(PathBuf, SandboxLoc
     let bases = root.join(BASES_DIR);
     fs::create_dir_all(&bases).map_err(SandboxError::io("create", &bases))?;
     let key = key(repo, commit)?;
-    let held = lock(&bases, &key)?;
-    let base = bases.join(&key);
+    ensure_at(&bases, &key, repo, commit)
+}
+
+/// Builds again the shared base at `base` that a sandbox names but that is gone (removed by
+/// hand): the sandbox's upper directory still applies on top of the same commit. Its index
+/// then holds the old checkout's stat data, so its next snapshot hashes every file once.
+///
+/// # Errors
+/// As [`create_sandbox`].
+pub(crate) fn restore(base: &Path, repo: &Path, commit: &str) -> Result<(), SandboxError> {
+    let (Some(bases), Some(key)) = (base.parent(), base.file_name()) else {
+        return Err(SandboxError::Overlay(format!(
+            "{} does not name a shared checkout",
+            base.display()
+        )));
+    };
+    ensure_at(bases, &key.to_string_lossy(), repo, commit).map(drop)
+}
+
+fn ensure_at(
+    bases: &Path,
+    key: &str,
+    repo: &Path,
+    commit: &str,
+) -> Result<(PathBuf, SandboxLock), SandboxError> {
+    let held = lock(bases, key)?;
+    let base = bases.join(key);
     if base.join("git/index").is_file() && work_of(&base).is_dir() {
         return Ok((base, held));
     }
