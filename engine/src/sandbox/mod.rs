@@ -653,7 +653,10 @@ impl Sandboxes {
         let built = fs::create_dir_all(&layout.work_dir)
             .map_err(SandboxError::io("create", &layout.work_dir))
             .and_then(|()| match &target.kind {
-                TargetKind::GitCheckout { repo, base_commit } if overlay::in_use() => {
+                // Every overlay path is beneath the root, named by ids and hashes otherwise.
+                TargetKind::GitCheckout { repo, base_commit }
+                    if overlay::in_use() && overlay::nameable(&[&self.root]) =>
+                {
                     shared_base::create_sandbox(&self.root, &layout, repo, base_commit)
                 }
                 TargetKind::GitCheckout { repo, base_commit } => {

@@ -234,28 +234,7 @@ pub(crate) fn mount(layout: &Layout, lower: &Path) -> Result<MountGuard, Sandbox
     // A mount inherited from the process that started this one may be stale: this process
     // mounts its own.
     detach(&layout.work_dir);
-    let dirs = [lower, &layout.upper_dir, &layout.overlay_work_dir];
-    if !nameable(&dirs) {
-        return Err(SandboxError::Overlay(format!(
-            "overlay options cannot name {}",
-            layout.root.display()
-        )));
-    }
-    let options = format!(
-        "lowerdir={},upperdir={},workdir={}{}",
-        lower.display(),
-        layout.upper_dir.display(),
-        layout.overlay_work_dir.display(),
-        if user_namespace {
-            ",userxattr"
-        } else {
-            // Moving a directory of the shared checkout needs redirects; an unprivileged
-            // mount cannot have them (such a move copies instead, as `mv` does).
-            ",redirect_dir=on"
-        }
-    );
-    let data = CString::new(options)
-        .map_err(|_| SandboxError::Overlay("an overlay option holds a NUL byte".into()))?;
+    let data = options(layout, lower, user_namespace)?;
     rustix::mount::mount(
         "overlay",
         &layout.work_dir,
@@ -277,6 +256,32 @@ pub(crate) fn mount(layout: &Layout, lower: &Path) -> Result<MountGuard, Sandbox
     });
     mounts.insert(layout.work_dir.clone(), (generation, Arc::downgrade(&held)));
     Ok(MountGuard(Some(held)))
+}
+
+/// The overlay's mount options for `layout` over `lower`.
+fn options(layout: &Layout, lower: &Path, user_namespace: bool) -> Result<CString, SandboxError> {
+    let dirs = [lower, &layout.upper_dir, &layout.overlay_work_dir];
+    if !nameable(&dirs) {
+        return Err(SandboxError::Overlay(format!(
+            "overlay options cannot name {}",
+            layout.root.display()
+        )));
+    }
+    let options = format!(
+        "lowerdir={},upperdir={},workdir={}{}",
+        lower.display(),
+        layout.upper_dir.display(),
+        layout.overlay_work_dir.display(),
+        if user_namespace {
+            ",userxattr"
+        } else {
+            // Moving a directory of the shared checkout needs redirects; an unprivileged
+            // mount cannot have them (such a move copies instead, as `mv` does).
+            ",redirect_dir=on"
+        }
+    );
+    CString::new(options)
+        .map_err(|_| SandboxError::Overlay("an overlay option holds a NUL byte".into()))
 }
 
 /// Unmounts the overlay at `work` now, whoever in this process still holds it (they keep
