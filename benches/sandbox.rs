@@ -103,14 +103,20 @@ fn line(name: &str, ours: f64, theirs: f64, unit: &str, baseline: &str, target: 
     ratio <= target
 }
 
-/// Disk used by the files under `dir` (allocated blocks), in KiB.
+/// Disk used by the files under `dir` (allocated blocks), in KiB, as `du -x` counts it: a
+/// mount point is not entered (a sandbox that shares its base's checkout has the overlay
+/// mounted at its work tree; what it adds on disk is its upper directory).
 fn disk_kib(dir: &Path) -> f64 {
     use std::os::unix::fs::MetadataExt;
+    let device = fs::metadata(dir).map(|m| m.dev()).unwrap_or_default();
     let mut total = 0u64;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in fs::read_dir(&d).into_iter().flatten().flatten() {
             let Ok(m) = e.metadata() else { continue };
+            if m.dev() != device {
+                continue;
+            }
             total += m.blocks() * 512;
             if m.is_dir() {
                 stack.push(e.path());
@@ -124,6 +130,13 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    // As `agents` does, first and single-threaded: sandboxes at one base share a checkout
+    // when CLEVERAGENTS_SANDBOX_OVERLAY=1 (the `agents plan diff` runs below inherit it).
+    let switch = cleveragents_engine::sandbox::overlay::SWITCH;
+    let mode = cleveragents_engine::sandbox::overlay::enter_own_namespace(
+        std::env::var_os(switch).is_some_and(|v| v == "1"),
+    );
+    println!("sandbox checkouts: {}", mode.describe());
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     println!(

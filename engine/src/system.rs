@@ -141,6 +141,7 @@ pub fn diagnostics(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Vec<C
     checks.push(log_file_check(&paths.logs_dir()));
     checks.push(git_check());
     checks.push(shell_sandbox_check());
+    checks.push(sandbox_checkouts_check());
     checks.push(Check::new(
         "Shell limits",
         CheckStatus::Ok,
@@ -380,6 +381,13 @@ fn git_check() -> Check {
             ),
         ),
     }
+}
+
+/// How sandboxes of git checkouts are made in this process: sharing their base's checkout
+/// through an overlay, or a full checkout each (and why).
+fn sandbox_checkouts_check() -> Check {
+    let mode = crate::sandbox::overlay::mode();
+    Check::new("Sandbox checkouts", CheckStatus::Ok, mode.describe(), None)
 }
 
 /// How shell commands are confined here: Landlock, namespaces, cgroup and the default

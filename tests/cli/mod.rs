@@ -57,6 +57,7 @@ mod server_tls;
 mod server_web;
 mod sessions;
 mod setup_and_config;
+mod shared_checkouts;
 mod skills;
 pub(crate) mod snapshots;
 mod store;

@@ -35,7 +35,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A user repository with committed files, one uncommitted edit and one untracked file.
-fn user_repo(root: &Path) -> PathBuf {
+pub(crate) fn user_repo(root: &Path) -> PathBuf {
     let repo = root.join("user-repo");
     fs::create_dir_all(repo.join("src")).unwrap();
     fs::create_dir_all(repo.join("docs")).unwrap();
@@ -59,7 +59,7 @@ fn user_repo(root: &Path) -> PathBuf {
 }
 
 /// A plan in execute/queued, inserted through the library.
-fn plan_in(env: &Env, phase: Phase) -> String {
+pub(crate) fn plan_in(env: &Env, phase: Phase) -> String {
     let mut store = Store::open(&env.data_dir.join("cleveragents.db")).unwrap();
     let mut plan = Plan::new("local/refactor", "refactor", jiff::Timestamp::now());
     plan.status.phase = phase;
@@ -1154,7 +1154,7 @@ fn a_step_cannot_read_the_users_ssh_keys_under_a_fake_home() {
 }
 
 /// `resource add` + `project create app` + `action create` of a one-step script action.
-fn script_project(env: &Env, repo: &Path, run: &str) {
+pub(crate) fn script_project(env: &Env, repo: &Path, run: &str) {
     let file = env.root().join("step.yaml");
     fs::write(
         &file,

@@ -78,6 +78,11 @@ pub use crate::sandbox::diff::{
     DiffStats, FileDiff, FileStatus, Hunk, HunkLine, LineKind, SecretLine, stats as diff_stats,
     unified as unified_diff,
 };
+/// The process's own mount namespace for shared sandbox checkouts, entered by `main` before
+/// any thread starts (`docs/sandbox.md`, "Shared checkouts").
+pub use crate::sandbox::overlay::{
+    Mode as SandboxCheckoutMode, SWITCH as SANDBOX_OVERLAY_SWITCH, enter_own_namespace,
+};
 pub use crate::store::lifecycle_run::PlanStep;
 pub use apply_preview::{ApplyPreviewQuery, ApplyPreviewView, ApplyShown};
 pub use audit::{

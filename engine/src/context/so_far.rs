@@ -39,6 +39,9 @@ pub struct Changes {
     pub work_dir: PathBuf,
     /// The changed files, with hunks.
     pub files: Vec<FileDiff>,
+    /// Keeps the work tree readable while these changes are (a sandbox that shares its
+    /// base's checkout is an overlay mounted while someone holds it).
+    pub mounted: crate::sandbox::overlay::MountGuard,
 }
 
 /// What the plan did before the step: earlier steps in order, and each sandbox's changes.
@@ -215,6 +218,7 @@ mod tests {
                 resource: "local/repo".into(),
                 work_dir: PathBuf::from("/nonexistent"),
                 files: vec![changed("a.txt", "one\n", "ONE\n")],
+                mounted: Default::default(),
             }],
         };
         let mut b = Budget::new(2000);

@@ -858,6 +858,14 @@ impl SandboxFs {
             Errno::INVAL => {
                 FsError::Denied(format!("cannot move `{}` into itself", from.display()))
             }
+            // Both ends are beneath the root already: a directory of a shared checkout, which
+            // an unprivileged overlay cannot record as moved (docs/sandbox.md).
+            Errno::XDEV => FsError::Denied(format!(
+                "`{}` is a directory of the checkout this sandbox shares, which cannot be moved \
+                 here; copy its files to `{}` and delete it instead",
+                from.display(),
+                to.display()
+            )),
             e => self.map_errno(to, e, true),
         })
     }

@@ -157,6 +157,26 @@ pub fn check_base(repo: &Path, base_commit: &str) -> Result<(), SandboxError> {
 /// # Errors
 /// [`SandboxError::InvalidTarget`] for a missing repository or commit, git and I/O errors.
 pub fn create(layout: &Layout, repo: &Path, base_commit: &str) -> Result<Oid, SandboxError> {
+    let (sandbox, oid) = init_at_base(layout, repo, base_commit)?;
+    let tree = sandbox
+        .find_commit(oid)
+        .and_then(|c| c.tree())
+        .map_err(SandboxError::git("reading the base tree"))?;
+    checkout(layout, &sandbox, &tree)?;
+    Ok(oid)
+}
+
+/// Creates the private repository in `layout.git_dir`, borrowing the user's objects, with
+/// the plan branch and HEAD at the base commit; nothing is checked out. Returns the opened
+/// repository and the base commit id.
+///
+/// # Errors
+/// As [`create`].
+pub(crate) fn init_at_base(
+    layout: &Layout,
+    repo: &Path,
+    base_commit: &str,
+) -> Result<(Repository, Oid), SandboxError> {
     init_borrowing(layout, repo)?;
     let sandbox = open_repo(layout)?;
     let oid = Oid::from_str(base_commit).map_err(|_| {
@@ -174,11 +194,8 @@ pub fn create(layout: &Layout, repo: &Path, base_commit: &str) -> Result<Oid, Sa
     sandbox
         .set_head(PLAN_REF)
         .map_err(SandboxError::git("pointing HEAD at the plan branch"))?;
-    let tree = commit
-        .tree()
-        .map_err(SandboxError::git("reading the base tree"))?;
-    checkout(layout, &sandbox, &tree)?;
-    Ok(oid)
+    drop(commit);
+    Ok((sandbox, oid))
 }
 
 /// Creates the private repository in `layout.git_dir`, borrowing the objects of the user's

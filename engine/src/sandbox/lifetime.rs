@@ -18,7 +18,10 @@ use std::fs;
 use jiff::{Timestamp, ToSpan};
 use serde::Serialize;
 
-use super::{SandboxError, SandboxRecord, SandboxState, Sandboxes, remove_dir_if_exists};
+use super::{
+    SandboxError, SandboxRecord, SandboxState, Sandboxes, overlay, remove_dir_if_exists,
+    remove_sandbox_dir, shared_base,
+};
 use crate::domain::id::Id;
 use crate::domain::lifecycle::{Phase, ProcessingState};
 use crate::store::Store;
@@ -83,14 +86,36 @@ const RELEASED_WORK: &str = "work.released";
 /// -rf` deletes it, so that Apply does not wait for the deletion of every file of a large
 /// checkout. Where the rename or the process cannot be had, the tree is removed here.
 fn remove_work_tree(record: &SandboxRecord) -> Result<(), SandboxError> {
-    let work = record.layout().work_dir;
+    let layout = record.layout();
+    let work = layout.work_dir.clone();
     let trash = record.root_dir.join(RELEASED_WORK);
     // A leftover of an earlier release whose removal was interrupted.
     remove_dir_if_exists(&trash)?;
-    match fs::rename(&work, &trash) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(_) => return remove_dir_if_exists(&work),
+    // The overlay of a sandbox that shares its base's checkout goes first (a mount point
+    // cannot be renamed), then its upper and overlay directories go with the mount point.
+    overlay::unmount_now(&work);
+    if layout.upper_dir.exists() {
+        shared_base::open_overlay_work(&layout);
+        fs::create_dir_all(&trash).map_err(SandboxError::io("create", &trash))?;
+        for (dir, name) in [
+            (&work, "work"),
+            (&layout.upper_dir, "upper"),
+            (&layout.overlay_work_dir, "overlay"),
+        ] {
+            if let Err(e) = fs::rename(dir, trash.join(name))
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                remove_dir_if_exists(dir)?;
+            }
+        }
+        // The shared checkout may be swept once no sandbox names it.
+        let _ = fs::remove_file(&layout.base_file);
+    } else {
+        match fs::rename(&work, &trash) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(_) => return remove_dir_if_exists(&work),
+        }
     }
     let spawned = std::process::Command::new("rm")
         .arg("-rf")
@@ -124,7 +149,7 @@ fn release(store: &mut Store, record: &SandboxRecord, why: &str) -> Result<Clean
 }
 
 fn remove(store: &mut Store, record: &SandboxRecord, why: String) -> Result<Cleaned, SandboxError> {
-    remove_dir_if_exists(&record.root_dir)?;
+    remove_sandbox_dir(&record.root_dir)?;
     store.clean_sandbox(record, SandboxState::Removed, Timestamp::now(), &why)?;
     Ok(Cleaned {
         plan_id: record.plan_id,
@@ -225,6 +250,9 @@ fn run(
         }
     }
     report.orphans = orphans(store, sandboxes)?;
+    report
+        .orphans
+        .extend(shared_base::sweep(store, sandboxes.root())?);
     Ok(report)
 }
 
@@ -245,6 +273,10 @@ fn orphans(store: &Store, sandboxes: &Sandboxes) -> Result<Vec<String>, SandboxE
             continue;
         }
         if store.plan(&plan_id)?.is_none() {
+            for sub in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+                overlay::unmount_now(&sub.path().join("work"));
+                shared_base::open_overlay_work(&super::Layout::at(&sub.path()));
+            }
             remove_dir_if_exists(&entry.path())?;
             removed.push(entry.path().display().to_string());
             continue;
@@ -262,7 +294,7 @@ fn orphans(store: &Store, sandboxes: &Sandboxes) -> Result<Vec<String>, SandboxE
                 .iter()
                 .any(|(id, state)| *id == sandbox_id && *state != SandboxState::Removed);
             if !owned && sub.path().is_dir() {
-                remove_dir_if_exists(&sub.path())?;
+                remove_sandbox_dir(&sub.path())?;
                 removed.push(sub.path().display().to_string());
             }
         }

@@ -12,11 +12,16 @@
 //!         git/               a private bare repository (never inside the work tree)
 //!         work/              the work tree that tools see
 //!         lock               serializes mutations of this sandbox across processes
+//!         base, upper/, overlay/  a sandbox that shares its base's checkout (see below)
+//!     bases/<key>/           one read-only checkout per (repository, base commit)
 //! ```
 //!
 //! - [`git_sandbox`] (`git_worktree`): the private repository borrows the user's objects
 //!   through `objects/info/alternates` and checks out the base commit. Nothing is written to
 //!   the user's repository.
+//!   In a process that entered a mount namespace of its own ([`overlay`]), every sandbox of
+//!   a base shares one checkout of it ([`shared_base`]): its `work/` is an overlay of that
+//!   checkout with the sandbox's own `upper/`, mounted in this process only.
 //! - [`dir_sandbox`] (`copy_on_write`): a reflink-or-copy of the directory honouring ignore
 //!   files, then a first commit of that state in the private repository.
 //! - [`checkpoint`]: snapshots of the work tree as trees and commits, and exact rollback.
@@ -43,9 +48,11 @@ pub mod landlock;
 pub mod launcher;
 pub mod lifetime;
 pub mod merge;
+pub mod overlay;
 pub(crate) mod parallel;
 pub mod remote;
 pub mod replay;
+pub mod shared_base;
 pub mod sys;
 pub mod written;
 
@@ -87,6 +94,12 @@ pub struct Layout {
     pub work_dir: PathBuf,
     /// The lock file.
     pub lock_file: PathBuf,
+    /// A sandbox that shares its base's checkout: the file naming that checkout.
+    pub base_file: PathBuf,
+    /// ... its overlay's upper directory (what the sandbox changed).
+    pub upper_dir: PathBuf,
+    /// ... and the overlay's own work directory.
+    pub overlay_work_dir: PathBuf,
 }
 
 impl Layout {
@@ -97,7 +110,16 @@ impl Layout {
             git_dir: root.join("git"),
             work_dir: root.join("work"),
             lock_file: root.join("lock"),
+            base_file: root.join("base"),
+            upper_dir: root.join("upper"),
+            overlay_work_dir: root.join("overlay"),
         }
+    }
+
+    /// The shared checkout this sandbox's work tree is an overlay of, when it is one.
+    pub fn shared_base(&self) -> Option<PathBuf> {
+        let text = fs::read_to_string(&self.base_file).ok()?;
+        Some(PathBuf::from(text.trim_end_matches('\n')))
     }
 }
 
@@ -160,6 +182,9 @@ pub enum SandboxError {
     /// A checkpoint does not belong to the plan or is unusable.
     #[error("{0}")]
     Checkpoint(String),
+    /// The sandbox shares a checkout through an overlay that cannot be mounted here.
+    #[error("{0}")]
+    Overlay(String),
     /// The sandbox's directory is not on this machine (it was made by another instance, whose
     /// disk this one cannot read) and no checkpoint store is configured to rebuild it from.
     #[error(
@@ -201,6 +226,8 @@ pub struct Sandbox {
     pub target: SandboxTarget,
     /// Its directories.
     pub layout: Layout,
+    /// Keeps the overlay of a sandbox that shares its base's checkout mounted.
+    mounted: overlay::MountGuard,
 }
 
 /// An exclusive lock on a sandbox, held while it is changed (released on drop).
@@ -210,6 +237,39 @@ pub struct SandboxLock {
 }
 
 impl Sandbox {
+    /// The sandbox of `record`, its overlay mounted in this process when it shares its
+    /// base's checkout.
+    ///
+    /// # Errors
+    /// [`SandboxError::Overlay`] when the overlay cannot be mounted here.
+    fn open(record: SandboxRecord, target: SandboxTarget) -> Result<Self, SandboxError> {
+        let layout = record.layout();
+        let mounted = match layout.shared_base() {
+            Some(base) => {
+                if let TargetKind::GitCheckout { repo, base_commit } = &target.kind
+                    && overlay::in_use()
+                    && !shared_base::work_of(&base).is_dir()
+                {
+                    shared_base::restore(&base, repo, base_commit)?;
+                }
+                overlay::mount(&layout, &shared_base::work_of(&base))?
+            }
+            None => overlay::MountGuard::default(),
+        };
+        Ok(Sandbox {
+            record,
+            target,
+            layout,
+            mounted,
+        })
+    }
+
+    /// A guard that keeps this sandbox's work tree readable after the sandbox is dropped
+    /// (its overlay mounted, for a sandbox that shares its base's checkout).
+    pub fn keep_mounted(&self) -> overlay::MountGuard {
+        self.mounted.clone()
+    }
+
     /// The work tree tools operate on.
     pub fn work_dir(&self) -> &Path {
         &self.layout.work_dir
@@ -513,16 +573,11 @@ impl Sandboxes {
                 SandboxState::Active => {
                     drop(_plan_lock);
                     let record = self.here(store, record, &target)?;
-                    let layout = record.layout();
-                    return Ok(Sandbox {
-                        record,
-                        target,
-                        layout,
-                    });
+                    return Sandbox::open(record, target);
                 }
                 SandboxState::Creating => {
                     tracing::warn!(sandbox = %record.sandbox_id, "removing a half-created sandbox");
-                    remove_dir_if_exists(&record.root_dir)?;
+                    remove_sandbox_dir(&record.root_dir)?;
                     store.delete_sandbox(&record.sandbox_id)?;
                 }
                 state => {
@@ -557,12 +612,7 @@ impl Sandboxes {
             return Ok(None);
         };
         let record = self.here(store, record, &target)?;
-        let layout = record.layout();
-        Ok(Some(Sandbox {
-            record,
-            target,
-            layout,
-        }))
+        Sandbox::open(record, target).map(Some)
     }
 
     /// Every active sandbox of a plan, in creation order.
@@ -603,6 +653,12 @@ impl Sandboxes {
         let built = fs::create_dir_all(&layout.work_dir)
             .map_err(SandboxError::io("create", &layout.work_dir))
             .and_then(|()| match &target.kind {
+                // Every overlay path is beneath the root, named by ids and hashes otherwise.
+                TargetKind::GitCheckout { repo, base_commit }
+                    if overlay::in_use() && overlay::nameable(&[&self.root]) =>
+                {
+                    shared_base::create_sandbox(&self.root, &layout, repo, base_commit)
+                }
                 TargetKind::GitCheckout { repo, base_commit } => {
                     git_sandbox::create(&layout, repo, base_commit)
                 }
@@ -617,7 +673,7 @@ impl Sandboxes {
         let base = match built {
             Ok(base) => base,
             Err(e) => {
-                let _ = remove_dir_if_exists(&layout.root);
+                let _ = remove_sandbox_dir(&layout.root);
                 let _ = store.delete_sandbox(&record.sandbox_id);
                 return Err(e);
             }
@@ -626,12 +682,9 @@ impl Sandboxes {
         record.state = SandboxState::Active;
         store.activate_sandbox(&record.sandbox_id, &base.to_string())?;
         tracing::info!(plan = %record.plan_id, resource = %record.resource_name,
-            strategy = %record.strategy, "sandbox created");
-        Ok(Sandbox {
-            record,
-            target,
-            layout,
-        })
+            strategy = %record.strategy, shared = layout.shared_base().is_some(),
+            "sandbox created");
+        Sandbox::open(record, target)
     }
 }
 
@@ -669,7 +722,7 @@ impl Sandboxes {
             .and_then(|r| r.refname_to_id(PLAN_REF).ok());
         if current != Some(want) || !local.work_dir.is_dir() {
             if let Err(e) = self.rebuild(cs, store, &record, target, &local, want) {
-                let _ = remove_dir_if_exists(&local.root);
+                let _ = remove_sandbox_dir(&local.root);
                 return Err(e);
             }
             tracing::info!(plan = %record.plan_id, resource = %record.resource_name,
@@ -723,7 +776,7 @@ impl Sandboxes {
         layout: &Layout,
         commit: git2::Oid,
     ) -> Result<(), SandboxError> {
-        remove_dir_if_exists(&layout.root)?;
+        remove_sandbox_dir(&layout.root)?;
         fs::create_dir_all(&layout.work_dir)
             .map_err(SandboxError::io("create", &layout.work_dir))?;
         match &target.kind {
@@ -814,6 +867,14 @@ fn rebuild_at(
         .tree()
         .map_err(SandboxError::git("reading the checkpoint's tree"))?;
     git_sandbox::checkout(layout, &repo, &tree)
+}
+
+/// Removes a sandbox's directory, its overlay first unmounted in this process.
+pub(crate) fn remove_sandbox_dir(root: &Path) -> Result<(), SandboxError> {
+    let layout = Layout::at(root);
+    overlay::unmount_now(&layout.work_dir);
+    shared_base::open_overlay_work(&layout);
+    remove_dir_if_exists(root)
 }
 
 /// Removes a directory tree if it exists.

@@ -4,6 +4,7 @@
 //!
 //! - [`unshare`]: `unshare(2)` of the calling thread for new network, mount and PID
 //!   namespaces. Never with `CLONE_FILES`, which is what makes rustix mark it unsafe.
+//! - [`unshare_process`]: the process's own mount (and user) namespace, entered at start.
 //! - [`loopback_up`]: `ioctl(SIOCSIFFLAGS)` to bring `lo` up in a fresh network namespace.
 //! - [`limit_child`]: a `pre_exec` hook that applies rlimits and the parent-death signal in
 //!   the forked child, with async-signal-safe raw system calls only.
@@ -46,6 +47,23 @@ pub fn unshare(ns: Namespaces) -> io::Result<()> {
     // SAFETY: `unshare_unsafe` is unsafe only because `CLONE_FILES` would give this thread a
     // file table other threads do not see; these flags never include it. New network, mount
     // and PID namespaces affect this thread (and the PID namespace only its future children).
+    unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(io::Error::from)
+}
+
+/// Moves the whole process into a new mount namespace, and first into a new user namespace
+/// when `user` is set (an unprivileged process). Only sound while the process has one thread:
+/// the kernel refuses a new user namespace to a multi-threaded process, and a mount namespace
+/// entered by one thread would not be the other threads'.
+///
+/// # Errors
+/// The system call's error (`EINVAL` with other threads, `EPERM` where namespaces are
+/// forbidden).
+pub fn unshare_process(user: bool) -> io::Result<()> {
+    let mut flags = UnshareFlags::NEWNS;
+    if user {
+        flags |= UnshareFlags::NEWUSER;
+    }
+    // SAFETY: as in [`unshare`]: the flags never include `CLONE_FILES`.
     unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(io::Error::from)
 }
 

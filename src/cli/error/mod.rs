@@ -586,6 +586,9 @@ impl From<failures::SandboxError> for CliError {
                  (agents config set checkpoint-store /shared/agents-checkpoints), so another \
                  instance can rebuild a plan's sandbox; see docs/server.md",
             ),
+            E::Overlay(_) => CliError::new("SANDBOX_ERROR", message).hint(
+                "`agents diagnostics` says how this process makes sandboxes (Sandbox checkouts)",
+            ),
             E::Git { .. } => CliError::new("GIT_ERROR", message).hint("agents diagnostics"),
             E::Io { path, .. } => {
                 let dir = path.parent().unwrap_or(&path).display().to_string();

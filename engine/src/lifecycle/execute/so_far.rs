@@ -80,6 +80,7 @@ fn changes(engine: &Lifecycle, plan: &Plan, policy: &Resolved) -> Vec<Changes> {
         .map(|sb| Changes {
             resource: sb.record.resource_name.clone(),
             work_dir: sb.work_dir().to_path_buf(),
+            mounted: sb.keep_mounted(),
             files: sandbox_diff(sb, &request)
                 .unwrap_or_default()
                 .into_iter()

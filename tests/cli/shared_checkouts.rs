@@ -1,0 +1,398 @@
+//! Sandboxes at one base share one checkout through an overlay mounted in the `agents`
+//! process's own mount namespace (docs/sandbox.md, "Shared checkouts"), asked for with
+//! `CLEVERAGENTS_SANDBOX_OVERLAY=1`. The test process is outside that namespace: it sees the
+//! shared checkout, each sandbox's upper directory and an empty mount point, never the
+//! merged tree, so what a plan sees is read through the binary.
+
+use std::fs;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+
+use cleveragents_engine::domain::lifecycle::Phase;
+use cleveragents_engine::store::Store;
+use serde_json::{Value, json};
+
+use super::sandbox::{plan_in, script_project, user_repo};
+use crate::support::{Env, git, git_out};
+
+const SWITCH: &str = "CLEVERAGENTS_SANDBOX_OVERLAY";
+
+/// Runs the binary on this machine with shared checkouts asked for, `--format json`.
+fn run(env: &Env, args: &[&str]) -> (Value, i32) {
+    run_as(env, None, args)
+}
+
+/// [`run`] as the user `uid` (and its group), when given.
+fn run_as(env: &Env, uid: Option<u32>, args: &[&str]) -> (Value, i32) {
+    use std::os::unix::process::CommandExt;
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let mut cmd = env.local_command(&all);
+    cmd.env(SWITCH, "1");
+    if let Some(uid) = uid {
+        // Dropping root's privileges also drops its supplementary groups.
+        cmd.uid(uid).gid(uid);
+    }
+    let out = cmd.output().unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (doc, out.status.code().unwrap_or(-1))
+}
+
+fn tool(env: &Env, plan: &str, repo: &Path, name: &str, args: Value) -> Value {
+    let target = repo.to_str().unwrap();
+    let args = args.to_string();
+    let (doc, code) = run(
+        env,
+        &[
+            "tool",
+            "run",
+            name,
+            "--plan",
+            plan,
+            "--target-path",
+            target,
+            "--args",
+            &args,
+        ],
+    );
+    assert_eq!(code, 0, "{name}: {doc:#}");
+    doc["data"].clone()
+}
+
+fn read(env: &Env, plan: &str, repo: &Path, path: &str) -> String {
+    let data = tool(env, plan, repo, "read_file", json!({ "path": path }));
+    data["result"]["content"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{data:#}"))
+        .to_string()
+}
+
+fn sandbox_root(env: &Env, plan: &str) -> PathBuf {
+    let store = Store::open(&env.data_dir.join("cleveragents.db")).unwrap();
+    let records = store.sandboxes_of_plan(&plan.parse().unwrap()).unwrap();
+    assert_eq!(records.len(), 1);
+    records[0].root_dir.clone()
+}
+
+fn bases(env: &Env) -> Vec<PathBuf> {
+    let dir = env.data_dir.join("sandboxes/bases");
+    let mut out: Vec<PathBuf> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every file (not directory) under `dir`, relative, leaving out the private repository.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
+            if e.file_type().unwrap().is_dir() {
+                if rel != "git" {
+                    stack.push(e.path());
+                }
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn diff_files(env: &Env, plan: &str) -> Vec<(String, String)> {
+    let (doc, code) = run(env, &["plan", "diff", plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    doc["data"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["files"].as_array().unwrap().iter())
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_plan_at_the_same_base_writes_no_second_copy_of_the_files() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let (first, second) = (plan_in(&env, Phase::Execute), plan_in(&env, Phase::Execute));
+    assert_eq!(read(&env, &first, &repo, "a.txt"), "alpha\n");
+    assert_eq!(read(&env, &second, &repo, "src/lib.rs").lines().count(), 3);
+
+    let shared = bases(&env);
+    assert_eq!(shared.len(), 1, "one checkout for the base: {shared:?}");
+    assert_eq!(
+        fs::read_to_string(shared[0].join("work/a.txt")).unwrap(),
+        "alpha\n"
+    );
+    for plan in [&first, &second] {
+        // Nothing of the checkout is in the sandbox itself: its base, its lock, and an upper
+        // directory that holds nothing yet.
+        let root = sandbox_root(&env, plan);
+        assert_eq!(files_under(&root), ["base", "lock"], "{}", root.display());
+    }
+    let (doc, code) = run(&env, &["diagnostics"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(
+        doc.to_string()
+            .contains("share a checkout through an overlay"),
+        "{doc:#}"
+    );
+}
+
+#[test]
+fn an_edit_in_one_plans_sandbox_is_seen_by_neither_another_plan_nor_the_shared_base() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let (first, second) = (plan_in(&env, Phase::Execute), plan_in(&env, Phase::Execute));
+    let edit = json!({"path": "a.txt", "content": "changed\n"});
+    tool(&env, &first, &repo, "write_file", edit);
+    tool(&env, &first, &repo, "delete_file", json!({"path": "b.txt"}));
+    assert_eq!(read(&env, &first, &repo, "a.txt"), "changed\n");
+    assert_eq!(read(&env, &second, &repo, "a.txt"), "alpha\n");
+    assert_eq!(read(&env, &second, &repo, "b.txt"), "bravo\n");
+    let base = &bases(&env)[0];
+    assert_eq!(
+        fs::read_to_string(base.join("work/a.txt")).unwrap(),
+        "alpha\n"
+    );
+    assert!(base.join("work/b.txt").is_file());
+
+    // The first plan's upper directory holds exactly what it wrote: the new a.txt and the
+    // whiteout (a 0/0 character device) that hides b.txt.
+    let upper = sandbox_root(&env, &first).join("upper");
+    assert_eq!(
+        fs::read_to_string(upper.join("a.txt")).unwrap(),
+        "changed\n"
+    );
+    let whiteout = fs::symlink_metadata(upper.join("b.txt")).unwrap();
+    assert!(whiteout.file_type().is_char_device());
+    assert_eq!(
+        diff_files(&env, &first),
+        [
+            ("a.txt".into(), "modified".into()),
+            ("b.txt".into(), "deleted".into())
+        ]
+    );
+    assert_eq!(diff_files(&env, &second), []);
+}
+
+#[test]
+fn a_fresh_shared_sandbox_shows_no_change_and_keeps_the_bases_index_as_it_is() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    tool(&env, &plan, &repo, "list_directory", json!({"path": "."}));
+    let index = sandbox_root(&env, &plan).join("git/index");
+    let copied = fs::read(&index).unwrap();
+    assert_eq!(copied, fs::read(bases(&env)[0].join("git/index")).unwrap());
+    // Through the overlay every file reports the stat data the base's index recorded, so
+    // the comparison finds nothing to hash and nothing to write back.
+    assert_eq!(diff_files(&env, &plan), []);
+    assert_eq!(fs::read(&index).unwrap(), copied, "the index was rewritten");
+}
+
+#[test]
+fn a_shell_command_sees_and_writes_the_merged_tree() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    let command = "cat a.txt > copy.txt && echo more >> docs/readme.md && mv src lib && ls";
+    let shell = tool(
+        &env,
+        &plan,
+        &repo,
+        "shell_execute",
+        json!({ "command": command }),
+    );
+    assert_eq!(shell["result"]["exit_code"], 0, "{shell:#}");
+    assert!(
+        shell["result"]["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("tracked.txt"),
+        "{shell:#}"
+    );
+    assert_eq!(read(&env, &plan, &repo, "copy.txt"), "alpha\n");
+    assert_eq!(
+        read(&env, &plan, &repo, "lib/lib.rs"),
+        "pub fn answer() -> u32 {\n    41\n}\n"
+    );
+    let mut files = diff_files(&env, &plan);
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            ("copy.txt".into(), "added".into()),
+            ("docs/readme.md".into(), "modified".into()),
+            ("lib/lib.rs".into(), "renamed".into()),
+        ]
+    );
+    let upper = sandbox_root(&env, &plan).join("upper");
+    assert_eq!(
+        fs::read_to_string(upper.join("copy.txt")).unwrap(),
+        "alpha\n"
+    );
+    assert!(!bases(&env)[0].join("work/copy.txt").exists());
+}
+
+#[test]
+fn apply_of_a_shared_sandbox_commits_exactly_its_change_and_cleanup_then_removes_the_base() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    git(&repo, &["checkout", "-q", "--", "."]);
+    fs::remove_file(repo.join("untracked.txt")).unwrap();
+    let before = git_out(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    script_project(
+        &env,
+        &repo,
+        "\"echo added >> a.txt; echo new > new.txt; rm b.txt\"",
+    );
+    let (doc, code) = run(
+        &env,
+        &[
+            "plan",
+            "use",
+            "local/step",
+            "app",
+            "--automation-profile",
+            "trusted",
+        ],
+    );
+    assert_eq!(code, 3, "{doc:#}");
+    let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
+    assert_eq!(bases(&env).len(), 1);
+    let (doc, code) = run(&env, &["plan", "apply", "--yes", &id]);
+    assert_eq!(code, 0, "{doc:#}");
+
+    let changed = git_out(&repo, &["diff", "--name-status", &before, "HEAD"]);
+    assert_eq!(changed.trim(), "M\ta.txt\nD\tb.txt\nA\tnew.txt");
+    assert_eq!(
+        fs::read_to_string(repo.join("a.txt")).unwrap(),
+        "alpha\nadded\n"
+    );
+    assert_eq!(git_out(&repo, &["status", "--porcelain"]).trim(), "");
+
+    // The applied plan's sandbox no longer names the base, so cleanup removes it.
+    let (doc, code) = run(&env, &["plan", "cleanup", "--yes"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(bases(&env), Vec::<PathBuf>::new(), "{doc:#}");
+}
+
+#[test]
+fn an_unprivileged_agents_shares_checkouts_inside_a_user_namespace_of_its_own() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    // Under root (the CI), the commands run as `nobody`, owning the data and the repository.
+    let me = {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata("/proc/self").unwrap().uid()
+    };
+    let uid = (me == 0).then_some(65534);
+    if let Some(uid) = uid {
+        use std::os::unix::fs::PermissionsExt;
+        let owner = format!("{uid}:{uid}");
+        let chown = std::process::Command::new("chown")
+            .args(["-R", &owner])
+            .arg(env.root())
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        fs::set_permissions(env.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (doc, code) = run_as(&env, uid, &["diagnostics"]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(
+        doc.to_string()
+            .contains("(user and mount namespace of its own)"),
+        "{doc:#}"
+    );
+    let target = repo.to_str().unwrap();
+    let tool = |name: &str, args: Value| {
+        let args = args.to_string();
+        let cmd = [
+            "tool",
+            "run",
+            name,
+            "--plan",
+            &plan,
+            "--target-path",
+            target,
+            "--args",
+            &args,
+        ];
+        let (doc, code) = run_as(&env, uid, &cmd);
+        assert_eq!(code, 0, "{name}: {doc:#}");
+        doc["data"].clone()
+    };
+    tool(
+        "write_file",
+        json!({"path": "a.txt", "content": "changed\n"}),
+    );
+    let shell = tool(
+        "shell_execute",
+        json!({"command": "cat a.txt; echo x >> b.txt; id -u"}),
+    );
+    let stdout = shell["result"]["stdout"].as_str().unwrap().to_string();
+    // The namespace maps the user to itself: a step runs as the same uid.
+    let expected_uid = uid.unwrap_or(me);
+    assert_eq!(stdout, format!("changed\n{expected_uid}\n"), "{shell:#}");
+    let upper = sandbox_root(&env, &plan).join("upper");
+    assert_eq!(
+        fs::read_to_string(upper.join("a.txt")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(
+        fs::read_to_string(upper.join("b.txt")).unwrap(),
+        "bravo\nx\n"
+    );
+    assert_eq!(
+        fs::read_to_string(bases(&env)[0].join("work/a.txt")).unwrap(),
+        "alpha\n"
+    );
+    let (doc, code) = run_as(&env, uid, &["plan", "diff", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let files: Vec<&str> = doc["data"]["resources"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["a.txt", "b.txt"], "{doc:#}");
+}
+
+#[test]
+fn a_shared_checkout_removed_by_hand_is_built_again_under_the_plans_changes() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    let edit = json!({"path": "a.txt", "content": "changed\n"});
+    tool(&env, &plan, &repo, "write_file", edit);
+    fs::remove_dir_all(&bases(&env)[0]).unwrap();
+    assert_eq!(read(&env, &plan, &repo, "a.txt"), "changed\n");
+    assert_eq!(read(&env, &plan, &repo, "b.txt"), "bravo\n");
+    assert_eq!(
+        diff_files(&env, &plan),
+        [("a.txt".into(), "modified".into())]
+    );
+}
