@@ -35,6 +35,12 @@ pub fn secrets() -> Vec<(String, String)> {
     out
 }
 
+/// Whether this process's environment holds any secret (when it holds none, output needs no
+/// redaction and can be written as it is produced).
+pub fn any_secret() -> bool {
+    !secrets().is_empty()
+}
+
 /// `text` with every secret replaced by `[redacted]`.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let secrets = secrets();

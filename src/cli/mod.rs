@@ -1030,24 +1030,20 @@ impl Finisher {
             }
         };
         let exit = outcome.exit().code();
-        // Rendered whole, then redacted, so that no secret is printed (docs/sandbox.md).
-        let mut rendered = Vec::new();
-        let written = if self.stream {
-            output::emit_line(&outcome, self.started.elapsed(), &mut rendered)
-        } else {
+        let written = if !self.stream && !cleveragents_engine::api::any_secret() {
+            // No secret to hide: written as it is rendered, without a copy of the whole
+            // output (tens of megabytes for a large tree or diff).
+            let mut stdout = std::io::stdout().lock();
             output::emit(
                 &outcome,
                 self.format,
                 &self.terminal,
                 self.started.elapsed(),
-                &mut rendered,
+                &mut stdout,
             )
+        } else {
+            self.render_redacted(&outcome)
         };
-        let written = written.and_then(|()| {
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(&cleveragents_engine::api::redacted_bytes(&rendered))?;
-            stdout.flush()
-        });
         match written {
             Ok(()) => exit,
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit,
@@ -1056,6 +1052,28 @@ impl Finisher {
                 Exit::Failure.code()
             }
         }
+    }
+
+    /// Writes `outcome` rendered whole, then redacted, so that no secret is printed
+    /// (docs/sandbox.md).
+    fn render_redacted(&self, outcome: &Outcome) -> std::io::Result<()> {
+        let mut rendered = Vec::new();
+        let written = if self.stream {
+            output::emit_line(outcome, self.started.elapsed(), &mut rendered)
+        } else {
+            output::emit(
+                outcome,
+                self.format,
+                &self.terminal,
+                self.started.elapsed(),
+                &mut rendered,
+            )
+        };
+        written.and_then(|()| {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(&cleveragents_engine::api::redacted_bytes(&rendered))?;
+            stdout.flush()
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 //! only read: the engine opens the database with `query_only` and takes no sandbox snapshot.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -91,15 +92,18 @@ fn tree_label(n: &api::TreeNode, shorts: &HashMap<String, String>) -> Cell {
             Tone::Id,
         );
     }
-    let mut text = format!(
-        "[{}] \"{}\"",
-        n.decision_type.map(|t| t.as_str()).unwrap_or_default(),
-        first_line(&n.label, 60)
-    );
+    // One string per label, written in place (a tree can have 100,000 of them).
+    let mut text = String::with_capacity(n.label.len().min(64) + 64);
+    text.push('[');
+    text.push_str(n.decision_type.map(|t| t.as_str()).unwrap_or_default());
+    text.push_str("] \"");
+    text.push_str(&first_line(&n.label, 60));
+    text.push('"');
     if let Some(c) = n.confidence_score {
-        text.push_str(&format!(" ({c:.2})"));
+        let _ = write!(text, " ({c:.2})");
     }
-    text.push_str(&format!(" {short}"));
+    text.push(' ');
+    text.push_str(&short);
     if n.is_correction == Some(true) {
         text.push_str(" (correction)");
     }

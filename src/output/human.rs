@@ -216,10 +216,12 @@ fn status_line(message: &Message, style: Style) -> String {
 
 /// Renders one element, ending with a newline.
 pub fn render_element(element: &Element, style: Style) -> String {
-    if let Element::List { title, items } = element
-        && !style.boxes
-    {
-        return indented_list(title, items, style);
+    if !style.boxes {
+        match element {
+            Element::List { title, items } => return indented_list(title, items, style),
+            Element::Tree { title, roots } => return indented_tree(title, roots, style),
+            _ => {}
+        }
     }
     let (title, body) = match element {
         Element::Panel { title, entries } => (title, panel_lines(entries, style)),
@@ -268,6 +270,38 @@ fn indented_list(title: &str, items: &[String], style: Style) -> String {
             out.push('\n');
         }
     }
+    out
+}
+
+/// A tree in the indented layout, written node by node into one string (the same text as
+/// [`indented`] of [`tree_lines`], without a string per line: a plan's tree can have 100,000
+/// decisions).
+fn indented_tree(title: &str, roots: &[TreeNode], style: Style) -> String {
+    fn walk(nodes: &[TreeNode], prefix: &mut String, style: Style, out: &mut String) {
+        for (i, node) in nodes.iter().enumerate() {
+            let is_last = i + 1 == nodes.len();
+            let label = sanitize(&node.label.text, false);
+            let at = prefix.len();
+            // Plain glyphs: the last child's branch is drawn as the others'.
+            prefix.push_str("+-- ");
+            out.push_str("  ");
+            if style.color {
+                out.push_str(&style.dim(prefix));
+                out.push_str(&style.tone(node.label.tone, &label));
+            } else {
+                out.push_str(prefix);
+                out.push_str(&label);
+            }
+            out.push('\n');
+            prefix.truncate(at);
+            prefix.push_str(if is_last { "    " } else { "|   " });
+            walk(&node.children, prefix, style, out);
+            prefix.truncate(at);
+        }
+    }
+    let mut out = style.title(&sanitize(title, false));
+    out.push('\n');
+    walk(roots, &mut String::new(), style, &mut out);
     out
 }
 

@@ -104,7 +104,7 @@ pub use crate::lifecycle::approvals::{Answer, Answered as ApprovalAnswered, desc
 pub use crate::lifecycle::driven::{Driven, Stopped};
 pub use crate::lifecycle::invariant_checks::{Coverage as InvariantCoverage, correct_step};
 pub use crate::lifecycle::report::{Hint, guidance_heard, recovery_hints};
-pub use crate::redact::{RedactingWriter, redacted_bytes};
+pub use crate::redact::{RedactingWriter, any_secret, redacted_bytes};
 pub use crate::registry::actors::{CHECKLIST_STRATEGIST, SCRIPT_EXECUTOR};
 pub use crate::registry::plan_use::{Created as PlanCreated, Request as PlanUseArgs};
 pub use crate::registry::profiles::Flags as ProfileFlags;

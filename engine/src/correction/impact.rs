@@ -538,4 +538,68 @@ mod tests {
         let json = serde_json::to_value(&t.roots).unwrap();
         assert_eq!(json[0]["children"][1]["children"][0]["kind"], "plan");
     }
+
+    /// The labels of a node's decisions, depth first.
+    fn labels(nodes: &[tree::Node], out: &mut Vec<String>) {
+        for n in nodes {
+            if n.kind == "decision" {
+                out.push(n.label.clone());
+            }
+            labels(&n.children, out);
+        }
+    }
+
+    #[test]
+    fn a_child_plan_linked_from_two_spawn_decisions_shows_its_decisions_under_both() {
+        let mut f = family();
+        let croot = f.store.decisions(&f.child).unwrap()[0].decision_id;
+        f.store
+            .add_decision_dependency(&f.other, &croot, "plan", &f.child.to_string())
+            .unwrap();
+        let t = tree::load(&f.store, &f.plan, false).unwrap();
+        let root = &t.roots[0];
+        let under = |d: Id| -> Vec<String> {
+            let node = root.children.iter().find(|n| n.id == d).unwrap();
+            let mut out = Vec::new();
+            labels(&node.children, &mut out);
+            out
+        };
+        assert_eq!(under(f.spawn), under(f.other));
+        assert_eq!(
+            under(f.spawn),
+            ["child prompt", "child step", "child prompt", "child step"],
+            "the child plan and its grandchild, with their texts"
+        );
+    }
+
+    #[test]
+    fn an_unlinked_child_plan_shows_its_decisions_under_each_top_level_decision() {
+        let mut f = family();
+        let mut p = Plan::new("local/loose", "loose", Timestamp::now());
+        p.parent_plan_id = Some(f.plan);
+        p.root_plan_id = Some(f.plan);
+        f.store.insert_plan(&p).unwrap();
+        decision(
+            &mut f.store,
+            &p.plan_id,
+            DecisionType::PromptDefinition,
+            "loose prompt",
+            None,
+        );
+        decision(
+            &mut f.store,
+            &f.plan,
+            DecisionType::PromptDefinition,
+            "second prompt",
+            None,
+        );
+        let t = tree::load(&f.store, &f.plan, false).unwrap();
+        assert_eq!(t.roots.len(), 2);
+        for top in &t.roots {
+            let loose = top.children.iter().find(|n| n.id == p.plan_id).unwrap();
+            let mut out = Vec::new();
+            labels(&loose.children, &mut out);
+            assert_eq!(out, ["loose prompt"], "under {}", top.label);
+        }
+    }
 }

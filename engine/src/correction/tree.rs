@@ -8,13 +8,40 @@
 //! Everything is read with a few queries over the whole family of plans, so a tree of
 //! 100,000 decisions loads in one pass.
 
-use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::Serialize;
 
 use crate::domain::decision::DecisionType;
 use crate::domain::id::Id;
 use crate::store::{Store, StoreError};
+
+/// Maps keyed by [`Id`], hashed by [`IdHasher`].
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IdHasher>>;
+/// Sets of [`Id`], hashed by [`IdHasher`].
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<IdHasher>>;
+
+/// Hashes an [`Id`] by folding its 128 bits and multiplying: the low 80 bits of a ULID are
+/// random, so this spreads ids as well as the default SipHash does, at a fraction of its cost
+/// (a tree of 100,000 decisions hashes each id a few times).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u128(&mut self, n: u128) {
+        self.0 = (self.0 ^ (n as u64) ^ ((n >> 64) as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// A node of the tree: a decision, or a child plan under its spawn decision.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -107,43 +134,68 @@ fn corrupt(column: &'static str, m: impl ToString) -> StoreError {
 /// [`StoreError`].
 pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTree, StoreError> {
     let plans = store.family_plans(plan_id)?;
-    let in_family: std::collections::HashSet<Id> = plans.iter().map(|p| p.0).collect();
-    let mut by_parent: HashMap<(Id, Option<Id>), Vec<usize>> = HashMap::new();
-    let mut rows = Vec::new();
+    let in_family: HashSet<Id> = plans.iter().map(|p| p.0).collect();
+    let mut rows = store.tree_rows(plan_id)?;
+    let place = original_places(&rows);
+    // The original place of each shown row, when any decision was superseded.
+    let mut row_place = Vec::new();
     let mut superseded = 0;
-    let all = store.tree_rows(plan_id)?;
-    let place = original_places(&all);
-    for row in all {
+    // Kept in place (no copy of 100,000 rows when all are shown).
+    let mut i = 0;
+    rows.retain(|row| {
+        let at = i;
+        i += 1;
         if !in_family.contains(&row.plan) {
-            continue;
+            return false;
         }
         if row.superseded_by.is_some() {
             superseded += 1;
             if !show_superseded {
-                continue;
+                return false;
             }
         }
-        by_parent
-            .entry((row.plan, row.parent))
-            .or_default()
-            .push(rows.len());
-        rows.push(row);
+        if let Some(place) = &place {
+            row_place.push(place[at]);
+        }
+        true
+    });
+    let ids: HashMap<Id, usize> = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    // Each shown decision's children (rows of its own plan naming it as parent), and each
+    // plan's top-level decisions, in sequence order; a decision whose parent is not shown
+    // or belongs to another plan is under neither.
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); rows.len()];
+    let mut tops: HashMap<Id, Vec<usize>> = HashMap::default();
+    for (i, r) in rows.iter().enumerate() {
+        match r.parent {
+            None => tops.entry(r.plan).or_default().push(i),
+            Some(p) => {
+                if let Some(&pi) = ids.get(&p)
+                    && rows[pi].plan == r.plan
+                {
+                    children[pi].push(i);
+                }
+            }
+        }
     }
     // Siblings stand in their original order: a replacement where the decision it corrects
     // stood (just after it when superseded decisions are shown), not after every later one.
-    for siblings in by_parent.values_mut() {
-        siblings.sort_by_key(|&i| (place[&rows[i].id], i));
+    // Without a superseded decision that is sequence order, as read.
+    if place.is_some() {
+        let key = |&i: &usize| (row_place[i], i);
+        for siblings in children.iter_mut().chain(tops.values_mut()) {
+            siblings.sort_by_key(key);
+        }
     }
     // Child plans by spawn decision, and by parent plan when no decision links them.
-    let mut linked: HashMap<Id, Vec<Id>> = HashMap::new();
-    let mut linked_plans = std::collections::HashSet::new();
+    let mut linked: HashMap<Id, Vec<Id>> = HashMap::default();
+    let mut linked_plans = HashSet::default();
     for (spawn, child) in store.family_spawns(plan_id)? {
         if in_family.contains(&child) {
             linked.entry(spawn).or_default().push(child);
             linked_plans.insert(child);
         }
     }
-    let mut unlinked: HashMap<Id, Vec<Id>> = HashMap::new();
+    let mut unlinked: HashMap<Id, Vec<Id>> = HashMap::default();
     let info: HashMap<Id, &FamilyPlan> = plans.iter().map(|p| (p.0, p)).collect();
     for p in &plans {
         if let Some(parent) = p.1
@@ -153,7 +205,6 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
             unlinked.entry(parent).or_default().push(p.0);
         }
     }
-    let ids: HashMap<Id, usize> = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
     let mut summary = Summary {
         superseded,
         superseded_hidden: !show_superseded,
@@ -168,9 +219,23 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
         })
         .count();
 
+    // Each decision's texts move into its node, unless a child plan can be shown more than
+    // once (linked more than once, or unlinked under a plan with several top-level
+    // decisions): then its decisions are shown more than once, and copied.
+    let once = linked.values().map(Vec::len).sum::<usize>() == linked_plans.len()
+        && unlinked
+            .keys()
+            .all(|p| tops.get(p).map_or(0, Vec::len) <= 1);
+    let texts = rows
+        .iter_mut()
+        .map(|r| (std::mem::take(&mut r.chosen), r.question.take()))
+        .collect();
     let cx = Ctx {
         rows: &rows,
-        by_parent: &by_parent,
+        texts: std::cell::RefCell::new(texts),
+        move_texts: once,
+        children: &children,
+        tops: &tops,
         linked: &linked,
         unlinked: &unlinked,
         info: &info,
@@ -192,26 +257,53 @@ pub fn load(store: &Store, plan_id: &Id, show_superseded: bool) -> Result<PlanTr
     })
 }
 
-/// The place of each decision among its siblings: its own position in sequence order, or,
-/// for a replacement, the place of the decision it superseded (followed back through every
-/// correction of it).
-fn original_places(rows: &[Row]) -> HashMap<Id, usize> {
-    let mut place: HashMap<Id, usize> = HashMap::with_capacity(rows.len());
+/// The place of each decision among its siblings, by its position in `rows` (sequence
+/// order): its own position, or, for a replacement, the place of the decision it superseded
+/// (followed back through every correction of it). `None` when no decision was superseded:
+/// then every decision stands in its own place.
+fn original_places(rows: &[Row]) -> Option<Vec<usize>> {
+    // Where each replacement stands (`None` for one outside the rows).
+    let mut at: HashMap<Id, Option<usize>> =
+        rows.iter().filter_map(|r| r.superseded_by).map(|next| (next, None)).collect();
+    if at.is_empty() {
+        return None;
+    }
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(slot) = at.get_mut(&r.id) {
+            *slot = Some(i);
+        }
+    }
+    let mut place: Vec<Option<usize>> = vec![None; rows.len()];
     for (i, r) in rows.iter().enumerate() {
         // A replacement comes later in sequence order than what it supersedes, so its
         // predecessor has already passed its place on.
-        let own = *place.entry(r.id).or_insert(i);
-        if let Some(next) = r.superseded_by {
-            place.insert(next, own);
+        let own = *place[i].get_or_insert(i);
+        if let Some(next) = r.superseded_by
+            && let Some(&Some(j)) = at.get(&next)
+        {
+            place[j] = Some(own);
         }
     }
-    place
+    Some(
+        place
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| p.unwrap_or(i))
+            .collect(),
+    )
 }
 
 /// What building the nodes of a plan family reads.
 struct Ctx<'a> {
     rows: &'a [Row],
-    by_parent: &'a HashMap<(Id, Option<Id>), Vec<usize>>,
+    /// What each row decided and its question, by row position.
+    texts: std::cell::RefCell<Vec<(String, Option<String>)>>,
+    /// Whether every row is shown once, so its texts can be moved into its node.
+    move_texts: bool,
+    /// The shown children of each row, by row position.
+    children: &'a [Vec<usize>],
+    /// The top-level decisions of each plan.
+    tops: &'a HashMap<Id, Vec<usize>>,
     linked: &'a HashMap<Id, Vec<Id>>,
     unlinked: &'a HashMap<Id, Vec<Id>>,
     info: &'a HashMap<Id, &'a FamilyPlan>,
@@ -219,8 +311,8 @@ struct Ctx<'a> {
 
 /// The top-level decision nodes of `plan`.
 fn plan_nodes(cx: &Ctx<'_>, plan: Id, depth: usize, s: &mut Summary) -> Vec<Node> {
-    cx.by_parent
-        .get(&(plan, None))
+    cx.tops
+        .get(&plan)
         .map(|v| {
             v.iter()
                 .map(|i| decision_node(cx, *i, depth + 1, s))
@@ -255,17 +347,17 @@ fn child_plan_node(cx: &Ctx<'_>, child: Id, depth: usize, s: &mut Summary) -> No
 /// The node of decision row `i`, with its decisions and linked child plans under it.
 fn decision_node(cx: &Ctx<'_>, i: usize, depth: usize, s: &mut Summary) -> Node {
     let r = &cx.rows[i];
+    let (label, question) = if cx.move_texts {
+        std::mem::take(&mut cx.texts.borrow_mut()[i])
+    } else {
+        cx.texts.borrow()[i].clone()
+    };
     s.nodes += 1;
     s.depth = s.depth.max(depth);
-    let mut children: Vec<Node> = cx
-        .by_parent
-        .get(&(r.plan, Some(r.id)))
-        .map(|v| {
-            v.iter()
-                .map(|c| decision_node(cx, *c, depth + 1, s))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut children: Vec<Node> = cx.children[i]
+        .iter()
+        .map(|c| decision_node(cx, *c, depth + 1, s))
+        .collect();
     for child in cx.linked.get(&r.id).into_iter().flatten() {
         children.push(child_plan_node(cx, *child, depth, s));
     }
@@ -278,8 +370,8 @@ fn decision_node(cx: &Ctx<'_>, i: usize, depth: usize, s: &mut Summary) -> Node 
         kind: "decision".into(),
         id: r.id,
         decision_type: Some(r.kind),
-        label: r.chosen.clone(),
-        question: r.question.clone(),
+        label,
+        question,
         confidence_score: r.confidence,
         executable: Some(r.executable),
         is_correction: Some(r.correction),
@@ -287,6 +379,13 @@ fn decision_node(cx: &Ctx<'_>, i: usize, depth: usize, s: &mut Summary) -> Node 
         status: None,
         children,
     }
+}
+
+/// The last text read from a column and the id decoded from it.
+#[derive(Default)]
+struct Cached {
+    text: Option<String>,
+    id: Option<Id>,
 }
 
 /// One plan of a family: (plan id, parent plan id, name, `phase/state`).
@@ -345,12 +444,28 @@ impl Store {
         let required = |value: Option<Id>, column: &'static str| {
             value.ok_or_else(|| corrupt(column, "missing"))
         };
+        // Rows come by plan, and siblings share a parent: the plan and the parent of the
+        // previous row are reused when their text is the same, instead of decoded again.
+        let mut plan = Cached::default();
+        let mut parent = Cached::default();
+        let cached = |cache: &mut Cached,
+                          r: &crate::store::db::Row<'_>,
+                          i: usize,
+                          column: &'static str|
+         -> Result<Option<Id>, StoreError> {
+            let text = r.get_ref(i)?.as_str_or_null().map_err(|e| corrupt(column, e))?;
+            if text != cache.text.as_deref() {
+                cache.id = id(r, i, column)?;
+                cache.text = text.map(str::to_owned);
+            }
+            Ok(cache.id)
+        };
         let mut rows = Vec::new();
         stmt.for_each([plan_id.to_string()], |r| {
             rows.push(Row {
                 id: required(id(r, 0, "decision_id")?, "decision_id")?,
-                plan: required(id(r, 1, "plan_id")?, "plan_id")?,
-                parent: id(r, 2, "parent_decision_id")?,
+                plan: required(cached(&mut plan, r, 1, "plan_id")?, "plan_id")?,
+                parent: cached(&mut parent, r, 2, "parent_decision_id")?,
                 kind: r
                     .get_ref(3)?
                     .as_str()

@@ -277,8 +277,14 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
-        let conn = SqliteConnection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(open_err)?;
+        // Without `NO_MUTEX` SQLite locks the connection's mutex on every call (each column
+        // read of each row); a connection is only ever used by one thread at a time (it is
+        // `Send`, not `Sync`), as with the read-write one `Connection::open` makes.
+        let conn = SqliteConnection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
         refuse_newer(&conn, path)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         conn.pragma_update(None, "query_only", "ON")

@@ -99,7 +99,10 @@ pub(super) fn tree(
     let shorts = if short_ids {
         let mut ids = Vec::new();
         tree_ids(&t.roots, &mut ids);
-        decision_shorts(&store, ids)?
+        // Sorted as ids (the order of their text), so the texts arrive sorted.
+        ids.sort_unstable();
+        ids.dedup();
+        decision_shorts(&store, ids.iter().map(Id::to_string))?
     } else {
         HashMap::new()
     };
@@ -113,13 +116,13 @@ pub(super) fn tree(
 }
 
 /// Every decision id a tree shows (its nodes and what superseded them).
-fn tree_ids(nodes: &[tree::Node], out: &mut Vec<String>) {
+fn tree_ids(nodes: &[tree::Node], out: &mut Vec<Id>) {
     for n in nodes {
         if n.kind != "plan" {
-            out.push(n.id.to_string());
+            out.push(n.id);
         }
         if let Some(by) = n.superseded_by {
-            out.push(by.to_string());
+            out.push(by);
         }
         tree_ids(&n.children, out);
     }
