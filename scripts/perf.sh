@@ -185,11 +185,15 @@ else
   row "engine benchmark" "-" "-" "-" "FAILED to run"; FAILED=1
 fi
 
-# 4. sandbox (benches/sandbox.rs, 20,000 files): creation, checkpoint, diff.
-if [ $QUICK = 0 ]; then
-  if out=$(cargo bench --locked --bench sandbox 2>/dev/null); then
+# 4. sandbox (benches/sandbox.rs, 20,000 files): creation, checkpoint, diff; once with a full
+# checkout per sandbox (the default) and once with shared checkouts (docs/sandbox.md, "Shared
+# checkouts", CLEVERAGENTS_SANDBOX_OVERLAY=1).
+for overlay in 0 1; do
+  [ $QUICK = 0 ] || break
+  mode="full checkouts"; [ $overlay = 1 ] && mode="shared checkouts"
+  if out=$(CLEVERAGENTS_SANDBOX_OVERLAY=$overlay cargo bench --locked --bench sandbox 2>/dev/null); then
     while read -r l; do
-      name=$(echo "$l" | sed -E 's/ +ours .*//')
+      name="$(echo "$l" | sed -E 's/ +ours .*//') ($mode)"
       o=$(echo "$l" | sed -E 's/.* ours +([0-9.]+) (ms|KiB).*/\1 \2/')
       b=$(echo "$l" | sed -E 's/.* (ms|KiB)   (.+[^ ]) +([0-9.]+) (ms|KiB)   ratio.*/\2 \3 \4/')
       r=$(echo "$l" | sed -E 's/.*ratio +([0-9.]+x).*/\1/')
@@ -197,9 +201,9 @@ if [ $QUICK = 0 ]; then
       row "$name" "$o" "$b" "$r" "$v"
     done <<< "$(echo "$out" | grep ' ratio ')"
   else
-    row "sandbox benchmark" "-" "-" "-" "FAILED to run"; FAILED=1
+    row "sandbox benchmark ($mode)" "-" "-" "-" "FAILED to run"; FAILED=1
   fi
-fi
+done
 # 5. TUI frame time (ui/benches/render.rs: a 10,000-decision tree and a 50,000-line diff,
 # scrolled into the diff): every frame under 8 ms, so the verdict is on the 95th percentile.
 if out=$(cargo bench --locked -p cleveragents-ui --bench render 2>/dev/null); then
