@@ -1184,3 +1184,22 @@ fn plan_rollback_can_return_to_the_base_through_the_checkpoint_before_step_one()
     let (diff, _) = env.json(&["plan", "diff", &plan]);
     assert_eq!(diff["data"]["stats"]["files_changed"], 2, "{diff:#}");
 }
+
+/// An errored Apply whose sandbox `plan cleanup` then removed has nothing left to commit: a
+/// later `plan apply` says the sandbox is gone and leaves the plan errored and the repository
+/// as it was, never "applied" with no commit.
+#[test]
+fn apply_after_cleanup_removed_an_errored_plans_sandbox_is_refused_and_commits_nothing() {
+    let env = Env::new();
+    let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
+    let plan = plan_at_apply_gate(&env, &[&repo], &["echo two > a.txt"]);
+    std::fs::write(repo.join(".git/index.lock"), b"").unwrap();
+    apply_fails(&env, &plan);
+    std::fs::remove_file(repo.join(".git/index.lock")).unwrap();
+    let (doc, code) = env.json(&["plan", "cleanup", "--yes"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let before = RepoState::capture(&repo);
+    let message = apply_fails(&env, &plan);
+    assert!(message.contains("was removed"), "{message}");
+    assert_same(&before, &RepoState::capture(&repo));
+}

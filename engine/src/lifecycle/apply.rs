@@ -134,6 +134,22 @@ fn base_tree(sb: &Sandbox) -> Result<Oid, RunError> {
         .tree_id())
 }
 
+/// Refuses when `resource` had a sandbox that is released or removed (by `plan cleanup`,
+/// or after the retention period): what its steps wrote is gone, so an Apply of the rest
+/// would report the plan applied without its changes.
+fn sandbox_gone(engine: &Lifecycle, plan_id: &Id, resource: &str) -> Result<(), RunError> {
+    let Some(record) = engine.store().sandbox(plan_id, resource)? else {
+        return Ok(());
+    };
+    let Some(when) = record.removed_at.or(record.released_at) else {
+        return Ok(());
+    };
+    Err(refused(format!(
+        // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
+        "{resource}: the plan's sandbox was removed at {when} (by `agents plan cleanup` or after the retention period), with the changes its steps made; nothing was applied. Run the action again with `agents plan use`"
+    )))
+}
+
 /// Refuses when the sandbox no longer holds the reviewed tree, naming what changed.
 fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunError> {
     let now = current_tree(sb)?;
@@ -447,6 +463,9 @@ fn decide_all(
             .existing(engine.store(), &plan_id, &base.resource_name)
             .map_err(|e| with(e.into()))?
         else {
+            // No sandbox was ever made for a resource no step changed; one that was made
+            // and is gone held changes that can no longer be committed.
+            sandbox_gone(engine, &plan_id, &base.resource_name).map_err(with)?;
             continue;
         };
         let target = match reviewed.get(&base.resource_name) {
