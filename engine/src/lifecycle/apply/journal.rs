@@ -235,6 +235,8 @@ pub fn commit(
     }
     let old = jdir.join("old");
     let new = jdir.join("new");
+    // One flat directory for every original kept, made once.
+    fs::create_dir_all(&old).map_err(io(jdir.display()))?;
     let recheck = |path: &str| -> Result<(), RunError> {
         let now = Fingerprint::of(&root.join(path));
         // A directory that becomes this file was removed just before.
@@ -255,7 +257,6 @@ pub fn commit(
         recheck(&c.path)?;
         let at = root.join(&c.path);
         if fs::symlink_metadata(&at).is_ok() {
-            fs::create_dir_all(&old).map_err(io(jdir.display()))?;
             fs::rename(&at, slot(&old, &c.path)).map_err(io(at.display()))?;
         }
     }
