@@ -25,14 +25,29 @@ fn run(env: &Env, args: &[&str]) -> (Value, i32) {
 /// [`run`] as the user `uid` (and its group), when given.
 fn run_as(env: &Env, uid: Option<u32>, args: &[&str]) -> (Value, i32) {
     use std::os::unix::process::CommandExt;
-    let mut all = vec!["--format", "json"];
-    all.extend_from_slice(args);
-    let mut cmd = env.local_command(&all);
+    let mut cmd = env.local_command(&with_json(args));
     cmd.env(SWITCH, "1");
     if let Some(uid) = uid {
         // Dropping root's privileges also drops its supplementary groups.
         cmd.uid(uid).gid(uid);
     }
+    json_of(cmd)
+}
+
+/// [`run`] without the switch: a full checkout per sandbox.
+fn run_full(env: &Env, args: &[&str]) -> (Value, i32) {
+    let mut cmd = env.local_command(&with_json(args));
+    cmd.env_remove(SWITCH);
+    json_of(cmd)
+}
+
+fn with_json<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    all
+}
+
+fn json_of(mut cmd: std::process::Command) -> (Value, i32) {
     let out = cmd.output().unwrap();
     let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -44,7 +59,13 @@ fn run_as(env: &Env, uid: Option<u32>, args: &[&str]) -> (Value, i32) {
     (doc, out.status.code().unwrap_or(-1))
 }
 
+type Run = fn(&Env, &[&str]) -> (Value, i32);
+
 fn tool(env: &Env, plan: &str, repo: &Path, name: &str, args: Value) -> Value {
+    tool_with(run, env, plan, repo, name, args)
+}
+
+fn tool_with(run: Run, env: &Env, plan: &str, repo: &Path, name: &str, args: Value) -> Value {
     let target = repo.to_str().unwrap();
     let args = args.to_string();
     let (doc, code) = run(
@@ -114,19 +135,26 @@ fn files_under(dir: &Path) -> Vec<String> {
 }
 
 fn diff_files(env: &Env, plan: &str) -> Vec<(String, String)> {
-    let (doc, code) = run(env, &["plan", "diff", plan]);
-    assert_eq!(code, 0, "{doc:#}");
-    doc["data"]["resources"]
-        .as_array()
-        .unwrap()
+    diff_of(run, env, plan)
         .iter()
-        .flat_map(|r| r["files"].as_array().unwrap().iter())
         .map(|f| {
             (
                 f["path"].as_str().unwrap().to_string(),
                 f["status"].as_str().unwrap().to_string(),
             )
         })
+        .collect()
+}
+
+/// The changed files `plan diff` reports, as JSON.
+fn diff_of(run: Run, env: &Env, plan: &str) -> Vec<Value> {
+    let (doc, code) = run(env, &["plan", "diff", plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    doc["data"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["files"].as_array().unwrap().iter().cloned())
         .collect()
 }
 
@@ -395,4 +423,54 @@ fn a_shared_checkout_removed_by_hand_is_built_again_under_the_plans_changes() {
         diff_files(&env, &plan),
         [("a.txt".into(), "modified".into())]
     );
+}
+
+/// Runs `command` in a shared sandbox and in a full checkout of the same repository; asserts
+/// that `plan diff` reports the same changes for both, and returns whether the shared
+/// sandbox's index is still the byte copy of its base's (its snapshots read the upper
+/// directory and leave the index alone).
+fn same_diff_as_a_full_checkout(command: &str) -> bool {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let (shared, full) = (plan_in(&env, Phase::Execute), plan_in(&env, Phase::Execute));
+    for (run, plan) in [(run as Run, &shared), (run_full as Run, &full)] {
+        let args = json!({ "command": command });
+        let shell = tool_with(run, &env, plan, &repo, "shell_execute", args);
+        assert_eq!(shell["result"]["exit_code"], 0, "{shell:#}");
+    }
+    let (ours, theirs) = (diff_of(run, &env, &shared), diff_of(run_full, &env, &full));
+    assert!(!theirs.is_empty());
+    assert_eq!(ours, theirs);
+    let index = sandbox_root(&env, &shared).join("git/index");
+    fs::read(index).unwrap() == fs::read(bases(&env)[0].join("git/index")).unwrap()
+}
+
+#[test]
+fn a_shared_sandbox_reads_its_changes_from_its_upper_directory_as_a_full_scan_sees_them() {
+    // Modified, removed, a removed directory, new files in a new directory, an ignored new
+    // file, a mode change, a link, and a file rewritten with its own content.
+    let command = "echo more >> a.txt && rm b.txt && rm -r docs && mkdir -p new/deep \
+                   && echo n > new/deep/n.txt && echo log > new/x.log && chmod +x tracked.txt \
+                   && ln -s a.txt link && cat src/lib.rs > lib.tmp && mv lib.tmp src/lib.rs";
+    assert!(
+        same_diff_as_a_full_checkout(command),
+        "the index was rewritten: the snapshot scanned the work tree"
+    );
+}
+
+#[test]
+fn a_directory_made_again_after_its_removal_hides_the_bases_files_beneath_it() {
+    // The overlay marks the new `src` opaque: the base's `src/lib.rs` is gone although no
+    // whiteout names it.
+    let command = "rm -r src && mkdir -p src/deeper && echo other > src/other.rs";
+    assert!(
+        same_diff_as_a_full_checkout(command),
+        "the index was rewritten: the snapshot scanned the work tree"
+    );
+}
+
+#[test]
+fn a_file_of_the_base_that_became_a_directory_is_seen_exactly() {
+    let command = "rm a.txt && mkdir a.txt && echo inner > a.txt/inner.txt";
+    same_diff_as_a_full_checkout(command);
 }

@@ -25,6 +25,7 @@ pub use crate::domain::sandbox::{CheckpointRecord, CheckpointState};
 use crate::store::Store;
 
 mod index_file;
+mod overlay_tree;
 
 /// Updates the private index from the work tree and writes it as a tree; returns the tree id.
 /// The index file is rewritten only when something changed.
@@ -37,10 +38,21 @@ pub fn snapshot(repo: &Repository) -> Result<Oid, SandboxError> {
 
 /// As [`snapshot`], always rewriting the index file (checkpoints and rollbacks do, so the
 /// stored tree cache stays valid and later snapshots rebuild only changed directories).
+/// A sandbox that shares its base's checkout, held mounted by this process, is read from its
+/// overlay's upper directory instead, and its index is left as it is ([`overlay_tree`]).
 ///
 /// # Errors
 /// [`SandboxError::Git`].
 pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxError> {
+    // A sandbox that shares its base's checkout knows what it wrote: its upper directory.
+    if let Some(tree) = overlay_tree::tree(repo)? {
+        return Ok(tree);
+    }
+    scan(repo, persist)
+}
+
+/// As [`snapshot_with`], comparing the whole work tree with the index whatever the sandbox.
+fn scan(repo: &Repository, persist: bool) -> Result<Oid, SandboxError> {
     // A snapshot that may leave the index as it is compares the work tree with the index file
     // read directly (see `index_file`); when nothing differs and the index caches its whole
     // tree, that tree is the snapshot, as libgit2's `write_tree` would return it, and libgit2
@@ -108,6 +120,9 @@ pub fn snapshot_with(repo: &Repository, persist: bool) -> Result<Oid, SandboxErr
 /// # Errors
 /// [`SandboxError::Git`].
 pub fn snapshot_written(repo: &Repository) -> Result<Oid, SandboxError> {
+    if let Some(tree) = overlay_tree::tree(repo)? {
+        return Ok(tree);
+    }
     if let Some(since) = super::written::since_sync(repo.path()) {
         if since.paths.is_empty() {
             return Ok(since.tree);
@@ -162,9 +177,8 @@ fn tree_updated(
     base: Oid,
     paths: &std::collections::BTreeSet<PathBuf>,
 ) -> Result<Option<Oid>, SandboxError> {
-    use git2::{FileMode, ObjectType};
+    use git2::ObjectType;
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::PermissionsExt;
     let work = repo
         .workdir()
         .ok_or_else(|| SandboxError::Checkpoint("the sandbox has no work tree".into()))?
@@ -207,30 +221,7 @@ fn tree_updated(
                 if !in_tree && !ignores.file_counts(rel.as_os_str().as_bytes()) {
                     continue;
                 }
-                let abs = work.join(rel);
-                let meta =
-                    std::fs::symlink_metadata(&abs).map_err(SandboxError::io("read", &abs))?;
-                let (blob, mode) = if meta.file_type().is_symlink() {
-                    let target =
-                        std::fs::read_link(&abs).map_err(SandboxError::io("read", &abs))?;
-                    let blob = repo
-                        .blob(target.as_os_str().as_bytes())
-                        .map_err(SandboxError::git("storing a link"))?;
-                    (blob, FileMode::Link)
-                } else {
-                    let blob = repo
-                        .blob_path(&abs)
-                        .map_err(SandboxError::git(format!("storing {}", rel.display())))?;
-                    let exec = meta.permissions().mode() & 0o100 != 0;
-                    (
-                        blob,
-                        if exec {
-                            FileMode::BlobExecutable
-                        } else {
-                            FileMode::Blob
-                        },
-                    )
-                };
+                let (blob, mode) = stored(repo, &work, rel)?;
                 update.upsert(rel, blob, mode);
             }
         }
@@ -239,6 +230,36 @@ fn tree_updated(
         .create_updated(repo, &base_tree)
         .map_err(SandboxError::git("writing the snapshot tree"))?;
     Ok(Some(tree))
+}
+
+/// Stores the file or link at `rel` beneath `work` as a blob; returns it with its tree mode.
+fn stored(
+    repo: &Repository,
+    work: &std::path::Path,
+    rel: &std::path::Path,
+) -> Result<(Oid, git2::FileMode), SandboxError> {
+    use git2::FileMode;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let abs = work.join(rel);
+    let meta = std::fs::symlink_metadata(&abs).map_err(SandboxError::io("read", &abs))?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(&abs).map_err(SandboxError::io("read", &abs))?;
+        let blob = repo
+            .blob(target.as_os_str().as_bytes())
+            .map_err(SandboxError::git("storing a link"))?;
+        return Ok((blob, FileMode::Link));
+    }
+    let blob = repo
+        .blob_path(&abs)
+        .map_err(SandboxError::git(format!("storing {}", rel.display())))?;
+    let exec = meta.permissions().mode() & 0o100 != 0;
+    let mode = if exec {
+        FileMode::BlobExecutable
+    } else {
+        FileMode::Blob
+    };
+    Ok((blob, mode))
 }
 
 /// What one written path is now.
@@ -972,9 +993,10 @@ pub fn restore(sandbox: &Sandbox, commit: Oid) -> Result<(), SandboxError> {
     let commit = repo
         .find_commit(commit)
         .map_err(SandboxError::git("finding the checkpoint commit"))?;
-    // Capture the current state first, so that everything not in the checkpoint is tracked
-    // in the index and the checkout removes it; ignored files stay out of the index and stay.
-    snapshot(&repo)?;
+    // Capture the current state in the index first (a shared sandbox's snapshot leaves the
+    // index alone), so that everything not in the checkpoint is tracked there and the
+    // checkout removes it; ignored files stay out of the index and stay.
+    scan(&repo, false)?;
     let mut checkout = CheckoutBuilder::new();
     checkout.force().remove_untracked(true);
     repo.checkout_tree(commit.as_object(), Some(&mut checkout))
@@ -1031,7 +1053,7 @@ pub fn restore_tree(sandbox: &Sandbox, tree: Oid) -> Result<(), SandboxError> {
     let target = repo
         .find_tree(tree)
         .map_err(SandboxError::git("finding the journaled tree"))?;
-    snapshot(&repo)?;
+    scan(&repo, false)?;
     let mut checkout = CheckoutBuilder::new();
     checkout.force().remove_untracked(true);
     repo.checkout_tree(target.as_object(), Some(&mut checkout))

@@ -190,6 +190,16 @@ fn registry() -> Mounts {
     Mounts(MOUNTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
+/// Whether this process holds an overlay mounted at `work` (a sandbox's work path), so what
+/// is read there is the merged tree.
+pub(crate) fn held(work: &Path) -> bool {
+    let real = std::fs::canonicalize(work).ok();
+    registry().iter().any(|(at, (_, w))| {
+        w.strong_count() > 0
+            && (at == work || real.is_some() && std::fs::canonicalize(at).ok() == real)
+    })
+}
+
 /// Whether `dir` is the root of a mount (its device differs from its parent's).
 fn is_mount_root(dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;

@@ -43,6 +43,12 @@ fn key(repo: &Path, commit: &str) -> Result<String, SandboxError> {
     Ok(format!("{commit}-{}", &hash.to_string()[..12]))
 }
 
+/// The base commit of the shared base at `base` (the first part of its name, see [`key`]).
+pub(crate) fn commit_of(base: &Path) -> Option<Oid> {
+    let name = base.file_name()?.to_str()?;
+    Oid::from_str(name.split_once('-')?.0).ok()
+}
+
 fn lock(bases: &Path, key: &str) -> Result<SandboxLock, SandboxError> {
     lock_file(&bases.join(format!("{key}.lock")))
 }
