@@ -1,4 +1,5 @@
-//! `agents plan diff|artifacts|checkpoints|rollback|export|cleanup` (spec sections 06 and 11):
+//! `agents plan diff|artifacts|checkpoints|rollback|export|cleanup|shell` (spec sections 06
+//! and 11):
 //! the sandbox side of plans. `plan use|list|status` live in `plan.rs`.
 
 use std::path::PathBuf;
@@ -86,6 +87,18 @@ pub enum PlanSandboxCommand {
         #[arg(long)]
         allow_secrets: bool,
     },
+    /// Open your shell (or run a command) in a plan's sandbox: what you change there is the
+    /// plan's, seen by its next checkpoint, diff and Apply
+    Shell {
+        /// Plan id or unique prefix
+        plan: String,
+        /// Only this resource (required when the plan has several)
+        #[arg(long, value_name = "NAME")]
+        resource: Option<String>,
+        /// The command to run instead of your shell ($SHELL), after `--`
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Remove sandboxes of cancelled and errored plans, release those of applied plans
     Cleanup {
         /// Do not ask for confirmation
@@ -104,6 +117,7 @@ impl PlanSandboxCommand {
             PlanSandboxCommand::Rollback { .. } => "rollback",
             PlanSandboxCommand::Export { .. } => "export",
             PlanSandboxCommand::Cleanup { .. } => "cleanup",
+            PlanSandboxCommand::Shell { .. } => "shell",
         }
     }
 }
@@ -119,6 +133,8 @@ impl PlanSandboxCommand {
             | PlanSandboxCommand::Artifacts { .. }
             | PlanSandboxCommand::Export { .. }
             | PlanSandboxCommand::Cleanup { .. } => true,
+            // The work tree is on this machine, mounted by this process.
+            PlanSandboxCommand::Shell { .. } => false,
         }
     }
 }
@@ -171,6 +187,11 @@ pub fn run(command: PlanSandboxCommand, ctx: &Context) -> Result<Report, CliErro
             allow_secrets,
         ),
         PlanSandboxCommand::Cleanup { yes } => cleanup(ctx, yes),
+        PlanSandboxCommand::Shell {
+            plan,
+            resource,
+            command,
+        } => shell(ctx, &plan, resource.as_deref(), &command),
     }
 }
 
@@ -865,4 +886,52 @@ fn cleanup(ctx: &Context, yes: bool) -> Result<Report, CliError> {
         });
     }
     Ok(out)
+}
+
+/// `plan shell`: runs `command` (or the user's shell) in the chosen sandbox's work tree, with
+/// the sandbox held open (mounted, when it shares its base's checkout) until it exits. In the
+/// structured formats the command's output goes to stderr, so stdout holds the report alone.
+fn shell(
+    ctx: &Context,
+    plan: &str,
+    resource: Option<&str>,
+    command: &[String],
+) -> Result<Report, CliError> {
+    let open = ctx.registry_engine().open_sandbox(plan, resource)?;
+    let (program, args) = match command.split_first() {
+        Some((program, args)) => (program.clone(), args),
+        None => (
+            super::env_var("SHELL").unwrap_or_else(|| "/bin/sh".into()),
+            &[][..],
+        ),
+    };
+    let mut child = std::process::Command::new(&program);
+    child.args(args).current_dir(open.work_dir());
+    if ctx.format.is_structured() {
+        child.stdout(std::io::stderr());
+    }
+    let status = child.status().map_err(|e| {
+        CliError::new("INVALID_INPUT", format!("cannot run `{program}`: {e}"))
+            .hint("name a program on the PATH after `--`, or set SHELL")
+    })?;
+    let code = status.code().unwrap_or(-1);
+    let data = json!({
+        "resource": open.resource,
+        "work_dir": open.work_dir(),
+        "shared_checkout": open.shared,
+        "upper_dir": open.upper_dir(),
+        "exit_code": code,
+    });
+    drop(open);
+    if !command.is_empty() && code != 0 {
+        return Err(CliError::new(
+            "TOOL_FAILED",
+            format!("`{program}` exited with status {code} in the sandbox"),
+        ));
+    }
+    Ok(Report::ok(
+        "plan shell",
+        &data,
+        format!("`{program}` exited with status {code}"),
+    ))
 }

@@ -474,3 +474,72 @@ fn a_file_of_the_base_that_became_a_directory_is_seen_exactly() {
     let command = "rm a.txt && mkdir a.txt && echo inner > a.txt/inner.txt";
     same_diff_as_a_full_checkout(command);
 }
+
+#[test]
+fn an_edit_by_hand_through_plan_shell_lands_in_the_plans_sandbox_and_nowhere_else() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let (plan, other) = (plan_in(&env, Phase::Execute), plan_in(&env, Phase::Execute));
+    read(&env, &plan, &repo, "a.txt");
+    read(&env, &other, &repo, "a.txt");
+    let edit = "echo by hand >> a.txt && pwd";
+    let (doc, code) = run(&env, &["plan", "shell", &plan, "--", "sh", "-c", edit]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["shared_checkout"], true, "{doc:#}");
+    let root = sandbox_root(&env, &plan);
+    assert_eq!(doc["data"]["work_dir"], root.join("work").to_str().unwrap());
+
+    assert_eq!(read(&env, &plan, &repo, "a.txt"), "alpha\nby hand\n");
+    assert_eq!(
+        diff_files(&env, &plan),
+        [("a.txt".into(), "modified".into())]
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("upper/a.txt")).unwrap(),
+        "alpha\nby hand\n"
+    );
+    assert_eq!(read(&env, &other, &repo, "a.txt"), "alpha\n");
+    let base = &bases(&env)[0];
+    assert_eq!(
+        fs::read_to_string(base.join("work/a.txt")).unwrap(),
+        "alpha\n"
+    );
+
+    // A command that fails says so, with its status.
+    let (doc, code) = run(&env, &["plan", "shell", &plan, "--", "sh", "-c", "exit 4"]);
+    assert_ne!(code, 0, "{doc:#}");
+    assert!(doc.to_string().contains("status 4"), "{doc:#}");
+}
+
+#[test]
+fn plan_shell_runs_in_a_full_checkouts_work_tree_too() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    tool_with(
+        run_full,
+        &env,
+        &plan,
+        &repo,
+        "list_directory",
+        json!({"path": "."}),
+    );
+    let args = [
+        "plan",
+        "shell",
+        &plan,
+        "--",
+        "sh",
+        "-c",
+        "echo by hand > hand.txt",
+    ];
+    let (doc, code) = run_full(&env, &args);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["data"]["shared_checkout"], false, "{doc:#}");
+    let work = sandbox_root(&env, &plan).join("work");
+    assert_eq!(
+        fs::read_to_string(work.join("hand.txt")).unwrap(),
+        "by hand\n"
+    );
+    assert_eq!(diff_of(run_full, &env, &plan)[0]["path"], "hand.txt");
+}

@@ -55,11 +55,11 @@ pub struct Exported {
     pub repository: Option<PathBuf>,
 }
 
-/// Why a plan's sandbox cannot be chosen for export.
+/// Why a plan's sandbox cannot be chosen (for export, or to open it).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ExportError {
     /// The plan has no sandbox yet.
-    #[error("the plan has no sandbox yet: there is nothing to export")]
+    #[error("the plan has no sandbox yet: no step has used a resource")]
     NoSandbox,
     /// No sandbox of the plan answers to the resource name given.
     #[error("the plan has no sandbox for `{name}`")]
@@ -192,7 +192,10 @@ fn reviewed_part(
 }
 
 /// The one sandbox `resource` names, or the plan's only sandbox.
-fn choose<'a>(active: &'a [Sandbox], resource: Option<&str>) -> Result<&'a Sandbox, ExportError> {
+pub(super) fn choose<'a>(
+    active: &'a [Sandbox],
+    resource: Option<&str>,
+) -> Result<&'a Sandbox, ExportError> {
     let available = || {
         active
             .iter()

@@ -36,6 +36,7 @@ pub mod registry_views;
 mod remote;
 mod run;
 pub mod run_views;
+mod sandbox_open;
 pub mod session_views;
 mod status;
 mod takeover;
@@ -62,6 +63,7 @@ pub use op::{
 pub use query::{PlanFilter, PlanListView};
 pub use registry::*;
 pub use remote::Remote;
+pub use sandbox_open::OpenSandbox;
 pub use status::{ChildView, PlanStatusView, ResumedAt, StatusHeadline, StepView, step_name};
 // The code index as registry changes (registry views).
 pub use registry::index_ops::{

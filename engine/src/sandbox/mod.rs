@@ -650,6 +650,8 @@ impl Sandboxes {
         // remove, never an unknown directory.
         store.insert_sandbox(&record)?;
         let layout = record.layout();
+        // Held until the sandbox value shares it, so the overlay is mounted once.
+        let mut first_mount = overlay::MountGuard::default();
         let built = fs::create_dir_all(&layout.work_dir)
             .map_err(SandboxError::io("create", &layout.work_dir))
             .and_then(|()| match &target.kind {
@@ -658,6 +660,15 @@ impl Sandboxes {
                     if overlay::in_use() && overlay::nameable(&[&self.root]) =>
                 {
                     shared_base::create_sandbox(&self.root, &layout, repo, base_commit)
+                        .and_then(|base| {
+                            let lower = layout.shared_base().map(|b| shared_base::work_of(&b));
+                            let lower = lower.unwrap_or_default();
+                            overlay::mount(&layout, &lower).map(|guard| {
+                                first_mount = guard;
+                                base
+                            })
+                        })
+                        .or_else(|e| full_checkout_instead(&layout, repo, base_commit, &e))
                 }
                 TargetKind::GitCheckout { repo, base_commit } => {
                     git_sandbox::create(&layout, repo, base_commit)
@@ -684,8 +695,27 @@ impl Sandboxes {
         tracing::info!(plan = %record.plan_id, resource = %record.resource_name,
             strategy = %record.strategy, shared = layout.shared_base().is_some(),
             "sandbox created");
-        Sandbox::open(record, target)
+        let sandbox = Sandbox::open(record, target);
+        drop(first_mount);
+        sandbox
     }
+}
+
+/// Makes the sandbox of `layout` a full checkout after its shared checkout could not be
+/// mounted (`why`): the kernel or the file system refused the overlay, which then stays off
+/// for this process (docs/sandbox.md, "Shared checkouts").
+fn full_checkout_instead(
+    layout: &Layout,
+    repo: &Path,
+    base_commit: &str,
+    why: &SandboxError,
+) -> Result<git2::Oid, SandboxError> {
+    tracing::warn!(sandbox = %layout.root.display(), error = %why,
+        "shared checkouts are off for this process: a full checkout instead");
+    overlay::refused(&why.to_string());
+    remove_sandbox_dir(&layout.root)?;
+    fs::create_dir_all(&layout.work_dir).map_err(SandboxError::io("create", &layout.work_dir))?;
+    git_sandbox::create(layout, repo, base_commit)
 }
 
 impl Sandboxes {

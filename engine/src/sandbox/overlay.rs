@@ -75,12 +75,25 @@ pub fn enter_own_namespace(wanted: bool) -> &'static Mode {
     })
 }
 
+/// Why this process stopped sharing checkouts after entering its namespace: an overlay
+/// could not be mounted ([`refused`]).
+static REFUSED: OnceLock<String> = OnceLock::new();
+
 /// The mode this process recorded; a process that never entered a namespace of its own
 /// (a library caller, a test) makes full checkouts.
 pub fn mode() -> Mode {
+    if let Some(why) = REFUSED.get() {
+        return Mode::FullCheckouts(format!("an overlay could not be mounted here: {why}"));
+    }
     MODE.get().cloned().unwrap_or_else(|| {
         Mode::FullCheckouts("this process did not enter a mount namespace of its own".into())
     })
+}
+
+/// Records that mounting an overlay failed for a new sandbox: this process makes full
+/// checkouts from now on (sandboxes that share a checkout already are still mounted).
+pub(crate) fn refused(why: &str) {
+    let _ = REFUSED.set(why.to_string());
 }
 
 /// Whether new sandboxes of git checkouts share their base's checkout.
@@ -89,7 +102,6 @@ pub fn in_use() -> bool {
 }
 
 fn enter() -> Result<bool, String> {
-    use rustix::mount::MountPropagationFlags;
     let threads = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -100,9 +112,22 @@ fn enter() -> Result<bool, String> {
     if threads != Some(1) {
         return Err("the process had more than one thread when it started".into());
     }
+    let user = !rustix::process::geteuid().is_root();
+    // A user namespace entered but left without its uid map would leave the process as
+    // nobody: a child tries first, and the process follows only where it succeeded.
+    if user && !super::sys::succeeds_in_child(|| enter_namespaces(true).is_ok()) {
+        return Err("user namespaces are refused to this user here".into());
+    }
+    enter_namespaces(user)?;
+    Ok(user)
+}
+
+/// Enters a mount namespace (and a user namespace mapping the uid and gid to themselves,
+/// when `user`) and makes every mount in it private.
+fn enter_namespaces(user: bool) -> Result<(), String> {
+    use rustix::mount::MountPropagationFlags;
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
-    let user = uid != 0;
     super::sys::unshare_process(user).map_err(|e| format!("no namespace of its own: {e}"))?;
     if user {
         let write = |file: &str, text: String| {
@@ -116,8 +141,7 @@ fn enter() -> Result<bool, String> {
         "/",
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
     )
-    .map_err(|e| format!("cannot make the mounts private: {e}"))?;
-    Ok(user)
+    .map_err(|e| format!("cannot make the mounts private: {e}"))
 }
 
 /// Whether overlay options can name these directories (the kernel splits them at `,` and
@@ -229,7 +253,9 @@ fn detach(dir: &Path) {
 /// # Errors
 /// [`SandboxError::Overlay`] when this process cannot mount overlays or the kernel refuses.
 pub(crate) fn mount(layout: &Layout, lower: &Path) -> Result<MountGuard, SandboxError> {
-    let Mode::Overlay { user_namespace } = mode() else {
+    // The namespace entered, even where a refused mount turned new sandboxes into full
+    // checkouts: the sandboxes that share a checkout already are mounted as before.
+    let Some(Mode::Overlay { user_namespace }) = MODE.get().cloned() else {
         return Err(SandboxError::Overlay(format!(
             "the sandbox at {} shares a checkout through an overlay, which this process \
              cannot mount: {}; run agents with {SWITCH}=1",

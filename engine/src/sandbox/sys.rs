@@ -5,6 +5,8 @@
 //! - [`unshare`]: `unshare(2)` of the calling thread for new network, mount and PID
 //!   namespaces. Never with `CLONE_FILES`, which is what makes rustix mark it unsafe.
 //! - [`unshare_process`]: the process's own mount (and user) namespace, entered at start.
+//! - [`succeeds_in_child`]: `fork(2)` of the single-threaded process at start, to try entering
+//!   a user namespace where a failure half-way cannot strand the process itself.
 //! - [`loopback_up`]: `ioctl(SIOCSIFFLAGS)` to bring `lo` up in a fresh network namespace.
 //! - [`limit_child`]: a `pre_exec` hook that applies rlimits and the parent-death signal in
 //!   the forked child, with async-signal-safe raw system calls only.
@@ -65,6 +67,27 @@ pub fn unshare_process(user: bool) -> io::Result<()> {
     }
     // SAFETY: as in [`unshare`]: the flags never include `CLONE_FILES`.
     unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(io::Error::from)
+}
+
+/// Whether `attempt` returns `true` when run in a forked child, which then exits; `false`
+/// when the fork fails. Only call it while the process has one thread (at start), so the
+/// child is a whole copy of it.
+pub fn succeeds_in_child(attempt: impl FnOnce() -> bool) -> bool {
+    // SAFETY: with one thread there is no lock another thread could hold at the fork, so the
+    // child may allocate; it never returns into the caller (it leaves by `_exit`).
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let ok = attempt();
+        // SAFETY: `_exit` ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(i32::from(!ok)) };
+    }
+    if pid < 0 {
+        return false;
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above, with a valid pointer to its status.
+    let waited = unsafe { libc::waitpid(pid, &raw mut status, 0) };
+    waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
 }
 
 /// Brings the loopback interface up in the calling thread's network namespace.
