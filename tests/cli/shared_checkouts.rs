@@ -543,3 +543,59 @@ fn plan_shell_runs_in_a_full_checkouts_work_tree_too() {
     );
     assert_eq!(diff_of(run_full, &env, &plan)[0]["path"], "hand.txt");
 }
+
+#[test]
+fn another_process_mounting_the_same_sandbox_does_not_break_the_writes_of_one_that_holds_it() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    read(&env, &plan, &repo, "a.txt");
+    // The shell holds the sandbox mounted while `plan diff` mounts and unmounts it too; then
+    // the shell rewrites a file of the base, which the overlay copies up through its work
+    // directory.
+    let started = std::time::Instant::now();
+    let mut shell = env.local_command(&[
+        "plan",
+        "shell",
+        &plan,
+        "--",
+        "sh",
+        "-c",
+        "sleep 2 && echo more >> a.txt",
+    ]);
+    let shell = shell.env(SWITCH, "1").output_in_background();
+    while started.elapsed() < std::time::Duration::from_millis(500) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(diff_files(&env, &plan), []);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "too slow to overlap"
+    );
+    let out = shell.join().unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read(&env, &plan, &repo, "a.txt"), "alpha\nmore\n");
+}
+
+/// A command's output, collected on another thread.
+trait InBackground {
+    fn output_in_background(
+        &mut self,
+    ) -> std::thread::JoinHandle<std::io::Result<std::process::Output>>;
+}
+
+impl InBackground for std::process::Command {
+    fn output_in_background(
+        &mut self,
+    ) -> std::thread::JoinHandle<std::io::Result<std::process::Output>> {
+        let child = self
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        std::thread::spawn(move || child?.wait_with_output())
+    }
+}

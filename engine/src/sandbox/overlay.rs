@@ -158,6 +158,8 @@ pub(crate) fn nameable(paths: &[&Path]) -> bool {
 struct Mounted {
     work: PathBuf,
     generation: u64,
+    /// The overlay's work directory of this mount alone (see [`mount`]).
+    scratch: PathBuf,
 }
 
 impl Drop for Mounted {
@@ -170,6 +172,23 @@ impl Drop for Mounted {
             mounts.remove(&self.work);
             detach(&self.work);
         }
+        remove_scratch(&self.scratch);
+    }
+}
+
+/// Removes a mount's own overlay work directory once it is detached (the kernel leaves a
+/// directory without permissions in it).
+fn remove_scratch(scratch: &Path) {
+    open_scratch(scratch);
+    let _ = std::fs::remove_dir_all(scratch);
+}
+
+/// Lets the owner read what the kernel left in an overlay work directory.
+pub(crate) fn open_scratch(scratch: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for name in ["work", "index"] {
+        let dir = scratch.join(name);
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
     }
 }
 
@@ -270,7 +289,17 @@ pub(crate) fn mount(layout: &Layout, lower: &Path) -> Result<MountGuard, Sandbox
     // A mount inherited from the process that started this one may be stale: this process
     // mounts its own.
     detach(&layout.work_dir);
-    let data = options(layout, lower, user_namespace)?;
+    // Each mount has a work directory of its own: mounting prepares (empties) it, which would
+    // break the copy-ups of another process's mount of the same sandbox using the same one.
+    let generation = mounts.0.1 + 1;
+    let scratch = layout
+        .overlay_work_dir
+        .join(format!("{}-{generation}", std::process::id()));
+    remove_scratch(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| {
+        SandboxError::Overlay(format!("cannot create {}: {e}", scratch.display()))
+    })?;
+    let data = options(layout, lower, &scratch, user_namespace)?;
     rustix::mount::mount(
         "overlay",
         &layout.work_dir,
@@ -279,24 +308,30 @@ pub(crate) fn mount(layout: &Layout, lower: &Path) -> Result<MountGuard, Sandbox
         Some(data.as_c_str()),
     )
     .map_err(|e| {
+        remove_scratch(&scratch);
         SandboxError::Overlay(format!(
             "cannot mount the overlay at {}: {e}",
             layout.work_dir.display()
         ))
     })?;
-    mounts.0.1 += 1;
-    let generation = mounts.0.1;
+    mounts.0.1 = generation;
     let held = Arc::new(Mounted {
         work: layout.work_dir.clone(),
         generation,
+        scratch,
     });
     mounts.insert(layout.work_dir.clone(), (generation, Arc::downgrade(&held)));
     Ok(MountGuard(Some(held)))
 }
 
 /// The overlay's mount options for `layout` over `lower`.
-fn options(layout: &Layout, lower: &Path, user_namespace: bool) -> Result<CString, SandboxError> {
-    let dirs = [lower, &layout.upper_dir, &layout.overlay_work_dir];
+fn options(
+    layout: &Layout,
+    lower: &Path,
+    scratch: &Path,
+    user_namespace: bool,
+) -> Result<CString, SandboxError> {
+    let dirs = [lower, &layout.upper_dir, scratch];
     if !nameable(&dirs) {
         return Err(SandboxError::Overlay(format!(
             "overlay options cannot name {}",
@@ -307,7 +342,7 @@ fn options(layout: &Layout, lower: &Path, user_namespace: bool) -> Result<CStrin
         "lowerdir={},upperdir={},workdir={}{}",
         lower.display(),
         layout.upper_dir.display(),
-        layout.overlay_work_dir.display(),
+        scratch.display(),
         if user_namespace {
             ",userxattr"
         } else {

@@ -136,10 +136,10 @@ pub(crate) fn create_sandbox(
 /// Lets the owner remove what the kernel left in an overlay's work directory (a directory
 /// without permissions): a removal outside this process's namespace must be able to read it.
 pub(crate) fn open_overlay_work(layout: &Layout) {
-    use std::os::unix::fs::PermissionsExt;
-    for name in ["work", "index"] {
-        let dir = layout.overlay_work_dir.join(name);
-        let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
+    // One work directory per mount (`overlay::mount`), and the one an earlier version used.
+    super::overlay::open_scratch(&layout.overlay_work_dir);
+    for mount in fs::read_dir(&layout.overlay_work_dir).into_iter().flatten().flatten() {
+        super::overlay::open_scratch(&mount.path());
     }
 }
 
