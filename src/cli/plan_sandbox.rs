@@ -88,7 +88,8 @@ pub enum PlanSandboxCommand {
         allow_secrets: bool,
     },
     /// Open your shell (or run a command) in a plan's sandbox: what you change there is the
-    /// plan's, seen by its next checkpoint, diff and Apply
+    /// plan's, seen by its next checkpoint and diff (at the apply gate, Apply refuses a
+    /// sandbox changed after review)
     Shell {
         /// Plan id or unique prefix
         plan: String,

@@ -163,7 +163,7 @@ fn check_reviewed(sb: &Sandbox, reviewed: Oid, plan_id: &Id) -> Result<(), RunEr
         .collect();
     Err(refused(format!(
         // A command inside a sentence stays (D-commands-2): it explains the error rather than suggesting the next step.
-        "{}: the sandbox changed after the changes were reviewed ({}: {}); Apply commits only what was reviewed, so nothing was applied. A process a step started may still be running in the sandbox: stop it, then restore the reviewed state with `agents plan checkpoints {plan_id}` and `agents plan rollback {plan_id} <checkpoint>`, or run the plan again",
+        "{}: the sandbox changed after the changes were reviewed ({}: {}); Apply commits only what was reviewed, so nothing was applied. A process a step started may still be running in the sandbox, or it was edited by hand (`agents plan shell`): stop it, then restore the reviewed state with `agents plan checkpoints {plan_id}` and `agents plan rollback {plan_id} <checkpoint>`, or run the plan again",
         sb.record.resource_name,
         if changed.len() == 1 { "file" } else { "files" },
         changed.join(", ")
