@@ -599,3 +599,22 @@ impl InBackground for std::process::Command {
         std::thread::spawn(move || child?.wait_with_output())
     }
 }
+
+#[test]
+fn plan_shell_of_a_plan_whose_sandbox_was_removed_says_so() {
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    tool(&env, &plan, &repo, "list_directory", json!({"path": "."}));
+    let (doc, code) = run(&env, &["plan", "cancel", "--yes", &plan]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = run(&env, &["plan", "cleanup", "--yes"]);
+    assert_eq!(code, 0, "{doc:#}");
+    let (doc, code) = run(&env, &["plan", "shell", &plan, "--", "true"]);
+    assert_ne!(code, 0, "{doc:#}");
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("were released (after Apply) or removed"),
+        "{doc:#}"
+    );
+}

@@ -47,6 +47,16 @@ impl Engine {
     ) -> Result<OpenSandbox, ApiError> {
         let (store, plan) = super::plan_diff::open_swept(self, plan)?;
         let mut active = self.sandboxes().active(&store, &plan.plan_id)?;
+        if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
+            return Err(ApiError::InvalidInput {
+                message: format!(
+                    "the sandboxes of plan {} were released (after Apply) or removed (by \
+                     `agents plan cleanup` or after the retention period): there is no work \
+                     tree to open",
+                    plan.plan_id
+                ),
+            });
+        }
         let chosen = super::export::choose(&active, resource)?.record.sandbox_id;
         let at = active
             .iter()
