@@ -61,6 +61,11 @@ fn json_of(mut cmd: std::process::Command) -> (Value, i32) {
 
 type Run = fn(&Env, &[&str]) -> (Value, i32);
 
+/// `plan shell PLAN -- sh -c SCRIPT`.
+fn shell_args<'a>(plan: &'a str, script: &'a str) -> [&'a str; 7] {
+    ["plan", "shell", plan, "--", "sh", "-c", script]
+}
+
 fn tool(env: &Env, plan: &str, repo: &Path, name: &str, args: Value) -> Value {
     tool_with(run, env, plan, repo, name, args)
 }
@@ -483,7 +488,7 @@ fn an_edit_by_hand_through_plan_shell_lands_in_the_plans_sandbox_and_nowhere_els
     read(&env, &plan, &repo, "a.txt");
     read(&env, &other, &repo, "a.txt");
     let edit = "echo by hand >> a.txt && pwd";
-    let (doc, code) = run(&env, &["plan", "shell", &plan, "--", "sh", "-c", edit]);
+    let (doc, code) = run(&env, &shell_args(&plan, edit));
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["shared_checkout"], true, "{doc:#}");
     let root = sandbox_root(&env, &plan);
@@ -506,7 +511,7 @@ fn an_edit_by_hand_through_plan_shell_lands_in_the_plans_sandbox_and_nowhere_els
     );
 
     // A command that fails says so, with its status.
-    let (doc, code) = run(&env, &["plan", "shell", &plan, "--", "sh", "-c", "exit 4"]);
+    let (doc, code) = run(&env, &shell_args(&plan, "exit 4"));
     assert_ne!(code, 0, "{doc:#}");
     assert!(doc.to_string().contains("status 4"), "{doc:#}");
 }
@@ -524,16 +529,7 @@ fn plan_shell_runs_in_a_full_checkouts_work_tree_too() {
         "list_directory",
         json!({"path": "."}),
     );
-    let args = [
-        "plan",
-        "shell",
-        &plan,
-        "--",
-        "sh",
-        "-c",
-        "echo by hand > hand.txt",
-    ];
-    let (doc, code) = run_full(&env, &args);
+    let (doc, code) = run_full(&env, &shell_args(&plan, "echo by hand > hand.txt"));
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(doc["data"]["shared_checkout"], false, "{doc:#}");
     let work = sandbox_root(&env, &plan).join("work");
@@ -554,15 +550,7 @@ fn another_process_mounting_the_same_sandbox_does_not_break_the_writes_of_one_th
     // the shell rewrites a file of the base, which the overlay copies up through its work
     // directory.
     let started = std::time::Instant::now();
-    let mut shell = env.local_command(&[
-        "plan",
-        "shell",
-        &plan,
-        "--",
-        "sh",
-        "-c",
-        "sleep 2 && echo more >> a.txt",
-    ]);
+    let mut shell = env.local_command(&shell_args(&plan, "sleep 2 && echo more >> a.txt"));
     let shell = shell.env(SWITCH, "1").output_in_background();
     while started.elapsed() < std::time::Duration::from_millis(500) {
         std::thread::sleep(std::time::Duration::from_millis(50));
