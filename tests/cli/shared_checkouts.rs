@@ -467,7 +467,8 @@ fn a_shared_sandbox_reads_its_changes_from_its_upper_directory_as_a_full_scan_se
 fn a_directory_made_again_after_its_removal_hides_the_bases_files_beneath_it() {
     // The overlay marks the new `src` opaque: the base's `src/lib.rs` is gone although no
     // whiteout names it.
-    let command = "rm -r src && mkdir -p src/deeper && echo other > src/other.rs";
+    let command = "rm -r src && mkdir -p src/deeper && echo other > src/other.rs \
+                   && rm -r docs && mkdir docs && echo new > docs/new.md";
     assert!(
         same_diff_as_a_full_checkout(command),
         "the index was rewritten: the snapshot scanned the work tree"

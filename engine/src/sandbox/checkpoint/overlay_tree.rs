@@ -6,9 +6,10 @@
 //! The base commit's tree with exactly those paths looked at again (through the merged tree,
 //! so the kernel's view decides their content and mode) is the work tree's tree, found
 //! without walking the rest of the checkout and without the index. A directory the overlay
-//! marked (opaque: made again after a removal; redirected: moved) merges otherwise than by
-//! name, and something other than a file, link, directory or whiteout has no place in a
-//! tree: for those the caller scans the whole work tree as for a full checkout.
+//! marked opaque (made again after a removal) hides the base's files beneath it. A directory
+//! marked redirected (moved, as root), a file of the base that became a directory, a path
+//! under a submodule and anything that is neither a file, a link, a directory nor a whiteout
+//! are left to the caller, which scans the whole work tree as for a full checkout.
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -132,6 +133,8 @@ fn updated(
     let work = &layout.work_dir;
     let mut ignores = IgnoreChains::new(work);
     let mut update = git2::build::TreeUpdateBuilder::new();
+    // A path is removed once, though a whiteout and an opaque directory above it both hide it.
+    let mut removed = std::collections::BTreeSet::new();
     for item in written {
         let (Written::File(rel) | Written::Removed(rel) | Written::Hidden(rel)) = item;
         if !plain_parents(base, rel) {
@@ -142,14 +145,10 @@ fn updated(
         match item {
             Written::Removed(_) => {
                 if in_base.is_some() {
-                    update.remove(rel);
+                    removed.insert(rel.clone());
                 }
             }
-            Written::Hidden(_) => {
-                for gone in hidden(repo, base, &layout.upper_dir, rel)? {
-                    update.remove(gone);
-                }
-            }
+            Written::Hidden(_) => removed.extend(hidden(repo, base, &layout.upper_dir, rel)?),
             Written::File(_) => {
                 if in_base.as_ref().is_some_and(|e| e.kind() == Some(ObjectType::Tree)) {
                     return Ok(None);
@@ -161,6 +160,9 @@ fn updated(
                 update.upsert(rel, blob, mode);
             }
         }
+    }
+    for gone in &removed {
+        update.remove(gone);
     }
     let tree = update
         .create_updated(repo, base)
