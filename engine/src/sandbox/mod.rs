@@ -668,7 +668,12 @@ impl Sandboxes {
                                 base
                             })
                         })
-                        .or_else(|e| full_checkout_instead(&layout, repo, base_commit, &e))
+                        .or_else(|e| match e {
+                            SandboxError::Overlay(_) => {
+                                full_checkout_instead(&layout, repo, base_commit, &e)
+                            }
+                            other => Err(other),
+                        })
                 }
                 TargetKind::GitCheckout { repo, base_commit } => {
                     git_sandbox::create(&layout, repo, base_commit)
