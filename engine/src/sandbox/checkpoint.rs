@@ -250,9 +250,12 @@ fn stored(
             .map_err(SandboxError::git("storing a link"))?;
         return Ok((blob, FileMode::Link));
     }
-    let blob = repo
-        .blob_path(&abs)
-        .map_err(SandboxError::git(format!("storing {}", rel.display())))?;
+    let blob = match stored_already(repo, &abs, rel) {
+        Some(blob) => blob,
+        None => repo
+            .blob_path(&abs)
+            .map_err(SandboxError::git(format!("storing {}", rel.display())))?,
+    };
     let exec = meta.permissions().mode() & 0o100 != 0;
     let mode = if exec {
         FileMode::BlobExecutable
@@ -260,6 +263,26 @@ fn stored(
         FileMode::Blob
     };
     Ok((blob, mode))
+}
+
+/// The blob of the file at `abs` when git stores it as its bytes (no attribute and no
+/// `core.autocrlf` asks for a filter) and the repository has it already. Hashing reads the
+/// file once, where libgit2's `blob_path` deflates it into a temporary object file that it
+/// removes again when the object exists: a snapshot after a checkpoint stores nothing new.
+fn stored_already(repo: &Repository, abs: &std::path::Path, rel: &std::path::Path) -> Option<Oid> {
+    const FILTERS: [&str; 6] = ["text", "eol", "crlf", "filter", "ident", "working-tree-encoding"];
+    let autocrlf = repo.config().ok()?.get_string("core.autocrlf");
+    if autocrlf.is_ok_and(|v| v != "false") {
+        return None;
+    }
+    let flags = git2::AttrCheckFlags::default();
+    for name in FILTERS {
+        if !matches!(repo.get_attr(rel, name, flags), Ok(None)) {
+            return None;
+        }
+    }
+    let blob = Oid::hash_file(git2::ObjectType::Blob, abs).ok()?;
+    repo.odb().ok()?.exists(blob).then_some(blob)
 }
 
 /// What one written path is now.
