@@ -3,7 +3,6 @@
 //! or through a server alike; `tree`, `explain`, `correct --dry-run` and `diff --correction`
 //! only read: the engine opens the database with `query_only` and takes no sandbox snapshot.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use clap::Args;
@@ -70,17 +69,29 @@ pub struct CorrectArgs {
 }
 
 fn first_line(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    push_first_line(&mut out, s, max);
+    out
+}
+
+/// Appends the first line of `s`, cut to `max` characters with `...` when it is longer or
+/// more lines follow.
+fn push_first_line(out: &mut String, s: &str, max: usize) {
+    // Most labels are one short line: no line or character to count.
+    if s.len() <= max && !s.contains('\n') {
+        out.push_str(s);
+        return;
+    }
     let line = s.lines().next().unwrap_or_default();
     if line.chars().count() > max || s.lines().nth(1).is_some() {
-        let cut: String = line.chars().take(max.saturating_sub(3)).collect();
-        format!("{cut}...")
+        out.extend(line.chars().take(max.saturating_sub(3)));
+        out.push_str("...");
     } else {
-        line.to_string()
+        out.push_str(line);
     }
 }
 
-fn tree_label(n: &api::TreeNode, shorts: &HashMap<String, String>) -> Cell {
-    let short = view::short_in(shorts, &n.id.to_string());
+fn tree_label(n: &api::TreeNode, shorts: &api::ShortIds) -> Cell {
     if n.kind == "plan" {
         return Cell::new(
             format!(
@@ -97,32 +108,38 @@ fn tree_label(n: &api::TreeNode, shorts: &HashMap<String, String>) -> Cell {
     text.push('[');
     text.push_str(n.decision_type.map(|t| t.as_str()).unwrap_or_default());
     text.push_str("] \"");
-    text.push_str(&first_line(&n.label, 60));
+    push_first_line(&mut text, &n.label, 60);
     text.push('"');
     if let Some(c) = n.confidence_score {
         let _ = write!(text, " ({c:.2})");
     }
     text.push(' ');
-    text.push_str(&short);
+    shorts.push_shown(&mut text, &n.id);
     if n.is_correction == Some(true) {
         text.push_str(" (correction)");
     }
     if let Some(by) = n.superseded_by {
-        text.push_str(&format!(
-            " (superseded by {})",
-            view::short_in(shorts, &by.to_string())
-        ));
+        text.push_str(" (superseded by ");
+        shorts.push_shown(&mut text, &by);
+        text.push(')');
         return Cell::new(text, Tone::Dim);
     }
     Cell::from(text)
 }
 
-fn tree_nodes(nodes: &[api::TreeNode], shorts: &HashMap<String, String>) -> Vec<TreeNode> {
+/// The printed tree of `nodes`, each node dropped once its label is made, so that the labels
+/// take the memory the nodes leave rather than more.
+fn tree_nodes(nodes: Vec<api::TreeNode>, shorts: &api::ShortIds) -> Vec<TreeNode> {
     nodes
-        .iter()
-        .map(|n| TreeNode {
-            label: tree_label(n, shorts),
-            children: tree_nodes(&n.children, shorts),
+        .into_iter()
+        .map(|mut n| {
+            let label = tree_label(&n, shorts);
+            let children = std::mem::take(&mut n.children);
+            drop(n);
+            TreeNode {
+                label,
+                children: tree_nodes(children, shorts),
+            }
         })
         .collect()
 }
@@ -178,7 +195,7 @@ pub fn plan_tree(ctx: &Context, a: &TreeArgs) -> Result<Report, CliError> {
     }
     let mut report = Report::ok("plan tree", Value::Null, status).with(Element::Tree {
         title: format!("Decision Tree: {}", plan.name),
-        roots: tree_nodes(&t.roots, &t.short_ids),
+        roots: tree_nodes(t.roots, &t.short_ids),
     });
     report = report.with(Element::panel(
         "Tree Summary",

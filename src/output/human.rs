@@ -99,15 +99,26 @@ impl Style {
 /// Makes user content safe to print: control characters in caret notation, tabs as spaces.
 /// Newlines are kept when `keep_newlines`, else shown as spaces.
 pub fn sanitize(text: &str, keep_newlines: bool) -> String {
+    let mut out = String::new();
+    push_sanitized(&mut out, text, keep_newlines);
+    out
+}
+
+/// Appends `text` made safe to print to `out`, as [`sanitize`] makes it.
+fn push_sanitized(out: &mut String, text: &str, keep_newlines: bool) {
     // Most text has nothing to replace: one byte scan, one copy. (0xC2 leads the two-byte
-    // forms of U+0080..U+00BF, among them the C1 controls.)
+    // forms of U+0080..U+00BF, among them the C1 controls.) Each chunk is checked whole,
+    // without stopping at the first byte, which the compiler turns into wide compares.
+    let plain = |b: u8| (b >= 0x20 && b != 0x7f && b != 0xc2) || (b == b'\n' && keep_newlines);
     if text
-        .bytes()
-        .all(|b| (b >= 0x20 && b != 0x7f && b != 0xc2) || (b == b'\n' && keep_newlines))
+        .as_bytes()
+        .chunks(32)
+        .all(|chunk| chunk.iter().fold(true, |ok, &b| ok & plain(b)))
     {
-        return text.to_owned();
+        out.push_str(text);
+        return;
     }
-    let mut out = String::with_capacity(text.len());
+    out.reserve(text.len());
     for c in text.chars() {
         match c {
             '\n' if keep_newlines => out.push('\n'),
@@ -124,7 +135,6 @@ pub fn sanitize(text: &str, keep_newlines: bool) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// One output line: its styled text and its display width (without escape codes).
@@ -147,6 +157,35 @@ impl Line {
 
 /// Renders an outcome in a human format; the text ends with the status line and a newline.
 pub fn render(outcome: &Outcome, style: Style) -> String {
+    let mut out = Vec::new();
+    write(outcome, style, &mut out).expect("writing to memory does not fail");
+    String::from_utf8(out).expect("rendered text is UTF-8")
+}
+
+/// Writes [`render`]'s text to `out` a block at a time, without a copy of the whole (a tree
+/// of 100,000 decisions is megabytes).
+///
+/// # Errors
+/// I/O errors from `out`.
+pub fn write(outcome: &Outcome, style: Style, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let (blocks, status) = blocks(outcome, style);
+    // The blocks joined by blank lines, then a newline unless that is empty.
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b"\n")?;
+        }
+        out.write_all(block.as_bytes())?;
+    }
+    if blocks.len() > 1 || blocks.first().is_some_and(|b| !b.is_empty()) {
+        out.write_all(b"\n")?;
+    }
+    let mut last = status_line(&status, style);
+    last.push('\n');
+    out.write_all(last.as_bytes())
+}
+
+/// The rendered elements of `outcome` and its status line's message.
+fn blocks(outcome: &Outcome, style: Style) -> (Vec<String>, Message) {
     let mut blocks: Vec<String> = Vec::new();
     let status = match outcome {
         Outcome::Done(report) => {
@@ -183,13 +222,7 @@ pub fn render(outcome: &Outcome, style: Style) -> String {
             }
         }
     };
-    let mut out = blocks.join("\n");
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(&status_line(&status, style));
-    out.push('\n');
-    out
+    (blocks, status)
 }
 
 fn render_report_blocks(report: &Report, style: Style, blocks: &mut Vec<String>) {
@@ -280,17 +313,17 @@ fn indented_tree(title: &str, roots: &[TreeNode], style: Style) -> String {
     fn walk(nodes: &[TreeNode], prefix: &mut String, style: Style, out: &mut String) {
         for (i, node) in nodes.iter().enumerate() {
             let is_last = i + 1 == nodes.len();
-            let label = sanitize(&node.label.text, false);
             let at = prefix.len();
             // Plain glyphs: the last child's branch is drawn as the others'.
             prefix.push_str("+-- ");
             out.push_str("  ");
             if style.color {
                 out.push_str(&style.dim(prefix));
+                let label = sanitize(&node.label.text, false);
                 out.push_str(&style.tone(node.label.tone, &label));
             } else {
                 out.push_str(prefix);
-                out.push_str(&label);
+                push_sanitized(out, &node.label.text, false);
             }
             out.push('\n');
             prefix.truncate(at);

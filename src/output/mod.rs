@@ -85,7 +85,8 @@ pub fn emit(
     out.flush()
 }
 
-/// The text of `outcome` in `format` (json is written to `out` straight away: empty text).
+/// The text of `outcome` in `format` (json and the human formats are written to `out` straight
+/// away: empty text).
 fn render(
     outcome: &Outcome,
     format: Format,
@@ -99,7 +100,14 @@ fn render(
             String::new()
         }
         Format::Yaml => structured::yaml(outcome, elapsed),
-        human_format => human::render(outcome, human::Style::for_format(human_format, terminal)),
+        human_format => {
+            human::write(
+                outcome,
+                human::Style::for_format(human_format, terminal),
+                out,
+            )?;
+            String::new()
+        }
     })
 }
 

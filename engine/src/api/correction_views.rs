@@ -9,6 +9,10 @@ mod calls;
 
 mod reads;
 
+mod short_ids;
+
+pub use short_ids::ShortIds;
+
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -120,7 +124,8 @@ pub struct TreeView {
     pub child_plans: Vec<ChildPlan>,
     /// The shortest prefix, unique among every decision of the database, of each decision id
     /// the tree shows, by full id (only when asked for).
-    pub short_ids: HashMap<String, String>,
+    #[schemars(with = "HashMap<String, String>")]
+    pub short_ids: ShortIds,
 }
 
 /// One plan below a tree's plan.

@@ -127,7 +127,7 @@ pub use crate::store::corrections::{AttemptStatus, CorrectionAttempt, Reached};
 pub use crate::store::lifecycle_run::PlanBase;
 pub use correction_views::{
     AppendPreview, AttemptView, ChildPlan, CorrectionView, CorrectionViewRequest, ExplainView,
-    Refusal, RevertPreview, StepLabel, TreeView,
+    Refusal, RevertPreview, ShortIds, StepLabel, TreeView,
 };
 
 // Sessions and the TUI: the live feed and the live-only events it carries.

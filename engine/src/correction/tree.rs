@@ -8,40 +8,11 @@
 //! Everything is read with a few queries over the whole family of plans, so a tree of
 //! 100,000 decisions loads in one pass.
 
-use std::hash::{BuildHasherDefault, Hasher};
-
 use serde::Serialize;
 
 use crate::domain::decision::DecisionType;
-use crate::domain::id::Id;
+use crate::domain::id::{Id, IdHashMap as HashMap, IdHashSet as HashSet};
 use crate::store::{Store, StoreError};
-
-/// Maps keyed by [`Id`], hashed by [`IdHasher`].
-type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IdHasher>>;
-/// Sets of [`Id`], hashed by [`IdHasher`].
-type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<IdHasher>>;
-
-/// Hashes an [`Id`] by folding its 128 bits and multiplying: the low 80 bits of a ULID are
-/// random, so this spreads ids as well as the default SipHash does, at a fraction of its cost
-/// (a tree of 100,000 decisions hashes each id a few times).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u128(&mut self, n: u128) {
-        self.0 = (self.0 ^ (n as u64) ^ ((n >> 64) as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
 
 /// A node of the tree: a decision, or a child plan under its spawn decision.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]

@@ -286,22 +286,30 @@ impl Store {
     }
 
     /// Every decision id from `first` to `last` (inclusive), with the nearest id before
-    /// `first` and after `last` when there are such, in order: the ids that decide how long a
-    /// printed prefix of any id in that range must be to be unique. One range scan on the
-    /// primary key.
+    /// `first` and after `last` when there are such, in order, each handed to `each` as read
+    /// (none is kept): the ids that decide how long a printed prefix of any id in that range
+    /// must be to be unique. One range scan on the primary key.
     ///
     /// # Errors
     /// [`StoreError::Sqlite`].
-    pub fn decision_ids_around(&self, first: &str, last: &str) -> Result<Vec<String>, StoreError> {
+    pub fn each_decision_id_around(
+        &self,
+        first: &str,
+        last: &str,
+        mut each: impl FnMut(&str),
+    ) -> Result<(), StoreError> {
         let mut stmt = self.conn().prepare(
             "SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id < ?1 ORDER BY decision_id DESC LIMIT 1) AS before_range
              UNION ALL SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id BETWEEN ?1 AND ?2 ORDER BY decision_id) AS in_range
              UNION ALL SELECT * FROM (SELECT decision_id FROM decisions WHERE decision_id > ?2 ORDER BY decision_id LIMIT 1) AS after_range",
         )?;
-        let ids = stmt
-            .query_map(rusqlite::params![first, last], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(ids)
+        stmt.for_each(rusqlite::params![first, last], |r| {
+            let id = r.get_ref(0)?;
+            each(id.as_str().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(0, id.data_type(), Box::new(e))
+            })?);
+            Ok::<_, StoreError>(())
+        })
     }
 
     /// Resolves a full decision id or a unique prefix (at least 4 characters).

@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{
-    AppendPreview, AttemptView, ChildPlan, ExplainView, Refusal, RevertPreview, StepLabel, TreeView,
+    AppendPreview, AttemptView, ChildPlan, ExplainView, Refusal, RevertPreview, ShortIds,
+    StepLabel, TreeView,
 };
 use crate::api::protocol::RemoteError;
 use crate::api::{ApiError, Engine, ErrorCode};
@@ -12,6 +13,7 @@ use crate::correction::impact::{self, Impact};
 use crate::correction::{append, revert, tree};
 use crate::domain::Id;
 use crate::domain::decision::Decision;
+use crate::domain::id::{TEXT_LEN, shared_prefix_len, unique_prefix_len};
 use crate::lifecycle::RunError;
 use crate::store::Store;
 
@@ -99,12 +101,9 @@ pub(super) fn tree(
     let shorts = if short_ids {
         let mut ids = Vec::new();
         tree_ids(&t.roots, &mut ids);
-        // Sorted as ids (the order of their text), so the texts arrive sorted.
-        ids.sort_unstable();
-        ids.dedup();
-        decision_shorts(&store, ids.iter().map(Id::to_string))?
+        decision_shorts(&store, ids)?
     } else {
-        HashMap::new()
+        ShortIds::default()
     };
     Ok(TreeView {
         plan,
@@ -266,49 +265,158 @@ pub(super) fn attempt(engine: &Engine, attempt: &str) -> Result<AttemptView, Api
 
 /// The shortest prefix of one decision id that names it alone ([`decision_shorts`]).
 fn decision_short(store: &Store, id: &Id) -> Result<String, ApiError> {
-    let id = id.to_string();
-    Ok(decision_shorts(store, [id.clone()])?
-        .remove(&id)
-        .unwrap_or(id))
+    Ok(decision_shorts(store, vec![*id])?.shown(id))
 }
 
-/// Shortest prefixes of decision ids, by full id, unique among every decision of the
-/// database (superseded ones and other plans' included), so that `plan explain` takes back
-/// any id printed.
-fn decision_shorts<I, S>(store: &Store, ids: I) -> Result<HashMap<String, String>, ApiError>
-where
-    I: IntoIterator<Item = S>,
-    S: Into<String>,
-{
-    let mut wanted: Vec<String> = ids.into_iter().map(Into::into).collect();
+/// Shortest prefixes of decision ids, unique among every decision of the database
+/// (superseded ones and other plans' included), so that `plan explain` takes back any id
+/// printed.
+fn decision_shorts(store: &Store, mut wanted: Vec<Id>) -> Result<ShortIds, ApiError> {
+    // Sorted as ids: the order of their text.
     wanted.sort_unstable();
     wanted.dedup();
     let (Some(first), Some(last)) = (wanted.first(), wanted.last()) else {
-        return Ok(HashMap::new());
+        return Ok(ShortIds::default());
     };
+    let (first, last) = (first.to_string(), last.to_string());
     // Only an id's neighbours in the sorted list of every decision decide its prefix; both
-    // lists are sorted, so one merge pairs each wanted id with its place among them.
-    let mut all = store.decision_ids_around(first, last)?;
-    if !sorted_contains_all(&all, &wanted) {
-        all.extend(wanted.iter().cloned());
-        all.sort_unstable();
-        all.dedup();
-    }
-    // ULID text (digits and capitals) sorts the same folded or not.
-    let mut shorts = HashMap::with_capacity(wanted.len());
-    let mut at = 0;
-    for id in wanted {
-        while all[at] != id {
-            at += 1;
-        }
-        let short = crate::domain::id::unique_prefix_in_sorted(&all, at);
-        shorts.insert(id, short);
-    }
-    Ok(shorts)
+    // lists are sorted, so one merge as the stored ids are read pairs each wanted id with
+    // its neighbours. (ULID text, digits and capitals, sorts the same folded or not.)
+    let mut merge = Shorts::new(wanted);
+    store.each_decision_id_around(&first, &last, |id| merge.stored(id))?;
+    Ok(merge.finish())
 }
 
-/// Whether every id of sorted `wanted` is in sorted `all`.
-fn sorted_contains_all(all: &[String], wanted: &[String]) -> bool {
-    let mut rest = all.iter();
-    wanted.iter().all(|w| rest.any(|a| a == w))
+/// The merge of [`decision_shorts`]: walks the stored ids and the wanted ones (some of which
+/// may not be stored) as one sorted list of texts without duplicates, and gives each wanted
+/// id the prefix one character longer than what it shares with the id before or after it.
+struct Shorts {
+    wanted: std::vec::IntoIter<Id>,
+    /// The next wanted id and its text.
+    next: Option<Id>,
+    next_text: String,
+    /// The text walked last (empty before the first).
+    prev: String,
+    /// The id walked last when it is wanted, with what it shares with the one before it.
+    open: Option<(Id, usize)>,
+    out: ShortIds,
+}
+
+impl Shorts {
+    fn new(wanted: Vec<Id>) -> Self {
+        let mut merge = Self {
+            out: ShortIds::with_capacity(wanted.len()),
+            wanted: wanted.into_iter(),
+            next: None,
+            next_text: String::with_capacity(TEXT_LEN),
+            prev: String::with_capacity(TEXT_LEN),
+            open: None,
+        };
+        merge.advance();
+        merge
+    }
+
+    fn advance(&mut self) {
+        self.next = self.wanted.next();
+        self.next_text.clear();
+        if let Some(id) = self.next {
+            self.next_text.push_str(id.encode(&mut [0; TEXT_LEN]));
+        }
+    }
+
+    /// A stored id, in order.
+    fn stored(&mut self, text: &str) {
+        while self.next.is_some() && self.next_text.as_str() < text {
+            self.walk_wanted();
+        }
+        if self.next.is_some() && self.next_text == text {
+            self.walk_wanted();
+        } else {
+            let shared = shared_prefix_len(&self.prev, text);
+            self.close(shared);
+            self.prev.clear();
+            self.prev.push_str(text);
+        }
+    }
+
+    /// Walks the next wanted id.
+    fn walk_wanted(&mut self) {
+        let Some(id) = self.next else { return };
+        let shared = shared_prefix_len(&self.prev, &self.next_text);
+        self.close(shared);
+        std::mem::swap(&mut self.prev, &mut self.next_text);
+        self.open = Some((id, shared));
+        self.advance();
+    }
+
+    /// Gives the open wanted id (the text walked last) its prefix, now that what follows it
+    /// shares `after`.
+    fn close(&mut self, after: usize) {
+        if let Some((id, before)) = self.open.take() {
+            self.out
+                .insert(id, unique_prefix_len(&self.prev, before.max(after)));
+        }
+    }
+
+    fn finish(mut self) -> ShortIds {
+        while self.next.is_some() {
+            self.walk_wanted();
+        }
+        self.close(0);
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shorts;
+    use crate::domain::Id;
+    use crate::domain::id::unique_prefixes;
+
+    #[test]
+    fn merged_prefixes_are_those_of_the_sorted_union_of_stored_and_wanted_ids() {
+        let stored = [
+            "01M8MK9C00AAAAAAAAAAAAAAAA",
+            "01M8MK9C00AAAAAAAAAAAAAAAB",
+            "01M8MK9C00BBBBBBBBBBBBBBBB",
+            "01M8MKZZ00CCCCCCCCCCCCCCCC",
+            "01M9000000000000000000000Z",
+        ];
+        // Stored ones, one missing from the store between two stored, one after every
+        // stored id, and one before.
+        let wanted = [
+            "01M8MK9C00AAAAAAAAAAAAAAAB",
+            "01M8MKZZ00CCCCCCCCCCCCCCCC",
+            "01M8MK9C00BBBBBBBBBBBBBBBC",
+            "01MA000000000000000000000Z",
+            "01M0000000000000000000000Z",
+        ];
+        // Sorted, as `decision_shorts` hands them.
+        let mut sorted: Vec<Id> = wanted.iter().map(|w| w.parse().unwrap()).collect();
+        sorted.sort();
+        let mut merge = Shorts::new(sorted);
+        for id in stored {
+            merge.stored(id);
+        }
+        let got = merge.finish();
+        let mut union: Vec<&str> = stored.iter().chain(&wanted).copied().collect();
+        union.sort_unstable();
+        union.dedup();
+        let expected = unique_prefixes(&union);
+        assert_eq!(got.len(), wanted.len());
+        let shown = |w: &str| got.get(&w.parse().unwrap()).unwrap();
+        for w in wanted {
+            let at = union.iter().position(|u| *u == w).unwrap();
+            assert_eq!(shown(w), expected[at], "{w}");
+        }
+        assert_eq!(
+            shown("01M8MK9C00AAAAAAAAAAAAAAAB"),
+            "01M8MK9C00AAAAAAAAAAAAAAAB"
+        );
+        assert_eq!(
+            shown("01M8MK9C00BBBBBBBBBBBBBBBC"),
+            "01M8MK9C00BBBBBBBBBBBBBBBC"
+        );
+        assert_eq!(shown("01MA000000000000000000000Z"), "01MA0000");
+    }
 }

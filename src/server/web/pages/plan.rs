@@ -141,14 +141,14 @@ fn tree_rows(
     nodes: &[api::TreeNode],
     depth: usize,
     rationale: &HashMap<String, String>,
-    shorts: &HashMap<String, String>,
+    shorts: &api::ShortIds,
     out: &mut Vec<Value>,
 ) {
     for n in nodes {
         let id = n.id.to_string();
         out.push(json!({
             "id": id,
-            "short": shorts.get(&id).cloned().unwrap_or_else(|| short(&id)),
+            "short": shorts.shown(&n.id),
             "kind": n.kind,
             "type": n.decision_type.map(|t| t.as_str()),
             "label": first_line(&n.label, 140),
