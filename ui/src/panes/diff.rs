@@ -156,7 +156,22 @@ pub struct DiffPane {
     generation: u64,
     highlights: HashMap<ChunkKey, Vec<Vec<Segment>>>,
     requested: BTreeSet<ChunkKey>,
+    /// Marks made here that no diff from the engine has shown yet, by review item id.
+    unconfirmed: HashMap<String, LocalMark>,
 }
+
+/// A mark shown before the engine's diff confirms it.
+#[derive(Clone, Debug, PartialEq)]
+struct LocalMark {
+    mark: ReviewMark,
+    reason: Option<String>,
+    at: std::time::Instant,
+}
+
+/// How long a mark made here outweighs the engine's diffs that do not show it: a diff read
+/// before the mark was stored can arrive after it, and must not undo it on screen; a mark the
+/// engine never stored gives way after this.
+const UNCONFIRMED_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl DiffPane {
     /// The plan whose diff is shown (or awaited).
@@ -207,10 +222,11 @@ impl DiffPane {
     /// Takes a diff from the engine; ignored unless it belongs to the shown plan. The scroll
     /// position is kept (clamped) so a live update does not jump, and an unchanged diff keeps
     /// its highlights.
-    pub(crate) fn set_diff(&mut self, plan_id: &str, diff: DiffView) -> bool {
+    pub(crate) fn set_diff(&mut self, plan_id: &str, mut diff: DiffView) -> bool {
         if self.plan_id.as_deref() != Some(plan_id) {
             return false;
         }
+        self.keep_unconfirmed_marks(&mut diff);
         if self.diff.as_ref() == Some(&diff) {
             return true;
         }
@@ -403,6 +419,15 @@ impl DiffPane {
     /// Shows `mark` (and `reason`) on the items `ids` at once, before the engine's diff
     /// confirms it.
     pub(crate) fn set_marks(&mut self, ids: &[String], mark: ReviewMark, reason: Option<&str>) {
+        let at = std::time::Instant::now();
+        for id in ids {
+            let local = LocalMark {
+                mark,
+                reason: reason.map(str::to_owned),
+                at,
+            };
+            self.unconfirmed.insert(id.clone(), local);
+        }
         let Some(diff) = self.diff.as_mut() else {
             return;
         };
@@ -414,6 +439,34 @@ impl DiffPane {
             for item in items.filter(|i| ids.contains(&i.id)) {
                 item.mark = mark;
                 item.reason = reason.map(str::to_owned);
+            }
+        }
+    }
+
+    /// Puts back on `diff` the marks made here that it does not show yet (it was read before
+    /// they were stored); a mark it shows is confirmed and forgotten, and one older than
+    /// [`UNCONFIRMED_FOR`] gives way to the engine.
+    fn keep_unconfirmed_marks(&mut self, diff: &mut DiffView) {
+        self.unconfirmed
+            .retain(|_, local| local.at.elapsed() < UNCONFIRMED_FOR);
+        if self.unconfirmed.is_empty() {
+            return;
+        }
+        for f in &mut diff.files {
+            let items = f
+                .review
+                .iter_mut()
+                .chain(f.hunks.iter_mut().filter_map(|h| h.review.as_mut()));
+            for item in items {
+                let Some(local) = self.unconfirmed.get(&item.id) else {
+                    continue;
+                };
+                if item.mark == local.mark && item.reason == local.reason {
+                    self.unconfirmed.remove(&item.id);
+                } else {
+                    item.mark = local.mark;
+                    item.reason.clone_from(&local.reason);
+                }
             }
         }
     }
@@ -759,6 +812,32 @@ pub(crate) fn render_titled(
 mod tests {
     use super::*;
     use crate::fixtures;
+
+    #[test]
+    fn a_diff_read_before_a_mark_was_stored_does_not_undo_it_on_screen() {
+        let mut pane = DiffPane::default();
+        pane.reset(Some(fixtures::PLAN_A.to_owned()));
+        let before = fixtures::reviewed_diff();
+        assert!(pane.set_diff(fixtures::PLAN_A, before.clone()));
+        let pending = |p: &DiffPane| p.diff().and_then(DiffView::review_counts).unwrap().pending;
+        assert_eq!(pending(&pane), 2);
+        pane.set_marks(&["11aa22bb33cc".to_owned()], ReviewMark::Rejected, None);
+        assert_eq!(pending(&pane), 1);
+        // A refresh the engine answered before it stored the mark.
+        pane.set_diff(fixtures::PLAN_A, before.clone());
+        assert_eq!(
+            pending(&pane),
+            1,
+            "the stale diff put the mark back to pending"
+        );
+        // The engine's diff with the mark confirms it; a later change by someone else shows.
+        let mut stored = before.clone();
+        stored.files[1].hunks[0].review.as_mut().unwrap().mark = ReviewMark::Rejected;
+        pane.set_diff(fixtures::PLAN_A, stored);
+        assert!(pane.unconfirmed.is_empty());
+        pane.set_diff(fixtures::PLAN_A, before);
+        assert_eq!(pending(&pane), 2);
+    }
 
     fn loaded() -> DiffPane {
         let mut pane = DiffPane::default();
