@@ -298,6 +298,13 @@ impl DiffFile {
             .chain(self.hunks.iter().filter_map(|h| h.review.as_ref()))
     }
 
+    /// [`DiffFile::review_items`], to change.
+    pub fn review_items_mut(&mut self) -> impl Iterator<Item = &mut ReviewItem> {
+        self.review
+            .iter_mut()
+            .chain(self.hunks.iter_mut().filter_map(|h| h.review.as_mut()))
+    }
+
     /// The file's mark when every item has the same one; `None` for a mix or no review.
     pub fn mark(&self) -> Option<ReviewMark> {
         let mut items = self.review_items();

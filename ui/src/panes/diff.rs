@@ -432,11 +432,7 @@ impl DiffPane {
             return;
         };
         for f in &mut diff.files {
-            let items = f
-                .review
-                .iter_mut()
-                .chain(f.hunks.iter_mut().filter_map(|h| h.review.as_mut()));
-            for item in items.filter(|i| ids.contains(&i.id)) {
+            for item in f.review_items_mut().filter(|i| ids.contains(&i.id)) {
                 item.mark = mark;
                 item.reason = reason.map(str::to_owned);
             }
@@ -453,11 +449,7 @@ impl DiffPane {
             return;
         }
         for f in &mut diff.files {
-            let items = f
-                .review
-                .iter_mut()
-                .chain(f.hunks.iter_mut().filter_map(|h| h.review.as_mut()));
-            for item in items {
+            for item in f.review_items_mut() {
                 let Some(local) = self.unconfirmed.get(&item.id) else {
                     continue;
                 };
