@@ -46,7 +46,7 @@ impl Engine {
         resource: Option<&str>,
     ) -> Result<OpenSandbox, ApiError> {
         let (store, plan) = super::plan_diff::open_swept(self, plan)?;
-        let mut active = self.sandboxes().active(&store, &plan.plan_id)?;
+        let active = self.sandboxes().active(&store, &plan.plan_id)?;
         if active.is_empty() && !store.sandboxes_of_plan(&plan.plan_id)?.is_empty() {
             return Err(ApiError::InvalidInput {
                 message: format!(
@@ -58,11 +58,10 @@ impl Engine {
             });
         }
         let chosen = super::export::choose(&active, resource)?.record.sandbox_id;
-        let at = active
-            .iter()
-            .position(|s| s.record.sandbox_id == chosen)
-            .unwrap_or_default();
-        let sandbox = active.swap_remove(at);
+        let sandbox = active
+            .into_iter()
+            .find(|s| s.record.sandbox_id == chosen)
+            .ok_or(super::export::ExportError::NoSandbox)?;
         Ok(OpenSandbox {
             resource: sandbox.target.resource_name.clone(),
             shared: sandbox.layout.shared_base().is_some(),

@@ -660,13 +660,9 @@ impl Sandboxes {
                     if overlay::in_use() && overlay::nameable(&[&self.root]) =>
                 {
                     shared_base::create_sandbox(&self.root, &layout, repo, base_commit)
-                        .and_then(|base| {
-                            let lower = layout.shared_base().map(|b| shared_base::work_of(&b));
-                            let lower = lower.unwrap_or_default();
-                            overlay::mount(&layout, &lower).map(|guard| {
-                                first_mount = guard;
-                                base
-                            })
+                        .map(|(base, mounted)| {
+                            first_mount = mounted;
+                            base
                         })
                         .or_else(|e| match e {
                             SandboxError::Overlay(_) => {

@@ -108,16 +108,18 @@ fn ensure_at(
 
 /// Creates the sandbox of `layout` at `commit` of `repo` over the shared base (built first
 /// when missing): a private repository with the base's index, and the overlay's upper and
-/// work directories. Returns the base commit id.
+/// work directories, mounted in this process. Returns the base commit id and the mount,
+/// which the caller holds until the sandbox value shares it.
 ///
 /// # Errors
-/// As [`git_sandbox::create`], and I/O errors.
+/// As [`git_sandbox::create`], I/O errors, and [`SandboxError::Overlay`] when the overlay
+/// cannot be mounted.
 pub(crate) fn create_sandbox(
     root: &Path,
     layout: &Layout,
     repo: &Path,
     commit: &str,
-) -> Result<Oid, SandboxError> {
+) -> Result<(Oid, super::overlay::MountGuard), SandboxError> {
     let (base, _held) = ensure(root, repo, commit)?;
     let (_, oid) = git_sandbox::init_at_base(layout, repo, commit)?;
     let index = layout.git_dir.join("index");
@@ -130,7 +132,7 @@ pub(crate) fn create_sandbox(
     }
     let text = format!("{}\n", base.display());
     fs::write(&layout.base_file, text).map_err(SandboxError::io("write", &layout.base_file))?;
-    Ok(oid)
+    Ok((oid, super::overlay::mount(layout, &work_of(&base))?))
 }
 
 /// Lets the owner remove what the kernel left in an overlay's work directory (a directory
