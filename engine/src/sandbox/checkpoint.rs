@@ -187,6 +187,7 @@ fn tree_updated(
         .find_tree(base)
         .map_err(SandboxError::git("reading the last snapshot's tree"))?;
     let mut ignores = IgnoreChains::new(&work);
+    let unfiltered = unfiltered_by_config(repo);
     let mut update = git2::build::TreeUpdateBuilder::new();
     for rel in paths {
         if rel
@@ -221,7 +222,7 @@ fn tree_updated(
                 if !in_tree && !ignores.file_counts(rel.as_os_str().as_bytes()) {
                     continue;
                 }
-                let (blob, mode) = stored(repo, &work, rel)?;
+                let (blob, mode) = stored(repo, &work, rel, unfiltered)?;
                 update.upsert(rel, blob, mode);
             }
         }
@@ -232,11 +233,20 @@ fn tree_updated(
     Ok(Some(tree))
 }
 
+/// Whether the repository's configuration leaves files unfiltered on their way in (no
+/// `core.autocrlf`): asked once per snapshot, for [`stored`].
+fn unfiltered_by_config(repo: &Repository) -> bool {
+    repo.config()
+        .is_ok_and(|c| c.get_string("core.autocrlf").map_or(true, |v| v == "false"))
+}
+
 /// Stores the file or link at `rel` beneath `work` as a blob; returns it with its tree mode.
+/// `unfiltered`: as [`unfiltered_by_config`] answered for `repo`.
 fn stored(
     repo: &Repository,
     work: &std::path::Path,
     rel: &std::path::Path,
+    unfiltered: bool,
 ) -> Result<(Oid, git2::FileMode), SandboxError> {
     use git2::FileMode;
     use std::os::unix::ffi::OsStrExt;
@@ -250,7 +260,7 @@ fn stored(
             .map_err(SandboxError::git("storing a link"))?;
         return Ok((blob, FileMode::Link));
     }
-    let blob = match stored_already(repo, &abs, rel) {
+    let blob = match unfiltered.then(|| stored_already(repo, &abs, rel)).flatten() {
         Some(blob) => blob,
         None => repo
             .blob_path(&abs)
@@ -265,16 +275,12 @@ fn stored(
     Ok((blob, mode))
 }
 
-/// The blob of the file at `abs` when git stores it as its bytes (no attribute and no
-/// `core.autocrlf` asks for a filter) and the repository has it already. Hashing reads the
-/// file once, where libgit2's `blob_path` deflates it into a temporary object file that it
+/// The blob of the file at `abs` when no attribute asks for a filter on it (the caller has
+/// checked the configuration) and the repository has it already. Hashing reads the file
+/// once, where libgit2's `blob_path` deflates it into a temporary object file that it
 /// removes again when the object exists: a snapshot after a checkpoint stores nothing new.
 fn stored_already(repo: &Repository, abs: &std::path::Path, rel: &std::path::Path) -> Option<Oid> {
     const FILTERS: [&str; 6] = ["text", "eol", "crlf", "filter", "ident", "working-tree-encoding"];
-    let autocrlf = repo.config().ok()?.get_string("core.autocrlf");
-    if autocrlf.is_ok_and(|v| v != "false") {
-        return None;
-    }
     let flags = git2::AttrCheckFlags::default();
     for name in FILTERS {
         if !matches!(repo.get_attr(rel, name, flags), Ok(None)) {

@@ -236,10 +236,16 @@ fn registry() -> Mounts {
 /// Whether this process holds an overlay mounted at `work` (a sandbox's work path), so what
 /// is read there is the merged tree.
 pub(crate) fn held(work: &Path) -> bool {
-    let real = std::fs::canonicalize(work).ok();
-    registry().iter().any(|(at, (_, w))| {
-        w.strong_count() > 0
-            && (at == work || real.is_some() && std::fs::canonicalize(at).ok() == real)
+    let mounts = registry();
+    if mounts.get(work).is_some_and(|(_, w)| w.strong_count() > 0) {
+        return true;
+    }
+    // The same directory by another spelling (libgit2 reports paths resolved).
+    let Ok(real) = std::fs::canonicalize(work) else {
+        return false;
+    };
+    mounts.iter().any(|(at, (_, w))| {
+        w.strong_count() > 0 && std::fs::canonicalize(at).is_ok_and(|at| at == real)
     })
 }
 

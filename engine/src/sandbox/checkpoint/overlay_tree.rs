@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
 
-use super::{IgnoreChains, stored};
+use super::{IgnoreChains, stored, unfiltered_by_config};
 use crate::sandbox::{Layout, SandboxError, overlay, shared_base};
 
 /// One path the sandbox wrote.
@@ -132,6 +132,7 @@ fn updated(
 ) -> Result<Option<Oid>, SandboxError> {
     let work = &layout.work_dir;
     let mut ignores = IgnoreChains::new(work);
+    let unfiltered = unfiltered_by_config(repo);
     let mut update = git2::build::TreeUpdateBuilder::new();
     // A path is removed once, though a whiteout and an opaque directory above it both hide it.
     let mut removed = std::collections::BTreeSet::new();
@@ -156,7 +157,7 @@ fn updated(
                 if in_base.is_none() && !ignores.file_counts(rel.as_os_str().as_bytes()) {
                     continue;
                 }
-                let (blob, mode) = stored(repo, work, rel)?;
+                let (blob, mode) = stored(repo, work, rel, unfiltered)?;
                 update.upsert(rel, blob, mode);
             }
         }
