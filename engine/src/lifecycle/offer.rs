@@ -557,6 +557,7 @@ pub fn placement(
         network: policy.shell.network,
         allow_unconfined: policy.allow_unsafe_tools,
         log_dir: Some(sandboxes.plan_dir(plan_id)),
+        mounted: sandbox.keep_mounted(),
     })
 }
 

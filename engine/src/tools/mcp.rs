@@ -40,6 +40,7 @@ use super::custom::{McpServerSpec, ToolCapability};
 use crate::domain::Id;
 use crate::domain::messages::ToolImage;
 use crate::sandbox::launcher::{Io, Limits, Running};
+use crate::sandbox::overlay::MountGuard;
 
 /// Default seconds an MCP call may take.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -137,6 +138,11 @@ pub struct Placement {
     pub allow_unconfined: bool,
     /// Where a stdio server's stderr goes (`<dir>/mcp-<name>.log`); dropped when `None`.
     pub log_dir: Option<PathBuf>,
+    /// Keeps the sandbox's overlay mounted while a stdio server placed there runs (nothing
+    /// for a full checkout). A server copies this process's mounts when it starts and keeps
+    /// that copy: it must start with the mount in place, and the mount must stay the one the
+    /// plan's steps read and write through, not be replaced by a fresh one between steps.
+    pub mounted: MountGuard,
 }
 
 struct Conn {
@@ -151,6 +157,8 @@ struct Conn {
     tools_changed: Arc<AtomicBool>,
     progress: Progressing,
     cwd: PathBuf,
+    /// The placement's mount, held as long as the server runs ([`Placement::mounted`]).
+    _mounted: MountGuard,
 }
 
 impl Conn {
@@ -457,6 +465,7 @@ impl McpPool {
             tools_changed,
             progress,
             cwd: place.cwd.clone(),
+            _mounted: place.mounted.clone(),
         };
         // A change notified before this first listing is in it.
         conn.tools_changed.store(false, Ordering::SeqCst);
