@@ -426,13 +426,15 @@ fn actor_run_edits_a_resource_sandbox_over_several_tool_turns_and_never_the_reso
         assert!(sandbox.starts_with(&env.data_dir), "{sandbox:?}");
         assert_eq!(data["sandbox"]["resource"], "local/repo");
         assert_eq!(data["sandbox"]["strategy"], "git_worktree");
+        let run = data["run_id"].as_str().unwrap();
+        let read = |path| crate::support::sandbox::read(&env, run, path);
         assert_eq!(
-            std::fs::read_to_string(sandbox.join("notes.txt")).unwrap(),
-            "The color of the sky.\n"
+            read("notes.txt").as_deref(),
+            Some("The color of the sky.\n")
         );
         assert_eq!(
-            std::fs::read_to_string(sandbox.join("docs/CHANGES.md")).unwrap(),
-            "- spelling: color\n"
+            read("docs/CHANGES.md").as_deref(),
+            Some("- spelling: color\n")
         );
         assert_eq!(
             all_bytes_under(&repo),

@@ -463,13 +463,7 @@ fn apply_commits_the_reviewed_tree_and_refuses_when_the_sandbox_changed_after_re
     let repo = repo_with(env.root(), "repo", &[("a.txt", "one\n")]);
     let plan = plan_at_apply_gate(&env, &[&repo], &["echo reviewed > a.txt"]);
     // A process that outlived its step writes after the review.
-    let work = std::fs::read_dir(env.data_dir.join("sandboxes").join(&plan))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("work"))
-        .find(|p| p.is_dir())
-        .unwrap();
-    std::fs::write(work.join("a.txt"), "reviewed\nunreviewed line\n").unwrap();
+    crate::support::sandbox::write(&env, &plan, "a.txt", "reviewed\nunreviewed line\n");
     let before = RepoState::capture(&repo);
     let message = apply_fails(&env, &plan);
     assert!(

@@ -4,7 +4,7 @@
 //! changes, and leaves the old attempt viewable; `--dry-run` changes nothing.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cleveragents_engine::domain::Id;
 use cleveragents_engine::domain::decision::Decision;
@@ -12,8 +12,8 @@ use cleveragents_engine::store::Store;
 use serde_json::{Value, json};
 
 use super::lifecycle::{Setup, setup_with};
-use crate::support::Env;
 use crate::support::provider_server::{ProviderServer, Turn};
+use crate::support::{Env, sandbox};
 
 /// Eight script steps writing their own files. `s6` depends on `s5` (it copies `e.txt`);
 /// `s7` and `s8` come after `s5` but do not depend on it. `s5` writes a fresh nonce, so a
@@ -74,12 +74,6 @@ pub fn by_key(st: &Store, plan: &Id) -> BTreeMap<String, Decision> {
         .collect()
 }
 
-/// The work tree of the plan's (only) sandbox.
-pub fn work_dir(st: &Store, plan: &Id) -> PathBuf {
-    let sb = st.sandboxes_of_plan(plan).unwrap();
-    sb[0].layout().work_dir
-}
-
 /// Every file under `dir` (path relative to it -> bytes), `.git` included when present.
 pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -126,7 +120,11 @@ fn sandbox_bytes(env: &Env) -> BTreeMap<String, Vec<u8>> {
 }
 
 pub(crate) fn offline_plan() -> (Setup, String, Id) {
-    let s = setup_with(EIGHT_STEPS);
+    offline_plan_in(setup_with(EIGHT_STEPS))
+}
+
+/// [`offline_plan`] in the setup `s` (of [`EIGHT_STEPS`]).
+fn offline_plan_in(s: Setup) -> (Setup, String, Id) {
     let (doc, code) = s.env.json(&[
         "plan",
         "use",
@@ -233,8 +231,7 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
     let (s, id, pid) = offline_plan();
     let st = store(&s.env);
     let before = by_key(&st, &pid);
-    let work = work_dir(&st, &pid);
-    let files_before = files(&work);
+    let files_before = sandbox::files(&s.env, &id);
     let calls_before = st.tool_calls(&pid).unwrap().len();
     assert_eq!(calls_before, 8, "one shell call per script step");
     drop(st);
@@ -304,7 +301,7 @@ fn correcting_step_5_of_a_script_reruns_only_it_and_its_dependant_and_replays_th
     assert_eq!(output("s8")["replayed"]["replay"], "merged");
     // The files: e.txt has a new value and f.txt follows it; every other file is
     // byte-identical (a.txt includes s8's replayed append).
-    let files_after = files(&work);
+    let files_after = sandbox::files(&s.env, &id);
     assert_ne!(files_after["e.txt"], files_before["e.txt"], "s5 re-ran");
     let mut expected_f = files_after["e.txt"].clone();
     expected_f.extend_from_slice(b"six\n");
@@ -527,8 +524,7 @@ fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant(
     let st = store(&s.env);
     let before = by_key(&st, &pid);
     assert_eq!(before.len(), 8, "eight executable decisions");
-    let work = work_dir(&st, &pid);
-    let files_before = files(&work);
+    let files_before = sandbox::files(&s.env, &id);
     let calls_before = model_calls(&st, &pid);
     let tools_before = st.tool_calls(&pid).unwrap().len();
     let changes_before: BTreeMap<String, Vec<u8>> = files_before.clone();
@@ -613,7 +609,7 @@ fn with_a_scripted_model_correcting_decision_5_reruns_only_it_and_its_dependant(
             "{k} re-ran with one tool call"
         );
     }
-    let files_after = files(&work);
+    let files_after = sandbox::files(&s.env, &id);
     assert_eq!(files_after["e.txt"], b"FIVE\n");
     assert_eq!(files_after["f.txt"], b"six uses FIVE\n");
     for f in ["a.txt", "b.txt", "c.txt", "d.txt", "g.txt"] {
@@ -750,7 +746,7 @@ fn use_trusted(s: &Setup) -> (String, Id) {
 #[test]
 fn a_replay_that_conflicts_with_the_corrected_work_makes_that_step_rerun() {
     let s = setup_with(CONFLICTING);
-    let (_id, pid) = use_trusted(&s);
+    let (id, pid) = use_trusted(&s);
     let st = store(&s.env);
     let before = by_key(&st, &pid);
     let stamp = before["stamp"].decision_id.to_string();
@@ -796,7 +792,7 @@ fn a_replay_that_conflicts_with_the_corrected_work_makes_that_step_rerun() {
         "re-ran after the conflict"
     );
     assert_eq!(per_step[&before["other"].decision_id], 0, "replayed");
-    let x = std::fs::read_to_string(work_dir(&st, &pid).join("x.txt")).unwrap();
+    let x = sandbox::read(&s.env, &id, "x.txt").unwrap();
     let lines: Vec<&str> = x.lines().collect();
     assert_eq!(lines.len(), 2, "{x}");
     assert_eq!(lines[1], "tail");
@@ -1472,7 +1468,10 @@ fn the_tuis_tree_and_explanations_are_what_plan_tree_and_plan_explain_print() {
     use cleveragents_engine::domain::decision::DecisionType;
     use cleveragents_engine::domain::plan::Plan;
     use cleveragents_ui::{Cmd, Msg};
-    let (s, id, pid) = corrected_offline_plan();
+    // The engine below runs in this process, which cannot see a shared checkout's tree.
+    let s = setup_with(EIGHT_STEPS);
+    s.env.use_full_checkouts();
+    let (s, id, pid) = corrected_offline_plan_in(s);
     // Children: one spawned by a decision (linked), one no decision links.
     let mut st = store(&s.env);
     let current = by_key(&st, &pid);
@@ -1597,7 +1596,12 @@ fn every_id_plan_tree_prints_after_a_correction_names_one_decision() {
 /// [`offline_plan`] with its step `s5` corrected (revert, guidance "again"): `s5` and what
 /// depends on it superseded and decided again.
 fn corrected_offline_plan() -> (Setup, String, Id) {
-    let (s, id, pid) = offline_plan();
+    corrected_offline_plan_in(setup_with(EIGHT_STEPS))
+}
+
+/// [`corrected_offline_plan`] in the setup `s` (of [`EIGHT_STEPS`]).
+fn corrected_offline_plan_in(s: Setup) -> (Setup, String, Id) {
+    let (s, id, pid) = offline_plan_in(s);
     let st = store(&s.env);
     let s5 = by_key(&st, &pid)["s5"].decision_id.to_string();
     drop(st);

@@ -114,12 +114,9 @@ fn planned(server: &ProviderServer) -> (Setup, String) {
 
 /// `calls.log` in the plan's sandbox, without the ids that tell the replies apart.
 fn calls_log(s: &Setup, plan: &str) -> Vec<String> {
-    let id: cleveragents_engine::domain::Id = plan.parse().unwrap();
-    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap();
-    let Some(sb) = store.sandboxes_of_plan(&id).unwrap().into_iter().next() else {
-        return Vec::new();
-    };
-    std::fs::read_to_string(sb.root_dir.join("work").join("calls.log"))
+    crate::support::sandbox::read_of(&s.env, plan, None, "calls.log")
+        .ok()
+        .flatten()
         .unwrap_or_default()
         .lines()
         .map(|l| l.split(" (").next().unwrap_or_default().to_string())

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::correction::{by_key, store, work_dir};
+use super::correction::{by_key, store};
 use super::execute_context::{model_plan, step_decision, strategist};
 use crate::support::provider_server::{ProviderServer, Turn};
 
@@ -95,8 +95,7 @@ fn a_missing_expected_output_is_retried_as_the_profile_says() {
     let id = doc["data"]["plan_id"].as_str().unwrap().to_string();
     let (error, _) = step_output(&s, &id);
     assert_eq!(error, None);
-    let work = work_dir(&store(&s.env), &id.parse().unwrap());
-    assert!(work.join("summary.txt").exists());
+    assert!(crate::support::sandbox::read(&s.env, &id, "summary.txt").is_some());
 }
 
 #[test]

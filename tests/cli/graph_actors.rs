@@ -439,12 +439,10 @@ fn graph_plan(server: &ProviderServer, yaml: &str) -> (super::lifecycle::Setup, 
 
 /// The file `path` in the plan's sandbox (empty before it exists).
 fn sandbox_file(s: &super::lifecycle::Setup, plan: &str, path: &str) -> String {
-    let id: cleveragents_engine::domain::Id = plan.parse().unwrap();
-    let store = cleveragents_engine::store::Store::open(&db_file(&s.env)).unwrap();
-    let Some(sb) = store.sandboxes_of_plan(&id).unwrap().into_iter().next() else {
-        return String::new();
-    };
-    std::fs::read_to_string(sb.root_dir.join("work").join(path)).unwrap_or_default()
+    crate::support::sandbox::read_of(&s.env, plan, None, path)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 #[test]

@@ -87,15 +87,6 @@ fn events(env: &Env, id: &str, kind: &str) -> Vec<Value> {
         .collect()
 }
 
-fn sandbox_work(env: &Env, id: &str) -> PathBuf {
-    std::fs::read_dir(env.data_dir.join("sandboxes").join(id))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("work"))
-        .find(|p| p.is_dir())
-        .expect("the plan's sandbox work tree")
-}
-
 fn file(repo: &Path, p: &str) -> Option<String> {
     std::fs::read_to_string(repo.join(p)).ok()
 }
@@ -270,8 +261,7 @@ fn the_check_before_apply_catches_a_change_made_in_the_sandbox_by_hand() {
         .unwrap()
         .to_string();
     // While the plan waits, someone writes a migration in its sandbox.
-    let work = sandbox_work(&env, &id);
-    std::fs::write(work.join("migrations/001.sql"), "by hand\n").unwrap();
+    crate::support::sandbox::write(&env, &id, "migrations/001.sql", "by hand\n");
     let (doc, code) = env.json(&["plan", "decide", &apr, "--option", "accept"]);
     assert_eq!(code, 3, "the apply gate: {doc:#}");
     let (doc, code) = env.json(&["plan", "apply", "--yes", &id]);

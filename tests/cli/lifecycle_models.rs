@@ -861,23 +861,6 @@ fn an_invalid_request_decision_goes_back_to_the_model_and_the_step_carries_on() 
     );
 }
 
-/// The work trees under `dir` (a sandbox's `work/` directory) that hold `file`.
-fn work_trees_with(dir: &std::path::Path, file: &str) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if !path.is_dir() {
-            continue;
-        }
-        if path.file_name().is_some_and(|n| n == "work") && path.join(file).is_file() {
-            found.push(path);
-        } else {
-            found.extend(work_trees_with(&path, file));
-        }
-    }
-    found
-}
-
 #[test]
 fn a_one_step_plan_names_its_step_on_every_hunk_and_a_later_outside_change_on_none() {
     const ONE_RUN_STEP: &str = "name: local/notes\ndefinition-of-done: NOTES.md names the release\nstrategy-actor: builtin/checklist-strategist\nexecution-actor: builtin/script-executor\narguments:\n  - name: version\n    type: string\n    required: true\nscript:\n  - name: write\n    run: printf 'Release %s\\n' {{ version }} > NOTES.md && printf 'see NOTES.md\\n' >> README\n";
@@ -914,10 +897,7 @@ fn a_one_step_plan_names_its_step_on_every_hunk_and_a_later_outside_change_on_no
     );
     // A change made after the step, outside it: the step's own changes are no longer the
     // whole diff, and the new hunk names no decision.
-    let data_dir = db_file(&s.env).parent().unwrap().to_path_buf();
-    let work = work_trees_with(&data_dir, "NOTES.md");
-    assert_eq!(work.len(), 1, "{work:?}");
-    std::fs::write(work[0].join("OUTSIDE.md"), "by hand\n").unwrap();
+    crate::support::sandbox::write(&s.env, &id, "OUTSIDE.md", "by hand\n");
     let (diff, code) = s.env.json(&["plan", "diff", &id]);
     assert_eq!(code, 0, "{diff:#}");
     assert_eq!(

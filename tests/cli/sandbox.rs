@@ -12,7 +12,7 @@ use cleveragents_engine::domain::plan::Plan;
 use cleveragents_engine::store::Store;
 use serde_json::{Value, json};
 
-use crate::support::Env;
+use crate::support::{Env, sandbox};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -155,6 +155,16 @@ fn ok_tool(env: &Env, plan: &str, target: &Path, name: &str, args: Value) -> Val
     doc["data"].clone()
 }
 
+/// Whether `path` holds a file of the sandbox whose work path is `work`: under it, or under
+/// the overlay's upper directory beside it, where a sandbox sharing its base's checkout
+/// keeps what it wrote.
+fn in_work_tree(work: &Path, path: &Path) -> bool {
+    path.starts_with(work)
+        || work
+            .parent()
+            .is_some_and(|root| path.starts_with(root.join("upper")))
+}
+
 fn work_dir(env: &Env, plan: &str) -> PathBuf {
     let store = Store::open(&env.data_dir.join("cleveragents.db")).unwrap();
     let records = store.sandboxes_of_plan(&plan.parse().unwrap()).unwrap();
@@ -217,14 +227,14 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
         "{:#}",
         first.0["messages"]
     );
-    let work = work_dir(&env, &plan);
+    let work = || sandbox::copy_out(&env, &plan);
     assert_eq!(
-        fs::read_to_string(work.join("a.txt")).unwrap(),
-        "alpha\n",
+        sandbox::read(&env, &plan, "a.txt").as_deref(),
+        Some("alpha\n"),
         "uncommitted edits are not carried in"
     );
-    assert!(!work.join("untracked.txt").exists());
-    let mut states = vec![files_of(&work)];
+    assert_eq!(sandbox::read(&env, &plan, "untracked.txt"), None);
+    let mut states = vec![files_of(work().path())];
     ok_tool(
         &env,
         &plan,
@@ -232,7 +242,7 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
         "edit_file",
         json!({"path": "src/lib.rs", "edits": [{"old_text": "41", "new_text": "42"}]}),
     );
-    states.push(files_of(&work));
+    states.push(files_of(work().path()));
     ok_tool(
         &env,
         &plan,
@@ -240,9 +250,9 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
         "move_file",
         json!({"source": "docs/readme.md", "destination": "docs/README.md"}),
     );
-    states.push(files_of(&work));
+    states.push(files_of(work().path()));
     ok_tool(&env, &plan, &repo, "delete_file", json!({"path": "b.txt"}));
-    states.push(files_of(&work));
+    states.push(files_of(work().path()));
     let shell = ok_tool(
         &env,
         &plan,
@@ -250,7 +260,7 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
         "shell_execute",
         json!({"command": "echo from shell > made-by-shell.txt && rm tracked.txt && echo noise > build.log"}),
     );
-    states.push(files_of(&work));
+    states.push(files_of(work().path()));
     assert_eq!(shell["result"]["exit_code"], 0, "{shell:#}");
     let shell_changes: Vec<(String, String)> = shell["changes"]
         .as_array()
@@ -360,19 +370,20 @@ fn tools_change_only_the_sandbox_diff_shows_exactly_that_and_every_checkpoint_re
     for state in &mut expected_states {
         state.remove("build.log");
     }
-    fs::write(work.join("stray.txt"), "made after the last checkpoint").unwrap();
+    sandbox::write(&env, &plan, "stray.txt", "made after the last checkpoint");
     for (i, cp) in cps.iter().enumerate().rev() {
         let id = cp["checkpoint_id"].as_str().unwrap();
         let (out, code) = env.json(&["plan", "rollback", "--yes", &plan, id]);
         assert_eq!(code, 0, "{out:#}");
         assert_eq!(out["data"]["phase"], "execute");
         assert_eq!(out["data"]["state"], "queued");
-        let mut now = files_of(&work);
+        let copy = work();
+        let mut now = files_of(copy.path());
         now.remove("build.log"); // ignored files are neither captured nor restored
         assert_eq!(now, expected_states[i], "checkpoint {i} ({id})");
         let tree = cp["states"][0]["tree_oid"].as_str().unwrap();
         assert_eq!(
-            tree_hash(&work),
+            tree_hash(copy.path()),
             tree,
             "tree hash after rolling back to {id}"
         );
@@ -547,7 +558,7 @@ fn shell_commands_cannot_write_outside_the_sandbox_or_open_tcp_connections() {
     // Positive controls: the sandbox and the per-plan home are writable.
     let r = run("touch inside.txt && echo cached > \"$XDG_CACHE_HOME/c\" && echo t > \"$TMPDIR/t\" && echo h > \"$HOME/h\"".into());
     assert_eq!(r["exit_code"], 0, "{r}");
-    assert!(work.join("inside.txt").exists());
+    assert!(sandbox::read(&env, &plan, "inside.txt").is_some());
 
     assert!(!target.exists());
     assert!(!work.parent().unwrap().join("outside").exists());
@@ -976,7 +987,7 @@ fn a_key_of_agents_is_not_readable_from_a_step_and_a_printed_key_is_stored_redac
     assert!(!text.contains(key), "the CLI printed the key: {text}");
     let leaks: Vec<PathBuf> = files_containing(&env.data_dir, key.as_bytes())
         .into_iter()
-        .filter(|p| !p.starts_with(work_dir(&env, &plan)))
+        .filter(|p| !in_work_tree(&work_dir(&env, &plan), p))
         .collect();
     assert!(leaks.is_empty(), "the key is stored in {leaks:?}");
 }
@@ -1116,7 +1127,8 @@ fn a_plan_whose_result_holds_a_known_key_is_refused_at_apply_and_the_key_is_stor
         .into_iter()
         .filter(|p| {
             !p.components().any(|c| {
-                c.as_os_str() == "work" || c.as_os_str() == "git" || c.as_os_str() == "apply-check"
+                ["work", "upper", "git", "apply-check"]
+                    .contains(&c.as_os_str().to_str().unwrap_or(""))
             })
         })
         .collect();
@@ -1150,7 +1162,7 @@ fn a_step_cannot_read_the_users_ssh_keys_under_a_fake_home() {
     assert!(!stdout.contains("id_ed25519"), "{stdout}");
     assert!(!stdout.contains("root:"), "{stdout}");
     assert!(stdout.contains("end"));
-    assert!(!work_dir(&env, &plan).join("stolen").exists());
+    assert_eq!(sandbox::read(&env, &plan, "stolen"), None);
 }
 
 /// `resource add` + `project create app` + `action create` of a one-step script action.

@@ -155,6 +155,8 @@ fn the_tuis_append_dry_run_is_refused_as_plan_correct_refuses_it() {
 fn after_a_partial_apply_the_diff_pane_shows_the_commit_and_what_was_left_out() {
     use super::apply::{plan_at_apply_gate, repo_with};
     let env = crate::support::Env::new();
+    // The engine runs in this process, which cannot see a shared checkout's tree.
+    env.use_full_checkouts();
     let repo = repo_with(
         env.root(),
         "repo",

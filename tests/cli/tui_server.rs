@@ -6,8 +6,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use cleveragents_engine::store::Store;
-
 use crate::support::server::Server;
 use crate::support::{Env, Tmux, git_out, shell_quote};
 
@@ -129,6 +127,9 @@ fn a_tui_attached_to_a_server_rejects_a_hunk_and_answers_the_apply_gate() {
 #[test]
 fn the_live_area_of_a_tui_attached_to_a_server_shows_a_steps_output_while_it_runs() {
     let s = crate::cli::lifecycle::setup_with(WAITING_ACTION);
+    // The step waits for a file written from outside while it runs: a running step of a
+    // shared checkout does not see what another process's mount writes (docs/sandbox.md).
+    s.env.use_full_checkouts();
     let (doc, code, id) = crate::cli::lifecycle::use_plan(&s, "supervised");
     assert_eq!(code, 3, "supervised stops before Execute: {doc:#}");
     let server = Server::start(s.env);
@@ -158,13 +159,7 @@ fn the_live_area_of_a_tui_attached_to_a_server_shows_a_steps_output_while_it_run
         (Some("execute"), Some("processing")),
         "{status:#}"
     );
-    let work = {
-        let st = Store::open(&server.env.data_dir.join("cleveragents.db")).unwrap();
-        st.sandboxes_of_plan(&id.parse().unwrap()).unwrap()[0]
-            .layout()
-            .work_dir
-    };
-    std::fs::write(work.join("go"), "").unwrap();
+    crate::support::sandbox::write(&server.env, &id, "go", "");
     tmux.wait_up_to("the second line", Duration::from_secs(60), |sc| {
         sc.contains("tick 2")
     });

@@ -32,6 +32,8 @@ pub struct Env {
     pub config_path: PathBuf,
     /// The server this environment's commands go to when the suite runs through one.
     served: through_server::ServedSlot,
+    /// Whether its commands make a full checkout per sandbox ([`Env::use_full_checkouts`]).
+    full_checkouts: std::sync::atomic::AtomicBool,
 }
 
 /// The action that [`LICENSE_ACTION`] spawns (`local/update-docs`, argument `topic`).
@@ -57,7 +59,16 @@ impl Env {
             data_dir,
             config_path,
             served: through_server::ServedSlot::default(),
+            full_checkouts: false.into(),
         }
+    }
+
+    /// Makes this environment's commands give every sandbox a full checkout (the switch of
+    /// docs/sandbox.md, "Shared checkouts", off), for a test that reads sandboxes through the
+    /// engine in its own process: a shared checkout's tree is seen only inside `agents`.
+    pub fn use_full_checkouts(&self) {
+        self.full_checkouts
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// A fresh environment with an ASCII data directory name.
@@ -100,6 +111,12 @@ impl Env {
             .arg("--config-path")
             .arg(&self.config_path)
             .stdin(Stdio::null());
+        if self
+            .full_checkouts
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            cmd.env("CLEVERAGENTS_SANDBOX_OVERLAY", "0");
+        }
         // With servers on PostgreSQL, an environment's own commands keep their records where
         // its server does.
         if let Some(url) = server::server_database(self).or_else(|| server::known_database(self)) {
@@ -361,6 +378,7 @@ pub mod kill;
 pub mod postgres;
 #[allow(dead_code)]
 pub mod provider_server;
+pub mod sandbox;
 pub mod server;
 pub mod through_server;
 /// Runs git in `dir` with a fixed identity and fixed dates (so commits are reproducible).
