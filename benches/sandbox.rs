@@ -131,10 +131,10 @@ fn main() {
         return;
     }
     // As `agents` does, first and single-threaded: sandboxes at one base share a checkout
-    // when CLEVERAGENTS_SANDBOX_OVERLAY=1 (the `agents plan diff` runs below inherit it).
-    let switch = cleveragents_engine::sandbox::overlay::SWITCH;
+    // unless CLEVERAGENTS_SANDBOX_OVERLAY=0 (the `agents plan diff` runs below inherit it).
+    let overlay = cleveragents_engine::sandbox::overlay::SWITCH;
     let mode = cleveragents_engine::sandbox::overlay::enter_own_namespace(
-        std::env::var_os(switch).is_some_and(|v| v == "1"),
+        cleveragents_engine::sandbox::overlay::wanted(std::env::var_os(overlay).as_deref()),
     );
     println!("sandbox checkouts: {}", mode.describe());
     let tmp = tempfile::tempdir().unwrap();

@@ -29,7 +29,7 @@ PY
   base=$(git -C "$big" rev-parse HEAD)
   "${L[@]}" resource add git-checkout local/big --path "$big" >/dev/null
   "${L[@]}" project create --resource local/big big >/dev/null
-  local spec name glob plan root files target fmt out o b om bm os bs r v cap
+  local spec name glob plan files target fmt out o b om bm os bs r v cap gt
   # 1,000 files: f....[02468]0 (every 20th); 10 files: the first of each of d000..d009.
   for spec in 'big:d*/f???[02468]0.rs' 'small:d00?/f???00.rs'; do
     name=${spec%%:*}
@@ -49,15 +49,20 @@ EOF
     # Exit 3: the plan waits at the apply gate, as it should.
     "${L[@]}" --format json plan use "local/edit-$name" big --automation-profile trusted \
       > "$WORK/$name.json"
-    read -r plan root < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["data"]
-print(d["plan_id"], d["sandbox_refs"][0])' "$WORK/$name.json") ||
+    plan=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["plan_id"])' \
+      "$WORK/$name.json") ||
       { row "large change ($name)" "-" "-" "-" "FAILED to run plan use"; FAILED=1; return; }
-    local G=(git --git-dir "$root/git" --work-tree "$root/work" -c core.pager=cat diff "$base")
+    # git's baseline: the same edit in a checkout of its own at the same base (a sandbox that
+    # shares its base's checkout has its tree only inside `agents`).
+    gt="$WORK/git-$name"
+    git -C "$big" worktree add -q --detach "$gt" "$base"
+    (cd "$gt" && sed -i -E 's/^(    let v[0-9]*[02468]) = /\1 = 1 + /' $glob)
+    local G=(git -C "$gt" -c core.pager=cat diff "$base")
     # git rehashes, on every run, each file written in the same second as the index it reads
     # ("racy" entries), so its time would depend on when the step ran: refresh git's view of
     # the index first, so the baseline is git at its fastest.
     sleep 1
-    git --git-dir "$root/git" --work-tree "$root/work" update-index -q --refresh
+    git -C "$gt" update-index -q --refresh
     files=$("${G[@]}" --name-only | wc -l)
     # The goal for both sizes: at most 1.2x `git diff BASE`.
     target=1.2
@@ -78,7 +83,7 @@ print(d["plan_id"], d["sandbox_refs"][0])' "$WORK/$name.json") ||
     done
     if [ "$name" = big ]; then
       tui_row "$plan" "$files"
-      apply_row "$big" "$base" "$plan" "$root" "$files"
+      apply_row "$big" "$base" "$plan" "$gt" "$files"
     fi
   done
 }
@@ -122,13 +127,14 @@ PY
   row "TUI first hunk ($files files, from start)" "$o ms" "-" "-" "$v (<= 300 ms)"
 }
 
-# apply_row REPO BASE PLAN SANDBOX FILES: `agents plan apply --yes` of the plan (one run: a plan
-# applies once) vs `git apply && git commit -a` of the same patch in the same repository (median
-# of 3, each undone with `git reset --hard BASE` before the next and before ours).
+# apply_row REPO BASE PLAN CHECKOUT FILES: `agents plan apply --yes` of the plan (one run: a
+# plan applies once) vs `git apply && git commit -a` of the same patch (git's diff of CHECKOUT,
+# where the same edit was made) in the same repository (median of 3, each undone with `git
+# reset --hard BASE` before the next and before ours).
 apply_row() {
-  local repo=$1 base=$2 plan=$3 root=$4 files=$5 patch="$WORK/change.patch" o b v i
+  local repo=$1 base=$2 plan=$3 checkout=$4 files=$5 patch="$WORK/change.patch" o b v i
   local L=("$AGENTS" --data-dir "$WORK/data-large" --config-path "$WORK/config-large.toml")
-  git --git-dir "$root/git" --work-tree "$root/work" -c core.pager=cat diff --binary "$base" > "$patch"
+  git -C "$checkout" -c core.pager=cat diff --binary "$base" > "$patch"
   local ts=()
   for i in 1 2 3; do
     ts+=("$(python3 - "$repo" "$patch" <<'PY'

@@ -186,8 +186,8 @@ else
 fi
 
 # 4. sandbox (benches/sandbox.rs, 20,000 files): creation, checkpoint, diff; once with a full
-# checkout per sandbox (the default) and once with shared checkouts (docs/sandbox.md, "Shared
-# checkouts", CLEVERAGENTS_SANDBOX_OVERLAY=1).
+# checkout per sandbox (CLEVERAGENTS_SANDBOX_OVERLAY=0) and once with shared checkouts (the
+# default where the kernel allows them; docs/sandbox.md, "Shared checkouts").
 for overlay in 0 1; do
   [ $QUICK = 0 ] || break
   mode="full checkouts"; [ $overlay = 1 ] && mode="shared checkouts"

@@ -123,9 +123,10 @@ fn report(
     };
     let data = &ran.data;
     let where_hint = format!(
-        "the sandbox is at {}; review it with {}",
+        "the sandbox is at {}; review it with {}, open it with {}",
         ran.sandbox_path,
-        ctx.suggest(&format!("plan diff {}", ran.run_id))
+        ctx.suggest(&format!("plan diff {}", ran.run_id)),
+        ctx.suggest(&format!("plan shell {}", ran.run_id))
     );
     if let Some(path) = &output {
         std::fs::write(path, &ran.answer).map_err(|e| {

@@ -560,9 +560,10 @@ fn env_path(name: &str) -> Option<PathBuf> {
 pub fn main() -> ExitCode {
     // First, while the process has one thread: a mount namespace of its own for sandboxes
     // that share their base's checkout (docs/sandbox.md, "Shared checkouts").
-    let wanted = std::env::var_os(cleveragents_engine::api::SANDBOX_OVERLAY_SWITCH)
-        .is_some_and(|v| v == "1");
-    cleveragents_engine::api::enter_own_namespace(wanted);
+    let switch = std::env::var_os(cleveragents_engine::api::SANDBOX_OVERLAY_SWITCH);
+    cleveragents_engine::api::enter_own_namespace(
+        cleveragents_engine::api::sandbox_overlay_wanted(switch.as_deref()),
+    );
     let started = Instant::now();
     let terminal = Terminal::detect();
     let args: Vec<OsString> = std::env::args_os().collect();

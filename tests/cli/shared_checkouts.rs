@@ -1,6 +1,6 @@
 //! Sandboxes at one base share one checkout through an overlay mounted in the `agents`
-//! process's own mount namespace (docs/sandbox.md, "Shared checkouts"), asked for with
-//! `CLEVERAGENTS_SANDBOX_OVERLAY=1`. The test process is outside that namespace: it sees the
+//! process's own mount namespace (docs/sandbox.md, "Shared checkouts"), on unless
+//! `CLEVERAGENTS_SANDBOX_OVERLAY=0` (these tests say which they want). The test process is outside that namespace: it sees the
 //! shared checkout, each sandbox's upper directory and an empty mount point, never the
 //! merged tree, so what a plan sees is read through the binary.
 
@@ -34,10 +34,10 @@ fn run_as(env: &Env, uid: Option<u32>, args: &[&str]) -> (Value, i32) {
     json_of(cmd)
 }
 
-/// [`run`] without the switch: a full checkout per sandbox.
+/// [`run`] with shared checkouts turned off: a full checkout per sandbox.
 fn run_full(env: &Env, args: &[&str]) -> (Value, i32) {
     let mut cmd = env.local_command(&with_json(args));
-    cmd.env_remove(SWITCH);
+    cmd.env(SWITCH, "0");
     json_of(cmd)
 }
 

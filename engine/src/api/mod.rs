@@ -84,6 +84,7 @@ pub use crate::sandbox::diff::{
 /// any thread starts (`docs/sandbox.md`, "Shared checkouts").
 pub use crate::sandbox::overlay::{
     Mode as SandboxCheckoutMode, SWITCH as SANDBOX_OVERLAY_SWITCH, enter_own_namespace,
+    wanted as sandbox_overlay_wanted,
 };
 pub use crate::store::lifecycle_run::PlanStep;
 pub use apply_preview::{ApplyPreviewQuery, ApplyPreviewView, ApplyShown};

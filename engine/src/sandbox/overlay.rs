@@ -21,9 +21,15 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
 
 use super::{Layout, SandboxError};
 
-/// The environment variable that asks for shared checkouts (`1`); anything else keeps a full
-/// checkout per sandbox.
+/// The environment variable that turns shared checkouts off (`0`): a full checkout per
+/// sandbox. Shared checkouts are on otherwise, where the kernel allows them.
 pub const SWITCH: &str = "CLEVERAGENTS_SANDBOX_OVERLAY";
+
+/// Whether a process whose environment holds `value` for [`SWITCH`] asks for shared
+/// checkouts: every value but `0` does, and so does no value.
+pub fn wanted(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_none_or(|v| v != "0")
+}
 
 /// How this process makes sandboxes of git checkouts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +72,7 @@ static MODE: OnceLock<Mode> = OnceLock::new();
 pub fn enter_own_namespace(wanted: bool) -> &'static Mode {
     MODE.get_or_init(|| {
         if !wanted {
-            return Mode::FullCheckouts(format!("shared checkouts are off; {SWITCH}=1 asks for them"));
+            return Mode::FullCheckouts(format!("shared checkouts are off: {SWITCH}=0"));
         }
         match enter() {
             Ok(user_namespace) => Mode::Overlay { user_namespace },
@@ -283,7 +289,7 @@ pub(crate) fn mount(layout: &Layout, lower: &Path) -> Result<MountGuard, Sandbox
     let Some(Mode::Overlay { user_namespace }) = MODE.get().cloned() else {
         return Err(SandboxError::Overlay(format!(
             "the sandbox at {} shares a checkout through an overlay, which this process \
-             cannot mount: {}; run agents with {SWITCH}=1",
+             cannot mount: {}; run agents without {SWITCH}=0",
             layout.root.display(),
             mode().describe()
         )));

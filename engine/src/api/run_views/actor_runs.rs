@@ -219,8 +219,10 @@ pub fn run_actor(
         return Err(ApiError::Stopped {
             stop: Box::new(run.stop.clone()),
             hints: vec![format!(
-                "the sandbox is at {}; review it with agents plan diff {}",
-                result.sandbox.path, result.run_id
+                "the sandbox is at {}; review it with agents plan diff {id}, open it with \
+                 agents plan shell {id}",
+                result.sandbox.path,
+                id = result.run_id
             )],
             data: Box::new(data),
         });
