@@ -21,8 +21,9 @@
 #     (benches/sandbox.rs, 20,000 files): the first plan at a base, another plan at the same
 #     base, and the disk one more plan takes against the checkout
 #   - `agents plan diff` (plain, json) of a plan whose one `run:` step edits 1,000 (then 10)
-#     files of a 20,000-file repository vs `git diff BASE` in the same sandbox, and the peak
-#     memory of the 1,000-file diff vs 2x the printed diff + 30 MiB (scripts/perf-large.sh)
+#     files of a 20,000-file repository vs `git diff BASE` of the same edit in a checkout of
+#     its own, and the peak memory of the 1,000-file diff vs 2x the printed diff + 30 MiB
+#     (scripts/perf-large.sh)
 #   - the TUI's first hunk of that 1,000-file diff (tmux), and `plan apply` of it vs
 #     `git apply && git commit -a`
 #   - `agents plan tree` of a 100,000-decision family (benches/corrections.rs) vs `sqlite3 -json`

@@ -907,7 +907,12 @@ fn shell(
         ),
     };
     let mut child = std::process::Command::new(&program);
-    child.args(args).current_dir(open.work_dir());
+    // git run in the shell reads the sandbox's own repository, as a step's does.
+    child
+        .args(args)
+        .current_dir(open.work_dir())
+        .env("GIT_DIR", open.git_dir())
+        .env("GIT_WORK_TREE", open.work_dir());
     if ctx.format.is_structured() {
         child.stdout(std::io::stderr());
     }

@@ -511,6 +511,13 @@ fn an_edit_by_hand_through_plan_shell_lands_in_the_plans_sandbox_and_nowhere_els
         "alpha\n"
     );
 
+    // git in the shell reads the sandbox's own repository: the hand edit is its change.
+    let status = env.root().join("status.txt");
+    let git_status = format!("git status --porcelain > {}", status.display());
+    let (doc, code) = run(&env, &shell_args(&plan, &git_status));
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(fs::read_to_string(&status).unwrap(), " M a.txt\n");
+
     // A command that fails says so, with its status.
     let (doc, code) = run(&env, &shell_args(&plan, "exit 4"));
     assert_ne!(code, 0, "{doc:#}");

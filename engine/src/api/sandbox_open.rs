@@ -26,6 +26,12 @@ impl OpenSandbox {
         self.sandbox.work_dir()
     }
 
+    /// The sandbox's private repository, whose index and commits are the work tree's (for
+    /// `GIT_DIR`, with the work tree as `GIT_WORK_TREE`).
+    pub fn git_dir(&self) -> &Path {
+        &self.sandbox.layout.git_dir
+    }
+
     /// The plan's changes in this sandbox as an overlay keeps them (`None` for a full
     /// checkout, whose work tree holds them).
     pub fn upper_dir(&self) -> Option<PathBuf> {

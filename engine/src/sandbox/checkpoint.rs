@@ -24,8 +24,11 @@ use crate::domain::lifecycle::PlanStatus;
 pub use crate::domain::sandbox::{CheckpointRecord, CheckpointState};
 use crate::store::Store;
 
+mod filters;
 mod index_file;
 mod overlay_tree;
+
+use filters::Filters;
 
 /// Updates the private index from the work tree and writes it as a tree; returns the tree id.
 /// The index file is rewritten only when something changed.
@@ -187,7 +190,7 @@ fn tree_updated(
         .find_tree(base)
         .map_err(SandboxError::git("reading the last snapshot's tree"))?;
     let mut ignores = IgnoreChains::new(&work);
-    let unfiltered = unfiltered_by_config(repo);
+    let mut filters = Filters::new(repo, &work);
     let mut update = git2::build::TreeUpdateBuilder::new();
     for rel in paths {
         if rel
@@ -222,7 +225,7 @@ fn tree_updated(
                 if !in_tree && !ignores.file_counts(rel.as_os_str().as_bytes()) {
                     continue;
                 }
-                let (blob, mode) = stored(repo, &work, rel, unfiltered)?;
+                let (blob, mode) = stored(repo, &work, rel, &mut filters)?;
                 update.upsert(rel, blob, mode);
             }
         }
@@ -233,20 +236,13 @@ fn tree_updated(
     Ok(Some(tree))
 }
 
-/// Whether the repository's configuration leaves files unfiltered on their way in (no
-/// `core.autocrlf`): asked once per snapshot, for [`stored`].
-fn unfiltered_by_config(repo: &Repository) -> bool {
-    repo.config()
-        .is_ok_and(|c| c.get_string("core.autocrlf").map_or(true, |v| v == "false"))
-}
-
 /// Stores the file or link at `rel` beneath `work` as a blob; returns it with its tree mode.
-/// `unfiltered`: as [`unfiltered_by_config`] answered for `repo`.
+/// `filters`: the snapshot's answers for `repo` ([`Filters`]).
 fn stored(
     repo: &Repository,
     work: &std::path::Path,
     rel: &std::path::Path,
-    unfiltered: bool,
+    filters: &mut Filters<'_>,
 ) -> Result<(Oid, git2::FileMode), SandboxError> {
     use git2::FileMode;
     use std::os::unix::ffi::OsStrExt;
@@ -260,7 +256,11 @@ fn stored(
             .map_err(SandboxError::git("storing a link"))?;
         return Ok((blob, FileMode::Link));
     }
-    let blob = match unfiltered.then(|| stored_already(repo, &abs, rel)).flatten() {
+    let blob = match filters
+        .none_for(rel)
+        .then(|| stored_already(repo, &abs))
+        .flatten()
+    {
         Some(blob) => blob,
         None => repo
             .blob_path(&abs)
@@ -275,18 +275,11 @@ fn stored(
     Ok((blob, mode))
 }
 
-/// The blob of the file at `abs` when no attribute asks for a filter on it (the caller has
-/// checked the configuration) and the repository has it already. Hashing reads the file
-/// once, where libgit2's `blob_path` deflates it into a temporary object file that it
-/// removes again when the object exists: a snapshot after a checkpoint stores nothing new.
-fn stored_already(repo: &Repository, abs: &std::path::Path, rel: &std::path::Path) -> Option<Oid> {
-    const FILTERS: [&str; 6] = ["text", "eol", "crlf", "filter", "ident", "working-tree-encoding"];
-    let flags = git2::AttrCheckFlags::default();
-    for name in FILTERS {
-        if !matches!(repo.get_attr(rel, name, flags), Ok(None)) {
-            return None;
-        }
-    }
+/// The blob of the file at `abs`, which git stores unfiltered, when the repository has it
+/// already. Hashing reads the file once, where libgit2's `blob_path` deflates it into a
+/// temporary object file that it removes again when the object exists: a snapshot after a
+/// checkpoint stores nothing new.
+fn stored_already(repo: &Repository, abs: &std::path::Path) -> Option<Oid> {
     let blob = Oid::hash_file(git2::ObjectType::Blob, abs).ok()?;
     repo.odb().ok()?.exists(blob).then_some(blob)
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
 
-use super::{IgnoreChains, stored, unfiltered_by_config};
+use super::{Filters, IgnoreChains, stored};
 use crate::sandbox::{Layout, SandboxError, overlay, shared_base};
 
 /// One path the sandbox wrote.
@@ -132,7 +132,7 @@ fn updated(
 ) -> Result<Option<Oid>, SandboxError> {
     let work = &layout.work_dir;
     let mut ignores = IgnoreChains::new(work);
-    let unfiltered = unfiltered_by_config(repo);
+    let mut filters = Filters::new(repo, work);
     let mut update = git2::build::TreeUpdateBuilder::new();
     // A path is removed once, though a whiteout and an opaque directory above it both hide it.
     let mut removed = std::collections::BTreeSet::new();
@@ -157,7 +157,7 @@ fn updated(
                 if in_base.is_none() && !ignores.file_counts(rel.as_os_str().as_bytes()) {
                     continue;
                 }
-                let (blob, mode) = stored(repo, work, rel, unfiltered)?;
+                let (blob, mode) = stored(repo, work, rel, &mut filters)?;
                 update.upsert(rel, blob, mode);
             }
         }
