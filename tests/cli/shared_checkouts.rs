@@ -113,7 +113,8 @@ fn bases(env: &Env) -> Vec<PathBuf> {
         .flatten()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        // `.removing` holds removed bases while they are deleted.
+        .filter(|p| p.is_dir() && !p.file_name().unwrap().to_string_lossy().starts_with('.'))
         .collect();
     out.sort();
     out
@@ -325,10 +326,20 @@ fn apply_of_a_shared_sandbox_commits_exactly_its_change_and_cleanup_then_removes
     );
     assert_eq!(git_out(&repo, &["status", "--porcelain"]).trim(), "");
 
-    // The applied plan's sandbox no longer names the base, so cleanup removes it.
+    // The applied plan's sandbox no longer names the base, so cleanup takes it away at once
+    // and deletes it in the background.
     let (doc, code) = run(&env, &["plan", "cleanup", "--yes"]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(bases(&env), Vec::<PathBuf>::new(), "{doc:#}");
+    let trash = env.data_dir.join("sandboxes/bases/.removing");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while fs::read_dir(&trash).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the removed base is still being deleted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 #[test]

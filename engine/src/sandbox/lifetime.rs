@@ -117,23 +117,7 @@ fn remove_work_tree(record: &SandboxRecord) -> Result<(), SandboxError> {
             Err(_) => return remove_dir_if_exists(&work),
         }
     }
-    let spawned = std::process::Command::new("rm")
-        .arg("-rf")
-        .arg("--")
-        .arg(&trash)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match spawned {
-        // Reaped by a thread in a long-running process (the TUI); a command that exits first
-        // leaves it to finish on its own.
-        Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
-            Ok(())
-        }
-        Err(_) => remove_dir_if_exists(&trash),
-    }
+    super::remove_in_background(&trash)
 }
 
 fn release(store: &mut Store, record: &SandboxRecord, why: &str) -> Result<Cleaned, SandboxError> {

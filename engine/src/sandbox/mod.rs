@@ -908,6 +908,29 @@ pub(crate) fn remove_sandbox_dir(root: &Path) -> Result<(), SandboxError> {
     remove_dir_if_exists(root)
 }
 
+/// Deletes the directory tree `trash` (already out of the way, renamed by the caller) in the
+/// background: a detached `rm -rf`, so that a command does not wait for the deletion of
+/// every file of a checkout. Where the process cannot be started it is removed here.
+pub(crate) fn remove_in_background(trash: &Path) -> Result<(), SandboxError> {
+    let spawned = std::process::Command::new("rm")
+        .arg("-rf")
+        .arg("--")
+        .arg(trash)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        // Reaped by a thread in a long-running process (the TUI); a command that exits first
+        // leaves it to finish on its own.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+            Ok(())
+        }
+        Err(_) => remove_dir_if_exists(trash),
+    }
+}
+
 /// Removes a directory tree if it exists.
 pub(crate) fn remove_dir_if_exists(path: &Path) -> Result<(), SandboxError> {
     match fs::remove_dir_all(path) {

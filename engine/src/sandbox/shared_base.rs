@@ -172,7 +172,7 @@ pub fn sweep(store: &Store, root: &Path) -> Result<Vec<String>, SandboxError> {
     };
     let keys: Vec<String> = entries
         .flatten()
-        .filter(|e| e.path().is_dir())
+        .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .map(|n| n.strip_suffix(".building").unwrap_or(&n).to_string())
         .collect::<BTreeSet<_>>()
@@ -190,10 +190,43 @@ pub fn sweep(store: &Store, root: &Path) -> Result<Vec<String>, SandboxError> {
         }
         for dir in [bases.join(&key), bases.join(format!("{key}.building"))] {
             if dir.exists() {
-                remove_dir_if_exists(&dir)?;
+                take_away(&bases, &dir)?;
                 removed.push(dir.display().to_string());
             }
         }
     }
+    remove_stale_trash(&bases.join(TRASH_DIR));
     Ok(removed)
+}
+
+/// Where removed bases wait for their deletion, beneath the bases directory.
+const TRASH_DIR: &str = ".removing";
+
+/// Takes the base directory `dir` away at once (renamed into [`TRASH_DIR`]) and deletes it in
+/// the background: a shared checkout is as large as the repository, and the command that
+/// found it unused should not wait for every file to go.
+fn take_away(bases: &Path, dir: &Path) -> Result<(), SandboxError> {
+    let trash_dir = bases.join(TRASH_DIR);
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let trash = trash_dir.join(format!("{name}-{}", crate::domain::id::Id::generate()));
+    let moved = fs::create_dir_all(&trash_dir).and_then(|()| fs::rename(dir, &trash));
+    match moved {
+        Ok(()) => super::remove_in_background(&trash),
+        Err(_) => remove_dir_if_exists(dir),
+    }
+}
+
+/// Deletes what an interrupted background deletion left in `trash_dir`: entries moved there
+/// more than an hour ago, which no deletion still works on.
+fn remove_stale_trash(trash_dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = fs::read_dir(trash_dir) else {
+        return;
+    };
+    let hour_ago = jiff::Timestamp::now().as_second() - 3600;
+    for e in entries.flatten() {
+        if e.metadata().is_ok_and(|m| m.ctime() < hour_ago) {
+            let _ = super::remove_in_background(&e.path());
+        }
+    }
 }
