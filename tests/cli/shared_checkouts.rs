@@ -522,12 +522,23 @@ fn an_edit_by_hand_through_plan_shell_lands_in_the_plans_sandbox_and_nowhere_els
         "alpha\n"
     );
 
-    // git in the shell reads the sandbox's own repository: the hand edit is its change.
+    // git in the shell reads the sandbox's own repository: the plan's changes against its
+    // base, a file written by a tool (and checkpointed) as well as the hand edit.
+    tool(
+        &env,
+        &plan,
+        &repo,
+        "write_file",
+        json!({"path": "tool.txt", "content": "by a tool\n"}),
+    );
     let status = env.root().join("status.txt");
     let git_status = format!("git status --porcelain > {}", status.display());
     let (doc, code) = run(&env, &shell_args(&plan, &git_status));
     assert_eq!(code, 0, "{doc:#}");
-    assert_eq!(fs::read_to_string(&status).unwrap(), " M a.txt\n");
+    assert_eq!(
+        fs::read_to_string(&status).unwrap(),
+        " M a.txt\n?? tool.txt\n"
+    );
 
     // A command that fails says so, with its status.
     let (doc, code) = run(&env, &shell_args(&plan, "exit 4"));

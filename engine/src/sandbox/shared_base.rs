@@ -121,7 +121,16 @@ pub(crate) fn create_sandbox(
     commit: &str,
 ) -> Result<(Oid, super::overlay::MountGuard), SandboxError> {
     let (base, _held) = ensure(root, repo, commit)?;
-    let (_, oid) = git_sandbox::init_at_base(layout, repo, commit)?;
+    let (sandbox, oid) = git_sandbox::init_at_base(layout, repo, commit)?;
+    // git run in the sandbox (a step's read-only git, `plan shell`) compares the work tree
+    // with the index, which holds the base, or the checkpoint a rollback restored; the
+    // snapshots never write it. HEAD stays at the base, where checkpoints move only the plan
+    // branch, so git never sees a commit ahead of its index and shows the plan's change the
+    // wrong way round.
+    sandbox
+        .set_head_detached(oid)
+        .map_err(SandboxError::git("pointing HEAD at the base"))?;
+    drop(sandbox);
     let index = layout.git_dir.join("index");
     // The base's stat data is what an `lstat` through the overlay reports for a file the
     // sandbox has not written (the lower file's inode, times and size), so a fresh sandbox's
