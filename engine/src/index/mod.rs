@@ -583,17 +583,19 @@ mod tests {
     fn a_fixture_repeating_the_task_words_ranks_below_the_code_file_it_exercises() {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path().join("repo");
-        // More short fixtures repeating the words than a search fetches, and the long
-        // code file that handles them, naming each word once.
+        // More short fixtures holding every word of the task than a search fetches, and
+        // the longer code file that handles them, naming each word once: by BM25 alone
+        // every fixture outranks it.
         let mut files: Vec<(String, String)> = (0..60)
             .map(|i| {
                 (
                     format!("packages/classes/test/fixtures/case-{i}/input.js"),
-                    "class A extends B { method() { super.method(); } }\n".to_string(),
+                    "// A super call in a class method.\nclass A extends B { method() { super.method(); } }\n"
+                        .to_string(),
                 )
             })
             .collect();
-        let filler: String = (0..40)
+        let filler: String = (0..10)
             .map(|i| format!("const value{i} = compute({i});\n"))
             .collect();
         files.push((
