@@ -11,13 +11,11 @@
 //!   per phase and frozen on the plan.
 //! - [`correction`]: what a correction's strategist is shown of the attempt it corrects.
 //! - [`so_far`]: what earlier steps of the plan did, for a step's prompt.
-//! - [`imports`]: the files a file imports at a plan's base, for the strategist's ranking.
 //! - [`strategize`]: the strategist's scopes (indexes at the plan's base commits), read-only
 //!   tools over them and its initial context.
 
 pub mod execute;
 pub mod correction;
-pub mod imports;
 pub mod policy;
 pub mod so_far;
 pub mod strategize;

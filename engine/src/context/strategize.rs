@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::policy::Resolved;
-use super::{Budget, Hot, imports, tiers};
+use super::{Budget, Hot, tiers};
 use crate::domain::Id;
 use crate::domain::messages::ToolSpec;
 use crate::domain::tool_host::ToolOutcome;
@@ -150,8 +150,6 @@ enum Reason {
     /// It is the package entry file of the directory of a file shown above it and
     /// re-exports names from that file's module.
     EntryOf(String),
-    /// It did not match, but a file that did imports it at the base.
-    ImportedBy(String),
 }
 
 impl Reason {
@@ -165,7 +163,6 @@ impl Reason {
                 Some(format!("changed in {changes} of the last {of} commits"))
             }
             Reason::EntryOf(of) => Some(format!("package entry re-exporting from {of}")),
-            Reason::ImportedBy(by) => Some(format!("imported by {resource}:{by}")),
         }
     }
 }
@@ -395,89 +392,6 @@ fn with_tests(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec
             }
         }
     }
-    files.sort_by(|a, b| {
-        b.rank
-            .total_cmp(&a.rank)
-            .then(a.resource.cmp(&b.resource))
-            .then(a.file.path.cmp(&b.file.path))
-    });
-    files
-}
-
-/// The best matched code files whose imports at the base are lent part of their rank.
-pub const IMPORT_SEEDS: usize = 5;
-/// Share of a file's rank its imports are lent together: each of its `n` imports is lent
-/// this share over `sqrt(n)`, so a file importing everything lends little to each.
-pub const IMPORT_SHARE: f32 = 0.5;
-/// Highest rank, against its importer's, an imported file reaches with what it is lent:
-/// just below the importer, so a module every file imports does not climb above them all.
-pub const IMPORT_CAP: f32 = 0.99;
-/// Most files shown only for being imported by a matched one.
-pub const IMPORTED_MAX: usize = 5;
-
-/// Whether `path` is a package's entry file ([`ENTRY_NAMES`], or a binary crate's
-/// `main.rs`): an import resolving to it names the package (`use crate::{A, B}`, `from .
-/// import x`), not a module the change reaches, and nearly every file has one.
-fn is_package_entry(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name == "main.rs" || ENTRY_NAMES.contains(&name)
-}
-
-/// Lends the files each of the best [`IMPORT_SEEDS`] matched code files imports at the
-/// base ([`imports::Resolver`]) [`IMPORT_SHARE`] of its rank over the square root of how
-/// many code files it imports (package entry files left out: [`is_package_entry`]), up to
-/// [`IMPORT_CAP`] of the importer's rank, adding at most
-/// [`IMPORTED_MAX`] that did not match, then orders all files by rank: the module a change
-/// reaches from the file the task names often holds the change, without naming the task's
-/// words.
-fn with_imports(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec<Shown> {
-    let mut added: Vec<Shown> = Vec::new();
-    for s in scopes {
-        let seeds: Vec<(String, f32)> = files
-            .iter()
-            .filter(|x| x.resource == s.resource && x.reason == Reason::Matched)
-            .filter(|x| is_code(&x.file.path) && !index::data_files::is_data(&x.file.path))
-            .take(IMPORT_SEEDS)
-            .map(|x| (x.file.path.clone(), x.rank))
-            .collect();
-        if seeds.is_empty() {
-            continue;
-        }
-        let resolver = imports::Resolver::new(s.view.files().into_iter().collect());
-        for (seed, rank) in seeds {
-            let targets: Vec<String> = resolver
-                .imports_of(&s.view, &seed)
-                .into_iter()
-                .filter(|t| is_code(t) && !index::data_files::is_data(t) && policy.takes_path(t))
-                .filter(|t| !is_package_entry(t))
-                .collect();
-            let lent = rank * IMPORT_SHARE / (targets.len().max(1) as f32).sqrt();
-            for t in targets {
-                let place = files
-                    .iter_mut()
-                    .chain(added.iter_mut())
-                    .find(|x| x.resource == s.resource && x.file.path == t);
-                let cap = rank * IMPORT_CAP;
-                match place {
-                    Some(x) => x.rank = (x.rank + lent).min(cap).max(x.rank),
-                    None => added.push(Shown {
-                        resource: s.resource.clone(),
-                        file: empty_hit(t),
-                        reason: Reason::ImportedBy(seed.clone()),
-                        rank: lent.min(cap),
-                        with: None,
-                    }),
-                }
-            }
-        }
-    }
-    added.sort_by(|a, b| {
-        b.rank
-            .total_cmp(&a.rank)
-            .then(a.file.path.cmp(&b.file.path))
-    });
-    added.truncate(IMPORTED_MAX);
-    files.extend(added);
     files.sort_by(|a, b| {
         b.rank
             .total_cmp(&a.rank)
@@ -874,7 +788,7 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
             task,
             diversify(with_tests(
                 scopes,
-                with_imports(scopes, rank_with_history(scopes, files, policy), policy),
+                rank_with_history(scopes, files, policy),
                 policy,
             )),
             policy,
@@ -912,7 +826,7 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
             Some(why) => {
                 // A file lent its rank by a related one is scored by that rank.
                 let score = match x.reason {
-                    Reason::ChangesWith(_) | Reason::ImportedBy(_) => f64::from(x.rank),
+                    Reason::ChangesWith(_) => f64::from(x.rank),
                     _ => 0.0,
                 };
                 (short_entry(resource, f, &why), score, Some(why))
@@ -1516,43 +1430,5 @@ mod tests {
         assert!(families("r", "command.go").is_empty());
         assert!(families("r", "tests/test_options.py").is_empty());
         assert!(families("r", "src/click/_termui_impl.py").len() == 2);
-    }
-
-    #[test]
-    fn a_file_the_best_match_imports_at_the_base_is_lifted_and_says_by_whom() {
-        let tmp = tempfile::tempdir().unwrap();
-        let repo = tmp.path().join("repo");
-        let register = |import: &str| {
-            format!(
-                "import {{ start }} from \"./{import}.ts\";\nimport {{ all }} from \"./index.ts\";\n\
-                 // Stops the worker on a graceful shutdown of the register hook.\n\
-                 export function shutdownRegister() {{ start(); }}\n"
-            )
-        };
-        let base = repo_with_files(
-            &repo,
-            &[
-                ("src/register.ts", &register("client")),
-                ("src/client.ts", "export function start() { return 1; }\n"),
-                ("src/later.ts", "export function start() { return 2; }\n"),
-                ("src/other.ts", "export function unrelated() { return 3; }\n"),
-                ("src/index.ts", "export const all = 4;\n"),
-            ],
-        );
-        // After the base, register.ts imports later.ts instead: not read at the base.
-        commit(&repo, &[("src/register.ts", &register("later"))], "later");
-        let hot = hot_at(tmp.path(), &repo, &base, "graceful shutdown of the register hook");
-        assert_eq!(position(&hot, "src/register.ts"), Some(0), "{}", hot.text);
-        assert_eq!(position(&hot, "src/client.ts"), Some(1), "{}", hot.text);
-        let why = "imported by local/demo:src/register.ts";
-        assert!(
-            hot.text.contains(&format!("- local/demo:src/client.ts ({why})")),
-            "{}",
-            hot.text
-        );
-        assert!(!hot.text.contains(&format!("src/later.ts ({why})")), "{}", hot.text);
-        assert!(!hot.text.contains(&format!("src/other.ts ({why})")), "{}", hot.text);
-        // The package's entry file names the package, not a module the change reaches.
-        assert!(!hot.text.contains(&format!("src/index.ts ({why})")), "{}", hot.text);
     }
 }
