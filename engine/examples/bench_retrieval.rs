@@ -394,13 +394,14 @@ fn bench_repo(root: &Path, max_tasks: usize, verbose: bool) -> Option<(String, V
                     .join(",")
             };
             println!(
-                "  {} {:<60} targets {:?} hot [{}] sc [{}] bm25 [{}]",
+                "  {} {:<60} targets {:?} hot [{}] sc [{}] bm25 [{}] tokens {}",
                 &t.commit.to_string()[..8],
                 t.subject.chars().take(60).collect::<String>(),
                 t.targets,
                 rank_of(&ranked[0]),
                 rank_of(&ranked[1]),
                 rank_of(&ranked[3]),
+                hot.tokens,
             );
             if t.targets
                 .iter()

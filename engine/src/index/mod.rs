@@ -3,6 +3,7 @@
 //! removed with the resource.
 //!
 //! - [`walk`]: which files (`.gitignore` semantics, skip policy and counts).
+//! - [`data_files`]: which files are test data (fixtures, snapshots) rather than code.
 //! - [`tokenizer`]: the code tokenizer (camelCase, snake_case, paths).
 //! - [`symbols`]: tree-sitter structure (definitions, imports, calls, docstrings, complexity).
 //! - [`store`]: the on-disk layout, tantivy schema and manifest.
@@ -17,6 +18,7 @@
 //! The functions here are the operations the faces use, with typed results.
 
 pub mod build;
+pub mod data_files;
 pub mod embed;
 pub mod history;
 pub mod overview;
@@ -575,6 +577,52 @@ mod tests {
         };
         let (a, b) = (score("src/a.rs"), score("src/b.rs"));
         assert!((a - b).abs() < 1e-3 * b, "a.rs {a} and b.rs {b} score the same");
+    }
+
+    #[test]
+    fn a_fixture_repeating_the_task_words_ranks_below_the_code_file_it_exercises() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        // More fixtures holding every word of the task than a search fetches, repeating
+        // and defining some, and the code file that handles them, naming each word once:
+        // by BM25 alone every fixture outranks it.
+        let mut files: Vec<(String, String)> = (0..60)
+            .map(|i| {
+                (
+                    format!("packages/classes/test/fixtures/case-{i}/input.js"),
+                    "// A super call in a class method.\nclass A extends B { method() { super.method(); } }\n"
+                        .to_string(),
+                )
+            })
+            .collect();
+        files.push((
+            "packages/classes/src/transform.ts".into(),
+            "// Rewrites a super call in a class method.\nexport function rewrite() {}\n".into(),
+        ));
+        let borrowed: Vec<(&str, &str)> =
+            files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        repo_with_files(&repo, &borrowed);
+        let dir = tmp.path().join("index");
+        build::build(&dir, "local/demo", &repo, Source::Git, &Policy::default(), &|_, _| {})
+            .unwrap();
+        let v = View::open(&dir, None, &Policy::default()).unwrap();
+        let found: Vec<String> = v
+            .search_files(&SearchQuery {
+                query: "super call in a class method".into(),
+                limit: 5,
+                ..Default::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(
+            found.first().map(String::as_str),
+            Some("packages/classes/src/transform.ts"),
+            "{found:?}"
+        );
+        // The fixtures are still found after it.
+        assert!(found.len() > 1 && found[1..].iter().all(|p| data_files::is_data(p)), "{found:?}");
     }
 
     fn search_or_empty(v: &View, q: &str) -> Vec<String> {

@@ -19,6 +19,7 @@ use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, Index, IndexReader, Score, Searcher, TantivyDocument, Term};
 
 use super::IndexError;
+use super::data_files;
 use super::store::{self, Fields, Manifest, Source};
 use super::structure;
 use super::symbols::{self, Structure};
@@ -643,6 +644,34 @@ impl View {
         Ok(out)
     }
 
+    /// Runs `query` twice, for `limit` files each: over the files outside test data
+    /// directories, then over all files ([`data_files`]). A large tree's fixtures, short and
+    /// repeating the words of the code they exercise, would otherwise take every place of
+    /// one ranking; the caller ranks the data files it gets apart.
+    fn run_code_and_data(
+        &self,
+        query: &BooleanQuery,
+        limit: usize,
+    ) -> Result<Vec<(Score, Located)>, IndexError> {
+        let data: Vec<(Occur, Box<dyn Query>)> = data_files::path_tokens()
+            .into_iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.path_text, &t),
+                    IndexRecordOption::Basic,
+                ));
+                (Occur::Should, q)
+            })
+            .collect();
+        let code = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(query.clone())),
+            (Occur::MustNot, Box::new(BooleanQuery::new(data))),
+        ]);
+        let mut out = self.run(&code, limit)?;
+        out.extend(self.run(query, limit)?);
+        Ok(out)
+    }
+
     /// The query's terms as the index tokenizes them, without stop words.
     pub fn terms(query: &str) -> Vec<String> {
         let mut seen = BTreeSet::new();
@@ -818,11 +847,12 @@ impl View {
         let wanted: HashSet<&str> = terms.iter().chain(&forms).map(String::as_str).collect();
         let mut seen = HashSet::new();
         let mut files: Vec<FileHit> = Vec::new();
-        for (score, loc) in self.run(&query, fetch)? {
+        for (score, loc) in self.run_code_and_data(&query, fetch)? {
             let path = loc.path;
             if glob.as_ref().is_some_and(|g| !g.is_match(&path)) || !seen.insert(path.clone()) {
                 continue;
             }
+            let score = data_files::file_score(&path, score);
             let text = self.read(&path).unwrap_or_default();
             let mut defs: Vec<DefinitionHit> = Vec::new();
             for d in loc.defs {
@@ -908,7 +938,7 @@ impl View {
                 if glob.is_some_and(|g| !g.is_match(&d.path)) {
                     continue;
                 }
-                let lifted = top + 1.0 + d.score;
+                let lifted = data_files::file_score(&d.path, top + 1.0 + d.score);
                 if let Some(f) = files.iter_mut().find(|f| f.path == d.path) {
                     f.score = f.score.max(lifted);
                     continue;
