@@ -4,7 +4,6 @@
 //! changes, and leaves the old attempt viewable; `--dry-run` changes nothing.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use cleveragents_engine::domain::Id;
 use cleveragents_engine::domain::decision::Decision;
@@ -74,24 +73,6 @@ pub fn by_key(st: &Store, plan: &Id) -> BTreeMap<String, Decision> {
         .collect()
 }
 
-/// Every file under `dir` (path relative to it -> bytes), `.git` included when present.
-pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
-
 /// Tool calls made by the last run of each step, by decision id: the difference of its end
 /// and start checkpoints' tool-call sequence numbers.
 pub fn tool_calls_per_step(st: &Store, plan: &Id) -> BTreeMap<Id, u64> {
@@ -116,7 +97,7 @@ pub fn tool_calls_per_step(st: &Store, plan: &Id) -> BTreeMap<Id, u64> {
 }
 
 fn sandbox_bytes(env: &Env) -> BTreeMap<String, Vec<u8>> {
-    files(&env.data_dir.join("sandboxes"))
+    sandbox::files_under(&env.data_dir.join("sandboxes"))
 }
 
 pub(crate) fn offline_plan() -> (Setup, String, Id) {

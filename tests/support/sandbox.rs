@@ -93,16 +93,20 @@ pub fn copy_out(env: &Env, plan: &str) -> tempfile::TempDir {
 /// Every file of `plan`'s sandbox (path relative to its work tree -> bytes), `.git`
 /// included when present.
 pub fn files(env: &Env, plan: &str) -> BTreeMap<String, Vec<u8>> {
-    let copy = copy_out(env, plan);
+    files_under(copy_out(env, plan).path())
+}
+
+/// Every file under `dir` (path relative to it -> bytes).
+pub fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
-    let mut stack = vec![copy.path().to_path_buf()];
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
             } else {
-                let rel = p.strip_prefix(copy.path()).unwrap().display().to_string();
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
                 out.insert(rel, std::fs::read(&p).unwrap());
             }
         }
