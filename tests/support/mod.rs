@@ -69,6 +69,8 @@ impl Env {
     pub fn use_full_checkouts(&self) {
         self.full_checkouts
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        // Through a server, the server makes the sandboxes: it starts again with the setting.
+        self.served.restart();
     }
 
     /// A fresh environment with an ASCII data directory name.

@@ -67,6 +67,14 @@ fn start(env: &Env) -> Served {
     }
 }
 
+impl ServedSlot {
+    /// Stops this environment's server, if one runs: the next command starts one afresh,
+    /// with the environment's settings as they are then.
+    pub(super) fn restart(&self) {
+        *self.0.lock().unwrap() = None;
+    }
+}
+
 impl Env {
     /// The client's data directory when the suite runs through a server.
     pub fn client_data_dir(&self) -> PathBuf {
