@@ -415,7 +415,6 @@ mod tests {
     #[test]
     fn a_file_defining_the_whole_identifier_outranks_files_that_only_repeat_its_sub_words() {
         let tmp = tempfile::tempdir().unwrap();
-        let repo = tmp.path().join("repo");
         // Fixtures whose paths and text share the identifier's sub-words, and a long file
         // that defines it once.
         let mut files: Vec<(String, String)> = (0..40)
@@ -433,13 +432,7 @@ mod tests {
             "src/parser/index.ts".into(),
             format!("{filler}export function parseExpression(input) {{\n  return input;\n}}\n"),
         ));
-        let borrowed: Vec<(&str, &str)> =
-            files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
-        repo_with_files(&repo, &borrowed);
-        let dir = tmp.path().join("index");
-        build::build(&dir, "local/demo", &repo, Source::Git, &Policy::default(), &|_, _| {})
-            .unwrap();
-        let v = View::open(&dir, None, &Policy::default()).unwrap();
+        let v = indexed_repo(tmp.path(), &files);
         let files = v
             .search_files(&SearchQuery {
                 query: "parseExpression".into(),
@@ -582,7 +575,6 @@ mod tests {
     #[test]
     fn a_fixture_repeating_the_task_words_ranks_below_the_code_file_it_exercises() {
         let tmp = tempfile::tempdir().unwrap();
-        let repo = tmp.path().join("repo");
         // More fixtures holding every word of the task than a search fetches, repeating
         // and defining some, and the code file that handles them, naming each word once:
         // by BM25 alone every fixture outranks it.
@@ -599,13 +591,7 @@ mod tests {
             "packages/classes/src/transform.ts".into(),
             "// Rewrites a super call in a class method.\nexport function rewrite() {}\n".into(),
         ));
-        let borrowed: Vec<(&str, &str)> =
-            files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
-        repo_with_files(&repo, &borrowed);
-        let dir = tmp.path().join("index");
-        build::build(&dir, "local/demo", &repo, Source::Git, &Policy::default(), &|_, _| {})
-            .unwrap();
-        let v = View::open(&dir, None, &Policy::default()).unwrap();
+        let v = indexed_repo(tmp.path(), &files);
         let found: Vec<String> = v
             .search_files(&SearchQuery {
                 query: "super call in a class method".into(),
@@ -623,6 +609,18 @@ mod tests {
         );
         // The fixtures are still found after it.
         assert!(found.len() > 1 && found[1..].iter().all(|p| data_files::is_data(p)), "{found:?}");
+    }
+
+    /// A git repository of `files` (path, content) under `tmp`, indexed: its view.
+    fn indexed_repo(tmp: &std::path::Path, files: &[(String, String)]) -> View {
+        let repo = tmp.join("repo");
+        let borrowed: Vec<(&str, &str)> =
+            files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        repo_with_files(&repo, &borrowed);
+        let dir = tmp.join("index");
+        build::build(&dir, "local/demo", &repo, Source::Git, &Policy::default(), &|_, _| {})
+            .unwrap();
+        View::open(&dir, None, &Policy::default()).unwrap()
     }
 
     fn search_or_empty(v: &View, q: &str) -> Vec<String> {
