@@ -20,6 +20,15 @@ const FILTERS: [&str; 6] = ["text", "eol", "crlf", "filter", "ident", "working-t
 pub(super) struct Filters<'r> {
     repo: &'r Repository,
     work: PathBuf,
+    /// What holds for every file, read at the first question (a snapshot that stores
+    /// nothing asks none).
+    ready: Option<Ready<'r>>,
+    /// Directories (relative to the work tree) by whether they hold an attribute file.
+    dirs: HashMap<PathBuf, bool>,
+}
+
+/// What one snapshot reads once for all its files.
+struct Ready<'r> {
     /// `core.autocrlf` asks every file to be filtered.
     by_config: bool,
     /// An attribute file outside the work tree exists, which may apply to any path.
@@ -27,8 +36,19 @@ pub(super) struct Filters<'r> {
     /// The tree whose `.gitattributes` files apply besides the work tree's (git reads a
     /// removed one from the index, which holds the repository's `HEAD` in a sandbox).
     head: Option<git2::Tree<'r>>,
-    /// Directories (relative to the work tree) by whether they hold an attribute file.
-    dirs: HashMap<PathBuf, bool>,
+}
+
+impl<'r> Ready<'r> {
+    fn of(repo: &'r Repository) -> Self {
+        let config = repo.config().ok();
+        Self {
+            by_config: by_config(config.as_ref()),
+            outside: config
+                .as_ref()
+                .is_none_or(|c| outside_attribute_files(repo, c)),
+            head: repo.head().and_then(|h| h.peel_to_tree()).ok(),
+        }
+    }
 }
 
 impl<'r> Filters<'r> {
@@ -37,19 +57,26 @@ impl<'r> Filters<'r> {
         Self {
             repo,
             work: work.to_path_buf(),
-            by_config: by_config(repo),
-            outside: outside_attribute_files(repo),
-            head: repo.head().and_then(|h| h.peel_to_tree()).ok(),
+            ready: None,
             dirs: HashMap::new(),
         }
     }
 
+    fn ready(&mut self) -> &Ready<'r> {
+        let repo = self.repo;
+        self.ready.get_or_insert_with(|| Ready::of(repo))
+    }
+
     /// Whether the file at `rel` (relative to the work tree) is stored as it is.
     pub(super) fn none_for(&mut self, rel: &Path) -> bool {
-        if self.by_config {
+        let (by_config, outside) = {
+            let ready = self.ready();
+            (ready.by_config, ready.outside)
+        };
+        if by_config {
             return false;
         }
-        if !self.outside && !self.attribute_file_above(rel) {
+        if !outside && !self.attribute_file_above(rel) {
             return true;
         }
         let flags = git2::AttrCheckFlags::default();
@@ -73,6 +100,7 @@ impl<'r> Filters<'r> {
         let file = dir.join(".gitattributes");
         let holds = std::fs::symlink_metadata(self.work.join(&file)).is_ok()
             || self
+                .ready()
                 .head
                 .as_ref()
                 .is_some_and(|t| t.get_path(&file).is_ok());
@@ -83,20 +111,15 @@ impl<'r> Filters<'r> {
 
 /// Whether the configuration asks every file to be filtered (`core.autocrlf` other than
 /// `false`).
-fn by_config(repo: &Repository) -> bool {
-    !repo
-        .config()
-        .is_ok_and(|c| c.get_string("core.autocrlf").map_or(true, |v| v == "false"))
+fn by_config(config: Option<&git2::Config>) -> bool {
+    !config.is_some_and(|c| c.get_string("core.autocrlf").map_or(true, |v| v == "false"))
 }
 
 /// Whether an attribute file that applies to every path exists: the repository's
 /// `info/attributes`, `core.attributesFile`, the user's (`$XDG_CONFIG_HOME/git/attributes`
 /// or `~/.config/git/attributes`) or the system's (`/etc/gitattributes`). Any doubt counts
 /// as one.
-fn outside_attribute_files(repo: &Repository) -> bool {
-    let Ok(config) = repo.config() else {
-        return true;
-    };
+fn outside_attribute_files(repo: &Repository, config: &git2::Config) -> bool {
     if config.get_path("core.attributesFile").is_ok() {
         return true;
     }
