@@ -3,10 +3,11 @@
 # large_change: a generated repository of 20,000 files (200 directories of 100 files, 40 lines
 # each), one project, and two plans under `trusted` (run through Execute, stopped before Apply)
 # whose one `run:` step rewrites every other line of 1,000 files (40,000 changed lines) and of
-# 10 files. `agents plan diff` of each, plain and json, is timed against `git diff BASE` of the
+# 10 files (and a second plan of the 1,000-file change, for the second Apply). `agents plan diff` of each, plain and json, is timed against `git diff BASE` of the
 # same sandbox (interleaved runs, medians; scripts/perf_compare.py), and the peak memory of the
 # 1,000-file diff is compared with 2x the printed diff + 30 MiB; then the TUI is timed to its
-# first hunk of the 1,000-file diff (tui_row) and the 1,000-file plan is applied (apply_row).
+# first hunk of the 1,000-file diff (tui_row) and the 1,000-file change is applied, on a fresh
+# copy and again (apply_rows).
 
 large_change() {
   local big="$WORK/big" d2="$WORK/data-large" c2="$WORK/config-large.toml"
@@ -29,7 +30,7 @@ PY
   base=$(git -C "$big" rev-parse HEAD)
   "${L[@]}" resource add git-checkout local/big --path "$big" >/dev/null
   "${L[@]}" project create --resource local/big big >/dev/null
-  local spec name glob plan files target fmt out o b om bm os bs r v cap gt
+  local spec name glob plan plan2 files target fmt out o b om bm os bs r v cap gt
   # 1,000 files: f....[02468]0 (every 20th); 10 files: the first of each of d000..d009.
   for spec in 'big:d*/f???[02468]0.rs' 'small:d00?/f???00.rs'; do
     name=${spec%%:*}
@@ -52,6 +53,14 @@ EOF
     plan=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["plan_id"])' \
       "$WORK/$name.json") ||
       { row "large change ($name)" "-" "-" "-" "FAILED to run plan use"; FAILED=1; return; }
+    # A second plan of the same change, applied after the first (apply_rows).
+    if [ "$name" = big ]; then
+      "${L[@]}" --format json plan use "local/edit-$name" big --automation-profile trusted \
+        > "$WORK/$name-2.json"
+      plan2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["plan_id"])' \
+        "$WORK/$name-2.json") ||
+        { row "large change ($name, second plan)" "-" "-" "-" "FAILED to run plan use"; FAILED=1; return; }
+    fi
     # git's baseline: the same edit in a checkout of its own at the same base (a sandbox that
     # shares its base's checkout has its tree only inside `agents`).
     gt="$WORK/git-$name"
@@ -83,7 +92,7 @@ EOF
     done
     if [ "$name" = big ]; then
       tui_row "$plan" "$files"
-      apply_row "$big" "$base" "$plan" "$gt" "$files"
+      apply_rows "$big" "$base" "$plan" "$plan2" "$gt" "$files"
     fi
   done
 }
@@ -127,15 +136,30 @@ PY
   row "TUI first hunk ($files files, from start)" "$o ms" "-" "-" "$v (<= 300 ms)"
 }
 
-# apply_row REPO BASE PLAN CHECKOUT FILES: `agents plan apply --yes` of the plan (one run: a
-# plan applies once) vs `git apply && git commit -a` of the same patch (git's diff of CHECKOUT,
-# where the same edit was made) in the same repository (median of 3, each undone with `git
-# reset --hard BASE` before the next and before ours).
-apply_row() {
-  local repo=$1 base=$2 plan=$3 checkout=$4 files=$5 patch="$WORK/change.patch" o b v i
-  local L=("$AGENTS" --data-dir "$WORK/data-large" --config-path "$WORK/config-large.toml")
+# apply_rows REPO BASE PLAN PLAN2 CHECKOUT FILES: `agents plan apply --yes` vs `git apply && git
+# commit -a` of the same patch (git's diff of CHECKOUT, where the same edit was made) in the
+# same repository, twice:
+#   - on a fresh copy: none of the change's objects is in the repository yet, so both must
+#     store them all (git: median of 3, each undone with `git reset --hard BASE` and its
+#     objects pruned; ours: PLAN, the first Apply of the change);
+#   - again: the objects are stored already (git: median of 3 after ours, each undone;
+#     ours: PLAN2, the same change in a plan of its own, after `git reset --hard BASE`).
+# A plan applies once, so each of ours is one run.
+apply_rows() {
+  local repo=$1 base=$2 plan=$3 plan2=$4 checkout=$5 files=$6 patch="$WORK/change.patch" b
   git -C "$checkout" -c core.pager=cat diff --binary "$base" > "$patch"
-  local ts=()
+  b=$(git_apply_ms "$repo" "$base" "$patch" prune)
+  apply_row "$repo" "$base" "$plan" "$b" "plan apply --yes ($files files, fresh copy)" || return
+  git -C "$repo" reset -q --hard "$base"
+  b=$(git_apply_ms "$repo" "$base" "$patch" keep)
+  apply_row "$repo" "$base" "$plan2" "$b" "plan apply --yes ($files files)"
+}
+
+# git_apply_ms REPO BASE PATCH prune|keep: the median of 3 timed `git apply && git commit -a`
+# of PATCH in REPO, each undone with `git reset --hard BASE` (and, with `prune`, the objects it
+# stored removed again, as if the next run were on a fresh copy).
+git_apply_ms() {
+  local repo=$1 base=$2 patch=$3 objects=$4 i ts=()
   for i in 1 2 3; do
     ts+=("$(python3 - "$repo" "$patch" <<'PY'
 import subprocess, sys, time
@@ -148,14 +172,25 @@ print(f"{(time.perf_counter() - t) * 1000:.1f}")
 PY
 )")
     git -C "$repo" reset -q --hard "$base"
+    if [ "$objects" = prune ]; then
+      git -C "$repo" reflog expire --expire=now --all
+      git -C "$repo" prune --expire=now
+    fi
   done
-  b=$(printf '%s\n' "${ts[@]}" | sort -n | sed -n 2p)
+  printf '%s\n' "${ts[@]}" | sort -n | sed -n 2p
+}
+
+# apply_row REPO BASE PLAN BASELINE_MS LABEL: one timed `agents plan apply PLAN --yes`, which
+# must leave exactly one new commit on REPO's branch, against BASELINE_MS.
+apply_row() {
+  local repo=$1 base=$2 plan=$3 b=$4 label=$5 o r v
+  local L=("$AGENTS" --data-dir "$WORK/data-large" --config-path "$WORK/config-large.toml")
   o=$(median_ms 1 "${L[@]}" plan apply "$plan" --yes)
   if [ "$(git -C "$repo" rev-list --count "$base..HEAD")" != 1 ]; then
-    row "plan apply --yes ($files files)" "-" "-" "-" "FAILED: no commit on the resource"; FAILED=1
-    return
+    row "$label" "-" "-" "-" "FAILED: no commit on the resource"; FAILED=1
+    return 1
   fi
   r=$(python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$o" "$b")
   le "$r" 2.0 && v=PASS || v=MISS
-  row "plan apply --yes ($files files)" "$o ms" "git apply && git commit -a $b ms" "${r}x" "$v (<= 2.0x)"
+  row "$label" "$o ms" "git apply && git commit -a $b ms" "${r}x" "$v (<= 2.0x)"
 }

@@ -25,7 +25,7 @@
 #     its own, and the peak memory of the 1,000-file diff vs 2x the printed diff + 30 MiB
 #     (scripts/perf-large.sh)
 #   - the TUI's first hunk of that 1,000-file diff (tmux), and `plan apply` of it vs
-#     `git apply && git commit -a`
+#     `git apply && git commit -a`, on a fresh copy (neither has the change's objects) and again
 #   - `agents plan tree` of a 100,000-decision family (benches/corrections.rs) vs `sqlite3 -json`
 #   - TUI frame time while the 50,000-line diff is scrolled (ui/benches/render.rs)
 #   - engine overhead per tool call           vs the direct system call

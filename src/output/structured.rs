@@ -238,15 +238,7 @@ fn lay_out(json: &[u8], depth: usize, out: &mut Vec<u8>) -> std::io::Result<()> 
     while i < json.len() {
         match json[i] {
             b'"' => {
-                let mut j = i + 1;
-                while j < json.len() {
-                    match json[j] {
-                        b'\\' => j += 2,
-                        b'"' => break,
-                        _ => j += 1,
-                    }
-                }
-                let end = (j + 1).min(json.len());
+                let end = string_end(json, i + 1);
                 out.extend_from_slice(&json[i..end]);
                 i = end;
             }
@@ -295,6 +287,20 @@ fn lay_out(json: &[u8], depth: usize, out: &mut Vec<u8>) -> std::io::Result<()> 
         }
     }
     Ok(())
+}
+
+/// The index just past the closing quote of the JSON string whose contents start at `from`
+/// (or the end of `json`), jumping from one quote or backslash to the next.
+fn string_end(json: &[u8], from: usize) -> usize {
+    let mut j = from;
+    while let Some(k) = memchr::memchr2(b'"', b'\\', &json[j.min(json.len())..]) {
+        j += k;
+        if json[j] == b'"' {
+            return j + 1;
+        }
+        j += 2;
+    }
+    json.len()
 }
 
 /// The envelope as compact JSON on one line, ending with a newline (the last line of a
@@ -368,7 +374,7 @@ mod tests {
                 "files": [
                     {"path": "a \"quoted\" \\ name, {with} [brackets]: yes", "hunks": [], "n": -1.5e3,
                      "lines": [{"text": "  let x = [1, {}];", "old": null, "ok": true}]},
-                    {"path": "b", "deep": [[[{"x": [[]]}]]], "unicode": "é ✓ \u{1}"}
+                    {"path": "b", "deep": [[[{"x": [[]]}]]], "unicode": "é ✓ \u{1}", "tail": "\\\"\\"}
                 ],
             }],
         });

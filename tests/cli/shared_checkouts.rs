@@ -636,3 +636,33 @@ fn plan_shell_of_a_plan_whose_sandbox_was_removed_says_so() {
         "{doc:#}"
     );
 }
+
+#[test]
+fn a_diff_after_a_diff_sees_an_edit_that_kept_the_files_size() {
+    // A snapshot remembers its upper directory's entries; an entry written since, even to
+    // the same size within the same second, is read again.
+    let env = Env::new();
+    let repo = user_repo(env.root());
+    let plan = plan_in(&env, Phase::Execute);
+    let edit = json!({"path": "a.txt", "content": "changed\n"});
+    tool(&env, &plan, &repo, "write_file", edit);
+    let added = |files: &[Value]| -> Vec<String> {
+        files[0]["hunks"][0]["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["kind"] == "added")
+            .map(|l| l["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(added(&diff_of(run, &env, &plan)), ["changed"]);
+    assert_eq!(added(&diff_of(run, &env, &plan)), ["changed"]);
+    assert!(
+        sandbox_root(&env, &plan)
+            .join("snapshot-cache.json")
+            .is_file()
+    );
+    let (doc, code) = run(&env, &shell_args(&plan, "printf 'chanGed\\n' > a.txt"));
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(added(&diff_of(run, &env, &plan)), ["chanGed"]);
+}

@@ -27,6 +27,7 @@ use crate::store::Store;
 mod filters;
 mod index_file;
 mod overlay_tree;
+mod upper_cache;
 
 use filters::Filters;
 

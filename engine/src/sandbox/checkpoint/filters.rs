@@ -67,6 +67,13 @@ impl<'r> Filters<'r> {
         self.ready.get_or_insert_with(|| Ready::of(repo))
     }
 
+    /// Whether the configuration or an attribute file outside the work tree may filter any
+    /// file, whatever its path.
+    pub(super) fn everywhere(&mut self) -> bool {
+        let ready = self.ready();
+        ready.by_config || ready.outside
+    }
+
     /// Whether the file at `rel` (relative to the work tree) is stored as it is.
     pub(super) fn none_for(&mut self, rel: &Path) -> bool {
         let (by_config, outside) = {

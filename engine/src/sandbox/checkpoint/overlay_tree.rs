@@ -12,11 +12,11 @@
 //! are left to the caller, which scans the whole work tree as for a full checkout.
 
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
 
+use super::upper_cache::{self, Cache, Kind, Listed, Stored};
 use super::{Filters, IgnoreChains, stored};
 use crate::sandbox::{Layout, SandboxError, overlay, shared_base};
 
@@ -33,7 +33,8 @@ enum Written {
 
 /// The tree of `repo`'s work tree when it is a shared sandbox's overlay held mounted by this
 /// process; `None` when it is not one, or when its upper directory holds something only the
-/// full scan answers.
+/// full scan answers. The upper directory's entries are compared with the last snapshot's
+/// first ([`upper_cache`]): what did not change since is not stored again.
 ///
 /// # Errors
 /// [`SandboxError`] for git and I/O failures.
@@ -49,61 +50,57 @@ pub(super) fn tree(repo: &Repository) -> Result<Option<Oid>, SandboxError> {
         tracing::debug!(sandbox = %root.display(), "snapshot scans: the overlay is not held here");
         return Ok(None);
     }
+    let since = upper_cache::now();
+    let listing = upper_cache::list(&layout.upper_dir)?;
+    let mut filters = Filters::new(repo, &layout.work_dir);
+    let key = upper_cache::key(repo, commit, filters.everywhere());
+    let cache = key.as_deref().and_then(|k| Cache::read(root, k));
+    if let Some(tree) = cache.as_ref().and_then(|c| c.tree_for(repo, &listing)) {
+        return Ok(Some(tree));
+    }
     let base = repo
         .find_commit(commit)
         .and_then(|c| c.tree())
         .map_err(SandboxError::git("reading the base tree"))?;
-    let mut written = Vec::new();
-    if !collect(&layout.upper_dir, &base, &mut PathBuf::new(), &mut written)? {
+    let Some(written) = collect(&layout.upper_dir, &base, &listing) else {
         tracing::debug!(sandbox = %root.display(), "snapshot scans: the upper directory holds a moved directory or an unusual file");
         return Ok(None);
+    };
+    let known = cache.map(|c| c.unchanged(&listing)).unwrap_or_default();
+    let Some((tree, stored)) = updated(repo, &base, &layout, &written, &known, &mut filters)?
+    else {
+        return Ok(None);
+    };
+    if let Some(key) = key {
+        upper_cache::write(root, key, &listing, &stored, tree, since);
     }
-    updated(repo, &base, &layout, &written)
+    Ok(Some(tree))
 }
 
-/// Appends what the sandbox wrote beneath `upper/rel` to `out`; `false` when something
-/// there needs the full scan.
-fn collect(
-    upper: &Path,
-    base: &git2::Tree<'_>,
-    rel: &mut PathBuf,
-    out: &mut Vec<Written>,
-) -> Result<bool, SandboxError> {
-    let dir = upper.join(&*rel);
-    let entries = std::fs::read_dir(&dir).map_err(SandboxError::io("read", &dir))?;
-    for entry in entries {
-        let entry = entry.map_err(SandboxError::io("read", &dir))?;
-        let name = entry.file_name();
-        if crate::sandbox::confined::is_git_alias(name.as_bytes()) {
-            // Never part of a snapshot (the full walk skips `.git` entries too).
-            continue;
-        }
-        rel.push(&name);
-        let kind = entry.file_type().map_err(SandboxError::io("read", &dir))?;
-        let path = upper.join(&*rel);
-        let answered = if kind.is_dir() {
-            let in_base = base.get_path(rel).ok().map(|e| e.kind());
-            if in_base.is_some() && marked(&path, "opaque") {
-                out.push(Written::Hidden(rel.clone()));
+/// What the sandbox wrote, from its upper directory's `listing`; `None` when something there
+/// needs the full scan.
+fn collect(upper: &Path, base: &git2::Tree<'_>, listing: &[Listed]) -> Option<Vec<Written>> {
+    let mut out = Vec::new();
+    for Listed { rel, stat } in listing {
+        match stat.kind {
+            Kind::Dir => {
+                let in_base = base.get_path(rel).ok().map(|e| e.kind());
+                let path = upper.join(rel);
+                // A file of the base that became a directory, or a moved directory.
+                let plain = matches!(in_base, None | Some(Some(ObjectType::Tree)));
+                if !plain || marked(&path, "redirect") {
+                    return None;
+                }
+                if in_base.is_some() && marked(&path, "opaque") {
+                    out.push(Written::Hidden(rel.clone()));
+                }
             }
-            // A file of the base that became a directory is left to the full scan.
-            let plain = matches!(in_base, None | Some(Some(ObjectType::Tree)));
-            plain && !marked(&path, "redirect") && collect(upper, base, rel, out)?
-        } else if kind.is_file() || kind.is_symlink() {
-            out.push(Written::File(rel.clone()));
-            true
-        } else if kind.is_char_device() && is_whiteout(&path) {
-            out.push(Written::Removed(rel.clone()));
-            true
-        } else {
-            false
-        };
-        rel.pop();
-        if !answered {
-            return Ok(false);
+            Kind::File | Kind::Link => out.push(Written::File(rel.clone())),
+            Kind::Whiteout => out.push(Written::Removed(rel.clone())),
+            Kind::Other => return None,
         }
     }
-    Ok(true)
+    Some(out)
 }
 
 /// Whether the overlay marked the upper directory `dir` (`opaque`: made after the lower one
@@ -116,23 +113,21 @@ fn marked(dir: &Path, what: &str) -> bool {
     })
 }
 
-/// Whether the character device at `path` is an overlay whiteout (device number 0/0).
-fn is_whiteout(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.rdev() == 0)
-}
-
 /// `base` with every written path looked at again through the merged tree at the layout's
 /// work path; `None` where a path crosses something that is not a plain directory in `base`
-/// (a submodule, a file that became a directory), which the full scan answers.
+/// (a submodule, a file that became a directory), which the full scan answers. A file whose
+/// blob is `known` is not read again. Returns the tree with the blob of every file it holds.
 fn updated(
     repo: &Repository,
     base: &git2::Tree<'_>,
     layout: &Layout,
     written: &[Written],
-) -> Result<Option<Oid>, SandboxError> {
+    known: &Stored,
+    filters: &mut Filters<'_>,
+) -> Result<Option<(Oid, Stored)>, SandboxError> {
     let work = &layout.work_dir;
     let mut ignores = IgnoreChains::new(work);
-    let mut filters = Filters::new(repo, work);
+    let mut stored_now = Stored::with_capacity(written.len());
     let mut update = git2::build::TreeUpdateBuilder::new();
     // A path is removed once, though a whiteout and an opaque directory above it both hide it.
     let mut removed = std::collections::BTreeSet::new();
@@ -157,7 +152,11 @@ fn updated(
                 if in_base.is_none() && !ignores.file_counts(rel.as_os_str().as_bytes()) {
                     continue;
                 }
-                let (blob, mode) = stored(repo, work, rel, &mut filters)?;
+                let (blob, mode) = match known.get(rel) {
+                    Some(&hit) => hit,
+                    None => stored(repo, work, rel, filters)?,
+                };
+                stored_now.insert(rel.clone(), (blob, mode));
                 update.upsert(rel, blob, mode);
             }
         }
@@ -168,7 +167,7 @@ fn updated(
     let tree = update
         .create_updated(repo, base)
         .map_err(SandboxError::git("writing the snapshot tree"))?;
-    Ok(Some(tree))
+    Ok(Some((tree, stored_now)))
 }
 
 /// The paths of the base's files beneath the opaque directory `rel` that its upper directory
