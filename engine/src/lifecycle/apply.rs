@@ -835,7 +835,7 @@ fn write_all(
     engine
         .store_mut()
         .finish_journals(&ids, JournalStatus::Complete)?;
-    jdirs.iter().for_each(|d| journal::remove_jdir(d));
+    jdirs.iter().for_each(|d| journal::discard_jdir(d));
     Ok(Ok(targets
         .iter()
         .zip(&commits)

@@ -910,9 +910,13 @@ pub(crate) fn remove_sandbox_dir(root: &Path) -> Result<(), SandboxError> {
 
 /// Deletes the directory tree `trash` (already out of the way, renamed by the caller) in the
 /// background: a detached `rm -rf`, so that a command does not wait for the deletion of
-/// every file of a checkout. Where the process cannot be started it is removed here.
+/// every file of a checkout. The `rm` runs in a process group of its own, so an interrupt
+/// meant for the command (Ctrl-C) does not stop it half-way. Where the process cannot be
+/// started the tree is removed here.
 pub(crate) fn remove_in_background(trash: &Path) -> Result<(), SandboxError> {
+    use std::os::unix::process::CommandExt;
     let spawned = std::process::Command::new("rm")
+        .process_group(0)
         .arg("-rf")
         .arg("--")
         .arg(trash)

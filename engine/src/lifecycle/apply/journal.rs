@@ -62,11 +62,22 @@ fn same_or_equal(a: &Path, b: &Path) -> bool {
     same_file(a, b) || content_of(a).is_some_and(|x| Some(x) == content_of(b))
 }
 
-/// Hard-links `from` to `to`, or copies it where the two are on different file systems.
+/// Hard-links `from` to `to`, or copies it where the two are on different file systems;
+/// `to`'s directory is made when it is missing (it seldom is: the journal's sides and the
+/// target's directory are made before).
 fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
-    if let Some(parent) = to.parent() {
-        fs::create_dir_all(parent)?;
+    match link_or_copy_into_existing(from, to) {
+        Err(e) if e.kind() == ErrorKind::NotFound && fs::symlink_metadata(from).is_ok() => {
+            if let Some(parent) = to.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            link_or_copy_into_existing(from, to)
+        }
+        other => other,
     }
+}
+
+fn link_or_copy_into_existing(from: &Path, to: &Path) -> std::io::Result<()> {
     match fs::hard_link(from, to) {
         Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {
             let m = fs::symlink_metadata(from)?;
@@ -620,6 +631,25 @@ fn undo_index(git_dir: &Path, jdir: &Path, kept: &mut Vec<String>) -> Result<(),
             Ok(())
         }
         Err(e) => Err(io(lock.display())(e)),
+    }
+}
+
+/// Removes a journal directory after the commit point, when nothing needs it any more: it is
+/// renamed out of its `cleveragents-apply` parent (removed when empty) and deleted in the
+/// background, so Apply does not wait for a link per changed file to be unlinked. Where the
+/// rename fails it is removed here.
+pub fn discard_jdir(jdir: &Path) {
+    let trash = jdir.parent().and_then(Path::parent).zip(jdir.file_name()).map(|(above, name)| {
+        above.join(format!(".cleveragents-apply-removing-{}", name.to_string_lossy()))
+    });
+    match trash {
+        Some(trash) if fs::rename(jdir, &trash).is_ok() => {
+            if let Some(parent) = jdir.parent() {
+                let _ = fs::remove_dir(parent);
+            }
+            let _ = crate::sandbox::remove_in_background(&trash);
+        }
+        _ => remove_jdir(jdir),
     }
 }
 
