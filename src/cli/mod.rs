@@ -1035,6 +1035,7 @@ impl Finisher {
             // No secret to hide: written as it is rendered, without a copy of the whole
             // output (tens of megabytes for a large tree or diff).
             let mut stdout = std::io::stdout().lock();
+            output::widen_pipe(&stdout);
             output::emit(
                 &outcome,
                 self.format,
