@@ -235,6 +235,36 @@ fn empty_hit(path: String) -> FileHit {
     }
 }
 
+/// What the hot context's rules read of each resource at its base, read once per task:
+/// its files (at a base commit, a walk of its whole tree) and its history. Each rule used
+/// to list the tree or read the history itself, three to four tree walks per task.
+struct AtBase {
+    files: std::collections::HashMap<String, std::collections::HashSet<String>>,
+    history: std::collections::HashMap<String, index::history::History>,
+}
+
+impl AtBase {
+    fn read(scopes: &[Scope]) -> AtBase {
+        let mut at = AtBase {
+            files: std::collections::HashMap::new(),
+            history: std::collections::HashMap::new(),
+        };
+        for s in scopes {
+            at.files
+                .insert(s.resource.clone(), s.view.files().into_iter().collect());
+            if let Some(h) = index::history::History::of_view(&s.view) {
+                at.history.insert(s.resource.clone(), h);
+            }
+        }
+        at
+    }
+
+    /// Whether `path` exists in `resource` at its base.
+    fn exists(&self, resource: &str, path: &str) -> bool {
+        self.files.get(resource).is_some_and(|f| f.contains(path))
+    }
+}
+
 /// The matched files re-ranked by the history at the base (spec section 25): each of the
 /// best [`HISTORY_SEEDS`] matched files of a resource lends the files that changed with it
 /// its relative score times how strongly they changed together
@@ -244,6 +274,7 @@ fn empty_hit(path: String) -> FileHit {
 /// code reading a definition) are shown even when the task's words are not in them.
 fn rank_with_history(
     scopes: &[Scope],
+    base: &AtBase,
     files: Vec<(String, FileHit)>,
     policy: &Resolved,
 ) -> Vec<Shown> {
@@ -261,10 +292,9 @@ fn rank_with_history(
     shown.sort_by(|a, b| b.rank.total_cmp(&a.rank));
     let mut added = Vec::new();
     for s in scopes {
-        let Some(history) = index::history::History::of_view(&s.view) else {
+        let Some(history) = base.history.get(&s.resource) else {
             continue;
         };
-        let exists: std::collections::HashSet<String> = s.view.files().into_iter().collect();
         // What each file is lent, and by which seed most.
         let mut lent: std::collections::HashMap<String, (f32, f32, ChangedWith)> =
             std::collections::HashMap::new();
@@ -276,7 +306,9 @@ fn rank_with_history(
             .collect();
         for (seed, rank) in &seeds {
             for r in history.related(seed) {
-                if !is_code(&r.path) || !exists.contains(&r.path) || !policy.takes_path(&r.path)
+                if !is_code(&r.path)
+                    || !base.exists(&s.resource, &r.path)
+                    || !policy.takes_path(&r.path)
                 {
                     continue;
                 }
@@ -340,24 +372,15 @@ fn rank_with_history(
 /// [`TEST_SHARE`] of its rank, adding those not shown, then orders all files by rank: the
 /// tests of a file go where a change to it usually goes too, without crowding out other
 /// files that rank better than half of it.
-fn with_tests(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec<Shown> {
-    let mut all = std::collections::HashMap::new();
-    for s in scopes {
-        all.insert(
-            s.resource.clone(),
-            s.view
-                .files()
-                .into_iter()
-                .collect::<std::collections::HashSet<_>>(),
-        );
-    }
+fn with_tests(base: &AtBase, mut files: Vec<Shown>, policy: &Resolved) -> Vec<Shown> {
     let top: Vec<(String, String, f32)> = files
         .iter()
         .take(TESTS_FOR_TOP)
         .map(|x| (x.resource.clone(), x.file.path.clone(), x.rank))
         .collect();
     for (resource, path, rank) in top {
-        let tests = all
+        let tests = base
+            .files
             .get(&resource)
             .map(|set| companions(&path, set))
             .unwrap_or_default();
@@ -485,6 +508,7 @@ fn adds_a_name(task: &str) -> bool {
 /// module usually adds it to the package's exports too.
 fn with_entries(
     scopes: &[Scope],
+    base: &AtBase,
     task: &str,
     mut files: Vec<Shown>,
     policy: &Resolved,
@@ -498,16 +522,13 @@ fn with_entries(
         .filter(|x| is_code(&x.file.path))
         .map(|x| (x.resource.clone(), x.file.path.clone()))
         .collect();
-    // Each resource's files, listed once (at a base commit, a walk of its whole tree).
-    let mut listed: std::collections::HashMap<String, std::collections::HashSet<String>> =
-        std::collections::HashMap::new();
     for (resource, path) in top {
-        let Some(s) = scopes.iter().find(|s| s.resource == resource) else {
+        let (Some(s), Some(all)) = (
+            scopes.iter().find(|s| s.resource == resource),
+            base.files.get(&resource),
+        ) else {
             continue;
         };
-        let all = listed
-            .entry(resource.clone())
-            .or_insert_with(|| s.view.files().into_iter().collect());
         let Some(entry) = entry_of(&path, all, |p| s.view.read(p)) else {
             continue;
         };
@@ -601,23 +622,22 @@ pub const MIN_FILES: usize = 10;
 /// policy takes and are not tests ([`is_test`]: a change lands in the code, and a source's
 /// tests are found by name once it is), most changed first (by share of each resource's
 /// commits).
-fn often_changed(scopes: &[Scope], files: &mut Vec<Shown>, policy: &Resolved) {
+fn often_changed(scopes: &[Scope], base: &AtBase, files: &mut Vec<Shown>, policy: &Resolved) {
     let found = files.len();
     if found >= MIN_FILES {
         return;
     }
     let mut candidates: Vec<(String, String, u32, u32)> = Vec::new();
     for s in scopes {
-        let Some(history) = index::history::History::of_view(&s.view) else {
+        let Some(history) = base.history.get(&s.resource) else {
             continue;
         };
-        let exists: std::collections::HashSet<String> = s.view.files().into_iter().collect();
         let of = history.commits() as u32;
         candidates.extend(
             history
                 .most_changed()
                 .into_iter()
-                .filter(|(p, _)| is_code(p) && exists.contains(p) && policy.takes_path(p))
+                .filter(|(p, _)| is_code(p) && base.exists(&s.resource, p) && policy.takes_path(p))
                 .filter(|(p, _)| !is_test(p))
                 .filter(|(p, _)| {
                     !files
@@ -780,21 +800,23 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let best = files.first().map_or(0.0, |f| f.1.score);
     files.retain(|(_, f)| f.score >= best * MIN_RELATIVE_SCORE);
     files.truncate(policy.query_limit as usize);
+    let base = AtBase::read(scopes);
     let mut files = if files.is_empty() {
         Vec::new()
     } else {
         with_entries(
             scopes,
+            &base,
             task,
             diversify(with_tests(
-                scopes,
-                rank_with_history(scopes, files, policy),
+                &base,
+                rank_with_history(scopes, &base, files, policy),
                 policy,
             )),
             policy,
         )
     };
-    often_changed(scopes, &mut files, policy);
+    often_changed(scopes, &base, &mut files, policy);
     if files.is_empty() {
         return;
     }
