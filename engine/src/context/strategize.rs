@@ -200,6 +200,21 @@ struct Shown {
 pub const HISTORY_SEEDS: usize = 5;
 /// Weight of a file's co-change with the best files, against its relative search score.
 pub const HISTORY_WEIGHT: f32 = 1.0;
+/// Share of what a seed lends a related file that follows the seed's own commits
+/// ([`lent_share`]).
+pub const SEED_SHARE: f32 = 0.15;
+
+/// What share of a seed's rank a file related to it is lent: mostly how strongly the two
+/// change together (`shared / sqrt(changes of one × changes of the other)`, small for a
+/// file that also changes with much else), and [`SEED_SHARE`] of the share of the seed's
+/// commits that changed the file too (`shared / changes of the seed`): a test file that
+/// changes in most of a source's commits belongs to that change, however many other
+/// sources it tests.
+fn lent_share(r: &index::history::Related) -> f32 {
+    let follows = r.shared as f32 / r.of.max(1) as f32;
+    r.strength * (1.0 - SEED_SHARE) + SEED_SHARE * follows
+}
+
 /// Share of a file's rank its test files (by name) are lent.
 pub const TEST_SHARE: f32 = 0.5;
 /// Highest rank, against its source's, a matched test file reaches with what its source
@@ -268,7 +283,7 @@ impl AtBase {
 /// The matched files re-ranked by the history at the base (spec section 25): each of the
 /// best [`HISTORY_SEEDS`] matched files of a resource lends the files that changed with it
 /// its relative score times how strongly they changed together
-/// ([`index::history::History::related`]); a file's rank is its own relative score plus
+/// ([`index::history::History::related`], [`lent_share`]); a file's rank is its own relative score plus
 /// [`HISTORY_WEIGHT`] times what it is lent. A file lent something that did not match is
 /// added (at most [`RELATED_MAX`] of them), so a change's usual companions (its tests, the
 /// code reading a definition) are shown even when the task's words are not in them.
@@ -312,7 +327,7 @@ fn rank_with_history(
                 {
                     continue;
                 }
-                let part = rank * r.strength;
+                let part = rank * lent_share(&r);
                 let e = lent.entry(r.path.clone()).or_insert((
                     0.0,
                     0.0,
@@ -1452,5 +1467,23 @@ mod tests {
         assert!(families("r", "command.go").is_empty());
         assert!(families("r", "tests/test_options.py").is_empty());
         assert!(families("r", "src/click/_termui_impl.py").len() == 2);
+    }
+
+    #[test]
+    fn a_file_changed_in_most_of_a_seeds_commits_is_lent_more_than_their_strength() {
+        let related = |shared: u32, of: u32, changes: u32| index::history::Related {
+            path: "tests/regression.rs".into(),
+            shared,
+            of,
+            strength: shared as f32 / ((of * changes) as f32).sqrt(),
+        };
+        // Always together, and only together: all of it.
+        assert!((lent_share(&related(4, 4, 4)) - 1.0).abs() < 1e-6);
+        // In all 4 of the seed's commits, and in 36 others: more than the strength says.
+        let test = related(4, 4, 40);
+        assert!(lent_share(&test) > test.strength + 0.1);
+        // In 2 of the seed's 40 commits: about its strength.
+        let rare = related(2, 40, 40);
+        assert!(lent_share(&rare) < rare.strength + 0.01);
     }
 }
