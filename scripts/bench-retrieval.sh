@@ -4,7 +4,8 @@
 # same files in the same run. Tasks come from the history of public repositories in three
 # languages: the query is a commit's subject, the right answer the source files it changed,
 # the index read at its parent commit. Prints recall@5, recall@10, MRR@20, distinct files
-# shown and hot-context tokens per repository and overall, then the goals with PASS/MISS.
+# shown and hot-context tokens per repository and overall, then the goals with PASS/MISS
+# and the hot context's time per task.
 #
 # The repositories are cloned (not committed here) into $BENCH_RETRIEVAL_DIR
 # (default /tmp/bench-retrieval) and checked out at a pinned commit, so two runs measure

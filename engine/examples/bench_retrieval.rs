@@ -53,6 +53,8 @@ struct Scores {
     mrr: f64,
     files: Vec<usize>,
     tokens: Vec<u64>,
+    /// Milliseconds each task's ranking took (hot context only).
+    millis: Vec<u64>,
     n: usize,
 }
 
@@ -85,6 +87,7 @@ impl Scores {
         self.mrr += o.mrr;
         self.files.extend(&o.files);
         self.tokens.extend(&o.tokens);
+        self.millis.extend(&o.millis);
         self.n += o.n;
     }
 
@@ -94,6 +97,17 @@ impl Scores {
 
     fn mrr(&self) -> f64 {
         self.mrr / self.n.max(1) as f64
+    }
+
+    /// The hot context's time per task: median and mean, in milliseconds.
+    fn timing(&self) -> String {
+        let mut v = self.millis.clone();
+        v.sort_unstable();
+        let mean = v.iter().sum::<u64>() as f64 / v.len().max(1) as f64;
+        format!(
+            "hot context time per task: median {} ms, mean {mean:.0} ms",
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        )
     }
 
     fn line(&self, name: &str) -> String {
@@ -371,7 +385,9 @@ fn bench_repo(root: &Path, max_tasks: usize, verbose: bool) -> Option<(String, V
             view,
             semantic: embed::Setting::Off,
         }];
+        let timer = Instant::now();
         let hot = strategize::initial_context(&scopes, &t.subject, &resolved, &[]);
+        scores[0].millis.push(timer.elapsed().as_millis() as u64);
         let ranked = [
             hot_files(&hot.references, &name),
             search_files(&scopes, &t.subject, None),
@@ -511,4 +527,5 @@ fn main() {
         tokens <= 4000,
         format!("{tokens}"),
     );
+    println!("{}", hot.timing());
 }

@@ -200,6 +200,21 @@ struct Shown {
 pub const HISTORY_SEEDS: usize = 5;
 /// Weight of a file's co-change with the best files, against its relative search score.
 pub const HISTORY_WEIGHT: f32 = 1.0;
+/// Share of what a seed lends a related file that follows the seed's own commits
+/// ([`lent_share`]).
+pub const SEED_SHARE: f32 = 0.15;
+
+/// What share of a seed's rank a file related to it is lent: mostly how strongly the two
+/// change together (`shared / sqrt(changes of one × changes of the other)`, small for a
+/// file that also changes with much else), and [`SEED_SHARE`] of the share of the seed's
+/// commits that changed the file too (`shared / changes of the seed`): a test file that
+/// changes in most of a source's commits belongs to that change, however many other
+/// sources it tests.
+fn lent_share(r: &index::history::Related) -> f32 {
+    let follows = r.shared as f32 / r.of.max(1) as f32;
+    r.strength * (1.0 - SEED_SHARE) + SEED_SHARE * follows
+}
+
 /// Share of a file's rank its test files (by name) are lent.
 pub const TEST_SHARE: f32 = 0.5;
 /// Highest rank, against its source's, a matched test file reaches with what its source
@@ -235,15 +250,46 @@ fn empty_hit(path: String) -> FileHit {
     }
 }
 
+/// What the hot context's rules read of each resource at its base, read once per task:
+/// its files (at a base commit, a walk of its whole tree) and its history. Each rule used
+/// to list the tree or read the history itself, three to four tree walks per task.
+struct AtBase {
+    files: std::collections::HashMap<String, std::collections::HashSet<String>>,
+    history: std::collections::HashMap<String, index::history::History>,
+}
+
+impl AtBase {
+    fn read(scopes: &[Scope]) -> AtBase {
+        let mut at = AtBase {
+            files: std::collections::HashMap::new(),
+            history: std::collections::HashMap::new(),
+        };
+        for s in scopes {
+            at.files
+                .insert(s.resource.clone(), s.view.files().into_iter().collect());
+            if let Some(h) = index::history::History::of_view(&s.view) {
+                at.history.insert(s.resource.clone(), h);
+            }
+        }
+        at
+    }
+
+    /// Whether `path` exists in `resource` at its base.
+    fn exists(&self, resource: &str, path: &str) -> bool {
+        self.files.get(resource).is_some_and(|f| f.contains(path))
+    }
+}
+
 /// The matched files re-ranked by the history at the base (spec section 25): each of the
 /// best [`HISTORY_SEEDS`] matched files of a resource lends the files that changed with it
 /// its relative score times how strongly they changed together
-/// ([`index::history::History::related`]); a file's rank is its own relative score plus
+/// ([`index::history::History::related`], [`lent_share`]); a file's rank is its own relative score plus
 /// [`HISTORY_WEIGHT`] times what it is lent. A file lent something that did not match is
 /// added (at most [`RELATED_MAX`] of them), so a change's usual companions (its tests, the
 /// code reading a definition) are shown even when the task's words are not in them.
 fn rank_with_history(
     scopes: &[Scope],
+    base: &AtBase,
     files: Vec<(String, FileHit)>,
     policy: &Resolved,
 ) -> Vec<Shown> {
@@ -261,10 +307,9 @@ fn rank_with_history(
     shown.sort_by(|a, b| b.rank.total_cmp(&a.rank));
     let mut added = Vec::new();
     for s in scopes {
-        let Some(history) = index::history::History::of_view(&s.view) else {
+        let Some(history) = base.history.get(&s.resource) else {
             continue;
         };
-        let exists: std::collections::HashSet<String> = s.view.files().into_iter().collect();
         // What each file is lent, and by which seed most.
         let mut lent: std::collections::HashMap<String, (f32, f32, ChangedWith)> =
             std::collections::HashMap::new();
@@ -276,11 +321,13 @@ fn rank_with_history(
             .collect();
         for (seed, rank) in &seeds {
             for r in history.related(seed) {
-                if !is_code(&r.path) || !exists.contains(&r.path) || !policy.takes_path(&r.path)
+                if !is_code(&r.path)
+                    || !base.exists(&s.resource, &r.path)
+                    || !policy.takes_path(&r.path)
                 {
                     continue;
                 }
-                let part = rank * r.strength;
+                let part = rank * lent_share(&r);
                 let e = lent.entry(r.path.clone()).or_insert((
                     0.0,
                     0.0,
@@ -340,24 +387,15 @@ fn rank_with_history(
 /// [`TEST_SHARE`] of its rank, adding those not shown, then orders all files by rank: the
 /// tests of a file go where a change to it usually goes too, without crowding out other
 /// files that rank better than half of it.
-fn with_tests(scopes: &[Scope], mut files: Vec<Shown>, policy: &Resolved) -> Vec<Shown> {
-    let mut all = std::collections::HashMap::new();
-    for s in scopes {
-        all.insert(
-            s.resource.clone(),
-            s.view
-                .files()
-                .into_iter()
-                .collect::<std::collections::HashSet<_>>(),
-        );
-    }
+fn with_tests(base: &AtBase, mut files: Vec<Shown>, policy: &Resolved) -> Vec<Shown> {
     let top: Vec<(String, String, f32)> = files
         .iter()
         .take(TESTS_FOR_TOP)
         .map(|x| (x.resource.clone(), x.file.path.clone(), x.rank))
         .collect();
     for (resource, path, rank) in top {
-        let tests = all
+        let tests = base
+            .files
             .get(&resource)
             .map(|set| companions(&path, set))
             .unwrap_or_default();
@@ -485,6 +523,7 @@ fn adds_a_name(task: &str) -> bool {
 /// module usually adds it to the package's exports too.
 fn with_entries(
     scopes: &[Scope],
+    base: &AtBase,
     task: &str,
     mut files: Vec<Shown>,
     policy: &Resolved,
@@ -498,16 +537,13 @@ fn with_entries(
         .filter(|x| is_code(&x.file.path))
         .map(|x| (x.resource.clone(), x.file.path.clone()))
         .collect();
-    // Each resource's files, listed once (at a base commit, a walk of its whole tree).
-    let mut listed: std::collections::HashMap<String, std::collections::HashSet<String>> =
-        std::collections::HashMap::new();
     for (resource, path) in top {
-        let Some(s) = scopes.iter().find(|s| s.resource == resource) else {
+        let (Some(s), Some(all)) = (
+            scopes.iter().find(|s| s.resource == resource),
+            base.files.get(&resource),
+        ) else {
             continue;
         };
-        let all = listed
-            .entry(resource.clone())
-            .or_insert_with(|| s.view.files().into_iter().collect());
         let Some(entry) = entry_of(&path, all, |p| s.view.read(p)) else {
             continue;
         };
@@ -601,23 +637,22 @@ pub const MIN_FILES: usize = 10;
 /// policy takes and are not tests ([`is_test`]: a change lands in the code, and a source's
 /// tests are found by name once it is), most changed first (by share of each resource's
 /// commits).
-fn often_changed(scopes: &[Scope], files: &mut Vec<Shown>, policy: &Resolved) {
+fn often_changed(scopes: &[Scope], base: &AtBase, files: &mut Vec<Shown>, policy: &Resolved) {
     let found = files.len();
     if found >= MIN_FILES {
         return;
     }
     let mut candidates: Vec<(String, String, u32, u32)> = Vec::new();
     for s in scopes {
-        let Some(history) = index::history::History::of_view(&s.view) else {
+        let Some(history) = base.history.get(&s.resource) else {
             continue;
         };
-        let exists: std::collections::HashSet<String> = s.view.files().into_iter().collect();
         let of = history.commits() as u32;
         candidates.extend(
             history
                 .most_changed()
                 .into_iter()
-                .filter(|(p, _)| is_code(p) && exists.contains(p) && policy.takes_path(p))
+                .filter(|(p, _)| is_code(p) && base.exists(&s.resource, p) && policy.takes_path(p))
                 .filter(|(p, _)| !is_test(p))
                 .filter(|(p, _)| {
                     !files
@@ -780,21 +815,23 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let best = files.first().map_or(0.0, |f| f.1.score);
     files.retain(|(_, f)| f.score >= best * MIN_RELATIVE_SCORE);
     files.truncate(policy.query_limit as usize);
+    let base = AtBase::read(scopes);
     let mut files = if files.is_empty() {
         Vec::new()
     } else {
         with_entries(
             scopes,
+            &base,
             task,
             diversify(with_tests(
-                scopes,
-                rank_with_history(scopes, files, policy),
+                &base,
+                rank_with_history(scopes, &base, files, policy),
                 policy,
             )),
             policy,
         )
     };
-    often_changed(scopes, &mut files, policy);
+    often_changed(scopes, &base, &mut files, policy);
     if files.is_empty() {
         return;
     }
@@ -1430,5 +1467,23 @@ mod tests {
         assert!(families("r", "command.go").is_empty());
         assert!(families("r", "tests/test_options.py").is_empty());
         assert!(families("r", "src/click/_termui_impl.py").len() == 2);
+    }
+
+    #[test]
+    fn a_file_changed_in_most_of_a_seeds_commits_is_lent_more_than_their_strength() {
+        let related = |shared: u32, of: u32, changes: u32| index::history::Related {
+            path: "tests/regression.rs".into(),
+            shared,
+            of,
+            strength: shared as f32 / ((of * changes) as f32).sqrt(),
+        };
+        // Always together, and only together: all of it.
+        assert!((lent_share(&related(4, 4, 4)) - 1.0).abs() < 1e-6);
+        // In all 4 of the seed's commits, and in 36 others: more than the strength says.
+        let test = related(4, 4, 40);
+        assert!(lent_share(&test) > test.strength + 0.1);
+        // In 2 of the seed's 40 commits: about its strength.
+        let rare = related(2, 40, 40);
+        assert!(lent_share(&rare) < rare.strength + 0.01);
     }
 }
