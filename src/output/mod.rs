@@ -117,8 +117,9 @@ fn render(
 /// json is 15 MB). Best effort: a pipe that cannot grow stays as it is.
 pub fn widen_pipe(out: &impl std::os::fd::AsFd) {
     const SIZE: usize = 1 << 20;
-    let is_pipe = rustix::fs::fstat(out)
-        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo);
+    let is_pipe = rustix::fs::fstat(out).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo
+    });
     if is_pipe {
         let _ = rustix::pipe::fcntl_setpipe_size(out, SIZE);
     }
