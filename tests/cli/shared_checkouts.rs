@@ -659,7 +659,7 @@ fn a_diff_after_a_diff_sees_an_edit_that_kept_the_files_size() {
     assert_eq!(added(&diff_of(run, &env, &plan)), ["changed"]);
     assert!(
         sandbox_root(&env, &plan)
-            .join("snapshot-cache.json")
+            .join("git/snapshot-cache.json")
             .is_file()
     );
     let (doc, code) = run(&env, &shell_args(&plan, "printf 'chanGed\\n' > a.txt"));

@@ -54,7 +54,7 @@ pub(super) fn tree(repo: &Repository) -> Result<Option<Oid>, SandboxError> {
     let listing = upper_cache::list(&layout.upper_dir)?;
     let mut filters = Filters::new(repo, &layout.work_dir);
     let key = upper_cache::key(repo, commit, filters.everywhere());
-    let cache = key.as_deref().and_then(|k| Cache::read(root, k));
+    let cache = key.as_deref().and_then(|k| Cache::read(repo.path(), k));
     if let Some(tree) = cache.as_ref().and_then(|c| c.tree_for(repo, &listing)) {
         return Ok(Some(tree));
     }
@@ -72,7 +72,7 @@ pub(super) fn tree(repo: &Repository) -> Result<Option<Oid>, SandboxError> {
         return Ok(None);
     };
     if let Some(key) = key {
-        upper_cache::write(root, key, &listing, &stored, tree, since);
+        upper_cache::write(repo.path(), key, &listing, &stored, tree, since);
     }
     Ok(Some(tree))
 }

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::sandbox::SandboxError;
 
-/// The file beside the sandbox's other parts.
+/// The file, in the sandbox's private repository (beside its index), so that nothing of the
+/// sandbox's own directory changes but what its parts do.
 const FILE: &str = "snapshot-cache.json";
 
 /// Bumped when what a cache means changes, so an older one is never trusted.
@@ -171,9 +172,9 @@ struct Entry {
 }
 
 impl Cache {
-    /// The cache the sandbox at `root` holds for `key`, if any.
-    pub(super) fn read(root: &Path, key: &str) -> Option<Self> {
-        let text = std::fs::read(root.join(FILE)).ok()?;
+    /// The cache the sandbox repository at `git_dir` holds for `key`, if any.
+    pub(super) fn read(git_dir: &Path, key: &str) -> Option<Self> {
+        let text = std::fs::read(git_dir.join(FILE)).ok()?;
         let cache: Self = serde_json::from_slice(&text).ok()?;
         (cache.version == VERSION && cache.key == key).then_some(cache)
     }
@@ -223,11 +224,11 @@ fn mode_of(raw: u32) -> Option<FileMode> {
         .find(|m| u32::from(*m) == raw)
 }
 
-/// Remembers a snapshot of the sandbox at `root`: its `listing` (taken after `since`, see
+/// Remembers a snapshot of the sandbox repository at `git_dir`: its `listing` (taken after `since`, see
 /// [`now`]), the blobs it `stored` and the `tree` it gave. Best effort: a cache that cannot
 /// be written only costs the next snapshot its speed, and a path that is not UTF-8 keeps none.
 pub(super) fn write(
-    root: &Path,
+    git_dir: &Path,
     key: String,
     listing: &[Listed],
     stored: &Stored,
@@ -261,10 +262,10 @@ pub(super) fn write(
     let Ok(text) = serde_json::to_vec(&cache) else {
         return;
     };
-    let tmp = root.join(format!("{FILE}.{}", std::process::id()));
-    if std::fs::write(&tmp, text).is_err() || std::fs::rename(&tmp, root.join(FILE)).is_err() {
+    let tmp = git_dir.join(format!("{FILE}.{}", std::process::id()));
+    if std::fs::write(&tmp, text).is_err() || std::fs::rename(&tmp, git_dir.join(FILE)).is_err() {
         let _ = std::fs::remove_file(&tmp);
-        tracing::debug!(sandbox = %root.display(), "the snapshot cache could not be written");
+        tracing::debug!(sandbox = %git_dir.display(), "the snapshot cache could not be written");
     }
 }
 
