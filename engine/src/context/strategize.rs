@@ -200,19 +200,19 @@ struct Shown {
 pub const HISTORY_SEEDS: usize = 5;
 /// Weight of a file's co-change with the best files, against its relative search score.
 pub const HISTORY_WEIGHT: f32 = 1.0;
-/// Share of what a seed lends a related file that follows the seed's own commits
+/// Share of what a top file lends a related file that follows the top file's own commits
 /// ([`lent_share`]).
-pub const SEED_SHARE: f32 = 0.15;
+pub const FOLLOW_SHARE: f32 = 0.15;
 
-/// What share of a seed's rank a file related to it is lent: mostly how strongly the two
+/// What share of a top file's rank a file related to it is lent: mostly how strongly the two
 /// change together (`shared / sqrt(changes of one × changes of the other)`, small for a
-/// file that also changes with much else), and [`SEED_SHARE`] of the share of the seed's
-/// commits that changed the file too (`shared / changes of the seed`): a test file that
+/// file that also changes with much else), and [`FOLLOW_SHARE`] of the share of the top
+/// file's commits that changed the file too (`shared / changes of the top file`): a test file that
 /// changes in most of a source's commits belongs to that change, however many other
 /// sources it tests.
 fn lent_share(r: &index::history::Related) -> f32 {
     let follows = r.shared as f32 / r.of.max(1) as f32;
-    r.strength * (1.0 - SEED_SHARE) + SEED_SHARE * follows
+    r.strength * (1.0 - FOLLOW_SHARE) + FOLLOW_SHARE * follows
 }
 
 /// Share of a file's rank its test files (by name) are lent.
@@ -1470,7 +1470,7 @@ mod tests {
     }
 
     #[test]
-    fn a_file_changed_in_most_of_a_seeds_commits_is_lent_more_than_their_strength() {
+    fn a_file_changed_in_most_of_a_top_files_commits_is_lent_more_than_their_strength() {
         let related = |shared: u32, of: u32, changes: u32| index::history::Related {
             path: "tests/regression.rs".into(),
             shared,
@@ -1479,10 +1479,10 @@ mod tests {
         };
         // Always together, and only together: all of it.
         assert!((lent_share(&related(4, 4, 4)) - 1.0).abs() < 1e-6);
-        // In all 4 of the seed's commits, and in 36 others: more than the strength says.
+        // In all 4 of the top file's commits, and in 36 others: more than the strength says.
         let test = related(4, 4, 40);
         assert!(lent_share(&test) > test.strength + 0.1);
-        // In 2 of the seed's 40 commits: about its strength.
+        // In 2 of the top file's 40 commits: about its strength.
         let rare = related(2, 40, 40);
         assert!(lent_share(&rare) < rare.strength + 0.01);
     }
