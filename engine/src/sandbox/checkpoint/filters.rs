@@ -74,6 +74,12 @@ impl<'r> Filters<'r> {
         ready.by_config || ready.outside
     }
 
+    /// The tree of the repository's `HEAD`, whose attribute files apply besides the work
+    /// tree's (read once with the rest).
+    pub(super) fn head_tree(&mut self) -> Option<git2::Oid> {
+        self.ready().head.as_ref().map(git2::Tree::id)
+    }
+
     /// Whether the file at `rel` (relative to the work tree) is stored as it is.
     pub(super) fn none_for(&mut self, rel: &Path) -> bool {
         let (by_config, outside) = {

@@ -53,7 +53,7 @@ pub(super) fn tree(repo: &Repository) -> Result<Option<Oid>, SandboxError> {
     let since = upper_cache::now();
     let listing = upper_cache::list(&layout.upper_dir)?;
     let mut filters = Filters::new(repo, &layout.work_dir);
-    let key = upper_cache::key(repo, commit, filters.everywhere());
+    let key = upper_cache::key(repo, commit, &mut filters);
     let cache = key.as_deref().and_then(|k| Cache::read(repo.path(), k));
     if let Some(tree) = cache.as_ref().and_then(|c| c.tree_for(repo, &listing)) {
         return Ok(Some(tree));

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use git2::{FileMode, Oid, Repository};
 use serde::{Deserialize, Serialize};
 
+use super::Filters;
 use crate::sandbox::SandboxError;
 
 /// The file, in the sandbox's private repository (beside its index), so that nothing of the
@@ -140,11 +141,11 @@ pub(super) fn now() -> i64 {
 /// tree (whose attribute files apply) and the object database itself (a sandbox made again
 /// has a new one). `None`: the configuration or an attribute file outside the work tree may
 /// filter any file, and no cache is kept.
-pub(super) fn key(repo: &Repository, base: Oid, filtered_everywhere: bool) -> Option<String> {
-    if filtered_everywhere {
+pub(super) fn key(repo: &Repository, base: Oid, filters: &mut Filters<'_>) -> Option<String> {
+    if filters.everywhere() {
         return None;
     }
-    let head = repo.head().and_then(|h| h.peel_to_tree()).ok()?.id();
+    let head = filters.head_tree()?;
     let objects = std::fs::metadata(repo.path().join("objects")).ok()?.ino();
     Some(format!("{base} {head} {objects}"))
 }
