@@ -19,9 +19,11 @@
 //! Any refusal or failure leaves every real resource byte-identical and the plan at apply /
 //! errored with its sandboxes kept.
 
+mod clean;
 pub mod decide;
 pub mod journal;
 mod staging;
+mod unfiltered;
 #[cfg(test)]
 mod write_tests;
 
@@ -770,18 +772,20 @@ fn write_all(
     engine.store_mut().insert_journals(&journals)?;
     let ids: Vec<Id> = journals.iter().map(|j| j.journal_id).collect();
     // Stage everything (objects, commits, filtered files): a failure here leaves nothing to
-    // undo but the staging directories.
+    // undo but the staging (its directories and the files staged beside their targets).
     let mut commits = Vec::new();
-    for (t, jdir) in targets.iter().zip(&jdirs) {
+    for ((t, jdir), j) in targets.iter().zip(&jdirs).zip(&journals) {
         engine.observer().progress(&format!(
             "Apply: staging {} file(s) of {}",
             t.decided.changes.len(),
             t.decided.base.resource_name
         ));
-        match journal::stage(&t.decided, jdir, message, no_commit) {
+        match journal::stage(&t.decided, jdir, &j.journal_id.to_string(), message, no_commit) {
             Ok(c) => commits.push(c),
             Err(e) => {
-                jdirs.iter().for_each(|d| journal::remove_jdir(d));
+                for ((t, jdir), j) in targets.iter().zip(&jdirs).zip(&journals) {
+                    journal::unstage(&t.decided, jdir, &j.journal_id.to_string());
+                }
                 engine
                     .store_mut()
                     .finish_journals(&ids, JournalStatus::Stopped)?;
@@ -854,8 +858,8 @@ fn write_all(
         .collect()))
 }
 
-/// Rolls back the journals of `targets[..=last]`, newest first, and removes the staging
-/// directories of those not written: what had to be left as found.
+/// Rolls back the journals of `targets[..=last]`, newest first, and removes the staging of
+/// those not written: what had to be left as found.
 fn roll_back_written(
     engine: &Lifecycle,
     targets: &[Target],
@@ -868,8 +872,8 @@ fn roll_back_written(
         let branch = targets[k].decided.git.as_ref().map(|g| g.branch.as_str());
         kept.extend(rollback_one(engine, &journals[k], branch)?);
     }
-    for d in &jdirs[last + 1..] {
-        journal::remove_jdir(d);
+    for ((t, jdir), j) in targets.iter().zip(jdirs).zip(journals).skip(last + 1) {
+        journal::unstage(&t.decided, jdir, &j.journal_id.to_string());
     }
     Ok(kept)
 }

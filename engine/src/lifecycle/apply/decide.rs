@@ -44,6 +44,11 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// Whether it was a directory.
+    pub fn is_dir(&self) -> bool {
+        self.mode & 0o170_000 == 0o040_000
+    }
+
     /// The fingerprint of `path` (not following a final symbolic link); `None` when absent.
     pub fn of(path: &Path) -> Option<Self> {
         let m = fs::symlink_metadata(path).ok()?;
@@ -340,8 +345,20 @@ fn status_words(s: Status) -> &'static str {
 /// Refuses when any changed path has an uncommitted change (staged or not, content or mode,
 /// compared through git's filters as `git status` does) or an untracked or ignored file where
 /// the plan adds one.
-fn check_clean(name: &str, repo: &Repository, changes: &[Change]) -> Result<(), RunError> {
-    if changes.is_empty() {
+fn check_clean(
+    name: &str,
+    repo: &Repository,
+    tip: Oid,
+    changes: &[Change],
+) -> Result<(), RunError> {
+    let tip_tree = repo
+        .find_commit(tip)
+        .and_then(|c| c.tree())
+        .map_err(git_err("reading the tip"))?;
+    // Only what a glance cannot clear goes to the status (see `super::clean`).
+    let doubtful =
+        super::clean::doubtful(repo, &tip_tree, changes.iter().map(|c| (c.path.as_str(), c.old)))?;
+    if doubtful.is_empty() {
         return Ok(());
     }
     let mut opts = StatusOptions::new();
@@ -352,8 +369,8 @@ fn check_clean(name: &str, repo: &Repository, changes: &[Change]) -> Result<(), 
         .exclude_submodules(true)
         .disable_pathspec_match(true)
         .include_unmodified(false);
-    for c in changes {
-        opts.pathspec(&c.path);
+    for path in &doubtful {
+        opts.pathspec(path);
     }
     let statuses = repo
         .statuses(Some(&mut opts))
@@ -411,16 +428,63 @@ fn check_space(
     Ok(())
 }
 
-fn blob_sizes(repo: &Repository, changes: &[Change]) -> Result<u64, RunError> {
+/// The total size of the new blobs of `changes`, from `known` where it holds them.
+fn blob_sizes(
+    repo: &Repository,
+    changes: &[Change],
+    known: &HashMap<Oid, u64>,
+) -> Result<u64, RunError> {
     let odb = repo.odb().map_err(git_err("opening the objects"))?;
     let mut total = 0;
     for c in changes {
         if let Some((id, _)) = c.new {
-            let (size, _) = odb.read_header(id).map_err(git_err("reading a new blob"))?;
-            total += size as u64;
+            total += match known.get(&id) {
+                Some(size) => *size,
+                None => odb.read_header(id).map_err(git_err("reading a new blob"))?.0 as u64,
+            };
         }
     }
     Ok(total)
+}
+
+/// The new files of a plan's change, read once: each new blob's size (for the room
+/// [`check_space`] asks for) and the files git's clean filters could store differently
+/// ([`normalize`] cleans those alone).
+struct NewFiles {
+    sizes: HashMap<Oid, u64>,
+    bytes: u64,
+    to_clean: Vec<Change>,
+}
+
+fn read_new_files(
+    user: &Repository,
+    sr: &Repository,
+    base_tree: Oid,
+    target: Oid,
+) -> Result<NewFiles, RunError> {
+    let git = git_err("reading the new files");
+    let refuses_unsafe_crlf = user
+        .config()
+        .and_then(|c| c.get_bool("core.safecrlf"))
+        .unwrap_or(false);
+    let mut new = NewFiles {
+        sizes: HashMap::new(),
+        bytes: 0,
+        to_clean: Vec::new(),
+    };
+    for c in tree_changes(sr, base_tree, target)? {
+        let Some((id, mode)) = c.new else { continue };
+        let blob = sr.find_blob(id).map_err(&git)?;
+        let size = blob.size() as u64;
+        new.bytes += size;
+        new.sizes.insert(id, size);
+        if mode != i32::from(FileMode::Link)
+            && (refuses_unsafe_crlf || clean_can_change(blob.content()))
+        {
+            new.to_clean.push(c);
+        }
+    }
+    Ok(new)
 }
 
 fn seen(root: &Path, changes: &[Change]) -> HashMap<String, Option<Fingerprint>> {
@@ -480,9 +544,9 @@ pub fn git(base: &PlanBase, sr: &Repository, target: Oid) -> Result<Decided, Run
         .find_commit(base_oid)
         .map_err(git_err("reading the base commit"))?
         .tree_id();
-    let raw_bytes = blob_sizes(sr, &tree_changes(sr, base_tree, target)?)?;
-    check_space(name, root, Some(repo.path()), raw_bytes)?;
-    let target = normalize(&repo, sr, base, target)?;
+    let new_files = read_new_files(&repo, sr, base_tree, target)?;
+    check_space(name, root, Some(repo.path()), new_files.bytes)?;
+    let target = normalize(&repo, sr, target, &new_files.to_clean)?;
     let merged = merge_with_tip(name, &branch, base, sr, target, tip)?;
     let tip_tree = sr
         .find_commit(tip)
@@ -490,9 +554,9 @@ pub fn git(base: &PlanBase, sr: &Repository, target: Oid) -> Result<Decided, Run
         .tree_id();
     let changes = tree_changes(sr, tip_tree, merged)?;
     let mkdirs = check_prefixes(name, root, &changes)?;
-    check_clean(name, &repo, &changes)?;
+    check_clean(name, &repo, tip, &changes)?;
     let rmdirs = check_dirs_in_the_way(name, root, &changes)?;
-    let new_bytes = blob_sizes(sr, &changes)?;
+    let new_bytes = blob_sizes(sr, &changes, &new_files.sizes)?;
     check_space(name, root, Some(repo.path()), new_bytes)?;
     Ok(Decided {
         base: base.clone(),
@@ -511,38 +575,30 @@ pub fn git(base: &PlanBase, sr: &Repository, target: Oid) -> Result<Decided, Run
     })
 }
 
-/// The target tree with every file the plan writes cleaned by the user's repository's filters
-/// (`core.autocrlf`, `.gitattributes`), as `git add` would store it: the sandbox keeps work
-/// tree bytes as they are. Cleaned blobs go to the sandbox's object database; nothing is
-/// written to the user's repository.
+/// The target tree with every file of `to_clean` (those [`read_new_files`] found git's clean
+/// filters could change) cleaned by the user's repository's filters (`core.autocrlf`,
+/// `.gitattributes`), as `git add` would store it: the sandbox keeps work tree bytes as they
+/// are. Cleaned blobs go to the sandbox's object database; nothing is written to the user's
+/// repository.
 fn normalize(
     user: &Repository,
     sr: &Repository,
-    base: &PlanBase,
     target: Oid,
+    to_clean: &[Change],
 ) -> Result<Oid, RunError> {
+    if to_clean.is_empty() {
+        return Ok(target);
+    }
     let git = git_err("cleaning the new files through the repository's filters");
-    let base_oid = Oid::from_str(base.base_commit.as_deref().unwrap_or_default()).map_err(&git)?;
-    let base_tree = sr.find_commit(base_oid).map_err(&git)?.tree_id();
     // A second handle on the user's repository (its config and attributes decide the filters)
     // that writes into the sandbox's object database: nothing is written to the user's.
     let cleaner = Repository::open(user.workdir().unwrap_or(user.path())).map_err(&git)?;
     cleaner.set_odb(&sr.odb().map_err(&git)?).map_err(&git)?;
     let mut builder = git2::build::TreeUpdateBuilder::new();
     let mut any = false;
-    let refuses_unsafe_crlf = user
-        .config()
-        .and_then(|c| c.get_bool("core.safecrlf"))
-        .unwrap_or(false);
-    for c in tree_changes(sr, base_tree, target)? {
+    for c in to_clean {
         let Some((id, mode)) = c.new else { continue };
-        if mode == i32::from(FileMode::Link) {
-            continue;
-        }
         let blob = sr.find_blob(id).map_err(&git)?;
-        if !refuses_unsafe_crlf && !clean_can_change(blob.content()) {
-            continue;
-        }
         let mut w = cleaner
             .blob_writer(Some(Path::new(&c.path)))
             .map_err(&git)?;
@@ -660,7 +716,7 @@ pub fn dir(
         }
     }
     let rmdirs = check_dirs_in_the_way(name, root, &changes)?;
-    let new_bytes = blob_sizes(sr, &changes)?;
+    let new_bytes = blob_sizes(sr, &changes, &HashMap::new())?;
     check_space(name, root, None, new_bytes)?;
     Ok(Decided {
         base: base.clone(),

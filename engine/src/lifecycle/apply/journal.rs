@@ -5,14 +5,15 @@
 //!
 //! 1. [`stage`]: the new blobs, tree and commit go into the user's object database, and every
 //!    new file is staged in `JDIR/new/` as a checkout would write it ([`super::staging`]:
-//!    through git's filters where any apply). The work tree, the index and every ref are
-//!    untouched.
+//!    through git's filters where any apply; where none does and its directory exists, first
+//!    beside its target, linked into `JDIR/new/`). No file of the work tree, the index or any
+//!    ref is changed.
 //! 2. [`commit`]: git's `index.lock` is taken (a hard link of `JDIR/lock`, so an undo knows it
-//!    is its own); then file by file, each re-checked just before it is replaced, the old file
-//!    is kept as a hard link in `JDIR/old/` and the staged one renamed into place (both
-//!    directories flat, a file at its [`slot`](super::staging::slot)); then the new
-//!    index is written into the lock and renamed over `index`; then the branch moves with a
-//!    compare-and-swap from the tip that was checked.
+//!    is its own); then file by file (on several threads), each re-checked just before it is
+//!    replaced, the old file is kept as a hard link in `JDIR/old/` and the staged one renamed
+//!    into place (both directories flat, a file at its [`slot`](super::staging::slot)); then
+//!    the new index is written into the lock and renamed over `index`; then the branch moves
+//!    with a compare-and-swap from the tip that was checked.
 //!
 //! [`rollback`] undoes whatever of that happened, in reverse, and never touches a file whose
 //! content is neither Apply's nor the original (it is reported instead).
@@ -29,8 +30,8 @@ use std::path::{Path, PathBuf};
 use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository};
 
 use super::RunError;
-use super::decide::{Decided, Fingerprint, content_of};
-use super::staging::slot;
+use super::decide::{Change, Decided, Fingerprint, content_of};
+use super::staging::{Beside, slot, temp_beside};
 pub use crate::domain::apply::EntryOp;
 
 /// Where one resource's journal directory is.
@@ -91,25 +92,46 @@ fn link_or_copy_into_existing(from: &Path, to: &Path) -> std::io::Result<()> {
     }
 }
 
-/// The temporary name a staged file takes next to its target before the rename.
-fn temp_beside(target: &Path, journal: &str) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let short = &journal[journal.len().saturating_sub(10)..];
-    target.with_file_name(format!(".{name}.cleveragents-{short}"))
-}
-
 /// Step 1: writes the objects (git) and the staged files. Returns the new commit (git, unless
 /// `no_commit`).
 ///
 /// # Errors
 /// Git and I/O errors (the full disk among them); nothing outside `jdir` and the object
-/// database was written.
+/// database is left written (the files staged beside their targets are removed again).
 pub fn stage(
     d: &Decided,
     jdir: &Path,
+    journal: &str,
+    message: &str,
+    no_commit: bool,
+) -> Result<Option<Oid>, RunError> {
+    let staged = stage_all(d, jdir, journal, message, no_commit);
+    if staged.is_err() {
+        remove_staged_beside(d, journal);
+    }
+    staged
+}
+
+/// Undoes [`stage`] of a write whose [`commit`] never began: the files staged beside their
+/// targets and the journal directory (the objects stay, unreferenced, as after a failed
+/// `git commit`).
+pub fn unstage(d: &Decided, jdir: &Path, journal: &str) {
+    remove_staged_beside(d, journal);
+    remove_jdir(jdir);
+}
+
+/// Removes the files [`stage`] wrote beside their targets.
+fn remove_staged_beside(d: &Decided, journal: &str) {
+    let root = Path::new(&d.base.path);
+    for c in d.changes.iter().filter(|c| c.new.is_some()) {
+        let _ = fs::remove_file(temp_beside(&root.join(&c.path), journal));
+    }
+}
+
+fn stage_all(
+    d: &Decided,
+    jdir: &Path,
+    journal: &str,
     message: &str,
     no_commit: bool,
 ) -> Result<Option<Oid>, RunError> {
@@ -143,7 +165,8 @@ pub fn stage(
         )
     };
     // The new files as a checkout of the new tree would write them.
-    super::staging::stage_files(&user, &tree_obj, &d.changes, &jdir.join("new"))?;
+    let beside = Beside { root, journal };
+    super::staging::stage_files(&user, &tree_obj, &d.changes, &jdir.join("new"), Some(beside))?;
     Ok(commit)
 }
 
@@ -248,7 +271,8 @@ pub fn commit(
     let new = jdir.join("new");
     // One flat directory for every original kept, made once.
     fs::create_dir_all(&old).map_err(io(jdir.display()))?;
-    let recheck = |path: &str| -> Result<(), RunError> {
+    // What is at `path` now, refused when it is not what the checks saw.
+    let recheck = |path: &str| -> Result<Option<Fingerprint>, RunError> {
         let now = Fingerprint::of(&root.join(path));
         // A directory that becomes this file was removed just before.
         let expected = if d.rmdirs.iter().any(|r| r == path) {
@@ -262,7 +286,7 @@ pub fn commit(
                 "{name}: {path} changed while Apply was writing (someone edited, created or removed it); nothing was applied, every file is as it was. Run `agents plan apply` again when the edit is done"
             )));
         }
-        Ok(())
+        Ok(now)
     };
     for c in d.changes.iter().filter(|c| c.new.is_none()) {
         recheck(&c.path)?;
@@ -289,18 +313,29 @@ pub fn commit(
             _ => {}
         }
     }
-    for c in d.changes.iter().filter(|c| c.new.is_some()) {
-        let at = root.join(&c.path);
-        let staged = slot(&new, &c.path);
-        let tmp = temp_beside(&at, journal);
-        let _ = fs::remove_file(&tmp);
-        link_or_copy(&staged, &tmp).map_err(io(tmp.display()))?;
-        recheck(&c.path)?;
-        if fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()) {
-            link_or_copy(&at, &slot(&old, &c.path)).map_err(io(jdir.display()))?;
-        }
-        fs::rename(&tmp, &at).map_err(io(at.display()))?;
-    }
+    // The files are independent of each other: several threads put them in place (a failure
+    // on one stops its thread; the caller's undo handles whatever was done).
+    let writes: Vec<&Change> = d.changes.iter().filter(|c| c.new.is_some()).collect();
+    crate::sandbox::parallel::each_chunk(
+        &writes,
+        || RunError::Sandbox("a thread writing the work tree panicked".into()),
+        |part| {
+            part.iter().try_for_each(|c| {
+                let at = root.join(&c.path);
+                let staged = slot(&new, &c.path);
+                let tmp = temp_beside(&at, journal);
+                // Staged beside its target already, unless its directory was made just now.
+                if !same_file(&tmp, &staged) {
+                    let _ = fs::remove_file(&tmp);
+                    link_or_copy(&staged, &tmp).map_err(io(tmp.display()))?;
+                }
+                if recheck(&c.path)?.is_some_and(|now| !now.is_dir()) {
+                    link_or_copy(&at, &slot(&old, &c.path)).map_err(io(jdir.display()))?;
+                }
+                fs::rename(&tmp, &at).map_err(io(at.display()))
+            })
+        },
+    )?;
     fault(name, "after-files")?;
     let Some(g) = &d.git else {
         return Ok(());

@@ -165,7 +165,7 @@ fn write(d: &Decided, between: impl FnOnce()) -> Result<Oid, RunError> {
     let g = d.git.as_ref().unwrap();
     let id = crate::domain::Id::generate().to_string();
     let jdir = journal::jdir(Some(&g.git_dir), Path::new("/nonexistent"), &id);
-    let commit = journal::stage(d, &jdir, "plan\n", false)?.unwrap();
+    let commit = journal::stage(d, &jdir, &id, "plan\n", false)?.unwrap();
     between();
     match journal::commit(d, &jdir, &id, Some(commit)) {
         Ok(()) => {
@@ -187,9 +187,14 @@ fn write(d: &Decided, between: impl FnOnce()) -> Result<Oid, RunError> {
     }
 }
 
-/// The state as the user sees it while Apply's staging directory exists (Apply removes it).
+/// The state as the user sees it while Apply's staging exists (Apply removes it): its
+/// directory in `.git` and the files staged beside their targets left out.
 fn users_view(repo: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
     let mut st = state(repo);
+    st.retain(|path, _| {
+        let name = path.rsplit('/').next().unwrap_or_default();
+        !(name.starts_with('.') && name.contains(".cleveragents-"))
+    });
     let top = String::from_utf8(st[".git/*"].1.clone()).unwrap();
     let rest: Vec<&str> = top.lines().filter(|l| *l != "cleveragents-apply").collect();
     st.insert(".git/*".into(), (0, rest.join("\n").into_bytes()));
@@ -350,7 +355,7 @@ fn an_original_the_undo_cannot_put_back_is_kept_under_its_path() {
     let d = decide::git(&base(&root, head), &r, tree).unwrap();
     let id = crate::domain::Id::generate().to_string();
     let jdir = journal::jdir(Some(&root.join(".git")), Path::new("/nonexistent"), &id);
-    let commit = journal::stage(&d, &jdir, "plan\n", false).unwrap().unwrap();
+    let commit = journal::stage(&d, &jdir, &id, "plan\n", false).unwrap().unwrap();
     journal::commit(&d, &jdir, &id, Some(commit)).unwrap();
     // After Apply wrote it, the user saves one file as most editors do (a new file renamed
     // over it) before the undo runs.
