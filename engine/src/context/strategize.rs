@@ -91,7 +91,7 @@ pub fn initial_context(
 pub const CODE_SHARE: u64 = 4;
 /// A file scoring below this fraction of the best file is not shown.
 pub const MIN_RELATIVE_SCORE: f32 = 0.2;
-/// The best files whose test files are shown after them.
+/// The best code files whose test files are shown after them.
 pub const TESTS_FOR_TOP: usize = 5;
 /// Most files named in the line saying what was left out for budget.
 const LEFT_OUT_NAMED: usize = 10;
@@ -196,7 +196,9 @@ struct Shown {
     with: Option<ChangedWith>,
 }
 
-/// The files ranked by search whose history brings related files: the best this many.
+/// The files ranked by search whose history brings related files: the best this many code
+/// files (a changelog or a document among the best matches does not take a code file's
+/// place).
 pub const HISTORY_SEEDS: usize = 5;
 /// Weight of a file's co-change with the best files, against its relative search score.
 pub const HISTORY_WEIGHT: f32 = 1.0;
@@ -281,8 +283,9 @@ impl AtBase {
 }
 
 /// The matched files re-ranked by the history at the base (spec section 25): each of the
-/// best [`HISTORY_SEEDS`] matched files of a resource lends the files that changed with it
-/// its relative score times how strongly they changed together
+/// best [`HISTORY_SEEDS`] matched code files of a resource ([`is_code`]; a changelog or a
+/// document changes with nearly everything, so what it would lend says little) lends the
+/// files that changed with it its relative score times how strongly they changed together
 /// ([`index::history::History::related`], [`lent_share`]); a file's rank is its own relative score plus
 /// [`HISTORY_WEIGHT`] times what it is lent. A file lent something that did not match is
 /// added (at most [`RELATED_MAX`] of them), so a change's usual companions (its tests, the
@@ -315,7 +318,7 @@ fn rank_with_history(
             std::collections::HashMap::new();
         let seeds: Vec<(String, f32)> = shown
             .iter()
-            .filter(|x| x.resource == s.resource)
+            .filter(|x| x.resource == s.resource && is_code(&x.file.path))
             .take(HISTORY_SEEDS)
             .map(|x| (x.file.path.clone(), x.rank))
             .collect();
@@ -383,13 +386,14 @@ fn rank_with_history(
     shown
 }
 
-/// Lends each of the best [`TESTS_FOR_TOP`] files' test files (by name: [`companions`])
+/// Lends each of the best [`TESTS_FOR_TOP`] code files' test files (by name: [`companions`])
 /// [`TEST_SHARE`] of its rank, adding those not shown, then orders all files by rank: the
 /// tests of a file go where a change to it usually goes too, without crowding out other
 /// files that rank better than half of it.
 fn with_tests(base: &AtBase, mut files: Vec<Shown>, policy: &Resolved) -> Vec<Shown> {
     let top: Vec<(String, String, f32)> = files
         .iter()
+        .filter(|x| is_code(&x.file.path))
         .take(TESTS_FOR_TOP)
         .map(|x| (x.resource.clone(), x.file.path.clone(), x.rank))
         .collect();
@@ -1184,6 +1188,53 @@ mod tests {
             .unwrap();
         assert_eq!(item.via.as_deref(), Some(why));
         assert!(item.score > 0.0 && item.terms.is_empty(), "{item:?}");
+    }
+
+    #[test]
+    fn documents_among_the_best_matches_leave_the_history_to_the_best_code_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let code = |name: &str, n: u32| format!("pub fn {name}() -> u32 {{ {n} }}\n");
+        let mut files: Vec<(String, String)> = (1..=5)
+            .map(|i| (format!("docs/guide{i}.md"), "# Index flags\n".to_string()))
+            .collect();
+        files.push(("src/opts.rs".into(), code("run", 0)));
+        files.push(("src/hiargs.rs".into(), code("build_matcher", 0)));
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        repo_with_files(&repo, &refs);
+        let mut base = String::new();
+        for n in 1..=2 {
+            base = commit(
+                &repo,
+                &[("src/opts.rs", &code("run", n)), ("src/hiargs.rs", &code("build_matcher", n))],
+                "together",
+            );
+        }
+        let dir = tmp.path().join("index");
+        let policy = Policy::default();
+        build::build(&dir, "local/demo", &repo, Source::Git, &policy, &|_, _| {}).unwrap();
+        let scopes = [Scope {
+            resource: "local/demo".into(),
+            alias: None,
+            view: View::open(&dir, Some(&base), &policy).unwrap(),
+            semantic: embed::Setting::Off,
+        }];
+        // Five documents match best (at half their score, 0.5 of the best) and the code
+        // file after them (0.4): the code file's history is read all the same.
+        let hit = |path: &str, score: f32| ("local/demo".to_string(), FileHit { score, ..empty_hit(path.into()) });
+        let mut hits: Vec<(String, FileHit)> = (1..=5).map(|i| hit(&format!("docs/guide{i}.md"), 10.0)).collect();
+        hits.push(hit("src/opts.rs", 4.0));
+        let resolved = super::super::policy::resolve(&BTreeMap::new(), "strategize");
+        let ranked = rank_with_history(&scopes, &AtBase::read(&scopes), hits, &resolved);
+        let order: Vec<&str> = ranked.iter().map(|x| x.file.path.as_str()).collect();
+        let lent = ranked
+            .iter()
+            .find(|x| x.file.path == "src/hiargs.rs")
+            .unwrap_or_else(|| panic!("{order:?}"));
+        assert!(
+            matches!(&lent.reason, Reason::ChangesWith(w) if w.path == "src/opts.rs"),
+            "{order:?}"
+        );
     }
 
     /// A repository whose history at `base` changed `src/core.py` in 4 commits,
