@@ -171,20 +171,8 @@ fn hashes_to(at: &Path, mode: u32, id: Oid) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::process::Command;
-
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args(["-c", "user.name=T", "-c", "user.email=t@t.invalid"])
-            .args(args)
-            .current_dir(dir)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "git {args:?}");
-    }
+    use crate::sandbox::testing::git;
 
     /// A repository with `a.txt`, `b.txt` and `run.sh` committed, its index refreshed a
     /// second later so no entry is racy.
