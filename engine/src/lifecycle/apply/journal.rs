@@ -22,6 +22,7 @@
 //! the repository, so renames and hard links work) and `<data dir>/apply-journals/<journal
 //! id>` for a directory.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::MetadataExt;
@@ -147,6 +148,7 @@ fn stage_all(
                     .map_err(io(&c.path))?;
             }
         }
+        record_staged(jdir, &d.changes)?;
         return Ok(None);
     };
     let user = Repository::open(root).map_err(git_err("opening the repository"))?;
@@ -167,7 +169,71 @@ fn stage_all(
     // The new files as a checkout of the new tree would write them.
     let beside = Beside { root, journal };
     super::staging::stage_files(&user, &tree_obj, &d.changes, &jdir.join("new"), Some(beside))?;
+    record_staged(jdir, &d.changes)?;
     Ok(commit)
+}
+
+/// The file of `JDIR` that records each staged file's size and modification time. A file Apply
+/// put in place shares its inode with its staged copy (a hard link), so after an edit in place
+/// the two still look the same; the undo compares the file with what was recorded instead.
+const STAGED_STATS: &str = "staged-stats";
+
+/// A file's modification time in nanoseconds.
+fn mtime_ns(m: &fs::Metadata) -> i128 {
+    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+}
+
+/// Writes [`STAGED_STATS`]: a line `<slot name> <size> <mtime ns>` per staged file.
+fn record_staged(jdir: &Path, changes: &[Change]) -> Result<(), RunError> {
+    let new = jdir.join("new");
+    let mut lines = String::new();
+    for c in changes.iter().filter(|c| c.new.is_some()) {
+        let at = slot(&new, &c.path);
+        if let (Ok(m), Some(name)) = (fs::symlink_metadata(&at), at.file_name()) {
+            let name = name.to_string_lossy();
+            lines.push_str(&format!("{name} {} {}\n", m.len(), mtime_ns(&m)));
+        }
+    }
+    let file = jdir.join(STAGED_STATS);
+    fs::write(&file, lines).map_err(io(file.display()))
+}
+
+/// Reads [`STAGED_STATS`] (`None` for a journal written before it existed).
+fn staged_stats(jdir: &Path) -> Option<HashMap<String, (u64, i128)>> {
+    let text = fs::read_to_string(jdir.join(STAGED_STATS)).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|line| {
+                let mut parts = line.split(' ');
+                let name = parts.next()?.to_string();
+                let len = parts.next()?.parse().ok()?;
+                let mtime = parts.next()?.parse().ok()?;
+                Some((name, (len, mtime)))
+            })
+            .collect(),
+    )
+}
+
+/// Whether `at` holds what Apply staged at `staged`: the same file not changed since it was
+/// staged (its size and modification time as recorded), or a file of the same content and
+/// mode (where a copy stood in for a hard link).
+fn is_apply_content(
+    at: &Path,
+    staged: &Path,
+    stats: Option<&HashMap<String, (u64, i128)>>,
+) -> bool {
+    if !same_file(at, staged) {
+        return same_or_equal(at, staged);
+    }
+    let recorded = staged
+        .file_name()
+        .and_then(|n| stats?.get(n.to_string_lossy().as_ref()));
+    match (recorded, fs::symlink_metadata(at)) {
+        (Some((len, mtime)), Ok(m)) => m.len() == *len && mtime_ns(&m) == *mtime,
+        // Not recorded: a journal written before the record existed.
+        (None, Ok(_)) => stats.is_none(),
+        (_, Err(_)) => false,
+    }
 }
 
 /// Copies `tree` and every object below it that `to` lacks from `from` (a subtree `to` has is
@@ -550,13 +616,14 @@ pub fn rollback(
     }
     let old = jdir.join("old");
     let new = jdir.join("new");
+    let stats = staged_stats(jdir);
     for e in entries.iter().rev() {
         let at = root.join(&e.path);
         match e.op {
             EntryOp::File if e.writes => {
                 let _ = fs::remove_file(temp_beside(&at, journal));
                 let backup = kept_at(&old, &e.path);
-                if same_or_equal(&at, &kept_at(&new, &e.path)) {
+                if is_apply_content(&at, &kept_at(&new, &e.path), stats.as_ref()) {
                     if fs::symlink_metadata(&backup).is_ok() {
                         fs::rename(&backup, &at).map_err(io(at.display()))?;
                     } else {

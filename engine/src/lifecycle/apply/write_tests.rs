@@ -346,6 +346,37 @@ fn a_change_over_many_directories_is_staged_in_one_flat_directory() {
 }
 
 #[test]
+fn a_file_edited_in_place_after_apply_wrote_it_is_kept_by_the_undo() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 5;
+    let (root, head) = repo(dir.path(), n);
+    let tree = target(&root, head, n);
+    let r = Repository::open(&root).unwrap();
+    let d = decide::git(&base(&root, head), &r, tree).unwrap();
+    let id = crate::domain::Id::generate().to_string();
+    let jdir = journal::jdir(Some(&root.join(".git")), Path::new("/nonexistent"), &id);
+    let commit = journal::stage(&d, &jdir, &id, "plan\n", false).unwrap().unwrap();
+    journal::commit(&d, &jdir, &id, Some(commit)).unwrap();
+    // The user rewrites the file Apply wrote in place (the same inode, as some editors do),
+    // before the undo of an interrupted Apply runs.
+    fs::write(root.join("f/3.txt"), "mine, written in place\n").unwrap();
+    let undo = BranchUndo {
+        git_dir: root.join(".git"),
+        branch: "main".into(),
+        old_tip: head,
+        new_commit: Some(commit),
+    };
+    let kept = journal::rollback(&root, &jdir, &id, &undo_entries(&d), Some(&undo)).unwrap();
+    assert_eq!(kept, ["f/3.txt"]);
+    assert_eq!(
+        fs::read_to_string(root.join("f/3.txt")).unwrap(),
+        "mine, written in place\n"
+    );
+    assert_eq!(fs::read_to_string(jdir.join("kept/f/3.txt")).unwrap(), "3\n");
+    assert_eq!(fs::read_to_string(root.join("f/2.txt")).unwrap(), "2\n");
+}
+
+#[test]
 fn an_original_the_undo_cannot_put_back_is_kept_under_its_path() {
     let dir = tempfile::tempdir().unwrap();
     let n = 5;
