@@ -345,8 +345,12 @@ fn a_change_over_many_directories_is_staged_in_one_flat_directory() {
     assert!(!root.join(".git/cleveragents-apply").exists());
 }
 
-#[test]
-fn a_file_edited_in_place_after_apply_wrote_it_is_kept_by_the_undo() {
+/// Applies a five-file change, lets the user `edit` the work tree, then runs the undo of an
+/// interrupted Apply: the temporary directory, the work tree, the journal directory and what
+/// the undo had to keep.
+fn undo_after_the_user_edits(
+    edit: impl FnOnce(&Path),
+) -> (tempfile::TempDir, PathBuf, PathBuf, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let n = 5;
     let (root, head) = repo(dir.path(), n);
@@ -357,9 +361,7 @@ fn a_file_edited_in_place_after_apply_wrote_it_is_kept_by_the_undo() {
     let jdir = journal::jdir(Some(&root.join(".git")), Path::new("/nonexistent"), &id);
     let commit = journal::stage(&d, &jdir, &id, "plan\n", false).unwrap().unwrap();
     journal::commit(&d, &jdir, &id, Some(commit)).unwrap();
-    // The user rewrites the file Apply wrote in place (the same inode, as some editors do),
-    // before the undo of an interrupted Apply runs.
-    fs::write(root.join("f/3.txt"), "mine, written in place\n").unwrap();
+    edit(&root);
     let undo = BranchUndo {
         git_dir: root.join(".git"),
         branch: "main".into(),
@@ -367,6 +369,16 @@ fn a_file_edited_in_place_after_apply_wrote_it_is_kept_by_the_undo() {
         new_commit: Some(commit),
     };
     let kept = journal::rollback(&root, &jdir, &id, &undo_entries(&d), Some(&undo)).unwrap();
+    (dir, root, jdir, kept)
+}
+
+#[test]
+fn a_file_edited_in_place_after_apply_wrote_it_is_kept_by_the_undo() {
+    // The user rewrites the file Apply wrote in place (the same inode, as some editors do),
+    // before the undo of an interrupted Apply runs.
+    let (_dir, root, jdir, kept) = undo_after_the_user_edits(|root| {
+        fs::write(root.join("f/3.txt"), "mine, written in place\n").unwrap();
+    });
     assert_eq!(kept, ["f/3.txt"]);
     assert_eq!(
         fs::read_to_string(root.join("f/3.txt")).unwrap(),
@@ -378,27 +390,12 @@ fn a_file_edited_in_place_after_apply_wrote_it_is_kept_by_the_undo() {
 
 #[test]
 fn an_original_the_undo_cannot_put_back_is_kept_under_its_path() {
-    let dir = tempfile::tempdir().unwrap();
-    let n = 5;
-    let (root, head) = repo(dir.path(), n);
-    let tree = target(&root, head, n);
-    let r = Repository::open(&root).unwrap();
-    let d = decide::git(&base(&root, head), &r, tree).unwrap();
-    let id = crate::domain::Id::generate().to_string();
-    let jdir = journal::jdir(Some(&root.join(".git")), Path::new("/nonexistent"), &id);
-    let commit = journal::stage(&d, &jdir, &id, "plan\n", false).unwrap().unwrap();
-    journal::commit(&d, &jdir, &id, Some(commit)).unwrap();
     // After Apply wrote it, the user saves one file as most editors do (a new file renamed
     // over it) before the undo runs.
-    fs::write(root.join("f/3.txt.swp"), "mine\n").unwrap();
-    fs::rename(root.join("f/3.txt.swp"), root.join("f/3.txt")).unwrap();
-    let undo = BranchUndo {
-        git_dir: root.join(".git"),
-        branch: "main".into(),
-        old_tip: head,
-        new_commit: Some(commit),
-    };
-    let kept = journal::rollback(&root, &jdir, &id, &undo_entries(&d), Some(&undo)).unwrap();
+    let (_dir, root, jdir, kept) = undo_after_the_user_edits(|root| {
+        fs::write(root.join("f/3.txt.swp"), "mine\n").unwrap();
+        fs::rename(root.join("f/3.txt.swp"), root.join("f/3.txt")).unwrap();
+    });
     assert_eq!(kept, ["f/3.txt"]);
     assert_eq!(fs::read_to_string(root.join("f/3.txt")).unwrap(), "mine\n");
     assert_eq!(fs::read_to_string(jdir.join("kept/f/3.txt")).unwrap(), "3\n");
