@@ -194,6 +194,9 @@ struct Shown {
     rank: f32,
     /// The matched file it changed with most, where history ranked it up.
     with: Option<ChangedWith>,
+    /// The subject of the past commit worded like the task that ranked it up most
+    /// ([`with_like_commits`]).
+    like: Option<String>,
 }
 
 /// The files ranked by search whose history brings related files: the best this many code
@@ -304,7 +307,7 @@ fn rank_with_history(
             resource,
             file: f,
             reason: Reason::Matched,
-            with: None,
+            with: None, like: None,
         })
         .collect();
     shown.sort_by(|a, b| b.rank.total_cmp(&a.rank));
@@ -365,7 +368,7 @@ fn rank_with_history(
                     file: empty_hit(path),
                     reason: Reason::ChangesWith(with.clone()),
                     rank: HISTORY_WEIGHT * total,
-                    with: Some(with),
+                    with: Some(with), like: None,
                 }),
             }
         }
@@ -384,6 +387,53 @@ fn rank_with_history(
             .then(a.file.path.cmp(&b.file.path))
     });
     shown
+}
+
+/// Past commits read whose subjects match the task best ([`index::history::History::like`]).
+pub const LIKE_COMMITS: usize = 20;
+/// Most a past commit worded like the task lends a file it changed, against the file's
+/// relative search score.
+pub const LIKE_WEIGHT: f32 = 0.5;
+
+/// Re-ranks the shown files by the past commits worded like the task (spec section 25): each
+/// resource's best [`LIKE_COMMITS`] by [`index::history::History::like`] lend each code file
+/// they changed [`LIKE_WEIGHT`] times how fully the commit's subject says what the task says
+/// ([`index::history::Like::share`]), shared among the files it changed by their square root.
+/// A task worded like earlier work ("start 8.0" after "start 7.1", "ignore: fix ..." after
+/// other fixes to `ignore`) usually changes what that work changed. Only files already shown
+/// are lent to: files added this way pushed matched ones out more often than they helped.
+/// A file lent most by one commit says so ([`Shown::like`]).
+fn with_like_commits(base: &AtBase, task: &str, mut files: Vec<Shown>) -> Vec<Shown> {
+    let terms = View::terms(task);
+    for (resource, history) in &base.history {
+        let like = history.like(&terms, LIKE_COMMITS);
+        if like.is_empty() {
+            continue;
+        }
+        for x in files
+            .iter_mut()
+            .filter(|x| &x.resource == resource && is_code(&x.file.path))
+        {
+            let mut most: Option<(f32, &str)> = None;
+            for l in like.iter().filter(|l| l.files.binary_search(&x.file.path).is_ok()) {
+                let part = LIKE_WEIGHT * l.share / (l.files.len() as f32).sqrt();
+                x.rank += part;
+                if most.is_none_or(|(m, _)| part > m) {
+                    most = Some((part, &l.subject));
+                }
+            }
+            if let Some((_, subject)) = most {
+                x.like = Some(subject.to_string());
+            }
+        }
+    }
+    files.sort_by(|a, b| {
+        b.rank
+            .total_cmp(&a.rank)
+            .then(a.resource.cmp(&b.resource))
+            .then(a.file.path.cmp(&b.file.path))
+    });
+    files
 }
 
 /// Lends each of the best [`TESTS_FOR_TOP`] code files' test files (by name: [`companions`])
@@ -429,7 +479,7 @@ fn with_tests(base: &AtBase, mut files: Vec<Shown>, policy: &Resolved) -> Vec<Sh
                     file: empty_hit(t),
                     reason: Reason::TestsOf(path.clone()),
                     rank: lent,
-                    with: None,
+                    with: None, like: None,
                 }),
             }
         }
@@ -571,7 +621,7 @@ fn with_entries(
                 file: empty_hit(entry),
                 reason: Reason::EntryOf(path.clone()),
                 rank: 0.0,
-                with: None,
+                with: None, like: None,
             },
         };
         files.insert(at + 1, moved);
@@ -679,7 +729,7 @@ fn often_changed(scopes: &[Scope], base: &AtBase, files: &mut Vec<Shown>, policy
             file: empty_hit(path),
             reason: Reason::OftenChanged { changes, of },
             rank: 0.0,
-            with: None,
+            with: None, like: None,
         });
     }
 }
@@ -756,18 +806,32 @@ fn short_entry(resource: &str, f: &FileHit, why: &str) -> String {
     format!("- {resource}:{} ({why})", f.path)
 }
 
-/// One file's entry: its path, score and matched terms, its best definitions with a
-/// matching line each, then its other matching lines.
-fn file_entry(resource: &str, f: &FileHit, with: Option<&ChangedWith>) -> String {
+/// What ranked a matched file up beyond its own words: the file above it it changes with,
+/// and the past commit worded like the task that changed it.
+fn ranked_up(x: &Shown) -> Option<String> {
+    let with = x.with.as_ref().map(|w| w.text(&x.resource));
+    let like = x
+        .like
+        .as_ref()
+        .map(|subject| format!("changed by the past commit \"{}\"", short(subject)));
+    match (with, like) {
+        (Some(w), Some(l)) => Some(format!("{w}; {l}")),
+        (w, l) => w.or(l),
+    }
+}
+
+/// One file's entry: its path, score and matched terms (and what ranked it up), its best
+/// definitions with a matching line each, then its other matching lines.
+fn file_entry(resource: &str, f: &FileHit, up: Option<&str>) -> String {
     let mut block = format!(
         "- {resource}:{} (score {:.1}; terms: {}",
         f.path,
         f.score,
         f.terms.join(", ")
     );
-    if let Some(w) = with {
+    if let Some(up) = up {
         block.push_str("; ");
-        block.push_str(&w.text(resource));
+        block.push_str(up);
     }
     block.push(')');
     for d in &f.definitions {
@@ -823,15 +887,12 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let mut files = if files.is_empty() {
         Vec::new()
     } else {
+        let ranked = with_like_commits(&base, task, rank_with_history(scopes, &base, files, policy));
         with_entries(
             scopes,
             &base,
             task,
-            diversify(with_tests(
-                &base,
-                rank_with_history(scopes, &base, files, policy),
-                policy,
-            )),
+            diversify(with_tests(&base, ranked, policy)),
             policy,
         )
     };
@@ -859,11 +920,10 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     for x in &files {
         let (resource, f) = (&x.resource, &x.file);
         let (entry, score, via) = match x.reason.why(resource) {
-            None => (
-                file_entry(resource, f, x.with.as_ref()),
-                f64::from(f.score),
-                x.with.as_ref().map(|w| w.text(resource)),
-            ),
+            None => {
+                let up = ranked_up(x);
+                (file_entry(resource, f, up.as_deref()), f64::from(f.score), up)
+            }
             Some(why) => {
                 // A file lent its rank by a related one is scored by that rank.
                 let score = match x.reason {
@@ -1518,6 +1578,43 @@ mod tests {
         assert!(families("r", "command.go").is_empty());
         assert!(families("r", "tests/test_options.py").is_empty());
         assert!(families("r", "src/click/_termui_impl.py").len() == 2);
+    }
+
+    #[test]
+    fn a_matched_file_that_past_commits_worded_like_the_task_changed_ranks_up_and_says_why() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let release = |n: u32| {
+            format!(
+                "def release(version):\n    \"\"\"Release a version.\"\"\"\n    return version + {n}\n\n\ndef release_notes(version):\n    return release(version)\n"
+            )
+        };
+        let meta = |v: &str| format!("# The version of the next release.\ndef version():\n    return \"{v}\"\n");
+        let other = |name: &str| format!("def {name}():\n    return None\n");
+        repo_with_files(
+            &repo,
+            &[
+                ("src/release.py", &release(0)),
+                ("src/meta.py", &meta("1.0")),
+                ("src/parse.py", &other("parse")),
+                ("src/render.py", &other("render")),
+                ("src/serve.py", &other("serve")),
+            ],
+        );
+        commit(&repo, &[("src/release.py", &release(1))], "fix the notes of a release");
+        commit(&repo, &[("src/meta.py", &meta("1.1"))], "bump version for release 1.1");
+        commit(&repo, &[("src/release.py", &release(2))], "speed up the notes");
+        let base = commit(&repo, &[("src/meta.py", &meta("1.2"))], "bump version for release 1.2");
+        let hot = hot_at(tmp.path(), &repo, &base, "bump version for release");
+        // release.py repeats the task's words more; the past commits worded like the task
+        // changed meta.py.
+        assert_eq!(position(&hot, "src/meta.py"), Some(0), "{}", hot.text);
+        assert_eq!(position(&hot, "src/release.py"), Some(1), "{}", hot.text);
+        assert!(
+            hot.text.contains("changed by the past commit \"bump version for release 1."),
+            "{}",
+            hot.text
+        );
     }
 
     #[test]

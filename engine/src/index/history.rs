@@ -22,21 +22,32 @@ pub const MAX_COMMIT_FILES: usize = 12;
 /// Fewest commits two files must share before one is said to change with the other.
 pub const MIN_SHARED: u32 = 2;
 
-/// Changed files per commit id (none for a merge or a sweeping change).
-type Cache = HashMap<git2::Oid, Option<Arc<Vec<String>>>>;
+/// What the history keeps of one counted commit.
+#[derive(Debug)]
+struct Counted {
+    /// The files it changed, sorted.
+    files: Vec<String>,
+    /// Its subject's terms ([`View::terms`]), for [`History::like`].
+    terms: Vec<String>,
+    /// Its subject line, to say why a file it changed is shown.
+    subject: String,
+}
+
+/// Counted commits by id (none for a merge or a sweeping change).
+type Cache = HashMap<git2::Oid, Option<Arc<Counted>>>;
 
 fn cache() -> &'static Mutex<Cache> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The files a commit changed against its only parent (a root commit against nothing);
-/// `None` for a merge or a commit changing more than [`MAX_COMMIT_FILES`] files.
-fn changed(repo: &git2::Repository, oid: git2::Oid) -> Option<Arc<Vec<String>>> {
+/// The files a commit changed against its only parent (a root commit against nothing), and
+/// its message; `None` for a merge or a commit changing more than [`MAX_COMMIT_FILES`] files.
+fn changed(repo: &git2::Repository, oid: git2::Oid) -> Option<Arc<Counted>> {
     if let Some(known) = cache().lock().ok().and_then(|c| c.get(&oid).cloned()) {
         return known;
     }
-    let compute = || -> Option<Arc<Vec<String>>> {
+    let compute = || -> Option<Arc<Counted>> {
         let c = repo.find_commit(oid).ok()?;
         if c.parent_count() > 1 {
             return None;
@@ -61,7 +72,14 @@ fn changed(repo: &git2::Repository, oid: git2::Oid) -> Option<Arc<Vec<String>>> 
             .collect();
         files.sort();
         files.dedup();
-        Some(Arc::new(files))
+        // The subject line is what is matched: a body often lists unrelated detail, and
+        // matching it too measured no better.
+        let subject = c.message().unwrap_or_default().lines().next().unwrap_or_default().trim().to_string();
+        Some(Arc::new(Counted {
+            files,
+            terms: View::terms(&subject),
+            subject,
+        }))
     };
     let out = compute();
     if let Ok(mut c) = cache().lock() {
@@ -76,11 +94,30 @@ fn changed(repo: &git2::Repository, oid: git2::Oid) -> Option<Arc<Vec<String>>> 
 /// The changed files of the newest commits reachable from one commit.
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    /// Each counted commit's changed files, newest first.
-    commits: Vec<Arc<Vec<String>>>,
+    /// Each counted commit, newest first.
+    commits: Vec<Arc<Counted>>,
     /// For each file, the positions in `commits` of the commits that changed it.
     by_file: HashMap<String, Vec<usize>>,
 }
+
+/// A past commit whose message shares words with a task ([`History::like`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Like {
+    /// Its subject line.
+    pub subject: String,
+    /// The files it changed.
+    pub files: Vec<String>,
+    /// How well its message matches the task (BM25 over the counted commits' messages).
+    pub score: f32,
+    /// Its score against what a message holding every term of the task once, at the average
+    /// length, would score: near 1 when it says what the task says, small when it shares
+    /// only common words.
+    pub share: f32,
+}
+
+/// BM25's term-frequency saturation and length normalisation, as usual.
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
 
 /// A file that changes with another one.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,14 +161,14 @@ impl History {
             return h;
         }
         for oid in walk.flatten().take(window) {
-            let Some(files) = changed(repo, oid) else {
+            let Some(counted) = changed(repo, oid) else {
                 continue;
             };
             let i = h.commits.len();
-            for f in files.iter() {
+            for f in &counted.files {
                 h.by_file.entry(f.clone()).or_default().push(i);
             }
-            h.commits.push(files);
+            h.commits.push(counted);
         }
         h
     }
@@ -158,6 +195,55 @@ impl History {
         out
     }
 
+    /// The `most` counted commits whose messages match `terms` best (BM25 over the counted
+    /// commits' messages), best first; none when no message holds any of the terms. A task
+    /// worded like a past commit ("start 8.0" after "start 7.1", "ignore: ..." after other
+    /// "ignore: ..." commits) usually changes what that commit changed.
+    pub fn like(&self, terms: &[String], most: usize) -> Vec<Like> {
+        let n = self.commits.len() as f32;
+        if self.commits.is_empty() || terms.is_empty() {
+            return Vec::new();
+        }
+        let average = self.commits.iter().map(|c| c.terms.len()).sum::<usize>() as f32 / n;
+        let idf: Vec<f32> = terms
+            .iter()
+            .map(|t| {
+                let df = self.commits.iter().filter(|c| c.terms.contains(t)).count() as f32;
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        let mut scored: Vec<(f32, usize)> = self
+            .commits
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let len = c.terms.len() as f32;
+                let score: f32 = terms
+                    .iter()
+                    .zip(&idf)
+                    .map(|(t, idf)| {
+                        let tf = c.terms.iter().filter(|x| *x == t).count() as f32;
+                        idf * tf * (BM25_K1 + 1.0)
+                            / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len / average.max(1.0)))
+                    })
+                    .sum();
+                (score > 0.0).then_some((score, i))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let full: f32 = idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
+        scored
+            .into_iter()
+            .take(most)
+            .map(|(score, i)| Like {
+                subject: self.commits[i].subject.clone(),
+                files: self.commits[i].files.clone(),
+                score,
+                share: score / full,
+            })
+            .collect()
+    }
+
     /// The files that changed in at least [`MIN_SHARED`] of the commits that changed
     /// `path`, strongest first.
     pub fn related(&self, path: &str) -> Vec<Related> {
@@ -166,7 +252,7 @@ impl History {
         };
         let mut shared: HashMap<&str, u32> = HashMap::new();
         for &i in mine {
-            for f in self.commits[i].iter() {
+            for f in &self.commits[i].files {
                 if f != path {
                     *shared.entry(f.as_str()).or_insert(0) += 1;
                 }
@@ -234,6 +320,29 @@ mod tests {
         // log.rs shares the first commit and c: 2 / sqrt(4 * 3).
         assert_eq!(related[1].shared, 2);
         assert!(related[1].strength < related[0].strength);
+    }
+
+    #[test]
+    fn past_commits_are_found_by_the_words_of_their_subjects_best_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        repo_with_files(dir, &[("pkg/__init__.py", "0"), ("CHANGES", "0"), ("pkg/core.py", "0")]);
+        commit(dir, &[("pkg/__init__.py", "7.0"), ("CHANGES", "7.0")], "start 7.0");
+        commit(dir, &[("pkg/core.py", "1")], "fix a crash at start of a command\n\nThe body is not read: version.");
+        let at = commit(dir, &[("pkg/__init__.py", "7.1"), ("CHANGES", "7.1")], "start 7.1");
+        let repo = git2::Repository::open(dir).unwrap();
+        let h = History::at(&repo, at, WINDOW);
+        let terms = View::terms("start 8.0");
+        let like = h.like(&terms, 10);
+        let subjects: Vec<&str> = like.iter().map(|l| l.subject.as_str()).collect();
+        // "start 7.0" shares two of the task's three words, "start 7.1" one in a short subject,
+        // the fix one in a longer subject.
+        assert_eq!(subjects, ["start 7.0", "start 7.1", "fix a crash at start of a command"]);
+        assert_eq!(like[0].files, ["CHANGES", "pkg/__init__.py"]);
+        assert!(like[0].share > like[1].share && like[1].share > like[2].share, "{like:?}");
+        assert!(like[0].share < 1.0, "it does not hold the task's 8: {like:?}");
+        assert!(h.like(&View::terms("version"), 10).is_empty(), "a body's words are not matched");
+        assert_eq!(h.like(&terms, 1).len(), 1);
     }
 
     #[test]
