@@ -199,6 +199,17 @@ struct Shown {
     like: Option<String>,
 }
 
+/// Orders files best rank first (ties by resource, then path, so the order is the same run
+/// after run).
+fn by_rank(files: &mut [Shown]) {
+    files.sort_by(|a, b| {
+        b.rank
+            .total_cmp(&a.rank)
+            .then(a.resource.cmp(&b.resource))
+            .then(a.file.path.cmp(&b.file.path))
+    });
+}
+
 /// The files ranked by search whose history brings related files: the best this many code
 /// files (a changelog or a document among the best matches does not take a code file's
 /// place).
@@ -380,12 +391,7 @@ fn rank_with_history(
     });
     added.truncate(RELATED_MAX);
     shown.extend(added);
-    shown.sort_by(|a, b| {
-        b.rank
-            .total_cmp(&a.rank)
-            .then(a.resource.cmp(&b.resource))
-            .then(a.file.path.cmp(&b.file.path))
-    });
+    by_rank(&mut shown);
     shown
 }
 
@@ -427,12 +433,7 @@ fn with_like_commits(base: &AtBase, task: &str, mut files: Vec<Shown>) -> Vec<Sh
             }
         }
     }
-    files.sort_by(|a, b| {
-        b.rank
-            .total_cmp(&a.rank)
-            .then(a.resource.cmp(&b.resource))
-            .then(a.file.path.cmp(&b.file.path))
-    });
+    by_rank(&mut files);
     files
 }
 
@@ -484,12 +485,7 @@ fn with_tests(base: &AtBase, mut files: Vec<Shown>, policy: &Resolved) -> Vec<Sh
             }
         }
     }
-    files.sort_by(|a, b| {
-        b.rank
-            .total_cmp(&a.rank)
-            .then(a.resource.cmp(&b.resource))
-            .then(a.file.path.cmp(&b.file.path))
-    });
+    by_rank(&mut files);
     files
 }
 
