@@ -318,7 +318,8 @@ fn rank_with_history(
             resource,
             file: f,
             reason: Reason::Matched,
-            with: None, like: None,
+            with: None,
+            like: None,
         })
         .collect();
     shown.sort_by(|a, b| b.rank.total_cmp(&a.rank));
@@ -379,7 +380,8 @@ fn rank_with_history(
                     file: empty_hit(path),
                     reason: Reason::ChangesWith(with.clone()),
                     rank: HISTORY_WEIGHT * total,
-                    with: Some(with), like: None,
+                    with: Some(with),
+                    like: None,
                 }),
             }
         }
@@ -400,6 +402,10 @@ pub const LIKE_COMMITS: usize = 20;
 /// Most a past commit worded like the task lends a file it changed, against the file's
 /// relative search score.
 pub const LIKE_WEIGHT: f32 = 0.5;
+/// Least a past commit must lend a file, as a share of [`LIKE_WEIGHT`], for the file's
+/// entry to name it: a commit sharing one common word with the task lends a little and
+/// says nothing worth the prompt's room.
+pub const LIKE_NAMED: f32 = 0.2;
 
 /// Re-ranks the shown files by the past commits worded like the task (spec section 25): each
 /// resource's best [`LIKE_COMMITS`] by [`index::history::History::like`] lend each code file
@@ -408,7 +414,8 @@ pub const LIKE_WEIGHT: f32 = 0.5;
 /// A task worded like earlier work ("start 8.0" after "start 7.1", "ignore: fix ..." after
 /// other fixes to `ignore`) usually changes what that work changed. Only files already shown
 /// are lent to: files added this way pushed matched ones out more often than they helped.
-/// A file lent most by one commit says so ([`Shown::like`]).
+/// A file's entry names the commit that lent it most, when that is at least [`LIKE_NAMED`]
+/// of the weight ([`Shown::like`]).
 fn with_like_commits(base: &AtBase, task: &str, mut files: Vec<Shown>) -> Vec<Shown> {
     let terms = View::terms(task);
     for (resource, history) in &base.history {
@@ -428,7 +435,9 @@ fn with_like_commits(base: &AtBase, task: &str, mut files: Vec<Shown>) -> Vec<Sh
                     most = Some((part, &l.subject));
                 }
             }
-            if let Some((_, subject)) = most {
+            if let Some((part, subject)) = most
+                && part >= LIKE_WEIGHT * LIKE_NAMED
+            {
                 x.like = Some(subject.to_string());
             }
         }
@@ -480,7 +489,8 @@ fn with_tests(base: &AtBase, mut files: Vec<Shown>, policy: &Resolved) -> Vec<Sh
                     file: empty_hit(t),
                     reason: Reason::TestsOf(path.clone()),
                     rank: lent,
-                    with: None, like: None,
+                    with: None,
+                    like: None,
                 }),
             }
         }
@@ -617,7 +627,8 @@ fn with_entries(
                 file: empty_hit(entry),
                 reason: Reason::EntryOf(path.clone()),
                 rank: 0.0,
-                with: None, like: None,
+                with: None,
+                like: None,
             },
         };
         files.insert(at + 1, moved);
@@ -725,7 +736,8 @@ fn often_changed(scopes: &[Scope], base: &AtBase, files: &mut Vec<Shown>, policy
             file: empty_hit(path),
             reason: Reason::OftenChanged { changes, of },
             rank: 0.0,
-            with: None, like: None,
+            with: None,
+            like: None,
         });
     }
 }

@@ -74,7 +74,8 @@ fn changed(repo: &git2::Repository, oid: git2::Oid) -> Option<Arc<Counted>> {
         files.dedup();
         // The subject line is what is matched: a body often lists unrelated detail, and
         // matching it too measured no better.
-        let subject = c.message().unwrap_or_default().lines().next().unwrap_or_default().trim().to_string();
+        let message = c.message().unwrap_or_default();
+        let subject = message.lines().next().unwrap_or_default().trim().to_string();
         Some(Arc::new(Counted {
             files,
             terms: View::terms(&subject),
@@ -100,18 +101,18 @@ pub struct History {
     by_file: HashMap<String, Vec<usize>>,
 }
 
-/// A past commit whose message shares words with a task ([`History::like`]).
+/// A past commit whose subject shares words with a task ([`History::like`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Like {
     /// Its subject line.
     pub subject: String,
     /// The files it changed.
     pub files: Vec<String>,
-    /// How well its message matches the task (BM25 over the counted commits' messages).
+    /// How well its subject matches the task (BM25 over the counted commits' subjects).
     pub score: f32,
-    /// Its score against what a message holding every term of the task once, at the average
-    /// length, would score: near 1 when it says what the task says, small when it shares
-    /// only common words.
+    /// Its score against the sum of the task terms' idf (about what a subject holding every
+    /// term of the task once, at the average length, scores): near 1 when it says what the
+    /// task says, small when it shares only common words.
     pub share: f32,
 }
 
@@ -195,8 +196,8 @@ impl History {
         out
     }
 
-    /// The `most` counted commits whose messages match `terms` best (BM25 over the counted
-    /// commits' messages), best first; none when no message holds any of the terms. A task
+    /// The `most` counted commits whose subjects match `terms` best (BM25 over the counted
+    /// commits' subjects), best first; none when no subject holds any of the terms. A task
     /// worded like a past commit ("start 8.0" after "start 7.1", "ignore: ..." after other
     /// "ignore: ..." commits) usually changes what that commit changed.
     pub fn like(&self, terms: &[String], most: usize) -> Vec<Like> {
