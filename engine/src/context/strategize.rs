@@ -398,7 +398,11 @@ fn rank_with_history(
 }
 
 /// Past commits read whose subjects match the task best ([`index::history::History::like`]).
-pub const LIKE_COMMITS: usize = 20;
+pub const LIKE_COMMITS: usize = 40;
+/// Least share of the task a past commit's subject must say ([`index::history::Like::share`])
+/// to lend anything: many commits sharing one common word (`fix`) would otherwise add up
+/// to rank the files changed most, not the files like the task.
+pub const LIKE_MIN_SHARE: f32 = 0.25;
 /// Most a past commit worded like the task lends a file it changed, against the file's
 /// relative search score.
 pub const LIKE_WEIGHT: f32 = 0.5;
@@ -408,9 +412,10 @@ pub const LIKE_WEIGHT: f32 = 0.5;
 pub const LIKE_NAMED: f32 = 0.2;
 
 /// Re-ranks the shown files by the past commits worded like the task (spec section 25): each
-/// resource's best [`LIKE_COMMITS`] by [`index::history::History::like`] lend each code file
-/// they changed [`LIKE_WEIGHT`] times how fully the commit's subject says what the task says
-/// ([`index::history::Like::share`]), shared among the files it changed by their square root.
+/// resource's best [`LIKE_COMMITS`] by [`index::history::History::like`] that say at least
+/// [`LIKE_MIN_SHARE`] of the task lend each code file they changed [`LIKE_WEIGHT`] times how
+/// fully the commit's subject says what the task says ([`index::history::Like::share`]),
+/// shared among the files it changed by their square root.
 /// A task worded like earlier work ("start 8.0" after "start 7.1", "ignore: fix ..." after
 /// other fixes to `ignore`) usually changes what that work changed. Only files already shown
 /// are lent to: files added this way pushed matched ones out more often than they helped.
@@ -428,7 +433,10 @@ fn with_like_commits(base: &AtBase, task: &str, mut files: Vec<Shown>) -> Vec<Sh
             .filter(|x| &x.resource == resource && is_code(&x.file.path))
         {
             let mut most: Option<(f32, &str)> = None;
-            for l in like.iter().filter(|l| l.files.binary_search(&x.file.path).is_ok()) {
+            let lenders = like.iter().filter(|l| {
+                l.share >= LIKE_MIN_SHARE && l.files.binary_search(&x.file.path).is_ok()
+            });
+            for l in lenders {
                 let part = LIKE_WEIGHT * l.share / (l.files.len() as f32).sqrt();
                 x.rank += part;
                 if most.is_none_or(|(m, _)| part > m) {
@@ -1622,6 +1630,45 @@ mod tests {
             hot.text.contains("changed by the past commit \"bump version for release 1."),
             "{}",
             hot.text
+        );
+    }
+
+    #[test]
+    fn past_commits_sharing_only_a_common_word_with_the_task_lend_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        repo_with_files(dir, &[("src/busy.py", "0"), ("src/parser.py", "0")]);
+        for n in 1..=6 {
+            commit(dir, &[("src/busy.py", &n.to_string())], &format!("fix typo {n}"));
+        }
+        let at = commit(dir, &[("src/parser.py", "1")], "fix parser crash on empty input");
+        let repo = git2::Repository::open(dir).unwrap();
+        let history = index::history::History::at(&repo, git2::Oid::from_str(&at).unwrap(), 100);
+        let base = AtBase {
+            files: std::collections::HashMap::new(),
+            history: [("local/demo".to_string(), history)].into_iter().collect(),
+        };
+        let shown = |path: &str| Shown {
+            resource: "local/demo".into(),
+            file: empty_hit(path.into()),
+            reason: Reason::Matched,
+            rank: 1.0,
+            with: None,
+            like: None,
+        };
+        let files = with_like_commits(
+            &base,
+            "fix parser crash on unicode input",
+            vec![shown("src/busy.py"), shown("src/parser.py")],
+        );
+        let rank = |path: &str| files.iter().find(|x| x.file.path == path).unwrap().rank;
+        // Six commits share only `fix` with the task: under LIKE_MIN_SHARE each.
+        assert_eq!(rank("src/busy.py"), 1.0);
+        assert!(rank("src/parser.py") > 1.0);
+        assert_eq!(files[0].file.path, "src/parser.py");
+        assert_eq!(
+            files[0].like.as_deref(),
+            Some("fix parser crash on empty input")
         );
     }
 
