@@ -108,11 +108,9 @@ pub struct Like {
     pub subject: String,
     /// The files it changed.
     pub files: Vec<String>,
-    /// How well its subject matches the task (BM25 over the counted commits' subjects).
-    pub score: f32,
-    /// Its score against the sum of the task terms' idf (about what a subject holding every
-    /// term of the task once, at the average length, scores): near 1 when it says what the
-    /// task says, small when it shares only common words.
+    /// Its score (BM25 over the counted commits' subjects) against the sum of the task terms'
+    /// idf, about what a subject holding every term of the task once, at the average length,
+    /// scores: near 1 when it says what the task says, small when it shares only common words.
     pub share: f32,
 }
 
@@ -239,7 +237,6 @@ impl History {
             .map(|(score, i)| Like {
                 subject: self.commits[i].subject.clone(),
                 files: self.commits[i].files.clone(),
-                score,
                 share: score / full,
             })
             .collect()
