@@ -150,6 +150,9 @@ enum Reason {
     /// It is the package entry file of the directory of a file shown above it and
     /// re-exports names from that file's module.
     EntryOf(String),
+    /// It did not match, but a past commit whose subject says much of what the task says
+    /// changed it (its subject).
+    LikeCommit(String),
 }
 
 impl Reason {
@@ -163,6 +166,7 @@ impl Reason {
                 Some(format!("changed in {changes} of the last {of} commits"))
             }
             Reason::EntryOf(of) => Some(format!("package entry re-exporting from {of}")),
+            Reason::LikeCommit(subject) => Some(format!("changed by the past commit \"{subject}\"")),
         }
     }
 }
@@ -242,7 +246,7 @@ pub const RELATED_MAX: usize = 10;
 /// What a matched file that is not code (prose, configuration, a changelog) ranks at,
 /// against its relative search score: the strategist plans changes to code, and a
 /// document describing a feature often repeats the task's words more than the code does.
-pub const PROSE_FACTOR: f32 = 0.5;
+pub const PROSE_FACTOR: f32 = 0.3;
 
 /// Languages the index knows that are prose, markup or configuration rather than code.
 const NOT_CODE: &[&str] = &["markdown", "toml", "yaml", "json", "html", "css", "text"];
@@ -410,6 +414,13 @@ pub const LIKE_WEIGHT: f32 = 0.5;
 /// entry to name it: a commit sharing one common word with the task lends a little and
 /// says nothing worth the prompt's room.
 pub const LIKE_NAMED: f32 = 0.2;
+/// Least share of the task a past commit's subject must say for the code files it changed
+/// to be shown when the task's words and the history did not bring them: a subject saying
+/// half of the task or more (`v2.34.1` for the task `v2.34.2`) usually names the same kind
+/// of change to the same files.
+pub const LIKE_ADD_SHARE: f32 = 0.5;
+/// Most files shown only because past commits worded like the task changed them.
+pub const LIKE_ADDED: usize = 3;
 
 /// Re-ranks the shown files by the past commits worded like the task (spec section 25): each
 /// resource's best [`LIKE_COMMITS`] by [`index::history::History::like`] that say at least
@@ -417,12 +428,21 @@ pub const LIKE_NAMED: f32 = 0.2;
 /// fully the commit's subject says what the task says ([`index::history::Like::share`]),
 /// shared among the files it changed by their square root.
 /// A task worded like earlier work ("start 8.0" after "start 7.1", "ignore: fix ..." after
-/// other fixes to `ignore`) usually changes what that work changed. Only files already shown
-/// are lent to: files added this way pushed matched ones out more often than they helped.
-/// A file's entry names the commit that lent it most, when that is at least [`LIKE_NAMED`]
-/// of the weight ([`Shown::like`]).
-fn with_like_commits(base: &AtBase, task: &str, mut files: Vec<Shown>) -> Vec<Shown> {
+/// other fixes to `ignore`) usually changes what that work changed. A file's entry names
+/// the commit that lent it most, when that is at least [`LIKE_NAMED`] of the weight
+/// ([`Shown::like`]). The code files that the commits saying at least [`LIKE_ADD_SHARE`] of
+/// the task changed, where nothing else brought them, are added (the best
+/// [`LIKE_ADDED`], by what those commits lend them, as [`Reason::LikeCommit`]): a release
+/// task finds the version file no word of it names. Files commits saying less of the task
+/// changed are not added: those pushed matched files out more often than they helped.
+fn with_like_commits(
+    base: &AtBase,
+    task: &str,
+    mut files: Vec<Shown>,
+    policy: &Resolved,
+) -> Vec<Shown> {
     let terms = View::terms(task);
+    let mut added: Vec<Shown> = Vec::new();
     for (resource, history) in &base.history {
         let like = history.like(&terms, LIKE_COMMITS);
         if like.is_empty() {
@@ -432,26 +452,62 @@ fn with_like_commits(base: &AtBase, task: &str, mut files: Vec<Shown>) -> Vec<Sh
             .iter_mut()
             .filter(|x| &x.resource == resource && is_code(&x.file.path))
         {
-            let mut most: Option<(f32, &str)> = None;
-            let lenders = like.iter().filter(|l| {
-                l.share >= LIKE_MIN_SHARE && l.files.binary_search(&x.file.path).is_ok()
-            });
-            for l in lenders {
-                let part = LIKE_WEIGHT * l.share / (l.files.len() as f32).sqrt();
-                x.rank += part;
-                if most.is_none_or(|(m, _)| part > m) {
-                    most = Some((part, &l.subject));
-                }
-            }
+            let most = lend_like(x, like.iter().filter(|l| l.share >= LIKE_MIN_SHARE));
             if let Some((part, subject)) = most
                 && part >= LIKE_WEIGHT * LIKE_NAMED
             {
                 x.like = Some(subject.to_string());
             }
         }
+        for l in like.iter().filter(|l| l.share >= LIKE_ADD_SHARE) {
+            for path in &l.files {
+                let shown = |x: &Shown| &x.resource == resource && &x.file.path == path;
+                if !is_code(path)
+                    || !base.exists(resource, path)
+                    || !policy.takes_path(path)
+                    || files.iter().any(shown)
+                    || added.iter().any(shown)
+                {
+                    continue;
+                }
+                let mut x = Shown {
+                    resource: resource.clone(),
+                    file: empty_hit(path.clone()),
+                    reason: Reason::Matched,
+                    rank: 0.0,
+                    with: None,
+                    like: None,
+                };
+                let most = lend_like(&mut x, like.iter().filter(|l| l.share >= LIKE_ADD_SHARE));
+                if let Some((_, subject)) = most {
+                    x.reason = Reason::LikeCommit(subject.to_string());
+                    added.push(x);
+                }
+            }
+        }
     }
+    by_rank(&mut added);
+    added.truncate(LIKE_ADDED);
+    files.extend(added);
     by_rank(&mut files);
     files
+}
+
+/// Adds to `x`'s rank what each of `lenders` that changed it lends ([`with_like_commits`]);
+/// the one that lent most, and how much.
+fn lend_like<'a>(
+    x: &mut Shown,
+    lenders: impl Iterator<Item = &'a index::history::Like>,
+) -> Option<(f32, &'a str)> {
+    let mut most: Option<(f32, &str)> = None;
+    for l in lenders.filter(|l| l.files.binary_search(&x.file.path).is_ok()) {
+        let part = LIKE_WEIGHT * l.share / (l.files.len() as f32).sqrt();
+        x.rank += part;
+        if most.is_none_or(|(m, _)| part > m) {
+            most = Some((part, &l.subject));
+        }
+    }
+    most
 }
 
 /// Lends each of the best [`TESTS_FOR_TOP`] code files' test files (by name: [`companions`])
@@ -903,7 +959,12 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
     let mut files = if files.is_empty() {
         Vec::new()
     } else {
-        let ranked = with_like_commits(&base, task, rank_with_history(scopes, &base, files, policy));
+        let ranked = with_like_commits(
+            &base,
+            task,
+            rank_with_history(scopes, &base, files, policy),
+            policy,
+        );
         with_entries(
             scopes,
             &base,
@@ -943,7 +1004,7 @@ fn overviews_and_hits(b: &mut Budget, scopes: &[Scope], task: &str, policy: &Res
             Some(why) => {
                 // A file lent its rank by a related one is scored by that rank.
                 let score = match x.reason {
-                    Reason::ChangesWith(_) => f64::from(x.rank),
+                    Reason::ChangesWith(_) | Reason::LikeCommit(_) => f64::from(x.rank),
                     _ => 0.0,
                 };
                 (short_entry(resource, f, &why), score, Some(why))
@@ -1660,6 +1721,7 @@ mod tests {
             &base,
             "fix parser crash on unicode input",
             vec![shown("src/busy.py"), shown("src/parser.py")],
+            &super::super::policy::resolve(&BTreeMap::new(), "strategize"),
         );
         let rank = |path: &str| files.iter().find(|x| x.file.path == path).unwrap().rank;
         // Six commits share only `fix` with the task: under LIKE_MIN_SHARE each.
@@ -1670,6 +1732,77 @@ mod tests {
             files[0].like.as_deref(),
             Some("fix parser crash on empty input")
         );
+    }
+
+    #[test]
+    fn a_file_past_commits_saying_most_of_the_task_changed_is_shown_though_no_word_found_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let version = |n: u32| format!("from ._build import stamp\n__version__ = stamp({n})\n");
+        let history = |lines: &str| format!("# History\n\n{lines}");
+        repo_with_files(
+            &repo,
+            &[
+                ("src/pkg/version.py", &version(100)),
+                ("src/pkg/api.py", "def get(url):\n    return url\n"),
+                ("HISTORY.md", &history("")),
+            ],
+        );
+        let files = |n: u32, notes: &str| {
+            [("src/pkg/version.py", version(n)), ("HISTORY.md", history(notes))]
+        };
+        let [a, b] = files(101, "- v2.34.0: faster get\n");
+        commit(&repo, &[(a.0, &a.1), (b.0, &b.1)], "v2.34.0");
+        commit(&repo, &[("src/pkg/api.py", "def get(url):\n    return url.strip()\n")], "strip urls");
+        let [a, b] = files(102, "- v2.34.1: strip urls\n- v2.34.0: faster get\n");
+        let base = commit(&repo, &[(a.0, &a.1), (b.0, &b.1)], "v2.34.1");
+        let hot = hot_at(tmp.path(), &repo, &base, "v2.34.2");
+        // Only the changelog holds the task's words; the past releases changed version.py.
+        assert!(
+            hot.text.contains("- local/demo:src/pkg/version.py (changed by the past commit \"v2.34."),
+            "{}",
+            hot.text
+        );
+        assert!(position(&hot, "src/pkg/version.py") < position(&hot, "src/pkg/api.py").or(Some(usize::MAX)));
+    }
+
+    #[test]
+    fn a_file_only_commits_saying_under_half_of_the_task_changed_is_not_added() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        repo_with_files(dir, &[("src/lexer.py", "0"), ("src/parser.py", "0"), ("src/cli.py", "0")]);
+        commit(dir, &[("src/lexer.py", "1")], "parser crash on tabs");
+        commit(dir, &[("src/cli.py", "1")], "add a verbose flag");
+        let at = commit(dir, &[("src/cli.py", "2")], "add a quiet flag");
+        let repo = git2::Repository::open(dir).unwrap();
+        let history = index::history::History::at(&repo, git2::Oid::from_str(&at).unwrap(), 100);
+        let task = "parser crash on unicode escapes";
+        let lexer = history.like(&View::terms(task), LIKE_COMMITS);
+        // The past fix (in the lexer) says some of the task: enough to lend a shown file,
+        // not to add one.
+        assert_eq!(lexer.len(), 1);
+        assert!((LIKE_MIN_SHARE..LIKE_ADD_SHARE).contains(&lexer[0].share), "{}", lexer[0].share);
+        let base = AtBase {
+            files: [(
+                "local/demo".to_string(),
+                ["src/lexer.py", "src/parser.py", "src/cli.py"].map(String::from).into(),
+            )]
+            .into_iter()
+            .collect(),
+            history: [("local/demo".to_string(), history)].into_iter().collect(),
+        };
+        let parser = Shown {
+            resource: "local/demo".into(),
+            file: empty_hit("src/parser.py".into()),
+            reason: Reason::Matched,
+            rank: 1.0,
+            with: None,
+            like: None,
+        };
+        let resolved = super::super::policy::resolve(&BTreeMap::new(), "strategize");
+        let files = with_like_commits(&base, task, vec![parser], &resolved);
+        let paths: Vec<&str> = files.iter().map(|x| x.file.path.as_str()).collect();
+        assert_eq!(paths, ["src/parser.py"]);
     }
 
     #[test]
