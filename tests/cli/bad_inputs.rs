@@ -427,6 +427,22 @@ fn plan_use_without_a_required_arg_is_refused() {
         ],
         &["licence", "license, year, check"],
     );
+    rejected(
+        &env,
+        &[
+            "plan",
+            "use",
+            "local/add-license",
+            "p",
+            "--arg",
+            "license= ",
+        ],
+        &[
+            "required argument `license`",
+            "is blank",
+            "--arg license=VALUE",
+        ],
+    );
 }
 
 #[test]

@@ -1608,6 +1608,16 @@ pub enum ArgumentError {
         /// What the type accepts.
         message: String,
     },
+    /// A required argument is given blank (empty or only spaces).
+    #[error("required argument `{name}` ({arg_type}{desc}) is blank; pass --arg {name}=VALUE with a value")]
+    Blank {
+        /// The argument.
+        name: String,
+        /// Its type.
+        arg_type: &'static str,
+        /// `: description` or empty.
+        desc: String,
+    },
     /// A required argument is missing.
     #[error("missing required argument `{name}` ({arg_type}{desc}); pass --arg {name}=VALUE")]
     Missing {
@@ -1659,6 +1669,15 @@ pub fn bind_arguments(
     for a in &action.arguments {
         match raw.get(&a.name) {
             Some(v) if v.contains('\0') => return Err(ArgumentError::Nul(a.name.clone())),
+            // A required value left blank is a slip, not a value: a blank task sent to a
+            // model is a plan about nothing.
+            Some(v) if a.required && v.trim().is_empty() => {
+                return Err(ArgumentError::Blank {
+                    name: a.name.clone(),
+                    arg_type: a.arg_type.as_str(),
+                    desc: described(a),
+                });
+            }
             Some(v) => {
                 let value = a
                     .arg_type
@@ -1673,11 +1692,7 @@ pub fn bind_arguments(
                 return Err(ArgumentError::Missing {
                     name: a.name.clone(),
                     arg_type: a.arg_type.as_str(),
-                    desc: a
-                        .description
-                        .as_ref()
-                        .map(|d| format!(": {d}"))
-                        .unwrap_or_default(),
+                    desc: described(a),
                 });
             }
             None => {
@@ -1688,6 +1703,14 @@ pub fn bind_arguments(
         }
     }
     Ok(out)
+}
+
+/// `: description` of an argument for its error, or empty.
+fn described(a: &ArgumentSpec) -> String {
+    a.description
+        .as_ref()
+        .map(|d| format!(": {d}"))
+        .unwrap_or_default()
 }
 
 /// The action's script with argument values filled in.
@@ -1881,6 +1904,24 @@ mod tests {
             bind_arguments(&a, &["target".into()]),
             Err(ArgumentError::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn a_required_argument_given_blank_is_refused_naming_it_and_an_optional_one_is_kept() {
+        let a = action(vec![
+            ArgumentSpec::parse_cli("task:string:required:What to do").unwrap(),
+            ArgumentSpec::parse_cli("note:string:optional").unwrap(),
+        ]);
+        for blank in ["task=", "task=   "] {
+            let err = bind_arguments(&a, &[blank.into()]).unwrap_err();
+            assert!(matches!(err, ArgumentError::Blank { .. }), "{err:?}");
+            assert_eq!(
+                err.to_string(),
+                "required argument `task` (string: What to do) is blank; pass --arg task=VALUE with a value"
+            );
+        }
+        let bound = bind_arguments(&a, &["task=ship it".into(), "note=".into()]).unwrap();
+        assert_eq!(Value::Object(bound), serde_json::json!({"task": "ship it", "note": ""}));
     }
 
     fn step(name: &str, run: &str) -> ScriptStep {
