@@ -134,7 +134,7 @@ fn an_undefined_placeholder_is_named_with_its_field() {
 fn a_path_that_does_not_exist_is_refused() {
     let env = env();
     let missing = env.root().join("no-such-dir");
-    rejected(
+    let doc = rejected(
         &env,
         &[
             "resource",
@@ -146,6 +146,8 @@ fn a_path_that_does_not_exist_is_refused() {
         ],
         &["--path", "does not exist"],
     );
+    let hint = doc["error"]["suggestions"][0].as_str().unwrap_or_default();
+    assert!(hint.contains("typo"), "{doc:#}");
 }
 
 #[test]
