@@ -205,6 +205,20 @@ struct Shown {
     like: Option<String>,
 }
 
+impl Shown {
+    /// A file shown by its path alone, without search hits, for `reason` at `rank`.
+    fn by_path(resource: String, path: String, reason: Reason, rank: f32) -> Shown {
+        Shown {
+            resource,
+            file: empty_hit(path),
+            reason,
+            rank,
+            with: None,
+            like: None,
+        }
+    }
+}
+
 /// Orders files best rank first (ties by resource, then path, so the order is the same run
 /// after run).
 fn by_rank(files: &mut [Shown]) {
@@ -382,12 +396,13 @@ fn rank_with_history(
                     x.with = Some(with);
                 }
                 None => added.push(Shown {
-                    resource: s.resource.clone(),
-                    file: empty_hit(path),
-                    reason: Reason::ChangesWith(with.clone()),
-                    rank: HISTORY_WEIGHT * total,
-                    with: Some(with),
-                    like: None,
+                    with: Some(with.clone()),
+                    ..Shown::by_path(
+                        s.resource.clone(),
+                        path,
+                        Reason::ChangesWith(with),
+                        HISTORY_WEIGHT * total,
+                    )
                 }),
             }
         }
@@ -454,7 +469,8 @@ fn with_like_commits(
             .iter_mut()
             .filter(|x| &x.resource == resource && is_code(&x.file.path))
         {
-            let most = lend_like(x, like.iter().filter(|l| l.share >= LIKE_MIN_SHARE));
+            let lenders = like.iter().filter(|l| l.share >= LIKE_MIN_SHARE);
+            let most = lend_like(&x.file.path, &mut x.rank, lenders);
             if let Some((part, subject)) = most
                 && part >= LIKE_WEIGHT * LIKE_NAMED
             {
@@ -472,18 +488,11 @@ fn with_like_commits(
                 {
                     continue;
                 }
-                let mut x = Shown {
-                    resource: resource.clone(),
-                    file: empty_hit(path.clone()),
-                    reason: Reason::Matched,
-                    rank: 0.0,
-                    with: None,
-                    like: None,
-                };
-                let most = lend_like(&mut x, like.iter().filter(|l| l.share >= LIKE_ADD_SHARE));
-                if let Some((_, subject)) = most {
-                    x.reason = Reason::LikeCommit(subject.to_string());
-                    added.push(x);
+                let mut rank = 0.0;
+                let lenders = like.iter().filter(|l| l.share >= LIKE_ADD_SHARE);
+                if let Some((_, subject)) = lend_like(path, &mut rank, lenders) {
+                    let why = Reason::LikeCommit(subject.to_string());
+                    added.push(Shown::by_path(resource.clone(), path.clone(), why, rank));
                 }
             }
         }
@@ -495,16 +504,17 @@ fn with_like_commits(
     files
 }
 
-/// Adds to `x`'s rank what each of `lenders` that changed it lends ([`with_like_commits`]);
-/// the one that lent most, and how much.
+/// Adds to `rank`, the rank of the file at `path`, what each of `lenders` that changed it
+/// lends ([`with_like_commits`]); the one that lent most, and how much.
 fn lend_like<'a>(
-    x: &mut Shown,
+    path: &str,
+    rank: &mut f32,
     lenders: impl Iterator<Item = &'a index::history::Like>,
 ) -> Option<(f32, &'a str)> {
     let mut most: Option<(f32, &str)> = None;
-    for l in lenders.filter(|l| l.files.binary_search(&x.file.path).is_ok()) {
+    for l in lenders.filter(|l| l.files.binary_search_by(|f| f.as_str().cmp(path)).is_ok()) {
         let part = LIKE_WEIGHT * l.share / (l.files.len() as f32).sqrt();
-        x.rank += part;
+        *rank += part;
         if most.is_none_or(|(m, _)| part > m) {
             most = Some((part, &l.subject));
         }
@@ -550,14 +560,12 @@ fn with_tests(base: &AtBase, mut files: Vec<Shown>, policy: &Resolved) -> Vec<Sh
                         }
                     }
                 }
-                None => files.push(Shown {
-                    resource: resource.clone(),
-                    file: empty_hit(t),
-                    reason: Reason::TestsOf(path.clone()),
-                    rank: lent,
-                    with: None,
-                    like: None,
-                }),
+                None => files.push(Shown::by_path(
+                    resource.clone(),
+                    t,
+                    Reason::TestsOf(path.clone()),
+                    lent,
+                )),
             }
         }
     }
@@ -688,14 +696,7 @@ fn with_entries(
         let moved = match found {
             Some(i) if i < at => continue,
             Some(i) => files.remove(i),
-            None => Shown {
-                resource: resource.clone(),
-                file: empty_hit(entry),
-                reason: Reason::EntryOf(path.clone()),
-                rank: 0.0,
-                with: None,
-                like: None,
-            },
+            None => Shown::by_path(resource.clone(), entry, Reason::EntryOf(path.clone()), 0.0),
         };
         files.insert(at + 1, moved);
     }
@@ -797,14 +798,12 @@ fn often_changed(scopes: &[Scope], base: &AtBase, files: &mut Vec<Shown>, policy
             .then(a.1.cmp(&b.1))
     });
     for (resource, path, changes, of) in candidates.into_iter().take(MIN_FILES - found) {
-        files.push(Shown {
+        files.push(Shown::by_path(
             resource,
-            file: empty_hit(path),
-            reason: Reason::OftenChanged { changes, of },
-            rank: 0.0,
-            with: None,
-            like: None,
-        });
+            path,
+            Reason::OftenChanged { changes, of },
+            0.0,
+        ));
     }
 }
 
@@ -1711,14 +1710,8 @@ mod tests {
             files: std::collections::HashMap::new(),
             history: [("local/demo".to_string(), history)].into_iter().collect(),
         };
-        let shown = |path: &str| Shown {
-            resource: "local/demo".into(),
-            file: empty_hit(path.into()),
-            reason: Reason::Matched,
-            rank: 1.0,
-            with: None,
-            like: None,
-        };
+        let shown =
+            |path: &str| Shown::by_path("local/demo".into(), path.into(), Reason::Matched, 1.0);
         let files = with_like_commits(
             &base,
             "fix parser crash on unicode input",
@@ -1790,14 +1783,8 @@ mod tests {
                 .collect(),
             history: [("local/demo".to_string(), history)].into_iter().collect(),
         };
-        let parser = Shown {
-            resource: "local/demo".into(),
-            file: empty_hit("src/parser.py".into()),
-            reason: Reason::Matched,
-            rank: 1.0,
-            with: None,
-            like: None,
-        };
+        let parser = "src/parser.py".to_string();
+        let parser = Shown::by_path("local/demo".into(), parser, Reason::Matched, 1.0);
         let resolved = super::super::policy::resolve(&BTreeMap::new(), "strategize");
         let files = with_like_commits(&base, task, vec![parser], &resolved);
         let paths: Vec<&str> = files.iter().map(|x| x.file.path.as_str()).collect();
