@@ -190,6 +190,18 @@ pub enum ResourceError {
     Store(#[from] StoreError),
 }
 
+/// The [`ResourceError::Path`] problem of a path that is not there.
+pub const PATH_MISSING: &str = "does not exist";
+
+impl ResourceError {
+    /// Whether a path given does not exist (a typo, or a relative path read from another
+    /// directory than meant), rather than being of the wrong kind.
+    #[must_use]
+    pub fn is_missing_path(&self) -> bool {
+        matches!(self, ResourceError::Path { problem, .. } if problem == PATH_MISSING)
+    }
+}
+
 impl From<crate::registry::lookup::LookupError> for ResourceError {
     fn from(e: crate::registry::lookup::LookupError) -> Self {
         match e {

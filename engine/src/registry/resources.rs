@@ -19,6 +19,7 @@ use crate::domain::name::QualifiedName;
 pub use crate::domain::resource::{Edge, Resource};
 use crate::registry::custom_types::{ArgType, CliArgument, CustomType, TypeError};
 pub use crate::registry::resource_error::ResourceError;
+use crate::registry::resource_error::PATH_MISSING;
 use crate::registry::resource_types::{self, ResourceType};
 use crate::store::Store;
 
@@ -190,7 +191,7 @@ fn existing_dir(flag: &'static str, path: &Path) -> Result<PathBuf, ResourceErro
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => std::fs::canonicalize(path).map_err(|e| bad(&e.to_string())),
         Ok(_) => Err(bad("is not a directory")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(bad("does not exist")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(bad(PATH_MISSING)),
         Err(e) => Err(bad(&e.to_string())),
     }
 }

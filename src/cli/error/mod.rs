@@ -354,6 +354,7 @@ impl From<ActionError> for CliError {
 impl From<ResourceError> for CliError {
     fn from(e: ResourceError) -> Self {
         let message = e.to_string();
+        let missing_path = e.is_missing_path();
         match e {
             ResourceError::Store(s) => s.into(),
             ResourceError::Exists(_) | ResourceError::SameTarget { .. } => {
@@ -396,7 +397,7 @@ impl From<ResourceError> for CliError {
                 .hint("check the URL with `git ls-remote URL` on this host (the server's, with --server): its credentials are the ones used"),
             ResourceError::NotOnServerHost { .. } => CliError::invalid_input(message)
                 .hint("the server reads paths on its own host: give a path there, or register the repository by URL (agents resource add git NAME --url URL)"),
-            ResourceError::Path { problem, .. } if problem == "does not exist" => CliError::invalid_input(message)
+            ResourceError::Path { .. } if missing_path => CliError::invalid_input(message)
                 .hint("check the path for a typo; a relative path is read from the directory the command runs in"),
             ResourceError::Path { .. } | ResourceError::Name { .. } | ResourceError::ChildName(_) | ResourceError::Git { .. } => {
                 CliError::invalid_input(message)
