@@ -398,47 +398,25 @@ fn plan_use_without_a_required_arg_is_refused() {
     with_draft_action(&env);
     crate::support::register_update_docs(&env);
     assert_eq!(env.json(&["action", "available", "local/add-license"]).1, 0);
-    rejected(
-        &env,
-        &["plan", "use", "local/add-license", "p"],
+    let plan_use = |args: &[&str], needles: &[&str]| {
+        let mut all = vec!["plan", "use", "local/add-license", "p"];
+        all.extend_from_slice(args);
+        rejected(&env, &all, needles);
+    };
+    plan_use(
+        &[],
         &["missing required argument `license`", "--arg license=VALUE"],
     );
-    rejected(
-        &env,
-        &[
-            "plan",
-            "use",
-            "local/add-license",
-            "p",
-            "--arg",
-            "license=MIT",
-            "--arg",
-            "year=soon",
-        ],
+    plan_use(
+        &["--arg", "license=MIT", "--arg", "year=soon"],
         &["--arg `year`", "whole number"],
     );
-    rejected(
-        &env,
-        &[
-            "plan",
-            "use",
-            "local/add-license",
-            "p",
-            "--arg",
-            "licence=MIT",
-        ],
+    plan_use(
+        &["--arg", "licence=MIT"],
         &["licence", "license, year, check"],
     );
-    rejected(
-        &env,
-        &[
-            "plan",
-            "use",
-            "local/add-license",
-            "p",
-            "--arg",
-            "license= ",
-        ],
+    plan_use(
+        &["--arg", "license= "],
         &[
             "required argument `license`",
             "is blank",
